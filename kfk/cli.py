@@ -1,0 +1,42 @@
+"""The `kfk` command: registers the command groups, nothing else.
+
+Each group lives in kfk/commands/<group>.py. Heavy imports (the broker, the codec, the client) happen inside the
+commands, never at module level, so that `kfk --help` and shell completion stay fast.
+"""
+
+from typing import Annotated, Optional
+
+import typer
+
+from kfk import __version__
+from kfk.commands import server
+
+app = typer.Typer(
+    name="kfk",
+    help="Apache Kafka rebuilt in Python: broker, tools and client in one command.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(server.app, name="server")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"kfk {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        Optional[bool],
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the kfk version and exit."),
+    ] = None,
+) -> None:
+    """Apache Kafka rebuilt in Python: broker, tools and client in one command."""
+
+
+def main() -> None:
+    """Entry point of the `kfk` console script and of `python -m kfk`."""
+    app()
