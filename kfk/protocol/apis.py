@@ -1,0 +1,40 @@
+"""API keys and the version range kfk speaks for each API.
+
+For now kfk's range is the whole range of Kafka's schemas, minus versions Kafka marks as still in development
+(`latestVersionUnstable`, which Kafka only advertises with unstable.api.versions.enable=true). The broker does not
+advertise from this table: its dispatch registry answers ApiVersions from the handlers it has, so it never claims
+an API it cannot serve. The client picks, per API, the highest version both sides know.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kfk.protocol.messages import API_SCHEMAS, ApiKey
+
+__all__ = ["ApiKey", "VersionRange", "SUPPORTED_VERSIONS", "highest_common_version"]
+
+
+class VersionRange(NamedTuple):
+    lowest: int
+    highest: int
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self.lowest <= version <= self.highest
+
+
+SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
+    ApiKey(key): VersionRange(
+        schema.lowest_version, schema.highest_version - (1 if schema.latest_version_unstable else 0)
+    )
+    for key, schema in API_SCHEMAS.items()
+}
+
+
+def highest_common_version(api_key: ApiKey, peer_lowest: int, peer_highest: int) -> int | None:
+    """The version to use with a peer that supports [peer_lowest, peer_highest], or None if the ranges miss."""
+    ours = SUPPORTED_VERSIONS.get(api_key)
+    if ours is None:
+        return None
+    highest = min(ours.highest, peer_highest)
+    return highest if highest >= max(ours.lowest, peer_lowest) else None
