@@ -167,7 +167,7 @@ def load_spec(path: Path) -> MessageSpec:
                 versions=versions,
                 nullable_versions=Versions.parse(entry.get("nullableVersions")),
                 tagged_versions=Versions.parse(entry.get("taggedVersions")),
-                tag=entry.get("tag"),
+                tag=int(entry["tag"]) if "tag" in entry else None,
                 default=None if "default" not in entry else str(entry["default"]).lower()
                 if isinstance(entry["default"], bool)
                 else str(entry["default"]),
