@@ -1,0 +1,1 @@
+"""Backend-independent controller logic: replica placement, leader election, ISR changes, topic admin."""

@@ -1,0 +1,276 @@
+"""The cluster metadata image: brokers, topics, partitions, configs, as of one offset of the metadata log.
+
+The image is immutable: `apply` returns a new image that shares every topic the records did not touch, so readers
+(request handlers) can hold an image across awaits without locks and never see a half-applied change. Only the
+active controller writes metadata records (through a MetadataBackend); every broker applies the committed records
+in order, which is Kafka's KRaft model. The records are Kafka's own (kfk/protocol/metadata_records), so a
+__cluster_metadata log written by kfk holds what Kafka would write.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+from kfk.protocol.message import Message
+
+NO_LEADER = -1
+#: PartitionChangeRecord.leader when the leader does not change.
+NO_LEADER_CHANGE = -2
+
+
+class ConfigResourceType(IntEnum):
+    """Kafka's ConfigResource.Type codes, as used in DescribeConfigs and ConfigRecord."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    listener_name: str
+    host: str
+    port: int
+    security_protocol: int = 0  # PLAINTEXT
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: uuid.UUID
+    endpoints: tuple[Endpoint, ...]
+    rack: str | None = None
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+
+    def endpoint(self, listener_name: str) -> Endpoint | None:
+        for endpoint in self.endpoints:
+            if endpoint.listener_name == listener_name:
+                return endpoint
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+
+    @property
+    def preferred_leader(self) -> int:
+        return self.replicas[0] if self.replicas else NO_LEADER
+
+    def merge(self, change: Message) -> PartitionRegistration:
+        """Apply a PartitionChangeRecord: absent (null / -2) fields keep their value; a new leader starts a new
+        leader epoch; every change starts a new partition epoch."""
+        leader, leader_epoch = self.leader, self.leader_epoch
+        if change.leader != NO_LEADER_CHANGE:
+            leader, leader_epoch = change.leader, self.leader_epoch + 1
+        return PartitionRegistration(
+            replicas=self.replicas if change.replicas is None else tuple(change.replicas),
+            isr=self.isr if change.isr is None else tuple(change.isr),
+            leader=leader,
+            leader_epoch=leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+            removing_replicas=self.removing_replicas
+            if change.removing_replicas is None
+            else tuple(change.removing_replicas),
+            adding_replicas=self.adding_replicas if change.adding_replicas is None else tuple(change.adding_replicas),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TopicImage:
+    name: str
+    topic_id: uuid.UUID
+    partitions: Mapping[int, PartitionRegistration]
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name.startswith("__")
+
+
+_EMPTY: Mapping = MappingProxyType({})
+
+
+def _empty() -> Mapping:
+    return _EMPTY
+
+
+@dataclass(frozen=True)
+class MetadataImage:
+    cluster_id: str | None = None
+    offset: int = -1  # the last metadata log offset applied
+    brokers: Mapping[int, BrokerRegistration] = field(default_factory=_empty)
+    topics_by_id: Mapping[uuid.UUID, TopicImage] = field(default_factory=_empty)
+    topics_by_name: Mapping[str, TopicImage] = field(default_factory=_empty)
+    configs: Mapping[tuple[ConfigResourceType, str], Mapping[str, str]] = field(default_factory=_empty)
+    features: Mapping[str, int] = field(default_factory=_empty)
+    next_producer_id: int = 0
+
+    def topic(self, name: str) -> TopicImage | None:
+        return self.topics_by_name.get(name)
+
+    def partition(self, topic: str, partition: int) -> PartitionRegistration | None:
+        image = self.topics_by_name.get(topic)
+        return None if image is None else image.partitions.get(partition)
+
+    def config(self, resource_type: ConfigResourceType, name: str) -> Mapping[str, str]:
+        return self.configs.get((resource_type, name), _EMPTY)
+
+    def apply(self, records: Iterable[Message], offset: int) -> MetadataImage:
+        """A new image with `records` applied in order; `offset` is the metadata log offset of the last one."""
+        delta = _Delta(self)
+        for record in records:
+            handler = _HANDLERS.get(record.NAME)
+            if handler is not None:  # records this version does not model (ACLs, quotas...) are skipped
+                handler(delta, record)
+        return delta.build(offset)
+
+
+class _Delta:
+    """Mutable copies of the parts of an image that records touch; everything else stays shared."""
+
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self.brokers: dict[int, BrokerRegistration] | None = None
+        self.topics_by_id: dict[uuid.UUID, TopicImage] | None = None
+        self.configs: dict | None = None
+        self.features: dict[str, int] | None = None
+        self.next_producer_id = image.next_producer_id
+
+    def mutable_brokers(self) -> dict[int, BrokerRegistration]:
+        if self.brokers is None:
+            self.brokers = dict(self.image.brokers)
+        return self.brokers
+
+    def mutable_topics(self) -> dict[uuid.UUID, TopicImage]:
+        if self.topics_by_id is None:
+            self.topics_by_id = dict(self.image.topics_by_id)
+        return self.topics_by_id
+
+    def mutable_configs(self) -> dict:
+        if self.configs is None:
+            self.configs = dict(self.image.configs)
+        return self.configs
+
+    def build(self, offset: int) -> MetadataImage:
+        image = self.image
+        changes: dict = {"offset": offset, "next_producer_id": self.next_producer_id}
+        if self.brokers is not None:
+            changes["brokers"] = MappingProxyType(self.brokers)
+        if self.topics_by_id is not None:
+            changes["topics_by_id"] = MappingProxyType(self.topics_by_id)
+            changes["topics_by_name"] = MappingProxyType({t.name: t for t in self.topics_by_id.values()})
+        if self.configs is not None:
+            changes["configs"] = MappingProxyType(self.configs)
+        if self.features is not None:
+            changes["features"] = MappingProxyType(self.features)
+        return replace(image, **changes)
+
+
+def _topic_record(delta: _Delta, record: Message) -> None:
+    delta.mutable_topics()[record.topic_id] = TopicImage(record.name, record.topic_id, MappingProxyType({}))
+
+
+def _partition_record(delta: _Delta, record: Message) -> None:
+    topics = delta.mutable_topics()
+    topic = topics[record.topic_id]
+    partitions = dict(topic.partitions)
+    partitions[record.partition_id] = PartitionRegistration(
+        replicas=tuple(record.replicas),
+        isr=tuple(record.isr),
+        leader=record.leader,
+        leader_epoch=record.leader_epoch,
+        partition_epoch=record.partition_epoch,
+        removing_replicas=tuple(record.removing_replicas),
+        adding_replicas=tuple(record.adding_replicas),
+    )
+    topics[record.topic_id] = replace(topic, partitions=MappingProxyType(partitions))
+
+
+def _partition_change_record(delta: _Delta, record: Message) -> None:
+    topics = delta.mutable_topics()
+    topic = topics[record.topic_id]
+    partitions = dict(topic.partitions)
+    partitions[record.partition_id] = partitions[record.partition_id].merge(record)
+    topics[record.topic_id] = replace(topic, partitions=MappingProxyType(partitions))
+
+
+def _remove_topic_record(delta: _Delta, record: Message) -> None:
+    topic = delta.mutable_topics().pop(record.topic_id, None)
+    if topic is not None:
+        delta.mutable_configs().pop((ConfigResourceType.TOPIC, topic.name), None)
+
+
+def _config_record(delta: _Delta, record: Message) -> None:
+    configs = delta.mutable_configs()
+    key = (ConfigResourceType(record.resource_type), record.resource_name)
+    values = dict(configs.get(key, {}))
+    if record.value is None:
+        values.pop(record.name, None)
+    else:
+        values[record.name] = record.value
+    configs[key] = MappingProxyType(values)
+
+
+def _register_broker_record(delta: _Delta, record: Message) -> None:
+    delta.mutable_brokers()[record.broker_id] = BrokerRegistration(
+        broker_id=record.broker_id,
+        broker_epoch=record.broker_epoch,
+        incarnation_id=record.incarnation_id,
+        endpoints=tuple(Endpoint(e.name, e.host, e.port, e.security_protocol) for e in record.end_points),
+        rack=record.rack,
+        fenced=record.fenced,
+        in_controlled_shutdown=record.in_controlled_shutdown,
+    )
+
+
+def _unregister_broker_record(delta: _Delta, record: Message) -> None:
+    delta.mutable_brokers().pop(record.broker_id, None)
+
+
+def _set_fenced(fenced: bool):
+    def handler(delta: _Delta, record: Message) -> None:
+        brokers = delta.mutable_brokers()
+        if record.id in brokers:
+            brokers[record.id] = replace(brokers[record.id], fenced=fenced)
+
+    return handler
+
+
+def _feature_level_record(delta: _Delta, record: Message) -> None:
+    if delta.features is None:
+        delta.features = dict(delta.image.features)
+    delta.features[record.name] = record.feature_level
+
+
+def _producer_ids_record(delta: _Delta, record: Message) -> None:
+    delta.next_producer_id = record.next_producer_id
+
+
+_HANDLERS = {
+    "TopicRecord": _topic_record,
+    "PartitionRecord": _partition_record,
+    "PartitionChangeRecord": _partition_change_record,
+    "RemoveTopicRecord": _remove_topic_record,
+    "ConfigRecord": _config_record,
+    "RegisterBrokerRecord": _register_broker_record,
+    "UnregisterBrokerRecord": _unregister_broker_record,
+    "FenceBrokerRecord": _set_fenced(True),
+    "UnfenceBrokerRecord": _set_fenced(False),
+    "FeatureLevelRecord": _feature_level_record,
+    "ProducerIdsRecord": _producer_ids_record,
+}
