@@ -1,0 +1,585 @@
+"""Record batch v2 (magic 2): a zero-copy view, iteration over concatenated entries, and in-place header edits.
+
+Layout of one batch (all integers big-endian; Kafka's DefaultRecordBatch)::
+
+    offset  field                 type    notes
+     0      baseOffset            int64   assigned by the broker; not covered by the CRC
+     8      batchLength           int32   bytes after this field
+    12      partitionLeaderEpoch  int32   set by the leader; not covered by the CRC
+    16      magic                 int8    2
+    17      crc                   uint32  CRC32C of every byte from attributes to the end of the batch
+    21      attributes            int16   bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control,
+                                          6 hasDeleteHorizonMs
+    23      lastOffsetDelta       int32
+    27      baseTimestamp         int64   the delete horizon when hasDeleteHorizonMs is set
+    35      maxTimestamp          int64   the log append time for LogAppendTime batches
+    43      producerId            int64
+    51      producerEpoch         int16
+    53      baseSequence          int32
+    57      recordsCount          int32
+    61      records               the record list, compressed as a whole when the codec bits say so
+
+Each record is: varint length, int8 attributes, varlong timestampDelta, varint offsetDelta, varint key length +
+key (-1 = null), varint value length + value (-1 = null), varint header count, then per header varint key length +
+UTF-8 key and varint value length + value (-1 = null).
+
+baseOffset and partitionLeaderEpoch sit before the CRC'd range so that a broker can assign offsets and stamp the
+leader epoch without touching the CRC: the produce hot path is header-only. Only LogAppendTime (maxTimestamp and the
+timestamp-type bit) forces a CRC recomputation.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Union
+
+from crc32c import crc32c
+
+from kfk.errors import CorruptRecordError
+from kfk.records._varint import read_unsigned_varint
+from kfk.records.compression import decompress
+from kfk.records.legacy import LEGACY_RECORD_OVERHEAD, LegacyRecordBatch
+from kfk.records.record import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_VALUE_V0,
+    MAGIC_VALUE_V2,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    CompressionType,
+    Record,
+    TimestampType,
+)
+
+__all__ = [
+    "LOG_OVERHEAD",
+    "RECORD_BATCH_OVERHEAD",
+    "MAGIC_OFFSET",
+    "NO_PRODUCER_ID",
+    "NO_PRODUCER_EPOCH",
+    "NO_SEQUENCE",
+    "NO_PARTITION_LEADER_EPOCH",
+    "NO_TIMESTAMP",
+    "CompressionType",
+    "TimestampType",
+    "Record",
+    "RecordBatch",
+    "LegacyRecordBatch",
+    "iter_batches",
+    "complete_entries_length",
+    "set_base_offset",
+    "set_last_offset",
+    "set_partition_leader_epoch",
+    "set_max_timestamp",
+    "set_log_append_time",
+]
+
+RECORD_BATCH_OVERHEAD = 61
+
+BASE_OFFSET_OFFSET = 0
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+LAST_OFFSET_DELTA_OFFSET = 23
+BASE_TIMESTAMP_OFFSET = 27
+MAX_TIMESTAMP_OFFSET = 35
+PRODUCER_ID_OFFSET = 43
+PRODUCER_EPOCH_OFFSET = 51
+BASE_SEQUENCE_OFFSET = 53
+RECORDS_COUNT_OFFSET = 57
+RECORDS_OFFSET = RECORD_BATCH_OVERHEAD
+
+COMPRESSION_CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG_MASK = 0x10
+CONTROL_FLAG_MASK = 0x20
+DELETE_HORIZON_FLAG_MASK = 0x40
+
+MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+"""The smallest legal batchLength: a header with no records."""
+MIN_RECORD_SIZE = 7
+"""length, attributes, timestampDelta, offsetDelta, key length, value length, header count: one byte each at least."""
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_INT64 = struct.Struct(">q")
+_LOG_ENTRY_HEADER = struct.Struct(">qi")
+HEADER = struct.Struct(">qiibIhiqqqhii")
+"""The 61-byte batch header, field for field."""
+
+_INT32_MAX = (1 << 31) - 1
+
+Buffer = Union[bytes, bytearray, memoryview]
+
+
+def _attribute_flags(buffer: Buffer, position: int) -> int:
+    return _INT16.unpack_from(buffer, position + ATTRIBUTES_OFFSET)[0]
+
+
+class RecordBatch:
+    """A read-only view of one v2 batch at ``position`` in a bytes/bytearray/memoryview/mmap.
+
+    Creating the view copies nothing and checks only that the 61-byte header is present; every property reads the
+    buffer when asked, so it reflects in-place edits made with the ``set_*`` functions. ``validate()`` checks the
+    rest; iterating decompresses (if needed) and decodes records lazily.
+    """
+
+    __slots__ = ("_buffer", "_position")
+
+    def __init__(self, buffer: Buffer, position: int = 0) -> None:
+        if position < 0 or len(buffer) - position < RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(
+                f"Record batch at position {position} is truncated: fewer than {RECORD_BATCH_OVERHEAD} header bytes")
+        self._buffer = buffer
+        self._position = position
+
+    def __repr__(self) -> str:
+        return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+                f"records_count={self.records_count}, compression_type={self.compression_type.name}, "
+                f"size_in_bytes={self.size_in_bytes}, position={self._position})")
+
+    # --- where it is -----------------------------------------------------------------------------------------
+
+    @property
+    def position(self) -> int:
+        """Where the batch starts in the buffer (its baseOffset field)."""
+        return self._position
+
+    @property
+    def buffer(self) -> Buffer:
+        return self._buffer
+
+    def as_memoryview(self) -> memoryview:
+        """The batch's bytes (header included) without copying them."""
+        return memoryview(self._buffer)[self._position:self._position + self.size_in_bytes]
+
+    # --- header fields ------------------------------------------------------------------------------------------
+
+    @property
+    def base_offset(self) -> int:
+        return _INT64.unpack_from(self._buffer, self._position)[0]
+
+    @property
+    def batch_length(self) -> int:
+        return _INT32.unpack_from(self._buffer, self._position + LENGTH_OFFSET)[0]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def partition_leader_epoch(self) -> int:
+        return _INT32.unpack_from(self._buffer, self._position + PARTITION_LEADER_EPOCH_OFFSET)[0]
+
+    @property
+    def magic(self) -> int:
+        return self._buffer[self._position + MAGIC_OFFSET]
+
+    @property
+    def crc(self) -> int:
+        return _UINT32.unpack_from(self._buffer, self._position + CRC_OFFSET)[0]
+
+    @property
+    def attributes(self) -> int:
+        return _attribute_flags(self._buffer, self._position)
+
+    @property
+    def compression_type(self) -> CompressionType:
+        codec = self.attributes & COMPRESSION_CODEC_MASK
+        try:
+            return CompressionType(codec)
+        except ValueError:
+            raise CorruptRecordError(f"Unknown compression type id {codec} in record batch attributes") from None
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self.attributes & TIMESTAMP_TYPE_MASK:
+            return TimestampType.LOG_APPEND_TIME
+        return TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int:
+        """The time after which the cleaner may drop tombstones and abort markers (KIP-534), or NO_TIMESTAMP."""
+        return self.base_timestamp if self.has_delete_horizon else NO_TIMESTAMP
+
+    @property
+    def last_offset_delta(self) -> int:
+        return _INT32.unpack_from(self._buffer, self._position + LAST_OFFSET_DELTA_OFFSET)[0]
+
+    @property
+    def base_timestamp(self) -> int:
+        return _INT64.unpack_from(self._buffer, self._position + BASE_TIMESTAMP_OFFSET)[0]
+
+    @property
+    def max_timestamp(self) -> int:
+        return _INT64.unpack_from(self._buffer, self._position + MAX_TIMESTAMP_OFFSET)[0]
+
+    @property
+    def producer_id(self) -> int:
+        return _INT64.unpack_from(self._buffer, self._position + PRODUCER_ID_OFFSET)[0]
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def producer_epoch(self) -> int:
+        return _INT16.unpack_from(self._buffer, self._position + PRODUCER_EPOCH_OFFSET)[0]
+
+    @property
+    def base_sequence(self) -> int:
+        return _INT32.unpack_from(self._buffer, self._position + BASE_SEQUENCE_OFFSET)[0]
+
+    @property
+    def last_sequence(self) -> int:
+        """base_sequence + last_offset_delta, wrapping past INT32_MAX to 0 as producer sequences do."""
+        base_sequence = self.base_sequence
+        if base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(base_sequence, self.last_offset_delta)
+
+    @property
+    def records_count(self) -> int:
+        return _INT32.unpack_from(self._buffer, self._position + RECORDS_COUNT_OFFSET)[0]
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    # --- integrity -------------------------------------------------------------------------------------------------
+
+    def compute_crc(self) -> int:
+        """CRC32C of attributes..end, as it should be stored in the crc field."""
+        end = self._position + self._checked_size()
+        return crc32c(memoryview(self._buffer)[self._position + ATTRIBUTES_OFFSET:end])
+
+    def _checked_size(self) -> int:
+        batch_length = self.batch_length
+        if batch_length < MIN_BATCH_LENGTH:
+            raise CorruptRecordError(f"Record batch at position {self._position} has batchLength {batch_length}, "
+                                     f"less than the minimum {MIN_BATCH_LENGTH}")
+        size = batch_length + LOG_OVERHEAD
+        available = len(self._buffer) - self._position
+        if size > available:
+            raise CorruptRecordError(f"Record batch at position {self._position} is truncated: it declares "
+                                     f"{size} bytes but only {available} are present")
+        return size
+
+    def validate(self) -> None:
+        """Check everything the header can tell without decompressing; raise CorruptRecordError on the first fault.
+
+        Checks length, magic, CRC32C, the codec id, recordsCount against lastOffsetDelta (a compacted batch may hold
+        fewer records than its offset range, never more) and the producer fields' sentinels. Uncompressed batches
+        are also checked to be big enough for their records count.
+        """
+        size = self._checked_size()
+        magic = self.magic
+        if magic != MAGIC_VALUE_V2:
+            raise CorruptRecordError(f"Record batch at position {self._position} has magic {magic}, expected 2")
+        stored_crc = self.crc
+        computed_crc = self.compute_crc()
+        if stored_crc != computed_crc:
+            raise CorruptRecordError(f"Record batch at position {self._position} is corrupt: stored crc "
+                                     f"{stored_crc:#010x} != computed crc {computed_crc:#010x}")
+        compression_type = self.compression_type
+        records_count = self.records_count
+        last_offset_delta = self.last_offset_delta
+        if records_count < 0 or last_offset_delta < 0 or records_count > last_offset_delta + 1:
+            raise CorruptRecordError(f"Record batch at position {self._position} holds {records_count} records "
+                                     f"for an offset range of {last_offset_delta + 1}")
+        if (compression_type == CompressionType.NONE
+                and records_count * MIN_RECORD_SIZE > size - RECORD_BATCH_OVERHEAD):
+            raise CorruptRecordError(f"Record batch at position {self._position} declares {records_count} records "
+                                     f"but holds only {size - RECORD_BATCH_OVERHEAD} bytes of them")
+        producer_id = self.producer_id
+        if producer_id < NO_PRODUCER_ID or self.producer_epoch < NO_PRODUCER_EPOCH or self.base_sequence < NO_SEQUENCE:
+            raise CorruptRecordError(f"Record batch at position {self._position} has a negative producer id, "
+                                     "epoch or base sequence other than the -1 sentinel")
+        if self.is_transactional and producer_id == NO_PRODUCER_ID:
+            raise CorruptRecordError(f"Transactional record batch at position {self._position} has no producer id")
+
+    def is_valid(self) -> bool:
+        try:
+            self.validate()
+        except CorruptRecordError:
+            return False
+        return True
+
+    # --- records ---------------------------------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Record]:
+        return self.records()
+
+    def records(self, *, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[Record]:
+        """Decode the records lazily (decompressing the payload first if the batch is compressed).
+
+        Does not check the CRC (call ``validate()`` for that), but never reads past the batch and raises
+        CorruptRecordError if the payload disagrees with the header's record count or sizes.
+        """
+        size = self._checked_size()
+        start = self._position + RECORDS_OFFSET
+        payload = memoryview(self._buffer)[start:self._position + size]
+        compression_type = self.compression_type
+        if compression_type == CompressionType.NONE:
+            data = bytes(payload)
+        else:
+            data = decompress(compression_type, payload, max_size=max_decompressed_bytes)
+        records_count = self.records_count
+        if records_count < 0 or records_count * MIN_RECORD_SIZE > len(data):
+            raise CorruptRecordError(f"Record batch declares {records_count} records but its payload holds only "
+                                     f"{len(data)} bytes")
+        log_append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        return decode_records(data, records_count, self.base_offset, self.base_timestamp, log_append_time)
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Producer sequences wrap from INT32_MAX to 0."""
+    if sequence > _INT32_MAX - increment:
+        return increment - (_INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def decode_records(data: bytes, records_count: int, base_offset: int, base_timestamp: int,
+                   log_append_time: int | None) -> Iterator[Record]:
+    """Decode ``records_count`` v2 records from ``data`` (the uncompressed record list).
+
+    One-byte varints, by far the commonest, are decoded inline; the rest go through read_unsigned_varint. A record
+    whose fields do not add up to its declared length, or bytes left over after the last record, raise
+    CorruptRecordError.
+    """
+    new_record = Record._make
+    end = len(data)
+    position = 0
+    try:
+        for _ in range(records_count):
+            raw = data[position]
+            if raw < 0x80:
+                position += 1
+            else:
+                raw, position = read_unsigned_varint(data, position, 5)
+            length = (raw >> 1) ^ -(raw & 1)
+            record_end = position + length
+            if length < MIN_RECORD_SIZE - 1 or record_end > end:
+                raise CorruptRecordError(f"Record length {length} is impossible at payload position {position}")
+            attributes = data[position]
+            position += 1
+
+            raw = data[position]
+            if raw < 0x80:
+                position += 1
+            else:
+                raw, position = read_unsigned_varint(data, position, 10)
+            timestamp_delta = (raw >> 1) ^ -(raw & 1)
+
+            raw = data[position]
+            if raw < 0x80:
+                position += 1
+            else:
+                raw, position = read_unsigned_varint(data, position, 5)
+            offset_delta = (raw >> 1) ^ -(raw & 1)
+
+            raw = data[position]
+            if raw < 0x80:
+                position += 1
+            else:
+                raw, position = read_unsigned_varint(data, position, 5)
+            key_length = (raw >> 1) ^ -(raw & 1)
+            if key_length >= 0:
+                key = data[position:position + key_length]
+                position += key_length
+            elif key_length == -1:
+                key = None
+            else:
+                raise CorruptRecordError(f"Record key length {key_length} is negative")
+
+            raw = data[position]
+            if raw < 0x80:
+                position += 1
+            else:
+                raw, position = read_unsigned_varint(data, position, 5)
+            value_length = (raw >> 1) ^ -(raw & 1)
+            if value_length >= 0:
+                value = data[position:position + value_length]
+                position += value_length
+            elif value_length == -1:
+                value = None
+            else:
+                raise CorruptRecordError(f"Record value length {value_length} is negative")
+
+            raw = data[position]
+            if raw < 0x80:
+                position += 1
+            else:
+                raw, position = read_unsigned_varint(data, position, 5)
+            header_count = (raw >> 1) ^ -(raw & 1)
+            headers = []
+            if header_count:
+                if header_count < 0 or header_count > record_end - position:
+                    raise CorruptRecordError(f"Record header count {header_count} is impossible")
+                position = _decode_headers(data, position, header_count, headers)
+
+            if position != record_end:
+                raise CorruptRecordError(f"Record declares {length} bytes but its fields take "
+                                         f"{length + position - record_end}")
+            yield new_record((
+                base_offset + offset_delta,
+                log_append_time if log_append_time is not None else base_timestamp + timestamp_delta,
+                key, value, headers, attributes))
+    except IndexError:
+        raise CorruptRecordError("Record payload ends inside a record") from None
+    if position != end:
+        raise CorruptRecordError(f"{end - position} bytes are left after the last of {records_count} records")
+
+
+def _decode_headers(data: bytes, position: int, header_count: int, headers: list) -> int:
+    for _ in range(header_count):
+        raw, position = read_unsigned_varint(data, position, 5)
+        key_length = (raw >> 1) ^ -(raw & 1)
+        if key_length < 0 or position + key_length > len(data):
+            raise CorruptRecordError(f"Record header key length {key_length} is impossible")
+        header_key = data[position:position + key_length].decode("utf-8", "surrogateescape")
+        position += key_length
+        raw, position = read_unsigned_varint(data, position, 5)
+        value_length = (raw >> 1) ^ -(raw & 1)
+        if value_length >= 0:
+            if position + value_length > len(data):
+                raise CorruptRecordError(f"Record header value length {value_length} exceeds the payload")
+            header_value = data[position:position + value_length]
+            position += value_length
+        elif value_length == -1:
+            header_value = None
+        else:
+            raise CorruptRecordError(f"Record header value length {value_length} is negative")
+        headers.append((header_key, header_value))
+    return position
+
+
+# --- walking concatenated entries -----------------------------------------------------------------------------------
+
+def _entry_at(buffer: Buffer, position: int, available: int) -> RecordBatch | LegacyRecordBatch | None:
+    """The entry at ``position``, None if it is incomplete, CorruptRecordError if its length or magic is impossible."""
+    if available < LOG_OVERHEAD:
+        return None
+    size = _INT32.unpack_from(buffer, position + LENGTH_OFFSET)[0]
+    if size < LEGACY_RECORD_OVERHEAD[MAGIC_VALUE_V0]:
+        raise CorruptRecordError(f"Entry at position {position} has size {size}, less than the minimum record "
+                                 f"overhead {LEGACY_RECORD_OVERHEAD[MAGIC_VALUE_V0]}")
+    if size + LOG_OVERHEAD > available:
+        return None
+    magic = buffer[position + MAGIC_OFFSET]
+    if magic == MAGIC_VALUE_V2:
+        if size < MIN_BATCH_LENGTH:
+            raise CorruptRecordError(f"Record batch at position {position} has batchLength {size}, less than the "
+                                     f"minimum {MIN_BATCH_LENGTH}")
+        return RecordBatch(buffer, position)
+    if magic in LEGACY_RECORD_OVERHEAD:
+        if size < LEGACY_RECORD_OVERHEAD[magic]:
+            raise CorruptRecordError(f"Message at position {position} has size {size}, less than the minimum "
+                                     f"{LEGACY_RECORD_OVERHEAD[magic]} for magic {magic}")
+        return LegacyRecordBatch(buffer, position)
+    raise CorruptRecordError(f"Entry at position {position} has unknown magic {magic}")
+
+
+def iter_batches(buffer: Buffer, position: int = 0) -> Iterator[RecordBatch | LegacyRecordBatch]:
+    """Walk the batches/legacy messages concatenated in ``buffer`` from ``position``, without copying.
+
+    Stops quietly at an incomplete trailing entry (normal at the end of a fetch response or a torn log tail; see
+    ``complete_entries_length``) and raises CorruptRecordError for an impossible length or an unknown magic.
+    Entries are not CRC-checked here: call ``validate()`` on the ones that need it.
+    """
+    end = len(buffer)
+    while True:
+        entry = _entry_at(buffer, position, end - position)
+        if entry is None:
+            return
+        yield entry
+        position += _INT32.unpack_from(buffer, position + LENGTH_OFFSET)[0] + LOG_OVERHEAD
+
+
+def complete_entries_length(buffer: Buffer, position: int = 0) -> int:
+    """How many bytes from ``position`` are complete entries: everything after is a torn or partial tail.
+
+    Checks framing only (lengths and magic, as ``iter_batches`` does), not CRCs.
+    """
+    start = position
+    end = len(buffer)
+    while (entry := _entry_at(buffer, position, end - position)) is not None:
+        position += entry.size_in_bytes
+    return position - start
+
+
+# --- in-place header edits ------------------------------------------------------------------------------------------
+
+def _require_v2(buffer: Buffer, position: int) -> None:
+    if len(buffer) - position < RECORD_BATCH_OVERHEAD or buffer[position + MAGIC_OFFSET] != MAGIC_VALUE_V2:
+        raise CorruptRecordError(f"No magic 2 record batch header at position {position}")
+
+
+def set_base_offset(buffer: bytearray | memoryview, position: int, base_offset: int) -> None:
+    """Rewrite baseOffset in place (outside the CRC: no recomputation)."""
+    _require_v2(buffer, position)
+    _INT64.pack_into(buffer, position + BASE_OFFSET_OFFSET, base_offset)
+
+
+def set_last_offset(buffer: bytearray | memoryview, position: int, last_offset: int) -> None:
+    """Rewrite baseOffset so that the batch's last offset becomes ``last_offset`` (Kafka's setLastOffset)."""
+    _require_v2(buffer, position)
+    last_offset_delta = _INT32.unpack_from(buffer, position + LAST_OFFSET_DELTA_OFFSET)[0]
+    _INT64.pack_into(buffer, position + BASE_OFFSET_OFFSET, last_offset - last_offset_delta)
+
+
+def set_partition_leader_epoch(buffer: bytearray | memoryview, position: int, epoch: int) -> None:
+    """Stamp the leader epoch in place (outside the CRC: no recomputation)."""
+    _require_v2(buffer, position)
+    _INT32.pack_into(buffer, position + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_max_timestamp(buffer: bytearray | memoryview, position: int, timestamp_type: TimestampType,
+                      max_timestamp: int) -> None:
+    """Set maxTimestamp and the timestamp-type bit, recomputing the CRC only if either changed."""
+    _require_v2(buffer, position)
+    attributes = _attribute_flags(buffer, position)
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        new_attributes = attributes | TIMESTAMP_TYPE_MASK
+    elif timestamp_type == TimestampType.CREATE_TIME:
+        new_attributes = attributes & ~TIMESTAMP_TYPE_MASK
+    else:
+        raise ValueError(f"A magic 2 batch cannot have timestamp type {timestamp_type!r}")
+    if (new_attributes == attributes
+            and _INT64.unpack_from(buffer, position + MAX_TIMESTAMP_OFFSET)[0] == max_timestamp):
+        return
+    size = _INT32.unpack_from(buffer, position + LENGTH_OFFSET)[0] + LOG_OVERHEAD
+    if size < RECORD_BATCH_OVERHEAD or size > len(buffer) - position:
+        raise CorruptRecordError(f"Record batch at position {position} is truncated or has an impossible length")
+    _INT16.pack_into(buffer, position + ATTRIBUTES_OFFSET, new_attributes)
+    _INT64.pack_into(buffer, position + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    crc = crc32c(memoryview(buffer)[position + ATTRIBUTES_OFFSET:position + size])
+    _UINT32.pack_into(buffer, position + CRC_OFFSET, crc)
+
+
+def set_log_append_time(buffer: bytearray | memoryview, position: int, timestamp: int) -> None:
+    """Mark the batch LogAppendTime with ``timestamp`` as its max timestamp, and recompute the CRC."""
+    set_max_timestamp(buffer, position, TimestampType.LOG_APPEND_TIME, timestamp)

@@ -1,0 +1,235 @@
+"""MemoryRecordsBuilder: builds one v2 record batch (our producer's batches, and the broker's re-encodes).
+
+Records are encoded as they are appended, so ``close()`` only joins them, compresses once, writes the 61-byte header
+and the CRC32C. The first appended timestamp becomes baseTimestamp (or the delete horizon, if one is given) and the
+other records store their distance from it, as Kafka's builder does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from crc32c import crc32c
+
+from kfk.records._varint import encode_varint
+from kfk.records.batch import (
+    ATTRIBUTES_OFFSET,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    DELETE_HORIZON_FLAG_MASK,
+    HEADER,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+)
+from kfk.records.compression import compress
+from kfk.records.record import (
+    LOG_OVERHEAD,
+    MAGIC_VALUE_V2,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    CompressionType,
+    Header,
+    Record,
+    TimestampType,
+)
+
+__all__ = ["MemoryRecordsBuilder", "build_empty_batch", "batch_attributes", "estimate_record_size"]
+
+_NULL_LENGTH = encode_varint(-1)
+_INT32_MAX = (1 << 31) - 1
+
+
+def batch_attributes(compression_type: CompressionType, timestamp_type: TimestampType, is_transactional: bool,
+                     is_control: bool, has_delete_horizon: bool = False) -> int:
+    attributes = int(compression_type)
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_FLAG_MASK
+    if is_control:
+        attributes |= CONTROL_FLAG_MASK
+    if has_delete_horizon:
+        attributes |= DELETE_HORIZON_FLAG_MASK
+    return attributes
+
+
+def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+                   headers: Sequence[Header]) -> bytes:
+    parts = [b"\x00", encode_varint(timestamp_delta), encode_varint(offset_delta)]
+    if key is None:
+        parts.append(_NULL_LENGTH)
+    else:
+        parts.append(encode_varint(len(key)))
+        parts.append(key)
+    if value is None:
+        parts.append(_NULL_LENGTH)
+    else:
+        parts.append(encode_varint(len(value)))
+        parts.append(value)
+    parts.append(encode_varint(len(headers)))
+    for header_key, header_value in headers:
+        encoded_key = header_key.encode("utf-8", "surrogateescape")
+        parts.append(encode_varint(len(encoded_key)))
+        parts.append(encoded_key)
+        if header_value is None:
+            parts.append(_NULL_LENGTH)
+        else:
+            parts.append(encode_varint(len(header_value)))
+            parts.append(header_value)
+    body = b"".join(parts)
+    return encode_varint(len(body)) + body
+
+
+def estimate_record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()) -> int:
+    """An upper bound on one record's encoded size (varints counted at their widest), for batch.size checks."""
+    size = 5 + 1 + 10 + 5 + 5 + 5 + 5
+    size += len(key) if key is not None else 0
+    size += len(value) if value is not None else 0
+    for header_key, header_value in headers:
+        size += 10 + len(header_key.encode("utf-8", "surrogateescape"))
+        size += len(header_value) if header_value is not None else 0
+    return size
+
+
+class MemoryRecordsBuilder:
+    """Append records, then ``close()`` for the bytes of one v2 batch (b"" if nothing was appended)."""
+
+    def __init__(self, *, compression_type: CompressionType = CompressionType.NONE,
+                 timestamp_type: TimestampType = TimestampType.CREATE_TIME, base_offset: int = 0,
+                 log_append_time: int = NO_TIMESTAMP, producer_id: int = NO_PRODUCER_ID,
+                 producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
+                 is_transactional: bool = False, is_control_batch: bool = False,
+                 partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH, delete_horizon_ms: int = NO_TIMESTAMP,
+                 compression_level: int | None = None, write_limit: int | None = None) -> None:
+        if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
+            raise ValueError("A magic 2 batch needs CreateTime or LogAppendTime")
+        if timestamp_type == TimestampType.LOG_APPEND_TIME and log_append_time == NO_TIMESTAMP:
+            raise ValueError("LogAppendTime needs a log_append_time")
+        if is_transactional and producer_id == NO_PRODUCER_ID:
+            raise ValueError("Cannot write a transactional batch without a valid producer id")
+        self.compression_type = CompressionType(compression_type)
+        self.timestamp_type = timestamp_type
+        self.base_offset = base_offset
+        self.log_append_time = log_append_time
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.is_control_batch = is_control_batch
+        self.partition_leader_epoch = partition_leader_epoch
+        self.delete_horizon_ms = delete_horizon_ms
+        self.compression_level = compression_level
+        self.write_limit = write_limit
+        self._records: list[bytes] = []
+        self._uncompressed_size = 0
+        self._base_timestamp: int | None = None if delete_horizon_ms == NO_TIMESTAMP else delete_horizon_ms
+        self._max_timestamp = NO_TIMESTAMP
+        self._last_offset: int | None = None
+        self._closed: bytes | None = None
+
+    # --- appending ---------------------------------------------------------------------------------------------------
+
+    @property
+    def num_records(self) -> int:
+        return len(self._records)
+
+    @property
+    def last_offset(self) -> int | None:
+        return self._last_offset
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset if self._last_offset is None else self._last_offset + 1
+
+    def append(self, timestamp: int, key: bytes | None, value: bytes | None,
+               headers: Sequence[Header] = ()) -> int:
+        """Append at the next offset; returns that offset."""
+        offset = self.next_offset
+        self.append_with_offset(offset, timestamp, key, value, headers)
+        return offset
+
+    def append_with_offset(self, offset: int, timestamp: int, key: bytes | None, value: bytes | None,
+                           headers: Sequence[Header] = ()) -> None:
+        if self._closed is not None:
+            raise ValueError("Cannot append to a closed MemoryRecordsBuilder")
+        if self._last_offset is not None and offset <= self._last_offset:
+            raise ValueError(f"Illegal offset {offset} following previous offset {self._last_offset} "
+                             "(offsets must increase monotonically)")
+        offset_delta = offset - self.base_offset
+        if not 0 <= offset_delta <= _INT32_MAX:
+            raise ValueError(f"Offset {offset} is outside the int32 delta range of base offset {self.base_offset}")
+        if timestamp < 0 and timestamp != NO_TIMESTAMP:
+            raise ValueError(f"Invalid negative timestamp {timestamp}")
+        if self._base_timestamp is None:
+            self._base_timestamp = timestamp
+        if timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+        record = _encode_record(offset_delta, timestamp - self._base_timestamp, key, value, headers)
+        self._records.append(record)
+        self._uncompressed_size += len(record)
+        self._last_offset = offset
+
+    def extend(self, records: Iterable[Record]) -> None:
+        """Append decoded records, keeping their offsets (re-encoding a batch)."""
+        for record in records:
+            self.append_with_offset(record.offset, record.timestamp, record.key, record.value, record.headers)
+
+    def estimated_size_in_bytes(self) -> int:
+        """The batch size if nothing compresses: an upper bound that is exact for uncompressed batches."""
+        return RECORD_BATCH_OVERHEAD + self._uncompressed_size
+
+    def has_room_for(self, timestamp: int, key: bytes | None, value: bytes | None,
+                     headers: Sequence[Header] = ()) -> bool:
+        """False once ``write_limit`` would be exceeded; the first record always fits (as in Kafka's producer)."""
+        if self._closed is not None:
+            return False
+        if self.write_limit is None or not self._records:
+            return True
+        return self.estimated_size_in_bytes() + estimate_record_size(key, value, headers) <= self.write_limit
+
+    # --- closing -----------------------------------------------------------------------------------------------------
+
+    def close(self) -> bytes:
+        """Finish the batch; later calls return the same bytes."""
+        if self._closed is None:
+            self._closed = self._build() if self._records else b""
+        return self._closed
+
+    def _build(self) -> bytes:
+        records = b"".join(self._records)
+        if self.compression_type != CompressionType.NONE:
+            records = compress(self.compression_type, records, level=self.compression_level)
+        max_timestamp = (self.log_append_time if self.timestamp_type == TimestampType.LOG_APPEND_TIME
+                         else self._max_timestamp)
+        attributes = batch_attributes(self.compression_type, self.timestamp_type, self.is_transactional,
+                                      self.is_control_batch, self.delete_horizon_ms != NO_TIMESTAMP)
+        assert self._last_offset is not None and self._base_timestamp is not None
+        header = bytearray(HEADER.pack(
+            self.base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(records), self.partition_leader_epoch,
+            MAGIC_VALUE_V2, 0, attributes, self._last_offset - self.base_offset, self._base_timestamp,
+            max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence, len(self._records)))
+        crc = crc32c(records, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+        header[CRC_OFFSET:CRC_OFFSET + 4] = crc.to_bytes(4, "big")
+        return bytes(header) + records
+
+
+def build_empty_batch(*, base_offset: int, last_offset: int, producer_id: int, producer_epoch: int,
+                      base_sequence: int, timestamp: int = NO_TIMESTAMP,
+                      timestamp_type: TimestampType = TimestampType.CREATE_TIME, is_transactional: bool = False,
+                      is_control: bool = False, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> bytes:
+    """A batch header with no records: what the log cleaner keeps when it removes every record of a batch whose
+    producer state must survive (Kafka's DefaultRecordBatch.writeEmptyHeader)."""
+    if not 0 <= last_offset - base_offset <= _INT32_MAX:
+        raise ValueError(f"Empty batch offsets {base_offset}..{last_offset} are out of order or too far apart")
+    if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
+        raise ValueError("A magic 2 batch needs CreateTime or LogAppendTime")
+    attributes = batch_attributes(CompressionType.NONE, timestamp_type, is_transactional, is_control)
+    header = bytearray(HEADER.pack(
+        base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD, partition_leader_epoch, MAGIC_VALUE_V2, 0, attributes,
+        last_offset - base_offset, timestamp, timestamp, producer_id, producer_epoch, base_sequence, 0))
+    header[CRC_OFFSET:CRC_OFFSET + 4] = crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]).to_bytes(4, "big")
+    return bytes(header)
