@@ -18,6 +18,7 @@ from kfk.records.batch import (
 from kfk.records.builder import MemoryRecordsBuilder, build_empty_batch
 from kfk.records.compression import compress, decompress
 from kfk.records.legacy import LegacyRecordBatch, LegacyRecordsBuilder
+from kfk.records.validator import AppendOrigin, LogAppendInfo, LogValidator
 from kfk.records.record import (
     LOG_OVERHEAD,
     MAGIC_OFFSET,
@@ -63,4 +64,7 @@ __all__ = [
     "build_empty_batch",
     "compress",
     "decompress",
+    "LogValidator",
+    "LogAppendInfo",
+    "AppendOrigin",
 ]
