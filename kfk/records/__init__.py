@@ -17,6 +17,16 @@ from kfk.records.batch import (
 )
 from kfk.records.builder import MemoryRecordsBuilder, build_empty_batch
 from kfk.records.compression import compress, decompress
+from kfk.records.control import (
+    ControlRecordType,
+    EndTransactionMarker,
+    LeaderChangeMessage,
+    Voter,
+    build_end_transaction_marker_batch,
+    build_leader_change_batch,
+    control_record_type,
+)
+from kfk.records.conversion import down_convert, up_convert
 from kfk.records.legacy import LegacyRecordBatch, LegacyRecordsBuilder
 from kfk.records.validator import AppendOrigin, LogAppendInfo, LogValidator
 from kfk.records.record import (
@@ -64,6 +74,15 @@ __all__ = [
     "build_empty_batch",
     "compress",
     "decompress",
+    "ControlRecordType",
+    "EndTransactionMarker",
+    "LeaderChangeMessage",
+    "Voter",
+    "build_end_transaction_marker_batch",
+    "build_leader_change_batch",
+    "control_record_type",
+    "down_convert",
+    "up_convert",
     "LogValidator",
     "LogAppendInfo",
     "AppendOrigin",
