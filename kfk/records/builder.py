@@ -37,7 +37,7 @@ from kfk.records.record import (
     TimestampType,
 )
 
-__all__ = ["MemoryRecordsBuilder", "build_empty_batch", "batch_attributes", "estimate_record_size"]
+__all__ = ["MemoryRecordsBuilder", "build_empty_batch", "batch_attributes", "record_size"]
 
 _NULL_LENGTH = encode_varint(-1)
 _INT32_MAX = (1 << 31) - 1
@@ -84,15 +84,27 @@ def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, v
     return encode_varint(len(body)) + body
 
 
-def estimate_record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()) -> int:
-    """An upper bound on one record's encoded size (varints counted at their widest), for batch.size checks."""
-    size = 5 + 1 + 10 + 5 + 5 + 5 + 5
-    size += len(key) if key is not None else 0
-    size += len(value) if value is not None else 0
-    for header_key, header_value in headers:
-        size += 10 + len(header_key.encode("utf-8", "surrogateescape"))
-        size += len(header_value) if header_value is not None else 0
+def _size_of_varint(value: int) -> int:
+    raw = (value << 1) ^ (value >> 63)
+    size = 1
+    while raw >= 0x80:
+        raw >>= 7
+        size += 1
     return size
+
+
+def record_size(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+                headers: Sequence[Header] = ()) -> int:
+    """The exact encoded size of one v2 record, length prefix included, without encoding it."""
+    size = 1 + _size_of_varint(timestamp_delta) + _size_of_varint(offset_delta)
+    size += 1 if key is None else _size_of_varint(len(key)) + len(key)
+    size += 1 if value is None else _size_of_varint(len(value)) + len(value)
+    size += _size_of_varint(len(headers))
+    for header_key, header_value in headers:
+        key_length = len(header_key.encode("utf-8", "surrogateescape"))
+        size += _size_of_varint(key_length) + key_length
+        size += 1 if header_value is None else _size_of_varint(len(header_value)) + len(header_value)
+    return _size_of_varint(size) + size
 
 
 class MemoryRecordsBuilder:
@@ -184,12 +196,14 @@ class MemoryRecordsBuilder:
 
     def has_room_for(self, timestamp: int, key: bytes | None, value: bytes | None,
                      headers: Sequence[Header] = ()) -> bool:
-        """False once ``write_limit`` would be exceeded; the first record always fits (as in Kafka's producer)."""
+        """False once appending at the next offset would pass ``write_limit`` (uncompressed bytes: compression only
+        makes the batch smaller); the first record always fits, as in Kafka's producer."""
         if self._closed is not None:
             return False
-        if self.write_limit is None or not self._records:
+        if self.write_limit is None or self._base_timestamp is None or not self._records:
             return True
-        return self.estimated_size_in_bytes() + estimate_record_size(key, value, headers) <= self.write_limit
+        size = record_size(self.next_offset - self.base_offset, timestamp - self._base_timestamp, key, value, headers)
+        return self.estimated_size_in_bytes() + size <= self.write_limit
 
     # --- closing -----------------------------------------------------------------------------------------------------
 
