@@ -413,3 +413,318 @@ class LogConfig:
         """Bytes to pre-allocate for a new segment file (only with preallocate=true)."""
         return self.segment_size if self.preallocate else 0
 
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Broker configuration (server.properties): Kafka's KafkaConfig names and defaults.
+
+DEFAULT_LOG_DIR = "/tmp/kafka-logs"
+LONG_MAX = INT64_MAX
+
+BROKER_CONFIG_DEF = ConfigDef(
+    [
+        # Roles and identity (KRaft)
+        ConfigKey("node.id", ConfigType.INT, -1, None, "The node id of this server (required with process.roles)."),
+        ConfigKey("broker.id", ConfigType.INT, -1, None, "Alias of node.id (ZooKeeper mode)."),
+        ConfigKey("process.roles", ConfigType.LIST, [], list_of("broker", "controller"),
+                  "broker, controller, or both (combined mode)."),
+        ConfigKey("broker.rack", ConfigType.STRING, None, None, "The rack of this broker, for rack-aware placement."),
+        ConfigKey("controller.listener.names", ConfigType.LIST, [], None,
+                  "Listeners used by the controller (KRaft)."),
+        ConfigKey("controller.quorum.voters", ConfigType.LIST, [], None, "Static quorum voters: id@host:port,..."),
+        ConfigKey("controller.quorum.bootstrap.servers", ConfigType.LIST, [], None,
+                  "Bootstrap addresses of the controller quorum."),
+        ConfigKey("zookeeper.connect", ConfigType.STRING, None, None,
+                  "ZooKeeper connection string (host:port[,host:port][/chroot]); selects the ZooKeeper backend."),
+        ConfigKey("zookeeper.session.timeout.ms", ConfigType.INT, 18000, at_least(1), "ZooKeeper session timeout."),
+        ConfigKey("zookeeper.connection.timeout.ms", ConfigType.INT, None, None,
+                  "Time to wait for a ZooKeeper connection (default: the session timeout)."),
+        # Network
+        ConfigKey("listeners", ConfigType.LIST, ["PLAINTEXT://:9092"], None, "NAME://host:port listeners."),
+        ConfigKey("advertised.listeners", ConfigType.LIST, None, None,
+                  "Listeners published to clients (default: listeners)."),
+        ConfigKey("listener.security.protocol.map", ConfigType.LIST,
+                  ["CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT",
+                   "SASL_SSL:SASL_SSL"], None, "Listener name to security protocol."),
+        ConfigKey("inter.broker.listener.name", ConfigType.STRING, None, None,
+                  "Listener brokers use between themselves."),
+        ConfigKey("socket.request.max.bytes", ConfigType.INT, 100 * 1024 * 1024, at_least(1),
+                  "The largest request the broker reads; a larger frame closes the connection."),
+        ConfigKey("socket.send.buffer.bytes", ConfigType.INT, 100 * 1024, None, "SO_SNDBUF (-1: OS default)."),
+        ConfigKey("socket.receive.buffer.bytes", ConfigType.INT, 100 * 1024, None, "SO_RCVBUF (-1: OS default)."),
+        ConfigKey("connections.max.idle.ms", ConfigType.LONG, 600000, at_least(1),
+                  "Close connections idle for longer than this."),
+        ConfigKey("num.network.threads", ConfigType.INT, 3, at_least(1), "Accepted for compatibility (asyncio)."),
+        ConfigKey("num.io.threads", ConfigType.INT, 8, at_least(1), "Accepted for compatibility (asyncio)."),
+        # Logs
+        ConfigKey("log.dirs", ConfigType.LIST, None, None, "Directories of the partition logs (default: log.dir)."),
+        ConfigKey("log.dir", ConfigType.STRING, DEFAULT_LOG_DIR, None, "The log directory when log.dirs is unset."),
+        ConfigKey("num.partitions", ConfigType.INT, 1, at_least(1), "Partitions of auto-created topics."),
+        ConfigKey("default.replication.factor", ConfigType.INT, 1, at_least(1),
+                  "Replication factor of auto-created topics."),
+        ConfigKey("auto.create.topics.enable", ConfigType.BOOLEAN, True, None,
+                  "Create a topic when a client asks for its metadata."),
+        ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, None, "Allow DeleteTopics."),
+        ConfigKey("num.recovery.threads.per.data.dir", ConfigType.INT, 2, at_least(1),
+                  "Threads per log dir for recovery at start-up and flushing at shutdown."),
+        ConfigKey("log.segment.bytes", ConfigType.INT, DEFAULT_SEGMENT_BYTES, at_least(1024 * 1024),
+                  "segment.bytes default."),
+        ConfigKey("log.roll.ms", ConfigType.LONG, None, None, "segment.ms default (log.roll.hours if unset)."),
+        ConfigKey("log.roll.hours", ConfigType.INT, 168, at_least(1), "segment.ms default, in hours."),
+        ConfigKey("log.roll.jitter.ms", ConfigType.LONG, None, None, "segment.jitter.ms default."),
+        ConfigKey("log.roll.jitter.hours", ConfigType.INT, 0, at_least(0), "segment.jitter.ms default, in hours."),
+        ConfigKey("log.retention.ms", ConfigType.LONG, None, None, "retention.ms default (minutes/hours if unset)."),
+        ConfigKey("log.retention.minutes", ConfigType.INT, None, None, "retention.ms default, in minutes."),
+        ConfigKey("log.retention.hours", ConfigType.INT, 168, None, "retention.ms default, in hours."),
+        ConfigKey("log.retention.bytes", ConfigType.LONG, -1, None, "retention.bytes default."),
+        ConfigKey("log.retention.check.interval.ms", ConfigType.LONG, 300000, at_least(1),
+                  "How often the log manager looks for segments to delete."),
+        ConfigKey("log.index.size.max.bytes", ConfigType.INT, DEFAULT_SEGMENT_INDEX_BYTES, at_least(4),
+                  "segment.index.bytes default."),
+        ConfigKey("log.index.interval.bytes", ConfigType.INT, DEFAULT_INDEX_INTERVAL_BYTES, at_least(0),
+                  "index.interval.bytes default."),
+        ConfigKey("log.flush.interval.messages", ConfigType.LONG, LONG_MAX, at_least(1), "flush.messages default."),
+        ConfigKey("log.flush.interval.ms", ConfigType.LONG, None, None, "flush.ms default."),
+        ConfigKey("log.flush.scheduler.interval.ms", ConfigType.LONG, LONG_MAX, None,
+                  "How often the flusher checks flush.ms."),
+        ConfigKey("log.flush.offset.checkpoint.interval.ms", ConfigType.INT, 60000, at_least(0),
+                  "How often the recovery-point checkpoint is written."),
+        ConfigKey("log.flush.start.offset.checkpoint.interval.ms", ConfigType.INT, 60000, at_least(0),
+                  "How often the log-start-offset checkpoint is written."),
+        ConfigKey("log.segment.delete.delay.ms", ConfigType.LONG, DEFAULT_FILE_DELETE_DELAY_MS, at_least(0),
+                  "file.delete.delay.ms default."),
+        ConfigKey("log.cleanup.policy", ConfigType.LIST, [CLEANUP_POLICY_DELETE],
+                  list_of(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE), "cleanup.policy default."),
+        ConfigKey("log.cleaner.enable", ConfigType.BOOLEAN, True, None, "Run the log cleaner (compaction)."),
+        ConfigKey("log.cleaner.threads", ConfigType.INT, 1, at_least(0), "Compaction threads."),
+        ConfigKey("log.cleaner.backoff.ms", ConfigType.LONG, 15000, at_least(0),
+                  "Sleep between cleaner passes with nothing to clean."),
+        ConfigKey("log.cleaner.delete.retention.ms", ConfigType.LONG, DEFAULT_DELETE_RETENTION_MS, at_least(0),
+                  "delete.retention.ms default."),
+        ConfigKey("log.cleaner.min.compaction.lag.ms", ConfigType.LONG, 0, at_least(0),
+                  "min.compaction.lag.ms default."),
+        ConfigKey("log.cleaner.max.compaction.lag.ms", ConfigType.LONG, LONG_MAX, at_least(1),
+                  "max.compaction.lag.ms default."),
+        ConfigKey("log.cleaner.min.cleanable.ratio", ConfigType.DOUBLE, 0.5, between(0, 1),
+                  "min.cleanable.dirty.ratio default."),
+        ConfigKey("log.preallocate", ConfigType.BOOLEAN, False, None, "preallocate default."),
+        ConfigKey("log.message.timestamp.type", ConfigType.STRING, TIMESTAMP_TYPE_CREATE_TIME,
+                  one_of(TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME),
+                  "message.timestamp.type default."),
+        ConfigKey("log.message.timestamp.before.max.ms", ConfigType.LONG, LONG_MAX, at_least(0),
+                  "message.timestamp.before.max.ms default."),
+        ConfigKey("log.message.timestamp.after.max.ms", ConfigType.LONG, LONG_MAX, at_least(0),
+                  "message.timestamp.after.max.ms default."),
+        ConfigKey("message.max.bytes", ConfigType.INT, DEFAULT_MAX_MESSAGE_BYTES, at_least(0),
+                  "max.message.bytes default."),
+        ConfigKey("compression.type", ConfigType.STRING, "producer", one_of(*COMPRESSION_TYPES),
+                  "compression.type default."),
+        ConfigKey("compression.gzip.level", ConfigType.INT, -1, level_or_default(1, 9, -1), "gzip level default."),
+        ConfigKey("compression.lz4.level", ConfigType.INT, 9, between(1, 17), "lz4 level default."),
+        ConfigKey("compression.zstd.level", ConfigType.INT, 3, between(-131072, 22), "zstd level default."),
+        ConfigKey("min.insync.replicas", ConfigType.INT, 1, at_least(1), "min.insync.replicas default."),
+        ConfigKey("unclean.leader.election.enable", ConfigType.BOOLEAN, False, None,
+                  "unclean.leader.election.enable default."),
+        # Replication
+        ConfigKey("replica.lag.time.max.ms", ConfigType.LONG, 30000, at_least(1),
+                  "A follower that has not caught up for this long leaves the ISR."),
+        ConfigKey("replica.fetch.max.bytes", ConfigType.INT, 1024 * 1024, at_least(0),
+                  "Bytes per partition a follower fetches per request."),
+        ConfigKey("replica.fetch.response.max.bytes", ConfigType.INT, 10 * 1024 * 1024, at_least(0),
+                  "Bytes a follower fetch response may hold in all."),
+        ConfigKey("replica.fetch.wait.max.ms", ConfigType.INT, 500, at_least(0), "Follower fetch long-poll time."),
+        ConfigKey("replica.fetch.min.bytes", ConfigType.INT, 1, at_least(0), "Follower fetch min bytes."),
+        ConfigKey("replica.fetch.backoff.ms", ConfigType.INT, 1000, at_least(0), "Back-off after a fetch error."),
+        ConfigKey("num.replica.fetchers", ConfigType.INT, 1, at_least(1), "Fetcher tasks per source broker."),
+        ConfigKey("replica.high.watermark.checkpoint.interval.ms", ConfigType.LONG, 5000, at_least(0),
+                  "How often replication-offset-checkpoint is written."),
+        ConfigKey("auto.leader.rebalance.enable", ConfigType.BOOLEAN, True, None,
+                  "Move leadership back to preferred leaders."),
+        ConfigKey("leader.imbalance.check.interval.seconds", ConfigType.LONG, 300, at_least(1),
+                  "How often the controller checks leader imbalance."),
+        ConfigKey("leader.imbalance.per.broker.percentage", ConfigType.INT, 10, at_least(0),
+                  "Imbalance that triggers a preferred leader election."),
+        ConfigKey("controlled.shutdown.enable", ConfigType.BOOLEAN, True, None, "Move leadership away on shutdown."),
+        # Group coordinator
+        ConfigKey("offsets.topic.num.partitions", ConfigType.INT, 50, at_least(1), "__consumer_offsets partitions."),
+        ConfigKey("offsets.topic.replication.factor", ConfigType.INT, 3, at_least(1),
+                  "__consumer_offsets replication factor."),
+        ConfigKey("offsets.topic.segment.bytes", ConfigType.INT, 100 * 1024 * 1024, at_least(1),
+                  "__consumer_offsets segment size."),
+        ConfigKey("offsets.retention.minutes", ConfigType.INT, 7 * 24 * 60, at_least(1),
+                  "Committed offsets of empty groups expire after this long."),
+        ConfigKey("offsets.retention.check.interval.ms", ConfigType.LONG, 600000, at_least(1),
+                  "How often expired offsets are removed."),
+        ConfigKey("offset.metadata.max.bytes", ConfigType.INT, 4096, None, "Largest commit metadata string."),
+        ConfigKey("group.initial.rebalance.delay.ms", ConfigType.INT, 3000, None,
+                  "How long the first rebalance of an empty group waits for more members."),
+        ConfigKey("group.min.session.timeout.ms", ConfigType.INT, 6000, None, "Smallest session timeout allowed."),
+        ConfigKey("group.max.session.timeout.ms", ConfigType.INT, 1800000, None, "Largest session timeout allowed."),
+        ConfigKey("group.max.size", ConfigType.INT, 2**31 - 1, at_least(1), "Most members a group may have."),
+        # Transactions and producer ids
+        ConfigKey("transaction.state.log.num.partitions", ConfigType.INT, 50, at_least(1),
+                  "__transaction_state partitions."),
+        ConfigKey("transaction.state.log.replication.factor", ConfigType.INT, 3, at_least(1),
+                  "__transaction_state replication factor."),
+        ConfigKey("transaction.state.log.min.isr", ConfigType.INT, 2, at_least(1), "__transaction_state min ISR."),
+        ConfigKey("transaction.max.timeout.ms", ConfigType.INT, 900000, at_least(1), "Largest transaction timeout."),
+        ConfigKey("transactional.id.expiration.ms", ConfigType.INT, 7 * 24 * 3600 * 1000, at_least(1),
+                  "Expire transactional ids idle for this long."),
+        ConfigKey("producer.id.expiration.ms", ConfigType.INT, 86400000, at_least(1),
+                  "Expire idempotent producer state idle for this long."),
+        ConfigKey("unstable.api.versions.enable", ConfigType.BOOLEAN, False, None,
+                  "Advertise API versions still in development."),
+    ]
+)
+
+
+def _hours_or_minutes_ms(values: Mapping[str, Any], ms: str, minutes: str | None, hours: str) -> int:
+    if values[ms] is not None:
+        return values[ms]
+    if minutes is not None and values[minutes] is not None:
+        return values[minutes] * 60_000
+    return values[hours] * 3_600_000
+
+
+class BrokerConfig:
+    """A parsed server.properties: every key of BROKER_CONFIG_DEF as a typed attribute (`log.dirs` ->
+    `log_dirs`), plus the values Kafka derives from several keys (log_dir_list, node_id, topic defaults)."""
+
+    def __init__(self, props: Mapping[str, Any]) -> None:
+        self.originals = dict(props)
+        self.unknown = sorted(set(props) - set(BROKER_CONFIG_DEF.keys))
+        values = BROKER_CONFIG_DEF.parse({k: v for k, v in props.items() if k in BROKER_CONFIG_DEF.keys})
+        self.values = values
+        for name, value in values.items():
+            setattr(self, BROKER_CONFIG_DEF.keys[name].attribute, value)
+        if self.node_id < 0 and self.broker_id >= 0:
+            self.node_id = self.broker_id
+        if self.process_roles and self.node_id < 0:
+            raise InvalidConfigurationError("node.id is required when process.roles is set")
+        if self.zookeeper_connect is None and not self.process_roles:
+            raise InvalidConfigurationError(
+                "set process.roles (KRaft-style embedded metadata) or zookeeper.connect (ZooKeeper metadata)"
+            )
+        self.broker_id = self.node_id
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> BrokerConfig:
+        return cls(props)
+
+    @property
+    def log_dir_list(self) -> list[str]:
+        return list(self.log_dirs) if self.log_dirs else [self.log_dir]
+
+    @property
+    def log_roll_time_ms(self) -> int:
+        return _hours_or_minutes_ms(self.values, "log.roll.ms", None, "log.roll.hours")
+
+    @property
+    def log_roll_time_jitter_ms(self) -> int:
+        return _hours_or_minutes_ms(self.values, "log.roll.jitter.ms", None, "log.roll.jitter.hours")
+
+    @property
+    def log_retention_time_ms(self) -> int:
+        return _hours_or_minutes_ms(self.values, "log.retention.ms", "log.retention.minutes", "log.retention.hours")
+
+    def topic_defaults(self) -> dict[str, Any]:
+        """The broker's defaults for topic configs, by topic config name (Kafka's synonyms: log.segment.bytes ->
+        segment.bytes, log.retention.hours -> retention.ms, ...)."""
+        defaults = {
+            "segment.bytes": self.log_segment_bytes,
+            "segment.ms": self.log_roll_time_ms,
+            "segment.jitter.ms": self.log_roll_time_jitter_ms,
+            "segment.index.bytes": self.log_index_size_max_bytes,
+            "flush.messages": self.log_flush_interval_messages,
+            "retention.bytes": self.log_retention_bytes,
+            "retention.ms": self.log_retention_time_ms,
+            "max.message.bytes": self.message_max_bytes,
+            "index.interval.bytes": self.log_index_interval_bytes,
+            "file.delete.delay.ms": self.log_segment_delete_delay_ms,
+            "delete.retention.ms": self.log_cleaner_delete_retention_ms,
+            "min.compaction.lag.ms": self.log_cleaner_min_compaction_lag_ms,
+            "max.compaction.lag.ms": self.log_cleaner_max_compaction_lag_ms,
+            "min.cleanable.dirty.ratio": self.log_cleaner_min_cleanable_ratio,
+            "cleanup.policy": self.log_cleanup_policy,
+            "unclean.leader.election.enable": self.unclean_leader_election_enable,
+            "min.insync.replicas": self.min_insync_replicas,
+            "compression.type": self.compression_type,
+            "compression.gzip.level": self.compression_gzip_level,
+            "compression.lz4.level": self.compression_lz4_level,
+            "compression.zstd.level": self.compression_zstd_level,
+            "preallocate": self.log_preallocate,
+            "message.timestamp.type": self.log_message_timestamp_type,
+            "message.timestamp.before.max.ms": self.log_message_timestamp_before_max_ms,
+            "message.timestamp.after.max.ms": self.log_message_timestamp_after_max_ms,
+        }
+        if self.log_flush_interval_ms is not None:
+            defaults["flush.ms"] = self.log_flush_interval_ms
+        return defaults
+
+    def log_config(self, overrides: Mapping[str, Any] | None = None) -> LogConfig:
+        """A topic's LogConfig: its own overrides on top of this broker's defaults."""
+        return LogConfig.from_properties(overrides or {}, defaults=self.topic_defaults())
+
+
+#: The broker synonym of each topic config, for DescribeConfigs (the first one listed wins, as in Kafka).
+TOPIC_CONFIG_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "segment.bytes": ("log.segment.bytes",),
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "segment.index.bytes": ("log.index.size.max.bytes",),
+    "flush.messages": ("log.flush.interval.messages",),
+    "flush.ms": ("log.flush.interval.ms",),
+    "retention.bytes": ("log.retention.bytes",),
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "max.message.bytes": ("message.max.bytes",),
+    "index.interval.bytes": ("log.index.interval.bytes",),
+    "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
+    "cleanup.policy": ("log.cleanup.policy",),
+    "unclean.leader.election.enable": ("unclean.leader.election.enable",),
+    "min.insync.replicas": ("min.insync.replicas",),
+    "compression.type": ("compression.type",),
+    "compression.gzip.level": ("compression.gzip.level",),
+    "compression.lz4.level": ("compression.lz4.level",),
+    "compression.zstd.level": ("compression.zstd.level",),
+    "preallocate": ("log.preallocate",),
+    "message.timestamp.type": ("log.message.timestamp.type",),
+    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
+    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
+}
+
+
+def load_properties(path: str) -> dict[str, str]:
+    """Read a Java .properties file: key=value or key: value, # and ! comments, backslash line continuations."""
+    props: dict[str, str] = {}
+    pending = ""
+    with open(path, encoding="utf-8") as handle:
+        for raw in handle:
+            line = pending + raw.rstrip("\r\n").lstrip()
+            if line.endswith("\\") and not line.endswith("\\\\"):
+                pending = line[:-1]
+                continue
+            pending = ""
+            if not line or line[0] in "#!":
+                continue
+            separators = [i for i in (line.find("="), line.find(":")) if i >= 0]
+            if not separators:
+                props[line.strip()] = ""
+                continue
+            cut = min(separators)
+            props[line[:cut].strip()] = line[cut + 1 :].strip()
+    return props
+
+
+def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
+    """`--override key=value` arguments (Kafka's kafka-server-start.sh flag)."""
+    props: dict[str, str] = {}
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if not sep or not key.strip():
+            raise InvalidConfigurationError(f"--override expects key=value, got {override!r}")
+        props[key.strip()] = value.strip()
+    return props
