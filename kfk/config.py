@@ -697,28 +697,6 @@ TOPIC_CONFIG_SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
-def load_properties(path: str) -> dict[str, str]:
-    """Read a Java .properties file: key=value or key: value, # and ! comments, backslash line continuations."""
-    props: dict[str, str] = {}
-    pending = ""
-    with open(path, encoding="utf-8") as handle:
-        for raw in handle:
-            line = pending + raw.rstrip("\r\n").lstrip()
-            if line.endswith("\\") and not line.endswith("\\\\"):
-                pending = line[:-1]
-                continue
-            pending = ""
-            if not line or line[0] in "#!":
-                continue
-            separators = [i for i in (line.find("="), line.find(":")) if i >= 0]
-            if not separators:
-                props[line.strip()] = ""
-                continue
-            cut = min(separators)
-            props[line[:cut].strip()] = line[cut + 1 :].strip()
-    return props
-
-
 def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
     """`--override key=value` arguments (Kafka's kafka-server-start.sh flag)."""
     props: dict[str, str] = {}
