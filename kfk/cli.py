@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kfk import __version__
-from kfk.commands import server
+from kfk.commands import server, storage
 
 app = typer.Typer(
     name="kfk",
@@ -19,6 +19,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(server.app, name="server")
+app.add_typer(storage.app, name="storage")
 
 
 def _print_version(value: bool) -> None:

@@ -1,0 +1,98 @@
+"""BrokerServer: the composition root. Builds the broker's pieces, starts them in order, stops them in reverse.
+
+Start: check or format the log dirs (meta.properties -> cluster id), bind the listeners, register the handlers,
+write the pid file, and print the ready line that `kfk.testing` and scripts wait for. Stop (SIGTERM/SIGINT): stop
+accepting, then close the layers below so they flush and checkpoint, then remove the pid file. The exit code is 0
+after a clean stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from pathlib import Path
+
+from kfk.config import BrokerConfig
+from kfk.errors import KafkaStorageError
+from kfk.server import network
+from kfk.server.dispatch import Dispatcher
+from kfk.server.handlers import api_versions
+from kfk.storage.format import format_log_dirs, load_cluster_id, random_cluster_id
+
+log = logging.getLogger("kfk.server")
+
+PID_FILE = "kfk.pid"
+
+
+class BrokerServer:
+    def __init__(self, config: BrokerConfig, auto_format: bool = True) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.auto_format = auto_format
+        self.cluster_id: str | None = None
+        self.dispatcher = Dispatcher()
+        self.socket_server: network.SocketServer | None = None
+        self._stopped = asyncio.Event()
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return [os.path.abspath(d) for d in self.config.log_dir_list]
+
+    def _prepare_log_dirs(self) -> str:
+        cluster_id = load_cluster_id(self.log_dirs, self.node_id)
+        if cluster_id is None:
+            if not self.auto_format:
+                raise KafkaStorageError(
+                    f"No meta.properties found in {', '.join(self.log_dirs)}: format them with `kfk storage format`"
+                )
+            cluster_id = random_cluster_id()
+            log.info("formatting %s with a new cluster id %s", ", ".join(self.log_dirs), cluster_id)
+        format_log_dirs(self.log_dirs, cluster_id, self.node_id, ignore_formatted=True)
+        return cluster_id
+
+    def _register_handlers(self) -> None:
+        api_versions.register(self.dispatcher)
+
+    async def start(self) -> None:
+        self.cluster_id = self._prepare_log_dirs()
+        self._register_handlers()
+        listeners = [network.Listener.parse(text) for text in self.config.listeners]
+        self.socket_server = network.SocketServer(
+            self.dispatcher,
+            listeners,
+            max_request_bytes=self.config.socket_request_max_bytes,
+            connections_max_idle_ms=self.config.connections_max_idle_ms,
+        )
+        await self.socket_server.start()
+        Path(self.log_dirs[0], PID_FILE).write_text(f"{os.getpid()}\n")
+        bound = ", ".join(str(listener) for listener in self.socket_server.bound)
+        log.info("kfk broker %d started, listening on %s (cluster id %s, log dirs %s)", self.node_id, bound,
+                 self.cluster_id, ", ".join(self.log_dirs))
+
+    async def stop(self) -> None:
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+        pid_file = Path(self.log_dirs[0], PID_FILE)
+        if pid_file.exists() and pid_file.read_text().strip() == str(os.getpid()):
+            pid_file.unlink()
+        log.info("kfk broker %d stopped", self.node_id)
+        self._stopped.set()
+
+    async def run_until_signalled(self) -> None:
+        loop = asyncio.get_running_loop()
+        stop_requested = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop_requested.set)
+        await self.start()
+        await stop_requested.wait()
+        log.info("shutting down")
+        await self.stop()
+
+
+def run_broker(config: BrokerConfig) -> int:
+    """Run a broker in the foreground until SIGTERM/SIGINT; the process exit code."""
+    server = BrokerServer(config)
+    asyncio.run(server.run_until_signalled())
+    return 0

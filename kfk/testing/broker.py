@@ -1,0 +1,101 @@
+"""Run `kfk server start` in a subprocess and wait until it serves.
+
+The broker logs to a file (never a pipe, which could fill and block it); readiness is the line it prints once its
+listeners are bound, which also tells the ephemeral port it got.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+READY = re.compile(r"kfk broker (\d+) started, listening on (\S+)://([^\s:]+|\[[^\]]+\]):(\d+)")
+
+
+class BrokerStartError(RuntimeError):
+    pass
+
+
+@dataclass
+class BrokerProcess:
+    """A broker subprocess. `bootstrap_servers` is host:port of its first listener."""
+
+    log_dir: Path
+    overrides: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    node_id: int = 1
+    extra_args: list[str] = field(default_factory=list)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> BrokerProcess:
+        """Start (or restart, on the same port) and wait until the broker is listening."""
+        overrides = dict(self.overrides)
+        overrides.setdefault("log.dirs", str(self.log_dir))
+        overrides["listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
+        args = [sys.executable, "-m", "kfk", "server", "start", *self.extra_args]
+        for key, value in overrides.items():
+            args += ["--override", f"{key}={value}"]
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = open(self.log_path, "ab")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log_path.read_bytes()[offset:].decode("utf-8", "replace")
+            match = READY.search(text)
+            if match:
+                self.node_id = int(match.group(1))
+                self.port = int(match.group(4))
+                return self
+            if self.process.poll() is not None:
+                raise BrokerStartError(f"broker exited with {self.process.returncode}:\n{text[-4000:]}")
+            time.sleep(0.02)
+        self.kill()
+        raise BrokerStartError(f"broker not ready after {timeout}s:\n{self.output()[-4000:]}")
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM (a clean shutdown) and wait; returns the exit code."""
+        return self._signal(signal.SIGTERM, timeout)
+
+    def kill(self) -> int:
+        """SIGKILL: a crash, no flush, no checkpoints."""
+        return self._signal(signal.SIGKILL, 10.0)
+
+    def _signal(self, sig: int, timeout: float) -> int:
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        code = self.process.returncode
+        self.process = None
+        return code
+
+    def output(self) -> str:
+        return self.log_path.read_text("utf-8", "replace") if self.log_path.exists() else ""
+
+
+def start_broker(log_dir: Path, overrides: dict[str, str] | None = None, host: str = "127.0.0.1",
+                 port: int = 0, timeout: float = 20.0) -> BrokerProcess:
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    broker = BrokerProcess(log_dir=log_dir / "data", overrides=dict(overrides or {}),
+                           log_path=log_dir / "broker.log", host=host, port=port)
+    return broker.start(timeout)
