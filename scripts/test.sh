@@ -3,6 +3,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# System packages the tests drive as independent clients and services (kcat: librdkafka 2.0.2's CLI).
+APT_PACKAGES=(kcat)
+missing=()
+for package in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
 # The generated codec is committed; it must be exactly what the generator writes from the specs it vendors.
