@@ -346,6 +346,11 @@ class ProducerStateManager:
                     continue
         return snapshots
 
+    def update_parent_dir(self, directory: str) -> None:
+        self.log_dir = directory
+        self.snapshots = {offset: os.path.join(directory, os.path.basename(path))
+                          for offset, path in self.snapshots.items()}
+
     def latest_snapshot_offset(self) -> int | None:
         return max(self.snapshots) if self.snapshots else None
 

@@ -61,13 +61,16 @@ class LogSegment:
              init_file_size: int = 0, preallocate: bool = False, file_suffix: str = "") -> LogSegment:
         log = FileRecords.open(log_file(directory, base_offset, file_suffix), file_already_exists,
                                init_file_size, preallocate)
-        return cls(
+        segment = cls(
             log,
             offset_index_file(directory, base_offset, file_suffix),
             time_index_file(directory, base_offset, file_suffix),
             TransactionIndex(base_offset, transaction_index_file(directory, base_offset, file_suffix)),
             base_offset, index_interval_bytes, max_index_size, roll_jitter_ms, created_ms,
         )
+        if not file_already_exists:
+            segment._open_indexes()  # a new segment's indexes are new too: nothing to check
+        return segment
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, path={self.log.path})"
@@ -464,6 +467,20 @@ class LogSegment:
         if self._time_index is not None:
             self._time_index.path = self.time_index_path
         self.txn_index.rename_to(replaced(self.txn_index.path))
+
+    def update_parent_dir(self, directory: str) -> None:
+        """The partition folder was renamed: point every path (and open index) at the new folder."""
+        def moved(path: str) -> str:
+            return os.path.join(directory, os.path.basename(path))
+
+        self.log.path = moved(self.log.path)
+        self.offset_index_path = moved(self.offset_index_path)
+        self.time_index_path = moved(self.time_index_path)
+        if self._offset_index is not None:
+            self._offset_index.path = self.offset_index_path
+        if self._time_index is not None:
+            self._time_index.path = self.time_index_path
+        self.txn_index.path = moved(self.txn_index.path)
 
     def has_suffix(self, suffix: str) -> bool:
         return all(path.endswith(suffix) for path in

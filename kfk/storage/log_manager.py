@@ -1,0 +1,294 @@
+"""LogManager: every partition log of a broker across its log dirs, and the periodic work on them.
+
+- Startup opens each log dir (creating it if needed), reads its checkpoint files, and loads every partition folder.
+  A `.kafka_cleanshutdown` marker in the dir means the last shutdown was clean and recovery is skipped; the marker is
+  removed once the logs are loaded, so a crash from then on is seen as unclean at the next start.
+- A new partition goes to the log dir that holds the fewest partitions (ties: the first listed), as Kafka does.
+- `tick(now_ms)` runs what is due — retention (log.retention.check.interval.ms), flushes (flush.ms, and the segments
+  left behind by a roll), checkpoints (recovery points, log start offsets, high watermarks every
+  log.flush.offset.checkpoint.interval.ms), removal of `.deleted` segments and `-delete` folders — and returns the
+  time of the next deadline. The broker calls it from a timer; tests call it with a manual clock.
+- Shutdown flushes and closes every log, writes the checkpoints, then the clean-shutdown marker in each dir.
+
+Checkpoints per log dir (Kafka's names and text format): recovery-point-offset-checkpoint,
+log-start-offset-checkpoint, replication-offset-checkpoint (high watermarks) and, for compaction,
+cleaner-offset-checkpoint (written by the cleaner).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import uuid
+
+from kfk.config import LogConfig
+from kfk.errors import KafkaStorageError
+from kfk.storage.checkpoint import OffsetCheckpointFile, atomic_write
+from kfk.storage.log import Log, SegmentDeletionQueue
+from kfk.storage.log_files import (
+    CLEAN_SHUTDOWN_FILE,
+    DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
+    LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE,
+    REPLICATION_CHECKPOINT_FILE,
+    STRAY_DIR_SUFFIX,
+    TopicPartition,
+    log_delete_dir_name,
+    log_dir_name,
+    parse_topic_partition_name,
+)
+from kfk.storage.meta_properties import MetaProperties
+from kfk.storage.partition_metadata import uuid_to_base64
+from kfk.storage.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_RETENTION_CHECK_INTERVAL_MS = 5 * 60 * 1000  # log.retention.check.interval.ms
+DEFAULT_OFFSET_CHECKPOINT_INTERVAL_MS = 60_000  # log.flush.offset.checkpoint.interval.ms
+DEFAULT_FLUSH_CHECK_INTERVAL_MS = 1000  # how often flush.ms and rolled segments are looked at
+DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str], default_config: LogConfig | None = None, *,
+                 retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+                 offset_checkpoint_interval_ms: int = DEFAULT_OFFSET_CHECKPOINT_INTERVAL_MS,
+                 flush_check_interval_ms: int = DEFAULT_FLUSH_CHECK_INTERVAL_MS,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+        if not log_dirs:
+            raise KafkaStorageError("At least one log dir is needed (log.dirs)")
+        if len(set(map(os.path.abspath, log_dirs))) != len(log_dirs):
+            raise KafkaStorageError(f"Duplicate log directory found: {', '.join(log_dirs)}")
+        self.log_dirs = [os.path.abspath(path) for path in log_dirs]
+        self.default_config = default_config or LogConfig()
+        self.topic_configs: dict[str, LogConfig] = {}
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.offset_checkpoint_interval_ms = offset_checkpoint_interval_ms
+        self.flush_check_interval_ms = flush_check_interval_ms
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.logs: dict[TopicPartition, Log] = {}
+        self.deletion_queue = SegmentDeletionQueue()
+        self.had_clean_shutdown: dict[str, bool] = {}
+        self.lock = threading.RLock()
+        self._next_retention_ms = 0
+        self._next_checkpoint_ms = 0
+        self._next_flush_ms = 0
+        self._next_producer_expiration_ms = 0
+        self._started = False
+
+    # -- startup -----------------------------------------------------------------------------------------------------
+
+    def startup(self, now_ms: int, node_id: int | None = None, cluster_id: str | None = None) -> None:
+        """Create missing log dirs, check meta.properties (when node and cluster ids are given), load every
+        partition and remove the clean-shutdown markers."""
+        with self.lock:
+            for log_dir in self.log_dirs:
+                os.makedirs(log_dir, exist_ok=True)
+                if node_id is not None and cluster_id is not None:
+                    self._ensure_meta_properties(log_dir, node_id, cluster_id)
+            for log_dir in self.log_dirs:
+                self._load_log_dir(log_dir, now_ms)
+            for log_dir in self.log_dirs:
+                marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
+                if os.path.exists(marker):
+                    os.unlink(marker)
+            self._next_retention_ms = now_ms + self.retention_check_interval_ms
+            self._next_checkpoint_ms = now_ms + self.offset_checkpoint_interval_ms
+            self._next_flush_ms = now_ms + self.flush_check_interval_ms
+            self._next_producer_expiration_ms = now_ms + DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
+            self._started = True
+
+    def _ensure_meta_properties(self, log_dir: str, node_id: int, cluster_id: str) -> None:
+        meta = MetaProperties.read(log_dir)
+        if meta is None:
+            MetaProperties(1, cluster_id, node_id, uuid_to_base64(uuid.uuid4())).write(log_dir)
+            return
+        if meta.cluster_id is not None and meta.cluster_id != cluster_id:
+            raise KafkaStorageError(
+                f"Invalid cluster.id in: {os.path.join(log_dir, 'meta.properties')}. Expected {cluster_id}, but read "
+                f"{meta.cluster_id}"
+            )
+        if meta.node_id is not None and meta.node_id != node_id:
+            raise KafkaStorageError(
+                f"Stored node id {meta.node_id} doesn't match previous node id {node_id} in "
+                f"{os.path.join(log_dir, 'meta.properties')}. If you moved your data, make sure your configured node "
+                f"id matches."
+            )
+
+    def _load_log_dir(self, log_dir: str, now_ms: int) -> None:
+        had_clean_shutdown = os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
+        self.had_clean_shutdown[log_dir] = had_clean_shutdown
+        recovery_points = OffsetCheckpointFile(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)).read()
+        log_start_offsets = OffsetCheckpointFile(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE)).read()
+        high_watermarks = OffsetCheckpointFile(os.path.join(log_dir, REPLICATION_CHECKPOINT_FILE)).read()
+        for name in sorted(os.listdir(log_dir)):
+            path = os.path.join(log_dir, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                logger.info("Removing partition folder %s left by a topic deletion", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if name.endswith(FUTURE_DIR_SUFFIX) or name.endswith(STRAY_DIR_SUFFIX):
+                logger.info("Ignoring partition folder %s (future or stray replica)", path)
+                continue
+            try:
+                topic_partition = parse_topic_partition_name(name)
+            except ValueError:
+                logger.warning("Ignoring folder %s in log dir %s: not a partition folder", name, log_dir)
+                continue
+            if topic_partition in self.logs:
+                raise KafkaStorageError(
+                    f"Duplicate log directories for {topic_partition} are found in both "
+                    f"{self.logs[topic_partition].dir} and {path}. It is likely because log directory failure "
+                    f"happened while broker was replacing current replica with future replica."
+                )
+            log = Log.open(path, self.config_for(topic_partition.topic), now_ms=now_ms,
+                           recovery_point=recovery_points.get(topic_partition, 0),
+                           log_start_offset=log_start_offsets.get(topic_partition, 0),
+                           had_clean_shutdown=had_clean_shutdown, deletion_queue=self.deletion_queue,
+                           producer_id_expiration_ms=self.producer_id_expiration_ms)
+            if topic_partition in high_watermarks:
+                log.update_high_watermark(high_watermarks[topic_partition])
+            self.logs[topic_partition] = log
+
+    # -- configs -------------------------------------------------------------------------------------------------
+
+    def config_for(self, topic: str) -> LogConfig:
+        return self.topic_configs.get(topic, self.default_config)
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        with self.lock:
+            self.topic_configs[topic] = config
+            for topic_partition, log in self.logs.items():
+                if topic_partition.topic == topic:
+                    log.update_config(config)
+
+    # -- partitions --------------------------------------------------------------------------------------------------
+
+    def get_log(self, topic_partition: TopicPartition) -> Log | None:
+        return self.logs.get(topic_partition)
+
+    def all_logs(self) -> list[Log]:
+        return list(self.logs.values())
+
+    def partition_counts(self) -> dict[str, int]:
+        counts = {log_dir: 0 for log_dir in self.log_dirs}
+        for log in self.logs.values():
+            counts[os.path.dirname(log.dir)] = counts.get(os.path.dirname(log.dir), 0) + 1
+        return counts
+
+    def next_log_dir(self) -> str:
+        """The log dir with the fewest partitions (the first listed among equals)."""
+        counts = self.partition_counts()
+        return min(self.log_dirs, key=lambda log_dir: counts[log_dir])
+
+    def get_or_create_log(self, topic_partition: TopicPartition, now_ms: int, topic_id: uuid.UUID | None = None,
+                          config: LogConfig | None = None) -> Log:
+        with self.lock:
+            log = self.logs.get(topic_partition)
+            if log is None:
+                if config is not None:
+                    self.topic_configs[topic_partition.topic] = config
+                directory = os.path.join(self.next_log_dir(), log_dir_name(topic_partition))
+                log = Log.open(directory, self.config_for(topic_partition.topic), now_ms=now_ms,
+                               deletion_queue=self.deletion_queue,
+                               producer_id_expiration_ms=self.producer_id_expiration_ms)
+                self.logs[topic_partition] = log
+                logger.info("Created log for partition %s in %s", topic_partition, directory)
+            if topic_id is not None:
+                log.partition_metadata.write(topic_id)
+            return log
+
+    def delete_log(self, topic_partition: TopicPartition, now_ms: int) -> bool:
+        """Topic deletion: rename the folder `<topic>-<partition>.<id>-delete` now, remove it after
+        file.delete.delay.ms (a restart in between removes it at startup)."""
+        with self.lock:
+            log = self.logs.pop(topic_partition, None)
+            if log is None:
+                return False
+            delete_dir = os.path.join(os.path.dirname(log.dir), log_delete_dir_name(topic_partition))
+            log.rename_dir(delete_dir)
+            delay = log.config.file_delete_delay_ms
+            if delay > 0:
+                self.deletion_queue.schedule(now_ms + delay, log.delete)
+            else:
+                log.delete()
+            self._write_checkpoints()
+            return True
+
+    # -- periodic work -------------------------------------------------------------------------------------------
+
+    def cleanup_logs(self, now_ms: int) -> int:
+        """Retention on every log (delete policy; compacted-only logs only lose what is below their start)."""
+        deleted = 0
+        for log in self.all_logs():
+            deleted += log.delete_old_segments(now_ms)
+        return deleted
+
+    def flush_dirty_logs(self, now_ms: int) -> None:
+        for log in self.all_logs():
+            if not log.closed:
+                log.maybe_flush(now_ms)
+
+    def checkpoint_log_recovery_offsets(self) -> None:
+        self._write_checkpoints()
+
+    def _logs_by_dir(self) -> dict[str, dict[TopicPartition, Log]]:
+        by_dir: dict[str, dict[TopicPartition, Log]] = {log_dir: {} for log_dir in self.log_dirs}
+        for topic_partition, log in self.logs.items():
+            by_dir.setdefault(os.path.dirname(log.dir), {})[topic_partition] = log
+        return by_dir
+
+    def _write_checkpoints(self) -> None:
+        for log_dir, logs in self._logs_by_dir().items():
+            if log_dir not in self.log_dirs:
+                continue
+            OffsetCheckpointFile(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)).write(
+                {tp: log.recovery_point for tp, log in logs.items()})
+            OffsetCheckpointFile(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE)).write(
+                {tp: log.log_start_offset for tp, log in logs.items()
+                 if log.segments.first_segment is not None
+                 and log.log_start_offset > log.segments.first_segment.base_offset})
+            OffsetCheckpointFile(os.path.join(log_dir, REPLICATION_CHECKPOINT_FILE)).write(
+                {tp: log.high_watermark for tp, log in logs.items()})
+
+    def tick(self, now_ms: int) -> int:
+        """Run the periodic tasks that are due; returns when the next one is."""
+        with self.lock:
+            if now_ms >= self._next_flush_ms:
+                self.flush_dirty_logs(now_ms)
+                self._next_flush_ms = now_ms + self.flush_check_interval_ms
+            if now_ms >= self._next_retention_ms:
+                self.cleanup_logs(now_ms)
+                self._next_retention_ms = now_ms + self.retention_check_interval_ms
+            if now_ms >= self._next_checkpoint_ms:
+                self._write_checkpoints()
+                self._next_checkpoint_ms = now_ms + self.offset_checkpoint_interval_ms
+            if now_ms >= self._next_producer_expiration_ms:
+                for log in self.all_logs():
+                    with log.lock:
+                        log.producer_state.remove_expired_producers(now_ms)
+                self._next_producer_expiration_ms = now_ms + DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
+            self.deletion_queue.run_due(now_ms)
+            return min(self._next_flush_ms, self._next_retention_ms, self._next_checkpoint_ms,
+                       self._next_producer_expiration_ms)
+
+    # -- shutdown ----------------------------------------------------------------------------------------------------
+
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        """Clean shutdown: flush and close every log, write checkpoints, leave the clean-shutdown marker."""
+        with self.lock:
+            for log in self.all_logs():
+                log.flush()
+                log.close()
+            self._write_checkpoints()
+            self.deletion_queue.run_all()
+            marker = json.dumps({"version": "0", "broker_epoch": str(broker_epoch)}).encode("utf-8")
+            for log_dir in self.log_dirs:
+                atomic_write(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), marker)
+            self._started = False
