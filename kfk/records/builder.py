@@ -41,6 +41,8 @@ __all__ = ["MemoryRecordsBuilder", "build_empty_batch", "batch_attributes", "rec
 
 _NULL_LENGTH = encode_varint(-1)
 _INT32_MAX = (1 << 31) - 1
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
 
 
 def batch_attributes(compression_type: CompressionType, timestamp_type: TimestampType, is_transactional: bool,
@@ -123,6 +125,8 @@ class MemoryRecordsBuilder:
             raise ValueError("LogAppendTime needs a log_append_time")
         if is_transactional and producer_id == NO_PRODUCER_ID:
             raise ValueError("Cannot write a transactional batch without a valid producer id")
+        if not _INT64_MIN <= base_offset <= _INT64_MAX:
+            raise ValueError(f"Base offset {base_offset} does not fit in an int64")
         self.compression_type = CompressionType(compression_type)
         self.timestamp_type = timestamp_type
         self.base_offset = base_offset
@@ -172,7 +176,7 @@ class MemoryRecordsBuilder:
             raise ValueError(f"Illegal offset {offset} following previous offset {self._last_offset} "
                              "(offsets must increase monotonically)")
         offset_delta = offset - self.base_offset
-        if not 0 <= offset_delta <= _INT32_MAX:
+        if not 0 <= offset_delta <= _INT32_MAX or offset > _INT64_MAX:
             raise ValueError(f"Offset {offset} is outside the int32 delta range of base offset {self.base_offset}")
         if timestamp < 0 and timestamp != NO_TIMESTAMP:
             raise ValueError(f"Invalid negative timestamp {timestamp}")

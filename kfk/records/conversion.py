@@ -13,7 +13,7 @@ one batch, and each run of plain messages becomes one uncompressed batch.
 
 from __future__ import annotations
 
-from kfk.errors import UnsupportedCompressionTypeError
+from kfk.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kfk.records.batch import Buffer, RecordBatch, iter_batches
 from kfk.records.builder import MemoryRecordsBuilder
 from kfk.records.legacy import LegacyRecordBatch, LegacyRecordsBuilder
@@ -27,6 +27,8 @@ from kfk.records.record import (
 )
 
 __all__ = ["down_convert", "up_convert"]
+
+_INT32_MAX = (1 << 31) - 1
 
 
 def down_convert(buffer: Buffer, to_magic: int, first_offset: int = 0) -> bytes:
@@ -56,7 +58,7 @@ def down_convert(buffer: Buffer, to_magic: int, first_offset: int = 0) -> bytes:
             timestamp_type=timestamp_type if to_magic > MAGIC_VALUE_V0 else TimestampType.NO_TIMESTAMP_TYPE,
             base_offset=records[0].offset,
             log_append_time=entry.max_timestamp if timestamp_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP)
-        builder.extend(records)
+        _extend(builder, records)
         parts.append(builder.close())
     return b"".join(parts)
 
@@ -79,7 +81,8 @@ def up_convert(buffer: Buffer) -> bytes:
             flush_plain_run()
             parts.append(_v2_batch(entry, list(entry.records()), entry.compression_type))
         else:
-            if plain_run and plain_run[0][0].timestamp_type != entry.timestamp_type:
+            if plain_run and (plain_run[0][0].timestamp_type != entry.timestamp_type
+                              or entry.offset - plain_run[0][1].offset > _INT32_MAX):
                 flush_plain_run()
             plain_run.extend((entry, record) for record in entry.records())
     flush_plain_run()
@@ -94,5 +97,13 @@ def _v2_batch(first_entry: LegacyRecordBatch | RecordBatch, records: list[Record
         timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
         base_offset=records[0].offset,
         log_append_time=max(record.timestamp for record in records) if log_append else NO_TIMESTAMP)
-    builder.extend(records)
+    _extend(builder, records)
     return builder.close()
+
+
+def _extend(builder: MemoryRecordsBuilder | LegacyRecordsBuilder, records: list[Record]) -> None:
+    """Offsets that go backwards or timestamps below -1 cannot be re-encoded: the source is corrupt."""
+    try:
+        builder.extend(records)
+    except ValueError as error:
+        raise CorruptRecordError(f"Cannot convert records: {error}") from error

@@ -55,6 +55,8 @@ _KEY_OFFSET = {MAGIC_VALUE_V0: 18, MAGIC_VALUE_V1: 26}
 COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
@@ -278,10 +280,14 @@ class LegacyRecordBatch:
         if wrapper_magic == MAGIC_VALUE_V0:
             return inner
         base = self.offset - inner[-1].offset
+        resolved = [base + record.offset for record in inner]
+        if min(resolved) < _INT64_MIN or max(resolved) > _INT64_MAX:
+            raise CorruptRecordError(f"Compressed message at position {self._position} resolves inner offsets "
+                                     "outside the int64 range")
         log_append_time = self.timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
-        return [record._replace(offset=base + record.offset,
+        return [record._replace(offset=offset,
                                 timestamp=record.timestamp if log_append_time is None else log_append_time)
-                for record in inner]
+                for offset, record in zip(resolved, inner)]
 
 
 def _parse_key_value(buffer: Buffer, position: int, end: int, magic: int) -> tuple[bytes | None, bytes | None]:

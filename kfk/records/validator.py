@@ -226,9 +226,7 @@ class LogValidator:
         builder = self._builder(target, next_offset, now_ms, partition_leader_epoch,
                                 producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
                                 base_sequence=batch.base_sequence, is_transactional=batch.is_transactional)
-        for index, record in enumerate(records):
-            builder.append_with_offset(next_offset + index, record.timestamp, record.key, record.value,
-                                       record.headers)
+        _append_all(builder, records, next_offset)
         return self._closed(builder)
 
     def _builder(self, target: CompressionType, next_offset: int, now_ms: int, partition_leader_epoch: int,
@@ -260,11 +258,20 @@ class LogValidator:
         self._validate_records(records, False, now_ms)
         target = self._target_for(source_compression)
         builder = self._builder(target, next_offset, now_ms, partition_leader_epoch)
-        for index, record in enumerate(records):
-            builder.append_with_offset(next_offset + index, record.timestamp, record.key, record.value)
+        _append_all(builder, records, next_offset)
         rebuilt = self._closed(builder)
         batch = RecordBatch(rebuilt)
         max_timestamp = batch.max_timestamp
         return LogAppendInfo(next_offset, batch.last_offset, max_timestamp,
                              batch.last_offset if max_timestamp != NO_TIMESTAMP else -1, len(records), rebuilt,
                              builder.log_append_time, source_compression, target, True)
+
+
+def _append_all(builder: MemoryRecordsBuilder, records: list[Record], next_offset: int) -> None:
+    """Re-encode ``records`` at consecutive offsets; a timestamp the format cannot hold is an invalid record."""
+    for index, record in enumerate(records):
+        try:
+            builder.append_with_offset(next_offset + index, record.timestamp, record.key, record.value,
+                                       record.headers)
+        except ValueError as error:
+            raise InvalidRecordError(f"Record at offset {record.offset} cannot be re-encoded: {error}") from error
