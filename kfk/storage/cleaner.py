@@ -220,14 +220,12 @@ class LogCleaner:
     # -- cleaning --------------------------------------------------------------------------------------------------
 
     def clean(self, log: Log, now_ms: int) -> CleanerStats:
-        """Compact `log` up to its first uncleanable offset (regardless of the dirty ratio)."""
+        """Compact `log` up to its first uncleanable offset, whatever its dirty ratio. With nothing dirty, this
+        still drops the tombstones and markers whose delete horizon has passed."""
         with log.lock:
             to_clean = self.cleanable_offsets(log, now_ms)
             stats = CleanerStats()
             end_offset = to_clean.first_uncleanable_offset
-            if end_offset <= to_clean.first_dirty_offset:
-                stats.end_offset = end_offset
-                return stats
             offset_map = self._build_offset_map(log, to_clean.first_dirty_offset, end_offset)
             legacy_delete_horizon_ms = 0
             clean_segments = [segment for segment in log.segments
