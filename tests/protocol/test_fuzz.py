@@ -16,8 +16,16 @@ import struct
 import pytest
 
 from kfk.errors import ProtocolError, UnsupportedVersionError
-from kfk.protocol.headers import decode_request, decode_request_header, decode_response, request_header_version
-from kfk.protocol.messages import API_SCHEMAS
+from kfk.protocol.headers import (
+    RequestHeader,
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+    request_header_version,
+)
+from kfk.protocol.messages import API_SCHEMAS, request_class, response_class
 
 from .golden import frame, request_entries, response_entries
 
@@ -105,7 +113,15 @@ def check_request(data: bytes, original: bytes) -> None:
 
 
 def request_frames() -> list[tuple[bytes, int]]:
+    """The golden requests, plus a request of every API and version at its defaults, so mutations also reach
+    the APIs no client in the capture sent (inter-broker, KRaft, share groups)."""
     frames = [frame(entry["request"]) for entry in request_entries()]
+    for api_key, schema in sorted(API_SCHEMAS.items()):
+        cls = request_class(api_key)
+        for version in range(schema.lowest_version, schema.highest_version + 1):
+            header = RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=version,
+                                   client_id="fuzz")
+            frames.append(encode_request(header, cls())[4:])
     return [(data, decode_request_header(data)[1]) for data in frames]
 
 
@@ -132,10 +148,13 @@ def test_fuzz_decode_request() -> None:
 
 @pytest.mark.slow
 def test_fuzz_decode_response() -> None:
-    entries = response_entries()
-    frames = [(frame(entry["response"]), 0) for entry in entries]
+    keyed = {frame(entry["response"]): (entry["api_key"], entry["api_version"]) for entry in response_entries()}
+    for api_key, schema in sorted(API_SCHEMAS.items()):  # and a default response of every API and version
+        for version in range(schema.lowest_version, schema.highest_version + 1):
+            chunks = encode_response(version, api_key, version, response_class(api_key)())
+            keyed[b"".join(chunks)[4:]] = (api_key, version)
+    frames = [(data, 0) for data in keyed]
     rng = random.Random(f"choice-{SEED}")
-    keyed = {frame(entry["response"]): (entry["api_key"], entry["api_version"]) for entry in entries}
 
     def check_response(data: bytes, original: bytes) -> None:
         # A response does not name its API: decode it as the answer to the request of the frame it came from,
