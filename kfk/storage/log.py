@@ -390,9 +390,10 @@ class Log:
             active = self.active_segment
             if new_offset in self.segments:
                 if active.base_offset == new_offset and active.size == 0:
-                    logger.warning("Trying to roll a new log segment with start offset %d while it already exists "
-                                   "and is active with size 0", new_offset)
-                    self._remove_and_delete_segments([active], now_ms, asynchronous=False)
+                    # Kafka deletes and re-creates the empty active segment here; keeping it is the same log.
+                    logger.debug("Not rolling %s: the active segment at %d is empty", self.topic_partition,
+                                 new_offset)
+                    return active
                 else:
                     raise KafkaStorageError(
                         f"Trying to roll a new log segment for topic partition {self.topic_partition} with start "
@@ -550,7 +551,8 @@ class Log:
     # -- truncation ------------------------------------------------------------------------------------------------
 
     def truncate_to(self, target_offset: int, now_ms: int) -> bool:
-        """Follower truncation: remove every offset >= target_offset. Returns whether anything was removed."""
+        """Follower truncation: remove every offset >= target_offset (a batch holding the target goes whole, and
+        the log then ends before it). Returns whether anything was removed."""
         if target_offset < 0:
             raise ValueError(f"Cannot truncate partition {self.topic_partition} to a negative offset "
                              f"({target_offset}).")
@@ -565,11 +567,15 @@ class Log:
                 return True
             to_delete = [segment for segment in self.segments if segment.base_offset > target_offset]
             self._remove_and_delete_segments(to_delete, now_ms, asynchronous=True)
-            self.active_segment.truncate_to(target_offset)
-            self._log_end_offset = target_offset
-            self.recovery_point = min(self.recovery_point, target_offset)
-            self.leader_epoch_cache.truncate_from_end(target_offset)
-            self.log_start_offset = min(target_offset, self.log_start_offset)
+            active = self.active_segment
+            active.truncate_to(target_offset)
+            # A batch straddling the target goes whole, so the log may end below it: the end offset is where the
+            # data ends (Kafka sets it to the target and leaves a hole; re-fetching from the boundary is cleaner).
+            new_end = min(target_offset, active.read_next_offset())
+            self._log_end_offset = new_end
+            self.recovery_point = min(self.recovery_point, new_end)
+            self.leader_epoch_cache.truncate_from_end(new_end)
+            self.log_start_offset = min(new_end, self.log_start_offset)
             self._rebuild_producer_state(now_ms)
             if self._high_watermark >= self._log_end_offset:
                 self._high_watermark = self._log_end_offset

@@ -131,6 +131,16 @@ def test_roll_on_offset_overflow(log_dir) -> None:
     log.close()
 
 
+def test_truncate_inside_a_batch_removes_the_whole_batch(log_dir) -> None:
+    log = Log.open(log_dir, small_config(), now_ms=0)
+    log.append_as_leader(make_batch(0, [b"a", b"b", b"c"]), now_ms=0)
+    log.append_as_leader(make_batch(3, [b"d", b"e", b"f"]), now_ms=0)
+    log.truncate_to(4, now_ms=0)
+    assert log.log_end_offset == 3
+    assert [record.value for record in read_all(log)] == [b"a", b"b", b"c"]
+    log.close()
+
+
 def test_truncate_to_and_fully(log_dir) -> None:
     log = Log.open(log_dir, small_config(), now_ms=0)
     append_values(log, 60, size=200)
@@ -227,7 +237,7 @@ def test_leader_epochs_recorded_and_truncated(log_dir) -> None:
     assert [tuple(entry) for entry in log.leader_epoch_cache.entries] == [(0, 0), (1, 4), (3, 6)]
     assert log.end_offset_for_epoch(1) == (1, 6)
     assert log.end_offset_for_epoch(3) == (3, 10)
-    log.truncate_to(5, now_ms=0)
+    log.truncate_to(6, now_ms=0)
     assert [tuple(entry) for entry in log.leader_epoch_cache.entries] == [(0, 0), (1, 4)]
     with open(os.path.join(log_dir, "leader-epoch-checkpoint")) as handle:
         assert handle.read() == "0\n2\n0 0\n1 4\n"
