@@ -1,9 +1,13 @@
 """BrokerServer: the composition root. Builds the broker's pieces, starts them in order, stops them in reverse.
 
-Start: check or format the log dirs (meta.properties -> cluster id), bind the listeners, register the handlers,
-write the pid file, and print the ready line that `kfk.testing` and scripts wait for. Stop (SIGTERM/SIGINT): stop
-accepting, then close the layers below so they flush and checkpoint, then remove the pid file. The exit code is 0
-after a clean stop.
+Start: check or format the log dirs (meta.properties -> cluster id), open every partition log (recovering after an
+unclean shutdown), bind the listeners (their real ports are what the broker registers), start the metadata layer
+and the replica manager, register the handlers, write the pid file, and print the ready line that `kfk.testing` and
+scripts wait for. Stop (SIGTERM/SIGINT): stop accepting, stop the layers above storage, then shut the log manager
+down (flush, checkpoints, clean-shutdown marker) and remove the pid file. The exit code is 0 after a clean stop.
+
+Blocking storage work (recovery at start, the periodic flush/retention/checkpoint tick, shutdown) runs in the
+default executor so the event loop keeps serving.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import asyncio
 import logging
 import os
 import signal
+import time
 from pathlib import Path
 
 from kfk.config import BrokerConfig
@@ -20,6 +25,7 @@ from kfk.server import network
 from kfk.server.dispatch import Dispatcher
 from kfk.server.handlers import api_versions
 from kfk.storage.format import format_log_dirs, load_cluster_id, random_cluster_id
+from kfk.storage.log_manager import LogManager
 
 log = logging.getLogger("kfk.server")
 
@@ -34,7 +40,8 @@ class BrokerServer:
         self.cluster_id: str | None = None
         self.dispatcher = Dispatcher()
         self.socket_server: network.SocketServer | None = None
-        self._stopped = asyncio.Event()
+        self.log_manager: LogManager | None = None
+        self._log_manager_task: asyncio.Task | None = None
 
     @property
     def log_dirs(self) -> list[str]:
@@ -55,8 +62,29 @@ class BrokerServer:
     def _register_handlers(self) -> None:
         api_versions.register(self.dispatcher)
 
+    def _build_log_manager(self) -> LogManager:
+        config = self.config
+        return LogManager(
+            self.log_dirs,
+            config.log_config(),
+            retention_check_interval_ms=config.log_retention_check_interval_ms,
+            offset_checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
+            producer_id_expiration_ms=config.producer_id_expiration_ms,
+        )
+
+    async def _run_log_manager(self) -> None:
+        """The log manager's periodic work (flush, retention, checkpoints), off the event loop."""
+        loop = asyncio.get_running_loop()
+        while True:
+            next_due_ms = await loop.run_in_executor(None, self.log_manager.tick, now_ms())
+            await asyncio.sleep(min(max(next_due_ms - now_ms(), 10), 1000) / 1000)
+
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
         self.cluster_id = self._prepare_log_dirs()
+        self.log_manager = self._build_log_manager()
+        await loop.run_in_executor(None, self.log_manager.startup, now_ms())
+        self._log_manager_task = asyncio.create_task(self._run_log_manager())
         self._register_handlers()
         listeners = [network.Listener.parse(text) for text in self.config.listeners]
         self.socket_server = network.SocketServer(
@@ -74,11 +102,14 @@ class BrokerServer:
     async def stop(self) -> None:
         if self.socket_server is not None:
             await self.socket_server.stop()
+        if self._log_manager_task is not None:
+            self._log_manager_task.cancel()
+        if self.log_manager is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
         pid_file = Path(self.log_dirs[0], PID_FILE)
         if pid_file.exists() and pid_file.read_text().strip() == str(os.getpid()):
             pid_file.unlink()
         log.info("kfk broker %d stopped", self.node_id)
-        self._stopped.set()
 
     async def run_until_signalled(self) -> None:
         loop = asyncio.get_running_loop()
@@ -89,6 +120,10 @@ class BrokerServer:
         await stop_requested.wait()
         log.info("shutting down")
         await self.stop()
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def run_broker(config: BrokerConfig) -> int:

@@ -5,8 +5,9 @@ previous response was written, which is what keeps responses in request order wh
 (the bytes of later requests simply wait in the socket buffer). A frame larger than socket.request.max.bytes
 closes the connection before anything is allocated for it; a connection idle for connections.max.idle.ms is closed.
 
-Response chunks are bytes, except file regions (anything with `send_to(loop, transport)`), which fetch responses
-carry for record data: those go out with the loop's sendfile, straight from the segment file to the socket.
+Response chunks are bytes, except file regions (kfk.storage FileRegion: an open segment file, a position and a
+length), which fetch responses carry for record data: those go out with the loop's sendfile, straight from the
+segment file to the socket, never through Python memory.
 """
 
 from __future__ import annotations
@@ -45,6 +46,22 @@ class Listener:
 
     def __str__(self) -> str:
         return f"{self.name}://{self.host}:{self.port}"
+
+
+class _SendfileSource:
+    """What loop.sendfile wants of a file: a descriptor, and a seek it calls when done (a no-op here: segment files
+    are read positionally, and several connections may send from one at once)."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return offset
 
 
 class SocketServer:
@@ -143,7 +160,8 @@ class SocketServer:
                 writer.writelines(pending)
                 pending = []
                 await writer.drain()
-            await chunk.send_to(loop, writer.transport)
+            if len(chunk):
+                await loop.sendfile(writer.transport, _SendfileSource(chunk.fileno()), chunk.position, len(chunk))
         if pending:
             writer.writelines(pending)
         await writer.drain()

@@ -70,6 +70,10 @@ class FileRegion:
     def __repr__(self) -> str:
         return f"FileRegion(file={self.file!r}, position={self.position}, length={self.length})"
 
+    def __len__(self) -> int:
+        # The wire codec writes a records field as its length then the value: a region is sent with sendfile.
+        return self.length
+
     def fileno(self) -> int:
         if self.file is None:
             raise KafkaStorageError("empty file region has no file")
