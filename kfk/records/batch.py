@@ -341,18 +341,24 @@ class RecordBatch:
         """
         size = self._checked_size()
         start = self._position + RECORDS_OFFSET
-        payload = memoryview(self._buffer)[start:self._position + size]
+        end = self._position + size
         compression_type = self.compression_type
-        if compression_type == CompressionType.NONE:
-            data = bytes(payload)
+        buffer = self._buffer
+        if compression_type != CompressionType.NONE:
+            data = decompress(compression_type, memoryview(buffer)[start:end], max_size=max_decompressed_bytes)
+            start, end = 0, len(data)
+        elif isinstance(buffer, bytes):
+            data = buffer  # keys and values are sliced straight out of it: no copy of the payload
         else:
-            data = decompress(compression_type, payload, max_size=max_decompressed_bytes)
+            data = bytes(memoryview(buffer)[start:end])  # mutable or mapped: take a private copy first
+            start, end = 0, len(data)
         records_count = self.records_count
-        if records_count < 0 or records_count * MIN_RECORD_SIZE > len(data):
+        if records_count < 0 or records_count * MIN_RECORD_SIZE > end - start:
             raise CorruptRecordError(f"Record batch declares {records_count} records but its payload holds only "
-                                     f"{len(data)} bytes")
+                                     f"{end - start} bytes")
         log_append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
-        return decode_records(data, records_count, self.base_offset, self.base_timestamp, log_append_time)
+        return decode_records(data, records_count, self.base_offset, self.base_timestamp, log_append_time,
+                              start, end)
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -363,21 +369,26 @@ def increment_sequence(sequence: int, increment: int) -> int:
 
 
 def decode_records(data: bytes, records_count: int, base_offset: int, base_timestamp: int,
-                   log_append_time: int | None) -> Iterator[Record]:
-    """Decode ``records_count`` v2 records from ``data`` (the uncompressed record list).
+                   log_append_time: int | None, start: int = 0, end: int | None = None) -> Iterator[Record]:
+    """Decode ``records_count`` v2 records from ``data[start:end]`` (the uncompressed record list).
 
-    One-byte varints, by far the commonest, are decoded inline; the rest go through read_unsigned_varint. A record
+    One- and two-byte varints (every length, delta and count below 8 KiB) are decoded inline, the rest by
+    read_unsigned_varint: the repetition is deliberate, this loop runs once per record consumed. A record
     whose fields do not add up to its declared length, or bytes left over after the last record, raise
     CorruptRecordError.
     """
     new_record = Record._make
-    end = len(data)
-    position = 0
+    if end is None:
+        end = len(data)
+    position = start
     try:
         for _ in range(records_count):
             raw = data[position]
             if raw < 0x80:
                 position += 1
+            elif (second := data[position + 1]) < 0x80:
+                raw = (raw & 0x7F) | (second << 7)
+                position += 2
             else:
                 raw, position = read_unsigned_varint(data, position, 5)
             length = (raw >> 1) ^ -(raw & 1)
@@ -390,6 +401,9 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
             raw = data[position]
             if raw < 0x80:
                 position += 1
+            elif (second := data[position + 1]) < 0x80:
+                raw = (raw & 0x7F) | (second << 7)
+                position += 2
             else:
                 raw, position = read_unsigned_varint(data, position, 10)
             timestamp_delta = (raw >> 1) ^ -(raw & 1)
@@ -397,6 +411,9 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
             raw = data[position]
             if raw < 0x80:
                 position += 1
+            elif (second := data[position + 1]) < 0x80:
+                raw = (raw & 0x7F) | (second << 7)
+                position += 2
             else:
                 raw, position = read_unsigned_varint(data, position, 5)
             offset_delta = (raw >> 1) ^ -(raw & 1)
@@ -404,10 +421,15 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
             raw = data[position]
             if raw < 0x80:
                 position += 1
+            elif (second := data[position + 1]) < 0x80:
+                raw = (raw & 0x7F) | (second << 7)
+                position += 2
             else:
                 raw, position = read_unsigned_varint(data, position, 5)
             key_length = (raw >> 1) ^ -(raw & 1)
             if key_length >= 0:
+                if key_length > record_end - position:
+                    raise CorruptRecordError(f"Record key length {key_length} exceeds its record")
                 key = data[position:position + key_length]
                 position += key_length
             elif key_length == -1:
@@ -418,10 +440,15 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
             raw = data[position]
             if raw < 0x80:
                 position += 1
+            elif (second := data[position + 1]) < 0x80:
+                raw = (raw & 0x7F) | (second << 7)
+                position += 2
             else:
                 raw, position = read_unsigned_varint(data, position, 5)
             value_length = (raw >> 1) ^ -(raw & 1)
             if value_length >= 0:
+                if value_length > record_end - position:
+                    raise CorruptRecordError(f"Record value length {value_length} exceeds its record")
                 value = data[position:position + value_length]
                 position += value_length
             elif value_length == -1:
@@ -432,6 +459,9 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
             raw = data[position]
             if raw < 0x80:
                 position += 1
+            elif (second := data[position + 1]) < 0x80:
+                raw = (raw & 0x7F) | (second << 7)
+                position += 2
             else:
                 raw, position = read_unsigned_varint(data, position, 5)
             header_count = (raw >> 1) ^ -(raw & 1)
@@ -439,7 +469,7 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
             if header_count:
                 if header_count < 0 or header_count > record_end - position:
                     raise CorruptRecordError(f"Record header count {header_count} is impossible")
-                position = _decode_headers(data, position, header_count, headers)
+                position = _decode_headers(data, position, record_end, header_count, headers)
 
             if position != record_end:
                 raise CorruptRecordError(f"Record declares {length} bytes but its fields take "
@@ -454,18 +484,18 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
         raise CorruptRecordError(f"{end - position} bytes are left after the last of {records_count} records")
 
 
-def _decode_headers(data: bytes, position: int, header_count: int, headers: list) -> int:
+def _decode_headers(data: bytes, position: int, record_end: int, header_count: int, headers: list) -> int:
     for _ in range(header_count):
         raw, position = read_unsigned_varint(data, position, 5)
         key_length = (raw >> 1) ^ -(raw & 1)
-        if key_length < 0 or position + key_length > len(data):
+        if key_length < 0 or position + key_length > record_end:
             raise CorruptRecordError(f"Record header key length {key_length} is impossible")
         header_key = data[position:position + key_length].decode("utf-8", "surrogateescape")
         position += key_length
         raw, position = read_unsigned_varint(data, position, 5)
         value_length = (raw >> 1) ^ -(raw & 1)
         if value_length >= 0:
-            if position + value_length > len(data):
+            if position + value_length > record_end:
                 raise CorruptRecordError(f"Record header value length {value_length} exceeds the payload")
             header_value = data[position:position + value_length]
             position += value_length

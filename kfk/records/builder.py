@@ -7,11 +7,12 @@ other records store their distance from it, as Kafka's builder does.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
 
 from crc32c import crc32c
 
-from kfk.records._varint import encode_varint
+from kfk.records._varint import _CACHE_HIGH, _CACHE_LOW, _CACHED, encode_varint
 from kfk.records.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
@@ -40,6 +41,7 @@ from kfk.records.record import (
 __all__ = ["MemoryRecordsBuilder", "build_empty_batch", "batch_attributes", "record_size"]
 
 _NULL_LENGTH = encode_varint(-1)
+_UINT32 = struct.Struct(">I")
 _INT32_MAX = (1 << 31) - 1
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -60,19 +62,32 @@ def batch_attributes(compression_type: CompressionType, timestamp_type: Timestam
 
 
 def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
-                   headers: Sequence[Header]) -> bytes:
-    parts = [b"\x00", encode_varint(timestamp_delta), encode_varint(offset_delta)]
+                   headers: Sequence[Header], cached: list[bytes] = _CACHED, low: int = _CACHE_LOW,
+                   high: int = _CACHE_HIGH) -> bytes:
+    """One record with its length prefix. The hot path of the producer: small varints come from a table and the
+    record is joined once, with its length computed from the parts rather than by encoding twice."""
+    timestamp_part = (cached[timestamp_delta - low] if low <= timestamp_delta < high
+                      else encode_varint(timestamp_delta))
+    offset_part = cached[offset_delta - low] if offset_delta < high else encode_varint(offset_delta)
     if key is None:
-        parts.append(_NULL_LENGTH)
+        key_length, key = _NULL_LENGTH, b""
     else:
-        parts.append(encode_varint(len(key)))
-        parts.append(key)
+        size = len(key)
+        key_length = cached[size - low] if size < high else encode_varint(size)
     if value is None:
-        parts.append(_NULL_LENGTH)
+        value_length, value = _NULL_LENGTH, b""
     else:
-        parts.append(encode_varint(len(value)))
-        parts.append(value)
-    parts.append(encode_varint(len(headers)))
+        size = len(value)
+        value_length = cached[size - low] if size < high else encode_varint(size)
+    headers_part = _encode_headers(headers) if headers else b"\x00"
+    body_size = (1 + len(timestamp_part) + len(offset_part) + len(key_length) + len(key) + len(value_length)
+                 + len(value) + len(headers_part))
+    return b"".join((cached[body_size - low] if body_size < high else encode_varint(body_size), b"\x00",
+                     timestamp_part, offset_part, key_length, key, value_length, value, headers_part))
+
+
+def _encode_headers(headers: Sequence[Header]) -> bytes:
+    parts = [encode_varint(len(headers))]
     for header_key, header_value in headers:
         encoded_key = header_key.encode("utf-8", "surrogateescape")
         parts.append(encode_varint(len(encoded_key)))
@@ -82,8 +97,7 @@ def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, v
         else:
             parts.append(encode_varint(len(header_value)))
             parts.append(header_value)
-    body = b"".join(parts)
-    return encode_varint(len(body)) + body
+    return b"".join(parts)
 
 
 def _size_of_varint(value: int) -> int:
@@ -144,8 +158,9 @@ class MemoryRecordsBuilder:
         self._uncompressed_size = 0
         self._base_timestamp: int | None = None if delete_horizon_ms == NO_TIMESTAMP else delete_horizon_ms
         self._max_timestamp = NO_TIMESTAMP
-        self._last_offset: int | None = None
-        self._closed: bytes | None = None
+        self._next_offset_delta = 0
+        self._max_offset_delta = min(_INT32_MAX, _INT64_MAX - base_offset)
+        self._closed: bytearray | None = None
 
     # --- appending ---------------------------------------------------------------------------------------------------
 
@@ -155,39 +170,44 @@ class MemoryRecordsBuilder:
 
     @property
     def last_offset(self) -> int | None:
-        return self._last_offset
+        return self.base_offset + self._next_offset_delta - 1 if self._records else None
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset if self._last_offset is None else self._last_offset + 1
+        return self.base_offset + self._next_offset_delta
 
     def append(self, timestamp: int, key: bytes | None, value: bytes | None,
                headers: Sequence[Header] = ()) -> int:
         """Append at the next offset; returns that offset."""
-        offset = self.next_offset
-        self.append_with_offset(offset, timestamp, key, value, headers)
-        return offset
+        offset_delta = self._next_offset_delta
+        self._append(offset_delta, timestamp, key, value, headers)
+        return self.base_offset + offset_delta
 
     def append_with_offset(self, offset: int, timestamp: int, key: bytes | None, value: bytes | None,
                            headers: Sequence[Header] = ()) -> None:
+        offset_delta = offset - self.base_offset
+        if offset_delta < self._next_offset_delta:
+            raise ValueError(f"Illegal offset {offset} following previous offset {self.next_offset - 1} "
+                             "(offsets must increase monotonically from the base offset)")
+        self._append(offset_delta, timestamp, key, value, headers)
+
+    def _append(self, offset_delta: int, timestamp: int, key: bytes | None, value: bytes | None,
+                headers: Sequence[Header]) -> None:
         if self._closed is not None:
             raise ValueError("Cannot append to a closed MemoryRecordsBuilder")
-        if self._last_offset is not None and offset <= self._last_offset:
-            raise ValueError(f"Illegal offset {offset} following previous offset {self._last_offset} "
-                             "(offsets must increase monotonically)")
-        offset_delta = offset - self.base_offset
-        if not 0 <= offset_delta <= _INT32_MAX or offset > _INT64_MAX:
-            raise ValueError(f"Offset {offset} is outside the int32 delta range of base offset {self.base_offset}")
+        if offset_delta > self._max_offset_delta:
+            raise ValueError(f"Offset delta {offset_delta} from base offset {self.base_offset} does not fit")
         if timestamp < 0 and timestamp != NO_TIMESTAMP:
             raise ValueError(f"Invalid negative timestamp {timestamp}")
-        if self._base_timestamp is None:
-            self._base_timestamp = timestamp
+        base_timestamp = self._base_timestamp
+        if base_timestamp is None:
+            base_timestamp = self._base_timestamp = timestamp
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
-        record = _encode_record(offset_delta, timestamp - self._base_timestamp, key, value, headers)
+        record = _encode_record(offset_delta, timestamp - base_timestamp, key, value, headers)
         self._records.append(record)
         self._uncompressed_size += len(record)
-        self._last_offset = offset
+        self._next_offset_delta = offset_delta + 1
 
     def extend(self, records: Iterable[Record]) -> None:
         """Append decoded records, keeping their offsets (re-encoding a batch)."""
@@ -206,33 +226,41 @@ class MemoryRecordsBuilder:
             return False
         if self.write_limit is None or self._base_timestamp is None or not self._records:
             return True
-        size = record_size(self.next_offset - self.base_offset, timestamp - self._base_timestamp, key, value, headers)
+        size = record_size(self._next_offset_delta, timestamp - self._base_timestamp, key, value, headers)
         return self.estimated_size_in_bytes() + size <= self.write_limit
 
     # --- closing -----------------------------------------------------------------------------------------------------
 
-    def close(self) -> bytes:
-        """Finish the batch; later calls return the same bytes."""
+    def close(self) -> bytearray:
+        """Finish the batch and return it (empty if nothing was appended); later calls return the same object.
+
+        A bytearray, so that whoever owns it next (the broker validating a re-encoded batch, a test) can edit the
+        header in place without another copy.
+        """
         if self._closed is None:
-            self._closed = self._build() if self._records else b""
+            self._closed = self._build() if self._records else bytearray()
         return self._closed
 
-    def _build(self) -> bytes:
-        records = b"".join(self._records)
-        if self.compression_type != CompressionType.NONE:
-            records = compress(self.compression_type, records, level=self.compression_level)
+    def _build(self) -> bytearray:
+        if self.compression_type == CompressionType.NONE:
+            records = self._records
+            records_size = self._uncompressed_size
+        else:
+            records = [compress(self.compression_type, b"".join(self._records), level=self.compression_level)]
+            records_size = len(records[0])
         max_timestamp = (self.log_append_time if self.timestamp_type == TimestampType.LOG_APPEND_TIME
                          else self._max_timestamp)
         attributes = batch_attributes(self.compression_type, self.timestamp_type, self.is_transactional,
                                       self.is_control_batch, self.delete_horizon_ms != NO_TIMESTAMP)
-        assert self._last_offset is not None and self._base_timestamp is not None
-        header = bytearray(HEADER.pack(
-            self.base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(records), self.partition_leader_epoch,
-            MAGIC_VALUE_V2, 0, attributes, self._last_offset - self.base_offset, self._base_timestamp,
-            max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence, len(self._records)))
-        crc = crc32c(records, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
-        header[CRC_OFFSET:CRC_OFFSET + 4] = crc.to_bytes(4, "big")
-        return bytes(header) + records
+        assert self._base_timestamp is not None
+        header = HEADER.pack(
+            self.base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + records_size, self.partition_leader_epoch,
+            MAGIC_VALUE_V2, 0, attributes, self._next_offset_delta - 1, self._base_timestamp,
+            max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence, len(self._records))
+        # One allocation for the whole batch (large fresh allocations are what cost here), CRC'd in place.
+        batch = bytearray().join((header, *records))
+        _UINT32.pack_into(batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
+        return batch
 
 
 def build_empty_batch(*, base_offset: int, last_offset: int, producer_id: int, producer_epoch: int,

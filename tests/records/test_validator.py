@@ -58,7 +58,7 @@ def test_offsets_run_on_across_batches_and_the_max_timestamp_batch_is_found() ->
 
 
 def test_read_only_input_is_copied_once() -> None:
-    records = batch(2)
+    records = bytes(batch(2))
     info = LogValidator().validate_and_assign_offsets(records, 7, NOW)
     assert isinstance(info.validated_records, bytearray) and RecordBatch(records).base_offset == 0
     assert RecordBatch(info.validated_records).base_offset == 7
