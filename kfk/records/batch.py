@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import Union
 
 from crc32c import crc32c
 
@@ -43,6 +42,7 @@ from kfk.records.legacy import LEGACY_RECORD_OVERHEAD, LegacyRecordBatch
 from kfk.records.record import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     LOG_OVERHEAD,
+    Buffer,
     MAGIC_OFFSET,
     MAGIC_VALUE_V0,
     MAGIC_VALUE_V2,
@@ -110,13 +110,10 @@ _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
-_LOG_ENTRY_HEADER = struct.Struct(">qi")
 HEADER = struct.Struct(">qiibIhiqqqhii")
 """The 61-byte batch header, field for field."""
 
 _INT32_MAX = (1 << 31) - 1
-
-Buffer = Union[bytes, bytearray, memoryview]
 
 
 def _attribute_flags(buffer: Buffer, position: int) -> int:

@@ -14,12 +14,13 @@ one batch, and each run of plain messages becomes one uncompressed batch.
 from __future__ import annotations
 
 from kfk.errors import CorruptRecordError, UnsupportedCompressionTypeError
-from kfk.records.batch import Buffer, RecordBatch, iter_batches
+from kfk.records.batch import RecordBatch, iter_batches
 from kfk.records.builder import MemoryRecordsBuilder
 from kfk.records.legacy import LegacyRecordBatch, LegacyRecordsBuilder
 from kfk.records.record import (
     MAGIC_VALUE_V0,
     MAGIC_VALUE_V2,
+    Buffer,
     NO_TIMESTAMP,
     CompressionType,
     Record,

@@ -22,13 +22,13 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Union
 
 from kfk.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kfk.records.compression import compress, decompress
 from kfk.records.record import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     LOG_OVERHEAD,
+    Buffer,
     MAGIC_OFFSET,
     MAGIC_VALUE_V0,
     MAGIC_VALUE_V1,
@@ -60,10 +60,6 @@ _INT64_MAX = (1 << 63) - 1
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
-_ENTRY_HEADER_V0 = struct.Struct(">qiIbb")
-_ENTRY_HEADER_V1 = struct.Struct(">qiIbbq")
-
-Buffer = Union[bytes, bytearray, memoryview]
 
 
 class LegacyRecordBatch:

@@ -9,7 +9,7 @@ log file or a fetch response be walked without knowing its format in advance.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import NamedTuple
+from typing import NamedTuple, Union
 
 __all__ = [
     "LOG_OVERHEAD",
@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "CompressionType",
     "TimestampType",
+    "Buffer",
     "Header",
     "Record",
 ]
@@ -68,6 +69,10 @@ class TimestampType(IntEnum):
     CREATE_TIME = 0
     LOG_APPEND_TIME = 1
 
+
+Buffer = Union[bytes, bytearray, memoryview]
+"""What the views read from: request bytes, a bytearray being edited, a memoryview slice (an mmap works too: it
+supports the same indexing and buffer protocol)."""
 
 Header = tuple[str, "bytes | None"]
 

@@ -96,7 +96,7 @@ def fix_checksums(data: bytearray) -> None:
         struct.pack_into(">I", data, 12, zlib.crc32(memoryview(data)[16:end]))
 
 
-def exercise(data: bytearray) -> None:
+def exercise(data: bytes | bytearray) -> None:
     try:
         complete_entries_length(data)
         for entry in iter_batches(data):
@@ -131,5 +131,6 @@ def test_mutated_batches_raise_only_kfk_errors() -> None:
         exercise(mutated)
         fix_checksums(mutated)
         exercise(mutated)
+        exercise(bytes(mutated))  # bytes take the zero-copy decoding path
         rounds += 1
     assert rounds > 1_000
