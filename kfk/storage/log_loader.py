@@ -117,6 +117,7 @@ class LogLoader:
         log_start_offset = min(log_start_offset, log_end_offset)
         recovery_point = min(recovery_point, log_end_offset)
         active.resize_indexes(self.config.segment_index_bytes)
+        active.restore_index_interval_count()
         self.leader_epoch_cache.truncate_from_end(log_end_offset)
         self.leader_epoch_cache.truncate_from_start(log_start_offset)
         self.producer_state.remove_stray_snapshots(self.segments.base_offsets)

@@ -184,6 +184,13 @@ class LogSegment:
             return position
         return last_index_entry
 
+    def restore_index_interval_count(self) -> None:
+        """After a restart, count the bytes since the last index entry from the files (Kafka restarts the count
+        at 0), so that a reopened active segment gets the same sparse entries as a rebuild would give it."""
+        index = self.offset_index
+        last_position = index.entry(index.entries - 1).position if index.entries else 0
+        self.bytes_since_last_index_entry = self.size - last_position
+
     def resize_indexes(self, size: int) -> None:
         self.offset_index.resize(size)
         self.time_index.resize(size)
