@@ -302,3 +302,29 @@ def test_sentinels() -> None:
     assert (batch.producer_id, batch.base_sequence, batch.partition_leader_epoch) == (
         NO_PRODUCER_ID, NO_SEQUENCE, NO_PARTITION_LEADER_EPOCH)
     assert NO_TIMESTAMP == -1
+
+
+def test_views_read_a_memory_mapped_log_file(tmp_path) -> None:
+    import mmap
+
+    entries = build(3) + build(2, base_offset=3, compression_type=CompressionType.ZSTD)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(entries + build(1, base_offset=5)[:20])  # a torn tail, as after a crash
+    with path.open("rb") as log_file, mmap.mmap(log_file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        batches = list(iter_batches(mapped))
+        for batch in batches:
+            batch.validate()
+        assert [record.offset for batch in batches for record in batch] == [0, 1, 2, 3, 4]
+        assert complete_entries_length(mapped) == len(entries)
+        del batches
+
+
+def test_closed_builder_hands_over_a_writable_batch() -> None:
+    builder = MemoryRecordsBuilder()
+    builder.append(1, None, b"x")
+    data = builder.close()
+    assert isinstance(data, bytearray) and builder.close() is data
+    set_base_offset(data, 0, 9)
+    assert RecordBatch(data).base_offset == 9
+    with pytest.raises(ValueError, match="closed"):
+        builder.append(2, None, b"y")
