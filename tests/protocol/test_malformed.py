@@ -25,6 +25,7 @@ from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from kfk.protocol.messages.produce import ProduceRequest
 from kfk.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from kfk.protocol.primitives import unsigned_varint
 
 from .golden import TRAILING_BYTES_REQUESTS, frame, request_entries, response_entries
 
@@ -234,6 +235,7 @@ def test_unknown_response_api_key_or_version() -> None:
 
 
 def test_invalid_utf8_is_a_protocol_error() -> None:
+    # kfk's choice: Kafka's Java reader decodes invalid UTF-8 with U+FFFD replacements instead of failing.
     with pytest.raises(ProtocolError):
         FindCoordinatorRequest.decode(b"\x00\x02\xc3\x28", 0)
     with pytest.raises(ProtocolError):
@@ -257,3 +259,21 @@ def test_values_that_do_not_fit_their_wire_type_fail_to_encode() -> None:
     header = RequestHeader(request_api_key=18, request_api_version=0, correlation_id=2**31)
     with pytest.raises(ProtocolError):
         encode_request(header, ApiVersionsRequest())
+
+
+# Kafka's generated readers and writers cap every string at 0x7fff bytes, compact ones included ("string field ...
+# had invalid length" / "... is too long to be serialized"); kfk applies the cap to classic int16 strings only.
+COMPACT_STRING_CAP = "kfk does not cap compact (flexible-version) strings at 0x7fff bytes as Kafka does"
+
+
+@pytest.mark.xfail(strict=True, reason=COMPACT_STRING_CAP)
+def test_compact_string_longer_than_int16_is_refused_on_encode() -> None:
+    with pytest.raises(ProtocolError):
+        ApiVersionsRequest(client_software_name="x" * 0x8000).encode(3)
+
+
+@pytest.mark.xfail(strict=True, reason=COMPACT_STRING_CAP)
+def test_compact_string_longer_than_int16_is_refused_on_decode() -> None:
+    data = unsigned_varint(0x8000 + 1) + b"x" * 0x8000 + b"\x01" + b"\x00"  # name, empty version, no tags
+    with pytest.raises(ProtocolError):
+        ApiVersionsRequest.decode(data, 3)
