@@ -72,28 +72,55 @@ def test_all_defaults_encode_at_every_version() -> None:
         assert_round_trip(cls, message, version)
 
 
+def scalar_paths(struct, path=()):
+    """Every scalar field, with the chain of struct fields that leads to it (nested structs included)."""
+    for f in struct.fields:
+        if f.is_struct:
+            yield from scalar_paths(f.struct, path + (f,))
+        elif not f.is_array and f.type != "records":
+            yield path, f
+
+
+def non_default(f, default):
+    if f.type == "uuid":
+        return uuid.UUID(int=1)
+    other = {"bool": not default, "string": "x", "bytes": b"x", "float64": 1.5}.get(f.type)
+    return other if other is not None else (1 if default != 1 else 2)
+
+
+def build(cls, spec, struct, path, leaf, value):
+    """A struct at its defaults except along `path`, which holds one element down to `leaf` = `value`."""
+    kwargs = {f.attribute: schema_default(f, cls, spec) for f in struct.fields}
+    if path:
+        child = build(cls, spec, path[0].struct, path[1:], leaf, value)
+        kwargs[path[0].attribute] = [child] if path[0].is_array else child
+    else:
+        kwargs[leaf.attribute] = value
+    return (cls if struct is spec.struct else getattr(cls, struct.name))(**kwargs)
+
+
+def follow(message, path, leaf):
+    for f in path:
+        message = getattr(message, f.attribute)
+        message = message[0] if f.is_array else message
+    return getattr(message, leaf.attribute)
+
+
 @pytest.mark.parametrize("name", sorted(spec.name for spec in api_specs() + data_specs()))
 def test_fields_absent_from_a_version(name: str) -> None:
-    """Kafka's rule: a non-ignorable field holding a non-default value cannot be sent at a version that lacks it;
-    an ignorable one is silently dropped, and the receiver sees the default."""
+    """Kafka's rule, at any depth: a non-ignorable field holding a non-default value cannot be sent at a version
+    that lacks it; an ignorable one is silently dropped, and the receiver sees the default."""
     spec = specs()[name]
     cls = message_class(spec)
-    for f in spec.struct.fields:
-        if f.is_struct or f.is_array or f.type == "records":
-            continue  # scalar fields are enough to check the rule; nested ones share the generated code path
+    for path, f in scalar_paths(spec.struct):
         default = schema_default(f, cls, spec)
-        other = {"bool": not default, "string": "x", "bytes": b"x", "float64": 1.5}.get(f.type)
-        if f.type == "uuid":
-            other = uuid.UUID(int=1)
-        elif other is None:
-            other = 1 if default != 1 else 2
-        message = cls(**{f.attribute: other})
+        message = build(cls, spec, spec.struct, path, f, non_default(f, default))
         for version in versions_of(spec):
-            if version in f.versions:
+            if version in f.versions or not all(version in p.versions for p in path):
                 continue
             if f.ignorable:
                 decoded = cls.decode(message.encode(version), version)
-                assert getattr(decoded, f.attribute) == default
+                assert follow(decoded, path, f) == default
             else:
                 with pytest.raises(UnsupportedVersionError):
                     message.encode(version)
