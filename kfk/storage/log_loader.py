@@ -20,6 +20,7 @@ import logging
 import os
 
 from kfk.config import LogConfig
+from kfk.records import MAGIC_VALUE_V2
 from kfk.storage.leader_epoch import LeaderEpochFileCache
 from kfk.storage.log_files import (
     CLEANED_FILE_SUFFIX,
@@ -68,7 +69,9 @@ def replay_producer_state(segments: LogSegments, producer_state: ProducerStateMa
         if start is None:
             continue
         for position, batch in segment.log.batch_headers(start.position):
-            if batch.base_offset >= end_offset:
+            # A legacy wrapper's first offset needs decompression; its last offset tells as much here.
+            first_offset = batch.base_offset if batch.magic >= MAGIC_VALUE_V2 else batch.last_offset
+            if first_offset >= end_offset:
                 return
             if batch.has_producer_id:
                 if batch.is_control:
