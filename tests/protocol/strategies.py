@@ -19,7 +19,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from kfk.protocol.messages import API_SCHEMAS, DATA_SCHEMAS, data_class, request_class, response_class
+from kfk.protocol.messages import DATA_SCHEMAS, data_class, request_class, response_class
 from kfk.protocol.schema import Field, MessageSpec, Struct, load_specs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,7 +120,9 @@ def _scalar(kind: str) -> st.SearchStrategy:
     raise AssertionError(kind)
 
 
-def field_strategy(field: Field, version: int, flexible: bool, message_cls: type, spec: MessageSpec) -> st.SearchStrategy:
+def field_strategy(
+    field: Field, version: int, flexible: bool, message_cls: type, spec: MessageSpec
+) -> st.SearchStrategy:
     default = schema_default(field, message_cls, spec)
     if version not in field.versions:
         return st.just(default)

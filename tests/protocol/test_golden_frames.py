@@ -15,7 +15,15 @@ from kfk.protocol.headers import (
 )
 from kfk.protocol.messages import response_class
 
-from .golden import GOLDEN, MALFORMED_RESPONSES, TRAILING_BYTES_REQUESTS, frame, index, request_entries, response_entries
+from .golden import (
+    GOLDEN,
+    MALFORMED_RESPONSES,
+    TRAILING_BYTES_REQUESTS,
+    frame,
+    index,
+    request_entries,
+    response_entries,
+)
 
 REQUESTS = request_entries()
 RESPONSES = response_entries()

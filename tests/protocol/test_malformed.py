@@ -253,7 +253,8 @@ def test_values_that_do_not_fit_their_wire_type_fail_to_encode() -> None:
     with pytest.raises(ProtocolError):
         FindCoordinatorRequest(key="x" * 0x8000).encode(0)  # classic string: int16 length
     with pytest.raises(ProtocolError):
-        MetadataRequest(allow_auto_topic_creation=True, topics=[MetadataRequest.MetadataRequestTopic(name=None)]).encode(1)
+        # a null topic name at v1, where names are not nullable
+        MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=None)]).encode(1)
     with pytest.raises(ProtocolError):
         ApiVersionsResponse(error_code=0x8000).encode(0)
     header = RequestHeader(request_api_key=18, request_api_version=0, correlation_id=2**31)
