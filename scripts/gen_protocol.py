@@ -73,16 +73,54 @@ def default_literal(f: Field, owner: str) -> str:
     raise ValueError(f"no default for {f.name}: {t}")
 
 
+def equals_default(f: Field, value: str, owner: str) -> str:
+    """An expression that is true when `value` equals the field's default. Struct defaults are checked by a
+    generated `_is_default_<owner>_<struct>` function, field by field, never by building a default instance."""
+    default = default_literal(f, owner)
+    if default == "None":
+        return f"{value} is None"
+    if default == "[]":
+        return f"not {value}"
+    if default == "False":
+        return f"{value} is False" if f.nullable_versions.empty else f"not {value}"
+    if default == "True":
+        return f"{value} is True"
+    if f.is_struct:
+        return f"{default_check_name(owner, f.struct.name)}({value})"
+    return f"{value} == {default}"
+
+
 def is_default_test(f: Field, value: str, owner: str) -> str:
     """An expression that is true when `value` differs from the field's default (tagged fields are omitted then)."""
-    default = default_literal(f, owner)
-    if default in ("None",):
-        return f"{value} is not None"
-    if default in ("[]", "False", "b''", "''", "0"):
-        return value if default != "0" else f"{value} != 0"
-    if default == "True":
-        return f"not {value}"
-    return f"{value} != {default}"
+    return f"not {equals_default(f, value, owner)}"
+
+
+def default_check_name(owner: str, struct_name: str) -> str:
+    return f"_is_default_{owner}_{struct_name}"
+
+
+def needed_default_checks(specs: list[MessageSpec], code: str) -> list[str]:
+    """The `_is_default_*` functions that `code` calls, and those they call in turn (only those: no dead code)."""
+    sources = {
+        default_check_name(spec.name, struct.name): default_check_source(spec, struct, spec.name)
+        for spec in specs
+        for struct in nested_structs(spec)
+    }
+    needed: set[str] = set()
+    pending = [code]
+    while pending:
+        text = pending.pop()
+        for name, source in sources.items():
+            if name not in needed and f"{name}(" in text:
+                needed.add(name)
+                pending.append(source)
+    return [source for name, source in sources.items() if name in needed]
+
+
+def default_check_source(spec: MessageSpec, struct: Struct, owner: str) -> str:
+    terms = [equals_default(f, f"m.{f.attribute}", owner) for f in struct.fields] or ["True"]
+    body = "\n        and ".join(terms)
+    return f"def {default_check_name(owner, struct.name)}(m):\n    return (\n        {body}\n    )\n"
 
 
 def annotation(f: Field, owner: str) -> str:
@@ -273,6 +311,9 @@ class StructCodec:
         if t == "string":
             data = self.tmp("s")
             body.add(depth, f"{data} = {value}.encode('utf-8')")
+            if compact:  # the int16 pack enforces the limit for classic strings
+                body.add(depth, f"if len({data}) > 0x7FFF:")
+                body.add(depth + 1, f"raise _ProtocolError('{f.name} is longer than 32767 bytes')")
             self.encode_length(body, depth, f"len({data})", compact, False, append)
             body.add(depth, f"{append}({data})")
         elif t in ("bytes", "records"):
@@ -429,7 +470,11 @@ class StructCodec:
         body.add(depth, f"if {end} > blen:")
         body.add(depth + 1, f"raise _ProtocolError('{what}: length runs past the end of the buffer')")
         if t == "string":
-            body.add(depth, f"{target} = str(buf[pos:{end}], 'utf-8')")
+            if compact:
+                body.add(depth, f"if {n} > 0x7FFF:")
+                body.add(depth + 1, f"raise _ProtocolError('{what}: string longer than 32767 bytes')")
+            # Invalid UTF-8 becomes U+FFFD, as Java's String constructor does: one bad client id must not fail a request.
+            body.add(depth, f"{target} = str(buf[pos:{end}], 'utf-8', 'replace')")
         elif t == "bytes":
             body.add(depth, f"{target} = bytes(buf[pos:{end}])")
         else:  # records: a slice of the input, zero-copy when the input is a memoryview
@@ -584,6 +629,9 @@ def render_module(specs: list[MessageSpec]) -> str:
         out.append(f"{name} = _struct.Struct('>{fmt}')")
     out.append("")
     out.append("")
+    for check in needed_default_checks(specs, "\n".join(writer.functions.values())):
+        out.append(check)
+        out.append("")
     for name in writer.functions:
         out.append(writer.functions[name])
         out.append("")

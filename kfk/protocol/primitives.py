@@ -178,7 +178,7 @@ def read_string(buffer: Buffer, position: int) -> tuple[str, int]:
     if length < 0:
         raise ProtocolError("non-nullable string has a negative length")
     end = _span(buffer, position + 2, length)
-    return str(buffer[position + 2 : end], "utf-8"), end
+    return str(buffer[position + 2 : end], "utf-8", "replace"), end
 
 
 def read_nullable_string(buffer: Buffer, position: int) -> tuple[str | None, int]:
@@ -188,23 +188,27 @@ def read_nullable_string(buffer: Buffer, position: int) -> tuple[str | None, int
     if length < 0:
         raise ProtocolError(f"string length {length} is negative")
     end = _span(buffer, position + 2, length)
-    return str(buffer[position + 2 : end], "utf-8"), end
+    return str(buffer[position + 2 : end], "utf-8", "replace"), end
 
 
 def read_compact_string(buffer: Buffer, position: int) -> tuple[str, int]:
     length, position = _read_compact_length(buffer, position)
     if length < 0:
         raise ProtocolError("non-nullable compact string is null")
+    if length > 0x7FFF:
+        raise ProtocolError(f"string of {length} bytes is longer than 32767")
     end = _span(buffer, position, length)
-    return str(buffer[position:end], "utf-8"), end
+    return str(buffer[position:end], "utf-8", "replace"), end
 
 
 def read_compact_nullable_string(buffer: Buffer, position: int) -> tuple[str | None, int]:
     length, position = _read_compact_length(buffer, position)
     if length < 0:
         return None, position
+    if length > 0x7FFF:
+        raise ProtocolError(f"string of {length} bytes is longer than 32767")
     end = _span(buffer, position, length)
-    return str(buffer[position:end], "utf-8"), end
+    return str(buffer[position:end], "utf-8", "replace"), end
 
 
 def write_string(value: str, out: Chunks) -> None:
@@ -224,6 +228,8 @@ def write_nullable_string(value: str | None, out: Chunks) -> None:
 
 def write_compact_string(value: str, out: Chunks) -> None:
     data = value.encode("utf-8")
+    if len(data) > 0x7FFF:
+        raise ProtocolError(f"string of {len(data)} bytes does not fit (at most 32767)")
     out.append(unsigned_varint(len(data) + 1))
     out.append(data)
 

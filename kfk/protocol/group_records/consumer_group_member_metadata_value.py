@@ -92,9 +92,18 @@ _C_ConsumerGroupMemberMetadataValue_ClassicProtocol = ConsumerGroupMemberMetadat
 _S_i = _struct.Struct('>i')
 
 
+def _is_default_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(m):
+    return (
+        m.session_timeout_ms == 0
+        and not m.supported_protocols
+    )
+
+
 def _enc_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -119,7 +128,9 @@ def _dec_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ClassicProtocol.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ClassicProtocol.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -187,6 +198,8 @@ def _enc_ConsumerGroupMemberMetadataValue_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('InstanceId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -195,14 +208,20 @@ def _enc_ConsumerGroupMemberMetadataValue_v0(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('RackId is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
     s7 = m.client_id.encode('utf-8')
+    if len(s7) > 0x7FFF:
+        raise _ProtocolError('ClientId is longer than 32767 bytes')
     n8 = len(s7) + 1
     append(_UV[n8] if n8 < 128 else _uvarint(n8))
     append(s7)
     s9 = m.client_host.encode('utf-8')
+    if len(s9) > 0x7FFF:
+        raise _ProtocolError('ClientHost is longer than 32767 bytes')
     n10 = len(s9) + 1
     append(_UV[n10] if n10 < 128 else _uvarint(n10))
     append(s9)
@@ -210,6 +229,8 @@ def _enc_ConsumerGroupMemberMetadataValue_v0(m, out):
     append(_UV[n11] if n11 < 128 else _uvarint(n11))
     for e in m.subscribed_topic_names:
         s12 = e.encode('utf-8')
+        if len(s12) > 0x7FFF:
+            raise _ProtocolError('SubscribedTopicNames is longer than 32767 bytes')
         n13 = len(s12) + 1
         append(_UV[n13] if n13 < 128 else _uvarint(n13))
         append(s12)
@@ -218,6 +239,8 @@ def _enc_ConsumerGroupMemberMetadataValue_v0(m, out):
         append(b'\x00')
     else:
         s15 = x14.encode('utf-8')
+        if len(s15) > 0x7FFF:
+            raise _ProtocolError('SubscribedTopicRegex is longer than 32767 bytes')
         n16 = len(s15) + 1
         append(_UV[n16] if n16 < 128 else _uvarint(n16))
         append(s15)
@@ -227,11 +250,13 @@ def _enc_ConsumerGroupMemberMetadataValue_v0(m, out):
         append(b'\x00')
     else:
         s18 = x17.encode('utf-8')
+        if len(s18) > 0x7FFF:
+            raise _ProtocolError('ServerAssignor is longer than 32767 bytes')
         n19 = len(s18) + 1
         append(_UV[n19] if n19 < 128 else _uvarint(n19))
         append(s18)
     tagged = []
-    if m.classic_member_metadata != ConsumerGroupMemberMetadataValue.ClassicMemberMetadata():
+    if not _is_default_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(m.classic_member_metadata):
         t = []
         x20 = m.classic_member_metadata
         if x20 is None:
@@ -264,7 +289,9 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ConsumerGroupMemberMetadataValue.instance_id: length runs past the end of the buffer')
-        m.instance_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupMemberMetadataValue.instance_id: string longer than 32767 bytes')
+        m.instance_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -280,7 +307,9 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ConsumerGroupMemberMetadataValue.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupMemberMetadataValue.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -294,7 +323,9 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('ConsumerGroupMemberMetadataValue.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupMemberMetadataValue.client_id: string longer than 32767 bytes')
+        m.client_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -308,7 +339,9 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('ConsumerGroupMemberMetadataValue.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupMemberMetadataValue.client_host: string longer than 32767 bytes')
+        m.client_host = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:
@@ -335,7 +368,9 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(buf, pos):
                 end12 = pos + n11
                 if end12 > blen:
                     raise _ProtocolError('ConsumerGroupMemberMetadataValue.subscribed_topic_names: length runs past the end of the buffer')
-                e = str(buf[pos:end12], 'utf-8')
+                if n11 > 0x7FFF:
+                    raise _ProtocolError('ConsumerGroupMemberMetadataValue.subscribed_topic_names: string longer than 32767 bytes')
+                e = str(buf[pos:end12], 'utf-8', 'replace')
                 pos = end12
             a10.append(e)
         m.subscribed_topic_names = a10
@@ -353,7 +388,9 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(buf, pos):
         end14 = pos + n13
         if end14 > blen:
             raise _ProtocolError('ConsumerGroupMemberMetadataValue.subscribed_topic_regex: length runs past the end of the buffer')
-        m.subscribed_topic_regex = str(buf[pos:end14], 'utf-8')
+        if n13 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupMemberMetadataValue.subscribed_topic_regex: string longer than 32767 bytes')
+        m.subscribed_topic_regex = str(buf[pos:end14], 'utf-8', 'replace')
         pos = end14
     m.rebalance_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -371,7 +408,9 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(buf, pos):
         end16 = pos + n15
         if end16 > blen:
             raise _ProtocolError('ConsumerGroupMemberMetadataValue.server_assignor: length runs past the end of the buffer')
-        m.server_assignor = str(buf[pos:end16], 'utf-8')
+        if n15 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupMemberMetadataValue.server_assignor: string longer than 32767 bytes')
+        m.server_assignor = str(buf[pos:end16], 'utf-8', 'replace')
         pos = end16
     m.classic_member_metadata = ConsumerGroupMemberMetadataValue.ClassicMemberMetadata()
     ntags, pos = _read_uvarint(buf, pos)

@@ -64,7 +64,7 @@ def _dec_GroupMetadataKey_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('GroupMetadataKey.group: length runs past the end of the buffer')
-        m.group = str(buf[pos:end2], 'utf-8')
+        m.group = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     return m, pos
 

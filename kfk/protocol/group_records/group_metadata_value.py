@@ -115,7 +115,7 @@ def _dec_GroupMetadataValue_MemberMetadata_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MemberMetadata.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -125,7 +125,7 @@ def _dec_GroupMetadataValue_MemberMetadata_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MemberMetadata.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end4], 'utf-8')
+        m.client_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -135,7 +135,7 @@ def _dec_GroupMetadataValue_MemberMetadata_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('MemberMetadata.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end6], 'utf-8')
+        m.client_host = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.session_timeout = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -200,7 +200,7 @@ def _dec_GroupMetadataValue_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('GroupMetadataValue.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end2], 'utf-8')
+        m.protocol_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -214,7 +214,7 @@ def _dec_GroupMetadataValue_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('GroupMetadataValue.protocol: length runs past the end of the buffer')
-        m.protocol = str(buf[pos:end4], 'utf-8')
+        m.protocol = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -226,7 +226,7 @@ def _dec_GroupMetadataValue_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('GroupMetadataValue.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end6], 'utf-8')
+        m.leader = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -273,7 +273,7 @@ def _dec_GroupMetadataValue_MemberMetadata_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MemberMetadata.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -283,7 +283,7 @@ def _dec_GroupMetadataValue_MemberMetadata_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MemberMetadata.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end4], 'utf-8')
+        m.client_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -293,7 +293,7 @@ def _dec_GroupMetadataValue_MemberMetadata_v1(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('MemberMetadata.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end6], 'utf-8')
+        m.client_host = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.rebalance_timeout, m.session_timeout = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -357,7 +357,7 @@ def _dec_GroupMetadataValue_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('GroupMetadataValue.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end2], 'utf-8')
+        m.protocol_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -371,7 +371,7 @@ def _dec_GroupMetadataValue_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('GroupMetadataValue.protocol: length runs past the end of the buffer')
-        m.protocol = str(buf[pos:end4], 'utf-8')
+        m.protocol = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -383,7 +383,7 @@ def _dec_GroupMetadataValue_v1(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('GroupMetadataValue.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end6], 'utf-8')
+        m.leader = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -438,7 +438,7 @@ def _dec_GroupMetadataValue_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('GroupMetadataValue.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end2], 'utf-8')
+        m.protocol_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -452,7 +452,7 @@ def _dec_GroupMetadataValue_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('GroupMetadataValue.protocol: length runs past the end of the buffer')
-        m.protocol = str(buf[pos:end4], 'utf-8')
+        m.protocol = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -464,7 +464,7 @@ def _dec_GroupMetadataValue_v2(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('GroupMetadataValue.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end6], 'utf-8')
+        m.leader = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.current_state_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
@@ -519,7 +519,7 @@ def _dec_GroupMetadataValue_MemberMetadata_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MemberMetadata.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -531,7 +531,7 @@ def _dec_GroupMetadataValue_MemberMetadata_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MemberMetadata.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -541,7 +541,7 @@ def _dec_GroupMetadataValue_MemberMetadata_v3(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('MemberMetadata.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end6], 'utf-8')
+        m.client_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -551,7 +551,7 @@ def _dec_GroupMetadataValue_MemberMetadata_v3(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('MemberMetadata.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end8], 'utf-8')
+        m.client_host = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.rebalance_timeout, m.session_timeout = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -615,7 +615,7 @@ def _dec_GroupMetadataValue_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('GroupMetadataValue.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end2], 'utf-8')
+        m.protocol_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -629,7 +629,7 @@ def _dec_GroupMetadataValue_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('GroupMetadataValue.protocol: length runs past the end of the buffer')
-        m.protocol = str(buf[pos:end4], 'utf-8')
+        m.protocol = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -641,7 +641,7 @@ def _dec_GroupMetadataValue_v3(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('GroupMetadataValue.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end6], 'utf-8')
+        m.leader = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.current_state_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
@@ -663,6 +663,8 @@ def _dec_GroupMetadataValue_v3(buf, pos):
 def _enc_GroupMetadataValue_MemberMetadata_v4(m, out):
     append = out.append
     s1 = m.member_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('memberId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -671,14 +673,20 @@ def _enc_GroupMetadataValue_MemberMetadata_v4(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('groupInstanceId is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
     s6 = m.client_id.encode('utf-8')
+    if len(s6) > 0x7FFF:
+        raise _ProtocolError('clientId is longer than 32767 bytes')
     n7 = len(s6) + 1
     append(_UV[n7] if n7 < 128 else _uvarint(n7))
     append(s6)
     s8 = m.client_host.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('clientHost is longer than 32767 bytes')
     n9 = len(s8) + 1
     append(_UV[n9] if n9 < 128 else _uvarint(n9))
     append(s8)
@@ -707,7 +715,9 @@ def _dec_GroupMetadataValue_MemberMetadata_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MemberMetadata.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('MemberMetadata.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -723,7 +733,9 @@ def _dec_GroupMetadataValue_MemberMetadata_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MemberMetadata.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('MemberMetadata.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -737,7 +749,9 @@ def _dec_GroupMetadataValue_MemberMetadata_v4(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('MemberMetadata.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('MemberMetadata.client_id: string longer than 32767 bytes')
+        m.client_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -751,7 +765,9 @@ def _dec_GroupMetadataValue_MemberMetadata_v4(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('MemberMetadata.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('MemberMetadata.client_host: string longer than 32767 bytes')
+        m.client_host = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.rebalance_timeout, m.session_timeout = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -793,6 +809,8 @@ def _dec_GroupMetadataValue_MemberMetadata_v4(buf, pos):
 def _enc_GroupMetadataValue_v4(m, out):
     append = out.append
     s1 = m.protocol_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('protocolType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -802,6 +820,8 @@ def _enc_GroupMetadataValue_v4(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('protocol is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -810,6 +830,8 @@ def _enc_GroupMetadataValue_v4(m, out):
         append(b'\x00')
     else:
         s7 = x6.encode('utf-8')
+        if len(s7) > 0x7FFF:
+            raise _ProtocolError('leader is longer than 32767 bytes')
         n8 = len(s7) + 1
         append(_UV[n8] if n8 < 128 else _uvarint(n8))
         append(s7)
@@ -836,7 +858,9 @@ def _dec_GroupMetadataValue_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('GroupMetadataValue.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('GroupMetadataValue.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -854,7 +878,9 @@ def _dec_GroupMetadataValue_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('GroupMetadataValue.protocol: length runs past the end of the buffer')
-        m.protocol = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('GroupMetadataValue.protocol: string longer than 32767 bytes')
+        m.protocol = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -870,7 +896,9 @@ def _dec_GroupMetadataValue_v4(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('GroupMetadataValue.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('GroupMetadataValue.leader: string longer than 32767 bytes')
+        m.leader = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.current_state_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8

@@ -73,7 +73,7 @@ def _dec_OffsetCommitKey_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitKey.group: length runs past the end of the buffer')
-        m.group = str(buf[pos:end2], 'utf-8')
+        m.group = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -83,7 +83,7 @@ def _dec_OffsetCommitKey_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('OffsetCommitKey.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end4], 'utf-8')
+        m.topic = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.partition = _S_i.unpack_from(buf, pos)[0]
     pos += 4

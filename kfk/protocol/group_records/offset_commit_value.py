@@ -79,7 +79,7 @@ def _dec_OffsetCommitValue_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitValue.metadata: length runs past the end of the buffer')
-        m.metadata = str(buf[pos:end2], 'utf-8')
+        m.metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.commit_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
@@ -110,7 +110,7 @@ def _dec_OffsetCommitValue_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitValue.metadata: length runs past the end of the buffer')
-        m.metadata = str(buf[pos:end2], 'utf-8')
+        m.metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.commit_timestamp, m.expire_timestamp = _S_qq.unpack_from(buf, pos)
     pos += 16
@@ -140,7 +140,7 @@ def _dec_OffsetCommitValue_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitValue.metadata: length runs past the end of the buffer')
-        m.metadata = str(buf[pos:end2], 'utf-8')
+        m.metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.commit_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
@@ -152,6 +152,8 @@ def _enc_OffsetCommitValue_v4(m, out):
     append = out.append
     append(_S_qi.pack(m.offset, m.leader_epoch))
     s1 = m.metadata.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('metadata is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -176,7 +178,9 @@ def _dec_OffsetCommitValue_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitValue.metadata: length runs past the end of the buffer')
-        m.metadata = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetCommitValue.metadata: string longer than 32767 bytes')
+        m.metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.commit_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8

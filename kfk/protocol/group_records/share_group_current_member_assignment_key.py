@@ -69,7 +69,7 @@ def _dec_ShareGroupCurrentMemberAssignmentKey_v14(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ShareGroupCurrentMemberAssignmentKey.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -79,7 +79,7 @@ def _dec_ShareGroupCurrentMemberAssignmentKey_v14(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ShareGroupCurrentMemberAssignmentKey.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 

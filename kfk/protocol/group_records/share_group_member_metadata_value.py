@@ -58,14 +58,20 @@ def _enc_ShareGroupMemberMetadataValue_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('RackId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
     s4 = m.client_id.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('ClientId is longer than 32767 bytes')
     n5 = len(s4) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     append(s4)
     s6 = m.client_host.encode('utf-8')
+    if len(s6) > 0x7FFF:
+        raise _ProtocolError('ClientHost is longer than 32767 bytes')
     n7 = len(s6) + 1
     append(_UV[n7] if n7 < 128 else _uvarint(n7))
     append(s6)
@@ -73,6 +79,8 @@ def _enc_ShareGroupMemberMetadataValue_v0(m, out):
     append(_UV[n8] if n8 < 128 else _uvarint(n8))
     for e in m.subscribed_topic_names:
         s9 = e.encode('utf-8')
+        if len(s9) > 0x7FFF:
+            raise _ProtocolError('SubscribedTopicNames is longer than 32767 bytes')
         n10 = len(s9) + 1
         append(_UV[n10] if n10 < 128 else _uvarint(n10))
         append(s9)
@@ -96,7 +104,9 @@ def _dec_ShareGroupMemberMetadataValue_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ShareGroupMemberMetadataValue.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ShareGroupMemberMetadataValue.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -110,7 +120,9 @@ def _dec_ShareGroupMemberMetadataValue_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ShareGroupMemberMetadataValue.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ShareGroupMemberMetadataValue.client_id: string longer than 32767 bytes')
+        m.client_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -124,7 +136,9 @@ def _dec_ShareGroupMemberMetadataValue_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('ShareGroupMemberMetadataValue.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('ShareGroupMemberMetadataValue.client_host: string longer than 32767 bytes')
+        m.client_host = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -151,7 +165,9 @@ def _dec_ShareGroupMemberMetadataValue_v0(buf, pos):
                 end10 = pos + n9
                 if end10 > blen:
                     raise _ProtocolError('ShareGroupMemberMetadataValue.subscribed_topic_names: length runs past the end of the buffer')
-                e = str(buf[pos:end10], 'utf-8')
+                if n9 > 0x7FFF:
+                    raise _ProtocolError('ShareGroupMemberMetadataValue.subscribed_topic_names: string longer than 32767 bytes')
+                e = str(buf[pos:end10], 'utf-8', 'replace')
                 pos = end10
             a8.append(e)
         m.subscribed_topic_names = a8

@@ -64,7 +64,7 @@ def _dec_ShareGroupMetadataKey_v11(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ShareGroupMetadataKey.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     return m, pos
 

@@ -88,6 +88,8 @@ def _enc_ShareGroupPartitionMetadataValue_PartitionMetadata_v0(m, out):
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.racks:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('Racks is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -124,7 +126,9 @@ def _dec_ShareGroupPartitionMetadataValue_PartitionMetadata_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('PartitionMetadata.racks: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('PartitionMetadata.racks: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.racks = a2
@@ -139,6 +143,8 @@ def _enc_ShareGroupPartitionMetadataValue_TopicMetadata_v0(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -168,7 +174,9 @@ def _dec_ShareGroupPartitionMetadataValue_TopicMetadata_v0(buf, pos):
         end3 = pos + n2
         if end3 > blen:
             raise _ProtocolError('TopicMetadata.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end3], 'utf-8')
+        if n2 > 0x7FFF:
+            raise _ProtocolError('TopicMetadata.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end3], 'utf-8', 'replace')
         pos = end3
     m.num_partitions = _S_i.unpack_from(buf, pos)[0]
     pos += 4

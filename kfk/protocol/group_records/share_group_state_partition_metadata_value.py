@@ -84,6 +84,8 @@ def _enc_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -111,7 +113,9 @@ def _dec_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(buf, pos):
         end3 = pos + n2
         if end3 > blen:
             raise _ProtocolError('TopicPartitionsInfo.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end3], 'utf-8')
+        if n2 > 0x7FFF:
+            raise _ProtocolError('TopicPartitionsInfo.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end3], 'utf-8', 'replace')
         pos = end3
     n4 = buf[pos]
     if n4 < 128:
@@ -137,6 +141,8 @@ def _enc_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -161,7 +167,9 @@ def _dec_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(buf, pos):
         end3 = pos + n2
         if end3 > blen:
             raise _ProtocolError('TopicInfo.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end3], 'utf-8')
+        if n2 > 0x7FFF:
+            raise _ProtocolError('TopicInfo.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end3], 'utf-8', 'replace')
         pos = end3
     if buf[pos] == 0:
         pos += 1

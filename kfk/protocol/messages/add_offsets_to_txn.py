@@ -98,7 +98,7 @@ def _dec_AddOffsetsToTxnRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddOffsetsToTxnRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.producer_id, m.producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
@@ -110,7 +110,7 @@ def _dec_AddOffsetsToTxnRequest_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AddOffsetsToTxnRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end4], 'utf-8')
+        m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
@@ -118,11 +118,15 @@ def _dec_AddOffsetsToTxnRequest_v0(buf, pos):
 def _enc_AddOffsetsToTxnRequest_v3(m, out):
     append = out.append
     s1 = m.transactional_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TransactionalId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_qh.pack(m.producer_id, m.producer_epoch))
     s3 = m.group_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -144,7 +148,9 @@ def _dec_AddOffsetsToTxnRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddOffsetsToTxnRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AddOffsetsToTxnRequest.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.producer_id, m.producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
@@ -160,7 +166,9 @@ def _dec_AddOffsetsToTxnRequest_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AddOffsetsToTxnRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('AddOffsetsToTxnRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1

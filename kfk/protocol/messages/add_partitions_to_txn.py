@@ -185,7 +185,7 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddPartitionsToTxnTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -201,7 +201,7 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(buf, pos):
 
 def _enc_AddPartitionsToTxnRequest_v0(m, out):
     append = out.append
-    if m.transactions:
+    if not not m.transactions:
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.transactions cannot be sent at version 0')
     s1 = m.v3_and_below_transactional_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -223,7 +223,7 @@ def _dec_AddPartitionsToTxnRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddPartitionsToTxnRequest.v3_and_below_transactional_id: length runs past the end of the buffer')
-        m.v3_and_below_transactional_id = str(buf[pos:end2], 'utf-8')
+        m.v3_and_below_transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.v3_and_below_producer_id, m.v3_and_below_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
@@ -245,7 +245,7 @@ def _dec_AddPartitionsToTxnRequest_v0(buf, pos):
 
 def _enc_AddPartitionsToTxnRequest_v1(m, out):
     append = out.append
-    if m.transactions:
+    if not not m.transactions:
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.transactions cannot be sent at version 1')
     s1 = m.v3_and_below_transactional_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -258,7 +258,7 @@ def _enc_AddPartitionsToTxnRequest_v1(m, out):
 
 def _enc_AddPartitionsToTxnRequest_v2(m, out):
     append = out.append
-    if m.transactions:
+    if not not m.transactions:
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.transactions cannot be sent at version 2')
     s1 = m.v3_and_below_transactional_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -272,6 +272,8 @@ def _enc_AddPartitionsToTxnRequest_v2(m, out):
 def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -296,7 +298,9 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddPartitionsToTxnTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AddPartitionsToTxnTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -320,9 +324,11 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf, pos):
 
 def _enc_AddPartitionsToTxnRequest_v3(m, out):
     append = out.append
-    if m.transactions:
+    if not not m.transactions:
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.transactions cannot be sent at version 3')
     s1 = m.v3_and_below_transactional_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('V3AndBelowTransactionalId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -349,7 +355,9 @@ def _dec_AddPartitionsToTxnRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddPartitionsToTxnRequest.v3_and_below_transactional_id: length runs past the end of the buffer')
-        m.v3_and_below_transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AddPartitionsToTxnRequest.v3_and_below_transactional_id: string longer than 32767 bytes')
+        m.v3_and_below_transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.v3_and_below_producer_id, m.v3_and_below_producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
@@ -380,6 +388,8 @@ def _dec_AddPartitionsToTxnRequest_v3(buf, pos):
 def _enc_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(m, out):
     append = out.append
     s1 = m.transactional_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TransactionalId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -406,7 +416,9 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddPartitionsToTxnTransaction.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AddPartitionsToTxnTransaction.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.producer_id, m.producer_epoch, m.verify_only = _S_qho.unpack_from(buf, pos)
     pos += 11
@@ -435,13 +447,13 @@ def _dec_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(buf, pos):
 
 def _enc_AddPartitionsToTxnRequest_v4(m, out):
     append = out.append
-    if m.v3_and_below_transactional_id:
+    if not m.v3_and_below_transactional_id == '':
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.v3_and_below_transactional_id cannot be sent at version 4')
-    if m.v3_and_below_producer_id != 0:
+    if not m.v3_and_below_producer_id == 0:
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.v3_and_below_producer_id cannot be sent at version 4')
-    if m.v3_and_below_producer_epoch != 0:
+    if not m.v3_and_below_producer_epoch == 0:
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.v3_and_below_producer_epoch cannot be sent at version 4')
-    if m.v3_and_below_topics:
+    if not not m.v3_and_below_topics:
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.v3_and_below_topics cannot be sent at version 4')
     n1 = len(m.transactions) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -482,13 +494,13 @@ def _dec_AddPartitionsToTxnRequest_v4(buf, pos):
 
 def _enc_AddPartitionsToTxnRequest_v5(m, out):
     append = out.append
-    if m.v3_and_below_transactional_id:
+    if not m.v3_and_below_transactional_id == '':
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.v3_and_below_transactional_id cannot be sent at version 5')
-    if m.v3_and_below_producer_id != 0:
+    if not m.v3_and_below_producer_id == 0:
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.v3_and_below_producer_id cannot be sent at version 5')
-    if m.v3_and_below_producer_epoch != 0:
+    if not m.v3_and_below_producer_epoch == 0:
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.v3_and_below_producer_epoch cannot be sent at version 5')
-    if m.v3_and_below_topics:
+    if not not m.v3_and_below_topics:
         raise _UnsupportedVersionError('AddPartitionsToTxnRequest.v3_and_below_topics cannot be sent at version 5')
     n1 = len(m.transactions) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -531,7 +543,7 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddPartitionsToTxnTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -550,7 +562,7 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(buf, pos):
 
 def _enc_AddPartitionsToTxnResponse_v0(m, out):
     append = out.append
-    if m.results_by_transaction:
+    if not not m.results_by_transaction:
         raise _UnsupportedVersionError('AddPartitionsToTxnResponse.results_by_transaction cannot be sent at version 0')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.results_by_topic_v3_and_below)))
@@ -582,7 +594,7 @@ def _dec_AddPartitionsToTxnResponse_v0(buf, pos):
 
 def _enc_AddPartitionsToTxnResponse_v1(m, out):
     append = out.append
-    if m.results_by_transaction:
+    if not not m.results_by_transaction:
         raise _UnsupportedVersionError('AddPartitionsToTxnResponse.results_by_transaction cannot be sent at version 1')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.results_by_topic_v3_and_below)))
@@ -592,7 +604,7 @@ def _enc_AddPartitionsToTxnResponse_v1(m, out):
 
 def _enc_AddPartitionsToTxnResponse_v2(m, out):
     append = out.append
-    if m.results_by_transaction:
+    if not not m.results_by_transaction:
         raise _UnsupportedVersionError('AddPartitionsToTxnResponse.results_by_transaction cannot be sent at version 2')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.results_by_topic_v3_and_below)))
@@ -621,6 +633,8 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(buf, po
 def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -646,7 +660,9 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddPartitionsToTxnTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AddPartitionsToTxnTopicResult.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -673,7 +689,7 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf, pos):
 
 def _enc_AddPartitionsToTxnResponse_v3(m, out):
     append = out.append
-    if m.results_by_transaction:
+    if not not m.results_by_transaction:
         raise _UnsupportedVersionError('AddPartitionsToTxnResponse.results_by_transaction cannot be sent at version 3')
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.results_by_topic_v3_and_below) + 1
@@ -716,6 +732,8 @@ def _dec_AddPartitionsToTxnResponse_v3(buf, pos):
 def _enc_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(m, out):
     append = out.append
     s1 = m.transactional_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TransactionalId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -741,7 +759,9 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddPartitionsToTxnResult.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AddPartitionsToTxnResult.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -768,7 +788,7 @@ def _dec_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(buf, pos):
 
 def _enc_AddPartitionsToTxnResponse_v4(m, out):
     append = out.append
-    if m.results_by_topic_v3_and_below:
+    if not not m.results_by_topic_v3_and_below:
         raise _UnsupportedVersionError('AddPartitionsToTxnResponse.results_by_topic_v3_and_below cannot be sent at version 4')
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     n1 = len(m.results_by_transaction) + 1
@@ -809,7 +829,7 @@ def _dec_AddPartitionsToTxnResponse_v4(buf, pos):
 
 def _enc_AddPartitionsToTxnResponse_v5(m, out):
     append = out.append
-    if m.results_by_topic_v3_and_below:
+    if not not m.results_by_topic_v3_and_below:
         raise _UnsupportedVersionError('AddPartitionsToTxnResponse.results_by_topic_v3_and_below cannot be sent at version 5')
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     n1 = len(m.results_by_transaction) + 1

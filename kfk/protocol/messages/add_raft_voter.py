@@ -100,10 +100,14 @@ _S_iiu = _struct.Struct('>ii16s')
 def _enc_AddRaftVoterRequest_Listener_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.host.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -126,7 +130,9 @@ def _dec_AddRaftVoterRequest_Listener_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Listener.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Listener.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -140,7 +146,9 @@ def _dec_AddRaftVoterRequest_Listener_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('Listener.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('Listener.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
@@ -158,6 +166,8 @@ def _enc_AddRaftVoterRequest_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -186,7 +196,9 @@ def _dec_AddRaftVoterRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddRaftVoterRequest.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AddRaftVoterRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, u4, u5, = _S_iiu.unpack_from(buf, pos)
     m.timeout_ms = u3
@@ -224,6 +236,8 @@ def _enc_AddRaftVoterResponse_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -249,7 +263,9 @@ def _dec_AddRaftVoterResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AddRaftVoterResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AddRaftVoterResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1

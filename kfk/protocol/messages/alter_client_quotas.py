@@ -177,7 +177,7 @@ def _dec_AlterClientQuotasRequest_EntityData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EntityData.entity_type: length runs past the end of the buffer')
-        m.entity_type = str(buf[pos:end2], 'utf-8')
+        m.entity_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -189,7 +189,7 @@ def _dec_AlterClientQuotasRequest_EntityData_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('EntityData.entity_name: length runs past the end of the buffer')
-        m.entity_name = str(buf[pos:end4], 'utf-8')
+        m.entity_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
@@ -213,7 +213,7 @@ def _dec_AlterClientQuotasRequest_OpData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OpData.key: length runs past the end of the buffer')
-        m.key = str(buf[pos:end2], 'utf-8')
+        m.key = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.value, m.remove = _S_do.unpack_from(buf, pos)
     pos += 9
@@ -291,6 +291,8 @@ def _dec_AlterClientQuotasRequest_v0(buf, pos):
 def _enc_AlterClientQuotasRequest_EntityData_v1(m, out):
     append = out.append
     s1 = m.entity_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('EntityType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -299,6 +301,8 @@ def _enc_AlterClientQuotasRequest_EntityData_v1(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('EntityName is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -320,7 +324,9 @@ def _dec_AlterClientQuotasRequest_EntityData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EntityData.entity_type: length runs past the end of the buffer')
-        m.entity_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('EntityData.entity_type: string longer than 32767 bytes')
+        m.entity_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -336,7 +342,9 @@ def _dec_AlterClientQuotasRequest_EntityData_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('EntityData.entity_name: length runs past the end of the buffer')
-        m.entity_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('EntityData.entity_name: string longer than 32767 bytes')
+        m.entity_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -348,6 +356,8 @@ def _dec_AlterClientQuotasRequest_EntityData_v1(buf, pos):
 def _enc_AlterClientQuotasRequest_OpData_v1(m, out):
     append = out.append
     s1 = m.key.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Key is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -370,7 +380,9 @@ def _dec_AlterClientQuotasRequest_OpData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OpData.key: length runs past the end of the buffer')
-        m.key = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OpData.key: string longer than 32767 bytes')
+        m.key = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.value, m.remove = _S_do.unpack_from(buf, pos)
     pos += 9
@@ -499,7 +511,7 @@ def _dec_AlterClientQuotasResponse_EntityData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EntityData.entity_type: length runs past the end of the buffer')
-        m.entity_type = str(buf[pos:end2], 'utf-8')
+        m.entity_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -511,7 +523,7 @@ def _dec_AlterClientQuotasResponse_EntityData_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('EntityData.entity_name: length runs past the end of the buffer')
-        m.entity_name = str(buf[pos:end4], 'utf-8')
+        m.entity_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
@@ -546,7 +558,7 @@ def _dec_AlterClientQuotasResponse_EntryData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EntryData.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -594,6 +606,8 @@ def _dec_AlterClientQuotasResponse_v0(buf, pos):
 def _enc_AlterClientQuotasResponse_EntityData_v1(m, out):
     append = out.append
     s1 = m.entity_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('EntityType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -602,6 +616,8 @@ def _enc_AlterClientQuotasResponse_EntityData_v1(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('EntityName is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -623,7 +639,9 @@ def _dec_AlterClientQuotasResponse_EntityData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EntityData.entity_type: length runs past the end of the buffer')
-        m.entity_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('EntityData.entity_type: string longer than 32767 bytes')
+        m.entity_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -639,7 +657,9 @@ def _dec_AlterClientQuotasResponse_EntityData_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('EntityData.entity_name: length runs past the end of the buffer')
-        m.entity_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('EntityData.entity_name: string longer than 32767 bytes')
+        m.entity_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -656,6 +676,8 @@ def _enc_AlterClientQuotasResponse_EntryData_v1(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -685,7 +707,9 @@ def _dec_AlterClientQuotasResponse_EntryData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EntryData.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('EntryData.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

@@ -179,9 +179,9 @@ _S_u = _struct.Struct('>16s')
 
 def _enc_AlterPartitionRequest_PartitionData_v0(m, out):
     append = out.append
-    if m.new_isr_with_epochs:
+    if not not m.new_isr_with_epochs:
         raise _UnsupportedVersionError('PartitionData.new_isr_with_epochs cannot be sent at version 0')
-    if m.leader_recovery_state != 0:
+    if not m.leader_recovery_state == 0:
         raise _UnsupportedVersionError('PartitionData.leader_recovery_state cannot be sent at version 0')
     append(_S_ii.pack(m.partition_index, m.leader_epoch))
     n1 = len(m.new_isr) + 1
@@ -223,6 +223,8 @@ def _dec_AlterPartitionRequest_PartitionData_v0(buf, pos):
 def _enc_AlterPartitionRequest_TopicData_v0(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -248,7 +250,9 @@ def _dec_AlterPartitionRequest_TopicData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -314,7 +318,7 @@ def _dec_AlterPartitionRequest_v0(buf, pos):
 
 def _enc_AlterPartitionRequest_PartitionData_v1(m, out):
     append = out.append
-    if m.new_isr_with_epochs:
+    if not not m.new_isr_with_epochs:
         raise _UnsupportedVersionError('PartitionData.new_isr_with_epochs cannot be sent at version 1')
     append(_S_ii.pack(m.partition_index, m.leader_epoch))
     n1 = len(m.new_isr) + 1
@@ -355,6 +359,8 @@ def _dec_AlterPartitionRequest_PartitionData_v1(buf, pos):
 def _enc_AlterPartitionRequest_TopicData_v1(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -380,7 +386,9 @@ def _dec_AlterPartitionRequest_TopicData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -446,7 +454,7 @@ def _dec_AlterPartitionRequest_v1(buf, pos):
 
 def _enc_AlterPartitionRequest_PartitionData_v2(m, out):
     append = out.append
-    if m.new_isr_with_epochs:
+    if not not m.new_isr_with_epochs:
         raise _UnsupportedVersionError('PartitionData.new_isr_with_epochs cannot be sent at version 2')
     append(_S_ii.pack(m.partition_index, m.leader_epoch))
     n1 = len(m.new_isr) + 1
@@ -554,7 +562,7 @@ def _dec_AlterPartitionRequest_BrokerState_v3(buf, pos):
 
 def _enc_AlterPartitionRequest_PartitionData_v3(m, out):
     append = out.append
-    if m.new_isr:
+    if not not m.new_isr:
         raise _UnsupportedVersionError('PartitionData.new_isr cannot be sent at version 3')
     append(_S_ii.pack(m.partition_index, m.leader_epoch))
     n1 = len(m.new_isr_with_epochs) + 1
@@ -715,6 +723,8 @@ def _dec_AlterPartitionResponse_PartitionData_v0(buf, pos):
 def _enc_AlterPartitionResponse_TopicData_v0(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -740,7 +750,9 @@ def _dec_AlterPartitionResponse_TopicData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -844,6 +856,8 @@ def _dec_AlterPartitionResponse_PartitionData_v1(buf, pos):
 def _enc_AlterPartitionResponse_TopicData_v1(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -869,7 +883,9 @@ def _dec_AlterPartitionResponse_TopicData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

@@ -180,6 +180,8 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf, pos):
 def _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -205,7 +207,9 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ReassignableTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ReassignableTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -276,6 +280,8 @@ def _enc_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(m,
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -301,7 +307,9 @@ def _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(bu
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ReassignablePartitionResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ReassignablePartitionResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1
@@ -313,6 +321,8 @@ def _dec_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(bu
 def _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -338,7 +348,9 @@ def _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, p
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ReassignableTopicResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ReassignableTopicResponse.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -371,6 +383,8 @@ def _enc_AlterPartitionReassignmentsResponse_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -400,7 +414,9 @@ def _dec_AlterPartitionReassignmentsResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterPartitionReassignmentsResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AlterPartitionReassignmentsResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

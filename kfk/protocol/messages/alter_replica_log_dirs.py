@@ -150,7 +150,7 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterReplicaLogDirTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -185,7 +185,7 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterReplicaLogDir.path: length runs past the end of the buffer')
-        m.path = str(buf[pos:end2], 'utf-8')
+        m.path = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -230,6 +230,8 @@ def _dec_AlterReplicaLogDirsRequest_v0(buf, pos):
 def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -254,7 +256,9 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterReplicaLogDirTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AlterReplicaLogDirTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -279,6 +283,8 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v2(buf, pos):
 def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(m, out):
     append = out.append
     s1 = m.path.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Path is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -304,7 +310,9 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterReplicaLogDir.path: length runs past the end of the buffer')
-        m.path = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AlterReplicaLogDir.path: string longer than 32767 bytes')
+        m.path = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -398,7 +406,7 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterReplicaLogDirTopicResult.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -464,6 +472,8 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v2(buf, p
 def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -489,7 +499,9 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterReplicaLogDirTopicResult.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AlterReplicaLogDirTopicResult.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

@@ -129,6 +129,8 @@ _S_i = _struct.Struct('>i')
 def _enc_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -151,7 +153,9 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ScramCredentialDeletion.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ScramCredentialDeletion.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.mechanism = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -165,6 +169,8 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialDeletion_v0(buf, pos):
 def _enc_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -193,7 +199,9 @@ def _dec_AlterUserScramCredentialsRequest_ScramCredentialUpsertion_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ScramCredentialUpsertion.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ScramCredentialUpsertion.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.mechanism, m.iterations = _S_bi.unpack_from(buf, pos)
     pos += 5
@@ -290,6 +298,8 @@ def _dec_AlterUserScramCredentialsRequest_v0(buf, pos):
 def _enc_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(m, out):
     append = out.append
     s1 = m.user.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('User is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -299,6 +309,8 @@ def _enc_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(m,
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -320,7 +332,9 @@ def _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(bu
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterUserScramCredentialsResult.user: length runs past the end of the buffer')
-        m.user = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AlterUserScramCredentialsResult.user: string longer than 32767 bytes')
+        m.user = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -338,7 +352,9 @@ def _dec_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult_v0(bu
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AlterUserScramCredentialsResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('AlterUserScramCredentialsResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1

@@ -151,10 +151,14 @@ def _dec_ApiVersionsRequest_v0(buf, pos):
 def _enc_ApiVersionsRequest_v3(m, out):
     append = out.append
     s1 = m.client_software_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ClientSoftwareName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.client_software_version.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('ClientSoftwareVersion is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -176,7 +180,9 @@ def _dec_ApiVersionsRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ApiVersionsRequest.client_software_name: length runs past the end of the buffer')
-        m.client_software_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ApiVersionsRequest.client_software_name: string longer than 32767 bytes')
+        m.client_software_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -190,7 +196,9 @@ def _dec_ApiVersionsRequest_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ApiVersionsRequest.client_software_version: length runs past the end of the buffer')
-        m.client_software_version = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ApiVersionsRequest.client_software_version: string longer than 32767 bytes')
+        m.client_software_version = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -301,6 +309,8 @@ def _dec_ApiVersionsResponse_ApiVersion_v3(buf, pos):
 def _enc_ApiVersionsResponse_SupportedFeatureKey_v3(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -323,7 +333,9 @@ def _dec_ApiVersionsResponse_SupportedFeatureKey_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('SupportedFeatureKey.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('SupportedFeatureKey.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.min_version, m.max_version = _S_hh.unpack_from(buf, pos)
     pos += 4
@@ -337,6 +349,8 @@ def _dec_ApiVersionsResponse_SupportedFeatureKey_v3(buf, pos):
 def _enc_ApiVersionsResponse_FinalizedFeatureKey_v3(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -359,7 +373,9 @@ def _dec_ApiVersionsResponse_FinalizedFeatureKey_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FinalizedFeatureKey.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('FinalizedFeatureKey.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.max_version_level, m.min_version_level = _S_hh.unpack_from(buf, pos)
     pos += 4
@@ -379,25 +395,25 @@ def _enc_ApiVersionsResponse_v3(m, out):
         _enc_ApiVersionsResponse_ApiVersion_v3(e, out)
     append(_S_i.pack(m.throttle_time_ms))
     tagged = []
-    if m.supported_features:
+    if not not m.supported_features:
         t = []
         n2 = len(m.supported_features) + 1
         t.append(_UV[n2] if n2 < 128 else _uvarint(n2))
         for e in m.supported_features:
             _enc_ApiVersionsResponse_SupportedFeatureKey_v3(e, t)
         tagged.append((0, b''.join(t)))
-    if m.finalized_features_epoch != -1:
+    if not m.finalized_features_epoch == -1:
         t = []
         t.append(_S_q.pack(m.finalized_features_epoch))
         tagged.append((1, b''.join(t)))
-    if m.finalized_features:
+    if not not m.finalized_features:
         t = []
         n3 = len(m.finalized_features) + 1
         t.append(_UV[n3] if n3 < 128 else _uvarint(n3))
         for e in m.finalized_features:
             _enc_ApiVersionsResponse_FinalizedFeatureKey_v3(e, t)
         tagged.append((2, b''.join(t)))
-    if m.zk_migration_ready:
+    if not m.zk_migration_ready is False:
         t = []
         t.append(_S_o.pack(m.zk_migration_ready))
         tagged.append((3, b''.join(t)))

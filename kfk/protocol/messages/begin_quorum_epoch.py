@@ -218,7 +218,7 @@ def _dec_BeginQuorumEpochRequest_TopicData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -262,7 +262,7 @@ def _dec_BeginQuorumEpochRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('BeginQuorumEpochRequest.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end2], 'utf-8')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -306,6 +306,8 @@ def _dec_BeginQuorumEpochRequest_PartitionData_v1(buf, pos):
 def _enc_BeginQuorumEpochRequest_TopicData_v1(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -331,7 +333,9 @@ def _dec_BeginQuorumEpochRequest_TopicData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -359,10 +363,14 @@ def _dec_BeginQuorumEpochRequest_TopicData_v1(buf, pos):
 def _enc_BeginQuorumEpochRequest_LeaderEndpoint_v1(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.host.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -385,7 +393,9 @@ def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderEndpoint.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('LeaderEndpoint.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -399,7 +409,9 @@ def _dec_BeginQuorumEpochRequest_LeaderEndpoint_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('LeaderEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('LeaderEndpoint.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
@@ -417,6 +429,8 @@ def _enc_BeginQuorumEpochRequest_v1(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -449,7 +463,9 @@ def _dec_BeginQuorumEpochRequest_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('BeginQuorumEpochRequest.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('BeginQuorumEpochRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.voter_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -526,7 +542,7 @@ def _dec_BeginQuorumEpochResponse_TopicData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -545,7 +561,7 @@ def _dec_BeginQuorumEpochResponse_TopicData_v0(buf, pos):
 
 def _enc_BeginQuorumEpochResponse_v0(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('BeginQuorumEpochResponse.node_endpoints cannot be sent at version 0')
     append(_S_h.pack(m.error_code))
     append(_S_i.pack(len(m.topics)))
@@ -595,6 +611,8 @@ def _dec_BeginQuorumEpochResponse_PartitionData_v1(buf, pos):
 def _enc_BeginQuorumEpochResponse_TopicData_v1(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -620,7 +638,9 @@ def _dec_BeginQuorumEpochResponse_TopicData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -649,6 +669,8 @@ def _enc_BeginQuorumEpochResponse_NodeEndpoint_v1(m, out):
     append = out.append
     append(_S_i.pack(m.node_id))
     s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -673,7 +695,9 @@ def _dec_BeginQuorumEpochResponse_NodeEndpoint_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('NodeEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('NodeEndpoint.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
@@ -692,7 +716,7 @@ def _enc_BeginQuorumEpochResponse_v1(m, out):
     for e in m.topics:
         _enc_BeginQuorumEpochResponse_TopicData_v1(e, out)
     tagged = []
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         t = []
         n2 = len(m.node_endpoints) + 1
         t.append(_UV[n2] if n2 < 128 else _uvarint(n2))

@@ -87,7 +87,7 @@ _S_iqqoo = _struct.Struct('>iqq??')
 
 def _enc_BrokerHeartbeatRequest_v0(m, out):
     append = out.append
-    if m.offline_log_dirs:
+    if not not m.offline_log_dirs:
         raise _UnsupportedVersionError('BrokerHeartbeatRequest.offline_log_dirs cannot be sent at version 0')
     append(_S_iqqoo.pack(m.broker_id, m.broker_epoch, m.current_metadata_offset, m.want_fence, m.want_shut_down))
     append(b'\x00')
@@ -110,7 +110,7 @@ def _enc_BrokerHeartbeatRequest_v1(m, out):
     append = out.append
     append(_S_iqqoo.pack(m.broker_id, m.broker_epoch, m.current_metadata_offset, m.want_fence, m.want_shut_down))
     tagged = []
-    if m.offline_log_dirs:
+    if not not m.offline_log_dirs:
         t = []
         n1 = len(m.offline_log_dirs) + 1
         t.append(_UV[n1] if n1 < 128 else _uvarint(n1))

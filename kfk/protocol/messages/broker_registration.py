@@ -131,10 +131,14 @@ _S_u = _struct.Struct('>16s')
 def _enc_BrokerRegistrationRequest_Listener_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.host.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -157,7 +161,9 @@ def _dec_BrokerRegistrationRequest_Listener_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Listener.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Listener.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -171,7 +177,9 @@ def _dec_BrokerRegistrationRequest_Listener_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('Listener.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('Listener.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port, m.security_protocol = _S_Hh.unpack_from(buf, pos)
     pos += 4
@@ -185,6 +193,8 @@ def _dec_BrokerRegistrationRequest_Listener_v0(buf, pos):
 def _enc_BrokerRegistrationRequest_Feature_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -207,7 +217,9 @@ def _dec_BrokerRegistrationRequest_Feature_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Feature.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Feature.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.min_supported_version, m.max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4
@@ -220,10 +232,12 @@ def _dec_BrokerRegistrationRequest_Feature_v0(buf, pos):
 
 def _enc_BrokerRegistrationRequest_v0(m, out):
     append = out.append
-    if m.is_migrating_zk_broker:
+    if not m.is_migrating_zk_broker is False:
         raise _UnsupportedVersionError('BrokerRegistrationRequest.is_migrating_zk_broker cannot be sent at version 0')
     append(_S_i.pack(m.broker_id))
     s1 = m.cluster_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ClusterId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -241,6 +255,8 @@ def _enc_BrokerRegistrationRequest_v0(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -264,7 +280,9 @@ def _dec_BrokerRegistrationRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('BrokerRegistrationRequest.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('BrokerRegistrationRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, = _S_u.unpack_from(buf, pos)
     m.incarnation_id = _UUID(bytes=u3)
@@ -315,7 +333,9 @@ def _dec_BrokerRegistrationRequest_v0(buf, pos):
         end9 = pos + n8
         if end9 > blen:
             raise _ProtocolError('BrokerRegistrationRequest.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end9], 'utf-8')
+        if n8 > 0x7FFF:
+            raise _ProtocolError('BrokerRegistrationRequest.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end9], 'utf-8', 'replace')
         pos = end9
     if buf[pos] == 0:
         pos += 1
@@ -331,6 +351,8 @@ def _enc_BrokerRegistrationRequest_v1(m, out):
     append = out.append
     append(_S_i.pack(m.broker_id))
     s1 = m.cluster_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ClusterId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -348,6 +370,8 @@ def _enc_BrokerRegistrationRequest_v1(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -372,7 +396,9 @@ def _dec_BrokerRegistrationRequest_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('BrokerRegistrationRequest.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('BrokerRegistrationRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, = _S_u.unpack_from(buf, pos)
     m.incarnation_id = _UUID(bytes=u3)
@@ -423,7 +449,9 @@ def _dec_BrokerRegistrationRequest_v1(buf, pos):
         end9 = pos + n8
         if end9 > blen:
             raise _ProtocolError('BrokerRegistrationRequest.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end9], 'utf-8')
+        if n8 > 0x7FFF:
+            raise _ProtocolError('BrokerRegistrationRequest.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end9], 'utf-8', 'replace')
         pos = end9
     m.is_migrating_zk_broker = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -440,6 +468,8 @@ def _enc_BrokerRegistrationRequest_v2(m, out):
     append = out.append
     append(_S_i.pack(m.broker_id))
     s1 = m.cluster_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ClusterId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -457,6 +487,8 @@ def _enc_BrokerRegistrationRequest_v2(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -485,7 +517,9 @@ def _dec_BrokerRegistrationRequest_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('BrokerRegistrationRequest.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('BrokerRegistrationRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, = _S_u.unpack_from(buf, pos)
     m.incarnation_id = _UUID(bytes=u3)
@@ -536,7 +570,9 @@ def _dec_BrokerRegistrationRequest_v2(buf, pos):
         end9 = pos + n8
         if end9 > blen:
             raise _ProtocolError('BrokerRegistrationRequest.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end9], 'utf-8')
+        if n8 > 0x7FFF:
+            raise _ProtocolError('BrokerRegistrationRequest.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end9], 'utf-8', 'replace')
         pos = end9
     m.is_migrating_zk_broker = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -568,6 +604,8 @@ def _enc_BrokerRegistrationRequest_v3(m, out):
     append = out.append
     append(_S_i.pack(m.broker_id))
     s1 = m.cluster_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ClusterId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -585,6 +623,8 @@ def _enc_BrokerRegistrationRequest_v3(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -614,7 +654,9 @@ def _dec_BrokerRegistrationRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('BrokerRegistrationRequest.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('BrokerRegistrationRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, = _S_u.unpack_from(buf, pos)
     m.incarnation_id = _UUID(bytes=u3)
@@ -665,7 +707,9 @@ def _dec_BrokerRegistrationRequest_v3(buf, pos):
         end9 = pos + n8
         if end9 > blen:
             raise _ProtocolError('BrokerRegistrationRequest.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end9], 'utf-8')
+        if n8 > 0x7FFF:
+            raise _ProtocolError('BrokerRegistrationRequest.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end9], 'utf-8', 'replace')
         pos = end9
     m.is_migrating_zk_broker = _S_o.unpack_from(buf, pos)[0]
     pos += 1

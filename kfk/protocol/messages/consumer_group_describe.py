@@ -170,6 +170,8 @@ def _enc_ConsumerGroupDescribeRequest_v0(m, out):
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.group_ids:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('GroupIds is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -205,7 +207,9 @@ def _dec_ConsumerGroupDescribeRequest_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ConsumerGroupDescribeRequest.group_ids: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('ConsumerGroupDescribeRequest.group_ids: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.group_ids = a2
@@ -222,6 +226,8 @@ def _enc_ConsumerGroupDescribeResponse_TopicPartitions_v0(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -249,7 +255,9 @@ def _dec_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos):
         end3 = pos + n2
         if end3 > blen:
             raise _ProtocolError('TopicPartitions.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end3], 'utf-8')
+        if n2 > 0x7FFF:
+            raise _ProtocolError('TopicPartitions.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end3], 'utf-8', 'replace')
         pos = end3
     n4 = buf[pos]
     if n4 < 128:
@@ -309,6 +317,8 @@ def _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos):
 def _enc_ConsumerGroupDescribeResponse_Member_v0(m, out):
     append = out.append
     s1 = m.member_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -317,6 +327,8 @@ def _enc_ConsumerGroupDescribeResponse_Member_v0(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('InstanceId is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -325,15 +337,21 @@ def _enc_ConsumerGroupDescribeResponse_Member_v0(m, out):
         append(b'\x00')
     else:
         s7 = x6.encode('utf-8')
+        if len(s7) > 0x7FFF:
+            raise _ProtocolError('RackId is longer than 32767 bytes')
         n8 = len(s7) + 1
         append(_UV[n8] if n8 < 128 else _uvarint(n8))
         append(s7)
     append(_S_i.pack(m.member_epoch))
     s9 = m.client_id.encode('utf-8')
+    if len(s9) > 0x7FFF:
+        raise _ProtocolError('ClientId is longer than 32767 bytes')
     n10 = len(s9) + 1
     append(_UV[n10] if n10 < 128 else _uvarint(n10))
     append(s9)
     s11 = m.client_host.encode('utf-8')
+    if len(s11) > 0x7FFF:
+        raise _ProtocolError('ClientHost is longer than 32767 bytes')
     n12 = len(s11) + 1
     append(_UV[n12] if n12 < 128 else _uvarint(n12))
     append(s11)
@@ -341,6 +359,8 @@ def _enc_ConsumerGroupDescribeResponse_Member_v0(m, out):
     append(_UV[n13] if n13 < 128 else _uvarint(n13))
     for e in m.subscribed_topic_names:
         s14 = e.encode('utf-8')
+        if len(s14) > 0x7FFF:
+            raise _ProtocolError('SubscribedTopicNames is longer than 32767 bytes')
         n15 = len(s14) + 1
         append(_UV[n15] if n15 < 128 else _uvarint(n15))
         append(s14)
@@ -349,6 +369,8 @@ def _enc_ConsumerGroupDescribeResponse_Member_v0(m, out):
         append(b'\x00')
     else:
         s17 = x16.encode('utf-8')
+        if len(s17) > 0x7FFF:
+            raise _ProtocolError('SubscribedTopicRegex is longer than 32767 bytes')
         n18 = len(s17) + 1
         append(_UV[n18] if n18 < 128 else _uvarint(n18))
         append(s17)
@@ -372,7 +394,9 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Member.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Member.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -388,7 +412,9 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('Member.instance_id: length runs past the end of the buffer')
-        m.instance_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('Member.instance_id: string longer than 32767 bytes')
+        m.instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -404,7 +430,9 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('Member.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('Member.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -420,7 +448,9 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('Member.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('Member.client_id: string longer than 32767 bytes')
+        m.client_id = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:
@@ -434,7 +464,9 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
         end10 = pos + n9
         if end10 > blen:
             raise _ProtocolError('Member.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end10], 'utf-8')
+        if n9 > 0x7FFF:
+            raise _ProtocolError('Member.client_host: string longer than 32767 bytes')
+        m.client_host = str(buf[pos:end10], 'utf-8', 'replace')
         pos = end10
     n11 = buf[pos]
     if n11 < 128:
@@ -461,7 +493,9 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
                 end14 = pos + n13
                 if end14 > blen:
                     raise _ProtocolError('Member.subscribed_topic_names: length runs past the end of the buffer')
-                e = str(buf[pos:end14], 'utf-8')
+                if n13 > 0x7FFF:
+                    raise _ProtocolError('Member.subscribed_topic_names: string longer than 32767 bytes')
+                e = str(buf[pos:end14], 'utf-8', 'replace')
                 pos = end14
             a12.append(e)
         m.subscribed_topic_names = a12
@@ -479,7 +513,9 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
         end16 = pos + n15
         if end16 > blen:
             raise _ProtocolError('Member.subscribed_topic_regex: length runs past the end of the buffer')
-        m.subscribed_topic_regex = str(buf[pos:end16], 'utf-8')
+        if n15 > 0x7FFF:
+            raise _ProtocolError('Member.subscribed_topic_regex: string longer than 32767 bytes')
+        m.subscribed_topic_regex = str(buf[pos:end16], 'utf-8', 'replace')
         pos = end16
     m.assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
     m.target_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
@@ -498,19 +534,27 @@ def _enc_ConsumerGroupDescribeResponse_DescribedGroup_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
     s4 = m.group_id.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n5 = len(s4) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     append(s4)
     s6 = m.group_state.encode('utf-8')
+    if len(s6) > 0x7FFF:
+        raise _ProtocolError('GroupState is longer than 32767 bytes')
     n7 = len(s6) + 1
     append(_UV[n7] if n7 < 128 else _uvarint(n7))
     append(s6)
     append(_S_ii.pack(m.group_epoch, m.assignment_epoch))
     s8 = m.assignor_name.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('AssignorName is longer than 32767 bytes')
     n9 = len(s8) + 1
     append(_UV[n9] if n9 < 128 else _uvarint(n9))
     append(s8)
@@ -541,7 +585,9 @@ def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedGroup.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -555,7 +601,9 @@ def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -569,7 +617,9 @@ def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedGroup.group_state: length runs past the end of the buffer')
-        m.group_state = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.group_state: string longer than 32767 bytes')
+        m.group_state = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.group_epoch, m.assignment_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -585,7 +635,9 @@ def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribedGroup.assignor_name: length runs past the end of the buffer')
-        m.assignor_name = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.assignor_name: string longer than 32767 bytes')
+        m.assignor_name = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:

@@ -179,13 +179,17 @@ def _dec_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf, pos):
 
 def _enc_ConsumerGroupHeartbeatRequest_v0(m, out):
     append = out.append
-    if m.subscribed_topic_regex is not None:
+    if not m.subscribed_topic_regex is None:
         raise _UnsupportedVersionError('ConsumerGroupHeartbeatRequest.subscribed_topic_regex cannot be sent at version 0')
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -195,6 +199,8 @@ def _enc_ConsumerGroupHeartbeatRequest_v0(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('InstanceId is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -203,6 +209,8 @@ def _enc_ConsumerGroupHeartbeatRequest_v0(m, out):
         append(b'\x00')
     else:
         s9 = x8.encode('utf-8')
+        if len(s9) > 0x7FFF:
+            raise _ProtocolError('RackId is longer than 32767 bytes')
         n10 = len(s9) + 1
         append(_UV[n10] if n10 < 128 else _uvarint(n10))
         append(s9)
@@ -215,6 +223,8 @@ def _enc_ConsumerGroupHeartbeatRequest_v0(m, out):
         append(_UV[n12] if n12 < 128 else _uvarint(n12))
         for e in x11:
             s13 = e.encode('utf-8')
+            if len(s13) > 0x7FFF:
+                raise _ProtocolError('SubscribedTopicNames is longer than 32767 bytes')
             n14 = len(s13) + 1
             append(_UV[n14] if n14 < 128 else _uvarint(n14))
             append(s13)
@@ -223,6 +233,8 @@ def _enc_ConsumerGroupHeartbeatRequest_v0(m, out):
         append(b'\x00')
     else:
         s16 = x15.encode('utf-8')
+        if len(s16) > 0x7FFF:
+            raise _ProtocolError('ServerAssignor is longer than 32767 bytes')
         n17 = len(s16) + 1
         append(_UV[n17] if n17 < 128 else _uvarint(n17))
         append(s16)
@@ -252,7 +264,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -266,7 +280,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -284,7 +300,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.instance_id: length runs past the end of the buffer')
-        m.instance_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.instance_id: string longer than 32767 bytes')
+        m.instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -300,7 +318,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.rebalance_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -331,7 +351,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf, pos):
                 end12 = pos + n11
                 if end12 > blen:
                     raise _ProtocolError('ConsumerGroupHeartbeatRequest.subscribed_topic_names: length runs past the end of the buffer')
-                e = str(buf[pos:end12], 'utf-8')
+                if n11 > 0x7FFF:
+                    raise _ProtocolError('ConsumerGroupHeartbeatRequest.subscribed_topic_names: string longer than 32767 bytes')
+                e = str(buf[pos:end12], 'utf-8', 'replace')
                 pos = end12
             a10.append(e)
         m.subscribed_topic_names = a10
@@ -349,7 +371,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         end14 = pos + n13
         if end14 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.server_assignor: length runs past the end of the buffer')
-        m.server_assignor = str(buf[pos:end14], 'utf-8')
+        if n13 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.server_assignor: string longer than 32767 bytes')
+        m.server_assignor = str(buf[pos:end14], 'utf-8', 'replace')
         pos = end14
     n15 = buf[pos]
     if n15 < 128:
@@ -380,10 +404,14 @@ def _dec_ConsumerGroupHeartbeatRequest_v0(buf, pos):
 def _enc_ConsumerGroupHeartbeatRequest_v1(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -393,6 +421,8 @@ def _enc_ConsumerGroupHeartbeatRequest_v1(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('InstanceId is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -401,6 +431,8 @@ def _enc_ConsumerGroupHeartbeatRequest_v1(m, out):
         append(b'\x00')
     else:
         s9 = x8.encode('utf-8')
+        if len(s9) > 0x7FFF:
+            raise _ProtocolError('RackId is longer than 32767 bytes')
         n10 = len(s9) + 1
         append(_UV[n10] if n10 < 128 else _uvarint(n10))
         append(s9)
@@ -413,6 +445,8 @@ def _enc_ConsumerGroupHeartbeatRequest_v1(m, out):
         append(_UV[n12] if n12 < 128 else _uvarint(n12))
         for e in x11:
             s13 = e.encode('utf-8')
+            if len(s13) > 0x7FFF:
+                raise _ProtocolError('SubscribedTopicNames is longer than 32767 bytes')
             n14 = len(s13) + 1
             append(_UV[n14] if n14 < 128 else _uvarint(n14))
             append(s13)
@@ -421,6 +455,8 @@ def _enc_ConsumerGroupHeartbeatRequest_v1(m, out):
         append(b'\x00')
     else:
         s16 = x15.encode('utf-8')
+        if len(s16) > 0x7FFF:
+            raise _ProtocolError('SubscribedTopicRegex is longer than 32767 bytes')
         n17 = len(s16) + 1
         append(_UV[n17] if n17 < 128 else _uvarint(n17))
         append(s16)
@@ -429,6 +465,8 @@ def _enc_ConsumerGroupHeartbeatRequest_v1(m, out):
         append(b'\x00')
     else:
         s19 = x18.encode('utf-8')
+        if len(s19) > 0x7FFF:
+            raise _ProtocolError('ServerAssignor is longer than 32767 bytes')
         n20 = len(s19) + 1
         append(_UV[n20] if n20 < 128 else _uvarint(n20))
         append(s19)
@@ -458,7 +496,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -472,7 +512,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -490,7 +532,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.instance_id: length runs past the end of the buffer')
-        m.instance_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.instance_id: string longer than 32767 bytes')
+        m.instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -506,7 +550,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.rebalance_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -537,7 +583,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf, pos):
                 end12 = pos + n11
                 if end12 > blen:
                     raise _ProtocolError('ConsumerGroupHeartbeatRequest.subscribed_topic_names: length runs past the end of the buffer')
-                e = str(buf[pos:end12], 'utf-8')
+                if n11 > 0x7FFF:
+                    raise _ProtocolError('ConsumerGroupHeartbeatRequest.subscribed_topic_names: string longer than 32767 bytes')
+                e = str(buf[pos:end12], 'utf-8', 'replace')
                 pos = end12
             a10.append(e)
         m.subscribed_topic_names = a10
@@ -555,7 +603,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         end14 = pos + n13
         if end14 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.subscribed_topic_regex: length runs past the end of the buffer')
-        m.subscribed_topic_regex = str(buf[pos:end14], 'utf-8')
+        if n13 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.subscribed_topic_regex: string longer than 32767 bytes')
+        m.subscribed_topic_regex = str(buf[pos:end14], 'utf-8', 'replace')
         pos = end14
     n15 = buf[pos]
     if n15 < 128:
@@ -571,7 +621,9 @@ def _dec_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         end16 = pos + n15
         if end16 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatRequest.server_assignor: length runs past the end of the buffer')
-        m.server_assignor = str(buf[pos:end16], 'utf-8')
+        if n15 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatRequest.server_assignor: string longer than 32767 bytes')
+        m.server_assignor = str(buf[pos:end16], 'utf-8', 'replace')
         pos = end16
     n17 = buf[pos]
     if n17 < 128:
@@ -676,6 +728,8 @@ def _enc_ConsumerGroupHeartbeatResponse_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -684,6 +738,8 @@ def _enc_ConsumerGroupHeartbeatResponse_v0(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('MemberId is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
@@ -716,7 +772,9 @@ def _dec_ConsumerGroupHeartbeatResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -732,7 +790,9 @@ def _dec_ConsumerGroupHeartbeatResponse_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ConsumerGroupHeartbeatResponse.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ConsumerGroupHeartbeatResponse.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.member_epoch, m.heartbeat_interval_ms = _S_ii.unpack_from(buf, pos)
     pos += 8

@@ -84,7 +84,7 @@ def _dec_ConsumerProtocolAssignment_TopicPartition_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicPartition.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4

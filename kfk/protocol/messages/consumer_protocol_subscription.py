@@ -105,7 +105,7 @@ def _dec_ConsumerProtocolSubscription_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ConsumerProtocolSubscription.topics: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.topics = a2
@@ -147,7 +147,7 @@ def _dec_ConsumerProtocolSubscription_TopicPartition_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicPartition.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -199,7 +199,7 @@ def _dec_ConsumerProtocolSubscription_v1(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ConsumerProtocolSubscription.topics: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.topics = a2
@@ -271,7 +271,7 @@ def _dec_ConsumerProtocolSubscription_v2(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ConsumerProtocolSubscription.topics: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.topics = a2
@@ -351,7 +351,7 @@ def _dec_ConsumerProtocolSubscription_v3(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ConsumerProtocolSubscription.topics: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.topics = a2
@@ -391,7 +391,7 @@ def _dec_ConsumerProtocolSubscription_v3(buf, pos):
         end10 = pos + n9
         if end10 > blen:
             raise _ProtocolError('ConsumerProtocolSubscription.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end10], 'utf-8')
+        m.rack_id = str(buf[pos:end10], 'utf-8', 'replace')
         pos = end10
     return m, pos
 

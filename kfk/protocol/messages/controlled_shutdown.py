@@ -151,7 +151,7 @@ def _dec_ControlledShutdownResponse_RemainingPartition_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('RemainingPartition.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -189,6 +189,8 @@ def _dec_ControlledShutdownResponse_v0(buf, pos):
 def _enc_ControlledShutdownResponse_RemainingPartition_v3(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -211,7 +213,9 @@ def _dec_ControlledShutdownResponse_RemainingPartition_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('RemainingPartition.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('RemainingPartition.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4

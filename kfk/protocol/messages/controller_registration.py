@@ -120,10 +120,14 @@ _S_iuo = _struct.Struct('>i16s?')
 def _enc_ControllerRegistrationRequest_Listener_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.host.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -146,7 +150,9 @@ def _dec_ControllerRegistrationRequest_Listener_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Listener.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Listener.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -160,7 +166,9 @@ def _dec_ControllerRegistrationRequest_Listener_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('Listener.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('Listener.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port, m.security_protocol = _S_Hh.unpack_from(buf, pos)
     pos += 4
@@ -174,6 +182,8 @@ def _dec_ControllerRegistrationRequest_Listener_v0(buf, pos):
 def _enc_ControllerRegistrationRequest_Feature_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -196,7 +206,9 @@ def _dec_ControllerRegistrationRequest_Feature_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Feature.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Feature.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.min_supported_version, m.max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4
@@ -276,6 +288,8 @@ def _enc_ControllerRegistrationResponse_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -301,7 +315,9 @@ def _dec_ControllerRegistrationResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ControllerRegistrationResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ControllerRegistrationResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1

@@ -113,7 +113,7 @@ _S_i = _struct.Struct('>i')
 
 def _enc_CreateAclsRequest_AclCreation_v0(m, out):
     append = out.append
-    if m.resource_pattern_type != 3:
+    if not m.resource_pattern_type == 3:
         raise _UnsupportedVersionError('AclCreation.resource_pattern_type cannot be sent at version 0')
     append(_S_b.pack(m.resource_type))
     s1 = m.resource_name.encode('utf-8')
@@ -141,7 +141,7 @@ def _dec_CreateAclsRequest_AclCreation_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AclCreation.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -151,7 +151,7 @@ def _dec_CreateAclsRequest_AclCreation_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AclCreation.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end4], 'utf-8')
+        m.principal = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -161,7 +161,7 @@ def _dec_CreateAclsRequest_AclCreation_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('AclCreation.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end6], 'utf-8')
+        m.host = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -223,7 +223,7 @@ def _dec_CreateAclsRequest_AclCreation_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AclCreation.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -235,7 +235,7 @@ def _dec_CreateAclsRequest_AclCreation_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AclCreation.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end4], 'utf-8')
+        m.principal = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -245,7 +245,7 @@ def _dec_CreateAclsRequest_AclCreation_v1(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('AclCreation.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end6], 'utf-8')
+        m.host = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -281,15 +281,21 @@ def _enc_CreateAclsRequest_AclCreation_v2(m, out):
     append = out.append
     append(_S_b.pack(m.resource_type))
     s1 = m.resource_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ResourceName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_b.pack(m.resource_pattern_type))
     s3 = m.principal.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Principal is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     s5 = m.host.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
@@ -314,7 +320,9 @@ def _dec_CreateAclsRequest_AclCreation_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AclCreation.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AclCreation.resource_name: string longer than 32767 bytes')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -330,7 +338,9 @@ def _dec_CreateAclsRequest_AclCreation_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AclCreation.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('AclCreation.principal: string longer than 32767 bytes')
+        m.principal = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -344,7 +354,9 @@ def _dec_CreateAclsRequest_AclCreation_v2(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('AclCreation.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('AclCreation.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -417,7 +429,7 @@ def _dec_CreateAclsResponse_AclCreationResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AclCreationResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     return m, pos
 
@@ -458,6 +470,8 @@ def _enc_CreateAclsResponse_AclCreationResult_v2(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -483,7 +497,9 @@ def _dec_CreateAclsResponse_AclCreationResult_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AclCreationResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AclCreationResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1

@@ -131,7 +131,7 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableRenewers.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -141,16 +141,16 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreatableRenewers.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
 
 def _enc_CreateDelegationTokenRequest_v0(m, out):
     append = out.append
-    if m.owner_principal_type:
+    if not m.owner_principal_type == '':
         raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_type cannot be sent at version 0')
-    if m.owner_principal_name:
+    if not m.owner_principal_name == '':
         raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_name cannot be sent at version 0')
     append(_S_i.pack(len(m.renewers)))
     for e in m.renewers:
@@ -182,9 +182,9 @@ def _dec_CreateDelegationTokenRequest_v0(buf, pos):
 
 def _enc_CreateDelegationTokenRequest_v1(m, out):
     append = out.append
-    if m.owner_principal_type:
+    if not m.owner_principal_type == '':
         raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_type cannot be sent at version 1')
-    if m.owner_principal_name:
+    if not m.owner_principal_name == '':
         raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_name cannot be sent at version 1')
     append(_S_i.pack(len(m.renewers)))
     for e in m.renewers:
@@ -195,10 +195,14 @@ def _enc_CreateDelegationTokenRequest_v1(m, out):
 def _enc_CreateDelegationTokenRequest_CreatableRenewers_v2(m, out):
     append = out.append
     s1 = m.principal_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('PrincipalType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.principal_name.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('PrincipalName is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -220,7 +224,9 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableRenewers.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreatableRenewers.principal_type: string longer than 32767 bytes')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -234,7 +240,9 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreatableRenewers.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('CreatableRenewers.principal_name: string longer than 32767 bytes')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -245,9 +253,9 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v2(buf, pos):
 
 def _enc_CreateDelegationTokenRequest_v2(m, out):
     append = out.append
-    if m.owner_principal_type:
+    if not m.owner_principal_type == '':
         raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_type cannot be sent at version 2')
-    if m.owner_principal_name:
+    if not m.owner_principal_name == '':
         raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_name cannot be sent at version 2')
     n1 = len(m.renewers) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -294,6 +302,8 @@ def _enc_CreateDelegationTokenRequest_v3(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('OwnerPrincipalType is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -302,6 +312,8 @@ def _enc_CreateDelegationTokenRequest_v3(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('OwnerPrincipalName is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
@@ -330,7 +342,9 @@ def _dec_CreateDelegationTokenRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreateDelegationTokenRequest.owner_principal_type: length runs past the end of the buffer')
-        m.owner_principal_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreateDelegationTokenRequest.owner_principal_type: string longer than 32767 bytes')
+        m.owner_principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -346,7 +360,9 @@ def _dec_CreateDelegationTokenRequest_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreateDelegationTokenRequest.owner_principal_name: length runs past the end of the buffer')
-        m.owner_principal_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('CreateDelegationTokenRequest.owner_principal_name: string longer than 32767 bytes')
+        m.owner_principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -375,9 +391,9 @@ def _dec_CreateDelegationTokenRequest_v3(buf, pos):
 
 def _enc_CreateDelegationTokenResponse_v0(m, out):
     append = out.append
-    if m.token_requester_principal_type:
+    if not m.token_requester_principal_type == '':
         raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_type cannot be sent at version 0')
-    if m.token_requester_principal_name:
+    if not m.token_requester_principal_name == '':
         raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_name cannot be sent at version 0')
     append(_S_h.pack(m.error_code))
     s1 = m.principal_type.encode('utf-8')
@@ -408,7 +424,7 @@ def _dec_CreateDelegationTokenResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -418,7 +434,7 @@ def _dec_CreateDelegationTokenResponse_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.issue_timestamp_ms, m.expiry_timestamp_ms, m.max_timestamp_ms = _S_qqq.unpack_from(buf, pos)
     pos += 24
@@ -430,7 +446,7 @@ def _dec_CreateDelegationTokenResponse_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.token_id: length runs past the end of the buffer')
-        m.token_id = str(buf[pos:end6], 'utf-8')
+        m.token_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -451,9 +467,9 @@ def _dec_CreateDelegationTokenResponse_v0(buf, pos):
 
 def _enc_CreateDelegationTokenResponse_v1(m, out):
     append = out.append
-    if m.token_requester_principal_type:
+    if not m.token_requester_principal_type == '':
         raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_type cannot be sent at version 1')
-    if m.token_requester_principal_name:
+    if not m.token_requester_principal_name == '':
         raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_name cannot be sent at version 1')
     append(_S_h.pack(m.error_code))
     s1 = m.principal_type.encode('utf-8')
@@ -473,21 +489,27 @@ def _enc_CreateDelegationTokenResponse_v1(m, out):
 
 def _enc_CreateDelegationTokenResponse_v2(m, out):
     append = out.append
-    if m.token_requester_principal_type:
+    if not m.token_requester_principal_type == '':
         raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_type cannot be sent at version 2')
-    if m.token_requester_principal_name:
+    if not m.token_requester_principal_name == '':
         raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_name cannot be sent at version 2')
     append(_S_h.pack(m.error_code))
     s1 = m.principal_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('PrincipalType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.principal_name.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('PrincipalName is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     append(_S_qqq.pack(m.issue_timestamp_ms, m.expiry_timestamp_ms, m.max_timestamp_ms))
     s5 = m.token_id.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('TokenId is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
@@ -515,7 +537,9 @@ def _dec_CreateDelegationTokenResponse_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreateDelegationTokenResponse.principal_type: string longer than 32767 bytes')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -529,7 +553,9 @@ def _dec_CreateDelegationTokenResponse_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('CreateDelegationTokenResponse.principal_name: string longer than 32767 bytes')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.issue_timestamp_ms, m.expiry_timestamp_ms, m.max_timestamp_ms = _S_qqq.unpack_from(buf, pos)
     pos += 24
@@ -545,7 +571,9 @@ def _dec_CreateDelegationTokenResponse_v2(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.token_id: length runs past the end of the buffer')
-        m.token_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('CreateDelegationTokenResponse.token_id: string longer than 32767 bytes')
+        m.token_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -576,23 +604,33 @@ def _enc_CreateDelegationTokenResponse_v3(m, out):
     append = out.append
     append(_S_h.pack(m.error_code))
     s1 = m.principal_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('PrincipalType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.principal_name.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('PrincipalName is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     s5 = m.token_requester_principal_type.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('TokenRequesterPrincipalType is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
     s7 = m.token_requester_principal_name.encode('utf-8')
+    if len(s7) > 0x7FFF:
+        raise _ProtocolError('TokenRequesterPrincipalName is longer than 32767 bytes')
     n8 = len(s7) + 1
     append(_UV[n8] if n8 < 128 else _uvarint(n8))
     append(s7)
     append(_S_qqq.pack(m.issue_timestamp_ms, m.expiry_timestamp_ms, m.max_timestamp_ms))
     s9 = m.token_id.encode('utf-8')
+    if len(s9) > 0x7FFF:
+        raise _ProtocolError('TokenId is longer than 32767 bytes')
     n10 = len(s9) + 1
     append(_UV[n10] if n10 < 128 else _uvarint(n10))
     append(s9)
@@ -620,7 +658,9 @@ def _dec_CreateDelegationTokenResponse_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreateDelegationTokenResponse.principal_type: string longer than 32767 bytes')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -634,7 +674,9 @@ def _dec_CreateDelegationTokenResponse_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('CreateDelegationTokenResponse.principal_name: string longer than 32767 bytes')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -648,7 +690,9 @@ def _dec_CreateDelegationTokenResponse_v3(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.token_requester_principal_type: length runs past the end of the buffer')
-        m.token_requester_principal_type = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('CreateDelegationTokenResponse.token_requester_principal_type: string longer than 32767 bytes')
+        m.token_requester_principal_type = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -662,7 +706,9 @@ def _dec_CreateDelegationTokenResponse_v3(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.token_requester_principal_name: length runs past the end of the buffer')
-        m.token_requester_principal_name = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('CreateDelegationTokenResponse.token_requester_principal_name: string longer than 32767 bytes')
+        m.token_requester_principal_name = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.issue_timestamp_ms, m.expiry_timestamp_ms, m.max_timestamp_ms = _S_qqq.unpack_from(buf, pos)
     pos += 24
@@ -678,7 +724,9 @@ def _dec_CreateDelegationTokenResponse_v3(buf, pos):
         end10 = pos + n9
         if end10 > blen:
             raise _ProtocolError('CreateDelegationTokenResponse.token_id: length runs past the end of the buffer')
-        m.token_id = str(buf[pos:end10], 'utf-8')
+        if n9 > 0x7FFF:
+            raise _ProtocolError('CreateDelegationTokenResponse.token_id: string longer than 32767 bytes')
+        m.token_id = str(buf[pos:end10], 'utf-8', 'replace')
         pos = end10
     n11 = buf[pos]
     if n11 < 128:

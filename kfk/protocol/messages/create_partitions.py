@@ -168,7 +168,7 @@ def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatePartitionsTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.count = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -251,6 +251,8 @@ def _dec_CreatePartitionsRequest_CreatePartitionsAssignment_v2(buf, pos):
 def _enc_CreatePartitionsRequest_CreatePartitionsTopic_v2(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -281,7 +283,9 @@ def _dec_CreatePartitionsRequest_CreatePartitionsTopic_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatePartitionsTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreatePartitionsTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.count = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -374,7 +378,7 @@ def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatePartitionsTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -388,7 +392,7 @@ def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreatePartitionsTopicResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
@@ -424,6 +428,8 @@ def _dec_CreatePartitionsResponse_v0(buf, pos):
 def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -433,6 +439,8 @@ def _enc_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -454,7 +462,9 @@ def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatePartitionsTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreatePartitionsTopicResult.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -472,7 +482,9 @@ def _dec_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreatePartitionsTopicResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('CreatePartitionsTopicResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1

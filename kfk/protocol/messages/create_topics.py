@@ -225,7 +225,7 @@ def _dec_CreateTopicsRequest_CreatableTopicConfig_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableTopicConfig.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -237,7 +237,7 @@ def _dec_CreateTopicsRequest_CreatableTopicConfig_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreatableTopicConfig.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
@@ -267,7 +267,7 @@ def _dec_CreateTopicsRequest_CreatableTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.num_partitions, m.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -300,7 +300,7 @@ def _dec_CreateTopicsRequest_CreatableTopic_v0(buf, pos):
 
 def _enc_CreateTopicsRequest_v0(m, out):
     append = out.append
-    if m.validate_only:
+    if not m.validate_only is False:
         raise _UnsupportedVersionError('CreateTopicsRequest.validate_only cannot be sent at version 0')
     append(_S_i.pack(len(m.topics)))
     for e in m.topics:
@@ -394,6 +394,8 @@ def _dec_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf, pos):
 def _enc_CreateTopicsRequest_CreatableTopicConfig_v5(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -402,6 +404,8 @@ def _enc_CreateTopicsRequest_CreatableTopicConfig_v5(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Value is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -423,7 +427,9 @@ def _dec_CreateTopicsRequest_CreatableTopicConfig_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableTopicConfig.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreatableTopicConfig.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -439,7 +445,9 @@ def _dec_CreateTopicsRequest_CreatableTopicConfig_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreatableTopicConfig.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('CreatableTopicConfig.value: string longer than 32767 bytes')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -451,6 +459,8 @@ def _dec_CreateTopicsRequest_CreatableTopicConfig_v5(buf, pos):
 def _enc_CreateTopicsRequest_CreatableTopic_v5(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -481,7 +491,9 @@ def _dec_CreateTopicsRequest_CreatableTopic_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreatableTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.num_partitions, m.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -581,7 +593,7 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -646,7 +658,7 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -660,7 +672,7 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreatableTopicResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.topic_id = _ZERO_UUID
     m.topic_config_error_code = 0
@@ -727,6 +739,8 @@ def _dec_CreateTopicsResponse_v2(buf, pos):
 def _enc_CreateTopicsResponse_CreatableTopicConfigs_v5(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -735,6 +749,8 @@ def _enc_CreateTopicsResponse_CreatableTopicConfigs_v5(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Value is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -757,7 +773,9 @@ def _dec_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableTopicConfigs.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreatableTopicConfigs.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -773,7 +791,9 @@ def _dec_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreatableTopicConfigs.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('CreatableTopicConfigs.value: string longer than 32767 bytes')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.read_only, m.config_source, m.is_sensitive = _S_obo.unpack_from(buf, pos)
     pos += 3
@@ -787,6 +807,8 @@ def _dec_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos):
 def _enc_CreateTopicsResponse_CreatableTopicResult_v5(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -796,6 +818,8 @@ def _enc_CreateTopicsResponse_CreatableTopicResult_v5(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -809,7 +833,7 @@ def _enc_CreateTopicsResponse_CreatableTopicResult_v5(m, out):
         for e in x6:
             _enc_CreateTopicsResponse_CreatableTopicConfigs_v5(e, out)
     tagged = []
-    if m.topic_config_error_code != 0:
+    if not m.topic_config_error_code == 0:
         t = []
         t.append(_S_h.pack(m.topic_config_error_code))
         tagged.append((0, b''.join(t)))
@@ -835,7 +859,9 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreatableTopicResult.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -853,7 +879,9 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('CreatableTopicResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('CreatableTopicResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.num_partitions, m.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -932,6 +960,8 @@ def _dec_CreateTopicsResponse_v5(buf, pos):
 def _enc_CreateTopicsResponse_CreatableTopicResult_v7(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -941,6 +971,8 @@ def _enc_CreateTopicsResponse_CreatableTopicResult_v7(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -954,7 +986,7 @@ def _enc_CreateTopicsResponse_CreatableTopicResult_v7(m, out):
         for e in x6:
             _enc_CreateTopicsResponse_CreatableTopicConfigs_v5(e, out)
     tagged = []
-    if m.topic_config_error_code != 0:
+    if not m.topic_config_error_code == 0:
         t = []
         t.append(_S_h.pack(m.topic_config_error_code))
         tagged.append((0, b''.join(t)))
@@ -980,7 +1012,9 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CreatableTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CreatableTopicResult.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, u4, = _S_uh.unpack_from(buf, pos)
     m.topic_id = _UUID(bytes=u3)
@@ -1000,7 +1034,9 @@ def _dec_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('CreatableTopicResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('CreatableTopicResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.num_partitions, m.replication_factor = _S_ih.unpack_from(buf, pos)
     pos += 6

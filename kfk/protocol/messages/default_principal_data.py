@@ -53,10 +53,14 @@ _S_o = _struct.Struct('>?')
 def _enc_DefaultPrincipalData_v0(m, out):
     append = out.append
     s1 = m.type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Type is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.name.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -79,7 +83,9 @@ def _dec_DefaultPrincipalData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DefaultPrincipalData.type: length runs past the end of the buffer')
-        m.type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DefaultPrincipalData.type: string longer than 32767 bytes')
+        m.type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -93,7 +99,9 @@ def _dec_DefaultPrincipalData_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DefaultPrincipalData.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DefaultPrincipalData.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.token_authenticated = _S_o.unpack_from(buf, pos)[0]
     pos += 1

@@ -144,7 +144,7 @@ _S_i = _struct.Struct('>i')
 
 def _enc_DeleteAclsRequest_DeleteAclsFilter_v0(m, out):
     append = out.append
-    if m.pattern_type_filter != 3:
+    if not m.pattern_type_filter == 3:
         raise _UnsupportedVersionError('DeleteAclsFilter.pattern_type_filter cannot be sent at version 0')
     append(_S_b.pack(m.resource_type_filter))
     x1 = m.resource_name_filter
@@ -186,7 +186,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeleteAclsFilter.resource_name_filter: length runs past the end of the buffer')
-        m.resource_name_filter = str(buf[pos:end2], 'utf-8')
+        m.resource_name_filter = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -198,7 +198,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DeleteAclsFilter.principal_filter: length runs past the end of the buffer')
-        m.principal_filter = str(buf[pos:end4], 'utf-8')
+        m.principal_filter = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -210,7 +210,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DeleteAclsFilter.host_filter: length runs past the end of the buffer')
-        m.host_filter = str(buf[pos:end6], 'utf-8')
+        m.host_filter = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -286,7 +286,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeleteAclsFilter.resource_name_filter: length runs past the end of the buffer')
-        m.resource_name_filter = str(buf[pos:end2], 'utf-8')
+        m.resource_name_filter = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.pattern_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -300,7 +300,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DeleteAclsFilter.principal_filter: length runs past the end of the buffer')
-        m.principal_filter = str(buf[pos:end4], 'utf-8')
+        m.principal_filter = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -312,7 +312,7 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v1(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DeleteAclsFilter.host_filter: length runs past the end of the buffer')
-        m.host_filter = str(buf[pos:end6], 'utf-8')
+        m.host_filter = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -352,6 +352,8 @@ def _enc_DeleteAclsRequest_DeleteAclsFilter_v2(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ResourceNameFilter is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -361,6 +363,8 @@ def _enc_DeleteAclsRequest_DeleteAclsFilter_v2(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('PrincipalFilter is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
@@ -369,6 +373,8 @@ def _enc_DeleteAclsRequest_DeleteAclsFilter_v2(m, out):
         append(b'\x00')
     else:
         s8 = x7.encode('utf-8')
+        if len(s8) > 0x7FFF:
+            raise _ProtocolError('HostFilter is longer than 32767 bytes')
         n9 = len(s8) + 1
         append(_UV[n9] if n9 < 128 else _uvarint(n9))
         append(s8)
@@ -395,7 +401,9 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeleteAclsFilter.resource_name_filter: length runs past the end of the buffer')
-        m.resource_name_filter = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DeleteAclsFilter.resource_name_filter: string longer than 32767 bytes')
+        m.resource_name_filter = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.pattern_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -413,7 +421,9 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DeleteAclsFilter.principal_filter: length runs past the end of the buffer')
-        m.principal_filter = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DeleteAclsFilter.principal_filter: string longer than 32767 bytes')
+        m.principal_filter = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -429,7 +439,9 @@ def _dec_DeleteAclsRequest_DeleteAclsFilter_v2(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DeleteAclsFilter.host_filter: length runs past the end of the buffer')
-        m.host_filter = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DeleteAclsFilter.host_filter: string longer than 32767 bytes')
+        m.host_filter = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -477,7 +489,7 @@ def _dec_DeleteAclsRequest_v2(buf, pos):
 
 def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(m, out):
     append = out.append
-    if m.pattern_type != 3:
+    if not m.pattern_type == 3:
         raise _UnsupportedVersionError('DeleteAclsMatchingAcl.pattern_type cannot be sent at version 0')
     append(_S_h.pack(m.error_code))
     x1 = m.error_message
@@ -515,7 +527,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -527,7 +539,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8')
+        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -537,7 +549,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end6], 'utf-8')
+        m.principal = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -547,7 +559,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end8], 'utf-8')
+        m.host = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -585,7 +597,7 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeleteAclsFilterResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -669,7 +681,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -681,7 +693,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8')
+        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -693,7 +705,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end6], 'utf-8')
+        m.principal = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -703,7 +715,7 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end8], 'utf-8')
+        m.host = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -740,7 +752,7 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeleteAclsFilterResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -793,20 +805,28 @@ def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
     append(_S_b.pack(m.resource_type))
     s4 = m.resource_name.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('ResourceName is longer than 32767 bytes')
     n5 = len(s4) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     append(s4)
     append(_S_b.pack(m.pattern_type))
     s6 = m.principal.encode('utf-8')
+    if len(s6) > 0x7FFF:
+        raise _ProtocolError('Principal is longer than 32767 bytes')
     n7 = len(s6) + 1
     append(_UV[n7] if n7 < 128 else _uvarint(n7))
     append(s6)
     s8 = m.host.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n9 = len(s8) + 1
     append(_UV[n9] if n9 < 128 else _uvarint(n9))
     append(s8)
@@ -833,7 +853,9 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DeleteAclsMatchingAcl.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -849,7 +871,9 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DeleteAclsMatchingAcl.resource_name: string longer than 32767 bytes')
+        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -865,7 +889,9 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DeleteAclsMatchingAcl.principal: string longer than 32767 bytes')
+        m.principal = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -879,7 +905,9 @@ def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DeleteAclsMatchingAcl.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('DeleteAclsMatchingAcl.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -898,6 +926,8 @@ def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v2(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -927,7 +957,9 @@ def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeleteAclsFilterResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DeleteAclsFilterResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

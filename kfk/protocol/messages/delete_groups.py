@@ -113,7 +113,7 @@ def _dec_DeleteGroupsRequest_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('DeleteGroupsRequest.groups_names: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.groups_names = a2
@@ -126,6 +126,8 @@ def _enc_DeleteGroupsRequest_v2(m, out):
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.groups_names:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('GroupsNames is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -160,7 +162,9 @@ def _dec_DeleteGroupsRequest_v2(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('DeleteGroupsRequest.groups_names: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('DeleteGroupsRequest.groups_names: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.groups_names = a2
@@ -190,7 +194,7 @@ def _dec_DeleteGroupsResponse_DeletableGroupResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeletableGroupResult.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -228,6 +232,8 @@ def _dec_DeleteGroupsResponse_v0(buf, pos):
 def _enc_DeleteGroupsResponse_DeletableGroupResult_v2(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -250,7 +256,9 @@ def _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeletableGroupResult.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DeletableGroupResult.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2

@@ -111,7 +111,7 @@ _S_uh = _struct.Struct('>16sh')
 
 def _enc_DeleteTopicsRequest_v0(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('DeleteTopicsRequest.topics cannot be sent at version 0')
     append(_S_i.pack(len(m.topic_names)))
     for e in m.topic_names:
@@ -141,7 +141,7 @@ def _dec_DeleteTopicsRequest_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('DeleteTopicsRequest.topic_names: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.topic_names = a2
@@ -153,7 +153,7 @@ def _dec_DeleteTopicsRequest_v0(buf, pos):
 
 def _enc_DeleteTopicsRequest_v1(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('DeleteTopicsRequest.topics cannot be sent at version 1')
     append(_S_i.pack(len(m.topic_names)))
     for e in m.topic_names:
@@ -165,7 +165,7 @@ def _enc_DeleteTopicsRequest_v1(m, out):
 
 def _enc_DeleteTopicsRequest_v2(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('DeleteTopicsRequest.topics cannot be sent at version 2')
     append(_S_i.pack(len(m.topic_names)))
     for e in m.topic_names:
@@ -177,7 +177,7 @@ def _enc_DeleteTopicsRequest_v2(m, out):
 
 def _enc_DeleteTopicsRequest_v3(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('DeleteTopicsRequest.topics cannot be sent at version 3')
     append(_S_i.pack(len(m.topic_names)))
     for e in m.topic_names:
@@ -189,12 +189,14 @@ def _enc_DeleteTopicsRequest_v3(m, out):
 
 def _enc_DeleteTopicsRequest_v4(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('DeleteTopicsRequest.topics cannot be sent at version 4')
     n1 = len(m.topic_names) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.topic_names:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('TopicNames is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -230,7 +232,9 @@ def _dec_DeleteTopicsRequest_v4(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('DeleteTopicsRequest.topic_names: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('DeleteTopicsRequest.topic_names: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.topic_names = a2
@@ -246,12 +250,14 @@ def _dec_DeleteTopicsRequest_v4(buf, pos):
 
 def _enc_DeleteTopicsRequest_v5(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('DeleteTopicsRequest.topics cannot be sent at version 5')
     n1 = len(m.topic_names) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.topic_names:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('TopicNames is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -266,6 +272,8 @@ def _enc_DeleteTopicsRequest_DeleteTopicState_v6(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('Name is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -290,7 +298,9 @@ def _dec_DeleteTopicsRequest_DeleteTopicState_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeleteTopicState.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DeleteTopicState.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, = _S_u.unpack_from(buf, pos)
     m.topic_id = _UUID(bytes=u3)
@@ -360,7 +370,7 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeletableTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -426,6 +436,8 @@ def _dec_DeleteTopicsResponse_v1(buf, pos):
 def _enc_DeleteTopicsResponse_DeletableTopicResult_v4(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -448,7 +460,9 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeletableTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DeletableTopicResult.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -502,6 +516,8 @@ def _dec_DeleteTopicsResponse_v4(buf, pos):
 def _enc_DeleteTopicsResponse_DeletableTopicResult_v5(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -511,6 +527,8 @@ def _enc_DeleteTopicsResponse_DeletableTopicResult_v5(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -532,7 +550,9 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeletableTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DeletableTopicResult.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -550,7 +570,9 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DeletableTopicResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DeletableTopicResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -605,6 +627,8 @@ def _enc_DeleteTopicsResponse_DeletableTopicResult_v6(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('Name is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -614,6 +638,8 @@ def _enc_DeleteTopicsResponse_DeletableTopicResult_v6(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
@@ -637,7 +663,9 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DeletableTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DeletableTopicResult.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, u4, = _S_uh.unpack_from(buf, pos)
     m.topic_id = _UUID(bytes=u3)
@@ -657,7 +685,9 @@ def _dec_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DeletableTopicResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DeletableTopicResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     if buf[pos] == 0:
         pos += 1

@@ -128,7 +128,7 @@ _S_ih = _struct.Struct('>ih')
 
 def _enc_DescribeAclsRequest_v0(m, out):
     append = out.append
-    if m.pattern_type_filter != 3:
+    if not m.pattern_type_filter == 3:
         raise _UnsupportedVersionError('DescribeAclsRequest.pattern_type_filter cannot be sent at version 0')
     append(_S_b.pack(m.resource_type_filter))
     x1 = m.resource_name_filter
@@ -170,7 +170,7 @@ def _dec_DescribeAclsRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeAclsRequest.resource_name_filter: length runs past the end of the buffer')
-        m.resource_name_filter = str(buf[pos:end2], 'utf-8')
+        m.resource_name_filter = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -182,7 +182,7 @@ def _dec_DescribeAclsRequest_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeAclsRequest.principal_filter: length runs past the end of the buffer')
-        m.principal_filter = str(buf[pos:end4], 'utf-8')
+        m.principal_filter = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -194,7 +194,7 @@ def _dec_DescribeAclsRequest_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribeAclsRequest.host_filter: length runs past the end of the buffer')
-        m.host_filter = str(buf[pos:end6], 'utf-8')
+        m.host_filter = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -245,7 +245,7 @@ def _dec_DescribeAclsRequest_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeAclsRequest.resource_name_filter: length runs past the end of the buffer')
-        m.resource_name_filter = str(buf[pos:end2], 'utf-8')
+        m.resource_name_filter = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.pattern_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -259,7 +259,7 @@ def _dec_DescribeAclsRequest_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeAclsRequest.principal_filter: length runs past the end of the buffer')
-        m.principal_filter = str(buf[pos:end4], 'utf-8')
+        m.principal_filter = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -271,7 +271,7 @@ def _dec_DescribeAclsRequest_v1(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribeAclsRequest.host_filter: length runs past the end of the buffer')
-        m.host_filter = str(buf[pos:end6], 'utf-8')
+        m.host_filter = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -286,6 +286,8 @@ def _enc_DescribeAclsRequest_v2(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ResourceNameFilter is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -295,6 +297,8 @@ def _enc_DescribeAclsRequest_v2(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('PrincipalFilter is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
@@ -303,6 +307,8 @@ def _enc_DescribeAclsRequest_v2(m, out):
         append(b'\x00')
     else:
         s8 = x7.encode('utf-8')
+        if len(s8) > 0x7FFF:
+            raise _ProtocolError('HostFilter is longer than 32767 bytes')
         n9 = len(s8) + 1
         append(_UV[n9] if n9 < 128 else _uvarint(n9))
         append(s8)
@@ -329,7 +335,9 @@ def _dec_DescribeAclsRequest_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeAclsRequest.resource_name_filter: length runs past the end of the buffer')
-        m.resource_name_filter = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeAclsRequest.resource_name_filter: string longer than 32767 bytes')
+        m.resource_name_filter = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.pattern_type_filter = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -347,7 +355,9 @@ def _dec_DescribeAclsRequest_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeAclsRequest.principal_filter: length runs past the end of the buffer')
-        m.principal_filter = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeAclsRequest.principal_filter: string longer than 32767 bytes')
+        m.principal_filter = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -363,7 +373,9 @@ def _dec_DescribeAclsRequest_v2(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribeAclsRequest.host_filter: length runs past the end of the buffer')
-        m.host_filter = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DescribeAclsRequest.host_filter: string longer than 32767 bytes')
+        m.host_filter = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -396,7 +408,7 @@ def _dec_DescribeAclsResponse_AclDescription_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AclDescription.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end2], 'utf-8')
+        m.principal = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -406,7 +418,7 @@ def _dec_DescribeAclsResponse_AclDescription_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AclDescription.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -415,7 +427,7 @@ def _dec_DescribeAclsResponse_AclDescription_v0(buf, pos):
 
 def _enc_DescribeAclsResponse_DescribeAclsResource_v0(m, out):
     append = out.append
-    if m.pattern_type != 3:
+    if not m.pattern_type == 3:
         raise _UnsupportedVersionError('DescribeAclsResource.pattern_type cannot be sent at version 0')
     append(_S_b.pack(m.resource_type))
     s1 = m.resource_name.encode('utf-8')
@@ -439,7 +451,7 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeAclsResource.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -487,7 +499,7 @@ def _dec_DescribeAclsResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeAclsResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -529,7 +541,7 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeAclsResource.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -578,7 +590,7 @@ def _dec_DescribeAclsResponse_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeAclsResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -598,10 +610,14 @@ def _dec_DescribeAclsResponse_v1(buf, pos):
 def _enc_DescribeAclsResponse_AclDescription_v2(m, out):
     append = out.append
     s1 = m.principal.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Principal is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.host.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -624,7 +640,9 @@ def _dec_DescribeAclsResponse_AclDescription_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AclDescription.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AclDescription.principal: string longer than 32767 bytes')
+        m.principal = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -638,7 +656,9 @@ def _dec_DescribeAclsResponse_AclDescription_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AclDescription.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('AclDescription.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -653,6 +673,8 @@ def _enc_DescribeAclsResponse_DescribeAclsResource_v2(m, out):
     append = out.append
     append(_S_b.pack(m.resource_type))
     s1 = m.resource_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ResourceName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -681,7 +703,9 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeAclsResource.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeAclsResource.resource_name: string longer than 32767 bytes')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -716,6 +740,8 @@ def _enc_DescribeAclsResponse_v2(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -745,7 +771,9 @@ def _dec_DescribeAclsResponse_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeAclsResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeAclsResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

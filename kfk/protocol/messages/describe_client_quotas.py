@@ -167,7 +167,7 @@ def _dec_DescribeClientQuotasRequest_ComponentData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ComponentData.entity_type: length runs past the end of the buffer')
-        m.entity_type = str(buf[pos:end2], 'utf-8')
+        m.entity_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.match_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -181,7 +181,7 @@ def _dec_DescribeClientQuotasRequest_ComponentData_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ComponentData.match: length runs past the end of the buffer')
-        m.match = str(buf[pos:end4], 'utf-8')
+        m.match = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
@@ -217,6 +217,8 @@ def _dec_DescribeClientQuotasRequest_v0(buf, pos):
 def _enc_DescribeClientQuotasRequest_ComponentData_v1(m, out):
     append = out.append
     s1 = m.entity_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('EntityType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -226,6 +228,8 @@ def _enc_DescribeClientQuotasRequest_ComponentData_v1(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Match is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -247,7 +251,9 @@ def _dec_DescribeClientQuotasRequest_ComponentData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ComponentData.entity_type: length runs past the end of the buffer')
-        m.entity_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ComponentData.entity_type: string longer than 32767 bytes')
+        m.entity_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.match_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -265,7 +271,9 @@ def _dec_DescribeClientQuotasRequest_ComponentData_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ComponentData.match: length runs past the end of the buffer')
-        m.match = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ComponentData.match: string longer than 32767 bytes')
+        m.match = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -337,7 +345,7 @@ def _dec_DescribeClientQuotasResponse_EntityData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EntityData.entity_type: length runs past the end of the buffer')
-        m.entity_type = str(buf[pos:end2], 'utf-8')
+        m.entity_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -349,7 +357,7 @@ def _dec_DescribeClientQuotasResponse_EntityData_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('EntityData.entity_name: length runs past the end of the buffer')
-        m.entity_name = str(buf[pos:end4], 'utf-8')
+        m.entity_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
@@ -373,7 +381,7 @@ def _dec_DescribeClientQuotasResponse_ValueData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ValueData.key: length runs past the end of the buffer')
-        m.key = str(buf[pos:end2], 'utf-8')
+        m.key = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.value = _S_d.unpack_from(buf, pos)[0]
     pos += 8
@@ -454,7 +462,7 @@ def _dec_DescribeClientQuotasResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeClientQuotasResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -476,6 +484,8 @@ def _dec_DescribeClientQuotasResponse_v0(buf, pos):
 def _enc_DescribeClientQuotasResponse_EntityData_v1(m, out):
     append = out.append
     s1 = m.entity_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('EntityType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -484,6 +494,8 @@ def _enc_DescribeClientQuotasResponse_EntityData_v1(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('EntityName is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -505,7 +517,9 @@ def _dec_DescribeClientQuotasResponse_EntityData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EntityData.entity_type: length runs past the end of the buffer')
-        m.entity_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('EntityData.entity_type: string longer than 32767 bytes')
+        m.entity_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -521,7 +535,9 @@ def _dec_DescribeClientQuotasResponse_EntityData_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('EntityData.entity_name: length runs past the end of the buffer')
-        m.entity_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('EntityData.entity_name: string longer than 32767 bytes')
+        m.entity_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -533,6 +549,8 @@ def _dec_DescribeClientQuotasResponse_EntityData_v1(buf, pos):
 def _enc_DescribeClientQuotasResponse_ValueData_v1(m, out):
     append = out.append
     s1 = m.key.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Key is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -555,7 +573,9 @@ def _dec_DescribeClientQuotasResponse_ValueData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ValueData.key: length runs past the end of the buffer')
-        m.key = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ValueData.key: string longer than 32767 bytes')
+        m.key = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.value = _S_d.unpack_from(buf, pos)[0]
     pos += 8
@@ -629,6 +649,8 @@ def _enc_DescribeClientQuotasResponse_v1(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -662,7 +684,9 @@ def _dec_DescribeClientQuotasResponse_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeClientQuotasResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeClientQuotasResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

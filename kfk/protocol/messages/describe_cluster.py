@@ -107,7 +107,7 @@ _S_ob = _struct.Struct('>?b')
 
 def _enc_DescribeClusterRequest_v0(m, out):
     append = out.append
-    if m.endpoint_type != 1:
+    if not m.endpoint_type == 1:
         raise _UnsupportedVersionError('DescribeClusterRequest.endpoint_type cannot be sent at version 0')
     append(_S_o.pack(m.include_cluster_authorized_operations))
     append(b'\x00')
@@ -148,6 +148,8 @@ def _enc_DescribeClusterResponse_DescribeClusterBroker_v0(m, out):
     append = out.append
     append(_S_i.pack(m.broker_id))
     s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -157,6 +159,8 @@ def _enc_DescribeClusterResponse_DescribeClusterBroker_v0(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -180,7 +184,9 @@ def _dec_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeClusterBroker.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeClusterBroker.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -198,7 +204,9 @@ def _dec_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeClusterBroker.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeClusterBroker.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -209,7 +217,7 @@ def _dec_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos):
 
 def _enc_DescribeClusterResponse_v0(m, out):
     append = out.append
-    if m.endpoint_type != 1:
+    if not m.endpoint_type == 1:
         raise _UnsupportedVersionError('DescribeClusterResponse.endpoint_type cannot be sent at version 0')
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     x1 = m.error_message
@@ -217,10 +225,14 @@ def _enc_DescribeClusterResponse_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
     s4 = m.cluster_id.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('ClusterId is longer than 32767 bytes')
     n5 = len(s4) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     append(s4)
@@ -252,7 +264,9 @@ def _dec_DescribeClusterResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeClusterResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeClusterResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -266,7 +280,9 @@ def _dec_DescribeClusterResponse_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeClusterResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeClusterResponse.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -304,11 +320,15 @@ def _enc_DescribeClusterResponse_v1(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
     append(_S_b.pack(m.endpoint_type))
     s4 = m.cluster_id.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('ClusterId is longer than 32767 bytes')
     n5 = len(s4) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     append(s4)
@@ -340,7 +360,9 @@ def _dec_DescribeClusterResponse_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeClusterResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeClusterResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.endpoint_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -356,7 +378,9 @@ def _dec_DescribeClusterResponse_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeClusterResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeClusterResponse.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4

@@ -192,7 +192,7 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsResource.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -213,7 +213,7 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v0(buf, pos):
                 end6 = pos + n5
                 if end6 > blen:
                     raise _ProtocolError('DescribeConfigsResource.configuration_keys: length runs past the end of the buffer')
-                e = str(buf[pos:end6], 'utf-8')
+                e = str(buf[pos:end6], 'utf-8', 'replace')
                 pos = end6
             a4.append(e)
         m.configuration_keys = a4
@@ -222,9 +222,9 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v0(buf, pos):
 
 def _enc_DescribeConfigsRequest_v0(m, out):
     append = out.append
-    if m.include_synonyms:
+    if not m.include_synonyms is False:
         raise _UnsupportedVersionError('DescribeConfigsRequest.include_synonyms cannot be sent at version 0')
-    if m.include_documentation:
+    if not m.include_documentation is False:
         raise _UnsupportedVersionError('DescribeConfigsRequest.include_documentation cannot be sent at version 0')
     append(_S_i.pack(len(m.resources)))
     for e in m.resources:
@@ -253,7 +253,7 @@ def _dec_DescribeConfigsRequest_v0(buf, pos):
 
 def _enc_DescribeConfigsRequest_v1(m, out):
     append = out.append
-    if m.include_documentation:
+    if not m.include_documentation is False:
         raise _UnsupportedVersionError('DescribeConfigsRequest.include_documentation cannot be sent at version 1')
     append(_S_i.pack(len(m.resources)))
     for e in m.resources:
@@ -284,7 +284,7 @@ def _dec_DescribeConfigsRequest_v1(buf, pos):
 
 def _enc_DescribeConfigsRequest_v2(m, out):
     append = out.append
-    if m.include_documentation:
+    if not m.include_documentation is False:
         raise _UnsupportedVersionError('DescribeConfigsRequest.include_documentation cannot be sent at version 2')
     append(_S_i.pack(len(m.resources)))
     for e in m.resources:
@@ -324,6 +324,8 @@ def _enc_DescribeConfigsRequest_DescribeConfigsResource_v4(m, out):
     append = out.append
     append(_S_b.pack(m.resource_type))
     s1 = m.resource_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ResourceName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -335,6 +337,8 @@ def _enc_DescribeConfigsRequest_DescribeConfigsResource_v4(m, out):
         append(_UV[n4] if n4 < 128 else _uvarint(n4))
         for e in x3:
             s5 = e.encode('utf-8')
+            if len(s5) > 0x7FFF:
+                raise _ProtocolError('ConfigurationKeys is longer than 32767 bytes')
             n6 = len(s5) + 1
             append(_UV[n6] if n6 < 128 else _uvarint(n6))
             append(s5)
@@ -358,7 +362,9 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsResource.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeConfigsResource.resource_name: string longer than 32767 bytes')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -387,7 +393,9 @@ def _dec_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos):
                 end6 = pos + n5
                 if end6 > blen:
                     raise _ProtocolError('DescribeConfigsResource.configuration_keys: length runs past the end of the buffer')
-                e = str(buf[pos:end6], 'utf-8')
+                if n5 > 0x7FFF:
+                    raise _ProtocolError('DescribeConfigsResource.configuration_keys: string longer than 32767 bytes')
+                e = str(buf[pos:end6], 'utf-8', 'replace')
                 pos = end6
             a4.append(e)
         m.configuration_keys = a4
@@ -462,7 +470,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsResourceResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -474,7 +482,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeConfigsResourceResult.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.read_only, m.is_default, m.is_sensitive = _S_ooo.unpack_from(buf, pos)
     pos += 3
@@ -519,7 +527,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -531,7 +539,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeConfigsResult.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8')
+        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -602,7 +610,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsSynonym.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -614,7 +622,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeConfigsSynonym.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.source = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -623,7 +631,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf, pos):
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(m, out):
     append = out.append
-    if m.is_default:
+    if not m.is_default is False:
         raise _UnsupportedVersionError('DescribeConfigsResourceResult.is_default cannot be sent at version 1')
     s1 = m.name.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -652,7 +660,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsResourceResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -664,7 +672,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeConfigsResourceResult.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.read_only, m.config_source, m.is_sensitive = _S_obo.unpack_from(buf, pos)
     pos += 3
@@ -720,7 +728,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -732,7 +740,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeConfigsResult.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8')
+        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -779,7 +787,7 @@ def _dec_DescribeConfigsResponse_v1(buf, pos):
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v2(m, out):
     append = out.append
-    if m.is_default:
+    if not m.is_default is False:
         raise _UnsupportedVersionError('DescribeConfigsResourceResult.is_default cannot be sent at version 2')
     s1 = m.name.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -826,7 +834,7 @@ def _enc_DescribeConfigsResponse_v2(m, out):
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(m, out):
     append = out.append
-    if m.is_default:
+    if not m.is_default is False:
         raise _UnsupportedVersionError('DescribeConfigsResourceResult.is_default cannot be sent at version 3')
     s1 = m.name.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -863,7 +871,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsResourceResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -875,7 +883,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeConfigsResourceResult.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.read_only, m.config_source, m.is_sensitive = _S_obo.unpack_from(buf, pos)
     pos += 3
@@ -903,7 +911,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribeConfigsResourceResult.documentation: length runs past the end of the buffer')
-        m.documentation = str(buf[pos:end8], 'utf-8')
+        m.documentation = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.is_default = False
     return m, pos
@@ -943,7 +951,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -955,7 +963,7 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeConfigsResult.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8')
+        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1003,6 +1011,8 @@ def _dec_DescribeConfigsResponse_v3(buf, pos):
 def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v4(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1011,6 +1021,8 @@ def _enc_DescribeConfigsResponse_DescribeConfigsSynonym_v4(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Value is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -1033,7 +1045,9 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsSynonym.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeConfigsSynonym.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1049,7 +1063,9 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeConfigsSynonym.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeConfigsSynonym.value: string longer than 32767 bytes')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.source = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -1062,9 +1078,11 @@ def _dec_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos):
 
 def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(m, out):
     append = out.append
-    if m.is_default:
+    if not m.is_default is False:
         raise _UnsupportedVersionError('DescribeConfigsResourceResult.is_default cannot be sent at version 4')
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1073,6 +1091,8 @@ def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Value is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -1087,6 +1107,8 @@ def _enc_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(m, out):
         append(b'\x00')
     else:
         s8 = x7.encode('utf-8')
+        if len(s8) > 0x7FFF:
+            raise _ProtocolError('Documentation is longer than 32767 bytes')
         n9 = len(s8) + 1
         append(_UV[n9] if n9 < 128 else _uvarint(n9))
         append(s8)
@@ -1108,7 +1130,9 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsResourceResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeConfigsResourceResult.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1124,7 +1148,9 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeConfigsResourceResult.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeConfigsResourceResult.value: string longer than 32767 bytes')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.read_only, m.config_source, m.is_sensitive = _S_obo.unpack_from(buf, pos)
     pos += 3
@@ -1160,7 +1186,9 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribeConfigsResourceResult.documentation: length runs past the end of the buffer')
-        m.documentation = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('DescribeConfigsResourceResult.documentation: string longer than 32767 bytes')
+        m.documentation = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     if buf[pos] == 0:
         pos += 1
@@ -1178,11 +1206,15 @@ def _enc_DescribeConfigsResponse_DescribeConfigsResult_v4(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
     append(_S_b.pack(m.resource_type))
     s4 = m.resource_name.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('ResourceName is longer than 32767 bytes')
     n5 = len(s4) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     append(s4)
@@ -1212,7 +1244,9 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeConfigsResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeConfigsResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -1228,7 +1262,9 @@ def _dec_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeConfigsResult.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeConfigsResult.resource_name: string longer than 32767 bytes')
+        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:

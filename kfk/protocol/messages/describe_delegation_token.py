@@ -154,7 +154,7 @@ def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(buf, pos
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeDelegationTokenOwner.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -164,7 +164,7 @@ def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(buf, pos
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeDelegationTokenOwner.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
@@ -203,10 +203,14 @@ def _dec_DescribeDelegationTokenRequest_v0(buf, pos):
 def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(m, out):
     append = out.append
     s1 = m.principal_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('PrincipalType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.principal_name.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('PrincipalName is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -228,7 +232,9 @@ def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(buf, pos
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeDelegationTokenOwner.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeDelegationTokenOwner.principal_type: string longer than 32767 bytes')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -242,7 +248,9 @@ def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v2(buf, pos
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeDelegationTokenOwner.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeDelegationTokenOwner.principal_name: string longer than 32767 bytes')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -313,7 +321,7 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(buf,
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedDelegationTokenRenewer.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -323,16 +331,16 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(buf,
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedDelegationTokenRenewer.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(m, out):
     append = out.append
-    if m.token_requester_principal_type:
+    if not m.token_requester_principal_type == '':
         raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_type cannot be sent at version 0')
-    if m.token_requester_principal_name:
+    if not m.token_requester_principal_name == '':
         raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_name cannot be sent at version 0')
     s1 = m.principal_type.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -362,7 +370,7 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedDelegationToken.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -372,7 +380,7 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedDelegationToken.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.issue_timestamp, m.expiry_timestamp, m.max_timestamp = _S_qqq.unpack_from(buf, pos)
     pos += 24
@@ -384,7 +392,7 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedDelegationToken.token_id: length runs past the end of the buffer')
-        m.token_id = str(buf[pos:end6], 'utf-8')
+        m.token_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -446,9 +454,9 @@ def _dec_DescribeDelegationTokenResponse_v0(buf, pos):
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(m, out):
     append = out.append
-    if m.token_requester_principal_type:
+    if not m.token_requester_principal_type == '':
         raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_type cannot be sent at version 1')
-    if m.token_requester_principal_name:
+    if not m.token_requester_principal_name == '':
         raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_name cannot be sent at version 1')
     s1 = m.principal_type.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -479,10 +487,14 @@ def _enc_DescribeDelegationTokenResponse_v1(m, out):
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(m, out):
     append = out.append
     s1 = m.principal_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('PrincipalType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.principal_name.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('PrincipalName is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -504,7 +516,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(buf,
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedDelegationTokenRenewer.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribedDelegationTokenRenewer.principal_type: string longer than 32767 bytes')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -518,7 +532,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(buf,
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedDelegationTokenRenewer.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribedDelegationTokenRenewer.principal_name: string longer than 32767 bytes')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -529,20 +545,26 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(buf,
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(m, out):
     append = out.append
-    if m.token_requester_principal_type:
+    if not m.token_requester_principal_type == '':
         raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_type cannot be sent at version 2')
-    if m.token_requester_principal_name:
+    if not m.token_requester_principal_name == '':
         raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_name cannot be sent at version 2')
     s1 = m.principal_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('PrincipalType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.principal_name.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('PrincipalName is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     append(_S_qqq.pack(m.issue_timestamp, m.expiry_timestamp, m.max_timestamp))
     s5 = m.token_id.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('TokenId is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
@@ -571,7 +593,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedDelegationToken.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribedDelegationToken.principal_type: string longer than 32767 bytes')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -585,7 +609,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedDelegationToken.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribedDelegationToken.principal_name: string longer than 32767 bytes')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.issue_timestamp, m.expiry_timestamp, m.max_timestamp = _S_qqq.unpack_from(buf, pos)
     pos += 24
@@ -601,7 +627,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v2(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedDelegationToken.token_id: length runs past the end of the buffer')
-        m.token_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DescribedDelegationToken.token_id: string longer than 32767 bytes')
+        m.token_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -686,23 +714,33 @@ def _dec_DescribeDelegationTokenResponse_v2(buf, pos):
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(m, out):
     append = out.append
     s1 = m.principal_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('PrincipalType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.principal_name.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('PrincipalName is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     s5 = m.token_requester_principal_type.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('TokenRequesterPrincipalType is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
     s7 = m.token_requester_principal_name.encode('utf-8')
+    if len(s7) > 0x7FFF:
+        raise _ProtocolError('TokenRequesterPrincipalName is longer than 32767 bytes')
     n8 = len(s7) + 1
     append(_UV[n8] if n8 < 128 else _uvarint(n8))
     append(s7)
     append(_S_qqq.pack(m.issue_timestamp, m.expiry_timestamp, m.max_timestamp))
     s9 = m.token_id.encode('utf-8')
+    if len(s9) > 0x7FFF:
+        raise _ProtocolError('TokenId is longer than 32767 bytes')
     n10 = len(s9) + 1
     append(_UV[n10] if n10 < 128 else _uvarint(n10))
     append(s9)
@@ -731,7 +769,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedDelegationToken.principal_type: length runs past the end of the buffer')
-        m.principal_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribedDelegationToken.principal_type: string longer than 32767 bytes')
+        m.principal_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -745,7 +785,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedDelegationToken.principal_name: length runs past the end of the buffer')
-        m.principal_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribedDelegationToken.principal_name: string longer than 32767 bytes')
+        m.principal_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -759,7 +801,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedDelegationToken.token_requester_principal_type: length runs past the end of the buffer')
-        m.token_requester_principal_type = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DescribedDelegationToken.token_requester_principal_type: string longer than 32767 bytes')
+        m.token_requester_principal_type = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -773,7 +817,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribedDelegationToken.token_requester_principal_name: length runs past the end of the buffer')
-        m.token_requester_principal_name = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('DescribedDelegationToken.token_requester_principal_name: string longer than 32767 bytes')
+        m.token_requester_principal_name = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.issue_timestamp, m.expiry_timestamp, m.max_timestamp = _S_qqq.unpack_from(buf, pos)
     pos += 24
@@ -789,7 +835,9 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v3(buf, pos):
         end10 = pos + n9
         if end10 > blen:
             raise _ProtocolError('DescribedDelegationToken.token_id: length runs past the end of the buffer')
-        m.token_id = str(buf[pos:end10], 'utf-8')
+        if n9 > 0x7FFF:
+            raise _ProtocolError('DescribedDelegationToken.token_id: string longer than 32767 bytes')
+        m.token_id = str(buf[pos:end10], 'utf-8', 'replace')
         pos = end10
     n11 = buf[pos]
     if n11 < 128:

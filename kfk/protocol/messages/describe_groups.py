@@ -122,7 +122,7 @@ _S_o = _struct.Struct('>?')
 
 def _enc_DescribeGroupsRequest_v0(m, out):
     append = out.append
-    if m.include_authorized_operations:
+    if not m.include_authorized_operations is False:
         raise _UnsupportedVersionError('DescribeGroupsRequest.include_authorized_operations cannot be sent at version 0')
     append(_S_i.pack(len(m.groups)))
     for e in m.groups:
@@ -151,7 +151,7 @@ def _dec_DescribeGroupsRequest_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('DescribeGroupsRequest.groups: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.groups = a2
@@ -161,7 +161,7 @@ def _dec_DescribeGroupsRequest_v0(buf, pos):
 
 def _enc_DescribeGroupsRequest_v1(m, out):
     append = out.append
-    if m.include_authorized_operations:
+    if not m.include_authorized_operations is False:
         raise _UnsupportedVersionError('DescribeGroupsRequest.include_authorized_operations cannot be sent at version 1')
     append(_S_i.pack(len(m.groups)))
     for e in m.groups:
@@ -172,7 +172,7 @@ def _enc_DescribeGroupsRequest_v1(m, out):
 
 def _enc_DescribeGroupsRequest_v2(m, out):
     append = out.append
-    if m.include_authorized_operations:
+    if not m.include_authorized_operations is False:
         raise _UnsupportedVersionError('DescribeGroupsRequest.include_authorized_operations cannot be sent at version 2')
     append(_S_i.pack(len(m.groups)))
     for e in m.groups:
@@ -211,7 +211,7 @@ def _dec_DescribeGroupsRequest_v3(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('DescribeGroupsRequest.groups: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.groups = a2
@@ -226,6 +226,8 @@ def _enc_DescribeGroupsRequest_v5(m, out):
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.groups:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('Groups is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -261,7 +263,9 @@ def _dec_DescribeGroupsRequest_v5(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('DescribeGroupsRequest.groups: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('DescribeGroupsRequest.groups: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.groups = a2
@@ -302,7 +306,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedGroupMember.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -312,7 +316,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedGroupMember.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end4], 'utf-8')
+        m.client_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -322,7 +326,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedGroupMember.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end6], 'utf-8')
+        m.client_host = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -350,7 +354,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos):
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v0(m, out):
     append = out.append
-    if m.authorized_operations != -2147483648:
+    if not m.authorized_operations == -2147483648:
         raise _UnsupportedVersionError('DescribedGroup.authorized_operations cannot be sent at version 0')
     append(_S_h.pack(m.error_code))
     s1 = m.group_id.encode('utf-8')
@@ -383,7 +387,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -393,7 +397,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedGroup.group_state: length runs past the end of the buffer')
-        m.group_state = str(buf[pos:end4], 'utf-8')
+        m.group_state = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -403,7 +407,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedGroup.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end6], 'utf-8')
+        m.protocol_type = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -413,7 +417,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v0(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribedGroup.protocol_data: length runs past the end of the buffer')
-        m.protocol_data = str(buf[pos:end8], 'utf-8')
+        m.protocol_data = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -459,7 +463,7 @@ def _dec_DescribeGroupsResponse_v0(buf, pos):
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v1(m, out):
     append = out.append
-    if m.authorized_operations != -2147483648:
+    if not m.authorized_operations == -2147483648:
         raise _UnsupportedVersionError('DescribedGroup.authorized_operations cannot be sent at version 1')
     append(_S_h.pack(m.error_code))
     s1 = m.group_id.encode('utf-8')
@@ -509,7 +513,7 @@ def _dec_DescribeGroupsResponse_v1(buf, pos):
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v2(m, out):
     append = out.append
-    if m.authorized_operations != -2147483648:
+    if not m.authorized_operations == -2147483648:
         raise _UnsupportedVersionError('DescribedGroup.authorized_operations cannot be sent at version 2')
     append(_S_h.pack(m.error_code))
     s1 = m.group_id.encode('utf-8')
@@ -571,7 +575,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -581,7 +585,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedGroup.group_state: length runs past the end of the buffer')
-        m.group_state = str(buf[pos:end4], 'utf-8')
+        m.group_state = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -591,7 +595,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedGroup.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end6], 'utf-8')
+        m.protocol_type = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -601,7 +605,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribedGroup.protocol_data: length runs past the end of the buffer')
-        m.protocol_data = str(buf[pos:end8], 'utf-8')
+        m.protocol_data = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -683,7 +687,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedGroupMember.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -695,7 +699,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedGroupMember.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -705,7 +709,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedGroupMember.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end6], 'utf-8')
+        m.client_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -715,7 +719,7 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribedGroupMember.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end8], 'utf-8')
+        m.client_host = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -774,7 +778,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -784,7 +788,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedGroup.group_state: length runs past the end of the buffer')
-        m.group_state = str(buf[pos:end4], 'utf-8')
+        m.group_state = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -794,7 +798,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedGroup.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end6], 'utf-8')
+        m.protocol_type = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -804,7 +808,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribedGroup.protocol_data: length runs past the end of the buffer')
-        m.protocol_data = str(buf[pos:end8], 'utf-8')
+        m.protocol_data = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -854,6 +858,8 @@ def _dec_DescribeGroupsResponse_v4(buf, pos):
 def _enc_DescribeGroupsResponse_DescribedGroupMember_v5(m, out):
     append = out.append
     s1 = m.member_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -862,14 +868,20 @@ def _enc_DescribeGroupsResponse_DescribedGroupMember_v5(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
     s6 = m.client_id.encode('utf-8')
+    if len(s6) > 0x7FFF:
+        raise _ProtocolError('ClientId is longer than 32767 bytes')
     n7 = len(s6) + 1
     append(_UV[n7] if n7 < 128 else _uvarint(n7))
     append(s6)
     s8 = m.client_host.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('ClientHost is longer than 32767 bytes')
     n9 = len(s8) + 1
     append(_UV[n9] if n9 < 128 else _uvarint(n9))
     append(s8)
@@ -897,7 +909,9 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedGroupMember.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribedGroupMember.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -913,7 +927,9 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedGroupMember.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribedGroupMember.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -927,7 +943,9 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedGroupMember.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DescribedGroupMember.client_id: string longer than 32767 bytes')
+        m.client_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -941,7 +959,9 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribedGroupMember.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('DescribedGroupMember.client_host: string longer than 32767 bytes')
+        m.client_host = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:
@@ -982,18 +1002,26 @@ def _enc_DescribeGroupsResponse_DescribedGroup_v5(m, out):
     append = out.append
     append(_S_h.pack(m.error_code))
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.group_state.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('GroupState is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     s5 = m.protocol_type.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('ProtocolType is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
     s7 = m.protocol_data.encode('utf-8')
+    if len(s7) > 0x7FFF:
+        raise _ProtocolError('ProtocolData is longer than 32767 bytes')
     n8 = len(s7) + 1
     append(_UV[n8] if n8 < 128 else _uvarint(n8))
     append(s7)
@@ -1022,7 +1050,9 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1036,7 +1066,9 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedGroup.group_state: length runs past the end of the buffer')
-        m.group_state = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.group_state: string longer than 32767 bytes')
+        m.group_state = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -1050,7 +1082,9 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedGroup.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -1064,7 +1098,9 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribedGroup.protocol_data: length runs past the end of the buffer')
-        m.protocol_data = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.protocol_data: string longer than 32767 bytes')
+        m.protocol_data = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:

@@ -164,7 +164,7 @@ def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribableLogDirTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -212,6 +212,8 @@ def _dec_DescribeLogDirsRequest_v0(buf, pos):
 def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v2(m, out):
     append = out.append
     s1 = m.topic.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Topic is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -236,7 +238,9 @@ def _dec_DescribeLogDirsRequest_DescribableLogDirTopic_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribableLogDirTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribableLogDirTopic.topic: string longer than 32767 bytes')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -333,7 +337,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeLogDirsTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -374,7 +378,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeLogDirsResult.log_dir: length runs past the end of the buffer')
-        m.log_dir = str(buf[pos:end2], 'utf-8')
+        m.log_dir = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -443,6 +447,8 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(buf, pos):
 def _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -468,7 +474,9 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeLogDirsTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeLogDirsTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -497,6 +505,8 @@ def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v2(m, out):
     append = out.append
     append(_S_h.pack(m.error_code))
     s1 = m.log_dir.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('LogDir is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -524,7 +534,9 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeLogDirsResult.log_dir: length runs past the end of the buffer')
-        m.log_dir = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeLogDirsResult.log_dir: string longer than 32767 bytes')
+        m.log_dir = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -632,6 +644,8 @@ def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v4(m, out):
     append = out.append
     append(_S_h.pack(m.error_code))
     s1 = m.log_dir.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('LogDir is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -660,7 +674,9 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeLogDirsResult.log_dir: length runs past the end of the buffer')
-        m.log_dir = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeLogDirsResult.log_dir: string longer than 32767 bytes')
+        m.log_dir = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

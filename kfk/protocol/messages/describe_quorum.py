@@ -224,6 +224,8 @@ def _dec_DescribeQuorumRequest_PartitionData_v0(buf, pos):
 def _enc_DescribeQuorumRequest_TopicData_v0(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -249,7 +251,9 @@ def _dec_DescribeQuorumRequest_TopicData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -311,7 +315,7 @@ def _dec_DescribeQuorumRequest_v0(buf, pos):
 
 def _enc_DescribeQuorumResponse_ReplicaState_v0(m, out):
     append = out.append
-    if m.replica_directory_id != _ZERO_UUID:
+    if not m.replica_directory_id == _ZERO_UUID:
         raise _UnsupportedVersionError('ReplicaState.replica_directory_id cannot be sent at version 0')
     append(_S_iq.pack(m.replica_id, m.log_end_offset))
     append(b'\x00')
@@ -394,6 +398,8 @@ def _dec_DescribeQuorumResponse_PartitionData_v0(buf, pos):
 def _enc_DescribeQuorumResponse_TopicData_v0(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -419,7 +425,9 @@ def _dec_DescribeQuorumResponse_TopicData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -446,7 +454,7 @@ def _dec_DescribeQuorumResponse_TopicData_v0(buf, pos):
 
 def _enc_DescribeQuorumResponse_v0(m, out):
     append = out.append
-    if m.nodes:
+    if not not m.nodes:
         raise _UnsupportedVersionError('DescribeQuorumResponse.nodes cannot be sent at version 0')
     append(_S_h.pack(m.error_code))
     n1 = len(m.topics) + 1
@@ -488,7 +496,7 @@ def _dec_DescribeQuorumResponse_v0(buf, pos):
 
 def _enc_DescribeQuorumResponse_ReplicaState_v1(m, out):
     append = out.append
-    if m.replica_directory_id != _ZERO_UUID:
+    if not m.replica_directory_id == _ZERO_UUID:
         raise _UnsupportedVersionError('ReplicaState.replica_directory_id cannot be sent at version 1')
     append(_S_iqqq.pack(m.replica_id, m.log_end_offset, m.last_fetch_timestamp, m.last_caught_up_timestamp))
     append(b'\x00')
@@ -569,6 +577,8 @@ def _dec_DescribeQuorumResponse_PartitionData_v1(buf, pos):
 def _enc_DescribeQuorumResponse_TopicData_v1(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -594,7 +604,9 @@ def _dec_DescribeQuorumResponse_TopicData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -621,7 +633,7 @@ def _dec_DescribeQuorumResponse_TopicData_v1(buf, pos):
 
 def _enc_DescribeQuorumResponse_v1(m, out):
     append = out.append
-    if m.nodes:
+    if not not m.nodes:
         raise _UnsupportedVersionError('DescribeQuorumResponse.nodes cannot be sent at version 1')
     append(_S_h.pack(m.error_code))
     n1 = len(m.topics) + 1
@@ -692,6 +704,8 @@ def _enc_DescribeQuorumResponse_PartitionData_v2(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -726,7 +740,9 @@ def _dec_DescribeQuorumResponse_PartitionData_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('PartitionData.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('PartitionData.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.leader_id, m.leader_epoch, m.high_watermark = _S_iiq.unpack_from(buf, pos)
     pos += 16
@@ -772,6 +788,8 @@ def _dec_DescribeQuorumResponse_PartitionData_v2(buf, pos):
 def _enc_DescribeQuorumResponse_TopicData_v2(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -797,7 +815,9 @@ def _dec_DescribeQuorumResponse_TopicData_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -825,10 +845,14 @@ def _dec_DescribeQuorumResponse_TopicData_v2(buf, pos):
 def _enc_DescribeQuorumResponse_Listener_v2(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.host.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -851,7 +875,9 @@ def _dec_DescribeQuorumResponse_Listener_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Listener.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Listener.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -865,7 +891,9 @@ def _dec_DescribeQuorumResponse_Listener_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('Listener.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('Listener.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
@@ -922,6 +950,8 @@ def _enc_DescribeQuorumResponse_v2(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -955,7 +985,9 @@ def _dec_DescribeQuorumResponse_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeQuorumResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeQuorumResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

@@ -175,6 +175,8 @@ _S_uo = _struct.Struct('>16s?')
 def _enc_DescribeTopicPartitionsRequest_TopicRequest_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -196,7 +198,9 @@ def _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicRequest.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicRequest.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1
@@ -208,6 +212,8 @@ def _dec_DescribeTopicPartitionsRequest_TopicRequest_v0(buf, pos):
 def _enc_DescribeTopicPartitionsRequest_Cursor_v0(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -230,7 +236,9 @@ def _dec_DescribeTopicPartitionsRequest_Cursor_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Cursor.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Cursor.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -409,6 +417,8 @@ def _enc_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('Name is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -440,7 +450,9 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeTopicPartitionsResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeTopicPartitionsResponseTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, u4, = _S_uo.unpack_from(buf, pos)
     m.topic_id = _UUID(bytes=u3)
@@ -474,6 +486,8 @@ def _dec_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0
 def _enc_DescribeTopicPartitionsResponse_Cursor_v0(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -496,7 +510,9 @@ def _dec_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Cursor.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Cursor.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4

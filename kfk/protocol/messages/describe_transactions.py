@@ -118,6 +118,8 @@ def _enc_DescribeTransactionsRequest_v0(m, out):
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.transactional_ids:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('TransactionalIds is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -152,7 +154,9 @@ def _dec_DescribeTransactionsRequest_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('DescribeTransactionsRequest.transactional_ids: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('DescribeTransactionsRequest.transactional_ids: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.transactional_ids = a2
@@ -166,6 +170,8 @@ def _dec_DescribeTransactionsRequest_v0(buf, pos):
 def _enc_DescribeTransactionsResponse_TopicData_v0(m, out):
     append = out.append
     s1 = m.topic.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Topic is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -190,7 +196,9 @@ def _dec_DescribeTransactionsResponse_TopicData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic: string longer than 32767 bytes')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -216,10 +224,14 @@ def _enc_DescribeTransactionsResponse_TransactionState_v0(m, out):
     append = out.append
     append(_S_h.pack(m.error_code))
     s1 = m.transactional_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TransactionalId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.transaction_state.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('TransactionState is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -248,7 +260,9 @@ def _dec_DescribeTransactionsResponse_TransactionState_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TransactionState.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TransactionState.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -262,7 +276,9 @@ def _dec_DescribeTransactionsResponse_TransactionState_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('TransactionState.transaction_state: length runs past the end of the buffer')
-        m.transaction_state = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('TransactionState.transaction_state: string longer than 32767 bytes')
+        m.transaction_state = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.transaction_timeout_ms, m.transaction_start_time_ms, m.producer_id, m.producer_epoch = _S_iqqh.unpack_from(buf, pos)
     pos += 22

@@ -124,6 +124,8 @@ _S_ih = _struct.Struct('>ih')
 def _enc_DescribeUserScramCredentialsRequest_UserName_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -145,7 +147,9 @@ def _dec_DescribeUserScramCredentialsRequest_UserName_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UserName.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('UserName.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1
@@ -216,6 +220,8 @@ def _dec_DescribeUserScramCredentialsResponse_CredentialInfo_v0(buf, pos):
 def _enc_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult_v0(m, out):
     append = out.append
     s1 = m.user.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('User is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -225,6 +231,8 @@ def _enc_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -250,7 +258,9 @@ def _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeUserScramCredentialsResult.user: length runs past the end of the buffer')
-        m.user = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeUserScramCredentialsResult.user: string longer than 32767 bytes')
+        m.user = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -268,7 +278,9 @@ def _dec_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribeUserScramCredentialsResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeUserScramCredentialsResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -301,6 +313,8 @@ def _enc_DescribeUserScramCredentialsResponse_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -330,7 +344,9 @@ def _dec_DescribeUserScramCredentialsResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribeUserScramCredentialsResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeUserScramCredentialsResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

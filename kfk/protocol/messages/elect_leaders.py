@@ -144,7 +144,7 @@ def _dec_ElectLeadersRequest_TopicPartitions_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicPartitions.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -160,7 +160,7 @@ def _dec_ElectLeadersRequest_TopicPartitions_v0(buf, pos):
 
 def _enc_ElectLeadersRequest_v0(m, out):
     append = out.append
-    if m.election_type != 0:
+    if not m.election_type == 0:
         raise _UnsupportedVersionError('ElectLeadersRequest.election_type cannot be sent at version 0')
     x1 = m.topic_partitions
     if x1 is None:
@@ -235,6 +235,8 @@ def _dec_ElectLeadersRequest_v1(buf, pos):
 def _enc_ElectLeadersRequest_TopicPartitions_v2(m, out):
     append = out.append
     s1 = m.topic.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Topic is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -259,7 +261,9 @@ def _dec_ElectLeadersRequest_TopicPartitions_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicPartitions.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicPartitions.topic: string longer than 32767 bytes')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -355,7 +359,7 @@ def _dec_ElectLeadersResponse_PartitionResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('PartitionResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     return m, pos
 
@@ -381,7 +385,7 @@ def _dec_ElectLeadersResponse_ReplicaElectionResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ReplicaElectionResult.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -400,7 +404,7 @@ def _dec_ElectLeadersResponse_ReplicaElectionResult_v0(buf, pos):
 
 def _enc_ElectLeadersResponse_v0(m, out):
     append = out.append
-    if m.error_code != 0:
+    if not m.error_code == 0:
         raise _UnsupportedVersionError('ElectLeadersResponse.error_code cannot be sent at version 0')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.replica_election_results)))
@@ -465,6 +469,8 @@ def _enc_ElectLeadersResponse_PartitionResult_v2(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -490,7 +496,9 @@ def _dec_ElectLeadersResponse_PartitionResult_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('PartitionResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('PartitionResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1
@@ -502,6 +510,8 @@ def _dec_ElectLeadersResponse_PartitionResult_v2(buf, pos):
 def _enc_ElectLeadersResponse_ReplicaElectionResult_v2(m, out):
     append = out.append
     s1 = m.topic.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Topic is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -527,7 +537,9 @@ def _dec_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ReplicaElectionResult.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ReplicaElectionResult.topic: string longer than 32767 bytes')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

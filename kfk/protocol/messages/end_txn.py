@@ -100,7 +100,7 @@ def _dec_EndTxnRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EndTxnRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.producer_id, m.producer_epoch, m.committed = _S_qho.unpack_from(buf, pos)
     pos += 11
@@ -110,6 +110,8 @@ def _dec_EndTxnRequest_v0(buf, pos):
 def _enc_EndTxnRequest_v3(m, out):
     append = out.append
     s1 = m.transactional_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TransactionalId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -132,7 +134,9 @@ def _dec_EndTxnRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EndTxnRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('EndTxnRequest.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.producer_id, m.producer_epoch, m.committed = _S_qho.unpack_from(buf, pos)
     pos += 11

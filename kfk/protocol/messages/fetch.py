@@ -318,9 +318,37 @@ _S_qq = _struct.Struct('>qq')
 _S_u = _struct.Struct('>16s')
 
 
+def _is_default_FetchRequest_ReplicaState(m):
+    return (
+        m.replica_id == -1
+        and m.replica_epoch == -1
+    )
+
+
+def _is_default_FetchResponse_EpochEndOffset(m):
+    return (
+        m.epoch == -1
+        and m.end_offset == -1
+    )
+
+
+def _is_default_FetchResponse_LeaderIdAndEpoch(m):
+    return (
+        m.leader_id == -1
+        and m.leader_epoch == -1
+    )
+
+
+def _is_default_FetchResponse_SnapshotId(m):
+    return (
+        m.end_offset == -1
+        and m.epoch == -1
+    )
+
+
 def _enc_FetchRequest_FetchPartition_v0(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 0')
     append(_S_iqi.pack(m.partition, m.fetch_offset, m.partition_max_bytes))
 
@@ -358,7 +386,7 @@ def _dec_FetchRequest_FetchTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FetchTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -378,9 +406,9 @@ def _dec_FetchRequest_FetchTopic_v0(buf, pos):
 
 def _enc_FetchRequest_v0(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 0')
-    if m.forgotten_topics_data:
+    if not not m.forgotten_topics_data:
         raise _UnsupportedVersionError('FetchRequest.forgotten_topics_data cannot be sent at version 0')
     append(_S_iii.pack(m.replica_id, m.max_wait_ms, m.min_bytes))
     append(_S_i.pack(len(m.topics)))
@@ -418,7 +446,7 @@ def _dec_FetchRequest_v0(buf, pos):
 
 def _enc_FetchRequest_FetchPartition_v1(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 1')
     append(_S_iqi.pack(m.partition, m.fetch_offset, m.partition_max_bytes))
 
@@ -435,9 +463,9 @@ def _enc_FetchRequest_FetchTopic_v1(m, out):
 
 def _enc_FetchRequest_v1(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 1')
-    if m.forgotten_topics_data:
+    if not not m.forgotten_topics_data:
         raise _UnsupportedVersionError('FetchRequest.forgotten_topics_data cannot be sent at version 1')
     append(_S_iii.pack(m.replica_id, m.max_wait_ms, m.min_bytes))
     append(_S_i.pack(len(m.topics)))
@@ -447,7 +475,7 @@ def _enc_FetchRequest_v1(m, out):
 
 def _enc_FetchRequest_FetchPartition_v2(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 2')
     append(_S_iqi.pack(m.partition, m.fetch_offset, m.partition_max_bytes))
 
@@ -464,9 +492,9 @@ def _enc_FetchRequest_FetchTopic_v2(m, out):
 
 def _enc_FetchRequest_v2(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 2')
-    if m.forgotten_topics_data:
+    if not not m.forgotten_topics_data:
         raise _UnsupportedVersionError('FetchRequest.forgotten_topics_data cannot be sent at version 2')
     append(_S_iii.pack(m.replica_id, m.max_wait_ms, m.min_bytes))
     append(_S_i.pack(len(m.topics)))
@@ -476,7 +504,7 @@ def _enc_FetchRequest_v2(m, out):
 
 def _enc_FetchRequest_FetchPartition_v3(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 3')
     append(_S_iqi.pack(m.partition, m.fetch_offset, m.partition_max_bytes))
 
@@ -493,9 +521,9 @@ def _enc_FetchRequest_FetchTopic_v3(m, out):
 
 def _enc_FetchRequest_v3(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 3')
-    if m.forgotten_topics_data:
+    if not not m.forgotten_topics_data:
         raise _UnsupportedVersionError('FetchRequest.forgotten_topics_data cannot be sent at version 3')
     append(_S_iiii.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes))
     append(_S_i.pack(len(m.topics)))
@@ -532,7 +560,7 @@ def _dec_FetchRequest_v3(buf, pos):
 
 def _enc_FetchRequest_FetchPartition_v4(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 4')
     append(_S_iqi.pack(m.partition, m.fetch_offset, m.partition_max_bytes))
 
@@ -549,9 +577,9 @@ def _enc_FetchRequest_FetchTopic_v4(m, out):
 
 def _enc_FetchRequest_v4(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 4')
-    if m.forgotten_topics_data:
+    if not not m.forgotten_topics_data:
         raise _UnsupportedVersionError('FetchRequest.forgotten_topics_data cannot be sent at version 4')
     append(_S_iiiib.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level))
     append(_S_i.pack(len(m.topics)))
@@ -587,7 +615,7 @@ def _dec_FetchRequest_v4(buf, pos):
 
 def _enc_FetchRequest_FetchPartition_v5(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 5')
     append(_S_iqqi.pack(m.partition, m.fetch_offset, m.log_start_offset, m.partition_max_bytes))
 
@@ -624,7 +652,7 @@ def _dec_FetchRequest_FetchTopic_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FetchTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -644,9 +672,9 @@ def _dec_FetchRequest_FetchTopic_v5(buf, pos):
 
 def _enc_FetchRequest_v5(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 5')
-    if m.forgotten_topics_data:
+    if not not m.forgotten_topics_data:
         raise _UnsupportedVersionError('FetchRequest.forgotten_topics_data cannot be sent at version 5')
     append(_S_iiiib.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level))
     append(_S_i.pack(len(m.topics)))
@@ -682,7 +710,7 @@ def _dec_FetchRequest_v5(buf, pos):
 
 def _enc_FetchRequest_FetchPartition_v6(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 6')
     append(_S_iqqi.pack(m.partition, m.fetch_offset, m.log_start_offset, m.partition_max_bytes))
 
@@ -699,9 +727,9 @@ def _enc_FetchRequest_FetchTopic_v6(m, out):
 
 def _enc_FetchRequest_v6(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 6')
-    if m.forgotten_topics_data:
+    if not not m.forgotten_topics_data:
         raise _UnsupportedVersionError('FetchRequest.forgotten_topics_data cannot be sent at version 6')
     append(_S_iiiib.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level))
     append(_S_i.pack(len(m.topics)))
@@ -711,7 +739,7 @@ def _enc_FetchRequest_v6(m, out):
 
 def _enc_FetchRequest_FetchPartition_v7(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 7')
     append(_S_iqqi.pack(m.partition, m.fetch_offset, m.log_start_offset, m.partition_max_bytes))
 
@@ -746,7 +774,7 @@ def _dec_FetchRequest_ForgottenTopic_v7(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ForgottenTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -763,7 +791,7 @@ def _dec_FetchRequest_ForgottenTopic_v7(buf, pos):
 
 def _enc_FetchRequest_v7(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 7')
     append(_S_iiiibii.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     append(_S_i.pack(len(m.topics)))
@@ -811,7 +839,7 @@ def _dec_FetchRequest_v7(buf, pos):
 
 def _enc_FetchRequest_FetchPartition_v8(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 8')
     append(_S_iqqi.pack(m.partition, m.fetch_offset, m.log_start_offset, m.partition_max_bytes))
 
@@ -828,7 +856,7 @@ def _enc_FetchRequest_FetchTopic_v8(m, out):
 
 def _enc_FetchRequest_v8(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 8')
     append(_S_iiiibii.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     append(_S_i.pack(len(m.topics)))
@@ -841,7 +869,7 @@ def _enc_FetchRequest_v8(m, out):
 
 def _enc_FetchRequest_FetchPartition_v9(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 9')
     append(_S_iiqqi.pack(m.partition, m.current_leader_epoch, m.fetch_offset, m.log_start_offset, m.partition_max_bytes))
 
@@ -877,7 +905,7 @@ def _dec_FetchRequest_FetchTopic_v9(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FetchTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -897,7 +925,7 @@ def _dec_FetchRequest_FetchTopic_v9(buf, pos):
 
 def _enc_FetchRequest_v9(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 9')
     append(_S_iiiibii.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     append(_S_i.pack(len(m.topics)))
@@ -945,7 +973,7 @@ def _dec_FetchRequest_v9(buf, pos):
 
 def _enc_FetchRequest_FetchPartition_v10(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 10')
     append(_S_iiqqi.pack(m.partition, m.current_leader_epoch, m.fetch_offset, m.log_start_offset, m.partition_max_bytes))
 
@@ -962,7 +990,7 @@ def _enc_FetchRequest_FetchTopic_v10(m, out):
 
 def _enc_FetchRequest_v10(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 10')
     append(_S_iiiibii.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     append(_S_i.pack(len(m.topics)))
@@ -975,7 +1003,7 @@ def _enc_FetchRequest_v10(m, out):
 
 def _enc_FetchRequest_FetchPartition_v11(m, out):
     append = out.append
-    if m.last_fetched_epoch != -1:
+    if not m.last_fetched_epoch == -1:
         raise _UnsupportedVersionError('FetchPartition.last_fetched_epoch cannot be sent at version 11')
     append(_S_iiqqi.pack(m.partition, m.current_leader_epoch, m.fetch_offset, m.log_start_offset, m.partition_max_bytes))
 
@@ -992,7 +1020,7 @@ def _enc_FetchRequest_FetchTopic_v11(m, out):
 
 def _enc_FetchRequest_v11(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 11')
     append(_S_iiiibii.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     append(_S_i.pack(len(m.topics)))
@@ -1043,7 +1071,7 @@ def _dec_FetchRequest_v11(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('FetchRequest.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end6], 'utf-8')
+        m.rack_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.cluster_id = None
     m.replica_state = FetchRequest.ReplicaState()
@@ -1072,6 +1100,8 @@ def _dec_FetchRequest_FetchPartition_v12(buf, pos):
 def _enc_FetchRequest_FetchTopic_v12(m, out):
     append = out.append
     s1 = m.topic.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Topic is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1097,7 +1127,9 @@ def _dec_FetchRequest_FetchTopic_v12(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FetchTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('FetchTopic.topic: string longer than 32767 bytes')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1126,6 +1158,8 @@ def _dec_FetchRequest_FetchTopic_v12(buf, pos):
 def _enc_FetchRequest_ForgottenTopic_v12(m, out):
     append = out.append
     s1 = m.topic.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Topic is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1150,7 +1184,9 @@ def _dec_FetchRequest_ForgottenTopic_v12(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ForgottenTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ForgottenTopic.topic: string longer than 32767 bytes')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1175,7 +1211,7 @@ def _dec_FetchRequest_ForgottenTopic_v12(buf, pos):
 
 def _enc_FetchRequest_v12(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 12')
     append(_S_iiiibii.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     n1 = len(m.topics) + 1
@@ -1187,17 +1223,21 @@ def _enc_FetchRequest_v12(m, out):
     for e in m.forgotten_topics_data:
         _enc_FetchRequest_ForgottenTopic_v12(e, out)
     s3 = m.rack_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('RackId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     tagged = []
-    if m.cluster_id is not None:
+    if not m.cluster_id is None:
         t = []
         x5 = m.cluster_id
         if x5 is None:
             t.append(b'\x00')
         else:
             s6 = x5.encode('utf-8')
+            if len(s6) > 0x7FFF:
+                raise _ProtocolError('ClusterId is longer than 32767 bytes')
             n7 = len(s6) + 1
             t.append(_UV[n7] if n7 < 128 else _uvarint(n7))
             t.append(s6)
@@ -1258,7 +1298,9 @@ def _dec_FetchRequest_v12(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('FetchRequest.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('FetchRequest.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.cluster_id = None
     ntags, pos = _read_uvarint(buf, pos)
@@ -1283,7 +1325,9 @@ def _dec_FetchRequest_v12(buf, pos):
                 end8 = pos + n7
                 if end8 > blen:
                     raise _ProtocolError('FetchRequest.cluster_id: length runs past the end of the buffer')
-                m.cluster_id = str(buf[pos:end8], 'utf-8')
+                if n7 > 0x7FFF:
+                    raise _ProtocolError('FetchRequest.cluster_id: string longer than 32767 bytes')
+                m.cluster_id = str(buf[pos:end8], 'utf-8', 'replace')
                 pos = end8
         pos = tag_end
     m.replica_state = FetchRequest.ReplicaState()
@@ -1368,7 +1412,7 @@ def _dec_FetchRequest_ForgottenTopic_v13(buf, pos):
 
 def _enc_FetchRequest_v13(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 13')
     append(_S_iiiibii.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     n1 = len(m.topics) + 1
@@ -1380,17 +1424,21 @@ def _enc_FetchRequest_v13(m, out):
     for e in m.forgotten_topics_data:
         _enc_FetchRequest_ForgottenTopic_v13(e, out)
     s3 = m.rack_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('RackId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     tagged = []
-    if m.cluster_id is not None:
+    if not m.cluster_id is None:
         t = []
         x5 = m.cluster_id
         if x5 is None:
             t.append(b'\x00')
         else:
             s6 = x5.encode('utf-8')
+            if len(s6) > 0x7FFF:
+                raise _ProtocolError('ClusterId is longer than 32767 bytes')
             n7 = len(s6) + 1
             t.append(_UV[n7] if n7 < 128 else _uvarint(n7))
             t.append(s6)
@@ -1451,7 +1499,9 @@ def _dec_FetchRequest_v13(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('FetchRequest.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('FetchRequest.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.cluster_id = None
     ntags, pos = _read_uvarint(buf, pos)
@@ -1476,7 +1526,9 @@ def _dec_FetchRequest_v13(buf, pos):
                 end8 = pos + n7
                 if end8 > blen:
                     raise _ProtocolError('FetchRequest.cluster_id: length runs past the end of the buffer')
-                m.cluster_id = str(buf[pos:end8], 'utf-8')
+                if n7 > 0x7FFF:
+                    raise _ProtocolError('FetchRequest.cluster_id: string longer than 32767 bytes')
+                m.cluster_id = str(buf[pos:end8], 'utf-8', 'replace')
                 pos = end8
         pos = tag_end
     m.replica_state = FetchRequest.ReplicaState()
@@ -1485,7 +1537,7 @@ def _dec_FetchRequest_v13(buf, pos):
 
 def _enc_FetchRequest_v14(m, out):
     append = out.append
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         raise _UnsupportedVersionError('FetchRequest.replica_state cannot be sent at version 14')
     append(_S_iiiibii.pack(m.replica_id, m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     n1 = len(m.topics) + 1
@@ -1497,17 +1549,21 @@ def _enc_FetchRequest_v14(m, out):
     for e in m.forgotten_topics_data:
         _enc_FetchRequest_ForgottenTopic_v13(e, out)
     s3 = m.rack_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('RackId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     tagged = []
-    if m.cluster_id is not None:
+    if not m.cluster_id is None:
         t = []
         x5 = m.cluster_id
         if x5 is None:
             t.append(b'\x00')
         else:
             s6 = x5.encode('utf-8')
+            if len(s6) > 0x7FFF:
+                raise _ProtocolError('ClusterId is longer than 32767 bytes')
             n7 = len(s6) + 1
             t.append(_UV[n7] if n7 < 128 else _uvarint(n7))
             t.append(s6)
@@ -1539,7 +1595,7 @@ def _dec_FetchRequest_ReplicaState_v15(buf, pos):
 
 def _enc_FetchRequest_v15(m, out):
     append = out.append
-    if m.replica_id != -1:
+    if not m.replica_id == -1:
         raise _UnsupportedVersionError('FetchRequest.replica_id cannot be sent at version 15')
     append(_S_iiibii.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     n1 = len(m.topics) + 1
@@ -1551,22 +1607,26 @@ def _enc_FetchRequest_v15(m, out):
     for e in m.forgotten_topics_data:
         _enc_FetchRequest_ForgottenTopic_v13(e, out)
     s3 = m.rack_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('RackId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     tagged = []
-    if m.cluster_id is not None:
+    if not m.cluster_id is None:
         t = []
         x5 = m.cluster_id
         if x5 is None:
             t.append(b'\x00')
         else:
             s6 = x5.encode('utf-8')
+            if len(s6) > 0x7FFF:
+                raise _ProtocolError('ClusterId is longer than 32767 bytes')
             n7 = len(s6) + 1
             t.append(_UV[n7] if n7 < 128 else _uvarint(n7))
             t.append(s6)
         tagged.append((0, b''.join(t)))
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         t = []
         _enc_FetchRequest_ReplicaState_v15(m.replica_state, t)
         tagged.append((1, b''.join(t)))
@@ -1626,7 +1686,9 @@ def _dec_FetchRequest_v15(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('FetchRequest.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('FetchRequest.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.cluster_id = None
     m.replica_state = FetchRequest.ReplicaState()
@@ -1652,7 +1714,9 @@ def _dec_FetchRequest_v15(buf, pos):
                 end8 = pos + n7
                 if end8 > blen:
                     raise _ProtocolError('FetchRequest.cluster_id: length runs past the end of the buffer')
-                m.cluster_id = str(buf[pos:end8], 'utf-8')
+                if n7 > 0x7FFF:
+                    raise _ProtocolError('FetchRequest.cluster_id: string longer than 32767 bytes')
+                m.cluster_id = str(buf[pos:end8], 'utf-8', 'replace')
                 pos = end8
         elif tag == 1:
             m.replica_state, pos = _dec_FetchRequest_ReplicaState_v15(buf, pos)
@@ -1663,7 +1727,7 @@ def _dec_FetchRequest_v15(buf, pos):
 
 def _enc_FetchRequest_v16(m, out):
     append = out.append
-    if m.replica_id != -1:
+    if not m.replica_id == -1:
         raise _UnsupportedVersionError('FetchRequest.replica_id cannot be sent at version 16')
     append(_S_iiibii.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     n1 = len(m.topics) + 1
@@ -1675,22 +1739,26 @@ def _enc_FetchRequest_v16(m, out):
     for e in m.forgotten_topics_data:
         _enc_FetchRequest_ForgottenTopic_v13(e, out)
     s3 = m.rack_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('RackId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     tagged = []
-    if m.cluster_id is not None:
+    if not m.cluster_id is None:
         t = []
         x5 = m.cluster_id
         if x5 is None:
             t.append(b'\x00')
         else:
             s6 = x5.encode('utf-8')
+            if len(s6) > 0x7FFF:
+                raise _ProtocolError('ClusterId is longer than 32767 bytes')
             n7 = len(s6) + 1
             t.append(_UV[n7] if n7 < 128 else _uvarint(n7))
             t.append(s6)
         tagged.append((0, b''.join(t)))
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         t = []
         _enc_FetchRequest_ReplicaState_v15(m.replica_state, t)
         tagged.append((1, b''.join(t)))
@@ -1705,7 +1773,7 @@ def _enc_FetchRequest_FetchPartition_v17(m, out):
     append = out.append
     append(_S_iiqiqi.pack(m.partition, m.current_leader_epoch, m.fetch_offset, m.last_fetched_epoch, m.log_start_offset, m.partition_max_bytes))
     tagged = []
-    if m.replica_directory_id != _ZERO_UUID:
+    if not m.replica_directory_id == _ZERO_UUID:
         t = []
         t.append(m.replica_directory_id.bytes)
         tagged.append((0, b''.join(t)))
@@ -1778,7 +1846,7 @@ def _dec_FetchRequest_FetchTopic_v17(buf, pos):
 
 def _enc_FetchRequest_v17(m, out):
     append = out.append
-    if m.replica_id != -1:
+    if not m.replica_id == -1:
         raise _UnsupportedVersionError('FetchRequest.replica_id cannot be sent at version 17')
     append(_S_iiibii.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
     n1 = len(m.topics) + 1
@@ -1790,22 +1858,26 @@ def _enc_FetchRequest_v17(m, out):
     for e in m.forgotten_topics_data:
         _enc_FetchRequest_ForgottenTopic_v13(e, out)
     s3 = m.rack_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('RackId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     tagged = []
-    if m.cluster_id is not None:
+    if not m.cluster_id is None:
         t = []
         x5 = m.cluster_id
         if x5 is None:
             t.append(b'\x00')
         else:
             s6 = x5.encode('utf-8')
+            if len(s6) > 0x7FFF:
+                raise _ProtocolError('ClusterId is longer than 32767 bytes')
             n7 = len(s6) + 1
             t.append(_UV[n7] if n7 < 128 else _uvarint(n7))
             t.append(s6)
         tagged.append((0, b''.join(t)))
-    if m.replica_state != FetchRequest.ReplicaState():
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
         t = []
         _enc_FetchRequest_ReplicaState_v15(m.replica_state, t)
         tagged.append((1, b''.join(t)))
@@ -1865,7 +1937,9 @@ def _dec_FetchRequest_v17(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('FetchRequest.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('FetchRequest.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.cluster_id = None
     m.replica_state = FetchRequest.ReplicaState()
@@ -1891,7 +1965,9 @@ def _dec_FetchRequest_v17(buf, pos):
                 end8 = pos + n7
                 if end8 > blen:
                     raise _ProtocolError('FetchRequest.cluster_id: length runs past the end of the buffer')
-                m.cluster_id = str(buf[pos:end8], 'utf-8')
+                if n7 > 0x7FFF:
+                    raise _ProtocolError('FetchRequest.cluster_id: string longer than 32767 bytes')
+                m.cluster_id = str(buf[pos:end8], 'utf-8', 'replace')
                 pos = end8
         elif tag == 1:
             m.replica_state, pos = _dec_FetchRequest_ReplicaState_v15(buf, pos)
@@ -1902,13 +1978,13 @@ def _dec_FetchRequest_v17(buf, pos):
 
 def _enc_FetchResponse_PartitionData_v0(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 0')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 0')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 0')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 0')
     append(_S_ihq.pack(m.partition_index, m.error_code, m.high_watermark))
     x1 = m.records
@@ -1967,7 +2043,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FetchableTopicResponse.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1987,9 +2063,9 @@ def _dec_FetchResponse_FetchableTopicResponse_v0(buf, pos):
 
 def _enc_FetchResponse_v0(m, out):
     append = out.append
-    if m.session_id != 0:
+    if not m.session_id == 0:
         raise _UnsupportedVersionError('FetchResponse.session_id cannot be sent at version 0')
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 0')
     append(_S_i.pack(len(m.responses)))
     for e in m.responses:
@@ -2020,13 +2096,13 @@ def _dec_FetchResponse_v0(buf, pos):
 
 def _enc_FetchResponse_PartitionData_v1(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 1')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 1')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 1')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 1')
     append(_S_ihq.pack(m.partition_index, m.error_code, m.high_watermark))
     x1 = m.records
@@ -2049,9 +2125,9 @@ def _enc_FetchResponse_FetchableTopicResponse_v1(m, out):
 
 def _enc_FetchResponse_v1(m, out):
     append = out.append
-    if m.session_id != 0:
+    if not m.session_id == 0:
         raise _UnsupportedVersionError('FetchResponse.session_id cannot be sent at version 1')
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 1')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.responses)))
@@ -2084,13 +2160,13 @@ def _dec_FetchResponse_v1(buf, pos):
 
 def _enc_FetchResponse_PartitionData_v2(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 2')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 2')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 2')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 2')
     append(_S_ihq.pack(m.partition_index, m.error_code, m.high_watermark))
     x1 = m.records
@@ -2113,9 +2189,9 @@ def _enc_FetchResponse_FetchableTopicResponse_v2(m, out):
 
 def _enc_FetchResponse_v2(m, out):
     append = out.append
-    if m.session_id != 0:
+    if not m.session_id == 0:
         raise _UnsupportedVersionError('FetchResponse.session_id cannot be sent at version 2')
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 2')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.responses)))
@@ -2125,13 +2201,13 @@ def _enc_FetchResponse_v2(m, out):
 
 def _enc_FetchResponse_PartitionData_v3(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 3')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 3')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 3')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 3')
     append(_S_ihq.pack(m.partition_index, m.error_code, m.high_watermark))
     x1 = m.records
@@ -2154,9 +2230,9 @@ def _enc_FetchResponse_FetchableTopicResponse_v3(m, out):
 
 def _enc_FetchResponse_v3(m, out):
     append = out.append
-    if m.session_id != 0:
+    if not m.session_id == 0:
         raise _UnsupportedVersionError('FetchResponse.session_id cannot be sent at version 3')
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 3')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.responses)))
@@ -2179,13 +2255,13 @@ def _dec_FetchResponse_AbortedTransaction_v4(buf, pos):
 
 def _enc_FetchResponse_PartitionData_v4(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 4')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 4')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 4')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 4')
     append(_S_ihqq.pack(m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset))
     x1 = m.aborted_transactions
@@ -2263,7 +2339,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FetchableTopicResponse.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -2283,9 +2359,9 @@ def _dec_FetchResponse_FetchableTopicResponse_v4(buf, pos):
 
 def _enc_FetchResponse_v4(m, out):
     append = out.append
-    if m.session_id != 0:
+    if not m.session_id == 0:
         raise _UnsupportedVersionError('FetchResponse.session_id cannot be sent at version 4')
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 4')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.responses)))
@@ -2318,13 +2394,13 @@ def _dec_FetchResponse_v4(buf, pos):
 
 def _enc_FetchResponse_PartitionData_v5(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 5')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 5')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 5')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 5')
     append(_S_ihqqq.pack(m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset))
     x1 = m.aborted_transactions
@@ -2401,7 +2477,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FetchableTopicResponse.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -2421,9 +2497,9 @@ def _dec_FetchResponse_FetchableTopicResponse_v5(buf, pos):
 
 def _enc_FetchResponse_v5(m, out):
     append = out.append
-    if m.session_id != 0:
+    if not m.session_id == 0:
         raise _UnsupportedVersionError('FetchResponse.session_id cannot be sent at version 5')
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 5')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.responses)))
@@ -2456,13 +2532,13 @@ def _dec_FetchResponse_v5(buf, pos):
 
 def _enc_FetchResponse_PartitionData_v6(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 6')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 6')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 6')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 6')
     append(_S_ihqqq.pack(m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset))
     x1 = m.aborted_transactions
@@ -2492,9 +2568,9 @@ def _enc_FetchResponse_FetchableTopicResponse_v6(m, out):
 
 def _enc_FetchResponse_v6(m, out):
     append = out.append
-    if m.session_id != 0:
+    if not m.session_id == 0:
         raise _UnsupportedVersionError('FetchResponse.session_id cannot be sent at version 6')
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 6')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.responses)))
@@ -2504,13 +2580,13 @@ def _enc_FetchResponse_v6(m, out):
 
 def _enc_FetchResponse_PartitionData_v7(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 7')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 7')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 7')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 7')
     append(_S_ihqqq.pack(m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset))
     x1 = m.aborted_transactions
@@ -2540,7 +2616,7 @@ def _enc_FetchResponse_FetchableTopicResponse_v7(m, out):
 
 def _enc_FetchResponse_v7(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 7')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id))
     append(_S_i.pack(len(m.responses)))
@@ -2571,13 +2647,13 @@ def _dec_FetchResponse_v7(buf, pos):
 
 def _enc_FetchResponse_PartitionData_v8(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 8')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 8')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 8')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 8')
     append(_S_ihqqq.pack(m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset))
     x1 = m.aborted_transactions
@@ -2607,7 +2683,7 @@ def _enc_FetchResponse_FetchableTopicResponse_v8(m, out):
 
 def _enc_FetchResponse_v8(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 8')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id))
     append(_S_i.pack(len(m.responses)))
@@ -2617,13 +2693,13 @@ def _enc_FetchResponse_v8(m, out):
 
 def _enc_FetchResponse_PartitionData_v9(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 9')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 9')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 9')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 9')
     append(_S_ihqqq.pack(m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset))
     x1 = m.aborted_transactions
@@ -2653,7 +2729,7 @@ def _enc_FetchResponse_FetchableTopicResponse_v9(m, out):
 
 def _enc_FetchResponse_v9(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 9')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id))
     append(_S_i.pack(len(m.responses)))
@@ -2663,13 +2739,13 @@ def _enc_FetchResponse_v9(m, out):
 
 def _enc_FetchResponse_PartitionData_v10(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 10')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 10')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 10')
-    if m.preferred_read_replica != -1:
+    if not m.preferred_read_replica == -1:
         raise _UnsupportedVersionError('PartitionData.preferred_read_replica cannot be sent at version 10')
     append(_S_ihqqq.pack(m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset))
     x1 = m.aborted_transactions
@@ -2699,7 +2775,7 @@ def _enc_FetchResponse_FetchableTopicResponse_v10(m, out):
 
 def _enc_FetchResponse_v10(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 10')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id))
     append(_S_i.pack(len(m.responses)))
@@ -2709,11 +2785,11 @@ def _enc_FetchResponse_v10(m, out):
 
 def _enc_FetchResponse_PartitionData_v11(m, out):
     append = out.append
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         raise _UnsupportedVersionError('PartitionData.diverging_epoch cannot be sent at version 11')
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionData.current_leader cannot be sent at version 11')
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         raise _UnsupportedVersionError('PartitionData.snapshot_id cannot be sent at version 11')
     append(_S_ihqqq.pack(m.partition_index, m.error_code, m.high_watermark, m.last_stable_offset, m.log_start_offset))
     x1 = m.aborted_transactions
@@ -2792,7 +2868,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v11(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FetchableTopicResponse.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -2812,7 +2888,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v11(buf, pos):
 
 def _enc_FetchResponse_v11(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 11')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id))
     append(_S_i.pack(len(m.responses)))
@@ -2933,15 +3009,15 @@ def _enc_FetchResponse_PartitionData_v12(m, out):
         append(_UV[n4] if n4 < 128 else _uvarint(n4))
         append(x3)
     tagged = []
-    if m.diverging_epoch != FetchResponse.EpochEndOffset():
+    if not _is_default_FetchResponse_EpochEndOffset(m.diverging_epoch):
         t = []
         _enc_FetchResponse_EpochEndOffset_v12(m.diverging_epoch, t)
         tagged.append((0, b''.join(t)))
-    if m.current_leader != FetchResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchResponse_LeaderIdAndEpoch(m.current_leader):
         t = []
         _enc_FetchResponse_LeaderIdAndEpoch_v12(m.current_leader, t)
         tagged.append((1, b''.join(t)))
-    if m.snapshot_id != FetchResponse.SnapshotId():
+    if not _is_default_FetchResponse_SnapshotId(m.snapshot_id):
         t = []
         _enc_FetchResponse_SnapshotId_v12(m.snapshot_id, t)
         tagged.append((2, b''.join(t)))
@@ -3016,6 +3092,8 @@ def _dec_FetchResponse_PartitionData_v12(buf, pos):
 def _enc_FetchResponse_FetchableTopicResponse_v12(m, out):
     append = out.append
     s1 = m.topic.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Topic is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -3041,7 +3119,9 @@ def _dec_FetchResponse_FetchableTopicResponse_v12(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FetchableTopicResponse.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('FetchableTopicResponse.topic: string longer than 32767 bytes')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -3069,7 +3149,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v12(buf, pos):
 
 def _enc_FetchResponse_v12(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 12')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id))
     n1 = len(m.responses) + 1
@@ -3150,7 +3230,7 @@ def _dec_FetchResponse_FetchableTopicResponse_v13(buf, pos):
 
 def _enc_FetchResponse_v13(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 13')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id))
     n1 = len(m.responses) + 1
@@ -3191,7 +3271,7 @@ def _dec_FetchResponse_v13(buf, pos):
 
 def _enc_FetchResponse_v14(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 14')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id))
     n1 = len(m.responses) + 1
@@ -3203,7 +3283,7 @@ def _enc_FetchResponse_v14(m, out):
 
 def _enc_FetchResponse_v15(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchResponse.node_endpoints cannot be sent at version 15')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.session_id))
     n1 = len(m.responses) + 1
@@ -3217,6 +3297,8 @@ def _enc_FetchResponse_NodeEndpoint_v16(m, out):
     append = out.append
     append(_S_i.pack(m.node_id))
     s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -3226,6 +3308,8 @@ def _enc_FetchResponse_NodeEndpoint_v16(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -3249,7 +3333,9 @@ def _dec_FetchResponse_NodeEndpoint_v16(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('NodeEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('NodeEndpoint.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -3267,7 +3353,9 @@ def _dec_FetchResponse_NodeEndpoint_v16(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('NodeEndpoint.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('NodeEndpoint.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -3284,7 +3372,7 @@ def _enc_FetchResponse_v16(m, out):
     for e in m.responses:
         _enc_FetchResponse_FetchableTopicResponse_v13(e, out)
     tagged = []
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         t = []
         n2 = len(m.node_endpoints) + 1
         t.append(_UV[n2] if n2 < 128 else _uvarint(n2))

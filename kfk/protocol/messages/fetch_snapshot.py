@@ -222,6 +222,13 @@ _S_qi = _struct.Struct('>qi')
 _S_qq = _struct.Struct('>qq')
 
 
+def _is_default_FetchSnapshotResponse_LeaderIdAndEpoch(m):
+    return (
+        m.leader_id == 0
+        and m.leader_epoch == 0
+    )
+
+
 def _enc_FetchSnapshotRequest_SnapshotId_v0(m, out):
     append = out.append
     append(_S_qi.pack(m.end_offset, m.epoch))
@@ -267,6 +274,8 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v0(buf, pos):
 def _enc_FetchSnapshotRequest_TopicSnapshot_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -292,7 +301,9 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicSnapshot.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicSnapshot.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -325,13 +336,15 @@ def _enc_FetchSnapshotRequest_v0(m, out):
     for e in m.topics:
         _enc_FetchSnapshotRequest_TopicSnapshot_v0(e, out)
     tagged = []
-    if m.cluster_id is not None:
+    if not m.cluster_id is None:
         t = []
         x2 = m.cluster_id
         if x2 is None:
             t.append(b'\x00')
         else:
             s3 = x2.encode('utf-8')
+            if len(s3) > 0x7FFF:
+                raise _ProtocolError('ClusterId is longer than 32767 bytes')
             n4 = len(s3) + 1
             t.append(_UV[n4] if n4 < 128 else _uvarint(n4))
             t.append(s3)
@@ -387,7 +400,9 @@ def _dec_FetchSnapshotRequest_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('FetchSnapshotRequest.cluster_id: length runs past the end of the buffer')
-                m.cluster_id = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('FetchSnapshotRequest.cluster_id: string longer than 32767 bytes')
+                m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
         pos = tag_end
     return m, pos
@@ -399,7 +414,7 @@ def _enc_FetchSnapshotRequest_PartitionSnapshot_v1(m, out):
     _enc_FetchSnapshotRequest_SnapshotId_v0(m.snapshot_id, out)
     append(_S_q.pack(m.position))
     tagged = []
-    if m.replica_directory_id != _ZERO_UUID:
+    if not m.replica_directory_id == _ZERO_UUID:
         t = []
         t.append(m.replica_directory_id.bytes)
         tagged.append((0, b''.join(t)))
@@ -436,6 +451,8 @@ def _dec_FetchSnapshotRequest_PartitionSnapshot_v1(buf, pos):
 def _enc_FetchSnapshotRequest_TopicSnapshot_v1(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -461,7 +478,9 @@ def _dec_FetchSnapshotRequest_TopicSnapshot_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicSnapshot.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicSnapshot.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -494,13 +513,15 @@ def _enc_FetchSnapshotRequest_v1(m, out):
     for e in m.topics:
         _enc_FetchSnapshotRequest_TopicSnapshot_v1(e, out)
     tagged = []
-    if m.cluster_id is not None:
+    if not m.cluster_id is None:
         t = []
         x2 = m.cluster_id
         if x2 is None:
             t.append(b'\x00')
         else:
             s3 = x2.encode('utf-8')
+            if len(s3) > 0x7FFF:
+                raise _ProtocolError('ClusterId is longer than 32767 bytes')
             n4 = len(s3) + 1
             t.append(_UV[n4] if n4 < 128 else _uvarint(n4))
             t.append(s3)
@@ -556,7 +577,9 @@ def _dec_FetchSnapshotRequest_v1(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('FetchSnapshotRequest.cluster_id: length runs past the end of the buffer')
-                m.cluster_id = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('FetchSnapshotRequest.cluster_id: string longer than 32767 bytes')
+                m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
         pos = tag_end
     return m, pos
@@ -607,7 +630,7 @@ def _enc_FetchSnapshotResponse_PartitionSnapshot_v0(m, out):
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     append(m.unaligned_records)
     tagged = []
-    if m.current_leader != FetchSnapshotResponse.LeaderIdAndEpoch():
+    if not _is_default_FetchSnapshotResponse_LeaderIdAndEpoch(m.current_leader):
         t = []
         _enc_FetchSnapshotResponse_LeaderIdAndEpoch_v0(m.current_leader, t)
         tagged.append((0, b''.join(t)))
@@ -657,6 +680,8 @@ def _dec_FetchSnapshotResponse_PartitionSnapshot_v0(buf, pos):
 def _enc_FetchSnapshotResponse_TopicSnapshot_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -682,7 +707,9 @@ def _dec_FetchSnapshotResponse_TopicSnapshot_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicSnapshot.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicSnapshot.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -709,7 +736,7 @@ def _dec_FetchSnapshotResponse_TopicSnapshot_v0(buf, pos):
 
 def _enc_FetchSnapshotResponse_v0(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('FetchSnapshotResponse.node_endpoints cannot be sent at version 0')
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     n1 = len(m.topics) + 1
@@ -752,6 +779,8 @@ def _enc_FetchSnapshotResponse_NodeEndpoint_v1(m, out):
     append = out.append
     append(_S_i.pack(m.node_id))
     s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -776,7 +805,9 @@ def _dec_FetchSnapshotResponse_NodeEndpoint_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('NodeEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('NodeEndpoint.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
@@ -795,7 +826,7 @@ def _enc_FetchSnapshotResponse_v1(m, out):
     for e in m.topics:
         _enc_FetchSnapshotResponse_TopicSnapshot_v0(e, out)
     tagged = []
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         t = []
         n2 = len(m.node_endpoints) + 1
         t.append(_UV[n2] if n2 < 128 else _uvarint(n2))

@@ -111,9 +111,9 @@ _S_ih = _struct.Struct('>ih')
 
 def _enc_FindCoordinatorRequest_v0(m, out):
     append = out.append
-    if m.key_type != 0:
+    if not m.key_type == 0:
         raise _UnsupportedVersionError('FindCoordinatorRequest.key_type cannot be sent at version 0')
-    if m.coordinator_keys:
+    if not not m.coordinator_keys:
         raise _UnsupportedVersionError('FindCoordinatorRequest.coordinator_keys cannot be sent at version 0')
     s1 = m.key.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -131,7 +131,7 @@ def _dec_FindCoordinatorRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FindCoordinatorRequest.key: length runs past the end of the buffer')
-        m.key = str(buf[pos:end2], 'utf-8')
+        m.key = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.key_type = 0
     m.coordinator_keys = []
@@ -140,7 +140,7 @@ def _dec_FindCoordinatorRequest_v0(buf, pos):
 
 def _enc_FindCoordinatorRequest_v1(m, out):
     append = out.append
-    if m.coordinator_keys:
+    if not not m.coordinator_keys:
         raise _UnsupportedVersionError('FindCoordinatorRequest.coordinator_keys cannot be sent at version 1')
     s1 = m.key.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -159,7 +159,7 @@ def _dec_FindCoordinatorRequest_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FindCoordinatorRequest.key: length runs past the end of the buffer')
-        m.key = str(buf[pos:end2], 'utf-8')
+        m.key = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.key_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -169,7 +169,7 @@ def _dec_FindCoordinatorRequest_v1(buf, pos):
 
 def _enc_FindCoordinatorRequest_v2(m, out):
     append = out.append
-    if m.coordinator_keys:
+    if not not m.coordinator_keys:
         raise _UnsupportedVersionError('FindCoordinatorRequest.coordinator_keys cannot be sent at version 2')
     s1 = m.key.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -179,9 +179,11 @@ def _enc_FindCoordinatorRequest_v2(m, out):
 
 def _enc_FindCoordinatorRequest_v3(m, out):
     append = out.append
-    if m.coordinator_keys:
+    if not not m.coordinator_keys:
         raise _UnsupportedVersionError('FindCoordinatorRequest.coordinator_keys cannot be sent at version 3')
     s1 = m.key.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Key is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -204,7 +206,9 @@ def _dec_FindCoordinatorRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FindCoordinatorRequest.key: length runs past the end of the buffer')
-        m.key = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('FindCoordinatorRequest.key: string longer than 32767 bytes')
+        m.key = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.key_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -218,13 +222,15 @@ def _dec_FindCoordinatorRequest_v3(buf, pos):
 
 def _enc_FindCoordinatorRequest_v4(m, out):
     append = out.append
-    if m.key:
+    if not m.key == '':
         raise _UnsupportedVersionError('FindCoordinatorRequest.key cannot be sent at version 4')
     append(_S_b.pack(m.key_type))
     n1 = len(m.coordinator_keys) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.coordinator_keys:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('CoordinatorKeys is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -261,7 +267,9 @@ def _dec_FindCoordinatorRequest_v4(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('FindCoordinatorRequest.coordinator_keys: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('FindCoordinatorRequest.coordinator_keys: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.coordinator_keys = a2
@@ -275,13 +283,15 @@ def _dec_FindCoordinatorRequest_v4(buf, pos):
 
 def _enc_FindCoordinatorRequest_v5(m, out):
     append = out.append
-    if m.key:
+    if not m.key == '':
         raise _UnsupportedVersionError('FindCoordinatorRequest.key cannot be sent at version 5')
     append(_S_b.pack(m.key_type))
     n1 = len(m.coordinator_keys) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.coordinator_keys:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('CoordinatorKeys is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -290,13 +300,15 @@ def _enc_FindCoordinatorRequest_v5(m, out):
 
 def _enc_FindCoordinatorRequest_v6(m, out):
     append = out.append
-    if m.key:
+    if not m.key == '':
         raise _UnsupportedVersionError('FindCoordinatorRequest.key cannot be sent at version 6')
     append(_S_b.pack(m.key_type))
     n1 = len(m.coordinator_keys) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.coordinator_keys:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('CoordinatorKeys is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -305,7 +317,7 @@ def _enc_FindCoordinatorRequest_v6(m, out):
 
 def _enc_FindCoordinatorResponse_v0(m, out):
     append = out.append
-    if m.coordinators:
+    if not not m.coordinators:
         raise _UnsupportedVersionError('FindCoordinatorResponse.coordinators cannot be sent at version 0')
     append(_S_hi.pack(m.error_code, m.node_id))
     s1 = m.host.encode('utf-8')
@@ -327,7 +339,7 @@ def _dec_FindCoordinatorResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FindCoordinatorResponse.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -339,7 +351,7 @@ def _dec_FindCoordinatorResponse_v0(buf, pos):
 
 def _enc_FindCoordinatorResponse_v1(m, out):
     append = out.append
-    if m.coordinators:
+    if not not m.coordinators:
         raise _UnsupportedVersionError('FindCoordinatorResponse.coordinators cannot be sent at version 1')
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     x1 = m.error_message
@@ -371,7 +383,7 @@ def _dec_FindCoordinatorResponse_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FindCoordinatorResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -383,7 +395,7 @@ def _dec_FindCoordinatorResponse_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('FindCoordinatorResponse.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -393,7 +405,7 @@ def _dec_FindCoordinatorResponse_v1(buf, pos):
 
 def _enc_FindCoordinatorResponse_v2(m, out):
     append = out.append
-    if m.coordinators:
+    if not not m.coordinators:
         raise _UnsupportedVersionError('FindCoordinatorResponse.coordinators cannot be sent at version 2')
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     x1 = m.error_message
@@ -412,7 +424,7 @@ def _enc_FindCoordinatorResponse_v2(m, out):
 
 def _enc_FindCoordinatorResponse_v3(m, out):
     append = out.append
-    if m.coordinators:
+    if not not m.coordinators:
         raise _UnsupportedVersionError('FindCoordinatorResponse.coordinators cannot be sent at version 3')
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     x1 = m.error_message
@@ -420,11 +432,15 @@ def _enc_FindCoordinatorResponse_v3(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
     append(_S_i.pack(m.node_id))
     s4 = m.host.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n5 = len(s4) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     append(s4)
@@ -451,7 +467,9 @@ def _dec_FindCoordinatorResponse_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FindCoordinatorResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('FindCoordinatorResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -467,7 +485,9 @@ def _dec_FindCoordinatorResponse_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('FindCoordinatorResponse.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('FindCoordinatorResponse.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -482,11 +502,15 @@ def _dec_FindCoordinatorResponse_v3(buf, pos):
 def _enc_FindCoordinatorResponse_Coordinator_v4(m, out):
     append = out.append
     s1 = m.key.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Key is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_i.pack(m.node_id))
     s3 = m.host.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -496,6 +520,8 @@ def _enc_FindCoordinatorResponse_Coordinator_v4(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -517,7 +543,9 @@ def _dec_FindCoordinatorResponse_Coordinator_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Coordinator.key: length runs past the end of the buffer')
-        m.key = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Coordinator.key: string longer than 32767 bytes')
+        m.key = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.node_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -533,7 +561,9 @@ def _dec_FindCoordinatorResponse_Coordinator_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('Coordinator.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('Coordinator.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port, m.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -551,7 +581,9 @@ def _dec_FindCoordinatorResponse_Coordinator_v4(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('Coordinator.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('Coordinator.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     if buf[pos] == 0:
         pos += 1
@@ -562,13 +594,13 @@ def _dec_FindCoordinatorResponse_Coordinator_v4(buf, pos):
 
 def _enc_FindCoordinatorResponse_v4(m, out):
     append = out.append
-    if m.error_code != 0:
+    if not m.error_code == 0:
         raise _UnsupportedVersionError('FindCoordinatorResponse.error_code cannot be sent at version 4')
-    if m.node_id != 0:
+    if not m.node_id == 0:
         raise _UnsupportedVersionError('FindCoordinatorResponse.node_id cannot be sent at version 4')
-    if m.host:
+    if not m.host == '':
         raise _UnsupportedVersionError('FindCoordinatorResponse.host cannot be sent at version 4')
-    if m.port != 0:
+    if not m.port == 0:
         raise _UnsupportedVersionError('FindCoordinatorResponse.port cannot be sent at version 4')
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.coordinators) + 1
@@ -613,13 +645,13 @@ def _dec_FindCoordinatorResponse_v4(buf, pos):
 
 def _enc_FindCoordinatorResponse_v5(m, out):
     append = out.append
-    if m.error_code != 0:
+    if not m.error_code == 0:
         raise _UnsupportedVersionError('FindCoordinatorResponse.error_code cannot be sent at version 5')
-    if m.node_id != 0:
+    if not m.node_id == 0:
         raise _UnsupportedVersionError('FindCoordinatorResponse.node_id cannot be sent at version 5')
-    if m.host:
+    if not m.host == '':
         raise _UnsupportedVersionError('FindCoordinatorResponse.host cannot be sent at version 5')
-    if m.port != 0:
+    if not m.port == 0:
         raise _UnsupportedVersionError('FindCoordinatorResponse.port cannot be sent at version 5')
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.coordinators) + 1
@@ -631,13 +663,13 @@ def _enc_FindCoordinatorResponse_v5(m, out):
 
 def _enc_FindCoordinatorResponse_v6(m, out):
     append = out.append
-    if m.error_code != 0:
+    if not m.error_code == 0:
         raise _UnsupportedVersionError('FindCoordinatorResponse.error_code cannot be sent at version 6')
-    if m.node_id != 0:
+    if not m.node_id == 0:
         raise _UnsupportedVersionError('FindCoordinatorResponse.node_id cannot be sent at version 6')
-    if m.host:
+    if not m.host == '':
         raise _UnsupportedVersionError('FindCoordinatorResponse.host cannot be sent at version 6')
-    if m.port != 0:
+    if not m.port == 0:
         raise _UnsupportedVersionError('FindCoordinatorResponse.port cannot be sent at version 6')
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.coordinators) + 1

@@ -114,6 +114,8 @@ def _enc_GetTelemetrySubscriptionsResponse_v0(m, out):
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     for e in m.requested_metrics:
         s3 = e.encode('utf-8')
+        if len(s3) > 0x7FFF:
+            raise _ProtocolError('RequestedMetrics is longer than 32767 bytes')
         n4 = len(s3) + 1
         append(_UV[n4] if n4 < 128 else _uvarint(n4))
         append(s3)
@@ -169,7 +171,9 @@ def _dec_GetTelemetrySubscriptionsResponse_v0(buf, pos):
                 end9 = pos + n8
                 if end9 > blen:
                     raise _ProtocolError('GetTelemetrySubscriptionsResponse.requested_metrics: length runs past the end of the buffer')
-                e = str(buf[pos:end9], 'utf-8')
+                if n8 > 0x7FFF:
+                    raise _ProtocolError('GetTelemetrySubscriptionsResponse.requested_metrics: string longer than 32767 bytes')
+                e = str(buf[pos:end9], 'utf-8', 'replace')
                 pos = end9
             a7.append(e)
         m.requested_metrics = a7

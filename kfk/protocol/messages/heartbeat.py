@@ -78,7 +78,7 @@ _S_ih = _struct.Struct('>ih')
 
 def _enc_HeartbeatRequest_v0(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('HeartbeatRequest.group_instance_id cannot be sent at version 0')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -100,7 +100,7 @@ def _dec_HeartbeatRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('HeartbeatRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -112,7 +112,7 @@ def _dec_HeartbeatRequest_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('HeartbeatRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.group_instance_id = None
     return m, pos
@@ -120,7 +120,7 @@ def _dec_HeartbeatRequest_v0(buf, pos):
 
 def _enc_HeartbeatRequest_v1(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('HeartbeatRequest.group_instance_id cannot be sent at version 1')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -133,7 +133,7 @@ def _enc_HeartbeatRequest_v1(m, out):
 
 def _enc_HeartbeatRequest_v2(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('HeartbeatRequest.group_instance_id cannot be sent at version 2')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -173,7 +173,7 @@ def _dec_HeartbeatRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('HeartbeatRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -185,7 +185,7 @@ def _dec_HeartbeatRequest_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('HeartbeatRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -197,7 +197,7 @@ def _dec_HeartbeatRequest_v3(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('HeartbeatRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end6], 'utf-8')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     return m, pos
 
@@ -205,11 +205,15 @@ def _dec_HeartbeatRequest_v3(buf, pos):
 def _enc_HeartbeatRequest_v4(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_i.pack(m.generation_id))
     s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -218,6 +222,8 @@ def _enc_HeartbeatRequest_v4(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -239,7 +245,9 @@ def _dec_HeartbeatRequest_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('HeartbeatRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('HeartbeatRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -255,7 +263,9 @@ def _dec_HeartbeatRequest_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('HeartbeatRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('HeartbeatRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -271,7 +281,9 @@ def _dec_HeartbeatRequest_v4(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('HeartbeatRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('HeartbeatRequest.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     if buf[pos] == 0:
         pos += 1

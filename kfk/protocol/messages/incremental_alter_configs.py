@@ -152,7 +152,7 @@ def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterableConfig.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.config_operation = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -166,7 +166,7 @@ def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AlterableConfig.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
@@ -195,7 +195,7 @@ def _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterConfigsResource.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -243,6 +243,8 @@ def _dec_IncrementalAlterConfigsRequest_v0(buf, pos):
 def _enc_IncrementalAlterConfigsRequest_AlterableConfig_v1(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -252,6 +254,8 @@ def _enc_IncrementalAlterConfigsRequest_AlterableConfig_v1(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Value is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -273,7 +277,9 @@ def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterableConfig.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AlterableConfig.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.config_operation = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -291,7 +297,9 @@ def _dec_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AlterableConfig.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('AlterableConfig.value: string longer than 32767 bytes')
+        m.value = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -304,6 +312,8 @@ def _enc_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(m, out):
     append = out.append
     append(_S_b.pack(m.resource_type))
     s1 = m.resource_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ResourceName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -331,7 +341,9 @@ def _dec_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterConfigsResource.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AlterConfigsResource.resource_name: string longer than 32767 bytes')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -425,7 +437,7 @@ def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, po
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterConfigsResourceResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -437,7 +449,7 @@ def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, po
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AlterConfigsResourceResponse.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8')
+        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
@@ -478,11 +490,15 @@ def _enc_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(m, out)
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
     append(_S_b.pack(m.resource_type))
     s4 = m.resource_name.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('ResourceName is longer than 32767 bytes')
     n5 = len(s4) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     append(s4)
@@ -508,7 +524,9 @@ def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf, po
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('AlterConfigsResourceResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AlterConfigsResourceResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.resource_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -524,7 +542,9 @@ def _dec_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf, po
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AlterConfigsResourceResponse.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('AlterConfigsResourceResponse.resource_name: string longer than 32767 bytes')
+        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1

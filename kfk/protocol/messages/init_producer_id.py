@@ -83,9 +83,9 @@ _S_iqh = _struct.Struct('>iqh')
 
 def _enc_InitProducerIdRequest_v0(m, out):
     append = out.append
-    if m.producer_id != -1:
+    if not m.producer_id == -1:
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_id cannot be sent at version 0')
-    if m.producer_epoch != -1:
+    if not m.producer_epoch == -1:
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_epoch cannot be sent at version 0')
     x1 = m.transactional_id
     if x1 is None:
@@ -110,7 +110,7 @@ def _dec_InitProducerIdRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('InitProducerIdRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.transaction_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -121,9 +121,9 @@ def _dec_InitProducerIdRequest_v0(buf, pos):
 
 def _enc_InitProducerIdRequest_v1(m, out):
     append = out.append
-    if m.producer_id != -1:
+    if not m.producer_id == -1:
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_id cannot be sent at version 1')
-    if m.producer_epoch != -1:
+    if not m.producer_epoch == -1:
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_epoch cannot be sent at version 1')
     x1 = m.transactional_id
     if x1 is None:
@@ -137,15 +137,17 @@ def _enc_InitProducerIdRequest_v1(m, out):
 
 def _enc_InitProducerIdRequest_v2(m, out):
     append = out.append
-    if m.producer_id != -1:
+    if not m.producer_id == -1:
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_id cannot be sent at version 2')
-    if m.producer_epoch != -1:
+    if not m.producer_epoch == -1:
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_epoch cannot be sent at version 2')
     x1 = m.transactional_id
     if x1 is None:
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('TransactionalId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -170,7 +172,9 @@ def _dec_InitProducerIdRequest_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('InitProducerIdRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('InitProducerIdRequest.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.transaction_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -190,6 +194,8 @@ def _enc_InitProducerIdRequest_v3(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('TransactionalId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -214,7 +220,9 @@ def _dec_InitProducerIdRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('InitProducerIdRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('InitProducerIdRequest.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.transaction_timeout_ms, m.producer_id, m.producer_epoch = _S_iqh.unpack_from(buf, pos)
     pos += 14

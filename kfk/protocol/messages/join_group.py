@@ -153,7 +153,7 @@ def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupRequestProtocol.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -170,7 +170,7 @@ def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos):
 
 def _enc_JoinGroupRequest_v0(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('JoinGroupRequest.group_instance_id cannot be sent at version 0')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -198,7 +198,7 @@ def _dec_JoinGroupRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.session_timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -210,7 +210,7 @@ def _dec_JoinGroupRequest_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -220,7 +220,7 @@ def _dec_JoinGroupRequest_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupRequest.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end6], 'utf-8')
+        m.protocol_type = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -242,7 +242,7 @@ def _dec_JoinGroupRequest_v0(buf, pos):
 
 def _enc_JoinGroupRequest_v1(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('JoinGroupRequest.group_instance_id cannot be sent at version 1')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -270,7 +270,7 @@ def _dec_JoinGroupRequest_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.session_timeout_ms, m.rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -282,7 +282,7 @@ def _dec_JoinGroupRequest_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -292,7 +292,7 @@ def _dec_JoinGroupRequest_v1(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupRequest.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end6], 'utf-8')
+        m.protocol_type = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -313,7 +313,7 @@ def _dec_JoinGroupRequest_v1(buf, pos):
 
 def _enc_JoinGroupRequest_v2(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('JoinGroupRequest.group_instance_id cannot be sent at version 2')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -332,7 +332,7 @@ def _enc_JoinGroupRequest_v2(m, out):
 
 def _enc_JoinGroupRequest_v3(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('JoinGroupRequest.group_instance_id cannot be sent at version 3')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -351,7 +351,7 @@ def _enc_JoinGroupRequest_v3(m, out):
 
 def _enc_JoinGroupRequest_v4(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('JoinGroupRequest.group_instance_id cannot be sent at version 4')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -403,7 +403,7 @@ def _dec_JoinGroupRequest_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.session_timeout_ms, m.rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -415,7 +415,7 @@ def _dec_JoinGroupRequest_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -427,7 +427,7 @@ def _dec_JoinGroupRequest_v5(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end6], 'utf-8')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -437,7 +437,7 @@ def _dec_JoinGroupRequest_v5(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('JoinGroupRequest.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end8], 'utf-8')
+        m.protocol_type = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -458,6 +458,8 @@ def _dec_JoinGroupRequest_v5(buf, pos):
 def _enc_JoinGroupRequest_JoinGroupRequestProtocol_v6(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -482,7 +484,9 @@ def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupRequestProtocol.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('JoinGroupRequestProtocol.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -508,11 +512,15 @@ def _dec_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf, pos):
 def _enc_JoinGroupRequest_v6(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_ii.pack(m.session_timeout_ms, m.rebalance_timeout_ms))
     s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -521,10 +529,14 @@ def _enc_JoinGroupRequest_v6(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
     s8 = m.protocol_type.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('ProtocolType is longer than 32767 bytes')
     n9 = len(s8) + 1
     append(_UV[n9] if n9 < 128 else _uvarint(n9))
     append(s8)
@@ -550,7 +562,9 @@ def _dec_JoinGroupRequest_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('JoinGroupRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.session_timeout_ms, m.rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -566,7 +580,9 @@ def _dec_JoinGroupRequest_v6(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('JoinGroupRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -582,7 +598,9 @@ def _dec_JoinGroupRequest_v6(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('JoinGroupRequest.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -596,7 +614,9 @@ def _dec_JoinGroupRequest_v6(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('JoinGroupRequest.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('JoinGroupRequest.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:
@@ -625,11 +645,15 @@ def _dec_JoinGroupRequest_v6(buf, pos):
 def _enc_JoinGroupRequest_v8(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_ii.pack(m.session_timeout_ms, m.rebalance_timeout_ms))
     s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -638,10 +662,14 @@ def _enc_JoinGroupRequest_v8(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
     s8 = m.protocol_type.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('ProtocolType is longer than 32767 bytes')
     n9 = len(s8) + 1
     append(_UV[n9] if n9 < 128 else _uvarint(n9))
     append(s8)
@@ -654,6 +682,8 @@ def _enc_JoinGroupRequest_v8(m, out):
         append(b'\x00')
     else:
         s12 = x11.encode('utf-8')
+        if len(s12) > 0x7FFF:
+            raise _ProtocolError('Reason is longer than 32767 bytes')
         n13 = len(s12) + 1
         append(_UV[n13] if n13 < 128 else _uvarint(n13))
         append(s12)
@@ -675,7 +705,9 @@ def _dec_JoinGroupRequest_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('JoinGroupRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.session_timeout_ms, m.rebalance_timeout_ms = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -691,7 +723,9 @@ def _dec_JoinGroupRequest_v8(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('JoinGroupRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -707,7 +741,9 @@ def _dec_JoinGroupRequest_v8(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('JoinGroupRequest.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -721,7 +757,9 @@ def _dec_JoinGroupRequest_v8(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('JoinGroupRequest.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('JoinGroupRequest.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:
@@ -753,7 +791,9 @@ def _dec_JoinGroupRequest_v8(buf, pos):
         end12 = pos + n11
         if end12 > blen:
             raise _ProtocolError('JoinGroupRequest.reason: length runs past the end of the buffer')
-        m.reason = str(buf[pos:end12], 'utf-8')
+        if n11 > 0x7FFF:
+            raise _ProtocolError('JoinGroupRequest.reason: string longer than 32767 bytes')
+        m.reason = str(buf[pos:end12], 'utf-8', 'replace')
         pos = end12
     if buf[pos] == 0:
         pos += 1
@@ -782,7 +822,7 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupResponseMember.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -800,7 +840,7 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos):
 
 def _enc_JoinGroupResponse_v0(m, out):
     append = out.append
-    if m.skip_assignment:
+    if not m.skip_assignment is False:
         raise _UnsupportedVersionError('JoinGroupResponse.skip_assignment cannot be sent at version 0')
     append(_S_hi.pack(m.error_code, m.generation_id))
     s1 = m.protocol_name.encode('utf-8')
@@ -830,7 +870,7 @@ def _dec_JoinGroupResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupResponse.protocol_name: length runs past the end of the buffer')
-        m.protocol_name = str(buf[pos:end2], 'utf-8')
+        m.protocol_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -840,7 +880,7 @@ def _dec_JoinGroupResponse_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupResponse.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end4], 'utf-8')
+        m.leader = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -850,7 +890,7 @@ def _dec_JoinGroupResponse_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupResponse.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end6], 'utf-8')
+        m.member_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -872,7 +912,7 @@ def _dec_JoinGroupResponse_v0(buf, pos):
 
 def _enc_JoinGroupResponse_v1(m, out):
     append = out.append
-    if m.skip_assignment:
+    if not m.skip_assignment is False:
         raise _UnsupportedVersionError('JoinGroupResponse.skip_assignment cannot be sent at version 1')
     append(_S_hi.pack(m.error_code, m.generation_id))
     s1 = m.protocol_name.encode('utf-8')
@@ -891,7 +931,7 @@ def _enc_JoinGroupResponse_v1(m, out):
 
 def _enc_JoinGroupResponse_v2(m, out):
     append = out.append
-    if m.skip_assignment:
+    if not m.skip_assignment is False:
         raise _UnsupportedVersionError('JoinGroupResponse.skip_assignment cannot be sent at version 2')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.generation_id))
     s1 = m.protocol_name.encode('utf-8')
@@ -921,7 +961,7 @@ def _dec_JoinGroupResponse_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupResponse.protocol_name: length runs past the end of the buffer')
-        m.protocol_name = str(buf[pos:end2], 'utf-8')
+        m.protocol_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -931,7 +971,7 @@ def _dec_JoinGroupResponse_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupResponse.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end4], 'utf-8')
+        m.leader = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -941,7 +981,7 @@ def _dec_JoinGroupResponse_v2(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupResponse.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end6], 'utf-8')
+        m.member_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -962,7 +1002,7 @@ def _dec_JoinGroupResponse_v2(buf, pos):
 
 def _enc_JoinGroupResponse_v3(m, out):
     append = out.append
-    if m.skip_assignment:
+    if not m.skip_assignment is False:
         raise _UnsupportedVersionError('JoinGroupResponse.skip_assignment cannot be sent at version 3')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.generation_id))
     s1 = m.protocol_name.encode('utf-8')
@@ -981,7 +1021,7 @@ def _enc_JoinGroupResponse_v3(m, out):
 
 def _enc_JoinGroupResponse_v4(m, out):
     append = out.append
-    if m.skip_assignment:
+    if not m.skip_assignment is False:
         raise _UnsupportedVersionError('JoinGroupResponse.skip_assignment cannot be sent at version 4')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.generation_id))
     s1 = m.protocol_name.encode('utf-8')
@@ -1025,7 +1065,7 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupResponseMember.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -1037,7 +1077,7 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupResponseMember.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1054,7 +1094,7 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos):
 
 def _enc_JoinGroupResponse_v5(m, out):
     append = out.append
-    if m.skip_assignment:
+    if not m.skip_assignment is False:
         raise _UnsupportedVersionError('JoinGroupResponse.skip_assignment cannot be sent at version 5')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.generation_id))
     s1 = m.protocol_name.encode('utf-8')
@@ -1084,7 +1124,7 @@ def _dec_JoinGroupResponse_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupResponse.protocol_name: length runs past the end of the buffer')
-        m.protocol_name = str(buf[pos:end2], 'utf-8')
+        m.protocol_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -1094,7 +1134,7 @@ def _dec_JoinGroupResponse_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupResponse.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end4], 'utf-8')
+        m.leader = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -1104,7 +1144,7 @@ def _dec_JoinGroupResponse_v5(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupResponse.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end6], 'utf-8')
+        m.member_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1126,6 +1166,8 @@ def _dec_JoinGroupResponse_v5(buf, pos):
 def _enc_JoinGroupResponse_JoinGroupResponseMember_v6(m, out):
     append = out.append
     s1 = m.member_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1134,6 +1176,8 @@ def _enc_JoinGroupResponse_JoinGroupResponseMember_v6(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -1158,7 +1202,9 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupResponseMember.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponseMember.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1174,7 +1220,9 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupResponseMember.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponseMember.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -1199,18 +1247,24 @@ def _dec_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos):
 
 def _enc_JoinGroupResponse_v6(m, out):
     append = out.append
-    if m.skip_assignment:
+    if not m.skip_assignment is False:
         raise _UnsupportedVersionError('JoinGroupResponse.skip_assignment cannot be sent at version 6')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.generation_id))
     s1 = m.protocol_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ProtocolName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.leader.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Leader is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     s5 = m.member_id.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
@@ -1238,7 +1292,9 @@ def _dec_JoinGroupResponse_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupResponse.protocol_name: length runs past the end of the buffer')
-        m.protocol_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.protocol_name: string longer than 32767 bytes')
+        m.protocol_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1252,7 +1308,9 @@ def _dec_JoinGroupResponse_v6(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupResponse.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.leader: string longer than 32767 bytes')
+        m.leader = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -1266,7 +1324,9 @@ def _dec_JoinGroupResponse_v6(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupResponse.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -1295,7 +1355,7 @@ def _dec_JoinGroupResponse_v6(buf, pos):
 
 def _enc_JoinGroupResponse_v7(m, out):
     append = out.append
-    if m.skip_assignment:
+    if not m.skip_assignment is False:
         raise _UnsupportedVersionError('JoinGroupResponse.skip_assignment cannot be sent at version 7')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.generation_id))
     x1 = m.protocol_type
@@ -1303,6 +1363,8 @@ def _enc_JoinGroupResponse_v7(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ProtocolType is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -1311,14 +1373,20 @@ def _enc_JoinGroupResponse_v7(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('ProtocolName is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
     s7 = m.leader.encode('utf-8')
+    if len(s7) > 0x7FFF:
+        raise _ProtocolError('Leader is longer than 32767 bytes')
     n8 = len(s7) + 1
     append(_UV[n8] if n8 < 128 else _uvarint(n8))
     append(s7)
     s9 = m.member_id.encode('utf-8')
+    if len(s9) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n10 = len(s9) + 1
     append(_UV[n10] if n10 < 128 else _uvarint(n10))
     append(s9)
@@ -1348,7 +1416,9 @@ def _dec_JoinGroupResponse_v7(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupResponse.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1364,7 +1434,9 @@ def _dec_JoinGroupResponse_v7(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupResponse.protocol_name: length runs past the end of the buffer')
-        m.protocol_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.protocol_name: string longer than 32767 bytes')
+        m.protocol_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -1378,7 +1450,9 @@ def _dec_JoinGroupResponse_v7(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupResponse.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.leader: string longer than 32767 bytes')
+        m.leader = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -1392,7 +1466,9 @@ def _dec_JoinGroupResponse_v7(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('JoinGroupResponse.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:
@@ -1420,7 +1496,7 @@ def _dec_JoinGroupResponse_v7(buf, pos):
 
 def _enc_JoinGroupResponse_v8(m, out):
     append = out.append
-    if m.skip_assignment:
+    if not m.skip_assignment is False:
         raise _UnsupportedVersionError('JoinGroupResponse.skip_assignment cannot be sent at version 8')
     append(_S_ihi.pack(m.throttle_time_ms, m.error_code, m.generation_id))
     x1 = m.protocol_type
@@ -1428,6 +1504,8 @@ def _enc_JoinGroupResponse_v8(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ProtocolType is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -1436,14 +1514,20 @@ def _enc_JoinGroupResponse_v8(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('ProtocolName is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
     s7 = m.leader.encode('utf-8')
+    if len(s7) > 0x7FFF:
+        raise _ProtocolError('Leader is longer than 32767 bytes')
     n8 = len(s7) + 1
     append(_UV[n8] if n8 < 128 else _uvarint(n8))
     append(s7)
     s9 = m.member_id.encode('utf-8')
+    if len(s9) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n10 = len(s9) + 1
     append(_UV[n10] if n10 < 128 else _uvarint(n10))
     append(s9)
@@ -1462,6 +1546,8 @@ def _enc_JoinGroupResponse_v9(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ProtocolType is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -1470,15 +1556,21 @@ def _enc_JoinGroupResponse_v9(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('ProtocolName is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
     s7 = m.leader.encode('utf-8')
+    if len(s7) > 0x7FFF:
+        raise _ProtocolError('Leader is longer than 32767 bytes')
     n8 = len(s7) + 1
     append(_UV[n8] if n8 < 128 else _uvarint(n8))
     append(s7)
     append(_S_o.pack(m.skip_assignment))
     s9 = m.member_id.encode('utf-8')
+    if len(s9) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n10 = len(s9) + 1
     append(_UV[n10] if n10 < 128 else _uvarint(n10))
     append(s9)
@@ -1508,7 +1600,9 @@ def _dec_JoinGroupResponse_v9(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('JoinGroupResponse.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1524,7 +1618,9 @@ def _dec_JoinGroupResponse_v9(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('JoinGroupResponse.protocol_name: length runs past the end of the buffer')
-        m.protocol_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.protocol_name: string longer than 32767 bytes')
+        m.protocol_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -1538,7 +1634,9 @@ def _dec_JoinGroupResponse_v9(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('JoinGroupResponse.leader: length runs past the end of the buffer')
-        m.leader = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.leader: string longer than 32767 bytes')
+        m.leader = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.skip_assignment = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -1554,7 +1652,9 @@ def _dec_JoinGroupResponse_v9(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('JoinGroupResponse.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('JoinGroupResponse.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:

@@ -197,7 +197,7 @@ _S_u = _struct.Struct('>16s')
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(m, out):
     append = out.append
-    if m.leader_recovery_state != 0:
+    if not m.leader_recovery_state == 0:
         raise _UnsupportedVersionError('LeaderAndIsrPartitionState.leader_recovery_state cannot be sent at version 0')
     s1 = m.topic_name.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -221,7 +221,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrPartitionState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index, m.controller_epoch, m.leader, m.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
@@ -274,7 +274,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrLiveLeader.host_name: length runs past the end of the buffer')
-        m.host_name = str(buf[pos:end2], 'utf-8')
+        m.host_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -283,11 +283,11 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v0(buf, pos):
 
 def _enc_LeaderAndIsrRequest_v0(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.is_k_raft_controller cannot be sent at version 0')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.type cannot be sent at version 0')
-    if m.topic_states:
+    if not not m.topic_states:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.topic_states cannot be sent at version 0')
     append(_S_ii.pack(m.controller_id, m.controller_epoch))
     append(_S_i.pack(len(m.ungrouped_partition_states)))
@@ -336,7 +336,7 @@ def _dec_LeaderAndIsrRequest_v0(buf, pos):
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(m, out):
     append = out.append
-    if m.leader_recovery_state != 0:
+    if not m.leader_recovery_state == 0:
         raise _UnsupportedVersionError('LeaderAndIsrPartitionState.leader_recovery_state cannot be sent at version 1')
     s1 = m.topic_name.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -361,7 +361,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrPartitionState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index, m.controller_epoch, m.leader, m.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
@@ -395,11 +395,11 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v1(buf, pos):
 
 def _enc_LeaderAndIsrRequest_v1(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.is_k_raft_controller cannot be sent at version 1')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.type cannot be sent at version 1')
-    if m.topic_states:
+    if not not m.topic_states:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.topic_states cannot be sent at version 1')
     append(_S_ii.pack(m.controller_id, m.controller_epoch))
     append(_S_i.pack(len(m.ungrouped_partition_states)))
@@ -448,7 +448,7 @@ def _dec_LeaderAndIsrRequest_v1(buf, pos):
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v2(m, out):
     append = out.append
-    if m.leader_recovery_state != 0:
+    if not m.leader_recovery_state == 0:
         raise _UnsupportedVersionError('LeaderAndIsrPartitionState.leader_recovery_state cannot be sent at version 2')
     append(_S_iiii.pack(m.partition_index, m.controller_epoch, m.leader, m.leader_epoch))
     append(_S_i.pack(len(m.isr)))
@@ -514,7 +514,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrTopicState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -534,11 +534,11 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v2(buf, pos):
 
 def _enc_LeaderAndIsrRequest_v2(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.is_k_raft_controller cannot be sent at version 2')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.type cannot be sent at version 2')
-    if m.ungrouped_partition_states:
+    if not not m.ungrouped_partition_states:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.ungrouped_partition_states cannot be sent at version 2')
     append(_S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch))
     append(_S_i.pack(len(m.topic_states)))
@@ -586,7 +586,7 @@ def _dec_LeaderAndIsrRequest_v2(buf, pos):
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v3(m, out):
     append = out.append
-    if m.leader_recovery_state != 0:
+    if not m.leader_recovery_state == 0:
         raise _UnsupportedVersionError('LeaderAndIsrPartitionState.leader_recovery_state cannot be sent at version 3')
     append(_S_iiii.pack(m.partition_index, m.controller_epoch, m.leader, m.leader_epoch))
     append(_S_i.pack(len(m.isr)))
@@ -672,7 +672,7 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrTopicState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -692,11 +692,11 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v3(buf, pos):
 
 def _enc_LeaderAndIsrRequest_v3(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.is_k_raft_controller cannot be sent at version 3')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.type cannot be sent at version 3')
-    if m.ungrouped_partition_states:
+    if not not m.ungrouped_partition_states:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.ungrouped_partition_states cannot be sent at version 3')
     append(_S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch))
     append(_S_i.pack(len(m.topic_states)))
@@ -744,7 +744,7 @@ def _dec_LeaderAndIsrRequest_v3(buf, pos):
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(m, out):
     append = out.append
-    if m.leader_recovery_state != 0:
+    if not m.leader_recovery_state == 0:
         raise _UnsupportedVersionError('LeaderAndIsrPartitionState.leader_recovery_state cannot be sent at version 4')
     append(_S_iiii.pack(m.partition_index, m.controller_epoch, m.leader, m.leader_epoch))
     n1 = len(m.isr) + 1
@@ -837,6 +837,8 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v4(buf, pos):
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -862,7 +864,9 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrTopicState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('LeaderAndIsrTopicState.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -892,6 +896,8 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(m, out):
     append = out.append
     append(_S_i.pack(m.broker_id))
     s1 = m.host_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('HostName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -916,7 +922,9 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrLiveLeader.host_name: length runs past the end of the buffer')
-        m.host_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('LeaderAndIsrLiveLeader.host_name: string longer than 32767 bytes')
+        m.host_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -929,11 +937,11 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrLiveLeader_v4(buf, pos):
 
 def _enc_LeaderAndIsrRequest_v4(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.is_k_raft_controller cannot be sent at version 4')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.type cannot be sent at version 4')
-    if m.ungrouped_partition_states:
+    if not not m.ungrouped_partition_states:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.ungrouped_partition_states cannot be sent at version 4')
     append(_S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch))
     n1 = len(m.topic_states) + 1
@@ -996,7 +1004,7 @@ def _dec_LeaderAndIsrRequest_v4(buf, pos):
 
 def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v5(m, out):
     append = out.append
-    if m.leader_recovery_state != 0:
+    if not m.leader_recovery_state == 0:
         raise _UnsupportedVersionError('LeaderAndIsrPartitionState.leader_recovery_state cannot be sent at version 5')
     append(_S_iiii.pack(m.partition_index, m.controller_epoch, m.leader, m.leader_epoch))
     n1 = len(m.isr) + 1
@@ -1019,6 +1027,8 @@ def _enc_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v5(m, out):
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1045,7 +1055,9 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrTopicState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('LeaderAndIsrTopicState.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, = _S_u.unpack_from(buf, pos)
     m.topic_id = _UUID(bytes=u3)
@@ -1075,9 +1087,9 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v5(buf, pos):
 
 def _enc_LeaderAndIsrRequest_v5(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.is_k_raft_controller cannot be sent at version 5')
-    if m.ungrouped_partition_states:
+    if not not m.ungrouped_partition_states:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.ungrouped_partition_states cannot be sent at version 5')
     append(_S_iiqb.pack(m.controller_id, m.controller_epoch, m.broker_epoch, m.type))
     n1 = len(m.topic_states) + 1
@@ -1229,6 +1241,8 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrPartitionState_v6(buf, pos):
 def _enc_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1255,7 +1269,9 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrTopicState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('LeaderAndIsrTopicState.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, = _S_u.unpack_from(buf, pos)
     m.topic_id = _UUID(bytes=u3)
@@ -1285,9 +1301,9 @@ def _dec_LeaderAndIsrRequest_LeaderAndIsrTopicState_v6(buf, pos):
 
 def _enc_LeaderAndIsrRequest_v6(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.is_k_raft_controller cannot be sent at version 6')
-    if m.ungrouped_partition_states:
+    if not not m.ungrouped_partition_states:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.ungrouped_partition_states cannot be sent at version 6')
     append(_S_iiqb.pack(m.controller_id, m.controller_epoch, m.broker_epoch, m.type))
     n1 = len(m.topic_states) + 1
@@ -1349,7 +1365,7 @@ def _dec_LeaderAndIsrRequest_v6(buf, pos):
 
 def _enc_LeaderAndIsrRequest_v7(m, out):
     append = out.append
-    if m.ungrouped_partition_states:
+    if not not m.ungrouped_partition_states:
         raise _UnsupportedVersionError('LeaderAndIsrRequest.ungrouped_partition_states cannot be sent at version 7')
     append(_S_ioiqb.pack(m.controller_id, m.is_k_raft_controller, m.controller_epoch, m.broker_epoch, m.type))
     n1 = len(m.topic_states) + 1
@@ -1427,7 +1443,7 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrPartitionError.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index, m.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -1436,7 +1452,7 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v0(buf, pos):
 
 def _enc_LeaderAndIsrResponse_v0(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('LeaderAndIsrResponse.topics cannot be sent at version 0')
     append(_S_h.pack(m.error_code))
     append(_S_i.pack(len(m.partition_errors)))
@@ -1467,7 +1483,7 @@ def _dec_LeaderAndIsrResponse_v0(buf, pos):
 
 def _enc_LeaderAndIsrResponse_v1(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('LeaderAndIsrResponse.topics cannot be sent at version 1')
     append(_S_h.pack(m.error_code))
     append(_S_i.pack(len(m.partition_errors)))
@@ -1477,7 +1493,7 @@ def _enc_LeaderAndIsrResponse_v1(m, out):
 
 def _enc_LeaderAndIsrResponse_v2(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('LeaderAndIsrResponse.topics cannot be sent at version 2')
     append(_S_h.pack(m.error_code))
     append(_S_i.pack(len(m.partition_errors)))
@@ -1487,7 +1503,7 @@ def _enc_LeaderAndIsrResponse_v2(m, out):
 
 def _enc_LeaderAndIsrResponse_v3(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('LeaderAndIsrResponse.topics cannot be sent at version 3')
     append(_S_h.pack(m.error_code))
     append(_S_i.pack(len(m.partition_errors)))
@@ -1498,6 +1514,8 @@ def _enc_LeaderAndIsrResponse_v3(m, out):
 def _enc_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1520,7 +1538,9 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaderAndIsrPartitionError.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('LeaderAndIsrPartitionError.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index, m.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -1533,7 +1553,7 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrPartitionError_v4(buf, pos):
 
 def _enc_LeaderAndIsrResponse_v4(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('LeaderAndIsrResponse.topics cannot be sent at version 4')
     append(_S_h.pack(m.error_code))
     n1 = len(m.partition_errors) + 1
@@ -1632,7 +1652,7 @@ def _dec_LeaderAndIsrResponse_LeaderAndIsrTopicError_v5(buf, pos):
 
 def _enc_LeaderAndIsrResponse_v5(m, out):
     append = out.append
-    if m.partition_errors:
+    if not not m.partition_errors:
         raise _UnsupportedVersionError('LeaderAndIsrResponse.partition_errors cannot be sent at version 5')
     append(_S_h.pack(m.error_code))
     n1 = len(m.topics) + 1
@@ -1673,7 +1693,7 @@ def _dec_LeaderAndIsrResponse_v5(buf, pos):
 
 def _enc_LeaderAndIsrResponse_v6(m, out):
     append = out.append
-    if m.partition_errors:
+    if not not m.partition_errors:
         raise _UnsupportedVersionError('LeaderAndIsrResponse.partition_errors cannot be sent at version 6')
     append(_S_h.pack(m.error_code))
     n1 = len(m.topics) + 1
@@ -1685,7 +1705,7 @@ def _enc_LeaderAndIsrResponse_v6(m, out):
 
 def _enc_LeaderAndIsrResponse_v7(m, out):
     append = out.append
-    if m.partition_errors:
+    if not not m.partition_errors:
         raise _UnsupportedVersionError('LeaderAndIsrResponse.partition_errors cannot be sent at version 7')
     append(_S_h.pack(m.error_code))
     n1 = len(m.topics) + 1

@@ -71,7 +71,7 @@ _S_iu = _struct.Struct('>i16s')
 
 def _enc_LeaderChangeMessage_Voter_v0(m, out):
     append = out.append
-    if m.voter_directory_id != _ZERO_UUID:
+    if not m.voter_directory_id == _ZERO_UUID:
         raise _UnsupportedVersionError('Voter.voter_directory_id cannot be sent at version 0')
     append(_S_i.pack(m.voter_id))
     append(b'\x00')

@@ -112,7 +112,7 @@ _S_ih = _struct.Struct('>ih')
 
 def _enc_LeaveGroupRequest_v0(m, out):
     append = out.append
-    if m.members:
+    if not not m.members:
         raise _UnsupportedVersionError('LeaveGroupRequest.members cannot be sent at version 0')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -133,7 +133,7 @@ def _dec_LeaveGroupRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaveGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -143,7 +143,7 @@ def _dec_LeaveGroupRequest_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('LeaveGroupRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.members = []
     return m, pos
@@ -151,7 +151,7 @@ def _dec_LeaveGroupRequest_v0(buf, pos):
 
 def _enc_LeaveGroupRequest_v1(m, out):
     append = out.append
-    if m.members:
+    if not not m.members:
         raise _UnsupportedVersionError('LeaveGroupRequest.members cannot be sent at version 1')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -163,7 +163,7 @@ def _enc_LeaveGroupRequest_v1(m, out):
 
 def _enc_LeaveGroupRequest_v2(m, out):
     append = out.append
-    if m.members:
+    if not not m.members:
         raise _UnsupportedVersionError('LeaveGroupRequest.members cannot be sent at version 2')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -198,7 +198,7 @@ def _dec_LeaveGroupRequest_MemberIdentity_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MemberIdentity.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -210,7 +210,7 @@ def _dec_LeaveGroupRequest_MemberIdentity_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MemberIdentity.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.reason = None
     return m, pos
@@ -218,7 +218,7 @@ def _dec_LeaveGroupRequest_MemberIdentity_v3(buf, pos):
 
 def _enc_LeaveGroupRequest_v3(m, out):
     append = out.append
-    if m.member_id:
+    if not m.member_id == '':
         raise _UnsupportedVersionError('LeaveGroupRequest.member_id cannot be sent at version 3')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -239,7 +239,7 @@ def _dec_LeaveGroupRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaveGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -260,6 +260,8 @@ def _dec_LeaveGroupRequest_v3(buf, pos):
 def _enc_LeaveGroupRequest_MemberIdentity_v4(m, out):
     append = out.append
     s1 = m.member_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -268,6 +270,8 @@ def _enc_LeaveGroupRequest_MemberIdentity_v4(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -289,7 +293,9 @@ def _dec_LeaveGroupRequest_MemberIdentity_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MemberIdentity.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('MemberIdentity.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -305,7 +311,9 @@ def _dec_LeaveGroupRequest_MemberIdentity_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MemberIdentity.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('MemberIdentity.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -317,9 +325,11 @@ def _dec_LeaveGroupRequest_MemberIdentity_v4(buf, pos):
 
 def _enc_LeaveGroupRequest_v4(m, out):
     append = out.append
-    if m.member_id:
+    if not m.member_id == '':
         raise _UnsupportedVersionError('LeaveGroupRequest.member_id cannot be sent at version 4')
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -345,7 +355,9 @@ def _dec_LeaveGroupRequest_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaveGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('LeaveGroupRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -374,6 +386,8 @@ def _dec_LeaveGroupRequest_v4(buf, pos):
 def _enc_LeaveGroupRequest_MemberIdentity_v5(m, out):
     append = out.append
     s1 = m.member_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -382,6 +396,8 @@ def _enc_LeaveGroupRequest_MemberIdentity_v5(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -390,6 +406,8 @@ def _enc_LeaveGroupRequest_MemberIdentity_v5(m, out):
         append(b'\x00')
     else:
         s7 = x6.encode('utf-8')
+        if len(s7) > 0x7FFF:
+            raise _ProtocolError('Reason is longer than 32767 bytes')
         n8 = len(s7) + 1
         append(_UV[n8] if n8 < 128 else _uvarint(n8))
         append(s7)
@@ -411,7 +429,9 @@ def _dec_LeaveGroupRequest_MemberIdentity_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MemberIdentity.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('MemberIdentity.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -427,7 +447,9 @@ def _dec_LeaveGroupRequest_MemberIdentity_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MemberIdentity.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('MemberIdentity.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -443,7 +465,9 @@ def _dec_LeaveGroupRequest_MemberIdentity_v5(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('MemberIdentity.reason: length runs past the end of the buffer')
-        m.reason = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('MemberIdentity.reason: string longer than 32767 bytes')
+        m.reason = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     if buf[pos] == 0:
         pos += 1
@@ -454,9 +478,11 @@ def _dec_LeaveGroupRequest_MemberIdentity_v5(buf, pos):
 
 def _enc_LeaveGroupRequest_v5(m, out):
     append = out.append
-    if m.member_id:
+    if not m.member_id == '':
         raise _UnsupportedVersionError('LeaveGroupRequest.member_id cannot be sent at version 5')
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -482,7 +508,9 @@ def _dec_LeaveGroupRequest_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('LeaveGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('LeaveGroupRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -510,7 +538,7 @@ def _dec_LeaveGroupRequest_v5(buf, pos):
 
 def _enc_LeaveGroupResponse_v0(m, out):
     append = out.append
-    if m.members:
+    if not not m.members:
         raise _UnsupportedVersionError('LeaveGroupResponse.members cannot be sent at version 0')
     append(_S_h.pack(m.error_code))
 
@@ -527,7 +555,7 @@ def _dec_LeaveGroupResponse_v0(buf, pos):
 
 def _enc_LeaveGroupResponse_v1(m, out):
     append = out.append
-    if m.members:
+    if not not m.members:
         raise _UnsupportedVersionError('LeaveGroupResponse.members cannot be sent at version 1')
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
 
@@ -543,7 +571,7 @@ def _dec_LeaveGroupResponse_v1(buf, pos):
 
 def _enc_LeaveGroupResponse_v2(m, out):
     append = out.append
-    if m.members:
+    if not not m.members:
         raise _UnsupportedVersionError('LeaveGroupResponse.members cannot be sent at version 2')
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
 
@@ -574,7 +602,7 @@ def _dec_LeaveGroupResponse_MemberResponse_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MemberResponse.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -586,7 +614,7 @@ def _dec_LeaveGroupResponse_MemberResponse_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MemberResponse.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -624,6 +652,8 @@ def _dec_LeaveGroupResponse_v3(buf, pos):
 def _enc_LeaveGroupResponse_MemberResponse_v4(m, out):
     append = out.append
     s1 = m.member_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -632,6 +662,8 @@ def _enc_LeaveGroupResponse_MemberResponse_v4(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -654,7 +686,9 @@ def _dec_LeaveGroupResponse_MemberResponse_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MemberResponse.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('MemberResponse.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -670,7 +704,9 @@ def _dec_LeaveGroupResponse_MemberResponse_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MemberResponse.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('MemberResponse.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2

@@ -95,9 +95,9 @@ _S_ih = _struct.Struct('>ih')
 
 def _enc_ListGroupsRequest_v0(m, out):
     append = out.append
-    if m.states_filter:
+    if not not m.states_filter:
         raise _UnsupportedVersionError('ListGroupsRequest.states_filter cannot be sent at version 0')
-    if m.types_filter:
+    if not not m.types_filter:
         raise _UnsupportedVersionError('ListGroupsRequest.types_filter cannot be sent at version 0')
 
 
@@ -111,25 +111,25 @@ def _dec_ListGroupsRequest_v0(buf, pos):
 
 def _enc_ListGroupsRequest_v1(m, out):
     append = out.append
-    if m.states_filter:
+    if not not m.states_filter:
         raise _UnsupportedVersionError('ListGroupsRequest.states_filter cannot be sent at version 1')
-    if m.types_filter:
+    if not not m.types_filter:
         raise _UnsupportedVersionError('ListGroupsRequest.types_filter cannot be sent at version 1')
 
 
 def _enc_ListGroupsRequest_v2(m, out):
     append = out.append
-    if m.states_filter:
+    if not not m.states_filter:
         raise _UnsupportedVersionError('ListGroupsRequest.states_filter cannot be sent at version 2')
-    if m.types_filter:
+    if not not m.types_filter:
         raise _UnsupportedVersionError('ListGroupsRequest.types_filter cannot be sent at version 2')
 
 
 def _enc_ListGroupsRequest_v3(m, out):
     append = out.append
-    if m.states_filter:
+    if not not m.states_filter:
         raise _UnsupportedVersionError('ListGroupsRequest.states_filter cannot be sent at version 3')
-    if m.types_filter:
+    if not not m.types_filter:
         raise _UnsupportedVersionError('ListGroupsRequest.types_filter cannot be sent at version 3')
     append(b'\x00')
 
@@ -148,12 +148,14 @@ def _dec_ListGroupsRequest_v3(buf, pos):
 
 def _enc_ListGroupsRequest_v4(m, out):
     append = out.append
-    if m.types_filter:
+    if not not m.types_filter:
         raise _UnsupportedVersionError('ListGroupsRequest.types_filter cannot be sent at version 4')
     n1 = len(m.states_filter) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.states_filter:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('StatesFilter is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -188,7 +190,9 @@ def _dec_ListGroupsRequest_v4(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ListGroupsRequest.states_filter: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('ListGroupsRequest.states_filter: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.states_filter = a2
@@ -206,6 +210,8 @@ def _enc_ListGroupsRequest_v5(m, out):
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.states_filter:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('StatesFilter is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -213,6 +219,8 @@ def _enc_ListGroupsRequest_v5(m, out):
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     for e in m.types_filter:
         s5 = e.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('TypesFilter is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
@@ -247,7 +255,9 @@ def _dec_ListGroupsRequest_v5(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ListGroupsRequest.states_filter: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('ListGroupsRequest.states_filter: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.states_filter = a2
@@ -276,7 +286,9 @@ def _dec_ListGroupsRequest_v5(buf, pos):
                 end8 = pos + n7
                 if end8 > blen:
                     raise _ProtocolError('ListGroupsRequest.types_filter: length runs past the end of the buffer')
-                e = str(buf[pos:end8], 'utf-8')
+                if n7 > 0x7FFF:
+                    raise _ProtocolError('ListGroupsRequest.types_filter: string longer than 32767 bytes')
+                e = str(buf[pos:end8], 'utf-8', 'replace')
                 pos = end8
             a6.append(e)
         m.types_filter = a6
@@ -308,7 +320,7 @@ def _dec_ListGroupsResponse_ListedGroup_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListedGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -318,7 +330,7 @@ def _dec_ListGroupsResponse_ListedGroup_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ListedGroup.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end4], 'utf-8')
+        m.protocol_type = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.group_state = ''
     m.group_type = ''
@@ -385,10 +397,14 @@ def _dec_ListGroupsResponse_v1(buf, pos):
 def _enc_ListGroupsResponse_ListedGroup_v3(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.protocol_type.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('ProtocolType is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -410,7 +426,9 @@ def _dec_ListGroupsResponse_ListedGroup_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListedGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ListedGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -424,7 +442,9 @@ def _dec_ListGroupsResponse_ListedGroup_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ListedGroup.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ListedGroup.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -476,14 +496,20 @@ def _dec_ListGroupsResponse_v3(buf, pos):
 def _enc_ListGroupsResponse_ListedGroup_v4(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.protocol_type.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('ProtocolType is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     s5 = m.group_state.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('GroupState is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
@@ -505,7 +531,9 @@ def _dec_ListGroupsResponse_ListedGroup_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListedGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ListedGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -519,7 +547,9 @@ def _dec_ListGroupsResponse_ListedGroup_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ListedGroup.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ListedGroup.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -533,7 +563,9 @@ def _dec_ListGroupsResponse_ListedGroup_v4(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('ListedGroup.group_state: length runs past the end of the buffer')
-        m.group_state = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('ListedGroup.group_state: string longer than 32767 bytes')
+        m.group_state = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     if buf[pos] == 0:
         pos += 1
@@ -584,18 +616,26 @@ def _dec_ListGroupsResponse_v4(buf, pos):
 def _enc_ListGroupsResponse_ListedGroup_v5(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.protocol_type.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('ProtocolType is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     s5 = m.group_state.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('GroupState is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
     s7 = m.group_type.encode('utf-8')
+    if len(s7) > 0x7FFF:
+        raise _ProtocolError('GroupType is longer than 32767 bytes')
     n8 = len(s7) + 1
     append(_UV[n8] if n8 < 128 else _uvarint(n8))
     append(s7)
@@ -617,7 +657,9 @@ def _dec_ListGroupsResponse_ListedGroup_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListedGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ListedGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -631,7 +673,9 @@ def _dec_ListGroupsResponse_ListedGroup_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ListedGroup.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ListedGroup.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -645,7 +689,9 @@ def _dec_ListGroupsResponse_ListedGroup_v5(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('ListedGroup.group_state: length runs past the end of the buffer')
-        m.group_state = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('ListedGroup.group_state: string longer than 32767 bytes')
+        m.group_state = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -659,7 +705,9 @@ def _dec_ListGroupsResponse_ListedGroup_v5(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('ListedGroup.group_type: length runs past the end of the buffer')
-        m.group_type = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('ListedGroup.group_type: string longer than 32767 bytes')
+        m.group_type = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     if buf[pos] == 0:
         pos += 1

@@ -189,7 +189,7 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListOffsetsTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -208,7 +208,7 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v0(buf, pos):
 
 def _enc_ListOffsetsRequest_v0(m, out):
     append = out.append
-    if m.isolation_level != 0:
+    if not m.isolation_level == 0:
         raise _UnsupportedVersionError('ListOffsetsRequest.isolation_level cannot be sent at version 0')
     append(_S_i.pack(m.replica_id))
     append(_S_i.pack(len(m.topics)))
@@ -240,7 +240,7 @@ def _dec_ListOffsetsRequest_v0(buf, pos):
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v1(m, out):
     append = out.append
-    if m.max_num_offsets != 1:
+    if not m.max_num_offsets == 1:
         raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 1')
     append(_S_iq.pack(m.partition_index, m.timestamp))
 
@@ -276,7 +276,7 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListOffsetsTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -295,7 +295,7 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v1(buf, pos):
 
 def _enc_ListOffsetsRequest_v1(m, out):
     append = out.append
-    if m.isolation_level != 0:
+    if not m.isolation_level == 0:
         raise _UnsupportedVersionError('ListOffsetsRequest.isolation_level cannot be sent at version 1')
     append(_S_i.pack(m.replica_id))
     append(_S_i.pack(len(m.topics)))
@@ -327,7 +327,7 @@ def _dec_ListOffsetsRequest_v1(buf, pos):
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v2(m, out):
     append = out.append
-    if m.max_num_offsets != 1:
+    if not m.max_num_offsets == 1:
         raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 2')
     append(_S_iq.pack(m.partition_index, m.timestamp))
 
@@ -373,7 +373,7 @@ def _dec_ListOffsetsRequest_v2(buf, pos):
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v3(m, out):
     append = out.append
-    if m.max_num_offsets != 1:
+    if not m.max_num_offsets == 1:
         raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 3')
     append(_S_iq.pack(m.partition_index, m.timestamp))
 
@@ -398,7 +398,7 @@ def _enc_ListOffsetsRequest_v3(m, out):
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v4(m, out):
     append = out.append
-    if m.max_num_offsets != 1:
+    if not m.max_num_offsets == 1:
         raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 4')
     append(_S_iiq.pack(m.partition_index, m.current_leader_epoch, m.timestamp))
 
@@ -433,7 +433,7 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListOffsetsTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -481,7 +481,7 @@ def _dec_ListOffsetsRequest_v4(buf, pos):
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v5(m, out):
     append = out.append
-    if m.max_num_offsets != 1:
+    if not m.max_num_offsets == 1:
         raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 5')
     append(_S_iiq.pack(m.partition_index, m.current_leader_epoch, m.timestamp))
 
@@ -506,7 +506,7 @@ def _enc_ListOffsetsRequest_v5(m, out):
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v6(m, out):
     append = out.append
-    if m.max_num_offsets != 1:
+    if not m.max_num_offsets == 1:
         raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 6')
     append(_S_iiq.pack(m.partition_index, m.current_leader_epoch, m.timestamp))
     append(b'\x00')
@@ -528,6 +528,8 @@ def _dec_ListOffsetsRequest_ListOffsetsPartition_v6(buf, pos):
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v6(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -553,7 +555,9 @@ def _dec_ListOffsetsRequest_ListOffsetsTopic_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListOffsetsTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ListOffsetsTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -619,7 +623,7 @@ def _dec_ListOffsetsRequest_v6(buf, pos):
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v7(m, out):
     append = out.append
-    if m.max_num_offsets != 1:
+    if not m.max_num_offsets == 1:
         raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 7')
     append(_S_iiq.pack(m.partition_index, m.current_leader_epoch, m.timestamp))
     append(b'\x00')
@@ -628,6 +632,8 @@ def _enc_ListOffsetsRequest_ListOffsetsPartition_v7(m, out):
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v7(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -650,7 +656,7 @@ def _enc_ListOffsetsRequest_v7(m, out):
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v8(m, out):
     append = out.append
-    if m.max_num_offsets != 1:
+    if not m.max_num_offsets == 1:
         raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 8')
     append(_S_iiq.pack(m.partition_index, m.current_leader_epoch, m.timestamp))
     append(b'\x00')
@@ -659,6 +665,8 @@ def _enc_ListOffsetsRequest_ListOffsetsPartition_v8(m, out):
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v8(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -681,7 +689,7 @@ def _enc_ListOffsetsRequest_v8(m, out):
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v9(m, out):
     append = out.append
-    if m.max_num_offsets != 1:
+    if not m.max_num_offsets == 1:
         raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 9')
     append(_S_iiq.pack(m.partition_index, m.current_leader_epoch, m.timestamp))
     append(b'\x00')
@@ -690,6 +698,8 @@ def _enc_ListOffsetsRequest_ListOffsetsPartition_v9(m, out):
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v9(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -712,7 +722,7 @@ def _enc_ListOffsetsRequest_v9(m, out):
 
 def _enc_ListOffsetsRequest_ListOffsetsPartition_v10(m, out):
     append = out.append
-    if m.max_num_offsets != 1:
+    if not m.max_num_offsets == 1:
         raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 10')
     append(_S_iiq.pack(m.partition_index, m.current_leader_epoch, m.timestamp))
     append(b'\x00')
@@ -721,6 +731,8 @@ def _enc_ListOffsetsRequest_ListOffsetsPartition_v10(m, out):
 def _enc_ListOffsetsRequest_ListOffsetsTopic_v10(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -774,11 +786,11 @@ def _dec_ListOffsetsRequest_v10(buf, pos):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(m, out):
     append = out.append
-    if m.timestamp != -1:
+    if not m.timestamp == -1:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.timestamp cannot be sent at version 0')
-    if m.offset != -1:
+    if not m.offset == -1:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.offset cannot be sent at version 0')
-    if m.leader_epoch != -1:
+    if not m.leader_epoch == -1:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.leader_epoch cannot be sent at version 0')
     append(_S_ih.pack(m.partition_index, m.error_code))
     append(_S_i.pack(len(m.old_style_offsets)))
@@ -826,7 +838,7 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListOffsetsTopicResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -871,9 +883,9 @@ def _dec_ListOffsetsResponse_v0(buf, pos):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(m, out):
     append = out.append
-    if m.old_style_offsets:
+    if not not m.old_style_offsets:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 1')
-    if m.leader_epoch != -1:
+    if not m.leader_epoch == -1:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.leader_epoch cannot be sent at version 1')
     append(_S_ihqq.pack(m.partition_index, m.error_code, m.timestamp, m.offset))
 
@@ -909,7 +921,7 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListOffsetsTopicResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -954,9 +966,9 @@ def _dec_ListOffsetsResponse_v1(buf, pos):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v2(m, out):
     append = out.append
-    if m.old_style_offsets:
+    if not not m.old_style_offsets:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 2')
-    if m.leader_epoch != -1:
+    if not m.leader_epoch == -1:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.leader_epoch cannot be sent at version 2')
     append(_S_ihqq.pack(m.partition_index, m.error_code, m.timestamp, m.offset))
 
@@ -1001,9 +1013,9 @@ def _dec_ListOffsetsResponse_v2(buf, pos):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v3(m, out):
     append = out.append
-    if m.old_style_offsets:
+    if not not m.old_style_offsets:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 3')
-    if m.leader_epoch != -1:
+    if not m.leader_epoch == -1:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.leader_epoch cannot be sent at version 3')
     append(_S_ihqq.pack(m.partition_index, m.error_code, m.timestamp, m.offset))
 
@@ -1028,7 +1040,7 @@ def _enc_ListOffsetsResponse_v3(m, out):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(m, out):
     append = out.append
-    if m.old_style_offsets:
+    if not not m.old_style_offsets:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 4')
     append(_S_ihqqi.pack(m.partition_index, m.error_code, m.timestamp, m.offset, m.leader_epoch))
 
@@ -1063,7 +1075,7 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListOffsetsTopicResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1110,7 +1122,7 @@ def _dec_ListOffsetsResponse_v4(buf, pos):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v5(m, out):
     append = out.append
-    if m.old_style_offsets:
+    if not not m.old_style_offsets:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 5')
     append(_S_ihqqi.pack(m.partition_index, m.error_code, m.timestamp, m.offset, m.leader_epoch))
 
@@ -1135,7 +1147,7 @@ def _enc_ListOffsetsResponse_v5(m, out):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(m, out):
     append = out.append
-    if m.old_style_offsets:
+    if not not m.old_style_offsets:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 6')
     append(_S_ihqqi.pack(m.partition_index, m.error_code, m.timestamp, m.offset, m.leader_epoch))
     append(b'\x00')
@@ -1157,6 +1169,8 @@ def _dec_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf, pos):
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v6(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1182,7 +1196,9 @@ def _dec_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListOffsetsTopicResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ListOffsetsTopicResponse.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1247,7 +1263,7 @@ def _dec_ListOffsetsResponse_v6(buf, pos):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v7(m, out):
     append = out.append
-    if m.old_style_offsets:
+    if not not m.old_style_offsets:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 7')
     append(_S_ihqqi.pack(m.partition_index, m.error_code, m.timestamp, m.offset, m.leader_epoch))
     append(b'\x00')
@@ -1256,6 +1272,8 @@ def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v7(m, out):
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v7(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1278,7 +1296,7 @@ def _enc_ListOffsetsResponse_v7(m, out):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v8(m, out):
     append = out.append
-    if m.old_style_offsets:
+    if not not m.old_style_offsets:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 8')
     append(_S_ihqqi.pack(m.partition_index, m.error_code, m.timestamp, m.offset, m.leader_epoch))
     append(b'\x00')
@@ -1287,6 +1305,8 @@ def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v8(m, out):
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v8(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1309,7 +1329,7 @@ def _enc_ListOffsetsResponse_v8(m, out):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v9(m, out):
     append = out.append
-    if m.old_style_offsets:
+    if not not m.old_style_offsets:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 9')
     append(_S_ihqqi.pack(m.partition_index, m.error_code, m.timestamp, m.offset, m.leader_epoch))
     append(b'\x00')
@@ -1318,6 +1338,8 @@ def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v9(m, out):
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v9(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1340,7 +1362,7 @@ def _enc_ListOffsetsResponse_v9(m, out):
 
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v10(m, out):
     append = out.append
-    if m.old_style_offsets:
+    if not not m.old_style_offsets:
         raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 10')
     append(_S_ihqqi.pack(m.partition_index, m.error_code, m.timestamp, m.offset, m.leader_epoch))
     append(b'\x00')
@@ -1349,6 +1371,8 @@ def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v10(m, out):
 def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v10(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)

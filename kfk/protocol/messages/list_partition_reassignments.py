@@ -127,6 +127,8 @@ _S_ih = _struct.Struct('>ih')
 def _enc_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -151,7 +153,9 @@ def _dec_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(b
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListPartitionReassignmentsTopics.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ListPartitionReassignmentsTopics.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -286,6 +290,8 @@ def _dec_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf,
 def _enc_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -311,7 +317,9 @@ def _dec_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf, pos
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OngoingTopicReassignment.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OngoingTopicReassignment.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -344,6 +352,8 @@ def _enc_ListPartitionReassignmentsResponse_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -373,7 +383,9 @@ def _dec_ListPartitionReassignmentsResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ListPartitionReassignmentsResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ListPartitionReassignmentsResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

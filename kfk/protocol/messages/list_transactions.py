@@ -96,12 +96,14 @@ _S_q = _struct.Struct('>q')
 
 def _enc_ListTransactionsRequest_v0(m, out):
     append = out.append
-    if m.duration_filter != -1:
+    if not m.duration_filter == -1:
         raise _UnsupportedVersionError('ListTransactionsRequest.duration_filter cannot be sent at version 0')
     n1 = len(m.state_filters) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.state_filters:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('StateFilters is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -139,7 +141,9 @@ def _dec_ListTransactionsRequest_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ListTransactionsRequest.state_filters: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('ListTransactionsRequest.state_filters: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.state_filters = a2
@@ -170,6 +174,8 @@ def _enc_ListTransactionsRequest_v1(m, out):
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.state_filters:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('StateFilters is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -208,7 +214,9 @@ def _dec_ListTransactionsRequest_v1(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ListTransactionsRequest.state_filters: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('ListTransactionsRequest.state_filters: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.state_filters = a2
@@ -237,11 +245,15 @@ def _dec_ListTransactionsRequest_v1(buf, pos):
 def _enc_ListTransactionsResponse_TransactionState_v0(m, out):
     append = out.append
     s1 = m.transactional_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TransactionalId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_q.pack(m.producer_id))
     s3 = m.transaction_state.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('TransactionState is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -263,7 +275,9 @@ def _dec_ListTransactionsResponse_TransactionState_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TransactionState.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TransactionState.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.producer_id = _S_q.unpack_from(buf, pos)[0]
     pos += 8
@@ -279,7 +293,9 @@ def _dec_ListTransactionsResponse_TransactionState_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('TransactionState.transaction_state: length runs past the end of the buffer')
-        m.transaction_state = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('TransactionState.transaction_state: string longer than 32767 bytes')
+        m.transaction_state = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -295,6 +311,8 @@ def _enc_ListTransactionsResponse_v0(m, out):
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.unknown_state_filters:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('UnknownStateFilters is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -335,7 +353,9 @@ def _dec_ListTransactionsResponse_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ListTransactionsResponse.unknown_state_filters: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('ListTransactionsResponse.unknown_state_filters: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.unknown_state_filters = a2

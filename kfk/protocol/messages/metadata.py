@@ -190,7 +190,7 @@ def _dec_MetadataRequest_MetadataRequestTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.topic_id = _ZERO_UUID
     return m, pos
@@ -198,11 +198,11 @@ def _dec_MetadataRequest_MetadataRequestTopic_v0(buf, pos):
 
 def _enc_MetadataRequest_v0(m, out):
     append = out.append
-    if not m.allow_auto_topic_creation:
+    if not m.allow_auto_topic_creation is True:
         raise _UnsupportedVersionError('MetadataRequest.allow_auto_topic_creation cannot be sent at version 0')
-    if m.include_cluster_authorized_operations:
+    if not m.include_cluster_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 0')
-    if m.include_topic_authorized_operations:
+    if not m.include_topic_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_topic_authorized_operations cannot be sent at version 0')
     append(_S_i.pack(len(m.topics)))
     for e in m.topics:
@@ -232,11 +232,11 @@ def _dec_MetadataRequest_v0(buf, pos):
 
 def _enc_MetadataRequest_v1(m, out):
     append = out.append
-    if not m.allow_auto_topic_creation:
+    if not m.allow_auto_topic_creation is True:
         raise _UnsupportedVersionError('MetadataRequest.allow_auto_topic_creation cannot be sent at version 1')
-    if m.include_cluster_authorized_operations:
+    if not m.include_cluster_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 1')
-    if m.include_topic_authorized_operations:
+    if not m.include_topic_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_topic_authorized_operations cannot be sent at version 1')
     x1 = m.topics
     if x1 is None:
@@ -272,11 +272,11 @@ def _dec_MetadataRequest_v1(buf, pos):
 
 def _enc_MetadataRequest_v2(m, out):
     append = out.append
-    if not m.allow_auto_topic_creation:
+    if not m.allow_auto_topic_creation is True:
         raise _UnsupportedVersionError('MetadataRequest.allow_auto_topic_creation cannot be sent at version 2')
-    if m.include_cluster_authorized_operations:
+    if not m.include_cluster_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 2')
-    if m.include_topic_authorized_operations:
+    if not m.include_topic_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_topic_authorized_operations cannot be sent at version 2')
     x1 = m.topics
     if x1 is None:
@@ -289,11 +289,11 @@ def _enc_MetadataRequest_v2(m, out):
 
 def _enc_MetadataRequest_v3(m, out):
     append = out.append
-    if not m.allow_auto_topic_creation:
+    if not m.allow_auto_topic_creation is True:
         raise _UnsupportedVersionError('MetadataRequest.allow_auto_topic_creation cannot be sent at version 3')
-    if m.include_cluster_authorized_operations:
+    if not m.include_cluster_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 3')
-    if m.include_topic_authorized_operations:
+    if not m.include_topic_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_topic_authorized_operations cannot be sent at version 3')
     x1 = m.topics
     if x1 is None:
@@ -306,9 +306,9 @@ def _enc_MetadataRequest_v3(m, out):
 
 def _enc_MetadataRequest_v4(m, out):
     append = out.append
-    if m.include_cluster_authorized_operations:
+    if not m.include_cluster_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 4')
-    if m.include_topic_authorized_operations:
+    if not m.include_topic_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_topic_authorized_operations cannot be sent at version 4')
     x1 = m.topics
     if x1 is None:
@@ -346,9 +346,9 @@ def _dec_MetadataRequest_v4(buf, pos):
 
 def _enc_MetadataRequest_v5(m, out):
     append = out.append
-    if m.include_cluster_authorized_operations:
+    if not m.include_cluster_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 5')
-    if m.include_topic_authorized_operations:
+    if not m.include_topic_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_topic_authorized_operations cannot be sent at version 5')
     x1 = m.topics
     if x1 is None:
@@ -362,9 +362,9 @@ def _enc_MetadataRequest_v5(m, out):
 
 def _enc_MetadataRequest_v6(m, out):
     append = out.append
-    if m.include_cluster_authorized_operations:
+    if not m.include_cluster_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 6')
-    if m.include_topic_authorized_operations:
+    if not m.include_topic_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_topic_authorized_operations cannot be sent at version 6')
     x1 = m.topics
     if x1 is None:
@@ -378,9 +378,9 @@ def _enc_MetadataRequest_v6(m, out):
 
 def _enc_MetadataRequest_v7(m, out):
     append = out.append
-    if m.include_cluster_authorized_operations:
+    if not m.include_cluster_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 7')
-    if m.include_topic_authorized_operations:
+    if not m.include_topic_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_topic_authorized_operations cannot be sent at version 7')
     x1 = m.topics
     if x1 is None:
@@ -429,6 +429,8 @@ def _dec_MetadataRequest_v8(buf, pos):
 def _enc_MetadataRequest_MetadataRequestTopic_v9(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -450,7 +452,9 @@ def _dec_MetadataRequest_MetadataRequestTopic_v9(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('MetadataRequestTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1
@@ -512,6 +516,8 @@ def _enc_MetadataRequest_MetadataRequestTopic_v10(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('Name is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -538,7 +544,9 @@ def _dec_MetadataRequest_MetadataRequestTopic_v10(buf, pos):
         end3 = pos + n2
         if end3 > blen:
             raise _ProtocolError('MetadataRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end3], 'utf-8')
+        if n2 > 0x7FFF:
+            raise _ProtocolError('MetadataRequestTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end3], 'utf-8', 'replace')
         pos = end3
     if buf[pos] == 0:
         pos += 1
@@ -593,7 +601,7 @@ def _dec_MetadataRequest_v10(buf, pos):
 
 def _enc_MetadataRequest_v11(m, out):
     append = out.append
-    if m.include_cluster_authorized_operations:
+    if not m.include_cluster_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 11')
     x1 = m.topics
     if x1 is None:
@@ -640,7 +648,7 @@ def _dec_MetadataRequest_v11(buf, pos):
 
 def _enc_MetadataRequest_v12(m, out):
     append = out.append
-    if m.include_cluster_authorized_operations:
+    if not m.include_cluster_authorized_operations is False:
         raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 12')
     x1 = m.topics
     if x1 is None:
@@ -676,7 +684,7 @@ def _dec_MetadataResponse_MetadataResponseBroker_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseBroker.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -723,7 +731,7 @@ def _dec_MetadataResponse_MetadataResponsePartition_v0(buf, pos):
 
 def _enc_MetadataResponse_MetadataResponseTopic_v0(m, out):
     append = out.append
-    if m.topic_authorized_operations != -2147483648:
+    if not m.topic_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponseTopic.topic_authorized_operations cannot be sent at version 0')
     append(_S_h.pack(m.error_code))
     s1 = m.name.encode('utf-8')
@@ -747,7 +755,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -769,7 +777,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v0(buf, pos):
 
 def _enc_MetadataResponse_v0(m, out):
     append = out.append
-    if m.cluster_authorized_operations != -2147483648:
+    if not m.cluster_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 0')
     append(_S_i.pack(len(m.brokers)))
     for e in m.brokers:
@@ -842,7 +850,7 @@ def _dec_MetadataResponse_MetadataResponseBroker_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseBroker.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -856,14 +864,14 @@ def _dec_MetadataResponse_MetadataResponseBroker_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponseBroker.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end4], 'utf-8')
+        m.rack = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     return m, pos
 
 
 def _enc_MetadataResponse_MetadataResponseTopic_v1(m, out):
     append = out.append
-    if m.topic_authorized_operations != -2147483648:
+    if not m.topic_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponseTopic.topic_authorized_operations cannot be sent at version 1')
     append(_S_h.pack(m.error_code))
     s1 = m.name.encode('utf-8')
@@ -888,7 +896,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -911,7 +919,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v1(buf, pos):
 
 def _enc_MetadataResponse_v1(m, out):
     append = out.append
-    if m.cluster_authorized_operations != -2147483648:
+    if not m.cluster_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 1')
     append(_S_i.pack(len(m.brokers)))
     for e in m.brokers:
@@ -959,7 +967,7 @@ def _dec_MetadataResponse_v1(buf, pos):
 
 def _enc_MetadataResponse_MetadataResponseTopic_v2(m, out):
     append = out.append
-    if m.topic_authorized_operations != -2147483648:
+    if not m.topic_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponseTopic.topic_authorized_operations cannot be sent at version 2')
     append(_S_h.pack(m.error_code))
     s1 = m.name.encode('utf-8')
@@ -973,7 +981,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v2(m, out):
 
 def _enc_MetadataResponse_v2(m, out):
     append = out.append
-    if m.cluster_authorized_operations != -2147483648:
+    if not m.cluster_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 2')
     append(_S_i.pack(len(m.brokers)))
     for e in m.brokers:
@@ -1016,7 +1024,7 @@ def _dec_MetadataResponse_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1039,7 +1047,7 @@ def _dec_MetadataResponse_v2(buf, pos):
 
 def _enc_MetadataResponse_MetadataResponseTopic_v3(m, out):
     append = out.append
-    if m.topic_authorized_operations != -2147483648:
+    if not m.topic_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponseTopic.topic_authorized_operations cannot be sent at version 3')
     append(_S_h.pack(m.error_code))
     s1 = m.name.encode('utf-8')
@@ -1053,7 +1061,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v3(m, out):
 
 def _enc_MetadataResponse_v3(m, out):
     append = out.append
-    if m.cluster_authorized_operations != -2147483648:
+    if not m.cluster_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 3')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.brokers)))
@@ -1099,7 +1107,7 @@ def _dec_MetadataResponse_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1121,7 +1129,7 @@ def _dec_MetadataResponse_v3(buf, pos):
 
 def _enc_MetadataResponse_MetadataResponseTopic_v4(m, out):
     append = out.append
-    if m.topic_authorized_operations != -2147483648:
+    if not m.topic_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponseTopic.topic_authorized_operations cannot be sent at version 4')
     append(_S_h.pack(m.error_code))
     s1 = m.name.encode('utf-8')
@@ -1135,7 +1143,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v4(m, out):
 
 def _enc_MetadataResponse_v4(m, out):
     append = out.append
-    if m.cluster_authorized_operations != -2147483648:
+    if not m.cluster_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 4')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.brokers)))
@@ -1203,7 +1211,7 @@ def _dec_MetadataResponse_MetadataResponsePartition_v5(buf, pos):
 
 def _enc_MetadataResponse_MetadataResponseTopic_v5(m, out):
     append = out.append
-    if m.topic_authorized_operations != -2147483648:
+    if not m.topic_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponseTopic.topic_authorized_operations cannot be sent at version 5')
     append(_S_h.pack(m.error_code))
     s1 = m.name.encode('utf-8')
@@ -1228,7 +1236,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -1251,7 +1259,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v5(buf, pos):
 
 def _enc_MetadataResponse_v5(m, out):
     append = out.append
-    if m.cluster_authorized_operations != -2147483648:
+    if not m.cluster_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 5')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.brokers)))
@@ -1297,7 +1305,7 @@ def _dec_MetadataResponse_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1319,7 +1327,7 @@ def _dec_MetadataResponse_v5(buf, pos):
 
 def _enc_MetadataResponse_MetadataResponseTopic_v6(m, out):
     append = out.append
-    if m.topic_authorized_operations != -2147483648:
+    if not m.topic_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponseTopic.topic_authorized_operations cannot be sent at version 6')
     append(_S_h.pack(m.error_code))
     s1 = m.name.encode('utf-8')
@@ -1333,7 +1341,7 @@ def _enc_MetadataResponse_MetadataResponseTopic_v6(m, out):
 
 def _enc_MetadataResponse_v6(m, out):
     append = out.append
-    if m.cluster_authorized_operations != -2147483648:
+    if not m.cluster_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 6')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.brokers)))
@@ -1400,7 +1408,7 @@ def _dec_MetadataResponse_MetadataResponsePartition_v7(buf, pos):
 
 def _enc_MetadataResponse_MetadataResponseTopic_v7(m, out):
     append = out.append
-    if m.topic_authorized_operations != -2147483648:
+    if not m.topic_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponseTopic.topic_authorized_operations cannot be sent at version 7')
     append(_S_h.pack(m.error_code))
     s1 = m.name.encode('utf-8')
@@ -1425,7 +1433,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v7(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -1448,7 +1456,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v7(buf, pos):
 
 def _enc_MetadataResponse_v7(m, out):
     append = out.append
-    if m.cluster_authorized_operations != -2147483648:
+    if not m.cluster_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 7')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.brokers)))
@@ -1494,7 +1502,7 @@ def _dec_MetadataResponse_v7(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1540,7 +1548,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -1609,7 +1617,7 @@ def _dec_MetadataResponse_v8(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1634,6 +1642,8 @@ def _enc_MetadataResponse_MetadataResponseBroker_v9(m, out):
     append = out.append
     append(_S_i.pack(m.node_id))
     s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1643,6 +1653,8 @@ def _enc_MetadataResponse_MetadataResponseBroker_v9(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -1666,7 +1678,9 @@ def _dec_MetadataResponse_MetadataResponseBroker_v9(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseBroker.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('MetadataResponseBroker.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1684,7 +1698,9 @@ def _dec_MetadataResponse_MetadataResponseBroker_v9(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponseBroker.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('MetadataResponseBroker.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -1763,6 +1779,8 @@ def _enc_MetadataResponse_MetadataResponseTopic_v9(m, out):
     append = out.append
     append(_S_h.pack(m.error_code))
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1792,7 +1810,9 @@ def _dec_MetadataResponse_MetadataResponseTopic_v9(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('MetadataResponseTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.is_internal = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -1834,6 +1854,8 @@ def _enc_MetadataResponse_v9(m, out):
         append(b'\x00')
     else:
         s3 = x2.encode('utf-8')
+        if len(s3) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
         n4 = len(s3) + 1
         append(_UV[n4] if n4 < 128 else _uvarint(n4))
         append(s3)
@@ -1881,7 +1903,9 @@ def _dec_MetadataResponse_v9(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('MetadataResponse.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1914,6 +1938,8 @@ def _enc_MetadataResponse_MetadataResponseTopic_v10(m, out):
     append = out.append
     append(_S_h.pack(m.error_code))
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1943,7 +1969,9 @@ def _dec_MetadataResponse_MetadataResponseTopic_v10(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('MetadataResponseTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, u4, = _S_uo.unpack_from(buf, pos)
     m.topic_id = _UUID(bytes=u3)
@@ -1986,6 +2014,8 @@ def _enc_MetadataResponse_v10(m, out):
         append(b'\x00')
     else:
         s3 = x2.encode('utf-8')
+        if len(s3) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
         n4 = len(s3) + 1
         append(_UV[n4] if n4 < 128 else _uvarint(n4))
         append(s3)
@@ -2033,7 +2063,9 @@ def _dec_MetadataResponse_v10(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('MetadataResponse.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -2064,7 +2096,7 @@ def _dec_MetadataResponse_v10(buf, pos):
 
 def _enc_MetadataResponse_v11(m, out):
     append = out.append
-    if m.cluster_authorized_operations != -2147483648:
+    if not m.cluster_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 11')
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.brokers) + 1
@@ -2076,6 +2108,8 @@ def _enc_MetadataResponse_v11(m, out):
         append(b'\x00')
     else:
         s3 = x2.encode('utf-8')
+        if len(s3) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
         n4 = len(s3) + 1
         append(_UV[n4] if n4 < 128 else _uvarint(n4))
         append(s3)
@@ -2122,7 +2156,9 @@ def _dec_MetadataResponse_v11(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('MetadataResponse.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -2158,6 +2194,8 @@ def _enc_MetadataResponse_MetadataResponseTopic_v12(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('Name is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -2189,7 +2227,9 @@ def _dec_MetadataResponse_MetadataResponseTopic_v12(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('MetadataResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('MetadataResponseTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, u4, = _S_uo.unpack_from(buf, pos)
     m.topic_id = _UUID(bytes=u3)
@@ -2222,7 +2262,7 @@ def _dec_MetadataResponse_MetadataResponseTopic_v12(buf, pos):
 
 def _enc_MetadataResponse_v12(m, out):
     append = out.append
-    if m.cluster_authorized_operations != -2147483648:
+    if not m.cluster_authorized_operations == -2147483648:
         raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 12')
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.brokers) + 1
@@ -2234,6 +2274,8 @@ def _enc_MetadataResponse_v12(m, out):
         append(b'\x00')
     else:
         s3 = x2.encode('utf-8')
+        if len(s3) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
         n4 = len(s3) + 1
         append(_UV[n4] if n4 < 128 else _uvarint(n4))
         append(s3)
@@ -2280,7 +2322,9 @@ def _dec_MetadataResponse_v12(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('MetadataResponse.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('MetadataResponse.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.controller_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4

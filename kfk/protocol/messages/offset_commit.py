@@ -152,7 +152,7 @@ _S_q = _struct.Struct('>q')
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(m, out):
     append = out.append
-    if m.commit_timestamp != -1:
+    if not m.commit_timestamp == -1:
         raise _UnsupportedVersionError('OffsetCommitRequestPartition.commit_timestamp cannot be sent at version 0')
     append(_S_iq.pack(m.partition_index, m.committed_offset))
     x1 = m.committed_metadata
@@ -179,7 +179,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequestPartition.committed_metadata: length runs past the end of the buffer')
-        m.committed_metadata = str(buf[pos:end2], 'utf-8')
+        m.committed_metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.committed_leader_epoch = -1
     m.commit_timestamp = -1
@@ -207,7 +207,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -226,7 +226,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos):
 
 def _enc_OffsetCommitRequest_v0(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('OffsetCommitRequest.group_instance_id cannot be sent at version 0')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -247,7 +247,7 @@ def _dec_OffsetCommitRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -295,7 +295,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequestPartition.committed_metadata: length runs past the end of the buffer')
-        m.committed_metadata = str(buf[pos:end2], 'utf-8')
+        m.committed_metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.committed_leader_epoch = -1
     return m, pos
@@ -322,7 +322,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -341,7 +341,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf, pos):
 
 def _enc_OffsetCommitRequest_v1(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('OffsetCommitRequest.group_instance_id cannot be sent at version 1')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -366,7 +366,7 @@ def _dec_OffsetCommitRequest_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -378,7 +378,7 @@ def _dec_OffsetCommitRequest_v1(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('OffsetCommitRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -399,7 +399,7 @@ def _dec_OffsetCommitRequest_v1(buf, pos):
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v2(m, out):
     append = out.append
-    if m.commit_timestamp != -1:
+    if not m.commit_timestamp == -1:
         raise _UnsupportedVersionError('OffsetCommitRequestPartition.commit_timestamp cannot be sent at version 2')
     append(_S_iq.pack(m.partition_index, m.committed_offset))
     x1 = m.committed_metadata
@@ -423,7 +423,7 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v2(m, out):
 
 def _enc_OffsetCommitRequest_v2(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('OffsetCommitRequest.group_instance_id cannot be sent at version 2')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -449,7 +449,7 @@ def _dec_OffsetCommitRequest_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -461,7 +461,7 @@ def _dec_OffsetCommitRequest_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('OffsetCommitRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.retention_time_ms = _S_q.unpack_from(buf, pos)[0]
     pos += 8
@@ -483,7 +483,7 @@ def _dec_OffsetCommitRequest_v2(buf, pos):
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v3(m, out):
     append = out.append
-    if m.commit_timestamp != -1:
+    if not m.commit_timestamp == -1:
         raise _UnsupportedVersionError('OffsetCommitRequestPartition.commit_timestamp cannot be sent at version 3')
     append(_S_iq.pack(m.partition_index, m.committed_offset))
     x1 = m.committed_metadata
@@ -507,7 +507,7 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v3(m, out):
 
 def _enc_OffsetCommitRequest_v3(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('OffsetCommitRequest.group_instance_id cannot be sent at version 3')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -524,7 +524,7 @@ def _enc_OffsetCommitRequest_v3(m, out):
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v4(m, out):
     append = out.append
-    if m.commit_timestamp != -1:
+    if not m.commit_timestamp == -1:
         raise _UnsupportedVersionError('OffsetCommitRequestPartition.commit_timestamp cannot be sent at version 4')
     append(_S_iq.pack(m.partition_index, m.committed_offset))
     x1 = m.committed_metadata
@@ -548,7 +548,7 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v4(m, out):
 
 def _enc_OffsetCommitRequest_v4(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('OffsetCommitRequest.group_instance_id cannot be sent at version 4')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -565,7 +565,7 @@ def _enc_OffsetCommitRequest_v4(m, out):
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v5(m, out):
     append = out.append
-    if m.commit_timestamp != -1:
+    if not m.commit_timestamp == -1:
         raise _UnsupportedVersionError('OffsetCommitRequestPartition.commit_timestamp cannot be sent at version 5')
     append(_S_iq.pack(m.partition_index, m.committed_offset))
     x1 = m.committed_metadata
@@ -589,7 +589,7 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v5(m, out):
 
 def _enc_OffsetCommitRequest_v5(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('OffsetCommitRequest.group_instance_id cannot be sent at version 5')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -614,7 +614,7 @@ def _dec_OffsetCommitRequest_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -626,7 +626,7 @@ def _dec_OffsetCommitRequest_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('OffsetCommitRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -647,7 +647,7 @@ def _dec_OffsetCommitRequest_v5(buf, pos):
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v6(m, out):
     append = out.append
-    if m.commit_timestamp != -1:
+    if not m.commit_timestamp == -1:
         raise _UnsupportedVersionError('OffsetCommitRequestPartition.commit_timestamp cannot be sent at version 6')
     append(_S_iqi.pack(m.partition_index, m.committed_offset, m.committed_leader_epoch))
     x1 = m.committed_metadata
@@ -674,7 +674,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequestPartition.committed_metadata: length runs past the end of the buffer')
-        m.committed_metadata = str(buf[pos:end2], 'utf-8')
+        m.committed_metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.commit_timestamp = -1
     return m, pos
@@ -701,7 +701,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -720,7 +720,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos):
 
 def _enc_OffsetCommitRequest_v6(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('OffsetCommitRequest.group_instance_id cannot be sent at version 6')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -745,7 +745,7 @@ def _dec_OffsetCommitRequest_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -757,7 +757,7 @@ def _dec_OffsetCommitRequest_v6(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('OffsetCommitRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -778,7 +778,7 @@ def _dec_OffsetCommitRequest_v6(buf, pos):
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v7(m, out):
     append = out.append
-    if m.commit_timestamp != -1:
+    if not m.commit_timestamp == -1:
         raise _UnsupportedVersionError('OffsetCommitRequestPartition.commit_timestamp cannot be sent at version 7')
     append(_S_iqi.pack(m.partition_index, m.committed_offset, m.committed_leader_epoch))
     x1 = m.committed_metadata
@@ -832,7 +832,7 @@ def _dec_OffsetCommitRequest_v7(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -844,7 +844,7 @@ def _dec_OffsetCommitRequest_v7(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('OffsetCommitRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -856,7 +856,7 @@ def _dec_OffsetCommitRequest_v7(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('OffsetCommitRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end6], 'utf-8')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -876,7 +876,7 @@ def _dec_OffsetCommitRequest_v7(buf, pos):
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8(m, out):
     append = out.append
-    if m.commit_timestamp != -1:
+    if not m.commit_timestamp == -1:
         raise _UnsupportedVersionError('OffsetCommitRequestPartition.commit_timestamp cannot be sent at version 8')
     append(_S_iqi.pack(m.partition_index, m.committed_offset, m.committed_leader_epoch))
     x1 = m.committed_metadata
@@ -884,6 +884,8 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v8(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('CommittedMetadata is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -909,7 +911,9 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequestPartition.committed_metadata: length runs past the end of the buffer')
-        m.committed_metadata = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetCommitRequestPartition.committed_metadata: string longer than 32767 bytes')
+        m.committed_metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1
@@ -922,6 +926,8 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf, pos):
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v8(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -947,7 +953,9 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetCommitRequestTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -975,11 +983,15 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf, pos):
 def _enc_OffsetCommitRequest_v8(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_i.pack(m.generation_id_or_member_epoch))
     s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -988,6 +1000,8 @@ def _enc_OffsetCommitRequest_v8(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -1013,7 +1027,9 @@ def _dec_OffsetCommitRequest_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetCommitRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1029,7 +1045,9 @@ def _dec_OffsetCommitRequest_v8(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('OffsetCommitRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('OffsetCommitRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -1045,7 +1063,9 @@ def _dec_OffsetCommitRequest_v8(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('OffsetCommitRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('OffsetCommitRequest.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -1073,7 +1093,7 @@ def _dec_OffsetCommitRequest_v8(buf, pos):
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v9(m, out):
     append = out.append
-    if m.commit_timestamp != -1:
+    if not m.commit_timestamp == -1:
         raise _UnsupportedVersionError('OffsetCommitRequestPartition.commit_timestamp cannot be sent at version 9')
     append(_S_iqi.pack(m.partition_index, m.committed_offset, m.committed_leader_epoch))
     x1 = m.committed_metadata
@@ -1081,6 +1101,8 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v9(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('CommittedMetadata is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -1090,6 +1112,8 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v9(m, out):
 def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v9(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1103,11 +1127,15 @@ def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v9(m, out):
 def _enc_OffsetCommitRequest_v9(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_i.pack(m.generation_id_or_member_epoch))
     s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -1116,6 +1144,8 @@ def _enc_OffsetCommitRequest_v9(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -1160,7 +1190,7 @@ def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1252,6 +1282,8 @@ def _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf, pos):
 def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v8(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1277,7 +1309,9 @@ def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetCommitResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetCommitResponseTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

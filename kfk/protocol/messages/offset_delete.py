@@ -167,7 +167,7 @@ def _dec_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetDeleteRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -205,7 +205,7 @@ def _dec_OffsetDeleteRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetDeleteRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -256,7 +256,7 @@ def _dec_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetDeleteResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4

@@ -240,7 +240,7 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -256,9 +256,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf, pos):
 
 def _enc_OffsetFetchRequest_v0(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchRequest.groups cannot be sent at version 0')
-    if m.require_stable:
+    if not m.require_stable is False:
         raise _UnsupportedVersionError('OffsetFetchRequest.require_stable cannot be sent at version 0')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -279,7 +279,7 @@ def _dec_OffsetFetchRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -300,9 +300,9 @@ def _dec_OffsetFetchRequest_v0(buf, pos):
 
 def _enc_OffsetFetchRequest_v1(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchRequest.groups cannot be sent at version 1')
-    if m.require_stable:
+    if not m.require_stable is False:
         raise _UnsupportedVersionError('OffsetFetchRequest.require_stable cannot be sent at version 1')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -314,9 +314,9 @@ def _enc_OffsetFetchRequest_v1(m, out):
 
 def _enc_OffsetFetchRequest_v2(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchRequest.groups cannot be sent at version 2')
-    if m.require_stable:
+    if not m.require_stable is False:
         raise _UnsupportedVersionError('OffsetFetchRequest.require_stable cannot be sent at version 2')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -341,7 +341,7 @@ def _dec_OffsetFetchRequest_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -364,9 +364,9 @@ def _dec_OffsetFetchRequest_v2(buf, pos):
 
 def _enc_OffsetFetchRequest_v3(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchRequest.groups cannot be sent at version 3')
-    if m.require_stable:
+    if not m.require_stable is False:
         raise _UnsupportedVersionError('OffsetFetchRequest.require_stable cannot be sent at version 3')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -382,9 +382,9 @@ def _enc_OffsetFetchRequest_v3(m, out):
 
 def _enc_OffsetFetchRequest_v4(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchRequest.groups cannot be sent at version 4')
-    if m.require_stable:
+    if not m.require_stable is False:
         raise _UnsupportedVersionError('OffsetFetchRequest.require_stable cannot be sent at version 4')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -400,9 +400,9 @@ def _enc_OffsetFetchRequest_v4(m, out):
 
 def _enc_OffsetFetchRequest_v5(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchRequest.groups cannot be sent at version 5')
-    if m.require_stable:
+    if not m.require_stable is False:
         raise _UnsupportedVersionError('OffsetFetchRequest.require_stable cannot be sent at version 5')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -419,6 +419,8 @@ def _enc_OffsetFetchRequest_v5(m, out):
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v6(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -443,7 +445,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchRequestTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -467,11 +471,13 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos):
 
 def _enc_OffsetFetchRequest_v6(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchRequest.groups cannot be sent at version 6')
-    if m.require_stable:
+    if not m.require_stable is False:
         raise _UnsupportedVersionError('OffsetFetchRequest.require_stable cannot be sent at version 6')
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -501,7 +507,9 @@ def _dec_OffsetFetchRequest_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -532,9 +540,11 @@ def _dec_OffsetFetchRequest_v6(buf, pos):
 
 def _enc_OffsetFetchRequest_v7(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchRequest.groups cannot be sent at version 7')
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -565,7 +575,9 @@ def _dec_OffsetFetchRequest_v7(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -598,6 +610,8 @@ def _dec_OffsetFetchRequest_v7(buf, pos):
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v8(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -622,7 +636,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchRequestTopics.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchRequestTopics.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -647,6 +663,8 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos):
 def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v8(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -676,7 +694,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchRequestGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchRequestGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -707,9 +727,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos):
 
 def _enc_OffsetFetchRequest_v8(m, out):
     append = out.append
-    if m.group_id:
+    if not m.group_id == '':
         raise _UnsupportedVersionError('OffsetFetchRequest.group_id cannot be sent at version 8')
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('OffsetFetchRequest.topics cannot be sent at version 8')
     n1 = len(m.groups) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -752,6 +772,8 @@ def _dec_OffsetFetchRequest_v8(buf, pos):
 def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v9(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -760,6 +782,8 @@ def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v9(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('MemberId is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -790,7 +814,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchRequestGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchRequestGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -806,7 +832,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('OffsetFetchRequestGroup.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchRequestGroup.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -837,9 +865,9 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos):
 
 def _enc_OffsetFetchRequest_v9(m, out):
     append = out.append
-    if m.group_id:
+    if not m.group_id == '':
         raise _UnsupportedVersionError('OffsetFetchRequest.group_id cannot be sent at version 9')
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('OffsetFetchRequest.topics cannot be sent at version 9')
     n1 = len(m.groups) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -907,7 +935,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchResponsePartition.metadata: length runs past the end of the buffer')
-        m.metadata = str(buf[pos:end2], 'utf-8')
+        m.metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -936,7 +964,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -955,7 +983,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf, pos):
 
 def _enc_OffsetFetchResponse_v0(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchResponse.groups cannot be sent at version 0')
     append(_S_i.pack(len(m.topics)))
     for e in m.topics:
@@ -985,7 +1013,7 @@ def _dec_OffsetFetchResponse_v0(buf, pos):
 
 def _enc_OffsetFetchResponse_v1(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchResponse.groups cannot be sent at version 1')
     append(_S_i.pack(len(m.topics)))
     for e in m.topics:
@@ -994,7 +1022,7 @@ def _enc_OffsetFetchResponse_v1(m, out):
 
 def _enc_OffsetFetchResponse_v2(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchResponse.groups cannot be sent at version 2')
     append(_S_i.pack(len(m.topics)))
     for e in m.topics:
@@ -1026,7 +1054,7 @@ def _dec_OffsetFetchResponse_v2(buf, pos):
 
 def _enc_OffsetFetchResponse_v3(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchResponse.groups cannot be sent at version 3')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.topics)))
@@ -1060,7 +1088,7 @@ def _dec_OffsetFetchResponse_v3(buf, pos):
 
 def _enc_OffsetFetchResponse_v4(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchResponse.groups cannot be sent at version 4')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.topics)))
@@ -1097,7 +1125,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchResponsePartition.metadata: length runs past the end of the buffer')
-        m.metadata = str(buf[pos:end2], 'utf-8')
+        m.metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -1125,7 +1153,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1144,7 +1172,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos):
 
 def _enc_OffsetFetchResponse_v5(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchResponse.groups cannot be sent at version 5')
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.topics)))
@@ -1184,6 +1212,8 @@ def _enc_OffsetFetchResponse_OffsetFetchResponsePartition_v6(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('Metadata is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -1210,7 +1240,9 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchResponsePartition.metadata: length runs past the end of the buffer')
-        m.metadata = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchResponsePartition.metadata: string longer than 32767 bytes')
+        m.metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -1224,6 +1256,8 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf, pos):
 def _enc_OffsetFetchResponse_OffsetFetchResponseTopic_v6(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1249,7 +1283,9 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchResponseTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1276,7 +1312,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf, pos):
 
 def _enc_OffsetFetchResponse_v6(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchResponse.groups cannot be sent at version 6')
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.topics) + 1
@@ -1320,7 +1356,7 @@ def _dec_OffsetFetchResponse_v6(buf, pos):
 
 def _enc_OffsetFetchResponse_v7(m, out):
     append = out.append
-    if m.groups:
+    if not not m.groups:
         raise _UnsupportedVersionError('OffsetFetchResponse.groups cannot be sent at version 7')
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.topics) + 1
@@ -1339,6 +1375,8 @@ def _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('Metadata is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -1365,7 +1403,9 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchResponsePartitions.metadata: length runs past the end of the buffer')
-        m.metadata = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchResponsePartitions.metadata: string longer than 32767 bytes')
+        m.metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -1379,6 +1419,8 @@ def _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf, pos):
 def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v8(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1404,7 +1446,9 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchResponseTopics.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchResponseTopics.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1432,6 +1476,8 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf, pos):
 def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v8(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1458,7 +1504,9 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetFetchResponseGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchResponseGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1487,7 +1535,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf, pos):
 
 def _enc_OffsetFetchResponse_v8(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('OffsetFetchResponse.topics cannot be sent at version 8')
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.groups) + 1
@@ -1529,7 +1577,7 @@ def _dec_OffsetFetchResponse_v8(buf, pos):
 
 def _enc_OffsetFetchResponse_v9(m, out):
     append = out.append
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('OffsetFetchResponse.topics cannot be sent at version 9')
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.groups) + 1

@@ -176,7 +176,7 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetForLeaderTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -253,7 +253,7 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetForLeaderTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -345,6 +345,8 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderPartition_v4(buf, pos):
 def _enc_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(m, out):
     append = out.append
     s1 = m.topic.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Topic is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -370,7 +372,9 @@ def _dec_OffsetForLeaderEpochRequest_OffsetForLeaderTopic_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetForLeaderTopic.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetForLeaderTopic.topic: string longer than 32767 bytes')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -468,7 +472,7 @@ def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetForLeaderTopicResult.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -545,7 +549,7 @@ def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetForLeaderTopicResult.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -637,6 +641,8 @@ def _dec_OffsetForLeaderEpochResponse_EpochEndOffset_v4(buf, pos):
 def _enc_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(m, out):
     append = out.append
     s1 = m.topic.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Topic is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -662,7 +668,9 @@ def _dec_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('OffsetForLeaderTopicResult.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetForLeaderTopicResult.topic: string longer than 32767 bytes')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

@@ -203,6 +203,13 @@ _S_ihqqq = _struct.Struct('>ihqqq')
 _S_ii = _struct.Struct('>ii')
 
 
+def _is_default_ProduceResponse_LeaderIdAndEpoch(m):
+    return (
+        m.leader_id == -1
+        and m.leader_epoch == -1
+    )
+
+
 def _enc_ProduceRequest_PartitionProduceData_v0(m, out):
     append = out.append
     append(_S_i.pack(m.index))
@@ -255,7 +262,7 @@ def _dec_ProduceRequest_TopicProduceData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicProduceData.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -274,7 +281,7 @@ def _dec_ProduceRequest_TopicProduceData_v0(buf, pos):
 
 def _enc_ProduceRequest_v0(m, out):
     append = out.append
-    if m.transactional_id is not None:
+    if not m.transactional_id is None:
         raise _UnsupportedVersionError('ProduceRequest.transactional_id cannot be sent at version 0')
     append(_S_hi.pack(m.acks, m.timeout_ms))
     append(_S_i.pack(len(m.topic_data)))
@@ -305,7 +312,7 @@ def _dec_ProduceRequest_v0(buf, pos):
 
 def _enc_ProduceRequest_v1(m, out):
     append = out.append
-    if m.transactional_id is not None:
+    if not m.transactional_id is None:
         raise _UnsupportedVersionError('ProduceRequest.transactional_id cannot be sent at version 1')
     append(_S_hi.pack(m.acks, m.timeout_ms))
     append(_S_i.pack(len(m.topic_data)))
@@ -315,7 +322,7 @@ def _enc_ProduceRequest_v1(m, out):
 
 def _enc_ProduceRequest_v2(m, out):
     append = out.append
-    if m.transactional_id is not None:
+    if not m.transactional_id is None:
         raise _UnsupportedVersionError('ProduceRequest.transactional_id cannot be sent at version 2')
     append(_S_hi.pack(m.acks, m.timeout_ms))
     append(_S_i.pack(len(m.topic_data)))
@@ -351,7 +358,7 @@ def _dec_ProduceRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ProduceRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.acks, m.timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
@@ -414,6 +421,8 @@ def _dec_ProduceRequest_PartitionProduceData_v9(buf, pos):
 def _enc_ProduceRequest_TopicProduceData_v9(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -439,7 +448,9 @@ def _dec_ProduceRequest_TopicProduceData_v9(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicProduceData.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicProduceData.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -471,6 +482,8 @@ def _enc_ProduceRequest_v9(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('TransactionalId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -499,7 +512,9 @@ def _dec_ProduceRequest_v9(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ProduceRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ProduceRequest.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.acks, m.timeout_ms = _S_hi.unpack_from(buf, pos)
     pos += 6
@@ -528,7 +543,7 @@ def _dec_ProduceRequest_v9(buf, pos):
 
 def _enc_ProduceResponse_PartitionProduceResponse_v0(m, out):
     append = out.append
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionProduceResponse.current_leader cannot be sent at version 0')
     append(_S_ihq.pack(m.index, m.error_code, m.base_offset))
 
@@ -567,7 +582,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicProduceResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -586,7 +601,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v0(buf, pos):
 
 def _enc_ProduceResponse_v0(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('ProduceResponse.node_endpoints cannot be sent at version 0')
     append(_S_i.pack(len(m.responses)))
     for e in m.responses:
@@ -615,7 +630,7 @@ def _dec_ProduceResponse_v0(buf, pos):
 
 def _enc_ProduceResponse_PartitionProduceResponse_v1(m, out):
     append = out.append
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionProduceResponse.current_leader cannot be sent at version 1')
     append(_S_ihq.pack(m.index, m.error_code, m.base_offset))
 
@@ -632,7 +647,7 @@ def _enc_ProduceResponse_TopicProduceResponse_v1(m, out):
 
 def _enc_ProduceResponse_v1(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('ProduceResponse.node_endpoints cannot be sent at version 1')
     append(_S_i.pack(len(m.responses)))
     for e in m.responses:
@@ -663,7 +678,7 @@ def _dec_ProduceResponse_v1(buf, pos):
 
 def _enc_ProduceResponse_PartitionProduceResponse_v2(m, out):
     append = out.append
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionProduceResponse.current_leader cannot be sent at version 2')
     append(_S_ihqq.pack(m.index, m.error_code, m.base_offset, m.log_append_time_ms))
 
@@ -701,7 +716,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicProduceResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -720,7 +735,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v2(buf, pos):
 
 def _enc_ProduceResponse_v2(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('ProduceResponse.node_endpoints cannot be sent at version 2')
     append(_S_i.pack(len(m.responses)))
     for e in m.responses:
@@ -751,7 +766,7 @@ def _dec_ProduceResponse_v2(buf, pos):
 
 def _enc_ProduceResponse_PartitionProduceResponse_v3(m, out):
     append = out.append
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionProduceResponse.current_leader cannot be sent at version 3')
     append(_S_ihqq.pack(m.index, m.error_code, m.base_offset, m.log_append_time_ms))
 
@@ -768,7 +783,7 @@ def _enc_ProduceResponse_TopicProduceResponse_v3(m, out):
 
 def _enc_ProduceResponse_v3(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('ProduceResponse.node_endpoints cannot be sent at version 3')
     append(_S_i.pack(len(m.responses)))
     for e in m.responses:
@@ -778,7 +793,7 @@ def _enc_ProduceResponse_v3(m, out):
 
 def _enc_ProduceResponse_PartitionProduceResponse_v4(m, out):
     append = out.append
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionProduceResponse.current_leader cannot be sent at version 4')
     append(_S_ihqq.pack(m.index, m.error_code, m.base_offset, m.log_append_time_ms))
 
@@ -795,7 +810,7 @@ def _enc_ProduceResponse_TopicProduceResponse_v4(m, out):
 
 def _enc_ProduceResponse_v4(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('ProduceResponse.node_endpoints cannot be sent at version 4')
     append(_S_i.pack(len(m.responses)))
     for e in m.responses:
@@ -805,7 +820,7 @@ def _enc_ProduceResponse_v4(m, out):
 
 def _enc_ProduceResponse_PartitionProduceResponse_v5(m, out):
     append = out.append
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionProduceResponse.current_leader cannot be sent at version 5')
     append(_S_ihqqq.pack(m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset))
 
@@ -842,7 +857,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicProduceResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -861,7 +876,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v5(buf, pos):
 
 def _enc_ProduceResponse_v5(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('ProduceResponse.node_endpoints cannot be sent at version 5')
     append(_S_i.pack(len(m.responses)))
     for e in m.responses:
@@ -892,7 +907,7 @@ def _dec_ProduceResponse_v5(buf, pos):
 
 def _enc_ProduceResponse_PartitionProduceResponse_v6(m, out):
     append = out.append
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionProduceResponse.current_leader cannot be sent at version 6')
     append(_S_ihqqq.pack(m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset))
 
@@ -909,7 +924,7 @@ def _enc_ProduceResponse_TopicProduceResponse_v6(m, out):
 
 def _enc_ProduceResponse_v6(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('ProduceResponse.node_endpoints cannot be sent at version 6')
     append(_S_i.pack(len(m.responses)))
     for e in m.responses:
@@ -919,7 +934,7 @@ def _enc_ProduceResponse_v6(m, out):
 
 def _enc_ProduceResponse_PartitionProduceResponse_v7(m, out):
     append = out.append
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionProduceResponse.current_leader cannot be sent at version 7')
     append(_S_ihqqq.pack(m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset))
 
@@ -936,7 +951,7 @@ def _enc_ProduceResponse_TopicProduceResponse_v7(m, out):
 
 def _enc_ProduceResponse_v7(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('ProduceResponse.node_endpoints cannot be sent at version 7')
     append(_S_i.pack(len(m.responses)))
     for e in m.responses:
@@ -971,14 +986,14 @@ def _dec_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('BatchIndexAndErrorMessage.batch_index_error_message: length runs past the end of the buffer')
-        m.batch_index_error_message = str(buf[pos:end2], 'utf-8')
+        m.batch_index_error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     return m, pos
 
 
 def _enc_ProduceResponse_PartitionProduceResponse_v8(m, out):
     append = out.append
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionProduceResponse.current_leader cannot be sent at version 8')
     append(_S_ihqqq.pack(m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset))
     append(_S_i.pack(len(m.record_errors)))
@@ -1020,7 +1035,7 @@ def _dec_ProduceResponse_PartitionProduceResponse_v8(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('PartitionProduceResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.current_leader = ProduceResponse.LeaderIdAndEpoch()
     return m, pos
@@ -1047,7 +1062,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v8(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicProduceResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1066,7 +1081,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v8(buf, pos):
 
 def _enc_ProduceResponse_v8(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('ProduceResponse.node_endpoints cannot be sent at version 8')
     append(_S_i.pack(len(m.responses)))
     for e in m.responses:
@@ -1103,6 +1118,8 @@ def _enc_ProduceResponse_BatchIndexAndErrorMessage_v9(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('BatchIndexErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -1128,7 +1145,9 @@ def _dec_ProduceResponse_BatchIndexAndErrorMessage_v9(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('BatchIndexAndErrorMessage.batch_index_error_message: length runs past the end of the buffer')
-        m.batch_index_error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('BatchIndexAndErrorMessage.batch_index_error_message: string longer than 32767 bytes')
+        m.batch_index_error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1
@@ -1139,7 +1158,7 @@ def _dec_ProduceResponse_BatchIndexAndErrorMessage_v9(buf, pos):
 
 def _enc_ProduceResponse_PartitionProduceResponse_v9(m, out):
     append = out.append
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         raise _UnsupportedVersionError('PartitionProduceResponse.current_leader cannot be sent at version 9')
     append(_S_ihqqq.pack(m.index, m.error_code, m.base_offset, m.log_append_time_ms, m.log_start_offset))
     n1 = len(m.record_errors) + 1
@@ -1151,6 +1170,8 @@ def _enc_ProduceResponse_PartitionProduceResponse_v9(m, out):
         append(b'\x00')
     else:
         s3 = x2.encode('utf-8')
+        if len(s3) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n4 = len(s3) + 1
         append(_UV[n4] if n4 < 128 else _uvarint(n4))
         append(s3)
@@ -1192,7 +1213,9 @@ def _dec_ProduceResponse_PartitionProduceResponse_v9(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('PartitionProduceResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('PartitionProduceResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -1205,6 +1228,8 @@ def _dec_ProduceResponse_PartitionProduceResponse_v9(buf, pos):
 def _enc_ProduceResponse_TopicProduceResponse_v9(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1230,7 +1255,9 @@ def _dec_ProduceResponse_TopicProduceResponse_v9(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicProduceResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicProduceResponse.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1257,7 +1284,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v9(buf, pos):
 
 def _enc_ProduceResponse_v9(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('ProduceResponse.node_endpoints cannot be sent at version 9')
     n1 = len(m.responses) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -1326,11 +1353,13 @@ def _enc_ProduceResponse_PartitionProduceResponse_v10(m, out):
         append(b'\x00')
     else:
         s3 = x2.encode('utf-8')
+        if len(s3) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n4 = len(s3) + 1
         append(_UV[n4] if n4 < 128 else _uvarint(n4))
         append(s3)
     tagged = []
-    if m.current_leader != ProduceResponse.LeaderIdAndEpoch():
+    if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
         t = []
         _enc_ProduceResponse_LeaderIdAndEpoch_v10(m.current_leader, t)
         tagged.append((0, b''.join(t)))
@@ -1376,7 +1405,9 @@ def _dec_ProduceResponse_PartitionProduceResponse_v10(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('PartitionProduceResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('PartitionProduceResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.current_leader = ProduceResponse.LeaderIdAndEpoch()
     ntags, pos = _read_uvarint(buf, pos)
@@ -1395,6 +1426,8 @@ def _dec_ProduceResponse_PartitionProduceResponse_v10(buf, pos):
 def _enc_ProduceResponse_TopicProduceResponse_v10(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1420,7 +1453,9 @@ def _dec_ProduceResponse_TopicProduceResponse_v10(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicProduceResponse.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicProduceResponse.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1449,6 +1484,8 @@ def _enc_ProduceResponse_NodeEndpoint_v10(m, out):
     append = out.append
     append(_S_i.pack(m.node_id))
     s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1458,6 +1495,8 @@ def _enc_ProduceResponse_NodeEndpoint_v10(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -1481,7 +1520,9 @@ def _dec_ProduceResponse_NodeEndpoint_v10(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('NodeEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('NodeEndpoint.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -1499,7 +1540,9 @@ def _dec_ProduceResponse_NodeEndpoint_v10(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('NodeEndpoint.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('NodeEndpoint.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -1516,7 +1559,7 @@ def _enc_ProduceResponse_v10(m, out):
         _enc_ProduceResponse_TopicProduceResponse_v10(e, out)
     append(_S_i.pack(m.throttle_time_ms))
     tagged = []
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         t = []
         n2 = len(m.node_endpoints) + 1
         t.append(_UV[n2] if n2 < 128 else _uvarint(n2))

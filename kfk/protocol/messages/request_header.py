@@ -94,7 +94,7 @@ def _dec_RequestHeader_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('RequestHeader.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end2], 'utf-8')
+        m.client_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     return m, pos
 
@@ -127,7 +127,7 @@ def _dec_RequestHeader_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('RequestHeader.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end2], 'utf-8')
+        m.client_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1

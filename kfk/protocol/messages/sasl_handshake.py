@@ -87,7 +87,7 @@ def _dec_SaslHandshakeRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('SaslHandshakeRequest.mechanism: length runs past the end of the buffer')
-        m.mechanism = str(buf[pos:end2], 'utf-8')
+        m.mechanism = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     return m, pos
 
@@ -124,7 +124,7 @@ def _dec_SaslHandshakeResponse_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('SaslHandshakeResponse.mechanisms: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.mechanisms = a2

@@ -405,6 +405,8 @@ def _enc_ShareFetchRequest_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('GroupId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -413,6 +415,8 @@ def _enc_ShareFetchRequest_v0(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('MemberId is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
@@ -445,7 +449,9 @@ def _dec_ShareFetchRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ShareFetchRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ShareFetchRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -461,7 +467,9 @@ def _dec_ShareFetchRequest_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ShareFetchRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ShareFetchRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes = _S_iiii.unpack_from(buf, pos)
     pos += 16
@@ -548,6 +556,8 @@ def _enc_ShareFetchResponse_PartitionData_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -557,6 +567,8 @@ def _enc_ShareFetchResponse_PartitionData_v0(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('AcknowledgeErrorMessage is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
@@ -594,7 +606,9 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('PartitionData.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('PartitionData.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.acknowledge_error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -612,7 +626,9 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('PartitionData.acknowledge_error_message: length runs past the end of the buffer')
-        m.acknowledge_error_message = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('PartitionData.acknowledge_error_message: string longer than 32767 bytes')
+        m.acknowledge_error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.current_leader, pos = _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf, pos)
     n5 = buf[pos]
@@ -697,6 +713,8 @@ def _enc_ShareFetchResponse_NodeEndpoint_v0(m, out):
     append = out.append
     append(_S_i.pack(m.node_id))
     s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -706,6 +724,8 @@ def _enc_ShareFetchResponse_NodeEndpoint_v0(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -729,7 +749,9 @@ def _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('NodeEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('NodeEndpoint.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -747,7 +769,9 @@ def _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('NodeEndpoint.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('NodeEndpoint.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -764,6 +788,8 @@ def _enc_ShareFetchResponse_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -797,7 +823,9 @@ def _dec_ShareFetchResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ShareFetchResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ShareFetchResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

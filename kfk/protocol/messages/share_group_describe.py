@@ -164,6 +164,8 @@ def _enc_ShareGroupDescribeRequest_v0(m, out):
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.group_ids:
         s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('GroupIds is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -199,7 +201,9 @@ def _dec_ShareGroupDescribeRequest_v0(buf, pos):
                 end4 = pos + n3
                 if end4 > blen:
                     raise _ProtocolError('ShareGroupDescribeRequest.group_ids: length runs past the end of the buffer')
-                e = str(buf[pos:end4], 'utf-8')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('ShareGroupDescribeRequest.group_ids: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
                 pos = end4
             a2.append(e)
         m.group_ids = a2
@@ -216,6 +220,8 @@ def _enc_ShareGroupDescribeResponse_TopicPartitions_v0(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -243,7 +249,9 @@ def _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf, pos):
         end3 = pos + n2
         if end3 > blen:
             raise _ProtocolError('TopicPartitions.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end3], 'utf-8')
+        if n2 > 0x7FFF:
+            raise _ProtocolError('TopicPartitions.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end3], 'utf-8', 'replace')
         pos = end3
     n4 = buf[pos]
     if n4 < 128:
@@ -303,6 +311,8 @@ def _dec_ShareGroupDescribeResponse_Assignment_v0(buf, pos):
 def _enc_ShareGroupDescribeResponse_Member_v0(m, out):
     append = out.append
     s1 = m.member_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -311,15 +321,21 @@ def _enc_ShareGroupDescribeResponse_Member_v0(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('RackId is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
     append(_S_i.pack(m.member_epoch))
     s6 = m.client_id.encode('utf-8')
+    if len(s6) > 0x7FFF:
+        raise _ProtocolError('ClientId is longer than 32767 bytes')
     n7 = len(s6) + 1
     append(_UV[n7] if n7 < 128 else _uvarint(n7))
     append(s6)
     s8 = m.client_host.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('ClientHost is longer than 32767 bytes')
     n9 = len(s8) + 1
     append(_UV[n9] if n9 < 128 else _uvarint(n9))
     append(s8)
@@ -327,6 +343,8 @@ def _enc_ShareGroupDescribeResponse_Member_v0(m, out):
     append(_UV[n10] if n10 < 128 else _uvarint(n10))
     for e in m.subscribed_topic_names:
         s11 = e.encode('utf-8')
+        if len(s11) > 0x7FFF:
+            raise _ProtocolError('SubscribedTopicNames is longer than 32767 bytes')
         n12 = len(s11) + 1
         append(_UV[n12] if n12 < 128 else _uvarint(n12))
         append(s11)
@@ -349,7 +367,9 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Member.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Member.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -365,7 +385,9 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('Member.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('Member.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -381,7 +403,9 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('Member.client_id: length runs past the end of the buffer')
-        m.client_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('Member.client_id: string longer than 32767 bytes')
+        m.client_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -395,7 +419,9 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('Member.client_host: length runs past the end of the buffer')
-        m.client_host = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('Member.client_host: string longer than 32767 bytes')
+        m.client_host = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:
@@ -422,7 +448,9 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf, pos):
                 end12 = pos + n11
                 if end12 > blen:
                     raise _ProtocolError('Member.subscribed_topic_names: length runs past the end of the buffer')
-                e = str(buf[pos:end12], 'utf-8')
+                if n11 > 0x7FFF:
+                    raise _ProtocolError('Member.subscribed_topic_names: string longer than 32767 bytes')
+                e = str(buf[pos:end12], 'utf-8', 'replace')
                 pos = end12
             a10.append(e)
         m.subscribed_topic_names = a10
@@ -442,19 +470,27 @@ def _enc_ShareGroupDescribeResponse_DescribedGroup_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
     s4 = m.group_id.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n5 = len(s4) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     append(s4)
     s6 = m.group_state.encode('utf-8')
+    if len(s6) > 0x7FFF:
+        raise _ProtocolError('GroupState is longer than 32767 bytes')
     n7 = len(s6) + 1
     append(_UV[n7] if n7 < 128 else _uvarint(n7))
     append(s6)
     append(_S_ii.pack(m.group_epoch, m.assignment_epoch))
     s8 = m.assignor_name.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('AssignorName is longer than 32767 bytes')
     n9 = len(s8) + 1
     append(_UV[n9] if n9 < 128 else _uvarint(n9))
     append(s8)
@@ -485,7 +521,9 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DescribedGroup.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -499,7 +537,9 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DescribedGroup.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -513,7 +553,9 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('DescribedGroup.group_state: length runs past the end of the buffer')
-        m.group_state = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.group_state: string longer than 32767 bytes')
+        m.group_state = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     m.group_epoch, m.assignment_epoch = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -529,7 +571,9 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('DescribedGroup.assignor_name: length runs past the end of the buffer')
-        m.assignor_name = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.assignor_name: string longer than 32767 bytes')
+        m.assignor_name = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:

@@ -120,10 +120,14 @@ _S_u = _struct.Struct('>16s')
 def _enc_ShareGroupHeartbeatRequest_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -133,6 +137,8 @@ def _enc_ShareGroupHeartbeatRequest_v0(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('RackId is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -144,6 +150,8 @@ def _enc_ShareGroupHeartbeatRequest_v0(m, out):
         append(_UV[n9] if n9 < 128 else _uvarint(n9))
         for e in x8:
             s10 = e.encode('utf-8')
+            if len(s10) > 0x7FFF:
+                raise _ProtocolError('SubscribedTopicNames is longer than 32767 bytes')
             n11 = len(s10) + 1
             append(_UV[n11] if n11 < 128 else _uvarint(n11))
             append(s10)
@@ -165,7 +173,9 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ShareGroupHeartbeatRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ShareGroupHeartbeatRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -179,7 +189,9 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ShareGroupHeartbeatRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ShareGroupHeartbeatRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.member_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -197,7 +209,9 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('ShareGroupHeartbeatRequest.rack_id: length runs past the end of the buffer')
-        m.rack_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('ShareGroupHeartbeatRequest.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -226,7 +240,9 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf, pos):
                 end10 = pos + n9
                 if end10 > blen:
                     raise _ProtocolError('ShareGroupHeartbeatRequest.subscribed_topic_names: length runs past the end of the buffer')
-                e = str(buf[pos:end10], 'utf-8')
+                if n9 > 0x7FFF:
+                    raise _ProtocolError('ShareGroupHeartbeatRequest.subscribed_topic_names: string longer than 32767 bytes')
+                e = str(buf[pos:end10], 'utf-8', 'replace')
                 pos = end10
             a8.append(e)
         m.subscribed_topic_names = a8
@@ -315,6 +331,8 @@ def _enc_ShareGroupHeartbeatResponse_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -323,6 +341,8 @@ def _enc_ShareGroupHeartbeatResponse_v0(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('MemberId is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
@@ -355,7 +375,9 @@ def _dec_ShareGroupHeartbeatResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ShareGroupHeartbeatResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ShareGroupHeartbeatResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -371,7 +393,9 @@ def _dec_ShareGroupHeartbeatResponse_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ShareGroupHeartbeatResponse.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ShareGroupHeartbeatResponse.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.member_epoch, m.heartbeat_interval_ms = _S_ii.unpack_from(buf, pos)
     pos += 8

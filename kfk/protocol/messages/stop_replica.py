@@ -186,7 +186,7 @@ def _dec_StopReplicaRequest_StopReplicaPartitionV0_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('StopReplicaPartitionV0.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -195,11 +195,11 @@ def _dec_StopReplicaRequest_StopReplicaPartitionV0_v0(buf, pos):
 
 def _enc_StopReplicaRequest_v0(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('StopReplicaRequest.is_k_raft_controller cannot be sent at version 0')
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('StopReplicaRequest.topics cannot be sent at version 0')
-    if m.topic_states:
+    if not not m.topic_states:
         raise _UnsupportedVersionError('StopReplicaRequest.topic_states cannot be sent at version 0')
     append(_S_iio.pack(m.controller_id, m.controller_epoch, m.delete_partitions))
     append(_S_i.pack(len(m.ungrouped_partitions)))
@@ -251,7 +251,7 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('StopReplicaTopicV1.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -267,11 +267,11 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v1(buf, pos):
 
 def _enc_StopReplicaRequest_v1(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('StopReplicaRequest.is_k_raft_controller cannot be sent at version 1')
-    if m.ungrouped_partitions:
+    if not not m.ungrouped_partitions:
         raise _UnsupportedVersionError('StopReplicaRequest.ungrouped_partitions cannot be sent at version 1')
-    if m.topic_states:
+    if not not m.topic_states:
         raise _UnsupportedVersionError('StopReplicaRequest.topic_states cannot be sent at version 1')
     append(_S_iiqo.pack(m.controller_id, m.controller_epoch, m.broker_epoch, m.delete_partitions))
     append(_S_i.pack(len(m.topics)))
@@ -305,6 +305,8 @@ def _dec_StopReplicaRequest_v1(buf, pos):
 def _enc_StopReplicaRequest_StopReplicaTopicV1_v2(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -329,7 +331,9 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('StopReplicaTopicV1.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('StopReplicaTopicV1.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -353,11 +357,11 @@ def _dec_StopReplicaRequest_StopReplicaTopicV1_v2(buf, pos):
 
 def _enc_StopReplicaRequest_v2(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('StopReplicaRequest.is_k_raft_controller cannot be sent at version 2')
-    if m.ungrouped_partitions:
+    if not not m.ungrouped_partitions:
         raise _UnsupportedVersionError('StopReplicaRequest.ungrouped_partitions cannot be sent at version 2')
-    if m.topic_states:
+    if not not m.topic_states:
         raise _UnsupportedVersionError('StopReplicaRequest.topic_states cannot be sent at version 2')
     append(_S_iiqo.pack(m.controller_id, m.controller_epoch, m.broker_epoch, m.delete_partitions))
     n1 = len(m.topics) + 1
@@ -419,6 +423,8 @@ def _dec_StopReplicaRequest_StopReplicaPartitionState_v3(buf, pos):
 def _enc_StopReplicaRequest_StopReplicaTopicState_v3(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -444,7 +450,9 @@ def _dec_StopReplicaRequest_StopReplicaTopicState_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('StopReplicaTopicState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('StopReplicaTopicState.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -471,13 +479,13 @@ def _dec_StopReplicaRequest_StopReplicaTopicState_v3(buf, pos):
 
 def _enc_StopReplicaRequest_v3(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('StopReplicaRequest.is_k_raft_controller cannot be sent at version 3')
-    if m.delete_partitions:
+    if not m.delete_partitions is False:
         raise _UnsupportedVersionError('StopReplicaRequest.delete_partitions cannot be sent at version 3')
-    if m.ungrouped_partitions:
+    if not not m.ungrouped_partitions:
         raise _UnsupportedVersionError('StopReplicaRequest.ungrouped_partitions cannot be sent at version 3')
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('StopReplicaRequest.topics cannot be sent at version 3')
     append(_S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch))
     n1 = len(m.topic_states) + 1
@@ -521,11 +529,11 @@ def _dec_StopReplicaRequest_v3(buf, pos):
 
 def _enc_StopReplicaRequest_v4(m, out):
     append = out.append
-    if m.delete_partitions:
+    if not m.delete_partitions is False:
         raise _UnsupportedVersionError('StopReplicaRequest.delete_partitions cannot be sent at version 4')
-    if m.ungrouped_partitions:
+    if not not m.ungrouped_partitions:
         raise _UnsupportedVersionError('StopReplicaRequest.ungrouped_partitions cannot be sent at version 4')
-    if m.topics:
+    if not not m.topics:
         raise _UnsupportedVersionError('StopReplicaRequest.topics cannot be sent at version 4')
     append(_S_ioiq.pack(m.controller_id, m.is_k_raft_controller, m.controller_epoch, m.broker_epoch))
     n1 = len(m.topic_states) + 1
@@ -585,7 +593,7 @@ def _dec_StopReplicaResponse_StopReplicaPartitionError_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('StopReplicaPartitionError.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index, m.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -623,6 +631,8 @@ def _dec_StopReplicaResponse_v0(buf, pos):
 def _enc_StopReplicaResponse_StopReplicaPartitionError_v2(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -645,7 +655,9 @@ def _dec_StopReplicaResponse_StopReplicaPartitionError_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('StopReplicaPartitionError.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('StopReplicaPartitionError.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index, m.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6

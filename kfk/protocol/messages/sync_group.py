@@ -123,7 +123,7 @@ def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('SyncGroupRequestAssignment.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -140,7 +140,7 @@ def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf, pos):
 
 def _enc_SyncGroupRequest_v0(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('SyncGroupRequest.group_instance_id cannot be sent at version 0')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -165,7 +165,7 @@ def _dec_SyncGroupRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('SyncGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -177,7 +177,7 @@ def _dec_SyncGroupRequest_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('SyncGroupRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -199,7 +199,7 @@ def _dec_SyncGroupRequest_v0(buf, pos):
 
 def _enc_SyncGroupRequest_v1(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('SyncGroupRequest.group_instance_id cannot be sent at version 1')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -215,7 +215,7 @@ def _enc_SyncGroupRequest_v1(m, out):
 
 def _enc_SyncGroupRequest_v2(m, out):
     append = out.append
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('SyncGroupRequest.group_instance_id cannot be sent at version 2')
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -261,7 +261,7 @@ def _dec_SyncGroupRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('SyncGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -273,7 +273,7 @@ def _dec_SyncGroupRequest_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('SyncGroupRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -285,7 +285,7 @@ def _dec_SyncGroupRequest_v3(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('SyncGroupRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end6], 'utf-8')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -307,6 +307,8 @@ def _dec_SyncGroupRequest_v3(buf, pos):
 def _enc_SyncGroupRequest_SyncGroupRequestAssignment_v4(m, out):
     append = out.append
     s1 = m.member_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -331,7 +333,9 @@ def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('SyncGroupRequestAssignment.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('SyncGroupRequestAssignment.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -357,11 +361,15 @@ def _dec_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf, pos):
 def _enc_SyncGroupRequest_v4(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_i.pack(m.generation_id))
     s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -370,6 +378,8 @@ def _enc_SyncGroupRequest_v4(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -395,7 +405,9 @@ def _dec_SyncGroupRequest_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('SyncGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('SyncGroupRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -411,7 +423,9 @@ def _dec_SyncGroupRequest_v4(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('SyncGroupRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('SyncGroupRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -427,7 +441,9 @@ def _dec_SyncGroupRequest_v4(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('SyncGroupRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('SyncGroupRequest.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -457,11 +473,15 @@ def _dec_SyncGroupRequest_v4(buf, pos):
 def _enc_SyncGroupRequest_v5(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_i.pack(m.generation_id))
     s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -470,6 +490,8 @@ def _enc_SyncGroupRequest_v5(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -478,6 +500,8 @@ def _enc_SyncGroupRequest_v5(m, out):
         append(b'\x00')
     else:
         s9 = x8.encode('utf-8')
+        if len(s9) > 0x7FFF:
+            raise _ProtocolError('ProtocolType is longer than 32767 bytes')
         n10 = len(s9) + 1
         append(_UV[n10] if n10 < 128 else _uvarint(n10))
         append(s9)
@@ -486,6 +510,8 @@ def _enc_SyncGroupRequest_v5(m, out):
         append(b'\x00')
     else:
         s12 = x11.encode('utf-8')
+        if len(s12) > 0x7FFF:
+            raise _ProtocolError('ProtocolName is longer than 32767 bytes')
         n13 = len(s12) + 1
         append(_UV[n13] if n13 < 128 else _uvarint(n13))
         append(s12)
@@ -511,7 +537,9 @@ def _dec_SyncGroupRequest_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('SyncGroupRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('SyncGroupRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.generation_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -527,7 +555,9 @@ def _dec_SyncGroupRequest_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('SyncGroupRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('SyncGroupRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -543,7 +573,9 @@ def _dec_SyncGroupRequest_v5(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('SyncGroupRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('SyncGroupRequest.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -559,7 +591,9 @@ def _dec_SyncGroupRequest_v5(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('SyncGroupRequest.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('SyncGroupRequest.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:
@@ -575,7 +609,9 @@ def _dec_SyncGroupRequest_v5(buf, pos):
         end10 = pos + n9
         if end10 > blen:
             raise _ProtocolError('SyncGroupRequest.protocol_name: length runs past the end of the buffer')
-        m.protocol_name = str(buf[pos:end10], 'utf-8')
+        if n9 > 0x7FFF:
+            raise _ProtocolError('SyncGroupRequest.protocol_name: string longer than 32767 bytes')
+        m.protocol_name = str(buf[pos:end10], 'utf-8', 'replace')
         pos = end10
     n11 = buf[pos]
     if n11 < 128:
@@ -700,6 +736,8 @@ def _enc_SyncGroupResponse_v5(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ProtocolType is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -708,6 +746,8 @@ def _enc_SyncGroupResponse_v5(m, out):
         append(b'\x00')
     else:
         s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('ProtocolName is longer than 32767 bytes')
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
@@ -736,7 +776,9 @@ def _dec_SyncGroupResponse_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('SyncGroupResponse.protocol_type: length runs past the end of the buffer')
-        m.protocol_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('SyncGroupResponse.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -752,7 +794,9 @@ def _dec_SyncGroupResponse_v5(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('SyncGroupResponse.protocol_name: length runs past the end of the buffer')
-        m.protocol_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('SyncGroupResponse.protocol_name: string longer than 32767 bytes')
+        m.protocol_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:

@@ -179,7 +179,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitRequestPartition.committed_metadata: length runs past the end of the buffer')
-        m.committed_metadata = str(buf[pos:end2], 'utf-8')
+        m.committed_metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.committed_leader_epoch = -1
     return m, pos
@@ -206,7 +206,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -225,11 +225,11 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf, pos):
 
 def _enc_TxnOffsetCommitRequest_v0(m, out):
     append = out.append
-    if m.generation_id != -1:
+    if not m.generation_id == -1:
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.generation_id cannot be sent at version 0')
-    if m.member_id:
+    if not m.member_id == '':
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.member_id cannot be sent at version 0')
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.group_instance_id cannot be sent at version 0')
     s1 = m.transactional_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -254,7 +254,7 @@ def _dec_TxnOffsetCommitRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -264,7 +264,7 @@ def _dec_TxnOffsetCommitRequest_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('TxnOffsetCommitRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end4], 'utf-8')
+        m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.producer_id, m.producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
@@ -288,11 +288,11 @@ def _dec_TxnOffsetCommitRequest_v0(buf, pos):
 
 def _enc_TxnOffsetCommitRequest_v1(m, out):
     append = out.append
-    if m.generation_id != -1:
+    if not m.generation_id == -1:
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.generation_id cannot be sent at version 1')
-    if m.member_id:
+    if not m.member_id == '':
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.member_id cannot be sent at version 1')
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.group_instance_id cannot be sent at version 1')
     s1 = m.transactional_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -333,7 +333,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitRequestPartition.committed_metadata: length runs past the end of the buffer')
-        m.committed_metadata = str(buf[pos:end2], 'utf-8')
+        m.committed_metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     return m, pos
 
@@ -359,7 +359,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -378,11 +378,11 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos):
 
 def _enc_TxnOffsetCommitRequest_v2(m, out):
     append = out.append
-    if m.generation_id != -1:
+    if not m.generation_id == -1:
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.generation_id cannot be sent at version 2')
-    if m.member_id:
+    if not m.member_id == '':
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.member_id cannot be sent at version 2')
-    if m.group_instance_id is not None:
+    if not m.group_instance_id is None:
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.group_instance_id cannot be sent at version 2')
     s1 = m.transactional_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -407,7 +407,7 @@ def _dec_TxnOffsetCommitRequest_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -417,7 +417,7 @@ def _dec_TxnOffsetCommitRequest_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('TxnOffsetCommitRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end4], 'utf-8')
+        m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.producer_id, m.producer_epoch = _S_qh.unpack_from(buf, pos)
     pos += 10
@@ -447,6 +447,8 @@ def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('CommittedMetadata is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -472,7 +474,9 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitRequestPartition.committed_metadata: length runs past the end of the buffer')
-        m.committed_metadata = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitRequestPartition.committed_metadata: string longer than 32767 bytes')
+        m.committed_metadata = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1
@@ -484,6 +488,8 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf, pos):
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -509,7 +515,9 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitRequestTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitRequestTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -537,15 +545,21 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(buf, pos):
 def _enc_TxnOffsetCommitRequest_v3(m, out):
     append = out.append
     s1 = m.transactional_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TransactionalId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.group_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     append(_S_qhi.pack(m.producer_id, m.producer_epoch, m.generation_id))
     s5 = m.member_id.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
@@ -554,6 +568,8 @@ def _enc_TxnOffsetCommitRequest_v3(m, out):
         append(b'\x00')
     else:
         s8 = x7.encode('utf-8')
+        if len(s8) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
         n9 = len(s8) + 1
         append(_UV[n9] if n9 < 128 else _uvarint(n9))
         append(s8)
@@ -579,7 +595,9 @@ def _dec_TxnOffsetCommitRequest_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitRequest.transactional_id: length runs past the end of the buffer')
-        m.transactional_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitRequest.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -593,7 +611,9 @@ def _dec_TxnOffsetCommitRequest_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('TxnOffsetCommitRequest.group_id: length runs past the end of the buffer')
-        m.group_id = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.producer_id, m.producer_epoch, m.generation_id = _S_qhi.unpack_from(buf, pos)
     pos += 14
@@ -609,7 +629,9 @@ def _dec_TxnOffsetCommitRequest_v3(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('TxnOffsetCommitRequest.member_id: length runs past the end of the buffer')
-        m.member_id = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -625,7 +647,9 @@ def _dec_TxnOffsetCommitRequest_v3(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('TxnOffsetCommitRequest.group_instance_id: length runs past the end of the buffer')
-        m.group_instance_id = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitRequest.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     n9 = buf[pos]
     if n9 < 128:
@@ -684,7 +708,7 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -750,6 +774,8 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(buf, pos):
 def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -775,7 +801,9 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TxnOffsetCommitResponseTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitResponseTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

@@ -119,9 +119,11 @@ _S_o = _struct.Struct('>?')
 
 def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v0(m, out):
     append = out.append
-    if m.upgrade_type != 1:
+    if not m.upgrade_type == 1:
         raise _UnsupportedVersionError('FeatureUpdateKey.upgrade_type cannot be sent at version 0')
     s1 = m.feature.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Feature is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -144,7 +146,9 @@ def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FeatureUpdateKey.feature: length runs past the end of the buffer')
-        m.feature = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('FeatureUpdateKey.feature: string longer than 32767 bytes')
+        m.feature = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.max_version_level, m.allow_downgrade = _S_ho.unpack_from(buf, pos)
     pos += 3
@@ -158,7 +162,7 @@ def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v0(buf, pos):
 
 def _enc_UpdateFeaturesRequest_v0(m, out):
     append = out.append
-    if m.validate_only:
+    if not m.validate_only is False:
         raise _UnsupportedVersionError('UpdateFeaturesRequest.validate_only cannot be sent at version 0')
     append(_S_i.pack(m.timeout_ms))
     n1 = len(m.feature_updates) + 1
@@ -199,9 +203,11 @@ def _dec_UpdateFeaturesRequest_v0(buf, pos):
 
 def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v1(m, out):
     append = out.append
-    if m.allow_downgrade:
+    if not m.allow_downgrade is False:
         raise _UnsupportedVersionError('FeatureUpdateKey.allow_downgrade cannot be sent at version 1')
     s1 = m.feature.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Feature is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -224,7 +230,9 @@ def _dec_UpdateFeaturesRequest_FeatureUpdateKey_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FeatureUpdateKey.feature: length runs past the end of the buffer')
-        m.feature = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('FeatureUpdateKey.feature: string longer than 32767 bytes')
+        m.feature = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.max_version_level, m.upgrade_type = _S_hb.unpack_from(buf, pos)
     pos += 3
@@ -279,9 +287,11 @@ def _dec_UpdateFeaturesRequest_v1(buf, pos):
 
 def _enc_UpdateFeaturesRequest_FeatureUpdateKey_v2(m, out):
     append = out.append
-    if m.allow_downgrade:
+    if not m.allow_downgrade is False:
         raise _UnsupportedVersionError('FeatureUpdateKey.allow_downgrade cannot be sent at version 2')
     s1 = m.feature.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Feature is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -303,6 +313,8 @@ def _enc_UpdateFeaturesRequest_v2(m, out):
 def _enc_UpdateFeaturesResponse_UpdatableFeatureResult_v0(m, out):
     append = out.append
     s1 = m.feature.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Feature is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -312,6 +324,8 @@ def _enc_UpdateFeaturesResponse_UpdatableFeatureResult_v0(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -333,7 +347,9 @@ def _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdatableFeatureResult.feature: length runs past the end of the buffer')
-        m.feature = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('UpdatableFeatureResult.feature: string longer than 32767 bytes')
+        m.feature = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -351,7 +367,9 @@ def _dec_UpdateFeaturesResponse_UpdatableFeatureResult_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('UpdatableFeatureResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('UpdatableFeatureResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -368,6 +386,8 @@ def _enc_UpdateFeaturesResponse_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -397,7 +417,9 @@ def _dec_UpdateFeaturesResponse_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateFeaturesResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('UpdateFeaturesResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -430,6 +452,8 @@ def _enc_UpdateFeaturesResponse_v2(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -455,7 +479,9 @@ def _dec_UpdateFeaturesResponse_v2(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateFeaturesResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('UpdateFeaturesResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1

@@ -197,7 +197,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateMetadataPartitionState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index, m.controller_epoch, m.leader, m.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
@@ -247,7 +247,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateMetadataBroker.v0_host: length runs past the end of the buffer')
-        m.v0_host = str(buf[pos:end2], 'utf-8')
+        m.v0_host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.v0_port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -258,11 +258,11 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v0(buf, pos):
 
 def _enc_UpdateMetadataRequest_v0(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('UpdateMetadataRequest.is_k_raft_controller cannot be sent at version 0')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('UpdateMetadataRequest.type cannot be sent at version 0')
-    if m.topic_states:
+    if not not m.topic_states:
         raise _UnsupportedVersionError('UpdateMetadataRequest.topic_states cannot be sent at version 0')
     append(_S_ii.pack(m.controller_id, m.controller_epoch))
     append(_S_i.pack(len(m.ungrouped_partition_states)))
@@ -331,7 +331,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateMetadataEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.security_protocol = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -372,11 +372,11 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v1(buf, pos):
 
 def _enc_UpdateMetadataRequest_v1(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('UpdateMetadataRequest.is_k_raft_controller cannot be sent at version 1')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('UpdateMetadataRequest.type cannot be sent at version 1')
-    if m.topic_states:
+    if not not m.topic_states:
         raise _UnsupportedVersionError('UpdateMetadataRequest.topic_states cannot be sent at version 1')
     append(_S_ii.pack(m.controller_id, m.controller_epoch))
     append(_S_i.pack(len(m.ungrouped_partition_states)))
@@ -465,7 +465,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('UpdateMetadataBroker.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end4], 'utf-8')
+        m.rack = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.v0_host = ''
     m.v0_port = 0
@@ -474,11 +474,11 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v2(buf, pos):
 
 def _enc_UpdateMetadataRequest_v2(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('UpdateMetadataRequest.is_k_raft_controller cannot be sent at version 2')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('UpdateMetadataRequest.type cannot be sent at version 2')
-    if m.topic_states:
+    if not not m.topic_states:
         raise _UnsupportedVersionError('UpdateMetadataRequest.topic_states cannot be sent at version 2')
     append(_S_ii.pack(m.controller_id, m.controller_epoch))
     append(_S_i.pack(len(m.ungrouped_partition_states)))
@@ -550,7 +550,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateMetadataEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -560,7 +560,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('UpdateMetadataEndpoint.listener: length runs past the end of the buffer')
-        m.listener = str(buf[pos:end4], 'utf-8')
+        m.listener = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.security_protocol = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -609,7 +609,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('UpdateMetadataBroker.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end4], 'utf-8')
+        m.rack = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.v0_host = ''
     m.v0_port = 0
@@ -618,11 +618,11 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v3(buf, pos):
 
 def _enc_UpdateMetadataRequest_v3(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('UpdateMetadataRequest.is_k_raft_controller cannot be sent at version 3')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('UpdateMetadataRequest.type cannot be sent at version 3')
-    if m.topic_states:
+    if not not m.topic_states:
         raise _UnsupportedVersionError('UpdateMetadataRequest.topic_states cannot be sent at version 3')
     append(_S_ii.pack(m.controller_id, m.controller_epoch))
     append(_S_i.pack(len(m.ungrouped_partition_states)))
@@ -695,7 +695,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateMetadataPartitionState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.partition_index, m.controller_epoch, m.leader, m.leader_epoch = _S_iiii.unpack_from(buf, pos)
     pos += 16
@@ -733,11 +733,11 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v4(buf, pos):
 
 def _enc_UpdateMetadataRequest_v4(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('UpdateMetadataRequest.is_k_raft_controller cannot be sent at version 4')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('UpdateMetadataRequest.type cannot be sent at version 4')
-    if m.topic_states:
+    if not not m.topic_states:
         raise _UnsupportedVersionError('UpdateMetadataRequest.topic_states cannot be sent at version 4')
     append(_S_ii.pack(m.controller_id, m.controller_epoch))
     append(_S_i.pack(len(m.ungrouped_partition_states)))
@@ -855,7 +855,7 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateMetadataTopicState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -875,11 +875,11 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v5(buf, pos):
 
 def _enc_UpdateMetadataRequest_v5(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('UpdateMetadataRequest.is_k_raft_controller cannot be sent at version 5')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('UpdateMetadataRequest.type cannot be sent at version 5')
-    if m.ungrouped_partition_states:
+    if not not m.ungrouped_partition_states:
         raise _UnsupportedVersionError('UpdateMetadataRequest.ungrouped_partition_states cannot be sent at version 5')
     append(_S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch))
     append(_S_i.pack(len(m.topic_states)))
@@ -998,6 +998,8 @@ def _dec_UpdateMetadataRequest_UpdateMetadataPartitionState_v6(buf, pos):
 def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v6(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1023,7 +1025,9 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateMetadataTopicState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('UpdateMetadataTopicState.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1053,10 +1057,14 @@ def _enc_UpdateMetadataRequest_UpdateMetadataEndpoint_v6(m, out):
     append = out.append
     append(_S_i.pack(m.port))
     s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.listener.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Listener is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -1081,7 +1089,9 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateMetadataEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('UpdateMetadataEndpoint.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -1095,7 +1105,9 @@ def _dec_UpdateMetadataRequest_UpdateMetadataEndpoint_v6(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('UpdateMetadataEndpoint.listener: length runs past the end of the buffer')
-        m.listener = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('UpdateMetadataEndpoint.listener: string longer than 32767 bytes')
+        m.listener = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.security_protocol = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -1118,6 +1130,8 @@ def _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6(m, out):
         append(b'\x00')
     else:
         s3 = x2.encode('utf-8')
+        if len(s3) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n4 = len(s3) + 1
         append(_UV[n4] if n4 < 128 else _uvarint(n4))
         append(s3)
@@ -1159,7 +1173,9 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('UpdateMetadataBroker.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('UpdateMetadataBroker.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -1172,11 +1188,11 @@ def _dec_UpdateMetadataRequest_UpdateMetadataBroker_v6(buf, pos):
 
 def _enc_UpdateMetadataRequest_v6(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('UpdateMetadataRequest.is_k_raft_controller cannot be sent at version 6')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('UpdateMetadataRequest.type cannot be sent at version 6')
-    if m.ungrouped_partition_states:
+    if not not m.ungrouped_partition_states:
         raise _UnsupportedVersionError('UpdateMetadataRequest.ungrouped_partition_states cannot be sent at version 6')
     append(_S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch))
     n1 = len(m.topic_states) + 1
@@ -1240,6 +1256,8 @@ def _dec_UpdateMetadataRequest_v6(buf, pos):
 def _enc_UpdateMetadataRequest_UpdateMetadataTopicState_v7(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -1266,7 +1284,9 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateMetadataTopicState.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('UpdateMetadataTopicState.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, = _S_u.unpack_from(buf, pos)
     m.topic_id = _UUID(bytes=u3)
@@ -1296,11 +1316,11 @@ def _dec_UpdateMetadataRequest_UpdateMetadataTopicState_v7(buf, pos):
 
 def _enc_UpdateMetadataRequest_v7(m, out):
     append = out.append
-    if m.is_k_raft_controller:
+    if not m.is_k_raft_controller is False:
         raise _UnsupportedVersionError('UpdateMetadataRequest.is_k_raft_controller cannot be sent at version 7')
-    if m.type != 0:
+    if not m.type == 0:
         raise _UnsupportedVersionError('UpdateMetadataRequest.type cannot be sent at version 7')
-    if m.ungrouped_partition_states:
+    if not not m.ungrouped_partition_states:
         raise _UnsupportedVersionError('UpdateMetadataRequest.ungrouped_partition_states cannot be sent at version 7')
     append(_S_iiq.pack(m.controller_id, m.controller_epoch, m.broker_epoch))
     n1 = len(m.topic_states) + 1
@@ -1363,7 +1383,7 @@ def _dec_UpdateMetadataRequest_v7(buf, pos):
 
 def _enc_UpdateMetadataRequest_v8(m, out):
     append = out.append
-    if m.ungrouped_partition_states:
+    if not not m.ungrouped_partition_states:
         raise _UnsupportedVersionError('UpdateMetadataRequest.ungrouped_partition_states cannot be sent at version 8')
     append(_S_ioiq.pack(m.controller_id, m.is_k_raft_controller, m.controller_epoch, m.broker_epoch))
     n1 = len(m.topic_states) + 1
@@ -1375,7 +1395,7 @@ def _enc_UpdateMetadataRequest_v8(m, out):
     for e in m.live_brokers:
         _enc_UpdateMetadataRequest_UpdateMetadataBroker_v6(e, out)
     tagged = []
-    if m.type != 0:
+    if not m.type == 0:
         t = []
         t.append(_S_b.pack(m.type))
         tagged.append((0, b''.join(t)))

@@ -136,13 +136,26 @@ _S_ii = _struct.Struct('>ii')
 _S_iiu = _struct.Struct('>ii16s')
 
 
+def _is_default_UpdateRaftVoterResponse_CurrentLeader(m):
+    return (
+        m.leader_id == -1
+        and m.leader_epoch == -1
+        and m.host == ''
+        and m.port == 0
+    )
+
+
 def _enc_UpdateRaftVoterRequest_Listener_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.host.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -165,7 +178,9 @@ def _dec_UpdateRaftVoterRequest_Listener_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('Listener.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Listener.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -179,7 +194,9 @@ def _dec_UpdateRaftVoterRequest_Listener_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('Listener.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('Listener.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
@@ -215,6 +232,8 @@ def _enc_UpdateRaftVoterRequest_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -244,7 +263,9 @@ def _dec_UpdateRaftVoterRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('UpdateRaftVoterRequest.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('UpdateRaftVoterRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     u3, u4, u5, = _S_iiu.unpack_from(buf, pos)
     m.current_leader_epoch = u3
@@ -279,6 +300,8 @@ def _enc_UpdateRaftVoterResponse_CurrentLeader_v0(m, out):
     append = out.append
     append(_S_ii.pack(m.leader_id, m.leader_epoch))
     s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -303,7 +326,9 @@ def _dec_UpdateRaftVoterResponse_CurrentLeader_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('CurrentLeader.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('CurrentLeader.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -318,7 +343,7 @@ def _enc_UpdateRaftVoterResponse_v0(m, out):
     append = out.append
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     tagged = []
-    if m.current_leader != UpdateRaftVoterResponse.CurrentLeader():
+    if not _is_default_UpdateRaftVoterResponse_CurrentLeader(m.current_leader):
         t = []
         _enc_UpdateRaftVoterResponse_CurrentLeader_v0(m.current_leader, t)
         tagged.append((0, b''.join(t)))

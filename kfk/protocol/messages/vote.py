@@ -195,6 +195,8 @@ def _dec_VoteRequest_PartitionData_v0(buf, pos):
 def _enc_VoteRequest_TopicData_v0(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -220,7 +222,9 @@ def _dec_VoteRequest_TopicData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -252,6 +256,8 @@ def _enc_VoteRequest_v0(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -279,7 +285,9 @@ def _dec_VoteRequest_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('VoteRequest.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('VoteRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -333,6 +341,8 @@ def _dec_VoteRequest_PartitionData_v1(buf, pos):
 def _enc_VoteRequest_TopicData_v1(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -358,7 +368,9 @@ def _dec_VoteRequest_TopicData_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -390,6 +402,8 @@ def _enc_VoteRequest_v1(m, out):
         append(b'\x00')
     else:
         s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
@@ -418,7 +432,9 @@ def _dec_VoteRequest_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('VoteRequest.cluster_id: length runs past the end of the buffer')
-        m.cluster_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('VoteRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.voter_id = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -466,6 +482,8 @@ def _dec_VoteResponse_PartitionData_v0(buf, pos):
 def _enc_VoteResponse_TopicData_v0(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -491,7 +509,9 @@ def _dec_VoteResponse_TopicData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        m.topic_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -518,7 +538,7 @@ def _dec_VoteResponse_TopicData_v0(buf, pos):
 
 def _enc_VoteResponse_v0(m, out):
     append = out.append
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         raise _UnsupportedVersionError('VoteResponse.node_endpoints cannot be sent at version 0')
     append(_S_h.pack(m.error_code))
     n1 = len(m.topics) + 1
@@ -561,6 +581,8 @@ def _enc_VoteResponse_NodeEndpoint_v1(m, out):
     append = out.append
     append(_S_i.pack(m.node_id))
     s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -585,7 +607,9 @@ def _dec_VoteResponse_NodeEndpoint_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('NodeEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('NodeEndpoint.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.port = _S_H.unpack_from(buf, pos)[0]
     pos += 2
@@ -604,7 +628,7 @@ def _enc_VoteResponse_v1(m, out):
     for e in m.topics:
         _enc_VoteResponse_TopicData_v0(e, out)
     tagged = []
-    if m.node_endpoints:
+    if not not m.node_endpoints:
         t = []
         n2 = len(m.node_endpoints) + 1
         t.append(_UV[n2] if n2 < 128 else _uvarint(n2))

@@ -171,7 +171,7 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('WritableTxnMarkerTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -244,6 +244,8 @@ def _dec_WriteTxnMarkersRequest_v0(buf, pos):
 def _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -268,7 +270,9 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('WritableTxnMarkerTopic.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('WritableTxnMarkerTopic.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -400,7 +404,7 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('WritableTxnMarkerTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -491,6 +495,8 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf, pos):
 def _enc_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -516,7 +522,9 @@ def _dec_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('WritableTxnMarkerTopicResult.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('WritableTxnMarkerTopicResult.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:

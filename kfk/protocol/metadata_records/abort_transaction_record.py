@@ -48,13 +48,15 @@ class AbortTransactionRecord(_Message):
 def _enc_AbortTransactionRecord_v0(m, out):
     append = out.append
     tagged = []
-    if m.reason is not None:
+    if not m.reason is None:
         t = []
         x1 = m.reason
         if x1 is None:
             t.append(b'\x00')
         else:
             s2 = x1.encode('utf-8')
+            if len(s2) > 0x7FFF:
+                raise _ProtocolError('Reason is longer than 32767 bytes')
             n3 = len(s2) + 1
             t.append(_UV[n3] if n3 < 128 else _uvarint(n3))
             t.append(s2)
@@ -92,7 +94,9 @@ def _dec_AbortTransactionRecord_v0(buf, pos):
                 end2 = pos + n1
                 if end2 > blen:
                     raise _ProtocolError('AbortTransactionRecord.reason: length runs past the end of the buffer')
-                m.reason = str(buf[pos:end2], 'utf-8')
+                if n1 > 0x7FFF:
+                    raise _ProtocolError('AbortTransactionRecord.reason: string longer than 32767 bytes')
+                m.reason = str(buf[pos:end2], 'utf-8', 'replace')
                 pos = end2
         pos = tag_end
     return m, pos

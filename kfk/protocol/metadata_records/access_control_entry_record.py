@@ -66,15 +66,21 @@ def _enc_AccessControlEntryRecord_v0(m, out):
     append = out.append
     append(_S_ub.pack(m.id.bytes, m.resource_type))
     s1 = m.resource_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ResourceName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_b.pack(m.pattern_type))
     s3 = m.principal.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Principal is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
     s5 = m.host.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n6 = len(s5) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     append(s5)
@@ -101,7 +107,9 @@ def _dec_AccessControlEntryRecord_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('AccessControlEntryRecord.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('AccessControlEntryRecord.resource_name: string longer than 32767 bytes')
+        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.pattern_type = _S_b.unpack_from(buf, pos)[0]
     pos += 1
@@ -117,7 +125,9 @@ def _dec_AccessControlEntryRecord_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('AccessControlEntryRecord.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('AccessControlEntryRecord.principal: string longer than 32767 bytes')
+        m.principal = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     n7 = buf[pos]
     if n7 < 128:
@@ -131,7 +141,9 @@ def _dec_AccessControlEntryRecord_v0(buf, pos):
         end8 = pos + n7
         if end8 > blen:
             raise _ProtocolError('AccessControlEntryRecord.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end8], 'utf-8')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('AccessControlEntryRecord.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end8], 'utf-8', 'replace')
         pos = end8
     m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
     pos += 2

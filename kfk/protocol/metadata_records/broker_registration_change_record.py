@@ -57,13 +57,13 @@ _S_iq = _struct.Struct('>iq')
 
 def _enc_BrokerRegistrationChangeRecord_v0(m, out):
     append = out.append
-    if m.in_controlled_shutdown != 0:
+    if not m.in_controlled_shutdown == 0:
         raise _UnsupportedVersionError('BrokerRegistrationChangeRecord.in_controlled_shutdown cannot be sent at version 0')
-    if m.log_dirs:
+    if not not m.log_dirs:
         raise _UnsupportedVersionError('BrokerRegistrationChangeRecord.log_dirs cannot be sent at version 0')
     append(_S_iq.pack(m.broker_id, m.broker_epoch))
     tagged = []
-    if m.fenced != 0:
+    if not m.fenced == 0:
         t = []
         t.append(_S_b.pack(m.fenced))
         tagged.append((0, b''.join(t)))
@@ -98,15 +98,15 @@ def _dec_BrokerRegistrationChangeRecord_v0(buf, pos):
 
 def _enc_BrokerRegistrationChangeRecord_v1(m, out):
     append = out.append
-    if m.log_dirs:
+    if not not m.log_dirs:
         raise _UnsupportedVersionError('BrokerRegistrationChangeRecord.log_dirs cannot be sent at version 1')
     append(_S_iq.pack(m.broker_id, m.broker_epoch))
     tagged = []
-    if m.fenced != 0:
+    if not m.fenced == 0:
         t = []
         t.append(_S_b.pack(m.fenced))
         tagged.append((0, b''.join(t)))
-    if m.in_controlled_shutdown != 0:
+    if not m.in_controlled_shutdown == 0:
         t = []
         t.append(_S_b.pack(m.in_controlled_shutdown))
         tagged.append((1, b''.join(t)))
@@ -146,15 +146,15 @@ def _enc_BrokerRegistrationChangeRecord_v2(m, out):
     append = out.append
     append(_S_iq.pack(m.broker_id, m.broker_epoch))
     tagged = []
-    if m.fenced != 0:
+    if not m.fenced == 0:
         t = []
         t.append(_S_b.pack(m.fenced))
         tagged.append((0, b''.join(t)))
-    if m.in_controlled_shutdown != 0:
+    if not m.in_controlled_shutdown == 0:
         t = []
         t.append(_S_b.pack(m.in_controlled_shutdown))
         tagged.append((1, b''.join(t)))
-    if m.log_dirs:
+    if not not m.log_dirs:
         t = []
         n1 = len(m.log_dirs) + 1
         t.append(_UV[n1] if n1 < 128 else _uvarint(n1))

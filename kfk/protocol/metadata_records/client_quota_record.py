@@ -70,6 +70,8 @@ _S_do = _struct.Struct('>d?')
 def _enc_ClientQuotaRecord_EntityData_v0(m, out):
     append = out.append
     s1 = m.entity_type.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('EntityType is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -78,6 +80,8 @@ def _enc_ClientQuotaRecord_EntityData_v0(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('EntityName is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -99,7 +103,9 @@ def _dec_ClientQuotaRecord_EntityData_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('EntityData.entity_type: length runs past the end of the buffer')
-        m.entity_type = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('EntityData.entity_type: string longer than 32767 bytes')
+        m.entity_type = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -115,7 +121,9 @@ def _dec_ClientQuotaRecord_EntityData_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('EntityData.entity_name: length runs past the end of the buffer')
-        m.entity_name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('EntityData.entity_name: string longer than 32767 bytes')
+        m.entity_name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     if buf[pos] == 0:
         pos += 1
@@ -131,6 +139,8 @@ def _enc_ClientQuotaRecord_v0(m, out):
     for e in m.entity:
         _enc_ClientQuotaRecord_EntityData_v0(e, out)
     s2 = m.key.encode('utf-8')
+    if len(s2) > 0x7FFF:
+        raise _ProtocolError('Key is longer than 32767 bytes')
     n3 = len(s2) + 1
     append(_UV[n3] if n3 < 128 else _uvarint(n3))
     append(s2)
@@ -169,7 +179,9 @@ def _dec_ClientQuotaRecord_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ClientQuotaRecord.key: length runs past the end of the buffer')
-        m.key = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ClientQuotaRecord.key: string longer than 32767 bytes')
+        m.key = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.value, m.remove = _S_do.unpack_from(buf, pos)
     pos += 9

@@ -56,10 +56,14 @@ def _enc_ConfigRecord_v0(m, out):
     append = out.append
     append(_S_b.pack(m.resource_type))
     s1 = m.resource_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ResourceName is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.name.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -68,6 +72,8 @@ def _enc_ConfigRecord_v0(m, out):
         append(b'\x00')
     else:
         s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('Value is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
@@ -91,7 +97,9 @@ def _dec_ConfigRecord_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ConfigRecord.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ConfigRecord.resource_name: string longer than 32767 bytes')
+        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -105,7 +113,9 @@ def _dec_ConfigRecord_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ConfigRecord.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ConfigRecord.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -121,7 +131,9 @@ def _dec_ConfigRecord_v0(buf, pos):
         end6 = pos + n5
         if end6 > blen:
             raise _ProtocolError('ConfigRecord.value: length runs past the end of the buffer')
-        m.value = str(buf[pos:end6], 'utf-8')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('ConfigRecord.value: string longer than 32767 bytes')
+        m.value = str(buf[pos:end6], 'utf-8', 'replace')
         pos = end6
     if buf[pos] == 0:
         pos += 1

@@ -61,10 +61,14 @@ _S_qqq = _struct.Struct('>qqq')
 def _enc_DelegationTokenRecord_v0(m, out):
     append = out.append
     s1 = m.owner.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Owner is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.requester.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Requester is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -72,11 +76,15 @@ def _enc_DelegationTokenRecord_v0(m, out):
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     for e in m.renewers:
         s6 = e.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('Renewers is longer than 32767 bytes')
         n7 = len(s6) + 1
         append(_UV[n7] if n7 < 128 else _uvarint(n7))
         append(s6)
     append(_S_qqq.pack(m.issue_timestamp, m.max_timestamp, m.expiration_timestamp))
     s8 = m.token_id.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('TokenId is longer than 32767 bytes')
     n9 = len(s8) + 1
     append(_UV[n9] if n9 < 128 else _uvarint(n9))
     append(s8)
@@ -98,7 +106,9 @@ def _dec_DelegationTokenRecord_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('DelegationTokenRecord.owner: length runs past the end of the buffer')
-        m.owner = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DelegationTokenRecord.owner: string longer than 32767 bytes')
+        m.owner = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -112,7 +122,9 @@ def _dec_DelegationTokenRecord_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('DelegationTokenRecord.requester: length runs past the end of the buffer')
-        m.requester = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DelegationTokenRecord.requester: string longer than 32767 bytes')
+        m.requester = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     n5 = buf[pos]
     if n5 < 128:
@@ -139,7 +151,9 @@ def _dec_DelegationTokenRecord_v0(buf, pos):
                 end8 = pos + n7
                 if end8 > blen:
                     raise _ProtocolError('DelegationTokenRecord.renewers: length runs past the end of the buffer')
-                e = str(buf[pos:end8], 'utf-8')
+                if n7 > 0x7FFF:
+                    raise _ProtocolError('DelegationTokenRecord.renewers: string longer than 32767 bytes')
+                e = str(buf[pos:end8], 'utf-8', 'replace')
                 pos = end8
             a6.append(e)
         m.renewers = a6
@@ -157,7 +171,9 @@ def _dec_DelegationTokenRecord_v0(buf, pos):
         end10 = pos + n9
         if end10 > blen:
             raise _ProtocolError('DelegationTokenRecord.token_id: length runs past the end of the buffer')
-        m.token_id = str(buf[pos:end10], 'utf-8')
+        if n9 > 0x7FFF:
+            raise _ProtocolError('DelegationTokenRecord.token_id: string longer than 32767 bytes')
+        m.token_id = str(buf[pos:end10], 'utf-8', 'replace')
         pos = end10
     if buf[pos] == 0:
         pos += 1

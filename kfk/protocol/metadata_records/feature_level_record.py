@@ -51,6 +51,8 @@ _S_h = _struct.Struct('>h')
 def _enc_FeatureLevelRecord_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -73,7 +75,9 @@ def _dec_FeatureLevelRecord_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('FeatureLevelRecord.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('FeatureLevelRecord.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.feature_level = _S_h.unpack_from(buf, pos)[0]
     pos += 2

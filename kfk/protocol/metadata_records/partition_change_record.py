@@ -70,15 +70,15 @@ _S_iu = _struct.Struct('>i16s')
 
 def _enc_PartitionChangeRecord_v0(m, out):
     append = out.append
-    if m.directories is not None:
+    if not m.directories is None:
         raise _UnsupportedVersionError('PartitionChangeRecord.directories cannot be sent at version 0')
-    if m.eligible_leader_replicas is not None:
+    if not m.eligible_leader_replicas is None:
         raise _UnsupportedVersionError('PartitionChangeRecord.eligible_leader_replicas cannot be sent at version 0')
-    if m.last_known_elr is not None:
+    if not m.last_known_elr is None:
         raise _UnsupportedVersionError('PartitionChangeRecord.last_known_elr cannot be sent at version 0')
     append(_S_iu.pack(m.partition_id, m.topic_id.bytes))
     tagged = []
-    if m.isr is not None:
+    if not m.isr is None:
         t = []
         x1 = m.isr
         if x1 is None:
@@ -88,11 +88,11 @@ def _enc_PartitionChangeRecord_v0(m, out):
             t.append(_UV[n2] if n2 < 128 else _uvarint(n2))
             t.append(_pack('>%di' % len(x1), *x1))
         tagged.append((0, b''.join(t)))
-    if m.leader != -2:
+    if not m.leader == -2:
         t = []
         t.append(_S_i.pack(m.leader))
         tagged.append((1, b''.join(t)))
-    if m.replicas is not None:
+    if not m.replicas is None:
         t = []
         x3 = m.replicas
         if x3 is None:
@@ -102,7 +102,7 @@ def _enc_PartitionChangeRecord_v0(m, out):
             t.append(_UV[n4] if n4 < 128 else _uvarint(n4))
             t.append(_pack('>%di' % len(x3), *x3))
         tagged.append((2, b''.join(t)))
-    if m.removing_replicas is not None:
+    if not m.removing_replicas is None:
         t = []
         x5 = m.removing_replicas
         if x5 is None:
@@ -112,7 +112,7 @@ def _enc_PartitionChangeRecord_v0(m, out):
             t.append(_UV[n6] if n6 < 128 else _uvarint(n6))
             t.append(_pack('>%di' % len(x5), *x5))
         tagged.append((3, b''.join(t)))
-    if m.adding_replicas is not None:
+    if not m.adding_replicas is None:
         t = []
         x7 = m.adding_replicas
         if x7 is None:
@@ -122,7 +122,7 @@ def _enc_PartitionChangeRecord_v0(m, out):
             t.append(_UV[n8] if n8 < 128 else _uvarint(n8))
             t.append(_pack('>%di' % len(x7), *x7))
         tagged.append((4, b''.join(t)))
-    if m.leader_recovery_state != -1:
+    if not m.leader_recovery_state == -1:
         t = []
         t.append(_S_b.pack(m.leader_recovery_state))
         tagged.append((5, b''.join(t)))
@@ -232,13 +232,13 @@ def _dec_PartitionChangeRecord_v0(buf, pos):
 
 def _enc_PartitionChangeRecord_v1(m, out):
     append = out.append
-    if m.eligible_leader_replicas is not None:
+    if not m.eligible_leader_replicas is None:
         raise _UnsupportedVersionError('PartitionChangeRecord.eligible_leader_replicas cannot be sent at version 1')
-    if m.last_known_elr is not None:
+    if not m.last_known_elr is None:
         raise _UnsupportedVersionError('PartitionChangeRecord.last_known_elr cannot be sent at version 1')
     append(_S_iu.pack(m.partition_id, m.topic_id.bytes))
     tagged = []
-    if m.isr is not None:
+    if not m.isr is None:
         t = []
         x1 = m.isr
         if x1 is None:
@@ -248,11 +248,11 @@ def _enc_PartitionChangeRecord_v1(m, out):
             t.append(_UV[n2] if n2 < 128 else _uvarint(n2))
             t.append(_pack('>%di' % len(x1), *x1))
         tagged.append((0, b''.join(t)))
-    if m.leader != -2:
+    if not m.leader == -2:
         t = []
         t.append(_S_i.pack(m.leader))
         tagged.append((1, b''.join(t)))
-    if m.replicas is not None:
+    if not m.replicas is None:
         t = []
         x3 = m.replicas
         if x3 is None:
@@ -262,7 +262,7 @@ def _enc_PartitionChangeRecord_v1(m, out):
             t.append(_UV[n4] if n4 < 128 else _uvarint(n4))
             t.append(_pack('>%di' % len(x3), *x3))
         tagged.append((2, b''.join(t)))
-    if m.removing_replicas is not None:
+    if not m.removing_replicas is None:
         t = []
         x5 = m.removing_replicas
         if x5 is None:
@@ -272,7 +272,7 @@ def _enc_PartitionChangeRecord_v1(m, out):
             t.append(_UV[n6] if n6 < 128 else _uvarint(n6))
             t.append(_pack('>%di' % len(x5), *x5))
         tagged.append((3, b''.join(t)))
-    if m.adding_replicas is not None:
+    if not m.adding_replicas is None:
         t = []
         x7 = m.adding_replicas
         if x7 is None:
@@ -282,11 +282,11 @@ def _enc_PartitionChangeRecord_v1(m, out):
             t.append(_UV[n8] if n8 < 128 else _uvarint(n8))
             t.append(_pack('>%di' % len(x7), *x7))
         tagged.append((4, b''.join(t)))
-    if m.leader_recovery_state != -1:
+    if not m.leader_recovery_state == -1:
         t = []
         t.append(_S_b.pack(m.leader_recovery_state))
         tagged.append((5, b''.join(t)))
-    if m.directories is not None:
+    if not m.directories is None:
         t = []
         x9 = m.directories
         if x9 is None:
@@ -424,7 +424,7 @@ def _enc_PartitionChangeRecord_v2(m, out):
     append = out.append
     append(_S_iu.pack(m.partition_id, m.topic_id.bytes))
     tagged = []
-    if m.isr is not None:
+    if not m.isr is None:
         t = []
         x1 = m.isr
         if x1 is None:
@@ -434,11 +434,11 @@ def _enc_PartitionChangeRecord_v2(m, out):
             t.append(_UV[n2] if n2 < 128 else _uvarint(n2))
             t.append(_pack('>%di' % len(x1), *x1))
         tagged.append((0, b''.join(t)))
-    if m.leader != -2:
+    if not m.leader == -2:
         t = []
         t.append(_S_i.pack(m.leader))
         tagged.append((1, b''.join(t)))
-    if m.replicas is not None:
+    if not m.replicas is None:
         t = []
         x3 = m.replicas
         if x3 is None:
@@ -448,7 +448,7 @@ def _enc_PartitionChangeRecord_v2(m, out):
             t.append(_UV[n4] if n4 < 128 else _uvarint(n4))
             t.append(_pack('>%di' % len(x3), *x3))
         tagged.append((2, b''.join(t)))
-    if m.removing_replicas is not None:
+    if not m.removing_replicas is None:
         t = []
         x5 = m.removing_replicas
         if x5 is None:
@@ -458,7 +458,7 @@ def _enc_PartitionChangeRecord_v2(m, out):
             t.append(_UV[n6] if n6 < 128 else _uvarint(n6))
             t.append(_pack('>%di' % len(x5), *x5))
         tagged.append((3, b''.join(t)))
-    if m.adding_replicas is not None:
+    if not m.adding_replicas is None:
         t = []
         x7 = m.adding_replicas
         if x7 is None:
@@ -468,11 +468,11 @@ def _enc_PartitionChangeRecord_v2(m, out):
             t.append(_UV[n8] if n8 < 128 else _uvarint(n8))
             t.append(_pack('>%di' % len(x7), *x7))
         tagged.append((4, b''.join(t)))
-    if m.leader_recovery_state != -1:
+    if not m.leader_recovery_state == -1:
         t = []
         t.append(_S_b.pack(m.leader_recovery_state))
         tagged.append((5, b''.join(t)))
-    if m.eligible_leader_replicas is not None:
+    if not m.eligible_leader_replicas is None:
         t = []
         x9 = m.eligible_leader_replicas
         if x9 is None:
@@ -482,7 +482,7 @@ def _enc_PartitionChangeRecord_v2(m, out):
             t.append(_UV[n10] if n10 < 128 else _uvarint(n10))
             t.append(_pack('>%di' % len(x9), *x9))
         tagged.append((6, b''.join(t)))
-    if m.last_known_elr is not None:
+    if not m.last_known_elr is None:
         t = []
         x11 = m.last_known_elr
         if x11 is None:
@@ -492,7 +492,7 @@ def _enc_PartitionChangeRecord_v2(m, out):
             t.append(_UV[n12] if n12 < 128 else _uvarint(n12))
             t.append(_pack('>%di' % len(x11), *x11))
         tagged.append((7, b''.join(t)))
-    if m.directories is not None:
+    if not m.directories is None:
         t = []
         x13 = m.directories
         if x13 is None:

@@ -74,11 +74,11 @@ _S_iu = _struct.Struct('>i16s')
 
 def _enc_PartitionRecord_v0(m, out):
     append = out.append
-    if m.directories:
+    if not not m.directories:
         raise _UnsupportedVersionError('PartitionRecord.directories cannot be sent at version 0')
-    if m.eligible_leader_replicas is not None:
+    if not m.eligible_leader_replicas is None:
         raise _UnsupportedVersionError('PartitionRecord.eligible_leader_replicas cannot be sent at version 0')
-    if m.last_known_elr is not None:
+    if not m.last_known_elr is None:
         raise _UnsupportedVersionError('PartitionRecord.last_known_elr cannot be sent at version 0')
     append(_S_iu.pack(m.partition_id, m.topic_id.bytes))
     n1 = len(m.replicas) + 1
@@ -95,7 +95,7 @@ def _enc_PartitionRecord_v0(m, out):
     append(_pack('>%di' % len(m.adding_replicas), *m.adding_replicas))
     append(_S_iii.pack(m.leader, m.leader_epoch, m.partition_epoch))
     tagged = []
-    if m.leader_recovery_state != 0:
+    if not m.leader_recovery_state == 0:
         t = []
         t.append(_S_b.pack(m.leader_recovery_state))
         tagged.append((0, b''.join(t)))
@@ -187,9 +187,9 @@ def _dec_PartitionRecord_v0(buf, pos):
 
 def _enc_PartitionRecord_v1(m, out):
     append = out.append
-    if m.eligible_leader_replicas is not None:
+    if not m.eligible_leader_replicas is None:
         raise _UnsupportedVersionError('PartitionRecord.eligible_leader_replicas cannot be sent at version 1')
-    if m.last_known_elr is not None:
+    if not m.last_known_elr is None:
         raise _UnsupportedVersionError('PartitionRecord.last_known_elr cannot be sent at version 1')
     append(_S_iu.pack(m.partition_id, m.topic_id.bytes))
     n1 = len(m.replicas) + 1
@@ -210,7 +210,7 @@ def _enc_PartitionRecord_v1(m, out):
     for e in m.directories:
         append(e.bytes)
     tagged = []
-    if m.leader_recovery_state != 0:
+    if not m.leader_recovery_state == 0:
         t = []
         t.append(_S_b.pack(m.leader_recovery_state))
         tagged.append((0, b''.join(t)))
@@ -336,11 +336,11 @@ def _enc_PartitionRecord_v2(m, out):
     for e in m.directories:
         append(e.bytes)
     tagged = []
-    if m.leader_recovery_state != 0:
+    if not m.leader_recovery_state == 0:
         t = []
         t.append(_S_b.pack(m.leader_recovery_state))
         tagged.append((0, b''.join(t)))
-    if m.eligible_leader_replicas is not None:
+    if not m.eligible_leader_replicas is None:
         t = []
         x6 = m.eligible_leader_replicas
         if x6 is None:
@@ -350,7 +350,7 @@ def _enc_PartitionRecord_v2(m, out):
             t.append(_UV[n7] if n7 < 128 else _uvarint(n7))
             t.append(_pack('>%di' % len(x6), *x6))
         tagged.append((1, b''.join(t)))
-    if m.last_known_elr is not None:
+    if not m.last_known_elr is None:
         t = []
         x8 = m.last_known_elr
         if x8 is None:

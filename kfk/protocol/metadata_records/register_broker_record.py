@@ -108,10 +108,14 @@ _S_oo = _struct.Struct('>??')
 def _enc_RegisterBrokerRecord_BrokerEndpoint_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.host.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -134,7 +138,9 @@ def _dec_RegisterBrokerRecord_BrokerEndpoint_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('BrokerEndpoint.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('BrokerEndpoint.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -148,7 +154,9 @@ def _dec_RegisterBrokerRecord_BrokerEndpoint_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('BrokerEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('BrokerEndpoint.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port, m.security_protocol = _S_Hh.unpack_from(buf, pos)
     pos += 4
@@ -162,6 +170,8 @@ def _dec_RegisterBrokerRecord_BrokerEndpoint_v0(buf, pos):
 def _enc_RegisterBrokerRecord_BrokerFeature_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -184,7 +194,9 @@ def _dec_RegisterBrokerRecord_BrokerFeature_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('BrokerFeature.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('BrokerFeature.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.min_supported_version, m.max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4
@@ -197,11 +209,11 @@ def _dec_RegisterBrokerRecord_BrokerFeature_v0(buf, pos):
 
 def _enc_RegisterBrokerRecord_v0(m, out):
     append = out.append
-    if m.is_migrating_zk_broker:
+    if not m.is_migrating_zk_broker is False:
         raise _UnsupportedVersionError('RegisterBrokerRecord.is_migrating_zk_broker cannot be sent at version 0')
-    if m.in_controlled_shutdown:
+    if not m.in_controlled_shutdown is False:
         raise _UnsupportedVersionError('RegisterBrokerRecord.in_controlled_shutdown cannot be sent at version 0')
-    if m.log_dirs:
+    if not not m.log_dirs:
         raise _UnsupportedVersionError('RegisterBrokerRecord.log_dirs cannot be sent at version 0')
     append(_S_iuq.pack(m.broker_id, m.incarnation_id.bytes, m.broker_epoch))
     n1 = len(m.end_points) + 1
@@ -217,6 +229,8 @@ def _enc_RegisterBrokerRecord_v0(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -278,7 +292,9 @@ def _dec_RegisterBrokerRecord_v0(buf, pos):
         end9 = pos + n8
         if end9 > blen:
             raise _ProtocolError('RegisterBrokerRecord.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end9], 'utf-8')
+        if n8 > 0x7FFF:
+            raise _ProtocolError('RegisterBrokerRecord.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end9], 'utf-8', 'replace')
         pos = end9
     m.fenced = _S_o.unpack_from(buf, pos)[0]
     pos += 1
@@ -294,9 +310,9 @@ def _dec_RegisterBrokerRecord_v0(buf, pos):
 
 def _enc_RegisterBrokerRecord_v1(m, out):
     append = out.append
-    if m.is_migrating_zk_broker:
+    if not m.is_migrating_zk_broker is False:
         raise _UnsupportedVersionError('RegisterBrokerRecord.is_migrating_zk_broker cannot be sent at version 1')
-    if m.log_dirs:
+    if not not m.log_dirs:
         raise _UnsupportedVersionError('RegisterBrokerRecord.log_dirs cannot be sent at version 1')
     append(_S_iuq.pack(m.broker_id, m.incarnation_id.bytes, m.broker_epoch))
     n1 = len(m.end_points) + 1
@@ -312,6 +328,8 @@ def _enc_RegisterBrokerRecord_v1(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -373,7 +391,9 @@ def _dec_RegisterBrokerRecord_v1(buf, pos):
         end9 = pos + n8
         if end9 > blen:
             raise _ProtocolError('RegisterBrokerRecord.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end9], 'utf-8')
+        if n8 > 0x7FFF:
+            raise _ProtocolError('RegisterBrokerRecord.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end9], 'utf-8', 'replace')
         pos = end9
     m.fenced, m.in_controlled_shutdown = _S_oo.unpack_from(buf, pos)
     pos += 2
@@ -388,7 +408,7 @@ def _dec_RegisterBrokerRecord_v1(buf, pos):
 
 def _enc_RegisterBrokerRecord_v2(m, out):
     append = out.append
-    if m.log_dirs:
+    if not not m.log_dirs:
         raise _UnsupportedVersionError('RegisterBrokerRecord.log_dirs cannot be sent at version 2')
     append(_S_iouq.pack(m.broker_id, m.is_migrating_zk_broker, m.incarnation_id.bytes, m.broker_epoch))
     n1 = len(m.end_points) + 1
@@ -404,6 +424,8 @@ def _enc_RegisterBrokerRecord_v2(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
@@ -466,7 +488,9 @@ def _dec_RegisterBrokerRecord_v2(buf, pos):
         end10 = pos + n9
         if end10 > blen:
             raise _ProtocolError('RegisterBrokerRecord.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end10], 'utf-8')
+        if n9 > 0x7FFF:
+            raise _ProtocolError('RegisterBrokerRecord.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end10], 'utf-8', 'replace')
         pos = end10
     m.fenced, m.in_controlled_shutdown = _S_oo.unpack_from(buf, pos)
     pos += 2
@@ -494,12 +518,14 @@ def _enc_RegisterBrokerRecord_v3(m, out):
         append(b'\x00')
     else:
         s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
         n5 = len(s4) + 1
         append(_UV[n5] if n5 < 128 else _uvarint(n5))
         append(s4)
     append(_S_oo.pack(m.fenced, m.in_controlled_shutdown))
     tagged = []
-    if m.log_dirs:
+    if not not m.log_dirs:
         t = []
         n6 = len(m.log_dirs) + 1
         t.append(_UV[n6] if n6 < 128 else _uvarint(n6))
@@ -568,7 +594,9 @@ def _dec_RegisterBrokerRecord_v3(buf, pos):
         end10 = pos + n9
         if end10 > blen:
             raise _ProtocolError('RegisterBrokerRecord.rack: length runs past the end of the buffer')
-        m.rack = str(buf[pos:end10], 'utf-8')
+        if n9 > 0x7FFF:
+            raise _ProtocolError('RegisterBrokerRecord.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end10], 'utf-8', 'replace')
         pos = end10
     m.fenced, m.in_controlled_shutdown = _S_oo.unpack_from(buf, pos)
     pos += 2

@@ -95,10 +95,14 @@ _S_iuo = _struct.Struct('>i16s?')
 def _enc_RegisterControllerRecord_ControllerEndpoint_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     s3 = m.host.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
@@ -121,7 +125,9 @@ def _dec_RegisterControllerRecord_ControllerEndpoint_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ControllerEndpoint.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ControllerEndpoint.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -135,7 +141,9 @@ def _dec_RegisterControllerRecord_ControllerEndpoint_v0(buf, pos):
         end4 = pos + n3
         if end4 > blen:
             raise _ProtocolError('ControllerEndpoint.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end4], 'utf-8')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ControllerEndpoint.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
     m.port, m.security_protocol = _S_Hh.unpack_from(buf, pos)
     pos += 4
@@ -149,6 +157,8 @@ def _dec_RegisterControllerRecord_ControllerEndpoint_v0(buf, pos):
 def _enc_RegisterControllerRecord_ControllerFeature_v0(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -171,7 +181,9 @@ def _dec_RegisterControllerRecord_ControllerFeature_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('ControllerFeature.name: length runs past the end of the buffer')
-        m.name = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ControllerFeature.name: string longer than 32767 bytes')
+        m.name = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     m.min_supported_version, m.max_supported_version = _S_hh.unpack_from(buf, pos)
     pos += 4

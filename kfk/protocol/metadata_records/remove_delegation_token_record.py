@@ -48,6 +48,8 @@ class RemoveDelegationTokenRecord(_Message):
 def _enc_RemoveDelegationTokenRecord_v0(m, out):
     append = out.append
     s1 = m.token_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TokenId is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -69,7 +71,9 @@ def _dec_RemoveDelegationTokenRecord_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('RemoveDelegationTokenRecord.token_id: length runs past the end of the buffer')
-        m.token_id = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('RemoveDelegationTokenRecord.token_id: string longer than 32767 bytes')
+        m.token_id = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     if buf[pos] == 0:
         pos += 1

@@ -103,7 +103,7 @@ def _dec_TransactionLogValue_PartitionsSchema_v0(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('PartitionsSchema.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -119,11 +119,11 @@ def _dec_TransactionLogValue_PartitionsSchema_v0(buf, pos):
 
 def _enc_TransactionLogValue_v0(m, out):
     append = out.append
-    if m.previous_producer_id != -1:
+    if not m.previous_producer_id == -1:
         raise _UnsupportedVersionError('TransactionLogValue.previous_producer_id cannot be sent at version 0')
-    if m.next_producer_id != -1:
+    if not m.next_producer_id == -1:
         raise _UnsupportedVersionError('TransactionLogValue.next_producer_id cannot be sent at version 0')
-    if m.client_transaction_version != 0:
+    if not m.client_transaction_version == 0:
         raise _UnsupportedVersionError('TransactionLogValue.client_transaction_version cannot be sent at version 0')
     append(_S_qhib.pack(m.producer_id, m.producer_epoch, m.transaction_timeout_ms, m.transaction_status))
     x1 = m.transaction_partitions
@@ -166,6 +166,8 @@ def _dec_TransactionLogValue_v0(buf, pos):
 def _enc_TransactionLogValue_PartitionsSchema_v1(m, out):
     append = out.append
     s1 = m.topic.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Topic is longer than 32767 bytes')
     n2 = len(s1) + 1
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
@@ -190,7 +192,9 @@ def _dec_TransactionLogValue_PartitionsSchema_v1(buf, pos):
         end2 = pos + n1
         if end2 > blen:
             raise _ProtocolError('PartitionsSchema.topic: length runs past the end of the buffer')
-        m.topic = str(buf[pos:end2], 'utf-8')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('PartitionsSchema.topic: string longer than 32767 bytes')
+        m.topic = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
     n3 = buf[pos]
     if n3 < 128:
@@ -225,15 +229,15 @@ def _enc_TransactionLogValue_v1(m, out):
             _enc_TransactionLogValue_PartitionsSchema_v1(e, out)
     append(_S_qq.pack(m.transaction_last_update_timestamp_ms, m.transaction_start_timestamp_ms))
     tagged = []
-    if m.previous_producer_id != -1:
+    if not m.previous_producer_id == -1:
         t = []
         t.append(_S_q.pack(m.previous_producer_id))
         tagged.append((0, b''.join(t)))
-    if m.next_producer_id != -1:
+    if not m.next_producer_id == -1:
         t = []
         t.append(_S_q.pack(m.next_producer_id))
         tagged.append((1, b''.join(t)))
-    if m.client_transaction_version != 0:
+    if not m.client_transaction_version == 0:
         t = []
         t.append(_S_h.pack(m.client_transaction_version))
         tagged.append((2, b''.join(t)))
