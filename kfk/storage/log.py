@@ -35,7 +35,7 @@ from kfk.errors import (
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
-from kfk.records import MAGIC_VALUE_V2, NO_TIMESTAMP, TimestampType, complete_entries_length, iter_batches
+from kfk.records import MAGIC_VALUE_V2, NO_TIMESTAMP, TimestampType, iter_batches
 from kfk.storage.fetch_data_info import (
     FetchDataInfo,
     FetchIsolation,
@@ -63,6 +63,7 @@ from kfk.storage.producer_state import (
     ProducerAppendInfo,
     ProducerStateManager,
 )
+from kfk.storage.file_records import Batch
 from kfk.storage.segment import LogSegment
 from kfk.storage.transaction_index import AbortedTxn
 
@@ -263,17 +264,18 @@ class Log:
         Every batch's CRC is checked; the first offset must not be below the log end offset."""
         return self._append(records, now_ms, AppendOrigin.REPLICATION, leader=False)
 
-    def _analyze(self, records: bytes | bytearray | memoryview, leader: bool) -> LogAppendInfo:
+    def _analyze(self, records: bytes | bytearray | memoryview, leader: bool) -> tuple[LogAppendInfo, list[Batch]]:
         """One pass over the batch headers: offsets, timestamps, sizes and (follower) CRCs. The first offset
         must continue the log: exactly on the leader (for a legacy wrapper, whose first offset is only known by
         decompressing, its last offset must not be below the end), at or after the end on a follower."""
         size = len(records)
-        if complete_entries_length(records) != size:
-            raise CorruptRecordError(f"Append to {self.topic_partition} ends with an incomplete batch")
         info = LogAppendInfo(first_offset=-1, last_offset=-1, valid_bytes=size,
                              log_start_offset=self.log_start_offset)
         previous_last_offset = -1
-        for batch in iter_batches(records):
+        batches = list(iter_batches(records))
+        if not batches or batches[-1].position + batches[-1].size_in_bytes != size:
+            raise CorruptRecordError(f"Append to {self.topic_partition} holds no batch or ends with an incomplete one")
+        for batch in batches:
             if not leader:
                 batch.validate()
             elif batch.size_in_bytes > self.config.max_message_bytes:
@@ -305,25 +307,23 @@ class Log:
                     info.log_append_time = batch.max_timestamp
             info.batch_count += 1
         info.last_offset = previous_last_offset
-        if info.batch_count == 0:
-            raise CorruptRecordError(f"Append to {self.topic_partition} holds no batch")
         if size > self.config.segment_size:
             raise RecordBatchTooLargeError(
                 f"Message batch size is {size} bytes in append to partition {self.topic_partition} which exceeds "
                 f"the maximum configured segment size of {self.config.segment_size}."
             )
-        return info
+        return info, batches
 
     def _append(self, records: bytes | bytearray | memoryview, now_ms: int, origin: AppendOrigin,
                 leader: bool) -> LogAppendInfo:
         with self.lock:
             self._check_open()
-            info = self._analyze(records, leader)
-            updated, completed, duplicate = self._analyze_producer_state(records, origin)
+            info, batches = self._analyze(records, leader)
+            updated, completed, duplicate = self._analyze_producer_state(batches, origin)
             if duplicate is not None:
                 return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, NO_TIMESTAMP, -1,
                                      log_start_offset=self.log_start_offset, duplicate=True)
-            for batch in iter_batches(records):
+            for batch in batches:
                 if batch.magic >= MAGIC_VALUE_V2:
                     epoch = batch.partition_leader_epoch
                     if epoch >= 0:
@@ -349,11 +349,11 @@ class Log:
             return info
 
     def _analyze_producer_state(
-        self, records: bytes | bytearray | memoryview, origin: AppendOrigin
+        self, batches: list[Batch], origin: AppendOrigin
     ) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn], BatchMetadata | None]:
         updated: dict[int, ProducerAppendInfo] = {}
         completed: list[CompletedTxn] = []
-        for batch in iter_batches(records):
+        for batch in batches:
             if not batch.has_producer_id:
                 continue
             if origin is AppendOrigin.CLIENT:
