@@ -105,12 +105,12 @@ class LogLoader:
         for base in swap_bases:
             self._complete_swap(base)
         self._load_segment_files()
+        recovery_point = self.recovery_point_checkpoint
+        if not self.had_clean_shutdown and self.segments:
+            recovery_point = self._recover_log()
         if not self.segments:
             self.segments.add(open_segment(self.directory, self.log_start_offset_checkpoint, self.config,
                                            self.now_ms, exists=False))
-        recovery_point = self.recovery_point_checkpoint
-        if not self.had_clean_shutdown:
-            recovery_point = self._recover_log()
         active = self.segments.last_segment
         assert active is not None
         log_end_offset = active.read_next_offset()

@@ -304,3 +304,20 @@ def test_flush_moves_the_recovery_point(log_dir) -> None:
     assert not log.maybe_flush(now_ms=500)
     assert log.maybe_flush(now_ms=1500) and log.recovery_point == 7
     log.close()
+
+
+def test_preallocated_segments_are_trimmed_and_recovered(log_dir) -> None:
+    config = small_config({"preallocate": True})
+    log = Log.open(log_dir, config, now_ms=0)
+    append_values(log, 3)
+    path = log.active_segment.log.path
+    assert os.path.getsize(path) == 4096 > log.active_segment.size
+    log.close_handlers()  # a crash: the zeros after the data are still there
+    recovered = Log.open(log_dir, config, now_ms=0, had_clean_shutdown=False)
+    assert recovered.log_end_offset == 3
+    assert os.path.getsize(path) == recovered.active_segment.size
+    append_values(recovered, 40, size=200)
+    recovered.close()
+    sizes = [os.path.getsize(os.path.join(log_dir, name)) for name in os.listdir(log_dir) if name.endswith(".log")]
+    assert all(size < 4096 for size in sizes)  # rolled and closed segments are trimmed to their data
+    assert len(read_all(Log.open(log_dir, config, now_ms=0, had_clean_shutdown=True))) == 43

@@ -1,0 +1,52 @@
+"""One broker's partition logs on local disk, in Kafka's on-disk format (segments, indexes, checkpoints).
+
+Knows files only: no sockets, no brokers, no metadata (DESIGN.md). Every method is synchronous and takes the time
+from its caller (`now_ms`); the broker runs the blocking ones in an executor.
+"""
+
+from kfk.storage.cleaner import CleanerStats, LogCleaner
+from kfk.storage.fetch_data_info import (
+    FetchDataInfo,
+    FetchIsolation,
+    FileRegion,
+    LogOffsetMetadata,
+    TimestampAndOffset,
+)
+from kfk.storage.log import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    Log,
+    LogAppendInfo,
+    UnexpectedAppendOffsetError,
+)
+from kfk.storage.log_files import TopicPartition
+from kfk.storage.log_manager import LogManager
+from kfk.storage.producer_state import AppendOrigin
+from kfk.storage.segment import LogSegment
+from kfk.storage.transaction_index import AbortedTxn
+
+__all__ = [
+    "AbortedTxn",
+    "AppendOrigin",
+    "CleanerStats",
+    "EARLIEST_LOCAL_TIMESTAMP",
+    "EARLIEST_TIMESTAMP",
+    "FetchDataInfo",
+    "FetchIsolation",
+    "FileRegion",
+    "LATEST_TIERED_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "Log",
+    "LogAppendInfo",
+    "LogCleaner",
+    "LogManager",
+    "LogOffsetMetadata",
+    "LogSegment",
+    "MAX_TIMESTAMP",
+    "TimestampAndOffset",
+    "TopicPartition",
+    "UnexpectedAppendOffsetError",
+]
