@@ -97,5 +97,5 @@ class LogModel(RuleBasedStateMachine):
         assert bases == sorted(bases) and bases[0] <= self.log_start_offset
 
 
-LogModel.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+LogModel.TestCase.settings = settings(max_examples=30, stateful_step_count=30, deadline=None)
 TestLogModel = LogModel.TestCase
