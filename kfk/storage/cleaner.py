@@ -49,7 +49,8 @@ from kfk.storage.log_files import (
     TopicPartition,
 )
 from kfk.storage.log_loader import open_segment
-from kfk.storage.producer_state import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, parse_end_transaction_marker
+from kfk.records.control import ControlRecordType
+from kfk.storage.producer_state import parse_end_transaction_marker
 from kfk.storage.segment import LogSegment
 from kfk.storage.transaction_index import AbortedTxn, TransactionIndex
 
@@ -114,16 +115,15 @@ class _CleanedTransactionMetadata:
         marker = parse_end_transaction_marker(records[0])
         if marker is None:
             return False
-        control_type, _ = marker
         producer_id = batch.producer_id
-        if control_type == CONTROL_TYPE_ABORT:
+        if marker.control_type == ControlRecordType.ABORT:
             entry = self.ongoing_aborted.pop(producer_id, None)
             if entry is not None and entry[1]:
                 if self.cleaned_index is not None:
                     self.cleaned_index.append(entry[0])
                 return False
             return True
-        if control_type == CONTROL_TYPE_COMMIT:
+        if marker.control_type == ControlRecordType.COMMIT:
             if producer_id in self.ongoing_committed:
                 self.ongoing_committed.discard(producer_id)
                 return False

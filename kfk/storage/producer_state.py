@@ -32,6 +32,7 @@ from kfk.errors import (
     TransactionCoordinatorFencedError,
 )
 from kfk.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, Record
+from kfk.records.control import ControlRecordType, EndTransactionMarker, control_record_type
 from kfk.storage.checkpoint import atomic_write
 from kfk.storage.log_files import (
     DELETED_FILE_SUFFIX,
@@ -54,10 +55,6 @@ _ENTRIES_OFFSET = 6
 
 # Control records (Kafka's ControlRecordType / EndTransactionMarker): key = version int16 + type int16,
 # value of a COMMIT/ABORT marker = version int16 + coordinator_epoch int32.
-_CONTROL_KEY = struct.Struct(">hh")
-_END_TXN_MARKER_VALUE = struct.Struct(">hi")
-CONTROL_TYPE_ABORT = 0
-CONTROL_TYPE_COMMIT = 1
 
 
 class CorruptSnapshotError(KafkaStorageError):
@@ -198,17 +195,11 @@ class TxnMetadata:
     last_offset: int | None = None
 
 
-def parse_end_transaction_marker(record: Record) -> tuple[int, int] | None:
-    """(control type, coordinator epoch) of a COMMIT/ABORT control record; None for other control records."""
-    if record.key is None or len(record.key) < _CONTROL_KEY.size:
-        raise KafkaStorageError("Control record without a valid key")
-    _, control_type = _CONTROL_KEY.unpack_from(record.key)
-    if control_type not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
+def parse_end_transaction_marker(record: Record) -> EndTransactionMarker | None:
+    """The COMMIT/ABORT marker a control record holds; None for other control records (leader change, ...)."""
+    if control_record_type(record.key) not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
         return None
-    if record.value is None or len(record.value) < _END_TXN_MARKER_VALUE.size:
-        raise KafkaStorageError("Transaction marker without a valid value")
-    _, coordinator_epoch = _END_TXN_MARKER_VALUE.unpack_from(record.value)
-    return control_type, coordinator_epoch
+    return EndTransactionMarker.deserialize(record)
 
 
 class ProducerAppendInfo:
@@ -271,8 +262,7 @@ class ProducerAppendInfo:
             marker = parse_end_transaction_marker(records[0])
             if marker is None:
                 return None
-            control_type, coordinator_epoch = marker
-            return self.append_end_txn_marker(control_type == CONTROL_TYPE_ABORT, coordinator_epoch,
+            return self.append_end_txn_marker(marker.control_type == ControlRecordType.ABORT, marker.coordinator_epoch,
                                               batch.producer_epoch, batch.base_offset, batch.max_timestamp)
         self.append_data_batch(batch.producer_epoch, batch.base_sequence, batch.last_sequence, batch.max_timestamp,
                                batch.base_offset, batch.last_offset, batch.is_transactional)
