@@ -33,6 +33,11 @@ CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 META_PROPERTIES_FILE = "meta.properties"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
+#: The KRaft metadata log's topic (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME). Its partition folder sits in a log dir
+#: but belongs to the metadata backend, which opens it itself: the LogManager never loads it (as in Kafka), so
+#: retention, the cleaner and topic deletion never touch metadata.
+CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
+
 MAX_FILE_NAME_LENGTH = 255
 
 

@@ -30,6 +30,7 @@ from kfk.storage.checkpoint import OffsetCheckpointFile, atomic_write
 from kfk.storage.log import Log, SegmentDeletionQueue
 from kfk.storage.log_files import (
     CLEAN_SHUTDOWN_FILE,
+    CLUSTER_METADATA_TOPIC_NAME,
     DELETE_DIR_SUFFIX,
     FUTURE_DIR_SUFFIX,
     LOG_START_OFFSET_CHECKPOINT_FILE,
@@ -141,6 +142,8 @@ class LogManager:
             except ValueError:
                 logger.warning("Ignoring folder %s in log dir %s: not a partition folder", name, log_dir)
                 continue
+            if topic_partition.topic == CLUSTER_METADATA_TOPIC_NAME:
+                continue  # the metadata backend's own log
             if topic_partition in self.logs:
                 raise KafkaStorageError(
                     f"Duplicate log directories for {topic_partition} are found in both "
