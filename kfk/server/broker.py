@@ -24,7 +24,7 @@ from kfk.errors import KafkaStorageError
 from kfk.server import network
 from kfk.server.dispatch import Dispatcher
 from kfk.server.handlers import api_versions
-from kfk.storage.format import format_log_dirs, load_cluster_id, random_cluster_id
+from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.log_manager import LogManager
 
 log = logging.getLogger("kfk.server")
@@ -47,7 +47,8 @@ class BrokerServer:
     def log_dirs(self) -> list[str]:
         return [os.path.abspath(d) for d in self.config.log_dir_list]
 
-    def _prepare_log_dirs(self) -> str:
+    def _cluster_id(self) -> str:
+        """The cluster id the log dirs hold; a new one on the first start (LogManager.startup writes it)."""
         cluster_id = load_cluster_id(self.log_dirs, self.node_id)
         if cluster_id is None:
             if not self.auto_format:
@@ -56,7 +57,6 @@ class BrokerServer:
                 )
             cluster_id = random_cluster_id()
             log.info("formatting %s with a new cluster id %s", ", ".join(self.log_dirs), cluster_id)
-        format_log_dirs(self.log_dirs, cluster_id, self.node_id, ignore_formatted=True)
         return cluster_id
 
     def _register_handlers(self) -> None:
@@ -81,9 +81,9 @@ class BrokerServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self.cluster_id = self._prepare_log_dirs()
+        self.cluster_id = self._cluster_id()
         self.log_manager = self._build_log_manager()
-        await loop.run_in_executor(None, self.log_manager.startup, now_ms())
+        await loop.run_in_executor(None, self.log_manager.startup, now_ms(), self.node_id, self.cluster_id)
         self._log_manager_task = asyncio.create_task(self._run_log_manager())
         self._register_handlers()
         listeners = [network.Listener.parse(text) for text in self.config.listeners]

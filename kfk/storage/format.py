@@ -7,19 +7,19 @@ arguments) formats missing dirs itself on first start, with a fresh cluster id.
 
 from __future__ import annotations
 
-import base64
 import os
 import uuid
 
 from kfk.errors import KafkaStorageError
 from kfk.storage.meta_properties import MetaProperties
+from kfk.storage.partition_metadata import uuid_to_base64
 
 
 def random_cluster_id() -> str:
     """A cluster id as Kafka prints its Uuids: 16 random bytes in URL-safe base64 without padding (22 chars).
     Like Kafka, never one that starts with '-', which would read as a command-line flag."""
     while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        text = uuid_to_base64(uuid.uuid4())
         if not text.startswith("-"):
             return text
 
@@ -37,8 +37,7 @@ def format_log_dirs(log_dirs: list[str], cluster_id: str, node_id: int, ignore_f
             _check(log_dir, existing, cluster_id, node_id)
             continue
         os.makedirs(log_dir, exist_ok=True)
-        directory_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-        MetaProperties(1, cluster_id, node_id, directory_id).write(log_dir)
+        MetaProperties(1, cluster_id, node_id, uuid_to_base64(uuid.uuid4())).write(log_dir)
         formatted.append(log_dir)
     return formatted
 
@@ -57,7 +56,11 @@ def load_cluster_id(log_dirs: list[str], node_id: int) -> str | None:
 
 
 def _check(log_dir: str, meta: MetaProperties, cluster_id: str | None, node_id: int) -> None:
+    path = os.path.join(log_dir, "meta.properties")
     if cluster_id is not None and meta.cluster_id not in (None, cluster_id):
-        raise KafkaStorageError(f"Log directory {log_dir} belongs to cluster {meta.cluster_id}, not {cluster_id}")
+        raise KafkaStorageError(f"Invalid cluster.id in: {path}. Expected {cluster_id}, but read {meta.cluster_id}")
     if meta.node_id is not None and meta.node_id != node_id:
-        raise KafkaStorageError(f"Log directory {log_dir} belongs to node {meta.node_id}, but this is node {node_id}")
+        raise KafkaStorageError(
+            f"Stored node id {meta.node_id} doesn't match previous node id {node_id} in {path}. If you moved your "
+            "data, make sure your configured node id matches."
+        )

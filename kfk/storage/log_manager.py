@@ -43,7 +43,7 @@ from kfk.storage.log_files import (
     parse_topic_partition_name,
 )
 from kfk.storage.meta_properties import MetaProperties
-from kfk.storage.partition_metadata import uuid_to_base64
+from kfk.storage.format import format_log_dirs
 from kfk.storage.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 logger = logging.getLogger(__name__)
@@ -89,8 +89,8 @@ class LogManager:
         with self.lock:
             for log_dir in self.log_dirs:
                 os.makedirs(log_dir, exist_ok=True)
-                if node_id is not None and cluster_id is not None:
-                    self._ensure_meta_properties(log_dir, node_id, cluster_id)
+            if node_id is not None and cluster_id is not None:
+                format_log_dirs(self.log_dirs, cluster_id, node_id, ignore_formatted=True)
             for log_dir in self.log_dirs:
                 self._load_log_dir(log_dir, now_ms)
             for log_dir in self.log_dirs:
@@ -102,23 +102,6 @@ class LogManager:
             self._next_flush_ms = now_ms + self.flush_check_interval_ms
             self._next_producer_expiration_ms = now_ms + DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
             self._started = True
-
-    def _ensure_meta_properties(self, log_dir: str, node_id: int, cluster_id: str) -> None:
-        meta = MetaProperties.read(log_dir)
-        if meta is None:
-            MetaProperties(1, cluster_id, node_id, uuid_to_base64(uuid.uuid4())).write(log_dir)
-            return
-        if meta.cluster_id is not None and meta.cluster_id != cluster_id:
-            raise KafkaStorageError(
-                f"Invalid cluster.id in: {os.path.join(log_dir, 'meta.properties')}. Expected {cluster_id}, but read "
-                f"{meta.cluster_id}"
-            )
-        if meta.node_id is not None and meta.node_id != node_id:
-            raise KafkaStorageError(
-                f"Stored node id {meta.node_id} doesn't match previous node id {node_id} in "
-                f"{os.path.join(log_dir, 'meta.properties')}. If you moved your data, make sure your configured node "
-                f"id matches."
-            )
 
     def _load_log_dir(self, log_dir: str, now_ms: int) -> None:
         had_clean_shutdown = os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
