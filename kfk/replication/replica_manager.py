@@ -1,0 +1,473 @@
+"""ReplicaManager: the partitions this broker hosts and the data path through them (Kafka's ReplicaManager).
+
+- Metadata: it listens to the MetadataCache. For every partition whose replicas include this node it opens (or
+  creates) the log with the topic's id and LogConfig and makes the partition leader or follower in the image's
+  leader epoch; a topic removed from the image has its logs deleted; a topic whose configs changed gets the new
+  LogConfig. A log on disk whose topic the image does not know is left alone (it may be a topic the image has not
+  replayed yet); one whose topic id differs from the image's (deleted and re-created while this broker was down) is
+  deleted before the new one is created.
+- Produce (`append_records`): leader and min ISR checks, validation and append per partition, then for acks=all a
+  DelayedProduce that completes when the high watermark passes the records, or times out.
+- Fetch (`fetch_messages`): reads file regions (nothing is copied) from each partition up to the bound of the
+  isolation level; when less than min_bytes is there, a DelayedFetch waits for appends until max_wait_ms.
+- ListOffsets, DeleteRecords, OffsetForLeaderEpoch, DescribeLogDirs.
+
+Everything runs on the event loop. Blocking file work (DESIGN decision 8): appends of `executor_append_bytes` or
+more, and every append to a topic with a flush.messages policy (an fsync may follow), go to the default executor;
+small appends stay on the loop, where they cost less than the hand-off (bench/bench_broker.py measures both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+
+from kfk.config import INT64_MAX, BrokerConfig, LogConfig
+from kfk.errors import (
+    ErrorCode,
+    InconsistentTopicIdError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    InvalidTopicError,
+    KafkaError,
+    KafkaStorageError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+)
+from kfk.metadata.image import ConfigResourceType, MetadataImage, PartitionRegistration, TopicImage
+from kfk.records import iter_batches
+from kfk.replication.delayed_fetch import DelayedFetch
+from kfk.replication.delayed_produce import DelayedProduce, ProducePartitionResult, ProducePartitionStatus
+from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest, LogReadResult
+from kfk.replication.partition import Partition
+from kfk.replication.purgatory import AsyncioExpirationTimer, DelayedOperationPurgatory
+from kfk.storage.fetch_data_info import TimestampAndOffset
+from kfk.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
+from kfk.storage.log_files import TopicPartition
+from kfk.storage.log_manager import LogManager
+from kfk.storage.producer_state import AppendOrigin
+
+logger = logging.getLogger(__name__)
+
+#: Topics clients may not produce to (Kafka's Topic.isInternal): the coordinators write them.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+#: Appends at least this large run in the executor (see the module docstring and bench/bench_broker.py).
+EXECUTOR_APPEND_BYTES = 256 * 1024
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogDirPartition:
+    partition: int
+    size: int
+    offset_lag: int
+    is_future: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogDirDescription:
+    """DescribeLogDirs' view of one log dir."""
+
+    path: str
+    error: ErrorCode
+    topics: dict[str, list[LogDirPartition]]
+    total_bytes: int = -1
+    usable_bytes: int = -1
+
+
+class ReplicaManager:
+    def __init__(self, node_id: int, config: BrokerConfig, log_manager: LogManager, now_ms: Callable[[], int], *,
+                 executor_append_bytes: int = EXECUTOR_APPEND_BYTES) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.log_manager = log_manager
+        self.now_ms = now_ms
+        self.executor_append_bytes = executor_append_bytes
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.image = MetadataImage()
+        self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
+            "Produce", self._arm_expiration_timer)
+        self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
+            "Fetch", self._arm_expiration_timer)
+        self._timer = AsyncioExpirationTimer([self.produce_purgatory, self.fetch_purgatory], now_ms)
+
+    def _arm_expiration_timer(self, deadline_ms: int) -> None:
+        self._timer.arm(deadline_ms)
+
+    def shutdown(self) -> None:
+        """Answer every waiting request now (acks=all produces time out, fetches return what is there)."""
+        self._timer.cancel()
+        self.produce_purgatory.complete_all()
+        self.fetch_purgatory.complete_all()
+
+    # -- metadata ----------------------------------------------------------------------------------------------------
+
+    def on_metadata_update(self, previous: MetadataImage, current: MetadataImage) -> None:
+        """MetadataCache listener: apply what changed between two images to the local partitions."""
+        self.image = current
+        now_ms = self.now_ms()
+        for topic_id, topic in previous.topics_by_id.items():
+            if topic_id not in current.topics_by_id:
+                self._delete_partitions([tp for tp, partition in self.partitions.items()
+                                         if partition.topic_id == topic_id], now_ms, f"topic {topic.name} deleted")
+        for topic in current.topics_by_id.values():
+            previous_topic = previous.topics_by_id.get(topic.topic_id)
+            if previous_topic is topic and previous.configs is current.configs:
+                continue  # images share the topics a change did not touch
+            self._apply_topic(previous_topic, topic, previous, current, now_ms)
+
+    def _apply_topic(self, previous_topic: TopicImage | None, topic: TopicImage, previous: MetadataImage,
+                     current: MetadataImage, now_ms: int) -> None:
+        overrides = current.config(ConfigResourceType.TOPIC, topic.name)
+        config_changed = previous_topic is None or overrides != previous.config(ConfigResourceType.TOPIC, topic.name)
+        config: LogConfig | None = None
+        if config_changed:
+            config = self._log_config(topic.name, overrides)
+            if previous_topic is not None and any(tp.topic == topic.name for tp in self.partitions):
+                self.log_manager.update_topic_config(topic.name, config)
+        removed: list[TopicPartition] = []
+        for index, registration in topic.partitions.items():
+            topic_partition = TopicPartition(topic.name, index)
+            partition = self.partitions.get(topic_partition)
+            if self.node_id not in registration.replicas:
+                if partition is not None:
+                    removed.append(topic_partition)
+                continue
+            previous_registration = previous_topic.partitions.get(index) if previous_topic is not None else None
+            if partition is not None and previous_registration == registration:
+                continue
+            if partition is None:
+                if config is None:
+                    config = self._log_config(topic.name, overrides)
+                partition = self._create_partition(topic_partition, topic.topic_id, config, now_ms)
+                if partition is None:
+                    continue
+            self._apply_registration(partition, registration, now_ms)
+        if removed:
+            self._delete_partitions(removed, now_ms, "no longer a replica")
+
+    def _log_config(self, topic: str, overrides: Mapping[str, str]) -> LogConfig:
+        try:
+            return self.config.log_config(overrides)
+        except KafkaError as error:
+            logger.error("Invalid configs of topic %s (%s); using the broker defaults", topic, error)
+            return self.config.log_config()
+
+    def _create_partition(self, topic_partition: TopicPartition, topic_id: uuid.UUID, config: LogConfig,
+                          now_ms: int) -> Partition | None:
+        log_manager = self.log_manager
+        existing = log_manager.get_log(topic_partition)
+        if existing is not None and existing.partition_metadata.exists():
+            try:
+                stale = existing.partition_metadata.read() != topic_id
+            except KafkaStorageError:
+                stale = False
+            if stale:
+                logger.info("Deleting the log of %s: it belongs to an earlier topic of that name", topic_partition)
+                log_manager.delete_log(topic_partition, now_ms)
+        try:
+            log = log_manager.get_or_create_log(topic_partition, now_ms, topic_id=topic_id, config=config)
+        except (KafkaStorageError, InconsistentTopicIdError, OSError) as error:
+            logger.error("Cannot open the log of %s: %s", topic_partition, error)
+            return None
+        if log.config is not config:
+            log_manager.update_topic_config(topic_partition.topic, config)
+        partition = Partition(topic_partition, topic_id, self.node_id, log, self.config.replica_lag_time_max_ms)
+        self.partitions[topic_partition] = partition
+        return partition
+
+    def _apply_registration(self, partition: Partition, registration: PartitionRegistration, now_ms: int) -> None:
+        if registration.leader == self.node_id:
+            partition.make_leader(registration, now_ms)
+        else:
+            partition.make_follower(registration)
+        self._complete_delayed_requests(partition.topic_partition)
+
+    def _delete_partitions(self, topic_partitions: Iterable[TopicPartition], now_ms: int, reason: str) -> None:
+        for topic_partition in list(topic_partitions):
+            self.partitions.pop(topic_partition, None)
+            logger.info("Deleting the log of %s: %s", topic_partition, reason)
+            self.log_manager.delete_log(topic_partition, now_ms)
+            self._complete_delayed_requests(topic_partition)
+
+    def _complete_delayed_requests(self, topic_partition: TopicPartition) -> None:
+        self.produce_purgatory.check_and_complete(topic_partition)
+        self.fetch_purgatory.check_and_complete(topic_partition)
+
+    # -- lookups -----------------------------------------------------------------------------------------------------
+
+    def get_partition(self, topic_partition: TopicPartition) -> Partition | None:
+        return self.partitions.get(topic_partition)
+
+    def get_partition_or_error(self, topic_partition: TopicPartition) -> Partition:
+        partition = self.partitions.get(topic_partition)
+        if partition is not None:
+            return partition
+        if self.image.partition(topic_partition.topic, topic_partition.partition) is not None:
+            raise NotLeaderOrFollowerError(
+                f"Broker {self.node_id} does not host partition {topic_partition}")
+        raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {topic_partition}")
+
+    # -- produce -----------------------------------------------------------------------------------------------------
+
+    async def append_records(self, timeout_ms: int, required_acks: int,
+                             entries: Mapping[TopicPartition, bytes | bytearray | memoryview],
+                             origin: AppendOrigin = AppendOrigin.CLIENT) -> dict[TopicPartition, ProducePartitionResult]:
+        """Append each partition's records on its leader; for acks=all wait (up to `timeout_ms`) until the in-sync
+        replicas have them. Per-partition errors never fail the other partitions."""
+        if required_acks not in (0, 1, -1):
+            return {tp: ProducePartitionResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
+        results: dict[TopicPartition, ProducePartitionResult] = {}
+        required_offsets: dict[TopicPartition, int] = {}
+        for topic_partition, records in entries.items():
+            result, required_offset = await self._append_to_local_log(topic_partition, records, required_acks,
+                                                                     origin)
+            results[topic_partition] = result
+            required_offsets[topic_partition] = required_offset
+        if required_acks != -1 or all(result.error != ErrorCode.NONE for result in results.values()):
+            return results
+        statuses = {tp: ProducePartitionStatus(required_offsets[tp], result) for tp, result in results.items()}
+        future = asyncio.get_running_loop().create_future()
+        operation = DelayedProduce(self.now_ms() + max(timeout_ms, 0), statuses, self.partitions.get, future)
+        pending = [tp for tp, status in statuses.items() if status.acks_pending]
+        self.produce_purgatory.try_complete_else_watch(operation, pending)
+        return await future
+
+    async def _append_to_local_log(self, topic_partition: TopicPartition, records: bytes | bytearray | memoryview,
+                                   required_acks: int, origin: AppendOrigin) -> tuple[ProducePartitionResult, int]:
+        now_ms = self.now_ms()
+        try:
+            if origin is AppendOrigin.CLIENT and topic_partition.topic in INTERNAL_TOPICS:
+                raise InvalidTopicError(f"Cannot append to internal topic {topic_partition.topic}")
+            partition = self.get_partition_or_error(topic_partition)
+            log = partition.check_append_allowed(required_acks)
+            leader_epoch = partition.leader_epoch
+            if self._append_off_loop(log, records):
+                loop = asyncio.get_running_loop()
+                appended = await loop.run_in_executor(None, partition.append_to_leader_log, records, leader_epoch,
+                                                      now_ms, origin)
+            else:
+                appended = partition.append_to_leader_log(records, leader_epoch, now_ms, origin)
+        except (InvalidRecordError, InvalidTimestampError) as error:
+            return ProducePartitionResult(error.error_code, record_errors=self._record_errors(topic_partition, records),
+                                          error_message=str(error)), -1
+        except KafkaError as error:
+            logger.debug("Produce to %s failed: %s", topic_partition, error)
+            return ProducePartitionResult(error.error_code), -1
+        except Exception:  # noqa: BLE001 - one partition's failure must not fail the request
+            logger.exception("Error appending to %s", topic_partition)
+            return ProducePartitionResult(ErrorCode.UNKNOWN_SERVER_ERROR), -1
+        if not appended.duplicate and appended.last_offset >= appended.first_offset >= 0:
+            self._on_leader_append(partition)
+        return ProducePartitionResult(ErrorCode.NONE, base_offset=appended.first_offset,
+                                      log_append_time_ms=appended.log_append_time_ms,
+                                      log_start_offset=appended.log_start_offset), appended.last_offset + 1
+
+    def _append_off_loop(self, log: Log, records: bytes | bytearray | memoryview) -> bool:
+        return len(records) >= self.executor_append_bytes or log.config.flush_messages < INT64_MAX
+
+    def _on_leader_append(self, partition: Partition) -> None:
+        """New records: the high watermark may move (completing acks=all produces) and fetches may complete."""
+        topic_partition = partition.topic_partition
+        if partition.maybe_increment_high_watermark(self.now_ms()):
+            self.produce_purgatory.check_and_complete(topic_partition)
+        self.fetch_purgatory.check_and_complete(topic_partition)
+
+    def _record_errors(self, topic_partition: TopicPartition,
+                       records: bytes | bytearray | memoryview) -> list[tuple[int, str | None]]:
+        """The indexes (within the batch) of the records that made a batch invalid, as Kafka lists them in
+        record_errors: keyless records in a compacted topic, or timestamps outside the topic's bounds."""
+        partition = self.partitions.get(topic_partition)
+        if partition is None:
+            return []
+        config = partition.log.config
+        now_ms = self.now_ms()
+        errors: list[tuple[int, str | None]] = []
+        try:
+            for batch in iter_batches(records):
+                if batch.is_control:
+                    continue
+                for index, record in enumerate(batch.records()):
+                    if config.compact and record.key is None:
+                        errors.append((index, "Compacted topic cannot accept message without key in topic "
+                                              f"partition {topic_partition}."))
+                    elif record.timestamp >= 0 and config.message_timestamp_type == "CreateTime" and (
+                            now_ms - record.timestamp > config.message_timestamp_before_max_ms
+                            or record.timestamp - now_ms > config.message_timestamp_after_max_ms):
+                        errors.append((index, f"Timestamp {record.timestamp} of message with offset "
+                                              f"{record.offset} is out of range."))
+        except KafkaError:
+            return errors
+        return errors
+
+    # -- fetch -------------------------------------------------------------------------------------------------------
+
+    async def fetch_messages(self, params: FetchParams,
+                             partitions: list[FetchPartitionRequest]) -> list[LogReadResult]:
+        """Read each partition (in request order, within max_bytes overall); wait in the fetch purgatory while less
+        than min_bytes is readable, up to max_wait_ms."""
+        results = self.read_from_local_log(params, partitions)
+        if params.is_from_follower:
+            results = self._update_follower_fetch_state(params, partitions, results)
+        bytes_readable = sum(result.size for result in results)
+        error_reading = any(result.error != ErrorCode.NONE for result in results)
+        if params.max_wait_ms <= 0 or not partitions or bytes_readable >= params.min_bytes or error_reading:
+            return results
+        future = asyncio.get_running_loop().create_future()
+        operation = DelayedFetch(self.now_ms() + params.max_wait_ms, params, partitions, self.partitions.get,
+                                 self.read_from_local_log, future)
+        self.fetch_purgatory.try_complete_else_watch(operation, [request.topic_partition for request in partitions])
+        return await future
+
+    def read_from_local_log(self, params: FetchParams,
+                            partitions: list[FetchPartitionRequest]) -> list[LogReadResult]:
+        """Kafka's size rules: partitions are read in order, each up to min(its partition_max_bytes, what is left of
+        max_bytes); the first partition with data may exceed both by one whole batch (Fetch v3+), later ones not."""
+        limit_bytes = params.max_bytes
+        min_one_message = not params.hard_max_bytes_limit
+        results: list[LogReadResult] = []
+        for request in partitions:
+            result = self._read_partition(params, request, limit_bytes, min_one_message)
+            if result.size > 0:
+                min_one_message = False
+            limit_bytes = max(0, limit_bytes - result.size)
+            results.append(result)
+        return results
+
+    def _read_partition(self, params: FetchParams, request: FetchPartitionRequest, limit_bytes: int,
+                        min_one_message: bool) -> LogReadResult:
+        partition: Partition | None = None
+        log: Log | None = None
+        try:
+            partition = self.get_partition_or_error(request.topic_partition)
+            log = partition.local_log_with_epoch(request.current_leader_epoch, require_leader=True)
+            with log.lock:
+                # The bounds are read before the data, so the data never runs past the high watermark reported.
+                high_watermark = log.high_watermark
+                last_stable_offset = log.last_stable_offset
+                log_start_offset = log.log_start_offset
+                log_end_offset = log.log_end_offset
+                max_bytes = min(request.partition_max_bytes, limit_bytes)
+                info = log.read(request.fetch_offset, max_bytes, params.isolation, min_one_message)
+            return LogReadResult(ErrorCode.NONE, high_watermark, last_stable_offset, log_start_offset, log_end_offset,
+                                 info.records, info.aborted_transactions, partition.leader_id,
+                                 partition.leader_epoch)
+        except OffsetOutOfRangeError as error:
+            assert log is not None and partition is not None
+            return LogReadResult(error.error_code, log.high_watermark, log.last_stable_offset, log.log_start_offset,
+                                 log.log_end_offset, leader_id=partition.leader_id,
+                                 leader_epoch=partition.leader_epoch, error_message=str(error))
+        except KafkaError as error:
+            leader_id, leader_epoch = (partition.leader_id, partition.leader_epoch) if partition else (-1, -1)
+            return LogReadResult(error.error_code, leader_id=leader_id, leader_epoch=leader_epoch,
+                                 error_message=str(error))
+        except Exception as error:  # noqa: BLE001 - one partition's failure must not fail the fetch
+            logger.exception("Error reading %s", request.topic_partition)
+            return LogReadResult(ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(error))
+
+    def _update_follower_fetch_state(self, params: FetchParams, partitions: list[FetchPartitionRequest],
+                                     results: list[LogReadResult]) -> list[LogReadResult]:
+        """A follower's fetch offset is its log end offset: the leader's high watermark may move."""
+        now_ms = self.now_ms()
+        updated: list[LogReadResult] = []
+        for request, result in zip(partitions, results):
+            if result.error == ErrorCode.NONE:
+                partition = self.partitions[request.topic_partition]
+                try:
+                    if partition.update_follower_fetch_state(params.replica_id, request.fetch_offset,
+                                                             request.log_start_offset, now_ms):
+                        self._complete_delayed_requests(request.topic_partition)
+                except KafkaError as error:
+                    result = LogReadResult(error.error_code, error_message=str(error))
+            updated.append(result)
+        return updated
+
+    # -- ListOffsets, DeleteRecords, OffsetForLeaderEpoch ------------------------------------------------------------
+
+    def fetch_offset_for_timestamp(self, topic_partition: TopicPartition, timestamp: int,
+                                   isolation_level: int | None, current_leader_epoch: int,
+                                   fetch_only_from_leader: bool) -> TimestampAndOffset | None:
+        partition = self.get_partition_or_error(topic_partition)
+        return partition.fetch_offset_for_timestamp(timestamp, isolation_level, current_leader_epoch,
+                                                    fetch_only_from_leader)
+
+    def legacy_fetch_offsets_before(self, topic_partition: TopicPartition, timestamp: int, max_num_offsets: int,
+                                    is_from_consumer: bool, fetch_only_from_leader: bool) -> list[int]:
+        """ListOffsets v0: up to `max_num_offsets` segment base offsets (and the log end) from segments last
+        modified at or before `timestamp`, newest first; a consumer never gets offsets above the high watermark."""
+        partition = self.get_partition_or_error(topic_partition)
+        log = partition.local_log_with_epoch(-1, fetch_only_from_leader)
+        with log.lock:
+            segments = list(log.segments)
+            offsets_and_times: list[tuple[int, float]] = []
+            for segment in segments:
+                try:
+                    modified_ms = os.stat(segment.log.path).st_mtime * 1000
+                except OSError:
+                    modified_ms = 0
+                offsets_and_times.append((max(segment.base_offset, log.log_start_offset), modified_ms))
+            if segments and segments[-1].size > 0:
+                offsets_and_times.append((log.log_end_offset, self.now_ms()))
+            high_watermark = log.high_watermark
+        if timestamp == LATEST_TIMESTAMP:
+            start = len(offsets_and_times) - 1
+        elif timestamp == EARLIEST_TIMESTAMP:
+            start = 0
+        else:
+            start = len(offsets_and_times) - 1
+            while start >= 0 and offsets_and_times[start][1] > timestamp:
+                start -= 1
+        count = min(max_num_offsets, start + 1)
+        offsets = sorted((offsets_and_times[start - j][0] for j in range(count)), reverse=True)
+        if is_from_consumer and any(offset > high_watermark for offset in offsets):
+            offsets = [high_watermark] + [offset for offset in offsets if offset <= high_watermark]
+        return offsets
+
+    def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, tuple[ErrorCode, int]]:
+        """DeleteRecords: per partition (error, low watermark). On one node the low watermark is the leader's new
+        log start offset at once, so nothing waits."""
+        results: dict[TopicPartition, tuple[ErrorCode, int]] = {}
+        for topic_partition, offset in offsets.items():
+            try:
+                partition = self.get_partition_or_error(topic_partition)
+                results[topic_partition] = (ErrorCode.NONE, partition.delete_records_on_leader(offset))
+                self.fetch_purgatory.check_and_complete(topic_partition)
+            except KafkaError as error:
+                results[topic_partition] = (error.error_code, -1)
+        return results
+
+    def last_offset_for_leader_epoch(self, topic_partition: TopicPartition, current_leader_epoch: int,
+                                     leader_epoch: int, fetch_only_from_leader: bool) -> tuple[int, int]:
+        partition = self.get_partition_or_error(topic_partition)
+        return partition.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, fetch_only_from_leader)
+
+    def describe_log_dirs(self, topic_partitions: set[TopicPartition] | None) -> list[LogDirDescription]:
+        """Per log dir: the size of each requested partition (every partition when None) and the volume's space."""
+        by_dir: dict[str, dict[str, list[LogDirPartition]]] = {path: {} for path in self.log_manager.log_dirs}
+        for log in self.log_manager.all_logs():
+            topic_partition = log.topic_partition
+            if topic_partitions is not None and topic_partition not in topic_partitions:
+                continue
+            parent = os.path.dirname(log.dir)
+            if parent not in by_dir:
+                continue
+            lag = max(log.high_watermark - log.log_end_offset, 0)
+            by_dir[parent].setdefault(topic_partition.topic, []).append(
+                LogDirPartition(topic_partition.partition, log.size, lag))
+        descriptions: list[LogDirDescription] = []
+        for path, topics in by_dir.items():
+            try:
+                stats = os.statvfs(path)
+            except OSError as error:
+                logger.error("Cannot read log dir %s: %s", path, error)
+                descriptions.append(LogDirDescription(path, ErrorCode.KAFKA_STORAGE_ERROR, {}))
+                continue
+            descriptions.append(LogDirDescription(path, ErrorCode.NONE, topics,
+                                                  total_bytes=stats.f_blocks * stats.f_frsize,
+                                                  usable_bytes=stats.f_bavail * stats.f_frsize))
+        return descriptions

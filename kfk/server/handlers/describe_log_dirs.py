@@ -1,0 +1,52 @@
+"""DescribeLogDirs (key 35), v0-v4.
+
+Every log dir of this broker with the size of each partition it holds (all partitions when topics is null, else the
+ones asked for), offset_lag 0 (the log end is never behind the high watermark) and is_future false (no replica is
+being moved between dirs). v1 is v0, v2 is flexible, v3 adds the top-level error_code, v4 the volume's total and
+usable bytes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kfk.errors import ErrorCode
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.handlers.replica_access import replica_manager_of
+from kfk.storage.log_files import TopicPartition
+
+if TYPE_CHECKING:
+    from kfk.server.broker import BrokerServer
+
+LOWEST_VERSION = 0
+HIGHEST_VERSION = 4
+
+DescribeLogDirsResult = DescribeLogDirsResponse.DescribeLogDirsResult
+DescribeLogDirsTopic = DescribeLogDirsResponse.DescribeLogDirsTopic
+DescribeLogDirsPartition = DescribeLogDirsResponse.DescribeLogDirsPartition
+
+
+def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
+    async def handle(context: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+        replica_manager = replica_manager_of(broker)
+        wanted = None
+        if request.topics is not None:
+            wanted = {TopicPartition(topic.topic, index) for topic in request.topics for index in topic.partitions}
+        results = [
+            DescribeLogDirsResult(
+                error_code=description.error,
+                log_dir=description.path,
+                topics=[DescribeLogDirsTopic(name=topic, partitions=[
+                    DescribeLogDirsPartition(partition_index=partition.partition, partition_size=partition.size,
+                                             offset_lag=partition.offset_lag, is_future_key=partition.is_future)
+                    for partition in partitions]) for topic, partitions in description.topics.items()],
+                total_bytes=description.total_bytes,
+                usable_bytes=description.usable_bytes,
+            )
+            for description in replica_manager.describe_log_dirs(wanted)
+        ]
+        return DescribeLogDirsResponse(error_code=ErrorCode.NONE, results=results)
+
+    dispatcher.register(ApiKey.DESCRIBE_LOG_DIRS, LOWEST_VERSION, HIGHEST_VERSION, handle)

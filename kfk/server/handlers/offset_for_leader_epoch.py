@@ -1,0 +1,53 @@
+"""OffsetForLeaderEpoch (key 23), v0-v4.
+
+For each partition: the largest leader epoch at or below the one asked for that this log has, and the offset where
+that epoch ends (the start of the next epoch, or the log end offset for the latest), from the leader-epoch cache;
+-1/-1 when the log knows no such epoch. Followers ask it before truncating; consumers (KIP-320) to detect log
+truncation after a leader change. v1 adds leader_epoch to the answer, v2 current_leader_epoch fencing
+(FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), v3 replica_id (a consumer sends -1 and must ask the leader; the default
+-2 of older versions may ask a follower), v4 is flexible.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kfk.errors import ErrorCode, KafkaError
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.handlers.replica_access import replica_manager_of
+from kfk.storage.log_files import TopicPartition
+
+if TYPE_CHECKING:
+    from kfk.server.broker import BrokerServer
+
+LOWEST_VERSION = 0
+HIGHEST_VERSION = 4
+
+DEBUGGING_REPLICA_ID = -2
+
+OffsetForLeaderTopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
+
+
+def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
+    async def handle(context: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+        replica_manager = replica_manager_of(broker)
+        fetch_only_from_leader = request.replica_id != DEBUGGING_REPLICA_ID
+        topics: list[OffsetForLeaderTopicResult] = []
+        for topic in request.topics:
+            results: list[EpochEndOffset] = []
+            for partition in topic.partitions:
+                result = EpochEndOffset(error_code=ErrorCode.NONE, partition=partition.partition)
+                try:
+                    result.leader_epoch, result.end_offset = replica_manager.last_offset_for_leader_epoch(
+                        TopicPartition(topic.topic, partition.partition), partition.current_leader_epoch,
+                        partition.leader_epoch, fetch_only_from_leader)
+                except KafkaError as error:
+                    result.error_code = error.error_code
+                results.append(result)
+            topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=results))
+        return OffsetForLeaderEpochResponse(topics=topics)
+
+    dispatcher.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, LOWEST_VERSION, HIGHEST_VERSION, handle)

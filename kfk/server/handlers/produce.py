@@ -1,0 +1,107 @@
+"""Produce (key 0), v0-v11.
+
+v0-v2 carry legacy message sets (magic 0/1, from old clients), which the records layer's LogValidator converts to
+one v2 batch; v1 adds throttle_time_ms and v2 log_append_time_ms (set when the topic uses LogAppendTime). From v3 a
+partition's records must be exactly one magic-2 batch (INVALID_RECORD otherwise) and zstd needs v7
+(UNSUPPORTED_COMPRESSION_TYPE before); v3 also brings transactional_id. v5 adds log_start_offset, v8 record_errors
+and error_message (an invalid record: which one and why), v9 is the first flexible version, v10 adds the tagged
+current_leader/node_endpoints of KIP-951 (nothing to report on one broker), v11 is v10 for KIP-890 clients.
+
+acks=0 gets no response at all; if a partition failed, the connection is closed instead, as Kafka does, so that
+the producer notices and refreshes its metadata.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kfk.errors import ErrorCode, KafkaError
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
+from kfk.records import MAGIC_VALUE_V2, CompressionType, iter_batches
+from kfk.replication.delayed_produce import ProducePartitionResult
+from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
+from kfk.server.handlers.replica_access import replica_manager_of
+from kfk.storage.log_files import TopicPartition
+
+if TYPE_CHECKING:
+    from kfk.server.broker import BrokerServer
+
+LOWEST_VERSION = 0
+HIGHEST_VERSION = 11
+
+TopicProduceResponse = ProduceResponse.TopicProduceResponse
+PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
+BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
+
+
+def validate_records(version: int, records: bytes | memoryview | None) -> ErrorCode:
+    """Kafka's ProduceRequest.validateRecords: from v3 exactly one magic-2 batch, zstd only from v7."""
+    if version < 3:
+        return ErrorCode.NONE
+    if not records:
+        return ErrorCode.INVALID_RECORD
+    try:
+        batches = iter_batches(records)
+        first = next(batches, None)
+        if first is None or first.magic != MAGIC_VALUE_V2:
+            return ErrorCode.INVALID_RECORD
+        if version < 7 and first.compression_type == CompressionType.ZSTD:
+            return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+        if next(batches, None) is not None:
+            return ErrorCode.INVALID_RECORD
+    except KafkaError as error:
+        return error.error_code
+    return ErrorCode.NONE
+
+
+def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
+    async def handle(context: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+        replica_manager = replica_manager_of(broker)
+        version = context.api_version
+        image = replica_manager.image
+        entries: dict[TopicPartition, bytes | memoryview] = {}
+        early: dict[TopicPartition, ProducePartitionResult] = {}
+        order: list[tuple[str, list[int]]] = []
+        for topic_data in request.topic_data:
+            topic = image.topic(topic_data.name)
+            indexes: list[int] = []
+            for partition_data in topic_data.partition_data:
+                topic_partition = TopicPartition(topic_data.name, partition_data.index)
+                indexes.append(partition_data.index)
+                if topic is None or partition_data.index not in topic.partitions:
+                    early[topic_partition] = ProducePartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    continue
+                error = validate_records(version, partition_data.records)
+                if error != ErrorCode.NONE:
+                    early[topic_partition] = ProducePartitionResult(error)
+                    continue
+                entries[topic_partition] = partition_data.records or b""
+            order.append((topic_data.name, indexes))
+        results = await replica_manager.append_records(request.timeout_ms, request.acks, entries)
+        results.update(early)
+        if request.acks == 0:
+            failed = [str(tp) for tp, result in results.items() if result.error != ErrorCode.NONE]
+            if failed:
+                raise CloseConnection(f"acks=0 produce failed for {', '.join(failed)}")
+            return None
+        return ProduceResponse(responses=[
+            TopicProduceResponse(name=name, partition_responses=[
+                _partition_response(index, results[TopicPartition(name, index)]) for index in indexes])
+            for name, indexes in order
+        ])
+
+    dispatcher.register(ApiKey.PRODUCE, LOWEST_VERSION, HIGHEST_VERSION, handle)
+
+
+def _partition_response(index: int, result: ProducePartitionResult) -> PartitionProduceResponse:
+    return PartitionProduceResponse(
+        index=index,
+        error_code=result.error,
+        base_offset=result.base_offset,
+        log_append_time_ms=result.log_append_time_ms,
+        log_start_offset=result.log_start_offset,
+        record_errors=[BatchIndexAndErrorMessage(batch_index=batch_index, batch_index_error_message=message)
+                       for batch_index, message in result.record_errors],
+        error_message=result.error_message,
+    )
