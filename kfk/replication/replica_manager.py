@@ -215,9 +215,10 @@ class ReplicaManager:
 
     # -- produce -----------------------------------------------------------------------------------------------------
 
-    async def append_records(self, timeout_ms: int, required_acks: int,
-                             entries: Mapping[TopicPartition, bytes | bytearray | memoryview],
-                             origin: AppendOrigin = AppendOrigin.CLIENT) -> dict[TopicPartition, ProducePartitionResult]:
+    async def append_records(
+        self, timeout_ms: int, required_acks: int, entries: Mapping[TopicPartition, bytes | bytearray | memoryview],
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> dict[TopicPartition, ProducePartitionResult]:
         """Append each partition's records on its leader; for acks=all wait (up to `timeout_ms`) until the in-sync
         replicas have them. Per-partition errors never fail the other partitions."""
         if required_acks not in (0, 1, -1):
