@@ -1,0 +1,194 @@
+"""Client configuration: Kafka's producer, consumer and admin property names, types and defaults.
+
+Clients take a mapping with Kafka's dotted names (``{"bootstrap.servers": "...", "linger.ms": 5}``, the way
+confluent-kafka and the Java client are configured) and/or keyword arguments with the same names in snake_case
+(``linger_ms=5``). Both go through kfk.config's ConfigDef, the parser and validators the broker's configs use, so a
+bad value fails with the same InvalidConfigurationError naming the key; an unknown name fails too (a typo in a
+client config silently ignored is a classic Kafka trap).
+
+Defaults are Apache Kafka 4.0's. Keys that only make sense in the JVM (serializer classes, interceptors, metric
+reporters) are not accepted; key/value serializers are plain Python callables passed as arguments instead.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+from kfk import __version__
+from kfk.config import ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
+from kfk.errors import InvalidConfigurationError
+
+__all__ = [
+    "ClientConfig",
+    "PRODUCER_CONFIG_DEF",
+    "CONSUMER_CONFIG_DEF",
+    "ADMIN_CONFIG_DEF",
+    "CLIENT_SOFTWARE_NAME",
+    "CLIENT_SOFTWARE_VERSION",
+    "parse_bootstrap_servers",
+]
+
+CLIENT_SOFTWARE_NAME = "kfk-python"
+CLIENT_SOFTWARE_VERSION = __version__
+INT32_MAX = 2**31 - 1
+
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+_COMMON = [
+    ConfigKey("bootstrap.servers", ConfigType.LIST, ["localhost:9092"], None,
+              "host:port pairs used to discover the cluster; any one reachable broker is enough."),
+    ConfigKey("client.id", ConfigType.STRING, "", None, "Sent with every request, for the brokers' logs and quotas."),
+    ConfigKey("client.rack", ConfigType.STRING, "", None, "The client's rack (KIP-392 closest-replica fetching)."),
+    ConfigKey("request.timeout.ms", ConfigType.INT, 30_000, at_least(0),
+              "How long to wait for a response before failing the request and closing the connection."),
+    ConfigKey("socket.connection.setup.timeout.ms", ConfigType.LONG, 10_000, at_least(0),
+              "How long a TCP connect (and the ApiVersions handshake) may take."),
+    ConfigKey("reconnect.backoff.ms", ConfigType.LONG, 50, at_least(0),
+              "The first wait before reconnecting to a broker after a failure."),
+    ConfigKey("reconnect.backoff.max.ms", ConfigType.LONG, 1000, at_least(0),
+              "The reconnect wait doubles per failure (with 20% jitter) up to this."),
+    ConfigKey("retry.backoff.ms", ConfigType.LONG, 100, at_least(0), "The first wait before retrying a request."),
+    ConfigKey("retry.backoff.max.ms", ConfigType.LONG, 1000, at_least(0),
+              "Retry waits grow exponentially (with jitter) up to this."),
+    ConfigKey("metadata.max.age.ms", ConfigType.LONG, 300_000, at_least(0),
+              "Refresh cluster metadata at least this often, even without a sign that it changed."),
+    ConfigKey("connections.max.idle.ms", ConfigType.LONG, 540_000, None, "Close connections idle this long."),
+    ConfigKey("security.protocol", ConfigType.STRING, "PLAINTEXT", one_of("PLAINTEXT"),
+              "Only PLAINTEXT is implemented by the kfk client."),
+]
+
+PRODUCER_CONFIG_DEF = ConfigDef(_COMMON + [
+    ConfigKey("acks", ConfigType.STRING, "all", one_of("all", "-1", "0", "1"),
+              "0: do not wait; 1: the leader wrote it; all: every in-sync replica has it."),
+    ConfigKey("linger.ms", ConfigType.LONG, 5, at_least(0),
+              "Wait up to this long for more records to fill a batch (Kafka 4.0's default is 5)."),
+    ConfigKey("batch.size", ConfigType.INT, 16384, at_least(0), "Upper bound, in bytes, of one partition's batch."),
+    ConfigKey("buffer.memory", ConfigType.LONG, 33_554_432, at_least(0),
+              "Bytes of records waiting to be sent; send() blocks (max.block.ms) once they are all taken."),
+    ConfigKey("max.block.ms", ConfigType.LONG, 60_000, at_least(0),
+              "How long send() may block for metadata or buffer space, and flush/close wait per call."),
+    ConfigKey("max.request.size", ConfigType.INT, 1_048_576, at_least(0),
+              "The largest record and the largest produce request the producer will send."),
+    ConfigKey("compression.type", ConfigType.STRING, "none", one_of(*COMPRESSION_TYPES),
+              "Codec for the producer's batches: none, gzip, snappy, lz4 or zstd."),
+    ConfigKey("compression.gzip.level", ConfigType.INT, -1, None, "gzip level (-1: the codec's default)."),
+    ConfigKey("compression.lz4.level", ConfigType.INT, 9, between(1, 17), "lz4 level."),
+    ConfigKey("compression.zstd.level", ConfigType.INT, 3, between(-131072, 22), "zstd level."),
+    ConfigKey("retries", ConfigType.INT, INT32_MAX, at_least(0),
+              "How often a failed batch is retried; delivery.timeout.ms bounds the total time anyway."),
+    ConfigKey("delivery.timeout.ms", ConfigType.INT, 120_000, at_least(0),
+              "Upper bound on the time between send() and the record's success or failure."),
+    ConfigKey("max.in.flight.requests.per.connection", ConfigType.INT, 5, at_least(1),
+              "Unanswered produce requests allowed per broker connection (at most 5 with idempotence)."),
+    ConfigKey("enable.idempotence", ConfigType.BOOLEAN, None, None,
+              "Exactly one copy of each record per partition, in order (default on unless acks/retries/in-flight "
+              "settings conflict, as in Kafka 3+)."),
+    ConfigKey("partitioner.ignore.keys", ConfigType.BOOLEAN, False, None,
+              "Spread keyed records with the sticky partitioner instead of hashing their keys."),
+    ConfigKey("partitioner.adaptive.partitioning.enable", ConfigType.BOOLEAN, True, None,
+              "Accepted for compatibility; kfk's sticky partitioner switches after batch.size bytes."),
+    ConfigKey("transactional.id", ConfigType.STRING, None, None, "Transactions are not implemented by kfk's client."),
+])
+
+CONSUMER_CONFIG_DEF = ConfigDef(_COMMON + [
+    ConfigKey("group.id", ConfigType.STRING, None, None,
+              "The consumer group; needed for subscribe() and committed offsets."),
+    ConfigKey("group.instance.id", ConfigType.STRING, None, None, "Static membership id (KIP-345)."),
+    ConfigKey("enable.auto.commit", ConfigType.BOOLEAN, True, None,
+              "Commit the consumed positions in the background of poll() every auto.commit.interval.ms."),
+    ConfigKey("auto.commit.interval.ms", ConfigType.INT, 5000, at_least(0), "How often auto-commit runs."),
+    ConfigKey("auto.offset.reset", ConfigType.STRING, "latest", one_of("latest", "earliest", "none"),
+              "Where to start when there is no committed offset, or it is out of range."),
+    ConfigKey("session.timeout.ms", ConfigType.INT, 45_000, None,
+              "The coordinator removes a member whose heartbeats stop for this long."),
+    ConfigKey("heartbeat.interval.ms", ConfigType.INT, 3000, None, "Time between heartbeats."),
+    ConfigKey("max.poll.interval.ms", ConfigType.INT, 300_000, at_least(1),
+              "Leave the group when poll() is not called for this long (the member is stuck)."),
+    ConfigKey("rebalance.timeout.ms", ConfigType.INT, None, None,
+              "How long the group waits for members to rejoin (default: max.poll.interval.ms)."),
+    ConfigKey("max.poll.records", ConfigType.INT, 500, at_least(1), "The most records one poll() returns."),
+    ConfigKey("fetch.min.bytes", ConfigType.INT, 1, at_least(0), "The broker answers a fetch once it has this much."),
+    ConfigKey("fetch.max.bytes", ConfigType.INT, 52_428_800, at_least(0), "Upper bound of one fetch response."),
+    ConfigKey("fetch.max.wait.ms", ConfigType.INT, 500, at_least(0),
+              "How long the broker may hold a fetch waiting for fetch.min.bytes."),
+    ConfigKey("max.partition.fetch.bytes", ConfigType.INT, 1_048_576, at_least(0),
+              "Upper bound per partition in one fetch response."),
+    ConfigKey("isolation.level", ConfigType.STRING, "read_uncommitted", one_of("read_uncommitted", "read_committed"),
+              "read_committed hides records of open and aborted transactions."),
+    ConfigKey("partition.assignment.strategy", ConfigType.LIST, ["range", "cooperative-sticky"], list_of(*ASSIGNORS),
+              "Assignors in order of preference: range, roundrobin, sticky, cooperative-sticky."),
+    ConfigKey("check.crcs", ConfigType.BOOLEAN, True, None, "Verify the CRC32C of every fetched batch."),
+    ConfigKey("exclude.internal.topics", ConfigType.BOOLEAN, True, None,
+              "Pattern subscriptions never match internal topics."),
+    ConfigKey("allow.auto.create.topics", ConfigType.BOOLEAN, True, None,
+              "Let metadata requests for subscribed topics create them (if the broker allows it)."),
+])
+
+ADMIN_CONFIG_DEF = ConfigDef(_COMMON + [
+    ConfigKey("default.api.timeout.ms", ConfigType.INT, 60_000, at_least(0), "Timeout of one admin call."),
+])
+
+
+def _attribute_to_name(config_def: ConfigDef) -> dict[str, str]:
+    return {key.attribute: key.name for key in config_def.keys.values()}
+
+
+class ClientConfig:
+    """Typed values of one client's configuration: ``config.linger_ms``, ``config.bootstrap_servers``.
+
+    Attributes are the snake_case of Kafka's names; ``config["linger.ms"]`` reads by Kafka's name.
+    """
+
+    def __init__(self, config_def: ConfigDef, kind: str, properties: Mapping[str, Any] | None = None,
+                 **overrides: Any) -> None:
+        names = _attribute_to_name(config_def)
+        merged: dict[str, Any] = dict(properties or {})
+        for attribute, value in overrides.items():
+            if attribute not in names:
+                raise InvalidConfigurationError(f"Unknown {kind} config name: {attribute}")
+            merged[names[attribute]] = value
+        config_def.validate_names(merged, kind)
+        self.given = frozenset(merged)
+        self._values = config_def.parse(merged)
+        for name, value in self._values.items():
+            setattr(self, name.replace(".", "_"), value)
+        if not self.client_id:
+            self.client_id = f"kfk-{kind}-{socket.gethostname()}"
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __repr__(self) -> str:
+        return f"ClientConfig({self._values!r})"
+
+    def __getattr__(self, name: str) -> Any:  # only reached for names the ConfigDef does not define
+        raise AttributeError(f"no client config attribute {name!r}")
+
+
+def parse_bootstrap_servers(servers: list[str]) -> list[tuple[str, int]]:
+    """host:port pairs (IPv6 hosts in brackets); a missing port means 9092, Kafka's default."""
+    addresses: list[tuple[str, int]] = []
+    for server in servers:
+        server = server.strip()
+        if not server:
+            continue
+        if server.startswith("["):
+            host, _, rest = server[1:].partition("]")
+            port_text = rest.lstrip(":")
+        elif server.count(":") == 1:
+            host, port_text = server.split(":")
+        else:
+            host, port_text = server, ""
+        try:
+            port = int(port_text) if port_text else 9092
+        except ValueError:
+            raise InvalidConfigurationError(f"Invalid url in bootstrap.servers: {server}") from None
+        if not host or not 0 < port < 65536:
+            raise InvalidConfigurationError(f"Invalid url in bootstrap.servers: {server}")
+        addresses.append((host, port))
+    if not addresses:
+        raise InvalidConfigurationError("bootstrap.servers is empty: give at least one host:port")
+    return addresses

@@ -1,0 +1,317 @@
+"""NetworkClient: the connections of one client, by broker id, and its metadata cache.
+
+Runs entirely on the client's event loop (kfk.client.event_loop). It knows the bootstrap addresses until the first
+Metadata response names the brokers; after that, requests go to brokers by node id. It owns:
+- one BrokerConnection per broker, opened on first use; concurrent callers share one connect attempt;
+- reconnect backoff per broker: after a failure the next attempt waits reconnect.backoff.ms, doubling per failure up
+  to reconnect.backoff.max.ms, with +-20% jitter (Kafka's ExponentialBackoff) so clients do not reconnect in step;
+- the metadata cache (ClusterMetadata), refreshed on demand for the topics the client cares about, when a caller
+  reports it stale (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, a connection failure), and at least every
+  metadata.max.age.ms. Refreshes are coalesced: callers that arrive while one covering their topics is running wait
+  for it instead of sending another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Collection, Iterable
+from typing import Any
+
+from kfk.client.cluster import ClusterMetadata
+from kfk.client.config import CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION, ClientConfig, parse_bootstrap_servers
+from kfk.client.connection import BrokerConnection
+from kfk.client.structs import NO_NODE
+from kfk.errors import KafkaError, KafkaTimeoutError, NetworkError
+from kfk.protocol.message import Message
+from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
+
+__all__ = ["NetworkClient", "ExponentialBackoff", "monotonic_ms", "now_ms"]
+
+log = logging.getLogger("kfk.client")
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds: record timestamps, ListOffsets targets."""
+    return time.time_ns() // 1_000_000
+
+
+def monotonic_ms() -> float:
+    """For deadlines and backoff: never jumps with the wall clock."""
+    return time.monotonic() * 1000
+
+
+class ExponentialBackoff:
+    """Kafka's ExponentialBackoff: initial * 2^attempts, capped at maximum, times a random factor in [0.8, 1.2]."""
+
+    def __init__(self, initial_ms: float, maximum_ms: float, jitter: float = 0.2) -> None:
+        self.initial_ms = initial_ms
+        self.maximum_ms = max(initial_ms, maximum_ms)
+        self.jitter = jitter
+
+    def backoff_ms(self, attempts: int) -> float:
+        if attempts <= 0 or self.initial_ms <= 0:
+            return 0.0
+        value = min(self.initial_ms * (2 ** min(attempts - 1, 32)), self.maximum_ms)
+        return value * random.uniform(1 - self.jitter, 1 + self.jitter)
+
+
+class _NodeState:
+    __slots__ = ("connection", "connecting", "failures", "next_attempt_ms")
+
+    def __init__(self) -> None:
+        self.connection: BrokerConnection | None = None
+        self.connecting: asyncio.Future | None = None
+        self.failures = 0
+        self.next_attempt_ms = 0.0
+
+
+class NetworkClient:
+    def __init__(self, config: ClientConfig, *, allow_auto_topic_creation: bool = False) -> None:
+        self.config = config
+        self.bootstrap_addresses = parse_bootstrap_servers(config.bootstrap_servers)
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.cluster = ClusterMetadata()
+        self.reconnect_backoff = ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
+        self.retry_backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
+        self._nodes: dict[int, _NodeState] = {}
+        self._bootstrap_ids = [-(index + 1) for index in range(len(self.bootstrap_addresses))]
+        self._interesting_topics: set[str] = set()
+        self._all_topics = False
+        self._metadata_stale = True
+        self._metadata_task: asyncio.Task | None = None
+        self._metadata_task_topics: frozenset[str] | None = frozenset()
+        self._metadata_listeners: list = []
+        self._closed = False
+        self.ever_connected = False
+
+    # --- addresses ---------------------------------------------------------------------------------------------------
+
+    def _address(self, node_id: int) -> tuple[str, int] | None:
+        if node_id < 0:
+            index = -node_id - 1
+            if index < len(self.bootstrap_addresses):
+                return self.bootstrap_addresses[index]
+            return None
+        broker = self.cluster.brokers.get(node_id)
+        return (broker.host, broker.port) if broker is not None else None
+
+    def known_nodes(self) -> list[int]:
+        """Broker ids once metadata is known, the bootstrap pseudo-ids before."""
+        return sorted(self.cluster.brokers) if self.cluster.brokers else list(self._bootstrap_ids)
+
+    # --- connections -------------------------------------------------------------------------------------------------
+
+    def connection_if_ready(self, node_id: int) -> BrokerConnection | None:
+        state = self._nodes.get(node_id)
+        if state is not None and state.connection is not None and state.connection.connected:
+            return state.connection
+        return None
+
+    def is_backing_off(self, node_id: int) -> bool:
+        state = self._nodes.get(node_id)
+        return state is not None and state.connection is None and monotonic_ms() < state.next_attempt_ms
+
+    async def connect(self, node_id: int) -> BrokerConnection:
+        """The open connection to ``node_id``, connecting (after any reconnect backoff) if needed."""
+        if self._closed:
+            raise NetworkError("the client is closed")
+        state = self._nodes.setdefault(node_id, _NodeState())
+        if state.connection is not None and state.connection.connected:
+            return state.connection
+        if state.connecting is None:
+            state.connecting = asyncio.ensure_future(self._connect(node_id, state))
+        return await asyncio.shield(state.connecting)
+
+    async def _connect(self, node_id: int, state: _NodeState) -> BrokerConnection:
+        try:
+            wait_ms = state.next_attempt_ms - monotonic_ms()
+            if wait_ms > 0:
+                await asyncio.sleep(wait_ms / 1000)
+            address = self._address(node_id)
+            if address is None:
+                raise NetworkError(f"broker {node_id} is not in the cluster metadata")
+            connection = BrokerConnection(
+                address[0], address[1], node_id=node_id, client_id=self.config.client_id,
+                client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=CLIENT_SOFTWARE_VERSION,
+                request_timeout_ms=self.config.request_timeout_ms,
+                connection_setup_timeout_ms=self.config.socket_connection_setup_timeout_ms)
+            try:
+                await connection.connect()
+            except KafkaError:
+                state.failures += 1
+                state.next_attempt_ms = monotonic_ms() + self.reconnect_backoff.backoff_ms(state.failures)
+                if node_id >= 0:
+                    self._metadata_stale = True
+                raise
+            state.failures = 0
+            state.connection = connection
+            self.ever_connected = True
+            log.debug("connected to %r", connection)
+            return connection
+        finally:
+            state.connecting = None
+
+    def disconnect(self, node_id: int, error: KafkaError | None = None) -> None:
+        state = self._nodes.get(node_id)
+        if state is not None and state.connection is not None:
+            state.connection.close(error)
+            state.connection = None
+
+    def least_loaded_node(self) -> int:
+        """A connected node with the fewest in-flight requests; else a node not backing off; else any node."""
+        nodes = self.known_nodes()
+        random.shuffle(nodes)
+        best, best_in_flight = NO_NODE, None
+        for node_id in nodes:
+            connection = self.connection_if_ready(node_id)
+            if connection is not None:
+                if best_in_flight is None or connection.in_flight_count < best_in_flight:
+                    best, best_in_flight = node_id, connection.in_flight_count
+        if best != NO_NODE:
+            return best
+        for node_id in nodes:
+            if not self.is_backing_off(node_id):
+                return node_id
+        return min(nodes, key=lambda node: self._nodes[node].next_attempt_ms) if nodes else NO_NODE
+
+    # --- requests ----------------------------------------------------------------------------------------------------
+
+    async def send(self, node_id: int, request: Message, **options: Any) -> Message:
+        """Send to one broker. A connection failure closes that connection, marks metadata stale and raises."""
+        connection = await self.connect(node_id)
+        try:
+            response = await connection.send(request, **options)
+        except (NetworkError, KafkaTimeoutError):
+            self._forget_connection(node_id, connection)
+            raise
+        assert response is not None
+        return response
+
+    async def send_no_response(self, node_id: int, request: Message, **options: Any) -> None:
+        connection = await self.connect(node_id)
+        try:
+            await connection.send(request, expect_response=False, **options)
+        except (NetworkError, KafkaTimeoutError):
+            self._forget_connection(node_id, connection)
+            raise
+
+    def _forget_connection(self, node_id: int, connection: BrokerConnection) -> None:
+        state = self._nodes.get(node_id)
+        if state is not None and state.connection is connection:
+            state.connection = None
+            state.failures += 1
+            state.next_attempt_ms = monotonic_ms() + self.reconnect_backoff.backoff_ms(state.failures)
+        self._metadata_stale = True
+
+    async def send_to_any(self, request: Message, *, timeout_ms: float | None = None, **options: Any) -> Message:
+        """Send to the least loaded broker, moving to another on connection failures until ``timeout_ms``."""
+        deadline = monotonic_ms() + (self.config.request_timeout_ms if timeout_ms is None else timeout_ms)
+        attempts = 0
+        while True:
+            node_id = self.least_loaded_node()
+            try:
+                return await self.send(node_id, request, **options)
+            except (NetworkError, KafkaTimeoutError):
+                attempts += 1
+                if monotonic_ms() + self.retry_backoff.backoff_ms(attempts) >= deadline or self._closed:
+                    raise
+                if self._all_nodes_backing_off():
+                    await asyncio.sleep(self.retry_backoff.backoff_ms(attempts) / 1000)
+
+    def _all_nodes_backing_off(self) -> bool:
+        return all(self.is_backing_off(node_id) for node_id in self.known_nodes())
+
+    # --- metadata ----------------------------------------------------------------------------------------------------
+
+    def add_topics(self, topics: Iterable[str]) -> bool:
+        """Track more topics in metadata refreshes; True if any was new (the caller should refresh)."""
+        new = set(topics) - self._interesting_topics
+        if new:
+            self._interesting_topics |= new
+            self._metadata_stale = True
+        return bool(new)
+
+    def set_topics(self, topics: Iterable[str]) -> None:
+        topics = set(topics)
+        if topics != self._interesting_topics:
+            self._interesting_topics = topics
+            self._metadata_stale = True
+
+    def track_all_topics(self, enabled: bool = True) -> None:
+        """Ask for every topic (pattern subscriptions, admin listings)."""
+        self._all_topics = enabled
+        self._metadata_stale = True
+
+    def request_metadata_update(self) -> None:
+        self._metadata_stale = True
+
+    def metadata_needs_refresh(self) -> bool:
+        return (self._metadata_stale or not self.cluster.brokers
+                or now_ms() - self.cluster.updated_ms > self.config.metadata_max_age_ms)
+
+    def add_metadata_listener(self, listener) -> None:
+        """``listener(cluster)`` runs on the loop after every refresh."""
+        self._metadata_listeners.append(listener)
+
+    async def refresh_metadata(self, topics: Collection[str] | None = None, *, timeout_ms: float | None = None,
+                               allow_auto_topic_creation: bool | None = None) -> ClusterMetadata:
+        """Fetch metadata for ``topics`` (default: the tracked topics; the tracked set is all topics when
+        track_all_topics is on) and return the new snapshot."""
+        if topics is None:
+            wanted: frozenset[str] | None = None if self._all_topics else frozenset(self._interesting_topics)
+        else:
+            wanted = frozenset(topics)
+        running = self._metadata_task
+        if running is not None and not running.done() and (
+                self._metadata_task_topics is None or (wanted is not None and wanted <= self._metadata_task_topics)):
+            return await asyncio.shield(running)
+        auto_create = self.allow_auto_topic_creation if allow_auto_topic_creation is None else allow_auto_topic_creation
+        task = asyncio.ensure_future(self._refresh(wanted, auto_create, timeout_ms))
+        self._metadata_task, self._metadata_task_topics = task, wanted
+        return await asyncio.shield(task)
+
+    async def _refresh(self, topics: frozenset[str] | None, auto_create: bool,
+                       timeout_ms: float | None) -> ClusterMetadata:
+        self._metadata_stale = False
+        try:
+            response = await self.send_to_any(_metadata_request(topics, auto_create), timeout_ms=timeout_ms)
+        except BaseException:
+            self._metadata_stale = True
+            raise
+        assert isinstance(response, MetadataResponse)
+        first = not self.cluster.brokers
+        self.cluster = self.cluster.with_response(response, topics, now_ms())
+        if first:
+            for node_id in self._bootstrap_ids:  # the brokers are known by id now
+                self.disconnect(node_id)
+        for listener in self._metadata_listeners:
+            listener(self.cluster)
+        return self.cluster
+
+    async def maybe_refresh_metadata(self) -> ClusterMetadata:
+        if self.metadata_needs_refresh():
+            return await self.refresh_metadata()
+        return self.cluster
+
+    # --- teardown ----------------------------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._metadata_task is not None and not self._metadata_task.done():
+            self._metadata_task.cancel()
+        for node_id, state in list(self._nodes.items()):
+            if state.connecting is not None:
+                state.connecting.cancel()
+            if state.connection is not None:
+                state.connection.close(NetworkError("the client is closed"))
+                state.connection = None
+
+
+def _metadata_request(topics: frozenset[str] | None, auto_create: bool) -> MetadataRequest:
+    """Metadata for ``topics`` (None: all topics, a null array; an empty list asks for brokers only)."""
+    entries = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=name) for name in sorted(topics)]
+    return MetadataRequest(topics=entries, allow_auto_topic_creation=auto_create)
+
