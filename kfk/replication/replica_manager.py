@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 #: Appends at least this large run in the executor (see the module docstring and bench/bench_broker.py).
-EXECUTOR_APPEND_BYTES = 256 * 1024
+EXECUTOR_APPEND_BYTES = 512 * 1024
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
