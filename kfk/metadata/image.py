@@ -15,6 +15,7 @@ from enum import IntEnum
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
+from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
 
 NO_LEADER = -1
@@ -99,7 +100,8 @@ class TopicImage:
 
     @property
     def is_internal(self) -> bool:
-        return self.name.startswith("__")
+        """__consumer_offsets, __transaction_state, __share_group_state (Kafka's Topic.isInternal)."""
+        return is_internal(self.name)
 
 
 _EMPTY: Mapping = MappingProxyType({})
@@ -129,6 +131,23 @@ class MetadataImage:
 
     def config(self, resource_type: ConfigResourceType, name: str) -> Mapping[str, str]:
         return self.configs.get((resource_type, name), _EMPTY)
+
+    def alive_endpoint(self, broker_id: int, listener_name: str) -> Endpoint | None:
+        """The endpoint of an unfenced broker on a listener (None: unknown, fenced, or no such listener)."""
+        broker = self.brokers.get(broker_id)
+        if broker is None or broker.fenced:
+            return None
+        return broker.endpoint(listener_name)
+
+    def alive_brokers(self, listener_name: str) -> list[tuple[BrokerRegistration, Endpoint]]:
+        """Unfenced brokers with an endpoint on the listener, by id: what clients of that listener are told."""
+        alive = []
+        for broker_id in sorted(self.brokers):
+            broker = self.brokers[broker_id]
+            endpoint = None if broker.fenced else broker.endpoint(listener_name)
+            if endpoint is not None:
+                alive.append((broker, endpoint))
+        return alive
 
     def apply(self, records: Iterable[Message], offset: int) -> MetadataImage:
         """A new image with `records` applied in order; `offset` is the metadata log offset of the last one."""
@@ -251,6 +270,20 @@ def _set_fenced(fenced: bool):
     return handler
 
 
+def _broker_registration_change_record(delta: _Delta, record: Message) -> None:
+    """Fenced: -1 unfenced, 1 fenced, 0 unchanged; InControlledShutdown: 1 yes, 0 unchanged (the record that
+    replaces Fence/UnfenceBrokerRecord from metadata.version 3.3-IV2 on)."""
+    brokers = delta.mutable_brokers()
+    registration = brokers.get(record.broker_id)
+    if registration is None:
+        return
+    if record.fenced != 0:
+        registration = replace(registration, fenced=record.fenced > 0)
+    if record.in_controlled_shutdown > 0:
+        registration = replace(registration, in_controlled_shutdown=True)
+    brokers[record.broker_id] = registration
+
+
 def _feature_level_record(delta: _Delta, record: Message) -> None:
     if delta.features is None:
         delta.features = dict(delta.image.features)
@@ -271,6 +304,7 @@ _HANDLERS = {
     "UnregisterBrokerRecord": _unregister_broker_record,
     "FenceBrokerRecord": _set_fenced(True),
     "UnfenceBrokerRecord": _set_fenced(False),
+    "BrokerRegistrationChangeRecord": _broker_registration_change_record,
     "FeatureLevelRecord": _feature_level_record,
     "ProducerIdsRecord": _producer_ids_record,
 }
