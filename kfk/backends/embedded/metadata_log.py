@@ -1,0 +1,141 @@
+"""KafkaMetadataLog: the __cluster_metadata-0 partition, a kfk.storage Log of metadata record batches.
+
+The log lives in the first log dir (Kafka's default for metadata.log.dir) under Kafka's own folder name, and is
+written in Kafka's format: one v2 batch per controller write, its partitionLeaderEpoch the Raft epoch of the
+leader that wrote it, each record's value one framed metadata record (record_serde), keys null. Each new leader
+opens its epoch with a LEADER_CHANGE control batch, as KRaft does; replays skip control batches.
+
+The backend opens this log itself, not through the LogManager (which skips the folder): retention, compaction and
+topic deletion never run on it, and its config keeps everything (retention.ms = retention.bytes = -1) in case
+anything ever did. Like Kafka's KafkaMetadataLog it is always recovered from offset 0 on open, since it keeps no
+recovery-point checkpoint; metadata logs are small.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from kfk.backends.embedded.record_serde import deserialize_record, serialize_record
+from kfk.config import LogConfig
+from kfk.errors import CorruptRecordError
+from kfk.protocol.message import Message
+from kfk.records import (
+    MAGIC_VALUE_V2,
+    LeaderChangeMessage,
+    MemoryRecordsBuilder,
+    build_leader_change_batch,
+    iter_batches,
+)
+from kfk.storage.fetch_data_info import FetchIsolation
+from kfk.storage.log import Log
+from kfk.storage.log_files import CLUSTER_METADATA_TOPIC_NAME, TopicPartition, log_dir_name
+
+METADATA_TOPIC_PARTITION = TopicPartition(CLUSTER_METADATA_TOPIC_NAME, 0)
+#: Kafka's Uuid.METADATA_TOPIC_ID (AAAAAAAAAAAAAAAAAAAAAQ), written to the folder's partition.metadata.
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+#: Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: the largest batch one controller write may produce.
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
+_READ_CHUNK_BYTES = 1024 * 1024
+
+METADATA_LOG_CONFIG = LogConfig.from_properties({
+    "retention.ms": -1,
+    "retention.bytes": -1,
+    "max.message.bytes": MAX_BATCH_SIZE_BYTES,
+})
+
+
+@dataclass(frozen=True)
+class MetadataBatch:
+    """One batch of the metadata log: its offsets, the epoch of the leader that wrote it, its records (none for a
+    control batch)."""
+
+    base_offset: int
+    last_offset: int
+    epoch: int
+    records: list[Message]
+    is_control: bool = False
+
+
+class KafkaMetadataLog:
+    def __init__(self, log: Log) -> None:
+        self.log = log
+
+    @classmethod
+    def open(cls, log_dir: str, now_ms: int) -> KafkaMetadataLog:
+        directory = os.path.join(log_dir, log_dir_name(METADATA_TOPIC_PARTITION))
+        log = Log.open(directory, METADATA_LOG_CONFIG, now_ms=now_ms, recovery_point=0, had_clean_shutdown=False)
+        log.partition_metadata.write(METADATA_TOPIC_ID)
+        return cls(log)
+
+    @property
+    def directory(self) -> str:
+        return self.log.dir
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    def update_high_watermark(self, offset: int) -> None:
+        self.log.update_high_watermark(offset)
+
+    def latest_epoch(self) -> int | None:
+        return self.log.latest_epoch()
+
+    def append_as_leader(self, records: Sequence[Message], epoch: int, now_ms: int) -> int:
+        """Write one batch of `records` at the log end, stamped with `epoch`; returns its last offset. Not yet
+        durable: call flush()."""
+        builder = MemoryRecordsBuilder(base_offset=self.log.log_end_offset, partition_leader_epoch=epoch)
+        for record in records:
+            builder.append(now_ms, None, serialize_record(record))
+        return self.log.append_as_leader(builder.close(), now_ms).last_offset
+
+    def append_leader_change(self, message: LeaderChangeMessage, epoch: int, now_ms: int) -> int:
+        batch = build_leader_change_batch(base_offset=self.log.log_end_offset, timestamp=now_ms,
+                                          partition_leader_epoch=epoch, message=message)
+        return self.log.append_as_leader(batch, now_ms).last_offset
+
+    def flush(self) -> None:
+        """fsync everything appended so far."""
+        self.log.flush()
+
+    def read_batches(self, start_offset: int = 0, end_offset: int | None = None) -> Iterator[MetadataBatch]:
+        """The batches from `start_offset` up to `end_offset` (default: the log end), decoded and CRC-checked."""
+        end = self.log.log_end_offset if end_offset is None else end_offset
+        offset = max(start_offset, self.log.log_start_offset)
+        while offset < end:
+            data = self.log.read(offset, _READ_CHUNK_BYTES, FetchIsolation.LOG_END).records.read_bytes()
+            progressed = False
+            for batch in iter_batches(data):
+                if batch.last_offset < offset:
+                    continue
+                if batch.base_offset >= end:
+                    return
+                if batch.magic != MAGIC_VALUE_V2:
+                    raise CorruptRecordError(f"Magic {batch.magic} entry at offset {batch.base_offset} of the "
+                                             f"metadata log {self.directory}")
+                batch.validate()
+                records = [] if batch.is_control else [_decode(record.value, batch.base_offset)
+                                                       for record in batch.records()]
+                yield MetadataBatch(batch.base_offset, batch.last_offset, batch.partition_leader_epoch, records,
+                                    batch.is_control)
+                offset = batch.last_offset + 1
+                progressed = True
+            if not progressed:
+                raise CorruptRecordError(f"No complete batch at offset {offset} of {self.directory}")
+
+    def close(self) -> None:
+        self.log.flush()
+        self.log.close()
+
+
+def _decode(value: bytes | None, base_offset: int) -> Message:
+    if value is None:
+        raise CorruptRecordError(f"Metadata record with a null value in the batch at offset {base_offset}")
+    return deserialize_record(value)

@@ -1,0 +1,76 @@
+"""The quorum's election state, persisted in `__cluster_metadata-0/quorum-state` (Kafka's FileQuorumStateStore).
+
+Raft's safety rests on two facts surviving a crash: the highest epoch a node has seen and whom it voted for in that
+epoch. A node that forgot either could vote twice in one epoch, or lead an epoch that another leader already holds,
+so both are written durably (temporary file, fsync, rename, fsync of the folder) *before* the node acts on them.
+
+The file is Kafka's JSON (QuorumStateData, scripts/kafka-protocol/raft/QuorumStateData.json), written at data
+version 0, the version for a static voter set (`controller.quorum.voters`):
+
+    {"clusterId":"","leaderId":1,"leaderEpoch":3,"votedId":1,"appliedOffset":0,"currentVoters":[{"voterId":1}],
+     "data_version":0}
+
+Version 1 files (KIP-853 dynamic quorums: votedDirectoryId instead of the voter list) are read too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from kfk.errors import KafkaStorageError
+from kfk.storage.checkpoint import atomic_write
+
+QUORUM_STATE_FILE = "quorum-state"
+NO_NODE = -1
+DATA_VERSION = 0
+
+
+@dataclass(frozen=True)
+class ElectionState:
+    """Kafka's ElectionState: the epoch, the leader known for it (-1: none yet) and this node's vote in it."""
+
+    epoch: int = 0
+    leader_id: int = NO_NODE
+    voted_id: int = NO_NODE
+    voters: tuple[int, ...] = field(default_factory=tuple)
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader_id != NO_NODE
+
+
+class FileQuorumStateStore:
+    def __init__(self, directory: str) -> None:
+        self.path = os.path.join(directory, QUORUM_STATE_FILE)
+
+    def read(self) -> ElectionState | None:
+        """The stored state, None if there is no file yet; KafkaStorageError if it cannot be read."""
+        try:
+            with open(self.path, "rb") as file:
+                data = json.loads(file.read())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as error:
+            raise KafkaStorageError(f"Error while reading the quorum state file {self.path}: {error}") from error
+        try:
+            version = data["data_version"]
+            if version not in (0, 1):
+                raise ValueError(f"unknown data_version {version}")
+            voters = tuple(int(voter["voterId"]) for voter in data.get("currentVoters") or ())
+            return ElectionState(int(data["leaderEpoch"]), int(data["leaderId"]), int(data["votedId"]), voters)
+        except (KeyError, TypeError, ValueError) as error:
+            raise KafkaStorageError(f"Quorum state file {self.path} is not valid: {error!r}") from error
+
+    def write(self, state: ElectionState) -> None:
+        data = {
+            "clusterId": "",
+            "leaderId": state.leader_id,
+            "leaderEpoch": state.epoch,
+            "votedId": state.voted_id,
+            "appliedOffset": 0,
+            "currentVoters": [{"voterId": voter} for voter in state.voters],
+            "data_version": DATA_VERSION,
+        }
+        atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))

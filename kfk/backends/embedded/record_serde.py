@@ -1,0 +1,54 @@
+"""Metadata records in and out of the __cluster_metadata log, framed as KRaft frames them (MetadataRecordSerde).
+
+Each metadata record is the value of one record of a v2 batch (key null). The value is:
+
+    unsigned varint  frame version (1)
+    unsigned varint  record type (the schema's apiKey: 2 TopicRecord, 3 PartitionRecord, 4 ConfigRecord, ...)
+    unsigned varint  record version
+    body             the record at that version (every metadata schema is flexible: compact fields, tagged fields)
+
+so a log written by kfk reads with Kafka's tools (kafka-dump-log --cluster-metadata-decoder, kafka-metadata-shell)
+and the other way round. Records are written at the versions of kfk's metadata.version (kfk.controller.features)
+and read at whatever version the frame says.
+"""
+
+from __future__ import annotations
+
+from kfk.controller.features import record_version
+from kfk.errors import CorruptRecordError, KafkaError
+from kfk.protocol.message import Buffer, Message
+from kfk.protocol.metadata_records import RECORD_TYPES, record_type_class
+from kfk.protocol.primitives import read_unsigned_varint, unsigned_varint
+
+FRAME_VERSION = 1
+
+
+def serialize_record(record: Message) -> bytes:
+    version = record_version(record.NAME)
+    return b"".join(
+        (unsigned_varint(FRAME_VERSION), unsigned_varint(record.API_KEY), unsigned_varint(version),
+         record.encode(version))
+    )
+
+
+def deserialize_record(value: Buffer) -> Message:
+    """Decode one framed record; CorruptRecordError for anything that is not a whole known record."""
+    try:
+        frame_version, position = read_unsigned_varint(value, 0)
+        if frame_version != FRAME_VERSION:
+            raise CorruptRecordError(f"Unsupported metadata record frame version {frame_version}")
+        record_type, position = read_unsigned_varint(value, position)
+        version, position = read_unsigned_varint(value, position)
+        if record_type not in RECORD_TYPES:
+            raise CorruptRecordError(f"Unknown metadata record type {record_type}")
+        cls = record_type_class(record_type)
+        if not cls.LOWEST_VERSION <= version <= cls.HIGHEST_VERSION:
+            raise CorruptRecordError(f"Unsupported version {version} of {cls.NAME}")
+        record, end = cls.decode_from(value, version, position)
+    except CorruptRecordError:
+        raise
+    except (KafkaError, IndexError) as error:
+        raise CorruptRecordError(f"Malformed metadata record: {error}") from error
+    if end != len(value):
+        raise CorruptRecordError(f"{cls.NAME} v{version} leaves {len(value) - end} unread bytes in its record")
+    return record
