@@ -1,0 +1,36 @@
+"""What a topic gets when it is created because a client asked for it (Kafka's AutoTopicCreationManager).
+
+A Metadata request for an unknown topic with auto.create.topics.enable creates it: an ordinary topic with the
+broker's num.partitions and default.replication.factor; the internal topics of the coordinators with their own
+sizes and the configs their coordinators require (compacted, and for __transaction_state uncompressed with unclean
+election off and its own min ISR), as Kafka creates them on first use.
+"""
+
+from __future__ import annotations
+
+from kfk.config import BrokerConfig
+from kfk.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from kfk.protocol.messages.create_topics import CreateTopicsRequest
+
+CreatableTopic = CreateTopicsRequest.CreatableTopic
+CreatableTopicConfig = CreateTopicsRequest.CreatableTopicConfig
+
+
+def _configs(values: dict[str, object]) -> list[CreatableTopicConfig]:
+    return [CreatableTopicConfig(name=name, value=str(value)) for name, value in values.items()]
+
+
+def creatable_topic(name: str, config: BrokerConfig) -> CreatableTopic:
+    if name == GROUP_METADATA_TOPIC_NAME:
+        return CreatableTopic(name=name, num_partitions=config.offsets_topic_num_partitions,
+                              replication_factor=config.offsets_topic_replication_factor,
+                              configs=_configs({"cleanup.policy": "compact", "compression.type": "producer",
+                                                "segment.bytes": config.offsets_topic_segment_bytes}))
+    if name == TRANSACTION_STATE_TOPIC_NAME:
+        return CreatableTopic(name=name, num_partitions=config.transaction_state_log_num_partitions,
+                              replication_factor=config.transaction_state_log_replication_factor,
+                              configs=_configs({"unclean.leader.election.enable": "false",
+                                                "compression.type": "uncompressed", "cleanup.policy": "compact",
+                                                "min.insync.replicas": config.transaction_state_log_min_isr}))
+    return CreatableTopic(name=name, num_partitions=config.num_partitions,
+                          replication_factor=config.default_replication_factor)

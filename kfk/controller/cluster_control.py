@@ -1,0 +1,110 @@
+"""Brokers joining the cluster: registration, unfencing, endpoints (Kafka's ClusterControlManager).
+
+A broker registers with the listeners it really bound (after `advertised.listeners` is applied: an advertised
+listener keeps its host but takes the bound port when it says 0 or names a listener bound to an ephemeral port),
+its rack and the features it supports. It is registered fenced — it serves no partition yet — and is unfenced once
+it has caught up with the metadata log. Unfencing also gives a leader to every partition that has none and has the
+broker in its ISR (Kafka's handleBrokerUnfenced), so a restarted single node leads its partitions again.
+
+The broker epoch is a number above every earlier epoch of that broker: Kafka takes the metadata offset of the
+registration record; kfk takes the next offset after the image it decided on, which is at least as large.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from typing import Iterable, Sequence
+
+from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL
+from kfk.controller.result import ControllerResult
+from kfk.errors import BrokerIdNotRegisteredError, StaleBrokerEpochError
+from kfk.metadata.image import NO_LEADER, Endpoint, MetadataImage
+from kfk.protocol.message import Message
+from kfk.protocol.metadata_records import schema_class
+
+RegisterBrokerRecord = schema_class("RegisterBrokerRecord")
+BrokerRegistrationChangeRecord = schema_class("BrokerRegistrationChangeRecord")
+PartitionChangeRecord = schema_class("PartitionChangeRecord")
+
+#: Kafka's SecurityProtocol ids.
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+#: BrokerRegistrationChangeRecord.Fenced values.
+UNFENCE, FENCE = -1, 1
+
+
+def _parse_listener(text: str) -> tuple[str, str, int]:
+    name, _, address = text.strip().partition("://")
+    host, _, port = address.rpartition(":")
+    return name.strip().upper(), host.strip("[]"), int(port)
+
+
+def broker_endpoints(bound: Iterable, advertised_listeners: Sequence[str] | None,
+                     security_protocol_map: Sequence[str], controller_listener_names: Sequence[str]) -> list[Endpoint]:
+    """The endpoints a broker registers: its advertised listeners (default: the bound ones), ports taken from the
+    bound sockets where the configuration left them open, controller listeners left out (clients never see them),
+    an empty host replaced by this machine's name (as Kafka does)."""
+    bound_by_name = {listener.name: listener for listener in bound}
+    protocols = dict(entry.split(":", 1) for entry in security_protocol_map)
+    controller_names = {name.upper() for name in controller_listener_names}
+    if advertised_listeners:
+        wanted = [_parse_listener(text) for text in advertised_listeners]
+    else:
+        wanted = [(listener.name, listener.host, listener.port) for listener in bound]
+    endpoints = []
+    for name, host, port in wanted:
+        if name in controller_names:
+            continue
+        listener = bound_by_name.get(name)
+        if listener is not None and (port == 0 or not advertised_listeners):
+            port = listener.port
+        if host in ("", "0.0.0.0", "::"):
+            host = socket.getfqdn()
+        protocol = protocols.get(name, name)
+        endpoints.append(Endpoint(name, host, port, SECURITY_PROTOCOLS.get(protocol, 0)))
+    return endpoints
+
+
+def register_broker(image: MetadataImage, broker_id: int, incarnation_id: uuid.UUID, endpoints: Sequence[Endpoint],
+                    rack: str | None) -> ControllerResult[int]:
+    """A RegisterBrokerRecord (fenced) replacing any earlier registration of the id; the response is the new broker
+    epoch."""
+    broker_epoch = image.offset + 1
+    previous = image.brokers.get(broker_id)
+    if previous is not None and previous.broker_epoch >= broker_epoch:
+        broker_epoch = previous.broker_epoch + 1
+    record = RegisterBrokerRecord(
+        broker_id=broker_id,
+        incarnation_id=incarnation_id,
+        broker_epoch=broker_epoch,
+        end_points=[RegisterBrokerRecord.BrokerEndpoint(name=e.listener_name, host=e.host, port=e.port,
+                                                        security_protocol=e.security_protocol) for e in endpoints],
+        features=[RegisterBrokerRecord.BrokerFeature(name=METADATA_VERSION_FEATURE_NAME,
+                                                     min_supported_version=METADATA_VERSION_LEVEL,
+                                                     max_supported_version=METADATA_VERSION_LEVEL)],
+        rack=rack,
+        fenced=True,
+        in_controlled_shutdown=False,
+    )
+    return ControllerResult(broker_epoch, [record])
+
+
+def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) -> None:
+    registration = image.brokers.get(broker_id)
+    if registration is None:
+        raise BrokerIdNotRegisteredError(f"No broker with id {broker_id} is registered.")
+    if registration.broker_epoch != broker_epoch:
+        raise StaleBrokerEpochError(f"Expected broker epoch {registration.broker_epoch}, but got {broker_epoch}")
+
+
+def unfence_broker(image: MetadataImage, broker_id: int, broker_epoch: int) -> ControllerResult[None]:
+    """Unfence the broker and make it the leader of every leaderless partition whose ISR holds it."""
+    check_broker_epoch(image, broker_id, broker_epoch)
+    records: list[Message] = [
+        BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch, fenced=UNFENCE)]
+    for topic in image.topics_by_id.values():
+        for partition_id, partition in topic.partitions.items():
+            if partition.leader == NO_LEADER and broker_id in partition.isr:
+                records.append(PartitionChangeRecord(partition_id=partition_id, topic_id=topic.topic_id,
+                                                     leader=broker_id))
+    return ControllerResult(None, records)

@@ -1,0 +1,178 @@
+"""Every topic or broker config with its value, where the value comes from, and its synonyms (Kafka's ConfigHelper).
+
+DescribeConfigs (and CreateTopics v5+, which returns the new topic's configs) answer with every key, not only the
+ones set. For each key:
+- value: the effective value as Kafka prints it (lists comma-joined, booleans lower-case, unset optionals null);
+- source: the first synonym's source, DEFAULT_CONFIG when there is none;
+- synonyms, in precedence order: the topic's own override (DYNAMIC_TOPIC_CONFIG), then for the broker key the
+  topic config inherits from (TOPIC_CONFIG_SYNONYMS: retention.ms <- log.retention.ms, log.retention.minutes,
+  log.retention.hours) each name set in server.properties (STATIC_BROKER_CONFIG), then each name's built-in
+  default (DEFAULT_CONFIG, only for names whose default is not null). As Kafka does, the broker part of the list
+  starts at the first entry named after the first synonym: keys whose first broker name has no default
+  (retention.ms, segment.ms) report no broker synonym unless that name itself is set, which is exactly Kafka's
+  output `retention.ms=604800000 sensitive=false synonyms={}`.
+kfk has no dynamic broker configs (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG never occur), so broker
+configs are all read-only, and no key has the PASSWORD type, so none is sensitive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Mapping
+
+from kfk.config import BROKER_CONFIG_DEF, LOG_CONFIG_DEF, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigKey, ConfigType
+from kfk.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from kfk.metadata.image import ConfigResourceType, MetadataImage
+from kfk.metadata.topic_names import validate_topic_name
+
+
+class ConfigSource(IntEnum):
+    """DescribeConfigsResponse.ConfigSource (named TOPIC_CONFIG in Kafka's code, DYNAMIC_TOPIC_CONFIG in tools)."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
+
+
+class WireConfigType(IntEnum):
+    """DescribeConfigsResponse.ConfigType, the `config_type` field of v3+."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+_WIRE_TYPES = {
+    ConfigType.BOOLEAN: WireConfigType.BOOLEAN,
+    ConfigType.STRING: WireConfigType.STRING,
+    ConfigType.INT: WireConfigType.INT,
+    ConfigType.LONG: WireConfigType.LONG,
+    ConfigType.DOUBLE: WireConfigType.DOUBLE,
+    ConfigType.LIST: WireConfigType.LIST,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSynonym:
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource
+    read_only: bool
+    is_sensitive: bool
+    config_type: WireConfigType
+    documentation: str | None
+    synonyms: tuple[ConfigSynonym, ...] = field(default=())
+
+
+#: Broker keys that are one setting under several names (log.retention.ms / .minutes / .hours), by each name.
+_BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
+    name: group for group in TOPIC_CONFIG_SYNONYMS.values() for name in group
+}
+
+
+def format_config_value(value: Any) -> str | None:
+    """A typed config value as Kafka prints it (ConfigDef.convertToString)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(value)
+    return str(value)
+
+
+def _static_value(raw: Any) -> str | None:
+    return raw.strip() if isinstance(raw, str) else format_config_value(raw)
+
+
+def _broker_synonyms(config: BrokerConfig, name: str, names: tuple[str, ...]) -> list[ConfigSynonym]:
+    synonyms = [ConfigSynonym(n, _static_value(config.originals[n]), ConfigSource.STATIC_BROKER_CONFIG)
+                for n in names if n in config.originals]
+    for n in names:
+        default = BROKER_CONFIG_DEF.keys[n].default
+        if default is not None:
+            synonyms.append(ConfigSynonym(n, format_config_value(default), ConfigSource.DEFAULT_CONFIG))
+    for index, synonym in enumerate(synonyms):
+        if synonym.name == name:
+            return synonyms[index:]
+    return []
+
+
+def _entry(key: ConfigKey, value: str | None, synonyms: list[ConfigSynonym], read_only: bool) -> ConfigEntry:
+    source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+    return ConfigEntry(key.name, value, source, read_only, False, _WIRE_TYPES[key.type], key.doc or None,
+                       tuple(synonyms))
+
+
+def describe_topic_configs(config: BrokerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
+    """Every topic config of a topic with these overrides, by name."""
+    values = config.log_config(overrides).to_properties()
+    entries = []
+    for name in sorted(values):
+        key = LOG_CONFIG_DEF.keys[name]
+        synonyms: list[ConfigSynonym] = []
+        if name in overrides:
+            synonyms.append(ConfigSynonym(name, values[name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        broker_names = TOPIC_CONFIG_SYNONYMS.get(name)
+        if broker_names:
+            synonyms.extend(_broker_synonyms(config, broker_names[0], broker_names))
+        entries.append(_entry(key, values[name], synonyms, read_only=False))
+    return entries
+
+
+def describe_broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
+    """Every broker config of this broker, by name."""
+    entries = []
+    for name in sorted(BROKER_CONFIG_DEF.keys):
+        key = BROKER_CONFIG_DEF.keys[name]
+        if key.internal:
+            continue
+        synonyms = _broker_synonyms(config, name, _BROKER_SYNONYMS.get(name, (name,)))
+        entries.append(_entry(key, format_config_value(config.values[name]), synonyms, read_only=True))
+    return entries
+
+
+def describe_resource(image: MetadataImage, config: BrokerConfig, node_id: int, resource_type: int,
+                      resource_name: str) -> list[ConfigEntry]:
+    """The config entries of one DescribeConfigs resource, or the KafkaError Kafka answers for it: a topic must be
+    a valid name of a topic in the image; a broker is this node's id, or "" for the cluster-wide dynamic defaults
+    (none in kfk)."""
+    if resource_type == ConfigResourceType.TOPIC:
+        validate_topic_name(resource_name)
+        if image.topic(resource_name) is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{resource_name}' does not exist.")
+        return describe_topic_configs(config, image.config(ConfigResourceType.TOPIC, resource_name))
+    if resource_type == ConfigResourceType.BROKER:
+        if not resource_name:
+            return []
+        try:
+            broker_id = int(resource_name, 10)
+        except ValueError:
+            raise InvalidRequestError(f"Broker id must be an integer, but it is: {resource_name}") from None
+        if broker_id != node_id:
+            raise InvalidRequestError(
+                f"Unexpected broker id, expected {node_id} or empty string, but received {resource_name}")
+        return describe_broker_configs(config)
+    known = {member.value: member.name for member in ConfigResourceType}
+    raise InvalidRequestError(f"Unsupported resource type: {known.get(resource_type, resource_type)}")
