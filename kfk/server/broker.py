@@ -24,6 +24,7 @@ from kfk.errors import KafkaStorageError
 from kfk.server import network
 from kfk.server.dispatch import Dispatcher
 from kfk.server.handlers import api_versions
+from kfk.server.handlers import admin, cluster, configs, metadata, producer_id
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.log_manager import LogManager
 
@@ -61,6 +62,8 @@ class BrokerServer:
 
     def _register_handlers(self) -> None:
         api_versions.register(self.dispatcher)
+        for module in (metadata, admin, configs, cluster, producer_id):
+            module.register(self.dispatcher, self)
 
     def _build_log_manager(self) -> LogManager:
         config = self.config
@@ -79,6 +82,45 @@ class BrokerServer:
             next_due_ms = await loop.run_in_executor(None, self.log_manager.tick, now_ms())
             await asyncio.sleep(min(max(next_due_ms - now_ms(), 10), 1000) / 1000)
 
+    async def _start_metadata(self) -> None:
+        """The metadata layer: the embedded backend (KRaft-style: the __cluster_metadata log in the first log dir,
+        replayed into the broker's MetadataCache), the controller when this node is one, then this broker's
+        registration with the listeners it really bound, and its unfencing. Components that act on metadata
+        subscribe to `self.metadata_cache`."""
+        from kfk.backends.embedded import EmbeddedMetadataBackend
+        from kfk.controller.cluster_control import broker_endpoints
+        from kfk.controller.producer_ids import ProducerIdManager
+        from kfk.controller.quorum_controller import QuorumController
+        from kfk.errors import InvalidConfigurationError
+        from kfk.metadata.cache import MetadataCache
+        from kfk.metadata.image import MetadataImage
+
+        config = self.config
+        if config.zookeeper_connect is not None:
+            raise InvalidConfigurationError("zookeeper.connect: the ZooKeeper metadata backend is not available yet")
+        voters = [int(voter.split("@", 1)[0]) for voter in config.controller_quorum_voters]
+        self.metadata_cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
+        self.metadata_backend = EmbeddedMetadataBackend(self.log_dirs[0], self.node_id, self.cluster_id, voters,
+                                                        time_ms=now_ms)
+        self.controller = QuorumController(self.metadata_backend, config, self.node_id)
+        self.metadata_backend.add_listener(self.metadata_cache)
+        self.metadata_backend.add_listener(self.controller)
+        await self.metadata_backend.start()
+        if "controller" in config.process_roles:
+            await self.controller.activate()
+        if "broker" in config.process_roles:
+            endpoints = broker_endpoints(self.socket_server.bound, config.advertised_listeners,
+                                         config.listener_security_protocol_map, config.controller_listener_names)
+            self.broker_epoch = await self.controller.register_broker(self.node_id, endpoints, config.broker_rack)
+            await self.controller.unfence_broker(self.node_id, self.broker_epoch)
+            self.producer_id_manager = ProducerIdManager(
+                lambda: self.controller.allocate_producer_ids(self.node_id, self.broker_epoch))
+
+    async def _stop_metadata(self) -> None:
+        if getattr(self, "metadata_backend", None) is not None:
+            self.controller.deactivate()
+            await self.metadata_backend.stop()
+
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self.cluster_id = self._cluster_id()
@@ -94,6 +136,7 @@ class BrokerServer:
             connections_max_idle_ms=self.config.connections_max_idle_ms,
         )
         await self.socket_server.start()
+        await self._start_metadata()
         Path(self.log_dirs[0], PID_FILE).write_text(f"{os.getpid()}\n")
         bound = ", ".join(str(listener) for listener in self.socket_server.bound)
         log.info("kfk broker %d started, listening on %s (cluster id %s, log dirs %s)", self.node_id, bound,
@@ -102,6 +145,7 @@ class BrokerServer:
     async def stop(self) -> None:
         if self.socket_server is not None:
             await self.socket_server.stop()
+        await self._stop_metadata()
         if self._log_manager_task is not None:
             self._log_manager_task.cancel()
         if self.log_manager is not None:

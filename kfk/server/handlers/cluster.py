@@ -1,0 +1,61 @@
+"""DescribeCluster (key 60), v0-v1: the cluster id, the controller and the alive brokers on the request's listener.
+
+v1 adds endpoint_type (KIP-919): a broker listener serves BROKER (1); asking it for CONTROLLER endpoints is
+MISMATCHED_ENDPOINT_TYPE and an unknown type UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST for both at v0), checked in
+that order as Kafka's AuthHelper does. The controller id is -1 unless it is one of the brokers listed. Cluster
+authorized operations are returned when asked for: every cluster operation, there being no authorizer.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+from kfk.errors import ErrorCode
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_AUTHORIZED_OPERATIONS, controller_id
+
+if TYPE_CHECKING:
+    from kfk.server.broker import BrokerServer
+
+LOWEST_VERSION = 0
+HIGHEST_VERSION = 1
+
+
+class EndpointType(IntEnum):
+    UNKNOWN = 0
+    BROKER = 1
+    CONTROLLER = 2
+
+
+def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
+    async def handle(context: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+        version = context.api_version
+        if request.endpoint_type not in (EndpointType.BROKER, EndpointType.CONTROLLER):
+            return DescribeClusterResponse(
+                error_code=ErrorCode.INVALID_REQUEST if version == 0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                error_message=f"Unsupported endpoint type {request.endpoint_type}")
+        if request.endpoint_type != EndpointType.BROKER:
+            return DescribeClusterResponse(
+                error_code=ErrorCode.INVALID_REQUEST if version == 0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of "
+                              "type CONTROLLER")
+        image = broker.metadata_cache.image
+        listener = context.listener_name
+        return DescribeClusterResponse(
+            error_code=ErrorCode.NONE,
+            endpoint_type=EndpointType.BROKER,
+            cluster_id=broker.metadata_backend.cluster_id,
+            controller_id=controller_id(broker, image, listener),
+            brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=registration.broker_id,
+                                                                   host=endpoint.host, port=endpoint.port,
+                                                                   rack=registration.rack)
+                     for registration, endpoint in image.alive_brokers(listener)],
+            cluster_authorized_operations=(CLUSTER_AUTHORIZED_OPERATIONS
+                                           if request.include_cluster_authorized_operations
+                                           else AUTHORIZED_OPERATIONS_OMITTED),
+        )
+
+    dispatcher.register(ApiKey.DESCRIBE_CLUSTER, LOWEST_VERSION, HIGHEST_VERSION, handle)

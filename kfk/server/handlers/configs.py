@@ -1,0 +1,87 @@
+"""Configs: DescribeConfigs (key 32) v0-v4, AlterConfigs (key 33) v0-v2, IncrementalAlterConfigs (key 44) v0-v1.
+
+DescribeConfigs answers every config of a topic or of this broker (kfk/controller/config_describer.py), or only
+the keys asked for. v0 has is_default instead of config_source and no synonyms; v1 adds config_source and, when
+include_synonyms is set, the synonyms; v2 changes nothing on the wire; v3 adds config_type and, with
+include_documentation, each key's documentation; v4 is flexible. The two alter APIs go through the controller
+(kfk/controller/config_control.py): AlterConfigs replaces a resource's whole override set, IncrementalAlterConfigs
+applies SET/DELETE/APPEND/SUBTRACT; both honour validate_only. AlterConfigs v2 and IncrementalAlterConfigs v1 are
+the flexible versions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kfk.controller.config_describer import ConfigEntry, ConfigSource, describe_resource
+from kfk.errors import ErrorCode, KafkaError
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kfk.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+from kfk.server.dispatch import Dispatcher, RequestContext
+
+if TYPE_CHECKING:
+    from kfk.server.broker import BrokerServer
+
+DESCRIBE_CONFIGS_VERSIONS = (0, 4)
+ALTER_CONFIGS_VERSIONS = (0, 2)
+INCREMENTAL_ALTER_CONFIGS_VERSIONS = (0, 1)
+
+Result = DescribeConfigsResponse.DescribeConfigsResult
+Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
+Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
+
+
+def _entry(entry: ConfigEntry, version: int, include_synonyms: bool, include_documentation: bool) -> Entry:
+    return Entry(
+        name=entry.name,
+        value=entry.value,
+        read_only=entry.read_only,
+        is_default=version == 0 and entry.source == ConfigSource.DEFAULT_CONFIG,
+        config_source=entry.source,
+        is_sensitive=entry.is_sensitive,
+        synonyms=[Synonym(name=s.name, value=s.value, source=s.source) for s in entry.synonyms]
+        if include_synonyms and version >= 1 else [],
+        config_type=entry.config_type,
+        documentation=entry.documentation if include_documentation else None,
+    )
+
+
+def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
+    async def describe_configs(context: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+        image = broker.metadata_cache.image
+        results = []
+        for resource in request.resources:
+            try:
+                entries = describe_resource(image, broker.config, broker.node_id, resource.resource_type,
+                                            resource.resource_name)
+            except KafkaError as error:
+                results.append(Result(error_code=error.error_code, error_message=error.message,
+                                      resource_type=resource.resource_type, resource_name=resource.resource_name))
+                continue
+            keys = resource.configuration_keys
+            results.append(Result(
+                error_code=ErrorCode.NONE,
+                error_message=None,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+                configs=[_entry(entry, context.api_version, request.include_synonyms, request.include_documentation)
+                         for entry in entries if keys is None or entry.name in keys],
+            ))
+        return DescribeConfigsResponse(results=results)
+
+    async def alter_configs(context: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+        return await broker.controller.legacy_alter_configs(request)
+
+    async def incremental_alter_configs(context: RequestContext,
+                                        request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+        return await broker.controller.incremental_alter_configs(request)
+
+    dispatcher.register(ApiKey.DESCRIBE_CONFIGS, *DESCRIBE_CONFIGS_VERSIONS, describe_configs)
+    dispatcher.register(ApiKey.ALTER_CONFIGS, *ALTER_CONFIGS_VERSIONS, alter_configs)
+    dispatcher.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, *INCREMENTAL_ALTER_CONFIGS_VERSIONS,
+                        incremental_alter_configs)

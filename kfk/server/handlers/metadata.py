@@ -1,0 +1,174 @@
+"""Metadata (key 3), v0-v12: brokers, controller, cluster id and topics with their partitions, from the image.
+
+Versions: v0 reads an empty topic list as "all topics" (v1+: null = all, empty = none) and leaves out replicas
+whose broker is not available (REPLICA_NOT_AVAILABLE); v1 adds racks, controller_id and is_internal; v2
+cluster_id; v3 throttle_time_ms; v4 allow_auto_topic_creation (before v4 a request always allows it); v5
+offline_replicas; v6 answers LISTENER_NOT_FOUND (not LEADER_NOT_AVAILABLE) when the leader lacks the request's
+listener; v7 leader_epoch; v8 authorized operations (-2147483648 unless asked for; without an authorizer every
+operation of the resource type is allowed, as in Kafka); v9 is flexible; v10 topic ids; v11 drops the cluster
+operations; v12 looks topics up by id (before v12 Kafka refuses ids and null names: INVALID_REQUEST).
+
+An unknown topic is created when the request allows it and auto.create.topics.enable is on; as in Kafka it is
+answered LEADER_NOT_AVAILABLE even when the creation succeeded, and the client asks again. __cluster_metadata is
+never a topic: it is unknown, and never created.
+"""
+
+from __future__ import annotations
+
+import uuid
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+from kfk.errors import ErrorCode
+from kfk.metadata.image import MetadataImage, TopicImage
+from kfk.metadata.topic_names import CLUSTER_METADATA_TOPIC_NAME, is_internal, is_valid_topic_name
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from kfk.server.dispatch import Dispatcher, RequestContext
+
+if TYPE_CHECKING:
+    from kfk.server.broker import BrokerServer
+
+LOWEST_VERSION = 0
+HIGHEST_VERSION = 12
+
+NO_LEADER_ID = -1
+ZERO_UUID = uuid.UUID(int=0)
+#: The schema default of the authorized-operations fields: "not requested".
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+class AclOperation(IntEnum):
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+
+
+def _bit_field(operations: list[AclOperation]) -> int:
+    return sum(1 << operation for operation in operations)
+
+
+#: Every operation Kafka's AclEntry.supportedOperations lists for a topic / the cluster, as a bit field.
+TOPIC_AUTHORIZED_OPERATIONS = _bit_field([AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE,
+                                          AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.ALTER,
+                                          AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS])
+CLUSTER_AUTHORIZED_OPERATIONS = _bit_field([AclOperation.CREATE, AclOperation.CLUSTER_ACTION,
+                                            AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+                                            AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE])
+
+Topic = MetadataResponse.MetadataResponseTopic
+Partition = MetadataResponse.MetadataResponsePartition
+
+
+def controller_id(broker: BrokerServer, image: MetadataImage, listener_name: str) -> int:
+    """The broker clients should send controller requests to: the active controller when it is a broker they can
+    reach, else an alive broker (KRaft brokers forward), -1 when there is none."""
+    active = broker.metadata_backend.active_controller()
+    if active is not None and image.alive_endpoint(active[0], listener_name) is not None:
+        return active[0]
+    alive = image.alive_brokers(listener_name)
+    return alive[0][0].broker_id if alive else -1
+
+
+def partition_metadata(image: MetadataImage, topic: TopicImage, listener_name: str, version: int) -> list[Partition]:
+    """Kafka's KRaftMetadataCache.partitionMetadata: the leader if it is alive on this listener, the replicas and
+    ISR (v0: only those alive), the replicas that are offline (unknown or fenced broker, or no such listener)."""
+    partitions = []
+    for index in sorted(topic.partitions):
+        registration = topic.partitions[index]
+        alive = [r for r in registration.replicas if image.alive_endpoint(r, listener_name) is not None]
+        replicas = alive if version == 0 else list(registration.replicas)
+        isr = ([r for r in registration.isr if image.alive_endpoint(r, listener_name) is not None]
+               if version == 0 else list(registration.isr))
+        offline = [r for r in registration.replicas if r not in alive]
+        leader = registration.leader
+        if image.alive_endpoint(leader, listener_name) is None:
+            if leader not in image.brokers or version < 6:
+                error = ErrorCode.LEADER_NOT_AVAILABLE
+            else:
+                error = ErrorCode.LISTENER_NOT_FOUND
+            leader = NO_LEADER_ID
+        elif len(replicas) < len(registration.replicas) or len(isr) < len(registration.isr):
+            error = ErrorCode.REPLICA_NOT_AVAILABLE
+        else:
+            error = ErrorCode.NONE
+        partitions.append(Partition(error_code=error, partition_index=index, leader_id=leader,
+                                    leader_epoch=registration.leader_epoch, replica_nodes=replicas, isr_nodes=isr,
+                                    offline_replicas=offline))
+    return partitions
+
+
+def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
+    async def handle(context: RequestContext, request: MetadataRequest) -> MetadataResponse:
+        version = context.api_version
+        if request.topics and version < 12:
+            for wanted in request.topics:
+                if wanted.name is None or wanted.topic_id != ZERO_UUID:
+                    return _error_response(request, ErrorCode.INVALID_REQUEST)
+        image = broker.metadata_cache.image
+        listener = context.listener_name
+        operations = (TOPIC_AUTHORIZED_OPERATIONS if request.include_topic_authorized_operations
+                      else AUTHORIZED_OPERATIONS_OMITTED)
+
+        def described(topic: TopicImage) -> Topic:
+            return Topic(error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id,
+                         is_internal=topic.is_internal, partitions=partition_metadata(image, topic, listener, version),
+                         topic_authorized_operations=operations)
+
+        if request.topics is None or (version == 0 and not request.topics):
+            topics = [described(image.topics_by_name[name]) for name in sorted(image.topics_by_name)]
+        else:
+            topics = []
+            to_create: list[str] = []
+            for wanted in request.topics:
+                if wanted.name is None:
+                    found = image.topics_by_id.get(wanted.topic_id)
+                    topics.append(described(found) if found is not None else Topic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id,
+                        topic_authorized_operations=operations))
+                    continue
+                found = image.topic(wanted.name)
+                if found is not None:
+                    topics.append(described(found))
+                    continue
+                allow = version < 4 or request.allow_auto_topic_creation
+                valid = is_valid_topic_name(wanted.name) and wanted.name != CLUSTER_METADATA_TOPIC_NAME
+                if allow and valid and broker.config.auto_create_topics_enable:
+                    error = ErrorCode.LEADER_NOT_AVAILABLE
+                    if wanted.name not in to_create:
+                        to_create.append(wanted.name)
+                elif not is_valid_topic_name(wanted.name):
+                    error = ErrorCode.INVALID_TOPIC_EXCEPTION
+                else:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                topics.append(Topic(error_code=error, name=wanted.name, is_internal=is_internal(wanted.name),
+                                    topic_authorized_operations=operations))
+            if to_create:
+                await broker.controller.auto_create_topics(to_create)
+        brokers = [MetadataResponse.MetadataResponseBroker(node_id=registration.broker_id, host=endpoint.host,
+                                                           port=endpoint.port, rack=registration.rack)
+                   for registration, endpoint in image.alive_brokers(listener)]
+        return MetadataResponse(
+            brokers=brokers,
+            cluster_id=broker.metadata_backend.cluster_id,
+            controller_id=controller_id(broker, image, listener),
+            topics=topics,
+            cluster_authorized_operations=(CLUSTER_AUTHORIZED_OPERATIONS
+                                           if request.include_cluster_authorized_operations
+                                           else AUTHORIZED_OPERATIONS_OMITTED),
+        )
+
+    dispatcher.register(ApiKey.METADATA, LOWEST_VERSION, HIGHEST_VERSION, handle)
+
+
+def _error_response(request: MetadataRequest, error: ErrorCode) -> MetadataResponse:
+    """Kafka's MetadataRequest.getErrorResponse: every requested topic with the error (a null name as "")."""
+    return MetadataResponse(topics=[Topic(error_code=error, name=wanted.name or "", topic_id=wanted.topic_id)
+                                    for wanted in request.topics or ()])
