@@ -1,0 +1,46 @@
+"""Helpers for the backend tests: a manual clock, a recording listener, and asyncio without a plugin."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Awaitable, Sequence, TypeVar
+
+import pytest
+
+from kfk.protocol.message import Message
+
+T = TypeVar("T")
+
+
+class ManualClock:
+    """Time that moves only when a test says so."""
+
+    def __init__(self, now_ms: int = 1_700_000_000_000) -> None:
+        self.now = now_ms
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+class RecordingListener:
+    def __init__(self) -> None:
+        self.batches: list[tuple[list[Message], int]] = []
+
+    def handle_commit(self, records: Sequence[Message], last_offset: int) -> None:
+        self.batches.append((list(records), last_offset))
+
+    @property
+    def records(self) -> list[Message]:
+        return [record for records, _ in self.batches for record in records]
+
+
+def run(awaitable: Awaitable[T]) -> T:
+    return asyncio.run(awaitable)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
