@@ -40,6 +40,7 @@ from kfk.errors import (
     UnknownTopicOrPartitionError,
 )
 from kfk.metadata.image import ConfigResourceType, MetadataImage, PartitionRegistration, TopicImage
+from kfk.metadata.topic_names import is_internal
 from kfk.records import iter_batches
 from kfk.replication.delayed_fetch import DelayedFetch
 from kfk.replication.delayed_produce import DelayedProduce, ProducePartitionResult, ProducePartitionStatus
@@ -53,9 +54,6 @@ from kfk.storage.log_manager import LogManager
 from kfk.storage.producer_state import AppendOrigin
 
 logger = logging.getLogger(__name__)
-
-#: Topics clients may not produce to (Kafka's Topic.isInternal): the coordinators write them.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 #: Appends at least this large run in the executor (see the module docstring and bench/bench_broker.py).
 EXECUTOR_APPEND_BYTES = 512 * 1024
@@ -243,7 +241,7 @@ class ReplicaManager:
                                    required_acks: int, origin: AppendOrigin) -> tuple[ProducePartitionResult, int]:
         now_ms = self.now_ms()
         try:
-            if origin is AppendOrigin.CLIENT and topic_partition.topic in INTERNAL_TOPICS:
+            if origin is AppendOrigin.CLIENT and is_internal(topic_partition.topic):  # the coordinators write them
                 raise InvalidTopicError(f"Cannot append to internal topic {topic_partition.topic}")
             partition = self.get_partition_or_error(topic_partition)
             log = partition.check_append_allowed(required_acks)

@@ -25,6 +25,7 @@ from kfk.server import network
 from kfk.server.dispatch import Dispatcher
 from kfk.server.handlers import api_versions
 from kfk.server.handlers import admin, cluster, configs, metadata, producer_id
+from kfk.server.handlers import delete_records, describe_log_dirs, fetch, list_offsets, offset_for_leader_epoch, produce
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.log_manager import LogManager
 
@@ -63,6 +64,8 @@ class BrokerServer:
     def _register_handlers(self) -> None:
         api_versions.register(self.dispatcher)
         for module in (metadata, admin, configs, cluster, producer_id):
+            module.register(self.dispatcher, self)
+        for module in (produce, fetch, list_offsets, delete_records, offset_for_leader_epoch, describe_log_dirs):
             module.register(self.dispatcher, self)
 
     def _build_log_manager(self) -> LogManager:
@@ -121,6 +124,20 @@ class BrokerServer:
             self.controller.deactivate()
             await self.metadata_backend.stop()
 
+    async def _start_replication(self) -> None:
+        """The replica manager: it follows the metadata image (opening or creating the logs of the partitions
+        assigned to this broker, as leader or follower, deleting those of deleted topics) and serves the data path
+        (produce, fetch, offsets)."""
+        from kfk.replication.replica_manager import ReplicaManager
+
+        self.replica_manager = ReplicaManager(self.node_id, self.config, self.log_manager, now_ms)
+        self.metadata_cache.subscribe(self.replica_manager.on_metadata_update)
+
+    async def _stop_replication(self) -> None:
+        """Answer the produces and fetches still waiting in the purgatories, before the logs close."""
+        if getattr(self, "replica_manager", None) is not None:
+            self.replica_manager.shutdown()
+
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self.cluster_id = self._cluster_id()
@@ -137,6 +154,7 @@ class BrokerServer:
         )
         await self.socket_server.start()
         await self._start_metadata()
+        await self._start_replication()
         Path(self.log_dirs[0], PID_FILE).write_text(f"{os.getpid()}\n")
         bound = ", ".join(str(listener) for listener in self.socket_server.bound)
         log.info("kfk broker %d started, listening on %s (cluster id %s, log dirs %s)", self.node_id, bound,
@@ -145,6 +163,7 @@ class BrokerServer:
     async def stop(self) -> None:
         if self.socket_server is not None:
             await self.socket_server.stop()
+        await self._stop_replication()
         await self._stop_metadata()
         if self._log_manager_task is not None:
             self._log_manager_task.cancel()
