@@ -1,0 +1,112 @@
+"""A controller over a real embedded backend in tmp_path, driven with a manual clock and a seeded random, on one
+event loop per test (asyncio.Runner, no plugin)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Awaitable, TypeVar
+
+import pytest
+
+from kfk.backends.embedded import EmbeddedMetadataBackend
+from kfk.config import BrokerConfig
+from kfk.controller.quorum_controller import QuorumController
+from kfk.metadata.cache import MetadataCache
+from kfk.metadata.image import Endpoint, MetadataImage
+from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from tests.backends.conftest import ManualClock
+
+T = TypeVar("T")
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+NODE_ID = 1
+
+CreatableTopic = CreateTopicsRequest.CreatableTopic
+CreatableTopicConfig = CreateTopicsRequest.CreatableTopicConfig
+CreatableReplicaAssignment = CreateTopicsRequest.CreatableReplicaAssignment
+
+
+class ControllerHarness:
+    def __init__(self, runner: asyncio.Runner, log_dir: str, clock: ManualClock,
+                 overrides: dict[str, str] | None = None) -> None:
+        self.runner = runner
+        self.log_dir = log_dir
+        self.clock = clock
+        props = {"process.roles": "broker,controller", "node.id": str(NODE_ID), "log.dirs": log_dir}
+        props.update(overrides or {})
+        self.config = BrokerConfig(props)
+        self.broker_epochs: dict[int, int] = {}
+        self.open()
+
+    def open(self) -> None:
+        self.backend = EmbeddedMetadataBackend(self.log_dir, NODE_ID, CLUSTER_ID, time_ms=self.clock)
+        self.cache = MetadataCache(MetadataImage(cluster_id=CLUSTER_ID))
+        self.controller = QuorumController(self.backend, self.config, NODE_ID, rng=random.Random(7))
+        self.backend.add_listener(self.cache)
+        self.backend.add_listener(self.controller)
+        self.run(self.backend.start())
+        assert self.run(self.controller.activate())
+
+    def reopen(self) -> None:
+        self.close()
+        self.open()
+
+    def close(self) -> None:
+        self.run(self.backend.stop())
+
+    def run(self, awaitable: Awaitable[T]) -> T:
+        return self.runner.run(awaitable)
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.cache.image
+
+    def register(self, broker_id: int, rack: str | None = None, unfence: bool = True) -> int:
+        endpoint = Endpoint("PLAINTEXT", "127.0.0.1", 9090 + broker_id)
+        epoch = self.run(self.controller.register_broker(broker_id, [endpoint], rack))
+        if unfence:
+            self.run(self.controller.unfence_broker(broker_id, epoch))
+        self.broker_epochs[broker_id] = epoch
+        return epoch
+
+    def create(self, *topics: CreatableTopic, validate_only: bool = False) -> dict[str, CreateTopicsResponse]:
+        response = self.run(self.controller.create_topics(
+            CreateTopicsRequest(topics=list(topics), validate_only=validate_only)))
+        return {result.name: result for result in response.topics}
+
+
+def topic(name: str, partitions: int = 1, replication_factor: int = 1, configs: dict[str, str | None] | None = None,
+          assignments: dict[int, list[int]] | None = None) -> CreatableTopic:
+    return CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=replication_factor,
+        configs=[CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
+        assignments=[CreatableReplicaAssignment(partition_index=p, broker_ids=b)
+                     for p, b in (assignments or {}).items()])
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def make_cluster(tmp_path, clock):
+    harnesses: list[ControllerHarness] = []
+    runner = asyncio.Runner()
+
+    def factory(overrides: dict[str, str] | None = None, brokers: int = 1) -> ControllerHarness:
+        harness = ControllerHarness(runner, str(tmp_path / f"logs{len(harnesses)}"), clock, overrides)
+        for broker_id in range(1, brokers + 1):
+            harness.register(broker_id)
+        harnesses.append(harness)
+        return harness
+
+    yield factory
+    for harness in harnesses:
+        harness.close()
+    runner.close()
+
+
+@pytest.fixture
+def cluster(make_cluster) -> ControllerHarness:
+    return make_cluster()

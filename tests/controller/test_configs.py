@@ -1,0 +1,226 @@
+"""IncrementalAlterConfigs, AlterConfigs and the DescribeConfigs entries (values, sources, synonyms)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kfk.config import BROKER_CONFIG_DEF, LOG_CONFIG_DEF, BrokerConfig
+from kfk.controller.config_control import OpType
+from kfk.controller.config_describer import (
+    ConfigSource,
+    ConfigSynonym,
+    WireConfigType,
+    describe_broker_configs,
+    describe_resource,
+    describe_topic_configs,
+)
+from kfk.errors import ErrorCode, InvalidRequestError, InvalidTopicError, UnknownTopicOrPartitionError
+from kfk.metadata.image import ConfigResourceType
+from kfk.protocol.messages.alter_configs import AlterConfigsRequest
+from kfk.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from tests.controller.conftest import topic
+
+TOPIC, BROKER = ConfigResourceType.TOPIC, ConfigResourceType.BROKER
+Incremental = IncrementalAlterConfigsRequest
+Legacy = AlterConfigsRequest
+
+
+def incremental(cluster, resource_type, name, *ops, validate_only=False):
+    request = Incremental(validate_only=validate_only, resources=[Incremental.AlterConfigsResource(
+        resource_type=resource_type, resource_name=name,
+        configs=[Incremental.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])])
+    result = cluster.run(cluster.controller.incremental_alter_configs(request)).responses[0]
+    assert (result.resource_type, result.resource_name) == (resource_type, name)
+    return result.error_code, result.error_message
+
+
+def legacy(cluster, resource_type, name, configs, validate_only=False):
+    request = Legacy(validate_only=validate_only, resources=[Legacy.AlterConfigsResource(
+        resource_type=resource_type, resource_name=name,
+        configs=[Legacy.AlterableConfig(name=k, value=v) for k, v in configs.items()])])
+    result = cluster.run(cluster.controller.legacy_alter_configs(request)).responses[0]
+    return result.error_code, result.error_message
+
+
+def overrides(cluster, name="t"):
+    return dict(cluster.image.config(TOPIC, name))
+
+
+def test_incremental_operations(cluster) -> None:
+    cluster.create(topic("t", configs={"retention.ms": "10"}))
+    assert incremental(cluster, TOPIC, "t", ("segment.ms", OpType.SET, "1000"),
+                       ("retention.ms", OpType.DELETE, None)) == (ErrorCode.NONE, None)
+    assert overrides(cluster) == {"segment.ms": "1000"}
+    assert incremental(cluster, TOPIC, "t", ("cleanup.policy", OpType.APPEND, "compact"))[0] == ErrorCode.NONE
+    assert overrides(cluster)["cleanup.policy"] == "delete,compact"  # appended to the effective value
+    assert incremental(cluster, TOPIC, "t", ("cleanup.policy", OpType.APPEND, "compact"))[0] == ErrorCode.NONE
+    assert overrides(cluster)["cleanup.policy"] == "delete,compact"
+    assert incremental(cluster, TOPIC, "t", ("cleanup.policy", OpType.SUBTRACT, "delete"))[0] == ErrorCode.NONE
+    assert overrides(cluster)["cleanup.policy"] == "compact"
+
+
+@pytest.mark.parametrize(
+    ("ops", "code", "message"),
+    [
+        ([("retention.ms", OpType.APPEND, "5")], ErrorCode.INVALID_CONFIG,
+         "Can't APPEND to key retention.ms because its type is not LIST."),
+        ([("no.such.key", OpType.SET, "5")], ErrorCode.INVALID_CONFIG, "Unknown topic config name: no.such.key"),
+        ([("no.such.key", OpType.SUBTRACT, "5")], ErrorCode.INVALID_CONFIG, "Unknown topic config name: no.such.key"),
+        ([("retention.ms", OpType.SET, "x")], ErrorCode.INVALID_CONFIG,
+         "Invalid value 'x' for configuration retention.ms: not a number of type long"),
+        ([("retention.ms", OpType.SET, None)], ErrorCode.INVALID_CONFIG,
+         "Null value not supported for topic configs: retention.ms"),
+        ([("cleanup.policy", OpType.SUBTRACT, "delete")], ErrorCode.INVALID_CONFIG, None),  # an empty list
+        ([("retention.ms", OpType.SET, "1"), ("retention.ms", OpType.DELETE, None)], ErrorCode.INVALID_REQUEST,
+         "Error due to duplicate config keys"),
+        ([("retention.ms", 9, "1")], ErrorCode.INVALID_REQUEST, "Unknown operation type 9"),
+    ],
+    ids=["append-to-long", "unknown-key", "subtract-unknown", "bad-value", "null", "empty-list", "dup-key", "op"],
+)
+def test_incremental_errors_change_nothing(cluster, ops, code, message) -> None:
+    cluster.create(topic("t", configs={"retention.ms": "10"}))
+    error_code, error_message = incremental(cluster, TOPIC, "t", *ops)
+    assert error_code == code
+    if message is not None:
+        assert error_message == message
+    assert overrides(cluster) == {"retention.ms": "10"}
+
+
+def test_resources_that_are_not_a_topic(cluster) -> None:
+    assert incremental(cluster, TOPIC, "missing", ("retention.ms", OpType.SET, "1")) == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'missing' does not exist.")
+    assert incremental(cluster, TOPIC, "bad name", ("retention.ms", OpType.SET, "1"))[0] == \
+        ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert incremental(cluster, BROKER, "1") == (ErrorCode.NONE, None)
+    assert incremental(cluster, BROKER, "", ("log.retention.ms", OpType.SET, "1")) == (
+        ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(log.retention.ms)")
+    assert incremental(cluster, BROKER, "2") == (
+        ErrorCode.INVALID_REQUEST, "Unexpected broker id, expected 1 or empty string, but received 2")
+    assert incremental(cluster, ConfigResourceType.BROKER_LOGGER, "1") == (
+        ErrorCode.INVALID_REQUEST, "Unexpected resource type BROKER_LOGGER.")
+    assert incremental(cluster, 0, "x") == (ErrorCode.UNSUPPORTED_VERSION, "Unknown resource type 0.")
+
+
+def test_validate_only_writes_nothing(cluster) -> None:
+    cluster.create(topic("t"))
+    assert incremental(cluster, TOPIC, "t", ("retention.ms", OpType.SET, "1"), validate_only=True)[0] == \
+        ErrorCode.NONE
+    assert legacy(cluster, TOPIC, "t", {"retention.ms": "1"}, validate_only=True)[0] == ErrorCode.NONE
+    assert overrides(cluster) == {}
+
+
+def test_legacy_alter_configs_replaces_the_whole_set(cluster) -> None:
+    cluster.create(topic("t", configs={"retention.ms": "10", "segment.ms": "20"}))
+    assert legacy(cluster, TOPIC, "t", {"segment.ms": "30", "cleanup.policy": "compact"}) == (ErrorCode.NONE, None)
+    assert overrides(cluster) == {"segment.ms": "30", "cleanup.policy": "compact"}
+    assert legacy(cluster, TOPIC, "t", {"retention.ms": "x"})[0] == ErrorCode.INVALID_CONFIG
+    assert legacy(cluster, TOPIC, "t", {"retention.ms": None})[0] == ErrorCode.INVALID_CONFIG
+    assert overrides(cluster) == {"segment.ms": "30", "cleanup.policy": "compact"}
+    assert legacy(cluster, TOPIC, "t", {}) == (ErrorCode.NONE, None)
+    assert overrides(cluster) == {}
+
+
+def test_a_resource_named_twice_is_refused(cluster) -> None:
+    cluster.create(topic("t"))
+    resource = Legacy.AlterConfigsResource(resource_type=TOPIC, resource_name="t", configs=[])
+    response = cluster.run(cluster.controller.legacy_alter_configs(Legacy(resources=[resource, resource])))
+    assert [(r.error_code, r.error_message) for r in response.responses] == [
+        (ErrorCode.INVALID_REQUEST, "Duplicate resource.")] * 2
+
+
+def test_configs_survive_a_reopen(cluster) -> None:
+    cluster.create(topic("t"))
+    incremental(cluster, TOPIC, "t", ("max.message.bytes", OpType.SET, "2048"))
+    cluster.reopen()
+    assert overrides(cluster) == {"max.message.bytes": "2048"}
+
+
+# -- describing ------------------------------------------------------------------------------------------------------
+
+def broker_config(**props: str) -> BrokerConfig:
+    base = {"process.roles": "broker,controller", "node.id": "1", "log.dirs": "/tmp/unused"}
+    base.update({key.replace("_", "."): value for key, value in props.items()})
+    return BrokerConfig(base)
+
+
+def test_every_topic_config_is_described() -> None:
+    entries = describe_topic_configs(broker_config(), {})
+    names = [entry.name for entry in entries]
+    assert names == sorted(name for name, key in LOG_CONFIG_DEF.keys.items() if not key.internal)
+
+
+def test_a_default_an_override_and_a_broker_derived_topic_config() -> None:
+    config = BrokerConfig({"process.roles": "broker,controller", "node.id": "1", "log.dirs": "/tmp/unused",
+                           "log.segment.bytes": "2097152", "log.retention.ms": "5000"})
+    entries = {e.name: e for e in describe_topic_configs(config, {"cleanup.policy": "compact"})}
+
+    default = entries["max.message.bytes"]
+    assert (default.value, default.source, default.is_sensitive, default.read_only) == (
+        "1048588", ConfigSource.DEFAULT_CONFIG, False, False)
+    assert default.synonyms == (ConfigSynonym("message.max.bytes", "1048588", ConfigSource.DEFAULT_CONFIG),)
+    assert default.config_type == WireConfigType.INT
+
+    overridden = entries["cleanup.policy"]
+    assert (overridden.value, overridden.source) == ("compact", ConfigSource.DYNAMIC_TOPIC_CONFIG)
+    assert overridden.synonyms == (
+        ConfigSynonym("cleanup.policy", "compact", ConfigSource.DYNAMIC_TOPIC_CONFIG),
+        ConfigSynonym("log.cleanup.policy", "delete", ConfigSource.DEFAULT_CONFIG),
+    )
+    assert overridden.config_type == WireConfigType.LIST
+
+    derived = entries["segment.bytes"]
+    assert (derived.value, derived.source) == ("2097152", ConfigSource.STATIC_BROKER_CONFIG)
+    assert derived.synonyms == (
+        ConfigSynonym("log.segment.bytes", "2097152", ConfigSource.STATIC_BROKER_CONFIG),
+        ConfigSynonym("log.segment.bytes", "1073741824", ConfigSource.DEFAULT_CONFIG),
+    )
+    retention = entries["retention.ms"]
+    assert (retention.value, retention.source) == ("5000", ConfigSource.STATIC_BROKER_CONFIG)
+    assert retention.synonyms == (ConfigSynonym("log.retention.ms", "5000", ConfigSource.STATIC_BROKER_CONFIG),
+                                  ConfigSynonym("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG))
+
+
+def test_synonyms_start_at_the_first_broker_name_as_in_kafka() -> None:
+    # Kafka prints `retention.ms=604800000 sensitive=false synonyms={}`: log.retention.ms has no default, and the
+    # list starts at it. Set only log.retention.hours and the value changes but still no synonym is listed.
+    entries = {e.name: e for e in describe_topic_configs(broker_config(), {})}
+    assert (entries["retention.ms"].value, entries["retention.ms"].synonyms) == ("604800000", ())
+    assert entries["retention.ms"].source == ConfigSource.DEFAULT_CONFIG
+    hours = {e.name: e for e in describe_topic_configs(broker_config(log_retention_hours="1"), {})}
+    assert (hours["retention.ms"].value, hours["retention.ms"].synonyms) == ("3600000", ())
+
+
+def test_every_broker_config_is_described_read_only() -> None:
+    config = broker_config(num_partitions="4")
+    entries = {e.name: e for e in describe_broker_configs(config)}
+    assert set(entries) == {name for name, key in BROKER_CONFIG_DEF.keys.items() if not key.internal}
+    assert all(e.read_only and not e.is_sensitive for e in entries.values())
+    assert (entries["num.partitions"].value, entries["num.partitions"].source) == (
+        "4", ConfigSource.STATIC_BROKER_CONFIG)
+    assert entries["num.partitions"].synonyms == (
+        ConfigSynonym("num.partitions", "4", ConfigSource.STATIC_BROKER_CONFIG),
+        ConfigSynonym("num.partitions", "1", ConfigSource.DEFAULT_CONFIG))
+    assert (entries["log.retention.hours"].value, entries["log.retention.hours"].source) == (
+        "168", ConfigSource.DEFAULT_CONFIG)
+    assert entries["log.roll.ms"].value is None
+    assert entries["process.roles"].value == "broker,controller"
+
+
+def test_describe_resource_errors(cluster) -> None:
+    cluster.create(topic("t"))
+    image, config = cluster.image, cluster.config
+    assert describe_resource(image, config, 1, TOPIC, "t")
+    assert describe_resource(image, config, 1, BROKER, "") == []
+    assert describe_resource(image, config, 1, BROKER, "1")
+    with pytest.raises(UnknownTopicOrPartitionError):
+        describe_resource(image, config, 1, TOPIC, "missing")
+    with pytest.raises(UnknownTopicOrPartitionError):
+        describe_resource(image, config, 1, TOPIC, "__cluster_metadata")
+    with pytest.raises(InvalidTopicError):
+        describe_resource(image, config, 1, TOPIC, "bad name")
+    with pytest.raises(InvalidRequestError, match="Broker id must be an integer, but it is: one"):
+        describe_resource(image, config, 1, BROKER, "one")
+    with pytest.raises(InvalidRequestError, match="expected 1 or empty string, but received 2"):
+        describe_resource(image, config, 1, BROKER, "2")
+    with pytest.raises(InvalidRequestError, match="Unsupported resource type: BROKER_LOGGER"):
+        describe_resource(image, config, 1, ConfigResourceType.BROKER_LOGGER, "1")
