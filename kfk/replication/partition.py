@@ -27,6 +27,7 @@ from kfk.config import INT64_MAX, LogConfig
 from kfk.errors import (
     ErrorCode,
     FencedLeaderEpochError,
+    KafkaError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     OffsetNotAvailableError,
@@ -35,7 +36,7 @@ from kfk.errors import (
     UnknownLeaderEpochError,
 )
 from kfk.metadata.image import NO_LEADER, PartitionRegistration
-from kfk.records import CompressionType, LogValidator, TimestampType
+from kfk.records import MAGIC_OFFSET, MAGIC_VALUE_V2, CompressionType, LogValidator, RecordBatch, TimestampType
 from kfk.records import AppendOrigin as ValidatorOrigin
 from kfk.storage.fetch_data_info import TimestampAndOffset
 from kfk.storage.log import LATEST_TIMESTAMP, Log
@@ -82,6 +83,24 @@ def log_validator_for(config: LogConfig, origin: AppendOrigin = AppendOrigin.CLI
         max_message_bytes=config.max_message_bytes,
         origin=ValidatorOrigin.CLIENT if origin is AppendOrigin.CLIENT else ValidatorOrigin.COORDINATOR,
     )
+
+
+def append_needs_record_work(config: LogConfig, records: bytes | bytearray | memoryview) -> bool:
+    """Will validating these records take more than a header pass? Legacy message sets are converted, a batch whose
+    codec is not the topic's is re-encoded, and compacted topics or bounded timestamps make every record be decoded:
+    milliseconds per MiB of CPU, partly outside the GIL (the codecs), so the broker does that in an executor."""
+    if config.compact or config.message_timestamp_before_max_ms != INT64_MAX \
+            or config.message_timestamp_after_max_ms != INT64_MAX:
+        return True
+    if len(records) <= MAGIC_OFFSET:
+        return False
+    if records[MAGIC_OFFSET] != MAGIC_VALUE_V2:
+        return True
+    target = _TOPIC_COMPRESSION[config.compression_type]
+    try:
+        return target is not None and RecordBatch(records).compression_type != target
+    except KafkaError:
+        return False  # malformed: validation will say so, quickly
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -13,6 +13,8 @@ import pytest
 from kfk.errors import ErrorCode, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from kfk.records import CompressionType, MemoryRecordsBuilder, TimestampType, iter_batches
 from kfk.records.legacy import LegacyRecordsBuilder
+from kfk.replication.partition import append_needs_record_work
+from kfk.config import LogConfig
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.partition_metadata import PartitionMetadataFile
@@ -235,16 +237,28 @@ def test_idempotent_retries_are_acknowledged_with_their_first_offsets_and_not_ap
         T0].error == ErrorCode.NONE
 
 
-def test_large_appends_go_through_the_executor(tmp_path, clock) -> None:
-    broker = Broker(str(tmp_path / "logs"), clock)
-    broker.replica_manager.executor_append_bytes = 1024
-    try:
-        broker.commit(topic_records("t", 1))
-        big = make_batch(0, [os.urandom(4096) for _ in range(4)])
-        assert produce(broker, {T0: big})[T0].base_offset == 0
-        assert produce(broker, {T0: make_batch(0, [b"small"])})[T0].base_offset == 4
-    finally:
-        broker.close()
+def test_appends_that_decode_re_encode_or_fsync_run_in_the_executor(broker: Broker) -> None:
+    plain = make_batch(0, [b"v"] * 3)
+    legacy = LegacyRecordsBuilder(1)
+    legacy.append(1_000, b"k", b"old")
+    lz4 = MemoryRecordsBuilder(compression_type=CompressionType.LZ4)
+    lz4.append(1_000, b"k", b"v")
+    default, gzip_topic, compacted = LogConfig(), LogConfig.from_properties({"compression.type": "gzip"}), \
+        LogConfig.from_properties({"cleanup.policy": "compact"})
+    assert not append_needs_record_work(default, plain)
+    assert not append_needs_record_work(default, bytes(lz4.close()))
+    assert append_needs_record_work(default, legacy.close())
+    assert append_needs_record_work(gzip_topic, plain)
+    assert append_needs_record_work(compacted, plain)
+    assert not append_needs_record_work(LogConfig.from_properties({"compression.type": "lz4"}), bytes(lz4.close()))
+    assert not append_needs_record_work(default, b"\x00" * 5)  # too short to say: validation will answer
+    # Through the executor, the append works like any other; flush.messages=1 fsyncs each one.
+    broker.commit(topic_records("durable", 1, configs={"flush.messages": "1", "compression.type": "gzip"}))
+    durable = TopicPartition("durable", 0)
+    assert produce(broker, {durable: plain})[durable].base_offset == 0
+    assert produce(broker, {durable: make_batch(0, [b"w"])})[durable].base_offset == 3
+    log = broker.replica_manager.partitions[durable].log
+    assert log.recovery_point == log.log_end_offset == 4
 
 
 # -- acks=all and the produce purgatory ----------------------------------------------------------------------------
