@@ -1,0 +1,1 @@
+"""Coordinators: state machines that keep their state in internal compacted topics."""

@@ -1,0 +1,455 @@
+"""GroupCoordinator: the group coordinator's whole state machine, over every __consumer_offsets partition this broker
+leads (Kafka's GroupCoordinatorService + GroupCoordinatorShard, without the I/O).
+
+Time in, deadlines out (DESIGN.md decision 9): every call takes `now_ms`; timeouts live in one CoordinatorTimer that
+the owner drives with `poll(now_ms)` at `next_deadline_ms()`. Durable changes go out as CoordinatorWrites (records for
+one __consumer_offsets partition and a continuation); the owner appends them with acks=-1 and calls
+`complete_write(write, error, now_ms)` once they are committed (or failed), in the order they were taken. Answers go
+out through the `respond` callables passed in, some of them only after a write completes or a timer fires. A test
+drives all of it with a manual clock and a list standing in for the log; kfk.coordinator.group.service drives it
+with asyncio and the broker's replica manager.
+
+Ownership: a partition is loading (COORDINATOR_LOAD_IN_PROGRESS) from `begin_loading` until `complete_loading`, in
+between the owner `replay`s its records; requests for a group of a partition this broker does not lead get
+NOT_COORDINATOR.
+
+Kafka's request-level checks live here too: an empty group id is INVALID_GROUP_ID for the membership APIs (offset
+commits, fetches, DescribeGroups and DeleteGroups accept it, as Kafka does for old clients), a session timeout
+outside group.min/max.session.timeout.ms is INVALID_SESSION_TIMEOUT.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+from collections.abc import Callable
+
+from kfk.coordinator.group.classic_group import ClassicGroup, ClassicGroupState, Responder
+from kfk.coordinator.group.config import GroupCoordinatorConfig
+from kfk.coordinator.group.group_metadata_manager import GroupMetadataManager
+from kfk.coordinator.group.offset_metadata_manager import (
+    OffsetMetadataManager,
+    commit_error_to_response_error,
+)
+from kfk.coordinator.group.record_serde import (
+    GroupMetadataRecord,
+    OffsetAndMetadata,
+    OffsetCommitRecord,
+    deserialize_record,
+    group_metadata_key,
+    offset_commit_key,
+    partition_for,
+)
+from kfk.coordinator.group.group_metadata_manager import append_error_to_response_error
+from kfk.coordinator.group.timer import CoordinatorTimer
+from kfk.errors import ErrorCode, KafkaError
+from kfk.protocol.messages.describe_groups import DescribeGroupsResponse
+from kfk.protocol.messages.heartbeat import HeartbeatRequest
+from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from kfk.protocol.messages.leave_group import LeaveGroupRequest
+from kfk.protocol.messages.list_groups import ListGroupsResponse
+from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+
+log = logging.getLogger("kfk.coordinator.group")
+
+Record = tuple[bytes, bytes | None]
+WriteCallback = Callable[[ErrorCode, int], None]
+WriteFunction = Callable[[str, list[Record], WriteCallback | None], None]
+
+#: ListGroups' group_type of a classic group.
+CLASSIC_GROUP_TYPE = "classic"
+
+_S = ClassicGroupState
+_EXPIRE_OFFSETS_KEY = ("expire-offsets",)
+
+
+class PartitionState(enum.Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+
+
+@dataclasses.dataclass(slots=True)
+class CoordinatorWrite:
+    """Records to append to __consumer_offsets-`partition` with acks=-1; `on_complete(error, now_ms)` runs when they
+    are committed (error NONE) or the append failed."""
+
+    partition: int
+    records: list[Record]
+    on_complete: WriteCallback | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OffsetCommitPartition:
+    topic: str
+    partition: int
+    committed_offset: int
+    committed_leader_epoch: int = -1
+    committed_metadata: str | None = ""
+    commit_timestamp_ms: int = -1
+
+
+class GroupCoordinator:
+    def __init__(self, config: GroupCoordinatorConfig) -> None:
+        self.config = config
+        self.timer = CoordinatorTimer()
+        self.partitions: dict[int, PartitionState] = {}
+        self._writes: list[CoordinatorWrite] = []
+        self.offsets: OffsetMetadataManager
+        self.groups = GroupMetadataManager(config, self.timer, self._write_for_group,
+                                           lambda group_id: self.offsets.has_offsets(group_id))
+        self.offsets = OffsetMetadataManager(config, self.groups)
+
+    # -- ownership ---------------------------------------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.config.offsets_topic_num_partitions)
+
+    def coordinator_error(self, group_id: str) -> ErrorCode:
+        state = self.partitions.get(self.partition_for(group_id))
+        if state is PartitionState.ACTIVE:
+            return ErrorCode.NONE
+        if state is PartitionState.LOADING:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NOT_COORDINATOR
+
+    def begin_loading(self, partition: int) -> None:
+        self.partitions[partition] = PartitionState.LOADING
+
+    def replay(self, partition: int, key: bytes | memoryview | None, value: bytes | memoryview | None,
+               now_ms: int) -> None:
+        """One record of the partition's log, in log order (a corrupt or foreign record is logged and skipped)."""
+        try:
+            record = deserialize_record(key, value)
+        except KafkaError as error:
+            log.warning("Skipping a record of %s-%d: %s", "__consumer_offsets", partition, error)
+            return
+        self.replay_record(record, now_ms)
+
+    def replay_record(self, record: OffsetCommitRecord | GroupMetadataRecord | None, now_ms: int) -> None:
+        if isinstance(record, OffsetCommitRecord):
+            self.offsets.replay(record, now_ms)
+        elif isinstance(record, GroupMetadataRecord):
+            self.groups.replay_group_metadata(record.group_id, record.value, now_ms)
+            if record.value is None:
+                self.offsets.remove_group(record.group_id)
+
+    def complete_loading(self, partition: int, now_ms: int) -> None:
+        if self.partitions.get(partition) is not PartitionState.LOADING:
+            return
+        self.partitions[partition] = PartitionState.ACTIVE
+        for group in self._groups_of(partition):
+            self.groups.on_loaded(group, now_ms)
+        if not self.timer.is_scheduled(_EXPIRE_OFFSETS_KEY):
+            self.timer.schedule(_EXPIRE_OFFSETS_KEY, now_ms + self.config.offsets_retention_check_interval_ms,
+                                self._expire_offsets)
+        log.info("Loaded __consumer_offsets-%d: %d groups", partition, len(self._groups_of(partition)))
+
+    def unload(self, partition: int) -> None:
+        """This broker no longer leads the partition: forget its groups and offsets."""
+        if self.partitions.pop(partition, None) is None:
+            return
+        for group in self._groups_of(partition):
+            self.groups.unload(group)
+            self.offsets.remove_group(group.group_id)
+        for group_id in [group_id for group_id in self.offsets.offsets if self.partition_for(group_id) == partition]:
+            self.offsets.remove_group(group_id)
+
+    def _groups_of(self, partition: int) -> list[ClassicGroup]:
+        return [group for group_id, group in self.groups.groups.items() if self.partition_for(group_id) == partition]
+
+    # -- writes and time ---------------------------------------------------------------------------------------------
+
+    def _write_for_group(self, group_id: str, records: list[Record], on_complete: WriteCallback | None) -> None:
+        self._writes.append(CoordinatorWrite(self.partition_for(group_id), records, on_complete))
+
+    def take_writes(self) -> list[CoordinatorWrite]:
+        writes, self._writes = self._writes, []
+        return writes
+
+    def complete_write(self, write: CoordinatorWrite, error: ErrorCode, now_ms: int) -> None:
+        if error != ErrorCode.NONE:
+            log.warning("Write of %d records to __consumer_offsets-%d failed: %s", len(write.records),
+                        write.partition, error.name)
+        if write.on_complete is not None:
+            write.on_complete(error, now_ms)
+
+    def poll(self, now_ms: int) -> int | None:
+        """Run the timeouts due at `now_ms`; returns the next deadline (None: nothing scheduled)."""
+        self.timer.poll(now_ms)
+        return self.timer.next_deadline_ms()
+
+    def next_deadline_ms(self) -> int | None:
+        return self.timer.next_deadline_ms()
+
+    # -- membership --------------------------------------------------------------------------------------------------
+
+    def join_group(self, request: JoinGroupRequest, api_version: int, client_id: str, client_host: str,
+                   now_ms: int, respond: Responder) -> None:
+        error = ErrorCode.NONE
+        if not request.group_id:
+            error = ErrorCode.INVALID_GROUP_ID
+        elif not self.config.min_session_timeout_ms <= request.session_timeout_ms <= \
+                self.config.max_session_timeout_ms:
+            error = ErrorCode.INVALID_SESSION_TIMEOUT
+        else:
+            error = self.coordinator_error(request.group_id)
+        if error != ErrorCode.NONE:
+            respond(JoinGroupResponse(error_code=error, member_id=request.member_id))
+            return
+        self.groups.join_group(request, api_version, client_id, client_host, now_ms, respond)
+
+    def sync_group(self, request: SyncGroupRequest, now_ms: int, respond: Responder) -> None:
+        error = ErrorCode.INVALID_GROUP_ID if not request.group_id else self.coordinator_error(request.group_id)
+        if error != ErrorCode.NONE:
+            respond(SyncGroupResponse(error_code=error))
+            return
+        self.groups.sync_group(request, now_ms, respond)
+
+    def heartbeat(self, request: HeartbeatRequest, now_ms: int) -> ErrorCode:
+        if not request.group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        error = self.coordinator_error(request.group_id)
+        if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return ErrorCode.NONE  # Kafka answers a heartbeat blindly while the group loads
+        if error != ErrorCode.NONE:
+            return error
+        return self.groups.heartbeat(request, now_ms)
+
+    def leave_group(self, group_id: str, members: list[LeaveGroupRequest.MemberIdentity],
+                    now_ms: int) -> tuple[ErrorCode, list]:
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.coordinator_error(group_id)
+        if error != ErrorCode.NONE:
+            return error, []
+        return self.groups.leave_group(group_id, members, now_ms)
+
+    # -- offsets -----------------------------------------------------------------------------------------------------
+
+    def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
+                       retention_time_ms: int, partitions: list[OffsetCommitPartition], api_version: int,
+                       now_ms: int, respond: Callable[[dict[tuple[str, int], ErrorCode]], None]) -> None:
+        """Answers one error code per (topic, partition), after the commit is durable."""
+        keys = [(p.topic, p.partition) for p in partitions]
+        error = self.coordinator_error(group_id)
+        if error == ErrorCode.NONE:
+            try:
+                group = self.offsets.validate_commit(group_id, member_id, group_instance_id, generation_id,
+                                                     api_version, now_ms)
+            except KafkaError as exception:
+                error = exception.error_code
+        if error != ErrorCode.NONE:
+            respond(dict.fromkeys(keys, error))
+            return
+        if group.is_in_state(_S.STABLE, _S.PREPARING_REBALANCE):
+            # A commit from a member counts as a heartbeat in these states.
+            self.groups.reschedule_heartbeat(group, member_id, now_ms)
+        expire_timestamp_ms = self.offsets.expire_timestamp_ms(retention_time_ms, now_ms)
+        results: dict[tuple[str, int], ErrorCode] = {}
+        accepted: list[tuple[str, int, OffsetAndMetadata]] = []
+        for p in partitions:
+            metadata = p.committed_metadata if p.committed_metadata is not None else ""
+            if len(metadata) > self.config.offset_metadata_max_bytes:
+                results[(p.topic, p.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            results[(p.topic, p.partition)] = ErrorCode.NONE
+            commit_timestamp_ms = now_ms if p.commit_timestamp_ms == -1 else p.commit_timestamp_ms
+            accepted.append((p.topic, p.partition, OffsetAndMetadata(
+                p.committed_offset, p.committed_leader_epoch, metadata, commit_timestamp_ms, expire_timestamp_ms)))
+        if not accepted:
+            respond(results)
+            return
+
+        def on_written(error: ErrorCode, at_ms: int) -> None:
+            if error == ErrorCode.NONE:
+                for topic, partition, offset in accepted:
+                    self.offsets.replay(OffsetCommitRecord(group_id, topic, partition, offset), at_ms)
+            else:
+                mapped = commit_error_to_response_error(error)
+                for topic, partition, _ in accepted:
+                    results[(topic, partition)] = mapped
+            respond(results)
+
+        self._write_for_group(group_id, self.offsets.offset_commit_records(group_id, accepted), on_written)
+
+    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
+                      ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]]:
+        """(group-level error, per topic and partition the committed offset or None); `topics` None = all."""
+        error = self.coordinator_error(group_id)
+        if error != ErrorCode.NONE:
+            return error, []
+        return ErrorCode.NONE, self.offsets.fetch_offsets(group_id, topics)
+
+    def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]], now_ms: int,
+                       respond: Callable[[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]], None]) -> None:
+        """OffsetDelete: (group-level error, per-partition errors), after the tombstones are durable."""
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.coordinator_error(group_id)
+        group = self.groups.group(group_id) if error == ErrorCode.NONE else None
+        if error == ErrorCode.NONE:
+            if group is None or group.is_in_state(_S.DEAD):
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not group.is_in_state(_S.EMPTY) and not group.uses_consumer_protocol():
+                error = ErrorCode.NON_EMPTY_GROUP
+        if error != ErrorCode.NONE:
+            respond(error, [])
+            return
+        assert group is not None
+        results: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
+        records: list[Record] = []
+        for topic, partitions in topics:
+            topic_results = []
+            for partition in partitions:
+                if group.is_subscribed_to_topic(topic):
+                    topic_results.append((partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                    continue
+                if self.offsets.offset(group_id, topic, partition) is not None:
+                    records.append((offset_commit_key(group_id, topic, partition), None))
+                topic_results.append((partition, ErrorCode.NONE))
+            results.append((topic, topic_results))
+        if not records:
+            respond(ErrorCode.NONE, results)
+            return
+
+        def on_written(error: ErrorCode, at_ms: int) -> None:
+            if error != ErrorCode.NONE:
+                respond(append_error_to_response_error(error), [])
+                return
+            self._replay_tombstones(records, at_ms)
+            respond(ErrorCode.NONE, results)
+
+        self._write_for_group(group_id, records, on_written)
+
+    def _replay_tombstones(self, records: list[Record], now_ms: int) -> None:
+        for key, value in records:
+            record = deserialize_record(key, value)
+            if isinstance(record, OffsetCommitRecord):
+                self.offsets.replay(record, now_ms)
+            elif isinstance(record, GroupMetadataRecord):
+                group = self.groups.group(record.group_id)
+                # A group created again after the delete was requested is a new group: keep it.
+                if group is not None and (group.is_in_state(_S.DEAD) or group.is_empty):
+                    self.groups.groups.pop(record.group_id, None)
+                    self.offsets.remove_group(record.group_id)
+
+    # -- admin -------------------------------------------------------------------------------------------------------
+
+    def delete_groups(self, group_ids: list[str], now_ms: int,
+                      respond: Callable[[dict[str, ErrorCode]], None]) -> None:
+        """DeleteGroups: one error per group id, after each deletion is durable."""
+        results: dict[str, ErrorCode] = {}
+        pending = {"writes": 0}
+
+        def finish() -> None:
+            if pending["writes"] == 0:
+                respond(results)
+
+        for group_id in group_ids:
+            if group_id in results:
+                continue
+            error = self.coordinator_error(group_id)
+            group = self.groups.group(group_id)
+            if error == ErrorCode.NONE:
+                if group is None or group.is_in_state(_S.DEAD):
+                    error = ErrorCode.GROUP_ID_NOT_FOUND
+                elif not group.is_in_state(_S.EMPTY):
+                    error = ErrorCode.NON_EMPTY_GROUP
+            results[group_id] = error
+            if error != ErrorCode.NONE:
+                continue
+            assert group is not None
+            records = self.offsets.delete_all_offsets_records(group_id) + [(group_metadata_key(group_id), None)]
+            group.transition_to(_S.DEAD, now_ms)
+            pending["writes"] += 1
+
+            def on_written(error: ErrorCode, at_ms: int, group_id: str = group_id,
+                           records: list[Record] = records, group: ClassicGroup = group) -> None:
+                if error == ErrorCode.NONE:
+                    self._replay_tombstones(records, at_ms)
+                else:
+                    results[group_id] = append_error_to_response_error(error)
+                    if group.is_in_state(_S.DEAD) and self.groups.group(group_id) is group:
+                        group.state = _S.EMPTY  # not deleted after all
+                pending["writes"] -= 1
+                finish()
+
+            self._write_for_group(group_id, records, on_written)
+        finish()
+
+    def list_groups(self, states_filter: list[str], types_filter: list[str]
+                    ) -> tuple[ErrorCode, list[ListGroupsResponse.ListedGroup]]:
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS \
+            if PartitionState.LOADING in self.partitions.values() else ErrorCode.NONE
+        states = {state.lower() for state in states_filter}
+        types = {group_type.lower() for group_type in types_filter}
+        listed = []
+        for group_id, group in self.groups.groups.items():
+            if self.partitions.get(self.partition_for(group_id)) is not PartitionState.ACTIVE:
+                continue
+            if group.is_in_state(_S.DEAD):
+                continue
+            if states and group.state.value.lower() not in states:
+                continue
+            if types and CLASSIC_GROUP_TYPE not in types:
+                continue
+            listed.append(ListGroupsResponse.ListedGroup(group_id=group_id, protocol_type=group.protocol_type or "",
+                                                          group_state=group.state.value,
+                                                          group_type=CLASSIC_GROUP_TYPE))
+        return error, listed
+
+    def describe_group(self, group_id: str) -> DescribeGroupsResponse.DescribedGroup:
+        error = self.coordinator_error(group_id)
+        if error != ErrorCode.NONE:
+            return DescribeGroupsResponse.DescribedGroup(error_code=error, group_id=group_id)
+        group = self.groups.group(group_id)
+        if group is None:
+            return DescribeGroupsResponse.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id,
+                                                         group_state=_S.DEAD.value, protocol_type="",
+                                                         protocol_data="")
+        stable = group.is_in_state(_S.STABLE) and group.protocol_name is not None
+        members = [
+            DescribeGroupsResponse.DescribedGroupMember(
+                member_id=member.member_id,
+                group_instance_id=member.group_instance_id,
+                client_id=member.client_id,
+                client_host=member.client_host,
+                member_metadata=member.metadata(group.protocol_name) if stable else b"",
+                member_assignment=member.assignment if stable else b"",
+            )
+            for member in group.members.values()
+        ]
+        return DescribeGroupsResponse.DescribedGroup(
+            error_code=ErrorCode.NONE,
+            group_id=group_id,
+            group_state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=group.protocol_name or "" if stable else "",
+            members=members,
+        )
+
+    # -- expiry ------------------------------------------------------------------------------------------------------
+
+    def _expire_offsets(self, now_ms: int) -> None:
+        """Every offsets.retention.check.interval.ms: tombstones for expired offsets, and for groups left with
+        nothing."""
+        self.timer.schedule(_EXPIRE_OFFSETS_KEY, now_ms + self.config.offsets_retention_check_interval_ms,
+                            self._expire_offsets)
+        group_ids = set(self.offsets.offsets) | set(self.groups.groups)
+        for group_id in sorted(group_ids):
+            if self.coordinator_error(group_id) != ErrorCode.NONE:
+                continue
+            group = self.groups.group(group_id)
+            if group is None:
+                continue
+            expired, all_expired = self.offsets.expired_offsets(group, now_ms)
+            records: list[Record] = [(offset_commit_key(group_id, topic, partition), None)
+                                     for topic, partition in expired]
+            if all_expired and group.is_in_state(_S.EMPTY) and group.is_empty:
+                records.append((group_metadata_key(group_id), None))
+            if not records:
+                continue
+            log.info("Expiring %d offsets of group %s", len(expired), group_id)
+
+            def on_written(error: ErrorCode, at_ms: int, records: list[Record] = records) -> None:
+                if error == ErrorCode.NONE:
+                    self._replay_tombstones(records, at_ms)
+
+            self._write_for_group(group_id, records, on_written)

@@ -1,0 +1,160 @@
+"""__consumer_offsets records as Kafka writes them (GroupCoordinatorRecordSerde / GroupCoordinatorRecordHelpers).
+
+Every record of the topic has a key and a value, each opening with a big-endian int16:
+- key: the record type, then the key schema's fields. 0 and 1 are OffsetCommitKey (Kafka writes 1), 2 is
+  GroupMetadataKey; 3 and above are KIP-848/share-group records, which a classic-only coordinator skips on load;
+- value: the value schema's version, then its fields at that version. A null value is a tombstone (the key's offset
+  or group is deleted, and compaction eventually drops both records).
+
+Versions written are Kafka 3.x/4.x's: OffsetCommitValue v1 when the commit carries an expire timestamp (OffsetCommit
+v2-v4 with a retention time), else v3 (leader epoch, no expire timestamp); GroupMetadataValue v3 (current state
+timestamp and group instance ids). Any version 0-4 of either is read.
+
+The coordinator of a group is the leader of partition `partition_for(group_id, offsets.topic.num.partitions)`:
+Kafka's `Utils.abs(groupId.hashCode()) % partitions`, with Java's String.hashCode over UTF-16 code units.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+
+from kfk.errors import CorruptRecordError, KafkaError
+from kfk.protocol.group_records.group_metadata_key import GroupMetadataKey
+from kfk.protocol.group_records.group_metadata_value import GroupMetadataValue
+from kfk.protocol.group_records.offset_commit_key import OffsetCommitKey
+from kfk.protocol.group_records.offset_commit_value import OffsetCommitValue
+from kfk.protocol.message import Buffer
+
+GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
+
+#: Key record types (the int16 prefix of a key).
+OFFSET_COMMIT_KEY_TYPE = 1
+GROUP_METADATA_KEY_TYPE = 2
+_OFFSET_COMMIT_KEY_TYPES = (0, 1)
+
+#: Value versions Kafka writes.
+OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
+GROUP_METADATA_VALUE_VERSION = 3
+
+#: OffsetCommitValue.leader_epoch / expire_timestamp when absent.
+NO_LEADER_EPOCH = -1
+NO_EXPIRE_TIMESTAMP = -1
+
+_INT16 = struct.Struct(">h")
+
+
+def java_string_hashcode(text: str) -> int:
+    """Java's String.hashCode: s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code units, as a signed 32-bit int."""
+    hash_code = 0
+    encoded = text.encode("utf-16-be")
+    for (unit,) in struct.iter_unpack(">H", encoded):
+        hash_code = (31 * hash_code + unit) & 0xFFFFFFFF
+    return hash_code - (1 << 32) if hash_code & 0x80000000 else hash_code
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    """The __consumer_offsets partition of a group. Kafka's Utils.abs maps Integer.MIN_VALUE to 0."""
+    hash_code = java_string_hashcode(group_id)
+    return (0 if hash_code == -(1 << 31) else abs(hash_code)) % num_partitions
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """A committed offset as stored (Kafka's OffsetAndMetadata). `expire_timestamp_ms` is -1 unless the commit asked
+    for its own retention (OffsetCommit v2-v4)."""
+
+    committed_offset: int
+    leader_epoch: int = NO_LEADER_EPOCH
+    metadata: str = ""
+    commit_timestamp_ms: int = 0
+    expire_timestamp_ms: int = NO_EXPIRE_TIMESTAMP
+
+
+def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
+    key = OffsetCommitKey(group=group_id, topic=topic, partition=partition)
+    return _INT16.pack(OFFSET_COMMIT_KEY_TYPE) + key.encode(OFFSET_COMMIT_KEY_TYPE)
+
+
+def offset_commit_value(offset: OffsetAndMetadata) -> bytes:
+    if offset.expire_timestamp_ms != NO_EXPIRE_TIMESTAMP:
+        version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
+    else:
+        version = OFFSET_COMMIT_VALUE_VERSION
+    value = OffsetCommitValue(
+        offset=offset.committed_offset,
+        leader_epoch=offset.leader_epoch if version >= 3 else NO_LEADER_EPOCH,
+        metadata=offset.metadata,
+        commit_timestamp=offset.commit_timestamp_ms,
+        expire_timestamp=offset.expire_timestamp_ms if version == 1 else NO_EXPIRE_TIMESTAMP,
+    )
+    return _INT16.pack(version) + value.encode(version)
+
+
+def group_metadata_key(group_id: str) -> bytes:
+    return _INT16.pack(GROUP_METADATA_KEY_TYPE) + GroupMetadataKey(group=group_id).encode(GROUP_METADATA_KEY_TYPE)
+
+
+def group_metadata_value(value: GroupMetadataValue) -> bytes:
+    return _INT16.pack(GROUP_METADATA_VALUE_VERSION) + value.encode(GROUP_METADATA_VALUE_VERSION)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OffsetCommitRecord:
+    """A decoded offset commit (value None: tombstone)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    value: OffsetAndMetadata | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GroupMetadataRecord:
+    """A decoded group metadata record (value None: tombstone)."""
+
+    group_id: str
+    value: GroupMetadataValue | None
+
+
+def _read_version(buffer: Buffer, what: str) -> int:
+    if len(buffer) < 2:
+        raise CorruptRecordError(f"__consumer_offsets {what} of {len(buffer)} bytes has no version")
+    return _INT16.unpack_from(buffer, 0)[0]
+
+
+def deserialize_record(key: Buffer | None, value: Buffer | None) -> OffsetCommitRecord | GroupMetadataRecord | None:
+    """One record of __consumer_offsets decoded; None for record types a classic group coordinator does not hold
+    (KIP-848 and share groups). CorruptRecordError for anything malformed."""
+    if key is None:
+        raise CorruptRecordError("__consumer_offsets record without a key")
+    record_type = _read_version(key, "key")
+    try:
+        if record_type in _OFFSET_COMMIT_KEY_TYPES:
+            commit_key = OffsetCommitKey.decode(key, record_type, 2)
+            offset = None
+            if value is not None:
+                version = _read_version(value, "value")
+                if not OffsetCommitValue.LOWEST_VERSION <= version <= OffsetCommitValue.HIGHEST_VERSION:
+                    raise CorruptRecordError(f"Unknown OffsetCommitValue version {version}")
+                decoded = OffsetCommitValue.decode(value, version, 2)
+                offset = OffsetAndMetadata(decoded.offset, decoded.leader_epoch, decoded.metadata,
+                                           decoded.commit_timestamp, decoded.expire_timestamp)
+            return OffsetCommitRecord(commit_key.group, commit_key.topic, commit_key.partition, offset)
+        if record_type == GROUP_METADATA_KEY_TYPE:
+            group_key = GroupMetadataKey.decode(key, record_type, 2)
+            metadata = None
+            if value is not None:
+                version = _read_version(value, "value")
+                if not GroupMetadataValue.LOWEST_VERSION <= version <= GroupMetadataValue.HIGHEST_VERSION:
+                    raise CorruptRecordError(f"Unknown GroupMetadataValue version {version}")
+                metadata = GroupMetadataValue.decode(value, version, 2)
+            return GroupMetadataRecord(group_key.group, metadata)
+    except CorruptRecordError:
+        raise
+    except KafkaError as error:
+        raise CorruptRecordError(f"Malformed __consumer_offsets record (type {record_type}): {error}") from error
+    if record_type < 0:
+        raise CorruptRecordError(f"Unknown __consumer_offsets record type {record_type}")
+    return None
