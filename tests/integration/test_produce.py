@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from kfk.errors import ErrorCode
 from kfk.protocol.headers import RequestHeader, encode_request
@@ -94,3 +95,35 @@ def test_topic_limits_and_compacted_topics(kfk_broker: str) -> None:
     assert partition.error_code == ErrorCode.INVALID_RECORD
     assert [error.batch_index for error in partition.record_errors] == [1]
     assert partition.error_message
+
+
+def test_deleting_a_topic_removes_its_log_and_a_recreated_topic_starts_empty(kfk_broker_process) -> None:
+    bootstrap = kfk_broker_process.bootstrap_servers
+    create_topic(bootstrap, "doomed")
+    with connect(bootstrap) as sock:
+        assert answer(request(sock, produce_request("doomed", batch([b"a", b"b"])), 9)) == (ErrorCode.NONE, 0)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics(["doomed"])["doomed"].result(15)
+    data_dir = kfk_broker_process.log_dir
+    deadline = time.monotonic() + 10
+    while (data_dir / "doomed-0").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not (data_dir / "doomed-0").exists()
+    with connect(bootstrap) as sock:
+        assert answer(request(sock, produce_request("doomed", batch([b"c"])), 9))[0] == \
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    create_topic(bootstrap, "doomed")
+    with connect(bootstrap) as sock:
+        assert answer(request(sock, produce_request("doomed", batch([b"new"])), 9)) == (ErrorCode.NONE, 0)
+
+
+def test_a_topic_config_change_applies_to_the_next_append(kfk_broker: str) -> None:
+    create_topic(kfk_broker, "reconfigured")
+    admin = AdminClient({"bootstrap.servers": kfk_broker})
+    resource = ConfigResource(ResourceType.TOPIC, "reconfigured", incremental_configs=[
+        ConfigEntry("message.timestamp.type", "LogAppendTime", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(15)
+    with connect(kfk_broker) as sock:
+        response = request(sock, produce_request("reconfigured", batch([b"a"], timestamp=5)), 9)
+    partition = response.responses[0].partition_responses[0]
+    assert partition.error_code == ErrorCode.NONE and partition.log_append_time_ms > 5
