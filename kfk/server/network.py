@@ -50,7 +50,8 @@ class Listener:
 
 class _SendfileSource:
     """What loop.sendfile wants of a file: a descriptor, and a seek it calls when done (a no-op here: segment files
-    are read positionally, and several connections may send from one at once)."""
+    are read positionally, and several connections may send from one at once). Only the native os.sendfile path is
+    used (fallback=False), so nothing ever reads through this object."""
 
     __slots__ = ("_fd",)
 
@@ -160,8 +161,17 @@ class SocketServer:
                 writer.writelines(pending)
                 pending = []
                 await writer.drain()
-            if len(chunk):
-                await loop.sendfile(writer.transport, _SendfileSource(chunk.fileno()), chunk.position, len(chunk))
+            length = len(chunk)
+            if length:
+                try:
+                    sent = await loop.sendfile(
+                        writer.transport, _SendfileSource(chunk.fileno()), chunk.position, length, fallback=False
+                    )
+                except (OSError, RuntimeError) as error:  # the peer went away (EPIPE...), or the transport closed
+                    raise ConnectionError(f"sendfile failed: {error}") from error
+                if sent != length:
+                    # The segment shrank under us (a follower truncation): the frame cannot be completed.
+                    raise CloseConnection(f"sent {sent} of {length} bytes of a fetch response; segment truncated")
         if pending:
             writer.writelines(pending)
         await writer.drain()
