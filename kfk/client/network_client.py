@@ -28,7 +28,10 @@ from kfk.errors import KafkaError, KafkaTimeoutError, NetworkError
 from kfk.protocol.message import Message
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 
-__all__ = ["NetworkClient", "ExponentialBackoff", "monotonic_ms", "now_ms"]
+__all__ = ["NetworkClient", "ExponentialBackoff", "TRACKED_TOPICS", "monotonic_ms", "now_ms"]
+
+TRACKED_TOPICS = object()
+"""refresh_metadata's default: the topics the client tracks (add_topics / set_topics / track_all_topics)."""
 
 log = logging.getLogger("kfk.client")
 
@@ -179,6 +182,12 @@ class NetworkClient:
 
     # --- requests ----------------------------------------------------------------------------------------------------
 
+    async def api_version(self, node_id: int, api_key: int, highest: int | None = None) -> int:
+        """The version to send ``api_key`` to ``node_id`` at (connecting first): for requests whose shape
+        depends on the version (FindCoordinator's batched keys, OffsetFetch's groups)."""
+        connection = await self.connect(node_id)
+        return connection.version(api_key, highest)
+
     async def send(self, node_id: int, request: Message, **options: Any) -> Message:
         """Send to one broker. A connection failure closes that connection, marks metadata stale and raises."""
         connection = await self.connect(node_id)
@@ -214,12 +223,22 @@ class NetworkClient:
             node_id = self.least_loaded_node()
             try:
                 return await self.send(node_id, request, **options)
-            except (NetworkError, KafkaTimeoutError):
+            except (NetworkError, KafkaTimeoutError) as error:
                 attempts += 1
+                if self.bootstrap_unreachable():
+                    servers = ", ".join(f"{host}:{port}" for host, port in self.bootstrap_addresses)
+                    raise NetworkError(f"cannot connect to any bootstrap server ({servers}): {error}") from None
                 if monotonic_ms() + self.retry_backoff.backoff_ms(attempts) >= deadline or self._closed:
                     raise
                 if self._all_nodes_backing_off():
                     await asyncio.sleep(self.retry_backoff.backoff_ms(attempts) / 1000)
+
+    def bootstrap_unreachable(self) -> bool:
+        """No broker has ever answered and every bootstrap address has failed: the caller decides whether to keep
+        trying (a producer waiting max.block.ms) or to report it now (the admin tools)."""
+        if self.ever_connected:
+            return False
+        return all(node_id in self._nodes and self._nodes[node_id].failures > 0 for node_id in self._bootstrap_ids)
 
     def _all_nodes_backing_off(self) -> bool:
         return all(self.is_backing_off(node_id) for node_id in self.known_nodes())
@@ -256,14 +275,16 @@ class NetworkClient:
         """``listener(cluster)`` runs on the loop after every refresh."""
         self._metadata_listeners.append(listener)
 
-    async def refresh_metadata(self, topics: Collection[str] | None = None, *, timeout_ms: float | None = None,
-                               allow_auto_topic_creation: bool | None = None) -> ClusterMetadata:
-        """Fetch metadata for ``topics`` (default: the tracked topics; the tracked set is all topics when
-        track_all_topics is on) and return the new snapshot."""
-        if topics is None:
-            wanted: frozenset[str] | None = None if self._all_topics else frozenset(self._interesting_topics)
+    async def refresh_metadata(self, topics: Collection[str] | None | object = TRACKED_TOPICS, *,
+                               timeout_ms: float | None = None, allow_auto_topic_creation: bool | None = None
+                               ) -> ClusterMetadata:
+        """Fetch metadata for ``topics`` (None: every topic; by default the tracked topics, which are every topic
+        when track_all_topics is on) and return the new snapshot."""
+        wanted: frozenset[str] | None
+        if topics is TRACKED_TOPICS:
+            wanted = None if self._all_topics else frozenset(self._interesting_topics)
         else:
-            wanted = frozenset(topics)
+            wanted = None if topics is None else frozenset(topics)  # type: ignore[arg-type]
         running = self._metadata_task
         if running is not None and not running.done() and (
                 self._metadata_task_topics is None or (wanted is not None and wanted <= self._metadata_task_topics)):

@@ -1,0 +1,665 @@
+"""Admin: topics, partitions, configs, the cluster, consumer groups, offsets and record deletion (Java's Admin).
+
+Each method is synchronous and bounded by default.api.timeout.ms (or its ``timeout_ms`` argument). Requests go where
+Kafka sends them: topic and config changes to the controller the Metadata response names (in KRaft any broker
+forwards them), broker configs to that broker, group calls to the group's coordinator, ListOffsets and DeleteRecords
+to partition leaders, ListGroups to every broker. Retriable failures (NOT_CONTROLLER, a coordinator moving, a lost
+connection) are retried after a metadata refresh until the deadline.
+
+Batch operations return one outcome per item, ``None`` for success or the KafkaError, because partial failure is
+normal (creating three topics of which one exists). Lookups raise the error of what they could not find.
+
+One exception to "retry until the deadline": when no bootstrap server has ever answered and every one refuses the
+connection, the call fails at once with NetworkError. A typo in --bootstrap-server should say so in a second, not
+after a minute (Java's AdminClient waits the whole timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, NamedTuple, TypeVar
+
+from kfk.client.cluster import BrokerMetadata, ClusterMetadata, TopicMetadata
+from kfk.client.config import ADMIN_CONFIG_DEF, ClientConfig
+from kfk.client.event_loop import ClientLoop
+from kfk.client.network_client import NetworkClient, monotonic_ms
+from kfk.client.offsets import (
+    READ_UNCOMMITTED,
+    commit_offsets,
+    fetch_committed,
+    find_coordinator,
+    list_offsets,
+)
+from kfk.client.response_errors import response_error
+from kfk.client.structs import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    NO_NODE,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
+from kfk.errors import (
+    ErrorCode,
+    KafkaError,
+    KafkaTimeoutError,
+    NetworkError,
+    NotControllerError,
+    UnknownTopicOrPartitionError,
+)
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from kfk.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from kfk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from kfk.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+from kfk.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+
+__all__ = [
+    "Admin",
+    "NewTopic",
+    "ConfigResource",
+    "ConfigResourceType",
+    "ConfigEntry",
+    "ConfigSource",
+    "AlterConfigOp",
+    "AlterConfigOpType",
+    "TopicDescription",
+    "PartitionInfo",
+    "ClusterDescription",
+    "GroupListing",
+    "MemberDescription",
+    "ConsumerGroupDescription",
+]
+
+T = TypeVar("T")
+
+DEFAULT_NUM_PARTITIONS = -1  # CreateTopics v4+: use the broker's num.partitions
+DEFAULT_REPLICATION_FACTOR = -1  # ... and default.replication.factor
+
+
+class ConfigResourceType(IntEnum):
+    """What a config belongs to (Kafka's ConfigResource.Type ids)."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+class ConfigSource(IntEnum):
+    """Where a config value comes from (DescribeConfigs v1+ ConfigSource ids)."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
+
+
+class AlterConfigOpType(IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class ConfigResource(NamedTuple):
+    type: ConfigResourceType
+    name: str
+
+
+class AlterConfigOp(NamedTuple):
+    name: str
+    value: str | None
+    op: AlterConfigOpType = AlterConfigOpType.SET
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    """A topic to create: -1 partitions / replication factor mean the broker's defaults (CreateTopics v4+)."""
+
+    name: str
+    num_partitions: int = DEFAULT_NUM_PARTITIONS
+    replication_factor: int = DEFAULT_REPLICATION_FACTOR
+    configs: Mapping[str, str] = field(default_factory=dict)
+    replica_assignments: Mapping[int, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource
+    is_default: bool
+    is_read_only: bool
+    is_sensitive: bool
+    synonyms: list[tuple[str, str | None, ConfigSource]] = field(default_factory=list)
+    documentation: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    in_sync_replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.in_sync_replicas) < len(self.replicas)
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: list[PartitionInfo]
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[BrokerMetadata]
+
+
+class GroupListing(NamedTuple):
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: list[TopicPartition]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    partition_assignor: str
+    members: list[MemberDescription]
+    coordinator: int
+
+
+class _FinalError(Exception):
+    """Carries an error out of the retry loop even though its code is retriable: describing a topic that does not
+    exist should say so now, not after retrying UNKNOWN_TOPIC_OR_PARTITION until the timeout."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class Admin:
+    """An admin client. ``config`` takes Kafka's property names; keyword arguments the same in snake_case."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+        self.config = ClientConfig(ADMIN_CONFIG_DEF, "admin", config, **overrides)
+        self._timeout_ms = self.config.default_api_timeout_ms
+        self._loop = ClientLoop(f"kfk-admin-client-thread | {self.config.client_id}")
+        self._network = NetworkClient(self.config)
+        self._closed = False
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._loop.run(self._network.close(), 5)
+        finally:
+            self._loop.close()
+
+    # --- plumbing ----------------------------------------------------------------------------------------------------
+
+    def _run(self, make: Callable[[float], Awaitable[T]], timeout_ms: float | None) -> T:
+        """Run ``make(deadline)`` on the loop, retrying retriable errors until the deadline."""
+        timeout_ms = self._timeout_ms if timeout_ms is None else timeout_ms
+        return self._loop.run(self._retrying(make, timeout_ms), timeout_ms / 1000 + 1)
+
+    async def _retrying(self, make: Callable[[float], Awaitable[T]], timeout_ms: float) -> T:
+        deadline = monotonic_ms() + timeout_ms
+        attempts = 0
+        network = self._network
+        while True:
+            try:
+                return await asyncio.wait_for(make(deadline), max(deadline - monotonic_ms(), 1) / 1000)
+            except asyncio.TimeoutError:
+                raise KafkaTimeoutError(f"the call did not complete within {timeout_ms:.0f} ms") from None
+            except _FinalError as final:
+                raise final.error from None
+            except KafkaError as error:
+                if not error.retriable:
+                    raise
+                if isinstance(error, NetworkError) and network.bootstrap_unreachable():
+                    raise
+                attempts += 1
+                wait = network.retry_backoff.backoff_ms(attempts)
+                if monotonic_ms() + wait >= deadline:
+                    raise KafkaTimeoutError(f"the call did not complete within {timeout_ms:.0f} ms: "
+                                            f"{error}") from None
+                network.request_metadata_update()
+                await asyncio.sleep(wait / 1000)
+
+    async def _metadata(self, topics: Collection[str] | None, deadline: float) -> ClusterMetadata:
+        return await self._network.refresh_metadata(topics, timeout_ms=max(deadline - monotonic_ms(), 1),
+                                                    allow_auto_topic_creation=False)
+
+    async def _controller(self, deadline: float) -> int:
+        cluster = await self._metadata((), deadline)
+        if cluster.controller_id in cluster.brokers:
+            return cluster.controller_id
+        return self._network.least_loaded_node()
+
+    # --- cluster -----------------------------------------------------------------------------------------------------
+
+    def describe_cluster(self, timeout_ms: float | None = None) -> ClusterDescription:
+        async def call(deadline: float) -> ClusterDescription:
+            node = self._network.least_loaded_node()
+            connection = await self._network.connect(node)
+            if connection.supports(ApiKey.DESCRIBE_CLUSTER):
+                response = await self._network.send(node, DescribeClusterRequest())
+                assert isinstance(response, DescribeClusterResponse)
+                if response.error_code != ErrorCode.NONE:
+                    raise response_error(response.error_code, "DescribeCluster", response.error_message)
+                brokers = [BrokerMetadata(b.broker_id, b.host, b.port, b.rack) for b in response.brokers]
+                return ClusterDescription(response.cluster_id, response.controller_id,
+                                          sorted(brokers, key=lambda b: b.node_id))
+            cluster = await self._metadata((), deadline)
+            return ClusterDescription(cluster.cluster_id, cluster.controller_id,
+                                      sorted(cluster.brokers.values(), key=lambda b: b.node_id))
+
+        return self._run(call, timeout_ms)
+
+    # --- topics ------------------------------------------------------------------------------------------------------
+
+    def list_topics(self, include_internal: bool = False, timeout_ms: float | None = None) -> list[str]:
+        async def call(deadline: float) -> list[str]:
+            cluster = await self._metadata(None, deadline)
+            return sorted(name for name, topic in cluster.topics.items()
+                          if topic.error_code == ErrorCode.NONE and (include_internal or not topic.is_internal))
+
+        return self._run(call, timeout_ms)
+
+    def describe_topics(self, topics: Iterable[str] | None = None, include_internal: bool = False,
+                        timeout_ms: float | None = None) -> dict[str, TopicDescription]:
+        """Describe ``topics`` (None: every topic). An unknown topic raises UnknownTopicOrPartitionError."""
+        wanted = None if topics is None else sorted(set(topics))
+
+        async def call(deadline: float) -> dict[str, TopicDescription]:
+            cluster = await self._metadata(wanted, deadline)
+            result: dict[str, TopicDescription] = {}
+            names = wanted if wanted is not None else sorted(
+                name for name, topic in cluster.topics.items() if include_internal or not topic.is_internal)
+            for name in names:
+                topic = cluster.topic(name)
+                if topic is None:
+                    raise _FinalError(UnknownTopicOrPartitionError(f"topic {name!r} does not exist"))
+                if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    raise _FinalError(UnknownTopicOrPartitionError(f"topic {name!r} does not exist"))
+                if topic.error_code != ErrorCode.NONE:
+                    raise response_error(topic.error_code, f"topic {name!r}")
+                result[name] = _describe(topic)
+            return result
+
+        return self._run(call, timeout_ms)
+
+    def create_topics(self, new_topics: Iterable[NewTopic], *, validate_only: bool = False,
+                      timeout_ms: float | None = None) -> dict[str, KafkaError | None]:
+        new_topics = list(new_topics)
+
+        async def call(deadline: float) -> dict[str, KafkaError | None]:
+            controller = await self._controller(deadline)
+            version = await self._network.api_version(controller, ApiKey.CREATE_TOPICS)
+            topics = []
+            for topic in new_topics:
+                partitions, replication = topic.num_partitions, topic.replication_factor
+                if version < 4 and not topic.replica_assignments and (partitions < 0 or replication < 0):
+                    raise KafkaError("the broker's CreateTopics (v<4) needs explicit partitions and replication")
+                topics.append(CreateTopicsRequest.CreatableTopic(
+                    name=topic.name,
+                    num_partitions=-1 if topic.replica_assignments else partitions,
+                    replication_factor=-1 if topic.replica_assignments else replication,
+                    assignments=[CreateTopicsRequest.CreatableReplicaAssignment(partition_index=index,
+                                                                                broker_ids=list(brokers))
+                                 for index, brokers in sorted(topic.replica_assignments.items())],
+                    configs=[CreateTopicsRequest.CreatableTopicConfig(name=key, value=str(value))
+                             for key, value in topic.configs.items()]))
+            request = CreateTopicsRequest(topics=topics, timeout_ms=int(max(deadline - monotonic_ms(), 0)),
+                                          validate_only=validate_only)
+            response = await self._network.send(controller, request, version=version)
+            assert isinstance(response, CreateTopicsResponse)
+            results = {result.name: _topic_error(result.error_code, result.error_message, result.name)
+                       for result in response.topics}
+            _raise_if_not_controller(results.values())
+            return results
+
+        return self._run(call, timeout_ms)
+
+    def delete_topics(self, topics: Iterable[str], timeout_ms: float | None = None) -> dict[str, KafkaError | None]:
+        names = list(topics)
+
+        async def call(deadline: float) -> dict[str, KafkaError | None]:
+            controller = await self._controller(deadline)
+            version = await self._network.api_version(controller, ApiKey.DELETE_TOPICS)
+            budget = int(max(deadline - monotonic_ms(), 0))
+            if version >= 6:
+                request = DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name=name)
+                                                      for name in names], timeout_ms=budget)
+            else:
+                request = DeleteTopicsRequest(topic_names=names, timeout_ms=budget)
+            response = await self._network.send(controller, request, version=version)
+            assert isinstance(response, DeleteTopicsResponse)
+            results = {result.name: _topic_error(result.error_code, result.error_message, result.name)
+                       for result in response.responses}
+            _raise_if_not_controller(results.values())
+            return results
+
+        return self._run(call, timeout_ms)
+
+    def create_partitions(self, new_totals: Mapping[str, int], *, validate_only: bool = False,
+                          timeout_ms: float | None = None) -> dict[str, KafkaError | None]:
+        """Grow topics to ``new_totals[topic]`` partitions."""
+
+        async def call(deadline: float) -> dict[str, KafkaError | None]:
+            controller = await self._controller(deadline)
+            request = CreatePartitionsRequest(
+                topics=[CreatePartitionsRequest.CreatePartitionsTopic(name=name, count=count, assignments=None)
+                        for name, count in new_totals.items()],
+                timeout_ms=int(max(deadline - monotonic_ms(), 0)), validate_only=validate_only)
+            response = await self._network.send(controller, request)
+            assert isinstance(response, CreatePartitionsResponse)
+            results = {result.name: _topic_error(result.error_code, result.error_message, result.name)
+                       for result in response.results}
+            _raise_if_not_controller(results.values())
+            return results
+
+        return self._run(call, timeout_ms)
+
+    # --- configs -----------------------------------------------------------------------------------------------------
+
+    def describe_configs(self, resources: Iterable[ConfigResource], *, include_synonyms: bool = False,
+                         include_documentation: bool = False, timeout_ms: float | None = None
+                         ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        resources = list(resources)
+
+        async def call(deadline: float) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+            groups = self._by_target_node(resources)
+            result: dict[ConfigResource, dict[str, ConfigEntry]] = {}
+            for node, items in groups.items():
+                request = DescribeConfigsRequest(
+                    resources=[DescribeConfigsRequest.DescribeConfigsResource(
+                        resource_type=resource.type, resource_name=resource.name, configuration_keys=None)
+                        for resource in items],
+                    include_synonyms=include_synonyms, include_documentation=include_documentation)
+                target = node if node != NO_NODE else self._network.least_loaded_node()
+                response = await self._network.send(target, request)
+                assert isinstance(response, DescribeConfigsResponse)
+                for entry in response.results:
+                    resource = ConfigResource(ConfigResourceType(entry.resource_type), entry.resource_name)
+                    if entry.error_code != ErrorCode.NONE:
+                        raise response_error(entry.error_code, f"{resource.type.name.lower()} {resource.name!r}",
+                                             entry.error_message)
+                    result[resource] = {config.name: _config_entry(config) for config in entry.configs}
+            return result
+
+        return self._run(call, timeout_ms)
+
+    def incremental_alter_configs(self, changes: Mapping[ConfigResource, Iterable[AlterConfigOp]], *,
+                                  validate_only: bool = False, timeout_ms: float | None = None
+                                  ) -> dict[ConfigResource, KafkaError | None]:
+        changes = {resource: list(ops) for resource, ops in changes.items()}
+
+        async def call(deadline: float) -> dict[ConfigResource, KafkaError | None]:
+            result: dict[ConfigResource, KafkaError | None] = {}
+            for node, items in self._by_target_node(list(changes)).items():
+                target = node if node != NO_NODE else await self._controller(deadline)
+                request = IncrementalAlterConfigsRequest(
+                    resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+                        resource_type=resource.type, resource_name=resource.name,
+                        configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+                            name=op.name, config_operation=op.op, value=op.value) for op in changes[resource]])
+                        for resource in items],
+                    validate_only=validate_only)
+                response = await self._network.send(target, request)
+                assert isinstance(response, IncrementalAlterConfigsResponse)
+                for entry in response.responses:
+                    resource = ConfigResource(ConfigResourceType(entry.resource_type), entry.resource_name)
+                    result[resource] = (None if entry.error_code == ErrorCode.NONE else response_error(
+                        entry.error_code, f"{resource.type.name.lower()} {resource.name!r}", entry.error_message))
+            _raise_if_not_controller(result.values())
+            return result
+
+        return self._run(call, timeout_ms)
+
+    @staticmethod
+    def _by_target_node(resources: Iterable[ConfigResource]) -> dict[int, list[ConfigResource]]:
+        """Broker (and broker logger) resources go to that broker; the rest to any broker (NO_NODE)."""
+        groups: dict[int, list[ConfigResource]] = {}
+        for resource in resources:
+            node = NO_NODE
+            if resource.type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER) and resource.name:
+                try:
+                    node = int(resource.name)
+                except ValueError:
+                    raise KafkaError(f"broker config names are broker ids, not {resource.name!r}") from None
+            groups.setdefault(node, []).append(resource)
+        return groups
+
+    # --- records and offsets -----------------------------------------------------------------------------------------
+
+    def list_offsets(self, specs: Mapping[TopicPartition, int], *, isolation_level: int = READ_UNCOMMITTED,
+                     timeout_ms: float | None = None) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """Offsets by timestamp, or the EARLIEST_TIMESTAMP / LATEST_TIMESTAMP / MAX_TIMESTAMP sentinels."""
+
+        async def call(deadline: float) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+            return await list_offsets(self._network, specs, isolation_level=isolation_level,
+                                      timeout_ms=max(deadline - monotonic_ms(), 1))
+
+        return self._run(call, timeout_ms)
+
+    def beginning_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+                          ) -> dict[TopicPartition, int]:
+        found = self.list_offsets(dict.fromkeys(partitions, EARLIEST_TIMESTAMP), timeout_ms=timeout_ms)
+        return {tp: value.offset if value is not None else 0 for tp, value in found.items()}
+
+    def end_offsets(self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+                    ) -> dict[TopicPartition, int]:
+        found = self.list_offsets(dict.fromkeys(partitions, LATEST_TIMESTAMP), timeout_ms=timeout_ms)
+        return {tp: value.offset if value is not None else 0 for tp, value in found.items()}
+
+    def delete_records(self, before_offsets: Mapping[TopicPartition, int], timeout_ms: float | None = None
+                       ) -> dict[TopicPartition, int | KafkaError]:
+        """Move each partition's log start offset up to the given offset (-1: the high watermark); per partition
+        the new low watermark or the error."""
+
+        async def call(deadline: float) -> dict[TopicPartition, int | KafkaError]:
+            cluster = await self._metadata({tp.topic for tp in before_offsets}, deadline)
+            by_leader: dict[int, dict[TopicPartition, int]] = {}
+            result: dict[TopicPartition, int | KafkaError] = {}
+            for tp, offset in before_offsets.items():
+                leader = cluster.leader_for(tp)
+                if leader == NO_NODE:
+                    result[tp] = UnknownTopicOrPartitionError(f"{tp}: no such partition, or it has no leader")
+                    continue
+                by_leader.setdefault(leader, {})[tp] = offset
+            for leader, partitions in by_leader.items():
+                topics: dict[str, list] = {}
+                for tp, offset in partitions.items():
+                    topics.setdefault(tp.topic, []).append(
+                        DeleteRecordsRequest.DeleteRecordsPartition(partition_index=tp.partition, offset=offset))
+                request = DeleteRecordsRequest(
+                    topics=[DeleteRecordsRequest.DeleteRecordsTopic(name=name, partitions=parts)
+                            for name, parts in topics.items()],
+                    timeout_ms=int(max(deadline - monotonic_ms(), 0)))
+                response = await self._network.send(leader, request)
+                assert isinstance(response, DeleteRecordsResponse)
+                for topic in response.topics:
+                    for partition in topic.partitions:
+                        tp = TopicPartition(topic.name, partition.partition_index)
+                        result[tp] = (partition.low_watermark if partition.error_code == ErrorCode.NONE
+                                      else response_error(partition.error_code, f"DeleteRecords for {tp}"))
+            return result
+
+        return self._run(call, timeout_ms)
+
+    # --- consumer groups ---------------------------------------------------------------------------------------------
+
+    def list_consumer_groups(self, timeout_ms: float | None = None) -> list[GroupListing]:
+        """Groups of every broker (each coordinator lists its own)."""
+
+        async def call(deadline: float) -> list[GroupListing]:
+            cluster = await self._metadata((), deadline)
+            responses = await asyncio.gather(*(self._network.send(node, ListGroupsRequest())
+                                               for node in sorted(cluster.brokers)))
+            groups: dict[str, GroupListing] = {}
+            for response in responses:
+                assert isinstance(response, ListGroupsResponse)
+                if response.error_code != ErrorCode.NONE:
+                    raise response_error(response.error_code, "ListGroups")
+                for group in response.groups:
+                    groups[group.group_id] = GroupListing(group.group_id, group.protocol_type, group.group_state,
+                                                          group.group_type)
+            return sorted(groups.values())
+
+        return self._run(call, timeout_ms)
+
+    def describe_consumer_groups(self, group_ids: Iterable[str], timeout_ms: float | None = None
+                                 ) -> dict[str, ConsumerGroupDescription]:
+        group_ids = list(group_ids)
+
+        async def call(deadline: float) -> dict[str, ConsumerGroupDescription]:
+            from kfk.client.consumer.assignors import decode_assignment
+
+            result: dict[str, ConsumerGroupDescription] = {}
+            for group_id in group_ids:
+                coordinator = await find_coordinator(self._network, group_id,
+                                                     timeout_ms=max(deadline - monotonic_ms(), 1))
+                response = await self._network.send(coordinator, DescribeGroupsRequest(groups=[group_id]))
+                assert isinstance(response, DescribeGroupsResponse)
+                for group in response.groups:
+                    if group.error_code != ErrorCode.NONE:
+                        raise response_error(group.error_code, f"group {group.group_id!r}")
+                    members = []
+                    for member in group.members:
+                        assignment = (decode_assignment(member.member_assignment)
+                                      if group.protocol_type == "consumer" and member.member_assignment else [])
+                        members.append(MemberDescription(member.member_id, member.group_instance_id,
+                                                         member.client_id, member.client_host, assignment))
+                    result[group.group_id] = ConsumerGroupDescription(
+                        group.group_id, group.group_state, group.protocol_type, group.protocol_data, members,
+                        coordinator)
+            return result
+
+        return self._run(call, timeout_ms)
+
+    def list_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None,
+                                    timeout_ms: float | None = None) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets (only partitions that have one)."""
+        wanted = None if partitions is None else list(partitions)
+
+        async def call(deadline: float) -> dict[TopicPartition, OffsetAndMetadata]:
+            coordinator = await find_coordinator(self._network, group_id,
+                                                 timeout_ms=max(deadline - monotonic_ms(), 1))
+            committed = await fetch_committed(self._network, coordinator, group_id, wanted, require_stable=False)
+            return {tp: offset for tp, offset in committed.items() if offset is not None}
+
+        return self._run(call, timeout_ms)
+
+    def alter_consumer_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                                     timeout_ms: float | None = None) -> dict[TopicPartition, KafkaError | None]:
+        """Commit offsets for a group as an outside tool (the group must have no active members)."""
+
+        async def call(deadline: float) -> dict[TopicPartition, KafkaError | None]:
+            coordinator = await find_coordinator(self._network, group_id,
+                                                 timeout_ms=max(deadline - monotonic_ms(), 1))
+            return await commit_offsets(self._network, coordinator, group_id, offsets)
+
+        return self._run(call, timeout_ms)
+
+    def delete_consumer_groups(self, group_ids: Iterable[str], timeout_ms: float | None = None
+                               ) -> dict[str, KafkaError | None]:
+        group_ids = list(group_ids)
+
+        async def call(deadline: float) -> dict[str, KafkaError | None]:
+            result: dict[str, KafkaError | None] = {}
+            for group_id in group_ids:
+                coordinator = await find_coordinator(self._network, group_id,
+                                                     timeout_ms=max(deadline - monotonic_ms(), 1))
+                response = await self._network.send(coordinator, DeleteGroupsRequest(groups_names=[group_id]))
+                assert isinstance(response, DeleteGroupsResponse)
+                for entry in response.results:
+                    result[entry.group_id] = (None if entry.error_code == ErrorCode.NONE
+                                              else response_error(entry.error_code, f"group {entry.group_id!r}"))
+            return result
+
+        return self._run(call, timeout_ms)
+
+
+def _describe(topic: TopicMetadata) -> TopicDescription:
+    partitions = [PartitionInfo(p.partition, p.leader, p.leader_epoch, p.replicas, p.in_sync_replicas,
+                                p.offline_replicas) for _, p in sorted(topic.partitions.items())]
+    return TopicDescription(topic.name, topic.topic_id, topic.is_internal, partitions)
+
+
+def _topic_error(code: int, message: str | None, name: str) -> KafkaError | None:
+    return None if code == ErrorCode.NONE else response_error(code, f"topic {name!r}", message)
+
+
+def _raise_if_not_controller(outcomes: Iterable[KafkaError | None]) -> None:
+    """NOT_CONTROLLER on any item: the whole call goes again to the new controller (it is retriable)."""
+    for outcome in outcomes:
+        if isinstance(outcome, NotControllerError):
+            raise outcome
+
+
+def _config_entry(config: DescribeConfigsResponse.DescribeConfigsResourceResult) -> ConfigEntry:
+    source = _config_source(config.config_source)
+    if source == ConfigSource.UNKNOWN and config.is_default:
+        source = ConfigSource.DEFAULT_CONFIG  # v0 has only is_default
+    return ConfigEntry(
+        config.name, config.value, source, source == ConfigSource.DEFAULT_CONFIG, config.read_only,
+        config.is_sensitive,
+        [(synonym.name, synonym.value, _config_source(synonym.source)) for synonym in config.synonyms],
+        config.documentation)
+
+
+def _config_source(value: int) -> ConfigSource:
+    try:
+        return ConfigSource(value)
+    except ValueError:
+        return ConfigSource.UNKNOWN

@@ -1,0 +1,306 @@
+"""RecordAccumulator: per-partition queues of open batches, filled by send() and drained by the sender.
+
+send() appends a record to the last batch of its partition's queue (a new batch when that one is full), in the
+caller's thread, under one lock shared with the sender. A batch is *ready* to send when it is full, when it has
+waited linger.ms, when flush() or close() is in progress, or when it is not the last in its queue; the sender then
+*drains* at most one batch per partition per request (so one slow partition does not starve the others), up to
+max.request.size per broker, exactly as Kafka's RecordAccumulator does.
+
+buffer.memory bounds the bytes of all batches not yet acknowledged (each new batch reserves max(batch.size, its
+first record)); when it is used up, send() blocks up to max.block.ms for acknowledgements to free space, then fails
+with KafkaTimeoutError. That back-pressure is what stops a fast producer from filling memory when the broker is slow.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+
+from kfk.client.cluster import ClusterMetadata
+from kfk.client.network_client import monotonic_ms
+from kfk.client.producer.future import FutureRecordMetadata, ProduceRequestResult
+from kfk.client.structs import NO_NODE, TopicPartition
+from kfk.errors import KafkaTimeoutError, RecordTooLargeError
+from kfk.records import RECORD_BATCH_OVERHEAD, CompressionType, MemoryRecordsBuilder
+from kfk.records.builder import record_size
+
+__all__ = ["ProducerBatch", "RecordAccumulator", "ReadyCheckResult"]
+
+# An upper bound of a record's framing beyond its key and value bytes (length, attributes, timestamp delta, offset
+# delta, key and value lengths, header count): only records that might not fit pay for the exact size computation.
+_RECORD_FRAMING_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
+
+
+class ProducerBatch:
+    """One batch of one partition: the builder while open, its bytes once drained, and its outcome."""
+
+    __slots__ = ("topic_partition", "builder", "result", "created_ms", "attempts", "retry_at_ms", "drained_ms",
+                 "records", "record_count", "reserved_bytes", "base_sequence", "is_full", "in_retry",
+                 "_size_estimate", "_limit")
+
+    def __init__(self, topic_partition: TopicPartition, compression_type: CompressionType, batch_size: int,
+                 compression_level: int | None, now_ms: float, reserved_bytes: int) -> None:
+        self.topic_partition = topic_partition
+        self.builder = MemoryRecordsBuilder(compression_type=compression_type, write_limit=batch_size,
+                                            compression_level=compression_level)
+        self.result = ProduceRequestResult(topic_partition)
+        self.created_ms = now_ms
+        self.attempts = 0
+        self.retry_at_ms = 0.0
+        self.drained_ms = 0.0
+        self.records: bytes | bytearray | None = None
+        self.record_count = 0
+        self.reserved_bytes = reserved_bytes
+        self.base_sequence = -1
+        self.is_full = False
+        self.in_retry = False
+        self._size_estimate = RECORD_BATCH_OVERHEAD
+        self._limit = batch_size
+
+    def __repr__(self) -> str:
+        return (f"ProducerBatch({self.topic_partition}, records={self.record_count}, attempts={self.attempts}, "
+                f"base_sequence={self.base_sequence})")
+
+    def try_append(self, timestamp: int, key: bytes | None, value: bytes | None,
+                   headers: Sequence[tuple[str, bytes | None]], key_size: int, value_size: int
+                   ) -> FutureRecordMetadata | None:
+        """Append if the batch has room (the first record always fits); None if it is full."""
+        if self.is_full:
+            return None
+        builder = self.builder
+        if self.record_count and (self._size_estimate + key_size + value_size + _RECORD_FRAMING_BOUND
+                                  > self._limit or headers):
+            if not builder.has_room_for(timestamp, key, value, headers):
+                self.is_full = True
+                return None
+        relative_offset = self.record_count
+        builder.append(timestamp, key, value, headers)
+        self.record_count = relative_offset + 1
+        self._size_estimate = builder.estimated_size_in_bytes()
+        if self._size_estimate >= self._limit:
+            self.is_full = True
+        return FutureRecordMetadata(self.result, relative_offset, timestamp, key_size, value_size)
+
+    @property
+    def estimated_size(self) -> int:
+        return self._size_estimate
+
+    def close(self) -> bytes | bytearray:
+        """Seal the batch (with the producer id and sequence set by the sender) and return its bytes."""
+        if self.records is None:
+            self.records = self.builder.close()
+            self.builder = None  # type: ignore[assignment]  # frees the per-record buffers
+        return self.records
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        builder = self.builder
+        builder.producer_id = producer_id
+        builder.producer_epoch = producer_epoch
+        builder.base_sequence = base_sequence
+        self.base_sequence = base_sequence
+
+    def complete(self, base_offset: int, log_append_time: int, error: BaseException | None) -> None:
+        self.result.complete(base_offset, log_append_time, error)
+
+
+class ReadyCheckResult:
+    __slots__ = ("ready_nodes", "next_ready_check_delay_ms", "unknown_leader_topics")
+
+    def __init__(self) -> None:
+        self.ready_nodes: set[int] = set()
+        self.next_ready_check_delay_ms = float("inf")
+        self.unknown_leader_topics: set[str] = set()
+
+
+class RecordAccumulator:
+    def __init__(self, *, batch_size: int, buffer_memory: int, linger_ms: int, compression_type: CompressionType,
+                 compression_level: int | None, delivery_timeout_ms: int) -> None:
+        self.batch_size = batch_size
+        self.buffer_memory = buffer_memory
+        self.linger_ms = linger_ms
+        self.compression_type = compression_type
+        self.compression_level = compression_level
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._lock = threading.Lock()
+        self._memory_freed = threading.Condition(self._lock)
+        self._used_memory = 0
+        self._incomplete: set[ProducerBatch] = set()
+        self._flushes_in_progress = 0
+        self._closed = False
+        self._drain_start = 0
+
+    # --- the caller's side -------------------------------------------------------------------------------------------
+
+    def append(self, topic_partition: TopicPartition, timestamp: int, key: bytes | None, value: bytes | None,
+               headers: Sequence[tuple[str, bytes | None]], max_block_ms: float
+               ) -> tuple[FutureRecordMetadata, bool]:
+        """Append a record; returns its future and whether the sender should be woken (a new or full batch)."""
+        key_size = len(key) if key is not None else -1
+        value_size = len(value) if value is not None else -1
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot send after the producer is closed")
+            queue = self._queues.get(topic_partition)
+            if queue is None:
+                queue = self._queues[topic_partition] = deque()
+            if queue:
+                last = queue[-1]
+                future = last.try_append(timestamp, key, value, headers, key_size, value_size)
+                if future is not None:
+                    return future, last.is_full
+            size = max(self.batch_size, RECORD_BATCH_OVERHEAD + record_size(0, 0, key, value, headers))
+            self._reserve(size, max_block_ms)
+            batch = ProducerBatch(topic_partition, self.compression_type, self.batch_size, self.compression_level,
+                                  monotonic_ms(), size)
+            future = batch.try_append(timestamp, key, value, headers, key_size, value_size)
+            assert future is not None
+            queue.append(batch)
+            self._incomplete.add(batch)
+            return future, True
+
+    def _reserve(self, size: int, max_block_ms: float) -> None:
+        """Take ``size`` bytes of buffer.memory, waiting (lock held by the caller) up to max_block_ms."""
+        if size > self.buffer_memory:
+            raise RecordTooLargeError(f"the record is {size} bytes when serialized, larger than the total memory "
+                                      f"buffer (buffer.memory={self.buffer_memory})")
+        deadline = monotonic_ms() + max_block_ms
+        while self._used_memory + size > self.buffer_memory:
+            remaining = deadline - monotonic_ms()
+            if remaining <= 0 or self._closed:
+                raise KafkaTimeoutError(f"failed to allocate {size} bytes of buffer.memory within max.block.ms "
+                                        f"({max_block_ms:.0f} ms): {self._used_memory} of {self.buffer_memory} "
+                                        "bytes are waiting to be acknowledged")
+            self._memory_freed.wait(remaining / 1000)
+        self._used_memory += size
+
+    # --- the sender's side -------------------------------------------------------------------------------------------
+
+    def ready(self, cluster: ClusterMetadata, now_ms: float) -> ReadyCheckResult:
+        """Which brokers have at least one sendable batch, and when to look again if none is ready yet."""
+        result = ReadyCheckResult()
+        linger = self.linger_ms
+        with self._lock:
+            flushing = self._flushes_in_progress > 0 or self._closed
+            for topic_partition, queue in self._queues.items():
+                if not queue:
+                    continue
+                leader = cluster.leader_for(topic_partition)
+                if leader == NO_NODE:
+                    result.unknown_leader_topics.add(topic_partition.topic)
+                    continue
+                if leader in result.ready_nodes:
+                    continue
+                batch = queue[0]
+                if batch.in_retry and batch.retry_at_ms > now_ms:
+                    result.next_ready_check_delay_ms = min(result.next_ready_check_delay_ms,
+                                                           batch.retry_at_ms - now_ms)
+                    continue
+                waited = now_ms - batch.created_ms
+                if batch.is_full or len(queue) > 1 or flushing or batch.in_retry or waited >= linger:
+                    result.ready_nodes.add(leader)
+                else:
+                    result.next_ready_check_delay_ms = min(result.next_ready_check_delay_ms, linger - waited)
+        return result
+
+    def drain(self, cluster: ClusterMetadata, nodes: Iterable[int], max_request_size: int, now_ms: float,
+              can_send: Callable[[ProducerBatch], bool]) -> dict[int, list[ProducerBatch]]:
+        """Take at most one batch per partition for each node, up to max_request_size bytes per node.
+        ``can_send(batch)`` lets the sender hold a partition back (idempotence ordering)."""
+        nodes = set(nodes)
+        drained: dict[int, list[ProducerBatch]] = {node: [] for node in nodes}
+        sizes = dict.fromkeys(nodes, 0)
+        with self._lock:
+            partitions = list(self._queues)
+            if not partitions:
+                return {}
+            start = self._drain_start % len(partitions)
+            self._drain_start += 1
+            for topic_partition in partitions[start:] + partitions[:start]:  # rotate for fairness
+                queue = self._queues[topic_partition]
+                if not queue:
+                    continue
+                node = cluster.leader_for(topic_partition)
+                if node not in nodes:
+                    continue
+                batch = queue[0]
+                if batch.in_retry and batch.retry_at_ms > now_ms:
+                    continue
+                if sizes[node] and sizes[node] + batch.estimated_size > max_request_size:
+                    continue
+                if not can_send(batch):
+                    continue
+                queue.popleft()
+                batch.is_full = True
+                batch.drained_ms = now_ms
+                sizes[node] += batch.estimated_size
+                drained[node].append(batch)
+        return {node: batches for node, batches in drained.items() if batches}
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: float, backoff_ms: float) -> None:
+        """Put a batch back at the head of its queue for a retry, in sequence order among other retries."""
+        batch.attempts += 1
+        batch.in_retry = True
+        batch.retry_at_ms = now_ms + backoff_ms
+        with self._lock:
+            queue = self._queues.setdefault(batch.topic_partition, deque())
+            if batch.base_sequence >= 0:
+                index = 0
+                while (index < len(queue) and queue[index].in_retry
+                       and 0 <= queue[index].base_sequence < batch.base_sequence):
+                    index += 1
+                queue.insert(index, batch)
+            else:
+                queue.appendleft(batch)
+
+    def expired_batches(self, now_ms: float) -> list[ProducerBatch]:
+        """Remove and return queued batches older than delivery.timeout.ms."""
+        expired: list[ProducerBatch] = []
+        with self._lock:
+            for queue in self._queues.values():
+                while queue and now_ms - queue[0].created_ms >= self.delivery_timeout_ms:
+                    expired.append(queue.popleft())
+        return expired
+
+    def deallocate(self, batch: ProducerBatch) -> None:
+        """A batch is complete: give its memory back and wake blocked senders."""
+        with self._lock:
+            self._incomplete.discard(batch)
+            self._used_memory -= batch.reserved_bytes
+            batch.reserved_bytes = 0
+            self._memory_freed.notify_all()
+
+    def has_undrained(self) -> bool:
+        with self._lock:
+            return any(self._queues.values())
+
+    def has_incomplete(self) -> bool:
+        with self._lock:
+            return bool(self._incomplete)
+
+    def incomplete_batches(self) -> list[ProducerBatch]:
+        with self._lock:
+            return list(self._incomplete)
+
+    def abort_undrained(self, error: BaseException) -> list[ProducerBatch]:
+        """Remove every queued batch (close with a timeout, fatal errors) and return them for failing."""
+        with self._lock:
+            batches = [batch for queue in self._queues.values() for batch in queue]
+            for queue in self._queues.values():
+                queue.clear()
+        return batches
+
+    def begin_flush(self) -> None:
+        with self._lock:
+            self._flushes_in_progress += 1
+
+    def end_flush(self) -> None:
+        with self._lock:
+            self._flushes_in_progress -= 1
+
+    def close(self) -> None:
+        """No more appends; everything queued becomes ready at once."""
+        with self._lock:
+            self._closed = True
+            self._memory_freed.notify_all()

@@ -1,0 +1,129 @@
+"""What send() returns: a future per record that resolves when its batch is acknowledged (Java's
+FutureRecordMetadata over a per-batch ProduceRequestResult).
+
+One ProduceRequestResult per batch carries the outcome (base offset, log append time, or the error); each record's
+future only knows its offset within the batch. So completing a batch of 500 records sets one event and builds
+RecordMetadata lazily when someone asks, instead of resolving 500 concurrent.futures.Future objects.
+
+Callbacks (``send(..., callback=...)`` or ``future.add_callback``) run on the producer's network thread, in send
+order within a partition, as the Java client runs them on its I/O thread: they should be quick and must not call
+blocking producer methods (flush, close).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable
+
+from kfk.client.structs import RecordMetadata, TopicPartition
+from kfk.errors import KafkaTimeoutError
+from kfk.records import NO_TIMESTAMP
+
+__all__ = ["ProduceRequestResult", "FutureRecordMetadata", "Callback"]
+
+log = logging.getLogger("kfk.client.producer")
+
+Callback = Callable[["RecordMetadata | None", "BaseException | None"], None]
+
+
+class ProduceRequestResult:
+    """The outcome of one batch, set once by the sender."""
+
+    __slots__ = ("topic_partition", "base_offset", "log_append_time", "error", "_event", "_callbacks", "_lock")
+
+    def __init__(self, topic_partition: TopicPartition) -> None:
+        self.topic_partition = topic_partition
+        self.base_offset = -1
+        self.log_append_time = NO_TIMESTAMP
+        self.error: BaseException | None = None
+        self._event = threading.Event()
+        self._callbacks: list[tuple[FutureRecordMetadata, Callable]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+    def complete(self, base_offset: int, log_append_time: int, error: BaseException | None) -> None:
+        """Set the outcome, wake waiters and run the callbacks (in the order they were added)."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self.base_offset = base_offset
+            self.log_append_time = log_append_time
+            self.error = error
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for future, callback in callbacks:
+            future._run_callback(callback)
+
+    def add_callback(self, future: FutureRecordMetadata, callback: Callable) -> bool:
+        """Register; False if the batch is already complete (the caller runs the callback itself)."""
+        with self._lock:
+            if self._event.is_set():
+                return False
+            self._callbacks.append((future, callback))
+            return True
+
+
+class FutureRecordMetadata:
+    """The future of one record: ``result(timeout)`` (alias ``get``) blocks for its RecordMetadata or raises the
+    batch's error; ``add_callback(fn(metadata, error))`` and ``add_done_callback(fn(future))`` run on completion."""
+
+    __slots__ = ("_result", "_relative_offset", "_timestamp", "_key_size", "_value_size")
+
+    def __init__(self, result: ProduceRequestResult, relative_offset: int, timestamp: int, key_size: int,
+                 value_size: int) -> None:
+        self._result = result
+        self._relative_offset = relative_offset
+        self._timestamp = timestamp
+        self._key_size = key_size
+        self._value_size = value_size
+
+    def done(self) -> bool:
+        return self._result.done
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        if not self._result.wait(timeout):
+            raise KafkaTimeoutError(f"no acknowledgement for a record of {self._result.topic_partition} "
+                                    f"within {timeout}s")
+        if self._result.error is not None:
+            raise self._result.error
+        return self._metadata()
+
+    get = result
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if not self._result.wait(timeout):
+            raise KafkaTimeoutError(f"no acknowledgement within {timeout}s")
+        return self._result.error
+
+    def _metadata(self) -> RecordMetadata:
+        result = self._result
+        offset = result.base_offset + self._relative_offset if result.base_offset >= 0 else -1
+        timestamp = result.log_append_time if result.log_append_time != NO_TIMESTAMP else self._timestamp
+        return RecordMetadata(result.topic_partition.topic, result.topic_partition.partition, offset, timestamp,
+                              self._key_size, self._value_size)
+
+    def add_callback(self, callback: Callback) -> None:
+        """``callback(metadata, None)`` on success, ``callback(None, error)`` on failure."""
+        if not self._result.add_callback(self, callback):
+            self._run_callback(callback)
+
+    def add_done_callback(self, callback: Callable[[FutureRecordMetadata], object]) -> None:
+        """concurrent.futures style: ``callback(future)``."""
+        self.add_callback(lambda _metadata, _error: callback(self))
+
+    def _run_callback(self, callback: Callable) -> None:
+        error = self._result.error
+        try:
+            if error is None:
+                callback(self._metadata(), None)
+            else:
+                callback(None, error)
+        except Exception:  # a user callback must not kill the network thread
+            log.exception("a producer callback raised")

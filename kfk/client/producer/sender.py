@@ -1,0 +1,322 @@
+"""Sender: the producer's task on the network thread that turns ready batches into Produce requests.
+
+Each round: make sure an idempotent producer has a producer id; ask the accumulator which brokers have a ready
+batch; drop brokers that are not connected yet (a connect starts in the background) or already have
+max.in.flight.requests.per.connection unanswered requests; drain one batch per partition for the rest; send one
+ProduceRequest per broker; expire queued batches older than delivery.timeout.ms; then sleep until woken (a new or
+full batch from send(), a response, a connection, a metadata update, flush or close) or until the next batch's
+linger.ms or retry backoff ends.
+
+Responses are handled per partition: success completes the batch's futures with its base offset (and the
+broker's log append time for LogAppendTime topics); a retriable error (NOT_LEADER_OR_FOLLOWER, a timeout, a lost
+connection...) puts the batch back at the head of its queue after retry.backoff.ms, with a metadata refresh when the
+error says the leader moved, until retries or delivery.timeout.ms run out; anything else fails the batch.
+With acks=0 the broker sends nothing back, so batches complete (offset -1) as soon as they are written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
+from kfk.client.producer.accumulator import ProducerBatch, RecordAccumulator
+from kfk.client.producer.transaction_manager import TransactionManager
+from kfk.errors import (
+    DuplicateSequenceError,
+    ErrorCode,
+    InvalidProducerEpochError,
+    KafkaError,
+    KafkaTimeoutError,
+    NetworkError,
+    OutOfOrderSequenceError,
+    ProtocolError,
+    UnknownProducerIdError,
+    UnsupportedVersionError,
+    error_for_code,
+)
+from kfk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
+
+__all__ = ["Sender"]
+
+log = logging.getLogger("kfk.client.producer")
+
+INT32_MAX = 2**31 - 1
+_MAX_IDLE_WAIT_MS = 1000  # wake at least this often to expire batches and refresh old metadata
+_METADATA_ERRORS = frozenset({
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE,
+    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS,
+})
+
+
+class Sender:
+    def __init__(self, network: NetworkClient, accumulator: RecordAccumulator, *, acks: int, retries: int,
+                 request_timeout_ms: int, delivery_timeout_ms: int, max_in_flight: int, max_request_size: int,
+                 retry_backoff: ExponentialBackoff, transaction_manager: TransactionManager | None,
+                 idempotence_explicit: bool) -> None:
+        self.network = network
+        self.accumulator = accumulator
+        self.acks = acks
+        self.retries = retries
+        self.request_timeout_ms = request_timeout_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.max_in_flight = max_in_flight
+        self.max_request_size = max_request_size
+        self.retry_backoff = retry_backoff
+        self.transaction_manager = transaction_manager
+        self.idempotence_explicit = idempotence_explicit
+        self.running = True
+        self.force_close = False
+        self.fatal_error: KafkaError | None = None
+        self._wakeup: asyncio.Event | None = None
+        self._in_flight: dict[int, int] = {}
+        self._connecting: set[int] = set()
+        self._tasks: set[asyncio.Task] = set()
+        self._metadata_task: asyncio.Task | None = None
+        self._init_attempts = 0
+
+    # --- control, from any thread through the loop -------------------------------------------------------------------
+
+    def wakeup(self) -> None:
+        """Call on the loop thread (the producer uses loop.call_soon_threadsafe(sender.wakeup))."""
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def initiate_close(self, force: bool) -> None:
+        self.running = False
+        self.force_close = self.force_close or force
+        self.wakeup()
+
+    # --- the loop ----------------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._wakeup = asyncio.Event()
+        try:
+            while self.running:
+                await self._run_once()
+            # Graceful close: send what is queued and wait for the answers, unless told to stop now.
+            while not self.force_close and (self.accumulator.has_undrained() or any(self._in_flight.values())):
+                await self._run_once()
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+            error = self.fatal_error or KafkaError("the producer was closed before the record was sent")
+            for batch in self.accumulator.abort_undrained(error):
+                self._fail(batch, error)
+            for batch in self.accumulator.incomplete_batches():
+                self._fail(batch, error)
+
+    async def _run_once(self) -> None:
+        assert self._wakeup is not None
+        self._wakeup.clear()
+        manager = self.transaction_manager
+        if manager is not None and not manager.has_producer_id:
+            if not await self._init_producer_id():
+                return
+        now = monotonic_ms()
+        cluster = self.network.cluster
+        ready = self.accumulator.ready(cluster, now)
+        if ready.unknown_leader_topics:
+            self.network.add_topics(ready.unknown_leader_topics)
+            self.network.request_metadata_update()
+        if self.network.metadata_needs_refresh():
+            self._refresh_metadata_in_background()
+        sendable = set()
+        for node in ready.ready_nodes:
+            if self._in_flight.get(node, 0) >= self.max_in_flight:
+                continue
+            if self.network.connection_if_ready(node) is None:
+                self._connect_in_background(node)
+                continue
+            sendable.add(node)
+        drained = self.accumulator.drain(cluster, sendable, self.max_request_size, now, self._can_send) \
+            if sendable else {}
+        for node, batches in drained.items():
+            self._send_produce_request(node, batches)
+        for batch in self.accumulator.expired_batches(now):
+            self._fail(batch, KafkaTimeoutError(
+                f"expiring {batch.record_count} record(s) for {batch.topic_partition}: "
+                f"{now - batch.created_ms:.0f} ms has passed since batch creation (delivery.timeout.ms)"))
+        if drained:
+            await asyncio.sleep(0)  # let responses and appends in; then look again
+            return
+        delay = min(ready.next_ready_check_delay_ms, _MAX_IDLE_WAIT_MS)
+        try:
+            await asyncio.wait_for(self._wakeup.wait(), max(delay, 0) / 1000)
+        except asyncio.TimeoutError:
+            pass
+
+    def _can_send(self, batch: ProducerBatch) -> bool:
+        manager = self.transaction_manager
+        return manager is None or manager.can_send(batch.topic_partition, batch.base_sequence >= 0)
+
+    def _track(self, coroutine) -> asyncio.Task:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _connect_in_background(self, node: int) -> None:
+        if node in self._connecting:
+            return
+        self._connecting.add(node)
+
+        async def connect() -> None:
+            try:
+                await self.network.connect(node)
+            except KafkaError as error:
+                log.debug("cannot connect to broker %d: %s", node, error)
+                self.network.request_metadata_update()
+            finally:
+                self._connecting.discard(node)
+                self.wakeup()
+
+        self._track(connect())
+
+    def _refresh_metadata_in_background(self) -> None:
+        if self._metadata_task is not None and not self._metadata_task.done():
+            return
+
+        async def refresh() -> None:
+            try:
+                await self.network.refresh_metadata()
+            except KafkaError as error:
+                log.debug("metadata refresh failed: %s", error)
+                await asyncio.sleep(self.retry_backoff.initial_ms / 1000)
+            finally:
+                self.wakeup()
+
+        self._metadata_task = self._track(refresh())
+
+    # --- idempotence -------------------------------------------------------------------------------------------------
+
+    async def _init_producer_id(self) -> bool:
+        manager = self.transaction_manager
+        assert manager is not None
+        request = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=INT32_MAX)
+        try:
+            response = await self.network.send_to_any(request, timeout_ms=self.request_timeout_ms)
+            assert isinstance(response, InitProducerIdResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise error_for_code(response.error_code)()
+        except UnsupportedVersionError as error:
+            if self.idempotence_explicit:
+                self._fatal(KafkaError(f"enable.idempotence=true but the broker cannot give a producer id: {error}"))
+            else:
+                log.warning("the broker does not support InitProducerId; idempotence is disabled")
+                self.transaction_manager = None
+            return True
+        except KafkaError as error:
+            if not error.retriable:
+                self._fatal(error)
+                return False
+            self._init_attempts += 1
+            await asyncio.sleep(self.retry_backoff.backoff_ms(self._init_attempts) / 1000)
+            return False
+        self._init_attempts = 0
+        manager.set_producer_id_and_epoch(response.producer_id, response.producer_epoch)
+        log.debug("producer id %d, epoch %d", response.producer_id, response.producer_epoch)
+        return True
+
+    def _fatal(self, error: KafkaError) -> None:
+        """An error that makes every queued record fail (no producer id can be had)."""
+        self.fatal_error = error
+        for batch in self.accumulator.abort_undrained(error):
+            self._fail(batch, error)
+        self.running = False
+        self.force_close = True
+
+    # --- produce requests --------------------------------------------------------------------------------------------
+
+    def _send_produce_request(self, node: int, batches: list[ProducerBatch]) -> None:
+        manager = self.transaction_manager
+        topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
+        for batch in batches:
+            if batch.records is None:
+                if manager is not None:
+                    sequence = manager.next_sequence(batch.topic_partition, batch.record_count)
+                    batch.set_producer_state(manager.producer_id, manager.producer_epoch, sequence)
+                batch.close()
+            if manager is not None:
+                manager.batch_sent(batch.topic_partition)
+            topics.setdefault(batch.topic_partition.topic, []).append(
+                ProduceRequest.PartitionProduceData(index=batch.topic_partition.partition, records=batch.records))
+        request = ProduceRequest(
+            transactional_id=None, acks=self.acks, timeout_ms=self.request_timeout_ms,
+            topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=partitions)
+                        for name, partitions in topics.items()])
+        self._in_flight[node] = self._in_flight.get(node, 0) + 1
+        self._track(self._produce(node, batches, request))
+
+    async def _produce(self, node: int, batches: list[ProducerBatch], request: ProduceRequest) -> None:
+        try:
+            if self.acks == 0:
+                await self.network.send_no_response(node, request)
+                for batch in batches:
+                    self._complete(batch, -1, -1)
+                return
+            response = await self.network.send(node, request)
+        except (NetworkError, KafkaTimeoutError) as error:
+            for batch in batches:
+                self._retry_or_fail(batch, error)
+            return
+        except KafkaError as error:
+            for batch in batches:
+                self._retry_or_fail(batch, error)
+            return
+        finally:
+            self._in_flight[node] -= 1
+            self.wakeup()
+        assert isinstance(response, ProduceResponse)
+        results = {(topic.name, partition.index): partition
+                   for topic in response.responses for partition in topic.partition_responses}
+        for batch in batches:
+            partition = results.get(batch.topic_partition)
+            if partition is None:
+                self._retry_or_fail(batch, ProtocolError(f"the produce response has no result for "
+                                                         f"{batch.topic_partition}"))
+            elif partition.error_code == ErrorCode.NONE:
+                self._complete(batch, partition.base_offset, partition.log_append_time_ms)
+            elif partition.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                self._complete(batch, -1, -1)  # already written by an earlier attempt; its offset is unknown
+            else:
+                error = error_for_code(partition.error_code)(partition.error_message or None)
+                if partition.error_code in _METADATA_ERRORS:
+                    self.network.request_metadata_update()
+                self._retry_or_fail(batch, error)
+
+    def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        manager = self.transaction_manager
+        if manager is not None and batch.base_sequence >= 0:
+            manager.batch_done(batch.topic_partition)
+            manager.acknowledged(batch.topic_partition, batch.base_sequence + batch.record_count - 1)
+        self.accumulator.deallocate(batch)
+        batch.complete(base_offset, log_append_time, None)
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError) -> None:
+        manager = self.transaction_manager
+        if manager is not None and batch.base_sequence >= 0:
+            manager.batch_done(batch.topic_partition)
+        now = monotonic_ms()
+        within_time = now - batch.created_ms < self.delivery_timeout_ms
+        retriable = error.retriable
+        if isinstance(error, OutOfOrderSequenceError) and manager is not None:
+            # An earlier batch of this partition failed and is being retried: this one follows it again.
+            retriable = not manager.is_next_expected(batch.topic_partition, batch.base_sequence)
+        if retriable and within_time and batch.attempts < self.retries and not self.force_close:
+            if isinstance(error, (NetworkError, KafkaTimeoutError)):
+                self.network.request_metadata_update()
+            self.accumulator.reenqueue(batch, now, self.retry_backoff.backoff_ms(batch.attempts + 1))
+            return
+        if manager is not None and batch.base_sequence >= 0 and not isinstance(error, DuplicateSequenceError):
+            if isinstance(error, (OutOfOrderSequenceError, UnknownProducerIdError, InvalidProducerEpochError)) or \
+                    error.retriable:
+                manager.request_reset()  # the sequence of this partition now has a hole
+        self._fail(batch, error)
+
+    def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        self.accumulator.deallocate(batch)
+        batch.complete(-1, -1, error)
+
