@@ -196,7 +196,7 @@ def clients(megabytes: int) -> list[tuple[str, int, str, float, float, float, fl
     return rows
 
 
-# -- start-up -----------------------------------------------------------------------------------------------------------
+# -- start-up -------------------------------------------------------------------------------------------------------
 
 
 def timed_start(broker: BrokerProcess) -> float:

@@ -3,9 +3,11 @@
 - Metadata: it listens to the MetadataCache. For every partition whose replicas include this node it opens (or
   creates) the log with the topic's id and LogConfig and makes the partition leader or follower in the image's
   leader epoch; a topic removed from the image has its logs deleted; a topic whose configs changed gets the new
-  LogConfig. A log on disk whose topic the image does not know is left alone (it may be a topic the image has not
-  replayed yet); one whose topic id differs from the image's (deleted and re-created while this broker was down) is
-  deleted before the new one is created.
+  LogConfig. Opening and deleting logs is file work (creating files, fsyncing checkpoints: a few ms per partition),
+  so it runs in the executor, one change after the other in image order; a produce or fetch for a partition being
+  opened waits for it. A log on disk whose topic the image does not know is left alone (it may be a topic the image
+  has not replayed yet); one whose topic id differs from the image's (deleted and re-created while this broker was
+  down) is deleted before the new one is created.
 - Produce (`append_records`): leader and min ISR checks, validation and append per partition, then for acks=all a
   DelayedProduce that completes when the high watermark passes the records, or times out.
 - Fetch (`fetch_messages`): reads file regions (nothing is copied) from each partition up to the bound of the
@@ -22,11 +24,14 @@ loop, 0.7 ms through the executor, so it stays on the loop whatever its size.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
+import functools
 import logging
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
 
 from kfk.config import INT64_MAX, BrokerConfig, LogConfig
 from kfk.errors import (
@@ -76,6 +81,13 @@ class LogDirDescription:
     usable_bytes: int = -1
 
 
+class _Opening(NamedTuple):
+    """A partition whose log is being opened in the executor; `ready` resolves once it is hosted (or dropped)."""
+
+    topic_id: uuid.UUID
+    ready: asyncio.Future
+
+
 class ReplicaManager:
     def __init__(self, node_id: int, config: BrokerConfig, log_manager: LogManager,
                  now_ms: Callable[[], int]) -> None:
@@ -90,12 +102,17 @@ class ReplicaManager:
         self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
             "Fetch", self._arm_expiration_timer)
         self._timer = AsyncioExpirationTimer([self.produce_purgatory, self.fetch_purgatory], now_ms)
+        self._opening: dict[TopicPartition, _Opening] = {}
+        self._file_work: collections.deque[tuple[functools.partial, _Opening | None]] = collections.deque()
+        self._file_worker: asyncio.Task | None = None
 
     def _arm_expiration_timer(self, deadline_ms: int) -> None:
         self._timer.arm(deadline_ms)
 
-    def shutdown(self) -> None:
-        """Answer every waiting request now (acks=all produces time out, fetches return what is there)."""
+    async def shutdown(self) -> None:
+        """Let pending log creations and deletions finish, then answer every waiting request (acks=all produces
+        time out, fetches return what is there)."""
+        await self.metadata_applied()
         self._timer.cancel()
         self.produce_purgatory.complete_all()
         self.fetch_purgatory.complete_all()
@@ -103,48 +120,51 @@ class ReplicaManager:
     # -- metadata ----------------------------------------------------------------------------------------------------
 
     def on_metadata_update(self, previous: MetadataImage, current: MetadataImage) -> None:
-        """MetadataCache listener: apply what changed between two images to the local partitions."""
+        """MetadataCache listener (on the event loop): apply what changed between two images. Role and config
+        changes of hosted partitions apply now; creating and deleting logs (files, fsyncs: milliseconds each) is
+        queued, in image order, for the executor. A request for a partition being created waits for it."""
         self.image = current
-        now_ms = self.now_ms()
         for topic_id, topic in previous.topics_by_id.items():
             if topic_id not in current.topics_by_id:
-                self._delete_partitions([tp for tp, partition in self.partitions.items()
-                                         if partition.topic_id == topic_id], now_ms, f"topic {topic.name} deleted")
+                doomed = [tp for tp, partition in self.partitions.items() if partition.topic_id == topic_id]
+                doomed += [tp for tp, opening in self._opening.items() if opening.topic_id == topic_id]
+                self._remove_partitions(doomed, f"topic {topic.name} deleted")
         for topic in current.topics_by_id.values():
             previous_topic = previous.topics_by_id.get(topic.topic_id)
             if previous_topic is topic and previous.configs is current.configs:
                 continue  # images share the topics a change did not touch
-            self._apply_topic(previous_topic, topic, previous, current, now_ms)
+            self._apply_topic(previous_topic, topic, previous, current)
+        if self._file_work and (self._file_worker is None or self._file_worker.done()):
+            self._file_worker = asyncio.get_running_loop().create_task(self._run_file_work())
+
+    async def metadata_applied(self) -> None:
+        """Wait until the logs of every image seen so far are created or deleted."""
+        while self._file_worker is not None and not self._file_worker.done():
+            await asyncio.shield(self._file_worker)
 
     def _apply_topic(self, previous_topic: TopicImage | None, topic: TopicImage, previous: MetadataImage,
-                     current: MetadataImage, now_ms: int) -> None:
+                     current: MetadataImage) -> None:
         overrides = current.config(ConfigResourceType.TOPIC, topic.name)
-        config_changed = previous_topic is None or overrides != previous.config(ConfigResourceType.TOPIC, topic.name)
-        config: LogConfig | None = None
-        if config_changed:
-            config = self._log_config(topic.name, overrides)
-            if previous_topic is not None and any(tp.topic == topic.name for tp in self.partitions):
-                self.log_manager.update_topic_config(topic.name, config)
+        if previous_topic is not None and overrides != previous.config(ConfigResourceType.TOPIC, topic.name) \
+                and any(tp.topic == topic.name for tp in self.partitions):
+            self.log_manager.update_topic_config(topic.name, self._log_config(topic.name, overrides))
+        now_ms = self.now_ms()
         removed: list[TopicPartition] = []
         for index, registration in topic.partitions.items():
             topic_partition = TopicPartition(topic.name, index)
             partition = self.partitions.get(topic_partition)
             if self.node_id not in registration.replicas:
-                if partition is not None:
+                if partition is not None or topic_partition in self._opening:
                     removed.append(topic_partition)
                 continue
-            previous_registration = previous_topic.partitions.get(index) if previous_topic is not None else None
-            if partition is not None and previous_registration == registration:
-                continue
             if partition is None:
-                if config is None:
-                    config = self._log_config(topic.name, overrides)
-                partition = self._create_partition(topic_partition, topic.topic_id, config, now_ms)
-                if partition is None:
-                    continue
-            self._apply_registration(partition, registration, now_ms)
+                if topic_partition not in self._opening:
+                    self._open_partition(topic_partition, topic.topic_id, registration)
+                continue  # one being opened takes the registration of the image current when it is installed
+            if previous_topic is None or previous_topic.partitions.get(index) != registration:
+                self._apply_registration(partition, registration, now_ms)
         if removed:
-            self._delete_partitions(removed, now_ms, "no longer a replica")
+            self._remove_partitions(removed, "no longer a replica")
 
     def _log_config(self, topic: str, overrides: Mapping[str, str]) -> LogConfig:
         try:
@@ -153,9 +173,22 @@ class ReplicaManager:
             logger.error("Invalid configs of topic %s (%s); using the broker defaults", topic, error)
             return self.config.log_config()
 
-    def _create_partition(self, topic_partition: TopicPartition, topic_id: uuid.UUID, config: LogConfig,
-                          now_ms: int) -> Partition | None:
+    def _open_partition(self, topic_partition: TopicPartition, topic_id: uuid.UUID,
+                        registration: PartitionRegistration) -> None:
+        config = self._log_config(topic_partition.topic,
+                                  self.image.config(ConfigResourceType.TOPIC, topic_partition.topic))
+        leader_epoch = registration.leader_epoch if registration.leader == self.node_id else None
+        opening = _Opening(topic_id, asyncio.get_running_loop().create_future())
+        self._opening[topic_partition] = opening
+        self._file_work.append((functools.partial(self._open_log, topic_partition, topic_id, config, leader_epoch),
+                                opening))
+
+    def _open_log(self, topic_partition: TopicPartition, topic_id: uuid.UUID, config: LogConfig,
+                  leader_epoch: int | None) -> Log | None:
+        """In the executor: open or create the log (replacing one left by an earlier topic of the same name) and,
+        for a leader, record where its epoch starts, so that becoming leader on the loop writes nothing."""
         log_manager = self.log_manager
+        now_ms = self.now_ms()
         existing = log_manager.get_log(topic_partition)
         if existing is not None and existing.partition_metadata.exists():
             try:
@@ -167,14 +200,69 @@ class ReplicaManager:
                 log_manager.delete_log(topic_partition, now_ms)
         try:
             log = log_manager.get_or_create_log(topic_partition, now_ms, topic_id=topic_id, config=config)
+            if log.config != config:
+                log_manager.update_topic_config(topic_partition.topic, config)
+            if leader_epoch is not None and leader_epoch >= 0:
+                with log.lock:
+                    log.leader_epoch_cache.assign(leader_epoch, log.log_end_offset)
+            return log
         except (KafkaStorageError, InconsistentTopicIdError, OSError) as error:
             logger.error("Cannot open the log of %s: %s", topic_partition, error)
             return None
-        if log.config is not config:
-            log_manager.update_topic_config(topic_partition.topic, config)
-        partition = Partition(topic_partition, topic_id, self.node_id, log, self.config.replica_lag_time_max_ms)
-        self.partitions[topic_partition] = partition
-        return partition
+
+    def _install_partition(self, topic_partition: TopicPartition, log: Log | None, opening: _Opening) -> None:
+        """Back on the loop: host the opened log in the role the current image gives it (unless the partition
+        was removed meanwhile: the deletion queued after this opening removes the log)."""
+        if self._opening.get(topic_partition) is not opening:
+            return
+        del self._opening[topic_partition]
+        try:
+            topic = self.image.topics_by_id.get(opening.topic_id)
+            registration = topic.partitions.get(topic_partition.partition) if topic is not None else None
+            if log is None or registration is None:
+                return
+            config = self._log_config(topic_partition.topic,
+                                      self.image.config(ConfigResourceType.TOPIC, topic_partition.topic))
+            if log.config != config:  # the topic's configs changed while the log was being opened
+                self.log_manager.update_topic_config(topic_partition.topic, config)
+            partition = Partition(topic_partition, opening.topic_id, self.node_id, log,
+                                  self.config.replica_lag_time_max_ms)
+            self.partitions[topic_partition] = partition
+            self._apply_registration(partition, registration, self.now_ms())
+        finally:
+            opening.ready.set_result(None)
+
+    def _remove_partitions(self, topic_partitions: Iterable[TopicPartition], reason: str) -> None:
+        """Stop hosting now (waiting requests are answered), delete the logs in the executor."""
+        for topic_partition in list(topic_partitions):
+            self.partitions.pop(topic_partition, None)
+            opening = self._opening.pop(topic_partition, None)
+            if opening is not None:
+                opening.ready.set_result(None)  # requests waiting for it now find it gone
+            self._complete_delayed_requests(topic_partition)
+            logger.info("Deleting the log of %s: %s", topic_partition, reason)
+            self._file_work.append((functools.partial(self._delete_log, topic_partition), None))
+
+    def _delete_log(self, topic_partition: TopicPartition) -> None:
+        self.log_manager.delete_log(topic_partition, self.now_ms())
+
+    async def _run_file_work(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._file_work:
+            work, opening = self._file_work.popleft()
+            try:
+                result = await loop.run_in_executor(None, work)
+            except Exception:  # noqa: BLE001 - one partition's failure must not stop the others
+                logger.exception("Error applying metadata to %s", work.args[0])
+                result = None
+            if opening is not None:
+                self._install_partition(work.args[0], result, opening)
+
+    async def _wait_until_opened(self, topic_partitions: Iterable[TopicPartition]) -> None:
+        """A request for a partition whose log is still being created waits for it instead of failing."""
+        waiting = [self._opening[tp].ready for tp in topic_partitions if tp in self._opening]
+        if waiting:
+            await asyncio.wait(waiting)
 
     def _apply_registration(self, partition: Partition, registration: PartitionRegistration, now_ms: int) -> None:
         if registration.leader == self.node_id:
@@ -182,13 +270,6 @@ class ReplicaManager:
         else:
             partition.make_follower(registration)
         self._complete_delayed_requests(partition.topic_partition)
-
-    def _delete_partitions(self, topic_partitions: Iterable[TopicPartition], now_ms: int, reason: str) -> None:
-        for topic_partition in list(topic_partitions):
-            self.partitions.pop(topic_partition, None)
-            logger.info("Deleting the log of %s: %s", topic_partition, reason)
-            self.log_manager.delete_log(topic_partition, now_ms)
-            self._complete_delayed_requests(topic_partition)
 
     def _complete_delayed_requests(self, topic_partition: TopicPartition) -> None:
         self.produce_purgatory.check_and_complete(topic_partition)
@@ -218,6 +299,7 @@ class ReplicaManager:
         replicas have them. Per-partition errors never fail the other partitions."""
         if required_acks not in (0, 1, -1):
             return {tp: ProducePartitionResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
+        await self._wait_until_opened(entries)
         results: dict[TopicPartition, ProducePartitionResult] = {}
         required_offsets: dict[TopicPartition, int] = {}
         for topic_partition, records in entries.items():
@@ -307,6 +389,7 @@ class ReplicaManager:
                              partitions: list[FetchPartitionRequest]) -> list[LogReadResult]:
         """Read each partition (in request order, within max_bytes overall); wait in the fetch purgatory while less
         than min_bytes is readable, up to max_wait_ms."""
+        await self._wait_until_opened(request.topic_partition for request in partitions)
         results = self.read_from_local_log(params, partitions)
         if params.is_from_follower:
             results = self._update_follower_fetch_state(params, partitions, results)

@@ -136,7 +136,7 @@ class BrokerServer:
     async def _stop_replication(self) -> None:
         """Answer the produces and fetches still waiting in the purgatories, before the logs close."""
         if getattr(self, "replica_manager", None) is not None:
-            self.replica_manager.shutdown()
+            await self.replica_manager.shutdown()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()

@@ -3,6 +3,7 @@ replica manager over real logs in tmp_path."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 
@@ -81,11 +82,22 @@ class Broker:
         self._offset = 0
 
     def commit(self, records: Sequence[Message]) -> None:
+        """Commit metadata records. Outside an event loop this also waits for the logs to be opened or deleted;
+        inside one (a test's scenario) role changes apply at once and file work is left to the loop."""
         self._offset += len(records)
-        self.metadata_cache.handle_commit(records, self._offset)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(self._commit_and_apply(records, self._offset))
+        else:
+            self.metadata_cache.handle_commit(records, self._offset)
+
+    async def _commit_and_apply(self, records: Sequence[Message], offset: int) -> None:
+        self.metadata_cache.handle_commit(records, offset)
+        await self.replica_manager.metadata_applied()
 
     def close(self) -> None:
-        self.replica_manager.shutdown()
+        asyncio.run(self.replica_manager.shutdown())
         self.log_manager.shutdown()
 
 

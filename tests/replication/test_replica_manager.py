@@ -136,6 +136,39 @@ def test_leadership_moving_away_makes_the_partition_a_follower(broker: Broker) -
     assert T0 not in broker.replica_manager.partitions and broker.log_manager.get_log(T0) is None
 
 
+def test_a_produce_right_after_the_topic_appears_waits_for_its_log(broker: Broker) -> None:
+    manager = broker.replica_manager
+
+    async def scenario():
+        broker.commit(topic_records("t", 2))  # inside the loop: the logs are being opened in the executor
+        assert manager.partitions == {} and set(manager._opening) == {T0, T1}
+        results = await manager.append_records(1000, -1, {T0: make_batch(0, [b"a"]), T1: make_batch(0, [b"b"])})
+        fetched = await manager.fetch_messages(CONSUMER, [FetchPartitionRequest(T1, 0, 1 << 20)])
+        return results, fetched
+
+    results, fetched = asyncio.run(scenario())
+    assert [(r.error, r.base_offset) for r in results.values()] == [(ErrorCode.NONE, 0)] * 2
+    assert values(fetched[0].records) == [b"b"]
+
+
+def test_a_topic_deleted_and_recreated_while_its_logs_open_ends_up_new_and_empty(broker: Broker) -> None:
+    manager = broker.replica_manager
+    first, second = uuid.uuid4(), uuid.uuid4()
+
+    async def scenario():
+        broker.commit(topic_records("t", 1, topic_id=first))
+        broker.commit([remove_topic(first)])
+        broker.commit(topic_records("t", 1, topic_id=second, leader_epoch=4))
+        await manager.metadata_applied()
+
+    asyncio.run(scenario())
+    partition = manager.partitions[T0]
+    assert partition.topic_id == second and partition.leader_epoch == 4
+    assert PartitionMetadataFile(partition.log.dir).read() == second
+    assert manager._opening == {}
+    assert produce(broker, {T0: make_batch(0, [b"x"])})[T0].base_offset == 0
+
+
 # -- produce ---------------------------------------------------------------------------------------------------------
 
 
