@@ -1,5 +1,5 @@
-"""The embedded backend on real files: appends are durable and replayed in order, epochs fence stale writers, the
-log and quorum-state file are Kafka's formats, and nothing else in the broker touches that log."""
+"""The embedded backend's own side (the MetadataBackend contract is test_backend_contract.py): the log and the
+quorum-state file are Kafka's formats, a crash loses nothing acknowledged, and nothing else touches that log."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ import pytest
 from kfk.backends.embedded import EmbeddedMetadataBackend
 from kfk.backends.embedded.metadata_log import KafkaMetadataLog
 from kfk.config import LogConfig
-from kfk.errors import InvalidConfigurationError, KafkaStorageError, NotControllerError
-from kfk.metadata.cache import MetadataCache
-from kfk.metadata.image import MetadataImage
+from kfk.errors import InvalidConfigurationError, KafkaStorageError
 from kfk.protocol.metadata_records import schema_class
 from kfk.records import ControlRecordType, LeaderChangeMessage, control_record_type, iter_batches
 from kfk.storage.log_manager import LogManager
@@ -41,67 +39,6 @@ def log_bytes(log_dir) -> bytes:
     directory = os.path.join(log_dir, "__cluster_metadata-0")
     return b"".join(open(os.path.join(directory, name), "rb").read()
                     for name in sorted(os.listdir(directory)) if name.endswith(".log"))
-
-
-def test_appends_are_committed_seen_by_listeners_and_replayed_after_reopen(tmp_path, clock) -> None:
-    async def first_run() -> tuple[int, int]:
-        store = backend(tmp_path, clock)
-        listener = RecordingListener()
-        store.add_listener(listener)
-        await store.start()
-        assert listener.batches == []
-        epoch = await store.elect_controller(1)
-        first = await store.append(topic("a"), epoch)
-        second = await store.append(topic("b"), epoch)
-        assert listener.batches[0][1] == first and listener.batches[1][1] == second
-        assert [r.name for r in listener.records if r.NAME == "TopicRecord"] == ["a", "b"]
-        assert store.high_watermark == second + 1
-        await store.stop()
-        return first, second
-
-    first, second = run(first_run())
-    assert (first, second) == (2, 4)  # offset 0 is the leader's LEADER_CHANGE control record
-
-    async def second_run() -> MetadataCache:
-        store = backend(tmp_path, clock)
-        cache = MetadataCache(MetadataImage(cluster_id=CLUSTER_ID))
-        listener = RecordingListener()
-        store.add_listener(cache)
-        store.add_listener(listener)
-        await store.start()
-        assert [offset for _, offset in listener.batches] == [first, second]
-        assert store.active_controller() is None  # a restarted node is unattached until it wins a new epoch
-        await store.stop()
-        return cache
-
-    cache = run(second_run())
-    assert sorted(cache.image.topics_by_name) == ["a", "b"]
-    assert cache.image.offset == second
-
-
-def test_each_election_opens_a_new_epoch_and_fences_appends_of_the_old_one(tmp_path, clock) -> None:
-    async def scenario() -> None:
-        store = backend(tmp_path, clock)
-        await store.start()
-        with pytest.raises(NotControllerError):
-            await store.append(topic("early"), 0)  # no leader yet
-        epoch = await store.elect_controller(1)
-        assert store.active_controller() == (1, epoch)
-        newer = await store.elect_controller(1)
-        assert newer == epoch + 1
-        with pytest.raises(NotControllerError, match="not the current epoch"):
-            await store.append(topic("stale"), epoch)
-        await store.append(topic("fresh"), newer)
-        assert await store.elect_controller(2) is None  # not this node, not a voter
-        await store.stop()
-        store = backend(tmp_path, clock)
-        await store.start()
-        assert await store.elect_controller(1) == newer + 1  # epochs survive restarts
-        with pytest.raises(NotControllerError):
-            await store.append(topic("stale again"), newer)
-        await store.stop()
-
-    run(scenario())
 
 
 def test_quorum_state_is_kafkas_json_and_is_written_before_the_epoch_is_used(tmp_path, clock) -> None:
