@@ -9,11 +9,12 @@ import time
 import pytest
 from confluent_kafka import OFFSET_END, Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from kfk.protocol.messages.fetch import FetchRequest
+from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from tests.integration.test_clients import consume_all, create_topic, produce_all
 from tests.integration.wire import connect, request
 
@@ -104,3 +105,33 @@ def test_describe_log_dirs_lists_the_partitions(kfk_broker: str) -> None:
     assert result.error_code == ErrorCode.NONE and result.total_bytes >= result.usable_bytes > 0
     sizes = {p.partition_index: p.partition_size for t in result.topics if t.name == "dirs" for p in t.partitions}
     assert sizes[0] == 0 and sizes[1] > 300
+
+
+def test_admin_list_offsets_and_offset_for_leader_epoch(kfk_broker: str) -> None:
+    """AdminClient.list_offsets (ListOffsets v7+, MAX_TIMESTAMP included) and OffsetForLeaderEpoch over the wire."""
+    create_topic(kfk_broker, "admin-offsets")
+    base = int(time.time() * 1000) - 60_000
+    producer = Producer({"bootstrap.servers": kfk_broker, "linger.ms": 50})
+    for index, delta in enumerate([0, 5_000, 2_000, 1_000]):  # the largest timestamp is the second record's
+        producer.produce("admin-offsets", f"v{index}".encode(), timestamp=base + delta)
+    producer.flush(10)  # one batch of four: LATEST must be its end (4), not its start
+    admin = AdminClient({"bootstrap.servers": kfk_broker})
+    partition = ConfluentTopicPartition("admin-offsets", 0)
+    answers = {}
+    for name, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest()),
+                       ("max", OffsetSpec.max_timestamp()), ("at", OffsetSpec.for_timestamp(base + 1_500)),
+                       ("future", OffsetSpec.for_timestamp(base + 120_000))):
+        [(_, future)] = admin.list_offsets({partition: spec}).items()
+        result = future.result(10)
+        answers[name] = (result.offset, result.timestamp)
+    assert answers["earliest"][0] == 0 and answers["latest"][0] == 4
+    assert answers["max"] == (1, base + 5_000)
+    assert answers["at"] == (1, base + 5_000)  # the first record at or after the time, in offset order
+    assert answers["future"][0] == -1
+    with connect(kfk_broker) as sock:
+        request_ = OffsetForLeaderEpochRequest(replica_id=-1, topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+            topic="admin-offsets", partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+                partition=0, current_leader_epoch=0, leader_epoch=0)])])
+        response = request(sock, request_, 4)
+    epoch_end = response.topics[0].partitions[0]
+    assert (epoch_end.error_code, epoch_end.leader_epoch, epoch_end.end_offset) == (ErrorCode.NONE, 0, 4)
