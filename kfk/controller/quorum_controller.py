@@ -29,6 +29,7 @@ from kfk.controller.producer_ids import ProducerIdsBlock, generate_next_producer
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import ErrorCode, NotControllerError
 from kfk.metadata.image import Endpoint, MetadataImage
+from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
@@ -102,10 +103,16 @@ class QuorumController:
 
     async def create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
         try:
-            return await self._write(lambda image: replication_control.create_topics(
+            response = await self._write(lambda image: replication_control.create_topics(
                 image, request, self.config, self.rng, self._describe_new_topic_configs))
         except NotControllerError:
             return replication_control.create_topics_error(request, _NOT_CONTROLLER)
+        for result in response.topics:
+            if result.error_code == ErrorCode.NONE and has_collision_chars(result.name):
+                log.warning("Topic %s: due to limitations in metric names, topics with a period ('.') or underscore "
+                            "('_') could collide. To avoid issues it is best to use either, but not both.",
+                            result.name)
+        return response
 
     async def auto_create_topics(self, names: Sequence[str]) -> CreateTopicsResponse:
         """Create topics clients asked for (Metadata with auto-creation), each with what Kafka gives it."""
