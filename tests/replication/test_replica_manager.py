@@ -213,6 +213,13 @@ def test_a_batch_above_max_message_bytes_is_message_too_large(broker: Broker) ->
     assert result.error == ErrorCode.MESSAGE_TOO_LARGE and result.base_offset == -1
 
 
+def test_an_append_larger_than_a_segment_is_record_list_too_large(broker: Broker) -> None:
+    broker.commit(topic_records("t", 1, configs={"segment.bytes": str(1024 * 1024),
+                                                 "max.message.bytes": str(4 * 1024 * 1024)}))
+    huge = make_batch(0, [os.urandom(1024) for _ in range(1100)])
+    assert produce(broker, {T0: huge})[T0].error == ErrorCode.RECORD_LIST_TOO_LARGE
+
+
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd", "uncompressed"])
 def test_the_topic_codec_re_encodes_what_producers_send(broker: Broker, codec: str) -> None:
     broker.commit(topic_records("t", 1, configs={"compression.type": codec}))
