@@ -42,4 +42,8 @@ class MetadataBackend(Protocol):
 
     async def append(self, records: Sequence[Message], controller_epoch: int) -> int:
         """Durably commit records written by the controller of `controller_epoch`; returns the last offset.
-        Listeners have seen the records when this returns. Raises NotControllerError for a stale epoch."""
+        Listeners have seen the records when this returns. Raises NotControllerError for a stale epoch.
+
+        The records of one call are atomic: committed and delivered to listeners together, or not at all (the
+        embedded backend writes them as one batch; a ZooKeeper backend needs one multi-op). Offsets only grow:
+        the offsets a backend reports are its own (log offsets, ZooKeeper zxids), but they order all commits."""
