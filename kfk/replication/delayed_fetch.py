@@ -72,6 +72,11 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def on_complete(self) -> None:
-        results = self.read_from_local_log(self.params, self.partitions)
+        try:
+            results = self.read_from_local_log(self.params, self.partitions)
+        except Exception as error:  # noqa: BLE001 - the waiting request must hear of it, not hang
+            if self.future is not None and not self.future.done():
+                self.future.set_exception(error)
+            return
         if self.future is not None and not self.future.done():
             self.future.set_result(results)

@@ -18,10 +18,13 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 Key = Hashable
+
+logger = logging.getLogger(__name__)
 
 
 class DelayedOperation:
@@ -47,7 +50,10 @@ class DelayedOperation:
         if self.completed:
             return False
         self.completed = True
-        self.on_complete()
+        try:
+            self.on_complete()
+        except Exception:  # noqa: BLE001 - whoever completed it (an append, the timer) must not fail with it
+            logger.exception("Error completing %r", self)
         return True
 
 

@@ -118,3 +118,18 @@ def test_the_asyncio_timer_expires_operations_at_their_deadline() -> None:
         return short.expirations, long.completions
 
     assert asyncio.run(scenario()) == (1, 0)
+
+
+class Failing(Waiting):
+    def on_complete(self) -> None:
+        self.completions += 1
+        raise RuntimeError("boom")
+
+
+def test_a_failing_completion_does_not_stop_the_others() -> None:
+    purgatory: DelayedOperationPurgatory[Waiting] = DelayedOperationPurgatory("test")
+    failing, fine = Failing(100), Waiting(100)
+    purgatory.try_complete_else_watch(failing, ["a"])
+    purgatory.try_complete_else_watch(fine, ["a"])
+    assert purgatory.expire(100) is None
+    assert (failing.completions, failing.completed, fine.completions) == (1, True, 1)
