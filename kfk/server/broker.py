@@ -132,6 +132,7 @@ class BrokerServer:
 
         self.replica_manager = ReplicaManager(self.node_id, self.config, self.log_manager, now_ms)
         self.metadata_cache.subscribe(self.replica_manager.on_metadata_update)
+        await self.replica_manager.metadata_applied()  # ready means every hosted partition is being served
 
     async def _stop_replication(self) -> None:
         """Answer the produces and fetches still waiting in the purgatories, before the logs close."""
