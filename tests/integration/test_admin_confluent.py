@@ -112,8 +112,16 @@ def test_creation_errors_and_validate_only(kfk_broker: str) -> None:
     assert error_of(again["exists"]).code() == KafkaError.TOPIC_ALREADY_EXISTS
 
 
-def test_broker_configs_and_describe_cluster(kfk_broker: str) -> None:
-    client = admin(kfk_broker)
+def test_a_broker_derived_topic_config_broker_configs_and_describe_cluster(kfk_broker_factory) -> None:
+    client = admin(kfk_broker_factory({"log.segment.bytes": "2097152"}).bootstrap_servers)
+    client.create_topics([NewTopic("derived", 1, 1)])["derived"].result(timeout=TIMEOUT)
+    segment = topic_configs(client, "derived")["segment.bytes"]
+    assert (segment.value, segment.source, segment.is_sensitive) == (
+        "2097152", ConfigSource.STATIC_BROKER_CONFIG.value, False)
+    # librdkafka keys synonyms by name: of log.segment.bytes (static 2097152, then its default) it keeps the last
+    assert list(segment.synonyms) == ["log.segment.bytes"]
+    assert segment.synonyms["log.segment.bytes"].value == "1073741824"
+
     futures = client.describe_configs([ConfigResource(ResourceType.BROKER, "1")], request_timeout=TIMEOUT)
     configs = next(iter(futures.values())).result(timeout=TIMEOUT)
     assert configs["num.partitions"].value == "1"
