@@ -104,7 +104,7 @@ async def _appends(root: str, batch: bytes, count: int, in_executor: bool, codec
     for _ in range(count):
         await manager.append_records(1000, 1, {topic_partition: batch})
     elapsed = (time.perf_counter() - start) / count
-    manager.shutdown()
+    await manager.shutdown()
     log_manager.shutdown()
     return elapsed
 
