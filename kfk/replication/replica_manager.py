@@ -62,6 +62,7 @@ from kfk.storage.producer_state import AppendOrigin
 
 logger = logging.getLogger(__name__)
 
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class LogDirPartition:
     partition: int
