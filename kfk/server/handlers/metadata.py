@@ -77,19 +77,22 @@ def controller_id(broker: BrokerServer, image: MetadataImage, listener_name: str
     return alive[0][0].broker_id if alive else -1
 
 
-def partition_metadata(image: MetadataImage, topic: TopicImage, listener_name: str, version: int) -> list[Partition]:
+def partition_metadata(image: MetadataImage, topic: TopicImage, listener_name: str, version: int,
+                       alive_ids: set[int] | None = None) -> list[Partition]:
     """Kafka's KRaftMetadataCache.partitionMetadata: the leader if it is alive on this listener, the replicas and
-    ISR (v0: only those alive), the replicas that are offline (unknown or fenced broker, or no such listener)."""
+    ISR (v0: only those alive), the replicas that are offline (unknown or fenced broker, or no such listener).
+    `alive_ids`: the brokers alive on the listener, when the caller describes many topics."""
+    if alive_ids is None:
+        alive_ids = {broker.broker_id for broker, _ in image.alive_brokers(listener_name)}
     partitions = []
     for index in sorted(topic.partitions):
         registration = topic.partitions[index]
-        alive = [r for r in registration.replicas if image.alive_endpoint(r, listener_name) is not None]
+        alive = [r for r in registration.replicas if r in alive_ids]
         replicas = alive if version == 0 else list(registration.replicas)
-        isr = ([r for r in registration.isr if image.alive_endpoint(r, listener_name) is not None]
-               if version == 0 else list(registration.isr))
-        offline = [r for r in registration.replicas if r not in alive]
+        isr = [r for r in registration.isr if r in alive_ids] if version == 0 else list(registration.isr)
+        offline = [r for r in registration.replicas if r not in alive_ids]
         leader = registration.leader
-        if image.alive_endpoint(leader, listener_name) is None:
+        if leader not in alive_ids:
             if leader not in image.brokers or version < 6:
                 error = ErrorCode.LEADER_NOT_AVAILABLE
             else:
@@ -114,12 +117,15 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                     return _error_response(request, ErrorCode.INVALID_REQUEST)
         image = broker.metadata_cache.image
         listener = context.listener_name
+        alive = image.alive_brokers(listener)
+        alive_ids = {registration.broker_id for registration, _ in alive}
         operations = (TOPIC_AUTHORIZED_OPERATIONS if request.include_topic_authorized_operations
                       else AUTHORIZED_OPERATIONS_OMITTED)
 
         def described(topic: TopicImage) -> Topic:
             return Topic(error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id,
-                         is_internal=topic.is_internal, partitions=partition_metadata(image, topic, listener, version),
+                         is_internal=topic.is_internal,
+                         partitions=partition_metadata(image, topic, listener, version, alive_ids),
                          topic_authorized_operations=operations)
 
         if request.topics is None or (version == 0 and not request.topics):
@@ -154,7 +160,7 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                 await broker.controller.auto_create_topics(to_create)
         brokers = [MetadataResponse.MetadataResponseBroker(node_id=registration.broker_id, host=endpoint.host,
                                                            port=endpoint.port, rack=registration.rack)
-                   for registration, endpoint in image.alive_brokers(listener)]
+                   for registration, endpoint in alive]
         return MetadataResponse(
             brokers=brokers,
             cluster_id=broker.metadata_backend.cluster_id,
