@@ -26,6 +26,7 @@ from kfk.server.dispatch import Dispatcher
 from kfk.server.handlers import api_versions
 from kfk.server.handlers import admin, cluster, configs, metadata, producer_id
 from kfk.server.handlers import delete_records, describe_log_dirs, fetch, list_offsets, offset_for_leader_epoch, produce
+from kfk.server.handlers import find_coordinator, groups, offsets
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.log_manager import LogManager
 
@@ -66,6 +67,8 @@ class BrokerServer:
         for module in (metadata, admin, configs, cluster, producer_id):
             module.register(self.dispatcher, self)
         for module in (produce, fetch, list_offsets, delete_records, offset_for_leader_epoch, describe_log_dirs):
+            module.register(self.dispatcher, self)
+        for module in (find_coordinator, groups, offsets):
             module.register(self.dispatcher, self)
 
     def _build_log_manager(self) -> LogManager:
@@ -139,6 +142,36 @@ class BrokerServer:
         if getattr(self, "replica_manager", None) is not None:
             await self.replica_manager.shutdown()
 
+    async def _start_group_coordinator(self) -> None:
+        """The group coordinator: it loads the __consumer_offsets partitions this broker leads (following the
+        metadata image) and writes through the replica manager with acks=-1, so an answer that depends on a write
+        goes out once the write is committed."""
+        from kfk.coordinator.group.config import GroupCoordinatorConfig
+        from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
+        from kfk.coordinator.group.service import GroupCoordinatorService
+        from kfk.storage.log_files import TopicPartition
+        from kfk.storage.producer_state import AppendOrigin
+
+        config = GroupCoordinatorConfig.from_broker_config(self.config)
+        replica_manager = self.replica_manager
+
+        async def append(partition: int, records: bytes):
+            topic_partition = TopicPartition(GROUP_METADATA_TOPIC_NAME, partition)
+            results = await replica_manager.append_records(config.offsets_commit_timeout_ms, -1,
+                                                           {topic_partition: records}, AppendOrigin.COORDINATOR)
+            return results[topic_partition].error
+
+        def log_of(partition: int):
+            hosted = replica_manager.get_partition(TopicPartition(GROUP_METADATA_TOPIC_NAME, partition))
+            return hosted.log if hosted is not None and hosted.is_leader else None
+
+        self.group_coordinator = GroupCoordinatorService(config, self.node_id, append, log_of, now_ms)
+        self.metadata_cache.subscribe(self.group_coordinator.on_metadata_update)
+
+    async def _stop_group_coordinator(self) -> None:
+        if getattr(self, "group_coordinator", None) is not None:
+            self.group_coordinator.stop()
+
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self.cluster_id = self._cluster_id()
@@ -156,6 +189,7 @@ class BrokerServer:
         await self.socket_server.start()
         await self._start_metadata()
         await self._start_replication()
+        await self._start_group_coordinator()
         Path(self.log_dirs[0], PID_FILE).write_text(f"{os.getpid()}\n")
         bound = ", ".join(str(listener) for listener in self.socket_server.bound)
         log.info("kfk broker %d started, listening on %s (cluster id %s, log dirs %s)", self.node_id, bound,
@@ -164,6 +198,7 @@ class BrokerServer:
     async def stop(self) -> None:
         if self.socket_server is not None:
             await self.socket_server.stop()
+        await self._stop_group_coordinator()
         await self._stop_replication()
         await self._stop_metadata()
         if self._log_manager_task is not None:

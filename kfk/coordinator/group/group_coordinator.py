@@ -143,7 +143,6 @@ class GroupCoordinator:
         if not self.timer.is_scheduled(_EXPIRE_OFFSETS_KEY):
             self.timer.schedule(_EXPIRE_OFFSETS_KEY, now_ms + self.config.offsets_retention_check_interval_ms,
                                 self._expire_offsets)
-        log.info("Loaded __consumer_offsets-%d: %d groups", partition, len(self._groups_of(partition)))
 
     def unload(self, partition: int) -> None:
         """This broker no longer leads the partition: forget its groups and offsets."""
@@ -168,6 +167,8 @@ class GroupCoordinator:
         return writes
 
     def complete_write(self, write: CoordinatorWrite, error: ErrorCode, now_ms: int) -> None:
+        if error == ErrorCode.NONE and self.partitions.get(write.partition) is not PartitionState.ACTIVE:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER  # unloaded meanwhile: its state is gone, the writer must retry
         if error != ErrorCode.NONE:
             log.warning("Write of %d records to __consumer_offsets-%d failed: %s", len(write.records),
                         write.partition, error.name)

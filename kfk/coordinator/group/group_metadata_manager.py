@@ -339,9 +339,9 @@ class GroupMetadataManager:
             self.timer.schedule(_join_key(group_id), now_ms + delay_ms,
                                 lambda at_ms: self._try_complete_initial_rebalance(group_id, delay_ms, remaining_ms,
                                                                                    at_ms))
-        group.transition_to(_S.PREPARING_REBALANCE, now_ms)
         log.info("Preparing to rebalance group %s in state %s with old generation %d", group.group_id,
                  group.state.value, group.generation_id)
+        group.transition_to(_S.PREPARING_REBALANCE, now_ms)
         if not is_initial_rebalance:
             self._maybe_complete_join_else_schedule(group, now_ms)
 

@@ -1,0 +1,91 @@
+"""FindCoordinator (key 10), v0-v6.
+
+v0 asks for the coordinator of one group; v1 adds key_type (0 group, 1 transaction), throttle_time_ms and an error
+message; v3 is flexible; v4 batches keys (coordinator_keys in, one Coordinator per key out, no top-level fields);
+v5 only allows the TRANSACTION_ABORTABLE error; v6 adds key type 2 (share groups).
+
+A group's coordinator is the leader of its __consumer_offsets partition (abs(java hash) % partitions). The first
+lookup when the topic does not exist yet creates it (offsets.topic.num.partitions, offsets.topic.replication.factor,
+compacted); until it exists (the creation failed, or it is not in this broker's metadata yet) the answer is
+COORDINATOR_NOT_AVAILABLE, which clients retry, as Kafka does. A lookup for a partition of this broker that is
+still loading waits (briefly) for it, so the client's next request does not meet COORDINATOR_LOAD_IN_PROGRESS. Transactions have no
+coordinator in kfk yet: such keys get COORDINATOR_NOT_AVAILABLE (what Kafka answers while the transaction
+coordinator's topic is unavailable). Share groups are not supported: INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME, partition_for
+from kfk.errors import ERROR_INFO, ErrorCode
+from kfk.metadata.image import MetadataImage
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from kfk.server.dispatch import Dispatcher, RequestContext
+
+if TYPE_CHECKING:
+    from kfk.server.broker import BrokerServer
+
+LOWEST_VERSION = 0
+HIGHEST_VERSION = 6
+FIRST_BATCHED_VERSION = 4
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
+
+#: How long a lookup waits for the group's partition of this broker to finish loading.
+LOAD_WAIT_MS = 5000
+
+Coordinator = FindCoordinatorResponse.Coordinator
+
+
+def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
+    async def find_group_coordinator(key: str, image: MetadataImage, listener: str) -> Coordinator:
+        topic = image.topic(GROUP_METADATA_TOPIC_NAME)
+        if topic is None:
+            await broker.controller.auto_create_topics([GROUP_METADATA_TOPIC_NAME])
+            image = broker.metadata_cache.image
+            topic = image.topic(GROUP_METADATA_TOPIC_NAME)
+            if topic is None:
+                return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        registration = topic.partitions.get(partition_for(key, len(topic.partitions)))
+        endpoint = image.alive_endpoint(registration.leader, listener) if registration is not None else None
+        if endpoint is None:
+            return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if registration.leader == broker.node_id:
+            # A partition of this broker still loading (just created, or just led) is ready in a moment; answering
+            # before that would only earn the client COORDINATOR_LOAD_IN_PROGRESS and a back-off of seconds.
+            await broker.group_coordinator.wait_until_loaded(key, LOAD_WAIT_MS)
+        return Coordinator(key=key, node_id=registration.leader, host=endpoint.host, port=endpoint.port,
+                           error_code=ErrorCode.NONE, error_message=None)
+
+    async def handle(context: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+        version = context.api_version
+        keys = list(request.coordinator_keys) if version >= FIRST_BATCHED_VERSION else [request.key]
+        image = broker.metadata_cache.image
+        coordinators = []
+        for key in keys:
+            if request.key_type == GROUP_KEY_TYPE:
+                coordinators.append(await find_group_coordinator(key, image, context.listener_name))
+            elif request.key_type == TRANSACTION_KEY_TYPE:
+                coordinators.append(_error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            elif request.key_type == SHARE_KEY_TYPE:
+                coordinators.append(_error(key, ErrorCode.INVALID_REQUEST, "Share groups are not supported"))
+            else:
+                coordinators.append(_error(key, ErrorCode.INVALID_REQUEST,
+                                           f"Unknown coordinator type received: {request.key_type}"))
+        if version >= FIRST_BATCHED_VERSION:
+            return FindCoordinatorResponse(coordinators=coordinators)
+        (only,) = coordinators
+        return FindCoordinatorResponse(error_code=only.error_code,
+                                       error_message=only.error_message if version >= 1 else None,
+                                       node_id=only.node_id, host=only.host, port=only.port)
+
+    dispatcher.register(ApiKey.FIND_COORDINATOR, LOWEST_VERSION, HIGHEST_VERSION, handle)
+
+
+def _error(key: str, error: ErrorCode, message: str | None = None) -> Coordinator:
+    return Coordinator(key=key, node_id=-1, host="", port=-1, error_code=error,
+                       error_message=message if message is not None else ERROR_INFO[error].message)

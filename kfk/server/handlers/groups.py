@@ -1,0 +1,104 @@
+"""The classic group membership and admin APIs, answered by the group coordinator.
+
+- JoinGroup (11), v0-v9: v0 has no rebalance timeout (the session timeout stands in); v4+ asks a new dynamic member
+  to join again with the member id it is given (MEMBER_ID_REQUIRED); v5+ static membership (group_instance_id);
+  v6 flexible; v7+ returns the protocol type; v8 adds a reason; v9 may tell a static leader to skip the assignment.
+  Protocol name is nullable from v7 only: older versions get "". v0 and v1 are deprecated in Kafka but served: old
+  librdkafka (Debian's kcat, 2.0.2) falls back to v0.
+- SyncGroup (14), v0-v5: v3+ group_instance_id; v4 flexible; v5 protocol type and name, checked against the group's.
+- Heartbeat (12), v0-v4: v3+ group_instance_id; v4 flexible.
+- LeaveGroup (13), v0-v5: v0-v2 one member_id and one error; v3+ a batch of members (by member id or, for an
+  admin, by group instance id) with an error each; v4 flexible; v5 a reason.
+- ListGroups (16), v0-v5: v3 flexible; v4 states filter (case-insensitive) and group_state; v5 types filter and
+  group_type ("classic" for every kfk group).
+- DescribeGroups (15), v0-v5: v3+ authorized operations on request; v4+ group_instance_id; v5 flexible. A group
+  that does not exist is described as Dead with no error, as Kafka does before v6. Member metadata and assignment
+  are shown once the group is Stable.
+- DeleteGroups (42), v0-v2: v2 flexible. A group with members gets NON_EMPTY_GROUP.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kfk.errors import ErrorCode
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from kfk.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from kfk.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from kfk.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from kfk.server.dispatch import Dispatcher, RequestContext
+
+if TYPE_CHECKING:
+    from kfk.server.broker import BrokerServer
+
+#: Kafka's AclOperation codes a group has: READ (3), DELETE (6), DESCRIBE (8), as DescribeGroups' bit field.
+GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
+    def coordinator():
+        return broker.group_coordinator
+
+    async def join_group(context: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+        version = context.api_version
+        if version == 0:
+            request.rebalance_timeout_ms = request.session_timeout_ms
+        response = await coordinator().join_group(request, version, context.client_id or "",
+                                                  f"/{context.client_host}")
+        if version < 7 and response.protocol_name is None:
+            response.protocol_name = ""
+        if version < 9:
+            response.skip_assignment = False
+        return response
+
+    async def sync_group(context: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+        return await coordinator().sync_group(request)
+
+    async def heartbeat(context: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+        return HeartbeatResponse(error_code=coordinator().heartbeat(request))
+
+    async def leave_group(context: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+        if context.api_version < 3:
+            members = [LeaveGroupRequest.MemberIdentity(member_id=request.member_id)]
+        else:
+            members = list(request.members)
+        error, responses = coordinator().leave_group(request.group_id, members)
+        if context.api_version < 3:
+            if error == ErrorCode.NONE:
+                error = next((r.error_code for r in responses if r.error_code != ErrorCode.NONE), ErrorCode.NONE)
+            return LeaveGroupResponse(error_code=error)
+        return LeaveGroupResponse(error_code=error, members=responses)
+
+    async def list_groups(context: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+        error, groups = coordinator().list_groups(list(request.states_filter or ()),
+                                                  list(request.types_filter or ()))
+        return ListGroupsResponse(error_code=error, groups=groups)
+
+    async def describe_groups(context: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+        described = []
+        for group_id in request.groups:
+            group = coordinator().describe_group(group_id)
+            if context.api_version >= 3:
+                group.authorized_operations = GROUP_AUTHORIZED_OPERATIONS if request.include_authorized_operations \
+                    else AUTHORIZED_OPERATIONS_OMITTED
+            described.append(group)
+        return DescribeGroupsResponse(groups=described)
+
+    async def delete_groups(context: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+        results = await coordinator().delete_groups(list(request.groups_names))
+        return DeleteGroupsResponse(results=[DeleteGroupsResponse.DeletableGroupResult(group_id=group_id,
+                                                                                       error_code=error)
+                                             for group_id, error in results.items()])
+
+    dispatcher.register(ApiKey.JOIN_GROUP, 0, 9, join_group)
+    dispatcher.register(ApiKey.SYNC_GROUP, 0, 5, sync_group)
+    dispatcher.register(ApiKey.HEARTBEAT, 0, 4, heartbeat)
+    dispatcher.register(ApiKey.LEAVE_GROUP, 0, 5, leave_group)
+    dispatcher.register(ApiKey.LIST_GROUPS, 0, 5, list_groups)
+    dispatcher.register(ApiKey.DESCRIBE_GROUPS, 0, 5, describe_groups)
+    dispatcher.register(ApiKey.DELETE_GROUPS, 0, 2, delete_groups)

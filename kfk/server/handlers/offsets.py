@@ -1,0 +1,132 @@
+"""Committed offsets, answered by the group coordinator.
+
+- OffsetCommit (8), v0-v9: v1 adds generation, member id and a per-partition commit timestamp; v2-v4 a retention
+  time (the commit then expires on its own, written as OffsetCommitValue v1); v3 throttle time; v5 drops the
+  retention; v6 the committed leader epoch; v7 group_instance_id; v8 flexible; v9 is the KIP-848 version (for a
+  classic group the same as v8, except that a group that does not exist is GROUP_ID_NOT_FOUND, not
+  ILLEGAL_GENERATION). Partitions of topics the metadata does not know get UNKNOWN_TOPIC_OR_PARTITION before the
+  coordinator sees the rest; the answer goes out once the offsets are committed to __consumer_offsets.
+- OffsetFetch (9), v0-v9: v1 reads offsets kept in Kafka (kfk keeps them all there); v2 adds a top-level error and
+  null topics = every committed offset; v3 throttle time; v5 leader epochs; v6 flexible; v7 require_stable (there
+  are no transactional offsets yet, so nothing is ever unstable); v8 many groups with an error each; v9 member id
+  and epoch (KIP-848, ignored for classic groups). Errors the group has (NOT_COORDINATOR,
+  COORDINATOR_LOAD_IN_PROGRESS) are per partition on v0-v1, top-level on v2-v7, per group from v8.
+- OffsetDelete (47), v0: a top-level error and one per partition.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kfk.coordinator.group.group_coordinator import OffsetCommitPartition
+from kfk.errors import ErrorCode
+from kfk.metadata.image import MetadataImage
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from kfk.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from kfk.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from kfk.server.dispatch import Dispatcher, RequestContext
+
+if TYPE_CHECKING:
+    from kfk.server.broker import BrokerServer
+
+INVALID_OFFSET = -1
+FIRST_MULTI_GROUP_FETCH_VERSION = 8
+
+CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
+CommitPartition = OffsetCommitResponse.OffsetCommitResponsePartition
+
+
+def _partition_known(image: MetadataImage, topic: str, partition: int) -> bool:
+    return image.partition(topic, partition) is not None
+
+
+def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
+    async def offset_commit(context: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+        image = broker.metadata_cache.image
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        accepted: list[OffsetCommitPartition] = []
+        for topic in request.topics:
+            for partition in topic.partitions:
+                if not _partition_known(image, topic.name, partition.partition_index):
+                    errors[(topic.name, partition.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                accepted.append(OffsetCommitPartition(
+                    topic.name, partition.partition_index, partition.committed_offset,
+                    partition.committed_leader_epoch, partition.committed_metadata, partition.commit_timestamp))
+        if accepted:
+            errors.update(await broker.group_coordinator.commit_offsets(
+                request.group_id, request.member_id, request.group_instance_id,
+                request.generation_id_or_member_epoch, request.retention_time_ms, accepted, context.api_version))
+        return OffsetCommitResponse(topics=[
+            CommitTopic(name=topic.name, partitions=[
+                CommitPartition(partition_index=p.partition_index, error_code=errors[(topic.name, p.partition_index)])
+                for p in topic.partitions])
+            for topic in request.topics])
+
+    async def offset_fetch(context: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+        version = context.api_version
+        service = broker.group_coordinator
+        if version >= FIRST_MULTI_GROUP_FETCH_VERSION:
+            groups = []
+            for group in request.groups:
+                wanted = None if group.topics is None else [(t.name, list(t.partition_indexes))
+                                                            for t in group.topics]
+                error, topics = service.fetch_offsets(group.group_id, wanted)
+                groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
+                    group_id=group.group_id, error_code=error,
+                    topics=[OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
+                        OffsetFetchResponse.OffsetFetchResponsePartitions(
+                            partition_index=index,
+                            committed_offset=offset.committed_offset if offset else INVALID_OFFSET,
+                            committed_leader_epoch=offset.leader_epoch if offset else -1,
+                            metadata=offset.metadata if offset else "",
+                            error_code=ErrorCode.NONE)
+                        for index, offset in partitions]) for name, partitions in topics]))
+            return OffsetFetchResponse(groups=groups)
+        wanted = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
+        error, topics = service.fetch_offsets(request.group_id, wanted)
+        if error != ErrorCode.NONE and version < 2:
+            # No top-level error before v2: every requested partition carries it.
+            topics = [(name, [(index, None) for index in indexes]) for name, indexes in wanted or []]
+        partition_error = error if version < 2 else ErrorCode.NONE
+        return OffsetFetchResponse(
+            error_code=error if version >= 2 else ErrorCode.NONE,
+            topics=[OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
+                OffsetFetchResponse.OffsetFetchResponsePartition(
+                    partition_index=index,
+                    committed_offset=offset.committed_offset if offset else INVALID_OFFSET,
+                    committed_leader_epoch=offset.leader_epoch if offset and version >= 5 else -1,
+                    metadata=offset.metadata if offset else "",
+                    error_code=partition_error)
+                for index, offset in partitions]) for name, partitions in topics])
+
+    async def offset_delete(context: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+        image = broker.metadata_cache.image
+        unknown: set[tuple[str, int]] = set()
+        known: list[tuple[str, list[int]]] = []
+        for topic in request.topics:
+            indexes = []
+            for partition in topic.partitions:
+                if _partition_known(image, topic.name, partition.partition_index):
+                    indexes.append(partition.partition_index)
+                else:
+                    unknown.add((topic.name, partition.partition_index))
+            if indexes:
+                known.append((topic.name, indexes))
+        error, results = await broker.group_coordinator.delete_offsets(request.group_id, known)
+        if error != ErrorCode.NONE:
+            return OffsetDeleteResponse(error_code=error)
+        errors = {(name, index): partition_error for name, partitions in results
+                  for index, partition_error in partitions}
+        errors.update(dict.fromkeys(unknown, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        return OffsetDeleteResponse(error_code=ErrorCode.NONE, topics=[
+            OffsetDeleteResponse.OffsetDeleteResponseTopic(name=topic.name, partitions=[
+                OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                    partition_index=p.partition_index, error_code=errors[(topic.name, p.partition_index)])
+                for p in topic.partitions])
+            for topic in request.topics])
+
+    dispatcher.register(ApiKey.OFFSET_COMMIT, 0, 9, offset_commit)
+    dispatcher.register(ApiKey.OFFSET_FETCH, 0, 9, offset_fetch)
+    dispatcher.register(ApiKey.OFFSET_DELETE, 0, 0, offset_delete)
