@@ -186,10 +186,11 @@ class BrokerServer:
             max_request_bytes=self.config.socket_request_max_bytes,
             connections_max_idle_ms=self.config.connections_max_idle_ms,
         )
-        await self.socket_server.start()
+        await self.socket_server.bind()
         await self._start_metadata()
         await self._start_replication()
         await self._start_group_coordinator()
+        await self.socket_server.start_serving()
         Path(self.log_dirs[0], PID_FILE).write_text(f"{os.getpid()}\n")
         bound = ", ".join(str(listener) for listener in self.socket_server.bound)
         log.info("kfk broker %d started, listening on %s (cluster id %s, log dirs %s)", self.node_id, bound,

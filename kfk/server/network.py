@@ -82,7 +82,9 @@ class SocketServer:
         self._connections: dict[asyncio.StreamWriter, float] = {}  # writer -> last activity (monotonic seconds)
         self._idle_task: asyncio.Task | None = None
 
-    async def start(self) -> None:
+    async def bind(self) -> None:
+        """Bind every listener (port 0 gets an ephemeral port, recorded in `bound`) without accepting yet: the broker
+        registers the real ports, and serves only once every layer is up (Kafka's enableRequestProcessing)."""
         for listener in self.listeners:
             server = await asyncio.start_server(
                 lambda r, w, name=listener.name: self._serve(r, w, name),
@@ -90,10 +92,16 @@ class SocketServer:
                 port=listener.port,
                 reuse_address=True,
                 limit=1 << 20,
+                start_serving=False,
             )
             port = server.sockets[0].getsockname()[1]
             self.bound.append(Listener(listener.name, listener.host, port))
             self._servers.append(server)
+
+    async def start_serving(self) -> None:
+        """Accept connections (those that arrived since bind() waited in the listen backlog)."""
+        for server in self._servers:
+            await server.start_serving()
         self._idle_task = asyncio.create_task(self._close_idle_connections())
 
     async def stop(self) -> None:
