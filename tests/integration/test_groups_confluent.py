@@ -214,3 +214,48 @@ def test_two_groups_each_receive_every_message(bootstrap: str) -> None:
     assert sorted(received["blue"]) == sorted(received["green"]) == list(range(90))
     for c in consumers.values():
         c.close()
+
+
+def test_kcat_balanced_consumer(bootstrap: str) -> None:
+    """kcat -G (Debian's, librdkafka 2.0.2: JoinGroup v5, SyncGroup v3, OffsetCommit v7, LeaveGroup v1)."""
+    create_topic(bootstrap, "kc", 2)
+    produce(bootstrap, "kc", 10, 2)
+
+    def kcat(*args: str) -> list[str]:
+        result = subprocess.run(["kcat", "-b", bootstrap, "-G", "kcat-group", "-e", "-f", "%s\n", *args, "kc"],
+                                capture_output=True, text=True, timeout=30, check=True)
+        return sorted(result.stdout.split(), key=int)
+
+    assert kcat("-o", "beginning") == [str(i) for i in range(10)]
+    c = consumer(bootstrap, "kcat-group")
+    committed = c.committed([ConfluentTopicPartition("kc", p) for p in range(2)], timeout=10)
+    assert [tp.offset for tp in committed] == [5, 5]
+    c.close()
+    produce(bootstrap, "kc", 2, 2)
+    assert kcat() == ["0", "1"]  # the group resumes from its committed offsets
+
+
+def test_static_member_rejoins_within_session_timeout_without_rebalance(bootstrap: str) -> None:
+    create_topic(bootstrap, "static", 4)
+    peer_assignments: list[set[int]] = []
+    peer = consumer(bootstrap, "static-group", **{"session.timeout.ms": 6000})
+    peer.subscribe(["static"], on_assign=lambda c, partitions: peer_assignments.append(
+        {tp.partition for tp in partitions}))
+    static = consumer(bootstrap, "static-group", **{"group.instance.id": "instance-1", "session.timeout.ms": 6000})
+    static.subscribe(["static"])
+    poll_until([peer, static], lambda: len(assigned(peer)) == 2 and len(assigned(static)) == 2, timeout=20)
+    mine = assigned(static)
+    rebalances = len(peer_assignments)
+    static.close()  # a static member leaves no LeaveGroup behind: the group waits for its session timeout
+    restarted = consumer(bootstrap, "static-group", **{"group.instance.id": "instance-1",
+                                                       "session.timeout.ms": 6000})
+    restarted.subscribe(["static"])
+    poll_until([peer, restarted], lambda: assigned(restarted) == mine, timeout=10)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        peer.poll(0.05)
+        restarted.poll(0.05)
+    assert len(peer_assignments) == rebalances  # the peer never rebalanced
+    assert len(assigned(peer)) == 2
+    peer.close()
+    restarted.close()
