@@ -1,0 +1,638 @@
+"""ConsumerCoordinator: the consumer's side of a classic consumer group (JoinGroup/SyncGroup/Heartbeat/LeaveGroup,
+OffsetCommit/OffsetFetch), Java's AbstractCoordinator + ConsumerCoordinator.
+
+Who runs what:
+- poll() (the caller's thread) drives rebalances, because the rebalance listener must run there, between two polls,
+  as Java runs it: on_join_prepare (auto-commit, revoke), then JoinGroup and SyncGroup on the network thread, then
+  on_join_complete (assign, listener). A member whose JoinGroup answer names it leader runs the assignor chosen by
+  the coordinator (the first protocol every member supports, in the members' order of preference) over everyone's
+  subscriptions and sends the result in SyncGroup.
+- The heartbeat task (network thread) sends Heartbeat every heartbeat.interval.ms while the member is stable, so a
+  slow poll loop does not lose the membership; it only flags what poll() must do: rejoin (REBALANCE_IN_PROGRESS),
+  rejoin as a new member with its partitions lost (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID), or
+  find the coordinator again. When poll() is not called for max.poll.interval.ms the task leaves the group, as
+  Java's heartbeat thread does, so the stuck member's partitions go to someone else.
+
+Rebalance protocols: EAGER (range, roundrobin, sticky) revokes every partition before joining. COOPERATIVE (when
+every configured assignor supports it, i.e. only cooperative-sticky) keeps its partitions while rejoining, revokes
+only those the new assignment takes away, and then rejoins once more so they can be handed over (KIP-429).
+Errors that a retry fixes (the coordinator moved or is loading, a rebalance started under us) are retried inside
+the poll's time budget; fatal ones (GROUP_AUTHORIZATION_FAILED, INCONSISTENT_GROUP_PROTOCOL,
+INVALID_SESSION_TIMEOUT, FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED) are raised from poll().
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import enum
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from kfk.client.consumer.assignors import (
+    CONSUMER_PROTOCOL_TYPE,
+    ConsumerPartitionAssignor,
+    RebalanceProtocol,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from kfk.client.consumer.fetcher import Fetcher
+from kfk.client.consumer.subscription_state import SubscriptionState
+from kfk.client.event_loop import ClientLoop
+from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
+from kfk.client.offsets import commit_offsets, fetch_committed, find_coordinator
+from kfk.client.response_errors import response_error
+from kfk.client.structs import NO_NODE, OffsetAndMetadata, TopicPartition
+from kfk.errors import (
+    ErrorCode,
+    KafkaError,
+    KafkaTimeoutError,
+    NetworkError,
+    RebalanceInProgressError,
+)
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from kfk.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+
+__all__ = ["ConsumerCoordinator", "ConsumerRebalanceListener", "MemberState"]
+
+log = logging.getLogger("kfk.client.consumer")
+
+NO_GENERATION = -1
+UNKNOWN_MEMBER_ID = ""
+JOIN_GROUP_EXTRA_TIMEOUT_MS = 5000  # Java gives JoinGroup rebalance.timeout.ms plus this much
+
+_COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+_MEMBER_LOST_ERRORS = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION,
+                                 ErrorCode.FENCED_INSTANCE_ID})
+
+
+class MemberState(enum.Enum):
+    UNJOINED = "unjoined"
+    PREPARING_REBALANCE = "preparing_rebalance"
+    COMPLETING_REBALANCE = "completing_rebalance"
+    STABLE = "stable"
+
+
+class ConsumerRebalanceListener(Protocol):
+    """Called from poll() in the caller's thread. ``on_partitions_lost`` (the member was fenced; the partitions
+    may already belong to someone else, so do not commit) defaults to on_partitions_revoked in Java; callers of
+    kfk may implement either."""
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None: ...
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None: ...
+
+
+class _RejoinNeeded(Exception):
+    """Internal: the join/sync round must start over (with the reason for the log)."""
+
+
+class ConsumerCoordinator:
+    def __init__(self, network: NetworkClient, loop: ClientLoop, subscriptions: SubscriptionState, fetcher: Fetcher,
+                 *, group_id: str, group_instance_id: str | None, assignors: list[ConsumerPartitionAssignor],
+                 session_timeout_ms: int, rebalance_timeout_ms: int, heartbeat_interval_ms: int,
+                 max_poll_interval_ms: int, enable_auto_commit: bool, auto_commit_interval_ms: int,
+                 retry_backoff: ExponentialBackoff, client_rack: str | None) -> None:
+        self.network = network
+        self.loop = loop
+        self.subscriptions = subscriptions
+        self.fetcher = fetcher
+        self.group_id = group_id
+        self.group_instance_id = group_instance_id
+        self.assignors = assignors
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.max_poll_interval_ms = max_poll_interval_ms
+        self.enable_auto_commit = enable_auto_commit
+        self.auto_commit_interval_ms = auto_commit_interval_ms
+        self.retry_backoff = retry_backoff
+        self.client_rack = client_rack or None
+        self.rebalance_protocol = (RebalanceProtocol.COOPERATIVE
+                                   if all(RebalanceProtocol.COOPERATIVE in a.supported_protocols for a in assignors)
+                                   else RebalanceProtocol.EAGER)
+        self.listener: ConsumerRebalanceListener | None = None
+        self.coordinator_id = NO_NODE
+        self.generation_id = NO_GENERATION
+        self.member_id = UNKNOWN_MEMBER_ID
+        self.protocol_name: str | None = None
+        self.state = MemberState.UNJOINED
+        self.rejoin_needed = True
+        self._needs_join_prepare = True
+        self._partitions_lost = False
+        self._last_poll_ms = monotonic_ms()
+        self._last_heartbeat_ok_ms = monotonic_ms()
+        self._next_auto_commit_ms = monotonic_ms() + auto_commit_interval_ms
+        self._heartbeat_task = None
+        self._join_future: concurrent.futures.Future | None = None
+        self._completed_commits: deque[tuple[Callable, dict, BaseException | None]] = deque()
+        self._partition_counts: dict[str, int] = {}
+        self._closed = False
+        self._lock = threading.Lock()
+        network.add_metadata_listener(self._on_metadata)
+
+    # --- the caller's side: poll -------------------------------------------------------------------------------------
+
+    def poll(self, deadline_ms: float) -> bool:
+        """Do the group's work due in this poll; False if the group is not ready before the deadline."""
+        self._last_poll_ms = monotonic_ms()
+        self.invoke_completed_commit_callbacks()
+        if self.subscriptions.has_auto_assigned_partitions:
+            if self._partitions_lost:
+                self._lose_partitions()
+            if self.rejoin_needed or self.state != MemberState.STABLE:
+                if not self.ensure_active_group(deadline_ms):
+                    return False
+        self.maybe_auto_commit()
+        return True
+
+    def ensure_coordinator_ready(self, deadline_ms: float) -> None:
+        if self.coordinator_id != NO_NODE and self.coordinator_id in self.network.cluster.brokers:
+            return
+        remaining = max(deadline_ms - monotonic_ms(), 1)
+        self.coordinator_id = self.loop.run(find_coordinator(self.network, self.group_id, timeout_ms=remaining),
+                                            remaining / 1000 + 1)
+
+    def ensure_active_group(self, deadline_ms: float) -> bool:
+        """Drive the join/sync round; False if it is still running at the deadline. The round runs on the network
+        thread and survives across polls: JoinGroup legitimately waits until every member has rejoined, which may
+        take longer than one poll's timeout (other members may even be polled from this very thread)."""
+        self._start_heartbeats()
+        while self.rejoin_needed or self.state != MemberState.STABLE:
+            if self._join_future is None:
+                if monotonic_ms() >= deadline_ms:
+                    return False
+                try:
+                    self.ensure_coordinator_ready(deadline_ms)
+                except KafkaTimeoutError:
+                    return False
+                if self._needs_join_prepare:
+                    self._on_join_prepare()
+                    self._needs_join_prepare = False
+                self._join_future = self.loop.submit(self._join_and_sync())
+            try:
+                generation, member_id, protocol, assigned = self._join_future.result(
+                    max(deadline_ms - monotonic_ms(), 0) / 1000)
+            except concurrent.futures.TimeoutError:
+                return False
+            except _RejoinNeeded as reason:
+                log.info("group %s: rejoining (%s)", self.group_id, reason)
+                continue
+            except KafkaError as error:
+                if not error.retriable:
+                    raise
+                log.info("group %s: rejoining after %s", self.group_id, error)
+                time.sleep(self.retry_backoff.initial_ms / 1000)
+                continue
+            finally:
+                if self._join_future is not None and self._join_future.done():
+                    self._join_future = None
+            self._on_join_complete(generation, member_id, protocol, assigned)
+        return True
+
+    def _on_join_prepare(self) -> None:
+        """Before (re)joining: commit what was consumed, and give up partitions as the protocol requires."""
+        self.maybe_auto_commit_sync()
+        owned = self.subscriptions.assigned_partitions()
+        if self.generation_id == NO_GENERATION and owned:
+            self._lose_partitions()
+            return
+        if self.rebalance_protocol == RebalanceProtocol.EAGER:
+            revoked = owned
+        else:
+            revoked = [tp for tp in owned if tp.topic not in self.subscriptions.subscription]
+        if revoked:
+            self._invoke_revoked(revoked)
+            remaining = [tp for tp in owned if tp not in set(revoked)]
+            self.subscriptions.assign_from_subscribed(remaining)
+            self.fetcher.clear_buffered(set(remaining))
+
+    def _on_join_complete(self, generation: int, member_id: str, protocol: str,
+                          assigned: list[TopicPartition]) -> None:
+        assignor = self._assignor(protocol)
+        assignor.on_assignment(assigned, generation)
+        owned = set(self.subscriptions.assigned_partitions())
+        new = set(assigned)
+        with self._lock:
+            self.generation_id, self.member_id, self.protocol_name = generation, member_id, protocol
+            self.state = MemberState.STABLE
+            self.rejoin_needed = False
+            self._needs_join_prepare = True
+            self._last_heartbeat_ok_ms = monotonic_ms()
+        self._partition_counts = self._subscribed_partition_counts()
+        self._next_auto_commit_ms = monotonic_ms() + self.auto_commit_interval_ms
+        log.info("group %s: joined generation %d as %s (%s), assigned %s", self.group_id, generation, member_id,
+                 protocol, ", ".join(str(tp) for tp in sorted(new)) or "nothing")
+        if self.rebalance_protocol == RebalanceProtocol.COOPERATIVE:
+            revoked = sorted(owned - new)
+            added = sorted(new - owned)
+            if revoked:
+                self._invoke_revoked(revoked)
+                self.rejoin_needed = True  # hand the revoked partitions over in a second rebalance
+            self.subscriptions.assign_from_subscribed(assigned)
+            self.fetcher.clear_buffered(new)
+            self._invoke_assigned(added)
+        else:
+            self.subscriptions.assign_from_subscribed(assigned)
+            self.fetcher.clear_buffered(new)
+            self._invoke_assigned(sorted(new))
+
+    def _lose_partitions(self) -> None:
+        owned = self.subscriptions.assigned_partitions()
+        self._partitions_lost = False
+        if owned:
+            log.info("group %s: partitions lost: %s", self.group_id, ", ".join(map(str, owned)))
+            callback = getattr(self.listener, "on_partitions_lost", None)
+            if callback is not None:
+                self._call_listener(callback, owned)
+            else:
+                self._invoke_revoked(owned)
+        self.subscriptions.assign_from_subscribed([])
+        self.fetcher.clear_buffered()
+
+    def _invoke_revoked(self, partitions: list[TopicPartition]) -> None:
+        if self.listener is not None and partitions:
+            self._call_listener(self.listener.on_partitions_revoked, partitions)
+
+    def _invoke_assigned(self, partitions: list[TopicPartition]) -> None:
+        if self.listener is not None:
+            self._call_listener(self.listener.on_partitions_assigned, partitions)
+
+    def _call_listener(self, callback: Callable, partitions: list[TopicPartition]) -> None:
+        try:
+            callback(list(partitions))
+        except Exception:  # Java logs listener failures and carries on with the rebalance
+            log.exception("group %s: the rebalance listener raised", self.group_id)
+
+    def _assignor(self, name: str) -> ConsumerPartitionAssignor:
+        for assignor in self.assignors:
+            if assignor.name == name:
+                return assignor
+        raise KafkaError(f"the group chose assignor {name!r}, which this consumer does not have")
+
+    # --- join and sync (network thread) ------------------------------------------------------------------------------
+
+    async def _join_and_sync(self) -> tuple[int, str, str, list[TopicPartition]]:
+        with self._lock:
+            self.state = MemberState.PREPARING_REBALANCE
+        network = self.network
+        coordinator = self.coordinator_id
+        topics = sorted(self.subscriptions.subscription)
+        owned = self.subscriptions.assigned_partitions()
+        protocols = [JoinGroupRequest.JoinGroupRequestProtocol(
+            name=assignor.name,
+            metadata=encode_subscription(Subscription(
+                topics, assignor.subscription_user_data(topics, owned, self.generation_id), owned,
+                self.generation_id, self.client_rack)))
+            for assignor in self.assignors]
+        try:
+            version = await network.api_version(coordinator, ApiKey.JOIN_GROUP)
+            request = JoinGroupRequest(
+                group_id=self.group_id, session_timeout_ms=self.session_timeout_ms,
+                rebalance_timeout_ms=self.rebalance_timeout_ms if version >= 1 else -1,
+                member_id=self.member_id, group_instance_id=self.group_instance_id if version >= 5 else None,
+                protocol_type=CONSUMER_PROTOCOL_TYPE, protocols=protocols,
+                reason="rebalance" if version >= 8 else None)
+            join = await network.send(coordinator, request, version=version,
+                                      timeout_ms=self.rebalance_timeout_ms + JOIN_GROUP_EXTRA_TIMEOUT_MS)
+        except (NetworkError, KafkaTimeoutError) as error:
+            self._coordinator_dead(f"JoinGroup failed: {error}")
+            raise _RejoinNeeded(str(error)) from None
+        assert isinstance(join, JoinGroupResponse)
+        await self._check_group_error(join.error_code, "JoinGroup", join.member_id)
+        with self._lock:
+            self.generation_id = join.generation_id
+            self.member_id = join.member_id
+            self.protocol_name = join.protocol_name
+            self.state = MemberState.COMPLETING_REBALANCE
+        assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = []
+        if join.leader == join.member_id and not join.skip_assignment:
+            computed = await self._perform_assignment(join)
+            assignments = [SyncGroupRequest.SyncGroupRequestAssignment(member_id=member, assignment=data)
+                           for member, data in computed.items()]
+        try:
+            version = await network.api_version(coordinator, ApiKey.SYNC_GROUP)
+            request = SyncGroupRequest(
+                group_id=self.group_id, generation_id=join.generation_id, member_id=join.member_id,
+                group_instance_id=self.group_instance_id if version >= 3 else None,
+                protocol_type=CONSUMER_PROTOCOL_TYPE if version >= 5 else None,
+                protocol_name=join.protocol_name if version >= 5 else None, assignments=assignments)
+            sync = await network.send(coordinator, request, version=version)
+        except (NetworkError, KafkaTimeoutError) as error:
+            self._coordinator_dead(f"SyncGroup failed: {error}")
+            raise _RejoinNeeded(str(error)) from None
+        assert isinstance(sync, SyncGroupResponse)
+        await self._check_group_error(sync.error_code, "SyncGroup", join.member_id)
+        return join.generation_id, join.member_id, join.protocol_name, decode_assignment(sync.assignment)
+
+    async def _check_group_error(self, code: int, api: str, member_id: str) -> None:
+        """Raise _RejoinNeeded for errors a new join round fixes, the error itself for fatal ones."""
+        if code == ErrorCode.NONE:
+            return
+        if code == ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = member_id  # KIP-394: join again with the id the coordinator gave us
+            raise _RejoinNeeded("the coordinator assigned a member id")
+        if code in _MEMBER_LOST_ERRORS and code != ErrorCode.FENCED_INSTANCE_ID:
+            self._reset_generation()
+            raise _RejoinNeeded(f"{api}: {ErrorCode(code).name}")
+        if code in _COORDINATOR_ERRORS:
+            self._coordinator_dead(f"{api}: {ErrorCode(code).name}")
+            raise _RejoinNeeded(f"{api}: {ErrorCode(code).name}")
+        if code in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+            await asyncio.sleep(self.retry_backoff.initial_ms / 1000)
+            raise _RejoinNeeded(f"{api}: {ErrorCode(code).name}")
+        with self._lock:
+            self.state = MemberState.UNJOINED
+        raise response_error(code, f"{api} for group {self.group_id!r}")
+
+    async def _perform_assignment(self, join: JoinGroupResponse) -> dict[str, bytes]:
+        assignor = self._assignor(join.protocol_name)
+        subscriptions: dict[str, Subscription] = {}
+        for member in join.members:
+            subscription = decode_subscription(member.metadata)
+            subscriptions[member.member_id] = subscription._replace(group_instance_id=member.group_instance_id)
+        topics = {topic for subscription in subscriptions.values() for topic in subscription.topics}
+        self.network.add_topics(topics)
+        cluster = await self.network.refresh_metadata()
+        partitions_per_topic = {topic: len(cluster.topics[topic].partitions) for topic in topics
+                                if topic in cluster.topics and cluster.topics[topic].error_code == ErrorCode.NONE
+                                and cluster.topics[topic].partitions}
+        assignment = assignor.assign(partitions_per_topic, subscriptions)
+        log.debug("group %s: leader assigned with %s: %s", self.group_id, assignor.name, assignment)
+        return {member: encode_assignment(assignment.get(member, [])) for member in subscriptions}
+
+    # --- membership changes ------------------------------------------------------------------------------------------
+
+    def _reset_generation(self) -> None:
+        with self._lock:
+            self.generation_id = NO_GENERATION
+            self.member_id = UNKNOWN_MEMBER_ID
+            self.state = MemberState.UNJOINED
+            self.rejoin_needed = True
+
+    def _coordinator_dead(self, reason: str) -> None:
+        if self.coordinator_id != NO_NODE:
+            log.info("group %s: coordinator %d is unavailable or invalid (%s); will rediscover", self.group_id,
+                     self.coordinator_id, reason)
+            self.network.disconnect(self.coordinator_id)
+        self.coordinator_id = NO_NODE
+
+    def request_rejoin(self, reason: str) -> None:
+        log.info("group %s: rejoin requested (%s)", self.group_id, reason)
+        self.rejoin_needed = True
+        self.fetcher.notify()
+
+    def subscription_changed(self) -> None:
+        self.request_rejoin("the subscription changed")
+
+    def _subscribed_partition_counts(self) -> dict[str, int]:
+        cluster = self.network.cluster
+        return {topic: len(cluster.topics[topic].partitions) for topic in self.subscriptions.subscription
+                if topic in cluster.topics}
+
+    def _on_metadata(self, cluster) -> None:
+        """On the network thread after each refresh: a subscribed topic that gained partitions (or a pattern that
+        now matches other topics) needs a new assignment."""
+        if self.state != MemberState.STABLE or not self.subscriptions.has_auto_assigned_partitions:
+            return
+        if self.subscriptions.pattern is not None:
+            if self.subscriptions.match_pattern(name for name, topic in cluster.topics.items()
+                                                if not topic.is_internal):
+                self.request_rejoin("the pattern matches other topics")
+                return
+        if self._subscribed_partition_counts() != self._partition_counts:
+            self.request_rejoin("the partition count of a subscribed topic changed")
+
+    # --- heartbeats (network thread) ---------------------------------------------------------------------------------
+
+    def _start_heartbeats(self) -> None:
+        if self._heartbeat_task is None:
+            self._heartbeat_task = self.loop.submit(self._heartbeat_loop())
+
+    async def _heartbeat_loop(self) -> None:
+        while not self._closed:
+            await asyncio.sleep(self.heartbeat_interval_ms / 1000)
+            if self.state != MemberState.STABLE or self.coordinator_id == NO_NODE:
+                continue
+            now = monotonic_ms()
+            if now - self._last_poll_ms > self.max_poll_interval_ms:
+                log.warning("group %s: poll() was not called for more than max.poll.interval.ms (%d ms); leaving "
+                            "the group so that its partitions can be reassigned", self.group_id,
+                            self.max_poll_interval_ms)
+                await self._leave_group("consumer poll timeout has expired")
+                self._partitions_lost = True
+                self._reset_generation()
+                continue
+            if now - self._last_heartbeat_ok_ms > self.session_timeout_ms:
+                self._coordinator_dead("no successful heartbeat within session.timeout.ms")
+                continue
+            await self._heartbeat()
+
+    async def _heartbeat(self) -> None:
+        coordinator, generation, member_id = self.coordinator_id, self.generation_id, self.member_id
+        try:
+            version = await self.network.api_version(coordinator, ApiKey.HEARTBEAT)
+            request = HeartbeatRequest(group_id=self.group_id, generation_id=generation, member_id=member_id,
+                                       group_instance_id=self.group_instance_id if version >= 3 else None)
+            response = await self.network.send(coordinator, request, version=version)
+        except (NetworkError, KafkaTimeoutError) as error:
+            self._coordinator_dead(f"heartbeat failed: {error}")
+            return
+        assert isinstance(response, HeartbeatResponse)
+        code = response.error_code
+        if code == ErrorCode.NONE:
+            self._last_heartbeat_ok_ms = monotonic_ms()
+        elif code == ErrorCode.REBALANCE_IN_PROGRESS:
+            self._last_heartbeat_ok_ms = monotonic_ms()
+            if generation == self.generation_id:
+                self.request_rejoin("the group is rebalancing")
+        elif code in _MEMBER_LOST_ERRORS:
+            if generation == self.generation_id:
+                log.info("group %s: heartbeat says %s; the member must rejoin", self.group_id,
+                         ErrorCode(code).name)
+                self._partitions_lost = True
+                self._reset_generation()
+                self.fetcher.notify()
+        elif code in _COORDINATOR_ERRORS:
+            self._coordinator_dead(f"heartbeat: {ErrorCode(code).name}")
+        else:
+            log.warning("group %s: heartbeat failed: %s", self.group_id, response_error(code, "heartbeat"))
+
+    async def _leave_group(self, reason: str) -> None:
+        """Leave now (dynamic members only: a static member keeps its place for session.timeout.ms)."""
+        coordinator, member_id = self.coordinator_id, self.member_id
+        if coordinator == NO_NODE or member_id == UNKNOWN_MEMBER_ID or self.group_instance_id is not None:
+            return
+        try:
+            version = await self.network.api_version(coordinator, ApiKey.LEAVE_GROUP)
+            if version >= 3:
+                request = LeaveGroupRequest(group_id=self.group_id, members=[LeaveGroupRequest.MemberIdentity(
+                    member_id=member_id, group_instance_id=None, reason=reason if version >= 5 else None)])
+            else:
+                request = LeaveGroupRequest(group_id=self.group_id, member_id=member_id)
+            response = await self.network.send(coordinator, request, version=version)
+            assert isinstance(response, LeaveGroupResponse)
+            if response.error_code != ErrorCode.NONE:
+                log.info("group %s: LeaveGroup: %s", self.group_id, ErrorCode(response.error_code).name)
+        except KafkaError as error:
+            log.info("group %s: LeaveGroup failed: %s", self.group_id, error)
+
+    # --- offsets -----------------------------------------------------------------------------------------------------
+
+    def _commit_identity(self) -> tuple[int, str]:
+        """Generation and member id to commit under: the group's when this member is in it, else those of a
+        tool (-1, ""), which the coordinator accepts for groups without active members (assign() with group.id)."""
+        if self.subscriptions.has_auto_assigned_partitions:
+            if self.state != MemberState.STABLE:
+                raise RebalanceInProgressError(f"group {self.group_id!r} is rebalancing; the commit can be "
+                                               "retried after the next poll() completes the rebalance")
+            return self.generation_id, self.member_id
+        return NO_GENERATION, UNKNOWN_MEMBER_ID
+
+    async def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], generation: int, member_id: str,
+                      timeout_ms: float) -> None:
+        deadline = monotonic_ms() + timeout_ms
+        attempts = 0
+        while True:
+            try:
+                if self.coordinator_id == NO_NODE or self.coordinator_id not in self.network.cluster.brokers:
+                    self.coordinator_id = await find_coordinator(self.network, self.group_id,
+                                                                 timeout_ms=max(deadline - monotonic_ms(), 1))
+                results = await commit_offsets(self.network, self.coordinator_id, self.group_id, offsets,
+                                               generation_id=generation, member_id=member_id,
+                                               group_instance_id=self.group_instance_id)
+                errors = [error for error in results.values() if error is not None]
+                if not errors:
+                    return
+                error = errors[0]
+                if error.error_code in _COORDINATOR_ERRORS:
+                    self._coordinator_dead(str(error))
+                    raise error
+                if error.error_code in _MEMBER_LOST_ERRORS or error.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+                    if error.error_code != ErrorCode.REBALANCE_IN_PROGRESS:
+                        self._reset_generation()
+                    self.request_rejoin("a commit failed because the group rebalanced")
+                    raise type(error)(f"commit of group {self.group_id!r} failed: the group has rebalanced and "
+                                      f"assigned the partitions to another member ({error}); poll() rejoins")
+                raise error
+            except KafkaError as error:
+                if not error.retriable or isinstance(error, RebalanceInProgressError):
+                    raise
+                attempts += 1
+                wait = self.retry_backoff.backoff_ms(attempts)
+                if monotonic_ms() + wait >= deadline:
+                    raise KafkaTimeoutError(f"commit of group {self.group_id!r} did not complete within "
+                                            f"{timeout_ms:.0f} ms: {error}") from None
+                await asyncio.sleep(wait / 1000)
+
+    def commit_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: float) -> None:
+        if not offsets:
+            return
+        generation, member_id = self._commit_identity()
+        self.loop.run(self._commit(dict(offsets), generation, member_id, timeout_ms), timeout_ms / 1000 + 1)
+
+    def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                     callback: Callable[[dict, BaseException | None], None] | None, timeout_ms: float) -> None:
+        offsets = dict(offsets)
+        try:
+            generation, member_id = self._commit_identity()
+        except KafkaError as error:
+            if callback is not None:
+                self._completed_commits.append((callback, offsets, error))
+            return
+        future = self.loop.submit(self._commit(offsets, generation, member_id, timeout_ms))
+
+        def done(finished) -> None:
+            error = finished.exception() if not finished.cancelled() else KafkaError("the commit was cancelled")
+            if error is not None:
+                log.info("group %s: async commit failed: %s", self.group_id, error)
+            if callback is not None:
+                self._completed_commits.append((callback, offsets, error))
+
+        future.add_done_callback(done)
+
+    def invoke_completed_commit_callbacks(self) -> None:
+        """Async commit callbacks run in the caller's thread, at its next poll or commit, as in Java."""
+        while self._completed_commits:
+            callback, offsets, error = self._completed_commits.popleft()
+            try:
+                callback(offsets, error)
+            except Exception:
+                log.exception("an offset commit callback raised")
+
+    def maybe_auto_commit(self) -> None:
+        if not self.enable_auto_commit or monotonic_ms() < self._next_auto_commit_ms:
+            return
+        self._next_auto_commit_ms = monotonic_ms() + self.auto_commit_interval_ms
+        if self.subscriptions.has_auto_assigned_partitions and self.state != MemberState.STABLE:
+            return
+        self.commit_async(self.subscriptions.all_consumed(), None, self.auto_commit_interval_ms)
+
+    def maybe_auto_commit_sync(self, timeout_ms: float = 5000) -> None:
+        if not self.enable_auto_commit:
+            return
+        offsets = self.subscriptions.all_consumed()
+        if not offsets or (self.subscriptions.has_auto_assigned_partitions
+                           and (self.state != MemberState.STABLE or self.generation_id == NO_GENERATION)):
+            return
+        try:
+            self.commit_sync(offsets, timeout_ms)
+        except KafkaError as error:
+            log.warning("group %s: auto-commit of %s failed: %s", self.group_id,
+                        ", ".join(f"{tp}@{offset.offset}" for tp, offset in offsets.items()), error)
+
+    def fetch_committed(self, partitions: list[TopicPartition], timeout_ms: float
+                        ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        deadline = monotonic_ms() + timeout_ms
+
+        async def fetch() -> dict[TopicPartition, OffsetAndMetadata | None]:
+            attempts = 0
+            while True:
+                try:
+                    if self.coordinator_id == NO_NODE or self.coordinator_id not in self.network.cluster.brokers:
+                        self.coordinator_id = await find_coordinator(self.network, self.group_id,
+                                                                     timeout_ms=max(deadline - monotonic_ms(), 1))
+                    return await fetch_committed(self.network, self.coordinator_id, self.group_id, partitions)
+                except KafkaError as error:
+                    if not error.retriable:
+                        raise
+                    if error.error_code in _COORDINATOR_ERRORS or isinstance(error, NetworkError):
+                        self._coordinator_dead(str(error))
+                    attempts += 1
+                    wait = self.retry_backoff.backoff_ms(attempts)
+                    if monotonic_ms() + wait >= deadline:
+                        raise KafkaTimeoutError(f"committed offsets of group {self.group_id!r} not fetched within "
+                                                f"{timeout_ms:.0f} ms: {error}") from None
+                    await asyncio.sleep(wait / 1000)
+
+        return self.loop.run(fetch(), timeout_ms / 1000 + 1)
+
+    # --- closing -----------------------------------------------------------------------------------------------------
+
+    def close(self, timeout_ms: float) -> None:
+        """Commit (auto-commit), revoke, leave the group and stop heartbeats."""
+        try:
+            if self.subscriptions.has_auto_assigned_partitions and self.state == MemberState.STABLE:
+                self.maybe_auto_commit_sync(timeout_ms)
+                self._invoke_revoked(self.subscriptions.assigned_partitions())
+            elif not self.subscriptions.has_auto_assigned_partitions:
+                self.maybe_auto_commit_sync(timeout_ms)
+            self.invoke_completed_commit_callbacks()
+        finally:
+            self._closed = True
+            try:
+                self.loop.run(self._leave_group("the consumer is being closed"), timeout_ms / 1000 + 1)
+            except KafkaError as error:
+                log.info("group %s: leaving failed: %s", self.group_id, error)
+            if self._heartbeat_task is not None:
+                self._heartbeat_task.cancel()

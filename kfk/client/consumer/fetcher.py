@@ -1,0 +1,465 @@
+"""Fetcher: keeps fetches in flight on the network thread and turns their records into ConsumerRecords in poll().
+
+Network side (the client's event loop): for every assigned, unpaused partition that has a position, no buffered
+data and no fetch in flight to its leader, send one Fetch request per leader (sessionless: session id 0, epoch -1),
+holding min_bytes / max_wait_ms / max_bytes / max.partition.fetch.bytes from the config. Each partition's answer
+becomes a CompletedFetch in a queue; errors that a metadata refresh fixes (the leader moved) trigger one and the
+partition is fetched again later. So the next fetch is already in flight while the application works through the
+last one, as in Java's consumer.
+
+Caller side (poll): take CompletedFetches off the queue and decode them lazily, up to max.poll.records: validate each
+batch's CRC (check.crcs), skip records before the position (a compressed batch starts before it), skip control
+batches, and under read_committed skip batches of aborted transactions (the response lists each aborted producer
+with the first offset of its transaction; the abort marker ends it). The position then moves past what was
+returned. Decoding here rather than on the loop keeps the network thread free for heartbeats and the next fetches.
+A CompletedFetch whose fetch offset is no longer the partition's position (the user seeked, or a rebalance moved
+the partition) is dropped.
+
+Fetch versions: v4+ (record batches, isolation level, last stable offset); v13+ name topics by id, used when the
+metadata knows every fetched topic's id, else the request stays at v12.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kfk.client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState
+from kfk.client.network_client import NetworkClient, monotonic_ms
+from kfk.client.offsets import READ_COMMITTED
+from kfk.client.response_errors import response_error
+from kfk.client.structs import NO_NODE, ConsumerRecord, TopicPartition
+from kfk.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    KafkaError,
+    KafkaTimeoutError,
+    NetworkError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+)
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
+from kfk.records import ControlRecordType, control_record_type, iter_batches
+from kfk.records.batch import RecordBatch
+
+__all__ = ["Fetcher", "CompletedFetch"]
+
+log = logging.getLogger("kfk.client.consumer")
+
+CONSUMER_REPLICA_ID = -1
+FETCH_LOWEST_VERSION = 4
+FETCH_TOPIC_NAMES_HIGHEST_VERSION = 12
+ZERO_UUID = uuid.UUID(int=0)
+
+_REFRESH_METADATA_ERRORS = frozenset({
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.OFFSET_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INCONSISTENT_TOPIC_ID, ErrorCode.UNKNOWN_LEADER_EPOCH,
+    ErrorCode.LEADER_NOT_AVAILABLE,
+})
+
+Deserializer = Callable[[bytes | None], Any]
+
+
+class CompletedFetch:
+    """One partition's part of a fetch response, consumed incrementally by poll()."""
+
+    __slots__ = ("topic_partition", "fetch_offset", "error_code", "high_watermark", "last_stable_offset",
+                 "log_start_offset", "records", "aborted_transactions", "next_fetch_offset", "last_epoch",
+                 "_iterator", "consumed_all")
+
+    def __init__(self, topic_partition: TopicPartition, fetch_offset: int, error_code: int, high_watermark: int,
+                 last_stable_offset: int, log_start_offset: int, records: bytes,
+                 aborted_transactions: list[tuple[int, int]] | None) -> None:
+        self.topic_partition = topic_partition
+        self.fetch_offset = fetch_offset
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.records = records
+        self.aborted_transactions = aborted_transactions
+        self.next_fetch_offset = fetch_offset
+        self.last_epoch = -1
+        self._iterator: Iterator[ConsumerRecord] | None = None
+        self.consumed_all = False
+
+    def take(self, max_records: int, check_crcs: bool, read_committed: bool, key_deserializer: Deserializer | None,
+             value_deserializer: Deserializer | None) -> list[ConsumerRecord]:
+        if self._iterator is None:
+            self._iterator = self._records(check_crcs, read_committed, key_deserializer, value_deserializer)
+        taken: list[ConsumerRecord] = []
+        append = taken.append
+        iterator = self._iterator
+        for record in iterator:
+            append(record)
+            if len(taken) >= max_records:
+                break
+        else:
+            self.consumed_all = True
+        return taken
+
+    def _records(self, check_crcs: bool, read_committed: bool, key_deserializer: Deserializer | None,
+                 value_deserializer: Deserializer | None) -> Iterator[ConsumerRecord]:
+        topic, partition = self.topic_partition
+        aborted_by_producer: dict[int, int] = {}
+        pending_aborts = sorted(self.aborted_transactions or [], key=lambda entry: entry[1])
+        progressed = False
+        for batch in iter_batches(self.records):
+            if check_crcs:
+                try:
+                    batch.validate()
+                except CorruptRecordError as error:
+                    raise CorruptRecordError(f"record batch of {self.topic_partition} at offset "
+                                             f"{batch.base_offset} is invalid: {error}") from None
+            next_offset = batch.next_offset
+            progressed = True
+            if next_offset <= self.next_fetch_offset:
+                continue  # all of it was returned already
+            is_v2 = isinstance(batch, RecordBatch)
+            epoch = batch.partition_leader_epoch if is_v2 else -1
+            if read_committed and is_v2:
+                while pending_aborts and pending_aborts[0][1] <= batch.last_offset:
+                    producer_id, first_offset = pending_aborts.pop(0)
+                    aborted_by_producer[producer_id] = first_offset
+                if batch.is_control:
+                    if batch.producer_id in aborted_by_producer:
+                        for record in batch:
+                            if control_record_type(record.key) == ControlRecordType.ABORT:
+                                aborted_by_producer.pop(batch.producer_id, None)
+                    self.next_fetch_offset = next_offset
+                    self.last_epoch = epoch
+                    continue
+                if batch.is_transactional and batch.producer_id in aborted_by_producer:
+                    self.next_fetch_offset = next_offset
+                    self.last_epoch = epoch
+                    continue
+            elif is_v2 and batch.is_control:
+                self.next_fetch_offset = next_offset
+                self.last_epoch = epoch
+                continue
+            timestamp_type = int(batch.timestamp_type)
+            position = self.next_fetch_offset
+            for record in batch:
+                offset = record.offset
+                if offset < position:
+                    continue
+                key, value = record.key, record.value
+                if key_deserializer is not None:
+                    key = key_deserializer(key)
+                if value_deserializer is not None:
+                    value = value_deserializer(value)
+                self.next_fetch_offset = offset + 1
+                self.last_epoch = epoch
+                yield ConsumerRecord(topic, partition, offset, record.timestamp, timestamp_type, key, value,
+                                     record.headers, epoch)
+            self.next_fetch_offset = next_offset
+            self.last_epoch = epoch
+        if not progressed and self.records:
+            raise RecordTooLargeError(
+                f"there are some messages at [Partition={self.topic_partition}, Offset={self.fetch_offset}] whose "
+                f"size is larger than the fetch size and hence cannot be returned; increase "
+                "max.partition.fetch.bytes or fetch.max.bytes")
+
+
+class Fetcher:
+    def __init__(self, network: NetworkClient, subscriptions: SubscriptionState, *, fetch_min_bytes: int,
+                 fetch_max_bytes: int, fetch_max_wait_ms: int, max_partition_fetch_bytes: int, isolation_level: int,
+                 check_crcs: bool, client_rack: str, request_timeout_ms: int, retry_backoff_ms: float,
+                 key_deserializer: Deserializer | None = None, value_deserializer: Deserializer | None = None) -> None:
+        self.network = network
+        self.subscriptions = subscriptions
+        self.fetch_min_bytes = fetch_min_bytes
+        self.fetch_max_bytes = fetch_max_bytes
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.max_partition_fetch_bytes = max_partition_fetch_bytes
+        self.isolation_level = isolation_level
+        self.check_crcs = check_crcs
+        self.client_rack = client_rack
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.key_deserializer = key_deserializer
+        self.value_deserializer = value_deserializer
+        self._completed: deque[CompletedFetch] = deque()
+        self._buffered: set[TopicPartition] = set()
+        self._next_in_line: CompletedFetch | None = None
+        self._data_ready = threading.Condition()
+        self._in_flight_nodes: set[int] = set()
+        self._node_backoff_until: dict[int, float] = {}
+        self._wakeup: asyncio.Event | None = None
+        self._running = True
+        self._metadata_task: asyncio.Task | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self.fatal_error: BaseException | None = None
+
+    # --- network side ------------------------------------------------------------------------------------------------
+
+    def wakeup(self) -> None:
+        """On the loop thread."""
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def stop(self) -> None:
+        self._running = False
+        self.wakeup()
+
+    async def run(self) -> None:
+        self._wakeup = asyncio.Event()
+        try:
+            while self._running:
+                self._wakeup.clear()
+                delay = self._send_fetches()
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), delay / 1000)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+
+    def _send_fetches(self) -> float:
+        """Send what can be sent; the time until it is worth looking again (ms)."""
+        cluster = self.network.cluster
+        now = monotonic_ms()
+        wait_ms = 1000.0
+        buffered = self._buffered
+        requests: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+        missing_leader = False
+        for tp, position, epoch in self.subscriptions.fetchable_partitions():
+            if tp in buffered:
+                continue
+            leader = cluster.leader_for(tp)
+            if leader == NO_NODE:
+                missing_leader = True
+                continue
+            if leader in self._in_flight_nodes:
+                continue
+            backoff_until = self._node_backoff_until.get(leader, 0)
+            if backoff_until > now:
+                wait_ms = min(wait_ms, backoff_until - now)
+                continue
+            requests.setdefault(leader, []).append((tp, position, epoch))
+        if missing_leader:
+            self.network.add_topics({tp.topic for tp in self.subscriptions.assigned_partitions()})
+            self.network.request_metadata_update()
+            wait_ms = min(wait_ms, self.retry_backoff_ms)
+        if missing_leader or self.network.metadata_needs_refresh():
+            self._refresh_metadata()
+        for node, partitions in requests.items():
+            self._in_flight_nodes.add(node)
+            task = asyncio.ensure_future(self._fetch(node, partitions))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return wait_ms
+
+    def _refresh_metadata(self) -> None:
+        if self._metadata_task is not None and not self._metadata_task.done():
+            return
+
+        async def refresh() -> None:
+            try:
+                await self.network.refresh_metadata()
+            except KafkaError as error:
+                log.debug("metadata refresh failed: %s", error)
+                await asyncio.sleep(self.retry_backoff_ms / 1000)
+            self.wakeup()
+
+        self._metadata_task = asyncio.ensure_future(refresh())
+
+    async def _fetch(self, node: int, partitions: list[tuple[TopicPartition, int, int]]) -> None:
+        cluster = self.network.cluster
+        try:
+            connection = await self.network.connect(node)
+            topic_ids = {tp.topic: cluster.topic_id(tp.topic) for tp, _, _ in partitions}
+            highest = None if all(topic_id != ZERO_UUID for topic_id in topic_ids.values()) \
+                else FETCH_TOPIC_NAMES_HIGHEST_VERSION
+            version = connection.version(ApiKey.FETCH, highest, FETCH_LOWEST_VERSION)
+            by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
+            for tp, position, epoch in partitions:
+                metadata = cluster.partition(tp)
+                by_topic.setdefault(tp.topic, []).append(FetchRequest.FetchPartition(
+                    partition=tp.partition, fetch_offset=position,
+                    current_leader_epoch=metadata.leader_epoch if metadata is not None and version >= 9 else -1,
+                    last_fetched_epoch=-1, log_start_offset=-1,
+                    partition_max_bytes=self.max_partition_fetch_bytes))
+            request = FetchRequest(
+                replica_id=CONSUMER_REPLICA_ID, max_wait_ms=self.fetch_max_wait_ms,
+                min_bytes=self.fetch_min_bytes, max_bytes=self.fetch_max_bytes, isolation_level=self.isolation_level,
+                session_id=0, session_epoch=-1,
+                topics=[FetchRequest.FetchTopic(topic=name if version < 13 else "",
+                                                topic_id=topic_ids[name] if version >= 13 else ZERO_UUID,
+                                                partitions=parts) for name, parts in by_topic.items()],
+                forgotten_topics_data=[], rack_id=self.client_rack if version >= 11 else "")
+            response = await self.network.send(node, request, version=version,
+                                               timeout_ms=self.request_timeout_ms + self.fetch_max_wait_ms)
+        except (NetworkError, KafkaTimeoutError) as error:
+            log.debug("fetch from broker %d failed: %s", node, error)
+            self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
+            self.network.request_metadata_update()
+            return
+        except KafkaError as error:
+            self._fail(error)
+            return
+        finally:
+            self._in_flight_nodes.discard(node)
+            self.wakeup()
+        assert isinstance(response, FetchResponse)
+        if response.error_code != ErrorCode.NONE:
+            self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
+            log.warning("fetch from broker %d failed: %s", node, ErrorCode(response.error_code).name)
+            return
+        self._handle_response(node, response, {tp: position for tp, position, _ in partitions})
+
+    def _handle_response(self, node: int, response: FetchResponse, positions: dict[TopicPartition, int]) -> None:
+        cluster = self.network.cluster
+        completed: list[CompletedFetch] = []
+        refresh = False
+        for topic in response.responses:
+            name = topic.topic or cluster.topic_name(topic.topic_id)
+            if name is None:
+                refresh = True
+                continue
+            for partition in topic.partitions:
+                tp = TopicPartition(name, partition.partition_index)
+                fetch_offset = positions.get(tp)
+                if fetch_offset is None:
+                    continue
+                code = partition.error_code
+                if code == ErrorCode.NONE:
+                    self.subscriptions.update_log_offsets(tp, partition.high_watermark, partition.last_stable_offset,
+                                                          partition.log_start_offset)
+                    records = partition.records
+                    if not records:
+                        continue
+                    aborted = None
+                    if self.isolation_level == READ_COMMITTED and partition.aborted_transactions:
+                        aborted = [(entry.producer_id, entry.first_offset)
+                                   for entry in partition.aborted_transactions]
+                    completed.append(CompletedFetch(tp, fetch_offset, code, partition.high_watermark,
+                                                    partition.last_stable_offset, partition.log_start_offset,
+                                                    bytes(records), aborted))
+                elif code in _REFRESH_METADATA_ERRORS:
+                    refresh = True
+                else:
+                    completed.append(CompletedFetch(tp, fetch_offset, code, -1, -1, -1, b"", None))
+        if refresh:
+            self.network.request_metadata_update()
+            self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
+            self._refresh_metadata()
+        if completed:
+            with self._data_ready:
+                for fetch in completed:
+                    self._buffered.add(fetch.topic_partition)
+                    self._completed.append(fetch)
+                self._data_ready.notify_all()
+
+    def _fail(self, error: BaseException) -> None:
+        with self._data_ready:
+            self.fatal_error = error
+            self._data_ready.notify_all()
+
+    # --- caller side -------------------------------------------------------------------------------------------------
+
+    def has_buffered(self) -> bool:
+        return bool(self._completed) or self._next_in_line is not None
+
+    def wait_for_data(self, timeout_s: float) -> bool:
+        with self._data_ready:
+            if self._completed or self.fatal_error is not None:
+                return True
+            return self._data_ready.wait(timeout_s)
+
+    def notify(self) -> None:
+        """Wake a caller blocked in wait_for_data (consumer.wakeup(), rebalance needed)."""
+        with self._data_ready:
+            self._data_ready.notify_all()
+
+    def fetched_records(self, max_records: int) -> tuple[dict[TopicPartition, list[ConsumerRecord]], bool]:
+        """Up to ``max_records`` records; also whether a partition was fully drained (so the network thread
+        should look for new fetches to send)."""
+        if self.fatal_error is not None:
+            error, self.fatal_error = self.fatal_error, None
+            raise error
+        result: dict[TopicPartition, list[ConsumerRecord]] = {}
+        remaining = max_records
+        drained_any = False
+        subscriptions = self.subscriptions
+        while remaining > 0:
+            fetch = self._next_in_line
+            if fetch is None:
+                with self._data_ready:
+                    if not self._completed:
+                        break
+                    fetch = self._completed.popleft()
+                if not self._initialize(fetch):
+                    self._release(fetch)
+                    drained_any = True
+                    continue
+                self._next_in_line = fetch
+            tp = fetch.topic_partition
+            position = subscriptions.position(tp)
+            if position is None or position != fetch.next_fetch_offset or \
+                    subscriptions.state(tp) is None or subscriptions.state(tp).paused:
+                self._next_in_line = None
+                self._release(fetch)
+                drained_any = True
+                continue
+            try:
+                records = fetch.take(remaining, self.check_crcs, self.isolation_level == READ_COMMITTED,
+                                     self.key_deserializer, self.value_deserializer)
+            except KafkaError:
+                self._next_in_line = None
+                self._release(fetch)
+                raise
+            subscriptions.advance(tp, fetch.next_fetch_offset, fetch.last_epoch, position)
+            if records:
+                result.setdefault(tp, []).extend(records)
+                remaining -= len(records)
+            if fetch.consumed_all:
+                self._next_in_line = None
+                self._release(fetch)
+                drained_any = True
+        return result, drained_any
+
+    def _initialize(self, fetch: CompletedFetch) -> bool:
+        """Check an error fetch; False when it holds nothing to return."""
+        if fetch.error_code == ErrorCode.NONE:
+            return True
+        tp = fetch.topic_partition
+        if fetch.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            if self.subscriptions.position(tp) != fetch.fetch_offset:
+                return False  # the position moved on since; the answer is stale
+            if self.subscriptions.default_reset_strategy == OffsetResetStrategy.NONE:
+                raise OffsetOutOfRangeError(f"fetch position {fetch.fetch_offset} is out of range for partition "
+                                            f"{tp}, and auto.offset.reset is none")
+            log.info("fetch position %d is out of range for %s, resetting offset", fetch.fetch_offset, tp)
+            self.subscriptions.request_offset_reset(tp)
+            return False
+        raise response_error(fetch.error_code, f"fetch from {tp}")
+
+    def _release(self, fetch: CompletedFetch) -> None:
+        with self._data_ready:
+            self._buffered.discard(fetch.topic_partition)
+
+    def clear_buffered(self, keep: set[TopicPartition] | None = None) -> None:
+        """Drop buffered data (all, or of partitions not in ``keep``): after seek or a rebalance."""
+        with self._data_ready:
+            if keep is None:
+                self._completed.clear()
+                self._buffered.clear()
+                self._next_in_line = None
+                return
+            kept = deque(fetch for fetch in self._completed if fetch.topic_partition in keep)
+            self._completed = kept
+            self._buffered = {fetch.topic_partition for fetch in kept}
+            if self._next_in_line is not None:
+                if self._next_in_line.topic_partition in keep:
+                    self._buffered.add(self._next_in_line.topic_partition)
+                else:
+                    self._next_in_line = None
