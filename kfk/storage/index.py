@@ -126,6 +126,13 @@ class AbstractIndex:
         self._map(rounded)
         return True
 
+    def _write_entry(self, first: int, second: int) -> None:
+        """Write the next entry with pwrite, not through the mapping: the first store into a shared mapping of a
+        freshly allocated file takes the filesystem's page_mkwrite path (3-17 ms on ext4 here, per file), which a
+        write() does not; the mapping sees the bytes all the same (one page cache), and reads keep using it.
+        With 1,000 partitions (2,000 new index files) that first store cost seconds of the event loop."""
+        os.pwrite(self._fd, self._entry.pack(first, second), self.entries * self.entry_size)
+
     def trim_to_valid_size(self) -> None:
         """Shrink the file to its valid entries (done on roll and close so the size tells the entry count)."""
         self.resize(self.size_in_bytes)
@@ -271,8 +278,7 @@ class OffsetIndex(AbstractIndex):
                 f"Attempt to append an offset ({offset}) to position {self.entries} no larger than the last offset "
                 f"appended ({self.last_offset}) to {self.path}."
             )
-        assert self._mmap is not None
-        self._entry.pack_into(self._mmap, self.entries * self.entry_size, self._relative_offset(offset), position)
+        self._write_entry(self._relative_offset(offset), position)
         self.entries += 1
 
     def truncate_to(self, offset: int) -> None:
@@ -361,8 +367,7 @@ class TimeIndex(AbstractIndex):
         if timestamp > self._last_entry.timestamp:
             if self.entries >= self.max_entries:  # only with skip_full_check, the reserved slot is used up
                 self.resize(self.length + self.entry_size)
-            assert self._mmap is not None
-            self._entry.pack_into(self._mmap, self.entries * self.entry_size, timestamp, self._relative_offset(offset))
+            self._write_entry(timestamp, self._relative_offset(offset))
             self.entries += 1
             self._last_entry = TimestampOffset(timestamp, offset)
 
