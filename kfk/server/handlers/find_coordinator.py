@@ -8,9 +8,9 @@ A group's coordinator is the leader of its __consumer_offsets partition (abs(jav
 lookup when the topic does not exist yet creates it (offsets.topic.num.partitions, offsets.topic.replication.factor,
 compacted); until it exists (the creation failed, or it is not in this broker's metadata yet) the answer is
 COORDINATOR_NOT_AVAILABLE, which clients retry, as Kafka does. A lookup for a partition of this broker that is
-still loading waits (briefly) for it, so the client's next request does not meet COORDINATOR_LOAD_IN_PROGRESS. Transactions have no
-coordinator in kfk yet: such keys get COORDINATOR_NOT_AVAILABLE (what Kafka answers while the transaction
-coordinator's topic is unavailable). Share groups are not supported: INVALID_REQUEST.
+still loading waits (briefly) for it, so the client's next request does not meet COORDINATOR_LOAD_IN_PROGRESS.
+Transactions have no coordinator in kfk yet: such keys get COORDINATOR_NOT_AVAILABLE (what Kafka answers while the
+transaction coordinator's topic is unavailable). Share groups are not supported: INVALID_REQUEST.
 """
 
 from __future__ import annotations
