@@ -193,3 +193,71 @@ def test_malformed_group_requests_close_only_their_connection(kfk_broker: str) -
         sock.close()
     with connect(kfk_broker) as sock:
         assert request(sock, ApiVersionsRequest(), 3).error_code == ErrorCode.NONE
+
+
+def test_every_version_of_every_group_api_answers(kfk_broker: str) -> None:
+    """Each version the broker advertises is answered with a frame the codec reads at that version."""
+    with connect(kfk_broker) as sock:
+        create_topic(sock, "v")
+        for group in ("versions", "simple-v"):
+            find_coordinator(sock, group)
+        for version in range(7):
+            key_fields = {"coordinator_keys": ["versions"]} if version >= 4 else {"key": "versions"}
+            response = request(sock, FindCoordinatorRequest(**key_fields), version)
+            error = response.coordinators[0].error_code if version >= 4 else response.error_code
+            assert error == ErrorCode.NONE, version
+        for version in range(10):
+            response = join(sock, "versions", version=version, group_instance_id=None)
+            assert response.error_code in (ErrorCode.NONE, ErrorCode.MEMBER_ID_REQUIRED), version
+            if response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
+                response = join(sock, "versions", version=version, member_id=response.member_id)
+            assert response.error_code == ErrorCode.NONE, version
+            member, generation = response.member_id, response.generation_id
+            sync = request(sock, SyncGroupRequest(group_id="versions", generation_id=generation, member_id=member,
+                                                  assignments=[SyncGroupRequest.SyncGroupRequestAssignment(
+                                                      member_id=member, assignment=b"a")]), min(version, 5))
+            assert (sync.error_code, sync.assignment) == (ErrorCode.NONE, b"a"), version
+            heartbeat = request(sock, HeartbeatRequest(group_id="versions", generation_id=generation,
+                                                       member_id=member), min(version, 4))
+            assert heartbeat.error_code == ErrorCode.NONE, version
+            describe_version = min(version, 5)
+            (described,) = request(sock, DescribeGroupsRequest(
+                groups=["versions"], include_authorized_operations=describe_version >= 3), describe_version).groups
+            assert described.group_state == "Stable" and described.members[0].member_assignment == b"a"
+            if describe_version >= 3:
+                assert described.authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
+            listed = request(sock, ListGroupsRequest(), min(version, 5))
+            assert "versions" in [g.group_id for g in listed.groups], version
+            commit = request(sock, commit_request("versions", "v", 0, version, f"m{version}",
+                                                  generation_id_or_member_epoch=generation, member_id=member),
+                             version)
+            # v0 carries no member id or generation: a group with members refuses it, as Kafka does.
+            expected = ErrorCode.UNKNOWN_MEMBER_ID if version == 0 else ErrorCode.NONE
+            assert commit.topics[0].partitions[0].error_code == expected, version
+            if version >= 8:
+                fetched = request(sock, OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+                    group_id="versions", topics=[OffsetFetchRequest.OffsetFetchRequestTopics(
+                        name="v", partition_indexes=[0])])]), version)
+                partition = fetched.groups[0].topics[0].partitions[0]
+            else:
+                fetched = request(sock, OffsetFetchRequest(group_id="versions", topics=[
+                    OffsetFetchRequest.OffsetFetchRequestTopic(name="v", partition_indexes=[0])]), version)
+                partition = fetched.topics[0].partitions[0]
+            committed = (-1, "") if version == 0 else (version, f"m{version}")
+            assert (partition.committed_offset, partition.metadata) == committed, version
+            if min(version, 5) >= 3:
+                leave = request(sock, LeaveGroupRequest(group_id="versions", members=[
+                    LeaveGroupRequest.MemberIdentity(member_id=member)]), min(version, 5))
+                assert leave.members[0].error_code == ErrorCode.NONE
+            else:
+                leave = request(sock, LeaveGroupRequest(group_id="versions", member_id=member), version)
+            assert leave.error_code == ErrorCode.NONE, version
+        request(sock, commit_request("simple-v", "v", 0, 1), 8)
+        offset_delete = request(sock, OffsetDeleteRequest(group_id="simple-v", topics=[
+            OffsetDeleteRequest.OffsetDeleteRequestTopic(name="v", partitions=[
+                OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)])]), 0)
+        assert offset_delete.error_code == ErrorCode.NONE
+        for version in range(3):
+            deleted = request(sock, DeleteGroupsRequest(groups_names=["versions"]), version)
+            expected = ErrorCode.NONE if version == 0 else ErrorCode.GROUP_ID_NOT_FOUND
+            assert deleted.results[0].error_code == expected, version

@@ -307,8 +307,8 @@ class GroupMetadataManager:
                             protocol_type=group.protocol_type, protocol_name=group.protocol_name,
                             leader=current_leader or "", member_id=new_member_id, members=[]))
 
-                self._write(group.group_id, [self.group_metadata_record(group, group.assignment_of_members(),
-                                                                        now_ms)], on_written)
+                self._write(group.group_id, [self.group_metadata_record(group, group.assignment_of_members())],
+                            on_written)
             else:
                 self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
         elif group.is_in_state(_S.COMPLETING_REBALANCE):
@@ -396,7 +396,7 @@ class GroupMetadataManager:
         group.init_next_generation(now_ms)
         if group.is_in_state(_S.EMPTY):
             log.info("Group %s with generation %d is now empty", group.group_id, group.generation_id)
-            self._write(group.group_id, [self.group_metadata_record(group, {}, now_ms)], None)
+            self._write(group.group_id, [self.group_metadata_record(group, {})], None)
             return
         log.info("Stabilized group %s generation %d with %d members", group.group_id, group.generation_id,
                  len(group.members))
@@ -543,7 +543,7 @@ class GroupMetadataManager:
                         self._set_and_propagate_assignment(group, assignment, at_ms)
                         group.transition_to(_S.STABLE, at_ms)
 
-                self._write(group.group_id, [self.group_metadata_record(group, assignment, now_ms)], on_written)
+                self._write(group.group_id, [self.group_metadata_record(group, assignment)], on_written)
         elif group.is_in_state(_S.STABLE):
             self._remove_pending_sync_member(group, request.member_id)
             member = group.member(request.member_id)
@@ -639,8 +639,7 @@ class GroupMetadataManager:
     # -- records -----------------------------------------------------------------------------------------------------
 
     @staticmethod
-    def group_metadata_record(group: ClassicGroup, assignment: dict[str, bytes],
-                              now_ms: int) -> tuple[bytes, bytes | None]:
+    def group_metadata_record(group: ClassicGroup, assignment: dict[str, bytes]) -> tuple[bytes, bytes | None]:
         protocol_name = group.protocol_name
         members = []
         for member in group.members.values():
@@ -715,6 +714,3 @@ class GroupMetadataManager:
 
 def _inconsistent(protocol: str | None, group_protocol: str | None) -> bool:
     return protocol is not None and group_protocol is not None and protocol != group_protocol
-
-
-WriteCallback = Callable[[ErrorCode, int], None]

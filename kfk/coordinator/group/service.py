@@ -261,12 +261,6 @@ class GroupCoordinatorService:
                 and self._now_ms() < deadline_ms:
             await asyncio.sleep(0.01)
 
-    def coordinator_error(self, group_id: str) -> ErrorCode:
-        return self.coordinator.coordinator_error(group_id)
-
-    def partition_for(self, group_id: str) -> int:
-        return self.coordinator.partition_for(group_id)
-
 
 def _read_chunk(log_: Log, offset: int) -> tuple[list[tuple[bytes | None, bytes | None]], int]:
     """The keys and values of the batches from `offset` (about LOAD_BUFFER_BYTES of them) and the next offset."""

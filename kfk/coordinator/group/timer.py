@@ -31,13 +31,6 @@ class CoordinatorTimer:
     def is_scheduled(self, key: Hashable) -> bool:
         return key in self._entries
 
-    def deadline_ms(self, key: Hashable) -> int | None:
-        entry = self._entries.get(key)
-        return entry[0] if entry is not None else None
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
     def _drop_stale(self) -> None:
         heap = self._heap
         while heap:
