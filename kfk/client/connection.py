@@ -225,10 +225,11 @@ class BrokerConnection:
                 if not self._in_flight:
                     raise ProtocolError(f"{self.address} sent a response (correlation id {correlation_id}) "
                                         "to no request")
-                pending = self._in_flight.popleft()
+                pending = self._in_flight[0]
                 if correlation_id != pending.correlation_id:
                     raise ProtocolError(f"{self.address} answered correlation id {correlation_id} where "
                                         f"{pending.correlation_id} was expected")
+                self._in_flight.popleft()
                 version = pending.api_version
                 if (pending.api_key == ApiKey.API_VERSIONS and len(frame) >= 6
                         and INT16.unpack_from(frame, _RESPONSE_HEADER_V0_SIZE)[0] == ErrorCode.UNSUPPORTED_VERSION):
