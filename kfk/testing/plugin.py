@@ -3,6 +3,9 @@
 - `kfk_broker`: the bootstrap address ("127.0.0.1:PORT") of a fresh single-node broker, stopped after the test.
 - `kfk_broker_process`: the BrokerProcess itself, for tests that stop, kill or restart the broker.
 - `kfk_broker_factory`: start more brokers with your own `--override` properties.
+- `zookeeper_server`: a real ZooKeeper server (the one installed on the machine), one per test session;
+  `zookeeper_connect`: a connect string with a fresh chroot on it, per test; `kfk_cluster_factory`: brokers on
+  ZooKeeper as separate processes (kfk.testing.cluster).
 If a test fails, the broker's log is attached to the report.
 """
 
@@ -13,6 +16,7 @@ from typing import Callable, Iterator
 import pytest
 
 from kfk.testing.broker import BrokerProcess, start_broker
+from kfk.testing.zookeeper import ZooKeeperNotInstalledError, ZooKeeperServer
 
 # Settings that suit one broker on a laptop (Kafka's own sample server.properties makes the same choices).
 TEST_OVERRIDES = {
@@ -62,3 +66,29 @@ def kfk_broker_process(kfk_broker_factory: Callable[..., BrokerProcess]) -> Brok
 @pytest.fixture
 def kfk_broker(kfk_broker_process: BrokerProcess) -> str:
     return kfk_broker_process.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """A standalone ZooKeeper (tickTime 500 ms: sessions of 1-10 s) for the whole test session. Without ZooKeeper
+    installed the tests that need it are skipped, except under CI=true, where that is a failure."""
+    import os
+
+    try:
+        server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
+    except ZooKeeperNotInstalledError as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(str(error))
+        pytest.skip(str(error))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def zookeeper_connect(zookeeper_server: ZooKeeperServer, request: pytest.FixtureRequest) -> str:
+    """host:port/chroot: a chroot of its own per test, so tests never see each other's znodes."""
+    import re
+    import uuid
+
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)[:60]
+    return f"{zookeeper_server.connect_string}/kfk-test-{name}-{uuid.uuid4().hex[:8]}"

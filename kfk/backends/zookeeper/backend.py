@@ -1,0 +1,704 @@
+"""ZooKeeperMetadataBackend: cluster metadata in a real ZooKeeper ensemble, in Kafka's znode layout (kazoo).
+
+This is the only module of kfk that imports kazoo (DESIGN.md). What it does for the MetadataBackend protocol:
+- `start` reads Kafka's znodes (setting a watch on each) and gives every listener the records that build that state
+  (translation.records_for); afterwards every watch that fires marks its path dirty and one refresh task re-reads
+  the dirty paths and delivers the difference. A refresh reads in an executor thread (kazoo's calls block) and
+  delivers on the event loop, so listeners see changes in the order they were read.
+- `elect_controller` is Kafka's ZooKeeper election: create the ephemeral /controller znode (the first broker to do
+  so wins; the others see it through their watch), then increment /controller_epoch with a conditional set. The
+  epoch's zkVersion fences: every write of this controller is one multi-op that starts with a version check on
+  /controller_epoch, so a deposed controller's write fails whole (NotControllerError).
+- `append` turns records into that multi-op (translation.operations_for), commits it, re-reads what it touched and
+  delivers it to the listeners before returning. The offsets are ZooKeeper zxids: the largest zxid seen in what was
+  read, so they only grow.
+- Broker registration is the broker's own ephemeral /brokers/ids/<id> (its czxid is the broker epoch): it vanishes
+  when the broker's session ends (crash, kill -9, network partition), which is how the controller learns of a
+  broker failure; listeners see the broker fenced.
+- Leaders persist ISR changes themselves (`alter_partition`): a conditional set of the partition's state znode on
+  the partition epoch (its zkVersion) plus an /isr_change_notification znode, as Kafka's ZooKeeper-mode leaders do.
+- Session expiry: kazoo reports the session LOST; the backend forgets that it was controller (the ephemeral
+  /controller is gone with the session) and tells its session listeners, and when the new session is established it
+  re-creates the broker's registration and re-reads everything (watches do not survive a session).
+
+Why brokers watch ZooKeeper instead of receiving LeaderAndIsr/UpdateMetadata/StopReplica requests from the
+controller: kfk's brokers already act on metadata through one path, the MetadataImage (the replica manager makes
+partitions leader/follower/stopped from image changes, the group coordinator follows it too). Watching the znodes
+feeds that same path with the same records as the embedded backend, whereas controller-to-broker requests would need
+a second, push-based path with its own retries and ordering. Fencing is unchanged: every state znode carries the
+leader epoch and the controller epoch, and the zkVersion checks make stale writers fail. The cost is ZooKeeper
+reads on every broker per change (Kafka 0.8 brokers did the same for a while); for clusters of the size a Python
+broker serves that is a few milliseconds per change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from typing import Callable, Iterable, Sequence
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (
+    BadVersionError,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    RolledBackError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+
+from kfk.backends.zookeeper import znodes
+from kfk.backends.zookeeper.translation import Operation, ZooKeeperSnapshot, operations_for, records_for
+from kfk.controller.backend import MetadataListener
+from kfk.errors import (
+    CorruptRecordError,
+    InconsistentClusterIdError,
+    InvalidUpdateVersionError,
+    KafkaError,
+    NotControllerError,
+    UnknownServerError,
+)
+from kfk.metadata.image import ConfigResourceType, Endpoint, MetadataImage
+from kfk.protocol.message import Message
+
+log = logging.getLogger("kfk.backends.zookeeper")
+
+#: Paths whose children kfk lists (with a child watch); every other watched path is read for its data.
+_CHILDREN_PATHS = (znodes.BROKER_IDS_PATH, znodes.TOPICS_PATH, znodes.CONFIG_TOPICS_PATH, znodes.CONFIG_BROKERS_PATH)
+_SINGLE_PATHS = (znodes.CLUSTER_ID_PATH, znodes.CONTROLLER_PATH, znodes.CONTROLLER_EPOCH_PATH, znodes.FEATURE_PATH,
+                 znodes.PRODUCER_ID_BLOCK_PATH)
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def split_chroot(connect: str) -> tuple[str, str]:
+    """'h1:2181,h2:2181/kafka' -> ('h1:2181,h2:2181', '/kafka'); no chroot -> ''."""
+    slash = connect.find("/")
+    if slash < 0:
+        return connect, ""
+    return connect[:slash], connect[slash:].rstrip("/")
+
+
+class _ZnodeCache:
+    """What was read of each znode (data and stat) and each children list; only touched from the reading thread."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, tuple[bytes, object]] = {}
+        self.children: dict[str, list[str]] = {}
+        self.offset = -1
+
+    def forget_under(self, prefix: str) -> None:
+        for path in [p for p in self.data if p == prefix or p.startswith(prefix + "/")]:
+            del self.data[path]
+        for path in [p for p in self.children if p == prefix or p.startswith(prefix + "/")]:
+            del self.children[path]
+
+
+class ZooKeeperMetadataBackend:
+    def __init__(self, connect: str, node_id: int, cluster_id: str | None = None, *,
+                 session_timeout_ms: int = 18_000, connection_timeout_ms: int | None = None,
+                 time_ms: Callable[[], int] = _wall_clock_ms) -> None:
+        self.connect_string = connect
+        self.node_id = node_id
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
+        self._cluster_id = cluster_id
+        self._time_ms = time_ms
+        self._client: KazooClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listeners: list[MetadataListener] = []
+        self._controller_listeners: list[Callable[[], None]] = []
+        self._session_listeners: list[Callable[[str], None]] = []
+        self._cache = _ZnodeCache()
+        self._read_lock = threading.Lock()
+        self._image = MetadataImage(cluster_id=cluster_id)
+        self._snapshot = ZooKeeperSnapshot()
+        #: Paths whose watch fired since the last refresh; None: read everything (start, new session).
+        self._dirty: set[str] | None = None
+        self._refresh_lock = asyncio.Lock()
+        self._refresher: asyncio.Task | None = None
+        self._write_lock = asyncio.Lock()
+        self._controller_epoch: int | None = None  # the epoch this node won, while it is the controller
+        self._controller_epoch_version = -1
+        #: Elections won so far: a snapshot read before the latest win must not make this node resign.
+        self._elections = 0
+        self._registration: tuple[bytes, int] | None = None  # (broker znode data, broker epoch)
+        self._session_lost = False
+        self._started = False
+        self._stopping = False
+
+    # -- connection --------------------------------------------------------------------------------------------------
+
+    @property
+    def cluster_id(self) -> str:
+        return self._cluster_id or ""
+
+    async def connect(self) -> str:
+        """Open the session (creating the chroot and Kafka's persistent znodes if missing) and read or create
+        /cluster/id; returns the cluster id. The broker calls this before it opens its logs (meta.properties must
+        hold the same id); `start` calls it if nobody did."""
+        if self._client is not None:
+            return self.cluster_id
+        self._loop = asyncio.get_running_loop()
+        self._cluster_id = await self._blocking(self._connect)
+        self._image = MetadataImage(cluster_id=self._cluster_id)
+        return self._cluster_id
+
+    def _connect(self) -> str:
+        hosts, chroot = split_chroot(self.connect_string)
+        timeout_s = self.connection_timeout_ms / 1000
+        if chroot:
+            root = KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000)
+            try:
+                root.start(timeout=timeout_s)
+                root.ensure_path(chroot)
+            except KazooTimeoutError as error:
+                raise KafkaError(f"Timed out connecting to ZooKeeper at {hosts}") from error
+            finally:
+                root.stop()
+                root.close()
+        client = KazooClient(hosts=self.connect_string, timeout=self.session_timeout_ms / 1000)
+        try:
+            client.start(timeout=timeout_s)
+        except KazooTimeoutError as error:
+            client.close()
+            raise KafkaError(f"Timed out connecting to ZooKeeper at {self.connect_string} after "
+                             f"{self.connection_timeout_ms} ms") from error
+        client.add_listener(self._on_session_state)
+        self._client = client
+        for path in znodes.PERSISTENT_PATHS:
+            client.ensure_path(path)
+        try:
+            client.create(znodes.CLUSTER_ID_PATH, znodes.encode_cluster_id(self._cluster_id or _random_cluster_id()))
+        except NodeExistsError:
+            pass
+        stored = znodes.decode_cluster_id(client.get(znodes.CLUSTER_ID_PATH)[0])
+        if self._cluster_id is not None and stored != self._cluster_id:
+            raise InconsistentClusterIdError(
+                f"The cluster id {self._cluster_id} does not match the cluster id {stored} stored in ZooKeeper "
+                f"{self.connect_string} (a log dir of another cluster?)")
+        log.info("connected to ZooKeeper %s (session 0x%x, cluster id %s)", self.connect_string,
+                 client.client_id[0], stored)
+        return stored
+
+    # -- MetadataBackend ---------------------------------------------------------------------------------------------
+
+    def add_listener(self, listener: MetadataListener) -> None:
+        self._listeners.append(listener)
+
+    def add_controller_listener(self, listener: Callable[[], None]) -> None:
+        """Called (on the loop) whenever the active controller or its epoch changes, or this node loses it."""
+        self._controller_listeners.append(listener)
+
+    def add_session_listener(self, listener: Callable[[str], None]) -> None:
+        """Called with "expired" when the ZooKeeper session is lost and "reconnected" once a new one is up."""
+        self._session_listeners.append(listener)
+
+    async def start(self) -> None:
+        await self.connect()
+        self._started = True
+        self._dirty = None
+        await self._refresh()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._refresher is not None:
+            self._refresher.cancel()
+        async with self._write_lock:
+            self._controller_epoch = None
+            client, self._client = self._client, None
+            if client is not None:
+                await self._blocking(_close, client)
+
+    async def elect_controller(self, node_id: int) -> int | None:
+        if node_id != self.node_id:
+            return None
+        async with self._write_lock:
+            won = await self._blocking(self._elect_under_read_lock)
+            if won is None:
+                await self._refresh()
+                return None
+            self._controller_epoch, self._controller_epoch_version = won
+        log.info("broker %d is the controller in epoch %d", node_id, won[0])
+        self._mark_dirty([znodes.CONTROLLER_PATH, znodes.CONTROLLER_EPOCH_PATH])
+        await self._refresh()
+        return won[0]
+
+    def _elect_under_read_lock(self) -> tuple[int, int] | None:
+        with self._read_lock:
+            won = self._elect()
+            if won is not None:
+                self._elections += 1
+            return won
+
+    def _elect(self) -> tuple[int, int] | None:
+        client = self._require_client()
+        try:
+            client.create(znodes.CONTROLLER_PATH, znodes.encode_controller(self.node_id, self._time_ms()),
+                          ephemeral=True)
+        except NodeExistsError:
+            try:
+                data, stat = client.get(znodes.CONTROLLER_PATH)
+            except NoNodeError:
+                return None  # gone meanwhile: the next watch event retries
+            if stat.ephemeralOwner != client.client_id[0] or znodes.decode_controller(data) != self.node_id:
+                return None
+        while True:
+            try:
+                data, stat = client.get(znodes.CONTROLLER_EPOCH_PATH)
+            except NoNodeError:
+                try:
+                    client.create(znodes.CONTROLLER_EPOCH_PATH, znodes.encode_controller_epoch(1))
+                    return 1, 0
+                except NodeExistsError:
+                    continue
+            epoch = znodes.decode_controller_epoch(data) + 1
+            try:
+                stat = client.set(znodes.CONTROLLER_EPOCH_PATH, znodes.encode_controller_epoch(epoch),
+                                  version=stat.version)
+                return epoch, stat.version
+            except BadVersionError:
+                # Another broker bumped the epoch after we created /controller: it cannot be ours.
+                log.warning("controller epoch moved while broker %d was being elected; resigning", self.node_id)
+                try:
+                    client.delete(znodes.CONTROLLER_PATH)
+                except NoNodeError:
+                    pass
+                return None
+
+    def active_controller(self) -> tuple[int, int] | None:
+        if self._controller_epoch is not None:
+            return self.node_id, self._controller_epoch
+        snapshot = self._snapshot
+        if snapshot.controller_id is None:
+            return None
+        return snapshot.controller_id, snapshot.controller_epoch
+
+    @property
+    def is_controller(self) -> bool:
+        return self._controller_epoch is not None
+
+    async def append(self, records: Sequence[Message], controller_epoch: int) -> int:
+        if not records:
+            raise ValueError("nothing to append")
+        async with self._write_lock:
+            if self._controller_epoch is None or controller_epoch != self._controller_epoch:
+                raise NotControllerError(f"Controller epoch {controller_epoch} is not the current epoch "
+                                         f"{self._controller_epoch} of broker {self.node_id}")
+            async with self._refresh_lock:
+                before = self._image
+                after = before.apply(records, before.offset)
+                operations = operations_for(before, after, records, controller_epoch,
+                                            self._controller_epoch_version, self._known_path)
+                await self._blocking(self._commit, operations)
+            self._mark_dirty(_touched(operations))
+            await self._refresh()
+            return self._image.offset
+
+    def _known_path(self, path: str) -> bool:
+        cache = self._cache
+        if path in cache.data:
+            return True
+        parent, _, name = path.rpartition("/")
+        return name in cache.children.get(parent, ())
+
+    def _commit(self, operations: list[Operation]) -> list:
+        client = self._require_client()
+        transaction = client.transaction()
+        for operation in operations:
+            if operation.kind == "check":
+                transaction.check(operation.path, operation.version)
+            elif operation.kind == "create":
+                transaction.create(operation.path, operation.data, sequence=operation.sequential)
+            elif operation.kind == "set":
+                transaction.set_data(operation.path, operation.data, version=operation.version)
+            else:
+                transaction.delete(operation.path, version=operation.version)
+        try:
+            results = transaction.commit()
+        except KazooException as error:
+            raise UnknownServerError(f"ZooKeeper multi-op failed: {error!r}") from error
+        for operation, result in zip(operations, results):
+            if not isinstance(result, Exception) or isinstance(result, RolledBackError):
+                continue
+            if operation.path == znodes.CONTROLLER_EPOCH_PATH:
+                self._controller_epoch = None
+                raise NotControllerError(f"The controller epoch moved on: broker {self.node_id} is no longer the "
+                                         "controller")
+            if isinstance(result, BadVersionError):
+                raise InvalidUpdateVersionError(f"{operation.path} changed since it was read")
+            if isinstance(result, (NodeExistsError, NoNodeError, NotEmptyError)):
+                raise InvalidUpdateVersionError(f"{operation.kind} {operation.path}: {type(result).__name__}")
+            raise UnknownServerError(f"ZooKeeper {operation.kind} {operation.path} failed: {result!r}")
+        return results
+
+    # -- broker registration and leaders' ISR changes ---------------------------------------------------------------
+
+    async def register_broker(self, endpoints: Sequence[Endpoint], rack: str | None) -> int:
+        """Create this broker's ephemeral /brokers/ids/<id>; returns its broker epoch (the znode's czxid). A znode
+        left by this broker's previous session (a crash moments ago) is waited out until that session expires."""
+        data = znodes.encode_broker(endpoints, rack, self._time_ms())
+        broker_epoch = await self._blocking(self._create_registration, data)
+        self._registration = (data, broker_epoch)
+        self._mark_dirty([znodes.BROKER_IDS_PATH, znodes.broker_path(self.node_id)])
+        await self._refresh()
+        log.info("broker %d registered in ZooKeeper (broker epoch %d)", self.node_id, broker_epoch)
+        return broker_epoch
+
+    def _create_registration(self, data: bytes) -> int:
+        client = self._require_client()
+        path = znodes.broker_path(self.node_id)
+        deadline = time.monotonic() + 2 * self.session_timeout_ms / 1000 + 5
+        logged = False
+        while True:
+            try:
+                client.create(path, data, ephemeral=True)
+            except NodeExistsError:
+                try:
+                    _, stat = client.get(path)
+                except NoNodeError:
+                    continue
+                if stat.ephemeralOwner == client.client_id[0]:
+                    return stat.czxid
+                if time.monotonic() > deadline:
+                    raise KafkaError(f"Broker id {self.node_id} is registered in ZooKeeper by another session "
+                                     f"(another broker with broker.id={self.node_id}?)")
+                if not logged:
+                    log.info("broker id %d is still registered by an earlier session; waiting for it to expire",
+                             self.node_id)
+                    logged = True
+                time.sleep(0.1)
+                continue
+            return client.exists(path).czxid
+
+    async def alter_partition(self, topic: str, partition: int, leader: int, leader_epoch: int,
+                              isr: Sequence[int], partition_epoch: int) -> int:
+        """A leader's ISR change: rewrite the state znode if its zkVersion is still `partition_epoch` (else
+        InvalidUpdateVersionError: the controller or an earlier write changed it first), and leave an ISR change
+        notification. Returns the new partition epoch once this node's listeners have seen it."""
+        state = self._snapshot.partition_states.get((topic, partition))
+        controller_epoch = state.controller_epoch if state is not None else self._snapshot.controller_epoch
+        path = znodes.partition_state_path(topic, partition)
+        operations = [
+            Operation("set", path, znodes.encode_partition_state(leader, leader_epoch, isr, controller_epoch),
+                      version=partition_epoch),
+            Operation("create", f"{znodes.ISR_CHANGE_NOTIFICATION_PATH}/{znodes.ISR_CHANGE_PREFIX}",
+                      znodes.encode_isr_change_notification([(topic, partition)]), sequential=True),
+        ]
+        await self._blocking(self._commit, operations)
+        self._mark_dirty([path])
+        await self._refresh()
+        return partition_epoch + 1
+
+    # -- reading -----------------------------------------------------------------------------------------------------
+
+    def _on_watch(self, event) -> None:
+        """kazoo's thread: a watch fired (event.path None: the connection state changed, every watch is gone)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        path = event.path
+        if path is not None:
+            _, chroot = split_chroot(self.connect_string)
+            if chroot and path.startswith(chroot):
+                path = path[len(chroot):] or "/"
+        try:
+            loop.call_soon_threadsafe(self._mark_dirty, None if path is None else [path])
+        except RuntimeError:
+            pass  # the loop closed
+
+    def _mark_dirty(self, paths: Iterable[str] | None) -> None:
+        if paths is None:
+            self._dirty = None
+        elif self._dirty is not None:
+            self._dirty.update(paths)
+        if self._started and not self._stopping and (self._refresher is None or self._refresher.done()):
+            self._refresher = asyncio.get_running_loop().create_task(self._refresh_soon())
+
+    async def _refresh_soon(self) -> None:
+        try:
+            await self._refresh()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a failed read is retried on the next event
+            log.exception("reading ZooKeeper failed")
+            await asyncio.sleep(0.5)
+            self._mark_dirty(None)
+
+    async def _refresh(self) -> None:
+        """Re-read the dirty znodes and deliver what changed to the listeners."""
+        async with self._refresh_lock:
+            while self._client is not None and (self._dirty is None or self._dirty):
+                dirty, self._dirty = self._dirty, set()
+                snapshot, elections = await self._blocking(self._read, dirty)
+                self._deliver(snapshot, elections)
+
+    def _deliver(self, snapshot: ZooKeeperSnapshot, elections: int) -> None:
+        previous = self._snapshot
+        self._snapshot = snapshot
+        records = records_for(self._image, snapshot)
+        if records:
+            offset = max(snapshot.offset, self._image.offset + 1)
+            self._image = self._image.apply(records, offset)
+            for listener in self._listeners:
+                listener.handle_commit(records, offset)
+        if (previous.controller_id, previous.controller_epoch) != (snapshot.controller_id,
+                                                                   snapshot.controller_epoch):
+            if self._controller_epoch is not None and elections == self._elections and (
+                    snapshot.controller_id != self.node_id or snapshot.controller_epoch > self._controller_epoch):
+                log.warning("broker %d is no longer the controller (now %s, epoch %d)", self.node_id,
+                            snapshot.controller_id, snapshot.controller_epoch)
+                self._controller_epoch = None
+            for listener in self._controller_listeners:
+                listener()
+
+    def _read(self, dirty: set[str] | None) -> tuple[ZooKeeperSnapshot, int]:
+        """In the executor: read what is dirty (everything if None), set watches, and decode the whole cache.
+        Also returns how many elections this node had won when the read started."""
+        with self._read_lock:
+            elections = self._elections
+            client = self._require_client()
+            cache = self._cache
+            if dirty is None:
+                cache.data.clear()
+                cache.children.clear()
+                for path in _SINGLE_PATHS:
+                    self._read_data(client, path)
+                for path in _CHILDREN_PATHS:
+                    self._read_children(client, path, full=True)
+            else:
+                for path in sorted(dirty):
+                    if path in _CHILDREN_PATHS:
+                        self._read_children(client, path, full=False)
+                    elif path.count("/") == 3 and path.startswith(znodes.TOPICS_PATH + "/"):
+                        self._read_topic(client, path.rsplit("/", 1)[1], states=False)
+                    else:
+                        self._read_data(client, path)
+            if self._controller_epoch is not None:
+                self._delete_isr_change_notifications(client)
+            return self._decode(), elections
+
+    def _read_data(self, client: KazooClient, path: str) -> bytes | None:
+        try:
+            data, stat = client.get(path, watch=self._on_watch)
+        except NoNodeError:
+            self._cache.data.pop(path, None)
+            if client.exists(path, watch=self._on_watch) is not None:
+                return self._read_data(client, path)
+            return None
+        self._cache.data[path] = (data, stat)
+        self._cache.offset = max(self._cache.offset, stat.mzxid)
+        return data
+
+    def _read_children(self, client: KazooClient, path: str, full: bool) -> None:
+        cache = self._cache
+        try:
+            children, stat = client.get_children(path, watch=self._on_watch, include_data=True)
+            cache.offset = max(cache.offset, stat.pzxid)
+        except NoNodeError:
+            children = []
+        previous = set(cache.children.get(path, ()))
+        cache.children[path] = sorted(children)
+        for gone in previous - set(children):
+            cache.forget_under(f"{path}/{gone}")
+        for child in sorted(children):
+            if not full and child in previous:
+                continue
+            if path == znodes.TOPICS_PATH:
+                self._read_topic(client, child, states=True)
+            else:
+                self._read_data(client, f"{path}/{child}")
+
+    def _read_topic(self, client: KazooClient, topic: str, states: bool) -> None:
+        """A topic's assignment znode and the state znodes of its partitions (only the new ones unless `states`)."""
+        path = znodes.topic_path(topic)
+        data = self._read_data(client, path)
+        if data is None:
+            self._cache.forget_under(path)
+            return
+        try:
+            assignment = znodes.decode_topic(topic, data)
+        except CorruptRecordError as error:
+            log.error("%s", error)
+            return
+        for partition in assignment.partitions:
+            state_path = znodes.partition_state_path(topic, partition)
+            if states or state_path not in self._cache.data:
+                self._read_data(client, state_path)
+
+    def _delete_isr_change_notifications(self, client: KazooClient) -> None:
+        """The controller consumes leaders' ISR change notifications (brokers already see the state znodes)."""
+        try:
+            for child in client.get_children(znodes.ISR_CHANGE_NOTIFICATION_PATH):
+                try:
+                    client.delete(f"{znodes.ISR_CHANGE_NOTIFICATION_PATH}/{child}")
+                except NoNodeError:
+                    pass
+        except NoNodeError:
+            pass
+
+    def _decode(self) -> ZooKeeperSnapshot:
+        cache = self._cache
+        snapshot = ZooKeeperSnapshot(offset=cache.offset)
+        for path, (data, stat) in cache.data.items():
+            try:
+                self._decode_znode(snapshot, path, data, stat)
+            except (CorruptRecordError, KeyError, TypeError, ValueError) as error:
+                log.error("ignoring znode %s: %s", path, error)
+        return snapshot
+
+    @staticmethod
+    def _decode_znode(snapshot: ZooKeeperSnapshot, path: str, data: bytes, stat) -> None:
+        if path == znodes.CLUSTER_ID_PATH:
+            snapshot.cluster_id = znodes.decode_cluster_id(data)
+        elif path == znodes.CONTROLLER_PATH:
+            snapshot.controller_id = znodes.decode_controller(data)
+        elif path == znodes.CONTROLLER_EPOCH_PATH:
+            snapshot.controller_epoch = znodes.decode_controller_epoch(data)
+        elif path == znodes.FEATURE_PATH:
+            snapshot.features = znodes.decode_features(data)
+        elif path == znodes.PRODUCER_ID_BLOCK_PATH:
+            snapshot.producer_id_block_end = znodes.decode_producer_id_block_end(data)
+        elif path.startswith(znodes.BROKER_IDS_PATH + "/"):
+            broker_id = int(path.rsplit("/", 1)[1])
+            snapshot.brokers[broker_id] = znodes.decode_broker(broker_id, data, stat.czxid)
+        elif path.startswith(znodes.CONFIG_TOPICS_PATH + "/"):
+            snapshot.configs[(ConfigResourceType.TOPIC, path.rsplit("/", 1)[1])] = znodes.decode_config(path, data)
+        elif path.startswith(znodes.CONFIG_BROKERS_PATH + "/"):
+            entity = path.rsplit("/", 1)[1]
+            name = "" if entity == znodes.DEFAULT_BROKER_CONFIG_ENTITY else entity
+            snapshot.configs[(ConfigResourceType.BROKER, name)] = znodes.decode_config(path, data)
+        elif path.startswith(znodes.TOPICS_PATH + "/"):
+            parts = path.split("/")  # ['', 'brokers', 'topics', topic, ('partitions', p, 'state')]
+            if len(parts) == 4:
+                snapshot.topics[parts[3]] = znodes.decode_topic(parts[3], data)
+            elif len(parts) == 7 and parts[6] == "state":
+                snapshot.partition_states[(parts[3], int(parts[5]))] = znodes.decode_partition_state(
+                    path, data, stat.version)
+
+    # -- sessions ----------------------------------------------------------------------------------------------------
+
+    def _on_session_state(self, state: str) -> None:
+        """kazoo's thread: must not block."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or self._stopping:
+            return
+        try:
+            loop.call_soon_threadsafe(self._session_state_changed, state)
+        except RuntimeError:
+            pass
+
+    def _session_state_changed(self, state: str) -> None:
+        if self._stopping:
+            return
+        if state == KazooState.LOST:
+            log.warning("ZooKeeper session of broker %d expired", self.node_id)
+            self._session_lost = True
+            if self._controller_epoch is not None:
+                log.warning("broker %d resigns as controller (session expired)", self.node_id)
+                self._controller_epoch = None
+                for listener in self._controller_listeners:
+                    listener()
+            for listener in self._session_listeners:
+                listener("expired")
+        elif state == KazooState.CONNECTED:
+            if self._session_lost:
+                self._session_lost = False
+                asyncio.get_running_loop().create_task(self._reestablish())
+            else:
+                self._mark_dirty(None)
+
+    async def _reestablish(self) -> None:
+        """A new session: register again, read everything again (the old session's watches are gone)."""
+        try:
+            if self._registration is not None:
+                data, _ = self._registration
+                broker_epoch = await self._blocking(self._create_registration, data)
+                self._registration = (data, broker_epoch)
+                log.info("broker %d registered again in a new ZooKeeper session (broker epoch %d)", self.node_id,
+                         broker_epoch)
+            self._mark_dirty(None)
+            await self._refresh()
+        except Exception:  # noqa: BLE001
+            log.exception("re-registering broker %d in ZooKeeper failed", self.node_id)
+        for listener in self._session_listeners:
+            listener("reconnected")
+
+    def expire_session_for_testing(self) -> None:
+        """Make ZooKeeper expire this backend's session, the way ZooKeeper's own tests do it: a second client that
+        joins the session with its id and password, then closes it."""
+        client = self._require_client()
+        session_id, password = client.client_id
+        hosts, _ = split_chroot(self.connect_string)
+        other = KazooClient(hosts=hosts, client_id=(session_id, password),
+                            timeout=self.session_timeout_ms / 1000)
+        other.start(timeout=self.connection_timeout_ms / 1000)
+        other.stop()
+        other.close()
+
+    async def read_znode(self, path: str) -> bytes | None:
+        """The data of one znode (None if absent), for tools and tests that look at Kafka's layout."""
+        def get() -> bytes | None:
+            try:
+                return self._require_client().get(path)[0]
+            except NoNodeError:
+                return None
+
+        return await self._blocking(get)
+
+    async def znode_children(self, path: str) -> list[str]:
+        def children() -> list[str]:
+            try:
+                return sorted(self._require_client().get_children(path))
+            except NoNodeError:
+                return []
+
+        return await self._blocking(children)
+
+    # -- internals ---------------------------------------------------------------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        """What this backend's listeners have been given."""
+        return self._image
+
+    def _require_client(self) -> KazooClient:
+        if self._client is None:
+            raise NotControllerError("The ZooKeeper backend is not connected")
+        return self._client
+
+    async def _blocking(self, function, *args):
+        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+
+
+def _touched(operations: Sequence[Operation]) -> list[str]:
+    """The paths a refresh must re-read after a multi-op: every znode written, and the children lists above
+    created or deleted ones."""
+    paths: list[str] = []
+    for operation in operations:
+        if operation.kind == "check" or operation.path.startswith(znodes.CONFIG_CHANGES_PATH):
+            continue
+        paths.append(operation.path)
+        if operation.kind in ("create", "delete"):
+            parent = operation.path.rsplit("/", 1)[0]
+            if parent in _CHILDREN_PATHS:
+                paths.append(parent)
+    return paths
+
+
+def _close(client: KazooClient) -> None:
+    try:
+        client.stop()
+    finally:
+        client.close()
+
+
+def _random_cluster_id() -> str:
+    from kfk.storage.format import random_cluster_id
+
+    return random_cluster_id()

@@ -1,0 +1,219 @@
+"""Between Kafka's metadata records and Kafka's znodes, both ways (pure: no ZooKeeper client here).
+
+kfk's controller and brokers speak metadata records (TopicRecord, PartitionRecord, PartitionChangeRecord...) and
+keep a MetadataImage; ZooKeeper holds Kafka's znodes. So:
+- writing (`operations_for`): the controller's records are applied to the image they were computed from, and the
+  difference between the two images becomes one ZooKeeper multi-op: create/set/delete of Kafka's znodes, with a
+  version check on /controller_epoch first (a deposed controller's multi fails as a whole: Kafka's
+  checkVersion(controllerEpochPath) fencing) and a version check on every partition state znode it rewrites (the
+  zkVersion is the partition epoch, so a write computed from a stale state fails instead of clobbering a leader's
+  concurrent ISR change);
+- reading (`records_for`): a ZooKeeperSnapshot of the znodes is compared with the image a listener holds, and the
+  difference comes out as records (whole PartitionRecords for changed partitions, RemoveTopicRecord for gone
+  topics, RegisterBrokerRecord / fenced BrokerRegistrationChangeRecord for brokers whose ephemeral znode appeared /
+  vanished). Applying them to that image yields the snapshot's state, whoever wrote the znodes (this controller,
+  another one, a leader shrinking its ISR, Kafka's own tools).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from kfk.backends.zookeeper import znodes
+from kfk.metadata.image import BrokerRegistration, ConfigResourceType, MetadataImage, PartitionRegistration
+from kfk.protocol.message import Message
+from kfk.protocol.metadata_records import schema_class
+
+TopicRecord = schema_class("TopicRecord")
+PartitionRecord = schema_class("PartitionRecord")
+RemoveTopicRecord = schema_class("RemoveTopicRecord")
+ConfigRecord = schema_class("ConfigRecord")
+RegisterBrokerRecord = schema_class("RegisterBrokerRecord")
+BrokerRegistrationChangeRecord = schema_class("BrokerRegistrationChangeRecord")
+FeatureLevelRecord = schema_class("FeatureLevelRecord")
+ProducerIdsRecord = schema_class("ProducerIdsRecord")
+
+#: BrokerRegistrationChangeRecord.Fenced: 1 fenced.
+FENCED = 1
+_CONFIG_PARENTS = {ConfigResourceType.TOPIC: znodes.CONFIG_TOPICS_PATH,
+                   ConfigResourceType.BROKER: znodes.CONFIG_BROKERS_PATH}
+_CONFIG_ENTITY = {ConfigResourceType.TOPIC: "topics", ConfigResourceType.BROKER: "brokers"}
+
+
+@dataclass
+class ZooKeeperSnapshot:
+    """The znodes kfk reads, decoded. `offset` is the largest zxid seen while reading them."""
+
+    cluster_id: str | None = None
+    controller_id: int | None = None
+    controller_epoch: int = 0
+    brokers: dict[int, znodes.BrokerZnode] = field(default_factory=dict)
+    topics: dict[str, znodes.TopicZnode] = field(default_factory=dict)
+    partition_states: dict[tuple[str, int], znodes.PartitionStateZnode] = field(default_factory=dict)
+    configs: dict[tuple[ConfigResourceType, str], dict[str, str]] = field(default_factory=dict)
+    features: dict[str, int] = field(default_factory=dict)
+    producer_id_block_end: int | None = None
+    offset: int = -1
+
+
+def incarnation_id(broker_id: int, broker_epoch: int) -> uuid.UUID:
+    """ZooKeeper registrations have no incarnation id; one per (broker, registration znode) stands in for it."""
+    return uuid.UUID(int=(broker_id & 0xFFFFFFFF) << 64 | (broker_epoch & 0xFFFFFFFFFFFFFFFF))
+
+
+def records_for(image: MetadataImage, snapshot: ZooKeeperSnapshot) -> list[Message]:
+    """The records that turn `image` into the state of `snapshot`."""
+    records: list[Message] = []
+    for broker_id, broker in sorted(snapshot.brokers.items()):
+        wanted = BrokerRegistration(broker_id, broker.broker_epoch, incarnation_id(broker_id, broker.broker_epoch),
+                                    broker.endpoints, broker.rack, fenced=False)
+        current = image.brokers.get(broker_id)
+        if current is None or current != wanted:
+            records.append(RegisterBrokerRecord(
+                broker_id=broker_id, incarnation_id=wanted.incarnation_id, broker_epoch=broker.broker_epoch,
+                end_points=[RegisterBrokerRecord.BrokerEndpoint(name=e.listener_name, host=e.host, port=e.port,
+                                                                security_protocol=e.security_protocol)
+                            for e in broker.endpoints],
+                rack=broker.rack, fenced=False, in_controlled_shutdown=False))
+    for broker_id, current in sorted(image.brokers.items()):
+        if broker_id not in snapshot.brokers and not current.fenced:
+            records.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=current.broker_epoch,
+                                                          fenced=FENCED))
+    removed_topics: set[str] = set()
+    for name, topic in image.topics_by_name.items():
+        wanted = snapshot.topics.get(name)
+        if wanted is None or wanted.topic_id != topic.topic_id:
+            records.append(RemoveTopicRecord(topic_id=topic.topic_id))
+            removed_topics.add(name)
+    for name in sorted(snapshot.topics):
+        wanted = snapshot.topics[name]
+        if wanted.topic_id is None:
+            continue  # created by a pre-2.8 tool: kfk serves topics with ids only
+        current = image.topics_by_name.get(name)
+        if current is None or name in removed_topics:
+            records.append(TopicRecord(name=name, topic_id=wanted.topic_id))
+            current_partitions = {}
+        else:
+            current_partitions = current.partitions
+        for partition_id in sorted(wanted.partitions):
+            state = snapshot.partition_states.get((name, partition_id))
+            if state is None:
+                continue  # the state znode is not written yet
+            registration = PartitionRegistration(
+                replicas=wanted.partitions[partition_id], isr=state.isr, leader=state.leader,
+                leader_epoch=state.leader_epoch, partition_epoch=state.partition_epoch,
+                removing_replicas=wanted.removing_replicas.get(partition_id, ()),
+                adding_replicas=wanted.adding_replicas.get(partition_id, ()))
+            if current_partitions.get(partition_id) != registration:
+                records.append(PartitionRecord(
+                    partition_id=partition_id, topic_id=wanted.topic_id, replicas=list(registration.replicas),
+                    isr=list(registration.isr), removing_replicas=list(registration.removing_replicas),
+                    adding_replicas=list(registration.adding_replicas), leader=registration.leader,
+                    leader_epoch=registration.leader_epoch, partition_epoch=registration.partition_epoch))
+    for key in sorted(set(image.configs) | set(snapshot.configs)):
+        resource_type, resource_name = key
+        current = {} if resource_type == ConfigResourceType.TOPIC and resource_name in removed_topics \
+            else image.configs.get(key, {})
+        wanted = snapshot.configs.get(key, {})
+        for name in sorted(set(current) | set(wanted)):
+            if current.get(name) != wanted.get(name):
+                records.append(ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=name,
+                                            value=wanted.get(name)))
+    for name, level in sorted(snapshot.features.items()):
+        if image.features.get(name) != level:
+            records.append(FeatureLevelRecord(name=name, feature_level=level))
+    if snapshot.producer_id_block_end is not None and snapshot.producer_id_block_end + 1 > image.next_producer_id:
+        records.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
+                                         next_producer_id=snapshot.producer_id_block_end + 1))
+    return records
+
+
+# -- writing ---------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One operation of a ZooKeeper multi: kind is "check", "create", "set" or "delete"; version -1 is any."""
+
+    kind: str
+    path: str
+    data: bytes = b""
+    version: int = -1
+    sequential: bool = False
+
+
+def operations_for(before: MetadataImage, after: MetadataImage, records: Sequence[Message], controller_epoch: int,
+                   controller_epoch_version: int, exists: Callable[[str], bool]) -> list[Operation]:
+    """The multi-op that makes ZooKeeper hold `after`, given that it holds `before` (the image `records` were
+    computed from). `exists(path)` answers for znodes whose presence the images do not tell (configs)."""
+    operations = [Operation("check", znodes.CONTROLLER_EPOCH_PATH, version=controller_epoch_version)]
+    removed = [topic for topic_id, topic in before.topics_by_id.items() if topic_id not in after.topics_by_id]
+    for topic in removed:
+        for partition_id in topic.partitions:
+            operations.append(Operation("delete", znodes.partition_state_path(topic.name, partition_id)))
+            operations.append(Operation("delete", znodes.partition_path(topic.name, partition_id)))
+        if exists(znodes.partitions_path(topic.name)) or topic.partitions:
+            operations.append(Operation("delete", znodes.partitions_path(topic.name)))
+        operations.append(Operation("delete", znodes.topic_path(topic.name)))
+        if exists(znodes.topic_config_path(topic.name)):
+            operations.append(Operation("delete", znodes.topic_config_path(topic.name)))
+    for topic_id, topic in after.topics_by_id.items():
+        previous = before.topics_by_id.get(topic_id)
+        if previous is topic:
+            continue
+        previous_partitions = previous.partitions if previous is not None else {}
+        assignment = znodes.encode_topic(znodes.TopicZnode(
+            topic_id, {p: r.replicas for p, r in topic.partitions.items()},
+            {p: r.adding_replicas for p, r in topic.partitions.items()},
+            {p: r.removing_replicas for p, r in topic.partitions.items()}))
+        if previous is None:
+            operations.append(Operation("create", znodes.topic_path(topic.name), assignment))
+            operations.append(Operation("create", znodes.partitions_path(topic.name)))
+        elif any(_assignment(previous_partitions.get(p)) != _assignment(r) for p, r in topic.partitions.items()):
+            operations.append(Operation("set", znodes.topic_path(topic.name), assignment))
+        for partition_id, registration in sorted(topic.partitions.items()):
+            old = previous_partitions.get(partition_id)
+            state = znodes.encode_partition_state(registration.leader, registration.leader_epoch, registration.isr,
+                                                  controller_epoch)
+            if old is None:
+                operations.append(Operation("create", znodes.partition_path(topic.name, partition_id)))
+                operations.append(Operation("create", znodes.partition_state_path(topic.name, partition_id), state))
+            elif old != registration:
+                # Any change bumps the partition epoch, and the zkVersion must follow it.
+                operations.append(Operation("set", znodes.partition_state_path(topic.name, partition_id), state,
+                                            version=old.partition_epoch))
+    removed_names = {topic.name for topic in removed}
+    for key in sorted(set(before.configs) | set(after.configs)):
+        resource_type, resource_name = key
+        parent = _CONFIG_PARENTS.get(resource_type)
+        if parent is None or before.configs.get(key, {}) == after.configs.get(key, {}):
+            continue
+        if resource_type == ConfigResourceType.TOPIC and resource_name in removed_names:
+            continue
+        entity = resource_name or znodes.DEFAULT_BROKER_CONFIG_ENTITY
+        path = f"{parent}/{entity}"
+        data = znodes.encode_config(after.configs.get(key, {}))
+        operations.append(Operation("set" if exists(path) else "create", path, data))
+        operations.append(Operation("create", f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
+                                    znodes.encode_config_change(f"{_CONFIG_ENTITY[resource_type]}/{entity}"),
+                                    sequential=True))
+    for topic in after.topics_by_id.values():
+        if topic.topic_id not in before.topics_by_id and not exists(znodes.topic_config_path(topic.name)) \
+                and not after.configs.get((ConfigResourceType.TOPIC, topic.name)):
+            operations.append(Operation("create", znodes.topic_config_path(topic.name), znodes.encode_config({})))
+    if after.features != before.features:
+        operations.append(Operation("set" if exists(znodes.FEATURE_PATH) else "create", znodes.FEATURE_PATH,
+                                    znodes.encode_features(after.features)))
+    if after.next_producer_id != before.next_producer_id:
+        broker_id = next((record.broker_id for record in records if record.NAME == "ProducerIdsRecord"), -1)
+        operations.append(Operation(
+            "set" if exists(znodes.PRODUCER_ID_BLOCK_PATH) else "create", znodes.PRODUCER_ID_BLOCK_PATH,
+            znodes.encode_producer_id_block(broker_id, before.next_producer_id, after.next_producer_id - 1)))
+    return operations
+
+
+def _assignment(registration: PartitionRegistration | None) -> tuple | None:
+    if registration is None:
+        return None
+    return registration.replicas, registration.adding_replicas, registration.removing_replicas

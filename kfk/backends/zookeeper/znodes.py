@@ -1,0 +1,301 @@
+"""Kafka's ZooKeeper layout: the znode paths and their JSON payloads (Kafka's ZkData.scala), pure functions only.
+
+    /cluster/id                                  {"version":"1","id":"<cluster id>"}
+    /controller                                  {"version":1,"brokerid":1,"timestamp":"<ms>"}          ephemeral
+    /controller_epoch                            "<epoch>"
+    /brokers/ids/<id>                            {"listener_security_protocol_map":{...},"endpoints":[...],
+                                                  "rack":..., "jmx_port":-1,"host":...,"port":...,
+                                                  "timestamp":"<ms>","version":5}                        ephemeral
+    /brokers/topics/<topic>                      {"partitions":{"0":[1,2]},"topic_id":"<base64>",
+                                                  "adding_replicas":{},"removing_replicas":{},"version":3}
+    /brokers/topics/<topic>/partitions/<p>/state {"controller_epoch":1,"leader":1,"version":1,
+                                                  "leader_epoch":0,"isr":[1,2]}
+    /brokers/seqid                               (broker id generation)
+    /config/topics/<topic>, /config/brokers/<id|<default>>   {"version":1,"config":{...}}
+    /config/changes/config_change_<seq>          {"version":2,"entity_path":"topics/<topic>"}
+    /admin/delete_topics/<topic>, /admin/reassign_partitions, /isr_change_notification/isr_change_<seq>
+    /latest_producer_id_block                    {"version":1,"broker":1,"block_start":"0","block_end":"999"}
+    /feature                                     {"features":{...},"version":2,"status":1}
+
+As in Kafka's ZooKeeper mode, a partition's epoch is the zkVersion of its state znode (every conditional update
+bumps it) and a broker's epoch is the czxid of its registration znode (each new session's registration is newer).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from kfk.errors import CorruptRecordError
+from kfk.metadata.image import Endpoint
+
+CLUSTER_ID_PATH = "/cluster/id"
+CONTROLLER_PATH = "/controller"
+CONTROLLER_EPOCH_PATH = "/controller_epoch"
+BROKER_IDS_PATH = "/brokers/ids"
+TOPICS_PATH = "/brokers/topics"
+BROKER_SEQUENCE_ID_PATH = "/brokers/seqid"
+CONFIG_PATH = "/config"
+CONFIG_TOPICS_PATH = "/config/topics"
+CONFIG_BROKERS_PATH = "/config/brokers"
+CONFIG_CHANGES_PATH = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+DELETE_TOPICS_PATH = "/admin/delete_topics"
+REASSIGN_PARTITIONS_PATH = "/admin/reassign_partitions"
+ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
+ISR_CHANGE_PREFIX = "isr_change_"
+PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
+FEATURE_PATH = "/feature"
+DEFAULT_BROKER_CONFIG_ENTITY = "<default>"
+
+#: Persistent znodes every cluster has (Kafka's ZkData.PersistentZkPaths), created by the first broker.
+PERSISTENT_PATHS = (CONFIG_CHANGES_PATH, CONFIG_TOPICS_PATH, CONFIG_BROKERS_PATH, "/config/users", "/config/clients",
+                    "/config/ips", BROKER_IDS_PATH, TOPICS_PATH, BROKER_SEQUENCE_ID_PATH, DELETE_TOPICS_PATH,
+                    ISR_CHANGE_NOTIFICATION_PATH, "/cluster")
+
+#: SecurityProtocol names by Kafka's id, and back.
+SECURITY_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+SECURITY_PROTOCOL_IDS = {name: protocol_id for protocol_id, name in SECURITY_PROTOCOL_NAMES.items()}
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS_PATH}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{TOPICS_PATH}/{topic}/partitions"
+
+
+def partition_path(topic: str, partition: int) -> str:
+    return f"{TOPICS_PATH}/{topic}/partitions/{partition}"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{TOPICS_PATH}/{topic}/partitions/{partition}/state"
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS_PATH}/{broker_id}"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS_PATH}/{topic}"
+
+
+def broker_config_path(entity: str) -> str:
+    return f"{CONFIG_BROKERS_PATH}/{entity}"
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode("utf-8")
+
+
+def _loads(data: bytes | None, path: str) -> Any:
+    if not data:
+        raise CorruptRecordError(f"znode {path} is empty")
+    try:
+        return json.loads(data)
+    except ValueError as error:
+        raise CorruptRecordError(f"znode {path} does not hold JSON: {error}") from error
+
+
+# -- /cluster/id, /controller, /controller_epoch ---------------------------------------------------------------------
+
+def encode_cluster_id(cluster_id: str) -> bytes:
+    return _dumps({"version": "1", "id": cluster_id})
+
+
+def decode_cluster_id(data: bytes) -> str:
+    return str(_loads(data, CLUSTER_ID_PATH)["id"])
+
+
+def encode_controller(broker_id: int, timestamp_ms: int) -> bytes:
+    return _dumps({"version": 1, "brokerid": broker_id, "timestamp": str(timestamp_ms)})
+
+
+def decode_controller(data: bytes) -> int:
+    return int(_loads(data, CONTROLLER_PATH)["brokerid"])
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    return str(epoch).encode("ascii")
+
+
+def decode_controller_epoch(data: bytes) -> int:
+    try:
+        return int(data.decode("ascii"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise CorruptRecordError(f"{CONTROLLER_EPOCH_PATH} holds {data!r}, not an epoch") from error
+
+
+# -- /brokers/ids/<id> -----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class BrokerZnode:
+    broker_id: int
+    endpoints: tuple[Endpoint, ...]
+    rack: str | None
+    #: The czxid of the znode: Kafka's broker epoch in ZooKeeper mode.
+    broker_epoch: int = -1
+
+
+def encode_broker(endpoints: Sequence[Endpoint], rack: str | None, timestamp_ms: int) -> bytes:
+    """Kafka's BrokerIdZNode version 5 (the first endpoint also as the legacy host/port)."""
+    plaintext = next((e for e in endpoints if e.security_protocol == 0), None)
+    data: dict[str, Any] = {
+        "listener_security_protocol_map": {e.listener_name: SECURITY_PROTOCOL_NAMES.get(e.security_protocol,
+                                                                                         "PLAINTEXT")
+                                           for e in endpoints},
+        "endpoints": [f"{e.listener_name}://{e.host}:{e.port}" for e in endpoints],
+        "jmx_port": -1,
+        "features": {},
+        "host": plaintext.host if plaintext else None,
+        "port": plaintext.port if plaintext else -1,
+        "timestamp": str(timestamp_ms),
+        "version": 5,
+    }
+    if rack is not None:
+        data["rack"] = rack
+    return _dumps(data)
+
+
+def decode_broker(broker_id: int, data: bytes, broker_epoch: int = -1) -> BrokerZnode:
+    path = broker_path(broker_id)
+    value = _loads(data, path)
+    try:
+        protocols = value.get("listener_security_protocol_map") or {}
+        endpoints = []
+        for text in value.get("endpoints") or []:
+            name, _, address = text.partition("://")
+            host, _, port = address.rpartition(":")
+            protocol = protocols.get(name, name)
+            endpoints.append(Endpoint(name, host.strip("[]"), int(port), SECURITY_PROTOCOL_IDS.get(protocol, 0)))
+        if not endpoints and value.get("host"):
+            endpoints.append(Endpoint("PLAINTEXT", value["host"], int(value["port"]), 0))
+        return BrokerZnode(broker_id, tuple(endpoints), value.get("rack"), broker_epoch)
+    except (AttributeError, TypeError, ValueError) as error:
+        raise CorruptRecordError(f"znode {path} is not a broker registration: {error}") from error
+
+
+# -- /brokers/topics/<topic> -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class TopicZnode:
+    topic_id: uuid.UUID | None
+    partitions: Mapping[int, tuple[int, ...]]
+    adding_replicas: Mapping[int, tuple[int, ...]]
+    removing_replicas: Mapping[int, tuple[int, ...]]
+
+
+def encode_topic_id(topic_id: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
+
+
+def decode_topic_id(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def encode_topic(topic: TopicZnode) -> bytes:
+    def by_partition(mapping: Mapping[int, Sequence[int]]) -> dict[str, list[int]]:
+        return {str(partition): list(replicas) for partition, replicas in sorted(mapping.items()) if replicas}
+
+    data: dict[str, Any] = {"partitions": by_partition(topic.partitions)}
+    if topic.topic_id is not None:
+        data["topic_id"] = encode_topic_id(topic.topic_id)
+    data["adding_replicas"] = by_partition(topic.adding_replicas)
+    data["removing_replicas"] = by_partition(topic.removing_replicas)
+    data["version"] = 3
+    return _dumps(data)
+
+
+def decode_topic(topic: str, data: bytes) -> TopicZnode:
+    path = topic_path(topic)
+    value = _loads(data, path)
+    try:
+        def by_partition(key: str) -> dict[int, tuple[int, ...]]:
+            return {int(partition): tuple(int(r) for r in replicas)
+                    for partition, replicas in (value.get(key) or {}).items()}
+
+        topic_id = value.get("topic_id")
+        return TopicZnode(decode_topic_id(topic_id) if topic_id else None, by_partition("partitions"),
+                          by_partition("adding_replicas"), by_partition("removing_replicas"))
+    except (AttributeError, TypeError, ValueError) as error:
+        raise CorruptRecordError(f"znode {path} is not a topic assignment: {error}") from error
+
+
+# -- /brokers/topics/<topic>/partitions/<p>/state --------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class PartitionStateZnode:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    #: The zkVersion of the znode: the partition epoch.
+    partition_epoch: int = 0
+
+
+def encode_partition_state(leader: int, leader_epoch: int, isr: Sequence[int], controller_epoch: int) -> bytes:
+    return _dumps({"controller_epoch": controller_epoch, "leader": leader, "version": 1,
+                   "leader_epoch": leader_epoch, "isr": list(isr)})
+
+
+def decode_partition_state(path: str, data: bytes, zk_version: int) -> PartitionStateZnode:
+    value = _loads(data, path)
+    try:
+        return PartitionStateZnode(int(value["leader"]), int(value["leader_epoch"]),
+                                   tuple(int(r) for r in value["isr"]), int(value["controller_epoch"]), zk_version)
+    except (KeyError, TypeError, ValueError) as error:
+        raise CorruptRecordError(f"znode {path} is not a partition state: {error}") from error
+
+
+# -- /config, /latest_producer_id_block, /feature, notifications -----------------------------------------------------
+
+def encode_config(config: Mapping[str, str]) -> bytes:
+    return _dumps({"version": 1, "config": dict(sorted(config.items()))})
+
+
+def decode_config(path: str, data: bytes) -> dict[str, str]:
+    value = _loads(data, path)
+    try:
+        return {str(name): str(setting) for name, setting in (value.get("config") or {}).items()}
+    except AttributeError as error:
+        raise CorruptRecordError(f"znode {path} is not a config: {error}") from error
+
+
+def encode_config_change(entity_path: str) -> bytes:
+    return _dumps({"version": 2, "entity_path": entity_path})
+
+
+def encode_producer_id_block(broker_id: int, block_start: int, block_end: int) -> bytes:
+    return _dumps({"version": 1, "broker": broker_id, "block_start": str(block_start), "block_end": str(block_end)})
+
+
+def decode_producer_id_block_end(data: bytes) -> int:
+    """The last producer id handed out (the next block starts after it)."""
+    return int(_loads(data, PRODUCER_ID_BLOCK_PATH)["block_end"])
+
+
+def encode_features(features: Mapping[str, int]) -> bytes:
+    return _dumps({"features": {name: {"max_version_level": level, "min_version_level": level}
+                                for name, level in sorted(features.items())},
+                   "version": 2, "status": 1})
+
+
+def decode_features(data: bytes) -> dict[str, int]:
+    value = _loads(data, FEATURE_PATH)
+    return {name: int(levels["max_version_level"]) for name, levels in (value.get("features") or {}).items()}
+
+
+def encode_isr_change_notification(partitions: Sequence[tuple[str, int]]) -> bytes:
+    return _dumps({"version": 1, "partitions": [{"topic": topic, "partition": partition}
+                                                for topic, partition in partitions]})
+
+
+def encode_reassignment(partitions: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
+    return _dumps({"version": 1, "partitions": [{"topic": topic, "partition": partition, "replicas": list(replicas)}
+                                                for (topic, partition), replicas in sorted(partitions.items())]})
