@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kfk import __version__
-from kfk.commands import server, storage
+from kfk.commands import server, storage, zookeeper
 
 app = typer.Typer(
     name="kfk",
@@ -20,6 +20,7 @@ app = typer.Typer(
 )
 app.add_typer(server.app, name="server")
 app.add_typer(storage.app, name="storage")
+app.add_typer(zookeeper.app, name="zookeeper")
 
 
 def _print_version(value: bool) -> None:
