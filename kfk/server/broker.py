@@ -19,8 +19,19 @@ import signal
 import time
 from pathlib import Path
 
+from kfk.backends.embedded import EmbeddedMetadataBackend
 from kfk.config import BrokerConfig
-from kfk.errors import KafkaStorageError
+from kfk.controller.backend import MetadataBackend
+from kfk.controller.cluster_control import broker_endpoints
+from kfk.controller.producer_ids import ProducerIdManager
+from kfk.controller.quorum_controller import QuorumController
+from kfk.coordinator.group.config import GroupCoordinatorConfig
+from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
+from kfk.coordinator.group.service import GroupCoordinatorService
+from kfk.errors import InvalidConfigurationError, KafkaStorageError
+from kfk.metadata.cache import MetadataCache
+from kfk.metadata.image import MetadataImage
+from kfk.replication.replica_manager import ReplicaManager
 from kfk.server import network
 from kfk.server.dispatch import Dispatcher
 from kfk.server.handlers import api_versions
@@ -28,7 +39,9 @@ from kfk.server.handlers import admin, cluster, configs, metadata, producer_id
 from kfk.server.handlers import delete_records, describe_log_dirs, fetch, list_offsets, offset_for_leader_epoch, produce
 from kfk.server.handlers import find_coordinator, groups, offsets
 from kfk.storage.format import load_cluster_id, random_cluster_id
+from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
+from kfk.storage.producer_state import AppendOrigin
 
 log = logging.getLogger("kfk.server")
 
@@ -45,6 +58,14 @@ class BrokerServer:
         self.socket_server: network.SocketServer | None = None
         self.log_manager: LogManager | None = None
         self._log_manager_task: asyncio.Task | None = None
+        # Built by start(), layer by layer:
+        self.metadata_cache: MetadataCache | None = None
+        self.metadata_backend: MetadataBackend | None = None
+        self.controller: QuorumController | None = None
+        self.broker_epoch = -1
+        self.producer_id_manager: ProducerIdManager | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.group_coordinator: GroupCoordinatorService | None = None
 
     @property
     def log_dirs(self) -> list[str]:
@@ -93,14 +114,6 @@ class BrokerServer:
         replayed into the broker's MetadataCache), the controller when this node is one, then this broker's
         registration with the listeners it really bound, and its unfencing. Components that act on metadata
         subscribe to `self.metadata_cache`."""
-        from kfk.backends.embedded import EmbeddedMetadataBackend
-        from kfk.controller.cluster_control import broker_endpoints
-        from kfk.controller.producer_ids import ProducerIdManager
-        from kfk.controller.quorum_controller import QuorumController
-        from kfk.errors import InvalidConfigurationError
-        from kfk.metadata.cache import MetadataCache
-        from kfk.metadata.image import MetadataImage
-
         config = self.config
         if config.zookeeper_connect is not None:
             raise InvalidConfigurationError("zookeeper.connect: the ZooKeeper metadata backend is not available yet")
@@ -123,7 +136,7 @@ class BrokerServer:
                 lambda: self.controller.allocate_producer_ids(self.node_id, self.broker_epoch))
 
     async def _stop_metadata(self) -> None:
-        if getattr(self, "metadata_backend", None) is not None:
+        if self.metadata_backend is not None:
             self.controller.deactivate()
             await self.metadata_backend.stop()
 
@@ -131,27 +144,19 @@ class BrokerServer:
         """The replica manager: it follows the metadata image (opening or creating the logs of the partitions
         assigned to this broker, as leader or follower, deleting those of deleted topics) and serves the data path
         (produce, fetch, offsets)."""
-        from kfk.replication.replica_manager import ReplicaManager
-
         self.replica_manager = ReplicaManager(self.node_id, self.config, self.log_manager, now_ms)
         self.metadata_cache.subscribe(self.replica_manager.on_metadata_update)
         await self.replica_manager.metadata_applied()  # ready means every hosted partition is being served
 
     async def _stop_replication(self) -> None:
         """Answer the produces and fetches still waiting in the purgatories, before the logs close."""
-        if getattr(self, "replica_manager", None) is not None:
+        if self.replica_manager is not None:
             await self.replica_manager.shutdown()
 
     async def _start_group_coordinator(self) -> None:
         """The group coordinator: it loads the __consumer_offsets partitions this broker leads (following the
         metadata image) and writes through the replica manager with acks=-1, so an answer that depends on a write
         goes out once the write is committed."""
-        from kfk.coordinator.group.config import GroupCoordinatorConfig
-        from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
-        from kfk.coordinator.group.service import GroupCoordinatorService
-        from kfk.storage.log_files import TopicPartition
-        from kfk.storage.producer_state import AppendOrigin
-
         config = GroupCoordinatorConfig.from_broker_config(self.config)
         replica_manager = self.replica_manager
 
@@ -169,7 +174,7 @@ class BrokerServer:
         self.metadata_cache.subscribe(self.group_coordinator.on_metadata_update)
 
     async def _stop_group_coordinator(self) -> None:
-        if getattr(self, "group_coordinator", None) is not None:
+        if self.group_coordinator is not None:
             self.group_coordinator.stop()
 
     async def start(self) -> None:

@@ -15,7 +15,6 @@ from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.server.handlers.replica_access import replica_manager_of
 from kfk.storage.log_files import TopicPartition
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ DeleteRecordsPartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResul
 
 def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
     async def handle(context: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
-        replica_manager = replica_manager_of(broker)
+        replica_manager = broker.replica_manager
         image = replica_manager.image
         offsets: dict[TopicPartition, int] = {}
         results: dict[TopicPartition, tuple[ErrorCode, int]] = {}

@@ -14,7 +14,6 @@ from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.server.handlers.replica_access import replica_manager_of
 from kfk.storage.log_files import TopicPartition
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ DescribeLogDirsPartition = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
     async def handle(context: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
-        replica_manager = replica_manager_of(broker)
+        replica_manager = broker.replica_manager
         wanted = None
         if request.topics is not None:
             wanted = {TopicPartition(topic.topic, index) for topic in request.topics for index in topic.partitions}

@@ -26,7 +26,6 @@ from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.records import complete_entries_length, down_convert
 from kfk.replication.fetch_params import READ_COMMITTED, FetchParams, FetchPartitionRequest, LogReadResult
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.server.handlers.replica_access import replica_manager_of
 from kfk.storage.log_files import TopicPartition
 
 if TYPE_CHECKING:
@@ -56,7 +55,7 @@ _NOT_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_
 
 def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
     async def handle(context: RequestContext, request: FetchRequest) -> FetchResponse:
-        replica_manager = replica_manager_of(broker)
+        replica_manager = broker.replica_manager
         version = context.api_version
         if request.session_epoch not in (FINAL_EPOCH, INITIAL_EPOCH):
             # An incremental fetch: this broker never creates sessions, so the one named cannot exist.

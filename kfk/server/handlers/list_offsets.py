@@ -19,7 +19,6 @@ from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.server.handlers.replica_access import replica_manager_of
 from kfk.storage.log_files import TopicPartition
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ ListOffsetsPartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
     async def handle(context: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
-        replica_manager = replica_manager_of(broker)
+        replica_manager = broker.replica_manager
         version = context.api_version
         is_client = request.replica_id == CONSUMER_REPLICA_ID
         isolation_level = request.isolation_level if is_client else None

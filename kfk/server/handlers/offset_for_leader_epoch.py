@@ -16,7 +16,6 @@ from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.server.handlers.replica_access import replica_manager_of
 from kfk.storage.log_files import TopicPartition
 
 if TYPE_CHECKING:
@@ -33,7 +32,7 @@ EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
     async def handle(context: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-        replica_manager = replica_manager_of(broker)
+        replica_manager = broker.replica_manager
         fetch_only_from_leader = request.replica_id != DEBUGGING_REPLICA_ID
         topics: list[OffsetForLeaderTopicResult] = []
         for topic in request.topics:

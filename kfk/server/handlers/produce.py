@@ -21,7 +21,6 @@ from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kfk.records import MAGIC_VALUE_V2, CompressionType, iter_batches
 from kfk.replication.delayed_produce import ProducePartitionResult
 from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
-from kfk.server.handlers.replica_access import replica_manager_of
 from kfk.storage.log_files import TopicPartition
 
 if TYPE_CHECKING:
@@ -57,7 +56,7 @@ def validate_records(version: int, records: bytes | memoryview | None) -> ErrorC
 
 def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
     async def handle(context: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-        replica_manager = replica_manager_of(broker)
+        replica_manager = broker.replica_manager
         version = context.api_version
         image = replica_manager.image
         entries: dict[TopicPartition, bytes | memoryview] = {}
