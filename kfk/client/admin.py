@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, TypeVar
 from kfk.client.cluster import BrokerMetadata, ClusterMetadata, TopicMetadata
 from kfk.client.config import ADMIN_CONFIG_DEF, ClientConfig
 from kfk.client.event_loop import ClientLoop
-from kfk.client.network_client import NetworkClient, monotonic_ms
+from kfk.client.network_client import COORDINATOR_ID_BASE, NetworkClient, monotonic_ms
 from kfk.client.offsets import (
     READ_UNCOMMITTED,
     commit_offsets,
@@ -582,7 +582,7 @@ class Admin:
                                                          member.client_id, member.client_host, assignment))
                     result[group.group_id] = ConsumerGroupDescription(
                         group.group_id, group.group_state, group.protocol_type, group.protocol_data, members,
-                        coordinator)
+                        COORDINATOR_ID_BASE - coordinator)
             return result
 
         return self._run(call, timeout_ms)

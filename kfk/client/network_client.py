@@ -28,7 +28,11 @@ from kfk.errors import KafkaError, KafkaTimeoutError, NetworkError
 from kfk.protocol.message import Message
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 
-__all__ = ["NetworkClient", "ExponentialBackoff", "TRACKED_TOPICS", "monotonic_ms", "now_ms"]
+__all__ = ["NetworkClient", "ExponentialBackoff", "TRACKED_TOPICS", "COORDINATOR_ID_BASE", "monotonic_ms", "now_ms"]
+
+COORDINATOR_ID_BASE = 2**31 - 1
+"""Coordinator connections get their own ids, COORDINATOR_ID_BASE - broker id, as in Java's client: a group's
+heartbeats and commits must not queue behind a long-poll fetch on the broker's one ordered connection."""
 
 TRACKED_TOPICS = object()
 """refresh_metadata's default: the topics the client tracks (add_topics / set_topics / track_all_topics)."""
@@ -92,7 +96,16 @@ class NetworkClient:
 
     # --- addresses ---------------------------------------------------------------------------------------------------
 
+    def coordinator_connection_id(self, broker_id: int) -> int:
+        return COORDINATOR_ID_BASE - broker_id
+
+    def knows_node(self, node_id: int) -> bool:
+        """A broker (or coordinator connection) id the current metadata can resolve to an address."""
+        return node_id >= 0 and self._address(node_id) is not None
+
     def _address(self, node_id: int) -> tuple[str, int] | None:
+        if node_id > COORDINATOR_ID_BASE // 2:
+            node_id = COORDINATOR_ID_BASE - node_id
         if node_id < 0:
             index = -node_id - 1
             if index < len(self.bootstrap_addresses):

@@ -152,8 +152,8 @@ async def _list_offsets_from(network: NetworkClient, leader: int, partitions: Ma
 
 
 async def find_coordinator(network: NetworkClient, group_id: str, *, timeout_ms: float) -> int:
-    """The node id of the group's coordinator, retrying COORDINATOR_NOT_AVAILABLE (the offsets topic may still be
-    being created) until the deadline."""
+    """The id of a dedicated connection to the group's coordinator (see NetworkClient.coordinator_connection_id),
+    retrying COORDINATOR_NOT_AVAILABLE (the offsets topic may still be being created) until the deadline."""
     deadline = monotonic_ms() + timeout_ms
     attempts = 0
     while True:
@@ -181,7 +181,7 @@ async def find_coordinator(network: NetworkClient, group_id: str, *, timeout_ms:
                 await network.refresh_metadata(timeout_ms=max(deadline - monotonic_ms(), 1))
             if node_id not in network.cluster.brokers:
                 raise NetworkError(f"coordinator {node_id} at {host}:{port} is not in the cluster metadata")
-            return node_id
+            return network.coordinator_connection_id(node_id)
         except KafkaError as error:
             if not error.retriable:
                 raise

@@ -157,7 +157,7 @@ class ConsumerCoordinator:
         return True
 
     def ensure_coordinator_ready(self, deadline_ms: float) -> None:
-        if self.coordinator_id != NO_NODE and self.coordinator_id in self.network.cluster.brokers:
+        if self.coordinator_id != NO_NODE and self.network.knows_node(self.coordinator_id):
             return
         remaining = max(deadline_ms - monotonic_ms(), 1)
         self.coordinator_id = self.loop.run(find_coordinator(self.network, self.group_id, timeout_ms=remaining),
@@ -505,7 +505,7 @@ class ConsumerCoordinator:
         attempts = 0
         while True:
             try:
-                if self.coordinator_id == NO_NODE or self.coordinator_id not in self.network.cluster.brokers:
+                if self.coordinator_id == NO_NODE or not self.network.knows_node(self.coordinator_id):
                     self.coordinator_id = await find_coordinator(self.network, self.group_id,
                                                                  timeout_ms=max(deadline - monotonic_ms(), 1))
                 results = await commit_offsets(self.network, self.coordinator_id, self.group_id, offsets,
@@ -599,7 +599,7 @@ class ConsumerCoordinator:
             attempts = 0
             while True:
                 try:
-                    if self.coordinator_id == NO_NODE or self.coordinator_id not in self.network.cluster.brokers:
+                    if self.coordinator_id == NO_NODE or not self.network.knows_node(self.coordinator_id):
                         self.coordinator_id = await find_coordinator(self.network, self.group_id,
                                                                      timeout_ms=max(deadline - monotonic_ms(), 1))
                     return await fetch_committed(self.network, self.coordinator_id, self.group_id, partitions)
@@ -630,9 +630,9 @@ class ConsumerCoordinator:
             self.invoke_completed_commit_callbacks()
         finally:
             self._closed = True
+            if self._heartbeat_task is not None:
+                self._heartbeat_task.cancel()
             try:
                 self.loop.run(self._leave_group("the consumer is being closed"), timeout_ms / 1000 + 1)
             except KafkaError as error:
                 log.info("group %s: leaving failed: %s", self.group_id, error)
-            if self._heartbeat_task is not None:
-                self._heartbeat_task.cancel()
