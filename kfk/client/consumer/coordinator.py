@@ -136,7 +136,7 @@ class ConsumerCoordinator:
         self._heartbeat_task = None
         self._join_future: concurrent.futures.Future | None = None
         self._completed_commits: deque[tuple[Callable, dict, BaseException | None]] = deque()
-        self._partition_counts: dict[str, int] = {}
+        self._assignment_snapshot: dict[str, int] | None = None
         self._closed = False
         self._lock = threading.Lock()
         network.add_metadata_listener(self._on_metadata)
@@ -229,7 +229,6 @@ class ConsumerCoordinator:
             self.rejoin_needed = False
             self._needs_join_prepare = True
             self._last_heartbeat_ok_ms = monotonic_ms()
-        self._partition_counts = self._subscribed_partition_counts()
         self._next_auto_commit_ms = monotonic_ms() + self.auto_commit_interval_ms
         log.info("group %s: joined generation %d as %s (%s), assigned %s", self.group_id, generation, member_id,
                  protocol, ", ".join(str(tp) for tp in sorted(new)) or "nothing")
@@ -310,6 +309,7 @@ class ConsumerCoordinator:
             raise _RejoinNeeded(str(error)) from None
         assert isinstance(join, JoinGroupResponse)
         await self._check_group_error(join.error_code, "JoinGroup", join.member_id)
+        self._assignment_snapshot = None
         with self._lock:
             self.generation_id = join.generation_id
             self.member_id = join.member_id
@@ -368,6 +368,7 @@ class ConsumerCoordinator:
                                 if topic in cluster.topics and cluster.topics[topic].error_code == ErrorCode.NONE
                                 and cluster.topics[topic].partitions}
         assignment = assignor.assign(partitions_per_topic, subscriptions)
+        self._assignment_snapshot = {topic: partitions_per_topic.get(topic, 0) for topic in topics}
         log.debug("group %s: leader assigned with %s: %s", self.group_id, assignor.name, assignment)
         return {member: encode_assignment(assignment.get(member, [])) for member in subscriptions}
 
@@ -395,14 +396,10 @@ class ConsumerCoordinator:
     def subscription_changed(self) -> None:
         self.request_rejoin("the subscription changed")
 
-    def _subscribed_partition_counts(self) -> dict[str, int]:
-        cluster = self.network.cluster
-        return {topic: len(cluster.topics[topic].partitions) for topic in self.subscriptions.subscription
-                if topic in cluster.topics}
-
     def _on_metadata(self, cluster) -> None:
-        """On the network thread after each refresh: a subscribed topic that gained partitions (or a pattern that
-        now matches other topics) needs a new assignment."""
+        """On the network thread after each refresh: a pattern that now matches other topics, or (for the leader,
+        which assigned from a snapshot of the partition counts) a topic whose partitions changed, needs a new
+        assignment."""
         if self.state != MemberState.STABLE or not self.subscriptions.has_auto_assigned_partitions:
             return
         if self.subscriptions.pattern is not None:
@@ -410,8 +407,14 @@ class ConsumerCoordinator:
                                                 if not topic.is_internal):
                 self.request_rejoin("the pattern matches other topics")
                 return
-        if self._subscribed_partition_counts() != self._partition_counts:
-            self.request_rejoin("the partition count of a subscribed topic changed")
+        snapshot = self._assignment_snapshot
+        if snapshot is None:
+            return
+        for topic, count in snapshot.items():
+            metadata = cluster.topics.get(topic)
+            if metadata is not None and len(metadata.partitions) != count:
+                self.request_rejoin(f"the partition count of {topic} changed")
+                return
 
     # --- heartbeats (network thread) ---------------------------------------------------------------------------------
 
