@@ -78,8 +78,9 @@ class Dispatcher:
     async def dispatch(
         self, frame: Buffer, client_host: str, client_port: int, listener_name: str
     ) -> list | None:
-        """Handle one request frame (size prefix stripped). Returns the response chunks, or None when no response is
-        due (acks=0 produce). Raises CloseConnection when the connection must be closed."""
+        """Handle one request frame (size prefix stripped; a bytearray the network layer gives up, or bytes).
+        Returns the response chunks, or None when no response is due (acks=0 produce). Raises CloseConnection when
+        the connection must be closed."""
         try:
             header, position = decode_request_header(frame)
         except KafkaError as error:
@@ -95,6 +96,11 @@ class Dispatcher:
             # KIP-511: answer with UNSUPPORTED_VERSION at version 0, whatever the body holds.
             response = await registration.handler(context, None)
             return encode_response(header.correlation_id, api_key, 0, response)
+        if isinstance(frame, bytearray):
+            # Produce decodes from a writable view, so its records field is a view into the frame that the validator
+            # edits in place (no copy between socket and file); every other request from immutable bytes, so the
+            # handlers' bytes fields are ordinary hashable bytes (a copy of a small frame).
+            frame = memoryview(frame) if api_key == ApiKey.PRODUCE else bytes(frame)
         try:
             request = registration.request_class.decode(frame, api_version, position)
         except ProtocolError as error:

@@ -1,9 +1,16 @@
 """The socket server: asyncio listeners, per-connection framing, ordered responses, limits, sendfile for fetch.
 
-Like Kafka's SocketServer, a connection is served one request at a time: the next frame is read only after the
-previous response was written, which is what keeps responses in request order while clients pipeline requests
-(the bytes of later requests simply wait in the socket buffer). A frame larger than socket.request.max.bytes
-closes the connection before anything is allocated for it; a connection idle for connections.max.idle.ms is closed.
+Like Kafka's SocketServer, a connection is served one request at a time, so responses go out in request order while
+clients pipeline requests. Reading runs a little ahead of serving (up to MAX_QUEUED_FRAMES frames or
+MAX_QUEUED_BYTES, then the transport stops reading and later bytes wait in the socket buffer), so the next produce
+request arrives while the previous one is being appended. A frame larger than socket.request.max.bytes closes the
+connection (after the frames before it are answered) before anything is allocated for it; a connection idle for
+connections.max.idle.ms is closed.
+
+Frames are received without intermediate copies: the connection is an asyncio BufferedProtocol; small frames are
+parsed out of a staging buffer, and a large one (a produce request) gets a bytearray of its own that the kernel
+fills directly. The dispatcher decodes Produce from a writable view of that bytearray, so the records field is a
+view too: the validator assigns offsets in place and the log writes those very bytes (socket -> frame -> file).
 
 Response chunks are bytes, except file regions (kfk.storage FileRegion: an open segment file, a position and a
 length), which fetch responses carry for record data: those go out with the loop's sendfile, straight from the
@@ -16,6 +23,7 @@ import asyncio
 import logging
 import socket
 import time
+from collections import deque
 from dataclasses import dataclass
 
 from kfk.server.dispatch import CloseConnection, Dispatcher
@@ -23,6 +31,12 @@ from kfk.server.dispatch import CloseConnection, Dispatcher
 log = logging.getLogger("kfk.server.network")
 
 _SIZE_PREFIX = 4
+#: Unparsed bytes of small frames wait here; a frame of DIRECT_FRAME_BYTES or more is read into its own buffer.
+STAGING_BYTES = 64 * 1024
+DIRECT_FRAME_BYTES = 16 * 1024
+#: How far reading may run ahead of serving on one connection.
+MAX_QUEUED_FRAMES = 4
+MAX_QUEUED_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,222 @@ class _SendfileSource:
         return offset
 
 
+class _Close:
+    """Queued after the last good frame when the stream turns bad: the frames before it are still answered."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class _Connection(asyncio.BufferedProtocol):
+    """One client connection: framing on the receive side, flow control on both sides, and the task that serves its
+    requests one after the other."""
+
+    def __init__(self, server: SocketServer, listener_name: str) -> None:
+        self._server = server
+        self._listener_name = listener_name
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self.client_host = "?"
+        self.client_port = 0
+        self._staging = bytearray(STAGING_BYTES)
+        self._staging_view = memoryview(self._staging)
+        self._start = 0  # unparsed bytes of the staging buffer: [_start, _end)
+        self._end = 0
+        self._frame: bytearray | None = None  # a large frame being received directly
+        self._frame_view: memoryview | None = None
+        self._frame_filled = 0
+        self._frames: deque[bytearray | _Close | None] = deque()
+        self._queued_bytes = 0
+        self._frame_waiter: asyncio.Future | None = None
+        self._reading_paused = False
+        self._stopped = False  # a _Close or the end of the stream is queued: nothing more is parsed
+        self._writing_paused = False
+        self._drain_waiter: asyncio.Future | None = None
+        self._lost = False
+
+    # -- asyncio protocol callbacks ------------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.client_host, self.client_port = peer[0], peer[1]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._server._register(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._frame_view is not None:
+            return self._frame_view[self._frame_filled:]
+        if self._start and len(self._staging) - self._end < DIRECT_FRAME_BYTES:
+            # Move the partial frame to the front so that a whole small frame always fits.
+            pending = self._end - self._start
+            self._staging[:pending] = self._staging_view[self._start:self._end]
+            self._start, self._end = 0, pending
+        return self._staging_view[self._end:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._frame is not None:
+            self._frame_filled += nbytes
+            if self._frame_filled == len(self._frame):
+                frame, self._frame, self._frame_view = self._frame, None, None
+                self._push(frame)
+            return
+        self._end += nbytes
+        self._parse_staging()
+
+    def eof_received(self) -> bool:
+        self._push(None)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self._push(None)
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_exception(ConnectionError("connection lost"))
+        self._server._unregister(self)
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_result(None)
+
+    # -- framing -------------------------------------------------------------------------------------------------
+
+    def _parse_staging(self) -> None:
+        staging, view = self._staging, self._staging_view
+        start, end = self._start, self._end
+        max_bytes = self._server.max_request_bytes
+        while not self._stopped and end - start >= _SIZE_PREFIX:
+            size = int.from_bytes(staging[start:start + _SIZE_PREFIX], "big", signed=True)
+            if size < 0 or size > max_bytes:
+                log.warning("closing connection from %s:%s: request size %d is outside 0..socket.request.max.bytes=%d",
+                            self.client_host, self.client_port, size, max_bytes)
+                self._push(_Close(f"request size {size}"))
+                break
+            body_start = start + _SIZE_PREFIX
+            available = end - body_start
+            if available >= size:
+                self._push(staging[body_start:body_start + size])
+                start = body_start + size
+            elif size >= DIRECT_FRAME_BYTES:
+                frame = bytearray(size)
+                frame[:available] = view[body_start:end]
+                self._frame, self._frame_view, self._frame_filled = frame, memoryview(frame), available
+                start = end
+                break
+            else:
+                break
+        if start == end:
+            start = end = 0
+        self._start, self._end = start, end
+
+    def _push(self, item: bytearray | _Close | None) -> None:
+        if self._stopped:
+            return
+        if item is None or isinstance(item, _Close):
+            self._stopped = True
+        else:
+            self._queued_bytes += len(item)
+        self._frames.append(item)
+        waiter = self._frame_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        if (len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= MAX_QUEUED_BYTES or self._stopped) \
+                and not self._reading_paused and not self._lost and self._transport is not None:
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    async def _next_frame(self) -> bytearray | _Close | None:
+        while not self._frames:
+            self._frame_waiter = self._loop.create_future()
+            await self._frame_waiter
+            self._frame_waiter = None
+        item = self._frames.popleft()
+        if isinstance(item, bytearray):
+            self._queued_bytes -= len(item)
+        if self._reading_paused and not self._stopped and not self._lost \
+                and len(self._frames) < MAX_QUEUED_FRAMES and self._queued_bytes < MAX_QUEUED_BYTES:
+            self._reading_paused = False
+            assert self._transport is not None
+            self._transport.resume_reading()
+            self._parse_staging()  # frames that arrived with the last read before the pause
+        return item
+
+    # -- serving ---------------------------------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        server = self._server
+        dispatcher = server.dispatcher
+        transport = self._transport
+        assert transport is not None
+        try:
+            while True:
+                frame = await self._next_frame()
+                if frame is None:
+                    return  # the client went away
+                if isinstance(frame, _Close):
+                    return
+                server._touch(self)
+                chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port, self._listener_name)
+                if chunks is not None:
+                    await self._write(chunks)
+                server._touch(self)
+        except CloseConnection as reason:
+            log.info("closing connection from %s:%s: %s", self.client_host, self.client_port, reason)
+        except ConnectionError:
+            pass  # the client went away
+        finally:
+            transport.close()
+
+    async def _write(self, chunks: list) -> None:
+        transport = self._transport
+        assert transport is not None
+        pending: list = []
+        for chunk in chunks:
+            if isinstance(chunk, (bytes, bytearray, memoryview)):
+                pending.append(chunk)
+                continue
+            if pending:
+                transport.writelines(pending)
+                pending = []
+            length = len(chunk)
+            if length:
+                # loop.sendfile waits for the transport's buffer to empty first, then sends from the file.
+                try:
+                    sent = await self._loop.sendfile(transport, _SendfileSource(chunk.fileno()), chunk.position,
+                                                     length, fallback=False)
+                except (OSError, RuntimeError) as error:  # the peer went away (EPIPE...), or the transport closed
+                    raise ConnectionError(f"sendfile failed: {error}") from error
+                if sent != length:
+                    # The segment shrank under us (a follower truncation): the frame cannot be completed.
+                    raise CloseConnection(f"sent {sent} of {length} bytes of a fetch response; segment truncated")
+        if pending:
+            transport.writelines(pending)
+        await self._drain()
+
+    async def _drain(self) -> None:
+        if self._lost:
+            raise ConnectionError("connection lost")
+        if self._writing_paused:
+            self._drain_waiter = self._loop.create_future()
+            try:
+                await self._drain_waiter
+            finally:
+                self._drain_waiter = None
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+
 class SocketServer:
     def __init__(
         self,
@@ -79,19 +309,20 @@ class SocketServer:
         self.connections_max_idle_ms = connections_max_idle_ms
         self.bound: list[Listener] = []  # the listeners with the ports actually bound (port 0 = ephemeral)
         self._servers: list[asyncio.AbstractServer] = []
-        self._connections: dict[asyncio.StreamWriter, float] = {}  # writer -> last activity (monotonic seconds)
+        self._connections: dict[_Connection, float] = {}  # connection -> last activity (monotonic seconds)
+        self._tasks: set[asyncio.Task] = set()
         self._idle_task: asyncio.Task | None = None
 
     async def bind(self) -> None:
         """Bind every listener (port 0 gets an ephemeral port, recorded in `bound`) without accepting yet: the broker
         registers the real ports, and serves only once every layer is up (Kafka's enableRequestProcessing)."""
+        loop = asyncio.get_running_loop()
         for listener in self.listeners:
-            server = await asyncio.start_server(
-                lambda r, w, name=listener.name: self._serve(r, w, name),
+            server = await loop.create_server(
+                lambda name=listener.name: _Connection(self, name),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
-                limit=1 << 20,
                 start_serving=False,
             )
             port = server.sockets[0].getsockname()[1]
@@ -109,77 +340,31 @@ class SocketServer:
             server.close()
         if self._idle_task is not None:
             self._idle_task.cancel()
-        for writer in list(self._connections):
-            writer.close()
+        for connection in list(self._connections):
+            connection.close()
         for server in self._servers:
             await server.wait_closed()
         self._servers.clear()
+
+    def _register(self, connection: _Connection) -> None:
+        self._connections[connection] = time.monotonic()
+        task = asyncio.get_running_loop().create_task(connection.serve())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _unregister(self, connection: _Connection) -> None:
+        self._connections.pop(connection, None)
+
+    def _touch(self, connection: _Connection) -> None:
+        if connection in self._connections:
+            self._connections[connection] = time.monotonic()
 
     async def _close_idle_connections(self) -> None:
         idle_seconds = self.connections_max_idle_ms / 1000
         while True:
             await asyncio.sleep(max(idle_seconds / 10, 0.05))
             deadline = time.monotonic() - idle_seconds
-            for writer, last_active in list(self._connections.items()):
+            for connection, last_active in list(self._connections.items()):
                 if last_active < deadline:
                     log.debug("closing connection idle for more than %d ms", self.connections_max_idle_ms)
-                    writer.close()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener_name: str) -> None:
-        peer = writer.get_extra_info("peername") or ("?", 0)
-        client_host, client_port = peer[0], peer[1]
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        loop = asyncio.get_running_loop()
-        connections = self._connections
-        connections[writer] = time.monotonic()
-        try:
-            while True:
-                prefix = await reader.readexactly(_SIZE_PREFIX)
-                size = int.from_bytes(prefix, "big", signed=True)
-                if size < 0 or size > self.max_request_bytes:
-                    log.warning(
-                        "closing connection from %s:%s: request size %d is outside 0..socket.request.max.bytes=%d",
-                        client_host, client_port, size, self.max_request_bytes,
-                    )
-                    return
-                frame = await reader.readexactly(size)
-                connections[writer] = time.monotonic()
-                chunks = await self.dispatcher.dispatch(frame, client_host, client_port, listener_name)
-                if chunks is not None:
-                    await self._write(loop, writer, chunks)
-                connections[writer] = time.monotonic()
-        except CloseConnection as reason:
-            log.info("closing connection from %s:%s: %s", client_host, client_port, reason)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the client went away
-        finally:
-            connections.pop(writer, None)
-            writer.close()
-
-    @staticmethod
-    async def _write(loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, chunks: list) -> None:
-        pending: list = []
-        for chunk in chunks:
-            if isinstance(chunk, (bytes, bytearray, memoryview)):
-                pending.append(chunk)
-                continue
-            if pending:
-                writer.writelines(pending)
-                pending = []
-                await writer.drain()
-            length = len(chunk)
-            if length:
-                try:
-                    sent = await loop.sendfile(
-                        writer.transport, _SendfileSource(chunk.fileno()), chunk.position, length, fallback=False
-                    )
-                except (OSError, RuntimeError) as error:  # the peer went away (EPIPE...), or the transport closed
-                    raise ConnectionError(f"sendfile failed: {error}") from error
-                if sent != length:
-                    # The segment shrank under us (a follower truncation): the frame cannot be completed.
-                    raise CloseConnection(f"sent {sent} of {length} bytes of a fetch response; segment truncated")
-        if pending:
-            writer.writelines(pending)
-        await writer.drain()
+                    connection.close()
