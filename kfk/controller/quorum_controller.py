@@ -8,7 +8,15 @@ check. The controller keeps its own image (it is a backend listener itself) so a
 broker cache.
 
 Works over any MetadataBackend (embedded Raft log, ZooKeeper). A node that did not win the controller election
-answers NOT_CONTROLLER; forwarding such requests to the active controller comes with multi-node clusters.
+answers NOT_CONTROLLER (clients send controller requests to the controller the Metadata response names).
+
+Partition leadership (`manage_leadership`, on for backends that know broker liveness, i.e. ZooKeeper, whose
+registrations vanish with a broker's session): after every committed change the active controller brings the
+partitions in line with the live brokers (partition_change.handle_broker_changes: dead replicas leave the ISR,
+leaderless partitions get the first live ISR member), moves leadership back to preferred leaders every
+leader.imbalance.check.interval.seconds when auto.leader.rebalance.enable is set, and serves ElectLeaders and
+ControlledShutdown. The embedded single-node quorum has no liveness to act on (its only broker is this node), so it
+leaves leadership to registration and unfencing as before.
 """
 
 from __future__ import annotations
@@ -20,21 +28,22 @@ import uuid
 from typing import Callable, Sequence, TypeVar
 
 from kfk.config import BrokerConfig
-from kfk.controller import cluster_control, config_control, replication_control
+from kfk.controller import cluster_control, config_control, partition_change, replication_control
 from kfk.controller.auto_topic_creation import creatable_topic
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.config_describer import describe_topic_configs
 from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL
 from kfk.controller.producer_ids import ProducerIdsBlock, generate_next_producer_ids
 from kfk.controller.result import ApiError, ControllerResult
-from kfk.errors import ErrorCode, NotControllerError
-from kfk.metadata.image import Endpoint, MetadataImage
+from kfk.errors import ErrorCode, InvalidUpdateVersionError, KafkaError, NotControllerError, StaleBrokerEpochError
+from kfk.metadata.image import ConfigResourceType, Endpoint, MetadataImage
 from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from kfk.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
@@ -50,19 +59,27 @@ _NOT_CONTROLLER = ApiError(ErrorCode.NOT_CONTROLLER, "This node is not the activ
 
 class QuorumController:
     def __init__(self, backend: MetadataBackend, config: BrokerConfig, node_id: int,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, manage_leadership: bool = False) -> None:
         self.backend = backend
         self.config = config
         self.node_id = node_id
         self.rng = rng or random.Random()
         self.image = MetadataImage(cluster_id=backend.cluster_id)
         self.controller_epoch: int | None = None
+        self.manage_leadership = manage_leadership
+        #: Brokers in controlled shutdown, by the broker epoch they asked with (a new registration ends it).
+        self.shutting_down: dict[int, int] = {}
         self._lock = asyncio.Lock()
+        self._reconciler: asyncio.Task | None = None
+        self._reconcile_again = False
+        self._rebalancer: asyncio.Task | None = None
 
     # -- MetadataListener --------------------------------------------------------------------------------------------
 
     def handle_commit(self, records: Sequence[Message], last_offset: int) -> None:
         self.image = self.image.apply(records, last_offset)
+        if self.is_active and self.manage_leadership:
+            self._schedule_reconcile()
 
     # -- activation --------------------------------------------------------------------------------------------------
 
@@ -79,10 +96,151 @@ class QuorumController:
         if METADATA_VERSION_FEATURE_NAME not in self.image.features:
             await self._write(lambda image: ControllerResult(None, [
                 FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=METADATA_VERSION_LEVEL)]))
+        if self.manage_leadership:
+            self._schedule_reconcile()
+            if self.config.auto_leader_rebalance_enable and (self._rebalancer is None or self._rebalancer.done()):
+                self._rebalancer = asyncio.get_running_loop().create_task(self._rebalance_leaders_periodically())
         return True
 
     def deactivate(self) -> None:
         self.controller_epoch = None
+        self.shutting_down.clear()
+        if self._rebalancer is not None:
+            self._rebalancer.cancel()
+            self._rebalancer = None
+
+    async def run_for_controller(self, is_backend_controller: Callable[[], bool],
+                                 changed: asyncio.Event) -> None:
+        """Kafka's ZooKeeper-mode election loop: whenever the controller changes (`changed` is set by the
+        backend), resign if this node lost it, and run if there is none."""
+        while True:
+            changed.clear()
+            if self.is_active and not is_backend_controller():
+                log.info("node %d resigns as the active controller", self.node_id)
+                self.deactivate()
+            if not self.is_active and self.backend.active_controller() is None:
+                try:
+                    await self.activate()
+                except KafkaError as error:
+                    log.warning("controller election failed: %s", error)
+                    await asyncio.sleep(0.2)
+                    continue
+            await changed.wait()
+
+    # -- partition leadership ----------------------------------------------------------------------------------------
+
+    def _live_brokers(self, image: MetadataImage) -> set[int]:
+        return partition_change.live_brokers(image, self.shutting_down)
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        value = self.image.config(ConfigResourceType.TOPIC, topic).get("unclean.leader.election.enable")
+        if value is None:
+            return self.config.unclean_leader_election_enable
+        return value.strip().lower() == "true"
+
+    def _schedule_reconcile(self) -> None:
+        self._reconcile_again = True
+        if self._reconciler is None or self._reconciler.done():
+            self._reconciler = asyncio.get_running_loop().create_task(self._reconcile())
+
+    async def _reconcile(self) -> None:
+        """Bring partitions in line with the live brokers until a pass changes nothing."""
+        while self._reconcile_again and self.is_active:
+            self._reconcile_again = False
+            for broker_id, broker_epoch in list(self.shutting_down.items()):
+                registration = self.image.brokers.get(broker_id)
+                if registration is not None and registration.broker_epoch != broker_epoch:
+                    del self.shutting_down[broker_id]  # it came back: a new registration
+            try:
+                await self._write(lambda image: ControllerResult(None, partition_change.handle_broker_changes(
+                    image, self._live_brokers(image), self._unclean_allowed)))
+            except NotControllerError:
+                return
+            except InvalidUpdateVersionError:
+                self._reconcile_again = True  # a leader changed an ISR meanwhile: recompute from the new image
+                await asyncio.sleep(0.01)
+            except Exception:  # noqa: BLE001 - retried on the next change
+                log.exception("updating partition leadership failed")
+                await asyncio.sleep(0.5)
+                self._reconcile_again = True
+
+    async def _rebalance_leaders_periodically(self) -> None:
+        interval_s = self.config.leader_imbalance_check_interval_seconds
+        while self.is_active:
+            await asyncio.sleep(interval_s)
+            moves = partition_change.imbalanced_partitions(self.image, self._live_brokers(self.image),
+                                                           self.config.leader_imbalance_per_broker_percentage)
+            if moves:
+                log.info("auto leader rebalance: moving %d partition(s) back to their preferred leader", len(moves))
+                try:
+                    await self._elect(partition_change.PREFERRED, moves)
+                except KafkaError as error:
+                    log.warning("auto leader rebalance failed: %s", error)
+
+    async def _elect(self, election_type: int,
+                     partitions: Sequence[tuple[str, int]] | None) -> dict[tuple[str, int], ErrorCode]:
+        def operation(image: MetadataImage) -> ControllerResult[dict[tuple[str, int], ErrorCode]]:
+            live = self._live_brokers(image)
+            wanted = partitions
+            if wanted is None:
+                wanted = [(topic.name, index) for topic in image.topics_by_id.values() for index in topic.partitions]
+            results: dict[tuple[str, int], ErrorCode] = {}
+            records: list[Message] = []
+            for name, index in wanted:
+                topic = image.topic(name)
+                registration = topic.partitions.get(index) if topic is not None else None
+                if registration is None:
+                    results[(name, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                if election_type == partition_change.PREFERRED:
+                    error, change = partition_change.elect_preferred_leader(registration, live)
+                else:
+                    error, change = partition_change.elect_unclean_leader(registration, live)
+                results[(name, index)] = error
+                if change is not None:
+                    records.append(change.record(topic.topic_id, index))
+            return ControllerResult(results, records)
+
+        return await self._write(operation)
+
+    async def elect_leaders(self, request: ElectLeadersRequest) -> ElectLeadersResponse:
+        """ElectLeaders: preferred (v0 always) or unclean elections, per partition (null: every partition)."""
+        Result = ElectLeadersResponse.ReplicaElectionResult
+        PartitionResult = ElectLeadersResponse.PartitionResult
+        wanted = None if request.topic_partitions is None else [
+            (entry.topic, index) for entry in request.topic_partitions for index in entry.partitions]
+        try:
+            results = await self._elect(request.election_type, wanted)
+        except NotControllerError:
+            results = {key: ErrorCode.NOT_CONTROLLER for key in wanted or ()}
+            if wanted is None:
+                return ElectLeadersResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        by_topic: dict[str, list] = {}
+        for (name, index), error in results.items():
+            if wanted is None and error == ErrorCode.ELECTION_NOT_NEEDED:
+                continue  # Kafka leaves those out when every partition was asked for
+            by_topic.setdefault(name, []).append(PartitionResult(partition_id=index, error_code=error,
+                                                                 error_message=None))
+        return ElectLeadersResponse(error_code=ErrorCode.NONE, replica_election_results=[
+            Result(topic=name, partition_result=partitions) for name, partitions in by_topic.items()])
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple[str, int]]:
+        """Move leadership away from a broker that is shutting down; the partitions it still leads."""
+        registration = self.image.brokers.get(broker_id)
+        if registration is None:
+            return []
+        if broker_epoch >= 0 and registration.broker_epoch != broker_epoch:
+            raise StaleBrokerEpochError(f"Broker epoch {broker_epoch} of broker {broker_id} is not the current "
+                                        f"{registration.broker_epoch}")
+        self.shutting_down[broker_id] = registration.broker_epoch
+
+        def operation(image: MetadataImage) -> ControllerResult[list[tuple[str, int]]]:
+            records, remaining = partition_change.controlled_shutdown(image, broker_id, self._live_brokers(image))
+            return ControllerResult(remaining, records)
+
+        remaining = await self._write(operation)
+        log.info("controlled shutdown of broker %d: %d partition(s) it still leads", broker_id, len(remaining))
+        return remaining
 
     async def _write(self, operation: Callable[[MetadataImage], ControllerResult[T]]) -> T:
         async with self._lock:

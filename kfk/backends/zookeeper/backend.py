@@ -53,6 +53,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kfk.backends.zookeeper import znodes
 from kfk.backends.zookeeper.translation import Operation, ZooKeeperSnapshot, operations_for, records_for
 from kfk.controller.backend import MetadataListener
+from kfk.controller.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdsBlock
 from kfk.errors import (
     CorruptRecordError,
     InconsistentClusterIdError,
@@ -394,6 +395,32 @@ class ZooKeeperMetadataBackend:
         self._mark_dirty([path])
         await self._refresh()
         return partition_epoch + 1
+
+    async def allocate_producer_ids(self, broker_id: int) -> ProducerIdsBlock:
+        """The next block of producer ids for a broker (Kafka's ZkProducerIdManager: every broker claims its blocks
+        itself with a conditional write of /latest_producer_id_block, so a block is never handed out twice)."""
+        return await self._blocking(self._claim_producer_id_block, broker_id)
+
+    def _claim_producer_id_block(self, broker_id: int) -> ProducerIdsBlock:
+        client = self._require_client()
+        path = znodes.PRODUCER_ID_BLOCK_PATH
+        while True:
+            try:
+                data, stat = client.get(path)
+            except NoNodeError:
+                block = ProducerIdsBlock(broker_id, 0, PRODUCER_ID_BLOCK_SIZE)
+                try:
+                    client.create(path, znodes.encode_producer_id_block(broker_id, 0, block.last_producer_id))
+                    return block
+                except NodeExistsError:
+                    continue
+            block = ProducerIdsBlock(broker_id, znodes.decode_producer_id_block_end(data) + 1, PRODUCER_ID_BLOCK_SIZE)
+            try:
+                client.set(path, znodes.encode_producer_id_block(broker_id, block.first_producer_id,
+                                                                 block.last_producer_id), version=stat.version)
+                return block
+            except BadVersionError:
+                continue
 
     # -- reading -----------------------------------------------------------------------------------------------------
 

@@ -1,0 +1,177 @@
+"""Leaders and in-sync replicas as brokers come and go (Kafka's PartitionChangeBuilder and the partition state
+machine of its controller): pure functions of the image that return PartitionChangeRecords.
+
+- Broker failure (`handle_broker_changes`): a replica on a broker that is not live (its registration fenced, or it is
+  in controlled shutdown) leaves the ISR at once, so acks=all writes stop waiting for it; but the ISR never becomes
+  empty: when no member is live it is kept as it was (they are the replicas known to hold every committed record,
+  and the first of them to return may lead again). A partition whose
+  leader is not live gets a new leader: the first live ISR member in replica order (a clean election). If no ISR
+  member is live the partition stays offline (leader -1) until one returns, unless unclean.leader.election.enable
+  lets the first live out-of-sync replica lead (with a log line: acknowledged records may be lost). A broker that
+  returns while its partition is offline and it is in the ISR becomes the leader again.
+- Preferred leader election (`elect_preferred_leaders`, `imbalanced_partitions`): move leadership to the first
+  replica when it is live and in the ISR (ELECTION_NOT_NEEDED when it already leads, PREFERRED_LEADER_NOT_AVAILABLE
+  otherwise).
+- Controlled shutdown (`controlled_shutdown`): the broker's leaderships move to another live ISR member and it leaves
+  the ISR of every partition it follows; the partitions it still leads (no other ISR member) are returned, and
+  the broker retries.
+- Unclean election on demand (ElectLeaders with election type UNCLEAN): only when no ISR member is live.
+
+A change of leader starts a new leader epoch (PartitionRegistration.merge); an ISR change alone does not.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Collection, Iterable
+
+from kfk.errors import ErrorCode
+from kfk.metadata.image import NO_LEADER, NO_LEADER_CHANGE, MetadataImage, PartitionRegistration
+from kfk.protocol.message import Message
+from kfk.protocol.metadata_records import schema_class
+
+log = logging.getLogger("kfk.controller")
+
+PartitionChangeRecord = schema_class("PartitionChangeRecord")
+
+#: ElectLeaders' election types.
+PREFERRED, UNCLEAN = 0, 1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionChange:
+    """What to change in one partition: None keeps a field."""
+
+    leader: int | None = None
+    isr: tuple[int, ...] | None = None
+    replicas: tuple[int, ...] | None = None
+    adding_replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
+
+    def record(self, topic_id: uuid.UUID, partition_id: int) -> Message:
+        return PartitionChangeRecord(
+            partition_id=partition_id, topic_id=topic_id,
+            leader=NO_LEADER_CHANGE if self.leader is None else self.leader,
+            isr=None if self.isr is None else list(self.isr),
+            replicas=None if self.replicas is None else list(self.replicas),
+            adding_replicas=None if self.adding_replicas is None else list(self.adding_replicas),
+            removing_replicas=None if self.removing_replicas is None else list(self.removing_replicas))
+
+
+def live_brokers(image: MetadataImage, shutting_down: Collection[int] = ()) -> set[int]:
+    """Registered, unfenced brokers that are not shutting down: the ones that may lead or be in sync."""
+    return {broker_id for broker_id, broker in image.brokers.items()
+            if not broker.fenced and not broker.in_controlled_shutdown and broker_id not in shutting_down}
+
+
+def _partitions(image: MetadataImage) -> Iterable[tuple[str, uuid.UUID, int, PartitionRegistration]]:
+    for topic in image.topics_by_id.values():
+        for partition_id, registration in topic.partitions.items():
+            yield topic.name, topic.topic_id, partition_id, registration
+
+
+def _change(registration: PartitionRegistration, leader: int, isr: tuple[int, ...]) -> PartitionChange | None:
+    new_leader = None if leader == registration.leader else leader
+    new_isr = None if isr == registration.isr else isr
+    if new_leader is None and new_isr is None:
+        return None
+    return PartitionChange(leader=new_leader, isr=new_isr)
+
+
+def elect_after_broker_changes(registration: PartitionRegistration, live: Collection[int],
+                               unclean_allowed: bool, topic_partition: str = "") -> PartitionChange | None:
+    """One partition's new leader and ISR given which brokers are live (see the module docstring)."""
+    isr = tuple(replica for replica in registration.isr if replica in live) or registration.isr
+    leader = registration.leader
+    if leader not in live:
+        candidates = [replica for replica in registration.replicas if replica in isr and replica in live]
+        if candidates:
+            leader = candidates[0]
+        else:
+            out_of_sync = [replica for replica in registration.replicas if replica in live]
+            if unclean_allowed and out_of_sync:
+                leader = out_of_sync[0]
+                isr = (leader,)
+                log.warning("Unclean leader election for %s: replica %d (out of sync) leads; records acknowledged "
+                            "by the previous in-sync replicas may be lost", topic_partition, leader)
+            else:
+                leader = NO_LEADER
+    return _change(registration, leader, isr)
+
+
+def handle_broker_changes(image: MetadataImage, live: Collection[int],
+                          unclean_allowed: Callable[[str], bool]) -> list[Message]:
+    """Records that bring every partition in line with the live brokers."""
+    records: list[Message] = []
+    for topic_name, topic_id, partition_id, registration in _partitions(image):
+        change = elect_after_broker_changes(registration, live, unclean_allowed(topic_name),
+                                            f"{topic_name}-{partition_id}")
+        if change is not None:
+            records.append(change.record(topic_id, partition_id))
+    return records
+
+
+def elect_preferred_leader(registration: PartitionRegistration, live: Collection[int]) -> tuple[ErrorCode,
+                                                                                                PartitionChange | None]:
+    preferred = registration.preferred_leader
+    if registration.leader == preferred:
+        return ErrorCode.ELECTION_NOT_NEEDED, None
+    if preferred not in live or preferred not in registration.isr:
+        return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, None
+    return ErrorCode.NONE, PartitionChange(leader=preferred)
+
+
+def elect_unclean_leader(registration: PartitionRegistration, live: Collection[int]) -> tuple[ErrorCode,
+                                                                                             PartitionChange | None]:
+    if registration.leader in live:
+        return ErrorCode.ELECTION_NOT_NEEDED, None
+    change = elect_after_broker_changes(registration, live, True)
+    if change is None or change.leader in (None, NO_LEADER):
+        return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, None
+    return ErrorCode.NONE, change
+
+
+def imbalanced_partitions(image: MetadataImage, live: Collection[int],
+                          imbalance_percentage: int) -> list[tuple[str, int]]:
+    """Kafka's auto leader rebalance: for each broker that is the preferred leader of some partitions, the ratio
+    of those it does not lead; where it exceeds leader.imbalance.per.broker.percentage, its partitions whose
+    preferred leader is live and in sync are moved back to it."""
+    preferred: dict[int, list[tuple[str, int, PartitionRegistration]]] = {}
+    for topic_name, _, partition_id, registration in _partitions(image):
+        if registration.replicas:
+            preferred.setdefault(registration.preferred_leader, []).append((topic_name, partition_id,
+                                                                            registration))
+    moves: list[tuple[str, int]] = []
+    for broker_id, partitions in sorted(preferred.items()):
+        if broker_id not in live:
+            continue
+        not_led = [(name, index) for name, index, registration in partitions if registration.leader != broker_id
+                   and broker_id in registration.isr]
+        if len(not_led) * 100 > imbalance_percentage * len(partitions):
+            moves.extend(not_led)
+    return moves
+
+
+def controlled_shutdown(image: MetadataImage, broker_id: int, live: Collection[int]) -> tuple[list[Message],
+                                                                                             list[tuple[str, int]]]:
+    """Move leadership off `broker_id` and take it out of the ISRs; returns the records and the partitions it
+    still leads (no other live ISR member: they stay with it until it is gone)."""
+    others = set(live) - {broker_id}
+    records: list[Message] = []
+    remaining: list[tuple[str, int]] = []
+    for topic_name, topic_id, partition_id, registration in _partitions(image):
+        if broker_id not in registration.replicas:
+            continue
+        if registration.leader == broker_id:
+            candidates = [r for r in registration.replicas if r in registration.isr and r in others]
+            if not candidates:
+                remaining.append((topic_name, partition_id))
+                continue
+            isr = tuple(r for r in registration.isr if r != broker_id)
+            records.append(PartitionChange(leader=candidates[0], isr=isr).record(topic_id, partition_id))
+        elif broker_id in registration.isr and len(registration.isr) > 1:
+            isr = tuple(r for r in registration.isr if r != broker_id)
+            records.append(PartitionChange(isr=isr).record(topic_id, partition_id))
+    return records, remaining
