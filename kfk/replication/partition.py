@@ -10,8 +10,11 @@ effective min.insync.replicas (Kafka 4's rule, so an acks=1 write to a partition
 exposed to consumers until enough replicas have it). On one node the only in-sync replica is the leader, so the high
 watermark follows the log end offset right after every append.
 
-Followers report their fetch position through `update_follower_fetch_state` (the follower fetch path of the
-multi-broker issue); the result is that the high watermark can move and waiting acks=all produces complete.
+Followers report their fetch position through `update_follower_fetch_state`; the result is that the high watermark
+can move and waiting acks=all produces complete. The leader also decides ISR changes (`isr_after_shrink` for
+followers that have not caught up within replica.lag.time.max.ms, `isr_after_expand` for one that caught up); the
+replica manager persists them through the metadata backend, and the partition only adopts the new ISR when the
+metadata image brings it back (so the ISR a leader acts on is always one the controller knows).
 
 Methods run on the event loop, except `append_to_leader_log`, which only touches the log (under its lock) and may run
 in an executor; the high watermark is moved afterwards, on the loop.
@@ -270,6 +273,53 @@ class Partition:
                 f"Replica {replica_id} is not a follower of {self.topic_partition} on broker {self.local_broker_id}")
         replica.update_fetch_state(fetch_offset, log_start_offset, now_ms, self.log.log_end_offset)
         return self.maybe_increment_high_watermark(now_ms)
+
+    # -- in-sync replicas (leader) ----------------------------------------------------------------------------------
+
+    def out_of_sync_replicas(self, now_ms: int) -> list[int]:
+        """In-sync followers that have not caught up with the leader's log end for replica.lag.time.max.ms (Kafka's
+        getOutOfSyncReplicas: a follower that stopped fetching and one that fetches but cannot keep up both count)."""
+        if not self.is_leader:
+            return []
+        leader_log_end_offset = self.log.log_end_offset
+        return [replica_id for replica_id in self.in_sync_replicas if replica_id != self.local_broker_id
+                and replica_id in self.remote_replicas
+                and not self.remote_replicas[replica_id].is_caught_up(leader_log_end_offset, now_ms,
+                                                                      self.replica_lag_time_max_ms)]
+
+    def isr_after_shrink(self, now_ms: int) -> tuple[int, ...] | None:
+        """The ISR without the lagging followers, or None if nobody lags."""
+        lagging = self.out_of_sync_replicas(now_ms)
+        if not lagging:
+            return None
+        return tuple(replica for replica in self.in_sync_replicas if replica not in lagging)
+
+    def isr_after_expand(self, replica_id: int) -> tuple[int, ...] | None:
+        """The ISR with `replica_id` added if it has caught up: its log end offset reached the high watermark and
+        the start of the current leader epoch (so it holds everything this leader may have committed), or None."""
+        replica = self.remote_replicas.get(replica_id)
+        if not self.is_leader or replica is None or replica_id in self.in_sync_replicas \
+                or replica_id not in self.assigned_replicas:
+            return None
+        epoch_start = self.leader_epoch_start_offset or 0
+        if replica.log_end_offset >= self.log.high_watermark and replica.log_end_offset >= epoch_start:
+            return tuple(replica for replica in self.assigned_replicas
+                         if replica in self.in_sync_replicas or replica == replica_id)
+        return None
+
+    # -- follower ----------------------------------------------------------------------------------------------------
+
+    def append_as_follower(self, records: bytes | memoryview, leader_high_watermark: int,
+                           leader_log_start_offset: int, now_ms: int) -> None:
+        """Records fetched from the leader, at their leader-assigned offsets; then the follower's high watermark
+        (the leader's, capped by what this log has) and log start offset follow the leader's."""
+        log = self.log
+        with log.lock:
+            if records:
+                log.append_as_follower(records, now_ms)
+            log.update_high_watermark(min(leader_high_watermark, log.log_end_offset))
+            if leader_log_start_offset > log.log_start_offset:
+                log.maybe_increment_log_start_offset(min(leader_log_start_offset, log.high_watermark))
 
     # -- leader epoch fencing ----------------------------------------------------------------------------------------
 

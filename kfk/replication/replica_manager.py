@@ -30,7 +30,7 @@ import functools
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import NamedTuple
 
 from kfk.config import INT64_MAX, BrokerConfig, LogConfig
@@ -54,6 +54,7 @@ from kfk.replication.delayed_produce import DelayedProduce, ProducePartitionResu
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest, LogReadResult
 from kfk.replication.partition import Partition, append_needs_record_work
 from kfk.replication.purgatory import AsyncioExpirationTimer, DelayedOperationPurgatory
+from kfk.replication.replica_fetcher import ReplicaFetcherManager
 from kfk.storage.fetch_data_info import TimestampAndOffset
 from kfk.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
 from kfk.storage.log_files import TopicPartition
@@ -89,9 +90,14 @@ class _Opening(NamedTuple):
     ready: asyncio.Future
 
 
+#: Persists a leader's ISR change: (topic, partition, leader, leader_epoch, new ISR, partition epoch it was computed
+#: from) -> the new partition epoch; raises InvalidUpdateVersionError when the partition changed meanwhile.
+AlterPartition = Callable[[str, int, int, int, tuple[int, ...], int], Awaitable[int]]
+
+
 class ReplicaManager:
     def __init__(self, node_id: int, config: BrokerConfig, log_manager: LogManager,
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Callable[[], int], alter_partition: AlterPartition | None = None) -> None:
         self.node_id = node_id
         self.config = config
         self.log_manager = log_manager
@@ -106,6 +112,11 @@ class ReplicaManager:
         self._opening: dict[TopicPartition, _Opening] = {}
         self._file_work: collections.deque[tuple[functools.partial, _Opening | None]] = collections.deque()
         self._file_worker: asyncio.Task | None = None
+        self.fetcher_manager = ReplicaFetcherManager(node_id, config, self.partitions.get, now_ms)
+        self.inter_broker_listener = config.inter_broker_listener_name or _first_listener_name(config)
+        self._alter_partition = alter_partition
+        self._isr_changes_in_flight: set[TopicPartition] = set()
+        self._isr_expiration: asyncio.Task | None = None
 
     def _arm_expiration_timer(self, deadline_ms: int) -> None:
         self._timer.arm(deadline_ms)
@@ -114,6 +125,9 @@ class ReplicaManager:
         """Let pending log creations and deletions finish, then answer every waiting request (acks=all produces
         time out, fetches return what is there)."""
         await self.metadata_applied()
+        if self._isr_expiration is not None:
+            self._isr_expiration.cancel()
+        await self.fetcher_manager.shutdown()
         self._timer.cancel()
         self.produce_purgatory.complete_all()
         self.fetch_purgatory.complete_all()
@@ -125,6 +139,8 @@ class ReplicaManager:
         changes of hosted partitions apply now; creating and deleting logs (files, fsyncs: milliseconds each) is
         queued, in image order, for the executor. A request for a partition being created waits for it."""
         self.image = current
+        if self._alter_partition is not None and self._isr_expiration is None:
+            self._isr_expiration = asyncio.get_running_loop().create_task(self._expire_lagging_replicas())
         for topic_id, topic in previous.topics_by_id.items():
             if topic_id not in current.topics_by_id:
                 doomed = [tp for tp, partition in self.partitions.items() if partition.topic_id == topic_id]
@@ -135,6 +151,10 @@ class ReplicaManager:
             if previous_topic is topic and previous.configs is current.configs:
                 continue  # images share the topics a change did not touch
             self._apply_topic(previous_topic, topic, previous, current)
+        if previous.brokers is not current.brokers:  # a leader may have come back on another address
+            for partition in self.partitions.values():
+                if not partition.is_leader:
+                    self._follow(partition)
         if self._file_work and (self._file_worker is None or self._file_worker.done()):
             self._file_worker = asyncio.get_running_loop().create_task(self._run_file_work())
 
@@ -237,6 +257,7 @@ class ReplicaManager:
         """Stop hosting now (waiting requests are answered), delete the logs in the executor."""
         for topic_partition in list(topic_partitions):
             self.partitions.pop(topic_partition, None)
+            self.fetcher_manager.remove_partition(topic_partition)
             opening = self._opening.pop(topic_partition, None)
             if opening is not None:
                 opening.ready.set_result(None)  # requests waiting for it now find it gone
@@ -267,10 +288,61 @@ class ReplicaManager:
 
     def _apply_registration(self, partition: Partition, registration: PartitionRegistration, now_ms: int) -> None:
         if registration.leader == self.node_id:
+            self.fetcher_manager.remove_partition(partition.topic_partition)
             partition.make_leader(registration, now_ms)
         else:
             partition.make_follower(registration)
+            self._follow(partition)
         self._complete_delayed_requests(partition.topic_partition)
+
+    def _follow(self, partition: Partition) -> None:
+        """Fetch from the partition's leader, or stop fetching while it has none (or its broker is down)."""
+        endpoint = self.image.alive_endpoint(partition.leader_id, self.inter_broker_listener) \
+            if partition.leader_id >= 0 else None
+        if endpoint is None:
+            self.fetcher_manager.remove_partition(partition.topic_partition)
+        else:
+            self.fetcher_manager.add_partition(partition.topic_partition, partition.leader_id,
+                                               partition.leader_epoch, endpoint.host, endpoint.port)
+
+    # -- in-sync replicas --------------------------------------------------------------------------------------------
+
+    async def _expire_lagging_replicas(self) -> None:
+        """Kafka's isr-expiration task: every replica.lag.time.max.ms / 2, every led partition drops the followers
+        that have not caught up for replica.lag.time.max.ms."""
+        interval_s = max(self.config.replica_lag_time_max_ms / 2, 10) / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            now_ms = self.now_ms()
+            for partition in list(self.partitions.values()):
+                new_isr = partition.isr_after_shrink(now_ms)
+                if new_isr is not None:
+                    logger.info("%s: shrinking the ISR from %s to %s (followers %s have not caught up for %d ms)",
+                                partition.topic_partition, list(partition.in_sync_replicas), list(new_isr),
+                                [r for r in partition.in_sync_replicas if r not in new_isr],
+                                self.config.replica_lag_time_max_ms)
+                    self._submit_isr_change(partition, new_isr)
+
+    def _submit_isr_change(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        """Persist an ISR change through the metadata backend (one in flight per partition); the partition adopts
+        it when the new registration comes back through the metadata image."""
+        topic_partition = partition.topic_partition
+        if self._alter_partition is None or topic_partition in self._isr_changes_in_flight:
+            return
+        self._isr_changes_in_flight.add(topic_partition)
+
+        async def alter() -> None:
+            try:
+                await self._alter_partition(topic_partition.topic, topic_partition.partition, partition.leader_id,
+                                            partition.leader_epoch, new_isr, partition.partition_epoch)
+            except KafkaError as error:
+                logger.info("%s: ISR change to %s not applied: %s", topic_partition, list(new_isr), error)
+            except Exception:  # noqa: BLE001
+                logger.exception("%s: ISR change to %s failed", topic_partition, list(new_isr))
+            finally:
+                self._isr_changes_in_flight.discard(topic_partition)
+
+        asyncio.get_running_loop().create_task(alter())
 
     def _complete_delayed_requests(self, topic_partition: TopicPartition) -> None:
         self.produce_purgatory.check_and_complete(topic_partition)
@@ -462,6 +534,12 @@ class ReplicaManager:
                     if partition.update_follower_fetch_state(params.replica_id, request.fetch_offset,
                                                              request.log_start_offset, now_ms):
                         self._complete_delayed_requests(request.topic_partition)
+                    new_isr = partition.isr_after_expand(params.replica_id)
+                    if new_isr is not None:
+                        logger.info("%s: replica %d caught up; expanding the ISR from %s to %s",
+                                    request.topic_partition, params.replica_id, list(partition.in_sync_replicas),
+                                    list(new_isr))
+                        self._submit_isr_change(partition, new_isr)
                 except KafkaError as error:
                     result = LogReadResult(error.error_code, error_message=str(error))
             updated.append(result)
@@ -551,3 +629,9 @@ class ReplicaManager:
                                                   total_bytes=stats.f_blocks * stats.f_frsize,
                                                   usable_bytes=stats.f_bavail * stats.f_frsize))
         return descriptions
+
+
+def _first_listener_name(config: BrokerConfig) -> str:
+    """Brokers talk to each other on the first listener unless inter.broker.listener.name says otherwise."""
+    first = config.listeners[0] if config.listeners else "PLAINTEXT://"
+    return first.split("://", 1)[0].strip().upper() or "PLAINTEXT"
