@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
+from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.config import BrokerConfig
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.cluster_control import broker_endpoints
@@ -28,7 +29,7 @@ from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.service import GroupCoordinatorService
-from kfk.errors import InvalidConfigurationError, KafkaStorageError
+from kfk.errors import KafkaStorageError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.replication.replica_manager import ReplicaManager
@@ -38,6 +39,7 @@ from kfk.server.handlers import api_versions
 from kfk.server.handlers import admin, cluster, configs, metadata, producer_id
 from kfk.server.handlers import delete_records, describe_log_dirs, fetch, list_offsets, offset_for_leader_epoch, produce
 from kfk.server.handlers import find_coordinator, groups, offsets
+from kfk.server.handlers import leadership
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
@@ -46,6 +48,9 @@ from kfk.storage.producer_state import AppendOrigin
 log = logging.getLogger("kfk.server")
 
 PID_FILE = "kfk.pid"
+#: Kafka's controlled.shutdown.max.retries (3); the backoff is shorter than its 5 s: a retry only waits for followers.
+CONTROLLED_SHUTDOWN_ATTEMPTS = 3
+CONTROLLED_SHUTDOWN_RETRY_BACKOFF_S = 0.5
 
 
 class BrokerServer:
@@ -91,6 +96,7 @@ class BrokerServer:
             module.register(self.dispatcher, self)
         for module in (find_coordinator, groups, offsets):
             module.register(self.dispatcher, self)
+        leadership.register(self.dispatcher, self)
 
     def _build_log_manager(self) -> LogManager:
         config = self.config
@@ -116,7 +122,8 @@ class BrokerServer:
         subscribe to `self.metadata_cache`."""
         config = self.config
         if config.zookeeper_connect is not None:
-            raise InvalidConfigurationError("zookeeper.connect: the ZooKeeper metadata backend is not available yet")
+            await self._start_zookeeper_metadata()
+            return
         voters = [int(voter.split("@", 1)[0]) for voter in config.controller_quorum_voters]
         self.metadata_cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
         self.metadata_backend = EmbeddedMetadataBackend(self.log_dirs[0], self.node_id, self.cluster_id, voters,
@@ -135,7 +142,69 @@ class BrokerServer:
             self.producer_id_manager = ProducerIdManager(
                 lambda: self.controller.allocate_producer_ids(self.node_id, self.broker_epoch))
 
+    async def _start_zookeeper_metadata(self) -> None:
+        """ZooKeeper mode (`zookeeper.connect`): the backend's session is already open (start() read /cluster/id
+        through it). Every broker may become the controller: the controller loop runs for it whenever /controller
+        is free, and the active controller manages partition leadership as brokers come and go. This broker
+        registers its ephemeral /brokers/ids znode, claims producer id blocks from ZooKeeper itself, and persists
+        the ISR changes of the partitions it leads through the backend."""
+        config = self.config
+        backend = self.metadata_backend
+        self.metadata_cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
+        self.controller = QuorumController(backend, config, self.node_id, manage_leadership=True)
+        backend.add_listener(self.metadata_cache)
+        backend.add_listener(self.controller)
+        await backend.start()
+        endpoints = broker_endpoints(self.socket_server.bound, config.advertised_listeners,
+                                     config.listener_security_protocol_map, config.controller_listener_names)
+        self.broker_epoch = await backend.register_broker(endpoints, config.broker_rack)
+        self.producer_id_manager = ProducerIdManager(lambda: backend.allocate_producer_ids(self.node_id))
+        controller_changed = asyncio.Event()
+        backend.add_controller_listener(controller_changed.set)
+        self._controller_election = asyncio.create_task(
+            self.controller.run_for_controller(lambda: backend.is_controller, controller_changed))
+
+    async def _controlled_shutdown(self) -> None:
+        """Before a ZooKeeper-mode broker stops serving (controlled.shutdown.enable): ask the controller to move
+        its leaderships to other in-sync replicas and take it out of the ISRs (ControlledShutdown), retrying while
+        some partitions have nowhere to go, so clients and followers switch over before it disappears."""
+        from kfk.protocol.messages.controlled_shutdown import ControlledShutdownRequest
+        from kfk.replication.broker_channel import BrokerChannel
+
+        if self.config.zookeeper_connect is None or not self.config.controlled_shutdown_enable \
+                or self.controller is None:
+            return
+        for attempt in range(CONTROLLED_SHUTDOWN_ATTEMPTS):
+            try:
+                if self.controller.is_active:
+                    remaining = await self.controller.controlled_shutdown(self.node_id, self.broker_epoch)
+                else:
+                    active = self.metadata_backend.active_controller()
+                    endpoint = self.metadata_cache.image.alive_endpoint(
+                        active[0], self.replica_manager.inter_broker_listener) if active else None
+                    if endpoint is None:
+                        raise KafkaStorageError("no controller is reachable")
+                    channel = BrokerChannel(endpoint.host, endpoint.port, f"broker-{self.node_id}", 10_000)
+                    try:
+                        response = await channel.request(ControlledShutdownRequest(
+                            broker_id=self.node_id, broker_epoch=self.broker_epoch), 3)
+                    finally:
+                        await channel.close()
+                    if response.error_code != 0:
+                        raise KafkaStorageError(f"controlled shutdown refused: error {response.error_code}")
+                    remaining = response.remaining_partitions
+                if not remaining:
+                    log.info("controlled shutdown of broker %d succeeded", self.node_id)
+                    return
+                log.info("controlled shutdown: %d partition(s) still led by broker %d", len(remaining), self.node_id)
+            except Exception as error:  # noqa: BLE001 - an unclean shutdown is the fallback
+                log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, error)
+            await asyncio.sleep(CONTROLLED_SHUTDOWN_RETRY_BACKOFF_S)
+        log.warning("proceeding to an uncontrolled shutdown of broker %d", self.node_id)
+
     async def _stop_metadata(self) -> None:
+        if getattr(self, "_controller_election", None) is not None:
+            self._controller_election.cancel()
         if self.metadata_backend is not None:
             self.controller.deactivate()
             await self.metadata_backend.stop()
@@ -144,7 +213,8 @@ class BrokerServer:
         """The replica manager: it follows the metadata image (opening or creating the logs of the partitions
         assigned to this broker, as leader or follower, deleting those of deleted topics) and serves the data path
         (produce, fetch, offsets)."""
-        self.replica_manager = ReplicaManager(self.node_id, self.config, self.log_manager, now_ms)
+        self.replica_manager = ReplicaManager(self.node_id, self.config, self.log_manager, now_ms,
+                                              getattr(self.metadata_backend, "alter_partition", None))
         self.metadata_cache.subscribe(self.replica_manager.on_metadata_update)
         await self.replica_manager.metadata_applied()  # ready means every hosted partition is being served
 
@@ -179,7 +249,14 @@ class BrokerServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self.cluster_id = self._cluster_id()
+        if self.config.zookeeper_connect is not None:  # the cluster id is ZooKeeper's (/cluster/id)
+            self.metadata_backend = ZooKeeperMetadataBackend(
+                self.config.zookeeper_connect, self.node_id, load_cluster_id(self.log_dirs, self.node_id),
+                session_timeout_ms=self.config.zookeeper_session_timeout_ms,
+                connection_timeout_ms=self.config.zookeeper_connection_timeout_ms, time_ms=now_ms)
+            self.cluster_id = await self.metadata_backend.connect()
+        else:
+            self.cluster_id = self._cluster_id()
         self.log_manager = self._build_log_manager()
         await loop.run_in_executor(None, self.log_manager.startup, now_ms(), self.node_id, self.cluster_id)
         self._log_manager_task = asyncio.create_task(self._run_log_manager())
@@ -202,6 +279,7 @@ class BrokerServer:
                  self.cluster_id, ", ".join(self.log_dirs))
 
     async def stop(self) -> None:
+        await self._controlled_shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop()
         await self._stop_group_coordinator()
