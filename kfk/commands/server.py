@@ -54,6 +54,10 @@ def load_broker_properties(properties: Optional[str], override: Optional[list[st
 
     if properties is None:
         props = dict(EMBEDDED_DEFAULTS)
+        if any(entry.split("=", 1)[0].strip() == "zookeeper.connect" for entry in override or []):
+            # ZooKeeper mode: the broker's id comes from broker.id, and there are no KRaft roles.
+            props.pop("process.roles")
+            props.pop("node.id")
     else:
         try:
             props = read_properties(properties)
@@ -84,7 +88,7 @@ def start(
         fail(str(error))
     for name in config.unknown:
         logging.getLogger("kfk.config").warning("ignoring unknown property %s", name)
-    if properties is None:
+    if properties is None and config.zookeeper_connect is None:
         logging.getLogger("kfk.server").info("no server.properties given: single-node broker+controller, data in %s",
                                              os.path.abspath(config.log_dir_list[0]))
 
