@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kfk import __version__
-from kfk.commands import server, storage, zookeeper
+from kfk.commands import configs, console, dump_log, groups, perf, server, storage, topics, zookeeper
 
 app = typer.Typer(
     name="kfk",
@@ -20,6 +20,12 @@ app = typer.Typer(
 )
 app.add_typer(server.app, name="server")
 app.add_typer(storage.app, name="storage")
+app.add_typer(topics.app, name="topics")
+app.add_typer(console.app)
+app.add_typer(groups.app)
+app.add_typer(configs.app)
+app.add_typer(perf.app, name="perf-test")
+app.add_typer(dump_log.app)
 app.add_typer(zookeeper.app, name="zookeeper")
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 from collections import deque
 from typing import NamedTuple
@@ -106,7 +107,8 @@ class BrokerConnection:
             raise KafkaTimeoutError(f"connecting to {self.address} took longer than "
                                     f"{self.connection_setup_timeout_ms} ms") from None
         except OSError as error:
-            raise NetworkError(f"cannot connect to {self.address}: {error.strerror or error}") from None
+            reason = os.strerror(error.errno) if error.errno else str(error)
+            raise NetworkError(f"cannot connect to {self.address}: {reason}") from None
         sock = self._writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -1,0 +1,127 @@
+"""What the client tools share: Kafka's common flags, key=value parsing, output helpers and error handling.
+
+Every tool that talks to a cluster takes ``--bootstrap-server`` (default localhost:9092, or $KFK_BOOTSTRAP_SERVER),
+``--command-config`` (a properties file of client settings, Kafka's flag), ``--json`` where it prints data, and
+``--debug``. Errors go through ``client_errors()``: one line on stderr and exit code 1, with the traceback only
+under --debug (or KFK_DEBUG=1). Imports of the client happen inside the commands, never here at module level,
+so that `kfk --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, Optional
+
+import typer
+
+from kfk.commands.errors import fail
+
+DEFAULT_BOOTSTRAP_SERVER = "localhost:9092"
+
+BootstrapServer = Annotated[str, typer.Option(
+    "--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER", show_envvar=True,
+    help="host:port of a broker to connect to (several separated by commas).")]
+CommandConfig = Annotated[Optional[str], typer.Option(
+    "--command-config", help="A properties file of client settings (security, timeouts...).")]
+JsonOutput = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
+Debug = Annotated[bool, typer.Option("--debug", envvar="KFK_DEBUG", help="Show the full traceback on errors.")]
+Timeout = Annotated[int, typer.Option("--timeout-ms", help="How long an operation may take, in ms.")]
+
+
+def parse_key_values(items: Iterable[str] | None, flag: str, split_commas: bool = False) -> dict[str, str]:
+    """``key=value`` arguments of a repeatable flag (optionally also comma-separated, as kafka-configs.sh takes
+    them: ``a=1,b=[x,y]`` keeps the list in brackets together)."""
+    result: dict[str, str] = {}
+    for item in items or []:
+        for part in (_split_top_level(item) if split_commas else [item]):
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                fail(f"{flag} expects key=value, got {part!r}")
+            value = value.strip()
+            if value.startswith("[") and value.endswith("]"):
+                value = value[1:-1]
+            result[key.strip()] = value
+    return result
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if current:
+        parts.append("".join(current))
+    return [part for part in parts if part.strip()]
+
+
+def client_config(bootstrap_server: str, command_config: str | None,
+                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The client properties: the --command-config file, then the tool's own settings, then bootstrap.servers."""
+    config: dict[str, Any] = {}
+    if command_config:
+        from kfk.storage.meta_properties import read_properties
+
+        try:
+            config.update(read_properties(command_config))
+        except OSError as error:
+            fail(f"cannot read {command_config}: {error.strerror or error}")
+    config.update(extra or {})
+    config["bootstrap.servers"] = bootstrap_server
+    return config
+
+
+@contextmanager
+def client_errors(debug: bool = False) -> Iterator[None]:
+    """Turn client failures into one line and exit code 1 (tracebacks only with --debug)."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except Exception as error:  # noqa: BLE001 - this is the tools' last line of defence
+        if debug or os.environ.get("KFK_DEBUG") == "1":
+            raise
+        from kfk.errors import KafkaError
+
+        if isinstance(error, KafkaError):
+            fail(str(error))
+        if isinstance(error, OSError):
+            fail(f"{error.strerror or error}" + (f": {error.filename}" if error.filename else ""))
+        if isinstance(error, (ValueError, TypeError)):
+            fail(str(error))
+        fail(f"{type(error).__name__}: {error}")
+
+
+def print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def console():
+    """A rich console on stdout: colours and box drawing only on a terminal."""
+    from rich.console import Console
+
+    terminal = sys.stdout.isatty()
+    # Off a terminal nothing is truncated or wrapped to 80 columns: the output is for files and other programs.
+    return Console(highlight=False, soft_wrap=True, no_color=not terminal, width=None if terminal else 10_000)
+
+
+def table(*columns: str, title: str | None = None):
+    """A rich table with Kafka's upper-case column names, compact enough to paste into an issue."""
+    from rich import box
+    from rich.table import Table
+
+    grid = Table(*columns, title=title, box=box.SIMPLE_HEAD if sys.stdout.isatty() else box.ASCII2,
+                 show_edge=False, pad_edge=False, header_style="bold" if sys.stdout.isatty() else "")
+    return grid
