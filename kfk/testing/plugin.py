@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 import pytest
 
 from kfk.testing.broker import BrokerProcess, start_broker
+from kfk.testing.cluster import KfkCluster, start_cluster
 from kfk.testing.zookeeper import ZooKeeperNotInstalledError, ZooKeeperServer
 
 # Settings that suit one broker on a laptop (Kafka's own sample server.properties makes the same choices).
@@ -92,3 +93,28 @@ def zookeeper_connect(zookeeper_server: ZooKeeperServer, request: pytest.Fixture
 
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)[:60]
     return f"{zookeeper_server.connect_string}/kfk-test-{name}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def kfk_cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                        zookeeper_connect: str) -> Iterator[Callable[..., KfkCluster]]:
+    """`factory(size=3, overrides=None)`: brokers 1..size on the test's ZooKeeper chroot, each a separate process
+    (kill -9 and SIGSTOP are real); all are killed after the test, their logs printed if it failed."""
+    started: list[KfkCluster] = []
+
+    def factory(size: int = 3, overrides: dict[str, str] | None = None) -> KfkCluster:
+        cluster = start_cluster(tmp_path_factory.mktemp("kfk-cluster"), zookeeper_connect, size, overrides)
+        started.append(cluster)
+        return cluster
+
+    yield factory
+    for cluster in started:
+        cluster.shutdown()
+        if request.node.stash.get(_CALL_FAILED, False):
+            print(cluster.logs())
+
+
+@pytest.fixture
+def kfk_cluster(kfk_cluster_factory: Callable[..., KfkCluster]) -> KfkCluster:
+    """Three brokers on ZooKeeper."""
+    return kfk_cluster_factory()

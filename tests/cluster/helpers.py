@@ -1,0 +1,125 @@
+"""Helpers of the multi-broker tests: waiting, partition state as Metadata reports it, exact produce errors."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, TypeVar
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from kfk.errors import ErrorCode
+from kfk.protocol.messages.create_topics import CreateTopicsRequest
+from kfk.protocol.messages.produce import ProduceRequest
+from kfk.records import MemoryRecordsBuilder
+from tests.integration.wire import connect, request
+
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], timeout: float = 20.0, interval: float = 0.1, what: str = "") -> T:
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception as error:  # noqa: BLE001 - brokers may be restarting
+            last_error = error
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what or condition} (last error: {last_error!r})")
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 3, replication_factor: int = 3,
+                 config: dict[str, str] | None = None, assignment: list[list[int]] | None = None) -> None:
+    """CreateTopics on whichever broker is the controller (kfk's codec: confluent-kafka refuses manual
+    assignments)."""
+    Topic = CreateTopicsRequest.CreatableTopic
+    topic = Topic(name=name, num_partitions=-1 if assignment else partitions,
+                  replication_factor=-1 if assignment else replication_factor,
+                  assignments=[CreateTopicsRequest.CreatableReplicaAssignment(
+                      partition_index=index, broker_ids=replicas) for index, replicas in enumerate(assignment or [])],
+                  configs=[CreateTopicsRequest.CreatableTopicConfig(name=key, value=value)
+                           for key, value in (config or {}).items()])
+
+    def attempt() -> bool:
+        for address in bootstrap.split(","):
+            try:
+                sock = connect(address, timeout=5)
+            except OSError:
+                continue
+            try:
+                response = request(sock, CreateTopicsRequest(topics=[topic], timeout_ms=10000), 5)
+            finally:
+                sock.close()
+            error = response.topics[0].error_code
+            if error == ErrorCode.NONE:
+                return True
+            if error != ErrorCode.NOT_CONTROLLER:
+                raise AssertionError(f"CreateTopics {name}: {ErrorCode(error).name} {response.topics[0].error_message}")
+        return False
+
+    wait_until(attempt, timeout=15, what=f"topic {name} created")
+    wait_until(lambda: all(p[0] >= 0 for p in partitions_of(bootstrap, name).values()), what=f"{name} leaders")
+
+
+def partitions_of(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    """partition -> (leader, replicas, isr) as the Metadata response of some broker says."""
+    metadata = admin(bootstrap).list_topics(topic, timeout=5)
+    found = metadata.topics[topic]
+    if found.error is not None:
+        raise AssertionError(str(found.error))
+    return {p.id: (p.leader, list(p.replicas), list(p.isrs)) for p in found.partitions.values()}
+
+
+def controller_id(bootstrap: str) -> int:
+    client = admin(bootstrap)
+    return client.describe_cluster(request_timeout=5).result(10).controller.id
+
+
+def consume_all(bootstrap: str, topic: str, partition_count: int, timeout: float = 30.0) -> dict[int, list[bytes]]:
+    """Every record of every partition up to its end (read_committed off: up to the high watermark)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{time.monotonic_ns()}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        ends = {}
+        for index in range(partition_count):
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=10)
+            ends[index] = high
+        consumer.assign([TopicPartition(topic, index, 0) for index in range(partition_count)])
+        values: dict[int, list[bytes]] = {index: [] for index in range(partition_count)}
+        positions = {index: 0 for index in range(partition_count)}
+        deadline = time.monotonic() + timeout
+        while any(positions[index] < ends[index] for index in ends) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            values[message.partition()].append(message.value())
+            positions[message.partition()] = message.offset() + 1
+        assert all(positions[index] >= ends[index] for index in ends), (positions, ends)
+        return values
+    finally:
+        consumer.close()
+
+
+def produce_error(bootstrap_of_leader: str, topic: str, partition: int, acks: int = -1,
+                  timeout_ms: int = 3000) -> int:
+    """Produce one record straight to a broker with kfk's codec; the partition's error code."""
+    builder = MemoryRecordsBuilder()
+    builder.append(int(time.time() * 1000), b"key", b"value")
+    message = ProduceRequest(acks=acks, timeout_ms=timeout_ms, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=builder.close())])])
+    sock = connect(bootstrap_of_leader)
+    try:
+        response = request(sock, message, 9)
+    finally:
+        sock.close()
+    return response.responses[0].partition_responses[0].error_code
+
+
+partitions = partitions_of

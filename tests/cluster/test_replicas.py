@@ -1,0 +1,111 @@
+"""In-sync replicas and their guarantees, with separate broker processes and a real ZooKeeper: min.insync.replicas,
+a frozen follower leaving and rejoining the ISR, a restarted former leader truncating its divergent tail, a
+broker whose ZooKeeper session expires, preferred leader election."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
+from confluent_kafka import ElectionType
+
+from kfk.errors import ErrorCode
+from tests.cluster.helpers import admin, consume_all, create_topic, partitions, produce_error, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
+
+
+def test_min_insync_replicas_refuses_acks_all_writes_until_a_replica_returns(kfk_cluster) -> None:
+    bootstrap = kfk_cluster.bootstrap_servers
+    create_topic(bootstrap, "safe", assignment=[[1, 2, 3]], config={"min.insync.replicas": "2"})
+    wait_until(lambda: partitions(bootstrap, "safe")[0][2] == [1, 2, 3])
+    leader = kfk_cluster.broker(1).bootstrap_servers
+    assert produce_error(leader, "safe", 0) == ErrorCode.NONE
+    kfk_cluster.kill(2)
+    kfk_cluster.kill(3)
+    wait_until(lambda: partitions(leader, "safe")[0][2] == [1], what="the ISR down to the leader")
+    assert produce_error(leader, "safe", 0) == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert produce_error(leader, "safe", 0, acks=1) == ErrorCode.NONE  # acks=1 does not need the ISR
+    kfk_cluster.start([2])
+    wait_until(lambda: produce_error(leader, "safe", 0) == ErrorCode.NONE, what="acks=all accepted again")
+    assert partitions(leader, "safe")[0][2] in ([1, 2], [2, 1])
+
+
+def test_a_frozen_follower_leaves_the_isr_and_rejoins_when_it_resumes(kfk_cluster) -> None:
+    bootstrap = kfk_cluster.bootstrap_servers
+    create_topic(bootstrap, "lagging", assignment=[[1, 2, 3]])
+    wait_until(lambda: partitions(bootstrap, "lagging")[0][2] == [1, 2, 3])
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5})
+    kfk_cluster.pause(3)
+    try:
+        started = time.monotonic()
+        while partitions(bootstrap, "lagging")[0][2] != [1, 2]:
+            producer.produce("lagging", b"x" * 100, partition=0)
+            producer.poll(0)
+            time.sleep(0.02)
+            assert time.monotonic() - started < 10, "the frozen follower stayed in the ISR"
+        # replica.lag.time.max.ms is 2000 in the cluster fixture; the check runs every half of it.
+        assert time.monotonic() - started >= 1.5
+    finally:
+        kfk_cluster.resume(3)
+    assert producer.flush(10) == 0
+    wait_until(lambda: sorted(partitions(bootstrap, "lagging")[0][2]) == [1, 2, 3], what="follower 3 back in sync")
+
+
+@pytest.mark.slow
+def test_a_restarted_former_leader_truncates_its_divergent_tail(kfk_cluster) -> None:
+    bootstrap = kfk_cluster.bootstrap_servers
+    create_topic(bootstrap, "diverge", assignment=[[1, 2]], config={"min.insync.replicas": "1"})
+    wait_until(lambda: partitions(bootstrap, "diverge")[0][2] == [1, 2])
+    leader = kfk_cluster.broker(1).bootstrap_servers
+    committed = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for sequence in range(20):
+        committed.produce("diverge", f"committed-{sequence}".encode(), partition=0)
+    assert committed.flush(10) == 0
+    # Freeze the follower, write records that only the leader gets (acks=1), and crash the leader.
+    kfk_cluster.pause(2)
+    for sequence in range(5):
+        assert produce_error(leader, "diverge", 0, acks=1) == ErrorCode.NONE
+    kfk_cluster.kill(1)
+    kfk_cluster.resume(2)
+    follower = kfk_cluster.broker(2).bootstrap_servers
+    wait_until(lambda: partitions(follower, "diverge")[0][0] == 2, timeout=20, what="broker 2 leads")
+    for sequence in range(10):
+        committed.produce("diverge", f"after-{sequence}".encode(), partition=0)
+    assert committed.flush(20) == 0
+    kfk_cluster.start([1])
+    wait_until(lambda: sorted(partitions(bootstrap, "diverge")[0][2]) == [1, 2], timeout=20,
+               what="the former leader back in the ISR")
+    assert "truncating the divergent tail" in kfk_cluster.broker(1).output()
+    # Make broker 1 lead again and read everything from it: exactly the committed records, in order.
+    client = admin(bootstrap)
+    client.elect_leaders(ElectionType.PREFERRED, [ConfluentTopicPartition("diverge", 0)]).result(10)
+    wait_until(lambda: partitions(bootstrap, "diverge")[0][0] == 1, what="broker 1 leads again")
+    values = consume_all(bootstrap, "diverge", 1)[0]
+    assert values[:20] == [f"committed-{s}".encode() for s in range(20)]
+    assert values[-10:] == [f"after-{s}".encode() for s in range(10)]
+    # A fetch already parked at the leader when the follower froze may have carried the first acks=1 record to
+    # it (it is then part of the new leader's log); the rest existed only on the crashed leader and are gone.
+    middle = values[20:-10]
+    assert len(middle) < 5 and set(middle) <= {b"value"}
+
+
+def test_a_broker_whose_session_expires_loses_its_partitions_and_comes_back(kfk_cluster) -> None:
+    bootstrap = kfk_cluster.bootstrap_servers
+    create_topic(bootstrap, "sessions", assignment=[[3, 1, 2]])
+    wait_until(lambda: partitions(bootstrap, "sessions")[0][2] == [3, 1, 2])
+    kfk_cluster.pause(3)  # no heartbeats: ZooKeeper expires the session after zookeeper.session.timeout.ms
+    others = ",".join(kfk_cluster.broker(i).bootstrap_servers for i in (1, 2))
+    try:
+        wait_until(lambda: partitions(others, "sessions")[0][0] in (1, 2), timeout=20, what="failover")
+    finally:
+        kfk_cluster.resume(3)
+    wait_until(lambda: "registered again in a new ZooKeeper session" in kfk_cluster.broker(3).output(),
+               timeout=20, what="re-registration")
+    wait_until(lambda: sorted(partitions(bootstrap, "sessions")[0][2]) == [1, 2, 3], timeout=20,
+               what="broker 3 back in the ISR")
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    producer.produce("sessions", b"after expiry", partition=0)
+    assert producer.flush(10) == 0
