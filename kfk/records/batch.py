@@ -114,6 +114,7 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 """The 61-byte batch header, field for field."""
 
 _INT32_MAX = (1 << 31) - 1
+_CODEC_IDS = frozenset(codec.value for codec in CompressionType)
 
 
 def _attribute_flags(buffer: Buffer, position: int) -> int:
@@ -292,31 +293,39 @@ class RecordBatch:
         fewer records than its offset range, never more) and the producer fields' sentinels. Uncompressed batches
         are also checked to be big enough for their records count.
         """
+        self.validated_header()
+
+    def validated_header(self) -> tuple:
+        """validate(), returning the header fields unpacked once (HEADER's order: base_offset, batch_length,
+        partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp, max_timestamp,
+        producer_id, producer_epoch, base_sequence, records_count): the produce path reads several of them per
+        batch, and one unpack costs what one property does."""
         size = self._checked_size()
-        magic = self.magic
+        position = self._position
+        header = HEADER.unpack_from(self._buffer, position)
+        (_, _, _, magic, stored_crc, attributes, last_offset_delta, _, _, producer_id, producer_epoch,
+         base_sequence, records_count) = header
         if magic != MAGIC_VALUE_V2:
-            raise CorruptRecordError(f"Record batch at position {self._position} has magic {magic}, expected 2")
-        stored_crc = self.crc
-        computed_crc = self.compute_crc()
+            raise CorruptRecordError(f"Record batch at position {position} has magic {magic}, expected 2")
+        computed_crc = crc32c(memoryview(self._buffer)[position + ATTRIBUTES_OFFSET:position + size])
         if stored_crc != computed_crc:
-            raise CorruptRecordError(f"Record batch at position {self._position} is corrupt: stored crc "
+            raise CorruptRecordError(f"Record batch at position {position} is corrupt: stored crc "
                                      f"{stored_crc:#010x} != computed crc {computed_crc:#010x}")
-        compression_type = self.compression_type
-        records_count = self.records_count
-        last_offset_delta = self.last_offset_delta
+        codec = attributes & COMPRESSION_CODEC_MASK
+        if codec not in _CODEC_IDS:
+            raise CorruptRecordError(f"Unknown compression type id {codec} in record batch attributes")
         if records_count < 0 or last_offset_delta < 0 or records_count > last_offset_delta + 1:
-            raise CorruptRecordError(f"Record batch at position {self._position} holds {records_count} records "
+            raise CorruptRecordError(f"Record batch at position {position} holds {records_count} records "
                                      f"for an offset range of {last_offset_delta + 1}")
-        if (compression_type == CompressionType.NONE
-                and records_count * MIN_RECORD_SIZE > size - RECORD_BATCH_OVERHEAD):
-            raise CorruptRecordError(f"Record batch at position {self._position} declares {records_count} records "
+        if codec == CompressionType.NONE and records_count * MIN_RECORD_SIZE > size - RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(f"Record batch at position {position} declares {records_count} records "
                                      f"but holds only {size - RECORD_BATCH_OVERHEAD} bytes of them")
-        producer_id = self.producer_id
-        if producer_id < NO_PRODUCER_ID or self.producer_epoch < NO_PRODUCER_EPOCH or self.base_sequence < NO_SEQUENCE:
-            raise CorruptRecordError(f"Record batch at position {self._position} has a negative producer id, "
+        if producer_id < NO_PRODUCER_ID or producer_epoch < NO_PRODUCER_EPOCH or base_sequence < NO_SEQUENCE:
+            raise CorruptRecordError(f"Record batch at position {position} has a negative producer id, "
                                      "epoch or base sequence other than the -1 sentinel")
-        if self.is_transactional and producer_id == NO_PRODUCER_ID:
-            raise CorruptRecordError(f"Transactional record batch at position {self._position} has no producer id")
+        if attributes & TRANSACTIONAL_FLAG_MASK and producer_id == NO_PRODUCER_ID:
+            raise CorruptRecordError(f"Transactional record batch at position {position} has no producer id")
+        return header
 
     def is_valid(self) -> bool:
         try:

@@ -23,6 +23,8 @@ from enum import Enum
 
 from kfk.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
 from kfk.records.batch import (
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
     RecordBatch,
     iter_batches,
     set_base_offset,
@@ -34,6 +36,7 @@ from kfk.records.legacy import LegacyRecordBatch
 from kfk.records.record import (
     MAGIC_VALUE_V2,
     NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_ID,
     NO_TIMESTAMP,
     CompressionType,
     Record,
@@ -141,12 +144,15 @@ class LogValidator:
         re_encoded_parts: list[bytes] | None = None
         source_compression = batches[0].compression_type
         for index, batch in enumerate(batches):
-            batch.validate()
-            self._validate_batch_header(batch)
-            source_compression = batch.compression_type
+            (_, _, _, _, _, attributes, last_offset_delta, _, header_max_timestamp, producer_id, _, base_sequence,
+             header_records_count) = batch.validated_header()
+            is_control = bool(attributes & CONTROL_FLAG_MASK)
+            self._validate_batch_header(is_control, header_records_count, last_offset_delta, producer_id,
+                                        base_sequence)
+            source_compression = CompressionType(attributes & COMPRESSION_CODEC_MASK)
             target = self._target_for(source_compression)
             decoded: list[Record] | None = None
-            if self._needs_records(batch) or (target != source_compression and not batch.is_control):
+            if self._needs_records(batch) or (target != source_compression and not is_control):
                 decoded = list(batch.records())
                 self._validate_records(decoded, batch.is_control, now_ms)
             if decoded is not None and target != source_compression and not batch.is_control:
@@ -162,9 +168,9 @@ class LogValidator:
                 set_partition_leader_epoch(buffer, batch.position, partition_leader_epoch)
                 if log_append:
                     set_log_append_time(buffer, batch.position, now_ms)
-                count = batch.records_count
-                last_offset = batch.last_offset
-                batch_max_timestamp = batch.max_timestamp
+                count = header_records_count
+                last_offset = next_offset + last_offset_delta
+                batch_max_timestamp = now_ms if log_append else header_max_timestamp
                 if re_encoded_parts is not None:
                     re_encoded_parts.append(bytes(batch.as_memoryview()))
             if batch_max_timestamp > max_timestamp or (log_append and count):
@@ -177,21 +183,21 @@ class LogValidator:
                              validated, now_ms if log_append else NO_TIMESTAMP, source_compression,
                              self._target_for(source_compression), re_encoded_parts is not None)
 
-    def _validate_batch_header(self, batch: RecordBatch) -> None:
-        if batch.is_control:
+    def _validate_batch_header(self, is_control: bool, records_count: int, last_offset_delta: int,
+                               producer_id: int, base_sequence: int) -> None:
+        if is_control:
             if self.origin == AppendOrigin.CLIENT:
                 raise InvalidRecordError("Clients are not allowed to write control records")
             return
         if self.origin == AppendOrigin.CLIENT:
-            records_count = batch.records_count
             if records_count <= 0:
                 raise InvalidRecordError(f"Invalid reported count for record batch: {records_count}")
-            if batch.last_offset_delta + 1 != records_count:
-                raise InvalidRecordError(f"Inconsistent batch offset range [0, {batch.last_offset_delta}] and "
+            if last_offset_delta + 1 != records_count:
+                raise InvalidRecordError(f"Inconsistent batch offset range [0, {last_offset_delta}] and "
                                          f"count of records {records_count}")
-        if batch.has_producer_id and batch.base_sequence < 0:
-            raise InvalidRecordError(f"Invalid sequence number {batch.base_sequence} in record batch with "
-                                     f"producerId {batch.producer_id}")
+        if producer_id > NO_PRODUCER_ID and base_sequence < 0:
+            raise InvalidRecordError(f"Invalid sequence number {base_sequence} in record batch with "
+                                     f"producerId {producer_id}")
 
     def _target_for(self, source_compression: CompressionType) -> CompressionType:
         return source_compression if self.target_compression is None else self.target_compression
