@@ -40,6 +40,9 @@ class Client:
         self.join: Answers | None = None
         self.sync: Answers | None = None
         self.static = index == 0  # one static member among dynamic ones
+        # A static member that rejoins under a new member id inherits the assignment its instance had (the point of
+        # static membership: no rebalance), so its payload may name any member id the instance has held.
+        self.past_member_ids: set[str] = set()
 
 
 class GroupMachine(RuleBasedStateMachine):
@@ -68,6 +71,7 @@ class GroupMachine(RuleBasedStateMachine):
                     self._join(client)
                 elif answer.error_code == ErrorCode.NONE:
                     client.member_id, client.generation = answer.member_id, answer.generation_id
+                    client.past_member_ids.add(answer.member_id)
                     if answer.leader == answer.member_id:
                         assignment = {m.member_id: f"{m.member_id}@{answer.generation_id}".encode()
                                       for m in answer.members}
@@ -83,7 +87,8 @@ class GroupMachine(RuleBasedStateMachine):
                 assert answer.error_code in SYNC_ERRORS, answer
                 client.sync = None
                 if answer.error_code == ErrorCode.NONE:
-                    assert answer.assignment in (b"", f"{client.member_id}@{client.generation}".encode())
+                    owners = {client.member_id} | (client.past_member_ids if client.static else set())
+                    assert answer.assignment in {b""} | {f"{owner}@{client.generation}".encode() for owner in owners}
                 elif answer.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
                     client.member_id, client.generation = "", -1
 
