@@ -25,10 +25,10 @@ import asyncio
 import logging
 import random
 import uuid
-from typing import Callable, Sequence, TypeVar
+from typing import Awaitable, Callable, Sequence, TypeVar
 
 from kfk.config import BrokerConfig
-from kfk.controller import cluster_control, config_control, partition_change, replication_control
+from kfk.controller import cluster_control, config_control, partition_change, reassignment, replication_control
 from kfk.controller.auto_topic_creation import creatable_topic
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.config_describer import describe_topic_configs
@@ -43,7 +43,15 @@ from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfig
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from kfk.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from kfk.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from kfk.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
@@ -73,6 +81,8 @@ class QuorumController:
         self._reconciler: asyncio.Task | None = None
         self._reconcile_again = False
         self._rebalancer: asyncio.Task | None = None
+        #: Sends a CreateTopics to the active controller when this node is not it (set by the broker).
+        self.forward_create_topics: Callable[[CreateTopicsRequest], Awaitable[CreateTopicsResponse]] | None = None
 
     # -- MetadataListener --------------------------------------------------------------------------------------------
 
@@ -152,8 +162,7 @@ class QuorumController:
                 if registration is not None and registration.broker_epoch != broker_epoch:
                     del self.shutting_down[broker_id]  # it came back: a new registration
             try:
-                await self._write(lambda image: ControllerResult(None, partition_change.handle_broker_changes(
-                    image, self._live_brokers(image), self._unclean_allowed)))
+                await self._write(lambda image: ControllerResult(None, self._partition_changes(image)))
             except NotControllerError:
                 return
             except InvalidUpdateVersionError:
@@ -163,6 +172,31 @@ class QuorumController:
                 log.exception("updating partition leadership failed")
                 await asyncio.sleep(0.5)
                 self._reconcile_again = True
+
+    def _partition_changes(self, image: MetadataImage) -> list[Message]:
+        """Leadership after broker changes first; reassignments whose new replicas caught up complete once the
+        partition is otherwise settled (one change per partition per write)."""
+        live = self._live_brokers(image)
+        records = partition_change.handle_broker_changes(image, live, self._unclean_allowed)
+        if records:
+            return records
+        return reassignment.reassignment_progress(image, live)
+
+    async def alter_partition_reassignments(self, request: AlterPartitionReassignmentsRequest
+                                            ) -> AlterPartitionReassignmentsResponse:
+        try:
+            return await self._write(lambda image: reassignment.alter_partition_reassignments(
+                image, request, self._live_brokers(image)))
+        except NotControllerError:
+            return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER,
+                                                       error_message=_NOT_CONTROLLER.message)
+
+    def list_partition_reassignments(self, request: ListPartitionReassignmentsRequest
+                                     ) -> ListPartitionReassignmentsResponse:
+        if not self.is_active:
+            return ListPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER,
+                                                      error_message=_NOT_CONTROLLER.message)
+        return reassignment.list_partition_reassignments(self.image, request)
 
     async def _rebalance_leaders_periodically(self) -> None:
         interval_s = self.config.leader_imbalance_check_interval_seconds
@@ -275,7 +309,15 @@ class QuorumController:
     async def auto_create_topics(self, names: Sequence[str]) -> CreateTopicsResponse:
         """Create topics clients asked for (Metadata with auto-creation), each with what Kafka gives it."""
         request = CreateTopicsRequest(topics=[creatable_topic(name, self.config) for name in names])
-        response = await self.create_topics(request)
+        if not self.is_active and self.forward_create_topics is not None:
+            # Another broker is the controller (ZooKeeper mode): it creates the topics (Kafka's forwarding).
+            try:
+                response = await self.forward_create_topics(request)
+            except KafkaError as error:
+                log.info("auto-creation of %s through the controller failed: %s", ", ".join(names), error)
+                return replication_control.create_topics_error(request, ApiError.from_exception(error))
+        else:
+            response = await self.create_topics(request)
         for result in response.topics:
             if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                 log.info("auto-creation of topic %s failed: %s (%s)", result.name,

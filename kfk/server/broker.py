@@ -29,11 +29,12 @@ from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.service import GroupCoordinatorService
-from kfk.errors import KafkaStorageError
+from kfk.errors import ErrorCode, KafkaStorageError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server import network
+from kfk.server.controller_channel import ControllerChannel, create_topics_not_controller
 from kfk.server.dispatch import Dispatcher
 from kfk.server.handlers import api_versions
 from kfk.server.handlers import admin, cluster, configs, metadata, producer_id
@@ -51,6 +52,8 @@ PID_FILE = "kfk.pid"
 #: Kafka's controlled.shutdown.max.retries (3); the backoff is shorter than its 5 s: a retry only waits for followers.
 CONTROLLED_SHUTDOWN_ATTEMPTS = 3
 CONTROLLED_SHUTDOWN_RETRY_BACKOFF_S = 0.5
+#: The CreateTopics version a broker forwards auto-creations with (the highest kfk serves).
+CREATE_TOPICS_FORWARD_VERSION = 7
 
 
 class BrokerServer:
@@ -159,6 +162,10 @@ class BrokerServer:
                                      config.listener_security_protocol_map, config.controller_listener_names)
         self.broker_epoch = await backend.register_broker(endpoints, config.broker_rack)
         self.producer_id_manager = ProducerIdManager(lambda: backend.allocate_producer_ids(self.node_id))
+        self.controller_channel = ControllerChannel(self.node_id, backend, self.metadata_cache,
+                                                    lambda: self.replica_manager.inter_broker_listener)
+        self.controller.forward_create_topics = lambda request: self.controller_channel.send(
+            request, CREATE_TOPICS_FORWARD_VERSION, create_topics_not_controller)
         controller_changed = asyncio.Event()
         backend.add_controller_listener(controller_changed.set)
         self._controller_election = asyncio.create_task(
@@ -169,7 +176,6 @@ class BrokerServer:
         its leaderships to other in-sync replicas and take it out of the ISRs (ControlledShutdown), retrying while
         some partitions have nowhere to go, so clients and followers switch over before it disappears."""
         from kfk.protocol.messages.controlled_shutdown import ControlledShutdownRequest
-        from kfk.replication.broker_channel import BrokerChannel
 
         if self.config.zookeeper_connect is None or not self.config.controlled_shutdown_enable \
                 or self.controller is None:
@@ -179,19 +185,11 @@ class BrokerServer:
                 if self.controller.is_active:
                     remaining = await self.controller.controlled_shutdown(self.node_id, self.broker_epoch)
                 else:
-                    active = self.metadata_backend.active_controller()
-                    endpoint = self.metadata_cache.image.alive_endpoint(
-                        active[0], self.replica_manager.inter_broker_listener) if active else None
-                    if endpoint is None:
-                        raise KafkaStorageError("no controller is reachable")
-                    channel = BrokerChannel(endpoint.host, endpoint.port, f"broker-{self.node_id}", 10_000)
-                    try:
-                        response = await channel.request(ControlledShutdownRequest(
-                            broker_id=self.node_id, broker_epoch=self.broker_epoch), 3)
-                    finally:
-                        await channel.close()
-                    if response.error_code != 0:
-                        raise KafkaStorageError(f"controlled shutdown refused: error {response.error_code}")
+                    response = await self.controller_channel.send(
+                        ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch), 3,
+                        lambda response: response.error_code == ErrorCode.NOT_CONTROLLER)
+                    if response.error_code != ErrorCode.NONE:
+                        raise KafkaStorageError(f"controlled shutdown refused: {ErrorCode(response.error_code).name}")
                     remaining = response.remaining_partitions
                 if not remaining:
                     log.info("controlled shutdown of broker %d succeeded", self.node_id)
@@ -205,6 +203,7 @@ class BrokerServer:
     async def _stop_metadata(self) -> None:
         if getattr(self, "_controller_election", None) is not None:
             self._controller_election.cancel()
+            await self.controller_channel.close()
         if self.metadata_backend is not None:
             self.controller.deactivate()
             await self.metadata_backend.stop()

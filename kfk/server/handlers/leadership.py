@@ -1,4 +1,5 @@
-"""Partition leadership: ElectLeaders (key 43) v0-v2, ControlledShutdown (key 7) v1-v3 (ZooKeeper mode).
+"""Partition leadership: ElectLeaders (key 43) v0-v2, ControlledShutdown (key 7) v1-v3 (ZooKeeper mode),
+AlterPartitionReassignments (key 45) v0 and ListPartitionReassignments (key 46) v0 (one version each, flexible).
 
 Both are served by the active controller (others answer NOT_CONTROLLER; clients and brokers send them to the
 controller the Metadata response names). ElectLeaders: v0 is always a preferred election, v1 adds election_type
@@ -15,8 +16,16 @@ from typing import TYPE_CHECKING
 
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from kfk.protocol.messages.controlled_shutdown import ControlledShutdownRequest, ControlledShutdownResponse
 from kfk.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from kfk.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 if TYPE_CHECKING:
@@ -45,5 +54,15 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
         return ControlledShutdownResponse(error_code=ErrorCode.NONE, remaining_partitions=[
             RemainingPartition(topic_name=topic, partition_index=partition) for topic, partition in remaining])
 
+    async def alter_reassignments(context: RequestContext, request: AlterPartitionReassignmentsRequest
+                                  ) -> AlterPartitionReassignmentsResponse:
+        return await broker.controller.alter_partition_reassignments(request)
+
+    async def list_reassignments(context: RequestContext, request: ListPartitionReassignmentsRequest
+                                 ) -> ListPartitionReassignmentsResponse:
+        return broker.controller.list_partition_reassignments(request)
+
+    dispatcher.register(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, alter_reassignments)
+    dispatcher.register(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, list_reassignments)
     dispatcher.register(ApiKey.ELECT_LEADERS, *ELECT_LEADERS_VERSIONS, elect_leaders)
     dispatcher.register(ApiKey.CONTROLLED_SHUTDOWN, *CONTROLLED_SHUTDOWN_VERSIONS, controlled_shutdown)

@@ -1,0 +1,107 @@
+"""Reassignment and leader election through the commands, on three broker processes and a real ZooKeeper."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+
+from tests.cluster.helpers import consume_all, create_topic, partitions, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
+
+
+def kfk(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    completed = subprocess.run([sys.executable, "-m", "kfk", *args], capture_output=True, text=True, timeout=60)
+    if check:
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed
+
+
+@pytest.mark.slow
+def test_a_topic_moves_from_brokers_1_2_to_2_3_under_load(kfk_cluster, tmp_path) -> None:
+    bootstrap = kfk_cluster.bootstrap_servers
+    create_topic(bootstrap, "moving", assignment=[[1, 2], [2, 1]])
+    wait_until(lambda: all(len(isr) == 2 for _, _, isr in partitions(bootstrap, "moving").values()))
+    acknowledged: dict[int, list[bytes]] = {0: [], 1: []}
+    stop = threading.Event()
+
+    def produce() -> None:
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                             "linger.ms": 5})
+
+        def delivered(error, message) -> None:
+            if error is None:
+                acknowledged[message.partition()].append(message.value())
+
+        sequence = 0
+        while not stop.is_set():
+            for index in (0, 1):
+                producer.produce("moving", f"{index}:{sequence}".encode() + b"x" * 200, partition=index,
+                                 on_delivery=delivered)
+            sequence += 1
+            producer.poll(0)
+            time.sleep(0.002)
+        producer.flush(30)
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: len(acknowledged[0]) > 200, what="load before the move")
+        topics_file = tmp_path / "topics.json"
+        topics_file.write_text(json.dumps({"version": 1, "topics": [{"topic": "moving"}]}))
+        generated = kfk("reassign-partitions", "--bootstrap-server", bootstrap, "--generate",
+                        "--topics-to-move-json-file", str(topics_file), "--broker-list", "2,3").stdout
+        proposed = json.loads(generated.split("Proposed partition reassignment configuration\n", 1)[1])
+        assert {tuple(sorted(p["replicas"])) for p in proposed["partitions"]} == {(2, 3)}
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "moving", "partition": 0, "replicas": [2, 3]},
+            {"topic": "moving", "partition": 1, "replicas": [3, 2]}]}))
+        executed = kfk("reassign-partitions", "--bootstrap-server", bootstrap, "--execute",
+                       "--reassignment-json-file", str(plan)).stdout
+        assert "Successfully started partition reassignments for moving-0,moving-1" in executed
+        assert '"replicas":[1,2]' in executed  # the rollback plan
+        wait_until(lambda: kfk("reassign-partitions", "--bootstrap-server", bootstrap, "--verify",
+                               "--reassignment-json-file", str(plan), check=False).returncode == 0,
+                   timeout=30, interval=0.5, what="the reassignment to complete")
+        verified = kfk("reassign-partitions", "--bootstrap-server", bootstrap, "--verify",
+                       "--reassignment-json-file", str(plan)).stdout
+        assert "Reassignment of partition moving-0 is completed." in verified
+        before = len(acknowledged[0])
+        wait_until(lambda: len(acknowledged[0]) > before + 100, what="load after the move")
+    finally:
+        stop.set()
+        thread.join(60)
+    layout = partitions(bootstrap, "moving")
+    assert layout[0][1] == [2, 3] and layout[1][1] == [3, 2]
+    assert all(leader in (2, 3) and sorted(isr) == [2, 3] for leader, _, isr in layout.values())
+    wait_until(lambda: not (kfk_cluster.broker(1).log_dir / "moving-0").exists(), what="broker 1 deleted its logs")
+    consumed = consume_all(bootstrap, "moving", 2)
+    for index in (0, 1):
+        assert set(acknowledged[index]) <= set(consumed[index])
+        sequences = [int(value.split(b":")[1].rstrip(b"x")) for value in consumed[index]]
+        assert sequences == list(range(len(sequences)))
+
+
+def test_preferred_leader_election_moves_leadership_back(kfk_cluster) -> None:
+    bootstrap = kfk_cluster.bootstrap_servers
+    create_topic(bootstrap, "elect", assignment=[[1, 2, 3]])
+    wait_until(lambda: partitions(bootstrap, "elect")[0][2] == [1, 2, 3])
+    assert kfk_cluster.stop(1) == 0  # controlled shutdown: leadership moves to 2
+    kfk_cluster.start([1])
+    others = kfk_cluster.bootstrap_servers
+    wait_until(lambda: sorted(partitions(others, "elect")[0][2]) == [1, 2, 3], what="broker 1 back in the ISR")
+    assert partitions(others, "elect")[0][0] == 2
+    output = kfk("leader-election", "--bootstrap-server", others, "--election-type", "preferred",
+                 "--topic", "elect", "--partition", "0").stdout
+    assert "Successfully completed leader election (PREFERRED) for partitions elect-0" in output
+    wait_until(lambda: partitions(others, "elect")[0][0] == 1, what="broker 1 leads")
+    again = kfk("leader-election", "--bootstrap-server", others, "--election-type", "preferred",
+                "--all-topic-partitions").stdout
+    assert "Successfully completed" not in again
