@@ -44,6 +44,7 @@ from kfk.client.structs import (
     TopicPartition,
 )
 from kfk.errors import (
+    BrokerNotAvailableError,
     ErrorCode,
     KafkaError,
     KafkaTimeoutError,
@@ -279,6 +280,15 @@ class Admin:
         return await self._network.refresh_metadata(topics, timeout_ms=max(deadline - monotonic_ms(), 1),
                                                     allow_auto_topic_creation=False)
 
+    async def _require_broker(self, node: int, deadline: float) -> None:
+        """Broker configs go to that broker: it must be in the metadata (fetched now if it is not yet)."""
+        if node == NO_NODE or node in self._network.cluster.brokers:
+            return
+        cluster = await self._metadata((), deadline)
+        if node not in cluster.brokers:
+            raise _FinalError(BrokerNotAvailableError(f"broker {node} is not in the cluster (brokers: "
+                                                      f"{', '.join(map(str, sorted(cluster.brokers)))})"))
+
     async def _controller(self, deadline: float) -> int:
         cluster = await self._metadata((), deadline)
         if cluster.controller_id in cluster.brokers:
@@ -421,6 +431,7 @@ class Admin:
             groups = self._by_target_node(resources)
             result: dict[ConfigResource, dict[str, ConfigEntry]] = {}
             for node, items in groups.items():
+                await self._require_broker(node, deadline)
                 request = DescribeConfigsRequest(
                     resources=[DescribeConfigsRequest.DescribeConfigsResource(
                         resource_type=resource.type, resource_name=resource.name, configuration_keys=None)
@@ -447,6 +458,7 @@ class Admin:
         async def call(deadline: float) -> dict[ConfigResource, KafkaError | None]:
             result: dict[ConfigResource, KafkaError | None] = {}
             for node, items in self._by_target_node(list(changes)).items():
+                await self._require_broker(node, deadline)
                 target = node if node != NO_NODE else await self._controller(deadline)
                 request = IncrementalAlterConfigsRequest(
                     resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(

@@ -186,13 +186,15 @@ def produce(
             producer.partitions_for(topic)  # metadata (and auto-creation) before the clock starts
             stats.start = stats.window_start = time.monotonic()
             throttler = ThroughputThrottler(throughput, stats.start)
+            throttled = throughput > 0
             send, callback, choice = producer.send, stats.callback, random.Random(1).choice
             single = payloads[0] if len(payloads) == 1 else None
             for index in range(num_records):
                 payload = single if single is not None else choice(payloads)
                 send(topic, payload, callback=callback(index, time.monotonic(), len(payload)))
+                if throttled:
+                    throttler.throttle(index + 1)
                 if index % 1000 == 0:
-                    throttler.throttle(index)
                     stats.maybe_print_window()
                     if progress is not None:
                         progress.update(progress.task_ids[0], completed=stats.count)
