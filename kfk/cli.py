@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kfk import __version__
-from kfk.commands import configs, console, dump_log, groups, perf, server, storage, topics, zookeeper
+from kfk.commands import configs, console, dump_log, groups, perf, reassign, server, storage, topics, zookeeper
 
 app = typer.Typer(
     name="kfk",
@@ -27,6 +27,7 @@ app.add_typer(configs.app)
 app.add_typer(perf.app, name="perf-test")
 app.add_typer(dump_log.app)
 app.add_typer(zookeeper.app, name="zookeeper")
+app.add_typer(reassign.app)
 
 
 def _print_version(value: bool) -> None:
