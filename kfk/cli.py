@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kfk import __version__
-from kfk.commands import configs, console, dump_log, groups, perf, reassign, server, storage, topics, zookeeper
+from kfk.commands import configs, console, dump_log, groups, perf, reassign, server, spark, storage, topics, zookeeper
 
 app = typer.Typer(
     name="kfk",
@@ -26,6 +26,7 @@ app.add_typer(groups.app)
 app.add_typer(configs.app)
 app.add_typer(perf.app, name="perf-test")
 app.add_typer(dump_log.app)
+app.add_typer(spark.app)
 app.add_typer(zookeeper.app, name="zookeeper")
 app.add_typer(reassign.app)
 

@@ -17,7 +17,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
 
 # The generated codec is committed; it must be exactly what the generator writes from the specs it vendors.
 python3 scripts/gen_protocol.py --check

@@ -1,0 +1,198 @@
+"""`kfk spark-export`: topics to Parquet/JSON/CSV/ORC files through Spark, batch or streaming, exactly once.
+
+Thin: the flags become an ExportRequest; kfk.spark.export plans it (topics, offsets and the output checked before
+any JVM starts) and runs it; this module renders the progress and the summary. pyspark is an optional extra: when
+it is missing the command says what to install, and a missing or old Java is reported before Spark tries to start.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from kfk.commands.client_options import (
+    DEFAULT_BOOTSTRAP_SERVER,
+    Debug,
+    JsonOutput,
+    client_errors,
+    console,
+    parse_key_values,
+    print_json,
+    table,
+)
+from kfk.commands.errors import fail
+
+app = typer.Typer()
+
+
+class OutputFormat(str, Enum):
+    parquet = "parquet"
+    json = "json"
+    csv = "csv"
+    orc = "orc"
+
+
+class IsolationLevel(str, Enum):
+    read_uncommitted = "read_uncommitted"
+    read_committed = "read_committed"
+
+
+@app.command("spark-export")
+def spark_export(
+    output: Annotated[str, typer.Option("--output", "-o", help="Directory (or, with --stream, any Spark URI) to "
+                                                                 "write to.")],
+    topic: Annotated[Optional[list[str]], typer.Option("--topic", "-t", help="A topic to export (repeatable).")] = None,
+    pattern: Annotated[Optional[str], typer.Option("--pattern", help="Export every topic whose whole name matches "
+                                                                     "this regex.")] = None,
+    bootstrap_server: Annotated[Optional[str], typer.Option(
+        "--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER", show_envvar=True,
+        help=f"host:port of a broker (default {DEFAULT_BOOTSTRAP_SERVER} unless --log-dir).")] = None,
+    log_dir: Annotated[Optional[str], typer.Option(
+        "--log-dir", help="Read a stopped broker's log dir(s) instead of a cluster (comma-separated).")] = None,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="File format.")] = OutputFormat.parquet,
+    starting_offsets: Annotated[Optional[str], typer.Option(
+        "--starting-offsets", help='earliest (default), latest (--stream), JSON {"topic":{"0":42}} (-2 earliest, '
+                                   '-1 latest), ts:<epoch ms|ISO time>, ts:<JSON of times>, or resume (batch: '
+                                   'where the output ends).')] = None,
+    ending_offsets: Annotated[Optional[str], typer.Option(
+        "--ending-offsets", help="latest (default), JSON, or ts:... (batch only).")] = None,
+    partition_by: Annotated[Optional[list[str]], typer.Option(
+        "--partition-by", help="Columns to partition the files by, e.g. topic,partition or date (or hour), derived "
+                               "from timestamp.")] = None,
+    decode: Annotated[Optional[str], typer.Option(
+        "--decode", help="key=binary|string,value=binary|string|json (JSON values become columns).")] = None,
+    value_schema: Annotated[Optional[str], typer.Option(
+        "--value-schema", help="The JSON values' schema as Spark DDL ('id BIGINT, name STRING'); default: "
+                               "inferred from a sample.")] = None,
+    include_headers: Annotated[bool, typer.Option("--include-headers", help="Export record headers too.")] = False,
+    isolation_level: Annotated[IsolationLevel, typer.Option(
+        "--isolation-level", help="read_committed skips aborted and open transactions.")
+    ] = IsolationLevel.read_uncommitted,
+    min_partitions: Annotated[Optional[int], typer.Option(
+        "--min-partitions", help="Split big offset ranges into at least this many Spark tasks.")] = None,
+    max_offsets_per_trigger: Annotated[Optional[int], typer.Option(
+        "--max-offsets-per-trigger", help="--stream: at most this many offsets per micro-batch.")] = None,
+    fail_on_data_loss: Annotated[bool, typer.Option(
+        "--fail-on-data-loss/--no-fail-on-data-loss", help="Fail when records to export were already deleted.")
+    ] = True,
+    master: Annotated[str, typer.Option("--master", help="Spark master URL (local[*], spark://host:7077, yarn, "
+                                                         "k8s://...).")] = "local[*]",
+    stream: Annotated[bool, typer.Option("--stream", help="Run as a Spark streaming query (needs --checkpoint).")
+                      ] = False,
+    checkpoint: Annotated[Optional[str], typer.Option(
+        "--checkpoint", help="--stream: Spark's checkpoint dir; the same one resumes the export.")] = None,
+    trigger: Annotated[str, typer.Option(
+        "--trigger", help="--stream: available-now (export what is there, then stop) or an interval such as 30s "
+                          "(run until Ctrl-C).")] = "available-now",
+    spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", help="A Spark setting key=value "
+                                                                                 "(repeatable).")] = None,
+    option: Annotated[Optional[list[str]], typer.Option(
+        "--option", help="A source option key=value, as for format('kafka') (repeatable), e.g. "
+                         "kafka.fetch.max.bytes=10485760.")] = None,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace what the output holds (and, with --stream, restart the checkpoint).")] = False,
+    json_output: JsonOutput = False,
+    debug: Debug = False,
+) -> None:
+    """Export topics to files through Spark (PySpark and kfk's pure-Python Kafka source), exactly once."""
+    with client_errors(debug):
+        from kfk.spark.environment import SparkSetupError, check_java, check_pyspark
+
+        try:
+            check_pyspark()
+        except SparkSetupError as error:
+            fail(str(error))
+        from kfk.spark.export import Decode, ExportRequest, plan_export
+
+        source_options = parse_key_values(option, "--option")
+        if include_headers:
+            source_options["includeHeaders"] = "true"
+        if isolation_level is IsolationLevel.read_committed:
+            source_options["kafka.isolation.level"] = "read_committed"
+        if min_partitions is not None:
+            source_options["minPartitions"] = str(min_partitions)
+        if max_offsets_per_trigger is not None:
+            source_options["maxOffsetsPerTrigger"] = str(max_offsets_per_trigger)
+        if not fail_on_data_loss:
+            source_options["failOnDataLoss"] = "false"
+        request = ExportRequest(
+            output=output, log_dir=log_dir,
+            bootstrap_servers=bootstrap_server or (None if log_dir else DEFAULT_BOOTSTRAP_SERVER),
+            topics=list(topic or []), pattern=pattern, output_format=output_format.value,
+            starting_offsets=starting_offsets, ending_offsets=ending_offsets,
+            partition_by=[name.strip() for item in partition_by or [] for name in item.split(",") if name.strip()],
+            decode=Decode.parse(decode), value_schema=value_schema, master=master, stream=stream,
+            checkpoint=checkpoint, trigger=trigger, spark_conf=parse_key_values(spark_conf, "--spark-conf"),
+            source_options=source_options, overwrite=overwrite)
+        plan = plan_export(request)
+        try:
+            check_java()
+        except SparkSetupError as error:
+            fail(str(error))
+        summary = _run(plan, quiet=json_output)
+        _print_summary(summary, plan, json_output)
+
+
+def _run(plan, quiet: bool):
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kfk.spark.export import run_export
+
+    if quiet or not sys.stderr.isatty():
+        return _spark_errors(lambda: run_export(plan))
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                        TextColumn("{task.completed:,}/{task.total:,} offsets"), TextColumn("{task.fields[status]}"),
+                        TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+    with progress:
+        task = progress.add_task("starting Spark", total=max(plan.total_offsets, 1), status="")
+
+        def update(done: int, total: int, status: str) -> None:
+            progress.update(task, description="exporting", completed=done, total=max(total, 1), status=status)
+
+        return _spark_errors(lambda: run_export(plan, update))
+
+
+def _spark_errors(job):
+    """Spark's failures as one readable line: the message, without the JVM stack."""
+    try:
+        return job()
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:  # noqa: BLE001 - sorted below; kfk's own errors pass through
+        from kfk.errors import KafkaError
+
+        if isinstance(error, KafkaError):
+            raise
+        module = type(error).__module__
+        if module.startswith(("pyspark", "py4j")):
+            text = str(error).strip()
+            first = next((line for line in text.splitlines() if line.strip()), type(error).__name__)
+            # A failure inside the kfk source carries its Python traceback; its last line is the cause.
+            causes = [line.strip() for line in text.splitlines() if line.startswith("kfk.")]
+            fail(f"Spark job failed: {causes[-1] if causes else first[:500]}")
+        raise
+
+
+def _print_summary(summary, plan, json_output: bool) -> None:
+    rows_by_partition = [{"topic": r.topic, "partition": r.partition, "from_offset": r.from_offset,
+                          "until_offset": r.until_offset, "offsets": r.size} for r in summary.ranges]
+    if json_output:
+        print_json({"output": summary.output, "format": plan.request.output_format, "rows": summary.rows,
+                    "bytes": summary.bytes, "files": summary.files, "seconds": round(summary.seconds, 3),
+                    "partitions": rows_by_partition, "notes": summary.notes})
+        return
+    out = console()
+    for note in summary.notes:
+        out.print(f"note: {note}")
+    grid = table("TOPIC", "PARTITION", "FROM-OFFSET", "UNTIL-OFFSET", "OFFSETS")
+    for entry in rows_by_partition:
+        grid.add_row(entry["topic"], str(entry["partition"]), str(entry["from_offset"]), str(entry["until_offset"]),
+                     f"{entry['offsets']:,}")
+    out.print(grid)
+    rate = summary.rows / summary.seconds if summary.seconds > 0 else 0.0
+    out.print(f"exported {summary.rows:,} rows ({summary.bytes / 1e6:,.1f} MB in {summary.files} files) to "
+              f"{summary.output} as {plan.request.output_format} in {summary.seconds:.1f} s ({rate:,.0f} rows/s)")

@@ -1,0 +1,112 @@
+"""What Spark needs from the machine, checked before it starts, and a SparkSession set up for kfk.
+
+- pyspark (4.2 or later: the Python Data Source API with read limits) and pyarrow: the optional extra
+  ``pip install 'kfk[spark]'``;
+- a Java runtime, 17 or later (Spark 4 runs on Java 17 and 21): JAVA_HOME/bin/java, else java on PATH;
+- PYSPARK_PYTHON set to the running interpreter unless the user chose one: Spark's Python workers otherwise start
+  ``python3`` from PATH, which may be outside the virtualenv that has kfk;
+- SPARK_LOCAL_IP=127.0.0.1 for local masters (no reverse DNS lookups of the host name, no binding to a public
+  interface), and spark.ui.showConsoleProgress=false so that Spark's console bar does not mix with kfk's.
+
+Nothing here imports pyspark at module level: the checks must run where it is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["INSTALL_HINT", "SparkSetupError", "check_java", "check_pyspark", "create_session"]
+
+INSTALL_HINT = "pip install 'kfk[spark]'"
+MINIMUM_PYSPARK = (4, 2)
+MINIMUM_JAVA = 17
+
+
+class SparkSetupError(RuntimeError):
+    """The machine lacks something Spark needs; the message says what to install or set."""
+
+
+def check_pyspark() -> str:
+    """The installed pyspark version; SparkSetupError naming the install command if pyspark or pyarrow is
+    missing or pyspark is too old."""
+    missing = [name for name in ("pyspark", "pyarrow") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise SparkSetupError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed; "
+                              f"kfk's Spark support needs them: {INSTALL_HINT}")
+    version = importlib.metadata.version("pyspark")
+    numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+    if numbers < MINIMUM_PYSPARK:
+        raise SparkSetupError(f"pyspark {version} is too old (kfk needs {'.'.join(map(str, MINIMUM_PYSPARK))} or "
+                              f"later, for the Python Data Source API with read limits): {INSTALL_HINT} --upgrade")
+    return version
+
+
+def java_executable() -> str | None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = os.path.join(java_home, "bin", "java")
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("java")
+
+
+def parse_java_version(text: str) -> int | None:
+    """The major version in ``java -version`` output: "17.0.15" -> 17, "1.8.0_392" -> 8, "21" -> 21."""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if match is None:
+        return None
+    major = int(match.group(1))
+    if major == 1 and match.group(2) is not None:
+        return int(match.group(2))
+    return major
+
+
+def check_java() -> tuple[str, int]:
+    """(path, major version) of the Java that Spark will run on; SparkSetupError if none or too old."""
+    java = java_executable()
+    advice = (f"Spark needs Java {MINIMUM_JAVA} or later: install it (Debian/Ubuntu: apt-get install "
+              f"openjdk-{MINIMUM_JAVA}-jre-headless) or point JAVA_HOME at one")
+    if java is None:
+        raise SparkSetupError(f"no Java runtime found (JAVA_HOME is {'unset' if 'JAVA_HOME' not in os.environ else 'wrong'}"
+                              f" and there is no java on PATH). {advice}")
+    try:
+        result = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SparkSetupError(f"{java} -version failed ({error}). {advice}") from None
+    major = parse_java_version(result.stderr + result.stdout)
+    if major is None:
+        raise SparkSetupError(f"cannot tell the version of {java} ({(result.stderr or result.stdout).strip()!r}). "
+                              f"{advice}")
+    if major < MINIMUM_JAVA:
+        raise SparkSetupError(f"{java} is Java {major}. {advice}")
+    return java, major
+
+
+def create_session(master: str, app_name: str, conf: Mapping[str, str] | None = None) -> Any:
+    """A SparkSession for kfk jobs (or the active one: getOrCreate), with the kfk data source registered."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    from kfk.spark import register
+
+    builder = SparkSession.builder.master(master).appName(app_name)
+    # Parquet timestamps as INT64 microseconds (Spark writes legacy INT96 by default, which other readers treat as
+    # zone-less nanoseconds); dates for --partition-by in UTC; Spark's own log down to errors.
+    settings = {"spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC",
+                "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS", "spark.log.level": "ERROR"}
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
