@@ -603,6 +603,7 @@ def main() -> int:
     if "W6" in chosen and "W1" not in chosen and args.w6_rate is None:
         chosen.insert(0, "W1")
 
+    load_at_start = os.getloadavg()
     root = Path(tempfile.mkdtemp(prefix="kfk-bench-run-"))
     state: dict = {"scratch": str(root), "w6_seconds": args.w6_seconds}
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, confluent-kafka {confluent_kafka.version()} "
@@ -627,6 +628,9 @@ def main() -> int:
             run_session(group, names, args.repetitions, root, state, rss)
         checks = targets(by_name, limits, rss)
         print_table(workloads, limits, rss, checks)
+        load = {"start": load_at_start, "end": os.getloadavg()}
+        print(f"load average (1, 5, 15 min) at start {load['start']}, at end {load['end']}: above 2 means the two "
+              "cores were shared with other work")
         if not args.no_json:
             path = args.json or RESULTS_DIR / time.strftime("%Y%m%dT%H%M%SZ.json", time.gmtime())
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -640,7 +644,7 @@ def main() -> int:
                 "workloads": {w.name: {"description": w.description, "samples": w.samples,
                                        "medians": {b: {k: statistics.median(v) for k, v in s.items()}
                                                    for b, s in w.samples.items()}} for w in workloads},
-                "peak_rss_mb": rss, "targets": checks,
+                "peak_rss_mb": rss, "targets": checks, "load_average": load,
             }, indent=1) + "\n")
             print(f"results: {path}")
     finally:
