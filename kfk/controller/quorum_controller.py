@@ -191,6 +191,26 @@ class QuorumController:
             return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER,
                                                        error_message=_NOT_CONTROLLER.message)
 
+    async def handle_admin_requests(self, deletions: Sequence[str],
+                                    reassignment: dict[tuple[str, int], list[int]]) -> None:
+        """Topic deletions and a reassignment plan left by Kafka's ZooKeeper-based tools (the ZooKeeper backend's
+        /admin/delete_topics and /admin/reassign_partitions), carried out like the equivalent admin requests."""
+        if deletions:
+            response = await self.delete_topics(DeleteTopicsRequest(topic_names=list(deletions)), 5)
+            for result in response.responses:
+                log.info("deletion of topic %s requested in ZooKeeper: %s", result.name,
+                         ErrorCode(result.error_code).name)
+        if reassignment:
+            Topic = AlterPartitionReassignmentsRequest.ReassignableTopic
+            Partition = AlterPartitionReassignmentsRequest.ReassignablePartition
+            topics: dict[str, list] = {}
+            for (name, index), replicas in sorted(reassignment.items()):
+                topics.setdefault(name, []).append(Partition(partition_index=index, replicas=replicas))
+            response = await self.alter_partition_reassignments(AlterPartitionReassignmentsRequest(
+                topics=[Topic(name=name, partitions=partitions) for name, partitions in topics.items()]))
+            log.info("reassignment of %d partition(s) requested in ZooKeeper: %s", len(reassignment),
+                     ErrorCode(response.error_code).name)
+
     def list_partition_reassignments(self, request: ListPartitionReassignmentsRequest
                                      ) -> ListPartitionReassignmentsResponse:
         if not self.is_active:

@@ -166,6 +166,7 @@ class BrokerServer:
                                                     lambda: self.replica_manager.inter_broker_listener)
         self.controller.forward_create_topics = lambda request: self.controller_channel.send(
             request, CREATE_TOPICS_FORWARD_VERSION, create_topics_not_controller)
+        backend.set_admin_request_handler(self.controller.handle_admin_requests)
         controller_changed = asyncio.Event()
         backend.add_controller_listener(controller_changed.set)
         self._controller_election = asyncio.create_task(

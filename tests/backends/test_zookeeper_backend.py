@@ -193,3 +193,40 @@ def test_a_broker_registers_again_after_its_session_expired(zookeeper_connect: s
         await broker.stop()
 
     run(scenario())
+
+
+def test_the_controller_serves_requests_left_under_admin_by_kafkas_zookeeper_tools(zookeeper_connect: str) -> None:
+    from kfk.config import BrokerConfig
+    from kfk.controller.quorum_controller import QuorumController
+    from kfk.protocol.messages.create_topics import CreateTopicsRequest
+
+    async def scenario() -> None:
+        zookeeper, cache = backend(zookeeper_connect, 1)
+        config = BrokerConfig({"zookeeper.connect": zookeeper_connect, "broker.id": "1"})
+        controller = QuorumController(zookeeper, config, 1, manage_leadership=True)
+        zookeeper.add_listener(controller)
+        zookeeper.set_admin_request_handler(controller.handle_admin_requests)
+        await zookeeper.start()
+        await zookeeper.register_broker([Endpoint("PLAINTEXT", "127.0.0.1", 9092)], None)
+        await zookeeper.register_broker([Endpoint("PLAINTEXT", "127.0.0.1", 9092)], None)  # idempotent
+        assert await controller.activate()
+        Topic = CreateTopicsRequest.CreatableTopic
+        response = await controller.create_topics(CreateTopicsRequest(topics=[
+            Topic(name=name, num_partitions=1, replication_factor=1) for name in ("doomed", "kept")]))
+        assert all(result.error_code == 0 for result in response.topics)
+        await zookeeper.create_znode("/admin/delete_topics/doomed")
+        await eventually(lambda: cache.image.topic("doomed") is None)
+        plan = znodes.encode_reassignment({("kept", 0): [1]})
+        await zookeeper.create_znode("/admin/reassign_partitions", plan)
+        for _ in range(100):
+            if await zookeeper.read_znode("/admin/reassign_partitions") is None \
+                    and not await zookeeper.znode_children("/admin/delete_topics"):
+                break
+            await asyncio.sleep(0.05)
+        assert await zookeeper.read_znode("/admin/reassign_partitions") is None
+        assert await zookeeper.znode_children("/admin/delete_topics") == []
+        assert cache.image.topic("kept") is not None
+        controller.deactivate()
+        await zookeeper.stop()
+
+    run(scenario())

@@ -37,7 +37,7 @@ import asyncio
 import logging
 import threading
 import time
-from typing import Callable, Iterable, Sequence
+from typing import Awaitable, Callable, Iterable, Sequence
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -68,9 +68,14 @@ from kfk.protocol.message import Message
 log = logging.getLogger("kfk.backends.zookeeper")
 
 #: Paths whose children kfk lists (with a child watch); every other watched path is read for its data.
-_CHILDREN_PATHS = (znodes.BROKER_IDS_PATH, znodes.TOPICS_PATH, znodes.CONFIG_TOPICS_PATH, znodes.CONFIG_BROKERS_PATH)
+_CHILDREN_PATHS = (znodes.BROKER_IDS_PATH, znodes.TOPICS_PATH, znodes.CONFIG_TOPICS_PATH, znodes.CONFIG_BROKERS_PATH,
+                   znodes.DELETE_TOPICS_PATH)
 _SINGLE_PATHS = (znodes.CLUSTER_ID_PATH, znodes.CONTROLLER_PATH, znodes.CONTROLLER_EPOCH_PATH, znodes.FEATURE_PATH,
-                 znodes.PRODUCER_ID_BLOCK_PATH)
+                 znodes.PRODUCER_ID_BLOCK_PATH, znodes.REASSIGN_PARTITIONS_PATH)
+
+#: The controller's handler of requests that Kafka's ZooKeeper-based tools leave in /admin: (topics to delete,
+#: partition -> target replicas).
+AdminRequestHandler = Callable[[list[str], dict[tuple[str, int], list[int]]], Awaitable[None]]
 
 
 def _wall_clock_ms() -> int:
@@ -115,6 +120,8 @@ class ZooKeeperMetadataBackend:
         self._listeners: list[MetadataListener] = []
         self._controller_listeners: list[Callable[[], None]] = []
         self._session_listeners: list[Callable[[str], None]] = []
+        self._admin_request_handler: AdminRequestHandler | None = None
+        self._admin_requests_in_flight = False
         self._cache = _ZnodeCache()
         self._read_lock = threading.Lock()
         self._image = MetadataImage(cluster_id=cluster_id)
@@ -195,6 +202,12 @@ class ZooKeeperMetadataBackend:
     def add_controller_listener(self, listener: Callable[[], None]) -> None:
         """Called (on the loop) whenever the active controller or its epoch changes, or this node loses it."""
         self._controller_listeners.append(listener)
+
+    def set_admin_request_handler(self, handler: AdminRequestHandler) -> None:
+        """While this node is the controller, `handler` gets the topic deletions and the reassignment plan that
+        Kafka's ZooKeeper-based tools write under /admin; their znodes are removed once it returns (the
+        reassignment then goes on through the partitions' adding/removing replicas)."""
+        self._admin_request_handler = handler
 
     def add_session_listener(self, listener: Callable[[str], None]) -> None:
         """Called with "expired" when the ZooKeeper session is lost and "reconnected" once a new one is up."""
@@ -483,6 +496,33 @@ class ZooKeeperMetadataBackend:
                 self._controller_epoch = None
             for listener in self._controller_listeners:
                 listener()
+        if (snapshot.delete_topic_requests or snapshot.reassignment_request) and self._controller_epoch is not None \
+                and self._admin_request_handler is not None and not self._admin_requests_in_flight:
+            self._admin_requests_in_flight = True
+            asyncio.get_running_loop().create_task(self._serve_admin_requests(
+                list(snapshot.delete_topic_requests), dict(snapshot.reassignment_request)))
+
+    async def _serve_admin_requests(self, deletions: list[str],
+                                    reassignment: dict[tuple[str, int], list[int]]) -> None:
+        try:
+            await self._admin_request_handler(deletions, reassignment)
+            paths = [f"{znodes.DELETE_TOPICS_PATH}/{topic}" for topic in deletions]
+            if reassignment:
+                paths.append(znodes.REASSIGN_PARTITIONS_PATH)
+
+            def delete() -> None:
+                client = self._require_client()
+                for path in paths:
+                    try:
+                        client.delete(path)
+                    except NoNodeError:
+                        pass
+
+            await self._blocking(delete)
+        except Exception:  # noqa: BLE001 - retried on the next change
+            log.exception("serving the requests under /admin failed")
+        finally:
+            self._admin_requests_in_flight = False
 
     def _read(self, dirty: set[str] | None) -> tuple[ZooKeeperSnapshot, int]:
         """In the executor: read what is dirty (everything if None), set watches, and decode the whole cache.
@@ -591,6 +631,10 @@ class ZooKeeperMetadataBackend:
             snapshot.features = znodes.decode_features(data)
         elif path == znodes.PRODUCER_ID_BLOCK_PATH:
             snapshot.producer_id_block_end = znodes.decode_producer_id_block_end(data)
+        elif path == znodes.REASSIGN_PARTITIONS_PATH:
+            snapshot.reassignment_request = znodes.decode_reassignment(data)
+        elif path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
+            snapshot.delete_topic_requests.append(path.rsplit("/", 1)[1])
         elif path.startswith(znodes.BROKER_IDS_PATH + "/"):
             broker_id = int(path.rsplit("/", 1)[1])
             snapshot.brokers[broker_id] = znodes.decode_broker(broker_id, data, stat.czxid)
@@ -677,6 +721,11 @@ class ZooKeeperMetadataBackend:
                 return None
 
         return await self._blocking(get)
+
+    async def create_znode(self, path: str, data: bytes = b"") -> None:
+        """Create a persistent znode (and its parents), as Kafka's ZooKeeper-based tools write requests under
+        /admin."""
+        await self._blocking(lambda: self._require_client().create(path, data, makepath=True))
 
     async def znode_children(self, path: str) -> list[str]:
         def children() -> list[str]:

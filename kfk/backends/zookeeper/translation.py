@@ -56,6 +56,10 @@ class ZooKeeperSnapshot:
     features: dict[str, int] = field(default_factory=dict)
     producer_id_block_end: int | None = None
     offset: int = -1
+    #: Requests left by Kafka's ZooKeeper-based tools for the controller: /admin/delete_topics/<topic> markers and
+    #: the /admin/reassign_partitions plan.
+    delete_topic_requests: list[str] = field(default_factory=list)
+    reassignment_request: dict[tuple[str, int], list[int]] = field(default_factory=dict)
 
 
 def incarnation_id(broker_id: int, broker_epoch: int) -> uuid.UUID:

@@ -296,6 +296,15 @@ def encode_isr_change_notification(partitions: Sequence[tuple[str, int]]) -> byt
                                                 for topic, partition in partitions]})
 
 
+def decode_reassignment(data: bytes) -> dict[tuple[str, int], list[int]]:
+    value = _loads(data, REASSIGN_PARTITIONS_PATH)
+    try:
+        return {(entry["topic"], int(entry["partition"])): [int(r) for r in entry["replicas"]]
+                for entry in value.get("partitions") or []}
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise CorruptRecordError(f"{REASSIGN_PARTITIONS_PATH} is not a reassignment: {error}") from error
+
+
 def encode_reassignment(partitions: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
     return _dumps({"version": 1, "partitions": [{"topic": topic, "partition": partition, "replicas": list(replicas)}
                                                 for (topic, partition), replicas in sorted(partitions.items())]})
