@@ -3,7 +3,7 @@
 The controller logic (kfk/controller/) decides *what* changes: it turns admin requests into Kafka's metadata records
 (TopicRecord, PartitionRecord, ConfigRecord...). A backend decides *where* they live and *who* may write them:
 - the embedded backend (backends/embedded/) keeps them in a local __cluster_metadata log, KRaft-style;
-- the ZooKeeper backend (backends/zookeeper.py) maps them onto Kafka's znodes.
+- the ZooKeeper backend (backends/zookeeper/) maps them onto Kafka's znodes.
 Both implement this protocol, and one contract test suite runs against each.
 
 Epochs fence the stale: `append` takes the controller epoch the caller won; a backend rejects an append from an

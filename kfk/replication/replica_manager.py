@@ -8,6 +8,13 @@
   opened waits for it. A log on disk whose topic the image does not know is left alone (it may be a topic the image
   has not replayed yet); one whose topic id differs from the image's (deleted and re-created while this broker was
   down) is deleted before the new one is created.
+- Followers: a partition this broker follows is handed to the ReplicaFetcherManager (replica_fetcher.py), which
+  truncates its divergent tail by leader epoch and then fetches from the leader's inter-broker endpoint; a leader
+  that changes address or loses its registration is followed again or dropped when the image says so.
+- In-sync replicas (multi-broker backends): every replica.lag.time.max.ms / 2 each led partition drops the
+  followers that have not caught up for replica.lag.time.max.ms, and a follower whose fetch reaches the high
+  watermark is added back; the change is persisted through the backend (`alter_partition`: a conditional write of
+  the partition state) and adopted when the image brings it back.
 - Produce (`append_records`): leader and min ISR checks, validation and append per partition, then for acks=all a
   DelayedProduce that completes when the high watermark passes the records, or times out.
 - Fetch (`fetch_messages`): reads file regions (nothing is copied) from each partition up to the bound of the
