@@ -72,6 +72,7 @@ class ClusterMetadata:
         self.controller_id = controller_id
         self.version = version
         self.updated_ms = updated_ms
+        self._available: dict[str, list[int]] = {}
         self._names_by_id = {topic.topic_id: name for name, topic in self.topics.items()
                              if topic.topic_id != ZERO_TOPIC_ID}
 
@@ -126,12 +127,16 @@ class ClusterMetadata:
         return sorted(metadata.partitions)
 
     def available_partitions_for(self, topic: str) -> list[int]:
-        """Partitions with a live leader: where the sticky partitioner sends keyless records."""
-        metadata = self.topics.get(topic)
-        if metadata is None:
-            return []
-        return [index for index, partition in sorted(metadata.partitions.items())
-                if partition.leader in self.brokers]
+        """Partitions with a live leader: where the sticky partitioner sends keyless records (computed once per
+        snapshot and topic: the producer asks for every keyless record)."""
+        available = self._available.get(topic)
+        if available is None:
+            metadata = self.topics.get(topic)
+            if metadata is None:
+                return []
+            available = self._available[topic] = [index for index, partition in sorted(metadata.partitions.items())
+                                                  if partition.leader in self.brokers]
+        return available
 
     def topic_id(self, topic: str) -> uuid.UUID:
         metadata = self.topics.get(topic)

@@ -3,8 +3,7 @@
 produce sends --num-records records of --record-size random bytes (or lines of --payload-file) as fast as allowed
 (--throughput records/s, -1 for no limit), and prints Kafka's lines: every 5 s "N records sent, X records/sec
 (Y MB/sec), A ms avg latency, M ms max latency.", and at the end the same with the 50th/95th/99th/99.9th latency
-percentiles. Latency is from send() to the acknowledgement callback, as in Kafka's tool; percentiles come from a
-sample of at most 500,000 records. consume reads --messages records as a group member and prints Kafka's CSV
+percentiles. Latency is from send() to the acknowledgement callback, as in Kafka's tool, in whole milliseconds. consume reads --messages records as a group member and prints Kafka's CSV
 summary (MB/s, records/s, rebalance time, fetch time). Both show a progress bar on a terminal and take --json.
 """
 
@@ -12,7 +11,6 @@ from __future__ import annotations
 
 import random
 import sys
-import threading
 import time
 from typing import Annotated, Any, Optional
 
@@ -33,74 +31,62 @@ from kfk.commands.errors import fail
 app = typer.Typer(help="Measure produce and consume throughput (kafka-*-perf-test.sh).", no_args_is_help=True)
 
 MB = 1024 * 1024
-MAX_LATENCY_SAMPLES = 500_000
 
 
 class ProduceStats:
-    """Kafka's ProducerPerformance.Stats: totals, a window for the periodic line, and sampled latencies.
-    ``record`` runs on the producer's network thread, the printing on the caller's; one lock keeps them apart."""
+    """Kafka's ProducerPerformance.Stats, shaped for Python: one bound method is every record's callback (no
+    closure per record), and the latency comes from the record's own timestamp, which send() set to the send time.
+    Only the producer's network thread runs the callback, so appending to lists needs no lock; the caller's thread
+    reads them for the periodic line."""
 
-    def __init__(self, num_records: int, reporting_interval_ms: int, periodic: bool) -> None:
+    def __init__(self, reporting_interval_ms: int, periodic: bool) -> None:
         self.start = time.monotonic()
-        self.sampling = max(1, num_records // min(num_records, MAX_LATENCY_SAMPLES))
         self.latencies: list[int] = []
-        self.count = self.bytes = self.total_latency = self.max_latency = 0
+        self.bytes = 0
         self.window_start = self.start
-        self.window_count = self.window_bytes = self.window_total_latency = self.window_max_latency = 0
+        self.window_first = 0
         self.reporting_interval = reporting_interval_ms / 1000
         self.periodic = periodic
         self.errors: list[BaseException] = []
-        self._lock = threading.Lock()
 
-    def callback(self, index: int, sent_at: float, size: int):
-        def done(metadata, error) -> None:
-            if error is not None:
-                self.errors.append(error)
-                return
-            latency = int((time.monotonic() - sent_at) * 1000)
-            with self._lock:
-                self.count += 1
-                self.bytes += size
-                self.total_latency += latency
-                if latency > self.max_latency:
-                    self.max_latency = latency
-                self.window_count += 1
-                self.window_bytes += size
-                self.window_total_latency += latency
-                if latency > self.window_max_latency:
-                    self.window_max_latency = latency
-                if index % self.sampling == 0:
-                    self.latencies.append(latency)
+    @property
+    def count(self) -> int:
+        return len(self.latencies)
 
-        return done
+    def record(self, metadata, error) -> None:
+        if error is not None:
+            self.errors.append(error)
+            return
+        self.latencies.append(time.time_ns() // 1_000_000 - metadata.timestamp)
+        self.bytes += metadata.serialized_value_size
 
-    def maybe_print_window(self) -> None:
+    def maybe_print_window(self, record_size: float) -> None:
         now = time.monotonic()
         if not self.periodic or now - self.window_start < self.reporting_interval:
             return
-        with self._lock:
-            elapsed = now - self.window_start
-            count, size = self.window_count, self.window_bytes
-            average = self.window_total_latency / count if count else 0.0
-            maximum = self.window_max_latency
-            self.window_start = now
-            self.window_count = self.window_bytes = self.window_total_latency = self.window_max_latency = 0
-        typer.echo(f"{count} records sent, {count / elapsed:.1f} records/sec ({size / MB / elapsed:.2f} MB/sec), "
-                   f"{average:.1f} ms avg latency, {maximum:.1f} ms max latency.")
+        window = self.latencies[self.window_first:]
+        elapsed = now - self.window_start
+        self.window_start, self.window_first = now, self.window_first + len(window)
+        count = len(window)
+        average = sum(window) / count if count else 0.0
+        typer.echo(f"{count} records sent, {count / elapsed:.1f} records/sec "
+                   f"({count * record_size / MB / elapsed:.2f} MB/sec), {average:.1f} ms avg latency, "
+                   f"{max(window, default=0):.1f} ms max latency.")
 
     def summary(self) -> dict[str, Any]:
         elapsed = time.monotonic() - self.start
         latencies = sorted(self.latencies)
+        count = len(latencies)
 
         def percentile(fraction: float) -> int:
-            return latencies[min(int(len(latencies) * fraction), len(latencies) - 1)] if latencies else 0
+            return latencies[min(int(count * fraction), count - 1)] if latencies else 0
 
         return {
-            "records": self.count, "elapsed_s": round(elapsed, 3),
-            "records_per_sec": self.count / elapsed if elapsed else 0.0,
+            "records": count, "elapsed_s": round(elapsed, 3),
+            "records_per_sec": count / elapsed if elapsed else 0.0,
             "mb_per_sec": self.bytes / MB / elapsed if elapsed else 0.0,
-            "avg_latency_ms": self.total_latency / self.count if self.count else 0.0,
-            "max_latency_ms": self.max_latency,
+            "avg_latency_ms": sum(latencies) / count if count else 0.0,
+            "max_latency_ms": latencies[-1] if latencies else 0,
             "p50_ms": percentile(0.5), "p95_ms": percentile(0.95), "p99_ms": percentile(0.99),
             "p999_ms": percentile(0.999),
         }
@@ -177,8 +163,9 @@ def produce(
     payloads = _payloads(record_size, payload_file, payload_delimiter)
     props = parse_key_values(producer_props, "--producer-props")
     bootstrap = props.pop("bootstrap.servers", bootstrap_server)
-    stats = ProduceStats(num_records, reporting_interval, periodic=not json_output)
+    stats = ProduceStats(reporting_interval, periodic=not json_output)
     progress = _progress(num_records, "producing", sys.stderr.isatty() and not json_output)
+    average_size = sum(map(len, payloads)) / len(payloads)
     with client_errors(debug):
         from kfk.client import Producer
 
@@ -187,15 +174,14 @@ def produce(
             stats.start = stats.window_start = time.monotonic()
             throttler = ThroughputThrottler(throughput, stats.start)
             throttled = throughput > 0
-            send, callback, choice = producer.send, stats.callback, random.Random(1).choice
+            send, callback, choice = producer.send, stats.record, random.Random(1).choice
             single = payloads[0] if len(payloads) == 1 else None
             for index in range(num_records):
-                payload = single if single is not None else choice(payloads)
-                send(topic, payload, callback=callback(index, time.monotonic(), len(payload)))
+                send(topic, single if single is not None else choice(payloads), callback=callback)
                 if throttled:
                     throttler.throttle(index + 1)
                 if index % 1000 == 0:
-                    stats.maybe_print_window()
+                    stats.maybe_print_window(average_size)
                     if progress is not None:
                         progress.update(progress.task_ids[0], completed=stats.count)
                     if stats.errors:

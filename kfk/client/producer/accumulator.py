@@ -29,7 +29,7 @@ __all__ = ["ProducerBatch", "RecordAccumulator", "ReadyCheckResult"]
 
 # An upper bound of a record's framing beyond its key and value bytes (length, attributes, timestamp delta, offset
 # delta, key and value lengths, header count): only records that might not fit pay for the exact size computation.
-_RECORD_FRAMING_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
+RECORD_FRAMING_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
 
 
 class ProducerBatch:
@@ -69,7 +69,7 @@ class ProducerBatch:
         if self.is_full:
             return None
         builder = self.builder
-        if self.record_count and (self._size_estimate + key_size + value_size + _RECORD_FRAMING_BOUND
+        if self.record_count and (self._size_estimate + key_size + value_size + RECORD_FRAMING_BOUND
                                   > self._limit or headers):
             if not builder.has_room_for(timestamp, key, value, headers):
                 self.is_full = True
@@ -130,6 +130,8 @@ class RecordAccumulator:
         self._flushes_in_progress = 0
         self._closed = False
         self._drain_start = 0
+        self.changes = 0
+        """Bumped (under the lock) whenever a batch is created or fills up: the sender compares it before sleeping."""
 
     # --- the caller's side -------------------------------------------------------------------------------------------
 
@@ -149,6 +151,8 @@ class RecordAccumulator:
                 last = queue[-1]
                 future = last.try_append(timestamp, key, value, headers, key_size, value_size)
                 if future is not None:
+                    if last.is_full:
+                        self.changes += 1
                     return future, last.is_full
             size = max(self.batch_size, RECORD_BATCH_OVERHEAD + record_size(0, 0, key, value, headers))
             self._reserve(size, max_block_ms)
@@ -158,6 +162,7 @@ class RecordAccumulator:
             assert future is not None
             queue.append(batch)
             self._incomplete.add(batch)
+            self.changes += 1
             return future, True
 
     def _reserve(self, size: int, max_block_ms: float) -> None:

@@ -61,7 +61,7 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 class BuiltInPartitioner:
     """The sticky partition of each topic for keyless records, switched after ``sticky_batch_size`` bytes.
 
-    Called from the threads that call send(); a lock keeps the per-topic state consistent."""
+    Called from the threads that call send(); switching partitions takes a lock, counting bytes does not."""
 
     def __init__(self, sticky_batch_size: int, rng: random.Random | None = None) -> None:
         self.sticky_batch_size = max(1, sticky_batch_size)
@@ -82,13 +82,14 @@ class BuiltInPartitioner:
     def record_appended(self, topic: str, partition: int, size_bytes: int, available: list[int],
                         num_partitions: int) -> None:
         """Count bytes produced to the sticky partition; past the batch size, move to another partition."""
-        with self._lock:
-            state = self._sticky.get(topic)
-            if state is None or state[0] != partition:
-                return
-            state[1] += size_bytes
-            if state[1] >= self.sticky_batch_size:
-                self._sticky[topic] = [self._choose(available, num_partitions, partition), 0]
+        state = self._sticky.get(topic)
+        if state is None or state[0] != partition:
+            return
+        state[1] += size_bytes  # racy across sender threads, harmlessly: the count only decides when to move on
+        if state[1] >= self.sticky_batch_size:
+            with self._lock:
+                if self._sticky.get(topic) is state:
+                    self._sticky[topic] = [self._choose(available, num_partitions, partition), 0]
 
     def _choose(self, available: list[int], num_partitions: int, previous: int | None) -> int:
         candidates = available if available else list(range(num_partitions))

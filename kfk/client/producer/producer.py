@@ -24,8 +24,8 @@ from typing import Any
 
 from kfk.client.config import PRODUCER_CONFIG_DEF, ClientConfig
 from kfk.client.event_loop import ClientLoop
-from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms, now_ms
-from kfk.client.producer.accumulator import RecordAccumulator
+from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
+from kfk.client.producer.accumulator import RECORD_FRAMING_BOUND, RecordAccumulator
 from kfk.client.producer.future import Callback, FutureRecordMetadata
 from kfk.client.producer.partitioner import BuiltInPartitioner, partition_for_key
 from kfk.client.producer.sender import Sender
@@ -48,6 +48,7 @@ log = logging.getLogger("kfk.client.producer")
 
 Serializer = Callable[[Any], "bytes | None"]
 
+_NO_HEADERS: list = []
 _ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
 _COMPRESSION = {"none": CompressionType.NONE, "gzip": CompressionType.GZIP, "snappy": CompressionType.SNAPPY,
                 "lz4": CompressionType.LZ4, "zstd": CompressionType.ZSTD}
@@ -132,38 +133,44 @@ class Producer:
             raise RuntimeError("cannot send after the producer is closed")
         if self._sender.fatal_error is not None:
             raise self._sender.fatal_error
-        start = monotonic_ms()
+        max_block_ms = self._max_block_ms
         cluster = self._network.cluster
         topic_metadata = cluster.topics.get(topic)
         if topic_metadata is None or not topic_metadata.partitions or (
                 partition is not None and partition not in topic_metadata.partitions):
-            cluster = self._wait_on_metadata(topic, partition, self._max_block_ms)
+            start = monotonic_ms()
+            cluster = self._wait_on_metadata(topic, partition, max_block_ms)
             topic_metadata = cluster.topics[topic]
+            max_block_ms -= monotonic_ms() - start
         key_bytes = self._key_serializer(key)
         value_bytes = self._value_serializer(value)
-        record_headers = _headers(headers)
+        record_headers = _headers(headers) if headers else _NO_HEADERS
         if timestamp_ms is None:
-            timestamp_ms = now_ms()
+            timestamp_ms = time.time_ns() // 1_000_000
+        # A cheap upper bound first; the exact size only for records near max.request.size.
+        size = (RECORD_BATCH_OVERHEAD + RECORD_FRAMING_BOUND + (len(key_bytes) if key_bytes is not None else 0)
+                + (len(value_bytes) if value_bytes is not None else 0))
+        if record_headers or size > self._max_request_size:
+            size = RECORD_BATCH_OVERHEAD + record_size(0, 0, key_bytes, value_bytes, record_headers)
+            if size > self._max_request_size:
+                raise RecordTooLargeError(f"the record is {size} bytes when serialized, larger than "
+                                          f"max.request.size ({self._max_request_size})")
         num_partitions = len(topic_metadata.partitions)
-        sticky = False
+        sticky = partition is None and (key_bytes is None or self._ignore_keys)
         if partition is None:
-            if key_bytes is not None and not self._ignore_keys:
-                partition = partition_for_key(key_bytes, num_partitions)
-            else:
+            if sticky:
                 partition = self._partitioner.partition(topic, cluster.available_partitions_for(topic),
                                                         num_partitions)
-                sticky = True
-        size = RECORD_BATCH_OVERHEAD + record_size(0, 0, key_bytes, value_bytes, record_headers)
-        if size > self._max_request_size:
-            raise RecordTooLargeError(f"the record is {size} bytes when serialized, larger than max.request.size "
-                                      f"({self._max_request_size})")
-        future, wake = self._accumulator.append(
-            TopicPartition(topic, partition), timestamp_ms, key_bytes, value_bytes, record_headers,
-            self._max_block_ms - (monotonic_ms() - start))
+            else:
+                partition = partition_for_key(key_bytes, num_partitions)
+        future, wake = self._accumulator.append(TopicPartition(topic, partition), timestamp_ms, key_bytes,
+                                                value_bytes, record_headers, max_block_ms)
         if sticky:
             self._partitioner.record_appended(topic, partition, size - RECORD_BATCH_OVERHEAD,
                                               cluster.available_partitions_for(topic), num_partitions)
-        if wake:
+        if wake and self._sender.sleeping:
+            # Only a sleeping sender needs waking: a busy one finds the batch on its next round anyway, and each
+            # wake-up costs a syscall that hands the GIL to the network thread in the middle of a send loop.
             self._call_soon(self._wakeup)
         if callback is not None:
             future.add_callback(callback)

@@ -68,6 +68,7 @@ class Sender:
         self.transaction_manager = transaction_manager
         self.idempotence_explicit = idempotence_explicit
         self.running = True
+        self.sleeping = False
         self.force_close = False
         self.fatal_error: KafkaError | None = None
         self._wakeup: asyncio.Event | None = None
@@ -111,6 +112,7 @@ class Sender:
     async def _run_once(self) -> None:
         assert self._wakeup is not None
         self._wakeup.clear()
+        changes = self.accumulator.changes
         manager = self.transaction_manager
         if manager is not None and not manager.has_producer_id:
             if not await self._init_producer_id():
@@ -143,10 +145,17 @@ class Sender:
             await asyncio.sleep(0)  # let responses and appends in; then look again
             return
         delay = min(ready.next_ready_check_delay_ms, _MAX_IDLE_WAIT_MS)
+        # Announce the sleep, then look once more: send() wakes a sleeping sender only, so a batch that filled
+        # up after this round started is either seen here or followed by a wake-up.
+        self.sleeping = True
         try:
+            if self.accumulator.changes != changes:
+                return
             await asyncio.wait_for(self._wakeup.wait(), max(delay, 0) / 1000)
         except asyncio.TimeoutError:
             pass
+        finally:
+            self.sleeping = False
 
     def _can_send(self, batch: ProducerBatch) -> bool:
         manager = self.transaction_manager
