@@ -220,3 +220,33 @@ def test_a_member_that_leaves_hands_its_partitions_over_from_the_committed_offse
     with Consumer(config) as staying:
         staying.subscribe([topic_name])
         assert [r.value for r in poll_until([staying], 1)] == [b"after"]
+
+
+def test_read_committed_reads_non_transactional_records(bootstrap: str, topic_name: str) -> None:
+    produce(bootstrap, topic_name, 1, 20)
+    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+                   "isolation.level": "read_committed"}) as consumer:
+        tp = TopicPartition(topic_name, 0)
+        consumer.assign([tp])
+        assert len(poll_until([consumer], 20)) == 20
+        assert consumer.end_offsets([tp]) == {tp: 20}
+
+
+class LostRecorder(Recorder):
+    def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
+        self.events.append(("lost", sorted(lost)))
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins_with_its_partitions_lost(bootstrap: str,
+                                                                                 topic_name: str) -> None:
+    produce(bootstrap, topic_name, 1, 5)
+    listener = LostRecorder()
+    config = dict(FAST_GROUP, **{"bootstrap.servers": bootstrap, "group.id": f"g-{topic_name}",
+                                 "max.poll.interval.ms": 500})
+    with Consumer(config) as consumer:
+        consumer.subscribe([topic_name], listener)
+        assert len(poll_until([consumer], 5)) == 5
+        time.sleep(1.0)  # longer than max.poll.interval.ms: the heartbeat task leaves the group
+        poll_until([consumer], 1, timeout=3)
+        assert ("lost", [TopicPartition(topic_name, 0)]) in listener.events
+        assert listener.events[-1] == ("assigned", [TopicPartition(topic_name, 0)])

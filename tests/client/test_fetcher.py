@@ -1,0 +1,99 @@
+"""CompletedFetch, the fetcher's decoding of one partition's fetched bytes: positions inside batches, control
+batches, read_committed filtering of aborted transactions, CRC checks and partial takes (no broker: the bytes are
+built with kfk.records exactly as a broker would return them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kfk.client.consumer.fetcher import CompletedFetch
+from kfk.client.structs import TopicPartition
+from kfk.errors import CorruptRecordError
+from kfk.records import (
+    CompressionType,
+    ControlRecordType,
+    EndTransactionMarker,
+    MemoryRecordsBuilder,
+    build_end_transaction_marker_batch,
+)
+
+TP = TopicPartition("t", 0)
+
+
+def batch(base_offset: int, values: list[bytes], *, producer_id: int = -1, transactional: bool = False,
+          compression: CompressionType = CompressionType.NONE) -> bytes:
+    builder = MemoryRecordsBuilder(base_offset=base_offset, producer_id=producer_id,
+                                   producer_epoch=0 if producer_id >= 0 else -1,
+                                   base_sequence=0 if producer_id >= 0 else -1, is_transactional=transactional,
+                                   compression_type=compression, partition_leader_epoch=3)
+    for value in values:
+        builder.append(1000 + base_offset, None, value)
+    return bytes(builder.close())
+
+
+def marker(offset: int, producer_id: int, kind: ControlRecordType) -> bytes:
+    return build_end_transaction_marker_batch(base_offset=offset, timestamp=2000, partition_leader_epoch=3,
+                                              producer_id=producer_id, producer_epoch=0,
+                                              marker=EndTransactionMarker(kind, 0))
+
+
+TRANSACTIONS = b"".join([
+    batch(0, [b"aborted-0", b"aborted-1"], producer_id=7, transactional=True),
+    marker(2, 7, ControlRecordType.ABORT),
+    batch(3, [b"plain-3", b"plain-4"]),
+    batch(5, [b"committed-5", b"committed-6"], producer_id=8, transactional=True),
+    marker(7, 8, ControlRecordType.COMMIT),
+    batch(8, [b"plain-8"]),
+])
+
+
+def take_all(fetch: CompletedFetch, read_committed: bool, max_records: int = 1000) -> list:
+    return fetch.take(max_records, True, read_committed, None, None)
+
+
+def test_read_committed_skips_aborted_transactions_and_control_batches() -> None:
+    fetch = CompletedFetch(TP, 0, 0, 9, 9, 0, TRANSACTIONS, [(7, 0)])
+    records = take_all(fetch, read_committed=True)
+    assert [(r.offset, r.value) for r in records] == [(3, b"plain-3"), (4, b"plain-4"), (5, b"committed-5"),
+                                                       (6, b"committed-6"), (8, b"plain-8")]
+    assert fetch.next_fetch_offset == 9 and fetch.consumed_all
+    assert records[0].leader_epoch == 3 and records[0].timestamp == 1003
+
+
+def test_read_uncommitted_returns_every_data_record_but_no_markers() -> None:
+    fetch = CompletedFetch(TP, 0, 0, 9, 9, 0, TRANSACTIONS, None)
+    assert [r.offset for r in take_all(fetch, read_committed=False)] == [0, 1, 3, 4, 5, 6, 8]
+
+
+def test_a_fetch_that_ends_on_a_marker_moves_the_position_past_it() -> None:
+    data = batch(0, [b"x"], producer_id=7, transactional=True) + marker(1, 7, ControlRecordType.ABORT)
+    fetch = CompletedFetch(TP, 0, 0, 2, 2, 0, data, [(7, 0)])
+    assert take_all(fetch, read_committed=True) == [] and fetch.next_fetch_offset == 2
+
+
+def test_records_before_the_position_inside_a_compressed_batch_are_skipped() -> None:
+    data = batch(10, [f"v{n}".encode() for n in range(10)], compression=CompressionType.LZ4)
+    fetch = CompletedFetch(TP, 14, 0, 20, 20, 0, data, None)
+    assert [r.offset for r in take_all(fetch, read_committed=False)] == list(range(14, 20))
+
+
+def test_partial_takes_resume_where_they_stopped() -> None:
+    data = batch(0, [b"a", b"b", b"c"]) + batch(3, [b"d", b"e"])
+    fetch = CompletedFetch(TP, 0, 0, 5, 5, 0, data, None)
+    assert [r.value for r in take_all(fetch, False, 2)] == [b"a", b"b"] and fetch.next_fetch_offset == 2
+    assert [r.value for r in take_all(fetch, False, 2)] == [b"c", b"d"] and fetch.next_fetch_offset == 4
+    assert [r.value for r in take_all(fetch, False, 2)] == [b"e"] and fetch.consumed_all
+
+
+def test_a_corrupt_batch_is_reported_with_its_partition_and_offset() -> None:
+    data = bytearray(batch(0, [b"a"]) + batch(1, [b"b"]))
+    data[-3] ^= 0xFF
+    fetch = CompletedFetch(TP, 0, 0, 2, 2, 0, bytes(data), None)
+    with pytest.raises(CorruptRecordError, match="record batch of t-0 at offset 1 is invalid"):
+        take_all(fetch, read_committed=False)
+
+
+def test_deserializers_apply_to_keys_and_values() -> None:
+    fetch = CompletedFetch(TP, 0, 0, 1, 1, 0, batch(0, [b"42"]), None)
+    [record] = fetch.take(10, True, False, lambda key: key, lambda value: int(value))
+    assert record.value == 42
