@@ -19,7 +19,6 @@ import typer
 from kfk.commands.client_options import (
     DEFAULT_BOOTSTRAP_SERVER,
     BootstrapServer,
-    CommandConfig,
     Debug,
     client_config,
     client_errors,
