@@ -299,6 +299,7 @@ class Admin:
 
     def describe_cluster(self, timeout_ms: float | None = None) -> ClusterDescription:
         async def call(deadline: float) -> ClusterDescription:
+            cluster = await self._metadata((), deadline)
             node = self._network.least_loaded_node()
             connection = await self._network.connect(node)
             if connection.supports(ApiKey.DESCRIBE_CLUSTER):
@@ -309,7 +310,6 @@ class Admin:
                 brokers = [BrokerMetadata(b.broker_id, b.host, b.port, b.rack) for b in response.brokers]
                 return ClusterDescription(response.cluster_id, response.controller_id,
                                           sorted(brokers, key=lambda b: b.node_id))
-            cluster = await self._metadata((), deadline)
             return ClusterDescription(cluster.cluster_id, cluster.controller_id,
                                       sorted(cluster.brokers.values(), key=lambda b: b.node_id))
 

@@ -81,6 +81,16 @@ def client_config(bootstrap_server: str, command_config: str | None,
     return config
 
 
+def check_reachable(config: dict[str, Any]) -> None:
+    """Fail now, in one line, when no bootstrap server answers: a producer would otherwise wait max.block.ms (a
+    minute by default) before saying so, which is right for an application and wrong for a command."""
+    from kfk.client import Admin
+    from kfk.client.config import ADMIN_CONFIG_DEF
+
+    with Admin({key: value for key, value in config.items() if key in ADMIN_CONFIG_DEF.keys}) as admin:
+        admin.describe_cluster()
+
+
 @contextmanager
 def client_errors(debug: bool = False) -> Iterator[None]:
     """Turn client failures into one line and exit code 1 (tracebacks only with --debug)."""

@@ -21,6 +21,7 @@ from kfk.commands.client_options import (
     BootstrapServer,
     Debug,
     client_config,
+    check_reachable,
     client_errors,
     parse_key_values,
 )
@@ -115,7 +116,9 @@ def console_produce(
     with client_errors(debug):
         from kfk.client import Producer
 
-        with Producer(client_config(bootstrap_server, producer_config, settings)) as producer:
+        config = client_config(bootstrap_server, producer_config, settings)
+        check_reachable(config)
+        with Producer(config) as producer:
             for number, raw in enumerate(sys.stdin.buffer, 1):
                 line = raw.rstrip(b"\n").rstrip(b"\r")
                 key, value, headers = reader.parse(line, number)

@@ -22,6 +22,7 @@ from kfk.commands.client_options import (
     Debug,
     JsonOutput,
     client_config,
+    check_reachable,
     client_errors,
     parse_key_values,
     print_json,
@@ -169,7 +170,9 @@ def produce(
     with client_errors(debug):
         from kfk.client import Producer
 
-        with Producer(client_config(bootstrap, producer_config, props)) as producer:
+        config = client_config(bootstrap, producer_config, props)
+        check_reachable(config)
+        with Producer(config) as producer:
             producer.partitions_for(topic)  # metadata (and auto-creation) before the clock starts
             stats.start = stats.window_start = time.monotonic()
             throttler = ThroughputThrottler(throughput, stats.start)

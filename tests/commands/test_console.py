@@ -89,3 +89,8 @@ def test_consume_an_unknown_topic_is_one_line(shared_broker) -> None:  # noqa: F
     result = runner.invoke(app, ["console-consume", "--topic", "no-such-topic-here", "--bootstrap-server",
                                  shared_broker.bootstrap_servers])
     assert result.exit_code == 1 and result.stderr == "kfk: topic 'no-such-topic-here' does not exist\n"
+
+
+def test_produce_to_an_unreachable_server_fails_at_once() -> None:
+    result = runner.invoke(app, ["console-produce", "--topic", "t", "--bootstrap-server", "127.0.0.1:1"], input="x\n")
+    assert result.exit_code == 1 and result.stderr.startswith("kfk: cannot connect to any bootstrap server")

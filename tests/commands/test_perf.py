@@ -52,3 +52,9 @@ def test_produce_then_consume_prints_kafkas_lines(shared_broker, topic_name: str
     header, values = consumed.output.splitlines()
     assert header.startswith("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg")
     assert values.split(", ")[4] == "4000"
+
+
+def test_an_unreachable_server_fails_at_once() -> None:
+    result = runner.invoke(app, ["perf-test", "produce", "--topic", "t", "--num-records", "1", "--record-size", "1",
+                                 "--bootstrap-server", "127.0.0.1:1"])
+    assert result.exit_code == 1 and result.output.startswith("kfk: cannot connect to any bootstrap server")
