@@ -61,16 +61,15 @@ class TopicMetadata:
 
 
 class ClusterMetadata:
-    """One immutable snapshot. ``version`` increases with every update, so waiters can tell a newer one apart."""
+    """One immutable snapshot; ``updated_ms`` is when its Metadata response arrived (metadata.max.age.ms)."""
 
     def __init__(self, brokers: Mapping[int, BrokerMetadata] | None = None,
                  topics: Mapping[str, TopicMetadata] | None = None, cluster_id: str | None = None,
-                 controller_id: int = NO_NODE, version: int = 0, updated_ms: int = 0) -> None:
+                 controller_id: int = NO_NODE, updated_ms: int = 0) -> None:
         self.brokers: Mapping[int, BrokerMetadata] = MappingProxyType(dict(brokers or {}))
         self.topics: Mapping[str, TopicMetadata] = MappingProxyType(dict(topics or {}))
         self.cluster_id = cluster_id
         self.controller_id = controller_id
-        self.version = version
         self.updated_ms = updated_ms
         self._available: dict[str, list[int]] = {}
         self._names_by_id = {topic.topic_id: name for name, topic in self.topics.items()
@@ -78,7 +77,7 @@ class ClusterMetadata:
 
     def __repr__(self) -> str:
         return (f"ClusterMetadata(cluster_id={self.cluster_id!r}, brokers={sorted(self.brokers)}, "
-                f"topics={sorted(self.topics)}, version={self.version})")
+                f"topics={sorted(self.topics)})")
 
     def with_response(self, response: MetadataResponse, asked_topics: frozenset[str] | None, now_ms: int
                       ) -> ClusterMetadata:
@@ -98,7 +97,7 @@ class ClusterMetadata:
                 for partition in topic.partitions}
             topics[topic.name] = TopicMetadata(topic.name, topic.topic_id or ZERO_TOPIC_ID, topic.is_internal,
                                                topic.error_code, MappingProxyType(partitions))
-        return ClusterMetadata(brokers, topics, response.cluster_id, response.controller_id, self.version + 1, now_ms)
+        return ClusterMetadata(brokers, topics, response.cluster_id, response.controller_id, now_ms)
 
     # --- queries -----------------------------------------------------------------------------------------------------
 

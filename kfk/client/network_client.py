@@ -325,11 +325,6 @@ class NetworkClient:
             listener(self.cluster)
         return self.cluster
 
-    async def maybe_refresh_metadata(self) -> ClusterMetadata:
-        if self.metadata_needs_refresh():
-            return await self.refresh_metadata()
-        return self.cluster
-
     # --- teardown ----------------------------------------------------------------------------------------------------
 
     async def close(self) -> None:

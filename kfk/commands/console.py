@@ -262,7 +262,7 @@ def console_consume(
                 pass
         finally:
             try:
-                consumer.close()
+                consumer.close(timeout=5)
             finally:
                 if started:
                     typer.echo(f"Processed a total of {count} messages", err=True)

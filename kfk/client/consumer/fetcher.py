@@ -366,9 +366,6 @@ class Fetcher:
 
     # --- caller side -------------------------------------------------------------------------------------------------
 
-    def has_buffered(self) -> bool:
-        return bool(self._completed) or self._next_in_line is not None
-
     def wait_for_data(self, timeout_s: float) -> bool:
         with self._data_ready:
             if self._completed or self.fatal_error is not None:

@@ -54,8 +54,6 @@ class SubscriptionState:
         self.pattern: re.Pattern | None = None
         self._assignment: dict[TopicPartition, TopicPartitionState] = {}
         self._lock = threading.RLock()
-        self.version = 0
-        """Bumped on every assignment change and seek: in-flight fetches built before are discarded."""
 
     # --- subscribing -------------------------------------------------------------------------------------------------
 
@@ -105,7 +103,6 @@ class SubscriptionState:
     def _set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
         partitions = list(dict.fromkeys(partitions))
         self._assignment = {tp: self._assignment.get(tp) or TopicPartitionState() for tp in partitions}
-        self.version += 1
 
     def unsubscribe(self) -> None:
         with self._lock:
@@ -113,7 +110,6 @@ class SubscriptionState:
             self.pattern = None
             self._assignment = {}
             self.subscription_type = SubscriptionType.NONE
-            self.version += 1
 
     # --- reading -----------------------------------------------------------------------------------------------------
 
@@ -172,7 +168,6 @@ class SubscriptionState:
             state.position = offset
             state.position_leader_epoch = leader_epoch
             state.reset_strategy = None
-            self.version += 1
 
     def advance(self, tp: TopicPartition, position: int, leader_epoch: int, expected: int) -> bool:
         """Move the position forward after returning records, if nobody seeked meanwhile."""
@@ -189,7 +184,6 @@ class SubscriptionState:
             state = self._require(tp)
             state.reset_strategy = strategy or self.default_reset_strategy
             state.position = None
-            self.version += 1
 
     def maybe_seek_unvalidated(self, tp: TopicPartition, offset: int, leader_epoch: int,
                                strategy: OffsetResetStrategy) -> None:
@@ -201,7 +195,6 @@ class SubscriptionState:
             state.position = offset
             state.position_leader_epoch = leader_epoch
             state.reset_strategy = None
-            self.version += 1
 
     def update_log_offsets(self, tp: TopicPartition, high_watermark: int, last_stable_offset: int,
                            log_start_offset: int) -> None:
@@ -220,4 +213,3 @@ class SubscriptionState:
         with self._lock:
             for tp in partitions:
                 self._require(tp).paused = False
-            self.version += 1

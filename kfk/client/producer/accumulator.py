@@ -35,7 +35,7 @@ RECORD_FRAMING_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
 class ProducerBatch:
     """One batch of one partition: the builder while open, its bytes once drained, and its outcome."""
 
-    __slots__ = ("topic_partition", "builder", "result", "created_ms", "attempts", "retry_at_ms", "drained_ms",
+    __slots__ = ("topic_partition", "builder", "result", "created_ms", "attempts", "retry_at_ms",
                  "records", "record_count", "reserved_bytes", "base_sequence", "is_full", "in_retry",
                  "_size_estimate", "_limit")
 
@@ -48,7 +48,6 @@ class ProducerBatch:
         self.created_ms = now_ms
         self.attempts = 0
         self.retry_at_ms = 0.0
-        self.drained_ms = 0.0
         self.records: bytes | bytearray | None = None
         self.record_count = 0
         self.reserved_bytes = reserved_bytes
@@ -238,7 +237,6 @@ class RecordAccumulator:
                     continue
                 queue.popleft()
                 batch.is_full = True
-                batch.drained_ms = now_ms
                 sizes[node] += batch.estimated_size
                 drained[node].append(batch)
         return {node: batches for node, batches in drained.items() if batches}
@@ -279,10 +277,6 @@ class RecordAccumulator:
     def has_undrained(self) -> bool:
         with self._lock:
             return any(self._queues.values())
-
-    def has_incomplete(self) -> bool:
-        with self._lock:
-            return bool(self._incomplete)
 
     def incomplete_batches(self) -> list[ProducerBatch]:
         with self._lock:
