@@ -14,7 +14,8 @@
   highest version both sides support (kfk.protocol.apis.highest_common_version) unless the caller caps it.
 - Timeouts: a request unanswered after request.timeout.ms fails with KafkaTimeoutError and closes the connection,
   as in the Java client (the responses behind it can no longer be matched safely); so does a connect or handshake
-  slower than socket.connection.setup.timeout.ms.
+  slower than socket.connection.setup.timeout.ms. One watchdog task per connection checks the deadlines, rather
+  than a timer per request: the producer sends thousands of requests a second.
 When the connection closes, for whatever reason, every in-flight request fails with the same error.
 """
 
@@ -48,6 +49,8 @@ __all__ = ["BrokerConnection"]
 log = logging.getLogger("kfk.client.connection")
 
 _RESPONSE_HEADER_V0_SIZE = 4  # correlation id; the ApiVersions error code follows it
+_WRITE_BUFFER_LIMIT = 4 * 1024 * 1024  # acks=0 sends wait for the socket past this many unsent bytes
+_IDLE_WATCH_S = 1.0  # how often the timeout watchdog looks when nothing is close to its deadline
 
 
 class _InFlight(NamedTuple):
@@ -55,6 +58,8 @@ class _InFlight(NamedTuple):
     api_key: int
     api_version: int
     future: asyncio.Future
+    deadline: float
+    timeout_ms: int
 
 
 class BrokerConnection:
@@ -79,6 +84,7 @@ class BrokerConnection:
         self._next_correlation_id = 0
         self._closed_error: KafkaError | None = None
         self._connected = False
+        self._watchdog: asyncio.Task | None = None
 
     def __repr__(self) -> str:
         return f"BrokerConnection(node {self.node_id} at {self.host}:{self.port})"
@@ -130,7 +136,7 @@ class BrokerConnection:
         request = ApiVersionsRequest(client_software_name=self.client_software_name,
                                      client_software_version=self.client_software_version)
         for _ in range(2):
-            response = await self._send(request, version, True, self.connection_setup_timeout_ms)
+            response = await self._write(request, version, True, self.connection_setup_timeout_ms)
             assert isinstance(response, ApiVersionsResponse)
             if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
                 broker_range = {entry.api_key: entry for entry in response.api_keys}.get(ApiKey.API_VERSIONS)
@@ -176,14 +182,26 @@ class BrokerConnection:
         """Send ``request`` (at ``version``, or the highest both sides know, capped at ``highest``) and return the
         decoded response (None when ``expect_response`` is False). ``timeout_ms`` extends the request timeout for
         requests the broker may legitimately hold (a long-poll fetch)."""
+        future = self.send_request(request, version, expect_response=expect_response, timeout_ms=timeout_ms,
+                                   highest=highest)
+        if future is None:
+            if self._writer is not None and self._writer.transport.get_write_buffer_size() > _WRITE_BUFFER_LIMIT:
+                await self._writer.drain()
+            return None
+        return await future
+
+    def send_request(self, request: Message, version: int | None = None, *, expect_response: bool = True,
+                     timeout_ms: int | None = None, highest: int | None = None) -> asyncio.Future | None:
+        """Write ``request`` now and return the future of its response (None when none is expected). For callers
+        on the hot path (the producer's sender) that react to the answer in a callback instead of a task."""
         if not self.connected:
             raise self._closed_error or NetworkError(f"connection to {self.address} is not open")
         if version is None:
             version = self.version(request.API_KEY, highest)
-        return await self._send(request, version, expect_response,
-                                self.request_timeout_ms if timeout_ms is None else timeout_ms)
+        return self._write(request, version, expect_response,
+                           self.request_timeout_ms if timeout_ms is None else timeout_ms)
 
-    async def _send(self, request: Message, version: int, expect_response: bool, timeout_ms: int) -> Message | None:
+    def _write(self, request: Message, version: int, expect_response: bool, timeout_ms: int) -> asyncio.Future | None:
         assert self._writer is not None
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
@@ -192,26 +210,34 @@ class BrokerConnection:
         frame = encode_request(header, request)
         future: asyncio.Future | None = None
         if expect_response:
-            future = asyncio.get_running_loop().create_future()
-            self._in_flight.append(_InFlight(correlation_id, request.API_KEY, version, future))
+            loop = asyncio.get_running_loop()
+            future = loop.create_future()
+            self._in_flight.append(_InFlight(correlation_id, request.API_KEY, version, future,
+                                             loop.time() + timeout_ms / 1000, timeout_ms))
+            if self._watchdog is None:
+                self._watchdog = loop.create_task(self._expire_requests())
         try:
             self._writer.write(frame)
-            transport = self._writer.transport
-            if transport.get_write_buffer_size() > 4 * 1024 * 1024:
-                await self._writer.drain()
         except (OSError, RuntimeError) as error:
             failure = NetworkError(f"connection to {self.address} failed while sending: {error}")
             self.close(failure)
             raise failure from None
-        if future is None:
-            return None
-        try:
-            return await asyncio.wait_for(future, timeout_ms / 1000)
-        except asyncio.TimeoutError:
-            name = API_SCHEMAS[request.API_KEY].name
-            failure = KafkaTimeoutError(f"{name} request to {self.address} got no response within {timeout_ms} ms")
-            self.close(failure)
-            raise failure from None
+        return future
+
+    async def _expire_requests(self) -> None:
+        """One timer per connection instead of one per request: wake at the earliest deadline of the requests in
+        flight, and close the connection if one has passed (the responses behind it can no longer be matched)."""
+        loop = asyncio.get_running_loop()
+        while self._closed_error is None:
+            now = loop.time()
+            earliest = min((pending.deadline for pending in self._in_flight), default=now + _IDLE_WATCH_S)
+            if earliest <= now:
+                late = min(self._in_flight, key=lambda pending: pending.deadline)
+                name = API_SCHEMAS[late.api_key].name
+                self.close(KafkaTimeoutError(f"{name} request to {self.address} got no response within "
+                                             f"{late.timeout_ms} ms"))
+                return
+            await asyncio.sleep(min(earliest - now, _IDLE_WATCH_S))
 
     async def _read_responses(self) -> None:
         reader = self._reader
@@ -271,3 +297,5 @@ class BrokerConnection:
             self._writer.close()
         if self._read_task is not None and self._read_task is not asyncio.current_task():
             self._read_task.cancel()
+        if self._watchdog is not None and self._watchdog is not asyncio.current_task():
+            self._watchdog.cancel()

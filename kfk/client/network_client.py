@@ -207,7 +207,7 @@ class NetworkClient:
         try:
             response = await connection.send(request, **options)
         except (NetworkError, KafkaTimeoutError):
-            self._forget_connection(node_id, connection)
+            self.connection_failed(node_id, connection)
             raise
         assert response is not None
         return response
@@ -217,10 +217,11 @@ class NetworkClient:
         try:
             await connection.send(request, expect_response=False, **options)
         except (NetworkError, KafkaTimeoutError):
-            self._forget_connection(node_id, connection)
+            self.connection_failed(node_id, connection)
             raise
 
-    def _forget_connection(self, node_id: int, connection: BrokerConnection) -> None:
+    def connection_failed(self, node_id: int, connection: BrokerConnection) -> None:
+        """A request on ``connection`` failed at the network level: forget it, back off, refresh metadata."""
         state = self._nodes.get(node_id)
         if state is not None and state.connection is connection:
             state.connection = None

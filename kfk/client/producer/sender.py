@@ -17,6 +17,7 @@ With acks=0 the broker sends nothing back, so batches complete (offset -1) as so
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
@@ -119,29 +120,34 @@ class Sender:
                 return
         now = monotonic_ms()
         cluster = self.network.cluster
-        ready = self.accumulator.ready(cluster, now)
-        if ready.unknown_leader_topics:
-            self.network.add_topics(ready.unknown_leader_topics)
-            self.network.request_metadata_update()
+        sent_any = False
+        while True:  # one request per broker and round; keep going while batches are ready and requests fit
+            ready = self.accumulator.ready(cluster, now)
+            if ready.unknown_leader_topics:
+                self.network.add_topics(ready.unknown_leader_topics)
+                self.network.request_metadata_update()
+            sendable = set()
+            for node in ready.ready_nodes:
+                if self._in_flight.get(node, 0) >= self.max_in_flight:
+                    continue
+                if self.network.connection_if_ready(node) is None:
+                    self._connect_in_background(node)
+                    continue
+                sendable.add(node)
+            drained = self.accumulator.drain(cluster, sendable, self.max_request_size, now, self._can_send) \
+                if sendable else {}
+            if not drained:
+                break
+            for node, batches in drained.items():
+                self._send_produce_request(node, batches)
+            sent_any = True
         if self.network.metadata_needs_refresh():
             self._refresh_metadata_in_background()
-        sendable = set()
-        for node in ready.ready_nodes:
-            if self._in_flight.get(node, 0) >= self.max_in_flight:
-                continue
-            if self.network.connection_if_ready(node) is None:
-                self._connect_in_background(node)
-                continue
-            sendable.add(node)
-        drained = self.accumulator.drain(cluster, sendable, self.max_request_size, now, self._can_send) \
-            if sendable else {}
-        for node, batches in drained.items():
-            self._send_produce_request(node, batches)
         for batch in self.accumulator.expired_batches(now):
             self._fail(batch, KafkaTimeoutError(
                 f"expiring {batch.record_count} record(s) for {batch.topic_partition}: "
                 f"{now - batch.created_ms:.0f} ms has passed since batch creation (delivery.timeout.ms)"))
-        if drained:
+        if sent_any:
             await asyncio.sleep(0)  # let responses and appends in; then look again
             return
         delay = min(ready.next_ready_check_delay_ms, _MAX_IDLE_WAIT_MS)
@@ -257,27 +263,59 @@ class Sender:
             topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=partitions)
                         for name, partitions in topics.items()])
         self._in_flight[node] = self._in_flight.get(node, 0) + 1
-        self._track(self._produce(node, batches, request))
-
-    async def _produce(self, node: int, batches: list[ProducerBatch], request: ProduceRequest) -> None:
+        if self.acks == 0:
+            self._track(self._produce_without_response(node, batches, request))
+            return
+        connection = self.network.connection_if_ready(node)
         try:
-            if self.acks == 0:
-                await self.network.send_no_response(node, request)
-                for batch in batches:
-                    self._complete(batch, -1, -1)
-                return
-            response = await self.network.send(node, request)
-        except (NetworkError, KafkaTimeoutError) as error:
-            for batch in batches:
-                self._retry_or_fail(batch, error)
-            return
+            if connection is None:
+                raise NetworkError(f"the connection to broker {node} closed")
+            future = connection.send_request(request)
         except KafkaError as error:
-            for batch in batches:
-                self._retry_or_fail(batch, error)
+            self._request_failed(node, batches, connection, error)
             return
-        finally:
+        future.add_done_callback(functools.partial(self._handle_response, node, batches, connection))
+
+    def _request_failed(self, node: int, batches: list[ProducerBatch], connection, error: KafkaError) -> None:
+        self._in_flight[node] -= 1
+        self.wakeup()
+        if connection is not None and isinstance(error, (NetworkError, KafkaTimeoutError)):
+            self.network.connection_failed(node, connection)
+        for batch in batches:
+            self._retry_or_fail(batch, error)
+
+    async def _produce_without_response(self, node: int, batches: list[ProducerBatch],
+                                        request: ProduceRequest) -> None:
+        """acks=0: the broker answers nothing, so the batches are done once written (waiting for the socket when
+        its buffer is full: the only back-pressure there is)."""
+        try:
+            await self.network.send_no_response(node, request)
+        except KafkaError as error:
             self._in_flight[node] -= 1
             self.wakeup()
+            for batch in batches:
+                self._retry_or_fail(batch, error)
+            return
+        self._in_flight[node] -= 1
+        self.wakeup()
+        for batch in batches:
+            self._complete(batch, -1, -1)
+
+    def _handle_response(self, node: int, batches: list[ProducerBatch], connection, future: asyncio.Future
+                         ) -> None:
+        """The response's done callback (a callback, not a task per request: this runs thousands of times a
+        second)."""
+        if future.cancelled():
+            self._request_failed(node, batches, connection, NetworkError("the produce request was cancelled"))
+            return
+        error = future.exception()
+        if error is not None:
+            self._request_failed(node, batches, connection, error if isinstance(error, KafkaError)
+                                 else KafkaError(str(error)))
+            return
+        self._in_flight[node] -= 1
+        self.wakeup()
+        response = future.result()
         assert isinstance(response, ProduceResponse)
         results = {(topic.name, partition.index): partition
                    for topic in response.responses for partition in topic.partition_responses}
