@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from kfk.client.cluster import ClusterMetadata
 from kfk.client.network_client import monotonic_ms
-from kfk.client.producer.future import FutureRecordMetadata, ProduceRequestResult
+from kfk.client.producer.future import Callback, FutureRecordMetadata, ProduceRequestResult
 from kfk.client.structs import NO_NODE, TopicPartition
 from kfk.errors import KafkaTimeoutError, RecordTooLargeError
 from kfk.records import RECORD_BATCH_OVERHEAD, CompressionType, MemoryRecordsBuilder
@@ -62,9 +62,10 @@ class ProducerBatch:
                 f"base_sequence={self.base_sequence})")
 
     def try_append(self, timestamp: int, key: bytes | None, value: bytes | None,
-                   headers: Sequence[tuple[str, bytes | None]], key_size: int, value_size: int
-                   ) -> FutureRecordMetadata | None:
-        """Append if the batch has room (the first record always fits); None if it is full."""
+                   headers: Sequence[tuple[str, bytes | None]], key_size: int, value_size: int,
+                   callback: Callback | None = None) -> FutureRecordMetadata | None:
+        """Append if the batch has room (the first record always fits); None if it is full. The callback is
+        registered here, under the accumulator's lock, while the batch cannot be completing: no lock of its own."""
         if self.is_full:
             return None
         builder = self.builder
@@ -79,7 +80,10 @@ class ProducerBatch:
         self._size_estimate = builder.estimated_size_in_bytes()
         if self._size_estimate >= self._limit:
             self.is_full = True
-        return FutureRecordMetadata(self.result, relative_offset, timestamp, key_size, value_size)
+        future = FutureRecordMetadata(self.result, relative_offset, timestamp, key_size, value_size)
+        if callback is not None:
+            self.result.add_callback_while_open(future, callback)
+        return future
 
     @property
     def estimated_size(self) -> int:
@@ -135,7 +139,7 @@ class RecordAccumulator:
     # --- the caller's side -------------------------------------------------------------------------------------------
 
     def append(self, topic_partition: TopicPartition, timestamp: int, key: bytes | None, value: bytes | None,
-               headers: Sequence[tuple[str, bytes | None]], max_block_ms: float
+               headers: Sequence[tuple[str, bytes | None]], max_block_ms: float, callback: Callback | None = None
                ) -> tuple[FutureRecordMetadata, bool]:
         """Append a record; returns its future and whether the sender should be woken (a new or full batch)."""
         key_size = len(key) if key is not None else -1
@@ -148,7 +152,7 @@ class RecordAccumulator:
                 queue = self._queues[topic_partition] = deque()
             if queue:
                 last = queue[-1]
-                future = last.try_append(timestamp, key, value, headers, key_size, value_size)
+                future = last.try_append(timestamp, key, value, headers, key_size, value_size, callback)
                 if future is not None:
                     if last.is_full:
                         self.changes += 1
@@ -157,7 +161,7 @@ class RecordAccumulator:
             self._reserve(size, max_block_ms)
             batch = ProducerBatch(topic_partition, self.compression_type, self.batch_size, self.compression_level,
                                   monotonic_ms(), size)
-            future = batch.try_append(timestamp, key, value, headers, key_size, value_size)
+            future = batch.try_append(timestamp, key, value, headers, key_size, value_size, callback)
             assert future is not None
             queue.append(batch)
             self._incomplete.add(batch)

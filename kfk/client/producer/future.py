@@ -61,6 +61,11 @@ class ProduceRequestResult:
         for future, callback in callbacks:
             future._run_callback(callback)
 
+    def add_callback_while_open(self, future: FutureRecordMetadata, callback: Callable) -> None:
+        """Register from send(): the batch is still open in the accumulator (whose lock the caller holds), so it
+        cannot be completing and the lock is not needed."""
+        self._callbacks.append((future, callback))
+
     def add_callback(self, future: FutureRecordMetadata, callback: Callable) -> bool:
         """Register; False if the batch is already complete (the caller runs the callback itself)."""
         with self._lock:

@@ -164,7 +164,7 @@ class Producer:
             else:
                 partition = partition_for_key(key_bytes, num_partitions)
         future, wake = self._accumulator.append(TopicPartition(topic, partition), timestamp_ms, key_bytes,
-                                                value_bytes, record_headers, max_block_ms)
+                                                value_bytes, record_headers, max_block_ms, callback)
         if sticky:
             self._partitioner.record_appended(topic, partition, size - RECORD_BATCH_OVERHEAD,
                                               cluster.available_partitions_for(topic), num_partitions)
@@ -172,8 +172,6 @@ class Producer:
             # Only a sleeping sender needs waking: a busy one finds the batch on its next round anyway, and each
             # wake-up costs a syscall that hands the GIL to the network thread in the middle of a send loop.
             self._call_soon(self._wakeup)
-        if callback is not None:
-            future.add_callback(callback)
         return future
 
     produce = send
