@@ -7,7 +7,7 @@ ProduceRequest per broker, again and again while batches are ready and requests 
 than delivery.timeout.ms; then sleep until woken (a new or full batch from send(), a response, a connection, a
 metadata update, flush or close) or until the next batch's linger.ms or retry backoff ends. Responses are handled
 in the request future's done callback rather than a task per request: at thousands of requests a second, the
-difference is a third of the network thread.
+task and timer per request were the network thread's largest cost.
 
 Responses are handled per partition: success completes the batch's futures with its base offset (and the
 broker's log append time for LogAppendTime topics); a retriable error (NOT_LEADER_OR_FOLLOWER, a timeout, a lost
