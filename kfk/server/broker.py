@@ -251,8 +251,8 @@ class BrokerServer:
         loop = asyncio.get_running_loop()
         if self.config.zookeeper_connect is not None:  # the cluster id is ZooKeeper's (/cluster/id)
             self.metadata_backend = ZooKeeperMetadataBackend(
-                self.config.zookeeper_connect, self.node_id, load_cluster_id(self.log_dirs, self.node_id),
-                session_timeout_ms=self.config.zookeeper_session_timeout_ms,
+                self.config.zookeeper_connect, self.node_id,
+                expected_cluster_id=load_cluster_id(self.log_dirs, self.node_id), session_timeout_ms=self.config.zookeeper_session_timeout_ms,
                 connection_timeout_ms=self.config.zookeeper_connection_timeout_ms, time_ms=now_ms)
             self.cluster_id = await self.metadata_backend.connect()
         else:

@@ -107,9 +107,13 @@ class _ZnodeCache:
 
 class ZooKeeperMetadataBackend:
     def __init__(self, connect: str, node_id: int, cluster_id: str | None = None, *,
-                 session_timeout_ms: int = 18_000, connection_timeout_ms: int | None = None,
-                 time_ms: Callable[[], int] = _wall_clock_ms) -> None:
+                 expected_cluster_id: str | None = None, session_timeout_ms: int = 18_000,
+                 connection_timeout_ms: int | None = None, time_ms: Callable[[], int] = _wall_clock_ms) -> None:
+        """`cluster_id`: the id of this cluster (a new ZooKeeper store is created with it; one with another id
+        is refused). `expected_cluster_id`: the id of a broker's log dirs, which must be ZooKeeper's; a new store
+        gets a new random id then, as Kafka does, so log dirs of another cluster are refused, not adopted."""
         self.connect_string = connect
+        self._expected_cluster_id = expected_cluster_id
         self.node_id = node_id
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
@@ -148,8 +152,9 @@ class ZooKeeperMetadataBackend:
 
     async def connect(self) -> str:
         """Open the session (creating the chroot and Kafka's persistent znodes if missing) and read or create
-        /cluster/id; returns the cluster id. The broker calls this before it opens its logs (meta.properties must
-        hold the same id); `start` calls it if nobody did."""
+        /cluster/id; returns the cluster id. The broker calls this before it opens its logs: the id given to the
+        constructor (its meta.properties') must be ZooKeeper's, else InconsistentClusterIdError. `start` calls
+        this if nobody did."""
         if self._client is not None:
             return self.cluster_id
         self._loop = asyncio.get_running_loop()
@@ -177,19 +182,27 @@ class ZooKeeperMetadataBackend:
             client.close()
             raise KafkaError(f"Timed out connecting to ZooKeeper at {self.connect_string} after "
                              f"{self.connection_timeout_ms} ms") from error
+        try:
+            for path in znodes.PERSISTENT_PATHS:
+                client.ensure_path(path)
+            try:
+                # Kafka's getOrGenerateClusterId: a new ZooKeeper gets a new id, even under a log dir that holds
+                # one, so that log dirs of another cluster are refused rather than adopted.
+                client.create(znodes.CLUSTER_ID_PATH,
+                              znodes.encode_cluster_id(self._cluster_id or _random_cluster_id()))
+            except NodeExistsError:
+                pass
+            stored = znodes.decode_cluster_id(client.get(znodes.CLUSTER_ID_PATH)[0])
+            for expected in (self._cluster_id, self._expected_cluster_id):
+                if expected is not None and stored != expected:
+                    raise InconsistentClusterIdError(
+                        f"The cluster id {expected} does not match the cluster id {stored} stored in ZooKeeper "
+                        f"{self.connect_string} (a log dir of another cluster?)")
+        except BaseException:
+            _close(client)  # kazoo's threads would keep the process alive
+            raise
         client.add_listener(self._on_session_state)
         self._client = client
-        for path in znodes.PERSISTENT_PATHS:
-            client.ensure_path(path)
-        try:
-            client.create(znodes.CLUSTER_ID_PATH, znodes.encode_cluster_id(self._cluster_id or _random_cluster_id()))
-        except NodeExistsError:
-            pass
-        stored = znodes.decode_cluster_id(client.get(znodes.CLUSTER_ID_PATH)[0])
-        if self._cluster_id is not None and stored != self._cluster_id:
-            raise InconsistentClusterIdError(
-                f"The cluster id {self._cluster_id} does not match the cluster id {stored} stored in ZooKeeper "
-                f"{self.connect_string} (a log dir of another cluster?)")
         log.info("connected to ZooKeeper %s (session 0x%x, cluster id %s)", self.connect_string,
                  client.client_id[0], stored)
         return stored
