@@ -105,3 +105,16 @@ def test_preferred_leader_election_moves_leadership_back(kfk_cluster) -> None:
     again = kfk("leader-election", "--bootstrap-server", others, "--election-type", "preferred",
                 "--all-topic-partitions").stdout
     assert "Successfully completed" not in again
+
+
+def test_auto_leader_rebalance_gives_leadership_back_to_the_preferred_replica(kfk_cluster_factory) -> None:
+    cluster = kfk_cluster_factory(overrides={"leader.imbalance.check.interval.seconds": "1"})
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "balanced", assignment=[[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+    wait_until(lambda: all(len(isr) == 3 for _, _, isr in partitions(bootstrap, "balanced").values()))
+    assert cluster.stop(1) == 0
+    wait_until(lambda: partitions(cluster.bootstrap_servers, "balanced")[0][0] not in (1, -1), timeout=5)
+    cluster.start([1])
+    wait_until(lambda: [leader for leader, _, _ in partitions(bootstrap, "balanced").values()] == [1, 2, 3],
+               timeout=15, what="leaders back on their preferred replicas")
+    assert "auto leader rebalance" in "".join(cluster.broker(i).output() for i in (1, 2, 3))
