@@ -4,8 +4,9 @@
   streaming); ``register(spark)`` makes it available to a SparkSession.
 - kfk.spark.options / offsets: option parsing and offset-range planning, pure Python (no pyspark), so that bad
   input is reported before Spark starts.
-- kfk.spark.broker_source / log_dir_source: where records come from, a cluster through kfk's client or a stopped
-  broker's log dirs through kfk.storage; kfk.spark.arrow_rows turns them into Arrow batches.
+- kfk.spark.catalog, broker_source / log_dir_source: where partitions and records come from, a cluster through
+  kfk's client or a stopped broker's log dirs through kfk.storage; kfk.spark.arrow_rows turns records into Arrow
+  batches.
 - kfk.spark.environment: what Spark needs from the machine (pyspark, Java 17+) and a local SparkSession set up for it.
 - kfk.spark.export / output: the export job and its exactly-once bookkeeping on the output directory.
 

@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -90,10 +91,35 @@ def check_java() -> tuple[str, int]:
     return java, major
 
 
+# Spark's default log4j profile logs INFO/WARN lines to stderr under kfk's progress bar; errors are enough.
+LOG4J2_PROPERTIES = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _quiet_logging_option() -> str:
+    directory = os.path.join(tempfile.gettempdir(), f"kfk-spark-{os.getuid()}")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "log4j2.properties")
+    if not os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(LOG4J2_PROPERTIES)
+    return f"-Dlog4j2.configurationFile=file:{path}"
+
+
 def create_session(master: str, app_name: str, conf: Mapping[str, str] | None = None) -> Any:
-    """A SparkSession for kfk jobs (or the active one: getOrCreate), with the kfk data source registered."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    """A SparkSession for kfk jobs (or the active one: getOrCreate), with the kfk data source registered.
+
+    PYSPARK_PYTHON and SPARK_LOCAL_IP are set for local masters only: on a cluster the executors' Python is the
+    cluster's business (kfk must be installed there, e.g. ``pip install 'kfk[spark]'`` on every node)."""
     if master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
@@ -104,6 +130,8 @@ def create_session(master: str, app_name: str, conf: Mapping[str, str] | None = 
     # zone-less nanoseconds); dates for --partition-by in UTC; Spark's own log down to errors.
     settings = {"spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC",
                 "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS", "spark.log.level": "ERROR"}
+    if "spark.driver.extraJavaOptions" not in (conf or {}):
+        settings["spark.driver.extraJavaOptions"] = _quiet_logging_option()
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)

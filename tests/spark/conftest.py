@@ -5,7 +5,6 @@ that tells whether anything tried to start the JVM."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,6 +86,3 @@ def fake_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("JAVA_HOME", str(home))
     return marker
 
-
-def env_without(*names: str) -> dict[str, str]:
-    return {key: value for key, value in os.environ.items() if key not in names}
