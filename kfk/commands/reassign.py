@@ -81,6 +81,64 @@ def _current_assignment(admin, topics: list[str]) -> dict[tuple[str, int], list[
             for name, description in described.items() for info in description.partitions}
 
 
+LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
+FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
+LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
+
+
+def _alter_configs(admin, changes: dict[tuple[int, str], dict[str, str | None]]) -> None:
+    """IncrementalAlterConfigs through the controller: SET (or DELETE for None) per resource."""
+    from kfk.errors import ErrorCode
+    from kfk.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+
+    Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = IncrementalAlterConfigsRequest.AlterableConfig
+    request = IncrementalAlterConfigsRequest(resources=[
+        Resource(resource_type=resource_type, resource_name=name, configs=[
+            Config(name=key, config_operation=1 if value is None else 0, value=value) for key, value in keys.items()])
+        for (resource_type, name), keys in changes.items()])
+    response = _send_to_controller(admin, request, 1)
+    failures = [f"{r.resource_name}: {ErrorCode(r.error_code).name} {r.error_message}" for r in response.responses
+                if r.error_code != 0]
+    if failures:
+        fail("setting the throttle failed: " + "; ".join(failures))
+
+
+def _set_throttle(admin, wanted: dict[tuple[str, int], list[int]], current: dict[tuple[str, int], list[int]],
+                  rate: int) -> None:
+    """Kafka's throttle of a reassignment: the rate on every broker involved, and per topic the replicas it
+    applies to (leader side: the current replicas; follower side: the ones being added)."""
+    from kfk.metadata.image import ConfigResourceType
+
+    changes: dict[tuple[int, str], dict[str, str | None]] = {}
+    for (topic, partition), target in wanted.items():
+        existing = current.get((topic, partition), [])
+        topic_changes = changes.setdefault((ConfigResourceType.TOPIC, topic), {})
+        leaders = [f"{partition}:{b}" for b in existing]
+        followers = [f"{partition}:{b}" for b in target if b not in existing]
+        for key, entries in ((LEADER_THROTTLED_REPLICAS, leaders), (FOLLOWER_THROTTLED_REPLICAS, followers)):
+            if entries:
+                joined = ",".join(filter(None, [topic_changes.get(key) or "", *entries]))
+                topic_changes[key] = joined
+        for broker in set(existing) | set(target):
+            changes[(ConfigResourceType.BROKER, str(broker))] = {LEADER_THROTTLED_RATE: str(rate),
+                                                                 FOLLOWER_THROTTLED_RATE: str(rate)}
+    _alter_configs(admin, changes)
+
+
+def _clear_throttle(admin, topics: list[str], brokers: list[int]) -> None:
+    from kfk.metadata.image import ConfigResourceType
+
+    changes: dict[tuple[int, str], dict[str, str | None]] = {
+        (ConfigResourceType.TOPIC, topic): {LEADER_THROTTLED_REPLICAS: None, FOLLOWER_THROTTLED_REPLICAS: None}
+        for topic in topics}
+    for broker in brokers:
+        changes[(ConfigResourceType.BROKER, str(broker))] = {LEADER_THROTTLED_RATE: None,
+                                                             FOLLOWER_THROTTLED_RATE: None}
+    _alter_configs(admin, changes)
+
+
 @app.command("reassign-partitions")
 def reassign_partitions(
     bootstrap_server: BootstrapServer = "localhost:9092",
@@ -95,7 +153,7 @@ def reassign_partitions(
     reassignment_json_file: Annotated[Optional[str], typer.Option(
         "--reassignment-json-file", help="The partitions and their target replicas.")] = None,
     throttle: Annotated[int, typer.Option(
-        "--throttle", help="Replication throttle in B/s during the move (-1: none; not enforced by kfk yet).")] = -1,
+        "--throttle", help="Replication throttle of the move in bytes/s (-1: none); --verify removes it.")] = -1,
 ) -> None:
     """Move partitions between brokers: generate, execute, verify or cancel a reassignment
     (kafka-reassign-partitions.sh)."""
@@ -140,9 +198,11 @@ def reassign_partitions(
                 if execute:
                     typer.echo(f"Current partition replica assignment\n\n{_assignment_json(current)}\n\n"
                                "Save this to use as the --reassignment-json-file option during rollback")
-                if throttle >= 0:
-                    typer.echo("Warning: --throttle is accepted but kfk does not throttle replication yet.",
-                               err=True)
+                if execute and throttle >= 0:
+                    _set_throttle(admin, wanted, current, throttle)
+                    typer.echo(f"Warning: You must run --verify periodically, until the reassignment completes, "
+                               f"to ensure the throttle is removed. The inter-broker throttle limit was set to "
+                               f"{throttle} B/s")
                 Topic = AlterPartitionReassignmentsRequest.ReassignableTopic
                 Partition = AlterPartitionReassignmentsRequest.ReassignablePartition
                 request = AlterPartitionReassignmentsRequest(timeout_ms=TIMEOUT_MS, topics=[
@@ -182,6 +242,11 @@ def reassign_partitions(
                     complete = False
             if not complete:
                 raise typer.Exit(1)
+            _clear_throttle(admin, topics, sorted({b for replicas in current.values() for b in replicas}
+                                                  | {b for replicas in wanted.values() for b in replicas}))
+            typer.echo("Clearing broker-level throttles on brokers "
+                       f"{','.join(str(b) for b in sorted({b for r in wanted.values() for b in r}))}\n"
+                       f"Clearing topic-level throttles on topic {','.join(topics)}")
     except KafkaError as error:
         fail(str(error))
 

@@ -7,9 +7,11 @@ message), and write one ConfigRecord per key that changes.
 - IncrementalAlterConfigs applies operations: SET, DELETE, and for LIST keys APPEND (add the values not yet
   present) and SUBTRACT (remove them), starting from the key's effective value.
 - AlterConfigs replaces the whole set: keys left out lose their override.
-Broker resources are accepted for the local broker id or "" (the cluster default), but kfk has no dynamic broker
-configs: changing any key answers what Kafka answers for a key that is not dynamically updatable (INVALID_REQUEST,
-"Cannot update these configs dynamically"). Other resource types get Kafka's "Unexpected resource type".
+Broker resources are accepted for the local broker id, a registered broker's id or "" (the cluster default). The
+only dynamic broker configs are the replication throttles that reassignments set (leader/follower.replication.
+throttled.rate, bytes/s, with IncrementalAlterConfigs SET/DELETE); changing any other key answers what Kafka answers
+for a key that is not dynamically updatable (INVALID_REQUEST, "Cannot update these configs dynamically"). Other
+resource types get Kafka's "Unexpected resource type".
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from kfk.protocol.messages.incremental_alter_configs import (
 from kfk.protocol.metadata_records import schema_class
 
 ConfigRecord = schema_class("ConfigRecord")
+
+#: Broker configs that may change at run time (Kafka's DynamicConfig.Broker subset kfk implements).
+DYNAMIC_BROKER_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 
 
 class OpType(IntEnum):
@@ -80,9 +85,10 @@ def _check_resource(image: MetadataImage, resource_type: int, name: str, node_id
                 broker_id = int(name, 10)
             except ValueError:
                 return ApiError(ErrorCode.INVALID_REQUEST, "Unable to parse broker name as a base 10 number.")
-            if broker_id != node_id:
+            if broker_id != node_id and broker_id not in image.brokers:
                 return ApiError(ErrorCode.INVALID_REQUEST,
                                 f"Unexpected broker id, expected {node_id} or empty string, but received {name}")
+        config_names = [name for name in config_names if name not in DYNAMIC_BROKER_CONFIGS]
         if config_names:
             return ApiError(ErrorCode.INVALID_REQUEST,
                             f"Cannot update these configs dynamically: Set({', '.join(config_names)})")
@@ -142,6 +148,28 @@ def _apply_operations(config: BrokerConfig, current: Mapping[str, str],
     return new
 
 
+def _apply_broker_operations(current: Mapping[str, str],
+                             operations: list[IncrementalAlterConfigsRequest.AlterableConfig]) -> dict[str, str]:
+    """SET or DELETE of the dynamic broker configs (throttle rates: a long >= 0)."""
+    new = dict(current)
+    for operation in operations:
+        if operation.config_operation == OpType.DELETE:
+            new.pop(operation.name, None)
+            continue
+        if operation.config_operation != OpType.SET:
+            raise InvalidConfigurationError(f"Can't {OpType(operation.config_operation).name} to key "
+                                            f"{operation.name} because its type is not LIST.")
+        try:
+            rate = int(operation.value or "")
+        except ValueError:
+            rate = -1
+        if rate < 0:
+            raise InvalidConfigurationError(f"Invalid value {operation.value} for configuration {operation.name}: "
+                                            "Value must be at least 0")
+        new[operation.name] = str(rate)
+    return new
+
+
 def incremental_alter_configs(image: MetadataImage, request: IncrementalAlterConfigsRequest, config: BrokerConfig,
                               node_id: int) -> ControllerResult[IncrementalAlterConfigsResponse]:
     Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
@@ -155,6 +183,14 @@ def incremental_alter_configs(image: MetadataImage, request: IncrementalAlterCon
             error = ApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
         else:
             error = _check_resource(image, resource.resource_type, resource.resource_name, node_id, names)
+        if not error.is_failure and resource.resource_type == ConfigResourceType.BROKER:
+            current = image.config(ConfigResourceType.BROKER, resource.resource_name)
+            try:
+                new = _apply_broker_operations(current, resource.configs)
+            except InvalidConfigurationError as exception:
+                error = ApiError.from_exception(exception)
+            else:
+                records.extend(config_records(ConfigResourceType.BROKER, resource.resource_name, current, new))
         if not error.is_failure and resource.resource_type == ConfigResourceType.TOPIC:
             current = image.config(ConfigResourceType.TOPIC, resource.resource_name)
             try:
@@ -183,6 +219,17 @@ def legacy_alter_configs(image: MetadataImage, request: AlterConfigsRequest, con
             error = ApiError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
         else:
             error = _check_resource(image, resource.resource_type, resource.resource_name, node_id, names)
+        if not error.is_failure and resource.resource_type == ConfigResourceType.BROKER:
+            current = image.config(ConfigResourceType.BROKER, resource.resource_name)
+            set_all = [IncrementalAlterConfigsRequest.AlterableConfig(name=entry.name, config_operation=OpType.SET,
+                                                                      value=entry.value)
+                       for entry in resource.configs]
+            try:
+                new = _apply_broker_operations({}, set_all)
+            except InvalidConfigurationError as exception:
+                error = ApiError.from_exception(exception)
+            else:
+                records.extend(config_records(ConfigResourceType.BROKER, resource.resource_name, current, new))
         if not error.is_failure and resource.resource_type == ConfigResourceType.TOPIC:
             current = image.config(ConfigResourceType.TOPIC, resource.resource_name)
             new = {entry.name: entry.value for entry in resource.configs}

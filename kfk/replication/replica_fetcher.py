@@ -15,6 +15,10 @@ an asyncio task with one connection to its leader. Per partition:
    fetched batches are appended with the leader's offsets and epochs, and the follower's high watermark follows the
    leader's. A partition whose leader answers with an error (it is no longer leader, epochs differ) backs off for
    replica.fetch.backoff.ms until the metadata image says what changed.
+3. Throttling (the reassignment throttle, KIP-73): the replicas a topic's follower.replication.throttled.replicas
+   names ("partition:broker" entries or "*") share this broker's follower.replication.throttled.rate (a dynamic
+   broker config, bytes/s): while the bytes fetched for them exceed the rate, they are left out of fetches; other
+   partitions are never held back. (The leader-side rate is not enforced: the follower side bounds the copy.)
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 import zlib
 from collections.abc import Callable
 
@@ -51,6 +56,48 @@ def fetcher_id(topic_partition: TopicPartition, num_fetchers: int) -> int:
     return (zlib.crc32(topic_partition.topic.encode()) * 31 + topic_partition.partition) % num_fetchers
 
 
+class ReplicationQuota:
+    """A token bucket of `rate` bytes/s with one second of burst (Kafka's ReplicationQuotaManager, simplified):
+    exceeded while more bytes were recorded than the rate allowed so far."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.rate: int | None = None
+        self.tokens = 0.0
+        self.updated = clock()
+
+    def update_rate(self, rate: int | None) -> None:
+        if rate != self.rate:
+            self._refill()
+            self.rate = rate
+            self.tokens = float(rate or 0)
+
+    def _refill(self) -> None:
+        now = self.clock()
+        if self.rate is not None:
+            self.tokens = min(float(self.rate), self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+
+    def is_exceeded(self) -> bool:
+        if self.rate is None:
+            return False
+        self._refill()
+        return self.tokens < 0
+
+    def record(self, size: int) -> None:
+        if self.rate is not None:
+            self._refill()
+            self.tokens -= size
+
+
+#: The follower throttle of this broker: (rate in bytes/s or None, is this followed partition throttled?).
+ThrottleConfig = Callable[[], tuple[int | None, Callable[[TopicPartition], bool]]]
+
+
+def no_throttle() -> tuple[int | None, Callable[[TopicPartition], bool]]:
+    return None, lambda topic_partition: False
+
+
 @dataclasses.dataclass(slots=True)
 class PartitionFetchState:
     leader_epoch: int
@@ -63,8 +110,10 @@ class ReplicaFetcher:
 
     def __init__(self, node_id: int, leader_id: int, host: str, port: int, config: BrokerConfig,
                  get_partition: Callable[[TopicPartition], Partition | None], now_ms: Callable[[], int],
-                 name: str) -> None:
+                 name: str, quota: ReplicationQuota | None = None, throttle: ThrottleConfig = no_throttle) -> None:
         self.node_id = node_id
+        self.quota = quota or ReplicationQuota()
+        self.throttle = throttle
         self.leader_id = leader_id
         self.address = (host, port)
         self.config = config
@@ -196,9 +245,17 @@ class ReplicaFetcher:
         config = self.config
         by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
         epochs: dict[TopicPartition, int] = {}
+        rate, is_throttled = self.throttle()
+        self.quota.update_rate(rate)
+        over_quota = self.quota.is_exceeded()
+        throttled: set[TopicPartition] = set()
         for topic_partition, state in self.partitions.items():
             if state.truncating or state.delayed_until > now:
                 continue
+            if rate is not None and is_throttled(topic_partition):
+                if over_quota:
+                    continue
+                throttled.add(topic_partition)
             partition = self.get_partition(topic_partition)
             if partition is None:
                 continue
@@ -226,6 +283,8 @@ class ReplicaFetcher:
                 topic_partition = TopicPartition(topic.topic, data.partition_index)
                 state = self.partitions.get(topic_partition)
                 partition = self.get_partition(topic_partition)
+                if topic_partition in throttled and data.records:
+                    self.quota.record(len(data.records))
                 if state is None or partition is None or epochs.get(topic_partition) != state.leader_epoch \
                         or state.truncating:
                     continue  # the partition moved on while the fetch was in flight
@@ -276,8 +335,10 @@ class ReplicaFetcherManager:
     their leader has none left for them."""
 
     def __init__(self, node_id: int, config: BrokerConfig, get_partition: Callable[[TopicPartition], Partition | None],
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Callable[[], int], throttle: ThrottleConfig = no_throttle) -> None:
         self.node_id = node_id
+        self.throttle = throttle
+        self.quota = ReplicationQuota()  # one follower quota for the whole broker, as in Kafka
         self.config = config
         self.get_partition = get_partition
         self.now_ms = now_ms
@@ -298,7 +359,7 @@ class ReplicaFetcherManager:
             fetcher = None
         if fetcher is None:
             fetcher = ReplicaFetcher(self.node_id, leader_id, host, port, self.config, self.get_partition,
-                                     self.now_ms, f"{leader_id}-{key[1]}")
+                                     self.now_ms, f"{leader_id}-{key[1]}", self.quota, self.throttle)
             self.fetchers[key] = fetcher
         for other, state in moved.items():
             self.assignment[other] = key

@@ -70,6 +70,8 @@ from kfk.storage.producer_state import AppendOrigin
 
 logger = logging.getLogger(__name__)
 
+FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class LogDirPartition:
@@ -119,7 +121,8 @@ class ReplicaManager:
         self._opening: dict[TopicPartition, _Opening] = {}
         self._file_work: collections.deque[tuple[functools.partial, _Opening | None]] = collections.deque()
         self._file_worker: asyncio.Task | None = None
-        self.fetcher_manager = ReplicaFetcherManager(node_id, config, self.partitions.get, now_ms)
+        self.fetcher_manager = ReplicaFetcherManager(node_id, config, self.partitions.get, now_ms,
+                                                     self._follower_throttle)
         self.inter_broker_listener = config.inter_broker_listener_name or _first_listener_name(config)
         self._alter_partition = alter_partition
         self._isr_changes_in_flight: set[TopicPartition] = set()
@@ -311,6 +314,26 @@ class ReplicaManager:
         else:
             self.fetcher_manager.add_partition(partition.topic_partition, partition.leader_id,
                                                partition.leader_epoch, endpoint.host, endpoint.port)
+
+    def _follower_throttle(self) -> tuple[int | None, Callable[[TopicPartition], bool]]:
+        """follower.replication.throttled.rate of this broker (or the cluster default) and which followed
+        partitions it applies to: those whose topic lists "partition:this broker" (or "*") in
+        follower.replication.throttled.replicas."""
+        image = self.image
+        rate = image.config(ConfigResourceType.BROKER, str(self.node_id)).get(FOLLOWER_THROTTLED_RATE) \
+            or image.config(ConfigResourceType.BROKER, "").get(FOLLOWER_THROTTLED_RATE)
+        if rate is None:
+            return None, lambda topic_partition: False
+        mine = f":{self.node_id}"
+
+        def is_throttled(topic_partition: TopicPartition) -> bool:
+            partition = self.partitions.get(topic_partition)
+            if partition is None:
+                return False
+            replicas = partition.log.config.follower_replication_throttled_replicas
+            return "*" in replicas or f"{topic_partition.partition}{mine}" in replicas
+
+        return int(rate), is_throttled
 
     # -- in-sync replicas --------------------------------------------------------------------------------------------
 

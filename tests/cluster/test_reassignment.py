@@ -118,3 +118,29 @@ def test_auto_leader_rebalance_gives_leadership_back_to_the_preferred_replica(kf
     wait_until(lambda: [leader for leader, _, _ in partitions(bootstrap, "balanced").values()] == [1, 2, 3],
                timeout=15, what="leaders back on their preferred replicas")
     assert "auto leader rebalance" in "".join(cluster.broker(i).output() for i in (1, 2, 3))
+
+
+def test_a_throttled_reassignment_copies_at_the_throttle_rate_and_verify_removes_it(kfk_cluster, tmp_path) -> None:
+    bootstrap = kfk_cluster.bootstrap_servers
+    create_topic(bootstrap, "slow-move", assignment=[[1, 2]])
+    wait_until(lambda: len(partitions(bootstrap, "slow-move")[0][2]) == 2)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for _ in range(3000):
+        producer.produce("slow-move", b"x" * 1000, partition=0)
+    assert producer.flush(20) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "slow-move", "partition": 0,
+                                                               "replicas": [2, 3]}]}))
+    executed = kfk("reassign-partitions", "--bootstrap-server", bootstrap, "--execute", "--reassignment-json-file",
+                   str(plan), "--throttle", "1000000").stdout
+    started = time.monotonic()
+    assert "The inter-broker throttle limit was set to 1000000 B/s" in executed
+    wait_until(lambda: partitions(bootstrap, "slow-move")[0][1] == [2, 3], timeout=30, interval=0.1,
+               what="the throttled move to complete")
+    elapsed = time.monotonic() - started
+    # About 3 MB at 1 MB/s with one second of burst: two seconds (unthrottled it takes a tenth of one).
+    assert elapsed >= 1.2, elapsed
+    verified = kfk("reassign-partitions", "--bootstrap-server", bootstrap, "--verify", "--reassignment-json-file",
+                   str(plan)).stdout
+    assert "Reassignment of partition slow-move-0 is completed." in verified and "Clearing" in verified
+    assert sum(len(v) for v in consume_all(bootstrap, "slow-move", 1).values()) == 3000
