@@ -76,8 +76,9 @@ def check_java() -> tuple[str, int]:
     advice = (f"Spark needs Java {MINIMUM_JAVA} or later: install it (Debian/Ubuntu: apt-get install "
               f"openjdk-{MINIMUM_JAVA}-jre-headless) or point JAVA_HOME at one")
     if java is None:
-        raise SparkSetupError(f"no Java runtime found (JAVA_HOME is {'unset' if 'JAVA_HOME' not in os.environ else 'wrong'}"
-                              f" and there is no java on PATH). {advice}")
+        java_home = "unset" if "JAVA_HOME" not in os.environ else f"{os.environ['JAVA_HOME']}, with no bin/java"
+        raise SparkSetupError(f"no Java runtime found (JAVA_HOME is {java_home} and there is no java on PATH). "
+                              f"{advice}")
     try:
         result = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:

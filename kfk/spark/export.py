@@ -373,6 +373,10 @@ def run_export(plan: ExportPlan, progress: ProgressCallback | None = None, spark
     from kfk.spark.environment import create_session
 
     request = plan.request
+    if not request.stream and plan.total_offsets == 0:
+        # Nothing new (a resume with no new records, empty partitions): no reason to start Spark.
+        return ExportSummary(0, 0, 0, plan.ranges, 0.0, request.output,
+                             plan.notes + ["nothing to export: the offset ranges are empty"])
     if spark is None:
         spark = create_session(request.master, "kfk spark-export", request.spark_conf)
     notify = progress or (lambda done, total, status: None)

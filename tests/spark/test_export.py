@@ -85,6 +85,10 @@ def test_export_to_parquet_is_exactly_what_was_produced(spark: Any, kfk_broker: 
     assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.stdout)["rows"] == 300
     assert_exactly(arrow_rows(output), produced + more)
+    idle = export("--bootstrap-server", kfk_broker, "--topic", "events", "--output", str(output),
+                  "--starting-offsets", "resume", "--json")
+    assert idle.exit_code == 0 and json.loads(idle.stdout)["rows"] == 0
+    assert "nothing to export" in " ".join(json.loads(idle.stdout)["notes"])
 
 
 def stream(kfk_broker: str, topic: str, output: Path, checkpoint: Path, *extra: str) -> Any:
