@@ -127,6 +127,7 @@ class ZooKeeperMetadataBackend:
         self._admin_request_handler: AdminRequestHandler | None = None
         self._admin_requests_in_flight = False
         self._cache = _ZnodeCache()
+        self._decoded: dict[str, tuple[tuple[int, int], object]] = {}
         self._read_lock = threading.Lock()
         self._image = MetadataImage(cluster_id=cluster_id)
         self._snapshot = ZooKeeperSnapshot()
@@ -623,47 +624,27 @@ class ZooKeeperMetadataBackend:
             pass
 
     def _decode(self) -> ZooKeeperSnapshot:
+        """The snapshot of everything cached. A znode is decoded again only when it changed (its zxids moved), so a
+        refresh after one partition's change costs a dictionary pass, not a thousand JSON parses."""
         cache = self._cache
+        decoded = self._decoded
         snapshot = ZooKeeperSnapshot(offset=cache.offset)
         for path, (data, stat) in cache.data.items():
-            try:
-                self._decode_znode(snapshot, path, data, stat)
-            except (CorruptRecordError, KeyError, TypeError, ValueError) as error:
-                log.error("ignoring znode %s: %s", path, error)
+            version = (stat.mzxid, stat.czxid)
+            entry = decoded.get(path)
+            if entry is None or entry[0] != version:
+                try:
+                    value = _decode_znode(path, data, stat)
+                except (CorruptRecordError, KeyError, TypeError, ValueError) as error:
+                    log.error("ignoring znode %s: %s", path, error)
+                    value = None
+                entry = decoded[path] = (version, value)
+            if entry[1] is not None:
+                _place(snapshot, path, entry[1])
+        if len(decoded) > 2 * len(cache.data) + 100:
+            for path in [path for path in decoded if path not in cache.data]:
+                del decoded[path]
         return snapshot
-
-    @staticmethod
-    def _decode_znode(snapshot: ZooKeeperSnapshot, path: str, data: bytes, stat) -> None:
-        if path == znodes.CLUSTER_ID_PATH:
-            snapshot.cluster_id = znodes.decode_cluster_id(data)
-        elif path == znodes.CONTROLLER_PATH:
-            snapshot.controller_id = znodes.decode_controller(data)
-        elif path == znodes.CONTROLLER_EPOCH_PATH:
-            snapshot.controller_epoch = znodes.decode_controller_epoch(data)
-        elif path == znodes.FEATURE_PATH:
-            snapshot.features = znodes.decode_features(data)
-        elif path == znodes.PRODUCER_ID_BLOCK_PATH:
-            snapshot.producer_id_block_end = znodes.decode_producer_id_block_end(data)
-        elif path == znodes.REASSIGN_PARTITIONS_PATH:
-            snapshot.reassignment_request = znodes.decode_reassignment(data)
-        elif path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
-            snapshot.delete_topic_requests.append(path.rsplit("/", 1)[1])
-        elif path.startswith(znodes.BROKER_IDS_PATH + "/"):
-            broker_id = int(path.rsplit("/", 1)[1])
-            snapshot.brokers[broker_id] = znodes.decode_broker(broker_id, data, stat.czxid)
-        elif path.startswith(znodes.CONFIG_TOPICS_PATH + "/"):
-            snapshot.configs[(ConfigResourceType.TOPIC, path.rsplit("/", 1)[1])] = znodes.decode_config(path, data)
-        elif path.startswith(znodes.CONFIG_BROKERS_PATH + "/"):
-            entity = path.rsplit("/", 1)[1]
-            name = "" if entity == znodes.DEFAULT_BROKER_CONFIG_ENTITY else entity
-            snapshot.configs[(ConfigResourceType.BROKER, name)] = znodes.decode_config(path, data)
-        elif path.startswith(znodes.TOPICS_PATH + "/"):
-            parts = path.split("/")  # ['', 'brokers', 'topics', topic, ('partitions', p, 'state')]
-            if len(parts) == 4:
-                snapshot.topics[parts[3]] = znodes.decode_topic(parts[3], data)
-            elif len(parts) == 7 and parts[6] == "state":
-                snapshot.partition_states[(parts[3], int(parts[5]))] = znodes.decode_partition_state(
-                    path, data, stat.version)
 
     # -- sessions ----------------------------------------------------------------------------------------------------
 
@@ -765,6 +746,66 @@ class ZooKeeperMetadataBackend:
         return await asyncio.get_running_loop().run_in_executor(None, function, *args)
 
 
+def _decode_znode(path: str, data: bytes, stat) -> object:
+    """The decoded value of one of the znodes kfk reads (placed into a snapshot by `_place`)."""
+    if path == znodes.CLUSTER_ID_PATH:
+        return znodes.decode_cluster_id(data)
+    if path == znodes.CONTROLLER_PATH:
+        return znodes.decode_controller(data)
+    if path == znodes.CONTROLLER_EPOCH_PATH:
+        return znodes.decode_controller_epoch(data)
+    if path == znodes.FEATURE_PATH:
+        return znodes.decode_features(data)
+    if path == znodes.PRODUCER_ID_BLOCK_PATH:
+        return znodes.decode_producer_id_block_end(data)
+    if path == znodes.REASSIGN_PARTITIONS_PATH:
+        return znodes.decode_reassignment(data)
+    if path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
+        return path.rsplit("/", 1)[1]
+    if path.startswith(znodes.BROKER_IDS_PATH + "/"):
+        broker_id = int(path.rsplit("/", 1)[1])
+        return znodes.decode_broker(broker_id, data, stat.czxid)
+    if path.startswith(znodes.CONFIG_PATH + "/"):
+        return znodes.decode_config(path, data)
+    parts = path.split("/")  # ['', 'brokers', 'topics', topic, ('partitions', p, 'state')]
+    if len(parts) == 4:
+        return znodes.decode_topic(parts[3], data)
+    if len(parts) == 7 and parts[6] == "state":
+        return znodes.decode_partition_state(path, data, stat.version)
+    return None  # a structural znode (/partitions, /partitions/<p>): no data of its own
+
+
+def _place(snapshot: ZooKeeperSnapshot, path: str, value) -> None:
+    if path.startswith(znodes.TOPICS_PATH + "/"):
+        parts = path.split("/")
+        if len(parts) == 4:
+            snapshot.topics[parts[3]] = value
+        else:
+            snapshot.partition_states[(parts[3], int(parts[5]))] = value
+    elif path.startswith(znodes.BROKER_IDS_PATH + "/"):
+        snapshot.brokers[value.broker_id] = value
+    elif path.startswith(znodes.CONFIG_TOPICS_PATH + "/"):
+        snapshot.configs[(ConfigResourceType.TOPIC, path.rsplit("/", 1)[1])] = value
+    elif path.startswith(znodes.CONFIG_BROKERS_PATH + "/"):
+        entity = path.rsplit("/", 1)[1]
+        snapshot.configs[(ConfigResourceType.BROKER, "" if entity == znodes.DEFAULT_BROKER_CONFIG_ENTITY
+                          else entity)] = value
+    elif path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
+        snapshot.delete_topic_requests.append(value)
+    elif path == znodes.CLUSTER_ID_PATH:
+        snapshot.cluster_id = value
+    elif path == znodes.CONTROLLER_PATH:
+        snapshot.controller_id = value
+    elif path == znodes.CONTROLLER_EPOCH_PATH:
+        snapshot.controller_epoch = value
+    elif path == znodes.FEATURE_PATH:
+        snapshot.features = value
+    elif path == znodes.PRODUCER_ID_BLOCK_PATH:
+        snapshot.producer_id_block_end = value
+    elif path == znodes.REASSIGN_PARTITIONS_PATH:
+        snapshot.reassignment_request = value
+
+
 def _touched(operations: Sequence[Operation]) -> list[str]:
     """The paths a refresh must re-read after a multi-op: every znode written, and the children lists above
     created or deleted ones."""
@@ -772,12 +813,18 @@ def _touched(operations: Sequence[Operation]) -> list[str]:
     for operation in operations:
         if operation.kind == "check" or operation.path.startswith(znodes.CONFIG_CHANGES_PATH):
             continue
-        paths.append(operation.path)
+        if not _is_structural(operation.path):
+            paths.append(operation.path)
         if operation.kind in ("create", "delete"):
             parent = operation.path.rsplit("/", 1)[0]
             if parent in _CHILDREN_PATHS:
                 paths.append(parent)
     return paths
+
+
+def _is_structural(path: str) -> bool:
+    """/brokers/topics/<t>/partitions and /brokers/topics/<t>/partitions/<p> hold no data kfk reads."""
+    return path.startswith(znodes.TOPICS_PATH + "/") and path.count("/") in (4, 5)
 
 
 def _close(client: KazooClient) -> None:
