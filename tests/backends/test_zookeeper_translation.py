@@ -96,6 +96,9 @@ def test_topics_partitions_configs_and_producer_ids_survive_the_round_trip() -> 
                                                            adding_replicas=[3], removing_replicas=[1])])
     assert json.loads(tree.nodes["/brokers/topics/t"][0])["adding_replicas"] == {"1": [3]}
     assert tree.nodes["/brokers/topics/t/partitions/1/state"][1] == 1
+    image = round_trip(tree, image, [PartitionRecord(partition_id=2, topic_id=topic_id, replicas=[1], isr=[1],
+                                                     leader=1, leader_epoch=0, partition_epoch=0)])  # CreatePartitions
+    assert "/brokers/topics/t/partitions/2/state" in tree.nodes
     image = round_trip(tree, image, [ProducerIdsRecord(broker_id=2, broker_epoch=5, next_producer_id=1000)])
     assert json.loads(tree.nodes[znodes.PRODUCER_ID_BLOCK_PATH][0]) == {"version": 1, "broker": 2,
                                                                          "block_start": "0", "block_end": "999"}

@@ -73,3 +73,12 @@ def test_a_server_properties_broker_on_zookeeper_serves_kafka_python(tmp_path, z
                                capture_output=True, text=True, timeout=60)
     assert completed.returncode == 1
     assert "does not match the cluster id" in completed.stderr
+
+
+def test_an_unreachable_zookeeper_is_a_clear_error(tmp_path) -> None:
+    completed = subprocess.run([sys.executable, "-m", "kfk", "server", "start", "--override",
+                                "zookeeper.connect=127.0.0.1:1", "--override", "broker.id=1", "--override",
+                                "zookeeper.connection.timeout.ms=1000", "--override", f"log.dirs={tmp_path}"],
+                               capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 1
+    assert "Timed out connecting to ZooKeeper at 127.0.0.1:1" in completed.stderr

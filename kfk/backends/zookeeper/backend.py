@@ -180,7 +180,7 @@ class ZooKeeperMetadataBackend:
         try:
             client.start(timeout=timeout_s)
         except KazooTimeoutError as error:
-            client.close()
+            _close(client)  # stop kazoo's connection thread too, or the process never exits
             raise KafkaError(f"Timed out connecting to ZooKeeper at {self.connect_string} after "
                              f"{self.connection_timeout_ms} ms") from error
         try:
