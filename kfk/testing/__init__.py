@@ -2,9 +2,12 @@
 
 `pip install kfk` registers the pytest plugin (kfk.testing.plugin); a test then asks for `kfk_broker` and gets the
 bootstrap address of a fresh single-node broker on an ephemeral port with its own temporary log dir. No JVM, no
-Docker.
+Docker. Multi-broker clusters (`kfk_cluster`, `kfk_cluster_factory`) run on ZooKeeper, which is Java: they use
+the ZooKeeper installed on the machine (Debian's `zookeeper` package) through `zookeeper_server`.
 """
 
 from kfk.testing.broker import BrokerProcess, start_broker
+from kfk.testing.cluster import KfkCluster, start_cluster
+from kfk.testing.zookeeper import ZooKeeperServer, start_ensemble
 
-__all__ = ["BrokerProcess", "start_broker"]
+__all__ = ["BrokerProcess", "KfkCluster", "ZooKeeperServer", "start_broker", "start_cluster", "start_ensemble"]
