@@ -156,3 +156,36 @@ def test_generate_proposes_kafkas_placement_on_the_given_brokers() -> None:
     proposal = reassignment.propose_assignment({"t": {0: [1, 2], 1: [2, 1], 2: [1, 2]}}, [2, 3], random.Random(1))
     assert sorted(proposal["t"]) == [0, 1, 2]
     assert all(sorted(replicas) == [2, 3] for replicas in proposal["t"].values())
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def partition_states(draw):
+    replicas = draw(st.lists(st.integers(1, 6), min_size=1, max_size=5, unique=True))
+    isr = draw(st.lists(st.sampled_from(replicas), min_size=1, max_size=len(replicas), unique=True))
+    leader = draw(st.sampled_from([*isr, NO_LEADER]))
+    live = draw(st.sets(st.integers(1, 6)))
+    return registration(replicas, isr=isr, leader=leader), live
+
+
+@settings(max_examples=500, deadline=None)
+@given(partition_states(), st.booleans())
+def test_elections_keep_kafkas_invariants(state, unclean) -> None:
+    before, live = state
+    change = partition_change.elect_after_broker_changes(before, live, unclean)
+    leader = before.leader if change is None or change.leader is None else change.leader
+    isr = before.isr if change is None or change.isr is None else change.isr
+    assert isr and set(isr) <= set(before.replicas)  # never empty, never outside the replicas
+    if leader != NO_LEADER:
+        assert leader in live and leader in isr
+        if leader not in before.isr:  # an out-of-sync leader: only by an unclean election
+            assert unclean and isr == (leader,) and not set(before.isr) & set(live)
+    else:
+        assert not set(before.isr) & set(live) and (not unclean or not set(before.replicas) & set(live))
+    if set(before.isr) & set(live):
+        assert set(isr) == set(before.isr) & set(live)  # only the dead leave, and all of them
+    assert partition_change.elect_after_broker_changes(
+        registration(before.replicas, isr=isr, leader=leader), live, unclean) is None  # a fixed point
