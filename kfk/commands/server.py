@@ -108,9 +108,9 @@ def stop(
     ] = "./kfk-data",
 ) -> None:
     """Stop the broker that runs on a log dir (SIGTERM: it flushes and checkpoints before exiting)."""
-    from kfk.server.broker import PID_FILE
+    from kfk.storage.log_files import BROKER_PID_FILE
 
-    pid_file = Path(log_dir, PID_FILE)
+    pid_file = Path(log_dir, BROKER_PID_FILE)
     try:
         pid = int(pid_file.read_text().strip())
     except (OSError, ValueError):

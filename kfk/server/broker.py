@@ -42,13 +42,12 @@ from kfk.server.handlers import delete_records, describe_log_dirs, fetch, list_o
 from kfk.server.handlers import find_coordinator, groups, offsets
 from kfk.server.handlers import leadership
 from kfk.storage.format import load_cluster_id, random_cluster_id
-from kfk.storage.log_files import TopicPartition
+from kfk.storage.log_files import BROKER_PID_FILE, TopicPartition
 from kfk.storage.log_manager import LogManager
 from kfk.storage.producer_state import AppendOrigin
 
 log = logging.getLogger("kfk.server")
 
-PID_FILE = "kfk.pid"
 #: Kafka's controlled.shutdown.max.retries (3); the backoff is shorter than its 5 s: a retry only waits for followers.
 CONTROLLED_SHUTDOWN_ATTEMPTS = 3
 CONTROLLED_SHUTDOWN_RETRY_BACKOFF_S = 0.5
@@ -273,7 +272,7 @@ class BrokerServer:
         await self._start_replication()
         await self._start_group_coordinator()
         await self.socket_server.start_serving()
-        Path(self.log_dirs[0], PID_FILE).write_text(f"{os.getpid()}\n")
+        Path(self.log_dirs[0], BROKER_PID_FILE).write_text(f"{os.getpid()}\n")
         bound = ", ".join(str(listener) for listener in self.socket_server.bound)
         log.info("kfk broker %d started, listening on %s (cluster id %s, log dirs %s)", self.node_id, bound,
                  self.cluster_id, ", ".join(self.log_dirs))
@@ -289,7 +288,7 @@ class BrokerServer:
             self._log_manager_task.cancel()
         if self.log_manager is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
-        pid_file = Path(self.log_dirs[0], PID_FILE)
+        pid_file = Path(self.log_dirs[0], BROKER_PID_FILE)
         if pid_file.exists() and pid_file.read_text().strip() == str(os.getpid()):
             pid_file.unlink()
         log.info("kfk broker %d stopped", self.node_id)

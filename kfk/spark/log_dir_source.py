@@ -70,9 +70,9 @@ def log_dirs(options: SourceOptions) -> list[str]:
 
 def check_broker_stopped(directory: str) -> None:
     """Refuse a log dir that a running broker owns (its pid file names a live process)."""
-    from kfk.server.broker import PID_FILE  # the broker writes it; imported here only to know its name
+    from kfk.storage.log_files import BROKER_PID_FILE
 
-    pid_path = os.path.join(directory, PID_FILE)
+    pid_path = os.path.join(directory, BROKER_PID_FILE)
     try:
         with open(pid_path, encoding="ascii") as handle:
             pid = int(handle.read().strip() or "0")

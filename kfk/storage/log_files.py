@@ -32,6 +32,8 @@ LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 META_PROPERTIES_FILE = "meta.properties"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+#: kfk's own: the pid of the broker serving a log dir (`kfk server stop` signals it; offline readers refuse it).
+BROKER_PID_FILE = "kfk.pid"
 
 #: The KRaft metadata log's topic (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME). Its partition folder sits in a log dir
 #: but belongs to the metadata backend, which opens it itself: the LogManager never loads it (as in Kafka), so
