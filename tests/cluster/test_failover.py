@@ -155,3 +155,23 @@ def test_sigterm_moves_leadership_away_before_the_broker_exits(kfk_cluster) -> N
         partition_leader not in (leader, -1) and leader not in isr for partition_leader, _, isr in found.values())
         and found, timeout=2, interval=0.05, what="leaders and ISRs without the stopped broker")
     assert all(sorted(isr) == sorted(set(kfk_cluster.brokers) - {leader}) for _, _, isr in state.values())
+
+
+def test_a_rolling_restart_with_sigterm_loses_nothing(kfk_cluster) -> None:
+    bootstrap = kfk_cluster.bootstrap_servers
+    create_topic(bootstrap, "rolling", partitions=3, replication_factor=3, config={"min.insync.replicas": "2"})
+    wait_until(lambda: all(len(isr) == 3 for _, _, isr in partitions(bootstrap, "rolling").values()))
+    producer = SequenceProducer(bootstrap, "rolling", 3).start()
+    try:
+        for broker_id in sorted(kfk_cluster.brokers):
+            wait_until(lambda: producer.count > 100, what="records acknowledged")
+            before = producer.count
+            assert kfk_cluster.stop(broker_id) == 0
+            kfk_cluster.start([broker_id])
+            wait_until(lambda: all(len(isr) == 3 for _, _, isr in partitions(bootstrap, "rolling").values()),
+                       timeout=30, what=f"broker {broker_id} back in every ISR")
+            wait_until(lambda: producer.count > before + 50, what="produce continues")
+    finally:
+        producer.stop()
+    assert producer.failed == 0
+    check_every_acknowledged_record_is_there(kfk_cluster.bootstrap_servers, producer)
