@@ -109,3 +109,47 @@ def test_a_broker_whose_session_expires_loses_its_partitions_and_comes_back(kfk_
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     producer.produce("sessions", b"after expiry", partition=0)
     assert producer.flush(10) == 0
+
+
+@pytest.mark.slow
+def test_without_a_live_in_sync_replica_the_partition_waits_unless_unclean_election_is_enabled(kfk_cluster) -> None:
+    from confluent_kafka.admin import ConfigResource
+
+    bootstrap = kfk_cluster.bootstrap_servers
+    create_topic(bootstrap, "unclean", assignment=[[1, 2]])
+    wait_until(lambda: partitions(bootstrap, "unclean")[0][2] == [1, 2])
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5})
+    kfk_cluster.pause(2)
+    try:
+        deadline = time.monotonic() + 15
+        while partitions(bootstrap, "unclean")[0][2] != [1]:  # 2 falls out of sync
+            assert time.monotonic() < deadline, "broker 2 stayed in sync"
+            producer.produce("unclean", b"x", partition=0)
+            producer.poll(0.02)
+        kfk_cluster.kill(1)
+    finally:
+        kfk_cluster.resume(2)
+    others = ",".join(kfk_cluster.broker(i).bootstrap_servers for i in (2, 3))
+    # Broker 1's session ends; broker 2 is live but out of sync: no clean leader, the partition is offline.
+    wait_until(lambda: 1 not in controller_live_brokers(others), timeout=20, what="broker 1 gone")
+    time.sleep(1)
+    leader, _, isr = partitions(others, "unclean")[0]
+    assert leader == -1 and isr == [1]
+    set_topic_config(others, "unclean", "unclean.leader.election.enable", "true")
+    wait_until(lambda: partitions(others, "unclean")[0][0] == 2, timeout=10, what="an unclean leader")
+    assert "Unclean leader election" in "".join(kfk_cluster.broker(i).output() for i in (2, 3))
+
+
+def controller_live_brokers(bootstrap: str) -> list[int]:
+    client = admin(bootstrap)
+    return sorted(node.id for node in client.describe_cluster(request_timeout=5).result(10).nodes)
+
+
+def set_topic_config(bootstrap: str, topic: str, key: str, value: str) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    client = admin(bootstrap)
+    resource = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    for future in client.incremental_alter_configs([resource]).values():
+        future.result(10)
