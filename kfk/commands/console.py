@@ -5,7 +5,9 @@ console-produce sends each stdin line as a record; ``--property parse.key=true``
 LineMessageReader does. console-consume prints records as Kafka's DefaultMessageFormatter does (``print.key``,
 ``print.timestamp``, ``print.partition``, ``print.offset``, ``print.headers``, ``key.separator``...), and ends
 with "Processed a total of N messages" on stderr; --max-messages, --timeout-ms and Ctrl-C all end it cleanly.
-Values are written as raw bytes: what was produced is what is printed.
+Values are written as raw bytes: what was produced is what is printed. Without --group, console-consume assigns
+itself every partition of the topic instead of joining a throw-away "console-consumer-NNNN" group as Kafka's tool
+does, so reading a topic leaves no group behind.
 """
 
 from __future__ import annotations
