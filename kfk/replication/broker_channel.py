@@ -32,7 +32,10 @@ class BrokerChannel:
         timeout = (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
         async with self._lock:
             try:
-                return await asyncio.wait_for(self._round_trip(message, api_version), timeout)
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancellation that arrives as
+                # the response does, and a fetcher being stopped would then go on fetching.
+                async with asyncio.timeout(timeout):
+                    return await self._round_trip(message, api_version)
             except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as error:
                 self._close()
                 raise NetworkError(f"request {message.NAME} to {self.host}:{self.port} failed: {error!r}") from error

@@ -125,8 +125,11 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._stopped = False
 
     def add_partition(self, topic_partition: TopicPartition, leader_epoch: int) -> None:
+        if self._stopped:
+            raise RuntimeError(f"fetcher {self.name} is stopped")
         state = self.partitions.get(topic_partition)
         if state is not None and state.leader_epoch == leader_epoch:
             return
@@ -139,6 +142,8 @@ class ReplicaFetcher:
         self.partitions.pop(topic_partition, None)
 
     async def shutdown(self) -> None:
+        self._stopped = True  # the loop ends at its next turn even if a cancellation were lost
+        self.partitions.clear()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -149,7 +154,7 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         backoff_s = self.config.replica_fetch_backoff_ms / 1000
-        while True:
+        while not self._stopped:
             if not self.partitions:
                 self._wakeup.clear()
                 await self._wakeup.wait()
@@ -161,8 +166,9 @@ class ReplicaFetcher:
                     # Nothing fetchable now (all backing off or truncating): wait a little or for a new partition.
                     self._wakeup.clear()
                     try:
-                        await asyncio.wait_for(self._wakeup.wait(), min(backoff_s, 0.1))
-                    except asyncio.TimeoutError:
+                        async with asyncio.timeout(min(backoff_s, 0.1)):
+                            await self._wakeup.wait()
+                    except TimeoutError:
                         pass
             except NetworkError as error:
                 logger.debug("fetcher %s: %s", self.name, error)
