@@ -127,6 +127,8 @@ class ReplicaManager:
         self._alter_partition = alter_partition
         self._isr_changes_in_flight: set[TopicPartition] = set()
         self._isr_expiration: asyncio.Task | None = None
+        #: Set once this broker stops following (controlled shutdown done, or shutting down): no fetcher restarts.
+        self._following_stopped = False
 
     def _arm_expiration_timer(self, deadline_ms: int) -> None:
         self._timer.arm(deadline_ms)
@@ -135,6 +137,7 @@ class ReplicaManager:
         """Let pending log creations and deletions finish, then answer every waiting request (acks=all produces
         time out, fetches return what is there)."""
         await self.metadata_applied()
+        self._following_stopped = True
         if self._isr_expiration is not None:
             self._isr_expiration.cancel()
         await self.fetcher_manager.shutdown()
@@ -305,10 +308,17 @@ class ReplicaManager:
             self._follow(partition)
         self._complete_delayed_requests(partition.topic_partition)
 
+    def stop_following(self) -> None:
+        """After a controlled shutdown (Kafka's StopReplica to the broker that leaves): stop every fetcher and start
+        none again, so that no leader adds this broker back to an ISR the controller just took it out of."""
+        self._following_stopped = True
+        for topic_partition in list(self.fetcher_manager.assignment):
+            self.fetcher_manager.remove_partition(topic_partition)
+
     def _follow(self, partition: Partition) -> None:
         """Fetch from the partition's leader, or stop fetching while it has none (or its broker is down)."""
         endpoint = self.image.alive_endpoint(partition.leader_id, self.inter_broker_listener) \
-            if partition.leader_id >= 0 else None
+            if partition.leader_id >= 0 and not self._following_stopped else None
         if endpoint is None:
             self.fetcher_manager.remove_partition(partition.topic_partition)
         else:

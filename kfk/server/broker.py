@@ -193,12 +193,14 @@ class BrokerServer:
                     remaining = response.remaining_partitions
                 if not remaining:
                     log.info("controlled shutdown of broker %d succeeded", self.node_id)
+                    self.replica_manager.stop_following()
                     return
                 log.info("controlled shutdown: %d partition(s) still led by broker %d", len(remaining), self.node_id)
             except Exception as error:  # noqa: BLE001 - an unclean shutdown is the fallback
                 log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, error)
             await asyncio.sleep(CONTROLLED_SHUTDOWN_RETRY_BACKOFF_S)
         log.warning("proceeding to an uncontrolled shutdown of broker %d", self.node_id)
+        self.replica_manager.stop_following()
 
     async def _stop_metadata(self) -> None:
         if getattr(self, "_controller_election", None) is not None:
