@@ -476,7 +476,7 @@ class ZooKeeperMetadataBackend:
 
     async def _refresh_soon(self) -> None:
         try:
-            await self._refresh()
+            await self._refresh(until_clean=True)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a failed read is retried on the next event
@@ -484,13 +484,20 @@ class ZooKeeperMetadataBackend:
             await asyncio.sleep(0.5)
             self._mark_dirty(None)
 
-    async def _refresh(self) -> None:
-        """Re-read the dirty znodes and deliver what changed to the listeners."""
-        async with self._refresh_lock:
-            while self._client is not None and (self._dirty is None or self._dirty):
+    async def _refresh(self, until_clean: bool = False) -> None:
+        """Re-read the dirty znodes and deliver what changed to the listeners: one pass (enough for a caller that
+        marked its paths dirty before calling: a pass that took them finished before this one got the lock), or,
+        for the watch-driven refresher, passes until nothing is dirty. The lock is released between passes, so
+        that under a stream of changes a writer waiting for its own change is served in turn."""
+        while True:
+            async with self._refresh_lock:
+                if self._client is None or (self._dirty is not None and not self._dirty):
+                    return
                 dirty, self._dirty = self._dirty, set()
                 snapshot, elections = await self._blocking(self._read, dirty)
                 self._deliver(snapshot, elections)
+            if not until_clean:
+                return
 
     def _deliver(self, snapshot: ZooKeeperSnapshot, elections: int) -> None:
         previous = self._snapshot
