@@ -363,6 +363,12 @@ class ReplicaManager:
                                 self.config.replica_lag_time_max_ms)
                     self._submit_isr_change(partition, new_isr)
 
+    def _isr_eligible(self, broker_id: int) -> bool:
+        """KIP-841: only a registered, unfenced broker may join an ISR (a broker whose ZooKeeper session expired may
+        still be fetching until it notices; the controller would take it out again at once)."""
+        broker = self.image.brokers.get(broker_id)
+        return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
+
     def _submit_isr_change(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
         """Persist an ISR change through the metadata backend (one in flight per partition); the partition adopts
         it when the new registration comes back through the metadata image."""
@@ -575,7 +581,7 @@ class ReplicaManager:
                                                              request.log_start_offset, now_ms):
                         self._complete_delayed_requests(request.topic_partition)
                     new_isr = partition.isr_after_expand(params.replica_id)
-                    if new_isr is not None:
+                    if new_isr is not None and self._isr_eligible(params.replica_id):
                         logger.info("%s: replica %d caught up; expanding the ISR from %s to %s",
                                     request.topic_partition, params.replica_id, list(partition.in_sync_replicas),
                                     list(new_isr))
