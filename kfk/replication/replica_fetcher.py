@@ -37,6 +37,7 @@ from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRe
 from kfk.records import complete_entries_length
 from kfk.replication.broker_channel import BrokerChannel
 from kfk.replication.partition import Partition
+from kfk.storage.log import Log
 from kfk.storage.log_files import TopicPartition
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,21 @@ UNDEFINED_EPOCH_OFFSET = -1
 _WAIT_FOR_METADATA = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
                       ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                       ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.LEADER_NOT_AVAILABLE)
+
+
+def truncation_offset(log: Log, requested_epoch: int, leader_epoch: int, leader_end_offset: int) -> int:
+    """Where a follower's log must end before it fetches from a new leader (KIP-279), from the leader's answer to
+    OffsetForLeaderEpoch(`requested_epoch`, this log's latest epoch): the end of that epoch on the leader, or, if
+    the leader's largest epoch at or below it is older, where that older epoch ends in this log too; the high
+    watermark when the leader knows none of its epochs. (The caller never goes below its high watermark.)"""
+    if leader_end_offset == UNDEFINED_EPOCH_OFFSET:
+        return log.high_watermark
+    target = min(leader_end_offset, log.log_end_offset)
+    if leader_epoch < requested_epoch:
+        _, own_end = log.end_offset_for_epoch(leader_epoch)
+        if own_end >= 0:
+            target = min(target, own_end)
+    return target
 
 
 def fetcher_id(topic_partition: TopicPartition, num_fetchers: int) -> int:
@@ -215,19 +231,10 @@ class ReplicaFetcher:
                 if result.error_code != ErrorCode.NONE:
                     self._back_off(topic_partition, state, result.error_code)
                     continue
-                log = partition.log
-                if result.end_offset == UNDEFINED_EPOCH_OFFSET:
-                    target = log.high_watermark
-                    reason = "the leader knows none of its epochs"
-                else:
-                    target = min(result.end_offset, log.log_end_offset)
-                    requested_epoch = asked[topic_partition][0]
-                    if result.leader_epoch < requested_epoch:
-                        # The leader never had our latest epoch: cut back to where its latest epoch ends in our log.
-                        _, own_end = log.end_offset_for_epoch(result.leader_epoch)
-                        if own_end >= 0:
-                            target = min(target, own_end)
-                    reason = f"leader epoch {result.leader_epoch} ends at {result.end_offset} on the leader"
+                target = truncation_offset(partition.log, asked[topic_partition][0], result.leader_epoch,
+                                           result.end_offset)
+                reason = ("the leader knows none of its epochs" if result.end_offset == UNDEFINED_EPOCH_OFFSET
+                          else f"leader epoch {result.leader_epoch} ends at {result.end_offset} on the leader")
                 self._truncate_to(partition, target, reason)
                 state.truncating = False
 
@@ -237,7 +244,7 @@ class ReplicaFetcher:
         if target < high_watermark:
             logger.warning("%s: not truncating below the high watermark %d (to %d: %s)", partition.topic_partition,
                            high_watermark, target, reason)
-            target = high_watermark
+        target = max(target, high_watermark)
         if target < log.log_end_offset:
             logger.info("%s: truncating the divergent tail from %d to %d (%s)", partition.topic_partition,
                         log.log_end_offset, target, reason)
