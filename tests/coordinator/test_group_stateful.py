@@ -40,9 +40,6 @@ class Client:
         self.join: Answers | None = None
         self.sync: Answers | None = None
         self.static = index == 0  # one static member among dynamic ones
-        # A static member that rejoins under a new member id inherits the assignment its instance had (the point of
-        # static membership: no rebalance), so its payload may name any member id the instance has held.
-        self.past_member_ids: set[str] = set()
 
 
 class GroupMachine(RuleBasedStateMachine):
@@ -53,6 +50,10 @@ class GroupMachine(RuleBasedStateMachine):
         self.max_generation = 0
         self.sent_assignments: dict[int, dict[str, bytes]] = {}
         self.committed: dict[int, int] = {}
+        # A static member that rejoins under a new member id inherits the assignment its instance had (the point of
+        # static membership: no rebalance), so its payload may name any member id the instance has held, including
+        # ones a crashed process never heard of: learn them from answers and from the leader's member lists.
+        self.static_member_ids: set[str] = set()
 
     def _join(self, client: Client) -> None:
         client.join = self.h.join(GROUP, client.member_id, session_timeout_ms=SESSION_MS,
@@ -71,7 +72,10 @@ class GroupMachine(RuleBasedStateMachine):
                     self._join(client)
                 elif answer.error_code == ErrorCode.NONE:
                     client.member_id, client.generation = answer.member_id, answer.generation_id
-                    client.past_member_ids.add(answer.member_id)
+                    if client.static:
+                        self.static_member_ids.add(answer.member_id)
+                    self.static_member_ids.update(
+                        m.member_id for m in answer.members if m.group_instance_id == "static-0")
                     if answer.leader == answer.member_id:
                         assignment = {m.member_id: f"{m.member_id}@{answer.generation_id}".encode()
                                       for m in answer.members}
@@ -87,7 +91,7 @@ class GroupMachine(RuleBasedStateMachine):
                 assert answer.error_code in SYNC_ERRORS, answer
                 client.sync = None
                 if answer.error_code == ErrorCode.NONE:
-                    owners = {client.member_id} | (client.past_member_ids if client.static else set())
+                    owners = {client.member_id} | (self.static_member_ids if client.static else set())
                     assert answer.assignment in {b""} | {f"{owner}@{client.generation}".encode() for owner in owners}
                 elif answer.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
                     client.member_id, client.generation = "", -1
