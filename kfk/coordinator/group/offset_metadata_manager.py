@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from kfk.coordinator.group.classic_group import UNKNOWN_MEMBER_ID, ClassicGroup, ClassicGroupState
 from kfk.coordinator.group.config import GroupCoordinatorConfig
+from kfk.coordinator.group.group_metadata_manager import append_error_to_response_error
 from kfk.coordinator.group.record_serde import (
     NO_EXPIRE_TIMESTAMP,
     OffsetAndMetadata,
@@ -52,15 +53,11 @@ _S = ClassicGroupState
 
 
 def commit_error_to_response_error(error: ErrorCode) -> ErrorCode:
-    """What a failed write of offsets becomes in the OffsetCommit answer (as Kafka maps it)."""
-    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
+    """What a failed write of offsets becomes in the OffsetCommit answer (as Kafka maps it): the group-metadata
+    mapping, except that a write too large is the commit's fault (INVALID_COMMIT_OFFSET_SIZE)."""
     if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
         return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-    return error
+    return append_error_to_response_error(error)
 
 
 def validate_offset_commit(group: ClassicGroup, member_id: str, group_instance_id: str | None,
