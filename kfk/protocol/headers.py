@@ -10,6 +10,8 @@ header); the generated RequestHeader codec follows that field-level rule from th
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from kfk.errors import ProtocolError
 from kfk.protocol.message import Buffer, Message
 from kfk.protocol.messages import API_SCHEMAS, ApiKey, request_class, response_class
@@ -31,6 +33,7 @@ __all__ = [
 ]
 
 
+@lru_cache(maxsize=1024)
 def request_header_version(api_key: int, api_version: int) -> int:
     schema = API_SCHEMAS.get(api_key)
     if schema is None:
@@ -40,6 +43,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
     return 2 if schema.is_flexible(api_version) else 1
 
 
+@lru_cache(maxsize=1024)
 def response_header_version(api_key: int, api_version: int) -> int:
     if api_key == ApiKey.API_VERSIONS:
         return 0
@@ -79,17 +83,18 @@ def encode_request(header: RequestHeader, message: Message) -> bytes:
     out: list = [b""]
     header.encode_into(out, request_header_version(header.request_api_key, version))
     message.encode_into(out, version)
-    out[0] = INT32.pack(sum(len(chunk) for chunk in out))
+    out[0] = INT32.pack(sum(map(len, out)))
     return b"".join(out)
 
 
 def encode_response(correlation_id: int, api_key: int, api_version: int, message: Message) -> list:
     """The chunks of a complete response frame, size prefix first; the caller writes them with writelines, so large
     record payloads are not copied into one buffer."""
-    out: list = [b""]
-    ResponseHeader(correlation_id=correlation_id).encode_into(out, response_header_version(api_key, api_version))
+    # Header v0 is the correlation id; v1 adds tagged fields, of which a response header has none (one 0 byte).
+    header = INT32.pack(correlation_id)
+    out: list = [b"", header if response_header_version(api_key, api_version) == 0 else header + b"\x00"]
     message.encode_into(out, api_version)
-    out[0] = INT32.pack(sum(len(chunk) for chunk in out))
+    out[0] = INT32.pack(sum(map(len, out)))
     return out
 
 

@@ -74,6 +74,7 @@ __all__ = [
     "complete_entries_length",
     "set_base_offset",
     "set_last_offset",
+    "set_base_offset_and_leader_epoch",
     "set_partition_leader_epoch",
     "set_max_timestamp",
     "set_log_append_time",
@@ -294,6 +295,11 @@ class RecordBatch:
         are also checked to be big enough for their records count.
         """
         self.validated_header()
+
+    def header(self) -> tuple:
+        """The header fields unpacked in one read, unchecked (HEADER's order, as validated_header returns them):
+        for code that reads several fields of a batch it has already validated."""
+        return HEADER.unpack_from(self._buffer, self._position)
 
     def validated_header(self) -> tuple:
         """validate(), returning the header fields unpacked once (HEADER's order: base_offset, batch_length,
@@ -585,6 +591,14 @@ def set_last_offset(buffer: bytearray | memoryview, position: int, last_offset: 
     _require_v2(buffer, position)
     last_offset_delta = _INT32.unpack_from(buffer, position + LAST_OFFSET_DELTA_OFFSET)[0]
     _INT64.pack_into(buffer, position + BASE_OFFSET_OFFSET, last_offset - last_offset_delta)
+
+
+def set_base_offset_and_leader_epoch(buffer: bytearray | memoryview, position: int, base_offset: int,
+                                     epoch: int) -> None:
+    """The leader's stamp on a produced batch: its offsets and its leader epoch, in place (both outside the CRC)."""
+    _require_v2(buffer, position)
+    _INT64.pack_into(buffer, position + BASE_OFFSET_OFFSET, base_offset)
+    _INT32.pack_into(buffer, position + PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
 def set_partition_leader_epoch(buffer: bytearray | memoryview, position: int, epoch: int) -> None:

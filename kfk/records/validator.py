@@ -18,8 +18,8 @@ InvalidTimestampError and RecordTooLargeError for the topic limits.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from kfk.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
 from kfk.records.batch import (
@@ -27,9 +27,8 @@ from kfk.records.batch import (
     CONTROL_FLAG_MASK,
     RecordBatch,
     iter_batches,
-    set_base_offset,
+    set_base_offset_and_leader_epoch,
     set_log_append_time,
-    set_partition_leader_epoch,
 )
 from kfk.records.builder import MemoryRecordsBuilder
 from kfk.records.legacy import LegacyRecordBatch
@@ -45,6 +44,9 @@ from kfk.records.record import (
 
 __all__ = ["AppendOrigin", "LogAppendInfo", "LogValidator"]
 
+#: The codec of a batch by its attributes' id (validated_header has checked the id is one of these).
+_COMPRESSION_TYPES = {codec.value: codec for codec in CompressionType}
+
 
 class AppendOrigin(Enum):
     """Who is appending: clients may not write control batches; the coordinators write transaction markers."""
@@ -53,12 +55,12 @@ class AppendOrigin(Enum):
     COORDINATOR = "coordinator"
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
     """The outcome of validating one partition's records (Kafka's LogAppendInfo, the fields our log needs).
 
     ``offset_of_max_timestamp`` is the last offset of the batch holding the max timestamp (Kafka's "shallow"
-    offset, what the time index records), or the last offset overall for LogAppendTime.
+    offset, what the time index records), or the last offset overall for LogAppendTime. A named tuple, not a frozen
+    dataclass: one is built per produced partition, and a frozen dataclass costs five times as much to build.
     """
 
     first_offset: int
@@ -99,6 +101,9 @@ class LogValidator:
         self.timestamp_after_max_ms = timestamp_after_max_ms
         self.max_message_bytes = max_message_bytes
         self.origin = origin
+        bounded = timestamp_before_max_ms is not None or timestamp_after_max_ms is not None
+        # Whether a non-control batch's records must be decoded: keys (compaction) or CreateTime bounds to check.
+        self._records_needed = compacted_topic or (bounded and timestamp_type == TimestampType.CREATE_TIME)
 
     def validate_and_assign_offsets(self, records: bytes | bytearray | memoryview, next_offset: int, now_ms: int,
                                     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> LogAppendInfo:
@@ -121,13 +126,14 @@ class LogValidator:
             return LogAppendInfo(next_offset, next_offset - 1, NO_TIMESTAMP, -1, 0, buffer, log_append_time,
                                  CompressionType.NONE, self.target_compression or CompressionType.NONE, False)
         magic = entries[0].magic
+        max_message_bytes = self.max_message_bytes
         for entry in entries:
             if entry.magic != magic:
                 raise InvalidRecordError(f"Batch magic {entry.magic} is not the same as the first batch's "
                                          f"magic {magic}")
-            if self.max_message_bytes is not None and entry.size_in_bytes > self.max_message_bytes:
+            if max_message_bytes is not None and entry.size_in_bytes > max_message_bytes:
                 raise RecordTooLargeError(f"The record batch of {entry.size_in_bytes} bytes is larger than "
-                                          f"max.message.bytes {self.max_message_bytes}")
+                                          f"max.message.bytes {max_message_bytes}")
         if magic == MAGIC_VALUE_V2:
             return self._validate_v2(buffer, entries, next_offset, now_ms, partition_leader_epoch)  # type: ignore
         return self._convert_legacy(entries, next_offset, now_ms, partition_leader_epoch)  # type: ignore[arg-type]
@@ -142,20 +148,20 @@ class LogValidator:
         offset_of_max_timestamp = -1
         records_count = 0
         re_encoded_parts: list[bytes] | None = None
-        source_compression = batches[0].compression_type
+        source_compression = CompressionType.NONE  # set from each batch's attributes below
         for index, batch in enumerate(batches):
             (_, _, _, _, _, attributes, last_offset_delta, _, header_max_timestamp, producer_id, _, base_sequence,
              header_records_count) = batch.validated_header()
             is_control = bool(attributes & CONTROL_FLAG_MASK)
             self._validate_batch_header(is_control, header_records_count, last_offset_delta, producer_id,
                                         base_sequence)
-            source_compression = CompressionType(attributes & COMPRESSION_CODEC_MASK)
+            source_compression = _COMPRESSION_TYPES[attributes & COMPRESSION_CODEC_MASK]
             target = self._target_for(source_compression)
             decoded: list[Record] | None = None
-            if self._needs_records(batch) or (target != source_compression and not is_control):
+            if not is_control and (self._records_needed or target != source_compression):
                 decoded = list(batch.records())
                 self._validate_records(decoded, batch.is_control, now_ms)
-            if decoded is not None and target != source_compression and not batch.is_control:
+            if decoded is not None and target != source_compression:
                 if re_encoded_parts is None:
                     re_encoded_parts = [bytes(earlier.as_memoryview()) for earlier in batches[:index]]
                 rebuilt = self._rebuild(batch, decoded, target, next_offset, now_ms, partition_leader_epoch)
@@ -164,8 +170,7 @@ class LogValidator:
                 last_offset = next_offset + count - 1
                 batch_max_timestamp = now_ms if log_append else RecordBatch(rebuilt).max_timestamp
             else:
-                set_base_offset(buffer, batch.position, next_offset)
-                set_partition_leader_epoch(buffer, batch.position, partition_leader_epoch)
+                set_base_offset_and_leader_epoch(buffer, batch.position, next_offset, partition_leader_epoch)
                 if log_append:
                     set_log_append_time(buffer, batch.position, now_ms)
                 count = header_records_count
@@ -201,12 +206,6 @@ class LogValidator:
 
     def _target_for(self, source_compression: CompressionType) -> CompressionType:
         return source_compression if self.target_compression is None else self.target_compression
-
-    def _needs_records(self, batch: RecordBatch | LegacyRecordBatch) -> bool:
-        if batch.is_control:
-            return False
-        bounded = self.timestamp_before_max_ms is not None or self.timestamp_after_max_ms is not None
-        return self.compacted_topic or (bounded and self.timestamp_type == TimestampType.CREATE_TIME)
 
     def _validate_records(self, records: Iterable[Record], is_control: bool, now_ms: int) -> None:
         if is_control:

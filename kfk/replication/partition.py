@@ -30,7 +30,6 @@ from kfk.config import INT64_MAX, LogConfig
 from kfk.errors import (
     ErrorCode,
     FencedLeaderEpochError,
-    KafkaError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     OffsetNotAvailableError,
@@ -39,7 +38,8 @@ from kfk.errors import (
     UnknownLeaderEpochError,
 )
 from kfk.metadata.image import NO_LEADER, PartitionRegistration
-from kfk.records import MAGIC_OFFSET, MAGIC_VALUE_V2, CompressionType, LogValidator, RecordBatch, TimestampType
+from kfk.records import MAGIC_OFFSET, MAGIC_VALUE_V2, RECORD_BATCH_OVERHEAD, CompressionType, LogValidator, TimestampType
+from kfk.records.batch import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK
 from kfk.records import AppendOrigin as ValidatorOrigin
 from kfk.storage.fetch_data_info import TimestampAndOffset
 from kfk.storage.log import LATEST_TIMESTAMP, Log
@@ -100,10 +100,9 @@ def append_needs_record_work(config: LogConfig, records: bytes | bytearray | mem
     if records[MAGIC_OFFSET] != MAGIC_VALUE_V2:
         return True
     target = _TOPIC_COMPRESSION[config.compression_type]
-    try:
-        return target is not None and RecordBatch(records).compression_type != target
-    except KafkaError:
-        return False  # malformed: validation will say so, quickly
+    if target is None or len(records) < RECORD_BATCH_OVERHEAD:
+        return False  # the producer's codec is kept, or the batch is malformed (validation says so, quickly)
+    return records[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK != target.value
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -235,12 +234,14 @@ class Partition:
     def maybe_increment_high_watermark(self, now_ms: int) -> bool:
         """Move the high watermark up to the smallest log end offset of the in-sync replicas (and of followers caught
         up enough to join them). Never backwards; not while under min ISR. Returns whether it moved."""
-        if not self.is_leader or self.is_under_min_isr:
-            return False
         log = self.log
+        remote_replicas = self.remote_replicas
+        if self.leader_id != self.local_broker_id or len(self.in_sync_replicas) < min(
+                log.config.min_insync_replicas, len(remote_replicas) + 1):  # not leading, or under min ISR
+            return False
         leader_log_end_offset = log.log_end_offset
         new_high_watermark = leader_log_end_offset
-        for replica in self.remote_replicas.values():
+        for replica in remote_replicas.values():
             if replica.log_end_offset >= new_high_watermark:
                 continue
             if replica.broker_id in self.in_sync_replicas or replica.is_caught_up(

@@ -295,6 +295,8 @@ class ReplicaManager:
 
     async def _wait_until_opened(self, topic_partitions: Iterable[TopicPartition]) -> None:
         """A request for a partition whose log is still being created waits for it instead of failing."""
+        if not self._opening:
+            return
         waiting = [self._opening[tp].ready for tp in topic_partitions if tp in self._opening]
         if waiting:
             await asyncio.wait(waiting)

@@ -257,6 +257,14 @@ class _Connection(asyncio.BufferedProtocol):
     async def _write(self, chunks: list) -> None:
         transport = self._transport
         assert transport is not None
+        try:
+            data = b"".join(chunks)  # the usual response: bytes only (writelines would join them too)
+        except TypeError:  # a fetch response with file regions to sendfile
+            pass
+        else:
+            transport.write(data)
+            await self._drain()
+            return
         pending: list = []
         for chunk in chunks:
             if isinstance(chunk, (bytes, bytearray, memoryview)):

@@ -35,7 +35,8 @@ from kfk.errors import (
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
-from kfk.records import MAGIC_VALUE_V2, NO_TIMESTAMP, TimestampType, iter_batches
+from kfk.records import LOG_OVERHEAD, MAGIC_VALUE_V2, NO_TIMESTAMP, iter_batches
+from kfk.records.batch import TIMESTAMP_TYPE_MASK
 from kfk.storage.fetch_data_info import (
     FetchDataInfo,
     FetchIsolation,
@@ -275,18 +276,29 @@ class Log:
         batches = list(iter_batches(records))
         if not batches or batches[-1].position + batches[-1].size_in_bytes != size:
             raise CorruptRecordError(f"Append to {self.topic_partition} holds no batch or ends with an incomplete one")
+        max_message_bytes = self.config.max_message_bytes
         for batch in batches:
-            if not leader:
-                batch.validate()
-            elif batch.size_in_bytes > self.config.max_message_bytes:
+            v2 = batch.magic >= MAGIC_VALUE_V2
+            if v2:
+                # One read of the header (the leader's validator has checked it; a follower's is checked here).
+                (base_offset, batch_length, partition_leader_epoch, _, _, attributes, last_offset_delta, _,
+                 max_timestamp, _, _, _, _) = batch.header() if leader else batch.validated_header()
+                size_in_bytes = batch_length + LOG_OVERHEAD
+                last_offset = base_offset + last_offset_delta
+            else:
+                if not leader:
+                    batch.validate()
+                size_in_bytes = batch.size_in_bytes
+                last_offset = base_offset = batch.last_offset
+                max_timestamp = batch.max_timestamp
+            if leader and size_in_bytes > max_message_bytes:
                 raise RecordTooLargeError(
-                    f"The record batch size in the append to {self.topic_partition} is {batch.size_in_bytes} "
-                    f"bytes which exceeds the maximum configured value of {self.config.max_message_bytes}."
+                    f"The record batch size in the append to {self.topic_partition} is {size_in_bytes} "
+                    f"bytes which exceeds the maximum configured value of {max_message_bytes}."
                 )
-            last_offset = batch.last_offset
             if info.batch_count == 0:
-                info.first_offset = batch.base_offset if batch.magic >= MAGIC_VALUE_V2 else last_offset
-                exact = leader and batch.magic >= MAGIC_VALUE_V2
+                info.first_offset = base_offset
+                exact = leader and v2
                 if info.first_offset < self._log_end_offset or (exact and info.first_offset != self._log_end_offset):
                     raise UnexpectedAppendOffsetError(
                         f"Unexpected offset in append to {self.topic_partition}. First offset {info.first_offset} "
@@ -298,13 +310,13 @@ class Log:
                     f"{previous_last_offset}"
                 )
             previous_last_offset = last_offset
-            if batch.max_timestamp > info.max_timestamp:
-                info.max_timestamp = batch.max_timestamp
+            if max_timestamp > info.max_timestamp:
+                info.max_timestamp = max_timestamp
                 info.shallow_offset_of_max_timestamp = last_offset
-            if batch.magic >= MAGIC_VALUE_V2:
-                info.last_leader_epoch = batch.partition_leader_epoch
-                if batch.timestamp_type == TimestampType.LOG_APPEND_TIME:
-                    info.log_append_time = batch.max_timestamp
+            if v2:
+                info.last_leader_epoch = partition_leader_epoch
+                if attributes & TIMESTAMP_TYPE_MASK:
+                    info.log_append_time = max_timestamp
             info.batch_count += 1
         info.last_offset = previous_last_offset
         if size > self.config.segment_size:

@@ -539,6 +539,8 @@ class ProducerStateManager:
         self._remove_unreplicated_transactions(high_watermark)
 
     def _remove_unreplicated_transactions(self, offset: int) -> None:
+        if not self.unreplicated_txns:
+            return
         for first_offset in [key for key, txn in self.unreplicated_txns.items()
                              if txn.last_offset is not None and txn.last_offset < offset]:
             del self.unreplicated_txns[first_offset]

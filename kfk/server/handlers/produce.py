@@ -101,6 +101,6 @@ def _partition_response(index: int, result: ProducePartitionResult) -> Partition
         log_append_time_ms=result.log_append_time_ms,
         log_start_offset=result.log_start_offset,
         record_errors=[BatchIndexAndErrorMessage(batch_index=batch_index, batch_index_error_message=message)
-                       for batch_index, message in result.record_errors],
+                       for batch_index, message in result.record_errors] if result.record_errors else [],
         error_message=result.error_message,
     )
