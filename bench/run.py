@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import socket
 import statistics
@@ -149,6 +150,43 @@ class TansuBroker(Broker):
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+# -- CPU accounting ------------------------------------------------------------------------------------------------
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process, all its threads (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """The cores each side kept busy during a timed phase (CPU seconds / wall seconds): the broker process, this
+    client process (every thread, librdkafka's included) and the client's Python loop (this thread alone). On two
+    cores, broker + client near 2 means the figure is the machine's CPU, shared; a Python loop near 1 means the
+    client's own per-record work sets the pace."""
+
+    def __init__(self, broker_pid: int) -> None:
+        self.broker_pid = broker_pid
+        self.figures: dict[str, float] = {}
+
+    @staticmethod
+    def _client_seconds() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    def __enter__(self) -> CpuMeter:
+        self._start = (time.perf_counter(), process_cpu_seconds(self.broker_pid), self._client_seconds(),
+                       time.thread_time())
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        wall, broker, client, loop = self._start
+        wall = time.perf_counter() - wall
+        self.figures = {"broker cores": (process_cpu_seconds(self.broker_pid) - broker) / wall,
+                        "client cores": (self._client_seconds() - client) / wall,
+                        "client loop cores": (time.thread_time() - loop) / wall}
 
 
 # -- clients -------------------------------------------------------------------------------------------------------
@@ -397,8 +435,9 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
     def w1(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
         topic = f"w1-{repetition}"
         create_topic(broker.bootstrap, topic, 1)
-        figures = produce_figures(broker, topic, count_1k, 1024, produce(broker.bootstrap, topic, count_1k,
-                                                                         value_1k))
+        with CpuMeter(broker.pid) as cpu:
+            seconds = produce(broker.bootstrap, topic, count_1k, value_1k)
+        figures = {**produce_figures(broker, topic, count_1k, 1024, seconds), **cpu.figures}
         wire_topic = f"w1-wire-{repetition}"
         create_topic(broker.bootstrap, wire_topic, 1)
         seconds, sent = wire_load.produce(broker.bootstrap, wire_topic, count_1k, 1024)
@@ -415,7 +454,9 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
         topic = f"w1-{repetition}"  # written by W1 in the same broker session
         volume = count_1k * 1024 / 1e6
         consume(broker.bootstrap, topic, 1, 1)  # the consumer's first contact (group coordinator): not timed
-        figures = {"MB/s": volume / consume(broker.bootstrap, topic, 1, count_1k)}
+        with CpuMeter(broker.pid) as cpu:
+            seconds = consume(broker.bootstrap, topic, 1, count_1k)
+        figures = {"MB/s": volume / seconds, **cpu.figures}
         wire_topic = f"w1-wire-{repetition}"
         seconds, received = wire_load.fetch(broker.bootstrap, wire_topic,
                                             shared["w1_wire_records"][(broker.name, repetition)])
@@ -433,8 +474,9 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
     def w3(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
         topic = f"w3-{repetition}"
         create_topic(broker.bootstrap, topic, 1)
-        figures = produce_figures(broker, topic, count_100, 100,
-                                  produce(broker.bootstrap, topic, count_100, value_100))
+        with CpuMeter(broker.pid) as cpu:
+            seconds = produce(broker.bootstrap, topic, count_100, value_100)
+        figures = {**produce_figures(broker, topic, count_100, 100, seconds), **cpu.figures}
         wire_topic = f"w3-wire-{repetition}"
         create_topic(broker.bootstrap, wire_topic, 1)
         seconds, sent = wire_load.produce(broker.bootstrap, wire_topic, count_100, 100)
@@ -464,12 +506,15 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
         topic = f"w7-{repetition}"
         create_topic(broker.bootstrap, topic, 1000)
         produce(broker.bootstrap, topic, 1000, value_1k, partitions=1000)  # every partition ready: not timed
-        figures = produce_figures(broker, topic, count_1k, 1024,
-                                  produce(broker.bootstrap, topic, count_1k, value_1k, partitions=1000))
+        with CpuMeter(broker.pid) as cpu:
+            seconds = produce(broker.bootstrap, topic, count_1k, value_1k, partitions=1000)
+        figures = {**produce_figures(broker, topic, count_1k, 1024, seconds), **cpu.figures}
         one_topic = f"w7-one-{repetition}"
         create_topic(broker.bootstrap, one_topic, 1)
-        one = produce(broker.bootstrap, one_topic, count_1k, value_1k)
+        with CpuMeter(broker.pid) as cpu:
+            one = produce(broker.bootstrap, one_topic, count_1k, value_1k)
         figures["1-partition MB/s"] = count_1k * 1024 / one / 1e6
+        figures.update({f"1-partition {name}": value for name, value in cpu.figures.items()})
         figures["1000/1 ratio"] = figures["MB/s"] / figures["1-partition MB/s"]
         return figures
 
@@ -554,16 +599,16 @@ def print_table(workloads: list[Workload], limits: dict[str, float], rss: dict[s
                 checks: list[dict]) -> None:
     physical = min(limits["loopback_tcp_mb_s"], limits["append_mb_s"])
     print("\nmachine limits (median): " + ", ".join(f"{k} {v:,.0f}" for k, v in limits.items()))
-    print(f"{'workload':<8} {'figure':<18} {'kfk':>12} {'tansu':>12} {'kfk/tansu':>10} {'kfk/machine':>12}")
+    print(f"{'workload':<8} {'figure':<30} {'kfk':>12} {'tansu':>12} {'kfk/tansu':>10} {'kfk/machine':>12}")
     for workload in workloads:
         figures = list(dict.fromkeys(k for samples in workload.samples.values() for k in samples))
         for figure in figures:
             kfk, tansu = median_of(workload, "kfk", figure), median_of(workload, "tansu", figure)
             ratio = f"{kfk / tansu:10.2f}" if kfk is not None and tansu else f"{'-':>10}"
             machine = f"{kfk / physical:11.0%}" if kfk is not None and figure.endswith("MB/s") else f"{'-':>11}"
-            print(f"{workload.name:<8} {figure:<18} {_fmt(kfk):>12} {_fmt(tansu):>12} {ratio} {machine:>12}")
+            print(f"{workload.name:<8} {figure:<30} {_fmt(kfk):>12} {_fmt(tansu):>12} {ratio} {machine:>12}")
     for name, by_broker in rss.items():
-        print(f"{name:<8} {'peak RSS MB':<18} {_fmt(by_broker.get('kfk')):>12} {_fmt(by_broker.get('tansu')):>12}")
+        print(f"{name:<8} {'peak RSS MB':<30} {_fmt(by_broker.get('kfk')):>12} {_fmt(by_broker.get('tansu')):>12}")
     print("\ntargets")
     for item in checks:
         state = {True: "met", False: "NOT met", None: "-"}[item["met"]]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
+from typing import NamedTuple
 
 from kfk.config import INT64_MAX, LogConfig
 from kfk.errors import (
@@ -105,10 +106,9 @@ def append_needs_record_work(config: LogConfig, records: bytes | bytearray | mem
     return records[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK != target.value
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class LeaderAppendResult:
+class LeaderAppendResult(NamedTuple):
     """Where an append to the leader's log put the records (for a retried idempotent batch: where they went the
-    first time, `duplicate`)."""
+    first time, `duplicate`). A named tuple: one is built per produced partition."""
 
     first_offset: int
     last_offset: int
