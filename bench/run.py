@@ -20,6 +20,9 @@ Workloads (1 KiB record values unless said; acks=1; linger.ms=5, batch.size=1 Mi
 - W6 produce latency p50/p99 at a fixed rate, 50 % of kfk's W1 median throughput (W1's producer settings)
 - W7 1,000 partitions, records spread round-robin (after one untimed record to each partition, so that what is
   timed is the steady state, not the brokers opening 1,000 logs); compared with the same broker's 1-partition run
+W1, W3, W5 and W7 also report the cores each side kept busy while timed ("broker cores", "client cores" for the whole
+client process with librdkafka's threads, "client loop cores" for its Python thread): on two cores their sum near 2
+means the machine's CPU is the limit, and a Python loop near 1 means the client's per-record work sets the pace.
 W1, W3 and W5 also run bench/wire_load.py ("wire" figures): a client speaking the protocol itself, re-sending one
 pre-built 1 MiB batch (5 requests in flight) and fetching 10 MiB per request without decoding records, so that the
 figure is the broker's, not librdkafka's per-record work (W5 "wire" reads what W1's wire run wrote).
@@ -150,6 +153,18 @@ class TansuBroker(Broker):
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+# -- a clean start for each timed phase ---------------------------------------------------------------------------
+
+
+def write_back() -> None:
+    """Write back what earlier runs left dirty in the page cache, before a timed phase (not timed). kfk's segments
+    go through the page cache: once a run leaves ~2 GB dirty (the kernel's background threshold here), writeback to
+    the disk competes with the next run, and kfk's produce figures fall to the disk's speed (~330-580 MB/s seen)
+    while tansu, in memory, is unaffected. Measured in issue 10: W1 wire 1,900-2,000 MB/s per run, then 576 MB/s
+    at the tenth 256 MB run in a row without this."""
+    os.sync()
 
 
 # -- CPU accounting ------------------------------------------------------------------------------------------------
@@ -435,17 +450,20 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
     def w1(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
         topic = f"w1-{repetition}"
         create_topic(broker.bootstrap, topic, 1)
+        write_back()
         with CpuMeter(broker.pid) as cpu:
             seconds = produce(broker.bootstrap, topic, count_1k, value_1k)
         figures = {**produce_figures(broker, topic, count_1k, 1024, seconds), **cpu.figures}
         wire_topic = f"w1-wire-{repetition}"
         create_topic(broker.bootstrap, wire_topic, 1)
+        write_back()
         seconds, sent = wire_load.produce(broker.bootstrap, wire_topic, count_1k, 1024)
         figures["wire MB/s"] = sent * 1024 / seconds / 1e6
         shared.setdefault("w1_wire_records", {})[(broker.name, repetition)] = sent
         if broker.name == "kfk" and shutil.which("kcat"):
             kcat_topic = f"w1-kcat-{repetition}"
             create_topic(broker.bootstrap, kcat_topic, 1)
+            write_back()
             seconds = produce_with_kcat(broker.bootstrap, kcat_topic, lines_file(1024, count_1k))
             figures["kcat MB/s"] = count_1k * 1024 / seconds / 1e6
         return figures
@@ -454,6 +472,7 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
         topic = f"w1-{repetition}"  # written by W1 in the same broker session
         volume = count_1k * 1024 / 1e6
         consume(broker.bootstrap, topic, 1, 1)  # the consumer's first contact (group coordinator): not timed
+        write_back()
         with CpuMeter(broker.pid) as cpu:
             seconds = consume(broker.bootstrap, topic, 1, count_1k)
         figures = {"MB/s": volume / seconds, **cpu.figures}
@@ -468,22 +487,26 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
     def w2(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
         topic = f"w2-{repetition}"
         create_topic(broker.bootstrap, topic, 1)
+        write_back()
         return produce_figures(broker, topic, count_1k, 1024,
                                produce(broker.bootstrap, topic, count_1k, value_1k, compression="lz4"))
 
     def w3(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
         topic = f"w3-{repetition}"
         create_topic(broker.bootstrap, topic, 1)
+        write_back()
         with CpuMeter(broker.pid) as cpu:
             seconds = produce(broker.bootstrap, topic, count_100, value_100)
         figures = {**produce_figures(broker, topic, count_100, 100, seconds), **cpu.figures}
         wire_topic = f"w3-wire-{repetition}"
         create_topic(broker.bootstrap, wire_topic, 1)
+        write_back()
         seconds, sent = wire_load.produce(broker.bootstrap, wire_topic, count_100, 100)
         figures["wire records/s"] = sent / seconds
         if broker.name == "kfk" and shutil.which("kcat"):
             kcat_topic = f"w3-kcat-{repetition}"
             create_topic(broker.bootstrap, kcat_topic, 1)
+            write_back()
             seconds = produce_with_kcat(broker.bootstrap, kcat_topic, lines_file(100, count_100))
             figures["kcat records/s"] = count_100 / seconds
         return figures
@@ -491,6 +514,7 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
     def w4(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
         topic = f"w4-{repetition}"
         create_topic(broker.bootstrap, topic, 8)
+        write_back()
         return produce_figures(broker, topic, count_1k, 1024,
                                produce(broker.bootstrap, topic, count_1k, value_1k, partitions=8, threads=4))
 
@@ -498,6 +522,7 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
         topic = f"w6-{repetition}"
         create_topic(broker.bootstrap, topic, 1)
         rate = shared["w6_records_per_second"]
+        write_back()
         latencies = produce_at_rate(broker.bootstrap, topic, value_1k, rate, state["w6_seconds"])
         return {"p50 ms": percentile(latencies, 0.50), "p99 ms": percentile(latencies, 0.99),
                 "records/s": rate}
@@ -506,11 +531,13 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
         topic = f"w7-{repetition}"
         create_topic(broker.bootstrap, topic, 1000)
         produce(broker.bootstrap, topic, 1000, value_1k, partitions=1000)  # every partition ready: not timed
+        write_back()
         with CpuMeter(broker.pid) as cpu:
             seconds = produce(broker.bootstrap, topic, count_1k, value_1k, partitions=1000)
         figures = {**produce_figures(broker, topic, count_1k, 1024, seconds), **cpu.figures}
         one_topic = f"w7-one-{repetition}"
         create_topic(broker.bootstrap, one_topic, 1)
+        write_back()
         with CpuMeter(broker.pid) as cpu:
             one = produce(broker.bootstrap, one_topic, count_1k, value_1k)
         figures["1-partition MB/s"] = count_1k * 1024 / one / 1e6
