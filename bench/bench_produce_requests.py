@@ -1,0 +1,81 @@
+"""Broker CPU per ProduceRequest, the figure behind W7: what one request costs kfk, all layers included.
+
+    python bench/bench_produce_requests.py [--partitions 1000] [--records 31] [--requests 20000]
+
+librdkafka sends one partition per ProduceRequest, so with many partitions and linger.ms=5 a producer's records
+arrive as many small requests (~7,400 of ~31 x 1 KiB records for W7's 256 MB over 1,000 partitions). This script
+sends such requests itself (bench/wire_load.py's client: pre-built batches, 2 requests in flight), round-robin over
+the topic's partitions, and divides the broker process's CPU time (/proc) by the requests: one figure with one
+partition per request, one with 100 partitions per request (the per-partition part alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run  # noqa: E402  (bench/ is not a package)
+import wire_load  # noqa: E402
+
+from kfk.protocol.messages.produce import ProduceRequest  # noqa: E402
+
+
+def measure(bootstrap: str, topic: str, broker_pid: int, partitions: int, per_request: int, records: int,
+            requests: int) -> tuple[float, float]:
+    """(broker CPU µs per request, MB/s) for `requests` requests of `per_request` partitions x `records` records."""
+    batch, _ = wire_load.build_batch(1024, records * 1060)
+    messages = [ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=(first + i) % partitions, records=batch)
+                                    for i in range(per_request)])])
+        for first in range(0, partitions, per_request)]
+    connection = wire_load._Connection(bootstrap)
+    try:
+        for message in messages:  # every partition's log opened and written once: not timed
+            correlation_id, frame = connection.frame(message, wire_load.PRODUCE_VERSION)
+            connection.sock.sendall(frame)
+            wire_load._check_produce(connection, correlation_id)
+        outstanding: deque[int] = deque()
+        cpu_before, start = run.process_cpu_seconds(broker_pid), time.perf_counter()
+        for index in range(requests):
+            if len(outstanding) >= 2:
+                wire_load._check_produce(connection, outstanding.popleft())
+            correlation_id, frame = connection.frame(messages[index % len(messages)], wire_load.PRODUCE_VERSION)
+            connection.sock.sendall(frame)
+            outstanding.append(correlation_id)
+        while outstanding:
+            wire_load._check_produce(connection, outstanding.popleft())
+        seconds = time.perf_counter() - start
+        cpu = run.process_cpu_seconds(broker_pid) - cpu_before
+    finally:
+        connection.close()
+    return cpu / requests * 1e6, requests * per_request * len(batch) / seconds / 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--records", type=int, default=31, help="1 KiB records per partition's batch")
+    parser.add_argument("--requests", type=int, default=20_000, help="requests with one partition each")
+    args = parser.parse_args()
+    broker = run.KfkBroker(Path(tempfile.mkdtemp(prefix="kfk-bench-")))
+    try:
+        run.create_topic(broker.bootstrap, "produce-requests", args.partitions)
+        print(f"{'partitions per request':<24} {'requests':>9} {'broker CPU µs/request':>22} "
+              f"{'µs/partition':>13} {'MB/s':>8}")
+        for per_request, requests in ((1, args.requests), (100, max(1, args.requests // 100))):
+            per_request = min(per_request, args.partitions)
+            micros, mb_s = measure(broker.bootstrap, "produce-requests", broker.pid, args.partitions, per_request,
+                                   args.records, requests)
+            print(f"{per_request:<24} {requests:>9,} {micros:>22,.1f} {micros / per_request:>13,.1f} {mb_s:>8,.0f}")
+    finally:
+        broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
