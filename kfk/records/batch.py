@@ -71,6 +71,7 @@ __all__ = [
     "RecordBatch",
     "LegacyRecordBatch",
     "iter_batches",
+    "entry_at",
     "complete_entries_length",
     "set_base_offset",
     "set_last_offset",
@@ -543,6 +544,12 @@ def _entry_at(buffer: Buffer, position: int, available: int) -> RecordBatch | Le
                                      f"{LEGACY_RECORD_OVERHEAD[magic]} for magic {magic}")
         return LegacyRecordBatch(buffer, position)
     raise CorruptRecordError(f"Entry at position {position} has unknown magic {magic}")
+
+
+def entry_at(buffer: Buffer, position: int = 0) -> RecordBatch | LegacyRecordBatch | None:
+    """The entry that starts at ``position`` (what ``iter_batches`` yields first), None if it is incomplete: for
+    callers that look at one entry without walking the rest."""
+    return _entry_at(buffer, position, len(buffer) - position)
 
 
 def iter_batches(buffer: Buffer, position: int = 0) -> Iterator[RecordBatch | LegacyRecordBatch]:

@@ -73,6 +73,9 @@ class LogAppendInfo(NamedTuple):
     source_compression: CompressionType
     target_compression: CompressionType
     re_encoded: bool
+    batches: list[RecordBatch] | None = None
+    """Views of the batches in ``validated_records`` when they were edited in place (None when rebuilt), so that
+    the log appending them need not walk the buffer again."""
 
     @property
     def valid_bytes(self) -> int:
@@ -186,7 +189,8 @@ class LogValidator:
         validated: bytes | bytearray | memoryview = buffer if re_encoded_parts is None else b"".join(re_encoded_parts)
         return LogAppendInfo(first_offset, next_offset - 1, max_timestamp, offset_of_max_timestamp, records_count,
                              validated, now_ms if log_append else NO_TIMESTAMP, source_compression,
-                             self._target_for(source_compression), re_encoded_parts is not None)
+                             self._target_for(source_compression), re_encoded_parts is not None,
+                             batches if re_encoded_parts is None else None)
 
     def _validate_batch_header(self, is_control: bool, records_count: int, last_offset_delta: int,
                                producer_id: int, base_sequence: int) -> None:

@@ -376,7 +376,7 @@ class Partition:
             validated = validator.validate_and_assign_offsets(records, log.log_end_offset, now_ms, leader_epoch)
             if validated.valid_bytes == 0:  # an empty message set (legacy produce versions allow it)
                 return LeaderAppendResult(UNKNOWN_OFFSET, UNKNOWN_OFFSET, -1, log.log_start_offset)
-            info = log.append_as_leader(validated.validated_records, now_ms, origin)
+            info = log.append_as_leader(validated.validated_records, now_ms, origin, validated.batches)
             return LeaderAppendResult(
                 first_offset=info.first_offset,
                 last_offset=info.last_offset,

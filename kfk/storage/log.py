@@ -24,7 +24,8 @@ import os
 import random
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from kfk.config import LogConfig
 from kfk.errors import (
@@ -35,7 +36,7 @@ from kfk.errors import (
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
-from kfk.records import LOG_OVERHEAD, MAGIC_VALUE_V2, NO_TIMESTAMP, iter_batches
+from kfk.records import LOG_OVERHEAD, MAGIC_VALUE_V2, NO_PRODUCER_ID, NO_TIMESTAMP, iter_batches
 from kfk.records.batch import TIMESTAMP_TYPE_MASK
 from kfk.storage.fetch_data_info import (
     FetchDataInfo,
@@ -76,6 +77,11 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+
+
+#: What an append without producer ids changes in the producer state: nothing (shared, read-only).
+_NO_PRODUCER_UPDATES: Mapping[int, ProducerAppendInfo] = MappingProxyType({})
+_NO_COMPLETED_TXNS: tuple[CompletedTxn, ...] = ()
 
 
 class UnexpectedAppendOffsetError(KafkaError):
@@ -254,18 +260,20 @@ class Log:
     # -- appends ---------------------------------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, now_ms: int,
-                         origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+                         origin: AppendOrigin = AppendOrigin.CLIENT, batches: list[Batch] | None = None) -> LogAppendInfo:
         """Append batches whose offsets the leader assigned from `log_end_offset` (and stamped with its leader
         epoch). Checks sizes, offsets and the idempotence/transaction rules; a retried idempotent batch is not
-        written again and its earlier offsets are returned (`duplicate=True`)."""
-        return self._append(records, now_ms, origin, leader=True)
+        written again and its earlier offsets are returned (`duplicate=True`). `batches`, the validator's views of
+        `records`, saves walking them again."""
+        return self._append(records, now_ms, origin, leader=True, batches=batches)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview, now_ms: int) -> LogAppendInfo:
         """Append batches copied from the leader, keeping its offsets (gaps allowed, e.g. from compaction).
         Every batch's CRC is checked; the first offset must not be below the log end offset."""
         return self._append(records, now_ms, AppendOrigin.REPLICATION, leader=False)
 
-    def _analyze(self, records: bytes | bytearray | memoryview, leader: bool) -> tuple[LogAppendInfo, list[Batch]]:
+    def _analyze(self, records: bytes | bytearray | memoryview, leader: bool,
+                 batches: list[Batch] | None = None) -> tuple[LogAppendInfo, list[Batch], bool]:
         """One pass over the batch headers: offsets, timestamps, sizes and (follower) CRCs. The first offset
         must continue the log: exactly on the leader (for a legacy wrapper, whose first offset is only known by
         decompressing, its last offset must not be below the end), at or after the end on a follower."""
@@ -273,7 +281,9 @@ class Log:
         info = LogAppendInfo(first_offset=-1, last_offset=-1, valid_bytes=size,
                              log_start_offset=self.log_start_offset)
         previous_last_offset = -1
-        batches = list(iter_batches(records))
+        any_producer_id = False
+        if batches is None:
+            batches = list(iter_batches(records))
         if not batches or batches[-1].position + batches[-1].size_in_bytes != size:
             raise CorruptRecordError(f"Append to {self.topic_partition} holds no batch or ends with an incomplete one")
         max_message_bytes = self.config.max_message_bytes
@@ -282,7 +292,8 @@ class Log:
             if v2:
                 # One read of the header (the leader's validator has checked it; a follower's is checked here).
                 (base_offset, batch_length, partition_leader_epoch, _, _, attributes, last_offset_delta, _,
-                 max_timestamp, _, _, _, _) = batch.header() if leader else batch.validated_header()
+                 max_timestamp, producer_id, _, _, _) = batch.header() if leader else batch.validated_header()
+                any_producer_id = any_producer_id or producer_id > NO_PRODUCER_ID
                 size_in_bytes = batch_length + LOG_OVERHEAD
                 last_offset = base_offset + last_offset_delta
             else:
@@ -324,14 +335,16 @@ class Log:
                 f"Message batch size is {size} bytes in append to partition {self.topic_partition} which exceeds "
                 f"the maximum configured segment size of {self.config.segment_size}."
             )
-        return info, batches
+        return info, batches, any_producer_id
 
     def _append(self, records: bytes | bytearray | memoryview, now_ms: int, origin: AppendOrigin,
-                leader: bool) -> LogAppendInfo:
+                leader: bool, batches: list[Batch] | None = None) -> LogAppendInfo:
         with self.lock:
             self._check_open()
-            info, batches = self._analyze(records, leader)
-            updated, completed, duplicate = self._analyze_producer_state(batches, origin)
+            info, batches, any_producer_id = self._analyze(records, leader, batches)
+            # Legacy entries carry no producer ids; v2 ones were looked at by _analyze.
+            updated, completed, duplicate = self._analyze_producer_state(batches, origin) if any_producer_id \
+                else (_NO_PRODUCER_UPDATES, _NO_COMPLETED_TXNS, None)
             if duplicate is not None:
                 return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, NO_TIMESTAMP, -1,
                                      log_start_offset=self.log_start_offset, duplicate=True)

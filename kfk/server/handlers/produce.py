@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
-from kfk.records import MAGIC_VALUE_V2, CompressionType, iter_batches
+from kfk.records import MAGIC_VALUE_V2, CompressionType, entry_at
 from kfk.replication.delayed_produce import ProducePartitionResult
 from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
 from kfk.storage.log_files import TopicPartition
@@ -41,13 +41,13 @@ def validate_records(version: int, records: bytes | memoryview | None) -> ErrorC
     if not records:
         return ErrorCode.INVALID_RECORD
     try:
-        batches = iter_batches(records)
-        first = next(batches, None)
+        first = entry_at(records)
         if first is None or first.magic != MAGIC_VALUE_V2:
             return ErrorCode.INVALID_RECORD
         if version < 7 and first.compression_type == CompressionType.ZSTD:
             return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
-        if next(batches, None) is not None:
+        size = first.size_in_bytes
+        if size < len(records) and entry_at(records, size) is not None:
             return ErrorCode.INVALID_RECORD
     except KafkaError as error:
         return error.error_code
