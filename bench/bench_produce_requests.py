@@ -6,12 +6,16 @@ librdkafka sends one partition per ProduceRequest, so with many partitions and l
 arrive as many small requests (~7,400 of ~31 x 1 KiB records for W7's 256 MB over 1,000 partitions). This script
 sends such requests itself (bench/wire_load.py's client: pre-built batches, 2 requests in flight), round-robin over
 the topic's partitions, and divides the broker process's CPU time (/proc) by the requests: one figure with one
-partition per request, one with 100 partitions per request (the per-partition part alone).
+partition per request, one with 100 partitions per request (the per-partition part alone). A third figure has no
+sockets at all: the same frames handed to the dispatcher of a broker started in this process, CPU per request of
+everything from header decode to response encode (the steadiest of the three on a shared machine; the difference to
+the first is the network layer and its system calls).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import tempfile
 import time
@@ -22,7 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402  (bench/ is not a package)
 import wire_load  # noqa: E402
 
+from kfk.commands.server import EMBEDDED_DEFAULTS  # noqa: E402
+from kfk.config import BrokerConfig  # noqa: E402
+from kfk.protocol.headers import RequestHeader, encode_request  # noqa: E402
+from kfk.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
 from kfk.protocol.messages.produce import ProduceRequest  # noqa: E402
+from kfk.server.broker import BrokerServer  # noqa: E402
 
 
 def measure(bootstrap: str, topic: str, broker_pid: int, partitions: int, per_request: int, records: int,
@@ -56,6 +65,39 @@ def measure(bootstrap: str, topic: str, broker_pid: int, partitions: int, per_re
     return cpu / requests * 1e6, requests * per_request * len(batch) / seconds / 1e6
 
 
+def _body(message: ProduceRequest | CreateTopicsRequest, version: int) -> bytearray:
+    """A request frame without its size prefix, as the network layer hands it to the dispatcher."""
+    header = RequestHeader(request_api_key=message.API_KEY, request_api_version=version, correlation_id=1,
+                           client_id="kfk-bench")
+    return bytearray(encode_request(header, message)[4:])
+
+
+async def measure_in_process(partitions: int, records: int, requests: int) -> float:
+    """CPU µs per one-partition ProduceRequest dispatched straight into a broker running in this process."""
+    with tempfile.TemporaryDirectory(prefix="kfk-bench-") as log_dir:
+        server = BrokerServer(BrokerConfig.from_properties(
+            {**EMBEDDED_DEFAULTS, "log.dirs": log_dir, "listeners": "PLAINTEXT://127.0.0.1:0"}))
+        await server.start()
+        try:
+            dispatch = server.dispatcher.dispatch
+            create = CreateTopicsRequest(timeout_ms=30_000, topics=[CreateTopicsRequest.CreatableTopic(
+                name="produce-requests", num_partitions=partitions, replication_factor=1)])
+            await dispatch(_body(create, 5), "127.0.0.1", 0, "PLAINTEXT")
+            batch, _ = wire_load.build_batch(1024, records * 1060)
+            frames = [_body(ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
+                name="produce-requests", partition_data=[ProduceRequest.PartitionProduceData(index=index,
+                                                                                             records=batch)])]),
+                wire_load.PRODUCE_VERSION) for index in range(partitions)]
+            for frame in frames:  # every partition's log opened and written once: not timed
+                await dispatch(bytearray(frame), "127.0.0.1", 0, "PLAINTEXT")
+            start = time.process_time()
+            for index in range(requests):
+                await dispatch(bytearray(frames[index % partitions]), "127.0.0.1", 0, "PLAINTEXT")
+            return (time.process_time() - start) / requests * 1e6
+        finally:
+            await server.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", type=int, default=1000)
@@ -74,6 +116,8 @@ def main() -> int:
             print(f"{per_request:<24} {requests:>9,} {micros:>22,.1f} {micros / per_request:>13,.1f} {mb_s:>8,.0f}")
     finally:
         broker.stop()
+    micros = asyncio.run(measure_in_process(args.partitions, args.records, args.requests))
+    print(f"{'1, in process (no sockets)':<24} {args.requests:>9,} {micros:>22,.1f} {micros:>13,.1f} {'-':>8}")
     return 0
 
 
