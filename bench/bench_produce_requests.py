@@ -34,14 +34,22 @@ from kfk.protocol.messages.produce import ProduceRequest  # noqa: E402
 from kfk.server.broker import BrokerServer  # noqa: E402
 
 
-def measure(bootstrap: str, topic: str, broker_pid: int, partitions: int, per_request: int, records: int,
+TOPIC = "produce-requests"
+
+
+def produce_requests(partitions: int, per_request: int, batch: bytes) -> list[ProduceRequest]:
+    """acks=1 requests that carry `batch` for `per_request` partitions each, together covering every partition."""
+    return [ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
+        name=TOPIC, partition_data=[ProduceRequest.PartitionProduceData(index=(first + i) % partitions, records=batch)
+                                    for i in range(per_request)])])
+        for first in range(0, partitions, per_request)]
+
+
+def measure(bootstrap: str, broker_pid: int, partitions: int, per_request: int, records: int,
             requests: int) -> tuple[float, float]:
     """(broker CPU µs per request, MB/s) for `requests` requests of `per_request` partitions x `records` records."""
     batch, _ = wire_load.build_batch(1024, records * 1060)
-    messages = [ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
-        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=(first + i) % partitions, records=batch)
-                                    for i in range(per_request)])])
-        for first in range(0, partitions, per_request)]
+    messages = produce_requests(partitions, per_request, batch)
     connection = wire_load._Connection(bootstrap)
     try:
         for message in messages:  # every partition's log opened and written once: not timed
@@ -81,13 +89,10 @@ async def measure_in_process(partitions: int, records: int, requests: int) -> fl
         try:
             dispatch = server.dispatcher.dispatch
             create = CreateTopicsRequest(timeout_ms=30_000, topics=[CreateTopicsRequest.CreatableTopic(
-                name="produce-requests", num_partitions=partitions, replication_factor=1)])
+                name=TOPIC, num_partitions=partitions, replication_factor=1)])
             await dispatch(_body(create, 5), "127.0.0.1", 0, "PLAINTEXT")
             batch, _ = wire_load.build_batch(1024, records * 1060)
-            frames = [_body(ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
-                name="produce-requests", partition_data=[ProduceRequest.PartitionProduceData(index=index,
-                                                                                             records=batch)])]),
-                wire_load.PRODUCE_VERSION) for index in range(partitions)]
+            frames = [_body(message, wire_load.PRODUCE_VERSION) for message in produce_requests(partitions, 1, batch)]
             for frame in frames:  # every partition's log opened and written once: not timed
                 await dispatch(bytearray(frame), "127.0.0.1", 0, "PLAINTEXT")
             start = time.process_time()
@@ -106,13 +111,13 @@ def main() -> int:
     args = parser.parse_args()
     broker = run.KfkBroker(Path(tempfile.mkdtemp(prefix="kfk-bench-")))
     try:
-        run.create_topic(broker.bootstrap, "produce-requests", args.partitions)
+        run.create_topic(broker.bootstrap, TOPIC, args.partitions)
         print(f"{'partitions per request':<24} {'requests':>9} {'broker CPU µs/request':>22} "
               f"{'µs/partition':>13} {'MB/s':>8}")
         for per_request, requests in ((1, args.requests), (100, max(1, args.requests // 100))):
             per_request = min(per_request, args.partitions)
-            micros, mb_s = measure(broker.bootstrap, "produce-requests", broker.pid, args.partitions, per_request,
-                                   args.records, requests)
+            micros, mb_s = measure(broker.bootstrap, broker.pid, args.partitions, per_request, args.records,
+                                   requests)
             print(f"{per_request:<24} {requests:>9,} {micros:>22,.1f} {micros / per_request:>13,.1f} {mb_s:>8,.0f}")
     finally:
         broker.stop()

@@ -172,7 +172,7 @@ def drop_page_cache() -> bool:
     2-core VM, writes into a page cache already holding gigabytes from earlier sessions ran 3-5x slower (W1 wire
     340-405 MB/s; 1,650-2,200 right after dropping it), whichever broker ran before; an empty cache makes sessions
     comparable. Returns whether the cache was dropped."""
-    os.sync()
+    write_back()
     try:
         Path("/proc/sys/vm/drop_caches").write_text("1\n")
     except OSError:

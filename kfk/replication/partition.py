@@ -234,14 +234,12 @@ class Partition:
     def maybe_increment_high_watermark(self, now_ms: int) -> bool:
         """Move the high watermark up to the smallest log end offset of the in-sync replicas (and of followers caught
         up enough to join them). Never backwards; not while under min ISR. Returns whether it moved."""
-        log = self.log
-        remote_replicas = self.remote_replicas
-        if self.leader_id != self.local_broker_id or len(self.in_sync_replicas) < min(
-                log.config.min_insync_replicas, len(remote_replicas) + 1):  # not leading, or under min ISR
+        if not self.is_leader or self.is_under_min_isr:
             return False
+        log = self.log
         leader_log_end_offset = log.log_end_offset
         new_high_watermark = leader_log_end_offset
-        for replica in remote_replicas.values():
+        for replica in self.remote_replicas.values():
             if replica.log_end_offset >= new_high_watermark:
                 continue
             if replica.broker_id in self.in_sync_replicas or replica.is_caught_up(
