@@ -18,7 +18,8 @@ from crc32c import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from kfk.records import CompressionType, LogValidator, MemoryRecordsBuilder, RecordBatch, compress, decompress
+from kfk.records import CompressionType, MemoryRecordsBuilder, RecordBatch, compress, decompress
+from kfk.storage.log_validator import LogValidator
 
 MIB = 1024 * 1024
 RECORD_COUNT = 1_000

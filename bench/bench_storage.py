@@ -59,7 +59,7 @@ def bench_append(root: str, total_mib: int, rounds: int = 3) -> dict[str, float]
         start = time.perf_counter()
         for _ in range(count):
             set_base_offset(batch, 0, log.log_end_offset)
-            log.append_as_leader(batch, now_ms=0)
+            log.append_as_leader(batch, leader_epoch=0, now_ms=0)
         elapsed = time.perf_counter() - start
         log.flush()
         log.close()
@@ -90,7 +90,7 @@ def bench_read(root: str, total_mib: int) -> dict[str, float]:
     count = max(1, total_mib * MIB // len(batch))
     for _ in range(count):
         set_base_offset(batch, 0, log.log_end_offset)
-        log.append_as_leader(batch, now_ms=0)
+        log.append_as_leader(batch, leader_epoch=0, now_ms=0)
     log.update_high_watermark(log.log_end_offset)
     sender, receiver = socket.socketpair()
     received = [0]
@@ -145,7 +145,7 @@ def bench_open(root: str, segments: int = 1000) -> dict[str, float]:
     batch = build_batch(16 * 1024)
     while log.number_of_segments < segments:
         set_base_offset(batch, 0, log.log_end_offset)
-        log.append_as_leader(batch, now_ms=0)
+        log.append_as_leader(batch, leader_epoch=0, now_ms=0)
     log.update_high_watermark(log.log_end_offset)
     manager.shutdown()
 

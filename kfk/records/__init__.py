@@ -29,7 +29,6 @@ from kfk.records.control import (
 )
 from kfk.records.conversion import down_convert, up_convert
 from kfk.records.legacy import LegacyRecordBatch, LegacyRecordsBuilder
-from kfk.records.validator import AppendOrigin, LogAppendInfo, LogValidator
 from kfk.records.record import (
     LOG_OVERHEAD,
     MAGIC_OFFSET,
@@ -85,7 +84,4 @@ __all__ = [
     "control_record_type",
     "down_convert",
     "up_convert",
-    "LogValidator",
-    "LogAppendInfo",
-    "AppendOrigin",
 ]

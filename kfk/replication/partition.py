@@ -16,8 +16,10 @@ followers that have not caught up within replica.lag.time.max.ms, `isr_after_exp
 replica manager persists them through the metadata backend, and the partition only adopts the new ISR when the
 metadata image brings it back (so the ISR a leader acts on is always one the controller knows).
 
-Methods run on the event loop, except `append_to_leader_log`, which only touches the log (under its lock) and may run
-in an executor; the high watermark is moved afterwards, on the loop.
+Methods run on the event loop, except `append_to_leader_log`, which only touches the log (Log.append_as_leader
+validates and assigns offsets under the log's own lock) and may run in an executor; the high watermark is moved
+afterwards, on the loop. The partition never takes the log's lock: what must be read or changed together is one Log
+method.
 """
 
 from __future__ import annotations
@@ -25,9 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from typing import NamedTuple
 
-from kfk.config import INT64_MAX, LogConfig
 from kfk.errors import (
     ErrorCode,
     FencedLeaderEpochError,
@@ -39,12 +39,10 @@ from kfk.errors import (
     UnknownLeaderEpochError,
 )
 from kfk.metadata.image import NO_LEADER, PartitionRegistration
-from kfk.records import MAGIC_OFFSET, MAGIC_VALUE_V2, RECORD_BATCH_OVERHEAD, CompressionType, LogValidator, TimestampType
-from kfk.records.batch import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK
-from kfk.records import AppendOrigin as ValidatorOrigin
 from kfk.storage.fetch_data_info import TimestampAndOffset
 from kfk.storage.log import LATEST_TIMESTAMP, Log
 from kfk.storage.log_files import TopicPartition
+from kfk.storage.log_validator import LogAppendInfo
 from kfk.storage.producer_state import AppendOrigin
 
 logger = logging.getLogger(__name__)
@@ -54,67 +52,6 @@ UNKNOWN_OFFSET = -1
 
 #: DeleteRecords' offset meaning "up to the high watermark".
 DELETE_TO_HIGH_WATERMARK = -1
-
-_TOPIC_COMPRESSION = {
-    "producer": None,
-    "uncompressed": CompressionType.NONE,
-    "gzip": CompressionType.GZIP,
-    "snappy": CompressionType.SNAPPY,
-    "lz4": CompressionType.LZ4,
-    "zstd": CompressionType.ZSTD,
-}
-
-
-def log_validator_for(config: LogConfig, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogValidator:
-    """The records layer's validator configured like the topic (compression.type, message.timestamp.*,
-    max.message.bytes, cleanup.policy)."""
-    target = _TOPIC_COMPRESSION[config.compression_type]
-    level = {
-        CompressionType.GZIP: config.compression_gzip_level if config.compression_gzip_level != -1 else None,
-        CompressionType.LZ4: config.compression_lz4_level,
-        CompressionType.ZSTD: config.compression_zstd_level,
-    }.get(target) if target is not None else None
-    return LogValidator(
-        timestamp_type=TimestampType.LOG_APPEND_TIME if config.message_timestamp_type == "LogAppendTime"
-        else TimestampType.CREATE_TIME,
-        target_compression=target,
-        compression_level=level,
-        compacted_topic=config.compact,
-        timestamp_before_max_ms=None if config.message_timestamp_before_max_ms == INT64_MAX
-        else config.message_timestamp_before_max_ms,
-        timestamp_after_max_ms=None if config.message_timestamp_after_max_ms == INT64_MAX
-        else config.message_timestamp_after_max_ms,
-        max_message_bytes=config.max_message_bytes,
-        origin=ValidatorOrigin.CLIENT if origin is AppendOrigin.CLIENT else ValidatorOrigin.COORDINATOR,
-    )
-
-
-def append_needs_record_work(config: LogConfig, records: bytes | bytearray | memoryview) -> bool:
-    """Will validating these records take more than a header pass? Legacy message sets are converted, a batch whose
-    codec is not the topic's is re-encoded, and compacted topics or bounded timestamps make every record be decoded:
-    milliseconds per MiB of CPU, partly outside the GIL (the codecs), so the broker does that in an executor."""
-    if config.compact or config.message_timestamp_before_max_ms != INT64_MAX \
-            or config.message_timestamp_after_max_ms != INT64_MAX:
-        return True
-    if len(records) <= MAGIC_OFFSET:
-        return False
-    if records[MAGIC_OFFSET] != MAGIC_VALUE_V2:
-        return True
-    target = _TOPIC_COMPRESSION[config.compression_type]
-    if target is None or len(records) < RECORD_BATCH_OVERHEAD:
-        return False  # the producer's codec is kept, or the batch is malformed (validation says so, quickly)
-    return records[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK != target.value
-
-
-class LeaderAppendResult(NamedTuple):
-    """Where an append to the leader's log put the records (for a retried idempotent batch: where they went the
-    first time, `duplicate`). A named tuple: one is built per produced partition."""
-
-    first_offset: int
-    last_offset: int
-    log_append_time_ms: int
-    log_start_offset: int
-    duplicate: bool = False
 
 
 @dataclasses.dataclass(slots=True)
@@ -163,8 +100,6 @@ class Partition:
         self.remote_replicas: dict[int, ReplicaState] = {}
         #: The log end offset when this broker became leader in the current epoch (None when not leader).
         self.leader_epoch_start_offset: int | None = None
-        self._validator: LogValidator | None = None
-        self._validator_config: LogConfig | None = None
 
     def __repr__(self) -> str:
         return (f"Partition({self.topic_partition}, leader={self.leader_id}, leader_epoch={self.leader_epoch}, "
@@ -184,11 +119,7 @@ class Partition:
         self.leader_id = self.local_broker_id
         self.leader_epoch = registration.leader_epoch
         if new_leadership:
-            log = self.log
-            with log.lock:
-                self.leader_epoch_start_offset = log.log_end_offset
-                if registration.leader_epoch >= 0:
-                    log.leader_epoch_cache.assign(registration.leader_epoch, log.log_end_offset)
+            self.leader_epoch_start_offset = self.log.maybe_assign_epoch_start_offset(registration.leader_epoch)
             for replica in self.remote_replicas.values():
                 # Followers must prove again that they are caught up with the new leader.
                 replica.last_caught_up_time_ms = now_ms if replica.broker_id in self.in_sync_replicas else 0
@@ -245,11 +176,7 @@ class Partition:
             if replica.broker_id in self.in_sync_replicas or replica.is_caught_up(
                     leader_log_end_offset, now_ms, self.replica_lag_time_max_ms):
                 new_high_watermark = max(replica.log_end_offset, 0)
-        with log.lock:
-            if new_high_watermark > log.high_watermark:
-                log.update_high_watermark(new_high_watermark)
-                return True
-        return False
+        return log.maybe_increment_high_watermark(new_high_watermark)
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, ErrorCode]:
         """acks=all: have the in-sync replicas all reached `required_offset` (the high watermark passed it)? An
@@ -313,12 +240,11 @@ class Partition:
         """Records fetched from the leader, at their leader-assigned offsets; then the follower's high watermark
         (the leader's, capped by what this log has) and log start offset follow the leader's."""
         log = self.log
-        with log.lock:
-            if records:
-                log.append_as_follower(records, now_ms)
-            log.update_high_watermark(min(leader_high_watermark, log.log_end_offset))
-            if leader_log_start_offset > log.log_start_offset:
-                log.maybe_increment_log_start_offset(min(leader_log_start_offset, log.high_watermark))
+        if records:
+            log.append_as_follower(records, now_ms)
+        high_watermark = log.update_high_watermark(leader_high_watermark)  # capped by our log end
+        if leader_log_start_offset > log.log_start_offset:
+            log.maybe_increment_log_start_offset(min(leader_log_start_offset, high_watermark))
 
     # -- leader epoch fencing ----------------------------------------------------------------------------------------
 
@@ -355,33 +281,11 @@ class Partition:
                 f"requirement of {self.effective_min_isr} for partition {self.topic_partition}")
         return self.log
 
-    def _validator_for(self, config: LogConfig, origin: AppendOrigin) -> LogValidator:
-        if origin is not AppendOrigin.CLIENT:
-            return log_validator_for(config, origin)
-        if self._validator is None or self._validator_config is not config:
-            self._validator = log_validator_for(config)
-            self._validator_config = config
-        return self._validator
-
     def append_to_leader_log(self, records: bytes | bytearray | memoryview, leader_epoch: int, now_ms: int,
-                             origin: AppendOrigin = AppendOrigin.CLIENT) -> LeaderAppendResult:
-        """Validate the records (records layer: CRC, offsets, compression, timestamps, keys), stamp them with offsets
-        from the log end and with `leader_epoch`, and append them. Holds the log lock across both, so offsets are
-        assigned and written atomically. Touches only the log: safe to run in an executor."""
-        log = self.log
-        with log.lock:
-            validator = self._validator_for(log.config, origin)
-            validated = validator.validate_and_assign_offsets(records, log.log_end_offset, now_ms, leader_epoch)
-            if validated.valid_bytes == 0:  # an empty message set (legacy produce versions allow it)
-                return LeaderAppendResult(UNKNOWN_OFFSET, UNKNOWN_OFFSET, -1, log.log_start_offset)
-            info = log.append_as_leader(validated.validated_records, now_ms, origin, validated.batches)
-            return LeaderAppendResult(
-                first_offset=info.first_offset,
-                last_offset=info.last_offset,
-                log_append_time_ms=-1 if info.duplicate else validated.log_append_time,
-                log_start_offset=log.log_start_offset,
-                duplicate=info.duplicate,
-            )
+                             origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+        """Append to the leader's log in `leader_epoch` (the log validates, assigns offsets and writes under its own
+        lock). Touches only the log: safe to run in an executor."""
+        return self.log.append_as_leader(records, leader_epoch, now_ms, origin)
 
     # -- ListOffsets, DeleteRecords, OffsetForLeaderEpoch ------------------------------------------------------------
 
@@ -391,32 +295,33 @@ class Partition:
         READ_UNCOMMITTED consumer's (the high watermark), 1 a READ_COMMITTED one's (the last stable offset).
         Timestamp lookups whose answer is at or past that bound find nothing (None: -1/-1 on the wire)."""
         log = self.local_log_with_epoch(current_leader_epoch, fetch_only_from_leader)
-        with log.lock:
-            if isolation_level is None:
-                last_fetchable_offset = log.log_end_offset
-            elif isolation_level == 1:
-                last_fetchable_offset = log.last_stable_offset
-            else:
-                last_fetchable_offset = log.high_watermark
-            epoch_start = self.leader_epoch_start_offset
-            lagging = isolation_level is not None and epoch_start is not None and epoch_start > log.high_watermark
-            if timestamp == LATEST_TIMESTAMP:
-                if lagging:
-                    raise OffsetNotAvailableError(
-                        f"Failed to fetch offsets for partition {self.topic_partition} with leader epoch "
-                        f"{self.leader_epoch} as its high watermark ({log.high_watermark}) is lagging behind the "
-                        f"start offset from the beginning of this epoch ({epoch_start}).")
-                return TimestampAndOffset(-1, last_fetchable_offset, self.leader_epoch)
-            found = log.offset_for_timestamp(timestamp)
-            if timestamp < 0 and timestamp != -3:  # EARLIEST, EARLIEST_LOCAL, LATEST_TIERED: no bound applies
-                return found
-            if found is not None and found.offset < last_fetchable_offset:
-                return found
+        offsets = log.fetch_offset_snapshot()
+        if isolation_level is None:
+            last_fetchable_offset = offsets.log_end_offset
+        elif isolation_level == 1:
+            last_fetchable_offset = offsets.last_stable_offset
+        else:
+            last_fetchable_offset = offsets.high_watermark
+        epoch_start = self.leader_epoch_start_offset
+        lagging = isolation_level is not None and epoch_start is not None and epoch_start > offsets.high_watermark
+        if timestamp == LATEST_TIMESTAMP:
             if lagging:
                 raise OffsetNotAvailableError(
-                    f"Failed to fetch offsets for partition {self.topic_partition}: its high watermark "
-                    f"({log.high_watermark}) is lagging behind the start of leader epoch {self.leader_epoch}.")
-            return None
+                    f"Failed to fetch offsets for partition {self.topic_partition} with leader epoch "
+                    f"{self.leader_epoch} as its high watermark ({offsets.high_watermark}) is lagging behind the "
+                    f"start offset from the beginning of this epoch ({epoch_start}).")
+            return TimestampAndOffset(-1, last_fetchable_offset, self.leader_epoch)
+        # Records appended after the snapshot are past its bounds: the lookup never answers beyond them.
+        found = log.offset_for_timestamp(timestamp)
+        if timestamp < 0 and timestamp != -3:  # EARLIEST, EARLIEST_LOCAL, LATEST_TIERED: no bound applies
+            return found
+        if found is not None and found.offset < last_fetchable_offset:
+            return found
+        if lagging:
+            raise OffsetNotAvailableError(
+                f"Failed to fetch offsets for partition {self.topic_partition}: its high watermark "
+                f"({offsets.high_watermark}) is lagging behind the start of leader epoch {self.leader_epoch}.")
+        return None
 
     def delete_records_on_leader(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset` (-1: the high watermark); returns the low
@@ -446,5 +351,4 @@ class Partition:
         """OffsetForLeaderEpoch: (the largest epoch <= `leader_epoch` in our log, the offset where it ends), or
         (-1, -1) when the log knows no such epoch."""
         log = self.local_log_with_epoch(current_leader_epoch, fetch_only_from_leader)
-        with log.lock:
-            return log.end_offset_for_epoch(leader_epoch)
+        return log.end_offset_for_epoch(leader_epoch)

@@ -59,13 +59,14 @@ from kfk.records import iter_batches
 from kfk.replication.delayed_fetch import DelayedFetch
 from kfk.replication.delayed_produce import DelayedProduce, ProducePartitionResult, ProducePartitionStatus
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest, LogReadResult
-from kfk.replication.partition import Partition, append_needs_record_work
+from kfk.replication.partition import Partition
 from kfk.replication.purgatory import AsyncioExpirationTimer, DelayedOperationPurgatory
 from kfk.replication.replica_fetcher import ReplicaFetcherManager
 from kfk.storage.fetch_data_info import TimestampAndOffset
-from kfk.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
+from kfk.storage.log import Log
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
+from kfk.storage.log_validator import append_needs_record_work
 from kfk.storage.producer_state import AppendOrigin
 
 logger = logging.getLogger(__name__)
@@ -236,9 +237,8 @@ class ReplicaManager:
             log = log_manager.get_or_create_log(topic_partition, now_ms, topic_id=topic_id, config=config)
             if log.config != config:
                 log_manager.update_topic_config(topic_partition.topic, config)
-            if leader_epoch is not None and leader_epoch >= 0:
-                with log.lock:
-                    log.leader_epoch_cache.assign(leader_epoch, log.log_end_offset)
+            if leader_epoch is not None:
+                log.maybe_assign_epoch_start_offset(leader_epoch)
             return log
         except (KafkaStorageError, InconsistentTopicIdError, OSError) as error:
             logger.error("Cannot open the log of %s: %s", topic_partition, error)
@@ -464,7 +464,7 @@ class ReplicaManager:
         if not appended.duplicate and appended.last_offset >= appended.first_offset >= 0:
             self._on_leader_append(partition)
         return ProducePartitionResult(ErrorCode.NONE, base_offset=appended.first_offset,
-                                      log_append_time_ms=appended.log_append_time_ms,
+                                      log_append_time_ms=appended.log_append_time,
                                       log_start_offset=appended.log_start_offset), appended.last_offset + 1
 
     def _append_off_loop(self, log: Log, records: bytes | bytearray | memoryview) -> bool:
@@ -546,17 +546,12 @@ class ReplicaManager:
         try:
             partition = self.get_partition_or_error(request.topic_partition)
             log = partition.local_log_with_epoch(request.current_leader_epoch, require_leader=True)
-            with log.lock:
-                # The bounds are read before the data, so the data never runs past the high watermark reported.
-                high_watermark = log.high_watermark
-                last_stable_offset = log.last_stable_offset
-                log_start_offset = log.log_start_offset
-                log_end_offset = log.log_end_offset
-                max_bytes = min(request.partition_max_bytes, limit_bytes)
-                info = log.read(request.fetch_offset, max_bytes, params.isolation, min_one_message)
-            return LogReadResult(ErrorCode.NONE, high_watermark, last_stable_offset, log_start_offset, log_end_offset,
-                                 info.records, info.aborted_transactions, partition.leader_id,
-                                 partition.leader_epoch)
+            offsets, info = log.read_with_offset_snapshot(request.fetch_offset,
+                                                          min(request.partition_max_bytes, limit_bytes),
+                                                          params.isolation, min_one_message)
+            return LogReadResult(ErrorCode.NONE, offsets.high_watermark, offsets.last_stable_offset,
+                                 offsets.log_start_offset, offsets.log_end_offset, info.records,
+                                 info.aborted_transactions, partition.leader_id, partition.leader_epoch)
         except OffsetOutOfRangeError as error:
             assert log is not None and partition is not None
             return LogReadResult(error.error_code, log.high_watermark, log.last_stable_offset, log.log_start_offset,
@@ -608,28 +603,8 @@ class ReplicaManager:
         modified at or before `timestamp`, newest first; a consumer never gets offsets above the high watermark."""
         partition = self.get_partition_or_error(topic_partition)
         log = partition.local_log_with_epoch(-1, fetch_only_from_leader)
-        with log.lock:
-            segments = list(log.segments)
-            offsets_and_times: list[tuple[int, float]] = []
-            for segment in segments:
-                try:
-                    modified_ms = os.stat(segment.log.path).st_mtime * 1000
-                except OSError:
-                    modified_ms = 0
-                offsets_and_times.append((max(segment.base_offset, log.log_start_offset), modified_ms))
-            if segments and segments[-1].size > 0:
-                offsets_and_times.append((log.log_end_offset, self.now_ms()))
-            high_watermark = log.high_watermark
-        if timestamp == LATEST_TIMESTAMP:
-            start = len(offsets_and_times) - 1
-        elif timestamp == EARLIEST_TIMESTAMP:
-            start = 0
-        else:
-            start = len(offsets_and_times) - 1
-            while start >= 0 and offsets_and_times[start][1] > timestamp:
-                start -= 1
-        count = min(max_num_offsets, start + 1)
-        offsets = sorted((offsets_and_times[start - j][0] for j in range(count)), reverse=True)
+        offsets = log.legacy_fetch_offsets_before(timestamp, max_num_offsets, self.now_ms())
+        high_watermark = log.high_watermark
         if is_from_consumer and any(offset > high_watermark for offset in offsets):
             offsets = [high_watermark] + [offset for offset in offsets if offset <= high_watermark]
         return offsets

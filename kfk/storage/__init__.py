@@ -19,11 +19,11 @@ from kfk.storage.log import (
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     Log,
-    LogAppendInfo,
     UnexpectedAppendOffsetError,
 )
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
+from kfk.storage.log_validator import LogAppendInfo, LogValidator
 from kfk.storage.producer_state import AppendOrigin
 from kfk.storage.segment import LogSegment
 from kfk.storage.transaction_index import AbortedTxn
@@ -43,6 +43,7 @@ __all__ = [
     "LogAppendInfo",
     "LogCleaner",
     "LogManager",
+    "LogValidator",
     "LogOffsetMetadata",
     "LogSegment",
     "MAX_TIMESTAMP",

@@ -42,6 +42,16 @@ class LogOffsetMetadata:
         return self.segment_base_offset == UNKNOWN_OFFSET and self.relative_position_in_segment == UNKNOWN_OFFSET
 
 
+class LogOffsetSnapshot(NamedTuple):
+    """A log's offsets read together under its lock (Kafka's LogOffsetSnapshot): what a fetch or ListOffsets answer
+    reports, consistent with each other."""
+
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    last_stable_offset: int
+
+
 class TimestampAndOffset(NamedTuple):
     """ListOffsets' answer: a timestamp, the offset found for it and the leader epoch of that offset (or None)."""
 

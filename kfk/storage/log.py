@@ -9,11 +9,12 @@ The offsets (Kafka's UnifiedLog vocabulary):
   there. last_stable_offset: the high watermark or the first offset of the oldest open transaction, if lower;
   READ_COMMITTED reads stop there.
 
-Appends arrive with offsets already assigned (by the broker's validator on the leader, by the leader itself on a
-follower); the log checks they continue its end, applies the idempotence and transaction rules, rolls a new segment
-when needed and writes. All methods are synchronous and take the time from the caller (`now_ms`), so the broker runs
-them in an executor and tests drive them with a manual clock. A re-entrant lock serialises mutations; a broker that
-must read `log_end_offset` and then append offsets derived from it holds `log.lock` around both.
+A leader's append is validated and gets its offsets here, from the log end and under the log's lock, by the
+LogValidator the log's config calls for (as Kafka's UnifiedLog.appendAsLeader); a follower's keeps the offsets its
+leader assigned, which must not go back. Both then apply the idempotence and transaction rules, roll a new segment
+when needed and write. All methods are synchronous and take the time from the caller (`now_ms`), so the broker runs
+them in an executor and tests drive them with a manual clock. A re-entrant lock, taken by the methods themselves,
+serialises mutations and makes each method's reads consistent; callers never hold it.
 """
 
 from __future__ import annotations
@@ -34,14 +35,14 @@ from kfk.errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
-    RecordTooLargeError,
 )
-from kfk.records import LOG_OVERHEAD, MAGIC_VALUE_V2, NO_PRODUCER_ID, NO_TIMESTAMP, iter_batches
+from kfk.records import MAGIC_VALUE_V2, NO_PRODUCER_ID, NO_TIMESTAMP, iter_batches
 from kfk.records.batch import TIMESTAMP_TYPE_MASK
 from kfk.storage.fetch_data_info import (
     FetchDataInfo,
     FetchIsolation,
     LogOffsetMetadata,
+    LogOffsetSnapshot,
     TimestampAndOffset,
 )
 from kfk.storage.leader_epoch import LeaderEpochFileCache
@@ -56,6 +57,7 @@ from kfk.storage.log_files import (
 )
 from kfk.storage.log_loader import LogLoader, open_segment, replay_producer_state
 from kfk.storage.log_segments import LogSegments
+from kfk.storage.log_validator import LogAppendInfo, LogValidator
 from kfk.storage.partition_metadata import PartitionMetadataFile
 from kfk.storage.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -86,23 +88,6 @@ _NO_COMPLETED_TXNS: tuple[CompletedTxn, ...] = ()
 
 class UnexpectedAppendOffsetError(KafkaError):
     """A follower (or leader) append whose first offset does not continue the log."""
-
-
-@dataclasses.dataclass
-class LogAppendInfo:
-    """What an append did (Kafka's LogAppendInfo): the offsets the records have, their max timestamp, and for a
-    retried idempotent batch (`duplicate`) the offsets it got the first time, nothing having been written."""
-
-    first_offset: int
-    last_offset: int
-    max_timestamp: int = NO_TIMESTAMP
-    shallow_offset_of_max_timestamp: int = -1
-    log_append_time: int = NO_TIMESTAMP
-    log_start_offset: int = 0
-    last_leader_epoch: int = -1
-    valid_bytes: int = 0
-    batch_count: int = 0
-    duplicate: bool = False
 
 
 class SegmentDeletionQueue:
@@ -150,6 +135,8 @@ class Log:
         self.producer_state = producer_state
         self.deletion_queue = deletion_queue
         self.lock = threading.RLock()
+        #: The validators of leader appends by origin, built from `config` when first needed.
+        self._validators: dict[AppendOrigin, LogValidator] = {}
         self.last_flush_ms = now_ms
         self._log_end_offset = log_end_offset
         self._high_watermark = log_start_offset
@@ -200,6 +187,21 @@ class Log:
     @property
     def high_watermark(self) -> int:
         return self._high_watermark
+
+    def maybe_increment_high_watermark(self, high_watermark: int) -> bool:
+        """A leader's high watermark only moves forward: set it if `high_watermark` is above it (clamped to the
+        log end). Returns whether it moved."""
+        with self.lock:
+            if high_watermark <= self._high_watermark:
+                return False
+            self.update_high_watermark(high_watermark)
+            return True
+
+    def fetch_offset_snapshot(self) -> LogOffsetSnapshot:
+        """The log start, log end, high watermark and last stable offset, read together."""
+        with self.lock:
+            return LogOffsetSnapshot(self.log_start_offset, self._log_end_offset, self._high_watermark,
+                                     self.last_stable_offset)
 
     def update_high_watermark(self, high_watermark: int) -> int:
         """Set the high watermark (clamped to [log_start_offset, log_end_offset]); returns the value set."""
@@ -255,99 +257,62 @@ class Log:
 
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch: (epoch, end offset) as the leader answers it."""
-        return self.leader_epoch_cache.end_offset_for(leader_epoch, self._log_end_offset)
+        with self.lock:
+            return self.leader_epoch_cache.end_offset_for(leader_epoch, self._log_end_offset)
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int) -> int:
+        """Becoming leader in `leader_epoch`: the epoch starts at the log end offset, which is returned (and
+        recorded in the leader-epoch cache unless the epoch is unknown, -1)."""
+        with self.lock:
+            start_offset = self._log_end_offset
+            if leader_epoch >= 0:
+                self.leader_epoch_cache.assign(leader_epoch, start_offset)
+            return start_offset
 
     # -- appends ---------------------------------------------------------------------------------------------------
 
-    def append_as_leader(self, records: bytes | bytearray | memoryview, now_ms: int,
-                         origin: AppendOrigin = AppendOrigin.CLIENT, batches: list[Batch] | None = None) -> LogAppendInfo:
-        """Append batches whose offsets the leader assigned from `log_end_offset` (and stamped with its leader
-        epoch). Checks sizes, offsets and the idempotence/transaction rules; a retried idempotent batch is not
-        written again and its earlier offsets are returned (`duplicate=True`). `batches`, the validator's views of
-        `records`, saves walking them again."""
-        return self._append(records, now_ms, origin, leader=True, batches=batches)
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int, now_ms: int,
+                         origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+        """A leader's append (Kafka's UnifiedLog.appendAsLeader): validate `records` as this log's config says
+        (LogValidator: CRCs, sizes, compression, timestamps, keys; control batches only from a coordinator or the
+        metadata log's leader), stamp them with offsets from `log_end_offset` and with `leader_epoch`, apply the
+        idempotence/transaction rules and write, all under the log's lock, so the offsets assigned are the ones
+        written. A writable buffer is edited in place. A retried idempotent batch is not written again and its earlier
+        offsets are returned (`duplicate=True`); an empty message set (old produce versions allow one) writes nothing
+        and returns offsets -1."""
+        with self.lock:
+            self._check_open()
+            validator = self._validators.get(origin)
+            if validator is None:
+                validator = self._validators[origin] = LogValidator.for_config(self.config, origin)
+            info = validator.validate_and_assign_offsets(records, self._log_end_offset, now_ms, leader_epoch)
+            info.log_start_offset = self.log_start_offset
+            if info.valid_bytes == 0:
+                return LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
+            self._check_segment_size(info.valid_bytes)
+            batches: list[Batch] = info.batches  # type: ignore[assignment]  # set for every non-empty append
+            updated, completed, duplicate = self._analyze_producer_state(batches, origin) if info.has_producer_ids \
+                else (_NO_PRODUCER_UPDATES, _NO_COMPLETED_TXNS, None)
+            if duplicate is not None:
+                return LogAppendInfo(duplicate.first_offset, duplicate.last_offset,
+                                     log_start_offset=self.log_start_offset, duplicate=True)
+            # Every batch carries `leader_epoch` now (legacy ones were converted to v2): one cache entry at most.
+            if leader_epoch >= 0:
+                latest = self.leader_epoch_cache.latest_epoch
+                if latest is None or leader_epoch > latest:
+                    self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+            self._write(info, updated, completed, now_ms)
+            return info
 
     def append_as_follower(self, records: bytes | bytearray | memoryview, now_ms: int) -> LogAppendInfo:
         """Append batches copied from the leader, keeping its offsets (gaps allowed, e.g. from compaction).
         Every batch's CRC is checked; the first offset must not be below the log end offset."""
-        return self._append(records, now_ms, AppendOrigin.REPLICATION, leader=False)
-
-    def _analyze(self, records: bytes | bytearray | memoryview, leader: bool,
-                 batches: list[Batch] | None = None) -> tuple[LogAppendInfo, list[Batch], bool]:
-        """One pass over the batch headers: offsets, timestamps, sizes and (follower) CRCs. The first offset
-        must continue the log: exactly on the leader (for a legacy wrapper, whose first offset is only known by
-        decompressing, its last offset must not be below the end), at or after the end on a follower."""
-        size = len(records)
-        info = LogAppendInfo(first_offset=-1, last_offset=-1, valid_bytes=size,
-                             log_start_offset=self.log_start_offset)
-        previous_last_offset = -1
-        any_producer_id = False
-        if batches is None:
-            batches = list(iter_batches(records))
-        if not batches or batches[-1].position + batches[-1].size_in_bytes != size:
-            raise CorruptRecordError(f"Append to {self.topic_partition} holds no batch or ends with an incomplete one")
-        max_message_bytes = self.config.max_message_bytes
-        for batch in batches:
-            v2 = batch.magic >= MAGIC_VALUE_V2
-            if v2:
-                # One read of the header (the leader's validator has checked it; a follower's is checked here).
-                (base_offset, batch_length, partition_leader_epoch, _, _, attributes, last_offset_delta, _,
-                 max_timestamp, producer_id, _, _, _) = batch.header() if leader else batch.validated_header()
-                any_producer_id = any_producer_id or producer_id > NO_PRODUCER_ID
-                size_in_bytes = batch_length + LOG_OVERHEAD
-                last_offset = base_offset + last_offset_delta
-            else:
-                if not leader:
-                    batch.validate()
-                size_in_bytes = batch.size_in_bytes
-                last_offset = base_offset = batch.last_offset
-                max_timestamp = batch.max_timestamp
-            if leader and size_in_bytes > max_message_bytes:
-                raise RecordTooLargeError(
-                    f"The record batch size in the append to {self.topic_partition} is {size_in_bytes} "
-                    f"bytes which exceeds the maximum configured value of {max_message_bytes}."
-                )
-            if info.batch_count == 0:
-                info.first_offset = base_offset
-                exact = leader and v2
-                if info.first_offset < self._log_end_offset or (exact and info.first_offset != self._log_end_offset):
-                    raise UnexpectedAppendOffsetError(
-                        f"Unexpected offset in append to {self.topic_partition}. First offset {info.first_offset} "
-                        f"does not continue the log, whose next offset is {self._log_end_offset}."
-                    )
-            elif last_offset <= previous_last_offset:
-                raise CorruptRecordError(
-                    f"Out of order offsets in the append to {self.topic_partition}: {last_offset} after "
-                    f"{previous_last_offset}"
-                )
-            previous_last_offset = last_offset
-            if max_timestamp > info.max_timestamp:
-                info.max_timestamp = max_timestamp
-                info.shallow_offset_of_max_timestamp = last_offset
-            if v2:
-                info.last_leader_epoch = partition_leader_epoch
-                if attributes & TIMESTAMP_TYPE_MASK:
-                    info.log_append_time = max_timestamp
-            info.batch_count += 1
-        info.last_offset = previous_last_offset
-        if size > self.config.segment_size:
-            raise RecordBatchTooLargeError(
-                f"Message batch size is {size} bytes in append to partition {self.topic_partition} which exceeds "
-                f"the maximum configured segment size of {self.config.segment_size}."
-            )
-        return info, batches, any_producer_id
-
-    def _append(self, records: bytes | bytearray | memoryview, now_ms: int, origin: AppendOrigin,
-                leader: bool, batches: list[Batch] | None = None) -> LogAppendInfo:
         with self.lock:
             self._check_open()
-            info, batches, any_producer_id = self._analyze(records, leader, batches)
-            # Legacy entries carry no producer ids; v2 ones were looked at by _analyze.
-            updated, completed, duplicate = self._analyze_producer_state(batches, origin) if any_producer_id \
-                else (_NO_PRODUCER_UPDATES, _NO_COMPLETED_TXNS, None)
-            if duplicate is not None:
-                return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, NO_TIMESTAMP, -1,
-                                     log_start_offset=self.log_start_offset, duplicate=True)
+            info = self._analyze_follower_records(records)
+            batches: list[Batch] = info.batches  # type: ignore[assignment]
+            updated, completed, _ = self._analyze_producer_state(batches, AppendOrigin.REPLICATION) \
+                if info.has_producer_ids else (_NO_PRODUCER_UPDATES, _NO_COMPLETED_TXNS, None)
             for batch in batches:
                 if batch.magic >= MAGIC_VALUE_V2:
                     epoch = batch.partition_leader_epoch
@@ -359,19 +324,77 @@ class Log:
                     logger.warning("Clearing leader epoch cache of %s: a legacy batch was appended",
                                    self.topic_partition)
                     self.leader_epoch_cache.clear_and_flush()
-            segment = self._maybe_roll(len(records), info, now_ms)
-            segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp, records)
-            self._log_end_offset = info.last_offset + 1
-            for append_info in updated.values():
-                self.producer_state.update(append_info)
-            for completed_txn in completed:
-                last_stable_offset = self.producer_state.last_stable_offset(completed_txn)
-                segment.update_txn_index(completed_txn, last_stable_offset)
-                self.producer_state.complete_txn(completed_txn)
-            self.producer_state.update_map_end_offset(info.last_offset + 1)
-            if self.unflushed_messages >= self.config.flush_messages:
-                self.flush()
+            self._write(info, updated, completed, now_ms)
             return info
+
+    def _analyze_follower_records(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """One pass over a follower append's batch headers: offsets, timestamps and CRCs. The first offset must be
+        at or after the log end (for a legacy wrapper, whose first offset is only known by decompressing, its last
+        offset), and offsets must increase."""
+        size = len(records)
+        batches: list[Batch] = list(iter_batches(records))
+        if not batches or batches[-1].position + batches[-1].size_in_bytes != size:
+            raise CorruptRecordError(f"Append to {self.topic_partition} holds no batch or ends with an incomplete one")
+        info = LogAppendInfo(-1, -1, validated_records=records, batches=batches,
+                             log_start_offset=self.log_start_offset)
+        previous_last_offset = -1
+        for batch in batches:
+            if batch.magic >= MAGIC_VALUE_V2:
+                (base_offset, _, partition_leader_epoch, _, _, attributes, last_offset_delta, _, max_timestamp,
+                 producer_id, _, _, _) = batch.validated_header()
+                info.has_producer_ids = info.has_producer_ids or producer_id > NO_PRODUCER_ID
+                last_offset = base_offset + last_offset_delta
+                info.last_leader_epoch = partition_leader_epoch
+                if attributes & TIMESTAMP_TYPE_MASK:
+                    info.log_append_time = max_timestamp
+            else:
+                batch.validate()
+                last_offset = base_offset = batch.last_offset
+                max_timestamp = batch.max_timestamp
+            if previous_last_offset < 0:
+                info.first_offset = base_offset
+                if base_offset < self._log_end_offset:
+                    raise UnexpectedAppendOffsetError(
+                        f"Unexpected offset in append to {self.topic_partition}. First offset {base_offset} "
+                        f"does not continue the log, whose next offset is {self._log_end_offset}."
+                    )
+            elif last_offset <= previous_last_offset:
+                raise CorruptRecordError(
+                    f"Out of order offsets in the append to {self.topic_partition}: {last_offset} after "
+                    f"{previous_last_offset}"
+                )
+            previous_last_offset = last_offset
+            if max_timestamp > info.max_timestamp:
+                info.max_timestamp = max_timestamp
+                info.shallow_offset_of_max_timestamp = last_offset
+        info.last_offset = previous_last_offset
+        self._check_segment_size(size)
+        return info
+
+    def _check_segment_size(self, size: int) -> None:
+        if size > self.config.segment_size:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {size} bytes in append to partition {self.topic_partition} which exceeds "
+                f"the maximum configured segment size of {self.config.segment_size}."
+            )
+
+    def _write(self, info: LogAppendInfo, updated: Mapping[int, ProducerAppendInfo],
+               completed: tuple[CompletedTxn, ...] | list[CompletedTxn], now_ms: int) -> None:
+        """The part of an append shared by leader and follower, under the lock: roll if needed, write the
+        records, move the log end, then the producer state and the transaction index."""
+        records = info.validated_records
+        segment = self._maybe_roll(len(records), info, now_ms)
+        segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp, records)
+        self._log_end_offset = info.last_offset + 1
+        for append_info in updated.values():
+            self.producer_state.update(append_info)
+        for completed_txn in completed:
+            last_stable_offset = self.producer_state.last_stable_offset(completed_txn)
+            segment.update_txn_index(completed_txn, last_stable_offset)
+            self.producer_state.complete_txn(completed_txn)
+        self.producer_state.update_map_end_offset(info.last_offset + 1)
+        if self.unflushed_messages >= self.config.flush_messages:
+            self.flush()
 
     def _analyze_producer_state(
         self, batches: list[Batch], origin: AppendOrigin
@@ -449,6 +472,13 @@ class Log:
         return 0 if jitter == 0 else random.randrange(min(jitter, self.config.segment_ms))
 
     # -- reads -----------------------------------------------------------------------------------------------------
+
+    def read_with_offset_snapshot(self, start_offset: int, max_length: int, isolation: FetchIsolation,
+                                  min_one_message: bool) -> tuple[LogOffsetSnapshot, FetchDataInfo]:
+        """A fetch's read and the offsets it reports, under one lock: the data never runs past the high watermark
+        reported with it."""
+        with self.lock:
+            return self.fetch_offset_snapshot(), self.read(start_offset, max_length, isolation, min_one_message)
 
     def read(self, start_offset: int, max_length: int, isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK,
              min_one_message: bool = True) -> FetchDataInfo:
@@ -542,6 +572,32 @@ class Log:
                     if found is not None:
                         return found
             return None
+
+    def legacy_fetch_offsets_before(self, timestamp: int, max_num_offsets: int, now_ms: int) -> list[int]:
+        """ListOffsets v0: up to `max_num_offsets` segment base offsets (and the log end, if the active segment
+        holds data) from segments last modified at or before `timestamp`, newest first (LATEST: the log end first,
+        EARLIEST: the log start only)."""
+        with self.lock:
+            segments = list(self.segments)
+            offsets_and_times: list[tuple[int, float]] = []
+            for segment in segments:
+                try:
+                    modified_ms = os.stat(segment.log.path).st_mtime * 1000
+                except OSError:
+                    modified_ms = 0
+                offsets_and_times.append((max(segment.base_offset, self.log_start_offset), modified_ms))
+            if segments and segments[-1].size > 0:
+                offsets_and_times.append((self._log_end_offset, now_ms))
+        if timestamp == LATEST_TIMESTAMP:
+            start = len(offsets_and_times) - 1
+        elif timestamp == EARLIEST_TIMESTAMP:
+            start = 0
+        else:
+            start = len(offsets_and_times) - 1
+            while start >= 0 and offsets_and_times[start][1] > timestamp:
+                start -= 1
+        count = min(max_num_offsets, start + 1)
+        return sorted((offsets_and_times[start - j][0] for j in range(count)), reverse=True)
 
     # -- flushing --------------------------------------------------------------------------------------------------
 
@@ -743,6 +799,7 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         with self.lock:
             self.config = config
+            self._validators = {}
 
     def _check_open(self) -> None:
         if self.closed:

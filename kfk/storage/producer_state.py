@@ -62,12 +62,13 @@ class CorruptSnapshotError(KafkaStorageError):
 
 
 class AppendOrigin(enum.Enum):
-    """Who appends: a client's produce (fully checked), a follower copying its leader (trusted), or a
-    coordinator writing its own records or markers."""
+    """Who appends (Kafka's AppendOrigin): a client's produce (fully checked), a follower copying its leader
+    (trusted), a coordinator writing its own records or transaction markers, or the metadata log's leader."""
 
     CLIENT = "client"
     REPLICATION = "replication"
     COORDINATOR = "coordinator"
+    RAFT_LEADER = "raft_leader"
 
 
 class BatchHeader(Protocol):

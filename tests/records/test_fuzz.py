@@ -22,7 +22,6 @@ from kfk.records import (
     EndTransactionMarker,
     LeaderChangeMessage,
     LegacyRecordsBuilder,
-    LogValidator,
     MemoryRecordsBuilder,
     RecordBatch,
     build_end_transaction_marker_batch,
@@ -31,6 +30,7 @@ from kfk.records import (
     iter_batches,
     up_convert,
 )
+from kfk.storage.log_validator import LogValidator
 from tests.records.produce_frames import produce_records
 
 pytestmark = pytest.mark.slow

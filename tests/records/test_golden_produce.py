@@ -15,12 +15,12 @@ from kafka.record.memory_records import MemoryRecords
 
 from kfk.records import (
     CompressionType,
-    LogValidator,
     RecordBatch,
     TimestampType,
     complete_entries_length,
     iter_batches,
 )
+from kfk.storage.log_validator import LogValidator
 from tests.records.produce_frames import produce_records
 
 DATA = Path(__file__).parent.parent / "data" / "records" / "produce"

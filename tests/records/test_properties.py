@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from kfk.records import (
     CompressionType,
     LegacyRecordsBuilder,
-    LogValidator,
     MemoryRecordsBuilder,
     RecordBatch,
     TimestampType,
@@ -16,6 +15,7 @@ from kfk.records import (
     iter_batches,
     up_convert,
 )
+from kfk.storage.log_validator import LogValidator
 from kfk.records._varint import encode_varint, read_varint, read_varlong
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,11 +13,11 @@ import pytest
 from kfk.errors import ErrorCode, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from kfk.records import CompressionType, MemoryRecordsBuilder, TimestampType, iter_batches
 from kfk.records.legacy import LegacyRecordsBuilder
-from kfk.replication.partition import append_needs_record_work
 from kfk.config import LogConfig
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.partition_metadata import PartitionMetadataFile
+from kfk.storage.log_validator import append_needs_record_work
 from kfk.storage.producer_state import AppendOrigin
 from tests.replication.conftest import (
     Broker,
@@ -446,8 +446,7 @@ def test_read_committed_stops_at_the_last_stable_offset_and_lists_aborted_transa
     log = manager.partitions[T0].log
 
     def append_raw(data: bytes) -> None:  # transaction markers come from the coordinator, straight to the log
-        with log.lock:
-            info = log.append_as_leader(data, 0, AppendOrigin.COORDINATOR)
+        info = log.append_as_leader(data, manager.partitions[T0].leader_epoch, 0, AppendOrigin.COORDINATOR)
         assert info.first_offset >= 0
         manager.partitions[T0].maybe_increment_high_watermark(0)
 

@@ -12,12 +12,18 @@ pytest.importorskip("pyarrow")
 
 from kfk.config import LogConfig  # noqa: E402
 from kfk.errors import InvalidConfigurationError, UnknownTopicOrPartitionError  # noqa: E402
-from kfk.records import EndTransactionMarker, MemoryRecordsBuilder, build_end_transaction_marker_batch  # noqa: E402
+from kfk.records import (  # noqa: E402
+    EndTransactionMarker,
+    MemoryRecordsBuilder,
+    RecordBatch,
+    build_end_transaction_marker_batch,
+)
 from kfk.records.control import ControlRecordType  # noqa: E402
 from kfk.spark.log_dir_source import LogDirCatalog, read_log_dir_range  # noqa: E402
 from kfk.spark.offsets import DataLossError, OffsetRange, plan_batch  # noqa: E402
 from kfk.spark.options import SourceOptions  # noqa: E402
 from kfk.storage.log import Log  # noqa: E402
+from kfk.storage.producer_state import AppendOrigin  # noqa: E402
 
 TOPIC = "tx"
 
@@ -30,6 +36,13 @@ def batch(base_offset: int, values: list[bytes], producer_id: int = -1, sequence
     for index, value in enumerate(values):
         builder.append(timestamp + index, b"k" + value, value, [("h", value)])
     return builder.close()
+
+
+def append(log: Log, records: bytes) -> None:
+    """A leader append keeping the batch's own leader epoch; markers come from the (transaction) coordinator."""
+    header = RecordBatch(records)
+    log.append_as_leader(records, header.partition_leader_epoch, 0,
+                         AppendOrigin.COORDINATOR if header.is_control else AppendOrigin.CLIENT)
 
 
 def marker(base_offset: int, producer_id: int, commit: bool) -> bytes:
@@ -48,11 +61,11 @@ def log_dir(tmp_path: Path) -> Path:
     appends = [batch(0, [b"plain-0"]), batch(1, [b"committed-1", b"committed-2"], 1, 0, True),
                batch(3, [b"aborted-3"], 2, 0, True), batch(4, [b"plain-4"]), marker(5, 1, True), marker(6, 2, False)]
     for records in appends:
-        log.append_as_leader(records, now_ms=0)
+        append(log, records)
     log.roll(now_ms=0)
     for records in (batch(7, [b"plain-7"], timestamp=5_000), batch(8, [b"open-8"], 3, 0, True, timestamp=6_000),
                     batch(9, [b"plain-9"], timestamp=7_000)):
-        log.append_as_leader(records, now_ms=0)
+        append(log, records)
     log.flush()
     log.close()
     return data

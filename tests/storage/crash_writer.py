@@ -50,7 +50,7 @@ def main(log_dir: str, seed: int) -> None:
         builder = MemoryRecordsBuilder(base_offset=base, partition_leader_epoch=0)
         for offset in range(base, base + rng.randint(1, 12)):
             builder.append(timestamp_for(offset), None, value_for(offset))
-        log.append_as_leader(builder.close(), now_ms=now_ms())
+        log.append_as_leader(builder.close(), leader_epoch=0, now_ms=now_ms())
         if rng.random() < 0.3:
             log.flush()
             print(f"acked {log.recovery_point}", flush=True)

@@ -11,6 +11,7 @@ from kfk.records import iter_batches
 from kfk.storage.cleaner import LogCleaner
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
+from kfk.storage.producer_state import AppendOrigin
 
 from .conftest import make_batch, make_marker, read_all, small_config
 
@@ -26,7 +27,7 @@ def keyed_workload(log: Log, count: int, seed: int, keys: int = 25,
         key = f"key-{rng.randrange(keys)}".encode()
         value = None if rng.random() < tombstone_rate else f"value-{index}".encode()
         offset = log.log_end_offset
-        log.append_as_leader(make_batch(offset, [value], keys=[key], timestamp=index), now_ms=0)
+        log.append_as_leader(make_batch(offset, [value], keys=[key], timestamp=index), leader_epoch=0, now_ms=0)
         latest[key] = (offset, value)
     log.update_high_watermark(log.log_end_offset)
     return latest
@@ -116,18 +117,21 @@ def test_dirty_ratio_and_compaction_lag_choose_what_is_cleanable(tmp_path) -> No
 def test_aborted_transactions_are_removed_and_markers_kept_while_needed(log_dir) -> None:
     log = Log.open(log_dir, small_config(COMPACT), now_ms=0)
     log.append_as_leader(make_batch(0, [b"committed-1"], keys=[b"a"], producer_id=1, producer_epoch=0,
-                                    base_sequence=0, transactional=True), now_ms=0)
+                                    base_sequence=0, transactional=True), leader_epoch=0, now_ms=0)
     log.append_as_leader(make_batch(1, [b"aborted"], keys=[b"b"], producer_id=2, producer_epoch=0,
-                                    base_sequence=0, transactional=True), now_ms=0)
-    log.append_as_leader(make_marker(2, 1, 0, commit=True), now_ms=0)
-    log.append_as_leader(make_marker(3, 2, 0, commit=False), now_ms=0)
-    log.append_as_leader(make_batch(4, [b"plain"], keys=[b"c"]), now_ms=0)
+                                    base_sequence=0, transactional=True), leader_epoch=0, now_ms=0)
+    log.append_as_leader(make_marker(2, 1, 0, commit=True), leader_epoch=0, now_ms=0,
+                         origin=AppendOrigin.COORDINATOR)
+    log.append_as_leader(make_marker(3, 2, 0, commit=False), leader_epoch=0, now_ms=0,
+                         origin=AppendOrigin.COORDINATOR)
+    log.append_as_leader(make_batch(4, [b"plain"], keys=[b"c"]), leader_epoch=0, now_ms=0)
     # Producer 2 goes on (so its aborted batch is not the batch that keeps its idempotence state).
     log.append_as_leader(make_batch(5, [b"again"], keys=[b"e"], producer_id=2, producer_epoch=0,
-                                    base_sequence=1, transactional=True), now_ms=0)
-    log.append_as_leader(make_marker(6, 2, 0, commit=True), now_ms=0)
+                                    base_sequence=1, transactional=True), leader_epoch=0, now_ms=0)
+    log.append_as_leader(make_marker(6, 2, 0, commit=True), leader_epoch=0, now_ms=0,
+                         origin=AppendOrigin.COORDINATOR)
     log.roll(now_ms=0)
-    log.append_as_leader(make_batch(7, [b"tail"], keys=[b"d"]), now_ms=0)
+    log.append_as_leader(make_batch(7, [b"tail"], keys=[b"d"]), leader_epoch=0, now_ms=0)
     log.update_high_watermark(log.log_end_offset)
     cleaner = LogCleaner()
     cleaner.clean(log, now_ms=1_000)
@@ -148,10 +152,10 @@ def test_aborted_transactions_are_removed_and_markers_kept_while_needed(log_dir)
 def test_last_batch_of_an_active_producer_is_kept_empty(log_dir) -> None:
     log = Log.open(log_dir, small_config(COMPACT), now_ms=0)
     log.append_as_leader(make_batch(0, [b"old"], keys=[b"k"], producer_id=9, producer_epoch=0, base_sequence=0),
-                         now_ms=0)
-    log.append_as_leader(make_batch(1, [b"new"], keys=[b"k"]), now_ms=0)
+                         leader_epoch=0, now_ms=0)
+    log.append_as_leader(make_batch(1, [b"new"], keys=[b"k"]), leader_epoch=0, now_ms=0)
     log.roll(now_ms=0)
-    log.append_as_leader(make_batch(2, [b"x"], keys=[b"x"]), now_ms=0)
+    log.append_as_leader(make_batch(2, [b"x"], keys=[b"x"]), leader_epoch=0, now_ms=0)
     log.update_high_watermark(log.log_end_offset)
     LogCleaner().clean(log, now_ms=0)
     first = _batches(log)[0]

@@ -144,7 +144,7 @@ def write_log(log_dir: str, batches: int = 80) -> Log:
         builder = MemoryRecordsBuilder(base_offset=base, partition_leader_epoch=0)
         for offset in range(base, base + 3):
             builder.append(crash_writer.timestamp_for(offset), None, crash_writer.value_for(offset))
-        log.append_as_leader(builder.close(), now_ms=0)
+        log.append_as_leader(builder.close(), leader_epoch=0, now_ms=0)
     return log
 
 
@@ -167,7 +167,7 @@ def test_torn_batch_in_the_last_segment_is_cut(log_dir) -> None:
     assert os.path.getsize(last_path) == batches[-1].position
     records = read_all(recovered)
     assert [record.offset for record in records] == list(range(end - 3))
-    recovered.append_as_leader(make_batch(end - 3, [b"after"]), now_ms=0)
+    recovered.append_as_leader(make_batch(end - 3, [b"after"]), leader_epoch=0, now_ms=0)
     assert read_all(recovered)[-1].value == b"after"
     recovered.close()
 

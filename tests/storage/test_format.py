@@ -15,6 +15,7 @@ from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
+from kfk.storage.producer_state import AppendOrigin
 
 from .conftest import make_batch, make_marker, read_all, small_config
 
@@ -25,10 +26,11 @@ def test_segment_files_are_kafkas(log_dir) -> None:
     for index in range(40):
         batch = make_batch(log.log_end_offset, [b"x" * 150, b"y" * 150], timestamp=5_000 + index)
         appended.append(batch)
-        log.append_as_leader(batch, now_ms=0)
+        log.append_as_leader(batch, leader_epoch=0, now_ms=0)
     log.append_as_leader(make_batch(80, [b"t"], producer_id=3, producer_epoch=0, base_sequence=0,
-                                    transactional=True), now_ms=0)
-    log.append_as_leader(make_marker(81, 3, 0, commit=False), now_ms=0)
+                                    transactional=True), leader_epoch=0, now_ms=0)
+    log.append_as_leader(make_marker(81, 3, 0, commit=False), leader_epoch=0, now_ms=0,
+                         origin=AppendOrigin.COORDINATOR)
     log.close()
     names = sorted(os.listdir(log_dir))
     for name in names:
@@ -60,9 +62,9 @@ def test_segment_files_are_kafkas(log_dir) -> None:
 def test_producer_snapshot_layout(log_dir) -> None:
     log = Log.open(log_dir, small_config(), now_ms=0)
     log.append_as_leader(make_batch(0, [b"a", b"b", b"c"], producer_id=12, producer_epoch=4, base_sequence=7,
-                                    timestamp=9_000), now_ms=0)
+                                    timestamp=9_000), leader_epoch=0, now_ms=0)
     log.append_as_leader(make_batch(3, [b"t"], producer_id=13, producer_epoch=0, base_sequence=0,
-                                    transactional=True, timestamp=9_500), now_ms=0)
+                                    transactional=True, timestamp=9_500), leader_epoch=0, now_ms=0)
     log.close()
     snapshot = open(os.path.join(log_dir, f"{4:020d}.snapshot"), "rb").read()
     version, crc, count = struct.unpack_from(">hIi", snapshot)

@@ -9,6 +9,7 @@ import pytest
 from kfk.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
+    InvalidRecordError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
     RecordTooLargeError,
@@ -16,6 +17,7 @@ from kfk.errors import (
 from kfk.records import iter_batches
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, UnexpectedAppendOffsetError
+from kfk.storage.producer_state import AppendOrigin
 
 from .conftest import make_batch, make_marker, read_all, small_config
 
@@ -26,14 +28,14 @@ def append_values(log: Log, count: int, *, now_ms: int = 0, size: int = 100, tim
                   per_batch: int = 1) -> None:
     for _ in range(count):
         values = [os.urandom(size) for _ in range(per_batch)]
-        log.append_as_leader(make_batch(log.log_end_offset, values, timestamp=timestamp), now_ms=now_ms)
+        log.append_as_leader(make_batch(log.log_end_offset, values, timestamp=timestamp), leader_epoch=0, now_ms=now_ms)
 
 
 def test_append_and_read_back(log_dir) -> None:
     log = Log.open(log_dir, small_config(), now_ms=0)
     values = [f"value-{index}".encode() for index in range(200)]
     for start in range(0, 200, 4):
-        info = log.append_as_leader(make_batch(log.log_end_offset, values[start:start + 4]), now_ms=0)
+        info = log.append_as_leader(make_batch(log.log_end_offset, values[start:start + 4]), leader_epoch=0, now_ms=0)
         assert (info.first_offset, info.last_offset) == (start, start + 3)
     assert log.log_end_offset == 200
     assert log.number_of_segments > 1
@@ -74,15 +76,15 @@ def test_reads_stop_at_high_watermark_and_bounds(log_dir) -> None:
 def test_append_offsets_must_continue_the_log(log_dir) -> None:
     log = Log.open(log_dir, small_config(), now_ms=0)
     append_values(log, 3)
-    with pytest.raises(UnexpectedAppendOffsetError):
-        log.append_as_leader(make_batch(5, [b"x"]), now_ms=0)
+    # The leader assigns offsets from its end, whatever the batch says (Kafka's appendAsLeader).
+    assert log.append_as_leader(make_batch(5, [b"x"]), leader_epoch=0, now_ms=0).first_offset == 3
     with pytest.raises(UnexpectedAppendOffsetError):
         log.append_as_follower(make_batch(1, [b"x"]), now_ms=0)
     # A follower may skip offsets (a compacted leader), never go back.
     log.append_as_follower(make_batch(10, [b"x", b"y"]), now_ms=0)
     assert log.log_end_offset == 12
     with pytest.raises(CorruptRecordError):
-        log.append_as_leader(make_batch(12, [b"x"])[:-3], now_ms=0)
+        log.append_as_leader(make_batch(12, [b"x"])[:-3], leader_epoch=0, now_ms=0)
     corrupted = bytearray(make_batch(12, [b"abc"]))
     corrupted[-1] ^= 0xFF
     with pytest.raises(CorruptRecordError):
@@ -94,7 +96,7 @@ def test_append_offsets_must_continue_the_log(log_dir) -> None:
 def test_batch_larger_than_max_message_bytes_is_refused(log_dir) -> None:
     log = Log.open(log_dir, small_config({"max.message.bytes": 500}), now_ms=0)
     with pytest.raises(RecordTooLargeError):
-        log.append_as_leader(make_batch(0, [b"x" * 1000]), now_ms=0)
+        log.append_as_leader(make_batch(0, [b"x" * 1000]), leader_epoch=0, now_ms=0)
     assert log.log_end_offset == 0
     log.close()
 
@@ -106,10 +108,10 @@ def test_roll_on_size_time_and_index_full(log_dir, tmp_path) -> None:
     assert all(segment.size <= 4096 for segment in log.segments)
 
     timed = Log.open(str(tmp_path / "timed-0"), small_config({"segment.ms": 1000}), now_ms=0)
-    timed.append_as_leader(make_batch(0, [b"a"], timestamp=10_000), now_ms=0)
-    timed.append_as_leader(make_batch(1, [b"b"], timestamp=10_500), now_ms=0)
+    timed.append_as_leader(make_batch(0, [b"a"], timestamp=10_000), leader_epoch=0, now_ms=0)
+    timed.append_as_leader(make_batch(1, [b"b"], timestamp=10_500), leader_epoch=0, now_ms=0)
     assert timed.number_of_segments == 1
-    timed.append_as_leader(make_batch(2, [b"c"], timestamp=11_001), now_ms=0)
+    timed.append_as_leader(make_batch(2, [b"c"], timestamp=11_001), leader_epoch=0, now_ms=0)
     assert timed.number_of_segments == 2 and timed.active_segment.base_offset == 2
 
     tiny_index = Log.open(str(tmp_path / "tiny-0"), small_config({"segment.index.bytes": 24,
@@ -133,8 +135,8 @@ def test_roll_on_offset_overflow(log_dir) -> None:
 
 def test_truncate_inside_a_batch_removes_the_whole_batch(log_dir) -> None:
     log = Log.open(log_dir, small_config(), now_ms=0)
-    log.append_as_leader(make_batch(0, [b"a", b"b", b"c"]), now_ms=0)
-    log.append_as_leader(make_batch(3, [b"d", b"e", b"f"]), now_ms=0)
+    log.append_as_leader(make_batch(0, [b"a", b"b", b"c"]), leader_epoch=0, now_ms=0)
+    log.append_as_leader(make_batch(3, [b"d", b"e", b"f"]), leader_epoch=0, now_ms=0)
     log.truncate_to(4, now_ms=0)
     assert log.log_end_offset == 3
     assert [record.value for record in read_all(log)] == [b"a", b"b", b"c"]
@@ -180,7 +182,7 @@ def test_delete_records_moves_log_start(log_dir) -> None:
 def test_retention_by_time_and_size(log_dir, tmp_path) -> None:
     log = Log.open(log_dir, small_config({"retention.ms": DAY_MS}), now_ms=0)
     for index in range(60):
-        log.append_as_leader(make_batch(log.log_end_offset, [os.urandom(200)], timestamp=index * 1000), now_ms=0)
+        log.append_as_leader(make_batch(log.log_end_offset, [os.urandom(200)], timestamp=index * 1000), leader_epoch=0, now_ms=0)
     log.update_high_watermark(log.log_end_offset)
     assert log.delete_old_segments(now_ms=DAY_MS) == 0
     deleted = log.delete_old_segments(now_ms=DAY_MS + 30_500)
@@ -216,7 +218,7 @@ def test_offset_for_timestamp(log_dir) -> None:
     log = Log.open(log_dir, small_config(), now_ms=0)
     for index in range(50):
         log.append_as_leader(make_batch(log.log_end_offset, [b"a" * 150, b"b" * 150], timestamp=10_000 + index * 100,
-                                        leader_epoch=index // 10), now_ms=0)
+                                        leader_epoch=index // 10), leader_epoch=index // 10, now_ms=0)
     found = log.offset_for_timestamp(10_000 + 2_001)
     assert (found.timestamp, found.offset, found.leader_epoch) == (12_001, 41, 2)
     assert log.offset_for_timestamp(10_000 + 2_000).offset == 40
@@ -233,7 +235,8 @@ def test_offset_for_timestamp(log_dir) -> None:
 def test_leader_epochs_recorded_and_truncated(log_dir) -> None:
     log = Log.open(log_dir, small_config(), now_ms=0)
     for epoch in (0, 0, 1, 3, 3):
-        log.append_as_leader(make_batch(log.log_end_offset, [b"x", b"y"], leader_epoch=epoch), now_ms=0)
+        log.append_as_leader(make_batch(log.log_end_offset, [b"x", b"y"], leader_epoch=epoch), leader_epoch=epoch,
+                             now_ms=0)
     assert [tuple(entry) for entry in log.leader_epoch_cache.entries] == [(0, 0), (1, 4), (3, 6)]
     assert log.end_offset_for_epoch(1) == (1, 6)
     assert log.end_offset_for_epoch(3) == (3, 10)
@@ -247,38 +250,39 @@ def test_leader_epochs_recorded_and_truncated(log_dir) -> None:
 def test_idempotent_duplicates_and_sequence_checks(log_dir) -> None:
     log = Log.open(log_dir, small_config(), now_ms=0)
     first = make_batch(0, [b"a", b"b"], producer_id=7, producer_epoch=0, base_sequence=0)
-    info = log.append_as_leader(first, now_ms=0)
+    info = log.append_as_leader(first, leader_epoch=0, now_ms=0)
     assert (info.first_offset, info.last_offset, info.duplicate) == (0, 1, False)
-    log.append_as_leader(make_batch(2, [b"c"], producer_id=7, producer_epoch=0, base_sequence=2), now_ms=0)
+    log.append_as_leader(make_batch(2, [b"c"], producer_id=7, producer_epoch=0, base_sequence=2), leader_epoch=0, now_ms=0)
     retry = log.append_as_leader(make_batch(3, [b"a", b"b"], producer_id=7, producer_epoch=0, base_sequence=0),
-                                 now_ms=0)
+                                 leader_epoch=0, now_ms=0)
     assert (retry.first_offset, retry.last_offset, retry.duplicate) == (0, 1, True)
     assert log.log_end_offset == 3
     with pytest.raises(OutOfOrderSequenceError):
-        log.append_as_leader(make_batch(3, [b"d"], producer_id=7, producer_epoch=0, base_sequence=5), now_ms=0)
-    log.append_as_leader(make_batch(3, [b"e"], producer_id=7, producer_epoch=1, base_sequence=0), now_ms=0)
+        log.append_as_leader(make_batch(3, [b"d"], producer_id=7, producer_epoch=0, base_sequence=5), leader_epoch=0, now_ms=0)
+    log.append_as_leader(make_batch(3, [b"e"], producer_id=7, producer_epoch=1, base_sequence=0), leader_epoch=0, now_ms=0)
     with pytest.raises(InvalidProducerEpochError):
-        log.append_as_leader(make_batch(4, [b"f"], producer_id=7, producer_epoch=0, base_sequence=3), now_ms=0)
+        log.append_as_leader(make_batch(4, [b"f"], producer_id=7, producer_epoch=0, base_sequence=3), leader_epoch=0, now_ms=0)
     log.close()
     reopened = Log.open(log_dir, small_config(), now_ms=0, had_clean_shutdown=True, recovery_point=4)
     entry = reopened.producer_state.last_entry(7)
     assert (entry.producer_epoch, entry.last_sequence, entry.last_data_offset) == (1, 0, 3)
     with pytest.raises(OutOfOrderSequenceError):
-        reopened.append_as_leader(make_batch(4, [b"g"], producer_id=7, producer_epoch=1, base_sequence=2), now_ms=0)
-    reopened.append_as_leader(make_batch(4, [b"g"], producer_id=7, producer_epoch=1, base_sequence=1), now_ms=0)
+        reopened.append_as_leader(make_batch(4, [b"g"], producer_id=7, producer_epoch=1, base_sequence=2), leader_epoch=0, now_ms=0)
+    reopened.append_as_leader(make_batch(4, [b"g"], producer_id=7, producer_epoch=1, base_sequence=1), leader_epoch=0, now_ms=0)
     reopened.close()
 
 
 def test_transactions_bound_the_last_stable_offset(log_dir) -> None:
     log = Log.open(log_dir, small_config(), now_ms=0)
-    log.append_as_leader(make_batch(0, [b"plain"]), now_ms=0)
+    log.append_as_leader(make_batch(0, [b"plain"]), leader_epoch=0, now_ms=0)
     log.append_as_leader(make_batch(1, [b"t1", b"t2"], producer_id=5, producer_epoch=0, base_sequence=0,
-                                    transactional=True), now_ms=0)
-    log.append_as_leader(make_batch(3, [b"other"]), now_ms=0)
+                                    transactional=True), leader_epoch=0, now_ms=0)
+    log.append_as_leader(make_batch(3, [b"other"]), leader_epoch=0, now_ms=0)
     log.update_high_watermark(log.log_end_offset)
     assert log.last_stable_offset == 1
     assert [record.value for record in read_all(log, FetchIsolation.TXN_COMMITTED)] == [b"plain"]
-    log.append_as_leader(make_marker(4, 5, 0, commit=False), now_ms=0)
+    log.append_as_leader(make_marker(4, 5, 0, commit=False), leader_epoch=0, now_ms=0,
+                         origin=AppendOrigin.COORDINATOR)
     assert log.last_stable_offset == 1  # decided, but the marker is not yet below the high watermark
     log.update_high_watermark(log.log_end_offset)
     assert log.last_stable_offset == 5
@@ -321,3 +325,23 @@ def test_preallocated_segments_are_trimmed_and_recovered(log_dir) -> None:
     sizes = [os.path.getsize(os.path.join(log_dir, name)) for name in os.listdir(log_dir) if name.endswith(".log")]
     assert all(size < 4096 for size in sizes)  # rolled and closed segments are trimmed to their data
     assert len(read_all(Log.open(log_dir, config, now_ms=0, had_clean_shutdown=True))) == 43
+
+
+def test_control_batches_come_only_from_a_coordinator(log_dir) -> None:
+    """Transaction markers go through the same leader append as produce, with origin COORDINATOR: validated,
+    given offsets from the log end, and they complete the transaction; a client may not write one."""
+    log = Log.open(log_dir, small_config(), now_ms=0)
+    log.append_as_leader(make_batch(0, [b"t1", b"t2"], producer_id=5, producer_epoch=0, base_sequence=0,
+                                    transactional=True), leader_epoch=0, now_ms=0)
+    assert log.first_unstable_offset == 0
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(make_marker(2, 5, 0, commit=True), leader_epoch=0, now_ms=0)
+    assert log.log_end_offset == 2
+    info = log.append_as_leader(make_marker(40, 5, 0, commit=True, leader_epoch=7), leader_epoch=1, now_ms=0,
+                                origin=AppendOrigin.COORDINATOR)
+    assert (info.first_offset, info.last_offset, info.last_leader_epoch) == (2, 2, 1)
+    log.update_high_watermark(3)
+    assert log.first_unstable_offset is None and log.last_stable_offset == 3
+    marker = list(iter_batches(log.read(2, 1 << 20, FetchIsolation.LOG_END).records.read_bytes()))[0]
+    assert (marker.is_control, marker.base_offset, marker.partition_leader_epoch) == (True, 2, 1)
+    log.close()

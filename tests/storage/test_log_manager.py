@@ -21,7 +21,7 @@ DAY_MS = 86_400_000
 def fill(manager: LogManager, topic_partition: TopicPartition, batches: int, *, timestamp: int = 1_000) -> None:
     log = manager.get_or_create_log(topic_partition, now_ms=0)
     for _ in range(batches):
-        log.append_as_leader(make_batch(log.log_end_offset, [os.urandom(200)], timestamp=timestamp), now_ms=0)
+        log.append_as_leader(make_batch(log.log_end_offset, [os.urandom(200)], timestamp=timestamp), leader_epoch=0, now_ms=0)
     log.update_high_watermark(log.log_end_offset)
 
 
@@ -61,7 +61,7 @@ def test_checkpoints_and_clean_shutdown(tmp_path) -> None:
     log = clean.get_log(TopicPartition("orders", 0))
     assert (log.log_start_offset, log.log_end_offset, log.high_watermark, log.recovered_segments) == (10, 40, 40, 0)
     # Crash: no shutdown, so no marker; the next start recovers from the recovery point on.
-    log.append_as_leader(make_batch(40, [b"unflushed"]), now_ms=0)
+    log.append_as_leader(make_batch(40, [b"unflushed"]), leader_epoch=0, now_ms=0)
     for opened in clean.all_logs():
         opened.close_handlers()
     crashed = LogManager([log_dir], small_config())

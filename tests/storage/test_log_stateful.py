@@ -38,7 +38,7 @@ class LogModel(RuleBasedStateMachine):
     def append(self, count: int, size: int) -> None:
         values = [os.urandom(size) for _ in range(count)]
         info = self.log.append_as_leader(make_batch(self.log_end_offset, values, timestamp=self.now_ms),
-                                         now_ms=self.now_ms)
+                                         leader_epoch=0, now_ms=self.now_ms)
         assert info.first_offset == self.log_end_offset
         self.model.extend((self.log_end_offset + index, value) for index, value in enumerate(values))
         self.log_end_offset += count

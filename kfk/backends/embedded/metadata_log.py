@@ -32,6 +32,7 @@ from kfk.records import (
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
 from kfk.storage.log_files import CLUSTER_METADATA_TOPIC_NAME, TopicPartition, log_dir_name
+from kfk.storage.producer_state import AppendOrigin
 
 METADATA_TOPIC_PARTITION = TopicPartition(CLUSTER_METADATA_TOPIC_NAME, 0)
 #: Kafka's Uuid.METADATA_TOPIC_ID (AAAAAAAAAAAAAAAAAAAAAQ), written to the folder's partition.metadata.
@@ -94,12 +95,12 @@ class KafkaMetadataLog:
         builder = MemoryRecordsBuilder(base_offset=self.log.log_end_offset, partition_leader_epoch=epoch)
         for record in records:
             builder.append(now_ms, None, serialize_record(record))
-        return self.log.append_as_leader(builder.close(), now_ms).last_offset
+        return self.log.append_as_leader(builder.close(), epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
 
     def append_leader_change(self, message: LeaderChangeMessage, epoch: int, now_ms: int) -> int:
         batch = build_leader_change_batch(base_offset=self.log.log_end_offset, timestamp=now_ms,
                                           partition_leader_epoch=epoch, message=message)
-        return self.log.append_as_leader(batch, now_ms).last_offset
+        return self.log.append_as_leader(batch, epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
 
     def flush(self) -> None:
         """fsync everything appended so far."""

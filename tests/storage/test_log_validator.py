@@ -9,18 +9,18 @@ from crc32c import crc32c
 
 from kfk.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
 from kfk.records import (
-    AppendOrigin,
     CompressionType,
     ControlRecordType,
     EndTransactionMarker,
     LegacyRecordsBuilder,
-    LogValidator,
     MemoryRecordsBuilder,
     RecordBatch,
     TimestampType,
     build_end_transaction_marker_batch,
     iter_batches,
 )
+from kfk.storage.log_validator import LogValidator
+from kfk.storage.producer_state import AppendOrigin
 
 NOW = 1_700_000_000_000
 
@@ -40,7 +40,7 @@ def test_uncompressed_batch_is_validated_and_assigned_in_place() -> None:
     info = LogValidator().validate_and_assign_offsets(buffer, 100, NOW, partition_leader_epoch=8)
     assert info.validated_records is buffer and not info.re_encoded
     assert (info.first_offset, info.last_offset, info.records_count) == (100, 102, 3)
-    assert (info.max_timestamp, info.offset_of_max_timestamp) == (NOW - 8, 102)
+    assert (info.max_timestamp, info.shallow_offset_of_max_timestamp) == (NOW - 8, 102)
     assert info.log_append_time == -1
     stored = RecordBatch(buffer)
     stored.validate()
@@ -52,7 +52,7 @@ def test_offsets_run_on_across_batches_and_the_max_timestamp_batch_is_found() ->
                + batch(1, [NOW - 2], codec=CompressionType.GZIP))
     info = LogValidator().validate_and_assign_offsets(records, 10, NOW)
     assert (info.first_offset, info.last_offset, info.records_count) == (10, 15, 6)
-    assert (info.max_timestamp, info.offset_of_max_timestamp) == (NOW - 1, 11)
+    assert (info.max_timestamp, info.shallow_offset_of_max_timestamp) == (NOW - 1, 11)
     assert [(entry.base_offset, entry.last_offset) for entry in iter_batches(info.validated_records)] == [
         (10, 11), (12, 14), (15, 15)]
 
@@ -71,7 +71,7 @@ def test_log_append_time_stamps_the_header_and_recomputes_crc(codec: Compression
     stored = RecordBatch(buffer)
     stored.validate()
     assert stored.timestamp_type == TimestampType.LOG_APPEND_TIME and stored.max_timestamp == NOW
-    assert (info.max_timestamp, info.offset_of_max_timestamp, info.log_append_time) == (NOW, 2, NOW)
+    assert (info.max_timestamp, info.shallow_offset_of_max_timestamp, info.log_append_time) == (NOW, 2, NOW)
     assert {record.timestamp for record in stored} == {NOW}
 
 

@@ -1,4 +1,5 @@
-"""LogValidator: what the leader does to a partition's records from a Produce request before appending them.
+"""LogValidator: what the leader's log does to records before appending them (Log.append_as_leader runs it under
+the log's lock, so the offsets it assigns from the log end are the ones written).
 
 Kafka's idea (storage's LogValidator), kept header-level wherever Kafka's format allows it:
 
@@ -18,14 +19,15 @@ InvalidTimestampError and RecordTooLargeError for the topic limits.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import Enum
-from typing import NamedTuple
 
+from kfk.config import INT64_MAX, LogConfig
 from kfk.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
 from kfk.records.batch import (
+    ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     RecordBatch,
+    RECORD_BATCH_OVERHEAD,
     iter_batches,
     set_base_offset_and_leader_epoch,
     set_log_append_time,
@@ -33,6 +35,7 @@ from kfk.records.batch import (
 from kfk.records.builder import MemoryRecordsBuilder
 from kfk.records.legacy import LegacyRecordBatch
 from kfk.records.record import (
+    MAGIC_OFFSET,
     MAGIC_VALUE_V2,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_ID,
@@ -41,51 +44,99 @@ from kfk.records.record import (
     Record,
     TimestampType,
 )
+from kfk.storage.producer_state import AppendOrigin
 
-__all__ = ["AppendOrigin", "LogAppendInfo", "LogValidator"]
+__all__ = ["LogAppendInfo", "LogValidator", "append_needs_record_work"]
 
 #: The codec of a batch by its attributes' id (validated_header has checked the id is one of these).
 _COMPRESSION_TYPES = {codec.value: codec for codec in CompressionType}
 
+#: compression.type's values: None keeps the producer's codec.
+_TOPIC_COMPRESSION = {
+    "producer": None,
+    "uncompressed": CompressionType.NONE,
+    "gzip": CompressionType.GZIP,
+    "snappy": CompressionType.SNAPPY,
+    "lz4": CompressionType.LZ4,
+    "zstd": CompressionType.ZSTD,
+}
 
-class AppendOrigin(Enum):
-    """Who is appending: clients may not write control batches; the coordinators write transaction markers."""
 
-    CLIENT = "client"
-    COORDINATOR = "coordinator"
+class LogAppendInfo:
+    """What an append did (Kafka's LogAppendInfo): where the records went, their max timestamp, and how they were
+    validated. The leader's validator builds it and the log completes it (log_start_offset; for a retried idempotent
+    batch a new one with ``duplicate`` and the offsets it got the first time, nothing having been written). A follower
+    append builds it from the batch headers.
 
-
-class LogAppendInfo(NamedTuple):
-    """The outcome of validating one partition's records (Kafka's LogAppendInfo, the fields our log needs).
-
-    ``offset_of_max_timestamp`` is the last offset of the batch holding the max timestamp (Kafka's "shallow"
-    offset, what the time index records), or the last offset overall for LogAppendTime. A named tuple, not a frozen
-    dataclass: one is built per produced partition, and a frozen dataclass costs five times as much to build.
+    ``shallow_offset_of_max_timestamp`` is the last offset of the batch holding the max timestamp (what the time
+    index records), or the last offset overall for LogAppendTime. ``batches`` are views of ``validated_records``, so
+    that the log appending them need not walk the buffer again. A slotted class: one is built per produced partition,
+    and a dataclass costs several times as much to build.
     """
 
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    records_count: int
-    validated_records: bytes | bytearray | memoryview
-    log_append_time: int
-    source_compression: CompressionType
-    target_compression: CompressionType
-    re_encoded: bool
-    batches: list[RecordBatch] | None = None
-    """Views of the batches in ``validated_records`` when they were edited in place (None when rebuilt), so that
-    the log appending them need not walk the buffer again."""
+    __slots__ = ("first_offset", "last_offset", "max_timestamp", "shallow_offset_of_max_timestamp", "records_count",
+                 "validated_records", "log_append_time", "source_compression", "target_compression", "re_encoded",
+                 "batches", "has_producer_ids", "last_leader_epoch", "log_start_offset", "duplicate")
+
+    def __init__(self, first_offset: int, last_offset: int, max_timestamp: int = NO_TIMESTAMP,
+                 shallow_offset_of_max_timestamp: int = -1, records_count: int = 0,
+                 validated_records: bytes | bytearray | memoryview = b"", log_append_time: int = NO_TIMESTAMP,
+                 source_compression: CompressionType = CompressionType.NONE,
+                 target_compression: CompressionType = CompressionType.NONE, re_encoded: bool = False,
+                 batches: list[RecordBatch] | None = None, has_producer_ids: bool = False,
+                 last_leader_epoch: int = NO_PARTITION_LEADER_EPOCH, log_start_offset: int = 0,
+                 duplicate: bool = False) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.max_timestamp = max_timestamp
+        self.shallow_offset_of_max_timestamp = shallow_offset_of_max_timestamp
+        self.records_count = records_count
+        self.validated_records = validated_records
+        self.log_append_time = log_append_time
+        self.source_compression = source_compression
+        self.target_compression = target_compression
+        self.re_encoded = re_encoded
+        self.batches = batches
+        self.has_producer_ids = has_producer_ids
+        self.last_leader_epoch = last_leader_epoch
+        self.log_start_offset = log_start_offset
+        self.duplicate = duplicate
 
     @property
     def valid_bytes(self) -> int:
         return len(self.validated_records)
 
+    def __repr__(self) -> str:
+        return (f"LogAppendInfo(first_offset={self.first_offset}, last_offset={self.last_offset}, "
+                f"max_timestamp={self.max_timestamp}, records_count={self.records_count}, "
+                f"valid_bytes={self.valid_bytes}, duplicate={self.duplicate})")
+
+
+def append_needs_record_work(config: LogConfig, records: bytes | bytearray | memoryview) -> bool:
+    """Will validating these records take more than a header pass? Legacy message sets are converted, a batch whose
+    codec is not the topic's is re-encoded, and compacted topics or bounded timestamps make every record be decoded:
+    milliseconds per MiB of CPU, partly outside the GIL (the codecs), so the broker does that in an executor. Reads
+    two bytes of the first batch, no more."""
+    if config.compact or config.message_timestamp_before_max_ms != INT64_MAX \
+            or config.message_timestamp_after_max_ms != INT64_MAX:
+        return True
+    if len(records) <= MAGIC_OFFSET:
+        return False
+    if records[MAGIC_OFFSET] != MAGIC_VALUE_V2:
+        return True
+    target = _TOPIC_COMPRESSION[config.compression_type]
+    if target is None or len(records) < RECORD_BATCH_OVERHEAD:
+        return False  # the producer's codec is kept, or the batch is malformed (validation says so, quickly)
+    return records[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK != target.value
+
 
 class LogValidator:
-    """Validates and assigns offsets for one partition, configured like the topic.
+    """Validates and assigns offsets for one partition, configured like the topic (``for_config``).
 
-    ``target_compression`` None means compression.type=producer. ``timestamp_before_max_ms`` /
+    ``origin`` says who appends: clients may not write control batches and must count their records right; the
+    coordinators (transaction markers) and the metadata log's leader may write control batches. Replication never
+    comes here: a follower keeps its leader's offsets (Log.append_as_follower). ``target_compression`` None means
+    compression.type=producer. ``timestamp_before_max_ms`` /
     ``timestamp_after_max_ms`` None mean unbounded (Kafka's Long.MAX_VALUE default).
     """
 
@@ -107,6 +158,30 @@ class LogValidator:
         bounded = timestamp_before_max_ms is not None or timestamp_after_max_ms is not None
         # Whether a non-control batch's records must be decoded: keys (compaction) or CreateTime bounds to check.
         self._records_needed = compacted_topic or (bounded and timestamp_type == TimestampType.CREATE_TIME)
+
+    @classmethod
+    def for_config(cls, config: LogConfig, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogValidator:
+        """The validator of a log configured like ``config`` (compression.type and its levels, message.timestamp.*,
+        max.message.bytes, cleanup.policy)."""
+        target = _TOPIC_COMPRESSION[config.compression_type]
+        level = {
+            CompressionType.GZIP: config.compression_gzip_level if config.compression_gzip_level != -1 else None,
+            CompressionType.LZ4: config.compression_lz4_level,
+            CompressionType.ZSTD: config.compression_zstd_level,
+        }.get(target) if target is not None else None
+        return cls(
+            timestamp_type=TimestampType.LOG_APPEND_TIME if config.message_timestamp_type == "LogAppendTime"
+            else TimestampType.CREATE_TIME,
+            target_compression=target,
+            compression_level=level,
+            compacted_topic=config.compact,
+            timestamp_before_max_ms=None if config.message_timestamp_before_max_ms == INT64_MAX
+            else config.message_timestamp_before_max_ms,
+            timestamp_after_max_ms=None if config.message_timestamp_after_max_ms == INT64_MAX
+            else config.message_timestamp_after_max_ms,
+            max_message_bytes=config.max_message_bytes,
+            origin=origin,
+        )
 
     def validate_and_assign_offsets(self, records: bytes | bytearray | memoryview, next_offset: int, now_ms: int,
                                     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> LogAppendInfo:
@@ -150,12 +225,14 @@ class LogValidator:
         max_timestamp = NO_TIMESTAMP
         offset_of_max_timestamp = -1
         records_count = 0
+        has_producer_ids = False
         re_encoded_parts: list[bytes] | None = None
         source_compression = CompressionType.NONE  # set from each batch's attributes below
         for index, batch in enumerate(batches):
             (_, _, _, _, _, attributes, last_offset_delta, _, header_max_timestamp, producer_id, _, base_sequence,
              header_records_count) = batch.validated_header()
             is_control = bool(attributes & CONTROL_FLAG_MASK)
+            has_producer_ids = has_producer_ids or producer_id > NO_PRODUCER_ID
             self._validate_batch_header(is_control, header_records_count, last_offset_delta, producer_id,
                                         base_sequence)
             source_compression = _COMPRESSION_TYPES[attributes & COMPRESSION_CODEC_MASK]
@@ -186,11 +263,15 @@ class LogValidator:
                 offset_of_max_timestamp = last_offset
             records_count += count
             next_offset = last_offset + 1
-        validated: bytes | bytearray | memoryview = buffer if re_encoded_parts is None else b"".join(re_encoded_parts)
+        if re_encoded_parts is None:
+            validated: bytes | bytearray | memoryview = buffer
+        else:  # rebuilt: the views are taken of the new buffer (one more header pass, beside re-compressing)
+            validated = b"".join(re_encoded_parts)
+            batches = list(iter_batches(validated))  # type: ignore[arg-type]
         return LogAppendInfo(first_offset, next_offset - 1, max_timestamp, offset_of_max_timestamp, records_count,
                              validated, now_ms if log_append else NO_TIMESTAMP, source_compression,
-                             self._target_for(source_compression), re_encoded_parts is not None,
-                             batches if re_encoded_parts is None else None)
+                             self._target_for(source_compression), re_encoded_parts is not None, batches,
+                             has_producer_ids, partition_leader_epoch)
 
     def _validate_batch_header(self, is_control: bool, records_count: int, last_offset_delta: int,
                                producer_id: int, base_sequence: int) -> None:
@@ -273,7 +354,8 @@ class LogValidator:
         max_timestamp = batch.max_timestamp
         return LogAppendInfo(next_offset, batch.last_offset, max_timestamp,
                              batch.last_offset if max_timestamp != NO_TIMESTAMP else -1, len(records), rebuilt,
-                             builder.log_append_time, source_compression, target, True)
+                             builder.log_append_time, source_compression, target, True, [batch], False,
+                             partition_leader_epoch)
 
 
 def _append_all(builder: MemoryRecordsBuilder, records: list[Record], next_offset: int) -> None:
