@@ -55,7 +55,6 @@ from kfk.errors import (
 )
 from kfk.metadata.image import ConfigResourceType, MetadataImage, PartitionRegistration, TopicImage
 from kfk.metadata.topic_names import is_internal
-from kfk.records import iter_batches
 from kfk.replication.delayed_fetch import DelayedFetch
 from kfk.replication.delayed_produce import DelayedProduce, ProducePartitionResult, ProducePartitionStatus
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest, LogReadResult
@@ -66,7 +65,7 @@ from kfk.storage.fetch_data_info import TimestampAndOffset
 from kfk.storage.log import Log
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
-from kfk.storage.log_validator import append_needs_record_work
+from kfk.storage.log_validator import RecordValidationError, append_needs_record_work
 from kfk.storage.producer_state import AppendOrigin
 
 logger = logging.getLogger(__name__)
@@ -452,9 +451,11 @@ class ReplicaManager:
                                                       now_ms, origin)
             else:
                 appended = partition.append_to_leader_log(records, leader_epoch, now_ms, origin)
-        except (InvalidRecordError, InvalidTimestampError) as error:
-            return ProducePartitionResult(error.error_code, record_errors=self._record_errors(topic_partition, records),
+        except RecordValidationError as error:  # the validator says which records, as it finds them
+            return ProducePartitionResult(error.error_code, record_errors=error.record_errors,
                                           error_message=str(error)), -1
+        except (InvalidRecordError, InvalidTimestampError) as error:
+            return ProducePartitionResult(error.error_code, error_message=str(error)), -1
         except KafkaError as error:
             logger.debug("Produce to %s failed: %s", topic_partition, error)
             return ProducePartitionResult(error.error_code), -1
@@ -476,33 +477,6 @@ class ReplicaManager:
         if partition.maybe_increment_high_watermark(self.now_ms()):
             self.produce_purgatory.check_and_complete(topic_partition)
         self.fetch_purgatory.check_and_complete(topic_partition)
-
-    def _record_errors(self, topic_partition: TopicPartition,
-                       records: bytes | bytearray | memoryview) -> list[tuple[int, str | None]]:
-        """The indexes (within the batch) of the records that made a batch invalid, as Kafka lists them in
-        record_errors: keyless records in a compacted topic, or timestamps outside the topic's bounds."""
-        partition = self.partitions.get(topic_partition)
-        if partition is None:
-            return []
-        config = partition.log.config
-        now_ms = self.now_ms()
-        errors: list[tuple[int, str | None]] = []
-        try:
-            for batch in iter_batches(records):
-                if batch.is_control:
-                    continue
-                for index, record in enumerate(batch.records()):
-                    if config.compact and record.key is None:
-                        errors.append((index, "Compacted topic cannot accept message without key in topic "
-                                              f"partition {topic_partition}."))
-                    elif record.timestamp >= 0 and config.message_timestamp_type == "CreateTime" and (
-                            now_ms - record.timestamp > config.message_timestamp_before_max_ms
-                            or record.timestamp - now_ms > config.message_timestamp_after_max_ms):
-                        errors.append((index, f"Timestamp {record.timestamp} of message with offset "
-                                              f"{record.offset} is out of range."))
-        except KafkaError:
-            return errors
-        return errors
 
     # -- fetch -------------------------------------------------------------------------------------------------------
 

@@ -284,7 +284,8 @@ class Log:
             self._check_open()
             validator = self._validators.get(origin)
             if validator is None:
-                validator = self._validators[origin] = LogValidator.for_config(self.config, origin)
+                validator = self._validators[origin] = LogValidator.for_config(self.config, origin,
+                                                                                     self.topic_partition)
             info = validator.validate_and_assign_offsets(records, self._log_end_offset, now_ms, leader_epoch)
             info.log_start_offset = self.log_start_offset
             if info.valid_bytes == 0:

@@ -21,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kfk.config import INT64_MAX, LogConfig
-from kfk.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
+from kfk.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    KafkaError,
+    RecordTooLargeError,
+)
 from kfk.records.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -44,9 +50,11 @@ from kfk.records.record import (
     Record,
     TimestampType,
 )
+from kfk.storage.log_files import TopicPartition
 from kfk.storage.producer_state import AppendOrigin
 
-__all__ = ["LogAppendInfo", "LogValidator", "append_needs_record_work"]
+__all__ = ["InvalidRecordsError", "InvalidTimestampsError", "LogAppendInfo", "LogValidator", "RecordValidationError",
+           "append_needs_record_work"]
 
 #: The codec of a batch by its attributes' id (validated_header has checked the id is one of these).
 _COMPRESSION_TYPES = {codec.value: codec for codec in CompressionType}
@@ -60,6 +68,23 @@ _TOPIC_COMPRESSION = {
     "lz4": CompressionType.LZ4,
     "zstd": CompressionType.ZSTD,
 }
+
+
+class RecordValidationError(KafkaError):
+    """Records a client may not send, and which ones (index in their batch, why): Produce v8+ answers them in
+    record_errors (Kafka's RecordValidationException). Raised as the more specific kinds below."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.record_errors: list[tuple[int, str]] = []
+
+
+class InvalidRecordsError(RecordValidationError, InvalidRecordError):
+    """Keyless records in a compacted topic."""
+
+
+class InvalidTimestampsError(RecordValidationError, InvalidTimestampError):
+    """CreateTime timestamps outside message.timestamp.before/after.max.ms."""
 
 
 class LogAppendInfo:
@@ -144,7 +169,7 @@ class LogValidator:
                  target_compression: CompressionType | None = None, compression_level: int | None = None,
                  compacted_topic: bool = False, timestamp_before_max_ms: int | None = None,
                  timestamp_after_max_ms: int | None = None, max_message_bytes: int | None = None,
-                 origin: AppendOrigin = AppendOrigin.CLIENT) -> None:
+                 origin: AppendOrigin = AppendOrigin.CLIENT, topic_partition: TopicPartition | None = None) -> None:
         if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
             raise ValueError("message.timestamp.type is CreateTime or LogAppendTime")
         self.timestamp_type = timestamp_type
@@ -155,12 +180,14 @@ class LogValidator:
         self.timestamp_after_max_ms = timestamp_after_max_ms
         self.max_message_bytes = max_message_bytes
         self.origin = origin
+        self.topic_partition = topic_partition  # for record errors' messages
         bounded = timestamp_before_max_ms is not None or timestamp_after_max_ms is not None
         # Whether a non-control batch's records must be decoded: keys (compaction) or CreateTime bounds to check.
         self._records_needed = compacted_topic or (bounded and timestamp_type == TimestampType.CREATE_TIME)
 
     @classmethod
-    def for_config(cls, config: LogConfig, origin: AppendOrigin = AppendOrigin.CLIENT) -> LogValidator:
+    def for_config(cls, config: LogConfig, origin: AppendOrigin = AppendOrigin.CLIENT,
+                   topic_partition: TopicPartition | None = None) -> LogValidator:
         """The validator of a log configured like ``config`` (compression.type and its levels, message.timestamp.*,
         max.message.bytes, cleanup.policy)."""
         target = _TOPIC_COMPRESSION[config.compression_type]
@@ -181,6 +208,7 @@ class LogValidator:
             else config.message_timestamp_after_max_ms,
             max_message_bytes=config.max_message_bytes,
             origin=origin,
+            topic_partition=topic_partition,
         )
 
     def validate_and_assign_offsets(self, records: bytes | bytearray | memoryview, next_offset: int, now_ms: int,
@@ -293,23 +321,36 @@ class LogValidator:
         return source_compression if self.target_compression is None else self.target_compression
 
     def _validate_records(self, records: Iterable[Record], is_control: bool, now_ms: int) -> None:
+        """Keys (compacted topic) and CreateTime bounds, every record: the error raised is the first record's, and
+        it lists all of them by their index in the batch (Produce v8+ answers them in record_errors)."""
         if is_control:
             return
         check_timestamps = self.timestamp_type == TimestampType.CREATE_TIME
         before = self.timestamp_before_max_ms
         after = self.timestamp_after_max_ms
-        for record in records:
+        first: RecordValidationError | None = None
+        record_errors: list[tuple[int, str]] = []
+        for index, record in enumerate(records):
             if self.compacted_topic and record.key is None:
-                raise InvalidRecordError("Compacted topic cannot accept message without key")
-            if check_timestamps and record.timestamp != NO_TIMESTAMP:
+                first = first or InvalidRecordsError("Compacted topic cannot accept message without key")
+                record_errors.append((index, "Compacted topic cannot accept message without key in topic "
+                                             f"partition {self.topic_partition}."))
+            elif check_timestamps and record.timestamp != NO_TIMESTAMP:
                 if before is not None and now_ms - record.timestamp > before:
-                    raise InvalidTimestampError(
+                    first = first or InvalidTimestampsError(
                         f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range: "
                         f"more than message.timestamp.before.max.ms={before} before {now_ms}")
-                if after is not None and record.timestamp - now_ms > after:
-                    raise InvalidTimestampError(
+                elif after is not None and record.timestamp - now_ms > after:
+                    first = first or InvalidTimestampsError(
                         f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range: "
                         f"more than message.timestamp.after.max.ms={after} after {now_ms}")
+                else:
+                    continue
+                record_errors.append((index, f"Timestamp {record.timestamp} of message with offset "
+                                             f"{record.offset} is out of range."))
+        if first is not None:
+            first.record_errors = record_errors
+            raise first
 
     def _rebuild(self, batch: RecordBatch, records: list[Record], target: CompressionType, next_offset: int,
                  now_ms: int, partition_leader_epoch: int) -> bytes:

@@ -182,7 +182,7 @@ def test_delete_records_moves_log_start(log_dir) -> None:
 def test_retention_by_time_and_size(log_dir, tmp_path) -> None:
     log = Log.open(log_dir, small_config({"retention.ms": DAY_MS}), now_ms=0)
     for index in range(60):
-        log.append_as_leader(make_batch(log.log_end_offset, [os.urandom(200)], timestamp=index * 1000), leader_epoch=0, now_ms=0)
+        log.append_as_leader(make_batch(log.log_end_offset, [os.urandom(200)], timestamp=index * 1000), 0, now_ms=0)
     log.update_high_watermark(log.log_end_offset)
     assert log.delete_old_segments(now_ms=DAY_MS) == 0
     deleted = log.delete_old_segments(now_ms=DAY_MS + 30_500)
@@ -252,23 +252,23 @@ def test_idempotent_duplicates_and_sequence_checks(log_dir) -> None:
     first = make_batch(0, [b"a", b"b"], producer_id=7, producer_epoch=0, base_sequence=0)
     info = log.append_as_leader(first, leader_epoch=0, now_ms=0)
     assert (info.first_offset, info.last_offset, info.duplicate) == (0, 1, False)
-    log.append_as_leader(make_batch(2, [b"c"], producer_id=7, producer_epoch=0, base_sequence=2), leader_epoch=0, now_ms=0)
+    log.append_as_leader(make_batch(2, [b"c"], producer_id=7, producer_epoch=0, base_sequence=2), 0, now_ms=0)
     retry = log.append_as_leader(make_batch(3, [b"a", b"b"], producer_id=7, producer_epoch=0, base_sequence=0),
                                  leader_epoch=0, now_ms=0)
     assert (retry.first_offset, retry.last_offset, retry.duplicate) == (0, 1, True)
     assert log.log_end_offset == 3
     with pytest.raises(OutOfOrderSequenceError):
-        log.append_as_leader(make_batch(3, [b"d"], producer_id=7, producer_epoch=0, base_sequence=5), leader_epoch=0, now_ms=0)
-    log.append_as_leader(make_batch(3, [b"e"], producer_id=7, producer_epoch=1, base_sequence=0), leader_epoch=0, now_ms=0)
+        log.append_as_leader(make_batch(3, [b"d"], producer_id=7, producer_epoch=0, base_sequence=5), 0, now_ms=0)
+    log.append_as_leader(make_batch(3, [b"e"], producer_id=7, producer_epoch=1, base_sequence=0), 0, now_ms=0)
     with pytest.raises(InvalidProducerEpochError):
-        log.append_as_leader(make_batch(4, [b"f"], producer_id=7, producer_epoch=0, base_sequence=3), leader_epoch=0, now_ms=0)
+        log.append_as_leader(make_batch(4, [b"f"], producer_id=7, producer_epoch=0, base_sequence=3), 0, now_ms=0)
     log.close()
     reopened = Log.open(log_dir, small_config(), now_ms=0, had_clean_shutdown=True, recovery_point=4)
     entry = reopened.producer_state.last_entry(7)
     assert (entry.producer_epoch, entry.last_sequence, entry.last_data_offset) == (1, 0, 3)
     with pytest.raises(OutOfOrderSequenceError):
-        reopened.append_as_leader(make_batch(4, [b"g"], producer_id=7, producer_epoch=1, base_sequence=2), leader_epoch=0, now_ms=0)
-    reopened.append_as_leader(make_batch(4, [b"g"], producer_id=7, producer_epoch=1, base_sequence=1), leader_epoch=0, now_ms=0)
+        reopened.append_as_leader(make_batch(4, [b"g"], producer_id=7, producer_epoch=1, base_sequence=2), 0, now_ms=0)
+    reopened.append_as_leader(make_batch(4, [b"g"], producer_id=7, producer_epoch=1, base_sequence=1), 0, now_ms=0)
     reopened.close()
 
 

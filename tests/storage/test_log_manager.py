@@ -21,7 +21,7 @@ DAY_MS = 86_400_000
 def fill(manager: LogManager, topic_partition: TopicPartition, batches: int, *, timestamp: int = 1_000) -> None:
     log = manager.get_or_create_log(topic_partition, now_ms=0)
     for _ in range(batches):
-        log.append_as_leader(make_batch(log.log_end_offset, [os.urandom(200)], timestamp=timestamp), leader_epoch=0, now_ms=0)
+        log.append_as_leader(make_batch(log.log_end_offset, [os.urandom(200)], timestamp=timestamp), 0, now_ms=0)
     log.update_high_watermark(log.log_end_offset)
 
 

@@ -191,3 +191,19 @@ def test_max_message_bytes() -> None:
 def test_empty_records_append_nothing() -> None:
     info = LogValidator().validate_and_assign_offsets(b"", 9, NOW)
     assert (info.records_count, info.first_offset, info.last_offset, info.valid_bytes) == (0, 9, 8, 0)
+
+
+def test_record_errors_list_every_invalid_record_of_the_batch() -> None:
+    """The error raised is the first record's; it lists each offending record by index, as Produce v8 answers."""
+    builder = MemoryRecordsBuilder()
+    for index, key in enumerate([b"k", None, b"k", None]):
+        builder.append(NOW + index, key, b"v")
+    with pytest.raises(InvalidRecordError) as keyless:
+        LogValidator(compacted_topic=True).validate_and_assign_offsets(builder.close(), 0, NOW)
+    assert [index for index, _ in keyless.value.record_errors] == [1, 3]
+    assert str(keyless.value) == "Compacted topic cannot accept message without key"
+    late = batch(3, timestamps=[NOW, NOW - 10_000, NOW - 20_000])
+    with pytest.raises(InvalidTimestampError) as stale:
+        LogValidator(timestamp_before_max_ms=5_000).validate_and_assign_offsets(late, 0, NOW)
+    assert [index for index, _ in stale.value.record_errors] == [1, 2]
+    assert "offset 1 is out of range" in str(stale.value)

@@ -1,8 +1,9 @@
 """Produce (key 0), v0-v11.
 
-v0-v2 carry legacy message sets (magic 0/1, from old clients), which the records layer's LogValidator converts to
-one v2 batch; v1 adds throttle_time_ms and v2 log_append_time_ms (set when the topic uses LogAppendTime). From v3 a
-partition's records must be exactly one magic-2 batch (INVALID_RECORD otherwise) and zstd needs v7
+v0-v2 carry legacy message sets (magic 0/1, from old clients), which storage's LogValidator (run by
+Log.append_as_leader) converts to one v2 batch; v1 adds throttle_time_ms and v2 log_append_time_ms (set when the topic
+uses LogAppendTime). From v3 a partition's records must be exactly one magic-2 batch (INVALID_RECORD otherwise) and
+zstd needs v7
 (UNSUPPORTED_COMPRESSION_TYPE before); v3 also brings transactional_id. v5 adds log_start_offset, v8 record_errors
 and error_message (an invalid record: which one and why), v9 is the first flexible version, v10 adds the tagged
 current_leader/node_endpoints of KIP-951 (nothing to report on one broker), v11 is v10 for KIP-890 clients.
