@@ -87,7 +87,7 @@ _NO_COMPLETED_TXNS: tuple[CompletedTxn, ...] = ()
 
 
 class UnexpectedAppendOffsetError(KafkaError):
-    """A follower (or leader) append whose first offset does not continue the log."""
+    """A follower append whose first offset is below the log end (a leader's offsets are assigned, never checked)."""
 
 
 class SegmentDeletionQueue:
@@ -284,8 +284,8 @@ class Log:
             self._check_open()
             validator = self._validators.get(origin)
             if validator is None:
-                validator = self._validators[origin] = LogValidator.for_config(self.config, origin,
-                                                                                     self.topic_partition)
+                validator = LogValidator.for_config(self.config, origin, self.topic_partition)
+                self._validators[origin] = validator
             info = validator.validate_and_assign_offsets(records, self._log_end_offset, now_ms, leader_epoch)
             info.log_start_offset = self.log_start_offset
             if info.valid_bytes == 0:
