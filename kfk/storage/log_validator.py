@@ -13,7 +13,8 @@ Kafka's idea (storage's LogValidator), kept header-level wherever Kafka's format
 
 Offsets come out consecutive from ``next_offset``. Errors: CorruptRecordError for bytes that are not a well-formed
 batch (Kafka's CORRUPT_MESSAGE), InvalidRecordError for well-formed batches a client may not send (INVALID_RECORD),
-InvalidTimestampError and RecordTooLargeError for the topic limits.
+InvalidTimestampError and RecordTooLargeError for the topic limits; keyless records and out-of-range timestamps
+raise a RecordValidationError kind that lists every such record of the batch (Produce's record_errors).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from kfk.records.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
-    RecordBatch,
     RECORD_BATCH_OVERHEAD,
+    RecordBatch,
     iter_batches,
     set_base_offset_and_leader_epoch,
     set_log_append_time,
