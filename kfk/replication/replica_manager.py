@@ -528,8 +528,9 @@ class ReplicaManager:
                                  info.aborted_transactions, partition.leader_id, partition.leader_epoch)
         except OffsetOutOfRangeError as error:
             assert log is not None and partition is not None
-            return LogReadResult(error.error_code, log.high_watermark, log.last_stable_offset, log.log_start_offset,
-                                 log.log_end_offset, leader_id=partition.leader_id,
+            offsets = log.fetch_offset_snapshot()
+            return LogReadResult(error.error_code, offsets.high_watermark, offsets.last_stable_offset,
+                                 offsets.log_start_offset, offsets.log_end_offset, leader_id=partition.leader_id,
                                  leader_epoch=partition.leader_epoch, error_message=str(error))
         except KafkaError as error:
             leader_id, leader_epoch = (partition.leader_id, partition.leader_epoch) if partition else (-1, -1)
