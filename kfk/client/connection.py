@@ -1,13 +1,10 @@
-"""BrokerConnection: one TCP connection to one broker, speaking Kafka's framed request/response protocol.
+"""BrokerConnection: one TCP connection to one broker; an asyncio shell around kfk.protocol.connection's
+ClientConnection, which does the framing, the correlation ids and the FIFO of in-flight requests (a response out of
+step closes the connection).
 
-- Framing: every request and response is a 4-byte big-endian size followed by that many bytes (kfk.protocol.headers
-  writes and reads the headers; the generated codecs do the bodies).
-- Correlation ids: each request gets the next id; a broker answers the requests of one connection in the order it
-  received them, so the in-flight requests wait in a FIFO and each response must carry the id at its head. A
-  response with any other id means the stream is out of step, and the connection is closed.
 - Pipelining: many requests may be in flight at once (the producer's max.in.flight.requests.per.connection); a
-  request sent with ``expect_response=False`` (Produce with acks=0) takes no place in the FIFO, as the broker sends
-  nothing back.
+  request sent with ``expect_response=False`` (Produce with acks=0) is not waited for, as the broker sends nothing
+  back.
 - ApiVersions negotiation: the first request on a connection is ApiVersions at the highest version kfk knows. A
   broker that does not know that version answers UNSUPPORTED_VERSION with a v0 body that lists its own ApiVersions
   range (KIP-511); the client retries with the highest version both know. After that, every API is sent at the
@@ -25,38 +22,27 @@ import asyncio
 import logging
 import os
 import socket
-from collections import deque
 from typing import NamedTuple
 
-from kfk.errors import (
-    ErrorCode,
-    KafkaError,
-    KafkaTimeoutError,
-    NetworkError,
-    ProtocolError,
-    UnsupportedVersionError,
-    raise_for_code,
-)
+from kfk.errors import ErrorCode, KafkaError, KafkaTimeoutError, NetworkError, UnsupportedVersionError, raise_for_code
 from kfk.protocol.apis import SUPPORTED_VERSIONS, VersionRange, highest_common_version
-from kfk.protocol.headers import RequestHeader, decode_response, encode_request
+from kfk.protocol.connection import ClientConnection, StreamError
 from kfk.protocol.message import Message
 from kfk.protocol.messages import API_SCHEMAS, ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from kfk.protocol.primitives import INT16, INT32
 
 __all__ = ["BrokerConnection"]
 
 log = logging.getLogger("kfk.client.connection")
 
-_RESPONSE_HEADER_V0_SIZE = 4  # correlation id; the ApiVersions error code follows it
+_READ_BYTES = 256 * 1024  # what one read of the socket asks for
 _WRITE_BUFFER_LIMIT = 4 * 1024 * 1024  # acks=0 sends wait for the socket past this many unsent bytes
 _IDLE_WATCH_S = 1.0  # how often the timeout watchdog looks when nothing is close to its deadline
 
 
-class _InFlight(NamedTuple):
-    correlation_id: int
-    api_key: int
-    api_version: int
+class _Waiting(NamedTuple):
+    """What the connection keeps with each in-flight request (ClientConnection's context)."""
+
     future: asyncio.Future
     deadline: float
     timeout_ms: int
@@ -80,8 +66,7 @@ class BrokerConnection:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task | None = None
-        self._in_flight: deque[_InFlight] = deque()
-        self._next_correlation_id = 0
+        self._protocol: ClientConnection[_Waiting] = ClientConnection(client_id)
         self._closed_error: KafkaError | None = None
         self._connected = False
         self._watchdog: asyncio.Task | None = None
@@ -99,7 +84,7 @@ class BrokerConnection:
 
     @property
     def in_flight_count(self) -> int:
-        return len(self._in_flight)
+        return len(self._protocol.in_flight)
 
     # --- setup ---------------------------------------------------------------------------------------------------
 
@@ -203,19 +188,15 @@ class BrokerConnection:
 
     def _write(self, request: Message, version: int, expect_response: bool, timeout_ms: int) -> asyncio.Future | None:
         assert self._writer is not None
-        correlation_id = self._next_correlation_id
-        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
-        header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version,
-                               correlation_id=correlation_id, client_id=self.client_id)
-        frame = encode_request(header, request)
         future: asyncio.Future | None = None
+        waiting: _Waiting | None = None
         if expect_response:
             loop = asyncio.get_running_loop()
             future = loop.create_future()
-            self._in_flight.append(_InFlight(correlation_id, request.API_KEY, version, future,
-                                             loop.time() + timeout_ms / 1000, timeout_ms))
+            waiting = _Waiting(future, loop.time() + timeout_ms / 1000, timeout_ms)
             if self._watchdog is None:
                 self._watchdog = loop.create_task(self._expire_requests())
+        frame = self._protocol.send_request(request, version, waiting, expect_response=expect_response)
         try:
             self._writer.write(frame)
         except (OSError, RuntimeError) as error:
@@ -230,46 +211,31 @@ class BrokerConnection:
         loop = asyncio.get_running_loop()
         while self._closed_error is None:
             now = loop.time()
-            earliest = min((pending.deadline for pending in self._in_flight), default=now + _IDLE_WATCH_S)
+            in_flight = self._protocol.in_flight
+            earliest = min((pending.context.deadline for pending in in_flight), default=now + _IDLE_WATCH_S)
             if earliest <= now:
-                late = min(self._in_flight, key=lambda pending: pending.deadline)
+                late = min(in_flight, key=lambda pending: pending.context.deadline)
                 name = API_SCHEMAS[late.api_key].name
                 self.close(KafkaTimeoutError(f"{name} request to {self.address} got no response within "
-                                             f"{late.timeout_ms} ms"))
+                                             f"{late.context.timeout_ms} ms"))
                 return
             await asyncio.sleep(min(earliest - now, _IDLE_WATCH_S))
 
     async def _read_responses(self) -> None:
         reader = self._reader
         assert reader is not None
+        protocol = self._protocol
         try:
             while True:
-                prefix = await reader.readexactly(4)
-                size = INT32.unpack(prefix)[0]
-                if size < _RESPONSE_HEADER_V0_SIZE:
-                    raise ProtocolError(f"response frame of {size} bytes from {self.address}")
-                frame = await reader.readexactly(size)
-                correlation_id = INT32.unpack_from(frame, 0)[0]
-                if not self._in_flight:
-                    raise ProtocolError(f"{self.address} sent a response (correlation id {correlation_id}) "
-                                        "to no request")
-                pending = self._in_flight[0]
-                if correlation_id != pending.correlation_id:
-                    raise ProtocolError(f"{self.address} answered correlation id {correlation_id} where "
-                                        f"{pending.correlation_id} was expected")
-                self._in_flight.popleft()
-                version = pending.api_version
-                if (pending.api_key == ApiKey.API_VERSIONS and len(frame) >= 6
-                        and INT16.unpack_from(frame, _RESPONSE_HEADER_V0_SIZE)[0] == ErrorCode.UNSUPPORTED_VERSION):
-                    version = 0  # the broker answers a version it does not know with a v0 body (KIP-511)
-                try:
-                    _, response = decode_response(frame, pending.api_key, version)
-                except KafkaError as error:
-                    if not pending.future.done():
-                        pending.future.set_exception(error)
-                    raise
-                if not pending.future.done():
-                    pending.future.set_result(response)
+                data = await reader.read(_READ_BYTES)
+                if not data:
+                    raise asyncio.IncompleteReadError(b"", None)
+                for event in protocol.receive_data(data):
+                    if event.__class__ is StreamError:
+                        raise event.error
+                    future = event.context.future
+                    if not future.done():
+                        future.set_result(event.message)
         except asyncio.IncompleteReadError:
             self.close(NetworkError(f"{self.address} closed the connection"))
         except (OSError, ConnectionError) as error:
@@ -289,10 +255,11 @@ class BrokerConnection:
             return
         self._closed_error = error or NetworkError(f"connection to {self.address} was closed")
         self._connected = False
-        while self._in_flight:
-            pending = self._in_flight.popleft()
-            if not pending.future.done():
-                pending.future.set_exception(self._closed_error)
+        in_flight = self._protocol.in_flight
+        while in_flight:
+            future = in_flight.popleft().context.future
+            if not future.done():
+                future.set_exception(self._closed_error)
         if self._writer is not None:
             self._writer.close()
         if self._read_task is not None and self._read_task is not asyncio.current_task():

@@ -192,11 +192,10 @@ class ClientConnection(_FrameReceiver, Generic[C]):
 
     __slots__ = ("client_id", "_next_correlation_id", "_in_flight")
 
-    def __init__(self, client_id: str | None, *, max_response_bytes: int = _INT32_MAX,
-                 first_correlation_id: int = 0) -> None:
+    def __init__(self, client_id: str | None, *, max_response_bytes: int = _INT32_MAX) -> None:
         super().__init__(_RESPONSE_HEADER_V0_SIZE, max_response_bytes, "response")
         self.client_id = client_id
-        self._next_correlation_id = first_correlation_id
+        self._next_correlation_id = 0
         self._in_flight: deque[InFlightRequest[C]] = deque()
 
     @property
