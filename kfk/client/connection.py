@@ -1,6 +1,7 @@
 """BrokerConnection: one TCP connection to one broker; an asyncio shell around kfk.protocol.connection's
 ClientConnection, which does the framing, the correlation ids and the FIFO of in-flight requests (a response out of
-step closes the connection).
+step closes the connection). The socket is an asyncio BufferedProtocol reading into ClientConnection's buffers, so a
+large fetch response is received into one buffer with no intermediate copies and no reader task.
 
 - Pipelining: many requests may be in flight at once (the producer's max.in.flight.requests.per.connection); a
   request sent with ``expect_response=False`` (Produce with acks=0) is not waited for, as the broker sends nothing
@@ -35,7 +36,6 @@ __all__ = ["BrokerConnection"]
 
 log = logging.getLogger("kfk.client.connection")
 
-_READ_BYTES = 256 * 1024  # what one read of the socket asks for
 _WRITE_BUFFER_LIMIT = 4 * 1024 * 1024  # acks=0 sends wait for the socket past this many unsent bytes
 _IDLE_WATCH_S = 1.0  # how often the timeout watchdog looks when nothing is close to its deadline
 
@@ -63,9 +63,7 @@ class BrokerConnection:
         self.request_timeout_ms = request_timeout_ms
         self.connection_setup_timeout_ms = connection_setup_timeout_ms
         self.api_versions: dict[int, VersionRange] = {}
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._read_task: asyncio.Task | None = None
+        self._socket: _Socket | None = None
         self._protocol: ClientConnection[_Waiting] = ClientConnection(client_id)
         self._closed_error: KafkaError | None = None
         self._connected = False
@@ -92,18 +90,14 @@ class BrokerConnection:
         """Open the socket and negotiate versions; raises NetworkError (or KafkaTimeoutError) on failure."""
         timeout = self.connection_setup_timeout_ms / 1000
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout)
+            _, self._socket = await asyncio.wait_for(asyncio.get_running_loop().create_connection(
+                lambda: _Socket(self), self.host, self.port), timeout)
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"connecting to {self.address} took longer than "
                                     f"{self.connection_setup_timeout_ms} ms") from None
         except OSError as error:
             reason = os.strerror(error.errno) if error.errno else str(error)
             raise NetworkError(f"cannot connect to {self.address}: {reason}") from None
-        sock = self._writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._read_task = asyncio.get_running_loop().create_task(self._read_responses())
         try:
             await asyncio.wait_for(self._negotiate_versions(), timeout)
         except asyncio.TimeoutError:
@@ -170,8 +164,8 @@ class BrokerConnection:
         future = self.send_request(request, version, expect_response=expect_response, timeout_ms=timeout_ms,
                                    highest=highest)
         if future is None:
-            if self._writer is not None and self._writer.transport.get_write_buffer_size() > _WRITE_BUFFER_LIMIT:
-                await self._writer.drain()
+            if self._socket is not None:
+                await self._socket.drain(_WRITE_BUFFER_LIMIT)
             return None
         return await future
 
@@ -187,7 +181,7 @@ class BrokerConnection:
                            self.request_timeout_ms if timeout_ms is None else timeout_ms)
 
     def _write(self, request: Message, version: int, expect_response: bool, timeout_ms: int) -> asyncio.Future | None:
-        assert self._writer is not None
+        assert self._socket is not None
         future: asyncio.Future | None = None
         waiting: _Waiting | None = None
         if expect_response:
@@ -198,7 +192,7 @@ class BrokerConnection:
                 self._watchdog = loop.create_task(self._expire_requests())
         frame = self._protocol.send_request(request, version, waiting, expect_response=expect_response)
         try:
-            self._writer.write(frame)
+            self._socket.transport.write(frame)
         except (OSError, RuntimeError) as error:
             failure = NetworkError(f"connection to {self.address} failed while sending: {error}")
             self.close(failure)
@@ -221,31 +215,16 @@ class BrokerConnection:
                 return
             await asyncio.sleep(min(earliest - now, _IDLE_WATCH_S))
 
-    async def _read_responses(self) -> None:
-        reader = self._reader
-        assert reader is not None
-        protocol = self._protocol
-        try:
-            while True:
-                data = await reader.read(_READ_BYTES)
-                if not data:
-                    raise asyncio.IncompleteReadError(b"", None)
-                for event in protocol.receive_data(data):
-                    if event.__class__ is StreamError:
-                        raise event.error
-                    future = event.context.future
-                    if not future.done():
-                        future.set_result(event.message)
-        except asyncio.IncompleteReadError:
-            self.close(NetworkError(f"{self.address} closed the connection"))
-        except (OSError, ConnectionError) as error:
-            self.close(NetworkError(f"connection to {self.address} failed: {error}"))
-        except KafkaError as error:
-            log.warning("closing the connection to %s: %s", self.address, error)
-            self.close(error)
-        except asyncio.CancelledError:
-            self.close(NetworkError(f"connection to {self.address} was closed"))
-            raise
+    def _received(self, events: list) -> None:
+        """Complete the futures of the responses ClientConnection decoded; close on a StreamError."""
+        for event in events:
+            if event.__class__ is StreamError:
+                log.warning("closing the connection to %s: %s", self.address, event.error)
+                self.close(event.error)
+                return
+            future = event.context.future
+            if not future.done():
+                future.set_result(event.message)
 
     # --- teardown ----------------------------------------------------------------------------------------------------
 
@@ -260,9 +239,61 @@ class BrokerConnection:
             future = in_flight.popleft().context.future
             if not future.done():
                 future.set_exception(self._closed_error)
-        if self._writer is not None:
-            self._writer.close()
-        if self._read_task is not None and self._read_task is not asyncio.current_task():
-            self._read_task.cancel()
+        if self._socket is not None:
+            self._socket.transport.close()
         if self._watchdog is not None and self._watchdog is not asyncio.current_task():
             self._watchdog.cancel()
+
+
+class _Socket(asyncio.BufferedProtocol):
+    """The socket of a BrokerConnection: the kernel reads straight into the buffers its ClientConnection hands out
+    (a large fetch response into a frame of its own), and the responses they complete go to the connection."""
+
+    def __init__(self, connection: BrokerConnection) -> None:
+        self._connection = connection
+        self._protocol = connection._protocol
+        self.transport: asyncio.Transport
+        self._writing_paused = False
+        self._drain_waiter: asyncio.Future | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._protocol.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._connection._received(self._protocol.buffer_updated(nbytes))
+
+    def eof_received(self) -> bool:
+        self._connection.close(NetworkError(f"{self._connection.address} closed the connection"))
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        address = self._connection.address
+        self._connection.close(NetworkError(f"connection to {address} failed: {exc}") if exc is not None
+                               else NetworkError(f"{address} closed the connection"))
+        self.resume_writing()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_result(None)
+
+    async def drain(self, limit: int) -> None:
+        """Wait for the socket to take the bytes written, when more than `limit` of them wait (acks=0 sends, which
+        no response paces)."""
+        if self.transport.get_write_buffer_size() <= limit or not self._writing_paused:
+            return
+        self._drain_waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._drain_waiter
+        finally:
+            self._drain_waiter = None
