@@ -79,8 +79,8 @@ class _SendfileSource:
 
 
 class _Connection(asyncio.BufferedProtocol):
-    """One client connection: framing on the receive side, flow control on both sides, and the task that serves its
-    requests one after the other."""
+    """One client connection: the socket side of its ServerConnection, flow control on both sides, and the task that
+    serves its requests one after the other."""
 
     def __init__(self, server: SocketServer, listener_name: str) -> None:
         self._server = server
