@@ -1,13 +1,11 @@
-"""BrokerConnection: one TCP connection to one broker, speaking Kafka's framed request/response protocol.
+"""BrokerConnection: one TCP connection to one broker; an asyncio shell around kfk.protocol.connection's
+ClientConnection, which does the framing, the correlation ids and the FIFO of in-flight requests (a response out of
+step closes the connection). The socket is an asyncio BufferedProtocol reading into ClientConnection's buffers, so a
+large fetch response is received into one buffer with no intermediate copies and no reader task.
 
-- Framing: every request and response is a 4-byte big-endian size followed by that many bytes (kfk.protocol.headers
-  writes and reads the headers; the generated codecs do the bodies).
-- Correlation ids: each request gets the next id; a broker answers the requests of one connection in the order it
-  received them, so the in-flight requests wait in a FIFO and each response must carry the id at its head. A
-  response with any other id means the stream is out of step, and the connection is closed.
 - Pipelining: many requests may be in flight at once (the producer's max.in.flight.requests.per.connection); a
-  request sent with ``expect_response=False`` (Produce with acks=0) takes no place in the FIFO, as the broker sends
-  nothing back.
+  request sent with ``expect_response=False`` (Produce with acks=0) is not waited for, as the broker sends nothing
+  back.
 - ApiVersions negotiation: the first request on a connection is ApiVersions at the highest version kfk knows. A
   broker that does not know that version answers UNSUPPORTED_VERSION with a v0 body that lists its own ApiVersions
   range (KIP-511); the client retries with the highest version both know. After that, every API is sent at the
@@ -25,38 +23,26 @@ import asyncio
 import logging
 import os
 import socket
-from collections import deque
 from typing import NamedTuple
 
-from kfk.errors import (
-    ErrorCode,
-    KafkaError,
-    KafkaTimeoutError,
-    NetworkError,
-    ProtocolError,
-    UnsupportedVersionError,
-    raise_for_code,
-)
+from kfk.errors import ErrorCode, KafkaError, KafkaTimeoutError, NetworkError, UnsupportedVersionError, raise_for_code
 from kfk.protocol.apis import SUPPORTED_VERSIONS, VersionRange, highest_common_version
-from kfk.protocol.headers import RequestHeader, decode_response, encode_request
+from kfk.protocol.connection import ClientConnection, StreamError
 from kfk.protocol.message import Message
 from kfk.protocol.messages import API_SCHEMAS, ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from kfk.protocol.primitives import INT16, INT32
 
 __all__ = ["BrokerConnection"]
 
 log = logging.getLogger("kfk.client.connection")
 
-_RESPONSE_HEADER_V0_SIZE = 4  # correlation id; the ApiVersions error code follows it
 _WRITE_BUFFER_LIMIT = 4 * 1024 * 1024  # acks=0 sends wait for the socket past this many unsent bytes
 _IDLE_WATCH_S = 1.0  # how often the timeout watchdog looks when nothing is close to its deadline
 
 
-class _InFlight(NamedTuple):
-    correlation_id: int
-    api_key: int
-    api_version: int
+class _Waiting(NamedTuple):
+    """What the connection keeps with each in-flight request (ClientConnection's context)."""
+
     future: asyncio.Future
     deadline: float
     timeout_ms: int
@@ -77,11 +63,8 @@ class BrokerConnection:
         self.request_timeout_ms = request_timeout_ms
         self.connection_setup_timeout_ms = connection_setup_timeout_ms
         self.api_versions: dict[int, VersionRange] = {}
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._read_task: asyncio.Task | None = None
-        self._in_flight: deque[_InFlight] = deque()
-        self._next_correlation_id = 0
+        self._socket: _Socket | None = None
+        self._protocol: ClientConnection[_Waiting] = ClientConnection(client_id)
         self._closed_error: KafkaError | None = None
         self._connected = False
         self._watchdog: asyncio.Task | None = None
@@ -99,7 +82,7 @@ class BrokerConnection:
 
     @property
     def in_flight_count(self) -> int:
-        return len(self._in_flight)
+        return len(self._protocol.in_flight)
 
     # --- setup ---------------------------------------------------------------------------------------------------
 
@@ -107,18 +90,14 @@ class BrokerConnection:
         """Open the socket and negotiate versions; raises NetworkError (or KafkaTimeoutError) on failure."""
         timeout = self.connection_setup_timeout_ms / 1000
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout)
+            _, self._socket = await asyncio.wait_for(asyncio.get_running_loop().create_connection(
+                lambda: _Socket(self), self.host, self.port), timeout)
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"connecting to {self.address} took longer than "
                                     f"{self.connection_setup_timeout_ms} ms") from None
         except OSError as error:
             reason = os.strerror(error.errno) if error.errno else str(error)
             raise NetworkError(f"cannot connect to {self.address}: {reason}") from None
-        sock = self._writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._read_task = asyncio.get_running_loop().create_task(self._read_responses())
         try:
             await asyncio.wait_for(self._negotiate_versions(), timeout)
         except asyncio.TimeoutError:
@@ -185,8 +164,8 @@ class BrokerConnection:
         future = self.send_request(request, version, expect_response=expect_response, timeout_ms=timeout_ms,
                                    highest=highest)
         if future is None:
-            if self._writer is not None and self._writer.transport.get_write_buffer_size() > _WRITE_BUFFER_LIMIT:
-                await self._writer.drain()
+            if self._socket is not None:
+                await self._socket.drain(_WRITE_BUFFER_LIMIT)
             return None
         return await future
 
@@ -202,22 +181,18 @@ class BrokerConnection:
                            self.request_timeout_ms if timeout_ms is None else timeout_ms)
 
     def _write(self, request: Message, version: int, expect_response: bool, timeout_ms: int) -> asyncio.Future | None:
-        assert self._writer is not None
-        correlation_id = self._next_correlation_id
-        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
-        header = RequestHeader(request_api_key=request.API_KEY, request_api_version=version,
-                               correlation_id=correlation_id, client_id=self.client_id)
-        frame = encode_request(header, request)
+        assert self._socket is not None
         future: asyncio.Future | None = None
+        waiting: _Waiting | None = None
         if expect_response:
             loop = asyncio.get_running_loop()
             future = loop.create_future()
-            self._in_flight.append(_InFlight(correlation_id, request.API_KEY, version, future,
-                                             loop.time() + timeout_ms / 1000, timeout_ms))
+            waiting = _Waiting(future, loop.time() + timeout_ms / 1000, timeout_ms)
             if self._watchdog is None:
                 self._watchdog = loop.create_task(self._expire_requests())
+        frame = self._protocol.send_request(request, version, waiting, expect_response=expect_response)
         try:
-            self._writer.write(frame)
+            self._socket.transport.write(frame)
         except (OSError, RuntimeError) as error:
             failure = NetworkError(f"connection to {self.address} failed while sending: {error}")
             self.close(failure)
@@ -230,56 +205,26 @@ class BrokerConnection:
         loop = asyncio.get_running_loop()
         while self._closed_error is None:
             now = loop.time()
-            earliest = min((pending.deadline for pending in self._in_flight), default=now + _IDLE_WATCH_S)
+            in_flight = self._protocol.in_flight
+            earliest = min((pending.context.deadline for pending in in_flight), default=now + _IDLE_WATCH_S)
             if earliest <= now:
-                late = min(self._in_flight, key=lambda pending: pending.deadline)
+                late = min(in_flight, key=lambda pending: pending.context.deadline)
                 name = API_SCHEMAS[late.api_key].name
                 self.close(KafkaTimeoutError(f"{name} request to {self.address} got no response within "
-                                             f"{late.timeout_ms} ms"))
+                                             f"{late.context.timeout_ms} ms"))
                 return
             await asyncio.sleep(min(earliest - now, _IDLE_WATCH_S))
 
-    async def _read_responses(self) -> None:
-        reader = self._reader
-        assert reader is not None
-        try:
-            while True:
-                prefix = await reader.readexactly(4)
-                size = INT32.unpack(prefix)[0]
-                if size < _RESPONSE_HEADER_V0_SIZE:
-                    raise ProtocolError(f"response frame of {size} bytes from {self.address}")
-                frame = await reader.readexactly(size)
-                correlation_id = INT32.unpack_from(frame, 0)[0]
-                if not self._in_flight:
-                    raise ProtocolError(f"{self.address} sent a response (correlation id {correlation_id}) "
-                                        "to no request")
-                pending = self._in_flight[0]
-                if correlation_id != pending.correlation_id:
-                    raise ProtocolError(f"{self.address} answered correlation id {correlation_id} where "
-                                        f"{pending.correlation_id} was expected")
-                self._in_flight.popleft()
-                version = pending.api_version
-                if (pending.api_key == ApiKey.API_VERSIONS and len(frame) >= 6
-                        and INT16.unpack_from(frame, _RESPONSE_HEADER_V0_SIZE)[0] == ErrorCode.UNSUPPORTED_VERSION):
-                    version = 0  # the broker answers a version it does not know with a v0 body (KIP-511)
-                try:
-                    _, response = decode_response(frame, pending.api_key, version)
-                except KafkaError as error:
-                    if not pending.future.done():
-                        pending.future.set_exception(error)
-                    raise
-                if not pending.future.done():
-                    pending.future.set_result(response)
-        except asyncio.IncompleteReadError:
-            self.close(NetworkError(f"{self.address} closed the connection"))
-        except (OSError, ConnectionError) as error:
-            self.close(NetworkError(f"connection to {self.address} failed: {error}"))
-        except KafkaError as error:
-            log.warning("closing the connection to %s: %s", self.address, error)
-            self.close(error)
-        except asyncio.CancelledError:
-            self.close(NetworkError(f"connection to {self.address} was closed"))
-            raise
+    def _received(self, events: list) -> None:
+        """Complete the futures of the responses ClientConnection decoded; close on a StreamError."""
+        for event in events:
+            if event.__class__ is StreamError:
+                log.warning("closing the connection to %s: %s", self.address, event.error)
+                self.close(event.error)
+                return
+            future = event.context.future
+            if not future.done():
+                future.set_result(event.message)
 
     # --- teardown ----------------------------------------------------------------------------------------------------
 
@@ -289,13 +234,66 @@ class BrokerConnection:
             return
         self._closed_error = error or NetworkError(f"connection to {self.address} was closed")
         self._connected = False
-        while self._in_flight:
-            pending = self._in_flight.popleft()
-            if not pending.future.done():
-                pending.future.set_exception(self._closed_error)
-        if self._writer is not None:
-            self._writer.close()
-        if self._read_task is not None and self._read_task is not asyncio.current_task():
-            self._read_task.cancel()
+        in_flight = self._protocol.in_flight
+        while in_flight:
+            future = in_flight.popleft().context.future
+            if not future.done():
+                future.set_exception(self._closed_error)
+        if self._socket is not None:
+            self._socket.transport.close()
         if self._watchdog is not None and self._watchdog is not asyncio.current_task():
             self._watchdog.cancel()
+
+
+class _Socket(asyncio.BufferedProtocol):
+    """The socket of a BrokerConnection: the kernel reads straight into the buffers its ClientConnection hands out
+    (a large fetch response into a frame of its own), and the responses they complete go to the connection."""
+
+    def __init__(self, connection: BrokerConnection) -> None:
+        self._connection = connection
+        self._protocol = connection._protocol
+        self.transport: asyncio.Transport
+        self._writing_paused = False
+        self._drain_waiter: asyncio.Future | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._protocol.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._connection._received(self._protocol.buffer_updated(nbytes))
+
+    def eof_received(self) -> bool:
+        self._connection.close(NetworkError(f"{self._connection.address} closed the connection"))
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        address = self._connection.address
+        self._connection.close(NetworkError(f"connection to {address} failed: {exc}") if exc is not None
+                               else NetworkError(f"{address} closed the connection"))
+        self.resume_writing()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_result(None)
+
+    async def drain(self, limit: int) -> None:
+        """Wait for the socket to take the bytes written, when more than `limit` of them wait (acks=0 sends, which
+        no response paces)."""
+        if self.transport.get_write_buffer_size() <= limit or not self._writing_paused:
+            return
+        self._drain_waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._drain_waiter
+        finally:
+            self._drain_waiter = None

@@ -1,16 +1,17 @@
 """BrokerChannel: one connection from this broker to another, for inter-broker requests (follower fetches,
 OffsetForLeaderEpoch, ControlledShutdown). Kafka's NetworkClient reduced to what a replica fetcher needs: one request
-in flight at a time, a timeout per request, and a reconnect on the next request after any failure."""
+in flight at a time, a timeout per request, and a reconnect on the next request after any failure. An asyncio shell
+around kfk.protocol.connection's ClientConnection, which frames, numbers and matches the requests."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 
-from kfk.errors import NetworkError
-from kfk.protocol.headers import RequestHeader, decode_response, encode_request
+from kfk.errors import KafkaError, NetworkError
+from kfk.protocol.connection import ClientConnection, StreamError
 from kfk.protocol.message import Message
-from kfk.protocol.primitives import INT32
+
+_READ_BYTES = 256 * 1024  # what one read of the socket asks for
 
 
 class BrokerChannel:
@@ -21,7 +22,7 @@ class BrokerChannel:
         self.request_timeout_ms = request_timeout_ms
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._correlation_ids = itertools.count(1)
+        self._protocol: ClientConnection[None] | None = None
         self._lock = asyncio.Lock()
 
     def __repr__(self) -> str:
@@ -36,29 +37,30 @@ class BrokerChannel:
                 # the response does, and a fetcher being stopped would then go on fetching.
                 async with asyncio.timeout(timeout):
                     return await self._round_trip(message, api_version)
-            except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as error:
+            except (OSError, asyncio.TimeoutError, KafkaError) as error:
                 self._close()
                 raise NetworkError(f"request {message.NAME} to {self.host}:{self.port} failed: {error!r}") from error
 
     async def _round_trip(self, message: Message, api_version: int) -> Message:
         if self._writer is None:
             self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
-        correlation_id = next(self._correlation_ids)
-        header = RequestHeader(request_api_key=message.API_KEY, request_api_version=api_version,
-                               correlation_id=correlation_id, client_id=self.client_id)
-        self._writer.write(encode_request(header, message))
+            self._protocol = ClientConnection(self.client_id)
+        assert self._reader is not None and self._protocol is not None
+        self._writer.write(self._protocol.send_request(message, api_version, None))
         await self._writer.drain()
-        size = INT32.unpack(await self._reader.readexactly(4))[0]
-        frame = await self._reader.readexactly(size)
-        answered, response = decode_response(frame, message.API_KEY, api_version)
-        if answered != correlation_id:
-            raise ValueError(f"response to correlation id {answered}, expected {correlation_id}")
-        return response
+        while True:
+            data = await self._reader.read(_READ_BYTES)
+            if not data:
+                raise ConnectionResetError("the broker closed the connection")
+            for event in self._protocol.receive_data(data):
+                if event.__class__ is StreamError:
+                    raise event.error
+                return event.message
 
     def _close(self) -> None:
         if self._writer is not None:
             self._writer.close()
-        self._reader = self._writer = None
+        self._reader = self._writer = self._protocol = None
 
     async def close(self) -> None:
         async with self._lock:

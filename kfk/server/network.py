@@ -1,4 +1,5 @@
-"""The socket server: asyncio listeners, per-connection framing, ordered responses, limits, sendfile for fetch.
+"""The socket server: asyncio listeners, ordered responses, limits, sendfile for fetch; an asyncio shell around the
+sans-I/O kfk.protocol.connection.ServerConnection, which does the framing and the socket.request.max.bytes check.
 
 Like Kafka's SocketServer, a connection is served one request at a time, so responses go out in request order while
 clients pipeline requests. Reading runs a little ahead of serving (up to MAX_QUEUED_FRAMES frames or
@@ -7,10 +8,11 @@ request arrives while the previous one is being appended. A frame larger than so
 connection (after the frames before it are answered) before anything is allocated for it; a connection idle for
 connections.max.idle.ms is closed.
 
-Frames are received without intermediate copies: the connection is an asyncio BufferedProtocol; small frames are
-parsed out of a staging buffer, and a large one (a produce request) gets a bytearray of its own that the kernel
-fills directly. The dispatcher decodes Produce from a writable view of that bytearray, so the records field is a
-view too: the validator assigns offsets in place and the log writes those very bytes (socket -> frame -> file).
+Frames are received without intermediate copies: the connection is an asyncio BufferedProtocol that reads into the
+buffers ServerConnection hands out (a staging buffer for small frames; a large one, a produce request, gets a
+bytearray of its own that the kernel fills directly). The dispatcher decodes Produce from a writable view of that
+bytearray, so the records field is a view too: the validator assigns offsets in place and the log writes those very
+bytes (socket -> frame -> file).
 
 Response chunks are bytes, except file regions (kfk.storage FileRegion: an open segment file, a position and a
 length), which fetch responses carry for record data: those go out with the loop's sendfile, straight from the
@@ -26,14 +28,11 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from kfk.protocol.connection import ServerConnection, StreamError
 from kfk.server.dispatch import CloseConnection, Dispatcher
 
 log = logging.getLogger("kfk.server.network")
 
-_SIZE_PREFIX = 4
-#: Unparsed bytes of small frames wait here; a frame of DIRECT_FRAME_BYTES or more is read into its own buffer.
-STAGING_BYTES = 64 * 1024
-DIRECT_FRAME_BYTES = 16 * 1024
 #: How far reading may run ahead of serving on one connection.
 MAX_QUEUED_FRAMES = 4
 MAX_QUEUED_BYTES = 8 * 1024 * 1024
@@ -79,18 +78,9 @@ class _SendfileSource:
         return offset
 
 
-class _Close:
-    """Queued after the last good frame when the stream turns bad: the frames before it are still answered."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
 class _Connection(asyncio.BufferedProtocol):
-    """One client connection: framing on the receive side, flow control on both sides, and the task that serves its
-    requests one after the other."""
+    """One client connection: the socket side of its ServerConnection, flow control on both sides, and the task that
+    serves its requests one after the other."""
 
     def __init__(self, server: SocketServer, listener_name: str) -> None:
         self._server = server
@@ -99,18 +89,12 @@ class _Connection(asyncio.BufferedProtocol):
         self._transport: asyncio.Transport | None = None
         self.client_host = "?"
         self.client_port = 0
-        self._staging = bytearray(STAGING_BYTES)
-        self._staging_view = memoryview(self._staging)
-        self._start = 0  # unparsed bytes of the staging buffer: [_start, _end)
-        self._end = 0
-        self._frame: bytearray | None = None  # a large frame being received directly
-        self._frame_view: memoryview | None = None
-        self._frame_filled = 0
-        self._frames: deque[bytearray | _Close | None] = deque()
+        self._protocol = ServerConnection(server.max_request_bytes)
+        self._frames: deque[bytearray | StreamError | None] = deque()
         self._queued_bytes = 0
         self._frame_waiter: asyncio.Future | None = None
         self._reading_paused = False
-        self._stopped = False  # a _Close or the end of the stream is queued: nothing more is parsed
+        self._stopped = False  # a StreamError or the end of the stream is queued: nothing more is parsed
         self._writing_paused = False
         self._drain_waiter: asyncio.Future | None = None
         self._lost = False
@@ -128,24 +112,13 @@ class _Connection(asyncio.BufferedProtocol):
         self._server._register(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        if self._frame_view is not None:
-            return self._frame_view[self._frame_filled:]
-        if self._start and len(self._staging) - self._end < DIRECT_FRAME_BYTES:
-            # Move the partial frame to the front so that a whole small frame always fits.
-            pending = self._end - self._start
-            self._staging[:pending] = self._staging_view[self._start:self._end]
-            self._start, self._end = 0, pending
-        return self._staging_view[self._end:]
+        return self._protocol.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
-        if self._frame is not None:
-            self._frame_filled += nbytes
-            if self._frame_filled == len(self._frame):
-                frame, self._frame, self._frame_view = self._frame, None, None
-                self._push(frame)
-            return
-        self._end += nbytes
-        self._parse_staging()
+        for frame in self._protocol.buffer_updated(nbytes):
+            if frame.__class__ is StreamError:
+                log.warning("closing connection from %s:%s: %s", self.client_host, self.client_port, frame.error)
+            self._push(frame)
 
     def eof_received(self) -> bool:
         self._push(None)
@@ -166,40 +139,12 @@ class _Connection(asyncio.BufferedProtocol):
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_result(None)
 
-    # -- framing -------------------------------------------------------------------------------------------------
+    # -- flow control ----------------------------------------------------------------------------------------------
 
-    def _parse_staging(self) -> None:
-        staging, view = self._staging, self._staging_view
-        start, end = self._start, self._end
-        max_bytes = self._server.max_request_bytes
-        while not self._stopped and end - start >= _SIZE_PREFIX:
-            size = int.from_bytes(staging[start:start + _SIZE_PREFIX], "big", signed=True)
-            if size < 0 or size > max_bytes:
-                log.warning("closing connection from %s:%s: request size %d is outside 0..socket.request.max.bytes=%d",
-                            self.client_host, self.client_port, size, max_bytes)
-                self._push(_Close(f"request size {size}"))
-                break
-            body_start = start + _SIZE_PREFIX
-            available = end - body_start
-            if available >= size:
-                self._push(staging[body_start:body_start + size])
-                start = body_start + size
-            elif size >= DIRECT_FRAME_BYTES:
-                frame = bytearray(size)
-                frame[:available] = view[body_start:end]
-                self._frame, self._frame_view, self._frame_filled = frame, memoryview(frame), available
-                start = end
-                break
-            else:
-                break
-        if start == end:
-            start = end = 0
-        self._start, self._end = start, end
-
-    def _push(self, item: bytearray | _Close | None) -> None:
+    def _push(self, item: bytearray | StreamError | None) -> None:
         if self._stopped:
             return
-        if item is None or isinstance(item, _Close):
+        if item is None or item.__class__ is StreamError:
             self._stopped = True
         else:
             self._queued_bytes += len(item)
@@ -212,7 +157,7 @@ class _Connection(asyncio.BufferedProtocol):
             self._reading_paused = True
             self._transport.pause_reading()
 
-    async def _next_frame(self) -> bytearray | _Close | None:
+    async def _next_frame(self) -> bytearray | StreamError | None:
         while not self._frames:
             self._frame_waiter = self._loop.create_future()
             await self._frame_waiter
@@ -225,7 +170,6 @@ class _Connection(asyncio.BufferedProtocol):
             self._reading_paused = False
             assert self._transport is not None
             self._transport.resume_reading()
-            self._parse_staging()  # frames that arrived with the last read before the pause
         return item
 
     # -- serving ---------------------------------------------------------------------------------------------------
@@ -240,7 +184,7 @@ class _Connection(asyncio.BufferedProtocol):
                 frame = await self._next_frame()
                 if frame is None:
                     return  # the client went away
-                if isinstance(frame, _Close):
+                if frame.__class__ is StreamError:
                     return
                 server._touch(self)
                 chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port, self._listener_name)
