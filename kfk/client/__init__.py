@@ -4,20 +4,21 @@ Kafka-compatible broker, Apache Kafka included).
     from kfk.client import Producer, Consumer, Admin, NewTopic, TopicPartition
 """
 
-from kfk.client.admin import (
-    Admin,
+from kfk.client.admin import Admin
+from kfk.client.consumer import Consumer, ConsumerRebalanceListener, ConsumerRecords
+from kfk.client.producer import FutureRecordMetadata, Producer
+from kfk.client.structs import (
     AlterConfigOp,
     AlterConfigOpType,
     ConfigResource,
     ConfigResourceType,
-    NewTopic,
-)
-from kfk.client.consumer import Consumer, ConsumerRebalanceListener, ConsumerRecords
-from kfk.client.producer import FutureRecordMetadata, Producer
-from kfk.client.structs import (
     ConsumerRecord,
+    ElectionType,
+    NewPartitionReassignment,
+    NewTopic,
     OffsetAndMetadata,
     OffsetAndTimestamp,
+    PartitionReassignment,
     RecordMetadata,
     TopicPartition,
 )
@@ -32,10 +33,13 @@ __all__ = [
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "ConsumerRecords",
+    "ElectionType",
     "FutureRecordMetadata",
+    "NewPartitionReassignment",
     "NewTopic",
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
+    "PartitionReassignment",
     "Producer",
     "RecordMetadata",
     "TopicPartition",

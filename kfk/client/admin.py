@@ -17,11 +17,8 @@ after a minute (Java's AdminClient waits the whole timeout).
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
-from enum import IntEnum
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from kfk.client.cluster import BrokerMetadata, ClusterMetadata, TopicMetadata
 from kfk.client.config import ADMIN_CONFIG_DEF, ClientConfig
@@ -39,8 +36,23 @@ from kfk.client.structs import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     NO_NODE,
+    AlterConfigOp,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceType,
+    ConfigSource,
+    ConsumerGroupDescription,
+    ElectionType,
+    GroupListing,
+    MemberDescription,
+    NewPartitionReassignment,
+    NewTopic,
     OffsetAndMetadata,
     OffsetAndTimestamp,
+    PartitionInfo,
+    PartitionReassignment,
+    TopicDescription,
     TopicPartition,
 )
 from kfk.errors import (
@@ -52,7 +64,12 @@ from kfk.errors import (
     NotControllerError,
     UnknownTopicOrPartitionError,
 )
+from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kfk.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
@@ -61,154 +78,20 @@ from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopic
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from kfk.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
 from kfk.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from kfk.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 
-__all__ = [
-    "Admin",
-    "NewTopic",
-    "ConfigResource",
-    "ConfigResourceType",
-    "ConfigEntry",
-    "ConfigSource",
-    "AlterConfigOp",
-    "AlterConfigOpType",
-    "TopicDescription",
-    "PartitionInfo",
-    "ClusterDescription",
-    "GroupListing",
-    "MemberDescription",
-    "ConsumerGroupDescription",
-]
+__all__ = ["Admin"]
 
 T = TypeVar("T")
-
-DEFAULT_NUM_PARTITIONS = -1  # CreateTopics v4+: use the broker's num.partitions
-DEFAULT_REPLICATION_FACTOR = -1  # ... and default.replication.factor
-
-
-class ConfigResourceType(IntEnum):
-    """What a config belongs to (Kafka's ConfigResource.Type ids)."""
-
-    UNKNOWN = 0
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    CLIENT_METRICS = 16
-    GROUP = 32
-
-
-class ConfigSource(IntEnum):
-    """Where a config value comes from (DescribeConfigs v1+ ConfigSource ids)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
-
-
-class AlterConfigOpType(IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
-
-
-class ConfigResource(NamedTuple):
-    type: ConfigResourceType
-    name: str
-
-
-class AlterConfigOp(NamedTuple):
-    name: str
-    value: str | None
-    op: AlterConfigOpType = AlterConfigOpType.SET
-
-
-@dataclass(frozen=True)
-class NewTopic:
-    """A topic to create: -1 partitions / replication factor mean the broker's defaults (CreateTopics v4+)."""
-
-    name: str
-    num_partitions: int = DEFAULT_NUM_PARTITIONS
-    replication_factor: int = DEFAULT_REPLICATION_FACTOR
-    configs: Mapping[str, str] = field(default_factory=dict)
-    replica_assignments: Mapping[int, list[int]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: ConfigSource
-    is_default: bool
-    is_read_only: bool
-    is_sensitive: bool
-    synonyms: list[tuple[str, str | None, ConfigSource]] = field(default_factory=list)
-    documentation: str | None = None
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    partition: int
-    leader: int
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    in_sync_replicas: tuple[int, ...]
-    offline_replicas: tuple[int, ...]
-
-    @property
-    def under_replicated(self) -> bool:
-        return len(self.in_sync_replicas) < len(self.replicas)
-
-
-@dataclass(frozen=True)
-class TopicDescription:
-    name: str
-    topic_id: uuid.UUID
-    is_internal: bool
-    partitions: list[PartitionInfo]
-
-
-@dataclass(frozen=True)
-class ClusterDescription:
-    cluster_id: str | None
-    controller_id: int
-    brokers: list[BrokerMetadata]
-
-
-class GroupListing(NamedTuple):
-    group_id: str
-    protocol_type: str
-    state: str
-    group_type: str
-
-
-@dataclass(frozen=True)
-class MemberDescription:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    host: str
-    assignment: list[TopicPartition]
-
-
-@dataclass(frozen=True)
-class ConsumerGroupDescription:
-    group_id: str
-    state: str
-    protocol_type: str
-    partition_assignor: str
-    members: list[MemberDescription]
-    coordinator: int
 
 
 class _FinalError(Exception):
@@ -294,6 +177,15 @@ class Admin:
         if cluster.controller_id in cluster.brokers:
             return cluster.controller_id
         return self._network.least_loaded_node()
+
+    async def _send_to_controller(self, request: Message, deadline: float) -> Any:
+        """Send to the controller; a request-level error raises (NOT_CONTROLLER retriably, so the call goes again
+        to the controller the refreshed metadata names)."""
+        response = await self._network.send(await self._controller(deadline), request)
+        if response.error_code != ErrorCode.NONE:
+            raise response_error(response.error_code, type(request).__name__.removesuffix("Request"),
+                                 getattr(response, "error_message", None))
+        return response
 
     # --- cluster -----------------------------------------------------------------------------------------------------
 
@@ -457,9 +349,11 @@ class Admin:
 
         async def call(deadline: float) -> dict[ConfigResource, KafkaError | None]:
             result: dict[ConfigResource, KafkaError | None] = {}
+            # Every change goes to the controller, which applies it (Kafka's brokers forward there too; kfk's
+            # brokers in ZooKeeper mode answer NOT_CONTROLLER instead of writing their own configs).
             for node, items in self._by_target_node(list(changes)).items():
                 await self._require_broker(node, deadline)
-                target = node if node != NO_NODE else await self._controller(deadline)
+                target = await self._controller(deadline)
                 request = IncrementalAlterConfigsRequest(
                     resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
                         resource_type=resource.type, resource_name=resource.name,
@@ -491,6 +385,73 @@ class Admin:
                     raise KafkaError(f"broker config names are broker ids, not {resource.name!r}") from None
             groups.setdefault(node, []).append(resource)
         return groups
+
+    # --- partitions: reassignments and leader elections ---------------------------------------------------------------
+
+    def alter_partition_reassignments(
+            self, reassignments: Mapping[TopicPartition, NewPartitionReassignment | None], *,
+            timeout_ms: float | None = None) -> dict[TopicPartition, KafkaError | None]:
+        """Start moving each partition to its target replicas (None: cancel the reassignment in progress); per
+        partition None once the controller accepted it, or the error. The move itself completes later (see
+        list_partition_reassignments)."""
+        by_topic = _by_topic(reassignments)
+
+        async def call(deadline: float) -> dict[TopicPartition, KafkaError | None]:
+            request = AlterPartitionReassignmentsRequest(
+                timeout_ms=int(max(deadline - monotonic_ms(), 0)),
+                topics=[AlterPartitionReassignmentsRequest.ReassignableTopic(name=topic, partitions=[
+                    AlterPartitionReassignmentsRequest.ReassignablePartition(
+                        partition_index=tp.partition,
+                        replicas=None if target is None else list(target.target_replicas))
+                    for tp, target in entries]) for topic, entries in by_topic.items()])
+            response = await self._send_to_controller(request, deadline)
+            assert isinstance(response, AlterPartitionReassignmentsResponse)
+            return {TopicPartition(topic.name, p.partition_index): _partition_error(
+                        p.error_code, TopicPartition(topic.name, p.partition_index), p.error_message)
+                    for topic in response.responses for p in topic.partitions}
+
+        return self._run(call, timeout_ms)
+
+    def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None, *,
+                                     timeout_ms: float | None = None) -> dict[TopicPartition, PartitionReassignment]:
+        """The reassignments in progress, of ``partitions`` (None: of every partition)."""
+        by_topic = None if partitions is None else _by_topic(dict.fromkeys(partitions))
+
+        async def call(deadline: float) -> dict[TopicPartition, PartitionReassignment]:
+            request = ListPartitionReassignmentsRequest(
+                timeout_ms=int(max(deadline - monotonic_ms(), 0)),
+                topics=None if by_topic is None else [
+                    ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(
+                        name=topic, partition_indexes=[tp.partition for tp, _ in entries])
+                    for topic, entries in by_topic.items()])
+            response = await self._send_to_controller(request, deadline)
+            assert isinstance(response, ListPartitionReassignmentsResponse)
+            return {TopicPartition(topic.name, p.partition_index): PartitionReassignment(
+                        list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+                    for topic in response.topics for p in topic.partitions}
+
+        return self._run(call, timeout_ms)
+
+    def elect_leaders(self, election_type: ElectionType, partitions: Iterable[TopicPartition] | None = None, *,
+                      timeout_ms: float | None = None) -> dict[TopicPartition, KafkaError | None]:
+        """Elect the preferred replica (or, unclean, any live replica) leader of ``partitions`` (None: of every
+        partition); per partition None if elected, else the error (ElectionNotNeededError: the right leader
+        already leads)."""
+        by_topic = None if partitions is None else _by_topic(dict.fromkeys(partitions))
+
+        async def call(deadline: float) -> dict[TopicPartition, KafkaError | None]:
+            request = ElectLeadersRequest(
+                election_type=election_type, timeout_ms=int(max(deadline - monotonic_ms(), 0)),
+                topic_partitions=None if by_topic is None else [
+                    ElectLeadersRequest.TopicPartitions(topic=topic, partitions=[tp.partition for tp, _ in entries])
+                    for topic, entries in by_topic.items()])
+            response = await self._send_to_controller(request, deadline)
+            assert isinstance(response, ElectLeadersResponse)
+            return {TopicPartition(result.topic, p.partition_id): _partition_error(
+                        p.error_code, TopicPartition(result.topic, p.partition_id), p.error_message)
+                    for result in response.replica_election_results for p in result.partition_result}
+
+        return self._run(call, timeout_ms)
 
     # --- records and offsets -----------------------------------------------------------------------------------------
 
@@ -650,6 +611,18 @@ def _describe(topic: TopicMetadata) -> TopicDescription:
 
 def _topic_error(code: int, message: str | None, name: str) -> KafkaError | None:
     return None if code == ErrorCode.NONE else response_error(code, f"topic {name!r}", message)
+
+
+def _partition_error(code: int, tp: TopicPartition, message: str | None) -> KafkaError | None:
+    return None if code == ErrorCode.NONE else response_error(code, str(tp), message)
+
+
+def _by_topic(items: Mapping[TopicPartition, T]) -> dict[str, list[tuple[TopicPartition, T]]]:
+    """Requests list partitions under their topic, in a stable order."""
+    grouped: dict[str, list[tuple[TopicPartition, T]]] = {}
+    for tp, value in sorted(items.items()):
+        grouped.setdefault(tp.topic, []).append((tp, value))
+    return grouped
 
 
 def _raise_if_not_controller(outcomes: Iterable[KafkaError | None]) -> None:

@@ -1,12 +1,20 @@
-"""The small value types every client API speaks: topic-partitions, offsets, record metadata, consumed records.
+"""The small value types every client API speaks: topic-partitions, offsets, record metadata, consumed records, and
+the Admin's arguments and results (topics, configs, groups, reassignments, elections).
 
-NamedTuples, as in aiokafka's structs.py and Java's plain classes: cheap to create on the hot path, hashable where
-they are keys, and printable. Wire sentinels the client sends or receives are named here once.
+NamedTuples and frozen dataclasses, as in aiokafka's structs.py and Java's plain classes: cheap to create on the hot
+path, hashable where they are keys, and printable. Wire sentinels the client sends or receives are named here once.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from kfk.client.cluster import BrokerMetadata
 
 __all__ = [
     "TopicPartition",
@@ -20,6 +28,22 @@ __all__ = [
     "UNKNOWN_OFFSET",
     "UNKNOWN_LEADER_EPOCH",
     "NO_NODE",
+    "NewTopic",
+    "ConfigResource",
+    "ConfigResourceType",
+    "ConfigEntry",
+    "ConfigSource",
+    "AlterConfigOp",
+    "AlterConfigOpType",
+    "TopicDescription",
+    "PartitionInfo",
+    "ClusterDescription",
+    "GroupListing",
+    "MemberDescription",
+    "ConsumerGroupDescription",
+    "NewPartitionReassignment",
+    "PartitionReassignment",
+    "ElectionType",
 ]
 
 EARLIEST_TIMESTAMP = -2
@@ -92,3 +116,152 @@ class ConsumerRecord(NamedTuple):
     @property
     def topic_partition(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
+
+
+# --- Admin ---------------------------------------------------------------------------------------------------------
+
+DEFAULT_NUM_PARTITIONS = -1  # CreateTopics v4+: use the broker's num.partitions
+DEFAULT_REPLICATION_FACTOR = -1  # ... and default.replication.factor
+
+
+class ConfigResourceType(IntEnum):
+    """What a config belongs to (Kafka's ConfigResource.Type ids)."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+class ConfigSource(IntEnum):
+    """Where a config value comes from (DescribeConfigs v1+ ConfigSource ids)."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
+
+
+class AlterConfigOpType(IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class ConfigResource(NamedTuple):
+    type: ConfigResourceType
+    name: str
+
+
+class AlterConfigOp(NamedTuple):
+    name: str
+    value: str | None
+    op: AlterConfigOpType = AlterConfigOpType.SET
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    """A topic to create: -1 partitions / replication factor mean the broker's defaults (CreateTopics v4+)."""
+
+    name: str
+    num_partitions: int = DEFAULT_NUM_PARTITIONS
+    replication_factor: int = DEFAULT_REPLICATION_FACTOR
+    configs: Mapping[str, str] = field(default_factory=dict)
+    replica_assignments: Mapping[int, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource
+    is_default: bool
+    is_read_only: bool
+    is_sensitive: bool
+    synonyms: list[tuple[str, str | None, ConfigSource]] = field(default_factory=list)
+    documentation: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    in_sync_replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.in_sync_replicas) < len(self.replicas)
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: list[PartitionInfo]
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[BrokerMetadata]
+
+
+class GroupListing(NamedTuple):
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: list[TopicPartition]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    partition_assignor: str
+    members: list[MemberDescription]
+    coordinator: int
+
+
+class NewPartitionReassignment(NamedTuple):
+    """The replicas a partition should move to (alter_partition_reassignments); the first is the preferred leader."""
+
+    target_replicas: list[int]
+
+
+class PartitionReassignment(NamedTuple):
+    """A reassignment in progress (list_partition_reassignments): the partition's replicas during the move (old and
+    new together), those being added and those to remove once the new ones are in sync."""
+
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
+
+
+class ElectionType(IntEnum):
+    """ElectLeaders' election_type (Kafka's ElectionType ids)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1

@@ -56,12 +56,7 @@ def configs(
     kind = ENTITY_TYPES.get(entity_type)
     if kind is None:
         fail(f"--entity-type must be one of {', '.join(ENTITY_TYPES)}, not {entity_type!r}")
-    if entity_default:
-        if kind == "TOPIC":
-            fail("--entity-default applies to brokers, not topics")
-        entity_name = ""
-    if entity_name is None:
-        fail("--entity-name (or --entity-default for brokers) is required")
+    entity_name = _entity_name(kind, entity_name, entity_default)
     additions = parse_key_values(add_config, "--add-config", split_commas=True)
     deletions = [name.strip() for item in delete_config or [] for name in item.split(",") if name.strip()]
     if alter and not additions and not deletions:
@@ -86,6 +81,22 @@ def configs(
                 typer.echo(f"Completed updating config for {label}.")
                 return
             entries = admin.describe_configs([resource], include_synonyms=True)[resource]
+    _render(entries, label, all_configs, json_output)
+
+
+def _entity_name(kind: str, entity_name: str | None, entity_default: bool) -> str:
+    """The resource name: the topic or broker id, or "" for the cluster-wide broker default."""
+    if entity_default:
+        if kind == "TOPIC":
+            fail("--entity-default applies to brokers, not topics")
+        return ""
+    if entity_name is None:
+        fail("--entity-name (or --entity-default for brokers) is required")
+    return entity_name
+
+
+def _render(entries: dict, label: str, all_configs: bool, json_output: bool) -> None:
+    """The dynamic configs (or with --all every config), as kafka-configs.sh prints them or as JSON."""
     shown = {name: entry for name, entry in sorted(entries.items())
              if all_configs or not entry.is_default and entry.source.name.startswith("DYNAMIC")}
     if json_output:

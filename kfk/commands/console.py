@@ -203,19 +203,7 @@ def console_consume(
 ) -> None:
     """Print the records of a topic."""
     formatter = MessageFormatter(parse_key_values(property, "--property"))
-    if partition is None and offset != "latest":
-        fail("--offset needs --partition")
-    if group is not None and partition is not None:
-        fail("--group and --partition cannot be used together")
-    if offset not in ("earliest", "latest"):
-        try:
-            start_offset: int | None = int(offset)
-        except ValueError:
-            fail(f"--offset must be earliest, latest or a non-negative number, not {offset!r}")
-        if start_offset < 0:
-            fail(f"--offset must not be negative, got {offset}")
-    else:
-        start_offset = None
+    start_offset = _start_offset(offset, group, partition)
     settings: dict[str, Any] = {
         "auto.offset.reset": "earliest" if from_beginning or offset == "earliest" else "latest",
         "isolation.level": isolation_level,
@@ -224,47 +212,86 @@ def console_consume(
     if group is not None:
         settings["group.id"] = group
     settings.update(parse_key_values(consumer_property, "--consumer-property"))
-    count = 0
-    out = sys.stdout.buffer
+    printer = _RecordPrinter(formatter, max_messages, timeout_ms)
     with client_errors(debug):
-        from kfk.client import Consumer, TopicPartition
+        from kfk.client import Consumer
 
         consumer = Consumer(client_config(bootstrap_server, consumer_config, settings))
         started = False
         try:
-            partitions = consumer.partitions_for(topic)
-            if group is not None:
-                consumer.subscribe([topic])
-            else:
-                if partition is not None:
-                    if partition not in partitions:
-                        fail(f"topic {topic!r} has no partition {partition} (it has {len(partitions)})")
-                    partitions = [partition]
-                consumer.assign([TopicPartition(topic, p) for p in partitions])
-                if start_offset is not None:
-                    consumer.seek(TopicPartition(topic, partition), start_offset)
+            _position(consumer, topic, group, partition, start_offset)
             started = True
-            last_record = time.monotonic()
-            try:
-                while max_messages is None or count < max_messages:
-                    wait = 1.0
-                    if timeout_ms is not None:
-                        wait = max(min(wait, timeout_ms / 1000 - (time.monotonic() - last_record)), 0)
-                    records = consumer.poll(wait, max_records=None if max_messages is None
-                                            else max_messages - count)
-                    for record in records:
-                        out.write(formatter.format(record))
-                        count += 1
-                    if records:
-                        out.flush()
-                        last_record = time.monotonic()
-                    elif timeout_ms is not None and (time.monotonic() - last_record) * 1000 >= timeout_ms:
-                        break
-            except KeyboardInterrupt:
-                pass
+            printer.run(consumer)
         finally:
             try:
                 consumer.close(timeout=5)
             finally:
                 if started:
-                    typer.echo(f"Processed a total of {count} messages", err=True)
+                    typer.echo(f"Processed a total of {printer.count} messages", err=True)
+
+
+def _start_offset(offset: str, group: str | None, partition: int | None) -> int | None:
+    """--offset as a number (None for earliest/latest), after checking it goes with the other flags."""
+    if partition is None and offset != "latest":
+        fail("--offset needs --partition")
+    if group is not None and partition is not None:
+        fail("--group and --partition cannot be used together")
+    if offset in ("earliest", "latest"):
+        return None
+    try:
+        start_offset = int(offset)
+    except ValueError:
+        fail(f"--offset must be earliest, latest or a non-negative number, not {offset!r}")
+    if start_offset < 0:
+        fail(f"--offset must not be negative, got {offset}")
+    return start_offset
+
+
+def _position(consumer, topic: str, group: str | None, partition: int | None, start_offset: int | None) -> None:
+    """Join the group, or assign the partition (or every partition) and seek to --offset."""
+    from kfk.client import TopicPartition
+
+    partitions = consumer.partitions_for(topic)
+    if group is not None:
+        consumer.subscribe([topic])
+        return
+    if partition is not None:
+        if partition not in partitions:
+            fail(f"topic {topic!r} has no partition {partition} (it has {len(partitions)})")
+        partitions = [partition]
+    consumer.assign([TopicPartition(topic, p) for p in partitions])
+    if start_offset is not None:
+        consumer.seek(TopicPartition(topic, partition), start_offset)
+
+
+class _RecordPrinter:
+    """Polls and prints until --max-messages, --timeout-ms without a record, or Ctrl-C; counts what it printed
+    (the count is reported even when polling fails)."""
+
+    def __init__(self, formatter: MessageFormatter, max_messages: int | None, timeout_ms: int | None) -> None:
+        self.formatter = formatter
+        self.max_messages = max_messages
+        self.timeout_ms = timeout_ms
+        self.count = 0
+
+    def run(self, consumer) -> None:
+        out = sys.stdout.buffer
+        max_messages, timeout_ms = self.max_messages, self.timeout_ms
+        last_record = time.monotonic()
+        try:
+            while max_messages is None or self.count < max_messages:
+                wait = 1.0
+                if timeout_ms is not None:
+                    wait = max(min(wait, timeout_ms / 1000 - (time.monotonic() - last_record)), 0)
+                records = consumer.poll(wait, max_records=None if max_messages is None
+                                        else max_messages - self.count)
+                for record in records:
+                    out.write(self.formatter.format(record))
+                    self.count += 1
+                if records:
+                    out.flush()
+                    last_record = time.monotonic()
+                elif timeout_ms is not None and (time.monotonic() - last_record) * 1000 >= timeout_ms:
+                    break
+        except KeyboardInterrupt:
+            pass

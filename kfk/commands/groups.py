@@ -212,56 +212,19 @@ def _delete(admin, groups: list[str], json_output: bool) -> None:
 def _reset(admin, group_id: str, topics: list[str], all_topics: bool, execute: bool, json_output: bool, *,
            to_earliest: bool, to_latest: bool, to_current: bool, to_offset: int | None, shift_by: int | None,
            target_time: int | None) -> None:
-    from kfk.client import OffsetAndMetadata, TopicPartition
-    from kfk.client.structs import LATEST_TIMESTAMP
+    from kfk.client import OffsetAndMetadata
 
     description = admin.describe_consumer_groups([group_id])[group_id]
     if description.state not in INACTIVE_STATES:
         fail(f"assignments can only be reset if the group '{group_id}' is inactive, but the current state is "
              f"{description.state}")
     committed = admin.list_consumer_group_offsets(group_id)
-    if all_topics:
-        partitions = sorted(committed)
-    else:
-        partitions = []
-        for spec in topics:
-            name, _, numbers = spec.partition(":")
-            if numbers:
-                try:
-                    partitions.extend(TopicPartition(name, int(n)) for n in numbers.split(",") if n.strip())
-                except ValueError:
-                    fail(f"--topic {spec!r}: partitions must be numbers, as in topic:0,1")
-            else:
-                partitions.extend(TopicPartition(name, p)
-                                  for p in range(len(admin.describe_topics([name])[name].partitions)))
+    partitions = sorted(committed) if all_topics else _partitions_of(admin, topics)
     if not partitions:
         fail(f"group '{group_id}' has no offsets to reset (give --topic)")
-    earliest = admin.beginning_offsets(partitions)
-    latest = admin.end_offsets(partitions)
-
-    def clamp(tp: TopicPartition, offset: int) -> int:
-        return max(earliest[tp], min(latest[tp], offset))
-
-    new: dict[TopicPartition, int] = {}
-    if target_time is not None:
-        found = admin.list_offsets(dict.fromkeys(partitions, target_time))
-        found_latest = admin.list_offsets(dict.fromkeys([tp for tp, value in found.items() if value is None],
-                                                        LATEST_TIMESTAMP)) if None in found.values() else {}
-        for tp in partitions:
-            value = found.get(tp) or found_latest.get(tp)
-            new[tp] = value.offset if value is not None else latest[tp]
-    for tp in partitions:
-        current = committed[tp].offset if tp in committed else None
-        if to_earliest:
-            new[tp] = earliest[tp]
-        elif to_latest:
-            new[tp] = latest[tp]
-        elif to_current:
-            new[tp] = current if current is not None else latest[tp]
-        elif to_offset is not None:
-            new[tp] = clamp(tp, to_offset)
-        elif shift_by is not None:
-            new[tp] = clamp(tp, (current if current is not None else latest[tp]) + shift_by)
+    new = _new_offsets(admin, partitions, {tp: offset.offset for tp, offset in committed.items()},
+                       to_earliest=to_earliest, to_latest=to_latest, to_current=to_current, to_offset=to_offset,
+                       shift_by=shift_by, target_time=target_time)
     if execute:
         results = admin.alter_consumer_group_offsets(group_id, {tp: OffsetAndMetadata(offset)
                                                                 for tp, offset in new.items()})
@@ -278,3 +241,56 @@ def _reset(admin, group_id: str, topics: list[str], all_topics: bool, execute: b
     for tp, offset in sorted(new.items()):
         grid.add_row(group_id, tp.topic, str(tp.partition), str(offset))
     console().print(grid)
+
+
+def _partitions_of(admin, topics: list[str]) -> list:
+    """The partitions --topic names: topic:0,1 for some, a bare topic for all of its partitions."""
+    from kfk.client import TopicPartition
+
+    partitions = []
+    for spec in topics:
+        name, _, numbers = spec.partition(":")
+        if numbers:
+            try:
+                partitions.extend(TopicPartition(name, int(n)) for n in numbers.split(",") if n.strip())
+            except ValueError:
+                fail(f"--topic {spec!r}: partitions must be numbers, as in topic:0,1")
+        else:
+            partitions.extend(TopicPartition(name, p)
+                              for p in range(len(admin.describe_topics([name])[name].partitions)))
+    return partitions
+
+
+def _new_offsets(admin, partitions: list, committed: dict, *, to_earliest: bool, to_latest: bool,
+                 to_current: bool, to_offset: int | None, shift_by: int | None, target_time: int | None) -> dict:
+    """Each partition's new offset under the chosen --to-*/--shift-by/--to-datetime rule, kept within the log
+    (an offset before the log start or past the end is moved to that end, as Kafka does)."""
+    from kfk.client.structs import LATEST_TIMESTAMP
+
+    earliest = admin.beginning_offsets(partitions)
+    latest = admin.end_offsets(partitions)
+
+    def clamp(tp, offset: int) -> int:
+        return max(earliest[tp], min(latest[tp], offset))
+
+    new = {}
+    if target_time is not None:
+        found = admin.list_offsets(dict.fromkeys(partitions, target_time))
+        found_latest = admin.list_offsets(dict.fromkeys([tp for tp, value in found.items() if value is None],
+                                                        LATEST_TIMESTAMP)) if None in found.values() else {}
+        for tp in partitions:
+            value = found.get(tp) or found_latest.get(tp)
+            new[tp] = value.offset if value is not None else latest[tp]
+    for tp in partitions:
+        current = committed.get(tp)
+        if to_earliest:
+            new[tp] = earliest[tp]
+        elif to_latest:
+            new[tp] = latest[tp]
+        elif to_current:
+            new[tp] = current if current is not None else latest[tp]
+        elif to_offset is not None:
+            new[tp] = clamp(tp, to_offset)
+        elif shift_by is not None:
+            new[tp] = clamp(tp, (current if current is not None else latest[tp]) + shift_by)
+    return new

@@ -233,12 +233,7 @@ def consume(
 
         with Consumer(client_config(bootstrap_server, consumer_config, props)) as consumer:
             start = time.monotonic()
-            consumer.subscribe([topic])
-            pending = None  # the poll that completes the join may already return records
-            while not consumer.assignment():
-                pending = consumer.poll(0.1, max_records=messages)
-                if time.monotonic() - start > timeout / 1000:
-                    fail(f"no partitions of {topic!r} were assigned within {timeout} ms")
+            pending = _join(consumer, topic, messages, timeout)
             joined = time.monotonic()
             last_record = joined
             while count < messages:
@@ -259,17 +254,7 @@ def consume(
             end = time.monotonic()
         if progress is not None:
             progress.stop()
-    elapsed = end - start
-    fetch_time = end - joined
-    result = {
-        "start_time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() - elapsed)),
-        "end_time": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "data_consumed_mb": size / MB, "mb_per_sec": size / MB / elapsed if elapsed else 0.0,
-        "records": count, "records_per_sec": count / elapsed if elapsed else 0.0,
-        "rebalance_time_ms": int((joined - start) * 1000), "fetch_time_ms": int(fetch_time * 1000),
-        "fetch_mb_per_sec": size / MB / fetch_time if fetch_time else 0.0,
-        "fetch_records_per_sec": count / fetch_time if fetch_time else 0.0,
-    }
+    result = _consume_result(start, joined, end, count, size)
     if json_output:
         print_json(result)
         return
@@ -279,3 +264,31 @@ def consume(
                f"{result['mb_per_sec']:.4f}, {count}, {result['records_per_sec']:.4f}, "
                f"{result['rebalance_time_ms']}, {result['fetch_time_ms']}, {result['fetch_mb_per_sec']:.4f}, "
                f"{result['fetch_records_per_sec']:.4f}")
+
+
+def _join(consumer, topic: str, messages: int, timeout: int):
+    """Subscribe and poll until partitions are assigned; returns what the poll that completed the join brought
+    (it may already hold records)."""
+    start = time.monotonic()
+    consumer.subscribe([topic])
+    pending = None
+    while not consumer.assignment():
+        pending = consumer.poll(0.1, max_records=messages)
+        if time.monotonic() - start > timeout / 1000:
+            fail(f"no partitions of {topic!r} were assigned within {timeout} ms")
+    return pending
+
+
+def _consume_result(start: float, joined: float, end: float, count: int, size: int) -> dict[str, Any]:
+    """kafka-consumer-perf-test.sh's figures: the whole run, and the fetch time after the group join."""
+    elapsed = end - start
+    fetch_time = end - joined
+    return {
+        "start_time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() - elapsed)),
+        "end_time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "data_consumed_mb": size / MB, "mb_per_sec": size / MB / elapsed if elapsed else 0.0,
+        "records": count, "records_per_sec": count / elapsed if elapsed else 0.0,
+        "rebalance_time_ms": int((joined - start) * 1000), "fetch_time_ms": int(fetch_time * 1000),
+        "fetch_mb_per_sec": size / MB / fetch_time if fetch_time else 0.0,
+        "fetch_records_per_sec": count / fetch_time if fetch_time else 0.0,
+    }

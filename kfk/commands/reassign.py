@@ -10,7 +10,7 @@ reassign-partitions, with Kafka's JSON files:
 - `--cancel --reassignment-json-file F`: cancels the reassignments in progress for F's partitions.
 leader-election: `--election-type preferred|unclean` for `--topic T --partition P`, `--path-to-json-file F`
 ({"partitions":[{"topic":"foo","partition":1}]}) or `--all-topic-partitions`.
-The requests go to the controller; the logic lives in kfk.controller.reassignment (proposal) and the controller.
+The requests go to the controller through kfk.client.Admin; the proposal is kfk.controller.reassignment's placement.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from kfk.commands.client_options import client_errors
 from kfk.commands.errors import fail
 
 app = typer.Typer()
@@ -29,6 +30,15 @@ BootstrapServer = Annotated[str, typer.Option("--bootstrap-server", envvar="KFK_
                                               help="host:port of a broker (several separated by commas).")]
 TIMEOUT_MS = 30_000
 
+LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
+FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
+LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
+
+Assignment = dict[tuple[str, int], list[int]]
+
+
+# --- JSON files ------------------------------------------------------------------------------------------------------
 
 def _read_json(path: str) -> Any:
     try:
@@ -39,7 +49,7 @@ def _read_json(path: str) -> Any:
         fail(f"{path} is not valid JSON: {error}")
 
 
-def _reassignment_partitions(path: str) -> dict[tuple[str, int], list[int]]:
+def _reassignment_partitions(path: str) -> Assignment:
     data = _read_json(path)
     try:
         return {(entry["topic"], int(entry["partition"])): [int(r) for r in entry["replicas"]]
@@ -49,95 +59,66 @@ def _reassignment_partitions(path: str) -> dict[tuple[str, int], list[int]]:
              '{"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[1,2]}]}')
 
 
-def _assignment_json(assignment: dict[tuple[str, int], list[int]]) -> str:
+def _assignment_json(assignment: Assignment) -> str:
     return json.dumps({"version": 1, "partitions": [
         {"topic": topic, "partition": partition, "replicas": replicas, "log_dirs": ["any"] * len(replicas)}
         for (topic, partition), replicas in sorted(assignment.items())]}, separators=(",", ":"))
 
 
+# --- calls -----------------------------------------------------------------------------------------------------------
+
 def _admin(bootstrap_server: str):
-    from kfk.client.admin import Admin
+    from kfk.client import Admin
 
     return Admin({"bootstrap.servers": bootstrap_server})
 
 
-def _send_to_controller(admin, request, api_version: int):
-    """One request to the controller, retried while the broker asked is not (or no longer) the controller."""
-    from kfk.errors import ErrorCode, NotControllerError
-
-    async def call(deadline: float):
-        controller = await admin._controller(deadline)
-        response = await admin._network.send(controller, request, version=api_version)
-        if getattr(response, "error_code", ErrorCode.NONE) == ErrorCode.NOT_CONTROLLER:
-            raise NotControllerError("the broker asked is not the controller")
-        return response
-
-    return admin._run(call, TIMEOUT_MS)
-
-
-def _current_assignment(admin, topics: list[str]) -> dict[tuple[str, int], list[int]]:
+def _current_assignment(admin, topics: list[str]) -> Assignment:
     described = admin.describe_topics(topics)
     return {(name, info.partition): list(info.replicas)
             for name, description in described.items() for info in description.partitions}
 
 
-LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
-FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
-LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
+def _alter_configs(admin, changes: dict[tuple[str, str], dict[str, str | None]]) -> None:
+    """SET (or DELETE for None) per (resource type name, resource name)."""
+    from kfk.client import AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
 
-
-def _alter_configs(admin, changes: dict[tuple[int, str], dict[str, str | None]]) -> None:
-    """IncrementalAlterConfigs through the controller: SET (or DELETE for None) per resource."""
-    from kfk.errors import ErrorCode
-    from kfk.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
-
-    Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
-    Config = IncrementalAlterConfigsRequest.AlterableConfig
-    request = IncrementalAlterConfigsRequest(resources=[
-        Resource(resource_type=resource_type, resource_name=name, configs=[
-            Config(name=key, config_operation=1 if value is None else 0, value=value) for key, value in keys.items()])
-        for (resource_type, name), keys in changes.items()])
-    response = _send_to_controller(admin, request, 1)
-    failures = [f"{r.resource_name}: {ErrorCode(r.error_code).name} {r.error_message}" for r in response.responses
-                if r.error_code != 0]
+    outcomes = admin.incremental_alter_configs(timeout_ms=TIMEOUT_MS, changes={
+        ConfigResource(ConfigResourceType[kind], name): [
+            AlterConfigOp(key, value, AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET)
+            for key, value in keys.items()]
+        for (kind, name), keys in changes.items()})
+    failures = [f"{resource.name}: {error}" for resource, error in outcomes.items() if error is not None]
     if failures:
         fail("setting the throttle failed: " + "; ".join(failures))
 
 
-def _set_throttle(admin, wanted: dict[tuple[str, int], list[int]], current: dict[tuple[str, int], list[int]],
-                  rate: int) -> None:
+def _throttle_changes(wanted: Assignment, current: Assignment, rate: int) -> dict[tuple[str, str], dict[str, str]]:
     """Kafka's throttle of a reassignment: the rate on every broker involved, and per topic the replicas it
     applies to (leader side: the current replicas; follower side: the ones being added)."""
-    from kfk.metadata.image import ConfigResourceType
-
-    changes: dict[tuple[int, str], dict[str, str | None]] = {}
+    changes: dict[tuple[str, str], dict[str, str]] = {}
     for (topic, partition), target in wanted.items():
         existing = current.get((topic, partition), [])
-        topic_changes = changes.setdefault((ConfigResourceType.TOPIC, topic), {})
+        topic_changes = changes.setdefault(("TOPIC", topic), {})
         leaders = [f"{partition}:{b}" for b in existing]
         followers = [f"{partition}:{b}" for b in target if b not in existing]
         for key, entries in ((LEADER_THROTTLED_REPLICAS, leaders), (FOLLOWER_THROTTLED_REPLICAS, followers)):
             if entries:
-                joined = ",".join(filter(None, [topic_changes.get(key) or "", *entries]))
-                topic_changes[key] = joined
+                topic_changes[key] = ",".join(filter(None, [topic_changes.get(key) or "", *entries]))
         for broker in set(existing) | set(target):
-            changes[(ConfigResourceType.BROKER, str(broker))] = {LEADER_THROTTLED_RATE: str(rate),
-                                                                 FOLLOWER_THROTTLED_RATE: str(rate)}
-    _alter_configs(admin, changes)
+            changes[("BROKER", str(broker))] = {LEADER_THROTTLED_RATE: str(rate), FOLLOWER_THROTTLED_RATE: str(rate)}
+    return changes
 
 
-def _clear_throttle(admin, topics: list[str], brokers: list[int]) -> None:
-    from kfk.metadata.image import ConfigResourceType
-
-    changes: dict[tuple[int, str], dict[str, str | None]] = {
-        (ConfigResourceType.TOPIC, topic): {LEADER_THROTTLED_REPLICAS: None, FOLLOWER_THROTTLED_REPLICAS: None}
-        for topic in topics}
+def _clear_throttle_changes(topics: list[str], brokers: list[int]) -> dict[tuple[str, str], dict[str, None]]:
+    changes: dict[tuple[str, str], dict[str, None]] = {
+        ("TOPIC", topic): {LEADER_THROTTLED_REPLICAS: None, FOLLOWER_THROTTLED_REPLICAS: None} for topic in topics}
     for broker in brokers:
-        changes[(ConfigResourceType.BROKER, str(broker))] = {LEADER_THROTTLED_RATE: None,
-                                                             FOLLOWER_THROTTLED_RATE: None}
-    _alter_configs(admin, changes)
+        changes[("BROKER", str(broker))] = {LEADER_THROTTLED_RATE: None, FOLLOWER_THROTTLED_RATE: None}
+    return changes
 
+
+# --- reassign-partitions ---------------------------------------------------------------------------------------------
 
 @app.command("reassign-partitions")
 def reassign_partitions(
@@ -159,97 +140,104 @@ def reassign_partitions(
     (kafka-reassign-partitions.sh)."""
     if sum([generate, execute, verify, cancel]) != 1:
         fail("give exactly one of --generate, --execute, --verify, --cancel")
-    from kfk.errors import ErrorCode, KafkaError
-    from kfk.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
-    from kfk.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
+    if generate:
+        if topics_to_move_json_file is None or broker_list is None:
+            fail("--generate needs --topics-to-move-json-file and --broker-list")
+        topics, brokers = _topics_and_brokers(topics_to_move_json_file, broker_list)
+        with client_errors(), _admin(bootstrap_server) as admin:
+            _generate(admin, topics, brokers)
+        return
+    if reassignment_json_file is None:
+        fail("--execute, --verify and --cancel need --reassignment-json-file")
+    wanted = _reassignment_partitions(reassignment_json_file)
+    with client_errors(), _admin(bootstrap_server) as admin:
+        if execute:
+            _execute(admin, wanted, throttle)
+        elif cancel:
+            _current_assignment(admin, sorted({topic for topic, _ in wanted}))  # an unknown topic says so first
+            _alter_reassignments(admin, wanted, cancel=True)
+        else:
+            _verify(admin, wanted)
 
+
+def _topics_and_brokers(topics_to_move_json_file: str, broker_list: str) -> tuple[list[str], list[int]]:
+    data = _read_json(topics_to_move_json_file)
     try:
-        with _admin(bootstrap_server) as admin:
-            if generate:
-                if topics_to_move_json_file is None or broker_list is None:
-                    fail("--generate needs --topics-to-move-json-file and --broker-list")
-                from kfk.controller.reassignment import propose_assignment
+        return [entry["topic"] for entry in data["topics"]], [int(b) for b in broker_list.split(",") if b.strip()]
+    except (KeyError, TypeError, ValueError) as error:
+        fail(f"bad --topics-to-move-json-file or --broker-list: {error}")
 
-                data = _read_json(topics_to_move_json_file)
-                try:
-                    topics = [entry["topic"] for entry in data["topics"]]
-                    brokers = [int(b) for b in broker_list.split(",") if b.strip()]
-                except (KeyError, TypeError, ValueError) as error:
-                    fail(f"bad --topics-to-move-json-file or --broker-list: {error}")
-                current = _current_assignment(admin, topics)
-                by_topic: dict[str, dict[int, list[int]]] = {}
-                for (topic, partition), replicas in current.items():
-                    by_topic.setdefault(topic, {})[partition] = replicas
-                try:
-                    proposal = propose_assignment(by_topic, brokers)
-                except KafkaError as error:
-                    fail(str(error))
-                proposed = {(topic, partition): replicas for topic, partitions in proposal.items()
-                            for partition, replicas in partitions.items()}
-                typer.echo(f"Current partition replica assignment\n{_assignment_json(current)}\n")
-                typer.echo(f"Proposed partition reassignment configuration\n{_assignment_json(proposed)}")
-                return
-            if reassignment_json_file is None:
-                fail("--execute, --verify and --cancel need --reassignment-json-file")
-            wanted = _reassignment_partitions(reassignment_json_file)
-            topics = sorted({topic for topic, _ in wanted})
-            if execute or cancel:
-                current = _current_assignment(admin, topics)
-                if execute:
-                    typer.echo(f"Current partition replica assignment\n\n{_assignment_json(current)}\n\n"
-                               "Save this to use as the --reassignment-json-file option during rollback")
-                if execute and throttle >= 0:
-                    _set_throttle(admin, wanted, current, throttle)
-                    typer.echo(f"Warning: You must run --verify periodically, until the reassignment completes, "
-                               f"to ensure the throttle is removed. The inter-broker throttle limit was set to "
-                               f"{throttle} B/s")
-                Topic = AlterPartitionReassignmentsRequest.ReassignableTopic
-                Partition = AlterPartitionReassignmentsRequest.ReassignablePartition
-                request = AlterPartitionReassignmentsRequest(timeout_ms=TIMEOUT_MS, topics=[
-                    Topic(name=topic, partitions=[Partition(partition_index=partition,
-                                                            replicas=None if cancel else replicas)
-                                                  for (name, partition), replicas in sorted(wanted.items())
-                                                  if name == topic])
-                    for topic in topics])
-                response = _send_to_controller(admin, request, 0)
-                failures = [f"{topic.name}-{p.partition_index}: {ErrorCode(p.error_code).name} {p.error_message or ''}"
-                            for topic in response.responses for p in topic.partitions if p.error_code != 0]
-                if response.error_code != 0:
-                    fail(f"reassignment failed: {ErrorCode(response.error_code).name} {response.error_message}")
-                done = [f"{topic}-{partition}" for topic, partition in sorted(wanted)]
-                if failures:
-                    fail("reassignment failed for " + "; ".join(failures))
-                verb = "cancelled" if cancel else "started"
-                typer.echo(f"Successfully {verb} partition reassignment{'s' if len(done) > 1 else ''} for "
-                           f"{','.join(done)}")
-                return
-            request = ListPartitionReassignmentsRequest(timeout_ms=TIMEOUT_MS, topics=None)
-            ongoing_response = _send_to_controller(admin, request, 0)
-            ongoing = {(topic.name, p.partition_index) for topic in ongoing_response.topics for p in topic.partitions}
-            current = _current_assignment(admin, topics)
-            typer.echo("Status of partition reassignment:")
-            complete = True
-            for key, replicas in sorted(wanted.items()):
-                name = f"{key[0]}-{key[1]}"
-                if key in ongoing:
-                    typer.echo(f"Reassignment of partition {name} is still in progress.")
-                    complete = False
-                elif current.get(key) == replicas:
-                    typer.echo(f"Reassignment of partition {name} is completed.")
-                else:
-                    typer.echo(f"There is no active reassignment of partition {name}, but replica set is "
-                               f"{current.get(key)} rather than {replicas}.")
-                    complete = False
-            if not complete:
-                raise typer.Exit(1)
-            _clear_throttle(admin, topics, sorted({b for replicas in current.values() for b in replicas}
-                                                  | {b for replicas in wanted.values() for b in replicas}))
-            typer.echo("Clearing broker-level throttles on brokers "
-                       f"{','.join(str(b) for b in sorted({b for r in wanted.values() for b in r}))}\n"
-                       f"Clearing topic-level throttles on topic {','.join(topics)}")
-    except KafkaError as error:
-        fail(str(error))
 
+def _generate(admin, topics: list[str], brokers: list[int]) -> None:
+    """Kafka's placement of the topics' partitions (same replication factor) on ``brokers``."""
+    from kfk.controller.reassignment import propose_assignment
+
+    current = _current_assignment(admin, topics)
+    by_topic: dict[str, dict[int, list[int]]] = {}
+    for (topic, partition), replicas in current.items():
+        by_topic.setdefault(topic, {})[partition] = replicas
+    proposal = propose_assignment(by_topic, brokers)
+    proposed = {(topic, partition): replicas for topic, partitions in proposal.items()
+                for partition, replicas in partitions.items()}
+    typer.echo(f"Current partition replica assignment\n{_assignment_json(current)}\n")
+    typer.echo(f"Proposed partition reassignment configuration\n{_assignment_json(proposed)}")
+
+
+def _execute(admin, wanted: Assignment, throttle: int) -> None:
+    current = _current_assignment(admin, sorted({topic for topic, _ in wanted}))
+    typer.echo(f"Current partition replica assignment\n\n{_assignment_json(current)}\n\n"
+               "Save this to use as the --reassignment-json-file option during rollback")
+    if throttle >= 0:
+        _alter_configs(admin, _throttle_changes(wanted, current, throttle))
+        typer.echo(f"Warning: You must run --verify periodically, until the reassignment completes, "
+                   f"to ensure the throttle is removed. The inter-broker throttle limit was set to "
+                   f"{throttle} B/s")
+    _alter_reassignments(admin, wanted, cancel=False)
+
+
+def _alter_reassignments(admin, wanted: Assignment, cancel: bool) -> None:
+    """Start (or cancel) the reassignments of ``wanted``."""
+    from kfk.client import NewPartitionReassignment, TopicPartition
+
+    outcomes = admin.alter_partition_reassignments({
+        TopicPartition(topic, partition): None if cancel else NewPartitionReassignment(replicas)
+        for (topic, partition), replicas in sorted(wanted.items())}, timeout_ms=TIMEOUT_MS)
+    failures = [str(error) for error in outcomes.values() if error is not None]
+    if failures:
+        fail("reassignment failed for " + "; ".join(failures))
+    done = [f"{topic}-{partition}" for topic, partition in sorted(wanted)]
+    typer.echo(f"Successfully {'cancelled' if cancel else 'started'} partition reassignment"
+               f"{'s' if len(done) > 1 else ''} for {','.join(done)}")
+
+
+def _verify(admin, wanted: Assignment) -> None:
+    """Per partition whether its reassignment is complete; once all are, the throttle goes."""
+    topics = sorted({topic for topic, _ in wanted})
+    ongoing = {(tp.topic, tp.partition) for tp in admin.list_partition_reassignments(timeout_ms=TIMEOUT_MS)}
+    current = _current_assignment(admin, topics)
+    typer.echo("Status of partition reassignment:")
+    complete = True
+    for key, replicas in sorted(wanted.items()):
+        name = f"{key[0]}-{key[1]}"
+        if key in ongoing:
+            typer.echo(f"Reassignment of partition {name} is still in progress.")
+            complete = False
+        elif current.get(key) == replicas:
+            typer.echo(f"Reassignment of partition {name} is completed.")
+        else:
+            typer.echo(f"There is no active reassignment of partition {name}, but replica set is "
+                       f"{current.get(key)} rather than {replicas}.")
+            complete = False
+    if not complete:
+        raise typer.Exit(1)
+    _alter_configs(admin, _clear_throttle_changes(
+        topics, sorted({b for replicas in [*current.values(), *wanted.values()] for b in replicas})))
+    typer.echo("Clearing broker-level throttles on brokers "
+               f"{','.join(str(b) for b in sorted({b for r in wanted.values() for b in r}))}\n"
+               f"Clearing topic-level throttles on topic {','.join(topics)}")
+
+
+# --- leader-election -------------------------------------------------------------------------------------------------
 
 @app.command("leader-election")
 def leader_election(
@@ -263,48 +251,25 @@ def leader_election(
                                                        help="Every partition of the cluster.")] = False,
 ) -> None:
     """Elect partition leaders: the preferred replica, or any live one (unclean) (kafka-leader-election.sh)."""
-    from kfk.errors import ErrorCode, KafkaError
-    from kfk.protocol.messages.elect_leaders import ElectLeadersRequest
+    from kfk.client import ElectionType, TopicPartition
+    from kfk.errors import ElectionNotNeededError
 
-    kinds = {"preferred": 0, "unclean": 1}
-    if election_type.lower() not in kinds:
+    if election_type.upper() not in ElectionType.__members__:
         fail("--election-type must be preferred or unclean")
     chosen = sum([topic is not None, path_to_json_file is not None, all_topic_partitions])
     if chosen != 1 or (topic is not None) != (partition is not None):
         fail("give one of --topic with --partition, --path-to-json-file, --all-topic-partitions")
-    wanted: list[tuple[str, int]] | None
+    wanted: list[TopicPartition] | None = None
     if topic is not None:
-        wanted = [(topic, partition)]
+        wanted = [TopicPartition(topic, partition)]
     elif path_to_json_file is not None:
-        data = _read_json(path_to_json_file)
-        try:
-            wanted = [(entry["topic"], int(entry["partition"])) for entry in data["partitions"]]
-        except (KeyError, TypeError, ValueError) as error:
-            fail(f"{path_to_json_file} is not a partitions JSON file: {error}")
-    else:
-        wanted = None
-    by_topic: dict[str, list[int]] = {}
-    for name, index in wanted or ():
-        by_topic.setdefault(name, []).append(index)
-    request = ElectLeadersRequest(election_type=kinds[election_type.lower()], timeout_ms=TIMEOUT_MS,
-                                  topic_partitions=None if wanted is None else [
-                                      ElectLeadersRequest.TopicPartitions(topic=name, partitions=indexes)
-                                      for name, indexes in by_topic.items()])
-    try:
-        with _admin(bootstrap_server) as admin:
-            response = _send_to_controller(admin, request, 1)
-    except KafkaError as error:
-        fail(str(error))
-    succeeded, not_needed, failed = [], [], []
-    for result in response.replica_election_results:
-        for entry in result.partition_result:
-            name = f"{result.topic}-{entry.partition_id}"
-            if entry.error_code == ErrorCode.NONE:
-                succeeded.append(name)
-            elif entry.error_code == ErrorCode.ELECTION_NOT_NEEDED:
-                not_needed.append(name)
-            else:
-                failed.append(f"{name}: {ErrorCode(entry.error_code).name}")
+        wanted = _election_partitions(path_to_json_file)
+    with client_errors(), _admin(bootstrap_server) as admin:
+        outcomes = admin.elect_leaders(ElectionType[election_type.upper()], wanted, timeout_ms=TIMEOUT_MS)
+    succeeded = [str(tp) for tp, error in outcomes.items() if error is None]
+    not_needed = [str(tp) for tp, error in outcomes.items() if isinstance(error, ElectionNotNeededError)]
+    failed = [f"{tp}: {error.error_code.name}" for tp, error in outcomes.items()
+              if error is not None and not isinstance(error, ElectionNotNeededError)]
     label = election_type.upper()
     if succeeded:
         typer.echo(f"Successfully completed leader election ({label}) for partitions {', '.join(succeeded)}")
@@ -312,3 +277,13 @@ def leader_election(
         typer.echo(f"Valid replica already elected for partitions {', '.join(not_needed)}")
     if failed:
         fail(f"Error completing leader election ({label}) for partitions: {'; '.join(failed)}")
+
+
+def _election_partitions(path: str):
+    from kfk.client import TopicPartition
+
+    data = _read_json(path)
+    try:
+        return [TopicPartition(entry["topic"], int(entry["partition"])) for entry in data["partitions"]]
+    except (KeyError, TypeError, ValueError) as error:
+        fail(f"{path} is not a partitions JSON file: {error}")

@@ -13,16 +13,21 @@ from kfk.client import (
     ConfigResource,
     ConfigResourceType,
     Consumer,
+    ElectionType,
+    NewPartitionReassignment,
     NewTopic,
     OffsetAndMetadata,
     Producer,
     TopicPartition,
 )
-from kfk.client.admin import ConfigSource
+from kfk.client.structs import ConfigSource
 from kfk.errors import (
+    ElectionNotNeededError,
     InvalidConfigurationError,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     NetworkError,
+    NoReassignmentInProgressError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -77,6 +82,32 @@ def test_configs_describe_and_incremental_alter(admin: Admin, topic_name: str) -
     assert isinstance(bad[resource], InvalidConfigurationError)
     broker = ConfigResource(ConfigResourceType.BROKER, "1")
     assert "num.partitions" in admin.describe_configs([broker])[broker]
+
+
+def test_partition_reassignments_alter_list_and_cancel(admin: Admin, topic_name: str) -> None:
+    admin.create_topics([NewTopic(topic_name, 2, 1)])
+    stays, moves_nowhere = TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)
+    outcomes = admin.alter_partition_reassignments({stays: NewPartitionReassignment([1]),
+                                                    moves_nowhere: NewPartitionReassignment([7])})
+    assert outcomes[stays] is None
+    assert isinstance(outcomes[moves_nowhere], InvalidReplicaAssignmentError)  # there is no broker 7
+    # Onto the replicas it already has, the reassignment is complete at once: nothing stays in progress.
+    assert admin.list_partition_reassignments([stays, moves_nowhere]) == {}
+    assert admin.list_partition_reassignments() == {}
+    cancelled = admin.alter_partition_reassignments({stays: None})
+    assert isinstance(cancelled[stays], NoReassignmentInProgressError)
+    assert admin.describe_topics([topic_name])[topic_name].partitions[0].replicas == (1,)
+
+
+def test_elect_leaders_of_partitions_whose_preferred_replica_leads(admin: Admin, topic_name: str) -> None:
+    admin.create_topics([NewTopic(topic_name, 2, 1)])
+    partitions = [TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)]
+    outcomes = admin.elect_leaders(ElectionType.PREFERRED, partitions)
+    assert set(outcomes) == set(partitions)
+    assert all(isinstance(error, ElectionNotNeededError) for error in outcomes.values())
+    unknown = TopicPartition(topic_name + "-missing", 0)
+    assert isinstance(admin.elect_leaders(ElectionType.PREFERRED, [unknown])[unknown],
+                      UnknownTopicOrPartitionError)
 
 
 def test_describe_cluster(admin: Admin, bootstrap: str) -> None:

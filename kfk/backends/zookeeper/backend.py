@@ -1,6 +1,11 @@
 """ZooKeeperMetadataBackend: cluster metadata in a real ZooKeeper ensemble, in Kafka's znode layout (kazoo).
 
-This is the only module of kfk that imports kazoo (DESIGN.md). What it does for the MetadataBackend protocol:
+kazoo is imported only in this package (DESIGN.md). This class is the facade that implements MetadataBackend and
+owns the state shared between the concerns (the session's client, the controller epoch, the image delivered); the
+blocking ZooKeeper work lives beside it: session.py (open, close, expire; the cluster id), election.py (the
+controller election), reader.py (reading the znodes with watches), writes.py (multi-op commits),
+registration.py (the broker's ephemeral znode), producer_ids.py (producer-id blocks) and admin_requests.py
+(the requests tools leave under /admin). What it does for the MetadataBackend protocol:
 - `start` reads Kafka's znodes (setting a watch on each) and gives every listener the records that build that state
   (translation.records_for); afterwards every watch that fires marks its path dirty and one refresh task re-reads
   the dirty paths and delivers the difference. A refresh reads in an executor thread (kazoo's calls block) and
@@ -37,72 +42,33 @@ import asyncio
 import logging
 import threading
 import time
-from typing import Awaitable, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import (
-    BadVersionError,
-    KazooException,
-    NodeExistsError,
-    NoNodeError,
-    NotEmptyError,
-    RolledBackError,
-)
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.exceptions import NoNodeError
 
 from kfk.backends.zookeeper import znodes
+from kfk.backends.zookeeper.admin_requests import AdminRequestHandler, delete_served_requests
+from kfk.backends.zookeeper.election import elect
+from kfk.backends.zookeeper.producer_ids import claim_producer_id_block
+from kfk.backends.zookeeper.reader import ZnodeReader, paths_to_reread
+from kfk.backends.zookeeper.registration import create_registration
+from kfk.backends.zookeeper.session import close_session, expire_session, open_session, split_chroot
 from kfk.backends.zookeeper.translation import Operation, ZooKeeperSnapshot, operations_for, records_for
+from kfk.backends.zookeeper.writes import commit
 from kfk.controller.backend import MetadataListener
-from kfk.controller.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdsBlock
-from kfk.errors import (
-    CorruptRecordError,
-    InconsistentClusterIdError,
-    InvalidUpdateVersionError,
-    KafkaError,
-    NotControllerError,
-    UnknownServerError,
-)
-from kfk.metadata.image import ConfigResourceType, Endpoint, MetadataImage
+from kfk.controller.producer_ids import ProducerIdsBlock
+from kfk.errors import NotControllerError
+from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.protocol.message import Message
 
 log = logging.getLogger("kfk.backends.zookeeper")
 
-#: Paths whose children kfk lists (with a child watch); every other watched path is read for its data.
-_CHILDREN_PATHS = (znodes.BROKER_IDS_PATH, znodes.TOPICS_PATH, znodes.CONFIG_TOPICS_PATH, znodes.CONFIG_BROKERS_PATH,
-                   znodes.DELETE_TOPICS_PATH)
-_SINGLE_PATHS = (znodes.CLUSTER_ID_PATH, znodes.CONTROLLER_PATH, znodes.CONTROLLER_EPOCH_PATH, znodes.FEATURE_PATH,
-                 znodes.PRODUCER_ID_BLOCK_PATH, znodes.REASSIGN_PARTITIONS_PATH)
-
-#: The controller's handler of requests that Kafka's ZooKeeper-based tools leave in /admin: (topics to delete,
-#: partition -> target replicas).
-AdminRequestHandler = Callable[[list[str], dict[tuple[str, int], list[int]]], Awaitable[None]]
+__all__ = ["ZooKeeperMetadataBackend", "AdminRequestHandler"]
 
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def split_chroot(connect: str) -> tuple[str, str]:
-    """'h1:2181,h2:2181/kafka' -> ('h1:2181,h2:2181', '/kafka'); no chroot -> ''."""
-    slash = connect.find("/")
-    if slash < 0:
-        return connect, ""
-    return connect[:slash], connect[slash:].rstrip("/")
-
-
-class _ZnodeCache:
-    """What was read of each znode (data and stat) and each children list; only touched from the reading thread."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, tuple[bytes, object]] = {}
-        self.children: dict[str, list[str]] = {}
-        self.offset = -1
-
-    def forget_under(self, prefix: str) -> None:
-        for path in [p for p in self.data if p == prefix or p.startswith(prefix + "/")]:
-            del self.data[path]
-        for path in [p for p in self.children if p == prefix or p.startswith(prefix + "/")]:
-            del self.children[path]
 
 
 class ZooKeeperMetadataBackend:
@@ -126,8 +92,7 @@ class ZooKeeperMetadataBackend:
         self._session_listeners: list[Callable[[str], None]] = []
         self._admin_request_handler: AdminRequestHandler | None = None
         self._admin_requests_in_flight = False
-        self._cache = _ZnodeCache()
-        self._decoded: dict[str, tuple[tuple[int, int], object]] = {}
+        self._reader = ZnodeReader(self._on_watch)
         self._read_lock = threading.Lock()
         self._image = MetadataImage(cluster_id=cluster_id)
         self._snapshot = ZooKeeperSnapshot()
@@ -164,48 +129,10 @@ class ZooKeeperMetadataBackend:
         return self._cluster_id
 
     def _connect(self) -> str:
-        hosts, chroot = split_chroot(self.connect_string)
-        timeout_s = self.connection_timeout_ms / 1000
-        if chroot:
-            root = KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000)
-            try:
-                root.start(timeout=timeout_s)
-                root.ensure_path(chroot)
-            except KazooTimeoutError as error:
-                raise KafkaError(f"Timed out connecting to ZooKeeper at {hosts}") from error
-            finally:
-                root.stop()
-                root.close()
-        client = KazooClient(hosts=self.connect_string, timeout=self.session_timeout_ms / 1000)
-        try:
-            client.start(timeout=timeout_s)
-        except KazooTimeoutError as error:
-            _close(client)  # stop kazoo's connection thread too, or the process never exits
-            raise KafkaError(f"Timed out connecting to ZooKeeper at {self.connect_string} after "
-                             f"{self.connection_timeout_ms} ms") from error
-        try:
-            for path in znodes.PERSISTENT_PATHS:
-                client.ensure_path(path)
-            try:
-                # Kafka's getOrGenerateClusterId: a new ZooKeeper gets a new id, even under a log dir that holds
-                # one, so that log dirs of another cluster are refused rather than adopted.
-                client.create(znodes.CLUSTER_ID_PATH,
-                              znodes.encode_cluster_id(self._cluster_id or _random_cluster_id()))
-            except NodeExistsError:
-                pass
-            stored = znodes.decode_cluster_id(client.get(znodes.CLUSTER_ID_PATH)[0])
-            for expected in (self._cluster_id, self._expected_cluster_id):
-                if expected is not None and stored != expected:
-                    raise InconsistentClusterIdError(
-                        f"The cluster id {expected} does not match the cluster id {stored} stored in ZooKeeper "
-                        f"{self.connect_string} (a log dir of another cluster?)")
-        except BaseException:
-            _close(client)  # kazoo's threads would keep the process alive
-            raise
+        client, stored = open_session(self.connect_string, self.session_timeout_ms, self.connection_timeout_ms,
+                                      self._cluster_id, self._expected_cluster_id)
         client.add_listener(self._on_session_state)
         self._client = client
-        log.info("connected to ZooKeeper %s (session 0x%x, cluster id %s)", self.connect_string,
-                 client.client_id[0], stored)
         return stored
 
     # -- MetadataBackend ---------------------------------------------------------------------------------------------
@@ -241,7 +168,7 @@ class ZooKeeperMetadataBackend:
             self._controller_epoch = None
             client, self._client = self._client, None
             if client is not None:
-                await self._blocking(_close, client)
+                await self._blocking(close_session, client)
 
     async def elect_controller(self, node_id: int) -> int | None:
         if node_id != self.node_id:
@@ -259,45 +186,10 @@ class ZooKeeperMetadataBackend:
 
     def _elect_under_read_lock(self) -> tuple[int, int] | None:
         with self._read_lock:
-            won = self._elect()
+            won = elect(self._require_client(), self.node_id, self._time_ms())
             if won is not None:
                 self._elections += 1
             return won
-
-    def _elect(self) -> tuple[int, int] | None:
-        client = self._require_client()
-        try:
-            client.create(znodes.CONTROLLER_PATH, znodes.encode_controller(self.node_id, self._time_ms()),
-                          ephemeral=True)
-        except NodeExistsError:
-            try:
-                data, stat = client.get(znodes.CONTROLLER_PATH)
-            except NoNodeError:
-                return None  # gone meanwhile: the next watch event retries
-            if stat.ephemeralOwner != client.client_id[0] or znodes.decode_controller(data) != self.node_id:
-                return None
-        while True:
-            try:
-                data, stat = client.get(znodes.CONTROLLER_EPOCH_PATH)
-            except NoNodeError:
-                try:
-                    client.create(znodes.CONTROLLER_EPOCH_PATH, znodes.encode_controller_epoch(1))
-                    return 1, 0
-                except NodeExistsError:
-                    continue
-            epoch = znodes.decode_controller_epoch(data) + 1
-            try:
-                stat = client.set(znodes.CONTROLLER_EPOCH_PATH, znodes.encode_controller_epoch(epoch),
-                                  version=stat.version)
-                return epoch, stat.version
-            except BadVersionError:
-                # Another broker bumped the epoch after we created /controller: it cannot be ours.
-                log.warning("controller epoch moved while broker %d was being elected; resigning", self.node_id)
-                try:
-                    client.delete(znodes.CONTROLLER_PATH)
-                except NoNodeError:
-                    pass
-                return None
 
     def active_controller(self) -> tuple[int, int] | None:
         if self._controller_epoch is not None:
@@ -322,48 +214,18 @@ class ZooKeeperMetadataBackend:
                 before = self._image
                 after = before.apply(records, before.offset)
                 operations = operations_for(before, after, records, controller_epoch,
-                                            self._controller_epoch_version, self._known_path)
+                                            self._controller_epoch_version, self._reader.known_path)
                 await self._blocking(self._commit, operations)
-            self._mark_dirty(_touched(operations))
+            self._mark_dirty(paths_to_reread(operations))
             await self._refresh()
             return self._image.offset
 
-    def _known_path(self, path: str) -> bool:
-        cache = self._cache
-        if path in cache.data:
-            return True
-        parent, _, name = path.rpartition("/")
-        return name in cache.children.get(parent, ())
-
     def _commit(self, operations: list[Operation]) -> list:
-        client = self._require_client()
-        transaction = client.transaction()
-        for operation in operations:
-            if operation.kind == "check":
-                transaction.check(operation.path, operation.version)
-            elif operation.kind == "create":
-                transaction.create(operation.path, operation.data, sequence=operation.sequential)
-            elif operation.kind == "set":
-                transaction.set_data(operation.path, operation.data, version=operation.version)
-            else:
-                transaction.delete(operation.path, version=operation.version)
         try:
-            results = transaction.commit()
-        except KazooException as error:
-            raise UnknownServerError(f"ZooKeeper multi-op failed: {error!r}") from error
-        for operation, result in zip(operations, results):
-            if not isinstance(result, Exception) or isinstance(result, RolledBackError):
-                continue
-            if operation.path == znodes.CONTROLLER_EPOCH_PATH:
-                self._controller_epoch = None
-                raise NotControllerError(f"The controller epoch moved on: broker {self.node_id} is no longer the "
-                                         "controller")
-            if isinstance(result, BadVersionError):
-                raise InvalidUpdateVersionError(f"{operation.path} changed since it was read")
-            if isinstance(result, (NodeExistsError, NoNodeError, NotEmptyError)):
-                raise InvalidUpdateVersionError(f"{operation.kind} {operation.path}: {type(result).__name__}")
-            raise UnknownServerError(f"ZooKeeper {operation.kind} {operation.path} failed: {result!r}")
-        return results
+            return commit(self._require_client(), operations, self.node_id)
+        except NotControllerError:
+            self._controller_epoch = None  # fenced by a newer controller's epoch
+            raise
 
     # -- broker registration and leaders' ISR changes ---------------------------------------------------------------
 
@@ -379,30 +241,7 @@ class ZooKeeperMetadataBackend:
         return broker_epoch
 
     def _create_registration(self, data: bytes) -> int:
-        client = self._require_client()
-        path = znodes.broker_path(self.node_id)
-        deadline = time.monotonic() + 2 * self.session_timeout_ms / 1000 + 5
-        logged = False
-        while True:
-            try:
-                client.create(path, data, ephemeral=True)
-            except NodeExistsError:
-                try:
-                    _, stat = client.get(path)
-                except NoNodeError:
-                    continue
-                if stat.ephemeralOwner == client.client_id[0]:
-                    return stat.czxid
-                if time.monotonic() > deadline:
-                    raise KafkaError(f"Broker id {self.node_id} is registered in ZooKeeper by another session "
-                                     f"(another broker with broker.id={self.node_id}?)")
-                if not logged:
-                    log.info("broker id %d is still registered by an earlier session; waiting for it to expire",
-                             self.node_id)
-                    logged = True
-                time.sleep(0.1)
-                continue
-            return client.exists(path).czxid
+        return create_registration(self._require_client(), self.node_id, data, self.session_timeout_ms)
 
     async def alter_partition(self, topic: str, partition: int, leader: int, leader_epoch: int,
                               isr: Sequence[int], partition_epoch: int) -> int:
@@ -426,28 +265,7 @@ class ZooKeeperMetadataBackend:
     async def allocate_producer_ids(self, broker_id: int) -> ProducerIdsBlock:
         """The next block of producer ids for a broker (Kafka's ZkProducerIdManager: every broker claims its blocks
         itself with a conditional write of /latest_producer_id_block, so a block is never handed out twice)."""
-        return await self._blocking(self._claim_producer_id_block, broker_id)
-
-    def _claim_producer_id_block(self, broker_id: int) -> ProducerIdsBlock:
-        client = self._require_client()
-        path = znodes.PRODUCER_ID_BLOCK_PATH
-        while True:
-            try:
-                data, stat = client.get(path)
-            except NoNodeError:
-                block = ProducerIdsBlock(broker_id, 0, PRODUCER_ID_BLOCK_SIZE)
-                try:
-                    client.create(path, znodes.encode_producer_id_block(broker_id, 0, block.last_producer_id))
-                    return block
-                except NodeExistsError:
-                    continue
-            block = ProducerIdsBlock(broker_id, znodes.decode_producer_id_block_end(data) + 1, PRODUCER_ID_BLOCK_SIZE)
-            try:
-                client.set(path, znodes.encode_producer_id_block(broker_id, block.first_producer_id,
-                                                                 block.last_producer_id), version=stat.version)
-                return block
-            except BadVersionError:
-                continue
+        return await self._blocking(claim_producer_id_block, self._require_client(), broker_id)
 
     # -- reading -----------------------------------------------------------------------------------------------------
 
@@ -527,131 +345,20 @@ class ZooKeeperMetadataBackend:
                                     reassignment: dict[tuple[str, int], list[int]]) -> None:
         try:
             await self._admin_request_handler(deletions, reassignment)
-            paths = [f"{znodes.DELETE_TOPICS_PATH}/{topic}" for topic in deletions]
-            if reassignment:
-                paths.append(znodes.REASSIGN_PARTITIONS_PATH)
-
-            def delete() -> None:
-                client = self._require_client()
-                for path in paths:
-                    try:
-                        client.delete(path)
-                    except NoNodeError:
-                        pass
-
-            await self._blocking(delete)
+            await self._blocking(delete_served_requests, self._require_client(), deletions, reassignment)
         except Exception:  # noqa: BLE001 - retried on the next change
             log.exception("serving the requests under /admin failed")
         finally:
             self._admin_requests_in_flight = False
 
     def _read(self, dirty: set[str] | None) -> tuple[ZooKeeperSnapshot, int]:
-        """In the executor: read what is dirty (everything if None), set watches, and decode the whole cache.
-        Also returns how many elections this node had won when the read started."""
+        """In the executor: the reader's snapshot, and how many elections this node had won when the read
+        started."""
         with self._read_lock:
             elections = self._elections
-            client = self._require_client()
-            cache = self._cache
-            if dirty is None:
-                cache.data.clear()
-                cache.children.clear()
-                for path in _SINGLE_PATHS:
-                    self._read_data(client, path)
-                for path in _CHILDREN_PATHS:
-                    self._read_children(client, path, full=True)
-            else:
-                for path in sorted(dirty):
-                    if path in _CHILDREN_PATHS:
-                        self._read_children(client, path, full=False)
-                    elif path.count("/") == 3 and path.startswith(znodes.TOPICS_PATH + "/"):
-                        self._read_topic(client, path.rsplit("/", 1)[1], states=False)
-                    else:
-                        self._read_data(client, path)
-            if self._controller_epoch is not None:
-                self._delete_isr_change_notifications(client)
-            return self._decode(), elections
-
-    def _read_data(self, client: KazooClient, path: str) -> bytes | None:
-        try:
-            data, stat = client.get(path, watch=self._on_watch)
-        except NoNodeError:
-            self._cache.data.pop(path, None)
-            if client.exists(path, watch=self._on_watch) is not None:
-                return self._read_data(client, path)
-            return None
-        self._cache.data[path] = (data, stat)
-        self._cache.offset = max(self._cache.offset, stat.mzxid)
-        return data
-
-    def _read_children(self, client: KazooClient, path: str, full: bool) -> None:
-        cache = self._cache
-        try:
-            children, stat = client.get_children(path, watch=self._on_watch, include_data=True)
-            cache.offset = max(cache.offset, stat.pzxid)
-        except NoNodeError:
-            children = []
-        previous = set(cache.children.get(path, ()))
-        cache.children[path] = sorted(children)
-        for gone in previous - set(children):
-            cache.forget_under(f"{path}/{gone}")
-        for child in sorted(children):
-            if not full and child in previous:
-                continue
-            if path == znodes.TOPICS_PATH:
-                self._read_topic(client, child, states=True)
-            else:
-                self._read_data(client, f"{path}/{child}")
-
-    def _read_topic(self, client: KazooClient, topic: str, states: bool) -> None:
-        """A topic's assignment znode and the state znodes of its partitions (only the new ones unless `states`)."""
-        path = znodes.topic_path(topic)
-        data = self._read_data(client, path)
-        if data is None:
-            self._cache.forget_under(path)
-            return
-        try:
-            assignment = znodes.decode_topic(topic, data)
-        except CorruptRecordError as error:
-            log.error("%s", error)
-            return
-        for partition in assignment.partitions:
-            state_path = znodes.partition_state_path(topic, partition)
-            if states or state_path not in self._cache.data:
-                self._read_data(client, state_path)
-
-    def _delete_isr_change_notifications(self, client: KazooClient) -> None:
-        """The controller consumes leaders' ISR change notifications (brokers already see the state znodes)."""
-        try:
-            for child in client.get_children(znodes.ISR_CHANGE_NOTIFICATION_PATH):
-                try:
-                    client.delete(f"{znodes.ISR_CHANGE_NOTIFICATION_PATH}/{child}")
-                except NoNodeError:
-                    pass
-        except NoNodeError:
-            pass
-
-    def _decode(self) -> ZooKeeperSnapshot:
-        """The snapshot of everything cached. A znode is decoded again only when it changed (its zxids moved), so a
-        refresh after one partition's change costs a dictionary pass, not a thousand JSON parses."""
-        cache = self._cache
-        decoded = self._decoded
-        snapshot = ZooKeeperSnapshot(offset=cache.offset)
-        for path, (data, stat) in cache.data.items():
-            version = (stat.mzxid, stat.czxid)
-            entry = decoded.get(path)
-            if entry is None or entry[0] != version:
-                try:
-                    value = _decode_znode(path, data, stat)
-                except (CorruptRecordError, KeyError, TypeError, ValueError) as error:
-                    log.error("ignoring znode %s: %s", path, error)
-                    value = None
-                entry = decoded[path] = (version, value)
-            if entry[1] is not None:
-                _place(snapshot, path, entry[1])
-        if len(decoded) > 2 * len(cache.data) + 100:
-            for path in [path for path in decoded if path not in cache.data]:
-                del decoded[path]
-        return snapshot
+            snapshot = self._reader.read(self._require_client(), dirty,
+                                         consume_isr_changes=self._controller_epoch is not None)
+            return snapshot, elections
 
     # -- sessions ----------------------------------------------------------------------------------------------------
 
@@ -704,14 +411,8 @@ class ZooKeeperMetadataBackend:
     def expire_session_for_testing(self) -> None:
         """Make ZooKeeper expire this backend's session, the way ZooKeeper's own tests do it: a second client that
         joins the session with its id and password, then closes it."""
-        client = self._require_client()
-        session_id, password = client.client_id
-        hosts, _ = split_chroot(self.connect_string)
-        other = KazooClient(hosts=hosts, client_id=(session_id, password),
-                            timeout=self.session_timeout_ms / 1000)
-        other.start(timeout=self.connection_timeout_ms / 1000)
-        other.stop()
-        other.close()
+        expire_session(self._require_client(), self.connect_string, self.session_timeout_ms,
+                       self.connection_timeout_ms)
 
     async def read_znode(self, path: str) -> bytes | None:
         """The data of one znode (None if absent), for tools and tests that look at Kafka's layout."""
@@ -751,97 +452,3 @@ class ZooKeeperMetadataBackend:
 
     async def _blocking(self, function, *args):
         return await asyncio.get_running_loop().run_in_executor(None, function, *args)
-
-
-def _decode_znode(path: str, data: bytes, stat) -> object:
-    """The decoded value of one of the znodes kfk reads (placed into a snapshot by `_place`)."""
-    if path == znodes.CLUSTER_ID_PATH:
-        return znodes.decode_cluster_id(data)
-    if path == znodes.CONTROLLER_PATH:
-        return znodes.decode_controller(data)
-    if path == znodes.CONTROLLER_EPOCH_PATH:
-        return znodes.decode_controller_epoch(data)
-    if path == znodes.FEATURE_PATH:
-        return znodes.decode_features(data)
-    if path == znodes.PRODUCER_ID_BLOCK_PATH:
-        return znodes.decode_producer_id_block_end(data)
-    if path == znodes.REASSIGN_PARTITIONS_PATH:
-        return znodes.decode_reassignment(data)
-    if path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
-        return path.rsplit("/", 1)[1]
-    if path.startswith(znodes.BROKER_IDS_PATH + "/"):
-        broker_id = int(path.rsplit("/", 1)[1])
-        return znodes.decode_broker(broker_id, data, stat.czxid)
-    if path.startswith(znodes.CONFIG_PATH + "/"):
-        return znodes.decode_config(path, data)
-    parts = path.split("/")  # ['', 'brokers', 'topics', topic, ('partitions', p, 'state')]
-    if len(parts) == 4:
-        return znodes.decode_topic(parts[3], data)
-    if len(parts) == 7 and parts[6] == "state":
-        return znodes.decode_partition_state(path, data, stat.version)
-    return None  # a structural znode (/partitions, /partitions/<p>): no data of its own
-
-
-def _place(snapshot: ZooKeeperSnapshot, path: str, value) -> None:
-    if path.startswith(znodes.TOPICS_PATH + "/"):
-        parts = path.split("/")
-        if len(parts) == 4:
-            snapshot.topics[parts[3]] = value
-        else:
-            snapshot.partition_states[(parts[3], int(parts[5]))] = value
-    elif path.startswith(znodes.BROKER_IDS_PATH + "/"):
-        snapshot.brokers[value.broker_id] = value
-    elif path.startswith(znodes.CONFIG_TOPICS_PATH + "/"):
-        snapshot.configs[(ConfigResourceType.TOPIC, path.rsplit("/", 1)[1])] = value
-    elif path.startswith(znodes.CONFIG_BROKERS_PATH + "/"):
-        entity = path.rsplit("/", 1)[1]
-        snapshot.configs[(ConfigResourceType.BROKER, "" if entity == znodes.DEFAULT_BROKER_CONFIG_ENTITY
-                          else entity)] = value
-    elif path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
-        snapshot.delete_topic_requests.append(value)
-    elif path == znodes.CLUSTER_ID_PATH:
-        snapshot.cluster_id = value
-    elif path == znodes.CONTROLLER_PATH:
-        snapshot.controller_id = value
-    elif path == znodes.CONTROLLER_EPOCH_PATH:
-        snapshot.controller_epoch = value
-    elif path == znodes.FEATURE_PATH:
-        snapshot.features = value
-    elif path == znodes.PRODUCER_ID_BLOCK_PATH:
-        snapshot.producer_id_block_end = value
-    elif path == znodes.REASSIGN_PARTITIONS_PATH:
-        snapshot.reassignment_request = value
-
-
-def _touched(operations: Sequence[Operation]) -> list[str]:
-    """The paths a refresh must re-read after a multi-op: every znode written, and the children lists above
-    created or deleted ones."""
-    paths: list[str] = []
-    for operation in operations:
-        if operation.kind == "check" or operation.path.startswith(znodes.CONFIG_CHANGES_PATH):
-            continue
-        if not _is_structural(operation.path):
-            paths.append(operation.path)
-        if operation.kind in ("create", "delete"):
-            parent = operation.path.rsplit("/", 1)[0]
-            if parent in _CHILDREN_PATHS:
-                paths.append(parent)
-    return paths
-
-
-def _is_structural(path: str) -> bool:
-    """/brokers/topics/<t>/partitions and /brokers/topics/<t>/partitions/<p> hold no data kfk reads."""
-    return path.startswith(znodes.TOPICS_PATH + "/") and path.count("/") in (4, 5)
-
-
-def _close(client: KazooClient) -> None:
-    try:
-        client.stop()
-    finally:
-        client.close()
-
-
-def _random_cluster_id() -> str:
-    from kfk.storage.format import random_cluster_id
-
-    return random_cluster_id()

@@ -43,6 +43,7 @@ from kfk.coordinator.group.record_serde import (
 )
 from kfk.coordinator.group.group_metadata_manager import append_error_to_response_error
 from kfk.coordinator.group.timer import CoordinatorTimer
+from kfk.coordinator.writes import CoordinatorWrite, Record, WriteCallback
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages.describe_groups import DescribeGroupsResponse
 from kfk.protocol.messages.heartbeat import HeartbeatRequest
@@ -52,10 +53,6 @@ from kfk.protocol.messages.list_groups import ListGroupsResponse
 from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 log = logging.getLogger("kfk.coordinator.group")
-
-Record = tuple[bytes, bytes | None]
-WriteCallback = Callable[[ErrorCode, int], None]
-WriteFunction = Callable[[str, list[Record], WriteCallback | None], None]
 
 #: ListGroups' group_type of a classic group.
 CLASSIC_GROUP_TYPE = "classic"
@@ -67,16 +64,6 @@ _EXPIRE_OFFSETS_KEY = ("expire-offsets",)
 class PartitionState(enum.Enum):
     LOADING = "loading"
     ACTIVE = "active"
-
-
-@dataclasses.dataclass(slots=True)
-class CoordinatorWrite:
-    """Records to append to __consumer_offsets-`partition` with acks=-1; `on_complete(error, now_ms)` runs when they
-    are committed (error NONE) or the append failed."""
-
-    partition: int
-    records: list[Record]
-    on_complete: WriteCallback | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

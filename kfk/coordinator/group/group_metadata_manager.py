@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from kfk.coordinator.group.classic_group import (
     EMPTY_ASSIGNMENT,
@@ -32,15 +31,13 @@ from kfk.coordinator.group.classic_group import (
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.record_serde import group_metadata_key, group_metadata_value
 from kfk.coordinator.group.timer import CoordinatorTimer
+from kfk.coordinator.writes import WriteFunction
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.group_records.group_metadata_value import GroupMetadataValue
 from kfk.protocol.messages.heartbeat import HeartbeatRequest
 from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from kfk.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-
-if TYPE_CHECKING:
-    from kfk.coordinator.group.group_coordinator import WriteFunction
 
 log = logging.getLogger("kfk.coordinator.group")
 

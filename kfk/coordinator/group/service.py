@@ -23,8 +23,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kfk.coordinator.group.config import GroupCoordinatorConfig
-from kfk.coordinator.group.group_coordinator import CoordinatorWrite, GroupCoordinator, OffsetCommitPartition
+from kfk.coordinator.group.group_coordinator import GroupCoordinator, OffsetCommitPartition
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
+from kfk.coordinator.writes import CoordinatorWrite
 from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages.describe_groups import DescribeGroupsResponse

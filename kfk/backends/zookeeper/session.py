@@ -1,0 +1,95 @@
+"""Opening, closing and (for tests) expiring a ZooKeeper session; the cluster id kept in /cluster/id.
+
+Everything here blocks (kazoo's calls do): the backend runs it in an executor.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from kfk.backends.zookeeper import znodes
+from kfk.errors import InconsistentClusterIdError, KafkaError
+
+log = logging.getLogger("kfk.backends.zookeeper")
+
+
+def split_chroot(connect: str) -> tuple[str, str]:
+    """'h1:2181,h2:2181/kafka' -> ('h1:2181,h2:2181', '/kafka'); no chroot -> ''."""
+    slash = connect.find("/")
+    if slash < 0:
+        return connect, ""
+    return connect[:slash], connect[slash:].rstrip("/")
+
+
+def open_session(connect: str, session_timeout_ms: int, connection_timeout_ms: int, cluster_id: str | None,
+                 expected_cluster_id: str | None) -> tuple[KazooClient, str]:
+    """A started client (the chroot and Kafka's persistent znodes created if missing) and the cluster id stored in
+    ZooKeeper, which must be `cluster_id` and `expected_cluster_id` where given (else
+    InconsistentClusterIdError)."""
+    hosts, chroot = split_chroot(connect)
+    timeout_s = connection_timeout_ms / 1000
+    if chroot:
+        root = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000)
+        try:
+            root.start(timeout=timeout_s)
+            root.ensure_path(chroot)
+        except KazooTimeoutError as error:
+            raise KafkaError(f"Timed out connecting to ZooKeeper at {hosts}") from error
+        finally:
+            root.stop()
+            root.close()
+    client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+    try:
+        client.start(timeout=timeout_s)
+    except KazooTimeoutError as error:
+        close_session(client)  # stop kazoo's connection thread too, or the process never exits
+        raise KafkaError(f"Timed out connecting to ZooKeeper at {connect} after "
+                         f"{connection_timeout_ms} ms") from error
+    try:
+        for path in znodes.PERSISTENT_PATHS:
+            client.ensure_path(path)
+        try:
+            # Kafka's getOrGenerateClusterId: a new ZooKeeper gets a new id, even under a log dir that holds
+            # one, so that log dirs of another cluster are refused rather than adopted.
+            client.create(znodes.CLUSTER_ID_PATH, znodes.encode_cluster_id(cluster_id or _random_cluster_id()))
+        except NodeExistsError:
+            pass
+        stored = znodes.decode_cluster_id(client.get(znodes.CLUSTER_ID_PATH)[0])
+        for expected in (cluster_id, expected_cluster_id):
+            if expected is not None and stored != expected:
+                raise InconsistentClusterIdError(
+                    f"The cluster id {expected} does not match the cluster id {stored} stored in ZooKeeper "
+                    f"{connect} (a log dir of another cluster?)")
+    except BaseException:
+        close_session(client)  # kazoo's threads would keep the process alive
+        raise
+    log.info("connected to ZooKeeper %s (session 0x%x, cluster id %s)", connect, client.client_id[0], stored)
+    return client, stored
+
+
+def close_session(client: KazooClient) -> None:
+    try:
+        client.stop()
+    finally:
+        client.close()
+
+
+def expire_session(client: KazooClient, connect: str, session_timeout_ms: int, connection_timeout_ms: int) -> None:
+    """Make ZooKeeper expire `client`'s session, the way ZooKeeper's own tests do it: a second client that joins
+    the session with its id and password, then closes it."""
+    session_id, password = client.client_id
+    hosts, _ = split_chroot(connect)
+    other = KazooClient(hosts=hosts, client_id=(session_id, password), timeout=session_timeout_ms / 1000)
+    other.start(timeout=connection_timeout_ms / 1000)
+    other.stop()
+    other.close()
+
+
+def _random_cluster_id() -> str:
+    from kfk.storage.format import random_cluster_id
+
+    return random_cluster_id()
