@@ -144,7 +144,7 @@ class TransactionMarkerManager:
                     for result in topic.partitions:
                         errors[(marker.producer_id, topic.name, result.partition_index)] = \
                             ErrorCode(result.error_code)
-        touched: list[PendingMarkers] = []
+        touched: dict[int, PendingMarkers] = {}
         for pending, topic_partition in sent.entries:
             pending.in_flight.discard(topic_partition)
             if pending.abandoned:
@@ -166,8 +166,8 @@ class TransactionMarkerManager:
                     log.error("Marker of %s for %s failed with %s: retrying", pending.transactional_id,
                               topic_partition, error.name)
                 self._back_off(pending, topic_partition, now_ms)
-            touched.append(pending)
-        for pending in touched:
+            touched[id(pending)] = pending
+        for pending in touched.values():
             self._maybe_complete(pending, now_ms)
 
     def _forget(self, pending: PendingMarkers) -> None:
@@ -186,7 +186,7 @@ class TransactionMarkerManager:
             self._timer.schedule(key, now_ms + self._retry_backoff_ms, lambda at_ms: pending.backing_off.clear())
 
     def _maybe_complete(self, pending: PendingMarkers, now_ms: int) -> None:
-        if pending.remaining or pending.abandoned:
+        if pending.remaining or self._pending.get(pending.transactional_id) is not pending:
             return
         self._forget(pending)
         pending.on_complete(now_ms)
