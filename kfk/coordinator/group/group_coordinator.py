@@ -41,8 +41,8 @@ from kfk.coordinator.group.record_serde import (
     group_metadata_key,
     offset_commit_key,
 )
-from kfk.coordinator.group.timer import CoordinatorTimer
 from kfk.coordinator.partitioning import partition_for
+from kfk.coordinator.timer import CoordinatorTimer
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages.describe_groups import DescribeGroupsResponse
 from kfk.protocol.messages.heartbeat import HeartbeatRequest

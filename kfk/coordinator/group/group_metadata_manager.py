@@ -32,7 +32,7 @@ from kfk.coordinator.group.classic_group import (
 )
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.record_serde import group_metadata_key, group_metadata_value
-from kfk.coordinator.group.timer import CoordinatorTimer
+from kfk.coordinator.timer import CoordinatorTimer
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.group_records.group_metadata_value import GroupMetadataValue
 from kfk.protocol.messages.heartbeat import HeartbeatRequest

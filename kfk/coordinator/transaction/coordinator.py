@@ -29,8 +29,8 @@ import logging
 from collections.abc import Callable, Iterable
 
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
-from kfk.coordinator.group.timer import CoordinatorTimer
 from kfk.coordinator.partitioning import partition_for
+from kfk.coordinator.timer import CoordinatorTimer
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.markers import LeaderLookup, MarkerRequest, TransactionMarkerManager
 from kfk.coordinator.transaction.metadata import (

@@ -9,7 +9,6 @@ import time
 
 from kfk.controller.producer_ids import ProducerIdManager, ProducerIdsBlock
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
-from kfk.coordinator.transaction.metadata import TransactionState
 from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode
