@@ -446,8 +446,8 @@ class TransactionCoordinator:
     def list_transactions(self, state_filters: list[str], producer_id_filters: list[int], duration_filter_ms: int,
                           now_ms: int) -> ListTransactionsResponse:
         """ListTransactions over the partitions this broker coordinates. Unknown state names are echoed back
-        (and match nothing); a duration filter (KIP-994, -1: none) keeps transactions running at least that
-        long."""
+        (and match nothing); a duration filter (KIP-994, -1: none) keeps the transactions running longer than
+        that."""
         response = ListTransactionsResponse()
         if self.state.is_loading:
             response.error_code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
@@ -468,7 +468,7 @@ class TransactionCoordinator:
             if states and metadata.state not in states:
                 continue
             if duration_filter_ms >= 0 and (metadata.txn_start_timestamp == -1
-                                            or now_ms - metadata.txn_start_timestamp < duration_filter_ms):
+                                            or now_ms - metadata.txn_start_timestamp <= duration_filter_ms):
                 continue
             response.transaction_states.append(ListTransactionsResponse.TransactionState(
                 transactional_id=metadata.transactional_id, producer_id=metadata.producer_id,
