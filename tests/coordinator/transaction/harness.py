@@ -14,7 +14,7 @@ from kfk.coordinator.transaction.coordinator import ProducerIdResult, Transactio
 from kfk.coordinator.transaction.markers import MarkerRequest
 from kfk.coordinator.transaction.metadata import TransactionMetadata
 from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME, deserialize_record
-from kfk.errors import ErrorCode
+from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kfk.records import MemoryRecordsBuilder
 from kfk.records.control import ControlRecordType, EndTransactionMarker, build_end_transaction_marker_batch
@@ -120,6 +120,8 @@ class Harness:
         self.clock = ManualClock()
         self.config = TransactionCoordinatorConfig(transaction_state_log_num_partitions=partitions, **config)
         self.producer_ids = itertools.count(FIRST_PRODUCER_ID)
+        #: Raised by the producer id generator instead of an id (e.g. the controller is unreachable).
+        self.producer_id_error: KafkaError | None = None
         #: Partition leaders by partition (default LEADER); None: the partition does not exist.
         self.leaders: dict[TopicPartition, int | None] = {}
         self.leader = PartitionLeader(directory / "data", self.clock)
@@ -143,7 +145,12 @@ class Harness:
                                             LogConfig(), now_ms=self.clock())
 
     def _new_coordinator(self) -> TransactionCoordinator:
-        return TransactionCoordinator(self.config, lambda: next(self.producer_ids), self._leader_of)
+        return TransactionCoordinator(self.config, self._generate_producer_id, self._leader_of)
+
+    def _generate_producer_id(self) -> int:
+        if self.producer_id_error is not None:
+            raise self.producer_id_error
+        return next(self.producer_ids)
 
     def _leader_of(self, topic: str, partition: int) -> int | None:
         return self.leaders.get(tp(topic, partition), LEADER)

@@ -6,10 +6,11 @@ import pytest
 
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME, partition_for
 from kfk.coordinator.transaction.metadata import TransactionState
-from kfk.errors import ErrorCode
+from kfk.coordinator.transaction.record_serde import transaction_log_key
+from kfk.errors import CoordinatorNotAvailableError, ErrorCode
 from kfk.records import iter_batches
 from kfk.storage.fetch_data_info import FetchIsolation
-from tests.coordinator.transaction.harness import FIRST_PRODUCER_ID, Answers, Harness, tp
+from tests.coordinator.transaction.harness import FIRST_PRODUCER_ID, Answers, Harness, append_records, tp
 
 S = TransactionState
 E = ErrorCode
@@ -498,3 +499,42 @@ def test_describe_and_list(h: Harness) -> None:
     assert listed(producer_ids=[empty.producer_id]) == (["empty"], [])
     assert listed(duration=4_999) == (["open"], [])  # running longer than that (5 s)
     assert listed(duration=5_000) == ([], [])
+
+
+def test_markers_of_concurrent_transactions_share_one_request_per_leader(h: Harness) -> None:
+    first = ongoing(h, "t1", A0)
+    second = ongoing(h, "t2", A1)
+    h.auto_markers = False
+    h.end("t1", *first, True)
+    h.end("t2", *second, False)
+    requests = [sent.request for sent in h.held_markers]
+    assert len(requests) == 2  # taken after each end: one request each
+    h.answer_markers()
+    assert h.metadata("t1").state is S.COMPLETE_COMMIT and h.metadata("t2").state is S.COMPLETE_ABORT
+    # Both prepared and not yet taken: one request carries both markers.
+    first, second = ongoing(h, "t1", A0), ongoing(h, "t2", B0)
+    h.coordinator.end_txn("t1", *first, True, 0, h.now, Answers())
+    h.coordinator.end_txn("t2", *second, True, 0, h.now, Answers())
+    h.flush()
+    assert len(h.held_markers) == 1
+    assert sorted(m.producer_id for m in h.held_markers[0].request.markers) == sorted([first[0], second[0]])
+    h.answer_markers()
+    assert h.metadata("t1").state is S.COMPLETE_COMMIT and h.metadata("t2").state is S.COMPLETE_COMMIT
+
+
+def test_producer_id_generator_errors_are_answered(h: Harness) -> None:
+    h.producer_id_error = CoordinatorNotAvailableError("no producer id block")
+    assert h.init(None).error == E.COORDINATOR_NOT_AVAILABLE
+    assert h.init("t1").error == E.COORDINATOR_NOT_AVAILABLE
+    assert h.metadata("t1") is None
+    h.producer_id_error = None
+    assert h.init("t1").error == E.NONE
+
+
+def test_a_corrupt_record_is_skipped_on_load(h: Harness) -> None:
+    producer = h.init("t1")
+    partition = h.coordinator.partition_for("t1")
+    append_records(h.logs[partition], [(transaction_log_key("broken"), b"\x00\x00\x01")], h.now)
+    h.restart()
+    assert h.metadata("broken") is None
+    assert (h.metadata("t1").producer_id, h.metadata("t1").producer_epoch) == (producer.producer_id, 0)
