@@ -1,5 +1,8 @@
-"""The asyncio plumbing both coordinator services share (Kafka's CoordinatorRuntime, the I/O half): writing a
-coordinator topic's records and loading a partition of it.
+"""The asyncio plumbing both coordinator services share (Kafka's CoordinatorRuntime, the I/O half): time, calls,
+writing a coordinator topic's records and loading a partition of it.
+
+- DeadlineTimer: one asyncio timer kept armed at the state machine's next deadline;
+- call: run a state machine operation that answers through a `respond` callable, and await that answer;
 
 - CoordinatorWriter: one queue and worker per partition. The worker appends everything queued as one batch (a busy
   coordinator writes many records per append), waits until it is committed (acks=-1 through the partition layer,
@@ -16,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from kfk.errors import ErrorCode, KafkaError
 from kfk.records import CompressionType, MemoryRecordsBuilder, iter_batches
@@ -31,6 +34,55 @@ KeyValue = tuple[bytes | None, bytes | None]
 
 #: Bytes read per step when loading a partition.
 LOAD_BUFFER_BYTES = 1024 * 1024
+
+
+class DeadlineTimer:
+    """One asyncio timer armed at `deadline_ms` (re-armed only when the deadline changes); when it fires it calls
+    `fire()`, which polls the state machine and arms the timer again."""
+
+    def __init__(self, now_ms: Callable[[], int], fire: Callable[[], None]) -> None:
+        self._now_ms = now_ms
+        self._fire = fire
+        self._handle: asyncio.TimerHandle | None = None
+        self._deadline_ms: int | None = None
+        self._stopped = False
+
+    def arm(self, deadline_ms: int | None) -> None:
+        if self._stopped or (deadline_ms == self._deadline_ms and self._handle is not None):
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._deadline_ms = deadline_ms
+        if deadline_ms is not None:
+            delay_s = max(deadline_ms - self._now_ms(), 0) / 1000
+            self._handle = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._handle = None
+        self._deadline_ms = None
+        self._fire()
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._handle is not None:
+            self._handle.cancel()
+
+
+async def call(operation: Callable[[Callable[[Any], None]], None], after: Callable[[], None]) -> Any:
+    """Run `operation(respond)`, then `after()` (to take the writes and deadlines it produced), and wait for the
+    answer it gives (at once, after a write commits, or when a timer fires)."""
+    future: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    def respond(response: Any) -> None:
+        if not future.done():
+            future.set_result(response)
+
+    try:
+        operation(respond)
+    finally:
+        after()
+    return await future
 
 
 class Write(Protocol):

@@ -5,7 +5,7 @@ It owns nothing but plumbing:
 - requests: each call runs the state machine on the event loop and awaits the answer it hands back (at once, after
   a write commits, or when a timer fires);
 - writes: one queue and worker per __consumer_offsets partition (kfk.coordinator.runtime.CoordinatorWriter);
-- time: one asyncio timer armed at the state machine's next deadline; it calls `poll(now_ms)`;
+- time: one asyncio timer (kfk.coordinator.runtime.DeadlineTimer) armed at the next deadline; it calls `poll(now_ms)`;
 - leadership: a MetadataCache listener. A partition of __consumer_offsets this broker now leads is loaded (its log
   read from the start to the log end and replayed, off the event loop for the file reads); one it lost is unloaded.
 
@@ -22,6 +22,14 @@ from typing import Any
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.group_coordinator import CoordinatorWrite, GroupCoordinator, OffsetCommitPartition
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
+from kfk.coordinator.runtime import (
+    AppendFunction,
+    CoordinatorWriter,
+    DeadlineTimer,
+    LogLookup,
+    call,
+    load_partition,
+)
 from kfk.errors import ErrorCode
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages.describe_groups import DescribeGroupsResponse
@@ -30,7 +38,6 @@ from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from kfk.protocol.messages.leave_group import LeaveGroupRequest
 from kfk.protocol.messages.list_groups import ListGroupsResponse
 from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from kfk.coordinator.runtime import AppendFunction, CoordinatorWriter, LogLookup, load_partition
 
 log = logging.getLogger("kfk.coordinator.group")
 
@@ -46,9 +53,7 @@ class GroupCoordinatorService:
         self._writer: CoordinatorWriter[CoordinatorWrite] = CoordinatorWriter(
             GROUP_METADATA_TOPIC_NAME, append, now_ms, self.coordinator.complete_write, self._after)
         self._loads: dict[int, asyncio.Task] = {}
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_deadline_ms: int | None = None
-        self._stopped = False
+        self._timer = DeadlineTimer(now_ms, self._on_timer)
 
     # -- plumbing ----------------------------------------------------------------------------------------------------
 
@@ -56,25 +61,9 @@ class GroupCoordinatorService:
         """After any call into the state machine: queue its writes and re-arm the timer."""
         for write in self.coordinator.take_writes():
             self._writer.submit(write)
-        self._arm_timer()
-
-    def _arm_timer(self) -> None:
-        if self._stopped:
-            return
-        deadline_ms = self.coordinator.next_deadline_ms()
-        if deadline_ms == self._timer_deadline_ms and self._timer is not None:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_deadline_ms = deadline_ms
-        if deadline_ms is not None:
-            delay_s = max(deadline_ms - self._now_ms(), 0) / 1000
-            self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+        self._timer.arm(self.coordinator.next_deadline_ms())
 
     def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_deadline_ms = None
         try:
             self.coordinator.poll(self._now_ms())
         except Exception:  # noqa: BLE001 - a bug in one timeout must not stop every other one
@@ -82,24 +71,11 @@ class GroupCoordinatorService:
         self._after()
 
     async def _call(self, operation: Callable[[Callable[[Any], None]], None]) -> Any:
-        """Run `operation(respond)` and wait for the answer it gives."""
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
-
-        def respond(response: Any) -> None:
-            if not future.done():
-                future.set_result(response)
-
-        try:
-            operation(respond)
-        finally:
-            self._after()
-        return await future
+        return await call(operation, self._after)
 
     def stop(self) -> None:
         """Stop timers, loads and writers; requests still waiting get no answer (their connections close)."""
-        self._stopped = True
-        if self._timer is not None:
-            self._timer.cancel()
+        self._timer.stop()
         self._writer.stop()
         for task in self._loads.values():
             task.cancel()

@@ -412,7 +412,7 @@ class TransactionCoordinator:
         self.state.append_transaction_to_log(metadata, complete, on_written)
 
     def _owns(self, metadata: TransactionMetadata, coordinator_epoch: int) -> bool:
-        error, current = self.state.get(metadata.transactional_id)
+        _, current = self.state.get(metadata.transactional_id)
         return current is metadata and \
             self.state.coordinator_epoch(self.partition_for(metadata.transactional_id)) == coordinator_epoch
 

@@ -208,8 +208,6 @@ class TransactionMetadata:
     def prepare_producer_id_rotation(self, new_producer_id: int, txn_timeout_ms: int, now_ms: int,
                                      record_last_epoch: bool) -> TxnTransitMetadata:
         """InitProducerId when the epochs of the current producer id are used up: a new id at epoch 0."""
-        if self.pending_state is not None:
-            raise IllegalTransitionError(f"{self.transactional_id}: rotation while a transition is pending")
         return self._prepare(TransactionState.EMPTY, producer_id=new_producer_id, producer_epoch=0,
                              last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
                              txn_timeout_ms=txn_timeout_ms, topic_partitions=frozenset(), txn_start_timestamp=-1,

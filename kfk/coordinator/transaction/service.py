@@ -7,7 +7,7 @@ It owns nothing but plumbing:
 - markers: each WriteTxnMarkers request the state machine hands out goes to `send_markers(broker_id, request)`,
   the broker's inter-broker channel (the local broker's own partitions included: the broker decides how); the
   answer, or None if the send failed, goes back to the state machine;
-- time: one asyncio timer armed at the state machine's next deadline; it calls `poll(now_ms)`;
+- time: one asyncio timer (kfk.coordinator.runtime.DeadlineTimer) armed at the next deadline; it calls `poll(now_ms)`;
 - leadership: a MetadataCache listener. A __transaction_state partition this broker now leads is loaded at its
   leader epoch (the coordinator epoch the markers carry); one it lost is unloaded. The latest image also answers
   the marker manager's "who leads this partition now".
@@ -22,7 +22,14 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from kfk.coordinator.runtime import AppendFunction, CoordinatorWriter, LogLookup, load_partition
+from kfk.coordinator.runtime import (
+    AppendFunction,
+    CoordinatorWriter,
+    DeadlineTimer,
+    LogLookup,
+    call,
+    load_partition,
+)
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.coordinator import ProducerIdResult, TransactionCoordinator
 from kfk.coordinator.transaction.markers import NO_LEADER, MarkerRequest
@@ -57,9 +64,7 @@ class TransactionCoordinatorService:
             TRANSACTION_STATE_TOPIC_NAME, append, now_ms, self.coordinator.complete_write, self._after)
         self._loads: dict[int, asyncio.Task] = {}
         self._sends: set[asyncio.Task] = set()
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_deadline_ms: int | None = None
-        self._stopped = False
+        self._timer = DeadlineTimer(now_ms, self._on_timer)
 
     # -- plumbing ----------------------------------------------------------------------------------------------------
 
@@ -71,7 +76,7 @@ class TransactionCoordinatorService:
             task = asyncio.get_running_loop().create_task(self._send(sent))
             self._sends.add(task)
             task.add_done_callback(self._sends.discard)
-        self._arm_timer()
+        self._timer.arm(self.coordinator.next_deadline_ms())
 
     async def _send(self, sent: MarkerRequest) -> None:
         response: WriteTxnMarkersResponse | None = None
@@ -84,45 +89,18 @@ class TransactionCoordinatorService:
         self.coordinator.complete_markers(sent, response, self._now_ms())
         self._after()
 
-    def _arm_timer(self) -> None:
-        if self._stopped:
-            return
-        deadline_ms = self.coordinator.next_deadline_ms()
-        if deadline_ms == self._timer_deadline_ms and self._timer is not None:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_deadline_ms = deadline_ms
-        if deadline_ms is not None:
-            delay_s = max(deadline_ms - self._now_ms(), 0) / 1000
-            self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
-
     def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_deadline_ms = None
         try:
             self.coordinator.poll(self._now_ms())
-        except Exception:  # noqa: BLE001 - a bug in one job must not stop every other one
+        except Exception:  # noqa: BLE001 - a bug in one timeout must not stop every other one
             log.exception("Transaction coordinator timer failed")
         self._after()
 
     async def _call(self, operation: Callable[[Callable[[Any], None]], None], *,
                     needs_producer_id: bool = False) -> Any:
-        """Run `operation(respond)` and wait for the answer it gives."""
         if needs_producer_id:
             await self._reserve_producer_id()
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
-
-        def respond(response: Any) -> None:
-            if not future.done():
-                future.set_result(response)
-
-        try:
-            operation(respond)
-        finally:
-            self._after()
-        return await future
+        return await call(operation, self._after)
 
     async def _reserve_producer_id(self) -> None:
         if self._producer_ids:
@@ -146,9 +124,7 @@ class TransactionCoordinatorService:
 
     def stop(self) -> None:
         """Stop timers, loads, writers and marker sends; requests still waiting get no answer."""
-        self._stopped = True
-        if self._timer is not None:
-            self._timer.cancel()
+        self._timer.stop()
         self._writer.stop()
         for task in list(self._loads.values()) + list(self._sends):
             task.cancel()

@@ -120,9 +120,9 @@ class TransactionStateManager:
         return [metadata for metadata in held.transactions.values()
                 if metadata.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)]
 
-    def unload(self, partition: int) -> bool:
-        """This broker no longer leads the partition: forget its ids (True if it held it)."""
-        return self._partitions.pop(partition, None) is not None
+    def unload(self, partition: int) -> None:
+        """This broker no longer leads the partition: forget its ids."""
+        self._partitions.pop(partition, None)
 
     # -- lookups -----------------------------------------------------------------------------------------------------
 
