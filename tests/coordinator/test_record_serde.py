@@ -14,11 +14,10 @@ from kfk.coordinator.group.record_serde import (
     OffsetCommitRecord,
     deserialize_record,
     group_metadata_key,
-    java_string_hashcode,
     offset_commit_key,
     offset_commit_value,
-    partition_for,
 )
+from kfk.coordinator.partitioning import java_string_hashcode, partition_for
 from kfk.errors import CorruptRecordError
 from kfk.protocol.group_records.group_metadata_value import GroupMetadataValue
 

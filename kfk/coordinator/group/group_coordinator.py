@@ -25,6 +25,7 @@ import enum
 import logging
 from collections.abc import Callable
 
+from kfk.coordinator.append_errors import append_error_to_response_error
 from kfk.coordinator.group.classic_group import ClassicGroup, ClassicGroupState, Responder
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.group_metadata_manager import GroupMetadataManager
@@ -39,10 +40,9 @@ from kfk.coordinator.group.record_serde import (
     deserialize_record,
     group_metadata_key,
     offset_commit_key,
-    partition_for,
 )
-from kfk.coordinator.group.group_metadata_manager import append_error_to_response_error
-from kfk.coordinator.group.timer import CoordinatorTimer
+from kfk.coordinator.partitioning import partition_for
+from kfk.coordinator.timer import CoordinatorTimer
 from kfk.coordinator.writes import CoordinatorWrite, Record, WriteCallback
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages.describe_groups import DescribeGroupsResponse

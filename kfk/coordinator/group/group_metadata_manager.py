@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from kfk.coordinator.append_errors import append_error_to_response_error
 from kfk.coordinator.group.classic_group import (
     EMPTY_ASSIGNMENT,
     UNKNOWN_MEMBER_ID,
@@ -30,7 +31,7 @@ from kfk.coordinator.group.classic_group import (
 )
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.record_serde import group_metadata_key, group_metadata_value
-from kfk.coordinator.group.timer import CoordinatorTimer
+from kfk.coordinator.timer import CoordinatorTimer
 from kfk.coordinator.writes import WriteFunction
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.group_records.group_metadata_value import GroupMetadataValue
@@ -49,18 +50,6 @@ FIRST_VERSION_SUPPORTING_SKIP_ASSIGNMENT = 9
 _S = ClassicGroupState
 
 MemberResponse = LeaveGroupResponse.MemberResponse
-
-
-def append_error_to_response_error(error: ErrorCode) -> ErrorCode:
-    """What a failed write of group metadata becomes in the answer (Kafka's appendGroupMetadataErrorToResponseError)."""
-    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-    return error
 
 
 def _join_key(group_id: str) -> tuple[str, str]:

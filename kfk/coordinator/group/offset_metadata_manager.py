@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kfk.coordinator.append_errors import append_error_to_response_error
 from kfk.coordinator.group.classic_group import UNKNOWN_MEMBER_ID, ClassicGroup, ClassicGroupState
 from kfk.coordinator.group.config import GroupCoordinatorConfig
-from kfk.coordinator.group.group_metadata_manager import append_error_to_response_error
 from kfk.coordinator.group.record_serde import (
     NO_EXPIRE_TIMESTAMP,
     OffsetAndMetadata,

@@ -10,8 +10,8 @@ Versions written are Kafka 3.x/4.x's: OffsetCommitValue v1 when the commit carri
 v2-v4 with a retention time), else v3 (leader epoch, no expire timestamp); GroupMetadataValue v3 (current state
 timestamp and group instance ids). Any version 0-4 of either is read.
 
-The coordinator of a group is the leader of partition `partition_for(group_id, offsets.topic.num.partitions)`:
-Kafka's `Utils.abs(groupId.hashCode()) % partitions`, with Java's String.hashCode over UTF-16 code units.
+The coordinator of a group is the leader of partition `partition_for(group_id, offsets.topic.num.partitions)`
+(kfk.coordinator.partitioning, shared with the transaction coordinator).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import struct
 
+from kfk.coordinator.partitioning import partition_for  # noqa: F401 - FindCoordinator still imports it from here
 from kfk.errors import CorruptRecordError, KafkaError
 from kfk.protocol.group_records.group_metadata_key import GroupMetadataKey
 from kfk.protocol.group_records.group_metadata_value import GroupMetadataValue
@@ -43,21 +44,6 @@ NO_LEADER_EPOCH = -1
 NO_EXPIRE_TIMESTAMP = -1
 
 _INT16 = struct.Struct(">h")
-
-
-def java_string_hashcode(text: str) -> int:
-    """Java's String.hashCode: s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code units, as a signed 32-bit int."""
-    hash_code = 0
-    encoded = text.encode("utf-16-be")
-    for (unit,) in struct.iter_unpack(">H", encoded):
-        hash_code = (31 * hash_code + unit) & 0xFFFFFFFF
-    return hash_code - (1 << 32) if hash_code & 0x80000000 else hash_code
-
-
-def partition_for(group_id: str, num_partitions: int) -> int:
-    """The __consumer_offsets partition of a group. Kafka's Utils.abs maps Integer.MIN_VALUE to 0."""
-    hash_code = java_string_hashcode(group_id)
-    return (0 if hash_code == -(1 << 31) else abs(hash_code)) % num_partitions
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

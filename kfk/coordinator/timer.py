@@ -1,7 +1,9 @@
 """CoordinatorTimer: keyed deadlines for a state machine that takes time in and hands deadlines out.
 
-The group coordinator schedules its timeouts (a member's session, a rebalance's join and sync phases, the initial
-rebalance delay, offset expiry) here by key; scheduling a key again replaces its deadline, cancelling forgets it.
+The coordinators schedule their timeouts here by key (the group coordinator: a member's session, a rebalance's
+join and sync phases, the initial rebalance delay, offset expiry; the transaction coordinator: transaction
+timeouts, transactional id expiration, marker and write retries); scheduling a key again replaces its deadline,
+cancelling forgets it.
 Nothing runs by itself: the owner calls `poll(now_ms)`, which runs what is due in deadline order, and arms a real
 timer (or a test's manual clock) for `next_deadline_ms()`.
 """

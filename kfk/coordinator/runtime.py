@@ -1,0 +1,191 @@
+"""The asyncio plumbing both coordinator services share (Kafka's CoordinatorRuntime, the I/O half): time, calls,
+writing a coordinator topic's records and loading a partition of it.
+
+- DeadlineTimer: one asyncio timer kept armed at the state machine's next deadline;
+- call: run a state machine operation that answers through a `respond` callable, and await that answer;
+
+- CoordinatorWriter: one queue and worker per partition. The worker appends everything queued as one batch (a busy
+  coordinator writes many records per append), waits until it is committed (acks=-1 through the partition layer,
+  which answers once the high watermark passes it) and completes the writes in order.
+- load_partition: read a partition's log from its start to its end, a step at a time off the event loop (file
+  reads), handing every record to the state machine's replay.
+
+The partition layer is reached through callables the broker supplies, so the coordinators never import the
+replication layer (DESIGN.md's layers): `append(partition, records) -> error code` and `log_of(partition) -> Log`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Protocol, TypeVar
+
+from kfk.errors import ErrorCode, KafkaError
+from kfk.records import CompressionType, MemoryRecordsBuilder, iter_batches
+from kfk.storage.fetch_data_info import FetchIsolation
+from kfk.storage.log import Log
+
+log = logging.getLogger("kfk.coordinator")
+
+AppendFunction = Callable[[int, bytes], Awaitable[ErrorCode]]
+LogLookup = Callable[[int], Log | None]
+KeyValue = tuple[bytes | None, bytes | None]
+
+#: Bytes read per step when loading a partition.
+LOAD_BUFFER_BYTES = 1024 * 1024
+
+
+class DeadlineTimer:
+    """One asyncio timer armed at `deadline_ms` (re-armed only when the deadline changes); when it fires it calls
+    `fire()`, which polls the state machine and arms the timer again."""
+
+    def __init__(self, now_ms: Callable[[], int], fire: Callable[[], None]) -> None:
+        self._now_ms = now_ms
+        self._fire = fire
+        self._handle: asyncio.TimerHandle | None = None
+        self._deadline_ms: int | None = None
+        self._stopped = False
+
+    def arm(self, deadline_ms: int | None) -> None:
+        if self._stopped or (deadline_ms == self._deadline_ms and self._handle is not None):
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._deadline_ms = deadline_ms
+        if deadline_ms is not None:
+            delay_s = max(deadline_ms - self._now_ms(), 0) / 1000
+            self._handle = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._handle = None
+        self._deadline_ms = None
+        self._fire()
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._handle is not None:
+            self._handle.cancel()
+
+
+async def call(operation: Callable[[Callable[[Any], None]], None], after: Callable[[], None]) -> Any:
+    """Run `operation(respond)`, then `after()` (to take the writes and deadlines it produced), and wait for the
+    answer it gives (at once, after a write commits, or when a timer fires)."""
+    future: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    def respond(response: Any) -> None:
+        if not future.done():
+            future.set_result(response)
+
+    try:
+        operation(respond)
+    finally:
+        after()
+    return await future
+
+
+class Write(Protocol):
+    partition: int
+    records: list[tuple[bytes, bytes | None]]
+
+
+W = TypeVar("W", bound=Write)
+
+
+class CoordinatorWriter(Generic[W]):
+    """Appends the writes a state machine hands out, per partition in order, and reports each one's outcome to
+    `complete(write, error, now_ms)`; `after()` runs once a batch is completed (to take the writes and timers that
+    completion produced)."""
+
+    def __init__(self, topic_name: str, append: AppendFunction, now_ms: Callable[[], int],
+                 complete: Callable[[W, ErrorCode, int], None], after: Callable[[], None]) -> None:
+        self._topic_name = topic_name
+        self._append = append
+        self._now_ms = now_ms
+        self._complete = complete
+        self._after = after
+        self._queues: dict[int, list[W]] = {}
+        self._workers: dict[int, asyncio.Task] = {}
+
+    def submit(self, write: W) -> None:
+        self._queues.setdefault(write.partition, []).append(write)
+        worker = self._workers.get(write.partition)
+        if worker is None or worker.done():
+            self._workers[write.partition] = asyncio.get_running_loop().create_task(self._drain(write.partition))
+
+    def stop(self) -> None:
+        for task in self._workers.values():
+            task.cancel()
+
+    async def _drain(self, partition: int) -> None:
+        queue = self._queues[partition]
+        while queue:
+            writes = list(queue)
+            queue.clear()
+            records = [record for write in writes for record in write.records]
+            error = ErrorCode.NONE
+            if records:
+                builder = MemoryRecordsBuilder(compression_type=CompressionType.NONE)
+                timestamp = self._now_ms()
+                for key, value in records:
+                    builder.append(timestamp, key, value)
+                try:
+                    error = await self._append(partition, bytes(builder.close()))
+                except KafkaError as exception:
+                    error = exception.error_code
+                except Exception:  # noqa: BLE001
+                    log.exception("Append to %s-%d failed", self._topic_name, partition)
+                    error = ErrorCode.UNKNOWN_SERVER_ERROR
+            now_ms = self._now_ms()
+            for write in writes:
+                try:
+                    self._complete(write, error, now_ms)
+                except Exception:  # noqa: BLE001
+                    log.exception("Completing a write to %s-%d failed", self._topic_name, partition)
+            self._after()
+
+
+async def load_partition(topic_name: str, partition: int, log_of: LogLookup,
+                         replay: Callable[[bytes | None, bytes | None], None]) -> int | None:
+    """Replay every record of the partition's log (control batches skipped); the number replayed, or None if the
+    partition's log never appeared."""
+    loop = asyncio.get_running_loop()
+    log_ = None
+    for _ in range(3000):
+        log_ = log_of(partition)
+        if log_ is not None:
+            break
+        await asyncio.sleep(0.01)  # the replica manager opens the log from the same metadata change
+    if log_ is None:
+        log.error("No log for %s-%d: cannot load it", topic_name, partition)
+        return None
+    offset = log_.log_start_offset
+    count = 0
+    while offset < log_.log_end_offset:
+        chunk, next_offset = await loop.run_in_executor(None, read_chunk, log_, offset)
+        if next_offset <= offset:
+            break
+        for key, value in chunk:
+            replay(key, value)
+            count += 1
+        offset = next_offset
+    return count
+
+
+def read_chunk(log_: Log, offset: int) -> tuple[list[KeyValue], int]:
+    """The keys and values of the batches from `offset` (about LOAD_BUFFER_BYTES of them) and the next offset."""
+    info = log_.read(offset, LOAD_BUFFER_BYTES, FetchIsolation.LOG_END, True)
+    data = info.records.read_bytes() if hasattr(info.records, "read_bytes") else bytes(info.records)
+    records: list[KeyValue] = []
+    next_offset = offset
+    for batch in iter_batches(data):
+        next_offset = batch.last_offset + 1
+        if getattr(batch, "is_control", False):
+            continue
+        for record in batch.records():
+            if record.offset < offset:
+                continue
+            records.append((None if record.key is None else bytes(record.key),
+                            None if record.value is None else bytes(record.value)))
+    return records, next_offset
