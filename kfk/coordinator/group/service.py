@@ -5,11 +5,13 @@ It owns nothing but plumbing:
 - requests: each call runs the state machine on the event loop and awaits the answer it hands back (at once, after
   a write commits, or when a timer fires);
 - writes: one queue and worker per __consumer_offsets partition. The worker appends everything queued as one batch
-  (a busy group commits many offsets per append), waits until it is committed (acks=-1 through the partition layer,
-  which answers once the high watermark passes it) and completes the writes in order;
+  (a busy group commits many offsets per append; a TxnOffsetCommit's records go in a transactional batch of their
+  own, see coordinator_log.py), waits until it is committed (acks=-1 through the partition layer, which answers
+  once the high watermark passes it) and completes the writes in order;
 - time: one asyncio timer armed at the state machine's next deadline; it calls `poll(now_ms)`;
 - leadership: a MetadataCache listener. A partition of __consumer_offsets this broker now leads is loaded (its log
-  read from the start to the log end and replayed, off the event loop for the file reads); one it lost is unloaded.
+  read from the start to the log end and replayed, off the event loop for the file reads); one it lost is unloaded;
+- transactions: `complete_transaction` is called once a COMMIT/ABORT marker is appended to a partition.
 
 The partition layer is reached through two callables the broker supplies, so this package never imports the
 replication layer (DESIGN.md's layers): `append(partition, records) -> error code` and `log_of(partition) -> Log`.
@@ -23,7 +25,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kfk.coordinator.group.config import GroupCoordinatorConfig
-from kfk.coordinator.group.group_coordinator import CoordinatorWrite, GroupCoordinator, OffsetCommitPartition
+from kfk.coordinator.group.coordinator_log import batches_for, read_chunk, replay_entries
+from kfk.coordinator.group.group_coordinator import (
+    CoordinatorWrite,
+    FetchedOffset,
+    GroupCoordinator,
+    OffsetCommitPartition,
+)
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.image import MetadataImage
@@ -33,17 +41,12 @@ from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from kfk.protocol.messages.leave_group import LeaveGroupRequest
 from kfk.protocol.messages.list_groups import ListGroupsResponse
 from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from kfk.records import CompressionType, MemoryRecordsBuilder, iter_batches
-from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
 
 log = logging.getLogger("kfk.coordinator.group")
 
 AppendFunction = Callable[[int, bytes], Awaitable[ErrorCode]]
 LogLookup = Callable[[int], Log | None]
-
-#: Bytes read per step when loading a partition.
-LOAD_BUFFER_BYTES = 1024 * 1024
 
 
 class GroupCoordinatorService:
@@ -102,26 +105,22 @@ class GroupCoordinatorService:
         while queue:
             writes = list(queue)
             queue.clear()
-            records = [record for write in writes for record in write.records]
-            error = ErrorCode.NONE
-            if records:
-                builder = MemoryRecordsBuilder(compression_type=CompressionType.NONE)
-                timestamp = self._now_ms()
-                for key, value in records:
-                    builder.append(timestamp, key, value)
-                try:
-                    error = await self._append(partition, bytes(builder.close()))
-                except KafkaError as exception:
-                    error = exception.error_code
-                except Exception:  # noqa: BLE001
-                    log.exception("Append to %s-%d failed", GROUP_METADATA_TOPIC_NAME, partition)
-                    error = ErrorCode.UNKNOWN_SERVER_ERROR
-            now_ms = self._now_ms()
-            for write in writes:
-                try:
-                    self.coordinator.complete_write(write, error, now_ms)
-                except Exception:  # noqa: BLE001
-                    log.exception("Completing a group coordinator write failed")
+            for batch_writes, batch in batches_for(writes, self._now_ms()):
+                error = ErrorCode.NONE
+                if batch:
+                    try:
+                        error = await self._append(partition, batch)
+                    except KafkaError as exception:
+                        error = exception.error_code
+                    except Exception:  # noqa: BLE001
+                        log.exception("Append to %s-%d failed", GROUP_METADATA_TOPIC_NAME, partition)
+                        error = ErrorCode.UNKNOWN_SERVER_ERROR
+                now_ms = self._now_ms()
+                for write in batch_writes:
+                    try:
+                        self.coordinator.complete_write(write, error, now_ms)
+                    except Exception:  # noqa: BLE001
+                        log.exception("Completing a group coordinator write failed")
             self._after()
 
     async def _call(self, operation: Callable[[Callable[[Any], None]], None]) -> Any:
@@ -194,18 +193,16 @@ class GroupCoordinatorService:
             end = log_.log_end_offset
             if offset >= end:
                 break
-            chunk, next_offset = await loop.run_in_executor(None, _read_chunk, log_, offset)
+            chunk, next_offset = await loop.run_in_executor(None, read_chunk, log_, offset)
             if next_offset <= offset:
                 break
-            now_ms = self._now_ms()
-            for key, value in chunk:
-                self.coordinator.replay(partition, key, value, now_ms)
-                count += 1
+            replay_entries(self.coordinator, partition, chunk, self._now_ms())
+            count += len(chunk)
             offset = next_offset
         if partition in self._loads:
             del self._loads[partition]
         self.coordinator.complete_loading(partition, self._now_ms())
-        log.info("Loaded %s-%d: %d records", GROUP_METADATA_TOPIC_NAME, partition, count)
+        log.info("Loaded %s-%d: %d records and markers", GROUP_METADATA_TOPIC_NAME, partition, count)
         self._after()
 
     # -- requests ----------------------------------------------------------------------------------------------------
@@ -237,8 +234,25 @@ class GroupCoordinatorService:
             group_id, member_id, group_instance_id, generation_id, retention_time_ms, partitions, api_version,
             self._now_ms(), respond))
 
-    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None):
-        return self.coordinator.fetch_offsets(group_id, topics)
+    async def commit_transactional_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                           member_id: str, group_instance_id: str | None, generation_id: int,
+                                           partitions: list[OffsetCommitPartition]
+                                           ) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit: an error code per (topic, partition), once the transactional records are durable."""
+        return await self._call(lambda respond: self.coordinator.commit_transactional_offsets(
+            group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, partitions,
+            self._now_ms(), respond))
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, is_commit: bool) -> None:
+        """A COMMIT/ABORT marker of `producer_id` was appended to __consumer_offsets-`offsets_partition`."""
+        try:
+            self.coordinator.complete_transaction(offsets_partition, producer_id, is_commit)
+        finally:
+            self._after()
+
+    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
+                      ) -> tuple[ErrorCode, list[tuple[str, list[FetchedOffset]]]]:
+        return self.coordinator.fetch_offsets(group_id, topics, require_stable)
 
     async def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]):
         return await self._call(lambda respond: self.coordinator.delete_offsets(
@@ -261,20 +275,3 @@ class GroupCoordinatorService:
                 and self._now_ms() < deadline_ms:
             await asyncio.sleep(0.01)
 
-
-def _read_chunk(log_: Log, offset: int) -> tuple[list[tuple[bytes | None, bytes | None]], int]:
-    """The keys and values of the batches from `offset` (about LOAD_BUFFER_BYTES of them) and the next offset."""
-    info = log_.read(offset, LOAD_BUFFER_BYTES, FetchIsolation.LOG_END, True)
-    data = info.records.read_bytes() if hasattr(info.records, "read_bytes") else bytes(info.records)
-    records: list[tuple[bytes | None, bytes | None]] = []
-    next_offset = offset
-    for batch in iter_batches(data):
-        next_offset = batch.last_offset + 1
-        if getattr(batch, "is_control", False):
-            continue
-        for record in batch.records():
-            if record.offset < offset:
-                continue
-            records.append((None if record.key is None else bytes(record.key),
-                            None if record.value is None else bytes(record.value)))
-    return records, next_offset
