@@ -51,6 +51,7 @@ from kfk.coordinator.group.record_serde import (
 )
 from kfk.coordinator.group.group_metadata_manager import append_error_to_response_error
 from kfk.coordinator.group.timer import CoordinatorTimer
+from kfk.coordinator.group.transactional_offsets import TopicPartitionKey
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages.describe_groups import DescribeGroupsResponse
 from kfk.protocol.messages.heartbeat import HeartbeatRequest
@@ -63,7 +64,6 @@ from kfk.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 log = logging.getLogger("kfk.coordinator.group")
 
 Record = tuple[bytes, bytes | None]
-TopicPartitionKey = tuple[str, int]
 WriteCallback = Callable[[ErrorCode, int], None]
 WriteFunction = Callable[[str, list[Record], WriteCallback | None], None]
 

@@ -168,13 +168,13 @@ class OffsetMetadataManager:
     def complete_transactional_commit(self, group_id: str, producer_id: int,
                                       offsets: list[tuple[str, int, OffsetAndMetadata]],
                                       entries: list[PendingOffset], written: bool) -> None:
-        """The records of `begin_transactional_commit` are committed to the log (`written`) or failed. An entry
-        already replaced by a later commit of the producer, or resolved by a marker, is left alone."""
+        """The records of `begin_transactional_commit` are committed to the log (`written`: the entries take their
+        place in the log order) or failed (the entries go, unless a later commit of the producer replaced them)."""
         for (topic, partition, _), entry in zip(offsets, entries):
-            if not written:
-                self.pending.discard(group_id, producer_id, topic, partition, entry)
-            elif self.pending.get(group_id, producer_id, topic, partition) is entry:
+            if written:
                 entry.record_order = self._next_record_order()
+            else:
+                self.pending.discard(group_id, producer_id, topic, partition, entry)
 
     def complete_transaction(self, group_id: str, producer_id: int, is_commit: bool) -> None:
         """The producer's COMMIT/ABORT marker is in the group's partition: its pending offsets become committed
