@@ -5,9 +5,10 @@ It owns nothing but plumbing:
 - requests: each call runs the state machine on the event loop and awaits the answer it hands back (at once, after
   a write commits, or when a timer fires);
 - writes: one queue and worker per __consumer_offsets partition. The worker appends everything queued as one batch
-  (a busy group commits many offsets per append; a TxnOffsetCommit's records go in a transactional batch of their
-  own, see coordinator_log.py), waits until it is committed (acks=-1 through the partition layer, which answers
-  once the high watermark passes it) and completes the writes in order;
+  (a busy group commits many offsets per append), waits until it is committed (acks=-1 through the partition layer,
+  which answers once the high watermark passes it) and completes the writes in order. A TxnOffsetCommit's records
+  are a transactional batch of their own, appended on their own (coordinator_log.py): a fenced producer's epoch
+  fails that commit only;
 - time: one asyncio timer armed at the state machine's next deadline; it calls `poll(now_ms)`;
 - leadership: a MetadataCache listener. A partition of __consumer_offsets this broker now leads is loaded (its log
   read from the start to the log end and replayed, off the event loop for the file reads); one it lost is unloaded;
