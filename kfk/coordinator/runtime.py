@@ -4,11 +4,15 @@ writing a coordinator topic's records and loading a partition of it.
 - DeadlineTimer: one asyncio timer kept armed at the state machine's next deadline;
 - call: run a state machine operation that answers through a `respond` callable, and await that answer;
 
-- CoordinatorWriter: one queue and worker per partition. The worker appends everything queued as one batch (a busy
-  coordinator writes many records per append), waits until it is committed (acks=-1 through the partition layer,
-  which answers once the high watermark passes it) and completes the writes in order.
+- CoordinatorWriter: one queue and worker per partition. The worker appends everything queued as few batches as it
+  can (a busy coordinator writes many records per append), waits until each is committed (acks=-1 through the
+  partition layer, which answers once the high watermark passes it) and completes the writes in order. Consecutive
+  writes of the same producer share one batch (most writes have none); a TxnOffsetCommit's records form a
+  transactional batch of its producer id and epoch, base sequence 0: the log checks the epoch of a coordinator's
+  batch (fencing a zombie producer's late commit), not its sequence.
 - load_partition: read a partition's log from its start to its end, a step at a time off the event loop (file
-  reads), handing every record to the state machine's replay.
+  reads), handing every record (with the producer id of its batch when transactional) and every transaction marker
+  to the state machine's replay, in log order.
 
 The partition layer is reached through callables the broker supplies, so the coordinators never import the
 replication layer (DESIGN.md's layers): `append(partition, records) -> error code` and `log_of(partition) -> Log`.
@@ -17,12 +21,23 @@ replication layer (DESIGN.md's layers): `append(partition, records) -> error cod
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
+from kfk.coordinator.writes import CoordinatorWrite
 from kfk.errors import ErrorCode, KafkaError
-from kfk.records import CompressionType, MemoryRecordsBuilder, iter_batches
+from kfk.records import (
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    CompressionType,
+    ControlRecordType,
+    EndTransactionMarker,
+    MemoryRecordsBuilder,
+    control_record_type,
+    iter_batches,
+)
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
 
@@ -30,10 +45,12 @@ log = logging.getLogger("kfk.coordinator")
 
 AppendFunction = Callable[[int, bytes], Awaitable[ErrorCode]]
 LogLookup = Callable[[int], Log | None]
-KeyValue = tuple[bytes | None, bytes | None]
 
 #: Bytes read per step when loading a partition.
 LOAD_BUFFER_BYTES = 1024 * 1024
+
+#: Base sequence of the coordinator's transactional batches.
+TRANSACTIONAL_BASE_SEQUENCE = 0
 
 
 class DeadlineTimer:
@@ -85,30 +102,22 @@ async def call(operation: Callable[[Callable[[Any], None]], None], after: Callab
     return await future
 
 
-class Write(Protocol):
-    partition: int
-    records: list[tuple[bytes, bytes | None]]
-
-
-W = TypeVar("W", bound=Write)
-
-
-class CoordinatorWriter(Generic[W]):
+class CoordinatorWriter:
     """Appends the writes a state machine hands out, per partition in order, and reports each one's outcome to
     `complete(write, error, now_ms)`; `after()` runs once a batch is completed (to take the writes and timers that
     completion produced)."""
 
     def __init__(self, topic_name: str, append: AppendFunction, now_ms: Callable[[], int],
-                 complete: Callable[[W, ErrorCode, int], None], after: Callable[[], None]) -> None:
+                 complete: Callable[[CoordinatorWrite, ErrorCode, int], None], after: Callable[[], None]) -> None:
         self._topic_name = topic_name
         self._append = append
         self._now_ms = now_ms
         self._complete = complete
         self._after = after
-        self._queues: dict[int, list[W]] = {}
+        self._queues: dict[int, list[CoordinatorWrite]] = {}
         self._workers: dict[int, asyncio.Task] = {}
 
-    def submit(self, write: W) -> None:
+    def submit(self, write: CoordinatorWrite) -> None:
         self._queues.setdefault(write.partition, []).append(write)
         worker = self._workers.get(write.partition)
         if worker is None or worker.done():
@@ -123,33 +132,76 @@ class CoordinatorWriter(Generic[W]):
         while queue:
             writes = list(queue)
             queue.clear()
-            records = [record for write in writes for record in write.records]
-            error = ErrorCode.NONE
-            if records:
-                builder = MemoryRecordsBuilder(compression_type=CompressionType.NONE)
-                timestamp = self._now_ms()
-                for key, value in records:
-                    builder.append(timestamp, key, value)
-                try:
-                    error = await self._append(partition, bytes(builder.close()))
-                except KafkaError as exception:
-                    error = exception.error_code
-                except Exception:  # noqa: BLE001
-                    log.exception("Append to %s-%d failed", self._topic_name, partition)
-                    error = ErrorCode.UNKNOWN_SERVER_ERROR
-            now_ms = self._now_ms()
-            for write in writes:
-                try:
-                    self._complete(write, error, now_ms)
-                except Exception:  # noqa: BLE001
-                    log.exception("Completing a write to %s-%d failed", self._topic_name, partition)
+            for batch_writes, batch in batches_for(writes, self._now_ms()):
+                error = ErrorCode.NONE
+                if batch:
+                    try:
+                        error = await self._append(partition, batch)
+                    except KafkaError as exception:
+                        error = exception.error_code
+                    except Exception:  # noqa: BLE001
+                        log.exception("Append to %s-%d failed", self._topic_name, partition)
+                        error = ErrorCode.UNKNOWN_SERVER_ERROR
+                now_ms = self._now_ms()
+                for write in batch_writes:
+                    try:
+                        self._complete(write, error, now_ms)
+                    except Exception:  # noqa: BLE001
+                        log.exception("Completing a write to %s-%d failed", self._topic_name, partition)
             self._after()
 
 
+def batches_for(writes: list[CoordinatorWrite], timestamp: int) -> Iterator[tuple[list[CoordinatorWrite], bytes]]:
+    """The writes grouped into batches, in order: (the writes a batch holds, the batch; empty if they hold no
+    record)."""
+    start = 0
+    while start < len(writes):
+        producer = (writes[start].producer_id, writes[start].producer_epoch)
+        end = start + 1
+        while end < len(writes) and (writes[end].producer_id, writes[end].producer_epoch) == producer:
+            end += 1
+        group = writes[start:end]
+        yield group, build_batch(group, timestamp)
+        start = end
+
+
+def build_batch(writes: list[CoordinatorWrite], timestamp: int) -> bytes:
+    """One uncompressed batch with every record of `writes` (all of one producer, or of none); empty without
+    records."""
+    if not any(write.records for write in writes):
+        return b""
+    producer_id, producer_epoch = writes[0].producer_id, writes[0].producer_epoch
+    transactional = producer_id != NO_PRODUCER_ID
+    builder = MemoryRecordsBuilder(compression_type=CompressionType.NONE, producer_id=producer_id,
+                                   producer_epoch=producer_epoch, is_transactional=transactional,
+                                   base_sequence=TRANSACTIONAL_BASE_SEQUENCE if transactional else NO_SEQUENCE)
+    for write in writes:
+        for key, value in write.records:
+            builder.append(timestamp, key, value)
+    return bytes(builder.close())
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LoadedRecord:
+    key: bytes | None
+    value: bytes | None
+    #: The producer of the transactional batch holding the record; NO_PRODUCER_ID outside transactions.
+    producer_id: int = NO_PRODUCER_ID
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LoadedMarker:
+    producer_id: int
+    is_commit: bool
+
+
+LoadedEntry = LoadedRecord | LoadedMarker
+
+
 async def load_partition(topic_name: str, partition: int, log_of: LogLookup,
-                         replay: Callable[[bytes | None, bytes | None], None]) -> int | None:
-    """Replay every record of the partition's log (control batches skipped); the number replayed, or None if the
-    partition's log never appeared."""
+                         replay: Callable[[LoadedEntry], None]) -> int | None:
+    """Replay every record and transaction marker of the partition's log, in log order; the number of entries
+    replayed, or None if the partition's log never appeared."""
     loop = asyncio.get_running_loop()
     log_ = None
     for _ in range(3000):
@@ -166,26 +218,34 @@ async def load_partition(topic_name: str, partition: int, log_of: LogLookup,
         chunk, next_offset = await loop.run_in_executor(None, read_chunk, log_, offset)
         if next_offset <= offset:
             break
-        for key, value in chunk:
-            replay(key, value)
-            count += 1
+        for entry in chunk:
+            replay(entry)
+        count += len(chunk)
         offset = next_offset
     return count
 
 
-def read_chunk(log_: Log, offset: int) -> tuple[list[KeyValue], int]:
-    """The keys and values of the batches from `offset` (about LOAD_BUFFER_BYTES of them) and the next offset."""
+def read_chunk(log_: Log, offset: int) -> tuple[list[LoadedEntry], int]:
+    """The records and markers of the batches from `offset` (about LOAD_BUFFER_BYTES of them) and the next offset;
+    control records other than COMMIT/ABORT (a leader change) are skipped. Reads files: run it off the event loop."""
     info = log_.read(offset, LOAD_BUFFER_BYTES, FetchIsolation.LOG_END, True)
     data = info.records.read_bytes() if hasattr(info.records, "read_bytes") else bytes(info.records)
-    records: list[KeyValue] = []
+    entries: list[LoadedEntry] = []
     next_offset = offset
     for batch in iter_batches(data):
         next_offset = batch.last_offset + 1
         if getattr(batch, "is_control", False):
+            for record in batch.records():
+                if record.offset >= offset and control_record_type(record.key) in (ControlRecordType.COMMIT,
+                                                                                    ControlRecordType.ABORT):
+                    marker = EndTransactionMarker.deserialize(record)
+                    entries.append(LoadedMarker(batch.producer_id,
+                                                marker.control_type == ControlRecordType.COMMIT))
             continue
+        producer_id = batch.producer_id if getattr(batch, "is_transactional", False) else NO_PRODUCER_ID
         for record in batch.records():
             if record.offset < offset:
                 continue
-            records.append((None if record.key is None else bytes(record.key),
-                            None if record.value is None else bytes(record.value)))
-    return records, next_offset
+            entries.append(LoadedRecord(None if record.key is None else bytes(record.key),
+                                        None if record.value is None else bytes(record.value), producer_id))
+    return entries, next_offset

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable
 
 from kfk.errors import ErrorCode
+from kfk.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 Record = tuple[bytes, bytes | None]
 """A key and value (None: a tombstone) for the coordinator's compacted topic."""
@@ -26,8 +27,11 @@ WriteFunction = Callable[[str, list[Record], WriteCallback | None], None]
 @dataclasses.dataclass(slots=True)
 class CoordinatorWrite:
     """Records to append to the internal topic's `partition` with acks=-1; `on_complete(error, now_ms)` runs when
-    they are committed (error NONE) or the append failed."""
+    they are committed (error NONE) or the append failed. With a producer id they go in a transactional batch of that
+    producer and epoch (a TxnOffsetCommit), which the log checks against the producer's epoch."""
 
     partition: int
     records: list[Record]
     on_complete: WriteCallback | None
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from kfk.coordinator.group.config import GroupCoordinatorConfig
-from kfk.coordinator.group.group_coordinator import GroupCoordinator, OffsetCommitPartition
+from kfk.coordinator.group.group_coordinator import (
+    GroupCoordinator,
+    OffsetCommitPartition,
+)
 from kfk.errors import ErrorCode
-from kfk.protocol.messages.consumer_protocol_subscription import ConsumerProtocolSubscription
+from kfk.protocol.messages.consumer_protocol_subscription import (
+    ConsumerProtocolSubscription,
+)
 from kfk.protocol.messages.heartbeat import HeartbeatRequest
 from kfk.protocol.messages.join_group import JoinGroupRequest
 from kfk.protocol.messages.leave_group import LeaveGroupRequest

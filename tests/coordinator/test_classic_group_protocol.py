@@ -5,7 +5,6 @@ from __future__ import annotations
 from kfk.coordinator.group.classic_group import ClassicGroupState
 from kfk.coordinator.group.record_serde import GroupMetadataRecord, deserialize_record
 from kfk.errors import ErrorCode
-
 from tests.coordinator.harness import Harness, subscription
 
 

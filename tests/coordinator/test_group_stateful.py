@@ -15,7 +15,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from kfk.coordinator.group.classic_group import ClassicGroupState
 from kfk.errors import ErrorCode
-
 from tests.coordinator.harness import Answers, Harness
 from tests.coordinator.test_offsets_and_loading import reload
 

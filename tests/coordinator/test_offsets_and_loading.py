@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from kfk.coordinator.group.classic_group import ClassicGroupState
 from kfk.coordinator.group.record_serde import OffsetCommitRecord, deserialize_record
 from kfk.errors import ErrorCode
-
 from tests.coordinator.harness import Harness
 from tests.coordinator.test_classic_group_protocol import group_of, stable_group
 
@@ -34,7 +33,7 @@ def test_simple_commit_and_fetch_with_metadata() -> None:
     assert result.only == {("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.NONE}
     error, topics = h.fetch("g", [("t", [0, 1, 2])])
     assert error == ErrorCode.NONE
-    offsets = {p: (o.committed_offset, o.metadata) if o else None for p, o in topics[0][1]}
+    offsets = {p: (o.committed_offset, o.metadata) if o else None for p, o, _ in topics[0][1]}
     assert offsets == {0: (10, "checkpoint-1"), 1: (20, "checkpoint-1"), 2: None}
     assert group_of(h, "g").state is ClassicGroupState.EMPTY  # a simple group
 

@@ -23,8 +23,15 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kfk.errors import ErrorCode, KafkaError, FencedInstanceIdError, UnknownMemberIdError
-from kfk.protocol.messages.consumer_protocol_subscription import ConsumerProtocolSubscription
+from kfk.errors import (
+    ErrorCode,
+    FencedInstanceIdError,
+    KafkaError,
+    UnknownMemberIdError,
+)
+from kfk.protocol.messages.consumer_protocol_subscription import (
+    ConsumerProtocolSubscription,
+)
 from kfk.protocol.messages.join_group import JoinGroupResponse
 from kfk.protocol.messages.sync_group import SyncGroupResponse
 

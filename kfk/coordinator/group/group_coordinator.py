@@ -13,6 +13,12 @@ Ownership: a partition is loading (COORDINATOR_LOAD_IN_PROGRESS) from `begin_loa
 between the owner `replay`s its records; requests for a group of a partition this broker does not lead get
 NOT_COORDINATOR.
 
+Transactional offset commits (TxnOffsetCommit) are written as a transactional batch of the producer (the write
+carries its producer id and epoch) and stay pending until `complete_transaction` is called for the producer's
+COMMIT or ABORT marker in that partition; a load replays records of transactional batches with their producer id
+and the markers through the same `complete_transaction`, so a loaded partition shows committed transactions' offsets,
+not aborted ones, and keeps open ones pending.
+
 Kafka's request-level checks live here too: an empty group id is INVALID_GROUP_ID for the membership APIs (offset
 commits, fetches, DescribeGroups and DeleteGroups accept it, as Kafka does for old clients), a session timeout
 outside group.min/max.session.timeout.ms is INVALID_SESSION_TIMEOUT.
@@ -26,14 +32,20 @@ import logging
 from collections.abc import Callable
 
 from kfk.coordinator.append_errors import append_error_to_response_error
-from kfk.coordinator.group.classic_group import ClassicGroup, ClassicGroupState, Responder
+from kfk.coordinator.group.classic_group import (
+    ClassicGroup,
+    ClassicGroupState,
+    Responder,
+)
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.group_metadata_manager import GroupMetadataManager
 from kfk.coordinator.group.offset_metadata_manager import (
+    FetchedOffset,
     OffsetMetadataManager,
     commit_error_to_response_error,
 )
 from kfk.coordinator.group.record_serde import (
+    NO_EXPIRE_TIMESTAMP,
     GroupMetadataRecord,
     OffsetAndMetadata,
     OffsetCommitRecord,
@@ -41,6 +53,7 @@ from kfk.coordinator.group.record_serde import (
     group_metadata_key,
     offset_commit_key,
 )
+from kfk.coordinator.group.transactional_offsets import TopicPartitionKey
 from kfk.coordinator.partitioning import partition_for
 from kfk.coordinator.timer import CoordinatorTimer
 from kfk.coordinator.writes import CoordinatorWrite, Record, WriteCallback
@@ -51,6 +64,7 @@ from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from kfk.protocol.messages.leave_group import LeaveGroupRequest
 from kfk.protocol.messages.list_groups import ListGroupsResponse
 from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from kfk.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 log = logging.getLogger("kfk.coordinator.group")
 
@@ -104,18 +118,20 @@ class GroupCoordinator:
         self.partitions[partition] = PartitionState.LOADING
 
     def replay(self, partition: int, key: bytes | memoryview | None, value: bytes | memoryview | None,
-               now_ms: int) -> None:
-        """One record of the partition's log, in log order (a corrupt or foreign record is logged and skipped)."""
+               now_ms: int, producer_id: int = NO_PRODUCER_ID) -> None:
+        """One record of the partition's log, in log order (a corrupt or foreign record is logged and skipped);
+        `producer_id` that of the transactional batch holding it. Markers go to `complete_transaction`."""
         try:
             record = deserialize_record(key, value)
         except KafkaError as error:
             log.warning("Skipping a record of %s-%d: %s", "__consumer_offsets", partition, error)
             return
-        self.replay_record(record, now_ms)
+        self.replay_record(record, now_ms, producer_id)
 
-    def replay_record(self, record: OffsetCommitRecord | GroupMetadataRecord | None, now_ms: int) -> None:
+    def replay_record(self, record: OffsetCommitRecord | GroupMetadataRecord | None, now_ms: int,
+                      producer_id: int = NO_PRODUCER_ID) -> None:
         if isinstance(record, OffsetCommitRecord):
-            self.offsets.replay(record, now_ms)
+            self.offsets.replay(record, now_ms, producer_id)
         elif isinstance(record, GroupMetadataRecord):
             self.groups.replay_group_metadata(record.group_id, record.value, now_ms)
             if record.value is None:
@@ -138,7 +154,8 @@ class GroupCoordinator:
         for group in self._groups_of(partition):
             self.groups.unload(group)
             self.offsets.remove_group(group.group_id)
-        for group_id in [group_id for group_id in self.offsets.offsets if self.partition_for(group_id) == partition]:
+        for group_id in [group_id for group_id in self.offsets.group_ids()
+                         if self.partition_for(group_id) == partition]:
             self.offsets.remove_group(group_id)
 
     def _groups_of(self, partition: int) -> list[ClassicGroup]:
@@ -146,8 +163,10 @@ class GroupCoordinator:
 
     # -- writes and time ---------------------------------------------------------------------------------------------
 
-    def _write_for_group(self, group_id: str, records: list[Record], on_complete: WriteCallback | None) -> None:
-        self._writes.append(CoordinatorWrite(self.partition_for(group_id), records, on_complete))
+    def _write_for_group(self, group_id: str, records: list[Record], on_complete: WriteCallback | None,
+                         producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH) -> None:
+        self._writes.append(CoordinatorWrite(self.partition_for(group_id), records, on_complete, producer_id,
+                                             producer_epoch))
 
     def take_writes(self) -> list[CoordinatorWrite]:
         writes, self._writes = self._writes, []
@@ -232,17 +251,7 @@ class GroupCoordinator:
             # A commit from a member counts as a heartbeat in these states.
             self.groups.reschedule_heartbeat(group, member_id, now_ms)
         expire_timestamp_ms = self.offsets.expire_timestamp_ms(retention_time_ms, now_ms)
-        results: dict[tuple[str, int], ErrorCode] = {}
-        accepted: list[tuple[str, int, OffsetAndMetadata]] = []
-        for p in partitions:
-            metadata = p.committed_metadata if p.committed_metadata is not None else ""
-            if len(metadata) > self.config.offset_metadata_max_bytes:
-                results[(p.topic, p.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            results[(p.topic, p.partition)] = ErrorCode.NONE
-            commit_timestamp_ms = now_ms if p.commit_timestamp_ms == -1 else p.commit_timestamp_ms
-            accepted.append((p.topic, p.partition, OffsetAndMetadata(
-                p.committed_offset, p.committed_leader_epoch, metadata, commit_timestamp_ms, expire_timestamp_ms)))
+        results, accepted = self._accept_offsets(partitions, expire_timestamp_ms, now_ms)
         if not accepted:
             respond(results)
             return
@@ -259,13 +268,77 @@ class GroupCoordinator:
 
         self._write_for_group(group_id, self.offsets.offset_commit_records(group_id, accepted), on_written)
 
-    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
-                      ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]]:
-        """(group-level error, per topic and partition the committed offset or None); `topics` None = all."""
+    def _accept_offsets(self, partitions: list[OffsetCommitPartition], expire_timestamp_ms: int, now_ms: int
+                        ) -> tuple[dict[TopicPartitionKey, ErrorCode], list[tuple[str, int, OffsetAndMetadata]]]:
+        """(an error per partition: OFFSET_METADATA_TOO_LARGE or, for now, NONE; the offsets to write)."""
+        results: dict[TopicPartitionKey, ErrorCode] = {}
+        accepted: list[tuple[str, int, OffsetAndMetadata]] = []
+        for p in partitions:
+            metadata = p.committed_metadata if p.committed_metadata is not None else ""
+            if len(metadata) > self.config.offset_metadata_max_bytes:
+                results[(p.topic, p.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            results[(p.topic, p.partition)] = ErrorCode.NONE
+            commit_timestamp_ms = now_ms if p.commit_timestamp_ms == -1 else p.commit_timestamp_ms
+            accepted.append((p.topic, p.partition, OffsetAndMetadata(
+                p.committed_offset, p.committed_leader_epoch, metadata, commit_timestamp_ms, expire_timestamp_ms)))
+        return results, accepted
+
+    def commit_transactional_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                                     group_instance_id: str | None, generation_id: int,
+                                     partitions: list[OffsetCommitPartition], now_ms: int,
+                                     respond: Callable[[dict[TopicPartitionKey, ErrorCode]], None]) -> None:
+        """TxnOffsetCommit (v0-v4; before v3 the member fields are absent and generation is -1): one error code per
+        (topic, partition), after the transactional records are durable. The offsets are then pending in the
+        producer's transaction; unlike OffsetCommit this is no heartbeat and carries no retention."""
+        keys = [(p.topic, p.partition) for p in partitions]
+        error = ErrorCode.INVALID_GROUP_ID if not group_id else self.coordinator_error(group_id)
+        if error == ErrorCode.NONE:
+            try:
+                self.offsets.validate_transactional_commit(group_id, member_id, group_instance_id, generation_id,
+                                                           now_ms)
+            except KafkaError as exception:
+                error = exception.error_code
+        if error != ErrorCode.NONE:
+            respond(dict.fromkeys(keys, error))
+            return
+        results, accepted = self._accept_offsets(partitions, NO_EXPIRE_TIMESTAMP, now_ms)
+        if not accepted:
+            respond(results)
+            return
+        entries = self.offsets.begin_transactional_commit(group_id, producer_id, accepted)
+
+        def on_written(error: ErrorCode, at_ms: int) -> None:
+            self.offsets.complete_transactional_commit(group_id, producer_id, accepted, entries,
+                                                       written=error == ErrorCode.NONE)
+            if error != ErrorCode.NONE:
+                mapped = commit_error_to_response_error(error)
+                for topic, partition, _ in accepted:
+                    results[(topic, partition)] = mapped
+            respond(results)
+
+        self._write_for_group(group_id, self.offsets.offset_commit_records(group_id, accepted), on_written,
+                              producer_id, producer_epoch)
+
+    def complete_transaction(self, partition: int, producer_id: int, is_commit: bool) -> None:
+        """The producer's COMMIT (`is_commit`) or ABORT marker is in __consumer_offsets-`partition` (appended, or
+        replayed by a load): its pending offsets of the groups of that partition become committed or are dropped
+        (Kafka's onTransactionCompleted). A partition this broker does not own is ignored."""
+        if partition not in self.partitions:
+            return
+        for group_id in self.offsets.pending.groups_of_producer(producer_id):
+            if self.partition_for(group_id) == partition:
+                self.offsets.complete_transaction(group_id, producer_id, is_commit)
+
+    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
+                      ) -> tuple[ErrorCode, list[tuple[str, list[FetchedOffset]]]]:
+        """(group-level error, per topic: (partition, committed offset or None, error)); `topics` None = all.
+        `require_stable` (OffsetFetch v7+): UNSTABLE_OFFSET_COMMIT for partitions with pending transactional
+        offsets."""
         error = self.coordinator_error(group_id)
         if error != ErrorCode.NONE:
             return error, []
-        return ErrorCode.NONE, self.offsets.fetch_offsets(group_id, topics)
+        return ErrorCode.NONE, self.offsets.fetch_offsets(group_id, topics, require_stable)
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]], now_ms: int,
                        respond: Callable[[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]], None]) -> None:
@@ -289,7 +362,7 @@ class GroupCoordinator:
                 if group.is_subscribed_to_topic(topic):
                     topic_results.append((partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
                     continue
-                if self.offsets.offset(group_id, topic, partition) is not None:
+                if self.offsets.has_offset(group_id, topic, partition):
                     records.append((offset_commit_key(group_id, topic, partition), None))
                 topic_results.append((partition, ErrorCode.NONE))
             results.append((topic, topic_results))
@@ -420,7 +493,7 @@ class GroupCoordinator:
         nothing."""
         self.timer.schedule(_EXPIRE_OFFSETS_KEY, now_ms + self.config.offsets_retention_check_interval_ms,
                             self._expire_offsets)
-        group_ids = set(self.offsets.offsets) | set(self.groups.groups)
+        group_ids = self.offsets.group_ids() | set(self.groups.groups)
         for group_id in sorted(group_ids):
             if self.coordinator_error(group_id) != ErrorCode.NONE:
                 continue

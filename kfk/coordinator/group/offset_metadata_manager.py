@@ -13,15 +13,27 @@ Expiry (offsets.retention.minutes): every offsets.retention.check.interval.ms, o
 subscribe to expire retention after the group became Empty (or, for a simple group and for Stable consumer groups,
 retention after the commit); a commit that carried its own retention expires at its expire timestamp. A group whose
 offsets are all gone and which is Empty is deleted.
+
+Transactional offsets (TxnOffsetCommit) stay pending until their transaction ends (transactional_offsets.py). When a
+COMMIT marker makes them committed, an offset of the same partition whose record came later in the log is kept
+(Kafka keeps the record with the higher offset, so compaction cannot change the outcome): every committed offset
+carries its record's place in the log order, a counter of the offset records applied, which for one partition follows
+the log (writes complete in log order, a load replays in log order). Offsets with a pending transactional offset do
+not expire, and neither does a group with pending transactional offsets.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kfk.coordinator.append_errors import append_error_to_response_error
-from kfk.coordinator.group.classic_group import UNKNOWN_MEMBER_ID, ClassicGroup, ClassicGroupState
+from kfk.coordinator.group.classic_group import (
+    UNKNOWN_MEMBER_ID,
+    ClassicGroup,
+    ClassicGroupState,
+)
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.record_serde import (
     NO_EXPIRE_TIMESTAMP,
@@ -29,6 +41,10 @@ from kfk.coordinator.group.record_serde import (
     OffsetCommitRecord,
     offset_commit_key,
     offset_commit_value,
+)
+from kfk.coordinator.group.transactional_offsets import (
+    PendingOffset,
+    PendingTransactionalOffsets,
 )
 from kfk.errors import (
     CoordinatorNotAvailableError,
@@ -38,9 +54,15 @@ from kfk.errors import (
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
+from kfk.records import NO_PRODUCER_ID
 
 if TYPE_CHECKING:
     from kfk.coordinator.group.group_metadata_manager import GroupMetadataManager
+
+log = logging.getLogger("kfk.coordinator.group")
+
+#: OffsetFetch's answer for one partition: (partition, committed offset or None, error code).
+FetchedOffset = tuple[int, OffsetAndMetadata | None, ErrorCode]
 
 #: OffsetCommit v2-v4 retention_time_ms meaning "the broker's offsets.retention.minutes".
 DEFAULT_RETENTION_TIME = -1
@@ -61,8 +83,10 @@ def commit_error_to_response_error(error: ErrorCode) -> ErrorCode:
 
 
 def validate_offset_commit(group: ClassicGroup, member_id: str, group_instance_id: str | None,
-                           generation_id: int) -> None:
-    """Kafka's ClassicGroup.validateOffsetCommit; raises the KafkaError to answer."""
+                           generation_id: int, is_transactional: bool = False) -> None:
+    """Kafka's ClassicGroup.validateOffsetCommit; raises the KafkaError to answer. A transactional commit without
+    member and generation (TxnOffsetCommit v0-v2 never carry them) is accepted whatever the group's members, and no
+    transactional commit is refused because the group is completing a rebalance."""
     if group.is_in_state(_S.DEAD):
         raise CoordinatorNotAvailableError(f"Group {group.group_id} is dead")
     if generation_id < 0 and group.is_in_state(_S.EMPTY):
@@ -73,10 +97,10 @@ def validate_offset_commit(group: ClassicGroup, member_id: str, group_instance_i
             raise IllegalGenerationError(
                 f"Generation {generation_id} is not the current generation {group.generation_id} of "
                 f"{group.group_id}")
-    elif not group.is_in_state(_S.EMPTY):
+    elif not is_transactional and not group.is_in_state(_S.EMPTY):
         # No member id and no generation (v0): only an empty group takes such commits.
         raise UnknownMemberIdError(f"Group {group.group_id} is not empty")
-    if group.is_in_state(_S.COMPLETING_REBALANCE):
+    if not is_transactional and group.is_in_state(_S.COMPLETING_REBALANCE):
         raise RebalanceInProgressError(f"Group {group.group_id} is completing a rebalance")
 
 
@@ -85,9 +109,27 @@ class OffsetMetadataManager:
         self.config = config
         self.groups = groups
         self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        #: group id -> (topic, partition) -> the log order of the committed offset's record.
+        self._record_orders: dict[str, dict[tuple[str, int], int]] = {}
+        self._last_record_order = 0
+        self.pending = PendingTransactionalOffsets()
 
     def has_offsets(self, group_id: str) -> bool:
-        return bool(self.offsets.get(group_id))
+        """Whether the group holds committed or pending transactional offsets (then it is kept)."""
+        return bool(self.offsets.get(group_id)) or self.pending.has_group(group_id)
+
+    def has_offset(self, group_id: str, topic: str, partition: int) -> bool:
+        """A committed or a pending transactional offset of the partition (what OffsetDelete deletes)."""
+        return self.offset(group_id, topic, partition) is not None \
+            or self.pending.has_partition(group_id, topic, partition)
+
+    def group_ids(self) -> set[str]:
+        """Every group holding committed or pending offsets."""
+        return set(self.offsets) | set(self.pending.group_ids())
+
+    def _next_record_order(self) -> int:
+        self._last_record_order += 1
+        return self._last_record_order
 
     def offset(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
         return self.offsets.get(group_id, {}).get(topic, {}).get(partition)
@@ -108,6 +150,54 @@ class OffsetMetadataManager:
         validate_offset_commit(group, member_id, group_instance_id, generation_id)
         return group
 
+    def validate_transactional_commit(self, group_id: str, member_id: str, group_instance_id: str | None,
+                                      generation_id: int, now_ms: int) -> ClassicGroup:
+        """As `validate_commit` for a TxnOffsetCommit: a group that does not exist is ILLEGAL_GENERATION (any
+        version) unless the generation is -1 (v0-v2 always send -1)."""
+        group = self.groups.group(group_id)
+        if group is None:
+            if generation_id < 0:
+                return self.groups.get_or_create_group(group_id, now_ms)
+            raise IllegalGenerationError(f"Group {group_id} does not exist")
+        validate_offset_commit(group, member_id, group_instance_id, generation_id, is_transactional=True)
+        return group
+
+    def begin_transactional_commit(self, group_id: str, producer_id: int,
+                                   offsets: list[tuple[str, int, OffsetAndMetadata]]) -> list[PendingOffset]:
+        """The accepted offsets of a TxnOffsetCommit are pending from now on (their records not yet written)."""
+        entries = []
+        for topic, partition, offset in offsets:
+            entry = PendingOffset(offset)
+            self.pending.put(group_id, producer_id, topic, partition, entry)
+            entries.append(entry)
+        return entries
+
+    def complete_transactional_commit(self, group_id: str, producer_id: int,
+                                      offsets: list[tuple[str, int, OffsetAndMetadata]],
+                                      entries: list[PendingOffset], written: bool) -> None:
+        """The records of `begin_transactional_commit` are committed to the log (`written`: the entries take their
+        place in the log order) or failed (the entries go, unless a later commit of the producer replaced them)."""
+        for (topic, partition, _), entry in zip(offsets, entries):
+            if written:
+                entry.record_order = self._next_record_order()
+            else:
+                self.pending.discard(group_id, producer_id, topic, partition, entry)
+
+    def complete_transaction(self, group_id: str, producer_id: int, is_commit: bool) -> None:
+        """The producer's COMMIT/ABORT marker is in the group's partition: its pending offsets become committed
+        (unless a later record of the partition was committed) or are dropped."""
+        for (topic, partition), entry in self.pending.take(group_id, producer_id).items():
+            if not is_commit:
+                continue
+            if entry.record_order is None:
+                # Its record was still being written when the transaction ended: it cannot belong to it.
+                log.warning("Transaction of producer %d ended while its offset for %s-%d of group %s was being "
+                            "written; dropping that offset", producer_id, topic, partition, group_id)
+                continue
+            committed_order = self._record_orders.get(group_id, {}).get((topic, partition))
+            if committed_order is None or committed_order < entry.record_order:
+                self._put(group_id, topic, partition, entry.offset, entry.record_order)
+
     def offset_commit_records(self, group_id: str, offsets: list[tuple[str, int, OffsetAndMetadata]]
                               ) -> list[tuple[bytes, bytes | None]]:
         return [(offset_commit_key(group_id, topic, partition), offset_commit_value(offset))
@@ -119,26 +209,43 @@ class OffsetMetadataManager:
 
     # -- fetch -------------------------------------------------------------------------------------------------------
 
-    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
-                      ) -> list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]:
-        """Per topic, per partition: the committed offset or None. `topics` None: every committed offset."""
+    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool
+                      ) -> list[tuple[str, list[FetchedOffset]]]:
+        """Per topic, per partition: the committed offset or None, and the partition's error: with
+        `require_stable`, UNSTABLE_OFFSET_COMMIT (and no offset) while a transactional offset is pending.
+        `topics` None: every committed offset."""
         group = self.groups.group(group_id)
-        group_offsets = self.offsets.get(group_id, {}) if group is not None and not group.is_in_state(_S.DEAD) \
-            else {}
+        live = group is not None and not group.is_in_state(_S.DEAD)
+        group_offsets = self.offsets.get(group_id, {}) if live else {}
+        unstable = self.pending.partitions_of(group_id) if live and require_stable else set()
+
+        def fetched(topic: str, partition: int) -> FetchedOffset:
+            if (topic, partition) in unstable:
+                return partition, None, ErrorCode.UNSTABLE_OFFSET_COMMIT
+            return partition, group_offsets.get(topic, {}).get(partition), ErrorCode.NONE
+
         if topics is None:
-            return [(topic, sorted(partitions.items())) for topic, partitions in group_offsets.items()]
-        return [(topic, [(partition, group_offsets.get(topic, {}).get(partition)) for partition in partitions])
-                for topic, partitions in topics]
+            return [(topic, [fetched(topic, partition) for partition in sorted(partitions)])
+                    for topic, partitions in group_offsets.items()]
+        return [(topic, [fetched(topic, partition) for partition in partitions]) for topic, partitions in topics]
 
     # -- replay ------------------------------------------------------------------------------------------------------
 
-    def replay(self, record: OffsetCommitRecord, now_ms: int) -> None:
+    def replay(self, record: OffsetCommitRecord, now_ms: int, producer_id: int = NO_PRODUCER_ID) -> None:
+        """A committed offset record; `producer_id` that of its transactional batch (the offset is then pending
+        until the producer's marker)."""
         group_id, topic, partition = record.group_id, record.topic, record.partition
+        record_order = self._next_record_order()
         if record.value is not None:
             # A commit without group membership creates the "simple" group it belongs to.
             self.groups.get_or_create_group(group_id, now_ms)
-            self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = record.value
+            if producer_id == NO_PRODUCER_ID:
+                self._put(group_id, topic, partition, record.value, record_order)
+            else:
+                self.pending.put(group_id, producer_id, topic, partition, PendingOffset(record.value, record_order))
             return
+        self.pending.remove_partition(group_id, topic, partition)
+        self._record_orders.get(group_id, {}).pop((topic, partition), None)
         topics = self.offsets.get(group_id)
         if topics is None:
             return
@@ -150,21 +257,34 @@ class OffsetMetadataManager:
             del topics[topic]
         if not topics:
             del self.offsets[group_id]
+            self._record_orders.pop(group_id, None)
+
+    def _put(self, group_id: str, topic: str, partition: int, offset: OffsetAndMetadata, record_order: int) -> None:
+        self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = offset
+        self._record_orders.setdefault(group_id, {})[(topic, partition)] = record_order
 
     def delete_all_offsets_records(self, group_id: str) -> list[tuple[bytes, bytes | None]]:
-        return [(offset_commit_key(group_id, topic, partition), None)
-                for topic, partitions in self.offsets.get(group_id, {}).items() for partition in partitions]
+        """Tombstones for every committed offset of the group, and for the partitions that only have pending
+        transactional offsets (DeleteGroups drops those too, as Kafka)."""
+        keys = {(topic, partition) for topic, partitions in self.offsets.get(group_id, {}).items()
+                for partition in partitions}
+        keys |= self.pending.partitions_of(group_id)
+        return [(offset_commit_key(group_id, topic, partition), None) for topic, partition in sorted(keys)]
 
     def remove_group(self, group_id: str) -> None:
         self.offsets.pop(group_id, None)
+        self._record_orders.pop(group_id, None)
+        self.pending.remove_group(group_id)
 
     # -- expiry ------------------------------------------------------------------------------------------------------
 
     def expired_offsets(self, group: ClassicGroup, now_ms: int) -> tuple[list[tuple[str, int]], bool]:
         """(the offsets of the group that expired at `now_ms`, whether that is all of them)."""
-        topics = self.offsets.get(group.group_id)
+        group_id = group.group_id
+        has_pending = self.pending.has_group(group_id)
+        topics = self.offsets.get(group_id)
         if not topics:
-            return [], True
+            return [], not has_pending
         base_timestamp = _expiration_base(group)
         if base_timestamp is None:
             return [], False
@@ -180,11 +300,11 @@ class OffsetMetadataManager:
                     is_expired = now_ms >= offset.expire_timestamp_ms
                 else:
                     is_expired = now_ms - base_timestamp(offset) >= retention_ms
-                if is_expired:
+                if is_expired and not self.pending.has_partition(group_id, topic, partition):
                     expired.append((topic, partition))
                 else:
                     all_expired = False
-        return expired, all_expired
+        return expired, all_expired and not has_pending
 
 
 def _expiration_base(group: ClassicGroup) -> Callable[[OffsetAndMetadata], int] | None:

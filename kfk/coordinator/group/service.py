@@ -4,10 +4,13 @@ GroupCoordinatorService + CoordinatorRuntime).
 It owns nothing but plumbing:
 - requests: each call runs the state machine on the event loop and awaits the answer it hands back (at once, after
   a write commits, or when a timer fires);
-- writes: one queue and worker per __consumer_offsets partition (kfk.coordinator.runtime.CoordinatorWriter);
+- writes: one queue and worker per __consumer_offsets partition (kfk.coordinator.runtime.CoordinatorWriter); a
+  TxnOffsetCommit's records are a transactional batch of their own, so a fenced producer's epoch fails that commit
+  only;
 - time: one asyncio timer (kfk.coordinator.runtime.DeadlineTimer) armed at the next deadline; it calls `poll(now_ms)`;
 - leadership: a MetadataCache listener. A partition of __consumer_offsets this broker now leads is loaded (its log
-  read from the start to the log end and replayed, off the event loop for the file reads); one it lost is unloaded.
+  read from the start to the log end and replayed, off the event loop for the file reads); one it lost is unloaded;
+- transactions: `complete_transaction` is called once a COMMIT/ABORT marker is appended to a partition.
 
 The partition layer is reached through two callables the broker supplies (kfk.coordinator.runtime).
 """
@@ -20,17 +23,22 @@ from collections.abc import Callable
 from typing import Any
 
 from kfk.coordinator.group.config import GroupCoordinatorConfig
-from kfk.coordinator.group.group_coordinator import GroupCoordinator, OffsetCommitPartition
+from kfk.coordinator.group.group_coordinator import (
+    FetchedOffset,
+    GroupCoordinator,
+    OffsetCommitPartition,
+)
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.runtime import (
     AppendFunction,
     CoordinatorWriter,
     DeadlineTimer,
+    LoadedEntry,
+    LoadedMarker,
     LogLookup,
     call,
     load_partition,
 )
-from kfk.coordinator.writes import CoordinatorWrite
 from kfk.errors import ErrorCode
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages.describe_groups import DescribeGroupsResponse
@@ -51,7 +59,7 @@ class GroupCoordinatorService:
         self.coordinator = GroupCoordinator(config)
         self._log_of = log_of
         self._now_ms = now_ms
-        self._writer: CoordinatorWriter[CoordinatorWrite] = CoordinatorWriter(
+        self._writer: CoordinatorWriter = CoordinatorWriter(
             GROUP_METADATA_TOPIC_NAME, append, now_ms, self.coordinator.complete_write, self._after)
         self._loads: dict[int, asyncio.Task] = {}
         self._timer = DeadlineTimer(now_ms, self._on_timer)
@@ -114,15 +122,17 @@ class GroupCoordinatorService:
     async def _load(self, partition: int) -> None:
         """Replay the partition's log (read off the loop, a step at a time), then serve its groups."""
         count = await load_partition(GROUP_METADATA_TOPIC_NAME, partition, self._log_of,
-                                     lambda key, value: self.coordinator.replay(partition, key, value,
-                                                                                self._now_ms()))
+                                     lambda entry: self._replay(partition, entry))
         if count is None:
             return
         if partition in self._loads:
             del self._loads[partition]
         self.coordinator.complete_loading(partition, self._now_ms())
-        log.info("Loaded %s-%d: %d records", GROUP_METADATA_TOPIC_NAME, partition, count)
+        log.info("Loaded %s-%d: %d records and markers", GROUP_METADATA_TOPIC_NAME, partition, count)
         self._after()
+
+    def _replay(self, partition: int, entry: LoadedEntry) -> None:
+        replay_entry(self.coordinator, partition, entry, self._now_ms())
 
     # -- requests ----------------------------------------------------------------------------------------------------
 
@@ -153,8 +163,25 @@ class GroupCoordinatorService:
             group_id, member_id, group_instance_id, generation_id, retention_time_ms, partitions, api_version,
             self._now_ms(), respond))
 
-    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None):
-        return self.coordinator.fetch_offsets(group_id, topics)
+    async def commit_transactional_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                           member_id: str, group_instance_id: str | None, generation_id: int,
+                                           partitions: list[OffsetCommitPartition]
+                                           ) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit: an error code per (topic, partition), once the transactional records are durable."""
+        return await self._call(lambda respond: self.coordinator.commit_transactional_offsets(
+            group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, partitions,
+            self._now_ms(), respond))
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, is_commit: bool) -> None:
+        """A COMMIT/ABORT marker of `producer_id` was appended to __consumer_offsets-`offsets_partition`."""
+        try:
+            self.coordinator.complete_transaction(offsets_partition, producer_id, is_commit)
+        finally:
+            self._after()
+
+    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
+                      ) -> tuple[ErrorCode, list[tuple[str, list[FetchedOffset]]]]:
+        return self.coordinator.fetch_offsets(group_id, topics, require_stable)
 
     async def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]):
         return await self._call(lambda respond: self.coordinator.delete_offsets(
@@ -177,3 +204,11 @@ class GroupCoordinatorService:
                 and self._now_ms() < deadline_ms:
             await asyncio.sleep(0.01)
 
+
+def replay_entry(coordinator: GroupCoordinator, partition: int, entry: LoadedEntry, now_ms: int) -> None:
+    """One entry of a loading partition: a record (of a transaction when it has a producer id) or the marker that
+    ends a producer's transaction."""
+    if isinstance(entry, LoadedMarker):
+        coordinator.complete_transaction(partition, entry.producer_id, entry.is_commit)
+    else:
+        coordinator.replay(partition, entry.key, entry.value, now_ms, entry.producer_id)

@@ -32,7 +32,11 @@ from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.partitioning import partition_for
 from kfk.coordinator.timer import CoordinatorTimer
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
-from kfk.coordinator.transaction.markers import LeaderLookup, MarkerRequest, TransactionMarkerManager
+from kfk.coordinator.transaction.markers import (
+    LeaderLookup,
+    MarkerRequest,
+    TransactionMarkerManager,
+)
 from kfk.coordinator.transaction.metadata import (
     MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -44,7 +48,10 @@ from kfk.coordinator.transaction.metadata import (
     TxnTransitMetadata,
     is_epoch_exhausted,
 )
-from kfk.coordinator.transaction.state_manager import TransactionStateManager, CoordinatorWrite
+from kfk.coordinator.transaction.state_manager import (
+    CoordinatorWrite,
+    TransactionStateManager,
+)
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsResponse
 from kfk.protocol.messages.list_transactions import ListTransactionsResponse

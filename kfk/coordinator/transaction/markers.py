@@ -24,7 +24,10 @@ from collections.abc import Callable
 
 from kfk.coordinator.timer import CoordinatorTimer
 from kfk.errors import ErrorCode
-from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from kfk.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from kfk.storage.log_files import TopicPartition
 
 log = logging.getLogger("kfk.coordinator.transaction")

@@ -26,20 +26,27 @@ from kfk.coordinator.runtime import (
     AppendFunction,
     CoordinatorWriter,
     DeadlineTimer,
+    LoadedEntry,
+    LoadedRecord,
     LogLookup,
     call,
     load_partition,
 )
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
-from kfk.coordinator.transaction.coordinator import ProducerIdResult, TransactionCoordinator
+from kfk.coordinator.transaction.coordinator import (
+    ProducerIdResult,
+    TransactionCoordinator,
+)
 from kfk.coordinator.transaction.markers import NO_LEADER, MarkerRequest
 from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
-from kfk.coordinator.transaction.state_manager import CoordinatorWrite
 from kfk.errors import CoordinatorNotAvailableError, ErrorCode, KafkaError
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsResponse
 from kfk.protocol.messages.list_transactions import ListTransactionsResponse
-from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from kfk.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from kfk.storage.log_files import TopicPartition
 
 log = logging.getLogger("kfk.coordinator.transaction")
@@ -60,7 +67,7 @@ class TransactionCoordinatorService:
         self._send_markers = send_markers
         self._producer_ids: list[int] = []
         self._image: MetadataImage | None = None
-        self._writer: CoordinatorWriter[CoordinatorWrite] = CoordinatorWriter(
+        self._writer: CoordinatorWriter = CoordinatorWriter(
             TRANSACTION_STATE_TOPIC_NAME, append, now_ms, self.coordinator.complete_write, self._after)
         self._loads: dict[int, asyncio.Task] = {}
         self._sends: set[asyncio.Task] = set()
@@ -169,7 +176,7 @@ class TransactionCoordinatorService:
 
     async def _load(self, partition: int) -> None:
         count = await load_partition(TRANSACTION_STATE_TOPIC_NAME, partition, self._log_of,
-                                     lambda key, value: self.coordinator.replay(partition, key, value))
+                                     lambda entry: self._replay(partition, entry))
         if count is None:
             return
         self._loads.pop(partition, None)
@@ -178,6 +185,12 @@ class TransactionCoordinatorService:
         self._after()
 
     # -- requests ----------------------------------------------------------------------------------------------------
+
+
+    def _replay(self, partition: int, entry: LoadedEntry) -> None:
+        """A loading partition's records rebuild the transactions' state; markers never reach this topic."""
+        if isinstance(entry, LoadedRecord):
+            self.coordinator.replay(partition, entry.key, entry.value)
 
     async def init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int, producer_id: int,
                                producer_epoch: int) -> ProducerIdResult:

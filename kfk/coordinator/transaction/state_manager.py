@@ -22,7 +22,11 @@ from collections.abc import Iterator
 from kfk.coordinator.append_errors import append_error_to_response_error
 from kfk.coordinator.partitioning import partition_for
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
-from kfk.coordinator.transaction.metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
+from kfk.coordinator.transaction.metadata import (
+    TransactionMetadata,
+    TransactionState,
+    TxnTransitMetadata,
+)
 from kfk.coordinator.transaction.record_serde import (
     TRANSACTION_STATE_TOPIC_NAME,
     deserialize_record,

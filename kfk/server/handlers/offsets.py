@@ -7,10 +7,10 @@
   ILLEGAL_GENERATION). Partitions of topics the metadata does not know get UNKNOWN_TOPIC_OR_PARTITION before the
   coordinator sees the rest; the answer goes out once the offsets are committed to __consumer_offsets.
 - OffsetFetch (9), v0-v9: v1 reads offsets kept in Kafka (kfk keeps them all there); v2 adds a top-level error and
-  null topics = every committed offset; v3 throttle time; v5 leader epochs; v6 flexible; v7 require_stable (there
-  are no transactional offsets yet, so nothing is ever unstable); v8 many groups with an error each; v9 member id
-  and epoch (KIP-848, ignored for classic groups). Errors the group has (NOT_COORDINATOR,
-  COORDINATOR_LOAD_IN_PROGRESS) are per partition on v0-v1, top-level on v2-v7, per group from v8.
+  null topics = every committed offset; v3 throttle time; v5 leader epochs; v6 flexible; v7 require_stable (a
+  partition with transactional offsets pending in an open transaction is UNSTABLE_OFFSET_COMMIT); v8 many groups
+  with an error each; v9 member id and epoch (KIP-848, ignored for classic groups). Errors the group has
+  (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) are per partition on v0-v1, top-level on v2-v7, per group from v8.
 - OffsetDelete (47), v0: a top-level error and one per partition.
 """
 
@@ -72,7 +72,7 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
             for group in request.groups:
                 wanted = None if group.topics is None else [(t.name, list(t.partition_indexes))
                                                             for t in group.topics]
-                error, topics = service.fetch_offsets(group.group_id, wanted)
+                error, topics = service.fetch_offsets(group.group_id, wanted, request.require_stable)
                 groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=group.group_id, error_code=error,
                     topics=[OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
@@ -81,15 +81,14 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                             committed_offset=offset.committed_offset if offset else INVALID_OFFSET,
                             committed_leader_epoch=offset.leader_epoch if offset else -1,
                             metadata=offset.metadata if offset else "",
-                            error_code=ErrorCode.NONE)
-                        for index, offset in partitions]) for name, partitions in topics]))
+                            error_code=partition_error)
+                        for index, offset, partition_error in partitions]) for name, partitions in topics]))
             return OffsetFetchResponse(groups=groups)
         wanted = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
-        error, topics = service.fetch_offsets(request.group_id, wanted)
+        error, topics = service.fetch_offsets(request.group_id, wanted, request.require_stable)
         if error != ErrorCode.NONE and version < 2:
             # No top-level error before v2: every requested partition carries it.
-            topics = [(name, [(index, None) for index in indexes]) for name, indexes in wanted or []]
-        partition_error = error if version < 2 else ErrorCode.NONE
+            topics = [(name, [(index, None, error) for index in indexes]) for name, indexes in wanted or []]
         return OffsetFetchResponse(
             error_code=error if version >= 2 else ErrorCode.NONE,
             topics=[OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
@@ -99,7 +98,7 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                     committed_leader_epoch=offset.leader_epoch if offset and version >= 5 else -1,
                     metadata=offset.metadata if offset else "",
                     error_code=partition_error)
-                for index, offset in partitions]) for name, partitions in topics])
+                for index, offset, partition_error in partitions]) for name, partitions in topics])
 
     async def offset_delete(context: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         image = broker.metadata_cache.image

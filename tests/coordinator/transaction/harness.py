@@ -10,14 +10,27 @@ from pathlib import Path
 from kfk.config import LogConfig
 from kfk.coordinator.runtime import read_chunk
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
-from kfk.coordinator.transaction.coordinator import ProducerIdResult, TransactionCoordinator
+from kfk.coordinator.transaction.coordinator import (
+    ProducerIdResult,
+    TransactionCoordinator,
+)
 from kfk.coordinator.transaction.markers import MarkerRequest
 from kfk.coordinator.transaction.metadata import TransactionMetadata
-from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME, deserialize_record
+from kfk.coordinator.transaction.record_serde import (
+    TRANSACTION_STATE_TOPIC_NAME,
+    deserialize_record,
+)
 from kfk.errors import ErrorCode, KafkaError
-from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from kfk.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from kfk.records import MemoryRecordsBuilder
-from kfk.records.control import ControlRecordType, EndTransactionMarker, build_end_transaction_marker_batch
+from kfk.records.control import (
+    ControlRecordType,
+    EndTransactionMarker,
+    build_end_transaction_marker_batch,
+)
 from kfk.storage.log import Log
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.producer_state import AppendOrigin
@@ -168,8 +181,8 @@ class Harness:
         offset = log.log_start_offset
         while offset < log.log_end_offset:
             records, offset = read_chunk(log, offset)
-            for key, value in records:
-                self.coordinator.replay(partition, key, value)
+            for record in records:
+                self.coordinator.replay(partition, record.key, record.value)
         self.coordinator.complete_loading(partition, self.now)
         self.flush()
 
@@ -191,7 +204,7 @@ class Harness:
     def records(self, partition: int) -> list:
         log = self.logs[partition]
         records, _ = read_chunk(log, log.log_start_offset)
-        return [deserialize_record(key, value) for key, value in records]
+        return [deserialize_record(record.key, record.value) for record in records]
 
     def metadata(self, transactional_id: str) -> TransactionMetadata | None:
         return self.coordinator.state.get(transactional_id)[1]

@@ -10,7 +10,13 @@ from kfk.coordinator.transaction.record_serde import transaction_log_key
 from kfk.errors import CoordinatorNotAvailableError, ErrorCode
 from kfk.records import iter_batches
 from kfk.storage.fetch_data_info import FetchIsolation
-from tests.coordinator.transaction.harness import FIRST_PRODUCER_ID, Answers, Harness, append_records, tp
+from tests.coordinator.transaction.harness import (
+    FIRST_PRODUCER_ID,
+    Answers,
+    Harness,
+    append_records,
+    tp,
+)
 
 S = TransactionState
 E = ErrorCode

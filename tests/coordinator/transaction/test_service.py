@@ -12,12 +12,25 @@ from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode
-from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from kfk.protocol.messages.write_txn_markers import (
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from kfk.records import MemoryRecordsBuilder
-from kfk.records.control import ControlRecordType, EndTransactionMarker, build_end_transaction_marker_batch
+from kfk.records.control import (
+    ControlRecordType,
+    EndTransactionMarker,
+    build_end_transaction_marker_batch,
+)
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.producer_state import AppendOrigin
-from tests.replication.conftest import NODE_ID, Broker, ManualClock, partition_change, topic_records
+from tests.replication.conftest import (
+    NODE_ID,
+    Broker,
+    ManualClock,
+    partition_change,
+    topic_records,
+)
 
 E = ErrorCode
 DATA = TopicPartition("data", 0)

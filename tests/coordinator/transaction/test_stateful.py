@@ -118,8 +118,8 @@ class TransactionMachine(RuleBasedStateMachine):
         for partition, log in self.h.logs.items():
             replayed.begin_loading(partition, 0)
             records, _ = read_chunk(log, log.log_start_offset)
-            for key, value in records:
-                replayed.replay(partition, key, value)
+            for record in records:
+                replayed.replay(partition, record.key, record.value)
             replayed.complete_loading(partition)
         def view(manager):
             return {m.transactional_id: (m.producer_id, m.producer_epoch, m.state, frozenset(m.topic_partitions),
