@@ -15,6 +15,7 @@ from kfk.client.admin import (
 from kfk.client.consumer import Consumer, ConsumerRebalanceListener, ConsumerRecords
 from kfk.client.producer import FutureRecordMetadata, Producer
 from kfk.client.structs import (
+    ConsumerGroupMetadata,
     ConsumerRecord,
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -29,6 +30,7 @@ __all__ = [
     "ConfigResource",
     "ConfigResourceType",
     "Consumer",
+    "ConsumerGroupMetadata",
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "ConsumerRecords",
