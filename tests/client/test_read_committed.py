@@ -17,7 +17,12 @@ import pytest
 
 from kfk.client import Admin, Consumer, NewTopic, TopicPartition
 from kfk.config import LogConfig
-from kfk.records import ControlRecordType, EndTransactionMarker, MemoryRecordsBuilder, build_end_transaction_marker_batch
+from kfk.records import (
+    ControlRecordType,
+    EndTransactionMarker,
+    MemoryRecordsBuilder,
+    build_end_transaction_marker_batch,
+)
 from kfk.storage.log import Log
 from kfk.testing.broker import BrokerProcess
 
