@@ -7,8 +7,11 @@ manager reads it. The network side (finding coordinators, sockets) is covered by
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from kfk.client import Producer
 from kfk.client.offsets import COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION
 from kfk.client.producer.transaction_manager import (
     CONCURRENT_TRANSACTIONS_BACKOFF_MS,
@@ -440,3 +443,34 @@ def test_the_transaction_version_does_not_change_inside_a_transaction() -> None:
     assert manager.transaction_version == 1
     manager.maybe_add_partition(TP0)
     assert isinstance(take(manager).message, AddPartitionsToTxnRequest)
+
+
+def test_an_answer_after_a_fatal_error_does_not_revive_the_producer() -> None:
+    manager = TransactionManager(5, transactional_id=TXN_ID)
+    result = manager.initialize_transactions()
+    request = take(manager)
+    manager.handle_failed_batch(ProducerFencedError("fenced elsewhere"), batch_epoch=-1, sequenced=False)
+    assert manager.state is TransactionState.FATAL_ERROR and result.done
+    answer(manager, request, InitProducerIdResponse(producer_id=1, producer_epoch=0))
+    assert manager.state is TransactionState.FATAL_ERROR and manager.producer_id == -1
+
+
+def test_the_producer_refuses_transactional_calls_out_of_order_without_waiting() -> None:
+    producer = Producer({"bootstrap.servers": "127.0.0.1:1", "transactional.id": TXN_ID, "max.block.ms": 60_000})
+    plain = Producer({"bootstrap.servers": "127.0.0.1:1"})
+    try:
+        started = time.monotonic()
+        with pytest.raises(InvalidTxnStateError, match="inside a transaction"):
+            producer.send("out", b"v")
+        with pytest.raises(InvalidTxnStateError, match="init_transactions"):
+            producer.begin_transaction()
+        with pytest.raises(InvalidTxnStateError):
+            producer.commit_transaction(1)
+        with pytest.raises(InvalidTxnStateError):
+            producer.abort_transaction(1)
+        assert time.monotonic() - started < 5  # no metadata wait (max.block.ms is a minute)
+        with pytest.raises(InvalidTxnStateError, match="transactional.id"):
+            plain.init_transactions(1)
+    finally:
+        producer.close(0)
+        plain.close(0)

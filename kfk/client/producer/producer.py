@@ -158,6 +158,8 @@ class Producer:
             raise RuntimeError("cannot send after the producer is closed")
         if self._sender.fatal_error is not None:
             raise self._sender.fatal_error
+        if self.transactional_id is not None:  # fail before waiting for metadata; maybe_add_partition checks again
+            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
         max_block_ms = self._max_block_ms
         cluster = self._network.cluster
         topic_metadata = cluster.topics.get(topic)

@@ -478,6 +478,10 @@ class TransactionManager:
 
     def handle_response(self, request: TxnRequest, response: Message) -> None:
         with self._lock:
+            if self.state == TransactionState.FATAL_ERROR:
+                assert self.last_error is not None
+                request.result.complete(self.last_error)  # an answer that arrived after the producer was done
+                return
             request.handler(request, response)
 
     def request_failed(self, request: TxnRequest, error: KafkaError) -> None:
@@ -499,8 +503,9 @@ class TransactionManager:
         with self._lock:
             if sequenced and self.transaction_version < 2:
                 self._epoch_bump_required = True  # bump the epoch after the abort, restarting sequences (KIP-360)
-            if isinstance(error, TransactionAbortedError):
-                return
+            if isinstance(error, TransactionAbortedError) or error is self.last_error \
+                    or self.state == TransactionState.FATAL_ERROR:
+                return  # nothing new: the abort, or the error that failed the transaction already
             if isinstance(error, (ProducerFencedError, InvalidProducerEpochError)):
                 if batch_epoch < self.producer_epoch or self.state == TransactionState.ABORTING_TRANSACTION:
                     return  # a batch of an ended epoch or of the transaction being aborted: nothing new
