@@ -290,7 +290,6 @@ class Sender:
             await asyncio.sleep(self.retry_backoff.backoff_ms(self._init_attempts) / 1000)
             return False
         self._init_attempts = 0
-        self._txn_task: asyncio.Task | None = None
         manager.set_producer_id_and_epoch(response.producer_id, response.producer_epoch)
         log.debug("producer id %d, epoch %d", response.producer_id, response.producer_epoch)
         return True
