@@ -373,6 +373,14 @@ class KafkaError(Exception):
 
     error_code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN_SERVER_ERROR
     retriable: ClassVar[bool] = False
+    fatal: bool = False
+    """Set (on the instance) by a transactional or idempotent producer when the error leaves it unusable: the only
+    thing left is close() (PRODUCER_FENCED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ...); librdkafka's
+    ``KafkaError.fatal()``, the Java producer's fatal errors."""
+    txn_requires_abort: bool = False
+    """Set (on the instance) by a transactional producer when the error failed the current transaction but not the
+    producer: the application calls abort_transaction() and may begin a new one; librdkafka's
+    ``KafkaError.txn_requires_abort()``, the Java producer's abortable errors."""
 
     def __init__(self, message: str | None = None) -> None:
         self.message = ERROR_INFO[self.error_code].message if message is None else message

@@ -6,7 +6,10 @@ confluent-kafka and the Java client are configured) and/or keyword arguments wit
 bad value fails with the same InvalidConfigurationError naming the key; an unknown name fails too (a typo in a
 client config silently ignored is a classic Kafka trap).
 
-Defaults are Apache Kafka 4.0's. Keys that only make sense in the JVM (serializer classes, interceptors, metric
+Defaults are Apache Kafka 4.0's, except isolation.level: there kfk's client follows librdkafka's default
+(read_committed, where the Java client reads uncommitted), because confluent-kafka is the Python client kfk's users
+know, and a consumer that by default returns records of aborted transactions surprises nobody but hurts everybody.
+Keys that only make sense in the JVM (serializer classes, interceptors, metric
 reporters) are not accepted; key/value serializers are plain Python callables passed as arguments instead.
 """
 
@@ -90,7 +93,12 @@ PRODUCER_CONFIG_DEF = ConfigDef(_COMMON + [
               "Spread keyed records with the sticky partitioner instead of hashing their keys."),
     ConfigKey("partitioner.adaptive.partitioning.enable", ConfigType.BOOLEAN, True, None,
               "Accepted for compatibility; kfk's sticky partitioner switches after batch.size bytes."),
-    ConfigKey("transactional.id", ConfigType.STRING, None, None, "Transactions are not implemented by kfk's client."),
+    ConfigKey("transactional.id", ConfigType.STRING, None, None,
+              "Makes the producer transactional (init_transactions, begin/commit/abort_transaction); the id fences "
+              "older producers of the same id. Implies enable.idempotence=true and acks=all."),
+    ConfigKey("transaction.timeout.ms", ConfigType.INT, 60_000, at_least(1),
+              "The coordinator aborts a transaction left open longer than this (at most the broker's "
+              "transaction.max.timeout.ms)."),
 ])
 
 CONSUMER_CONFIG_DEF = ConfigDef(_COMMON + [
@@ -116,8 +124,11 @@ CONSUMER_CONFIG_DEF = ConfigDef(_COMMON + [
               "How long the broker may hold a fetch waiting for fetch.min.bytes."),
     ConfigKey("max.partition.fetch.bytes", ConfigType.INT, 1_048_576, at_least(0),
               "Upper bound per partition in one fetch response."),
-    ConfigKey("isolation.level", ConfigType.STRING, "read_uncommitted", one_of("read_uncommitted", "read_committed"),
-              "read_committed hides records of open and aborted transactions."),
+    ConfigKey("isolation.level", ConfigType.STRING, "read_committed", one_of("read_uncommitted", "read_committed"),
+              "read_committed returns transactional records only once their transaction committed (never those of "
+              "aborted ones) and reads up to the last stable offset; read_uncommitted returns everything up to the "
+              "high watermark. Default read_committed, as librdkafka's (the Java client's is read_uncommitted): "
+              "a consumer moved between kfk and confluent-kafka sees the same records."),
     ConfigKey("partition.assignment.strategy", ConfigType.LIST, ["range", "cooperative-sticky"], list_of(*ASSIGNORS),
               "Assignors in order of preference: range, roundrobin, sticky, cooperative-sticky."),
     ConfigKey("check.crcs", ConfigType.BOOLEAN, True, None, "Verify the CRC32C of every fetched batch."),

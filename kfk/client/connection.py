@@ -65,6 +65,10 @@ class BrokerConnection:
         self.api_versions: dict[int, VersionRange] = {}
         self._socket: _Socket | None = None
         self._protocol: ClientConnection[_Waiting] = ClientConnection(client_id)
+        self.finalized_features: dict[str, int] = {}
+        """The cluster's finalized feature levels as this broker last knew them (ApiVersions v3+), by feature name:
+        the producer reads ``transaction.version`` from them (KIP-890 part 2)."""
+        self.finalized_features_epoch = -1
         self._closed_error: KafkaError | None = None
         self._connected = False
         self._watchdog: asyncio.Task | None = None
@@ -128,6 +132,9 @@ class BrokerConnection:
             raise_for_code(response.error_code)
             self.api_versions = {entry.api_key: VersionRange(entry.min_version, entry.max_version)
                                  for entry in response.api_keys}
+            self.finalized_features = {feature.name: feature.max_version_level
+                                       for feature in response.finalized_features}
+            self.finalized_features_epoch = response.finalized_features_epoch
             return
         raise UnsupportedVersionError(f"{self.address} supports no ApiVersions version that kfk knows")
 

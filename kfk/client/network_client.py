@@ -93,6 +93,8 @@ class NetworkClient:
         self._metadata_listeners: list = []
         self._closed = False
         self.ever_connected = False
+        self._finalized_features: dict[str, int] = {}
+        self._finalized_features_epoch = -1
 
     # --- addresses ---------------------------------------------------------------------------------------------------
 
@@ -164,6 +166,9 @@ class NetworkClient:
                 raise
             state.failures = 0
             state.connection = connection
+            if connection.finalized_features_epoch > self._finalized_features_epoch:
+                self._finalized_features = connection.finalized_features
+                self._finalized_features_epoch = connection.finalized_features_epoch
             self.ever_connected = True
             log.debug("connected to %r", connection)
             return connection
@@ -175,6 +180,12 @@ class NetworkClient:
         if state is not None and state.connection is not None:
             state.connection.close(error)
             state.connection = None
+
+    def finalized_feature_level(self, name: str) -> int:
+        """The cluster's finalized level of feature ``name`` (0 when not finalized), from the ApiVersions answer with
+        the newest features epoch among the connections opened so far: brokers learn a feature change at
+        different times, so the newest epoch wins, as in Java's ApiVersions."""
+        return self._finalized_features.get(name, 0)
 
     def least_loaded_node(self) -> int:
         """A connected node with the fewest in-flight requests; else a node not backing off; else any node."""

@@ -4,7 +4,8 @@
   the end offset (LATEST: the high watermark, or the last stable offset under read_committed), or the first offset
   whose timestamp is >= a target (offsets_for_times). Partitions whose leader moved or is unknown are retried after a
   metadata refresh until the deadline.
-- ``find_coordinator``: which broker coordinates a group (FindCoordinator; v4+ batches keys, older versions take one).
+- ``find_coordinator``: which broker coordinates a group, or a transactional id (FindCoordinator key_type 0 or 1;
+  v4+ batches keys, older versions take one).
 - ``fetch_committed`` / ``commit_offsets``: a group's committed offsets at its coordinator (OffsetFetch /
   OffsetCommit). OffsetFetch v8+ nests the request in a list of groups; older versions name one group at the top.
 All coroutines run on the client's event loop.
@@ -34,6 +35,7 @@ __all__ = [
     "READ_UNCOMMITTED",
     "READ_COMMITTED",
     "COORDINATOR_TYPE_GROUP",
+    "COORDINATOR_TYPE_TRANSACTION",
     "list_offsets",
     "find_coordinator",
     "fetch_committed",
@@ -45,6 +47,8 @@ __all__ = [
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 COORDINATOR_TYPE_GROUP = 0
+COORDINATOR_TYPE_TRANSACTION = 1
+_COORDINATOR_KEY_NAMES = {COORDINATOR_TYPE_GROUP: "group", COORDINATOR_TYPE_TRANSACTION: "transactional id"}
 CONSUMER_REPLICA_ID = -1
 
 # OffsetCommit v9 and OffsetFetch v9 exist for KIP-848 groups (member epochs); classic groups use the versions below.
@@ -151,9 +155,12 @@ async def _list_offsets_from(network: NetworkClient, leader: int, partitions: Ma
     return done, failed
 
 
-async def find_coordinator(network: NetworkClient, group_id: str, *, timeout_ms: float) -> int:
-    """The id of a dedicated connection to the group's coordinator (see NetworkClient.coordinator_connection_id),
-    retrying COORDINATOR_NOT_AVAILABLE (the offsets topic may still be being created) until the deadline."""
+async def find_coordinator(network: NetworkClient, key: str, *, timeout_ms: float,
+                           key_type: int = COORDINATOR_TYPE_GROUP) -> int:
+    """The id of a dedicated connection to the coordinator of ``key`` (a group id, or a transactional id with
+    COORDINATOR_TYPE_TRANSACTION; see NetworkClient.coordinator_connection_id), retrying COORDINATOR_NOT_AVAILABLE
+    (the offsets or transaction state topic may still be being created) until the deadline."""
+    what = f"{_COORDINATOR_KEY_NAMES[key_type]} {key!r}"
     deadline = monotonic_ms() + timeout_ms
     attempts = 0
     while True:
@@ -161,22 +168,22 @@ async def find_coordinator(network: NetworkClient, group_id: str, *, timeout_ms:
         try:
             version = await network.api_version(node, ApiKey.FIND_COORDINATOR)
             if version >= 4:
-                request = FindCoordinatorRequest(key_type=COORDINATOR_TYPE_GROUP, coordinator_keys=[group_id])
+                request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
             else:
-                request = FindCoordinatorRequest(key=group_id, key_type=COORDINATOR_TYPE_GROUP)
+                request = FindCoordinatorRequest(key=key, key_type=key_type)
             response = await network.send(node, request, version=version)
             assert isinstance(response, FindCoordinatorResponse)
             if version >= 4:
                 entry = response.coordinators[0] if response.coordinators else None
                 if entry is None:
-                    raise KafkaError(f"FindCoordinator answered no coordinator for group {group_id!r}")
+                    raise KafkaError(f"FindCoordinator answered no coordinator for {what}")
                 error_code, message, node_id, host, port = (entry.error_code, entry.error_message, entry.node_id,
                                                             entry.host, entry.port)
             else:
                 error_code, message, node_id, host, port = (response.error_code, response.error_message,
                                                             response.node_id, response.host, response.port)
             if error_code != ErrorCode.NONE:
-                raise response_error(error_code, f"FindCoordinator for group {group_id!r}", message)
+                raise response_error(error_code, f"FindCoordinator for {what}", message)
             if node_id not in network.cluster.brokers:
                 await network.refresh_metadata(timeout_ms=max(deadline - monotonic_ms(), 1))
             if node_id not in network.cluster.brokers:
@@ -188,7 +195,7 @@ async def find_coordinator(network: NetworkClient, group_id: str, *, timeout_ms:
             attempts += 1
             wait = network.retry_backoff.backoff_ms(attempts)
             if monotonic_ms() + wait >= deadline:
-                raise KafkaTimeoutError(f"no coordinator for group {group_id!r} within {timeout_ms:.0f} ms: "
+                raise KafkaTimeoutError(f"no coordinator for {what} within {timeout_ms:.0f} ms: "
                                         f"{error}") from None
             await asyncio.sleep(wait / 1000)
 

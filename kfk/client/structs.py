@@ -22,6 +22,7 @@ __all__ = [
     "OffsetAndTimestamp",
     "RecordMetadata",
     "ConsumerRecord",
+    "ConsumerGroupMetadata",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",
@@ -265,3 +266,14 @@ class ElectionType(IntEnum):
 
     PREFERRED = 0
     UNCLEAN = 1
+
+
+class ConsumerGroupMetadata(NamedTuple):
+    """A consumer's standing in its group (Consumer.group_metadata()), for Producer.send_offsets_to_transaction: the
+    group coordinator accepts a transactional offset commit only from the current generation's member, so a zombie
+    that was rebalanced out cannot commit offsets for partitions that now belong to another member (KIP-447)."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None

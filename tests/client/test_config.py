@@ -64,9 +64,24 @@ def test_idempotence_is_on_by_default_and_off_when_acks_is_not_all() -> None:
         other.close(0)
 
 
-def test_transactions_are_refused_clearly() -> None:
-    with pytest.raises(InvalidConfigurationError, match="transactions are not implemented"):
-        Producer({"transactional.id": "t", "bootstrap.servers": "127.0.0.1:1"})
+def test_a_transactional_id_implies_idempotence_and_refuses_settings_that_conflict() -> None:
+    producer = Producer({"transactional.id": "t", "bootstrap.servers": "127.0.0.1:1"})
+    try:
+        assert producer.idempotent and producer.acks == -1 and producer.config.transaction_timeout_ms == 60_000
+    finally:
+        producer.close(0)
+    with pytest.raises(InvalidConfigurationError, match="transactional.id needs enable.idempotence"):
+        Producer({"transactional.id": "t", "enable.idempotence": False, "bootstrap.servers": "127.0.0.1:1"})
+    with pytest.raises(InvalidConfigurationError, match="acks must be all"):
+        Producer({"transactional.id": "t", "acks": "1", "bootstrap.servers": "127.0.0.1:1"})
+
+
+def test_consumers_read_committed_by_default_as_librdkafka() -> None:
+    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1"})
+    try:
+        assert consumer.config.isolation_level == "read_committed"
+    finally:
+        consumer.close()
 
 
 def test_an_empty_group_id_is_refused_and_group_calls_need_one() -> None:

@@ -97,3 +97,18 @@ def test_deserializers_apply_to_keys_and_values() -> None:
     fetch = CompletedFetch(TP, 0, 0, 1, 1, 0, batch(0, [b"42"]), None)
     [record] = fetch.take(10, True, False, lambda key: key, lambda value: int(value))
     assert record.value == 42
+
+
+def test_an_abort_marker_before_the_position_still_ends_its_transaction() -> None:
+    # Producer 7 aborts a transaction (offsets 0-2), then commits one (3-5); the fetch starts at offset 3 but the
+    # bytes begin at 0: the marker at 2 must still close the aborted transaction, or 3-4 would be dropped too.
+    data = b"".join([
+        batch(0, [b"aborted-0", b"aborted-1"], producer_id=7, transactional=True),
+        marker(2, 7, ControlRecordType.ABORT),
+        batch(3, [b"committed-3", b"committed-4"], producer_id=7, transactional=True),
+        marker(5, 7, ControlRecordType.COMMIT),
+    ])
+    fetch = CompletedFetch(TP, 3, 0, 6, 6, 0, data, [(7, 0)])
+    assert [(r.offset, r.value) for r in take_all(fetch, read_committed=True)] == \
+        [(3, b"committed-3"), (4, b"committed-4")]
+    assert fetch.next_fetch_offset == 6

@@ -33,6 +33,7 @@ from kfk.client.response_errors import response_error
 from kfk.client.structs import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    ConsumerGroupMetadata,
     ConsumerRecord,
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -315,6 +316,13 @@ class Consumer:
             return self._subscriptions.all_consumed()
         return {TopicPartition(*tp): value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(value)
                 for tp, value in offsets.items()}
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group id, generation, member id and group.instance.id, for a transactional producer's
+        send_offsets_to_transaction (the coordinator then refuses the commit if a rebalance replaced the member)."""
+        coordinator = self._require_group("group_metadata()")
+        return ConsumerGroupMetadata(coordinator.group_id, coordinator.generation_id, coordinator.member_id,
+                                     coordinator.group_instance_id)
 
     def committed(self, partitions: Iterable[TopicPartition], timeout: float | None = None
                   ) -> dict[TopicPartition, OffsetAndMetadata | None]:

@@ -120,27 +120,23 @@ class CompletedFetch:
                                              f"{batch.base_offset} is invalid: {error}") from None
             next_offset = batch.next_offset
             progressed = True
-            if next_offset <= self.next_fetch_offset:
-                continue  # all of it was returned already
             is_v2 = isinstance(batch, RecordBatch)
-            epoch = batch.partition_leader_epoch if is_v2 else -1
+            skip = is_v2 and batch.is_control
             if read_committed and is_v2:
+                # Even for a batch before the position: an abort marker read there still closes its transaction,
+                # or a later transaction of the same producer would be dropped.
                 while pending_aborts and pending_aborts[0][1] <= batch.last_offset:
                     producer_id, first_offset = pending_aborts.pop(0)
                     aborted_by_producer[producer_id] = first_offset
                 if batch.is_control:
-                    if batch.producer_id in aborted_by_producer:
-                        for record in batch:
-                            if control_record_type(record.key) == ControlRecordType.ABORT:
-                                aborted_by_producer.pop(batch.producer_id, None)
-                    self.next_fetch_offset = next_offset
-                    self.last_epoch = epoch
-                    continue
-                if batch.is_transactional and batch.producer_id in aborted_by_producer:
-                    self.next_fetch_offset = next_offset
-                    self.last_epoch = epoch
-                    continue
-            elif is_v2 and batch.is_control:
+                    if batch.producer_id in aborted_by_producer and _is_abort_marker(batch):
+                        aborted_by_producer.pop(batch.producer_id, None)
+                elif batch.is_transactional and batch.producer_id in aborted_by_producer:
+                    skip = True
+            if next_offset <= self.next_fetch_offset:
+                continue  # all of it was returned already
+            epoch = batch.partition_leader_epoch if is_v2 else -1
+            if skip:  # a control batch, or a batch of an aborted transaction
                 self.next_fetch_offset = next_offset
                 self.last_epoch = epoch
                 continue
@@ -166,6 +162,11 @@ class CompletedFetch:
                 f"there are some messages at [Partition={self.topic_partition}, Offset={self.fetch_offset}] whose "
                 f"size is larger than the fetch size and hence cannot be returned; increase "
                 "max.partition.fetch.bytes or fetch.max.bytes")
+
+
+def _is_abort_marker(batch: RecordBatch) -> bool:
+    """A control batch holding an ABORT marker (a control batch has exactly one record)."""
+    return any(control_record_type(record.key) == ControlRecordType.ABORT for record in batch)
 
 
 class Fetcher:

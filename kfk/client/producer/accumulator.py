@@ -36,7 +36,7 @@ class ProducerBatch:
     """One batch of one partition: the builder while open, its bytes once drained, and its outcome."""
 
     __slots__ = ("topic_partition", "builder", "result", "created_ms", "attempts", "retry_at_ms",
-                 "records", "record_count", "reserved_bytes", "base_sequence", "is_full", "in_retry",
+                 "records", "record_count", "reserved_bytes", "base_sequence", "producer_epoch", "is_full", "in_retry",
                  "_size_estimate", "_limit")
 
     def __init__(self, topic_partition: TopicPartition, compression_type: CompressionType, batch_size: int,
@@ -52,6 +52,7 @@ class ProducerBatch:
         self.record_count = 0
         self.reserved_bytes = reserved_bytes
         self.base_sequence = -1
+        self.producer_epoch = -1
         self.is_full = False
         self.in_retry = False
         self._size_estimate = RECORD_BATCH_OVERHEAD
@@ -96,12 +97,15 @@ class ProducerBatch:
             self.builder = None  # type: ignore[assignment]  # frees the per-record buffers
         return self.records
 
-    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int,
+                           is_transactional: bool) -> None:
         builder = self.builder
         builder.producer_id = producer_id
         builder.producer_epoch = producer_epoch
         builder.base_sequence = base_sequence
+        builder.is_transactional = is_transactional
         self.base_sequence = base_sequence
+        self.producer_epoch = producer_epoch
 
     def complete(self, base_offset: int, log_append_time: int, error: BaseException | None) -> None:
         self.result.complete(base_offset, log_append_time, error)
@@ -281,6 +285,11 @@ class RecordAccumulator:
     def has_undrained(self) -> bool:
         with self._lock:
             return any(self._queues.values())
+
+    def has_incomplete(self) -> bool:
+        """Batches not yet acknowledged or failed: a transaction cannot end before they are."""
+        with self._lock:
+            return bool(self._incomplete)
 
     def incomplete_batches(self) -> list[ProducerBatch]:
         with self._lock:

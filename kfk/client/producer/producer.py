@@ -13,6 +13,21 @@ only to fetch metadata for a topic it has not seen, or when buffer.memory is use
 Idempotence is on by default, as in Kafka 3+: unless enable.idempotence is set, it is enabled when acks=all,
 retries > 0 and max.in.flight.requests.per.connection <= 5, and silently off otherwise (an explicit
 enable.idempotence=true with a conflicting setting is a configuration error, as in Java).
+
+Transactions (transactional.id, which implies idempotence and acks=all), as the Java producer and librdkafka:
+
+    producer = Producer({"bootstrap.servers": ..., "transactional.id": "billing-1"})
+    producer.init_transactions()                  # once: fences older producers of "billing-1"
+    producer.begin_transaction()
+    producer.send("out", b"...")
+    producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
+    producer.commit_transaction()                 # or abort_transaction()
+
+An error raised by these calls (or by a record's future) tells what is left to do: ``error.txn_requires_abort``
+means the transaction failed and abort_transaction() is next, ``error.fatal`` that the producer is unusable (it was
+fenced by a newer one with the same transactional.id) and must be closed; a KafkaTimeoutError means the call may be
+made again. close() does not end an open transaction: the coordinator aborts it after transaction.timeout.ms, or
+as soon as a new producer with the same transactional.id calls init_transactions().
 """
 
 from __future__ import annotations
@@ -29,11 +44,12 @@ from kfk.client.producer.accumulator import RECORD_FRAMING_BOUND, RecordAccumula
 from kfk.client.producer.future import Callback, FutureRecordMetadata
 from kfk.client.producer.partitioner import BuiltInPartitioner, partition_for_key
 from kfk.client.producer.sender import Sender
-from kfk.client.producer.transaction_manager import TransactionManager
-from kfk.client.structs import TopicPartition
+from kfk.client.producer.transaction_manager import TransactionManager, TransactionalRequestResult
+from kfk.client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from kfk.errors import (
     ErrorCode,
     InvalidConfigurationError,
+    InvalidTxnStateError,
     KafkaError,
     KafkaTimeoutError,
     RecordTooLargeError,
@@ -73,8 +89,7 @@ class Producer:
     def __init__(self, config: Mapping[str, Any] | None = None, *, key_serializer: Serializer | None = None,
                  value_serializer: Serializer | None = None, **overrides: Any) -> None:
         self.config = config = ClientConfig(PRODUCER_CONFIG_DEF, "producer", config, **overrides)
-        if config.transactional_id is not None:
-            raise InvalidConfigurationError("transactional.id: transactions are not implemented by the kfk client")
+        self.transactional_id: str | None = config.transactional_id
         self.acks = _ACKS[config.acks]
         idempotence_explicit = config.enable_idempotence is not None
         conflicts = []
@@ -84,9 +99,16 @@ class Producer:
             conflicts.append("max.in.flight.requests.per.connection must be at most 5")
         if config.retries == 0:
             conflicts.append("retries must be greater than 0")
+        if self.transactional_id is not None:
+            if config.enable_idempotence is False:
+                raise InvalidConfigurationError("transactional.id needs enable.idempotence=true")
+            if conflicts:
+                raise InvalidConfigurationError(f"transactional.id needs idempotence: {'; '.join(conflicts)}")
+            idempotence_explicit = True
         if config.enable_idempotence and conflicts:
             raise InvalidConfigurationError(f"enable.idempotence=true needs: {'; '.join(conflicts)}")
-        self.idempotent = config.enable_idempotence if idempotence_explicit else not conflicts
+        self.idempotent = self.transactional_id is not None or (
+            config.enable_idempotence if idempotence_explicit else not conflicts)
         self._key_serializer = key_serializer or to_bytes
         self._value_serializer = value_serializer or to_bytes
         self._max_block_ms = config.max_block_ms
@@ -102,13 +124,16 @@ class Producer:
             batch_size=config.batch_size, buffer_memory=config.buffer_memory, linger_ms=config.linger_ms,
             compression_type=compression_type, compression_level=level,
             delivery_timeout_ms=config.delivery_timeout_ms)
+        self._transaction_manager = TransactionManager(
+            config.max_in_flight_requests_per_connection, transactional_id=self.transactional_id,
+            transaction_timeout_ms=config.transaction_timeout_ms, retry_backoff_ms=config.retry_backoff_ms,
+        ) if self.idempotent else None
         self._sender = Sender(
             self._network, self._accumulator, acks=self.acks, retries=config.retries,
             request_timeout_ms=config.request_timeout_ms, delivery_timeout_ms=config.delivery_timeout_ms,
             max_in_flight=config.max_in_flight_requests_per_connection, max_request_size=config.max_request_size,
             retry_backoff=ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms),
-            transaction_manager=TransactionManager(config.max_in_flight_requests_per_connection)
-            if self.idempotent else None,
+            transaction_manager=self._transaction_manager,
             idempotence_explicit=idempotence_explicit)
         self._partitioner = BuiltInPartitioner(config.batch_size)
         self._ignore_keys = config.partitioner_ignore_keys
@@ -133,6 +158,8 @@ class Producer:
             raise RuntimeError("cannot send after the producer is closed")
         if self._sender.fatal_error is not None:
             raise self._sender.fatal_error
+        if self.transactional_id is not None:  # fail before waiting for metadata; maybe_add_partition checks again
+            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
         max_block_ms = self._max_block_ms
         cluster = self._network.cluster
         topic_metadata = cluster.topics.get(topic)
@@ -163,7 +190,10 @@ class Producer:
                                                         num_partitions)
             else:
                 partition = partition_for_key(key_bytes, num_partitions)
-        future, wake = self._accumulator.append(TopicPartition(topic, partition), timestamp_ms, key_bytes,
+        topic_partition = TopicPartition(topic, partition)
+        if self.transactional_id is not None:
+            self._transaction_manager.maybe_add_partition(topic_partition)  # type: ignore[union-attr]
+        future, wake = self._accumulator.append(topic_partition, timestamp_ms, key_bytes,
                                                 value_bytes, record_headers, max_block_ms, callback)
         if sticky:
             self._partitioner.record_appended(topic, partition, size - RECORD_BATCH_OVERHEAD,
@@ -221,6 +251,54 @@ class Producer:
         if metadata is None or not metadata.partitions:
             cluster = self._wait_on_metadata(topic, None, self._max_block_ms)
         return sorted(cluster.topics[topic].partitions)
+
+    # --- transactions ------------------------------------------------------------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the transactional.id with its coordinator: fences every older producer of the id and finishes
+        (aborts or completes) the transaction one of them left open. Once per producer, before any transaction;
+        ``timeout`` in seconds (default max.block.ms)."""
+        self._wait(self._transactions().initialize_transactions(), timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: every record sent until commit or abort belongs to it. No request is sent."""
+        self._transactions().begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+                                    group_metadata: ConsumerGroupMetadata, timeout: float | None = None) -> None:
+        """Commit the consumer group's ``offsets`` (the next offset to read, per partition) as part of the
+        transaction: they become visible if and only if it commits (consume-transform-produce, exactly once).
+        ``group_metadata`` is the consumer's Consumer.group_metadata(), which lets the group coordinator refuse a
+        member that a rebalance has replaced."""
+        if not isinstance(group_metadata, ConsumerGroupMetadata):
+            raise TypeError("group_metadata must be the consumer's group_metadata()")
+        normalized = {TopicPartition(*tp): value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(value)
+                      for tp, value in offsets.items()}
+        self._wait(self._transactions().send_offsets_to_transaction(normalized, group_metadata), timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send everything queued, wait for it, then commit. If a record of the transaction failed, raises its
+        error (with ``txn_requires_abort``): abort_transaction() is then the way on."""
+        manager = self._transactions()
+        deadline = monotonic_ms() + (self._max_block_ms if timeout is None else timeout * 1000)
+        manager.check_can_commit()
+        self.flush(max(deadline - monotonic_ms(), 0) / 1000)
+        self._wait(manager.begin_commit(), max(deadline - monotonic_ms(), 0) / 1000)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort: records not sent yet fail with TransactionAbortedError, the ones already written are never
+        returned to read_committed consumers, and offsets sent to the transaction are not committed."""
+        self._wait(self._transactions().begin_abort(), timeout)
+
+    def _transactions(self) -> TransactionManager:
+        manager = self._transaction_manager
+        if manager is None or self.transactional_id is None:
+            raise InvalidTxnStateError("transactions need a transactional.id in the producer's configuration")
+        return manager
+
+    def _wait(self, result: TransactionalRequestResult, timeout: float | None) -> None:
+        self._call_soon(self._wakeup)
+        result.wait(self._max_block_ms / 1000 if timeout is None else timeout)
 
     # --- flush and close ---------------------------------------------------------------------------------------------
 

@@ -14,6 +14,11 @@ broker's log append time for LogAppendTime topics); a retriable error (NOT_LEADE
 connection...) puts the batch back at the head of its queue after retry.backoff.ms, with a metadata refresh when the
 error says the leader moved, until retries or delivery.timeout.ms run out; anything else fails the batch.
 With acks=0 the broker sends nothing back, so batches complete (offset -1) as soon as they are written.
+
+A transactional producer's sender also sends the TransactionManager's requests, one at a time, as a task beside the
+produce requests (finding the transaction or group coordinator first when it is not known): a batch of a partition
+not yet in the transaction stays queued until AddPartitionsToTxn answers (TV1), EndTxn waits until every batch is
+answered, and once the transaction failed or is being aborted the queued batches fail unsent.
 """
 
 from __future__ import annotations
@@ -24,7 +29,13 @@ import logging
 
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
 from kfk.client.producer.accumulator import ProducerBatch, RecordAccumulator
-from kfk.client.producer.transaction_manager import TransactionManager
+from kfk.client.offsets import find_coordinator
+from kfk.client.producer.transaction_manager import (
+    TRANSACTION_VERSION_FEATURE,
+    TransactionAbortedError,
+    TransactionManager,
+    TxnRequest,
+)
 from kfk.errors import (
     DuplicateSequenceError,
     ErrorCode,
@@ -80,6 +91,7 @@ class Sender:
         self._tasks: set[asyncio.Task] = set()
         self._metadata_task: asyncio.Task | None = None
         self._init_attempts = 0
+        self._txn_task: asyncio.Task | None = None
 
     # --- control, from any thread through the loop -------------------------------------------------------------------
 
@@ -117,7 +129,10 @@ class Sender:
         self._wakeup.clear()
         changes = self.accumulator.changes
         manager = self.transaction_manager
-        if manager is not None and not manager.has_producer_id:
+        txn_delay = None
+        if manager is not None and manager.is_transactional:
+            txn_delay = self._run_transaction_manager(manager)
+        elif manager is not None and not manager.has_producer_id:
             if not await self._init_producer_id():
                 return
         now = monotonic_ms()
@@ -152,7 +167,8 @@ class Sender:
         if sent_any:
             await asyncio.sleep(0)  # let responses and appends in; then look again
             return
-        delay = min(ready.next_ready_check_delay_ms, _MAX_IDLE_WAIT_MS)
+        delay = min(ready.next_ready_check_delay_ms, _MAX_IDLE_WAIT_MS,
+                    txn_delay if txn_delay is not None else _MAX_IDLE_WAIT_MS)
         # Announce the sleep, then look once more: send() wakes a sleeping sender only, so a batch that filled
         # up after this round started is either seen here or followed by a wake-up.
         self.sleeping = True
@@ -207,6 +223,47 @@ class Sender:
 
         self._metadata_task = self._track(refresh())
 
+    # --- transactions ------------------------------------------------------------------------------------------------
+
+    def _run_transaction_manager(self, manager: TransactionManager) -> float | None:
+        """Fail queued batches of a failed or aborting transaction, and start the next transactional request
+        unless one is in flight. Returns how long until a request held back by its backoff may go."""
+        if manager.has_fatal_error or manager.has_abortable_error or manager.is_aborting:
+            error = manager.last_error or TransactionAbortedError("the transaction was aborted before this record "
+                                                                  "was sent")
+            for batch in self.accumulator.abort_undrained(error):
+                if batch.base_sequence >= 0:
+                    manager.handle_failed_batch(error, batch.producer_epoch, sequenced=True)
+                self._fail(batch, error)
+        if self._txn_task is not None and not self._txn_task.done():
+            return None
+        manager.update_transaction_version(self.network.finalized_feature_level(TRANSACTION_VERSION_FEATURE))
+        request = manager.next_request(self.accumulator.has_incomplete())
+        if request is None:
+            return manager.retry_delay_ms()
+        self._txn_task = self._track(self._send_transactional_request(manager, request))
+        return None
+
+    async def _send_transactional_request(self, manager: TransactionManager, request: TxnRequest) -> None:
+        try:
+            node = manager.coordinator(request.coordinator_type, request.coordinator_key)
+            if node is None or not self.network.knows_node(node):
+                node = await find_coordinator(self.network, request.coordinator_key,
+                                              key_type=request.coordinator_type, timeout_ms=self.request_timeout_ms)
+                manager.set_coordinator(request.coordinator_type, request.coordinator_key, node)
+            response = await self.network.send(node, request.message, version=request.version,
+                                               highest=request.highest)
+        except KafkaError as error:
+            log.debug("%r failed: %s", request, error)
+            manager.request_failed(request, error)
+        except Exception as error:  # noqa: BLE001 - a bug must fail the caller's wait, not hang it
+            log.exception("%r failed", request)
+            manager.request_failed(request, KafkaError(f"{request!r} failed: {error!r}"))
+        else:
+            manager.handle_response(request, response)
+        finally:
+            self.wakeup()
+
     # --- idempotence -------------------------------------------------------------------------------------------------
 
     async def _init_producer_id(self) -> bool:
@@ -254,14 +311,16 @@ class Sender:
             if batch.records is None:
                 if manager is not None:
                     sequence = manager.next_sequence(batch.topic_partition, batch.record_count)
-                    batch.set_producer_state(manager.producer_id, manager.producer_epoch, sequence)
+                    batch.set_producer_state(manager.producer_id, manager.producer_epoch, sequence,
+                                             manager.is_transactional)
                 batch.close()
             if manager is not None:
                 manager.batch_sent(batch.topic_partition)
             topics.setdefault(batch.topic_partition.topic, []).append(
                 ProduceRequest.PartitionProduceData(index=batch.topic_partition.partition, records=batch.records))
         request = ProduceRequest(
-            transactional_id=None, acks=self.acks, timeout_ms=self.request_timeout_ms,
+            transactional_id=manager.transactional_id if manager is not None else None, acks=self.acks,
+            timeout_ms=self.request_timeout_ms,
             topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=partitions)
                         for name, partitions in topics.items()])
         self._in_flight[node] = self._in_flight.get(node, 0) + 1
@@ -359,7 +418,9 @@ class Sender:
                 self.network.request_metadata_update()
             self.accumulator.reenqueue(batch, now, self.retry_backoff.backoff_ms(batch.attempts + 1))
             return
-        if manager is not None and batch.base_sequence >= 0 and not isinstance(error, DuplicateSequenceError):
+        if manager is not None and manager.is_transactional:
+            manager.handle_failed_batch(error, batch.producer_epoch, sequenced=batch.base_sequence >= 0)
+        elif manager is not None and batch.base_sequence >= 0 and not isinstance(error, DuplicateSequenceError):
             if isinstance(error, (OutOfOrderSequenceError, UnknownProducerIdError, InvalidProducerEpochError)) or \
                     error.retriable:
                 manager.request_reset()  # the sequence of this partition now has a hole
