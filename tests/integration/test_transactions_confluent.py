@@ -214,3 +214,31 @@ def test_consume_transform_produce_exactly_once_through_sigkills(bootstrap: str)
     committed = consumer.committed([ConfluentTopicPartition("eos-in", p) for p in range(2)], timeout=15)
     consumer.close()
     assert {tp.partition: tp.offset for tp in committed} == {0: total // 2, 1: total // 2}
+
+
+def test_a_broker_killed_mid_transaction_completes_or_aborts_it_consistently(kfk_broker_factory) -> None:
+    broker = kfk_broker_factory(BROKER_OVERRIDES)
+    bootstrap = broker.bootstrap_servers
+    create_topic(bootstrap, "txn-crash", 2)
+    producer = transactional_producer(bootstrap, "crash-producer", **{"transaction.timeout.ms": 60000})
+    producer.begin_transaction()
+    for i in range(30):
+        producer.produce("txn-crash", f"before-{i}".encode(), partition=i % 2)
+    producer.flush(10)
+    broker.kill()
+    broker.start()
+    expected: list[bytes] = []
+    try:
+        producer.commit_transaction(60)
+        expected += [f"before-{i}".encode() for i in range(30)]
+    except KafkaException as raised:
+        assert raised.args[0].txn_requires_abort(), raised
+        producer.abort_transaction(60)
+    producer.begin_transaction()
+    for i in range(30):
+        producer.produce("txn-crash", f"after-{i}".encode(), partition=i % 2)
+    producer.commit_transaction(60)
+    expected += [f"after-{i}".encode() for i in range(30)]
+    # The restarted broker kept the transaction state and the markers: the view is whole, with no duplicates.
+    seen = [v for _, v in read_all(bootstrap, "txn-crash", 2, "read_committed", len(expected))]
+    assert sorted(seen) == sorted(expected)
