@@ -184,13 +184,12 @@ class TransactionCoordinatorService:
         log.info("Loaded %s-%d: %d records", TRANSACTION_STATE_TOPIC_NAME, partition, count)
         self._after()
 
-    # -- requests ----------------------------------------------------------------------------------------------------
-
-
     def _replay(self, partition: int, entry: LoadedEntry) -> None:
         """A loading partition's records rebuild the transactions' state; markers never reach this topic."""
         if isinstance(entry, LoadedRecord):
             self.coordinator.replay(partition, entry.key, entry.value)
+
+    # -- requests ----------------------------------------------------------------------------------------------------
 
     async def init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int, producer_id: int,
                                producer_epoch: int) -> ProducerIdResult:
