@@ -89,4 +89,3 @@ class ConfigsHandler:
     async def incremental_alter_configs(self, context: RequestContext, request: IncrementalAlterConfigsRequest
                                         ) -> IncrementalAlterConfigsResponse:
         return await self.controller.incremental_alter_configs(request)
-

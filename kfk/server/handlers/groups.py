@@ -54,7 +54,7 @@ class GroupsHandler:
         if version == 0:
             request.rebalance_timeout_ms = request.session_timeout_ms
         response = await self.group_coordinator.join_group(request, version, context.client_id or "",
-                                                  f"/{context.client_host}")
+                                                           f"/{context.client_host}")
         if version < 7 and response.protocol_name is None:
             response.protocol_name = ""
         if version < 9:
@@ -81,10 +81,11 @@ class GroupsHandler:
 
     async def list_groups(self, context: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
         error, groups = self.group_coordinator.list_groups(list(request.states_filter or ()),
-                                                  list(request.types_filter or ()))
+                                                           list(request.types_filter or ()))
         return ListGroupsResponse(error_code=error, groups=groups)
 
-    async def describe_groups(self, context: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    async def describe_groups(self, context: RequestContext,
+                              request: DescribeGroupsRequest) -> DescribeGroupsResponse:
         described = []
         for group_id in request.groups:
             group = self.group_coordinator.describe_group(group_id)

@@ -74,4 +74,3 @@ class ListOffsetsHandler:
                         response.leader_epoch = found.leader_epoch
             responses.append(ListOffsetsTopicResponse(name=topic.name, partitions=answers))
         return ListOffsetsResponse(topics=responses)
-
