@@ -2,8 +2,9 @@
 
 For now kfk's range is the whole range of Kafka's schemas, minus versions Kafka marks as still in development
 (`latestVersionUnstable`, which Kafka only advertises with unstable.api.versions.enable=true). The broker does not
-advertise from this table: its dispatch registry answers ApiVersions from the handlers it has, so it never claims
-an API it cannot serve. The client picks, per API, the highest version both sides know.
+advertise from this table: it advertises its own served versions table (kfk/server/dispatch.py), every row of which
+has a handler, so it never claims an API it cannot serve. The client picks, per API, the highest version both sides
+know.
 """
 
 from __future__ import annotations

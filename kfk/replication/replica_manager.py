@@ -400,6 +400,11 @@ class ReplicaManager:
     def get_partition(self, topic_partition: TopicPartition) -> Partition | None:
         return self.partitions.get(topic_partition)
 
+    def compression_type(self, topic_partition: TopicPartition) -> str | None:
+        """The compression.type of the partition's log here; None when this broker does not host it."""
+        partition = self.partitions.get(topic_partition)
+        return partition.log.config.compression_type if partition is not None else None
+
     def get_partition_or_error(self, topic_partition: TopicPartition) -> Partition:
         partition = self.partitions.get(topic_partition)
         if partition is not None:

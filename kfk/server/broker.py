@@ -1,10 +1,11 @@
 """BrokerServer: the composition root. Builds the broker's pieces, starts them in order, stops them in reverse.
 
 Start: check or format the log dirs (meta.properties -> cluster id), open every partition log (recovering after an
-unclean shutdown), bind the listeners (their real ports are what the broker registers), start the metadata layer
-and the replica manager, register the handlers, write the pid file, and print the ready line that `kfk.testing` and
-scripts wait for. Stop (SIGTERM/SIGINT): stop accepting, stop the layers above storage, then shut the log manager
-down (flush, checkpoints, clean-shutdown marker) and remove the pid file. The exit code is 0 after a clean stop.
+unclean shutdown), bind the listeners (their real ports are what the broker registers), start the metadata layer,
+the replica manager and the group coordinator, register the handlers (each built with the layers it uses), write
+the pid file, and print the ready line that `kfk.testing` and scripts wait for. Stop (SIGTERM/SIGINT): stop
+accepting, stop the layers above storage, then shut the log manager down (flush, checkpoints, clean-shutdown
+marker) and remove the pid file. The exit code is 0 after a clean stop.
 
 Blocking storage work (recovery at start, the periodic flush/retention/checkpoint tick, shutdown) runs in the
 default executor so the event loop keeps serving.
@@ -36,11 +37,22 @@ from kfk.replication.replica_manager import ReplicaManager
 from kfk.server import network
 from kfk.server.controller_channel import ControllerChannel, create_topics_not_controller
 from kfk.server.dispatch import Dispatcher
-from kfk.server.handlers import api_versions
-from kfk.server.handlers import admin, cluster, configs, metadata, producer_id
-from kfk.server.handlers import delete_records, describe_log_dirs, fetch, list_offsets, offset_for_leader_epoch, produce
-from kfk.server.handlers import find_coordinator, groups, offsets
-from kfk.server.handlers import leadership
+from kfk.server.handlers.admin import TopicAdminHandler
+from kfk.server.handlers.api_versions import ApiVersionsHandler
+from kfk.server.handlers.cluster import DescribeClusterHandler
+from kfk.server.handlers.configs import ConfigsHandler
+from kfk.server.handlers.delete_records import DeleteRecordsHandler
+from kfk.server.handlers.describe_log_dirs import DescribeLogDirsHandler
+from kfk.server.handlers.fetch import FetchHandler
+from kfk.server.handlers.find_coordinator import FindCoordinatorHandler
+from kfk.server.handlers.groups import GroupsHandler
+from kfk.server.handlers.leadership import LeadershipHandler
+from kfk.server.handlers.list_offsets import ListOffsetsHandler
+from kfk.server.handlers.metadata import MetadataHandler
+from kfk.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
+from kfk.server.handlers.offsets import OffsetsHandler
+from kfk.server.handlers.produce import ProduceHandler
+from kfk.server.handlers.producer_id import ProducerIdHandler
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.log_files import BROKER_PID_FILE, TopicPartition
 from kfk.storage.log_manager import LogManager
@@ -91,14 +103,31 @@ class BrokerServer:
         return cluster_id
 
     def _register_handlers(self) -> None:
-        api_versions.register(self.dispatcher)
-        for module in (metadata, admin, configs, cluster, producer_id):
-            module.register(self.dispatcher, self)
-        for module in (produce, fetch, list_offsets, delete_records, offset_for_leader_epoch, describe_log_dirs):
-            module.register(self.dispatcher, self)
-        for module in (find_coordinator, groups, offsets):
-            module.register(self.dispatcher, self)
-        leadership.register(self.dispatcher, self)
+        """Every API handler, built with exactly the layers it uses, once those layers are up (requests are served
+        only after this); then the check that every API ApiVersions advertises has its handler."""
+        config, metadata_cache, controller = self.config, self.metadata_cache, self.controller
+        replica_manager, group_coordinator = self.replica_manager, self.group_coordinator
+        handlers = [
+            ApiVersionsHandler(self.dispatcher.served_versions),
+            MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable),
+            DescribeClusterHandler(metadata_cache, self.metadata_backend),
+            TopicAdminHandler(controller),
+            ConfigsHandler(metadata_cache, controller, config, self.node_id),
+            LeadershipHandler(controller),
+            ProducerIdHandler(self.producer_id_manager, config.transaction_max_timeout_ms),
+            ProduceHandler(replica_manager),
+            FetchHandler(replica_manager),
+            ListOffsetsHandler(replica_manager),
+            DeleteRecordsHandler(replica_manager),
+            OffsetForLeaderEpochHandler(replica_manager),
+            DescribeLogDirsHandler(replica_manager),
+            FindCoordinatorHandler(metadata_cache, controller, group_coordinator, self.node_id),
+            GroupsHandler(group_coordinator),
+            OffsetsHandler(metadata_cache, group_coordinator),
+        ]
+        for handler in handlers:
+            handler.register(self.dispatcher)
+        self.dispatcher.check_every_api_has_a_handler()
 
     def _build_log_manager(self) -> LogManager:
         config = self.config
@@ -261,7 +290,6 @@ class BrokerServer:
         self.log_manager = self._build_log_manager()
         await loop.run_in_executor(None, self.log_manager.startup, now_ms(), self.node_id, self.cluster_id)
         self._log_manager_task = asyncio.create_task(self._run_log_manager())
-        self._register_handlers()
         listeners = [network.Listener.parse(text) for text in self.config.listeners]
         self.socket_server = network.SocketServer(
             self.dispatcher,
@@ -273,6 +301,7 @@ class BrokerServer:
         await self._start_metadata()
         await self._start_replication()
         await self._start_group_coordinator()
+        self._register_handlers()
         await self.socket_server.start_serving()
         Path(self.log_dirs[0], BROKER_PID_FILE).write_text(f"{os.getpid()}\n")
         bound = ", ".join(str(listener) for listener in self.socket_server.bound)

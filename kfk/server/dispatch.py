@@ -1,7 +1,10 @@
-"""The request dispatcher: a registry of handlers, each declaring the version range it implements.
+"""The request dispatcher: SERVED_VERSIONS, the one table of the version range kfk serves per API, and the registry
+of the handlers that serve them.
 
-ApiVersions is answered from this registry (handlers/api_versions.py), so the broker advertises exactly what it can
-serve. Registering an API twice is a programming error and fails at start-up.
+A handler registers for an API key and gets the range the table gives it; ApiVersions (handlers/api_versions.py)
+answers from the same table, and the broker checks at start-up that every API in the table has a handler, so what
+is advertised is exactly what is served. An API missing from the table, one registered twice, a range outside the
+generated schema's, or a table row without a handler is a programming error and fails at start-up.
 
 Failure rules, as Apache Kafka applies them:
 - a frame whose header cannot be read, an unknown API key, or a version outside what we serve (other than
@@ -15,14 +18,52 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Awaitable, Callable, NamedTuple
+from typing import Awaitable, Callable, Mapping, NamedTuple
 
 from kfk.errors import KafkaError, ProtocolError
+from kfk.protocol.apis import VersionRange
 from kfk.protocol.headers import RequestHeader, decode_request_header, encode_response
 from kfk.protocol.message import Buffer, Message
 from kfk.protocol.messages import ApiKey, request_class
 
 log = logging.getLogger("kfk.server.dispatch")
+
+#: The versions kfk serves, per API: what ApiVersions advertises and what the dispatcher accepts. The highest versions
+#: are those of the Kafka release whose schemas kfk vendors (clients infer the broker's release from them); the
+#: lowest are kept as a courtesy to old clients. What each version changes is in the handler module's docstring.
+SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
+    ApiKey.PRODUCE: VersionRange(0, 11),  # handlers/produce.py
+    ApiKey.FETCH: VersionRange(0, 17),  # handlers/fetch.py
+    ApiKey.LIST_OFFSETS: VersionRange(0, 10),  # handlers/list_offsets.py
+    ApiKey.METADATA: VersionRange(0, 12),  # handlers/metadata.py
+    ApiKey.CONTROLLED_SHUTDOWN: VersionRange(1, 3),  # handlers/leadership.py
+    ApiKey.OFFSET_COMMIT: VersionRange(0, 9),  # handlers/offsets.py
+    ApiKey.OFFSET_FETCH: VersionRange(0, 9),  # handlers/offsets.py
+    ApiKey.FIND_COORDINATOR: VersionRange(0, 6),  # handlers/find_coordinator.py
+    ApiKey.JOIN_GROUP: VersionRange(0, 9),  # handlers/groups.py
+    ApiKey.HEARTBEAT: VersionRange(0, 4),  # handlers/groups.py
+    ApiKey.LEAVE_GROUP: VersionRange(0, 5),  # handlers/groups.py
+    ApiKey.SYNC_GROUP: VersionRange(0, 5),  # handlers/groups.py
+    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),  # handlers/groups.py
+    ApiKey.LIST_GROUPS: VersionRange(0, 5),  # handlers/groups.py
+    ApiKey.API_VERSIONS: VersionRange(0, 4),  # handlers/api_versions.py
+    ApiKey.CREATE_TOPICS: VersionRange(0, 7),  # handlers/admin.py
+    ApiKey.DELETE_TOPICS: VersionRange(0, 6),  # handlers/admin.py
+    ApiKey.DELETE_RECORDS: VersionRange(0, 2),  # handlers/delete_records.py
+    ApiKey.INIT_PRODUCER_ID: VersionRange(0, 5),  # handlers/producer_id.py
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(0, 4),  # handlers/offset_for_leader_epoch.py
+    ApiKey.DESCRIBE_CONFIGS: VersionRange(0, 4),  # handlers/configs.py
+    ApiKey.ALTER_CONFIGS: VersionRange(0, 2),  # handlers/configs.py
+    ApiKey.DESCRIBE_LOG_DIRS: VersionRange(0, 4),  # handlers/describe_log_dirs.py
+    ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),  # handlers/admin.py
+    ApiKey.DELETE_GROUPS: VersionRange(0, 2),  # handlers/groups.py
+    ApiKey.ELECT_LEADERS: VersionRange(0, 2),  # handlers/leadership.py
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),  # handlers/configs.py
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # handlers/leadership.py
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # handlers/leadership.py
+    ApiKey.OFFSET_DELETE: VersionRange(0, 0),  # handlers/offsets.py
+    ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 1),  # handlers/cluster.py
+}
 
 
 @dataclass(slots=True)
@@ -45,8 +86,7 @@ Handler = Callable[[RequestContext, Message], Awaitable[Message | None]]
 
 class Registration(NamedTuple):
     api_key: ApiKey
-    lowest_version: int
-    highest_version: int
+    versions: VersionRange
     handler: Handler
     request_class: type[Message]
 
@@ -56,24 +96,28 @@ class CloseConnection(Exception):
 
 
 class Dispatcher:
-    def __init__(self) -> None:
+    def __init__(self, served_versions: Mapping[ApiKey, VersionRange] = SERVED_VERSIONS) -> None:
+        self.served_versions = served_versions
         self._registrations: dict[int, Registration] = {}
 
-    def register(self, api_key: ApiKey, lowest_version: int, highest_version: int, handler: Handler) -> None:
+    def register(self, api_key: ApiKey, handler: Handler) -> None:
+        """Serve `api_key` with `handler`, at the versions `served_versions` gives it."""
+        versions = self.served_versions.get(api_key)
+        if versions is None:
+            raise ValueError(f"{api_key.name} has no row in the served versions table")
         if api_key in self._registrations:
             raise ValueError(f"{api_key.name} is registered twice")
         cls = request_class(api_key)
-        if not cls.LOWEST_VERSION <= lowest_version <= highest_version <= cls.HIGHEST_VERSION:
-            raise ValueError(f"{api_key.name} versions {lowest_version}-{highest_version} are outside the schema")
-        self._registrations[api_key] = Registration(ApiKey(api_key), lowest_version, highest_version, handler, cls)
+        if not cls.LOWEST_VERSION <= versions.lowest <= versions.highest <= cls.HIGHEST_VERSION:
+            raise ValueError(f"{api_key.name} versions {versions.lowest}-{versions.highest} are outside the schema")
+        self._registrations[api_key] = Registration(ApiKey(api_key), versions, handler, cls)
 
-    @property
-    def registrations(self) -> list[Registration]:
-        return sorted(self._registrations.values())
-
-    def supports(self, api_key: int, api_version: int) -> bool:
-        registration = self._registrations.get(api_key)
-        return registration is not None and registration.lowest_version <= api_version <= registration.highest_version
+    def check_every_api_has_a_handler(self) -> None:
+        """Called by the composition root once every handler is registered: ApiVersions advertises the whole table,
+        so a row nobody serves would send clients requests that close their connection."""
+        missing = [ApiKey(key).name for key in self.served_versions if key not in self._registrations]
+        if missing:
+            raise ValueError(f"no handler registered for {', '.join(missing)}")
 
     async def dispatch(
         self, frame: Buffer, client_host: str, client_port: int, listener_name: str
@@ -90,7 +134,7 @@ class Dispatcher:
         if registration is None:
             raise CloseConnection(f"unsupported api key {api_key} from {client_host}:{client_port}")
         context = RequestContext(header, api_version, client_host, client_port, listener_name)
-        if not registration.lowest_version <= api_version <= registration.highest_version:
+        if api_version not in registration.versions:
             if api_key != ApiKey.API_VERSIONS:
                 raise CloseConnection(f"unsupported version {api_version} of {registration.api_key.name}")
             # KIP-511: answer with UNSUPPORTED_VERSION at version 0, whatever the body holds.

@@ -5,7 +5,6 @@ with kfk's codec at the version asked. Real clients over sockets are in tests/in
 from __future__ import annotations
 
 import asyncio
-import types
 import uuid
 
 import pytest
@@ -20,15 +19,13 @@ from kfk.protocol.messages.list_offsets import ListOffsetsRequest
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from kfk.protocol.messages.produce import ProduceRequest
 from kfk.records import LegacyRecordsBuilder, iter_batches
-from kfk.server.dispatch import CloseConnection, Dispatcher
-from kfk.server.handlers import (
-    delete_records,
-    describe_log_dirs,
-    fetch,
-    list_offsets,
-    offset_for_leader_epoch,
-    produce,
-)
+from kfk.server.dispatch import SERVED_VERSIONS, CloseConnection, Dispatcher
+from kfk.server.handlers.delete_records import DeleteRecordsHandler
+from kfk.server.handlers.describe_log_dirs import DescribeLogDirsHandler
+from kfk.server.handlers.fetch import FetchHandler
+from kfk.server.handlers.list_offsets import ListOffsetsHandler
+from kfk.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
+from kfk.server.handlers.produce import ProduceHandler
 from kfk.storage.fetch_data_info import FileRegion
 from kfk.storage.log_files import TopicPartition
 from tests.protocol.golden import frame, request_entries
@@ -44,11 +41,17 @@ def golden(api_name: str) -> list[dict]:
     return [entry for entry in request_entries() if entry["api_name"] == api_name]
 
 
+def served(api_key: ApiKey) -> range:
+    """Every version kfk serves of the API."""
+    versions = SERVED_VERSIONS[api_key]
+    return range(versions.lowest, versions.highest + 1)
+
+
 def dispatcher_for(broker: Broker) -> Dispatcher:
     dispatcher = Dispatcher()
-    server = types.SimpleNamespace(replica_manager=broker.replica_manager)
-    for module in (produce, fetch, list_offsets, delete_records, offset_for_leader_epoch, describe_log_dirs):
-        module.register(dispatcher, server)
+    for handler_class in (ProduceHandler, FetchHandler, ListOffsetsHandler, DeleteRecordsHandler,
+                          OffsetForLeaderEpochHandler, DescribeLogDirsHandler):
+        handler_class(broker.replica_manager).register(dispatcher)
     return dispatcher
 
 
@@ -199,7 +202,7 @@ def records_for_produce_version(version: int) -> bytes:
     return builder.close()
 
 
-@pytest.mark.parametrize("version", range(produce.LOWEST_VERSION, produce.HIGHEST_VERSION + 1))
+@pytest.mark.parametrize("version", served(ApiKey.PRODUCE))
 def test_produce_at_every_version(broker: Broker, version: int) -> None:
     broker.commit(topic_records("t", 1, configs={"message.timestamp.type": "LogAppendTime"}))
     request = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[
@@ -214,7 +217,7 @@ def test_produce_at_every_version(broker: Broker, version: int) -> None:
     assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-@pytest.mark.parametrize("version", range(3, produce.HIGHEST_VERSION + 1))
+@pytest.mark.parametrize("version", range(3, SERVED_VERSIONS[ApiKey.PRODUCE].highest + 1))
 def test_produce_v3_and_later_needs_exactly_one_v2_batch(broker: Broker, version: int) -> None:
     broker.commit(topic_records("t", 3))
     legacy = LegacyRecordsBuilder(1)
@@ -229,7 +232,7 @@ def test_produce_v3_and_later_needs_exactly_one_v2_batch(broker: Broker, version
     assert [p.error_code for p in response.responses[0].partition_responses] == [ErrorCode.INVALID_RECORD] * 3
 
 
-@pytest.mark.parametrize("version", range(fetch.LOWEST_VERSION, fetch.HIGHEST_VERSION + 1))
+@pytest.mark.parametrize("version", served(ApiKey.FETCH))
 def test_fetch_at_every_version(broker: Broker, version: int) -> None:
     topic_id = uuid.uuid4()
     broker.commit(topic_records("t", 1, topic_id=topic_id))
@@ -288,7 +291,7 @@ def test_old_fetch_versions_of_a_zstd_topic_get_unsupported_compression_type(bro
     assert response.responses[0].partitions[0].error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
 
 
-@pytest.mark.parametrize("version", range(list_offsets.LOWEST_VERSION, list_offsets.HIGHEST_VERSION + 1))
+@pytest.mark.parametrize("version", served(ApiKey.LIST_OFFSETS))
 def test_list_offsets_at_every_version(broker: Broker, version: int) -> None:
     broker.commit(topic_records("t", 4, leader_epoch=6))
     for index in range(4):
@@ -322,7 +325,7 @@ def test_list_offsets_refuses_a_partition_asked_twice(broker: Broker) -> None:
     assert [p.error_code for p in response.topics[0].partitions] == [ErrorCode.INVALID_REQUEST] * 2
 
 
-@pytest.mark.parametrize("version", range(delete_records.LOWEST_VERSION, delete_records.HIGHEST_VERSION + 1))
+@pytest.mark.parametrize("version", served(ApiKey.DELETE_RECORDS))
 def test_delete_records_at_every_version(broker: Broker, version: int) -> None:
     broker.commit(topic_records("t", 2))
     for index in (0, 1):
@@ -337,8 +340,7 @@ def test_delete_records_at_every_version(broker: Broker, version: int) -> None:
         (ErrorCode.NONE, 2), (ErrorCode.OFFSET_OUT_OF_RANGE, -1), (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)]
 
 
-@pytest.mark.parametrize("version", range(offset_for_leader_epoch.LOWEST_VERSION,
-                                          offset_for_leader_epoch.HIGHEST_VERSION + 1))
+@pytest.mark.parametrize("version", served(ApiKey.OFFSET_FOR_LEADER_EPOCH))
 def test_offset_for_leader_epoch_at_every_version(broker: Broker, version: int) -> None:
     broker.commit(topic_records("t", 1, leader_epoch=2))
     asyncio.run(broker.replica_manager.append_records(1000, 1, {TopicPartition("t", 0): make_batch(0, [b"a"] * 4)}))
@@ -357,7 +359,7 @@ def test_offset_for_leader_epoch_at_every_version(broker: Broker, version: int) 
     assert answers == expected
 
 
-@pytest.mark.parametrize("version", range(describe_log_dirs.LOWEST_VERSION, describe_log_dirs.HIGHEST_VERSION + 1))
+@pytest.mark.parametrize("version", served(ApiKey.DESCRIBE_LOG_DIRS))
 def test_describe_log_dirs_at_every_version(broker: Broker, version: int) -> None:
     broker.commit(topic_records("t", 2))
     asyncio.run(broker.replica_manager.append_records(1000, 1, {TopicPartition("t", 1): make_batch(0, [b"a"] * 4)}))

@@ -13,33 +13,29 @@ Fields a version lacks are left out by the codec (they are all ignorable).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from kfk.controller.quorum_controller import QuorumController
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
 
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
 
-CREATE_TOPICS_VERSIONS = (0, 7)
-DELETE_TOPICS_VERSIONS = (0, 6)
-CREATE_PARTITIONS_VERSIONS = (0, 3)
+class TopicAdminHandler:
+    def __init__(self, controller: QuorumController) -> None:
+        self.controller = controller
 
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.CREATE_TOPICS, self.create_topics)
+        dispatcher.register(ApiKey.DELETE_TOPICS, self.delete_topics)
+        dispatcher.register(ApiKey.CREATE_PARTITIONS, self.create_partitions)
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def create_topics(context: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
-        return await broker.controller.create_topics(request)
+    async def create_topics(self, context: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+        return await self.controller.create_topics(request)
 
-    async def delete_topics(context: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-        return await broker.controller.delete_topics(request, context.api_version)
+    async def delete_topics(self, context: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+        return await self.controller.delete_topics(request, context.api_version)
 
-    async def create_partitions(context: RequestContext,
+    async def create_partitions(self, context: RequestContext,
                                 request: CreatePartitionsRequest) -> CreatePartitionsResponse:
-        return await broker.controller.create_partitions(request)
-
-    dispatcher.register(ApiKey.CREATE_TOPICS, *CREATE_TOPICS_VERSIONS, create_topics)
-    dispatcher.register(ApiKey.DELETE_TOPICS, *DELETE_TOPICS_VERSIONS, delete_topics)
-    dispatcher.register(ApiKey.CREATE_PARTITIONS, *CREATE_PARTITIONS_VERSIONS, create_partitions)
+        return await self.controller.create_partitions(request)

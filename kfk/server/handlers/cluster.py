@@ -9,19 +9,14 @@ authorized operations are returned when asked for: every cluster operation, ther
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING
 
+from kfk.controller.backend import MetadataBackend
 from kfk.errors import ErrorCode
+from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_AUTHORIZED_OPERATIONS, controller_id
-
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-LOWEST_VERSION = 0
-HIGHEST_VERSION = 1
 
 
 class EndpointType(IntEnum):
@@ -30,8 +25,16 @@ class EndpointType(IntEnum):
     CONTROLLER = 2
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def handle(context: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+class DescribeClusterHandler:
+    def __init__(self, metadata_cache: MetadataCache, metadata_backend: MetadataBackend) -> None:
+        self.metadata_cache = metadata_cache
+        self.metadata_backend = metadata_backend
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.DESCRIBE_CLUSTER, self.describe_cluster)
+
+    async def describe_cluster(self, context: RequestContext,
+                               request: DescribeClusterRequest) -> DescribeClusterResponse:
         version = context.api_version
         if request.endpoint_type not in (EndpointType.BROKER, EndpointType.CONTROLLER):
             return DescribeClusterResponse(
@@ -42,13 +45,13 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                 error_code=ErrorCode.INVALID_REQUEST if version == 0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE,
                 error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of "
                               "type CONTROLLER")
-        image = broker.metadata_cache.image
+        image = self.metadata_cache.image
         listener = context.listener_name
         return DescribeClusterResponse(
             error_code=ErrorCode.NONE,
             endpoint_type=EndpointType.BROKER,
-            cluster_id=broker.metadata_backend.cluster_id,
-            controller_id=controller_id(broker, image, listener),
+            cluster_id=self.metadata_backend.cluster_id,
+            controller_id=controller_id(self.metadata_backend, image, listener),
             brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=registration.broker_id,
                                                                    host=endpoint.host, port=endpoint.port,
                                                                    rack=registration.rack)
@@ -57,5 +60,3 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                                            if request.include_cluster_authorized_operations
                                            else AUTHORIZED_OPERATIONS_OMITTED),
         )
-
-    dispatcher.register(ApiKey.DESCRIBE_CLUSTER, LOWEST_VERSION, HIGHEST_VERSION, handle)

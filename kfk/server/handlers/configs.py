@@ -11,10 +11,11 @@ the flexible versions.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from kfk.config import BrokerConfig
 from kfk.controller.config_describer import ConfigEntry, ConfigSource, describe_resource
+from kfk.controller.quorum_controller import QuorumController
 from kfk.errors import ErrorCode, KafkaError
+from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
@@ -23,13 +24,6 @@ from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 from kfk.server.dispatch import Dispatcher, RequestContext
-
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-DESCRIBE_CONFIGS_VERSIONS = (0, 4)
-ALTER_CONFIGS_VERSIONS = (0, 2)
-INCREMENTAL_ALTER_CONFIGS_VERSIONS = (0, 1)
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
@@ -51,13 +45,28 @@ def _entry(entry: ConfigEntry, version: int, include_synonyms: bool, include_doc
     )
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def describe_configs(context: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
-        image = broker.metadata_cache.image
+class ConfigsHandler:
+    """`config` and `node_id` are this broker's, described when a client asks for the BROKER resource."""
+
+    def __init__(self, metadata_cache: MetadataCache, controller: QuorumController, config: BrokerConfig,
+                 node_id: int) -> None:
+        self.metadata_cache = metadata_cache
+        self.controller = controller
+        self.config = config
+        self.node_id = node_id
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.DESCRIBE_CONFIGS, self.describe_configs)
+        dispatcher.register(ApiKey.ALTER_CONFIGS, self.alter_configs)
+        dispatcher.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, self.incremental_alter_configs)
+
+    async def describe_configs(self, context: RequestContext,
+                               request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+        image = self.metadata_cache.image
         results = []
         for resource in request.resources:
             try:
-                entries = describe_resource(image, broker.config, broker.node_id, resource.resource_type,
+                entries = describe_resource(image, self.config, self.node_id, resource.resource_type,
                                             resource.resource_name)
             except KafkaError as error:
                 results.append(Result(error_code=error.error_code, error_message=error.message,
@@ -74,14 +83,9 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
             ))
         return DescribeConfigsResponse(results=results)
 
-    async def alter_configs(context: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
-        return await broker.controller.legacy_alter_configs(request)
+    async def alter_configs(self, context: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+        return await self.controller.legacy_alter_configs(request)
 
-    async def incremental_alter_configs(context: RequestContext,
-                                        request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
-        return await broker.controller.incremental_alter_configs(request)
-
-    dispatcher.register(ApiKey.DESCRIBE_CONFIGS, *DESCRIBE_CONFIGS_VERSIONS, describe_configs)
-    dispatcher.register(ApiKey.ALTER_CONFIGS, *ALTER_CONFIGS_VERSIONS, alter_configs)
-    dispatcher.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, *INCREMENTAL_ALTER_CONFIGS_VERSIONS,
-                        incremental_alter_configs)
+    async def incremental_alter_configs(self, context: RequestContext, request: IncrementalAlterConfigsRequest
+                                        ) -> IncrementalAlterConfigsResponse:
+        return await self.controller.incremental_alter_configs(request)

@@ -9,27 +9,26 @@ throttling semantics, v2 is flexible.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.storage.log_files import TopicPartition
-
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-LOWEST_VERSION = 0
-HIGHEST_VERSION = 2
 
 DeleteRecordsTopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
 DeleteRecordsPartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def handle(context: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
-        replica_manager = broker.replica_manager
+class DeleteRecordsHandler:
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        self.replica_manager = replica_manager
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.DELETE_RECORDS, self.delete_records)
+
+    async def delete_records(self, context: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+        replica_manager = self.replica_manager
         image = replica_manager.image
         offsets: dict[TopicPartition, int] = {}
         results: dict[TopicPartition, tuple[ErrorCode, int]] = {}
@@ -48,8 +47,6 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                 for partition in topic.partitions])
             for topic in request.topics
         ])
-
-    dispatcher.register(ApiKey.DELETE_RECORDS, LOWEST_VERSION, HIGHEST_VERSION, handle)
 
 
 def _partition_result(index: int, result: tuple[ErrorCode, int]) -> DeleteRecordsPartitionResult:

@@ -8,28 +8,28 @@ usable bytes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.storage.log_files import TopicPartition
-
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-LOWEST_VERSION = 0
-HIGHEST_VERSION = 4
 
 DescribeLogDirsResult = DescribeLogDirsResponse.DescribeLogDirsResult
 DescribeLogDirsTopic = DescribeLogDirsResponse.DescribeLogDirsTopic
 DescribeLogDirsPartition = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def handle(context: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
-        replica_manager = broker.replica_manager
+class DescribeLogDirsHandler:
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        self.replica_manager = replica_manager
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.DESCRIBE_LOG_DIRS, self.describe_log_dirs)
+
+    async def describe_log_dirs(self, context: RequestContext,
+                                request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+        replica_manager = self.replica_manager
         wanted = None
         if request.topics is not None:
             wanted = {TopicPartition(topic.topic, index) for topic in request.topics for index in topic.partitions}
@@ -47,5 +47,3 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
             for description in replica_manager.describe_log_dirs(wanted)
         ]
         return DescribeLogDirsResponse(error_code=ErrorCode.NONE, results=results)
-
-    dispatcher.register(ApiKey.DESCRIBE_LOG_DIRS, LOWEST_VERSION, HIGHEST_VERSION, handle)

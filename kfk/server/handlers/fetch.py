@@ -18,22 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import TYPE_CHECKING
 
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.records import complete_entries_length, down_convert
 from kfk.replication.fetch_params import READ_COMMITTED, FetchParams, FetchPartitionRequest, LogReadResult
+from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.storage.log_files import TopicPartition
-
-if TYPE_CHECKING:
-    from kfk.replication.replica_manager import ReplicaManager
-    from kfk.server.broker import BrokerServer
-
-LOWEST_VERSION = 0
-HIGHEST_VERSION = 17
 
 #: Fetch sessions (KIP-227): epoch -1 ends/avoids a session, 0 asks for a new one; anything else is incremental.
 FINAL_EPOCH = -1
@@ -53,9 +46,15 @@ LeaderIdAndEpoch = FetchResponse.LeaderIdAndEpoch
 _NOT_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def handle(context: RequestContext, request: FetchRequest) -> FetchResponse:
-        replica_manager = broker.replica_manager
+class FetchHandler:
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        self.replica_manager = replica_manager
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.FETCH, self.fetch)
+
+    async def fetch(self, context: RequestContext, request: FetchRequest) -> FetchResponse:
+        replica_manager = self.replica_manager
         version = context.api_version
         if request.session_epoch not in (FINAL_EPOCH, INITIAL_EPOCH):
             # An incremental fetch: this broker never creates sessions, so the one named cannot exist.
@@ -106,8 +105,6 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
             responses.append(FetchableTopicResponse(topic=name, topic_id=topic_id, partitions=partition_data))
         return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
 
-    dispatcher.register(ApiKey.FETCH, LOWEST_VERSION, HIGHEST_VERSION, handle)
-
 
 async def _partition_data(replica_manager: ReplicaManager, version: int, params: FetchParams,
                           fetch: FetchPartitionRequest, result: LogReadResult) -> PartitionData:
@@ -116,8 +113,7 @@ async def _partition_data(replica_manager: ReplicaManager, version: int, params:
         return _error_data(index, result)
     records: object = result.records
     if version < FIRST_ZSTD_VERSION:
-        partition = replica_manager.get_partition(fetch.topic_partition)
-        if partition is not None and partition.log.config.compression_type == "zstd":
+        if replica_manager.compression_type(fetch.topic_partition) == "zstd":
             return _error_data(index, LogReadResult(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE))
     if version < FIRST_MAGIC_V2_VERSION and len(result.records):
         try:

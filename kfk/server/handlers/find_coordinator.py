@@ -15,20 +15,16 @@ transaction coordinator's topic is unavailable). Share groups are not supported:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME, partition_for
+from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.errors import ERROR_INFO, ErrorCode
+from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
 
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-LOWEST_VERSION = 0
-HIGHEST_VERSION = 6
 FIRST_BATCHED_VERSION = 4
 
 GROUP_KEY_TYPE = 0
@@ -41,12 +37,24 @@ LOAD_WAIT_MS = 5000
 Coordinator = FindCoordinatorResponse.Coordinator
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def find_group_coordinator(key: str, image: MetadataImage, listener: str) -> Coordinator:
+class FindCoordinatorHandler:
+    """`node_id` is this broker's: a group whose coordinator it is may still be loading."""
+
+    def __init__(self, metadata_cache: MetadataCache, controller: QuorumController,
+                 group_coordinator: GroupCoordinatorService, node_id: int) -> None:
+        self.metadata_cache = metadata_cache
+        self.controller = controller
+        self.group_coordinator = group_coordinator
+        self.node_id = node_id
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.FIND_COORDINATOR, self.find_coordinator)
+
+    async def _find_group_coordinator(self, key: str, image: MetadataImage, listener: str) -> Coordinator:
         topic = image.topic(GROUP_METADATA_TOPIC_NAME)
         if topic is None:
-            await broker.controller.auto_create_topics([GROUP_METADATA_TOPIC_NAME])
-            image = broker.metadata_cache.image
+            await self.controller.auto_create_topics([GROUP_METADATA_TOPIC_NAME])
+            image = self.metadata_cache.image
             topic = image.topic(GROUP_METADATA_TOPIC_NAME)
             if topic is None:
                 return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -54,21 +62,22 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
         endpoint = image.alive_endpoint(registration.leader, listener) if registration is not None else None
         if endpoint is None:
             return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if registration.leader == broker.node_id:
+        if registration.leader == self.node_id:
             # A partition of this broker still loading (just created, or just led) is ready in a moment; answering
             # before that would only earn the client COORDINATOR_LOAD_IN_PROGRESS and a back-off of seconds.
-            await broker.group_coordinator.wait_until_loaded(key, LOAD_WAIT_MS)
+            await self.group_coordinator.wait_until_loaded(key, LOAD_WAIT_MS)
         return Coordinator(key=key, node_id=registration.leader, host=endpoint.host, port=endpoint.port,
                            error_code=ErrorCode.NONE, error_message=None)
 
-    async def handle(context: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    async def find_coordinator(self, context: RequestContext,
+                               request: FindCoordinatorRequest) -> FindCoordinatorResponse:
         version = context.api_version
         keys = list(request.coordinator_keys) if version >= FIRST_BATCHED_VERSION else [request.key]
-        image = broker.metadata_cache.image
+        image = self.metadata_cache.image
         coordinators = []
         for key in keys:
             if request.key_type == GROUP_KEY_TYPE:
-                coordinators.append(await find_group_coordinator(key, image, context.listener_name))
+                coordinators.append(await self._find_group_coordinator(key, image, context.listener_name))
             elif request.key_type == TRANSACTION_KEY_TYPE:
                 coordinators.append(_error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE))
             elif request.key_type == SHARE_KEY_TYPE:
@@ -82,8 +91,6 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
         return FindCoordinatorResponse(error_code=only.error_code,
                                        error_message=only.error_message if version >= 1 else None,
                                        node_id=only.node_id, host=only.host, port=only.port)
-
-    dispatcher.register(ApiKey.FIND_COORDINATOR, LOWEST_VERSION, HIGHEST_VERSION, handle)
 
 
 def _error(key: str, error: ErrorCode, message: str | None = None) -> Coordinator:

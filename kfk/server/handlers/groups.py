@@ -19,8 +19,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
@@ -32,73 +31,72 @@ from kfk.protocol.messages.list_groups import ListGroupsRequest, ListGroupsRespo
 from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
 
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
 #: Kafka's AclOperation codes a group has: READ (3), DELETE (6), DESCRIBE (8), as DescribeGroups' bit field.
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    def coordinator():
-        return broker.group_coordinator
+class GroupsHandler:
+    def __init__(self, group_coordinator: GroupCoordinatorService) -> None:
+        self.group_coordinator = group_coordinator
 
-    async def join_group(context: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.JOIN_GROUP, self.join_group)
+        dispatcher.register(ApiKey.SYNC_GROUP, self.sync_group)
+        dispatcher.register(ApiKey.HEARTBEAT, self.heartbeat)
+        dispatcher.register(ApiKey.LEAVE_GROUP, self.leave_group)
+        dispatcher.register(ApiKey.LIST_GROUPS, self.list_groups)
+        dispatcher.register(ApiKey.DESCRIBE_GROUPS, self.describe_groups)
+        dispatcher.register(ApiKey.DELETE_GROUPS, self.delete_groups)
+
+    async def join_group(self, context: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
         version = context.api_version
         if version == 0:
             request.rebalance_timeout_ms = request.session_timeout_ms
-        response = await coordinator().join_group(request, version, context.client_id or "",
-                                                  f"/{context.client_host}")
+        response = await self.group_coordinator.join_group(request, version, context.client_id or "",
+                                                           f"/{context.client_host}")
         if version < 7 and response.protocol_name is None:
             response.protocol_name = ""
         if version < 9:
             response.skip_assignment = False
         return response
 
-    async def sync_group(context: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
-        return await coordinator().sync_group(request)
+    async def sync_group(self, context: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+        return await self.group_coordinator.sync_group(request)
 
-    async def heartbeat(context: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
-        return HeartbeatResponse(error_code=coordinator().heartbeat(request))
+    async def heartbeat(self, context: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+        return HeartbeatResponse(error_code=self.group_coordinator.heartbeat(request))
 
-    async def leave_group(context: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    async def leave_group(self, context: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
         if context.api_version < 3:
             members = [LeaveGroupRequest.MemberIdentity(member_id=request.member_id)]
         else:
             members = list(request.members)
-        error, responses = coordinator().leave_group(request.group_id, members)
+        error, responses = self.group_coordinator.leave_group(request.group_id, members)
         if context.api_version < 3:
             if error == ErrorCode.NONE:
                 error = next((r.error_code for r in responses if r.error_code != ErrorCode.NONE), ErrorCode.NONE)
             return LeaveGroupResponse(error_code=error)
         return LeaveGroupResponse(error_code=error, members=responses)
 
-    async def list_groups(context: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
-        error, groups = coordinator().list_groups(list(request.states_filter or ()),
-                                                  list(request.types_filter or ()))
+    async def list_groups(self, context: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+        error, groups = self.group_coordinator.list_groups(list(request.states_filter or ()),
+                                                           list(request.types_filter or ()))
         return ListGroupsResponse(error_code=error, groups=groups)
 
-    async def describe_groups(context: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    async def describe_groups(self, context: RequestContext,
+                              request: DescribeGroupsRequest) -> DescribeGroupsResponse:
         described = []
         for group_id in request.groups:
-            group = coordinator().describe_group(group_id)
+            group = self.group_coordinator.describe_group(group_id)
             if context.api_version >= 3:
                 group.authorized_operations = GROUP_AUTHORIZED_OPERATIONS if request.include_authorized_operations \
                     else AUTHORIZED_OPERATIONS_OMITTED
             described.append(group)
         return DescribeGroupsResponse(groups=described)
 
-    async def delete_groups(context: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-        results = await coordinator().delete_groups(list(request.groups_names))
+    async def delete_groups(self, context: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+        results = await self.group_coordinator.delete_groups(list(request.groups_names))
         return DeleteGroupsResponse(results=[DeleteGroupsResponse.DeletableGroupResult(group_id=group_id,
                                                                                        error_code=error)
                                              for group_id, error in results.items()])
-
-    dispatcher.register(ApiKey.JOIN_GROUP, 0, 9, join_group)
-    dispatcher.register(ApiKey.SYNC_GROUP, 0, 5, sync_group)
-    dispatcher.register(ApiKey.HEARTBEAT, 0, 4, heartbeat)
-    dispatcher.register(ApiKey.LEAVE_GROUP, 0, 5, leave_group)
-    dispatcher.register(ApiKey.LIST_GROUPS, 0, 5, list_groups)
-    dispatcher.register(ApiKey.DESCRIBE_GROUPS, 0, 5, describe_groups)
-    dispatcher.register(ApiKey.DELETE_GROUPS, 0, 2, delete_groups)

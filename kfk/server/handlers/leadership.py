@@ -12,8 +12,7 @@ Kafka; v2 adds broker_epoch (a stale one answers STALE_BROKER_EPOCH), v3 is flex
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from kfk.controller.quorum_controller import QuorumController
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.alter_partition_reassignments import (
@@ -28,23 +27,27 @@ from kfk.protocol.messages.list_partition_reassignments import (
 )
 from kfk.server.dispatch import Dispatcher, RequestContext
 
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-ELECT_LEADERS_VERSIONS = (0, 2)
-CONTROLLED_SHUTDOWN_VERSIONS = (1, 3)
 RemainingPartition = ControlledShutdownResponse.RemainingPartition
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def elect_leaders(context: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
+class LeadershipHandler:
+    def __init__(self, controller: QuorumController) -> None:
+        self.controller = controller
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.ELECT_LEADERS, self.elect_leaders)
+        dispatcher.register(ApiKey.CONTROLLED_SHUTDOWN, self.controlled_shutdown)
+        dispatcher.register(ApiKey.ALTER_PARTITION_REASSIGNMENTS, self.alter_reassignments)
+        dispatcher.register(ApiKey.LIST_PARTITION_REASSIGNMENTS, self.list_reassignments)
+
+    async def elect_leaders(self, context: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
         if context.api_version == 0:
             request.election_type = 0
-        return await broker.controller.elect_leaders(request)
+        return await self.controller.elect_leaders(request)
 
-    async def controlled_shutdown(context: RequestContext,
+    async def controlled_shutdown(self, context: RequestContext,
                                   request: ControlledShutdownRequest) -> ControlledShutdownResponse:
-        controller = broker.controller
+        controller = self.controller
         if not controller.is_active:
             return ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER)
         try:
@@ -54,15 +57,10 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
         return ControlledShutdownResponse(error_code=ErrorCode.NONE, remaining_partitions=[
             RemainingPartition(topic_name=topic, partition_index=partition) for topic, partition in remaining])
 
-    async def alter_reassignments(context: RequestContext, request: AlterPartitionReassignmentsRequest
+    async def alter_reassignments(self, context: RequestContext, request: AlterPartitionReassignmentsRequest
                                   ) -> AlterPartitionReassignmentsResponse:
-        return await broker.controller.alter_partition_reassignments(request)
+        return await self.controller.alter_partition_reassignments(request)
 
-    async def list_reassignments(context: RequestContext, request: ListPartitionReassignmentsRequest
+    async def list_reassignments(self, context: RequestContext, request: ListPartitionReassignmentsRequest
                                  ) -> ListPartitionReassignmentsResponse:
-        return broker.controller.list_partition_reassignments(request)
-
-    dispatcher.register(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, alter_reassignments)
-    dispatcher.register(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, list_reassignments)
-    dispatcher.register(ApiKey.ELECT_LEADERS, *ELECT_LEADERS_VERSIONS, elect_leaders)
-    dispatcher.register(ApiKey.CONTROLLED_SHUTDOWN, *CONTROLLED_SHUTDOWN_VERSIONS, controlled_shutdown)
+        return self.controller.list_partition_reassignments(request)

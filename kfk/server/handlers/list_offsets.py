@@ -13,19 +13,12 @@ request gets INVALID_REQUEST, as in Kafka.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.storage.log_files import TopicPartition
-
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-LOWEST_VERSION = 0
-HIGHEST_VERSION = 10
 
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
@@ -34,9 +27,15 @@ ListOffsetsTopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 ListOffsetsPartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def handle(context: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
-        replica_manager = broker.replica_manager
+class ListOffsetsHandler:
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        self.replica_manager = replica_manager
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.LIST_OFFSETS, self.list_offsets)
+
+    async def list_offsets(self, context: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+        replica_manager = self.replica_manager
         version = context.api_version
         is_client = request.replica_id == CONSUMER_REPLICA_ID
         isolation_level = request.isolation_level if is_client else None
@@ -75,6 +74,3 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                         response.leader_epoch = found.leader_epoch
             responses.append(ListOffsetsTopicResponse(name=topic.name, partitions=answers))
         return ListOffsetsResponse(topics=responses)
-
-    dispatcher.register(ApiKey.LIST_OFFSETS, LOWEST_VERSION, HIGHEST_VERSION, handle)
-

@@ -17,20 +17,16 @@ from __future__ import annotations
 
 import uuid
 from enum import IntEnum
-from typing import TYPE_CHECKING
 
+from kfk.controller.backend import MetadataBackend
+from kfk.controller.quorum_controller import QuorumController
 from kfk.errors import ErrorCode
+from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage, TopicImage
 from kfk.metadata.topic_names import CLUSTER_METADATA_TOPIC_NAME, is_internal, is_valid_topic_name
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
-
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-LOWEST_VERSION = 0
-HIGHEST_VERSION = 12
 
 NO_LEADER_ID = -1
 ZERO_UUID = uuid.UUID(int=0)
@@ -67,10 +63,10 @@ Topic = MetadataResponse.MetadataResponseTopic
 Partition = MetadataResponse.MetadataResponsePartition
 
 
-def controller_id(broker: BrokerServer, image: MetadataImage, listener_name: str) -> int:
+def controller_id(metadata_backend: MetadataBackend, image: MetadataImage, listener_name: str) -> int:
     """The broker clients should send controller requests to: the active controller when it is a broker they can
     reach, else an alive broker (KRaft brokers forward), -1 when there is none."""
-    active = broker.metadata_backend.active_controller()
+    active = metadata_backend.active_controller()
     if active is not None and image.alive_endpoint(active[0], listener_name) is not None:
         return active[0]
     alive = image.alive_brokers(listener_name)
@@ -108,14 +104,24 @@ def partition_metadata(image: MetadataImage, topic: TopicImage, listener_name: s
     return partitions
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def handle(context: RequestContext, request: MetadataRequest) -> MetadataResponse:
+class MetadataHandler:
+    def __init__(self, metadata_cache: MetadataCache, metadata_backend: MetadataBackend, controller: QuorumController,
+                 auto_create_topics_enable: bool) -> None:
+        self.metadata_cache = metadata_cache
+        self.metadata_backend = metadata_backend
+        self.controller = controller
+        self.auto_create_topics_enable = auto_create_topics_enable
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.METADATA, self.metadata)
+
+    async def metadata(self, context: RequestContext, request: MetadataRequest) -> MetadataResponse:
         version = context.api_version
         if request.topics and version < 12:
             for wanted in request.topics:
                 if wanted.name is None or wanted.topic_id != ZERO_UUID:
                     return _error_response(request, ErrorCode.INVALID_REQUEST)
-        image = broker.metadata_cache.image
+        image = self.metadata_cache.image
         listener = context.listener_name
         alive = image.alive_brokers(listener)
         alive_ids = {registration.broker_id for registration, _ in alive}
@@ -146,7 +152,7 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                     continue
                 allow = version < 4 or request.allow_auto_topic_creation
                 valid = is_valid_topic_name(wanted.name) and wanted.name != CLUSTER_METADATA_TOPIC_NAME
-                if allow and valid and broker.config.auto_create_topics_enable:
+                if allow and valid and self.auto_create_topics_enable:
                     error = ErrorCode.LEADER_NOT_AVAILABLE
                     if wanted.name not in to_create:
                         to_create.append(wanted.name)
@@ -157,21 +163,19 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                 topics.append(Topic(error_code=error, name=wanted.name, is_internal=is_internal(wanted.name),
                                     topic_authorized_operations=operations))
             if to_create:
-                await broker.controller.auto_create_topics(to_create)
+                await self.controller.auto_create_topics(to_create)
         brokers = [MetadataResponse.MetadataResponseBroker(node_id=registration.broker_id, host=endpoint.host,
                                                            port=endpoint.port, rack=registration.rack)
                    for registration, endpoint in alive]
         return MetadataResponse(
             brokers=brokers,
-            cluster_id=broker.metadata_backend.cluster_id,
-            controller_id=controller_id(broker, image, listener),
+            cluster_id=self.metadata_backend.cluster_id,
+            controller_id=controller_id(self.metadata_backend, image, listener),
             topics=topics,
             cluster_authorized_operations=(CLUSTER_AUTHORIZED_OPERATIONS
                                            if request.include_cluster_authorized_operations
                                            else AUTHORIZED_OPERATIONS_OMITTED),
         )
-
-    dispatcher.register(ApiKey.METADATA, LOWEST_VERSION, HIGHEST_VERSION, handle)
 
 
 def _error_response(request: MetadataRequest, error: ErrorCode) -> MetadataResponse:

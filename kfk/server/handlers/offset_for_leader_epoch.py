@@ -10,19 +10,12 @@ truncation after a leader change. v1 adds leader_epoch to the answer, v2 current
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.storage.log_files import TopicPartition
-
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-LOWEST_VERSION = 0
-HIGHEST_VERSION = 4
 
 DEBUGGING_REPLICA_ID = -2
 
@@ -30,9 +23,16 @@ OffsetForLeaderTopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicRe
 EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def handle(context: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-        replica_manager = broker.replica_manager
+class OffsetForLeaderEpochHandler:
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        self.replica_manager = replica_manager
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, self.offset_for_leader_epoch)
+
+    async def offset_for_leader_epoch(self, context: RequestContext,
+                                      request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+        replica_manager = self.replica_manager
         fetch_only_from_leader = request.replica_id != DEBUGGING_REPLICA_ID
         topics: list[OffsetForLeaderTopicResult] = []
         for topic in request.topics:
@@ -48,5 +48,3 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                 results.append(result)
             topics.append(OffsetForLeaderTopicResult(topic=topic.topic, partitions=results))
         return OffsetForLeaderEpochResponse(topics=topics)
-
-    dispatcher.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, LOWEST_VERSION, HIGHEST_VERSION, handle)

@@ -16,19 +16,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kfk.coordinator.group.group_coordinator import OffsetCommitPartition
+from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.errors import ErrorCode
+from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from kfk.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kfk.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
-
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
 
 INVALID_OFFSET = -1
 FIRST_MULTI_GROUP_FETCH_VERSION = 8
@@ -41,9 +38,18 @@ def _partition_known(image: MetadataImage, topic: str, partition: int) -> bool:
     return image.partition(topic, partition) is not None
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def offset_commit(context: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
-        image = broker.metadata_cache.image
+class OffsetsHandler:
+    def __init__(self, metadata_cache: MetadataCache, group_coordinator: GroupCoordinatorService) -> None:
+        self.metadata_cache = metadata_cache
+        self.group_coordinator = group_coordinator
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.OFFSET_COMMIT, self.offset_commit)
+        dispatcher.register(ApiKey.OFFSET_FETCH, self.offset_fetch)
+        dispatcher.register(ApiKey.OFFSET_DELETE, self.offset_delete)
+
+    async def offset_commit(self, context: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+        image = self.metadata_cache.image
         errors: dict[tuple[str, int], ErrorCode] = {}
         accepted: list[OffsetCommitPartition] = []
         for topic in request.topics:
@@ -55,7 +61,7 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                     topic.name, partition.partition_index, partition.committed_offset,
                     partition.committed_leader_epoch, partition.committed_metadata, partition.commit_timestamp))
         if accepted:
-            errors.update(await broker.group_coordinator.commit_offsets(
+            errors.update(await self.group_coordinator.commit_offsets(
                 request.group_id, request.member_id, request.group_instance_id,
                 request.generation_id_or_member_epoch, request.retention_time_ms, accepted, context.api_version))
         return OffsetCommitResponse(topics=[
@@ -64,9 +70,9 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                 for p in topic.partitions])
             for topic in request.topics])
 
-    async def offset_fetch(context: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    async def offset_fetch(self, context: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
         version = context.api_version
-        service = broker.group_coordinator
+        service = self.group_coordinator
         if version >= FIRST_MULTI_GROUP_FETCH_VERSION:
             groups = []
             for group in request.groups:
@@ -100,8 +106,8 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                     error_code=partition_error)
                 for index, offset, partition_error in partitions]) for name, partitions in topics])
 
-    async def offset_delete(context: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
-        image = broker.metadata_cache.image
+    async def offset_delete(self, context: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+        image = self.metadata_cache.image
         unknown: set[tuple[str, int]] = set()
         known: list[tuple[str, list[int]]] = []
         for topic in request.topics:
@@ -113,7 +119,7 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                     unknown.add((topic.name, partition.partition_index))
             if indexes:
                 known.append((topic.name, indexes))
-        error, results = await broker.group_coordinator.delete_offsets(request.group_id, known)
+        error, results = await self.group_coordinator.delete_offsets(request.group_id, known)
         if error != ErrorCode.NONE:
             return OffsetDeleteResponse(error_code=error)
         errors = {(name, index): partition_error for name, partitions in results
@@ -125,7 +131,3 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                     partition_index=p.partition_index, error_code=errors[(topic.name, p.partition_index)])
                 for p in topic.partitions])
             for topic in request.topics])
-
-    dispatcher.register(ApiKey.OFFSET_COMMIT, 0, 9, offset_commit)
-    dispatcher.register(ApiKey.OFFSET_FETCH, 0, 9, offset_fetch)
-    dispatcher.register(ApiKey.OFFSET_DELETE, 0, 0, offset_delete)

@@ -14,21 +14,14 @@ the producer notices and refreshes its metadata.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kfk.records import MAGIC_VALUE_V2, CompressionType, entry_at
 from kfk.replication.delayed_produce import ProducePartitionResult
+from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
 from kfk.storage.log_files import TopicPartition
-
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-LOWEST_VERSION = 0
-HIGHEST_VERSION = 11
 
 TopicProduceResponse = ProduceResponse.TopicProduceResponse
 PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
@@ -55,9 +48,15 @@ def validate_records(version: int, records: bytes | memoryview | None) -> ErrorC
     return ErrorCode.NONE
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def handle(context: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-        replica_manager = broker.replica_manager
+class ProduceHandler:
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        self.replica_manager = replica_manager
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.PRODUCE, self.produce)
+
+    async def produce(self, context: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+        replica_manager = self.replica_manager
         version = context.api_version
         image = replica_manager.image
         entries: dict[TopicPartition, bytes | memoryview] = {}
@@ -90,8 +89,6 @@ def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
                 _partition_response(index, results[TopicPartition(name, index)]) for index in indexes])
             for name, indexes in order
         ])
-
-    dispatcher.register(ApiKey.PRODUCE, LOWEST_VERSION, HIGHEST_VERSION, handle)
 
 
 def _partition_response(index: int, result: ProducePartitionResult) -> PartitionProduceResponse:

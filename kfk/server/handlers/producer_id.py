@@ -15,37 +15,36 @@ id's __transaction_state partition (clients then look the coordinator up again w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from kfk.controller.producer_ids import ProducerIdManager
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kfk.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kfk.server.dispatch import Dispatcher, RequestContext
 
-if TYPE_CHECKING:
-    from kfk.server.broker import BrokerServer
-
-LOWEST_VERSION = 0
-HIGHEST_VERSION = 5
-
 
 def _error(code: ErrorCode) -> InitProducerIdResponse:
     return InitProducerIdResponse(error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
 
 
-def register(dispatcher: Dispatcher, broker: BrokerServer) -> None:
-    async def handle(context: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+class ProducerIdHandler:
+    def __init__(self, producer_id_manager: ProducerIdManager, transaction_max_timeout_ms: int) -> None:
+        self.producer_id_manager = producer_id_manager
+        self.transaction_max_timeout_ms = transaction_max_timeout_ms
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.INIT_PRODUCER_ID, self.init_producer_id)
+
+    async def init_producer_id(self, context: RequestContext,
+                               request: InitProducerIdRequest) -> InitProducerIdResponse:
         if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH):
             return _error(ErrorCode.INVALID_REQUEST)
         transactional_id = request.transactional_id
         if transactional_id is None:
-            producer_id = await broker.producer_id_manager.generate_producer_id()
+            producer_id = await self.producer_id_manager.generate_producer_id()
             return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)
         if not transactional_id:
             return _error(ErrorCode.INVALID_REQUEST)
-        if not 0 < request.transaction_timeout_ms <= broker.config.transaction_max_timeout_ms:
+        if not 0 < request.transaction_timeout_ms <= self.transaction_max_timeout_ms:
             return _error(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         return _error(ErrorCode.NOT_COORDINATOR)
-
-    dispatcher.register(ApiKey.INIT_PRODUCER_ID, LOWEST_VERSION, HIGHEST_VERSION, handle)

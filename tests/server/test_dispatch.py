@@ -1,0 +1,97 @@
+"""The served versions table and the dispatcher's registry: what ApiVersions advertises is what is served."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kfk.errors import ErrorCode
+from kfk.protocol.apis import SUPPORTED_VERSIONS, VersionRange
+from kfk.protocol.headers import RequestHeader, decode_response, encode_request
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.api_versions import ApiVersionsRequest
+from kfk.protocol.messages.metadata import MetadataRequest
+from kfk.server.dispatch import SERVED_VERSIONS, CloseConnection, Dispatcher, RequestContext
+from kfk.server.handlers.api_versions import ApiVersionsHandler
+
+
+async def answer(context: RequestContext, request: object) -> None:
+    return None
+
+
+def frame(api_key: ApiKey, version: int, message) -> bytes:
+    header = RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=5, client_id="t")
+    return encode_request(header, message)[4:]
+
+
+def api_versions(dispatcher: Dispatcher, version: int, answered_at: int):
+    """The ApiVersions response to a request at `version`, decoded at the version it is `answered_at`."""
+    chunks = asyncio.run(dispatcher.dispatch(frame(ApiKey.API_VERSIONS, version, ApiVersionsRequest()),
+                                             "127.0.0.1", 1, "PLAINTEXT"))
+    data = b"".join(bytes(chunk) for chunk in chunks)
+    return decode_response(data[4:], ApiKey.API_VERSIONS, answered_at)[1]
+
+
+def test_every_row_of_the_table_is_within_the_generated_schema() -> None:
+    dispatcher = Dispatcher()
+    for api_key in SERVED_VERSIONS:
+        dispatcher.register(api_key, answer)
+    dispatcher.check_every_api_has_a_handler()
+
+
+def test_the_table_advertises_one_release_s_highest_versions() -> None:
+    # Clients (kafka-python) infer the broker's release from the highest versions: they are the vendored release's.
+    assert {key: versions.highest for key, versions in SERVED_VERSIONS.items()} == {
+        key: SUPPORTED_VERSIONS[key].highest for key in SERVED_VERSIONS}
+
+
+def test_an_api_without_a_row_cannot_be_registered() -> None:
+    dispatcher = Dispatcher({ApiKey.API_VERSIONS: VersionRange(0, 4)})
+    with pytest.raises(ValueError, match="END_TXN"):
+        dispatcher.register(ApiKey.END_TXN, answer)
+
+
+def test_an_api_registered_twice_or_beyond_its_schema_fails() -> None:
+    dispatcher = Dispatcher({ApiKey.METADATA: VersionRange(0, 12), ApiKey.FETCH: VersionRange(0, 99)})
+    dispatcher.register(ApiKey.METADATA, answer)
+    with pytest.raises(ValueError, match="twice"):
+        dispatcher.register(ApiKey.METADATA, answer)
+    with pytest.raises(ValueError, match="outside the schema"):
+        dispatcher.register(ApiKey.FETCH, answer)
+
+
+def test_a_row_without_a_handler_is_refused_at_start_up() -> None:
+    served = {ApiKey.API_VERSIONS: VersionRange(0, 4), ApiKey.METADATA: VersionRange(0, 12)}
+    dispatcher = Dispatcher(served)
+    ApiVersionsHandler(served).register(dispatcher)
+    with pytest.raises(ValueError, match="METADATA"):
+        dispatcher.check_every_api_has_a_handler()
+    dispatcher.register(ApiKey.METADATA, answer)
+    dispatcher.check_every_api_has_a_handler()
+
+
+def test_api_versions_answers_the_table_sorted_by_key() -> None:
+    served = {ApiKey.METADATA: VersionRange(1, 12), ApiKey.API_VERSIONS: VersionRange(0, 4),
+              ApiKey.PRODUCE: VersionRange(3, 11)}
+    dispatcher = Dispatcher(served)
+    ApiVersionsHandler(served).register(dispatcher)
+    response = api_versions(dispatcher, 3, 3)
+    assert response.error_code == ErrorCode.NONE
+    assert [(e.api_key, e.min_version, e.max_version) for e in response.api_keys] == [
+        (ApiKey.PRODUCE, 3, 11), (ApiKey.METADATA, 1, 12), (ApiKey.API_VERSIONS, 0, 4)]
+
+
+def test_a_version_outside_the_table_is_refused() -> None:
+    served = {ApiKey.API_VERSIONS: VersionRange(0, 2), ApiKey.METADATA: VersionRange(4, 12)}
+    dispatcher = Dispatcher(served)
+    ApiVersionsHandler(served).register(dispatcher)
+    dispatcher.register(ApiKey.METADATA, answer)
+    # ApiVersions above our range: answered at v0 with UNSUPPORTED_VERSION and our own range (KIP-511).
+    response = api_versions(dispatcher, 3, 0)
+    assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert [(e.api_key, e.min_version, e.max_version) for e in response.api_keys] == [(ApiKey.API_VERSIONS, 0, 2)]
+    # Any other API: the connection is closed.
+    with pytest.raises(CloseConnection, match="unsupported version 3 of METADATA"):
+        asyncio.run(dispatcher.dispatch(frame(ApiKey.METADATA, 3, MetadataRequest(topics=None)),
+                                        "127.0.0.1", 1, "PLAINTEXT"))
