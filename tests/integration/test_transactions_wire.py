@@ -231,7 +231,7 @@ def test_the_leader_refuses_a_transactional_produce_outside_the_transaction(boot
                                       committed=False), 3)
     assert end.error_code == NONE
     deadline = time.monotonic() + 10
-    while [p for p in describe_producers(sock, 1) if p.producer_id == producer_id][0].current_txn_start_offset != -1:
+    while next(p for p in describe_producers(sock, 1) if p.producer_id == producer_id).current_txn_start_offset != -1:
         assert time.monotonic() < deadline, "the abort marker was never written"
         time.sleep(0.05)
     assert transactional_produce(sock, "raw-producer", producer_id, epoch, 2, partition=1) == INVALID_TXN_STATE
