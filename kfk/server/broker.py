@@ -314,6 +314,9 @@ class BrokerServer:
             hosted = replica_manager.get_partition(TopicPartition(TRANSACTION_STATE_TOPIC_NAME, partition))
             return hosted.log if hosted is not None and hosted.is_leader else None
 
+        async def generate_producer_id() -> int:  # a controller-only node has no block (and leads no partition)
+            return await self.producer_id_manager.generate_producer_id()
+
         self.txn_marker_writer = TxnMarkerWriter(replica_manager, self.group_coordinator, now_ms,
                                                  config.write_timeout_ms)
         # The remote broker may wait write_timeout_ms for its replicas: the request waits a little longer.
@@ -322,7 +325,7 @@ class BrokerServer:
                                                        config.write_timeout_ms + MARKER_REQUEST_MARGIN_MS)
         sender = TxnMarkerSender(self.node_id, self.txn_marker_writer, self.txn_marker_channels)
         self.transaction_coordinator = TransactionCoordinatorService(
-            config, self.node_id, append, log_of, now_ms, self.producer_id_manager.generate_producer_id, sender.send)
+            config, self.node_id, append, log_of, now_ms, generate_producer_id, sender.send)
         self.metadata_cache.subscribe(self.transaction_coordinator.on_metadata_update)
         if self.config.transaction_partition_verification_enable:
             self.txn_verification_channels = InterBrokerChannels(
