@@ -9,25 +9,22 @@ from kfk.client.admin import (
     AlterConfigOp,
     AlterConfigOpType,
     ConfigResource,
-    ConfigResourceType,
     NewTopic,
 )
 from kfk.client.consumer import Consumer, ConsumerRebalanceListener, ConsumerRecords
 from kfk.client.producer import FutureRecordMetadata, Producer
-from kfk.client.structs import (
-    ConsumerRecord,
-    OffsetAndMetadata,
-    OffsetAndTimestamp,
-    RecordMetadata,
-    TopicPartition,
-)
+from kfk.client.structs import ConsumerRecord, OffsetAndTimestamp, RecordMetadata
+from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = [
     "Admin",
     "AlterConfigOp",
     "AlterConfigOpType",
+    "ConfigEntry",
     "ConfigResource",
     "ConfigResourceType",
+    "ConfigSource",
     "Consumer",
     "ConsumerRebalanceListener",
     "ConsumerRecord",

@@ -35,14 +35,10 @@ from kfk.client.offsets import (
     list_offsets,
 )
 from kfk.client.response_errors import response_error
-from kfk.client.structs import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    NO_NODE,
-    OffsetAndMetadata,
-    OffsetAndTimestamp,
-    TopicPartition,
-)
+from kfk.client.structs import OffsetAndTimestamp
+from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
+from kfk.common.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, NO_NODE
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import (
     BrokerNotAvailableError,
     ErrorCode,
@@ -71,9 +67,6 @@ __all__ = [
     "Admin",
     "NewTopic",
     "ConfigResource",
-    "ConfigResourceType",
-    "ConfigEntry",
-    "ConfigSource",
     "AlterConfigOp",
     "AlterConfigOpType",
     "TopicDescription",
@@ -88,31 +81,6 @@ T = TypeVar("T")
 
 DEFAULT_NUM_PARTITIONS = -1  # CreateTopics v4+: use the broker's num.partitions
 DEFAULT_REPLICATION_FACTOR = -1  # ... and default.replication.factor
-
-
-class ConfigResourceType(IntEnum):
-    """What a config belongs to (Kafka's ConfigResource.Type ids)."""
-
-    UNKNOWN = 0
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    CLIENT_METRICS = 16
-    GROUP = 32
-
-
-class ConfigSource(IntEnum):
-    """Where a config value comes from (DescribeConfigs v1+ ConfigSource ids)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
 
 
 class AlterConfigOpType(IntEnum):
@@ -142,18 +110,6 @@ class NewTopic:
     replication_factor: int = DEFAULT_REPLICATION_FACTOR
     configs: Mapping[str, str] = field(default_factory=dict)
     replica_assignments: Mapping[int, list[int]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: ConfigSource
-    is_default: bool
-    is_read_only: bool
-    is_sensitive: bool
-    synonyms: list[tuple[str, str | None, ConfigSource]] = field(default_factory=list)
-    documentation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -664,10 +620,10 @@ def _config_entry(config: DescribeConfigsResponse.DescribeConfigsResourceResult)
     if source == ConfigSource.UNKNOWN and config.is_default:
         source = ConfigSource.DEFAULT_CONFIG  # v0 has only is_default
     return ConfigEntry(
-        config.name, config.value, source, source == ConfigSource.DEFAULT_CONFIG, config.read_only,
-        config.is_sensitive,
-        [(synonym.name, synonym.value, _config_source(synonym.source)) for synonym in config.synonyms],
-        config.documentation)
+        config.name, config.value, source, config.read_only, config.is_sensitive,
+        _config_type(config.config_type), config.documentation,
+        tuple(ConfigSynonym(synonym.name, synonym.value, _config_source(synonym.source))
+              for synonym in config.synonyms))
 
 
 def _config_source(value: int) -> ConfigSource:
@@ -675,3 +631,10 @@ def _config_source(value: int) -> ConfigSource:
         return ConfigSource(value)
     except ValueError:
         return ConfigSource.UNKNOWN
+
+
+def _config_type(value: int) -> WireConfigType:
+    try:
+        return WireConfigType(value)
+    except ValueError:
+        return WireConfigType.UNKNOWN

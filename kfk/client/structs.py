@@ -1,55 +1,17 @@
 """The small value types every client API speaks: topic-partitions, offsets, record metadata, consumed records.
 
 NamedTuples, as in aiokafka's structs.py and Java's plain classes: cheap to create on the hot path, hashable where
-they are keys, and printable. Wire sentinels the client sends or receives are named here once.
+they are keys, and printable. TopicPartition, OffsetAndMetadata and the wire sentinels live in kfk.common.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = [
-    "TopicPartition",
-    "OffsetAndMetadata",
-    "OffsetAndTimestamp",
-    "RecordMetadata",
-    "ConsumerRecord",
-    "EARLIEST_TIMESTAMP",
-    "LATEST_TIMESTAMP",
-    "MAX_TIMESTAMP",
-    "UNKNOWN_OFFSET",
-    "UNKNOWN_LEADER_EPOCH",
-    "NO_NODE",
-]
+from kfk.common.constants import UNKNOWN_LEADER_EPOCH
+from kfk.common.structs import TopicPartition
 
-EARLIEST_TIMESTAMP = -2
-"""ListOffsets target meaning "the log start offset"."""
-LATEST_TIMESTAMP = -1
-"""ListOffsets target meaning "the log end offset" (the high watermark, or the last stable offset under
-read_committed)."""
-MAX_TIMESTAMP = -3
-"""ListOffsets target meaning "the offset of the record with the largest timestamp" (KIP-734, ListOffsets v7+)."""
-UNKNOWN_OFFSET = -1
-UNKNOWN_LEADER_EPOCH = -1
-NO_NODE = -1
-"""A leader id or coordinator id that names no broker (no leader elected, or none known)."""
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-
-class OffsetAndMetadata(NamedTuple):
-    """A committed position: the offset of the next record to consume, with the leader epoch it was read under
-    (KIP-320, -1 if unknown) and free-form metadata."""
-
-    offset: int
-    metadata: str = ""
-    leader_epoch: int = UNKNOWN_LEADER_EPOCH
+__all__ = ["OffsetAndTimestamp", "RecordMetadata", "ConsumerRecord"]
 
 
 class OffsetAndTimestamp(NamedTuple):

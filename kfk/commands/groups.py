@@ -213,7 +213,7 @@ def _reset(admin, group_id: str, topics: list[str], all_topics: bool, execute: b
            to_earliest: bool, to_latest: bool, to_current: bool, to_offset: int | None, shift_by: int | None,
            target_time: int | None) -> None:
     from kfk.client import OffsetAndMetadata, TopicPartition
-    from kfk.client.structs import LATEST_TIMESTAMP
+    from kfk.common.constants import LATEST_TIMESTAMP
 
     description = admin.describe_consumer_groups([group_id])[group_id]
     if description.state not in INACTIVE_STATES:

@@ -109,7 +109,7 @@ def _set_throttle(admin, wanted: dict[tuple[str, int], list[int]], current: dict
                   rate: int) -> None:
     """Kafka's throttle of a reassignment: the rate on every broker involved, and per topic the replicas it
     applies to (leader side: the current replicas; follower side: the ones being added)."""
-    from kfk.metadata.image import ConfigResourceType
+    from kfk.common.config_types import ConfigResourceType
 
     changes: dict[tuple[int, str], dict[str, str | None]] = {}
     for (topic, partition), target in wanted.items():
@@ -128,7 +128,7 @@ def _set_throttle(admin, wanted: dict[tuple[str, int], list[int]], current: dict
 
 
 def _clear_throttle(admin, topics: list[str], brokers: list[int]) -> None:
-    from kfk.metadata.image import ConfigResourceType
+    from kfk.common.config_types import ConfigResourceType
 
     changes: dict[tuple[int, str], dict[str, str | None]] = {
         (ConfigResourceType.TOPIC, topic): {LEADER_THROTTLED_REPLICAS: None, FOLLOWER_THROTTLED_REPLICAS: None}

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 
 from crc32c import crc32c
 
+from kfk.common.constants import INT32_MAX
 from kfk.errors import CorruptRecordError
 from kfk.records._varint import read_unsigned_varint
 from kfk.records.compression import decompress
@@ -115,7 +116,6 @@ _INT64 = struct.Struct(">q")
 HEADER = struct.Struct(">qiibIhiqqqhii")
 """The 61-byte batch header, field for field."""
 
-_INT32_MAX = (1 << 31) - 1
 _CODEC_IDS = frozenset(codec.value for codec in CompressionType)
 
 
@@ -376,8 +376,8 @@ class RecordBatch:
 
 def increment_sequence(sequence: int, increment: int) -> int:
     """Producer sequences wrap from INT32_MAX to 0."""
-    if sequence > _INT32_MAX - increment:
-        return increment - (_INT32_MAX - sequence) - 1
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
     return sequence + increment
 
 

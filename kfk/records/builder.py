@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from crc32c import crc32c
 
+from kfk.common.constants import INT32_MAX
 from kfk.records._varint import _CACHE_HIGH, _CACHE_LOW, _CACHED, encode_varint
 from kfk.records.batch import (
     ATTRIBUTES_OFFSET,
@@ -42,7 +43,6 @@ __all__ = ["MemoryRecordsBuilder", "build_empty_batch", "batch_attributes", "rec
 
 _NULL_LENGTH = encode_varint(-1)
 _UINT32 = struct.Struct(">I")
-_INT32_MAX = (1 << 31) - 1
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 
@@ -159,7 +159,7 @@ class MemoryRecordsBuilder:
         self._base_timestamp: int | None = None if delete_horizon_ms == NO_TIMESTAMP else delete_horizon_ms
         self._max_timestamp = NO_TIMESTAMP
         self._next_offset_delta = 0
-        self._max_offset_delta = min(_INT32_MAX, _INT64_MAX - base_offset)
+        self._max_offset_delta = min(INT32_MAX, _INT64_MAX - base_offset)
         self._closed: bytearray | None = None
 
     # --- appending ---------------------------------------------------------------------------------------------------
@@ -269,7 +269,7 @@ def build_empty_batch(*, base_offset: int, last_offset: int, producer_id: int, p
                       is_control: bool = False, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> bytes:
     """A batch header with no records: what the log cleaner keeps when it removes every record of a batch whose
     producer state must survive (Kafka's DefaultRecordBatch.writeEmptyHeader)."""
-    if not 0 <= last_offset - base_offset <= _INT32_MAX:
+    if not 0 <= last_offset - base_offset <= INT32_MAX:
         raise ValueError(f"Empty batch offsets {base_offset}..{last_offset} are out of order or too far apart")
     if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
         raise ValueError("A magic 2 batch needs CreateTime or LogAppendTime")

@@ -27,7 +27,9 @@ import logging
 import uuid
 from typing import NamedTuple
 
-from kfk.config import INT64_MAX, LogConfig
+from kfk.common.constants import INT64_MAX, LATEST_TIMESTAMP, UNKNOWN_OFFSET
+from kfk.common.structs import TopicPartition
+from kfk.config import LogConfig
 from kfk.errors import (
     ErrorCode,
     FencedLeaderEpochError,
@@ -40,17 +42,15 @@ from kfk.errors import (
 )
 from kfk.metadata.image import NO_LEADER, PartitionRegistration
 from kfk.records import MAGIC_OFFSET, MAGIC_VALUE_V2, RECORD_BATCH_OVERHEAD, CompressionType, LogValidator, TimestampType
-from kfk.records.batch import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK
 from kfk.records import AppendOrigin as ValidatorOrigin
+from kfk.records.batch import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK
 from kfk.storage.fetch_data_info import TimestampAndOffset
-from kfk.storage.log import LATEST_TIMESTAMP, Log
-from kfk.storage.log_files import TopicPartition
+from kfk.storage.log import Log
 from kfk.storage.producer_state import AppendOrigin
 
 logger = logging.getLogger(__name__)
 
 NO_LEADER_EPOCH = -1
-UNKNOWN_OFFSET = -1
 
 #: DeleteRecords' offset meaning "up to the high watermark".
 DELETE_TO_HIGH_WATERMARK = -1

@@ -12,17 +12,7 @@ from kfk.storage.fetch_data_info import (
     LogOffsetMetadata,
     TimestampAndOffset,
 )
-from kfk.storage.log import (
-    EARLIEST_LOCAL_TIMESTAMP,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIERED_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-    Log,
-    LogAppendInfo,
-    UnexpectedAppendOffsetError,
-)
-from kfk.storage.log_files import TopicPartition
+from kfk.storage.log import Log, LogAppendInfo, UnexpectedAppendOffsetError
 from kfk.storage.log_manager import LogManager
 from kfk.storage.producer_state import AppendOrigin
 from kfk.storage.segment import LogSegment
@@ -32,21 +22,15 @@ __all__ = [
     "AbortedTxn",
     "AppendOrigin",
     "CleanerStats",
-    "EARLIEST_LOCAL_TIMESTAMP",
-    "EARLIEST_TIMESTAMP",
     "FetchDataInfo",
     "FetchIsolation",
     "FileRegion",
-    "LATEST_TIERED_TIMESTAMP",
-    "LATEST_TIMESTAMP",
     "Log",
     "LogAppendInfo",
     "LogCleaner",
     "LogManager",
     "LogOffsetMetadata",
     "LogSegment",
-    "MAX_TIMESTAMP",
     "TimestampAndOffset",
-    "TopicPartition",
     "UnexpectedAppendOffsetError",
 ]

@@ -18,7 +18,7 @@ from kfk.client import (
     Producer,
     TopicPartition,
 )
-from kfk.client.admin import ConfigSource
+from kfk.common.config_types import ConfigSource
 from kfk.errors import (
     InvalidConfigurationError,
     InvalidPartitionsError,

@@ -52,6 +52,8 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from kfk.backends.zookeeper import znodes
 from kfk.backends.zookeeper.translation import Operation, ZooKeeperSnapshot, operations_for, records_for
+from kfk.common.clock import Clock, system_time_ms
+from kfk.common.config_types import ConfigResourceType
 from kfk.controller.backend import MetadataListener
 from kfk.controller.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdsBlock
 from kfk.errors import (
@@ -62,7 +64,7 @@ from kfk.errors import (
     NotControllerError,
     UnknownServerError,
 )
-from kfk.metadata.image import ConfigResourceType, Endpoint, MetadataImage
+from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.protocol.message import Message
 
 log = logging.getLogger("kfk.backends.zookeeper")
@@ -76,10 +78,6 @@ _SINGLE_PATHS = (znodes.CLUSTER_ID_PATH, znodes.CONTROLLER_PATH, znodes.CONTROLL
 #: The controller's handler of requests that Kafka's ZooKeeper-based tools leave in /admin: (topics to delete,
 #: partition -> target replicas).
 AdminRequestHandler = Callable[[list[str], dict[tuple[str, int], list[int]]], Awaitable[None]]
-
-
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def split_chroot(connect: str) -> tuple[str, str]:
@@ -108,7 +106,7 @@ class _ZnodeCache:
 class ZooKeeperMetadataBackend:
     def __init__(self, connect: str, node_id: int, cluster_id: str | None = None, *,
                  expected_cluster_id: str | None = None, session_timeout_ms: int = 18_000,
-                 connection_timeout_ms: int | None = None, time_ms: Callable[[], int] = _wall_clock_ms) -> None:
+                 connection_timeout_ms: int | None = None, time_ms: Clock = system_time_ms) -> None:
         """`cluster_id`: the id of this cluster (a new ZooKeeper store is created with it; one with another id
         is refused). `expected_cluster_id`: the id of a broker's log dirs, which must be ZooKeeper's; a new store
         gets a new random id then, as Kafka does, so log dirs of another cluster are refused, not adopted."""

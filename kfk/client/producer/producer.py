@@ -30,7 +30,8 @@ from kfk.client.producer.future import Callback, FutureRecordMetadata
 from kfk.client.producer.partitioner import BuiltInPartitioner, partition_for_key
 from kfk.client.producer.sender import Sender
 from kfk.client.producer.transaction_manager import TransactionManager
-from kfk.client.structs import TopicPartition
+from kfk.common.clock import system_time_ms
+from kfk.common.structs import TopicPartition
 from kfk.errors import (
     ErrorCode,
     InvalidConfigurationError,
@@ -146,7 +147,7 @@ class Producer:
         value_bytes = self._value_serializer(value)
         record_headers = _headers(headers) if headers else _NO_HEADERS
         if timestamp_ms is None:
-            timestamp_ms = time.time_ns() // 1_000_000
+            timestamp_ms = system_time_ms()
         # A cheap upper bound first; the exact size only for records near max.request.size.
         size = (RECORD_BATCH_OVERHEAD + RECORD_FRAMING_BOUND + (len(key_bytes) if key_bytes is not None else 0)
                 + (len(value_bytes) if value_bytes is not None else 0))

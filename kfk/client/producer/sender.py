@@ -25,6 +25,7 @@ import logging
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
 from kfk.client.producer.accumulator import ProducerBatch, RecordAccumulator
 from kfk.client.producer.transaction_manager import TransactionManager
+from kfk.common.constants import INT32_MAX
 from kfk.errors import (
     DuplicateSequenceError,
     ErrorCode,
@@ -45,7 +46,6 @@ __all__ = ["Sender"]
 
 log = logging.getLogger("kfk.client.producer")
 
-INT32_MAX = 2**31 - 1
 _MAX_IDLE_WAIT_MS = 1000  # wake at least this often to expire batches and refresh old metadata
 _METADATA_ERRORS = frozenset({
     ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE,

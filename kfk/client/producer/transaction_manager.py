@@ -14,7 +14,7 @@ appended twice) and a gap is refused (OUT_OF_ORDER_SEQUENCE_NUMBER). The client 
 
 from __future__ import annotations
 
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kfk.records.batch import increment_sequence
 

@@ -26,8 +26,6 @@ from kfk.protocol.group_records.offset_commit_key import OffsetCommitKey
 from kfk.protocol.group_records.offset_commit_value import OffsetCommitValue
 from kfk.protocol.message import Buffer
 
-GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
-
 #: Key record types (the int16 prefix of a key).
 OFFSET_COMMIT_KEY_TYPE = 1
 GROUP_METADATA_KEY_TYPE = 2

@@ -22,9 +22,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kfk.common.clock import Clock
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.group_coordinator import CoordinatorWrite, GroupCoordinator, OffsetCommitPartition
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages.describe_groups import DescribeGroupsResponse
@@ -48,7 +49,7 @@ LOAD_BUFFER_BYTES = 1024 * 1024
 
 class GroupCoordinatorService:
     def __init__(self, config: GroupCoordinatorConfig, node_id: int, append: AppendFunction, log_of: LogLookup,
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Clock) -> None:
         self.config = config
         self.node_id = node_id
         self.coordinator = GroupCoordinator(config)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kfk.controller.config_describer import ConfigEntry, ConfigSource, describe_resource
+from kfk.common.config_types import ConfigEntry, ConfigSource
+from kfk.controller.config_describer import describe_resource
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
@@ -40,7 +41,7 @@ def _entry(entry: ConfigEntry, version: int, include_synonyms: bool, include_doc
     return Entry(
         name=entry.name,
         value=entry.value,
-        read_only=entry.read_only,
+        read_only=entry.is_read_only,
         is_default=version == 0 and entry.source == ConfigSource.DEFAULT_CONFIG,
         config_source=entry.source,
         is_sensitive=entry.is_sensitive,

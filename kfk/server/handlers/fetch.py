@@ -20,13 +20,13 @@ import asyncio
 import uuid
 from typing import TYPE_CHECKING
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.records import complete_entries_length, down_convert
 from kfk.replication.fetch_params import READ_COMMITTED, FetchParams, FetchPartitionRequest, LogReadResult
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.storage.log_files import TopicPartition
 
 if TYPE_CHECKING:
     from kfk.replication.replica_manager import ReplicaManager

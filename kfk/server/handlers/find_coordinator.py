@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME, partition_for
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME
+from kfk.coordinator.group.record_serde import partition_for
 from kfk.errors import ERROR_INFO, ErrorCode
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages import ApiKey

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kfk.records import MAGIC_VALUE_V2, CompressionType, entry_at
 from kfk.replication.delayed_produce import ProducePartitionResult
 from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
-from kfk.storage.log_files import TopicPartition
 
 if TYPE_CHECKING:
     from kfk.server.broker import BrokerServer
