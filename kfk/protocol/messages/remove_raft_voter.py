@@ -8,10 +8,10 @@ import struct as _struct
 import uuid
 from uuid import UUID as _UUID
 
+from kfk.common.varint import SMALL_UNSIGNED_VARINTS as _UV
 from kfk.errors import ProtocolError as _ProtocolError
 from kfk.errors import UnsupportedVersionError as _UnsupportedVersionError
 from kfk.protocol.message import Buffer, Message as _Message, Struct as _Struct
-from kfk.protocol.primitives import SMALL_UNSIGNED_VARINTS as _UV
 from kfk.protocol.primitives import ZERO_UUID as _ZERO_UUID
 from kfk.protocol.primitives import read_unsigned_varint as _read_uvarint
 from kfk.protocol.primitives import skip_tagged_fields as _skip_tagged_fields
