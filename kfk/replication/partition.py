@@ -27,7 +27,7 @@ import logging
 import uuid
 from typing import NamedTuple
 
-from kfk.common.constants import INT64_MAX, LATEST_TIMESTAMP, UNKNOWN_OFFSET
+from kfk.common.constants import INT64_MAX, LATEST_TIMESTAMP, UNKNOWN_LEADER_EPOCH, UNKNOWN_OFFSET
 from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.errors import (
@@ -50,7 +50,6 @@ from kfk.storage.producer_state import AppendOrigin
 
 logger = logging.getLogger(__name__)
 
-NO_LEADER_EPOCH = -1
 
 #: DeleteRecords' offset meaning "up to the high watermark".
 DELETE_TO_HIGH_WATERMARK = -1
@@ -156,7 +155,7 @@ class Partition:
         self.log = log
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.leader_id = NO_LEADER
-        self.leader_epoch = NO_LEADER_EPOCH
+        self.leader_epoch = UNKNOWN_LEADER_EPOCH
         self.partition_epoch = -1
         self.assigned_replicas: tuple[int, ...] = ()
         self.in_sync_replicas: tuple[int, ...] = ()
@@ -324,7 +323,7 @@ class Partition:
 
     def check_current_leader_epoch(self, current_leader_epoch: int) -> None:
         """KIP-320: a request carrying an older epoch than ours is fenced; a newer one means our metadata lags."""
-        if current_leader_epoch == NO_LEADER_EPOCH:
+        if current_leader_epoch == UNKNOWN_LEADER_EPOCH:
             return
         if current_leader_epoch < self.leader_epoch:
             raise FencedLeaderEpochError(
