@@ -40,7 +40,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import NamedTuple
 
-from kfk.config import INT64_MAX, BrokerConfig, LogConfig
+from kfk.common.clock import Clock
+from kfk.common.config_types import ConfigResourceType
+from kfk.common.constants import INT64_MAX
+from kfk.common.structs import TopicPartition
+from kfk.config import BrokerConfig, LogConfig
 from kfk.errors import (
     ErrorCode,
     InconsistentTopicIdError,
@@ -53,7 +57,7 @@ from kfk.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
-from kfk.metadata.image import ConfigResourceType, MetadataImage, PartitionRegistration, TopicImage
+from kfk.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from kfk.metadata.topic_names import is_internal
 from kfk.replication.delayed_fetch import DelayedFetch
 from kfk.replication.delayed_produce import DelayedProduce, ProducePartitionResult, ProducePartitionStatus
@@ -63,7 +67,6 @@ from kfk.replication.purgatory import AsyncioExpirationTimer, DelayedOperationPu
 from kfk.replication.replica_fetcher import ReplicaFetcherManager
 from kfk.storage.fetch_data_info import TimestampAndOffset
 from kfk.storage.log import Log
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
 from kfk.storage.log_validator import RecordValidationError, append_needs_record_work
 from kfk.storage.producer_state import AppendOrigin
@@ -106,7 +109,7 @@ AlterPartition = Callable[[str, int, int, int, tuple[int, ...], int], Awaitable[
 
 class ReplicaManager:
     def __init__(self, node_id: int, config: BrokerConfig, log_manager: LogManager,
-                 now_ms: Callable[[], int], alter_partition: AlterPartition | None = None) -> None:
+                 now_ms: Clock, alter_partition: AlterPartition | None = None) -> None:
         self.node_id = node_id
         self.config = config
         self.log_manager = log_manager

@@ -15,9 +15,10 @@ transaction coordinator's topic is unavailable). Share groups are not supported:
 
 from __future__ import annotations
 
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME
 from kfk.controller.quorum_controller import QuorumController
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME, partition_for
 from kfk.coordinator.group.service import GroupCoordinatorService
+from kfk.coordinator.partitioning import partition_for
 from kfk.errors import ERROR_INFO, ErrorCode
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
