@@ -38,7 +38,7 @@ from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, Writ
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.server.txn_markers import TxnMarkerWriter
-from kfk.storage.log_files import TopicPartition
+from kfk.common.structs import TopicPartition
 
 #: The first versions that know PRODUCER_FENCED, per API (older ones get INVALID_PRODUCER_EPOCH).
 FIRST_PRODUCER_FENCED_VERSION = {ApiKey.ADD_PARTITIONS_TO_TXN: 2, ApiKey.ADD_OFFSETS_TO_TXN: 2, ApiKey.END_TXN: 2,
