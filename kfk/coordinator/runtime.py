@@ -102,6 +102,16 @@ async def call(operation: Callable[[Callable[[Any], None]], None], after: Callab
     return await future
 
 
+async def wait_while_loading(coordinator_error: Callable[[], ErrorCode], now_ms: Callable[[], int],
+                             timeout_ms: int) -> None:
+    """Return once the key's partition is loaded (its coordinator error is no longer COORDINATOR_LOAD_IN_PROGRESS:
+    served, or not this broker's), or `timeout_ms` passed: FindCoordinator waits so that the client's next request
+    does not meet the load and back off for seconds."""
+    deadline_ms = now_ms() + timeout_ms
+    while coordinator_error() == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS and now_ms() < deadline_ms:
+        await asyncio.sleep(0.01)
+
+
 class CoordinatorWriter:
     """Appends the writes a state machine hands out, per partition in order, and reports each one's outcome to
     `complete(write, error, now_ms)`; `after()` runs once a batch is completed (to take the writes and timers that

@@ -39,6 +39,7 @@ from kfk.coordinator.runtime import (
     LogLookup,
     call,
     load_partition,
+    wait_while_loading,
 )
 from kfk.errors import ErrorCode
 from kfk.metadata.image import MetadataImage
@@ -200,10 +201,7 @@ class GroupCoordinatorService:
 
     async def wait_until_loaded(self, group_id: str, timeout_ms: int) -> None:
         """Return once the group's partition is loaded (or is not this broker's, or `timeout_ms` passed)."""
-        deadline_ms = self._now_ms() + timeout_ms
-        while self.coordinator.coordinator_error(group_id) == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS \
-                and self._now_ms() < deadline_ms:
-            await asyncio.sleep(0.01)
+        await wait_while_loading(lambda: self.coordinator.coordinator_error(group_id), self._now_ms, timeout_ms)
 
 
 def replay_entry(coordinator: GroupCoordinator, partition: int, entry: LoadedEntry, now_ms: int) -> None:

@@ -33,6 +33,7 @@ from kfk.coordinator.runtime import (
     LogLookup,
     call,
     load_partition,
+    wait_while_loading,
 )
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.coordinator import (
@@ -191,10 +192,7 @@ class TransactionCoordinatorService:
 
     async def wait_until_loaded(self, transactional_id: str, timeout_ms: int) -> None:
         """Return once the id's partition is loaded (or is not this broker's, or `timeout_ms` passed)."""
-        deadline_ms = self._now_ms() + timeout_ms
-        while self.coordinator.state.coordinator_error(transactional_id) == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS \
-                and self._now_ms() < deadline_ms:
-            await asyncio.sleep(0.01)
+        await wait_while_loading(lambda: self.coordinator.state.coordinator_error(transactional_id), self._now_ms, timeout_ms)
 
     # -- requests ----------------------------------------------------------------------------------------------------
 
