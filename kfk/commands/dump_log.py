@@ -8,6 +8,9 @@
   ``.log`` beside it: an entry must point at a batch whose last offset is the indexed one (--verify-index-only
   prints only the mismatches); --index-sanity-check runs the index's own sanity check.
 - ``.snapshot``: the producer state entries.
+- ``.txnindex``: one line per aborted transaction (version, producerId, firstOffset, lastOffset, lastStableOffset).
+Control batches' records show their marker: ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: N``, else the
+control type and its id, as Kafka's tool.
 Unlike Kafka's tool, the exit code is 1 when anything was invalid, so scripts can tell.
 """
 
@@ -27,7 +30,8 @@ app = typer.Typer()
 
 @app.command("dump-log")
 def dump_log(
-    files: Annotated[list[str], typer.Option("--files", help="Segment files (.log, .index, .timeindex, .snapshot); "
+    files: Annotated[list[str], typer.Option("--files", help="Segment files (.log, .index, .timeindex, .snapshot, "
+                                                             ".txnindex); "
                                                              "repeatable or comma-separated.")],
     deep_iteration: Annotated[bool, typer.Option("--deep-iteration", help="Print every record, not just batches.")
                               ] = False,
@@ -58,8 +62,10 @@ def dump_log(
                 problems += _dump_index(path, index_sanity_check, verify_index_only)
             elif path.endswith(".snapshot"):
                 _dump_snapshot(path)
+            elif path.endswith(".txnindex"):
+                _dump_txn_index(path)
             else:
-                fail(f"{path}: not a .log, .index, .timeindex or .snapshot file")
+                fail(f"{path}: not a .log, .index, .timeindex or .snapshot file, nor a .txnindex")
     if problems:
         raise typer.Exit(1)
 
@@ -152,7 +158,7 @@ def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
                     parts.append(f"endTxnMarker: {marker.control_type.name} "
                                  f"coordinatorEpoch: {marker.coordinator_epoch}")
                 else:
-                    parts.append(f"controlType: {kind.name}")
+                    parts.append(f"controlType: {kind.name}({kind.value})")
             elif print_data:
                 if record.key is not None:
                     parts.append(f"key: {_text(record.key)}")
@@ -237,3 +243,16 @@ def _dump_snapshot(path: str) -> None:
                    f"lastTimestamp: {entry.last_timestamp} firstSequence: {entry.first_sequence} "
                    f"lastSequence: {entry.last_sequence} lastOffset: {entry.last_data_offset} "
                    f"offsetDelta: {entry.last_offset_delta} timestamp: {entry.last_timestamp}")
+
+
+def _dump_txn_index(path: str) -> None:
+    from kfk.storage.transaction_index import ABORTED_TXN_VERSION, TransactionIndex
+
+    index = TransactionIndex(_base_offset(path), path)
+    try:
+        for aborted in index.all_aborted_txns():
+            typer.echo(f"version: {ABORTED_TXN_VERSION} producerId: {aborted.producer_id} "
+                       f"firstOffset: {aborted.first_offset} lastOffset: {aborted.last_offset} "
+                       f"lastStableOffset: {aborted.last_stable_offset}")
+    finally:
+        index.close()
