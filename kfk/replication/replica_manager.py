@@ -58,7 +58,7 @@ from kfk.metadata.topic_names import is_internal
 from kfk.replication.delayed_fetch import DelayedFetch
 from kfk.replication.delayed_produce import DelayedProduce, ProducePartitionResult, ProducePartitionStatus
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest, LogReadResult
-from kfk.replication.partition import Partition
+from kfk.replication.partition import NO_LEADER_EPOCH, Partition
 from kfk.replication.purgatory import AsyncioExpirationTimer, DelayedOperationPurgatory
 from kfk.replication.replica_fetcher import ReplicaFetcherManager
 from kfk.storage.fetch_data_info import TimestampAndOffset
@@ -66,7 +66,7 @@ from kfk.storage.log import Log
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
 from kfk.storage.log_validator import RecordValidationError, append_needs_record_work
-from kfk.storage.producer_state import AppendOrigin
+from kfk.storage.producer_state import AppendOrigin, ProducerStateEntry
 
 logger = logging.getLogger(__name__)
 
@@ -413,6 +413,12 @@ class ReplicaManager:
             raise NotLeaderOrFollowerError(
                 f"Broker {self.node_id} does not host partition {topic_partition}")
         raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {topic_partition}")
+
+    def active_producers(self, topic_partition: TopicPartition) -> list[ProducerStateEntry]:
+        """DescribeProducers: the producers in the leader's producer state (NOT_LEADER_OR_FOLLOWER on a follower,
+        UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata does not know)."""
+        partition = self.get_partition_or_error(topic_partition)
+        return partition.local_log_with_epoch(NO_LEADER_EPOCH, require_leader=True).active_producers()
 
     # -- produce -----------------------------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 Start: check or format the log dirs (meta.properties -> cluster id), open every partition log (recovering after an
 unclean shutdown), bind the listeners (their real ports are what the broker registers), start the metadata layer,
-the replica manager and the group coordinator, register the handlers (each built with the layers it uses), write
+the replica manager and the group and transaction coordinators, register the handlers (each built with the layers it uses), write
 the pid file, and print the ready line that `kfk.testing` and scripts wait for. Stop (SIGTERM/SIGINT): stop
 accepting, stop the layers above storage, then shut the log manager down (flush, checkpoints, clean-shutdown
 marker) and remove the pid file. The exit code is 0 after a clean stop.
@@ -30,6 +30,9 @@ from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.service import GroupCoordinatorService
+from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
+from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
+from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode, KafkaStorageError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
@@ -53,6 +56,8 @@ from kfk.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHand
 from kfk.server.handlers.offsets import OffsetsHandler
 from kfk.server.handlers.produce import ProduceHandler
 from kfk.server.handlers.producer_id import ProducerIdHandler
+from kfk.server.handlers.transactions import TransactionsHandler
+from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.log_files import BROKER_PID_FILE, TopicPartition
 from kfk.storage.log_manager import LogManager
@@ -65,6 +70,8 @@ CONTROLLED_SHUTDOWN_ATTEMPTS = 3
 CONTROLLED_SHUTDOWN_RETRY_BACKOFF_S = 0.5
 #: The CreateTopics version a broker forwards auto-creations with (the highest kfk serves).
 CREATE_TOPICS_FORWARD_VERSION = 7
+#: How much longer a WriteTxnMarkers request to another broker waits than that broker's acks=-1 append may take.
+MARKER_REQUEST_MARGIN_MS = 5_000
 
 
 class BrokerServer:
@@ -85,6 +92,9 @@ class BrokerServer:
         self.producer_id_manager: ProducerIdManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinatorService | None = None
+        self.transaction_coordinator: TransactionCoordinatorService | None = None
+        self.txn_marker_writer: TxnMarkerWriter | None = None
+        self.txn_marker_sender: TxnMarkerSender | None = None
 
     @property
     def log_dirs(self) -> list[str]:
@@ -107,6 +117,7 @@ class BrokerServer:
         only after this); then the check that every API ApiVersions advertises has its handler."""
         config, metadata_cache, controller = self.config, self.metadata_cache, self.controller
         replica_manager, group_coordinator = self.replica_manager, self.group_coordinator
+        transaction_coordinator = self.transaction_coordinator
         handlers = [
             ApiVersionsHandler(self.dispatcher.served_versions),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable),
@@ -114,16 +125,19 @@ class BrokerServer:
             TopicAdminHandler(controller),
             ConfigsHandler(metadata_cache, controller, config, self.node_id),
             LeadershipHandler(controller),
-            ProducerIdHandler(self.producer_id_manager, config.transaction_max_timeout_ms),
+            ProducerIdHandler(self.producer_id_manager, transaction_coordinator),
             ProduceHandler(replica_manager),
             FetchHandler(replica_manager),
             ListOffsetsHandler(replica_manager),
             DeleteRecordsHandler(replica_manager),
             OffsetForLeaderEpochHandler(replica_manager),
             DescribeLogDirsHandler(replica_manager),
-            FindCoordinatorHandler(metadata_cache, controller, group_coordinator, self.node_id),
+            FindCoordinatorHandler(metadata_cache, controller, group_coordinator, transaction_coordinator,
+                                   self.node_id),
             GroupsHandler(group_coordinator),
             OffsetsHandler(metadata_cache, group_coordinator),
+            TransactionsHandler(transaction_coordinator, group_coordinator, replica_manager, metadata_cache,
+                                self.txn_marker_writer),
         ]
         for handler in handlers:
             handler.register(self.dispatcher)
@@ -277,6 +291,41 @@ class BrokerServer:
         if self.group_coordinator is not None:
             self.group_coordinator.stop()
 
+    async def _start_transaction_coordinator(self) -> None:
+        """The transaction coordinator: it loads the __transaction_state partitions this broker leads (following the
+        metadata image), writes through the replica manager with acks=-1, takes producer ids from this broker's
+        block, and sends markers through TxnMarkerSender (written here directly for this broker's partitions, over an
+        inter-broker connection to the others')."""
+        config = TransactionCoordinatorConfig.from_broker_config(self.config)
+        replica_manager = self.replica_manager
+
+        async def append(partition: int, records: bytes):
+            topic_partition = TopicPartition(TRANSACTION_STATE_TOPIC_NAME, partition)
+            results = await replica_manager.append_records(config.write_timeout_ms, -1, {topic_partition: records},
+                                                           AppendOrigin.COORDINATOR)
+            return results[topic_partition].error
+
+        def log_of(partition: int):
+            hosted = replica_manager.get_partition(TopicPartition(TRANSACTION_STATE_TOPIC_NAME, partition))
+            return hosted.log if hosted is not None and hosted.is_leader else None
+
+        self.txn_marker_writer = TxnMarkerWriter(replica_manager, self.group_coordinator, now_ms,
+                                                 config.write_timeout_ms)
+        # The remote broker may wait write_timeout_ms for its replicas: the request waits a little longer.
+        self.txn_marker_sender = TxnMarkerSender(self.node_id, self.txn_marker_writer, self.metadata_cache,
+                                                 replica_manager.inter_broker_listener,
+                                                 config.write_timeout_ms + MARKER_REQUEST_MARGIN_MS)
+        self.transaction_coordinator = TransactionCoordinatorService(
+            config, self.node_id, append, log_of, now_ms, self.producer_id_manager.generate_producer_id,
+            self.txn_marker_sender.send)
+        self.metadata_cache.subscribe(self.transaction_coordinator.on_metadata_update)
+
+    async def _stop_transaction_coordinator(self) -> None:
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.stop()
+        if self.txn_marker_sender is not None:
+            await self.txn_marker_sender.close()
+
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         if self.config.zookeeper_connect is not None:  # the cluster id is ZooKeeper's (/cluster/id)
@@ -301,6 +350,7 @@ class BrokerServer:
         await self._start_metadata()
         await self._start_replication()
         await self._start_group_coordinator()
+        await self._start_transaction_coordinator()
         self._register_handlers()
         await self.socket_server.start_serving()
         Path(self.log_dirs[0], BROKER_PID_FILE).write_text(f"{os.getpid()}\n")
@@ -312,6 +362,7 @@ class BrokerServer:
         await self._controlled_shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop()
+        await self._stop_transaction_coordinator()
         await self._stop_group_coordinator()
         await self._stop_replication()
         await self._stop_metadata()

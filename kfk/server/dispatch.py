@@ -63,6 +63,14 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # handlers/leadership.py
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),  # handlers/offsets.py
     ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 1),  # handlers/cluster.py
+    ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),  # handlers/transactions.py
+    ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 4),  # handlers/transactions.py
+    ApiKey.END_TXN: VersionRange(0, 4),  # handlers/transactions.py
+    ApiKey.WRITE_TXN_MARKERS: VersionRange(0, 1),  # handlers/transactions.py
+    ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 4),  # handlers/transactions.py
+    ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),  # handlers/transactions.py
+    ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),  # handlers/transactions.py
+    ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),  # handlers/transactions.py
 }
 
 

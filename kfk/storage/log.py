@@ -25,6 +25,7 @@ import os
 import random
 import shutil
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
@@ -65,6 +66,7 @@ from kfk.storage.producer_state import (
     BatchMetadata,
     CompletedTxn,
     ProducerAppendInfo,
+    ProducerStateEntry,
     ProducerStateManager,
 )
 from kfk.storage.file_records import Batch
@@ -228,6 +230,13 @@ class Log:
         if self._high_watermark_metadata is None:
             self._high_watermark_metadata = self._offset_metadata(self._high_watermark)
         return self._high_watermark_metadata
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """A copy of the producer state's entries (DescribeProducers), taken under the append lock so that an append
+        running in an executor cannot change the table while it is read."""
+        with self.lock:
+            return [dataclasses.replace(entry, batch_metadata=deque(entry.batch_metadata))
+                    for entry in self.producer_state.producers.values()]
 
     @property
     def first_unstable_offset(self) -> int | None:

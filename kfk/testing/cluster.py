@@ -24,6 +24,9 @@ CLUSTER_OVERRIDES = {
     "offsets.topic.num.partitions": "3",
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.num.partitions": "3",
+    # `kfk server start` without a properties file sizes the internal topics for one node: a cluster replicates them.
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
     "group.initial.rebalance.delay.ms": "0",
     "num.partitions": "3",
     "default.replication.factor": "3",

@@ -94,7 +94,7 @@ def test_kafka_python_send_offsets_to_transaction(bootstrap: str) -> None:
     producer.abort_transaction()  # the aborted offset never becomes the group's
     producer.close()
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    offsets = admin.list_consumer_group_offsets("kp-group")
+    offsets = admin.list_group_offsets("kp-group")["kp-group"]  # kafka-python 3 renamed list_consumer_group_offsets
     admin.close()
     assert offsets[KafkaTopicPartition("kp-offsets", 0)].offset == 42
 

@@ -189,6 +189,13 @@ class TransactionCoordinatorService:
         if isinstance(entry, LoadedRecord):
             self.coordinator.replay(partition, entry.key, entry.value)
 
+    async def wait_until_loaded(self, transactional_id: str, timeout_ms: int) -> None:
+        """Return once the id's partition is loaded (or is not this broker's, or `timeout_ms` passed)."""
+        deadline_ms = self._now_ms() + timeout_ms
+        while self.coordinator.state.coordinator_error(transactional_id) == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS \
+                and self._now_ms() < deadline_ms:
+            await asyncio.sleep(0.01)
+
     # -- requests ----------------------------------------------------------------------------------------------------
 
     async def init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int, producer_id: int,

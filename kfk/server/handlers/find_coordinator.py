@@ -4,26 +4,33 @@ v0 asks for the coordinator of one group; v1 adds key_type (0 group, 1 transacti
 message; v3 is flexible; v4 batches keys (coordinator_keys in, one Coordinator per key out, no top-level fields);
 v5 only allows the TRANSACTION_ABORTABLE error; v6 adds key type 2 (share groups).
 
-A group's coordinator is the leader of its __consumer_offsets partition (abs(java hash) % partitions). The first
-lookup when the topic does not exist yet creates it (offsets.topic.num.partitions, offsets.topic.replication.factor,
-compacted); until it exists (the creation failed, or it is not in this broker's metadata yet) the answer is
-COORDINATOR_NOT_AVAILABLE, which clients retry, as Kafka does. A lookup for a partition of this broker that is
-still loading waits (briefly) for it, so the client's next request does not meet COORDINATOR_LOAD_IN_PROGRESS.
-Transactions have no coordinator in kfk yet: such keys get COORDINATOR_NOT_AVAILABLE (what Kafka answers while the
-transaction coordinator's topic is unavailable). Share groups are not supported: INVALID_REQUEST.
+A group's coordinator is the leader of its __consumer_offsets partition, a transactional id's the leader of its
+__transaction_state partition (abs(java hash) % partitions, for both). The first lookup when the topic does not
+exist yet creates it (offsets.topic.* or transaction.state.log.* sizes, compacted); until it exists (the creation
+failed, or it is not in this broker's metadata yet) the answer is COORDINATOR_NOT_AVAILABLE, which clients retry,
+as Kafka does. A lookup for a partition of this broker that is still loading waits (briefly) for it, so the
+client's next request does not meet COORDINATOR_LOAD_IN_PROGRESS. Share groups are not supported: INVALID_REQUEST.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kfk.controller.quorum_controller import QuorumController
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME, partition_for
+from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
+from kfk.coordinator.partitioning import partition_for
 from kfk.coordinator.group.service import GroupCoordinatorService
+from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
+from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ERROR_INFO, ErrorCode
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
 
 FIRST_BATCHED_VERSION = 4
 
@@ -41,21 +48,25 @@ class FindCoordinatorHandler:
     """`node_id` is this broker's: a group whose coordinator it is may still be loading."""
 
     def __init__(self, metadata_cache: MetadataCache, controller: QuorumController,
-                 group_coordinator: GroupCoordinatorService, node_id: int) -> None:
+                 group_coordinator: GroupCoordinatorService, transaction_coordinator: TransactionCoordinatorService,
+                 node_id: int) -> None:
         self.metadata_cache = metadata_cache
         self.controller = controller
         self.group_coordinator = group_coordinator
+        self.transaction_coordinator = transaction_coordinator
         self.node_id = node_id
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.FIND_COORDINATOR, self.find_coordinator)
 
-    async def _find_group_coordinator(self, key: str, image: MetadataImage, listener: str) -> Coordinator:
-        topic = image.topic(GROUP_METADATA_TOPIC_NAME)
+    async def _find_coordinator(self, key: str, topic_name: str, image: MetadataImage, listener: str,
+                                wait_until_loaded: Callable[[str, int], Awaitable[None]]) -> Coordinator:
+        """The leader of the key's partition of the coordinator's topic (created on the first lookup)."""
+        topic = image.topic(topic_name)
         if topic is None:
-            await self.controller.auto_create_topics([GROUP_METADATA_TOPIC_NAME])
+            await self.controller.auto_create_topics([topic_name])
             image = self.metadata_cache.image
-            topic = image.topic(GROUP_METADATA_TOPIC_NAME)
+            topic = image.topic(topic_name)
             if topic is None:
                 return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         registration = topic.partitions.get(partition_for(key, len(topic.partitions)))
@@ -65,7 +76,7 @@ class FindCoordinatorHandler:
         if registration.leader == self.node_id:
             # A partition of this broker still loading (just created, or just led) is ready in a moment; answering
             # before that would only earn the client COORDINATOR_LOAD_IN_PROGRESS and a back-off of seconds.
-            await self.group_coordinator.wait_until_loaded(key, LOAD_WAIT_MS)
+            await wait_until_loaded(key, LOAD_WAIT_MS)
         return Coordinator(key=key, node_id=registration.leader, host=endpoint.host, port=endpoint.port,
                            error_code=ErrorCode.NONE, error_message=None)
 
@@ -77,9 +88,13 @@ class FindCoordinatorHandler:
         coordinators = []
         for key in keys:
             if request.key_type == GROUP_KEY_TYPE:
-                coordinators.append(await self._find_group_coordinator(key, image, context.listener_name))
+                coordinators.append(await self._find_coordinator(
+                    key, GROUP_METADATA_TOPIC_NAME, image, context.listener_name,
+                    self.group_coordinator.wait_until_loaded))
             elif request.key_type == TRANSACTION_KEY_TYPE:
-                coordinators.append(_error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                coordinators.append(await self._find_coordinator(
+                    key, TRANSACTION_STATE_TOPIC_NAME, image, context.listener_name,
+                    self.transaction_coordinator.wait_until_loaded))
             elif request.key_type == SHARE_KEY_TYPE:
                 coordinators.append(_error(key, ErrorCode.INVALID_REQUEST, "Share groups are not supported"))
             else:

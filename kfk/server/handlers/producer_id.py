@@ -1,26 +1,28 @@
-"""InitProducerId (key 22), v0-v5, for idempotent producers (no transactional id).
+"""InitProducerId (key 22), v0-v5.
 
-An idempotent producer gets a fresh producer id from this broker's block (kfk/controller/producer_ids.py) at
-producer epoch 0; the producer id and epoch a v3+ client may send are ignored for it, as Kafka's
-TransactionCoordinator ignores them, but sending only one of the two is INVALID_REQUEST (KafkaApis). Versions:
-v1 only changes throttling, v2 is flexible, v3 adds producer_id/producer_epoch (KIP-360), v4 adds
-PRODUCER_FENCED, v5 TRANSACTION_ABORTABLE; none of it changes the idempotent case.
+An idempotent producer (no transactional id) gets a fresh producer id from this broker's block
+(kfk/controller/producer_ids.py) at producer epoch 0; the producer id and epoch a v3+ client may send are ignored
+for it, as Kafka's TransactionCoordinator ignores them, but sending only one of the two is INVALID_REQUEST
+(KafkaApis). A transactional producer is answered by the transaction coordinator (kfk/coordinator/transaction/):
+NOT_COORDINATOR when this broker does not lead the id's __transaction_state partition (the client looks the
+coordinator up again), otherwise the id's producer id and its next epoch, the open transaction of an earlier
+instance being aborted first.
 
-A transactional id needs the transaction coordinator, which kfk does not have yet. Kafka answers what its
-TransactionCoordinator answers here: INVALID_REQUEST for an empty id, INVALID_TRANSACTION_TIMEOUT for a timeout
-outside (0, transaction.max.timeout.ms], and otherwise NOT_COORDINATOR, which is what
-TransactionStateManager.getAndMaybeAddTransactionState returns when this broker does not hold the transactional
-id's __transaction_state partition (clients then look the coordinator up again with FindCoordinator).
+Versions: v1 only changes throttling, v2 is flexible, v3 adds producer_id/producer_epoch (KIP-360: a producer may
+re-initialize after an error and keep its id), v4 adds PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before), v5
+TRANSACTION_ABORTABLE.
 """
 
 from __future__ import annotations
 
 from kfk.controller.producer_ids import ProducerIdManager
+from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kfk.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.handlers.transactions import error_for_version
 
 
 def _error(code: ErrorCode) -> InitProducerIdResponse:
@@ -28,9 +30,10 @@ def _error(code: ErrorCode) -> InitProducerIdResponse:
 
 
 class ProducerIdHandler:
-    def __init__(self, producer_id_manager: ProducerIdManager, transaction_max_timeout_ms: int) -> None:
+    def __init__(self, producer_id_manager: ProducerIdManager,
+                 transaction_coordinator: TransactionCoordinatorService) -> None:
         self.producer_id_manager = producer_id_manager
-        self.transaction_max_timeout_ms = transaction_max_timeout_ms
+        self.transaction_coordinator = transaction_coordinator
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.INIT_PRODUCER_ID, self.init_producer_id)
@@ -43,8 +46,9 @@ class ProducerIdHandler:
         if transactional_id is None:
             producer_id = await self.producer_id_manager.generate_producer_id()
             return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)
-        if not transactional_id:
-            return _error(ErrorCode.INVALID_REQUEST)
-        if not 0 < request.transaction_timeout_ms <= self.transaction_max_timeout_ms:
-            return _error(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-        return _error(ErrorCode.NOT_COORDINATOR)
+        result = await self.transaction_coordinator.init_producer_id(
+            transactional_id, request.transaction_timeout_ms, request.producer_id, request.producer_epoch)
+        if result.error != ErrorCode.NONE:
+            return _error(error_for_version(ApiKey.INIT_PRODUCER_ID, context.api_version, result.error))
+        return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=result.producer_id,
+                                      producer_epoch=result.producer_epoch)

@@ -1,0 +1,205 @@
+"""The transaction APIs: what producers ask the transaction coordinator, what it asks partition leaders, and the
+admin views of transactions and producers.
+
+- AddPartitionsToTxn (24), v0-v5: v0-v3 come from clients, one transaction, an error per partition (when one fails
+  the others are OPERATION_NOT_ATTEMPTED); v2 adds PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before); v3 flexible;
+  v4 comes from partition leaders and batches transactions, each either added or, with verify_only, only checked
+  (KIP-890: is the producer's transaction open with the partition in it?); v5 adds TRANSACTION_ABORTABLE
+  (INVALID_TXN_STATE before).
+- AddOffsetsToTxn (25), v0-v4 and EndTxn (26), v0-v4: v2 adds PRODUCER_FENCED, v3 flexible, v4
+  TRANSACTION_ABORTABLE. EndTxn v5 (the epoch bump of every transaction, KIP-890 part 2) is unstable in the
+  vendored pre-4.0 schemas, and kfk does not finalize the `transaction.version` feature at 2, so every client ends
+  transactions the TV1 way (no epoch bump; the producer id and epoch fields of the answer stay -1).
+- WriteTxnMarkers (27), v0-v1 (v1 flexible): from transaction coordinators; see kfk/server/txn_markers.py.
+- TxnOffsetCommit (28), v0-v4: v2 adds committed leader epochs, v3 the member id, group instance id and generation
+  (checked like OffsetCommit's when given), v4 TRANSACTION_ABORTABLE. Partitions of topics the metadata does not
+  know get UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the rest, as OffsetCommit's.
+- DescribeTransactions (65), v0; ListTransactions (66), v0-v1 (v1 adds the duration filter of KIP-994).
+- DescribeProducers (61), v0: per partition, the active producers in the leader's producer state.
+"""
+
+from __future__ import annotations
+
+from kfk.coordinator.group.group_coordinator import OffsetCommitPartition
+from kfk.coordinator.group.service import GroupCoordinatorService
+from kfk.coordinator.transaction.metadata import TRANSACTION_VERSION_EPOCH_BUMP
+from kfk.coordinator.transaction.service import TransactionCoordinatorService
+from kfk.errors import ErrorCode, KafkaError
+from kfk.metadata.cache import MetadataCache
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from kfk.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
+from kfk.protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
+from kfk.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
+from kfk.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
+from kfk.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from kfk.replication.replica_manager import ReplicaManager
+from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.txn_markers import TxnMarkerWriter
+from kfk.storage.log_files import TopicPartition
+
+#: The first versions that know PRODUCER_FENCED, per API (older ones get INVALID_PRODUCER_EPOCH).
+FIRST_PRODUCER_FENCED_VERSION = {ApiKey.ADD_PARTITIONS_TO_TXN: 2, ApiKey.ADD_OFFSETS_TO_TXN: 2, ApiKey.END_TXN: 2,
+                                 ApiKey.INIT_PRODUCER_ID: 4}
+#: The first versions that know TRANSACTION_ABORTABLE (older ones get INVALID_TXN_STATE).
+FIRST_TRANSACTION_ABORTABLE_VERSION = {ApiKey.ADD_PARTITIONS_TO_TXN: 5, ApiKey.ADD_OFFSETS_TO_TXN: 4,
+                                       ApiKey.END_TXN: 4, ApiKey.TXN_OFFSET_COMMIT: 4, ApiKey.INIT_PRODUCER_ID: 5}
+#: AddPartitionsToTxn from v4 is the partition leaders' batched form.
+FIRST_BROKER_ADD_PARTITIONS_VERSION = 4
+#: What a client before EndTxn v5 / AddPartitionsToTxn v4 speaks: transaction.version 0 (no epoch bump).
+CLIENT_TRANSACTION_VERSION = 0
+FIRST_DURATION_FILTER_VERSION = 1
+
+ApiPartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
+ApiTopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+
+
+def error_for_version(api_key: ApiKey, version: int, error: ErrorCode) -> ErrorCode:
+    """The error an older version of `api_key` gets for a code it predates, as Kafka maps them."""
+    if error == ErrorCode.PRODUCER_FENCED and version < FIRST_PRODUCER_FENCED_VERSION.get(api_key, 0):
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error == ErrorCode.TRANSACTION_ABORTABLE and version < FIRST_TRANSACTION_ABORTABLE_VERSION.get(api_key, 0):
+        return ErrorCode.INVALID_TXN_STATE
+    return error
+
+
+def _topic_partitions(topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]) -> list[TopicPartition]:
+    return [TopicPartition(topic.name, index) for topic in topics for index in topic.partitions]
+
+
+def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[ApiTopicResult]:
+    by_topic: dict[str, list[ApiPartitionResult]] = {}
+    for topic_partition, error in errors.items():
+        by_topic.setdefault(topic_partition.topic, []).append(ApiPartitionResult(
+            partition_index=topic_partition.partition, partition_error_code=error))
+    return [ApiTopicResult(name=name, results_by_partition=results) for name, results in by_topic.items()]
+
+
+class TransactionsHandler:
+    def __init__(self, transaction_coordinator: TransactionCoordinatorService,
+                 group_coordinator: GroupCoordinatorService, replica_manager: ReplicaManager,
+                 metadata_cache: MetadataCache, marker_writer: TxnMarkerWriter) -> None:
+        self.transaction_coordinator = transaction_coordinator
+        self.group_coordinator = group_coordinator
+        self.replica_manager = replica_manager
+        self.metadata_cache = metadata_cache
+        self.marker_writer = marker_writer
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.ADD_PARTITIONS_TO_TXN, self.add_partitions_to_txn)
+        dispatcher.register(ApiKey.ADD_OFFSETS_TO_TXN, self.add_offsets_to_txn)
+        dispatcher.register(ApiKey.END_TXN, self.end_txn)
+        dispatcher.register(ApiKey.WRITE_TXN_MARKERS, self.write_txn_markers)
+        dispatcher.register(ApiKey.TXN_OFFSET_COMMIT, self.txn_offset_commit)
+        dispatcher.register(ApiKey.DESCRIBE_TRANSACTIONS, self.describe_transactions)
+        dispatcher.register(ApiKey.LIST_TRANSACTIONS, self.list_transactions)
+        dispatcher.register(ApiKey.DESCRIBE_PRODUCERS, self.describe_producers)
+
+    async def add_partitions_to_txn(self, context: RequestContext,
+                                    request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+        version = context.api_version
+        if version < FIRST_BROKER_ADD_PARTITIONS_VERSION:
+            partitions = _topic_partitions(request.v3_and_below_topics)
+            error = await self.transaction_coordinator.add_partitions(
+                request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                request.v3_and_below_producer_epoch, partitions, CLIENT_TRANSACTION_VERSION)
+            error = error_for_version(ApiKey.ADD_PARTITIONS_TO_TXN, version, error)
+            return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(
+                dict.fromkeys(partitions, error)))
+        results = []
+        for transaction in request.transactions:
+            partitions = _topic_partitions(transaction.topics)
+            if transaction.verify_only:
+                errors = self.transaction_coordinator.verify_partitions(
+                    transaction.transactional_id, transaction.producer_id, transaction.producer_epoch, partitions)
+            else:
+                # Only a TV2 producer's partition leader adds partitions for it (KIP-890 part 2).
+                error = await self.transaction_coordinator.add_partitions(
+                    transaction.transactional_id, transaction.producer_id, transaction.producer_epoch, partitions,
+                    TRANSACTION_VERSION_EPOCH_BUMP)
+                errors = dict.fromkeys(partitions, error)
+            errors = {tp: error_for_version(ApiKey.ADD_PARTITIONS_TO_TXN, version, error)
+                      for tp, error in errors.items()}
+            results.append(AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
+                transactional_id=transaction.transactional_id, topic_results=_topic_results(errors)))
+        return AddPartitionsToTxnResponse(error_code=ErrorCode.NONE, results_by_transaction=results)
+
+    async def add_offsets_to_txn(self, context: RequestContext,
+                                 request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+        error = await self.transaction_coordinator.add_offsets(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.group_id)
+        return AddOffsetsToTxnResponse(error_code=error_for_version(ApiKey.ADD_OFFSETS_TO_TXN, context.api_version,
+                                                                    error))
+
+    async def end_txn(self, context: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+        result = await self.transaction_coordinator.end_txn(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
+            CLIENT_TRANSACTION_VERSION)
+        return EndTxnResponse(error_code=error_for_version(ApiKey.END_TXN, context.api_version, result.error))
+
+    async def write_txn_markers(self, context: RequestContext,
+                                request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+        return await self.marker_writer.write(request)
+
+    async def txn_offset_commit(self, context: RequestContext,
+                                request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+        image = self.metadata_cache.image
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        accepted: list[OffsetCommitPartition] = []
+        for topic in request.topics:
+            for partition in topic.partitions:
+                if image.partition(topic.name, partition.partition_index) is None:
+                    errors[(topic.name, partition.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                accepted.append(OffsetCommitPartition(
+                    topic.name, partition.partition_index, partition.committed_offset,
+                    partition.committed_leader_epoch, partition.committed_metadata))
+        if accepted:
+            committed = await self.group_coordinator.commit_transactional_offsets(
+                request.group_id, request.producer_id, request.producer_epoch, request.member_id,
+                request.group_instance_id, request.generation_id, accepted)
+            errors.update({key: error_for_version(ApiKey.TXN_OFFSET_COMMIT, context.api_version, error)
+                           for key, error in committed.items()})
+        return TxnOffsetCommitResponse(topics=[
+            TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
+                TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
+                    partition_index=p.partition_index, error_code=errors[(topic.name, p.partition_index)])
+                for p in topic.partitions])
+            for topic in request.topics])
+
+    async def describe_transactions(self, context: RequestContext,
+                                    request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
+        return DescribeTransactionsResponse(
+            transaction_states=self.transaction_coordinator.describe(request.transactional_ids))
+
+    async def list_transactions(self, context: RequestContext,
+                                request: ListTransactionsRequest) -> ListTransactionsResponse:
+        duration_filter_ms = request.duration_filter if context.api_version >= FIRST_DURATION_FILTER_VERSION else -1
+        return self.transaction_coordinator.list_transactions(list(request.state_filters),
+                                                              list(request.producer_id_filters), duration_filter_ms)
+
+    async def describe_producers(self, context: RequestContext,
+                                 request: DescribeProducersRequest) -> DescribeProducersResponse:
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for index in topic.partition_indexes:
+                answer = DescribeProducersResponse.PartitionResponse(partition_index=index)
+                try:
+                    producers = self.replica_manager.active_producers(TopicPartition(topic.name, index))
+                except KafkaError as error:
+                    answer.error_code = error.error_code
+                    answer.error_message = str(error)
+                else:
+                    answer.active_producers = [DescribeProducersResponse.ProducerState(
+                        producer_id=entry.producer_id, producer_epoch=entry.producer_epoch,
+                        last_sequence=entry.last_sequence, last_timestamp=entry.last_timestamp,
+                        coordinator_epoch=entry.coordinator_epoch,
+                        current_txn_start_offset=-1 if entry.current_txn_first_offset is None
+                        else entry.current_txn_first_offset)
+                        for entry in producers]
+                partitions.append(answer)
+            topics.append(DescribeProducersResponse.TopicResponse(name=topic.name, partitions=partitions))
+        return DescribeProducersResponse(topics=topics)
