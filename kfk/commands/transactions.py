@@ -82,7 +82,7 @@ def describe(
     with client_errors(debug), _admin(bootstrap_server, command_config) as admin:
         found = admin.describe_transactions([transactional_id])[transactional_id]
     if isinstance(found, KafkaError):
-        fail(f"cannot describe transactional id {transactional_id!r}: {found}")
+        fail(str(found))
     start = found.transaction_start_time_ms
     duration = None if start is None else int(time.time() * 1000) - start
     partitions = ",".join(str(tp) for tp in sorted(found.topic_partitions))
@@ -112,7 +112,7 @@ def describe_producers(
         found = admin.describe_producers([tp], broker_id=broker_id)[tp]
     if isinstance(found, KafkaError):
         where = "leader" if broker_id is None else f"broker {broker_id}"
-        fail(f"cannot describe the producers of {tp} on the {where}: {found}")
+        fail(f"{found} (asked the {where})")
     _render(("ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
              "CurrentTransactionStartOffset"),
             [(p.producer_id, p.producer_epoch, -1 if p.coordinator_epoch is None else p.coordinator_epoch,
@@ -193,7 +193,7 @@ def abort(
         else:
             found = admin.describe_producers([tp])[tp]
             if isinstance(found, KafkaError):
-                fail(f"cannot read the producer state of {tp}: {found}")
+                fail(str(found))
             producer = next((p for p in found.active_producers
                              if p.current_transaction_start_offset == start_offset), None)
             if producer is None:

@@ -127,6 +127,12 @@ def test_find_hanging_and_abort_unblock_a_read_committed_consumer(kfk_broker_pro
                                   "120", *flags, "--json"])
     assert patient.exit_code == 0 and json.loads(patient.output) == []
 
+    unknown = runner.invoke(app, ["transactions", "describe", "--transactional-id", "nobody", *flags])
+    assert unknown.exit_code == 1 and "could not be found" in unknown.output
+    assert len(unknown.output.strip().splitlines()) == 1
+    listed = runner.invoke(app, ["transactions", "list", *flags, "--json"])
+    assert listed.exit_code == 0 and HANGING_PRODUCER_ID not in {row["ProducerId"] for row in json.loads(listed.output)}
+
     wrong = runner.invoke(app, ["transactions", "abort", "--topic", topic, "--partition", "0", "--start-offset", "2",
                                 *flags])
     assert wrong.exit_code == 1 and "no open transaction starts at offset 2" in wrong.output
