@@ -58,8 +58,14 @@ def test_an_open_then_committed_transaction_as_the_admin_sees_it(kfk_broker: str
         assert state.last_sequence == 2
 
         producer.commit_transaction(30)
-        committed = admin.describe_transactions([transactional_id])[transactional_id]
-        assert isinstance(committed, TransactionDescription)
+        # EndTxn answers once PrepareCommit is logged; the markers, then CompleteCommit, follow.
+        deadline = time.monotonic() + 10
+        while True:
+            committed = admin.describe_transactions([transactional_id])[transactional_id]
+            assert isinstance(committed, TransactionDescription)
+            if committed.state != "PrepareCommit" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert committed.state == "CompleteCommit" and committed.topic_partitions == frozenset()
         [state] = admin.describe_producers([tp])[tp].active_producers
         assert state.current_transaction_start_offset is None
