@@ -576,6 +576,9 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "How often the coordinator aborts transactions open longer than their timeout."),
         ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", ConfigType.INT, 3600000,
                   at_least(1), "How often the coordinator removes transactional ids idle past their expiration."),
+        ConfigKey("transaction.partition.verification.enable", ConfigType.BOOLEAN, True, None,
+                  "Before a partition leader appends a transactional batch, it asks the transaction coordinator "
+                  "whether the partition is in the producer's open transaction (KIP-890)."),
         ConfigKey("producer.id.expiration.ms", ConfigType.INT, 86400000, at_least(1),
                   "Expire idempotent producer state idle for this long."),
         ConfigKey("unstable.api.versions.enable", ConfigType.BOOLEAN, False, None,

@@ -420,6 +420,12 @@ class ReplicaManager:
         partition = self.get_partition_or_error(topic_partition)
         return partition.local_log_with_epoch(NO_LEADER_EPOCH, require_leader=True).active_producers()
 
+    def has_ongoing_transaction(self, topic_partition: TopicPartition, producer_id: int, producer_epoch: int) -> bool:
+        """Does this broker lead the partition with the producer's transaction (at this epoch) open in it?"""
+        partition = self.partitions.get(topic_partition)
+        return partition is not None and partition.is_leader \
+            and partition.log.has_ongoing_transaction(producer_id, producer_epoch)
+
     # -- produce -----------------------------------------------------------------------------------------------------
 
     async def append_records(

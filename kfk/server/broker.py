@@ -57,7 +57,9 @@ from kfk.server.handlers.offsets import OffsetsHandler
 from kfk.server.handlers.produce import ProduceHandler
 from kfk.server.handlers.producer_id import ProducerIdHandler
 from kfk.server.handlers.transactions import TransactionsHandler
+from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
+from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.log_files import BROKER_PID_FILE, TopicPartition
 from kfk.storage.log_manager import LogManager
@@ -94,7 +96,9 @@ class BrokerServer:
         self.group_coordinator: GroupCoordinatorService | None = None
         self.transaction_coordinator: TransactionCoordinatorService | None = None
         self.txn_marker_writer: TxnMarkerWriter | None = None
-        self.txn_marker_sender: TxnMarkerSender | None = None
+        self.txn_marker_channels: InterBrokerChannels | None = None
+        self.txn_verification_channels: InterBrokerChannels | None = None
+        self.txn_verifier: TxnPartitionVerifier | None = None
 
     @property
     def log_dirs(self) -> list[str]:
@@ -126,7 +130,7 @@ class BrokerServer:
             ConfigsHandler(metadata_cache, controller, config, self.node_id),
             LeadershipHandler(controller),
             ProducerIdHandler(self.producer_id_manager, transaction_coordinator),
-            ProduceHandler(replica_manager),
+            ProduceHandler(replica_manager, self.txn_verifier),
             FetchHandler(replica_manager),
             ListOffsetsHandler(replica_manager),
             DeleteRecordsHandler(replica_manager),
@@ -295,7 +299,8 @@ class BrokerServer:
         """The transaction coordinator: it loads the __transaction_state partitions this broker leads (following the
         metadata image), writes through the replica manager with acks=-1, takes producer ids from this broker's
         block, and sends markers through TxnMarkerSender (written here directly for this broker's partitions, over an
-        inter-broker connection to the others')."""
+        inter-broker connection to the others'). With transaction.partition.verification.enable, the verifier that
+        checks transactional produces with the coordinator (KIP-890 part 1)."""
         config = TransactionCoordinatorConfig.from_broker_config(self.config)
         replica_manager = self.replica_manager
 
@@ -309,22 +314,32 @@ class BrokerServer:
             hosted = replica_manager.get_partition(TopicPartition(TRANSACTION_STATE_TOPIC_NAME, partition))
             return hosted.log if hosted is not None and hosted.is_leader else None
 
+        async def generate_producer_id() -> int:  # a controller-only node has no block (and leads no partition)
+            return await self.producer_id_manager.generate_producer_id()
+
         self.txn_marker_writer = TxnMarkerWriter(replica_manager, self.group_coordinator, now_ms,
                                                  config.write_timeout_ms)
         # The remote broker may wait write_timeout_ms for its replicas: the request waits a little longer.
-        self.txn_marker_sender = TxnMarkerSender(self.node_id, self.txn_marker_writer, self.metadata_cache,
-                                                 replica_manager.inter_broker_listener,
-                                                 config.write_timeout_ms + MARKER_REQUEST_MARGIN_MS)
+        self.txn_marker_channels = InterBrokerChannels(self.node_id, "txn-markers", self.metadata_cache,
+                                                       replica_manager.inter_broker_listener,
+                                                       config.write_timeout_ms + MARKER_REQUEST_MARGIN_MS)
+        sender = TxnMarkerSender(self.node_id, self.txn_marker_writer, self.txn_marker_channels)
         self.transaction_coordinator = TransactionCoordinatorService(
-            config, self.node_id, append, log_of, now_ms, self.producer_id_manager.generate_producer_id,
-            self.txn_marker_sender.send)
+            config, self.node_id, append, log_of, now_ms, generate_producer_id, sender.send)
         self.metadata_cache.subscribe(self.transaction_coordinator.on_metadata_update)
+        if self.config.transaction_partition_verification_enable:
+            self.txn_verification_channels = InterBrokerChannels(
+                self.node_id, "txn-verification", self.metadata_cache, replica_manager.inter_broker_listener,
+                config.write_timeout_ms)
+            self.txn_verifier = TxnPartitionVerifier(self.node_id, self.metadata_cache, replica_manager,
+                                                     self.transaction_coordinator, self.txn_verification_channels)
 
     async def _stop_transaction_coordinator(self) -> None:
         if self.transaction_coordinator is not None:
             self.transaction_coordinator.stop()
-        if self.txn_marker_sender is not None:
-            await self.txn_marker_sender.close()
+        for channels in (self.txn_marker_channels, self.txn_verification_channels):
+            if channels is not None:
+                await channels.close()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()

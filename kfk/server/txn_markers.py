@@ -11,9 +11,8 @@ __consumer_offsets partition also tells the group coordinator, which makes the t
 (commit) or drops them (abort).
 
 Sending: a request for this broker is written directly, without a round trip; one for another broker goes over an
-inter-broker connection (WriteTxnMarkers v1), one BrokerChannel per destination, kept for the next request and
-replaced when the broker's endpoint on the inter-broker listener changes. A broker with no live endpoint, or a
-failed send, raises NetworkError: the coordinator looks the leader up again and retries.
+inter-broker connection (WriteTxnMarkers v1, kfk/server/inter_broker_channels.py). A broker with no live endpoint,
+or a failed send, raises NetworkError: the coordinator looks the leader up again and retries.
 """
 
 from __future__ import annotations
@@ -24,12 +23,11 @@ from collections.abc import Callable
 
 from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.service import GroupCoordinatorService
-from kfk.errors import ErrorCode, NetworkError
-from kfk.metadata.cache import MetadataCache
+from kfk.errors import ErrorCode
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kfk.records.control import ControlRecordType, EndTransactionMarker, build_end_transaction_marker_batch
-from kfk.replication.broker_channel import BrokerChannel
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.storage.log_files import TopicPartition
 from kfk.storage.producer_state import AppendOrigin
 
@@ -90,35 +88,12 @@ class TxnMarkerWriter:
 class TxnMarkerSender:
     """The transaction coordinator's `send_markers(broker_id, request)`."""
 
-    def __init__(self, node_id: int, writer: TxnMarkerWriter, metadata_cache: MetadataCache,
-                 inter_broker_listener: str, request_timeout_ms: int) -> None:
+    def __init__(self, node_id: int, writer: TxnMarkerWriter, channels: InterBrokerChannels) -> None:
         self.node_id = node_id
         self.writer = writer
-        self.metadata_cache = metadata_cache
-        self.inter_broker_listener = inter_broker_listener
-        self.request_timeout_ms = request_timeout_ms
-        self._channels: dict[int, BrokerChannel] = {}
+        self.channels = channels
 
     async def send(self, broker_id: int, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
         if broker_id == self.node_id:
             return await self.writer.write(request)
-        channel = self._channel(broker_id)
-        return await channel.request(request, WRITE_TXN_MARKERS_VERSION)
-
-    def _channel(self, broker_id: int) -> BrokerChannel:
-        endpoint = self.metadata_cache.image.alive_endpoint(broker_id, self.inter_broker_listener)
-        if endpoint is None:
-            raise NetworkError(f"Broker {broker_id} has no live endpoint on {self.inter_broker_listener}")
-        channel = self._channels.get(broker_id)
-        if channel is None or (channel.host, channel.port) != (endpoint.host, endpoint.port):
-            if channel is not None:
-                asyncio.get_running_loop().create_task(channel.close())
-            channel = BrokerChannel(endpoint.host, endpoint.port, f"broker-{self.node_id}-txn-markers",
-                                    self.request_timeout_ms)
-            self._channels[broker_id] = channel
-        return channel
-
-    async def close(self) -> None:
-        channels, self._channels = list(self._channels.values()), {}
-        for channel in channels:
-            await channel.close()
+        return await self.channels.request(broker_id, request, WRITE_TXN_MARKERS_VERSION)

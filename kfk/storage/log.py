@@ -238,6 +238,13 @@ class Log:
             return [dataclasses.replace(entry, batch_metadata=deque(entry.batch_metadata))
                     for entry in self.producer_state.producers.values()]
 
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """Has this producer, at this epoch, a transaction open here (a transactional batch since its last marker)?"""
+        with self.lock:
+            entry = self.producer_state.last_entry(producer_id)
+            return entry is not None and entry.producer_epoch == producer_epoch \
+                and entry.current_txn_first_offset is not None
+
     @property
     def first_unstable_offset(self) -> int | None:
         return self.producer_state.first_unstable_offset()

@@ -1,8 +1,11 @@
 """The transaction APIs no client library reaches, over the wire against one kfk broker: WriteTxnMarkers as a
 coordinator sends it (and its fencing), DescribeProducers, DescribeTransactions, ListTransactions with its filters,
-AddPartitionsToTxn v4 verify_only as partition leaders send it, and old versions' error codes."""
+AddPartitionsToTxn v4 verify_only as partition leaders send it, old versions' error codes, and the partition
+leader's verification of transactional produces (KIP-890 part 1), on and off."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from confluent_kafka import Producer
@@ -12,8 +15,12 @@ from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnReques
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kfk.protocol.messages.end_txn import EndTxnRequest
+from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest
+from kfk.protocol.messages.init_producer_id import InitProducerIdRequest
 from kfk.protocol.messages.list_transactions import ListTransactionsRequest
+from kfk.protocol.messages.produce import ProduceRequest
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from kfk.records.builder import MemoryRecordsBuilder
 from tests.integration.wire import connect, request
 
 pytestmark = pytest.mark.integration
@@ -29,14 +36,19 @@ TRANSACTIONAL_ID_NOT_FOUND = 105
 PRODUCER_FENCED = 90
 TRANSACTION_COORDINATOR_FENCED = 52
 TRANSACTION_ABORTABLE = 120
+TRANSACTION_KEY_TYPE = 1
+
+
+def start_broker(kfk_broker_factory, **overrides: str) -> str:
+    address = kfk_broker_factory({**BROKER_OVERRIDES, **overrides}).bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": address})
+    admin.create_topics([NewTopic("wire-txn", 2, 1)])["wire-txn"].result(15)
+    return address
 
 
 @pytest.fixture
 def bootstrap(kfk_broker_factory) -> str:
-    address = kfk_broker_factory(BROKER_OVERRIDES).bootstrap_servers
-    admin = AdminClient({"bootstrap.servers": address})
-    admin.create_topics([NewTopic("wire-txn", 2, 1)])["wire-txn"].result(15)
-    return address
+    return start_broker(kfk_broker_factory)
 
 
 @pytest.fixture
@@ -164,4 +176,73 @@ def test_old_end_txn_versions_get_invalid_producer_epoch_for_a_fenced_producer(
                           producer_epoch=state.producer_epoch - 1, committed=True)
     assert request(sock, stale, 2).error_code == PRODUCER_FENCED
     assert request(sock, stale, 1).error_code == INVALID_PRODUCER_EPOCH
+    sock.close()
+
+
+def init_transactional_producer(sock, transactional_id: str) -> tuple[int, int]:
+    """The producer id and epoch InitProducerId gives the id (after FindCoordinator created __transaction_state)."""
+    deadline = time.monotonic() + 15
+    while True:
+        found = request(sock, FindCoordinatorRequest(key_type=TRANSACTION_KEY_TYPE,
+                                                     coordinator_keys=[transactional_id]), 4)
+        if found.coordinators[0].error_code == NONE or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    response = request(sock, InitProducerIdRequest(transactional_id=transactional_id,
+                                                   transaction_timeout_ms=60_000), 4)
+    assert response.error_code == NONE
+    return response.producer_id, response.producer_epoch
+
+
+def transactional_produce(sock, transactional_id: str, producer_id: int, producer_epoch: int, sequence: int,
+                          partition: int) -> int:
+    builder = MemoryRecordsBuilder(producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=sequence,
+                                   is_transactional=True)
+    builder.append(int(time.time() * 1000), None, b"raw")
+    response = request(sock, ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=10_000, topic_data=[
+        ProduceRequest.TopicProduceData(name="wire-txn", partition_data=[
+            ProduceRequest.PartitionProduceData(index=partition, records=builder.close())])]), 9)
+    return response.responses[0].partition_responses[0].error_code
+
+
+def add_partition(sock, transactional_id: str, producer_id: int, producer_epoch: int, partition: int) -> int:
+    response = request(sock, AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=transactional_id, v3_and_below_producer_id=producer_id,
+        v3_and_below_producer_epoch=producer_epoch,
+        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="wire-txn",
+                                                                               partitions=[partition])]), 3)
+    return response.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+
+
+def test_the_leader_refuses_a_transactional_produce_outside_the_transaction(bootstrap: str) -> None:
+    sock = connect(bootstrap)
+    producer_id, epoch = init_transactional_producer(sock, "raw-producer")
+    # Never added to a transaction: the coordinator says no, nothing is appended.
+    assert transactional_produce(sock, "raw-producer", producer_id, epoch, 0, partition=1) == INVALID_TXN_STATE
+    assert not [p for p in describe_producers(sock, 1) if p.producer_id == producer_id]
+    # Added: accepted, and the next batch of the same transaction too (the partition knows it is open now).
+    assert add_partition(sock, "raw-producer", producer_id, epoch, 1) == NONE
+    assert transactional_produce(sock, "raw-producer", producer_id, epoch, 0, partition=1) == NONE
+    assert transactional_produce(sock, "raw-producer", producer_id, epoch, 1, partition=1) == NONE
+    # Partition 0 is still not in the transaction.
+    assert transactional_produce(sock, "raw-producer", producer_id, epoch, 0, partition=0) == INVALID_TXN_STATE
+    # Once the transaction is aborted (its marker written), a late batch of it is refused again.
+    end = request(sock, EndTxnRequest(transactional_id="raw-producer", producer_id=producer_id, producer_epoch=epoch,
+                                      committed=False), 3)
+    assert end.error_code == NONE
+    deadline = time.monotonic() + 10
+    while next(p for p in describe_producers(sock, 1) if p.producer_id == producer_id).current_txn_start_offset != -1:
+        assert time.monotonic() < deadline, "the abort marker was never written"
+        time.sleep(0.05)
+    assert transactional_produce(sock, "raw-producer", producer_id, epoch, 2, partition=1) == INVALID_TXN_STATE
+    sock.close()
+
+
+def test_verification_can_be_turned_off(kfk_broker_factory) -> None:
+    bootstrap = start_broker(kfk_broker_factory, **{"transaction.partition.verification.enable": "false"})
+    sock = connect(bootstrap)
+    producer_id, epoch = init_transactional_producer(sock, "unverified-producer")
+    assert transactional_produce(sock, "unverified-producer", producer_id, epoch, 0, partition=1) == NONE
+    (entry,) = [p for p in describe_producers(sock, 1) if p.producer_id == producer_id]
+    assert entry.current_txn_start_offset >= 0
     sock.close()

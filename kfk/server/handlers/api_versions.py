@@ -5,6 +5,9 @@ changes the rules of the SupportedFeatures tagged field. The answer is the serve
 kfk/server/dispatch.py), every row of which the broker checks has a handler. A request of a version we do not serve
 reaches here with no body and is answered at v0 with UNSUPPORTED_VERSION and our own ApiVersions range, so the
 client can retry with a version both sides know.
+
+No finalized features are advertised: in particular `transaction.version` is not finalized at 2, so clients end
+transactions the TV1 way (the vendored schemas predate the stable EndTxn v5; see handlers/transactions.py).
 """
 
 from __future__ import annotations

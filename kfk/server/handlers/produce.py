@@ -8,6 +8,10 @@ zstd needs v7
 and error_message (an invalid record: which one and why), v9 is the first flexible version, v10 adds the tagged
 current_leader/node_endpoints of KIP-951 (nothing to report on one broker), v11 is v10 for KIP-890 clients.
 
+A transactional batch is first verified with the transaction coordinator (KIP-890 part 1,
+transaction.partition.verification.enable; kfk/server/txn_verification.py); a partition failing verification gets
+its error without being appended.
+
 acks=0 gets no response at all; if a partition failed, the connection is closed instead, as Kafka does, so that
 the producer notices and refreshes its metadata.
 """
@@ -21,6 +25,7 @@ from kfk.records import MAGIC_VALUE_V2, CompressionType, entry_at
 from kfk.replication.delayed_produce import ProducePartitionResult
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
+from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.log_files import TopicPartition
 
 TopicProduceResponse = ProduceResponse.TopicProduceResponse
@@ -49,8 +54,11 @@ def validate_records(version: int, records: bytes | memoryview | None) -> ErrorC
 
 
 class ProduceHandler:
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    """`txn_verifier` is None when transaction.partition.verification.enable is false."""
+
+    def __init__(self, replica_manager: ReplicaManager, txn_verifier: TxnPartitionVerifier | None = None) -> None:
         self.replica_manager = replica_manager
+        self.txn_verifier = txn_verifier
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.PRODUCE, self.produce)
@@ -77,6 +85,11 @@ class ProduceHandler:
                     continue
                 entries[topic_partition] = partition_data.records or b""
             order.append((topic_data.name, indexes))
+        if self.txn_verifier is not None and request.transactional_id and entries:
+            for topic_partition, error in (await self.txn_verifier.verify(request.transactional_id,
+                                                                          entries)).items():
+                del entries[topic_partition]
+                early[topic_partition] = ProducePartitionResult(error)
         results = await replica_manager.append_records(request.timeout_ms, request.acks, entries)
         results.update(early)
         if request.acks == 0:

@@ -1,0 +1,126 @@
+"""KIP-890 part 1: before a partition leader appends a transactional batch, the transaction coordinator confirms
+that the producer's transaction is open with this partition in it (`transaction.partition.verification.enable`,
+default true, as Kafka). Without it, a batch arriving after its transaction was aborted (a delayed retry, a zombie)
+would open a transaction on the partition that no coordinator knows about and no marker will ever close, holding
+the last stable offset back for good.
+
+The question goes to the coordinator of the producer's transactional id (the leader of its __transaction_state
+partition): this broker's own TransactionCoordinatorService directly, another broker with AddPartitionsToTxn v5
+verify_only over an inter-broker channel. A positive answer is kept in the partition's producer state itself: once
+the producer's first transactional batch is appended the partition has its transaction open at that epoch, so
+later batches of the same transaction need no question; the COMMIT/ABORT marker closes it, and the next
+transaction is verified again.
+
+A produce that fails verification gets, as Kafka maps the coordinator's answers for Produce up to v11:
+NOT_ENOUGH_REPLICAS (retriable) when the coordinator cannot answer now (moved, loading, unreachable, or the
+transaction is being completed), INVALID_PRODUCER_EPOCH for a fenced producer, and INVALID_TXN_STATE otherwise
+(the partition is not in the transaction: the producer must abort).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+from kfk.coordinator.partitioning import partition_for
+from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
+from kfk.coordinator.transaction.service import TransactionCoordinatorService
+from kfk.errors import ErrorCode, KafkaError
+from kfk.metadata.cache import MetadataCache
+from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from kfk.records import MAGIC_VALUE_V2, entry_at
+from kfk.replication.replica_manager import ReplicaManager
+from kfk.server.inter_broker_channels import InterBrokerChannels
+from kfk.storage.log_files import TopicPartition
+
+log = logging.getLogger("kfk.server.txn_verification")
+
+#: The AddPartitionsToTxn version partition leaders verify with (the highest: it knows TRANSACTION_ABORTABLE).
+VERIFY_VERSION = 5
+
+#: The coordinator cannot answer now: the producer retries the produce.
+_RETRIABLE = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS,
+                        ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT})
+
+
+def produce_error(error: ErrorCode) -> ErrorCode:
+    """What a produce gets for a failed verification."""
+    if error in _RETRIABLE:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    if error in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH):
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return ErrorCode.INVALID_TXN_STATE
+
+
+class TxnPartitionVerifier:
+    def __init__(self, node_id: int, metadata_cache: MetadataCache, replica_manager: ReplicaManager,
+                 transaction_coordinator: TransactionCoordinatorService, channels: InterBrokerChannels) -> None:
+        self.node_id = node_id
+        self.metadata_cache = metadata_cache
+        self.replica_manager = replica_manager
+        self.transaction_coordinator = transaction_coordinator
+        self.channels = channels
+
+    async def verify(self, transactional_id: str,
+                     entries: dict[TopicPartition, bytes | memoryview]) -> dict[TopicPartition, ErrorCode]:
+        """The produce error of each partition whose transactional batch failed verification (the others, and
+        partitions without a transactional batch, are absent)."""
+        to_verify: dict[tuple[int, int], list[TopicPartition]] = defaultdict(list)
+        for topic_partition, records in entries.items():
+            try:
+                batch = entry_at(records)
+            except KafkaError:
+                continue  # the append reports it
+            if batch is None or batch.magic != MAGIC_VALUE_V2 or not batch.is_transactional or batch.is_control:
+                continue
+            producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
+            if not self.replica_manager.has_ongoing_transaction(topic_partition, producer_id, producer_epoch):
+                to_verify[(producer_id, producer_epoch)].append(topic_partition)
+        failed: dict[TopicPartition, ErrorCode] = {}
+        for (producer_id, producer_epoch), partitions in to_verify.items():
+            answers = await self._ask_coordinator(transactional_id, producer_id, producer_epoch, partitions)
+            for topic_partition in partitions:
+                error = answers.get(topic_partition, ErrorCode.INVALID_TXN_STATE)
+                if error != ErrorCode.NONE:
+                    log.debug("Transactional produce of %s (producer %d epoch %d) to %s failed verification: %s",
+                              transactional_id, producer_id, producer_epoch, topic_partition, error.name)
+                    failed[topic_partition] = produce_error(error)
+        return failed
+
+    async def _ask_coordinator(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                               partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        coordinator = self._coordinator_of(transactional_id)
+        if coordinator is None:
+            return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if coordinator == self.node_id:
+            return self.transaction_coordinator.verify_partitions(transactional_id, producer_id, producer_epoch,
+                                                                  partitions)
+        topics: dict[str, list[int]] = defaultdict(list)
+        for topic_partition in partitions:
+            topics[topic_partition.topic].append(topic_partition.partition)
+        request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+            transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+            verify_only=True, topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=name, partitions=indexes)
+                                      for name, indexes in topics.items()])])
+        try:
+            response: AddPartitionsToTxnResponse = await self.channels.request(coordinator, request, VERIFY_VERSION)
+        except KafkaError as error:
+            log.info("Verifying the transaction of %s with broker %d failed: %s", transactional_id, coordinator,
+                     error)
+            return dict.fromkeys(partitions, ErrorCode.NETWORK_EXCEPTION)
+        if response.error_code != ErrorCode.NONE:
+            return dict.fromkeys(partitions, ErrorCode(response.error_code))
+        return {TopicPartition(topic.name, result.partition_index): ErrorCode(result.partition_error_code)
+                for transaction in response.results_by_transaction for topic in transaction.topic_results
+                for result in topic.results_by_partition}
+
+    def _coordinator_of(self, transactional_id: str) -> int | None:
+        """The broker leading the transactional id's __transaction_state partition (None: none now)."""
+        topic = self.metadata_cache.image.topic(TRANSACTION_STATE_TOPIC_NAME)
+        if topic is None or not topic.partitions:
+            return None
+        registration = topic.partitions.get(partition_for(transactional_id, len(topic.partitions)))
+        if registration is None or registration.leader < 0:
+            return None
+        return registration.leader
