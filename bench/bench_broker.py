@@ -31,12 +31,12 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kfk.common.structs import TopicPartition
 from kfk.config import BrokerConfig
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.metadata_records import schema_class
 from kfk.records import MemoryRecordsBuilder
 from kfk.replication.replica_manager import ReplicaManager
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
 from kfk.testing.broker import BrokerProcess, start_broker
 

@@ -26,11 +26,12 @@ import tempfile
 import threading
 import time
 
+from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.records import MemoryRecordsBuilder, RecordBatch, set_base_offset
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
-from kfk.storage.log_files import TopicPartition, producer_snapshot_file
+from kfk.storage.log_files import producer_snapshot_file
 from kfk.storage.log_manager import LogManager
 from kfk.storage.producer_state import ProducerStateManager
 

@@ -17,12 +17,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kfk.common.constants import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from kfk.errors import InvalidConfigurationError
 
-INT32_MIN = -(2**31)
-INT32_MAX = 2**31 - 1
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
 
 
 class ConfigType(enum.Enum):

@@ -11,25 +11,26 @@ from kfk.client.structs import (
     AlterConfigOp,
     AlterConfigOpType,
     ConfigResource,
-    ConfigResourceType,
     ConsumerGroupMetadata,
     ConsumerRecord,
     ElectionType,
     NewPartitionReassignment,
     NewTopic,
-    OffsetAndMetadata,
     OffsetAndTimestamp,
     PartitionReassignment,
     RecordMetadata,
-    TopicPartition,
 )
+from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = [
     "Admin",
     "AlterConfigOp",
     "AlterConfigOpType",
+    "ConfigEntry",
     "ConfigResource",
     "ConfigResourceType",
+    "ConfigSource",
     "Consumer",
     "ConsumerGroupMetadata",
     "ConsumerRebalanceListener",

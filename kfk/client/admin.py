@@ -39,23 +39,16 @@ from kfk.client.offsets import (
 )
 from kfk.client.response_errors import response_error
 from kfk.client.structs import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    NO_NODE,
     AbortTransactionSpec,
     AlterConfigOp,
     ClusterDescription,
-    ConfigEntry,
     ConfigResource,
-    ConfigResourceType,
-    ConfigSource,
     ConsumerGroupDescription,
     ElectionType,
     GroupListing,
     MemberDescription,
     NewPartitionReassignment,
     NewTopic,
-    OffsetAndMetadata,
     OffsetAndTimestamp,
     OpenTransaction,
     PartitionInfo,
@@ -63,10 +56,12 @@ from kfk.client.structs import (
     PartitionReassignment,
     ProducerState,
     TopicDescription,
-    TopicPartition,
     TransactionDescription,
     TransactionListing,
 )
+from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
+from kfk.common.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, NO_NODE
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import (
     BrokerNotAvailableError,
     ErrorCode,
@@ -833,10 +828,10 @@ def _config_entry(config: DescribeConfigsResponse.DescribeConfigsResourceResult)
     if source == ConfigSource.UNKNOWN and config.is_default:
         source = ConfigSource.DEFAULT_CONFIG  # v0 has only is_default
     return ConfigEntry(
-        config.name, config.value, source, source == ConfigSource.DEFAULT_CONFIG, config.read_only,
-        config.is_sensitive,
-        [(synonym.name, synonym.value, _config_source(synonym.source)) for synonym in config.synonyms],
-        config.documentation)
+        config.name, config.value, source, config.read_only, config.is_sensitive,
+        _config_type(config.config_type), config.documentation,
+        tuple(ConfigSynonym(synonym.name, synonym.value, _config_source(synonym.source))
+              for synonym in config.synonyms))
 
 
 def _config_source(value: int) -> ConfigSource:
@@ -844,3 +839,10 @@ def _config_source(value: int) -> ConfigSource:
         return ConfigSource(value)
     except ValueError:
         return ConfigSource.UNKNOWN
+
+
+def _config_type(value: int) -> WireConfigType:
+    try:
+        return WireConfigType(value)
+    except ValueError:
+        return WireConfigType.UNKNOWN

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from kfk.client.structs import NO_NODE, TopicPartition
+from kfk.common.constants import NO_NODE
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.metadata import MetadataResponse
 

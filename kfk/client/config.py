@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kfk import __version__
+from kfk.common.constants import INT32_MAX
 from kfk.config import ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
 from kfk.errors import InvalidConfigurationError
 
@@ -35,7 +36,6 @@ __all__ = [
 
 CLIENT_SOFTWARE_NAME = "kfk-python"
 CLIENT_SOFTWARE_VERSION = __version__
-INT32_MAX = 2**31 - 1
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")

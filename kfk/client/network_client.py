@@ -23,12 +23,13 @@ from typing import Any
 from kfk.client.cluster import ClusterMetadata
 from kfk.client.config import CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION, ClientConfig, parse_bootstrap_servers
 from kfk.client.connection import BrokerConnection
-from kfk.client.structs import NO_NODE
+from kfk.common.clock import system_time_ms
+from kfk.common.constants import NO_NODE
 from kfk.errors import KafkaError, KafkaTimeoutError, NetworkError
 from kfk.protocol.message import Message
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 
-__all__ = ["NetworkClient", "ExponentialBackoff", "TRACKED_TOPICS", "COORDINATOR_ID_BASE", "monotonic_ms", "now_ms"]
+__all__ = ["NetworkClient", "ExponentialBackoff", "TRACKED_TOPICS", "COORDINATOR_ID_BASE", "monotonic_ms"]
 
 COORDINATOR_ID_BASE = 2**31 - 1
 """Coordinator connections get their own ids, COORDINATOR_ID_BASE - broker id, as in Java's client: a group's
@@ -38,11 +39,6 @@ TRACKED_TOPICS = object()
 """refresh_metadata's default: the topics the client tracks (add_topics / set_topics / track_all_topics)."""
 
 log = logging.getLogger("kfk.client")
-
-
-def now_ms() -> int:
-    """Wall-clock milliseconds: record timestamps, ListOffsets targets."""
-    return time.time_ns() // 1_000_000
 
 
 def monotonic_ms() -> float:
@@ -294,7 +290,7 @@ class NetworkClient:
 
     def metadata_needs_refresh(self) -> bool:
         return (self._metadata_stale or not self.cluster.brokers
-                or now_ms() - self.cluster.updated_ms > self.config.metadata_max_age_ms)
+                or system_time_ms() - self.cluster.updated_ms > self.config.metadata_max_age_ms)
 
     def add_metadata_listener(self, listener) -> None:
         """``listener(cluster)`` runs on the loop after every refresh."""
@@ -329,7 +325,7 @@ class NetworkClient:
             raise
         assert isinstance(response, MetadataResponse)
         first = not self.cluster.brokers
-        self.cluster = self.cluster.with_response(response, topics, now_ms())
+        self.cluster = self.cluster.with_response(response, topics, system_time_ms())
         if first:
             for node_id in self._bootstrap_ids:  # the brokers are known by id now
                 self.disconnect(node_id)

@@ -18,7 +18,9 @@ from collections.abc import Collection, Mapping
 
 from kfk.client.network_client import NetworkClient, monotonic_ms
 from kfk.client.response_errors import response_error
-from kfk.client.structs import NO_NODE, UNKNOWN_LEADER_EPOCH, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from kfk.client.structs import OffsetAndTimestamp
+from kfk.common.constants import NO_NODE, UNKNOWN_LEADER_EPOCH
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import (
     ErrorCode,
     KafkaError,

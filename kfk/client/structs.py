@@ -2,7 +2,8 @@
 the Admin's arguments and results (topics, configs, groups, reassignments, elections, transactions).
 
 NamedTuples and frozen dataclasses, as in aiokafka's structs.py and Java's plain classes: cheap to create on the hot
-path, hashable where they are keys, and printable. Wire sentinels the client sends or receives are named here once.
+path, hashable where they are keys, and printable. TopicPartition, OffsetAndMetadata, the config types and the wire
+sentinels live in kfk.common.
 """
 
 from __future__ import annotations
@@ -13,27 +14,20 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, NamedTuple
 
+from kfk.common.config_types import ConfigResourceType
+from kfk.common.constants import UNKNOWN_LEADER_EPOCH
+from kfk.common.structs import TopicPartition
+
 if TYPE_CHECKING:
     from kfk.client.cluster import BrokerMetadata
 
 __all__ = [
-    "TopicPartition",
-    "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "RecordMetadata",
     "ConsumerRecord",
     "ConsumerGroupMetadata",
-    "EARLIEST_TIMESTAMP",
-    "LATEST_TIMESTAMP",
-    "MAX_TIMESTAMP",
-    "UNKNOWN_OFFSET",
-    "UNKNOWN_LEADER_EPOCH",
-    "NO_NODE",
     "NewTopic",
     "ConfigResource",
-    "ConfigResourceType",
-    "ConfigEntry",
-    "ConfigSource",
     "AlterConfigOp",
     "AlterConfigOpType",
     "TopicDescription",
@@ -52,35 +46,6 @@ __all__ = [
     "AbortTransactionSpec",
     "OpenTransaction",
 ]
-
-EARLIEST_TIMESTAMP = -2
-"""ListOffsets target meaning "the log start offset"."""
-LATEST_TIMESTAMP = -1
-"""ListOffsets target meaning "the log end offset" (the high watermark, or the last stable offset under
-read_committed)."""
-MAX_TIMESTAMP = -3
-"""ListOffsets target meaning "the offset of the record with the largest timestamp" (KIP-734, ListOffsets v7+)."""
-UNKNOWN_OFFSET = -1
-UNKNOWN_LEADER_EPOCH = -1
-NO_NODE = -1
-"""A leader id or coordinator id that names no broker (no leader elected, or none known)."""
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-
-class OffsetAndMetadata(NamedTuple):
-    """A committed position: the offset of the next record to consume, with the leader epoch it was read under
-    (KIP-320, -1 if unknown) and free-form metadata."""
-
-    offset: int
-    metadata: str = ""
-    leader_epoch: int = UNKNOWN_LEADER_EPOCH
 
 
 class OffsetAndTimestamp(NamedTuple):
@@ -131,31 +96,6 @@ DEFAULT_NUM_PARTITIONS = -1  # CreateTopics v4+: use the broker's num.partitions
 DEFAULT_REPLICATION_FACTOR = -1  # ... and default.replication.factor
 
 
-class ConfigResourceType(IntEnum):
-    """What a config belongs to (Kafka's ConfigResource.Type ids)."""
-
-    UNKNOWN = 0
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    CLIENT_METRICS = 16
-    GROUP = 32
-
-
-class ConfigSource(IntEnum):
-    """Where a config value comes from (DescribeConfigs v1+ ConfigSource ids)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
-
-
 class AlterConfigOpType(IntEnum):
     SET = 0
     DELETE = 1
@@ -183,18 +123,6 @@ class NewTopic:
     replication_factor: int = DEFAULT_REPLICATION_FACTOR
     configs: Mapping[str, str] = field(default_factory=dict)
     replica_assignments: Mapping[int, list[int]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: ConfigSource
-    is_default: bool
-    is_read_only: bool
-    is_sensitive: bool
-    synonyms: list[tuple[str, str | None, ConfigSource]] = field(default_factory=list)
-    documentation: str | None = None
 
 
 @dataclass(frozen=True)

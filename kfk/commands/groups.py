@@ -265,7 +265,7 @@ def _new_offsets(admin, partitions: list, committed: dict, *, to_earliest: bool,
                  to_current: bool, to_offset: int | None, shift_by: int | None, target_time: int | None) -> dict:
     """Each partition's new offset under the chosen --to-*/--shift-by/--to-datetime rule, kept within the log
     (an offset before the log start or past the end is moved to that end, as Kafka does)."""
-    from kfk.client.structs import LATEST_TIMESTAMP
+    from kfk.common.constants import LATEST_TIMESTAMP
 
     earliest = admin.beginning_offsets(partitions)
     latest = admin.end_offsets(partitions)

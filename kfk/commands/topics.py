@@ -96,8 +96,7 @@ def describe(
 ) -> None:
     """Describe topics: id, partitions, replication, non-default configs, and leader/replicas/ISR per partition."""
     with client_errors(debug):
-        from kfk.client import ConfigResource, ConfigResourceType
-        from kfk.client.structs import ConfigSource
+        from kfk.client import ConfigResource, ConfigResourceType, ConfigSource
 
         with _admin(bootstrap_server, command_config) as admin:
             descriptions = admin.describe_topics([topic] if topic else None, include_internal=not exclude_internal)

@@ -8,8 +8,8 @@ election off and its own min ISR), as Kafka creates them on first use.
 
 from __future__ import annotations
 
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfk.config import BrokerConfig
-from kfk.metadata.topic_names import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
 
 CreatableTopic = CreateTopicsRequest.CreatableTopic

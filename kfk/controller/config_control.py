@@ -19,11 +19,12 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Mapping
 
+from kfk.common.config_types import ConfigResourceType
 from kfk.config import LOG_CONFIG_DEF, BrokerConfig, ConfigType
-from kfk.errors import ErrorCode, InvalidConfigurationError, InvalidTopicError
-from kfk.metadata.image import ConfigResourceType, MetadataImage
-from kfk.metadata.topic_names import validate_topic_name
 from kfk.controller.result import NONE, ApiError, ControllerResult
+from kfk.errors import ErrorCode, InvalidConfigurationError, InvalidTopicError
+from kfk.metadata.image import MetadataImage
+from kfk.metadata.topic_names import validate_topic_name
 from kfk.protocol.message import Message
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kfk.protocol.messages.incremental_alter_configs import (

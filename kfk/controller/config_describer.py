@@ -17,43 +17,13 @@ configs are all read-only, and no key has the PASSWORD type, so none is sensitiv
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any, Mapping
 
+from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
 from kfk.config import BROKER_CONFIG_DEF, LOG_CONFIG_DEF, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigKey, ConfigType
 from kfk.errors import InvalidRequestError, UnknownTopicOrPartitionError
-from kfk.metadata.image import ConfigResourceType, MetadataImage
+from kfk.metadata.image import MetadataImage
 from kfk.metadata.topic_names import validate_topic_name
-
-
-class ConfigSource(IntEnum):
-    """DescribeConfigsResponse.ConfigSource (named TOPIC_CONFIG in Kafka's code, DYNAMIC_TOPIC_CONFIG in tools)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
-
-
-class WireConfigType(IntEnum):
-    """DescribeConfigsResponse.ConfigType, the `config_type` field of v3+."""
-
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
 
 
 _WIRE_TYPES = {
@@ -64,25 +34,6 @@ _WIRE_TYPES = {
     ConfigType.DOUBLE: WireConfigType.DOUBLE,
     ConfigType.LIST: WireConfigType.LIST,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigSynonym:
-    name: str
-    value: str | None
-    source: ConfigSource
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: ConfigSource
-    read_only: bool
-    is_sensitive: bool
-    config_type: WireConfigType
-    documentation: str | None
-    synonyms: tuple[ConfigSynonym, ...] = field(default=())
 
 
 #: Broker keys that are one setting under several names (log.retention.ms / .minutes / .hours), by each name.

@@ -27,6 +27,7 @@ import random
 import uuid
 from typing import Awaitable, Callable, Sequence, TypeVar
 
+from kfk.common.config_types import ConfigResourceType
 from kfk.config import BrokerConfig
 from kfk.controller import cluster_control, config_control, partition_change, reassignment, replication_control
 from kfk.controller.auto_topic_creation import creatable_topic
@@ -36,25 +37,25 @@ from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERS
 from kfk.controller.producer_ids import ProducerIdsBlock, generate_next_producer_ids
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import ErrorCode, InvalidUpdateVersionError, KafkaError, NotControllerError, StaleBrokerEpochError
-from kfk.metadata.image import ConfigResourceType, Endpoint, MetadataImage
+from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
-from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
-from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from kfk.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
-from kfk.protocol.messages.list_partition_reassignments import (
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-)
 from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+)
+from kfk.protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
 )
 from kfk.protocol.metadata_records import schema_class
 
@@ -309,7 +310,7 @@ class QuorumController:
 
     def _describe_new_topic_configs(self, overrides) -> list[CreateTopicsResponse.CreatableTopicConfigs]:
         return [CreateTopicsResponse.CreatableTopicConfigs(name=entry.name, value=entry.value,
-                                                           read_only=entry.read_only, config_source=entry.source,
+                                                           read_only=entry.is_read_only, config_source=entry.source,
                                                            is_sensitive=entry.is_sensitive)
                 for entry in describe_topic_configs(self.config, overrides)]
 

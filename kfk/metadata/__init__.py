@@ -1,17 +1,9 @@
 """The cluster image: brokers, topics, partitions, configs. Written only by the controller, read by everyone."""
 
-from kfk.metadata.image import (
-    BrokerRegistration,
-    ConfigResourceType,
-    Endpoint,
-    MetadataImage,
-    PartitionRegistration,
-    TopicImage,
-)
+from kfk.metadata.image import BrokerRegistration, Endpoint, MetadataImage, PartitionRegistration, TopicImage
 
 __all__ = [
     "BrokerRegistration",
-    "ConfigResourceType",
     "Endpoint",
     "MetadataImage",
     "PartitionRegistration",

@@ -11,27 +11,16 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, replace
-from enum import IntEnum
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
+from kfk.common.config_types import ConfigResourceType
 from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
 
 NO_LEADER = -1
 #: PartitionChangeRecord.leader when the leader does not change.
 NO_LEADER_CHANGE = -2
-
-
-class ConfigResourceType(IntEnum):
-    """Kafka's ConfigResource.Type codes, as used in DescribeConfigs and ConfigRecord."""
-
-    UNKNOWN = 0
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    CLIENT_METRICS = 16
-    GROUP = 32
 
 
 @dataclass(frozen=True, slots=True)

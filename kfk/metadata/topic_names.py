@@ -10,14 +10,9 @@ from __future__ import annotations
 
 import re
 
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfk.errors import InvalidTopicError
 
-GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
-SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
-#: The metadata log's topic. It is never a topic of the image: clients can neither see nor create it. (storage has
-#: the same constant, kfk.storage.log_files, to keep the LogManager off that folder.)
-CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
 
 INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME})
 

@@ -6,8 +6,8 @@ messages/ inlines the fixed-width cases with precompiled `struct.Struct` objects
 helpers below; hand-written code (framing, fast paths, tests) uses the same functions, so there is one definition
 of each wire rule.
 
-Malformed input raises `ProtocolError` (varints longer than 5 or 10 bytes, negative or out-of-buffer lengths);
-plain truncation inside a fixed-width read surfaces as `struct.error`/`IndexError`, which the message decoders turn
+Malformed input raises `ProtocolError` (varints that are truncated or longer than 5 or 10 bytes, negative or
+out-of-buffer lengths); plain truncation inside a fixed-width read surfaces as `struct.error`/`IndexError`, which the message decoders turn
 into `ProtocolError` at their entry point.
 """
 
@@ -17,6 +17,7 @@ import struct
 import uuid
 from typing import Callable
 
+from kfk.common.varint import varint_codec
 from kfk.errors import ProtocolError
 
 Buffer = bytes | bytearray | memoryview
@@ -37,78 +38,10 @@ NULL_INT32_LENGTH = b"\xff\xff\xff\xff"
 #: An empty tagged-field section: zero tags.
 EMPTY_TAGGED_FIELDS = b"\x00"
 
-# One-byte unsigned varints are by far the most common (lengths, counts, tag sections): precompute them.
-SMALL_UNSIGNED_VARINTS: tuple[bytes, ...] = tuple(bytes((n,)) for n in range(128))
-
-
-def read_unsigned_varint(buffer: Buffer, position: int) -> tuple[int, int]:
-    """An unsigned 32-bit varint: 7 bits a byte, low groups first, at most 5 bytes."""
-    value = 0
-    shift = 0
-    for index in range(position, position + 5):
-        byte = buffer[index]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            if value > 0xFFFFFFFF:
-                raise ProtocolError("unsigned varint does not fit in 32 bits")
-            return value, index + 1
-        shift += 7
-    raise ProtocolError("unsigned varint is longer than 5 bytes")
-
-
-def read_unsigned_varlong(buffer: Buffer, position: int) -> tuple[int, int]:
-    """An unsigned 64-bit varint, at most 10 bytes."""
-    value = 0
-    shift = 0
-    for index in range(position, position + 10):
-        byte = buffer[index]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            if value > 0xFFFFFFFFFFFFFFFF:
-                raise ProtocolError("unsigned varlong does not fit in 64 bits")
-            return value, index + 1
-        shift += 7
-    raise ProtocolError("unsigned varlong is longer than 10 bytes")
-
-
-def read_varint(buffer: Buffer, position: int) -> tuple[int, int]:
-    """A signed 32-bit varint in zig-zag encoding (0, -1, 1, -2, ... map to 0, 1, 2, 3, ...)."""
-    raw, position = read_unsigned_varint(buffer, position)
-    return (raw >> 1) ^ -(raw & 1), position
-
-
-def read_varlong(buffer: Buffer, position: int) -> tuple[int, int]:
-    """A signed 64-bit varint in zig-zag encoding."""
-    raw, position = read_unsigned_varlong(buffer, position)
-    return (raw >> 1) ^ -(raw & 1), position
-
-
-def unsigned_varint(value: int) -> bytes:
-    """Encode an unsigned varint (32 or 64 bit: the encoding is the same, only the reader's limit differs)."""
-    if value < 0x80:
-        if value < 0:
-            raise ProtocolError(f"unsigned varint cannot hold {value}")
-        return SMALL_UNSIGNED_VARINTS[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def varint(value: int) -> bytes:
-    """Encode a signed 32-bit zig-zag varint."""
-    if not -0x80000000 <= value <= 0x7FFFFFFF:
-        raise ProtocolError(f"varint out of range: {value}")
-    return unsigned_varint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
-def varlong(value: int) -> bytes:
-    """Encode a signed 64-bit zig-zag varint."""
-    if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
-        raise ProtocolError(f"varlong out of range: {value}")
-    return unsigned_varint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+#: The varint codec (kfk.common.varint), raising ProtocolError on malformed input. The generated codec imports
+#: read_unsigned_varint and unsigned_varint from here.
+(read_unsigned_varint, read_unsigned_varlong, read_varint, read_varlong,
+ unsigned_varint, varint, varlong) = varint_codec(ProtocolError)
 
 
 def _fixed_reader(codec: struct.Struct) -> Callable[[Buffer, int], tuple]:

@@ -35,8 +35,9 @@ from collections.abc import Iterator
 
 from crc32c import crc32c
 
+from kfk.common.constants import INT32_MAX
 from kfk.errors import CorruptRecordError
-from kfk.records._varint import read_unsigned_varint
+from kfk.records._varint import read_unsigned_varint, read_unsigned_varlong
 from kfk.records.compression import decompress
 from kfk.records.legacy import LEGACY_RECORD_OVERHEAD, LegacyRecordBatch
 from kfk.records.record import (
@@ -115,7 +116,6 @@ _INT64 = struct.Struct(">q")
 HEADER = struct.Struct(">qiibIhiqqqhii")
 """The 61-byte batch header, field for field."""
 
-_INT32_MAX = (1 << 31) - 1
 _CODEC_IDS = frozenset(codec.value for codec in CompressionType)
 
 
@@ -376,8 +376,8 @@ class RecordBatch:
 
 def increment_sequence(sequence: int, increment: int) -> int:
     """Producer sequences wrap from INT32_MAX to 0."""
-    if sequence > _INT32_MAX - increment:
-        return increment - (_INT32_MAX - sequence) - 1
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
     return sequence + increment
 
 
@@ -403,7 +403,7 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
                 raw = (raw & 0x7F) | (second << 7)
                 position += 2
             else:
-                raw, position = read_unsigned_varint(data, position, 5)
+                raw, position = read_unsigned_varint(data, position)
             length = (raw >> 1) ^ -(raw & 1)
             record_end = position + length
             if length < MIN_RECORD_SIZE - 1 or record_end > end:
@@ -418,7 +418,7 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
                 raw = (raw & 0x7F) | (second << 7)
                 position += 2
             else:
-                raw, position = read_unsigned_varint(data, position, 10)
+                raw, position = read_unsigned_varlong(data, position)
             timestamp_delta = (raw >> 1) ^ -(raw & 1)
 
             raw = data[position]
@@ -428,7 +428,7 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
                 raw = (raw & 0x7F) | (second << 7)
                 position += 2
             else:
-                raw, position = read_unsigned_varint(data, position, 5)
+                raw, position = read_unsigned_varint(data, position)
             offset_delta = (raw >> 1) ^ -(raw & 1)
 
             raw = data[position]
@@ -438,7 +438,7 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
                 raw = (raw & 0x7F) | (second << 7)
                 position += 2
             else:
-                raw, position = read_unsigned_varint(data, position, 5)
+                raw, position = read_unsigned_varint(data, position)
             key_length = (raw >> 1) ^ -(raw & 1)
             if key_length >= 0:
                 if key_length > record_end - position:
@@ -457,7 +457,7 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
                 raw = (raw & 0x7F) | (second << 7)
                 position += 2
             else:
-                raw, position = read_unsigned_varint(data, position, 5)
+                raw, position = read_unsigned_varint(data, position)
             value_length = (raw >> 1) ^ -(raw & 1)
             if value_length >= 0:
                 if value_length > record_end - position:
@@ -476,7 +476,7 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
                 raw = (raw & 0x7F) | (second << 7)
                 position += 2
             else:
-                raw, position = read_unsigned_varint(data, position, 5)
+                raw, position = read_unsigned_varint(data, position)
             header_count = (raw >> 1) ^ -(raw & 1)
             headers = []
             if header_count:
@@ -499,13 +499,13 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
 
 def _decode_headers(data: bytes, position: int, record_end: int, header_count: int, headers: list) -> int:
     for _ in range(header_count):
-        raw, position = read_unsigned_varint(data, position, 5)
+        raw, position = read_unsigned_varint(data, position)
         key_length = (raw >> 1) ^ -(raw & 1)
         if key_length < 0 or position + key_length > record_end:
             raise CorruptRecordError(f"Record header key length {key_length} is impossible")
         header_key = data[position:position + key_length].decode("utf-8", "surrogateescape")
         position += key_length
-        raw, position = read_unsigned_varint(data, position, 5)
+        raw, position = read_unsigned_varint(data, position)
         value_length = (raw >> 1) ^ -(raw & 1)
         if value_length >= 0:
             if position + value_length > record_end:

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Sequence
 
 from crc32c import crc32c
 
-from kfk.records._varint import _CACHE_HIGH, _CACHE_LOW, _CACHED, encode_varint
+from kfk.common.constants import INT32_MAX, INT64_MAX, INT64_MIN
+from kfk.common.varint import ZIGZAG_CACHE, ZIGZAG_CACHE_HIGH, ZIGZAG_CACHE_LOW, size_of_varint
+from kfk.records._varint import encode_varint, encode_varlong
 from kfk.records.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
@@ -42,9 +44,6 @@ __all__ = ["MemoryRecordsBuilder", "build_empty_batch", "batch_attributes", "rec
 
 _NULL_LENGTH = encode_varint(-1)
 _UINT32 = struct.Struct(">I")
-_INT32_MAX = (1 << 31) - 1
-_INT64_MIN = -(1 << 63)
-_INT64_MAX = (1 << 63) - 1
 
 
 def batch_attributes(compression_type: CompressionType, timestamp_type: TimestampType, is_transactional: bool,
@@ -62,12 +61,12 @@ def batch_attributes(compression_type: CompressionType, timestamp_type: Timestam
 
 
 def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
-                   headers: Sequence[Header], cached: list[bytes] = _CACHED, low: int = _CACHE_LOW,
-                   high: int = _CACHE_HIGH) -> bytes:
+                   headers: Sequence[Header], cached: list[bytes] = ZIGZAG_CACHE, low: int = ZIGZAG_CACHE_LOW,
+                   high: int = ZIGZAG_CACHE_HIGH) -> bytes:
     """One record with its length prefix. The hot path of the producer: small varints come from a table and the
     record is joined once, with its length computed from the parts rather than by encoding twice."""
     timestamp_part = (cached[timestamp_delta - low] if low <= timestamp_delta < high
-                      else encode_varint(timestamp_delta))
+                      else encode_varlong(timestamp_delta))
     offset_part = cached[offset_delta - low] if offset_delta < high else encode_varint(offset_delta)
     if key is None:
         key_length, key = _NULL_LENGTH, b""
@@ -100,27 +99,18 @@ def _encode_headers(headers: Sequence[Header]) -> bytes:
     return b"".join(parts)
 
 
-def _size_of_varint(value: int) -> int:
-    raw = (value << 1) ^ (value >> 63)
-    size = 1
-    while raw >= 0x80:
-        raw >>= 7
-        size += 1
-    return size
-
-
 def record_size(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
                 headers: Sequence[Header] = ()) -> int:
     """The exact encoded size of one v2 record, length prefix included, without encoding it."""
-    size = 1 + _size_of_varint(timestamp_delta) + _size_of_varint(offset_delta)
-    size += 1 if key is None else _size_of_varint(len(key)) + len(key)
-    size += 1 if value is None else _size_of_varint(len(value)) + len(value)
-    size += _size_of_varint(len(headers))
+    size = 1 + size_of_varint(timestamp_delta) + size_of_varint(offset_delta)
+    size += 1 if key is None else size_of_varint(len(key)) + len(key)
+    size += 1 if value is None else size_of_varint(len(value)) + len(value)
+    size += size_of_varint(len(headers))
     for header_key, header_value in headers:
         key_length = len(header_key.encode("utf-8", "surrogateescape"))
-        size += _size_of_varint(key_length) + key_length
-        size += 1 if header_value is None else _size_of_varint(len(header_value)) + len(header_value)
-    return _size_of_varint(size) + size
+        size += size_of_varint(key_length) + key_length
+        size += 1 if header_value is None else size_of_varint(len(header_value)) + len(header_value)
+    return size_of_varint(size) + size
 
 
 class MemoryRecordsBuilder:
@@ -139,7 +129,7 @@ class MemoryRecordsBuilder:
             raise ValueError("LogAppendTime needs a log_append_time")
         if is_transactional and producer_id == NO_PRODUCER_ID:
             raise ValueError("Cannot write a transactional batch without a valid producer id")
-        if not _INT64_MIN <= base_offset <= _INT64_MAX:
+        if not INT64_MIN <= base_offset <= INT64_MAX:
             raise ValueError(f"Base offset {base_offset} does not fit in an int64")
         self.compression_type = CompressionType(compression_type)
         self.timestamp_type = timestamp_type
@@ -159,7 +149,7 @@ class MemoryRecordsBuilder:
         self._base_timestamp: int | None = None if delete_horizon_ms == NO_TIMESTAMP else delete_horizon_ms
         self._max_timestamp = NO_TIMESTAMP
         self._next_offset_delta = 0
-        self._max_offset_delta = min(_INT32_MAX, _INT64_MAX - base_offset)
+        self._max_offset_delta = min(INT32_MAX, INT64_MAX - base_offset)
         self._closed: bytearray | None = None
 
     # --- appending ---------------------------------------------------------------------------------------------------
@@ -269,7 +259,7 @@ def build_empty_batch(*, base_offset: int, last_offset: int, producer_id: int, p
                       is_control: bool = False, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> bytes:
     """A batch header with no records: what the log cleaner keeps when it removes every record of a batch whose
     producer state must survive (Kafka's DefaultRecordBatch.writeEmptyHeader)."""
-    if not 0 <= last_offset - base_offset <= _INT32_MAX:
+    if not 0 <= last_offset - base_offset <= INT32_MAX:
         raise ValueError(f"Empty batch offsets {base_offset}..{last_offset} are out of order or too far apart")
     if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
         raise ValueError("A magic 2 batch needs CreateTime or LogAppendTime")

@@ -25,6 +25,7 @@ import zlib
 import cramjam
 import lz4.frame
 import zstandard
+from xxhash import xxh32_intdigest
 
 from kfk.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kfk.records.record import DEFAULT_MAX_DECOMPRESSED_BYTES, MAGIC_VALUE_V0, MAGIC_VALUE_V2, CompressionType
@@ -201,55 +202,6 @@ def _zstd_decompress(data: bytes | bytearray | memoryview, max_size: int) -> byt
     return b"".join(chunks)
 
 
-# --- LZ4 frame descriptor checksum (xxHash32, seed 0) -----------------------------------------------------------
-
-_PRIME32_1 = 2654435761
-_PRIME32_2 = 2246822519
-_PRIME32_3 = 3266489917
-_PRIME32_4 = 668265263
-_PRIME32_5 = 374761393
-_MASK32 = 0xFFFFFFFF
-
-
-def _rotl32(value: int, count: int) -> int:
-    return ((value << count) | (value >> (32 - count))) & _MASK32
-
-
-def _xxhash32(data: bytes) -> int:
-    """xxHash32 with seed 0: only ever run over a frame descriptor (a few bytes), so pure Python is fine."""
-    length = len(data)
-    position = 0
-    if length >= 16:
-        v1 = (_PRIME32_1 + _PRIME32_2) & _MASK32
-        v2 = _PRIME32_2
-        v3 = 0
-        v4 = (-_PRIME32_1) & _MASK32
-        while position + 16 <= length:
-            lanes = struct.unpack_from("<4I", data, position)
-            v1 = (_rotl32((v1 + lanes[0] * _PRIME32_2) & _MASK32, 13) * _PRIME32_1) & _MASK32
-            v2 = (_rotl32((v2 + lanes[1] * _PRIME32_2) & _MASK32, 13) * _PRIME32_1) & _MASK32
-            v3 = (_rotl32((v3 + lanes[2] * _PRIME32_2) & _MASK32, 13) * _PRIME32_1) & _MASK32
-            v4 = (_rotl32((v4 + lanes[3] * _PRIME32_2) & _MASK32, 13) * _PRIME32_1) & _MASK32
-            position += 16
-        hash_value = (_rotl32(v1, 1) + _rotl32(v2, 7) + _rotl32(v3, 12) + _rotl32(v4, 18)) & _MASK32
-    else:
-        hash_value = _PRIME32_5
-    hash_value = (hash_value + length) & _MASK32
-    while position + 4 <= length:
-        (lane,) = struct.unpack_from("<I", data, position)
-        hash_value = (_rotl32((hash_value + lane * _PRIME32_3) & _MASK32, 17) * _PRIME32_4) & _MASK32
-        position += 4
-    while position < length:
-        hash_value = (_rotl32((hash_value + data[position] * _PRIME32_5) & _MASK32, 11) * _PRIME32_1) & _MASK32
-        position += 1
-    hash_value ^= hash_value >> 15
-    hash_value = (hash_value * _PRIME32_2) & _MASK32
-    hash_value ^= hash_value >> 13
-    hash_value = (hash_value * _PRIME32_3) & _MASK32
-    hash_value ^= hash_value >> 16
-    return hash_value
-
-
 def _lz4_descriptor_end(frame: bytes) -> int:
     """Offset of the HC byte: after magic, FLG, BD and the optional content size (8) and dictionary id (4)."""
     if len(frame) < 7 or frame[:4] != _LZ4_FRAME_MAGIC:
@@ -262,12 +214,14 @@ def _lz4_descriptor_end(frame: bytes) -> int:
 
 
 def _with_broken_lz4_header_checksum(frame: bytes) -> bytes:
+    """The frame with HC as magic-0 Kafka writes it. HC is the second byte of an xxHash32 (seed 0)."""
     end = _lz4_descriptor_end(frame)
-    checksum = (_xxhash32(frame[:end]) >> 8) & 0xFF  # Kafka's magic-0 bug: the frame magic is hashed too
+    checksum = (xxh32_intdigest(frame[:end]) >> 8) & 0xFF  # Kafka's magic-0 bug: the frame magic is hashed too
     return frame[:end] + bytes((checksum,)) + frame[end + 1:]
 
 
 def _with_correct_lz4_header_checksum(frame: bytes) -> bytes:
+    """The frame with HC over the descriptor alone, as the LZ4 frame format defines it."""
     end = _lz4_descriptor_end(frame)
-    checksum = (_xxhash32(frame[4:end]) >> 8) & 0xFF
+    checksum = (xxh32_intdigest(frame[4:end]) >> 8) & 0xFF
     return frame[:end] + bytes((checksum,)) + frame[end + 1:]

@@ -13,6 +13,7 @@ one batch, and each run of plain messages becomes one uncompressed batch.
 
 from __future__ import annotations
 
+from kfk.common.constants import INT32_MAX
 from kfk.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kfk.records.batch import RecordBatch, iter_batches
 from kfk.records.builder import MemoryRecordsBuilder
@@ -29,7 +30,6 @@ from kfk.records.record import (
 
 __all__ = ["down_convert", "up_convert"]
 
-_INT32_MAX = (1 << 31) - 1
 
 
 def down_convert(buffer: Buffer, to_magic: int, first_offset: int = 0) -> bytes:
@@ -83,7 +83,7 @@ def up_convert(buffer: Buffer) -> bytes:
             parts.append(_v2_batch(entry, list(entry.records()), entry.compression_type))
         else:
             if plain_run and (plain_run[0][0].timestamp_type != entry.timestamp_type
-                              or entry.offset - plain_run[0][1].offset > _INT32_MAX):
+                              or entry.offset - plain_run[0][1].offset > INT32_MAX):
                 flush_plain_run()
             plain_run.extend((entry, record) for record in entry.records())
     flush_plain_run()

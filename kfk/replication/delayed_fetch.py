@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaError
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest, LogReadResult
 from kfk.replication.partition import Partition
 from kfk.replication.purgatory import DelayedOperation
 from kfk.storage.fetch_data_info import FetchIsolation
-from kfk.storage.log_files import TopicPartition
 
 ReadFromLocalLog = Callable[[FetchParams, list[FetchPartitionRequest]], list[LogReadResult]]
 

@@ -13,10 +13,10 @@ import asyncio
 import dataclasses
 from collections.abc import Callable
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode
 from kfk.replication.partition import Partition
 from kfk.replication.purgatory import DelayedOperation
-from kfk.storage.log_files import TopicPartition
 
 
 @dataclasses.dataclass(slots=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode
 from kfk.storage.fetch_data_info import EMPTY_REGION, FetchIsolation, FileRegion
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.transaction_index import AbortedTxn
 
 #: replica_id of a consumer's fetch (a follower sends its broker id).

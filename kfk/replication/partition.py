@@ -28,6 +28,8 @@ import dataclasses
 import logging
 import uuid
 
+from kfk.common.constants import LATEST_TIMESTAMP, UNKNOWN_LEADER_EPOCH, UNKNOWN_OFFSET
+from kfk.common.structs import TopicPartition
 from kfk.errors import (
     ErrorCode,
     FencedLeaderEpochError,
@@ -40,15 +42,12 @@ from kfk.errors import (
 )
 from kfk.metadata.image import NO_LEADER, PartitionRegistration
 from kfk.storage.fetch_data_info import TimestampAndOffset
-from kfk.storage.log import LATEST_TIMESTAMP, Log
-from kfk.storage.log_files import TopicPartition
+from kfk.storage.log import Log
 from kfk.storage.log_validator import LogAppendInfo
 from kfk.storage.producer_state import AppendOrigin
 
 logger = logging.getLogger(__name__)
 
-NO_LEADER_EPOCH = -1
-UNKNOWN_OFFSET = -1
 
 #: DeleteRecords' offset meaning "up to the high watermark".
 DELETE_TO_HIGH_WATERMARK = -1
@@ -93,7 +92,7 @@ class Partition:
         self.log = log
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.leader_id = NO_LEADER
-        self.leader_epoch = NO_LEADER_EPOCH
+        self.leader_epoch = UNKNOWN_LEADER_EPOCH
         self.partition_epoch = -1
         self.assigned_replicas: tuple[int, ...] = ()
         self.in_sync_replicas: tuple[int, ...] = ()
@@ -250,7 +249,7 @@ class Partition:
 
     def check_current_leader_epoch(self, current_leader_epoch: int) -> None:
         """KIP-320: a request carrying an older epoch than ours is fenced; a newer one means our metadata lags."""
-        if current_leader_epoch == NO_LEADER_EPOCH:
+        if current_leader_epoch == UNKNOWN_LEADER_EPOCH:
             return
         if current_leader_epoch < self.leader_epoch:
             raise FencedLeaderEpochError(

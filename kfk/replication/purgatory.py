@@ -22,6 +22,8 @@ import logging
 from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
+from kfk.common.clock import Clock
+
 Key = Hashable
 
 logger = logging.getLogger(__name__)
@@ -149,7 +151,7 @@ class AsyncioExpirationTimer:
     """The purgatory's clock on the event loop: one timer handle armed for the earliest deadline of the purgatories
     it serves, re-armed after each expiry pass. Deadlines are wall-clock ms (the broker's `now_ms`)."""
 
-    def __init__(self, purgatories: list[DelayedOperationPurgatory], now_ms: Callable[[], int]) -> None:
+    def __init__(self, purgatories: list[DelayedOperationPurgatory], now_ms: Clock) -> None:
         self._purgatories = purgatories
         self._now_ms = now_ms
         self._handle: asyncio.TimerHandle | None = None

@@ -30,6 +30,8 @@ import time
 import zlib
 from collections.abc import Callable
 
+from kfk.common.clock import Clock
+from kfk.common.structs import TopicPartition
 from kfk.config import BrokerConfig
 from kfk.errors import ErrorCode, KafkaError, NetworkError
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
@@ -38,7 +40,6 @@ from kfk.records import complete_entries_length
 from kfk.replication.broker_channel import BrokerChannel
 from kfk.replication.partition import Partition
 from kfk.storage.log import Log
-from kfk.storage.log_files import TopicPartition
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class ReplicaFetcher:
     """Fetches the partitions it is given from one leader broker."""
 
     def __init__(self, node_id: int, leader_id: int, host: str, port: int, config: BrokerConfig,
-                 get_partition: Callable[[TopicPartition], Partition | None], now_ms: Callable[[], int],
+                 get_partition: Callable[[TopicPartition], Partition | None], now_ms: Clock,
                  name: str, quota: ReplicationQuota | None = None, throttle: ThrottleConfig = no_throttle) -> None:
         self.node_id = node_id
         self.quota = quota or ReplicationQuota()
@@ -348,7 +349,7 @@ class ReplicaFetcherManager:
     their leader has none left for them."""
 
     def __init__(self, node_id: int, config: BrokerConfig, get_partition: Callable[[TopicPartition], Partition | None],
-                 now_ms: Callable[[], int], throttle: ThrottleConfig = no_throttle) -> None:
+                 now_ms: Clock, throttle: ThrottleConfig = no_throttle) -> None:
         self.node_id = node_id
         self.throttle = throttle
         self.quota = ReplicationQuota()  # one follower quota for the whole broker, as in Kafka

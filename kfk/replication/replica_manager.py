@@ -40,7 +40,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import NamedTuple
 
-from kfk.config import INT64_MAX, BrokerConfig, LogConfig
+from kfk.common.clock import Clock
+from kfk.common.config_types import ConfigResourceType
+from kfk.common.constants import INT64_MAX, UNKNOWN_LEADER_EPOCH
+from kfk.common.structs import TopicPartition
+from kfk.config import BrokerConfig, LogConfig
 from kfk.errors import (
     ErrorCode,
     InconsistentTopicIdError,
@@ -53,17 +57,16 @@ from kfk.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
-from kfk.metadata.image import ConfigResourceType, MetadataImage, PartitionRegistration, TopicImage
+from kfk.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from kfk.metadata.topic_names import is_internal
 from kfk.replication.delayed_fetch import DelayedFetch
 from kfk.replication.delayed_produce import DelayedProduce, ProducePartitionResult, ProducePartitionStatus
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest, LogReadResult
-from kfk.replication.partition import NO_LEADER_EPOCH, Partition
+from kfk.replication.partition import Partition
 from kfk.replication.purgatory import AsyncioExpirationTimer, DelayedOperationPurgatory
 from kfk.replication.replica_fetcher import ReplicaFetcherManager
 from kfk.storage.fetch_data_info import TimestampAndOffset
 from kfk.storage.log import Log
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
 from kfk.storage.log_validator import RecordValidationError, append_needs_record_work
 from kfk.storage.producer_state import AppendOrigin, ProducerStateEntry
@@ -106,7 +109,7 @@ AlterPartition = Callable[[str, int, int, int, tuple[int, ...], int], Awaitable[
 
 class ReplicaManager:
     def __init__(self, node_id: int, config: BrokerConfig, log_manager: LogManager,
-                 now_ms: Callable[[], int], alter_partition: AlterPartition | None = None) -> None:
+                 now_ms: Clock, alter_partition: AlterPartition | None = None) -> None:
         self.node_id = node_id
         self.config = config
         self.log_manager = log_manager
@@ -418,7 +421,7 @@ class ReplicaManager:
         """DescribeProducers: the producers in the leader's producer state (NOT_LEADER_OR_FOLLOWER on a follower,
         UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata does not know)."""
         partition = self.get_partition_or_error(topic_partition)
-        return partition.local_log_with_epoch(NO_LEADER_EPOCH, require_leader=True).active_producers()
+        return partition.local_log_with_epoch(UNKNOWN_LEADER_EPOCH, require_leader=True).active_producers()
 
     def has_ongoing_transaction(self, topic_partition: TopicPartition, producer_id: int, producer_epoch: int) -> bool:
         """Does this broker lead the partition with the producer's transaction (at this epoch) open in it?"""

@@ -17,21 +17,21 @@ import asyncio
 import logging
 import os
 import signal
-import time
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
+from kfk.common.clock import system_time_ms
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from kfk.common.structs import TopicPartition
 from kfk.config import BrokerConfig
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.cluster_control import broker_endpoints
 from kfk.controller.producer_ids import ProducerIdManager
 from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.config import GroupCoordinatorConfig
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
-from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode, KafkaStorageError
 from kfk.metadata.cache import MetadataCache
@@ -61,7 +61,7 @@ from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
-from kfk.storage.log_files import BROKER_PID_FILE, TopicPartition
+from kfk.storage.log_files import BROKER_PID_FILE
 from kfk.storage.log_manager import LogManager
 from kfk.storage.producer_state import AppendOrigin
 
@@ -161,8 +161,8 @@ class BrokerServer:
         """The log manager's periodic work (flush, retention, checkpoints), off the event loop."""
         loop = asyncio.get_running_loop()
         while True:
-            next_due_ms = await loop.run_in_executor(None, self.log_manager.tick, now_ms())
-            await asyncio.sleep(min(max(next_due_ms - now_ms(), 10), 1000) / 1000)
+            next_due_ms = await loop.run_in_executor(None, self.log_manager.tick, system_time_ms())
+            await asyncio.sleep(min(max(next_due_ms - system_time_ms(), 10), 1000) / 1000)
 
     async def _start_metadata(self) -> None:
         """The metadata layer: the embedded backend (KRaft-style: the __cluster_metadata log in the first log dir,
@@ -176,7 +176,7 @@ class BrokerServer:
         voters = [int(voter.split("@", 1)[0]) for voter in config.controller_quorum_voters]
         self.metadata_cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
         self.metadata_backend = EmbeddedMetadataBackend(self.log_dirs[0], self.node_id, self.cluster_id, voters,
-                                                        time_ms=now_ms)
+                                                        time_ms=system_time_ms)
         self.controller = QuorumController(self.metadata_backend, config, self.node_id)
         self.metadata_backend.add_listener(self.metadata_cache)
         self.metadata_backend.add_listener(self.controller)
@@ -261,7 +261,7 @@ class BrokerServer:
         """The replica manager: it follows the metadata image (opening or creating the logs of the partitions
         assigned to this broker, as leader or follower, deleting those of deleted topics) and serves the data path
         (produce, fetch, offsets)."""
-        self.replica_manager = ReplicaManager(self.node_id, self.config, self.log_manager, now_ms,
+        self.replica_manager = ReplicaManager(self.node_id, self.config, self.log_manager, system_time_ms,
                                               getattr(self.metadata_backend, "alter_partition", None))
         self.metadata_cache.subscribe(self.replica_manager.on_metadata_update)
         await self.replica_manager.metadata_applied()  # ready means every hosted partition is being served
@@ -288,7 +288,7 @@ class BrokerServer:
             hosted = replica_manager.get_partition(TopicPartition(GROUP_METADATA_TOPIC_NAME, partition))
             return hosted.log if hosted is not None and hosted.is_leader else None
 
-        self.group_coordinator = GroupCoordinatorService(config, self.node_id, append, log_of, now_ms)
+        self.group_coordinator = GroupCoordinatorService(config, self.node_id, append, log_of, system_time_ms)
         self.metadata_cache.subscribe(self.group_coordinator.on_metadata_update)
 
     async def _stop_group_coordinator(self) -> None:
@@ -317,7 +317,7 @@ class BrokerServer:
         async def generate_producer_id() -> int:  # a controller-only node has no block (and leads no partition)
             return await self.producer_id_manager.generate_producer_id()
 
-        self.txn_marker_writer = TxnMarkerWriter(replica_manager, self.group_coordinator, now_ms,
+        self.txn_marker_writer = TxnMarkerWriter(replica_manager, self.group_coordinator, system_time_ms,
                                                  config.write_timeout_ms)
         # The remote broker may wait write_timeout_ms for its replicas: the request waits a little longer.
         self.txn_marker_channels = InterBrokerChannels(self.node_id, "txn-markers", self.metadata_cache,
@@ -325,7 +325,7 @@ class BrokerServer:
                                                        config.write_timeout_ms + MARKER_REQUEST_MARGIN_MS)
         sender = TxnMarkerSender(self.node_id, self.txn_marker_writer, self.txn_marker_channels)
         self.transaction_coordinator = TransactionCoordinatorService(
-            config, self.node_id, append, log_of, now_ms, generate_producer_id, sender.send)
+            config, self.node_id, append, log_of, system_time_ms, generate_producer_id, sender.send)
         self.metadata_cache.subscribe(self.transaction_coordinator.on_metadata_update)
         if self.config.transaction_partition_verification_enable:
             self.txn_verification_channels = InterBrokerChannels(
@@ -347,12 +347,12 @@ class BrokerServer:
             self.metadata_backend = ZooKeeperMetadataBackend(
                 self.config.zookeeper_connect, self.node_id,
                 expected_cluster_id=load_cluster_id(self.log_dirs, self.node_id), session_timeout_ms=self.config.zookeeper_session_timeout_ms,
-                connection_timeout_ms=self.config.zookeeper_connection_timeout_ms, time_ms=now_ms)
+                connection_timeout_ms=self.config.zookeeper_connection_timeout_ms, time_ms=system_time_ms)
             self.cluster_id = await self.metadata_backend.connect()
         else:
             self.cluster_id = self._cluster_id()
         self.log_manager = self._build_log_manager()
-        await loop.run_in_executor(None, self.log_manager.startup, now_ms(), self.node_id, self.cluster_id)
+        await loop.run_in_executor(None, self.log_manager.startup, system_time_ms(), self.node_id, self.cluster_id)
         self._log_manager_task = asyncio.create_task(self._run_log_manager())
         listeners = [network.Listener.parse(text) for text in self.config.listeners]
         self.socket_server = network.SocketServer(
@@ -399,10 +399,6 @@ class BrokerServer:
         await stop_requested.wait()
         log.info("shutting down")
         await self.stop()
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def run_broker(config: BrokerConfig) -> int:

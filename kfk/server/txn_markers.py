@@ -21,14 +21,14 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kfk.records.control import ControlRecordType, EndTransactionMarker, build_end_transaction_marker_batch
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.inter_broker_channels import InterBrokerChannels
-from kfk.storage.log_files import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.storage.producer_state import AppendOrigin
 
 log = logging.getLogger("kfk.server.txn_markers")

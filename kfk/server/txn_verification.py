@@ -23,7 +23,7 @@ import logging
 from collections import defaultdict
 
 from kfk.coordinator.partitioning import partition_for
-from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
+from kfk.common.internal_topics import TRANSACTION_STATE_TOPIC_NAME
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.cache import MetadataCache
@@ -31,7 +31,7 @@ from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnReques
 from kfk.records import MAGIC_VALUE_V2, entry_at
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.inter_broker_channels import InterBrokerChannels
-from kfk.storage.log_files import TopicPartition
+from kfk.common.structs import TopicPartition
 
 log = logging.getLogger("kfk.server.txn_verification")
 

@@ -17,7 +17,8 @@ import pyarrow as pa
 from kfk.client import Admin, Consumer
 from kfk.client.config import ADMIN_CONFIG_DEF, CONSUMER_CONFIG_DEF
 from kfk.client.offsets import READ_COMMITTED, READ_UNCOMMITTED
-from kfk.client.structs import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
+from kfk.common.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kfk.common.structs import TopicPartition
 from kfk.errors import (
     InvalidConfigurationError,
     KafkaTimeoutError,

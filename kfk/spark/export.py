@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.errors import InvalidConfigurationError
 from kfk.spark.catalog import open_catalog, read_range
 from kfk.spark.offsets import (

@@ -29,7 +29,8 @@ from functools import cached_property
 import pyarrow as pa
 
 from kfk.client.consumer.fetcher import CompletedFetch
-from kfk.client.structs import TopicPartition
+from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaStorageError, UnknownTopicOrPartitionError
 from kfk.records import RecordBatch
 from kfk.spark.arrow_rows import RecordBatchBuilder
@@ -40,7 +41,6 @@ from kfk.storage.file_records import FileRecords
 from kfk.storage.index import OffsetIndex
 from kfk.storage.log_files import (
     CLEAN_SHUTDOWN_FILE,
-    CLUSTER_METADATA_TOPIC_NAME,
     DELETE_DIR_SUFFIX,
     FUTURE_DIR_SUFFIX,
     LOG_START_OFFSET_CHECKPOINT_FILE,

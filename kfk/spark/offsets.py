@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, Protocol
 
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.errors import InvalidConfigurationError, KafkaError, OffsetOutOfRangeError
 from kfk.spark.options import EARLIEST, LATEST, OffsetSpec, SourceOptions, TopicSelection
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.errors import InvalidConfigurationError
 
 __all__ = [

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.errors import InvalidConfigurationError
 from kfk.spark.offsets import OffsetRange
 from kfk.storage.checkpoint import atomic_write

@@ -41,7 +41,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.spark.catalog import open_catalog, read_range
 from kfk.spark.offsets import (
     DataLossError,

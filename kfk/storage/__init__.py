@@ -12,16 +12,7 @@ from kfk.storage.fetch_data_info import (
     LogOffsetMetadata,
     TimestampAndOffset,
 )
-from kfk.storage.log import (
-    EARLIEST_LOCAL_TIMESTAMP,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIERED_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-    Log,
-    UnexpectedAppendOffsetError,
-)
-from kfk.storage.log_files import TopicPartition
+from kfk.storage.log import Log, UnexpectedAppendOffsetError
 from kfk.storage.log_manager import LogManager
 from kfk.storage.log_validator import LogAppendInfo, LogValidator
 from kfk.storage.producer_state import AppendOrigin
@@ -32,13 +23,9 @@ __all__ = [
     "AbortedTxn",
     "AppendOrigin",
     "CleanerStats",
-    "EARLIEST_LOCAL_TIMESTAMP",
-    "EARLIEST_TIMESTAMP",
     "FetchDataInfo",
     "FetchIsolation",
     "FileRegion",
-    "LATEST_TIERED_TIMESTAMP",
-    "LATEST_TIMESTAMP",
     "Log",
     "LogAppendInfo",
     "LogCleaner",
@@ -46,8 +33,6 @@ __all__ = [
     "LogValidator",
     "LogOffsetMetadata",
     "LogSegment",
-    "MAX_TIMESTAMP",
     "TimestampAndOffset",
-    "TopicPartition",
     "UnexpectedAppendOffsetError",
 ]

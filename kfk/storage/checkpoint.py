@@ -17,8 +17,8 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaStorageError
-from kfk.storage.log_files import TopicPartition
 
 T = TypeVar("T")
 

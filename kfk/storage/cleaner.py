@@ -27,6 +27,8 @@ import logging
 import os
 from collections.abc import Iterator
 
+from kfk.common.constants import INT32_MAX
+from kfk.common.structs import TopicPartition
 from kfk.records import (
     MAGIC_VALUE_V2,
     NO_TIMESTAMP,
@@ -39,6 +41,7 @@ from kfk.records import (
     build_empty_batch,
     iter_batches,
 )
+from kfk.records.control import ControlRecordType
 from kfk.storage.checkpoint import OffsetCheckpointFile, fsync_directory
 from kfk.storage.log import Log
 from kfk.storage.log_files import (
@@ -46,17 +49,14 @@ from kfk.storage.log_files import (
     CLEANER_OFFSET_CHECKPOINT_FILE,
     DELETED_FILE_SUFFIX,
     SWAP_FILE_SUFFIX,
-    TopicPartition,
 )
 from kfk.storage.log_loader import open_segment
-from kfk.records.control import ControlRecordType
 from kfk.storage.producer_state import parse_end_transaction_marker
 from kfk.storage.segment import LogSegment
 from kfk.storage.transaction_index import AbortedTxn, TransactionIndex
 
 logger = logging.getLogger(__name__)
 
-INT32_MAX = 2**31 - 1
 
 
 @dataclasses.dataclass

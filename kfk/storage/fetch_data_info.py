@@ -12,12 +12,12 @@ import enum
 import os
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from kfk.common.constants import UNKNOWN_OFFSET
 from kfk.errors import KafkaStorageError
 
 if TYPE_CHECKING:
     from kfk.storage.transaction_index import AbortedTxn
 
-UNKNOWN_OFFSET = -1
 
 
 class FetchIsolation(enum.Enum):

@@ -24,11 +24,11 @@ import os
 import struct
 from typing import NamedTuple
 
+from kfk.common.constants import INT32_MAX
 from kfk.errors import KafkaStorageError
 
 NO_TIMESTAMP = -1
 _PAGE_SIZE = mmap.PAGESIZE
-INT32_MAX = 2**31 - 1
 
 
 class CorruptIndexError(KafkaStorageError):

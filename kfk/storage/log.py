@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from kfk.common.constants import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kfk.config import LogConfig
 from kfk.errors import (
     CorruptRecordError,
@@ -46,6 +47,7 @@ from kfk.storage.fetch_data_info import (
     LogOffsetSnapshot,
     TimestampAndOffset,
 )
+from kfk.storage.file_records import Batch
 from kfk.storage.leader_epoch import LeaderEpochFileCache
 from kfk.storage.log_files import (
     DELETED_FILE_SUFFIX,
@@ -69,18 +71,10 @@ from kfk.storage.producer_state import (
     ProducerStateEntry,
     ProducerStateManager,
 )
-from kfk.storage.file_records import Batch
 from kfk.storage.segment import LogSegment
 from kfk.storage.transaction_index import AbortedTxn
 
 logger = logging.getLogger(__name__)
-
-# ListOffsets sentinel timestamps (Kafka's ListOffsetsRequest constants).
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-EARLIEST_LOCAL_TIMESTAMP = -4
-LATEST_TIERED_TIMESTAMP = -5
 
 
 #: What an append without producer ids changes in the producer state: nothing (shared, read-only).

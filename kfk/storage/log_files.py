@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import NamedTuple
+
+from kfk.common.structs import TopicPartition
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
@@ -35,20 +36,7 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 #: kfk's own: the pid of the broker serving a log dir (`kfk server stop` signals it; offline readers refuse it).
 BROKER_PID_FILE = "kfk.pid"
 
-#: The KRaft metadata log's topic (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME). Its partition folder sits in a log dir
-#: but belongs to the metadata backend, which opens it itself: the LogManager never loads it (as in Kafka), so
-#: retention, the cleaner and topic deletion never touch metadata.
-CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
-
 MAX_FILE_NAME_LENGTH = 255
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 def filename_prefix_from_offset(offset: int) -> str:

@@ -24,26 +24,25 @@ import shutil
 import threading
 import uuid
 
+from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
+from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.errors import KafkaStorageError
 from kfk.storage.checkpoint import OffsetCheckpointFile, atomic_write
+from kfk.storage.format import format_log_dirs
 from kfk.storage.log import Log, SegmentDeletionQueue
 from kfk.storage.log_files import (
     CLEAN_SHUTDOWN_FILE,
-    CLUSTER_METADATA_TOPIC_NAME,
     DELETE_DIR_SUFFIX,
     FUTURE_DIR_SUFFIX,
     LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
     REPLICATION_CHECKPOINT_FILE,
     STRAY_DIR_SUFFIX,
-    TopicPartition,
     log_delete_dir_name,
     log_dir_name,
     parse_topic_partition_name,
 )
-from kfk.storage.meta_properties import MetaProperties
-from kfk.storage.format import format_log_dirs
 from kfk.storage.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 logger = logging.getLogger(__name__)

@@ -51,7 +51,7 @@ from kfk.records.record import (
     Record,
     TimestampType,
 )
-from kfk.storage.log_files import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.storage.producer_state import AppendOrigin
 
 __all__ = ["InvalidRecordsError", "InvalidTimestampsError", "LogAppendInfo", "LogValidator", "RecordValidationError",

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
+
+import javaproperties
 
 from kfk.errors import KafkaStorageError
 from kfk.storage.checkpoint import atomic_write
@@ -23,43 +24,17 @@ from kfk.storage.log_files import META_PROPERTIES_FILE
 
 
 def read_properties(path: str) -> dict[str, str]:
-    """A Java properties file as a dict: `#`/`!` comments, `=` or `:` separators, backslash escapes of the
-    separators and of whitespace."""
-    properties: dict[str, str] = {}
-    with open(path, encoding="latin-1") as handle:
-        for raw in handle.read().splitlines():
-            line = raw.strip()
-            if not line or line[0] in "#!":
-                continue
-            key_chars: list[str] = []
-            index = 0
-            while index < len(line):
-                char = line[index]
-                if char == "\\" and index + 1 < len(line):
-                    key_chars.append(line[index + 1])
-                    index += 2
-                    continue
-                if char in "=: \t":
-                    break
-                key_chars.append(char)
-                index += 1
-            value = line[index:].lstrip(" \t")
-            if value[:1] in ("=", ":"):
-                value = value[1:].lstrip(" \t")
-            properties["".join(key_chars)] = value.replace("\\:", ":").replace("\\=", "=").replace("\\\\", "\\")
-    return properties
-
-
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("=", "\\=").replace(":", "\\:")
+    """A Java properties file as a dict (Properties.load: ISO-8859-1 with \\uXXXX escapes, comments, `=`/`:`/space
+    separators, escapes and line continuations), by the javaproperties library."""
+    with open(path, "rb") as handle:
+        return javaproperties.load(handle)
 
 
 def write_properties(path: str, properties: dict[str, str]) -> None:
-    """Write like Java's Properties.store(writer, ""): an empty comment line, a date line, sorted key=value lines;
-    atomically (tmp file, fsync, rename) as Kafka's PropertiesUtils does."""
-    date = time.strftime("%a %b %d %H:%M:%S %Z %Y", time.gmtime())
-    lines = ["#", f"#{date}"] + [f"{_escape(key)}={_escape(value)}" for key, value in sorted(properties.items())]
-    atomic_write(path, ("\n".join(lines) + "\n").encode("latin-1"))
+    """Write like Java's Properties.store(writer, ""), as Kafka writes meta.properties: an empty comment line, a date
+    line, sorted key=value lines; atomically (tmp file, fsync, rename) as Kafka's PropertiesUtils does."""
+    text = javaproperties.dumps(properties, comments="", sort_keys=True)
+    atomic_write(path, text.encode("latin-1"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import NamedTuple, Protocol
 
 from crc32c import crc32c
 
+from kfk.common.constants import INT32_MAX
 from kfk.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
@@ -46,7 +47,6 @@ logger = logging.getLogger(__name__)
 NUM_BATCHES_TO_RETAIN = 5
 PRODUCER_SNAPSHOT_VERSION = 1
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
-INT32_MAX = 2**31 - 1
 
 _SNAPSHOT_HEADER = struct.Struct(">hIi")  # version, crc, entry count
 _SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")

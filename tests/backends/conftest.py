@@ -7,22 +7,10 @@ from typing import Awaitable, Sequence, TypeVar
 
 import pytest
 
+from kfk.common.clock import ManualClock
 from kfk.protocol.message import Message
 
 T = TypeVar("T")
-
-
-class ManualClock:
-    """Time that moves only when a test says so."""
-
-    def __init__(self, now_ms: int = 1_700_000_000_000) -> None:
-        self.now = now_ms
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
 
 
 class RecordingListener:

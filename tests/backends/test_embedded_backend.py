@@ -11,12 +11,13 @@ import pytest
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
 from kfk.backends.embedded.metadata_log import KafkaMetadataLog
+from kfk.common.clock import ManualClock
 from kfk.config import LogConfig
 from kfk.errors import InvalidConfigurationError, KafkaStorageError
 from kfk.protocol.metadata_records import schema_class
 from kfk.records import ControlRecordType, LeaderChangeMessage, control_record_type, iter_batches
 from kfk.storage.log_manager import LogManager
-from tests.backends.conftest import ManualClock, RecordingListener, run
+from tests.backends.conftest import RecordingListener, run
 
 TopicRecord = schema_class("TopicRecord")
 PartitionRecord = schema_class("PartitionRecord")

@@ -12,9 +12,10 @@ import pytest
 
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.backends.zookeeper import znodes
+from kfk.common.config_types import ConfigResourceType
 from kfk.errors import InconsistentClusterIdError, InvalidUpdateVersionError, NotControllerError
 from kfk.metadata.cache import MetadataCache
-from kfk.metadata.image import ConfigResourceType, Endpoint, MetadataImage
+from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.protocol.metadata_records import schema_class
 from tests.backends.conftest import run
 

@@ -10,8 +10,9 @@ import pytest
 
 from kfk.backends.zookeeper import znodes
 from kfk.backends.zookeeper.translation import Operation, ZooKeeperSnapshot, operations_for, records_for
+from kfk.common.config_types import ConfigResourceType
 from kfk.errors import CorruptRecordError
-from kfk.metadata.image import ConfigResourceType, Endpoint, MetadataImage
+from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.protocol.metadata_records import schema_class
 
 TopicRecord = schema_class("TopicRecord")

@@ -10,7 +10,7 @@ import pytest
 from kfk.client.cluster import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata, ZERO_TOPIC_ID
 from kfk.client.network_client import monotonic_ms
 from kfk.client.producer.accumulator import RecordAccumulator
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaTimeoutError, RecordTooLargeError
 from kfk.records import CompressionType, RecordBatch
 

@@ -20,7 +20,7 @@ from kfk.client import (
     Producer,
     TopicPartition,
 )
-from kfk.client.structs import ConfigSource
+from kfk.common.config_types import ConfigSource
 from kfk.errors import (
     ElectionNotNeededError,
     InvalidConfigurationError,

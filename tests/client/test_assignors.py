@@ -25,7 +25,7 @@ from kfk.client.consumer.assignors import (
     encode_subscription,
 )
 from kfk.client.consumer.assignors.sticky import decode_sticky_user_data, encode_sticky_user_data, sticky_assign
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 
 TOPICS = ["a", "b", "c", "d"]
 

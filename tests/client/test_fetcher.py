@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kfk.client.consumer.fetcher import CompletedFetch
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.errors import CorruptRecordError
 from kfk.records import (
     CompressionType,

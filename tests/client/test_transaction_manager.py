@@ -20,7 +20,8 @@ from kfk.client.producer.transaction_manager import (
     TransactionState,
     TxnRequest,
 )
-from kfk.client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kfk.client.structs import ConsumerGroupMetadata
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import (
     ErrorCode,
     InvalidTxnStateError,

@@ -10,12 +10,12 @@ from typing import Awaitable, TypeVar
 import pytest
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
+from kfk.common.clock import ManualClock
 from kfk.config import BrokerConfig
 from kfk.controller.quorum_controller import QuorumController
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from tests.backends.conftest import ManualClock
 
 T = TypeVar("T")
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from kfk.common.config_types import ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
 from kfk.config import BROKER_CONFIG_DEF, LOG_CONFIG_DEF, BrokerConfig
 from kfk.controller.config_control import OpType
-from kfk.controller.config_describer import (
-    ConfigSource,
-    ConfigSynonym,
-    WireConfigType,
-    describe_broker_configs,
-    describe_resource,
-    describe_topic_configs,
-)
+from kfk.controller.config_describer import describe_broker_configs, describe_resource, describe_topic_configs
 from kfk.errors import ErrorCode, InvalidRequestError, InvalidTopicError, UnknownTopicOrPartitionError
-from kfk.metadata.image import ConfigResourceType
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest
 from kfk.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from tests.controller.conftest import topic
@@ -155,7 +148,7 @@ def test_a_default_an_override_and_a_broker_derived_topic_config() -> None:
     entries = {e.name: e for e in describe_topic_configs(config, {"cleanup.policy": "compact"})}
 
     default = entries["max.message.bytes"]
-    assert (default.value, default.source, default.is_sensitive, default.read_only) == (
+    assert (default.value, default.source, default.is_sensitive, default.is_read_only) == (
         "1048588", ConfigSource.DEFAULT_CONFIG, False, False)
     assert default.synonyms == (ConfigSynonym("message.max.bytes", "1048588", ConfigSource.DEFAULT_CONFIG),)
     assert default.config_type == WireConfigType.INT
@@ -194,7 +187,7 @@ def test_every_broker_config_is_described_read_only() -> None:
     config = broker_config(num_partitions="4")
     entries = {e.name: e for e in describe_broker_configs(config)}
     assert set(entries) == {name for name, key in BROKER_CONFIG_DEF.keys.items() if not key.internal}
-    assert all(e.read_only and not e.is_sensitive for e in entries.values())
+    assert all(e.is_read_only and not e.is_sensitive for e in entries.values())
     assert (entries["num.partitions"].value, entries["num.partitions"].source) == (
         "4", ConfigSource.STATIC_BROKER_CONFIG)
     assert entries["num.partitions"].synonyms == (

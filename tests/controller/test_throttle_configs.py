@@ -3,9 +3,9 @@ the cluster default, values bytes/s >= 0), and the follower's quota that enforce
 
 from __future__ import annotations
 
+from kfk.common.config_types import ConfigResourceType
 from kfk.controller.config_control import OpType
 from kfk.errors import ErrorCode
-from kfk.metadata.image import ConfigResourceType
 from kfk.replication.replica_fetcher import ReplicationQuota
 from tests.controller.test_configs import incremental
 

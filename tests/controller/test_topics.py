@@ -7,9 +7,8 @@ import uuid
 
 import pytest
 
-from kfk.controller.config_describer import ConfigSource
+from kfk.common.config_types import ConfigResourceType, ConfigSource
 from kfk.errors import ErrorCode
-from kfk.metadata.image import ConfigResourceType
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
 from kfk.protocol.messages.delete_topics import DeleteTopicsRequest

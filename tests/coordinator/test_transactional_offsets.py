@@ -19,10 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME
+from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.group_coordinator import OffsetCommitPartition
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.service import GroupCoordinatorService, replay_entry
 from kfk.coordinator.runtime import batches_for, read_chunk
 from kfk.errors import ErrorCode, KafkaError
@@ -38,7 +39,6 @@ from kfk.records import (
 from kfk.replication.partition import Partition
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.producer_state import AppendOrigin
 from tests.coordinator.harness import Answers, Harness
 from tests.coordinator.test_classic_group_protocol import group_of, stable_group

@@ -36,6 +36,7 @@ TRANSACTIONAL_ID_NOT_FOUND = 105
 PRODUCER_FENCED = 90
 TRANSACTION_COORDINATOR_FENCED = 52
 TRANSACTION_ABORTABLE = 120
+OPERATION_NOT_ATTEMPTED = 55
 TRANSACTION_KEY_TYPE = 1
 
 
@@ -245,4 +246,21 @@ def test_verification_can_be_turned_off(kfk_broker_factory) -> None:
     assert transactional_produce(sock, "unverified-producer", producer_id, epoch, 0, partition=1) == NONE
     (entry,) = [p for p in describe_producers(sock, 1) if p.producer_id == producer_id]
     assert entry.current_txn_start_offset >= 0
+    sock.close()
+
+
+def test_add_partitions_with_an_unknown_topic_attempts_nothing(bootstrap: str) -> None:
+    sock = connect(bootstrap)
+    producer_id, epoch = init_transactional_producer(sock, "unknown-topic-producer")
+    response = request(sock, AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="unknown-topic-producer", v3_and_below_producer_id=producer_id,
+        v3_and_below_producer_epoch=epoch, v3_and_below_topics=[
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="wire-txn", partitions=[0]),
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="no-such-topic", partitions=[0])]), 3)
+    errors = {(t.name, p.partition_index): p.partition_error_code for t in response.results_by_topic_v3_and_below
+              for p in t.results_by_partition}
+    assert errors == {("wire-txn", 0): OPERATION_NOT_ATTEMPTED, ("no-such-topic", 0): UNKNOWN_TOPIC_OR_PARTITION}
+    # Nothing was added: the id's transaction is not open.
+    described = request(sock, DescribeTransactionsRequest(transactional_ids=["unknown-topic-producer"]), 0)
+    assert described.transaction_states[0].transaction_state == "Empty"
     sock.close()

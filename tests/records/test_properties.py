@@ -15,8 +15,8 @@ from kfk.records import (
     iter_batches,
     up_convert,
 )
+from kfk.records._varint import encode_varlong, read_varint, read_varlong
 from kfk.storage.log_validator import LogValidator
-from kfk.records._varint import encode_varint, read_varint, read_varlong
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -35,7 +35,7 @@ offset_gaps = st.lists(st.integers(min_value=1, max_value=1_000), min_size=20, m
 @SETTINGS
 @given(st.integers(min_value=-(2**63), max_value=2**63 - 1))
 def test_varlong_round_trip(value: int) -> None:
-    encoded = encode_varint(value)
+    encoded = encode_varlong(value)
     assert read_varlong(encoded, 0) == (value, len(encoded))
     if -(2**31) <= value < 2**31:
         assert read_varint(encoded, 0) == (value, len(encoded))

@@ -9,28 +9,17 @@ from collections.abc import Sequence
 
 import pytest
 
+from kfk.common.clock import ManualClock
+from kfk.common.config_types import ConfigResourceType
 from kfk.config import BrokerConfig
 from kfk.metadata.cache import MetadataCache
-from kfk.metadata.image import ConfigResourceType, MetadataImage
+from kfk.metadata.image import MetadataImage
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.storage.log_manager import LogManager
 
 NODE_ID = 1
-
-
-class ManualClock:
-    """Time that moves only when a test says so."""
-
-    def __init__(self, now_ms: int = 1_700_000_000_000) -> None:
-        self.now = now_ms
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
 
 
 def topic_records(name: str, partitions: int = 1, *, topic_id: uuid.UUID | None = None,

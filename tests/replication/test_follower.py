@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
+from kfk.common.structs import TopicPartition
 from kfk.config import BrokerConfig
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
 from kfk.replication.replica_fetcher import PartitionFetchState, ReplicaFetcher
-from kfk.storage.log_files import TopicPartition
 from tests.replication.test_partition import LAG_MS, append, clock, make_partition  # noqa: F401 - fixture
 from tests.storage.conftest import make_batch
 

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode
 from kfk.protocol.headers import RequestHeader, decode_request_header, decode_response, encode_request
 from kfk.protocol.messages import ApiKey, request_class
@@ -27,7 +28,6 @@ from kfk.server.handlers.list_offsets import ListOffsetsHandler
 from kfk.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from kfk.server.handlers.produce import ProduceHandler
 from kfk.storage.fetch_data_info import FileRegion
-from kfk.storage.log_files import TopicPartition
 from tests.protocol.golden import frame, request_entries
 from tests.replication.conftest import Broker, topic_records
 from tests.storage.conftest import make_batch

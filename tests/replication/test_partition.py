@@ -7,6 +7,8 @@ import uuid
 
 import pytest
 
+from kfk.common.clock import ManualClock
+from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.errors import (
     ErrorCode,
@@ -18,8 +20,6 @@ from kfk.errors import (
 from kfk.metadata.image import PartitionRegistration
 from kfk.replication.partition import Partition
 from kfk.storage.log import Log
-from kfk.storage.log_files import TopicPartition
-from tests.replication.conftest import ManualClock
 from tests.storage.conftest import make_batch
 
 LAG_MS = 10_000

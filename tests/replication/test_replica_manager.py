@@ -10,12 +10,12 @@ import uuid
 
 import pytest
 
+from kfk.common.structs import TopicPartition
+from kfk.config import LogConfig
 from kfk.errors import ErrorCode, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from kfk.records import CompressionType, MemoryRecordsBuilder, TimestampType, iter_batches
 from kfk.records.legacy import LegacyRecordsBuilder
-from kfk.config import LogConfig
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.partition_metadata import PartitionMetadataFile
 from kfk.storage.log_validator import append_needs_record_work
 from kfk.storage.producer_state import AppendOrigin

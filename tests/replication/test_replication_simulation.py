@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import tempfile
 import uuid
-from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kfk.common.clock import ManualClock
+from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.controller import partition_change
 from kfk.errors import ErrorCode, KafkaError
@@ -24,8 +25,6 @@ from kfk.replication.partition import Partition
 from kfk.replication.replica_fetcher import truncation_offset
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
-from kfk.storage.log_files import TopicPartition
-from tests.replication.conftest import ManualClock
 from tests.storage.conftest import make_batch
 
 LAG_MS = 2000

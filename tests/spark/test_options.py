@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.errors import InvalidConfigurationError
 from kfk.spark.offsets import OffsetRange, rate_limit, split_ranges
 from kfk.spark.options import EARLIEST, LATEST, SourceOptions

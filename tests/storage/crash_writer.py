@@ -11,9 +11,9 @@ import random
 import sys
 import time
 
+from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.records import MemoryRecordsBuilder
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
 
 TOPIC_PARTITION = TopicPartition("crash", 0)

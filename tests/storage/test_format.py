@@ -10,10 +10,10 @@ import struct
 
 from crc32c import crc32c
 
+from kfk.common.structs import TopicPartition
 from kfk.records import CompressionType, LegacyRecordsBuilder, TimestampType, iter_batches
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
 from kfk.storage.producer_state import AppendOrigin
 

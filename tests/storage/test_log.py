@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from kfk.common.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kfk.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
@@ -16,7 +17,7 @@ from kfk.errors import (
 )
 from kfk.records import iter_batches
 from kfk.storage.fetch_data_info import FetchIsolation
-from kfk.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log, UnexpectedAppendOffsetError
+from kfk.storage.log import Log, UnexpectedAppendOffsetError
 from kfk.storage.producer_state import AppendOrigin
 
 from .conftest import make_batch, make_marker, read_all, small_config

@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from kfk.config import INT64_MAX, LOG_CONFIG_DEF, LogConfig
+from kfk.common.constants import INT64_MAX
+from kfk.config import LOG_CONFIG_DEF, LogConfig
 from kfk.errors import InvalidConfigurationError
 
 

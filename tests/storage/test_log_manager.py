@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
+from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.errors import KafkaStorageError
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.log_manager import LogManager
 
 from .conftest import make_batch, small_config

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from typing import Callable, Sequence
+from typing import Sequence
 
 from kfk.backends.embedded.metadata_log import KafkaMetadataLog
-from kfk.backends.embedded.quorum_state import NO_NODE, ElectionState, FileQuorumStateStore
+from kfk.backends.embedded.quorum_state import ElectionState, FileQuorumStateStore
+from kfk.common.clock import Clock, system_time_ms
+from kfk.common.constants import NO_NODE
 from kfk.controller.backend import MetadataListener
 from kfk.errors import InvalidConfigurationError, KafkaStorageError, NotControllerError
 from kfk.protocol.message import Message
@@ -33,13 +34,9 @@ from kfk.records import LeaderChangeMessage, Voter
 log = logging.getLogger("kfk.backends.embedded")
 
 
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class EmbeddedMetadataBackend:
     def __init__(self, log_dir: str, node_id: int, cluster_id: str, voters: Sequence[int] = (), *,
-                 time_ms: Callable[[], int] = _wall_clock_ms) -> None:
+                 time_ms: Clock = system_time_ms) -> None:
         voters = tuple(sorted(set(voters))) or (node_id,)
         if len(voters) > 1:
             raise InvalidConfigurationError(

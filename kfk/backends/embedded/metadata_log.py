@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from kfk.backends.embedded.record_serde import deserialize_record, serialize_record
+from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
+from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.errors import CorruptRecordError
 from kfk.protocol.message import Message
@@ -31,7 +33,7 @@ from kfk.records import (
 )
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
-from kfk.storage.log_files import CLUSTER_METADATA_TOPIC_NAME, TopicPartition, log_dir_name
+from kfk.storage.log_files import log_dir_name
 from kfk.storage.producer_state import AppendOrigin
 
 METADATA_TOPIC_PARTITION = TopicPartition(CLUSTER_METADATA_TOPIC_NAME, 0)

@@ -19,11 +19,11 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from kfk.common.constants import NO_NODE
 from kfk.errors import KafkaStorageError
 from kfk.storage.checkpoint import atomic_write
 
 QUORUM_STATE_FILE = "quorum-state"
-NO_NODE = -1
 DATA_VERSION = 0
 
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from typing import Callable, Iterable, Sequence
 
 from kazoo.client import KazooClient, KazooState
@@ -56,6 +55,7 @@ from kfk.backends.zookeeper.registration import create_registration
 from kfk.backends.zookeeper.session import close_session, expire_session, open_session, split_chroot
 from kfk.backends.zookeeper.translation import Operation, ZooKeeperSnapshot, operations_for, records_for
 from kfk.backends.zookeeper.writes import commit
+from kfk.common.clock import Clock, system_time_ms
 from kfk.controller.backend import MetadataListener
 from kfk.controller.producer_ids import ProducerIdsBlock
 from kfk.errors import NotControllerError
@@ -67,14 +67,12 @@ log = logging.getLogger("kfk.backends.zookeeper")
 __all__ = ["ZooKeeperMetadataBackend", "AdminRequestHandler"]
 
 
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class ZooKeeperMetadataBackend:
     def __init__(self, connect: str, node_id: int, cluster_id: str | None = None, *,
                  expected_cluster_id: str | None = None, session_timeout_ms: int = 18_000,
-                 connection_timeout_ms: int | None = None, time_ms: Callable[[], int] = _wall_clock_ms) -> None:
+                 connection_timeout_ms: int | None = None, time_ms: Clock = system_time_ms) -> None:
         """`cluster_id`: the id of this cluster (a new ZooKeeper store is created with it; one with another id
         is refused). `expected_cluster_id`: the id of a broker's log dirs, which must be ZooKeeper's; a new store
         gets a new random id then, as Kafka does, so log dirs of another cluster are refused, not adopted."""

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from kfk.backends.zookeeper import znodes
-from kfk.metadata.image import BrokerRegistration, ConfigResourceType, MetadataImage, PartitionRegistration
+from kfk.common.config_types import ConfigResourceType
+from kfk.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
 

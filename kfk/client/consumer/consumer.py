@@ -30,15 +30,9 @@ from kfk.client.event_loop import ClientLoop
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
 from kfk.client.offsets import READ_COMMITTED, READ_UNCOMMITTED, list_offsets
 from kfk.client.response_errors import response_error
-from kfk.client.structs import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    ConsumerGroupMetadata,
-    ConsumerRecord,
-    OffsetAndMetadata,
-    OffsetAndTimestamp,
-    TopicPartition,
-)
+from kfk.client.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndTimestamp
+from kfk.common.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import (
     ErrorCode,
     InvalidConfigurationError,

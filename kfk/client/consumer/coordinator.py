@@ -49,7 +49,8 @@ from kfk.client.event_loop import ClientLoop
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
 from kfk.client.offsets import commit_offsets, fetch_committed, find_coordinator
 from kfk.client.response_errors import response_error
-from kfk.client.structs import NO_NODE, OffsetAndMetadata, TopicPartition
+from kfk.common.constants import NO_NODE
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import (
     ErrorCode,
     KafkaError,

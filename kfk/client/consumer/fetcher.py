@@ -33,7 +33,9 @@ from kfk.client.consumer.subscription_state import OffsetResetStrategy, Subscrip
 from kfk.client.network_client import NetworkClient, monotonic_ms
 from kfk.client.offsets import READ_COMMITTED
 from kfk.client.response_errors import response_error
-from kfk.client.structs import NO_NODE, ConsumerRecord, TopicPartition
+from kfk.client.structs import ConsumerRecord
+from kfk.common.constants import NO_NODE
+from kfk.common.structs import TopicPartition
 from kfk.errors import (
     CorruptRecordError,
     ErrorCode,

@@ -17,7 +17,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kfk.client.structs import UNKNOWN_LEADER_EPOCH, OffsetAndMetadata, TopicPartition
+from kfk.common.constants import UNKNOWN_LEADER_EPOCH
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = ["SubscriptionState", "OffsetResetStrategy", "SubscriptionType", "TopicPartitionState"]
 

@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from kfk.client.cluster import ClusterMetadata
 from kfk.client.network_client import monotonic_ms
 from kfk.client.producer.future import Callback, FutureRecordMetadata, ProduceRequestResult
-from kfk.client.structs import NO_NODE, TopicPartition
+from kfk.common.constants import NO_NODE
+from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaTimeoutError, RecordTooLargeError
 from kfk.records import RECORD_BATCH_OVERHEAD, CompressionType, MemoryRecordsBuilder
 from kfk.records.builder import record_size

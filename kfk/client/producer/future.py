@@ -16,7 +16,8 @@ import logging
 import threading
 from typing import Callable
 
-from kfk.client.structs import RecordMetadata, TopicPartition
+from kfk.client.structs import RecordMetadata
+from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaTimeoutError
 from kfk.records import NO_TIMESTAMP
 

@@ -44,8 +44,10 @@ from kfk.client.producer.accumulator import RECORD_FRAMING_BOUND, RecordAccumula
 from kfk.client.producer.future import Callback, FutureRecordMetadata
 from kfk.client.producer.partitioner import BuiltInPartitioner, partition_for_key
 from kfk.client.producer.sender import Sender
-from kfk.client.producer.transaction_manager import TransactionManager, TransactionalRequestResult
-from kfk.client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kfk.client.producer.transaction_manager import TransactionalRequestResult, TransactionManager
+from kfk.client.structs import ConsumerGroupMetadata
+from kfk.common.clock import system_time_ms
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import (
     ErrorCode,
     InvalidConfigurationError,
@@ -173,7 +175,7 @@ class Producer:
         value_bytes = self._value_serializer(value)
         record_headers = _headers(headers) if headers else _NO_HEADERS
         if timestamp_ms is None:
-            timestamp_ms = time.time_ns() // 1_000_000
+            timestamp_ms = system_time_ms()
         # A cheap upper bound first; the exact size only for records near max.request.size.
         size = (RECORD_BATCH_OVERHEAD + RECORD_FRAMING_BOUND + (len(key_bytes) if key_bytes is not None else 0)
                 + (len(value_bytes) if value_bytes is not None else 0))

@@ -30,6 +30,7 @@ import logging
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
 from kfk.client.producer.accumulator import ProducerBatch, RecordAccumulator
 from kfk.client.offsets import find_coordinator
+from kfk.common.constants import INT32_MAX
 from kfk.client.producer.transaction_manager import (
     TRANSACTION_VERSION_FEATURE,
     TransactionAbortedError,
@@ -56,7 +57,6 @@ __all__ = ["Sender"]
 
 log = logging.getLogger("kfk.client.producer")
 
-INT32_MAX = 2**31 - 1
 _MAX_IDLE_WAIT_MS = 1000  # wake at least this often to expire batches and refresh old metadata
 _METADATA_ERRORS = frozenset({
     ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE,

@@ -48,7 +48,8 @@ from collections.abc import Callable, Iterable, Mapping
 from kfk.client.network_client import monotonic_ms
 from kfk.client.offsets import COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION
 from kfk.client.response_errors import response_error
-from kfk.client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kfk.client.structs import ConsumerGroupMetadata
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import (
     ErrorCode,
     GroupAuthorizationError,

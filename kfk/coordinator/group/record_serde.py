@@ -19,15 +19,13 @@ from __future__ import annotations
 import dataclasses
 import struct
 
-from kfk.coordinator.partitioning import partition_for  # noqa: F401 - FindCoordinator still imports it from here
+from kfk.common.constants import UNKNOWN_LEADER_EPOCH
 from kfk.errors import CorruptRecordError, KafkaError
 from kfk.protocol.group_records.group_metadata_key import GroupMetadataKey
 from kfk.protocol.group_records.group_metadata_value import GroupMetadataValue
 from kfk.protocol.group_records.offset_commit_key import OffsetCommitKey
 from kfk.protocol.group_records.offset_commit_value import OffsetCommitValue
 from kfk.protocol.message import Buffer
-
-GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 
 #: Key record types (the int16 prefix of a key).
 OFFSET_COMMIT_KEY_TYPE = 1
@@ -39,8 +37,7 @@ OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_METADATA_VALUE_VERSION = 3
 
-#: OffsetCommitValue.leader_epoch / expire_timestamp when absent.
-NO_LEADER_EPOCH = -1
+#: OffsetCommitValue.expire_timestamp when absent (an absent leader_epoch is UNKNOWN_LEADER_EPOCH).
 NO_EXPIRE_TIMESTAMP = -1
 
 _INT16 = struct.Struct(">h")
@@ -52,7 +49,7 @@ class OffsetAndMetadata:
     for its own retention (OffsetCommit v2-v4)."""
 
     committed_offset: int
-    leader_epoch: int = NO_LEADER_EPOCH
+    leader_epoch: int = UNKNOWN_LEADER_EPOCH
     metadata: str = ""
     commit_timestamp_ms: int = 0
     expire_timestamp_ms: int = NO_EXPIRE_TIMESTAMP
@@ -70,7 +67,7 @@ def offset_commit_value(offset: OffsetAndMetadata) -> bytes:
         version = OFFSET_COMMIT_VALUE_VERSION
     value = OffsetCommitValue(
         offset=offset.committed_offset,
-        leader_epoch=offset.leader_epoch if version >= 3 else NO_LEADER_EPOCH,
+        leader_epoch=offset.leader_epoch if version >= 3 else UNKNOWN_LEADER_EPOCH,
         metadata=offset.metadata,
         commit_timestamp=offset.commit_timestamp_ms,
         expire_timestamp=offset.expire_timestamp_ms if version == 1 else NO_EXPIRE_TIMESTAMP,

@@ -22,13 +22,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kfk.common.clock import Clock
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.group_coordinator import (
     FetchedOffset,
     GroupCoordinator,
     OffsetCommitPartition,
 )
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.runtime import (
     AppendFunction,
     CoordinatorWriter,
@@ -53,7 +54,7 @@ log = logging.getLogger("kfk.coordinator.group")
 
 class GroupCoordinatorService:
     def __init__(self, config: GroupCoordinatorConfig, node_id: int, append: AppendFunction, log_of: LogLookup,
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Clock) -> None:
         self.config = config
         self.node_id = node_id
         self.coordinator = GroupCoordinator(config)

@@ -28,7 +28,8 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME
+from kfk.common.structs import TopicPartition
 from kfk.coordinator.partitioning import partition_for
 from kfk.coordinator.timer import CoordinatorTimer
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
@@ -56,7 +57,6 @@ from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsResponse
 from kfk.protocol.messages.list_transactions import ListTransactionsResponse
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersResponse
-from kfk.storage.log_files import TopicPartition
 
 log = logging.getLogger("kfk.coordinator.transaction")
 

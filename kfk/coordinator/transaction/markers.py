@@ -22,13 +22,13 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable
 
+from kfk.common.structs import TopicPartition
 from kfk.coordinator.timer import CoordinatorTimer
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from kfk.storage.log_files import TopicPartition
 
 log = logging.getLogger("kfk.coordinator.transaction")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from kfk.storage.log_files import TopicPartition
+from kfk.common.structs import TopicPartition
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

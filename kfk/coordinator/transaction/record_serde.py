@@ -17,14 +17,12 @@ import dataclasses
 import struct
 from collections import defaultdict
 
+from kfk.common.structs import TopicPartition
 from kfk.coordinator.transaction.metadata import TransactionState, TxnTransitMetadata
 from kfk.errors import CorruptRecordError, KafkaError
 from kfk.protocol.message import Buffer
 from kfk.protocol.transaction_records.transaction_log_key import TransactionLogKey
 from kfk.protocol.transaction_records.transaction_log_value import TransactionLogValue
-from kfk.storage.log_files import TopicPartition
-
-TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
 
 #: The key's record type (Kafka's CoordinatorRecordType.TRANSACTION_LOG), also the key schema's version.
 TRANSACTION_LOG_KEY_TYPE = 0

@@ -22,6 +22,8 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from kfk.common.internal_topics import TRANSACTION_STATE_TOPIC_NAME
+from kfk.common.structs import TopicPartition
 from kfk.coordinator.runtime import (
     AppendFunction,
     CoordinatorWriter,
@@ -38,7 +40,6 @@ from kfk.coordinator.transaction.coordinator import (
     TransactionCoordinator,
 )
 from kfk.coordinator.transaction.markers import NO_LEADER, MarkerRequest
-from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
 from kfk.errors import CoordinatorNotAvailableError, ErrorCode, KafkaError
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsResponse
@@ -47,7 +48,6 @@ from kfk.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from kfk.storage.log_files import TopicPartition
 
 log = logging.getLogger("kfk.coordinator.transaction")
 

@@ -19,6 +19,7 @@ import enum
 import logging
 from collections.abc import Iterator
 
+from kfk.common.internal_topics import TRANSACTION_STATE_TOPIC_NAME
 from kfk.coordinator.append_errors import append_error_to_response_error
 from kfk.coordinator.partitioning import partition_for
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
@@ -28,7 +29,6 @@ from kfk.coordinator.transaction.metadata import (
     TxnTransitMetadata,
 )
 from kfk.coordinator.transaction.record_serde import (
-    TRANSACTION_STATE_TOPIC_NAME,
     deserialize_record,
     transaction_log_key,
     transaction_log_value,

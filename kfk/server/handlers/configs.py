@@ -11,8 +11,9 @@ the flexible versions.
 
 from __future__ import annotations
 
+from kfk.common.config_types import ConfigEntry, ConfigSource
 from kfk.config import BrokerConfig
-from kfk.controller.config_describer import ConfigEntry, ConfigSource, describe_resource
+from kfk.controller.config_describer import describe_resource
 from kfk.controller.quorum_controller import QuorumController
 from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.cache import MetadataCache
@@ -34,7 +35,7 @@ def _entry(entry: ConfigEntry, version: int, include_synonyms: bool, include_doc
     return Entry(
         name=entry.name,
         value=entry.value,
-        read_only=entry.read_only,
+        read_only=entry.is_read_only,
         is_default=version == 0 and entry.source == ConfigSource.DEFAULT_CONFIG,
         config_source=entry.source,
         is_sensitive=entry.is_sensitive,

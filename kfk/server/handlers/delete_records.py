@@ -9,12 +9,12 @@ throttling semantics, v2 is flexible.
 
 from __future__ import annotations
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.storage.log_files import TopicPartition
 
 DeleteRecordsTopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
 DeleteRecordsPartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult

@@ -8,12 +8,12 @@ usable bytes.
 
 from __future__ import annotations
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.storage.log_files import TopicPartition
 
 DescribeLogDirsResult = DescribeLogDirsResponse.DescribeLogDirsResult
 DescribeLogDirsTopic = DescribeLogDirsResponse.DescribeLogDirsTopic

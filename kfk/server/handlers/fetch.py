@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
@@ -26,7 +27,6 @@ from kfk.records import complete_entries_length, down_convert
 from kfk.replication.fetch_params import READ_COMMITTED, FetchParams, FetchPartitionRequest, LogReadResult
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.storage.log_files import TopicPartition
 
 #: Fetch sessions (KIP-227): epoch -1 ends/avoids a session, 0 asks for a new one; anything else is incremental.
 FINAL_EPOCH = -1

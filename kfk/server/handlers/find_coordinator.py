@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfk.controller.quorum_controller import QuorumController
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME
-from kfk.coordinator.partitioning import partition_for
 from kfk.coordinator.group.service import GroupCoordinatorService
-from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
+from kfk.coordinator.partitioning import partition_for
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ERROR_INFO, ErrorCode
 from kfk.metadata.cache import MetadataCache

@@ -13,12 +13,12 @@ request gets INVALID_REQUEST, as in Kafka.
 
 from __future__ import annotations
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.storage.log_files import TopicPartition
 
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2

@@ -18,12 +18,13 @@ from __future__ import annotations
 import uuid
 from enum import IntEnum
 
+from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.quorum_controller import QuorumController
 from kfk.errors import ErrorCode
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage, TopicImage
-from kfk.metadata.topic_names import CLUSTER_METADATA_TOPIC_NAME, is_internal, is_valid_topic_name
+from kfk.metadata.topic_names import is_internal, is_valid_topic_name
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from kfk.server.dispatch import Dispatcher, RequestContext

@@ -10,12 +10,12 @@ truncation after a leader change. v1 adds leader_epoch to the answer, v2 current
 
 from __future__ import annotations
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.storage.log_files import TopicPartition
 
 DEBUGGING_REPLICA_ID = -2
 

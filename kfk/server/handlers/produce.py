@@ -18,6 +18,7 @@ the producer notices and refreshes its metadata.
 
 from __future__ import annotations
 
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
@@ -26,7 +27,6 @@ from kfk.replication.delayed_produce import ProducePartitionResult
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
 from kfk.server.txn_verification import TxnPartitionVerifier
-from kfk.storage.log_files import TopicPartition
 
 TopicProduceResponse = ProduceResponse.TopicProduceResponse
 PartitionProduceResponse = ProduceResponse.PartitionProduceResponse

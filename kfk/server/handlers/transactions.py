@@ -1,8 +1,8 @@
 """The transaction APIs: what producers ask the transaction coordinator, what it asks partition leaders, and the
 admin views of transactions and producers.
 
-- AddPartitionsToTxn (24), v0-v5: v0-v3 come from clients, one transaction, an error per partition (when one fails
-  the others are OPERATION_NOT_ATTEMPTED); v2 adds PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before); v3 flexible;
+- AddPartitionsToTxn (24), v0-v5: v0-v3 come from clients, one transaction, an error per partition (partitions
+  the metadata does not know are UNKNOWN_TOPIC_OR_PARTITION and the others then OPERATION_NOT_ATTEMPTED); v2 adds PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before); v3 flexible;
   v4 comes from partition leaders and batches transactions, each either added or, with verify_only, only checked
   (KIP-890: is the producer's transaction open with the partition in it?); v5 adds TRANSACTION_ABORTABLE
   (INVALID_TXN_STATE before).
@@ -38,7 +38,7 @@ from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, Writ
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.server.txn_markers import TxnMarkerWriter
-from kfk.storage.log_files import TopicPartition
+from kfk.common.structs import TopicPartition
 
 #: The first versions that know PRODUCER_FENCED, per API (older ones get INVALID_PRODUCER_EPOCH).
 FIRST_PRODUCER_FENCED_VERSION = {ApiKey.ADD_PARTITIONS_TO_TXN: 2, ApiKey.ADD_OFFSETS_TO_TXN: 2, ApiKey.END_TXN: 2,
@@ -102,16 +102,20 @@ class TransactionsHandler:
         version = context.api_version
         if version < FIRST_BROKER_ADD_PARTITIONS_VERSION:
             partitions = _topic_partitions(request.v3_and_below_topics)
-            error = await self.transaction_coordinator.add_partitions(
-                request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-                request.v3_and_below_producer_epoch, partitions, CLIENT_TRANSACTION_VERSION)
-            error = error_for_version(ApiKey.ADD_PARTITIONS_TO_TXN, version, error)
-            return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(
-                dict.fromkeys(partitions, error)))
+            errors = self._unknown_partitions(partitions)
+            if errors is None:
+                error = await self.transaction_coordinator.add_partitions(
+                    request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                    request.v3_and_below_producer_epoch, partitions, CLIENT_TRANSACTION_VERSION)
+                errors = dict.fromkeys(partitions, error_for_version(ApiKey.ADD_PARTITIONS_TO_TXN, version, error))
+            return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(errors))
         results = []
         for transaction in request.transactions:
             partitions = _topic_partitions(transaction.topics)
-            if transaction.verify_only:
+            unknown = self._unknown_partitions(partitions)
+            if unknown is not None:
+                errors = unknown
+            elif transaction.verify_only:
                 errors = self.transaction_coordinator.verify_partitions(
                     transaction.transactional_id, transaction.producer_id, transaction.producer_epoch, partitions)
             else:
@@ -125,6 +129,16 @@ class TransactionsHandler:
             results.append(AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
                 transactional_id=transaction.transactional_id, topic_results=_topic_results(errors)))
         return AddPartitionsToTxnResponse(error_code=ErrorCode.NONE, results_by_transaction=results)
+
+    def _unknown_partitions(self, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode] | None:
+        """None when the metadata knows every partition; otherwise UNKNOWN_TOPIC_OR_PARTITION for the unknown ones
+        and OPERATION_NOT_ATTEMPTED for the rest, and the coordinator is not asked (as Kafka answers)."""
+        image = self.metadata_cache.image
+        unknown = {tp for tp in partitions if image.partition(tp.topic, tp.partition) is None}
+        if not unknown:
+            return None
+        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in partitions}
 
     async def add_offsets_to_txn(self, context: RequestContext,
                                  request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from kfk.common.internal_topics import TRANSACTION_STATE_TOPIC_NAME
+from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.coordinator.runtime import read_chunk
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
@@ -17,7 +19,6 @@ from kfk.coordinator.transaction.coordinator import (
 from kfk.coordinator.transaction.markers import MarkerRequest
 from kfk.coordinator.transaction.metadata import TransactionMetadata
 from kfk.coordinator.transaction.record_serde import (
-    TRANSACTION_STATE_TOPIC_NAME,
     deserialize_record,
 )
 from kfk.errors import ErrorCode, KafkaError
@@ -32,7 +33,6 @@ from kfk.records.control import (
     build_end_transaction_marker_batch,
 )
 from kfk.storage.log import Log
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.producer_state import AppendOrigin
 from tests.replication.conftest import ManualClock
 

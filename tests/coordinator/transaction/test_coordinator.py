@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kfk.coordinator.group.record_serde import GROUP_METADATA_TOPIC_NAME, partition_for
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME
+from kfk.coordinator.partitioning import partition_for
 from kfk.coordinator.transaction.metadata import TransactionState
 from kfk.coordinator.transaction.record_serde import transaction_log_key
 from kfk.errors import CoordinatorNotAvailableError, ErrorCode

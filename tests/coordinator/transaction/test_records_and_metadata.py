@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kfk.coordinator.group.record_serde import partition_for as group_partition_for
+from kfk.common.structs import TopicPartition
 from kfk.coordinator.partitioning import partition_for
+from kfk.coordinator.partitioning import partition_for as group_partition_for
 from kfk.coordinator.transaction.metadata import (
     IllegalTransitionError,
     TransactionMetadata,
@@ -22,7 +23,6 @@ from kfk.coordinator.transaction.record_serde import (
 )
 from kfk.errors import CorruptRecordError
 from kfk.protocol.transaction_records.transaction_log_value import TransactionLogValue
-from kfk.storage.log_files import TopicPartition
 
 S = TransactionState
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import time
 
+from kfk.common.internal_topics import TRANSACTION_STATE_TOPIC_NAME
+from kfk.common.structs import TopicPartition
 from kfk.controller.producer_ids import ProducerIdManager, ProducerIdsBlock
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
-from kfk.coordinator.transaction.record_serde import TRANSACTION_STATE_TOPIC_NAME
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.write_txn_markers import (
@@ -22,7 +23,6 @@ from kfk.records.control import (
     EndTransactionMarker,
     build_end_transaction_marker_batch,
 )
-from kfk.storage.log_files import TopicPartition
 from kfk.storage.producer_state import AppendOrigin
 from tests.replication.conftest import (
     NODE_ID,

@@ -14,7 +14,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, Protocol
 
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaError, ProtocolError
 from kfk.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from kfk.protocol.messages.consumer_protocol_subscription import ConsumerProtocolSubscription

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kfk.client.consumer.assignors.protocol import RebalanceProtocol, Subscription
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 
 __all__ = ["RangeAssignor", "member_sort_key"]
 

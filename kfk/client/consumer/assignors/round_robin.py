@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from kfk.client.consumer.assignors.protocol import RebalanceProtocol, Subscription
 from kfk.client.consumer.assignors.range import member_sort_key
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 
 __all__ = ["RoundRobinAssignor"]
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 
 from kfk.client.consumer.assignors.protocol import RebalanceProtocol, Subscription, group_partitions
 from kfk.client.consumer.assignors.range import member_sort_key
-from kfk.client.structs import TopicPartition
+from kfk.common.structs import TopicPartition
 from kfk.errors import ProtocolError
 from kfk.protocol.primitives import INT32, read_string, write_string
 

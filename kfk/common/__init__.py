@@ -1,0 +1,6 @@
+"""The ground layer: the small values every other package speaks, each defined in exactly one place.
+
+structs (TopicPartition, OffsetAndMetadata), config_types (config resource types, sources and entries), constants
+(wire sentinels and integer limits), internal_topics (the internal topics' names), varint (the one varint codec) and
+clock (where time comes from). common imports nothing of kfk but kfk.errors, so every layer may import it.
+"""
