@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kfk.coordinator.group.record_serde import (
+    CommittedOffset,
     GroupMetadataRecord,
-    OffsetAndMetadata,
     OffsetCommitRecord,
     deserialize_record,
     group_metadata_key,
@@ -59,14 +59,14 @@ def test_offset_commit_key_layout() -> None:
 
 
 def test_offset_commit_value_v3_without_expiry() -> None:
-    value = offset_commit_value(OffsetAndMetadata(42, 7, "meta", 1234))
+    value = offset_commit_value(CommittedOffset(42, 7, "meta", 1234))
     expected = (b"\x00\x03" + struct.pack(">q", 42) + struct.pack(">i", 7) + b"\x00\x04meta"
                 + struct.pack(">q", 1234))
     assert value == expected
 
 
 def test_offset_commit_value_v1_with_expiry() -> None:
-    value = offset_commit_value(OffsetAndMetadata(42, 7, "", 1000, 5000))
+    value = offset_commit_value(CommittedOffset(42, 7, "", 1000, 5000))
     expected = b"\x00\x01" + struct.pack(">q", 42) + b"\x00\x00" + struct.pack(">qq", 1000, 5000)
     assert value == expected
 
@@ -76,7 +76,7 @@ def test_group_metadata_key_layout() -> None:
 
 
 def test_round_trips_and_tombstones() -> None:
-    offset = OffsetAndMetadata(9, 2, "m", 77)
+    offset = CommittedOffset(9, 2, "m", 77)
     assert deserialize_record(offset_commit_key("g", "t", 1), offset_commit_value(offset)) == \
         OffsetCommitRecord("g", "t", 1, offset)
     assert deserialize_record(offset_commit_key("g", "t", 1), None) == OffsetCommitRecord("g", "t", 1, None)
@@ -94,7 +94,7 @@ def test_round_trips_and_tombstones() -> None:
 def test_reads_older_value_versions() -> None:
     old = b"\x00\x00" + struct.pack(">q", 5) + b"\x00\x00" + struct.pack(">q", 9)
     record = deserialize_record(offset_commit_key("g", "t", 0), old)
-    assert record.value == OffsetAndMetadata(5, -1, "", 9, -1)
+    assert record.value == CommittedOffset(5, -1, "", 9, -1)
 
 
 def test_new_protocol_records_are_skipped() -> None:

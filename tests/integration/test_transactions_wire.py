@@ -227,14 +227,17 @@ def test_the_leader_refuses_a_transactional_produce_outside_the_transaction(boot
     assert transactional_produce(sock, "raw-producer", producer_id, epoch, 1, partition=1) == NONE
     # Partition 0 is still not in the transaction.
     assert transactional_produce(sock, "raw-producer", producer_id, epoch, 0, partition=0) == INVALID_TXN_STATE
-    # Once the transaction is aborted (its marker written), a late batch of it is refused again.
+    # Once the transaction is aborted (its marker written), a late batch of it is refused again. While the abort is
+    # being completed the coordinator cannot say yet: the produce gets the retriable NOT_ENOUGH_REPLICAS.
     end = request(sock, EndTxnRequest(transactional_id="raw-producer", producer_id=producer_id, producer_epoch=epoch,
                                       committed=False), 3)
     assert end.error_code == NONE
     deadline = time.monotonic() + 10
-    while next(p for p in describe_producers(sock, 1) if p.producer_id == producer_id).current_txn_start_offset != -1:
-        assert time.monotonic() < deadline, "the abort marker was never written"
+    while request(sock, DescribeTransactionsRequest(transactional_ids=["raw-producer"]), 0) \
+            .transaction_states[0].transaction_state != "CompleteAbort":
+        assert time.monotonic() < deadline, "the abort never completed"
         time.sleep(0.05)
+    assert next(p for p in describe_producers(sock, 1) if p.producer_id == producer_id).current_txn_start_offset == -1
     assert transactional_produce(sock, "raw-producer", producer_id, epoch, 2, partition=1) == INVALID_TXN_STATE
     sock.close()
 

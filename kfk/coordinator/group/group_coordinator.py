@@ -46,8 +46,8 @@ from kfk.coordinator.group.offset_metadata_manager import (
 )
 from kfk.coordinator.group.record_serde import (
     NO_EXPIRE_TIMESTAMP,
+    CommittedOffset,
     GroupMetadataRecord,
-    OffsetAndMetadata,
     OffsetCommitRecord,
     deserialize_record,
     group_metadata_key,
@@ -269,10 +269,10 @@ class GroupCoordinator:
         self._write_for_group(group_id, self.offsets.offset_commit_records(group_id, accepted), on_written)
 
     def _accept_offsets(self, partitions: list[OffsetCommitPartition], expire_timestamp_ms: int, now_ms: int
-                        ) -> tuple[dict[TopicPartitionKey, ErrorCode], list[tuple[str, int, OffsetAndMetadata]]]:
+                        ) -> tuple[dict[TopicPartitionKey, ErrorCode], list[tuple[str, int, CommittedOffset]]]:
         """(an error per partition: OFFSET_METADATA_TOO_LARGE or, for now, NONE; the offsets to write)."""
         results: dict[TopicPartitionKey, ErrorCode] = {}
-        accepted: list[tuple[str, int, OffsetAndMetadata]] = []
+        accepted: list[tuple[str, int, CommittedOffset]] = []
         for p in partitions:
             metadata = p.committed_metadata if p.committed_metadata is not None else ""
             if len(metadata) > self.config.offset_metadata_max_bytes:
@@ -280,7 +280,7 @@ class GroupCoordinator:
                 continue
             results[(p.topic, p.partition)] = ErrorCode.NONE
             commit_timestamp_ms = now_ms if p.commit_timestamp_ms == -1 else p.commit_timestamp_ms
-            accepted.append((p.topic, p.partition, OffsetAndMetadata(
+            accepted.append((p.topic, p.partition, CommittedOffset(
                 p.committed_offset, p.committed_leader_epoch, metadata, commit_timestamp_ms, expire_timestamp_ms)))
         return results, accepted
 

@@ -37,7 +37,7 @@ from kfk.coordinator.group.classic_group import (
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.record_serde import (
     NO_EXPIRE_TIMESTAMP,
-    OffsetAndMetadata,
+    CommittedOffset,
     OffsetCommitRecord,
     offset_commit_key,
     offset_commit_value,
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kfk.coordinator.group")
 
 #: OffsetFetch's answer for one partition: (partition, committed offset or None, error code).
-FetchedOffset = tuple[int, OffsetAndMetadata | None, ErrorCode]
+FetchedOffset = tuple[int, CommittedOffset | None, ErrorCode]
 
 #: OffsetCommit v2-v4 retention_time_ms meaning "the broker's offsets.retention.minutes".
 DEFAULT_RETENTION_TIME = -1
@@ -108,7 +108,7 @@ class OffsetMetadataManager:
     def __init__(self, config: GroupCoordinatorConfig, groups: GroupMetadataManager) -> None:
         self.config = config
         self.groups = groups
-        self.offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        self.offsets: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
         #: group id -> (topic, partition) -> the log order of the committed offset's record.
         self._record_orders: dict[str, dict[tuple[str, int], int]] = {}
         self._last_record_order = 0
@@ -131,7 +131,7 @@ class OffsetMetadataManager:
         self._last_record_order += 1
         return self._last_record_order
 
-    def offset(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+    def offset(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
         return self.offsets.get(group_id, {}).get(topic, {}).get(partition)
 
     # -- commit ------------------------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ class OffsetMetadataManager:
         return group
 
     def begin_transactional_commit(self, group_id: str, producer_id: int,
-                                   offsets: list[tuple[str, int, OffsetAndMetadata]]) -> list[PendingOffset]:
+                                   offsets: list[tuple[str, int, CommittedOffset]]) -> list[PendingOffset]:
         """The accepted offsets of a TxnOffsetCommit are pending from now on (their records not yet written)."""
         entries = []
         for topic, partition, offset in offsets:
@@ -173,7 +173,7 @@ class OffsetMetadataManager:
         return entries
 
     def complete_transactional_commit(self, group_id: str, producer_id: int,
-                                      offsets: list[tuple[str, int, OffsetAndMetadata]],
+                                      offsets: list[tuple[str, int, CommittedOffset]],
                                       entries: list[PendingOffset], written: bool) -> None:
         """The records of `begin_transactional_commit` are committed to the log (`written`: the entries take their
         place in the log order) or failed (the entries go, unless a later commit of the producer replaced them)."""
@@ -198,7 +198,7 @@ class OffsetMetadataManager:
             if committed_order is None or committed_order < entry.record_order:
                 self._put(group_id, topic, partition, entry.offset, entry.record_order)
 
-    def offset_commit_records(self, group_id: str, offsets: list[tuple[str, int, OffsetAndMetadata]]
+    def offset_commit_records(self, group_id: str, offsets: list[tuple[str, int, CommittedOffset]]
                               ) -> list[tuple[bytes, bytes | None]]:
         return [(offset_commit_key(group_id, topic, partition), offset_commit_value(offset))
                 for topic, partition, offset in offsets]
@@ -259,7 +259,7 @@ class OffsetMetadataManager:
             del self.offsets[group_id]
             self._record_orders.pop(group_id, None)
 
-    def _put(self, group_id: str, topic: str, partition: int, offset: OffsetAndMetadata, record_order: int) -> None:
+    def _put(self, group_id: str, topic: str, partition: int, offset: CommittedOffset, record_order: int) -> None:
         self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = offset
         self._record_orders.setdefault(group_id, {})[(topic, partition)] = record_order
 
@@ -307,7 +307,7 @@ class OffsetMetadataManager:
         return expired, all_expired and not has_pending
 
 
-def _expiration_base(group: ClassicGroup) -> Callable[[OffsetAndMetadata], int] | None:
+def _expiration_base(group: ClassicGroup) -> Callable[[CommittedOffset], int] | None:
     """From when an offset's retention counts (Kafka's ClassicGroup.offsetExpirationCondition), None: no offset of
     the group expires now."""
     if group.protocol_type is not None:

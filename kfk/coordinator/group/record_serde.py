@@ -44,9 +44,10 @@ _INT16 = struct.Struct(">h")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    """A committed offset as stored (Kafka's OffsetAndMetadata). `expire_timestamp_ms` is -1 unless the commit asked
-    for its own retention (OffsetCommit v2-v4)."""
+class CommittedOffset:
+    """A committed offset as the coordinator stores it in __consumer_offsets (Kafka's group-coordinator
+    OffsetAndMetadata; renamed here so that the client's OffsetAndMetadata in kfk.common stays the only type of that
+    name). `expire_timestamp_ms` is -1 unless the commit asked for its own retention (OffsetCommit v2-v4)."""
 
     committed_offset: int
     leader_epoch: int = UNKNOWN_LEADER_EPOCH
@@ -60,7 +61,7 @@ def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
     return _INT16.pack(OFFSET_COMMIT_KEY_TYPE) + key.encode(OFFSET_COMMIT_KEY_TYPE)
 
 
-def offset_commit_value(offset: OffsetAndMetadata) -> bytes:
+def offset_commit_value(offset: CommittedOffset) -> bytes:
     if offset.expire_timestamp_ms != NO_EXPIRE_TIMESTAMP:
         version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
     else:
@@ -90,7 +91,7 @@ class OffsetCommitRecord:
     group_id: str
     topic: str
     partition: int
-    value: OffsetAndMetadata | None
+    value: CommittedOffset | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -122,7 +123,7 @@ def deserialize_record(key: Buffer | None, value: Buffer | None) -> OffsetCommit
                 if not OffsetCommitValue.LOWEST_VERSION <= version <= OffsetCommitValue.HIGHEST_VERSION:
                     raise CorruptRecordError(f"Unknown OffsetCommitValue version {version}")
                 decoded = OffsetCommitValue.decode(value, version, 2)
-                offset = OffsetAndMetadata(decoded.offset, decoded.leader_epoch, decoded.metadata,
+                offset = CommittedOffset(decoded.offset, decoded.leader_epoch, decoded.metadata,
                                            decoded.commit_timestamp, decoded.expire_timestamp)
             return OffsetCommitRecord(commit_key.group, commit_key.topic, commit_key.partition, offset)
         if record_type == GROUP_METADATA_KEY_TYPE:

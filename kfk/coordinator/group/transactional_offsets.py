@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kfk.coordinator.group.record_serde import OffsetAndMetadata
+from kfk.coordinator.group.record_serde import CommittedOffset
 
 TopicPartitionKey = tuple[str, int]
 
@@ -26,7 +26,7 @@ class PendingOffset:
     """One pending transactional offset. Compared by identity: a write completing finds out whether its entry was
     replaced or resolved meanwhile."""
 
-    offset: OffsetAndMetadata
+    offset: CommittedOffset
     record_order: int | None = None
 
 

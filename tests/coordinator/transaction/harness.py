@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from kfk.common.clock import ManualClock
 from kfk.common.internal_topics import TRANSACTION_STATE_TOPIC_NAME
 from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
@@ -34,7 +35,6 @@ from kfk.records.control import (
 )
 from kfk.storage.log import Log
 from kfk.storage.producer_state import AppendOrigin
-from tests.replication.conftest import ManualClock
 
 LEADER = 1
 FIRST_PRODUCER_ID = 1000
