@@ -9,8 +9,8 @@
   prints only the mismatches); --index-sanity-check runs the index's own sanity check.
 - ``.snapshot``: the producer state entries.
 - ``.txnindex``: one line per aborted transaction (version, producerId, firstOffset, lastOffset, lastStableOffset).
-Control batches' records show their marker: ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: N``, else the
-control type and its id, as Kafka's tool.
+Control batches' records show their marker as Kafka's tool does: ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: N``,
+``LeaderChange: {json}`` (KRaft), else the control type and its id.
 Unlike Kafka's tool, the exit code is 1 when anything was invalid, so scripts can tell.
 """
 
@@ -139,7 +139,7 @@ def _batch_line(batch, valid: bool) -> str:
 
 def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
     from kfk.errors import CorruptRecordError
-    from kfk.records import ControlRecordType, EndTransactionMarker, control_record_type
+    from kfk.records import ControlRecordType, EndTransactionMarker, LeaderChangeMessage, control_record_type
 
     timestamp_type = "LogAppendTime" if batch.timestamp_type == 1 else "CreateTime"
     sequence = batch.base_sequence if is_v2 else -1
@@ -157,6 +157,8 @@ def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
                     marker = EndTransactionMarker.deserialize(record)
                     parts.append(f"endTxnMarker: {marker.control_type.name} "
                                  f"coordinatorEpoch: {marker.coordinator_epoch}")
+                elif kind is ControlRecordType.LEADER_CHANGE:
+                    parts.append(f"LeaderChange: {_leader_change_json(LeaderChangeMessage.from_record(record))}")
                 else:
                     parts.append(f"controlType: {kind.name}({kind.value})")
             elif print_data:
@@ -168,6 +170,21 @@ def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
         typer.echo(f"| invalid records in the batch at position {batch.position}: {error}")
         return 1
     return 0
+
+
+def _leader_change_json(message) -> str:
+    """A LEADER_CHANGE record as Kafka's tool prints it: the message's JSON form, field names in camelCase, the
+    directory ids (version 1+) as Kafka writes a Uuid (URL-safe base64, unpadded)."""
+    import base64
+    import json
+
+    def voters(entries) -> list[dict]:
+        return [{"voterId": voter.voter_id} | ({"voterDirectoryId": base64.urlsafe_b64encode(
+                    voter.voter_directory_id.bytes).decode().rstrip("=")} if message.version >= 1 else {})
+                for voter in entries]
+
+    return json.dumps({"leaderId": message.leader_id, "voters": voters(message.voters),
+                       "grantingVoters": voters(message.granting_voters)}, separators=(",", ":"))
 
 
 def _text(value: bytes) -> str:
