@@ -64,25 +64,27 @@ def read_committed(bootstrap: str, tp: TopicPartition, expected: int) -> tuple[l
         return values, consumer.end_offsets([tp])[tp]
 
 
-def append_hanging_transaction(broker: BrokerProcess, tp: TopicPartition) -> int:
-    """Stop the broker, append an hour-old transactional batch of an unknown producer to ``tp``'s log, restart;
-    returns the batch's offset."""
+def append_hanging_transactions(broker: BrokerProcess, partitions: list[TopicPartition]) -> list[int]:
+    """Stop the broker, append an hour-old transactional batch of an unknown producer to each partition's log,
+    restart; returns the batches' offsets."""
     assert broker.stop() == 0
     now_ms = int(time.time() * 1000)
-    log = Log.open(str(broker.log_dir / f"{tp.topic}-{tp.partition}"), LogConfig(), now_ms=now_ms,
-                   had_clean_shutdown=True)
-    try:
-        offset = log.log_end_offset
-        builder = MemoryRecordsBuilder(base_offset=offset, producer_id=HANGING_PRODUCER_ID, producer_epoch=0,
-                                       base_sequence=0, is_transactional=True,
-                                       partition_leader_epoch=log.latest_epoch() or 0)
-        builder.append(now_ms - HOUR_MS, None, b"hanging")
-        log.append_as_follower(bytes(builder.close()), now_ms)
-        log.flush()
-    finally:
-        log.close()
+    offsets = []
+    for tp in partitions:
+        log = Log.open(str(broker.log_dir / f"{tp.topic}-{tp.partition}"), LogConfig(), now_ms=now_ms,
+                       had_clean_shutdown=True)
+        try:
+            offsets.append(log.log_end_offset)
+            builder = MemoryRecordsBuilder(base_offset=log.log_end_offset, producer_id=HANGING_PRODUCER_ID,
+                                           producer_epoch=0, base_sequence=0, is_transactional=True,
+                                           partition_leader_epoch=log.latest_epoch() or 0)
+            builder.append(now_ms - HOUR_MS, None, b"hanging")
+            log.append_as_follower(bytes(builder.close()), now_ms)
+            log.flush()
+        finally:
+            log.close()
     broker.start()
-    return offset
+    return offsets
 
 
 @pytest.mark.integration
@@ -91,14 +93,14 @@ def test_find_hanging_and_abort_unblock_a_read_committed_consumer(kfk_broker_pro
     bootstrap = broker.bootstrap_servers
     flags = ["--bootstrap-server", bootstrap]
     topic = f"t-{uuid.uuid4().hex[:10]}"
-    tp = TopicPartition(topic, 0)
+    tp, other = TopicPartition(topic, 0), TopicPartition(topic, 1)
     with Admin({"bootstrap.servers": bootstrap}) as admin:
-        assert admin.create_topics([NewTopic(topic, 1, 1)]) == {topic: None}
+        assert admin.create_topics([NewTopic(topic, 2, 1)]) == {topic: None}
     with Producer({"bootstrap.servers": bootstrap}) as producer:
         producer.send(topic, b"before", partition=0).get(10)
 
-    start_offset = append_hanging_transaction(broker, tp)
-    assert start_offset == 1
+    assert append_hanging_transactions(broker, [tp, other]) == [1, 0]
+    start_offset = 1
     with Producer({"bootstrap.servers": bootstrap}) as producer:
         for value in (b"after-1", b"after-2"):
             producer.send(topic, value, partition=0).get(10)
@@ -112,7 +114,9 @@ def test_find_hanging_and_abort_unblock_a_read_committed_consumer(kfk_broker_pro
 
     found = runner.invoke(app, ["transactions", "find-hanging", "--broker-id", "1", *flags, "--json"])
     assert found.exit_code == 0, found.output
-    [row] = json.loads(found.output)
+    rows = json.loads(found.output)
+    assert [(row["Partition"], row["StartOffset"]) for row in rows] == [(0, start_offset), (1, 0)]
+    row = rows[0]
     assert (row["Topic"], row["Partition"], row["ProducerId"], row["ProducerEpoch"], row["StartOffset"]) == (
         topic, 0, HANGING_PRODUCER_ID, 0, start_offset)
     assert row["CoordinatorEpoch"] == -1 and row["Duration(min)"] >= 59
@@ -127,6 +131,10 @@ def test_find_hanging_and_abort_unblock_a_read_committed_consumer(kfk_broker_pro
                                   "120", *flags, "--json"])
     assert patient.exit_code == 0 and json.loads(patient.output) == []
 
+    elsewhere = runner.invoke(app, ["transactions", "describe-producers", "--topic", topic, "--partition", "0",
+                                    "--broker-id", "7", *flags])
+    assert elsewhere.exit_code == 1 and "broker 7 is not in the cluster" in elsewhere.output
+    assert len(elsewhere.output.strip().splitlines()) == 1
     unknown = runner.invoke(app, ["transactions", "describe", "--transactional-id", "nobody", *flags])
     assert unknown.exit_code == 1 and "could not be found" in unknown.output
     assert len(unknown.output.strip().splitlines()) == 1
@@ -144,6 +152,14 @@ def test_find_hanging_and_abort_unblock_a_read_committed_consumer(kfk_broker_pro
     values, last_stable_offset = read_committed(bootstrap, tp, 3)
     assert values == [b"before", b"after-1", b"after-2"]
     assert last_stable_offset == 5  # before, hanging, after-1, after-2, the ABORT marker
+    still = runner.invoke(app, ["transactions", "find-hanging", "--broker-id", "1", *flags, "--json"])
+    assert still.exit_code == 0 and [row["Partition"] for row in json.loads(still.output)] == [1]
+    # Kafka's form for brokers older than 3.0: the producer named outright; coordinator epoch -1 (no marker yet)
+    # is sent as 0.
+    by_id = runner.invoke(app, ["transactions", "abort", "--topic", topic, "--partition", "1", "--producer-id",
+                                str(HANGING_PRODUCER_ID), "--producer-epoch", "0", "--coordinator-epoch", "-1",
+                                *flags])
+    assert by_id.exit_code == 0, by_id.output
     after = runner.invoke(app, ["transactions", "find-hanging", "--broker-id", "1", *flags, "--json"])
     assert after.exit_code == 0 and json.loads(after.output) == []
 
