@@ -3,7 +3,7 @@
 _kfk() {
     local current="${COMP_WORDS[COMP_CWORD]}" previous="${COMP_WORDS[COMP_CWORD-1]}"
     local path="kfk" word index words files
-    local groups=" [kfk] [kfk perf-test] [kfk server] [kfk storage] [kfk topics] [kfk zookeeper] "
+    local groups=" [kfk] [kfk perf-test] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
     for ((index = 1; index < COMP_CWORD; index++)); do
         word="${COMP_WORDS[index]}"
         if [[ "$groups" == *" [$path]"* && "$word" != -* ]]; then
@@ -31,13 +31,19 @@ _kfk() {
                 "kfk topics delete") path="kfk topics delete" ;;
                 "kfk topics describe") path="kfk topics describe" ;;
                 "kfk topics list") path="kfk topics list" ;;
+                "kfk transactions") path="kfk transactions" ;;
+                "kfk transactions abort") path="kfk transactions abort" ;;
+                "kfk transactions describe") path="kfk transactions describe" ;;
+                "kfk transactions describe-producers") path="kfk transactions describe-producers" ;;
+                "kfk transactions find-hanging") path="kfk transactions find-hanging" ;;
+                "kfk transactions list") path="kfk transactions list" ;;
                 "kfk zookeeper") path="kfk zookeeper" ;;
                 "kfk zookeeper start") path="kfk zookeeper start" ;;
             esac
         fi
     done
     case "$path" in
-        "kfk") words="configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics transactions zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json"; files="--command-config" ;;
         "kfk console-consume") words="--bootstrap-server --consumer-config --consumer-property --consumer.config --debug --from-beginning --group --help --isolation-level --max-messages --offset --partition --property --timeout-ms --topic"; files="--consumer-config --consumer.config" ;;
         "kfk console-produce") words="--bootstrap-server --compression-codec --debug --help --producer-config --producer-property --producer.config --property --request-required-acks --sync --topic"; files="--producer-config --producer.config" ;;
@@ -61,6 +67,12 @@ _kfk() {
         "kfk topics delete") words="--bootstrap-server --command-config --debug --help --if-exists --topic"; files="--command-config" ;;
         "kfk topics describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --topic --unavailable-partitions --under-replicated-partitions"; files="--command-config" ;;
         "kfk topics list") words="--bootstrap-server --command-config --debug --exclude-internal --help --json"; files="--command-config" ;;
+        "kfk transactions") words="abort describe describe-producers find-hanging list --help"; files="" ;;
+        "kfk transactions abort") words="--bootstrap-server --command-config --coordinator-epoch --debug --help --partition --producer-epoch --producer-id --start-offset --topic"; files="--command-config" ;;
+        "kfk transactions describe") words="--bootstrap-server --command-config --debug --help --json --transactional-id"; files="--command-config" ;;
+        "kfk transactions describe-producers") words="--bootstrap-server --broker-id --command-config --debug --help --json --partition --topic"; files="--command-config" ;;
+        "kfk transactions find-hanging") words="--bootstrap-server --broker-id --command-config --debug --help --json --max-transaction-timeout --partition --topic"; files="--command-config" ;;
+        "kfk transactions list") words="--bootstrap-server --command-config --debug --help --json"; files="--command-config" ;;
         "kfk zookeeper") words="start --help"; files="" ;;
         "kfk zookeeper start") words="--data-dir --help --host --port --tick-time"; files="" ;;
     esac

@@ -9,7 +9,20 @@ from typing import Annotated, Optional
 import typer
 
 from kfk import __version__
-from kfk.commands import configs, console, dump_log, groups, perf, reassign, server, spark, storage, topics, zookeeper
+from kfk.commands import (
+    configs,
+    console,
+    dump_log,
+    groups,
+    perf,
+    reassign,
+    server,
+    spark,
+    storage,
+    topics,
+    transactions,
+    zookeeper,
+)
 
 app = typer.Typer(
     name="kfk",
@@ -29,6 +42,7 @@ app.add_typer(dump_log.app)
 app.add_typer(spark.app)
 app.add_typer(zookeeper.app, name="zookeeper")
 app.add_typer(reassign.app)
+app.add_typer(transactions.app, name="transactions")
 
 
 def _print_version(value: bool) -> None:

@@ -1,10 +1,13 @@
-"""Admin: topics, partitions, configs, the cluster, consumer groups, offsets and record deletion (Java's Admin).
+"""Admin: topics, partitions, configs, the cluster, consumer groups, offsets, record deletion and transactions
+(Java's Admin).
 
 Each method is synchronous and bounded by default.api.timeout.ms (or its ``timeout_ms`` argument). Requests go where
 Kafka sends them: topic and config changes to the controller the Metadata response names (in KRaft any broker
 forwards them), broker configs to that broker, group calls to the group's coordinator, ListOffsets and DeleteRecords
-to partition leaders, ListGroups to every broker. Retriable failures (NOT_CONTROLLER, a coordinator moving, a lost
-connection) are retried after a metadata refresh until the deadline.
+to partition leaders, ListGroups and ListTransactions to every broker, DescribeTransactions to the transactional
+ids' coordinators, DescribeProducers and an admin's WriteTxnMarkers (abort_transaction) to partition leaders.
+Retriable failures (NOT_CONTROLLER, a coordinator moving, a lost connection) are retried after a metadata refresh
+until the deadline.
 
 Batch operations return one outcome per item, ``None`` for success or the KafkaError, because partial failure is
 normal (creating three topics of which one exists). Lookups raise the error of what they could not find.
@@ -17,6 +20,7 @@ after a minute (Java's AdminClient waits the whole timeout).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -25,14 +29,17 @@ from kfk.client.config import ADMIN_CONFIG_DEF, ClientConfig
 from kfk.client.event_loop import ClientLoop
 from kfk.client.network_client import COORDINATOR_ID_BASE, NetworkClient, monotonic_ms
 from kfk.client.offsets import (
+    COORDINATOR_TYPE_TRANSACTION,
     READ_UNCOMMITTED,
     commit_offsets,
     fetch_committed,
     find_coordinator,
+    find_coordinators,
     list_offsets,
 )
 from kfk.client.response_errors import response_error
 from kfk.client.structs import (
+    AbortTransactionSpec,
     AlterConfigOp,
     ClusterDescription,
     ConfigResource,
@@ -43,9 +50,14 @@ from kfk.client.structs import (
     NewPartitionReassignment,
     NewTopic,
     OffsetAndTimestamp,
+    OpenTransaction,
     PartitionInfo,
+    PartitionProducerState,
     PartitionReassignment,
+    ProducerState,
     TopicDescription,
+    TransactionDescription,
+    TransactionListing,
 )
 from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
 from kfk.common.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, NO_NODE
@@ -57,6 +69,7 @@ from kfk.errors import (
     KafkaTimeoutError,
     NetworkError,
     NotControllerError,
+    TransactionalIdNotFoundError,
     UnknownTopicOrPartitionError,
 )
 from kfk.protocol.message import Message
@@ -73,6 +86,8 @@ from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopic
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from kfk.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
+from kfk.protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from kfk.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
@@ -83,6 +98,8 @@ from kfk.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from kfk.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
+from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 __all__ = ["Admin"]
 
@@ -596,6 +613,185 @@ class Admin:
             return result
 
         return self._run(call, timeout_ms)
+
+    # --- transactions ------------------------------------------------------------------------------------------------
+
+    def list_transactions(self, state_filters: Iterable[str] = (), producer_id_filters: Iterable[int] = (),
+                          duration_filter_ms: int = -1, timeout_ms: float | None = None) -> list[TransactionListing]:
+        """The transactional ids of every broker's transaction coordinator, optionally only those in the given
+        states (Kafka's names: Ongoing, PrepareCommit...), of the given producer ids, or whose transaction has run
+        longer than ``duration_filter_ms`` (ListTransactions v1+, KIP-994)."""
+        states, producer_ids = list(state_filters), list(producer_id_filters)
+
+        async def call(deadline: float) -> list[TransactionListing]:
+            cluster = await self._metadata((), deadline)
+            nodes = sorted(cluster.brokers)
+            request = ListTransactionsRequest(state_filters=states, producer_id_filters=producer_ids,
+                                              duration_filter=duration_filter_ms)
+            responses = await asyncio.gather(*(self._network.send(node, request) for node in nodes))
+            listings: list[TransactionListing] = []
+            for node, response in zip(nodes, responses):
+                assert isinstance(response, ListTransactionsResponse)
+                if response.error_code != ErrorCode.NONE:
+                    raise response_error(response.error_code, f"ListTransactions on broker {node}")
+                listings.extend(TransactionListing(state.transactional_id, state.producer_id,
+                                                   state.transaction_state, node)
+                                for state in response.transaction_states)
+            return sorted(listings)
+
+        return self._run(call, timeout_ms)
+
+    def describe_transactions(self, transactional_ids: Iterable[str], timeout_ms: float | None = None
+                              ) -> dict[str, TransactionDescription | KafkaError]:
+        """Each transactional id's state at its coordinator (one batched FindCoordinator, then DescribeTransactions
+        to each coordinator); per id the description or the error (TransactionalIdNotFoundError: no such id)."""
+        ids = list(dict.fromkeys(transactional_ids))
+
+        async def call(deadline: float) -> dict[str, TransactionDescription | KafkaError]:
+            await self._metadata((), deadline)  # an unreachable cluster fails now, not at the deadline
+            located = await find_coordinators(self._network, ids, timeout_ms=max(deadline - monotonic_ms(), 1),
+                                              key_type=COORDINATOR_TYPE_TRANSACTION)
+            result: dict[str, TransactionDescription | KafkaError] = {
+                key: error for key, error in located.items() if isinstance(error, KafkaError)}
+            by_coordinator: dict[int, list[str]] = {}
+            for key, connection_id in located.items():
+                if not isinstance(connection_id, KafkaError):
+                    by_coordinator.setdefault(connection_id, []).append(key)
+            for connection_id, keys in by_coordinator.items():
+                response = await self._network.send(connection_id, DescribeTransactionsRequest(transactional_ids=keys))
+                assert isinstance(response, DescribeTransactionsResponse)
+                for state in response.transaction_states:
+                    if state.error_code != ErrorCode.NONE:
+                        error = response_error(state.error_code, f"transactional id {state.transactional_id!r}")
+                        if error.retriable:  # the coordinator moved or is loading: look it up again
+                            raise error
+                        result[state.transactional_id] = error
+                        continue
+                    result[state.transactional_id] = TransactionDescription(
+                        COORDINATOR_ID_BASE - connection_id, state.transaction_state, state.producer_id,
+                        state.producer_epoch, state.transaction_timeout_ms,
+                        None if state.transaction_start_time_ms < 0 else state.transaction_start_time_ms,
+                        frozenset(TopicPartition(topic.topic, partition)
+                                  for topic in state.topics for partition in topic.partitions))
+            return result
+
+        return self._run(call, timeout_ms)
+
+    def describe_producers(self, partitions: Iterable[TopicPartition], *, broker_id: int | None = None,
+                           timeout_ms: float | None = None
+                           ) -> dict[TopicPartition, PartitionProducerState | KafkaError]:
+        """The producers each partition's leader (or, with ``broker_id``, that replica) remembers, with their open
+        transactions; per partition the state or the error."""
+        wanted = list(dict.fromkeys(partitions))
+
+        async def call(deadline: float) -> dict[TopicPartition, PartitionProducerState | KafkaError]:
+            cluster = await self._metadata({tp.topic for tp in wanted}, deadline)
+            if broker_id is not None:
+                await self._require_broker(broker_id, deadline)
+            result: dict[TopicPartition, PartitionProducerState | KafkaError] = {}
+            by_node: dict[int, dict[TopicPartition, None]] = {}
+            for tp in wanted:
+                node = broker_id if broker_id is not None else cluster.leader_for(tp)
+                if node == NO_NODE:
+                    result[tp] = UnknownTopicOrPartitionError(f"{tp}: no such partition, or it has no leader")
+                    continue
+                by_node.setdefault(node, {})[tp] = None
+            for node, entries in by_node.items():
+                request = DescribeProducersRequest(topics=[
+                    DescribeProducersRequest.TopicRequest(name=topic, partition_indexes=[tp.partition
+                                                                                         for tp, _ in items])
+                    for topic, items in _by_topic(entries).items()])
+                response = await self._network.send(node, request)
+                assert isinstance(response, DescribeProducersResponse)
+                for topic in response.topics:
+                    for partition in topic.partitions:
+                        tp = TopicPartition(topic.name, partition.partition_index)
+                        if partition.error_code != ErrorCode.NONE:
+                            error = response_error(partition.error_code, f"DescribeProducers for {tp}",
+                                                   partition.error_message)
+                            if error.retriable and broker_id is None:  # the leader moved: ask the new one
+                                raise error
+                            result[tp] = error
+                            continue
+                        result[tp] = PartitionProducerState([
+                            ProducerState(p.producer_id, p.producer_epoch, p.last_sequence, p.last_timestamp,
+                                          None if p.coordinator_epoch < 0 else p.coordinator_epoch,
+                                          None if p.current_txn_start_offset < 0 else p.current_txn_start_offset)
+                            for p in partition.active_producers])
+            return result
+
+        return self._run(call, timeout_ms)
+
+    def abort_transaction(self, spec: AbortTransactionSpec, timeout_ms: float | None = None) -> None:
+        """Write an ABORT marker for ``spec``'s producer on its partition, as the coordinator would (WriteTxnMarkers
+        to the partition's leader): the repair for a hanging transaction that no coordinator will ever end."""
+        tp = spec.topic_partition
+
+        async def call(deadline: float) -> None:
+            cluster = await self._metadata({tp.topic}, deadline)
+            leader = cluster.leader_for(tp)
+            if leader == NO_NODE:
+                raise UnknownTopicOrPartitionError(f"{tp}: no such partition, or it has no leader")
+            request = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+                producer_id=spec.producer_id, producer_epoch=spec.producer_epoch, transaction_result=False,
+                coordinator_epoch=spec.coordinator_epoch,
+                topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=tp.topic,
+                                                                      partition_indexes=[tp.partition])])])
+            response = await self._network.send(leader, request)
+            assert isinstance(response, WriteTxnMarkersResponse)
+            for marker in response.markers:
+                for topic in marker.topics:
+                    for partition in topic.partitions:
+                        if partition.error_code != ErrorCode.NONE:
+                            raise response_error(partition.error_code, f"aborting the transaction of producer "
+                                                 f"{spec.producer_id} on {tp}")
+
+        self._run(call, timeout_ms)
+
+    def find_hanging_transactions(self, *, broker_id: int | None = None, topic: str | None = None,
+                                  partition: int | None = None, max_transaction_timeout_ms: int = 15 * 60_000,
+                                  now_ms: int | None = None) -> list[OpenTransaction]:
+        """Transactions open on partitions that their coordinator will never end (kafka-transactions.sh
+        find-hanging): open longer than ``max_transaction_timeout_ms`` (the longest timeout any producer may have,
+        so a live transaction would have been aborted by now) and either of a producer id no coordinator lists, or
+        of a transactional id whose current transaction does not include the partition. The search covers
+        ``topic`` (one ``partition`` of it), or every partition with a replica on ``broker_id`` (whose own producer
+        state is then read)."""
+        if topic is None and broker_id is None:
+            raise ValueError("finding hanging transactions needs a topic or a broker id to limit the search")
+        if partition is not None and topic is None:
+            raise ValueError("a partition needs its topic")
+        if topic is not None and partition is not None:
+            partitions = [TopicPartition(topic, partition)]
+        else:
+            descriptions = self.describe_topics([topic] if topic is not None else None)
+            partitions = [TopicPartition(name, info.partition) for name, description in sorted(descriptions.items())
+                          for info in description.partitions if broker_id is None or broker_id in info.replicas]
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        candidates: list[OpenTransaction] = []
+        for tp, state in sorted(self.describe_producers(partitions, broker_id=broker_id).items()):
+            if isinstance(state, KafkaError):
+                raise state
+            candidates.extend(OpenTransaction(tp, producer) for producer in state.active_producers
+                              if producer.current_transaction_start_offset is not None
+                              and now_ms - producer.last_timestamp > max_transaction_timeout_ms)
+        if not candidates:
+            return []
+        transactional_ids = {listing.producer_id: listing.transactional_id for listing in self.list_transactions(
+            producer_id_filters={open_txn.producer_state.producer_id for open_txn in candidates})}
+        descriptions_by_id = self.describe_transactions(transactional_ids.values()) if transactional_ids else {}
+        hanging = []
+        for open_txn in candidates:
+            transactional_id = transactional_ids.get(open_txn.producer_state.producer_id)
+            description = descriptions_by_id.get(transactional_id) if transactional_id is not None else None
+            if isinstance(description, KafkaError) and not isinstance(description, TransactionalIdNotFoundError):
+                raise description
+            # The coordinator still owns a partition of its current (or completing) transaction: it will write the
+            # marker. Anything else open is hanging.
+            if not isinstance(description, TransactionDescription) or \
+                    open_txn.topic_partition not in description.topic_partitions:
+                hanging.append(open_txn)
+        return hanging
 
 
 def _describe(topic: TopicMetadata) -> TopicDescription:

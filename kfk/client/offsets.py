@@ -40,6 +40,7 @@ __all__ = [
     "COORDINATOR_TYPE_TRANSACTION",
     "list_offsets",
     "find_coordinator",
+    "find_coordinators",
     "fetch_committed",
     "commit_offsets",
     "OFFSET_COMMIT_HIGHEST_VERSION",
@@ -162,44 +163,74 @@ async def find_coordinator(network: NetworkClient, key: str, *, timeout_ms: floa
     """The id of a dedicated connection to the coordinator of ``key`` (a group id, or a transactional id with
     COORDINATOR_TYPE_TRANSACTION; see NetworkClient.coordinator_connection_id), retrying COORDINATOR_NOT_AVAILABLE
     (the offsets or transaction state topic may still be being created) until the deadline."""
-    what = f"{_COORDINATOR_KEY_NAMES[key_type]} {key!r}"
+    found = (await find_coordinators(network, [key], timeout_ms=timeout_ms, key_type=key_type))[key]
+    if isinstance(found, KafkaError):
+        raise found
+    return found
+
+
+async def find_coordinators(network: NetworkClient, keys: Collection[str], *, timeout_ms: float,
+                            key_type: int = COORDINATOR_TYPE_GROUP) -> dict[str, int | KafkaError]:
+    """find_coordinator for many keys at once: one FindCoordinator naming them all (v4+, else one per key). Per key
+    the coordinator connection id, or the non-retriable error it got; retriable errors are retried until the
+    deadline, then raise KafkaTimeoutError."""
     deadline = monotonic_ms() + timeout_ms
+    found: dict[str, int | KafkaError] = {}
+    pending = list(dict.fromkeys(keys))
     attempts = 0
     while True:
         node = network.least_loaded_node()
+        last_error: KafkaError | None = None
         try:
             version = await network.api_version(node, ApiKey.FIND_COORDINATOR)
+            answers = []
             if version >= 4:
-                request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
+                response = await network.send(node, FindCoordinatorRequest(key_type=key_type,
+                                                                           coordinator_keys=pending),
+                                              version=version)
+                assert isinstance(response, FindCoordinatorResponse)
+                answers = [(entry.key, entry.error_code, entry.error_message, entry.node_id, entry.host, entry.port)
+                           for entry in response.coordinators]
             else:
-                request = FindCoordinatorRequest(key=key, key_type=key_type)
-            response = await network.send(node, request, version=version)
-            assert isinstance(response, FindCoordinatorResponse)
-            if version >= 4:
-                entry = response.coordinators[0] if response.coordinators else None
-                if entry is None:
-                    raise KafkaError(f"FindCoordinator answered no coordinator for {what}")
-                error_code, message, node_id, host, port = (entry.error_code, entry.error_message, entry.node_id,
-                                                            entry.host, entry.port)
-            else:
-                error_code, message, node_id, host, port = (response.error_code, response.error_message,
-                                                            response.node_id, response.host, response.port)
-            if error_code != ErrorCode.NONE:
-                raise response_error(error_code, f"FindCoordinator for {what}", message)
-            if node_id not in network.cluster.brokers:
-                await network.refresh_metadata(timeout_ms=max(deadline - monotonic_ms(), 1))
-            if node_id not in network.cluster.brokers:
-                raise NetworkError(f"coordinator {node_id} at {host}:{port} is not in the cluster metadata")
-            return network.coordinator_connection_id(node_id)
+                for key in pending:
+                    response = await network.send(node, FindCoordinatorRequest(key=key, key_type=key_type),
+                                                  version=version)
+                    assert isinstance(response, FindCoordinatorResponse)
+                    answers.append((key, response.error_code, response.error_message, response.node_id,
+                                    response.host, response.port))
+            for key, error_code, message, node_id, host, port in answers:
+                if key not in pending:
+                    continue
+                what = f"{_COORDINATOR_KEY_NAMES[key_type]} {key!r}"
+                if error_code != ErrorCode.NONE:
+                    error = response_error(error_code, f"FindCoordinator for {what}", message)
+                    if error.retriable:
+                        last_error = error
+                    else:
+                        found[key] = error
+                    continue
+                if node_id not in network.cluster.brokers:
+                    await network.refresh_metadata(timeout_ms=max(deadline - monotonic_ms(), 1))
+                if node_id not in network.cluster.brokers:
+                    last_error = NetworkError(f"coordinator {node_id} at {host}:{port} is not in the cluster "
+                                              "metadata")
+                    continue
+                found[key] = network.coordinator_connection_id(node_id)
+            pending = [key for key in pending if key not in found]
+            if not pending:
+                return found
+            if last_error is None:
+                last_error = KafkaError(f"FindCoordinator answered no coordinator for {pending[0]!r}")
         except KafkaError as error:
             if not error.retriable:
                 raise
-            attempts += 1
-            wait = network.retry_backoff.backoff_ms(attempts)
-            if monotonic_ms() + wait >= deadline:
-                raise KafkaTimeoutError(f"no coordinator for {what} within {timeout_ms:.0f} ms: "
-                                        f"{error}") from None
-            await asyncio.sleep(wait / 1000)
+            last_error = error
+        attempts += 1
+        wait = network.retry_backoff.backoff_ms(attempts)
+        if monotonic_ms() + wait >= deadline:
+            what = f"{_COORDINATOR_KEY_NAMES[key_type]} {pending[0]!r}"
+            raise KafkaTimeoutError(f"no coordinator for {what} within {timeout_ms:.0f} ms: {last_error}") from None
+        await asyncio.sleep(wait / 1000)
 
 
 async def fetch_committed(network: NetworkClient, coordinator: int, group_id: str,

@@ -1,5 +1,5 @@
 """The small value types every client API speaks: topic-partitions, offsets, record metadata, consumed records, and
-the Admin's arguments and results (topics, configs, groups, reassignments, elections).
+the Admin's arguments and results (topics, configs, groups, reassignments, elections, transactions).
 
 NamedTuples and frozen dataclasses, as in aiokafka's structs.py and Java's plain classes: cheap to create on the hot
 path, hashable where they are keys, and printable. TopicPartition, OffsetAndMetadata, the config types and the wire
@@ -39,6 +39,12 @@ __all__ = [
     "NewPartitionReassignment",
     "PartitionReassignment",
     "ElectionType",
+    "TransactionListing",
+    "TransactionDescription",
+    "ProducerState",
+    "PartitionProducerState",
+    "AbortTransactionSpec",
+    "OpenTransaction",
 ]
 
 
@@ -205,3 +211,65 @@ class ConsumerGroupMetadata(NamedTuple):
     generation_id: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
+
+
+# --- transactions (Admin.list_transactions ... abort_transaction, as Java's Admin) ----------------------------------
+
+
+class TransactionListing(NamedTuple):
+    """One transactional id a coordinator knows (list_transactions). ``state`` is Kafka's name for it (Ongoing,
+    PrepareCommit, CompleteAbort, Empty...). Unlike Java's listing it carries the coordinator that answered, which
+    Java keeps in the result's by-broker map: kafka-transactions.sh list prints it."""
+
+    transactional_id: str
+    producer_id: int
+    state: str
+    coordinator_id: int
+
+
+@dataclass(frozen=True)
+class TransactionDescription:
+    """A transactional id's state at its coordinator (describe_transactions). ``transaction_start_time_ms`` is None
+    when no transaction is open; ``topic_partitions`` are those in the open (or not yet completed) transaction."""
+
+    coordinator_id: int
+    state: str
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int | None
+    topic_partitions: frozenset[TopicPartition]
+
+
+class ProducerState(NamedTuple):
+    """A producer a partition's replica remembers (describe_producers). ``coordinator_epoch`` is None until a
+    transaction marker was written for it; ``current_transaction_start_offset`` is the first offset of its open
+    transaction on the partition, None when it has none."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int | None
+    current_transaction_start_offset: int | None
+
+
+class PartitionProducerState(NamedTuple):
+    active_producers: list[ProducerState]
+
+
+class AbortTransactionSpec(NamedTuple):
+    """Which transaction abort_transaction ends on one partition: the producer, its epoch, and a coordinator epoch
+    at least the one of any marker already written there (the partition fences lower ones)."""
+
+    topic_partition: TopicPartition
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+
+
+class OpenTransaction(NamedTuple):
+    """A transaction open on a partition (find_hanging_transactions): the partition and its producer's state."""
+
+    topic_partition: TopicPartition
+    producer_state: ProducerState

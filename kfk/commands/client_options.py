@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from enum import Enum
 from typing import Annotated, Any, Optional
 
 import typer
@@ -29,6 +30,16 @@ CommandConfig = Annotated[Optional[str], typer.Option(
     "--command-config", help="A properties file of client settings (security, timeouts...).")]
 JsonOutput = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
 Debug = Annotated[bool, typer.Option("--debug", envvar="KFK_DEBUG", help="Show the full traceback on errors.")]
+
+
+class IsolationLevel(str, Enum):
+    """Which records a reading tool sees: read_committed (kfk's consumer default) skips aborted transactions and
+    stops at the last stable offset; read_uncommitted also returns open and aborted transactions' records."""
+
+    read_uncommitted = "read_uncommitted"
+    read_committed = "read_committed"
+
+
 Timeout = Annotated[int, typer.Option("--timeout-ms", help="How long an operation may take, in ms.")]
 
 

@@ -22,6 +22,7 @@ from kfk.commands.client_options import (
     DEFAULT_BOOTSTRAP_SERVER,
     BootstrapServer,
     Debug,
+    IsolationLevel,
     client_config,
     check_reachable,
     client_errors,
@@ -192,8 +193,10 @@ def console_consume(
     timeout_ms: Annotated[Optional[int], typer.Option("--timeout-ms", min=0,
                                                       help="Exit when no record arrives for this long.")] = None,
     property: Properties = None,
-    isolation_level: Annotated[str, typer.Option("--isolation-level",
-                                                 help="read_uncommitted or read_committed.")] = "read_uncommitted",
+    isolation_level: Annotated[IsolationLevel, typer.Option(
+        "--isolation-level", help="read_committed (the default, as kfk's consumer) skips aborted transactions and "
+                                  "waits for open ones; read_uncommitted prints every record.")
+    ] = IsolationLevel.read_committed,
     consumer_property: Annotated[Optional[list[str]], typer.Option(
         "--consumer-property", help="A consumer config key=value (repeatable).")] = None,
     consumer_config: Annotated[Optional[str], typer.Option("--consumer.config", "--consumer-config",
@@ -206,7 +209,7 @@ def console_consume(
     start_offset = _start_offset(offset, group, partition)
     settings: dict[str, Any] = {
         "auto.offset.reset": "earliest" if from_beginning or offset == "earliest" else "latest",
-        "isolation.level": isolation_level,
+        "isolation.level": isolation_level.value,
         "allow.auto.create.topics": False,
     }
     if group is not None:

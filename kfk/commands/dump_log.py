@@ -8,6 +8,9 @@
   ``.log`` beside it: an entry must point at a batch whose last offset is the indexed one (--verify-index-only
   prints only the mismatches); --index-sanity-check runs the index's own sanity check.
 - ``.snapshot``: the producer state entries.
+- ``.txnindex``: one line per aborted transaction (version, producerId, firstOffset, lastOffset, lastStableOffset).
+Control batches' records show their marker as Kafka's tool does: ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: N``,
+``LeaderChange: {json}`` (KRaft), else the control type and its id.
 Unlike Kafka's tool, the exit code is 1 when anything was invalid, so scripts can tell.
 """
 
@@ -27,7 +30,8 @@ app = typer.Typer()
 
 @app.command("dump-log")
 def dump_log(
-    files: Annotated[list[str], typer.Option("--files", help="Segment files (.log, .index, .timeindex, .snapshot); "
+    files: Annotated[list[str], typer.Option("--files", help="Segment files (.log, .index, .timeindex, .snapshot, "
+                                                             ".txnindex); "
                                                              "repeatable or comma-separated.")],
     deep_iteration: Annotated[bool, typer.Option("--deep-iteration", help="Print every record, not just batches.")
                               ] = False,
@@ -58,8 +62,10 @@ def dump_log(
                 problems += _dump_index(path, index_sanity_check, verify_index_only)
             elif path.endswith(".snapshot"):
                 _dump_snapshot(path)
+            elif path.endswith(".txnindex"):
+                _dump_txn_index(path)
             else:
-                fail(f"{path}: not a .log, .index, .timeindex or .snapshot file")
+                fail(f"{path}: not a .log, .index, .timeindex or .snapshot file, nor a .txnindex")
     if problems:
         raise typer.Exit(1)
 
@@ -133,7 +139,7 @@ def _batch_line(batch, valid: bool) -> str:
 
 def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
     from kfk.errors import CorruptRecordError
-    from kfk.records import ControlRecordType, EndTransactionMarker, control_record_type
+    from kfk.records import ControlRecordType, EndTransactionMarker, LeaderChangeMessage, control_record_type
 
     timestamp_type = "LogAppendTime" if batch.timestamp_type == 1 else "CreateTime"
     sequence = batch.base_sequence if is_v2 else -1
@@ -151,8 +157,10 @@ def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
                     marker = EndTransactionMarker.deserialize(record)
                     parts.append(f"endTxnMarker: {marker.control_type.name} "
                                  f"coordinatorEpoch: {marker.coordinator_epoch}")
+                elif kind is ControlRecordType.LEADER_CHANGE:
+                    parts.append(f"LeaderChange: {_leader_change_json(LeaderChangeMessage.from_record(record))}")
                 else:
-                    parts.append(f"controlType: {kind.name}")
+                    parts.append(f"controlType: {kind.name}({kind.value})")
             elif print_data:
                 if record.key is not None:
                     parts.append(f"key: {_text(record.key)}")
@@ -162,6 +170,21 @@ def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
         typer.echo(f"| invalid records in the batch at position {batch.position}: {error}")
         return 1
     return 0
+
+
+def _leader_change_json(message) -> str:
+    """A LEADER_CHANGE record as Kafka's tool prints it: the message's JSON form, field names in camelCase, the
+    directory ids (version 1+) as Kafka writes a Uuid (URL-safe base64, unpadded)."""
+    import base64
+    import json
+
+    def voters(entries) -> list[dict]:
+        return [{"voterId": voter.voter_id} | ({"voterDirectoryId": base64.urlsafe_b64encode(
+                    voter.voter_directory_id.bytes).decode().rstrip("=")} if message.version >= 1 else {})
+                for voter in entries]
+
+    return json.dumps({"leaderId": message.leader_id, "voters": voters(message.voters),
+                       "grantingVoters": voters(message.granting_voters)}, separators=(",", ":"))
 
 
 def _text(value: bytes) -> str:
@@ -237,3 +260,16 @@ def _dump_snapshot(path: str) -> None:
                    f"lastTimestamp: {entry.last_timestamp} firstSequence: {entry.first_sequence} "
                    f"lastSequence: {entry.last_sequence} lastOffset: {entry.last_data_offset} "
                    f"offsetDelta: {entry.last_offset_delta} timestamp: {entry.last_timestamp}")
+
+
+def _dump_txn_index(path: str) -> None:
+    from kfk.storage.transaction_index import ABORTED_TXN_VERSION, TransactionIndex
+
+    index = TransactionIndex(_base_offset(path), path)
+    try:
+        for aborted in index.all_aborted_txns():
+            typer.echo(f"version: {ABORTED_TXN_VERSION} producerId: {aborted.producer_id} "
+                       f"firstOffset: {aborted.first_offset} lastOffset: {aborted.last_offset} "
+                       f"lastStableOffset: {aborted.last_stable_offset}")
+    finally:
+        index.close()

@@ -16,6 +16,7 @@ import typer
 from kfk.commands.client_options import (
     DEFAULT_BOOTSTRAP_SERVER,
     Debug,
+    IsolationLevel,
     JsonOutput,
     client_errors,
     console,
@@ -33,11 +34,6 @@ class OutputFormat(str, Enum):
     json = "json"
     csv = "csv"
     orc = "orc"
-
-
-class IsolationLevel(str, Enum):
-    read_uncommitted = "read_uncommitted"
-    read_committed = "read_committed"
 
 
 @app.command("spark-export")
@@ -69,8 +65,9 @@ def spark_export(
                                "inferred from a sample.")] = None,
     include_headers: Annotated[bool, typer.Option("--include-headers", help="Export record headers too.")] = False,
     isolation_level: Annotated[IsolationLevel, typer.Option(
-        "--isolation-level", help="read_committed skips aborted and open transactions.")
-    ] = IsolationLevel.read_uncommitted,
+        "--isolation-level", help="read_committed (the default) skips aborted and open transactions; "
+                                  "read_uncommitted exports every record.")
+    ] = IsolationLevel.read_committed,
     min_partitions: Annotated[Optional[int], typer.Option(
         "--min-partitions", help="Split big offset ranges into at least this many Spark tasks.")] = None,
     max_offsets_per_trigger: Annotated[Optional[int], typer.Option(
@@ -110,8 +107,8 @@ def spark_export(
         source_options = parse_key_values(option, "--option")
         if include_headers:
             source_options["includeHeaders"] = "true"
-        if isolation_level is IsolationLevel.read_committed:
-            source_options["kafka.isolation.level"] = "read_committed"
+        # Spark's Kafka source reads uncommitted by default; an export must never contain aborted records.
+        source_options.setdefault("kafka.isolation.level", isolation_level.value)
         if min_partitions is not None:
             source_options["minPartitions"] = str(min_partitions)
         if max_offsets_per_trigger is not None:

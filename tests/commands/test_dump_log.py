@@ -128,3 +128,10 @@ def test_a_garbled_length_stops_the_walk_with_the_position(segment_dir: Path, tm
     assert result.exit_code == 1
     assert f"invalid bytes at position {position}" in result.output
     assert len([line for line in result.output.splitlines() if line.startswith("baseOffset:")]) == 3
+
+
+def test_a_kraft_leader_change_prints_as_kafkas_json(segment_dir: Path) -> None:
+    log = segment_dir.parent / "__cluster_metadata-0" / "00000000000000000000.log"
+    result = runner.invoke(app, ["dump-log", "--files", str(log), "--deep-iteration"])
+    assert result.exit_code == 0, result.output
+    assert ' LeaderChange: {"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}' in result.output

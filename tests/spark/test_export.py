@@ -91,6 +91,31 @@ def test_export_to_parquet_is_exactly_what_was_produced(spark: Any, kfk_broker: 
     assert "nothing to export" in " ".join(json.loads(idle.stdout)["notes"])
 
 
+def test_export_leaves_out_aborted_transactions_unless_told_otherwise(kfk_broker: str, tmp_path: Path) -> None:
+    import confluent_kafka
+
+    create_topic(kfk_broker, "orders", 1)
+    producer = confluent_kafka.Producer({"bootstrap.servers": kfk_broker, "transactional.id": "orders-writer",
+                                         "linger.ms": 0})
+    producer.init_transactions(30)
+    for outcome in ("committed", "aborted"):
+        producer.begin_transaction()
+        for n in range(3):
+            producer.produce("orders", f"{outcome}-{n}".encode(), key=b"k", partition=0)
+        assert producer.flush(10) == 0
+        if outcome == "committed":
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    default = export("--bootstrap-server", kfk_broker, "--topic", "orders", "--output", str(tmp_path / "default"))
+    assert default.exit_code == 0, default.output
+    assert sorted(value for *_, value, _ in arrow_rows(tmp_path / "default")) == [
+        b"committed-0", b"committed-1", b"committed-2"]
+    everything = export("--bootstrap-server", kfk_broker, "--topic", "orders", "--output", str(tmp_path / "all"),
+                        "--isolation-level", "read_uncommitted")
+    assert everything.exit_code == 0, everything.output
+    assert len(arrow_rows(tmp_path / "all")) == 6
+
 def stream(kfk_broker: str, topic: str, output: Path, checkpoint: Path, *extra: str) -> Any:
     return export("--bootstrap-server", kfk_broker, "--topic", topic, "--output", str(output), "--stream",
                   "--checkpoint", str(checkpoint), "--json", *extra)
