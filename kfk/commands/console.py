@@ -194,9 +194,9 @@ def console_consume(
                                                       help="Exit when no record arrives for this long.")] = None,
     property: Properties = None,
     isolation_level: Annotated[IsolationLevel, typer.Option(
-        "--isolation-level", help="read_committed (the default, as kfk's consumer) skips aborted transactions and "
-                                  "waits for open ones; read_uncommitted prints every record.")
-    ] = IsolationLevel.read_committed,
+        "--isolation-level", help="read_uncommitted (the default, as Kafka's console consumer) prints every record; "
+                                  "read_committed skips aborted transactions and waits for open ones.")
+    ] = IsolationLevel.read_uncommitted,
     consumer_property: Annotated[Optional[list[str]], typer.Option(
         "--consumer-property", help="A consumer config key=value (repeatable).")] = None,
     consumer_config: Annotated[Optional[str], typer.Option("--consumer.config", "--consumer-config",
