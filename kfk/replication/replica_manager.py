@@ -418,10 +418,12 @@ class ReplicaManager:
         raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {topic_partition}")
 
     def active_producers(self, topic_partition: TopicPartition) -> list[ProducerStateEntry]:
-        """DescribeProducers: the producers in the leader's producer state (NOT_LEADER_OR_FOLLOWER on a follower,
-        UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata does not know)."""
+        """DescribeProducers: the producers in this replica's producer state, leader or follower, as Kafka answers
+        (`kafka-transactions.sh describe-producers --broker-id` asks a follower on purpose);
+        NOT_LEADER_OR_FOLLOWER where this broker holds no replica, UNKNOWN_TOPIC_OR_PARTITION for a partition the
+        metadata does not know."""
         partition = self.get_partition_or_error(topic_partition)
-        return partition.local_log_with_epoch(UNKNOWN_LEADER_EPOCH, require_leader=True).active_producers()
+        return partition.local_log_with_epoch(UNKNOWN_LEADER_EPOCH, require_leader=False).active_producers()
 
     def has_ongoing_transaction(self, topic_partition: TopicPartition, producer_id: int, producer_epoch: int) -> bool:
         """Does this broker lead the partition with the producer's transaction (at this epoch) open in it?"""
