@@ -15,7 +15,7 @@ admin views of transactions and producers.
   (checked like OffsetCommit's when given), v4 TRANSACTION_ABORTABLE. Partitions of topics the metadata does not
   know get UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the rest, as OffsetCommit's.
 - DescribeTransactions (65), v0; ListTransactions (66), v0-v1 (v1 adds the duration filter of KIP-994).
-- DescribeProducers (61), v0: per partition, the active producers in the leader's producer state.
+- DescribeProducers (61), v0: per partition, the active producers in this replica's producer state (leader or follower).
 """
 
 from __future__ import annotations
