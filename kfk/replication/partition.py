@@ -42,7 +42,7 @@ from kfk.errors import (
 )
 from kfk.metadata.image import NO_LEADER, PartitionRegistration
 from kfk.storage.fetch_data_info import TimestampAndOffset
-from kfk.storage.log import Log
+from kfk.storage.log import Log, VerificationGuard
 from kfk.storage.log_validator import LogAppendInfo
 from kfk.storage.producer_state import AppendOrigin
 
@@ -281,10 +281,11 @@ class Partition:
         return self.log
 
     def append_to_leader_log(self, records: bytes | bytearray | memoryview, leader_epoch: int, now_ms: int,
-                             origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+                             origin: AppendOrigin = AppendOrigin.CLIENT,
+                             verification_guard: VerificationGuard | None = None) -> LogAppendInfo:
         """Append to the leader's log in `leader_epoch` (the log validates, assigns offsets and writes under its own
         lock). Touches only the log: safe to run in an executor."""
-        return self.log.append_as_leader(records, leader_epoch, now_ms, origin)
+        return self.log.append_as_leader(records, leader_epoch, now_ms, origin, verification_guard)
 
     # -- ListOffsets, DeleteRecords, OffsetForLeaderEpoch ------------------------------------------------------------
 

@@ -66,7 +66,7 @@ from kfk.replication.partition import Partition
 from kfk.replication.purgatory import AsyncioExpirationTimer, DelayedOperationPurgatory
 from kfk.replication.replica_fetcher import ReplicaFetcherManager
 from kfk.storage.fetch_data_info import TimestampAndOffset
-from kfk.storage.log import Log
+from kfk.storage.log import Log, VerificationGuard
 from kfk.storage.log_manager import LogManager
 from kfk.storage.log_validator import RecordValidationError, append_needs_record_work
 from kfk.storage.producer_state import AppendOrigin, ProducerStateEntry
@@ -425,28 +425,34 @@ class ReplicaManager:
         partition = self.get_partition_or_error(topic_partition)
         return partition.local_log_with_epoch(UNKNOWN_LEADER_EPOCH, require_leader=False).active_producers()
 
-    def has_ongoing_transaction(self, topic_partition: TopicPartition, producer_id: int, producer_epoch: int) -> bool:
-        """Does this broker lead the partition with the producer's transaction (at this epoch) open in it?"""
+    def start_transaction_verification(self, topic_partition: TopicPartition, producer_id: int,
+                                       producer_epoch: int) -> VerificationGuard | None:
+        """The guard a transactional produce verified with the coordinator presents at its append (None where this
+        broker does not lead the partition: the append fails on that first)."""
         partition = self.partitions.get(topic_partition)
-        return partition is not None and partition.is_leader \
-            and partition.log.has_ongoing_transaction(producer_id, producer_epoch)
+        if partition is None or not partition.is_leader:
+            return None
+        return partition.log.start_transaction_verification(producer_id, producer_epoch)
 
     # -- produce -----------------------------------------------------------------------------------------------------
 
     async def append_records(
         self, timeout_ms: int, required_acks: int, entries: Mapping[TopicPartition, bytes | bytearray | memoryview],
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        verification_guards: Mapping[TopicPartition, VerificationGuard] | None = None,
     ) -> dict[TopicPartition, ProducePartitionResult]:
         """Append each partition's records on its leader; for acks=all wait (up to `timeout_ms`) until the in-sync
-        replicas have them. Per-partition errors never fail the other partitions."""
+        replicas have them. Per-partition errors never fail the other partitions. `verification_guards`: the
+        transaction verifications of transactional produces, by partition (Log.start_transaction_verification)."""
         if required_acks not in (0, 1, -1):
             return {tp: ProducePartitionResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries}
         await self._wait_until_opened(entries)
         results: dict[TopicPartition, ProducePartitionResult] = {}
         required_offsets: dict[TopicPartition, int] = {}
         for topic_partition, records in entries.items():
+            guard = verification_guards.get(topic_partition) if verification_guards else None
             result, required_offset = await self._append_to_local_log(topic_partition, records, required_acks,
-                                                                     origin)
+                                                                     origin, guard)
             results[topic_partition] = result
             required_offsets[topic_partition] = required_offset
         if required_acks != -1 or all(result.error != ErrorCode.NONE for result in results.values()):
@@ -459,7 +465,9 @@ class ReplicaManager:
         return await future
 
     async def _append_to_local_log(self, topic_partition: TopicPartition, records: bytes | bytearray | memoryview,
-                                   required_acks: int, origin: AppendOrigin) -> tuple[ProducePartitionResult, int]:
+                                   required_acks: int, origin: AppendOrigin,
+                                   verification_guard: VerificationGuard | None = None
+                                   ) -> tuple[ProducePartitionResult, int]:
         now_ms = self.now_ms()
         try:
             if origin is AppendOrigin.CLIENT and is_internal(topic_partition.topic):  # the coordinators write them
@@ -470,9 +478,9 @@ class ReplicaManager:
             if self._append_off_loop(log, records):
                 loop = asyncio.get_running_loop()
                 appended = await loop.run_in_executor(None, partition.append_to_leader_log, records, leader_epoch,
-                                                      now_ms, origin)
+                                                      now_ms, origin, verification_guard)
             else:
-                appended = partition.append_to_leader_log(records, leader_epoch, now_ms, origin)
+                appended = partition.append_to_leader_log(records, leader_epoch, now_ms, origin, verification_guard)
         except RecordValidationError as error:  # the validator says which records, as it finds them
             return ProducePartitionResult(error.error_code, record_errors=error.record_errors,
                                           error_message=str(error)), -1

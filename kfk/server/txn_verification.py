@@ -9,7 +9,10 @@ partition): this broker's own TransactionCoordinatorService directly, another br
 verify_only over an inter-broker channel. A positive answer is kept in the partition's producer state itself: once
 the producer's first transactional batch is appended the partition has its transaction open at that epoch, so
 later batches of the same transaction need no question; the COMMIT/ABORT marker closes it, and the next
-transaction is verified again.
+transaction is verified again. The question is asked with a guard from the partition's log
+(Log.start_transaction_verification) that the append presents: a marker that lands while the question is out
+drops the guard, and the append is refused (INVALID_TXN_STATE) instead of opening a transaction that no
+coordinator knows.
 
 A produce that fails verification gets, as Kafka maps the coordinator's answers for Produce up to v11:
 NOT_ENOUGH_REPLICAS (retriable) when the coordinator cannot answer now (moved, loading, unreachable, or the
@@ -31,6 +34,7 @@ from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnReques
 from kfk.records import MAGIC_VALUE_V2, entry_at
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.inter_broker_channels import InterBrokerChannels
+from kfk.storage.log import ONGOING_TRANSACTION, VerificationGuard
 from kfk.common.structs import TopicPartition
 
 log = logging.getLogger("kfk.server.txn_verification")
@@ -62,11 +66,13 @@ class TxnPartitionVerifier:
         self.transaction_coordinator = transaction_coordinator
         self.channels = channels
 
-    async def verify(self, transactional_id: str,
-                     entries: dict[TopicPartition, bytes | memoryview]) -> dict[TopicPartition, ErrorCode]:
+    async def verify(self, transactional_id: str, entries: dict[TopicPartition, bytes | memoryview]
+                     ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, VerificationGuard]]:
         """The produce error of each partition whose transactional batch failed verification (the others, and
-        partitions without a transactional batch, are absent)."""
+        partitions without a transactional batch, are absent), and the guard each transactional batch's append
+        must present."""
         to_verify: dict[tuple[int, int], list[TopicPartition]] = defaultdict(list)
+        guards: dict[TopicPartition, VerificationGuard] = {}
         for topic_partition, records in entries.items():
             try:
                 batch = entry_at(records)
@@ -75,7 +81,11 @@ class TxnPartitionVerifier:
             if batch is None or batch.magic != MAGIC_VALUE_V2 or not batch.is_transactional or batch.is_control:
                 continue
             producer_id, producer_epoch = batch.producer_id, batch.producer_epoch
-            if not self.replica_manager.has_ongoing_transaction(topic_partition, producer_id, producer_epoch):
+            guard = self.replica_manager.start_transaction_verification(topic_partition, producer_id, producer_epoch)
+            if guard is None:
+                continue  # not this broker's to lead: the append answers
+            guards[topic_partition] = guard
+            if guard is not ONGOING_TRANSACTION:
                 to_verify[(producer_id, producer_epoch)].append(topic_partition)
         failed: dict[TopicPartition, ErrorCode] = {}
         for (producer_id, producer_epoch), partitions in to_verify.items():
@@ -86,7 +96,7 @@ class TxnPartitionVerifier:
                     log.debug("Transactional produce of %s (producer %d epoch %d) to %s failed verification: %s",
                               transactional_id, producer_id, producer_epoch, topic_partition, error.name)
                     failed[topic_partition] = produce_error(error)
-        return failed
+        return failed, guards
 
     async def _ask_coordinator(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:

@@ -34,6 +34,7 @@ from kfk.config import LogConfig
 from kfk.errors import (
     CorruptRecordError,
     KafkaError,
+    InvalidTxnStateError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -80,6 +81,16 @@ logger = logging.getLogger(__name__)
 #: What an append without producer ids changes in the producer state: nothing (shared, read-only).
 _NO_PRODUCER_UPDATES: Mapping[int, ProducerAppendInfo] = MappingProxyType({})
 _NO_COMPLETED_TXNS: tuple[CompletedTxn, ...] = ()
+
+
+class VerificationGuard:
+    """The token of one transaction verification (see Log.start_transaction_verification): compared by identity."""
+
+    __slots__ = ()
+
+
+#: The guard of a producer whose transaction is already open on the partition: nothing to verify.
+ONGOING_TRANSACTION = VerificationGuard()
 
 
 class UnexpectedAppendOffsetError(KafkaError):
@@ -133,6 +144,8 @@ class Log:
         self.lock = threading.RLock()
         #: The validators of leader appends by origin, built from `config` when first needed.
         self._validators: dict[AppendOrigin, LogValidator] = {}
+        #: The latest transaction verification of each producer, until its next marker (KIP-890 part 1).
+        self._verification_guards: dict[int, VerificationGuard] = {}
         self.last_flush_ms = now_ms
         self._log_end_offset = log_end_offset
         self._high_watermark = log_start_offset
@@ -232,12 +245,35 @@ class Log:
             return [dataclasses.replace(entry, batch_metadata=deque(entry.batch_metadata))
                     for entry in self.producer_state.producers.values()]
 
-    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
-        """Has this producer, at this epoch, a transaction open here (a transactional batch since its last marker)?"""
+    def _has_ongoing_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """Has this producer (at this epoch, if given) a transaction open here: a transactional batch since its last
+        marker? The caller holds the lock."""
+        entry = self.producer_state.last_entry(producer_id)
+        return entry is not None and entry.current_txn_first_offset is not None \
+            and (producer_epoch is None or entry.producer_epoch == producer_epoch)
+
+    def start_transaction_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard:
+        """Before a transactional produce asks the coordinator (KIP-890 part 1): a guard that the append must present.
+        A producer whose transaction is already open here needs no question (ONGOING_TRANSACTION); otherwise a new
+        guard, replaced by the next verification and dropped by the producer's next marker, so that an append
+        verified before a marker that landed while the question was out is refused instead of opening a transaction
+        no coordinator knows (Kafka's VerificationGuard)."""
         with self.lock:
-            entry = self.producer_state.last_entry(producer_id)
-            return entry is not None and entry.producer_epoch == producer_epoch \
-                and entry.current_txn_first_offset is not None
+            if self._has_ongoing_transaction(producer_id, producer_epoch):
+                return ONGOING_TRANSACTION
+            guard = VerificationGuard()
+            self._verification_guards[producer_id] = guard
+            return guard
+
+    def _check_verification(self, batches: list[Batch], guard: VerificationGuard) -> None:
+        """A transactional batch that would open a transaction needs the guard its verification started with."""
+        for batch in batches:
+            if batch.is_transactional and not batch.is_control and batch.has_producer_id \
+                    and not self._has_ongoing_transaction(batch.producer_id) \
+                    and self._verification_guards.get(batch.producer_id) is not guard:
+                raise InvalidTxnStateError(
+                    f"The transaction of producer {batch.producer_id} on {self.topic_partition} was not verified "
+                    "with its coordinator, or ended while it was verified")
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -282,14 +318,16 @@ class Log:
     # -- appends ---------------------------------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int, now_ms: int,
-                         origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+                         origin: AppendOrigin = AppendOrigin.CLIENT,
+                         verification_guard: VerificationGuard | None = None) -> LogAppendInfo:
         """A leader's append (Kafka's UnifiedLog.appendAsLeader): validate `records` as this log's config says
         (LogValidator: CRCs, sizes, compression, timestamps, keys; control batches only from a coordinator or the
         metadata log's leader), stamp them with offsets from `log_end_offset` and with `leader_epoch`, apply the
         idempotence/transaction rules and write, all under the log's lock, so the offsets assigned are the ones
         written. A writable buffer is edited in place. A retried idempotent batch is not written again and its earlier
         offsets are returned (`duplicate=True`); an empty message set (old produce versions allow one) writes nothing
-        and returns offsets -1."""
+        and returns offsets -1. With a `verification_guard` (transaction.partition.verification.enable), a
+        transactional batch may open a transaction only with the guard start_transaction_verification gave."""
         with self.lock:
             self._check_open()
             validator = self._validators.get(origin)
@@ -302,6 +340,8 @@ class Log:
                 return LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
             self._check_segment_size(info.valid_bytes)
             batches: list[Batch] = info.batches  # type: ignore[assignment]  # set for every non-empty append
+            if verification_guard is not None and info.has_producer_ids:
+                self._check_verification(batches, verification_guard)
             updated, completed, duplicate = self._analyze_producer_state(batches, origin) if info.has_producer_ids \
                 else (_NO_PRODUCER_UPDATES, _NO_COMPLETED_TXNS, None)
             if duplicate is not None:
@@ -403,6 +443,7 @@ class Log:
             last_stable_offset = self.producer_state.last_stable_offset(completed_txn)
             segment.update_txn_index(completed_txn, last_stable_offset)
             self.producer_state.complete_txn(completed_txn)
+            self._verification_guards.pop(completed_txn.producer_id, None)
         self.producer_state.update_map_end_offset(info.last_offset + 1)
         if self.unflushed_messages >= self.config.flush_messages:
             self.flush()

@@ -85,12 +85,14 @@ class ProduceHandler:
                     continue
                 entries[topic_partition] = partition_data.records or b""
             order.append((topic_data.name, indexes))
+        guards = None
         if self.txn_verifier is not None and request.transactional_id and entries:
-            for topic_partition, error in (await self.txn_verifier.verify(request.transactional_id,
-                                                                          entries)).items():
+            failed, guards = await self.txn_verifier.verify(request.transactional_id, entries)
+            for topic_partition, error in failed.items():
                 del entries[topic_partition]
                 early[topic_partition] = ProducePartitionResult(error)
-        results = await replica_manager.append_records(request.timeout_ms, request.acks, entries)
+        results = await replica_manager.append_records(request.timeout_ms, request.acks, entries,
+                                                       verification_guards=guards)
         results.update(early)
         if request.acks == 0:
             failed = [str(tp) for tp, result in results.items() if result.error != ErrorCode.NONE]
