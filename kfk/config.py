@@ -31,6 +31,8 @@ class ConfigType(enum.Enum):
     DOUBLE = "double"
     STRING = "string"
     LIST = "list"
+    CLASS = "class"  # a Java class name: kfk keeps it as a string
+    PASSWORD = "password"  # a string that DescribeConfigs never shows (sensitive)
 
 
 Validator = Callable[[str, Any], None]
@@ -107,7 +109,7 @@ def parse_value(name: str, config_type: ConfigType, value: Any) -> Any:
         if math.isnan(number):
             raise _invalid(name, value, "not a number of type double")
         return number
-    if config_type is ConfigType.STRING:
+    if config_type in (ConfigType.STRING, ConfigType.CLASS, ConfigType.PASSWORD):
         if not isinstance(value, str):
             raise _invalid(name, value, "expected a string")
         return value
@@ -152,11 +154,11 @@ def one_of(*choices: str) -> Validator:
     return check
 
 
-def list_of(*choices: str) -> Validator:
-    """Kafka's ValidList.in: every element must be one of the choices, and the list may not be empty."""
+def list_of(*choices: str, allow_empty: bool = False) -> Validator:
+    """Kafka's ValidList.in: every element must be one of the choices; the list may be empty only if allowed."""
 
     def check(name: str, value: Any) -> None:
-        if not value:
+        if not value and not allow_empty:
             raise _invalid(name, value, f"empty list; valid values are: {', '.join(choices)}")
         for item in value:
             if item not in choices:
@@ -261,8 +263,9 @@ LOG_CONFIG_DEF = ConfigDef(
         ConfigKey("min.cleanable.dirty.ratio", ConfigType.DOUBLE, 0.5, between(0, 1),
                   "Compact a log only when its dirty part is at least this share of it."),
         ConfigKey("cleanup.policy", ConfigType.LIST, [CLEANUP_POLICY_DELETE],
-                  list_of(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE),
-                  "delete (retention), compact (keep the latest value per key) or both."),
+                  list_of(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE, allow_empty=True),
+                  "delete (retention), compact (keep the latest value per key), both, or neither (empty: the log "
+                  "keeps everything, as Kafka 4.x allows)."),
         ConfigKey("unclean.leader.election.enable", ConfigType.BOOLEAN, False, None,
                   "Allow a replica outside the ISR to become leader (may lose data)."),
         ConfigKey("min.insync.replicas", ConfigType.INT, 1, at_least(1),
@@ -418,6 +421,236 @@ class LogConfig:
 DEFAULT_LOG_DIR = "/tmp/kafka-logs"
 LONG_MAX = INT64_MAX
 
+
+_B, _I, _L, _D, _S, _LIST, _C, _P = (ConfigType.BOOLEAN, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE,
+                                     ConfigType.STRING, ConfigType.LIST, ConfigType.CLASS, ConfigType.PASSWORD)
+
+#: The other broker configs of Kafka 4.x, with their types and defaults: kfk accepts them in server.properties,
+#: describes them as Kafka does and validates their types, but nothing in kfk acts on them (KRaft quorum tuning,
+#: SASL/SSL, quotas, metrics, tiered storage, the KIP-848 consumer protocol...).
+ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
+    ("alter.config.policy.class.name", _C, None),
+    ("alter.log.dirs.replication.quota.window.num", _I, 11),
+    ("alter.log.dirs.replication.quota.window.size.seconds", _I, 1),
+    ("authorizer.class.name", _S, ""),
+    ("background.threads", _I, 10),
+    ("broker.heartbeat.interval.ms", _I, 2000),
+    ("broker.session.timeout.ms", _I, 9000),
+    ("client.quota.callback.class", _C, None),
+    ("config.providers", _LIST, []),
+    ("connection.failed.authentication.delay.ms", _I, 100),
+    ("connections.max.reauth.ms", _L, 0),
+    ("controller.quorum.append.linger.ms", _I, 25),
+    ("controller.quorum.election.backoff.max.ms", _I, 1000),
+    ("controller.quorum.election.timeout.ms", _I, 1000),
+    ("controller.quorum.fetch.timeout.ms", _I, 2000),
+    ("controller.quorum.request.timeout.ms", _I, 2000),
+    ("controller.quorum.retry.backoff.ms", _I, 20),
+    ("controller.performance.always.log.threshold.ms", _L, 2000),
+    ("controller.performance.sample.period.ms", _L, 60000),
+    ("create.topic.policy.class.name", _C, None),
+    ("delegation.token.expiry.check.interval.ms", _L, 3600000),
+    ("delegation.token.expiry.time.ms", _L, 86400000),
+    ("delegation.token.max.lifetime.ms", _L, 604800000),
+    ("delegation.token.secret.key", _P, None),
+    ("delete.records.purgatory.purge.interval.requests", _I, 1),
+    ("early.start.listeners", _S, None),
+    ("eligible.leader.replicas.enable", _B, False),
+    ("fetch.max.bytes", _I, 57671680),
+    ("fetch.purgatory.purge.interval.requests", _I, 1000),
+    ("group.consumer.assignors", _LIST, ["uniform", "range"]),
+    ("group.consumer.heartbeat.interval.ms", _I, 5000),
+    ("group.consumer.max.heartbeat.interval.ms", _I, 15000),
+    ("group.consumer.max.session.timeout.ms", _I, 60000),
+    ("group.consumer.max.size", _I, INT32_MAX),
+    ("group.consumer.migration.policy", _S, "bidirectional"),
+    ("group.consumer.min.heartbeat.interval.ms", _I, 5000),
+    ("group.consumer.min.session.timeout.ms", _I, 45000),
+    ("group.consumer.session.timeout.ms", _I, 45000),
+    ("group.coordinator.append.linger.ms", _I, 5),
+    ("group.coordinator.rebalance.protocols", _LIST, ["classic", "consumer"]),
+    ("group.coordinator.threads", _I, 4),
+    ("initial.broker.registration.timeout.ms", _I, 60000),
+    ("kafka.metrics.polling.interval.secs", _I, 10),
+    ("kafka.metrics.reporters", _LIST, []),
+    ("log.cleaner.dedupe.buffer.size", _L, 134217728),
+    ("log.cleaner.io.buffer.load.factor", _D, 0.9),
+    ("log.cleaner.io.buffer.size", _I, 524288),
+    ("log.cleaner.io.max.bytes.per.second", _D, 1.7976931348623157e308),
+    ("log.dir.failure.timeout.ms", _L, 30000),
+    ("log.initial.task.delay.ms", _L, 30000),
+    ("log.local.retention.bytes", _L, -2),
+    ("log.local.retention.ms", _L, -2),
+    ("max.connection.creation.rate", _I, INT32_MAX),
+    ("max.connections", _I, INT32_MAX),
+    ("max.connections.per.ip", _I, INT32_MAX),
+    ("max.connections.per.ip.overrides", _S, ""),
+    ("max.incremental.fetch.session.cache.slots", _I, 1000),
+    ("max.request.partition.size.limit", _I, 2000),
+    ("metadata.log.dir", _S, None),
+    ("metadata.log.max.record.bytes.between.snapshots", _L, 20971520),
+    ("metadata.log.max.snapshot.interval.ms", _L, 3600000),
+    ("metadata.log.segment.bytes", _I, 1073741824),
+    ("metadata.log.segment.ms", _L, 604800000),
+    ("metadata.max.idle.interval.ms", _I, 500),
+    ("metadata.max.retention.bytes", _L, 104857600),
+    ("metadata.max.retention.ms", _L, 604800000),
+    ("metric.reporters", _LIST, []),
+    ("metrics.num.samples", _I, 2),
+    ("metrics.recording.level", _S, "INFO"),
+    ("metrics.sample.window.ms", _L, 30000),
+    ("num.replica.alter.log.dirs.threads", _I, None),
+    ("offsets.load.buffer.size", _I, 5242880),
+    ("offsets.topic.compression.codec", _I, 0),
+    ("password.encoder.cipher.algorithm", _S, "AES/CBC/PKCS5Padding"),
+    ("password.encoder.iterations", _I, 4096),
+    ("password.encoder.key.length", _I, 128),
+    ("password.encoder.keyfactory.algorithm", _S, None),
+    ("password.encoder.old.secret", _P, None),
+    ("password.encoder.secret", _P, None),
+    ("principal.builder.class", _C,
+     "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"),
+    ("producer.id.expiration.check.interval.ms", _I, 600000),
+    ("producer.purgatory.purge.interval.requests", _I, 1000),
+    ("queued.max.request.bytes", _L, -1),
+    ("queued.max.requests", _I, 500),
+    ("quota.window.num", _I, 11),
+    ("quota.window.size.seconds", _I, 1),
+    ("remote.fetch.max.wait.ms", _I, 500),
+    ("remote.list.offsets.request.timeout.ms", _L, 30000),
+    ("remote.log.index.file.cache.total.size.bytes", _L, 1073741824),
+    ("remote.log.manager.copy.max.bytes.per.second", _L, INT64_MAX),
+    ("remote.log.manager.copier.thread.pool.size", _I, 10),
+    ("remote.log.manager.expiration.thread.pool.size", _I, 10),
+    ("remote.log.manager.fetch.max.bytes.per.second", _L, INT64_MAX),
+    ("remote.log.manager.task.interval.ms", _L, 30000),
+    ("remote.log.metadata.manager.class.name", _S,
+     "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager"),
+    ("remote.log.metadata.manager.class.path", _S, None),
+    ("remote.log.metadata.manager.impl.prefix", _S, "rlmm.config."),
+    ("remote.log.metadata.manager.listener.name", _S, None),
+    ("remote.log.reader.max.pending.tasks", _I, 100),
+    ("remote.log.reader.threads", _I, 10),
+    ("remote.log.storage.manager.class.name", _S, None),
+    ("remote.log.storage.manager.class.path", _S, None),
+    ("remote.log.storage.manager.impl.prefix", _S, "rsm.config."),
+    ("remote.log.storage.system.enable", _B, False),
+    ("replica.selector.class", _S, None),
+    ("replica.socket.receive.buffer.bytes", _I, 65536),
+    ("replica.socket.timeout.ms", _I, 30000),
+    ("replication.quota.window.num", _I, 11),
+    ("replication.quota.window.size.seconds", _I, 1),
+    ("request.timeout.ms", _I, 30000),
+    ("reserved.broker.max.id", _I, 1000),
+    ("sasl.client.callback.handler.class", _C, None),
+    ("sasl.enabled.mechanisms", _LIST, ["GSSAPI"]),
+    ("sasl.jaas.config", _P, None),
+    ("sasl.kerberos.kinit.cmd", _S, "/usr/bin/kinit"),
+    ("sasl.kerberos.min.time.before.relogin", _L, 60000),
+    ("sasl.kerberos.principal.to.local.rules", _LIST, ["DEFAULT"]),
+    ("sasl.kerberos.service.name", _S, None),
+    ("sasl.kerberos.ticket.renew.jitter", _D, 0.05),
+    ("sasl.kerberos.ticket.renew.window.factor", _D, 0.8),
+    ("sasl.login.callback.handler.class", _C, None),
+    ("sasl.login.class", _C, None),
+    ("sasl.login.connect.timeout.ms", _I, None),
+    ("sasl.login.read.timeout.ms", _I, None),
+    ("sasl.login.refresh.buffer.seconds", _I, 300),
+    ("sasl.login.refresh.min.period.seconds", _I, 60),
+    ("sasl.login.refresh.window.factor", _D, 0.8),
+    ("sasl.login.refresh.window.jitter", _D, 0.05),
+    ("sasl.login.retry.backoff.max.ms", _L, 10000),
+    ("sasl.login.retry.backoff.ms", _L, 100),
+    ("sasl.mechanism.controller.protocol", _S, "GSSAPI"),
+    ("sasl.mechanism.inter.broker.protocol", _S, "GSSAPI"),
+    ("sasl.oauthbearer.clock.skew.seconds", _I, 30),
+    ("sasl.oauthbearer.expected.audience", _LIST, None),
+    ("sasl.oauthbearer.expected.issuer", _S, None),
+    ("sasl.oauthbearer.jwks.endpoint.refresh.ms", _L, 3600000),
+    ("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", _L, 10000),
+    ("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", _L, 100),
+    ("sasl.oauthbearer.jwks.endpoint.url", _S, None),
+    ("sasl.oauthbearer.scope.claim.name", _S, "scope"),
+    ("sasl.oauthbearer.sub.claim.name", _S, "sub"),
+    ("sasl.oauthbearer.token.endpoint.url", _S, None),
+    ("sasl.server.callback.handler.class", _C, None),
+    ("sasl.server.max.receive.size", _I, 524288),
+    ("security.inter.broker.protocol", _S, "PLAINTEXT"),
+    ("security.providers", _S, None),
+    ("server.max.startup.time.ms", _L, INT64_MAX),
+    ("socket.connection.setup.timeout.max.ms", _L, 30000),
+    ("socket.connection.setup.timeout.ms", _L, 10000),
+    ("socket.listen.backlog.size", _I, 50),
+    ("ssl.allow.dn.changes", _B, False),
+    ("ssl.allow.san.changes", _B, False),
+    ("ssl.cipher.suites", _LIST, []),
+    ("ssl.client.auth", _S, "none"),
+    ("ssl.enabled.protocols", _LIST, ["TLSv1.2", "TLSv1.3"]),
+    ("ssl.endpoint.identification.algorithm", _S, "https"),
+    ("ssl.engine.factory.class", _C, None),
+    ("ssl.key.password", _P, None),
+    ("ssl.keymanager.algorithm", _S, "SunX509"),
+    ("ssl.keystore.certificate.chain", _P, None),
+    ("ssl.keystore.key", _P, None),
+    ("ssl.keystore.location", _S, None),
+    ("ssl.keystore.password", _P, None),
+    ("ssl.keystore.type", _S, "JKS"),
+    ("ssl.principal.mapping.rules", _S, "DEFAULT"),
+    ("ssl.protocol", _S, "TLSv1.3"),
+    ("ssl.provider", _S, None),
+    ("ssl.secure.random.implementation", _S, None),
+    ("ssl.trustmanager.algorithm", _S, "PKIX"),
+    ("ssl.truststore.certificates", _P, None),
+    ("ssl.truststore.location", _S, None),
+    ("ssl.truststore.password", _P, None),
+    ("ssl.truststore.type", _S, "JKS"),
+    ("telemetry.max.bytes", _I, 1048576),
+    ("transaction.partition.verification.enable", _B, True),
+    ("transaction.state.log.load.buffer.size", _I, 5242880),
+    ("unstable.feature.versions.enable", _B, False),
+)
+
+#: Broker configs that Kafka 4.x updates without a restart (the "Update Mode" per-broker or cluster-wide in its
+#: broker configuration docs); every other broker config is read-only there, and DescribeConfigs says so.
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset({
+    # the broker defaults of topic configs
+    "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms", "log.roll.jitter.hours",
+    "log.index.size.max.bytes", "log.flush.interval.messages", "log.flush.interval.ms", "log.retention.bytes",
+    "log.retention.ms", "log.retention.minutes", "log.retention.hours", "message.max.bytes",
+    "log.index.interval.bytes", "log.segment.delete.delay.ms", "log.cleaner.delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio",
+    "log.cleanup.policy", "unclean.leader.election.enable", "min.insync.replicas", "compression.type",
+    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level", "log.preallocate",
+    "log.message.timestamp.type", "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
+    "log.local.retention.ms", "log.local.retention.bytes",
+    # thread pools
+    "num.network.threads", "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+    "background.threads",
+    # the log cleaner
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
+    # listeners and connection limits
+    "listeners", "advertised.listeners", "listener.security.protocol.map", "max.connections",
+    "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate",
+    # security (per listener)
+    "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
+    "sasl.kerberos.ticket.renew.jitter", "sasl.kerberos.ticket.renew.window.factor",
+    "sasl.login.refresh.buffer.seconds", "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter", "sasl.mechanism.inter.broker.protocol",
+    "ssl.cipher.suites", "ssl.client.auth", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm",
+    "ssl.engine.factory.class", "ssl.key.password", "ssl.keymanager.algorithm", "ssl.keystore.certificate.chain",
+    "ssl.keystore.key", "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.protocol",
+    "ssl.provider", "ssl.secure.random.implementation", "ssl.trustmanager.algorithm", "ssl.truststore.certificates",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type",
+    # metrics, producer state, transactions, tiered storage
+    "metric.reporters", "producer.id.expiration.ms", "transaction.partition.verification.enable",
+    "remote.log.index.file.cache.total.size.bytes", "remote.log.manager.copy.max.bytes.per.second",
+    "remote.log.manager.fetch.max.bytes.per.second", "remote.fetch.max.wait.ms",
+    "remote.list.offsets.request.timeout.ms", "remote.log.reader.threads",
+    "remote.log.manager.copier.thread.pool.size", "remote.log.manager.expiration.thread.pool.size",
+})
+
 BROKER_CONFIG_DEF = ConfigDef(
     [
         # Roles and identity (KRaft)
@@ -491,7 +724,7 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("log.segment.delete.delay.ms", ConfigType.LONG, DEFAULT_FILE_DELETE_DELAY_MS, at_least(0),
                   "file.delete.delay.ms default."),
         ConfigKey("log.cleanup.policy", ConfigType.LIST, [CLEANUP_POLICY_DELETE],
-                  list_of(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE), "cleanup.policy default."),
+                  list_of(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE, allow_empty=True), "cleanup.policy default."),
         ConfigKey("log.cleaner.enable", ConfigType.BOOLEAN, True, None, "Run the log cleaner (compaction)."),
         ConfigKey("log.cleaner.threads", ConfigType.INT, 1, at_least(0), "Compaction threads."),
         ConfigKey("log.cleaner.backoff.ms", ConfigType.LONG, 15000, at_least(0),
@@ -553,6 +786,9 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("offsets.retention.check.interval.ms", ConfigType.LONG, 600000, at_least(1),
                   "How often expired offsets are removed."),
         ConfigKey("offset.metadata.max.bytes", ConfigType.INT, 4096, None, "Largest commit metadata string."),
+        ConfigKey("offsets.commit.timeout.ms", ConfigType.INT, 5000, at_least(1),
+                  "How long an offset commit (or any group coordinator write) waits for the __consumer_offsets "
+                  "replicas."),
         ConfigKey("group.initial.rebalance.delay.ms", ConfigType.INT, 3000, None,
                   "How long the first rebalance of an empty group waits for more members."),
         ConfigKey("group.min.session.timeout.ms", ConfigType.INT, 6000, None, "Smallest session timeout allowed."),
@@ -577,6 +813,8 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "Expire idempotent producer state idle for this long."),
         ConfigKey("unstable.api.versions.enable", ConfigType.BOOLEAN, False, None,
                   "Advertise API versions still in development."),
+        *(ConfigKey(name, config_type, default, None, "Accepted as in Kafka 4.x; kfk does not act on it.")
+          for name, config_type, default in ACCEPTED_BROKER_KEYS),
     ]
 )
 
@@ -659,6 +897,8 @@ class BrokerConfig:
             "message.timestamp.type": self.log_message_timestamp_type,
             "message.timestamp.before.max.ms": self.log_message_timestamp_before_max_ms,
             "message.timestamp.after.max.ms": self.log_message_timestamp_after_max_ms,
+            "local.retention.ms": self.log_local_retention_ms,
+            "local.retention.bytes": self.log_local_retention_bytes,
         }
         if self.log_flush_interval_ms is not None:
             defaults["flush.ms"] = self.log_flush_interval_ms
@@ -697,6 +937,8 @@ TOPIC_CONFIG_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.type": ("log.message.timestamp.type",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
+    "local.retention.ms": ("log.local.retention.ms",),
+    "local.retention.bytes": ("log.local.retention.bytes",),
 }
 
 
