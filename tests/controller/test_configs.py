@@ -189,7 +189,9 @@ def test_every_broker_config_is_described_read_only_unless_kafka_updates_it_dyna
     assert set(entries) == {name for name, key in BROKER_CONFIG_DEF.keys.items() if not key.internal}
     assert all(e.is_read_only == (e.name not in DYNAMIC_BROKER_CONFIGS) for e in entries.values())
     assert all(e.is_sensitive == (e.config_type == WireConfigType.PASSWORD) for e in entries.values())
-    assert not entries["log.retention.hours"].is_read_only and entries["num.partitions"].is_read_only
+    assert not entries["log.retention.ms"].is_read_only and not entries["listeners"].is_read_only
+    assert entries["log.retention.hours"].is_read_only and entries["num.partitions"].is_read_only
+    assert entries["advertised.listeners"].is_read_only
     assert (entries["num.partitions"].value, entries["num.partitions"].source) == (
         "4", ConfigSource.STATIC_BROKER_CONFIG)
     assert entries["num.partitions"].synonyms == (

@@ -133,7 +133,8 @@ def test_a_broker_derived_topic_config_broker_configs_and_describe_cluster(kfk_b
     # Read-only exactly where Kafka 4.x cannot update a broker config without a restart.
     assert {name for name, entry in configs.items() if not entry.is_read_only} == \
         DYNAMIC_BROKER_CONFIGS & set(configs)
-    assert configs["num.partitions"].is_read_only and not configs["log.retention.hours"].is_read_only
+    assert configs["num.partitions"].is_read_only and not configs["log.retention.ms"].is_read_only
+    assert configs["log.retention.hours"].is_read_only  # only its .ms synonym is dynamic in Kafka 4.0
     assert (configs["offsets.commit.timeout.ms"].value, configs["offsets.commit.timeout.ms"].source) == (
         "5000", ConfigSource.DEFAULT_CONFIG.value)
     assert configs["sasl.jaas.config"].is_sensitive and configs["sasl.jaas.config"].value is None

@@ -71,7 +71,8 @@ def test_describe_configs_as_kafka_4_reports_them(kfk_broker: str) -> None:
         (configs,) = described["broker"].values()
         timeout = configs["offsets.commit.timeout.ms"]
         assert (timeout["value"], timeout["config_source"], timeout["read_only"]) == ("5000", "DEFAULT_CONFIG", True)
-        assert configs["log.retention.hours"]["read_only"] is False
+        assert configs["log.retention.ms"]["read_only"] is False
+        assert configs["log.retention.hours"]["read_only"] is True
         assert configs["log.cleaner.threads"]["read_only"] is False
         assert configs["num.partitions"]["read_only"] is True
         password = configs["ssl.keystore.password"]
