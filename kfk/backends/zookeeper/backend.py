@@ -58,7 +58,7 @@ from kfk.backends.zookeeper.writes import commit
 from kfk.common.clock import Clock, system_time_ms
 from kfk.controller.backend import MetadataListener
 from kfk.controller.producer_ids import ProducerIdsBlock
-from kfk.errors import NotControllerError
+from kfk.errors import KafkaTimeoutError, NotControllerError
 from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.protocol.message import Message
 
@@ -296,10 +296,10 @@ class ZooKeeperMetadataBackend:
             await self._refresh(until_clean=True)
         except asyncio.CancelledError:
             raise
-        except _SESSION_ERRORS as error:
-            # The connection or the session is down: that was logged once as a state change; read again until
-            # the session is back (each attempt fails at once while kazoo is reconnecting).
-            log.debug("reading ZooKeeper failed: %r", error)
+        except KafkaTimeoutError as error:
+            # The connection or the session is down (_blocking): that was logged once as a state change; read
+            # again until the session is back (each attempt fails at once while kazoo is reconnecting).
+            log.debug("reading ZooKeeper failed: %s", error)
             await asyncio.sleep(0.5)
             self._mark_dirty(None)
         except Exception:  # noqa: BLE001 - a failed read is retried on the next event
@@ -412,9 +412,9 @@ class ZooKeeperMetadataBackend:
                          broker_epoch)
             self._mark_dirty(None)
             await self._refresh()
-        except _SESSION_ERRORS as error:
+        except KafkaTimeoutError as error:
             # Lost again before re-registering: the next session's CONNECTED starts over.
-            log.warning("re-registering broker %d in ZooKeeper failed: %r", self.node_id, error)
+            log.warning("re-registering broker %d in ZooKeeper failed: %s", self.node_id, error)
         except Exception:  # noqa: BLE001
             log.exception("re-registering broker %d in ZooKeeper failed", self.node_id)
         for listener in self._session_listeners:
@@ -463,4 +463,11 @@ class ZooKeeperMetadataBackend:
         return self._client
 
     async def _blocking(self, function, *args):
-        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+        """Run kazoo's blocking work in an executor. While the connection or the session is down kazoo raises its
+        own errors; callers (the controller, a leader's ISR change, the replica manager) get the retriable
+        REQUEST_TIMED_OUT instead, as for any metadata write that could not be made in time."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+        except _SESSION_ERRORS as error:
+            raise KafkaTimeoutError(f"ZooKeeper is unreachable ({type(error).__name__}); broker {self.node_id} "
+                                    f"retries once its session is back") from error
