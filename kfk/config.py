@@ -848,13 +848,23 @@ def _hours_or_minutes_ms(values: Mapping[str, Any], ms: str, minutes: str | None
     return values[hours] * 3_600_000
 
 
+def _is_known_broker_name(name: str) -> bool:
+    """A broker config name, or one set for a single listener (`listener.name.<listener>.<config>`, e.g.
+    listener.name.internal.ssl.keystore.location), as Kafka 4.x accepts them."""
+    if name in BROKER_CONFIG_DEF.keys:
+        return True
+    prefix, _, rest = name.partition("listener.name.")
+    listener, _, config = rest.partition(".")
+    return not prefix and bool(listener) and config in BROKER_CONFIG_DEF.keys
+
+
 class BrokerConfig:
     """A parsed server.properties: every key of BROKER_CONFIG_DEF as a typed attribute (`log.dirs` ->
     `log_dirs`), plus the values Kafka derives from several keys (log_dir_list, node_id, topic defaults)."""
 
     def __init__(self, props: Mapping[str, Any]) -> None:
         self.originals = dict(props)
-        self.unknown = sorted(set(props) - set(BROKER_CONFIG_DEF.keys))
+        self.unknown = sorted(name for name in props if not _is_known_broker_name(name))
         values = BROKER_CONFIG_DEF.parse({k: v for k, v in props.items() if k in BROKER_CONFIG_DEF.keys})
         self.values = values
         for name, value in values.items():

@@ -221,3 +221,12 @@ def test_describe_resource_errors(cluster) -> None:
         describe_resource(image, config, 1, BROKER, "2")
     with pytest.raises(InvalidRequestError, match="Unsupported resource type: BROKER_LOGGER"):
         describe_resource(image, config, 1, ConfigResourceType.BROKER_LOGGER, "1")
+
+
+def test_every_kafka_4_broker_name_is_known_and_others_are_reported() -> None:
+    """server.properties names of Kafka 4.x (listener-prefixed ones too) are known; a misspelt one is reported."""
+    config = BrokerConfig({"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181", "ssl.keystore.type": "PKCS12",
+                           "listener.name.internal.ssl.keystore.location": "/k.jks", "group.share.max.size": "10",
+                           "num.partition": "3"})
+    assert config.unknown == ["num.partition"]
+    assert config.ssl_keystore_type == "PKCS12" and config.group_share_max_size == 10

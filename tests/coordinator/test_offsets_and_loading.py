@@ -226,3 +226,4 @@ def test_offsets_commit_timeout_ms_comes_from_server_properties() -> None:
     configured = BrokerConfig({**properties, "offsets.commit.timeout.ms": "1234"})
     assert configured.unknown == []
     assert GroupCoordinatorConfig.from_broker_config(configured).offsets_commit_timeout_ms == 1234
+
