@@ -30,6 +30,31 @@ def split_chroot(connect: str) -> tuple[str, str]:
 MAX_RECONNECT_DELAY_S = 0.5
 
 
+class _OncePerOutage(logging.Filter):
+    """Lets each of kazoo's connection messages through once per outage: reconnecting every few hundred
+    milliseconds would otherwise log "Connecting to ..." and "Connection dropped: ..." a hundred times in a 30 s
+    ZooKeeper outage. An established connection ends the outage."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        template = str(record.msg)
+        if template.startswith("Zookeeper connection established"):
+            self._seen.clear()
+            return True
+        if template in self._seen:
+            return False
+        self._seen.add(template)
+        return True
+
+
+#: kazoo's own log lines (its connection loop), deduplicated per outage.
+_kazoo_log = logging.getLogger("kfk.backends.zookeeper.kazoo")
+_kazoo_log.addFilter(_OncePerOutage())
+
+
 def new_client(hosts: str, session_timeout_ms: int, client_id: tuple[int, bytes] | None = None) -> KazooClient:
     """A KazooClient that keeps trying to reconnect every few hundred milliseconds. kazoo's default connection retry
     doubles its pause up to an hour: after a 30 s ZooKeeper outage a client would wait 13-19 s more before trying
@@ -38,7 +63,8 @@ def new_client(hosts: str, session_timeout_ms: int, client_id: tuple[int, bytes]
     MAX_RECONNECT_DELAY_S (or a tenth of the session timeout, if smaller) and attempts never stop."""
     max_delay = min(MAX_RECONNECT_DELAY_S, session_timeout_ms / 10_000)
     retry = KazooRetry(max_tries=-1, delay=min(0.1, max_delay), backoff=2, max_jitter=0.2, max_delay=max_delay)
-    return KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000, client_id=client_id, connection_retry=retry)
+    return KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000, client_id=client_id, connection_retry=retry,
+                       logger=_kazoo_log)
 
 
 def open_session(connect: str, session_timeout_ms: int, connection_timeout_ms: int, cluster_id: str | None,
