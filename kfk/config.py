@@ -31,6 +31,8 @@ class ConfigType(enum.Enum):
     DOUBLE = "double"
     STRING = "string"
     LIST = "list"
+    CLASS = "class"  # a Java class name: kfk keeps it as a string
+    PASSWORD = "password"  # a string that DescribeConfigs never shows (sensitive)
 
 
 Validator = Callable[[str, Any], None]
@@ -107,7 +109,7 @@ def parse_value(name: str, config_type: ConfigType, value: Any) -> Any:
         if math.isnan(number):
             raise _invalid(name, value, "not a number of type double")
         return number
-    if config_type is ConfigType.STRING:
+    if config_type in (ConfigType.STRING, ConfigType.CLASS, ConfigType.PASSWORD):
         if not isinstance(value, str):
             raise _invalid(name, value, "expected a string")
         return value
@@ -152,11 +154,11 @@ def one_of(*choices: str) -> Validator:
     return check
 
 
-def list_of(*choices: str) -> Validator:
-    """Kafka's ValidList.in: every element must be one of the choices, and the list may not be empty."""
+def list_of(*choices: str, allow_empty: bool = False) -> Validator:
+    """Kafka's ValidList.in: every element must be one of the choices; the list may be empty only if allowed."""
 
     def check(name: str, value: Any) -> None:
-        if not value:
+        if not value and not allow_empty:
             raise _invalid(name, value, f"empty list; valid values are: {', '.join(choices)}")
         for item in value:
             if item not in choices:
@@ -261,8 +263,9 @@ LOG_CONFIG_DEF = ConfigDef(
         ConfigKey("min.cleanable.dirty.ratio", ConfigType.DOUBLE, 0.5, between(0, 1),
                   "Compact a log only when its dirty part is at least this share of it."),
         ConfigKey("cleanup.policy", ConfigType.LIST, [CLEANUP_POLICY_DELETE],
-                  list_of(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE),
-                  "delete (retention), compact (keep the latest value per key) or both."),
+                  list_of(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE, allow_empty=True),
+                  "delete (retention), compact (keep the latest value per key), both, or neither (empty: the log "
+                  "keeps everything, as Kafka 4.x allows)."),
         ConfigKey("unclean.leader.election.enable", ConfigType.BOOLEAN, False, None,
                   "Allow a replica outside the ISR to become leader (may lose data)."),
         ConfigKey("min.insync.replicas", ConfigType.INT, 1, at_least(1),
@@ -418,6 +421,257 @@ class LogConfig:
 DEFAULT_LOG_DIR = "/tmp/kafka-logs"
 LONG_MAX = INT64_MAX
 
+
+_B, _I, _L, _D, _S, _LIST, _C, _P = (ConfigType.BOOLEAN, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE,
+                                     ConfigType.STRING, ConfigType.LIST, ConfigType.CLASS, ConfigType.PASSWORD)
+
+#: The other broker configs of Kafka 4.0's broker configuration reference, with their types and defaults (a short
+#: is kept as an int): kfk accepts them in server.properties, checks their types and describes them as Kafka does,
+#: but nothing in kfk acts on them (KRaft quorum tuning, SASL/SSL, quotas, metrics, tiered storage, the KIP-848
+#: consumer protocol, share groups...).
+ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
+    ("add.partitions.to.txn.retry.backoff.max.ms", _I, 100),
+    ("add.partitions.to.txn.retry.backoff.ms", _I, 20),
+    ("alter.config.policy.class.name", _C, None),
+    ("alter.log.dirs.replication.quota.window.num", _I, 11),
+    ("alter.log.dirs.replication.quota.window.size.seconds", _I, 1),
+    ("authorizer.class.name", _S, ""),
+    ("background.threads", _I, 10),
+    ("broker.heartbeat.interval.ms", _I, 2000),
+    ("broker.session.timeout.ms", _I, 9000),
+    ("client.quota.callback.class", _C, None),
+    ("connection.failed.authentication.delay.ms", _I, 100),
+    ("connections.max.reauth.ms", _L, 0),
+    ("controller.quorum.append.linger.ms", _I, 25),
+    ("controller.quorum.election.backoff.max.ms", _I, 1000),
+    ("controller.quorum.election.timeout.ms", _I, 1000),
+    ("controller.quorum.fetch.timeout.ms", _I, 2000),
+    ("controller.quorum.request.timeout.ms", _I, 2000),
+    ("controller.quorum.retry.backoff.ms", _I, 20),
+    ("controller.quota.window.num", _I, 11),
+    ("controller.quota.window.size.seconds", _I, 1),
+    ("controller.socket.timeout.ms", _I, 30000),
+    ("create.topic.policy.class.name", _C, None),
+    ("delegation.token.expiry.check.interval.ms", _L, 3600000),
+    ("delegation.token.expiry.time.ms", _L, 86400000),
+    ("delegation.token.max.lifetime.ms", _L, 604800000),
+    ("delegation.token.secret.key", _P, None),
+    ("delete.records.purgatory.purge.interval.requests", _I, 1),
+    ("early.start.listeners", _S, None),
+    ("fetch.max.bytes", _I, 57671680),
+    ("fetch.purgatory.purge.interval.requests", _I, 1000),
+    ("group.consumer.assignors", _LIST, ["uniform", "range"]),
+    ("group.consumer.heartbeat.interval.ms", _I, 5000),
+    ("group.consumer.max.heartbeat.interval.ms", _I, 15000),
+    ("group.consumer.max.session.timeout.ms", _I, 60000),
+    ("group.consumer.max.size", _I, INT32_MAX),
+    ("group.consumer.migration.policy", _S, "bidirectional"),
+    ("group.consumer.min.heartbeat.interval.ms", _I, 5000),
+    ("group.consumer.min.session.timeout.ms", _I, 45000),
+    ("group.consumer.session.timeout.ms", _I, 45000),
+    ("group.coordinator.append.linger.ms", _I, 5),
+    ("group.coordinator.rebalance.protocols", _LIST, ["classic", "consumer"]),
+    ("group.coordinator.threads", _I, 4),
+    ("group.share.delivery.count.limit", _I, 5),
+    ("group.share.heartbeat.interval.ms", _I, 5000),
+    ("group.share.max.groups", _I, 10),
+    ("group.share.max.heartbeat.interval.ms", _I, 15000),
+    ("group.share.max.record.lock.duration.ms", _I, 60000),
+    ("group.share.max.session.timeout.ms", _I, 60000),
+    ("group.share.max.size", _I, 200),
+    ("group.share.min.heartbeat.interval.ms", _I, 5000),
+    ("group.share.min.record.lock.duration.ms", _I, 15000),
+    ("group.share.min.session.timeout.ms", _I, 45000),
+    ("group.share.partition.max.record.locks", _I, 200),
+    ("group.share.record.lock.duration.ms", _I, 30000),
+    ("group.share.session.timeout.ms", _I, 45000),
+    ("initial.broker.registration.timeout.ms", _I, 60000),
+    ("kafka.metrics.polling.interval.secs", _I, 10),
+    ("kafka.metrics.reporters", _LIST, []),
+    ("log.cleaner.dedupe.buffer.size", _L, 134217728),
+    ("log.cleaner.io.buffer.load.factor", _D, 0.9),
+    ("log.cleaner.io.buffer.size", _I, 524288),
+    ("log.cleaner.io.max.bytes.per.second", _D, 1.7976931348623157e308),
+    ("log.dir.failure.timeout.ms", _L, 30000),
+    ("log.local.retention.bytes", _L, -2),
+    ("log.local.retention.ms", _L, -2),
+    ("max.connection.creation.rate", _I, INT32_MAX),
+    ("max.connections", _I, INT32_MAX),
+    ("max.connections.per.ip", _I, INT32_MAX),
+    ("max.connections.per.ip.overrides", _S, ""),
+    ("max.incremental.fetch.session.cache.slots", _I, 1000),
+    ("max.request.partition.size.limit", _I, 2000),
+    ("metadata.log.dir", _S, None),
+    ("metadata.log.max.record.bytes.between.snapshots", _L, 20971520),
+    ("metadata.log.max.snapshot.interval.ms", _L, 3600000),
+    ("metadata.log.segment.bytes", _I, 1073741824),
+    ("metadata.log.segment.ms", _L, 604800000),
+    ("metadata.max.idle.interval.ms", _I, 500),
+    ("metadata.max.retention.bytes", _L, 104857600),
+    ("metadata.max.retention.ms", _L, 604800000),
+    ("metric.reporters", _LIST, ["org.apache.kafka.common.metrics.JmxReporter"]),
+    ("metrics.num.samples", _I, 2),
+    ("metrics.recording.level", _S, "INFO"),
+    ("metrics.sample.window.ms", _L, 30000),
+    ("num.replica.alter.log.dirs.threads", _I, None),
+    ("offsets.load.buffer.size", _I, 5242880),
+    ("offsets.topic.compression.codec", _I, 0),
+    ("principal.builder.class", _C,
+     "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"),
+    ("producer.purgatory.purge.interval.requests", _I, 1000),
+    ("queued.max.request.bytes", _L, -1),
+    ("queued.max.requests", _I, 500),
+    ("quota.window.num", _I, 11),
+    ("quota.window.size.seconds", _I, 1),
+    ("remote.fetch.max.wait.ms", _I, 500),
+    ("remote.list.offsets.request.timeout.ms", _L, 30000),
+    ("remote.log.index.file.cache.total.size.bytes", _L, 1073741824),
+    ("remote.log.manager.copier.thread.pool.size", _I, 10),
+    ("remote.log.manager.copy.max.bytes.per.second", _L, INT64_MAX),
+    ("remote.log.manager.copy.quota.window.num", _I, 11),
+    ("remote.log.manager.copy.quota.window.size.seconds", _I, 1),
+    ("remote.log.manager.expiration.thread.pool.size", _I, 10),
+    ("remote.log.manager.fetch.max.bytes.per.second", _L, INT64_MAX),
+    ("remote.log.manager.fetch.quota.window.num", _I, 11),
+    ("remote.log.manager.fetch.quota.window.size.seconds", _I, 1),
+    ("remote.log.manager.task.interval.ms", _L, 30000),
+    ("remote.log.manager.thread.pool.size", _I, 2),
+    ("remote.log.metadata.custom.metadata.max.bytes", _I, 128),
+    ("remote.log.metadata.manager.class.name", _S,
+     "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager"),
+    ("remote.log.metadata.manager.class.path", _S, None),
+    ("remote.log.metadata.manager.impl.prefix", _S, "rlmm.config."),
+    ("remote.log.metadata.manager.listener.name", _S, None),
+    ("remote.log.reader.max.pending.tasks", _I, 100),
+    ("remote.log.reader.threads", _I, 10),
+    ("remote.log.storage.manager.class.name", _S, None),
+    ("remote.log.storage.manager.class.path", _S, None),
+    ("remote.log.storage.manager.impl.prefix", _S, "rsm.config."),
+    ("remote.log.storage.system.enable", _B, False),
+    ("replica.selector.class", _S, None),
+    ("replica.socket.receive.buffer.bytes", _I, 65536),
+    ("replica.socket.timeout.ms", _I, 30000),
+    ("replication.quota.window.num", _I, 11),
+    ("replication.quota.window.size.seconds", _I, 1),
+    ("request.timeout.ms", _I, 30000),
+    ("sasl.client.callback.handler.class", _C, None),
+    ("sasl.enabled.mechanisms", _LIST, ["GSSAPI"]),
+    ("sasl.jaas.config", _P, None),
+    ("sasl.kerberos.kinit.cmd", _S, "/usr/bin/kinit"),
+    ("sasl.kerberos.min.time.before.relogin", _L, 60000),
+    ("sasl.kerberos.principal.to.local.rules", _LIST, ["DEFAULT"]),
+    ("sasl.kerberos.service.name", _S, None),
+    ("sasl.kerberos.ticket.renew.jitter", _D, 0.05),
+    ("sasl.kerberos.ticket.renew.window.factor", _D, 0.8),
+    ("sasl.login.callback.handler.class", _C, None),
+    ("sasl.login.class", _C, None),
+    ("sasl.login.connect.timeout.ms", _I, None),
+    ("sasl.login.read.timeout.ms", _I, None),
+    ("sasl.login.refresh.buffer.seconds", _I, 300),
+    ("sasl.login.refresh.min.period.seconds", _I, 60),
+    ("sasl.login.refresh.window.factor", _D, 0.8),
+    ("sasl.login.refresh.window.jitter", _D, 0.05),
+    ("sasl.login.retry.backoff.max.ms", _L, 10000),
+    ("sasl.login.retry.backoff.ms", _L, 100),
+    ("sasl.mechanism.controller.protocol", _S, "GSSAPI"),
+    ("sasl.mechanism.inter.broker.protocol", _S, "GSSAPI"),
+    ("sasl.oauthbearer.clock.skew.seconds", _I, 30),
+    ("sasl.oauthbearer.expected.audience", _LIST, None),
+    ("sasl.oauthbearer.expected.issuer", _S, None),
+    ("sasl.oauthbearer.jwks.endpoint.refresh.ms", _L, 3600000),
+    ("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", _L, 10000),
+    ("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", _L, 100),
+    ("sasl.oauthbearer.jwks.endpoint.url", _S, None),
+    ("sasl.oauthbearer.scope.claim.name", _S, "scope"),
+    ("sasl.oauthbearer.sub.claim.name", _S, "sub"),
+    ("sasl.oauthbearer.token.endpoint.url", _S, None),
+    ("sasl.server.callback.handler.class", _C, None),
+    ("sasl.server.max.receive.size", _I, 524288),
+    ("security.inter.broker.protocol", _S, "PLAINTEXT"),
+    ("security.providers", _S, None),
+    ("share.coordinator.append.linger.ms", _I, 10),
+    ("share.coordinator.load.buffer.size", _I, 5242880),
+    ("share.coordinator.snapshot.update.records.per.snapshot", _I, 500),
+    ("share.coordinator.state.topic.compression.codec", _I, 0),
+    ("share.coordinator.state.topic.min.isr", _I, 2),
+    ("share.coordinator.state.topic.num.partitions", _I, 50),
+    ("share.coordinator.state.topic.replication.factor", _I, 3),
+    ("share.coordinator.state.topic.segment.bytes", _I, 104857600),
+    ("share.coordinator.threads", _I, 1),
+    ("share.coordinator.write.timeout.ms", _I, 5000),
+    ("share.fetch.purgatory.purge.interval.requests", _I, 1000),
+    ("socket.connection.setup.timeout.max.ms", _L, 30000),
+    ("socket.connection.setup.timeout.ms", _L, 10000),
+    ("socket.listen.backlog.size", _I, 50),
+    ("ssl.allow.dn.changes", _B, False),
+    ("ssl.allow.san.changes", _B, False),
+    ("ssl.cipher.suites", _LIST, []),
+    ("ssl.client.auth", _S, "none"),
+    ("ssl.enabled.protocols", _LIST, ["TLSv1.2", "TLSv1.3"]),
+    ("ssl.endpoint.identification.algorithm", _S, "https"),
+    ("ssl.engine.factory.class", _C, None),
+    ("ssl.key.password", _P, None),
+    ("ssl.keymanager.algorithm", _S, "SunX509"),
+    ("ssl.keystore.certificate.chain", _P, None),
+    ("ssl.keystore.key", _P, None),
+    ("ssl.keystore.location", _S, None),
+    ("ssl.keystore.password", _P, None),
+    ("ssl.keystore.type", _S, "JKS"),
+    ("ssl.principal.mapping.rules", _S, "DEFAULT"),
+    ("ssl.protocol", _S, "TLSv1.3"),
+    ("ssl.provider", _S, None),
+    ("ssl.secure.random.implementation", _S, None),
+    ("ssl.trustmanager.algorithm", _S, "PKIX"),
+    ("ssl.truststore.certificates", _P, None),
+    ("ssl.truststore.location", _S, None),
+    ("ssl.truststore.password", _P, None),
+    ("ssl.truststore.type", _S, "JKS"),
+    ("telemetry.max.bytes", _I, 1048576),
+    ("transaction.partition.verification.enable", _B, True),
+    ("transaction.state.log.load.buffer.size", _I, 5242880),
+)
+
+#: The broker configs whose "Update Mode" in Kafka 4.0's broker configuration reference is per-broker or
+#: cluster-wide: Kafka updates them without a restart. Every other broker config is read-only there (among them
+#: log.retention.hours/minutes and log.roll.hours, whose .ms synonyms are the dynamic ones), and DescribeConfigs
+#: says so.
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset({
+    # the broker defaults of topic configs
+    "compression.type", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+    "log.cleaner.delete.retention.ms", "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms", "log.cleanup.policy", "log.flush.interval.messages",
+    "log.flush.interval.ms", "log.index.interval.bytes", "log.index.size.max.bytes", "log.local.retention.bytes",
+    "log.local.retention.ms", "log.message.timestamp.after.max.ms", "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.type", "log.preallocate", "log.retention.bytes", "log.retention.ms",
+    "log.roll.jitter.ms", "log.roll.ms", "log.segment.bytes", "log.segment.delete.delay.ms", "message.max.bytes",
+    "min.insync.replicas", "unclean.leader.election.enable",
+    # thread pools and the log cleaner
+    "background.threads", "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
+    "num.replica.fetchers", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.load.factor", "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.threads",
+    # listeners and connections
+    "listeners", "listener.security.protocol.map", "max.connection.creation.rate", "max.connections",
+    "max.connections.per.ip", "max.connections.per.ip.overrides", "principal.builder.class",
+    # SASL and SSL
+    "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin",
+    "sasl.kerberos.principal.to.local.rules", "sasl.kerberos.service.name", "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.ticket.renew.window.factor", "sasl.login.refresh.buffer.seconds",
+    "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
+    "sasl.mechanism.inter.broker.protocol", "ssl.cipher.suites", "ssl.client.auth", "ssl.enabled.protocols",
+    "ssl.endpoint.identification.algorithm", "ssl.engine.factory.class", "ssl.key.password",
+    "ssl.keymanager.algorithm", "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.location",
+    "ssl.keystore.password", "ssl.keystore.type", "ssl.protocol", "ssl.provider", "ssl.secure.random.implementation",
+    "ssl.trustmanager.algorithm", "ssl.truststore.certificates", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.truststore.type",
+    # metrics, producer state, transactions, tiered storage
+    "metric.reporters", "producer.id.expiration.ms", "transaction.partition.verification.enable",
+    "remote.fetch.max.wait.ms", "remote.list.offsets.request.timeout.ms",
+    "remote.log.index.file.cache.total.size.bytes", "remote.log.manager.copier.thread.pool.size",
+    "remote.log.manager.copy.max.bytes.per.second", "remote.log.manager.expiration.thread.pool.size",
+    "remote.log.manager.fetch.max.bytes.per.second", "remote.log.reader.threads",
+})
+
 BROKER_CONFIG_DEF = ConfigDef(
     [
         # Roles and identity (KRaft)
@@ -491,7 +745,7 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("log.segment.delete.delay.ms", ConfigType.LONG, DEFAULT_FILE_DELETE_DELAY_MS, at_least(0),
                   "file.delete.delay.ms default."),
         ConfigKey("log.cleanup.policy", ConfigType.LIST, [CLEANUP_POLICY_DELETE],
-                  list_of(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE), "cleanup.policy default."),
+                  list_of(CLEANUP_POLICY_COMPACT, CLEANUP_POLICY_DELETE, allow_empty=True), "cleanup.policy default."),
         ConfigKey("log.cleaner.enable", ConfigType.BOOLEAN, True, None, "Run the log cleaner (compaction)."),
         ConfigKey("log.cleaner.threads", ConfigType.INT, 1, at_least(0), "Compaction threads."),
         ConfigKey("log.cleaner.backoff.ms", ConfigType.LONG, 15000, at_least(0),
@@ -553,6 +807,9 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("offsets.retention.check.interval.ms", ConfigType.LONG, 600000, at_least(1),
                   "How often expired offsets are removed."),
         ConfigKey("offset.metadata.max.bytes", ConfigType.INT, 4096, None, "Largest commit metadata string."),
+        ConfigKey("offsets.commit.timeout.ms", ConfigType.INT, 5000, at_least(1),
+                  "How long an offset commit (or any group coordinator write) waits for the __consumer_offsets "
+                  "replicas."),
         ConfigKey("group.initial.rebalance.delay.ms", ConfigType.INT, 3000, None,
                   "How long the first rebalance of an empty group waits for more members."),
         ConfigKey("group.min.session.timeout.ms", ConfigType.INT, 6000, None, "Smallest session timeout allowed."),
@@ -580,6 +837,8 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "Expire idempotent producer state idle for this long."),
         ConfigKey("unstable.api.versions.enable", ConfigType.BOOLEAN, False, None,
                   "Advertise API versions still in development."),
+        *(ConfigKey(name, config_type, default, None, "Accepted as in Kafka 4.x; kfk does not act on it.")
+          for name, config_type, default in ACCEPTED_BROKER_KEYS),
     ]
 )
 
@@ -592,13 +851,23 @@ def _hours_or_minutes_ms(values: Mapping[str, Any], ms: str, minutes: str | None
     return values[hours] * 3_600_000
 
 
+def _is_known_broker_name(name: str) -> bool:
+    """A broker config name, or one set for a single listener (`listener.name.<listener>.<config>`, e.g.
+    listener.name.internal.ssl.keystore.location), as Kafka 4.x accepts them."""
+    if name in BROKER_CONFIG_DEF.keys:
+        return True
+    prefix, _, rest = name.partition("listener.name.")
+    listener, _, config = rest.partition(".")
+    return not prefix and bool(listener) and config in BROKER_CONFIG_DEF.keys
+
+
 class BrokerConfig:
     """A parsed server.properties: every key of BROKER_CONFIG_DEF as a typed attribute (`log.dirs` ->
     `log_dirs`), plus the values Kafka derives from several keys (log_dir_list, node_id, topic defaults)."""
 
     def __init__(self, props: Mapping[str, Any]) -> None:
         self.originals = dict(props)
-        self.unknown = sorted(set(props) - set(BROKER_CONFIG_DEF.keys))
+        self.unknown = sorted(name for name in props if not _is_known_broker_name(name))
         values = BROKER_CONFIG_DEF.parse({k: v for k, v in props.items() if k in BROKER_CONFIG_DEF.keys})
         self.values = values
         for name, value in values.items():
@@ -662,6 +931,8 @@ class BrokerConfig:
             "message.timestamp.type": self.log_message_timestamp_type,
             "message.timestamp.before.max.ms": self.log_message_timestamp_before_max_ms,
             "message.timestamp.after.max.ms": self.log_message_timestamp_after_max_ms,
+            "local.retention.ms": self.log_local_retention_ms,
+            "local.retention.bytes": self.log_local_retention_bytes,
         }
         if self.log_flush_interval_ms is not None:
             defaults["flush.ms"] = self.log_flush_interval_ms
@@ -700,6 +971,8 @@ TOPIC_CONFIG_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.type": ("log.message.timestamp.type",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
+    "local.retention.ms": ("log.local.retention.ms",),
+    "local.retention.bytes": ("log.local.retention.bytes",),
 }
 
 

@@ -19,7 +19,9 @@ from kfk.commands.errors import fail
 
 app = typer.Typer(help="Run or stop a kfk broker.", no_args_is_help=True)
 
-#: The embedded single-node default; the same choices as Kafka's sample config/server.properties for one node.
+#: The embedded single-node default; the same choices as Kafka's sample config/server.properties for one node,
+#: group.initial.rebalance.delay.ms=0 included (Kafka's built-in default, 3000, suits production groups whose members
+#: start together; on a development broker it only makes every new consumer wait 3 s).
 EMBEDDED_DEFAULTS = {
     "node.id": "1",
     "process.roles": "broker,controller",
@@ -88,9 +90,12 @@ def start(
         fail(str(error))
     for name in config.unknown:
         logging.getLogger("kfk.config").warning("ignoring unknown property %s", name)
-    if properties is None and config.zookeeper_connect is None:
-        logging.getLogger("kfk.server").info("no server.properties given: single-node broker+controller, data in %s",
-                                             os.path.abspath(config.log_dir_list[0]))
+    if properties is None:
+        logging.getLogger("kfk.server").info(
+            "no server.properties given: %s, data in %s, group.initial.rebalance.delay.ms=%d (as Kafka's sample "
+            "server.properties: a new consumer group's first rebalance does not wait for more members)",
+            "a broker on ZooKeeper" if config.zookeeper_connect else "single-node broker+controller",
+            os.path.abspath(config.log_dir_list[0]), config.group_initial_rebalance_delay_ms)
 
     from kfk.server.broker import run_broker
 

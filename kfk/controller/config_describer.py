@@ -11,8 +11,10 @@ ones set. For each key:
   starts at the first entry named after the first synonym: keys whose first broker name has no default
   (retention.ms, segment.ms) report no broker synonym unless that name itself is set, which is exactly Kafka's
   output `retention.ms=604800000 sensitive=false synonyms={}`.
-kfk has no dynamic broker configs (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG never occur), so broker
-configs are all read-only, and no key has the PASSWORD type, so none is sensitive.
+A broker config is read-only unless Kafka 4.x can update it without a restart (DYNAMIC_BROKER_CONFIGS), which is
+what tools check before offering to alter it; kfk itself keeps no dynamic broker configs yet
+(DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG never occur). PASSWORD keys are sensitive: their value and
+their synonyms' values are never sent, as in Kafka.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
-from kfk.config import BROKER_CONFIG_DEF, LOG_CONFIG_DEF, TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigKey, ConfigType
+from kfk.config import (BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS, LOG_CONFIG_DEF, TOPIC_CONFIG_SYNONYMS, BrokerConfig,
+                        ConfigKey, ConfigType)
 from kfk.errors import InvalidRequestError, UnknownTopicOrPartitionError
 from kfk.metadata.image import MetadataImage
 from kfk.metadata.topic_names import validate_topic_name
@@ -33,6 +36,8 @@ _WIRE_TYPES = {
     ConfigType.LONG: WireConfigType.LONG,
     ConfigType.DOUBLE: WireConfigType.DOUBLE,
     ConfigType.LIST: WireConfigType.LIST,
+    ConfigType.CLASS: WireConfigType.CLASS,
+    ConfigType.PASSWORD: WireConfigType.PASSWORD,
 }
 
 
@@ -72,7 +77,11 @@ def _broker_synonyms(config: BrokerConfig, name: str, names: tuple[str, ...]) ->
 
 def _entry(key: ConfigKey, value: str | None, synonyms: list[ConfigSynonym], read_only: bool) -> ConfigEntry:
     source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
-    return ConfigEntry(key.name, value, source, read_only, False, _WIRE_TYPES[key.type], key.doc or None,
+    sensitive = key.type is ConfigType.PASSWORD
+    if sensitive:
+        value = None
+        synonyms = [synonym._replace(value=None) for synonym in synonyms]
+    return ConfigEntry(key.name, value, source, read_only, sensitive, _WIRE_TYPES[key.type], key.doc or None,
                        tuple(synonyms))
 
 
@@ -100,7 +109,8 @@ def describe_broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
         if key.internal:
             continue
         synonyms = _broker_synonyms(config, name, _BROKER_SYNONYMS.get(name, (name,)))
-        entries.append(_entry(key, format_config_value(config.values[name]), synonyms, read_only=True))
+        entries.append(_entry(key, format_config_value(config.values[name]), synonyms,
+                              read_only=name not in DYNAMIC_BROKER_CONFIGS))
     return entries
 
 

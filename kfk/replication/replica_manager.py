@@ -129,6 +129,8 @@ class ReplicaManager:
         self.inter_broker_listener = config.inter_broker_listener_name or _first_listener_name(config)
         self._alter_partition = alter_partition
         self._isr_changes_in_flight: set[TopicPartition] = set()
+        #: The last ISR change logged per partition (a change proposed again is not logged again).
+        self._isr_changes_logged: dict[TopicPartition, tuple[int, ...]] = {}
         self._isr_expiration: asyncio.Task | None = None
         #: Set once this broker stops following (controlled shutdown done, or shutting down): no fetcher restarts.
         self._following_stopped = False
@@ -361,11 +363,9 @@ class ReplicaManager:
             for partition in list(self.partitions.values()):
                 new_isr = partition.isr_after_shrink(now_ms)
                 if new_isr is not None:
-                    logger.info("%s: shrinking the ISR from %s to %s (followers %s have not caught up for %d ms)",
-                                partition.topic_partition, list(partition.in_sync_replicas), list(new_isr),
-                                [r for r in partition.in_sync_replicas if r not in new_isr],
-                                self.config.replica_lag_time_max_ms)
-                    self._submit_isr_change(partition, new_isr)
+                    lagging = [r for r in partition.in_sync_replicas if r not in new_isr]
+                    self._submit_isr_change(partition, new_isr, f"followers {lagging} have not caught up for "
+                                                                f"{self.config.replica_lag_time_max_ms} ms")
 
     def _isr_eligible(self, broker_id: int) -> bool:
         """KIP-841: only a registered, unfenced broker may join an ISR (a broker whose ZooKeeper session expired may
@@ -373,13 +373,19 @@ class ReplicaManager:
         broker = self.image.brokers.get(broker_id)
         return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
 
-    def _submit_isr_change(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+    def _submit_isr_change(self, partition: Partition, new_isr: tuple[int, ...], reason: str) -> None:
         """Persist an ISR change through the metadata backend (one in flight per partition); the partition adopts
-        it when the new registration comes back through the metadata image."""
+        it when the new registration comes back through the metadata image. Every follower fetch while a change is
+        in flight (or after it failed, e.g. while ZooKeeper is away) proposes it again, so it is logged only when
+        it differs from the last change logged for the partition: once per change."""
         topic_partition = partition.topic_partition
         if self._alter_partition is None or topic_partition in self._isr_changes_in_flight:
             return
         self._isr_changes_in_flight.add(topic_partition)
+        if self._isr_changes_logged.get(topic_partition) != new_isr:
+            self._isr_changes_logged[topic_partition] = new_isr
+            logger.info("%s: %s; changing the ISR from %s to %s", topic_partition, reason,
+                        list(partition.in_sync_replicas), list(new_isr))
 
         async def alter() -> None:
             try:
@@ -584,10 +590,7 @@ class ReplicaManager:
                         self._complete_delayed_requests(request.topic_partition)
                     new_isr = partition.isr_after_expand(params.replica_id)
                     if new_isr is not None and self._isr_eligible(params.replica_id):
-                        logger.info("%s: replica %d caught up; expanding the ISR from %s to %s",
-                                    request.topic_partition, params.replica_id, list(partition.in_sync_replicas),
-                                    list(new_isr))
-                        self._submit_isr_change(partition, new_isr)
+                        self._submit_isr_change(partition, new_isr, f"replica {params.replica_id} caught up")
                 except KafkaError as error:
                     result = LogReadResult(error.error_code, error_message=str(error))
             updated.append(result)

@@ -70,3 +70,21 @@ def test_random_uuid_is_a_kafka_style_id() -> None:
     assert result.exit_code == 0
     text = result.output.strip()
     assert len(text) == 22 and not text.startswith("-")
+
+
+def test_server_start_without_properties_does_not_delay_new_groups(tmp_path) -> None:
+    """As Kafka's sample server.properties: group.initial.rebalance.delay.ms=0, said in the start-up line and
+    reported by DescribeConfigs as set (not Kafka's built-in 3000)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    from kfk.testing.broker import start_broker
+
+    broker = start_broker(tmp_path)
+    try:
+        assert "group.initial.rebalance.delay.ms=0" in broker.output()
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        resource = ConfigResource(ConfigResource.Type.BROKER, str(broker.node_id))
+        entries = admin.describe_configs([resource])[resource].result(timeout=20)
+        assert entries["group.initial.rebalance.delay.ms"].value == "0"
+    finally:
+        assert broker.stop() == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kfk.common.config_types import ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
-from kfk.config import BROKER_CONFIG_DEF, LOG_CONFIG_DEF, BrokerConfig
+from kfk.config import BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS, LOG_CONFIG_DEF, BrokerConfig
 from kfk.controller.config_control import OpType
 from kfk.controller.config_describer import describe_broker_configs, describe_resource, describe_topic_configs
 from kfk.errors import ErrorCode, InvalidRequestError, InvalidTopicError, UnknownTopicOrPartitionError
@@ -63,12 +63,12 @@ def test_incremental_operations(cluster) -> None:
          "Invalid value 'x' for configuration retention.ms: not a number of type long"),
         ([("retention.ms", OpType.SET, None)], ErrorCode.INVALID_CONFIG,
          "Null value not supported for topic configs: retention.ms"),
-        ([("cleanup.policy", OpType.SUBTRACT, "delete")], ErrorCode.INVALID_CONFIG, None),  # an empty list
+        ([("cleanup.policy", OpType.APPEND, "shred")], ErrorCode.INVALID_CONFIG, None),
         ([("retention.ms", OpType.SET, "1"), ("retention.ms", OpType.DELETE, None)], ErrorCode.INVALID_REQUEST,
          "Error due to duplicate config keys"),
         ([("retention.ms", 9, "1")], ErrorCode.INVALID_REQUEST, "Unknown operation type 9"),
     ],
-    ids=["append-to-long", "unknown-key", "subtract-unknown", "bad-value", "null", "empty-list", "dup-key", "op"],
+    ids=["append-to-long", "unknown-key", "subtract-unknown", "bad-value", "null", "bad-list", "dup-key", "op"],
 )
 def test_incremental_errors_change_nothing(cluster, ops, code, message) -> None:
     cluster.create(topic("t", configs={"retention.ms": "10"}))
@@ -183,11 +183,15 @@ def test_synonyms_start_at_the_first_broker_name_as_in_kafka() -> None:
     assert (hours["retention.ms"].value, hours["retention.ms"].synonyms) == ("3600000", ())
 
 
-def test_every_broker_config_is_described_read_only() -> None:
+def test_every_broker_config_is_described_read_only_unless_kafka_updates_it_dynamically() -> None:
     config = broker_config(num_partitions="4")
     entries = {e.name: e for e in describe_broker_configs(config)}
     assert set(entries) == {name for name, key in BROKER_CONFIG_DEF.keys.items() if not key.internal}
-    assert all(e.is_read_only and not e.is_sensitive for e in entries.values())
+    assert all(e.is_read_only == (e.name not in DYNAMIC_BROKER_CONFIGS) for e in entries.values())
+    assert all(e.is_sensitive == (e.config_type == WireConfigType.PASSWORD) for e in entries.values())
+    assert not entries["log.retention.ms"].is_read_only and not entries["listeners"].is_read_only
+    assert entries["log.retention.hours"].is_read_only and entries["num.partitions"].is_read_only
+    assert entries["advertised.listeners"].is_read_only
     assert (entries["num.partitions"].value, entries["num.partitions"].source) == (
         "4", ConfigSource.STATIC_BROKER_CONFIG)
     assert entries["num.partitions"].synonyms == (
@@ -217,3 +221,12 @@ def test_describe_resource_errors(cluster) -> None:
         describe_resource(image, config, 1, BROKER, "2")
     with pytest.raises(InvalidRequestError, match="Unsupported resource type: BROKER_LOGGER"):
         describe_resource(image, config, 1, ConfigResourceType.BROKER_LOGGER, "1")
+
+
+def test_every_kafka_4_broker_name_is_known_and_others_are_reported() -> None:
+    """server.properties names of Kafka 4.x (listener-prefixed ones too) are known; a misspelt one is reported."""
+    config = BrokerConfig({"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181", "ssl.keystore.type": "PKCS12",
+                           "listener.name.internal.ssl.keystore.location": "/k.jks", "group.share.max.size": "10",
+                           "num.partition": "3"})
+    assert config.unknown == ["num.partition"]
+    assert config.ssl_keystore_type == "PKCS12" and config.group_share_max_size == 10

@@ -213,3 +213,17 @@ def test_offsets_match_a_table_model_and_survive_reload(operations) -> None:
                         (group_id, topic, partition))
     for records in h.log.values():
         assert all(isinstance(deserialize_record(k, v), OffsetCommitRecord) for k, v in records)
+
+
+def test_offsets_commit_timeout_ms_comes_from_server_properties() -> None:
+    """The coordinator's writes wait offsets.commit.timeout.ms for the __consumer_offsets replicas (Kafka 4.x's
+    name, default 5000), so a broker setting it is honoured, not ignored as an unknown property."""
+    from kfk.config import BrokerConfig
+    from kfk.coordinator.group.config import GroupCoordinatorConfig
+
+    properties = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181"}
+    assert GroupCoordinatorConfig.from_broker_config(BrokerConfig(properties)).offsets_commit_timeout_ms == 5000
+    configured = BrokerConfig({**properties, "offsets.commit.timeout.ms": "1234"})
+    assert configured.unknown == []
+    assert GroupCoordinatorConfig.from_broker_config(configured).offsets_commit_timeout_ms == 1234
+

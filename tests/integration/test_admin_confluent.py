@@ -15,6 +15,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from kfk.config import DYNAMIC_BROKER_CONFIGS
+
 pytestmark = pytest.mark.integration
 TIMEOUT = 10
 
@@ -128,7 +130,14 @@ def test_a_broker_derived_topic_config_broker_configs_and_describe_cluster(kfk_b
     assert configs["num.partitions"].source == ConfigSource.STATIC_BROKER_CONFIG.value
     assert configs["log.retention.hours"].source == ConfigSource.DEFAULT_CONFIG.value
     assert configs["offsets.topic.replication.factor"].value == "1"
-    assert all(entry.is_read_only for entry in configs.values())
+    # Read-only exactly where Kafka 4.x cannot update a broker config without a restart.
+    assert {name for name, entry in configs.items() if not entry.is_read_only} == \
+        DYNAMIC_BROKER_CONFIGS & set(configs)
+    assert configs["num.partitions"].is_read_only and not configs["log.retention.ms"].is_read_only
+    assert configs["log.retention.hours"].is_read_only  # only its .ms synonym is dynamic in Kafka 4.0
+    assert (configs["offsets.commit.timeout.ms"].value, configs["offsets.commit.timeout.ms"].source) == (
+        "5000", ConfigSource.DEFAULT_CONFIG.value)
+    assert configs["sasl.jaas.config"].is_sensitive and configs["sasl.jaas.config"].value is None
 
     cluster = client.describe_cluster(request_timeout=TIMEOUT).result(timeout=TIMEOUT)
     assert [node.id for node in cluster.nodes] == [1] and cluster.controller.id == 1

@@ -59,3 +59,28 @@ def test_create_describe_alter_and_delete(kfk_broker: str) -> None:
         assert cluster["controller_id"] == 1
     finally:
         client.close()
+
+
+def test_describe_configs_as_kafka_4_reports_them(kfk_broker: str) -> None:
+    """Every Kafka 4.x broker config is described (offsets.commit.timeout.ms among them), read-only unless Kafka
+    updates it dynamically, passwords sensitive and hidden; an empty cleanup.policy is accepted."""
+    client = KafkaAdminClient(bootstrap_servers=kfk_broker, request_timeout_ms=10000)
+    try:
+        described = client.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")],
+                                            include_synonyms=True, config_filter="all")
+        (configs,) = described["broker"].values()
+        timeout = configs["offsets.commit.timeout.ms"]
+        assert (timeout["value"], timeout["config_source"], timeout["read_only"]) == ("5000", "DEFAULT_CONFIG", True)
+        assert configs["log.retention.ms"]["read_only"] is False
+        assert configs["log.retention.hours"]["read_only"] is True
+        assert configs["log.cleaner.threads"]["read_only"] is False
+        assert configs["num.partitions"]["read_only"] is True
+        password = configs["ssl.keystore.password"]
+        assert (password["value"], password["is_sensitive"], password["config_type"]) == (None, True, "PASSWORD")
+
+        client.create_topics([NewTopic("keep-all", 1, 1, topic_configs={"cleanup.policy": ""})])
+        topic = client.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "keep-all")])["topic"]["keep-all"]
+        assert topic["cleanup.policy"]["value"] == ""
+        client.delete_topics(["keep-all"])
+    finally:
+        client.close()

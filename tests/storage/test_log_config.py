@@ -71,7 +71,6 @@ def test_parses_strings_like_kafka() -> None:
         ("segment.bytes", str(2**31), "out of range"),
         ("retention.ms", "-2", "at least -1"),
         ("cleanup.policy", "compact,shred", "'shred' is not one of"),
-        ("cleanup.policy", "", "empty list"),
         ("min.cleanable.dirty.ratio", "1.5", "between 0 and 1"),
         ("compression.type", "brotli", "one of"),
         ("preallocate", "yes", "true or false"),
@@ -84,6 +83,13 @@ def test_bad_values_raise_invalid_configuration(name: str, value: str, fragment:
         LogConfig.from_properties({name: value})
     assert name in str(raised.value)
     assert fragment in str(raised.value)
+
+
+def test_an_empty_cleanup_policy_means_neither_delete_nor_compact() -> None:
+    """Kafka 4.x accepts cleanup.policy= (empty): the log is neither trimmed by retention nor compacted."""
+    config = LogConfig.from_properties({"cleanup.policy": ""})
+    assert (config.cleanup_policy, config.delete, config.compact) == ((), False, False)
+    assert config.to_properties()["cleanup.policy"] == ""
 
 
 def test_unknown_name_and_lag_conflict() -> None:

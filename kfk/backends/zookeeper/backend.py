@@ -44,7 +44,7 @@ import threading
 from typing import Callable, Iterable, Sequence
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoNodeError, SessionExpiredError
 
 from kfk.backends.zookeeper import znodes
 from kfk.backends.zookeeper.admin_requests import AdminRequestHandler, delete_served_requests
@@ -58,7 +58,7 @@ from kfk.backends.zookeeper.writes import commit
 from kfk.common.clock import Clock, system_time_ms
 from kfk.controller.backend import MetadataListener
 from kfk.controller.producer_ids import ProducerIdsBlock
-from kfk.errors import NotControllerError
+from kfk.errors import KafkaTimeoutError, NotControllerError
 from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.protocol.message import Message
 
@@ -66,7 +66,8 @@ log = logging.getLogger("kfk.backends.zookeeper")
 
 __all__ = ["ZooKeeperMetadataBackend", "AdminRequestHandler"]
 
-
+#: What kazoo raises while the connection or the session is down: an expected, recovered state, not a bug.
+_SESSION_ERRORS = (ConnectionLoss, SessionExpiredError, ConnectionClosedError)
 
 
 class ZooKeeperMetadataBackend:
@@ -295,6 +296,12 @@ class ZooKeeperMetadataBackend:
             await self._refresh(until_clean=True)
         except asyncio.CancelledError:
             raise
+        except KafkaTimeoutError as error:
+            # The connection or the session is down (_blocking): that was logged once as a state change; read
+            # again until the session is back (each attempt fails at once while kazoo is reconnecting).
+            log.debug("reading ZooKeeper failed: %s", error)
+            await asyncio.sleep(0.5)
+            self._mark_dirty(None)
         except Exception:  # noqa: BLE001 - a failed read is retried on the next event
             log.exception("reading ZooKeeper failed")
             await asyncio.sleep(0.5)
@@ -373,7 +380,10 @@ class ZooKeeperMetadataBackend:
     def _session_state_changed(self, state: str) -> None:
         if self._stopping:
             return
-        if state == KazooState.LOST:
+        if state == KazooState.SUSPENDED:
+            log.warning("broker %d lost its connection to ZooKeeper; reconnecting (the session lasts %d ms)",
+                        self.node_id, self.session_timeout_ms)
+        elif state == KazooState.LOST:
             log.warning("ZooKeeper session of broker %d expired", self.node_id)
             self._session_lost = True
             if self._controller_epoch is not None:
@@ -388,6 +398,7 @@ class ZooKeeperMetadataBackend:
                 self._session_lost = False
                 asyncio.get_running_loop().create_task(self._reestablish())
             else:
+                log.info("broker %d reconnected to ZooKeeper in the same session", self.node_id)
                 self._mark_dirty(None)
 
     async def _reestablish(self) -> None:
@@ -401,6 +412,9 @@ class ZooKeeperMetadataBackend:
                          broker_epoch)
             self._mark_dirty(None)
             await self._refresh()
+        except KafkaTimeoutError as error:
+            # Lost again before re-registering: the next session's CONNECTED starts over.
+            log.warning("re-registering broker %d in ZooKeeper failed: %s", self.node_id, error)
         except Exception:  # noqa: BLE001
             log.exception("re-registering broker %d in ZooKeeper failed", self.node_id)
         for listener in self._session_listeners:
@@ -449,4 +463,11 @@ class ZooKeeperMetadataBackend:
         return self._client
 
     async def _blocking(self, function, *args):
-        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+        """Run kazoo's blocking work in an executor. While the connection or the session is down kazoo raises its
+        own errors; callers (the controller, a leader's ISR change, the replica manager) get the retriable
+        REQUEST_TIMED_OUT instead, as for any metadata write that could not be made in time."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+        except _SESSION_ERRORS as error:
+            raise KafkaTimeoutError(f"ZooKeeper is unreachable ({type(error).__name__}); broker {self.node_id} "
+                                    f"retries once its session is back") from error

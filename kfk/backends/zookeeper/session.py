@@ -10,6 +10,7 @@ import logging
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
 
 from kfk.backends.zookeeper import znodes
 from kfk.errors import InconsistentClusterIdError, KafkaError
@@ -25,6 +26,47 @@ def split_chroot(connect: str) -> tuple[str, str]:
     return connect[:slash], connect[slash:].rstrip("/")
 
 
+#: The longest pause between two reconnection attempts, in seconds.
+MAX_RECONNECT_DELAY_S = 0.5
+
+
+class _OncePerOutage(logging.Filter):
+    """Lets each of kazoo's connection messages through once per outage: reconnecting every few hundred
+    milliseconds would otherwise log "Connecting to ..." and "Connection dropped: ..." a hundred times in a 30 s
+    ZooKeeper outage. An established connection ends the outage."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        template = str(record.msg)
+        if template.startswith("Zookeeper connection established"):
+            self._seen.clear()
+            return True
+        if template in self._seen:
+            return False
+        self._seen.add(template)
+        return True
+
+
+#: kazoo's own log lines (its connection loop), deduplicated per outage.
+_kazoo_log = logging.getLogger("kfk.backends.zookeeper.kazoo")
+_kazoo_log.addFilter(_OncePerOutage())
+
+
+def new_client(hosts: str, session_timeout_ms: int, client_id: tuple[int, bytes] | None = None) -> KazooClient:
+    """A KazooClient that keeps trying to reconnect every few hundred milliseconds. kazoo's default connection retry
+    doubles its pause up to an hour: after a 30 s ZooKeeper outage a client would wait 13-19 s more before trying
+    again, longer than Kafka's 18 s session timeout, so ZooKeeper expired sessions that a prompt reconnect keeps
+    (a restarted ZooKeeper gives every session it recovered a full timeout). The pause grows from 100 ms to at most
+    MAX_RECONNECT_DELAY_S (or a tenth of the session timeout, if smaller) and attempts never stop."""
+    max_delay = min(MAX_RECONNECT_DELAY_S, session_timeout_ms / 10_000)
+    retry = KazooRetry(max_tries=-1, delay=min(0.1, max_delay), backoff=2, max_jitter=0.2, max_delay=max_delay)
+    return KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000, client_id=client_id, connection_retry=retry,
+                       logger=_kazoo_log)
+
+
 def open_session(connect: str, session_timeout_ms: int, connection_timeout_ms: int, cluster_id: str | None,
                  expected_cluster_id: str | None) -> tuple[KazooClient, str]:
     """A started client (the chroot and Kafka's persistent znodes created if missing) and the cluster id stored in
@@ -33,7 +75,7 @@ def open_session(connect: str, session_timeout_ms: int, connection_timeout_ms: i
     hosts, chroot = split_chroot(connect)
     timeout_s = connection_timeout_ms / 1000
     if chroot:
-        root = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000)
+        root = new_client(hosts, session_timeout_ms)
         try:
             root.start(timeout=timeout_s)
             root.ensure_path(chroot)
@@ -42,7 +84,7 @@ def open_session(connect: str, session_timeout_ms: int, connection_timeout_ms: i
         finally:
             root.stop()
             root.close()
-    client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+    client = new_client(connect, session_timeout_ms)
     try:
         client.start(timeout=timeout_s)
     except KazooTimeoutError as error:
@@ -83,7 +125,7 @@ def expire_session(client: KazooClient, connect: str, session_timeout_ms: int, c
     the session with its id and password, then closes it."""
     session_id, password = client.client_id
     hosts, _ = split_chroot(connect)
-    other = KazooClient(hosts=hosts, client_id=(session_id, password), timeout=session_timeout_ms / 1000)
+    other = new_client(hosts, session_timeout_ms, client_id=(session_id, password))
     other.start(timeout=connection_timeout_ms / 1000)
     other.stop()
     other.close()

@@ -40,4 +40,5 @@ class GroupCoordinatorConfig:
             min_session_timeout_ms=config.group_min_session_timeout_ms,
             max_session_timeout_ms=config.group_max_session_timeout_ms,
             max_size=config.group_max_size,
+            offsets_commit_timeout_ms=config.offsets_commit_timeout_ms,
         )
