@@ -627,7 +627,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("ssl.truststore.password", _P, None),
     ("ssl.truststore.type", _S, "JKS"),
     ("telemetry.max.bytes", _I, 1048576),
-    ("transaction.partition.verification.enable", _B, True),
     ("transaction.state.log.load.buffer.size", _I, 5242880),
 )
 
