@@ -4,7 +4,9 @@
     python scripts/gen_protocol.py            # (re)write kfk/protocol/messages/
     python scripts/gen_protocol.py --check    # exit 1 if the committed output differs from what would be written
 
-Reads scripts/kafka-protocol/ (Apache Kafka's schemas, vendored with their licence). From message/*.json it writes
+Reads scripts/kafka-protocol/ (Apache Kafka's schemas, vendored with their licence; README.md there names the release
+and scripts/vendor_kafka_schemas.sh re-vendors it). The schemas of kip896/ give back the oldest versions Kafka 4.0
+removed (kfk/protocol/schema.py merges them in). From message/*.json it writes
 kfk/protocol/messages/: one module per API (request and response together), one per header and one per data
 schema, plus a registry (`messages/__init__.py`) that loads those modules lazily. The internal record schemas go to
 kfk/protocol/metadata_records/ (KRaft metadata), group_records/ (__consumer_offsets) and transaction_records/.
