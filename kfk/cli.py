@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kfk import __version__
+from kfk import KAFKA_PROTOCOL, __version__
 from kfk.commands import (
     configs,
     console,
@@ -47,7 +47,7 @@ app.add_typer(transactions.app, name="transactions")
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"kfk {__version__}")
+        typer.echo(f"kfk {__version__} (Kafka {KAFKA_PROTOCOL} protocol)")
         raise typer.Exit()
 
 

@@ -715,6 +715,8 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("auto.create.topics.enable", ConfigType.BOOLEAN, True, None,
                   "Create a topic when a client asks for its metadata."),
         ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, None, "Allow DeleteTopics."),
+        ConfigKey("max.request.partition.size.limit", ConfigType.INT, 2000, at_least(1),
+                  "The most partitions one DescribeTopicPartitions response describes."),
         ConfigKey("num.recovery.threads.per.data.dir", ConfigType.INT, 2, at_least(1),
                   "Threads per log dir for recovery at start-up and flushing at shutdown."),
         ConfigKey("log.segment.bytes", ConfigType.INT, DEFAULT_SEGMENT_BYTES, at_least(1024 * 1024),

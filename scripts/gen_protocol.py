@@ -4,7 +4,9 @@
     python scripts/gen_protocol.py            # (re)write kfk/protocol/messages/
     python scripts/gen_protocol.py --check    # exit 1 if the committed output differs from what would be written
 
-Reads scripts/kafka-protocol/ (Apache Kafka's schemas, vendored with their licence). From message/*.json it writes
+Reads scripts/kafka-protocol/ (Apache Kafka's schemas, vendored with their licence; README.md there names the release
+and scripts/vendor_kafka_schemas.sh re-vendors it). The schemas of kip896/ give back the oldest versions Kafka 4.0
+removed (kfk/protocol/schema.py merges them in). From message/*.json it writes
 kfk/protocol/messages/: one module per API (request and response together), one per header and one per data
 schema, plus a registry (`messages/__init__.py`) that loads those modules lazily. The internal record schemas go to
 kfk/protocol/metadata_records/ (KRaft metadata), group_records/ (__consumer_offsets) and transaction_records/.
@@ -30,6 +32,8 @@ from kfk.protocol.schema import FIXED_TYPES, MAX_VERSION, Field, MessageSpec, St
 
 SPECS_ROOT = ROOT / "scripts" / "kafka-protocol"
 SPECS = SPECS_ROOT / "message"
+#: The pre-4.0 schemas of the versions Kafka 4.0 removed and kfk still serves (scripts/kafka-protocol/README.md).
+REMOVED_VERSIONS = SPECS_ROOT / "kip896"
 PROTOCOL = ROOT / "kfk" / "protocol"
 #: `@generated` is the marker review tools and linters look for to skip generated files (.gitattributes also marks
 #: these folders linguist-generated, so GitHub collapses them in diffs).
@@ -743,10 +747,10 @@ def data_class(name: str) -> type[Message]:
     )
 
 
-def render_all(spec_dir: Path = SPECS) -> dict[str, str]:
+def render_all(spec_dir: Path = SPECS, removed_versions: Path = REMOVED_VERSIONS) -> dict[str, str]:
     """The files of kfk/protocol/messages: one module per API (request and response), header or data schema."""
     groups: dict[str, list[MessageSpec]] = {}
-    for spec in load_specs(spec_dir):
+    for spec in load_specs(spec_dir, removed_versions):
         groups.setdefault(module_name(spec), []).append(spec)
     files = {}
     for module, specs in sorted(groups.items()):
@@ -798,7 +802,7 @@ def record_type_class(record_type: int) -> type[Message]:
 def render_outputs(specs_root: Path) -> dict[Path, dict[str, str]]:
     """Every generated package: output directory -> {file name: text}."""
     return {
-        PROTOCOL / "messages": render_all(specs_root / "message"),
+        PROTOCOL / "messages": render_all(specs_root / "message", specs_root / "kip896"),
         PROTOCOL / "metadata_records": render_record_schemas(
             specs_root / "metadata", "KRaft __cluster_metadata records (Kafka's metadata/*.json)"
         ),

@@ -130,13 +130,18 @@ class MetadataImage:
 
     def alive_brokers(self, listener_name: str) -> list[tuple[BrokerRegistration, Endpoint]]:
         """Unfenced brokers with an endpoint on the listener, by id: what clients of that listener are told."""
-        alive = []
+        return [(broker, endpoint) for broker, endpoint in self.registered_brokers(listener_name) if not broker.fenced]
+
+    def registered_brokers(self, listener_name: str) -> list[tuple[BrokerRegistration, Endpoint]]:
+        """Every registered broker with an endpoint on the listener, fenced ones too, by id (DescribeCluster v2+ with
+        include_fenced_brokers)."""
+        registered = []
         for broker_id in sorted(self.brokers):
             broker = self.brokers[broker_id]
-            endpoint = None if broker.fenced else broker.endpoint(listener_name)
+            endpoint = broker.endpoint(listener_name)
             if endpoint is not None:
-                alive.append((broker, endpoint))
-        return alive
+                registered.append((broker, endpoint))
+        return registered
 
     def apply(self, records: Iterable[Message], offset: int) -> MetadataImage:
         """A new image with `records` applied in order; `offset` is the metadata log offset of the last one."""

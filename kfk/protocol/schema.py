@@ -150,8 +150,16 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"^\s*//.*$", "", text, flags=re.MULTILINE)
 
 
-def load_spec(path: Path) -> MessageSpec:
-    raw = json.loads(_strip_comments(path.read_text(encoding="utf-8")))
+def _read(path: Path) -> dict:
+    return json.loads(_strip_comments(path.read_text(encoding="utf-8")))
+
+
+def load_spec(path: Path, older: Path | None = None) -> MessageSpec:
+    """The schema at `path`; with `older`, a previous release's schema of the same message, the versions the newer
+    release removed are added back from it (see merge_removed_versions)."""
+    raw = _read(path)
+    if older is not None:
+        raw = merge_removed_versions(raw, _read(older), path.name)
     structs: dict[str, Struct] = {}
     declared: dict[str, list[dict] | None] = {}
     common = {entry["name"]: entry for entry in raw.get("commonStructs", [])}
@@ -195,7 +203,7 @@ def load_spec(path: Path) -> MessageSpec:
         return struct
 
     top = Struct(raw["name"])
-    top.fields = build_fields(raw["fields"])
+    top.fields = build_fields(raw.get("fields", []))
     return MessageSpec(
         name=raw["name"],
         type=raw["type"],
@@ -211,5 +219,99 @@ def load_spec(path: Path) -> MessageSpec:
     )
 
 
-def load_specs(directory: Path) -> list[MessageSpec]:
-    return [load_spec(path) for path in sorted(directory.glob("*.json"))]
+def load_specs(directory: Path, removed_versions: Path | None = None) -> list[MessageSpec]:
+    """Every schema of `directory` that has a version; those that also have a file in `removed_versions` get their
+    removed versions back from it. Kafka 4.0 keeps the files of the ZooKeeper-era APIs it removed (LeaderAndIsr,
+    StopReplica, UpdateMetadata) with no version and no field: there is nothing to generate for them."""
+
+    def older(path: Path) -> Path | None:
+        candidate = removed_versions / path.name if removed_versions is not None else None
+        return candidate if candidate is not None and candidate.exists() else None
+
+    specs = (load_spec(path, older(path)) for path in sorted(directory.glob("*.json")))
+    return [spec for spec in specs if not spec.valid_versions.empty]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Versions a newer release removed (KIP-896 dropped the oldest versions of many APIs in Kafka 4.0)
+
+
+def _text(versions: Versions) -> str:
+    if versions.empty:
+        return "none"
+    if versions.high == MAX_VERSION:
+        return f"{versions.low}+"
+    return str(versions.low) if versions.low == versions.high else f"{versions.low}-{versions.high}"
+
+
+def _join(older: Versions, newer: Versions, cut: int, where: str) -> Versions:
+    """`older` below version `cut`, `newer` from it on; the result must still be one range."""
+    below = older.intersect(Versions(0, cut - 1))
+    above = newer.intersect(Versions(cut, MAX_VERSION))
+    if below.empty or above.empty:
+        return above if below.empty else below
+    if below.high + 1 != above.low:
+        raise ValueError(f"{where}: versions {_text(below)} and {_text(above)} do not join")
+    return Versions(below.low, above.high)
+
+
+_VERSION_KEYS = ("versions", "nullableVersions", "taggedVersions")
+
+
+def _merge_field(newer: dict, older: dict, cut: int, where: str) -> dict:
+    where = f"{where}.{newer['name']}"
+    if newer["type"] != older["type"] or newer.get("tag") != older.get("tag"):
+        raise ValueError(f"{where}: type or tag differs between the releases")
+    merged = dict(newer)
+    for key in _VERSION_KEYS:
+        if key in newer or key in older:
+            merged[key] = _text(_join(Versions.parse(older.get(key)), Versions.parse(newer.get(key)), cut, where))
+    if older.get("ignorable"):  # the older versions that lack the field may drop it (RequestHeader.ClientId at v0)
+        merged["ignorable"] = True
+    if "fields" in newer or "fields" in older:
+        merged["fields"] = _merge_fields(newer.get("fields", []), older.get("fields", []), cut, where)
+    return merged
+
+
+def _merge_fields(newer: list[dict], older: list[dict], cut: int, where: str) -> list[dict]:
+    """The newer release's fields, each widened to the older versions, with the fields only older versions carry
+    put back where they were. The fields both releases have must keep their order, so that the one list encodes
+    every version in its own release's order."""
+    old_by_name = {entry["name"]: entry for entry in older}
+    shared = [entry["name"] for entry in newer if entry["name"] in old_by_name]
+    if shared != [entry["name"] for entry in older if entry["name"] in set(shared)]:
+        raise ValueError(f"{where}: the releases order their fields differently")
+    merged = [_merge_field(e, old_by_name[e["name"]], cut, where) if e["name"] in old_by_name else e for e in newer]
+    position = 0
+    for entry in older:
+        if entry["name"] in shared:
+            position = next(i for i, e in enumerate(merged) if e["name"] == entry["name"]) + 1
+            continue
+        removed = Versions.parse(entry.get("versions", entry.get("taggedVersions"))).intersect(Versions(0, cut - 1))
+        if removed.empty:
+            continue  # a field the newer release dropped with versions it still has: not ours to restore
+        merged.insert(position, {**entry, "versions": _text(removed)})
+        position += 1
+    return merged
+
+
+def merge_removed_versions(newer: dict, older: dict, where: str) -> dict:
+    """One schema serving the older release's lowest versions and the newer release's others.
+
+    Kafka 4.0 removed the oldest versions of many APIs (KIP-896) and ControlledShutdown altogether; the newer
+    schema then drops the fields only those versions carried. kfk keeps serving them to old clients: versions below
+    the newer release's lowest take their layout from the older schema, the rest from the newer one."""
+    new_valid, old_valid = Versions.parse(newer["validVersions"]), Versions.parse(older["validVersions"])
+    if new_valid.empty:
+        return older  # the newer release removed the whole API (and its fields with it)
+    cut = new_valid.low
+    if old_valid.empty or old_valid.low >= cut:
+        raise ValueError(f"{where}: the older schema has no version the newer one removed")
+    if newer.get("flexibleVersions") != older.get("flexibleVersions"):
+        raise ValueError(f"{where}: flexible versions differ between the releases")
+    merged = dict(newer)
+    merged["validVersions"] = _text(_join(old_valid, new_valid, cut, where))
+    if "commonStructs" in newer or "commonStructs" in older:
+        raise ValueError(f"{where}: merging common structs is not supported")
+    merged["fields"] = _merge_fields(newer["fields"], older["fields"], cut, where)
+    return merged

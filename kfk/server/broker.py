@@ -46,6 +46,8 @@ from kfk.server.handlers.cluster import DescribeClusterHandler
 from kfk.server.handlers.configs import ConfigsHandler
 from kfk.server.handlers.delete_records import DeleteRecordsHandler
 from kfk.server.handlers.describe_log_dirs import DescribeLogDirsHandler
+from kfk.server.handlers.describe_quorum import DescribeQuorumHandler
+from kfk.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from kfk.server.handlers.fetch import FetchHandler
 from kfk.server.handlers.find_coordinator import FindCoordinatorHandler
 from kfk.server.handlers.groups import GroupsHandler
@@ -126,6 +128,9 @@ class BrokerServer:
             ApiVersionsHandler(self.dispatcher.served_versions),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable),
             DescribeClusterHandler(metadata_cache, self.metadata_backend),
+            DescribeTopicPartitionsHandler(metadata_cache, config.max_request_partition_size_limit),
+            DescribeQuorumHandler(self.metadata_backend if isinstance(self.metadata_backend, EmbeddedMetadataBackend)
+                                  else None, metadata_cache),
             TopicAdminHandler(controller),
             ConfigsHandler(metadata_cache, controller, config, self.node_id),
             LeadershipHandler(controller),

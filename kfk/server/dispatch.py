@@ -29,13 +29,15 @@ from kfk.protocol.messages import ApiKey, request_class
 log = logging.getLogger("kfk.server.dispatch")
 
 #: The versions kfk serves, per API: what ApiVersions advertises and what the dispatcher accepts. The highest versions
-#: are those of the Kafka release whose schemas kfk vendors (clients infer the broker's release from them); the
-#: lowest are kept as a courtesy to old clients. What each version changes is in the handler module's docstring.
+#: are those of the Kafka release whose schemas kfk vendors, Kafka 4.0 (clients infer the broker's release from
+#: them); the lowest are kept as a courtesy to old clients, also where Kafka 4.0 removed them (KIP-896; their layouts
+#: come from scripts/kafka-protocol/kip896/). ControlledShutdown, gone from Kafka 4.0, is kept for kfk's ZooKeeper
+#: mode at its pre-4.0 versions. What each version changes is in the handler module's docstring.
 SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
-    ApiKey.PRODUCE: VersionRange(0, 11),  # handlers/produce.py
+    ApiKey.PRODUCE: VersionRange(0, 12),  # handlers/produce.py
     ApiKey.FETCH: VersionRange(0, 17),  # handlers/fetch.py
     ApiKey.LIST_OFFSETS: VersionRange(0, 10),  # handlers/list_offsets.py
-    ApiKey.METADATA: VersionRange(0, 12),  # handlers/metadata.py
+    ApiKey.METADATA: VersionRange(0, 13),  # handlers/metadata.py
     ApiKey.CONTROLLED_SHUTDOWN: VersionRange(1, 3),  # handlers/leadership.py
     ApiKey.OFFSET_COMMIT: VersionRange(0, 9),  # handlers/offsets.py
     ApiKey.OFFSET_FETCH: VersionRange(0, 9),  # handlers/offsets.py
@@ -44,7 +46,7 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.HEARTBEAT: VersionRange(0, 4),  # handlers/groups.py
     ApiKey.LEAVE_GROUP: VersionRange(0, 5),  # handlers/groups.py
     ApiKey.SYNC_GROUP: VersionRange(0, 5),  # handlers/groups.py
-    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),  # handlers/groups.py
+    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 6),  # handlers/groups.py
     ApiKey.LIST_GROUPS: VersionRange(0, 5),  # handlers/groups.py
     ApiKey.API_VERSIONS: VersionRange(0, 4),  # handlers/api_versions.py
     ApiKey.CREATE_TOPICS: VersionRange(0, 7),  # handlers/admin.py
@@ -62,12 +64,14 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # handlers/leadership.py
     ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # handlers/leadership.py
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),  # handlers/offsets.py
-    ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 1),  # handlers/cluster.py
+    ApiKey.DESCRIBE_QUORUM: VersionRange(0, 2),  # handlers/describe_quorum.py
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),  # handlers/describe_topic_partitions.py
+    ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),  # handlers/cluster.py
     ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),  # handlers/transactions.py
     ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 4),  # handlers/transactions.py
-    ApiKey.END_TXN: VersionRange(0, 4),  # handlers/transactions.py
+    ApiKey.END_TXN: VersionRange(0, 5),  # handlers/transactions.py
     ApiKey.WRITE_TXN_MARKERS: VersionRange(0, 1),  # handlers/transactions.py
-    ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 4),  # handlers/transactions.py
+    ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 5),  # handlers/transactions.py
     ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),  # handlers/transactions.py
     ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),  # handlers/transactions.py
     ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),  # handlers/transactions.py

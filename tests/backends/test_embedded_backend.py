@@ -148,3 +148,24 @@ def test_the_log_manager_never_loads_the_metadata_log(tmp_path, clock) -> None:
     assert metadata_log.log.config.retention_ms == -1 and metadata_log.log.config.retention_bytes == -1
     assert [b.base_offset for b in metadata_log.read_batches()] == [0, 1]
     metadata_log.close()
+
+
+def test_only_the_quorum_leader_describes_the_quorum(tmp_path, clock) -> None:
+    async def scenario():
+        store = backend(tmp_path, clock)
+        await store.start()
+        unattached = store.describe_quorum()
+        epoch = await store.elect_controller(1)
+        await store.append(topic("described"), epoch)
+        clock.advance(7)
+        described = store.describe_quorum()
+        await store.stop()
+        return unattached, epoch, described
+
+    unattached, epoch, described = run(scenario())
+    assert unattached is None  # unattached after start: only the leader knows the quorum
+    assert (described.leader_id, described.leader_epoch, described.high_watermark) == (1, epoch, 3)
+    (voter,) = described.voters
+    assert (voter.replica_id, voter.log_end_offset) == (1, 3)  # the leader change, then the two records
+    assert voter.last_fetch_timestamp == voter.last_caught_up_timestamp == clock.now
+    assert described.observers == ()

@@ -8,7 +8,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from kfk import __version__
+from kfk import KAFKA_PROTOCOL, __version__
 from kfk.cli import app
 
 runner = CliRunner()
@@ -27,13 +27,13 @@ def test_every_command_has_help(command: list[str]) -> None:
 def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0
-    assert result.output.strip() == f"kfk {__version__}"
+    assert result.output.strip() == f"kfk {__version__} (Kafka {KAFKA_PROTOCOL} protocol)"
 
 
 def test_python_dash_m_runs_the_same_cli() -> None:
     completed = subprocess.run([sys.executable, "-m", "kfk", "--version"], capture_output=True, text=True, timeout=30)
     assert completed.returncode == 0
-    assert completed.stdout.strip() == f"kfk {__version__}"
+    assert completed.stdout.strip() == f"kfk {__version__} (Kafka {KAFKA_PROTOCOL} protocol)"
 
 
 @pytest.mark.parametrize(

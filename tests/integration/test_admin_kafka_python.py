@@ -84,3 +84,32 @@ def test_describe_configs_as_kafka_4_reports_them(kfk_broker: str) -> None:
         client.delete_topics(["keep-all"])
     finally:
         client.close()
+
+
+def test_kafka_python_sees_kafka_4_0_pages_topic_partitions_and_describes_the_quorum(kfk_broker_factory) -> None:
+    broker = kfk_broker_factory()
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, request_timeout_ms=10000)
+    try:
+        # kafka-python infers the broker's release from the highest versions: one release, Kafka 4.0.
+        assert client.get_broker_version_data(1).broker_version == (4, 0)
+        client.create_topics([NewTopic("kp4-a", 3, 1), NewTopic("kp4-b", 1, 1)])
+        first = client.describe_topic_partitions(["kp4-b", "kp4-a"], response_partition_limit=2)
+        assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in first["topics"]] == [
+            ("kp4-a", [0, 1])]
+        assert first["next_cursor"] == {"topic_name": "kp4-a", "partition_index": 2}
+        rest = client.describe_topic_partitions(["kp4-b", "kp4-a"], response_partition_limit=2,
+                                                cursor=first["next_cursor"])
+        assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in rest["topics"]] == [
+            ("kp4-a", [2]), ("kp4-b", [0])]
+        assert rest["next_cursor"] is None
+        assert rest["topics"][1]["partitions"][0]["leader_id"] == 1
+
+        quorum = client.describe_metadata_quorum()
+        (topic,) = quorum["topics"]
+        (partition,) = topic["partitions"]
+        assert (topic["topic_name"], partition["error"], partition["leader_id"]) == ("__cluster_metadata", None, 1)
+        assert [voter["replica_id"] for voter in partition["current_voters"]] == [1]
+        assert partition["current_voters"][0]["log_end_offset"] == partition["high_watermark"] > 0
+        assert [node["node_id"] for node in quorum["nodes"]] == [1]
+    finally:
+        client.close()

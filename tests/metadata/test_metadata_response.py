@@ -49,3 +49,11 @@ def test_a_leader_that_cannot_be_reached_on_this_listener() -> None:
     assert describe(no_listener, 5).error_code == ErrorCode.LEADER_NOT_AVAILABLE  # LISTENER_NOT_FOUND is v6+
     leaderless = describe(image_with(-1, [1], [1]), 12)
     assert (leaderless.error_code, leaderless.leader_id) == (ErrorCode.LEADER_NOT_AVAILABLE, -1)
+
+
+def test_describe_cluster_v2_can_list_fenced_brokers() -> None:
+    image = image_with(1, [1], [1])
+    assert [broker.broker_id for broker, _ in image.alive_brokers("PLAINTEXT")] == [1]
+    registered = [(broker.broker_id, broker.fenced, endpoint.port)
+                  for broker, endpoint in image.registered_brokers("PLAINTEXT")]
+    assert registered == [(1, False, 9091), (2, True, 9092)]  # broker 3 has no PLAINTEXT listener

@@ -24,6 +24,7 @@ from kfk.protocol.schema import Field, MessageSpec, Struct, load_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_DIR = ROOT / "scripts" / "kafka-protocol" / "message"
+REMOVED_VERSIONS = ROOT / "scripts" / "kafka-protocol" / "kip896"
 ZERO_UUID = uuid.UUID(int=0)
 
 INT_RANGES = {
@@ -43,7 +44,7 @@ MAX_BYTES = 24
 
 @functools.cache
 def specs() -> dict[str, MessageSpec]:
-    return {spec.name: spec for spec in load_specs(SPEC_DIR)}
+    return {spec.name: spec for spec in load_specs(SPEC_DIR, REMOVED_VERSIONS)}
 
 
 def message_class(spec: MessageSpec) -> type:

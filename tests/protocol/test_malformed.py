@@ -200,7 +200,7 @@ def test_varint_cut_by_the_end_of_the_buffer() -> None:
     [
         pytest.param(header_v1(9999, 0), id="api key 9999"),
         pytest.param(header_v1(-1, 0), id="api key -1"),
-        pytest.param(header_v1(ApiKey.PRODUCE, 12), id="produce v12"),
+        pytest.param(header_v1(ApiKey.PRODUCE, 13), id="produce v13"),  # one beyond Kafka 4.0
         pytest.param(header_v1(ApiKey.METADATA, 0x7FFF), id="metadata v32767"),
         pytest.param(header_v1(ApiKey.METADATA, -1), id="negative version"),
         pytest.param(header_v2(ApiKey.API_VERSIONS, 5) + b"\x01\x01\x00", id="api versions v5"),
@@ -226,12 +226,13 @@ def test_unknown_response_api_key_or_version() -> None:
         decode_response(b"\x00\x00\x00\x01", 9999, 0)
     with pytest.raises((ProtocolError, UnsupportedVersionError)):
         decode_response(b"\x00\x00\x00\x01\x00\x00", ApiKey.METADATA, 99)
+    beyond = MetadataRequest.HIGHEST_VERSION + 1  # 13 when the schemas were Kafka 3.9's, 14 with Kafka 4.0's
     with pytest.raises(UnsupportedVersionError):
-        MetadataRequest.decode(b"", 13)
+        MetadataRequest.decode(b"", beyond)
     with pytest.raises(UnsupportedVersionError):
         MetadataRequest.decode(b"", -1)
     with pytest.raises(UnsupportedVersionError):
-        MetadataRequest().encode(13)
+        MetadataRequest().encode(beyond)
 
 
 def test_invalid_utf8_is_replaced_as_java_does() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Sequence
 
 from kfk.backends.embedded.metadata_log import KafkaMetadataLog
@@ -32,6 +33,27 @@ from kfk.protocol.message import Message
 from kfk.records import LeaderChangeMessage, Voter
 
 log = logging.getLogger("kfk.backends.embedded")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    """One replica of the metadata log as its leader sees it (DescribeQuorum's ReplicaState)."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumDescription:
+    """The metadata quorum as its leader describes it: epoch, committed offset, voters and observers."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaState, ...]
+    observers: tuple[ReplicaState, ...] = ()
 
 
 class EmbeddedMetadataBackend:
@@ -157,6 +179,19 @@ class EmbeddedMetadataBackend:
     @property
     def metadata_log(self) -> KafkaMetadataLog:
         return self._require_started()
+
+    def describe_quorum(self) -> QuorumDescription | None:
+        """What DescribeQuorum answers; None unless this node leads the quorum (only the leader knows the others).
+        With one voter the leader is the whole quorum: its log end offset is committed as soon as it is written,
+        and it is caught up with itself now. Brokers do not fetch the log from it, so there are no observers."""
+        state = self.election_state
+        if self._metadata_log is None or state.leader_id != self.node_id:
+            return None
+        now_ms = self._time_ms()
+        log_end_offset = self._metadata_log.log_end_offset
+        return QuorumDescription(
+            leader_id=state.leader_id, leader_epoch=state.epoch, high_watermark=self._metadata_log.high_watermark,
+            voters=tuple(ReplicaState(voter, log_end_offset, now_ms, now_ms) for voter in self.voters))
 
     # -- internals ---------------------------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ class AlterPartitionRequest(_Message):
     __slots__ = ('broker_id', 'broker_epoch', 'topics')
     NAME = 'AlterPartitionRequest'
     API_KEY = 56
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 2
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 0
 
@@ -47,16 +47,14 @@ class AlterPartitionRequest(_Message):
     class TopicData(_Struct):
         """Kafka's AlterPartitionRequest TopicData entry."""
 
-        __slots__ = ('topic_name', 'topic_id', 'partitions')
+        __slots__ = ('topic_id', 'partitions')
 
         def __init__(
             self,
             *,
-            topic_name: str = '',
             topic_id: uuid.UUID = _ZERO_UUID,
             partitions: list[AlterPartitionRequest.PartitionData] = _MISSING,
         ) -> None:
-            self.topic_name = topic_name
             self.topic_id = topic_id
             self.partitions = [] if partitions is _MISSING else partitions
 
@@ -108,7 +106,7 @@ class AlterPartitionResponse(_Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'topics')
     NAME = 'AlterPartitionResponse'
     API_KEY = 56
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 2
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 0
 
@@ -126,16 +124,14 @@ class AlterPartitionResponse(_Message):
     class TopicData(_Struct):
         """Kafka's AlterPartitionResponse TopicData entry."""
 
-        __slots__ = ('topic_name', 'topic_id', 'partitions')
+        __slots__ = ('topic_id', 'partitions')
 
         def __init__(
             self,
             *,
-            topic_name: str = '',
             topic_id: uuid.UUID = _ZERO_UUID,
             partitions: list[AlterPartitionResponse.PartitionData] = _MISSING,
         ) -> None:
-            self.topic_name = topic_name
             self.topic_id = topic_id
             self.partitions = [] if partitions is _MISSING else partitions
 
@@ -169,7 +165,6 @@ _C_AlterPartitionResponse_PartitionData = AlterPartitionResponse.PartitionData
 
 
 _S_bi = _struct.Struct('>bi')
-_S_i = _struct.Struct('>i')
 _S_ih = _struct.Struct('>ih')
 _S_ihii = _struct.Struct('>ihii')
 _S_ii = _struct.Struct('>ii')
@@ -177,149 +172,10 @@ _S_iq = _struct.Struct('>iq')
 _S_u = _struct.Struct('>16s')
 
 
-def _enc_AlterPartitionRequest_PartitionData_v0(m, out):
+def _enc_AlterPartitionRequest_PartitionData_v2(m, out):
     append = out.append
     if not not m.new_isr_with_epochs:
-        raise _UnsupportedVersionError('PartitionData.new_isr_with_epochs cannot be sent at version 0')
-    if not m.leader_recovery_state == 0:
-        raise _UnsupportedVersionError('PartitionData.leader_recovery_state cannot be sent at version 0')
-    append(_S_ii.pack(m.partition_index, m.leader_epoch))
-    n1 = len(m.new_isr) + 1
-    append(_UV[n1] if n1 < 128 else _uvarint(n1))
-    append(_pack('>%di' % len(m.new_isr), *m.new_isr))
-    append(_S_i.pack(m.partition_epoch))
-    append(b'\x00')
-
-
-def _dec_AlterPartitionRequest_PartitionData_v0(buf, pos):
-    m = _new(_C_AlterPartitionRequest_PartitionData)
-    blen = len(buf)
-    m.partition_index, m.leader_epoch = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    n1 = buf[pos]
-    if n1 < 128:
-        pos += 1
-    else:
-        n1, pos = _read_uvarint(buf, pos)
-    n1 -= 1
-    if n1 < 0:
-        raise _ProtocolError('PartitionData.new_isr: null or negative length where null is not allowed')
-    else:
-        if n1 * 4 > blen - pos:
-            raise _ProtocolError('PartitionData.new_isr: array longer than the buffer')
-        m.new_isr = list(_unpack_from('>%di' % n1, buf, pos))
-        pos += n1 * 4
-    m.partition_epoch = _S_i.unpack_from(buf, pos)[0]
-    pos += 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
-    m.new_isr_with_epochs = []
-    m.leader_recovery_state = 0
-    return m, pos
-
-
-def _enc_AlterPartitionRequest_TopicData_v0(m, out):
-    append = out.append
-    s1 = m.topic_name.encode('utf-8')
-    if len(s1) > 0x7FFF:
-        raise _ProtocolError('TopicName is longer than 32767 bytes')
-    n2 = len(s1) + 1
-    append(_UV[n2] if n2 < 128 else _uvarint(n2))
-    append(s1)
-    n3 = len(m.partitions) + 1
-    append(_UV[n3] if n3 < 128 else _uvarint(n3))
-    for e in m.partitions:
-        _enc_AlterPartitionRequest_PartitionData_v0(e, out)
-    append(b'\x00')
-
-
-def _dec_AlterPartitionRequest_TopicData_v0(buf, pos):
-    m = _new(_C_AlterPartitionRequest_TopicData)
-    blen = len(buf)
-    n1 = buf[pos]
-    if n1 < 128:
-        pos += 1
-    else:
-        n1, pos = _read_uvarint(buf, pos)
-    n1 -= 1
-    if n1 < 0:
-        raise _ProtocolError('TopicData.topic_name: null or negative length where null is not allowed')
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        if n1 > 0x7FFF:
-            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
-        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    n3 = buf[pos]
-    if n3 < 128:
-        pos += 1
-    else:
-        n3, pos = _read_uvarint(buf, pos)
-    n3 -= 1
-    if n3 < 0:
-        raise _ProtocolError('TopicData.partitions: null or negative length where null is not allowed')
-    else:
-        if n3 > blen - pos:
-            raise _ProtocolError('TopicData.partitions: array longer than the buffer')
-        a4 = []
-        for _ in range(n3):
-            e, pos = _dec_AlterPartitionRequest_PartitionData_v0(buf, pos)
-            a4.append(e)
-        m.partitions = a4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
-    m.topic_id = _ZERO_UUID
-    return m, pos
-
-
-def _enc_AlterPartitionRequest_v0(m, out):
-    append = out.append
-    append(_S_iq.pack(m.broker_id, m.broker_epoch))
-    n1 = len(m.topics) + 1
-    append(_UV[n1] if n1 < 128 else _uvarint(n1))
-    for e in m.topics:
-        _enc_AlterPartitionRequest_TopicData_v0(e, out)
-    append(b'\x00')
-
-
-def _dec_AlterPartitionRequest_v0(buf, pos):
-    m = _new(AlterPartitionRequest)
-    blen = len(buf)
-    m.broker_id, m.broker_epoch = _S_iq.unpack_from(buf, pos)
-    pos += 12
-    n1 = buf[pos]
-    if n1 < 128:
-        pos += 1
-    else:
-        n1, pos = _read_uvarint(buf, pos)
-    n1 -= 1
-    if n1 < 0:
-        raise _ProtocolError('AlterPartitionRequest.topics: null or negative length where null is not allowed')
-    else:
-        if n1 > blen - pos:
-            raise _ProtocolError('AlterPartitionRequest.topics: array longer than the buffer')
-        a2 = []
-        for _ in range(n1):
-            e, pos = _dec_AlterPartitionRequest_TopicData_v0(buf, pos)
-            a2.append(e)
-        m.topics = a2
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
-    return m, pos
-
-
-def _enc_AlterPartitionRequest_PartitionData_v1(m, out):
-    append = out.append
-    if not not m.new_isr_with_epochs:
-        raise _UnsupportedVersionError('PartitionData.new_isr_with_epochs cannot be sent at version 1')
+        raise _UnsupportedVersionError('PartitionData.new_isr_with_epochs cannot be sent at version 2')
     append(_S_ii.pack(m.partition_index, m.leader_epoch))
     n1 = len(m.new_isr) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -328,7 +184,7 @@ def _enc_AlterPartitionRequest_PartitionData_v1(m, out):
     append(b'\x00')
 
 
-def _dec_AlterPartitionRequest_PartitionData_v1(buf, pos):
+def _dec_AlterPartitionRequest_PartitionData_v2(buf, pos):
     m = _new(_C_AlterPartitionRequest_PartitionData)
     blen = len(buf)
     m.partition_index, m.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -354,114 +210,6 @@ def _dec_AlterPartitionRequest_PartitionData_v1(buf, pos):
         pos = _skip_tagged_fields(buf, pos)
     m.new_isr_with_epochs = []
     return m, pos
-
-
-def _enc_AlterPartitionRequest_TopicData_v1(m, out):
-    append = out.append
-    s1 = m.topic_name.encode('utf-8')
-    if len(s1) > 0x7FFF:
-        raise _ProtocolError('TopicName is longer than 32767 bytes')
-    n2 = len(s1) + 1
-    append(_UV[n2] if n2 < 128 else _uvarint(n2))
-    append(s1)
-    n3 = len(m.partitions) + 1
-    append(_UV[n3] if n3 < 128 else _uvarint(n3))
-    for e in m.partitions:
-        _enc_AlterPartitionRequest_PartitionData_v1(e, out)
-    append(b'\x00')
-
-
-def _dec_AlterPartitionRequest_TopicData_v1(buf, pos):
-    m = _new(_C_AlterPartitionRequest_TopicData)
-    blen = len(buf)
-    n1 = buf[pos]
-    if n1 < 128:
-        pos += 1
-    else:
-        n1, pos = _read_uvarint(buf, pos)
-    n1 -= 1
-    if n1 < 0:
-        raise _ProtocolError('TopicData.topic_name: null or negative length where null is not allowed')
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        if n1 > 0x7FFF:
-            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
-        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    n3 = buf[pos]
-    if n3 < 128:
-        pos += 1
-    else:
-        n3, pos = _read_uvarint(buf, pos)
-    n3 -= 1
-    if n3 < 0:
-        raise _ProtocolError('TopicData.partitions: null or negative length where null is not allowed')
-    else:
-        if n3 > blen - pos:
-            raise _ProtocolError('TopicData.partitions: array longer than the buffer')
-        a4 = []
-        for _ in range(n3):
-            e, pos = _dec_AlterPartitionRequest_PartitionData_v1(buf, pos)
-            a4.append(e)
-        m.partitions = a4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
-    m.topic_id = _ZERO_UUID
-    return m, pos
-
-
-def _enc_AlterPartitionRequest_v1(m, out):
-    append = out.append
-    append(_S_iq.pack(m.broker_id, m.broker_epoch))
-    n1 = len(m.topics) + 1
-    append(_UV[n1] if n1 < 128 else _uvarint(n1))
-    for e in m.topics:
-        _enc_AlterPartitionRequest_TopicData_v1(e, out)
-    append(b'\x00')
-
-
-def _dec_AlterPartitionRequest_v1(buf, pos):
-    m = _new(AlterPartitionRequest)
-    blen = len(buf)
-    m.broker_id, m.broker_epoch = _S_iq.unpack_from(buf, pos)
-    pos += 12
-    n1 = buf[pos]
-    if n1 < 128:
-        pos += 1
-    else:
-        n1, pos = _read_uvarint(buf, pos)
-    n1 -= 1
-    if n1 < 0:
-        raise _ProtocolError('AlterPartitionRequest.topics: null or negative length where null is not allowed')
-    else:
-        if n1 > blen - pos:
-            raise _ProtocolError('AlterPartitionRequest.topics: array longer than the buffer')
-        a2 = []
-        for _ in range(n1):
-            e, pos = _dec_AlterPartitionRequest_TopicData_v1(buf, pos)
-            a2.append(e)
-        m.topics = a2
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
-    return m, pos
-
-
-def _enc_AlterPartitionRequest_PartitionData_v2(m, out):
-    append = out.append
-    if not not m.new_isr_with_epochs:
-        raise _UnsupportedVersionError('PartitionData.new_isr_with_epochs cannot be sent at version 2')
-    append(_S_ii.pack(m.partition_index, m.leader_epoch))
-    n1 = len(m.new_isr) + 1
-    append(_UV[n1] if n1 < 128 else _uvarint(n1))
-    append(_pack('>%di' % len(m.new_isr), *m.new_isr))
-    append(_S_bi.pack(m.leader_recovery_state, m.partition_epoch))
-    append(b'\x00')
 
 
 def _enc_AlterPartitionRequest_TopicData_v2(m, out):
@@ -493,14 +241,13 @@ def _dec_AlterPartitionRequest_TopicData_v2(buf, pos):
             raise _ProtocolError('TopicData.partitions: array longer than the buffer')
         a3 = []
         for _ in range(n2):
-            e, pos = _dec_AlterPartitionRequest_PartitionData_v1(buf, pos)
+            e, pos = _dec_AlterPartitionRequest_PartitionData_v2(buf, pos)
             a3.append(e)
         m.partitions = a3
     if buf[pos] == 0:
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
-    m.topic_name = ''
     return m, pos
 
 
@@ -640,7 +387,6 @@ def _dec_AlterPartitionRequest_TopicData_v3(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
-    m.topic_name = ''
     return m, pos
 
 
@@ -682,141 +428,7 @@ def _dec_AlterPartitionRequest_v3(buf, pos):
     return m, pos
 
 
-def _enc_AlterPartitionResponse_PartitionData_v0(m, out):
-    append = out.append
-    append(_S_ihii.pack(m.partition_index, m.error_code, m.leader_id, m.leader_epoch))
-    n1 = len(m.isr) + 1
-    append(_UV[n1] if n1 < 128 else _uvarint(n1))
-    append(_pack('>%di' % len(m.isr), *m.isr))
-    append(_S_i.pack(m.partition_epoch))
-    append(b'\x00')
-
-
-def _dec_AlterPartitionResponse_PartitionData_v0(buf, pos):
-    m = _new(_C_AlterPartitionResponse_PartitionData)
-    blen = len(buf)
-    m.partition_index, m.error_code, m.leader_id, m.leader_epoch = _S_ihii.unpack_from(buf, pos)
-    pos += 14
-    n1 = buf[pos]
-    if n1 < 128:
-        pos += 1
-    else:
-        n1, pos = _read_uvarint(buf, pos)
-    n1 -= 1
-    if n1 < 0:
-        raise _ProtocolError('PartitionData.isr: null or negative length where null is not allowed')
-    else:
-        if n1 * 4 > blen - pos:
-            raise _ProtocolError('PartitionData.isr: array longer than the buffer')
-        m.isr = list(_unpack_from('>%di' % n1, buf, pos))
-        pos += n1 * 4
-    m.partition_epoch = _S_i.unpack_from(buf, pos)[0]
-    pos += 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
-    m.leader_recovery_state = 0
-    return m, pos
-
-
-def _enc_AlterPartitionResponse_TopicData_v0(m, out):
-    append = out.append
-    s1 = m.topic_name.encode('utf-8')
-    if len(s1) > 0x7FFF:
-        raise _ProtocolError('TopicName is longer than 32767 bytes')
-    n2 = len(s1) + 1
-    append(_UV[n2] if n2 < 128 else _uvarint(n2))
-    append(s1)
-    n3 = len(m.partitions) + 1
-    append(_UV[n3] if n3 < 128 else _uvarint(n3))
-    for e in m.partitions:
-        _enc_AlterPartitionResponse_PartitionData_v0(e, out)
-    append(b'\x00')
-
-
-def _dec_AlterPartitionResponse_TopicData_v0(buf, pos):
-    m = _new(_C_AlterPartitionResponse_TopicData)
-    blen = len(buf)
-    n1 = buf[pos]
-    if n1 < 128:
-        pos += 1
-    else:
-        n1, pos = _read_uvarint(buf, pos)
-    n1 -= 1
-    if n1 < 0:
-        raise _ProtocolError('TopicData.topic_name: null or negative length where null is not allowed')
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        if n1 > 0x7FFF:
-            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
-        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    n3 = buf[pos]
-    if n3 < 128:
-        pos += 1
-    else:
-        n3, pos = _read_uvarint(buf, pos)
-    n3 -= 1
-    if n3 < 0:
-        raise _ProtocolError('TopicData.partitions: null or negative length where null is not allowed')
-    else:
-        if n3 > blen - pos:
-            raise _ProtocolError('TopicData.partitions: array longer than the buffer')
-        a4 = []
-        for _ in range(n3):
-            e, pos = _dec_AlterPartitionResponse_PartitionData_v0(buf, pos)
-            a4.append(e)
-        m.partitions = a4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
-    m.topic_id = _ZERO_UUID
-    return m, pos
-
-
-def _enc_AlterPartitionResponse_v0(m, out):
-    append = out.append
-    append(_S_ih.pack(m.throttle_time_ms, m.error_code))
-    n1 = len(m.topics) + 1
-    append(_UV[n1] if n1 < 128 else _uvarint(n1))
-    for e in m.topics:
-        _enc_AlterPartitionResponse_TopicData_v0(e, out)
-    append(b'\x00')
-
-
-def _dec_AlterPartitionResponse_v0(buf, pos):
-    m = _new(AlterPartitionResponse)
-    blen = len(buf)
-    m.throttle_time_ms, m.error_code = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    n1 = buf[pos]
-    if n1 < 128:
-        pos += 1
-    else:
-        n1, pos = _read_uvarint(buf, pos)
-    n1 -= 1
-    if n1 < 0:
-        raise _ProtocolError('AlterPartitionResponse.topics: null or negative length where null is not allowed')
-    else:
-        if n1 > blen - pos:
-            raise _ProtocolError('AlterPartitionResponse.topics: array longer than the buffer')
-        a2 = []
-        for _ in range(n1):
-            e, pos = _dec_AlterPartitionResponse_TopicData_v0(buf, pos)
-            a2.append(e)
-        m.topics = a2
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
-    return m, pos
-
-
-def _enc_AlterPartitionResponse_PartitionData_v1(m, out):
+def _enc_AlterPartitionResponse_PartitionData_v2(m, out):
     append = out.append
     append(_S_ihii.pack(m.partition_index, m.error_code, m.leader_id, m.leader_epoch))
     n1 = len(m.isr) + 1
@@ -826,7 +438,7 @@ def _enc_AlterPartitionResponse_PartitionData_v1(m, out):
     append(b'\x00')
 
 
-def _dec_AlterPartitionResponse_PartitionData_v1(buf, pos):
+def _dec_AlterPartitionResponse_PartitionData_v2(buf, pos):
     m = _new(_C_AlterPartitionResponse_PartitionData)
     blen = len(buf)
     m.partition_index, m.error_code, m.leader_id, m.leader_epoch = _S_ihii.unpack_from(buf, pos)
@@ -853,109 +465,13 @@ def _dec_AlterPartitionResponse_PartitionData_v1(buf, pos):
     return m, pos
 
 
-def _enc_AlterPartitionResponse_TopicData_v1(m, out):
-    append = out.append
-    s1 = m.topic_name.encode('utf-8')
-    if len(s1) > 0x7FFF:
-        raise _ProtocolError('TopicName is longer than 32767 bytes')
-    n2 = len(s1) + 1
-    append(_UV[n2] if n2 < 128 else _uvarint(n2))
-    append(s1)
-    n3 = len(m.partitions) + 1
-    append(_UV[n3] if n3 < 128 else _uvarint(n3))
-    for e in m.partitions:
-        _enc_AlterPartitionResponse_PartitionData_v1(e, out)
-    append(b'\x00')
-
-
-def _dec_AlterPartitionResponse_TopicData_v1(buf, pos):
-    m = _new(_C_AlterPartitionResponse_TopicData)
-    blen = len(buf)
-    n1 = buf[pos]
-    if n1 < 128:
-        pos += 1
-    else:
-        n1, pos = _read_uvarint(buf, pos)
-    n1 -= 1
-    if n1 < 0:
-        raise _ProtocolError('TopicData.topic_name: null or negative length where null is not allowed')
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
-        if n1 > 0x7FFF:
-            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
-        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    n3 = buf[pos]
-    if n3 < 128:
-        pos += 1
-    else:
-        n3, pos = _read_uvarint(buf, pos)
-    n3 -= 1
-    if n3 < 0:
-        raise _ProtocolError('TopicData.partitions: null or negative length where null is not allowed')
-    else:
-        if n3 > blen - pos:
-            raise _ProtocolError('TopicData.partitions: array longer than the buffer')
-        a4 = []
-        for _ in range(n3):
-            e, pos = _dec_AlterPartitionResponse_PartitionData_v1(buf, pos)
-            a4.append(e)
-        m.partitions = a4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
-    m.topic_id = _ZERO_UUID
-    return m, pos
-
-
-def _enc_AlterPartitionResponse_v1(m, out):
-    append = out.append
-    append(_S_ih.pack(m.throttle_time_ms, m.error_code))
-    n1 = len(m.topics) + 1
-    append(_UV[n1] if n1 < 128 else _uvarint(n1))
-    for e in m.topics:
-        _enc_AlterPartitionResponse_TopicData_v1(e, out)
-    append(b'\x00')
-
-
-def _dec_AlterPartitionResponse_v1(buf, pos):
-    m = _new(AlterPartitionResponse)
-    blen = len(buf)
-    m.throttle_time_ms, m.error_code = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    n1 = buf[pos]
-    if n1 < 128:
-        pos += 1
-    else:
-        n1, pos = _read_uvarint(buf, pos)
-    n1 -= 1
-    if n1 < 0:
-        raise _ProtocolError('AlterPartitionResponse.topics: null or negative length where null is not allowed')
-    else:
-        if n1 > blen - pos:
-            raise _ProtocolError('AlterPartitionResponse.topics: array longer than the buffer')
-        a2 = []
-        for _ in range(n1):
-            e, pos = _dec_AlterPartitionResponse_TopicData_v1(buf, pos)
-            a2.append(e)
-        m.topics = a2
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
-    return m, pos
-
-
 def _enc_AlterPartitionResponse_TopicData_v2(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     n1 = len(m.partitions) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.partitions:
-        _enc_AlterPartitionResponse_PartitionData_v1(e, out)
+        _enc_AlterPartitionResponse_PartitionData_v2(e, out)
     append(b'\x00')
 
 
@@ -978,14 +494,13 @@ def _dec_AlterPartitionResponse_TopicData_v2(buf, pos):
             raise _ProtocolError('TopicData.partitions: array longer than the buffer')
         a3 = []
         for _ in range(n2):
-            e, pos = _dec_AlterPartitionResponse_PartitionData_v1(buf, pos)
+            e, pos = _dec_AlterPartitionResponse_PartitionData_v2(buf, pos)
             a3.append(e)
         m.partitions = a3
     if buf[pos] == 0:
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
-    m.topic_name = ''
     return m, pos
 
 
@@ -1027,7 +542,7 @@ def _dec_AlterPartitionResponse_v2(buf, pos):
     return m, pos
 
 
-AlterPartitionRequest._encoders = (_enc_AlterPartitionRequest_v0, _enc_AlterPartitionRequest_v1, _enc_AlterPartitionRequest_v2, _enc_AlterPartitionRequest_v3,)
-AlterPartitionRequest._decoders = (_dec_AlterPartitionRequest_v0, _dec_AlterPartitionRequest_v1, _dec_AlterPartitionRequest_v2, _dec_AlterPartitionRequest_v3,)
-AlterPartitionResponse._encoders = (_enc_AlterPartitionResponse_v0, _enc_AlterPartitionResponse_v1, _enc_AlterPartitionResponse_v2, _enc_AlterPartitionResponse_v2,)
-AlterPartitionResponse._decoders = (_dec_AlterPartitionResponse_v0, _dec_AlterPartitionResponse_v1, _dec_AlterPartitionResponse_v2, _dec_AlterPartitionResponse_v2,)
+AlterPartitionRequest._encoders = (None, None, _enc_AlterPartitionRequest_v2, _enc_AlterPartitionRequest_v3,)
+AlterPartitionRequest._decoders = (None, None, _dec_AlterPartitionRequest_v2, _dec_AlterPartitionRequest_v3,)
+AlterPartitionResponse._encoders = (None, None, _enc_AlterPartitionResponse_v2, _enc_AlterPartitionResponse_v2,)
+AlterPartitionResponse._decoders = (None, None, _dec_AlterPartitionResponse_v2, _dec_AlterPartitionResponse_v2,)

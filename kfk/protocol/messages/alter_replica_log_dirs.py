@@ -29,7 +29,7 @@ class AlterReplicaLogDirsRequest(_Message):
     __slots__ = ('dirs',)
     NAME = 'AlterReplicaLogDirsRequest'
     API_KEY = 34
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -79,7 +79,7 @@ class AlterReplicaLogDirsResponse(_Message):
     __slots__ = ('throttle_time_ms', 'results')
     NAME = 'AlterReplicaLogDirsResponse'
     API_KEY = 34
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -130,7 +130,7 @@ _S_i = _struct.Struct('>i')
 _S_ih = _struct.Struct('>ih')
 
 
-def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(m, out):
+def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1(m, out):
     append = out.append
     s1 = m.name.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -139,7 +139,7 @@ def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(m, out):
     append(_pack('>%di' % len(m.partitions), *m.partitions))
 
 
-def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(buf, pos):
+def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1(buf, pos):
     m = _new(_C_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -164,17 +164,17 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(buf, pos):
     return m, pos
 
 
-def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(m, out):
+def _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(m, out):
     append = out.append
     s1 = m.path.encode('utf-8')
     append(_S_h.pack(len(s1)))
     append(s1)
     append(_S_i.pack(len(m.topics)))
     for e in m.topics:
-        _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(e, out)
+        _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1(e, out)
 
 
-def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(buf, pos):
+def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(buf, pos):
     m = _new(_C_AlterReplicaLogDirsRequest_AlterReplicaLogDir)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -196,20 +196,20 @@ def _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(buf, pos):
             raise _ProtocolError('AlterReplicaLogDir.topics: array longer than the buffer')
         a4 = []
         for _ in range(n3):
-            e, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v0(buf, pos)
+            e, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic_v1(buf, pos)
             a4.append(e)
         m.topics = a4
     return m, pos
 
 
-def _enc_AlterReplicaLogDirsRequest_v0(m, out):
+def _enc_AlterReplicaLogDirsRequest_v1(m, out):
     append = out.append
     append(_S_i.pack(len(m.dirs)))
     for e in m.dirs:
-        _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(e, out)
+        _enc_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(e, out)
 
 
-def _dec_AlterReplicaLogDirsRequest_v0(buf, pos):
+def _dec_AlterReplicaLogDirsRequest_v1(buf, pos):
     m = _new(AlterReplicaLogDirsRequest)
     blen = len(buf)
     n1 = _S_i.unpack_from(buf, pos)[0]
@@ -221,7 +221,7 @@ def _dec_AlterReplicaLogDirsRequest_v0(buf, pos):
             raise _ProtocolError('AlterReplicaLogDirsRequest.dirs: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v0(buf, pos)
+            e, pos = _dec_AlterReplicaLogDirsRequest_AlterReplicaLogDir_v1(buf, pos)
             a2.append(e)
         m.dirs = a2
     return m, pos
@@ -372,12 +372,12 @@ def _dec_AlterReplicaLogDirsRequest_v2(buf, pos):
     return m, pos
 
 
-def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(m, out):
+def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(m, out):
     append = out.append
     append(_S_ih.pack(m.partition_index, m.error_code))
 
 
-def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(buf, pos):
+def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(buf, pos):
     m = _new(_C_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
     blen = len(buf)
     m.partition_index, m.error_code = _S_ih.unpack_from(buf, pos)
@@ -385,17 +385,17 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(buf, p
     return m, pos
 
 
-def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(m, out):
+def _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(m, out):
     append = out.append
     s1 = m.topic_name.encode('utf-8')
     append(_S_h.pack(len(s1)))
     append(s1)
     append(_S_i.pack(len(m.partitions)))
     for e in m.partitions:
-        _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(e, out)
+        _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(e, out)
 
 
-def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(buf, pos):
+def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(buf, pos):
     m = _new(_C_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -417,21 +417,21 @@ def _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(buf, pos):
             raise _ProtocolError('AlterReplicaLogDirTopicResult.partitions: array longer than the buffer')
         a4 = []
         for _ in range(n3):
-            e, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v0(buf, pos)
+            e, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult_v1(buf, pos)
             a4.append(e)
         m.partitions = a4
     return m, pos
 
 
-def _enc_AlterReplicaLogDirsResponse_v0(m, out):
+def _enc_AlterReplicaLogDirsResponse_v1(m, out):
     append = out.append
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.results)))
     for e in m.results:
-        _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(e, out)
+        _enc_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(e, out)
 
 
-def _dec_AlterReplicaLogDirsResponse_v0(buf, pos):
+def _dec_AlterReplicaLogDirsResponse_v1(buf, pos):
     m = _new(AlterReplicaLogDirsResponse)
     blen = len(buf)
     m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
@@ -445,7 +445,7 @@ def _dec_AlterReplicaLogDirsResponse_v0(buf, pos):
             raise _ProtocolError('AlterReplicaLogDirsResponse.results: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v0(buf, pos)
+            e, pos = _dec_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult_v1(buf, pos)
             a2.append(e)
         m.results = a2
     return m, pos
@@ -564,7 +564,7 @@ def _dec_AlterReplicaLogDirsResponse_v2(buf, pos):
     return m, pos
 
 
-AlterReplicaLogDirsRequest._encoders = (_enc_AlterReplicaLogDirsRequest_v0, _enc_AlterReplicaLogDirsRequest_v0, _enc_AlterReplicaLogDirsRequest_v2,)
-AlterReplicaLogDirsRequest._decoders = (_dec_AlterReplicaLogDirsRequest_v0, _dec_AlterReplicaLogDirsRequest_v0, _dec_AlterReplicaLogDirsRequest_v2,)
-AlterReplicaLogDirsResponse._encoders = (_enc_AlterReplicaLogDirsResponse_v0, _enc_AlterReplicaLogDirsResponse_v0, _enc_AlterReplicaLogDirsResponse_v2,)
-AlterReplicaLogDirsResponse._decoders = (_dec_AlterReplicaLogDirsResponse_v0, _dec_AlterReplicaLogDirsResponse_v0, _dec_AlterReplicaLogDirsResponse_v2,)
+AlterReplicaLogDirsRequest._encoders = (None, _enc_AlterReplicaLogDirsRequest_v1, _enc_AlterReplicaLogDirsRequest_v2,)
+AlterReplicaLogDirsRequest._decoders = (None, _dec_AlterReplicaLogDirsRequest_v1, _dec_AlterReplicaLogDirsRequest_v2,)
+AlterReplicaLogDirsResponse._encoders = (None, _enc_AlterReplicaLogDirsResponse_v1, _enc_AlterReplicaLogDirsResponse_v2,)
+AlterReplicaLogDirsResponse._decoders = (None, _dec_AlterReplicaLogDirsResponse_v1, _dec_AlterReplicaLogDirsResponse_v2,)

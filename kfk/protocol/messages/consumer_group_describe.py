@@ -30,7 +30,7 @@ class ConsumerGroupDescribeRequest(_Message):
     NAME = 'ConsumerGroupDescribeRequest'
     API_KEY = 69
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -52,7 +52,7 @@ class ConsumerGroupDescribeResponse(_Message):
     NAME = 'ConsumerGroupDescribeResponse'
     API_KEY = 69
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -95,7 +95,7 @@ class ConsumerGroupDescribeResponse(_Message):
     class Member(_Struct):
         """Kafka's ConsumerGroupDescribeResponse Member entry."""
 
-        __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment')
+        __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type')
 
         def __init__(
             self,
@@ -110,6 +110,7 @@ class ConsumerGroupDescribeResponse(_Message):
             subscribed_topic_regex: str | None = None,
             assignment: ConsumerGroupDescribeResponse.Assignment = _MISSING,
             target_assignment: ConsumerGroupDescribeResponse.Assignment = _MISSING,
+            member_type: int = -1,
         ) -> None:
             self.member_id = member_id
             self.instance_id = instance_id
@@ -121,6 +122,7 @@ class ConsumerGroupDescribeResponse(_Message):
             self.subscribed_topic_regex = subscribed_topic_regex
             self.assignment = ConsumerGroupDescribeResponse.Assignment() if assignment is _MISSING else assignment
             self.target_assignment = ConsumerGroupDescribeResponse.Assignment() if target_assignment is _MISSING else target_assignment
+            self.member_type = member_type
 
     class Assignment(_Struct):
         """Kafka's ConsumerGroupDescribeResponse Assignment entry."""
@@ -157,6 +159,7 @@ _C_ConsumerGroupDescribeResponse_Assignment = ConsumerGroupDescribeResponse.Assi
 _C_ConsumerGroupDescribeResponse_TopicPartitions = ConsumerGroupDescribeResponse.TopicPartitions
 
 
+_S_b = _struct.Struct('>b')
 _S_h = _struct.Struct('>h')
 _S_i = _struct.Struct('>i')
 _S_ii = _struct.Struct('>ii')
@@ -523,6 +526,7 @@ def _dec_ConsumerGroupDescribeResponse_Member_v0(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.member_type = -1
     return m, pos
 
 
@@ -702,7 +706,398 @@ def _dec_ConsumerGroupDescribeResponse_v0(buf, pos):
     return m, pos
 
 
-ConsumerGroupDescribeRequest._encoders = (_enc_ConsumerGroupDescribeRequest_v0,)
-ConsumerGroupDescribeRequest._decoders = (_dec_ConsumerGroupDescribeRequest_v0,)
-ConsumerGroupDescribeResponse._encoders = (_enc_ConsumerGroupDescribeResponse_v0,)
-ConsumerGroupDescribeResponse._decoders = (_dec_ConsumerGroupDescribeResponse_v0,)
+def _enc_ConsumerGroupDescribeResponse_Member_v1(m, out):
+    append = out.append
+    s1 = m.member_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    x3 = m.instance_id
+    if x3 is None:
+        append(b'\x00')
+    else:
+        s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('InstanceId is longer than 32767 bytes')
+        n5 = len(s4) + 1
+        append(_UV[n5] if n5 < 128 else _uvarint(n5))
+        append(s4)
+    x6 = m.rack_id
+    if x6 is None:
+        append(b'\x00')
+    else:
+        s7 = x6.encode('utf-8')
+        if len(s7) > 0x7FFF:
+            raise _ProtocolError('RackId is longer than 32767 bytes')
+        n8 = len(s7) + 1
+        append(_UV[n8] if n8 < 128 else _uvarint(n8))
+        append(s7)
+    append(_S_i.pack(m.member_epoch))
+    s9 = m.client_id.encode('utf-8')
+    if len(s9) > 0x7FFF:
+        raise _ProtocolError('ClientId is longer than 32767 bytes')
+    n10 = len(s9) + 1
+    append(_UV[n10] if n10 < 128 else _uvarint(n10))
+    append(s9)
+    s11 = m.client_host.encode('utf-8')
+    if len(s11) > 0x7FFF:
+        raise _ProtocolError('ClientHost is longer than 32767 bytes')
+    n12 = len(s11) + 1
+    append(_UV[n12] if n12 < 128 else _uvarint(n12))
+    append(s11)
+    n13 = len(m.subscribed_topic_names) + 1
+    append(_UV[n13] if n13 < 128 else _uvarint(n13))
+    for e in m.subscribed_topic_names:
+        s14 = e.encode('utf-8')
+        if len(s14) > 0x7FFF:
+            raise _ProtocolError('SubscribedTopicNames is longer than 32767 bytes')
+        n15 = len(s14) + 1
+        append(_UV[n15] if n15 < 128 else _uvarint(n15))
+        append(s14)
+    x16 = m.subscribed_topic_regex
+    if x16 is None:
+        append(b'\x00')
+    else:
+        s17 = x16.encode('utf-8')
+        if len(s17) > 0x7FFF:
+            raise _ProtocolError('SubscribedTopicRegex is longer than 32767 bytes')
+        n18 = len(s17) + 1
+        append(_UV[n18] if n18 < 128 else _uvarint(n18))
+        append(s17)
+    _enc_ConsumerGroupDescribeResponse_Assignment_v0(m.assignment, out)
+    _enc_ConsumerGroupDescribeResponse_Assignment_v0(m.target_assignment, out)
+    append(_S_b.pack(m.member_type))
+    append(b'\x00')
+
+
+def _dec_ConsumerGroupDescribeResponse_Member_v1(buf, pos):
+    m = _new(_C_ConsumerGroupDescribeResponse_Member)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('Member.member_id: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('Member.member_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('Member.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        if n3 != -1:
+            raise _ProtocolError('Member.instance_id: negative length')
+        m.instance_id = None
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('Member.instance_id: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('Member.instance_id: string longer than 32767 bytes')
+        m.instance_id = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        if n5 != -1:
+            raise _ProtocolError('Member.rack_id: negative length')
+        m.rack_id = None
+    else:
+        end6 = pos + n5
+        if end6 > blen:
+            raise _ProtocolError('Member.rack_id: length runs past the end of the buffer')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('Member.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end6], 'utf-8', 'replace')
+        pos = end6
+    m.member_epoch = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n7 = buf[pos]
+    if n7 < 128:
+        pos += 1
+    else:
+        n7, pos = _read_uvarint(buf, pos)
+    n7 -= 1
+    if n7 < 0:
+        raise _ProtocolError('Member.client_id: null or negative length where null is not allowed')
+    else:
+        end8 = pos + n7
+        if end8 > blen:
+            raise _ProtocolError('Member.client_id: length runs past the end of the buffer')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('Member.client_id: string longer than 32767 bytes')
+        m.client_id = str(buf[pos:end8], 'utf-8', 'replace')
+        pos = end8
+    n9 = buf[pos]
+    if n9 < 128:
+        pos += 1
+    else:
+        n9, pos = _read_uvarint(buf, pos)
+    n9 -= 1
+    if n9 < 0:
+        raise _ProtocolError('Member.client_host: null or negative length where null is not allowed')
+    else:
+        end10 = pos + n9
+        if end10 > blen:
+            raise _ProtocolError('Member.client_host: length runs past the end of the buffer')
+        if n9 > 0x7FFF:
+            raise _ProtocolError('Member.client_host: string longer than 32767 bytes')
+        m.client_host = str(buf[pos:end10], 'utf-8', 'replace')
+        pos = end10
+    n11 = buf[pos]
+    if n11 < 128:
+        pos += 1
+    else:
+        n11, pos = _read_uvarint(buf, pos)
+    n11 -= 1
+    if n11 < 0:
+        raise _ProtocolError('Member.subscribed_topic_names: null or negative length where null is not allowed')
+    else:
+        if n11 > blen - pos:
+            raise _ProtocolError('Member.subscribed_topic_names: array longer than the buffer')
+        a12 = []
+        for _ in range(n11):
+            n13 = buf[pos]
+            if n13 < 128:
+                pos += 1
+            else:
+                n13, pos = _read_uvarint(buf, pos)
+            n13 -= 1
+            if n13 < 0:
+                raise _ProtocolError('Member.subscribed_topic_names: null or negative length where null is not allowed')
+            else:
+                end14 = pos + n13
+                if end14 > blen:
+                    raise _ProtocolError('Member.subscribed_topic_names: length runs past the end of the buffer')
+                if n13 > 0x7FFF:
+                    raise _ProtocolError('Member.subscribed_topic_names: string longer than 32767 bytes')
+                e = str(buf[pos:end14], 'utf-8', 'replace')
+                pos = end14
+            a12.append(e)
+        m.subscribed_topic_names = a12
+    n15 = buf[pos]
+    if n15 < 128:
+        pos += 1
+    else:
+        n15, pos = _read_uvarint(buf, pos)
+    n15 -= 1
+    if n15 < 0:
+        if n15 != -1:
+            raise _ProtocolError('Member.subscribed_topic_regex: negative length')
+        m.subscribed_topic_regex = None
+    else:
+        end16 = pos + n15
+        if end16 > blen:
+            raise _ProtocolError('Member.subscribed_topic_regex: length runs past the end of the buffer')
+        if n15 > 0x7FFF:
+            raise _ProtocolError('Member.subscribed_topic_regex: string longer than 32767 bytes')
+        m.subscribed_topic_regex = str(buf[pos:end16], 'utf-8', 'replace')
+        pos = end16
+    m.assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
+    m.target_assignment, pos = _dec_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos)
+    m.member_type = _S_b.unpack_from(buf, pos)[0]
+    pos += 1
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_ConsumerGroupDescribeResponse_DescribedGroup_v1(m, out):
+    append = out.append
+    append(_S_h.pack(m.error_code))
+    x1 = m.error_message
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    s4 = m.group_id.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
+    n5 = len(s4) + 1
+    append(_UV[n5] if n5 < 128 else _uvarint(n5))
+    append(s4)
+    s6 = m.group_state.encode('utf-8')
+    if len(s6) > 0x7FFF:
+        raise _ProtocolError('GroupState is longer than 32767 bytes')
+    n7 = len(s6) + 1
+    append(_UV[n7] if n7 < 128 else _uvarint(n7))
+    append(s6)
+    append(_S_ii.pack(m.group_epoch, m.assignment_epoch))
+    s8 = m.assignor_name.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('AssignorName is longer than 32767 bytes')
+    n9 = len(s8) + 1
+    append(_UV[n9] if n9 < 128 else _uvarint(n9))
+    append(s8)
+    n10 = len(m.members) + 1
+    append(_UV[n10] if n10 < 128 else _uvarint(n10))
+    for e in m.members:
+        _enc_ConsumerGroupDescribeResponse_Member_v1(e, out)
+    append(_S_i.pack(m.authorized_operations))
+    append(b'\x00')
+
+
+def _dec_ConsumerGroupDescribeResponse_DescribedGroup_v1(buf, pos):
+    m = _new(_C_ConsumerGroupDescribeResponse_DescribedGroup)
+    blen = len(buf)
+    m.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('DescribedGroup.error_message: negative length')
+        m.error_message = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('DescribedGroup.error_message: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('DescribedGroup.group_id: null or negative length where null is not allowed')
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('DescribedGroup.group_id: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('DescribedGroup.group_state: null or negative length where null is not allowed')
+    else:
+        end6 = pos + n5
+        if end6 > blen:
+            raise _ProtocolError('DescribedGroup.group_state: length runs past the end of the buffer')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.group_state: string longer than 32767 bytes')
+        m.group_state = str(buf[pos:end6], 'utf-8', 'replace')
+        pos = end6
+    m.group_epoch, m.assignment_epoch = _S_ii.unpack_from(buf, pos)
+    pos += 8
+    n7 = buf[pos]
+    if n7 < 128:
+        pos += 1
+    else:
+        n7, pos = _read_uvarint(buf, pos)
+    n7 -= 1
+    if n7 < 0:
+        raise _ProtocolError('DescribedGroup.assignor_name: null or negative length where null is not allowed')
+    else:
+        end8 = pos + n7
+        if end8 > blen:
+            raise _ProtocolError('DescribedGroup.assignor_name: length runs past the end of the buffer')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.assignor_name: string longer than 32767 bytes')
+        m.assignor_name = str(buf[pos:end8], 'utf-8', 'replace')
+        pos = end8
+    n9 = buf[pos]
+    if n9 < 128:
+        pos += 1
+    else:
+        n9, pos = _read_uvarint(buf, pos)
+    n9 -= 1
+    if n9 < 0:
+        raise _ProtocolError('DescribedGroup.members: null or negative length where null is not allowed')
+    else:
+        if n9 > blen - pos:
+            raise _ProtocolError('DescribedGroup.members: array longer than the buffer')
+        a10 = []
+        for _ in range(n9):
+            e, pos = _dec_ConsumerGroupDescribeResponse_Member_v1(buf, pos)
+            a10.append(e)
+        m.members = a10
+    m.authorized_operations = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_ConsumerGroupDescribeResponse_v1(m, out):
+    append = out.append
+    append(_S_i.pack(m.throttle_time_ms))
+    n1 = len(m.groups) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.groups:
+        _enc_ConsumerGroupDescribeResponse_DescribedGroup_v1(e, out)
+    append(b'\x00')
+
+
+def _dec_ConsumerGroupDescribeResponse_v1(buf, pos):
+    m = _new(ConsumerGroupDescribeResponse)
+    blen = len(buf)
+    m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('ConsumerGroupDescribeResponse.groups: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('ConsumerGroupDescribeResponse.groups: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_ConsumerGroupDescribeResponse_DescribedGroup_v1(buf, pos)
+            a2.append(e)
+        m.groups = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+ConsumerGroupDescribeRequest._encoders = (_enc_ConsumerGroupDescribeRequest_v0, _enc_ConsumerGroupDescribeRequest_v0,)
+ConsumerGroupDescribeRequest._decoders = (_dec_ConsumerGroupDescribeRequest_v0, _dec_ConsumerGroupDescribeRequest_v0,)
+ConsumerGroupDescribeResponse._encoders = (_enc_ConsumerGroupDescribeResponse_v0, _enc_ConsumerGroupDescribeResponse_v1,)
+ConsumerGroupDescribeResponse._decoders = (_dec_ConsumerGroupDescribeResponse_v0, _dec_ConsumerGroupDescribeResponse_v1,)

@@ -29,7 +29,7 @@ class CreateAclsRequest(_Message):
     __slots__ = ('creations',)
     NAME = 'CreateAclsRequest'
     API_KEY = 30
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -74,7 +74,7 @@ class CreateAclsResponse(_Message):
     __slots__ = ('throttle_time_ms', 'results')
     NAME = 'CreateAclsResponse'
     API_KEY = 30
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -109,89 +109,6 @@ _S_b = _struct.Struct('>b')
 _S_bb = _struct.Struct('>bb')
 _S_h = _struct.Struct('>h')
 _S_i = _struct.Struct('>i')
-
-
-def _enc_CreateAclsRequest_AclCreation_v0(m, out):
-    append = out.append
-    if not m.resource_pattern_type == 3:
-        raise _UnsupportedVersionError('AclCreation.resource_pattern_type cannot be sent at version 0')
-    append(_S_b.pack(m.resource_type))
-    s1 = m.resource_name.encode('utf-8')
-    append(_S_h.pack(len(s1)))
-    append(s1)
-    s2 = m.principal.encode('utf-8')
-    append(_S_h.pack(len(s2)))
-    append(s2)
-    s3 = m.host.encode('utf-8')
-    append(_S_h.pack(len(s3)))
-    append(s3)
-    append(_S_bb.pack(m.operation, m.permission_type))
-
-
-def _dec_CreateAclsRequest_AclCreation_v0(buf, pos):
-    m = _new(_C_CreateAclsRequest_AclCreation)
-    blen = len(buf)
-    m.resource_type = _S_b.unpack_from(buf, pos)[0]
-    pos += 1
-    n1 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n1 < 0:
-        raise _ProtocolError('AclCreation.resource_name: null or negative length where null is not allowed')
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('AclCreation.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    n3 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n3 < 0:
-        raise _ProtocolError('AclCreation.principal: null or negative length where null is not allowed')
-    else:
-        end4 = pos + n3
-        if end4 > blen:
-            raise _ProtocolError('AclCreation.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end4], 'utf-8', 'replace')
-        pos = end4
-    n5 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n5 < 0:
-        raise _ProtocolError('AclCreation.host: null or negative length where null is not allowed')
-    else:
-        end6 = pos + n5
-        if end6 > blen:
-            raise _ProtocolError('AclCreation.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end6], 'utf-8', 'replace')
-        pos = end6
-    m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    m.resource_pattern_type = 3
-    return m, pos
-
-
-def _enc_CreateAclsRequest_v0(m, out):
-    append = out.append
-    append(_S_i.pack(len(m.creations)))
-    for e in m.creations:
-        _enc_CreateAclsRequest_AclCreation_v0(e, out)
-
-
-def _dec_CreateAclsRequest_v0(buf, pos):
-    m = _new(CreateAclsRequest)
-    blen = len(buf)
-    n1 = _S_i.unpack_from(buf, pos)[0]
-    pos += 4
-    if n1 < 0:
-        raise _ProtocolError('CreateAclsRequest.creations: null or negative length where null is not allowed')
-    else:
-        if n1 > blen - pos:
-            raise _ProtocolError('CreateAclsRequest.creations: array longer than the buffer')
-        a2 = []
-        for _ in range(n1):
-            e, pos = _dec_CreateAclsRequest_AclCreation_v0(buf, pos)
-            a2.append(e)
-        m.creations = a2
-    return m, pos
 
 
 def _enc_CreateAclsRequest_AclCreation_v1(m, out):
@@ -402,7 +319,7 @@ def _dec_CreateAclsRequest_v2(buf, pos):
     return m, pos
 
 
-def _enc_CreateAclsResponse_AclCreationResult_v0(m, out):
+def _enc_CreateAclsResponse_AclCreationResult_v1(m, out):
     append = out.append
     append(_S_h.pack(m.error_code))
     x1 = m.error_message
@@ -414,7 +331,7 @@ def _enc_CreateAclsResponse_AclCreationResult_v0(m, out):
         append(s2)
 
 
-def _dec_CreateAclsResponse_AclCreationResult_v0(buf, pos):
+def _dec_CreateAclsResponse_AclCreationResult_v1(buf, pos):
     m = _new(_C_CreateAclsResponse_AclCreationResult)
     blen = len(buf)
     m.error_code = _S_h.unpack_from(buf, pos)[0]
@@ -434,15 +351,15 @@ def _dec_CreateAclsResponse_AclCreationResult_v0(buf, pos):
     return m, pos
 
 
-def _enc_CreateAclsResponse_v0(m, out):
+def _enc_CreateAclsResponse_v1(m, out):
     append = out.append
     append(_S_i.pack(m.throttle_time_ms))
     append(_S_i.pack(len(m.results)))
     for e in m.results:
-        _enc_CreateAclsResponse_AclCreationResult_v0(e, out)
+        _enc_CreateAclsResponse_AclCreationResult_v1(e, out)
 
 
-def _dec_CreateAclsResponse_v0(buf, pos):
+def _dec_CreateAclsResponse_v1(buf, pos):
     m = _new(CreateAclsResponse)
     blen = len(buf)
     m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
@@ -456,7 +373,7 @@ def _dec_CreateAclsResponse_v0(buf, pos):
             raise _ProtocolError('CreateAclsResponse.results: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_CreateAclsResponse_AclCreationResult_v0(buf, pos)
+            e, pos = _dec_CreateAclsResponse_AclCreationResult_v1(buf, pos)
             a2.append(e)
         m.results = a2
     return m, pos
@@ -546,7 +463,7 @@ def _dec_CreateAclsResponse_v2(buf, pos):
     return m, pos
 
 
-CreateAclsRequest._encoders = (_enc_CreateAclsRequest_v0, _enc_CreateAclsRequest_v1, _enc_CreateAclsRequest_v2, _enc_CreateAclsRequest_v2,)
-CreateAclsRequest._decoders = (_dec_CreateAclsRequest_v0, _dec_CreateAclsRequest_v1, _dec_CreateAclsRequest_v2, _dec_CreateAclsRequest_v2,)
-CreateAclsResponse._encoders = (_enc_CreateAclsResponse_v0, _enc_CreateAclsResponse_v0, _enc_CreateAclsResponse_v2, _enc_CreateAclsResponse_v2,)
-CreateAclsResponse._decoders = (_dec_CreateAclsResponse_v0, _dec_CreateAclsResponse_v0, _dec_CreateAclsResponse_v2, _dec_CreateAclsResponse_v2,)
+CreateAclsRequest._encoders = (None, _enc_CreateAclsRequest_v1, _enc_CreateAclsRequest_v2, _enc_CreateAclsRequest_v2,)
+CreateAclsRequest._decoders = (None, _dec_CreateAclsRequest_v1, _dec_CreateAclsRequest_v2, _dec_CreateAclsRequest_v2,)
+CreateAclsResponse._encoders = (None, _enc_CreateAclsResponse_v1, _enc_CreateAclsResponse_v2, _enc_CreateAclsResponse_v2,)
+CreateAclsResponse._decoders = (None, _dec_CreateAclsResponse_v1, _dec_CreateAclsResponse_v2, _dec_CreateAclsResponse_v2,)

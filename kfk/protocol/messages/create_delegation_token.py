@@ -29,7 +29,7 @@ class CreateDelegationTokenRequest(_Message):
     __slots__ = ('owner_principal_type', 'owner_principal_name', 'renewers', 'max_lifetime_ms')
     NAME = 'CreateDelegationTokenRequest'
     API_KEY = 38
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -70,7 +70,7 @@ class CreateDelegationTokenResponse(_Message):
     __slots__ = ('error_code', 'principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp_ms', 'expiry_timestamp_ms', 'max_timestamp_ms', 'token_id', 'hmac', 'throttle_time_ms')
     NAME = 'CreateDelegationTokenResponse'
     API_KEY = 38
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -110,7 +110,7 @@ _S_q = _struct.Struct('>q')
 _S_qqq = _struct.Struct('>qqq')
 
 
-def _enc_CreateDelegationTokenRequest_CreatableRenewers_v0(m, out):
+def _enc_CreateDelegationTokenRequest_CreatableRenewers_v1(m, out):
     append = out.append
     s1 = m.principal_type.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -120,7 +120,7 @@ def _enc_CreateDelegationTokenRequest_CreatableRenewers_v0(m, out):
     append(s2)
 
 
-def _dec_CreateDelegationTokenRequest_CreatableRenewers_v0(buf, pos):
+def _dec_CreateDelegationTokenRequest_CreatableRenewers_v1(buf, pos):
     m = _new(_C_CreateDelegationTokenRequest_CreatableRenewers)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -146,19 +146,19 @@ def _dec_CreateDelegationTokenRequest_CreatableRenewers_v0(buf, pos):
     return m, pos
 
 
-def _enc_CreateDelegationTokenRequest_v0(m, out):
+def _enc_CreateDelegationTokenRequest_v1(m, out):
     append = out.append
     if not m.owner_principal_type == '':
-        raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_type cannot be sent at version 0')
+        raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_type cannot be sent at version 1')
     if not m.owner_principal_name == '':
-        raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_name cannot be sent at version 0')
+        raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_name cannot be sent at version 1')
     append(_S_i.pack(len(m.renewers)))
     for e in m.renewers:
-        _enc_CreateDelegationTokenRequest_CreatableRenewers_v0(e, out)
+        _enc_CreateDelegationTokenRequest_CreatableRenewers_v1(e, out)
     append(_S_q.pack(m.max_lifetime_ms))
 
 
-def _dec_CreateDelegationTokenRequest_v0(buf, pos):
+def _dec_CreateDelegationTokenRequest_v1(buf, pos):
     m = _new(CreateDelegationTokenRequest)
     blen = len(buf)
     n1 = _S_i.unpack_from(buf, pos)[0]
@@ -170,7 +170,7 @@ def _dec_CreateDelegationTokenRequest_v0(buf, pos):
             raise _ProtocolError('CreateDelegationTokenRequest.renewers: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v0(buf, pos)
+            e, pos = _dec_CreateDelegationTokenRequest_CreatableRenewers_v1(buf, pos)
             a2.append(e)
         m.renewers = a2
     m.max_lifetime_ms = _S_q.unpack_from(buf, pos)[0]
@@ -178,18 +178,6 @@ def _dec_CreateDelegationTokenRequest_v0(buf, pos):
     m.owner_principal_type = ''
     m.owner_principal_name = ''
     return m, pos
-
-
-def _enc_CreateDelegationTokenRequest_v1(m, out):
-    append = out.append
-    if not m.owner_principal_type == '':
-        raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_type cannot be sent at version 1')
-    if not m.owner_principal_name == '':
-        raise _UnsupportedVersionError('CreateDelegationTokenRequest.owner_principal_name cannot be sent at version 1')
-    append(_S_i.pack(len(m.renewers)))
-    for e in m.renewers:
-        _enc_CreateDelegationTokenRequest_CreatableRenewers_v0(e, out)
-    append(_S_q.pack(m.max_lifetime_ms))
 
 
 def _enc_CreateDelegationTokenRequest_CreatableRenewers_v2(m, out):
@@ -389,12 +377,12 @@ def _dec_CreateDelegationTokenRequest_v3(buf, pos):
     return m, pos
 
 
-def _enc_CreateDelegationTokenResponse_v0(m, out):
+def _enc_CreateDelegationTokenResponse_v1(m, out):
     append = out.append
     if not m.token_requester_principal_type == '':
-        raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_type cannot be sent at version 0')
+        raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_type cannot be sent at version 1')
     if not m.token_requester_principal_name == '':
-        raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_name cannot be sent at version 0')
+        raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_name cannot be sent at version 1')
     append(_S_h.pack(m.error_code))
     s1 = m.principal_type.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -411,7 +399,7 @@ def _enc_CreateDelegationTokenResponse_v0(m, out):
     append(_S_i.pack(m.throttle_time_ms))
 
 
-def _dec_CreateDelegationTokenResponse_v0(buf, pos):
+def _dec_CreateDelegationTokenResponse_v1(buf, pos):
     m = _new(CreateDelegationTokenResponse)
     blen = len(buf)
     m.error_code = _S_h.unpack_from(buf, pos)[0]
@@ -463,28 +451,6 @@ def _dec_CreateDelegationTokenResponse_v0(buf, pos):
     m.token_requester_principal_type = ''
     m.token_requester_principal_name = ''
     return m, pos
-
-
-def _enc_CreateDelegationTokenResponse_v1(m, out):
-    append = out.append
-    if not m.token_requester_principal_type == '':
-        raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_type cannot be sent at version 1')
-    if not m.token_requester_principal_name == '':
-        raise _UnsupportedVersionError('CreateDelegationTokenResponse.token_requester_principal_name cannot be sent at version 1')
-    append(_S_h.pack(m.error_code))
-    s1 = m.principal_type.encode('utf-8')
-    append(_S_h.pack(len(s1)))
-    append(s1)
-    s2 = m.principal_name.encode('utf-8')
-    append(_S_h.pack(len(s2)))
-    append(s2)
-    append(_S_qqq.pack(m.issue_timestamp_ms, m.expiry_timestamp_ms, m.max_timestamp_ms))
-    s3 = m.token_id.encode('utf-8')
-    append(_S_h.pack(len(s3)))
-    append(s3)
-    append(_S_i.pack(len(m.hmac)))
-    append(m.hmac)
-    append(_S_i.pack(m.throttle_time_ms))
 
 
 def _enc_CreateDelegationTokenResponse_v2(m, out):
@@ -751,7 +717,7 @@ def _dec_CreateDelegationTokenResponse_v3(buf, pos):
     return m, pos
 
 
-CreateDelegationTokenRequest._encoders = (_enc_CreateDelegationTokenRequest_v0, _enc_CreateDelegationTokenRequest_v1, _enc_CreateDelegationTokenRequest_v2, _enc_CreateDelegationTokenRequest_v3,)
-CreateDelegationTokenRequest._decoders = (_dec_CreateDelegationTokenRequest_v0, _dec_CreateDelegationTokenRequest_v0, _dec_CreateDelegationTokenRequest_v2, _dec_CreateDelegationTokenRequest_v3,)
-CreateDelegationTokenResponse._encoders = (_enc_CreateDelegationTokenResponse_v0, _enc_CreateDelegationTokenResponse_v1, _enc_CreateDelegationTokenResponse_v2, _enc_CreateDelegationTokenResponse_v3,)
-CreateDelegationTokenResponse._decoders = (_dec_CreateDelegationTokenResponse_v0, _dec_CreateDelegationTokenResponse_v0, _dec_CreateDelegationTokenResponse_v2, _dec_CreateDelegationTokenResponse_v3,)
+CreateDelegationTokenRequest._encoders = (None, _enc_CreateDelegationTokenRequest_v1, _enc_CreateDelegationTokenRequest_v2, _enc_CreateDelegationTokenRequest_v3,)
+CreateDelegationTokenRequest._decoders = (None, _dec_CreateDelegationTokenRequest_v1, _dec_CreateDelegationTokenRequest_v2, _dec_CreateDelegationTokenRequest_v3,)
+CreateDelegationTokenResponse._encoders = (None, _enc_CreateDelegationTokenResponse_v1, _enc_CreateDelegationTokenResponse_v2, _enc_CreateDelegationTokenResponse_v3,)
+CreateDelegationTokenResponse._decoders = (None, _dec_CreateDelegationTokenResponse_v1, _dec_CreateDelegationTokenResponse_v2, _dec_CreateDelegationTokenResponse_v3,)

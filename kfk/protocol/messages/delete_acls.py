@@ -29,7 +29,7 @@ class DeleteAclsRequest(_Message):
     __slots__ = ('filters',)
     NAME = 'DeleteAclsRequest'
     API_KEY = 31
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -74,7 +74,7 @@ class DeleteAclsResponse(_Message):
     __slots__ = ('throttle_time_ms', 'filter_results')
     NAME = 'DeleteAclsResponse'
     API_KEY = 31
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -140,107 +140,6 @@ _S_b = _struct.Struct('>b')
 _S_bb = _struct.Struct('>bb')
 _S_h = _struct.Struct('>h')
 _S_i = _struct.Struct('>i')
-
-
-def _enc_DeleteAclsRequest_DeleteAclsFilter_v0(m, out):
-    append = out.append
-    if not m.pattern_type_filter == 3:
-        raise _UnsupportedVersionError('DeleteAclsFilter.pattern_type_filter cannot be sent at version 0')
-    append(_S_b.pack(m.resource_type_filter))
-    x1 = m.resource_name_filter
-    if x1 is None:
-        append(b'\xff\xff')
-    else:
-        s2 = x1.encode('utf-8')
-        append(_S_h.pack(len(s2)))
-        append(s2)
-    x3 = m.principal_filter
-    if x3 is None:
-        append(b'\xff\xff')
-    else:
-        s4 = x3.encode('utf-8')
-        append(_S_h.pack(len(s4)))
-        append(s4)
-    x5 = m.host_filter
-    if x5 is None:
-        append(b'\xff\xff')
-    else:
-        s6 = x5.encode('utf-8')
-        append(_S_h.pack(len(s6)))
-        append(s6)
-    append(_S_bb.pack(m.operation, m.permission_type))
-
-
-def _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos):
-    m = _new(_C_DeleteAclsRequest_DeleteAclsFilter)
-    blen = len(buf)
-    m.resource_type_filter = _S_b.unpack_from(buf, pos)[0]
-    pos += 1
-    n1 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n1 < 0:
-        if n1 != -1:
-            raise _ProtocolError('DeleteAclsFilter.resource_name_filter: negative length')
-        m.resource_name_filter = None
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('DeleteAclsFilter.resource_name_filter: length runs past the end of the buffer')
-        m.resource_name_filter = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    n3 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n3 < 0:
-        if n3 != -1:
-            raise _ProtocolError('DeleteAclsFilter.principal_filter: negative length')
-        m.principal_filter = None
-    else:
-        end4 = pos + n3
-        if end4 > blen:
-            raise _ProtocolError('DeleteAclsFilter.principal_filter: length runs past the end of the buffer')
-        m.principal_filter = str(buf[pos:end4], 'utf-8', 'replace')
-        pos = end4
-    n5 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n5 < 0:
-        if n5 != -1:
-            raise _ProtocolError('DeleteAclsFilter.host_filter: negative length')
-        m.host_filter = None
-    else:
-        end6 = pos + n5
-        if end6 > blen:
-            raise _ProtocolError('DeleteAclsFilter.host_filter: length runs past the end of the buffer')
-        m.host_filter = str(buf[pos:end6], 'utf-8', 'replace')
-        pos = end6
-    m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    m.pattern_type_filter = 3
-    return m, pos
-
-
-def _enc_DeleteAclsRequest_v0(m, out):
-    append = out.append
-    append(_S_i.pack(len(m.filters)))
-    for e in m.filters:
-        _enc_DeleteAclsRequest_DeleteAclsFilter_v0(e, out)
-
-
-def _dec_DeleteAclsRequest_v0(buf, pos):
-    m = _new(DeleteAclsRequest)
-    blen = len(buf)
-    n1 = _S_i.unpack_from(buf, pos)[0]
-    pos += 4
-    if n1 < 0:
-        raise _ProtocolError('DeleteAclsRequest.filters: null or negative length where null is not allowed')
-    else:
-        if n1 > blen - pos:
-            raise _ProtocolError('DeleteAclsRequest.filters: array longer than the buffer')
-        a2 = []
-        for _ in range(n1):
-            e, pos = _dec_DeleteAclsRequest_DeleteAclsFilter_v0(buf, pos)
-            a2.append(e)
-        m.filters = a2
-    return m, pos
 
 
 def _enc_DeleteAclsRequest_DeleteAclsFilter_v1(m, out):
@@ -484,161 +383,6 @@ def _dec_DeleteAclsRequest_v2(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
-    return m, pos
-
-
-def _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(m, out):
-    append = out.append
-    if not m.pattern_type == 3:
-        raise _UnsupportedVersionError('DeleteAclsMatchingAcl.pattern_type cannot be sent at version 0')
-    append(_S_h.pack(m.error_code))
-    x1 = m.error_message
-    if x1 is None:
-        append(b'\xff\xff')
-    else:
-        s2 = x1.encode('utf-8')
-        append(_S_h.pack(len(s2)))
-        append(s2)
-    append(_S_b.pack(m.resource_type))
-    s3 = m.resource_name.encode('utf-8')
-    append(_S_h.pack(len(s3)))
-    append(s3)
-    s4 = m.principal.encode('utf-8')
-    append(_S_h.pack(len(s4)))
-    append(s4)
-    s5 = m.host.encode('utf-8')
-    append(_S_h.pack(len(s5)))
-    append(s5)
-    append(_S_bb.pack(m.operation, m.permission_type))
-
-
-def _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos):
-    m = _new(_C_DeleteAclsResponse_DeleteAclsMatchingAcl)
-    blen = len(buf)
-    m.error_code = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    n1 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n1 < 0:
-        if n1 != -1:
-            raise _ProtocolError('DeleteAclsMatchingAcl.error_message: negative length')
-        m.error_message = None
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('DeleteAclsMatchingAcl.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    m.resource_type = _S_b.unpack_from(buf, pos)[0]
-    pos += 1
-    n3 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n3 < 0:
-        raise _ProtocolError('DeleteAclsMatchingAcl.resource_name: null or negative length where null is not allowed')
-    else:
-        end4 = pos + n3
-        if end4 > blen:
-            raise _ProtocolError('DeleteAclsMatchingAcl.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end4], 'utf-8', 'replace')
-        pos = end4
-    n5 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n5 < 0:
-        raise _ProtocolError('DeleteAclsMatchingAcl.principal: null or negative length where null is not allowed')
-    else:
-        end6 = pos + n5
-        if end6 > blen:
-            raise _ProtocolError('DeleteAclsMatchingAcl.principal: length runs past the end of the buffer')
-        m.principal = str(buf[pos:end6], 'utf-8', 'replace')
-        pos = end6
-    n7 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n7 < 0:
-        raise _ProtocolError('DeleteAclsMatchingAcl.host: null or negative length where null is not allowed')
-    else:
-        end8 = pos + n7
-        if end8 > blen:
-            raise _ProtocolError('DeleteAclsMatchingAcl.host: length runs past the end of the buffer')
-        m.host = str(buf[pos:end8], 'utf-8', 'replace')
-        pos = end8
-    m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    m.pattern_type = 3
-    return m, pos
-
-
-def _enc_DeleteAclsResponse_DeleteAclsFilterResult_v0(m, out):
-    append = out.append
-    append(_S_h.pack(m.error_code))
-    x1 = m.error_message
-    if x1 is None:
-        append(b'\xff\xff')
-    else:
-        s2 = x1.encode('utf-8')
-        append(_S_h.pack(len(s2)))
-        append(s2)
-    append(_S_i.pack(len(m.matching_acls)))
-    for e in m.matching_acls:
-        _enc_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(e, out)
-
-
-def _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf, pos):
-    m = _new(_C_DeleteAclsResponse_DeleteAclsFilterResult)
-    blen = len(buf)
-    m.error_code = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    n1 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n1 < 0:
-        if n1 != -1:
-            raise _ProtocolError('DeleteAclsFilterResult.error_message: negative length')
-        m.error_message = None
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('DeleteAclsFilterResult.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    n3 = _S_i.unpack_from(buf, pos)[0]
-    pos += 4
-    if n3 < 0:
-        raise _ProtocolError('DeleteAclsFilterResult.matching_acls: null or negative length where null is not allowed')
-    else:
-        if n3 > blen - pos:
-            raise _ProtocolError('DeleteAclsFilterResult.matching_acls: array longer than the buffer')
-        a4 = []
-        for _ in range(n3):
-            e, pos = _dec_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos)
-            a4.append(e)
-        m.matching_acls = a4
-    return m, pos
-
-
-def _enc_DeleteAclsResponse_v0(m, out):
-    append = out.append
-    append(_S_i.pack(m.throttle_time_ms))
-    append(_S_i.pack(len(m.filter_results)))
-    for e in m.filter_results:
-        _enc_DeleteAclsResponse_DeleteAclsFilterResult_v0(e, out)
-
-
-def _dec_DeleteAclsResponse_v0(buf, pos):
-    m = _new(DeleteAclsResponse)
-    blen = len(buf)
-    m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
-    pos += 4
-    n1 = _S_i.unpack_from(buf, pos)[0]
-    pos += 4
-    if n1 < 0:
-        raise _ProtocolError('DeleteAclsResponse.filter_results: null or negative length where null is not allowed')
-    else:
-        if n1 > blen - pos:
-            raise _ProtocolError('DeleteAclsResponse.filter_results: array longer than the buffer')
-        a2 = []
-        for _ in range(n1):
-            e, pos = _dec_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf, pos)
-            a2.append(e)
-        m.filter_results = a2
     return m, pos
 
 
@@ -1022,7 +766,7 @@ def _dec_DeleteAclsResponse_v2(buf, pos):
     return m, pos
 
 
-DeleteAclsRequest._encoders = (_enc_DeleteAclsRequest_v0, _enc_DeleteAclsRequest_v1, _enc_DeleteAclsRequest_v2, _enc_DeleteAclsRequest_v2,)
-DeleteAclsRequest._decoders = (_dec_DeleteAclsRequest_v0, _dec_DeleteAclsRequest_v1, _dec_DeleteAclsRequest_v2, _dec_DeleteAclsRequest_v2,)
-DeleteAclsResponse._encoders = (_enc_DeleteAclsResponse_v0, _enc_DeleteAclsResponse_v1, _enc_DeleteAclsResponse_v2, _enc_DeleteAclsResponse_v2,)
-DeleteAclsResponse._decoders = (_dec_DeleteAclsResponse_v0, _dec_DeleteAclsResponse_v1, _dec_DeleteAclsResponse_v2, _dec_DeleteAclsResponse_v2,)
+DeleteAclsRequest._encoders = (None, _enc_DeleteAclsRequest_v1, _enc_DeleteAclsRequest_v2, _enc_DeleteAclsRequest_v2,)
+DeleteAclsRequest._decoders = (None, _dec_DeleteAclsRequest_v1, _dec_DeleteAclsRequest_v2, _dec_DeleteAclsRequest_v2,)
+DeleteAclsResponse._encoders = (None, _enc_DeleteAclsResponse_v1, _enc_DeleteAclsResponse_v2, _enc_DeleteAclsResponse_v2,)
+DeleteAclsResponse._decoders = (None, _dec_DeleteAclsResponse_v1, _dec_DeleteAclsResponse_v2, _dec_DeleteAclsResponse_v2,)

@@ -29,7 +29,7 @@ class DescribeAclsRequest(_Message):
     __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type')
     NAME = 'DescribeAclsRequest'
     API_KEY = 29
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -61,7 +61,7 @@ class DescribeAclsResponse(_Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources')
     NAME = 'DescribeAclsResponse'
     API_KEY = 29
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -124,82 +124,6 @@ _S_bb = _struct.Struct('>bb')
 _S_h = _struct.Struct('>h')
 _S_i = _struct.Struct('>i')
 _S_ih = _struct.Struct('>ih')
-
-
-def _enc_DescribeAclsRequest_v0(m, out):
-    append = out.append
-    if not m.pattern_type_filter == 3:
-        raise _UnsupportedVersionError('DescribeAclsRequest.pattern_type_filter cannot be sent at version 0')
-    append(_S_b.pack(m.resource_type_filter))
-    x1 = m.resource_name_filter
-    if x1 is None:
-        append(b'\xff\xff')
-    else:
-        s2 = x1.encode('utf-8')
-        append(_S_h.pack(len(s2)))
-        append(s2)
-    x3 = m.principal_filter
-    if x3 is None:
-        append(b'\xff\xff')
-    else:
-        s4 = x3.encode('utf-8')
-        append(_S_h.pack(len(s4)))
-        append(s4)
-    x5 = m.host_filter
-    if x5 is None:
-        append(b'\xff\xff')
-    else:
-        s6 = x5.encode('utf-8')
-        append(_S_h.pack(len(s6)))
-        append(s6)
-    append(_S_bb.pack(m.operation, m.permission_type))
-
-
-def _dec_DescribeAclsRequest_v0(buf, pos):
-    m = _new(DescribeAclsRequest)
-    blen = len(buf)
-    m.resource_type_filter = _S_b.unpack_from(buf, pos)[0]
-    pos += 1
-    n1 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n1 < 0:
-        if n1 != -1:
-            raise _ProtocolError('DescribeAclsRequest.resource_name_filter: negative length')
-        m.resource_name_filter = None
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('DescribeAclsRequest.resource_name_filter: length runs past the end of the buffer')
-        m.resource_name_filter = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    n3 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n3 < 0:
-        if n3 != -1:
-            raise _ProtocolError('DescribeAclsRequest.principal_filter: negative length')
-        m.principal_filter = None
-    else:
-        end4 = pos + n3
-        if end4 > blen:
-            raise _ProtocolError('DescribeAclsRequest.principal_filter: length runs past the end of the buffer')
-        m.principal_filter = str(buf[pos:end4], 'utf-8', 'replace')
-        pos = end4
-    n5 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n5 < 0:
-        if n5 != -1:
-            raise _ProtocolError('DescribeAclsRequest.host_filter: negative length')
-        m.host_filter = None
-    else:
-        end6 = pos + n5
-        if end6 > blen:
-            raise _ProtocolError('DescribeAclsRequest.host_filter: length runs past the end of the buffer')
-        m.host_filter = str(buf[pos:end6], 'utf-8', 'replace')
-        pos = end6
-    m.operation, m.permission_type = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    m.pattern_type_filter = 3
-    return m, pos
 
 
 def _enc_DescribeAclsRequest_v1(m, out):
@@ -386,7 +310,7 @@ def _dec_DescribeAclsRequest_v2(buf, pos):
     return m, pos
 
 
-def _enc_DescribeAclsResponse_AclDescription_v0(m, out):
+def _enc_DescribeAclsResponse_AclDescription_v1(m, out):
     append = out.append
     s1 = m.principal.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -397,7 +321,7 @@ def _enc_DescribeAclsResponse_AclDescription_v0(m, out):
     append(_S_bb.pack(m.operation, m.permission_type))
 
 
-def _dec_DescribeAclsResponse_AclDescription_v0(buf, pos):
+def _dec_DescribeAclsResponse_AclDescription_v1(buf, pos):
     m = _new(_C_DescribeAclsResponse_AclDescription)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -425,97 +349,6 @@ def _dec_DescribeAclsResponse_AclDescription_v0(buf, pos):
     return m, pos
 
 
-def _enc_DescribeAclsResponse_DescribeAclsResource_v0(m, out):
-    append = out.append
-    if not m.pattern_type == 3:
-        raise _UnsupportedVersionError('DescribeAclsResource.pattern_type cannot be sent at version 0')
-    append(_S_b.pack(m.resource_type))
-    s1 = m.resource_name.encode('utf-8')
-    append(_S_h.pack(len(s1)))
-    append(s1)
-    append(_S_i.pack(len(m.acls)))
-    for e in m.acls:
-        _enc_DescribeAclsResponse_AclDescription_v0(e, out)
-
-
-def _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf, pos):
-    m = _new(_C_DescribeAclsResponse_DescribeAclsResource)
-    blen = len(buf)
-    m.resource_type = _S_b.unpack_from(buf, pos)[0]
-    pos += 1
-    n1 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n1 < 0:
-        raise _ProtocolError('DescribeAclsResource.resource_name: null or negative length where null is not allowed')
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('DescribeAclsResource.resource_name: length runs past the end of the buffer')
-        m.resource_name = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    n3 = _S_i.unpack_from(buf, pos)[0]
-    pos += 4
-    if n3 < 0:
-        raise _ProtocolError('DescribeAclsResource.acls: null or negative length where null is not allowed')
-    else:
-        if n3 > blen - pos:
-            raise _ProtocolError('DescribeAclsResource.acls: array longer than the buffer')
-        a4 = []
-        for _ in range(n3):
-            e, pos = _dec_DescribeAclsResponse_AclDescription_v0(buf, pos)
-            a4.append(e)
-        m.acls = a4
-    m.pattern_type = 3
-    return m, pos
-
-
-def _enc_DescribeAclsResponse_v0(m, out):
-    append = out.append
-    append(_S_ih.pack(m.throttle_time_ms, m.error_code))
-    x1 = m.error_message
-    if x1 is None:
-        append(b'\xff\xff')
-    else:
-        s2 = x1.encode('utf-8')
-        append(_S_h.pack(len(s2)))
-        append(s2)
-    append(_S_i.pack(len(m.resources)))
-    for e in m.resources:
-        _enc_DescribeAclsResponse_DescribeAclsResource_v0(e, out)
-
-
-def _dec_DescribeAclsResponse_v0(buf, pos):
-    m = _new(DescribeAclsResponse)
-    blen = len(buf)
-    m.throttle_time_ms, m.error_code = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    n1 = _S_h.unpack_from(buf, pos)[0]
-    pos += 2
-    if n1 < 0:
-        if n1 != -1:
-            raise _ProtocolError('DescribeAclsResponse.error_message: negative length')
-        m.error_message = None
-    else:
-        end2 = pos + n1
-        if end2 > blen:
-            raise _ProtocolError('DescribeAclsResponse.error_message: length runs past the end of the buffer')
-        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
-        pos = end2
-    n3 = _S_i.unpack_from(buf, pos)[0]
-    pos += 4
-    if n3 < 0:
-        raise _ProtocolError('DescribeAclsResponse.resources: null or negative length where null is not allowed')
-    else:
-        if n3 > blen - pos:
-            raise _ProtocolError('DescribeAclsResponse.resources: array longer than the buffer')
-        a4 = []
-        for _ in range(n3):
-            e, pos = _dec_DescribeAclsResponse_DescribeAclsResource_v0(buf, pos)
-            a4.append(e)
-        m.resources = a4
-    return m, pos
-
-
 def _enc_DescribeAclsResponse_DescribeAclsResource_v1(m, out):
     append = out.append
     append(_S_b.pack(m.resource_type))
@@ -525,7 +358,7 @@ def _enc_DescribeAclsResponse_DescribeAclsResource_v1(m, out):
     append(_S_b.pack(m.pattern_type))
     append(_S_i.pack(len(m.acls)))
     for e in m.acls:
-        _enc_DescribeAclsResponse_AclDescription_v0(e, out)
+        _enc_DescribeAclsResponse_AclDescription_v1(e, out)
 
 
 def _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos):
@@ -554,7 +387,7 @@ def _dec_DescribeAclsResponse_DescribeAclsResource_v1(buf, pos):
             raise _ProtocolError('DescribeAclsResource.acls: array longer than the buffer')
         a4 = []
         for _ in range(n3):
-            e, pos = _dec_DescribeAclsResponse_AclDescription_v0(buf, pos)
+            e, pos = _dec_DescribeAclsResponse_AclDescription_v1(buf, pos)
             a4.append(e)
         m.acls = a4
     return m, pos
@@ -798,7 +631,7 @@ def _dec_DescribeAclsResponse_v2(buf, pos):
     return m, pos
 
 
-DescribeAclsRequest._encoders = (_enc_DescribeAclsRequest_v0, _enc_DescribeAclsRequest_v1, _enc_DescribeAclsRequest_v2, _enc_DescribeAclsRequest_v2,)
-DescribeAclsRequest._decoders = (_dec_DescribeAclsRequest_v0, _dec_DescribeAclsRequest_v1, _dec_DescribeAclsRequest_v2, _dec_DescribeAclsRequest_v2,)
-DescribeAclsResponse._encoders = (_enc_DescribeAclsResponse_v0, _enc_DescribeAclsResponse_v1, _enc_DescribeAclsResponse_v2, _enc_DescribeAclsResponse_v2,)
-DescribeAclsResponse._decoders = (_dec_DescribeAclsResponse_v0, _dec_DescribeAclsResponse_v1, _dec_DescribeAclsResponse_v2, _dec_DescribeAclsResponse_v2,)
+DescribeAclsRequest._encoders = (None, _enc_DescribeAclsRequest_v1, _enc_DescribeAclsRequest_v2, _enc_DescribeAclsRequest_v2,)
+DescribeAclsRequest._decoders = (None, _dec_DescribeAclsRequest_v1, _dec_DescribeAclsRequest_v2, _dec_DescribeAclsRequest_v2,)
+DescribeAclsResponse._encoders = (None, _enc_DescribeAclsResponse_v1, _enc_DescribeAclsResponse_v2, _enc_DescribeAclsResponse_v2,)
+DescribeAclsResponse._decoders = (None, _dec_DescribeAclsResponse_v1, _dec_DescribeAclsResponse_v2, _dec_DescribeAclsResponse_v2,)

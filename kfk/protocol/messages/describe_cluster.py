@@ -26,11 +26,11 @@ _MISSING = object()
 class DescribeClusterRequest(_Message):
     """Kafka's DescribeClusterRequest."""
 
-    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type')
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers')
     NAME = 'DescribeClusterRequest'
     API_KEY = 60
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -38,9 +38,11 @@ class DescribeClusterRequest(_Message):
         *,
         include_cluster_authorized_operations: bool = False,
         endpoint_type: int = 1,
+        include_fenced_brokers: bool = False,
     ) -> None:
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
 
 
 
@@ -52,7 +54,7 @@ class DescribeClusterResponse(_Message):
     NAME = 'DescribeClusterResponse'
     API_KEY = 60
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -79,7 +81,7 @@ class DescribeClusterResponse(_Message):
     class DescribeClusterBroker(_Struct):
         """Kafka's DescribeClusterResponse DescribeClusterBroker entry."""
 
-        __slots__ = ('broker_id', 'host', 'port', 'rack')
+        __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced')
 
         def __init__(
             self,
@@ -88,11 +90,13 @@ class DescribeClusterResponse(_Message):
             host: str = '',
             port: int = 0,
             rack: str | None = None,
+            is_fenced: bool = False,
         ) -> None:
             self.broker_id = broker_id
             self.host = host
             self.port = port
             self.rack = rack
+            self.is_fenced = is_fenced
 
 
 _C_DescribeClusterResponse_DescribeClusterBroker = DescribeClusterResponse.DescribeClusterBroker
@@ -103,12 +107,15 @@ _S_i = _struct.Struct('>i')
 _S_ih = _struct.Struct('>ih')
 _S_o = _struct.Struct('>?')
 _S_ob = _struct.Struct('>?b')
+_S_obo = _struct.Struct('>?b?')
 
 
 def _enc_DescribeClusterRequest_v0(m, out):
     append = out.append
     if not m.endpoint_type == 1:
         raise _UnsupportedVersionError('DescribeClusterRequest.endpoint_type cannot be sent at version 0')
+    if not m.include_fenced_brokers is False:
+        raise _UnsupportedVersionError('DescribeClusterRequest.include_fenced_brokers cannot be sent at version 0')
     append(_S_o.pack(m.include_cluster_authorized_operations))
     append(b'\x00')
 
@@ -123,11 +130,14 @@ def _dec_DescribeClusterRequest_v0(buf, pos):
     else:
         pos = _skip_tagged_fields(buf, pos)
     m.endpoint_type = 1
+    m.include_fenced_brokers = False
     return m, pos
 
 
 def _enc_DescribeClusterRequest_v1(m, out):
     append = out.append
+    if not m.include_fenced_brokers is False:
+        raise _UnsupportedVersionError('DescribeClusterRequest.include_fenced_brokers cannot be sent at version 1')
     append(_S_ob.pack(m.include_cluster_authorized_operations, m.endpoint_type))
     append(b'\x00')
 
@@ -141,11 +151,32 @@ def _dec_DescribeClusterRequest_v1(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.include_fenced_brokers = False
+    return m, pos
+
+
+def _enc_DescribeClusterRequest_v2(m, out):
+    append = out.append
+    append(_S_obo.pack(m.include_cluster_authorized_operations, m.endpoint_type, m.include_fenced_brokers))
+    append(b'\x00')
+
+
+def _dec_DescribeClusterRequest_v2(buf, pos):
+    m = _new(DescribeClusterRequest)
+    blen = len(buf)
+    m.include_cluster_authorized_operations, m.endpoint_type, m.include_fenced_brokers = _S_obo.unpack_from(buf, pos)
+    pos += 3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
     return m, pos
 
 
 def _enc_DescribeClusterResponse_DescribeClusterBroker_v0(m, out):
     append = out.append
+    if not m.is_fenced is False:
+        raise _UnsupportedVersionError('DescribeClusterBroker.is_fenced cannot be sent at version 0')
     append(_S_i.pack(m.broker_id))
     s1 = m.host.encode('utf-8')
     if len(s1) > 0x7FFF:
@@ -212,6 +243,7 @@ def _dec_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.is_fenced = False
     return m, pos
 
 
@@ -312,6 +344,31 @@ def _dec_DescribeClusterResponse_v0(buf, pos):
     return m, pos
 
 
+def _enc_DescribeClusterResponse_DescribeClusterBroker_v1(m, out):
+    append = out.append
+    if not m.is_fenced is False:
+        raise _UnsupportedVersionError('DescribeClusterBroker.is_fenced cannot be sent at version 1')
+    append(_S_i.pack(m.broker_id))
+    s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    append(_S_i.pack(m.port))
+    x3 = m.rack
+    if x3 is None:
+        append(b'\x00')
+    else:
+        s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
+        n5 = len(s4) + 1
+        append(_UV[n5] if n5 < 128 else _uvarint(n5))
+        append(s4)
+    append(b'\x00')
+
+
 def _enc_DescribeClusterResponse_v1(m, out):
     append = out.append
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
@@ -336,7 +393,7 @@ def _enc_DescribeClusterResponse_v1(m, out):
     n6 = len(m.brokers) + 1
     append(_UV[n6] if n6 < 128 else _uvarint(n6))
     for e in m.brokers:
-        _enc_DescribeClusterResponse_DescribeClusterBroker_v0(e, out)
+        _enc_DescribeClusterResponse_DescribeClusterBroker_v1(e, out)
     append(_S_i.pack(m.cluster_authorized_operations))
     append(b'\x00')
 
@@ -409,7 +466,178 @@ def _dec_DescribeClusterResponse_v1(buf, pos):
     return m, pos
 
 
-DescribeClusterRequest._encoders = (_enc_DescribeClusterRequest_v0, _enc_DescribeClusterRequest_v1,)
-DescribeClusterRequest._decoders = (_dec_DescribeClusterRequest_v0, _dec_DescribeClusterRequest_v1,)
-DescribeClusterResponse._encoders = (_enc_DescribeClusterResponse_v0, _enc_DescribeClusterResponse_v1,)
-DescribeClusterResponse._decoders = (_dec_DescribeClusterResponse_v0, _dec_DescribeClusterResponse_v1,)
+def _enc_DescribeClusterResponse_DescribeClusterBroker_v2(m, out):
+    append = out.append
+    append(_S_i.pack(m.broker_id))
+    s1 = m.host.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Host is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    append(_S_i.pack(m.port))
+    x3 = m.rack
+    if x3 is None:
+        append(b'\x00')
+    else:
+        s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
+        n5 = len(s4) + 1
+        append(_UV[n5] if n5 < 128 else _uvarint(n5))
+        append(s4)
+    append(_S_o.pack(m.is_fenced))
+    append(b'\x00')
+
+
+def _dec_DescribeClusterResponse_DescribeClusterBroker_v2(buf, pos):
+    m = _new(_C_DescribeClusterResponse_DescribeClusterBroker)
+    blen = len(buf)
+    m.broker_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('DescribeClusterBroker.host: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('DescribeClusterBroker.host: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeClusterBroker.host: string longer than 32767 bytes')
+        m.host = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    m.port = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        if n3 != -1:
+            raise _ProtocolError('DescribeClusterBroker.rack: negative length')
+        m.rack = None
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('DescribeClusterBroker.rack: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeClusterBroker.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    m.is_fenced = _S_o.unpack_from(buf, pos)[0]
+    pos += 1
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_DescribeClusterResponse_v2(m, out):
+    append = out.append
+    append(_S_ih.pack(m.throttle_time_ms, m.error_code))
+    x1 = m.error_message
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    append(_S_b.pack(m.endpoint_type))
+    s4 = m.cluster_id.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('ClusterId is longer than 32767 bytes')
+    n5 = len(s4) + 1
+    append(_UV[n5] if n5 < 128 else _uvarint(n5))
+    append(s4)
+    append(_S_i.pack(m.controller_id))
+    n6 = len(m.brokers) + 1
+    append(_UV[n6] if n6 < 128 else _uvarint(n6))
+    for e in m.brokers:
+        _enc_DescribeClusterResponse_DescribeClusterBroker_v2(e, out)
+    append(_S_i.pack(m.cluster_authorized_operations))
+    append(b'\x00')
+
+
+def _dec_DescribeClusterResponse_v2(buf, pos):
+    m = _new(DescribeClusterResponse)
+    blen = len(buf)
+    m.throttle_time_ms, m.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('DescribeClusterResponse.error_message: negative length')
+        m.error_message = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('DescribeClusterResponse.error_message: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeClusterResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    m.endpoint_type = _S_b.unpack_from(buf, pos)[0]
+    pos += 1
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('DescribeClusterResponse.cluster_id: null or negative length where null is not allowed')
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('DescribeClusterResponse.cluster_id: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribeClusterResponse.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    m.controller_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('DescribeClusterResponse.brokers: null or negative length where null is not allowed')
+    else:
+        if n5 > blen - pos:
+            raise _ProtocolError('DescribeClusterResponse.brokers: array longer than the buffer')
+        a6 = []
+        for _ in range(n5):
+            e, pos = _dec_DescribeClusterResponse_DescribeClusterBroker_v2(buf, pos)
+            a6.append(e)
+        m.brokers = a6
+    m.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+DescribeClusterRequest._encoders = (_enc_DescribeClusterRequest_v0, _enc_DescribeClusterRequest_v1, _enc_DescribeClusterRequest_v2,)
+DescribeClusterRequest._decoders = (_dec_DescribeClusterRequest_v0, _dec_DescribeClusterRequest_v1, _dec_DescribeClusterRequest_v2,)
+DescribeClusterResponse._encoders = (_enc_DescribeClusterResponse_v0, _enc_DescribeClusterResponse_v1, _enc_DescribeClusterResponse_v2,)
+DescribeClusterResponse._decoders = (_dec_DescribeClusterResponse_v0, _dec_DescribeClusterResponse_v1, _dec_DescribeClusterResponse_v2,)

@@ -29,7 +29,7 @@ class DescribeDelegationTokenRequest(_Message):
     __slots__ = ('owners',)
     NAME = 'DescribeDelegationTokenRequest'
     API_KEY = 41
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -64,7 +64,7 @@ class DescribeDelegationTokenResponse(_Message):
     __slots__ = ('error_code', 'tokens', 'throttle_time_ms')
     NAME = 'DescribeDelegationTokenResponse'
     API_KEY = 41
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -133,7 +133,7 @@ _S_i = _struct.Struct('>i')
 _S_qqq = _struct.Struct('>qqq')
 
 
-def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(m, out):
+def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1(m, out):
     append = out.append
     s1 = m.principal_type.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -143,7 +143,7 @@ def _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(m, out):
     append(s2)
 
 
-def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(buf, pos):
+def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1(buf, pos):
     m = _new(_C_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -169,7 +169,7 @@ def _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(buf, pos
     return m, pos
 
 
-def _enc_DescribeDelegationTokenRequest_v0(m, out):
+def _enc_DescribeDelegationTokenRequest_v1(m, out):
     append = out.append
     x1 = m.owners
     if x1 is None:
@@ -177,10 +177,10 @@ def _enc_DescribeDelegationTokenRequest_v0(m, out):
     else:
         append(_S_i.pack(len(x1)))
         for e in x1:
-            _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(e, out)
+            _enc_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1(e, out)
 
 
-def _dec_DescribeDelegationTokenRequest_v0(buf, pos):
+def _dec_DescribeDelegationTokenRequest_v1(buf, pos):
     m = _new(DescribeDelegationTokenRequest)
     blen = len(buf)
     n1 = _S_i.unpack_from(buf, pos)[0]
@@ -194,7 +194,7 @@ def _dec_DescribeDelegationTokenRequest_v0(buf, pos):
             raise _ProtocolError('DescribeDelegationTokenRequest.owners: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v0(buf, pos)
+            e, pos = _dec_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner_v1(buf, pos)
             a2.append(e)
         m.owners = a2
     return m, pos
@@ -300,7 +300,7 @@ def _dec_DescribeDelegationTokenRequest_v2(buf, pos):
     return m, pos
 
 
-def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(m, out):
+def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1(m, out):
     append = out.append
     s1 = m.principal_type.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -310,7 +310,7 @@ def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(m, o
     append(s2)
 
 
-def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(buf, pos):
+def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1(buf, pos):
     m = _new(_C_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -336,12 +336,12 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(buf,
     return m, pos
 
 
-def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(m, out):
+def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(m, out):
     append = out.append
     if not m.token_requester_principal_type == '':
-        raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_type cannot be sent at version 0')
+        raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_type cannot be sent at version 1')
     if not m.token_requester_principal_name == '':
-        raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_name cannot be sent at version 0')
+        raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_name cannot be sent at version 1')
     s1 = m.principal_type.encode('utf-8')
     append(_S_h.pack(len(s1)))
     append(s1)
@@ -356,10 +356,10 @@ def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(m, out):
     append(m.hmac)
     append(_S_i.pack(len(m.renewers)))
     for e in m.renewers:
-        _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(e, out)
+        _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1(e, out)
 
 
-def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(buf, pos):
+def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(buf, pos):
     m = _new(_C_DescribeDelegationTokenResponse_DescribedDelegationToken)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -413,7 +413,7 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(buf, pos):
             raise _ProtocolError('DescribedDelegationToken.renewers: array longer than the buffer')
         a10 = []
         for _ in range(n9):
-            e, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(buf, pos)
+            e, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v1(buf, pos)
             a10.append(e)
         m.renewers = a10
     m.token_requester_principal_type = ''
@@ -421,16 +421,16 @@ def _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(buf, pos):
     return m, pos
 
 
-def _enc_DescribeDelegationTokenResponse_v0(m, out):
+def _enc_DescribeDelegationTokenResponse_v1(m, out):
     append = out.append
     append(_S_h.pack(m.error_code))
     append(_S_i.pack(len(m.tokens)))
     for e in m.tokens:
-        _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(e, out)
+        _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(e, out)
     append(_S_i.pack(m.throttle_time_ms))
 
 
-def _dec_DescribeDelegationTokenResponse_v0(buf, pos):
+def _dec_DescribeDelegationTokenResponse_v1(buf, pos):
     m = _new(DescribeDelegationTokenResponse)
     blen = len(buf)
     m.error_code = _S_h.unpack_from(buf, pos)[0]
@@ -444,44 +444,12 @@ def _dec_DescribeDelegationTokenResponse_v0(buf, pos):
             raise _ProtocolError('DescribeDelegationTokenResponse.tokens: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v0(buf, pos)
+            e, pos = _dec_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(buf, pos)
             a2.append(e)
         m.tokens = a2
     m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     return m, pos
-
-
-def _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(m, out):
-    append = out.append
-    if not m.token_requester_principal_type == '':
-        raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_type cannot be sent at version 1')
-    if not m.token_requester_principal_name == '':
-        raise _UnsupportedVersionError('DescribedDelegationToken.token_requester_principal_name cannot be sent at version 1')
-    s1 = m.principal_type.encode('utf-8')
-    append(_S_h.pack(len(s1)))
-    append(s1)
-    s2 = m.principal_name.encode('utf-8')
-    append(_S_h.pack(len(s2)))
-    append(s2)
-    append(_S_qqq.pack(m.issue_timestamp, m.expiry_timestamp, m.max_timestamp))
-    s3 = m.token_id.encode('utf-8')
-    append(_S_h.pack(len(s3)))
-    append(s3)
-    append(_S_i.pack(len(m.hmac)))
-    append(m.hmac)
-    append(_S_i.pack(len(m.renewers)))
-    for e in m.renewers:
-        _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v0(e, out)
-
-
-def _enc_DescribeDelegationTokenResponse_v1(m, out):
-    append = out.append
-    append(_S_h.pack(m.error_code))
-    append(_S_i.pack(len(m.tokens)))
-    for e in m.tokens:
-        _enc_DescribeDelegationTokenResponse_DescribedDelegationToken_v1(e, out)
-    append(_S_i.pack(m.throttle_time_ms))
 
 
 def _enc_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer_v2(m, out):
@@ -917,7 +885,7 @@ def _dec_DescribeDelegationTokenResponse_v3(buf, pos):
     return m, pos
 
 
-DescribeDelegationTokenRequest._encoders = (_enc_DescribeDelegationTokenRequest_v0, _enc_DescribeDelegationTokenRequest_v0, _enc_DescribeDelegationTokenRequest_v2, _enc_DescribeDelegationTokenRequest_v2,)
-DescribeDelegationTokenRequest._decoders = (_dec_DescribeDelegationTokenRequest_v0, _dec_DescribeDelegationTokenRequest_v0, _dec_DescribeDelegationTokenRequest_v2, _dec_DescribeDelegationTokenRequest_v2,)
-DescribeDelegationTokenResponse._encoders = (_enc_DescribeDelegationTokenResponse_v0, _enc_DescribeDelegationTokenResponse_v1, _enc_DescribeDelegationTokenResponse_v2, _enc_DescribeDelegationTokenResponse_v3,)
-DescribeDelegationTokenResponse._decoders = (_dec_DescribeDelegationTokenResponse_v0, _dec_DescribeDelegationTokenResponse_v0, _dec_DescribeDelegationTokenResponse_v2, _dec_DescribeDelegationTokenResponse_v3,)
+DescribeDelegationTokenRequest._encoders = (None, _enc_DescribeDelegationTokenRequest_v1, _enc_DescribeDelegationTokenRequest_v2, _enc_DescribeDelegationTokenRequest_v2,)
+DescribeDelegationTokenRequest._decoders = (None, _dec_DescribeDelegationTokenRequest_v1, _dec_DescribeDelegationTokenRequest_v2, _dec_DescribeDelegationTokenRequest_v2,)
+DescribeDelegationTokenResponse._encoders = (None, _enc_DescribeDelegationTokenResponse_v1, _enc_DescribeDelegationTokenResponse_v2, _enc_DescribeDelegationTokenResponse_v3,)
+DescribeDelegationTokenResponse._decoders = (None, _dec_DescribeDelegationTokenResponse_v1, _dec_DescribeDelegationTokenResponse_v2, _dec_DescribeDelegationTokenResponse_v3,)

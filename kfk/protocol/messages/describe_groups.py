@@ -30,7 +30,7 @@ class DescribeGroupsRequest(_Message):
     NAME = 'DescribeGroupsRequest'
     API_KEY = 15
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 5
+    HIGHEST_VERSION = 6
     FIRST_FLEXIBLE_VERSION = 5
 
     def __init__(
@@ -52,7 +52,7 @@ class DescribeGroupsResponse(_Message):
     NAME = 'DescribeGroupsResponse'
     API_KEY = 15
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 5
+    HIGHEST_VERSION = 6
     FIRST_FLEXIBLE_VERSION = 5
 
     def __init__(
@@ -67,12 +67,13 @@ class DescribeGroupsResponse(_Message):
     class DescribedGroup(_Struct):
         """Kafka's DescribeGroupsResponse DescribedGroup entry."""
 
-        __slots__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
+        __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
 
         def __init__(
             self,
             *,
             error_code: int = 0,
+            error_message: str | None = None,
             group_id: str = '',
             group_state: str = '',
             protocol_type: str = '',
@@ -81,6 +82,7 @@ class DescribeGroupsResponse(_Message):
             authorized_operations: int = -2147483648,
         ) -> None:
             self.error_code = error_code
+            self.error_message = error_message
             self.group_id = group_id
             self.group_state = group_state
             self.protocol_type = protocol_type
@@ -354,6 +356,8 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos):
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v0(m, out):
     append = out.append
+    if not m.error_message is None:
+        raise _UnsupportedVersionError('DescribedGroup.error_message cannot be sent at version 0')
     if not m.authorized_operations == -2147483648:
         raise _UnsupportedVersionError('DescribedGroup.authorized_operations cannot be sent at version 0')
     append(_S_h.pack(m.error_code))
@@ -431,6 +435,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v0(buf, pos):
             e, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos)
             a10.append(e)
         m.members = a10
+    m.error_message = None
     m.authorized_operations = -2147483648
     return m, pos
 
@@ -463,6 +468,8 @@ def _dec_DescribeGroupsResponse_v0(buf, pos):
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v1(m, out):
     append = out.append
+    if not m.error_message is None:
+        raise _UnsupportedVersionError('DescribedGroup.error_message cannot be sent at version 1')
     if not m.authorized_operations == -2147483648:
         raise _UnsupportedVersionError('DescribedGroup.authorized_operations cannot be sent at version 1')
     append(_S_h.pack(m.error_code))
@@ -513,6 +520,8 @@ def _dec_DescribeGroupsResponse_v1(buf, pos):
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v2(m, out):
     append = out.append
+    if not m.error_message is None:
+        raise _UnsupportedVersionError('DescribedGroup.error_message cannot be sent at version 2')
     if not m.authorized_operations == -2147483648:
         raise _UnsupportedVersionError('DescribedGroup.authorized_operations cannot be sent at version 2')
     append(_S_h.pack(m.error_code))
@@ -543,6 +552,8 @@ def _enc_DescribeGroupsResponse_v2(m, out):
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v3(m, out):
     append = out.append
+    if not m.error_message is None:
+        raise _UnsupportedVersionError('DescribedGroup.error_message cannot be sent at version 3')
     append(_S_h.pack(m.error_code))
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -621,6 +632,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v3(buf, pos):
         m.members = a10
     m.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    m.error_message = None
     return m, pos
 
 
@@ -746,6 +758,8 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos):
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v4(m, out):
     append = out.append
+    if not m.error_message is None:
+        raise _UnsupportedVersionError('DescribedGroup.error_message cannot be sent at version 4')
     append(_S_h.pack(m.error_code))
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -824,6 +838,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v4(buf, pos):
         m.members = a10
     m.authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    m.error_message = None
     return m, pos
 
 
@@ -1000,6 +1015,8 @@ def _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos):
 
 def _enc_DescribeGroupsResponse_DescribedGroup_v5(m, out):
     append = out.append
+    if not m.error_message is None:
+        raise _UnsupportedVersionError('DescribedGroup.error_message cannot be sent at version 5')
     append(_S_h.pack(m.error_code))
     s1 = m.group_id.encode('utf-8')
     if len(s1) > 0x7FFF:
@@ -1124,6 +1141,7 @@ def _dec_DescribeGroupsResponse_DescribedGroup_v5(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.error_message = None
     return m, pos
 
 
@@ -1165,7 +1183,202 @@ def _dec_DescribeGroupsResponse_v5(buf, pos):
     return m, pos
 
 
-DescribeGroupsRequest._encoders = (_enc_DescribeGroupsRequest_v0, _enc_DescribeGroupsRequest_v1, _enc_DescribeGroupsRequest_v2, _enc_DescribeGroupsRequest_v3, _enc_DescribeGroupsRequest_v3, _enc_DescribeGroupsRequest_v5,)
-DescribeGroupsRequest._decoders = (_dec_DescribeGroupsRequest_v0, _dec_DescribeGroupsRequest_v0, _dec_DescribeGroupsRequest_v0, _dec_DescribeGroupsRequest_v3, _dec_DescribeGroupsRequest_v3, _dec_DescribeGroupsRequest_v5,)
-DescribeGroupsResponse._encoders = (_enc_DescribeGroupsResponse_v0, _enc_DescribeGroupsResponse_v1, _enc_DescribeGroupsResponse_v2, _enc_DescribeGroupsResponse_v3, _enc_DescribeGroupsResponse_v4, _enc_DescribeGroupsResponse_v5,)
-DescribeGroupsResponse._decoders = (_dec_DescribeGroupsResponse_v0, _dec_DescribeGroupsResponse_v1, _dec_DescribeGroupsResponse_v1, _dec_DescribeGroupsResponse_v3, _dec_DescribeGroupsResponse_v4, _dec_DescribeGroupsResponse_v5,)
+def _enc_DescribeGroupsResponse_DescribedGroup_v6(m, out):
+    append = out.append
+    append(_S_h.pack(m.error_code))
+    x1 = m.error_message
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    s4 = m.group_id.encode('utf-8')
+    if len(s4) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
+    n5 = len(s4) + 1
+    append(_UV[n5] if n5 < 128 else _uvarint(n5))
+    append(s4)
+    s6 = m.group_state.encode('utf-8')
+    if len(s6) > 0x7FFF:
+        raise _ProtocolError('GroupState is longer than 32767 bytes')
+    n7 = len(s6) + 1
+    append(_UV[n7] if n7 < 128 else _uvarint(n7))
+    append(s6)
+    s8 = m.protocol_type.encode('utf-8')
+    if len(s8) > 0x7FFF:
+        raise _ProtocolError('ProtocolType is longer than 32767 bytes')
+    n9 = len(s8) + 1
+    append(_UV[n9] if n9 < 128 else _uvarint(n9))
+    append(s8)
+    s10 = m.protocol_data.encode('utf-8')
+    if len(s10) > 0x7FFF:
+        raise _ProtocolError('ProtocolData is longer than 32767 bytes')
+    n11 = len(s10) + 1
+    append(_UV[n11] if n11 < 128 else _uvarint(n11))
+    append(s10)
+    n12 = len(m.members) + 1
+    append(_UV[n12] if n12 < 128 else _uvarint(n12))
+    for e in m.members:
+        _enc_DescribeGroupsResponse_DescribedGroupMember_v5(e, out)
+    append(_S_i.pack(m.authorized_operations))
+    append(b'\x00')
+
+
+def _dec_DescribeGroupsResponse_DescribedGroup_v6(buf, pos):
+    m = _new(_C_DescribeGroupsResponse_DescribedGroup)
+    blen = len(buf)
+    m.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('DescribedGroup.error_message: negative length')
+        m.error_message = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('DescribedGroup.error_message: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('DescribedGroup.group_id: null or negative length where null is not allowed')
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('DescribedGroup.group_id: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('DescribedGroup.group_state: null or negative length where null is not allowed')
+    else:
+        end6 = pos + n5
+        if end6 > blen:
+            raise _ProtocolError('DescribedGroup.group_state: length runs past the end of the buffer')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.group_state: string longer than 32767 bytes')
+        m.group_state = str(buf[pos:end6], 'utf-8', 'replace')
+        pos = end6
+    n7 = buf[pos]
+    if n7 < 128:
+        pos += 1
+    else:
+        n7, pos = _read_uvarint(buf, pos)
+    n7 -= 1
+    if n7 < 0:
+        raise _ProtocolError('DescribedGroup.protocol_type: null or negative length where null is not allowed')
+    else:
+        end8 = pos + n7
+        if end8 > blen:
+            raise _ProtocolError('DescribedGroup.protocol_type: length runs past the end of the buffer')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.protocol_type: string longer than 32767 bytes')
+        m.protocol_type = str(buf[pos:end8], 'utf-8', 'replace')
+        pos = end8
+    n9 = buf[pos]
+    if n9 < 128:
+        pos += 1
+    else:
+        n9, pos = _read_uvarint(buf, pos)
+    n9 -= 1
+    if n9 < 0:
+        raise _ProtocolError('DescribedGroup.protocol_data: null or negative length where null is not allowed')
+    else:
+        end10 = pos + n9
+        if end10 > blen:
+            raise _ProtocolError('DescribedGroup.protocol_data: length runs past the end of the buffer')
+        if n9 > 0x7FFF:
+            raise _ProtocolError('DescribedGroup.protocol_data: string longer than 32767 bytes')
+        m.protocol_data = str(buf[pos:end10], 'utf-8', 'replace')
+        pos = end10
+    n11 = buf[pos]
+    if n11 < 128:
+        pos += 1
+    else:
+        n11, pos = _read_uvarint(buf, pos)
+    n11 -= 1
+    if n11 < 0:
+        raise _ProtocolError('DescribedGroup.members: null or negative length where null is not allowed')
+    else:
+        if n11 > blen - pos:
+            raise _ProtocolError('DescribedGroup.members: array longer than the buffer')
+        a12 = []
+        for _ in range(n11):
+            e, pos = _dec_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos)
+            a12.append(e)
+        m.members = a12
+    m.authorized_operations = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_DescribeGroupsResponse_v6(m, out):
+    append = out.append
+    append(_S_i.pack(m.throttle_time_ms))
+    n1 = len(m.groups) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.groups:
+        _enc_DescribeGroupsResponse_DescribedGroup_v6(e, out)
+    append(b'\x00')
+
+
+def _dec_DescribeGroupsResponse_v6(buf, pos):
+    m = _new(DescribeGroupsResponse)
+    blen = len(buf)
+    m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('DescribeGroupsResponse.groups: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('DescribeGroupsResponse.groups: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_DescribeGroupsResponse_DescribedGroup_v6(buf, pos)
+            a2.append(e)
+        m.groups = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+DescribeGroupsRequest._encoders = (_enc_DescribeGroupsRequest_v0, _enc_DescribeGroupsRequest_v1, _enc_DescribeGroupsRequest_v2, _enc_DescribeGroupsRequest_v3, _enc_DescribeGroupsRequest_v3, _enc_DescribeGroupsRequest_v5, _enc_DescribeGroupsRequest_v5,)
+DescribeGroupsRequest._decoders = (_dec_DescribeGroupsRequest_v0, _dec_DescribeGroupsRequest_v0, _dec_DescribeGroupsRequest_v0, _dec_DescribeGroupsRequest_v3, _dec_DescribeGroupsRequest_v3, _dec_DescribeGroupsRequest_v5, _dec_DescribeGroupsRequest_v5,)
+DescribeGroupsResponse._encoders = (_enc_DescribeGroupsResponse_v0, _enc_DescribeGroupsResponse_v1, _enc_DescribeGroupsResponse_v2, _enc_DescribeGroupsResponse_v3, _enc_DescribeGroupsResponse_v4, _enc_DescribeGroupsResponse_v5, _enc_DescribeGroupsResponse_v6,)
+DescribeGroupsResponse._decoders = (_dec_DescribeGroupsResponse_v0, _dec_DescribeGroupsResponse_v1, _dec_DescribeGroupsResponse_v1, _dec_DescribeGroupsResponse_v3, _dec_DescribeGroupsResponse_v4, _dec_DescribeGroupsResponse_v5, _dec_DescribeGroupsResponse_v6,)

@@ -29,7 +29,7 @@ class ExpireDelegationTokenRequest(_Message):
     __slots__ = ('hmac', 'expiry_time_period_ms')
     NAME = 'ExpireDelegationTokenRequest'
     API_KEY = 40
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -51,7 +51,7 @@ class ExpireDelegationTokenResponse(_Message):
     __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms')
     NAME = 'ExpireDelegationTokenResponse'
     API_KEY = 40
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -74,14 +74,14 @@ _S_i = _struct.Struct('>i')
 _S_q = _struct.Struct('>q')
 
 
-def _enc_ExpireDelegationTokenRequest_v0(m, out):
+def _enc_ExpireDelegationTokenRequest_v1(m, out):
     append = out.append
     append(_S_i.pack(len(m.hmac)))
     append(m.hmac)
     append(_S_q.pack(m.expiry_time_period_ms))
 
 
-def _dec_ExpireDelegationTokenRequest_v0(buf, pos):
+def _dec_ExpireDelegationTokenRequest_v1(buf, pos):
     m = _new(ExpireDelegationTokenRequest)
     blen = len(buf)
     n1 = _S_i.unpack_from(buf, pos)[0]
@@ -134,12 +134,12 @@ def _dec_ExpireDelegationTokenRequest_v2(buf, pos):
     return m, pos
 
 
-def _enc_ExpireDelegationTokenResponse_v0(m, out):
+def _enc_ExpireDelegationTokenResponse_v1(m, out):
     append = out.append
     append(_S_hqi.pack(m.error_code, m.expiry_timestamp_ms, m.throttle_time_ms))
 
 
-def _dec_ExpireDelegationTokenResponse_v0(buf, pos):
+def _dec_ExpireDelegationTokenResponse_v1(buf, pos):
     m = _new(ExpireDelegationTokenResponse)
     blen = len(buf)
     m.error_code, m.expiry_timestamp_ms, m.throttle_time_ms = _S_hqi.unpack_from(buf, pos)
@@ -165,7 +165,7 @@ def _dec_ExpireDelegationTokenResponse_v2(buf, pos):
     return m, pos
 
 
-ExpireDelegationTokenRequest._encoders = (_enc_ExpireDelegationTokenRequest_v0, _enc_ExpireDelegationTokenRequest_v0, _enc_ExpireDelegationTokenRequest_v2,)
-ExpireDelegationTokenRequest._decoders = (_dec_ExpireDelegationTokenRequest_v0, _dec_ExpireDelegationTokenRequest_v0, _dec_ExpireDelegationTokenRequest_v2,)
-ExpireDelegationTokenResponse._encoders = (_enc_ExpireDelegationTokenResponse_v0, _enc_ExpireDelegationTokenResponse_v0, _enc_ExpireDelegationTokenResponse_v2,)
-ExpireDelegationTokenResponse._decoders = (_dec_ExpireDelegationTokenResponse_v0, _dec_ExpireDelegationTokenResponse_v0, _dec_ExpireDelegationTokenResponse_v2,)
+ExpireDelegationTokenRequest._encoders = (None, _enc_ExpireDelegationTokenRequest_v1, _enc_ExpireDelegationTokenRequest_v2,)
+ExpireDelegationTokenRequest._decoders = (None, _dec_ExpireDelegationTokenRequest_v1, _dec_ExpireDelegationTokenRequest_v2,)
+ExpireDelegationTokenResponse._encoders = (None, _enc_ExpireDelegationTokenResponse_v1, _enc_ExpireDelegationTokenResponse_v2,)
+ExpireDelegationTokenResponse._decoders = (None, _dec_ExpireDelegationTokenResponse_v1, _dec_ExpireDelegationTokenResponse_v2,)

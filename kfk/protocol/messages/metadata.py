@@ -30,7 +30,7 @@ class MetadataRequest(_Message):
     NAME = 'MetadataRequest'
     API_KEY = 3
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 12
+    HIGHEST_VERSION = 13
     FIRST_FLEXIBLE_VERSION = 9
 
     def __init__(
@@ -67,11 +67,11 @@ _C_MetadataRequest_MetadataRequestTopic = MetadataRequest.MetadataRequestTopic
 class MetadataResponse(_Message):
     """Kafka's MetadataResponse."""
 
-    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations')
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'error_code')
     NAME = 'MetadataResponse'
     API_KEY = 3
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 12
+    HIGHEST_VERSION = 13
     FIRST_FLEXIBLE_VERSION = 9
 
     def __init__(
@@ -83,6 +83,7 @@ class MetadataResponse(_Message):
         controller_id: int = -1,
         topics: list[MetadataResponse.MetadataResponseTopic] = _MISSING,
         cluster_authorized_operations: int = -2147483648,
+        error_code: int = 0,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.brokers = [] if brokers is _MISSING else brokers
@@ -90,6 +91,7 @@ class MetadataResponse(_Message):
         self.controller_id = controller_id
         self.topics = [] if topics is _MISSING else topics
         self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
 
     class MetadataResponseBroker(_Struct):
         """Kafka's MetadataResponse MetadataResponseBroker entry."""
@@ -662,6 +664,22 @@ def _enc_MetadataRequest_v12(m, out):
     append(b'\x00')
 
 
+def _enc_MetadataRequest_v13(m, out):
+    append = out.append
+    if not m.include_cluster_authorized_operations is False:
+        raise _UnsupportedVersionError('MetadataRequest.include_cluster_authorized_operations cannot be sent at version 13')
+    x1 = m.topics
+    if x1 is None:
+        append(b'\x00')
+    else:
+        n2 = len(x1) + 1
+        append(_UV[n2] if n2 < 128 else _uvarint(n2))
+        for e in x1:
+            _enc_MetadataRequest_MetadataRequestTopic_v10(e, out)
+    append(_S_oo.pack(m.allow_auto_topic_creation, m.include_topic_authorized_operations))
+    append(b'\x00')
+
+
 def _enc_MetadataResponse_MetadataResponseBroker_v0(m, out):
     append = out.append
     append(_S_i.pack(m.node_id))
@@ -818,6 +836,7 @@ def _dec_MetadataResponse_v0(buf, pos):
     m.cluster_id = None
     m.controller_id = -1
     m.cluster_authorized_operations = -2147483648
+    m.error_code = 0
     return m, pos
 
 
@@ -962,6 +981,7 @@ def _dec_MetadataResponse_v1(buf, pos):
     m.throttle_time_ms = 0
     m.cluster_id = None
     m.cluster_authorized_operations = -2147483648
+    m.error_code = 0
     return m, pos
 
 
@@ -1042,6 +1062,7 @@ def _dec_MetadataResponse_v2(buf, pos):
         m.topics = a6
     m.throttle_time_ms = 0
     m.cluster_authorized_operations = -2147483648
+    m.error_code = 0
     return m, pos
 
 
@@ -1124,6 +1145,7 @@ def _dec_MetadataResponse_v3(buf, pos):
             a6.append(e)
         m.topics = a6
     m.cluster_authorized_operations = -2147483648
+    m.error_code = 0
     return m, pos
 
 
@@ -1322,6 +1344,7 @@ def _dec_MetadataResponse_v5(buf, pos):
             a6.append(e)
         m.topics = a6
     m.cluster_authorized_operations = -2147483648
+    m.error_code = 0
     return m, pos
 
 
@@ -1519,6 +1542,7 @@ def _dec_MetadataResponse_v7(buf, pos):
             a6.append(e)
         m.topics = a6
     m.cluster_authorized_operations = -2147483648
+    m.error_code = 0
     return m, pos
 
 
@@ -1635,6 +1659,7 @@ def _dec_MetadataResponse_v8(buf, pos):
         m.topics = a6
     m.cluster_authorized_operations = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    m.error_code = 0
     return m, pos
 
 
@@ -1931,6 +1956,7 @@ def _dec_MetadataResponse_v9(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.error_code = 0
     return m, pos
 
 
@@ -2091,6 +2117,7 @@ def _dec_MetadataResponse_v10(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.error_code = 0
     return m, pos
 
 
@@ -2183,6 +2210,7 @@ def _dec_MetadataResponse_v11(buf, pos):
     else:
         pos = _skip_tagged_fields(buf, pos)
     m.cluster_authorized_operations = -2147483648
+    m.error_code = 0
     return m, pos
 
 
@@ -2349,10 +2377,106 @@ def _dec_MetadataResponse_v12(buf, pos):
     else:
         pos = _skip_tagged_fields(buf, pos)
     m.cluster_authorized_operations = -2147483648
+    m.error_code = 0
     return m, pos
 
 
-MetadataRequest._encoders = (_enc_MetadataRequest_v0, _enc_MetadataRequest_v1, _enc_MetadataRequest_v2, _enc_MetadataRequest_v3, _enc_MetadataRequest_v4, _enc_MetadataRequest_v5, _enc_MetadataRequest_v6, _enc_MetadataRequest_v7, _enc_MetadataRequest_v8, _enc_MetadataRequest_v9, _enc_MetadataRequest_v10, _enc_MetadataRequest_v11, _enc_MetadataRequest_v12,)
-MetadataRequest._decoders = (_dec_MetadataRequest_v0, _dec_MetadataRequest_v1, _dec_MetadataRequest_v1, _dec_MetadataRequest_v1, _dec_MetadataRequest_v4, _dec_MetadataRequest_v4, _dec_MetadataRequest_v4, _dec_MetadataRequest_v4, _dec_MetadataRequest_v8, _dec_MetadataRequest_v9, _dec_MetadataRequest_v10, _dec_MetadataRequest_v11, _dec_MetadataRequest_v11,)
-MetadataResponse._encoders = (_enc_MetadataResponse_v0, _enc_MetadataResponse_v1, _enc_MetadataResponse_v2, _enc_MetadataResponse_v3, _enc_MetadataResponse_v4, _enc_MetadataResponse_v5, _enc_MetadataResponse_v6, _enc_MetadataResponse_v7, _enc_MetadataResponse_v8, _enc_MetadataResponse_v9, _enc_MetadataResponse_v10, _enc_MetadataResponse_v11, _enc_MetadataResponse_v12,)
-MetadataResponse._decoders = (_dec_MetadataResponse_v0, _dec_MetadataResponse_v1, _dec_MetadataResponse_v2, _dec_MetadataResponse_v3, _dec_MetadataResponse_v3, _dec_MetadataResponse_v5, _dec_MetadataResponse_v5, _dec_MetadataResponse_v7, _dec_MetadataResponse_v8, _dec_MetadataResponse_v9, _dec_MetadataResponse_v10, _dec_MetadataResponse_v11, _dec_MetadataResponse_v12,)
+def _enc_MetadataResponse_v13(m, out):
+    append = out.append
+    if not m.cluster_authorized_operations == -2147483648:
+        raise _UnsupportedVersionError('MetadataResponse.cluster_authorized_operations cannot be sent at version 13')
+    append(_S_i.pack(m.throttle_time_ms))
+    n1 = len(m.brokers) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.brokers:
+        _enc_MetadataResponse_MetadataResponseBroker_v9(e, out)
+    x2 = m.cluster_id
+    if x2 is None:
+        append(b'\x00')
+    else:
+        s3 = x2.encode('utf-8')
+        if len(s3) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
+        n4 = len(s3) + 1
+        append(_UV[n4] if n4 < 128 else _uvarint(n4))
+        append(s3)
+    append(_S_i.pack(m.controller_id))
+    n5 = len(m.topics) + 1
+    append(_UV[n5] if n5 < 128 else _uvarint(n5))
+    for e in m.topics:
+        _enc_MetadataResponse_MetadataResponseTopic_v12(e, out)
+    append(_S_h.pack(m.error_code))
+    append(b'\x00')
+
+
+def _dec_MetadataResponse_v13(buf, pos):
+    m = _new(MetadataResponse)
+    blen = len(buf)
+    m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('MetadataResponse.brokers: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('MetadataResponse.brokers: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_MetadataResponse_MetadataResponseBroker_v9(buf, pos)
+            a2.append(e)
+        m.brokers = a2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        if n3 != -1:
+            raise _ProtocolError('MetadataResponse.cluster_id: negative length')
+        m.cluster_id = None
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('MetadataResponse.cluster_id: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('MetadataResponse.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    m.controller_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('MetadataResponse.topics: null or negative length where null is not allowed')
+    else:
+        if n5 > blen - pos:
+            raise _ProtocolError('MetadataResponse.topics: array longer than the buffer')
+        a6 = []
+        for _ in range(n5):
+            e, pos = _dec_MetadataResponse_MetadataResponseTopic_v12(buf, pos)
+            a6.append(e)
+        m.topics = a6
+    m.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.cluster_authorized_operations = -2147483648
+    return m, pos
+
+
+MetadataRequest._encoders = (_enc_MetadataRequest_v0, _enc_MetadataRequest_v1, _enc_MetadataRequest_v2, _enc_MetadataRequest_v3, _enc_MetadataRequest_v4, _enc_MetadataRequest_v5, _enc_MetadataRequest_v6, _enc_MetadataRequest_v7, _enc_MetadataRequest_v8, _enc_MetadataRequest_v9, _enc_MetadataRequest_v10, _enc_MetadataRequest_v11, _enc_MetadataRequest_v12, _enc_MetadataRequest_v13,)
+MetadataRequest._decoders = (_dec_MetadataRequest_v0, _dec_MetadataRequest_v1, _dec_MetadataRequest_v1, _dec_MetadataRequest_v1, _dec_MetadataRequest_v4, _dec_MetadataRequest_v4, _dec_MetadataRequest_v4, _dec_MetadataRequest_v4, _dec_MetadataRequest_v8, _dec_MetadataRequest_v9, _dec_MetadataRequest_v10, _dec_MetadataRequest_v11, _dec_MetadataRequest_v11, _dec_MetadataRequest_v11,)
+MetadataResponse._encoders = (_enc_MetadataResponse_v0, _enc_MetadataResponse_v1, _enc_MetadataResponse_v2, _enc_MetadataResponse_v3, _enc_MetadataResponse_v4, _enc_MetadataResponse_v5, _enc_MetadataResponse_v6, _enc_MetadataResponse_v7, _enc_MetadataResponse_v8, _enc_MetadataResponse_v9, _enc_MetadataResponse_v10, _enc_MetadataResponse_v11, _enc_MetadataResponse_v12, _enc_MetadataResponse_v13,)
+MetadataResponse._decoders = (_dec_MetadataResponse_v0, _dec_MetadataResponse_v1, _dec_MetadataResponse_v2, _dec_MetadataResponse_v3, _dec_MetadataResponse_v3, _dec_MetadataResponse_v5, _dec_MetadataResponse_v5, _dec_MetadataResponse_v7, _dec_MetadataResponse_v8, _dec_MetadataResponse_v9, _dec_MetadataResponse_v10, _dec_MetadataResponse_v11, _dec_MetadataResponse_v12, _dec_MetadataResponse_v13,)

@@ -30,7 +30,7 @@ class ProduceRequest(_Message):
     NAME = 'ProduceRequest'
     API_KEY = 0
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 11
+    HIGHEST_VERSION = 12
     FIRST_FLEXIBLE_VERSION = 9
 
     def __init__(
@@ -86,7 +86,7 @@ class ProduceResponse(_Message):
     NAME = 'ProduceResponse'
     API_KEY = 0
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 11
+    HIGHEST_VERSION = 12
     FIRST_FLEXIBLE_VERSION = 9
 
     def __init__(
@@ -1623,7 +1623,7 @@ def _dec_ProduceResponse_v10(buf, pos):
     return m, pos
 
 
-ProduceRequest._encoders = (_enc_ProduceRequest_v0, _enc_ProduceRequest_v1, _enc_ProduceRequest_v2, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9,)
-ProduceRequest._decoders = (_dec_ProduceRequest_v0, _dec_ProduceRequest_v0, _dec_ProduceRequest_v0, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9,)
-ProduceResponse._encoders = (_enc_ProduceResponse_v0, _enc_ProduceResponse_v1, _enc_ProduceResponse_v2, _enc_ProduceResponse_v3, _enc_ProduceResponse_v4, _enc_ProduceResponse_v5, _enc_ProduceResponse_v6, _enc_ProduceResponse_v7, _enc_ProduceResponse_v8, _enc_ProduceResponse_v9, _enc_ProduceResponse_v10, _enc_ProduceResponse_v10,)
-ProduceResponse._decoders = (_dec_ProduceResponse_v0, _dec_ProduceResponse_v1, _dec_ProduceResponse_v2, _dec_ProduceResponse_v2, _dec_ProduceResponse_v2, _dec_ProduceResponse_v5, _dec_ProduceResponse_v5, _dec_ProduceResponse_v5, _dec_ProduceResponse_v8, _dec_ProduceResponse_v9, _dec_ProduceResponse_v10, _dec_ProduceResponse_v10,)
+ProduceRequest._encoders = (_enc_ProduceRequest_v0, _enc_ProduceRequest_v1, _enc_ProduceRequest_v2, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9,)
+ProduceRequest._decoders = (_dec_ProduceRequest_v0, _dec_ProduceRequest_v0, _dec_ProduceRequest_v0, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9,)
+ProduceResponse._encoders = (_enc_ProduceResponse_v0, _enc_ProduceResponse_v1, _enc_ProduceResponse_v2, _enc_ProduceResponse_v3, _enc_ProduceResponse_v4, _enc_ProduceResponse_v5, _enc_ProduceResponse_v6, _enc_ProduceResponse_v7, _enc_ProduceResponse_v8, _enc_ProduceResponse_v9, _enc_ProduceResponse_v10, _enc_ProduceResponse_v10, _enc_ProduceResponse_v10,)
+ProduceResponse._decoders = (_dec_ProduceResponse_v0, _dec_ProduceResponse_v1, _dec_ProduceResponse_v2, _dec_ProduceResponse_v2, _dec_ProduceResponse_v2, _dec_ProduceResponse_v5, _dec_ProduceResponse_v5, _dec_ProduceResponse_v5, _dec_ProduceResponse_v8, _dec_ProduceResponse_v9, _dec_ProduceResponse_v10, _dec_ProduceResponse_v10, _dec_ProduceResponse_v10,)

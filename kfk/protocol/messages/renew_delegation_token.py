@@ -29,7 +29,7 @@ class RenewDelegationTokenRequest(_Message):
     __slots__ = ('hmac', 'renew_period_ms')
     NAME = 'RenewDelegationTokenRequest'
     API_KEY = 39
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -51,7 +51,7 @@ class RenewDelegationTokenResponse(_Message):
     __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms')
     NAME = 'RenewDelegationTokenResponse'
     API_KEY = 39
-    LOWEST_VERSION = 0
+    LOWEST_VERSION = 1
     HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 2
 
@@ -74,14 +74,14 @@ _S_i = _struct.Struct('>i')
 _S_q = _struct.Struct('>q')
 
 
-def _enc_RenewDelegationTokenRequest_v0(m, out):
+def _enc_RenewDelegationTokenRequest_v1(m, out):
     append = out.append
     append(_S_i.pack(len(m.hmac)))
     append(m.hmac)
     append(_S_q.pack(m.renew_period_ms))
 
 
-def _dec_RenewDelegationTokenRequest_v0(buf, pos):
+def _dec_RenewDelegationTokenRequest_v1(buf, pos):
     m = _new(RenewDelegationTokenRequest)
     blen = len(buf)
     n1 = _S_i.unpack_from(buf, pos)[0]
@@ -134,12 +134,12 @@ def _dec_RenewDelegationTokenRequest_v2(buf, pos):
     return m, pos
 
 
-def _enc_RenewDelegationTokenResponse_v0(m, out):
+def _enc_RenewDelegationTokenResponse_v1(m, out):
     append = out.append
     append(_S_hqi.pack(m.error_code, m.expiry_timestamp_ms, m.throttle_time_ms))
 
 
-def _dec_RenewDelegationTokenResponse_v0(buf, pos):
+def _dec_RenewDelegationTokenResponse_v1(buf, pos):
     m = _new(RenewDelegationTokenResponse)
     blen = len(buf)
     m.error_code, m.expiry_timestamp_ms, m.throttle_time_ms = _S_hqi.unpack_from(buf, pos)
@@ -165,7 +165,7 @@ def _dec_RenewDelegationTokenResponse_v2(buf, pos):
     return m, pos
 
 
-RenewDelegationTokenRequest._encoders = (_enc_RenewDelegationTokenRequest_v0, _enc_RenewDelegationTokenRequest_v0, _enc_RenewDelegationTokenRequest_v2,)
-RenewDelegationTokenRequest._decoders = (_dec_RenewDelegationTokenRequest_v0, _dec_RenewDelegationTokenRequest_v0, _dec_RenewDelegationTokenRequest_v2,)
-RenewDelegationTokenResponse._encoders = (_enc_RenewDelegationTokenResponse_v0, _enc_RenewDelegationTokenResponse_v0, _enc_RenewDelegationTokenResponse_v2,)
-RenewDelegationTokenResponse._decoders = (_dec_RenewDelegationTokenResponse_v0, _dec_RenewDelegationTokenResponse_v0, _dec_RenewDelegationTokenResponse_v2,)
+RenewDelegationTokenRequest._encoders = (None, _enc_RenewDelegationTokenRequest_v1, _enc_RenewDelegationTokenRequest_v2,)
+RenewDelegationTokenRequest._decoders = (None, _dec_RenewDelegationTokenRequest_v1, _dec_RenewDelegationTokenRequest_v2,)
+RenewDelegationTokenResponse._encoders = (None, _enc_RenewDelegationTokenResponse_v1, _enc_RenewDelegationTokenResponse_v2,)
+RenewDelegationTokenResponse._decoders = (None, _dec_RenewDelegationTokenResponse_v1, _dec_RenewDelegationTokenResponse_v2,)

@@ -30,7 +30,7 @@ class TxnOffsetCommitRequest(_Message):
     NAME = 'TxnOffsetCommitRequest'
     API_KEY = 28
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 4
+    HIGHEST_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 3
 
     def __init__(
@@ -98,7 +98,7 @@ class TxnOffsetCommitResponse(_Message):
     NAME = 'TxnOffsetCommitResponse'
     API_KEY = 28
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 4
+    HIGHEST_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 3
 
     def __init__(
@@ -866,7 +866,7 @@ def _dec_TxnOffsetCommitResponse_v3(buf, pos):
     return m, pos
 
 
-TxnOffsetCommitRequest._encoders = (_enc_TxnOffsetCommitRequest_v0, _enc_TxnOffsetCommitRequest_v1, _enc_TxnOffsetCommitRequest_v2, _enc_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3,)
-TxnOffsetCommitRequest._decoders = (_dec_TxnOffsetCommitRequest_v0, _dec_TxnOffsetCommitRequest_v0, _dec_TxnOffsetCommitRequest_v2, _dec_TxnOffsetCommitRequest_v3, _dec_TxnOffsetCommitRequest_v3,)
-TxnOffsetCommitResponse._encoders = (_enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3,)
-TxnOffsetCommitResponse._decoders = (_dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v3, _dec_TxnOffsetCommitResponse_v3,)
+TxnOffsetCommitRequest._encoders = (_enc_TxnOffsetCommitRequest_v0, _enc_TxnOffsetCommitRequest_v1, _enc_TxnOffsetCommitRequest_v2, _enc_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3,)
+TxnOffsetCommitRequest._decoders = (_dec_TxnOffsetCommitRequest_v0, _dec_TxnOffsetCommitRequest_v0, _dec_TxnOffsetCommitRequest_v2, _dec_TxnOffsetCommitRequest_v3, _dec_TxnOffsetCommitRequest_v3, _dec_TxnOffsetCommitRequest_v3,)
+TxnOffsetCommitResponse._encoders = (_enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3,)
+TxnOffsetCommitResponse._decoders = (_dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v3, _dec_TxnOffsetCommitResponse_v3, _dec_TxnOffsetCommitResponse_v3,)

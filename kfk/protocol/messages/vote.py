@@ -30,7 +30,7 @@ class VoteRequest(_Message):
     NAME = 'VoteRequest'
     API_KEY = 52
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -61,26 +61,28 @@ class VoteRequest(_Message):
     class PartitionData(_Struct):
         """Kafka's VoteRequest PartitionData entry."""
 
-        __slots__ = ('partition_index', 'candidate_epoch', 'candidate_id', 'candidate_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset')
+        __slots__ = ('partition_index', 'replica_epoch', 'replica_id', 'replica_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'pre_vote')
 
         def __init__(
             self,
             *,
             partition_index: int = 0,
-            candidate_epoch: int = 0,
-            candidate_id: int = 0,
-            candidate_directory_id: uuid.UUID = _ZERO_UUID,
+            replica_epoch: int = 0,
+            replica_id: int = 0,
+            replica_directory_id: uuid.UUID = _ZERO_UUID,
             voter_directory_id: uuid.UUID = _ZERO_UUID,
             last_offset_epoch: int = 0,
             last_offset: int = 0,
+            pre_vote: bool = False,
         ) -> None:
             self.partition_index = partition_index
-            self.candidate_epoch = candidate_epoch
-            self.candidate_id = candidate_id
-            self.candidate_directory_id = candidate_directory_id
+            self.replica_epoch = replica_epoch
+            self.replica_id = replica_id
+            self.replica_directory_id = replica_directory_id
             self.voter_directory_id = voter_directory_id
             self.last_offset_epoch = last_offset_epoch
             self.last_offset = last_offset
+            self.pre_vote = pre_vote
 
 
 _C_VoteRequest_TopicData = VoteRequest.TopicData
@@ -94,7 +96,7 @@ class VoteResponse(_Message):
     NAME = 'VoteResponse'
     API_KEY = 52
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -170,25 +172,29 @@ _S_i = _struct.Struct('>i')
 _S_ihiio = _struct.Struct('>ihii?')
 _S_iiiiq = _struct.Struct('>iiiiq')
 _S_iiiuuiq = _struct.Struct('>iii16s16siq')
+_S_iiiuuiqo = _struct.Struct('>iii16s16siq?')
 
 
 def _enc_VoteRequest_PartitionData_v0(m, out):
     append = out.append
-    append(_S_iiiiq.pack(m.partition_index, m.candidate_epoch, m.candidate_id, m.last_offset_epoch, m.last_offset))
+    if not m.pre_vote is False:
+        raise _UnsupportedVersionError('PartitionData.pre_vote cannot be sent at version 0')
+    append(_S_iiiiq.pack(m.partition_index, m.replica_epoch, m.replica_id, m.last_offset_epoch, m.last_offset))
     append(b'\x00')
 
 
 def _dec_VoteRequest_PartitionData_v0(buf, pos):
     m = _new(_C_VoteRequest_PartitionData)
     blen = len(buf)
-    m.partition_index, m.candidate_epoch, m.candidate_id, m.last_offset_epoch, m.last_offset = _S_iiiiq.unpack_from(buf, pos)
+    m.partition_index, m.replica_epoch, m.replica_id, m.last_offset_epoch, m.last_offset = _S_iiiiq.unpack_from(buf, pos)
     pos += 24
     if buf[pos] == 0:
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
-    m.candidate_directory_id = _ZERO_UUID
+    m.replica_directory_id = _ZERO_UUID
     m.voter_directory_id = _ZERO_UUID
+    m.pre_vote = False
     return m, pos
 
 
@@ -315,7 +321,9 @@ def _dec_VoteRequest_v0(buf, pos):
 
 def _enc_VoteRequest_PartitionData_v1(m, out):
     append = out.append
-    append(_S_iiiuuiq.pack(m.partition_index, m.candidate_epoch, m.candidate_id, m.candidate_directory_id.bytes, m.voter_directory_id.bytes, m.last_offset_epoch, m.last_offset))
+    if not m.pre_vote is False:
+        raise _UnsupportedVersionError('PartitionData.pre_vote cannot be sent at version 1')
+    append(_S_iiiuuiq.pack(m.partition_index, m.replica_epoch, m.replica_id, m.replica_directory_id.bytes, m.voter_directory_id.bytes, m.last_offset_epoch, m.last_offset))
     append(b'\x00')
 
 
@@ -324,9 +332,9 @@ def _dec_VoteRequest_PartitionData_v1(buf, pos):
     blen = len(buf)
     u1, u2, u3, u4, u5, u6, u7, = _S_iiiuuiq.unpack_from(buf, pos)
     m.partition_index = u1
-    m.candidate_epoch = u2
-    m.candidate_id = u3
-    m.candidate_directory_id = _UUID(bytes=u4)
+    m.replica_epoch = u2
+    m.replica_id = u3
+    m.replica_directory_id = _UUID(bytes=u4)
     m.voter_directory_id = _UUID(bytes=u5)
     m.last_offset_epoch = u6
     m.last_offset = u7
@@ -335,6 +343,7 @@ def _dec_VoteRequest_PartitionData_v1(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.pre_vote = False
     return m, pos
 
 
@@ -452,6 +461,155 @@ def _dec_VoteRequest_v1(buf, pos):
         a4 = []
         for _ in range(n3):
             e, pos = _dec_VoteRequest_TopicData_v1(buf, pos)
+            a4.append(e)
+        m.topics = a4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_VoteRequest_PartitionData_v2(m, out):
+    append = out.append
+    append(_S_iiiuuiqo.pack(m.partition_index, m.replica_epoch, m.replica_id, m.replica_directory_id.bytes, m.voter_directory_id.bytes, m.last_offset_epoch, m.last_offset, m.pre_vote))
+    append(b'\x00')
+
+
+def _dec_VoteRequest_PartitionData_v2(buf, pos):
+    m = _new(_C_VoteRequest_PartitionData)
+    blen = len(buf)
+    u1, u2, u3, u4, u5, u6, u7, u8, = _S_iiiuuiqo.unpack_from(buf, pos)
+    m.partition_index = u1
+    m.replica_epoch = u2
+    m.replica_id = u3
+    m.replica_directory_id = _UUID(bytes=u4)
+    m.voter_directory_id = _UUID(bytes=u5)
+    m.last_offset_epoch = u6
+    m.last_offset = u7
+    m.pre_vote = u8
+    pos += 57
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_VoteRequest_TopicData_v2(m, out):
+    append = out.append
+    s1 = m.topic_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TopicName is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    n3 = len(m.partitions) + 1
+    append(_UV[n3] if n3 < 128 else _uvarint(n3))
+    for e in m.partitions:
+        _enc_VoteRequest_PartitionData_v2(e, out)
+    append(b'\x00')
+
+
+def _dec_VoteRequest_TopicData_v2(buf, pos):
+    m = _new(_C_VoteRequest_TopicData)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('TopicData.topic_name: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('TopicData.topic_name: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TopicData.topic_name: string longer than 32767 bytes')
+        m.topic_name = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('TopicData.partitions: null or negative length where null is not allowed')
+    else:
+        if n3 > blen - pos:
+            raise _ProtocolError('TopicData.partitions: array longer than the buffer')
+        a4 = []
+        for _ in range(n3):
+            e, pos = _dec_VoteRequest_PartitionData_v2(buf, pos)
+            a4.append(e)
+        m.partitions = a4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_VoteRequest_v2(m, out):
+    append = out.append
+    x1 = m.cluster_id
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    append(_S_i.pack(m.voter_id))
+    n4 = len(m.topics) + 1
+    append(_UV[n4] if n4 < 128 else _uvarint(n4))
+    for e in m.topics:
+        _enc_VoteRequest_TopicData_v2(e, out)
+    append(b'\x00')
+
+
+def _dec_VoteRequest_v2(buf, pos):
+    m = _new(VoteRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('VoteRequest.cluster_id: negative length')
+        m.cluster_id = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('VoteRequest.cluster_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('VoteRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    m.voter_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('VoteRequest.topics: null or negative length where null is not allowed')
+    else:
+        if n3 > blen - pos:
+            raise _ProtocolError('VoteRequest.topics: array longer than the buffer')
+        a4 = []
+        for _ in range(n3):
+            e, pos = _dec_VoteRequest_TopicData_v2(buf, pos)
             a4.append(e)
         m.topics = a4
     if buf[pos] == 0:
@@ -692,7 +850,7 @@ def _dec_VoteResponse_v1(buf, pos):
     return m, pos
 
 
-VoteRequest._encoders = (_enc_VoteRequest_v0, _enc_VoteRequest_v1,)
-VoteRequest._decoders = (_dec_VoteRequest_v0, _dec_VoteRequest_v1,)
-VoteResponse._encoders = (_enc_VoteResponse_v0, _enc_VoteResponse_v1,)
-VoteResponse._decoders = (_dec_VoteResponse_v0, _dec_VoteResponse_v1,)
+VoteRequest._encoders = (_enc_VoteRequest_v0, _enc_VoteRequest_v1, _enc_VoteRequest_v2,)
+VoteRequest._decoders = (_dec_VoteRequest_v0, _dec_VoteRequest_v1, _dec_VoteRequest_v2,)
+VoteResponse._encoders = (_enc_VoteResponse_v0, _enc_VoteResponse_v1, _enc_VoteResponse_v1,)
+VoteResponse._decoders = (_dec_VoteResponse_v0, _dec_VoteResponse_v1, _dec_VoteResponse_v1,)

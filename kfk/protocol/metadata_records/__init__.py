@@ -13,6 +13,7 @@ SCHEMAS: dict[str, str] = {
     'AccessControlEntryRecord': 'access_control_entry_record',
     'BeginTransactionRecord': 'begin_transaction_record',
     'BrokerRegistrationChangeRecord': 'broker_registration_change_record',
+    'ClearElrRecord': 'clear_elr_record',
     'ClientQuotaRecord': 'client_quota_record',
     'ConfigRecord': 'config_record',
     'DelegationTokenRecord': 'delegation_token_record',
@@ -63,6 +64,7 @@ RECORD_TYPES: dict[int, str] = {
     25: 'AbortTransactionRecord',
     26: 'RemoveDelegationTokenRecord',
     27: 'RegisterControllerRecord',
+    28: 'ClearElrRecord',
 }
 
 

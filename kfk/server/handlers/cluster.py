@@ -1,9 +1,10 @@
-"""DescribeCluster (key 60), v0-v1: the cluster id, the controller and the alive brokers on the request's listener.
+"""DescribeCluster (key 60), v0-v2: the cluster id, the controller and the alive brokers on the request's listener.
 
 v1 adds endpoint_type (KIP-919): a broker listener serves BROKER (1); asking it for CONTROLLER endpoints is
 MISMATCHED_ENDPOINT_TYPE and an unknown type UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST for both at v0), checked in
 that order as Kafka's AuthHelper does. The controller id is -1 unless it is one of the brokers listed. Cluster
-authorized operations are returned when asked for: every cluster operation, there being no authorizer.
+authorized operations are returned when asked for: every cluster operation, there being no authorizer. v2 (KIP-1073)
+lists the fenced brokers too when include_fenced_brokers is set, each with is_fenced.
 """
 
 from __future__ import annotations
@@ -54,8 +55,11 @@ class DescribeClusterHandler:
             controller_id=controller_id(self.metadata_backend, image, listener),
             brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=registration.broker_id,
                                                                    host=endpoint.host, port=endpoint.port,
-                                                                   rack=registration.rack)
-                     for registration, endpoint in image.alive_brokers(listener)],
+                                                                   rack=registration.rack,
+                                                                   is_fenced=registration.fenced)
+                     for registration, endpoint in (image.registered_brokers(listener)
+                                                    if request.include_fenced_brokers
+                                                    else image.alive_brokers(listener))],
             cluster_authorized_operations=(CLUSTER_AUTHORIZED_OPERATIONS
                                            if request.include_cluster_authorized_operations
                                            else AUTHORIZED_OPERATIONS_OMITTED),

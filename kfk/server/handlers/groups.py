@@ -11,14 +11,15 @@
   admin, by group instance id) with an error each; v4 flexible; v5 a reason.
 - ListGroups (16), v0-v5: v3 flexible; v4 states filter (case-insensitive) and group_state; v5 types filter and
   group_type ("classic" for every kfk group).
-- DescribeGroups (15), v0-v5: v3+ authorized operations on request; v4+ group_instance_id; v5 flexible. A group
-  that does not exist is described as Dead with no error, as Kafka does before v6. Member metadata and assignment
-  are shown once the group is Stable.
+- DescribeGroups (15), v0-v6: v3+ authorized operations on request; v4+ group_instance_id; v5 flexible. A group
+  that does not exist is described as Dead with no error before v6; v6 (KIP-1043) answers it GROUP_ID_NOT_FOUND
+  with an error message instead. Member metadata and assignment are shown once the group is Stable.
 - DeleteGroups (42), v0-v2: v2 flexible. A group with members gets NON_EMPTY_GROUP.
 """
 
 from __future__ import annotations
 
+from kfk.coordinator.group.classic_group import ClassicGroupState
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
@@ -89,6 +90,11 @@ class GroupsHandler:
         described = []
         for group_id in request.groups:
             group = self.group_coordinator.describe_group(group_id)
+            if context.api_version >= 6 and group.error_code == ErrorCode.NONE and group.group_state == ClassicGroupState.DEAD.value:
+                # The coordinator describes a group it does not have as Dead: v6 says so with an error.
+                group = DescribeGroupsResponse.DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                                                              error_message=f"Group {group_id} not found.",
+                                                              group_id=group_id)
             if context.api_version >= 3:
                 group.authorized_operations = GROUP_AUTHORIZED_OPERATIONS if request.include_authorized_operations \
                     else AUTHORIZED_OPERATIONS_OMITTED

@@ -1,4 +1,4 @@
-"""Metadata (key 3), v0-v12: brokers, controller, cluster id and topics with their partitions, from the image.
+"""Metadata (key 3), v0-v13: brokers, controller, cluster id and topics with their partitions, from the image.
 
 Versions: v0 reads an empty topic list as "all topics" (v1+: null = all, empty = none) and leaves out replicas
 whose broker is not available (REPLICA_NOT_AVAILABLE); v1 adds racks, controller_id and is_internal; v2
@@ -6,7 +6,8 @@ cluster_id; v3 throttle_time_ms; v4 allow_auto_topic_creation (before v4 a reque
 offline_replicas; v6 answers LISTENER_NOT_FOUND (not LEADER_NOT_AVAILABLE) when the leader lacks the request's
 listener; v7 leader_epoch; v8 authorized operations (-2147483648 unless asked for; without an authorizer every
 operation of the resource type is allowed, as in Kafka); v9 is flexible; v10 topic ids; v11 drops the cluster
-operations; v12 looks topics up by id (before v12 Kafka refuses ids and null names: INVALID_REQUEST).
+operations; v12 looks topics up by id (before v12 Kafka refuses ids and null names: INVALID_REQUEST); v13 adds a
+top-level error_code (KIP-1102, REBOOTSTRAP_REQUIRED), which kfk never needs to set.
 
 An unknown topic is created when the request allows it and auto.create.topics.enable is on; as in Kafka it is
 answered LEADER_NOT_AVAILABLE even when the creation succeeded, and the client asks again. __cluster_metadata is

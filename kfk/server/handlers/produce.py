@@ -1,4 +1,4 @@
-"""Produce (key 0), v0-v11.
+"""Produce (key 0), v0-v12.
 
 v0-v2 carry legacy message sets (magic 0/1, from old clients), which storage's LogValidator (run by
 Log.append_as_leader) converts to one v2 batch; v1 adds throttle_time_ms and v2 log_append_time_ms (set when the topic
@@ -6,7 +6,10 @@ uses LogAppendTime). From v3 a partition's records must be exactly one magic-2 b
 zstd needs v7
 (UNSUPPORTED_COMPRESSION_TYPE before); v3 also brings transactional_id. v5 adds log_start_offset, v8 record_errors
 and error_message (an invalid record: which one and why), v9 is the first flexible version, v10 adds the tagged
-current_leader/node_endpoints of KIP-951 (nothing to report on one broker), v11 is v10 for KIP-890 clients.
+current_leader/node_endpoints of KIP-951 (nothing to report on one broker), v11 is v10 for KIP-890 clients. v12 is
+v11 on the wire; it lets a producer on transaction version 2 (KIP-890 part 2) skip AddPartitionsToTxn, but clients
+only do that when the broker finalizes the transaction.version feature at 2, which kfk does not advertise: a v12
+request is served as v11. Kafka 4.0 removed v0-v2; kfk still serves them.
 
 A transactional batch is first verified with the transaction coordinator (KIP-890 part 1,
 transaction.partition.verification.enable; kfk/server/txn_verification.py); a partition failing verification gets

@@ -6,13 +6,16 @@ admin views of transactions and producers.
   v4 comes from partition leaders and batches transactions, each either added or, with verify_only, only checked
   (KIP-890: is the producer's transaction open with the partition in it?); v5 adds TRANSACTION_ABORTABLE
   (INVALID_TXN_STATE before).
-- AddOffsetsToTxn (25), v0-v4 and EndTxn (26), v0-v4: v2 adds PRODUCER_FENCED, v3 flexible, v4
-  TRANSACTION_ABORTABLE. EndTxn v5 (the epoch bump of every transaction, KIP-890 part 2) is unstable in the
-  vendored pre-4.0 schemas, and kfk does not finalize the `transaction.version` feature at 2, so every client ends
-  transactions the TV1 way (no epoch bump; the producer id and epoch fields of the answer stay -1).
+- AddOffsetsToTxn (25), v0-v4 and EndTxn (26), v0-v5: v2 adds PRODUCER_FENCED, v3 flexible, v4
+  TRANSACTION_ABORTABLE; EndTxn v5 comes only from a client of transaction protocol version 2 (KIP-890 part 2):
+  the coordinator bumps the producer epoch at the end of every transaction and the answer carries the producer id
+  and epoch to continue with. kfk does not finalize the `transaction.version` feature at 2 yet (the partition
+  leader's implicit add of Produce v12 and TxnOffsetCommit v5 is not there), so clients that follow the feature
+  end transactions the TV1 way, with v4 or below (no epoch bump; the answer's producer id and epoch stay -1).
 - WriteTxnMarkers (27), v0-v1 (v1 flexible): from transaction coordinators; see kfk/server/txn_markers.py.
-- TxnOffsetCommit (28), v0-v4: v2 adds committed leader epochs, v3 the member id, group instance id and generation
-  (checked like OffsetCommit's when given), v4 TRANSACTION_ABORTABLE. Partitions of topics the metadata does not
+- TxnOffsetCommit (28), v0-v5: v2 adds committed leader epochs, v3 the member id, group instance id and generation
+  (checked like OffsetCommit's when given), v4 TRANSACTION_ABORTABLE, v5 is v4 for TV2 clients (served as v4: with
+  TV1 the client added the offsets partition through AddOffsetsToTxn first). Partitions of topics the metadata does not
   know get UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the rest, as OffsetCommit's.
 - DescribeTransactions (65), v0; ListTransactions (66), v0-v1 (v1 adds the duration filter of KIP-994).
 - DescribeProducers (61), v0: per partition, the active producers in this replica's producer state (leader or follower).
@@ -50,6 +53,8 @@ FIRST_TRANSACTION_ABORTABLE_VERSION = {ApiKey.ADD_PARTITIONS_TO_TXN: 5, ApiKey.A
 FIRST_BROKER_ADD_PARTITIONS_VERSION = 4
 #: What a client before EndTxn v5 / AddPartitionsToTxn v4 speaks: transaction.version 0 (no epoch bump).
 CLIENT_TRANSACTION_VERSION = 0
+#: EndTxn from this version comes from a TV2 client: the epoch is bumped at every end (KIP-890 part 2).
+FIRST_EPOCH_BUMP_END_TXN_VERSION = 5
 FIRST_DURATION_FILTER_VERSION = 1
 
 ApiPartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
@@ -148,10 +153,14 @@ class TransactionsHandler:
                                                                     error))
 
     async def end_txn(self, context: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+        epoch_bump = context.api_version >= FIRST_EPOCH_BUMP_END_TXN_VERSION
         result = await self.transaction_coordinator.end_txn(
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
-            CLIENT_TRANSACTION_VERSION)
-        return EndTxnResponse(error_code=error_for_version(ApiKey.END_TXN, context.api_version, result.error))
+            TRANSACTION_VERSION_EPOCH_BUMP if epoch_bump else CLIENT_TRANSACTION_VERSION)
+        response = EndTxnResponse(error_code=error_for_version(ApiKey.END_TXN, context.api_version, result.error))
+        if epoch_bump:
+            response.producer_id, response.producer_epoch = result.producer_id, result.producer_epoch
+        return response
 
     async def write_txn_markers(self, context: RequestContext,
                                 request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:

@@ -1,0 +1,83 @@
+"""DescribeQuorum (key 55), v0-v2 (KIP-595, KIP-836, KIP-853): the state of the metadata quorum.
+
+The request must name exactly __cluster_metadata partition 0 (INVALID_REQUEST otherwise: there is one Raft log);
+a node that does not lead the quorum answers NOT_LEADER_OR_FOLLOWER for it. The leader tells its epoch, the high
+watermark and each voter's log end offset; v1 adds each replica's last fetch and last caught-up times; v2 adds
+error messages, replica directory ids (kfk's voters have none: the zero uuid) and the voters' endpoints (`nodes`).
+kfk runs broker and controller in one process, so a voter's endpoints are the listeners it registered as a broker.
+The quorum is the embedded backend's; in ZooKeeper mode there is none, and the request is INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kfk.backends.embedded.backend import EmbeddedMetadataBackend, ReplicaState
+from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
+from kfk.errors import ErrorCode
+from kfk.metadata.cache import MetadataCache
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from kfk.server.dispatch import Dispatcher, RequestContext
+
+ZERO_UUID = uuid.UUID(int=0)
+#: The one partition of the metadata log.
+METADATA_PARTITION = 0
+
+
+class DescribeQuorumHandler:
+    def __init__(self, quorum: EmbeddedMetadataBackend | None, metadata_cache: MetadataCache) -> None:
+        self.quorum = quorum
+        self.metadata_cache = metadata_cache
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.DESCRIBE_QUORUM, self.describe_quorum)
+
+    async def describe_quorum(self, context: RequestContext,
+                              request: DescribeQuorumRequest) -> DescribeQuorumResponse:
+        if self.quorum is None:
+            return DescribeQuorumResponse(error_code=ErrorCode.INVALID_REQUEST,
+                                          error_message="ZooKeeper mode has no metadata quorum")
+        if not _names_the_metadata_partition(request):
+            return DescribeQuorumResponse(error_code=ErrorCode.INVALID_REQUEST,
+                                          error_message=f"Only {CLUSTER_METADATA_TOPIC_NAME} partition "
+                                                        f"{METADATA_PARTITION} has a quorum")
+        description = self.quorum.describe_quorum()
+        if description is None:
+            partition = DescribeQuorumResponse.PartitionData(partition_index=METADATA_PARTITION,
+                                                             error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        else:
+            partition = DescribeQuorumResponse.PartitionData(
+                partition_index=METADATA_PARTITION, error_code=ErrorCode.NONE,
+                leader_id=description.leader_id, leader_epoch=description.leader_epoch,
+                high_watermark=description.high_watermark,
+                current_voters=[_replica(voter) for voter in description.voters],
+                observers=[_replica(observer) for observer in description.observers])
+        response = DescribeQuorumResponse(error_code=ErrorCode.NONE, topics=[DescribeQuorumResponse.TopicData(
+            topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[partition])])
+        if context.api_version >= 2 and description is not None:
+            response.nodes = self._nodes([voter.replica_id for voter in description.voters])
+        return response
+
+    def _nodes(self, voter_ids: list[int]) -> list[DescribeQuorumResponse.Node]:
+        image = self.metadata_cache.image
+        nodes = []
+        for voter_id in voter_ids:
+            registration = image.brokers.get(voter_id)
+            endpoints = registration.endpoints if registration is not None else ()
+            nodes.append(DescribeQuorumResponse.Node(node_id=voter_id, listeners=[
+                DescribeQuorumResponse.Listener(name=endpoint.listener_name, host=endpoint.host, port=endpoint.port)
+                for endpoint in endpoints]))
+        return nodes
+
+
+def _names_the_metadata_partition(request: DescribeQuorumRequest) -> bool:
+    return (len(request.topics) == 1 and request.topics[0].topic_name == CLUSTER_METADATA_TOPIC_NAME
+            and [p.partition_index for p in request.topics[0].partitions] == [METADATA_PARTITION])
+
+
+def _replica(state: ReplicaState) -> DescribeQuorumResponse.ReplicaState:
+    return DescribeQuorumResponse.ReplicaState(replica_id=state.replica_id, replica_directory_id=ZERO_UUID,
+                                               log_end_offset=state.log_end_offset,
+                                               last_fetch_timestamp=state.last_fetch_timestamp,
+                                               last_caught_up_timestamp=state.last_caught_up_timestamp)
