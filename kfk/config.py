@@ -500,7 +500,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("max.connections.per.ip", _I, INT32_MAX),
     ("max.connections.per.ip.overrides", _S, ""),
     ("max.incremental.fetch.session.cache.slots", _I, 1000),
-    ("max.request.partition.size.limit", _I, 2000),
     ("metadata.log.dir", _S, None),
     ("metadata.log.max.record.bytes.between.snapshots", _L, 20971520),
     ("metadata.log.max.snapshot.interval.ms", _L, 3600000),
