@@ -617,8 +617,13 @@ BROKER_CONFIG_DEF = ConfigDef(
 )
 
 
-def _is_listener_config(name: str) -> bool:
-    return name.startswith(LISTENER_PREFIX) and any(name.endswith("." + key) for key in LISTENER_CONFIGS)
+def _listener_config_key(name: str) -> str | None:
+    """The key of LISTENER_CONFIGS that listener.name.NAME.KEY sets, None for any other name."""
+    if name.startswith(LISTENER_PREFIX):
+        for key in LISTENER_CONFIGS:
+            if name.endswith("." + key) and len(name) > len(LISTENER_PREFIX) + len(key) + 1:
+                return key
+    return None
 
 
 def _hours_or_minutes_ms(values: Mapping[str, Any], ms: str, minutes: str | None, hours: str) -> int:
@@ -636,7 +641,11 @@ class BrokerConfig:
     def __init__(self, props: Mapping[str, Any]) -> None:
         self.originals = dict(props)
         self.unknown = sorted(name for name in set(props) - set(BROKER_CONFIG_DEF.keys)
-                              if not _is_listener_config(name))
+                              if _listener_config_key(name) is None)
+        for name, value in props.items():  # listener.name.NAME.KEY is checked as KEY is
+            key = _listener_config_key(name)
+            if key is not None:
+                BROKER_CONFIG_DEF.keys[key].parse(value)
         values = BROKER_CONFIG_DEF.parse({k: v for k, v in props.items() if k in BROKER_CONFIG_DEF.keys})
         self.values = values
         for name, value in values.items():

@@ -10,7 +10,9 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from kfk.errors import ErrorCode
+from kfk.common.constants import INT32_MAX
+from kfk.config import BrokerConfig, parse_host_counts
+from kfk.errors import ErrorCode, InvalidConfigurationError
 from kfk.protocol.headers import RequestHeader, decode_response, encode_request
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest
@@ -200,3 +202,24 @@ def test_a_frame_not_complete_within_the_receive_timeout_closes_its_connection()
             assert await answered(*idle)
 
     run(test)
+
+
+def test_quotas_from_server_properties_with_kafka_s_defaults_and_listener_prefixes() -> None:
+    base = {"process.roles": "broker,controller", "node.id": "1"}
+    defaults = BrokerConfig(base)
+    assert (defaults.max_connections, defaults.max_connections_per_ip, defaults.max_connection_creation_rate,
+            defaults.max_connections_per_ip_overrides, defaults.queued_max_request_bytes,
+            defaults.socket_request_receive_timeout_ms) == (INT32_MAX, INT32_MAX, INT32_MAX, "", -1, 30000)
+    config = BrokerConfig({**base, "max.connections": "10", "listener.name.internal.max.connections": "4",
+                           "listener.name.internal.max.connection.creation.rate": "2",
+                           "max.connections.per.ip.overrides": "127.0.0.1:3, [::1]:5"})
+    assert config.unknown == []  # listener-prefixed keys are known keys
+    quotas = ConnectionQuotas.from_config(config, ["INTERNAL", "EXTERNAL"], "INTERNAL",
+                                          parse_host_counts(config.max_connections_per_ip_overrides))
+    assert quotas.max_connections == 10 and quotas.per_ip_overrides == {"127.0.0.1": 3, "::1": 5}
+    assert quotas.listeners["INTERNAL"] == ListenerQuota(4, 2)
+    assert quotas.listeners["EXTERNAL"] == ListenerQuota(INT32_MAX, INT32_MAX)
+    with pytest.raises(InvalidConfigurationError, match="host:count"):
+        BrokerConfig({**base, "max.connections.per.ip.overrides": "127.0.0.1"})
+    with pytest.raises(InvalidConfigurationError, match="max.connections"):
+        BrokerConfig({**base, "listener.name.internal.max.connections": "-1"})
