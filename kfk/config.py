@@ -418,6 +418,25 @@ class LogConfig:
 # ---------------------------------------------------------------------------------------------------------------
 # Broker configuration (server.properties): Kafka's KafkaConfig names and defaults.
 
+#: Broker keys that a listener may override as listener.name.<listener, lower case>.<key>.
+LISTENER_CONFIGS = ("max.connections", "max.connection.creation.rate")
+LISTENER_PREFIX = "listener.name."
+
+
+def parse_host_counts(text: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides: `host:count,...` as {host: count}."""
+    counts: dict[str, int] = {}
+    for entry in filter(None, (item.strip() for item in text.split(","))):
+        host, colon, count = entry.rpartition(":")
+        if not colon or not host.strip() or not count.strip().isdigit():
+            raise _invalid("max.connections.per.ip.overrides", text, f"{entry!r} is not host:count")
+        counts[host.strip().strip("[]")] = int(count)
+    return counts
+
+
+def _host_counts(name: str, value: Any) -> None:
+    parse_host_counts(value)
+
 DEFAULT_LOG_DIR = "/tmp/kafka-logs"
 LONG_MAX = INT64_MAX
 
@@ -703,6 +722,23 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("socket.receive.buffer.bytes", ConfigType.INT, 100 * 1024, None, "SO_RCVBUF (-1: OS default)."),
         ConfigKey("connections.max.idle.ms", ConfigType.LONG, 600000, at_least(1),
                   "Close connections idle for longer than this."),
+        ConfigKey("socket.request.receive.timeout.ms", ConfigType.INT, 30000, at_least(1),
+                  "kfk's own: close a connection whose request frame (size and body) is not complete this long after "
+                  "its first bytes arrived, freeing the frame's memory (a peer that announces a large request and "
+                  "stalls holds it no longer). Time the broker itself stopped reading does not count."),
+        ConfigKey("queued.max.request.bytes", ConfigType.LONG, -1, None,
+                  "Bytes of requests the broker holds (being received, queued, being handled) before it stops "
+                  "reading more; -1: no bound besides memory growing with the bytes received."),
+        ConfigKey("max.connections", ConfigType.INT, INT32_MAX, at_least(0),
+                  "Connections the broker accepts at once (listener.name.NAME.max.connections per listener); the "
+                  "inter-broker listener may exceed it by closing the least recently active other connection."),
+        ConfigKey("max.connections.per.ip", ConfigType.INT, INT32_MAX, at_least(0),
+                  "Connections accepted at once from one IP address."),
+        ConfigKey("max.connections.per.ip.overrides", ConfigType.STRING, "", _host_counts,
+                  "Per-host exceptions to max.connections.per.ip: host:count,... (a host name or an IP address)."),
+        ConfigKey("max.connection.creation.rate", ConfigType.INT, INT32_MAX, at_least(0),
+                  "New connections accepted per second (listener.name.NAME.max.connection.creation.rate per "
+                  "listener; the broker-wide rate does not apply to the inter-broker listener)."),
         ConfigKey("num.network.threads", ConfigType.INT, 3, at_least(1), "Accepted for compatibility (asyncio)."),
         ConfigKey("num.io.threads", ConfigType.INT, 8, at_least(1), "Accepted for compatibility (asyncio)."),
         # Logs
@@ -843,6 +879,15 @@ BROKER_CONFIG_DEF = ConfigDef(
 )
 
 
+def _listener_config_key(name: str) -> str | None:
+    """The key of LISTENER_CONFIGS that listener.name.NAME.KEY sets, None for any other name."""
+    if name.startswith(LISTENER_PREFIX):
+        for key in LISTENER_CONFIGS:
+            if name.endswith("." + key) and len(name) > len(LISTENER_PREFIX) + len(key) + 1:
+                return key
+    return None
+
+
 def _hours_or_minutes_ms(values: Mapping[str, Any], ms: str, minutes: str | None, hours: str) -> int:
     if values[ms] is not None:
         return values[ms]
@@ -868,6 +913,10 @@ class BrokerConfig:
     def __init__(self, props: Mapping[str, Any]) -> None:
         self.originals = dict(props)
         self.unknown = sorted(name for name in props if not _is_known_broker_name(name))
+        for name, value in props.items():  # listener.name.NAME.KEY of the per-listener limits is checked as KEY is
+            key = _listener_config_key(name)
+            if key is not None:
+                BROKER_CONFIG_DEF.keys[key].parse(value)
         values = BROKER_CONFIG_DEF.parse({k: v for k, v in props.items() if k in BROKER_CONFIG_DEF.keys})
         self.values = values
         for name, value in values.items():
@@ -885,6 +934,14 @@ class BrokerConfig:
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> BrokerConfig:
         return cls(props)
+
+    def listener_value(self, listener_name: str, key: str) -> Any:
+        """A key of LISTENER_CONFIGS set for one listener (listener.name.<name>.<key>), None if not set: a listener's
+        limit is its own, beside the broker-wide one, never a copy of it."""
+        prefixed = f"{LISTENER_PREFIX}{listener_name.lower()}.{key}"
+        if prefixed in self.originals:
+            return BROKER_CONFIG_DEF.keys[key].parse(self.originals[prefixed])
+        return None
 
     @property
     def log_dir_list(self) -> list[str]:

@@ -7,7 +7,9 @@ bytes they read and write the bytes it returns. Tests drive it with no transport
 Both roles share the receive side: every request and response is a 4-byte big-endian size and that many bytes. A
 size outside [minimum, maximum] means the stream is out of step (or hostile); the connection then reports a
 StreamError event after the frames before it and parses nothing more, and the shell closes the socket (the broker
-after answering those frames). Nothing is allocated for a frame before its size has been checked.
+after answering those frames). Nothing is allocated for a frame before its size has been checked, and a large frame's
+memory grows with the bytes that actually arrive (FIRST_FRAME_CHUNK_BYTES at first, then doubling up to its size), so
+a peer that announces 100 MB and sends ten bytes costs a megabyte, not a hundred.
 
 Receiving is allocation-light, for the produce and fetch hot paths: small frames are parsed out of one staging
 buffer, and a frame of DIRECT_FRAME_BYTES or more gets a bytearray of its own that the caller fills directly
@@ -38,6 +40,7 @@ from kfk.protocol.primitives import INT16, INT32
 __all__ = [
     "ClientConnection",
     "DIRECT_FRAME_BYTES",
+    "FIRST_FRAME_CHUNK_BYTES",
     "InFlightRequest",
     "Response",
     "STAGING_BYTES",
@@ -49,6 +52,9 @@ _SIZE_PREFIX = 4
 #: Unparsed bytes of small frames wait here; a frame of DIRECT_FRAME_BYTES or more is received into its own buffer.
 STAGING_BYTES = 64 * 1024
 DIRECT_FRAME_BYTES = 16 * 1024
+#: A large frame's first allocation: a whole ordinary produce request (librdkafka's message.max.bytes is 1 MB), so
+#: the hot path allocates once; only larger frames grow, by doubling, as their bytes arrive.
+FIRST_FRAME_CHUNK_BYTES = 1024 * 1024
 #: A response starts with its correlation id (header v0); a request with api key, version and correlation id.
 _RESPONSE_HEADER_V0_SIZE = 4
 _REQUEST_HEADER_MIN_SIZE = 8
@@ -67,7 +73,7 @@ class _FrameReceiver:
     """The receive side of both roles: size-prefixed frames out of a byte stream, within [minimum, maximum] bytes."""
 
     __slots__ = ("_min_frame_bytes", "_max_frame_bytes", "_staging", "_staging_view", "_start", "_end", "_frame",
-                 "_frame_view", "_frame_filled", "_broken", "_what")
+                 "_frame_view", "_frame_filled", "_frame_size", "_broken", "_what")
 
     def __init__(self, min_frame_bytes: int, max_frame_bytes: int, what: str) -> None:
         self._min_frame_bytes = min_frame_bytes
@@ -77,14 +83,17 @@ class _FrameReceiver:
         self._staging_view = memoryview(self._staging)
         self._start = 0  # unparsed bytes of the staging buffer: [_start, _end)
         self._end = 0
-        self._frame: bytearray | None = None  # a large frame being received directly
+        self._frame: bytearray | None = None  # a large frame being received directly (may be shorter than its size)
         self._frame_view: memoryview | None = None
         self._frame_filled = 0
+        self._frame_size = 0  # the size the large frame will have
         self._broken = False  # a StreamError was reported: nothing more is parsed
 
     def get_buffer(self) -> memoryview:
         """Where the next bytes received should go (never empty); report how many were written with buffer_updated."""
         if self._frame_view is not None:
+            if self._frame_filled == len(self._frame_view):
+                self._grow_frame()
             return self._frame_view[self._frame_filled:]
         if self._start and STAGING_BYTES - self._end < DIRECT_FRAME_BYTES:
             # Move the partial frame to the front so that a whole small frame always fits.
@@ -93,12 +102,31 @@ class _FrameReceiver:
             self._start, self._end = 0, pending
         return self._staging_view[self._end:]
 
+    @property
+    def receiving(self) -> bool:
+        """Whether part of a frame has arrived and the rest has not (the peer is in the middle of a frame)."""
+        return self._frame is not None or self._end > self._start
+
+    @property
+    def pending_frame_bytes(self) -> int:
+        """The announced size of the large frame being received, 0 if none: what it will hold once complete."""
+        return self._frame_size if self._frame is not None else 0
+
+    def _grow_frame(self) -> None:
+        """Double the large frame's buffer (up to its size) once the bytes received have filled it. Called from
+        get_buffer, never buffer_updated: the transport still holds the previous buffer's view until it asks anew."""
+        frame = self._frame
+        assert frame is not None
+        grown = bytearray(min(self._frame_size, 2 * len(frame)))
+        grown[:self._frame_filled] = frame
+        self._frame, self._frame_view = grown, memoryview(grown)
+
     def _frames_received(self, nbytes: int) -> list:
         """The frames completed by `nbytes` more bytes in the buffer of get_buffer(), then a StreamError if the stream
         turned bad; an empty list while a frame is incomplete."""
         if self._frame is not None:
             self._frame_filled += nbytes
-            if self._frame_filled < len(self._frame):
+            if self._frame_filled < self._frame_size:
                 return []
             frame, self._frame, self._frame_view = self._frame, None, None
             return [frame]
@@ -122,9 +150,10 @@ class _FrameReceiver:
                 frames.append(staging[body_start:body_start + size])
                 start = body_start + size
             elif size >= DIRECT_FRAME_BYTES:
-                frame = bytearray(size)
+                frame = bytearray(min(size, FIRST_FRAME_CHUNK_BYTES))  # > available: staging is smaller
                 frame[:available] = view[body_start:end]
                 self._frame, self._frame_view, self._frame_filled = frame, memoryview(frame), available
+                self._frame_size = size
                 start = end
                 break
             else:

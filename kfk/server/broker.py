@@ -24,7 +24,7 @@ from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfk.common.structs import TopicPartition
-from kfk.config import BrokerConfig
+from kfk.config import BrokerConfig, parse_host_counts
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.cluster_control import broker_endpoints
 from kfk.controller.producer_ids import ProducerIdManager
@@ -38,6 +38,7 @@ from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server import network
+from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
 from kfk.server.controller_channel import ControllerChannel, create_topics_not_controller
 from kfk.server.dispatch import Dispatcher
 from kfk.server.handlers.admin import TopicAdminHandler
@@ -365,6 +366,12 @@ class BrokerServer:
             listeners,
             max_request_bytes=self.config.socket_request_max_bytes,
             connections_max_idle_ms=self.config.connections_max_idle_ms,
+            request_receive_timeout_ms=self.config.socket_request_receive_timeout_ms,
+            queued_max_request_bytes=self.config.queued_max_request_bytes,
+            quotas=ConnectionQuotas.from_config(
+                self.config, [listener.name for listener in listeners],
+                (self.config.inter_broker_listener_name or listeners[0].name).upper(),
+                resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides))),
         )
         await self.socket_server.bind()
         await self._start_metadata()

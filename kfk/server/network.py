@@ -8,6 +8,14 @@ request arrives while the previous one is being appended. A frame larger than so
 connection (after the frames before it are answered) before anything is allocated for it; a connection idle for
 connections.max.idle.ms is closed.
 
+Resources are bounded (issue 16): a large frame's memory grows only as its bytes arrive (ServerConnection); a frame
+not complete socket.request.receive.timeout.ms after it began closes its connection (time the broker itself stopped
+reading does not count); with queued.max.request.bytes > 0, every request held (being received, queued, being
+handled) reserves its size in a MemoryPool and, while the pool is exhausted, connections not in the middle of a frame
+stop reading until a handled request gives its memory back. New connections beyond the connection quotas
+(kfk.server.connection_quotas) are closed as soon as they are accepted. Responses to a client that has gone are
+dropped without writing: asyncio warns on every write to a lost socket.
+
 Frames are received without intermediate copies: the connection is an asyncio BufferedProtocol that reads into the
 buffers ServerConnection hands out (a staging buffer for small frames; a large one, a produce request, gets a
 bytearray of its own that the kernel fills directly). The dispatcher decodes Produce from a writable view of that
@@ -29,7 +37,9 @@ from collections import deque
 from dataclasses import dataclass
 
 from kfk.protocol.connection import ServerConnection, StreamError
+from kfk.server.connection_quotas import ConnectionQuotas, RateLimitedLog
 from kfk.server.dispatch import CloseConnection, Dispatcher
+from kfk.server.memory_pool import MemoryPool
 
 log = logging.getLogger("kfk.server.network")
 
@@ -98,6 +108,11 @@ class _Connection(asyncio.BufferedProtocol):
         self._writing_paused = False
         self._drain_waiter: asyncio.Future | None = None
         self._lost = False
+        self.admitted = False  # counted by the connection quotas (released when the connection is lost)
+        self.frame_started: float | None = None  # monotonic time the frame being received began, None between frames
+        self.memory_paused = False  # reading stopped because the memory pool is exhausted
+        self._serving_bytes = 0  # the frame being handled
+        self._reserved = 0  # bytes reserved in the memory pool
 
     # -- asyncio protocol callbacks ------------------------------------------------------------------------------
 
@@ -109,16 +124,26 @@ class _Connection(asyncio.BufferedProtocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._server._register(self)
+        if not self._server._register(self):
+            transport.abort()
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._protocol.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
-        for frame in self._protocol.buffer_updated(nbytes):
+        protocol = self._protocol
+        frames = protocol.buffer_updated(nbytes)
+        if protocol.receiving:
+            if frames or self.frame_started is None:
+                self.frame_started = time.monotonic()
+        else:
+            self.frame_started = None
+        for frame in frames:
             if frame.__class__ is StreamError:
                 log.warning("closing connection from %s:%s: %s", self.client_host, self.client_port, frame.error)
             self._push(frame)
+        if self._server.memory_pool is not None:
+            self._server._reserve(self)
 
     def eof_received(self) -> bool:
         self._push(None)
@@ -153,9 +178,8 @@ class _Connection(asyncio.BufferedProtocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
         if (len(self._frames) >= MAX_QUEUED_FRAMES or self._queued_bytes >= MAX_QUEUED_BYTES or self._stopped) \
-                and not self._reading_paused and not self._lost and self._transport is not None:
-            self._reading_paused = True
-            self._transport.pause_reading()
+                and not self._reading_paused:
+            self._update_reading()
 
     async def _next_frame(self) -> bytearray | StreamError | None:
         while not self._frames:
@@ -165,12 +189,45 @@ class _Connection(asyncio.BufferedProtocol):
         item = self._frames.popleft()
         if isinstance(item, bytearray):
             self._queued_bytes -= len(item)
-        if self._reading_paused and not self._stopped and not self._lost \
+        if self._reading_paused and not self._stopped and not self.memory_paused \
                 and len(self._frames) < MAX_QUEUED_FRAMES and self._queued_bytes < MAX_QUEUED_BYTES:
-            self._reading_paused = False
-            assert self._transport is not None
-            self._transport.resume_reading()
+            self._update_reading()
         return item
+
+    def _update_reading(self) -> None:
+        """Pause or resume reading: paused while the queue is full, the stream has ended or memory is short."""
+        pause = (self._stopped or self.memory_paused or len(self._frames) >= MAX_QUEUED_FRAMES
+                 or self._queued_bytes >= MAX_QUEUED_BYTES)
+        transport = self._transport
+        if pause == self._reading_paused or self._lost or transport is None or transport.is_closing():
+            return
+        self._reading_paused = pause
+        if pause:
+            transport.pause_reading()
+        else:
+            transport.resume_reading()
+            if self.frame_started is not None:
+                self.frame_started = time.monotonic()  # the time the broker did not read is not the client's
+
+    @property
+    def reading_paused(self) -> bool:
+        return self._reading_paused
+
+    @property
+    def receiving(self) -> bool:
+        """In the middle of a frame: it may finish even while the memory pool is exhausted (its size is reserved)."""
+        return self._protocol.receiving
+
+    @property
+    def held_bytes(self) -> int:
+        """What this connection's requests hold: the frame being received (its announced size), those queued, the
+        one being handled."""
+        return self._queued_bytes + self._serving_bytes + self._protocol.pending_frame_bytes
+
+    def set_memory_paused(self, paused: bool) -> None:
+        if paused != self.memory_paused:
+            self.memory_paused = paused
+            self._update_reading()
 
     # -- serving ---------------------------------------------------------------------------------------------------
 
@@ -187,8 +244,14 @@ class _Connection(asyncio.BufferedProtocol):
                 if frame.__class__ is StreamError:
                     return
                 server._touch(self)
-                chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port, self._listener_name)
-                if chunks is not None:
+                self._serving_bytes = len(frame)
+                try:
+                    chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port, self._listener_name)
+                finally:
+                    self._serving_bytes = 0
+                    if server.memory_pool is not None:
+                        server._reserve(self)
+                if chunks is not None and not transport.is_closing():  # else the client went: drop the response
                     await self._write(chunks)
                 server._touch(self)
         except CloseConnection as reason:
@@ -254,11 +317,20 @@ class SocketServer:
         listeners: list[Listener],
         max_request_bytes: int,
         connections_max_idle_ms: int,
+        *,
+        request_receive_timeout_ms: int = 30000,
+        queued_max_request_bytes: int = -1,
+        quotas: ConnectionQuotas | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.listeners = listeners
         self.max_request_bytes = max_request_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
+        self.request_receive_timeout_ms = request_receive_timeout_ms
+        self.memory_pool = MemoryPool(queued_max_request_bytes) if queued_max_request_bytes > 0 else None
+        self.quotas = quotas or ConnectionQuotas()
+        self._memory_paused: set[_Connection] = set()
+        self._timeouts = RateLimitedLog()
         self.bound: list[Listener] = []  # the listeners with the ports actually bound (port 0 = ephemeral)
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: dict[_Connection, float] = {}  # connection -> last activity (monotonic seconds)
@@ -298,25 +370,82 @@ class SocketServer:
             await server.wait_closed()
         self._servers.clear()
 
-    def _register(self, connection: _Connection) -> None:
+    def _register(self, connection: _Connection) -> bool:
+        """Admit a new connection and start serving it; False if the quotas refuse it (the caller closes it)."""
+        accepted, evict = self.quotas.admit(connection._listener_name, connection.client_host)
+        if not accepted:
+            return False
+        connection.admitted = True
+        if evict:  # an inter-broker connection at max.connections: the least recently active other one makes room
+            others = [(active, other) for other, active in self._connections.items()
+                      if other._listener_name != connection._listener_name]
+            if others:
+                victim = min(others, key=lambda pair: pair[0])[1]
+                log.info("closing connection from %s:%s on %s for an inter-broker connection (max.connections)",
+                         victim.client_host, victim.client_port, victim._listener_name)
+                victim.close()
         self._connections[connection] = time.monotonic()
+        if self.memory_pool is not None and self.memory_pool.exhausted:
+            self._memory_paused.add(connection)
+            connection.set_memory_paused(True)
         task = asyncio.get_running_loop().create_task(connection.serve())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return True
 
     def _unregister(self, connection: _Connection) -> None:
         self._connections.pop(connection, None)
+        self._memory_paused.discard(connection)
+        if connection.admitted:
+            connection.admitted = False
+            self.quotas.release(connection._listener_name, connection.client_host)
+        if self.memory_pool is not None:
+            self._reserve(connection)  # lost: gives back all it held
+
+    def _reserve(self, connection: _Connection) -> None:
+        """Bring the memory pool up to date with what `connection` holds now (nothing once it is lost), and pause or
+        resume reading: on exhaustion every connection not in the middle of a frame stops reading new requests."""
+        pool = self.memory_pool
+        assert pool is not None
+        held = 0 if connection._lost else connection.held_bytes
+        was_exhausted = pool.exhausted
+        pool.adjust(held - connection._reserved)
+        connection._reserved = held
+        if was_exhausted and not pool.exhausted:
+            self._resume_memory_paused()
+        elif pool.exhausted:
+            if not was_exhausted:
+                log.debug("queued.max.request.bytes (%d) exhausted: connections stop reading new requests",
+                          pool.capacity)
+            for other in self._connections if not was_exhausted else (connection,):
+                if not other.receiving and not other.memory_paused and not other._lost:
+                    self._memory_paused.add(other)
+                    other.set_memory_paused(True)
+
+    def _resume_memory_paused(self) -> None:
+        paused, self._memory_paused = self._memory_paused, set()
+        for connection in paused:
+            connection.set_memory_paused(False)
 
     def _touch(self, connection: _Connection) -> None:
         if connection in self._connections:
             self._connections[connection] = time.monotonic()
 
     async def _close_idle_connections(self) -> None:
+        """Close connections idle for connections.max.idle.ms, and those whose frame is not complete
+        socket.request.receive.timeout.ms after it began (while the broker was reading)."""
         idle_seconds = self.connections_max_idle_ms / 1000
+        receive_seconds = self.request_receive_timeout_ms / 1000
         while True:
-            await asyncio.sleep(max(idle_seconds / 10, 0.05))
-            deadline = time.monotonic() - idle_seconds
+            await asyncio.sleep(max(min(idle_seconds, receive_seconds) / 10, 0.05))
+            now = time.monotonic()
             for connection, last_active in list(self._connections.items()):
-                if last_active < deadline:
+                started = connection.frame_started
+                if started is not None and not connection.reading_paused and now - started > receive_seconds:
+                    self._timeouts.warning("receive", "closing connection from %s:%s: its request did not arrive "
+                                           "within %d ms (socket.request.receive.timeout.ms)", connection.client_host,
+                                           connection.client_port, self.request_receive_timeout_ms)
+                    connection.close()
+                elif last_active < now - idle_seconds:
                     log.debug("closing connection idle for more than %d ms", self.connections_max_idle_ms)
                     connection.close()

@@ -7,7 +7,14 @@ from __future__ import annotations
 import pytest
 
 from kfk.errors import ErrorCode, ProtocolError
-from kfk.protocol.connection import DIRECT_FRAME_BYTES, ClientConnection, Response, ServerConnection, StreamError
+from kfk.protocol.connection import (
+    DIRECT_FRAME_BYTES,
+    FIRST_FRAME_CHUNK_BYTES,
+    ClientConnection,
+    Response,
+    ServerConnection,
+    StreamError,
+)
 from kfk.protocol.headers import decode_request, encode_response
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -106,6 +113,29 @@ def test_large_frames_are_received_into_their_own_buffer(chunk: int) -> None:
     assert [len(frame) for frame in frames] == [len(data) - 4 for data in parts]
     assert decode_request(bytes(frames[1]))[1].topic_data[0].partition_data[0].records == records
     assert decode_request(bytes(frames[2]))[1].topics[0].name == "after"
+
+
+def test_a_large_frame_grows_with_the_bytes_that_arrive_not_its_announced_size() -> None:
+    server = ServerConnection(max_request_bytes=100 * 1024 * 1024)
+    size = 100 * 1024 * 1024
+    assert server.receive_data(INT32.pack(size) + b"head") == []
+    assert server.receiving and server.pending_frame_bytes == size
+    assert len(server.get_buffer()) == FIRST_FRAME_CHUNK_BYTES - 4  # a megabyte, not the hundred announced
+    body = bytes(range(256)) * (3 * FIRST_FRAME_CHUNK_BYTES // 256)  # three chunks' worth: two doublings
+    assert server.receive_data(body) == []
+    assert len(server.get_buffer()) == 4 * FIRST_FRAME_CHUNK_BYTES - 4 - len(body)
+    rest = b"\x07" * (size - 4 - len(body))
+    (frame,) = server.receive_data(rest)
+    assert len(frame) == size and frame[:4] == b"head" and frame[4:4 + len(body)] == body and frame[-1] == 7
+    assert not server.receiving and server.pending_frame_bytes == 0
+
+
+def test_a_partial_small_frame_counts_as_receiving() -> None:
+    server = ServerConnection(max_request_bytes=1000)
+    assert not server.receiving
+    assert server.receive_data(INT32.pack(100) + b"x" * 10) == []
+    assert server.receiving and server.pending_frame_bytes == 0
+    assert len(server.receive_data(b"y" * 90)) == 1 and not server.receiving
 
 
 def test_oversized_request_ends_the_stream_after_the_frames_before_it() -> None:
