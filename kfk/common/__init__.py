@@ -2,5 +2,6 @@
 
 structs (TopicPartition, OffsetAndMetadata), config_types (config resource types, sources and entries), constants
 (wire sentinels and integer limits), internal_topics (the internal topics' names), varint (the one varint codec) and
-clock (where time comes from). common imports nothing of kfk but kfk.errors, so every layer may import it.
+clock (where time comes from). common imports nothing else of kfk (an import-linter contract), so every layer may
+import it.
 """
