@@ -19,9 +19,11 @@ Not thread-safe: the Log that owns the segment serialises writers.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from kfk.common.constants import INT32_MAX
@@ -67,8 +69,8 @@ class AbstractIndex:
         self.path = path
         self.base_offset = base_offset
         self.writable = writable
-        self._fd = -1
         self._mmap: mmap.mmap | None = None
+        self._closed = False
         self.length = 0
         self.entries = 0
         newly_created = not os.path.exists(path)
@@ -77,30 +79,37 @@ class AbstractIndex:
                 raise FileNotFoundError(path)
             if max_index_size < self.entry_size:
                 raise ValueError(f"Invalid max index size: {max_index_size}")
-        flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
-        self._fd = os.open(path, flags, 0o644)
-        try:
+        with self._open_file(create=newly_created) as fd:
             if newly_created:
-                os.ftruncate(self._fd, round_down_to_multiple(max_index_size, self.entry_size))
-            self.length = os.fstat(self._fd).st_size
-            self._map(self.length)
-            # A new file is all pre-allocated space; an existing one is taken as full of entries (a trimmed file is
-            # exact; an untrimmed one after a crash is what recovery or the sanity check sorts out).
-            self.entries = 0 if newly_created else self.length // self.entry_size
-        except BaseException:
-            self.close()
-            raise
+                os.ftruncate(fd, round_down_to_multiple(max_index_size, self.entry_size))
+            self.length = os.fstat(fd).st_size
+            self._map(fd, self.length)
+        # A new file is all pre-allocated space; an existing one is taken as full of entries (a trimmed file is
+        # exact; an untrimmed one after a crash is what recovery or the sanity check sorts out).
+        self.entries = 0 if newly_created else self.length // self.entry_size
         self.max_index_size = max_index_size if max_index_size >= self.entry_size else self.length
 
     # -- mapping -------------------------------------------------------------------------------------------------
 
-    def _map(self, length: int) -> None:
+    @contextlib.contextmanager
+    def _open_file(self, create: bool = False) -> Iterator[int]:
+        """A descriptor for the few calls that need one (map, resize, a write into a fresh page), closed right
+        after: the mapping stays valid without it, so an index costs one descriptor (the one mmap keeps) instead
+        of two, and none while it is not mapped."""
+        flags = (os.O_RDWR | (os.O_CREAT if create else 0)) if self.writable else os.O_RDONLY
+        fd = os.open(self.path, flags, 0o644)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _map(self, fd: int, length: int) -> None:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
         if length > 0:
             access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
-            self._mmap = mmap.mmap(self._fd, length, access=access)
+            self._mmap = mmap.mmap(fd, length, access=access)
 
     @property
     def max_entries(self) -> int:
@@ -122,9 +131,10 @@ class AbstractIndex:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        os.ftruncate(self._fd, rounded)
-        self.length = rounded
-        self._map(rounded)
+        with self._open_file() as fd:
+            os.ftruncate(fd, rounded)
+            self.length = rounded
+            self._map(fd, rounded)
         return True
 
     def _write_entry(self, first: int, second: int) -> None:
@@ -137,7 +147,8 @@ class AbstractIndex:
         size = self.entry_size
         position = self.entries * size
         if (position + size - 1) // _PAGE_SIZE != (position - 1) // _PAGE_SIZE:
-            os.pwrite(self._fd, self._entry.pack(first, second), position)
+            with self._open_file() as fd:
+                os.pwrite(fd, self._entry.pack(first, second), position)
         else:
             self._entry.pack_into(self._mmap, position, first, second)
 
@@ -153,12 +164,10 @@ class AbstractIndex:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._closed = True
 
     def close_and_trim(self) -> None:
-        if self.writable and self._fd >= 0:
+        if self.writable and not self._closed:
             self.trim_to_valid_size()
         self.close()
 
