@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -417,6 +418,7 @@ class LogConfig:
 
 DEFAULT_LOG_DIR = "/tmp/kafka-logs"
 LONG_MAX = INT64_MAX
+DOUBLE_MAX = sys.float_info.max  # Java's Double.MAX_VALUE
 
 BROKER_CONFIG_DEF = ConfigDef(
     [
@@ -496,6 +498,8 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("log.cleaner.threads", ConfigType.INT, 1, at_least(0), "Compaction threads."),
         ConfigKey("log.cleaner.backoff.ms", ConfigType.LONG, 15000, at_least(0),
                   "Sleep between cleaner passes with nothing to clean."),
+        ConfigKey("log.cleaner.io.max.bytes.per.second", ConfigType.DOUBLE, DOUBLE_MAX, None,
+                  "Read plus write I/O of all cleaner threads together, in bytes per second."),
         ConfigKey("log.cleaner.delete.retention.ms", ConfigType.LONG, DEFAULT_DELETE_RETENTION_MS, at_least(0),
                   "delete.retention.ms default."),
         ConfigKey("log.cleaner.min.compaction.lag.ms", ConfigType.LONG, 0, at_least(0),

@@ -8,7 +8,8 @@ accepting, stop the layers above storage, then shut the log manager down (flush,
 marker) and remove the pid file. The exit code is 0 after a clean stop.
 
 Blocking storage work (recovery at start, the periodic flush/retention/checkpoint tick, shutdown) runs in the
-default executor so the event loop keeps serving.
+default executor so the event loop keeps serving; compaction runs in the log manager's cleaner threads
+(log.cleaner.*).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from kfk.server.handlers.produce import ProduceHandler
 from kfk.server.handlers.producer_id import ProducerIdHandler
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.log_files import BROKER_PID_FILE
+from kfk.storage.cleaner_threads import CleanerConfig
 from kfk.storage.log_manager import LogManager
 from kfk.storage.producer_state import AppendOrigin
 
@@ -138,6 +140,13 @@ class BrokerServer:
             retention_check_interval_ms=config.log_retention_check_interval_ms,
             offset_checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
             producer_id_expiration_ms=config.producer_id_expiration_ms,
+            cleaner_config=CleanerConfig(
+                num_threads=config.log_cleaner_threads,
+                backoff_ms=config.log_cleaner_backoff_ms,
+                max_io_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
+                enable_cleaner=config.log_cleaner_enable,
+            ),
+            now_ms=system_time_ms,
         )
 
     async def _run_log_manager(self) -> None:

@@ -21,6 +21,7 @@ Cleaning (Kafka's Cleaner):
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import heapq
 import logging
@@ -63,6 +64,7 @@ from kfk.storage.transaction_index import AbortedTxn, TransactionIndex
 
 logger = logging.getLogger(__name__)
 
+_STATS_KEPT = 100  # the last cleanings' stats, for logs and tests
 
 
 @dataclasses.dataclass
@@ -148,7 +150,7 @@ class LogCleaner:
     def __init__(self, manager: LogCleanerManager | None = None, throttler: Throttler | None = None) -> None:
         self.manager = manager or LogCleanerManager()
         self.throttler = throttler or Throttler(UNLIMITED_IO_BYTES_PER_SECOND)
-        self.stats: list[CleanerStats] = []
+        self.stats: collections.deque[CleanerStats] = collections.deque(maxlen=_STATS_KEPT)
 
     def clean_filthiest_log(self, logs: list[Log], now_ms: int) -> CleanerStats | None:
         """One cleaner pass: the dirtiest log, cleaned; None if none needed it (or its cleaning was aborted)."""

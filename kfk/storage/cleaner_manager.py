@@ -29,13 +29,13 @@ import time
 from collections.abc import Callable, Iterable
 
 from kfk.common.structs import TopicPartition
+from kfk.config import DOUBLE_MAX
 from kfk.errors import KafkaStorageError
 from kfk.storage.checkpoint import OffsetCheckpointFile
 from kfk.storage.log import Log
 from kfk.storage.log_files import CLEANER_OFFSET_CHECKPOINT_FILE
 
-# log.cleaner.io.max.bytes.per.second: Kafka's default is Double.MAX_VALUE (no throttle).
-UNLIMITED_IO_BYTES_PER_SECOND = 1.7976931348623157e308
+UNLIMITED_IO_BYTES_PER_SECOND = DOUBLE_MAX  # log.cleaner.io.max.bytes.per.second's default: no throttle
 THROTTLE_CHECK_INTERVAL_MS = 300  # how much I/O the throttler averages over (Kafka's Throttler check interval)
 
 
@@ -104,6 +104,7 @@ class LogCleanerManager:
     def __init__(self) -> None:
         self._states: dict[TopicPartition, tuple[CleaningState, int]] = {}
         self._lock = threading.Condition(threading.RLock())
+        self._shutting_down = False
 
     # -- checkpoints ---------------------------------------------------------------------------------------------
 
@@ -137,32 +138,39 @@ class LogCleanerManager:
     # -- choosing ------------------------------------------------------------------------------------------------
 
     def grab_filthiest_compacted_log(self, logs: Iterable[Log], now_ms: int) -> LogToClean | None:
-        """The log to clean next, marked IN_PROGRESS (None if no log needs cleaning)."""
+        """The log to clean next, marked IN_PROGRESS (None if no log needs cleaning). Each log's dirty section is
+        measured under that log's lock, never while holding the manager's (a cleaner swapping segments holds a
+        log's lock and then asks the manager whether it was aborted)."""
         with self._lock:
-            candidates: list[LogToClean] = []
-            checkpoints: dict[str, dict[TopicPartition, int]] = {}
-            for log in logs:
-                if log.closed or not log.config.compact or log.topic_partition in self._states:
-                    continue
-                log_dir = os.path.dirname(log.dir)
-                if log_dir not in checkpoints:
-                    checkpoints[log_dir] = self._checkpoint_file(log_dir).read()
-                with log.lock:
-                    if log.closed:
-                        continue
-                    candidate = cleanable_offsets(log, checkpoints[log_dir].get(log.topic_partition), now_ms)
-                if candidate.cleanable_bytes == 0 and candidate.max_compaction_delay_ms == 0:
-                    continue
-                if (candidate.cleanable_ratio >= log.config.min_cleanable_dirty_ratio
-                        or candidate.max_compaction_delay_ms > 0):
-                    candidates.append(candidate)
-            if not candidates:
+            if self._shutting_down:
                 return None
-            # Overdue logs first (max.compaction.lag.ms), then the dirtiest.
-            chosen = max(candidates, key=lambda candidate: (candidate.max_compaction_delay_ms > 0,
-                                                            candidate.cleanable_ratio))
-            self._states[chosen.topic_partition] = (CleaningState.IN_PROGRESS, 0)
-            return chosen
+            busy = set(self._states)
+        logs = [log for log in logs if not log.closed and log.config.compact and log.topic_partition not in busy]
+        checkpoints: dict[str, dict[TopicPartition, int]] = {}
+        candidates: list[LogToClean] = []
+        for log in logs:
+            log_dir = os.path.dirname(log.dir)
+            if log_dir not in checkpoints:
+                with self._lock:
+                    checkpoints[log_dir] = self._checkpoint_file(log_dir).read()
+            with log.lock:
+                if log.closed:
+                    continue
+                candidate = cleanable_offsets(log, checkpoints[log_dir].get(log.topic_partition), now_ms)
+            if candidate.cleanable_bytes == 0 and candidate.max_compaction_delay_ms == 0:
+                continue
+            if (candidate.cleanable_ratio >= log.config.min_cleanable_dirty_ratio
+                    or candidate.max_compaction_delay_ms > 0):
+                candidates.append(candidate)
+        # Overdue logs first (max.compaction.lag.ms), then the dirtiest.
+        candidates.sort(key=lambda candidate: (candidate.max_compaction_delay_ms > 0, candidate.cleanable_ratio),
+                        reverse=True)
+        with self._lock:
+            for candidate in candidates:
+                if candidate.topic_partition not in self._states and not self._shutting_down:
+                    self._states[candidate.topic_partition] = (CleaningState.IN_PROGRESS, 0)
+                    return candidate
+        return None
 
     def start_cleaning(self, topic_partition: TopicPartition) -> bool:
         """Mark one partition IN_PROGRESS for a cleaning asked for directly; False if it is paused or busy."""
@@ -175,10 +183,11 @@ class LogCleanerManager:
     # -- the cleaner's side --------------------------------------------------------------------------------------
 
     def check_cleaning_aborted(self, topic_partition: TopicPartition) -> None:
-        """Raise LogCleaningAbortedError when the partition's cleaning was aborted (the cleaner calls this often)."""
+        """Raise LogCleaningAbortedError when the partition's cleaning was aborted, or the cleaner is shutting down
+        (the cleaner calls this between batches)."""
         with self._lock:
             state = self._states.get(topic_partition)
-            if state is not None and state[0] is CleaningState.ABORTED:
+            if self._shutting_down or (state is not None and state[0] is CleaningState.ABORTED):
                 raise LogCleaningAbortedError(f"Cleaning of {topic_partition} was aborted")
 
     def done_cleaning(self, topic_partition: TopicPartition, log_dir: str, end_offset: int | None) -> None:
@@ -218,6 +227,11 @@ class LogCleanerManager:
                 if aborting:
                     return  # done_cleaning left it PAUSED(1): our pause
                 # another caller's abort ended: pause on top of theirs
+
+    def abort_all(self) -> None:
+        """Shutdown: running cleanings stop at their next check and no new one starts."""
+        with self._lock:
+            self._shutting_down = True
 
     def resume_cleaning(self, topic_partition: TopicPartition) -> None:
         with self._lock:
