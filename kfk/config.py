@@ -215,6 +215,7 @@ class ConfigDef:
 
 # Defaults of Kafka 4.x (storage LogConfig, ServerLogConfigs).
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
+MIN_SEGMENT_BYTES = 1024 * 1024  # segment.bytes' floor (internal.segment.bytes has none)
 DEFAULT_SEGMENT_MS = 7 * 24 * 60 * 60 * 1000
 DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000
 DEFAULT_DELETE_RETENTION_MS = 24 * 60 * 60 * 1000
@@ -231,7 +232,7 @@ COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"
 
 LOG_CONFIG_DEF = ConfigDef(
     [
-        ConfigKey("segment.bytes", ConfigType.INT, DEFAULT_SEGMENT_BYTES, at_least(1024 * 1024),
+        ConfigKey("segment.bytes", ConfigType.INT, DEFAULT_SEGMENT_BYTES, at_least(MIN_SEGMENT_BYTES),
                   "The segment file size for the log; a new segment is rolled when the active one would exceed it."),
         ConfigKey("segment.ms", ConfigType.LONG, DEFAULT_SEGMENT_MS, at_least(1),
                   "Roll a new segment after this long even if the active one is not full."),

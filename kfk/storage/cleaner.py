@@ -76,6 +76,13 @@ class CleanerStats:
     invalid_records: int = 0
     segments_cleaned: int = 0
     end_offset: int = 0
+    # The earliest delete horizon among the kept batches that still hold tombstones or markers (None: no such
+    # batch): when it passes, a cleaning is due even if nothing is dirty.
+    earliest_delete_horizon_ms: int | None = None
+
+    def kept_delete_horizon(self, delete_horizon_ms: int) -> None:
+        if self.earliest_delete_horizon_ms is None or delete_horizon_ms < self.earliest_delete_horizon_ms:
+            self.earliest_delete_horizon_ms = delete_horizon_ms
 
 
 class _SegmentsChangedError(Exception):
@@ -179,9 +186,11 @@ class LogCleaner:
         topic_partition = log.topic_partition
         log_dir = os.path.dirname(log.dir)
         end_offset: int | None = None
+        delete_horizon_ms: int | None = None
         try:
             stats = self._clean(to_clean, now_ms)
             end_offset = stats.end_offset
+            delete_horizon_ms = stats.earliest_delete_horizon_ms
             return stats
         except LogCleaningAbortedError:
             logger.info("Cleaning of %s was aborted", topic_partition)
@@ -190,7 +199,7 @@ class LogCleaner:
             logger.info("Cleaning of %s stopped: %s", topic_partition, error)
             return None
         finally:
-            self.manager.done_cleaning(topic_partition, log_dir, end_offset)
+            self.manager.done_cleaning(topic_partition, log_dir, end_offset, delete_horizon_ms)
 
     def _clean(self, to_clean: LogToClean, now_ms: int) -> CleanerStats:
         log = to_clean.log
@@ -356,6 +365,11 @@ class LogCleaner:
 
         needs_delete_horizon = (is_v2 and not batch.has_delete_horizon
                                 and (contains_tombstones or contains_marker_for_empty_txn))
+        if retained and (contains_tombstones or contains_marker_for_empty_txn):
+            if needs_delete_horizon:
+                stats.kept_delete_horizon(now_ms + delete_retention_ms)
+            elif batch.has_delete_horizon and batch.delete_horizon_ms > now_ms:
+                stats.kept_delete_horizon(batch.delete_horizon_ms)
         if retained and len(retained) == len(records) and not needs_delete_horizon:
             return bytes(batch.as_memoryview())
         if not retained:

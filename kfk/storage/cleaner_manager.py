@@ -105,6 +105,9 @@ class LogCleanerManager:
         self._states: dict[TopicPartition, tuple[CleaningState, int]] = {}
         self._lock = threading.Condition(threading.RLock())
         self._shutting_down = False
+        # Per partition, the earliest delete horizon (ms) of the tombstones and markers its last cleaning kept: once
+        # it passes, the log is cleaned again even with nothing dirty, so that they go (KIP-534).
+        self._delete_horizons: dict[TopicPartition, int] = {}
 
     # -- checkpoints ---------------------------------------------------------------------------------------------
 
@@ -127,6 +130,12 @@ class LogCleanerManager:
             else:
                 offsets[topic_partition] = offset
             checkpoint.write(offsets)
+
+    def remove_partition(self, log_dir: str, topic_partition: TopicPartition) -> None:
+        """The partition's log is gone (deleted, or emptied to start again elsewhere): forget what was cleaned."""
+        with self._lock:
+            self._delete_horizons.pop(topic_partition, None)
+            self.update_checkpoint(log_dir, topic_partition, None)
 
     def maybe_truncate_checkpoint(self, log_dir: str, topic_partition: TopicPartition, offset: int) -> None:
         """After truncating to `offset`: a checkpoint beyond it would skip the records written there next."""
@@ -157,10 +166,11 @@ class LogCleanerManager:
                 if log.closed:
                     continue
                 candidate = cleanable_offsets(log, checkpoints[log_dir].get(log.topic_partition), now_ms)
-            if candidate.cleanable_bytes == 0 and candidate.max_compaction_delay_ms == 0:
-                continue
-            if (candidate.cleanable_ratio >= log.config.min_cleanable_dirty_ratio
-                    or candidate.max_compaction_delay_ms > 0):
+            horizon = self._delete_horizons.get(log.topic_partition)
+            tombstones_expired = horizon is not None and horizon <= now_ms
+            dirty = candidate.cleanable_bytes > 0 and (
+                candidate.cleanable_ratio >= log.config.min_cleanable_dirty_ratio)
+            if dirty or candidate.max_compaction_delay_ms > 0 or tombstones_expired:
                 candidates.append(candidate)
         # Overdue logs first (max.compaction.lag.ms), then the dirtiest.
         candidates.sort(key=lambda candidate: (candidate.max_compaction_delay_ms > 0, candidate.cleanable_ratio),
@@ -190,9 +200,10 @@ class LogCleanerManager:
             if self._shutting_down or (state is not None and state[0] is CleaningState.ABORTED):
                 raise LogCleaningAbortedError(f"Cleaning of {topic_partition} was aborted")
 
-    def done_cleaning(self, topic_partition: TopicPartition, log_dir: str, end_offset: int | None) -> None:
-        """A cleaning ended: with an end offset it completed (the checkpoint moves there); an aborted one becomes
-        PAUSED and wakes whoever aborted it."""
+    def done_cleaning(self, topic_partition: TopicPartition, log_dir: str, end_offset: int | None,
+                      delete_horizon_ms: int | None = None) -> None:
+        """A cleaning ended: with an end offset it completed (the checkpoint moves there, and the earliest delete
+        horizon it left is remembered); an aborted one becomes PAUSED and wakes whoever aborted it."""
         with self._lock:
             state = self._states.get(topic_partition)
             if state is None:
@@ -204,6 +215,10 @@ class LogCleanerManager:
             if state[0] is CleaningState.IN_PROGRESS:
                 if end_offset is not None:
                     self.update_checkpoint(log_dir, topic_partition, end_offset)
+                    if delete_horizon_ms is None:
+                        self._delete_horizons.pop(topic_partition, None)
+                    else:
+                        self._delete_horizons[topic_partition] = delete_horizon_ms
                 del self._states[topic_partition]
 
     # -- truncation and deletion ----------------------------------------------------------------------------------

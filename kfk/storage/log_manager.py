@@ -223,7 +223,7 @@ class LogManager:
                     self.deletion_queue.schedule(now_ms + delay, log.delete)
                 else:
                     log.delete()
-                self.cleaner_manager.update_checkpoint(log_dir, topic_partition, None)
+                self.cleaner_manager.remove_partition(log_dir, topic_partition)
                 self._write_checkpoints()
             finally:
                 self.cleaner_manager.resume_cleaning(topic_partition)
@@ -250,7 +250,7 @@ class LogManager:
         self.cleaner_manager.abort_and_pause_cleaning(topic_partition)
         try:
             log.truncate_fully_and_start_at(new_offset, now_ms)
-            self.cleaner_manager.update_checkpoint(os.path.dirname(log.dir), topic_partition, None)
+            self.cleaner_manager.remove_partition(os.path.dirname(log.dir), topic_partition)
         finally:
             self.cleaner_manager.resume_cleaning(topic_partition)
 
