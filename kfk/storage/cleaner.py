@@ -427,6 +427,7 @@ class LogCleaner:
             delete_old()
         cleaned.change_file_suffixes(SWAP_FILE_SUFFIX, "")
         log.segments.add(cleaned)
+        log.on_segments_replaced()
         fsync_directory(log.dir)
 
 
