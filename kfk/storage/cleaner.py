@@ -1,9 +1,8 @@
 """Log compaction (`cleanup.policy=compact`): keep the latest record of every key, never renumber offsets.
 
-Per log, the cleaner knows the first dirty offset (from `cleaner-offset-checkpoint` in the log dir; everything
-before it was compacted already). A log is cleanable when its dirty part — from there up to the first uncleanable
-offset: the active segment, the last stable offset, and segments younger than min.compaction.lag.ms — is at least
-min.cleanable.dirty.ratio of the cleanable bytes, or when dirty data is older than max.compaction.lag.ms.
+Which log is cleaned, from which first dirty offset, and when, is the LogCleanerManager's business
+(cleaner_manager.py, with the `cleaner-offset-checkpoint` files); the broker's threads that run it are in
+cleaner_threads.py. This module is the work of one cleaning.
 
 Cleaning (Kafka's Cleaner):
 1. An offset map of key -> latest offset is built over the dirty part (control batches and aborted transactions
