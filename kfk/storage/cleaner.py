@@ -208,7 +208,8 @@ class LogCleaner:
             if log.closed:
                 raise _SegmentsChangedError("the log was closed")
             active = log.active_segment
-            segments = [segment for segment in log.segments if segment.base_offset < end_offset and segment is not active]
+            segments = [segment for segment in log.segments
+                        if segment.base_offset < end_offset and segment is not active]
             dirty_segments = [segment for segment in log.segments.values_from(to_clean.first_dirty_offset, end_offset)
                               if segment is not active]
             clean_segments = [segment for segment in segments if segment.base_offset < to_clean.first_dirty_offset]

@@ -50,15 +50,11 @@ class LogCleanerThreads:
             self._threads.append(thread)
             thread.start()
 
-    def wake_up(self) -> None:
-        """Look for work now instead of at the end of the backoff (tests, and after a config change)."""
-        with self._wakeup:
-            self._wakeup.notify_all()
-
     def shutdown(self) -> None:
         self._stopped.set()
         self.manager.abort_all()
-        self.wake_up()
+        with self._wakeup:  # threads waiting out their backoff
+            self._wakeup.notify_all()
         for thread in self._threads:
             thread.join()
         self._threads.clear()
@@ -78,7 +74,3 @@ class LogCleanerThreads:
             with self._wakeup:
                 if not self._stopped.is_set():
                     self._wakeup.wait(self.config.backoff_ms / 1000)
-
-    @property
-    def stats(self) -> list[CleanerStats]:
-        return [stats for cleaner in self.cleaners for stats in cleaner.stats]
