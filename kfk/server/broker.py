@@ -140,12 +140,7 @@ class BrokerServer:
             retention_check_interval_ms=config.log_retention_check_interval_ms,
             offset_checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
             producer_id_expiration_ms=config.producer_id_expiration_ms,
-            cleaner_config=CleanerConfig(
-                num_threads=config.log_cleaner_threads,
-                backoff_ms=config.log_cleaner_backoff_ms,
-                max_io_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
-                enable_cleaner=config.log_cleaner_enable,
-            ),
+            cleaner_config=CleanerConfig.from_broker_config(config),
             now_ms=system_time_ms,
         )
 

@@ -13,6 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from kfk.config import BrokerConfig
 from kfk.storage.cleaner import CleanerStats, LogCleaner
 from kfk.storage.cleaner_manager import UNLIMITED_IO_BYTES_PER_SECOND, LogCleanerManager, Throttler
 from kfk.storage.log import Log
@@ -28,6 +29,12 @@ class CleanerConfig:
     backoff_ms: int = 15_000  # log.cleaner.backoff.ms
     max_io_bytes_per_second: float = UNLIMITED_IO_BYTES_PER_SECOND  # log.cleaner.io.max.bytes.per.second
     enable_cleaner: bool = True  # log.cleaner.enable
+
+    @classmethod
+    def from_broker_config(cls, config: BrokerConfig) -> CleanerConfig:
+        return cls(num_threads=config.log_cleaner_threads, backoff_ms=config.log_cleaner_backoff_ms,
+                   max_io_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
+                   enable_cleaner=config.log_cleaner_enable)
 
 
 class LogCleanerThreads:

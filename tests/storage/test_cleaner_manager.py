@@ -5,10 +5,12 @@ cleaner threads the LogManager runs."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 
 from kfk.common.structs import TopicPartition
+from kfk.config import BrokerConfig
 from kfk.storage.cleaner import LogCleaner
 from kfk.storage.cleaner_manager import CleaningState, LogCleanerManager, Throttler
 from kfk.storage.cleaner_threads import CleanerConfig
@@ -105,6 +107,19 @@ def test_tombstones_past_their_delete_horizon_make_a_log_cleanable_without_dirty
     assert tombstones() == 0
     assert cleaner.clean_filthiest_log([log], now_ms=20_000) is None  # nothing left to expire
     log.close()
+
+
+def test_cleaner_settings_default_to_kafkas() -> None:
+    defaults = CleanerConfig.from_broker_config(BrokerConfig({"process.roles": "broker", "node.id": "1"}))
+    assert defaults == CleanerConfig(num_threads=1, backoff_ms=15_000, max_io_bytes_per_second=sys.float_info.max,
+                                     enable_cleaner=True)
+    assert CleanerConfig() == defaults
+    custom = CleanerConfig.from_broker_config(BrokerConfig({
+        "process.roles": "broker", "node.id": "1", "log.cleaner.threads": "3", "log.cleaner.backoff.ms": "50",
+        "log.cleaner.io.max.bytes.per.second": "1048576", "log.cleaner.enable": "false"}))
+    assert custom == CleanerConfig(num_threads=3, backoff_ms=50, max_io_bytes_per_second=1048576.0,
+                                   enable_cleaner=False)
+    assert LogManager(["/nonexistent"], cleaner_config=custom).cleaner is None
 
 
 def test_the_throttler_sleeps_to_keep_the_average_rate() -> None:
