@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -216,6 +217,7 @@ class ConfigDef:
 
 # Defaults of Kafka 4.x (storage LogConfig, ServerLogConfigs).
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
+MIN_SEGMENT_BYTES = 1024 * 1024  # segment.bytes' floor (internal.segment.bytes has none)
 DEFAULT_SEGMENT_MS = 7 * 24 * 60 * 60 * 1000
 DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000
 DEFAULT_DELETE_RETENTION_MS = 24 * 60 * 60 * 1000
@@ -232,7 +234,7 @@ COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"
 
 LOG_CONFIG_DEF = ConfigDef(
     [
-        ConfigKey("segment.bytes", ConfigType.INT, DEFAULT_SEGMENT_BYTES, at_least(1024 * 1024),
+        ConfigKey("segment.bytes", ConfigType.INT, DEFAULT_SEGMENT_BYTES, at_least(MIN_SEGMENT_BYTES),
                   "The segment file size for the log; a new segment is rolled when the active one would exceed it."),
         ConfigKey("segment.ms", ConfigType.LONG, DEFAULT_SEGMENT_MS, at_least(1),
                   "Roll a new segment after this long even if the active one is not full."),
@@ -439,6 +441,7 @@ def _host_counts(name: str, value: Any) -> None:
 
 DEFAULT_LOG_DIR = "/tmp/kafka-logs"
 LONG_MAX = INT64_MAX
+DOUBLE_MAX = sys.float_info.max  # Java's Double.MAX_VALUE
 
 
 _B, _I, _L, _D, _S, _LIST, _C, _P = (ConfigType.BOOLEAN, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE,
@@ -781,6 +784,8 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("log.cleaner.threads", ConfigType.INT, 1, at_least(0), "Compaction threads."),
         ConfigKey("log.cleaner.backoff.ms", ConfigType.LONG, 15000, at_least(0),
                   "Sleep between cleaner passes with nothing to clean."),
+        ConfigKey("log.cleaner.io.max.bytes.per.second", ConfigType.DOUBLE, DOUBLE_MAX, None,
+                  "Read plus write I/O of all cleaner threads together, in bytes per second."),
         ConfigKey("log.cleaner.delete.retention.ms", ConfigType.LONG, DEFAULT_DELETE_RETENTION_MS, at_least(0),
                   "delete.retention.ms default."),
         ConfigKey("log.cleaner.min.compaction.lag.ms", ConfigType.LONG, 0, at_least(0),

@@ -9,7 +9,7 @@ election off and its own min ISR), as Kafka creates them on first use.
 from __future__ import annotations
 
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
-from kfk.config import BrokerConfig
+from kfk.config import MIN_SEGMENT_BYTES, BrokerConfig
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
 
 CreatableTopic = CreateTopicsRequest.CreatableTopic
@@ -20,12 +20,20 @@ def _configs(values: dict[str, object]) -> list[CreatableTopicConfig]:
     return [CreatableTopicConfig(name=name, value=str(value)) for name, value in values.items()]
 
 
+def _segment_bytes(segment_bytes: int) -> dict[str, object]:
+    """An internal topic's segment size: offsets.topic.segment.bytes may be below segment.bytes' 1 MiB floor
+    (small segments, so that compaction shows in tests); such a value goes in internal.segment.bytes."""
+    if segment_bytes < MIN_SEGMENT_BYTES:
+        return {"internal.segment.bytes": segment_bytes}
+    return {"segment.bytes": segment_bytes}
+
+
 def creatable_topic(name: str, config: BrokerConfig) -> CreatableTopic:
     if name == GROUP_METADATA_TOPIC_NAME:
         return CreatableTopic(name=name, num_partitions=config.offsets_topic_num_partitions,
                               replication_factor=config.offsets_topic_replication_factor,
                               configs=_configs({"cleanup.policy": "compact", "compression.type": "producer",
-                                                "segment.bytes": config.offsets_topic_segment_bytes}))
+                                                **_segment_bytes(config.offsets_topic_segment_bytes)}))
     if name == TRANSACTION_STATE_TOPIC_NAME:
         return CreatableTopic(name=name, num_partitions=config.transaction_state_log_num_partitions,
                               replication_factor=config.transaction_state_log_replication_factor,

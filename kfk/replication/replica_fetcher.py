@@ -40,6 +40,7 @@ from kfk.records import complete_entries_length
 from kfk.replication.broker_channel import BrokerChannel
 from kfk.replication.partition import Partition
 from kfk.storage.log import Log
+from kfk.storage.log_manager import LogManager
 
 logger = logging.getLogger(__name__)
 
@@ -126,9 +127,10 @@ class ReplicaFetcher:
     """Fetches the partitions it is given from one leader broker."""
 
     def __init__(self, node_id: int, leader_id: int, host: str, port: int, config: BrokerConfig,
-                 get_partition: Callable[[TopicPartition], Partition | None], now_ms: Clock,
+                 get_partition: Callable[[TopicPartition], Partition | None], log_manager: LogManager, now_ms: Clock,
                  name: str, quota: ReplicationQuota | None = None, throttle: ThrottleConfig = no_throttle) -> None:
         self.node_id = node_id
+        self.log_manager = log_manager  # truncations go through it: it pauses the partition's cleaning
         self.quota = quota or ReplicationQuota()
         self.throttle = throttle
         self.leader_id = leader_id
@@ -249,7 +251,7 @@ class ReplicaFetcher:
         if target < log.log_end_offset:
             logger.info("%s: truncating the divergent tail from %d to %d (%s)", partition.topic_partition,
                         log.log_end_offset, target, reason)
-            log.truncate_to(target, self.now_ms())
+            self.log_manager.truncate_to(partition.topic_partition, target, self.now_ms())
 
     # -- fetch -------------------------------------------------------------------------------------------------------
 
@@ -331,11 +333,11 @@ class ReplicaFetcher:
         if data.log_start_offset >= 0 and log.log_end_offset < data.log_start_offset:
             logger.info("%s: fetch offset %d is below the leader's log start %d; restarting the log there",
                         partition.topic_partition, log.log_end_offset, data.log_start_offset)
-            log.truncate_fully_and_start_at(data.log_start_offset, now_ms)
+            self.log_manager.truncate_fully_and_start_at(partition.topic_partition, data.log_start_offset, now_ms)
         elif data.high_watermark >= 0 and log.log_end_offset > data.high_watermark:
             logger.warning("%s: the leader's log ends before ours (%d > %d): truncating (records may be lost)",
                            partition.topic_partition, log.log_end_offset, data.high_watermark)
-            log.truncate_to(data.high_watermark, now_ms)
+            self.log_manager.truncate_to(partition.topic_partition, data.high_watermark, now_ms)
 
     def _back_off(self, topic_partition: TopicPartition, state: PartitionFetchState, error: int) -> None:
         if error not in _WAIT_FOR_METADATA:
@@ -349,8 +351,9 @@ class ReplicaFetcherManager:
     their leader has none left for them."""
 
     def __init__(self, node_id: int, config: BrokerConfig, get_partition: Callable[[TopicPartition], Partition | None],
-                 now_ms: Clock, throttle: ThrottleConfig = no_throttle) -> None:
+                 log_manager: LogManager, now_ms: Clock, throttle: ThrottleConfig = no_throttle) -> None:
         self.node_id = node_id
+        self.log_manager = log_manager
         self.throttle = throttle
         self.quota = ReplicationQuota()  # one follower quota for the whole broker, as in Kafka
         self.config = config
@@ -373,7 +376,7 @@ class ReplicaFetcherManager:
             fetcher = None
         if fetcher is None:
             fetcher = ReplicaFetcher(self.node_id, leader_id, host, port, self.config, self.get_partition,
-                                     self.now_ms, f"{leader_id}-{key[1]}", self.quota, self.throttle)
+                                     self.log_manager, self.now_ms, f"{leader_id}-{key[1]}", self.quota, self.throttle)
             self.fetchers[key] = fetcher
         for other, state in moved.items():
             self.assignment[other] = key

@@ -124,7 +124,7 @@ class ReplicaManager:
         self._opening: dict[TopicPartition, _Opening] = {}
         self._file_work: collections.deque[tuple[functools.partial, _Opening | None]] = collections.deque()
         self._file_worker: asyncio.Task | None = None
-        self.fetcher_manager = ReplicaFetcherManager(node_id, config, self.partitions.get, now_ms,
+        self.fetcher_manager = ReplicaFetcherManager(node_id, config, self.partitions.get, log_manager, now_ms,
                                                      self._follower_throttle)
         self.inter_broker_listener = config.inter_broker_listener_name or _first_listener_name(config)
         self._alter_partition = alter_partition

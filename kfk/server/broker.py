@@ -8,7 +8,8 @@ accepting, stop the layers above storage, then shut the log manager down (flush,
 marker) and remove the pid file. The exit code is 0 after a clean stop.
 
 Blocking storage work (recovery at start, the periodic flush/retention/checkpoint tick, shutdown) runs in the
-default executor so the event loop keeps serving.
+default executor so the event loop keeps serving; compaction runs in the log manager's cleaner threads
+(log.cleaner.*).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.log_files import BROKER_PID_FILE
+from kfk.storage.cleaner_threads import CleanerConfig
 from kfk.storage.log_manager import LogManager
 from kfk.storage.producer_state import AppendOrigin
 
@@ -161,6 +163,8 @@ class BrokerServer:
             retention_check_interval_ms=config.log_retention_check_interval_ms,
             offset_checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
             producer_id_expiration_ms=config.producer_id_expiration_ms,
+            cleaner_config=CleanerConfig.from_broker_config(config),
+            now_ms=system_time_ms,
         )
 
     async def _run_log_manager(self) -> None:

@@ -1,9 +1,8 @@
 """Log compaction (`cleanup.policy=compact`): keep the latest record of every key, never renumber offsets.
 
-Per log, the cleaner knows the first dirty offset (from `cleaner-offset-checkpoint` in the log dir; everything
-before it was compacted already). A log is cleanable when its dirty part — from there up to the first uncleanable
-offset: the active segment, the last stable offset, and segments younger than min.compaction.lag.ms — is at least
-min.cleanable.dirty.ratio of the cleanable bytes, or when dirty data is older than max.compaction.lag.ms.
+Which log is cleaned, from which first dirty offset, and when, is the LogCleanerManager's business
+(cleaner_manager.py, with the `cleaner-offset-checkpoint` files); the broker's threads that run it are in
+cleaner_threads.py. This module is the work of one cleaning.
 
 Cleaning (Kafka's Cleaner):
 1. An offset map of key -> latest offset is built over the dirty part (control batches and aborted transactions
@@ -21,6 +20,7 @@ Cleaning (Kafka's Cleaner):
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import heapq
 import logging
@@ -28,7 +28,6 @@ import os
 from collections.abc import Iterator
 
 from kfk.common.constants import INT32_MAX
-from kfk.common.structs import TopicPartition
 from kfk.records import (
     MAGIC_VALUE_V2,
     NO_TIMESTAMP,
@@ -42,11 +41,18 @@ from kfk.records import (
     iter_batches,
 )
 from kfk.records.control import ControlRecordType
-from kfk.storage.checkpoint import OffsetCheckpointFile, fsync_directory
+from kfk.storage.checkpoint import fsync_directory
+from kfk.storage.cleaner_manager import (
+    UNLIMITED_IO_BYTES_PER_SECOND,
+    LogCleanerManager,
+    LogCleaningAbortedError,
+    LogToClean,
+    Throttler,
+    cleanable_offsets,
+)
 from kfk.storage.log import Log
 from kfk.storage.log_files import (
     CLEANED_FILE_SUFFIX,
-    CLEANER_OFFSET_CHECKPOINT_FILE,
     DELETED_FILE_SUFFIX,
     SWAP_FILE_SUFFIX,
 )
@@ -57,6 +63,7 @@ from kfk.storage.transaction_index import AbortedTxn, TransactionIndex
 
 logger = logging.getLogger(__name__)
 
+_STATS_KEPT = 100  # the last cleanings' stats, for logs and tests
 
 
 @dataclasses.dataclass
@@ -68,22 +75,17 @@ class CleanerStats:
     invalid_records: int = 0
     segments_cleaned: int = 0
     end_offset: int = 0
+    # The earliest delete horizon among the kept batches that still hold tombstones or markers (None: no such
+    # batch): when it passes, a cleaning is due even if nothing is dirty.
+    earliest_delete_horizon_ms: int | None = None
+
+    def kept_delete_horizon(self, delete_horizon_ms: int) -> None:
+        if self.earliest_delete_horizon_ms is None or delete_horizon_ms < self.earliest_delete_horizon_ms:
+            self.earliest_delete_horizon_ms = delete_horizon_ms
 
 
-@dataclasses.dataclass
-class LogToClean:
-    topic_partition: TopicPartition
-    log: Log
-    first_dirty_offset: int
-    first_uncleanable_offset: int
-    clean_bytes: int
-    cleanable_bytes: int
-    max_compaction_delay_ms: int
-
-    @property
-    def cleanable_ratio(self) -> float:
-        total = self.clean_bytes + self.cleanable_bytes
-        return self.cleanable_bytes / total if total else 0.0
+class _SegmentsChangedError(Exception):
+    """Retention removed a segment that was being cleaned: the cleaning stops (the next one starts over)."""
 
 
 class _CleanedTransactionMetadata:
@@ -144,114 +146,102 @@ class _CleanedTransactionMetadata:
 
 
 class LogCleaner:
-    """Compacts logs with cleanup.policy containing `compact`; its checkpoints live in each log dir."""
+    """Compacts logs with cleanup.policy containing `compact` (Kafka's Cleaner): the work of one cleaning, safe
+    beside appends and reads. Under the log's lock it takes a snapshot (the inactive segments up to the first
+    uncleanable offset, the producers' last batches); without it, it reads those segments (no append touches a
+    segment once rolled) and writes the cleaned ones; under the lock again it swaps each group in, after checking
+    that retention or truncation did not change it meanwhile. Between batches it asks the manager whether the
+    cleaning was aborted (truncation or deletion waits for that) and lets the throttler slow it down."""
 
-    def __init__(self) -> None:
-        self.stats: list[CleanerStats] = []
-
-    # -- checkpoints ---------------------------------------------------------------------------------------------
-
-    @staticmethod
-    def _checkpoint_file(log: Log) -> OffsetCheckpointFile:
-        return OffsetCheckpointFile(os.path.join(os.path.dirname(log.dir), CLEANER_OFFSET_CHECKPOINT_FILE))
-
-    def _read_checkpoint(self, log: Log) -> int | None:
-        return self._checkpoint_file(log).read().get(log.topic_partition)
-
-    def _write_checkpoint(self, log: Log, offset: int) -> None:
-        checkpoint = self._checkpoint_file(log)
-        offsets = checkpoint.read()
-        offsets[log.topic_partition] = offset
-        checkpoint.write(offsets)
-
-    # -- choosing what to clean ------------------------------------------------------------------------------------
-
-    def cleanable_offsets(self, log: Log, now_ms: int) -> LogToClean:
-        checkpointed = self._read_checkpoint(log)
-        first_dirty = log.log_start_offset
-        if checkpointed is not None and log.log_start_offset <= checkpointed <= log.log_end_offset:
-            first_dirty = checkpointed
-        first_uncleanable = min(log.last_stable_offset, log.active_segment.base_offset)
-        dirty_segments = [segment for segment in log.segments.values_from(first_dirty, first_uncleanable)
-                          if segment is not log.active_segment]
-        min_lag = max(log.config.min_compaction_lag_ms, 0)
-        if min_lag > 0:
-            for segment in dirty_segments:
-                if segment.largest_timestamp > now_ms - min_lag:
-                    first_uncleanable = min(first_uncleanable, segment.base_offset)
-                    break
-        first_uncleanable = max(first_uncleanable, first_dirty)
-        clean_bytes = sum(segment.size for segment in log.segments.values_from(log.log_start_offset, first_dirty))
-        cleanable_bytes = sum(segment.size for segment in log.segments.values_from(first_dirty, first_uncleanable))
-        max_lag = max(log.config.max_compaction_lag_ms, 0)
-        first_batch_timestamps = [timestamp for segment in dirty_segments
-                                  if (timestamp := segment.first_batch_timestamp()) is not None and timestamp > 0]
-        delay = 0
-        if first_batch_timestamps:
-            clean_until = now_ms - max_lag
-            earliest = min(first_batch_timestamps)
-            if earliest < clean_until:
-                delay = clean_until - earliest
-        return LogToClean(log.topic_partition, log, first_dirty, first_uncleanable, clean_bytes, cleanable_bytes,
-                          delay)
-
-    def grab_filthiest_log(self, logs: list[Log], now_ms: int) -> LogToClean | None:
-        candidates = []
-        for log in logs:
-            if log.closed or not log.config.compact:
-                continue
-            with log.lock:
-                candidate = self.cleanable_offsets(log, now_ms)
-            if candidate.cleanable_bytes == 0 and candidate.max_compaction_delay_ms == 0:
-                continue
-            if (candidate.cleanable_ratio >= log.config.min_cleanable_dirty_ratio
-                    or candidate.max_compaction_delay_ms > 0):
-                candidates.append(candidate)
-        if not candidates:
-            return None
-        return max(candidates, key=lambda candidate: candidate.cleanable_ratio)
+    def __init__(self, manager: LogCleanerManager | None = None, throttler: Throttler | None = None) -> None:
+        self.manager = manager or LogCleanerManager()
+        self.throttler = throttler or Throttler(UNLIMITED_IO_BYTES_PER_SECOND)
+        self.stats: collections.deque[CleanerStats] = collections.deque(maxlen=_STATS_KEPT)
 
     def clean_filthiest_log(self, logs: list[Log], now_ms: int) -> CleanerStats | None:
-        candidate = self.grab_filthiest_log(logs, now_ms)
-        if candidate is None:
+        """One cleaner pass: the dirtiest log, cleaned; None if none needed it (or its cleaning was aborted)."""
+        to_clean = self.manager.grab_filthiest_compacted_log(logs, now_ms)
+        if to_clean is None:
             return None
-        return self.clean(candidate.log, now_ms)
+        return self.clean_log(to_clean, now_ms)
 
-    # -- cleaning --------------------------------------------------------------------------------------------------
+    def clean(self, log: Log, now_ms: int) -> CleanerStats | None:
+        """Compact `log` up to its first uncleanable offset, whatever its dirty ratio (None if its cleaning is
+        paused or already running). With nothing dirty, this still drops the tombstones and markers whose delete
+        horizon has passed."""
+        if not self.manager.start_cleaning(log.topic_partition):
+            return None
+        try:
+            with log.lock:
+                to_clean = cleanable_offsets(log, self.manager.checkpointed_offset(log), now_ms)
+        except BaseException:
+            self.manager.done_cleaning(log.topic_partition, os.path.dirname(log.dir), None)
+            raise
+        return self.clean_log(to_clean, now_ms)
 
-    def clean(self, log: Log, now_ms: int) -> CleanerStats:
-        """Compact `log` up to its first uncleanable offset, whatever its dirty ratio. With nothing dirty, this
-        still drops the tombstones and markers whose delete horizon has passed."""
+    def clean_log(self, to_clean: LogToClean, now_ms: int) -> CleanerStats | None:
+        """Clean a log the manager marked IN_PROGRESS, and report to it (None when the cleaning was aborted)."""
+        log = to_clean.log
+        topic_partition = log.topic_partition
+        log_dir = os.path.dirname(log.dir)
+        end_offset: int | None = None
+        delete_horizon_ms: int | None = None
+        try:
+            stats = self._clean(to_clean, now_ms)
+            end_offset = stats.end_offset
+            delete_horizon_ms = stats.earliest_delete_horizon_ms
+            return stats
+        except LogCleaningAbortedError:
+            logger.info("Cleaning of %s was aborted", topic_partition)
+            return None
+        except _SegmentsChangedError as error:
+            logger.info("Cleaning of %s stopped: %s", topic_partition, error)
+            return None
+        finally:
+            self.manager.done_cleaning(topic_partition, log_dir, end_offset, delete_horizon_ms)
+
+    def _clean(self, to_clean: LogToClean, now_ms: int) -> CleanerStats:
+        log = to_clean.log
+        stats = CleanerStats()
+        end_offset = to_clean.first_uncleanable_offset
         with log.lock:
-            to_clean = self.cleanable_offsets(log, now_ms)
-            stats = CleanerStats()
-            end_offset = to_clean.first_uncleanable_offset
-            offset_map = self._build_offset_map(log, to_clean.first_dirty_offset, end_offset)
+            if log.closed:
+                raise _SegmentsChangedError("the log was closed")
+            active = log.active_segment
+            segments = [segment for segment in log.segments
+                        if segment.base_offset < end_offset and segment is not active]
+            dirty_segments = [segment for segment in log.segments.values_from(to_clean.first_dirty_offset, end_offset)
+                              if segment is not active]
+            clean_segments = [segment for segment in segments if segment.base_offset < to_clean.first_dirty_offset]
             legacy_delete_horizon_ms = 0
-            clean_segments = [segment for segment in log.segments
-                              if segment.base_offset < to_clean.first_dirty_offset and segment is not log.active_segment]
             if clean_segments:
                 legacy_delete_horizon_ms = clean_segments[-1].log.last_modified_ms() - log.config.delete_retention_ms
-            txn_metadata = _CleanedTransactionMetadata()
-            segments = [segment for segment in log.segments
-                        if segment.base_offset < end_offset and segment is not log.active_segment]
-            for group in self._group_segments_by_size(segments, log.config.segment_size, end_offset):
-                self._clean_segments(log, group, offset_map, end_offset - 1, now_ms, stats, txn_metadata,
-                                     legacy_delete_horizon_ms)
-            self._write_checkpoint(log, end_offset)
-            stats.end_offset = end_offset
-            self.stats.append(stats)
-            return stats
+            last_records_of_active_producers = {
+                producer_id: (entry.last_data_offset if entry.last_data_offset >= 0 else None, entry.producer_epoch)
+                for producer_id, entry in log.producer_state.producers.items()
+            }
+        offset_map = self._build_offset_map(log, dirty_segments, to_clean.first_dirty_offset, end_offset)
+        txn_metadata = _CleanedTransactionMetadata()
+        for group in self._group_segments_by_size(segments, log.config.segment_size, end_offset):
+            self._clean_segments(log, group, offset_map, end_offset - 1, now_ms, stats, txn_metadata,
+                                 legacy_delete_horizon_ms, last_records_of_active_producers)
+        stats.end_offset = end_offset
+        self.stats.append(stats)
+        return stats
 
-    @staticmethod
-    def _build_offset_map(log: Log, start: int, end: int) -> dict[bytes, int]:
+    def _check_aborted_and_throttle(self, log: Log, io_bytes: int) -> None:
+        self.manager.check_cleaning_aborted(log.topic_partition)
+        self.throttler.maybe_throttle(io_bytes)
+
+    def _build_offset_map(self, log: Log, segments: list[LogSegment], start: int, end: int) -> dict[bytes, int]:
         offset_map: dict[bytes, int] = {}
         txn_metadata = _CleanedTransactionMetadata()
         txn_metadata.add_aborted_transactions(log.collect_aborted_transactions(start, end))
-        for segment in log.segments.values_from(start, end):
+        for segment in segments:
             for batch in _iter_segment_batches(segment):
                 if batch.base_offset >= end:
                     break
+                self._check_aborted_and_throttle(log, batch.size_in_bytes)
                 if batch.is_control:
                     txn_metadata.on_control_batch_read(batch, list(batch.records()))
                     continue
@@ -283,17 +273,14 @@ class LogCleaner:
 
     def _clean_segments(self, log: Log, group: list[LogSegment], offset_map: dict[bytes, int], map_latest_offset: int,
                         now_ms: int, stats: CleanerStats, txn_metadata: _CleanedTransactionMetadata,
-                        legacy_delete_horizon_ms: int) -> None:
+                        legacy_delete_horizon_ms: int,
+                        last_records_of_active_producers: dict[int, tuple[int | None, int]]) -> None:
         config = log.config
         base_offset = group[0].base_offset
         for suffix in (CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX):
             _remove_segment_files(log.dir, base_offset, suffix)
         cleaned = open_segment(log.dir, base_offset, config, now_ms, exists=False, suffix=CLEANED_FILE_SUFFIX)
         txn_metadata.cleaned_index = cleaned.txn_index
-        last_records_of_active_producers = {
-            producer_id: (entry.last_data_offset if entry.last_data_offset >= 0 else None, entry.producer_epoch)
-            for producer_id, entry in log.producer_state.producers.items()
-        }
         try:
             for position, segment in enumerate(group):
                 upper_bound = (group[position + 1].base_offset if position + 1 < len(group)
@@ -302,6 +289,7 @@ class LogCleaner:
                                                                                         upper_bound))
                 retain_legacy_deletes = segment.log.last_modified_ms() > legacy_delete_horizon_ms
                 for batch in _iter_segment_batches(segment):
+                    self._check_aborted_and_throttle(log, batch.size_in_bytes)
                     output = self._filter_batch(batch, offset_map, map_latest_offset, now_ms,
                                                 config.delete_retention_ms, txn_metadata,
                                                 last_records_of_active_producers, retain_legacy_deletes, stats)
@@ -315,7 +303,9 @@ class LogCleaner:
             cleaned.flush()
             os.utime(cleaned.log.path, ns=(os.stat(group[-1].log.path).st_atime_ns,
                                            os.stat(group[-1].log.path).st_mtime_ns))
-            self._replace_segments(log, cleaned, group, now_ms)
+            with log.lock:
+                self.manager.check_cleaning_aborted(log.topic_partition)
+                self._replace_segments(log, cleaned, group, now_ms)
             stats.segments_cleaned += len(group)
         except BaseException:
             cleaned.delete_if_exists()
@@ -375,6 +365,11 @@ class LogCleaner:
 
         needs_delete_horizon = (is_v2 and not batch.has_delete_horizon
                                 and (contains_tombstones or contains_marker_for_empty_txn))
+        if retained and (contains_tombstones or contains_marker_for_empty_txn):
+            if needs_delete_horizon:
+                stats.kept_delete_horizon(now_ms + delete_retention_ms)
+            elif batch.has_delete_horizon and batch.delete_horizon_ms > now_ms:
+                stats.kept_delete_horizon(batch.delete_horizon_ms)
         if retained and len(retained) == len(records) and not needs_delete_horizon:
             return bytes(batch.as_memoryview())
         if not retained:
@@ -413,8 +408,8 @@ class LogCleaner:
     def _replace_segments(log: Log, cleaned: LogSegment, old_segments: list[LogSegment], now_ms: int) -> None:
         """Swap the cleaned segment in for the old ones, crash-safely (see the module docstring)."""
         for segment in old_segments:
-            if log.segments.get(segment.base_offset) is not segment:
-                raise RuntimeError(f"Segment {segment} of {log.topic_partition} changed while it was being cleaned")
+            if log.closed or log.segments.get(segment.base_offset) is not segment:
+                raise _SegmentsChangedError(f"segment {segment} was removed while it was being cleaned")
         cleaned.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
         fsync_directory(log.dir)
         for segment in old_segments:
@@ -432,6 +427,7 @@ class LogCleaner:
             delete_old()
         cleaned.change_file_suffixes(SWAP_FILE_SUFFIX, "")
         log.segments.add(cleaned)
+        log.on_segments_replaced()
         fsync_directory(log.dir)
 
 

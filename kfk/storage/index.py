@@ -19,9 +19,11 @@ Not thread-safe: the Log that owns the segment serialises writers.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from kfk.common.constants import INT32_MAX
@@ -67,8 +69,8 @@ class AbstractIndex:
         self.path = path
         self.base_offset = base_offset
         self.writable = writable
-        self._fd = -1
         self._mmap: mmap.mmap | None = None
+        self._closed = False
         self.length = 0
         self.entries = 0
         newly_created = not os.path.exists(path)
@@ -77,30 +79,44 @@ class AbstractIndex:
                 raise FileNotFoundError(path)
             if max_index_size < self.entry_size:
                 raise ValueError(f"Invalid max index size: {max_index_size}")
-        flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
-        self._fd = os.open(path, flags, 0o644)
-        try:
+        with self._open_file(create=newly_created) as fd:
             if newly_created:
-                os.ftruncate(self._fd, round_down_to_multiple(max_index_size, self.entry_size))
-            self.length = os.fstat(self._fd).st_size
-            self._map(self.length)
-            # A new file is all pre-allocated space; an existing one is taken as full of entries (a trimmed file is
-            # exact; an untrimmed one after a crash is what recovery or the sanity check sorts out).
-            self.entries = 0 if newly_created else self.length // self.entry_size
-        except BaseException:
-            self.close()
-            raise
+                os.ftruncate(fd, round_down_to_multiple(max_index_size, self.entry_size))
+            self.length = os.fstat(fd).st_size
+        # A new file is all pre-allocated space; an existing one is taken as full of entries (a trimmed file is
+        # exact; an untrimmed one after a crash is what recovery or the sanity check sorts out).
+        self.entries = 0 if newly_created else self.length // self.entry_size
         self.max_index_size = max_index_size if max_index_size >= self.entry_size else self.length
 
     # -- mapping -------------------------------------------------------------------------------------------------
 
-    def _map(self, length: int) -> None:
+    @contextlib.contextmanager
+    def _open_file(self, create: bool = False) -> Iterator[int]:
+        """A descriptor for the few calls that need one (map, resize, a write into a fresh page), closed right
+        after: a mapping stays valid without it."""
+        flags = (os.O_RDWR | (os.O_CREAT if create else 0)) if self.writable else os.O_RDONLY
+        fd = os.open(self.path, flags, 0o644)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _mapping(self) -> mmap.mmap:
+        """The file's mapping, made on first use (only called with entries, so the file is not empty). Python's
+        mmap keeps a duplicate descriptor of the file it maps, so an index that is never read or written — an
+        idle partition's — costs no descriptor at all."""
+        if self._mmap is None:
+            if self._closed:
+                raise KafkaStorageError(f"Index {self.path} is closed")
+            with self._open_file() as fd:
+                access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
+                self._mmap = mmap.mmap(fd, self.length, access=access)
+        return self._mmap
+
+    def _unmap(self) -> None:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        if length > 0:
-            access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
-            self._mmap = mmap.mmap(self._fd, length, access=access)
 
     @property
     def max_entries(self) -> int:
@@ -119,12 +135,10 @@ class AbstractIndex:
         rounded = max(round_down_to_multiple(new_size, self.entry_size), self.size_in_bytes)
         if rounded == self.length:
             return False
-        if self._mmap is not None:
-            self._mmap.close()
-            self._mmap = None
-        os.ftruncate(self._fd, rounded)
+        self._unmap()
+        with self._open_file() as fd:
+            os.ftruncate(fd, rounded)
         self.length = rounded
-        self._map(rounded)
         return True
 
     def _write_entry(self, first: int, second: int) -> None:
@@ -137,9 +151,10 @@ class AbstractIndex:
         size = self.entry_size
         position = self.entries * size
         if (position + size - 1) // _PAGE_SIZE != (position - 1) // _PAGE_SIZE:
-            os.pwrite(self._fd, self._entry.pack(first, second), position)
+            with self._open_file() as fd:
+                os.pwrite(fd, self._entry.pack(first, second), position)
         else:
-            self._entry.pack_into(self._mmap, position, first, second)
+            self._entry.pack_into(self._mapping(), position, first, second)
 
     def trim_to_valid_size(self) -> None:
         """Shrink the file to its valid entries (done on roll and close so the size tells the entry count)."""
@@ -150,15 +165,11 @@ class AbstractIndex:
             self._mmap.flush()
 
     def close(self) -> None:
-        if self._mmap is not None:
-            self._mmap.close()
-            self._mmap = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._unmap()
+        self._closed = True
 
     def close_and_trim(self) -> None:
-        if self.writable and self._fd >= 0:
+        if self.writable and not self._closed:
             self.trim_to_valid_size()
         self.close()
 
@@ -182,14 +193,13 @@ class AbstractIndex:
     # -- entries -------------------------------------------------------------------------------------------------
 
     def _read_entry(self, slot: int) -> tuple[int, int]:
-        assert self._mmap is not None
-        return self._entry.unpack_from(self._mmap, slot * self.entry_size)
+        return self._entry.unpack_from(self._mapping(), slot * self.entry_size)
 
     def _largest_lower_bound_slot(self, target: int, key_index: int) -> int:
         """The slot of the largest entry whose key (field `key_index` of the entry) is <= target, or -1."""
         if self.entries == 0:
             return -1
-        mm = self._mmap
+        mm = self._mapping()
         unpack_from = self._entry.unpack_from
         size = self.entry_size
         if unpack_from(mm, 0)[key_index] > target:
@@ -207,7 +217,7 @@ class AbstractIndex:
         """The slot of the smallest entry whose key is >= target, or -1."""
         if self.entries == 0:
             return -1
-        mm = self._mmap
+        mm = self._mapping()
         unpack_from = self._entry.unpack_from
         size = self.entry_size
         if unpack_from(mm, (self.entries - 1) * size)[key_index] < target:
@@ -310,9 +320,8 @@ class OffsetIndex(AbstractIndex):
                 f"Corrupt index found, index file ({self.path}) has non-zero size but the last offset is "
                 f"{self.last_offset} which is less than the base offset {self.base_offset}."
             )
-        assert self._mmap is not None
         previous_offset, previous_position = -1, -1
-        for relative, position in self._entry.iter_unpack(self._mmap[: self.size_in_bytes]):
+        for relative, position in self._entry.iter_unpack(self._mapping()[: self.size_in_bytes]):
             if relative <= previous_offset or position < previous_position or relative < 0 or position < 0:
                 raise CorruptIndexError(
                     f"Corrupt index found, index file ({self.path}) has entries out of order: relative offset "
@@ -410,9 +419,8 @@ class TimeIndex(AbstractIndex):
                 f"Corrupt time index found, time index file ({self.path}) has non-zero size but the last offset is "
                 f"{self._last_entry.offset} which is less than the first offset {self.base_offset}"
             )
-        assert self._mmap is not None
         previous_timestamp, previous_offset = NO_TIMESTAMP, -1
-        for timestamp, relative in self._entry.iter_unpack(self._mmap[: self.size_in_bytes]):
+        for timestamp, relative in self._entry.iter_unpack(self._mapping()[: self.size_in_bytes]):
             if timestamp <= previous_timestamp or relative <= previous_offset or relative < 0:
                 raise CorruptIndexError(
                     f"Corrupt time index found, time index file ({self.path}) has entries out of order: timestamp "

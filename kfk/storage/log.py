@@ -233,6 +233,12 @@ class Log:
             segment = self.segments.higher_segment(segment.base_offset)
         return self.log_end_offset_metadata
 
+    def on_segments_replaced(self) -> None:
+        """The cleaner swapped cleaned segments in (under the lock): a cached position, the high watermark's, may
+        point into a replaced file, so it is looked up again when next needed."""
+        with self.lock:
+            self._high_watermark_metadata = None
+
     def _high_watermark_offset_metadata(self) -> LogOffsetMetadata:
         if self._high_watermark_metadata is None:
             self._high_watermark_metadata = self._offset_metadata(self._high_watermark)

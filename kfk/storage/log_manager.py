@@ -13,6 +13,10 @@
 Checkpoints per log dir (Kafka's names and text format): recovery-point-offset-checkpoint,
 log-start-offset-checkpoint, replication-offset-checkpoint (high watermarks) and, for compaction,
 cleaner-offset-checkpoint (written by the cleaner).
+
+Compaction runs in log.cleaner.threads threads of their own (LogCleanerThreads) from startup to shutdown. Truncating
+or deleting a log goes through the log manager, which pauses that partition's cleaning first (aborting and waiting
+for a running one) and fixes its cleaner checkpoint.
 """
 
 from __future__ import annotations
@@ -24,11 +28,14 @@ import shutil
 import threading
 import uuid
 
+from kfk.common.clock import Clock, system_time_ms
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
 from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.errors import KafkaStorageError
 from kfk.storage.checkpoint import OffsetCheckpointFile, atomic_write
+from kfk.storage.cleaner_manager import LogCleanerManager
+from kfk.storage.cleaner_threads import CleanerConfig, LogCleanerThreads
 from kfk.storage.format import format_log_dirs
 from kfk.storage.log import Log, SegmentDeletionQueue
 from kfk.storage.log_files import (
@@ -58,7 +65,9 @@ class LogManager:
                  retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS,
                  offset_checkpoint_interval_ms: int = DEFAULT_OFFSET_CHECKPOINT_INTERVAL_MS,
                  flush_check_interval_ms: int = DEFAULT_FLUSH_CHECK_INTERVAL_MS,
-                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 cleaner_config: CleanerConfig | None = None,
+                 now_ms: Clock = system_time_ms) -> None:
         if not log_dirs:
             raise KafkaStorageError("At least one log dir is needed (log.dirs)")
         if len(set(map(os.path.abspath, log_dirs))) != len(log_dirs):
@@ -79,6 +88,11 @@ class LogManager:
         self._next_flush_ms = 0
         self._next_producer_expiration_ms = 0
         self._started = False
+        self.cleaner_manager = LogCleanerManager()
+        cleaner_config = cleaner_config or CleanerConfig()
+        self.cleaner: LogCleanerThreads | None = None
+        if cleaner_config.enable_cleaner and cleaner_config.num_threads > 0:
+            self.cleaner = LogCleanerThreads(cleaner_config, self.cleaner_manager, self.all_logs, now_ms)
 
     # -- startup -----------------------------------------------------------------------------------------------------
 
@@ -101,6 +115,8 @@ class LogManager:
             self._next_flush_ms = now_ms + self.flush_check_interval_ms
             self._next_producer_expiration_ms = now_ms + DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
             self._started = True
+        if self.cleaner is not None:
+            self.cleaner.startup()
 
     def _load_log_dir(self, log_dir: str, now_ms: int) -> None:
         had_clean_shutdown = os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
@@ -190,21 +206,59 @@ class LogManager:
             return log
 
     def delete_log(self, topic_partition: TopicPartition, now_ms: int) -> bool:
-        """Topic deletion: rename the folder `<topic>-<partition>.<id>-delete` now, remove it after
-        file.delete.delay.ms (a restart in between removes it at startup)."""
+        """Topic deletion: stop cleaning it, rename the folder `<topic>-<partition>.<id>-delete` now, remove it
+        after file.delete.delay.ms (a restart in between removes it at startup)."""
         with self.lock:
-            log = self.logs.pop(topic_partition, None)
+            log = self.logs.get(topic_partition)
             if log is None:
                 return False
-            delete_dir = os.path.join(os.path.dirname(log.dir), log_delete_dir_name(topic_partition))
-            log.rename_dir(delete_dir)
-            delay = log.config.file_delete_delay_ms
-            if delay > 0:
-                self.deletion_queue.schedule(now_ms + delay, log.delete)
-            else:
-                log.delete()
-            self._write_checkpoints()
+            self.cleaner_manager.abort_and_pause_cleaning(topic_partition)
+            try:
+                del self.logs[topic_partition]
+                log_dir = os.path.dirname(log.dir)
+                delete_dir = os.path.join(log_dir, log_delete_dir_name(topic_partition))
+                log.rename_dir(delete_dir)
+                delay = log.config.file_delete_delay_ms
+                if delay > 0:
+                    self.deletion_queue.schedule(now_ms + delay, log.delete)
+                else:
+                    log.delete()
+                self.cleaner_manager.remove_partition(log_dir, topic_partition)
+                self._write_checkpoints()
+            finally:
+                self.cleaner_manager.resume_cleaning(topic_partition)
             return True
+
+    def truncate_to(self, topic_partition: TopicPartition, target_offset: int, now_ms: int) -> bool:
+        """Truncate a log to `target_offset` with its cleaning paused (a running one aborted and waited for), and
+        its cleaner checkpoint lowered to the new end; returns whether anything was removed."""
+        log = self._existing_log(topic_partition)
+        self.cleaner_manager.abort_and_pause_cleaning(topic_partition)
+        try:
+            truncated = log.truncate_to(target_offset, now_ms)
+            if truncated:
+                self.cleaner_manager.maybe_truncate_checkpoint(os.path.dirname(log.dir), topic_partition,
+                                                               log.log_end_offset)
+            return truncated
+        finally:
+            self.cleaner_manager.resume_cleaning(topic_partition)
+
+    def truncate_fully_and_start_at(self, topic_partition: TopicPartition, new_offset: int, now_ms: int) -> None:
+        """Empty a log and restart it at `new_offset` (a follower far behind its leader's log start), cleaning
+        paused meanwhile; the cleaner checkpoint restarts there too."""
+        log = self._existing_log(topic_partition)
+        self.cleaner_manager.abort_and_pause_cleaning(topic_partition)
+        try:
+            log.truncate_fully_and_start_at(new_offset, now_ms)
+            self.cleaner_manager.remove_partition(os.path.dirname(log.dir), topic_partition)
+        finally:
+            self.cleaner_manager.resume_cleaning(topic_partition)
+
+    def _existing_log(self, topic_partition: TopicPartition) -> Log:
+        log = self.logs.get(topic_partition)
+        if log is None:
+            raise KafkaStorageError(f"No log for {topic_partition} on this broker")
+        return log
 
     # -- periodic work -------------------------------------------------------------------------------------------
 
@@ -266,7 +320,10 @@ class LogManager:
     # -- shutdown ----------------------------------------------------------------------------------------------------
 
     def shutdown(self, broker_epoch: int = -1) -> None:
-        """Clean shutdown: flush and close every log, write checkpoints, leave the clean-shutdown marker."""
+        """Clean shutdown: stop the cleaner, flush and close every log, write checkpoints, leave the clean-shutdown
+        marker."""
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
         with self.lock:
             for log in self.all_logs():
                 log.flush()

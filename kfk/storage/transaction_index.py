@@ -64,10 +64,18 @@ class TransactionIndex:
         self._last_offset = aborted_txn.last_offset
 
     def _read_all(self) -> bytes:
-        if not self._open(create=False):
+        """The whole file. Reading does not keep a descriptor (only appends do, until flushed and closed): READ
+        COMMITTED fetches and the cleaner read the indexes of many old segments."""
+        if self._fd >= 0:
+            return os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
             return b""
-        size = os.fstat(self._fd).st_size
-        return os.pread(self._fd, size, 0)
+        try:
+            return os.pread(fd, os.fstat(fd).st_size, 0)
+        finally:
+            os.close(fd)
 
     def all_aborted_txns(self) -> list[AbortedTxn]:
         data = self._read_all()

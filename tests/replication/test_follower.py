@@ -11,6 +11,8 @@ from kfk.config import BrokerConfig
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochResponse
 from kfk.replication.replica_fetcher import PartitionFetchState, ReplicaFetcher
+from kfk.storage.cleaner_threads import CleanerConfig
+from kfk.storage.log_manager import LogManager
 from tests.replication.test_partition import LAG_MS, append, clock, make_partition  # noqa: F401 - fixture
 from tests.storage.conftest import make_batch
 
@@ -91,7 +93,9 @@ def truncate(tmp_path, clock, end_offsets: dict[int, tuple[int, int]], high_wate
         partition.append_as_follower(make_batch(offset, [b"v"], leader_epoch=0 if offset < 5 else 1),
                                      high_watermark, 0, clock())
     config = BrokerConfig({"process.roles": "broker", "node.id": "1"})
-    fetcher = ReplicaFetcher(1, 2, "127.0.0.1", 1, config, lambda tp: partition, clock, "test")
+    log_manager = LogManager([str(tmp_path)], cleaner_config=CleanerConfig(enable_cleaner=False))
+    log_manager.logs[partition.topic_partition] = partition.log
+    fetcher = ReplicaFetcher(1, 2, "127.0.0.1", 1, config, lambda tp: partition, log_manager, clock, "test")
     fetcher.channel = ScriptedChannel(end_offsets)
     fetcher.partitions[TopicPartition("topic", 0)] = PartitionFetchState(leader_epoch=2)
     asyncio.run(fetcher._truncate())

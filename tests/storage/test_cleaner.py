@@ -9,6 +9,7 @@ import shutil
 
 from kfk.records import iter_batches
 from kfk.storage.cleaner import LogCleaner
+from kfk.storage.cleaner_manager import cleanable_offsets
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
 from kfk.storage.producer_state import AppendOrigin
@@ -103,13 +104,13 @@ def test_dirty_ratio_and_compaction_lag_choose_what_is_cleanable(tmp_path) -> No
     keyed_workload(lagged, 300, seed=7)
     plain = Log.open(str(tmp_path / "plain-0"), small_config(), now_ms=0)
     keyed_workload(plain, 300, seed=8)
-    chosen = cleaner.grab_filthiest_log([busy, lagged, plain], now_ms=1_000)
+    chosen = cleaner.manager.grab_filthiest_compacted_log([busy, lagged, plain], now_ms=1_000)
     assert chosen is not None and chosen.log is busy and chosen.cleanable_ratio == 1.0
-    assert cleaner.cleanable_offsets(lagged, now_ms=1_000).first_uncleanable_offset == 0
-    cleaner.clean(busy, now_ms=1_000)
+    assert cleanable_offsets(lagged, None, now_ms=1_000).first_uncleanable_offset == 0
+    cleaner.clean_log(chosen, now_ms=1_000)
     with open(tmp_path / "cleaner-offset-checkpoint") as handle:
         assert handle.read() == f"0\n1\nbusy 0 {busy.active_segment.base_offset}\n"
-    assert cleaner.grab_filthiest_log([busy, lagged, plain], now_ms=1_000) is None
+    assert cleaner.manager.grab_filthiest_compacted_log([busy, lagged, plain], now_ms=1_000) is None
     for log in (busy, lagged, plain):
         log.close()
 
