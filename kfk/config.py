@@ -513,7 +513,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("log.cleaner.dedupe.buffer.size", _L, 134217728),
     ("log.cleaner.io.buffer.load.factor", _D, 0.9),
     ("log.cleaner.io.buffer.size", _I, 524288),
-    ("log.cleaner.io.max.bytes.per.second", _D, 1.7976931348623157e308),
     ("log.dir.failure.timeout.ms", _L, 30000),
     ("log.local.retention.bytes", _L, -2),
     ("log.local.retention.ms", _L, -2),
