@@ -214,10 +214,15 @@ def _reset(admin, group_id: str, topics: list[str], all_topics: bool, execute: b
            target_time: int | None) -> None:
     from kfk.client import OffsetAndMetadata
 
-    description = admin.describe_consumer_groups([group_id])[group_id]
-    if description.state not in INACTIVE_STATES:
+    from kfk.errors import GroupIdNotFoundError
+
+    try:
+        state = admin.describe_consumer_groups([group_id])[group_id].state
+    except GroupIdNotFoundError:  # DescribeGroups v6+ (KIP-1043): a group with no members and no offsets yet
+        state = "Dead"
+    if state not in INACTIVE_STATES:
         fail(f"assignments can only be reset if the group '{group_id}' is inactive, but the current state is "
-             f"{description.state}")
+             f"{state}")
     committed = admin.list_consumer_group_offsets(group_id)
     partitions = sorted(committed) if all_topics else _partitions_of(admin, topics)
     if not partitions:
