@@ -2,7 +2,7 @@
 coordinator sends it (and its fencing), DescribeProducers, DescribeTransactions, ListTransactions with its filters,
 AddPartitionsToTxn v4 verify_only as partition leaders send it, old versions' error codes, and the partition
 leader's verification of transactional produces (KIP-890 part 1), on and off; transaction version 2 (KIP-890 part
-2): partitions added by Produce v12 and TxnOffsetCommit v5, the epoch bump of EndTxn v5 and
+2): the finalized feature, partitions added by Produce v12 and TxnOffsetCommit v5, the epoch bump of EndTxn v5 and
 the fencing of a late batch of the old epoch."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kfk.protocol.messages.end_txn import EndTxnRequest
@@ -290,6 +291,19 @@ def wait_for_state(sock, transactional_id: str, state: str) -> None:
     while transaction_state(sock, transactional_id).transaction_state != state:
         assert time.monotonic() < deadline, f"{transactional_id} never reached {state}"
         time.sleep(0.05)
+
+
+def test_api_versions_finalizes_transaction_version_2(bootstrap: str) -> None:
+    sock = connect(bootstrap)
+    response = request(sock, ApiVersionsRequest(client_software_name="wire", client_software_version="1"), 3)
+    assert [(f.name, f.min_version, f.max_version) for f in response.supported_features] == [
+        ("transaction.version", 0, 2)]
+    assert [(f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features] == [
+        ("transaction.version", 2, 2)]
+    assert response.finalized_features_epoch >= 0
+    # v0-v2 have no place for features.
+    assert request(sock, ApiVersionsRequest(), 2).finalized_features == []
+    sock.close()
 
 
 def end_txn_v5(sock, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool):
