@@ -149,7 +149,7 @@ class BrokerServer:
             GroupsHandler(group_coordinator),
             OffsetsHandler(metadata_cache, group_coordinator),
             TransactionsHandler(transaction_coordinator, group_coordinator, replica_manager, metadata_cache,
-                                self.txn_marker_writer),
+                                self.txn_marker_writer, self.txn_verifier),
         ]
         for handler in handlers:
             handler.register(self.dispatcher)
@@ -337,12 +337,13 @@ class BrokerServer:
         self.transaction_coordinator = TransactionCoordinatorService(
             config, self.node_id, append, log_of, system_time_ms, generate_producer_id, sender.send)
         self.metadata_cache.subscribe(self.transaction_coordinator.on_metadata_update)
-        if self.config.transaction_partition_verification_enable:
-            self.txn_verification_channels = InterBrokerChannels(
-                self.node_id, "txn-verification", self.metadata_cache, replica_manager.inter_broker_listener,
-                config.write_timeout_ms)
-            self.txn_verifier = TxnPartitionVerifier(self.node_id, self.metadata_cache, replica_manager,
-                                                     self.transaction_coordinator, self.txn_verification_channels)
+        # Built even with verification disabled: TV2 producers' partitions are added through it.
+        self.txn_verification_channels = InterBrokerChannels(
+            self.node_id, "txn-verification", self.metadata_cache, replica_manager.inter_broker_listener,
+            config.write_timeout_ms)
+        self.txn_verifier = TxnPartitionVerifier(self.node_id, self.metadata_cache, replica_manager,
+                                                 self.transaction_coordinator, self.txn_verification_channels,
+                                                 self.config.transaction_partition_verification_enable)
 
     async def _stop_transaction_coordinator(self) -> None:
         if self.transaction_coordinator is not None:

@@ -18,6 +18,12 @@ A produce that fails verification gets, as Kafka maps the coordinator's answers 
 NOT_ENOUGH_REPLICAS (retriable) when the coordinator cannot answer now (moved, loading, unreachable, or the
 transaction is being completed), INVALID_PRODUCER_EPOCH for a fenced producer, and INVALID_TXN_STATE otherwise
 (the partition is not in the transaction: the producer must abort).
+
+Transaction version 2 (KIP-890 part 2): a producer on TV2 sends no AddPartitionsToTxn; its Produce v12 (and its
+TxnOffsetCommit v5, for the group's __consumer_offsets partition) makes the leader *add* the partition instead of
+verifying it: the same question with verify_only false (locally the service's add_partitions at client transaction
+version 2), under the same guard. Those adds happen even with verification disabled, as Kafka's, since nothing
+else would put the partition into the transaction.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from collections import defaultdict
 
 from kfk.coordinator.partitioning import partition_for
 from kfk.common.internal_topics import TRANSACTION_STATE_TOPIC_NAME
+from kfk.coordinator.transaction.metadata import TRANSACTION_VERSION_EPOCH_BUMP
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.cache import MetadataCache
@@ -42,15 +49,15 @@ log = logging.getLogger("kfk.server.txn_verification")
 #: The AddPartitionsToTxn version partition leaders verify with (the highest: it knows TRANSACTION_ABORTABLE).
 VERIFY_VERSION = 5
 
-#: The coordinator cannot answer now: the producer retries the produce.
-_RETRIABLE = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+#: The coordinator cannot answer now: the producer retries the produce (or the TxnOffsetCommit).
+RETRIABLE_COORDINATOR_ERRORS = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                         ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS,
                         ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT})
 
 
 def produce_error(error: ErrorCode) -> ErrorCode:
     """What a produce gets for a failed verification."""
-    if error in _RETRIABLE:
+    if error in RETRIABLE_COORDINATOR_ERRORS:
         return ErrorCode.NOT_ENOUGH_REPLICAS
     if error in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH):
         return ErrorCode.INVALID_PRODUCER_EPOCH
@@ -58,19 +65,27 @@ def produce_error(error: ErrorCode) -> ErrorCode:
 
 
 class TxnPartitionVerifier:
+    """`verification_enabled` is transaction.partition.verification.enable: without it only TV2 adds are asked."""
+
     def __init__(self, node_id: int, metadata_cache: MetadataCache, replica_manager: ReplicaManager,
-                 transaction_coordinator: TransactionCoordinatorService, channels: InterBrokerChannels) -> None:
+                 transaction_coordinator: TransactionCoordinatorService, channels: InterBrokerChannels,
+                 verification_enabled: bool = True) -> None:
         self.node_id = node_id
+        self.verification_enabled = verification_enabled
         self.metadata_cache = metadata_cache
         self.replica_manager = replica_manager
         self.transaction_coordinator = transaction_coordinator
         self.channels = channels
 
-    async def verify(self, transactional_id: str, entries: dict[TopicPartition, bytes | memoryview]
+    async def verify(self, transactional_id: str, entries: dict[TopicPartition, bytes | memoryview],
+                     add: bool = False
                      ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, VerificationGuard]]:
         """The produce error of each partition whose transactional batch failed verification (the others, and
         partitions without a transactional batch, are absent), and the guard each transactional batch's append
-        must present."""
+        must present. With `add` (a TV2 producer's Produce v12) a partition not yet in the transaction is added
+        to it instead of failing."""
+        if not (add or self.verification_enabled):
+            return {}, {}
         to_verify: dict[tuple[int, int], list[TopicPartition]] = defaultdict(list)
         guards: dict[TopicPartition, VerificationGuard] = {}
         for topic_partition, records in entries.items():
@@ -89,7 +104,7 @@ class TxnPartitionVerifier:
                 to_verify[(producer_id, producer_epoch)].append(topic_partition)
         failed: dict[TopicPartition, ErrorCode] = {}
         for (producer_id, producer_epoch), partitions in to_verify.items():
-            answers = await self._ask_coordinator(transactional_id, producer_id, producer_epoch, partitions)
+            answers = await self._ask_coordinator(transactional_id, producer_id, producer_epoch, partitions, add)
             for topic_partition in partitions:
                 error = answers.get(topic_partition, ErrorCode.INVALID_TXN_STATE)
                 if error != ErrorCode.NONE:
@@ -98,12 +113,21 @@ class TxnPartitionVerifier:
                     failed[topic_partition] = produce_error(error)
         return failed, guards
 
+    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                             partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """Have the coordinator add `partitions` to a TV2 producer's transaction (the coordinator's own errors,
+        e.g. for TxnOffsetCommit v5's __consumer_offsets partition)."""
+        return await self._ask_coordinator(transactional_id, producer_id, producer_epoch, partitions, add=True)
+
     async def _ask_coordinator(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                               partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+                               partitions: list[TopicPartition], add: bool) -> dict[TopicPartition, ErrorCode]:
         coordinator = self._coordinator_of(transactional_id)
         if coordinator is None:
             return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if coordinator == self.node_id:
+            if add:
+                return dict.fromkeys(partitions, await self.transaction_coordinator.add_partitions(
+                    transactional_id, producer_id, producer_epoch, partitions, TRANSACTION_VERSION_EPOCH_BUMP))
             return self.transaction_coordinator.verify_partitions(transactional_id, producer_id, producer_epoch,
                                                                   partitions)
         topics: dict[str, list[int]] = defaultdict(list)
@@ -111,8 +135,9 @@ class TxnPartitionVerifier:
             topics[topic_partition.topic].append(topic_partition.partition)
         request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
             transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
-            verify_only=True, topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=name, partitions=indexes)
-                                      for name, indexes in topics.items()])])
+            verify_only=not add,
+            topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=name, partitions=indexes)
+                    for name, indexes in topics.items()])])
         try:
             response: AddPartitionsToTxnResponse = await self.channels.request(coordinator, request, VERIFY_VERSION)
         except KafkaError as error:

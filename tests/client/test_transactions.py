@@ -3,7 +3,8 @@ confluent-kafka (librdkafka) on the other side of each direction as the referenc
 
 Covers commit, abort, an open transaction holding read_committed consumers at the last stable offset,
 send_offsets_to_transaction with a consumer group, fencing of a producer by a newer one with the same
-transactional.id, and read_committed versus read_uncommitted consumers.
+transactional.id, and read_committed versus read_uncommitted consumers. The broker finalizes transaction.version 2,
+so kfk's producer runs KIP-890 part 2: every end of a transaction bumps its epoch.
 """
 
 from __future__ import annotations
@@ -65,6 +66,37 @@ def test_committed_records_are_read_under_read_committed(kfk_broker: str) -> Non
     with Consumer({"bootstrap.servers": kfk_broker}) as consumer:
         ends = consumer.end_offsets([TopicPartition(topic, 0), TopicPartition(topic, 1)])
     assert ends == {TopicPartition(topic, 0): 6, TopicPartition(topic, 1): 6}  # five records and a COMMIT marker
+
+
+def test_kfk_producer_runs_transaction_version_2(kfk_broker: str) -> None:
+    """kfk's producer follows the finalized transaction.version 2: no AddPartitionsToTxn/AddOffsetsToTxn (the
+    coordinator learns the partitions from Produce v12 and TxnOffsetCommit v5), and each EndTxn v5 bumps the
+    epoch, which the producer continues with."""
+    topic = topic_name()
+    create(kfk_broker, topic, 1)
+    transactional_id = f"txn-{uuid.uuid4().hex[:8]}"
+    with Admin({"bootstrap.servers": kfk_broker}) as admin, \
+            transactional_producer(kfk_broker, transactional_id) as producer:
+        def described():
+            description = admin.describe_transactions([transactional_id])[transactional_id]
+            assert not isinstance(description, Exception)
+            return description
+
+        initial = described()
+        for n in range(2):
+            producer.begin_transaction()
+            producer.send(topic, f"tv2-{n}".encode(), partition=0)
+            producer.flush(15)
+            ongoing = described()
+            assert ongoing.state == "Ongoing" and ongoing.topic_partitions == {TopicPartition(topic, 0)}
+            producer.commit_transaction(30)
+        after = described()
+        assert (after.producer_id, after.producer_epoch) == (initial.producer_id, initial.producer_epoch + 2)
+        # The bumped epoch is the producer's own: a third transaction at it commits.
+        producer.begin_transaction()
+        producer.send(topic, b"tv2-2", partition=0)
+        producer.commit_transaction(30)
+    assert read_all(kfk_broker, topic, 1, "read_committed", expected=3) == [b"tv2-0", b"tv2-1", b"tv2-2"]
 
 
 def test_aborted_records_are_hidden_from_read_committed_only(kfk_broker: str) -> None:

@@ -2,7 +2,7 @@
 coordinator's broker killed with kill -9 in the middle of a transaction (the new leader of its __transaction_state
 partition loads the state and the producer commits there), then a partition leader killed (the markers are retried
 until the new leader takes them). After each failover the read_committed view holds every committed record exactly
-once and nothing of an aborted transaction."""
+once and nothing of an aborted transaction. And kfk's producer on transaction version 2 across brokers."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
+from kfk.client import Admin, ConsumerGroupMetadata
+from kfk.client import Producer as KfkProducer
+from kfk.client import TopicPartition as KfkTopicPartition
 from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest
 from tests.cluster.helpers import create_topic, partitions, wait_until
 from tests.integration.wire import connect, request
@@ -118,3 +121,37 @@ def test_transactions_survive_the_coordinator_and_a_partition_leader_being_kille
 
     values = read_committed(bootstrap, "cluster-txn", 3, len(committed))
     assert sorted(values) == sorted(committed)  # exactly once: no loss, no duplicate, nothing aborted
+
+
+def test_kfk_producer_on_transaction_version_2_across_brokers(kfk_cluster_factory) -> None:
+    """kfk's producer runs TV2 (the brokers finalize transaction.version 2): partition leaders other than the
+    coordinator add its partitions with AddPartitionsToTxn v5 (verify_only false) over the inter-broker channel,
+    the group's offsets partition is added by TxnOffsetCommit v5, and every EndTxn v5 bumps the epoch."""
+    cluster = kfk_cluster_factory(3, OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "tv2-txn", partitions=3, replication_factor=3)
+    wait_until(lambda: all(len(isr) == 3 for _, _, isr in partitions(bootstrap, "tv2-txn").values()),
+               what="every ISR full")
+    assert len({leader for leader, _, _ in partitions(bootstrap, "tv2-txn").values()}) > 1  # remote adds happen
+    group = ConsumerGroupMetadata("tv2-cluster-group")
+    source = KfkTopicPartition("tv2-txn", 0)
+    with KfkProducer({"bootstrap.servers": bootstrap, "transactional.id": "tv2-cluster-producer",
+                      "linger.ms": 5}) as producer, Admin({"bootstrap.servers": bootstrap}) as admin:
+        producer.init_transactions(60)
+        initial = admin.describe_transactions(["tv2-cluster-producer"])["tv2-cluster-producer"]
+        for round_ in range(2):
+            producer.begin_transaction()
+            for i in range(30):
+                producer.send("tv2-txn", f"tv2-{round_}-{i}".encode(), partition=i % 3)
+            producer.send_offsets_to_transaction({source: 10 * (round_ + 1)}, group, 60)
+            producer.commit_transaction(60)
+        after = admin.describe_transactions(["tv2-cluster-producer"])["tv2-cluster-producer"]
+        assert (after.producer_id, after.producer_epoch) == (initial.producer_id, initial.producer_epoch + 2)
+    values = read_committed(bootstrap, "tv2-txn", 3, 60)
+    assert sorted(values) == sorted(f"tv2-{r}-{i}".encode() for r in range(2) for i in range(30))
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tv2-cluster-group"})
+    try:
+        (committed,) = consumer.committed([ConfluentTopicPartition("tv2-txn", 0)], timeout=15)
+    finally:
+        consumer.close()
+    assert committed.offset == 20

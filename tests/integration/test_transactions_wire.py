@@ -1,7 +1,9 @@
 """The transaction APIs no client library reaches, over the wire against one kfk broker: WriteTxnMarkers as a
 coordinator sends it (and its fencing), DescribeProducers, DescribeTransactions, ListTransactions with its filters,
 AddPartitionsToTxn v4 verify_only as partition leaders send it, old versions' error codes, and the partition
-leader's verification of transactional produces (KIP-890 part 1), on and off."""
+leader's verification of transactional produces (KIP-890 part 1), on and off; transaction version 2 (KIP-890 part
+2): the finalized feature, partitions added by Produce v12 and TxnOffsetCommit v5, the epoch bump of EndTxn v5 and
+the fencing of a late batch of the old epoch."""
 
 from __future__ import annotations
 
@@ -12,13 +14,16 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kfk.protocol.messages.end_txn import EndTxnRequest
 from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest
 from kfk.protocol.messages.init_producer_id import InitProducerIdRequest
 from kfk.protocol.messages.list_transactions import ListTransactionsRequest
+from kfk.protocol.messages.offset_fetch import OffsetFetchRequest
 from kfk.protocol.messages.produce import ProduceRequest
+from kfk.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kfk.records.builder import MemoryRecordsBuilder
 from tests.integration.wire import connect, request
@@ -37,6 +42,7 @@ PRODUCER_FENCED = 90
 TRANSACTION_COORDINATOR_FENCED = 52
 TRANSACTION_ABORTABLE = 120
 OPERATION_NOT_ATTEMPTED = 55
+GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
 
@@ -196,13 +202,13 @@ def init_transactional_producer(sock, transactional_id: str) -> tuple[int, int]:
 
 
 def transactional_produce(sock, transactional_id: str, producer_id: int, producer_epoch: int, sequence: int,
-                          partition: int) -> int:
+                          partition: int, version: int = 9) -> int:
     builder = MemoryRecordsBuilder(producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=sequence,
                                    is_transactional=True)
     builder.append(int(time.time() * 1000), None, b"raw")
     response = request(sock, ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=10_000, topic_data=[
         ProduceRequest.TopicProduceData(name="wire-txn", partition_data=[
-            ProduceRequest.PartitionProduceData(index=partition, records=builder.close())])]), 9)
+            ProduceRequest.PartitionProduceData(index=partition, records=builder.close())])]), version)
     return response.responses[0].partition_responses[0].error_code
 
 
@@ -249,6 +255,13 @@ def test_verification_can_be_turned_off(kfk_broker_factory) -> None:
     assert transactional_produce(sock, "unverified-producer", producer_id, epoch, 0, partition=1) == NONE
     (entry,) = [p for p in describe_producers(sock, 1) if p.producer_id == producer_id]
     assert entry.current_txn_start_offset >= 0
+    # A TV2 producer's Produce v12 still has its partition added: nothing else would put it into the transaction.
+    tv2_id, tv2_epoch = init_transactional_producer(sock, "unverified-tv2-producer")
+    assert transactional_produce(sock, "unverified-tv2-producer", tv2_id, tv2_epoch, 0, partition=0,
+                                 version=12) == NONE
+    state = request(sock, DescribeTransactionsRequest(transactional_ids=["unverified-tv2-producer"]), 0) \
+        .transaction_states[0]
+    assert [(t.topic, list(t.partitions)) for t in state.topics] == [("wire-txn", [0])]
     sock.close()
 
 
@@ -266,4 +279,125 @@ def test_add_partitions_with_an_unknown_topic_attempts_nothing(bootstrap: str) -
     # Nothing was added: the id's transaction is not open.
     described = request(sock, DescribeTransactionsRequest(transactional_ids=["unknown-topic-producer"]), 0)
     assert described.transaction_states[0].transaction_state == "Empty"
+    sock.close()
+
+
+def transaction_state(sock, transactional_id: str):
+    return request(sock, DescribeTransactionsRequest(transactional_ids=[transactional_id]), 0).transaction_states[0]
+
+
+def wait_for_state(sock, transactional_id: str, state: str) -> None:
+    deadline = time.monotonic() + 10
+    while transaction_state(sock, transactional_id).transaction_state != state:
+        assert time.monotonic() < deadline, f"{transactional_id} never reached {state}"
+        time.sleep(0.05)
+
+
+def test_api_versions_finalizes_transaction_version_2(bootstrap: str) -> None:
+    sock = connect(bootstrap)
+    response = request(sock, ApiVersionsRequest(client_software_name="wire", client_software_version="1"), 3)
+    assert [(f.name, f.min_version, f.max_version) for f in response.supported_features] == [
+        ("transaction.version", 0, 2)]
+    assert [(f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features] == [
+        ("transaction.version", 2, 2)]
+    assert response.finalized_features_epoch >= 0
+    # v0-v2 have no place for features.
+    assert request(sock, ApiVersionsRequest(), 2).finalized_features == []
+    sock.close()
+
+
+def end_txn_v5(sock, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool):
+    return request(sock, EndTxnRequest(transactional_id=transactional_id, producer_id=producer_id,
+                                       producer_epoch=producer_epoch, committed=commit), 5)
+
+
+def test_produce_v12_adds_the_partition_and_end_txn_v5_bumps_the_epoch(bootstrap: str) -> None:
+    sock = connect(bootstrap)
+    producer_id, epoch = init_transactional_producer(sock, "tv2-producer")
+    # No AddPartitionsToTxn: Produce v12 has the leader add partition 1, then partition 0.
+    assert transactional_produce(sock, "tv2-producer", producer_id, epoch, 0, partition=1, version=12) == NONE
+    assert transactional_produce(sock, "tv2-producer", producer_id, epoch, 1, partition=1, version=12) == NONE
+    assert transactional_produce(sock, "tv2-producer", producer_id, epoch, 0, partition=0, version=12) == NONE
+    state = transaction_state(sock, "tv2-producer")
+    assert state.transaction_state == "Ongoing"
+    assert [(t.topic, sorted(t.partitions)) for t in state.topics] == [("wire-txn", [0, 1])]
+    # A Produce below v12 still only verifies: a partition outside the transaction is refused, not added.
+    producer_id_v11, epoch_v11 = init_transactional_producer(sock, "tv1-producer")
+    assert transactional_produce(sock, "tv1-producer", producer_id_v11, epoch_v11, 0, partition=1,
+                                 version=11) == INVALID_TXN_STATE
+    assert transaction_state(sock, "tv1-producer").transaction_state == "Empty"
+
+    # EndTxn v5 ends the transaction with an epoch bump and answers the epoch to continue with.
+    ended = end_txn_v5(sock, "tv2-producer", producer_id, epoch, commit=True)
+    assert (ended.error_code, ended.producer_id, ended.producer_epoch) == (NONE, producer_id, epoch + 1)
+    wait_for_state(sock, "tv2-producer", "CompleteCommit")
+    for partition in (0, 1):
+        (entry,) = [p for p in describe_producers(sock, partition) if p.producer_id == producer_id]
+        assert (entry.producer_epoch, entry.current_txn_start_offset) == (epoch + 1, -1)
+    # The next transaction runs at the new epoch, and its end bumps again.
+    assert transactional_produce(sock, "tv2-producer", producer_id, epoch + 1, 0, partition=1, version=12) == NONE
+    ended = end_txn_v5(sock, "tv2-producer", producer_id, epoch + 1, commit=False)
+    assert (ended.error_code, ended.producer_id, ended.producer_epoch) == (NONE, producer_id, epoch + 2)
+    sock.close()
+
+
+def test_a_late_batch_of_the_old_epoch_is_fenced_under_tv2(bootstrap: str) -> None:
+    """No hanging transaction from a late produce: after EndTxn v5 the old epoch is fenced, both by the coordinator
+    (Produce v12 asks it to add the partition) and by the partition itself (its marker carried the new epoch)."""
+    sock = connect(bootstrap)
+    producer_id, epoch = init_transactional_producer(sock, "late-producer")
+    assert transactional_produce(sock, "late-producer", producer_id, epoch, 0, partition=1, version=12) == NONE
+    ended = end_txn_v5(sock, "late-producer", producer_id, epoch, commit=False)
+    assert (ended.error_code, ended.producer_epoch) == (NONE, epoch + 1)
+    wait_for_state(sock, "late-producer", "CompleteAbort")
+    # The late retry of the aborted transaction's batch, to the same partition and to one it never touched.
+    assert transactional_produce(sock, "late-producer", producer_id, epoch, 1, partition=1,
+                                 version=12) == INVALID_PRODUCER_EPOCH
+    assert transactional_produce(sock, "late-producer", producer_id, epoch, 0, partition=0,
+                                 version=12) == INVALID_PRODUCER_EPOCH
+    # Nothing was opened: no partition holds a transaction of the producer, the coordinator has none either.
+    for partition in (0, 1):
+        assert all(p.current_txn_start_offset == -1 for p in describe_producers(sock, partition)
+                   if p.producer_id == producer_id)
+    state = transaction_state(sock, "late-producer")
+    assert (state.transaction_state, state.producer_epoch, state.topics) == ("CompleteAbort", epoch + 1, [])
+    sock.close()
+
+
+def test_txn_offset_commit_v5_adds_the_offsets_partition(bootstrap: str) -> None:
+    sock = connect(bootstrap)
+    deadline = time.monotonic() + 15
+    while request(sock, FindCoordinatorRequest(key_type=GROUP_KEY_TYPE, coordinator_keys=["tv2-group"]), 4) \
+            .coordinators[0].error_code != NONE:
+        assert time.monotonic() < deadline, "no group coordinator"
+        time.sleep(0.1)
+    producer_id, epoch = init_transactional_producer(sock, "tv2-offsets")
+    assert transactional_produce(sock, "tv2-offsets", producer_id, epoch, 0, partition=0, version=12) == NONE
+    # No AddOffsetsToTxn: TxnOffsetCommit v5 has the group's offsets partition added.
+    committed = request(sock, TxnOffsetCommitRequest(
+        transactional_id="tv2-offsets", group_id="tv2-group", producer_id=producer_id, producer_epoch=epoch,
+        topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="wire-txn", partitions=[
+            TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=7)])]), 5)
+    assert [(t.name, p.partition_index, p.error_code) for t in committed.topics for p in t.partitions] == [
+        ("wire-txn", 0, NONE)]
+    state = transaction_state(sock, "tv2-offsets")
+    assert sorted(t.topic for t in state.topics) == ["__consumer_offsets", "wire-txn"]
+    # A fenced epoch is refused before anything is committed.
+    stale = request(sock, TxnOffsetCommitRequest(
+        transactional_id="tv2-offsets", group_id="tv2-group", producer_id=producer_id, producer_epoch=epoch - 1,
+        topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="wire-txn", partitions=[
+            TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=9)])]), 5)
+    assert stale.topics[0].partitions[0].error_code == INVALID_PRODUCER_EPOCH
+    assert end_txn_v5(sock, "tv2-offsets", producer_id, epoch, commit=True).error_code == NONE
+    wait_for_state(sock, "tv2-offsets", "CompleteCommit")
+    # The commit marker reached the offsets partition: the offset is visible.
+    deadline = time.monotonic() + 10
+    while True:
+        fetched = request(sock, OffsetFetchRequest(group_id="tv2-group", topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopic(name="wire-txn", partition_indexes=[0])]), 1)
+        offset = fetched.topics[0].partitions[0].committed_offset
+        if offset == 7 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert offset == 7
     sock.close()

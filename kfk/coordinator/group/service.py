@@ -174,6 +174,10 @@ class GroupCoordinatorService:
             group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, partitions,
             self._now_ms(), respond))
 
+    def partition_for(self, group_id: str) -> int:
+        """The __consumer_offsets partition holding the group."""
+        return self.coordinator.partition_for(group_id)
+
     def complete_transaction(self, offsets_partition: int, producer_id: int, is_commit: bool) -> None:
         """A COMMIT/ABORT marker of `producer_id` was appended to __consumer_offsets-`offsets_partition`."""
         try:

@@ -6,8 +6,11 @@ kfk/server/dispatch.py), every row of which the broker checks has a handler. A r
 reaches here with no body and is answered at v0 with UNSUPPORTED_VERSION and our own ApiVersions range, so the
 client can retry with a version both sides know.
 
-No finalized features are advertised: in particular `transaction.version` is not finalized at 2, so clients end
-transactions the TV1 way (the vendored schemas predate the stable EndTxn v5; see handlers/transactions.py).
+From v3 the answer also carries features (KIP-584), as tagged fields: kfk supports `transaction.version` 0-2 and
+finalizes it at 2, as a Kafka 4.0 cluster does by default, so that clients run transaction protocol version 2
+(KIP-890 part 2: EndTxn v5 with an epoch bump at every end, partitions added implicitly by Produce v12 and
+TxnOffsetCommit v5). No other feature is advertised (no `metadata.version`: kfk's clients need none). The features
+never change, so their epoch is a constant. Fields at their defaults stay off the wire (the codec omits them).
 """
 
 from __future__ import annotations
@@ -21,6 +24,15 @@ from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsRe
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 ApiVersion = ApiVersionsResponse.ApiVersion
+
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+#: The transaction versions kfk serves, and the one it finalizes (2: KIP-890 part 2).
+SUPPORTED_TRANSACTION_VERSIONS = (0, 2)
+FINALIZED_TRANSACTION_VERSION = 2
+#: The finalized features never change while the broker runs (Kafka's is the offset of the last feature record).
+FINALIZED_FEATURES_EPOCH = 0
+#: ApiVersions from this version carries the features.
+FIRST_FEATURES_VERSION = 3
 
 
 class ApiVersionsHandler:
@@ -36,6 +48,15 @@ class ApiVersionsHandler:
             own = self.served_versions[ApiKey.API_VERSIONS]
             return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[
                 ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=own.lowest, max_version=own.highest)])
-        return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=[
+        response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=[
             ApiVersion(api_key=api_key, min_version=versions.lowest, max_version=versions.highest)
             for api_key, versions in sorted(self.served_versions.items())])
+        if context.api_version >= FIRST_FEATURES_VERSION:
+            lowest, highest = SUPPORTED_TRANSACTION_VERSIONS
+            response.supported_features = [ApiVersionsResponse.SupportedFeatureKey(
+                name=TRANSACTION_VERSION_FEATURE, min_version=lowest, max_version=highest)]
+            response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH
+            response.finalized_features = [ApiVersionsResponse.FinalizedFeatureKey(
+                name=TRANSACTION_VERSION_FEATURE, min_version_level=FINALIZED_TRANSACTION_VERSION,
+                max_version_level=FINALIZED_TRANSACTION_VERSION)]
+        return response

@@ -7,13 +7,13 @@ zstd needs v7
 (UNSUPPORTED_COMPRESSION_TYPE before); v3 also brings transactional_id. v5 adds log_start_offset, v8 record_errors
 and error_message (an invalid record: which one and why), v9 is the first flexible version, v10 adds the tagged
 current_leader/node_endpoints of KIP-951 (nothing to report on one broker), v11 is v10 for KIP-890 clients. v12 is
-v11 on the wire; it lets a producer on transaction version 2 (KIP-890 part 2) skip AddPartitionsToTxn, but clients
-only do that when the broker finalizes the transaction.version feature at 2, which kfk does not advertise: a v12
-request is served as v11. Kafka 4.0 removed v0-v2; kfk still serves them.
+v11 on the wire; it comes from a producer on transaction version 2 (KIP-890 part 2; ApiVersions finalizes
+transaction.version at 2), which sends no AddPartitionsToTxn: the leader has the partition added to the transaction.
+Kafka 4.0 removed v0-v2; kfk still serves them.
 
 A transactional batch is first verified with the transaction coordinator (KIP-890 part 1,
-transaction.partition.verification.enable; kfk/server/txn_verification.py); a partition failing verification gets
-its error without being appended.
+transaction.partition.verification.enable), or from v12 added to the transaction (kfk/server/txn_verification.py);
+a partition failing either gets its error without being appended.
 
 acks=0 gets no response at all; if a partition failed, the connection is closed instead, as Kafka does, so that
 the producer notices and refreshes its metadata.
@@ -30,6 +30,9 @@ from kfk.replication.delayed_produce import ProducePartitionResult
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
 from kfk.server.txn_verification import TxnPartitionVerifier
+
+#: From this version a transactional produce comes from a TV2 producer: its partitions are added implicitly.
+FIRST_IMPLICIT_ADD_VERSION = 12
 
 TopicProduceResponse = ProduceResponse.TopicProduceResponse
 PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
@@ -57,7 +60,7 @@ def validate_records(version: int, records: bytes | memoryview | None) -> ErrorC
 
 
 class ProduceHandler:
-    """`txn_verifier` is None when transaction.partition.verification.enable is false."""
+    """Without `txn_verifier`, transactional batches are appended unverified (tests of the append alone)."""
 
     def __init__(self, replica_manager: ReplicaManager, txn_verifier: TxnPartitionVerifier | None = None) -> None:
         self.replica_manager = replica_manager
@@ -90,7 +93,8 @@ class ProduceHandler:
             order.append((topic_data.name, indexes))
         guards = None
         if self.txn_verifier is not None and request.transactional_id and entries:
-            failed, guards = await self.txn_verifier.verify(request.transactional_id, entries)
+            failed, guards = await self.txn_verifier.verify(request.transactional_id, entries,
+                                                            add=version >= FIRST_IMPLICIT_ADD_VERSION)
             for topic_partition, error in failed.items():
                 del entries[topic_partition]
                 early[topic_partition] = ProducePartitionResult(error)

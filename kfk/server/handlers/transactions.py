@@ -9,20 +9,23 @@ admin views of transactions and producers.
 - AddOffsetsToTxn (25), v0-v4 and EndTxn (26), v0-v5: v2 adds PRODUCER_FENCED, v3 flexible, v4
   TRANSACTION_ABORTABLE; EndTxn v5 comes only from a client of transaction protocol version 2 (KIP-890 part 2):
   the coordinator bumps the producer epoch at the end of every transaction and the answer carries the producer id
-  and epoch to continue with. kfk does not finalize the `transaction.version` feature at 2 yet (the partition
-  leader's implicit add of Produce v12 and TxnOffsetCommit v5 is not there), so clients that follow the feature
-  end transactions the TV1 way, with v4 or below (no epoch bump; the answer's producer id and epoch stay -1).
+  and epoch to continue with. ApiVersions finalizes the `transaction.version` feature at 2, so clients that follow
+  it end transactions that way; older ones end them the TV1 way, with v4 or below (no epoch bump; the answer's
+  producer id and epoch stay -1).
 - WriteTxnMarkers (27), v0-v1 (v1 flexible): from transaction coordinators; see kfk/server/txn_markers.py.
 - TxnOffsetCommit (28), v0-v5: v2 adds committed leader epochs, v3 the member id, group instance id and generation
-  (checked like OffsetCommit's when given), v4 TRANSACTION_ABORTABLE, v5 is v4 for TV2 clients (served as v4: with
-  TV1 the client added the offsets partition through AddOffsetsToTxn first). Partitions of topics the metadata does not
-  know get UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the rest, as OffsetCommit's.
+  (checked like OffsetCommit's when given), v4 TRANSACTION_ABORTABLE, v5 comes from TV2 clients, which send no
+  AddOffsetsToTxn: before committing, the group's __consumer_offsets partition is added to the transaction (through
+  the transaction coordinator, as a Produce v12's partitions; an error there answers every partition, mapped as
+  Kafka's group coordinator maps a failed verification). Partitions of topics the metadata does not know get
+  UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the rest, as OffsetCommit's.
 - DescribeTransactions (65), v0; ListTransactions (66), v0-v1 (v1 adds the duration filter of KIP-994).
 - DescribeProducers (61), v0: per partition, the active producers in this replica's producer state (leader or follower).
 """
 
 from __future__ import annotations
 
+from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.group_coordinator import OffsetCommitPartition
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.transaction.metadata import TRANSACTION_VERSION_EPOCH_BUMP
@@ -41,6 +44,7 @@ from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, Writ
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.server.txn_markers import TxnMarkerWriter
+from kfk.server.txn_verification import RETRIABLE_COORDINATOR_ERRORS, TxnPartitionVerifier
 from kfk.common.structs import TopicPartition
 
 #: The first versions that know PRODUCER_FENCED, per API (older ones get INVALID_PRODUCER_EPOCH).
@@ -56,6 +60,8 @@ CLIENT_TRANSACTION_VERSION = 0
 #: EndTxn from this version comes from a TV2 client: the epoch is bumped at every end (KIP-890 part 2).
 FIRST_EPOCH_BUMP_END_TXN_VERSION = 5
 FIRST_DURATION_FILTER_VERSION = 1
+#: TxnOffsetCommit from this version comes from a TV2 client: the offsets partition is added implicitly.
+FIRST_IMPLICIT_ADD_TXN_OFFSET_COMMIT_VERSION = 5
 
 ApiPartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
 ApiTopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
@@ -85,8 +91,10 @@ def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[ApiTopicResu
 class TransactionsHandler:
     def __init__(self, transaction_coordinator: TransactionCoordinatorService,
                  group_coordinator: GroupCoordinatorService, replica_manager: ReplicaManager,
-                 metadata_cache: MetadataCache, marker_writer: TxnMarkerWriter) -> None:
+                 metadata_cache: MetadataCache, marker_writer: TxnMarkerWriter,
+                 txn_verifier: TxnPartitionVerifier) -> None:
         self.transaction_coordinator = transaction_coordinator
+        self.txn_verifier = txn_verifier
         self.group_coordinator = group_coordinator
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
@@ -179,6 +187,11 @@ class TransactionsHandler:
                 accepted.append(OffsetCommitPartition(
                     topic.name, partition.partition_index, partition.committed_offset,
                     partition.committed_leader_epoch, partition.committed_metadata))
+        if accepted and context.api_version >= FIRST_IMPLICIT_ADD_TXN_OFFSET_COMMIT_VERSION:
+            error = await self._add_offsets_partition(request)
+            if error != ErrorCode.NONE:
+                errors.update({(p.topic, p.partition): error for p in accepted})
+                accepted = []
         if accepted:
             committed = await self.group_coordinator.commit_transactional_offsets(
                 request.group_id, request.producer_id, request.producer_epoch, request.member_id,
@@ -191,6 +204,21 @@ class TransactionsHandler:
                     partition_index=p.partition_index, error_code=errors[(topic.name, p.partition_index)])
                 for p in topic.partitions])
             for topic in request.topics])
+
+    async def _add_offsets_partition(self, request: TxnOffsetCommitRequest) -> ErrorCode:
+        """A TV2 producer's implicit AddOffsetsToTxn: the group's __consumer_offsets partition joins its
+        transaction, so that the commit marker reaches the offsets committed here."""
+        offsets_partition = TopicPartition(GROUP_METADATA_TOPIC_NAME,
+                                           self.group_coordinator.partition_for(request.group_id))
+        answers = await self.txn_verifier.add_partitions(request.transactional_id, request.producer_id,
+                                                         request.producer_epoch, [offsets_partition])
+        error = answers.get(offsets_partition, ErrorCode.INVALID_TXN_STATE)
+        # As Kafka's group coordinator answers a failed verification: "try again" as COORDINATOR_NOT_AVAILABLE.
+        if error in RETRIABLE_COORDINATOR_ERRORS:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if error == ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        return error
 
     async def describe_transactions(self, context: RequestContext,
                                     request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
