@@ -263,20 +263,21 @@ class LogManager:
         finally:
             self.cleaner_manager.resume_cleaning(topic_partition)
 
-    def check_log_dir_move(self, topic_partition: TopicPartition, log_dir: str) -> str:
-        """The absolute destination of a move, if it is one of this broker's log dirs (else LogDirNotFoundError);
-        KafkaStorageError if the partition has no log here."""
+    def check_destination_log_dir(self, log_dir: str) -> str:
+        """The absolute path of a move's destination, if it is one of this broker's log dirs (else
+        LogDirNotFoundError) and still there (else KafkaStorageError)."""
         destination = os.path.abspath(log_dir)
         if destination not in self.log_dirs:
             raise LogDirNotFoundError(f"Log dir {log_dir} is not found in the config.")
-        self._existing_log(topic_partition)
+        if not os.path.isdir(destination):
+            raise KafkaStorageError(f"Log dir {log_dir} is offline")
         return destination
 
     def move_log(self, topic_partition: TopicPartition, log_dir: str, now_ms: int) -> bool:
         """Move a partition's log into another log dir while it keeps serving (blocking: run it in an executor).
         Returns False when there is nothing to do (already there, or already moving). A failure leaves the log
         where it was and removes the partial copy (KafkaStorageError)."""
-        destination = self.check_log_dir_move(topic_partition, log_dir)
+        destination = self.check_destination_log_dir(log_dir)
         with self.lock:
             log = self._existing_log(topic_partition)
             source = os.path.dirname(log.dir)
@@ -317,6 +318,19 @@ class LogManager:
         self.deletion_queue.schedule(now_ms + log.config.file_delete_delay_ms, remove_retired)
         logger.info("Moved the log of %s from %s to %s", topic_partition, source, destination)
         return True
+
+    def future_log_sizes(self) -> dict[TopicPartition, tuple[str, int]]:
+        """The partitions being moved: the log dir each goes to and the bytes copied there so far."""
+        with self.lock:
+            moving = dict(self.future_dirs)
+        sizes = {}
+        for topic_partition, future_directory in moving.items():
+            try:
+                size = sum(entry.stat().st_size for entry in os.scandir(future_directory))
+            except OSError:  # not created yet, or just swapped in
+                size = 0
+            sizes[topic_partition] = (os.path.dirname(future_directory), size)
+        return sizes
 
     def abort_log_dir_moves(self) -> None:
         """Shutdown: copies in progress stop at their next file and fail."""
