@@ -1,4 +1,5 @@
-"""AlterReplicaLogDirs: a replica moves to the broker's other log dir while confluent-kafka produces to it."""
+"""AlterReplicaLogDirs: a replica moves to the broker's other log dir while confluent-kafka produces to it, and
+kafka-python's admin moves replicas and sees them in DescribeLogDirs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from kafka import KafkaAdminClient, TopicPartitionReplica
+from kafka.admin import NewTopic
+from kafka.errors import NoError
 
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
@@ -121,3 +125,37 @@ def test_a_replica_moves_to_the_other_log_dir_while_it_is_produced_to(kfk_broker
         assert where(sock, TOPIC)[destination] == [(0, False)]
         assert where(sock, TOPIC)[source] == []
     assert sorted(consume_all(broker.bootstrap_servers, len(acknowledged))) == sorted(acknowledged)
+
+
+def test_kafka_python_admin_moves_a_replica_and_describes_the_log_dirs(kfk_broker_factory, tmp_path) -> None:
+    first, second = str(tmp_path / "first"), str(tmp_path / "second")
+    broker = kfk_broker_factory({"log.dirs": f"{first},{second}"})
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        admin.create_topics([NewTopic(TOPIC, 2, 1)])
+        with connect(broker.bootstrap_servers) as sock:
+            deadline = time.monotonic() + 10
+            while sum(len(partitions) for partitions in where(sock, TOPIC).values()) < 2 \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            placement = where(sock, TOPIC)
+        # one partition per dir: swap them
+        targets = {partition: (second if path == first else first)
+                   for path, partitions in placement.items() for partition, _ in partitions}
+        replicas = {TopicPartitionReplica(TOPIC, partition, broker.node_id): path
+                    for partition, path in targets.items()}
+        assert admin.alter_replica_log_dirs(replicas) == {replica: NoError for replica in replicas}
+        wanted = {path: [(partition, False)] for partition, path in targets.items()}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            (described,) = admin.describe_log_dirs()
+            placement = {log_dir["log_dir"]: sorted((p["partition_index"], p["is_future_key"])
+                                                    for topic in log_dir["topics"] if topic["name"] == TOPIC
+                                                    for p in topic["partitions"])
+                         for log_dir in described["log_dirs"]}
+            if placement == wanted:
+                break
+            time.sleep(0.02)
+        assert placement == wanted
+    finally:
+        admin.close()

@@ -28,12 +28,14 @@ def test_a_log_moves_to_another_dir_while_appends_go_on_and_stays_there_after_a_
     log.maybe_assign_epoch_start_offset(4)
     stop = threading.Event()
     appended: list[int] = []
+    futures_seen: set[tuple[TopicPartition, str]] = set()
 
     def produce() -> None:
         while not stop.is_set():
             info = log.append_as_leader(make_batch(0, [b"during" + os.urandom(100)]), 4, now_ms=0)
             appended.append(info.first_offset)
             log.update_high_watermark(log.log_end_offset)
+            futures_seen.update((tp, log_dir) for tp, (log_dir, _) in manager.future_log_sizes().items())
 
     producer = threading.Thread(target=produce)
     producer.start()
@@ -43,6 +45,8 @@ def test_a_log_moves_to_another_dir_while_appends_go_on_and_stays_there_after_a_
         stop.set()
         producer.join()
     assert appended, "appends went on during the move"
+    assert futures_seen == {(PARTITION, second)}  # the future replica, while it was copied
+    assert manager.future_log_sizes() == {}
     assert manager.get_log(PARTITION) is log and log.dir == os.path.join(second, "moving-0")
     assert not os.path.exists(os.path.join(first, "moving-0"))
     (retired,) = [name for name in os.listdir(first) if name.endswith("-delete")]
