@@ -141,8 +141,14 @@ class LogManager:
                 logger.info("Removing partition folder %s left by a topic deletion", path)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
-            if name.endswith(FUTURE_DIR_SUFFIX) or name.endswith(STRAY_DIR_SUFFIX):
-                logger.info("Ignoring partition folder %s (future or stray replica)", path)
+            if name.endswith(FUTURE_DIR_SUFFIX):
+                # a copy left by a move to this dir that did not finish (the original is intact): kfk does not
+                # resume moves, AlterReplicaLogDirs starts one again
+                logger.info("Removing partition folder %s left by an unfinished move between log dirs", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if name.endswith(STRAY_DIR_SUFFIX):
+                logger.info("Ignoring partition folder %s (stray replica)", path)
                 continue
             try:
                 topic_partition = parse_topic_partition_name(name)

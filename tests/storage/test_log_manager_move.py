@@ -10,6 +10,7 @@ import pytest
 from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaStorageError, LogDirNotFoundError
 from kfk.storage.fetch_data_info import FetchIsolation
+from kfk.storage.log_files import log_future_dir_name
 from kfk.storage.log_manager import LogManager
 
 from .conftest import make_batch, read_all, small_config
@@ -103,3 +104,22 @@ def test_a_failed_copy_leaves_the_log_where_it_was_and_no_future_folder(tmp_path
     log.append_as_leader(make_batch(0, [b"still here"]), 0, now_ms=0)
     assert read_all(log)[-1].value == b"still here"
     manager.shutdown()
+
+
+def test_a_future_folder_left_by_a_crash_during_a_move_is_removed_at_startup(tmp_path) -> None:
+    first, second = str(tmp_path / "a"), str(tmp_path / "b")
+    manager = LogManager([first, second], small_config())
+    manager.startup(now_ms=0)
+    log = manager.get_or_create_log(PARTITION, now_ms=0)
+    for _ in range(30):
+        log.append_as_leader(make_batch(0, [os.urandom(200)]), 0, now_ms=0)
+    end = log.log_end_offset
+    copy = log.start_copy(os.path.join(second, log_future_dir_name(PARTITION)))
+    copy.copy_closed_segments(log.dir, threading.Event())  # the broker dies here, before the swap
+    manager.shutdown()
+    restarted = LogManager([first, second], small_config())
+    restarted.startup(now_ms=0)
+    assert not [name for name in os.listdir(second) if name.startswith("moving")]
+    assert restarted.get_log(PARTITION).dir == os.path.join(first, "moving-0")
+    assert restarted.get_log(PARTITION).log_end_offset == end
+    restarted.shutdown()
