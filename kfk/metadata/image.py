@@ -121,6 +121,10 @@ class MetadataImage:
     def config(self, resource_type: ConfigResourceType, name: str) -> Mapping[str, str]:
         return self.configs.get((resource_type, name), _EMPTY)
 
+    def config_resource_names(self, resource_type: ConfigResourceType) -> list[str]:
+        """The names of the resources of one type that have configs set, sorted."""
+        return sorted(name for kind, name in self.configs if kind == resource_type)
+
     def alive_endpoint(self, broker_id: int, listener_name: str) -> Endpoint | None:
         """The endpoint of an unfenced broker on a listener (None: unknown, fenced, or no such listener)."""
         broker = self.brokers.get(broker_id)
@@ -236,7 +240,10 @@ def _config_record(delta: _Delta, record: Message) -> None:
         values.pop(record.name, None)
     else:
         values[record.name] = record.value
-    configs[key] = MappingProxyType(values)
+    if values:
+        configs[key] = MappingProxyType(values)
+    else:  # as Kafka's image: a resource whose last config was deleted is no longer listed
+        configs.pop(key, None)
 
 
 def _register_broker_record(delta: _Delta, record: Message) -> None:

@@ -134,6 +134,8 @@ class ReplicaManager:
         self._isr_expiration: asyncio.Task | None = None
         #: Set once this broker stops following (controlled shutdown done, or shutting down): no fetcher restarts.
         self._following_stopped = False
+        #: Moves of replicas to another log dir running in the executor (AlterReplicaLogDirs).
+        self._log_dir_moves: set[asyncio.Future] = set()
 
     def _arm_expiration_timer(self, deadline_ms: int) -> None:
         self._timer.arm(deadline_ms)
@@ -142,6 +144,8 @@ class ReplicaManager:
         """Let pending log creations and deletions finish, then answer every waiting request (acks=all produces
         time out, fetches return what is there)."""
         await self.metadata_applied()
+        self.log_manager.abort_log_dir_moves()
+        await asyncio.gather(*self._log_dir_moves, return_exceptions=True)
         self._following_stopped = True
         if self._isr_expiration is not None:
             self._isr_expiration.cancel()
@@ -635,9 +639,36 @@ class ReplicaManager:
         partition = self.get_partition_or_error(topic_partition)
         return partition.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, fetch_only_from_leader)
 
+    def alter_replica_log_dir(self, topic_partition: TopicPartition, log_dir: str) -> ErrorCode:
+        """Start moving a hosted replica's log into another of this broker's log dirs (AlterReplicaLogDirs). As in
+        Kafka the answer comes before the move ends: DescribeLogDirs shows the future replica while it is copied,
+        then the partition under its new dir. A failed move is logged and leaves the replica where it was."""
+        try:
+            self.log_manager.check_destination_log_dir(log_dir)
+        except KafkaError as error:
+            return error.error_code
+        if topic_partition not in self.partitions or self.log_manager.get_log(topic_partition) is None:
+            return ErrorCode.REPLICA_NOT_AVAILABLE
+        move = asyncio.get_running_loop().run_in_executor(None, self.log_manager.move_log, topic_partition,
+                                                          log_dir, self.now_ms())
+        self._log_dir_moves.add(move)
+
+        def done(future: asyncio.Future) -> None:
+            self._log_dir_moves.discard(future)
+            if not future.cancelled() and future.exception() is not None:
+                logger.error("Moving %s to %s failed: %s", topic_partition, log_dir, future.exception())
+
+        move.add_done_callback(done)
+        return ErrorCode.NONE
+
     def describe_log_dirs(self, topic_partitions: set[TopicPartition] | None) -> list[LogDirDescription]:
-        """Per log dir: the size of each requested partition (every partition when None) and the volume's space."""
+        """Per log dir: the size of each requested partition (every partition when None), the future replicas
+        being copied into it (their offset lag unknown: 0), and the volume's space."""
         by_dir: dict[str, dict[str, list[LogDirPartition]]] = {path: {} for path in self.log_manager.log_dirs}
+        for topic_partition, (log_dir, size) in self.log_manager.future_log_sizes().items():
+            if (topic_partitions is None or topic_partition in topic_partitions) and log_dir in by_dir:
+                by_dir[log_dir].setdefault(topic_partition.topic, []).append(
+                    LogDirPartition(topic_partition.partition, size, 0, is_future=True))
         for log in self.log_manager.all_logs():
             topic_partition = log.topic_partition
             if topic_partitions is not None and topic_partition not in topic_partitions:

@@ -56,6 +56,7 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(0, 4),  # handlers/offset_for_leader_epoch.py
     ApiKey.DESCRIBE_CONFIGS: VersionRange(0, 4),  # handlers/configs.py
     ApiKey.ALTER_CONFIGS: VersionRange(0, 2),  # handlers/configs.py
+    ApiKey.ALTER_REPLICA_LOG_DIRS: VersionRange(1, 2),  # handlers/describe_log_dirs.py
     ApiKey.DESCRIBE_LOG_DIRS: VersionRange(0, 4),  # handlers/describe_log_dirs.py
     ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),  # handlers/admin.py
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),  # handlers/groups.py
@@ -75,6 +76,7 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),  # handlers/transactions.py
     ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),  # handlers/transactions.py
     ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),  # handlers/transactions.py
+    ApiKey.LIST_CLIENT_METRICS_RESOURCES: VersionRange(0, 0),  # handlers/configs.py
 }
 
 

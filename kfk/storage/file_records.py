@@ -153,6 +153,13 @@ class FileRecords:
         os.replace(self.path, new_path)
         self.path = new_path
 
+    def reopen_at(self, path: str) -> int:
+        """Read and write the copy of this file at `path` from now on (its replica moved to another log dir).
+        Returns the old descriptor: a fetch already sending from it may still be, so the caller closes it later."""
+        fd = os.open(path, os.O_RDWR)
+        old_fd, self._fd, self.path = self._fd, fd, path
+        return old_fd
+
     def delete_if_exists(self) -> bool:
         self.close_handlers()
         try:

@@ -118,6 +118,11 @@ class AbstractIndex:
             self._mmap.close()
             self._mmap = None
 
+    def move_to(self, path: str) -> None:
+        """The file was copied to `path` (its replica moved to another log dir): map that one at the next use."""
+        self._unmap()
+        self.path = path
+
     @property
     def max_entries(self) -> int:
         return self.length // self.entry_size

@@ -50,6 +50,7 @@ from kfk.storage.fetch_data_info import (
 )
 from kfk.storage.file_records import Batch
 from kfk.storage.leader_epoch import LeaderEpochFileCache
+from kfk.storage.log_dir_move import ReplicaCopy
 from kfk.storage.log_files import (
     DELETED_FILE_SUFFIX,
     LEADER_EPOCH_CHECKPOINT_FILE,
@@ -154,6 +155,7 @@ class Log:
         self.partition_metadata = PartitionMetadataFile(directory)
         self.closed = False
         self.recovered_segments = 0
+        self.truncations = 0  # how often the log was truncated: a copy into another log dir must start over then
 
     # -- opening -------------------------------------------------------------------------------------------------
 
@@ -715,6 +717,7 @@ class Log:
             self.recovery_point = min(self.recovery_point, new_end)
             self.leader_epoch_cache.truncate_from_end(new_end)
             self.log_start_offset = min(new_end, self.log_start_offset)
+            self.truncations += 1
             self._rebuild_producer_state(now_ms)
             if self._high_watermark >= self._log_end_offset:
                 self._high_watermark = self._log_end_offset
@@ -727,6 +730,7 @@ class Log:
         """Delete everything and start empty at `new_offset` (a follower far behind a leader's log start)."""
         with self.lock:
             self._check_open()
+            self.truncations += 1
             self._remove_and_delete_segments(list(self.segments), now_ms, asynchronous=True)
             self.segments.add(open_segment(self.dir, new_offset, self.config, now_ms, exists=False,
                                            jitter_ms=self._random_segment_jitter()))
@@ -893,12 +897,39 @@ class Log:
         """Move the partition folder (e.g. to its `-delete` name); open files follow the rename."""
         with self.lock:
             os.replace(self.dir, new_directory)
-            self.dir = new_directory
             for segment in self.segments:
                 segment.update_parent_dir(new_directory)
-            self.leader_epoch_cache.checkpoint.path = os.path.join(new_directory, LEADER_EPOCH_CHECKPOINT_FILE)
-            self.producer_state.update_parent_dir(new_directory)
-            self.partition_metadata = PartitionMetadataFile(new_directory)
+            self._moved_to(new_directory)
+
+    def _moved_to(self, new_directory: str) -> None:
+        self.dir = new_directory
+        self.leader_epoch_cache.checkpoint.path = os.path.join(new_directory, LEADER_EPOCH_CHECKPOINT_FILE)
+        self.producer_state.update_parent_dir(new_directory)
+        self.partition_metadata = PartitionMetadataFile(new_directory)
+
+    # -- moving to another log dir ---------------------------------------------------------------------------------
+
+    def start_copy(self, future_directory: str) -> ReplicaCopy:
+        """A copy of this log into `future_directory` (see kfk/storage/log_dir_move.py), its first step to be run
+        without the lock."""
+        with self.lock:
+            self._check_open()
+            return ReplicaCopy(future_directory, self.active_segment.base_offset, self.truncations)
+
+    def swap_in_copy(self, copy: ReplicaCopy, directory: str, retired_directory: str) -> list[int]:
+        """The move's last step, under the lock (appends and reads wait): flush, complete the copy, rename it
+        `directory` and the old folder `retired_directory`, and reopen every file in the new folder. This object
+        stays the partition's log, so its offsets, producer state, leader epoch cache and high watermark are kept.
+        Returns the old segments' descriptors (see LogSegment.move_to)."""
+        with self.lock:
+            self._check_open()
+            self.flush()
+            copy.finish(self.dir, recopy_all=self.truncations != copy.truncations)
+            os.replace(copy.future_directory, directory)
+            os.replace(self.dir, retired_directory)
+            old_fds = [segment.move_to(directory) for segment in self.segments]
+            self._moved_to(directory)
+            return old_fds
 
     def __repr__(self) -> str:
         return (f"Log(dir={self.dir}, log_start_offset={self.log_start_offset}, "

@@ -77,7 +77,16 @@ def log_dir_name(topic_partition: TopicPartition) -> str:
 def log_delete_dir_name(topic_partition: TopicPartition) -> str:
     """`orders-3.<32 hex>-delete`: a deleted partition's folder while its files wait for removal (Kafka's form,
     the topic prefix shortened so the name fits in 255 bytes)."""
-    suffix = f"-{topic_partition.partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    return _unique_dir_name(topic_partition, DELETE_DIR_SUFFIX)
+
+
+def log_future_dir_name(topic_partition: TopicPartition) -> str:
+    """`orders-3.<32 hex>-future`: the copy of a partition being moved into another log dir."""
+    return _unique_dir_name(topic_partition, FUTURE_DIR_SUFFIX)
+
+
+def _unique_dir_name(topic_partition: TopicPartition, dir_suffix: str) -> str:
+    suffix = f"-{topic_partition.partition}.{uuid.uuid4().hex}{dir_suffix}"
     prefix_length = min(len(topic_partition.topic), MAX_FILE_NAME_LENGTH - len(suffix))
     return topic_partition.topic[:prefix_length] + suffix
 

@@ -14,6 +14,11 @@ Checkpoints per log dir (Kafka's names and text format): recovery-point-offset-c
 log-start-offset-checkpoint, replication-offset-checkpoint (high watermarks) and, for compaction,
 cleaner-offset-checkpoint (written by the cleaner).
 
+A partition's log moves to another of the broker's log dirs (AlterReplicaLogDirs) by copying it into a
+`<topic>-<partition>.<id>-future` folder there and swapping the copy in (kfk/storage/log_dir_move.py), its cleaning
+paused meanwhile; the log object stays the same, so whoever holds it keeps serving from it. The old folder is
+renamed `-delete` and removed after file.delete.delay.ms, when no fetch can still be sending from its files.
+
 Compaction runs in log.cleaner.threads threads of their own (LogCleanerThreads) from startup to shutdown. Truncating
 or deleting a log goes through the log manager, which pauses that partition's cleaning first (aborting and waiting
 for a running one) and fixes its cleaner checkpoint.
@@ -32,7 +37,7 @@ from kfk.common.clock import Clock, system_time_ms
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
 from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
-from kfk.errors import KafkaStorageError
+from kfk.errors import KafkaStorageError, LogDirNotFoundError
 from kfk.storage.checkpoint import OffsetCheckpointFile, atomic_write
 from kfk.storage.cleaner_manager import LogCleanerManager
 from kfk.storage.cleaner_threads import CleanerConfig, LogCleanerThreads
@@ -48,6 +53,7 @@ from kfk.storage.log_files import (
     STRAY_DIR_SUFFIX,
     log_delete_dir_name,
     log_dir_name,
+    log_future_dir_name,
     parse_topic_partition_name,
 )
 from kfk.storage.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
@@ -80,6 +86,9 @@ class LogManager:
         self.flush_check_interval_ms = flush_check_interval_ms
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.logs: dict[TopicPartition, Log] = {}
+        #: The partitions being moved to another log dir, and the future folder each is being copied into.
+        self.future_dirs: dict[TopicPartition, str] = {}
+        self._moves_aborted = threading.Event()
         self.deletion_queue = SegmentDeletionQueue()
         self.had_clean_shutdown: dict[str, bool] = {}
         self.lock = threading.RLock()
@@ -132,8 +141,14 @@ class LogManager:
                 logger.info("Removing partition folder %s left by a topic deletion", path)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
-            if name.endswith(FUTURE_DIR_SUFFIX) or name.endswith(STRAY_DIR_SUFFIX):
-                logger.info("Ignoring partition folder %s (future or stray replica)", path)
+            if name.endswith(FUTURE_DIR_SUFFIX):
+                # a copy left by a move to this dir that did not finish (the original is intact): kfk does not
+                # resume moves, AlterReplicaLogDirs starts one again
+                logger.info("Removing partition folder %s left by an unfinished move between log dirs", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if name.endswith(STRAY_DIR_SUFFIX):
+                logger.info("Ignoring partition folder %s (stray replica)", path)
                 continue
             try:
                 topic_partition = parse_topic_partition_name(name)
@@ -253,6 +268,79 @@ class LogManager:
             self.cleaner_manager.remove_partition(os.path.dirname(log.dir), topic_partition)
         finally:
             self.cleaner_manager.resume_cleaning(topic_partition)
+
+    def check_destination_log_dir(self, log_dir: str) -> str:
+        """The absolute path of a move's destination, if it is one of this broker's log dirs (else
+        LogDirNotFoundError) and still there (else KafkaStorageError)."""
+        destination = os.path.abspath(log_dir)
+        if destination not in self.log_dirs:
+            raise LogDirNotFoundError(f"Log dir {log_dir} is not found in the config.")
+        if not os.path.isdir(destination):
+            raise KafkaStorageError(f"Log dir {log_dir} is offline")
+        return destination
+
+    def move_log(self, topic_partition: TopicPartition, log_dir: str, now_ms: int) -> bool:
+        """Move a partition's log into another log dir while it keeps serving (blocking: run it in an executor).
+        Returns False when there is nothing to do (already there, or already moving). A failure leaves the log
+        where it was and removes the partial copy (KafkaStorageError)."""
+        destination = self.check_destination_log_dir(log_dir)
+        with self.lock:
+            log = self._existing_log(topic_partition)
+            source = os.path.dirname(log.dir)
+            if source == destination or topic_partition in self.future_dirs:
+                return False
+            future_directory = os.path.join(destination, log_future_dir_name(topic_partition))
+            self.future_dirs[topic_partition] = future_directory
+        self.cleaner_manager.abort_and_pause_cleaning(topic_partition)
+        try:
+            copy = log.start_copy(future_directory)
+            copy.copy_closed_segments(log.dir, self._moves_aborted)
+            with self.lock:
+                if self.logs.get(topic_partition) is not log:
+                    raise KafkaStorageError(f"The log of {topic_partition} was deleted while it was being moved")
+                cleaned_up_to = self.cleaner_manager.checkpointed_offset(log)
+                retired = os.path.join(source, log_delete_dir_name(topic_partition))
+                old_fds = log.swap_in_copy(copy, os.path.join(destination, log_dir_name(topic_partition)), retired)
+                self.cleaner_manager.update_checkpoint(source, topic_partition, None)
+                if cleaned_up_to is not None:
+                    self.cleaner_manager.update_checkpoint(destination, topic_partition, cleaned_up_to)
+                self._write_checkpoints()
+        except (OSError, InterruptedError) as error:
+            shutil.rmtree(future_directory, ignore_errors=True)
+            raise KafkaStorageError(f"Moving the log of {topic_partition} to {destination} failed: {error}") from error
+        except KafkaStorageError:
+            shutil.rmtree(future_directory, ignore_errors=True)
+            raise
+        finally:
+            self.cleaner_manager.resume_cleaning(topic_partition)
+            with self.lock:
+                self.future_dirs.pop(topic_partition, None)
+
+        def remove_retired() -> None:
+            for fd in old_fds:
+                os.close(fd)
+            shutil.rmtree(retired, ignore_errors=True)
+
+        self.deletion_queue.schedule(now_ms + log.config.file_delete_delay_ms, remove_retired)
+        logger.info("Moved the log of %s from %s to %s", topic_partition, source, destination)
+        return True
+
+    def future_log_sizes(self) -> dict[TopicPartition, tuple[str, int]]:
+        """The partitions being moved: the log dir each goes to and the bytes copied there so far."""
+        with self.lock:
+            moving = dict(self.future_dirs)
+        sizes = {}
+        for topic_partition, future_directory in moving.items():
+            try:
+                size = sum(entry.stat().st_size for entry in os.scandir(future_directory))
+            except OSError:  # not created yet, or just swapped in
+                size = 0
+            sizes[topic_partition] = (os.path.dirname(future_directory), size)
+        return sizes
+
+    def abort_log_dir_moves(self) -> None:
+        """Shutdown: copies in progress stop at their next file and fail."""
+        self._moves_aborted.set()
 
     def _existing_log(self, topic_partition: TopicPartition) -> Log:
         log = self.logs.get(topic_partition)

@@ -489,6 +489,17 @@ class LogSegment:
             self._time_index.path = self.time_index_path
         self.txn_index.path = moved(self.txn_index.path)
 
+    def move_to(self, directory: str) -> int:
+        """The segment's files were copied into `directory` (a replica moving to another log dir): use the copies
+        from now on. Returns the old `.log` descriptor, for the caller to close once no fetch can send from it."""
+        old_fd = self.log.reopen_at(os.path.join(directory, os.path.basename(self.log.path)))
+        self.txn_index.close()  # reopened at its new path by the next append or read
+        self.update_parent_dir(directory)
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.move_to(index.path)
+        return old_fd
+
     def has_suffix(self, suffix: str) -> bool:
         return all(path.endswith(suffix) for path in
                    (self.log.path, self.offset_index_path, self.time_index_path, self.txn_index.path))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from kfk.common.config_types import ConfigResourceType
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.metadata_records import schema_class
 
@@ -53,3 +54,19 @@ def test_is_internal_follows_kafkas_list() -> None:
                                    TopicRecord(name="__mine", topic_id=uuid.uuid4())], 1)
     assert image.topic("__consumer_offsets").is_internal
     assert not image.topic("__mine").is_internal
+
+
+def test_config_resource_names_lists_one_type_sorted_and_drops_emptied_resources() -> None:
+    ConfigRecord = schema_class("ConfigRecord")
+    image = MetadataImage().apply([
+        ConfigRecord(resource_type=ConfigResourceType.CLIENT_METRICS, resource_name="slow-clients",
+                     name="interval.ms", value="60000"),
+        ConfigRecord(resource_type=ConfigResourceType.CLIENT_METRICS, resource_name="all-clients",
+                     name="metrics", value="*"),
+        ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name="t", name="retention.ms", value="1"),
+    ], 0)
+    assert image.config_resource_names(ConfigResourceType.CLIENT_METRICS) == ["all-clients", "slow-clients"]
+    assert image.config_resource_names(ConfigResourceType.TOPIC) == ["t"]
+    image = image.apply([ConfigRecord(resource_type=ConfigResourceType.CLIENT_METRICS,
+                                      resource_name="slow-clients", name="interval.ms", value=None)], 1)
+    assert image.config_resource_names(ConfigResourceType.CLIENT_METRICS) == ["all-clients"]

@@ -1,4 +1,5 @@
-"""Configs: DescribeConfigs (key 32) v0-v4, AlterConfigs (key 33) v0-v2, IncrementalAlterConfigs (key 44) v0-v1.
+"""Configs: DescribeConfigs (key 32) v0-v4, AlterConfigs (key 33) v0-v2, IncrementalAlterConfigs (key 44) v0-v1,
+ListClientMetricsResources (key 74) v0.
 
 DescribeConfigs answers every config of a topic or of this broker (kfk/controller/config_describer.py), or only
 the keys asked for. v0 has is_default instead of config_source and no synonyms; v1 adds config_source and, when
@@ -7,11 +8,15 @@ include_documentation, each key's documentation; v4 is flexible. The two alter A
 (kfk/controller/config_control.py): AlterConfigs replaces a resource's whole override set, IncrementalAlterConfigs
 applies SET/DELETE/APPEND/SUBTRACT; both honour validate_only. AlterConfigs v2 and IncrementalAlterConfigs v1 are
 the flexible versions.
+
+ListClientMetricsResources (one version, flexible) names the CLIENT_METRICS config resources of the metadata image.
+kfk has no KIP-714 client telemetry and its controller refuses to alter CLIENT_METRICS resources, so the list is
+empty unless the metadata log carries such ConfigRecords (written by another controller): then they are listed.
 """
 
 from __future__ import annotations
 
-from kfk.common.config_types import ConfigEntry, ConfigSource
+from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource
 from kfk.config import BrokerConfig
 from kfk.controller.config_describer import describe_resource
 from kfk.controller.quorum_controller import QuorumController
@@ -23,6 +28,10 @@ from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, Descr
 from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+)
+from kfk.protocol.messages.list_client_metrics_resources import (
+    ListClientMetricsResourcesRequest,
+    ListClientMetricsResourcesResponse,
 )
 from kfk.server.dispatch import Dispatcher, RequestContext
 
@@ -60,6 +69,7 @@ class ConfigsHandler:
         dispatcher.register(ApiKey.DESCRIBE_CONFIGS, self.describe_configs)
         dispatcher.register(ApiKey.ALTER_CONFIGS, self.alter_configs)
         dispatcher.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, self.incremental_alter_configs)
+        dispatcher.register(ApiKey.LIST_CLIENT_METRICS_RESOURCES, self.list_client_metrics_resources)
 
     async def describe_configs(self, context: RequestContext,
                                request: DescribeConfigsRequest) -> DescribeConfigsResponse:
@@ -90,3 +100,9 @@ class ConfigsHandler:
     async def incremental_alter_configs(self, context: RequestContext, request: IncrementalAlterConfigsRequest
                                         ) -> IncrementalAlterConfigsResponse:
         return await self.controller.incremental_alter_configs(request)
+
+    async def list_client_metrics_resources(self, context: RequestContext, request: ListClientMetricsResourcesRequest
+                                            ) -> ListClientMetricsResourcesResponse:
+        names = self.metadata_cache.image.config_resource_names(ConfigResourceType.CLIENT_METRICS)
+        return ListClientMetricsResourcesResponse(client_metrics_resources=[
+            ListClientMetricsResourcesResponse.ClientMetricsResource(name=name) for name in names])

@@ -1,9 +1,14 @@
-"""DescribeLogDirs (key 35), v0-v4.
+"""DescribeLogDirs (key 35) v0-v4 and AlterReplicaLogDirs (key 34) v1-v2.
 
-Every log dir of this broker with the size of each partition it holds (all partitions when topics is null, else the
-ones asked for), offset_lag 0 (the log end is never behind the high watermark) and is_future false (no replica is
-being moved between dirs). v1 is v0, v2 is flexible, v3 adds the top-level error_code, v4 the volume's total and
-usable bytes.
+DescribeLogDirs: every log dir of this broker with the size of each partition it holds (all partitions when topics
+is null, else the ones asked for), offset_lag 0 (the log end is never behind the high watermark), and the future
+replicas being copied into a dir by AlterReplicaLogDirs (is_future_key true, size copied so far). v1 is v0, v2 is
+flexible, v3 adds the top-level error_code, v4 the volume's total and usable bytes.
+
+AlterReplicaLogDirs starts moving replicas into other log dirs of this broker and answers before the moves end, as
+Kafka does (ReplicaManager.alter_replica_log_dir): LOG_DIR_NOT_FOUND for a dir not in log.dirs,
+REPLICA_NOT_AVAILABLE for a partition this broker does not host, KAFKA_STORAGE_ERROR for an offline dir. Kafka 4
+dropped v0; v1 is v0 on the wire, v2 is flexible.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
@@ -18,6 +24,8 @@ from kfk.server.dispatch import Dispatcher, RequestContext
 DescribeLogDirsResult = DescribeLogDirsResponse.DescribeLogDirsResult
 DescribeLogDirsTopic = DescribeLogDirsResponse.DescribeLogDirsTopic
 DescribeLogDirsPartition = DescribeLogDirsResponse.DescribeLogDirsPartition
+AlterReplicaLogDirTopicResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+AlterReplicaLogDirPartitionResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult
 
 
 class DescribeLogDirsHandler:
@@ -26,6 +34,21 @@ class DescribeLogDirsHandler:
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.DESCRIBE_LOG_DIRS, self.describe_log_dirs)
+        dispatcher.register(ApiKey.ALTER_REPLICA_LOG_DIRS, self.alter_replica_log_dirs)
+
+    async def alter_replica_log_dirs(self, context: RequestContext,
+                                     request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
+        results: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
+        for log_dir in request.dirs:
+            for topic in log_dir.topics:
+                for index in topic.partitions:
+                    error = self.replica_manager.alter_replica_log_dir(TopicPartition(topic.name, index),
+                                                                       log_dir.path)
+                    results.setdefault(topic.name, []).append(
+                        AlterReplicaLogDirPartitionResult(partition_index=index, error_code=error))
+        return AlterReplicaLogDirsResponse(results=[
+            AlterReplicaLogDirTopicResult(topic_name=name, partitions=partitions)
+            for name, partitions in results.items()])
 
     async def describe_log_dirs(self, context: RequestContext,
                                 request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
