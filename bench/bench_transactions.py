@@ -32,7 +32,8 @@ BROKER_OVERRIDES = {"transaction.state.log.num.partitions": "5", "offsets.topic.
 
 
 def create_topic(bootstrap: str, name: str) -> None:
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result arrives
+    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(30)
 
 
 def produce_idempotent(bootstrap: str, topic: str, count: int) -> float:
