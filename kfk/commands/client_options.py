@@ -29,6 +29,7 @@ BootstrapServer = Annotated[str, typer.Option(
 CommandConfig = Annotated[Optional[str], typer.Option(
     "--command-config", help="A properties file of client settings (security, timeouts...).")]
 JsonOutput = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
+Topic = Annotated[str, typer.Option("--topic", help="The topic name.")]
 Debug = Annotated[bool, typer.Option("--debug", envvar="KFK_DEBUG", help="Show the full traceback on errors.")]
 
 

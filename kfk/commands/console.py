@@ -23,6 +23,7 @@ from kfk.commands.client_options import (
     BootstrapServer,
     Debug,
     IsolationLevel,
+    Topic,
     client_config,
     check_reachable,
     client_errors,
@@ -32,7 +33,6 @@ from kfk.commands.errors import fail
 
 app = typer.Typer()
 
-Topic = Annotated[str, typer.Option("--topic", help="The topic.")]
 Properties = Annotated[Optional[list[str]], typer.Option(
     "--property", help="A reader/formatter property key=value (repeatable), e.g. parse.key=true.")]
 

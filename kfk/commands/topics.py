@@ -12,6 +12,7 @@ from kfk.commands.client_options import (
     CommandConfig,
     Debug,
     JsonOutput,
+    Topic,
     client_config,
     client_errors,
     console,
@@ -23,7 +24,6 @@ from kfk.commands.errors import fail
 
 app = typer.Typer(help="Create, list, describe, change and delete topics (kafka-topics.sh).", no_args_is_help=True)
 
-Topic = Annotated[str, typer.Option("--topic", help="The topic name.")]
 
 
 def _admin(bootstrap_server: str, command_config: str | None):

@@ -20,6 +20,7 @@ from kfk.commands.client_options import (
     CommandConfig,
     Debug,
     JsonOutput,
+    Topic,
     client_config,
     client_errors,
     console,
@@ -30,7 +31,6 @@ from kfk.commands.errors import fail
 
 app = typer.Typer(help="List, describe and repair transactions (kafka-transactions.sh).", no_args_is_help=True)
 
-Topic = Annotated[str, typer.Option("--topic", help="The topic name.")]
 Partition = Annotated[int, typer.Option("--partition", min=0, help="The partition number.")]
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MINUTES = 15  # Kafka's transaction.max.timeout.ms default, in minutes
