@@ -219,7 +219,7 @@ def _kraft_record_json(name: str, schema: str, value: bytes | None) -> str:
 
     def kafka_json(data):
         if isinstance(data, dict):
-            return {_camel_case(name): kafka_json(item) for name, item in data.items()}
+            return {_camel_case(field): kafka_json(item) for field, item in data.items()}
         if isinstance(data, list):
             return [kafka_json(item) for item in data]
         return uuid_to_base64(data) if isinstance(data, uuid.UUID) else data

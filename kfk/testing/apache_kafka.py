@@ -300,7 +300,9 @@ def _metadata_v0_brokers(host: str, port: int, timeout: float = 2.0) -> int | No
             header = _read_exactly(sock, 4)
             (size,) = struct.unpack(">i", header)
             response = _read_exactly(sock, size)
-    except (OSError, ConnectionError):
+    except OSError:  # refused, reset, closed mid-response (ConnectionError), timed out: not serving yet
+        return None
+    if len(response) < 8:
         return None
     correlation_id, broker_count = struct.unpack_from(">ii", response)
     return broker_count if correlation_id == 1 else None
