@@ -42,6 +42,7 @@ from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
 from kfk.server.controller_channel import ControllerChannel, create_topics_not_controller
 from kfk.server.dispatch import Dispatcher
+from kfk.server.dynamic_config import DynamicBrokerConfig
 from kfk.server.handlers.admin import TopicAdminHandler
 from kfk.server.handlers.api_versions import ApiVersionsHandler
 from kfk.server.handlers.cluster import DescribeClusterHandler
@@ -88,6 +89,7 @@ class BrokerServer:
         self.auto_format = auto_format
         self.cluster_id: str | None = None
         self.dispatcher = Dispatcher()
+        self.dynamic_config = DynamicBrokerConfig(config, self.node_id)
         self.socket_server: network.SocketServer | None = None
         self.log_manager: LogManager | None = None
         self._log_manager_task: asyncio.Task | None = None
@@ -174,6 +176,14 @@ class BrokerServer:
             next_due_ms = await loop.run_in_executor(None, self.log_manager.tick, system_time_ms())
             await asyncio.sleep(min(max(next_due_ms - system_time_ms(), 10), 1000) / 1000)
 
+    def _new_metadata_cache(self) -> MetadataCache:
+        """The broker's MetadataCache, whose first listener puts the dynamic broker configs in force: every
+        component called after it on the same image reads the new values (and after a restart, before any log is
+        opened)."""
+        cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
+        cache.subscribe(self.dynamic_config.on_metadata_update)
+        return cache
+
     async def _start_metadata(self) -> None:
         """The metadata layer: the embedded backend (KRaft-style: the __cluster_metadata log in the first log dir,
         replayed into the broker's MetadataCache), the controller when this node is one, then this broker's
@@ -184,7 +194,7 @@ class BrokerServer:
             await self._start_zookeeper_metadata()
             return
         voters = [int(voter.split("@", 1)[0]) for voter in config.controller_quorum_voters]
-        self.metadata_cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
+        self.metadata_cache = self._new_metadata_cache()
         self.metadata_backend = EmbeddedMetadataBackend(self.log_dirs[0], self.node_id, self.cluster_id, voters,
                                                         time_ms=system_time_ms)
         self.controller = QuorumController(self.metadata_backend, config, self.node_id)
@@ -209,7 +219,7 @@ class BrokerServer:
         the ISR changes of the partitions it leads through the backend."""
         config = self.config
         backend = self.metadata_backend
-        self.metadata_cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
+        self.metadata_cache = self._new_metadata_cache()
         self.controller = QuorumController(backend, config, self.node_id, manage_leadership=True)
         backend.add_listener(self.metadata_cache)
         backend.add_listener(self.controller)

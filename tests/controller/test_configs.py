@@ -85,8 +85,8 @@ def test_resources_that_are_not_a_topic(cluster) -> None:
     assert incremental(cluster, TOPIC, "bad name", ("retention.ms", OpType.SET, "1"))[0] == \
         ErrorCode.INVALID_TOPIC_EXCEPTION
     assert incremental(cluster, BROKER, "1") == (ErrorCode.NONE, None)
-    assert incremental(cluster, BROKER, "", ("log.retention.ms", OpType.SET, "1")) == (
-        ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(log.retention.ms)")
+    assert incremental(cluster, BROKER, "", ("log.retention.hours", OpType.SET, "1")) == (
+        ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: log.retention.hours")
     assert incremental(cluster, BROKER, "2") == (
         ErrorCode.INVALID_REQUEST, "Unexpected broker id, expected 1 or empty string, but received 2")
     assert incremental(cluster, ConfigResourceType.BROKER_LOGGER, "1") == (
@@ -207,7 +207,7 @@ def test_describe_resource_errors(cluster) -> None:
     cluster.create(topic("t"))
     image, config = cluster.image, cluster.config
     assert describe_resource(image, config, 1, TOPIC, "t")
-    assert describe_resource(image, config, 1, BROKER, "") == []
+    assert describe_resource(image, config, 1, BROKER, "") == []  # no dynamic default set
     assert describe_resource(image, config, 1, BROKER, "1")
     with pytest.raises(UnknownTopicOrPartitionError):
         describe_resource(image, config, 1, TOPIC, "missing")
