@@ -110,8 +110,8 @@ def configs(
                 return
             described = admin.describe_configs(resources, include_synonyms=True)
     if json_output:  # one entity: its entries; every topic or broker: the entries by name ("" the default)
-        show_all = all_configs or kind == "BROKER_LOGGER"
-        entries = {resource.name: _json_entries(described[resource], show_all) for resource in resources}
+        entries = {resource.name: _json_entries(described[resource], kind, resource.name, all_configs)
+                   for resource in resources}
         print_json(entries if every else entries[resources[0].name])
         return
     for resource in resources:
@@ -149,17 +149,20 @@ def _singular(kind: str) -> str:
     return next(singular for resource_type, singular in ENTITY_TYPES.values() if resource_type == kind)
 
 
-def _shown(entries: dict, show_all: bool) -> dict:
-    """The dynamic configs (or every one), by name."""
-    return {name: entry for name, entry in sorted(entries.items())
-            if show_all or not entry.is_default and entry.source.name.startswith("DYNAMIC")}
+def _shown(entries: dict, kind: str, name: str, show_all: bool) -> dict:
+    """Every config by name, or (as Kafka) those whose source is the entity's own: the topic's overrides, this
+    broker's dynamic configs, the cluster-wide default's, a broker logger's levels."""
+    source = {"TOPIC": "DYNAMIC_TOPIC_CONFIG", "BROKER_LOGGER": "DYNAMIC_BROKER_LOGGER_CONFIG",
+              "BROKER": "DYNAMIC_BROKER_CONFIG" if name else "DYNAMIC_DEFAULT_BROKER_CONFIG"}[kind]
+    return {config_name: entry for config_name, entry in sorted(entries.items())
+            if show_all or entry.source.name == source}
 
 
-def _json_entries(entries: dict, show_all: bool) -> list[dict]:
-    return [{"name": name, "value": None if entry.is_sensitive else entry.value, "source": entry.source.name,
+def _json_entries(entries: dict, kind: str, name: str, show_all: bool) -> list[dict]:
+    return [{"name": config_name, "value": None if entry.is_sensitive else entry.value, "source": entry.source.name,
              "sensitive": entry.is_sensitive, "read_only": entry.is_read_only,
              "synonyms": [{"name": s, "value": v, "source": src.name} for s, v, src in entry.synonyms]}
-            for name, entry in _shown(entries, show_all).items()]
+            for config_name, entry in _shown(entries, kind, name, show_all).items()]
 
 
 def _value(value: str | None, sensitive: bool) -> str:
@@ -173,7 +176,7 @@ def _render(entries: dict, kind: str, name: str, all_configs: bool) -> None:
         typer.echo("Default configs for brokers in the cluster are:")
     else:
         typer.echo(f"{'All' if all_configs else 'Dynamic'} configs for {_singular(kind)} {name} are:")
-    for config_name, entry in _shown(entries, all_configs or kind == "BROKER_LOGGER").items():
+    for config_name, entry in _shown(entries, kind, name, all_configs).items():
         synonyms = ", ".join(f"{source.name}:{synonym}={_value(synonym_value, entry.is_sensitive)}"
                              for synonym, synonym_value, source in entry.synonyms)
         typer.echo(f"  {config_name}={_value(entry.value, entry.is_sensitive)} "

@@ -1,0 +1,121 @@
+"""Dynamic broker configs through `python -m kfk configs` against a real broker, on both metadata backends: set per
+broker and cluster-wide, applied live (a new log.segment.bytes rolls a topic without an override, message.max.bytes
+changes what Produce accepts), described with Kafka's sources, refused as Kafka refuses them, and still in force
+after a restart (in ZooKeeper, in Kafka's /config/brokers znodes)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import confluent_kafka
+import pytest
+
+pytestmark = pytest.mark.integration
+
+SEGMENT_BYTES = 1024 * 1024  # log.segment.bytes' floor
+
+
+def kfk(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kfk", *args], capture_output=True, text=True, timeout=60)
+
+
+def produce(bootstrap: str, topic: str, count: int, size: int) -> list[str | None]:
+    """Send `count` records of `size` bytes; the error name of each (None when delivered)."""
+    errors: list[str | None] = []
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0,
+                                         "message.max.bytes": 10_000_000, "retries": 0})
+    for _ in range(count):
+        producer.produce(topic, b"x" * size,
+                         on_delivery=lambda error, _: errors.append(None if error is None else error.name()))
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    return errors
+
+
+def segments(log_dir: Path, topic: str) -> int:
+    return len(list((log_dir / f"{topic}-0").glob("*.log")))
+
+
+@pytest.fixture(params=["embedded", "zookeeper"])
+def broker(request):
+    """One broker (id 1), with the embedded metadata log or on ZooKeeper."""
+    if request.param == "embedded":
+        process = request.getfixturevalue("kfk_broker_factory")()
+    else:
+        process = request.getfixturevalue("kfk_cluster_factory")(size=1, overrides={
+            "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1"}).broker(1)
+    return request.param, process
+
+
+def test_dynamic_broker_configs_apply_live_and_survive_a_restart(broker) -> None:
+    backend, process = broker
+    server = ["--bootstrap-server", process.bootstrap_servers]
+    assert kfk("topics", "create", "--topic", "t", "--partitions", "1", "--replication-factor", "1", *server).returncode == 0
+
+    # Cluster-wide: the topic has no segment.bytes of its own, so it rolls at the new default.
+    altered = kfk("configs", "--alter", "--broker-defaults", "--add-config", f"log.segment.bytes={SEGMENT_BYTES}",
+                  *server)
+    assert (altered.returncode, altered.stdout) == (0, "Completed updating default config for brokers in the "
+                                                       "cluster.\n"), altered.stderr
+    assert produce(process.bootstrap_servers, "t", 300, 10_000) == [None] * 300
+    assert segments(process.log_dir, "t") >= 3
+
+    # Per broker: message.max.bytes is what Produce accepts.
+    altered = kfk("configs", "--alter", "--broker", "1", "--add-config", "message.max.bytes=5000", *server)
+    assert (altered.returncode, altered.stdout) == (0, "Completed updating config for broker 1.\n"), altered.stderr
+    assert produce(process.bootstrap_servers, "t", 1, 10_000) == ["MSG_SIZE_TOO_LARGE"]
+
+    expected_broker = ("Dynamic configs for broker 1 are:\n"
+                       "  message.max.bytes=5000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:message.max.bytes"
+                       "=5000, DEFAULT_CONFIG:message.max.bytes=1048588}\n")
+    expected_default = ("Default configs for brokers in the cluster are:\n"
+                        "  log.segment.bytes=1048576 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
+                        "log.segment.bytes=1048576}\n")
+    assert kfk("configs", "--describe", "--broker", "1", *server).stdout == expected_broker
+    assert kfk("configs", "--describe", "--entity-type", "brokers", "--entity-default", *server).stdout \
+        == expected_default
+    assert kfk("configs", "--describe", "--entity-type", "brokers", *server).stdout \
+        == expected_broker + expected_default
+
+    # What Kafka refuses, in one line and in Python's terms.
+    for flags, message in [
+        (["--broker", "1", "--add-config", "log.retention.hours=1"],
+         "Cannot update these configs dynamically: log.retention.hours"),
+        (["--broker-defaults", "--add-config", "listeners=PLAINTEXT://127.0.0.1:0"],
+         "Cannot update these configs at default cluster level, broker id must be specified: listeners"),
+        (["--broker", "1", "--add-config", "message.max.bytes=big"], "message.max.bytes"),
+    ]:
+        refused = kfk("configs", "--alter", *flags, *server)
+        assert refused.returncode == 1 and refused.stdout == "", refused
+        assert refused.stderr.startswith("kfk: ") and message in refused.stderr and "Set(" not in refused.stderr
+        assert len(refused.stderr.splitlines()) == 1
+
+    # A restart reads them back from the metadata (ZooKeeper: Kafka's znodes).
+    if backend == "zookeeper":
+        from kazoo.client import KazooClient
+
+        client = KazooClient(hosts=process.overrides["zookeeper.connect"])
+        client.start()
+        try:
+            assert json.loads(client.get("/config/brokers/<default>")[0]) == {
+                "version": 1, "config": {"log.segment.bytes": str(SEGMENT_BYTES)}}
+            assert json.loads(client.get("/config/brokers/1")[0]) == {
+                "version": 1, "config": {"message.max.bytes": "5000"}}
+        finally:
+            client.stop()
+    process.stop()
+    process.start()
+    assert kfk("configs", "--describe", "--broker", "1", *server).stdout == expected_broker
+    assert produce(process.bootstrap_servers, "t", 1, 10_000) == ["MSG_SIZE_TOO_LARGE"]
+    topic = json.loads(kfk("configs", "--describe", "--all", "--topic", "t", "--json", *server).stdout)
+    segment = next(entry for entry in topic if entry["name"] == "segment.bytes")
+    assert (segment["value"], segment["source"]) == (str(SEGMENT_BYTES), "DYNAMIC_DEFAULT_BROKER_CONFIG")
+
+    # Deleting the per-broker value falls back to the default again.
+    assert kfk("configs", "--alter", "--broker", "1", "--delete-config", "message.max.bytes", *server).returncode == 0
+    assert produce(process.bootstrap_servers, "t", 1, 10_000) == [None]
+    assert kfk("configs", "--describe", "--broker", "1", *server).stdout == "Dynamic configs for broker 1 are:\n"
