@@ -119,3 +119,39 @@ def test_dynamic_broker_configs_apply_live_and_survive_a_restart(broker) -> None
     assert kfk("configs", "--alter", "--broker", "1", "--delete-config", "message.max.bytes", *server).returncode == 0
     assert produce(process.bootstrap_servers, "t", 1, 10_000) == [None]
     assert kfk("configs", "--describe", "--broker", "1", *server).stdout == "Dynamic configs for broker 1 are:\n"
+
+
+def test_broker_loggers_change_a_level_at_run_time(kfk_broker_process) -> None:
+    process = kfk_broker_process
+    server = ["--bootstrap-server", process.bootstrap_servers]
+    logger = "kfk.replication.replica_manager"
+    described = kfk("configs", "--describe", "--broker-logger", "1", *server)
+    assert described.returncode == 0, described.stderr
+    lines = described.stdout.splitlines()
+    assert lines[0] == "Dynamic configs for broker-logger 1 are:"
+    assert "  root=INFO sensitive=false synonyms={}" in lines and f"  {logger}=INFO sensitive=false synonyms={{}}" \
+        in lines
+
+    assert kfk("topics", "create", "--topic", "small", "--config", "max.message.bytes=100", *server).returncode == 0
+    altered = kfk("configs", "--alter", "--entity-type", "broker-loggers", "--entity-name", "1",
+                  "--add-config", f"{logger}=DEBUG", *server)
+    assert (altered.returncode, altered.stdout) == (0, "Completed updating config for broker-logger 1.\n")
+    assert f"  {logger}=DEBUG sensitive=false synonyms={{}}" in kfk(
+        "configs", "--describe", "--broker-logger", "1", *server).stdout.splitlines()
+    assert produce(process.bootstrap_servers, "small", 1, 1000) == ["MSG_SIZE_TOO_LARGE"]
+    assert f"DEBUG {logger}: Produce to small-0 failed" in process.output()
+    assert f"WARNING kfk.server.broker_loggers: Updated the log level of {logger} to DEBUG" in process.output()
+
+    assert kfk("configs", "--alter", "--broker-logger", "1", "--delete-config", logger, *server).returncode == 0
+    assert f"  {logger}=INFO sensitive=false synonyms={{}}" in kfk(
+        "configs", "--describe", "--broker-logger", "1", *server).stdout.splitlines()
+
+    for flags, message in [
+        ([f"{logger}=LOUD"], f"Cannot set the log level of {logger} to LOUD as it is not a supported log level. "
+                             "Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN"),
+        (["no.such.logger=INFO"], "Logger no.such.logger does not exist!"),
+    ]:
+        refused = kfk("configs", "--alter", "--broker-logger", "1", "--add-config", *flags, *server)
+        assert refused.returncode == 1 and message in refused.stderr and len(refused.stderr.splitlines()) == 1
+    refused = kfk("configs", "--alter", "--broker-logger", "1", "--delete-config", "root", *server)
+    assert refused.returncode == 1 and "Removing the log level of the root logger is not allowed" in refused.stderr
