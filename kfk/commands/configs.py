@@ -39,33 +39,29 @@ ENTITY_TYPES = {"topics": ("TOPIC", "topic"), "brokers": ("BROKER", "broker"),
 #: Entity types of kafka-configs.sh that kfk has nothing for (client quotas, group configs, client metrics).
 UNSUPPORTED_ENTITY_TYPES = ("users", "clients", "ips", "groups", "client-metrics")
 
-ENTITY = "Entity"
-
 
 @app.command("configs")
 def configs(
     describe: Annotated[bool, typer.Option("--describe", help="Show the entity's configs.")] = False,
     alter: Annotated[bool, typer.Option("--alter", help="Change the entity's configs.")] = False,
     topic: Annotated[Optional[str], typer.Option(
-        "--topic", help="The topic (same as --entity-type topics --entity-name).", rich_help_panel=ENTITY)] = None,
+        "--topic", help="The topic (same as --entity-type topics --entity-name).")] = None,
     broker: Annotated[Optional[str], typer.Option(
-        "--broker", help="The broker id (--entity-type brokers --entity-name).", rich_help_panel=ENTITY)] = None,
+        "--broker", help="The broker id (--entity-type brokers --entity-name).")] = None,
     broker_defaults: Annotated[bool, typer.Option(
-        "--broker-defaults", help="The cluster-wide dynamic broker default (brokers, --entity-default).",
-        rich_help_panel=ENTITY)] = False,
+        "--broker-defaults", help="The cluster-wide dynamic broker default (brokers, --entity-default).")] = False,
     broker_logger: Annotated[Optional[str], typer.Option(
-        "--broker-logger", help="The broker id whose loggers to show or change (--entity-type broker-loggers).",
-        rich_help_panel=ENTITY)] = None,
+        "--broker-logger", help="The broker id whose loggers to show or change (--entity-type broker-loggers).")] = None,
     entity_type: Annotated[Optional[str], typer.Option(
-        "--entity-type", help="topics, brokers or broker-loggers.", rich_help_panel=ENTITY)] = None,
+        "--entity-type", help="topics, brokers or broker-loggers.")] = None,
     entity_name: Annotated[Optional[str], typer.Option(
-        "--entity-name", help="The topic name or broker id.", rich_help_panel=ENTITY)] = None,
+        "--entity-name", help="The topic name or broker id.")] = None,
     entity_default: Annotated[bool, typer.Option(
-        "--entity-default", help="With brokers: the cluster-wide dynamic default.", rich_help_panel=ENTITY)] = False,
+        "--entity-default", help="With brokers: the cluster-wide dynamic default.")] = False,
     add_config: Annotated[Optional[list[str]], typer.Option(
-        "--add-config", help=r"k=v\[,k=v...] to set (list values in brackets: k=\[a,b]); repeatable.")] = None,
+        "--add-config", help="k=v[,k=v...] to set (list values in brackets: k=[a,b]); repeatable.")] = None,
     delete_config: Annotated[Optional[list[str]], typer.Option(
-        "--delete-config", help=r"k\[,k...] to remove (back to the default); repeatable.")] = None,
+        "--delete-config", help="k[,k...] to remove (back to the default); repeatable.")] = None,
     all_configs: Annotated[bool, typer.Option("--all", help="With --describe: every config, defaults included.")
                            ] = False,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
