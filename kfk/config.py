@@ -15,6 +15,7 @@ import dataclasses
 import enum
 import logging
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -695,6 +696,8 @@ THROTTLED_RATE_CONFIGS: dict[str, ConfigKey] = {
     for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 }
 
+_LISTENER = re.compile(r"[A-Za-z0-9_]+://(\[[0-9A-Fa-f:.]+\]|[^:\[\]]*):[0-9]+")
+
 #: Dynamic broker configs that only make sense for one broker (its own listeners, keystores): Kafka refuses them
 #: at the cluster-wide default (resource name "").
 PER_BROKER_CONFIGS: frozenset[str] = frozenset(
@@ -729,7 +732,12 @@ def validate_dynamic_broker_configs(props: Mapping[str, str], per_broker: bool) 
     check((name for name in props if name not in BROKER_CONFIG_DEF.keys and name not in THROTTLED_RATE_CONFIGS),
           "Unknown broker configs")
     for name, value in props.items():
-        (THROTTLED_RATE_CONFIGS.get(name) or BROKER_CONFIG_DEF.keys[name]).parse(value)
+        parsed = (THROTTLED_RATE_CONFIGS.get(name) or BROKER_CONFIG_DEF.keys[name]).parse(value)
+        if name == "listeners":
+            bad = [entry for entry in parsed if not _LISTENER.fullmatch(entry.strip())]
+            if bad:
+                raise InvalidConfigurationError(f"Invalid value {value} for configuration listeners: "
+                                                f"{', '.join(bad)} is not NAME://host:port")
     if not per_broker:
         check((name for name in props if name in PER_BROKER_CONFIGS),
               "Cannot update these configs at default cluster level, broker id must be specified")

@@ -1,13 +1,16 @@
 """Dynamic broker configs through `python -m kfk configs` against a real broker, on both metadata backends: set per
 broker and cluster-wide, applied live (a new log.segment.bytes rolls a topic without an override, message.max.bytes
-changes what Produce accepts), described with Kafka's sources, refused as Kafka refuses them, and still in force
-after a restart (in ZooKeeper, in Kafka's /config/brokers znodes)."""
+changes what Produce accepts, a listener added to `listeners` serves clients at once), described with Kafka's
+sources, refused as Kafka refuses them, and still in force after a restart (in ZooKeeper, in Kafka's
+/config/brokers znodes); and broker-loggers."""
 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import confluent_kafka
@@ -33,6 +36,17 @@ def produce(bootstrap: str, topic: str, count: int, size: int) -> list[str | Non
         producer.poll(0)
     assert producer.flush(30) == 0
     return errors
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def segments(log_dir: Path, topic: str) -> int:
@@ -94,6 +108,17 @@ def test_dynamic_broker_configs_apply_live_and_survive_a_restart(broker) -> None
         assert refused.stderr.startswith("kfk: ") and message in refused.stderr and "Set(" not in refused.stderr
         assert len(refused.stderr.splitlines()) == 1
 
+    # A listener added without a restart: clients bootstrapping on it find the broker there.
+    extra = free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{process.port},EXTRA://127.0.0.1:{extra}"
+    altered = kfk("configs", "--alter", "--broker", "1", "--add-config",
+                  f"listeners=[{listeners}],listener.security.protocol.map=[PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT]",
+                  *server)
+    assert altered.returncode == 0, altered.stderr
+    assert produce(f"127.0.0.1:{extra}", "t", 1, 100) == [None]
+    assert f"  listeners={listeners} sensitive=false synonyms={{DYNAMIC_BROKER_CONFIG:listeners={listeners}, " \
+        in kfk("configs", "--describe", "--broker", "1", *server).stdout
+
     # A restart reads them back from the metadata (ZooKeeper: Kafka's znodes).
     if backend == "zookeeper":
         from kazoo.client import KazooClient
@@ -103,22 +128,32 @@ def test_dynamic_broker_configs_apply_live_and_survive_a_restart(broker) -> None
         try:
             assert json.loads(client.get("/config/brokers/<default>")[0]) == {
                 "version": 1, "config": {"log.segment.bytes": str(SEGMENT_BYTES)}}
-            assert json.loads(client.get("/config/brokers/1")[0]) == {
-                "version": 1, "config": {"message.max.bytes": "5000"}}
+            assert json.loads(client.get("/config/brokers/1")[0]) == {"version": 1, "config": {
+                "message.max.bytes": "5000", "listeners": listeners,
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT"}}
+            endpoints = json.loads(client.get("/brokers/ids/1")[0])["endpoints"]
+            assert f"EXTRA://127.0.0.1:{extra}" in endpoints
         finally:
             client.stop()
     process.stop()
     process.start()
-    assert kfk("configs", "--describe", "--broker", "1", *server).stdout == expected_broker
+    described = kfk("configs", "--describe", "--broker", "1", *server).stdout.splitlines()
+    assert expected_broker.splitlines()[1] in described and described[2].startswith(f"  listeners={listeners} ")
     assert produce(process.bootstrap_servers, "t", 1, 10_000) == ["MSG_SIZE_TOO_LARGE"]
+    assert produce(f"127.0.0.1:{extra}", "t", 1, 100) == [None]  # bound again at startup
     topic = json.loads(kfk("configs", "--describe", "--all", "--topic", "t", "--json", *server).stdout)
     segment = next(entry for entry in topic if entry["name"] == "segment.bytes")
     assert (segment["value"], segment["source"]) == (str(SEGMENT_BYTES), "DYNAMIC_DEFAULT_BROKER_CONFIG")
 
-    # Deleting the per-broker value falls back to the default again.
-    assert kfk("configs", "--alter", "--broker", "1", "--delete-config", "message.max.bytes", *server).returncode == 0
+    # Deleting the per-broker values falls back to the default and server.properties again: EXTRA closes.
+    assert kfk("configs", "--alter", "--broker", "1", "--delete-config",
+               "message.max.bytes,listeners,listener.security.protocol.map", *server).returncode == 0
     assert produce(process.bootstrap_servers, "t", 1, 10_000) == [None]
     assert kfk("configs", "--describe", "--broker", "1", *server).stdout == "Dynamic configs for broker 1 are:\n"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and port_open(extra):
+        time.sleep(0.1)
+    assert not port_open(extra)
 
 
 def test_broker_loggers_change_a_level_at_run_time(kfk_broker_process) -> None:
