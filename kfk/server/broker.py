@@ -196,6 +196,13 @@ class BrokerServer:
         if changed & {"listeners", "listener.security.protocol.map"}:
             self._listener_update = asyncio.ensure_future(self._update_listeners(self._listener_update))
 
+    def _reconfigure_cleaner(self, changed: set[str]) -> None:
+        """A dynamic log.cleaner.threads, backoff or I/O rate restarts the cleaner threads (in the executor: they
+        are joined)."""
+        if changed & {"log.cleaner.threads", "log.cleaner.backoff.ms", "log.cleaner.io.max.bytes.per.second"}:
+            asyncio.get_running_loop().run_in_executor(None, self.log_manager.reconfigure_cleaner,
+                                                       CleanerConfig.from_broker_config(self.config))
+
     async def _update_listeners(self, previous: asyncio.Future | None) -> None:
         """Bind the listeners a dynamic `listeners` adds and close those it drops (never the inter-broker one),
         then, once the broker is registered, publish its endpoints: in ZooKeeper its /brokers/ids znode, as
@@ -442,6 +449,7 @@ class BrokerServer:
                 resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides))),
         )
         self.dynamic_config.add_reconfigurable(self._reconfigure_network)
+        self.dynamic_config.add_reconfigurable(self._reconfigure_cleaner)
         await self.socket_server.bind()
         await self._start_metadata()
         await self._start_replication()

@@ -10,6 +10,13 @@ key does in kfk:
   override of its own takes the new value at once (the replica manager recomputes the topics' LogConfigs, on the
   same image): the next roll uses the new segment size, the next Produce the new size limit, the next retention
   pass the new retention;
+- listeners (with listener.security.protocol.map): the broker binds the listeners added and closes those dropped
+  (never the inter-broker one), then publishes its endpoints (BrokerServer._update_listeners); a restart binds
+  them again;
+- max.connections, max.connections.per.ip, max.connections.per.ip.overrides, max.connection.creation.rate: the
+  connection limits of the next connection (ConnectionQuotas.reconfigure);
+- log.cleaner.threads, log.cleaner.backoff.ms, log.cleaner.io.max.bytes.per.second: the cleaner threads are
+  stopped and started anew with them (LogManager.reconfigure_cleaner), as Kafka's LogCleaner.reconfigure;
 - num.replica.fetchers: partitions this broker starts following from then on are spread over that many fetchers
   per leader (the ones already followed keep their fetcher);
 - leader/follower.replication.throttled.rate: the replica manager reads them from the image (reassignments);

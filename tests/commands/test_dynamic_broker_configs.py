@@ -156,6 +156,41 @@ def test_dynamic_broker_configs_apply_live_and_survive_a_restart(broker) -> None
     assert not port_open(extra)
 
 
+def test_connection_limits_and_cleaner_threads_change_at_run_time(kfk_broker_process) -> None:
+    process = kfk_broker_process
+    server = ["--bootstrap-server", process.bootstrap_servers]
+    altered = kfk("configs", "--alter", "--broker-defaults", "--add-config",
+                  "max.connections.per.ip=3,log.cleaner.threads=2", *server)
+    assert altered.returncode == 0, altered.stderr
+    deadline = time.monotonic() + 10
+    while "Log cleaner restarted with 2 thread(s)" not in process.output() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "Log cleaner restarted with 2 thread(s)" in process.output()
+
+    sockets = [socket.create_connection(("127.0.0.1", process.port)) for _ in range(4)]
+    try:
+        for probe in sockets:
+            probe.settimeout(10)
+        assert sockets[3].recv(1) == b""  # the fourth from this address is closed at once
+        sockets[0].settimeout(0.5)
+        with pytest.raises(socket.timeout):  # the first three stay open
+            sockets[0].recv(1)
+    finally:
+        for probe in sockets:
+            probe.close()
+    assert "max.connections.per.ip" in process.output()
+    assert kfk("configs", "--alter", "--broker-defaults", "--delete-config", "max.connections.per.ip",
+               *server).returncode == 0
+    many = [socket.create_connection(("127.0.0.1", process.port)) for _ in range(6)]
+    try:
+        many[5].settimeout(0.5)
+        with pytest.raises(socket.timeout):
+            many[5].recv(1)
+    finally:
+        for probe in many:
+            probe.close()
+
+
 def test_broker_loggers_change_a_level_at_run_time(kfk_broker_process) -> None:
     process = kfk_broker_process
     server = ["--bootstrap-server", process.bootstrap_servers]
