@@ -70,6 +70,7 @@ def test_describe_broker_configs(shared_broker) -> None:  # noqa: F811
                                  *flags])
     assert result.exit_code == 0 and result.output.startswith("All configs for broker 1 are:")
     assert "num.partitions=" in result.output
+    assert "  log.roll.ms=null sensitive=false synonyms={}\n" in result.output  # unset: null, as Kafka prints it
 
 
 @pytest.mark.integration
