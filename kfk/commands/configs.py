@@ -51,7 +51,8 @@ def configs(
     broker_defaults: Annotated[bool, typer.Option(
         "--broker-defaults", help="The cluster-wide dynamic broker default (brokers, --entity-default).")] = False,
     broker_logger: Annotated[Optional[str], typer.Option(
-        "--broker-logger", help="The broker id whose loggers to show or change (--entity-type broker-loggers).")] = None,
+        "--broker-logger", help="The broker id whose loggers to show or change (--entity-type broker-loggers).")
+    ] = None,
     entity_type: Annotated[Optional[str], typer.Option(
         "--entity-type", help="topics, brokers or broker-loggers.")] = None,
     entity_name: Annotated[Optional[str], typer.Option(

@@ -68,7 +68,8 @@ def broker(request):
 def test_dynamic_broker_configs_apply_live_and_survive_a_restart(broker) -> None:
     backend, process = broker
     server = ["--bootstrap-server", process.bootstrap_servers]
-    assert kfk("topics", "create", "--topic", "t", "--partitions", "1", "--replication-factor", "1", *server).returncode == 0
+    created = kfk("topics", "create", "--topic", "t", "--partitions", "1", "--replication-factor", "1", *server)
+    assert created.returncode == 0, created.stderr
 
     # Cluster-wide: the topic has no segment.bytes of its own, so it rolls at the new default.
     altered = kfk("configs", "--alter", "--broker-defaults", "--add-config", f"log.segment.bytes={SEGMENT_BYTES}",

@@ -235,7 +235,8 @@ def test_every_kafka_4_broker_name_is_known_and_others_are_reported() -> None:
 @pytest.mark.parametrize(
     ("name", "ops", "message"),
     [
-        ("1", [("log.retention.hours", OpType.SET, "1")], "Cannot update these configs dynamically: log.retention.hours"),
+        ("1", [("log.retention.hours", OpType.SET, "1")],
+         "Cannot update these configs dynamically: log.retention.hours"),
         ("", [("listeners", OpType.SET, "PLAINTEXT://:9093")],
          "Cannot update these configs at default cluster level, broker id must be specified: listeners"),
         ("1", [("ssl.keystore.location", OpType.SET, "/k.jks")],
