@@ -196,6 +196,12 @@ class BrokerServer:
         if changed & {"listeners", "listener.security.protocol.map"}:
             self._listener_update = asyncio.ensure_future(self._update_listeners(self._listener_update))
 
+    def _reconfigure_replica_fetchers(self, changed: set[str]) -> None:
+        """A dynamic num.replica.fetchers spreads the followed partitions over the new number of fetchers (at
+        startup the replica manager is not up yet: it starts with the new number)."""
+        if "num.replica.fetchers" in changed and self.replica_manager is not None:
+            self.replica_manager.fetcher_manager.resize()
+
     def _reconfigure_cleaner(self, changed: set[str]) -> None:
         """A dynamic log.cleaner.threads, backoff or I/O rate restarts the cleaner threads (in the executor: they
         are joined)."""
@@ -450,6 +456,7 @@ class BrokerServer:
         )
         self.dynamic_config.add_reconfigurable(self._reconfigure_network)
         self.dynamic_config.add_reconfigurable(self._reconfigure_cleaner)
+        self.dynamic_config.add_reconfigurable(self._reconfigure_replica_fetchers)
         await self.socket_server.bind()
         await self._start_metadata()
         await self._start_replication()

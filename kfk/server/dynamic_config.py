@@ -17,8 +17,8 @@ key does in kfk:
   connection limits of the next connection (ConnectionQuotas.reconfigure);
 - log.cleaner.threads, log.cleaner.backoff.ms, log.cleaner.io.max.bytes.per.second: the cleaner threads are
   stopped and started anew with them (LogManager.reconfigure_cleaner), as Kafka's LogCleaner.reconfigure;
-- num.replica.fetchers: partitions this broker starts following from then on are spread over that many fetchers
-  per leader (the ones already followed keep their fetcher);
+- num.replica.fetchers: the followed partitions are spread over that many fetchers per leader again
+  (ReplicaFetcherManager.resize), as Kafka resizes its fetcher pool;
 - leader/follower.replication.throttled.rate: the replica manager reads them from the image (reassignments);
 - num.io.threads, num.network.threads, background.threads and the other keys Kafka updates at run time are
   accepted, stored and described as in Kafka; kfk serves every connection on one asyncio event loop and runs
