@@ -44,7 +44,7 @@ _kfk() {
     done
     case "$path" in
         "kfk") words="configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics transactions zookeeper --help --install-completion --show-completion --version"; files="" ;;
-        "kfk configs") words="--add-config --all --alter --bootstrap-server --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json"; files="--command-config" ;;
+        "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic"; files="--command-config" ;;
         "kfk console-consume") words="--bootstrap-server --consumer-config --consumer-property --consumer.config --debug --from-beginning --group --help --isolation-level --max-messages --offset --partition --property --timeout-ms --topic"; files="--consumer-config --consumer.config" ;;
         "kfk console-produce") words="--bootstrap-server --compression-codec --debug --help --producer-config --producer-property --producer.config --property --request-required-acks --sync --topic"; files="--producer-config --producer.config" ;;
         "kfk consumer-groups") words="--all-groups --all-topics --bootstrap-server --command-config --debug --delete --describe --dry-run --execute --group --help --json --list --members --reset-offsets --shift-by --state --to-current --to-datetime --to-earliest --to-latest --to-offset --topic"; files="--command-config" ;;

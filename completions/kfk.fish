@@ -71,7 +71,7 @@ function __kfk_path
     echo $path
 end
 complete -c kfk -f
-complete -c kfk -n "test (__kfk_path) = 'kfk'" -a configs -d 'Describe or change topic and broker configs.'
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a configs -d 'Describe or change topic, broker and broker-logger configs.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-consume -d 'Print the records of a topic.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-produce -d 'Send each line of stdin to a topic.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a consumer-groups -d 'List, describe, reset the offsets of, or delete consumer groups.'
@@ -91,9 +91,13 @@ complete -c kfk -n "test (__kfk_path) = 'kfk'" -l show-completion -d 'Show compl
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l describe -d 'Show the entity\'s configs.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l alter -d 'Change the entity\'s configs.'
+complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l topic -r -d 'The topic (same as --entity-type topics --entity-name).'
+complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l broker -r -d 'The broker id (--entity-type brokers --entity-name).'
+complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l broker-defaults -d 'The cluster-wide dynamic broker default (brokers, --entity-default).'
+complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l broker-logger -r -d 'The broker id whose loggers to show or change (--entity-type broker-loggers).'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-type -r -d 'topics, brokers or broker-loggers.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-name -r -d 'The topic name or broker id.'
-complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-default -d 'The cluster-wide broker default.'
+complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-default -d 'With brokers: the cluster-wide dynamic default.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l add-config -r -d 'k=v[,k=v...] to set (list values in brackets: k=[a,b]); repeatable.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l delete-config -r -d 'k[,k...] to remove (back to the default); repeatable.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l all -d 'With --describe: every config, defaults included.'

@@ -2,11 +2,17 @@
 
 Each group lives in kfk/commands/<group>.py. Heavy imports (the broker, the codec, the client) happen inside the
 commands, never at module level, so that `kfk --help` and shell completion stay fast.
+
+Help is click's plain help for every command (rich_markup_mode=None on the root app, which Typer passes down):
+it wraps every line at the terminal's width and never cuts an option name, where Typer's rich panels cut long
+option names and words at 80 columns; and help text is shown as written (no markup to escape), the same as in the
+man pages. Flags show no metavar and every command's summary is whole in its group's list (_tidy_help).
 """
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from kfk import KAFKA_PROTOCOL, __version__
 from kfk.commands import (
@@ -24,8 +30,31 @@ from kfk.commands import (
     zookeeper,
 )
 
+
+def _tidy_help(command: Any) -> None:
+    """Flags without a metavar; each command's summary whole in its group's list (click would cut it at 45
+    characters with "...")."""
+    for param in command.params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    if not command.short_help and command.help:
+        command.short_help = command.help.strip().split("\n\n")[0].replace("\n", " ")
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_help(sub)
+
+
+class KfkGroup(TyperGroup):
+    """The root group: tidies the help of every command below it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _tidy_help(self)
+
+
 app = typer.Typer(
     name="kfk",
+    cls=KfkGroup,
+    rich_markup_mode=None,
     help="Apache Kafka rebuilt in Python: broker, tools and client in one command.",
     no_args_is_help=True,
     add_completion=True,

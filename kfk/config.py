@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import logging
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -21,6 +23,7 @@ from typing import Any
 from kfk.common.constants import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from kfk.errors import InvalidConfigurationError
 
+_log = logging.getLogger(__name__)
 
 
 class ConfigType(enum.Enum):
@@ -686,6 +689,60 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset({
     "remote.log.manager.fetch.max.bytes.per.second", "remote.log.reader.threads",
 })
 
+#: Dynamic broker configs that are not KafkaConfig keys: the replication throttles (bytes/s, a long >= 0) that
+#: reassignments set per broker or cluster-wide (Kafka's DynamicConfig.Broker).
+THROTTLED_RATE_CONFIGS: dict[str, ConfigKey] = {
+    name: ConfigKey(name, ConfigType.LONG, None, at_least(0))
+    for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+}
+
+_LISTENER = re.compile(r"[A-Za-z0-9_]+://(\[[0-9A-Fa-f:.]+\]|[^:\[\]]*):[0-9]+")
+
+#: Dynamic broker configs that only make sense for one broker (its own listeners, keystores): Kafka refuses them
+#: at the cluster-wide default (resource name "").
+PER_BROKER_CONFIGS: frozenset[str] = frozenset(
+    {"advertised.listeners", "listeners", "listener.security.protocol.map", "principal.builder.class"}
+    | {name for name in DYNAMIC_BROKER_CONFIGS if name.startswith(("ssl.", "sasl."))}
+) - {"max.connections", "max.connection.creation.rate", "num.network.threads"}
+
+#: The key stores and passwords (Kafka's SslConfigs.RECONFIGURABLE_CONFIGS): dynamic only per listener
+#: (listener.name.<listener>.ssl.keystore.location), never under their bare name.
+LISTENER_ONLY_SECURITY_CONFIGS: frozenset[str] = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password", "ssl.keystore.key",
+    "ssl.keystore.certificate.chain", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.truststore.certificates",
+})
+
+
+def validate_dynamic_broker_configs(props: Mapping[str, str], per_broker: bool) -> None:
+    """Raise InvalidConfigurationError unless `props` (a broker's whole dynamic set after a change) may be set at
+    run time: Kafka's DynamicBrokerConfig.validateConfigs, in its order (read-only keys, bare security keys, values,
+    per-broker keys at the default). Kafka answers all of these with INVALID_REQUEST (the caller's job); its
+    messages list the names as a Scala Set, kfk lists them comma-separated. Unlike Kafka, a name that is no broker
+    config at all is refused (Kafka stores it unread: a typo would silently do nothing)."""
+    def check(names: Iterable[str], message: str) -> None:
+        names = sorted(names)
+        if names:
+            raise InvalidConfigurationError(f"{message}: {', '.join(names)}")
+
+    check((name for name in props if name in BROKER_CONFIG_DEF.keys and name not in DYNAMIC_BROKER_CONFIGS),
+          "Cannot update these configs dynamically")
+    check((name for name in props if name in LISTENER_ONLY_SECURITY_CONFIGS),
+          "These security configs can be dynamically updated only per-listener using the listener prefix")
+    check((name for name in props if name not in BROKER_CONFIG_DEF.keys and name not in THROTTLED_RATE_CONFIGS),
+          "Unknown broker configs")
+    for name, value in props.items():
+        parsed = (THROTTLED_RATE_CONFIGS.get(name) or BROKER_CONFIG_DEF.keys[name]).parse(value)
+        if name == "listeners":
+            bad = [entry for entry in parsed if not _LISTENER.fullmatch(entry.strip())]
+            if bad:
+                raise InvalidConfigurationError(f"Invalid value {value} for configuration listeners: "
+                                                f"{', '.join(bad)} is not NAME://host:port")
+    if not per_broker:
+        check((name for name in props if name in PER_BROKER_CONFIGS),
+              "Cannot update these configs at default cluster level, broker id must be specified")
+
+
 BROKER_CONFIG_DEF = ConfigDef(
     [
         # Roles and identity (KRaft)
@@ -911,6 +968,9 @@ class BrokerConfig:
 
     def __init__(self, props: Mapping[str, Any]) -> None:
         self.originals = dict(props)
+        #: The dynamic configs in force (the cluster-wide default, then this broker's own): see reconfigure().
+        self.dynamic_default: dict[str, str] = {}
+        self.dynamic_broker: dict[str, str] = {}
         self.unknown = sorted(name for name in props if not _is_known_broker_name(name))
         for name, value in props.items():  # listener.name.NAME.KEY of the per-listener limits is checked as KEY is
             key = _listener_config_key(name)
@@ -933,6 +993,35 @@ class BrokerConfig:
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> BrokerConfig:
         return cls(props)
+
+    def reconfigure(self, dynamic_default: Mapping[str, str], dynamic_broker: Mapping[str, str]) -> set[str]:
+        """Put the dynamic configs in force, in Kafka's precedence (this broker's own, then the cluster-wide
+        default, then server.properties, then the defaults), and return the keys whose value changed. The object
+        changes in place: every component holding it reads the new values. Only DYNAMIC_BROKER_CONFIGS keys
+        change; a value that does not parse (written by another tool) is logged and ignored, as in Kafka."""
+        def usable(props: Mapping[str, str]) -> dict[str, str]:
+            kept = {}
+            for name, value in props.items():
+                if name in DYNAMIC_BROKER_CONFIGS:
+                    try:
+                        BROKER_CONFIG_DEF.keys[name].parse(value)
+                    except InvalidConfigurationError as error:
+                        _log.warning("Ignoring the dynamic broker config %s: %s", name, error)
+                        continue
+                    kept[name] = value
+            return kept
+
+        self.dynamic_default = dict(dynamic_default)
+        self.dynamic_broker = dict(dynamic_broker)
+        merged = {k: v for k, v in self.originals.items() if k in BROKER_CONFIG_DEF.keys}
+        merged.update(usable(dynamic_default))
+        merged.update(usable(dynamic_broker))
+        values = BROKER_CONFIG_DEF.parse(merged)
+        changed = {name for name in DYNAMIC_BROKER_CONFIGS if values[name] != self.values[name]}
+        for name in changed:
+            self.values[name] = values[name]
+            setattr(self, BROKER_CONFIG_DEF.keys[name].attribute, values[name])
+        return changed
 
     def listener_value(self, listener_name: str, key: str) -> Any:
         """A key of LISTENER_CONFIGS set for one listener (listener.name.<name>.<key>), None if not set: a listener's

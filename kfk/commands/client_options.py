@@ -140,10 +140,29 @@ def console():
 
 
 def table(*columns: str, title: str | None = None):
-    """A rich table with Kafka's upper-case column names, compact enough to paste into an issue."""
+    """A rich table with Kafka's upper-case column names, compact enough to paste into an issue. On a terminal
+    too narrow for it, it prints Kafka's plain lines instead (columns padded with spaces, one line per row, long
+    lines left to the terminal to wrap): rich would shrink the columns and cut the header cells."""
     from rich import box
+    from rich.measure import Measurement
     from rich.table import Table
+    from rich.text import Text
 
-    grid = Table(*columns, title=title, box=box.SIMPLE_HEAD if sys.stdout.isatty() else box.ASCII2,
-                 show_edge=False, pad_edge=False, header_style="bold" if sys.stdout.isatty() else "")
+    class _Table(Table):
+        def __rich_console__(self, console, options):
+            if Measurement.get(console, options.update_width(10_000), self).maximum <= options.max_width:
+                yield from super().__rich_console__(console, options)
+                return
+            texts = [[column.header, *column.cells] for column in self.columns]
+            texts = [[cell.plain if isinstance(cell, Text) else console.render_str(str(cell)).plain
+                      for cell in cells] for cells in texts]
+            widths = [max(len(cell) for cell in cells) for cells in texts]
+            if self.title:
+                yield Text(str(self.title), no_wrap=True, overflow="ignore")
+            for row in zip(*texts):
+                line = " ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+                yield Text(line, no_wrap=True, overflow="ignore")
+
+    grid = _Table(*columns, title=title, box=box.SIMPLE_HEAD if sys.stdout.isatty() else box.ASCII2,
+                  show_edge=False, pad_edge=False, header_style="bold" if sys.stdout.isatty() else "")
     return grid

@@ -1,9 +1,15 @@
-"""`kfk configs --describe|--alter`: kafka-configs.sh for topics and brokers.
+"""`kfk configs --describe|--alter`: kafka-configs.sh for topics, brokers and broker loggers.
+
+The entity is named as in Kafka 3.x+: `--topic T`, `--broker ID`, `--broker-defaults` (the cluster-wide dynamic
+broker default), `--broker-logger ID`, or the older `--entity-type topics|brokers|broker-loggers` with
+`--entity-name` / `--entity-default`. Without a name, --describe shows every topic or every broker (then, for
+brokers, the default), as Kafka does.
 
 --describe prints the configs set on the entity (dynamic ones), or with --all every config with its value, source
-and synonyms. --alter applies --add-config k=v[,k=v] and --delete-config k[,k] in one IncrementalAlterConfigs
-request, so a bad key fails the whole change, as in Kafka. ``--entity-default`` (or an empty --entity-name) means
-the cluster-wide broker default.
+and synonyms; a broker logger's configs are its loggers and their levels. A value that is not set prints as `null`,
+as Kafka prints it. --alter applies --add-config k=v[,k=v] and --delete-config k[,k] in one
+IncrementalAlterConfigs request, so a bad key fails the whole change, as in Kafka. kfk keeps no client quotas and no
+group configs: `--entity-type users|clients|groups|ips` says so in one line.
 """
 
 from __future__ import annotations
@@ -27,18 +33,32 @@ from kfk.commands.errors import fail
 
 app = typer.Typer()
 
-ENTITY_TYPES = {"topics": "TOPIC", "brokers": "BROKER", "broker-loggers": "BROKER_LOGGER"}
+#: --entity-type -> (ConfigResourceType name, the singular Kafka prints in "Dynamic configs for <singular> <name>").
+ENTITY_TYPES = {"topics": ("TOPIC", "topic"), "brokers": ("BROKER", "broker"),
+                "broker-loggers": ("BROKER_LOGGER", "broker-logger")}
+#: Entity types of kafka-configs.sh that kfk has nothing for (client quotas, group configs, client metrics).
+UNSUPPORTED_ENTITY_TYPES = ("users", "clients", "ips", "groups", "client-metrics")
 
 
 @app.command("configs")
 def configs(
     describe: Annotated[bool, typer.Option("--describe", help="Show the entity's configs.")] = False,
     alter: Annotated[bool, typer.Option("--alter", help="Change the entity's configs.")] = False,
-    entity_type: Annotated[str, typer.Option("--entity-type", help="topics, brokers or broker-loggers.")] = "topics",
-    entity_name: Annotated[Optional[str], typer.Option("--entity-name", help="The topic name or broker id.")
-                           ] = None,
-    entity_default: Annotated[bool, typer.Option("--entity-default", help="The cluster-wide broker default.")
-                              ] = False,
+    topic: Annotated[Optional[str], typer.Option(
+        "--topic", help="The topic (same as --entity-type topics --entity-name).")] = None,
+    broker: Annotated[Optional[str], typer.Option(
+        "--broker", help="The broker id (--entity-type brokers --entity-name).")] = None,
+    broker_defaults: Annotated[bool, typer.Option(
+        "--broker-defaults", help="The cluster-wide dynamic broker default (brokers, --entity-default).")] = False,
+    broker_logger: Annotated[Optional[str], typer.Option(
+        "--broker-logger", help="The broker id whose loggers to show or change (--entity-type broker-loggers).")
+    ] = None,
+    entity_type: Annotated[Optional[str], typer.Option(
+        "--entity-type", help="topics, brokers or broker-loggers.")] = None,
+    entity_name: Annotated[Optional[str], typer.Option(
+        "--entity-name", help="The topic name or broker id.")] = None,
+    entity_default: Annotated[bool, typer.Option(
+        "--entity-default", help="With brokers: the cluster-wide dynamic default.")] = False,
     add_config: Annotated[Optional[list[str]], typer.Option(
         "--add-config", help="k=v[,k=v...] to set (list values in brackets: k=[a,b]); repeatable.")] = None,
     delete_config: Annotated[Optional[list[str]], typer.Option(
@@ -50,64 +70,111 @@ def configs(
     json_output: JsonOutput = False,
     debug: Debug = False,
 ) -> None:
-    """Describe or change topic and broker configs."""
+    """Describe or change topic, broker and broker-logger configs."""
     if describe == alter:
         fail("give exactly one of --describe and --alter")
-    kind = ENTITY_TYPES.get(entity_type)
-    if kind is None:
-        fail(f"--entity-type must be one of {', '.join(ENTITY_TYPES)}, not {entity_type!r}")
-    entity_name = _entity_name(kind, entity_name, entity_default)
+    kind, names = _entity(topic, broker, broker_defaults, broker_logger, entity_type, entity_name, entity_default)
     additions = parse_key_values(add_config, "--add-config", split_commas=True)
     deletions = [name.strip() for item in delete_config or [] for name in item.split(",") if name.strip()]
     if alter and not additions and not deletions:
         fail("--alter needs --add-config or --delete-config")
     if describe and (additions or deletions):
         fail("--add-config and --delete-config go with --alter")
+    if alter and names is None:
+        fail("--alter needs an entity name (--topic, --broker, --broker-defaults, --broker-logger or --entity-name)")
 
     with client_errors(debug):
         from kfk.client import Admin, AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
 
-        resource = ConfigResource(ConfigResourceType[kind], entity_name)
-        label = f"{'topic' if kind == 'TOPIC' else 'broker'} {entity_name}" if entity_name else "default broker"
         with Admin(client_config(bootstrap_server, command_config)) as admin:
-            if kind == "TOPIC":
-                admin.describe_topics([entity_name])  # "does not exist" before anything else
+            every = names is None
+            if every:  # every topic, or every broker and then the default
+                names = sorted(admin.list_topics()) if kind == "TOPIC" else [
+                    str(broker_id) for broker_id in sorted(node.node_id for node in admin.describe_cluster().brokers)]
+                if kind == "BROKER":
+                    names.append("")
+            elif kind == "TOPIC":
+                admin.describe_topics(names)  # "does not exist" before anything else
+            resources = [ConfigResource(ConfigResourceType[kind], name) for name in names]
             if alter:
                 ops = [AlterConfigOp(name, value, AlterConfigOpType.SET) for name, value in additions.items()]
                 ops += [AlterConfigOp(name, None, AlterConfigOpType.DELETE) for name in deletions]
-                error = admin.incremental_alter_configs({resource: ops})[resource]
+                error = admin.incremental_alter_configs({resources[0]: ops})[resources[0]]
                 if error is not None:
                     raise error
-                typer.echo(f"Completed updating config for {label}.")
+                typer.echo("Completed updating default config for brokers in the cluster." if kind == "BROKER"
+                           and not names[0] else f"Completed updating config for {_singular(kind)} {names[0]}.")
                 return
-            entries = admin.describe_configs([resource], include_synonyms=True)[resource]
-    _render(entries, label, all_configs, json_output)
-
-
-def _entity_name(kind: str, entity_name: str | None, entity_default: bool) -> str:
-    """The resource name: the topic or broker id, or "" for the cluster-wide broker default."""
-    if entity_default:
-        if kind == "TOPIC":
-            fail("--entity-default applies to brokers, not topics")
-        return ""
-    if entity_name is None:
-        fail("--entity-name (or --entity-default for brokers) is required")
-    return entity_name
-
-
-def _render(entries: dict, label: str, all_configs: bool, json_output: bool) -> None:
-    """The dynamic configs (or with --all every config), as kafka-configs.sh prints them or as JSON."""
-    shown = {name: entry for name, entry in sorted(entries.items())
-             if all_configs or not entry.is_default and entry.source.name.startswith("DYNAMIC")}
-    if json_output:
-        print_json([{"name": name, "value": None if entry.is_sensitive else entry.value,
-                     "source": entry.source.name, "sensitive": entry.is_sensitive, "read_only": entry.is_read_only,
-                     "synonyms": [{"name": s, "value": v, "source": src.name} for s, v, src in entry.synonyms]}
-                    for name, entry in shown.items()])
+            described = admin.describe_configs(resources, include_synonyms=True)
+    if json_output:  # one entity: its entries; every topic or broker: the entries by name ("" the default)
+        entries = {resource.name: _json_entries(described[resource], kind, resource.name, all_configs)
+                   for resource in resources}
+        print_json(entries if every else entries[resources[0].name])
         return
-    typer.echo(f"{'All' if all_configs else 'Dynamic'} configs for {label} are:")
-    for name, entry in shown.items():
-        value = "null" if entry.is_sensitive else entry.value
-        synonyms = ", ".join(f"{source.name}:{synonym}={'null' if entry.is_sensitive else synonym_value}"
+    for resource in resources:
+        _render(described[resource], kind, resource.name, all_configs)
+
+
+def _entity(topic: str | None, broker: str | None, broker_defaults: bool, broker_logger: str | None,
+            entity_type: str | None, entity_name: str | None, entity_default: bool) -> tuple[str, list[str] | None]:
+    """The resource type and the names (None: every entity of the type), from whichever flags name them."""
+    shortcuts = [(kind, name) for kind, name in (("topics", topic), ("brokers", broker),
+                                                 ("brokers", "" if broker_defaults else None),
+                                                 ("broker-loggers", broker_logger)) if name is not None]
+    if len(shortcuts) > 1 or shortcuts and (entity_type or entity_name is not None or entity_default):
+        fail("name one entity: one of --topic, --broker, --broker-defaults, --broker-logger, or --entity-type "
+             "with --entity-name/--entity-default")
+    if shortcuts:
+        entity_type, name = shortcuts[0]
+    else:
+        entity_type = entity_type or "topics"
+        if entity_default and entity_name is not None:
+            fail("give --entity-name or --entity-default, not both")
+        name = "" if entity_default else entity_name
+    if entity_type not in ENTITY_TYPES:
+        fail(f"--entity-type must be one of {', '.join(ENTITY_TYPES)}, not {entity_type!r}"
+             + (" (kfk keeps no client quotas or group configs)" if entity_type in UNSUPPORTED_ENTITY_TYPES else ""))
+    kind = ENTITY_TYPES[entity_type][0]
+    if name == "" and kind != "BROKER":
+        fail(f"--entity-default applies to brokers, not {entity_type}")
+    if name is not None and kind != "TOPIC" and name and not name.isdigit():
+        fail(f"a broker is named by its id (a number), not {name!r}")
+    return kind, None if name is None else [name]
+
+
+def _singular(kind: str) -> str:
+    return next(singular for resource_type, singular in ENTITY_TYPES.values() if resource_type == kind)
+
+
+def _shown(entries: dict, kind: str, name: str, show_all: bool) -> dict:
+    """Every config by name, or (as Kafka) those whose source is the entity's own: the topic's overrides, this
+    broker's dynamic configs, the cluster-wide default's, a broker logger's levels."""
+    source = {"TOPIC": "DYNAMIC_TOPIC_CONFIG", "BROKER_LOGGER": "DYNAMIC_BROKER_LOGGER_CONFIG",
+              "BROKER": "DYNAMIC_BROKER_CONFIG" if name else "DYNAMIC_DEFAULT_BROKER_CONFIG"}[kind]
+    return {config_name: entry for config_name, entry in sorted(entries.items())
+            if show_all or entry.source.name == source}
+
+
+def _json_entries(entries: dict, kind: str, name: str, show_all: bool) -> list[dict]:
+    return [{"name": config_name, "value": None if entry.is_sensitive else entry.value, "source": entry.source.name,
+             "sensitive": entry.is_sensitive, "read_only": entry.is_read_only,
+             "synonyms": [{"name": s, "value": v, "source": src.name} for s, v, src in entry.synonyms]}
+            for config_name, entry in _shown(entries, kind, name, show_all).items()]
+
+
+def _value(value: str | None, sensitive: bool) -> str:
+    """A value as kafka-configs.sh prints it: null when sensitive or not set."""
+    return "null" if sensitive or value is None else value
+
+
+def _render(entries: dict, kind: str, name: str, all_configs: bool) -> None:
+    """kafka-configs.sh's lines: a header, then `  name=value sensitive=... synonyms={SOURCE:name=value, ...}`."""
+    if kind == "BROKER" and not name:
+        typer.echo("Default configs for brokers in the cluster are:")
+    else:
+        typer.echo(f"{'All' if all_configs else 'Dynamic'} configs for {_singular(kind)} {name} are:")
+    for config_name, entry in _shown(entries, kind, name, all_configs).items():
+        synonyms = ", ".join(f"{source.name}:{synonym}={_value(synonym_value, entry.is_sensitive)}"
                              for synonym, synonym_value, source in entry.synonyms)
-        typer.echo(f"  {name}={value} sensitive={str(entry.is_sensitive).lower()} synonyms={{{synonyms}}}")
+        typer.echo(f"  {config_name}={_value(entry.value, entry.is_sensitive)} "
+                   f"sensitive={str(entry.is_sensitive).lower()} synonyms={{{synonyms}}}")

@@ -89,6 +89,29 @@ def register_broker(image: MetadataImage, broker_id: int, incarnation_id: uuid.U
     return ControllerResult(broker_epoch, [record])
 
 
+def update_broker_endpoints(image: MetadataImage, broker_id: int, endpoints: Sequence[Endpoint]
+                            ) -> ControllerResult[None]:
+    """The broker's registration with new endpoints (a dynamic `listeners` added or removed one): a
+    RegisterBrokerRecord repeating its incarnation, epoch, rack and fencing, so nothing else about it changes."""
+    current = image.brokers.get(broker_id)
+    if current is None:
+        raise BrokerIdNotRegisteredError(f"No broker with id {broker_id} is registered.")
+    record = RegisterBrokerRecord(
+        broker_id=broker_id,
+        incarnation_id=current.incarnation_id,
+        broker_epoch=current.broker_epoch,
+        end_points=[RegisterBrokerRecord.BrokerEndpoint(name=e.listener_name, host=e.host, port=e.port,
+                                                        security_protocol=e.security_protocol) for e in endpoints],
+        features=[RegisterBrokerRecord.BrokerFeature(name=METADATA_VERSION_FEATURE_NAME,
+                                                     min_supported_version=METADATA_VERSION_LEVEL,
+                                                     max_supported_version=METADATA_VERSION_LEVEL)],
+        rack=current.rack,
+        fenced=current.fenced,
+        in_controlled_shutdown=current.in_controlled_shutdown,
+    )
+    return ControllerResult(None, [record])
+
+
 def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) -> None:
     registration = image.brokers.get(broker_id)
     if registration is None:

@@ -7,11 +7,13 @@ message), and write one ConfigRecord per key that changes.
 - IncrementalAlterConfigs applies operations: SET, DELETE, and for LIST keys APPEND (add the values not yet
   present) and SUBTRACT (remove them), starting from the key's effective value.
 - AlterConfigs replaces the whole set: keys left out lose their override.
-Broker resources are accepted for the local broker id, a registered broker's id or "" (the cluster default). The
-only dynamic broker configs are the replication throttles that reassignments set (leader/follower.replication.
-throttled.rate, bytes/s, with IncrementalAlterConfigs SET/DELETE); changing any other key answers what Kafka answers
-for a key that is not dynamically updatable (INVALID_REQUEST, "Cannot update these configs dynamically"). Other
-resource types get Kafka's "Unexpected resource type".
+Broker resources are accepted for the local broker id, a registered broker's id or "" (the cluster default). Their
+new dynamic set (the keys DYNAMIC_BROKER_CONFIGS and the replication throttles) is checked as Kafka's
+DynamicBrokerConfig does (config.validate_dynamic_broker_configs: read-only keys, per-broker keys at the default,
+bad values), every failure answered with INVALID_REQUEST as Kafka does, then written as ConfigRecords of resource
+type BROKER (the ZooKeeper backend writes /config/brokers/<id> or /config/brokers/<default>). Each broker applies
+them when its image changes (kfk/server/dynamic_config.py). Other resource types get Kafka's "Unexpected resource
+type".
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from enum import IntEnum
 from typing import Mapping
 
 from kfk.common.config_types import ConfigResourceType
-from kfk.config import LOG_CONFIG_DEF, BrokerConfig, ConfigType
+from kfk.config import BROKER_CONFIG_DEF, LOG_CONFIG_DEF, BrokerConfig, ConfigType, validate_dynamic_broker_configs
 from kfk.controller.result import NONE, ApiError, ControllerResult
 from kfk.errors import ErrorCode, InvalidConfigurationError, InvalidTopicError
 from kfk.metadata.image import MetadataImage
@@ -34,9 +36,6 @@ from kfk.protocol.messages.incremental_alter_configs import (
 from kfk.protocol.metadata_records import schema_class
 
 ConfigRecord = schema_class("ConfigRecord")
-
-#: Broker configs that may change at run time (Kafka's DynamicConfig.Broker subset kfk implements).
-DYNAMIC_BROKER_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 
 
 class OpType(IntEnum):
@@ -68,8 +67,7 @@ def config_records(resource_type: ConfigResourceType, name: str, current: Mappin
     return records
 
 
-def _check_resource(image: MetadataImage, resource_type: int, name: str, node_id: int,
-                    config_names: list[str]) -> ApiError:
+def _check_resource(image: MetadataImage, resource_type: int, name: str, node_id: int) -> ApiError:
     if resource_type == ConfigResourceType.TOPIC:
         if not name:
             return ApiError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
@@ -89,10 +87,6 @@ def _check_resource(image: MetadataImage, resource_type: int, name: str, node_id
             if broker_id != node_id and broker_id not in image.brokers:
                 return ApiError(ErrorCode.INVALID_REQUEST,
                                 f"Unexpected broker id, expected {node_id} or empty string, but received {name}")
-        config_names = [name for name in config_names if name not in DYNAMIC_BROKER_CONFIGS]
-        if config_names:
-            return ApiError(ErrorCode.INVALID_REQUEST,
-                            f"Cannot update these configs dynamically: Set({', '.join(config_names)})")
         return NONE
     known = {member.value: member for member in ConfigResourceType if member != ConfigResourceType.UNKNOWN}
     if resource_type in known:
@@ -151,24 +145,44 @@ def _apply_operations(config: BrokerConfig, current: Mapping[str, str],
 
 def _apply_broker_operations(current: Mapping[str, str],
                              operations: list[IncrementalAlterConfigsRequest.AlterableConfig]) -> dict[str, str]:
-    """SET or DELETE of the dynamic broker configs (throttle rates: a long >= 0)."""
+    """A broker's dynamic set after the operations; APPEND and SUBTRACT start from the dynamic value, else the
+    key's default (Kafka's prepareIncrementalConfigs)."""
     new = dict(current)
     for operation in operations:
-        if operation.config_operation == OpType.DELETE:
-            new.pop(operation.name, None)
-            continue
-        if operation.config_operation != OpType.SET:
-            raise InvalidConfigurationError(f"Can't {OpType(operation.config_operation).name} to key "
-                                            f"{operation.name} because its type is not LIST.")
-        try:
-            rate = int(operation.value or "")
-        except ValueError:
-            rate = -1
-        if rate < 0:
-            raise InvalidConfigurationError(f"Invalid value {operation.value} for configuration {operation.name}: "
-                                            "Value must be at least 0")
-        new[operation.name] = str(rate)
+        key, value = operation.name, operation.value
+        if operation.config_operation == OpType.SET:
+            new[key] = value
+        elif operation.config_operation == OpType.DELETE:
+            new.pop(key, None)
+        elif operation.config_operation in (OpType.APPEND, OpType.SUBTRACT):
+            definition = BROKER_CONFIG_DEF.keys.get(key)
+            if definition is None or definition.type is not ConfigType.LIST:
+                raise InvalidConfigurationError(f"Can't {OpType(operation.config_operation).name} to key {key} "
+                                                "because its type is not LIST.")
+            start = new.get(key, ",".join(definition.default or []))
+            values = [item.strip() for item in start.split(",") if item.strip()]
+            items = [item.strip() for item in (value or "").split(",") if item.strip()]
+            if operation.config_operation == OpType.APPEND:
+                values.extend(item for item in items if item not in values)
+            else:
+                values = [item for item in values if item not in items]
+            new[key] = ",".join(values)
+        else:
+            raise _InvalidRequest(f"Unknown operation type {operation.config_operation}")
     return new
+
+
+def _broker_records(image: MetadataImage, name: str, new: dict[str, str]) -> tuple[ApiError, list[Message]]:
+    """The ConfigRecords that make `new` the dynamic set of broker `name` ("" for the default), or Kafka's
+    INVALID_REQUEST when it may not be set at run time."""
+    null_keys = [key for key, value in new.items() if value is None]
+    if null_keys:
+        return ApiError(ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(null_keys)}"), []
+    try:
+        validate_dynamic_broker_configs(new, per_broker=bool(name))
+    except InvalidConfigurationError as error:
+        return ApiError(ErrorCode.INVALID_REQUEST, str(error)), []
+    return NONE, config_records(ConfigResourceType.BROKER, name, image.config(ConfigResourceType.BROKER, name), new)
 
 
 def incremental_alter_configs(image: MetadataImage, request: IncrementalAlterConfigsRequest, config: BrokerConfig,
@@ -183,15 +197,18 @@ def incremental_alter_configs(image: MetadataImage, request: IncrementalAlterCon
         elif len(set(names)) != len(names):
             error = ApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
         else:
-            error = _check_resource(image, resource.resource_type, resource.resource_name, node_id, names)
+            error = _check_resource(image, resource.resource_type, resource.resource_name, node_id)
         if not error.is_failure and resource.resource_type == ConfigResourceType.BROKER:
             current = image.config(ConfigResourceType.BROKER, resource.resource_name)
             try:
-                new = _apply_broker_operations(current, resource.configs)
+                error, changes = _broker_records(image, resource.resource_name,
+                                                 _apply_broker_operations(current, resource.configs))
             except InvalidConfigurationError as exception:
                 error = ApiError.from_exception(exception)
+            except _InvalidRequest as exception:
+                error = ApiError(ErrorCode.INVALID_REQUEST, str(exception))
             else:
-                records.extend(config_records(ConfigResourceType.BROKER, resource.resource_name, current, new))
+                records.extend(changes)
         if not error.is_failure and resource.resource_type == ConfigResourceType.TOPIC:
             current = image.config(ConfigResourceType.TOPIC, resource.resource_name)
             try:
@@ -215,22 +232,14 @@ def legacy_alter_configs(image: MetadataImage, request: AlterConfigsRequest, con
     duplicates = _duplicates(request.resources)
     responses, records = [], []
     for resource in request.resources:
-        names = [entry.name for entry in resource.configs]
         if (resource.resource_type, resource.resource_name) in duplicates:
             error = ApiError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
         else:
-            error = _check_resource(image, resource.resource_type, resource.resource_name, node_id, names)
+            error = _check_resource(image, resource.resource_type, resource.resource_name, node_id)
         if not error.is_failure and resource.resource_type == ConfigResourceType.BROKER:
-            current = image.config(ConfigResourceType.BROKER, resource.resource_name)
-            set_all = [IncrementalAlterConfigsRequest.AlterableConfig(name=entry.name, config_operation=OpType.SET,
-                                                                      value=entry.value)
-                       for entry in resource.configs]
-            try:
-                new = _apply_broker_operations({}, set_all)
-            except InvalidConfigurationError as exception:
-                error = ApiError.from_exception(exception)
-            else:
-                records.extend(config_records(ConfigResourceType.BROKER, resource.resource_name, current, new))
+            error, changes = _broker_records(image, resource.resource_name,
+                                             {entry.name: entry.value for entry in resource.configs})
+            records.extend(changes)
         if not error.is_failure and resource.resource_type == ConfigResourceType.TOPIC:
             current = image.config(ConfigResourceType.TOPIC, resource.resource_name)
             new = {entry.name: entry.value for entry in resource.configs}

@@ -12,9 +12,11 @@ ones set. For each key:
   (retention.ms, segment.ms) report no broker synonym unless that name itself is set, which is exactly Kafka's
   output `retention.ms=604800000 sensitive=false synonyms={}`.
 A broker config is read-only unless Kafka 4.x can update it without a restart (DYNAMIC_BROKER_CONFIGS), which is
-what tools check before offering to alter it; kfk itself keeps no dynamic broker configs yet
-(DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG never occur). PASSWORD keys are sensitive: their value and
-their synonyms' values are never sent, as in Kafka.
+what tools check before offering to alter it. A broker's synonyms start with its dynamic values: this broker's own
+(DYNAMIC_BROKER_CONFIG), then the cluster-wide default (DYNAMIC_DEFAULT_BROKER_CONFIG), then server.properties and
+the built-in default; a topic config inherits them through its broker synonym. Describing the default resource
+(name "") lists only the keys set there, with only their DYNAMIC_DEFAULT_BROKER_CONFIG synonyms, as Kafka. PASSWORD
+keys are sensitive: their value and their synonyms' values are never sent, as in Kafka.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
-from kfk.config import (BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS, LOG_CONFIG_DEF, TOPIC_CONFIG_SYNONYMS, BrokerConfig,
-                        ConfigKey, ConfigType)
+from kfk.config import (BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS, LOG_CONFIG_DEF, THROTTLED_RATE_CONFIGS,
+                        TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigKey, ConfigType)
 from kfk.errors import InvalidRequestError, UnknownTopicOrPartitionError
 from kfk.metadata.image import MetadataImage
 from kfk.metadata.topic_names import validate_topic_name
@@ -63,10 +65,13 @@ def _static_value(raw: Any) -> str | None:
 
 
 def _broker_synonyms(config: BrokerConfig, name: str, names: tuple[str, ...]) -> list[ConfigSynonym]:
-    synonyms = [ConfigSynonym(n, _static_value(config.originals[n]), ConfigSource.STATIC_BROKER_CONFIG)
-                for n in names if n in config.originals]
+    synonyms = [ConfigSynonym(n, dynamic[n], source) for dynamic, source in (
+        (config.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+        (config.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)) for n in names if n in dynamic]
+    synonyms += [ConfigSynonym(n, _static_value(config.originals[n]), ConfigSource.STATIC_BROKER_CONFIG)
+                 for n in names if n in config.originals]
     for n in names:
-        default = BROKER_CONFIG_DEF.keys[n].default
+        default = (THROTTLED_RATE_CONFIGS.get(n) or BROKER_CONFIG_DEF.keys[n]).default
         if default is not None:
             synonyms.append(ConfigSynonym(n, format_config_value(default), ConfigSource.DEFAULT_CONFIG))
     for index, synonym in enumerate(synonyms):
@@ -102,7 +107,7 @@ def describe_topic_configs(config: BrokerConfig, overrides: Mapping[str, str]) -
 
 
 def describe_broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
-    """Every broker config of this broker, by name."""
+    """Every broker config of this broker, by name, then the replication throttles set on it."""
     entries = []
     for name in sorted(BROKER_CONFIG_DEF.keys):
         key = BROKER_CONFIG_DEF.keys[name]
@@ -111,14 +116,28 @@ def describe_broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
         synonyms = _broker_synonyms(config, name, _BROKER_SYNONYMS.get(name, (name,)))
         entries.append(_entry(key, format_config_value(config.values[name]), synonyms,
                               read_only=name not in DYNAMIC_BROKER_CONFIGS))
+    for name, key in THROTTLED_RATE_CONFIGS.items():
+        synonyms = _broker_synonyms(config, name, (name,))
+        if synonyms:
+            entries.append(_entry(key, synonyms[0].value, synonyms, read_only=False))
+    return entries
+
+
+def describe_default_broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
+    """The cluster-wide dynamic defaults (resource name ""): the keys set there, each with its default synonym."""
+    entries = []
+    for name, value in sorted(config.dynamic_default.items()):
+        key = THROTTLED_RATE_CONFIGS.get(name) or BROKER_CONFIG_DEF.keys.get(name)
+        if key is not None:
+            synonyms = [ConfigSynonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)]
+            entries.append(_entry(key, value, synonyms, read_only=False))
     return entries
 
 
 def describe_resource(image: MetadataImage, config: BrokerConfig, node_id: int, resource_type: int,
                       resource_name: str) -> list[ConfigEntry]:
     """The config entries of one DescribeConfigs resource, or the KafkaError Kafka answers for it: a topic must be
-    a valid name of a topic in the image; a broker is this node's id, or "" for the cluster-wide dynamic defaults
-    (none in kfk)."""
+    a valid name of a topic in the image; a broker is this node's id, or "" for the cluster-wide dynamic defaults."""
     if resource_type == ConfigResourceType.TOPIC:
         validate_topic_name(resource_name)
         if image.topic(resource_name) is None:
@@ -126,7 +145,7 @@ def describe_resource(image: MetadataImage, config: BrokerConfig, node_id: int, 
         return describe_topic_configs(config, image.config(ConfigResourceType.TOPIC, resource_name))
     if resource_type == ConfigResourceType.BROKER:
         if not resource_name:
-            return []
+            return describe_default_broker_configs(config)
         try:
             broker_id = int(resource_name, 10)
         except ValueError:

@@ -391,6 +391,9 @@ class QuorumController:
         return await self._write(lambda image: cluster_control.register_broker(
             image, broker_id, incarnation_id, endpoints, rack))
 
+    async def update_broker_endpoints(self, broker_id: int, endpoints: Sequence[Endpoint]) -> None:
+        await self._write(lambda image: cluster_control.update_broker_endpoints(image, broker_id, endpoints))
+
     async def unfence_broker(self, broker_id: int, broker_epoch: int) -> None:
         await self._write(lambda image: cluster_control.unfence_broker(image, broker_id, broker_epoch))
 

@@ -384,6 +384,16 @@ class ReplicaFetcherManager:
         self.assignment[topic_partition] = key
         fetcher.add_partition(topic_partition, leader_epoch)
 
+    def resize(self) -> None:
+        """A dynamic num.replica.fetchers (Kafka's resizeThreadPool): every followed partition moves to the fetcher
+        the new count gives it, with its leader epoch (it checks for truncation again there); emptied fetchers
+        stop."""
+        for topic_partition, key in list(self.assignment.items()):
+            fetcher = self.fetchers.get(key)
+            state = fetcher.partitions.get(topic_partition) if fetcher is not None else None
+            if state is not None:
+                self.add_partition(topic_partition, key[0], state.leader_epoch, *fetcher.address)
+
     def remove_partition(self, topic_partition: TopicPartition) -> None:
         key = self.assignment.pop(topic_partition, None)
         if key is None:

@@ -168,11 +168,14 @@ class ReplicaManager:
                 doomed = [tp for tp, partition in self.partitions.items() if partition.topic_id == topic_id]
                 doomed += [tp for tp, opening in self._opening.items() if opening.topic_id == topic_id]
                 self._remove_partitions(doomed, f"topic {topic.name} deleted")
+        broker_defaults_changed = any(
+            previous.config(ConfigResourceType.BROKER, name) != current.config(ConfigResourceType.BROKER, name)
+            for name in ("", str(self.node_id)))  # the dynamic broker configs: self.config has them already
         for topic in current.topics_by_id.values():
             previous_topic = previous.topics_by_id.get(topic.topic_id)
             if previous_topic is topic and previous.configs is current.configs:
                 continue  # images share the topics a change did not touch
-            self._apply_topic(previous_topic, topic, previous, current)
+            self._apply_topic(previous_topic, topic, previous, current, broker_defaults_changed)
         if previous.brokers is not current.brokers:  # a leader may have come back on another address
             for partition in self.partitions.values():
                 if not partition.is_leader:
@@ -186,11 +189,13 @@ class ReplicaManager:
             await asyncio.shield(self._file_worker)
 
     def _apply_topic(self, previous_topic: TopicImage | None, topic: TopicImage, previous: MetadataImage,
-                     current: MetadataImage) -> None:
+                     current: MetadataImage, broker_defaults_changed: bool) -> None:
         overrides = current.config(ConfigResourceType.TOPIC, topic.name)
-        if previous_topic is not None and overrides != previous.config(ConfigResourceType.TOPIC, topic.name) \
-                and any(tp.topic == topic.name for tp in self.partitions):
-            self.log_manager.update_topic_config(topic.name, self._log_config(topic.name, overrides))
+        if previous_topic is not None and any(tp.topic == topic.name for tp in self.partitions) and (
+                broker_defaults_changed or overrides != previous.config(ConfigResourceType.TOPIC, topic.name)):
+            config = self._log_config(topic.name, overrides)
+            if config != self.log_manager.topic_configs.get(topic.name):
+                self.log_manager.update_topic_config(topic.name, config)
         now_ms = self.now_ms()
         removed: list[TopicPartition] = []
         for index, registration in topic.partitions.items():

@@ -42,6 +42,7 @@ from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
 from kfk.server.controller_channel import ControllerChannel, create_topics_not_controller
 from kfk.server.dispatch import Dispatcher
+from kfk.server.dynamic_config import DynamicBrokerConfig
 from kfk.server.handlers.admin import TopicAdminHandler
 from kfk.server.handlers.api_versions import ApiVersionsHandler
 from kfk.server.handlers.cluster import DescribeClusterHandler
@@ -88,6 +89,8 @@ class BrokerServer:
         self.auto_format = auto_format
         self.cluster_id: str | None = None
         self.dispatcher = Dispatcher()
+        self.dynamic_config = DynamicBrokerConfig(config, self.node_id)
+        self._listener_update: asyncio.Future | None = None
         self.socket_server: network.SocketServer | None = None
         self.log_manager: LogManager | None = None
         self._log_manager_task: asyncio.Task | None = None
@@ -174,6 +177,77 @@ class BrokerServer:
             next_due_ms = await loop.run_in_executor(None, self.log_manager.tick, system_time_ms())
             await asyncio.sleep(min(max(next_due_ms - system_time_ms(), 10), 1000) / 1000)
 
+    def _new_metadata_cache(self) -> MetadataCache:
+        """The broker's MetadataCache, whose first listener puts the dynamic broker configs in force: every
+        component called after it on the same image reads the new values (and after a restart, before any log is
+        opened)."""
+        cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
+        cache.subscribe(self.dynamic_config.on_metadata_update)
+        return cache
+
+    def _reconfigure_network(self, changed: set[str]) -> None:
+        """Dynamic broker configs of the network layer: the connection limits apply to the next connection; a
+        new `listeners` (or listener.security.protocol.map) is bound in the background (_update_listeners)."""
+        if changed & {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+                      "max.connection.creation.rate"}:
+            self.socket_server.quotas.reconfigure(
+                self.config, [listener.name for listener in self.socket_server.bound],
+                resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides)))
+        if changed & {"listeners", "listener.security.protocol.map"}:
+            self._listener_update = asyncio.ensure_future(self._update_listeners(self._listener_update))
+
+    def _reconfigure_replica_fetchers(self, changed: set[str]) -> None:
+        """A dynamic num.replica.fetchers spreads the followed partitions over the new number of fetchers (at
+        startup the replica manager is not up yet: it starts with the new number)."""
+        if "num.replica.fetchers" in changed and self.replica_manager is not None:
+            self.replica_manager.fetcher_manager.resize()
+
+    def _reconfigure_cleaner(self, changed: set[str]) -> None:
+        """A dynamic log.cleaner.threads, backoff or I/O rate restarts the cleaner threads (in the executor: they
+        are joined)."""
+        if changed & {"log.cleaner.threads", "log.cleaner.backoff.ms", "log.cleaner.io.max.bytes.per.second"}:
+            asyncio.get_running_loop().run_in_executor(None, self.log_manager.reconfigure_cleaner,
+                                                       CleanerConfig.from_broker_config(self.config))
+
+    async def _update_listeners(self, previous: asyncio.Future | None) -> None:
+        """Bind the listeners a dynamic `listeners` adds and close those it drops (never the inter-broker one),
+        then, once the broker is registered, publish its endpoints: in ZooKeeper its /brokers/ids znode, as
+        Kafka; in the embedded metadata log a RegisterBrokerRecord with the same epoch (Kafka's KRaft brokers do
+        not re-advertise: kfk does, so that clients bootstrapping on the new listener find the broker there)."""
+        if previous is not None:
+            await asyncio.wait([previous])
+        server = self.socket_server
+        wanted = {listener.name: listener for listener in map(network.Listener.parse, self.config.listeners)}
+        for listener in list(server.bound):
+            target = wanted.get(listener.name)
+            if target is None and listener.name == server.quotas.inter_broker_listener:
+                log.warning("not closing listener %s: brokers use it between themselves", listener)
+            elif target is None or target.host != listener.host or target.port not in (0, listener.port):
+                log.info("closing listener %s", listener)
+                await server.remove_listener(listener.name)
+        bound = {listener.name for listener in server.bound}
+        for listener in wanted.values():
+            if listener.name not in bound:
+                try:
+                    log.info("listening on %s", await server.add_listener(listener))
+                except OSError as error:
+                    log.error("cannot listen on %s: %s", listener, error.strerror or error)
+        server.quotas.reconfigure(self.config, [listener.name for listener in server.bound],
+                                  resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides)))
+        if self.broker_epoch >= 0:
+            endpoints = broker_endpoints(server.bound, self.config.advertised_listeners,
+                                         self.config.listener_security_protocol_map,
+                                         self.config.controller_listener_names)
+            if isinstance(self.metadata_backend, ZooKeeperMetadataBackend):
+                await self.metadata_backend.update_registration(endpoints, self.config.broker_rack)
+            else:
+                await self.controller.update_broker_endpoints(self.node_id, endpoints)
+
+    async def _listeners_updated(self) -> None:
+        """Wait for the listener changes the metadata replayed at startup asked for (before registering)."""
+        while self._listener_update is not None and not self._listener_update.done():
+            await asyncio.wait([self._listener_update])
+
     async def _start_metadata(self) -> None:
         """The metadata layer: the embedded backend (KRaft-style: the __cluster_metadata log in the first log dir,
         replayed into the broker's MetadataCache), the controller when this node is one, then this broker's
@@ -184,7 +258,7 @@ class BrokerServer:
             await self._start_zookeeper_metadata()
             return
         voters = [int(voter.split("@", 1)[0]) for voter in config.controller_quorum_voters]
-        self.metadata_cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
+        self.metadata_cache = self._new_metadata_cache()
         self.metadata_backend = EmbeddedMetadataBackend(self.log_dirs[0], self.node_id, self.cluster_id, voters,
                                                         time_ms=system_time_ms)
         self.controller = QuorumController(self.metadata_backend, config, self.node_id)
@@ -194,6 +268,7 @@ class BrokerServer:
         if "controller" in config.process_roles:
             await self.controller.activate()
         if "broker" in config.process_roles:
+            await self._listeners_updated()
             endpoints = broker_endpoints(self.socket_server.bound, config.advertised_listeners,
                                          config.listener_security_protocol_map, config.controller_listener_names)
             self.broker_epoch = await self.controller.register_broker(self.node_id, endpoints, config.broker_rack)
@@ -209,11 +284,12 @@ class BrokerServer:
         the ISR changes of the partitions it leads through the backend."""
         config = self.config
         backend = self.metadata_backend
-        self.metadata_cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
+        self.metadata_cache = self._new_metadata_cache()
         self.controller = QuorumController(backend, config, self.node_id, manage_leadership=True)
         backend.add_listener(self.metadata_cache)
         backend.add_listener(self.controller)
         await backend.start()
+        await self._listeners_updated()
         endpoints = broker_endpoints(self.socket_server.bound, config.advertised_listeners,
                                      config.listener_security_protocol_map, config.controller_listener_names)
         self.broker_epoch = await backend.register_broker(endpoints, config.broker_rack)
@@ -378,6 +454,9 @@ class BrokerServer:
                 (self.config.inter_broker_listener_name or listeners[0].name).upper(),
                 resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides))),
         )
+        self.dynamic_config.add_reconfigurable(self._reconfigure_network)
+        self.dynamic_config.add_reconfigurable(self._reconfigure_cleaner)
+        self.dynamic_config.add_reconfigurable(self._reconfigure_replica_fetchers)
         await self.socket_server.bind()
         await self._start_metadata()
         await self._start_replication()

@@ -190,13 +190,35 @@ class ConnectionQuotas:
     def from_config(cls, config: BrokerConfig, listener_names: Iterable[str], inter_broker_listener: str | None,
                     per_ip_overrides: Mapping[str, int]) -> ConnectionQuotas:
         """The quotas of a broker's config: its broker-wide keys and each listener's listener.name.NAME.* keys."""
-        listeners = {}
-        for name in listener_names:
-            max_connections = config.listener_value(name, "max.connections")
-            rate = config.listener_value(name, "max.connection.creation.rate")
-            listeners[name] = ListenerQuota(INT32_MAX if max_connections is None else max_connections,
-                                            INT32_MAX if rate is None else rate)
         return cls(max_connections=config.max_connections, max_connections_per_ip=config.max_connections_per_ip,
                    max_connections_per_ip_overrides=per_ip_overrides,
                    max_connection_creation_rate=config.max_connection_creation_rate,
-                   listeners=listeners, inter_broker_listener=inter_broker_listener)
+                   listeners=_listener_quotas(config, listener_names), inter_broker_listener=inter_broker_listener)
+
+    def reconfigure(self, config: BrokerConfig, listener_names: Iterable[str],
+                    per_ip_overrides: Mapping[str, int]) -> None:
+        """The limits of a changed config (dynamic max.connections, max.connections.per.ip and its overrides,
+        max.connection.creation.rate, a listener added): they apply from the next connection; the connections
+        already open are counted as before and stay."""
+        self.max_connections = config.max_connections
+        self.max_connections_per_ip = config.max_connections_per_ip
+        self.per_ip_overrides = dict(per_ip_overrides)
+        self.listeners = _listener_quotas(config, listener_names)
+        clock = self._broker_rate._clock
+        if config.max_connection_creation_rate != self._broker_rate.rate:
+            self._broker_rate = _TokenBucket(config.max_connection_creation_rate, clock)
+        for name, quota in self.listeners.items():
+            bucket = self._listener_rates.get(name)
+            if bucket is None or bucket.rate != quota.max_connection_creation_rate:
+                self._listener_rates[name] = _TokenBucket(quota.max_connection_creation_rate, clock)
+
+
+def _listener_quotas(config: BrokerConfig, listener_names: Iterable[str]) -> dict[str, ListenerQuota]:
+    """Each listener's listener.name.NAME.max.connections and .max.connection.creation.rate (unlimited if unset)."""
+    listeners = {}
+    for name in listener_names:
+        max_connections = config.listener_value(name, "max.connections")
+        rate = config.listener_value(name, "max.connection.creation.rate")
+        listeners[name] = ListenerQuota(INT32_MAX if max_connections is None else max_connections,
+                                        INT32_MAX if rate is None else rate)
+    return listeners

@@ -333,6 +333,7 @@ class SocketServer:
         self._timeouts = RateLimitedLog()
         self.bound: list[Listener] = []  # the listeners with the ports actually bound (port 0 = ephemeral)
         self._servers: list[asyncio.AbstractServer] = []
+        self._serving = False
         self._connections: dict[_Connection, float] = {}  # connection -> last activity (monotonic seconds)
         self._tasks: set[asyncio.Task] = set()
         self._idle_task: asyncio.Task | None = None
@@ -340,24 +341,48 @@ class SocketServer:
     async def bind(self) -> None:
         """Bind every listener (port 0 gets an ephemeral port, recorded in `bound`) without accepting yet: the broker
         registers the real ports, and serves only once every layer is up (Kafka's enableRequestProcessing)."""
-        loop = asyncio.get_running_loop()
         for listener in self.listeners:
-            server = await loop.create_server(
-                lambda name=listener.name: _Connection(self, name),
-                host=listener.host or None,
-                port=listener.port,
-                reuse_address=True,
-                start_serving=False,
-            )
-            port = server.sockets[0].getsockname()[1]
-            self.bound.append(Listener(listener.name, listener.host, port))
-            self._servers.append(server)
+            await self._bind(listener)
+
+    async def _bind(self, listener: Listener) -> asyncio.AbstractServer:
+        server = await asyncio.get_running_loop().create_server(
+            lambda name=listener.name: _Connection(self, name),
+            host=listener.host or None,
+            port=listener.port,
+            reuse_address=True,
+            start_serving=False,
+        )
+        port = server.sockets[0].getsockname()[1]
+        self.bound.append(Listener(listener.name, listener.host, port))
+        self._servers.append(server)
+        return server
 
     async def start_serving(self) -> None:
         """Accept connections (those that arrived since bind() waited in the listen backlog)."""
         for server in self._servers:
             await server.start_serving()
+        self._serving = True
         self._idle_task = asyncio.create_task(self._close_idle_connections())
+
+    async def add_listener(self, listener: Listener) -> Listener:
+        """Bind one more listener at run time (a dynamic `listeners`), accepting at once if the broker already
+        serves; returns it with its bound port. OSError if the address cannot be bound."""
+        server = await self._bind(listener)
+        if self._serving:
+            await server.start_serving()
+        return self.bound[-1]
+
+    async def remove_listener(self, name: str) -> None:
+        """Stop accepting on a listener and close its connections."""
+        for index, listener in enumerate(self.bound):
+            if listener.name == name:
+                server = self._servers.pop(index)
+                del self.bound[index]
+                server.close()
+                for connection in [c for c in self._connections if c._listener_name == name]:
+                    connection.close()
+                await server.wait_closed()
+                return
 
     async def stop(self) -> None:
         for server in self._servers:

@@ -248,6 +248,11 @@ class LogCleanerManager:
         with self._lock:
             self._shutting_down = True
 
+    def restart(self) -> None:
+        """After abort_all, for cleaner threads started anew (a reconfiguration): cleanings may start again."""
+        with self._lock:
+            self._shutting_down = False
+
     def resume_cleaning(self, topic_partition: TopicPartition) -> None:
         with self._lock:
             state = self._states.get(topic_partition)

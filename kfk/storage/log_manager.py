@@ -98,10 +98,11 @@ class LogManager:
         self._next_producer_expiration_ms = 0
         self._started = False
         self.cleaner_manager = LogCleanerManager()
-        cleaner_config = cleaner_config or CleanerConfig()
         self.cleaner: LogCleanerThreads | None = None
-        if cleaner_config.enable_cleaner and cleaner_config.num_threads > 0:
-            self.cleaner = LogCleanerThreads(cleaner_config, self.cleaner_manager, self.all_logs, now_ms)
+        self._clock = now_ms
+        self._cleaner_lock = threading.Lock()  # one reconfiguration of the cleaner threads at a time
+        self._cleaner_stopped = False
+        self._build_cleaner(cleaner_config or CleanerConfig())
 
     # -- startup -----------------------------------------------------------------------------------------------------
 
@@ -126,6 +127,27 @@ class LogManager:
             self._started = True
         if self.cleaner is not None:
             self.cleaner.startup()
+
+    def _build_cleaner(self, cleaner_config: CleanerConfig) -> None:
+        self.cleaner = None
+        if cleaner_config.enable_cleaner and cleaner_config.num_threads > 0:
+            self.cleaner = LogCleanerThreads(cleaner_config, self.cleaner_manager, self.all_logs, self._clock)
+
+    def reconfigure_cleaner(self, cleaner_config: CleanerConfig) -> None:
+        """A dynamic log.cleaner.threads, log.cleaner.backoff.ms or log.cleaner.io.max.bytes.per.second (Kafka's
+        LogCleaner.reconfigure): stop the cleaner threads, aborting a cleaning in progress (its log is picked again
+        later), and start them anew with the new settings. Blocks while the threads finish: not on the event loop."""
+        with self._cleaner_lock:
+            if self.cleaner is not None:
+                self.cleaner.shutdown()
+            self.cleaner = None
+            if self._cleaner_stopped:
+                return
+            self.cleaner_manager.restart()
+            self._build_cleaner(cleaner_config)
+            if self.cleaner is not None and self._started:  # else startup() starts them
+                self.cleaner.startup()
+            logger.info("Log cleaner restarted with %d thread(s)", len(self.cleaner.cleaners) if self.cleaner else 0)
 
     def _load_log_dir(self, log_dir: str, now_ms: int) -> None:
         had_clean_shutdown = os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
@@ -410,8 +432,11 @@ class LogManager:
     def shutdown(self, broker_epoch: int = -1) -> None:
         """Clean shutdown: stop the cleaner, flush and close every log, write checkpoints, leave the clean-shutdown
         marker."""
-        if self.cleaner is not None:
-            self.cleaner.shutdown()
+        with self._cleaner_lock:
+            if self.cleaner is not None:
+                self.cleaner.shutdown()
+            self.cleaner = None
+            self._cleaner_stopped = True  # a reconfiguration from now on starts none
         with self.lock:
             for log in self.all_logs():
                 log.flush()

@@ -23,7 +23,10 @@ def test_help() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     ([], "give exactly one of --describe and --alter"),
     (["--describe", "--entity-type", "users", "--entity-name", "x"], "--entity-type must be one of"),
-    (["--describe", "--entity-type", "topics"], "--entity-name (or --entity-default for brokers) is required"),
+    (["--describe", "--entity-type", "users", "--entity-name", "x"], "kfk keeps no client quotas or group configs"),
+    (["--describe", "--topic", "t", "--broker", "1"], "name one entity"),
+    (["--describe", "--broker", "one"], "a broker is named by its id (a number), not 'one'"),
+    (["--alter", "--entity-type", "brokers", "--add-config", "a=1"], "--alter needs an entity name"),
     (["--alter", "--entity-name", "t"], "--alter needs --add-config or --delete-config"),
     (["--alter", "--entity-name", "t", "--add-config", "novalue"], "--add-config expects key=value"),
     (["--describe", "--entity-name", "t", "--add-config", "a=1"], "go with --alter"),
@@ -67,6 +70,7 @@ def test_describe_broker_configs(shared_broker) -> None:  # noqa: F811
                                  *flags])
     assert result.exit_code == 0 and result.output.startswith("All configs for broker 1 are:")
     assert "num.partitions=" in result.output
+    assert "  log.roll.ms=null sensitive=false synonyms={}\n" in result.output  # unset: null, as Kafka prints it
 
 
 @pytest.mark.integration

@@ -85,8 +85,8 @@ def test_resources_that_are_not_a_topic(cluster) -> None:
     assert incremental(cluster, TOPIC, "bad name", ("retention.ms", OpType.SET, "1"))[0] == \
         ErrorCode.INVALID_TOPIC_EXCEPTION
     assert incremental(cluster, BROKER, "1") == (ErrorCode.NONE, None)
-    assert incremental(cluster, BROKER, "", ("log.retention.ms", OpType.SET, "1")) == (
-        ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(log.retention.ms)")
+    assert incremental(cluster, BROKER, "", ("log.retention.hours", OpType.SET, "1")) == (
+        ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: log.retention.hours")
     assert incremental(cluster, BROKER, "2") == (
         ErrorCode.INVALID_REQUEST, "Unexpected broker id, expected 1 or empty string, but received 2")
     assert incremental(cluster, ConfigResourceType.BROKER_LOGGER, "1") == (
@@ -207,7 +207,7 @@ def test_describe_resource_errors(cluster) -> None:
     cluster.create(topic("t"))
     image, config = cluster.image, cluster.config
     assert describe_resource(image, config, 1, TOPIC, "t")
-    assert describe_resource(image, config, 1, BROKER, "") == []
+    assert describe_resource(image, config, 1, BROKER, "") == []  # no dynamic default set
     assert describe_resource(image, config, 1, BROKER, "1")
     with pytest.raises(UnknownTopicOrPartitionError):
         describe_resource(image, config, 1, TOPIC, "missing")
@@ -230,3 +230,71 @@ def test_every_kafka_4_broker_name_is_known_and_others_are_reported() -> None:
                            "num.partition": "3"})
     assert config.unknown == ["num.partition"]
     assert config.ssl_keystore_type == "PKCS12" and config.group_share_max_size == 10
+
+
+@pytest.mark.parametrize(
+    ("name", "ops", "message"),
+    [
+        ("1", [("log.retention.hours", OpType.SET, "1")],
+         "Cannot update these configs dynamically: log.retention.hours"),
+        ("", [("listeners", OpType.SET, "PLAINTEXT://:9093")],
+         "Cannot update these configs at default cluster level, broker id must be specified: listeners"),
+        ("1", [("ssl.keystore.location", OpType.SET, "/k.jks")],
+         "These security configs can be dynamically updated only per-listener using the listener prefix: "
+         "ssl.keystore.location"),
+        ("1", [("log.retention.bytes", OpType.SET, "lots")],
+         "Invalid value 'lots' for configuration log.retention.bytes: not a number of type long"),
+        ("1", [("listeners", OpType.SET, "PLAINTEXT:9093")], None),
+        ("1", [("no.such.config", OpType.SET, "1")], "Unknown broker configs: no.such.config"),
+        ("1", [("message.max.bytes", OpType.SET, None)], "Null value not supported for : message.max.bytes"),
+        ("1", [("message.max.bytes", OpType.APPEND, "1")], "Can't APPEND to key message.max.bytes because its type "
+                                                            "is not LIST."),
+    ],
+    ids=["read-only", "per-broker-at-default", "bare-keystore", "bad-value", "bad-listener", "unknown", "null",
+         "append"],
+)
+def test_dynamic_broker_configs_refused_as_kafka_refuses_them(cluster, name, ops, message) -> None:
+    code, error_message = incremental(cluster, BROKER, name, *ops)
+    assert code == (ErrorCode.INVALID_CONFIG if ops[0][1] == OpType.APPEND else ErrorCode.INVALID_REQUEST)
+    assert message is None or error_message == message
+    assert "Set(" not in (error_message or "")
+    assert not cluster.image.config(BROKER, name)
+
+
+def test_dynamic_broker_configs_are_written_and_described_with_their_sources(cluster) -> None:
+    assert incremental(cluster, BROKER, "", ("log.retention.ms", OpType.SET, "5000"),
+                       ("log.cleaner.threads", OpType.SET, "2")) == (ErrorCode.NONE, None)
+    assert incremental(cluster, BROKER, "1", ("log.retention.ms", OpType.SET, "7000"),
+                       ("listener.security.protocol.map", OpType.APPEND, "EXTRA:PLAINTEXT")) == (ErrorCode.NONE, None)
+    assert incremental(cluster, BROKER, "1", ("listener.security.protocol.map", OpType.SUBTRACT,
+                                              "SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL")) == (
+        ErrorCode.NONE, None)  # APPEND started from the default list
+    assert dict(cluster.image.config(BROKER, "")) == {"log.retention.ms": "5000", "log.cleaner.threads": "2"}
+    assert dict(cluster.image.config(BROKER, "1")) == {
+        "log.retention.ms": "7000", "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
+                                                                      "EXTRA:PLAINTEXT"}
+
+    config = BrokerConfig({"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181", "log.retention.hours": "1"})
+    changed = config.reconfigure(cluster.image.config(BROKER, ""), cluster.image.config(BROKER, "1"))
+    assert changed == {"log.retention.ms", "log.cleaner.threads", "listener.security.protocol.map"}
+    assert (config.log_retention_time_ms, config.log_cleaner_threads) == (7000, 2)
+    entries = {e.name: e for e in describe_broker_configs(config)}
+    assert (entries["log.retention.ms"].value, entries["log.retention.ms"].source) == (
+        "7000", ConfigSource.DYNAMIC_BROKER_CONFIG)
+    assert entries["log.retention.ms"].synonyms == (
+        ConfigSynonym("log.retention.ms", "7000", ConfigSource.DYNAMIC_BROKER_CONFIG),
+        ConfigSynonym("log.retention.ms", "5000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ConfigSynonym("log.retention.hours", "1", ConfigSource.STATIC_BROKER_CONFIG),
+        ConfigSynonym("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG))
+    assert entries["log.cleaner.threads"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    retention = {e.name: e for e in describe_topic_configs(config, {})}["retention.ms"]
+    assert (retention.value, retention.source) == ("7000", ConfigSource.DYNAMIC_BROKER_CONFIG)
+    default = describe_resource(cluster.image, config, 1, BROKER, "")
+    assert [(e.name, e.value, e.synonyms) for e in default] == [
+        ("log.cleaner.threads", "2", (ConfigSynonym("log.cleaner.threads", "2",
+                                                    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),)),
+        ("log.retention.ms", "5000", (ConfigSynonym("log.retention.ms", "5000",
+                                                    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),))]
+
+    assert config.reconfigure({}, {}) == changed  # deleted: server.properties and the defaults again
+    assert (config.log_retention_time_ms, config.log_cleaner_threads) == (3_600_000, 1)

@@ -239,6 +239,17 @@ class ZooKeeperMetadataBackend:
         log.info("broker %d registered in ZooKeeper (broker epoch %d)", self.node_id, broker_epoch)
         return broker_epoch
 
+    async def update_registration(self, endpoints: Sequence[Endpoint], rack: str | None) -> None:
+        """Rewrite this broker's /brokers/ids/<id> with new endpoints (a dynamic `listeners`), as Kafka's
+        updateBrokerInfo does; the znode, and so the broker epoch, stay. Every broker's watch sees the change."""
+        if self._registration is None:
+            return
+        data = znodes.encode_broker(endpoints, rack, self._time_ms())
+        await self._blocking(self._require_client().set, znodes.broker_path(self.node_id), data)
+        self._registration = (data, self._registration[1])
+        self._mark_dirty([znodes.broker_path(self.node_id)])
+        await self._refresh()
+
     def _create_registration(self, data: bytes) -> int:
         return create_registration(self._require_client(), self.node_id, data, self.session_timeout_ms)
 

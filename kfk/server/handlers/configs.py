@@ -9,6 +9,9 @@ include_documentation, each key's documentation; v4 is flexible. The two alter A
 applies SET/DELETE/APPEND/SUBTRACT; both honour validate_only. AlterConfigs v2 and IncrementalAlterConfigs v1 are
 the flexible versions.
 
+BROKER_LOGGER resources (this broker's log levels) are described and altered here, by the broker that receives the
+request, never through the controller (kfk/server/broker_loggers.py), as in Kafka.
+
 ListClientMetricsResources (one version, flexible) names the CLIENT_METRICS config resources of the metadata image.
 kfk has no KIP-714 client telemetry and its controller refuses to alter CLIENT_METRICS resources, so the list is
 empty unless the metadata log carries such ConfigRecords (written by another controller): then they are listed.
@@ -20,7 +23,7 @@ from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSourc
 from kfk.config import BrokerConfig
 from kfk.controller.config_describer import describe_resource
 from kfk.controller.quorum_controller import QuorumController
-from kfk.errors import ErrorCode, KafkaError
+from kfk.errors import ErrorCode, InvalidRequestError, KafkaError
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
@@ -33,6 +36,7 @@ from kfk.protocol.messages.list_client_metrics_resources import (
     ListClientMetricsResourcesRequest,
     ListClientMetricsResourcesResponse,
 )
+from kfk.server.broker_loggers import alter_loggers, check_node_id, describe_loggers
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
@@ -77,8 +81,9 @@ class ConfigsHandler:
         results = []
         for resource in request.resources:
             try:
-                entries = describe_resource(image, self.config, self.node_id, resource.resource_type,
-                                            resource.resource_name)
+                entries = self._describe_loggers(resource.resource_name) \
+                    if resource.resource_type == ConfigResourceType.BROKER_LOGGER else describe_resource(
+                        image, self.config, self.node_id, resource.resource_type, resource.resource_name)
             except KafkaError as error:
                 results.append(Result(error_code=error.error_code, error_message=error.message,
                                       resource_type=resource.resource_type, resource_name=resource.resource_name))
@@ -94,12 +99,50 @@ class ConfigsHandler:
             ))
         return DescribeConfigsResponse(results=results)
 
+    def _describe_loggers(self, resource_name: str) -> list[ConfigEntry]:
+        """Kafka's checks of a BROKER_LOGGER name for DescribeConfigs (ConfigHelper), then the loggers."""
+        if not resource_name:
+            raise InvalidRequestError("Broker id must not be empty")
+        try:
+            broker_id = int(resource_name)
+        except ValueError:
+            raise InvalidRequestError(f"Broker id must be an integer, but it is: {resource_name}") from None
+        if broker_id != self.node_id:
+            raise InvalidRequestError(f"Unexpected broker id, expected {self.node_id} but received {resource_name}")
+        return describe_loggers()
+
     async def alter_configs(self, context: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
         return await self.controller.legacy_alter_configs(request)
 
     async def incremental_alter_configs(self, context: RequestContext, request: IncrementalAlterConfigsRequest
                                         ) -> IncrementalAlterConfigsResponse:
-        return await self.controller.incremental_alter_configs(request)
+        """BROKER_LOGGER resources here, the others through the controller; answers in the request's order."""
+        loggers = [resource for resource in request.resources
+                   if resource.resource_type == ConfigResourceType.BROKER_LOGGER]
+        if not loggers:
+            return await self.controller.incremental_alter_configs(request)
+        Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+        names = [resource.resource_name for resource in loggers]
+        answers = {}
+        for resource in loggers:
+            try:
+                if names.count(resource.resource_name) > 1:
+                    raise InvalidRequestError("Each resource must appear at most once.")
+                check_node_id(resource.resource_name, self.node_id)
+                alter_loggers(resource.configs, request.validate_only)
+                error_code, message = ErrorCode.NONE, None
+            except KafkaError as error:
+                error_code, message = error.error_code, error.message
+            answers[id(resource)] = Result(error_code=error_code, error_message=message,
+                                           resource_type=resource.resource_type,
+                                           resource_name=resource.resource_name)
+        others = [resource for resource in request.resources if id(resource) not in answers]
+        if others:
+            response = await self.controller.incremental_alter_configs(
+                IncrementalAlterConfigsRequest(resources=others, validate_only=request.validate_only))
+            answers.update((id(resource), result) for resource, result in zip(others, response.responses))
+        return IncrementalAlterConfigsResponse(
+            responses=[answers[id(resource)] for resource in request.resources])
 
     async def list_client_metrics_resources(self, context: RequestContext, request: ListClientMetricsResourcesRequest
                                             ) -> ListClientMetricsResourcesResponse:
