@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -75,6 +76,17 @@ def _split_top_level(text: str) -> list[str]:
     if current:
         parts.append("".join(current))
     return [part for part in parts if part.strip()]
+
+
+def include_list(raw: str, flag: str) -> re.Pattern[str]:
+    """A topic include list as Kafka's tools take it (--topic of kafka-topics.sh, --include of the console
+    consumer): a Java-style regular expression that must match the whole name, where commas also separate
+    alternatives and spaces and surrounding quotes are dropped (so ``"a,b"`` means a or b)."""
+    pattern = raw.strip().replace(",", "|").replace(" ", "").strip("\"'")
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        fail(f"{flag} {raw!r} is not a valid regular expression: {error}")
 
 
 def client_config(bootstrap_server: str, command_config: str | None,

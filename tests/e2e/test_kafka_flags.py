@@ -1,0 +1,118 @@
+"""Kafka's own flags and output formats through the real CLI (`python -m kfk` in a subprocess) against one real
+broker: what an operator types from kafka-topics.sh, kafka-consumer-groups.sh, the console tools, the perf tests
+and kafka-dump-log.sh habits works and prints what Kafka prints."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from kfk.testing.broker import BrokerProcess, start_broker
+from kfk.testing.plugin import TEST_OVERRIDES
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    process = start_broker(tmp_path_factory.mktemp("flags-broker"), dict(TEST_OVERRIDES))
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def server(broker: BrokerProcess) -> list[str]:
+    return ["--bootstrap-server", broker.bootstrap_servers]
+
+
+def kfk(*args: str, stdin: str | bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """`python -m kfk ...`, so that the tree under test runs (PYTHONPATH), as a user would run `kfk ...`."""
+    return subprocess.run([sys.executable, "-m", "kfk", *args], input=stdin, capture_output=True,
+                          text=not isinstance(stdin, bytes), timeout=timeout)
+
+
+def one_line_error(result: subprocess.CompletedProcess, message: str, code: int = 1) -> None:
+    assert result.returncode == code, (result.stdout, result.stderr)
+    assert result.stderr.startswith(f"kfk: {message}"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+# --- kafka-topics.sh -----------------------------------------------------------------------------------------------
+
+TOPIC_ID = r"[A-Za-z0-9_-]{22}"
+
+
+def test_topics_in_kafka_spelling(server: list[str]) -> None:
+    base = unique("flags")
+    plain, tuned = f"{base}.plain", f"{base}_tuned"
+    assert kfk("topics", "--create", "--topic", plain, "--partitions", "2", *server).stdout == \
+        f"Created topic {plain}.\n"
+    created = kfk("topics", "--create", "--topic", tuned, "--config", "retention.ms=60000", *server)
+    assert created.returncode == 0, created.stderr
+    offsets = kfk("consumer-groups", "--reset-offsets", "--group", unique("g"), "--topic", plain, "--to-earliest",
+                  "--execute", *server)  # commits an offset, so that __consumer_offsets exists
+    assert offsets.returncode == 0, offsets.stderr
+
+    listed = kfk("topics", "--list", *server).stdout.splitlines()
+    assert {plain, tuned, "__consumer_offsets"} <= set(listed)
+    assert "__consumer_offsets" not in kfk("topics", "--list", "--exclude-internal", *server).stdout.split()
+    assert kfk("topics", "--list", "--topic", re.escape(base) + r"\..*", *server).stdout == f"{plain}\n"
+    both = kfk("topics", "list", "--topic", f"{plain},{tuned}", *server).stdout
+    assert both.splitlines() == sorted([plain, tuned])
+
+    described = kfk("topics", "--describe", "--topic", f"{re.escape(base)}.*", *server)
+    assert described.returncode == 0, described.stderr
+    lines = described.stdout.splitlines()
+    assert len(lines) == 5
+    assert re.fullmatch(f"Topic: {re.escape(plain)}\tTopicId: {TOPIC_ID}\tPartitionCount: 2\t"
+                        f"ReplicationFactor: 1\tConfigs: ", lines[0])
+    for partition in (0, 1):
+        assert lines[1 + partition] == (f"\tTopic: {plain}\tPartition: {partition}\tLeader: 1\tReplicas: 1\tIsr: 1"
+                                        f"\tElr: N/A\tLastKnownElr: N/A")
+    assert re.fullmatch(f"Topic: {tuned}\tTopicId: {TOPIC_ID}\tPartitionCount: 1\tReplicationFactor: 1\t"
+                        f"Configs: retention.ms=60000", lines[3])
+
+    overrides = kfk("topics", "--describe", "--topics-with-overrides", "--exclude-internal", *server).stdout
+    assert tuned in overrides and plain not in overrides and "\tPartition:" not in overrides
+    internal = kfk("topics", "--describe", "--topics-with-overrides", *server).stdout
+    assert "Topic: __consumer_offsets\t" in internal and "cleanup.policy=compact" in internal
+    at_min = kfk("topics", "--describe", "--at-min-isr-partitions", "--topic", plain, *server).stdout
+    assert at_min.splitlines() == lines[1:3], "min.insync.replicas=1 and an ISR of one: every partition, no header"
+    for report in ("--under-replicated-partitions", "--under-min-isr-partitions", "--unavailable-partitions"):
+        result = kfk("topics", "--describe", report, "--topic", plain, *server)
+        assert (result.returncode, result.stdout) == (0, ""), report
+
+    pretty = kfk("topics", "describe", "--topic", tuned, "--pretty", *server).stdout
+    assert "PARTITION" in pretty and "ISR" in pretty and "Configs: retention.ms=60000" in pretty
+    [entry] = json.loads(kfk("topics", "--describe", "--topic", tuned, "--json", *server).stdout)
+    assert entry["configs"] == {"retention.ms": "60000"} and entry["partitions"][0]["isr"] == [1]
+
+    altered = kfk("topics", "--alter", "--topic", f"{re.escape(base)}.*", "--partitions", "3", *server)
+    assert altered.stdout.splitlines() == [f"Topic {plain} now has 3 partitions.",
+                                           f"Topic {tuned} now has 3 partitions."]
+    deleted = kfk("topics", "--delete", "--topic", f"{re.escape(base)}.*", *server)
+    assert deleted.stdout.splitlines() == [f"Deleted topic {plain}.", f"Deleted topic {tuned}."]
+    one_line_error(kfk("topics", "--delete", "--topic", f"{re.escape(base)}.*", *server), "topic ")
+    assert kfk("topics", "--delete", "--topic", plain, "--if-exists", *server).returncode == 0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--list", "--describe"], "Command must include exactly one action"),
+    (["--bootstrap-server", "127.0.0.1:1"], "Command must include exactly one action"),
+    (["--create"], "--create needs --topic"),
+    (["--alter", "--topic", "t"], "--alter needs --partitions"),
+    (["--describe", "list"], "give either the subcommand 'list' or --describe"),
+    (["--describe", "--topic", "a[", "--bootstrap-server", "127.0.0.1:1"], "--topic 'a[' is not a valid regular"),
+])
+def test_topics_flag_mistakes_are_one_line(args: list[str], message: str) -> None:
+    one_line_error(kfk("topics", *args), message)
