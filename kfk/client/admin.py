@@ -99,6 +99,7 @@ from kfk.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsResponse,
 )
 from kfk.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
+from kfk.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 __all__ = ["Admin"]
@@ -593,6 +594,31 @@ class Admin:
             coordinator = await find_coordinator(self._network, group_id,
                                                  timeout_ms=max(deadline - monotonic_ms(), 1))
             return await commit_offsets(self._network, coordinator, group_id, offsets)
+
+        return self._run(call, timeout_ms)
+
+    def delete_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition],
+                                      timeout_ms: float | None = None) -> dict[TopicPartition, KafkaError | None]:
+        """Delete a group's committed offsets of ``partitions`` (OffsetDelete): the outcome per partition; an error
+        for the whole group (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP...) is raised. A partition the group still
+        subscribes to is refused with GROUP_SUBSCRIBED_TO_TOPIC, as Kafka's coordinator does."""
+        by_topic = _by_topic(dict.fromkeys(partitions))
+
+        async def call(deadline: float) -> dict[TopicPartition, KafkaError | None]:
+            coordinator = await find_coordinator(self._network, group_id,
+                                                 timeout_ms=max(deadline - monotonic_ms(), 1))
+            request = OffsetDeleteRequest(group_id=group_id, topics=[
+                OffsetDeleteRequest.OffsetDeleteRequestTopic(name=topic, partitions=[
+                    OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=tp.partition)
+                    for tp, _ in entries])
+                for topic, entries in by_topic.items()])
+            response = await self._network.send(coordinator, request)
+            assert isinstance(response, OffsetDeleteResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, f"group {group_id!r}")
+            return {TopicPartition(topic.name, p.partition_index):
+                    _partition_error(p.error_code, TopicPartition(topic.name, p.partition_index), None)
+                    for topic in response.topics for p in topic.partitions}
 
         return self._run(call, timeout_ms)
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kfk.client import Consumer, Producer, TopicPartition
 from kfk.testing.broker import BrokerProcess, start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
 
@@ -116,3 +117,81 @@ def test_topics_in_kafka_spelling(server: list[str]) -> None:
 ])
 def test_topics_flag_mistakes_are_one_line(args: list[str], message: str) -> None:
     one_line_error(kfk("topics", *args), message)
+
+
+# --- kafka-consumer-groups.sh --------------------------------------------------------------------------------------
+
+def test_consumer_groups_flags(broker: BrokerProcess, server: list[str], tmp_path) -> None:
+    topic, group, idle = unique("cg"), unique("cg-group"), unique("cg-idle")
+    assert kfk("topics", "--create", "--topic", topic, "--partitions", "2", *server).returncode == 0
+    with Producer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+        for n in range(20):
+            producer.send(topic, str(n).encode(), partition=n % 2)
+
+    with Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "client.id": "flags-client",
+                   "auto.offset.reset": "earliest", "heartbeat.interval.ms": 100,
+                   "enable.auto.commit": False}) as consumer:
+        consumer.subscribe([topic])
+        for _ in range(100):
+            if len(consumer.assignment()) == 2:
+                break
+            consumer.poll(0.1)
+        verbose = kfk("consumer-groups", "--describe", "--group", group, "--members", "--verbose", *server)
+        assert verbose.returncode == 0, verbose.stderr
+        header, row = [line.split(" | ") for line in verbose.stdout.splitlines() if "|" in line]
+        assert [cell.strip() for cell in header] == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
+                                                     "ASSIGNMENT"]
+        assert [cell.strip() for cell in row][3:] == ["flags-client", "2", f"{topic}(0,1)"]
+        stable = kfk("consumer-groups", "--list", "--state", "stable", *server).stdout
+        assert group in stable and "Stable" in stable
+        assert group not in kfk("consumer-groups", "--list", "--state", "Empty", *server).stdout
+        refused = kfk("consumer-groups", "--delete-offsets", "--group", group, "--topic", topic, *server)
+        assert refused.returncode == 1, "the group still subscribes to the topic: GROUP_SUBSCRIBED_TO_TOPIC"
+        assert refused.stderr == "Encounter some partition level error, see the follow-up details:\n"
+        assert refused.stdout.count("Error: ") == 2 and "subscribed" in refused.stdout
+        consumer.commit_sync({TopicPartition(topic, 0): 4, TopicPartition(topic, 1): 6})
+
+    listed = kfk("consumer-groups", "--list", "--state", *server).stdout
+    assert re.search(rf"{re.escape(group)}\s*\|\s*Empty", listed), listed
+    one_line_error(kfk("consumer-groups", "--describe", "--group", idle, *server),
+                   f"Consumer group '{idle}' does not exist.")
+    offsets = kfk("consumer-groups", "--describe", "--group", group, "--offsets", "--timeout", "3000", *server)
+    assert "CURRENT-OFFSET" in offsets.stdout and "has no active members" in offsets.stderr
+
+    exported = kfk("consumer-groups", "--reset-offsets", "--group", group, "--all-topics", "--shift-by", "-1",
+                   "--export", *server)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout.strip().splitlines() == [f"{topic},0,3", f"{topic},1,5"]
+    plan = tmp_path / "plan.csv"
+    plan.write_text(f"{topic},0,1\n{topic},1,99\n")
+    from_file = kfk("consumer-groups", "--reset-offsets", "--group", group, "--from-file", str(plan), "--execute",
+                    "--json", *server)
+    assert [row["new_offset"] for row in json.loads(from_file.stdout)] == [1, 10], "99 is past the end: clamped"
+    future = kfk("consumer-groups", "--reset-offsets", "--group", group, "--all-topics", "--by-duration", "PT0S",
+                 "--export", *server)
+    assert future.stdout.strip().splitlines() == [f"{topic},0,10", f"{topic},1,10"], "nothing newer: the end"
+    past = kfk("consumer-groups", "--reset-offsets", "--group", group, "--all-topics", "--by-duration", "P1DT1H",
+               "--export", *server)
+    assert past.stdout.strip().splitlines() == [f"{topic},0,0", f"{topic},1,0"]
+
+    deleted = kfk("consumer-groups", "--delete-offsets", "--group", group, "--topic", f"{topic}:1", *server)
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.startswith(f"Request succeed for deleting offsets from group {group}.\n")
+    assert "Successful" in deleted.stdout
+    rows = json.loads(kfk("consumer-groups", "--describe", "--group", group, "--json", *server).stdout)[0]["offsets"]
+    assert [(row["partition"], row["current_offset"]) for row in rows] == [(0, 1)]
+    one_line_error(kfk("consumer-groups", "--delete-offsets", "--group", idle, "--topic", topic, *server),
+                   f"'{idle}' does not exist.")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--reset-offsets", "--group", "g", "--all-topics", "--by-duration", "1h"], "--by-duration '1h' is not"),
+    (["--reset-offsets", "--group", "g", "--from-file", "/nonexistent.csv"], "cannot read /nonexistent.csv"),
+    (["--list", "--state", "Sleeping"], "unknown group state 'Sleeping'"),
+    (["--list", "Stable"], "unexpected argument 'Stable'"),
+    (["--describe", "--group", "g", "--members", "--state"], "--describe takes at most one of"),
+    (["--delete-offsets", "--group", "g"], "--delete-offsets needs one --group and --topic"),
+    (["--describe", "--group", "g", "--export"], "--export goes with --reset-offsets"),
+])
+def test_consumer_groups_flag_mistakes_are_one_line(args: list[str], message: str) -> None:
+    one_line_error(kfk("consumer-groups", *args), message)
