@@ -45,16 +45,19 @@ class IsolationLevel(str, Enum):
 Timeout = Annotated[int, typer.Option("--timeout-ms", help="How long an operation may take, in ms.")]
 
 
-def parse_key_values(items: Iterable[str] | None, flag: str, split_commas: bool = False) -> dict[str, str]:
+def parse_key_values(items: Iterable[str] | None, flag: str, split_commas: bool = False,
+                     keep_spaces: bool = False) -> dict[str, str]:
     """``key=value`` arguments of a repeatable flag (optionally also comma-separated, as kafka-configs.sh takes
-    them: ``a=1,b=[x,y]`` keeps the list in brackets together)."""
+    them: ``a=1,b=[x,y]`` keeps the list in brackets together). ``keep_spaces`` keeps the value exactly as given,
+    as Kafka's console tools do with --property (a space is a valid key.separator)."""
     result: dict[str, str] = {}
     for item in items or []:
         for part in (_split_top_level(item) if split_commas else [item]):
             key, sep, value = part.partition("=")
             if not sep or not key.strip():
                 fail(f"{flag} expects key=value, got {part!r}")
-            value = value.strip()
+            if not keep_spaces:
+                value = value.strip()
             if value.startswith("[") and value.endswith("]"):
                 value = value[1:-1]
             result[key.strip()] = value

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import struct
 import subprocess
 import sys
 import uuid
@@ -195,3 +197,83 @@ def test_consumer_groups_flags(broker: BrokerProcess, server: list[str], tmp_pat
 ])
 def test_consumer_groups_flag_mistakes_are_one_line(args: list[str], message: str) -> None:
     one_line_error(kfk("consumer-groups", *args), message)
+
+
+# --- kafka-console-producer.sh / kafka-console-consumer.sh ---------------------------------------------------------
+
+def test_console_produce_keeps_a_space_separator_and_shows_bad_lines_as_text(server: list[str]) -> None:
+    topic = unique("spaced")
+    produced = kfk("console-produce", "--topic", topic, "--property", "parse.key=true", "--property",
+                   "key.separator= ", *server, stdin="k1 first value\nk2 second\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = kfk("console-consume", "--topic", topic, "--from-beginning", "--max-messages", "2", "--property",
+                   "print.key=true", "--property", "key.separator=|", *server)
+    assert consumed.stdout == "k1|first value\nk2|second\n"
+    bad = kfk("console-produce", "--topic", topic, "--property", "parse.key=true", *server, stdin="no tab here\n")
+    one_line_error(bad, "no key separator found on line number 1: 'no tab here'")
+
+
+def test_console_consume_formatters_deserializers_and_include(broker: BrokerProcess, server: list[str]) -> None:
+    base = unique("typed")
+    numbers, other = f"{base}-numbers", f"{base}-other"
+    record_id = uuid.UUID("0f5e4b6a-1c2d-4e3f-8a9b-0c1d2e3f4a5b")
+    with Producer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+        producer.send(numbers, struct.pack(">d", 1e10),
+                      key=struct.pack(">q", -42), headers=[("id", str(record_id).encode())])
+        producer.send(numbers, struct.pack(">d", 0.25), key=struct.pack(">q", 7))
+        producer.send(other, b"bin\x00\\ary", key=str(record_id).encode())
+        producer.flush()
+    read = ["--from-beginning", "--max-messages", "2", *server]
+
+    typed = kfk("console-consume", "--topic", numbers, "--property", "print.key=true", "--key-deserializer",
+                "long", "--value-deserializer", "org.apache.kafka.common.serialization.DoubleDeserializer", *read)
+    assert typed.stdout == "-42\t1.0E10\n7\t0.25\n", typed.stderr
+    escaped = kfk("console-consume", "--topic", other, "--property", "print.key=true", "--key-deserializer", "uuid",
+                  "--value-deserializer", "bytes", "--max-messages", "1", *read[:1], *server)
+    assert escaped.stdout == f"{record_id}\tbin\\x00\\x5Cary\n"
+
+    included = kfk("console-consume", "--include", f"{re.escape(base)}-.*", "--formatter", "json",
+                   "--from-beginning", "--max-messages", "3", *server)
+    assert included.returncode == 0, included.stderr
+    rows = [json.loads(line) for line in included.stdout.splitlines()]
+    assert sorted(row["topic"] for row in rows) == [numbers, numbers, other]
+    assert {row["value"] for row in rows if row["topic"] == other} == {"bin\x00\\ary"}
+    assert [row["headers"] for row in rows if row["offset"] == 0 and row["topic"] == numbers] == [
+        [["id", str(record_id)]]]
+
+    logged = kfk("console-consume", "--topic", other, "--formatter",
+                 "org.apache.kafka.tools.consumer.LoggingMessageFormatter", "--max-messages", "1", *read[:1], *server)
+    assert logged.stdout == "bin\x00\\ary\n"
+    assert re.search(rf"INFO CreateTime:\d+, key:{record_id}, value:bin", logged.stderr), logged.stderr
+
+    stopped = kfk("console-consume", "--topic", other, "--value-deserializer", "int", *read)
+    assert stopped.returncode == 1 and "Size of data received by IntegerDeserializer is not 4" in stopped.stderr
+    assert stopped.stderr.startswith("Processed a total of 1 messages\nkfk: Size of data")
+    skipped = kfk("console-consume", "--topic", numbers, "--value-deserializer", "int", "--skip-message-on-error",
+                  *read)
+    assert skipped.returncode == 0 and skipped.stdout == ""
+    assert skipped.stderr.count("Error processing message, skipping this message") == 2
+
+    for args, message in ((["--topic", numbers, "--include", "x"], "Exactly one of --include/--topic is required."),
+                          (["--topic", numbers, "--formatter", "xml"], "unknown formatter 'xml'"),
+                          (["--topic", numbers, "--key-deserializer", "Avro"], "unknown deserializer 'Avro'")):
+        one_line_error(kfk("console-consume", *args, *server), message)
+
+
+def test_console_consume_stops_on_sigterm_like_ctrl_c(broker: BrokerProcess, server: list[str]) -> None:
+    topic, group = unique("term"), unique("term-group")
+    assert kfk("console-produce", "--topic", topic, *server, stdin="one\ntwo\n").returncode == 0
+    process = subprocess.Popen([sys.executable, "-m", "kfk", "console-consume", "--topic", topic, "--group", group,
+                                "--from-beginning", *server], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        assert process.stdout is not None
+        assert [process.stdout.readline(), process.stdout.readline()] == ["one\n", "two\n"]
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and stdout == ""
+    assert stderr.strip().splitlines()[-1] == "Processed a total of 2 messages" and "Traceback" not in stderr
+    state = kfk("consumer-groups", "--describe", "--group", group, "--state", "--json", *server)
+    assert json.loads(state.stdout)[0]["state"] == "Empty", "the consumer left its group on the way out"
