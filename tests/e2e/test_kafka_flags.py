@@ -277,3 +277,41 @@ def test_console_consume_stops_on_sigterm_like_ctrl_c(broker: BrokerProcess, ser
     assert stderr.strip().splitlines()[-1] == "Processed a total of 2 messages" and "Traceback" not in stderr
     state = kfk("consumer-groups", "--describe", "--group", group, "--state", "--json", *server)
     assert json.loads(state.stdout)[0]["state"] == "Empty", "the consumer left its group on the way out"
+
+
+# --- kafka-producer-perf-test.sh / kafka-consumer-perf-test.sh -----------------------------------------------------
+
+def test_perf_test_flags(broker: BrokerProcess, server: list[str]) -> None:
+    topic, transactional_id = unique("perf"), unique("perf-tx")
+    produced = kfk("perf-test", "produce", "--topic", topic, "--num-records", "3000", "--record-size", "20",
+                   "--producer-props", "acks=all", "linger.ms=5", "client.id=flags-perf", "--transactional-id",
+                   transactional_id, "--transaction-duration-ms", "20", "--print-metrics", *server)
+    assert produced.returncode == 0, produced.stderr
+    summary, blank, header, *metrics = produced.stdout.splitlines()
+    assert summary.startswith("3000 records sent, ") and blank == ""
+    assert re.fullmatch(r"Metric Name +Value", header)
+    rows = dict(re.fullmatch(r"producer-metrics:([a-z-]+):\{client-id=flags-perf\} +: ([\d.]+)", row).groups()
+                for row in metrics)
+    assert rows["record-send-total"] == "3000.000" and rows["record-size-avg"] == "20.000"
+    assert rows["record-error-total"] == "0.000"
+
+    listed = kfk("transactions", "describe", "--transactional-id", transactional_id, *server)
+    assert "CompleteCommit" in listed.stdout, listed.stdout + listed.stderr
+    segment = broker.log_dir / f"{topic}-0" / "00000000000000000000.log"
+    dumped = kfk("dump-log", "--files", str(segment), "--deep-iteration")
+    assert dumped.stdout.count("endTxnMarker: COMMIT") > 1, "one transaction per 20 ms: several commits"
+
+    detailed = kfk("perf-test", "consume", "--topic", topic, "--messages", "3000", "--show-detailed-stats",
+                   "--reporting-interval", "1", "--consumer-props", "isolation.level=read_committed", *server)
+    assert detailed.returncode == 0, detailed.stderr
+    header, *lines = detailed.stdout.splitlines()
+    assert header.startswith("time, threadId, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+                             "rebalance.time.ms")
+    assert lines and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}, 0, [\d.]+, [\d.]+, \d+, [\d.]+, \d+, "
+                                      r"-?\d+, [\d.]+, [\d.]+", line) for line in lines), lines
+    assert lines[-1].split(", ")[4] == "3000", "every committed record is read"
+
+    one_line_error(kfk("perf-test", "produce", "--topic", topic, "--num-records", "1", "--record-size", "1",
+                       "linger.ms=5", *server), "unexpected argument 'linger.ms=5'")
+    one_line_error(kfk("perf-test", "produce", "--topic", topic, "--num-records", "1", "--record-size", "1",
+                       "--transaction-duration-ms", "0", *server), "--transaction-duration-ms should be greater")
