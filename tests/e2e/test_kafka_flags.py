@@ -315,3 +315,53 @@ def test_perf_test_flags(broker: BrokerProcess, server: list[str]) -> None:
                        "linger.ms=5", *server), "unexpected argument 'linger.ms=5'")
     one_line_error(kfk("perf-test", "produce", "--topic", topic, "--num-records", "1", "--record-size", "1",
                        "--transaction-duration-ms", "0", *server), "--transaction-duration-ms should be greater")
+
+
+# --- kafka-dump-log.sh ---------------------------------------------------------------------------------------------
+
+def test_dump_log_decoders_and_a_live_active_segment(broker: BrokerProcess, server: list[str]) -> None:
+    topic, group, transactional_id = unique("dump"), unique("dump-group"), unique("dump-tx")
+    assert kfk("topics", "--create", "--topic", topic, *server).returncode == 0
+    with Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": transactional_id}) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for n in range(5):
+            producer.send(topic, f"v{n}".encode(), partition=0)
+        producer.commit_transaction()
+    committed = kfk("consumer-groups", "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "3",
+                    "--execute", *server)
+    assert committed.returncode == 0, committed.stderr
+
+    data = broker.log_dir
+    active = data / f"{topic}-0" / "00000000000000000000"
+    checked = kfk("dump-log", "--files", f"{active}.index,{active}.timeindex", "--index-sanity-check")
+    assert checked.returncode == 0, checked.stdout
+    assert checked.stdout.count("passed sanity check.") == 2 and "failed" not in checked.stdout
+
+    first_batch = kfk("dump-log", "--files", f"{active}.log", "--max-bytes", "1")
+    assert first_batch.stdout.count("baseOffset: ") == 1, "--max-bytes stops after the batch at position 0"
+    assert kfk("dump-log", "--files", f"{active}.log").stdout.count("baseOffset: ") == 2, "records and marker"
+
+    def segments(prefix: str) -> str:
+        return ",".join(str(path) for path in sorted(data.glob(f"{prefix}-*/00000000000000000000.log")))
+
+    offsets = kfk("dump-log", "--files", segments("__consumer_offsets"), "--offsets-decoder").stdout
+    key = json.dumps({"type": "1", "data": {"group": group, "topic": topic, "partition": 0}}, separators=(",", ":"))
+    [line] = [line for line in offsets.splitlines() if f"key: {key}" in line]
+    payload = json.loads(line.split(" payload: ", 1)[1])
+    assert payload["version"] == "3" and payload["data"]["offset"] == 3 and payload["data"]["commitTimestamp"] > 0
+
+    transactions = kfk("dump-log", "--files", segments("__transaction_state"), "--transaction-log-decoder").stdout
+    states = [json.loads(line.split(" payload: ", 1)[1])["data"] for line in transactions.splitlines()
+              if f'"transactionalId":"{transactional_id}"' in line]
+    assert [state["transactionStatus"] for state in states][-2:] == [2, 4], "PrepareCommit, then CompleteCommit"
+    assert {"topic": topic, "partitionIds": [0]} in states[-2]["transactionPartitions"]
+
+    metadata = kfk("dump-log", "--files", str(data / "__cluster_metadata-0" / "00000000000000000000.log"),
+                   "--cluster-metadata-decoder").stdout
+    topics = [json.loads(line.split(" payload: ", 1)[1]) for line in metadata.splitlines()
+              if '"type":"TOPIC_RECORD"' in line]
+    assert any(record["data"]["name"] == topic and len(record["data"]["topicId"]) == 22 for record in topics)
+
+    one_line_error(kfk("dump-log", "--files", f"{active}.log", "--offsets-decoder", "--cluster-metadata-decoder"),
+                   "give at most one of --offsets-decoder")
