@@ -6,9 +6,8 @@ list, describe, alter and delete (commas separate alternatives; escape dots to m
 describe prints Kafka's lines: a ``Topic: t<TAB>TopicId: ...<TAB>PartitionCount: ...<TAB>ReplicationFactor: ...
 <TAB>Configs: k=v,...`` line (every config not at its default, as Kafka lists them), then one
 ``<TAB>Topic: t<TAB>Partition: 0<TAB>Leader: 1<TAB>Replicas: ...<TAB>Isr: ...<TAB>Elr: ...<TAB>LastKnownElr: ...``
-line per partition (Adding/Removing Replicas while a reassignment moves it). The eligible leader replicas are
-"N/A" because kfk's Admin describes topics through Metadata, which does not carry them (Kafka's tool prints the
-same when its Admin gets no ELR). --pretty shows a table instead and --json the same data as JSON.
+line per partition (Adding/Removing Replicas while a reassignment moves it; the eligible leader replicas "N/A"
+when the broker cannot tell them). --pretty shows a table instead and --json the same data as JSON.
 """
 
 from __future__ import annotations
@@ -310,6 +309,8 @@ def _partition(info, reassignment) -> dict[str, Any]:
             "isr": list(info.in_sync_replicas), "offline": list(info.offline_replicas),
             "replication_factor": (len(reassignment.replicas) - len(reassignment.adding_replicas) if moving
                                    else len(info.replicas)),
+            "elr": None if info.eligible_leader_replicas is None else list(info.eligible_leader_replicas),
+            "last_known_elr": None if info.last_known_elr is None else list(info.last_known_elr),
             "adding_replicas": list(reassignment.adding_replicas) if moving else None,
             "removing_replicas": list(reassignment.removing_replicas) if moving else None}
 
@@ -330,7 +331,9 @@ def _partition_line(topic: str, p: dict[str, Any]) -> str:
             f"Isr: {_ids(p['isr'])}")
     if p["adding_replicas"] is not None:
         line += f"\tAdding Replicas: {_ids(p['adding_replicas'])}\tRemoving Replicas: {_ids(p['removing_replicas'])}"
-    return line + "\tElr: N/A\tLastKnownElr: N/A"
+    for label, ids in (("Elr", p["elr"]), ("LastKnownElr", p["last_known_elr"])):
+        line += f"\t{label}: {'N/A' if ids is None else _ids(ids)}"
+    return line
 
 
 def _print_tables(topics: list[dict[str, Any]]) -> None:
