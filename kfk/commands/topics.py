@@ -253,7 +253,7 @@ def _describe(admin, topic: str | None, exclude_internal: bool, if_exists: bool,
               selection: DescribeFilter) -> None:
     topics = _descriptions(admin, topic, exclude_internal, if_exists, selection)
     if json_output:
-        print_json(topics)
+        print_json([{key: value for key, value in entry.items() if key != "show_topic"} for entry in topics])
     elif pretty:
         _print_tables(topics)
     else:
