@@ -296,10 +296,13 @@ def _describe(admin, groups: list[str], members: bool, verbose: bool, with_state
         print_json(result)
         return
     out = console()
+    brokers = {broker.node_id: broker for broker in admin.describe_cluster().brokers} if with_state else {}
     for entry in result:
         if with_state:
             grid = table("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
-            grid.add_row(entry["group"], str(entry["coordinator"]), entry["assignor"] or "", entry["state"],
+            node = brokers.get(entry["coordinator"])
+            coordinator = f"{node.host}:{node.port}  ({node.node_id})" if node else f"({entry['coordinator']})"
+            grid.add_row(entry["group"], coordinator, entry["assignor"] or "", entry["state"],
                          str(len(entry["members"])))
             out.print(grid)
             continue

@@ -157,6 +157,9 @@ def test_consumer_groups_flags(broker: BrokerProcess, server: list[str], tmp_pat
     assert re.search(rf"{re.escape(group)}\s*\|\s*Empty", listed), listed
     one_line_error(kfk("consumer-groups", "--describe", "--group", idle, *server),
                    f"Consumer group '{idle}' does not exist.")
+    state = kfk("consumer-groups", "--describe", "--group", group, "--state", *server).stdout
+    assert re.search(rf"{re.escape(group)}\s*\|\s*{re.escape(broker.bootstrap_servers)}  \(1\)\s*\|[^|]*\|"
+                     rf"\s*Empty\s*\|\s*0", state), state
     offsets = kfk("consumer-groups", "--describe", "--group", group, "--offsets", "--timeout", "3000", *server)
     assert "CURRENT-OFFSET" in offsets.stdout and "has no active members" in offsets.stderr
 
