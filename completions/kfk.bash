@@ -45,14 +45,14 @@ _kfk() {
     case "$path" in
         "kfk") words="configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics transactions zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic"; files="--command-config" ;;
-        "kfk console-consume") words="--bootstrap-server --consumer-config --consumer-property --consumer.config --debug --from-beginning --group --help --isolation-level --max-messages --offset --partition --property --timeout-ms --topic"; files="--consumer-config --consumer.config" ;;
+        "kfk console-consume") words="--bootstrap-server --consumer-config --consumer-property --consumer.config --debug --formatter --from-beginning --group --help --include --isolation-level --key-deserializer --max-messages --offset --partition --property --skip-message-on-error --timeout-ms --topic --value-deserializer"; files="--consumer-config --consumer.config" ;;
         "kfk console-produce") words="--bootstrap-server --compression-codec --debug --help --producer-config --producer-property --producer.config --property --request-required-acks --sync --topic"; files="--producer-config --producer.config" ;;
-        "kfk consumer-groups") words="--all-groups --all-topics --bootstrap-server --command-config --debug --delete --describe --dry-run --execute --group --help --json --list --members --reset-offsets --shift-by --state --to-current --to-datetime --to-earliest --to-latest --to-offset --topic"; files="--command-config" ;;
-        "kfk dump-log") words="--debug --deep-iteration --files --help --index-sanity-check --max-bytes --print-data-log --verify-index-only"; files="--files" ;;
+        "kfk consumer-groups") words="--all-groups --all-topics --bootstrap-server --by-duration --command-config --debug --delete --delete-offsets --describe --dry-run --execute --export --from-file --group --help --json --list --members --offsets --reset-offsets --shift-by --state --timeout --to-current --to-datetime --to-earliest --to-latest --to-offset --topic --verbose"; files="--command-config" ;;
+        "kfk dump-log") words="--cluster-metadata-decoder --debug --deep-iteration --files --help --index-sanity-check --max-bytes --offsets-decoder --print-data-log --transaction-log-decoder --verify-index-only"; files="--files" ;;
         "kfk leader-election") words="--all-topic-partitions --bootstrap-server --election-type --help --partition --path-to-json-file --topic"; files="" ;;
         "kfk perf-test") words="consume produce --help"; files="" ;;
-        "kfk perf-test consume") words="--bootstrap-server --consumer-config --consumer-props --consumer.config --debug --from-latest --group --help --json --messages --timeout --topic"; files="--consumer-config --consumer.config" ;;
-        "kfk perf-test produce") words="--bootstrap-server --debug --help --json --num-records --payload-delimiter --payload-file --producer-config --producer-props --producer.config --record-size --reporting-interval --throughput --topic"; files="--payload-file --producer-config --producer.config" ;;
+        "kfk perf-test consume") words="--bootstrap-server --consumer-config --consumer-props --consumer.config --debug --from-latest --group --help --json --messages --reporting-interval --show-detailed-stats --timeout --topic"; files="--consumer-config --consumer.config" ;;
+        "kfk perf-test produce") words="--bootstrap-server --debug --help --json --num-records --payload-delimiter --payload-file --print-metrics --producer-config --producer-props --producer.config --record-size --reporting-interval --throughput --topic --transaction-duration-ms --transactional-id"; files="--payload-file --producer-config --producer.config" ;;
         "kfk reassign-partitions") words="--bootstrap-server --broker-list --cancel --execute --generate --help --reassignment-json-file --throttle --topics-to-move-json-file --verify"; files="" ;;
         "kfk server") words="start stop --help"; files="" ;;
         "kfk server start") words="--help --log-level --override"; files="" ;;
@@ -61,12 +61,12 @@ _kfk() {
         "kfk storage") words="format random-uuid --help"; files="" ;;
         "kfk storage format") words="--cluster-id --config --help --ignore-formatted --override -c -g -t"; files="" ;;
         "kfk storage random-uuid") words="--help"; files="" ;;
-        "kfk topics") words="alter create delete describe list --help"; files="" ;;
-        "kfk topics alter") words="--bootstrap-server --command-config --debug --help --partitions --topic"; files="--command-config" ;;
+        "kfk topics") words="alter create delete describe list --alter --at-min-isr-partitions --bootstrap-server --command-config --config --create --debug --delete --describe --exclude-internal --help --if-exists --if-not-exists --json --list --partitions --pretty --replication-factor --topic --topics-with-overrides --unavailable-partitions --under-min-isr-partitions --under-replicated-partitions"; files="--command-config" ;;
+        "kfk topics alter") words="--bootstrap-server --command-config --debug --help --if-exists --partitions --topic"; files="--command-config" ;;
         "kfk topics create") words="--bootstrap-server --command-config --config --debug --help --if-not-exists --partitions --replication-factor --topic"; files="--command-config" ;;
-        "kfk topics delete") words="--bootstrap-server --command-config --debug --help --if-exists --topic"; files="--command-config" ;;
-        "kfk topics describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --topic --unavailable-partitions --under-replicated-partitions"; files="--command-config" ;;
-        "kfk topics list") words="--bootstrap-server --command-config --debug --exclude-internal --help --json"; files="--command-config" ;;
+        "kfk topics delete") words="--bootstrap-server --command-config --debug --exclude-internal --help --if-exists --topic"; files="--command-config" ;;
+        "kfk topics describe") words="--at-min-isr-partitions --bootstrap-server --command-config --debug --exclude-internal --help --if-exists --json --pretty --topic --topics-with-overrides --unavailable-partitions --under-min-isr-partitions --under-replicated-partitions"; files="--command-config" ;;
+        "kfk topics list") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --topic"; files="--command-config" ;;
         "kfk transactions") words="abort describe describe-producers find-hanging list --help"; files="" ;;
         "kfk transactions abort") words="--bootstrap-server --command-config --coordinator-epoch --debug --help --partition --producer-epoch --producer-id --start-offset --topic"; files="--command-config" ;;
         "kfk transactions describe") words="--bootstrap-server --command-config --debug --help --json --transactional-id"; files="--command-config" ;;

@@ -20,6 +20,7 @@ after a minute (Java's AdminClient waits the whole timeout).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
@@ -87,6 +88,10 @@ from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, Descr
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
+from kfk.protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from kfk.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from kfk.protocol.messages.incremental_alter_configs import (
@@ -99,6 +104,7 @@ from kfk.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsResponse,
 )
 from kfk.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
+from kfk.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 __all__ = ["Admin"]
@@ -248,9 +254,38 @@ class Admin:
                 if topic.error_code != ErrorCode.NONE:
                     raise response_error(topic.error_code, f"topic {name!r}")
                 result[name] = _describe(topic)
-            return result
+            elr = await self._eligible_leader_replicas(names)
+            return {name: dataclasses.replace(description, partitions=[
+                        dataclasses.replace(p, eligible_leader_replicas=elr[name, p.partition][0],
+                                            last_known_elr=elr[name, p.partition][1])
+                        if (name, p.partition) in elr else p for p in description.partitions])
+                    for name, description in result.items()}
 
         return self._run(call, timeout_ms)
+
+    async def _eligible_leader_replicas(self, names: list[str]
+                                        ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+        """Each partition's eligible leader replicas and last known ELR (KIP-966), which only
+        DescribeTopicPartitions carries (Kafka's Admin describes topics with it too); empty when the broker
+        predates it. Read a page at a time, following the response's cursor."""
+        node = self._network.least_loaded_node()
+        if not names or not (await self._network.connect(node)).supports(ApiKey.DESCRIBE_TOPIC_PARTITIONS):
+            return {}
+        result: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        cursor = None
+        while True:
+            response = await self._network.send(node, DescribeTopicPartitionsRequest(
+                topics=[DescribeTopicPartitionsRequest.TopicRequest(name=name) for name in names], cursor=cursor))
+            assert isinstance(response, DescribeTopicPartitionsResponse)
+            for topic in response.topics:
+                for p in topic.partitions:
+                    if topic.error_code == ErrorCode.NONE and p.eligible_leader_replicas is not None:
+                        result[topic.name, p.partition_index] = (tuple(p.eligible_leader_replicas),
+                                                                 tuple(p.last_known_elr or ()))
+            if response.next_cursor is None:
+                return result
+            cursor = DescribeTopicPartitionsRequest.Cursor(topic_name=response.next_cursor.topic_name,
+                                                           partition_index=response.next_cursor.partition_index)
 
     def create_topics(self, new_topics: Iterable[NewTopic], *, validate_only: bool = False,
                       timeout_ms: float | None = None) -> dict[str, KafkaError | None]:
@@ -593,6 +628,31 @@ class Admin:
             coordinator = await find_coordinator(self._network, group_id,
                                                  timeout_ms=max(deadline - monotonic_ms(), 1))
             return await commit_offsets(self._network, coordinator, group_id, offsets)
+
+        return self._run(call, timeout_ms)
+
+    def delete_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition],
+                                      timeout_ms: float | None = None) -> dict[TopicPartition, KafkaError | None]:
+        """Delete a group's committed offsets of ``partitions`` (OffsetDelete): the outcome per partition; an error
+        for the whole group (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP...) is raised. A partition the group still
+        subscribes to is refused with GROUP_SUBSCRIBED_TO_TOPIC, as Kafka's coordinator does."""
+        by_topic = _by_topic(dict.fromkeys(partitions))
+
+        async def call(deadline: float) -> dict[TopicPartition, KafkaError | None]:
+            coordinator = await find_coordinator(self._network, group_id,
+                                                 timeout_ms=max(deadline - monotonic_ms(), 1))
+            request = OffsetDeleteRequest(group_id=group_id, topics=[
+                OffsetDeleteRequest.OffsetDeleteRequestTopic(name=topic, partitions=[
+                    OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=tp.partition)
+                    for tp, _ in entries])
+                for topic, entries in by_topic.items()])
+            response = await self._network.send(coordinator, request)
+            assert isinstance(response, OffsetDeleteResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, f"group {group_id!r}")
+            return {TopicPartition(topic.name, p.partition_index):
+                    _partition_error(p.error_code, TopicPartition(topic.name, p.partition_index), None)
+                    for topic in response.topics for p in topic.partitions}
 
         return self._run(call, timeout_ms)
 

@@ -127,12 +127,17 @@ class NewTopic:
 
 @dataclass(frozen=True)
 class PartitionInfo:
+    """A partition as Admin.describe_topics tells it. The eligible leader replicas (KIP-966) are None when the
+    broker cannot tell them (no DescribeTopicPartitions), as Kafka's TopicPartitionInfo has them null."""
+
     partition: int
     leader: int
     leader_epoch: int
     replicas: tuple[int, ...]
     in_sync_replicas: tuple[int, ...]
     offline_replicas: tuple[int, ...]
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
     @property
     def under_replicated(self) -> bool:

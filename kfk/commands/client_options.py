@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -44,16 +45,19 @@ class IsolationLevel(str, Enum):
 Timeout = Annotated[int, typer.Option("--timeout-ms", help="How long an operation may take, in ms.")]
 
 
-def parse_key_values(items: Iterable[str] | None, flag: str, split_commas: bool = False) -> dict[str, str]:
+def parse_key_values(items: Iterable[str] | None, flag: str, split_commas: bool = False,
+                     keep_spaces: bool = False) -> dict[str, str]:
     """``key=value`` arguments of a repeatable flag (optionally also comma-separated, as kafka-configs.sh takes
-    them: ``a=1,b=[x,y]`` keeps the list in brackets together)."""
+    them: ``a=1,b=[x,y]`` keeps the list in brackets together). ``keep_spaces`` keeps the value exactly as given,
+    as Kafka's console tools do with --property (a space is a valid key.separator)."""
     result: dict[str, str] = {}
     for item in items or []:
         for part in (_split_top_level(item) if split_commas else [item]):
             key, sep, value = part.partition("=")
             if not sep or not key.strip():
                 fail(f"{flag} expects key=value, got {part!r}")
-            value = value.strip()
+            if not keep_spaces:
+                value = value.strip()
             if value.startswith("[") and value.endswith("]"):
                 value = value[1:-1]
             result[key.strip()] = value
@@ -75,6 +79,17 @@ def _split_top_level(text: str) -> list[str]:
     if current:
         parts.append("".join(current))
     return [part for part in parts if part.strip()]
+
+
+def include_list(raw: str, flag: str) -> re.Pattern[str]:
+    """A topic include list as Kafka's tools take it (--topic of kafka-topics.sh, --include of the console
+    consumer): a Java-style regular expression that must match the whole name, where commas also separate
+    alternatives and spaces and surrounding quotes are dropped (so ``"a,b"`` means a or b)."""
+    pattern = raw.strip().replace(",", "|").replace(" ", "").strip("\"'")
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        fail(f"{flag} {raw!r} is not a valid regular expression: {error}")
 
 
 def client_config(bootstrap_server: str, command_config: str | None,

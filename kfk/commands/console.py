@@ -3,15 +3,19 @@
 console-produce sends each stdin line as a record; ``--property parse.key=true`` splits the key off at
 ``key.separator`` (default a tab), ``parse.headers=true`` reads ``h1:v1,h2:v2`` headers before the key, as Kafka's
 LineMessageReader does. console-consume prints records as Kafka's DefaultMessageFormatter does (``print.key``,
-``print.timestamp``, ``print.partition``, ``print.offset``, ``print.headers``, ``key.separator``...), and ends
-with "Processed a total of N messages" on stderr; --max-messages, --timeout-ms and Ctrl-C all end it cleanly.
-Values are written as raw bytes: what was produced is what is printed. Without --group, console-consume assigns
+``print.timestamp``, ``print.partition``, ``print.offset``, ``print.headers``, ``key.separator``...), or with
+another --formatter and Kafka's deserializers (kfk/commands/record_formats.py), and ends with "Processed a total
+of N messages" on stderr; --max-messages, --timeout-ms, Ctrl-C and SIGTERM all end it cleanly (leaving the group).
+Without a deserializer values are written as raw bytes: what was produced is what is printed. --property values
+are taken as typed, spaces included (``key.separator= `` is a space). Without --group, console-consume assigns
 itself every partition of the topic instead of joining a throw-away "console-consumer-NNNN" group as Kafka's tool
 does, so reading a topic leaves no group behind.
 """
 
 from __future__ import annotations
 
+import re
+import signal
 import sys
 import time
 from typing import Annotated, Any, Optional
@@ -24,25 +28,26 @@ from kfk.commands.client_options import (
     Debug,
     IsolationLevel,
     Topic,
-    client_config,
     check_reachable,
+    client_config,
     client_errors,
+    include_list,
     parse_key_values,
 )
 from kfk.commands.errors import fail
+from kfk.commands.record_formats import (
+    TRUE_VALUES,
+    DeserializationError,
+    MessageFormatter,
+    find_deserializer,
+    find_formatter,
+    unescape,
+)
 
 app = typer.Typer()
 
 Properties = Annotated[Optional[list[str]], typer.Option(
     "--property", help="A reader/formatter property key=value (repeatable), e.g. parse.key=true.")]
-
-_TRUE = ("true", "1", "yes")
-
-
-def _unescape(text: str) -> str:
-    """Separators are given as shell arguments: accept \\t and \\n as Kafka users type them."""
-    return text.encode("utf-8").decode("unicode_escape")
-
 
 # --- produce -------------------------------------------------------------------------------------------------------
 
@@ -50,14 +55,14 @@ class LineReader:
     """Kafka's LineMessageReader: a line is ``[headers<headers.delimiter>][key<key.separator>]value``."""
 
     def __init__(self, properties: dict[str, str]) -> None:
-        self.parse_key = properties.get("parse.key", "false").lower() in _TRUE
-        self.key_separator = _unescape(properties.get("key.separator", "\t")).encode()
-        self.parse_headers = properties.get("parse.headers", "false").lower() in _TRUE
-        self.headers_delimiter = _unescape(properties.get("headers.delimiter", "\t")).encode()
-        self.headers_separator = _unescape(properties.get("headers.separator", ",")).encode()
-        self.headers_key_separator = _unescape(properties.get("headers.key.separator", ":")).encode()
+        self.parse_key = properties.get("parse.key", "false").lower() in TRUE_VALUES
+        self.key_separator = unescape(properties.get("key.separator", "\t")).encode()
+        self.parse_headers = properties.get("parse.headers", "false").lower() in TRUE_VALUES
+        self.headers_delimiter = unescape(properties.get("headers.delimiter", "\t")).encode()
+        self.headers_separator = unescape(properties.get("headers.separator", ",")).encode()
+        self.headers_key_separator = unescape(properties.get("headers.key.separator", ":")).encode()
         self.null_marker = properties.get("null.marker")
-        self.ignore_error = properties.get("ignore.error", "false").lower() in _TRUE
+        self.ignore_error = properties.get("ignore.error", "false").lower() in TRUE_VALUES
 
     def parse(self, line: bytes, number: int) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]:
         headers: list[tuple[str, bytes | None]] = []
@@ -65,7 +70,7 @@ class LineReader:
             head, found, line = line.partition(self.headers_delimiter)
             if not found:
                 if not self.ignore_error:
-                    raise ValueError(f"no headers delimiter found on line number {number}: {line!r}")
+                    raise ValueError(f"no headers delimiter found on line number {number}: '{_text(line)}'")
                 head, line = b"", head
             for header in filter(None, head.split(self.headers_separator)):
                 name, _, value = header.partition(self.headers_key_separator)
@@ -75,7 +80,7 @@ class LineReader:
             key, found, line = line.partition(self.key_separator)
             if not found:
                 if not self.ignore_error:
-                    raise ValueError(f"no key separator found on line number {number}: {key!r}")
+                    raise ValueError(f"no key separator found on line number {number}: '{_text(key)}'")
                 key, line = None, key
             key = self._null(key)
         return key, self._null(line), headers
@@ -84,6 +89,11 @@ class LineReader:
         if value is not None and self.null_marker is not None and value == self.null_marker.encode():
             return None
         return value
+
+
+def _text(line: bytes) -> str:
+    """A line as the user typed it, for error messages (not a bytes repr)."""
+    return line.decode("utf-8", "replace")
 
 
 @app.command("console-produce")
@@ -104,7 +114,7 @@ def console_produce(
     debug: Debug = False,
 ) -> None:
     """Send each line of stdin to a topic."""
-    reader = LineReader(parse_key_values(property, "--property"))
+    reader = LineReader(parse_key_values(property, "--property", keep_spaces=True))
     settings: dict[str, Any] = {"acks": "all" if request_required_acks == "-1" else request_required_acks,
                                 "linger.ms": 1000 if not sync else 0}
     if compression_codec is not None:
@@ -137,49 +147,12 @@ def console_produce(
 
 # --- consume -------------------------------------------------------------------------------------------------------
 
-class MessageFormatter:
-    """Kafka's DefaultMessageFormatter: timestamp, partition, offset, headers, key, value, each followed by the
-    key.separator when something else follows it, then line.separator."""
-
-    def __init__(self, properties: dict[str, str]) -> None:
-        def flag(name: str, default: str = "false") -> bool:
-            return properties.get(name, default).lower() in _TRUE
-
-        self.print_timestamp = flag("print.timestamp")
-        self.print_partition = flag("print.partition")
-        self.print_offset = flag("print.offset")
-        self.print_headers = flag("print.headers")
-        self.print_key = flag("print.key")
-        self.print_value = flag("print.value", "true")
-        self.key_separator = _unescape(properties.get("key.separator", "\t")).encode()
-        self.line_separator = _unescape(properties.get("line.separator", "\n")).encode()
-        self.headers_separator = _unescape(properties.get("headers.separator", ",")).encode()
-        self.headers_key_separator = _unescape(properties.get("headers.key.separator", ":")).encode()
-        self.null_literal = properties.get("null.literal", "null").encode()
-
-    def format(self, record) -> bytes:
-        fields: list[bytes] = []
-        if self.print_timestamp:
-            kind = "LogAppendTime" if record.timestamp_type == 1 else "CreateTime"
-            fields.append(f"{kind}:{record.timestamp}".encode() if record.timestamp >= 0 else b"NO_TIMESTAMP")
-        if self.print_partition:
-            fields.append(f"Partition:{record.partition}".encode())
-        if self.print_offset:
-            fields.append(f"Offset:{record.offset}".encode())
-        if self.print_headers:
-            fields.append(self.headers_separator.join(
-                name.encode() + self.headers_key_separator + (value if value is not None else self.null_literal)
-                for name, value in record.headers) if record.headers else b"NO_HEADERS")
-        if self.print_key:
-            fields.append(record.key if record.key is not None else self.null_literal)
-        if self.print_value:
-            fields.append(record.value if record.value is not None else self.null_literal)
-        return self.key_separator.join(fields) + self.line_separator
-
-
 @app.command("console-consume")
 def console_consume(
-    topic: Topic,
+    topic: Annotated[Optional[str], typer.Option("--topic", help="The topic to read.")] = None,
+    include: Annotated[Optional[str], typer.Option(
+        "--include", help="Instead of --topic: a regular expression of the topics to read (whole names, commas "
+                          "separate alternatives; internal topics are left out).")] = None,
     from_beginning: Annotated[bool, typer.Option("--from-beginning",
                                                  help="Start at the earliest offset when there is no committed one."
                                                  )] = False,
@@ -192,7 +165,19 @@ def console_consume(
                                                         help="Exit after this many records.")] = None,
     timeout_ms: Annotated[Optional[int], typer.Option("--timeout-ms", min=0,
                                                       help="Exit when no record arrives for this long.")] = None,
+    formatter_name: Annotated[str, typer.Option(
+        "--formatter", help="default (Kafka's DefaultMessageFormatter), logging (the same, and a log line per "
+                            "record on stderr) or json (one object per line); Kafka's class names work too.")
+    ] = "default",
     property: Properties = None,
+    key_deserializer: Annotated[Optional[str], typer.Option(
+        "--key-deserializer", help="How to print keys: string, bytes, long, int, double or uuid (or Kafka's "
+                                   "class name); default: the raw bytes.")] = None,
+    value_deserializer: Annotated[Optional[str], typer.Option(
+        "--value-deserializer", help="How to print values, as --key-deserializer.")] = None,
+    skip_message_on_error: Annotated[bool, typer.Option(
+        "--skip-message-on-error", help="Skip a record that cannot be printed (e.g. an 8-byte long expected) "
+                                        "instead of stopping.")] = False,
     isolation_level: Annotated[IsolationLevel, typer.Option(
         "--isolation-level", help="read_uncommitted (the default, as Kafka's console consumer) prints every record; "
                                   "read_committed skips aborted transactions and waits for open ones.")
@@ -204,8 +189,20 @@ def console_consume(
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
     debug: Debug = False,
 ) -> None:
-    """Print the records of a topic."""
-    formatter = MessageFormatter(parse_key_values(property, "--property"))
+    """Print the records of a topic (or of the topics --include matches)."""
+    if (topic is None) == (include is None):
+        fail("Exactly one of --include/--topic is required.")
+    if include is not None and partition is not None:
+        fail("--partition goes with --topic, not --include")
+    pattern = include_list(include, "--include") if include is not None else None
+    properties = parse_key_values(property, "--property", keep_spaces=True)
+    try:
+        formatter = find_formatter(formatter_name)(
+            properties,
+            find_deserializer(key_deserializer or properties.get("key.deserializer")),
+            find_deserializer(value_deserializer or properties.get("value.deserializer")))
+    except ValueError as error:
+        fail(str(error))
     start_offset = _start_offset(offset, group, partition)
     settings: dict[str, Any] = {
         "auto.offset.reset": "earliest" if from_beginning or offset == "earliest" else "latest",
@@ -215,14 +212,15 @@ def console_consume(
     if group is not None:
         settings["group.id"] = group
     settings.update(parse_key_values(consumer_property, "--consumer-property"))
-    printer = _RecordPrinter(formatter, max_messages, timeout_ms)
+    printer = _RecordPrinter(formatter, max_messages, timeout_ms, skip_message_on_error)
+    _stop_on_sigterm()
     with client_errors(debug):
         from kfk.client import Consumer
 
         consumer = Consumer(client_config(bootstrap_server, consumer_config, settings))
         started = False
         try:
-            _position(consumer, topic, group, partition, start_offset)
+            _position(consumer, topic if topic is not None else pattern, group, partition, start_offset)
             started = True
             printer.run(consumer)
         finally:
@@ -231,6 +229,15 @@ def console_consume(
             finally:
                 if started:
                     typer.echo(f"Processed a total of {printer.count} messages", err=True)
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM ends the consumer as Ctrl-C does (Kafka's shutdown hook): the records so far, the group left, the
+    summary line."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _start_offset(offset: str, group: str | None, partition: int | None) -> int | None:
@@ -250,31 +257,43 @@ def _start_offset(offset: str, group: str | None, partition: int | None) -> int 
     return start_offset
 
 
-def _position(consumer, topic: str, group: str | None, partition: int | None, start_offset: int | None) -> None:
-    """Join the group, or assign the partition (or every partition) and seek to --offset."""
+def _position(consumer, topics: str | re.Pattern[str], group: str | None, partition: int | None,
+              start_offset: int | None) -> None:
+    """Join the group, or assign the partition (or every partition of the topic, or of the topics the --include
+    pattern matches) and seek to --offset."""
     from kfk.client import TopicPartition
+    from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 
-    partitions = consumer.partitions_for(topic)
+    if isinstance(topics, str):
+        partitions = {topics: consumer.partitions_for(topics)}
+    else:
+        internal = (GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME)
+        partitions = {name: numbers for name, numbers in consumer.list_topics().items()
+                      if topics.fullmatch(name) and name not in internal}
     if group is not None:
-        consumer.subscribe([topic])
+        consumer.subscribe([topics] if isinstance(topics, str) else topics)
         return
     if partition is not None:
-        if partition not in partitions:
-            fail(f"topic {topic!r} has no partition {partition} (it has {len(partitions)})")
-        partitions = [partition]
-    consumer.assign([TopicPartition(topic, p) for p in partitions])
+        assert isinstance(topics, str)
+        if partition not in partitions[topics]:
+            fail(f"topic {topics!r} has no partition {partition} (it has {len(partitions[topics])})")
+        partitions = {topics: [partition]}
+    consumer.assign([TopicPartition(name, p) for name, numbers in sorted(partitions.items()) for p in numbers])
     if start_offset is not None:
-        consumer.seek(TopicPartition(topic, partition), start_offset)
+        assert isinstance(topics, str)
+        consumer.seek(TopicPartition(topics, partition), start_offset)
 
 
 class _RecordPrinter:
     """Polls and prints until --max-messages, --timeout-ms without a record, or Ctrl-C; counts what it printed
     (the count is reported even when polling fails)."""
 
-    def __init__(self, formatter: MessageFormatter, max_messages: int | None, timeout_ms: int | None) -> None:
+    def __init__(self, formatter: MessageFormatter, max_messages: int | None, timeout_ms: int | None,
+                 skip_message_on_error: bool = False) -> None:
         self.formatter = formatter
         self.max_messages = max_messages
         self.timeout_ms = timeout_ms
+        self.skip_message_on_error = skip_message_on_error
         self.count = 0
 
     def run(self, consumer) -> None:
@@ -289,8 +308,16 @@ class _RecordPrinter:
                 records = consumer.poll(wait, max_records=None if max_messages is None
                                         else max_messages - self.count)
                 for record in records:
-                    out.write(self.formatter.format(record))
-                    self.count += 1
+                    self.count += 1  # Kafka counts a skipped record as processed too
+                    try:
+                        self.formatter.write(record, out)
+                    except DeserializationError as error:
+                        if not self.skip_message_on_error:
+                            raise DeserializationError(f"{error} (at {record.topic}-{record.partition} offset "
+                                                       f"{record.offset}; --skip-message-on-error skips such "
+                                                       f"records)") from None
+                        typer.echo(f"Error processing message, skipping this message: {error} (at "
+                                   f"{record.topic}-{record.partition} offset {record.offset})", err=True)
                 if records:
                     out.flush()
                     last_record = time.monotonic()

@@ -2,11 +2,14 @@
 
 - ``.log``: one line per batch, with the fields DumpLogSegments prints (baseOffset, lastOffset, count, sequences,
   producer, partitionLeaderEpoch, flags, position, timestamp, size, magic, compresscodec, crc, isvalid), the CRC
-  checked for each. --deep-iteration adds a ``|`` line per record; --print-data-log adds keys and payloads.
+  checked for each. --deep-iteration adds a ``|`` line per record; --print-data-log adds keys and payloads, which
+  --offsets-decoder, --transaction-log-decoder and --cluster-metadata-decoder decode as the records of
+  __consumer_offsets, __transaction_state and __cluster_metadata (Kafka's JSON, kfk/commands/log_decoders.py).
   Bytes that do not frame as a batch are reported as "Found N invalid bytes at position P".
 - ``.index`` / ``.timeindex``: the entries (an untrimmed index ends at its first empty slot), checked against the
   ``.log`` beside it: an entry must point at a batch whose last offset is the indexed one (--verify-index-only
-  prints only the mismatches); --index-sanity-check runs the index's own sanity check.
+  prints only the mismatches); --index-sanity-check runs the index's own sanity check on the entries written so
+  far (a live broker's active segment still has its pre-allocated zeros: they are not entries).
 - ``.snapshot``: the producer state entries.
 - ``.txnindex``: one line per aborted transaction (version, producerId, firstOffset, lastOffset, lastStableOffset).
 Control batches' records show their marker as Kafka's tool does: ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: N``,
@@ -46,12 +49,23 @@ def dump_log(
                                  ] = False,
     max_bytes: Annotated[int, typer.Option("--max-bytes", min=1, help="Stop reading a .log after this many bytes.")
                          ] = 2**31 - 1,
+    offsets_decoder: Annotated[bool, typer.Option(
+        "--offsets-decoder", help="Decode records as __consumer_offsets' (implies --print-data-log).")] = False,
+    transaction_log_decoder: Annotated[bool, typer.Option(
+        "--transaction-log-decoder", help="Decode records as __transaction_state's (implies --print-data-log).")
+    ] = False,
+    cluster_metadata_decoder: Annotated[bool, typer.Option(
+        "--cluster-metadata-decoder", help="Decode records as __cluster_metadata's (implies --print-data-log).")
+    ] = False,
     debug: Debug = False,
 ) -> None:
     """Print the contents of Kafka log segment files."""
     paths = [path.strip() for item in files for path in item.split(",") if path.strip()]
     if not paths:
         fail("--files is empty")
+    if offsets_decoder + transaction_log_decoder + cluster_metadata_decoder > 1:
+        fail("give at most one of --offsets-decoder, --transaction-log-decoder, --cluster-metadata-decoder")
+    decoder = _decoder(print_data_log, offsets_decoder, transaction_log_decoder, cluster_metadata_decoder)
     problems = 0
     with client_errors(debug):
         for path in paths:
@@ -59,7 +73,7 @@ def dump_log(
                 fail(f"{path} does not exist")
             typer.echo(f"Dumping {path}")
             if path.endswith(".log"):
-                problems += _dump_log(path, deep_iteration or print_data_log, print_data_log, max_bytes)
+                problems += _dump_log(path, deep_iteration or decoder is not None, decoder, max_bytes)
             elif path.endswith(".index") or path.endswith(".timeindex"):
                 problems += _dump_index(path, index_sanity_check, verify_index_only)
             elif path.endswith(".snapshot"):
@@ -89,7 +103,24 @@ def _base_offset(path: str) -> int:
         fail(f"{path}: the file name must start with the segment's base offset (20 digits)")
 
 
-def _dump_log(path: str, deep: bool, print_data: bool, max_bytes: int) -> int:
+def _decoder(print_data_log: bool, offsets: bool, transaction_log: bool, cluster_metadata: bool):
+    """How records' keys and payloads are printed: not at all (None), as text, or decoded as an internal
+    topic's records."""
+    if offsets or transaction_log or cluster_metadata:
+        from kfk.commands import log_decoders
+
+        return (log_decoders.offsets_record if offsets else log_decoders.transaction_log_record if transaction_log
+                else log_decoders.cluster_metadata_record)
+    return _text_record if print_data_log else None
+
+
+def _text_record(record) -> tuple[str | None, str | None]:
+    """Key and payload as text; a tombstone shows no payload at all, as in Kafka's tool."""
+    return (None if record.key is None else _text(record.key),
+            None if record.value is None else _text(record.value))
+
+
+def _dump_log(path: str, deep: bool, decoder, max_bytes: int) -> int:
     from kfk.errors import CorruptRecordError
     from kfk.records import RecordBatch, iter_batches
 
@@ -107,7 +138,7 @@ def _dump_log(path: str, deep: bool, print_data: bool, max_bytes: int) -> int:
             problems += not valid
             typer.echo(_batch_line(batch, valid))
             if deep:
-                problems += _dump_records(batch, print_data, isinstance(batch, RecordBatch))
+                problems += _dump_records(batch, decoder, isinstance(batch, RecordBatch))
             position = batch.position + batch.size_in_bytes
     except CorruptRecordError as error:
         typer.echo(f"Found {end - position} invalid bytes at position {position} in {path}: {error}")
@@ -139,7 +170,7 @@ def _batch_line(batch, valid: bool) -> str:
             f"compresscodec: {codec} crc: {batch.crc} isvalid: {str(valid).lower()}")
 
 
-def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
+def _dump_records(batch, decoder, is_v2: bool) -> int:
     from kfk.errors import CorruptRecordError
     from kfk.records import ControlRecordType, EndTransactionMarker, LeaderChangeMessage, control_record_type
 
@@ -169,11 +200,12 @@ def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
                     parts.append(_kraft_record_json(*kraft_records[kind], record.value))
                 else:
                     parts.append(f"controlType: {kind.name}({kind.value})")
-            elif print_data:
-                if record.key is not None:
-                    parts.append(f"key: {_text(record.key)}")
-                if record.value is not None:  # a tombstone shows no payload at all, as in Kafka's tool
-                    parts.append(f"payload: {_text(record.value)}")
+            elif decoder is not None:
+                key, payload = decoder(record)
+                if key is not None:
+                    parts.append(f"key: {key}")
+                if payload is not None:
+                    parts.append(f"payload: {payload}")
             typer.echo(" ".join(parts))
     except CorruptRecordError as error:
         typer.echo(f"| invalid records in the batch at position {batch.position}: {error}")
@@ -246,6 +278,7 @@ def _dump_index(path: str, sanity_check_only: bool, verify_only: bool) -> int:
     index_class = TimeIndex if is_time_index else OffsetIndex
     index = index_class(path, base_offset, writable=False)
     try:
+        index.ignore_preallocated_tail()
         if not is_time_index and index.entries == 0:
             typer.echo(f"{path} is empty.")
             return 0

@@ -1,16 +1,23 @@
 """`kfk consumer-groups`: kafka-consumer-groups.sh, with Kafka's action flags (--list, --describe, --reset-offsets,
---delete) on one command.
+--delete, --delete-offsets) on one command.
 
---describe shows, per partition the group has an offset for or is assigned, the committed offset, the log end
-offset and the lag, and the member that owns it. --reset-offsets plans new offsets (--to-earliest, --to-latest,
---to-current, --to-offset, --shift-by, --to-datetime) for --topic t[:p,p] or --all-topics, prints them, and commits
-them only with --execute (--dry-run is the default, as in Kafka); the group must have no active members.
+--list [--state [S,S]] lists the groups (with their state, or only those in the given states). --describe shows,
+per partition the group has an offset for or is assigned, the committed offset, the log end offset and the lag,
+and the member that owns it (--offsets, the default); --members lists the members (--verbose adds each one's
+assignment) and --state the group's coordinator, assignor, state and size. --reset-offsets plans new offsets
+(--to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration, --from-file) for
+--topic t[:p,p] or --all-topics, prints them (or with --export, Kafka's CSV that --from-file reads back), and
+commits them only with --execute (--dry-run is the default, as in Kafka); the group must have no active members.
+--delete-offsets removes a group's committed offsets of --topic. --timeout bounds each call to the cluster (ms).
 """
 
 from __future__ import annotations
 
+import re
+import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -40,11 +47,14 @@ def consumer_groups(
     reset_offsets: Annotated[bool, typer.Option("--reset-offsets", help="Plan (and with --execute, commit) new "
                                                                         "offsets for --group.")] = False,
     delete: Annotated[bool, typer.Option("--delete", help="Delete --group (it must have no members).")] = False,
+    delete_offsets: Annotated[bool, typer.Option("--delete-offsets", help="Delete the committed offsets of --topic "
+                                                                          "from one --group.")] = False,
     group: Annotated[Optional[list[str]], typer.Option("--group", help="A group id (repeatable).")] = None,
     all_groups: Annotated[bool, typer.Option("--all-groups", help="Every group (with --describe or --delete).")
                           ] = False,
     topic: Annotated[Optional[list[str]], typer.Option(
-        "--topic", help="With --reset-offsets: a topic, or topic:p,p for some partitions (repeatable).")] = None,
+        "--topic", help="With --reset-offsets or --delete-offsets: a topic, or topic:p,p for some partitions "
+                        "(repeatable).")] = None,
     all_topics: Annotated[bool, typer.Option("--all-topics", help="With --reset-offsets: every topic the group "
                                                                   "has offsets for.")] = False,
     to_earliest: Annotated[bool, typer.Option("--to-earliest", help="Reset to the log start offset.")] = False,
@@ -55,53 +65,166 @@ def consumer_groups(
                                                                        "(negative: back).")] = None,
     to_datetime: Annotated[Optional[str], typer.Option(
         "--to-datetime", help="Reset to the first offset at or after YYYY-MM-DDTHH:mm:SS[.sss][zone].")] = None,
+    by_duration: Annotated[Optional[str], typer.Option(
+        "--by-duration", help="Reset to the first offset at or after this long ago: PnDTnHnMnS, e.g. PT15M.")
+    ] = None,
+    from_file: Annotated[Optional[str], typer.Option(
+        "--from-file", help="Reset to the offsets of a CSV file: topic,partition,offset (or group,topic,"
+                            "partition,offset) lines, as --export writes them.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the new offsets (the default).")] = False,
     execute: Annotated[bool, typer.Option("--execute", help="Commit the new offsets.")] = False,
+    export: Annotated[bool, typer.Option("--export", help="With --reset-offsets: print the plan as CSV "
+                                                          "(for --from-file) instead of a table.")] = False,
+    offsets: Annotated[bool, typer.Option("--offsets", help="With --describe: offsets and lag per partition "
+                                                            "(the default).")] = False,
     members: Annotated[bool, typer.Option("--members", help="With --describe: the members instead of offsets.")
                        ] = False,
-    state: Annotated[bool, typer.Option("--state", help="With --describe or --list: the group state.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="With --describe --members: each member's "
+                                                            "assignment.")] = False,
+    state: Annotated[bool, typer.Option(
+        "--state", help="With --describe: the group's state. With --list: each group's state, or, followed by "
+                        "states (Stable,Empty...), only the groups in them.")] = False,
+    states: Annotated[Optional[list[str]], typer.Argument(
+        help="The states after --list --state (comma-separated).", show_default=False)] = None,
+    timeout: Annotated[int, typer.Option("--timeout", min=1, help="How long each call to the cluster may "
+                                                                   "take, in ms.")] = 5000,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
     command_config: CommandConfig = None,
     json_output: JsonOutput = False,
     debug: Debug = False,
 ) -> None:
-    """List, describe, reset the offsets of, or delete consumer groups."""
+    """List, describe, reset the offsets of, or delete consumer groups and their offsets."""
     actions = [name for name, chosen in (("--list", list_groups), ("--describe", describe),
-                                         ("--reset-offsets", reset_offsets), ("--delete", delete)) if chosen]
+                                         ("--reset-offsets", reset_offsets), ("--delete", delete),
+                                         ("--delete-offsets", delete_offsets)) if chosen]
     if len(actions) != 1:
-        fail("give exactly one of --list, --describe, --reset-offsets, --delete")
+        fail("give exactly one of --list, --describe, --reset-offsets, --delete, --delete-offsets")
     groups = list(group or [])
     if not list_groups and not groups and not all_groups:
         fail(f"{actions[0]} needs --group (or --all-groups)")
+    state_filter = _state_filter(states, state, list_groups)
+    if describe and offsets + members + state > 1:
+        fail("--describe takes at most one of --offsets, --members, --state")
+    if verbose and not describe:
+        fail("--verbose goes with --describe")
+    if delete_offsets and (len(groups) != 1 or not topic):
+        fail("--delete-offsets needs one --group and --topic")
+    if export and not reset_offsets:
+        fail("--export goes with --reset-offsets")
+    target_time = None
     if reset_offsets:
         scenarios = [to_earliest, to_latest, to_current, to_offset is not None, shift_by is not None,
-                     to_datetime is not None]
+                     to_datetime is not None, by_duration is not None, from_file is not None]
         if sum(scenarios) != 1:
             fail("--reset-offsets needs exactly one of --to-earliest, --to-latest, --to-current, --to-offset, "
-                 "--shift-by, --to-datetime")
-        if not topic and not all_topics:
+                 "--shift-by, --to-datetime, --by-duration, --from-file")
+        if not topic and not all_topics and from_file is None:
             fail("--reset-offsets needs --topic or --all-topics")
         if dry_run and execute:
             fail("--dry-run and --execute cannot be used together")
-    target_time = _parse_datetime(to_datetime) if to_datetime is not None else None
+        if to_datetime is not None:
+            target_time = _parse_datetime(to_datetime)
+        elif by_duration is not None:
+            target_time = int(time.time() * 1000) - _parse_duration(by_duration)
+    plan = _read_plan(from_file, groups) if reset_offsets and from_file is not None else None
 
     with client_errors(debug):
         from kfk.client import Admin
 
-        with Admin(client_config(bootstrap_server, command_config)) as admin:
+        config = client_config(bootstrap_server, command_config, {"default.api.timeout.ms": timeout})
+        with Admin(config) as admin:
             if all_groups:
                 groups = [listing.group_id for listing in admin.list_consumer_groups()]
             if list_groups:
-                _list(admin, state, json_output)
+                _list(admin, state, state_filter, json_output)
             elif describe:
-                _describe(admin, groups, members, state, json_output)
+                _describe(admin, groups, members, verbose, state, json_output)
             elif delete:
                 _delete(admin, groups, json_output)
+            elif delete_offsets:
+                _delete_offsets(admin, groups[0], topic or [], json_output)
             else:
-                for group_id in groups:
-                    _reset(admin, group_id, topic or [], all_topics, execute, json_output, to_earliest=to_earliest,
-                           to_latest=to_latest, to_current=to_current, to_offset=to_offset, shift_by=shift_by,
-                           target_time=target_time)
+                rule = ResetRule(to_earliest=to_earliest, to_latest=to_latest, to_current=to_current,
+                                 to_offset=to_offset, shift_by=shift_by, target_time=target_time)
+                new_offsets = {group_id: _reset(admin, group_id, topic or [], all_topics, execute, rule,
+                                                plan.get(group_id, {}) if plan is not None else None)
+                               for group_id in groups}
+                _print_reset(new_offsets, execute, export, json_output)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResetRule:
+    """Which new offset --reset-offsets gives each partition: one of the --to-*/--shift-by rules, or a target time
+    (--to-datetime, --by-duration); --from-file gives its offsets instead."""
+
+    to_earliest: bool
+    to_latest: bool
+    to_current: bool
+    to_offset: int | None
+    shift_by: int | None
+    target_time: int | None
+
+
+GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+
+
+def _state_filter(states: list[str] | None, state: bool, list_groups: bool) -> set[str] | None:
+    """The states after `--list --state` (Kafka's optional value of --state), in the broker's spelling."""
+    if not states:
+        return None
+    if not (state and list_groups):
+        fail(f"unexpected argument {states[0]!r} (states go after --list --state)")
+    by_lower = {name.lower(): name for name in GROUP_STATES}
+    wanted = set()
+    for name in (part.strip() for item in states for part in item.split(",")):
+        if name.lower() not in by_lower:
+            fail(f"unknown group state {name!r} (one of {', '.join(GROUP_STATES)})")
+        wanted.add(by_lower[name.lower()])
+    return wanted
+
+
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+(?:[.,]\d{1,9})?)S)?)?",
+                       re.IGNORECASE)
+
+
+def _parse_duration(text: str) -> int:
+    """--by-duration as Java's Duration.parse reads PnDTnHnMnS, in milliseconds."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None or not any(match.groups()[1:]) or text.strip().upper().endswith("T"):
+        fail(f"--by-duration {text!r} is not a duration in the format PnDTnHnMnS (e.g. PT15M, P1DT2H)")
+    sign, days, hours, minutes, seconds = match.groups()
+    total = (int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60
+             + float((seconds or "0").replace(",", ".")))
+    return int(total * 1000) * (-1 if sign == "-" else 1)
+
+
+def _read_plan(path: str, groups: list[str]) -> dict[str, dict[Any, int]]:
+    """A --from-file reset plan, per group: Kafka's CSV of topic,partition,offset lines (for the one --group) or
+    group,topic,partition,offset lines."""
+    from kfk.client import TopicPartition
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = [line.strip() for line in handle if line.strip()]
+    except OSError as error:
+        fail(f"cannot read {path}: {error.strerror or error}")
+    plan: dict[str, dict[Any, int]] = {}
+    for number, line in enumerate(lines, 1):
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) == 3 and len(groups) == 1:
+            fields.insert(0, groups[0])
+        if len(fields) != 4:
+            fail(f"{path} line {number}: expected topic,partition,offset"
+                 f"{' (one --group)' if len(fields) == 3 else ''} or group,topic,partition,offset, got {line!r}")
+        group_id, topic_name, partition, offset = fields
+        try:
+            plan.setdefault(group_id, {})[TopicPartition(topic_name, int(partition))] = int(offset)
+        except ValueError:
+            fail(f"{path} line {number}: partition and offset must be numbers, got {line!r}")
+    missing = [group_id for group_id in groups if group_id not in plan]
+    if missing:
+        fail(f"{path} has no offsets for group '{missing[0]}'")
+    return plan
 
 
 def _parse_datetime(text: str) -> int:
@@ -115,8 +238,9 @@ def _parse_datetime(text: str) -> int:
     return int(moment.astimezone(timezone.utc).timestamp() * 1000)
 
 
-def _list(admin, with_state: bool, json_output: bool) -> None:
-    listings = [listing for listing in admin.list_consumer_groups() if listing.protocol_type in ("consumer", "")]
+def _list(admin, with_state: bool, state_filter: set[str] | None, json_output: bool) -> None:
+    listings = [listing for listing in admin.list_consumer_groups() if listing.protocol_type in ("consumer", "")
+                and (state_filter is None or listing.state in state_filter)]
     if json_output:
         print_json([{"group": listing.group_id, "state": listing.state, "type": listing.group_type}
                     for listing in listings])
@@ -131,15 +255,20 @@ def _list(admin, with_state: bool, json_output: bool) -> None:
     console().print(grid)
 
 
-def _describe(admin, groups: list[str], members: bool, with_state: bool, json_output: bool) -> None:
+def _describe(admin, groups: list[str], members: bool, verbose: bool, with_state: bool, json_output: bool) -> None:
     from kfk.client import TopicPartition
+    from kfk.errors import GroupIdNotFoundError
 
-    descriptions = admin.describe_consumer_groups(groups)
     result = []
     for group_id in groups:
-        description = descriptions[group_id]
-        owners = {tp: member for member in description.members for tp in member.assignment}
+        try:
+            description = admin.describe_consumer_groups([group_id])[group_id]
+        except GroupIdNotFoundError:  # DescribeGroups v6+ (KIP-1043)
+            description = None
         committed = admin.list_consumer_group_offsets(group_id)
+        if description is None or (description.state == "Dead" and not committed):
+            fail(f"Consumer group '{group_id}' does not exist.")
+        owners = {tp: member for member in description.members for tp in member.assignment}
         partitions = sorted(set(committed) | set(owners))
         end_offsets = admin.end_offsets(partitions) if partitions else {}
         rows = []
@@ -159,27 +288,32 @@ def _describe(admin, groups: list[str], members: bool, with_state: bool, json_ou
             "group": group_id, "state": description.state, "assignor": description.partition_assignor,
             "coordinator": description.coordinator,
             "members": [{"consumer_id": m.member_id, "group_instance_id": m.group_instance_id, "host": m.host,
-                         "client_id": m.client_id, "partitions": [str(TopicPartition(*tp)) for tp in m.assignment]}
+                         "client_id": m.client_id, "partitions": [str(TopicPartition(*tp)) for tp in m.assignment],
+                         "assignment": _assignment(m.assignment)}
                         for m in description.members],
             "offsets": rows})
     if json_output:
         print_json(result)
         return
     out = console()
+    brokers = {broker.node_id: broker for broker in admin.describe_cluster().brokers} if with_state else {}
     for entry in result:
         if with_state:
             grid = table("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
-            grid.add_row(entry["group"], str(entry["coordinator"]), entry["assignor"] or "", entry["state"],
+            node = brokers.get(entry["coordinator"])
+            coordinator = f"{node.host}:{node.port}  ({node.node_id})" if node else f"({entry['coordinator']})"
+            grid.add_row(entry["group"], coordinator, entry["assignor"] or "", entry["state"],
                          str(len(entry["members"])))
             out.print(grid)
             continue
         if entry["state"] in INACTIVE_STATES and not entry["members"]:
             typer.echo(f"Consumer group '{entry['group']}' has no active members.", err=True)
         if members:
-            grid = table("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+            columns = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"] + (["ASSIGNMENT"] if verbose else [])
+            grid = table(*columns)
             for member in entry["members"]:
                 grid.add_row(entry["group"], member["consumer_id"], member["host"], member["client_id"],
-                             str(len(member["partitions"])))
+                             str(len(member["partitions"])), *([member["assignment"]] if verbose else []))
             out.print(grid)
             continue
         grid = table("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
@@ -189,6 +323,15 @@ def _describe(admin, groups: list[str], members: bool, with_state: bool, json_ou
                          _dash(row["log_end_offset"]), _dash(row["lag"]), _dash(row["consumer_id"]),
                          _dash(row["host"]), _dash(row["client_id"]))
         out.print(grid)
+
+
+def _assignment(assignment) -> str:
+    """A member's partitions as Kafka's --members --verbose shows them: ``t1(0,1), t2(0)``, or ``-``."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in assignment:
+        by_topic.setdefault(topic, []).append(partition)
+    return ", ".join(f"{topic}({','.join(map(str, sorted(partitions)))})"
+                     for topic, partitions in sorted(by_topic.items())) or "-"
 
 
 def _dash(value) -> str:
@@ -209,11 +352,36 @@ def _delete(admin, groups: list[str], json_output: bool) -> None:
         raise first
 
 
-def _reset(admin, group_id: str, topics: list[str], all_topics: bool, execute: bool, json_output: bool, *,
-           to_earliest: bool, to_latest: bool, to_current: bool, to_offset: int | None, shift_by: int | None,
-           target_time: int | None) -> None:
-    from kfk.client import OffsetAndMetadata
+def _delete_offsets(admin, group_id: str, topics: list[str], json_output: bool) -> None:
+    """Kafka's --delete-offsets: the outcome per partition; exit 1 if any partition kept its offset."""
+    from kfk.errors import GroupIdNotFoundError, GroupNotEmptyError
 
+    try:
+        results = admin.delete_consumer_group_offsets(group_id, _partitions_of(admin, topics))
+    except GroupIdNotFoundError:
+        fail(f"'{group_id}' does not exist.")
+    except GroupNotEmptyError:
+        fail(f"Deleting offsets of a consumer group '{group_id}' is forbidden if the group is not empty.")
+    if json_output:
+        print_json([{"group": group_id, "topic": tp.topic, "partition": tp.partition,
+                     "error": None if error is None else str(error)} for tp, error in sorted(results.items())])
+    else:
+        if any(results.values()):
+            typer.echo("Encounter some partition level error, see the follow-up details:", err=True)
+        else:
+            typer.echo(f"Request succeed for deleting offsets from group {group_id}.")
+        grid = table("TOPIC", "PARTITION", "STATUS")
+        for tp, error in sorted(results.items()):
+            grid.add_row(tp.topic, str(tp.partition), "Successful" if error is None else f"Error: {error}")
+        console().print(grid)
+    if any(results.values()):
+        raise typer.Exit(1)
+
+
+def _reset(admin, group_id: str, topics: list[str], all_topics: bool, execute: bool, rule: ResetRule,
+           planned: dict | None) -> dict:
+    """The group's new offsets (committed with --execute); ``planned`` holds --from-file's offsets."""
+    from kfk.client import OffsetAndMetadata
     from kfk.errors import GroupIdNotFoundError
 
     try:
@@ -224,27 +392,40 @@ def _reset(admin, group_id: str, topics: list[str], all_topics: bool, execute: b
         fail(f"assignments can only be reset if the group '{group_id}' is inactive, but the current state is "
              f"{state}")
     committed = admin.list_consumer_group_offsets(group_id)
-    partitions = sorted(committed) if all_topics else _partitions_of(admin, topics)
+    if planned is not None:
+        partitions = sorted(planned)
+    else:
+        partitions = sorted(committed) if all_topics else _partitions_of(admin, topics)
     if not partitions:
         fail(f"group '{group_id}' has no offsets to reset (give --topic)")
-    new = _new_offsets(admin, partitions, {tp: offset.offset for tp, offset in committed.items()},
-                       to_earliest=to_earliest, to_latest=to_latest, to_current=to_current, to_offset=to_offset,
-                       shift_by=shift_by, target_time=target_time)
+    new = _new_offsets(admin, partitions, {tp: offset.offset for tp, offset in committed.items()}, rule, planned)
     if execute:
         results = admin.alter_consumer_group_offsets(group_id, {tp: OffsetAndMetadata(offset)
                                                                 for tp, offset in new.items()})
         errors = [error for error in results.values() if error is not None]
         if errors:
             raise errors[0]
-    elif not json_output:
+    return new
+
+
+def _print_reset(new_offsets: dict[str, dict], execute: bool, export: bool, json_output: bool) -> None:
+    """The reset plan: a table, Kafka's CSV with --export (without the group column for one group, as Kafka
+    writes it and --from-file reads it), or JSON."""
+    if export:
+        single = len(new_offsets) == 1
+        typer.echo("".join(f"{'' if single else group_id + ','}{tp.topic},{tp.partition},{offset}\n"
+                           for group_id, offsets in new_offsets.items() for tp, offset in sorted(offsets.items())))
+        return
+    if not execute and not json_output:
         typer.echo("Dry run: no offsets were changed (add --execute to commit these).", err=True)
     if json_output:
         print_json([{"group": group_id, "topic": tp.topic, "partition": tp.partition, "new_offset": offset}
-                    for tp, offset in sorted(new.items())])
+                    for group_id, offsets in new_offsets.items() for tp, offset in sorted(offsets.items())])
         return
     grid = table("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
-    for tp, offset in sorted(new.items()):
-        grid.add_row(group_id, tp.topic, str(tp.partition), str(offset))
+    for group_id, offsets in new_offsets.items():
+        for tp, offset in sorted(offsets.items()):
+            grid.add_row(group_id, tp.topic, str(tp.partition), str(offset))
     console().print(grid)
 
 
@@ -266,10 +447,9 @@ def _partitions_of(admin, topics: list[str]) -> list:
     return partitions
 
 
-def _new_offsets(admin, partitions: list, committed: dict, *, to_earliest: bool, to_latest: bool,
-                 to_current: bool, to_offset: int | None, shift_by: int | None, target_time: int | None) -> dict:
-    """Each partition's new offset under the chosen --to-*/--shift-by/--to-datetime rule, kept within the log
-    (an offset before the log start or past the end is moved to that end, as Kafka does)."""
+def _new_offsets(admin, partitions: list, committed: dict, rule: ResetRule, planned: dict | None) -> dict:
+    """Each partition's new offset under the chosen rule (or --from-file's plan), kept within the log (an offset
+    before the log start or past the end is moved to that end, as Kafka does)."""
     from kfk.common.constants import LATEST_TIMESTAMP
 
     earliest = admin.beginning_offsets(partitions)
@@ -278,9 +458,11 @@ def _new_offsets(admin, partitions: list, committed: dict, *, to_earliest: bool,
     def clamp(tp, offset: int) -> int:
         return max(earliest[tp], min(latest[tp], offset))
 
+    if planned is not None:
+        return {tp: clamp(tp, planned[tp]) for tp in partitions}
     new = {}
-    if target_time is not None:
-        found = admin.list_offsets(dict.fromkeys(partitions, target_time))
+    if rule.target_time is not None:
+        found = admin.list_offsets(dict.fromkeys(partitions, rule.target_time))
         found_latest = admin.list_offsets(dict.fromkeys([tp for tp, value in found.items() if value is None],
                                                         LATEST_TIMESTAMP)) if None in found.values() else {}
         for tp in partitions:
@@ -288,14 +470,14 @@ def _new_offsets(admin, partitions: list, committed: dict, *, to_earliest: bool,
             new[tp] = value.offset if value is not None else latest[tp]
     for tp in partitions:
         current = committed.get(tp)
-        if to_earliest:
+        if rule.to_earliest:
             new[tp] = earliest[tp]
-        elif to_latest:
+        elif rule.to_latest:
             new[tp] = latest[tp]
-        elif to_current:
+        elif rule.to_current:
             new[tp] = current if current is not None else latest[tp]
-        elif to_offset is not None:
-            new[tp] = clamp(tp, to_offset)
-        elif shift_by is not None:
-            new[tp] = clamp(tp, (current if current is not None else latest[tp]) + shift_by)
+        elif rule.to_offset is not None:
+            new[tp] = clamp(tp, rule.to_offset)
+        elif rule.shift_by is not None:
+            new[tp] = clamp(tp, (current if current is not None else latest[tp]) + rule.shift_by)
     return new

@@ -3,8 +3,14 @@
 produce sends --num-records records of --record-size random bytes (or lines of --payload-file) as fast as allowed
 (--throughput records/s, -1 for no limit), and prints Kafka's lines: every 5 s "N records sent, X records/sec
 (Y MB/sec), A ms avg latency, M ms max latency.", and at the end the same with the 50th/95th/99th/99.9th latency
-percentiles. Latency is from send() to the acknowledgement callback, as in Kafka's tool, in whole milliseconds. consume reads --messages records as a group member and prints Kafka's CSV
-summary (MB/s, records/s, rebalance time, fetch time). Both show a progress bar on a terminal and take --json.
+percentiles. Latency is from send() to the acknowledgement callback, as in Kafka's tool, in whole milliseconds.
+--producer-props takes several key=value after one flag, as Kafka's does (``--producer-props acks=1 linger.ms=5``).
+With --transactional-id (or --transaction-duration-ms) the records go in transactions, each committed once it
+has been open --transaction-duration-ms (3000 by default). --print-metrics ends with Kafka's metrics table; kfk's
+producer keeps no metrics registry, so it lists the producer-metrics the tool itself counts from the callbacks.
+consume reads --messages records as a group member and prints Kafka's CSV summary (MB/s, records/s, rebalance
+time, fetch time), or with --show-detailed-stats one such line per --reporting-interval instead. Both show a
+progress bar on a terminal and take --json.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ from kfk.commands.errors import fail
 app = typer.Typer(help="Measure produce and consume throughput (kafka-*-perf-test.sh).", no_args_is_help=True)
 
 MB = 1024 * 1024
+DEFAULT_TRANSACTION_DURATION_MS = 3000
+DEFAULT_TRANSACTIONAL_ID = "performance-producer-default-transactional-id"
+#: Kafka's --date-format default (Java's yyyy-MM-dd HH:mm:ss:SSS).
+DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 class ProduceStats:
@@ -49,6 +59,7 @@ class ProduceStats:
         self.reporting_interval = reporting_interval_ms / 1000
         self.periodic = periodic
         self.errors: list[BaseException] = []
+        self.max_size = 0
 
     @property
     def count(self) -> int:
@@ -60,6 +71,8 @@ class ProduceStats:
             return
         self.latencies.append(time.time_ns() // 1_000_000 - metadata.timestamp)
         self.bytes += metadata.serialized_value_size
+        if metadata.serialized_value_size > self.max_size:
+            self.max_size = metadata.serialized_value_size
 
     def maybe_print_window(self, record_size: float) -> None:
         now = time.monotonic()
@@ -91,6 +104,24 @@ class ProduceStats:
             "p50_ms": percentile(0.5), "p95_ms": percentile(0.95), "p99_ms": percentile(0.99),
             "p999_ms": percentile(0.999),
         }
+
+    def metrics(self, client_id: str) -> dict[str, float]:
+        """The producer-metrics this run counted, under Kafka's metric names ("group:name:{tags}")."""
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        count, failed = len(self.latencies), len(self.errors)
+        tags = f"{{client-id={client_id}}}"
+        values = {"record-send-total": float(count), "record-send-rate": count / elapsed,
+                  "record-error-total": float(failed), "record-error-rate": failed / elapsed,
+                  "record-size-avg": self.bytes / count if count else 0.0, "record-size-max": float(self.max_size)}
+        return {f"producer-metrics:{name}:{tags}": value for name, value in values.items()}
+
+
+def print_metrics(metrics: dict[str, float]) -> None:
+    """Kafka's ToolsUtils.printMetrics: a blank line, a header, then "name : value" sorted, values to 3 places."""
+    width = max(map(len, metrics))
+    typer.echo(f"\n{'Metric Name':<{width}}   Value")
+    for name, value in sorted(metrics.items()):
+        typer.echo(f"{name:<{width}} : {value:.3f}")
 
 
 class ThroughputThrottler:
@@ -149,7 +180,17 @@ def produce(
     throughput: Annotated[float, typer.Option("--throughput", help="Records per second at most; -1: no limit.")
                           ] = -1,
     producer_props: Annotated[Optional[list[str]], typer.Option(
-        "--producer-props", help="Producer configs key=value (repeatable, e.g. acks=1 linger.ms=5).")] = None,
+        "--producer-props", help="Producer configs key=value, several after one flag as in Kafka (--producer-props "
+                                 "acks=1 linger.ms=5), or the flag repeated.")] = None,
+    more_producer_props: Annotated[Optional[list[str]], typer.Argument(
+        help="More key=value after --producer-props.", show_default=False)] = None,
+    transactional_id: Annotated[Optional[str], typer.Option(
+        "--transactional-id", help="Send in transactions with this transactional.id.")] = None,
+    transaction_duration_ms: Annotated[Optional[int], typer.Option(
+        "--transaction-duration-ms", help="Commit each transaction once it has been open this long (default "
+                                          f"{DEFAULT_TRANSACTION_DURATION_MS}; enables transactions).")] = None,
+    print_metrics_flag: Annotated[bool, typer.Option("--print-metrics", help="Print the producer metrics at the "
+                                                                              "end.")] = False,
     producer_config: Annotated[Optional[str], typer.Option("--producer.config", "--producer-config",
                                                            help="A producer properties file.")] = None,
     reporting_interval: Annotated[int, typer.Option("--reporting-interval", min=1, help="ms between lines.")
@@ -161,9 +202,18 @@ def produce(
     """Measure how fast records can be produced."""
     if (record_size is None) == (payload_file is None):
         fail("give exactly one of --record-size and --payload-file")
+    if more_producer_props and not producer_props:
+        fail(f"unexpected argument {more_producer_props[0]!r} (key=value settings go after --producer-props)")
+    if transaction_duration_ms is not None and transaction_duration_ms <= 0:
+        fail("--transaction-duration-ms should be greater than zero")
     payloads = _payloads(record_size, payload_file, payload_delimiter)
-    props = parse_key_values(producer_props, "--producer-props")
+    props = parse_key_values([*(producer_props or []), *(more_producer_props or [])], "--producer-props")
     bootstrap = props.pop("bootstrap.servers", bootstrap_server)
+    props.setdefault("client.id", "perf-producer-client")
+    transactions = transactional_id is not None or transaction_duration_ms is not None
+    if transactions:
+        props["transactional.id"] = transactional_id or props.get("transactional.id", DEFAULT_TRANSACTIONAL_ID)
+    transaction_duration = (transaction_duration_ms or DEFAULT_TRANSACTION_DURATION_MS) / 1000
     stats = ProduceStats(reporting_interval, periodic=not json_output)
     progress = _progress(num_records, "producing", sys.stderr.isatty() and not json_output)
     average_size = sum(map(len, payloads)) / len(payloads)
@@ -174,13 +224,22 @@ def produce(
         check_reachable(config)
         with Producer(config) as producer:
             producer.partitions_for(topic)  # metadata (and auto-creation) before the clock starts
+            if transactions:
+                producer.init_transactions()
             stats.start = stats.window_start = time.monotonic()
             throttler = ThroughputThrottler(throughput, stats.start)
             throttled = throughput > 0
             send, callback, choice = producer.send, stats.record, random.Random(1).choice
             single = payloads[0] if len(payloads) == 1 else None
+            transaction_start = None
             for index in range(num_records):
+                if transactions and transaction_start is None:
+                    producer.begin_transaction()
+                    transaction_start = time.monotonic()
                 send(topic, single if single is not None else choice(payloads), callback=callback)
+                if transaction_start is not None and time.monotonic() - transaction_start >= transaction_duration:
+                    producer.commit_transaction()
+                    transaction_start = None
                 if throttled:
                     throttler.throttle(index + 1)
                 if index % 1000 == 0:
@@ -189,6 +248,8 @@ def produce(
                         progress.update(progress.task_ids[0], completed=stats.count)
                     if stats.errors:
                         break
+            if transaction_start is not None and not stats.errors:
+                producer.commit_transaction()
             producer.flush()
         if progress is not None:
             progress.stop()
@@ -196,12 +257,14 @@ def produce(
             raise stats.errors[0]
     result = stats.summary()
     if json_output:
-        print_json(result)
+        print_json(result | ({"metrics": stats.metrics(props["client.id"])} if print_metrics_flag else {}))
         return
     typer.echo(f"{result['records']} records sent, {result['records_per_sec']:f} records/sec "
                f"({result['mb_per_sec']:.2f} MB/sec), {result['avg_latency_ms']:.2f} ms avg latency, "
                f"{result['max_latency_ms']:.2f} ms max latency, {result['p50_ms']} ms 50th, {result['p95_ms']} ms "
                f"95th, {result['p99_ms']} ms 99th, {result['p999_ms']} ms 99.9th.")
+    if print_metrics_flag:
+        print_metrics(stats.metrics(props["client.id"]))
 
 
 @app.command()
@@ -217,6 +280,10 @@ def consume(
         "--consumer-props", help="Consumer configs key=value (repeatable).")] = None,
     consumer_config: Annotated[Optional[str], typer.Option("--consumer.config", "--consumer-config",
                                                            help="A consumer properties file.")] = None,
+    show_detailed_stats: Annotated[bool, typer.Option(
+        "--show-detailed-stats", help="A line per --reporting-interval instead of the one summary.")] = False,
+    reporting_interval: Annotated[int, typer.Option("--reporting-interval", min=1,
+                                                    help="ms between --show-detailed-stats lines.")] = 5000,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
     json_output: JsonOutput = False,
     debug: Debug = False,
@@ -228,6 +295,9 @@ def consume(
     props.update(parse_key_values(consumer_props, "--consumer-props"))
     progress = _progress(messages, "consuming", sys.stderr.isatty() and not json_output)
     count = size = 0
+    detailed = show_detailed_stats and not json_output
+    if detailed:
+        typer.echo(f"time, threadId, {CONSUME_FIELDS}")
     with client_errors(debug):
         from kfk.client import Consumer
 
@@ -236,6 +306,7 @@ def consume(
             pending = _join(consumer, topic, messages, timeout)
             joined = time.monotonic()
             last_record = joined
+            window = _Window(start, joined - start)
             while count < messages:
                 records = pending if pending is not None else consumer.poll(0.5, max_records=messages - count)
                 pending = None
@@ -249,6 +320,8 @@ def consume(
                 for record in records:
                     count += 1
                     size += len(record.value or b"") + len(record.key or b"")
+                if detailed and (last_record - window.start) * 1000 >= reporting_interval:
+                    window.report(last_record, count, size)
                 if progress is not None:
                     progress.update(progress.task_ids[0], completed=count)
             end = time.monotonic()
@@ -258,12 +331,42 @@ def consume(
     if json_output:
         print_json(result)
         return
-    typer.echo("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
-               "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+    if detailed:
+        return
+    typer.echo(f"start.time, end.time, {CONSUME_FIELDS}")
     typer.echo(f"{result['start_time']}, {result['end_time']}, {result['data_consumed_mb']:.4f}, "
                f"{result['mb_per_sec']:.4f}, {count}, {result['records_per_sec']:.4f}, "
                f"{result['rebalance_time_ms']}, {result['fetch_time_ms']}, {result['fetch_mb_per_sec']:.4f}, "
                f"{result['fetch_records_per_sec']:.4f}")
+
+
+CONSUME_FIELDS = ("data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, "
+                  "fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+
+
+def _date(moment: float) -> str:
+    """A wall-clock time in Kafka's default --date-format, yyyy-MM-dd HH:mm:ss:SSS."""
+    return time.strftime(DATE_FORMAT, time.localtime(moment)) + f":{int(moment * 1000) % 1000:03d}"
+
+
+class _Window:
+    """kafka-consumer-perf-test.sh --show-detailed-stats: one line per reporting interval with the totals so
+    far and the interval's rates (its fetch time is the interval minus the time spent joining the group)."""
+
+    def __init__(self, start: float, join_time: float) -> None:
+        self.start = start
+        self.join_time = join_time
+        self.count = self.size = 0
+
+    def report(self, now: float, count: int, size: int) -> None:
+        elapsed = now - self.start
+        fetch_time = elapsed - self.join_time
+        interval_mb, interval_count = (size - self.size) / MB, count - self.count
+        fetch_rates = (interval_mb / fetch_time, interval_count / fetch_time) if fetch_time > 0 else (0.0, 0.0)
+        typer.echo(f"{_date(time.time())}, 0, {size / MB:.4f}, {interval_mb / elapsed:.4f}, {count}, "
+                   f"{interval_count / elapsed:.4f}, {int(self.join_time * 1000)}, {int(fetch_time * 1000)}, "
+                   f"{fetch_rates[0]:.4f}, {fetch_rates[1]:.4f}")
+        self.start, self.join_time, self.count, self.size = now, 0.0, count, size
 
 
 def _join(consumer, topic: str, messages: int, timeout: int):
@@ -284,8 +387,7 @@ def _consume_result(start: float, joined: float, end: float, count: int, size: i
     elapsed = end - start
     fetch_time = end - joined
     return {
-        "start_time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() - elapsed)),
-        "end_time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "start_time": _date(time.time() - elapsed), "end_time": _date(time.time()),
         "data_consumed_mb": size / MB, "mb_per_sec": size / MB / elapsed if elapsed else 0.0,
         "records": count, "records_per_sec": count / elapsed if elapsed else 0.0,
         "rebalance_time_ms": int((joined - start) * 1000), "fetch_time_ms": int(fetch_time * 1000),

@@ -134,6 +134,14 @@ class AbstractIndex:
     def size_in_bytes(self) -> int:
         return self.entries * self.entry_size
 
+    def ignore_preallocated_tail(self) -> None:
+        """Count only the entries written so far, for a reader of a file that still has its pre-allocated zeros
+        (a live broker's active segment, read by dump-log): the entries end with the last non-zero byte, as
+        Kafka's tool trims the index before checking it. A trimmed (closed) index is unchanged."""
+        if self.entries:
+            written = len(self._mapping()[: self.size_in_bytes].rstrip(b"\0"))
+            self.entries = -(-written // self.entry_size)
+
     def resize(self, new_size: int) -> bool:
         """Set the file length to `new_size` rounded down to whole entries (never below the valid entries);
         returns whether the length changed. Used to pre-allocate again when a segment becomes active."""
@@ -406,6 +414,10 @@ class TimeIndex(AbstractIndex):
 
     def reset(self) -> None:
         super().reset()
+        self._last_entry = self._read_last_entry()
+
+    def ignore_preallocated_tail(self) -> None:
+        super().ignore_preallocated_tail()
         self._last_entry = self._read_last_entry()
 
     def sanity_check(self) -> None:

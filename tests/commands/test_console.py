@@ -94,3 +94,12 @@ def test_consume_an_unknown_topic_is_one_line(shared_broker) -> None:  # noqa: F
 def test_produce_to_an_unreachable_server_fails_at_once() -> None:
     result = runner.invoke(app, ["console-produce", "--topic", "t", "--bootstrap-server", "127.0.0.1:1"], input="x\n")
     assert result.exit_code == 1 and result.stderr.startswith("kfk: cannot connect to any bootstrap server")
+
+
+def test_doubles_print_as_java_prints_them() -> None:
+    from kfk.commands.record_formats import java_double
+
+    values = (1.0, 100.0, 0.5, 0.001, 0.0001, 1e7, 9999999.0, 1.5e-5, -0.0, 12345678.9, -2.5e300, float("nan"))
+    assert [java_double(value) for value in values] == [
+        "1.0", "100.0", "0.5", "0.001", "1.0E-4", "1.0E7", "9999999.0", "1.5E-5", "-0.0", "1.23456789E7",
+        "-2.5E300", "NaN"]

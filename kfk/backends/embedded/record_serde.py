@@ -17,28 +17,19 @@ from __future__ import annotations
 from kfk.controller.features import record_version
 from kfk.errors import CorruptRecordError, KafkaError
 from kfk.protocol.message import Buffer, Message
+from kfk.protocol.metadata_frame import frame_header, read_frame_header
 from kfk.protocol.metadata_records import RECORD_TYPES, record_type_class
-from kfk.protocol.primitives import read_unsigned_varint, unsigned_varint
-
-FRAME_VERSION = 1
 
 
 def serialize_record(record: Message) -> bytes:
     version = record_version(record.NAME)
-    return b"".join(
-        (unsigned_varint(FRAME_VERSION), unsigned_varint(record.API_KEY), unsigned_varint(version),
-         record.encode(version))
-    )
+    return frame_header(record.API_KEY, version) + record.encode(version)
 
 
 def deserialize_record(value: Buffer) -> Message:
     """Decode one framed record; CorruptRecordError for anything that is not a whole known record."""
     try:
-        frame_version, position = read_unsigned_varint(value, 0)
-        if frame_version != FRAME_VERSION:
-            raise CorruptRecordError(f"Unsupported metadata record frame version {frame_version}")
-        record_type, position = read_unsigned_varint(value, position)
-        version, position = read_unsigned_varint(value, position)
+        record_type, version, position = read_frame_header(value)
         if record_type not in RECORD_TYPES:
             raise CorruptRecordError(f"Unknown metadata record type {record_type}")
         cls = record_type_class(record_type)
