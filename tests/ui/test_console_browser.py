@@ -1,7 +1,7 @@
 """The web console in a real headless browser against a real 3-broker kfk cluster (ZooKeeper mode): the overview,
 creating a topic, producing a message from the page and finding it in the message browser (and with an independent
 client), a consumer group's lag falling live as it consumes, and a preferred-replica election moving leadership
-back. Screenshots of each step are saved as test artifacts; the pages must raise no JavaScript error."""
+back, and a reassignment generated, started and watched to its end. Screenshots of each step are saved as test artifacts; the pages must raise no JavaScript error."""
 
 from __future__ import annotations
 
@@ -115,7 +115,28 @@ def test_console_flow(kfk_cluster, console_factory, browser_page) -> None:
     assert page.locator("#partitions td.preferred").inner_text() == "yes"
     screenshot(page, "06-election")
 
+    # Reassignment: generate a plan moving "moving" (on brokers 1, 2) onto brokers 2 and 3, start it, watch it end.
+    create_topic(others, "moving", assignment=[[1, 2]])
+    wait_until(lambda: sorted(partitions(others, "moving")[0][2]) == [1, 2], what="moving fully replicated")
+    page.goto(console.url + "reassignments")
+    page.check("#generate input[name=topics][value=moving]")
+    page.uncheck("#generate input[name=brokers][value='1']")
+    page.click("#generate button[type=submit]")
+    plan = json.loads(page.locator("#execute textarea[name=plan]").input_value())
+    [entry] = plan["partitions"]
+    assert entry["topic"] == "moving" and sorted(entry["replicas"]) == [2, 3]
+    assert json.loads(page.locator("#current-plan").inner_text())["partitions"][0]["replicas"] == [1, 2]
+    screenshot(page, "07-reassignment-plan")
+    page.click("#execute button[type=submit]")
+    page.wait_for_url(re.compile(r"notice="))
+    assert "reassignment of 1 partition(s) started" in page.locator(".notice").inner_text()
+    wait_until(lambda: sorted(partitions(others, "moving")[0][1]) == [2, 3], timeout=30,
+               what="moving's replicas are brokers 2 and 3")
+    wait_until(lambda: page.locator("#in-progress-rows").inner_text().strip() == "No reassignment in progress.",
+               timeout=15, what="the page's live list shows nothing in progress")
+    screenshot(page, "08-reassignment-done")
+
     page.goto(console.url)
     page.wait_for_timeout(1500)  # let the throughput chart poll a few times
-    screenshot(page, "07-overview-after")
+    screenshot(page, "09-overview-after")
     assert page.kfk_errors == []

@@ -53,6 +53,7 @@ function throughputChart(svg) {
       svg.append(line);
     }
     line.setAttribute("points", points.join(" "));
+    document.getElementById("throughput-peak").textContent = `peak ${Math.round(top).toLocaleString()} records/s`;
   });
 }
 
