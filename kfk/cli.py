@@ -27,6 +27,7 @@ from kfk.commands import (
     storage,
     topics,
     transactions,
+    ui,
     zookeeper,
 )
 
@@ -72,6 +73,7 @@ app.add_typer(spark.app)
 app.add_typer(zookeeper.app, name="zookeeper")
 app.add_typer(reassign.app)
 app.add_typer(transactions.app, name="transactions")
+app.add_typer(ui.app)
 
 
 def _print_version(value: bool) -> None:

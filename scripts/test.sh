@@ -5,7 +5,8 @@ cd "$(dirname "$0")/.."
 
 # System packages the tests drive as independent clients and services (kcat: librdkafka 2.0.2's CLI; zookeeper:
 # the real ZooKeeper server of the ZooKeeper metadata backend's tests, with its Java runtime).
-APT_PACKAGES=(kcat zookeeper zsh fish)  # fish and zsh: the completion scripts are run by their shells in the tests
+# chromium: the headless browser the web console's tests drive (through Playwright, which never downloads one).
+APT_PACKAGES=(kcat zookeeper zsh fish chromium)  # fish and zsh: the completion scripts are run by their shells in the tests
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

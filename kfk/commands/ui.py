@@ -1,0 +1,68 @@
+"""`kfk ui`: the web console (cluster overview with Kafka Manager's statistics, topics, messages, consumer groups,
+preferred-replica election, reassignment) served on localhost, talking to the cluster as a client does.
+
+The listening socket is bound here, before uvicorn starts, so that a port already in use is one line on stderr,
+and the cluster is contacted once first, so that a wrong --bootstrap-server says so at once instead of on every page.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Annotated
+
+import typer
+
+from kfk.commands.client_options import BootstrapServer, CommandConfig, check_reachable, client_config, client_errors
+from kfk.commands.errors import fail
+
+app = typer.Typer()
+
+
+@app.command("ui")
+def ui(
+    bootstrap_server: BootstrapServer = "localhost:9092",
+    command_config: CommandConfig = None,
+    host: Annotated[str, typer.Option("--host", help="Address to serve the console on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to serve the console on (0: any free port).")] = 9021,
+    read_only: Annotated[bool, typer.Option("--read-only", help="Show everything, change nothing.")] = False,
+    refresh_ms: Annotated[int, typer.Option("--refresh-ms", min=250,
+                                            help="How often live figures (lag, throughput) refresh.")] = 2000,
+) -> None:
+    """Serve a web console for the cluster (open the printed address in a browser)."""
+    import uvicorn
+
+    from kfk.ui.app import ConsoleSettings, create_app
+    from kfk.ui.cluster_view import ClusterView
+
+    config = client_config(bootstrap_server, command_config)
+    with client_errors():
+        check_reachable(config)
+    listener = _bind(host, port)
+    view = ClusterView(config)
+    try:
+        server = uvicorn.Server(uvicorn.Config(create_app(view, ConsoleSettings(read_only, refresh_ms)),
+                                               log_level="warning", access_log=False))
+        bound_host, bound_port = listener.getsockname()[:2]
+        typer.echo(f"kfk console on http://{bound_host}:{bound_port}/ for the cluster at {bootstrap_server}"
+                   f"{' (read-only)' if read_only else ''}; Ctrl-C stops it", err=True)
+        server.run(sockets=[listener])
+    finally:
+        view.close()
+        listener.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        fail(f"cannot resolve host {host}")
+    family, kind, proto, _, address = infos[0]
+    listener = socket.socket(family, kind, proto)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+    except OSError as error:
+        listener.close()
+        fail(f"cannot listen on {host}:{port}: {error.strerror or error}")
+    listener.listen(128)
+    return listener

@@ -1,0 +1,332 @@
+"""`kfk ui`'s web application: server-rendered pages over ClusterView, plus small JSON endpoints the pages poll for
+live figures (lag, throughput, reassignment progress).
+
+Why Starlette + Jinja2 and no front-end framework: every page is a table or a form over a handful of Admin calls,
+which server-side templates render in one round trip, readable without JavaScript; the only dynamic parts (numbers
+that change every two seconds, one throughput chart) are a few dozen lines of plain JavaScript in static/. Starlette
+is the small ASGI toolkit FastAPI itself is built on, Jinja2 the template engine most Python web code uses, and
+uvicorn serves both; nothing is fetched from a CDN, so the console works on a closed network.
+
+Handlers are plain (synchronous) functions: Starlette runs them in its thread pool, and each Admin call crosses to the
+client's own event loop thread, so a slow broker never blocks the server's loop. Actions are POST forms answered with
+a redirect (post/redirect/get), their outcome carried in the query string as a notice or an error line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from starlette.applications import Starlette
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from kfk.client.cluster_statistics import describe_cluster_statistics
+from kfk.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
+from kfk.ui.cluster_view import ClusterView, describe_error
+
+__all__ = ["create_app", "ConsoleSettings"]
+
+_HERE = Path(__file__).parent
+_HEADER = re.compile(r"^\s*([^:=]+?)\s*[:=]\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    read_only: bool = False
+    refresh_ms: int = 2000
+
+
+def _redirect(path: str, **params: str) -> RedirectResponse:
+    query = urlencode({key: value for key, value in params.items() if value})
+    return RedirectResponse(f"{path}?{query}" if query else path, status_code=303)
+
+
+def _int(value: str | None, name: str, default: int | None = None) -> int | None:
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise HTTPException(400, f"{name} must be a whole number, not {value!r}") from None
+
+
+def _headers(text: str) -> list[tuple[str, bytes]]:
+    """Headers typed one per line as ``name: value`` (or ``name=value``)."""
+    headers = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        match = _HEADER.match(line)
+        if match is None:
+            raise ValueError(f"a header is 'name: value', not {line!r}")
+        headers.append((match.group(1), match.group(2).encode("utf-8")))
+    return headers
+
+
+def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings()) -> Starlette:
+    """The console's ASGI app over ``view`` (which the caller owns and closes)."""
+    templates = Jinja2Templates(directory=str(_HERE / "templates"))
+    templates.env.globals.update(read_only=settings.read_only, refresh_ms=settings.refresh_ms, quote=quote)
+    templates.env.filters["timestamp"] = _timestamp
+
+    def page(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
+        context.setdefault("notice", request.query_params.get("notice"))
+        context.setdefault("error", request.query_params.get("error"))
+        return templates.TemplateResponse(request, name, context, status_code=status_code)
+
+    async def form_of(request: Request) -> FormData:
+        if settings.read_only:
+            raise HTTPException(403, "this console is read-only (started with --read-only)")
+        return await request.form()
+
+    # --- pages ------------------------------------------------------------------------------------------------
+
+    def overview(request: Request) -> Response:
+        cluster = view.admin.describe_cluster()
+        return page(request, "overview.html", cluster=cluster,
+                    addresses={broker.node_id: broker for broker in cluster.brokers},
+                    statistics=describe_cluster_statistics(view.admin, include_internal=True))
+
+    def topics(request: Request) -> Response:
+        descriptions = view.describe_topics(include_internal=True)
+        return page(request, "topics.html", topics=sorted(descriptions.values(), key=lambda d: d.name))
+
+    def topic(request: Request) -> Response:
+        name = request.path_params["name"]
+        description = view.admin.describe_topics([name])[name]
+        return page(request, "topic.html", topic=description, partitions=view.partition_rows(description),
+                    configs=view.topic_configs(name))
+
+    def messages(request: Request) -> Response:
+        name = request.path_params["name"]
+        params = request.query_params
+        description = view.admin.describe_topics([name])[name]
+        partition = _int(params.get("partition"), "partition", 0)
+        if partition not in {info.partition for info in description.partitions}:
+            raise HTTPException(404, f"topic {name} has no partition {partition}")
+        timestamp = _int(params.get("timestamp"), "timestamp")
+        records, log_start_offset, log_end_offset = view.browse(
+            name, partition, offset=_int(params.get("offset"), "offset"), timestamp_ms=timestamp,
+            limit=_int(params.get("limit"), "limit", 50))
+        return page(request, "messages.html", topic=description, partition=partition, records=records,
+                    log_start_offset=log_start_offset, log_end_offset=log_end_offset,
+                    limit=_int(params.get("limit"), "limit", 50))
+
+    def groups(request: Request) -> Response:
+        listings = sorted(view.admin.list_consumer_groups(), key=lambda listing: listing.group_id)
+        return page(request, "groups.html", groups=listings)
+
+    def group(request: Request) -> Response:
+        group_id = request.path_params["group_id"]
+        description = view.admin.describe_consumer_groups([group_id])[group_id]
+        lag = view.group_lag(group_id)
+        return page(request, "group.html", group=description, lag=lag,
+                    topics=sorted({row.topic for row in lag}))
+
+    def reassignments(request: Request) -> Response:
+        cluster = view.admin.describe_cluster()
+        return page(request, "reassignments.html", brokers=cluster.brokers,
+                    topics=view.admin.list_topics(), in_progress=view.reassignments_in_progress(),
+                    proposal=None, current=None)
+
+    # --- actions ----------------------------------------------------------------------------------------------
+
+    async def create_topic(request: Request) -> Response:
+        form = await form_of(request)
+        name = str(form.get("name", "")).strip()
+        configs = {}
+        for line in str(form.get("configs", "")).splitlines():
+            if line.strip():
+                key, sep, value = line.partition("=")
+                if not sep:
+                    return _redirect("/topics", error=f"a config is key=value, not {line.strip()!r}")
+                configs[key.strip()] = value.strip()
+        try:
+            partitions = _int(str(form.get("partitions", "")), "partitions", -1)
+            replication_factor = _int(str(form.get("replication_factor", "")), "replication factor", -1)
+        except HTTPException as error:
+            return _redirect("/topics", error=error.detail)
+        try:
+            await _run(view.create_topic, name, partitions, replication_factor, configs)
+        except (KafkaError, ValueError) as error:
+            return _redirect("/topics", error=f"cannot create {name!r}: {describe_error(error)}")
+        return _redirect(f"/topics/{quote(name, safe='')}", notice=f"created topic {name}")
+
+    async def delete_topic(request: Request) -> Response:
+        await form_of(request)
+        name = request.path_params["name"]
+        try:
+            await _run(view.delete_topic, name)
+        except KafkaError as error:
+            return _redirect(f"/topics/{quote(name, safe='')}", error=f"cannot delete: {describe_error(error)}")
+        return _redirect("/topics", notice=f"deleted topic {name}")
+
+    async def produce(request: Request) -> Response:
+        form = await form_of(request)
+        name = request.path_params["name"]
+        back = f"/topics/{quote(name, safe='')}/messages"
+        partition_text = str(form.get("partition", "")).strip()
+        try:
+            partition = int(partition_text) if partition_text else None
+            headers = _headers(str(form.get("headers", "")))
+        except ValueError as error:
+            return _redirect(back, error=str(error))
+        key_text = str(form.get("key", ""))
+        value_text = str(form.get("value", ""))
+        try:
+            written_partition, offset = await _run(
+                view.produce, name, value_text.encode("utf-8"), key_text.encode("utf-8") if key_text else None,
+                headers, partition)
+        except KafkaError as error:
+            return _redirect(back, error=f"produce failed: {describe_error(error)}")
+        return _redirect(back, partition=str(written_partition), offset=str(offset),
+                         notice=f"produced to partition {written_partition} at offset {offset}")
+
+    async def reset_offsets(request: Request) -> Response:
+        form = await form_of(request)
+        group_id = request.path_params["group_id"]
+        back = f"/groups/{quote(group_id, safe='')}"
+        topic_name = str(form.get("topic", ""))
+        to = str(form.get("to", "")).strip()
+        try:
+            targets = await _run(view.reset_group_offsets, group_id, topic_name, to)
+        except (KafkaError, ValueError) as error:
+            return _redirect(back, error=f"cannot reset offsets: {describe_error(error)}")
+        return _redirect(back, notice=f"reset {len(targets)} partition(s) of {topic_name} to {to}")
+
+    async def elect(request: Request) -> Response:
+        form = await form_of(request)
+        topic_name = str(form.get("topic", "")).strip() or None
+        back = str(form.get("back", "/")) or "/"
+        if not back.startswith("/"):
+            back = "/"
+        try:
+            elected, errors = await _run(view.elect_preferred_leaders, topic_name)
+        except KafkaError as error:
+            return _redirect(back, error=f"election failed: {describe_error(error)}")
+        if errors:
+            return _redirect(back, error="; ".join(errors))
+        return _redirect(back, notice=f"preferred replica election: {elected} partition(s) changed leader")
+
+    async def generate(request: Request) -> Response:
+        form = await form_of(request)
+        chosen_topics = [str(value) for value in form.getlist("topics")]
+        try:
+            broker_ids = [int(value) for value in form.getlist("brokers")]
+            if not chosen_topics or not broker_ids:
+                raise ValueError("choose at least one topic and one broker")
+            current = await _run(view.current_assignment, chosen_topics)
+            proposal = await _run(view.propose_reassignment, chosen_topics, broker_ids)
+        except (KafkaError, ValueError) as error:
+            return _redirect("/reassignments", error=f"cannot generate: {describe_error(error)}")
+        cluster = await _run(view.admin.describe_cluster)
+        return page(request, "reassignments.html", brokers=cluster.brokers, topics=view.admin.list_topics(),
+                    in_progress=view.reassignments_in_progress(), current=_plan_json(current),
+                    proposal=_plan_json(proposal))
+
+    async def execute(request: Request) -> Response:
+        form = await form_of(request)
+        try:
+            plan = json.loads(str(form.get("plan", "")))
+            proposal = {entry["topic"]: {} for entry in plan["partitions"]}
+            for entry in plan["partitions"]:
+                proposal[entry["topic"]][int(entry["partition"])] = [int(b) for b in entry["replicas"]]
+        except (ValueError, KeyError, TypeError) as error:
+            return _redirect("/reassignments", error=f"the plan is not a reassignment JSON: {error}")
+        try:
+            errors = await _run(view.start_reassignment, proposal)
+        except KafkaError as error:
+            return _redirect("/reassignments", error=f"cannot start: {describe_error(error)}")
+        if errors:
+            return _redirect("/reassignments", error="; ".join(errors))
+        count = sum(len(partitions) for partitions in proposal.values())
+        return _redirect("/reassignments", notice=f"reassignment of {count} partition(s) started")
+
+    # --- JSON for the live parts --------------------------------------------------------------------------------
+
+    def api_throughput(request: Request) -> Response:
+        sample = view.throughput_sample()
+        return JSONResponse({"time_ms": sample.time_ms, "total_offsets": sample.total_offsets,
+                             "per_topic": sample.per_topic})
+
+    def api_group_lag(request: Request) -> Response:
+        group_id = request.path_params["group_id"]
+        rows = view.group_lag(group_id)
+        return JSONResponse({"group_id": group_id, "total_lag": sum(row.lag or 0 for row in rows),
+                             "partitions": [{"topic": row.topic, "partition": row.partition,
+                                             "committed_offset": row.committed_offset,
+                                             "log_end_offset": row.log_end_offset, "lag": row.lag,
+                                             "member": row.member} for row in rows]})
+
+    def api_reassignments(request: Request) -> Response:
+        return JSONResponse({"in_progress": [
+            {"topic": tp.topic, "partition": tp.partition, "replicas": replicas, "adding": adding,
+             "removing": removing} for tp, replicas, adding, removing in view.reassignments_in_progress()]})
+
+    async def on_error(request: Request, error: Exception) -> Response:
+        if isinstance(error, HTTPException):
+            status, message = error.status_code, str(error.detail)
+        elif isinstance(error, (UnknownTopicOrPartitionError, GroupIdNotFoundError)):
+            status, message = 404, describe_error(error)
+        elif isinstance(error, KafkaError):
+            status, message = 503 if error.retriable else 400, describe_error(error)
+        else:
+            raise error
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": message}, status_code=status)
+        return page(request, "error.html", status_code=status, message=message, error=None)
+
+    routes = [
+        Route("/", overview),
+        Route("/topics", topics),
+        Route("/topics", create_topic, methods=["POST"]),
+        Route("/topics/{name}", topic),
+        Route("/topics/{name}/delete", delete_topic, methods=["POST"]),
+        Route("/topics/{name}/messages", messages),
+        Route("/topics/{name}/messages", produce, methods=["POST"]),
+        Route("/groups", groups),
+        Route("/groups/{group_id}", group),
+        Route("/groups/{group_id}/reset", reset_offsets, methods=["POST"]),
+        Route("/election", elect, methods=["POST"]),
+        Route("/reassignments", reassignments),
+        Route("/reassignments/generate", generate, methods=["POST"]),
+        Route("/reassignments/execute", execute, methods=["POST"]),
+        Route("/api/throughput", api_throughput),
+        Route("/api/groups/{group_id}/lag", api_group_lag),
+        Route("/api/reassignments", api_reassignments),
+        Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
+    ]
+    return Starlette(routes=routes, exception_handlers={HTTPException: on_error, KafkaError: on_error})
+
+
+async def _run(function: Any, *args: Any) -> Any:
+    """Run a blocking ClusterView call off the server's event loop."""
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(function, *args)
+
+
+def _timestamp(milliseconds: int) -> str:
+    """A record timestamp as UTC ISO 8601 with milliseconds (negative: the record has none)."""
+    if milliseconds < 0:
+        return "none"
+    moment = datetime.fromtimestamp(milliseconds / 1000, timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _plan_json(plan: dict[str, dict[int, list[int]]]) -> str:
+    """kafka-reassign-partitions' JSON (version 1, one entry per partition)."""
+    return json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": partition, "replicas": replicas}
+        for topic, partitions in sorted(plan.items()) for partition, replicas in sorted(partitions.items())]})

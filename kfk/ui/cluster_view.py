@@ -1,0 +1,297 @@
+"""What the console shows and does, as plain data, through kfk's client library only (Admin, Producer, Consumer):
+so the console works against any Kafka cluster, and the pages are templates over these values.
+
+One ClusterView per console process holds one Admin (its calls are thread-safe: each runs on the client's own
+event loop thread) and, once a message is produced from the page, one Producer. Browsing messages uses a short-lived
+Consumer without a group per request: reading a partition from an offset must not leave a group behind or move
+anyone's committed offsets, as Kafka UIs promise.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kfk.client import Admin, Consumer, Producer
+from kfk.client.config import ADMIN_CONFIG_DEF, CONSUMER_CONFIG_DEF, PRODUCER_CONFIG_DEF
+from kfk.client.structs import (
+    ConfigResource,
+    ElectionType,
+    NewPartitionReassignment,
+    NewTopic,
+    TopicDescription,
+)
+from kfk.common.config_types import ConfigResourceType
+from kfk.common.constants import NO_NODE
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
+from kfk.errors import ElectionNotNeededError, KafkaError
+from kfk.ui.rendering import RenderedBytes, render_bytes
+
+__all__ = ["ClusterView", "PartitionRow", "BrowsedRecord", "GroupPartitionLag", "ThroughputSample", "describe_error"]
+
+# Kafka's consoles page messages; a page larger than this is refused rather than pulling a topic into memory.
+MAX_PAGE_SIZE = 500
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    log_start_offset: int
+    log_end_offset: int
+
+    @property
+    def preferred_leader(self) -> int:
+        return self.replicas[0] if self.replicas else NO_NODE
+
+    @property
+    def leader_is_preferred(self) -> bool:
+        return self.leader != NO_NODE and self.leader == self.preferred_leader
+
+    @property
+    def offline(self) -> bool:
+        return self.leader == NO_NODE
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+
+@dataclass(frozen=True)
+class BrowsedRecord:
+    partition: int
+    offset: int
+    timestamp: int
+    key: RenderedBytes
+    value: RenderedBytes
+    headers: list[tuple[str, RenderedBytes]]
+
+
+@dataclass(frozen=True)
+class GroupPartitionLag:
+    topic: str
+    partition: int
+    committed_offset: int | None
+    log_end_offset: int
+    member: str | None
+
+    @property
+    def lag(self) -> int | None:
+        return None if self.committed_offset is None else max(0, self.log_end_offset - self.committed_offset)
+
+
+@dataclass
+class ThroughputSample:
+    """Sum of every partition's log end offset at a time: two samples give records/s without any broker metric."""
+
+    time_ms: int
+    total_offsets: int
+    per_topic: dict[str, int] = field(default_factory=dict)
+
+
+def _subset(config: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    known = set(keys)
+    return {key: value for key, value in config.items() if key in known}
+
+
+class ClusterView:
+    """The console's window on one cluster. ``client_config`` holds Kafka client properties (bootstrap.servers,
+    and whatever --command-config gives); each client takes the keys it knows."""
+
+    def __init__(self, client_config: Mapping[str, Any]) -> None:
+        self._config = dict(client_config)
+        self.admin = Admin(_subset(self._config, ADMIN_CONFIG_DEF.keys))
+        self._producer: Producer | None = None
+        self._producer_lock = threading.Lock()
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.close(5)
+        self.admin.close()
+
+    # --- cluster and topics -----------------------------------------------------------------------------------
+
+    def describe_topics(self, include_internal: bool = True) -> dict[str, TopicDescription]:
+        return self.admin.describe_topics(None, include_internal=include_internal)
+
+    def partition_rows(self, description: TopicDescription) -> list[PartitionRow]:
+        partitions = [TopicPartition(description.name, info.partition) for info in description.partitions]
+        starts = self.admin.beginning_offsets(partitions) if partitions else {}
+        ends = self.admin.end_offsets(partitions) if partitions else {}
+        return [PartitionRow(info.partition, info.leader, tuple(info.replicas), tuple(info.in_sync_replicas),
+                             starts.get(TopicPartition(description.name, info.partition), 0),
+                             ends.get(TopicPartition(description.name, info.partition), 0))
+                for info in sorted(description.partitions, key=lambda info: info.partition)]
+
+    def topic_configs(self, topic: str) -> list[tuple[str, str | None, str, bool]]:
+        """(name, value, source, is_default) of every config of the topic, overrides first."""
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+        entries = self.admin.describe_configs([resource])[resource]
+        rows = [(entry.name, None if entry.is_sensitive else entry.value, entry.source.name, entry.is_default)
+                for entry in entries.values()]
+        return sorted(rows, key=lambda row: (row[3], row[0]))
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: Mapping[str, str]) -> None:
+        error = self.admin.create_topics([NewTopic(name, partitions, replication_factor, dict(configs))])[name]
+        if error is not None:
+            raise error
+
+    def delete_topic(self, name: str) -> None:
+        error = self.admin.delete_topics([name])[name]
+        if error is not None:
+            raise error
+
+    def elect_preferred_leaders(self, topic: str | None = None) -> tuple[int, list[str]]:
+        """Run a preferred-replica election (of one topic's partitions, or of every partition); returns how many
+        partitions changed leader and the errors other than 'already the preferred leader'."""
+        partitions = None
+        if topic is not None:
+            description = self.admin.describe_topics([topic])[topic]
+            partitions = [TopicPartition(topic, info.partition) for info in description.partitions]
+        outcome = self.admin.elect_leaders(ElectionType.PREFERRED, partitions)
+        elected = sum(1 for error in outcome.values() if error is None)
+        errors = [f"{tp.topic}-{tp.partition}: {error}" for tp, error in sorted(outcome.items())
+                  if error is not None and not isinstance(error, ElectionNotNeededError)]
+        return elected, errors
+
+    def throughput_sample(self) -> ThroughputSample:
+        descriptions = self.describe_topics(include_internal=False)
+        partitions = [TopicPartition(name, info.partition) for name, description in descriptions.items()
+                      for info in description.partitions]
+        ends = self.admin.end_offsets(partitions) if partitions else {}
+        per_topic: dict[str, int] = {}
+        for tp, offset in ends.items():
+            per_topic[tp.topic] = per_topic.get(tp.topic, 0) + offset
+        return ThroughputSample(int(time.time() * 1000), sum(per_topic.values()), per_topic)
+
+    # --- messages ---------------------------------------------------------------------------------------------
+
+    def browse(self, topic: str, partition: int, *, offset: int | None = None, timestamp_ms: int | None = None,
+               limit: int = 50, timeout_s: float = 5.0) -> tuple[list[BrowsedRecord], int, int]:
+        """Up to ``limit`` records of one partition from ``offset`` (or the first at or after ``timestamp_ms``; by
+        default the last ``limit`` records); returns them with the partition's log start and end offsets."""
+        limit = max(1, min(limit, MAX_PAGE_SIZE))
+        tp = TopicPartition(topic, partition)
+        start = self.admin.beginning_offsets([tp])[tp]
+        end = self.admin.end_offsets([tp])[tp]
+        if timestamp_ms is not None:
+            found = self.admin.list_offsets({tp: timestamp_ms})[tp]
+            offset = end if found is None or found.offset < 0 else found.offset
+        elif offset is None:
+            offset = max(start, end - limit)
+        offset = max(start, min(offset, end))
+        if offset >= end:
+            return [], start, end
+        consumer_config = _subset(self._config, CONSUMER_CONFIG_DEF.keys)
+        consumer_config.update({"enable.auto.commit": False, "isolation.level": "read_uncommitted"})
+        consumer_config.pop("group.id", None)
+        records: list[BrowsedRecord] = []
+        consumer = Consumer(consumer_config)
+        try:
+            consumer.assign([tp])
+            consumer.seek(tp, offset)
+            deadline = time.monotonic() + timeout_s
+            wanted_end = min(end, offset + limit)
+            while len(records) < limit and time.monotonic() < deadline:
+                batch = consumer.poll(0.5, max_records=limit - len(records))
+                for record in batch:
+                    records.append(BrowsedRecord(
+                        record.partition, record.offset, record.timestamp, render_bytes(record.key),
+                        render_bytes(record.value), [(name, render_bytes(value)) for name, value in record.headers]))
+                if records and records[-1].offset + 1 >= wanted_end:
+                    break
+                if consumer.position(tp) >= wanted_end:
+                    break
+        finally:
+            consumer.close(timeout=1.0)
+        return records, start, end
+
+    def produce(self, topic: str, value: bytes | None, key: bytes | None = None,
+                headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> tuple[int, int]:
+        """Send one record and wait for it; returns (partition, offset)."""
+        with self._producer_lock:
+            if self._producer is None:
+                producer_config = _subset(self._config, PRODUCER_CONFIG_DEF.keys)
+                producer_config.setdefault("acks", "all")
+                self._producer = Producer(producer_config)
+            producer = self._producer
+        metadata = producer.send(topic, value, key, partition=partition, headers=headers or None).result(30)
+        return metadata.partition, metadata.offset
+
+    # --- consumer groups --------------------------------------------------------------------------------------
+
+    def group_lag(self, group_id: str) -> list[GroupPartitionLag]:
+        """Committed offset, log end offset and owner of every partition the group has an offset for or is
+        assigned (lag is None where nothing is committed yet)."""
+        description = self.admin.describe_consumer_groups([group_id])[group_id]
+        owners = {tp: member.client_id or member.member_id for member in description.members
+                  for tp in member.assignment}
+        committed = self.admin.list_consumer_group_offsets(group_id)
+        partitions = sorted(set(committed) | set(owners))
+        ends = self.admin.end_offsets(partitions) if partitions else {}
+        return [GroupPartitionLag(tp.topic, tp.partition,
+                                  committed[tp].offset if tp in committed else None,
+                                  ends.get(tp, 0), owners.get(tp)) for tp in partitions]
+
+    def reset_group_offsets(self, group_id: str, topic: str, to: str) -> dict[TopicPartition, int]:
+        """Kafka's --reset-offsets --to-earliest / --to-latest / --to-offset N for one topic of an inactive group."""
+        description = self.admin.describe_topics([topic])[topic]
+        partitions = [TopicPartition(topic, info.partition) for info in description.partitions]
+        if to == "earliest":
+            targets = self.admin.beginning_offsets(partitions)
+        elif to == "latest":
+            targets = self.admin.end_offsets(partitions)
+        else:
+            try:
+                wanted = int(to)
+            except ValueError:
+                raise ValueError(f"reset to 'earliest', 'latest' or an offset, not {to!r}") from None
+            starts = self.admin.beginning_offsets(partitions)
+            ends = self.admin.end_offsets(partitions)
+            targets = {tp: max(starts[tp], min(wanted, ends[tp])) for tp in partitions}
+        outcome = self.admin.alter_consumer_group_offsets(
+            group_id, {tp: OffsetAndMetadata(offset) for tp, offset in targets.items()})
+        for error in outcome.values():
+            if error is not None:
+                raise error
+        return targets
+
+    # --- reassignment -----------------------------------------------------------------------------------------
+
+    def current_assignment(self, topics: Iterable[str]) -> dict[str, dict[int, list[int]]]:
+        descriptions = self.admin.describe_topics(list(topics))
+        return {name: {info.partition: list(info.replicas) for info in description.partitions}
+                for name, description in descriptions.items()}
+
+    def propose_reassignment(self, topics: Iterable[str], broker_ids: Iterable[int]) -> dict[str, dict[int, list[int]]]:
+        """kafka-reassign-partitions --generate: the topics' partitions placed on ``broker_ids`` by Kafka's
+        placement algorithm (the one topic creation uses)."""
+        from kfk.controller.reassignment import propose_assignment
+
+        return propose_assignment(self.current_assignment(topics), sorted(set(broker_ids)))
+
+    def start_reassignment(self, proposal: Mapping[str, Mapping[int, list[int]]]) -> list[str]:
+        """Start the moves; returns the per-partition errors (empty when all were accepted)."""
+        outcome = self.admin.alter_partition_reassignments(
+            {TopicPartition(topic, int(partition)): NewPartitionReassignment([int(b) for b in replicas])
+             for topic, partitions in proposal.items() for partition, replicas in partitions.items()})
+        return [f"{tp.topic}-{tp.partition}: {error}" for tp, error in sorted(outcome.items()) if error is not None]
+
+    def reassignments_in_progress(self) -> list[tuple[TopicPartition, list[int], list[int], list[int]]]:
+        found = self.admin.list_partition_reassignments()
+        return [(tp, list(state.replicas), list(state.adding_replicas), list(state.removing_replicas))
+                for tp, state in sorted(found.items())]
+
+
+def describe_error(error: BaseException) -> str:
+    """One line for the page: Kafka's error name and message for client errors, the message otherwise."""
+    if isinstance(error, KafkaError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+

@@ -1,0 +1,103 @@
+// kfk console: the live parts of the pages. Everything else is server-rendered and works without this file.
+"use strict";
+
+const refreshMs = Number(document.body.dataset.refreshMs || 2000);
+
+async function getJson(url) {
+  const response = await fetch(url, { headers: { Accept: "application/json" } });
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return response.json();
+}
+
+function cell(text, numeric) {
+  const td = document.createElement("td");
+  if (numeric) td.className = "num";
+  td.textContent = text === null || text === undefined ? "-" : String(text);
+  return td;
+}
+
+function replaceRows(tbody, rows) {
+  tbody.replaceChildren(...rows.map((cells) => {
+    const tr = document.createElement("tr");
+    tr.append(...cells);
+    return tr;
+  }));
+}
+
+function every(task) {
+  const run = () => task().catch((error) => console.warn(error.message)).finally(() => setTimeout(run, refreshMs));
+  run();
+}
+
+// Overview: records/s from the change of the sum of log end offsets between two samples, drawn as a line.
+function throughputChart(svg) {
+  const samples = [];
+  const figure = document.getElementById("throughput");
+  every(async () => {
+    const sample = await getJson(svg.dataset.source);
+    samples.push(sample);
+    if (samples.length > 61) samples.shift();
+    const rates = [];
+    for (let i = 1; i < samples.length; i++) {
+      const seconds = (samples[i].time_ms - samples[i - 1].time_ms) / 1000;
+      rates.push(seconds > 0 ? Math.max(0, samples[i].total_offsets - samples[i - 1].total_offsets) / seconds : 0);
+    }
+    if (!rates.length) return;
+    figure.textContent = Math.round(rates[rates.length - 1]).toLocaleString();
+    const top = Math.max(1, ...rates);
+    const step = 600 / 60;
+    const points = rates.map((rate, i) => `${(600 - (rates.length - 1 - i) * step).toFixed(1)},${(118 - (rate / top) * 110).toFixed(1)}`);
+    let line = svg.querySelector("polyline");
+    if (!line) {
+      line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+      svg.append(line);
+    }
+    line.setAttribute("points", points.join(" "));
+    document.getElementById("throughput-peak").textContent = `peak ${Math.round(top).toLocaleString()} records/s`;
+  });
+}
+
+// Consumer group: lag per partition and the total, live.
+function groupLag(total) {
+  const tbody = document.getElementById("lag-rows");
+  every(async () => {
+    const lag = await getJson(total.dataset.source);
+    total.textContent = lag.total_lag;
+    replaceRows(tbody, lag.partitions.map((row) => [
+      cell(row.topic), cell(row.partition, true), cell(row.committed_offset, true), cell(row.log_end_offset, true),
+      cell(row.lag, true), cell(row.member || ""),
+    ]));
+  });
+}
+
+// Reassignments in progress, live.
+function reassignments(table) {
+  const tbody = document.getElementById("in-progress-rows");
+  every(async () => {
+    const data = await getJson(table.dataset.source);
+    if (!data.in_progress.length) {
+      const td = cell("No reassignment in progress.");
+      td.colSpan = 5;
+      replaceRows(tbody, [[td]]);
+      return;
+    }
+    replaceRows(tbody, data.in_progress.map((row) => [
+      cell(row.topic), cell(row.partition, true), cell(row.replicas.join(",")), cell(row.adding.join(",")),
+      cell(row.removing.join(",")),
+    ]));
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const chart = document.getElementById("throughput-chart");
+  if (chart) throughputChart(chart);
+  const total = document.getElementById("total-lag");
+  if (total) groupLag(total);
+  const table = document.getElementById("in-progress");
+  if (table) reassignments(table);
+  for (const form of document.querySelectorAll("form[data-confirm]")) {
+    form.addEventListener("submit", (event) => {
+      if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+    });
+  }
+});
