@@ -32,22 +32,13 @@ from kfk.common.clock import Clock
 from kfk.common.constants import INT32_MAX
 from kfk.errors import ErrorCode
 
-__all__ = ["FINAL_EPOCH", "INITIAL_EPOCH", "EVICTION_MS", "CachedPartition", "FetchSession", "FetchSessionCache",
-           "PartitionKey", "next_epoch"]
+__all__ = ["EVICTION_MS", "CachedPartition", "FetchSession", "FetchSessionCache", "PartitionKey"]
 
-#: Epoch -1 ends a session (or fetches without one); 0 asks for a new one; anything else is incremental.
-FINAL_EPOCH = -1
-INITIAL_EPOCH = 0
 #: How long a session must be idle before a new one may take its slot (Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS).
 EVICTION_MS = 120_000
 
 #: A partition of a session: (topic id, partition) for sessions created by Fetch v13+, else (topic name, partition).
 PartitionKey = tuple[uuid.UUID | str, int]
-
-
-def next_epoch(epoch: int) -> int:
-    """The epoch after ``epoch``: 1, 2, ... INT32_MAX, then 1 again (0 and -1 have their own meanings)."""
-    return 1 if epoch >= INT32_MAX else epoch + 1
 
 
 @dataclass(slots=True)

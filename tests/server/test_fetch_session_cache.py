@@ -9,7 +9,8 @@ from random import Random
 from kfk.common.clock import ManualClock
 from kfk.common.constants import INT32_MAX
 from kfk.errors import ErrorCode
-from kfk.server.fetch_session import EVICTION_MS, CachedPartition, FetchSessionCache, next_epoch
+from kfk.protocol.fetch_session import next_epoch
+from kfk.server.fetch_session import EVICTION_MS, CachedPartition, FetchSessionCache
 
 
 def partitions(count: int) -> OrderedDict:

@@ -21,21 +21,14 @@ from collections import OrderedDict
 
 from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
+from kfk.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.records import complete_entries_length, down_convert
 from kfk.replication.fetch_params import READ_COMMITTED, FetchParams, FetchPartitionRequest, LogReadResult
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.server.fetch_session import (
-    FINAL_EPOCH,
-    INITIAL_EPOCH,
-    CachedPartition,
-    FetchSession,
-    FetchSessionCache,
-    PartitionKey,
-    next_epoch,
-)
+from kfk.server.fetch_session import CachedPartition, FetchSession, FetchSessionCache, PartitionKey
 
 #: The version from which fetch responses carry magic-2 batches; below it they are down-converted.
 FIRST_MAGIC_V2_VERSION = 4
