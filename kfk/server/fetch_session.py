@@ -18,7 +18,8 @@ follower's session (privileged) may also displace any consumer's. Otherwise the 
 (session id 0), which every client accepts. Partitions that returned records move to the end of the session's order,
 so that a response size limit does not starve the partitions listed last.
 
-This module is pure state: time comes from a Clock, and the fetch handler does all reading.
+This module is pure state: time comes from a Clock, and the fetch handler does all reading (through the read
+requests each cached partition keeps, rebuilt only when the fetcher changes its state).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from random import Random
 
 from kfk.common.clock import Clock
 from kfk.common.constants import INT32_MAX
+from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode
+from kfk.replication.fetch_params import FetchPartitionRequest
 
 __all__ = ["EVICTION_MS", "CachedPartition", "FetchSession", "FetchSessionCache", "PartitionKey"]
 
@@ -57,6 +60,8 @@ class CachedPartition:
     sent_high_watermark: int = -1
     sent_last_stable_offset: int = -1
     sent_log_start_offset: int = -1
+    # The replica manager's read request, built once per change of the fetcher's state (most fetches change none).
+    _read_request: FetchPartitionRequest | None = None
 
     def update_request(self, fetch_offset: int, partition_max_bytes: int, current_leader_epoch: int,
                        last_fetched_epoch: int, log_start_offset: int) -> None:
@@ -65,13 +70,32 @@ class CachedPartition:
         self.current_leader_epoch = current_leader_epoch
         self.last_fetched_epoch = last_fetched_epoch
         self.log_start_offset = log_start_offset
+        self._read_request = None
+
+    def resolve_topic(self, name: str) -> None:
+        """The topic's name for a session keyed by topic id (known only from the broker's metadata)."""
+        if name != self.topic:
+            self.topic = name
+            self._read_request = None
+
+    def read_request(self) -> FetchPartitionRequest:
+        if self._read_request is None:
+            self._read_request = FetchPartitionRequest(
+                TopicPartition(self.topic, self.partition), fetch_offset=self.fetch_offset,
+                partition_max_bytes=self.partition_max_bytes, current_leader_epoch=self.current_leader_epoch,
+                last_fetched_epoch=self.last_fetched_epoch, log_start_offset=self.log_start_offset)
+        return self._read_request
+
+    def unchanged(self, high_watermark: int, last_stable_offset: int, log_start_offset: int) -> bool:
+        """Whether these offsets are what the fetcher was last told."""
+        return (high_watermark == self.sent_high_watermark and last_stable_offset == self.sent_last_stable_offset
+                and log_start_offset == self.sent_log_start_offset)
 
     def must_respond(self, error: ErrorCode, record_bytes: int, high_watermark: int, last_stable_offset: int,
                      log_start_offset: int) -> bool:
         """Whether an incremental response includes this partition; remembers what it sends."""
-        changed = (error != ErrorCode.NONE or record_bytes > 0 or high_watermark != self.sent_high_watermark
-                   or last_stable_offset != self.sent_last_stable_offset
-                   or log_start_offset != self.sent_log_start_offset)
+        changed = (error != ErrorCode.NONE or record_bytes > 0
+                   or not self.unchanged(high_watermark, last_stable_offset, log_start_offset))
         if error == ErrorCode.NONE:
             self.sent_high_watermark = high_watermark
             self.sent_last_stable_offset = last_stable_offset

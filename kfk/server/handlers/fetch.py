@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 
-from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
 from kfk.protocol.messages import ApiKey
@@ -87,11 +86,8 @@ class FetchHandler:
                 topic = topics_by_id.get(cached.topic_id)
                 if topic is None:
                     continue  # answered UNKNOWN_TOPIC_ID below
-                cached.topic = topic.name
-            requests[key] = FetchPartitionRequest(
-                TopicPartition(cached.topic, cached.partition), fetch_offset=cached.fetch_offset,
-                partition_max_bytes=cached.partition_max_bytes, current_leader_epoch=cached.current_leader_epoch,
-                last_fetched_epoch=cached.last_fetched_epoch, log_start_offset=cached.log_start_offset)
+                cached.resolve_topic(topic.name)
+            requests[key] = cached.read_request()
         params = FetchParams(
             replica_id=replica_id,
             max_wait_ms=request.max_wait_ms,
@@ -106,10 +102,14 @@ class FetchHandler:
         returned_records: list[PartitionKey] = []
         incremental = session is not None
         for key, cached in list(wanted.items()):
-            if key in requests:
-                data = await _partition_data(replica_manager, version, params, requests[key], results[key])
-            else:
+            result = results.get(key)
+            if result is None:
                 data = _error_data(cached.partition, LogReadResult(ErrorCode.UNKNOWN_TOPIC_ID))
+            elif incremental and result.error == ErrorCode.NONE and not result.size and cached.unchanged(
+                    result.high_watermark, result.last_stable_offset, result.log_start_offset):
+                continue  # nothing new: an incremental response leaves the partition out (the common case)
+            else:
+                data = await _partition_data(replica_manager, version, params, requests[key], result)
             must_respond = cached.must_respond(data.error_code, len(data.records), data.high_watermark,
                                                data.last_stable_offset, data.log_start_offset)
             if must_respond or not incremental:
