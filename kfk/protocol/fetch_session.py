@@ -11,6 +11,8 @@ which tells the broker to drop it. Epochs wrap from INT32_MAX to 1.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kfk.common.constants import INT32_MAX
@@ -50,15 +52,24 @@ class SessionFetch:
 
 
 class FetchSessionBuilder:
-    """One fetcher's session with one broker (topics by name: Fetch v7-v12)."""
+    """One fetcher's session with one broker. Partitions are keyed by topic name; with ``topic_ids`` (Fetch v13+)
+    the request names topics by id instead. A session is opened with one of the two and kept with it: a change
+    (the broker upgraded, a topic id learned) starts a new session."""
 
     def __init__(self) -> None:
         self.session_id = 0
         self.epoch = INITIAL_EPOCH
         self._sent: dict[PartitionKey, tuple[int, int, int, int, int]] = {}
+        self._uses_topic_ids = False
+        self._topic_ids: dict[str, uuid.UUID] = {}  # of the topics the session holds (forgetting names the id)
 
-    def build(self, wanted: dict[PartitionKey, FetchRequest.FetchPartition]) -> SessionFetch:
+    def build(self, wanted: dict[PartitionKey, FetchRequest.FetchPartition],
+              topic_ids: Mapping[str, uuid.UUID] | None = None) -> SessionFetch:
         """The request for ``wanted`` (every partition to fetch now, with its fetch state)."""
+        if (topic_ids is not None) != self._uses_topic_ids or (topic_ids is not None and any(
+                topic_ids[topic] != known for topic, known in self._topic_ids.items() if topic in topic_ids)):
+            self.reset()  # names <-> ids, or a topic recreated under a new id: a new session
+            self._uses_topic_ids = topic_ids is not None
         if self.epoch == INITIAL_EPOCH:
             to_send = dict(wanted)
             forgotten: list[PartitionKey] = []
@@ -67,16 +78,26 @@ class FetchSessionBuilder:
                        if self._sent.get(key) != _fetch_state(partition)}
             forgotten = [key for key in self._sent if key not in wanted]
         self._sent = {key: _fetch_state(partition) for key, partition in wanted.items()}
+        forgotten_ids = self._topic_ids
+        if topic_ids is not None:
+            self._topic_ids = {topic: topic_ids[topic] for topic, _ in wanted}
         topics: dict[str, list[FetchRequest.FetchPartition]] = {}
         for (topic, _), partition in to_send.items():
             topics.setdefault(topic, []).append(partition)
         forgotten_by_topic: dict[str, list[int]] = {}
         for topic, index in forgotten:
             forgotten_by_topic.setdefault(topic, []).append(index)
+        if topic_ids is None:
+            return SessionFetch(
+                self.session_id, self.epoch,
+                [FetchRequest.FetchTopic(topic=topic, partitions=partitions) for topic, partitions in topics.items()],
+                [FetchRequest.ForgottenTopic(topic=topic, partitions=indexes)
+                 for topic, indexes in forgotten_by_topic.items()])
         return SessionFetch(
             self.session_id, self.epoch,
-            [FetchRequest.FetchTopic(topic=topic, partitions=partitions) for topic, partitions in topics.items()],
-            [FetchRequest.ForgottenTopic(topic=topic, partitions=indexes)
+            [FetchRequest.FetchTopic(topic_id=topic_ids[topic], partitions=partitions)
+             for topic, partitions in topics.items()],
+            [FetchRequest.ForgottenTopic(topic_id=forgotten_ids[topic], partitions=indexes)
              for topic, indexes in forgotten_by_topic.items()])
 
     def handle_response(self, response: FetchResponse) -> bool:
@@ -96,3 +117,4 @@ class FetchSessionBuilder:
         """After an error or a lost request: the next request is full (and drops the old session on the broker)."""
         self.epoch = INITIAL_EPOCH
         self._sent = {}
+        self._topic_ids = {}
