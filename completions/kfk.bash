@@ -37,13 +37,14 @@ _kfk() {
                 "kfk transactions describe-producers") path="kfk transactions describe-producers" ;;
                 "kfk transactions find-hanging") path="kfk transactions find-hanging" ;;
                 "kfk transactions list") path="kfk transactions list" ;;
+                "kfk ui") path="kfk ui" ;;
                 "kfk zookeeper") path="kfk zookeeper" ;;
                 "kfk zookeeper start") path="kfk zookeeper start" ;;
             esac
         fi
     done
     case "$path" in
-        "kfk") words="configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics transactions zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic"; files="--command-config" ;;
         "kfk console-consume") words="--bootstrap-server --consumer-config --consumer-property --consumer.config --debug --formatter --from-beginning --group --help --include --isolation-level --key-deserializer --max-messages --offset --partition --property --skip-message-on-error --timeout-ms --topic --value-deserializer"; files="--consumer-config --consumer.config" ;;
         "kfk console-produce") words="--bootstrap-server --compression-codec --debug --help --producer-config --producer-property --producer.config --property --request-required-acks --sync --topic"; files="--producer-config --producer.config" ;;
@@ -73,6 +74,7 @@ _kfk() {
         "kfk transactions describe-producers") words="--bootstrap-server --broker-id --command-config --debug --help --json --partition --topic"; files="--command-config" ;;
         "kfk transactions find-hanging") words="--bootstrap-server --broker-id --command-config --debug --help --json --max-transaction-timeout --partition --topic"; files="--command-config" ;;
         "kfk transactions list") words="--bootstrap-server --command-config --debug --help --json"; files="--command-config" ;;
+        "kfk ui") words="--bootstrap-server --command-config --help --host --port --read-only --refresh-ms"; files="--command-config" ;;
         "kfk zookeeper") words="start --help"; files="" ;;
         "kfk zookeeper start") words="--data-dir --help --host --port --tick-time"; files="" ;;
     esac

@@ -62,6 +62,8 @@ function __kfk_path
                 set path kfk transactions find-hanging
             case 'kfk transactions list'
                 set path kfk transactions list
+            case 'kfk ui'
+                set path kfk ui
             case 'kfk zookeeper'
                 set path kfk zookeeper
             case 'kfk zookeeper start'
@@ -84,6 +86,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk'" -a spark-export -d 'Export topics
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a storage -d 'Format log directories.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a topics -d 'Create, list, describe, change and delete topics (kafka-topics.sh): `kfk topics describe --topic t` or, as Kafka spells it, `kfk topics --describe --topic t`.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a transactions -d 'List, describe and repair transactions (kafka-transactions.sh).'
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a ui -d 'Serve a web console for the cluster (open the printed address in a browser).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a zookeeper -d 'Run a ZooKeeper server for kfk\'s ZooKeeper metadata backend.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -l version -d 'Print the kfk version and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -l install-completion -d 'Install completion for the current shell.'
@@ -395,6 +398,13 @@ complete -c kfk -n "test (__kfk_path) = 'kfk transactions list'" -l command-conf
 complete -c kfk -n "test (__kfk_path) = 'kfk transactions list'" -l json -d 'Print machine-readable JSON instead of tables.'
 complete -c kfk -n "test (__kfk_path) = 'kfk transactions list'" -l debug -d 'Show the full traceback on errors.'
 complete -c kfk -n "test (__kfk_path) = 'kfk transactions list'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l bootstrap-server -r -d 'host:port of a broker to connect to (several separated by commas).'
+complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l command-config -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l host -r -d 'Address to serve the console on.'
+complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l port -r -d 'Port to serve the console on (0: any free port).'
+complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l read-only -d 'Show everything, change nothing.'
+complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l refresh-ms -r -d 'How often live figures (lag, throughput) refresh.'
+complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk zookeeper'" -a start -d 'Start ZooKeeper in the foreground (Ctrl-C stops it).'
 complete -c kfk -n "test (__kfk_path) = 'kfk zookeeper'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk zookeeper start'" -l port -r -d 'Client port.'

@@ -34,6 +34,7 @@ from kfk.common.clock import Clock
 from kfk.common.structs import TopicPartition
 from kfk.config import BrokerConfig
 from kfk.errors import ErrorCode, KafkaError, NetworkError
+from kfk.protocol.fetch_session import FetchSessionBuilder
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kfk.records import complete_entries_length
@@ -46,8 +47,6 @@ logger = logging.getLogger(__name__)
 
 FETCH_VERSION = 12
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
-#: Fetch without a session (KIP-227's FINAL_EPOCH): every fetch names all its partitions.
-SESSIONLESS_EPOCH = -1
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 _WAIT_FOR_METADATA = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
@@ -143,6 +142,8 @@ class ReplicaFetcher:
                                      request_timeout_ms=config.replica_fetch_wait_max_ms + 30_000)
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._wakeup = asyncio.Event()
+        # An incremental fetch session (KIP-227) with the leader: idle partitions are not named in every fetch.
+        self._session = FetchSessionBuilder()
         self._task: asyncio.Task | None = None
         self._stopped = False
 
@@ -259,7 +260,7 @@ class ReplicaFetcher:
         """One fetch round; False if no partition was fetchable."""
         now = asyncio.get_running_loop().time()
         config = self.config
-        by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
+        wanted: dict[tuple[str, int], FetchRequest.FetchPartition] = {}
         epochs: dict[TopicPartition, int] = {}
         rate, is_throttled = self.throttle()
         self.quota.update_rate(rate)
@@ -278,21 +279,30 @@ class ReplicaFetcher:
             log = partition.log
             latest_epoch = log.latest_epoch()
             epochs[topic_partition] = state.leader_epoch
-            by_topic.setdefault(topic_partition.topic, []).append(FetchRequest.FetchPartition(
+            wanted[(topic_partition.topic, topic_partition.partition)] = FetchRequest.FetchPartition(
                 partition=topic_partition.partition, current_leader_epoch=state.leader_epoch,
                 fetch_offset=log.log_end_offset,
                 last_fetched_epoch=UNDEFINED_EPOCH if latest_epoch is None else latest_epoch,
-                log_start_offset=log.log_start_offset, partition_max_bytes=config.replica_fetch_max_bytes))
-        if not by_topic:
+                log_start_offset=log.log_start_offset, partition_max_bytes=config.replica_fetch_max_bytes)
+        if not wanted:
             return False
+        session = self._session.build(wanted)
         request = FetchRequest(replica_id=self.node_id, max_wait_ms=config.replica_fetch_wait_max_ms,
                                min_bytes=config.replica_fetch_min_bytes,
-                               max_bytes=config.replica_fetch_response_max_bytes, isolation_level=0, session_id=0,
-                               session_epoch=SESSIONLESS_EPOCH,
-                               topics=[FetchRequest.FetchTopic(topic=topic, partitions=partitions)
-                                       for topic, partitions in by_topic.items()])
-        response: FetchResponse = await self.channel.request(request, FETCH_VERSION)
+                               max_bytes=config.replica_fetch_response_max_bytes, isolation_level=0,
+                               session_id=session.session_id, session_epoch=session.session_epoch,
+                               topics=session.topics, forgotten_topics_data=session.forgotten_topics_data)
+        try:
+            response: FetchResponse = await self.channel.request(request, FETCH_VERSION)
+        except BaseException:
+            self._session.reset()  # the broker may or may not have moved the session on: start a new one
+            raise
+        if not self._session.handle_response(response):
+            logger.debug("fetcher %s: fetch session error %s; the next fetch is full", self.name,
+                         ErrorCode(response.error_code).name)
+            return True
         if response.error_code != ErrorCode.NONE:
+            self._session.reset()
             raise NetworkError(f"fetch from broker {self.leader_id} failed: {ErrorCode(response.error_code).name}")
         for topic in response.responses:
             for data in topic.partitions:

@@ -43,6 +43,7 @@ from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
 from kfk.server.controller_channel import ControllerChannel, create_topics_not_controller
 from kfk.server.dispatch import Dispatcher
 from kfk.server.dynamic_config import DynamicBrokerConfig
+from kfk.server.fetch_session import FetchSessionCache
 from kfk.server.handlers.admin import TopicAdminHandler
 from kfk.server.handlers.api_versions import ApiVersionsHandler
 from kfk.server.handlers.cluster import DescribeClusterHandler
@@ -142,7 +143,8 @@ class BrokerServer:
             LeadershipHandler(controller),
             ProducerIdHandler(self.producer_id_manager, transaction_coordinator),
             ProduceHandler(replica_manager, self.txn_verifier),
-            FetchHandler(replica_manager),
+            FetchHandler(replica_manager, FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
+                                                            system_time_ms)),
             ListOffsetsHandler(replica_manager),
             DeleteRecordsHandler(replica_manager),
             OffsetForLeaderEpochHandler(replica_manager),

@@ -23,6 +23,8 @@ from kfk.records import LegacyRecordsBuilder, iter_batches
 from kfk.server.dispatch import SERVED_VERSIONS, CloseConnection, Dispatcher
 from kfk.server.handlers.delete_records import DeleteRecordsHandler
 from kfk.server.handlers.describe_log_dirs import DescribeLogDirsHandler
+from kfk.common.clock import system_time_ms
+from kfk.server.fetch_session import FetchSessionCache
 from kfk.server.handlers.fetch import FetchHandler
 from kfk.server.handlers.list_offsets import ListOffsetsHandler
 from kfk.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
@@ -49,9 +51,10 @@ def served(api_key: ApiKey) -> range:
 
 def dispatcher_for(broker: Broker) -> Dispatcher:
     dispatcher = Dispatcher()
-    for handler_class in (ProduceHandler, FetchHandler, ListOffsetsHandler, DeleteRecordsHandler,
-                          OffsetForLeaderEpochHandler, DescribeLogDirsHandler):
+    for handler_class in (ProduceHandler, ListOffsetsHandler, DeleteRecordsHandler, OffsetForLeaderEpochHandler,
+                          DescribeLogDirsHandler):
         handler_class(broker.replica_manager).register(dispatcher)
+    FetchHandler(broker.replica_manager, FetchSessionCache(10, system_time_ms)).register(dispatcher)
     return dispatcher
 
 
@@ -116,7 +119,10 @@ def test_every_golden_fetch_is_answered_in_the_format_of_its_version(broker: Bro
                 1000, 1, {TopicPartition(name, partition.partition): make_batch(0, [b"v"] * count)}))
             expected_records[(name, partition.partition)] = count
     response = dispatch(broker, request_frame)
-    assert response.error_code == ErrorCode.NONE and response.session_id == 0
+    assert response.error_code == ErrorCode.NONE
+    # A full fetch with session epoch 0 opens an incremental fetch session (kafka-python asks for one; librdkafka
+    # and aiokafka fetch sessionless, epoch -1).
+    assert (response.session_id != 0) == (version >= 7 and request.session_epoch == 0)
     for topic, name in zip(response.responses, topics):
         assert (topic.topic if version < 13 else f"topic-{topic.topic_id}") == name
         for partition in topic.partitions:
@@ -272,9 +278,18 @@ def test_an_incremental_fetch_gets_fetch_session_id_not_found(broker: Broker, se
     assert response.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND and response.responses == []
 
 
-def test_a_full_fetch_naming_a_session_is_served_sessionless(broker: Broker) -> None:
+def test_a_full_fetch_naming_an_unknown_session_opens_a_new_one(broker: Broker) -> None:
     broker.commit(topic_records("t", 1))
     request = FetchRequest(max_wait_ms=0, session_id=99, session_epoch=0, topics=[FetchRequest.FetchTopic(
+        topic="t", partitions=[FetchRequest.FetchPartition(partition=0, partition_max_bytes=100)])])
+    response = dispatch(broker, request_frame(request, 12))
+    assert response.error_code == ErrorCode.NONE and response.session_id not in (0, 99)
+    assert response.responses[0].partitions[0].error_code == ErrorCode.NONE
+
+
+def test_a_final_fetch_is_served_without_a_session(broker: Broker) -> None:
+    broker.commit(topic_records("t", 1))
+    request = FetchRequest(max_wait_ms=0, session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(
         topic="t", partitions=[FetchRequest.FetchPartition(partition=0, partition_max_bytes=100)])])
     response = dispatch(broker, request_frame(request, 12))
     assert (response.error_code, response.session_id) == (ErrorCode.NONE, 0)

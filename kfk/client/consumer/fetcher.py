@@ -45,6 +45,7 @@ from kfk.errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
+from kfk.protocol.fetch_session import FINAL_EPOCH, FetchSessionBuilder
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.records import ControlRecordType, control_record_type, iter_batches
@@ -57,6 +58,8 @@ log = logging.getLogger("kfk.client.consumer")
 CONSUMER_REPLICA_ID = -1
 FETCH_LOWEST_VERSION = 4
 FETCH_TOPIC_NAMES_HIGHEST_VERSION = 12
+#: Fetch sessions (KIP-227) exist from Fetch v7: an incremental fetch names only partitions whose position moved.
+FIRST_SESSION_VERSION = 7
 ZERO_UUID = uuid.UUID(int=0)
 
 _REFRESH_METADATA_ERRORS = frozenset({
@@ -194,6 +197,7 @@ class Fetcher:
         self._next_in_line: CompletedFetch | None = None
         self._data_ready = threading.Condition()
         self._in_flight_nodes: set[int] = set()
+        self._sessions: dict[int, FetchSessionBuilder] = {}  # one incremental fetch session per broker
         self._node_backoff_until: dict[int, float] = {}
         self._wakeup: asyncio.Event | None = None
         self._running = True
@@ -283,25 +287,29 @@ class Fetcher:
             highest = None if all(topic_id != ZERO_UUID for topic_id in topic_ids.values()) \
                 else FETCH_TOPIC_NAMES_HIGHEST_VERSION
             version = connection.version(ApiKey.FETCH, highest, FETCH_LOWEST_VERSION)
-            by_topic: dict[str, list[FetchRequest.FetchPartition]] = {}
+            wanted: dict[tuple[str, int], FetchRequest.FetchPartition] = {}
             for tp, position, epoch in partitions:
                 metadata = cluster.partition(tp)
-                by_topic.setdefault(tp.topic, []).append(FetchRequest.FetchPartition(
+                wanted[(tp.topic, tp.partition)] = FetchRequest.FetchPartition(
                     partition=tp.partition, fetch_offset=position,
                     current_leader_epoch=metadata.leader_epoch if metadata is not None and version >= 9 else -1,
                     last_fetched_epoch=-1, log_start_offset=-1,
-                    partition_max_bytes=self.max_partition_fetch_bytes))
+                    partition_max_bytes=self.max_partition_fetch_bytes)
+            session = self._sessions.setdefault(node, FetchSessionBuilder())
+            if version < FIRST_SESSION_VERSION:
+                session.reset()
+            fetch = session.build(wanted, topic_ids if version >= 13 else None)
             request = FetchRequest(
                 replica_id=CONSUMER_REPLICA_ID, max_wait_ms=self.fetch_max_wait_ms,
                 min_bytes=self.fetch_min_bytes, max_bytes=self.fetch_max_bytes, isolation_level=self.isolation_level,
-                session_id=0, session_epoch=-1,
-                topics=[FetchRequest.FetchTopic(topic=name if version < 13 else "",
-                                                topic_id=topic_ids[name] if version >= 13 else ZERO_UUID,
-                                                partitions=parts) for name, parts in by_topic.items()],
-                forgotten_topics_data=[], rack_id=self.client_rack if version >= 11 else "")
+                session_id=fetch.session_id if version >= FIRST_SESSION_VERSION else 0,
+                session_epoch=fetch.session_epoch if version >= FIRST_SESSION_VERSION else FINAL_EPOCH,
+                topics=fetch.topics, forgotten_topics_data=fetch.forgotten_topics_data,
+                rack_id=self.client_rack if version >= 11 else "")
             response = await self.network.send(node, request, version=version,
                                                timeout_ms=self.request_timeout_ms + self.fetch_max_wait_ms)
         except (NetworkError, KafkaTimeoutError) as error:
+            self._sessions.pop(node, None)  # the broker may or may not have seen it: the next fetch is full
             log.debug("fetch from broker %d failed: %s", node, error)
             self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
             self.network.request_metadata_update()
@@ -313,7 +321,12 @@ class Fetcher:
             self._in_flight_nodes.discard(node)
             self.wakeup()
         assert isinstance(response, FetchResponse)
+        if not self._sessions[node].handle_response(response):
+            log.debug("fetch session with broker %d: %s; the next fetch is full", node,
+                      ErrorCode(response.error_code).name)
+            return
         if response.error_code != ErrorCode.NONE:
+            self._sessions[node].reset()
             self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
             log.warning("fetch from broker %d failed: %s", node, ErrorCode(response.error_code).name)
             return

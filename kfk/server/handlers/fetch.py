@@ -6,9 +6,9 @@ clients expect magic 0 (v0-v1) or magic 1 (v2-v3) message sets, so only for them
 (a zstd batch cannot be, and a zstd topic answers them UNSUPPORTED_COMPRESSION_TYPE before v10, as Kafka does).
 v3 adds max_bytes and the rule that the first batch comes back whole even when it is above the limits (v0-v2 cut
 it); v4 isolation_level (READ_COMMITTED reads stop at the last stable offset, with the aborted transactions listed),
-last_stable_offset; v5 log_start_offset; v7 fetch sessions (KIP-227): every fetch here is answered as a full,
-sessionless one (session_id 0), which clients accept, and an incremental fetch naming a session gets
-FETCH_SESSION_ID_NOT_FOUND; v9 current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); v11
+last_stable_offset; v5 log_start_offset; v7 incremental fetch sessions (KIP-227, kfk/server/fetch_session.py): a
+full fetch with epoch 0 opens a session, later fetches name only what changed and hear only about partitions with
+news; v9 current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); v11
 rack_id and preferred_read_replica (always -1: no follower fetching for consumers); v12 flexible, with the tagged
 current_leader beside NOT_LEADER_OR_FOLLOWER; v13 topic ids instead of names (UNKNOWN_TOPIC_ID); v15 replica_state
 instead of replica_id; v16 and v17 (KIP-951 node endpoints, KIP-853 directory ids) change nothing here.
@@ -17,24 +17,24 @@ instead of replica_id; v16 and v17 (KIP-951 node endpoints, KIP-853 directory id
 from __future__ import annotations
 
 import asyncio
-import uuid
+from collections import OrderedDict
 
-from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
+from kfk.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.records import complete_entries_length, down_convert
 from kfk.replication.fetch_params import READ_COMMITTED, FetchParams, FetchPartitionRequest, LogReadResult
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.fetch_session import CachedPartition, FetchSession, FetchSessionCache, PartitionKey
 
-#: Fetch sessions (KIP-227): epoch -1 ends/avoids a session, 0 asks for a new one; anything else is incremental.
-FINAL_EPOCH = -1
-INITIAL_EPOCH = 0
 #: The version from which fetch responses carry magic-2 batches; below it they are down-converted.
 FIRST_MAGIC_V2_VERSION = 4
 #: The version from which zstd batches may be returned.
 FIRST_ZSTD_VERSION = 10
+#: The version from which fetches name topics by id.
+FIRST_TOPIC_ID_VERSION = 13
 #: Down-converting more than this many bytes runs in the executor, off the event loop.
 DOWN_CONVERSION_EXECUTOR_BYTES = 64 * 1024
 
@@ -47,63 +47,116 @@ _NOT_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_
 
 
 class FetchHandler:
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    def __init__(self, replica_manager: ReplicaManager, sessions: FetchSessionCache) -> None:
         self.replica_manager = replica_manager
+        self.sessions = sessions
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.FETCH, self.fetch)
 
     async def fetch(self, context: RequestContext, request: FetchRequest) -> FetchResponse:
-        replica_manager = self.replica_manager
         version = context.api_version
-        if request.session_epoch not in (FINAL_EPOCH, INITIAL_EPOCH):
-            # An incremental fetch: this broker never creates sessions, so the one named cannot exist.
-            return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
-        uses_topic_ids = version >= 13
-        image = replica_manager.image
-        requests: list[FetchPartitionRequest] = []
-        unknown_topic_ids: set[uuid.UUID] = set()
-        layout: list[tuple[str, uuid.UUID, list[int]]] = []
-        for fetch_topic in request.topics:
-            name = fetch_topic.topic
+        uses_topic_ids = version >= FIRST_TOPIC_ID_VERSION
+        replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+        session: FetchSession | None = None
+        if request.session_epoch in (FINAL_EPOCH, INITIAL_EPOCH):
+            if request.session_id != 0:
+                self.sessions.remove(request.session_id)
+            wanted: OrderedDict[PartitionKey, CachedPartition] = OrderedDict()
+            self._apply_request(wanted, request, uses_topic_ids)
+        else:
+            session = self.sessions.get(request.session_id)
+            if session is None:
+                return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
+            if session.epoch != request.session_epoch:
+                return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0)
+            if session.uses_topic_ids != uses_topic_ids:
+                return FetchResponse(error_code=ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, session_id=0)
+            # The epoch moves on before the read: a second fetch with the same epoch is refused, not answered twice.
+            session.epoch = next_epoch(session.epoch)
+            self.sessions.touch(session)
+            self._apply_request(session.partitions, request, uses_topic_ids)
+            wanted = session.partitions
+
+        replica_manager = self.replica_manager
+        topics_by_id = replica_manager.image.topics_by_id
+        requests: dict[PartitionKey, FetchPartitionRequest] = {}
+        for key, cached in wanted.items():
             if uses_topic_ids:
-                topic = image.topics_by_id.get(fetch_topic.topic_id)
+                topic = topics_by_id.get(cached.topic_id)
                 if topic is None:
-                    unknown_topic_ids.add(fetch_topic.topic_id)
-                    layout.append(("", fetch_topic.topic_id, [p.partition for p in fetch_topic.partitions]))
-                    continue
-                name = topic.name
-            for fetch_partition in fetch_topic.partitions:
-                requests.append(FetchPartitionRequest(
-                    TopicPartition(name, fetch_partition.partition),
-                    fetch_offset=fetch_partition.fetch_offset,
-                    partition_max_bytes=max(fetch_partition.partition_max_bytes, 0),
-                    current_leader_epoch=fetch_partition.current_leader_epoch,
-                    last_fetched_epoch=fetch_partition.last_fetched_epoch,
-                    log_start_offset=fetch_partition.log_start_offset,
-                ))
-            layout.append((name, fetch_topic.topic_id, [p.partition for p in fetch_topic.partitions]))
+                    continue  # answered UNKNOWN_TOPIC_ID below
+                cached.resolve_topic(topic.name)
+            requests[key] = cached.read_request()
         params = FetchParams(
-            replica_id=request.replica_state.replica_id if version >= 15 else request.replica_id,
+            replica_id=replica_id,
             max_wait_ms=request.max_wait_ms,
             min_bytes=request.min_bytes,
             max_bytes=max(request.max_bytes, 0),
             isolation_level=request.isolation_level,
             hard_max_bytes_limit=version <= 2,
         )
-        results = await replica_manager.fetch_messages(params, requests)
-        by_partition = {fetch.topic_partition: (fetch, result) for fetch, result in zip(requests, results)}
-        responses: list[FetchableTopicResponse] = []
-        for name, topic_id, partitions in layout:
-            partition_data: list[PartitionData] = []
-            for index in partitions:
-                if name == "" and topic_id in unknown_topic_ids:
-                    partition_data.append(_error_data(index, LogReadResult(ErrorCode.UNKNOWN_TOPIC_ID)))
-                    continue
-                fetch, result = by_partition[TopicPartition(name, index)]
-                partition_data.append(await _partition_data(replica_manager, version, params, fetch, result))
-            responses.append(FetchableTopicResponse(topic=name, topic_id=topic_id, partitions=partition_data))
-        return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+        results = dict(zip(requests, await replica_manager.fetch_messages(params, list(requests.values()))))
+
+        answered: list[tuple[CachedPartition, PartitionData]] = []
+        returned_records: list[PartitionKey] = []
+        incremental = session is not None
+        for key, cached in list(wanted.items()):
+            result = results.get(key)
+            if result is None:
+                data = _error_data(cached.partition, LogReadResult(ErrorCode.UNKNOWN_TOPIC_ID))
+            elif incremental and result.error == ErrorCode.NONE and not result.size and cached.unchanged(
+                    result.high_watermark, result.last_stable_offset, result.log_start_offset):
+                continue  # nothing new: an incremental response leaves the partition out (the common case)
+            else:
+                data = await _partition_data(replica_manager, version, params, requests[key], result)
+            must_respond = cached.must_respond(data.error_code, len(data.records), data.high_watermark,
+                                               data.last_stable_offset, data.log_start_offset)
+            if must_respond or not incremental:
+                answered.append((cached, data))
+            if len(data.records):
+                returned_records.append(key)
+        if session is None and request.session_epoch == INITIAL_EPOCH:
+            session = self.sessions.create(replica_id >= 0, uses_topic_ids, wanted)
+        if session is None:
+            session_id = 0
+        else:
+            for key in returned_records:
+                session.move_to_end(key)
+            session_id = session.session_id
+        return FetchResponse(error_code=ErrorCode.NONE, session_id=session_id, responses=_by_topic(answered))
+
+    @staticmethod
+    def _apply_request(partitions: OrderedDict[PartitionKey, CachedPartition], request: FetchRequest,
+                       uses_topic_ids: bool) -> None:
+        """Add or update the partitions the request names, and drop the ones it forgets."""
+        for fetch_topic in request.topics:
+            for fetch_partition in fetch_topic.partitions:
+                key = (fetch_topic.topic_id if uses_topic_ids else fetch_topic.topic, fetch_partition.partition)
+                max_bytes = max(fetch_partition.partition_max_bytes, 0)
+                cached = partitions.get(key)
+                if cached is None:
+                    partitions[key] = CachedPartition(
+                        fetch_topic.topic, fetch_topic.topic_id, fetch_partition.partition,
+                        fetch_partition.fetch_offset, max_bytes, fetch_partition.current_leader_epoch,
+                        fetch_partition.last_fetched_epoch, fetch_partition.log_start_offset)
+                else:
+                    cached.update_request(fetch_partition.fetch_offset, max_bytes,
+                                          fetch_partition.current_leader_epoch, fetch_partition.last_fetched_epoch,
+                                          fetch_partition.log_start_offset)
+        for forgotten in request.forgotten_topics_data:
+            for partition in forgotten.partitions:
+                partitions.pop((forgotten.topic_id if uses_topic_ids else forgotten.topic, partition), None)
+
+
+def _by_topic(answered: list[tuple[CachedPartition, PartitionData]]) -> list[FetchableTopicResponse]:
+    """One topic entry per run of partitions of the same topic, in the order answered (as Kafka groups them)."""
+    responses: list[FetchableTopicResponse] = []
+    for cached, data in answered:
+        if not responses or responses[-1].topic_id != cached.topic_id or responses[-1].topic != cached.topic:
+            responses.append(FetchableTopicResponse(topic=cached.topic, topic_id=cached.topic_id, partitions=[]))
+        responses[-1].partitions.append(data)
+    return responses
 
 
 async def _partition_data(replica_manager: ReplicaManager, version: int, params: FetchParams,
