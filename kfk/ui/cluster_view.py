@@ -22,6 +22,7 @@ from kfk.client.structs import (
     ElectionType,
     NewPartitionReassignment,
     NewTopic,
+    PartitionInfo,
     TopicDescription,
 )
 from kfk.common.config_types import ConfigResourceType
@@ -38,28 +39,23 @@ MAX_PAGE_SIZE = 500
 
 @dataclass(frozen=True)
 class PartitionRow:
-    partition: int
-    leader: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
+    """A partition as the topic page shows it: Metadata's view plus its log start and end offsets."""
+
+    info: PartitionInfo
     log_start_offset: int
     log_end_offset: int
 
     @property
     def preferred_leader(self) -> int:
-        return self.replicas[0] if self.replicas else NO_NODE
+        return self.info.replicas[0] if self.info.replicas else NO_NODE
 
     @property
     def leader_is_preferred(self) -> bool:
-        return self.leader != NO_NODE and self.leader == self.preferred_leader
+        return self.info.leader != NO_NODE and self.info.leader == self.preferred_leader
 
     @property
     def offline(self) -> bool:
-        return self.leader == NO_NODE
-
-    @property
-    def under_replicated(self) -> bool:
-        return len(self.isr) < len(self.replicas)
+        return self.info.leader == NO_NODE
 
 
 @dataclass(frozen=True)
@@ -123,8 +119,7 @@ class ClusterView:
         partitions = [TopicPartition(description.name, info.partition) for info in description.partitions]
         starts = self.admin.beginning_offsets(partitions) if partitions else {}
         ends = self.admin.end_offsets(partitions) if partitions else {}
-        return [PartitionRow(info.partition, info.leader, tuple(info.replicas), tuple(info.in_sync_replicas),
-                             starts.get(TopicPartition(description.name, info.partition), 0),
+        return [PartitionRow(info, starts.get(TopicPartition(description.name, info.partition), 0),
                              ends.get(TopicPartition(description.name, info.partition), 0))
                 for info in sorted(description.partitions, key=lambda info: info.partition)]
 
