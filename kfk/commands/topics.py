@@ -145,6 +145,14 @@ def _topic_id(topic_id) -> str:
     return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
 
 
+def _refuse_cluster_managed(topic: str, what: str) -> None:
+    """The broker refuses it too; saying so here needs no cluster."""
+    from kfk.common.internal_topics import CLUSTER_MANAGED_TOPIC_NAMES
+
+    if topic in CLUSTER_MANAGED_TOPIC_NAMES:
+        fail(f"{topic} is an internal topic: {what}")
+
+
 @app.command()
 def delete(
     topic: Topic,
@@ -154,6 +162,7 @@ def delete(
     debug: Debug = False,
 ) -> None:
     """Delete a topic."""
+    _refuse_cluster_managed(topic, "it cannot be deleted")
     with client_errors(debug):
         from kfk.errors import UnknownTopicOrPartitionError
 
@@ -177,6 +186,7 @@ def alter(
     debug: Debug = False,
 ) -> None:
     """Add partitions to a topic (configs are changed with `kfk configs --alter`)."""
+    _refuse_cluster_managed(topic, "its number of partitions cannot be changed")
     with client_errors(debug), _admin(bootstrap_server, command_config) as admin:
         admin.describe_topics([topic])  # a clear "does not exist" first
         error = admin.create_partitions({topic: partitions})[topic]
