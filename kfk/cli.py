@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kfk import KAFKA_PROTOCOL, __version__
+from kfk.commands.errors import exit_on_broken_pipe
 from kfk.commands import (
     configs,
     console,
@@ -63,4 +64,10 @@ def root(
 
 def main() -> None:
     """Entry point of the `kfk` console script and of `python -m kfk`."""
-    app()
+    try:
+        app()
+    except BrokenPipeError:  # a command outside client_errors (help, a table) wrote into a closed pipe
+        try:
+            exit_on_broken_pipe()
+        except typer.Exit as done:
+            raise SystemExit(done.exit_code) from None

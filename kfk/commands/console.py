@@ -24,8 +24,8 @@ from kfk.commands.client_options import (
     Debug,
     IsolationLevel,
     Topic,
+    check_topic_writable,
     client_config,
-    check_reachable,
     client_errors,
     parse_key_values,
 )
@@ -120,7 +120,7 @@ def console_produce(
         from kfk.client import Producer
 
         config = client_config(bootstrap_server, producer_config, settings)
-        check_reachable(config)
+        check_topic_writable(config, topic)
         with Producer(config) as producer:
             for number, raw in enumerate(sys.stdin.buffer, 1):
                 line = raw.rstrip(b"\n").rstrip(b"\r")
