@@ -225,6 +225,9 @@ def console_consume(
             _position(consumer, topic, group, partition, start_offset)
             started = True
             printer.run(consumer)
+        except BrokenPipeError:
+            started = False  # stdout's reader went away (`| head`): no summary, client_errors exits quietly
+            raise
         finally:
             try:
                 consumer.close(timeout=5)
