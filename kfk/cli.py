@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 import typer
 
 from kfk import KAFKA_PROTOCOL, __version__
-from kfk.commands.errors import exit_on_broken_pipe
 from kfk.commands import (
     configs,
     console,
@@ -24,6 +23,7 @@ from kfk.commands import (
     transactions,
     zookeeper,
 )
+from kfk.commands.errors import exit_on_broken_pipe
 
 app = typer.Typer(
     name="kfk",

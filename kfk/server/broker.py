@@ -388,8 +388,8 @@ class BrokerServer:
         except OSError as error:
             await self.socket_server.stop()
             release_log_dirs(self._log_dir_locks, remove_created=True)
-            raise KafkaStorageError(f"cannot listen on {', '.join(self.config.listeners)}: "
-                                    f"{error.strerror or error}") from None
+            raise InvalidConfigurationError(f"cannot listen on {', '.join(self.config.listeners)}: "
+                                            f"{error.strerror or error}") from None
         for listener in self.socket_server.bound:
             log.info("listener %s bound", listener)
         if self.config.zookeeper_connect is not None:  # the cluster id is ZooKeeper's (/cluster/id)
@@ -403,7 +403,7 @@ class BrokerServer:
         self.log_manager = self._build_log_manager()
         await loop.run_in_executor(None, self.log_manager.startup, system_time_ms(), self.node_id, self.cluster_id)
         for log_dir in self.log_dirs:
-            count = sum(os.path.dirname(partition_log.dir) == log_dir for partition_log in self.log_manager.logs.values())
+            count = sum(os.path.dirname(partition.dir) == log_dir for partition in self.log_manager.logs.values())
             log.info("log dir %s: %d partition logs loaded (the dir is locked while the broker runs)", log_dir, count)
         self._log_manager_task = asyncio.create_task(self._run_log_manager())
         await self._start_metadata()
