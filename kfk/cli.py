@@ -23,7 +23,6 @@ from kfk.commands import (
     transactions,
     zookeeper,
 )
-from kfk.commands.errors import exit_on_broken_pipe
 
 app = typer.Typer(
     name="kfk",
@@ -64,10 +63,4 @@ def root(
 
 def main() -> None:
     """Entry point of the `kfk` console script and of `python -m kfk`."""
-    try:
-        app()
-    except BrokenPipeError:  # a command outside client_errors (help, a table) wrote into a closed pipe
-        try:
-            exit_on_broken_pipe()
-        except typer.Exit as done:
-            raise SystemExit(done.exit_code) from None
+    app()
