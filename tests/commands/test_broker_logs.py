@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from kfk.testing.broker import BrokerProcess
@@ -27,7 +28,7 @@ def test_json_lines_a_rotated_log_file_and_a_quiet_start(tmp_path: Path) -> None
     broker = BrokerProcess(log_dir=tmp_path / "data", log_path=tmp_path / "stderr.log", extra_args=[
         "--log-format", "json", "--log-level", "debug"], overrides={
         "log.file": str(log_file), "log.file.max.bytes": "20000", "log.file.backups": "2"})
-    broker.start()
+    broker.start(timeout=60)
     try:
         address = broker.bootstrap_servers
         kfk("topics", "create", "--topic", "many", "--partitions", "20", "--bootstrap-server", address)
@@ -49,7 +50,7 @@ def test_json_lines_a_rotated_log_file_and_a_quiet_start(tmp_path: Path) -> None
     # Restarted at the default level: one INFO line per log dir and listener, not one per partition (70 here).
     broker.extra_args = ["--log-format", "json"]
     before = len(broker.output().splitlines())
-    broker.start()
+    broker.start(timeout=60)
     try:
         started = records("\n".join(broker.output().splitlines()[before:]))
     finally:
@@ -59,3 +60,33 @@ def test_json_lines_a_rotated_log_file_and_a_quiet_start(tmp_path: Path) -> None
     assert f"log dir {broker.log_dir}: 70 partition logs loaded (the dir is locked while the broker runs)" in messages
     assert sum(message.startswith("listener PLAINTEXT://127.0.0.1:") for message in messages) == 1
     assert ready < 8, messages[:ready + 1]
+
+
+def test_a_coordinator_topic_that_cannot_be_created_is_explained_at_warn(tmp_path: Path) -> None:
+    """offsets.topic.replication.factor=3 on a single broker: __consumer_offsets cannot be created, the group
+    consumer waits; the broker says why, and what to change, once (not at every retry of the consumer)."""
+    broker = BrokerProcess(log_dir=tmp_path / "data", log_path=tmp_path / "broker.log",
+                           overrides={"offsets.topic.replication.factor": "3"})
+    broker.start(timeout=60)
+    consumer = None
+    try:
+        kfk("topics", "create", "--topic", "t", "--bootstrap-server", broker.bootstrap_servers)
+        consumer = subprocess.Popen([sys.executable, "-m", "kfk", "console-consume", "--topic", "t", "--group", "g",
+                                     "--bootstrap-server", broker.bootstrap_servers],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while "WARNING" not in broker.output() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # the consumer keeps asking for its coordinator meanwhile
+    finally:
+        if consumer is not None:
+            consumer.kill()
+            consumer.wait()
+        assert broker.stop() == 0
+    warnings = [line for line in broker.output().splitlines() if " WARNING " in line]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].endswith(
+        "WARNING kfk.server: cannot create __consumer_offsets, so consumer groups wait for a coordinator: "
+        "INVALID_REPLICATION_FACTOR (Unable to replicate the partition 3 time(s): The target replication factor of 3 "
+        "cannot be reached because only 1 broker(s) are registered.); start more brokers or lower "
+        "offsets.topic.replication.factor (now 3) to at most the number of live brokers")

@@ -128,3 +128,24 @@ def test_a_killed_broker_leaves_no_lock_behind(tmp_path: Path) -> None:
         assert os.path.exists(process.log_dir / "meta.properties") and restarted.process.poll() is None
     finally:
         process.stop()
+
+
+def test_a_posix_record_lock_as_apache_kafka_takes_keeps_kfk_out(tmp_path: Path) -> None:
+    """Apache Kafka's JVM locks `.lock` with a POSIX record lock (FileChannel.tryLock, fcntl F_SETLK): kfk's lock
+    conflicts with it, and names that process's pid, which the lock itself tells."""
+    log_dir = tmp_path / "data"
+    log_dir.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, time; handle = open('.lock', 'w'); fcntl.lockf(handle, fcntl.LOCK_EX); "
+                               "print('locked', flush=True); time.sleep(60)"],
+        cwd=log_dir, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        started = kfk("server", "start", "--override", f"log.dirs={log_dir}",
+                      "--override", "listeners=PLAINTEXT://127.0.0.1:0")
+        assert started.returncode == 1
+        assert started.stderr.startswith(f"kfk: log dir {log_dir} is in use by pid {holder.pid} (")
+        assert sorted(path.name for path in log_dir.iterdir()) == [".lock"]
+    finally:
+        holder.kill()
+        holder.wait()
