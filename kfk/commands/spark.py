@@ -157,8 +157,8 @@ def _run(plan, quiet: bool, verbose: bool):
 
 
 def _spark_errors(job, verbose: bool):
-    """Spark's failures as one readable line: the root cause of the Java exception (or the kfk source's own error),
-    not the JVM's stack; all of it with --verbose."""
+    """Spark's failures as one readable line: the root cause of the Java exception (or the kfk source's own error)
+    and where Spark's own log is, not the JVM's stack; all of it with --verbose."""
     try:
         return job()
     except KeyboardInterrupt:
@@ -169,7 +169,10 @@ def _spark_errors(job, verbose: bool):
         if verbose or isinstance(error, KafkaError):
             raise
         if type(error).__module__.startswith(("pyspark", "py4j")):
-            fail(f"Spark job failed: {_root_cause(error)}")
+            from kfk.spark.environment import jvm_log_path
+
+            fail(f"Spark job failed: {_root_cause(error)} (Spark's own log: {jvm_log_path()}; --verbose shows it "
+                 "and the whole trace)")
         raise
 
 
