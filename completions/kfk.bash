@@ -56,9 +56,9 @@ _kfk() {
         "kfk perf-test produce") words="--bootstrap-server --debug --help --json --num-records --payload-delimiter --payload-file --print-metrics --producer-config --producer-props --producer.config --record-size --reporting-interval --throughput --topic --transaction-duration-ms --transactional-id"; files="--payload-file --producer-config --producer.config" ;;
         "kfk reassign-partitions") words="--bootstrap-server --broker-list --cancel --execute --generate --help --reassignment-json-file --throttle --topics-to-move-json-file --verify"; files="" ;;
         "kfk server") words="start stop --help"; files="" ;;
-        "kfk server start") words="--help --log-level --override"; files="" ;;
+        "kfk server start") words="--help --log-format --log-level --override"; files="" ;;
         "kfk server stop") words="--help --log-dir"; files="--log-dir" ;;
-        "kfk spark-export") words="--bootstrap-server --checkpoint --debug --decode --ending-offsets --fail-on-data-loss --format --help --include-headers --isolation-level --json --log-dir --master --max-offsets-per-trigger --min-partitions --no-fail-on-data-loss --option --output --overwrite --partition-by --pattern --spark-conf --starting-offsets --stream --topic --trigger --value-schema -f -o -t"; files="--log-dir" ;;
+        "kfk spark-export") words="--bootstrap-server --checkpoint --debug --decode --ending-offsets --fail-on-data-loss --format --help --include-headers --isolation-level --json --log-dir --master --max-offsets-per-trigger --min-partitions --no-fail-on-data-loss --option --output --overwrite --partition-by --pattern --spark-conf --starting-offsets --stream --topic --trigger --value-schema --verbose -f -o -t"; files="--log-dir" ;;
         "kfk storage") words="format random-uuid --help"; files="" ;;
         "kfk storage format") words="--cluster-id --config --help --ignore-formatted --override -c -g -t"; files="" ;;
         "kfk storage random-uuid") words="--help"; files="" ;;

@@ -930,6 +930,13 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "Expire idempotent producer state idle for this long."),
         ConfigKey("unstable.api.versions.enable", ConfigType.BOOLEAN, False, None,
                   "Advertise API versions still in development."),
+        # kfk's own: where the broker's log goes (Apache Kafka configures log4j in a file of its own instead)
+        ConfigKey("log.file", ConfigType.STRING, None, None,
+                  "kfk's own: also write the broker's log to this file (rotated by size); stderr keeps it too."),
+        ConfigKey("log.file.max.bytes", ConfigType.LONG, 100 * 1024 * 1024, at_least(1),
+                  "kfk's own: rotate log.file when it reaches this size."),
+        ConfigKey("log.file.backups", ConfigType.INT, 10, at_least(1),
+                  "kfk's own: rotated copies of log.file kept (log.file.1 the newest)."),
         *(ConfigKey(name, config_type, default, None, "Accepted as in Kafka 4.x; kfk does not act on it.")
           for name, config_type, default in ACCEPTED_BROKER_KEYS),
     ]

@@ -99,6 +99,8 @@ class BrokerConnection:
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"connecting to {self.address} took longer than "
                                     f"{self.connection_setup_timeout_ms} ms") from None
+        except socket.gaierror as error:  # its errno is getaddrinfo's (negative), not one os.strerror knows
+            raise NetworkError(f"cannot resolve host {self.host}: {error.strerror}") from None
         except OSError as error:
             reason = os.strerror(error.errno) if error.errno else str(error)
             raise NetworkError(f"cannot connect to {self.address}: {reason}") from None

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from kfk.commands.errors import fail
+from kfk.commands.errors import exit_on_broken_pipe, fail
 
 DEFAULT_BOOTSTRAP_SERVER = "localhost:9092"
 
@@ -118,6 +118,28 @@ def check_reachable(config: dict[str, Any]) -> None:
         admin.describe_cluster()
 
 
+def check_topic_writable(config: dict[str, Any], topic: str) -> None:
+    """Fail now, in one line, when the topic does not exist and the broker will not create it on use
+    (auto.create.topics.enable=false): a producer would otherwise retry UNKNOWN_TOPIC_OR_PARTITION for max.block.ms
+    and only then say that the topic is "not present in metadata". Also checks that a bootstrap server answers."""
+    from kfk.client import Admin, ConfigResource, ConfigResourceType
+    from kfk.client.config import ADMIN_CONFIG_DEF
+    from kfk.errors import UnknownTopicOrPartitionError
+
+    with Admin({key: value for key, value in config.items() if key in ADMIN_CONFIG_DEF.keys}) as admin:
+        broker = admin.describe_cluster().brokers[0].node_id
+        try:
+            admin.describe_topics([topic])
+            return
+        except UnknownTopicOrPartitionError:
+            pass
+        resource = ConfigResource(ConfigResourceType.BROKER, str(broker))
+        auto_create = admin.describe_configs([resource])[resource].get("auto.create.topics.enable")
+    if auto_create is not None and auto_create.value == "false":
+        fail(f"topic {topic!r} does not exist (UNKNOWN_TOPIC_OR_PARTITION) and the broker does not create topics on "
+             f"use (auto.create.topics.enable=false): kfk topics create --topic {topic}")
+
+
 @contextmanager
 def client_errors(debug: bool = False) -> Iterator[None]:
     """Turn client failures into one line and exit code 1 (tracebacks only with --debug)."""
@@ -127,6 +149,8 @@ def client_errors(debug: bool = False) -> Iterator[None]:
         raise
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    except BrokenPipeError:
+        exit_on_broken_pipe()
     except Exception as error:  # noqa: BLE001 - this is the tools' last line of defence
         if debug or os.environ.get("KFK_DEBUG") == "1":
             raise

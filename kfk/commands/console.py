@@ -28,7 +28,7 @@ from kfk.commands.client_options import (
     Debug,
     IsolationLevel,
     Topic,
-    check_reachable,
+    check_topic_writable,
     client_config,
     client_errors,
     include_list,
@@ -130,7 +130,7 @@ def console_produce(
         from kfk.client import Producer
 
         config = client_config(bootstrap_server, producer_config, settings)
-        check_reachable(config)
+        check_topic_writable(config, topic)
         with Producer(config) as producer:
             for number, raw in enumerate(sys.stdin.buffer, 1):
                 line = raw.rstrip(b"\n").rstrip(b"\r")
@@ -223,6 +223,9 @@ def console_consume(
             _position(consumer, topic if topic is not None else pattern, group, partition, start_offset)
             started = True
             printer.run(consumer)
+        except BrokenPipeError:
+            started = False  # stdout's reader went away (`| head`): no summary, client_errors exits quietly
+            raise
         finally:
             try:
                 consumer.close(timeout=5)

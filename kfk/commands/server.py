@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from kfk.commands.errors import fail
+from kfk.commands.log_setup import LEVELS, LogFormat, configure_logging
 
 app = typer.Typer(help="Run or stop a kfk broker.", no_args_is_help=True)
 
@@ -33,21 +34,6 @@ EMBEDDED_DEFAULTS = {
     "transaction.state.log.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
 }
-
-
-def _configure_logging(level: str) -> None:
-    """Rich, coloured logs on a terminal; plain one-line records otherwise (files, pipes, CI), never wrapped."""
-    import sys
-
-    if sys.stderr.isatty():
-        from rich.logging import RichHandler
-
-        handler: logging.Handler = RichHandler(show_path=False, rich_tracebacks=True)
-        handler.setFormatter(logging.Formatter("%(message)s", datefmt="[%X]"))
-    else:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level.upper(), handlers=[handler])
 
 
 def load_broker_properties(properties: Optional[str], override: Optional[list[str]]) -> dict[str, str]:
@@ -78,32 +64,59 @@ def start(
         Optional[list[str]], typer.Option("--override", help="Set a property: key=value (repeatable).")
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
+    log_format: Annotated[LogFormat, typer.Option(
+        "--log-format", help="text, or json: one JSON object per line (time, level, logger, message).")
+    ] = LogFormat.text,
 ) -> None:
     """Start a broker in the foreground; SIGTERM or Ctrl-C stops it cleanly."""
     from kfk.config import BrokerConfig
     from kfk.errors import KafkaError
 
-    _configure_logging(log_level)
+    if log_level.lower() not in LEVELS:
+        fail(f"unknown --log-level {log_level!r}: use one of {', '.join(LEVELS)}")
     try:
         config = BrokerConfig(load_broker_properties(properties, override))
     except KafkaError as error:
         fail(str(error))
+    try:
+        configure_logging(log_level, log_format, config.log_file, config.log_file_max_bytes, config.log_file_backups)
+    except OSError as error:
+        fail(f"cannot open log.file {config.log_file}: {error.strerror or error}")
     for name in config.unknown:
         logging.getLogger("kfk.config").warning("ignoring unknown property %s", name)
+    notes = []
     if properties is None:
-        logging.getLogger("kfk.server").info(
-            "no server.properties given: %s, data in %s, group.initial.rebalance.delay.ms=%d (as Kafka's sample "
-            "server.properties: a new consumer group's first rebalance does not wait for more members)",
-            "a broker on ZooKeeper" if config.zookeeper_connect else "single-node broker+controller",
-            os.path.abspath(config.log_dir_list[0]), config.group_initial_rebalance_delay_ms)
+        notes.append(
+            f"no server.properties given: "
+            f"{'a broker on ZooKeeper' if config.zookeeper_connect else 'single-node broker+controller'}, data in "
+            f"{os.path.abspath(config.log_dir_list[0])}, group.initial.rebalance.delay.ms="
+            f"{config.group_initial_rebalance_delay_ms} (as Kafka's sample server.properties: a new consumer group's "
+            f"first rebalance does not wait for more members)")
 
     from kfk.server.broker import run_broker
 
     try:
-        code = run_broker(config)
+        code = run_broker(config, notes)
     except KafkaError as error:
         fail(str(error))
     raise typer.Exit(code)
+
+
+def _command_line(pid: int) -> list[str] | None:
+    """A live process's arguments (from /proc), None when there is no such process."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _is_kfk_broker(command_line: list[str]) -> bool:
+    """`kfk server start ...` or `python -m kfk server start ...`."""
+    for index, argument in enumerate(command_line):
+        if Path(argument).name == "kfk":
+            return command_line[index + 1:index + 3] == ["server", "start"]
+    return False
 
 
 @app.command()
@@ -112,17 +125,23 @@ def stop(
         str, typer.Option("--log-dir", help="The log dir of the broker to stop (its kfk.pid is there).")
     ] = "./kfk-data",
 ) -> None:
-    """Stop the broker that runs on a log dir (SIGTERM: it flushes and checkpoints before exiting)."""
+    """Stop the broker that runs on a log dir (SIGTERM: it flushes and checkpoints before exiting).
+
+    Only the process that holds the log dir's lock, and is a kfk broker, is signalled: a pid file left by a killed
+    broker may name a process that has nothing to do with kfk now."""
+    from kfk.storage.log_dir_lock import lock_holder
     from kfk.storage.log_files import BROKER_PID_FILE
 
     pid_file = Path(log_dir, BROKER_PID_FILE)
-    try:
-        pid = int(pid_file.read_text().strip())
-    except (OSError, ValueError):
-        fail(f"no running broker found: {pid_file} is missing (is --log-dir right?)")
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pid_file.unlink(missing_ok=True)
-        fail(f"no broker with pid {pid} is running (removed the stale {pid_file})")
-    typer.echo(f"sent SIGTERM to broker pid {pid}")
+    holder = lock_holder(log_dir)
+    if holder is None:
+        if not pid_file.exists():
+            fail(f"no running broker found: {pid_file} is missing (is --log-dir right?)")
+        fail(f"no broker is running on {log_dir}: its lock is free, so {pid_file} is stale (pid "
+             f"{pid_file.read_text().strip()}; that process, if any, was left alone)")
+    command_line = _command_line(holder) if holder > 0 else None
+    if command_line is None or not _is_kfk_broker(command_line):
+        what = " ".join(command_line)[:80] if command_line else "its pid is unknown"
+        fail(f"the process holding {log_dir} is not a kfk broker ({what}): left alone")
+    os.kill(holder, signal.SIGTERM)
+    typer.echo(f"sent SIGTERM to broker pid {holder}")

@@ -92,6 +92,8 @@ def spark_export(
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Replace what the output holds (and, with --stream, restart the checkpoint).")] = False,
     json_output: JsonOutput = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", help="Show Spark's own log (its warnings) and the full trace of a failure.")] = False,
     debug: Debug = False,
 ) -> None:
     """Export topics to files through Spark (PySpark and kfk's pure-Python Kafka source), exactly once."""
@@ -123,38 +125,40 @@ def spark_export(
             partition_by=[name.strip() for item in partition_by or [] for name in item.split(",") if name.strip()],
             decode=Decode.parse(decode), value_schema=value_schema, master=master, stream=stream,
             checkpoint=checkpoint, trigger=trigger, spark_conf=parse_key_values(spark_conf, "--spark-conf"),
-            source_options=source_options, overwrite=overwrite)
+            source_options=source_options, overwrite=overwrite, verbose=verbose)
         plan = plan_export(request)
         try:
             check_java()
         except SparkSetupError as error:
             fail(str(error))
-        summary = _run(plan, quiet=json_output)
+        summary = _run(plan, quiet=json_output, verbose=verbose or debug)
         _print_summary(summary, plan, json_output)
 
 
-def _run(plan, quiet: bool):
+def _run(plan, quiet: bool, verbose: bool):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from kfk.spark.export import run_export
 
     if quiet or not sys.stderr.isatty():
-        return _spark_errors(lambda: run_export(plan))
+        return _spark_errors(lambda: run_export(plan), verbose)
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                         TextColumn("{task.completed:,}/{task.total:,} offsets"), TextColumn("{task.fields[status]}"),
                         TimeElapsedColumn(), console=Console(stderr=True), transient=False)
     with progress:
-        task = progress.add_task("starting Spark", total=max(plan.total_offsets, 1), status="")
+        task = progress.add_task("starting Spark", total=max(plan.total_offsets, 1),
+                                 status=f"{plan.total_offsets:,} offsets planned in {len(plan.ranges)} partitions")
 
         def update(done: int, total: int, status: str) -> None:
             progress.update(task, description="exporting", completed=done, total=max(total, 1), status=status)
 
-        return _spark_errors(lambda: run_export(plan, update))
+        return _spark_errors(lambda: run_export(plan, update), verbose)
 
 
-def _spark_errors(job):
-    """Spark's failures as one readable line: the message, without the JVM stack."""
+def _spark_errors(job, verbose: bool):
+    """Spark's failures as one readable line: the root cause of the Java exception (or the kfk source's own error)
+    and where Spark's own log is, not the JVM's stack; all of it with --verbose."""
     try:
         return job()
     except KeyboardInterrupt:
@@ -162,16 +166,34 @@ def _spark_errors(job):
     except Exception as error:  # noqa: BLE001 - sorted below; kfk's own errors pass through
         from kfk.errors import KafkaError
 
-        if isinstance(error, KafkaError):
+        if verbose or isinstance(error, KafkaError):
             raise
-        module = type(error).__module__
-        if module.startswith(("pyspark", "py4j")):
-            text = str(error).strip()
-            first = next((line for line in text.splitlines() if line.strip()), type(error).__name__)
-            # A failure inside the kfk source carries its Python traceback; its last line is the cause.
-            causes = [line.strip() for line in text.splitlines() if line.startswith("kfk.")]
-            fail(f"Spark job failed: {causes[-1] if causes else first[:500]}")
+        if type(error).__module__.startswith(("pyspark", "py4j")):
+            from kfk.spark.environment import jvm_log_path
+
+            fail(f"Spark job failed: {_root_cause(error)} (Spark's own log: {jvm_log_path()}; --verbose shows it "
+                 "and the whole trace)")
         raise
+
+
+def _root_cause(error: Exception) -> str:
+    """The innermost cause of a Spark failure: a failure inside the kfk source carries its Python traceback, whose
+    last `kfk.` line names it; otherwise the last exception of the Java cause chain, as `message (class)`."""
+    text = str(error).strip()
+    causes = [line.strip() for line in text.splitlines() if line.startswith("kfk.")]
+    if causes:
+        return causes[-1]
+    java = getattr(error, "java_exception", None) or getattr(error, "_origin", None)
+    if java is not None:
+        try:
+            while java.getCause() is not None and not java.getCause().equals(java):
+                java = java.getCause()
+            message = java.getMessage()
+            name = java.getClass().getName()
+            return f"{message} ({name})" if message else name
+        except Exception:  # noqa: BLE001 - the JVM went away: the text below is all there is
+            pass
+    return next((line for line in text.splitlines() if line.strip()), type(error).__name__)[:500]
 
 
 def _print_summary(summary, plan, json_output: bool) -> None:

@@ -28,16 +28,19 @@ def format(
         bool, typer.Option("--ignore-formatted", "-g", help="Skip dirs that are already formatted.")
     ] = False,
 ) -> None:
-    """Write meta.properties (cluster id, node id) into every log dir of the broker."""
+    """Write meta.properties (cluster id, node id) into every log dir of the broker (refused while a broker runs on
+    one of them)."""
     from kfk.commands.server import load_broker_properties
     from kfk.config import BrokerConfig
     from kfk.errors import KafkaError
     from kfk.storage.format import format_log_dirs, random_cluster_id
+    from kfk.storage.log_dir_lock import log_dirs_locked
 
     try:
         broker = BrokerConfig(load_broker_properties(config, override))
-        formatted = format_log_dirs(broker.log_dir_list, cluster_id or random_cluster_id(), broker.node_id,
-                                    ignore_formatted)
+        with log_dirs_locked(broker.log_dir_list):  # never under a running broker's feet
+            formatted = format_log_dirs(broker.log_dir_list, cluster_id or random_cluster_id(), broker.node_id,
+                                        ignore_formatted)
     except KafkaError as error:
         fail(str(error))
     for log_dir in formatted:

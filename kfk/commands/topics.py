@@ -357,6 +357,14 @@ def _topic_id(topic_id) -> str:
     return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
 
 
+def _refuse_cluster_managed(topic: str, what: str) -> None:
+    """The broker refuses it too; saying so here needs no cluster."""
+    from kfk.common.internal_topics import CLUSTER_MANAGED_TOPIC_NAMES
+
+    if topic in CLUSTER_MANAGED_TOPIC_NAMES:
+        fail(f"{topic} is an internal topic: {what}")
+
+
 @app.command()
 def delete(
     topic: Annotated[str, typer.Option("--topic", help="A topic name, or a regular expression matching whole "
@@ -376,6 +384,8 @@ def _delete(admin, topic: str, exclude_internal: bool, if_exists: bool) -> None:
     from kfk.errors import UnknownTopicOrPartitionError
 
     names = _existing(admin, topic, exclude_internal, if_exists)
+    for name in names:
+        _refuse_cluster_managed(name, "it cannot be deleted")
     results = admin.delete_topics(names) if names else {}
     for name in names:
         error = results[name]
@@ -405,6 +415,8 @@ def alter(
 
 def _alter(admin, topic: str, partitions: int, if_exists: bool) -> None:
     names = _existing(admin, topic, False, if_exists)
+    for name in names:
+        _refuse_cluster_managed(name, "its number of partitions cannot be changed")
     results = admin.create_partitions(dict.fromkeys(names, partitions)) if names else {}
     for name in names:
         if results[name] is not None:

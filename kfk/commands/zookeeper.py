@@ -39,6 +39,8 @@ def start(
         zookeeper_classpath,
     )
 
+    if properties is None and not 0 < port < 65536:
+        fail(f"--port {port} is not a TCP port (1-65535)")
     try:
         classpath = zookeeper_classpath()
         java = java_executable()
@@ -50,9 +52,12 @@ def start(
         config = os.path.abspath(properties)
     else:
         data = Path(data_dir).absolute()
-        data.mkdir(parents=True, exist_ok=True)
         config_path = data / "zoo.cfg"
-        config_path.write_text(zoo_cfg(str(data), port, tick_time, host))
+        try:
+            data.mkdir(parents=True, exist_ok=True)
+            config_path.write_text(zoo_cfg(str(data), port, tick_time, host))
+        except OSError as error:
+            fail(f"cannot use --data-dir {data_dir}: {error.strerror or error}")
         config = str(config_path)
         typer.echo(f"ZooKeeper on {host}:{port}, data in {data} (config {config})", err=True)
     os.execv(java, [java, "-cp", classpath, STANDALONE_MAIN, config])

@@ -341,7 +341,7 @@ class QuorumController:
             response = await self.create_topics(request)
         for result in response.topics:
             if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                log.info("auto-creation of topic %s failed: %s (%s)", result.name,
+                log.debug("auto-creation of topic %s failed: %s (%s)", result.name,
                          ErrorCode(result.error_code).name, result.error_message)
         return response
 

@@ -31,7 +31,12 @@ from kfk.controller.placement import BrokerPlacement, assign_replicas_to_brokers
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import ERROR_INFO, ErrorCode, InvalidConfigurationError, InvalidTopicError, KafkaError
 from kfk.metadata.image import MetadataImage, PartitionRegistration
-from kfk.metadata.topic_names import has_collision_chars, unify_collision_chars, validate_topic_name
+from kfk.metadata.topic_names import (
+    has_collision_chars,
+    is_managed_by_the_cluster,
+    unify_collision_chars,
+    validate_topic_name,
+)
 from kfk.protocol.message import Message
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
@@ -231,7 +236,8 @@ def create_topics_error(request: CreateTopicsRequest, error: ApiError) -> Create
 def delete_topics(image: MetadataImage, request: DeleteTopicsRequest, api_version: int,
                   delete_topic_enable: bool) -> ControllerResult[DeleteTopicsResponse]:
     """By name (v0-v5 topic_names, v6 topics[].name) or by id (v6 topics[].topic_id). Deletion disabled answers
-    INVALID_REQUEST before v3 and TOPIC_DELETION_DISABLED since, for every topic."""
+    INVALID_REQUEST before v3 and TOPIC_DELETION_DISABLED since, for every topic. The internal topics (and the
+    metadata log's name) are refused with INVALID_REQUEST: the cluster manages them."""
     Result = DeleteTopicsResponse.DeletableTopicResult
     if not delete_topic_enable:
         error = (ApiError(ErrorCode.INVALID_REQUEST, "Topic deletion is disabled.") if api_version < 3
@@ -262,6 +268,9 @@ def delete_topics(image: MetadataImage, request: DeleteTopicsRequest, api_versio
         elif topic_id not in image.topics_by_id:
             results.append(Result(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
                                   error_message=_message(ErrorCode.UNKNOWN_TOPIC_ID)))
+        elif is_managed_by_the_cluster(image.topics_by_id[topic_id].name):
+            results.append(Result(name=None, topic_id=topic_id, error_code=ErrorCode.INVALID_REQUEST,
+                                  error_message=_internal_deletion(image.topics_by_id[topic_id].name)))
         else:
             to_delete[topic_id] = image.topics_by_id[topic_id].name
     for name, count in names.items():
@@ -269,6 +278,9 @@ def delete_topics(image: MetadataImage, request: DeleteTopicsRequest, api_versio
         if count > 1:
             results.append(Result(name=name, topic_id=_ZERO_UUID, error_code=ErrorCode.INVALID_REQUEST,
                                   error_message="Duplicate topic name."))
+        elif is_managed_by_the_cluster(name):
+            results.append(Result(name=name, topic_id=topic.topic_id if topic else _ZERO_UUID,
+                                  error_code=ErrorCode.INVALID_REQUEST, error_message=_internal_deletion(name)))
         elif topic is None:
             results.append(Result(name=name, topic_id=_ZERO_UUID, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                   error_message=_message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
@@ -282,6 +294,10 @@ def delete_topics(image: MetadataImage, request: DeleteTopicsRequest, api_versio
     results.extend(Result(name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None)
                    for topic_id, name in to_delete.items())
     return ControllerResult(DeleteTopicsResponse(responses=results), records)
+
+
+def _internal_deletion(name: str) -> str:
+    return f"Topic {name} is an internal topic and cannot be deleted."
 
 
 def delete_topics_error(request: DeleteTopicsRequest, error: ApiError) -> DeleteTopicsResponse:
@@ -326,6 +342,9 @@ def create_partitions(image: MetadataImage, request: CreatePartitionsRequest,
 
 def _create_partitions(image: MetadataImage, request: CreatePartitionsRequest.CreatePartitionsTopic,
                        rng: random.Random, budget: int) -> list[Message]:
+    if is_managed_by_the_cluster(request.name):
+        raise _Failed(ApiError(ErrorCode.INVALID_REQUEST,
+                               f"The number of partitions of the internal topic {request.name} cannot be changed."))
     topic = image.topic(request.name)
     if topic is None:
         raise _Failed(ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import re
 
-from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from kfk.common.internal_topics import (
+    CLUSTER_MANAGED_TOPIC_NAMES,
+    GROUP_METADATA_TOPIC_NAME,
+    SHARE_GROUP_STATE_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+)
 from kfk.errors import InvalidTopicError
 
 
@@ -56,3 +61,8 @@ def has_collision_chars(name: str) -> bool:
 def unify_collision_chars(name: str) -> str:
     """The name metrics would see: '.' and '_' are the same character there."""
     return name.replace(".", "_")
+
+
+def is_managed_by_the_cluster(name: str) -> bool:
+    """An internal topic or the metadata log: users may neither delete it nor change its partition count."""
+    return name in CLUSTER_MANAGED_TOPIC_NAMES

@@ -125,7 +125,7 @@ class Partition:
                 replica.log_end_offset = UNKNOWN_OFFSET
                 replica.last_fetch_leader_log_end_offset = UNKNOWN_OFFSET
                 replica.last_fetch_time_ms = 0
-            logger.info("%s: leader in epoch %d from offset %d, in-sync replicas %s, high watermark %d",
+            logger.debug("%s: leader in epoch %d from offset %d, in-sync replicas %s, high watermark %d",
                         self.topic_partition, self.leader_epoch, self.leader_epoch_start_offset,
                         list(self.in_sync_replicas), self.log.high_watermark)
         self.maybe_increment_high_watermark(now_ms)

@@ -1,11 +1,12 @@
 """BrokerServer: the composition root. Builds the broker's pieces, starts them in order, stops them in reverse.
 
-Start: check or format the log dirs (meta.properties -> cluster id), open every partition log (recovering after an
-unclean shutdown), bind the listeners (their real ports are what the broker registers), start the metadata layer,
+Start: lock the log dirs (one broker per dir, kfk/storage/log_dir_lock.py) and bind the listeners (their real ports
+are what the broker registers) before anything is written, then check or format the log dirs (meta.properties ->
+cluster id), open every partition log (recovering after an unclean shutdown), start the metadata layer,
 the replica manager and the group and transaction coordinators, register the handlers (each built with the layers it uses), write
 the pid file, and print the ready line that `kfk.testing` and scripts wait for. Stop (SIGTERM/SIGINT): stop
 accepting, stop the layers above storage, then shut the log manager down (flush, checkpoints, clean-shutdown
-marker) and remove the pid file. The exit code is 0 after a clean stop.
+marker), remove the pid file and release the log dirs' locks. The exit code is 0 after a clean stop.
 
 Blocking storage work (recovery at start, the periodic flush/retention/checkpoint tick, shutdown) runs in the
 default executor so the event loop keeps serving; compaction runs in the log manager's cleaner threads
@@ -18,6 +19,7 @@ import asyncio
 import logging
 import os
 import signal
+from collections.abc import Sequence
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
@@ -34,7 +36,7 @@ from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
-from kfk.errors import ErrorCode, KafkaStorageError
+from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaStorageError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.replication.replica_manager import ReplicaManager
@@ -67,6 +69,7 @@ from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
+from kfk.storage.log_dir_lock import LogDirLock, acquire_log_dirs, release_log_dirs
 from kfk.storage.log_files import BROKER_PID_FILE
 from kfk.storage.cleaner_threads import CleanerConfig
 from kfk.storage.log_manager import LogManager
@@ -84,8 +87,10 @@ MARKER_REQUEST_MARGIN_MS = 5_000
 
 
 class BrokerServer:
-    def __init__(self, config: BrokerConfig, auto_format: bool = True) -> None:
+    def __init__(self, config: BrokerConfig, auto_format: bool = True, started_notes: Sequence[str] = ()) -> None:
         self.config = config
+        #: The caller's remarks on the configuration, logged with the ready line: a failed start prints its error alone.
+        self.started_notes = list(started_notes)
         self.node_id = config.node_id
         self.auto_format = auto_format
         self.cluster_id: str | None = None
@@ -108,6 +113,7 @@ class BrokerServer:
         self.txn_marker_channels: InterBrokerChannels | None = None
         self.txn_verification_channels: InterBrokerChannels | None = None
         self.txn_verifier: TxnPartitionVerifier | None = None
+        self._log_dir_locks: list[LogDirLock] = []
 
     @property
     def log_dirs(self) -> list[str]:
@@ -430,21 +436,8 @@ class BrokerServer:
             if channels is not None:
                 await channels.close()
 
-    async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self.config.zookeeper_connect is not None:  # the cluster id is ZooKeeper's (/cluster/id)
-            self.metadata_backend = ZooKeeperMetadataBackend(
-                self.config.zookeeper_connect, self.node_id,
-                expected_cluster_id=load_cluster_id(self.log_dirs, self.node_id), session_timeout_ms=self.config.zookeeper_session_timeout_ms,
-                connection_timeout_ms=self.config.zookeeper_connection_timeout_ms, time_ms=system_time_ms)
-            self.cluster_id = await self.metadata_backend.connect()
-        else:
-            self.cluster_id = self._cluster_id()
-        self.log_manager = self._build_log_manager()
-        await loop.run_in_executor(None, self.log_manager.startup, system_time_ms(), self.node_id, self.cluster_id)
-        self._log_manager_task = asyncio.create_task(self._run_log_manager())
-        listeners = [network.Listener.parse(text) for text in self.config.listeners]
-        self.socket_server = network.SocketServer(
+    def _build_socket_server(self, listeners: list[network.Listener]) -> network.SocketServer:
+        return network.SocketServer(
             self.dispatcher,
             listeners,
             max_request_bytes=self.config.socket_request_max_bytes,
@@ -456,10 +449,44 @@ class BrokerServer:
                 (self.config.inter_broker_listener_name or listeners[0].name).upper(),
                 resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides))),
         )
+
+    async def start(self) -> None:
+        """Start every layer. A start that fails on the operator's mistake (a log dir in use, a port taken, a
+        malformed listener) raises a KafkaError before anything in the log dirs changes: the dirs are locked and the
+        listeners bound before a dir is formatted or a log recovered."""
+        loop = asyncio.get_running_loop()
+        try:
+            listeners = [network.Listener.parse(text) for text in self.config.listeners]
+        except ValueError as error:
+            raise InvalidConfigurationError(f"invalid listeners: {error}") from None
+        self._log_dir_locks = acquire_log_dirs(self.log_dirs)
+        self.socket_server = self._build_socket_server(listeners)
         self.dynamic_config.add_reconfigurable(self._reconfigure_network)
         self.dynamic_config.add_reconfigurable(self._reconfigure_cleaner)
         self.dynamic_config.add_reconfigurable(self._reconfigure_replica_fetchers)
-        await self.socket_server.bind()
+        try:
+            await self.socket_server.bind()
+        except OSError as error:
+            await self.socket_server.stop()
+            release_log_dirs(self._log_dir_locks, remove_created=True)
+            raise InvalidConfigurationError(f"cannot listen on {', '.join(self.config.listeners)}: "
+                                            f"{error.strerror or error}") from None
+        for listener in self.socket_server.bound:
+            log.info("listener %s bound", listener)
+        if self.config.zookeeper_connect is not None:  # the cluster id is ZooKeeper's (/cluster/id)
+            self.metadata_backend = ZooKeeperMetadataBackend(
+                self.config.zookeeper_connect, self.node_id,
+                expected_cluster_id=load_cluster_id(self.log_dirs, self.node_id), session_timeout_ms=self.config.zookeeper_session_timeout_ms,
+                connection_timeout_ms=self.config.zookeeper_connection_timeout_ms, time_ms=system_time_ms)
+            self.cluster_id = await self.metadata_backend.connect()
+        else:
+            self.cluster_id = self._cluster_id()
+        self.log_manager = self._build_log_manager()
+        await loop.run_in_executor(None, self.log_manager.startup, system_time_ms(), self.node_id, self.cluster_id)
+        for log_dir in self.log_dirs:
+            count = sum(os.path.dirname(partition.dir) == log_dir for partition in self.log_manager.logs.values())
+            log.info("log dir %s: %d partition logs loaded (the dir is locked while the broker runs)", log_dir, count)
+        self._log_manager_task = asyncio.create_task(self._run_log_manager())
         await self._start_metadata()
         await self._start_replication()
         await self._start_group_coordinator()
@@ -467,6 +494,8 @@ class BrokerServer:
         self._register_handlers()
         await self.socket_server.start_serving()
         Path(self.log_dirs[0], BROKER_PID_FILE).write_text(f"{os.getpid()}\n")
+        for note in self.started_notes:
+            log.info("%s", note)
         bound = ", ".join(str(listener) for listener in self.socket_server.bound)
         log.info("kfk broker %d started, listening on %s (cluster id %s, log dirs %s)", self.node_id, bound,
                  self.cluster_id, ", ".join(self.log_dirs))
@@ -486,6 +515,7 @@ class BrokerServer:
         pid_file = Path(self.log_dirs[0], BROKER_PID_FILE)
         if pid_file.exists() and pid_file.read_text().strip() == str(os.getpid()):
             pid_file.unlink()
+        release_log_dirs(self._log_dir_locks)
         log.info("kfk broker %d stopped", self.node_id)
 
     async def run_until_signalled(self) -> None:
@@ -499,8 +529,8 @@ class BrokerServer:
         await self.stop()
 
 
-def run_broker(config: BrokerConfig) -> int:
+def run_broker(config: BrokerConfig, started_notes: Sequence[str] = ()) -> int:
     """Run a broker in the foreground until SIGTERM/SIGINT; the process exit code."""
-    server = BrokerServer(config)
+    server = BrokerServer(config, started_notes=started_notes)
     asyncio.run(server.run_until_signalled())
     return 0

@@ -21,10 +21,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["INSTALL_HINT", "SparkSetupError", "check_java", "check_pyspark", "create_session"]
+__all__ = ["INSTALL_HINT", "SparkSetupError", "check_java", "check_pyspark", "create_session", "jvm_log_path"]
 
 INSTALL_HINT = "pip install 'kfk[spark]'"
 MINIMUM_PYSPARK = (4, 2)
@@ -104,21 +105,48 @@ appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 """
 
 
-def _quiet_logging_option() -> str:
+def _kfk_spark_dir() -> str:
     directory = os.path.join(tempfile.gettempdir(), f"kfk-spark-{os.getuid()}")
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, "log4j2.properties")
+    return directory
+
+
+def _quiet_logging_option() -> str:
+    path = os.path.join(_kfk_spark_dir(), "log4j2.properties")
     if not os.path.exists(path):
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(LOG4J2_PROPERTIES)
     return f"-Dlog4j2.configurationFile=file:{path}"
 
 
-def create_session(master: str, app_name: str, conf: Mapping[str, str] | None = None) -> Any:
+def jvm_log_path() -> str:
+    """Where a quiet session's JVM writes its stderr (one file per kfk process)."""
+    return os.path.join(_kfk_spark_dir(), f"spark-{os.getpid()}.log")
+
+
+@contextmanager
+def _jvm_stderr_to(path: str) -> Iterator[None]:
+    """While the JVM starts, point this process's stderr (fd 2) at `path`: the JVM and the Python workers it starts
+    inherit it, so the launcher's and Spark's own lines ("Using incubator modules", "Setting default log level")
+    go there instead of the terminal; this process gets its stderr back at once."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
+
+
+def create_session(master: str, app_name: str, conf: Mapping[str, str] | None = None, verbose: bool = False) -> Any:
     """A SparkSession for kfk jobs (or the active one: getOrCreate), with the kfk data source registered.
 
     PYSPARK_PYTHON and SPARK_LOCAL_IP are set for local masters only: on a cluster the executors' Python is the
-    cluster's business (kfk must be installed there, e.g. ``pip install 'kfk[spark]'`` on every node)."""
+    cluster's business (kfk must be installed there, e.g. ``pip install 'kfk[spark]'`` on every node). Unless
+    `verbose`, Spark logs only errors and the JVM's stderr goes to jvm_log_path()."""
     if master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -128,14 +156,20 @@ def create_session(master: str, app_name: str, conf: Mapping[str, str] | None = 
 
     builder = SparkSession.builder.master(master).appName(app_name)
     # Parquet timestamps as INT64 microseconds (Spark writes legacy INT96 by default, which other readers treat as
-    # zone-less nanoseconds); dates for --partition-by in UTC; Spark's own log down to errors.
+    # zone-less nanoseconds); dates for --partition-by in UTC.
     settings = {"spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC",
-                "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS", "spark.log.level": "ERROR"}
-    if "spark.driver.extraJavaOptions" not in (conf or {}):
-        settings["spark.driver.extraJavaOptions"] = _quiet_logging_option()
+                "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+    if not verbose:  # Spark's own log down to errors
+        settings["spark.log.level"] = "ERROR"
+        if "spark.driver.extraJavaOptions" not in (conf or {}):
+            settings["spark.driver.extraJavaOptions"] = _quiet_logging_option()
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if verbose:
+        spark = builder.getOrCreate()
+    else:
+        with _jvm_stderr_to(jvm_log_path()):
+            spark = builder.getOrCreate()
     register(spark)
     return spark

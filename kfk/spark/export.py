@@ -86,6 +86,8 @@ class ExportRequest:
     spark_conf: dict[str, str] = field(default_factory=dict)
     source_options: dict[str, str] = field(default_factory=dict)
     overwrite: bool = False
+    verbose: bool = False
+    """Spark's own log (WARN and up) on stderr; otherwise only errors, in the JVM's log file."""
 
 
 @dataclass
@@ -378,7 +380,7 @@ def run_export(plan: ExportPlan, progress: ProgressCallback | None = None, spark
         return ExportSummary(0, 0, 0, plan.ranges, 0.0, request.output,
                              plan.notes + ["nothing to export: the offset ranges are empty"])
     if spark is None:
-        spark = create_session(request.master, "kfk spark-export", request.spark_conf)
+        spark = create_session(request.master, "kfk spark-export", request.spark_conf, request.verbose)
     notify = progress or (lambda done, total, status: None)
     if request.stream:
         return _run_stream(spark, plan, notify)
@@ -439,7 +441,7 @@ def _run_batch(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> Export
                         done_tasks += stage.numCompletedTasks
                         all_tasks += stage.numTasks
             if all_tasks:
-                notify(total * done_tasks // all_tasks, total, f"tasks {done_tasks}/{all_tasks}")
+                notify(total * done_tasks // all_tasks, total, f"batches {done_tasks}/{all_tasks} done")
     except KeyboardInterrupt:
         spark.sparkContext.cancelJobGroup(group)
         thread.join(30)
@@ -449,7 +451,7 @@ def _run_batch(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> Export
         output.abandon()
         raise failure[0]
     rows = int(observation.get.get("rows", 0)) if plan.ranges else 0
-    notify(total, total, "committing")
+    notify(total, total, f"{rows:,} rows written, committing")
     extra = {"value_schema": schema_text} if schema_text is not None else None
     result = output.commit(plan.ranges, rows, request.overwrite, extra)
     return ExportSummary(rows, result.bytes, result.files, plan.ranges, time.monotonic() - started,

@@ -33,6 +33,8 @@ LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 META_PROPERTIES_FILE = "meta.properties"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+#: The file a broker locks for as long as it uses the log dir (kfk/storage/log_dir_lock.py).
+LOCK_FILE = ".lock"
 #: kfk's own: the pid of the broker serving a log dir (`kfk server stop` signals it; offline readers refuse it).
 BROKER_PID_FILE = "kfk.pid"
 

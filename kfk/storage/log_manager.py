@@ -237,7 +237,7 @@ class LogManager:
                                deletion_queue=self.deletion_queue,
                                producer_id_expiration_ms=self.producer_id_expiration_ms)
                 self.logs[topic_partition] = log
-                logger.info("Created log for partition %s in %s", topic_partition, directory)
+                logger.debug("Created log for partition %s in %s", topic_partition, directory)
             if topic_id is not None:
                 log.partition_metadata.write(topic_id)
             return log

@@ -98,14 +98,14 @@ class GroupCoordinatorService:
         led = self._led_partitions(current)
         for partition in sorted(led - set(self.coordinator.partitions)):
             self.coordinator.begin_loading(partition)
-            log.info("Loading %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
+            log.debug("Loading %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 continue
             self._loads[partition] = loop.create_task(self._load(partition))
         for partition in sorted(set(self.coordinator.partitions) - led):
-            log.info("Unloading %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
+            log.debug("Unloading %s-%d", GROUP_METADATA_TOPIC_NAME, partition)
             task = self._loads.pop(partition, None)
             if task is not None:
                 task.cancel()
@@ -130,7 +130,7 @@ class GroupCoordinatorService:
         if partition in self._loads:
             del self._loads[partition]
         self.coordinator.complete_loading(partition, self._now_ms())
-        log.info("Loaded %s-%d: %d records and markers", GROUP_METADATA_TOPIC_NAME, partition, count)
+        log.debug("Loaded %s-%d: %d records and markers", GROUP_METADATA_TOPIC_NAME, partition, count)
         self._after()
 
     def _replay(self, partition: int, entry: LoadedEntry) -> None:

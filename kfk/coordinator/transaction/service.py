@@ -147,7 +147,7 @@ class TransactionCoordinatorService:
         held = self.coordinator.state.partitions
         for partition in sorted(held):
             if led.get(partition) != self.coordinator.state.coordinator_epoch(partition):
-                log.info("Unloading %s-%d", TRANSACTION_STATE_TOPIC_NAME, partition)
+                log.debug("Unloading %s-%d", TRANSACTION_STATE_TOPIC_NAME, partition)
                 task = self._loads.pop(partition, None)
                 if task is not None:
                     task.cancel()
@@ -156,7 +156,7 @@ class TransactionCoordinatorService:
             if partition in self.coordinator.state.partitions:
                 continue
             self.coordinator.begin_loading(partition, leader_epoch)
-            log.info("Loading %s-%d at coordinator epoch %d", TRANSACTION_STATE_TOPIC_NAME, partition, leader_epoch)
+            log.debug("Loading %s-%d at coordinator epoch %d", TRANSACTION_STATE_TOPIC_NAME, partition, leader_epoch)
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
@@ -182,7 +182,7 @@ class TransactionCoordinatorService:
             return
         self._loads.pop(partition, None)
         self.coordinator.complete_loading(partition, self._now_ms())
-        log.info("Loaded %s-%d: %d records", TRANSACTION_STATE_TOPIC_NAME, partition, count)
+        log.debug("Loaded %s-%d: %d records", TRANSACTION_STATE_TOPIC_NAME, partition, count)
         self._after()
 
     def _replay(self, partition: int, entry: LoadedEntry) -> None:

@@ -8,12 +8,15 @@ A group's coordinator is the leader of its __consumer_offsets partition, a trans
 __transaction_state partition (abs(java hash) % partitions, for both). The first lookup when the topic does not
 exist yet creates it (offsets.topic.* or transaction.state.log.* sizes, compacted); until it exists (the creation
 failed, or it is not in this broker's metadata yet) the answer is COORDINATOR_NOT_AVAILABLE, which clients retry,
-as Kafka does. A lookup for a partition of this broker that is still loading waits (briefly) for it, so the
+as Kafka does; a failed creation is logged at WARN (once a minute) with its cause and, for a replication factor
+larger than the live brokers, the fix. A lookup for a partition of this broker that is still loading waits (briefly) for it, so the
 client's next request does not meet COORDINATOR_LOAD_IN_PROGRESS. Share groups are not supported: INVALID_REQUEST.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import TYPE_CHECKING
 
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
@@ -39,6 +42,12 @@ SHARE_KEY_TYPE = 2
 
 #: How long a lookup waits for the group's partition of this broker to finish loading.
 LOAD_WAIT_MS = 5000
+#: How often the broker repeats why a coordinator topic cannot be created (clients retry every few hundred ms).
+CREATION_WARNING_INTERVAL_S = 60.0
+REPLICATION_FACTOR_KEYS = {GROUP_METADATA_TOPIC_NAME: "offsets.topic.replication.factor",
+                           TRANSACTION_STATE_TOPIC_NAME: "transaction.state.log.replication.factor"}
+
+log = logging.getLogger("kfk.server")
 
 Coordinator = FindCoordinatorResponse.Coordinator
 
@@ -54,6 +63,7 @@ class FindCoordinatorHandler:
         self.group_coordinator = group_coordinator
         self.transaction_coordinator = transaction_coordinator
         self.node_id = node_id
+        self._next_creation_warning: dict[str, float] = {}
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.FIND_COORDINATOR, self.find_coordinator)
@@ -63,7 +73,8 @@ class FindCoordinatorHandler:
         """The leader of the key's partition of the coordinator's topic (created on the first lookup)."""
         topic = image.topic(topic_name)
         if topic is None:
-            await self.controller.auto_create_topics([topic_name])
+            response = await self.controller.auto_create_topics([topic_name])
+            self._warn_if_not_created(topic_name, response.topics)
             image = self.metadata_cache.image
             topic = image.topic(topic_name)
             if topic is None:
@@ -78,6 +89,25 @@ class FindCoordinatorHandler:
             await wait_until_loaded(key, LOAD_WAIT_MS)
         return Coordinator(key=key, node_id=registration.leader, host=endpoint.host, port=endpoint.port,
                            error_code=ErrorCode.NONE, error_message=None)
+
+    def _warn_if_not_created(self, topic_name: str, results) -> None:
+        """Clients only see COORDINATOR_NOT_AVAILABLE and retry forever: the operator learns why from this broker's
+        log, at WARN, at most once a minute per topic, with the fix when the cause is the replication factor."""
+        for result in results:
+            if result.error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                continue
+            now = time.monotonic()
+            if now < self._next_creation_warning.get(topic_name, 0.0):
+                return
+            self._next_creation_warning[topic_name] = now + CREATION_WARNING_INTERVAL_S
+            users = "consumer groups" if topic_name == GROUP_METADATA_TOPIC_NAME else "transactional producers"
+            fix = ""
+            if result.error_code == ErrorCode.INVALID_REPLICATION_FACTOR:
+                key = REPLICATION_FACTOR_KEYS[topic_name]
+                fix = (f"; start more brokers or lower {key} (now {self.controller.config.values[key]}) to at most "
+                       "the number of live brokers")
+            log.warning("cannot create %s, so %s wait for a coordinator: %s (%s)%s", topic_name, users,
+                        ErrorCode(result.error_code).name, result.error_message, fix)
 
     async def find_coordinator(self, context: RequestContext,
                                request: FindCoordinatorRequest) -> FindCoordinatorResponse:

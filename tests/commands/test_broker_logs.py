@@ -1,0 +1,92 @@
+"""The broker's log through `python -m kfk server start`: JSON lines (--log-format json), a rotated log.file, and a
+start-up that says one line per log dir and listener instead of one per partition."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kfk.testing.broker import BrokerProcess
+
+
+def kfk(*args: str, stdin: str | None = None) -> None:
+    done = subprocess.run([sys.executable, "-m", "kfk", *args], input=stdin, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def records(text: str) -> list[dict]:
+    """Every line must be one JSON object."""
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_json_lines_a_rotated_log_file_and_a_quiet_start(tmp_path: Path) -> None:
+    log_file = tmp_path / "kfk.log"
+    broker = BrokerProcess(log_dir=tmp_path / "data", log_path=tmp_path / "stderr.log", extra_args=[
+        "--log-format", "json", "--log-level", "debug"], overrides={
+        "log.file": str(log_file), "log.file.max.bytes": "20000", "log.file.backups": "2"})
+    broker.start(timeout=60)
+    try:
+        address = broker.bootstrap_servers
+        kfk("topics", "create", "--topic", "many", "--partitions", "20", "--bootstrap-server", address)
+        kfk("console-produce", "--topic", "many", "--bootstrap-server", address, stdin="a\nb\n")
+        kfk("console-consume", "--topic", "many", "--group", "g", "--from-beginning", "--max-messages", "2",
+            "--bootstrap-server", address)
+    finally:
+        assert broker.stop() == 0
+    first_run = records(broker.output())
+    assert {"time", "level", "logger", "message"} <= set(first_run[0])
+    assert any(entry["level"] == "DEBUG" for entry in first_run)
+    # log.file gets the same JSON lines, rotated: at most log.file.backups old files, none bigger than the limit.
+    rotated = sorted(path.name for path in tmp_path.glob("kfk.log*"))
+    assert rotated == ["kfk.log", "kfk.log.1", "kfk.log.2"]
+    for path in tmp_path.glob("kfk.log*"):
+        assert path.stat().st_size <= 20000 + 2000
+        records(path.read_text())
+
+    # Restarted at the default level: one INFO line per log dir and listener, not one per partition (70 here).
+    broker.extra_args = ["--log-format", "json"]
+    before = len(broker.output().splitlines())
+    broker.start(timeout=60)
+    try:
+        started = records("\n".join(broker.output().splitlines()[before:]))
+    finally:
+        assert broker.stop() == 0
+    messages = [entry["message"] for entry in started if entry["level"] == "INFO"]
+    ready = next(index for index, message in enumerate(messages) if message.startswith("kfk broker 1 started"))
+    assert f"log dir {broker.log_dir}: 70 partition logs loaded (the dir is locked while the broker runs)" in messages
+    assert sum(message.startswith("listener PLAINTEXT://127.0.0.1:") for message in messages) == 1
+    assert ready < 8, messages[:ready + 1]
+
+
+def test_a_coordinator_topic_that_cannot_be_created_is_explained_at_warn(tmp_path: Path) -> None:
+    """offsets.topic.replication.factor=3 on a single broker: __consumer_offsets cannot be created, the group
+    consumer waits; the broker says why, and what to change, once (not at every retry of the consumer)."""
+    broker = BrokerProcess(log_dir=tmp_path / "data", log_path=tmp_path / "broker.log",
+                           overrides={"offsets.topic.replication.factor": "3"})
+    broker.start(timeout=60)
+    consumer = None
+    try:
+        kfk("topics", "create", "--topic", "t", "--bootstrap-server", broker.bootstrap_servers)
+        consumer = subprocess.Popen([sys.executable, "-m", "kfk", "console-consume", "--topic", "t", "--group", "g",
+                                     "--bootstrap-server", broker.bootstrap_servers],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while "WARNING" not in broker.output() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # the consumer keeps asking for its coordinator meanwhile
+    finally:
+        if consumer is not None:
+            consumer.kill()
+            consumer.wait()
+        assert broker.stop() == 0
+    warnings = [line for line in broker.output().splitlines() if " WARNING " in line]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].endswith(
+        "WARNING kfk.server: cannot create __consumer_offsets, so consumer groups wait for a coordinator: "
+        "INVALID_REPLICATION_FACTOR (Unable to replicate the partition 3 time(s): The target replication factor of 3 "
+        "cannot be reached because only 1 broker(s) are registered.); start more brokers or lower "
+        "offsets.topic.replication.factor (now 3) to at most the number of live brokers")
