@@ -62,6 +62,7 @@ from kfk.server.handlers.produce import ProduceHandler
 from kfk.server.handlers.producer_id import ProducerIdHandler
 from kfk.server.handlers.transactions import TransactionsHandler
 from kfk.server.inter_broker_channels import InterBrokerChannels
+from kfk.server.metrics import MetricsEndpoint
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
@@ -104,6 +105,7 @@ class BrokerServer:
         self.txn_marker_channels: InterBrokerChannels | None = None
         self.txn_verification_channels: InterBrokerChannels | None = None
         self.txn_verifier: TxnPartitionVerifier | None = None
+        self.metrics_endpoint: MetricsEndpoint | None = None
 
     @property
     def log_dirs(self) -> list[str]:
@@ -384,6 +386,8 @@ class BrokerServer:
         await self._start_group_coordinator()
         await self._start_transaction_coordinator()
         self._register_handlers()
+        if self.config.metrics_port:
+            self.metrics_endpoint = MetricsEndpoint(self)
         await self.socket_server.start_serving()
         Path(self.log_dirs[0], BROKER_PID_FILE).write_text(f"{os.getpid()}\n")
         bound = ", ".join(str(listener) for listener in self.socket_server.bound)
@@ -392,6 +396,8 @@ class BrokerServer:
 
     async def stop(self) -> None:
         await self._controlled_shutdown()
+        if self.metrics_endpoint is not None:  # its HTTP thread may take a poll interval (0.5 s) to notice
+            await asyncio.get_running_loop().run_in_executor(None, self.metrics_endpoint.stop)
         if self.socket_server is not None:
             await self.socket_server.stop()
         await self._stop_transaction_coordinator()
