@@ -11,11 +11,11 @@ sockets at all: the same frames handed to the dispatcher of a broker started in 
 everything from header decode to response encode (the steadiest of the three on a shared machine; the difference to
 the first is the network layer and its system calls).
 
-    python bench/bench_produce_requests.py --metrics [--rounds 5]
+    python bench/bench_produce_requests.py --metrics [--rounds 5] [--scrape-interval 15]
 
 The cost of the Prometheus endpoint (metrics.port): two brokers side by side, one without it and one with it while a
-thread scrapes /metrics every second, measured in alternating rounds with one-partition requests (broker CPU per
-request and throughput, the median of the rounds for each).
+thread scrapes /metrics every --scrape-interval seconds (Prometheus' default is 15), measured in alternating rounds
+with one-partition requests (broker CPU per request and throughput, the median of the rounds for each).
 """
 
 from __future__ import annotations
@@ -114,8 +114,8 @@ async def measure_in_process(partitions: int, records: int, requests: int) -> fl
             await server.stop()
 
 
-def compare_metrics(partitions: int, records: int, requests: int, rounds: int) -> None:
-    """Produce cost without and with the metrics endpoint (scraped every second), alternating rounds."""
+def compare_metrics(partitions: int, records: int, requests: int, rounds: int, scrape_interval: float) -> None:
+    """Produce cost without and with the metrics endpoint (scraped every `scrape_interval` s), alternating rounds."""
     port = free_port()
     root = Path(tempfile.mkdtemp(prefix="kfk-bench-"))
     brokers = {"off": start_broker(root / "off", run.KFK_OVERRIDES, timeout=120),
@@ -123,11 +123,14 @@ def compare_metrics(partitions: int, records: int, requests: int, rounds: int) -
     stop_scraping = threading.Event()
     scrapes: list[float] = []
 
+    def scrape_once() -> None:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            response.read()
+
     def scrape() -> None:
-        while not stop_scraping.wait(1.0):
+        while not stop_scraping.wait(scrape_interval):
             start = time.perf_counter()
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-                response.read()
+            scrape_once()
             scrapes.append(time.perf_counter() - start)
 
     scraper = threading.Thread(target=scrape, daemon=True)
@@ -142,6 +145,13 @@ def compare_metrics(partitions: int, records: int, requests: int, rounds: int) -
                 assert broker.process is not None
                 results[mode].append(measure(broker.bootstrap_servers, broker.process.pid, partitions, 1, records,
                                              requests))
+        stop_scraping.set()
+        scraper.join()
+        pid = brokers["on"].process.pid
+        cpu_before = run.process_cpu_seconds(pid)
+        for _ in range(20):
+            scrape_once()
+        scrape_cpu_ms = (run.process_cpu_seconds(pid) - cpu_before) / 20 * 1000
     finally:
         stop_scraping.set()
         for broker in brokers.values():
@@ -151,8 +161,8 @@ def compare_metrics(partitions: int, records: int, requests: int, rounds: int) -
         print(f"{mode:<24} {rounds:>7} {statistics.median(f[0] for f in figures):>22,.1f} "
               f"{statistics.median(f[1] for f in figures):>8,.0f}")
     if scrapes:
-        print(f"scrapes: {len(scrapes)}, median {statistics.median(scrapes) * 1000:.1f} ms "
-              f"({partitions} partitions)")
+        print(f"scrapes every {scrape_interval:g} s: {len(scrapes)}, median {statistics.median(scrapes) * 1000:.1f} "
+              f"ms ({partitions} partitions); broker CPU per scrape (idle broker, 20 scrapes): {scrape_cpu_ms:.1f} ms")
 
 
 def main() -> int:
@@ -162,9 +172,10 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20_000, help="requests with one partition each")
     parser.add_argument("--metrics", action="store_true", help="compare the broker without and with metrics.port")
     parser.add_argument("--rounds", type=int, default=5, help="with --metrics: alternating rounds per broker")
+    parser.add_argument("--scrape-interval", type=float, default=15.0, help="with --metrics: seconds between scrapes")
     args = parser.parse_args()
     if args.metrics:
-        compare_metrics(args.partitions, args.records, args.requests, args.rounds)
+        compare_metrics(args.partitions, args.records, args.requests, args.rounds, args.scrape_interval)
         return 0
     broker = run.KfkBroker(Path(tempfile.mkdtemp(prefix="kfk-bench-")))
     try:
