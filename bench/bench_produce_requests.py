@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import statistics
 import sys
 import tempfile
@@ -156,6 +157,7 @@ def compare_metrics(partitions: int, records: int, requests: int, rounds: int, s
         stop_scraping.set()
         for broker in brokers.values():
             broker.stop()
+        shutil.rmtree(root, ignore_errors=True)
     print(f"{'metrics endpoint':<24} {'rounds':>7} {'broker CPU µs/request':>22} {'MB/s':>8}")
     for mode, figures in results.items():
         print(f"{mode:<24} {rounds:>7} {statistics.median(f[0] for f in figures):>22,.1f} "
