@@ -39,7 +39,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from kfk.common.structs import TopicPartition
-from kfk.errors import ErrorCode
+from kfk.errors import ErrorCode, InvalidConfigurationError
 from kfk.protocol.messages import ApiKey, request_class
 
 if TYPE_CHECKING:
@@ -234,7 +234,11 @@ class MetricsEndpoint:
         self.requests = RequestMetrics()
         registry = CollectorRegistry(auto_describe=False)
         registry.register(BrokerCollector(broker, self.requests, asyncio.get_running_loop()))
-        self._server, self._thread = start_http_server(config.metrics_port, config.metrics_host, registry)
+        try:
+            self._server, self._thread = start_http_server(config.metrics_port, config.metrics_host, registry)
+        except OSError as error:  # the broker does not start, and says why in one line
+            raise InvalidConfigurationError(f"metrics.port: cannot listen on {config.metrics_host}:"
+                                            f"{config.metrics_port}: {error.strerror or error}") from error
         broker.socket_server.request_observer = self.requests.observe
         log.info("metrics on http://%s:%d/metrics", config.metrics_host, config.metrics_port)
 

@@ -5,6 +5,9 @@ requests."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import threading
 import urllib.request
 from pathlib import Path
@@ -124,3 +127,17 @@ def test_bytes_in_records_in_lag_and_request_metrics_under_load(kfk_broker_facto
     for during in scrapes_during_load:
         key = ("kafka_server_brokertopicmetrics_bytesin_total", (("topic", topic),))
         assert during.get(key, 0) <= bytes_in
+
+
+def test_a_metrics_port_in_use_stops_the_broker_in_one_line(tmp_path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "kfk", "server", "start", "--override",
+                                 "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={tmp_path}",
+                                 "--override", f"metrics.port={port}"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"kfk: metrics.port: cannot listen on 127.0.0.1:{port}: Address already in use")
