@@ -45,7 +45,7 @@ from kfk.protocol.messages import ApiKey, request_class
 if TYPE_CHECKING:
     from kfk.server.broker import BrokerServer
 
-__all__ = ["RequestMetrics", "BrokerCollector", "MetricsEndpoint"]
+__all__ = ["RequestMetrics", "BrokerCollector", "MetricsEndpoint", "request_name"]
 
 log = logging.getLogger("kfk.server.metrics")
 
@@ -94,7 +94,7 @@ class RequestMetrics:
         entry[2].observe(queue_s * 1000)
 
 
-def _request_name(api_key: int) -> str:
+def request_name(api_key: int) -> str:
     """Kafka's request names (Produce, Fetch, ApiVersions...): the request class without "Request"."""
     try:
         return request_class(ApiKey(api_key)).__name__.removesuffix("Request")
@@ -149,7 +149,7 @@ class BrokerCollector(Collector):
         queue = HistogramMetricFamily(prefix + "requestqueuetimems", "Time a request waited behind its "
                                       "connection's earlier requests, ms.", labels=["request"])
         for api_key, (count, total_time, queue_time) in sorted(self._requests.by_api.items()):
-            labels = [_request_name(api_key)]
+            labels = [request_name(api_key)]
             requests.add_metric(labels, count[0])
             total.add_metric(labels, total_time.buckets(), total_time.sum)
             queue.add_metric(labels, queue_time.buckets(), queue_time.sum)
