@@ -11,7 +11,7 @@ from confluent_kafka import Producer
 from kfk.client import Admin, NewTopic
 from kfk.testing.zookeeper import free_port
 from tests.cluster.helpers import partitions_of, wait_until
-from tests.integration.test_metrics import scrape, value
+from tests.integration.prometheus import scrape, value
 
 pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
 

@@ -9,34 +9,19 @@ import socket
 import subprocess
 import sys
 import threading
-import urllib.request
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from prometheus_client.parser import text_string_to_metric_families
 
 from kfk.testing.zookeeper import free_port
+from tests.integration.prometheus import scrape, value
 
 pytestmark = pytest.mark.integration
 
 RECORDS = 600
 VALUE_BYTES = 10_000
 PARTITIONS = 3
-
-
-def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample of the endpoint: (name, sorted labels) -> value."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-        assert response.status == 200
-        assert response.headers["Content-Type"].startswith("text/plain")
-        text = response.read().decode()
-    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-            for family in text_string_to_metric_families(text) for sample in family.samples}
-
-
-def value(samples: dict, name: str, **labels: str) -> float:
-    return samples[(name, tuple(sorted(labels.items())))]
 
 
 def test_metrics_endpoint_off_by_default(kfk_broker_process) -> None:
