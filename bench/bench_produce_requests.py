@@ -10,15 +10,25 @@ partition per request, one with 100 partitions per request (the per-partition pa
 sockets at all: the same frames handed to the dispatcher of a broker started in this process, CPU per request of
 everything from header decode to response encode (the steadiest of the three on a shared machine; the difference to
 the first is the network layer and its system calls).
+
+    python bench/bench_produce_requests.py --metrics [--rounds 5] [--scrape-interval 15]
+
+The cost of the Prometheus endpoint (metrics.port): two brokers side by side, one without it and one with it while a
+thread scrapes /metrics every --scrape-interval seconds (Prometheus' default is 15), measured in alternating rounds
+with one-partition requests (broker CPU per request and throughput, the median of the rounds for each).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
+import statistics
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from collections import deque
 from pathlib import Path
 
@@ -32,6 +42,8 @@ from kfk.protocol.headers import RequestHeader, encode_request  # noqa: E402
 from kfk.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
 from kfk.protocol.messages.produce import ProduceRequest  # noqa: E402
 from kfk.server.broker import BrokerServer  # noqa: E402
+from kfk.testing.broker import start_broker  # noqa: E402
+from kfk.testing.zookeeper import free_port  # noqa: E402
 
 
 TOPIC = "produce-requests"
@@ -103,12 +115,70 @@ async def measure_in_process(partitions: int, records: int, requests: int) -> fl
             await server.stop()
 
 
+def compare_metrics(partitions: int, records: int, requests: int, rounds: int, scrape_interval: float) -> None:
+    """Produce cost without and with the metrics endpoint (scraped every `scrape_interval` s), alternating rounds."""
+    port = free_port()
+    root = Path(tempfile.mkdtemp(prefix="kfk-bench-"))
+    brokers = {"off": start_broker(root / "off", run.KFK_OVERRIDES, timeout=120),
+               "on": start_broker(root / "on", {**run.KFK_OVERRIDES, "metrics.port": str(port)}, timeout=120)}
+    stop_scraping = threading.Event()
+    scrapes: list[float] = []
+
+    def scrape_once() -> None:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            response.read()
+
+    def scrape() -> None:
+        while not stop_scraping.wait(scrape_interval):
+            start = time.perf_counter()
+            scrape_once()
+            scrapes.append(time.perf_counter() - start)
+
+    scraper = threading.Thread(target=scrape, daemon=True)
+    results: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
+    try:
+        for broker in brokers.values():
+            run.create_topic(broker.bootstrap_servers, TOPIC, partitions)
+        scraper.start()
+        for round_index in range(rounds):
+            for mode in (("off", "on") if round_index % 2 == 0 else ("on", "off")):
+                broker = brokers[mode]
+                assert broker.process is not None
+                results[mode].append(measure(broker.bootstrap_servers, broker.process.pid, partitions, 1, records,
+                                             requests))
+        stop_scraping.set()
+        scraper.join()
+        pid = brokers["on"].process.pid
+        cpu_before = run.process_cpu_seconds(pid)
+        for _ in range(20):
+            scrape_once()
+        scrape_cpu_ms = (run.process_cpu_seconds(pid) - cpu_before) / 20 * 1000
+    finally:
+        stop_scraping.set()
+        for broker in brokers.values():
+            broker.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"{'metrics endpoint':<24} {'rounds':>7} {'broker CPU µs/request':>22} {'MB/s':>8}")
+    for mode, figures in results.items():
+        print(f"{mode:<24} {rounds:>7} {statistics.median(f[0] for f in figures):>22,.1f} "
+              f"{statistics.median(f[1] for f in figures):>8,.0f}")
+    if scrapes:
+        print(f"scrapes every {scrape_interval:g} s: {len(scrapes)}, median {statistics.median(scrapes) * 1000:.1f} "
+              f"ms ({partitions} partitions); broker CPU per scrape (idle broker, 20 scrapes): {scrape_cpu_ms:.1f} ms")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--records", type=int, default=31, help="1 KiB records per partition's batch")
     parser.add_argument("--requests", type=int, default=20_000, help="requests with one partition each")
+    parser.add_argument("--metrics", action="store_true", help="compare the broker without and with metrics.port")
+    parser.add_argument("--rounds", type=int, default=5, help="with --metrics: alternating rounds per broker")
+    parser.add_argument("--scrape-interval", type=float, default=15.0, help="with --metrics: seconds between scrapes")
     args = parser.parse_args()
+    if args.metrics:
+        compare_metrics(args.partitions, args.records, args.requests, args.rounds, args.scrape_interval)
+        return 0
     broker = run.KfkBroker(Path(tempfile.mkdtemp(prefix="kfk-bench-")))
     try:
         run.create_topic(broker.bootstrap, TOPIC, args.partitions)

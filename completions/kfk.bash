@@ -3,11 +3,13 @@
 _kfk() {
     local current="${COMP_WORDS[COMP_CWORD]}" previous="${COMP_WORDS[COMP_CWORD-1]}"
     local path="kfk" word index words files
-    local groups=" [kfk] [kfk perf-test] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
+    local groups=" [kfk] [kfk cluster] [kfk perf-test] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
     for ((index = 1; index < COMP_CWORD; index++)); do
         word="${COMP_WORDS[index]}"
         if [[ "$groups" == *" [$path]"* && "$word" != -* ]]; then
             case "$path $word" in
+                "kfk cluster") path="kfk cluster" ;;
+                "kfk cluster describe") path="kfk cluster describe" ;;
                 "kfk configs") path="kfk configs" ;;
                 "kfk console-consume") path="kfk console-consume" ;;
                 "kfk console-produce") path="kfk console-produce" ;;
@@ -44,7 +46,9 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="cluster configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk cluster") words="describe --help"; files="" ;;
+        "kfk cluster describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --output --timeout-ms -o"; files="--command-config" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic"; files="--command-config" ;;
         "kfk console-consume") words="--bootstrap-server --consumer-config --consumer-property --consumer.config --debug --formatter --from-beginning --group --help --include --isolation-level --key-deserializer --max-messages --offset --partition --property --skip-message-on-error --timeout-ms --topic --value-deserializer"; files="--consumer-config --consumer.config" ;;
         "kfk console-produce") words="--bootstrap-server --compression-codec --debug --help --producer-config --producer-property --producer.config --property --request-required-acks --sync --topic"; files="--producer-config --producer.config" ;;

@@ -4,6 +4,10 @@ function __kfk_path
     set -l path kfk
     for word in (commandline -opc)[2..-1]
         switch "$path $word"
+            case 'kfk cluster'
+                set path kfk cluster
+            case 'kfk cluster describe'
+                set path kfk cluster describe
             case 'kfk configs'
                 set path kfk configs
             case 'kfk console-consume'
@@ -73,6 +77,7 @@ function __kfk_path
     echo $path
 end
 complete -c kfk -f
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a cluster -d 'A cluster\'s brokers, topics, partitions and groups at a glance.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a configs -d 'Describe or change topic, broker and broker-logger configs.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-consume -d 'Print the records of a topic (or of the topics --include matches).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-produce -d 'Send each line of stdin to a topic.'
@@ -92,6 +97,17 @@ complete -c kfk -n "test (__kfk_path) = 'kfk'" -l version -d 'Print the kfk vers
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -l install-completion -d 'Install completion for the current shell.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -l show-completion -d 'Show completion for the current shell, to copy it or customize the installation.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster'" -a describe -d 'Brokers, controller, CMAK\'s topic statistics (skew, spread, preferred replicas, under-replication) and the'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l exclude-internal -d 'Leave out internal topics.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l output -r -d 'table, or json for scripts.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -s o -r -d 'table, or json for scripts.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l bootstrap-server -r -d 'host:port of a broker to connect to (several separated by commas).'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l command-config -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l json -d 'Print machine-readable JSON instead of tables.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l timeout-ms -r -d 'How long an operation may take, in ms.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l debug -d 'Show the full traceback on errors.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l describe -d 'Show the entity\'s configs.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l alter -d 'Change the entity\'s configs.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l topic -r -d 'The topic (same as --entity-type topics --entity-name).'

@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from kfk import KAFKA_PROTOCOL, __version__
 from kfk.commands import (
+    cluster,
     configs,
     console,
     dump_log,
@@ -64,6 +65,7 @@ app = typer.Typer(
 app.add_typer(server.app, name="server")
 app.add_typer(storage.app, name="storage")
 app.add_typer(topics.app, name="topics")
+app.add_typer(cluster.app, name="cluster")
 app.add_typer(console.app)
 app.add_typer(groups.app)
 app.add_typer(configs.app)

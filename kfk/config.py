@@ -779,6 +779,11 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "kfk's own: close a connection whose request frame (size and body) is not complete this long after "
                   "its first bytes arrived, freeing the frame's memory (a peer that announces a large request and "
                   "stalls holds it no longer). Time the broker itself stopped reading does not count."),
+        ConfigKey("metrics.port", ConfigType.INT, 0, between(0, 65535),
+                  "kfk's own: serve the broker's metrics in Prometheus text format on this port (GET /metrics); 0: "
+                  "no metrics endpoint."),
+        ConfigKey("metrics.host", ConfigType.STRING, "127.0.0.1", None,
+                  "kfk's own: the address the metrics endpoint binds (0.0.0.0 for every interface)."),
         ConfigKey("queued.max.request.bytes", ConfigType.LONG, -1, None,
                   "Bytes of requests the broker holds (being received, queued, being handled) before it stops "
                   "reading more; -1: no bound besides memory growing with the bytes received."),

@@ -59,6 +59,7 @@ from kfk.errors import (
 )
 from kfk.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from kfk.metadata.topic_names import is_internal
+from kfk.replication.broker_topic_stats import BrokerTopicStats
 from kfk.replication.delayed_fetch import DelayedFetch
 from kfk.replication.delayed_produce import DelayedProduce, ProducePartitionResult, ProducePartitionStatus
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest, LogReadResult
@@ -136,6 +137,11 @@ class ReplicaManager:
         self._following_stopped = False
         #: Moves of replicas to another log dir running in the executor (AlterReplicaLogDirs).
         self._log_dir_moves: set[asyncio.Future] = set()
+        #: Traffic per topic, and the ISR changes of led partitions applied (Kafka's IsrShrinksPerSec and
+        #: IsrExpandsPerSec), for the metrics endpoint.
+        self.topic_stats = BrokerTopicStats()
+        self.isr_shrinks = 0
+        self.isr_expands = 0
 
     def _arm_expiration_timer(self, deadline_ms: int) -> None:
         self._timer.arm(deadline_ms)
@@ -168,6 +174,7 @@ class ReplicaManager:
                 doomed = [tp for tp, partition in self.partitions.items() if partition.topic_id == topic_id]
                 doomed += [tp for tp, opening in self._opening.items() if opening.topic_id == topic_id]
                 self._remove_partitions(doomed, f"topic {topic.name} deleted")
+                self.topic_stats.remove(topic.name)
         broker_defaults_changed = any(
             previous.config(ConfigResourceType.BROKER, name) != current.config(ConfigResourceType.BROKER, name)
             for name in ("", str(self.node_id)))  # the dynamic broker configs: self.config has them already
@@ -397,9 +404,14 @@ class ReplicaManager:
                         list(partition.in_sync_replicas), list(new_isr))
 
         async def alter() -> None:
+            shrink = len(new_isr) < len(partition.in_sync_replicas)
             try:
                 await self._alter_partition(topic_partition.topic, topic_partition.partition, partition.leader_id,
                                             partition.leader_epoch, new_isr, partition.partition_epoch)
+                if shrink:
+                    self.isr_shrinks += 1
+                else:
+                    self.isr_expands += 1
             except KafkaError as error:
                 logger.info("%s: ISR change to %s not applied: %s", topic_partition, list(new_isr), error)
             except Exception:  # noqa: BLE001
@@ -507,6 +519,9 @@ class ReplicaManager:
         except Exception:  # noqa: BLE001 - one partition's failure must not fail the request
             logger.exception("Error appending to %s", topic_partition)
             return ProducePartitionResult(ErrorCode.UNKNOWN_SERVER_ERROR), -1
+        counters = self.topic_stats.topic(topic_partition.topic)
+        counters.bytes_in += len(records)
+        counters.messages_in += appended.records_count
         if not appended.duplicate and appended.last_offset >= appended.first_offset >= 0:
             self._on_leader_append(partition)
         return ProducePartitionResult(ErrorCode.NONE, base_offset=appended.first_offset,
@@ -535,13 +550,27 @@ class ReplicaManager:
             results = self._update_follower_fetch_state(params, partitions, results)
         bytes_readable = sum(result.size for result in results)
         error_reading = any(result.error != ErrorCode.NONE for result in results)
-        if params.max_wait_ms <= 0 or not partitions or bytes_readable >= params.min_bytes or error_reading:
-            return results
-        future = asyncio.get_running_loop().create_future()
-        operation = DelayedFetch(self.now_ms() + params.max_wait_ms, params, partitions, self.partitions.get,
-                                 self.read_from_local_log, future)
-        self.fetch_purgatory.try_complete_else_watch(operation, [request.topic_partition for request in partitions])
-        return await future
+        if not (params.max_wait_ms <= 0 or not partitions or bytes_readable >= params.min_bytes or error_reading):
+            future = asyncio.get_running_loop().create_future()
+            operation = DelayedFetch(self.now_ms() + params.max_wait_ms, params, partitions, self.partitions.get,
+                                     self.read_from_local_log, future)
+            self.fetch_purgatory.try_complete_else_watch(operation,
+                                                         [request.topic_partition for request in partitions])
+            results = await future
+        self._count_bytes_out(params, partitions, results)
+        return results
+
+    def _count_bytes_out(self, params: FetchParams, partitions: list[FetchPartitionRequest],
+                         results: list[LogReadResult]) -> None:
+        follower = params.is_from_follower
+        for request, result in zip(partitions, results):
+            size = result.size
+            if size:
+                counters = self.topic_stats.topic(request.topic_partition.topic)
+                if follower:
+                    counters.replication_bytes_out += size
+                else:
+                    counters.bytes_out += size
 
     def read_from_local_log(self, params: FetchParams,
                             partitions: list[FetchPartitionRequest]) -> list[LogReadResult]:

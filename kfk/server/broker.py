@@ -66,6 +66,7 @@ from kfk.server.handlers.produce import ProduceHandler
 from kfk.server.handlers.producer_id import ProducerIdHandler
 from kfk.server.handlers.transactions import TransactionsHandler
 from kfk.server.inter_broker_channels import InterBrokerChannels
+from kfk.server.metrics import MetricsEndpoint
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
@@ -114,6 +115,7 @@ class BrokerServer:
         self.txn_verification_channels: InterBrokerChannels | None = None
         self.txn_verifier: TxnPartitionVerifier | None = None
         self._log_dir_locks: list[LogDirLock] = []
+        self.metrics_endpoint: MetricsEndpoint | None = None
 
     @property
     def log_dirs(self) -> list[str]:
@@ -492,6 +494,8 @@ class BrokerServer:
         await self._start_group_coordinator()
         await self._start_transaction_coordinator()
         self._register_handlers()
+        if self.config.metrics_port:
+            self.metrics_endpoint = MetricsEndpoint(self)
         await self.socket_server.start_serving()
         Path(self.log_dirs[0], BROKER_PID_FILE).write_text(f"{os.getpid()}\n")
         for note in self.started_notes:
@@ -502,6 +506,8 @@ class BrokerServer:
 
     async def stop(self) -> None:
         await self._controlled_shutdown()
+        if self.metrics_endpoint is not None:  # its HTTP thread may take a poll interval (0.5 s) to notice
+            await asyncio.get_running_loop().run_in_executor(None, self.metrics_endpoint.stop)
         if self.socket_server is not None:
             await self.socket_server.stop()
         await self._stop_transaction_coordinator()

@@ -34,6 +34,7 @@ import logging
 import socket
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kfk.protocol.connection import ServerConnection, StreamError
@@ -101,6 +102,8 @@ class _Connection(asyncio.BufferedProtocol):
         self.client_port = 0
         self._protocol = ServerConnection(server.max_request_bytes)
         self._frames: deque[bytearray | StreamError | None] = deque()
+        self._arrivals: deque[float] = deque()  # monotonic time each queued frame was complete
+        self.arrival = 0.0  # ... and that of the frame _next_frame returned last
         self._queued_bytes = 0
         self._frame_waiter: asyncio.Future | None = None
         self._reading_paused = False
@@ -173,6 +176,7 @@ class _Connection(asyncio.BufferedProtocol):
             self._stopped = True
         else:
             self._queued_bytes += len(item)
+            self._arrivals.append(time.monotonic())
         self._frames.append(item)
         waiter = self._frame_waiter
         if waiter is not None and not waiter.done():
@@ -189,6 +193,7 @@ class _Connection(asyncio.BufferedProtocol):
         item = self._frames.popleft()
         if isinstance(item, bytearray):
             self._queued_bytes -= len(item)
+            self.arrival = self._arrivals.popleft()
         if self._reading_paused and not self._stopped and not self.memory_paused \
                 and len(self._frames) < MAX_QUEUED_FRAMES and self._queued_bytes < MAX_QUEUED_BYTES:
             self._update_reading()
@@ -245,6 +250,7 @@ class _Connection(asyncio.BufferedProtocol):
                     return
                 server._touch(self)
                 self._serving_bytes = len(frame)
+                started = time.monotonic()
                 try:
                     chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port, self._listener_name)
                 finally:
@@ -254,6 +260,10 @@ class _Connection(asyncio.BufferedProtocol):
                 if chunks is not None and not transport.is_closing():  # else the client went: drop the response
                     await self._write(chunks)
                 server._touch(self)
+                observer = server.request_observer
+                if observer is not None:  # the api key: the frame's first two bytes (the header parsed)
+                    arrival = self.arrival
+                    observer((frame[0] << 8) | frame[1], started - arrival, time.monotonic() - arrival)
         except CloseConnection as reason:
             log.info("closing connection from %s:%s: %s", self.client_host, self.client_port, reason)
         except ConnectionError:
@@ -337,6 +347,9 @@ class SocketServer:
         self._connections: dict[_Connection, float] = {}  # connection -> last activity (monotonic seconds)
         self._tasks: set[asyncio.Task] = set()
         self._idle_task: asyncio.Task | None = None
+        #: Called after each answered request with (api key, seconds queued, seconds from arrival to the response
+        #: written): the metrics endpoint's request metrics (kfk.server.metrics), None when it is off.
+        self.request_observer: Callable[[int, float, float], None] | None = None
 
     async def bind(self) -> None:
         """Bind every listener (port 0 gets an ephemeral port, recorded in `bound`) without accepting yet: the broker
