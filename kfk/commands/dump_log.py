@@ -234,7 +234,9 @@ def _camel_case(snake: str) -> str:
 
 
 def _text(value: bytes) -> str:
-    return value.decode("utf-8", "replace")
+    from kfk.commands.java_text import java_utf8
+
+    return java_utf8(value)
 
 
 def _dump_index(path: str, sanity_check_only: bool, verify_only: bool) -> int:
