@@ -12,9 +12,12 @@
   far (a live broker's active segment still has its pre-allocated zeros: they are not entries).
 - ``.snapshot``: the producer state entries.
 - ``.txnindex``: one line per aborted transaction (version, producerId, firstOffset, lastOffset, lastStableOffset).
+- ``.checkpoint``: a KRaft snapshot (``__cluster_metadata-0/<end offset>-<epoch>.checkpoint``, or the
+  ``bootstrap.checkpoint`` kafka-storage format writes): record batches like a ``.log``, under a line naming the
+  snapshot instead of the log's starting offset.
 Control batches' records show their marker as Kafka's tool does: ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: N``,
-KRaft's ``KRaftVersion {json}`` and ``KRaftVoters {json}``, ``LeaderChange: {json}``, else the control type and its id.
-(Apache Kafka 4.0's tool prints a LEADER_CHANGE record as ``controlType: LEADER_CHANGE(2)``; kfk decodes it.)
+KRaft's ``SnapshotHeader``, ``SnapshotFooter``, ``KRaftVersion`` and ``KRaftVoters`` records as their name and JSON,
+else the control type and its id (``controlType: LEADER_CHANGE(2)``: Kafka 4.0's tool does not decode that one).
 An offset index without entries prints as "<file> is empty." whatever the mode, as Kafka's tool does.
 Unlike Kafka's tool, the exit code is 1 when anything was invalid, so scripts can tell.
 """
@@ -36,7 +39,7 @@ app = typer.Typer()
 @app.command("dump-log")
 def dump_log(
     files: Annotated[list[str], typer.Option("--files", help="Segment files (.log, .index, .timeindex, .snapshot, "
-                                                             ".txnindex); "
+                                                             ".txnindex) or KRaft snapshots (.checkpoint); "
                                                              "repeatable or comma-separated.")],
     deep_iteration: Annotated[bool, typer.Option("--deep-iteration", help="Print every record, not just batches.")
                               ] = False,
@@ -72,7 +75,7 @@ def dump_log(
             if not os.path.exists(path):
                 fail(f"{path} does not exist")
             typer.echo(f"Dumping {path}")
-            if path.endswith(".log"):
+            if path.endswith((".log", ".checkpoint")):
                 problems += _dump_log(path, deep_iteration or decoder is not None, decoder, max_bytes)
             elif path.endswith(".index") or path.endswith(".timeindex"):
                 problems += _dump_index(path, index_sanity_check, verify_index_only)
@@ -81,7 +84,7 @@ def dump_log(
             elif path.endswith(".txnindex"):
                 _dump_txn_index(path)
             else:
-                fail(f"{path}: not a .log, .index, .timeindex or .snapshot file, nor a .txnindex")
+                fail(f"{path}: not a .log, .index, .timeindex or .snapshot file, nor a .txnindex or .checkpoint")
     if problems:
         raise typer.Exit(1)
 
@@ -125,7 +128,7 @@ def _dump_log(path: str, deep: bool, decoder, max_bytes: int) -> int:
     from kfk.records import RecordBatch, iter_batches
 
     buffer = _open(path)
-    typer.echo(f"Log starting offset: {_base_offset(path)}")
+    typer.echo(_log_header(path))
     problems = 0
     position = 0
     end = min(len(buffer), max_bytes)
@@ -147,6 +150,24 @@ def _dump_log(path: str, deep: bool, decoder, max_bytes: int) -> int:
         typer.echo(f"Found {end - position} invalid bytes at the end of {os.path.basename(path)}")
         problems += 1
     return problems
+
+
+def _log_header(path: str) -> str:
+    """The line before a log's batches: its starting offset, or which snapshot it is (Kafka's words)."""
+    from kfk.storage.log_files import (
+        BOOTSTRAP_SNAPSHOT_FILE,
+        snapshot_id_from_file_name,
+    )
+
+    if path.endswith(".log"):
+        return f"Log starting offset: {_base_offset(path)}"
+    name = os.path.basename(path)
+    if name == BOOTSTRAP_SNAPSHOT_FILE:
+        return "KRaft bootstrap snapshot"
+    snapshot_id = snapshot_id_from_file_name(name)
+    if snapshot_id is None:
+        fail(f"{path}: a KRaft snapshot is named <end offset, 20 digits>-<epoch, 10 digits>.checkpoint")
+    return f"Snapshot end offset: {snapshot_id[0]}, epoch: {snapshot_id[1]}"
 
 
 def _batch_line(batch, valid: bool) -> str:
@@ -172,10 +193,12 @@ def _batch_line(batch, valid: bool) -> str:
 
 def _dump_records(batch, decoder, is_v2: bool) -> int:
     from kfk.errors import CorruptRecordError
-    from kfk.records import ControlRecordType, EndTransactionMarker, LeaderChangeMessage, control_record_type
+    from kfk.records import ControlRecordType, EndTransactionMarker, control_record_type
 
     # KRaft's control records Kafka's tool decodes: the name it prints and the record's schema.
-    kraft_records = {ControlRecordType.KRAFT_VERSION: ("KRaftVersion", "KRaftVersionRecord"),
+    kraft_records = {ControlRecordType.SNAPSHOT_HEADER: ("SnapshotHeader", "SnapshotHeaderRecord"),
+                     ControlRecordType.SNAPSHOT_FOOTER: ("SnapshotFooter", "SnapshotFooterRecord"),
+                     ControlRecordType.KRAFT_VERSION: ("KRaftVersion", "KRaftVersionRecord"),
                      ControlRecordType.KRAFT_VOTERS: ("KRaftVoters", "VotersRecord")}
 
     timestamp_type = "LogAppendTime" if batch.timestamp_type == 1 else "CreateTime"
@@ -194,8 +217,6 @@ def _dump_records(batch, decoder, is_v2: bool) -> int:
                     marker = EndTransactionMarker.deserialize(record)
                     parts.append(f"endTxnMarker: {marker.control_type.name} "
                                  f"coordinatorEpoch: {marker.coordinator_epoch}")
-                elif kind is ControlRecordType.LEADER_CHANGE:
-                    parts.append(f"LeaderChange: {_leader_change_json(LeaderChangeMessage.from_record(record))}")
                 elif kind in kraft_records:
                     parts.append(_kraft_record_json(*kraft_records[kind], record.value))
                 else:
@@ -213,26 +234,10 @@ def _dump_records(batch, decoder, is_v2: bool) -> int:
     return 0
 
 
-def _leader_change_json(message) -> str:
-    """A LEADER_CHANGE record as Kafka's tool prints it: the message's JSON form, field names in camelCase, the
-    directory ids (version 1+) as Kafka writes a Uuid (URL-safe base64, unpadded)."""
-    import json
-
-    from kfk.storage.partition_metadata import uuid_to_base64
-
-    def voters(entries) -> list[dict]:
-        return [{"voterId": voter.voter_id} | ({"voterDirectoryId": uuid_to_base64(voter.voter_directory_id)}
-                                               if message.version >= 1 else {})
-                for voter in entries]
-
-    return json.dumps({"leaderId": message.leader_id, "voters": voters(message.voters),
-                       "grantingVoters": voters(message.granting_voters)}, separators=(",", ":"))
-
-
 def _kraft_record_json(name: str, schema: str, value: bytes | None) -> str:
-    """A KRAFT_VERSION or KRAFT_VOTERS record as Kafka's tool prints it: `name` and the value's JSON form (field
-    names in camelCase, Uuids in Kafka's base64). Both values start with their own int16 version, which picks the
-    schema version."""
+    """A KRaft control record (SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS) as Kafka's tool prints
+    it: `name` and the value's JSON form (field names in camelCase, Uuids in Kafka's base64). Each value starts with
+    its own int16 version, which picks the schema version."""
     import json
     import struct
     import uuid
@@ -266,7 +271,9 @@ def _camel_case(snake: str) -> str:
 
 
 def _text(value: bytes) -> str:
-    return value.decode("utf-8", "replace")
+    from kfk.commands.java_text import java_utf8
+
+    return java_utf8(value)
 
 
 def _dump_index(path: str, sanity_check_only: bool, verify_only: bool) -> int:

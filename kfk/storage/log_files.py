@@ -2,7 +2,8 @@
 
 A partition lives in `<log dir>/<topic>-<partition>/`; each segment is a set of files named by its base offset as a
 20-digit zero-padded number (`00000000000000000000.log`, `.index`, `.timeindex`, `.txnindex`), producer state
-snapshots are `<offset>.snapshot`. Suffixes appended to those names mark the steps of deletion (`.deleted`) and of
+snapshots are `<offset>.snapshot`. The KRaft metadata log's snapshots are `<end offset>-<epoch>.checkpoint` (20 and
+10 digits), and `kafka-storage format` writes the bootstrap snapshot `bootstrap.checkpoint` into the log dir. Suffixes appended to those names mark the steps of deletion (`.deleted`) and of
 compaction (`.cleaned`, then `.swap`), so that a crash at any step can be resolved from the names alone.
 """
 
@@ -18,6 +19,8 @@ INDEX_FILE_SUFFIX = ".index"
 TIME_INDEX_FILE_SUFFIX = ".timeindex"
 TXN_INDEX_FILE_SUFFIX = ".txnindex"
 PRODUCER_SNAPSHOT_FILE_SUFFIX = ".snapshot"
+KRAFT_SNAPSHOT_FILE_SUFFIX = ".checkpoint"
+BOOTSTRAP_SNAPSHOT_FILE = "bootstrap.checkpoint"
 DELETED_FILE_SUFFIX = ".deleted"
 CLEANED_FILE_SUFFIX = ".cleaned"
 SWAP_FILE_SUFFIX = ".swap"
@@ -49,6 +52,17 @@ def filename_prefix_from_offset(offset: int) -> str:
 def offset_from_file_name(name: str) -> int:
     """The number before the first dot: `00000000000000000005.log.deleted` -> 5."""
     return int(name[: name.index(".")])
+
+
+def snapshot_id_from_file_name(name: str) -> tuple[int, int] | None:
+    """`00000000000000000145-0000000001.checkpoint` -> (145, 1): a KRaft snapshot's end offset and epoch (the
+    snapshot holds the records before that offset); None if the name is not a snapshot's."""
+    stem, _, suffix = name.partition(".")
+    offset, dash, epoch = stem.partition("-")
+    if "." + suffix != KRAFT_SNAPSHOT_FILE_SUFFIX or not dash or len(offset) != 20 or len(epoch) != 10 \
+            or not (offset + epoch).isdigit():
+        return None
+    return int(offset), int(epoch)
 
 
 def log_file(directory: str, offset: int, suffix: str = "") -> str:

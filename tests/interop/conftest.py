@@ -174,6 +174,11 @@ class WrittenLogDir:
                       and any(log.stat().st_size > 0 for log in partition.glob("*.log"))
                       for path in partition.iterdir() if path.suffix in SEGMENT_FILE_SUFFIXES)
 
+    def kraft_snapshot_files(self) -> list[Path]:
+        """The KRaft snapshots: bootstrap.checkpoint (kafka-storage format's) and __cluster_metadata-0's
+        <end offset>-<epoch>.checkpoint files (format --standalone's first one, then the controller's)."""
+        return [*self.path.glob("bootstrap.checkpoint"), *sorted(self.path.glob("__cluster_metadata-0/*.checkpoint"))]
+
 
 def _shared_dir(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """The temporary directory every xdist worker of this run shares (the workers' own dirs' parent)."""
@@ -202,7 +207,8 @@ def _write_with_kfk(directory: Path) -> Path:
 
 
 def _write_with_apache_kafka(directory: Path) -> Path:
-    with ApacheKafka(directory) as node:
+    # A metadata snapshot after every committed metadata batch: KRaft snapshots with records for dump-log to read.
+    with ApacheKafka(directory, config={"metadata.log.max.record.bytes.between.snapshots": "1"}) as node:
         run_workload(node.bootstrap_server)
     return node.log_dir
 

@@ -116,7 +116,12 @@ class TransactionMetadata:
     txn_timeout_ms: int
     state: TransactionState
     txn_last_update_timestamp: int
+    #: The producer id before the transition that rotated it (InitProducerId on exhausted epochs, or a TV2
+    #: completion after an epoch overflow); -1 after any other transition. It lets the client that still has the
+    #: old id retry the call whose answer it lost. -1 is Kafka's default for the tagged field, so it is not
+    #: written: the values of ordinary transactions are Kafka 4.0.2's bytes.
     previous_producer_id: int = NO_PRODUCER_ID
+    #: TV2 only: the id a transaction prepared with the last epoch of its producer id completes under.
     next_producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
     #: The epoch before the last bump: lets a client retrying InitProducerId (its answer was lost) be recognised.
@@ -165,9 +170,10 @@ class TransactionMetadata:
         if self.state not in state.valid_previous_states:
             raise IllegalTransitionError(f"{self.transactional_id}: {self.state.state_name} cannot become "
                                          f"{state.state_name}")
+        next_id = self.producer_id if producer_id is None else producer_id
         transit = TxnTransitMetadata(
-            producer_id=self.producer_id if producer_id is None else producer_id,
-            previous_producer_id=self.producer_id,
+            producer_id=next_id,
+            previous_producer_id=self.producer_id if next_id != self.producer_id else NO_PRODUCER_ID,
             next_producer_id=next_producer_id,
             producer_epoch=self.producer_epoch if producer_epoch is None else producer_epoch,
             last_producer_epoch=self.last_producer_epoch if last_producer_epoch is None else last_producer_epoch,

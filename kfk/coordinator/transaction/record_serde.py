@@ -5,6 +5,11 @@ Every record is one transactional id's whole state; the topic is compacted, so t
 - value: int16 version, then TransactionLogValue at that version; a null value is the tombstone of an expired id.
   Version 1 (flexible, with previous/next producer ids and the client's transaction version as tagged fields) is
   written once the cluster's transaction.version feature is 1 or more, version 0 before; both are read.
+  A tagged field at its default (-1, or 0 for the transaction version) is not written, so an ordinary transaction's
+  values are Apache Kafka 4.0.2's bytes (tests/interop/test_transaction_state_agrees.py). Kafka 4.0.2 never
+  writes the previous and next producer ids (KAFKA-20310, fixed after 4.0); kfk writes them when they are set,
+  only around a producer id rotation, so a coordinator that loads the partition mid-rotation can still finish it
+  and recognise the client's retry.
 An Empty state is written without a partition list (null), as Kafka does.
 
 The coordinator of a transactional id is the leader of partition

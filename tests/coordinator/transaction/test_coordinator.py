@@ -451,6 +451,22 @@ def test_restart_replays_the_same_state(h: Harness) -> None:
     assert h.metadata("open").state is S.COMPLETE_COMMIT
 
 
+def test_an_epoch_overflow_retry_is_recognised_by_the_next_coordinator(h: Harness) -> None:
+    """The previous producer id is written while it matters: a TV2 client whose EndTxn answer was lost in an
+    epoch overflow retries with its old id and epoch, after the coordinator moved."""
+    pid = h.init("t1").producer_id
+    h.metadata("t1").producer_epoch = 32766
+    assert h.add("t1", pid, 32766, A0, tv=2) == E.NONE
+    new_pid = h.end("t1", pid, 32766, True, tv=2).producer_id
+    assert new_pid != pid
+    h.restart()
+    assert h.metadata("t1").previous_producer_id == pid
+    retry = h.end("t1", pid, 32766, True, tv=2)
+    assert (retry.error, retry.producer_id, retry.producer_epoch) == (E.NONE, new_pid, 0)
+    assert h.add("t1", new_pid, 0, A0, tv=2) == E.NONE
+    assert h.metadata("t1").previous_producer_id == -1
+
+
 def test_a_prepared_transaction_is_completed_by_the_next_coordinator(h: Harness) -> None:
     pid, epoch = ongoing(h, "t1", A0, B0)
     h.leader.produce(A0, pid, epoch, 0, b"x")
