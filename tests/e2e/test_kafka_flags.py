@@ -339,7 +339,10 @@ def test_dump_log_decoders_and_a_live_active_segment(broker: BrokerProcess, serv
     active = data / f"{topic}-0" / "00000000000000000000"
     checked = kfk("dump-log", "--files", f"{active}.index,{active}.timeindex", "--index-sanity-check")
     assert checked.returncode == 0, checked.stdout
-    assert checked.stdout.count("passed sanity check.") == 2 and "failed" not in checked.stdout
+    # A few small records leave the offset index without entries: Kafka's tool says so ("is empty."); the time
+    # index, preallocated with zeros on a live broker, passes once its zero tail is ignored.
+    assert f"{active}.index is empty." in checked.stdout
+    assert f"{active}.timeindex passed sanity check." in checked.stdout and "failed" not in checked.stdout
 
     first_batch = kfk("dump-log", "--files", f"{active}.log", "--max-bytes", "1")
     assert first_batch.stdout.count("baseOffset: ") == 1, "--max-bytes stops after the batch at position 0"
