@@ -22,8 +22,11 @@ RECORDS = 30
 
 
 def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+    """The programs write fixed timestamps from 1970: retention.ms=-1, or a retention check (every 5 minutes, on
+    either broker) could delete them mid-test."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, partitions, 1) for name in names]).values():
+    topics = [NewTopic(name, partitions, 1, config={"retention.ms": "-1"}) for name in names]
+    for future in admin.create_topics(topics).values():
         future.result(30)
 
 
