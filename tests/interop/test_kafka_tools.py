@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from kfk.testing.apache_kafka import ApacheKafka
 from kfk.testing.broker import BrokerProcess
@@ -172,6 +173,51 @@ def test_console_tools_and_consumer_groups(targets: dict[str, Target]) -> None:
     unknown = both(targets, "consumer-groups", [*GROUPS, "--delete", "--group", group])
     assert f"Group '{group}' could not be deleted due to: org.apache.kafka.common.errors.GroupIdNotFoundException" \
         in unknown.kfk
+
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def test_consumer_groups_with_an_active_member(targets: dict[str, Target]) -> None:
+    """A live confluent-kafka consumer in the group: its member id, host, client id and assignment as the tool
+    decodes them from DescribeGroups (the member ids end in a random UUID, blanked)."""
+    topic = unique_name("tool-members")
+    group = unique_name("tool-active")
+    both(targets, "topics", ["--bootstrap-server", "{bootstrap}", "--create", "--topic", topic, "--partitions", "2"])
+    assigned = {name: threading.Event() for name in targets}
+    stop = threading.Event()
+
+    def member(name: str) -> None:
+        consumer = Consumer({"bootstrap.servers": targets[name].bootstrap, "group.id": group,
+                             "client.id": "member", "partition.assignment.strategy": "range"})
+        consumer.subscribe([topic], on_assign=lambda _consumer, partitions: assigned[name].set())
+        try:
+            while not stop.is_set():
+                consumer.poll(0.2)
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=member, args=(name,)) for name in targets]
+    for thread in threads:
+        thread.start()
+    try:
+        for name, event in assigned.items():
+            assert event.wait(60), f"the consumer on {name} got no assignment"
+        outputs = {}
+        for view in (["--describe"], ["--describe", "--members", "--verbose"], ["--describe", "--state"]):
+            both_outputs = both_raw(targets, "consumer-groups", [*GROUPS, "--group", group, *view])
+            outputs[view[-1]] = {name: UUID.sub("UUID", text) for name, text in both_outputs.items()}
+            assert outputs[view[-1]]["kfk"] == outputs[view[-1]]["apache"], view
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+    rows = [line.split() for line in lines_with(outputs["--describe"]["kfk"], topic)]
+    assert sorted(rows) == [[group, topic, str(partition), "-", "0", "-", "member-UUID", "/127.0.0.1", "member"]
+                            for partition in range(2)]
+    assert lines_with(outputs["--verbose"]["kfk"], group)[0].split() == [
+        group, "member-UUID", "/127.0.0.1", "member", "2", "-", f"{topic}:0,1", "-", "-"]
+    assert lines_with(outputs["--state"]["kfk"], group)[0].split()[-3:] == ["range", "Stable", "1"]
 
 
 PERF_NUMBERS = re.compile(r"\d+(\.\d+)?")
