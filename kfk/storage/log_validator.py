@@ -140,11 +140,11 @@ class LogAppendInfo:
 
 def append_needs_record_work(config: LogConfig, records: bytes | bytearray | memoryview) -> bool:
     """Will validating these records take more than a header pass? Legacy message sets are converted, a batch whose
-    codec is not the topic's is re-encoded, and compacted topics or bounded timestamps make every record be decoded:
+    codec is not the topic's is re-encoded, and compacted topics or a bounded past make every record be decoded:
     milliseconds per MiB of CPU, partly outside the GIL (the codecs), so the broker does that in an executor. Reads
-    two bytes of the first batch, no more."""
-    if config.compact or config.message_timestamp_before_max_ms != INT64_MAX \
-            or config.message_timestamp_after_max_ms != INT64_MAX:
+    two bytes of the first batch, no more. The future bound (message.timestamp.after.max.ms, bounded by default)
+    is checked on each batch's max_timestamp; only a batch beyond it is decoded, to name its records."""
+    if config.compact or config.message_timestamp_before_max_ms != INT64_MAX:
         return True
     if len(records) <= MAGIC_OFFSET:
         return False
@@ -182,9 +182,11 @@ class LogValidator:
         self.max_message_bytes = max_message_bytes
         self.origin = origin
         self.topic_partition = topic_partition  # for record errors' messages
-        bounded = timestamp_before_max_ms is not None or timestamp_after_max_ms is not None
-        # Whether a non-control batch's records must be decoded: keys (compaction) or CreateTime bounds to check.
-        self._records_needed = compacted_topic or (bounded and timestamp_type == TimestampType.CREATE_TIME)
+        create_time = timestamp_type == TimestampType.CREATE_TIME
+        # Whether a non-control batch's records must be decoded: keys (compaction) or the past bound to check. The
+        # future bound needs only the batch header: no record of a batch is newer than its max_timestamp.
+        self._records_needed = compacted_topic or (timestamp_before_max_ms is not None and create_time)
+        self._future_bound = timestamp_after_max_ms if create_time else None
 
     @classmethod
     def for_config(cls, config: LogConfig, origin: AppendOrigin = AppendOrigin.CLIENT,
@@ -267,7 +269,9 @@ class LogValidator:
             source_compression = _COMPRESSION_TYPES[attributes & COMPRESSION_CODEC_MASK]
             target = self._target_for(source_compression)
             decoded: list[Record] | None = None
-            if not is_control and (self._records_needed or target != source_compression):
+            beyond_future_bound = self._future_bound is not None and \
+                header_max_timestamp - now_ms > self._future_bound
+            if not is_control and (self._records_needed or beyond_future_bound or target != source_compression):
                 decoded = list(batch.records())
                 self._validate_records(decoded, batch.is_control, now_ms)
             if decoded is not None and target != source_compression:

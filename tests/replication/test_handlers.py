@@ -5,6 +5,7 @@ with kfk's codec at the version asked. Real clients over sockets are in tests/in
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import pytest
@@ -85,6 +86,9 @@ def create_topics_for(broker: Broker, topics: dict[str, tuple[uuid.UUID | None, 
 
 @pytest.mark.parametrize("entry", golden("Produce"), ids=lambda entry: entry["request"].split("/", 1)[1])
 def test_every_golden_produce_is_appended(broker: Broker, entry: dict) -> None:
+    # The captured records carry their capture time; the broker's clock must not be over an hour behind it (Kafka
+    # 4's default message.timestamp.after.max.ms), so it reads the wall clock here.
+    broker.clock.now = int(time.time() * 1000)
     request_frame = frame(entry["request"])
     header, request = decode_request(request_frame)
     create_topics_for(broker, {t.name: (None, max(p.index for p in t.partition_data)) for t in request.topic_data})

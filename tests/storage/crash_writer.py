@@ -11,14 +11,17 @@ import random
 import sys
 import time
 
+from kfk.common.constants import INT64_MAX
 from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.records import MemoryRecordsBuilder
 from kfk.storage.log_manager import LogManager
 
 TOPIC_PARTITION = TopicPartition("crash", 0)
+# The records carry fixed 2020 timestamps while the clocks start near 0 (so that time never rolls or expires
+# segments): no bound on future timestamps (Kafka 4's default rejects records over an hour ahead of the clock).
 CONFIG = {"internal.segment.bytes": 32 * 1024, "index.interval.bytes": 1024, "file.delete.delay.ms": 0,
-          "segment.index.bytes": 4096}
+          "segment.index.bytes": 4096, "message.timestamp.after.max.ms": INT64_MAX}
 
 
 def value_for(offset: int) -> bytes:

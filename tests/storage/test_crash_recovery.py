@@ -27,6 +27,8 @@ from . import crash_writer
 from .conftest import make_batch, read_all, small_config
 
 WRITER = os.path.join(os.path.dirname(__file__), "crash_writer.py")
+# crash_writer's 2020 timestamps at clock 0: no future bound, as in the writer's own config.
+UNBOUNDED_FUTURE = {"message.timestamp.after.max.ms": crash_writer.CONFIG["message.timestamp.after.max.ms"]}
 
 
 def expected_offset_index(segment: LogSegment, interval: int) -> list[tuple[int, int]]:
@@ -138,7 +140,7 @@ def test_kill_writer_mid_append_many_times(tmp_path) -> None:
 
 
 def write_log(log_dir: str, batches: int = 80) -> Log:
-    log = Log.open(log_dir, small_config(), now_ms=0)
+    log = Log.open(log_dir, small_config(UNBOUNDED_FUTURE), now_ms=0)
     for _ in range(batches):
         base = log.log_end_offset
         builder = MemoryRecordsBuilder(base_offset=base, partition_leader_epoch=0)
@@ -149,7 +151,7 @@ def write_log(log_dir: str, batches: int = 80) -> Log:
 
 
 def reopen(log_dir: str, clean: bool, recovery_point: int = 0) -> Log:
-    return Log.open(log_dir, small_config(), now_ms=0, had_clean_shutdown=clean, recovery_point=recovery_point)
+    return Log.open(log_dir, small_config(UNBOUNDED_FUTURE), now_ms=0, had_clean_shutdown=clean, recovery_point=recovery_point)
 
 
 def test_torn_batch_in_the_last_segment_is_cut(log_dir) -> None:

@@ -19,7 +19,8 @@ from kfk.records import (
     build_end_transaction_marker_batch,
     iter_batches,
 )
-from kfk.storage.log_validator import LogValidator
+from kfk.config import LogConfig
+from kfk.storage.log_validator import LogValidator, append_needs_record_work
 from kfk.storage.producer_state import AppendOrigin
 
 NOW = 1_700_000_000_000
@@ -179,6 +180,22 @@ def test_timestamp_bounds() -> None:
         validator.validate_and_assign_offsets(batch(1, [NOW + 501], codec=CompressionType.GZIP), 0, NOW)
     LogValidator(timestamp_type=TimestampType.LOG_APPEND_TIME, timestamp_before_max_ms=1).validate_and_assign_offsets(
         batch(1, [0]), 0, NOW)  # LogAppendTime topics ignore producer timestamps
+
+
+def test_future_timestamps_are_bounded_by_default_without_decoding_records() -> None:
+    """Kafka 4.0's message.timestamp.after.max.ms default is an hour (Kafka's own describe shows 3600000; the
+    Java tools' comparison found kfk unbounded). The bound is checked on the batch header, so the default config
+    keeps appends on the header-only path."""
+    config = LogConfig()
+    assert config.message_timestamp_after_max_ms == 3_600_000
+    validator = LogValidator.for_config(config)
+    within = batch(2, [NOW, NOW + 3_600_000])
+    assert not append_needs_record_work(config, within)
+    assert validator.validate_and_assign_offsets(within, 0, NOW).records_count == 2
+    for codec in (CompressionType.NONE, CompressionType.ZSTD):
+        with pytest.raises(InvalidTimestampError, match="after") as raised:
+            validator.validate_and_assign_offsets(batch(3, [NOW, NOW + 3_600_001, NOW], codec=codec), 0, NOW)
+        assert [index for index, _ in raised.value.record_errors] == [1]
 
 
 def test_max_message_bytes() -> None:
