@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from kfk.testing.apache_kafka import cache_dir
 
 HERE = Path(__file__).resolve().parent
 GO_DIR = HERE / "go"
@@ -26,10 +27,6 @@ NODE_DIR = HERE / "node"
 
 class ToolchainMissing(RuntimeError):
     """go, node or npm is not installed, or the build failed: the interop tests fail with this message."""
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("KFK_CACHE_DIR") or Path.home() / ".cache" / "kfk")
 
 
 def _digest(files: list[Path]) -> str:
@@ -95,6 +92,8 @@ def node_command(*args: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    print(franz_go_program())
-    print(kafkajs_node_path())
-    sys.exit(0)
+    try:
+        print(franz_go_program())
+        print(kafkajs_node_path())
+    except ToolchainMissing as error:
+        sys.exit(f"tests/interop/programs.py: {error}")
