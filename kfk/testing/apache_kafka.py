@@ -388,7 +388,8 @@ class ApacheKafka:
         server_properties, log4j2 = self._write_files()
         if not (self.log_dir / "meta.properties").exists():
             self._format(server_properties)
-        command = [_java(), f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+        # The heap as kafka-server-start.sh gives it (KAFKA_HEAP_OPTS: -Xmx and -Xms alike), G1 as kafka-run-class.sh.
+        command = [_java(), f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                    "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j2}",
                    f"-Dkafka.logs.dir={self.data_dir}", "-cp", classpath, BROKER_MAIN_CLASS, str(server_properties)]
         with open(self.data_dir / "stdout.log", "ab") as stdout:
