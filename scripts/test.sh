@@ -28,6 +28,8 @@ python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
 
 # Resolve Apache Kafka's jars from Maven Central into the kfk cache once, before the tests' workers need them.
 python3 -c 'from kfk.testing.apache_kafka import kafka_classpath; kafka_classpath()'
+# And Spark's own Kafka connector (spark-sql-kafka-0-10), which tests/spark compares kfk's Spark export with.
+python3 -c 'from kfk.testing.spark_kafka import spark_kafka_connector; spark_kafka_connector()'
 
 # Build the franz-go program and install kafkajs into the kfk cache (tests/interop/programs.py), so that no test
 # waits for a download; without go, node or npm this fails here, as the tests would.
