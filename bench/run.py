@@ -62,7 +62,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kfk.testing.apache_kafka import APACHE_KAFKA_VERSION, ApacheKafka
+from kfk.testing.apache_kafka import APACHE_KAFKA_VERSION, KAFKA_JVM_OPTIONS, ApacheKafka
 from kfk.testing.broker import BrokerProcess, start_broker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -131,12 +131,14 @@ class KfkBroker(Broker):
 
 
 class ApacheKafkaBroker(Broker):
-    """Apache Kafka's KRaft node with the heap its start script gives it (KAFKA_HEAP_OPTS: 1 GB)."""
+    """Apache Kafka's KRaft node run as kafka-server-start.sh runs it: KAFKA_HEAP_OPTS's default -Xmx1G -Xms1G and
+    kafka-run-class.sh's performance options (G1)."""
 
     name = "kafka"
 
     def __init__(self, root: Path) -> None:
-        self.node = ApacheKafka(Path(tempfile.mkdtemp(prefix="kafka-bench-", dir=root)), heap="1G").start()
+        self.node = ApacheKafka(Path(tempfile.mkdtemp(prefix="kafka-bench-", dir=root)), heap="1G",
+                                jvm_options=["-Xms1G", *KAFKA_JVM_OPTIONS]).start()
         self.bootstrap = self.node.bootstrap_server
         assert self.node.process is not None
         self.pid = self.node.process.pid

@@ -10,7 +10,9 @@
 - ``.snapshot``: the producer state entries.
 - ``.txnindex``: one line per aborted transaction (version, producerId, firstOffset, lastOffset, lastStableOffset).
 Control batches' records show their marker as Kafka's tool does: ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: N``,
-``LeaderChange: {json}`` (KRaft), else the control type and its id.
+KRaft's ``KRaftVersion {json}`` and ``KRaftVoters {json}``, ``LeaderChange: {json}``, else the control type and its id.
+(Apache Kafka 4.0's tool prints a LEADER_CHANGE record as ``controlType: LEADER_CHANGE(2)``; kfk decodes it.)
+An offset index without entries prints as "<file> is empty." whatever the mode, as Kafka's tool does.
 Unlike Kafka's tool, the exit code is 1 when anything was invalid, so scripts can tell.
 """
 
@@ -141,6 +143,10 @@ def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
     from kfk.errors import CorruptRecordError
     from kfk.records import ControlRecordType, EndTransactionMarker, LeaderChangeMessage, control_record_type
 
+    # KRaft's control records Kafka's tool decodes: the name it prints and the record's schema.
+    kraft_records = {ControlRecordType.KRAFT_VERSION: ("KRaftVersion", "KRaftVersionRecord"),
+                     ControlRecordType.KRAFT_VOTERS: ("KRaftVoters", "VotersRecord")}
+
     timestamp_type = "LogAppendTime" if batch.timestamp_type == 1 else "CreateTime"
     sequence = batch.base_sequence if is_v2 else -1
     try:
@@ -159,12 +165,15 @@ def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
                                  f"coordinatorEpoch: {marker.coordinator_epoch}")
                 elif kind is ControlRecordType.LEADER_CHANGE:
                     parts.append(f"LeaderChange: {_leader_change_json(LeaderChangeMessage.from_record(record))}")
+                elif kind in kraft_records:
+                    parts.append(_kraft_record_json(*kraft_records[kind], record.value))
                 else:
                     parts.append(f"controlType: {kind.name}({kind.value})")
             elif print_data:
                 if record.key is not None:
                     parts.append(f"key: {_text(record.key)}")
-                parts.append(f"payload: {_text(record.value) if record.value is not None else 'null'}")
+                if record.value is not None:  # a tombstone shows no payload at all, as in Kafka's tool
+                    parts.append(f"payload: {_text(record.value)}")
             typer.echo(" ".join(parts))
     except CorruptRecordError as error:
         typer.echo(f"| invalid records in the batch at position {batch.position}: {error}")
@@ -175,16 +184,53 @@ def _dump_records(batch, print_data: bool, is_v2: bool) -> int:
 def _leader_change_json(message) -> str:
     """A LEADER_CHANGE record as Kafka's tool prints it: the message's JSON form, field names in camelCase, the
     directory ids (version 1+) as Kafka writes a Uuid (URL-safe base64, unpadded)."""
-    import base64
     import json
 
+    from kfk.storage.partition_metadata import uuid_to_base64
+
     def voters(entries) -> list[dict]:
-        return [{"voterId": voter.voter_id} | ({"voterDirectoryId": base64.urlsafe_b64encode(
-                    voter.voter_directory_id.bytes).decode().rstrip("=")} if message.version >= 1 else {})
+        return [{"voterId": voter.voter_id} | ({"voterDirectoryId": uuid_to_base64(voter.voter_directory_id)}
+                                               if message.version >= 1 else {})
                 for voter in entries]
 
     return json.dumps({"leaderId": message.leader_id, "voters": voters(message.voters),
                        "grantingVoters": voters(message.granting_voters)}, separators=(",", ":"))
+
+
+def _kraft_record_json(name: str, schema: str, value: bytes | None) -> str:
+    """A KRAFT_VERSION or KRAFT_VOTERS record as Kafka's tool prints it: `name` and the value's JSON form (field
+    names in camelCase, Uuids in Kafka's base64). Both values start with their own int16 version, which picks the
+    schema version."""
+    import json
+    import struct
+    import uuid
+
+    from kfk.errors import CorruptRecordError, ProtocolError, UnsupportedVersionError
+    from kfk.protocol.messages import data_class
+    from kfk.storage.partition_metadata import uuid_to_base64
+
+    if value is None or len(value) < 2:
+        raise CorruptRecordError(f"{name} control record without a value")
+    (version,) = struct.unpack_from(">h", value)
+    try:
+        message = data_class(schema).decode(value, version)
+    except (ProtocolError, UnsupportedVersionError, IndexError, struct.error) as error:  # truncated or unknown
+        raise CorruptRecordError(f"{name} control record: {error}") from error
+
+    def kafka_json(data):
+        if isinstance(data, dict):
+            return {_camel_case(field): kafka_json(item) for field, item in data.items()}
+        if isinstance(data, list):
+            return [kafka_json(item) for item in data]
+        return uuid_to_base64(data) if isinstance(data, uuid.UUID) else data
+
+    return f"{name} {json.dumps(kafka_json(message.to_dict()), separators=(',', ':'))}"
+
+
+def _camel_case(snake: str) -> str:
+    """k_raft_version -> kRaftVersion: a generated message's field name as Kafka's JSON converters write it."""
+    first, *rest = snake.split("_")
+    return first + "".join(part.capitalize() for part in rest)
 
 
 def _text(value: bytes) -> str:
@@ -200,6 +246,9 @@ def _dump_index(path: str, sanity_check_only: bool, verify_only: bool) -> int:
     index_class = TimeIndex if is_time_index else OffsetIndex
     index = index_class(path, base_offset, writable=False)
     try:
+        if not is_time_index and index.entries == 0:
+            typer.echo(f"{path} is empty.")
+            return 0
         if sanity_check_only:
             try:
                 index.sanity_check()
@@ -254,9 +303,10 @@ def _dump_snapshot(path: str) -> None:
     from kfk.storage.producer_state import ProducerStateManager
 
     for entry in ProducerStateManager.read_snapshot(path):
+        first_offset = entry.current_txn_first_offset  # a Java OptionalLong in Kafka's tool, printed as such
+        optional_first_offset = "OptionalLong.empty" if first_offset is None else f"OptionalLong[{first_offset}]"
         typer.echo(f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
-                   f"coordinatorEpoch: {entry.coordinator_epoch} "
-                   f"currentTxnFirstOffset: {entry.current_txn_first_offset} "
+                   f"coordinatorEpoch: {entry.coordinator_epoch} currentTxnFirstOffset: {optional_first_offset} "
                    f"lastTimestamp: {entry.last_timestamp} firstSequence: {entry.first_sequence} "
                    f"lastSequence: {entry.last_sequence} lastOffset: {entry.last_data_offset} "
                    f"offsetDelta: {entry.last_offset_delta} timestamp: {entry.last_timestamp}")
