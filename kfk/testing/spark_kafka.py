@@ -47,7 +47,7 @@ def _pyspark_jar_names() -> set[str]:
     spec = importlib.util.find_spec("pyspark")
     if spec is None or not spec.submodule_search_locations:
         raise MavenUnavailable("pyspark is not installed: pip install 'kfk[spark]'")
-    jars_dir = Path(list(spec.submodule_search_locations)[0]) / "jars"
+    jars_dir = Path(next(iter(spec.submodule_search_locations))) / "jars"
     return {_artifact_name(path.name) for path in jars_dir.glob("*.jar")}
 
 

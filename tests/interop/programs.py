@@ -9,16 +9,13 @@ before the tests so that no test waits for a download: `python3 -m tests.interop
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from kfk.testing.apache_kafka import cache_dir
+from kfk.testing.apache_kafka import cache_dir, file_lock
 
 HERE = Path(__file__).resolve().parent
 GO_DIR = HERE / "go"
@@ -36,17 +33,6 @@ def _digest(files: list[Path]) -> str:
     return hasher.hexdigest()[:16]
 
 
-@contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with open(directory.with_name(directory.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 600) -> None:
     if shutil.which(args[0]) is None:
         raise ToolchainMissing(f"{args[0]} is not installed (scripts/test.sh installs it)")
@@ -61,7 +47,7 @@ def franz_go_program() -> Path:
     sources = sorted(GO_DIR.glob("*.go")) + [GO_DIR / "go.mod", GO_DIR / "go.sum"]
     target = cache_dir() / "franz-go" / _digest(sources)
     binary = target / "interop"
-    with _locked(target):
+    with file_lock(target.with_name(target.name + ".lock")):
         if not binary.exists():
             target.mkdir(parents=True, exist_ok=True)
             partial = target / "interop.partial"
@@ -75,7 +61,7 @@ def kafkajs_node_path() -> Path:
     manifests = [NODE_DIR / "package.json", NODE_DIR / "package-lock.json"]
     target = cache_dir() / "kafkajs" / _digest(manifests)
     modules = target / "node_modules"
-    with _locked(target):
+    with file_lock(target.with_name(target.name + ".lock")):
         if not (target / "installed").exists():
             target.mkdir(parents=True, exist_ok=True)
             for manifest in manifests:

@@ -86,7 +86,7 @@ def test_transactional_producer_read_committed_by_confluent(franz_go: Callable[.
     answer = franz_go("transact", brokers=bootstrap, topic=topic_name, transactional_id=f"tx-{topic_name}",
                       count=20)
     # Each transaction ends with a commit or abort marker, which takes an offset of its own.
-    assert [r["offset"] for r in answer["committed-1"]] == list(range(0, 20))
+    assert [r["offset"] for r in answer["committed-1"]] == list(range(20))
     assert [r["offset"] for r in answer["aborted"]] == list(range(21, 41))
     assert [r["offset"] for r in answer["committed-2"]] == list(range(42, 62))
     committed = program_rows(answer["committed-1"] + answer["committed-2"])
