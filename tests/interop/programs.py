@@ -51,7 +51,7 @@ def franz_go_program() -> Path:
         if not binary.exists():
             target.mkdir(parents=True, exist_ok=True)
             partial = target / "interop.partial"
-            _run(["go", "build", "-mod=readonly", "-o", str(partial), "."], GO_DIR)
+            _run(["go", "build", "-mod=readonly", "-buildvcs=false", "-o", str(partial), "."], GO_DIR)
             partial.rename(binary)
     return binary
 
