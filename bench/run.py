@@ -32,6 +32,8 @@ means the machine's CPU is the limit, and a Python loop near 1 means the client'
 W1, W3 and W5 also run bench/wire_load.py ("wire" figures): a client speaking the protocol itself, re-sending one
 pre-built 1 MiB batch (5 requests in flight) and fetching 10 MiB per request without decoding records, so that the
 figure is the broker's, not librdkafka's per-record work (W5 "wire" reads what W1's wire run wrote).
+Each broker session starts with an untimed warm-up (warm_up below: 16 MB produced and consumed), so that the JVM's
+just-in-time compiler has seen the hot paths before anything is timed.
 Machine limits: loopback TCP MB/s (Python sockets, 1 MiB sends), sequential append MB/s (1 MiB writes to a file in
 the directory kfk logs to, no fsync, as the broker), sendfile-to-socket MB/s (os.sendfile of that file over
 loopback). Broker peak RSS (VmHWM) is read after each workload.
@@ -626,6 +628,20 @@ def start_brokers(names: list[str], root: Path) -> list[Broker]:
     return brokers
 
 
+WARM_UP_MEGABYTES = 16
+
+
+def warm_up(broker: Broker) -> None:
+    """Before a session's timed runs (not timed): produce and consume WARM_UP_MEGABYTES of 1 KiB records, so that
+    what is measured is a broker that has served, not one starting cold: Apache Kafka's JVM compiles its hot paths
+    as it runs (without this, a --quick run had its W1 produce at 11 MB/s and, later in a session, the same 1 KiB
+    1-partition produce of W7 at 31 MB/s), and every broker creates its __consumer_offsets on the first group."""
+    count = _records(WARM_UP_MEGABYTES, 1024)
+    create_topic(broker.bootstrap, "warm-up", 1)
+    produce(broker.bootstrap, "warm-up", count, os.urandom(1024))
+    consume(broker.bootstrap, "warm-up", 1, count)
+
+
 def run_session(workloads: list[Workload], names: list[str], repetitions: int, root: Path, state: dict,
                 rss: dict[str, dict[str, float]]) -> None:
     """One fresh set of brokers for these workloads; repetitions interleaved, the order reversed every other one."""
@@ -634,6 +650,8 @@ def run_session(workloads: list[Workload], names: list[str], repetitions: int, r
         print("  (not root: the page cache is not dropped between sessions; figures may sink as it grows)")
     brokers = start_brokers(names, root)
     try:
+        for broker in brokers:
+            warm_up(broker)
         for workload in workloads:
             for repetition in range(repetitions):
                 order = brokers if repetition % 2 == 0 else brokers[::-1]
