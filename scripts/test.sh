@@ -33,7 +33,7 @@ python3 -c 'from kfk.testing.spark_kafka import spark_kafka_connector; spark_kaf
 
 # Build the franz-go program and install kafkajs into the kfk cache (tests/interop/programs.py), so that no test
 # waits for a download; without go, node or npm this fails here, as the tests would.
-[ -x /usr/local/go/bin/go ] && export PATH="$PATH:/usr/local/go/bin"
+if [ -x /usr/local/go/bin/go ]; then export PATH="$PATH:/usr/local/go/bin"; fi
 python3 -m tests.interop.programs
 
 # The generated codec is committed; it must be exactly what the generator writes from the specs it vendors.
