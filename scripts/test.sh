@@ -15,6 +15,9 @@ done
 # client tests) with its jars resolved by Maven; CI machines usually have both, else Debian's packages do.
 command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
+# franz-go (Go) and kafkajs (Node) interop tests: node and npm from Debian if absent (kafkajs needs node >= 14).
+# franz-go 1.22 needs Go >= 1.26, newer than Debian's golang-go: the machine's toolchain (/usr/local/go) is used.
+command -v npm >/dev/null || missing+=(nodejs npm)
 if [ "${#missing[@]}" -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -26,6 +29,13 @@ python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
 
 # Resolve Apache Kafka's jars from Maven Central into the kfk cache once, before the tests' workers need them.
 python3 -c 'from kfk.testing.apache_kafka import kafka_classpath; kafka_classpath()'
+# And Spark's own Kafka connector (spark-sql-kafka-0-10), which tests/spark compares kfk's Spark export with.
+python3 -c 'from kfk.testing.spark_kafka import spark_kafka_connector; spark_kafka_connector()'
+
+# Build the franz-go program and install kafkajs into the kfk cache (tests/interop/programs.py), so that no test
+# waits for a download; without go, node or npm this fails here, as the tests would.
+if [ -x /usr/local/go/bin/go ]; then export PATH="$PATH:/usr/local/go/bin"; fi
+python3 -m tests.interop.programs
 
 # The generated codec is committed; it must be exactly what the generator writes from the specs it vendors.
 python3 scripts/gen_protocol.py --check

@@ -80,6 +80,10 @@ INSTALL_HINT = ("Apache Kafka runs on Java 17 with its jars resolved by Maven: i
                 "(Debian: `apt-get install openjdk-17-jdk-headless maven`)")
 
 
+class MavenUnavailable(RuntimeError):
+    """mvn or Java is missing, or Maven could not resolve the artifacts asked for."""
+
+
 class ApacheKafkaUnavailable(RuntimeError):
     """Java, javac or mvn is missing, or Kafka's jars could not be resolved."""
 
@@ -128,19 +132,25 @@ def _javac() -> str:
     return javac
 
 
-def _pom(version: str) -> str:
-    """A pom whose runtime dependencies are exactly what Kafka's distribution puts in libs/ for the broker and tools."""
-    dependencies = [("org.apache.kafka", "kafka_2.13", version), ("org.apache.kafka", "kafka-tools", version),
-                    ("org.apache.kafka", "kafka-clients", version),
-                    ("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION),
-                    ("org.apache.logging.log4j", "log4j-core", LOG4J_VERSION)]
+#: (groupId, artifactId, version) of a Maven artifact.
+Artifact = tuple[str, str, str]
+
+
+def _kafka_artifacts(version: str) -> list[Artifact]:
+    """What Kafka's distribution puts in libs/ for the broker and tools: these and their runtime dependencies."""
+    return [("org.apache.kafka", "kafka_2.13", version), ("org.apache.kafka", "kafka-tools", version),
+            ("org.apache.kafka", "kafka-clients", version),
+            ("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION),
+            ("org.apache.logging.log4j", "log4j-core", LOG4J_VERSION)]
+
+
+def _pom(name: str, dependencies: Sequence[Artifact]) -> str:
     lines = "\n".join(f"    <dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
                       f"<version>{artifact_version}</version></dependency>"
                       for group, artifact, artifact_version in dependencies)
     return ('<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
             "  <modelVersion>4.0.0</modelVersion>\n"
-            "  <groupId>kfk.testing</groupId><artifactId>apache-kafka-runtime</artifactId>"
-            f"<version>{version}</version>\n"
+            f"  <groupId>kfk.testing</groupId><artifactId>{name}</artifactId><version>1</version>\n"
             "  <packaging>pom</packaging>\n"
             f"  <dependencies>\n{lines}\n  </dependencies>\n</project>\n")
 
@@ -150,49 +160,63 @@ def _release_dir(version: str) -> Path:
 
 
 def kafka_classpath(version: str = APACHE_KAFKA_VERSION) -> str:
-    """The ':'-joined jars of Apache Kafka `version` (broker, tools, clients, log4j2), resolved once into the cache.
+    """The ':'-joined jars of Apache Kafka `version` (broker, tools, clients, log4j2), resolved once into the cache."""
+    try:
+        jars = maven_jars(_release_dir(version), _kafka_artifacts(version), f"Apache Kafka {version}")
+    except MavenUnavailable as error:
+        raise ApacheKafkaUnavailable(str(error)) from None
+    return ":".join(map(str, jars))
+
+
+def maven_jars(directory: Path, dependencies: Sequence[Artifact], what: str) -> list[Path]:
+    """The jars of `dependencies` and of their runtime dependencies, resolved once from Maven Central by mvn (a
+    generated pom, the dependency plugin's copy-dependencies goal) into `directory`/libs, under a file lock.
 
     The list of jars is written last (classpath.txt), so a resolution interrupted half-way is redone, never used.
+    `what` names the artifacts in error messages (MavenUnavailable).
     """
-    release = _release_dir(version)
-    listing = release / "classpath.txt"
+    listing = directory / "classpath.txt"
     if not listing.exists():
-        with file_lock(release / ".lock"):
+        with file_lock(directory / ".lock"):
             if not listing.exists():
-                _resolve(version, release)
-    jars = listing.read_text().split()
-    missing = [jar for jar in jars if not Path(jar).exists()]
+                _resolve(directory, dependencies, what)
+    jars = [Path(jar) for jar in listing.read_text().split()]
+    missing = [jar for jar in jars if not jar.exists()]
     if missing:
-        raise ApacheKafkaUnavailable(f"Apache Kafka {version}'s jars went missing from {release} ({missing[0]}); "
-                                     f"remove {listing} to resolve them again")
-    return ":".join(jars)
+        raise MavenUnavailable(f"{what}: jars went missing from {directory} ({missing[0]}); "
+                               f"remove {listing} to resolve them again")
+    return jars
 
 
-def _resolve(version: str, release: Path) -> None:
+def _resolve(directory: Path, dependencies: Sequence[Artifact], what: str) -> None:
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise ApacheKafkaUnavailable(f"no mvn to resolve Apache Kafka {version}: {INSTALL_HINT}")
-    _java()
-    libs = release / "libs"
+        raise MavenUnavailable(f"no mvn to resolve {what}: {INSTALL_HINT}")
+    try:
+        java_executable()  # mvn runs on it
+    except ZooKeeperNotInstalledError:
+        raise MavenUnavailable(f"no Java runtime to resolve {what}: {INSTALL_HINT}") from None
+    libs = directory / "libs"
     shutil.rmtree(libs, ignore_errors=True)
-    release.mkdir(parents=True, exist_ok=True)
-    pom = release / "pom.xml"
-    pom.write_text(_pom(version))
+    directory.mkdir(parents=True, exist_ok=True)
+    pom = directory / "pom.xml"
+    pom.write_text(_pom(directory.name, dependencies))
     command = [mvn, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={libs}",
                "-DincludeScope=runtime"]
     try:
         result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
-        raise ApacheKafkaUnavailable(f"mvn did not resolve Apache Kafka {version} within 15 minutes") from None
+        raise MavenUnavailable(f"mvn did not resolve {what} within 15 minutes") from None
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip()[-3000:]
-        raise ApacheKafkaUnavailable(f"mvn could not resolve Apache Kafka {version} (exit {result.returncode}):\n"
-                                     f"{output}")
+        raise MavenUnavailable(f"mvn could not resolve {what} (exit {result.returncode}):\n{output}")
     jars = sorted(str(path) for path in libs.glob("*.jar"))
-    if not any(Path(jar).name == f"kafka_2.13-{version}.jar" for jar in jars):
-        raise ApacheKafkaUnavailable(f"mvn finished but kafka_2.13-{version}.jar is not in {libs}")
-    (release / "classpath.txt.tmp").write_text("\n".join(jars) + "\n")
-    os.replace(release / "classpath.txt.tmp", release / "classpath.txt")
+    expected = {f"{artifact}-{version}.jar" for _, artifact, version in dependencies}
+    absent = sorted(expected - {Path(jar).name for jar in jars})
+    if absent:
+        raise MavenUnavailable(f"mvn finished but {', '.join(absent)} is not in {libs}")
+    (directory / "classpath.txt.tmp").write_text("\n".join(jars) + "\n")
+    os.replace(directory / "classpath.txt.tmp", directory / "classpath.txt")
 
 
 def _log4j2_config(appender: str) -> str:

@@ -42,11 +42,11 @@ def produce_all(bootstrap: str, topic: str, messages: list[tuple[int, bytes, byt
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int, count: int, start: int = 0,
-                timeout: float = 30.0) -> dict[int, list]:
+                timeout: float = 30.0, **config) -> dict[int, list]:
     """Read `count` records from `start` in every partition with an assign() consumer: per partition, in order,
-    (offset, key, value, headers)."""
+    (offset, key, value, headers). `config` adds consumer settings (isolation.level...)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kfk-tests", "enable.auto.commit": False,
-                         "enable.partition.eof": False})
+                         "enable.partition.eof": False, **config})
     consumer.assign([ConfluentTopicPartition(topic, partition, start) for partition in range(partitions)])
     received: dict[int, list] = defaultdict(list)
     total = 0

@@ -23,13 +23,20 @@ class Produced(NamedTuple):
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
+    """The session has Spark's own Kafka source too (spark.read.format("kafka")), to compare kfk's with."""
     pytest.importorskip("pyspark")
     from kfk.spark.environment import check_java, create_session
+    from kfk.testing.apache_kafka import MavenUnavailable
+    from kfk.testing.spark_kafka import spark_kafka_connector
 
     check_java()
+    try:
+        connector = spark_kafka_connector()
+    except MavenUnavailable as error:
+        pytest.fail(f"Spark's Kafka connector could not be resolved: {error}")
     session = create_session("local[2]", "kfk tests", {
         "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-        "spark.driver.memory": "1g", "spark.sql.streaming.stopTimeout": "30s"})
+        "spark.driver.memory": "1g", "spark.sql.streaming.stopTimeout": "30s", "spark.jars": connector.spark_jars})
     yield session
     session.stop()
 
