@@ -10,6 +10,10 @@ missing=()
 for package in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+# Apache Kafka, the oracle of the interop tests (kfk.testing.apache_kafka), runs on a JDK (javac compiles the Java
+# client tests) with its jars resolved by Maven; CI machines usually have both, else Debian's packages do.
+command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
 if [ "${#missing[@]}" -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -18,6 +22,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
+
+# Resolve Apache Kafka's jars from Maven Central into the kfk cache once, before the tests' workers need them.
+python3 -c 'from kfk.testing.apache_kafka import kafka_classpath; kafka_classpath()'
 
 # The generated codec is committed; it must be exactly what the generator writes from the specs it vendors.
 python3 scripts/gen_protocol.py --check

@@ -6,15 +6,20 @@
 - `zookeeper_server`: a real ZooKeeper server (the one installed on the machine), one per test session;
   `zookeeper_connect`: a connect string with a fresh chroot on it, per test; `kfk_cluster_factory`: brokers on
   ZooKeeper as separate processes (kfk.testing.cluster).
+- `apache_kafka` (one per session and xdist worker), `apache_kafka_factory` (started per test with your config),
+  `kafka_classpath_fixture`: Apache Kafka itself (kfk.testing.apache_kafka), the oracle for interoperability tests.
+  They fail, never skip, when it cannot be resolved: CI installs Java and Maven.
 If a test fails, the broker's log is attached to the report.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
 
+from kfk.testing.apache_kafka import ApacheKafka, ApacheKafkaStartError, ApacheKafkaUnavailable, kafka_classpath
 from kfk.testing.broker import BrokerProcess, start_broker
 from kfk.testing.cluster import KfkCluster, start_cluster
 from kfk.testing.zookeeper import ZooKeeperNotInstalledError, ZooKeeperServer
@@ -118,3 +123,47 @@ def kfk_cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest
 def kfk_cluster(kfk_cluster_factory: Callable[..., KfkCluster]) -> KfkCluster:
     """Three brokers on ZooKeeper."""
     return kfk_cluster_factory()
+
+
+def _started_apache_kafka(data_dir: Path, config: dict[str, str] | None = None) -> ApacheKafka:
+    """A started ApacheKafka, or the test fails (not skips) with the reason: CI always has Java and Maven."""
+    try:
+        return ApacheKafka(data_dir, config=config).start()
+    except (ApacheKafkaUnavailable, ApacheKafkaStartError) as error:
+        pytest.fail(f"Apache Kafka could not be started: {error}")
+
+
+@pytest.fixture(scope="session")
+def kafka_classpath_fixture() -> str:
+    """The classpath of Apache Kafka (kfk.testing.apache_kafka.APACHE_KAFKA_VERSION): broker, tools, clients."""
+    try:
+        return kafka_classpath()
+    except ApacheKafkaUnavailable as error:
+        pytest.fail(f"Apache Kafka could not be resolved: {error}")
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafka]:
+    """One Apache Kafka node for the session (per xdist worker). Shared: tests use topic names of their own."""
+    node = _started_apache_kafka(tmp_path_factory.mktemp("apache-kafka"))
+    yield node
+    node.stop()
+
+
+@pytest.fixture
+def apache_kafka_factory(request: pytest.FixtureRequest,
+                         tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., ApacheKafka]]:
+    """`factory(config=None)`: a started Apache Kafka node with `config` added to its server.properties; stopped
+    after the test, its log printed if the test failed."""
+    started: list[ApacheKafka] = []
+
+    def factory(config: dict[str, str] | None = None) -> ApacheKafka:
+        node = _started_apache_kafka(tmp_path_factory.mktemp("apache-kafka"), config)
+        started.append(node)
+        return node
+
+    yield factory
+    for node in started:
+        node.stop()
+        if request.node.stash.get(_CALL_FAILED, False):
+            print(f"--- Apache Kafka log ({node.data_dir}) ---\n{node.output()[-20000:]}")
