@@ -328,8 +328,7 @@ def _create_partitions(image: MetadataImage, request: CreatePartitionsRequest.Cr
                        rng: random.Random, budget: int) -> list[Message]:
     topic = image.topic(request.name)
     if topic is None:
-        raise _Failed(ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                               _message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+        raise _Failed(ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))  # Kafka's answer carries no message
     current = len(topic.partitions)
     if request.count == current:
         raise _Failed(ApiError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."))
