@@ -225,6 +225,8 @@ DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 DEFAULT_FILE_DELETE_DELAY_MS = 60_000
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # one MiB plus the log overhead (offset and length) of a batch
+#: Kafka 4.0's default (KIP-1030): CreateTime records more than an hour ahead of the broker's clock are refused.
+MESSAGE_TIMESTAMP_AFTER_MAX_MS = 60 * 60 * 1000
 
 CLEANUP_POLICY_DELETE = "delete"
 CLEANUP_POLICY_COMPACT = "compact"
@@ -287,7 +289,7 @@ LOG_CONFIG_DEF = ConfigDef(
                   "CreateTime keeps the producer's timestamps; LogAppendTime stamps batches with the broker's time."),
         ConfigKey("message.timestamp.before.max.ms", ConfigType.LONG, INT64_MAX, at_least(0),
                   "Reject CreateTime records older than the broker's time by more than this."),
-        ConfigKey("message.timestamp.after.max.ms", ConfigType.LONG, INT64_MAX, at_least(0),
+        ConfigKey("message.timestamp.after.max.ms", ConfigType.LONG, MESSAGE_TIMESTAMP_AFTER_MAX_MS, at_least(0),
                   "Reject CreateTime records newer than the broker's time by more than this."),
         ConfigKey("leader.replication.throttled.replicas", ConfigType.LIST, [], _throttled_replicas,
                   "Replicas whose replication is throttled on the leader side."),
@@ -341,7 +343,7 @@ class LogConfig:
     preallocate: bool = False
     message_timestamp_type: str = TIMESTAMP_TYPE_CREATE_TIME
     message_timestamp_before_max_ms: int = INT64_MAX
-    message_timestamp_after_max_ms: int = INT64_MAX
+    message_timestamp_after_max_ms: int = MESSAGE_TIMESTAMP_AFTER_MAX_MS
     leader_replication_throttled_replicas: tuple[str, ...] = ()
     follower_replication_throttled_replicas: tuple[str, ...] = ()
     remote_storage_enable: bool = False
@@ -799,7 +801,7 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "message.timestamp.type default."),
         ConfigKey("log.message.timestamp.before.max.ms", ConfigType.LONG, LONG_MAX, at_least(0),
                   "message.timestamp.before.max.ms default."),
-        ConfigKey("log.message.timestamp.after.max.ms", ConfigType.LONG, LONG_MAX, at_least(0),
+        ConfigKey("log.message.timestamp.after.max.ms", ConfigType.LONG, MESSAGE_TIMESTAMP_AFTER_MAX_MS, at_least(0),
                   "message.timestamp.after.max.ms default."),
         ConfigKey("message.max.bytes", ConfigType.INT, DEFAULT_MAX_MESSAGE_BYTES, at_least(0),
                   "max.message.bytes default."),

@@ -140,11 +140,11 @@ class LogAppendInfo:
 
 def append_needs_record_work(config: LogConfig, records: bytes | bytearray | memoryview) -> bool:
     """Will validating these records take more than a header pass? Legacy message sets are converted, a batch whose
-    codec is not the topic's is re-encoded, and compacted topics or bounded timestamps make every record be decoded:
-    milliseconds per MiB of CPU, partly outside the GIL (the codecs), so the broker does that in an executor. Reads
-    two bytes of the first batch, no more."""
-    if config.compact or config.message_timestamp_before_max_ms != INT64_MAX \
-            or config.message_timestamp_after_max_ms != INT64_MAX:
+    codec is not the topic's is re-encoded, and compacted topics or a bound on old timestamps make every record be
+    decoded: milliseconds per MiB of CPU, partly outside the GIL (the codecs), so the broker does that in an
+    executor. (The bound on future timestamps, set by default, is checked against the batch header's max timestamp:
+    only a batch that breaks it is decoded, to name its records.) Reads two bytes of the first batch, no more."""
+    if config.compact or config.message_timestamp_before_max_ms != INT64_MAX:
         return True
     if len(records) <= MAGIC_OFFSET:
         return False
@@ -182,9 +182,12 @@ class LogValidator:
         self.max_message_bytes = max_message_bytes
         self.origin = origin
         self.topic_partition = topic_partition  # for record errors' messages
-        bounded = timestamp_before_max_ms is not None or timestamp_after_max_ms is not None
-        # Whether a non-control batch's records must be decoded: keys (compaction) or CreateTime bounds to check.
-        self._records_needed = compacted_topic or (bounded and timestamp_type == TimestampType.CREATE_TIME)
+        create_time = timestamp_type == TimestampType.CREATE_TIME
+        # Whether a non-control batch's records must be decoded: keys (compaction) or the lower CreateTime bound.
+        # The upper bound holds for every record when it holds for the batch header's max timestamp, so a batch is
+        # decoded for it only when the header breaks it (to name the records in the error).
+        self._records_needed = compacted_topic or (timestamp_before_max_ms is not None and create_time)
+        self._latest_timestamp_checked = timestamp_after_max_ms is not None and create_time
 
     @classmethod
     def for_config(cls, config: LogConfig, origin: AppendOrigin = AppendOrigin.CLIENT,
@@ -267,7 +270,9 @@ class LogValidator:
             source_compression = _COMPRESSION_TYPES[attributes & COMPRESSION_CODEC_MASK]
             target = self._target_for(source_compression)
             decoded: list[Record] | None = None
-            if not is_control and (self._records_needed or target != source_compression):
+            if not is_control and (self._records_needed or target != source_compression or (
+                    self._latest_timestamp_checked
+                    and header_max_timestamp - now_ms > self.timestamp_after_max_ms)):  # type: ignore[operator]
                 decoded = list(batch.records())
                 self._validate_records(decoded, batch.is_control, now_ms)
             if decoded is not None and target != source_compression:
