@@ -19,6 +19,7 @@ from kfk.records import (
     build_end_transaction_marker_batch,
     iter_batches,
 )
+from kfk.config import LogConfig
 from kfk.storage.log_validator import LogValidator
 from kfk.storage.producer_state import AppendOrigin
 
@@ -179,6 +180,18 @@ def test_timestamp_bounds() -> None:
         validator.validate_and_assign_offsets(batch(1, [NOW + 501], codec=CompressionType.GZIP), 0, NOW)
     LogValidator(timestamp_type=TimestampType.LOG_APPEND_TIME, timestamp_before_max_ms=1).validate_and_assign_offsets(
         batch(1, [0]), 0, NOW)  # LogAppendTime topics ignore producer timestamps
+
+
+def test_the_default_future_bound_is_checked_on_the_batch_header() -> None:
+    """Kafka 4.0 refuses CreateTime records more than message.timestamp.after.max.ms (one hour by default) ahead;
+    kfk reads that off the header's max timestamp and decodes only a batch that breaks it, to name its records."""
+    validator = LogValidator.for_config(LogConfig())
+    hour = 60 * 60 * 1000
+    info = validator.validate_and_assign_offsets(batch(2, [NOW, NOW + hour]), 0, NOW)
+    assert info.records_count == 2
+    with pytest.raises(InvalidTimestampError, match="after") as raised:
+        validator.validate_and_assign_offsets(batch(3, [NOW, NOW + hour + 1, NOW + 2 * hour]), 0, NOW)
+    assert [index for index, _ in raised.value.record_errors] == [1, 2]
 
 
 def test_max_message_bytes() -> None:
