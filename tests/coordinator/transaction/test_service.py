@@ -106,7 +106,7 @@ async def produce_transactional(broker: Broker, producer_id: int, producer_epoch
 
 
 def test_service_commits_reloads_and_unloads(tmp_path) -> None:
-    broker = Broker(str(tmp_path / "logs"), ManualClock())
+    broker = Broker(str(tmp_path / "logs"), ManualClock(now_ms()))  # the records carry wall-clock timestamps
 
     async def scenario() -> None:
         records = topic_records(TRANSACTION_STATE_TOPIC_NAME, 2) + topic_records("data", 1)
