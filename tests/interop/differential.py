@@ -15,10 +15,12 @@ one broker only. `python bench/differential_report.py` starts both brokers and p
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import uuid
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,12 +160,15 @@ _GENERATED_IDS: dict[str, tuple[str, object]] = {
     "producer_id": ("producer_id", -1),
     "member_id": ("member_id", ""),
     "leader": ("member_id", ""),
-    "group_instance_id": ("member_id", None),
     "client_host": ("client_host", ""),
+    "finalized_features_epoch": ("finalized_features_epoch", -1),  # the offset of the last feature record
 }
 #: A list of structs is keyed by the first of these fields its items all carry with distinct values.
-_LIST_KEYS = ("name", "topic", "topic_name", "partition_index", "partition", "api_key", "resource_name", "group_id",
-              "key", "transactional_id", "member_id", "error_code")
+_LIST_KEYS = ("name", "topic", "topic_name", "partition_index", "partition", "index", "api_key", "resource_name",
+              "group_id", "key", "transactional_id", "member_id")
+#: Free text: kfk words its own messages (the project copies no prose of Apache Kafka's), so only whether there is
+#: one compares.
+_FREE_TEXT_FIELDS = frozenset({"error_message", "batch_index_error_message"})
 
 
 class Normaliser:
@@ -176,6 +181,8 @@ class Normaliser:
     def __call__(self, value: Any, field_name: str = "") -> Any:
         if field_name in _IGNORED_FIELDS:
             return "<ignored>"
+        if field_name in _FREE_TEXT_FIELDS:
+            return "<text>" if value else value
         if field_name in _GENERATED_IDS:
             kind, none = _GENERATED_IDS[field_name]
             if value == none or not isinstance(value, (str, int, uuid.UUID)):
@@ -185,8 +192,11 @@ class Normaliser:
         if isinstance(value, dict):
             return {name: self(item, name) for name, item in value.items()}
         if isinstance(value, list):
+            key = _list_key(value)
+            if key is not None and key not in _GENERATED_IDS:
+                # In the order of their keys: the numbers given to generated ids must not follow the broker's order.
+                value = sorted(value, key=lambda item: repr(item[key]))
             items = [self(item, field_name) for item in value]
-            key = _list_key(items)
             return {f"{key}={item[key]}": item for item in items} if key else items
         if isinstance(value, str) and self.suffix:
             return value.replace(self.suffix, "<run>")
@@ -204,6 +214,8 @@ def _list_key(items: list) -> str | None:
 
 
 _MISSING = object()
+#: A keyed list item whose key holds the run's suffix, in a difference's path.
+_RUN_ITEM = re.compile(r"\[[a-z_]+=[^\]]*<run>[^\]]*\]")
 
 
 def differences(kafka: Any, kfk: Any, path: str = "") -> list[tuple[str, Any, Any]]:
@@ -234,8 +246,10 @@ class Difference:
 
     @property
     def key(self) -> tuple[str, int, str]:
-        """(API name, version, field path): how EXPECTED_DIFFERENCES names a difference."""
-        return ApiKey(self.api_key).name, self.version, self.path
+        """(API name, version, field path): how a list of expected differences names one. The items a scenario
+        named (topics, groups: their names hold the run's suffix) are written [] in the path, so that one entry
+        covers every scenario's topic; items of fixed names (configs, features) keep them."""
+        return ApiKey(self.api_key).name, self.version, _RUN_ITEM.sub("[]", self.path)
 
 
 @dataclass
@@ -295,23 +309,38 @@ def compare(kafka_exchanges: list[Exchange], kfk_exchanges: list[Exchange], suff
             kafka_versions: VersionTable, kfk_versions: VersionTable) -> Comparison:
     """Pair the two recordings exchange by exchange and list every difference after normalising."""
     comparison = Comparison(kafka_versions, kfk_versions)
-    normalise_kafka, normalise_kfk = Normaliser(suffix), Normaliser(suffix)
     for kafka, kfk in zip(kafka_exchanges, kfk_exchanges, strict=True):
+        # Generated ids are numbered per exchange, so that one difference does not shift every later number.
+        normalise_kafka, normalise_kfk = Normaliser(suffix), Normaliser(suffix)
         assert (kafka.label, kafka.api_key, kafka.version) == (kfk.label, kfk.api_key, kfk.version), \
             f"the scenarios diverged: {kafka.label} vs {kfk.label}"
         comparison.exercised.add((kafka.api_key, kafka.version))
-        for path, a, b in differences(normalise_kafka(kafka.response), normalise_kfk(kfk.response)):
+        kafka_response, kfk_response = normalise_kafka(kafka.response), normalise_kfk(kfk.response)
+        if kafka.api_key == ApiKey.API_VERSIONS:
+            _version_table_apart(kafka_response, kfk_response)
+        for path, a, b in differences(kafka_response, kfk_response):
             comparison.differences.append(Difference(kafka.api_key, kafka.version, kafka.label, path, a, b))
     return comparison
+
+
+def _version_table_apart(*responses: Any) -> None:
+    """ApiVersions' table of versions is compared on its own (the report's Kafka-only and kfk-only rows): in the
+    answers it only matters whether it is there."""
+    for response in responses:
+        if isinstance(response, dict) and response.get("api_keys"):
+            response["api_keys"] = "<the version table>"
 
 
 Scenario = Callable[[BrokerSession, int], None]
 
 
 def run_scenarios(bootstrap: str, suffix: str, scenarios: Iterable[tuple[int, Scenario]],
-                  versions: VersionTable) -> list[Exchange]:
-    """Run every scenario at every version of its API that both brokers advertise, against one broker."""
+                  versions: VersionTable, prepare: Callable[[BrokerSession], None] | None = None) -> list[Exchange]:
+    """Run every scenario at every version of its API that both brokers advertise, against one broker, after
+    `prepare` (unrecorded: waiting for what a broker creates lazily, such as its internal topics)."""
     with BrokerSession(bootstrap, suffix) as session:
+        if prepare is not None:
+            prepare(session)
         for api_key, scenario in scenarios:
             if api_key not in versions:
                 continue
@@ -319,3 +348,18 @@ def run_scenarios(bootstrap: str, suffix: str, scenarios: Iterable[tuple[int, Sc
             for version in range(lowest, highest + 1):
                 scenario(session, version)
         return session.exchanges
+
+
+def differential_run(kafka_bootstrap: str, kfk_bootstrap: str, scenarios: Iterable[tuple[int, Scenario]],
+                     prepare: Callable[[BrokerSession], None] | None = None) -> Comparison:
+    """Everything once: both version tables, the scenarios at every common version against both brokers (at the
+    same time, one thread each: they are separate processes), and the comparison."""
+    kafka_versions, kfk_versions = advertised_versions(kafka_bootstrap), advertised_versions(kfk_bootstrap)
+    common = common_versions(kafka_versions, kfk_versions)
+    suffix = uuid.uuid4().hex[:10]
+    scenarios = list(scenarios)
+    with ThreadPoolExecutor(2) as pool:
+        kafka_run = pool.submit(run_scenarios, kafka_bootstrap, suffix, scenarios, common, prepare)
+        kfk_run = pool.submit(run_scenarios, kfk_bootstrap, suffix, scenarios, common, prepare)
+        kafka_exchanges, kfk_exchanges = kafka_run.result(), kfk_run.result()
+    return compare(kafka_exchanges, kfk_exchanges, suffix, kafka_versions, kfk_versions)
