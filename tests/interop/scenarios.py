@@ -129,7 +129,8 @@ _NOT_READY = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, Er
 
 
 def wait_for_coordinators(session: BrokerSession, timeout: float = 60.0) -> None:
-    """Poll (unrecorded) until the group and transaction coordinators are ready for any key: Apache Kafka creates
+    """Poll (unrecorded) until the group and transaction coordinators (and the producer id manager) are ready for
+    any key: Apache Kafka creates
     __consumer_offsets and __transaction_state on the first FindCoordinator and its partitions become ready one by
     one after that, answering COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS until
     then: a moment that depends on the machine, not a difference to compare."""
@@ -137,6 +138,8 @@ def wait_for_coordinators(session: BrokerSession, timeout: float = 60.0) -> None
     for key_type in (0, 1):
         session.call(FindCoordinatorRequest(key_type=key_type, coordinator_keys=WARM_UP_KEYS[:1]), 4, record=False)
     for request, errors in [
+        # An idempotent producer's id comes from a block the broker asks its controller for, once.
+        (InitProducerIdRequest(transactional_id=None), lambda r: [r.error_code]),
         (DescribeGroupsRequest(groups=WARM_UP_KEYS), lambda r: [g.error_code for g in r.groups]),
         (DescribeTransactionsRequest(transactional_ids=WARM_UP_KEYS),
          lambda r: [t.error_code for t in r.transaction_states]),
