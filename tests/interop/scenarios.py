@@ -583,24 +583,27 @@ def list_groups(session: BrokerSession, version: int) -> None:
     if version >= 4:
         fields["states_filter"] = []
     session.call(ListGroupsRequest(**fields), version, "ListGroups")
-    keep_own(session, "groups", "group_id")
+    keep_own(session, "groups", "group_id", "list-")
     if version >= 4:
         session.call(ListGroupsRequest(states_filter=["Stable"]), version, "ListGroups of stable groups")
-        keep_own(session, "groups", "group_id")
+        keep_own(session, "groups", "group_id", "list-")
     if version >= 5:
         session.call(ListGroupsRequest(states_filter=[], types_filter=["consumer"]), version,
                      "ListGroups of consumer groups")
-        keep_own(session, "groups", "group_id")
+        keep_own(session, "groups", "group_id", "list-")
         session.call(ListGroupsRequest(states_filter=[], types_filter=["classic"]), version,
                      "ListGroups of classic groups")
-        keep_own(session, "groups", "group_id")
+        keep_own(session, "groups", "group_id", "list-")
 
 
-def keep_own(session: BrokerSession, field: str, key: str) -> None:
-    """Drop what other tests left on a shared broker from the last answer's list `field`: only the run's items."""
+def keep_own(session: BrokerSession, field: str, key: str, prefix: str) -> None:
+    """Keep in the last answer's list `field` only the items this scenario made (named `prefix`...-suffix): not
+    what other tests left on a shared broker, nor other scenarios' groups, whose state moves with the clock (a
+    member that joined and never synced leaves when its session times out)."""
     response = session.exchanges[-1].response
     if isinstance(response, dict):
-        response[field] = [item for item in response[field] if session.suffix in item[key]]
+        response[field] = [item for item in response[field]
+                           if item[key].startswith(prefix) and item[key].endswith(session.suffix)]
 
 
 def delete_groups(session: BrokerSession, version: int) -> None:
@@ -816,17 +819,17 @@ def list_transactions(session: BrokerSession, version: int) -> None:
     fields = {"duration_filter": -1} if version >= 1 else {}
     session.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[], **fields), version,
                  "ListTransactions")
-    keep_own(session, "transaction_states", "transactional_id")
+    keep_own(session, "transaction_states", "transactional_id", "list-txn-")
     session.call(ListTransactionsRequest(state_filters=["Empty"], producer_id_filters=[], **fields), version,
                  "ListTransactions of Empty ones")
-    keep_own(session, "transaction_states", "transactional_id")
+    keep_own(session, "transaction_states", "transactional_id", "list-txn-")
     session.call(ListTransactionsRequest(state_filters=["NoSuchState"], producer_id_filters=[], **fields),
                  version, "ListTransactions of an unknown state")
-    keep_own(session, "transaction_states", "transactional_id")
+    keep_own(session, "transaction_states", "transactional_id", "list-txn-")
     if version >= 1:
         session.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[], duration_filter=3_600_000),
                      version, "ListTransactions running for over an hour")
-        keep_own(session, "transaction_states", "transactional_id")
+        keep_own(session, "transaction_states", "transactional_id", "list-txn-")
 
 
 def describe_producers(session: BrokerSession, version: int) -> None:
