@@ -291,7 +291,7 @@ class Comparison:
         found = [d for d in self.differences if (d.api_key, d.version) == (api_key, version)]
         if not found:
             return "identical"
-        paths = sorted({d.path for d in found})
+        paths = sorted({d.path or "(the whole answer)" for d in found})
         kind = "differs (documented)" if all(map(documented, found)) else "differs"
         return f"{kind}: {', '.join(paths[:4])}{' ...' if len(paths) > 4 else ''}"
 

@@ -15,6 +15,7 @@ import time
 import uuid
 
 from kfk.errors import ErrorCode
+from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
@@ -165,15 +166,26 @@ def api_versions(session: BrokerSession, version: int) -> None:
                      "ApiVersions with an invalid client software name")
 
 
-def api_versions_unsupported(session: BrokerSession, version: int) -> None:
-    """A version newer than both know: UNSUPPORTED_VERSION with the v0 answer (KIP-511). The request body is v3's
-    (any newer body starts the same way); the header says the next version."""
-    too_high = ApiVersionsRequest.HIGHEST_VERSION + 1
-    body = ApiVersionsRequest(client_software_name="kfk-differential", client_software_version="1.0").encode(3)
+def call_unknown_version(session: BrokerSession, request: Message, label: str) -> None:
+    """`request` at the version after the newest both know: its newest body (a newer one starts the same way) under
+    a header (v2, flexible) that names the next version."""
+    too_high = request.HIGHEST_VERSION + 1
+    body = request.encode(request.HIGHEST_VERSION)
     client_id = b"kfk-differential"
-    header = struct.pack(">hhih", ApiKey.API_VERSIONS, too_high, 0, len(client_id)) + client_id + b"\x00"
+    header = struct.pack(">hhih", request.API_KEY, too_high, 0, len(client_id)) + client_id + b"\x00"
     frame = struct.pack(">i", len(header) + len(body)) + header + body
-    session.call_frame(frame, ApiKey.API_VERSIONS, too_high, "ApiVersions at an unknown version")
+    session.call_frame(frame, request.API_KEY, too_high, label)
+
+
+def unsupported_versions(session: BrokerSession, version: int) -> None:
+    """ApiVersions at a version newer than both know: UNSUPPORTED_VERSION with the v0 answer (KIP-511). Another
+    API at such a version: the broker cannot read the request and closes the connection."""
+    call_unknown_version(session, ApiVersionsRequest(client_software_name="kfk-differential",
+                                                     client_software_version="1.0"),
+                         "ApiVersions at an unknown version")
+    call_unknown_version(session, MetadataRequest(topics=[], allow_auto_topic_creation=False),
+                         "Metadata at an unknown version")
+    session.call(ApiVersionsRequest(), 0, "ApiVersions after a connection was closed")
 
 
 # --- Metadata ------------------------------------------------------------------------------------------------------
@@ -1065,7 +1077,7 @@ def describe_topic_partitions(session: BrokerSession, version: int) -> None:
 #: Every scenario with the API whose versions it loops.
 SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.API_VERSIONS, api_versions),
-    (ApiKey.API_VERSIONS, lambda session, version: api_versions_unsupported(session, version) if version == 0
+    (ApiKey.API_VERSIONS, lambda session, version: unsupported_versions(session, version) if version == 0
      else None),
     (ApiKey.METADATA, metadata),
     (ApiKey.CREATE_TOPICS, create_topics),
