@@ -21,13 +21,13 @@ app = typer.Typer(help="Run or stop a kfk broker.", no_args_is_help=True)
 
 #: The embedded single-node default; the same choices as Kafka's sample config/server.properties for one node,
 #: group.initial.rebalance.delay.ms=0 included (Kafka's built-in default, 3000, suits production groups whose members
-#: start together; on a development broker it only makes every new consumer wait 3 s). Settings whose value would be
-#: Kafka's default (num.partitions=1) are left out, so DescribeConfigs reports them as defaults, as Kafka does.
+#: start together; on a development broker it only makes every new consumer wait 3 s).
 EMBEDDED_DEFAULTS = {
     "node.id": "1",
     "process.roles": "broker,controller",
     "listeners": "PLAINTEXT://127.0.0.1:9092",
     "log.dirs": "./kfk-data",
+    "num.partitions": "1",
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",

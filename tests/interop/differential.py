@@ -4,9 +4,10 @@ A scenario (tests/interop/scenarios.py) is a function of one broker session and 
 with kfk's own codec (kfk.protocol: the sans-I/O ClientConnection over a blocking socket) and may build the next
 request from an answer (a member id, a generation), so it runs against each broker on its own and the two
 recordings are compared exchange by exchange. Before comparing, what must differ between two brokers is
-normalised: cluster ids, hosts and ports, throttle times, broker clocks, ids the broker generates (topic ids,
-producer ids, member ids: mapped to their order of appearance, so "the same member" still compares), and the run's
-unique suffix in names. Lists of named items (topics, partitions, configs, groups) are compared by name, not by
+normalised: cluster ids, hosts and ports, throttle times, broker clocks and disk sizes, ids the broker generates
+(topic ids, producer ids, member ids: numbered in their order of appearance within one answer, so "the same member"
+still compares), free-text error messages (only whether there is one: kfk words its own), and the run's unique
+suffix in names. Lists of named items (topics, partitions, configs, groups) are compared by name, not by
 position: their order is unspecified in Kafka's protocol.
 
 The outcome is a table API x version: identical, differs (with the field paths), not exercised, or advertised by
@@ -32,7 +33,7 @@ from kfk.protocol.messages.api_versions import ApiVersionsRequest
 #: What the recording holds when the broker closed the connection instead of answering (Kafka's answer to a request
 #: it cannot parse, e.g. a version it does not serve).
 CONNECTION_CLOSED = "<connection closed>"
-#: Request versions both brokers might be asked for; the scenarios loop the versions both advertise.
+#: A broker's ApiVersions table: api key -> (lowest, highest version).
 VersionTable = dict[int, tuple[int, int]]
 
 
@@ -103,7 +104,10 @@ class BrokerSession:
 
     def _exchange(self, sock: socket.socket, connection: ClientConnection[None], frame: bytes, api_key: int,
                   version: int, label: str | None) -> Message | None:
-        sock.sendall(frame)
+        try:
+            sock.sendall(frame)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed by the broker: the read below sees it
         while True:
             try:
                 data = sock.recv(1 << 20)

@@ -32,6 +32,9 @@ def _documented(api: ApiKey, versions: range | list[int], path: str, reason: str
 _FEATURES = ("kfk finalizes only transaction.version (2, KIP-890); it has no metadata log versions "
              "(metadata.version), no KRaft voter changes (kraft.version), no KIP-848 groups (group.version) and no "
              "ELR (eligible.leader.replicas.version) to advertise")
+_SAMPLE_PROPERTIES = ("`kfk server start` without a properties file sets what Kafka's sample server.properties "
+                      "sets, num.partitions=1 among them: a static broker config (with the default as its synonym), "
+                      "where the Apache Kafka node of the tests leaves it at its default")
 _LISTENERS = ("kfk's combined node has no separate controller listener: its voter's endpoint is the broker listener "
               "it registered, where Apache Kafka's is its CONTROLLER listener")
 
@@ -55,6 +58,10 @@ EXPECTED_DIFFERENCES: dict[tuple[str, int, str], str] = {
                   ".current_voters[0].replica_directory_id",
                   "kfk's metadata log lives in no directory with an id (KIP-853's directory ids): its voter's is the "
                   "zero uuid"),
+    **_documented(ApiKey.DESCRIBE_CONFIGS, range(1, 5), "results[resource_name=1].configs[name=num.partitions]"
+                  ".config_source", _SAMPLE_PROPERTIES),
+    **_documented(ApiKey.DESCRIBE_CONFIGS, range(1, 5), "results[resource_name=1].configs[name=num.partitions]"
+                  ".synonyms", _SAMPLE_PROPERTIES),
     **_documented(ApiKey.INCREMENTAL_ALTER_CONFIGS, [0, 1], "responses[].error_code",
                   "an operation code Kafka does not know fails inside Apache Kafka (UNKNOWN_SERVER_ERROR, no "
                   "message); kfk refuses the request's resource with INVALID_REQUEST and says why"),
