@@ -87,7 +87,7 @@ def create_topic(session: BrokerSession, name: str, partitions: int = 1, configs
     wait_for_leaders(session, name)
 
 
-def wait_for_leaders(session: BrokerSession, name: str, timeout: float = 10.0) -> None:
+def wait_for_leaders(session: BrokerSession, name: str, timeout: float = 30.0) -> None:
     """Poll (unrecorded) until every partition of the topic answers ListOffsets: Apache Kafka answers CreateTopics
     from its controller, and its broker learns the topic, then becomes its leader, a moment later."""
     deadline = time.monotonic() + timeout
