@@ -36,7 +36,14 @@ from kfk.controller.config_describer import describe_topic_configs
 from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL
 from kfk.controller.producer_ids import ProducerIdsBlock, generate_next_producer_ids
 from kfk.controller.result import ApiError, ControllerResult
-from kfk.errors import ErrorCode, InvalidUpdateVersionError, KafkaError, NotControllerError, StaleBrokerEpochError
+from kfk.errors import (
+    ERROR_INFO,
+    ErrorCode,
+    InvalidUpdateVersionError,
+    KafkaError,
+    NotControllerError,
+    StaleBrokerEpochError,
+)
 from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
@@ -274,8 +281,10 @@ class QuorumController:
         for (name, index), error in results.items():
             if wanted is None and error == ErrorCode.ELECTION_NOT_NEEDED:
                 continue  # Kafka leaves those out when every partition was asked for
-            by_topic.setdefault(name, []).append(PartitionResult(partition_id=index, error_code=error,
-                                                                 error_message=None))
+            # As Kafka, a partition that was not elected says why in words too.
+            by_topic.setdefault(name, []).append(PartitionResult(
+                partition_id=index, error_code=error,
+                error_message=None if error == ErrorCode.NONE else ERROR_INFO[error].message))
         return ElectLeadersResponse(error_code=ErrorCode.NONE, replica_election_results=[
             Result(topic=name, partition_result=partitions) for name, partitions in by_topic.items()])
 

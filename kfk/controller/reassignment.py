@@ -123,9 +123,7 @@ def alter_partition_reassignments(image: MetadataImage, request: AlterPartitionR
                 if wanted.replicas is None:
                     change = cancel_reassignment(registration, live)
                     if change is None:
-                        raise _Invalid(ApiError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
-                                                f"No reassignment is in progress for {reassignable.name}:"
-                                                f"{wanted.partition_index}."))
+                        raise _Invalid(ApiError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS))  # no message, as Kafka
                 else:
                     _validate_target(image, registration, wanted.replicas, allow_replication_factor_change)
                     change = start_reassignment(registration, wanted.replicas, live)

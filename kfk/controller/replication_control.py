@@ -347,8 +347,7 @@ def _create_partitions(image: MetadataImage, request: CreatePartitionsRequest.Cr
                                f"The number of partitions of the internal topic {request.name} cannot be changed."))
     topic = image.topic(request.name)
     if topic is None:
-        raise _Failed(ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                               _message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+        raise _Failed(ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))  # Kafka's answer carries no message
     current = len(topic.partitions)
     if request.count == current:
         raise _Failed(ApiError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."))

@@ -10,7 +10,7 @@ from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kfk.protocol.primitives import INT32
-from tests.integration.wire import connect, is_closed, read_frame, request
+from tests.integration.wire import api_versions_request, connect, is_closed, read_frame, request
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ def test_garbage_closes_that_connection_and_the_broker_keeps_serving(kfk_broker:
         bad.sendall(frame)
         assert is_closed(bad)
     with connect(kfk_broker) as good:
-        assert request(good, ApiVersionsRequest(), 3).error_code == ErrorCode.NONE
+        assert request(good, api_versions_request(), 3).error_code == ErrorCode.NONE
 
 
 def test_sigterm_stops_cleanly_and_removes_the_pid_file(kfk_broker_process) -> None:

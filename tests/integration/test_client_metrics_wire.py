@@ -6,10 +6,9 @@ import pytest
 
 from kfk.common.config_types import ConfigResourceType
 from kfk.errors import ErrorCode
-from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from kfk.protocol.messages.list_client_metrics_resources import ListClientMetricsResourcesRequest
-from tests.integration.wire import connect, request
+from tests.integration.wire import api_versions_request, connect, request
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +18,7 @@ Alterable = IncrementalAlterConfigsRequest.AlterableConfig
 
 def test_list_client_metrics_resources_is_advertised_and_answers_an_empty_list(kfk_broker: str) -> None:
     with connect(kfk_broker) as sock:
-        versions = {key.api_key: key for key in request(sock, ApiVersionsRequest(), 3).api_keys}
+        versions = {key.api_key: key for key in request(sock, api_versions_request(), 3).api_keys}
         assert (versions[74].min_version, versions[74].max_version) == (0, 0)
         # the controller refuses CLIENT_METRICS resources, so none can appear in the list
         (result,) = request(sock, IncrementalAlterConfigsRequest(resources=[Resource(

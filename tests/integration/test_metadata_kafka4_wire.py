@@ -9,7 +9,6 @@ import pytest
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
-from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest
@@ -19,7 +18,7 @@ from kfk.protocol.messages.produce import ProduceRequest
 from kfk.records import MemoryRecordsBuilder
 from tests.integration.test_groups_wire import find_coordinator
 from tests.integration.test_metadata_wire import create
-from tests.integration.wire import connect, request
+from tests.integration.wire import api_versions_request, connect, request
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +47,7 @@ def pages(sock, names: list[str], limit: int) -> list[list[tuple[str, int]]]:
 
 def test_api_versions_advertises_kafka_4_0(kfk_broker: str) -> None:
     with connect(kfk_broker) as sock:
-        advertised = {v.api_key: (v.min_version, v.max_version) for v in request(sock, ApiVersionsRequest(), 3).api_keys}
+        advertised = {v.api_key: (v.min_version, v.max_version) for v in request(sock, api_versions_request(), 3).api_keys}
     assert advertised[ApiKey.PRODUCE] == (0, 12)
     assert advertised[ApiKey.LIST_OFFSETS][1] == 10 and advertised[ApiKey.METADATA][1] == 13
     assert advertised[ApiKey.DESCRIBE_TOPIC_PARTITIONS] == (0, 0)
@@ -115,8 +114,16 @@ def test_describe_quorum_at_every_version(kfk_broker: str) -> None:
                 (node,) = response.nodes
                 port = int(kfk_broker.rsplit(":", 1)[1])
                 assert node.node_id == 1 and port in [listener.port for listener in node.listeners]
+        # Another partition: answered in its entry, UNKNOWN_TOPIC_OR_PARTITION (as Apache Kafka, see tests/interop);
+        # a request naming two partitions is INVALID_REQUEST.
         other = [QuorumTopic(topic_name="not-metadata", partitions=[QuorumPartition(partition_index=0)])]
-        assert request(sock, DescribeQuorumRequest(topics=other), 2).error_code == ErrorCode.INVALID_REQUEST
+        answer = request(sock, DescribeQuorumRequest(topics=other), 2)
+        assert answer.error_code == ErrorCode.NONE
+        assert [(t.topic_name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in answer.topics] == [
+            ("not-metadata", [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])]
+        two = [QuorumTopic(topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[QuorumPartition(partition_index=0),
+                                                                             QuorumPartition(partition_index=1)])]
+        assert request(sock, DescribeQuorumRequest(topics=two), 2).error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_raised_versions(kfk_broker: str) -> None:

@@ -13,10 +13,9 @@ from confluent_kafka import Consumer, Producer
 
 from kfk.errors import ErrorCode
 from kfk.protocol.headers import RequestHeader, encode_request
-from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.metadata import MetadataRequest
 from kfk.protocol.primitives import INT32
-from tests.integration.wire import connect, is_closed, request
+from tests.integration.wire import api_versions_request, connect, is_closed, request
 
 pytestmark = pytest.mark.integration
 
@@ -85,7 +84,7 @@ def test_stalled_requests_are_closed_after_the_receive_timeout_and_logged_once(k
         sock.sendall(INT32.pack(1024 * 1024) + b"abc")
     assert all(is_closed(sock) for sock in stalled)
     with connect(broker.bootstrap_servers) as good:
-        assert request(good, ApiVersionsRequest(), 3).error_code == ErrorCode.NONE
+        assert request(good, api_versions_request(), 3).error_code == ErrorCode.NONE
     assert broker.output().count("socket.request.receive.timeout.ms") == 1
 
 
@@ -93,13 +92,13 @@ def test_per_ip_limit_from_server_properties_closes_the_excess_and_logs_once(kfk
     broker = kfk_broker_factory({"max.connections.per.ip": "100", "max.connections.per.ip.overrides": "127.0.0.1:3"})
     kept = [connect(broker.bootstrap_servers) for _ in range(3)]
     for sock in kept:
-        assert request(sock, ApiVersionsRequest(), 3).error_code == ErrorCode.NONE
+        assert request(sock, api_versions_request(), 3).error_code == ErrorCode.NONE
     refused = [connect(broker.bootstrap_servers) for _ in range(10)]
     assert all(is_closed(sock) for sock in refused)
     kept[0].close()
     time.sleep(0.3)
     with connect(broker.bootstrap_servers) as again:
-        assert request(again, ApiVersionsRequest(), 3).error_code == ErrorCode.NONE
+        assert request(again, api_versions_request(), 3).error_code == ErrorCode.NONE
     assert broker.output().count("max.connections.per.ip") == 1
 
 
@@ -114,6 +113,6 @@ def test_responses_to_a_client_that_left_are_dropped_without_warnings(kfk_broker
         sock.sendall(frame * 200)
         sock.close()
     with connect(broker.bootstrap_servers) as good:
-        assert request(good, ApiVersionsRequest(), 3).error_code == ErrorCode.NONE
+        assert request(good, api_versions_request(), 3).error_code == ErrorCode.NONE
     time.sleep(0.5)
     assert "socket.send() raised exception" not in broker.output()

@@ -10,11 +10,10 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from kfk.errors import ErrorCode
 from kfk.protocol.headers import RequestHeader, encode_request
-from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.produce import ProduceRequest
 from kfk.records import MemoryRecordsBuilder
 from tests.integration.test_clients import create_topic, consume_all
-from tests.integration.wire import connect, request
+from tests.integration.wire import api_versions_request, connect, request
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +57,7 @@ def test_acks_0_gets_no_response_and_the_connection_goes_on(kfk_broker: str) -> 
         header = RequestHeader(request_api_key=0, request_api_version=9, correlation_id=41, client_id="t")
         sock.sendall(encode_request(header, produce_request("fire-and-forget", batch([b"x"]), acks=0)))
         # The next answer on this connection is the ApiVersions one: nothing came for the produce.
-        assert request(sock, ApiVersionsRequest(), 3, correlation_id=42).error_code == ErrorCode.NONE
+        assert request(sock, api_versions_request(), 3, correlation_id=42).error_code == ErrorCode.NONE
     assert consume_all(kfk_broker, "fire-and-forget", 1, 1)[0][0][2] == b"x"
 
 

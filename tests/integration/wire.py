@@ -6,6 +6,12 @@ import socket
 
 from kfk.protocol.headers import RequestHeader, decode_response, encode_request
 from kfk.protocol.message import Message
+from kfk.protocol.messages.api_versions import ApiVersionsRequest
+
+
+def api_versions_request() -> ApiVersionsRequest:
+    """An ApiVersions request for v3+, which must name the client software (Kafka refuses one that names none)."""
+    return ApiVersionsRequest(client_software_name="kfk-tests", client_software_version="1.0")
 
 
 def connect(bootstrap: str, timeout: float = 10.0) -> socket.socket:

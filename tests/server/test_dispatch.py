@@ -25,9 +25,11 @@ def frame(api_key: ApiKey, version: int, message) -> bytes:
     return encode_request(header, message)[4:]
 
 
-def api_versions(dispatcher: Dispatcher, version: int, answered_at: int):
+def api_versions(dispatcher: Dispatcher, version: int, answered_at: int,
+                 request: ApiVersionsRequest | None = None):
     """The ApiVersions response to a request at `version`, decoded at the version it is `answered_at`."""
-    chunks = asyncio.run(dispatcher.dispatch(frame(ApiKey.API_VERSIONS, version, ApiVersionsRequest()),
+    request = request or ApiVersionsRequest(client_software_name="kfk-tests", client_software_version="1.0")
+    chunks = asyncio.run(dispatcher.dispatch(frame(ApiKey.API_VERSIONS, version, request),
                                              "127.0.0.1", 1, "PLAINTEXT"))
     data = b"".join(bytes(chunk) for chunk in chunks)
     return decode_response(data[4:], ApiKey.API_VERSIONS, answered_at)[1]
@@ -80,6 +82,17 @@ def test_api_versions_answers_the_table_sorted_by_key() -> None:
     assert response.error_code == ErrorCode.NONE
     assert [(e.api_key, e.min_version, e.max_version) for e in response.api_keys] == [
         (ApiKey.PRODUCE, 3, 11), (ApiKey.METADATA, 1, 12), (ApiKey.API_VERSIONS, 0, 4)]
+
+
+def test_api_versions_refuses_a_client_software_name_or_version_of_the_wrong_shape() -> None:
+    served = {ApiKey.API_VERSIONS: VersionRange(0, 4)}
+    dispatcher = Dispatcher(served)
+    ApiVersionsHandler(served).register(dispatcher)
+    for name, version in [("bad name!", "1.0"), ("kfk", "1.0-"), ("", "1.0"), ("kfk", "")]:
+        response = api_versions(dispatcher, 3, 3, ApiVersionsRequest(client_software_name=name,
+                                                                     client_software_version=version))
+        assert (response.error_code, response.api_keys) == (ErrorCode.INVALID_REQUEST, [])
+    assert api_versions(dispatcher, 2, 2, ApiVersionsRequest()).error_code == ErrorCode.NONE  # no names before v3
 
 
 def test_a_version_outside_the_table_is_refused() -> None:

@@ -56,9 +56,10 @@ def read_all(log: Log, isolation: FetchIsolation = FetchIsolation.LOG_END, start
 
 
 def small_config(overrides: dict[str, object] | None = None) -> LogConfig:
-    """Small segments (4 KiB) and dense indexes so that tests roll and index often."""
+    """Small segments (4 KiB) and dense indexes so that tests roll and index often. No bound on future timestamps:
+    the tests append records of fixed timestamps with a clock that starts at 0."""
     properties: dict[str, object] = {"internal.segment.bytes": 4096, "index.interval.bytes": 256,
-                                     "file.delete.delay.ms": 0}
+                                     "file.delete.delay.ms": 0, "message.timestamp.after.max.ms": 2**63 - 1}
     properties.update(overrides or {})
     return LogConfig.from_properties(properties)
 

@@ -579,7 +579,10 @@ class GroupMetadataManager:
         """(top-level error, per-member answers)."""
         group = self.groups.get(group_id)
         if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID, []
+            # As Kafka: the request succeeds, and each member is unknown (v0-v2 answer the first member's error).
+            return ErrorCode.NONE, [MemberResponse(member_id=identity.member_id,
+                                                   group_instance_id=identity.group_instance_id,
+                                                   error_code=ErrorCode.UNKNOWN_MEMBER_ID) for identity in members]
         if group.is_in_state(_S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         responses: list[MemberResponse] = []

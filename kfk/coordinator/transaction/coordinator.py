@@ -454,7 +454,8 @@ class TransactionCoordinator:
                           now_ms: int) -> ListTransactionsResponse:
         """ListTransactions over the partitions this broker coordinates. Unknown state names are echoed back
         (and match nothing); a duration filter (KIP-994, -1: none) keeps the transactions running longer than
-        that."""
+        that, and, as in Kafka, those with no transaction running (no start time: they count as running since the
+        epoch)."""
         response = ListTransactionsResponse()
         if self.state.is_loading:
             response.error_code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
@@ -474,8 +475,7 @@ class TransactionCoordinator:
                 continue
             if states and metadata.state not in states:
                 continue
-            if duration_filter_ms >= 0 and (metadata.txn_start_timestamp == -1
-                                            or now_ms - metadata.txn_start_timestamp <= duration_filter_ms):
+            if duration_filter_ms >= 0 and now_ms - metadata.txn_start_timestamp <= duration_filter_ms:
                 continue
             response.transaction_states.append(ListTransactionsResponse.TransactionState(
                 transactional_id=metadata.transactional_id, producer_id=metadata.producer_id,

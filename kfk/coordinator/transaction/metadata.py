@@ -197,11 +197,15 @@ class TransactionMetadata:
                                          now_ms: int) -> TxnTransitMetadata | None:
         """InitProducerId on the same producer id: Empty with the next epoch. `expected_epoch` is the epoch a
         KIP-360 client says it has: its current one (bump), or the one before the last bump (a retry whose answer
-        was lost: answer the same epoch again). None if the expected epoch is neither (the caller is fenced)."""
+        was lost: answer the same epoch again). None if the expected epoch is neither (the caller is fenced). A
+        client with no expected epoch is a new instance: the bump it gets remembers no previous epoch, so the
+        instance it replaced cannot pass for a retry (Apache Kafka fences it)."""
         if self.is_producer_epoch_exhausted:
             raise IllegalTransitionError(f"{self.transactional_id}: epoch {self.producer_epoch} is exhausted")
         bumped = self.producer_epoch + 1
-        if expected_epoch is None or expected_epoch in (NO_PRODUCER_EPOCH, self.producer_epoch):
+        if expected_epoch is None:
+            epoch, last_epoch = bumped, NO_PRODUCER_EPOCH
+        elif expected_epoch in (NO_PRODUCER_EPOCH, self.producer_epoch):
             epoch, last_epoch = bumped, self.producer_epoch
         elif expected_epoch == self.last_producer_epoch:
             epoch, last_epoch = self.producer_epoch, self.last_producer_epoch

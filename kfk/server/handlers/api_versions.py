@@ -1,7 +1,7 @@
 """ApiVersions (key 18), v0-v4.
 
 v1 adds throttle_time_ms; v3 is flexible and carries the client's software name and version (KIP-511); v4 only
-changes the rules of the SupportedFeatures tagged field. The answer is the served versions table (SERVED_VERSIONS in
+changes the rules of the SupportedFeatures tagged field (a feature whose versions start at 0 is listed from v4). The answer is the served versions table (SERVED_VERSIONS in
 kfk/server/dispatch.py), every row of which the broker checks has a handler. A request of a version we do not serve
 reaches here with no body and is answered at v0 with UNSUPPORTED_VERSION and our own ApiVersions range, so the
 client can retry with a version both sides know.
@@ -11,10 +11,14 @@ finalizes it at 2, as a Kafka 4.0 cluster does by default, so that clients run t
 (KIP-890 part 2: EndTxn v5 with an epoch bump at every end, partitions added implicitly by Produce v12 and
 TxnOffsetCommit v5). No other feature is advertised (no `metadata.version`: kfk's clients need none). The features
 never change, so their epoch is a constant. Fields at their defaults stay off the wire (the codec omits them).
+
+A v3+ request whose client software name or version is not Kafka's shape (letters, digits, '-' and '.', starting
+and ending with a letter or digit) is answered INVALID_REQUEST with no versions, as Kafka does.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Mapping
 
 from kfk.errors import ErrorCode
@@ -31,8 +35,13 @@ SUPPORTED_TRANSACTION_VERSIONS = (0, 2)
 FINALIZED_TRANSACTION_VERSION = 2
 #: The finalized features never change while the broker runs (Kafka's is the offset of the last feature record).
 FINALIZED_FEATURES_EPOCH = 0
-#: ApiVersions from this version carries the features.
+#: ApiVersions from this version carries the features, and the client's software name and version.
 FIRST_FEATURES_VERSION = 3
+#: Supported features whose lowest version is 0 are listed from this version on (KIP-1022): a v3 client's parser
+#: (Kafka's before 3.9) refuses a range starting at 0.
+FIRST_ZERO_MIN_FEATURES_VERSION = 4
+#: What a client software name or version may look like (KIP-511).
+_SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 class ApiVersionsHandler:
@@ -48,13 +57,18 @@ class ApiVersionsHandler:
             own = self.served_versions[ApiKey.API_VERSIONS]
             return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[
                 ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=own.lowest, max_version=own.highest)])
+        if context.api_version >= FIRST_FEATURES_VERSION and not all(
+                _SOFTWARE_NAME_OR_VERSION.fullmatch(text)
+                for text in (request.client_software_name, request.client_software_version)):
+            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
         response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=[
             ApiVersion(api_key=api_key, min_version=versions.lowest, max_version=versions.highest)
             for api_key, versions in sorted(self.served_versions.items())])
         if context.api_version >= FIRST_FEATURES_VERSION:
             lowest, highest = SUPPORTED_TRANSACTION_VERSIONS
-            response.supported_features = [ApiVersionsResponse.SupportedFeatureKey(
-                name=TRANSACTION_VERSION_FEATURE, min_version=lowest, max_version=highest)]
+            if lowest > 0 or context.api_version >= FIRST_ZERO_MIN_FEATURES_VERSION:
+                response.supported_features = [ApiVersionsResponse.SupportedFeatureKey(
+                    name=TRANSACTION_VERSION_FEATURE, min_version=lowest, max_version=highest)]
             response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH
             response.finalized_features = [ApiVersionsResponse.FinalizedFeatureKey(
                 name=TRANSACTION_VERSION_FEATURE, min_version_level=FINALIZED_TRANSACTION_VERSION,

@@ -85,13 +85,15 @@ class ConfigsHandler:
                     if resource.resource_type == ConfigResourceType.BROKER_LOGGER else describe_resource(
                         image, self.config, self.node_id, resource.resource_type, resource.resource_name)
             except KafkaError as error:
-                results.append(Result(error_code=error.error_code, error_message=error.message,
+                # Kafka names an unknown topic by its code alone (an empty message).
+                message = "" if error.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else error.message
+                results.append(Result(error_code=error.error_code, error_message=message,
                                       resource_type=resource.resource_type, resource_name=resource.resource_name))
                 continue
             keys = resource.configuration_keys
             results.append(Result(
                 error_code=ErrorCode.NONE,
-                error_message=None,
+                error_message="",  # as Kafka's answer: empty, not null
                 resource_type=resource.resource_type,
                 resource_name=resource.resource_name,
                 configs=[_entry(entry, context.api_version, request.include_synonyms, request.include_documentation)

@@ -1,6 +1,7 @@
 """DescribeQuorum (key 55), v0-v2 (KIP-595, KIP-836, KIP-853): the state of the metadata quorum.
 
-The request must name exactly __cluster_metadata partition 0 (INVALID_REQUEST otherwise: there is one Raft log);
+The request names one partition (INVALID_REQUEST otherwise); any but __cluster_metadata partition 0 is answered
+UNKNOWN_TOPIC_OR_PARTITION in its partition entry, as Kafka does (there is one Raft log);
 a node that does not lead the quorum answers NOT_LEADER_OR_FOLLOWER for it. The leader tells its epoch, the high
 watermark and each voter's log end offset; v1 adds each replica's last fetch and last caught-up times; v2 adds
 error messages, replica directory ids (kfk's voters have none: the zero uuid) and the voters' endpoints (`nodes`).
@@ -14,7 +15,7 @@ import uuid
 
 from kfk.backends.embedded.backend import EmbeddedMetadataBackend, ReplicaState
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
-from kfk.errors import ErrorCode
+from kfk.errors import ERROR_INFO, ErrorCode
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
@@ -38,10 +39,17 @@ class DescribeQuorumHandler:
         if self.quorum is None:
             return DescribeQuorumResponse(error_code=ErrorCode.INVALID_REQUEST,
                                           error_message="ZooKeeper mode has no metadata quorum")
-        if not _names_the_metadata_partition(request):
+        if len(request.topics) != 1 or len(request.topics[0].partitions) != 1:
             return DescribeQuorumResponse(error_code=ErrorCode.INVALID_REQUEST,
-                                          error_message=f"Only {CLUSTER_METADATA_TOPIC_NAME} partition "
-                                                        f"{METADATA_PARTITION} has a quorum")
+                                          error_message="The request names one partition, "
+                                                        f"{CLUSTER_METADATA_TOPIC_NAME}-{METADATA_PARTITION}")
+        if not _names_the_metadata_partition(request):
+            (wanted,) = request.topics
+            return DescribeQuorumResponse(error_code=ErrorCode.NONE, topics=[DescribeQuorumResponse.TopicData(
+                topic_name=wanted.topic_name, partitions=[DescribeQuorumResponse.PartitionData(
+                    partition_index=wanted.partitions[0].partition_index,
+                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message=ERROR_INFO[ErrorCode.UNKNOWN_TOPIC_OR_PARTITION].message)])])
         description = self.quorum.describe_quorum()
         if description is None:
             partition = DescribeQuorumResponse.PartitionData(partition_index=METADATA_PARTITION,

@@ -189,10 +189,16 @@ async def _partition_data(replica_manager: ReplicaManager, version: int, params:
     )
 
 
+#: Errors Kafka finds before reading (the partition is not in its metadata): those answers carry an empty list of
+#: aborted transactions where a failed read carries none (null).
+_UNKNOWN_PARTITION_ERRORS = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID})
+
+
 def _error_data(index: int, result: LogReadResult) -> PartitionData:
-    data = PartitionData(partition_index=index, error_code=result.error, high_watermark=result.high_watermark,
-                         last_stable_offset=result.last_stable_offset, log_start_offset=result.log_start_offset,
-                         aborted_transactions=None, records=b"")
+    """A partition that failed: as in Kafka, no offsets (-1: a failed read tells nothing of the log) and no records."""
+    data = PartitionData(partition_index=index, error_code=result.error, high_watermark=-1, last_stable_offset=-1,
+                         log_start_offset=-1,
+                         aborted_transactions=[] if result.error in _UNKNOWN_PARTITION_ERRORS else None, records=b"")
     if result.error in _NOT_LEADER_ERRORS:
         data.current_leader = LeaderIdAndEpoch(leader_id=result.leader_id, leader_epoch=result.leader_epoch)
     return data

@@ -1,7 +1,7 @@
 """FindCoordinator (key 10), v0-v6.
 
 v0 asks for the coordinator of one group; v1 adds key_type (0 group, 1 transaction), throttle_time_ms and an error
-message; v3 is flexible; v4 batches keys (coordinator_keys in, one Coordinator per key out, no top-level fields);
+message ("NONE" when found, as Kafka writes it; v4's per-key message is then empty); v3 is flexible; v4 batches keys (coordinator_keys in, one Coordinator per key out, no top-level fields);
 v5 only allows the TRANSACTION_ABORTABLE error; v6 adds key type 2 (share groups).
 
 A group's coordinator is the leader of its __consumer_offsets partition, a transactional id's the leader of its
@@ -88,7 +88,7 @@ class FindCoordinatorHandler:
             # before that would only earn the client COORDINATOR_LOAD_IN_PROGRESS and a back-off of seconds.
             await wait_until_loaded(key, LOAD_WAIT_MS)
         return Coordinator(key=key, node_id=registration.leader, host=endpoint.host, port=endpoint.port,
-                           error_code=ErrorCode.NONE, error_message=None)
+                           error_code=ErrorCode.NONE, error_message="")
 
     def _warn_if_not_created(self, topic_name: str, results) -> None:
         """Clients only see COORDINATOR_NOT_AVAILABLE and retry forever: the operator learns why from this broker's
@@ -132,8 +132,9 @@ class FindCoordinatorHandler:
         if version >= FIRST_BATCHED_VERSION:
             return FindCoordinatorResponse(coordinators=coordinators)
         (only,) = coordinators
-        return FindCoordinatorResponse(error_code=only.error_code,
-                                       error_message=only.error_message if version >= 1 else None,
+        # Before v4 Kafka's message of a found coordinator is the error's name, "NONE".
+        message = only.error_message or ErrorCode(only.error_code).name
+        return FindCoordinatorResponse(error_code=only.error_code, error_message=message if version >= 1 else None,
                                        node_id=only.node_id, host=only.host, port=only.port)
 
 

@@ -3,17 +3,19 @@
 - JoinGroup (11), v0-v9: v0 has no rebalance timeout (the session timeout stands in); v4+ asks a new dynamic member
   to join again with the member id it is given (MEMBER_ID_REQUIRED); v5+ static membership (group_instance_id);
   v6 flexible; v7+ returns the protocol type; v8 adds a reason; v9 may tell a static leader to skip the assignment.
-  Protocol name is nullable from v7 only: older versions get "". v0 and v1 are deprecated in Kafka but served: old
+  Protocol name is nullable from v7 only: older versions get "", and from v7 a refusal carries none (null), as
+  Kafka's. v0 and v1 are deprecated in Kafka but served: old
   librdkafka (Debian's kcat, 2.0.2) falls back to v0.
 - SyncGroup (14), v0-v5: v3+ group_instance_id; v4 flexible; v5 protocol type and name, checked against the group's.
 - Heartbeat (12), v0-v4: v3+ group_instance_id; v4 flexible.
 - LeaveGroup (13), v0-v5: v0-v2 one member_id and one error; v3+ a batch of members (by member id or, for an
-  admin, by group instance id) with an error each; v4 flexible; v5 a reason.
+  admin, by group instance id) with an error each; v4 flexible; v5 a reason. Leaving a group that does not exist
+  succeeds with each member UNKNOWN_MEMBER_ID, as in Kafka.
 - ListGroups (16), v0-v5: v3 flexible; v4 states filter (case-insensitive) and group_state; v5 types filter and
   group_type ("classic" for every kfk group).
 - DescribeGroups (15), v0-v6: v3+ authorized operations on request; v4+ group_instance_id; v5 flexible. A group
   that does not exist is described as Dead with no error before v6; v6 (KIP-1043) answers it GROUP_ID_NOT_FOUND
-  with an error message instead. Member metadata and assignment are shown once the group is Stable.
+  with an error message instead (its state still Dead, no authorized operations). Member metadata and assignment are shown once the group is Stable.
 - DeleteGroups (42), v0-v2: v2 flexible. A group with members gets NON_EMPTY_GROUP.
 """
 
@@ -32,8 +34,9 @@ from kfk.protocol.messages.list_groups import ListGroupsRequest, ListGroupsRespo
 from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
 
-#: Kafka's AclOperation codes a group has: READ (3), DELETE (6), DESCRIBE (8), as DescribeGroups' bit field.
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+#: Kafka's AclOperation codes a group has: READ (3), DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10) and
+#: ALTER_CONFIGS (11) (group configs, KIP-848), as DescribeGroups' bit field.
+GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
@@ -58,6 +61,8 @@ class GroupsHandler:
                                                            f"/{context.client_host}")
         if version < 7 and response.protocol_name is None:
             response.protocol_name = ""
+        elif version >= 7 and response.error_code != ErrorCode.NONE:
+            response.protocol_name = None
         if version < 9:
             response.skip_assignment = False
         return response
@@ -92,9 +97,11 @@ class GroupsHandler:
             group = self.group_coordinator.describe_group(group_id)
             if context.api_version >= 6 and group.error_code == ErrorCode.NONE and group.group_state == ClassicGroupState.DEAD.value:
                 # The coordinator describes a group it does not have as Dead: v6 says so with an error.
-                group = DescribeGroupsResponse.DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                                                              error_message=f"Group {group_id} not found.",
-                                                              group_id=group_id)
+                # Kafka's answer keeps the state Dead and leaves out the authorized operations.
+                described.append(DescribeGroupsResponse.DescribedGroup(
+                    error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.",
+                    group_id=group_id, group_state=ClassicGroupState.DEAD.value))
+                continue
             if context.api_version >= 3:
                 group.authorized_operations = GROUP_AUTHORIZED_OPERATIONS if request.include_authorized_operations \
                     else AUTHORIZED_OPERATIONS_OMITTED

@@ -9,9 +9,11 @@ operation of the resource type is allowed, as in Kafka); v9 is flexible; v10 top
 operations; v12 looks topics up by id (before v12 Kafka refuses ids and null names: INVALID_REQUEST); v13 adds a
 top-level error_code (KIP-1102, REBOOTSTRAP_REQUIRED), which kfk never needs to set.
 
-An unknown topic is created when the request allows it and auto.create.topics.enable is on; as in Kafka it is
-answered LEADER_NOT_AVAILABLE even when the creation succeeded, and the client asks again. __cluster_metadata is
-never a topic: it is unknown, and never created.
+An unknown topic is created when the request allows it and auto.create.topics.enable is on; as in Kafka 4.0 (a
+KRaft broker learns the new topic from the metadata log later) it is answered UNKNOWN_TOPIC_OR_PARTITION even
+when the creation succeeded, and the client asks again. __cluster_metadata is never a topic: it is unknown, and
+never created. An unknown topic id is answered without authorized operations (Kafka fills them in only for the
+topics it looked up by name).
 """
 
 from __future__ import annotations
@@ -145,8 +147,7 @@ class MetadataHandler:
                 if wanted.name is None:
                     found = image.topics_by_id.get(wanted.topic_id)
                     topics.append(described(found) if found is not None else Topic(
-                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id,
-                        topic_authorized_operations=operations))
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id))
                     continue
                 found = image.topic(wanted.name)
                 if found is not None:
@@ -154,14 +155,10 @@ class MetadataHandler:
                     continue
                 allow = version < 4 or request.allow_auto_topic_creation
                 valid = is_valid_topic_name(wanted.name) and wanted.name != CLUSTER_METADATA_TOPIC_NAME
-                if allow and valid and self.auto_create_topics_enable:
-                    error = ErrorCode.LEADER_NOT_AVAILABLE
-                    if wanted.name not in to_create:
-                        to_create.append(wanted.name)
-                elif not is_valid_topic_name(wanted.name):
-                    error = ErrorCode.INVALID_TOPIC_EXCEPTION
-                else:
-                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if allow and valid and self.auto_create_topics_enable and wanted.name not in to_create:
+                    to_create.append(wanted.name)
+                error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if is_valid_topic_name(wanted.name)
+                         else ErrorCode.INVALID_TOPIC_EXCEPTION)
                 topics.append(Topic(error_code=error, name=wanted.name, is_internal=is_internal(wanted.name),
                                     topic_authorized_operations=operations))
             if to_create:

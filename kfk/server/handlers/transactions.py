@@ -242,7 +242,10 @@ class TransactionsHandler:
                     producers = self.replica_manager.active_producers(TopicPartition(topic.name, index))
                 except KafkaError as error:
                     answer.error_code = error.error_code
-                    answer.error_message = str(error)
+                    # As Kafka: a partition missing from a known topic is answered without a message.
+                    known_topic = (error.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                                   and self.replica_manager.image.topic(topic.name) is not None)
+                    answer.error_message = None if known_topic else str(error)
                 else:
                     answer.active_producers = [DescribeProducersResponse.ProducerState(
                         producer_id=entry.producer_id, producer_epoch=entry.producer_epoch,

@@ -58,7 +58,11 @@ def test_init_producer_id_creates_then_bumps(h: Harness) -> None:
     assert (second.error, second.producer_id, second.producer_epoch) == (E.NONE, FIRST_PRODUCER_ID, 1)
     assert states_written(h, "t1") == ["Empty", "Empty"]
     metadata = h.metadata("t1")
-    assert (metadata.state, metadata.last_producer_epoch, metadata.txn_timeout_ms) == (S.EMPTY, 0, 60_000)
+    # A new instance (no expected epoch) keeps no previous epoch: the instance it replaced, asking with epoch 0,
+    # is fenced, not taken for a retry (Apache Kafka's answer, see tests/interop).
+    assert (metadata.state, metadata.last_producer_epoch, metadata.txn_timeout_ms) == (S.EMPTY, -1, 60_000)
+    fenced = h.init("t1", producer_id=FIRST_PRODUCER_ID, producer_epoch=0)
+    assert fenced.error == E.PRODUCER_FENCED
 
 
 def test_init_producer_id_request_checks(h: Harness) -> None:
@@ -520,8 +524,10 @@ def test_describe_and_list(h: Harness) -> None:
     assert listed(["Ongoing", "Bogus"]) == (["open"], ["Bogus"])
     assert listed(["Bogus"]) == ([], ["Bogus"])
     assert listed(producer_ids=[empty.producer_id]) == (["empty"], [])
-    assert listed(duration=4_999) == (["open"], [])  # running longer than that (5 s)
-    assert listed(duration=5_000) == ([], [])
+    # Running longer than that (5 s); an id with no transaction has no start time and, as in Apache Kafka (see
+    # tests/interop), counts as running since the epoch.
+    assert listed(duration=4_999) == (["empty", "open"], [])
+    assert listed(duration=5_000) == (["empty"], [])
 
 
 def test_markers_of_concurrent_transactions_share_one_request_per_leader(h: Harness) -> None:

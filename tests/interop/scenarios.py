@@ -1,0 +1,1123 @@
+"""The differential scenarios: per API, what is sent to Apache Kafka and to kfk at each version both advertise.
+
+Each scenario is `scenario(session, version)`; it names its topics and groups with `session.name(...)` and the
+version, so every run and every version starts from nothing, and sends the same sequence of requests whatever the
+broker answers (a broker-generated value read from an answer falls back to a fixed one when it is missing), so the
+two recordings pair up exchange by exchange. Error cases sit next to the happy path of their API: unknown topics,
+stale and future leader epochs, out-of-range offsets, invalid configs, bad generations, oversize records,
+unsupported versions, invalid partition counts and replication factors.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import uuid
+
+from kfk.errors import ErrorCode
+from kfk.protocol.message import Message
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from kfk.protocol.messages.alter_configs import AlterConfigsRequest
+from kfk.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
+from kfk.protocol.messages.api_versions import ApiVersionsRequest
+from kfk.protocol.messages.create_partitions import CreatePartitionsRequest
+from kfk.protocol.messages.create_topics import CreateTopicsRequest
+from kfk.protocol.messages.delete_groups import DeleteGroupsRequest
+from kfk.protocol.messages.delete_records import DeleteRecordsRequest
+from kfk.protocol.messages.delete_topics import DeleteTopicsRequest
+from kfk.protocol.messages.describe_cluster import DescribeClusterRequest
+from kfk.protocol.messages.describe_configs import DescribeConfigsRequest
+from kfk.protocol.messages.describe_groups import DescribeGroupsRequest
+from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
+from kfk.protocol.messages.describe_producers import DescribeProducersRequest
+from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest
+from kfk.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
+from kfk.protocol.messages.describe_transactions import DescribeTransactionsRequest
+from kfk.protocol.messages.elect_leaders import ElectLeadersRequest
+from kfk.protocol.messages.end_txn import EndTxnRequest
+from kfk.protocol.messages.fetch import FetchRequest
+from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest
+from kfk.protocol.messages.heartbeat import HeartbeatRequest
+from kfk.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from kfk.protocol.messages.init_producer_id import InitProducerIdRequest
+from kfk.protocol.messages.join_group import JoinGroupRequest
+from kfk.protocol.messages.leave_group import LeaveGroupRequest
+from kfk.protocol.messages.list_client_metrics_resources import ListClientMetricsResourcesRequest
+from kfk.protocol.messages.list_groups import ListGroupsRequest
+from kfk.protocol.messages.list_offsets import ListOffsetsRequest
+from kfk.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
+from kfk.protocol.messages.list_transactions import ListTransactionsRequest
+from kfk.protocol.messages.metadata import MetadataRequest
+from kfk.protocol.messages.offset_commit import OffsetCommitRequest
+from kfk.protocol.messages.offset_delete import OffsetDeleteRequest
+from kfk.protocol.messages.offset_fetch import OffsetFetchRequest
+from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
+from kfk.protocol.messages.produce import ProduceRequest
+from kfk.protocol.messages.sync_group import SyncGroupRequest
+from kfk.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from kfk.records.builder import MemoryRecordsBuilder
+
+from tests.interop.differential import BrokerSession, Scenario
+
+#: Record timestamps are the scenario's, not a clock's, so that stored batches compare byte for byte.
+RECORD_TIMESTAMP = 1_700_000_000_000
+CreatableTopic = CreateTopicsRequest.CreatableTopic
+TopicConfig = CreateTopicsRequest.CreatableTopicConfig
+
+
+def records(count: int = 3, value_size: int = 10, base_sequence: int = -1, producer_id: int = -1,
+            producer_epoch: int = -1) -> bytes:
+    builder = MemoryRecordsBuilder(producer_id=producer_id, producer_epoch=producer_epoch,
+                                   base_sequence=base_sequence)
+    for index in range(count):
+        builder.append(RECORD_TIMESTAMP + index, f"k{index}".encode(), bytes([65 + index % 26]) * value_size)
+    return bytes(builder.close())
+
+
+def create_topic(session: BrokerSession, name: str, partitions: int = 1, configs: dict[str, str] | None = None,
+                 label: str = "setup") -> None:
+    """Create a topic with CreateTopics v5 (both brokers serve it); the answer is recorded like any other."""
+    topic = CreatableTopic(name=name, num_partitions=partitions, replication_factor=1,
+                           configs=[TopicConfig(name=k, value=v) for k, v in (configs or {}).items()])
+    session.call(CreateTopicsRequest(topics=[topic], timeout_ms=10_000), 5, label)
+    wait_for_leaders(session, name)
+
+
+def wait_for_leaders(session: BrokerSession, name: str, timeout: float = 30.0) -> None:
+    """Poll (unrecorded) until every partition of the topic answers ListOffsets: Apache Kafka answers CreateTopics
+    from its controller, and its broker learns the topic, then becomes its leader, a moment later."""
+    deadline = time.monotonic() + timeout
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)],
+                              allow_auto_topic_creation=False)
+    while time.monotonic() < deadline:
+        response = session.call(request, 12, record=False)
+        if response is not None and response.topics and response.topics[0].error_code == 0:
+            partitions = [p.partition_index for p in response.topics[0].partitions]
+            answer = session.call(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+                name=name, partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=p, timestamp=-1)
+                                       for p in partitions])]), 1, record=False)
+            if answer is not None and all(p.error_code == 0 for p in answer.topics[0].partitions):
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"topic {name} has no leader after {timeout}s")
+
+
+def produce(session: BrokerSession, topic: str, data: bytes, version: int = 9, partition: int = 0,
+            label: str = "setup produce") -> None:
+    partition_data = ProduceRequest.PartitionProduceData(index=partition, records=data)
+    session.call(ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[partition_data])]), version, label)
+
+
+def topic_id(session: BrokerSession, topic: str) -> uuid.UUID:
+    """The topic's id from Metadata v12 (recorded too); the zero uuid if the broker has none."""
+    response = session.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                                            allow_auto_topic_creation=False), 12, "setup topic id")
+    if response is None or not response.topics:
+        return uuid.UUID(int=0)
+    return response.topics[0].topic_id
+
+
+#: Enough group and transactional ids that every partition of __consumer_offsets and __transaction_state (50 each
+#: by default) has some: the warm-up waits until each of them answers.
+WARM_UP_KEYS = [f"warm-up-{index}" for index in range(400)]
+#: What a coordinator answers while it is not ready: it does not lead the partition yet, or still loads it.
+_NOT_READY = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+
+def wait_for_coordinators(session: BrokerSession, timeout: float = 60.0) -> None:
+    """Poll (unrecorded) until the group and transaction coordinators (and the producer id manager) are ready for
+    any key: Apache Kafka creates
+    __consumer_offsets and __transaction_state on the first FindCoordinator and its partitions become ready one by
+    one after that, answering COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS until
+    then: a moment that depends on the machine, not a difference to compare."""
+    deadline = time.monotonic() + timeout
+    for key_type in (0, 1):
+        session.call(FindCoordinatorRequest(key_type=key_type, coordinator_keys=WARM_UP_KEYS[:1]), 4, record=False)
+    for request, errors in [
+        # An idempotent producer's id comes from a block the broker asks its controller for, once.
+        (InitProducerIdRequest(transactional_id=None), lambda r: [r.error_code]),
+        (DescribeGroupsRequest(groups=WARM_UP_KEYS), lambda r: [g.error_code for g in r.groups]),
+        (DescribeTransactionsRequest(transactional_ids=WARM_UP_KEYS),
+         lambda r: [t.error_code for t in r.transaction_states]),
+    ]:
+        while True:
+            response = session.call(request, 0, record=False)
+            if response is not None and not any(error in _NOT_READY for error in errors(response)):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the coordinators are not ready after {timeout}s")
+            time.sleep(0.2)
+
+
+# --- ApiVersions ---------------------------------------------------------------------------------------------------
+
+def api_versions(session: BrokerSession, version: int) -> None:
+    request = ApiVersionsRequest()
+    if version >= 3:
+        request = ApiVersionsRequest(client_software_name="kfk-differential", client_software_version="1.0")
+    session.call(request, version, "ApiVersions")
+    if version >= 3:
+        session.call(ApiVersionsRequest(client_software_name="bad name!", client_software_version="1.0"), version,
+                     "ApiVersions with an invalid client software name")
+
+
+def call_unknown_version(session: BrokerSession, request: Message, label: str) -> None:
+    """`request` at the version after the newest both know: its newest body (a newer one starts the same way) under
+    a header (v2, flexible) that names the next version."""
+    too_high = request.HIGHEST_VERSION + 1
+    body = request.encode(request.HIGHEST_VERSION)
+    client_id = b"kfk-differential"
+    header = struct.pack(">hhih", request.API_KEY, too_high, 0, len(client_id)) + client_id + b"\x00"
+    frame = struct.pack(">i", len(header) + len(body)) + header + body
+    session.call_frame(frame, request.API_KEY, too_high, label)
+
+
+def unsupported_versions(session: BrokerSession, version: int) -> None:
+    """ApiVersions at a version newer than both know: UNSUPPORTED_VERSION with the v0 answer (KIP-511). Another
+    API at such a version: the broker cannot read the request and closes the connection."""
+    call_unknown_version(session, ApiVersionsRequest(client_software_name="kfk-differential",
+                                                     client_software_version="1.0"),
+                         "ApiVersions at an unknown version")
+    call_unknown_version(session, MetadataRequest(topics=[], allow_auto_topic_creation=False),
+                         "Metadata at an unknown version")
+    session.call(ApiVersionsRequest(), 0, "ApiVersions after a connection was closed")
+
+
+# --- Metadata ------------------------------------------------------------------------------------------------------
+
+def metadata(session: BrokerSession, version: int) -> None:
+    known = session.name(f"meta-v{version}")
+    create_topic(session, known, partitions=2)
+    unknown = session.name(f"meta-missing-v{version}")
+    names = [known, unknown]
+    fields: dict = {}
+    if version >= 4:
+        fields["allow_auto_topic_creation"] = False
+    if 8 <= version <= 10:
+        fields["include_cluster_authorized_operations"] = True
+    if version >= 8:
+        fields["include_topic_authorized_operations"] = True
+    session.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names], **fields),
+                 version, "Metadata of a known and an unknown topic")
+    session.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=session.name("bad name!"))],
+                                 **fields), version, "Metadata of an invalid topic name")
+    if version >= 10:
+        session.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=None, topic_id=uuid.uuid4())],
+                                     **fields), version, "Metadata of an unknown topic id")
+    if version >= 1:
+        session.call(MetadataRequest(topics=[], **fields), version, "Metadata of no topics")
+    auto = session.name(f"meta-auto-v{version}")
+    auto_fields = dict(fields, allow_auto_topic_creation=True) if version >= 4 else fields
+    session.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=auto)], **auto_fields),
+                 version, "Metadata auto-creating a topic")
+
+
+# --- CreateTopics, DeleteTopics, CreatePartitions -------------------------------------------------------------------
+
+def create_topics(session: BrokerSession, version: int) -> None:
+    def call(label: str, *topics: CreatableTopic, validate_only: bool = False) -> None:
+        fields = {"validate_only": validate_only} if version >= 1 else {}
+        session.call(CreateTopicsRequest(topics=list(topics), timeout_ms=10_000, **fields), version, label)
+
+    name = session.name(f"create-v{version}")
+    call("CreateTopics", CreatableTopic(name=name, num_partitions=3, replication_factor=1,
+                                        configs=[TopicConfig(name="retention.ms", value="3600000")]))
+    call("CreateTopics of an existing topic", CreatableTopic(name=name, num_partitions=1, replication_factor=1))
+    call("CreateTopics with defaults", CreatableTopic(name=session.name(f"create-defaults-v{version}"),
+                                                      num_partitions=-1, replication_factor=-1))
+    call("CreateTopics with a bad config value", CreatableTopic(
+        name=session.name(f"create-badconfig-v{version}"), num_partitions=1, replication_factor=1,
+        configs=[TopicConfig(name="cleanup.policy", value="bogus")]))
+    call("CreateTopics with an unknown config", CreatableTopic(
+        name=session.name(f"create-unknownconfig-v{version}"), num_partitions=1, replication_factor=1,
+        configs=[TopicConfig(name="no.such.config", value="1")]))
+    call("CreateTopics with 0 partitions", CreatableTopic(
+        name=session.name(f"create-nopartitions-v{version}"), num_partitions=0, replication_factor=1))
+    call("CreateTopics with replication factor 3 on one broker", CreatableTopic(
+        name=session.name(f"create-rf3-v{version}"), num_partitions=1, replication_factor=3))
+    call("CreateTopics with an invalid name", CreatableTopic(name="bad name!", num_partitions=1,
+                                                             replication_factor=1))
+    call("CreateTopics validate only", CreatableTopic(name=session.name(f"create-validate-v{version}"),
+                                                      num_partitions=2, replication_factor=1), validate_only=True)
+    call("CreateTopics of two, one of them bad",
+         CreatableTopic(name=session.name(f"create-pair-a-v{version}"), num_partitions=1, replication_factor=1),
+         CreatableTopic(name=session.name(f"create-pair-b-v{version}"), num_partitions=1, replication_factor=0))
+
+
+def delete_topics(session: BrokerSession, version: int) -> None:
+    name = session.name(f"delete-v{version}")
+    create_topic(session, name)
+    missing = session.name(f"delete-missing-v{version}")
+    if version >= 6:
+        State = DeleteTopicsRequest.DeleteTopicState
+        request = DeleteTopicsRequest(topics=[State(name=name), State(name=missing)], timeout_ms=10_000)
+    else:
+        request = DeleteTopicsRequest(topic_names=[name, missing], timeout_ms=10_000)
+    session.call(request, version, "DeleteTopics of a topic and an unknown one")
+    if version >= 6:
+        session.call(DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(topic_id=uuid.uuid4())],
+                                         timeout_ms=10_000), version, "DeleteTopics of an unknown topic id")
+    # Not sent: DeleteTopics of __consumer_offsets. Apache Kafka 4.0 deletes it (its KRaft controller does not
+    # protect internal topics), which would take the shared node's groups away from every other test.
+
+
+def create_partitions(session: BrokerSession, version: int) -> None:
+    name = session.name(f"partitions-v{version}")
+    create_topic(session, name, partitions=2)
+    Topic = CreatePartitionsRequest.CreatePartitionsTopic
+
+    def call(label: str, *topics: CreatePartitionsRequest.CreatePartitionsTopic, validate_only: bool = False):
+        session.call(CreatePartitionsRequest(topics=list(topics), timeout_ms=10_000, validate_only=validate_only),
+                     version, label)
+
+    call("CreatePartitions validate only", Topic(name=name, count=5, assignments=None), validate_only=True)
+    call("CreatePartitions to 4", Topic(name=name, count=4, assignments=None))
+    call("CreatePartitions to fewer", Topic(name=name, count=3, assignments=None))
+    call("CreatePartitions to the same count", Topic(name=name, count=4, assignments=None))
+    call("CreatePartitions of an unknown topic", Topic(name=session.name(f"partitions-missing-v{version}"), count=2,
+                                                       assignments=None))
+    call("CreatePartitions with a bad assignment", Topic(name=name, count=5, assignments=[
+        CreatePartitionsRequest.CreatePartitionsAssignment(broker_ids=[7])]))
+
+
+# --- Produce, Fetch, ListOffsets, OffsetForLeaderEpoch ------------------------------------------------------------
+
+def produce_scenario(session: BrokerSession, version: int) -> None:
+    name = session.name(f"produce-v{version}")
+    create_topic(session, name, partitions=2, configs={"max.message.bytes": "1024"})
+    for label, topic, partition, data in [
+        ("Produce", name, 0, records()),
+        ("Produce again", name, 0, records(count=2)),
+        ("Produce to another partition", name, 1, records(count=1)),
+        ("Produce over max.message.bytes", name, 0, records(count=2, value_size=2000)),
+        ("Produce to an unknown partition", name, 5, records()),
+        ("Produce to an unknown topic", session.name(f"produce-missing-v{version}"), 0, records()),
+    ]:
+        produce(session, topic, data, version, partition, label)
+    bad = bytearray(records())
+    bad[-1] ^= 0xFF  # the CRC no longer matches
+    produce(session, name, bytes(bad), version, 0, "Produce a corrupt batch")
+    session.call(ProduceRequest(acks=2, timeout_ms=10_000, topic_data=[ProduceRequest.TopicProduceData(
+        name=name, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records())])]),
+        version, "Produce with acks=2")
+
+
+def fetch(session: BrokerSession, version: int) -> None:
+    name = session.name(f"fetch-v{version}")
+    create_topic(session, name)
+    produce(session, name, records(count=5))
+    produce(session, name, records(count=2))
+    topic_uuid = topic_id(session, name) if version >= 13 else uuid.UUID(int=0)
+
+    def call(label: str, offset: int, leader_epoch: int = -1, topic: str = name, the_id: uuid.UUID = topic_uuid,
+             max_bytes: int = 1 << 20) -> None:
+        partition_fields: dict = {"fetch_offset": offset, "partition_max_bytes": max_bytes}
+        if version >= 9:
+            partition_fields["current_leader_epoch"] = leader_epoch
+        if version >= 5:
+            partition_fields["log_start_offset"] = -1
+        fields: dict = {"max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20}
+        if version >= 4:
+            fields["isolation_level"] = 0
+        if version >= 7:
+            fields.update(session_id=0, session_epoch=-1)
+        fetch_topic = FetchRequest.FetchTopic(topic=topic if version < 13 else "", topic_id=the_id, partitions=[
+            FetchRequest.FetchPartition(partition=0, **partition_fields)])
+        session.call(FetchRequest(topics=[fetch_topic], **fields), version, label)
+
+    call("Fetch from 0", 0)
+    call("Fetch from the middle of a batch", 6)
+    call("Fetch at the log end", 7)
+    call("Fetch past the log end", 100)
+    call("Fetch a small max bytes", 0, max_bytes=10)
+    if version >= 9:
+        call("Fetch with the current leader epoch", 0, leader_epoch=0)
+        call("Fetch with a future leader epoch", 0, leader_epoch=1000)
+    if version >= 13:
+        call("Fetch of an unknown topic id", 0, the_id=uuid.uuid4())
+    else:
+        call("Fetch of an unknown topic", 0, topic=session.name(f"fetch-missing-v{version}"))
+
+
+def list_offsets(session: BrokerSession, version: int) -> None:
+    name = session.name(f"offsets-v{version}")
+    create_topic(session, name)
+    produce(session, name, records(count=4))
+
+    def call(label: str, timestamp: int, leader_epoch: int = -1, topic: str = name, partition: int = 0) -> None:
+        partition_fields: dict = {"partition_index": partition, "timestamp": timestamp}
+        if version >= 4:
+            partition_fields["current_leader_epoch"] = leader_epoch
+        fields: dict = {"replica_id": -1}
+        if version >= 2:
+            fields["isolation_level"] = 0
+        if version >= 10:
+            fields["timeout_ms"] = 10_000
+        session.call(ListOffsetsRequest(topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+            ListOffsetsRequest.ListOffsetsPartition(**partition_fields)])], **fields), version, label)
+
+    call("ListOffsets earliest", -2)
+    call("ListOffsets latest", -1)
+    call("ListOffsets by timestamp", RECORD_TIMESTAMP + 2)
+    call("ListOffsets by a timestamp after every record", RECORD_TIMESTAMP + 100)
+    if version >= 7:
+        call("ListOffsets max timestamp", -3)
+    if version >= 8:
+        call("ListOffsets earliest local", -4)
+    if version >= 9:
+        call("ListOffsets latest tiered", -5)
+    if version >= 4:
+        call("ListOffsets with the current leader epoch", -1, leader_epoch=0)
+        call("ListOffsets with a future leader epoch", -1, leader_epoch=1000)
+    call("ListOffsets of an unknown partition", -1, partition=3)
+    call("ListOffsets of an unknown topic", -1, topic=session.name(f"offsets-missing-v{version}"))
+
+
+def offset_for_leader_epoch(session: BrokerSession, version: int) -> None:
+    name = session.name(f"epochs-v{version}")
+    create_topic(session, name)
+    produce(session, name, records(count=4))
+
+    def call(label: str, leader_epoch: int, current_leader_epoch: int = -1, topic: str = name) -> None:
+        partition = OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+            partition=0, leader_epoch=leader_epoch, current_leader_epoch=current_leader_epoch if version >= 2 else -1)
+        fields = {"replica_id": -1} if version >= 3 else {}
+        session.call(OffsetForLeaderEpochRequest(topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+            topic=topic, partitions=[partition])], **fields), version, label)
+
+    call("OffsetForLeaderEpoch of epoch 0", 0)
+    call("OffsetForLeaderEpoch of a future epoch", 7)
+    call("OffsetForLeaderEpoch with the current leader epoch", 0, current_leader_epoch=0)
+    call("OffsetForLeaderEpoch with a future current leader epoch", 0, current_leader_epoch=1000)
+    call("OffsetForLeaderEpoch of an unknown topic", 0, topic=session.name(f"epochs-missing-v{version}"))
+
+
+
+
+# --- consumer groups (the classic protocol) ------------------------------------------------------------------------
+
+Protocol = JoinGroupRequest.JoinGroupRequestProtocol
+CommitTopic = OffsetCommitRequest.OffsetCommitRequestTopic
+CommitPartition = OffsetCommitRequest.OffsetCommitRequestPartition
+#: A consumer's subscription metadata (ConsumerProtocolSubscription v0, no topics) and an empty assignment.
+SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"
+ASSIGNMENT = b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"
+
+
+def join_request(group: str, version: int, member_id: str = "", session_timeout_ms: int = 10_000,
+                 protocol_type: str = "consumer", instance_id: str | None = None) -> JoinGroupRequest:
+    fields: dict = {}
+    if version >= 1:
+        fields["rebalance_timeout_ms"] = 10_000
+    if version >= 5:
+        fields["group_instance_id"] = instance_id
+    if version >= 8:
+        fields["reason"] = "differential test"
+    return JoinGroupRequest(group_id=group, session_timeout_ms=session_timeout_ms, member_id=member_id,
+                            protocol_type=protocol_type, protocols=[Protocol(name="range", metadata=SUBSCRIPTION)],
+                            **fields)
+
+
+def find_group_coordinator(session: BrokerSession, group: str) -> None:
+    session.call(FindCoordinatorRequest(key=group, key_type=0), 2, "setup FindCoordinator")
+
+
+def join(session: BrokerSession, group: str, version: int = 5, label: str = "setup join") -> tuple[str, int]:
+    """Join `group` as its only member (two JoinGroups from v4: the first asks for a member id); returns the member
+    id and generation ("" and -1 if the broker refused)."""
+    response = session.call(join_request(group, version), version, label)
+    member_id = response.member_id if response is not None else ""
+    if version >= 4:
+        response = session.call(join_request(group, version, member_id), version, label + " with the member id")
+    if response is None or response.error_code != 0:
+        return member_id, -1
+    return response.member_id, response.generation_id
+
+
+def sync_request(group: str, version: int, generation: int, member_id: str,
+                 protocol_type: str = "consumer", protocol_name: str = "range") -> SyncGroupRequest:
+    fields = {"protocol_type": protocol_type, "protocol_name": protocol_name} if version >= 5 else {}
+    return SyncGroupRequest(group_id=group, generation_id=generation, member_id=member_id, assignments=[
+        SyncGroupRequest.SyncGroupRequestAssignment(member_id=member_id, assignment=ASSIGNMENT)], **fields)
+
+
+def joined_member(session: BrokerSession, group: str) -> tuple[str, int]:
+    """A stable group with one member (JoinGroup v5, SyncGroup v3): its member id and generation."""
+    find_group_coordinator(session, group)
+    member_id, generation = join(session, group)
+    session.call(sync_request(group, 3, generation, member_id), 3, "setup sync")
+    return member_id, generation
+
+
+def join_group(session: BrokerSession, version: int) -> None:
+    group = session.name(f"join-v{version}")
+    find_group_coordinator(session, group)
+    member_id, generation = join(session, group, version, "JoinGroup")
+    session.call(join_request(group, version, member_id), version, "JoinGroup again as the same member")
+    session.call(join_request(group, version, "", protocol_type="connect"), version,
+                 "JoinGroup with another protocol type")
+    session.call(join_request(group, version, "no-such-member"), version, "JoinGroup as an unknown member")
+    session.call(join_request(session.name(f"join-timeout-v{version}"), version, session_timeout_ms=1), version,
+                 "JoinGroup with a session timeout below group.min.session.timeout.ms")
+    if version >= 5:
+        static = session.name(f"join-static-v{version}")
+        find_group_coordinator(session, static)
+        session.call(join_request(static, version, instance_id="instance-1"), version, "JoinGroup as a static member")
+
+
+def sync_group(session: BrokerSession, version: int) -> None:
+    group = session.name(f"sync-v{version}")
+    find_group_coordinator(session, group)
+    member_id, generation = join(session, group)
+    session.call(sync_request(group, version, generation + 1, member_id), version,
+                 "SyncGroup with a bad generation")
+    session.call(sync_request(group, version, generation, "no-such-member"), version,
+                 "SyncGroup as an unknown member")
+    if version >= 5:
+        session.call(sync_request(group, version, generation, member_id, protocol_name="roundrobin"), version,
+                     "SyncGroup naming another protocol")
+    session.call(sync_request(group, version, generation, member_id), version, "SyncGroup")
+    session.call(sync_request(session.name(f"sync-missing-v{version}"), version, 1, "no-such-member"), version,
+                 "SyncGroup of an unknown group")
+
+
+def heartbeat(session: BrokerSession, version: int) -> None:
+    group = session.name(f"heartbeat-v{version}")
+    member_id, generation = joined_member(session, group)
+
+    def call(label: str, group_id: str, generation_id: int, member: str) -> None:
+        session.call(HeartbeatRequest(group_id=group_id, generation_id=generation_id, member_id=member), version,
+                     label)
+
+    call("Heartbeat", group, generation, member_id)
+    call("Heartbeat with a bad generation", group, generation + 1, member_id)
+    call("Heartbeat as an unknown member", group, generation, "no-such-member")
+    call("Heartbeat of an unknown group", session.name(f"heartbeat-missing-v{version}"), 1, "no-such-member")
+
+
+def leave_group(session: BrokerSession, version: int) -> None:
+    group = session.name(f"leave-v{version}")
+    member_id, _ = joined_member(session, group)
+
+    def call(label: str, group_id: str, member: str) -> None:
+        if version >= 3:
+            request = LeaveGroupRequest(group_id=group_id, members=[LeaveGroupRequest.MemberIdentity(
+                member_id=member, reason="differential test" if version >= 5 else None)])
+        else:
+            request = LeaveGroupRequest(group_id=group_id, member_id=member)
+        session.call(request, version, label)
+
+    call("LeaveGroup as an unknown member", group, "no-such-member")
+    call("LeaveGroup", group, member_id)
+    call("LeaveGroup of an unknown group", session.name(f"leave-missing-v{version}"), "no-such-member")
+
+
+def offset_commit(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"commit-v{version}")
+    create_topic(session, topic, partitions=2)
+    group = session.name(f"commit-v{version}")
+    member_id, generation = joined_member(session, group)
+
+    def call(label: str, generation_id: int, member: str, topic_name: str = topic, partition: int = 0,
+             group_id: str = group, metadata: str | None = "meta") -> None:
+        partition_fields: dict = {"partition_index": partition, "committed_offset": 5, "committed_metadata": metadata}
+        if version >= 6:
+            partition_fields["committed_leader_epoch"] = 0
+        fields: dict = {}
+        if 2 <= version <= 4:
+            fields["retention_time_ms"] = -1
+        session.call(OffsetCommitRequest(group_id=group_id, generation_id_or_member_epoch=generation_id,
+                                         member_id=member, topics=[CommitTopic(name=topic_name, partitions=[
+                                             CommitPartition(**partition_fields)])], **fields), version, label)
+
+    call("OffsetCommit as the member", generation, member_id)
+    call("OffsetCommit with a bad generation", generation + 1, member_id)
+    call("OffsetCommit as an unknown member", generation, "no-such-member")
+    call("OffsetCommit of an unknown partition", generation, member_id, partition=9)
+    call("OffsetCommit of an unknown topic", generation, member_id, topic_name=session.name(f"commit-missing-v{version}"))
+    call("OffsetCommit with metadata over offset.metadata.max.bytes", generation, member_id, metadata="m" * 5000)
+    call("OffsetCommit outside a group (simple consumer)", -1, "", group_id=session.name(f"commit-simple-v{version}"))
+    call("OffsetCommit outside a group to a group with members", -1, "")
+
+
+def offset_fetch(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"fetch-offsets-v{version}")
+    create_topic(session, topic, partitions=2)
+    group = session.name(f"fetch-offsets-v{version}")
+    session.call(OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+        CommitTopic(name=topic, partitions=[CommitPartition(partition_index=0, committed_offset=3,
+                                                            committed_leader_epoch=0, committed_metadata="m")])]),
+        8, "setup commit")
+    missing_group = session.name(f"fetch-offsets-missing-v{version}")
+    missing_topic = session.name(f"fetch-offsets-missing-topic-v{version}")
+
+    def call(label: str, group_id: str, topics: list[tuple[str, list[int]]] | None) -> None:
+        fields: dict = {"require_stable": True} if version >= 7 else {}
+        if version >= 8:
+            wanted = None if topics is None else [OffsetFetchRequest.OffsetFetchRequestTopics(
+                name=name, partition_indexes=partitions) for name, partitions in topics]
+            request = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+                group_id=group_id, topics=wanted)], **fields)
+        else:
+            wanted = None if topics is None else [OffsetFetchRequest.OffsetFetchRequestTopic(
+                name=name, partition_indexes=partitions) for name, partitions in topics]
+            request = OffsetFetchRequest(group_id=group_id, topics=wanted, **fields)
+        session.call(request, version, label)
+
+    call("OffsetFetch", group, [(topic, [0, 1])])
+    call("OffsetFetch of an unknown topic", group, [(missing_topic, [0])])
+    call("OffsetFetch of an unknown group", missing_group, [(topic, [0])])
+    if version >= 2:
+        call("OffsetFetch of every partition", group, None)
+        call("OffsetFetch of every partition of an unknown group", missing_group, None)
+
+
+def describe_groups(session: BrokerSession, version: int) -> None:
+    group = session.name(f"describe-v{version}")
+    joined_member(session, group)
+    fields = {"include_authorized_operations": True} if version >= 3 else {}
+    session.call(DescribeGroupsRequest(groups=[group, session.name(f"describe-missing-v{version}")], **fields),
+                 version, "DescribeGroups of a group and an unknown one")
+
+
+def list_groups(session: BrokerSession, version: int) -> None:
+    group = session.name(f"list-v{version}")
+    joined_member(session, group)
+    simple = session.name(f"list-simple-v{version}")
+    session.call(OffsetCommitRequest(group_id=simple, generation_id_or_member_epoch=-1, member_id="", topics=[]), 8,
+                 "setup commit")
+    fields: dict = {}
+    if version >= 4:
+        fields["states_filter"] = []
+    session.call(ListGroupsRequest(**fields), version, "ListGroups")
+    keep_own(session, "groups", "group_id", "list-")
+    if version >= 4:
+        session.call(ListGroupsRequest(states_filter=["Stable"]), version, "ListGroups of stable groups")
+        keep_own(session, "groups", "group_id", "list-")
+    if version >= 5:
+        session.call(ListGroupsRequest(states_filter=[], types_filter=["consumer"]), version,
+                     "ListGroups of consumer groups")
+        keep_own(session, "groups", "group_id", "list-")
+        session.call(ListGroupsRequest(states_filter=[], types_filter=["classic"]), version,
+                     "ListGroups of classic groups")
+        keep_own(session, "groups", "group_id", "list-")
+
+
+def keep_own(session: BrokerSession, field: str, key: str, prefix: str) -> None:
+    """Keep in the last answer's list `field` only the items this scenario made (named `prefix`...-suffix): not
+    what other tests left on a shared broker, nor other scenarios' groups, whose state moves with the clock (a
+    member that joined and never synced leaves when its session times out)."""
+    response = session.exchanges[-1].response
+    if isinstance(response, dict):
+        response[field] = [item for item in response[field]
+                           if item[key].startswith(prefix) and item[key].endswith(session.suffix)]
+
+
+def delete_groups(session: BrokerSession, version: int) -> None:
+    active = session.name(f"delete-active-v{version}")
+    joined_member(session, active)
+    empty = session.name(f"delete-empty-v{version}")
+    session.call(OffsetCommitRequest(group_id=empty, generation_id_or_member_epoch=-1, member_id="", topics=[]), 8,
+                 "setup commit")
+    topic = session.name(f"delete-groups-v{version}")
+    create_topic(session, topic)
+    committed = session.name(f"delete-committed-v{version}")
+    session.call(OffsetCommitRequest(group_id=committed, generation_id_or_member_epoch=-1, member_id="", topics=[
+        CommitTopic(name=topic, partitions=[CommitPartition(partition_index=0, committed_offset=1)])]), 8,
+        "setup commit")
+    session.call(DeleteGroupsRequest(groups_names=[active, empty, committed, session.name(f"delete-none-v{version}")]),
+                 version, "DeleteGroups of an active, an empty, a committed and an unknown group")
+
+
+def offset_delete(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"offset-delete-v{version}")
+    create_topic(session, topic, partitions=2)
+    group = session.name(f"offset-delete-v{version}")
+    session.call(OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+        CommitTopic(name=topic, partitions=[CommitPartition(partition_index=0, committed_offset=1)])]), 8,
+        "setup commit")
+
+    def call(label: str, group_id: str, topic_name: str, partitions: list[int]) -> None:
+        session.call(OffsetDeleteRequest(group_id=group_id, topics=[OffsetDeleteRequest.OffsetDeleteRequestTopic(
+            name=topic_name, partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=p)
+                                         for p in partitions])]), version, label)
+
+    call("OffsetDelete", group, topic, [0, 1])
+    call("OffsetDelete of an unknown topic", group, session.name(f"offset-delete-missing-v{version}"), [0])
+    call("OffsetDelete of an unknown group", session.name(f"offset-delete-none-v{version}"), topic, [0])
+    active = session.name(f"offset-delete-active-v{version}")
+    member_id, generation = joined_member(session, active)
+    session.call(OffsetCommitRequest(group_id=active, generation_id_or_member_epoch=generation, member_id=member_id,
+                                     topics=[CommitTopic(name=topic, partitions=[CommitPartition(
+                                         partition_index=0, committed_offset=1)])]), 8, "setup commit")
+    call("OffsetDelete of a group with members (subscribed topics unknown: consumer protocol without topics)",
+         active, topic, [0])
+
+
+def find_coordinator(session: BrokerSession, version: int) -> None:
+    def call(label: str, key: str, key_type: int) -> None:
+        if version >= 4:
+            request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
+        else:
+            request = FindCoordinatorRequest(key=key, key_type=key_type if version >= 1 else 0)
+        session.call(request, version, label)
+
+    call("FindCoordinator of a group", session.name(f"coordinator-v{version}"), 0)
+    if version >= 1:
+        call("FindCoordinator of a transactional id", session.name(f"coordinator-txn-v{version}"), 1)
+        call("FindCoordinator of an unknown key type", session.name(f"coordinator-bad-v{version}"), 7)
+
+
+# --- idempotence and transactions ---------------------------------------------------------------------------------
+
+def init_producer(session: BrokerSession, transactional_id: str | None, version: int = 4,
+                  label: str = "setup InitProducerId") -> tuple[int, int]:
+    """InitProducerId; the producer id and epoch, or (-1, -1) if refused."""
+    if transactional_id is not None:
+        session.call(FindCoordinatorRequest(key_type=1, coordinator_keys=[transactional_id]), 4,
+                     "setup FindCoordinator")
+    response = session.call(InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=60_000),
+                            version, label)
+    if response is None or response.error_code != 0:
+        return -1, -1
+    return response.producer_id, response.producer_epoch
+
+
+def init_producer_id(session: BrokerSession, version: int) -> None:
+    init_producer(session, None, version, "InitProducerId without a transactional id")
+    transactional_id = session.name(f"init-v{version}")
+    producer_id, epoch = init_producer(session, transactional_id, version, "InitProducerId")
+    init_producer(session, transactional_id, version, "InitProducerId again (bumps the epoch)")
+    if version >= 3:
+        session.call(InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=60_000,
+                                           producer_id=producer_id, producer_epoch=epoch), version,
+                     "InitProducerId with a stale epoch")
+    session.call(InitProducerIdRequest(transactional_id=session.name(f"init-timeout-v{version}"),
+                                       transaction_timeout_ms=10 * 24 * 3600 * 1000), version,
+                 "InitProducerId with a timeout over transaction.max.timeout.ms")
+
+
+def add_partitions_to_txn(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"txn-add-v{version}")
+    create_topic(session, topic)
+    transactional_id = session.name(f"txn-add-v{version}")
+    producer_id, epoch = init_producer(session, transactional_id)
+
+    def call(label: str, topic_name: str, partitions: list[int], pid: int = producer_id, pepoch: int = epoch,
+             txn_id: str = transactional_id) -> None:
+        topics = [AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic_name, partitions=partitions)]
+        if version >= 4:
+            request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+                transactional_id=txn_id, producer_id=pid, producer_epoch=pepoch, topics=topics)])
+        else:
+            request = AddPartitionsToTxnRequest(v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=pid,
+                                                v3_and_below_producer_epoch=pepoch, v3_and_below_topics=topics)
+        session.call(request, version, label)
+
+    call("AddPartitionsToTxn", topic, [0])
+    call("AddPartitionsToTxn of an unknown topic", session.name(f"txn-add-missing-v{version}"), [0])
+    call("AddPartitionsToTxn with a stale epoch", topic, [0], pepoch=epoch - 1)
+    call("AddPartitionsToTxn with a wrong producer id", topic, [0], pid=producer_id + 1000)
+    call("AddPartitionsToTxn of an unknown transactional id", topic, [0],
+         txn_id=session.name(f"txn-add-none-v{version}"))
+
+
+def end_txn(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"txn-end-v{version}")
+    create_topic(session, topic)
+    transactional_id = session.name(f"txn-end-v{version}")
+    producer_id, epoch = init_producer(session, transactional_id)
+
+    def call(label: str, committed: bool, pepoch: int) -> None:
+        session.call(EndTxnRequest(transactional_id=transactional_id, producer_id=producer_id,
+                                   producer_epoch=pepoch, committed=committed), version, label)
+
+    call("EndTxn with no transaction open", True, epoch)
+    session.call(AddPartitionsToTxnRequest(v3_and_below_transactional_id=transactional_id,
+                                           v3_and_below_producer_id=producer_id, v3_and_below_producer_epoch=epoch,
+                                           v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
+                                               name=topic, partitions=[0])]), 3, "setup AddPartitionsToTxn")
+    call("EndTxn with a stale epoch", True, epoch - 1)
+    call("EndTxn commit", True, epoch)
+
+
+def add_offsets_to_txn(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"txn-offsets-v{version}")
+    create_topic(session, topic)
+    transactional_id = session.name(f"txn-offsets-v{version}")
+    group = session.name(f"txn-offsets-v{version}")
+    producer_id, epoch = init_producer(session, transactional_id)
+    session.call(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4, "setup FindCoordinator")
+
+    def call(label: str, pepoch: int, group_id: str = group) -> None:
+        session.call(AddOffsetsToTxnRequest(transactional_id=transactional_id, producer_id=producer_id,
+                                            producer_epoch=pepoch, group_id=group_id), version, label)
+
+    call("AddOffsetsToTxn", epoch)
+    call("AddOffsetsToTxn with a stale epoch", epoch - 1)
+    Topic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    Partition = TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
+    session.call(TxnOffsetCommitRequest(transactional_id=transactional_id, group_id=group, producer_id=producer_id,
+                                        producer_epoch=epoch, topics=[Topic(name=topic, partitions=[
+                                            Partition(partition_index=0, committed_offset=1)])]), 3,
+                 "setup TxnOffsetCommit")
+    session.call(EndTxnRequest(transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+                               committed=False), 4, "setup EndTxn abort")
+
+
+def txn_offset_commit(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"txn-commit-v{version}")
+    create_topic(session, topic)
+    transactional_id = session.name(f"txn-commit-v{version}")
+    group = session.name(f"txn-commit-v{version}")
+    producer_id, epoch = init_producer(session, transactional_id)
+    session.call(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4, "setup FindCoordinator")
+    session.call(AddOffsetsToTxnRequest(transactional_id=transactional_id, producer_id=producer_id,
+                                        producer_epoch=epoch, group_id=group), 3, "setup AddOffsetsToTxn")
+    Topic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    Partition = TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
+
+    def call(label: str, pepoch: int, topic_name: str = topic, generation: int = -1, member: str = "") -> None:
+        partition_fields: dict = {"partition_index": 0, "committed_offset": 4, "committed_metadata": "m"}
+        if version >= 2:
+            partition_fields["committed_leader_epoch"] = 0
+        fields: dict = {"generation_id": generation, "member_id": member} if version >= 3 else {}
+        session.call(TxnOffsetCommitRequest(transactional_id=transactional_id, group_id=group,
+                                            producer_id=producer_id, producer_epoch=pepoch, topics=[Topic(
+                                                name=topic_name, partitions=[Partition(**partition_fields)])],
+                                            **fields), version, label)
+
+    call("TxnOffsetCommit", epoch)
+    call("TxnOffsetCommit with a stale epoch", epoch - 1)
+    call("TxnOffsetCommit of an unknown topic", epoch, topic_name=session.name(f"txn-commit-missing-v{version}"))
+    if version >= 3:
+        call("TxnOffsetCommit with a generation of a group without members", epoch, generation=3,
+             member="no-such-member")
+    session.call(EndTxnRequest(transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+                               committed=True), 4, "setup EndTxn commit")
+
+
+def write_txn_markers(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"markers-v{version}")
+    create_topic(session, topic)
+    Marker = WriteTxnMarkersRequest.WritableTxnMarker
+    MarkerTopic = WriteTxnMarkersRequest.WritableTxnMarkerTopic
+
+    def call(label: str, topic_name: str) -> None:
+        session.call(WriteTxnMarkersRequest(markers=[Marker(
+            producer_id=123456, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+            topics=[MarkerTopic(name=topic_name, partition_indexes=[0])])]), version, label)
+
+    call("WriteTxnMarkers abort of a producer with no transaction", topic)
+    call("WriteTxnMarkers of an unknown topic", session.name(f"markers-missing-v{version}"))
+
+
+def describe_transactions(session: BrokerSession, version: int) -> None:
+    transactional_id = session.name(f"describe-txn-v{version}")
+    init_producer(session, transactional_id)
+    session.call(DescribeTransactionsRequest(transactional_ids=[
+        transactional_id, session.name(f"describe-txn-none-v{version}")]), version,
+        "DescribeTransactions of an id and an unknown one")
+
+
+def list_transactions(session: BrokerSession, version: int) -> None:
+    transactional_id = session.name(f"list-txn-v{version}")
+    init_producer(session, transactional_id)
+    fields = {"duration_filter": -1} if version >= 1 else {}
+    session.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[], **fields), version,
+                 "ListTransactions")
+    keep_own(session, "transaction_states", "transactional_id", "list-txn-")
+    session.call(ListTransactionsRequest(state_filters=["Empty"], producer_id_filters=[], **fields), version,
+                 "ListTransactions of Empty ones")
+    keep_own(session, "transaction_states", "transactional_id", "list-txn-")
+    session.call(ListTransactionsRequest(state_filters=["NoSuchState"], producer_id_filters=[], **fields),
+                 version, "ListTransactions of an unknown state")
+    keep_own(session, "transaction_states", "transactional_id", "list-txn-")
+    if version >= 1:
+        session.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[], duration_filter=3_600_000),
+                     version, "ListTransactions running for over an hour")
+        keep_own(session, "transaction_states", "transactional_id", "list-txn-")
+
+
+def describe_producers(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"producers-v{version}")
+    create_topic(session, topic, partitions=2)
+    producer_id, epoch = init_producer(session, None)
+    produce(session, topic, records(count=2, base_sequence=0, producer_id=producer_id, producer_epoch=epoch))
+    Request = DescribeProducersRequest.TopicRequest
+    session.call(DescribeProducersRequest(topics=[Request(name=topic, partition_indexes=[0, 1, 7]), Request(
+        name=session.name(f"producers-missing-v{version}"), partition_indexes=[0])]), version,
+        "DescribeProducers of a partition with a producer, one without, an unknown one and an unknown topic")
+
+
+# --- configs -------------------------------------------------------------------------------------------------------
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+#: Broker configs whose values both brokers hold at Kafka's defaults (the rest of a broker's configs: kfk knows
+#: Kafka's keys for what it implements, not all of Kafka's).
+BROKER_KEYS = ["num.partitions", "log.retention.hours", "message.max.bytes", "auto.create.topics.enable",
+               "default.replication.factor", "log.segment.bytes", "log.cleanup.policy", "compression.type",
+               "min.insync.replicas", "offsets.topic.num.partitions", "unclean.leader.election.enable"]
+
+
+def describe_configs(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"describe-configs-v{version}")
+    create_topic(session, topic, configs={"retention.ms": "3600000", "cleanup.policy": "compact"})
+    Resource = DescribeConfigsRequest.DescribeConfigsResource
+
+    def call(label: str, *resources: DescribeConfigsRequest.DescribeConfigsResource) -> None:
+        fields: dict = {}
+        if version >= 1:
+            fields["include_synonyms"] = True
+        if version >= 3:
+            fields["include_documentation"] = False
+        session.call(DescribeConfigsRequest(resources=list(resources), **fields), version, label)
+
+    call("DescribeConfigs of a topic", Resource(resource_type=TOPIC_RESOURCE, resource_name=topic,
+                                                configuration_keys=None))
+    call("DescribeConfigs of some keys of a topic", Resource(
+        resource_type=TOPIC_RESOURCE, resource_name=topic, configuration_keys=["retention.ms", "no.such.config"]))
+    call("DescribeConfigs of an unknown topic", Resource(
+        resource_type=TOPIC_RESOURCE, resource_name=session.name(f"describe-configs-missing-v{version}"),
+        configuration_keys=None))
+    call("DescribeConfigs of broker configs", Resource(resource_type=BROKER_RESOURCE, resource_name="1",
+                                                       configuration_keys=BROKER_KEYS))
+    call("DescribeConfigs of another broker", Resource(resource_type=BROKER_RESOURCE, resource_name="7",
+                                                       configuration_keys=["num.partitions"]))
+    call("DescribeConfigs of an unknown resource type", Resource(resource_type=99, resource_name="x",
+                                                                 configuration_keys=None))
+
+
+def alter_configs(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"alter-configs-v{version}")
+    create_topic(session, topic)
+    Resource = AlterConfigsRequest.AlterConfigsResource
+    Config = AlterConfigsRequest.AlterableConfig
+
+    def call(label: str, name: str, configs: dict[str, str | None], validate_only: bool = False,
+             resource_type: int = TOPIC_RESOURCE) -> None:
+        session.call(AlterConfigsRequest(validate_only=validate_only, resources=[Resource(
+            resource_type=resource_type, resource_name=name,
+            configs=[Config(name=k, value=v) for k, v in configs.items()])]), version, label)
+
+    call("AlterConfigs of a topic", topic, {"retention.ms": "7200000", "segment.bytes": "1048576"})
+    call("AlterConfigs validate only", topic, {"retention.ms": "1"}, validate_only=True)
+    call("AlterConfigs with a bad value", topic, {"retention.ms": "soon"})
+    call("AlterConfigs with an unknown config", topic, {"no.such.config": "1"})
+    call("AlterConfigs with a value out of range", topic, {"min.insync.replicas": "0"})
+    call("AlterConfigs of an unknown topic", session.name(f"alter-configs-missing-v{version}"),
+         {"retention.ms": "1"})
+    call("AlterConfigs of a read-only broker config", "1", {"log.dirs": "/tmp/elsewhere"},
+         resource_type=BROKER_RESOURCE)
+    describe = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=TOPIC_RESOURCE, resource_name=topic, configuration_keys=["retention.ms", "segment.bytes"])])
+    session.call(describe, 4, "DescribeConfigs after AlterConfigs")
+
+
+def incremental_alter_configs(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"incremental-configs-v{version}")
+    create_topic(session, topic, configs={"retention.ms": "3600000"})
+    Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = IncrementalAlterConfigsRequest.AlterableConfig
+    SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+    def call(label: str, name: str, *configs: tuple[str, int, str | None], validate_only: bool = False) -> None:
+        session.call(IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[Resource(
+            resource_type=TOPIC_RESOURCE, resource_name=name,
+            configs=[Config(name=k, config_operation=op, value=v) for k, op, v in configs])]), version, label)
+
+    call("IncrementalAlterConfigs set and delete", topic, ("segment.ms", SET, "600000"),
+         ("retention.ms", DELETE, None))
+    call("IncrementalAlterConfigs append to a list", topic, ("cleanup.policy", APPEND, "compact"))
+    call("IncrementalAlterConfigs subtract from a list", topic, ("cleanup.policy", SUBTRACT, "delete"))
+    call("IncrementalAlterConfigs append to a non-list", topic, ("retention.ms", APPEND, "1"))
+    call("IncrementalAlterConfigs with a bad value", topic, ("retention.ms", SET, "soon"))
+    call("IncrementalAlterConfigs with an unknown config", topic, ("no.such.config", SET, "1"))
+    call("IncrementalAlterConfigs with an unknown operation", topic, ("retention.ms", 9, "1"))
+    call("IncrementalAlterConfigs naming a config twice", topic, ("retention.ms", SET, "1"), ("retention.ms", SET, "2"))
+    call("IncrementalAlterConfigs of an unknown topic", session.name(f"incremental-configs-missing-v{version}"),
+         ("retention.ms", SET, "1"))
+    session.call(DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=TOPIC_RESOURCE, resource_name=topic,
+        configuration_keys=["retention.ms", "segment.ms", "cleanup.policy"])]), 4,
+        "DescribeConfigs after IncrementalAlterConfigs")
+
+
+# --- cluster and partitions administration ------------------------------------------------------------------------
+
+def delete_records(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"delete-records-v{version}")
+    create_topic(session, topic, partitions=2)
+    produce(session, topic, records(count=5))
+    Topic = DeleteRecordsRequest.DeleteRecordsTopic
+    Partition = DeleteRecordsRequest.DeleteRecordsPartition
+
+    def call(label: str, topic_name: str, partition: int, offset: int) -> None:
+        session.call(DeleteRecordsRequest(timeout_ms=10_000, topics=[Topic(name=topic_name, partitions=[
+            Partition(partition_index=partition, offset=offset)])]), version, label)
+
+    call("DeleteRecords before offset 2", topic, 0, 2)
+    call("DeleteRecords to the high watermark (-1)", topic, 0, -1)
+    call("DeleteRecords past the high watermark", topic, 0, 50)
+    call("DeleteRecords of an empty partition", topic, 1, 0)
+    call("DeleteRecords of an unknown partition", topic, 9, 0)
+    call("DeleteRecords of an unknown topic", session.name(f"delete-records-missing-v{version}"), 0, 0)
+
+
+def describe_log_dirs(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"log-dirs-v{version}")
+    create_topic(session, topic, partitions=2)
+    Topic = DescribeLogDirsRequest.DescribableLogDirTopic
+    session.call(DescribeLogDirsRequest(topics=[Topic(topic=topic, partitions=[0, 1, 5]), Topic(
+        topic=session.name(f"log-dirs-missing-v{version}"), partitions=[0])]), version,
+        "DescribeLogDirs of partitions, an unknown one and an unknown topic")
+
+
+def alter_replica_log_dirs(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"alter-dirs-v{version}")
+    create_topic(session, topic)
+    Dir = AlterReplicaLogDirsRequest.AlterReplicaLogDir
+    Topic = AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic
+    session.call(AlterReplicaLogDirsRequest(dirs=[Dir(path="/no/such/log/dir", topics=[
+        Topic(name=topic, partitions=[0])])]), version, "AlterReplicaLogDirs to a directory that is not a log dir")
+
+
+def elect_leaders(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"elect-v{version}")
+    create_topic(session, topic)
+    Partitions = ElectLeadersRequest.TopicPartitions
+
+    def call(label: str, partitions: list | None, election_type: int = 0) -> None:
+        fields = {"election_type": election_type} if version >= 1 else {}
+        session.call(ElectLeadersRequest(topic_partitions=partitions, timeout_ms=10_000, **fields), version, label)
+
+    call("ElectLeaders preferred of a partition led by its preferred replica", [Partitions(topic=topic,
+                                                                                          partitions=[0])])
+    call("ElectLeaders of an unknown partition", [Partitions(topic=topic, partitions=[4])])
+    call("ElectLeaders of an unknown topic", [Partitions(topic=session.name(f"elect-missing-v{version}"),
+                                                         partitions=[0])])
+    if version >= 1:
+        call("ElectLeaders unclean of a partition with a leader", [Partitions(topic=topic, partitions=[0])], 1)
+
+
+def partition_reassignments(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"reassign-v{version}")
+    create_topic(session, topic, partitions=2)
+    Topic = AlterPartitionReassignmentsRequest.ReassignableTopic
+    Partition = AlterPartitionReassignmentsRequest.ReassignablePartition
+
+    def alter(label: str, topic_name: str, partition: int, replicas: list[int] | None) -> None:
+        session.call(AlterPartitionReassignmentsRequest(timeout_ms=10_000, topics=[Topic(name=topic_name, partitions=[
+            Partition(partition_index=partition, replicas=replicas)])]), version, label)
+
+    alter("AlterPartitionReassignments to the same replicas", topic, 0, [1])
+    alter("AlterPartitionReassignments to an unknown broker", topic, 0, [7])
+    alter("AlterPartitionReassignments cancelling none", topic, 1, None)
+    alter("AlterPartitionReassignments of an unknown partition", topic, 5, [1])
+    alter("AlterPartitionReassignments of an unknown topic", session.name(f"reassign-missing-v{version}"), 0, [1])
+    alter("AlterPartitionReassignments to no replicas", topic, 0, [])
+    alter("AlterPartitionReassignments to a broker twice", topic, 0, [1, 1])
+    ListTopic = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
+    session.call(ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ListTopic(
+        name=topic, partition_indexes=[0, 1, 5])]), version, "ListPartitionReassignments of a topic")
+    session.call(ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ListTopic(
+        name=session.name(f"reassign-none-v{version}"), partition_indexes=[0])]), version,
+        "ListPartitionReassignments of an unknown topic")
+
+
+def describe_cluster(session: BrokerSession, version: int) -> None:
+    fields: dict = {"include_cluster_authorized_operations": True}
+    if version >= 1:
+        fields["endpoint_type"] = 1
+    if version >= 2:
+        fields["include_fenced_brokers"] = True
+    session.call(DescribeClusterRequest(**fields), version, "DescribeCluster")
+    if version >= 1:
+        session.call(DescribeClusterRequest(endpoint_type=2), version, "DescribeCluster of controller endpoints")
+        session.call(DescribeClusterRequest(endpoint_type=7), version, "DescribeCluster of an unknown endpoint type")
+
+
+def describe_quorum(session: BrokerSession, version: int) -> None:
+    Topic = DescribeQuorumRequest.TopicData
+    Partition = DescribeQuorumRequest.PartitionData
+    session.call(DescribeQuorumRequest(topics=[Topic(topic_name="__cluster_metadata", partitions=[
+        Partition(partition_index=0)])]), version, "DescribeQuorum")
+    session.call(DescribeQuorumRequest(topics=[Topic(topic_name="__cluster_metadata", partitions=[
+        Partition(partition_index=3)])]), version, "DescribeQuorum of an unknown partition")
+
+
+def list_client_metrics_resources(session: BrokerSession, version: int) -> None:
+    session.call(ListClientMetricsResourcesRequest(), version, "ListClientMetricsResources")
+
+
+def describe_topic_partitions(session: BrokerSession, version: int) -> None:
+    first, second = session.name(f"describe-partitions-a-v{version}"), session.name(f"describe-partitions-b-v{version}")
+    create_topic(session, first, partitions=3)
+    create_topic(session, second, partitions=2)
+    Topic = DescribeTopicPartitionsRequest.TopicRequest
+    Cursor = DescribeTopicPartitionsRequest.Cursor
+
+    def call(label: str, names: list[str], limit: int = 2000, cursor=None) -> None:
+        session.call(DescribeTopicPartitionsRequest(topics=[Topic(name=n) for n in names],
+                                                    response_partition_limit=limit, cursor=cursor), version, label)
+
+    call("DescribeTopicPartitions", [first, second, session.name(f"describe-partitions-missing-v{version}")])
+    call("DescribeTopicPartitions with a partition limit", [first, second], limit=2)
+    call("DescribeTopicPartitions from a cursor", [first, second], cursor=Cursor(topic_name=first, partition_index=2))
+    call("DescribeTopicPartitions from a cursor on an unknown topic", [first],
+         cursor=Cursor(topic_name=session.name(f"describe-partitions-none-v{version}"), partition_index=0))
+
+
+#: Every scenario with the API whose versions it loops.
+SCENARIOS: list[tuple[int, Scenario]] = [
+    (ApiKey.API_VERSIONS, api_versions),
+    (ApiKey.API_VERSIONS, lambda session, version: unsupported_versions(session, version) if version == 0
+     else None),
+    (ApiKey.METADATA, metadata),
+    (ApiKey.CREATE_TOPICS, create_topics),
+    (ApiKey.DELETE_TOPICS, delete_topics),
+    (ApiKey.CREATE_PARTITIONS, create_partitions),
+    (ApiKey.PRODUCE, produce_scenario),
+    (ApiKey.FETCH, fetch),
+    (ApiKey.LIST_OFFSETS, list_offsets),
+    (ApiKey.OFFSET_FOR_LEADER_EPOCH, offset_for_leader_epoch),
+    (ApiKey.FIND_COORDINATOR, find_coordinator),
+    (ApiKey.JOIN_GROUP, join_group),
+    (ApiKey.SYNC_GROUP, sync_group),
+    (ApiKey.HEARTBEAT, heartbeat),
+    (ApiKey.LEAVE_GROUP, leave_group),
+    (ApiKey.OFFSET_COMMIT, offset_commit),
+    (ApiKey.OFFSET_FETCH, offset_fetch),
+    (ApiKey.DESCRIBE_GROUPS, describe_groups),
+    (ApiKey.LIST_GROUPS, list_groups),
+    (ApiKey.DELETE_GROUPS, delete_groups),
+    (ApiKey.OFFSET_DELETE, offset_delete),
+    (ApiKey.INIT_PRODUCER_ID, init_producer_id),
+    (ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_to_txn),
+    (ApiKey.ADD_OFFSETS_TO_TXN, add_offsets_to_txn),
+    (ApiKey.END_TXN, end_txn),
+    (ApiKey.TXN_OFFSET_COMMIT, txn_offset_commit),
+    (ApiKey.WRITE_TXN_MARKERS, write_txn_markers),
+    (ApiKey.DESCRIBE_TRANSACTIONS, describe_transactions),
+    (ApiKey.LIST_TRANSACTIONS, list_transactions),
+    (ApiKey.DESCRIBE_PRODUCERS, describe_producers),
+    (ApiKey.DESCRIBE_CONFIGS, describe_configs),
+    (ApiKey.ALTER_CONFIGS, alter_configs),
+    (ApiKey.INCREMENTAL_ALTER_CONFIGS, incremental_alter_configs),
+    (ApiKey.DELETE_RECORDS, delete_records),
+    (ApiKey.DESCRIBE_LOG_DIRS, describe_log_dirs),
+    (ApiKey.ALTER_REPLICA_LOG_DIRS, alter_replica_log_dirs),
+    (ApiKey.ELECT_LEADERS, elect_leaders),
+    (ApiKey.ALTER_PARTITION_REASSIGNMENTS, partition_reassignments),
+    (ApiKey.LIST_PARTITION_REASSIGNMENTS, lambda session, version: None),  # sent by partition_reassignments
+    (ApiKey.DESCRIBE_CLUSTER, describe_cluster),
+    (ApiKey.DESCRIBE_QUORUM, describe_quorum),
+    (ApiKey.LIST_CLIENT_METRICS_RESOURCES, list_client_metrics_resources),
+    (ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions),
+]
