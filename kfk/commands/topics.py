@@ -34,6 +34,7 @@ from kfk.commands.client_options import (
     table,
 )
 from kfk.commands.errors import fail
+from kfk.common.internal_topics import CLUSTER_MANAGED_TOPIC_NAMES
 
 app = typer.Typer(help="Create, list, describe, change and delete topics (kafka-topics.sh): `kfk topics describe "
                        "--topic t` or, as Kafka spells it, `kfk topics --describe --topic t`.",
@@ -358,9 +359,9 @@ def _topic_id(topic_id) -> str:
 
 
 def _refuse_cluster_managed(topic: str, what: str) -> None:
-    """The broker refuses it too; saying so here needs no cluster."""
-    from kfk.common.internal_topics import CLUSTER_MANAGED_TOPIC_NAMES
-
+    """The broker refuses it too; saying so here needs no request. An internal topic typed by name is refused
+    without listing (the cluster need not list it: __cluster_metadata never is); a pattern's matches are checked
+    one by one."""
     if topic in CLUSTER_MANAGED_TOPIC_NAMES:
         fail(f"{topic} is an internal topic: {what}")
 
@@ -383,7 +384,7 @@ def delete(
 def _delete(admin, topic: str, exclude_internal: bool, if_exists: bool) -> None:
     from kfk.errors import UnknownTopicOrPartitionError
 
-    names = _existing(admin, topic, exclude_internal, if_exists)
+    names = [topic] if topic in CLUSTER_MANAGED_TOPIC_NAMES else _existing(admin, topic, exclude_internal, if_exists)
     for name in names:
         _refuse_cluster_managed(name, "it cannot be deleted")
     results = admin.delete_topics(names) if names else {}
@@ -414,7 +415,7 @@ def alter(
 
 
 def _alter(admin, topic: str, partitions: int, if_exists: bool) -> None:
-    names = _existing(admin, topic, False, if_exists)
+    names = [topic] if topic in CLUSTER_MANAGED_TOPIC_NAMES else _existing(admin, topic, False, if_exists)
     for name in names:
         _refuse_cluster_managed(name, "its number of partitions cannot be changed")
     results = admin.create_partitions(dict.fromkeys(names, partitions)) if names else {}

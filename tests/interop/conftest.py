@@ -58,7 +58,10 @@ def segmented_value(index: int) -> bytes:
 
 
 def _create_topics(bootstrap: str) -> None:
-    topics = [NewTopic(codec_topic(codec), 1, 1) for codec in CODECS]
+    # The topic's own compression.type fixes the codec on disk: librdkafka sends a batch uncompressed when its codec
+    # would not make it smaller (a small first batch often), which would leave the file's codec to chance.
+    topics = [NewTopic(codec_topic(codec), 1, 1,
+                       config={"compression.type": "uncompressed" if codec == "none" else codec}) for codec in CODECS]
     topics += [NewTopic(SEGMENTED_TOPIC, 1, 1, config={"segment.bytes": str(1024 * 1024)}),
                NewTopic(COMPACTED_TOPIC, 1, 1, config={"cleanup.policy": "compact"}),
                NewTopic(TRANSACTIONAL_TOPIC, 1, 1)]
