@@ -18,40 +18,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import wire_load  # noqa: E402  (bench/ is not a package)
+from bench_produce_requests import _body, in_process_broker  # noqa: E402
 
-from kfk.commands.server import EMBEDDED_DEFAULTS  # noqa: E402
-from kfk.config import BrokerConfig  # noqa: E402
-from kfk.protocol.headers import RequestHeader, decode_response, encode_request  # noqa: E402
-from kfk.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
+from kfk.protocol.headers import decode_response  # noqa: E402
 from kfk.protocol.messages.fetch import FetchRequest  # noqa: E402
 from kfk.protocol.messages.produce import ProduceRequest  # noqa: E402
-from kfk.server.broker import BrokerServer  # noqa: E402
 from kfk.storage.fetch_data_info import FileRegion  # noqa: E402
 
 TOPIC = "sessions"
 FETCH_VERSION = 12
 
 
-def frame(message, version: int) -> bytearray:
-    header = RequestHeader(request_api_key=message.API_KEY, request_api_version=version, correlation_id=1,
-                           client_id="kfk-bench")
-    return bytearray(encode_request(header, message)[4:])
-
-
 def produce(partition: int, batch: bytes) -> bytearray:
-    return frame(ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
+    return _body(ProduceRequest(acks=1, timeout_ms=30_000, topic_data=[ProduceRequest.TopicProduceData(
         name=TOPIC, partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=batch)])]),
         wire_load.PRODUCE_VERSION)
 
 
 def fetch_request(positions: dict[int, int], session_id: int, epoch: int) -> bytearray:
-    return frame(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=50 << 20, session_id=session_id,
+    return _body(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=50 << 20, session_id=session_id,
                               session_epoch=epoch, topics=[FetchRequest.FetchTopic(topic=TOPIC, partitions=[
                                   FetchRequest.FetchPartition(partition=index, fetch_offset=offset,
                                                               partition_max_bytes=1 << 20)
@@ -63,56 +53,45 @@ def response_bytes(chunks) -> bytes:
 
 
 async def run(partitions: int, fetches: int) -> list[tuple[str, float, float, float]]:
-    with tempfile.TemporaryDirectory(prefix="kfk-bench-") as log_dir:
-        server = BrokerServer(BrokerConfig.from_properties(
-            {**EMBEDDED_DEFAULTS, "log.dirs": log_dir, "listeners": "PLAINTEXT://127.0.0.1:0"}))
-        await server.start()
-        try:
-            dispatch = server.dispatcher.dispatch
-            await dispatch(frame(CreateTopicsRequest(timeout_ms=30_000, topics=[CreateTopicsRequest.CreatableTopic(
-                name=TOPIC, num_partitions=partitions, replication_factor=1)]), 5), "127.0.0.1", 0, "PLAINTEXT")
-            batch, _ = wire_load.build_batch(100, 1000)
-            for index in range(partitions):
-                await dispatch(produce(index, batch), "127.0.0.1", 0, "PLAINTEXT")
-            results = []
-            for name in ("sessionless", "incremental session"):
-                positions = dict.fromkeys(range(partitions), 0)
-                # Catch up first (untimed): every partition read to its end, and the session opened.
-                chunks = await dispatch(fetch_request(positions, 0, 0 if name != "sessionless" else -1),
-                                        "127.0.0.1", 0, "PLAINTEXT")
-                _, response = decode_response(response_bytes(chunks)[4:], 1, FETCH_VERSION)
-                session_id, epoch = response.session_id, 1
+    async with in_process_broker(TOPIC, partitions) as dispatch:
+        batch, _ = wire_load.build_batch(100, 1000)
+        for index in range(partitions):
+            await dispatch(produce(index, batch))
+        results = []
+        for name in ("sessionless", "incremental session"):
+            positions = dict.fromkeys(range(partitions), 0)
+            # Catch up first (untimed): every partition read to its end, and the session opened.
+            chunks = await dispatch(fetch_request(positions, 0, 0 if name != "sessionless" else -1))
+            _, response = decode_response(response_bytes(chunks)[4:], 1, FETCH_VERSION)
+            session_id, epoch = response.session_id, 1
+            for topic in response.responses:
+                for data in topic.partitions:
+                    positions[data.partition_index] = data.high_watermark
+            moved = dict.fromkeys(range(partitions), 0)  # the positions the session was opened with
+            request_total = response_total = 0
+            cpu = 0.0
+            for round_index in range(fetches):
+                await dispatch(produce(round_index % partitions, batch))
+                if name == "sessionless":
+                    request = fetch_request(positions, 0, -1)
+                else:
+                    request = fetch_request({index: positions[index] for index in positions
+                                             if positions[index] != moved[index]}, session_id, epoch)
+                    moved = dict(positions)
+                    epoch += 1
+                start = time.process_time()
+                chunks = await dispatch(request)
+                cpu += time.process_time() - start
+                data_bytes = response_bytes(chunks)
+                request_total += len(request)
+                response_total += len(data_bytes)
+                _, response = decode_response(data_bytes[4:], 1, FETCH_VERSION)
+                assert response.error_code == 0, response.error_code
                 for topic in response.responses:
                     for data in topic.partitions:
                         positions[data.partition_index] = data.high_watermark
-                moved = dict.fromkeys(range(partitions), 0)  # the positions the session was opened with
-                request_total = response_total = 0
-                cpu = 0.0
-                for round_index in range(fetches):
-                    partition = round_index % partitions
-                    await dispatch(produce(partition, batch), "127.0.0.1", 0, "PLAINTEXT")
-                    if name == "sessionless":
-                        request = fetch_request(positions, 0, -1)
-                    else:
-                        request = fetch_request({index: positions[index] for index in positions
-                                                 if positions[index] != moved[index]}, session_id, epoch)
-                        moved = dict(positions)
-                        epoch += 1
-                    start = time.process_time()
-                    chunks = await dispatch(request, "127.0.0.1", 0, "PLAINTEXT")
-                    cpu += time.process_time() - start
-                    data_bytes = response_bytes(chunks)
-                    request_total += len(request)
-                    response_total += len(data_bytes)
-                    _, response = decode_response(data_bytes[4:], 1, FETCH_VERSION)
-                    assert response.error_code == 0, response.error_code
-                    for topic in response.responses:
-                        for data in topic.partitions:
-                            positions[data.partition_index] = data.high_watermark
-                results.append((name, cpu / fetches * 1e6, request_total / fetches, response_total / fetches))
-            return results
-        finally:
-            await server.stop()
+            results.append((name, cpu / fetches * 1e6, request_total / fetches, response_total / fetches))
+        return results
 
 
 def main() -> int:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import shutil
 import statistics
 import sys
@@ -30,6 +31,7 @@ import threading
 import time
 import urllib.request
 from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -92,27 +94,37 @@ def _body(message: ProduceRequest | CreateTopicsRequest, version: int) -> bytear
     return bytearray(encode_request(header, message)[4:])
 
 
-async def measure_in_process(partitions: int, records: int, requests: int) -> float:
-    """CPU µs per one-partition ProduceRequest dispatched straight into a broker running in this process."""
+@contextlib.asynccontextmanager
+async def in_process_broker(topic: str, partitions: int) -> AsyncIterator[Callable[[bytearray], Awaitable]]:
+    """A broker started in this process with `topic` created; yields its dispatch (a request frame without its size
+    prefix in, the response chunks out): no sockets between the benchmark and the broker's work."""
     with tempfile.TemporaryDirectory(prefix="kfk-bench-") as log_dir:
         server = BrokerServer(BrokerConfig.from_properties(
             {**EMBEDDED_DEFAULTS, "log.dirs": log_dir, "listeners": "PLAINTEXT://127.0.0.1:0"}))
         await server.start()
         try:
-            dispatch = server.dispatcher.dispatch
+            async def dispatch(frame: bytearray):
+                return await server.dispatcher.dispatch(frame, "127.0.0.1", 0, "PLAINTEXT")
+
             create = CreateTopicsRequest(timeout_ms=30_000, topics=[CreateTopicsRequest.CreatableTopic(
-                name=TOPIC, num_partitions=partitions, replication_factor=1)])
-            await dispatch(_body(create, 5), "127.0.0.1", 0, "PLAINTEXT")
-            batch, _ = wire_load.build_batch(1024, records * 1060)
-            frames = [_body(message, wire_load.PRODUCE_VERSION) for message in produce_requests(partitions, 1, batch)]
-            for frame in frames:  # every partition's log opened and written once: not timed
-                await dispatch(bytearray(frame), "127.0.0.1", 0, "PLAINTEXT")
-            start = time.process_time()
-            for index in range(requests):
-                await dispatch(bytearray(frames[index % partitions]), "127.0.0.1", 0, "PLAINTEXT")
-            return (time.process_time() - start) / requests * 1e6
+                name=topic, num_partitions=partitions, replication_factor=1)])
+            await dispatch(_body(create, 5))
+            yield dispatch
         finally:
             await server.stop()
+
+
+async def measure_in_process(partitions: int, records: int, requests: int) -> float:
+    """CPU µs per one-partition ProduceRequest dispatched straight into a broker running in this process."""
+    async with in_process_broker(TOPIC, partitions) as dispatch:
+        batch, _ = wire_load.build_batch(1024, records * 1060)
+        frames = [_body(message, wire_load.PRODUCE_VERSION) for message in produce_requests(partitions, 1, batch)]
+        for frame in frames:  # every partition's log opened and written once: not timed
+            await dispatch(bytearray(frame))
+        start = time.process_time()
+        for index in range(requests):
+            await dispatch(bytearray(frames[index % partitions]))
+        return (time.process_time() - start) / requests * 1e6
 
 
 def compare_metrics(partitions: int, records: int, requests: int, rounds: int, scrape_interval: float) -> None:

@@ -358,12 +358,15 @@ def _topic_id(topic_id) -> str:
     return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
 
 
-def _refuse_cluster_managed(topic: str, what: str) -> None:
-    """The broker refuses it too; saying so here needs no request. An internal topic typed by name is refused
-    without listing (the cluster need not list it: __cluster_metadata never is); a pattern's matches are checked
-    one by one."""
-    if topic in CLUSTER_MANAGED_TOPIC_NAMES:
-        fail(f"{topic} is an internal topic: {what}")
+def _changeable(admin, topic: str, exclude_internal: bool, if_exists: bool, refusal: str) -> list[str]:
+    """The topics --topic names, none of them internal: the broker refuses those too, and saying so here needs no
+    request. An internal topic typed by name is refused without listing (the cluster need not list it:
+    __cluster_metadata never is); a pattern's matches are checked one by one."""
+    names = [topic] if topic in CLUSTER_MANAGED_TOPIC_NAMES else _existing(admin, topic, exclude_internal, if_exists)
+    for name in names:
+        if name in CLUSTER_MANAGED_TOPIC_NAMES:
+            fail(f"{name} is an internal topic: {refusal}")
+    return names
 
 
 @app.command()
@@ -384,9 +387,7 @@ def delete(
 def _delete(admin, topic: str, exclude_internal: bool, if_exists: bool) -> None:
     from kfk.errors import UnknownTopicOrPartitionError
 
-    names = [topic] if topic in CLUSTER_MANAGED_TOPIC_NAMES else _existing(admin, topic, exclude_internal, if_exists)
-    for name in names:
-        _refuse_cluster_managed(name, "it cannot be deleted")
+    names = _changeable(admin, topic, exclude_internal, if_exists, "it cannot be deleted")
     results = admin.delete_topics(names) if names else {}
     for name in names:
         error = results[name]
@@ -415,9 +416,7 @@ def alter(
 
 
 def _alter(admin, topic: str, partitions: int, if_exists: bool) -> None:
-    names = [topic] if topic in CLUSTER_MANAGED_TOPIC_NAMES else _existing(admin, topic, False, if_exists)
-    for name in names:
-        _refuse_cluster_managed(name, "its number of partitions cannot be changed")
+    names = _changeable(admin, topic, False, if_exists, "its number of partitions cannot be changed")
     results = admin.create_partitions(dict.fromkeys(names, partitions)) if names else {}
     for name in names:
         if results[name] is not None:

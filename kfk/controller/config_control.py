@@ -131,16 +131,25 @@ def _apply_operations(config: BrokerConfig, current: Mapping[str, str],
                 raise InvalidConfigurationError(f"Unknown topic config name: {key}")
             if definition.type is not ConfigType.LIST:
                 raise InvalidConfigurationError(f"Can't {op} to key {key} because its type is not LIST.")
-            values = _list_values(config, new, key)
-            items = [item.strip() for item in (value or "").split(",") if item.strip()]
-            if operation.config_operation == OpType.APPEND:
-                values.extend(item for item in items if item not in values)
-            else:
-                values = [item for item in values if item not in items]
-            new[key] = ",".join(values)
+            new[key] = _append_or_subtract(_list_values(config, new, key), value,
+                                           operation.config_operation == OpType.APPEND)
         else:
             raise _InvalidRequest(f"Unknown operation type {operation.config_operation}")
     return new
+
+
+def _split_list(value: str | None) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def _append_or_subtract(values: list[str], value: str | None, append: bool) -> str:
+    """A LIST config after APPEND (the items not there yet, in order) or SUBTRACT (every occurrence removed)."""
+    items = _split_list(value)
+    if not append:
+        return ",".join(item for item in values if item not in items)
+    result = list(values)
+    result.extend(item for item in items if item not in result)
+    return ",".join(result)
 
 
 def _apply_broker_operations(current: Mapping[str, str],
@@ -160,13 +169,7 @@ def _apply_broker_operations(current: Mapping[str, str],
                 raise InvalidConfigurationError(f"Can't {OpType(operation.config_operation).name} to key {key} "
                                                 "because its type is not LIST.")
             start = new.get(key, ",".join(definition.default or []))
-            values = [item.strip() for item in start.split(",") if item.strip()]
-            items = [item.strip() for item in (value or "").split(",") if item.strip()]
-            if operation.config_operation == OpType.APPEND:
-                values.extend(item for item in items if item not in values)
-            else:
-                values = [item for item in values if item not in items]
-            new[key] = ",".join(values)
+            new[key] = _append_or_subtract(_split_list(start), value, operation.config_operation == OpType.APPEND)
         else:
             raise _InvalidRequest(f"Unknown operation type {operation.config_operation}")
     return new
