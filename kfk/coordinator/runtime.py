@@ -208,20 +208,27 @@ class LoadedMarker:
 LoadedEntry = LoadedRecord | LoadedMarker
 
 
+#: How often a load looks for its partition's log, and after how long (then twice as long, ...) it says it waits.
+LOG_POLL_INTERVAL_S = 0.01
+LOG_WAIT_WARNING_S = 30.0
+
+
 async def load_partition(topic_name: str, partition: int, log_of: LogLookup,
-                         replay: Callable[[LoadedEntry], None]) -> int | None:
+                         replay: Callable[[LoadedEntry], None], poll_interval_s: float = LOG_POLL_INTERVAL_S) -> int:
     """Replay every record and transaction marker of the partition's log, in log order; the number of entries
-    replayed, or None if the partition's log never appeared."""
+    replayed. The replica manager opens the log from the same metadata change, possibly behind thousands of other
+    new partitions (a bulk topic creation): the load waits for it as long as it takes, with a warning now and then,
+    and the partition answers COORDINATOR_LOAD_IN_PROGRESS meanwhile. The caller cancels the load if leadership
+    moves away."""
     loop = asyncio.get_running_loop()
-    log_ = None
-    for _ in range(3000):
-        log_ = log_of(partition)
-        if log_ is not None:
-            break
-        await asyncio.sleep(0.01)  # the replica manager opens the log from the same metadata change
-    if log_ is None:
-        log.error("No log for %s-%d: cannot load it", topic_name, partition)
-        return None
+    started = loop.time()
+    warn_at_s = LOG_WAIT_WARNING_S
+    while (log_ := log_of(partition)) is None:
+        if loop.time() - started >= warn_at_s:
+            log.warning("%s-%d: still waiting for its log to open (%.0f s) before loading it", topic_name,
+                        partition, loop.time() - started)
+            warn_at_s *= 2
+        await asyncio.sleep(poll_interval_s)
     offset = log_.log_start_offset
     count = 0
     while offset < log_.log_end_offset:

@@ -125,8 +125,6 @@ class GroupCoordinatorService:
         """Replay the partition's log (read off the loop, a step at a time), then serve its groups."""
         count = await load_partition(GROUP_METADATA_TOPIC_NAME, partition, self._log_of,
                                      lambda entry: self._replay(partition, entry))
-        if count is None:
-            return
         if partition in self._loads:
             del self._loads[partition]
         self.coordinator.complete_loading(partition, self._now_ms())

@@ -178,8 +178,6 @@ class TransactionCoordinatorService:
     async def _load(self, partition: int) -> None:
         count = await load_partition(TRANSACTION_STATE_TOPIC_NAME, partition, self._log_of,
                                      lambda entry: self._replay(partition, entry))
-        if count is None:
-            return
         self._loads.pop(partition, None)
         self.coordinator.complete_loading(partition, self._now_ms())
         log.debug("Loaded %s-%d: %d records", TRANSACTION_STATE_TOPIC_NAME, partition, count)
