@@ -25,6 +25,7 @@ from kfk.protocol.apis import VersionRange
 from kfk.protocol.headers import RequestHeader, decode_request_header, encode_response
 from kfk.protocol.message import Buffer, Message
 from kfk.protocol.messages import ApiKey, request_class
+from kfk.security.principal import ANONYMOUS, KafkaPrincipal
 
 log = logging.getLogger("kfk.server.dispatch")
 
@@ -89,6 +90,8 @@ class RequestContext:
     client_host: str
     client_port: int
     listener_name: str
+    #: Who sent it: the connection's authenticated principal (User:ANONYMOUS until something authenticates it).
+    principal: KafkaPrincipal = ANONYMOUS
 
     @property
     def client_id(self) -> str | None:
@@ -134,7 +137,8 @@ class Dispatcher:
             raise ValueError(f"no handler registered for {', '.join(missing)}")
 
     async def dispatch(
-        self, frame: Buffer, client_host: str, client_port: int, listener_name: str
+        self, frame: Buffer, client_host: str, client_port: int, listener_name: str,
+        principal: KafkaPrincipal = ANONYMOUS,
     ) -> list | None:
         """Handle one request frame (size prefix stripped; a bytearray the network layer gives up, or bytes).
         Returns the response chunks, or None when no response is due (acks=0 produce). Raises CloseConnection when
@@ -147,7 +151,7 @@ class Dispatcher:
         registration = self._registrations.get(api_key)
         if registration is None:
             raise CloseConnection(f"unsupported api key {api_key} from {client_host}:{client_port}")
-        context = RequestContext(header, api_version, client_host, client_port, listener_name)
+        context = RequestContext(header, api_version, client_host, client_port, listener_name, principal)
         if api_version not in registration.versions:
             if api_key != ApiKey.API_VERSIONS:
                 raise CloseConnection(f"unsupported version {api_version} of {registration.api_key.name}")
