@@ -970,6 +970,10 @@ def _hours_or_minutes_ms(values: Mapping[str, Any], ms: str, minutes: str | None
     return values[hours] * 3_600_000
 
 
+#: The SASL mechanisms a per-listener key may name (listener.name.<listener>.<mechanism, lower case>.<key>).
+_SASL_MECHANISM_NAMES = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+
+
 def _is_known_broker_name(name: str) -> bool:
     """A broker config name, or one set for a single listener (`listener.name.<listener>.<config>`, e.g.
     listener.name.internal.ssl.keystore.location), as Kafka 4.x accepts them."""
@@ -977,6 +981,8 @@ def _is_known_broker_name(name: str) -> bool:
         return True
     prefix, _, rest = name.partition("listener.name.")
     listener, _, config = rest.partition(".")
+    if not prefix and listener and config.partition(".")[0].upper() in _SASL_MECHANISM_NAMES:
+        config = config.partition(".")[2]  # listener.name.<listener>.<mechanism>.sasl.jaas.config and the like
     return not prefix and bool(listener) and config in BROKER_CONFIG_DEF.keys
 
 

@@ -29,7 +29,8 @@ from typing import Awaitable, Callable, Sequence, TypeVar
 
 from kfk.common.config_types import ConfigResourceType
 from kfk.config import BrokerConfig
-from kfk.controller import cluster_control, config_control, partition_change, reassignment, replication_control
+from kfk.controller import (cluster_control, config_control, partition_change, reassignment, replication_control,
+                            scram_control)
 from kfk.controller.auto_topic_creation import creatable_topic
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.config_describer import describe_topic_configs
@@ -48,6 +49,8 @@ from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from kfk.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
+                                                                 AlterUserScramCredentialsResponse)
 from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -391,6 +394,19 @@ class QuorumController:
                 Result(error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message,
                        resource_type=resource.resource_type, resource_name=resource.resource_name)
                 for resource in request.resources])
+
+    # -- SCRAM credentials -------------------------------------------------------------------------------------------
+
+    async def alter_user_scram_credentials(self, request: AlterUserScramCredentialsRequest
+                                           ) -> AlterUserScramCredentialsResponse:
+        try:
+            return await self._write(lambda image: scram_control.alter_user_scram_credentials(image, request))
+        except NotControllerError:
+            Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+            users = dict.fromkeys(item.name for item in [*request.deletions, *request.upsertions])
+            return AlterUserScramCredentialsResponse(results=[
+                Result(user=user, error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message)
+                for user in users])
 
     # -- brokers and producer ids ------------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from kfk.common.config_types import ConfigResourceType
+from kfk.metadata import scram
 from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
 
@@ -110,6 +111,8 @@ class MetadataImage:
     configs: Mapping[tuple[ConfigResourceType, str], Mapping[str, str]] = field(default_factory=_empty)
     features: Mapping[str, int] = field(default_factory=_empty)
     next_producer_id: int = 0
+    #: SCRAM credentials by (user name, mechanism type): kfk/metadata/scram.py.
+    scram_credentials: Mapping[tuple[str, int], scram.ScramCredentialData] = field(default_factory=_empty)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
@@ -167,6 +170,7 @@ class _Delta:
         self.configs: dict | None = None
         self.features: dict[str, int] | None = None
         self.next_producer_id = image.next_producer_id
+        self.scram_credentials: dict[tuple[str, int], scram.ScramCredentialData] | None = None
 
     def mutable_brokers(self) -> dict[int, BrokerRegistration]:
         if self.brokers is None:
@@ -195,6 +199,8 @@ class _Delta:
             changes["configs"] = MappingProxyType(self.configs)
         if self.features is not None:
             changes["features"] = MappingProxyType(self.features)
+        if self.scram_credentials is not None:
+            changes["scram_credentials"] = MappingProxyType(self.scram_credentials)
         return replace(image, **changes)
 
 
@@ -308,4 +314,6 @@ _HANDLERS = {
     "BrokerRegistrationChangeRecord": _broker_registration_change_record,
     "FeatureLevelRecord": _feature_level_record,
     "ProducerIdsRecord": _producer_ids_record,
+    "UserScramCredentialRecord": scram.user_scram_credential_record,
+    "RemoveUserScramCredentialRecord": scram.remove_user_scram_credential_record,
 }
