@@ -1056,6 +1056,14 @@ class BrokerConfig:
         return None
 
     @property
+    def inter_broker_listener(self) -> str:
+        """The listener brokers connect to each other on: inter.broker.listener.name, else the first listener."""
+        if self.inter_broker_listener_name:
+            return self.inter_broker_listener_name.upper()
+        first = self.listeners[0] if self.listeners else "PLAINTEXT://"
+        return first.split("://", 1)[0].strip().upper() or "PLAINTEXT"
+
+    @property
     def log_dir_list(self) -> list[str]:
         return list(self.log_dirs) if self.log_dirs else [self.log_dir]
 

@@ -1,21 +1,30 @@
 """BrokerChannel: one connection from this broker to another, for inter-broker requests (follower fetches,
 OffsetForLeaderEpoch, ControlledShutdown). Kafka's NetworkClient reduced to what a replica fetcher needs: one request
 in flight at a time, a timeout per request, and a reconnect on the next request after any failure. An asyncio shell
-around kfk.protocol.connection's ClientConnection, which frames, numbers and matches the requests."""
+around kfk.protocol.connection's ClientConnection, which frames, numbers and matches the requests. When the other
+broker's inter-broker listener uses SASL (`sasl`: a factory of the mechanism's clients), each new connection
+authenticates first (kfk.security.sasl.exchange)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from kfk.errors import KafkaError, NetworkError
 from kfk.protocol.connection import ClientConnection, StreamError
 from kfk.protocol.message import Message
+from kfk.security.sasl import SaslClient
+from kfk.security.sasl.exchange import authenticate
+
+#: The SaslAuthenticate version brokers use between themselves (KIP-368's session lifetime, not flexible).
+SASL_AUTHENTICATE_VERSION = 1
 
 _READ_BYTES = 256 * 1024  # what one read of the socket asks for
 
 
 class BrokerChannel:
-    def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30_000) -> None:
+    def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30_000,
+                 sasl: Callable[[], SaslClient] | None = None) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -24,6 +33,7 @@ class BrokerChannel:
         self._writer: asyncio.StreamWriter | None = None
         self._protocol: ClientConnection[None] | None = None
         self._lock = asyncio.Lock()
+        self._sasl = sasl
 
     def __repr__(self) -> str:
         return f"BrokerChannel({self.host}:{self.port})"
@@ -45,7 +55,12 @@ class BrokerChannel:
         if self._writer is None:
             self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
             self._protocol = ClientConnection(self.client_id)
-        assert self._reader is not None and self._protocol is not None
+            if self._sasl is not None:
+                await authenticate(self._send, self._sasl(), SASL_AUTHENTICATE_VERSION)
+        return await self._send(message, api_version)
+
+    async def _send(self, message: Message, api_version: int) -> Message:
+        assert self._reader is not None and self._writer is not None and self._protocol is not None
         self._writer.write(self._protocol.send_request(message, api_version, None))
         await self._writer.drain()
         while True:

@@ -39,6 +39,7 @@ from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kfk.records import complete_entries_length
 from kfk.replication.broker_channel import BrokerChannel
+from kfk.security.sasl.settings import inter_broker_sasl
 from kfk.replication.partition import Partition
 from kfk.storage.log import Log
 from kfk.storage.log_manager import LogManager
@@ -139,7 +140,8 @@ class ReplicaFetcher:
         self.now_ms = now_ms
         self.name = name
         self.channel = BrokerChannel(host, port, f"broker-{node_id}-fetcher-{name}",
-                                     request_timeout_ms=config.replica_fetch_wait_max_ms + 30_000)
+                                     request_timeout_ms=config.replica_fetch_wait_max_ms + 30_000,
+                                     sasl=inter_broker_sasl(config))
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._wakeup = asyncio.Event()
         # An incremental fetch session (KIP-227) with the leader: idle partitions are not named in every fetch.

@@ -39,7 +39,7 @@ from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaStorageError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
-from kfk.security.sasl.settings import SASL_PROTOCOLS, listener_security_protocol
+from kfk.security.sasl.settings import SASL_PROTOCOLS, inter_broker_sasl, listener_security_protocol
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
@@ -312,7 +312,8 @@ class BrokerServer:
         self.broker_epoch = await backend.register_broker(endpoints, config.broker_rack)
         self.producer_id_manager = ProducerIdManager(lambda: backend.allocate_producer_ids(self.node_id))
         self.controller_channel = ControllerChannel(self.node_id, backend, self.metadata_cache,
-                                                    lambda: self.replica_manager.inter_broker_listener)
+                                                    lambda: self.replica_manager.inter_broker_listener,
+                                                    sasl=inter_broker_sasl(config))
         self.controller.forward_create_topics = lambda request: self.controller_channel.send(
             request, CREATE_TOPICS_FORWARD_VERSION, create_topics_not_controller)
         backend.set_admin_request_handler(self.controller.handle_admin_requests)
@@ -425,7 +426,8 @@ class BrokerServer:
         # The remote broker may wait write_timeout_ms for its replicas: the request waits a little longer.
         self.txn_marker_channels = InterBrokerChannels(self.node_id, "txn-markers", self.metadata_cache,
                                                        replica_manager.inter_broker_listener,
-                                                       config.write_timeout_ms + MARKER_REQUEST_MARGIN_MS)
+                                                       config.write_timeout_ms + MARKER_REQUEST_MARGIN_MS,
+                                                       inter_broker_sasl(self.config))
         sender = TxnMarkerSender(self.node_id, self.txn_marker_writer, self.txn_marker_channels)
         self.transaction_coordinator = TransactionCoordinatorService(
             config, self.node_id, append, log_of, system_time_ms, generate_producer_id, sender.send)
@@ -433,7 +435,7 @@ class BrokerServer:
         # Built even with verification disabled: TV2 producers' partitions are added through it.
         self.txn_verification_channels = InterBrokerChannels(
             self.node_id, "txn-verification", self.metadata_cache, replica_manager.inter_broker_listener,
-            config.write_timeout_ms)
+            config.write_timeout_ms, inter_broker_sasl(self.config))
         self.txn_verifier = TxnPartitionVerifier(self.node_id, self.metadata_cache, replica_manager,
                                                  self.transaction_coordinator, self.txn_verification_channels,
                                                  self.config.transaction_partition_verification_enable)

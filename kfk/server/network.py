@@ -275,6 +275,7 @@ class _Connection(asyncio.BufferedProtocol):
             if reason.response is not None and not transport.is_closing():
                 try:
                     await self._write(reason.response)
+                    await asyncio.sleep(reason.close_delay_ms / 1000)
                 except ConnectionError:
                     pass
         except ConnectionError:

@@ -89,9 +89,10 @@ def sasl_client(mechanism: str, username: str | None, password: str | None, *, t
     return ScramClient(ScramMechanism.from_mechanism_name(mechanism), username, password)
 
 
-def inter_broker_sasl(config: BrokerConfig, listener_name: str) -> Callable[[], SaslClient] | None:
-    """A factory of SASL clients for this broker's connections to other brokers' `listener_name` (its inter-broker
-    listener), None when that listener does not use SASL."""
+def inter_broker_sasl(config: BrokerConfig) -> Callable[[], SaslClient] | None:
+    """A factory of SASL clients for this broker's connections to the other brokers' inter-broker listener, None
+    when that listener does not use SASL."""
+    listener_name = config.inter_broker_listener
     if listener_security_protocol(config, listener_name) not in SASL_PROTOCOLS:
         return None
     mechanism = config.values.get("sasl.mechanism.inter.broker.protocol") or "GSSAPI"
