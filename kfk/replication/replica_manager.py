@@ -127,7 +127,7 @@ class ReplicaManager:
         self._file_worker: asyncio.Task | None = None
         self.fetcher_manager = ReplicaFetcherManager(node_id, config, self.partitions.get, log_manager, now_ms,
                                                      self._follower_throttle)
-        self.inter_broker_listener = config.inter_broker_listener_name or _first_listener_name(config)
+        self.inter_broker_listener = config.inter_broker_listener
         self._alter_partition = alter_partition
         self._isr_changes_in_flight: set[TopicPartition] = set()
         #: The last ISR change logged per partition (a change proposed again is not logged again).
@@ -725,9 +725,3 @@ class ReplicaManager:
                                                   total_bytes=stats.f_blocks * stats.f_frsize,
                                                   usable_bytes=stats.f_bavail * stats.f_frsize))
         return descriptions
-
-
-def _first_listener_name(config: BrokerConfig) -> str:
-    """Brokers talk to each other on the first listener unless inter.broker.listener.name says otherwise."""
-    first = config.listeners[0] if config.listeners else "PLAINTEXT://"
-    return first.split("://", 1)[0].strip().upper() or "PLAINTEXT"

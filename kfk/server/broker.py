@@ -448,7 +448,7 @@ class BrokerServer:
             queued_max_request_bytes=self.config.queued_max_request_bytes,
             quotas=ConnectionQuotas.from_config(
                 self.config, [listener.name for listener in listeners],
-                (self.config.inter_broker_listener_name or listeners[0].name).upper(),
+                self.config.inter_broker_listener,
                 resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides))),
         )
 
