@@ -1,11 +1,15 @@
 """BrokerChannel: one connection from this broker to another, for inter-broker requests (follower fetches,
 OffsetForLeaderEpoch, ControlledShutdown). Kafka's NetworkClient reduced to what a replica fetcher needs: one request
 in flight at a time, a timeout per request, and a reconnect on the next request after any failure. An asyncio shell
-around kfk.protocol.connection's ClientConnection, which frames, numbers and matches the requests."""
+around kfk.protocol.connection's ClientConnection, which frames, numbers and matches the requests. When the
+inter-broker listener is SSL or SASL_SSL, the broker hands in its client-side SSLContext and the connection runs TLS
+(the other broker's certificate checked against the broker's trust store, its host name too unless
+ssl.endpoint.identification.algorithm is empty)."""
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 
 from kfk.errors import KafkaError, NetworkError
 from kfk.protocol.connection import ClientConnection, StreamError
@@ -15,8 +19,10 @@ _READ_BYTES = 256 * 1024  # what one read of the socket asks for
 
 
 class BrokerChannel:
-    def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30_000) -> None:
+    def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30_000,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.host = host
+        self.ssl_context = ssl_context
         self.port = port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -43,7 +49,8 @@ class BrokerChannel:
 
     async def _round_trip(self, message: Message, api_version: int) -> Message:
         if self._writer is None:
-            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+            self._reader, self._writer = await asyncio.open_connection(
+                self.host, self.port, ssl=self.ssl_context, server_hostname=self.host if self.ssl_context else None)
             self._protocol = ClientConnection(self.client_id)
         assert self._reader is not None and self._protocol is not None
         self._writer.write(self._protocol.send_request(message, api_version, None))
