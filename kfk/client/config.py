@@ -21,7 +21,7 @@ from typing import Any
 
 from kfk import __version__
 from kfk.common.constants import INT32_MAX
-from kfk.config import ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
+from kfk.config import ACCEPTED_BROKER_KEYS, ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
 from kfk.errors import InvalidConfigurationError
 
 __all__ = [
@@ -59,9 +59,21 @@ _COMMON = [
     ConfigKey("metadata.max.age.ms", ConfigType.LONG, 300_000, at_least(0),
               "Refresh cluster metadata at least this often, even without a sign that it changed."),
     ConfigKey("connections.max.idle.ms", ConfigType.LONG, 540_000, None, "Close connections idle this long."),
-    ConfigKey("security.protocol", ConfigType.STRING, "PLAINTEXT", one_of("PLAINTEXT"),
-              "Only PLAINTEXT is implemented by the kfk client."),
+    ConfigKey("security.protocol", ConfigType.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SSL"),
+              "PLAINTEXT, or SSL: TLS with the ssl.* settings (PEM key and trust stores)."),
 ]
+
+#: The Java client's ssl.* settings that a Python client can honour (kfk.security.tls reads them), with the same
+#: types and defaults as the broker's: PEM stores only (ssl.keystore.type/ssl.truststore.type=PEM), TLS versions,
+#: TLS 1.2 cipher suites, the host name check (ssl.endpoint.identification.algorithm=https, empty to turn it off).
+#: The store passwords and ssl.protocol are accepted for properties files written for Java clients; PEM stores do
+#: not use them.
+SSL_CLIENT_CONFIGS = ("ssl.cipher.suites", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm",
+                      "ssl.key.password", "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.location",
+                      "ssl.keystore.password", "ssl.keystore.type", "ssl.protocol", "ssl.truststore.certificates",
+                      "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type")
+_COMMON += [ConfigKey(name, config_type, default, None, "TLS (security.protocol=SSL), as the Java client's.")
+            for name, config_type, default in ACCEPTED_BROKER_KEYS if name in SSL_CLIENT_CONFIGS]
 
 PRODUCER_CONFIG_DEF = ConfigDef(_COMMON + [
     ConfigKey("acks", ConfigType.STRING, "all", one_of("all", "-1", "0", "1"),

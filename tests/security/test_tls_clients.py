@@ -3,8 +3,8 @@ without a client certificate; ssl.client.auth=required refuses a client without 
 trusts); the principal is the certificate's DN (the broker logs it at DEBUG for each TLS connection); a plaintext
 client or garbage on a TLS listener costs that connection only.
 
-One broker serves the module: listener SSL (ssl.client.auth=requested) and listener MTLS, an SSL listener too
-(listener.security.protocol.map) whose listener.name.mtls.ssl.client.auth=required: the per-listener prefix at work.
+The broker is conftest's tls_broker: listener SSL (ssl.client.auth=requested) and listener MTLS (client certificates
+required through the listener.name.mtls. prefix).
 """
 
 from __future__ import annotations
@@ -21,32 +21,9 @@ import pytest
 
 from kfk.testing.broker import BrokerProcess
 
-from .conftest import CLIENT_DN, Certificates
+from .conftest import CLIENT_DN, Certificates, tls_address
 
 RECORDS = [f"record-{i}".encode() for i in range(20)]
-
-
-@pytest.fixture(scope="module")
-def tls_broker(tmp_path_factory: pytest.TempPathFactory, certificates: Certificates):
-    overrides = {
-        "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1", "group.initial.rebalance.delay.ms": "0",
-        "listener.security.protocol.map": "SSL:SSL,MTLS:SSL",
-        **certificates.broker_overrides("requested"),
-        "listener.name.mtls.ssl.client.auth": "required",
-    }
-    directory = tmp_path_factory.mktemp("tls-broker")
-    broker = BrokerProcess(log_dir=directory / "data", overrides=overrides, log_path=directory / "broker.log",
-                           listener_name="SSL", extra_listeners=["MTLS://127.0.0.1:0"],
-                           extra_args=["--log-level", "debug"])
-    broker.start()
-    yield broker
-    if broker.stop() != 0:
-        print(broker.output()[-20000:])
-
-
-def _address(broker: BrokerProcess, listener: str) -> str:
-    return f"127.0.0.1:{broker.ports[listener]}"
 
 
 def _wait_logged(broker: BrokerProcess, text: str, timeout: float = 10.0) -> str:
@@ -64,7 +41,7 @@ def _confluent(broker: BrokerProcess, listener: str, certificates: Certificates,
     """Produce RECORDS with confluent-kafka over TLS and consume them back; the values read."""
     from confluent_kafka import Consumer, Producer
 
-    config = {"bootstrap.servers": _address(broker, listener), "security.protocol": "SSL",
+    config = {"bootstrap.servers": tls_address(broker, listener), "security.protocol": "SSL",
               "ssl.ca.location": str(certificates.ca)}
     if with_certificate:
         config.update({"ssl.certificate.location": str(certificates.client.certificate),
@@ -100,7 +77,7 @@ def test_confluent_kafka_with_a_client_certificate_is_its_dn(tls_broker, certifi
 def test_required_client_auth_refuses_a_client_without_a_certificate(tls_broker, certificates) -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": _address(tls_broker, "MTLS"), "security.protocol": "SSL",
+    admin = AdminClient({"bootstrap.servers": tls_address(tls_broker, "MTLS"), "security.protocol": "SSL",
                          "ssl.ca.location": str(certificates.ca), "log_level": 0})
     with pytest.raises(Exception, match="_TRANSPORT|_TIMED_OUT"):
         admin.list_topics(timeout=3)
@@ -123,7 +100,7 @@ def test_the_client_checks_the_broker_s_certificate(tls_broker, certificates) ->
     """A client that trusts another CA does not talk to the broker (confluent-kafka's verification)."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": _address(tls_broker, "SSL"), "security.protocol": "SSL",
+    admin = AdminClient({"bootstrap.servers": tls_address(tls_broker, "SSL"), "security.protocol": "SSL",
                          "ssl.ca.location": str(certificates.stranger.certificate)})
     with pytest.raises(Exception):
         admin.list_topics(timeout=3)
@@ -134,12 +111,12 @@ def test_kafka_python_with_and_without_a_client_certificate(tls_broker, certific
 
     topic = f"tls-kp-{uuid.uuid4().hex[:8]}"
     common = {"security_protocol": "SSL", "ssl_cafile": str(certificates.ca)}
-    producer = KafkaProducer(bootstrap_servers=_address(tls_broker, "SSL"), **common)
+    producer = KafkaProducer(bootstrap_servers=tls_address(tls_broker, "SSL"), **common)
     for value in RECORDS:
         producer.send(topic, value)
     producer.flush(30)
     producer.close()
-    consumer = KafkaConsumer(topic, bootstrap_servers=_address(tls_broker, "MTLS"), auto_offset_reset="earliest",
+    consumer = KafkaConsumer(topic, bootstrap_servers=tls_address(tls_broker, "MTLS"), auto_offset_reset="earliest",
                              consumer_timeout_ms=10_000, ssl_certfile=str(certificates.client.certificate),
                              ssl_keyfile=str(certificates.client.key), **common)
     values = [message.value for message in consumer]
@@ -157,7 +134,7 @@ def test_aiokafka_with_and_without_a_client_certificate(tls_broker, certificates
         anonymous = create_ssl_context(cafile=str(certificates.ca))
         authenticated = create_ssl_context(cafile=str(certificates.ca), certfile=str(certificates.client.certificate),
                                            keyfile=str(certificates.client.key))
-        producer = AIOKafkaProducer(bootstrap_servers=_address(tls_broker, "SSL"), security_protocol="SSL",
+        producer = AIOKafkaProducer(bootstrap_servers=tls_address(tls_broker, "SSL"), security_protocol="SSL",
                                     ssl_context=anonymous)
         await producer.start()
         try:
@@ -165,7 +142,7 @@ def test_aiokafka_with_and_without_a_client_certificate(tls_broker, certificates
                 await producer.send_and_wait(topic, value)
         finally:
             await producer.stop()
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=_address(tls_broker, "MTLS"), security_protocol="SSL",
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=tls_address(tls_broker, "MTLS"), security_protocol="SSL",
                                     ssl_context=authenticated, auto_offset_reset="earliest")
         await consumer.start()
         try:
@@ -186,16 +163,16 @@ def test_kcat_with_and_without_a_client_certificate(tls_broker, certificates) ->
     assert kcat, "kcat is installed by scripts/test.sh"
     topic = f"tls-kcat-{uuid.uuid4().hex[:8]}"
     ssl_args = ["-X", "security.protocol=ssl", "-X", f"ssl.ca.location={certificates.ca}"]
-    produced = subprocess.run([kcat, "-b", _address(tls_broker, "SSL"), *ssl_args, "-P", "-t", topic],
+    produced = subprocess.run([kcat, "-b", tls_address(tls_broker, "SSL"), *ssl_args, "-P", "-t", topic],
                               input=b"one\ntwo\nthree\n", capture_output=True, timeout=60)
     assert produced.returncode == 0, produced.stderr
     client = ["-X", f"ssl.certificate.location={certificates.client.certificate}",
               "-X", f"ssl.key.location={certificates.client.key}"]
-    consumed = subprocess.run([kcat, "-b", _address(tls_broker, "MTLS"), *ssl_args, *client, "-C", "-t", topic,
+    consumed = subprocess.run([kcat, "-b", tls_address(tls_broker, "MTLS"), *ssl_args, *client, "-C", "-t", topic,
                                "-e", "-o", "beginning"], capture_output=True, timeout=60)
     assert consumed.returncode == 0, consumed.stderr
     assert consumed.stdout.split() == [b"one", b"two", b"three"]
-    refused = subprocess.run([kcat, "-b", _address(tls_broker, "MTLS"), *ssl_args, "-L", "-m", "3"],
+    refused = subprocess.run([kcat, "-b", tls_address(tls_broker, "MTLS"), *ssl_args, "-L", "-m", "3"],
                              capture_output=True, timeout=60)
     assert refused.returncode != 0
 
@@ -218,6 +195,6 @@ def test_plaintext_and_garbage_on_a_tls_listener_cost_only_their_own_connection(
                 pass
     output = _wait_logged(tls_broker, "on SSL failed")
     assert "Traceback" not in output
-    admin = AdminClient({"bootstrap.servers": _address(tls_broker, "SSL"), "security.protocol": "SSL",
+    admin = AdminClient({"bootstrap.servers": tls_address(tls_broker, "SSL"), "security.protocol": "SSL",
                          "ssl.ca.location": str(certificates.ca)})
     assert admin.list_topics(timeout=10).brokers  # the listener still serves TLS clients
