@@ -21,7 +21,7 @@ from typing import Any
 
 from kfk import __version__
 from kfk.common.constants import INT32_MAX
-from kfk.config import ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
+from kfk.config import ACCEPTED_BROKER_KEYS, ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
 from kfk.errors import InvalidConfigurationError
 from kfk.security.sasl import SaslClient
 from kfk.security.sasl.jaas import parse_jaas_config
@@ -62,8 +62,9 @@ _COMMON = [
     ConfigKey("metadata.max.age.ms", ConfigType.LONG, 300_000, at_least(0),
               "Refresh cluster metadata at least this often, even without a sign that it changed."),
     ConfigKey("connections.max.idle.ms", ConfigType.LONG, 540_000, None, "Close connections idle this long."),
-    ConfigKey("security.protocol", ConfigType.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SASL_PLAINTEXT"),
-              "PLAINTEXT, or SASL_PLAINTEXT: authenticate every connection with sasl.mechanism."),
+    ConfigKey("security.protocol", ConfigType.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+              "PLAINTEXT; SSL: TLS with the ssl.* settings (PEM key and trust stores); SASL_PLAINTEXT: authenticate "
+              "every connection with sasl.mechanism; SASL_SSL: both."),
     ConfigKey("sasl.mechanism", ConfigType.STRING, "GSSAPI", None,
               "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (kfk has no GSSAPI, Kafka's default)."),
     ConfigKey("sasl.username", ConfigType.STRING, None, None,
@@ -76,6 +77,18 @@ _COMMON = [
     ConfigKey("sasl.oauthbearer.token", ConfigType.PASSWORD, None, None,
               "kfk's own: the bearer token (a JWT) OAUTHBEARER sends, e.g. one signed by your identity provider."),
 ]
+
+#: The Java client's ssl.* settings that a Python client can honour (kfk.security.tls reads them), with the same
+#: types and defaults as the broker's: PEM stores only (ssl.keystore.type/ssl.truststore.type=PEM), TLS versions,
+#: TLS 1.2 cipher suites, the host name check (ssl.endpoint.identification.algorithm=https, empty to turn it off).
+#: The store passwords and ssl.protocol are accepted for properties files written for Java clients; PEM stores do
+#: not use them.
+SSL_CLIENT_CONFIGS = ("ssl.cipher.suites", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm",
+                      "ssl.key.password", "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.location",
+                      "ssl.keystore.password", "ssl.keystore.type", "ssl.protocol", "ssl.truststore.certificates",
+                      "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type")
+_COMMON += [ConfigKey(name, config_type, default, None, "TLS (security.protocol=SSL), as the Java client's.")
+            for name, config_type, default in ACCEPTED_BROKER_KEYS if name in SSL_CLIENT_CONFIGS]
 
 PRODUCER_CONFIG_DEF = ConfigDef(_COMMON + [
     ConfigKey("acks", ConfigType.STRING, "all", one_of("all", "-1", "0", "1"),

@@ -18,6 +18,9 @@ large fetch response is received into one buffer with no intermediate copies and
   as in the Java client (the responses behind it can no longer be matched safely); so does a connect or handshake
   slower than socket.connection.setup.timeout.ms. One watchdog task per connection checks the deadlines, rather
   than a timer per request: the producer sends thousands of requests a second.
+- TLS (security.protocol=SSL): the transport is wrapped in the client's SSLContext (kfk.security.tls), the
+  handshake is part of the connection setup and its timeout; the broker's certificate is checked against the trust
+  store, and its host name unless ssl.endpoint.identification.algorithm is empty.
 When the connection closes, for whatever reason, every in-flight request fails with the same error.
 """
 
@@ -27,6 +30,7 @@ import asyncio
 import logging
 import os
 import socket
+import ssl
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -61,8 +65,9 @@ class BrokerConnection:
 
     def __init__(self, host: str, port: int, *, node_id: int, client_id: str, client_software_name: str,
                  client_software_version: str, request_timeout_ms: int, connection_setup_timeout_ms: int,
-                 sasl: Callable[[], SaslClient] | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, sasl: Callable[[], SaslClient] | None = None) -> None:
         self.host = host
+        self.ssl_context = ssl_context
         self.port = port
         self.node_id = node_id
         self.client_id = client_id
@@ -104,12 +109,16 @@ class BrokerConnection:
         timeout = self.connection_setup_timeout_ms / 1000
         try:
             _, self._socket = await asyncio.wait_for(asyncio.get_running_loop().create_connection(
-                lambda: _Socket(self), self.host, self.port), timeout)
+                lambda: _Socket(self), self.host, self.port, ssl=self.ssl_context,
+                server_hostname=self.host if self.ssl_context is not None else None), timeout)
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"connecting to {self.address} took longer than "
                                     f"{self.connection_setup_timeout_ms} ms") from None
         except socket.gaierror as error:  # its errno is getaddrinfo's (negative), not one os.strerror knows
             raise NetworkError(f"cannot resolve host {self.host}: {error.strerror}") from None
+        except ssl.SSLError as error:  # an untrusted certificate, a wrong host name, a refused client certificate
+            raise NetworkError(f"TLS handshake with {self.address} failed: "
+                               f"{getattr(error, 'verify_message', None) or error.reason or error}") from None
         except OSError as error:
             reason = os.strerror(error.errno) if error.errno else str(error)
             raise NetworkError(f"cannot connect to {self.address}: {reason}") from None
@@ -210,6 +219,8 @@ class BrokerConnection:
 
     def _write(self, request: Message, version: int, expect_response: bool, timeout_ms: int) -> asyncio.Future | None:
         assert self._socket is not None
+        if self._closed_error is not None:  # the broker closed at once (e.g. right after a TLS handshake)
+            raise self._closed_error
         future: asyncio.Future | None = None
         waiting: _Waiting | None = None
         if expect_response:

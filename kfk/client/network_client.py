@@ -29,6 +29,7 @@ from kfk.common.constants import NO_NODE
 from kfk.errors import KafkaError, KafkaTimeoutError, NetworkError
 from kfk.protocol.message import Message
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from kfk.security.tls import TLS_PROTOCOLS, client_context
 
 __all__ = ["NetworkClient", "ExponentialBackoff", "TRACKED_TOPICS", "COORDINATOR_ID_BASE", "monotonic_ms"]
 
@@ -93,6 +94,9 @@ class NetworkClient:
         self.ever_connected = False
         self._finalized_features: dict[str, int] = {}
         self._finalized_features_epoch = -1
+        #: Built once from the ssl.* settings (a bad trust store fails the client's creation, not each connect).
+        self._ssl_context = (client_context(lambda key: config[key]) if config.security_protocol in TLS_PROTOCOLS
+                             else None)
 
     # --- addresses ---------------------------------------------------------------------------------------------------
 
@@ -153,7 +157,8 @@ class NetworkClient:
                 address[0], address[1], node_id=node_id, client_id=self.config.client_id,
                 client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=CLIENT_SOFTWARE_VERSION,
                 request_timeout_ms=self.config.request_timeout_ms,
-                connection_setup_timeout_ms=self.config.socket_connection_setup_timeout_ms, sasl=self._sasl)
+                connection_setup_timeout_ms=self.config.socket_connection_setup_timeout_ms,
+                ssl_context=self._ssl_context, sasl=self._sasl)
             try:
                 await connection.connect()
             except KafkaError:

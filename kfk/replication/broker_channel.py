@@ -1,13 +1,16 @@
 """BrokerChannel: one connection from this broker to another, for inter-broker requests (follower fetches,
 OffsetForLeaderEpoch, ControlledShutdown). Kafka's NetworkClient reduced to what a replica fetcher needs: one request
 in flight at a time, a timeout per request, and a reconnect on the next request after any failure. An asyncio shell
-around kfk.protocol.connection's ClientConnection, which frames, numbers and matches the requests. When the other
-broker's inter-broker listener uses SASL (`sasl`: a factory of the mechanism's clients), each new connection
-authenticates first (kfk.security.sasl.exchange)."""
+around kfk.protocol.connection's ClientConnection, which frames, numbers and matches the requests. When the
+inter-broker listener is SSL or SASL_SSL, the broker hands in its client-side SSLContext and the connection runs TLS
+(the other broker's certificate checked against the broker's trust store, its host name too unless
+ssl.endpoint.identification.algorithm is empty). When it uses SASL (`sasl`: a factory of the mechanism's clients),
+each new connection authenticates first (kfk.security.sasl.exchange)."""
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable
 
 from kfk.errors import KafkaError, NetworkError
@@ -24,8 +27,9 @@ _READ_BYTES = 256 * 1024  # what one read of the socket asks for
 
 class BrokerChannel:
     def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30_000,
-                 sasl: Callable[[], SaslClient] | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, sasl: Callable[[], SaslClient] | None = None) -> None:
         self.host = host
+        self.ssl_context = ssl_context
         self.port = port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -53,7 +57,8 @@ class BrokerChannel:
 
     async def _round_trip(self, message: Message, api_version: int) -> Message:
         if self._writer is None:
-            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+            self._reader, self._writer = await asyncio.open_connection(
+                self.host, self.port, ssl=self.ssl_context, server_hostname=self.host if self.ssl_context else None)
             self._protocol = ClientConnection(self.client_id)
             if self._sasl is not None:
                 await authenticate(self._send, self._sasl(), SASL_AUTHENTICATE_VERSION)

@@ -6,6 +6,7 @@ inter-broker listener; a request that finds no controller, or one that moved, is
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from typing import Callable
 
@@ -20,8 +21,9 @@ from kfk.security.sasl import SaslClient
 class ControllerChannel:
     def __init__(self, node_id: int, backend: MetadataBackend, metadata_cache: MetadataCache,
                  listener_name: Callable[[], str], request_timeout_ms: int = 30_000,
-                 sasl: Callable[[], SaslClient] | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, sasl: Callable[[], SaslClient] | None = None) -> None:
         self.node_id = node_id
+        self.ssl_context = ssl_context
         self.backend = backend
         self.metadata_cache = metadata_cache
         self.listener_name = listener_name
@@ -42,7 +44,7 @@ class ControllerChannel:
                 asyncio.get_running_loop().create_task(channel.close())
             channel = self._channel = BrokerChannel(endpoint.host, endpoint.port,
                                                     f"broker-{self.node_id}-to-controller", self.request_timeout_ms,
-                                                    self.sasl)
+                                                    self.ssl_context, self.sasl)
         return channel
 
     async def send(self, message: Message, api_version: int,

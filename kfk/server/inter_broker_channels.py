@@ -11,6 +11,8 @@ append waiting for replicas must not hold up a produce's verification.
 from __future__ import annotations
 
 import asyncio
+import ssl
+from collections.abc import Callable
 
 from kfk.errors import NetworkError
 from kfk.metadata.cache import MetadataCache
@@ -21,8 +23,10 @@ from kfk.security.sasl import SaslClient
 
 class InterBrokerChannels:
     def __init__(self, node_id: int, purpose: str, metadata_cache: MetadataCache, inter_broker_listener: str,
-                 request_timeout_ms: int, sasl: Callable[[], SaslClient] | None = None) -> None:
+                 request_timeout_ms: int, ssl_context: ssl.SSLContext | None = None,
+                 sasl: Callable[[], SaslClient] | None = None) -> None:
         self.node_id = node_id
+        self.ssl_context = ssl_context
         self.purpose = purpose
         self.metadata_cache = metadata_cache
         self.inter_broker_listener = inter_broker_listener
@@ -42,7 +46,7 @@ class InterBrokerChannels:
             if channel is not None:
                 asyncio.get_running_loop().create_task(channel.close())
             channel = BrokerChannel(endpoint.host, endpoint.port, f"broker-{self.node_id}-{self.purpose}",
-                                    self.request_timeout_ms, self.sasl)
+                                    self.request_timeout_ms, self.ssl_context, self.sasl)
             self._channels[broker_id] = channel
         return channel
 

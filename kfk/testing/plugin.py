@@ -103,12 +103,14 @@ def zookeeper_connect(zookeeper_server: ZooKeeperServer, request: pytest.Fixture
 @pytest.fixture
 def kfk_cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                         zookeeper_connect: str) -> Iterator[Callable[..., KfkCluster]]:
-    """`factory(size=3, overrides=None)`: brokers 1..size on the test's ZooKeeper chroot, each a separate process
-    (kill -9 and SIGSTOP are real); all are killed after the test, their logs printed if it failed."""
+    """`factory(size=3, overrides=None, listener_name="PLAINTEXT")`: brokers 1..size on the test's ZooKeeper chroot,
+    each a separate process (kill -9 and SIGSTOP are real); all are killed after the test, their logs printed if it
+    failed."""
     started: list[KfkCluster] = []
 
-    def factory(size: int = 3, overrides: dict[str, str] | None = None) -> KfkCluster:
-        cluster = start_cluster(tmp_path_factory.mktemp("kfk-cluster"), zookeeper_connect, size, overrides)
+    def factory(size: int = 3, overrides: dict[str, str] | None = None, listener_name: str = "PLAINTEXT") -> KfkCluster:
+        cluster = start_cluster(tmp_path_factory.mktemp("kfk-cluster"), zookeeper_connect, size, overrides,
+                                listener_name=listener_name)
         started.append(cluster)
         return cluster
 

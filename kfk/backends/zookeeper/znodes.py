@@ -29,6 +29,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from kfk.config import SECURITY_PROTOCOLS
 from kfk.errors import CorruptRecordError
 from kfk.metadata.image import Endpoint
 
@@ -57,7 +58,7 @@ PERSISTENT_PATHS = (CONFIG_CHANGES_PATH, CONFIG_TOPICS_PATH, CONFIG_BROKERS_PATH
                     ISR_CHANGE_NOTIFICATION_PATH, "/cluster")
 
 #: SecurityProtocol names by Kafka's id, and back.
-SECURITY_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+SECURITY_PROTOCOL_NAMES = dict(enumerate(SECURITY_PROTOCOLS))
 SECURITY_PROTOCOL_IDS = {name: protocol_id for protocol_id, name in SECURITY_PROTOCOL_NAMES.items()}
 
 
