@@ -1,7 +1,8 @@
-"""SASL on a SASL_PLAINTEXT listener with real clients: confluent-kafka (librdkafka 2.16), kafka-python, aiokafka,
-kcat and kfk's own client produce and consume with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; a wrong password and an
+"""SASL with real clients: confluent-kafka (librdkafka 2.16), kafka-python, aiokafka, kcat and kfk's own client produce
+and consume with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 over SASL_PLAINTEXT and SASL_SSL; a wrong password and an
 unknown user are refused with the error each client reports (Kafka's messages); SCRAM credentials are set with
-AlterUserScramCredentials (kfk's Admin and confluent-kafka's) and described back. One broker serves the module."""
+AlterUserScramCredentials (kfk's Admin and confluent-kafka's) and described back. One broker serves the module: its
+first listener SASL_PLAINTEXT (also the inter-broker one), a second SASL_SSL with conftest's certificates."""
 
 from __future__ import annotations
 
@@ -24,8 +25,10 @@ from kfk.client.structs import ScramCredentialInfo as KfkScramCredentialInfo
 from kfk.client.structs import UserScramCredentialDeletion, UserScramCredentialUpsertion as KfkUpsertion
 from kfk.common.structs import TopicPartition
 from kfk.errors import ResourceNotFoundError, SaslAuthenticationError, UnacceptableCredentialError
-from kfk.testing.broker import BrokerProcess, start_broker
+from kfk.testing.broker import BrokerProcess
 from kfk.testing.plugin import TEST_OVERRIDES
+
+from tests.security.conftest import Certificates
 
 pytestmark = pytest.mark.integration
 
@@ -34,6 +37,7 @@ PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required 
 #: user -> password, for PLAIN (the JAAS users) and for SCRAM (credentials the module fixture creates).
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+PROTOCOLS = ["SASL_PLAINTEXT", "SASL_SSL"]
 PLAIN_FAILURE = "Authentication failed: Invalid username or password"
 
 
@@ -48,8 +52,13 @@ def sasl_overrides(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def sasl_broker(tmp_path_factory: pytest.TempPathFactory):
-    broker = start_broker(tmp_path_factory.mktemp("sasl-broker"), sasl_overrides(), listener_name="SASL_PLAINTEXT")
+def sasl_broker(tmp_path_factory: pytest.TempPathFactory, certificates: Certificates):
+    directory = tmp_path_factory.mktemp("sasl-broker")
+    broker = BrokerProcess(log_dir=directory / "data", log_path=directory / "broker.log",
+                           overrides=sasl_overrides(**certificates.broker_overrides(), **{
+                               "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS}),
+                           listener_name="SASL_PLAINTEXT", extra_listeners=["SASL_SSL://127.0.0.1:0"])
+    broker.start()
     try:
         with Admin(kfk_config(broker.bootstrap_servers, "PLAIN", "admin", "admin-secret")) as admin:
             result = admin.alter_user_scram_credentials(
@@ -61,9 +70,21 @@ def sasl_broker(tmp_path_factory: pytest.TempPathFactory):
         broker.stop()
 
 
+def address(broker: BrokerProcess, protocol: str) -> str:
+    return broker.bootstrap_servers if protocol == "SASL_PLAINTEXT" else f"127.0.0.1:{broker.ports['SASL_SSL']}"
+
+
 def kfk_config(bootstrap: str, mechanism: str, user: str, password: str) -> dict[str, str]:
     return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
             "sasl.username": user, "sasl.password": password}
+
+
+def kfk_protocol_config(broker: BrokerProcess, protocol: str, certificates: Certificates, mechanism: str, user: str,
+                        password: str) -> dict[str, str]:
+    config = {**kfk_config(address(broker, protocol), mechanism, user, password), "security.protocol": protocol}
+    if protocol == "SASL_SSL":
+        config.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": str(certificates.ca)})
+    return config
 
 
 def confluent_config(bootstrap: str, mechanism: str, user: str, password: str, **extra) -> dict:
@@ -71,14 +92,39 @@ def confluent_config(bootstrap: str, mechanism: str, user: str, password: str, *
             "sasl.username": user, "sasl.password": password, **extra}
 
 
+def confluent_protocol_config(broker: BrokerProcess, protocol: str, certificates: Certificates, mechanism: str,
+                              user: str, password: str, **extra) -> dict:
+    config = {**confluent_config(address(broker, protocol), mechanism, user, password, **extra),
+              "security.protocol": protocol}
+    if protocol == "SASL_SSL":
+        config["ssl.ca.location"] = str(certificates.ca)
+    return config
+
+
+def python_client_config(broker: BrokerProcess, protocol: str, certificates: Certificates, mechanism: str,
+                         user: str, password: str, aiokafka: bool = False) -> dict:
+    """kafka-python's and aiokafka's settings (aiokafka takes an SSLContext, kafka-python a CA file)."""
+    config = dict(bootstrap_servers=address(broker, protocol), security_protocol=protocol, sasl_mechanism=mechanism,
+                  sasl_plain_username=user, sasl_plain_password=password)
+    if protocol == "SASL_SSL":
+        if aiokafka:
+            from aiokafka.helpers import create_ssl_context
+            config["ssl_context"] = create_ssl_context(cafile=str(certificates.ca))
+        else:
+            config["ssl_cafile"] = str(certificates.ca)
+    return config
+
+
 def new_topic() -> str:
     return f"sasl-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_confluent_kafka_produces_and_consumes(sasl_broker: BrokerProcess, mechanism: str) -> None:
+def test_confluent_kafka_produces_and_consumes(sasl_broker: BrokerProcess, certificates: Certificates, protocol: str,
+                                               mechanism: str) -> None:
     topic = new_topic()
-    config = confluent_config(sasl_broker.bootstrap_servers, mechanism, "alice", "alice-secret")
+    config = confluent_protocol_config(sasl_broker, protocol, certificates, mechanism, "alice", "alice-secret")
     producer = Producer(config)
     errors: list = []
     for index in range(10):
@@ -97,12 +143,14 @@ def test_confluent_kafka_produces_and_consumes(sasl_broker: BrokerProcess, mecha
     assert values == [f"v{index}".encode() for index in range(10)]
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 @pytest.mark.parametrize("user,password", [("alice", "wrong-secret"), ("mallory", "alice-secret")])
-def test_confluent_kafka_refused(sasl_broker: BrokerProcess, mechanism: str, user: str, password: str) -> None:
+def test_confluent_kafka_refused(sasl_broker: BrokerProcess, certificates: Certificates, protocol: str,
+                                 mechanism: str, user: str, password: str) -> None:
     errors: list = []
-    producer = Producer(confluent_config(sasl_broker.bootstrap_servers, mechanism, user, password,
-                                         error_cb=errors.append, **{"log_level": 0}))
+    producer = Producer(confluent_protocol_config(sasl_broker, protocol, certificates, mechanism, user, password,
+                                                  error_cb=errors.append, **{"log_level": 0}))
     producer.produce(new_topic(), b"never", on_delivery=lambda error, _: None)
     deadline = time.monotonic() + 15
     while not any(error.code() == ConfluentKafkaError._AUTHENTICATION for error in errors) \
@@ -116,13 +164,14 @@ def test_confluent_kafka_refused(sasl_broker: BrokerProcess, mechanism: str, use
     producer.purge()
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_kafka_python_produces_and_consumes(sasl_broker: BrokerProcess, mechanism: str) -> None:
+def test_kafka_python_produces_and_consumes(sasl_broker: BrokerProcess, certificates: Certificates, protocol: str,
+                                            mechanism: str) -> None:
     from kafka import KafkaConsumer, KafkaProducer
 
     topic = new_topic()
-    config = dict(bootstrap_servers=sasl_broker.bootstrap_servers, security_protocol="SASL_PLAINTEXT",
-                  sasl_mechanism=mechanism, sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    config = python_client_config(sasl_broker, protocol, certificates, mechanism, "alice", "alice-secret")
     producer = KafkaProducer(**config)
     for index in range(5):
         producer.send(topic, f"v{index}".encode()).get(timeout=30)
@@ -150,13 +199,15 @@ def test_kafka_python_refused(sasl_broker: BrokerProcess, mechanism: str, caplog
     assert failures and expected in failures[0]
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_aiokafka_produces_and_consumes(sasl_broker: BrokerProcess, mechanism: str) -> None:
+def test_aiokafka_produces_and_consumes(sasl_broker: BrokerProcess, certificates: Certificates, protocol: str,
+                                        mechanism: str) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
     topic = new_topic()
-    config = dict(bootstrap_servers=sasl_broker.bootstrap_servers, security_protocol="SASL_PLAINTEXT",
-                  sasl_mechanism=mechanism, sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    config = python_client_config(sasl_broker, protocol, certificates, mechanism, "alice", "alice-secret",
+                                  aiokafka=True)
 
     async def run() -> list[bytes]:
         producer = AIOKafkaProducer(**config)
@@ -194,10 +245,12 @@ def test_aiokafka_refused(sasl_broker: BrokerProcess, mechanism: str) -> None:
         asyncio.run(asyncio.wait_for(run(), 30))
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_kfk_client_produces_and_consumes(sasl_broker: BrokerProcess, mechanism: str) -> None:
+def test_kfk_client_produces_and_consumes(sasl_broker: BrokerProcess, certificates: Certificates, protocol: str,
+                                          mechanism: str) -> None:
     topic = new_topic()
-    config = kfk_config(sasl_broker.bootstrap_servers, mechanism, "alice", "alice-secret")
+    config = kfk_protocol_config(sasl_broker, protocol, certificates, mechanism, "alice", "alice-secret")
     with KfkProducer(config) as producer:
         for index in range(5):
             producer.send(topic, f"v{index}".encode()).get(30)
