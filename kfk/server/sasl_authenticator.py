@@ -138,8 +138,9 @@ class SaslAuthenticator:
         assert server is not None
         principal = KafkaPrincipal(USER_TYPE, server.authorization_id)
         if self._reauthenticating and principal != self.principal:
-            raise SaslAuthenticationError(f"Cannot change principals during re-authentication from {self.principal}:"
-                                          f" {principal}")
+            raise SaslAuthenticationError(  # Kafka's words, principals as Type.name
+                f"Cannot change principals during re-authentication from {self.principal.principal_type}."
+                f"{self.principal.name}: {principal.principal_type}.{principal.name}")
         now = _now_ms()
         reauth_ms = self._config.connections_max_reauth_ms
         expiry = server.credential_expiry_ms
