@@ -22,7 +22,7 @@ log = logging.getLogger("kfk.backends.zookeeper")
 
 #: Paths whose children kfk lists (with a child watch); every other watched path is read for its data.
 CHILDREN_PATHS = (znodes.BROKER_IDS_PATH, znodes.TOPICS_PATH, znodes.CONFIG_TOPICS_PATH, znodes.CONFIG_BROKERS_PATH,
-                  znodes.DELETE_TOPICS_PATH)
+                  znodes.CONFIG_USERS_PATH, znodes.DELETE_TOPICS_PATH)
 SINGLE_PATHS = (znodes.CLUSTER_ID_PATH, znodes.CONTROLLER_PATH, znodes.CONTROLLER_EPOCH_PATH, znodes.FEATURE_PATH,
                 znodes.PRODUCER_ID_BLOCK_PATH, znodes.REASSIGN_PARTITIONS_PATH)
 
@@ -224,6 +224,8 @@ def _place(snapshot: ZooKeeperSnapshot, path: str, value) -> None:
         entity = path.rsplit("/", 1)[1]
         snapshot.configs[(ConfigResourceType.BROKER, "" if entity == znodes.DEFAULT_BROKER_CONFIG_ENTITY
                           else entity)] = value
+    elif path.startswith(znodes.CONFIG_USERS_PATH + "/"):
+        snapshot.user_configs[znodes.desanitize_entity(path.rsplit("/", 1)[1])] = value
     elif path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
         snapshot.delete_topic_requests.append(value)
     elif path == znodes.CLUSTER_ID_PATH:

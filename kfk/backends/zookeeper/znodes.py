@@ -12,6 +12,8 @@
                                                   "leader_epoch":0,"isr":[1,2]}
     /brokers/seqid                               (broker id generation)
     /config/topics/<topic>, /config/brokers/<id|<default>>   {"version":1,"config":{...}}
+    /config/users/<user>                         {"version":1,"config":{"SCRAM-SHA-256":"salt=...,stored_key=...,
+                                                  server_key=...,iterations=4096"}}
     /config/changes/config_change_<seq>          {"version":2,"entity_path":"topics/<topic>"}
     /admin/delete_topics/<topic>, /admin/reassign_partitions, /isr_change_notification/isr_change_<seq>
     /latest_producer_id_block                    {"version":1,"broker":1,"block_start":"0","block_end":"999"}
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import json
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -42,6 +45,7 @@ BROKER_SEQUENCE_ID_PATH = "/brokers/seqid"
 CONFIG_PATH = "/config"
 CONFIG_TOPICS_PATH = "/config/topics"
 CONFIG_BROKERS_PATH = "/config/brokers"
+CONFIG_USERS_PATH = "/config/users"
 CONFIG_CHANGES_PATH = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS_PATH = "/admin/delete_topics"
@@ -84,6 +88,20 @@ def broker_path(broker_id: int) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS_PATH}/{topic}"
+
+
+def sanitize_entity(name: str) -> str:
+    """A user name as its znode names it (Kafka's Sanitizer: URL encoding, `*` too): `CN=a b` -> `CN%3Da%20b`."""
+    return urllib.parse.quote(name, safe="").replace("~", "%7E")
+
+
+def desanitize_entity(name: str) -> str:
+    return urllib.parse.unquote(name)
+
+
+def user_config_path(user: str) -> str:
+    """/config/users/<user>: a user's SCRAM credentials (and quotas), Kafka's config znode format."""
+    return f"{CONFIG_USERS_PATH}/{sanitize_entity(user)}"
 
 
 def broker_config_path(entity: str) -> str:
