@@ -267,6 +267,8 @@ class _Connection(asyncio.BufferedProtocol):
             return True
         except (OSError, asyncio.TimeoutError, ValueError) as error:
             reason = getattr(error, "reason", None) or str(error) or type(error).__name__
+            if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST"):
+                reason += " (not a TLS client: plaintext on a TLS listener?)"
             log.info("TLS handshake with %s:%s on %s failed: %s", self.client_host, self.client_port,
                      self._listener_name, reason)
             self._transport.abort()  # the raw transport if the handshake failed, else the TLS one
