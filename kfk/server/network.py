@@ -31,7 +31,7 @@ connection's task runs the handshake (loop.start_tls) before it reads a request,
 client, garbage, an untrusted or missing client certificate) is logged at INFO and closes that connection alone. The
 handshake gives the connection its principal (the client certificate's mapped DN, else User:ANONYMOUS), which every
 request it sends carries. sendfile cannot encrypt: over TLS a file region is read into memory and written through the
-TLS transport (kfk bench: bench/bench_tls_fetch.py measures both paths).
+TLS transport (bench/bench_tls.py measures both paths).
 """
 
 from __future__ import annotations
