@@ -1090,7 +1090,8 @@ class BrokerConfig:
         if explicit_protocol:
             protocol = self.security_inter_broker_protocol.strip().upper()
             if protocol not in SECURITY_PROTOCOLS:
-                raise _invalid("security.inter.broker.protocol", protocol, f"not one of {', '.join(SECURITY_PROTOCOLS)}")
+                raise _invalid("security.inter.broker.protocol", protocol,
+                               f"not one of {', '.join(SECURITY_PROTOCOLS)}")
             return protocol
         first = self.listeners[0] if self.listeners else "PLAINTEXT://"
         return first.split("://", 1)[0].strip().upper() or "PLAINTEXT"

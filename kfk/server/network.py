@@ -35,7 +35,7 @@ connection's task runs the handshake (loop.start_tls) before it reads a request,
 client, garbage, an untrusted or missing client certificate) is logged at INFO and closes that connection alone. The
 handshake gives the connection its principal (the client certificate's mapped DN, else User:ANONYMOUS), which every
 request it sends carries. sendfile cannot encrypt: over TLS a file region is read into memory and written through the
-TLS transport (kfk bench: bench/bench_tls_fetch.py measures both paths).
+TLS transport (bench/bench_tls.py measures both paths).
 """
 
 from __future__ import annotations
@@ -273,6 +273,8 @@ class _Connection(asyncio.BufferedProtocol):
             return True
         except (OSError, asyncio.TimeoutError, ValueError) as error:
             reason = getattr(error, "reason", None) or str(error) or type(error).__name__
+            if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST"):
+                reason += " (not a TLS client: plaintext on a TLS listener?)"
             log.info("TLS handshake with %s:%s on %s failed: %s", self.client_host, self.client_port,
                      self._listener_name, reason)
             self._transport.abort()  # the raw transport if the handshake failed, else the TLS one

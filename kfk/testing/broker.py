@@ -100,9 +100,11 @@ class BrokerProcess:
 
 
 def start_broker(log_dir: Path, overrides: dict[str, str] | None = None, host: str = "127.0.0.1",
-                 port: int = 0, timeout: float = 20.0, listener_name: str = "PLAINTEXT") -> BrokerProcess:
+                 port: int = 0, timeout: float = 20.0, listener_name: str = "PLAINTEXT",
+                 extra_listeners: list[str] | None = None) -> BrokerProcess:
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     broker = BrokerProcess(log_dir=log_dir / "data", overrides=dict(overrides or {}),
-                           log_path=log_dir / "broker.log", host=host, port=port, listener_name=listener_name)
+                           log_path=log_dir / "broker.log", host=host, port=port, listener_name=listener_name,
+                           extra_listeners=list(extra_listeners or []))
     return broker.start(timeout)

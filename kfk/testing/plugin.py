@@ -9,6 +9,8 @@
 - `apache_kafka` (one per session and xdist worker), `apache_kafka_factory` (started per test with your config),
   `kafka_classpath_fixture`: Apache Kafka itself (kfk.testing.apache_kafka), the oracle for interoperability tests.
   They fail, never skip, when it cannot be resolved: CI installs Java and Maven.
+- kfk.testing.certificates (not a fixture; needs the `cryptography` test dependency): a CA and certificates for TLS
+  brokers and clients, made at run time.
 If a test fails, the broker's log is attached to the report.
 """
 

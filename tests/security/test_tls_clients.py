@@ -180,6 +180,9 @@ def test_kcat_with_and_without_a_client_certificate(tls_broker, certificates) ->
 def test_plaintext_and_garbage_on_a_tls_listener_cost_only_their_own_connection(tls_broker, certificates) -> None:
     from confluent_kafka.admin import AdminClient
 
+    admin = AdminClient({"bootstrap.servers": tls_address(tls_broker, "SSL"), "security.protocol": "SSL",
+                         "ssl.ca.location": str(certificates.ca)})
+    assert admin.list_topics(timeout=10).brokers  # a TLS client connected before the garbage arrives
     port = tls_broker.ports["SSL"]
     # A Kafka ApiVersions request in plaintext, random bytes, and a connection that says nothing and leaves.
     api_versions = bytes.fromhex("00000012001200030000000100066b63617400")
@@ -195,6 +198,7 @@ def test_plaintext_and_garbage_on_a_tls_listener_cost_only_their_own_connection(
                 pass
     output = _wait_logged(tls_broker, "on SSL failed")
     assert "Traceback" not in output
-    admin = AdminClient({"bootstrap.servers": tls_address(tls_broker, "SSL"), "security.protocol": "SSL",
+    assert admin.list_topics(timeout=10).brokers  # ... is still served
+    later = AdminClient({"bootstrap.servers": tls_address(tls_broker, "SSL"), "security.protocol": "SSL",
                          "ssl.ca.location": str(certificates.ca)})
-    assert admin.list_topics(timeout=10).brokers  # the listener still serves TLS clients
+    assert later.list_topics(timeout=10).brokers  # and so are new TLS clients
