@@ -970,10 +970,16 @@ def _hours_or_minutes_ms(values: Mapping[str, Any], ms: str, minutes: str | None
     return values[hours] * 3_600_000
 
 
+#: The authorizer's own configs (Kafka's StandardAuthorizer reads them from the broker's properties; they are not
+#: broker configs, so DescribeConfigs does not list them): see BrokerConfig.super_users.
+AUTHORIZER_CONFIGS = ("super.users", "allow.everyone.if.no.acl.found")
+
+
 def _is_known_broker_name(name: str) -> bool:
-    """A broker config name, or one set for a single listener (`listener.name.<listener>.<config>`, e.g.
-    listener.name.internal.ssl.keystore.location), as Kafka 4.x accepts them."""
-    if name in BROKER_CONFIG_DEF.keys:
+    """A broker config name, one of the authorizer's, or one set for a single listener
+    (`listener.name.<listener>.<config>`, e.g. listener.name.internal.ssl.keystore.location), as Kafka 4.x accepts
+    them."""
+    if name in BROKER_CONFIG_DEF.keys or name in AUTHORIZER_CONFIGS:
         return True
     prefix, _, rest = name.partition("listener.name.")
     listener, _, config = rest.partition(".")
@@ -1048,6 +1054,18 @@ class BrokerConfig:
         if prefixed in self.originals:
             return BROKER_CONFIG_DEF.keys[key].parse(self.originals[prefixed])
         return None
+
+    @property
+    def super_users(self) -> list[str]:
+        """`super.users`: principals (`User:admin;User:broker`) every authorization check lets through."""
+        text = str(self.originals.get("super.users") or "")
+        return [user.strip() for user in text.split(";") if user.strip()]
+
+    @property
+    def allow_everyone_if_no_acl_found(self) -> bool:
+        """`allow.everyone.if.no.acl.found` (false by default): whether a resource without any ACL is open to all."""
+        value = self.originals.get("allow.everyone.if.no.acl.found", False)
+        return value if isinstance(value, bool) else str(value).strip().lower() == "true"
 
     @property
     def log_dir_list(self) -> list[str]:

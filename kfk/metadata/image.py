@@ -15,8 +15,10 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from kfk.common.config_types import ConfigResourceType
+from kfk.metadata.acls import ACL_RECORD_NAMES, apply_acl_record
 from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
+from kfk.security.acl import AclBinding
 
 NO_LEADER = -1
 #: PartitionChangeRecord.leader when the leader does not change.
@@ -110,6 +112,8 @@ class MetadataImage:
     configs: Mapping[tuple[ConfigResourceType, str], Mapping[str, str]] = field(default_factory=_empty)
     features: Mapping[str, int] = field(default_factory=_empty)
     next_producer_id: int = 0
+    #: Every ACL by its id (kfk/metadata/acls.py).
+    acls: Mapping[uuid.UUID, AclBinding] = field(default_factory=_empty)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
@@ -152,7 +156,7 @@ class MetadataImage:
         delta = _Delta(self)
         for record in records:
             handler = _HANDLERS.get(record.NAME)
-            if handler is not None:  # records this version does not model (ACLs, quotas...) are skipped
+            if handler is not None:  # records this version does not model (quotas...) are skipped
                 handler(delta, record)
         return delta.build(offset)
 
@@ -167,6 +171,7 @@ class _Delta:
         self.configs: dict | None = None
         self.features: dict[str, int] | None = None
         self.next_producer_id = image.next_producer_id
+        self.acls: dict[uuid.UUID, AclBinding] | None = None
 
     def mutable_brokers(self) -> dict[int, BrokerRegistration]:
         if self.brokers is None:
@@ -183,6 +188,11 @@ class _Delta:
             self.configs = dict(self.image.configs)
         return self.configs
 
+    def mutable_acls(self) -> dict[uuid.UUID, AclBinding]:
+        if self.acls is None:
+            self.acls = dict(self.image.acls)
+        return self.acls
+
     def build(self, offset: int) -> MetadataImage:
         image = self.image
         changes: dict = {"offset": offset, "next_producer_id": self.next_producer_id}
@@ -195,6 +205,8 @@ class _Delta:
             changes["configs"] = MappingProxyType(self.configs)
         if self.features is not None:
             changes["features"] = MappingProxyType(self.features)
+        if self.acls is not None:
+            changes["acls"] = MappingProxyType(self.acls)
         return replace(image, **changes)
 
 
@@ -309,3 +321,5 @@ _HANDLERS = {
     "FeatureLevelRecord": _feature_level_record,
     "ProducerIdsRecord": _producer_ids_record,
 }
+for _name in ACL_RECORD_NAMES:
+    _HANDLERS[_name] = lambda delta, record: apply_acl_record(delta.mutable_acls(), record)
