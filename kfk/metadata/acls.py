@@ -15,7 +15,6 @@ from kfk.security.acl import AclBinding
 
 AccessControlEntryRecord = schema_class("AccessControlEntryRecord")
 RemoveAccessControlEntryRecord = schema_class("RemoveAccessControlEntryRecord")
-ACL_RECORD_NAMES = ("AccessControlEntryRecord", "RemoveAccessControlEntryRecord")
 
 
 def binding_of(record: Message) -> AclBinding:
@@ -31,12 +30,13 @@ def record_of(acl_id: uuid.UUID, binding: AclBinding) -> Message:
         principal=entry.principal, host=entry.host, operation=entry.operation, permission_type=entry.permission_type)
 
 
-def apply_acl_record(acls: dict[uuid.UUID, AclBinding], record: Message) -> None:
-    """Apply one of ACL_RECORD_NAMES to the image's mutable ACLs."""
-    if record.NAME == "AccessControlEntryRecord":
-        acls[record.id] = binding_of(record)
-    else:
-        acls.pop(record.id, None)
+def access_control_entry_record(delta, record: Message) -> None:
+    """MetadataImage.apply's handler of AccessControlEntryRecord (`delta`: the image's _Delta)."""
+    delta.mutable_acls()[record.id] = binding_of(record)
+
+
+def remove_access_control_entry_record(delta, record: Message) -> None:
+    delta.mutable_acls().pop(record.id, None)
 
 
 def acl_ids(acls: Mapping[uuid.UUID, AclBinding]) -> dict[AclBinding, uuid.UUID]:

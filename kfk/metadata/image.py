@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from kfk.common.config_types import ConfigResourceType
-from kfk.metadata.acls import ACL_RECORD_NAMES, apply_acl_record
+from kfk.metadata import acls as acl_records
 from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
 from kfk.security.acl import AclBinding
@@ -320,6 +320,6 @@ _HANDLERS = {
     "BrokerRegistrationChangeRecord": _broker_registration_change_record,
     "FeatureLevelRecord": _feature_level_record,
     "ProducerIdsRecord": _producer_ids_record,
+    "AccessControlEntryRecord": acl_records.access_control_entry_record,
+    "RemoveAccessControlEntryRecord": acl_records.remove_access_control_entry_record,
 }
-for _name in ACL_RECORD_NAMES:
-    _HANDLERS[_name] = lambda delta, record: apply_acl_record(delta.mutable_acls(), record)
