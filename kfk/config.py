@@ -973,6 +973,8 @@ def _hours_or_minutes_ms(values: Mapping[str, Any], ms: str, minutes: str | None
 #: The authorizer's own configs (Kafka's StandardAuthorizer reads them from the broker's properties; they are not
 #: broker configs, so DescribeConfigs does not list them): see BrokerConfig.super_users.
 AUTHORIZER_CONFIGS = ("super.users", "allow.everyone.if.no.acl.found")
+#: The SASL mechanisms a per-listener key may name (listener.name.<listener>.<mechanism, lower case>.<key>).
+_SASL_MECHANISM_NAMES = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 
 
 def _is_known_broker_name(name: str) -> bool:
@@ -983,6 +985,8 @@ def _is_known_broker_name(name: str) -> bool:
         return True
     prefix, _, rest = name.partition("listener.name.")
     listener, _, config = rest.partition(".")
+    if not prefix and listener and config.partition(".")[0].upper() in _SASL_MECHANISM_NAMES:
+        config = config.partition(".")[2]  # listener.name.<listener>.<mechanism>.sasl.jaas.config and the like
     return not prefix and bool(listener) and config in BROKER_CONFIG_DEF.keys
 
 

@@ -36,6 +36,7 @@ from kfk.controller import (
     partition_change,
     reassignment,
     replication_control,
+    scram_control,
 )
 from kfk.controller.auto_topic_creation import creatable_topic
 from kfk.controller.backend import MetadataBackend
@@ -55,6 +56,8 @@ from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from kfk.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
+                                                                 AlterUserScramCredentialsResponse)
 from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -418,6 +421,19 @@ class QuorumController:
             return DeleteAclsResponse(filter_results=[DeleteAclsResponse.DeleteAclsFilterResult(
                 error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message)
                 for _ in request.filters])
+
+    # -- SCRAM credentials -------------------------------------------------------------------------------------------
+
+    async def alter_user_scram_credentials(self, request: AlterUserScramCredentialsRequest
+                                           ) -> AlterUserScramCredentialsResponse:
+        try:
+            return await self._write(lambda image: scram_control.alter_user_scram_credentials(image, request))
+        except NotControllerError:
+            Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+            users = dict.fromkeys(item.name for item in [*request.deletions, *request.upsertions])
+            return AlterUserScramCredentialsResponse(results=[
+                Result(user=user, error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message)
+                for user in users])
 
     # -- brokers and producer ids ------------------------------------------------------------------------------------
 

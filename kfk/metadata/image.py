@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 
 from kfk.common.config_types import ConfigResourceType
 from kfk.metadata import acls as acl_records
+from kfk.metadata import scram
 from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
 from kfk.security.acl import AclBinding
@@ -114,6 +115,8 @@ class MetadataImage:
     next_producer_id: int = 0
     #: Every ACL by its id (kfk/metadata/acls.py).
     acls: Mapping[uuid.UUID, AclBinding] = field(default_factory=_empty)
+    #: SCRAM credentials by (user name, mechanism type): kfk/metadata/scram.py.
+    scram_credentials: Mapping[tuple[str, int], scram.ScramCredentialData] = field(default_factory=_empty)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
@@ -172,6 +175,7 @@ class _Delta:
         self.features: dict[str, int] | None = None
         self.next_producer_id = image.next_producer_id
         self.acls: dict[uuid.UUID, AclBinding] | None = None
+        self.scram_credentials: dict[tuple[str, int], scram.ScramCredentialData] | None = None
 
     def mutable_brokers(self) -> dict[int, BrokerRegistration]:
         if self.brokers is None:
@@ -207,6 +211,8 @@ class _Delta:
             changes["features"] = MappingProxyType(self.features)
         if self.acls is not None:
             changes["acls"] = MappingProxyType(self.acls)
+        if self.scram_credentials is not None:
+            changes["scram_credentials"] = MappingProxyType(self.scram_credentials)
         return replace(image, **changes)
 
 
@@ -322,4 +328,6 @@ _HANDLERS = {
     "ProducerIdsRecord": _producer_ids_record,
     "AccessControlEntryRecord": acl_records.access_control_entry_record,
     "RemoveAccessControlEntryRecord": acl_records.remove_access_control_entry_record,
+    "UserScramCredentialRecord": scram.user_scram_credential_record,
+    "RemoveUserScramCredentialRecord": scram.remove_user_scram_credential_record,
 }

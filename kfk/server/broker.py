@@ -39,6 +39,7 @@ from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaStorageError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
+from kfk.security.sasl.settings import SASL_PROTOCOLS, listener_security_protocol
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
@@ -66,9 +67,13 @@ from kfk.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHand
 from kfk.server.handlers.offsets import OffsetsHandler
 from kfk.server.handlers.produce import ProduceHandler
 from kfk.server.handlers.producer_id import ProducerIdHandler
+from kfk.server.handlers.sasl import SaslHandler
+from kfk.server.handlers.scram_credentials import ScramCredentialsHandler
 from kfk.server.handlers.transactions import TransactionsHandler
 from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.server.metrics import MetricsEndpoint
+from kfk.server.sasl_authenticator import SaslAuthenticator
+from kfk.server.sasl_config import SaslListenerConfig, image_scram_credentials
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
@@ -172,6 +177,8 @@ class BrokerServer:
             OffsetsHandler(metadata_cache, group_coordinator, auth),
             TransactionsHandler(transaction_coordinator, group_coordinator, replica_manager, metadata_cache,
                                 self.txn_marker_writer, self.txn_verifier, auth),
+            SaslHandler(),
+            ScramCredentialsHandler(metadata_cache, controller, auth),
         ]
         for handler in handlers:
             handler.register(self.dispatcher)
@@ -460,7 +467,26 @@ class BrokerServer:
                 self.config, [listener.name for listener in listeners],
                 (self.config.inter_broker_listener_name or listeners[0].name).upper(),
                 resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides))),
+            authenticator=self._sasl_authenticators(listeners),
         )
+
+    def _sasl_authenticators(self, listeners: list[network.Listener]):
+        """A new connection's SaslAuthenticator by listener name, None on a listener without SASL. The listeners'
+        SASL settings are checked now (a mistake fails the start); a listener added later is read when its first
+        connection arrives."""
+        configs: dict[str, SaslListenerConfig | None] = {}
+        credentials = image_scram_credentials(lambda: self.metadata_cache.image if self.metadata_cache else None)
+
+        def listener_config(name: str) -> SaslListenerConfig | None:
+            if name not in configs:
+                sasl = listener_security_protocol(self.config, name) in SASL_PROTOCOLS
+                configs[name] = SaslListenerConfig.from_broker_config(self.config, name, credentials) if sasl else None
+            return configs[name]
+
+        for listener in listeners:
+            listener_config(listener.name)
+        return lambda name: (None if (config := listener_config(name)) is None
+                             else SaslAuthenticator(config, self.dispatcher))
 
     async def start(self) -> None:
         """Start every layer. A start that fails on the operator's mistake (a log dir in use, a port taken, a
@@ -472,8 +498,8 @@ class BrokerServer:
         except ValueError as error:
             raise InvalidConfigurationError(f"invalid listeners: {error}") from None
         self.auth = RequestAuthorizer.from_config(self.config)
-        self._log_dir_locks = acquire_log_dirs(self.log_dirs)
         self.socket_server = self._build_socket_server(listeners)
+        self._log_dir_locks = acquire_log_dirs(self.log_dirs)
         self.dynamic_config.add_reconfigurable(self._reconfigure_network)
         self.dynamic_config.add_reconfigurable(self._reconfigure_cleaner)
         self.dynamic_config.add_reconfigurable(self._reconfigure_replica_fetchers)

@@ -81,6 +81,10 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),  # handlers/transactions.py
     ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),  # handlers/transactions.py
     ApiKey.LIST_CLIENT_METRICS_RESOURCES: VersionRange(0, 0),  # handlers/configs.py
+    ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),  # handlers/sasl.py, kfk/server/sasl_authenticator.py
+    ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),  # handlers/sasl.py, kfk/server/sasl_authenticator.py
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py
 }
 
 
@@ -112,7 +116,12 @@ class Registration(NamedTuple):
 
 
 class CloseConnection(Exception):
-    """Raised to the network layer when the connection must be closed instead of answered."""
+    """Raised to the network layer when the connection must be closed instead of answered, or (with `response`)
+    right after that last response is written: a failed SASL authentication."""
+
+    def __init__(self, reason: str, response: list | None = None) -> None:
+        super().__init__(reason)
+        self.response = response
 
 
 class Dispatcher:

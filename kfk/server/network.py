@@ -22,6 +22,10 @@ bytearray of its own that the kernel fills directly). The dispatcher decodes Pro
 bytearray, so the records field is a view too: the validator assigns offsets in place and the log writes those very
 bytes (socket -> frame -> file).
 
+On a SASL listener each connection has a SaslAuthenticator (kfk.server.sasl_authenticator) that takes the
+dispatcher's place: it serves the authentication exchange itself and passes the other requests on with the
+principal it established.
+
 Response chunks are bytes, except file regions (kfk.storage FileRegion: an open segment file, a position and a
 length), which fetch responses carry for record data: those go out with the loop's sendfile, straight from the
 segment file to the socket, never through Python memory.
@@ -41,6 +45,7 @@ from kfk.protocol.connection import ServerConnection, StreamError
 from kfk.server.connection_quotas import ConnectionQuotas, RateLimitedLog
 from kfk.server.dispatch import CloseConnection, Dispatcher
 from kfk.server.memory_pool import MemoryPool
+from kfk.server.sasl_authenticator import SaslAuthenticator
 
 log = logging.getLogger("kfk.server.network")
 
@@ -116,6 +121,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.memory_paused = False  # reading stopped because the memory pool is exhausted
         self._serving_bytes = 0  # the frame being handled
         self._reserved = 0  # bytes reserved in the memory pool
+        self.authenticator = server.authenticator(listener_name) if server.authenticator is not None else None
 
     # -- asyncio protocol callbacks ------------------------------------------------------------------------------
 
@@ -238,7 +244,7 @@ class _Connection(asyncio.BufferedProtocol):
 
     async def serve(self) -> None:
         server = self._server
-        dispatcher = server.dispatcher
+        dispatch = self.authenticator.handle if self.authenticator is not None else server.dispatcher.dispatch
         transport = self._transport
         assert transport is not None
         try:
@@ -252,7 +258,7 @@ class _Connection(asyncio.BufferedProtocol):
                 self._serving_bytes = len(frame)
                 started = time.monotonic()
                 try:
-                    chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port, self._listener_name)
+                    chunks = await dispatch(frame, self.client_host, self.client_port, self._listener_name)
                 finally:
                     self._serving_bytes = 0
                     if server.memory_pool is not None:
@@ -266,6 +272,11 @@ class _Connection(asyncio.BufferedProtocol):
                     observer((frame[0] << 8) | frame[1], started - arrival, time.monotonic() - arrival)
         except CloseConnection as reason:
             log.info("closing connection from %s:%s: %s", self.client_host, self.client_port, reason)
+            if reason.response is not None and not transport.is_closing():
+                try:
+                    await self._write(reason.response)
+                except ConnectionError:
+                    pass
         except ConnectionError:
             pass  # the client went away
         finally:
@@ -331,6 +342,7 @@ class SocketServer:
         request_receive_timeout_ms: int = 30000,
         queued_max_request_bytes: int = -1,
         quotas: ConnectionQuotas | None = None,
+        authenticator: Callable[[str], SaslAuthenticator | None] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.listeners = listeners
@@ -339,6 +351,8 @@ class SocketServer:
         self.request_receive_timeout_ms = request_receive_timeout_ms
         self.memory_pool = MemoryPool(queued_max_request_bytes) if queued_max_request_bytes > 0 else None
         self.quotas = quotas or ConnectionQuotas()
+        #: A new connection's authenticator, by listener name (None: the listener does not authenticate).
+        self.authenticator = authenticator
         self._memory_paused: set[_Connection] = set()
         self._timeouts = RateLimitedLog()
         self.bound: list[Listener] = []  # the listeners with the ports actually bound (port 0 = ephemeral)

@@ -34,6 +34,8 @@ class BrokerProcess:
     port: int = 0
     node_id: int = 1
     extra_args: list[str] = field(default_factory=list)
+    #: The name of its one listener, also its security protocol (SASL_PLAINTEXT for a SASL test broker).
+    listener_name: str = "PLAINTEXT"
 
     @property
     def bootstrap_servers(self) -> str:
@@ -43,7 +45,7 @@ class BrokerProcess:
         """Start (or restart, on the same port) and wait until the broker is listening."""
         overrides = dict(self.overrides)
         overrides.setdefault("log.dirs", str(self.log_dir))
-        overrides["listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
+        overrides["listeners"] = f"{self.listener_name}://{self.host}:{self.port}"
         args = [sys.executable, "-m", "kfk", "server", "start", *self.extra_args]
         for key, value in overrides.items():
             args += ["--override", f"{key}={value}"]
@@ -93,9 +95,9 @@ class BrokerProcess:
 
 
 def start_broker(log_dir: Path, overrides: dict[str, str] | None = None, host: str = "127.0.0.1",
-                 port: int = 0, timeout: float = 20.0) -> BrokerProcess:
+                 port: int = 0, timeout: float = 20.0, listener_name: str = "PLAINTEXT") -> BrokerProcess:
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     broker = BrokerProcess(log_dir=log_dir / "data", overrides=dict(overrides or {}),
-                           log_path=log_dir / "broker.log", host=host, port=port)
+                           log_path=log_dir / "broker.log", host=host, port=port, listener_name=listener_name)
     return broker.start(timeout)

@@ -50,10 +50,10 @@ def kfk_broker_factory(
 ) -> Iterator[Callable[..., BrokerProcess]]:
     started: list[BrokerProcess] = []
 
-    def factory(overrides: dict[str, str] | None = None) -> BrokerProcess:
+    def factory(overrides: dict[str, str] | None = None, listener_name: str = "PLAINTEXT") -> BrokerProcess:
         merged = dict(TEST_OVERRIDES)
         merged.update(overrides or {})
-        broker = start_broker(tmp_path_factory.mktemp("kfk-broker"), merged)
+        broker = start_broker(tmp_path_factory.mktemp("kfk-broker"), merged, listener_name=listener_name)
         started.append(broker)
         return broker
 
