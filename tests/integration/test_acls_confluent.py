@@ -17,6 +17,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -187,3 +188,53 @@ def test_only_alter_on_the_cluster_creates_acls_and_describe_lists_them(broker: 
             ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:bob", None, AclOperation.ANY,
             AclPermissionType.ANY)]).values():
         future.result(10)
+
+
+def test_idempotent_and_transactional_producers_need_their_acls(broker: BrokerProcess) -> None:
+    topic = new_topic(broker)
+    allow(broker, "alice", AclOperation.READ, topic)
+    producer = Producer(config(broker, "alice", **{"enable.idempotence": True, "message.timeout.ms": 5000}))
+    producer.produce(topic, b"v")
+    # InitProducerId without IDEMPOTENT_WRITE on the cluster nor WRITE on any topic: a fatal error, which
+    # confluent-kafka raises from poll().
+    with pytest.raises(KafkaException) as refused:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            producer.poll(0.2)
+    assert refused.value.args[0].fatal()
+    assert refused.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+    transactional_id = f"tx-{uuid.uuid4().hex[:8]}"
+    allow(broker, "alice", AclOperation.WRITE, topic)
+    producer = Producer(config(broker, "alice", **{"transactional.id": transactional_id}))
+    with pytest.raises(KafkaException) as refused:
+        producer.init_transactions(10)
+    assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    allow(broker, "alice", AclOperation.WRITE, transactional_id, ResourceType.TRANSACTIONAL_ID)
+    producer = Producer(config(broker, "alice", **{"transactional.id": transactional_id}))
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce(topic, b"in a transaction")
+    producer.commit_transaction(10)
+
+
+def test_topic_administration_needs_create_delete_and_config_acls(broker: BrokerProcess) -> None:
+    name = f"alice-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(KafkaException) as refused:
+        admin(broker, "alice").create_topics([NewTopic(name, 1, 1)])[name].result(10)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    allow(broker, "alice", AclOperation.CREATE, "alice-", pattern=ResourcePatternType.PREFIXED)
+    admin(broker, "alice").create_topics([NewTopic(name, 1, 1)])[name].result(10)
+
+    resource = ConfigResource(ConfigResource.Type.TOPIC, name)
+    with pytest.raises(KafkaException) as refused:
+        admin(broker, "bob").describe_configs([resource])[resource].result(10)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    allow(broker, "bob", AclOperation.ALTER_CONFIGS, name)  # implies DESCRIBE_CONFIGS
+    assert "retention.ms" in admin(broker, "bob").describe_configs([resource])[resource].result(10)
+
+    with pytest.raises(KafkaException) as refused:
+        admin(broker, "bob").delete_topics([name])[name].result(10)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    allow(broker, "bob", AclOperation.DELETE, name)
+    admin(broker, "bob").delete_topics([name])[name].result(10)
