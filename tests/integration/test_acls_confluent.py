@@ -28,7 +28,7 @@ from kfk.testing.plugin import TEST_OVERRIDES
 
 pytestmark = pytest.mark.integration
 
-PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
               'password="admin-secret" ' + " ".join(f'user_{u}="{p}"' for u, p in PASSWORDS.items()) + ";")
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -192,11 +192,11 @@ def test_only_alter_on_the_cluster_creates_acls_and_describe_lists_them(broker: 
 
 def test_idempotent_and_transactional_producers_need_their_acls(broker: BrokerProcess) -> None:
     topic = new_topic(broker)
-    allow(broker, "alice", AclOperation.READ, topic)
-    producer = Producer(config(broker, "alice", **{"enable.idempotence": True, "message.timeout.ms": 5000}))
+    allow(broker, "carol", AclOperation.READ, topic)
+    producer = Producer(config(broker, "carol", **{"enable.idempotence": True, "message.timeout.ms": 5000}))
     producer.produce(topic, b"v")
-    # InitProducerId without IDEMPOTENT_WRITE on the cluster nor WRITE on any topic: a fatal error, which
-    # confluent-kafka raises from poll().
+    # InitProducerId without IDEMPOTENT_WRITE on the cluster nor WRITE on any topic (carol has none anywhere,
+    # which is why this test has a user of its own): a fatal error, which confluent-kafka raises from poll().
     with pytest.raises(KafkaException) as refused:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
@@ -205,13 +205,13 @@ def test_idempotent_and_transactional_producers_need_their_acls(broker: BrokerPr
     assert refused.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
 
     transactional_id = f"tx-{uuid.uuid4().hex[:8]}"
-    allow(broker, "alice", AclOperation.WRITE, topic)
-    producer = Producer(config(broker, "alice", **{"transactional.id": transactional_id}))
+    allow(broker, "carol", AclOperation.WRITE, topic)
+    producer = Producer(config(broker, "carol", **{"transactional.id": transactional_id}))
     with pytest.raises(KafkaException) as refused:
         producer.init_transactions(10)
     assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    allow(broker, "alice", AclOperation.WRITE, transactional_id, ResourceType.TRANSACTIONAL_ID)
-    producer = Producer(config(broker, "alice", **{"transactional.id": transactional_id}))
+    allow(broker, "carol", AclOperation.WRITE, transactional_id, ResourceType.TRANSACTIONAL_ID)
+    producer = Producer(config(broker, "carol", **{"transactional.id": transactional_id}))
     producer.init_transactions(10)
     producer.begin_transaction()
     producer.produce(topic, b"in a transaction")
