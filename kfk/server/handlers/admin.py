@@ -12,7 +12,7 @@ Fields a version lacks are left out by the codec (they are all ignorable).
 
 Authorization, as Kafka's: CreateTopics needs CREATE on the cluster or the topic, DeleteTopics DELETE and
 CreatePartitions ALTER on the topic; a refused topic is answered TOPIC_AUTHORIZATION_FAILED ("Authorization failed.")
-after the others, which go on to the controller.
+while the others go on to the controller; the answers keep the request's order, as Kafka's.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class TopicAdminHandler:
             created = await self.controller.create_topics(CreateTopicsRequest(
                 topics=allowed, timeout_ms=request.timeout_ms, validate_only=request.validate_only))
             response.topics[:0] = created.topics
+        _in_request_order(response.topics, [topic.name for topic in request.topics])
         return response
 
     async def delete_topics(self, context: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
@@ -79,6 +80,7 @@ class TopicAdminHandler:
         if allowed.topic_names or allowed.topics:
             deleted = await self.controller.delete_topics(allowed, context.api_version)
             response.responses[:0] = deleted.responses
+        _in_request_order(response.responses, [*request.topic_names, *(state.name for state in request.topics)])
         return response
 
     async def create_partitions(self, context: RequestContext,
@@ -94,4 +96,13 @@ class TopicAdminHandler:
             altered = await self.controller.create_partitions(CreatePartitionsRequest(
                 topics=allowed, timeout_ms=request.timeout_ms, validate_only=request.validate_only))
             response.results[:0] = altered.results
+        _in_request_order(response.results, [topic.name for topic in request.topics])
         return response
+
+
+def _in_request_order(results: list, names: list[str | None]) -> None:
+    """Sort results (each with a `name`) as their names first appear in the request."""
+    position = {}
+    for index, name in enumerate(names):
+        position.setdefault(name, index)
+    results.sort(key=lambda result: position.get(result.name, len(names)))
