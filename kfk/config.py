@@ -464,7 +464,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("alter.config.policy.class.name", _C, None),
     ("alter.log.dirs.replication.quota.window.num", _I, 11),
     ("alter.log.dirs.replication.quota.window.size.seconds", _I, 1),
-    ("authorizer.class.name", _S, ""),
     ("background.threads", _I, 10),
     ("broker.heartbeat.interval.ms", _I, 2000),
     ("broker.session.timeout.ms", _I, 9000),
@@ -940,6 +939,8 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "Expire idempotent producer state idle for this long."),
         ConfigKey("unstable.api.versions.enable", ConfigType.BOOLEAN, False, None,
                   "Advertise API versions still in development."),
+        ConfigKey("authorizer.class.name", ConfigType.STRING, "", None,
+                  "Kafka's StandardAuthorizer or AclAuthorizer class name turns ACL authorization on; empty: off."),
         # kfk's own: where the broker's log goes (Apache Kafka configures log4j in a file of its own instead)
         ConfigKey("log.file", ConfigType.STRING, None, None,
                   "kfk's own: also write the broker's log to this file (rotated by size); stderr keeps it too."),

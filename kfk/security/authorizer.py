@@ -159,5 +159,5 @@ class Authorizer:
     def _log_denied(principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str,
                     reason: str) -> None:
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("Principal = %s is Denied operation = %s from host = %s on resource = %s:LITERAL:%s (%s)",
+            log.debug("Principal = %s is Denied operation = %s from host = %s on resource = %s:%s (%s)",
                       principal, operation.title, host, resource_type.title, name, reason)

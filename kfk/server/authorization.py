@@ -9,7 +9,7 @@ metadata image. Handlers call `authorize` / `authorized_names` with the request'
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 
 from kfk.config import BrokerConfig
 from kfk.errors import ErrorCode, InvalidConfigurationError
@@ -61,13 +61,13 @@ class RequestAuthorizer:
                                                           resource_type, name)
 
     def authorized_names(self, context: RequestContext, operation: AclOperation, resource_type: ResourceType,
-                         names: Iterable[str]) -> set[str]:
-        """The names among `names` the principal may do `operation` on (each distinct name authorized once)."""
-        distinct = set(names)
+                         names: Iterable[str]) -> Set[str]:
+        """The names among `names` the principal may do `operation` on (each distinct name authorized once;
+        without authorization, `names` itself when it is a set already, e.g. a mapping's keys)."""
         authorizer = self.authorizer
         if authorizer is None:
-            return distinct
-        return {name for name in distinct
+            return names if isinstance(names, Set) else set(names)
+        return {name for name in set(names)
                 if authorizer.authorize(context.principal, context.client_host, operation, resource_type, name)}
 
     def authorize_by_resource_type(self, context: RequestContext, operation: AclOperation,

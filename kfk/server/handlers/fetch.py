@@ -104,8 +104,8 @@ class FetchHandler:
             isolation_level=request.isolation_level,
             hard_max_bytes_limit=version <= 2,
         )
-        readable = [key for key in requests if key not in denied] if denied else list(requests)
-        results = dict(zip(readable, await replica_manager.fetch_messages(params, [requests[key] for key in readable])))
+        readable = {key: fetch for key, fetch in requests.items() if key not in denied} if denied else requests
+        results = dict(zip(readable, await replica_manager.fetch_messages(params, list(readable.values()))))
         results.update((key, LogReadResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for key in denied)
 
         answered: list[tuple[CachedPartition, PartitionData]] = []

@@ -129,7 +129,8 @@ class MetadataHandler:
 
         if request.topics is None or (version == 0 and not request.topics):
             # Topics the principal may not describe are left out, as if they did not exist.
-            visible = auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC, image.topics_by_name)
+            visible = auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                            image.topics_by_name.keys())
             topics = [described(image.topics_by_name[name]) for name in sorted(visible)]
         else:
             topics = []
