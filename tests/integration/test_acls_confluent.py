@@ -1,8 +1,10 @@
 """The ACL matrix with confluent-kafka (librdkafka) over SASL/PLAIN: a principal without WRITE cannot produce, without
 READ cannot fetch or join the group, without DESCRIBE does not see the topic in Metadata; prefixed ACLs apply to the
-names they start; a DENY beats an ALLOW; the super user needs no ACL; only a principal with ALTER on the cluster may
-create ACLs (librdkafka 2.16 reports a refused DescribeAcls as an empty list: not checked here). The errors are the codes Kafka answers, read from confluent-kafka's error objects. One broker (embedded
-metadata, StandardAuthorizer, super.users=User:admin) serves the module; each test uses topics of its own."""
+names they start; a DENY beats an ALLOW; the super user needs no ACL; idempotent and transactional producers, topic
+creation, configs and deletion need theirs; only a principal with ALTER on the cluster may create ACLs (librdkafka
+2.16 reports a refused DescribeAcls as an empty list: tests/integration/test_acls_wire.py checks that answer). The
+errors are the codes Kafka answers, read from confluent-kafka's error objects. One broker (embedded metadata,
+StandardAuthorizer, super.users=User:admin) serves the module; each test uses topics of its own."""
 
 from __future__ import annotations
 
