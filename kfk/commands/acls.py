@@ -57,8 +57,7 @@ def acls(
         "--delegation-token", help="A delegation token id (repeatable).")] = None,
     resource_pattern_type: Annotated[Optional[str], typer.Option(
         "--resource-pattern-type",
-        help="literal or prefixed (--add); also any or match with --list and --remove. Default literal "
-             "(--list: any).")] = None,
+        help="literal (the default) or prefixed; with --list and --remove also any or match.")] = None,
     allow_principal: Annotated[Optional[list[str]], typer.Option(
         "--allow-principal", help="Type:name (User:alice, User:* for everyone) to allow (repeatable).")] = None,
     deny_principal: Annotated[Optional[list[str]], typer.Option(
@@ -85,7 +84,7 @@ def acls(
     """Add, remove or list ACLs (kafka-acls.sh)."""
     if add + remove + list_ != 1:
         fail("give exactly one of --add, --remove and --list")
-    pattern_type = _pattern_type(resource_pattern_type, add, list_)
+    pattern_type = _pattern_type(resource_pattern_type, add)
     resources = [(ResourceType.TOPIC, name) for name in topic or ()] + \
         [(ResourceType.GROUP, name) for name in group or ()] + \
         [(ResourceType.TRANSACTIONAL_ID, name) for name in transactional_id or ()] + \
@@ -160,9 +159,9 @@ def _admin(bootstrap_server: str, command_config: str | None):
     return Admin(client_config(bootstrap_server, command_config))
 
 
-def _pattern_type(text: str | None, add: bool, list_: bool) -> PatternType:
+def _pattern_type(text: str | None, add: bool) -> PatternType:
     if text is None:
-        return PatternType.ANY if list_ else PatternType.LITERAL
+        return PatternType.LITERAL
     try:
         pattern_type = parse_title(PatternType, text)
     except ValueError:

@@ -1,5 +1,6 @@
 """ACLs on a two-broker ZooKeeper cluster with Kafka's AclAuthorizer class name: CreateAcls sent to the broker that is
-not the controller is forwarded to it; both brokers' images (and so their authorizers and DescribeAcls) follow the
+not the controller is forwarded to it; replication goes on under authorization (followers fetch with the
+brokers' principal); both brokers' images (and so their authorizers and DescribeAcls) follow the
 znodes; `kfk acls --add/--list/--remove` works through either broker, and Apache Kafka's kafka-acls.sh lists the
 same ACLs as `kfk acls --list`. The brokers and the tools connect as User:ANONYMOUS, the super user here (Kafka's
 usual setting for a PLAINTEXT inter-broker listener)."""
@@ -18,7 +19,7 @@ from kfk.protocol.messages.create_acls import CreateAclsRequest
 from kfk.protocol.messages.describe_acls import DescribeAclsRequest
 from kfk.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from kfk.testing.apache_kafka import run_kafka_tool
-from tests.cluster.helpers import controller_id
+from tests.cluster.helpers import controller_id, create_topic, partitions_of, produce_error, wait_until
 from tests.integration import wire
 
 pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
@@ -96,6 +97,14 @@ def test_acls_through_either_broker_and_kafka_acls_sh(kfk_cluster_factory, kafka
             frozenset({"(principal=User:mallory, host=10.0.0.9, operation=ALL, permissionType=DENY)",
                        "(principal=User:carol, host=*, operation=READ, permissionType=ALLOW)"})) \
         in listing(kfk_acls(other, "--list", "--group", topic))
+
+    # Replication under authorization: the follower's fetches (CLUSTER_ACTION, the brokers' super user) keep the
+    # ISR whole, so an acks=all produce succeeds.
+    replicated = f"{topic}-replicated"
+    create_topic(cluster.bootstrap_servers, replicated, partitions=1, replication_factor=2)
+    wait_until(lambda: len(partitions_of(cluster.bootstrap_servers, replicated)[0][2]) == 2, what="ISR of 2")
+    leader = partitions_of(cluster.bootstrap_servers, replicated)[0][0]
+    assert produce_error(cluster.broker(leader).bootstrap_servers, replicated, 0, acks=-1) == 0
 
     removed = kfk_acls(other, "--remove", "--force", "--topic", topic)
     assert f"name={topic}," not in removed  # the listing after the removal: no ACL of the literal topic is left
