@@ -43,6 +43,7 @@ from kfk.config import BrokerConfig  # noqa: E402
 from kfk.protocol.headers import RequestHeader, encode_request  # noqa: E402
 from kfk.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
 from kfk.protocol.messages.produce import ProduceRequest  # noqa: E402
+from kfk.security.principal import ANONYMOUS, KafkaPrincipal  # noqa: E402
 from kfk.server.broker import BrokerServer  # noqa: E402
 from kfk.testing.broker import start_broker  # noqa: E402
 from kfk.testing.zookeeper import free_port  # noqa: E402
@@ -95,16 +96,18 @@ def _body(message: ProduceRequest | CreateTopicsRequest, version: int) -> bytear
 
 
 @contextlib.asynccontextmanager
-async def in_process_broker(topic: str, partitions: int) -> AsyncIterator[Callable[[bytearray], Awaitable]]:
-    """A broker started in this process with `topic` created; yields its dispatch (a request frame without its size
-    prefix in, the response chunks out): no sockets between the benchmark and the broker's work."""
+async def in_process_broker(topic: str, partitions: int, overrides: dict[str, str] | None = None
+                            ) -> AsyncIterator[Callable[..., Awaitable]]:
+    """A broker started in this process (with `overrides` of its config) with `topic` created; yields its dispatch (a
+    request frame without its size prefix in, the response chunks out; `principal=` whom it comes from): no sockets
+    between the benchmark and the broker's work."""
     with tempfile.TemporaryDirectory(prefix="kfk-bench-") as log_dir:
         server = BrokerServer(BrokerConfig.from_properties(
-            {**EMBEDDED_DEFAULTS, "log.dirs": log_dir, "listeners": "PLAINTEXT://127.0.0.1:0"}))
+            {**EMBEDDED_DEFAULTS, "log.dirs": log_dir, "listeners": "PLAINTEXT://127.0.0.1:0", **(overrides or {})}))
         await server.start()
         try:
-            async def dispatch(frame: bytearray):
-                return await server.dispatcher.dispatch(frame, "127.0.0.1", 0, "PLAINTEXT")
+            async def dispatch(frame: bytearray, principal: KafkaPrincipal = ANONYMOUS):
+                return await server.dispatcher.dispatch(frame, "127.0.0.1", 0, "PLAINTEXT", principal)
 
             create = CreateTopicsRequest(timeout_ms=30_000, topics=[CreateTopicsRequest.CreatableTopic(
                 name=topic, num_partitions=partitions, replication_factor=1)])

@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from kfk import KAFKA_PROTOCOL, __version__
 from kfk.commands import (
+    acls,
     cluster,
     configs,
     console,
@@ -69,6 +70,7 @@ app.add_typer(cluster.app, name="cluster")
 app.add_typer(console.app)
 app.add_typer(groups.app)
 app.add_typer(configs.app)
+app.add_typer(acls.app)
 app.add_typer(perf.app, name="perf-test")
 app.add_typer(dump_log.app)
 app.add_typer(spark.app)

@@ -467,7 +467,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("alter.config.policy.class.name", _C, None),
     ("alter.log.dirs.replication.quota.window.num", _I, 11),
     ("alter.log.dirs.replication.quota.window.size.seconds", _I, 1),
-    ("authorizer.class.name", _S, ""),
     ("background.threads", _I, 10),
     ("broker.heartbeat.interval.ms", _I, 2000),
     ("broker.session.timeout.ms", _I, 9000),
@@ -943,6 +942,8 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "Expire idempotent producer state idle for this long."),
         ConfigKey("unstable.api.versions.enable", ConfigType.BOOLEAN, False, None,
                   "Advertise API versions still in development."),
+        ConfigKey("authorizer.class.name", ConfigType.STRING, "", None,
+                  "Kafka's StandardAuthorizer or AclAuthorizer class name turns ACL authorization on; empty: off."),
         # kfk's own: where the broker's log goes (Apache Kafka configures log4j in a file of its own instead)
         ConfigKey("log.file", ConfigType.STRING, None, None,
                   "kfk's own: also write the broker's log to this file (rotated by size); stderr keeps it too."),
@@ -973,14 +974,18 @@ def _hours_or_minutes_ms(values: Mapping[str, Any], ms: str, minutes: str | None
     return values[hours] * 3_600_000
 
 
+#: The authorizer's own configs (Kafka's StandardAuthorizer reads them from the broker's properties; they are not
+#: broker configs, so DescribeConfigs does not list them): see BrokerConfig.super_users.
+AUTHORIZER_CONFIGS = ("super.users", "allow.everyone.if.no.acl.found")
 #: The SASL mechanisms a per-listener key may name (listener.name.<listener>.<mechanism, lower case>.<key>).
 _SASL_MECHANISM_NAMES = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 
 
 def _is_known_broker_name(name: str) -> bool:
-    """A broker config name, or one set for a single listener (`listener.name.<listener>.<config>`, e.g.
-    listener.name.internal.ssl.keystore.location), as Kafka 4.x accepts them."""
-    if name in BROKER_CONFIG_DEF.keys:
+    """A broker config name, one of the authorizer's, or one set for a single listener
+    (`listener.name.<listener>.<config>`, e.g. listener.name.internal.ssl.keystore.location), as Kafka 4.x accepts
+    them."""
+    if name in BROKER_CONFIG_DEF.keys or name in AUTHORIZER_CONFIGS:
         return True
     prefix, _, rest = name.partition("listener.name.")
     listener, _, config = rest.partition(".")
@@ -1116,6 +1121,18 @@ class BrokerConfig:
         if prefixed in self.originals:
             return BROKER_CONFIG_DEF.keys[key].parse(self.originals[prefixed])
         return None
+
+    @property
+    def super_users(self) -> list[str]:
+        """`super.users`: principals (`User:admin;User:broker`) every authorization check lets through."""
+        text = str(self.originals.get("super.users") or "")
+        return [user.strip() for user in text.split(";") if user.strip()]
+
+    @property
+    def allow_everyone_if_no_acl_found(self) -> bool:
+        """`allow.everyone.if.no.acl.found` (false by default): whether a resource without any ACL is open to all."""
+        value = self.originals.get("allow.everyone.if.no.acl.found", False)
+        return value if isinstance(value, bool) else str(value).strip().lower() == "true"
 
     @property
     def log_dir_list(self) -> list[str]:

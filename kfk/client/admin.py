@@ -85,11 +85,14 @@ from kfk.protocol.messages.alter_partition_reassignments import (
 )
 from kfk.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
                                                                  AlterUserScramCredentialsResponse)
+from kfk.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from kfk.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from kfk.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from kfk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from kfk.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -114,6 +117,7 @@ from kfk.protocol.messages.list_partition_reassignments import (
 from kfk.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from kfk.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from kfk.security.acl import AclBinding, AclBindingFilter
 from kfk.security.sasl.scram import ScramMechanism, salted_password
 
 __all__ = ["Admin"]
@@ -563,6 +567,78 @@ class Admin:
                         result[tp] = (partition.low_watermark if partition.error_code == ErrorCode.NONE
                                       else response_error(partition.error_code, f"DeleteRecords for {tp}"))
             return result
+
+        return self._run(call, timeout_ms)
+
+    # --- ACLs --------------------------------------------------------------------------------------------------------
+
+    async def _any_broker(self, deadline: float) -> int:
+        """ACL requests go to any broker (one that is not the controller forwards Create/DeleteAcls)."""
+        await self._metadata((), deadline)
+        return self._network.least_loaded_node()
+
+    def create_acls(self, bindings: Iterable[AclBinding], timeout_ms: float | None = None
+                    ) -> dict[AclBinding, KafkaError | None]:
+        """Create ACLs (creating one that exists succeeds)."""
+        wanted = list(dict.fromkeys(bindings))
+
+        async def call(deadline: float) -> dict[AclBinding, KafkaError | None]:
+            request = CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(
+                resource_type=b.pattern.resource_type, resource_name=b.pattern.name,
+                resource_pattern_type=b.pattern.pattern_type, principal=b.entry.principal, host=b.entry.host,
+                operation=b.entry.operation, permission_type=b.entry.permission_type) for b in wanted])
+            response = await self._network.send(await self._any_broker(deadline), request)
+            assert isinstance(response, CreateAclsResponse)
+            results = {binding: None if result.error_code == ErrorCode.NONE else
+                       response_error(result.error_code, "CreateAcls", result.error_message)
+                       for binding, result in zip(wanted, response.results)}
+            _raise_if_not_controller(results.values())
+            return results
+
+        return self._run(call, timeout_ms)
+
+    def describe_acls(self, acl_filter: AclBindingFilter = AclBindingFilter(), timeout_ms: float | None = None
+                      ) -> list[AclBinding]:
+        """The ACLs the filter matches (every ACL by default)."""
+
+        async def call(deadline: float) -> list[AclBinding]:
+            request = DescribeAclsRequest(
+                resource_type_filter=acl_filter.resource_type, resource_name_filter=acl_filter.name,
+                pattern_type_filter=acl_filter.pattern_type, principal_filter=acl_filter.principal,
+                host_filter=acl_filter.host, operation=acl_filter.operation,
+                permission_type=acl_filter.permission_type)
+            response = await self._network.send(await self._any_broker(deadline), request)
+            assert isinstance(response, DescribeAclsResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise _FinalError(response_error(response.error_code, "DescribeAcls", response.error_message))
+            return [AclBinding.of(resource.resource_type, resource.resource_name, resource.pattern_type,
+                                  acl.principal, acl.host, acl.operation, acl.permission_type)
+                    for resource in response.resources for acl in resource.acls]
+
+        return self._run(call, timeout_ms)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter], timeout_ms: float | None = None
+                    ) -> dict[AclBindingFilter, list[AclBinding] | KafkaError]:
+        """Delete every ACL each filter matches; per filter, the ACLs deleted (or the error)."""
+        wanted = list(dict.fromkeys(filters))
+
+        async def call(deadline: float) -> dict[AclBindingFilter, list[AclBinding] | KafkaError]:
+            request = DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(
+                resource_type_filter=f.resource_type, resource_name_filter=f.name, pattern_type_filter=f.pattern_type,
+                principal_filter=f.principal, host_filter=f.host, operation=f.operation,
+                permission_type=f.permission_type) for f in wanted])
+            response = await self._network.send(await self._any_broker(deadline), request)
+            assert isinstance(response, DeleteAclsResponse)
+            results: dict[AclBindingFilter, list[AclBinding] | KafkaError] = {}
+            for acl_filter, result in zip(wanted, response.filter_results):
+                if result.error_code != ErrorCode.NONE:
+                    results[acl_filter] = response_error(result.error_code, "DeleteAcls", result.error_message)
+                    continue
+                results[acl_filter] = [AclBinding.of(acl.resource_type, acl.resource_name, acl.pattern_type,
+                                                     acl.principal, acl.host, acl.operation, acl.permission_type)
+                                       for acl in result.matching_acls]
+            _raise_if_not_controller(value for value in results.values() if isinstance(value, KafkaError))
+            return results
 
         return self._run(call, timeout_ms)
 

@@ -29,8 +29,15 @@ from typing import Awaitable, Callable, Sequence, TypeVar
 
 from kfk.common.config_types import ConfigResourceType
 from kfk.config import BrokerConfig
-from kfk.controller import (cluster_control, config_control, partition_change, reassignment, replication_control,
-                            scram_control)
+from kfk.controller import (
+    acl_control,
+    cluster_control,
+    config_control,
+    partition_change,
+    reassignment,
+    replication_control,
+    scram_control,
+)
 from kfk.controller.auto_topic_creation import creatable_topic
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.config_describer import describe_topic_configs
@@ -55,6 +62,8 @@ from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from kfk.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
+from kfk.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
@@ -394,6 +403,24 @@ class QuorumController:
                 Result(error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message,
                        resource_type=resource.resource_type, resource_name=resource.resource_name)
                 for resource in request.resources])
+
+    # -- ACLs --------------------------------------------------------------------------------------------------------
+
+    async def create_acls(self, request: CreateAclsRequest) -> CreateAclsResponse:
+        try:
+            return await self._write(lambda image: acl_control.create_acls(image, request))
+        except NotControllerError:
+            return CreateAclsResponse(results=[CreateAclsResponse.AclCreationResult(
+                error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message)
+                for _ in request.creations])
+
+    async def delete_acls(self, request: DeleteAclsRequest) -> DeleteAclsResponse:
+        try:
+            return await self._write(lambda image: acl_control.delete_acls(image, request))
+        except NotControllerError:
+            return DeleteAclsResponse(filter_results=[DeleteAclsResponse.DeleteAclsFilterResult(
+                error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message)
+                for _ in request.filters])
 
     # -- SCRAM credentials -------------------------------------------------------------------------------------------
 

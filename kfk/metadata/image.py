@@ -15,9 +15,11 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from kfk.common.config_types import ConfigResourceType
+from kfk.metadata import acls as acl_records
 from kfk.metadata import scram
 from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
+from kfk.security.acl import AclBinding
 
 NO_LEADER = -1
 #: PartitionChangeRecord.leader when the leader does not change.
@@ -111,6 +113,8 @@ class MetadataImage:
     configs: Mapping[tuple[ConfigResourceType, str], Mapping[str, str]] = field(default_factory=_empty)
     features: Mapping[str, int] = field(default_factory=_empty)
     next_producer_id: int = 0
+    #: Every ACL by its id (kfk/metadata/acls.py).
+    acls: Mapping[uuid.UUID, AclBinding] = field(default_factory=_empty)
     #: SCRAM credentials by (user name, mechanism type): kfk/metadata/scram.py.
     scram_credentials: Mapping[tuple[str, int], scram.ScramCredentialData] = field(default_factory=_empty)
 
@@ -155,7 +159,7 @@ class MetadataImage:
         delta = _Delta(self)
         for record in records:
             handler = _HANDLERS.get(record.NAME)
-            if handler is not None:  # records this version does not model (ACLs, quotas...) are skipped
+            if handler is not None:  # records this version does not model (quotas...) are skipped
                 handler(delta, record)
         return delta.build(offset)
 
@@ -170,6 +174,7 @@ class _Delta:
         self.configs: dict | None = None
         self.features: dict[str, int] | None = None
         self.next_producer_id = image.next_producer_id
+        self.acls: dict[uuid.UUID, AclBinding] | None = None
         self.scram_credentials: dict[tuple[str, int], scram.ScramCredentialData] | None = None
 
     def mutable_brokers(self) -> dict[int, BrokerRegistration]:
@@ -187,6 +192,11 @@ class _Delta:
             self.configs = dict(self.image.configs)
         return self.configs
 
+    def mutable_acls(self) -> dict[uuid.UUID, AclBinding]:
+        if self.acls is None:
+            self.acls = dict(self.image.acls)
+        return self.acls
+
     def build(self, offset: int) -> MetadataImage:
         image = self.image
         changes: dict = {"offset": offset, "next_producer_id": self.next_producer_id}
@@ -199,6 +209,8 @@ class _Delta:
             changes["configs"] = MappingProxyType(self.configs)
         if self.features is not None:
             changes["features"] = MappingProxyType(self.features)
+        if self.acls is not None:
+            changes["acls"] = MappingProxyType(self.acls)
         if self.scram_credentials is not None:
             changes["scram_credentials"] = MappingProxyType(self.scram_credentials)
         return replace(image, **changes)
@@ -314,6 +326,8 @@ _HANDLERS = {
     "BrokerRegistrationChangeRecord": _broker_registration_change_record,
     "FeatureLevelRecord": _feature_level_record,
     "ProducerIdsRecord": _producer_ids_record,
+    "AccessControlEntryRecord": acl_records.access_control_entry_record,
+    "RemoveAccessControlEntryRecord": acl_records.remove_access_control_entry_record,
     "UserScramCredentialRecord": scram.user_scram_credential_record,
     "RemoveUserScramCredentialRecord": scram.remove_user_scram_credential_record,
 }

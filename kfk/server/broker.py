@@ -47,9 +47,11 @@ from kfk.security.tls import TLS_PROTOCOLS, ListenerTls, client_context
 from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
 from kfk.server.controller_channel import ControllerChannel, create_topics_not_controller
+from kfk.server.authorization import RequestAuthorizer
 from kfk.server.dispatch import Dispatcher
 from kfk.server.dynamic_config import DynamicBrokerConfig
 from kfk.server.fetch_session import FetchSessionCache
+from kfk.server.handlers.acls import AclsHandler
 from kfk.server.handlers.admin import TopicAdminHandler
 from kfk.server.handlers.api_versions import ApiVersionsHandler
 from kfk.server.handlers.cluster import DescribeClusterHandler
@@ -129,6 +131,8 @@ class BrokerServer:
         self.inter_broker_ssl: ssl.SSLContext | None = None
         #: The SASL clients of this broker's connections to the others, when the inter-broker listener uses SASL.
         self.inter_broker_sasl: Callable[[], SaslClient] | None = None
+        #: What every handler asks before acting for a principal (authorizer.class.name; built by start()).
+        self.auth = RequestAuthorizer(None)
 
     @property
     def log_dirs(self) -> list[str]:
@@ -152,32 +156,37 @@ class BrokerServer:
         config, metadata_cache, controller = self.config, self.metadata_cache, self.controller
         replica_manager, group_coordinator = self.replica_manager, self.group_coordinator
         transaction_coordinator = self.transaction_coordinator
+        auth = self.auth
+        controller_channel = getattr(self, "controller_channel", None)  # ZooKeeper mode: the controller may be away
         handlers = [
             ApiVersionsHandler(self.dispatcher.served_versions),
-            MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable),
-            DescribeClusterHandler(metadata_cache, self.metadata_backend),
-            DescribeTopicPartitionsHandler(metadata_cache, config.max_request_partition_size_limit),
+            MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable,
+                            auth),
+            DescribeClusterHandler(metadata_cache, self.metadata_backend, auth),
+            DescribeTopicPartitionsHandler(metadata_cache, config.max_request_partition_size_limit, auth),
             DescribeQuorumHandler(self.metadata_backend if isinstance(self.metadata_backend, EmbeddedMetadataBackend)
-                                  else None, metadata_cache),
-            TopicAdminHandler(controller),
-            ConfigsHandler(metadata_cache, controller, config, self.node_id),
-            LeadershipHandler(controller),
-            ProducerIdHandler(self.producer_id_manager, transaction_coordinator),
-            ProduceHandler(replica_manager, self.txn_verifier),
+                                  else None, metadata_cache, auth),
+            TopicAdminHandler(controller, auth),
+            ConfigsHandler(metadata_cache, controller, config, self.node_id, auth),
+            AclsHandler(metadata_cache, controller, auth,
+                        controller_channel.send if controller_channel is not None else None),
+            LeadershipHandler(controller, auth),
+            ProducerIdHandler(self.producer_id_manager, transaction_coordinator, auth),
+            ProduceHandler(replica_manager, self.txn_verifier, auth),
             FetchHandler(replica_manager, FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
-                                                            system_time_ms)),
-            ListOffsetsHandler(replica_manager),
-            DeleteRecordsHandler(replica_manager),
-            OffsetForLeaderEpochHandler(replica_manager),
-            DescribeLogDirsHandler(replica_manager),
+                                                            system_time_ms), auth),
+            ListOffsetsHandler(replica_manager, auth),
+            DeleteRecordsHandler(replica_manager, auth),
+            OffsetForLeaderEpochHandler(replica_manager, auth),
+            DescribeLogDirsHandler(replica_manager, auth),
             FindCoordinatorHandler(metadata_cache, controller, group_coordinator, transaction_coordinator,
-                                   self.node_id),
-            GroupsHandler(group_coordinator),
-            OffsetsHandler(metadata_cache, group_coordinator),
+                                   self.node_id, auth),
+            GroupsHandler(group_coordinator, auth),
+            OffsetsHandler(metadata_cache, group_coordinator, auth),
             TransactionsHandler(transaction_coordinator, group_coordinator, replica_manager, metadata_cache,
-                                self.txn_marker_writer, self.txn_verifier),
+                                self.txn_marker_writer, self.txn_verifier, auth),
             SaslHandler(),
-            ScramCredentialsHandler(metadata_cache, controller),
+            ScramCredentialsHandler(metadata_cache, controller, auth),
         ]
         for handler in handlers:
             handler.register(self.dispatcher)
@@ -205,9 +214,10 @@ class BrokerServer:
     def _new_metadata_cache(self) -> MetadataCache:
         """The broker's MetadataCache, whose first listener puts the dynamic broker configs in force: every
         component called after it on the same image reads the new values (and after a restart, before any log is
-        opened)."""
+        opened); the next keeps the authorizer's ACLs those of the image."""
         cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
         cache.subscribe(self.dynamic_config.on_metadata_update)
+        cache.subscribe(self.auth.on_metadata_update)
         return cache
 
     def _reconfigure_network(self, changed: set[str]) -> None:
@@ -518,6 +528,7 @@ class BrokerServer:
             raise InvalidConfigurationError(f"invalid listeners: {error}") from None
         self.inter_broker_ssl = self._inter_broker_ssl()
         self.inter_broker_sasl = inter_broker_sasl(self.config)
+        self.auth = RequestAuthorizer.from_config(self.config)
         socket_server = self._build_socket_server(listeners)
         self._log_dir_locks = acquire_log_dirs(self.log_dirs)
         self.socket_server = socket_server

@@ -55,6 +55,9 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DELETE_RECORDS: VersionRange(0, 2),  # handlers/delete_records.py
     ApiKey.INIT_PRODUCER_ID: VersionRange(0, 5),  # handlers/producer_id.py
     ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(0, 4),  # handlers/offset_for_leader_epoch.py
+    ApiKey.DESCRIBE_ACLS: VersionRange(1, 3),  # handlers/acls.py
+    ApiKey.CREATE_ACLS: VersionRange(1, 3),  # handlers/acls.py
+    ApiKey.DELETE_ACLS: VersionRange(1, 3),  # handlers/acls.py
     ApiKey.DESCRIBE_CONFIGS: VersionRange(0, 4),  # handlers/configs.py
     ApiKey.ALTER_CONFIGS: VersionRange(0, 2),  # handlers/configs.py
     ApiKey.ALTER_REPLICA_LOG_DIRS: VersionRange(1, 2),  # handlers/describe_log_dirs.py

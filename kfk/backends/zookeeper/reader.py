@@ -22,7 +22,9 @@ log = logging.getLogger("kfk.backends.zookeeper")
 
 #: Paths whose children kfk lists (with a child watch); every other watched path is read for its data.
 CHILDREN_PATHS = (znodes.BROKER_IDS_PATH, znodes.TOPICS_PATH, znodes.CONFIG_TOPICS_PATH, znodes.CONFIG_BROKERS_PATH,
-                  znodes.CONFIG_USERS_PATH, znodes.DELETE_TOPICS_PATH)
+                  znodes.CONFIG_USERS_PATH, znodes.DELETE_TOPICS_PATH, *znodes.ACL_TYPE_PATHS)
+#: Notifications for other readers: never read back.
+_NOTIFICATION_PATHS = (znodes.CONFIG_CHANGES_PATH, znodes.ACL_CHANGES_PATH, znodes.ACL_EXTENDED_CHANGES_PATH)
 SINGLE_PATHS = (znodes.CLUSTER_ID_PATH, znodes.CONTROLLER_PATH, znodes.CONTROLLER_EPOCH_PATH, znodes.FEATURE_PATH,
                 znodes.PRODUCER_ID_BLOCK_PATH, znodes.REASSIGN_PARTITIONS_PATH)
 
@@ -157,7 +159,7 @@ def paths_to_reread(operations: Sequence[Operation]) -> list[str]:
     created or deleted ones."""
     paths: list[str] = []
     for operation in operations:
-        if operation.kind == "check" or operation.path.startswith(znodes.CONFIG_CHANGES_PATH):
+        if operation.kind == "check" or operation.path.startswith(_NOTIFICATION_PATHS):
             continue
         if not _is_structural(operation.path):
             paths.append(operation.path)
@@ -201,6 +203,8 @@ def _decode_znode(path: str, data: bytes, stat) -> object:
         return znodes.decode_broker(broker_id, data, stat.czxid)
     if path.startswith(znodes.CONFIG_PATH + "/"):
         return znodes.decode_config(path, data)
+    if path.startswith((znodes.ACL_PATH + "/", znodes.ACL_PREFIXED_PATH + "/")):
+        return znodes.decode_acls(path, data)
     parts = path.split("/")  # ['', 'brokers', 'topics', topic, ('partitions', p, 'state')]
     if len(parts) == 4:
         return znodes.decode_topic(parts[3], data)
@@ -228,6 +232,9 @@ def _place(snapshot: ZooKeeperSnapshot, path: str, value) -> None:
         snapshot.user_configs[znodes.desanitize_entity(path.rsplit("/", 1)[1])] = value
     elif path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
         snapshot.delete_topic_requests.append(value)
+    elif path.startswith((znodes.ACL_PATH + "/", znodes.ACL_PREFIXED_PATH + "/")):
+        pattern, entries = value
+        snapshot.acls[pattern] = entries
     elif path == znodes.CLUSTER_ID_PATH:
         snapshot.cluster_id = value
     elif path == znodes.CONTROLLER_PATH:

@@ -16,6 +16,10 @@ keep a MetadataImage; ZooKeeper holds Kafka's znodes. So:
 
 SCRAM credentials live in /config/users/<user> as Kafka keeps them (an entry per mechanism, Kafka's text form), with
 a config change notification (`users/<user>`) per write, so Kafka's own brokers on the same ZooKeeper see them too.
+ACLs: ZooKeeper keeps one znode per resource pattern with all its entries, as Kafka's AclAuthorizer wrote them; the
+image keeps each ACL under an id. The id of an ACL read from ZooKeeper is derived from its content (`zk_acl_id`), so
+every broker names it alike and a DeleteAcls computed on one image removes it on all; written ACLs are compared
+by content too, pattern by pattern, each changed znode with its change notification for Kafka's brokers.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ from typing import Callable, Mapping, Sequence
 
 from kfk.backends.zookeeper import znodes
 from kfk.common.config_types import ConfigResourceType
+from kfk.metadata.acls import RemoveAccessControlEntryRecord, acl_ids, record_of
 from kfk.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
 from kfk.metadata.scram import ScramCredentialData
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
+from kfk.security.acl import AccessControlEntry, AclBinding, ResourcePattern
 from kfk.security.sasl.scram import ScramCredential, ScramMechanism, format_credential, parse_credential
 
 log = logging.getLogger("kfk.backends.zookeeper")
@@ -73,11 +79,41 @@ class ZooKeeperSnapshot:
     #: the /admin/reassign_partitions plan.
     delete_topic_requests: list[str] = field(default_factory=list)
     reassignment_request: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    #: The ACLs of /kafka-acl and /kafka-acl-extended, by resource pattern.
+    acls: dict[ResourcePattern, frozenset[AccessControlEntry]] = field(default_factory=dict)
 
 
 def incarnation_id(broker_id: int, broker_epoch: int) -> uuid.UUID:
     """ZooKeeper registrations have no incarnation id; one per (broker, registration znode) stands in for it."""
     return uuid.UUID(int=(broker_id & 0xFFFFFFFF) << 64 | (broker_epoch & 0xFFFFFFFFFFFFFFFF))
+
+
+#: The namespace of the ids of ACLs read from ZooKeeper.
+_ZK_ACL_NAMESPACE = uuid.UUID("5f0c6c8e-6b0e-4d0e-9a59-6b6166ab6163")
+
+
+def zk_acl_id(binding: AclBinding) -> uuid.UUID:
+    """An ACL's id in the image of a ZooKeeper cluster: the same on every broker, from the ACL itself."""
+    pattern, entry = binding.pattern, binding.entry
+    return uuid.uuid5(_ZK_ACL_NAMESPACE, "\0".join(map(str, (
+        int(pattern.resource_type), pattern.name, int(pattern.pattern_type), entry.principal, entry.host,
+        int(entry.operation), int(entry.permission_type)))))
+
+
+def _acls_by_pattern(acls: Mapping[uuid.UUID, AclBinding]) -> dict[ResourcePattern, frozenset[AccessControlEntry]]:
+    grouped: dict[ResourcePattern, set[AccessControlEntry]] = {}
+    for binding in acls.values():
+        grouped.setdefault(binding.pattern, set()).add(binding.entry)
+    return {pattern: frozenset(entries) for pattern, entries in grouped.items()}
+
+
+def _acl_records(image: MetadataImage, snapshot: ZooKeeperSnapshot) -> list[Message]:
+    wanted = {AclBinding(pattern, entry) for pattern, entries in snapshot.acls.items() for entry in entries}
+    current = acl_ids(image.acls)
+    records: list[Message] = [RemoveAccessControlEntryRecord(id=acl_id)
+                              for binding, acl_id in current.items() if binding not in wanted]
+    records.extend(record_of(zk_acl_id(binding), binding) for binding in wanted if binding not in current)
+    return records
 
 
 def records_for(image: MetadataImage, snapshot: ZooKeeperSnapshot) -> list[Message]:
@@ -153,6 +189,7 @@ def records_for(image: MetadataImage, snapshot: ZooKeeperSnapshot) -> list[Messa
     if snapshot.producer_id_block_end is not None and snapshot.producer_id_block_end + 1 > image.next_producer_id:
         records.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
                                          next_producer_id=snapshot.producer_id_block_end + 1))
+    records.extend(_acl_records(image, snapshot))
     return records
 
 
@@ -245,6 +282,28 @@ def operations_for(before: MetadataImage, after: MetadataImage, records: Sequenc
         operations.append(Operation(
             "set" if exists(znodes.PRODUCER_ID_BLOCK_PATH) else "create", znodes.PRODUCER_ID_BLOCK_PATH,
             znodes.encode_producer_id_block(broker_id, before.next_producer_id, after.next_producer_id - 1)))
+    if after.acls is not before.acls:
+        operations.extend(_acl_operations(before, after, exists))
+    return operations
+
+
+def _acl_operations(before: MetadataImage, after: MetadataImage, exists: Callable[[str], bool]) -> list[Operation]:
+    """Each resource pattern whose ACLs changed: its znode written (or deleted with its last ACL), and the change
+    notification Kafka's AclAuthorizer watches for."""
+    operations = []
+    old, new = _acls_by_pattern(before.acls), _acls_by_pattern(after.acls)
+    for pattern in sorted(set(old) | set(new), key=znodes.acl_path):
+        entries = new.get(pattern)
+        if old.get(pattern) == entries:
+            continue
+        path = znodes.acl_path(pattern)
+        if entries:
+            ordered = sorted(entries, key=lambda e: (e.principal, e.host, e.operation, e.permission_type))
+            operations.append(Operation("set" if exists(path) else "create", path, znodes.encode_acls(ordered)))
+        elif exists(path):
+            operations.append(Operation("delete", path))
+        operations.append(Operation("create", znodes.acl_change_path(pattern), znodes.encode_acl_change(pattern),
+                                    sequential=True))
     return operations
 
 

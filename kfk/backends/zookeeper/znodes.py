@@ -18,6 +18,12 @@
     /admin/delete_topics/<topic>, /admin/reassign_partitions, /isr_change_notification/isr_change_<seq>
     /latest_producer_id_block                    {"version":1,"broker":1,"block_start":"0","block_end":"999"}
     /feature                                     {"features":{...},"version":2,"status":1}
+    /kafka-acl/<Type>/<name>                     {"version":1,"acls":[{"principal":"User:alice",
+                                                  "permissionType":"Allow","operation":"Read","host":"*"}]}
+    /kafka-acl-extended/prefixed/<Type>/<prefix> (the same, for PREFIXED patterns)
+    /kafka-acl-changes/acl_changes_<seq>         "Topic:<name>" (a literal pattern changed)
+    /kafka-acl-extended-changes/acl_changes_<seq> {"version":1,"resourceType":"Topic","name":...,
+                                                  "patternType":"PREFIXED"}
 
 As in Kafka's ZooKeeper mode, a partition's epoch is the zkVersion of its state znode (every conditional update
 bumps it) and a broker's epoch is the czxid of its registration znode (each new session's registration is newer).
@@ -35,6 +41,15 @@ from typing import Any, Mapping, Sequence
 from kfk.config import SECURITY_PROTOCOLS
 from kfk.errors import CorruptRecordError
 from kfk.metadata.image import Endpoint
+from kfk.security.acl import (
+    AccessControlEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    parse_title,
+)
 
 CLUSTER_ID_PATH = "/cluster/id"
 CONTROLLER_PATH = "/controller"
@@ -56,10 +71,24 @@ PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 FEATURE_PATH = "/feature"
 DEFAULT_BROKER_CONFIG_ENTITY = "<default>"
 
-#: Persistent znodes every cluster has (Kafka's ZkData.PersistentZkPaths), created by the first broker.
+#: Kafka's AclAuthorizer stores: literal patterns and their change notifications, prefixed ones and theirs.
+ACL_PATH = "/kafka-acl"
+ACL_PREFIXED_PATH = "/kafka-acl-extended/prefixed"
+ACL_CHANGES_PATH = "/kafka-acl-changes"
+ACL_EXTENDED_CHANGES_PATH = "/kafka-acl-extended-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
+#: The resource types ACLs are stored for, one znode directory each under both stores.
+ACL_RESOURCE_TYPES = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID,
+                      ResourceType.DELEGATION_TOKEN)
+ACL_TYPE_PATHS = tuple(f"{store}/{kind.title}" for store in (ACL_PATH, ACL_PREFIXED_PATH)
+                       for kind in ACL_RESOURCE_TYPES)
+
+#: Persistent znodes every cluster has (Kafka's ZkData.PersistentZkPaths, and the ACL stores' directories that
+#: Kafka's AclAuthorizer creates), created by the first broker.
 PERSISTENT_PATHS = (CONFIG_CHANGES_PATH, CONFIG_TOPICS_PATH, CONFIG_BROKERS_PATH, "/config/users", "/config/clients",
                     "/config/ips", BROKER_IDS_PATH, TOPICS_PATH, BROKER_SEQUENCE_ID_PATH, DELETE_TOPICS_PATH,
-                    ISR_CHANGE_NOTIFICATION_PATH, "/cluster")
+                    ISR_CHANGE_NOTIFICATION_PATH, "/cluster", ACL_CHANGES_PATH, ACL_EXTENDED_CHANGES_PATH,
+                    *ACL_TYPE_PATHS)
 
 #: SecurityProtocol names by Kafka's id, and back.
 SECURITY_PROTOCOL_NAMES = dict(enumerate(SECURITY_PROTOCOLS))
@@ -327,3 +356,48 @@ def decode_reassignment(data: bytes) -> dict[tuple[str, int], list[int]]:
 def encode_reassignment(partitions: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
     return _dumps({"version": 1, "partitions": [{"topic": topic, "partition": partition, "replicas": list(replicas)}
                                                 for (topic, partition), replicas in sorted(partitions.items())]})
+
+
+# -- /kafka-acl, /kafka-acl-extended ---------------------------------------------------------------------------------
+
+def acl_path(pattern: ResourcePattern) -> str:
+    store = ACL_PREFIXED_PATH if pattern.pattern_type == PatternType.PREFIXED else ACL_PATH
+    return f"{store}/{pattern.resource_type.title}/{pattern.name}"
+
+
+def acl_change_path(pattern: ResourcePattern) -> str:
+    """The sequential znode's path prefix that tells Kafka's brokers a pattern's ACLs changed."""
+    store = ACL_EXTENDED_CHANGES_PATH if pattern.pattern_type == PatternType.PREFIXED else ACL_CHANGES_PATH
+    return f"{store}/{ACL_CHANGE_PREFIX}"
+
+
+def encode_acls(entries: Sequence[AccessControlEntry]) -> bytes:
+    return _dumps({"version": 1, "acls": [
+        {"principal": entry.principal, "permissionType": entry.permission_type.title,
+         "operation": entry.operation.title, "host": entry.host} for entry in entries]})
+
+
+def decode_acls(path: str, data: bytes) -> tuple[ResourcePattern, frozenset[AccessControlEntry]]:
+    """An ACL znode's pattern (from its path) and entries."""
+    prefixed = path.startswith(ACL_PREFIXED_PATH + "/")
+    kind_text, _, name = path[len(ACL_PREFIXED_PATH if prefixed else ACL_PATH) + 1:].partition("/")
+    try:
+        kind = parse_title(ResourceType, kind_text)
+    except ValueError as error:
+        raise CorruptRecordError(f"znode {path}: {error}") from error
+    pattern = ResourcePattern(kind, name, PatternType.PREFIXED if prefixed else PatternType.LITERAL)
+    value = _loads(data, path)
+    try:
+        entries = frozenset(AccessControlEntry(
+            str(acl["principal"]), str(acl["host"]), parse_title(AclOperation, acl["operation"]),
+            parse_title(AclPermissionType, acl["permissionType"])) for acl in value.get("acls") or ())
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise CorruptRecordError(f"znode {path} does not hold ACLs: {error}") from error
+    return pattern, entries
+
+
+def encode_acl_change(pattern: ResourcePattern) -> bytes:
+    if pattern.pattern_type == PatternType.PREFIXED:
+        return _dumps({"version": 1, "resourceType": pattern.resource_type.title, "name": pattern.name,
+                       "patternType": pattern.pattern_type.name})
+    return f"{pattern.resource_type.title}:{pattern.name}".encode("utf-8")

@@ -3,7 +3,7 @@
 v1 adds endpoint_type (KIP-919): a broker listener serves BROKER (1); asking it for CONTROLLER endpoints is
 MISMATCHED_ENDPOINT_TYPE and an unknown type UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST for both at v0), checked in
 that order as Kafka's AuthHelper does. The controller id is -1 unless it is one of the brokers listed. Cluster
-authorized operations are returned when asked for: every cluster operation, there being no authorizer. v2 (KIP-1073)
+authorized operations are returned when asked for (every cluster operation without authorization). v2 (KIP-1073)
 lists the fenced brokers too when include_fenced_brokers is set, each with is_fenced.
 """
 
@@ -17,7 +17,9 @@ from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_AUTHORIZED_OPERATIONS, controller_id
+from kfk.security.acl import CLUSTER_NAME, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
+from kfk.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, controller_id
 
 
 class EndpointType(IntEnum):
@@ -27,8 +29,10 @@ class EndpointType(IntEnum):
 
 
 class DescribeClusterHandler:
-    def __init__(self, metadata_cache: MetadataCache, metadata_backend: MetadataBackend) -> None:
+    def __init__(self, metadata_cache: MetadataCache, metadata_backend: MetadataBackend,
+                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.metadata_cache = metadata_cache
+        self.auth = auth
         self.metadata_backend = metadata_backend
 
     def register(self, dispatcher: Dispatcher) -> None:
@@ -60,7 +64,7 @@ class DescribeClusterHandler:
                      for registration, endpoint in (image.registered_brokers(listener)
                                                     if request.include_fenced_brokers
                                                     else image.alive_brokers(listener))],
-            cluster_authorized_operations=(CLUSTER_AUTHORIZED_OPERATIONS
-                                           if request.include_cluster_authorized_operations
-                                           else AUTHORIZED_OPERATIONS_OMITTED),
+            cluster_authorized_operations=(
+                self.auth.authorized_operations(context, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+                if request.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED),
         )

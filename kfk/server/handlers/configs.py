@@ -23,7 +23,7 @@ from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSourc
 from kfk.config import BrokerConfig
 from kfk.controller.config_describer import describe_resource
 from kfk.controller.quorum_controller import QuorumController
-from kfk.errors import ErrorCode, InvalidRequestError, KafkaError
+from kfk.errors import ERROR_INFO, ErrorCode, InvalidRequestError, KafkaError
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
@@ -37,9 +37,13 @@ from kfk.protocol.messages.list_client_metrics_resources import (
     ListClientMetricsResourcesResponse,
 )
 from kfk.server.broker_loggers import alter_loggers, check_node_id, describe_loggers
+from kfk.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, AUTHORIZATION_FAILED, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
+AlterResult = AlterConfigsResponse.AlterConfigsResourceResponse
+IncrementalResult = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
@@ -63,11 +67,24 @@ class ConfigsHandler:
     """`config` and `node_id` are this broker's, described when a client asks for the BROKER resource."""
 
     def __init__(self, metadata_cache: MetadataCache, controller: QuorumController, config: BrokerConfig,
-                 node_id: int) -> None:
+                 node_id: int, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.metadata_cache = metadata_cache
+        self.auth = auth
         self.controller = controller
         self.config = config
         self.node_id = node_id
+
+    def _refusal(self, context: RequestContext, operation: AclOperation, resource_type: int,
+                 resource_name: str) -> ErrorCode:
+        """NONE when the principal may do `operation` (DESCRIBE_CONFIGS, ALTER_CONFIGS) on a config resource: a
+        topic's or a group's own ACLs, the cluster's for broker, logger and client-metrics configs."""
+        if resource_type == ConfigResourceType.TOPIC:
+            kind, name = ResourceType.TOPIC, resource_name
+        elif resource_type == ConfigResourceType.GROUP:
+            kind, name = ResourceType.GROUP, resource_name
+        else:
+            kind, name = ResourceType.CLUSTER, CLUSTER_NAME
+        return ErrorCode.NONE if self.auth.authorize(context, operation, kind, name) else AUTHORIZATION_FAILED[kind]
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.DESCRIBE_CONFIGS, self.describe_configs)
@@ -80,6 +97,12 @@ class ConfigsHandler:
         image = self.metadata_cache.image
         results = []
         for resource in request.resources:
+            refusal = self._refusal(context, AclOperation.DESCRIBE_CONFIGS, resource.resource_type,
+                                    resource.resource_name)
+            if refusal != ErrorCode.NONE:
+                results.append(Result(error_code=refusal, error_message=ERROR_INFO[refusal].message,
+                                      resource_type=resource.resource_type, resource_name=resource.resource_name))
+                continue
             try:
                 entries = self._describe_loggers(resource.resource_name) \
                     if resource.resource_type == ConfigResourceType.BROKER_LOGGER else describe_resource(
@@ -114,18 +137,37 @@ class ConfigsHandler:
         return describe_loggers()
 
     async def alter_configs(self, context: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
-        return await self.controller.legacy_alter_configs(request)
+        answers = self._refused_alterations(context, request.resources, AlterResult)
+        if not answers:
+            return await self.controller.legacy_alter_configs(request)
+        others = [resource for resource in request.resources if id(resource) not in answers]
+        if others:
+            response = await self.controller.legacy_alter_configs(
+                AlterConfigsRequest(resources=others, validate_only=request.validate_only))
+            answers.update((id(resource), result) for resource, result in zip(others, response.responses))
+        return AlterConfigsResponse(responses=[answers[id(resource)] for resource in request.resources])
+
+    def _refused_alterations(self, context: RequestContext, resources: list, result_class: type) -> dict[int, object]:
+        """The answers to the resources (by id()) whose configs the principal may not alter."""
+        answers = {}
+        for resource in resources:
+            refusal = self._refusal(context, AclOperation.ALTER_CONFIGS, resource.resource_type,
+                                    resource.resource_name)
+            if refusal != ErrorCode.NONE:
+                answers[id(resource)] = result_class(
+                    error_code=refusal, error_message=ERROR_INFO[refusal].message,
+                    resource_type=resource.resource_type, resource_name=resource.resource_name)
+        return answers
 
     async def incremental_alter_configs(self, context: RequestContext, request: IncrementalAlterConfigsRequest
                                         ) -> IncrementalAlterConfigsResponse:
         """BROKER_LOGGER resources here, the others through the controller; answers in the request's order."""
+        answers = self._refused_alterations(context, request.resources, IncrementalResult)
         loggers = [resource for resource in request.resources
-                   if resource.resource_type == ConfigResourceType.BROKER_LOGGER]
-        if not loggers:
+                   if resource.resource_type == ConfigResourceType.BROKER_LOGGER and id(resource) not in answers]
+        if not loggers and not answers:
             return await self.controller.incremental_alter_configs(request)
-        Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
         names = [resource.resource_name for resource in loggers]
-        answers = {}
         for resource in loggers:
             try:
                 if names.count(resource.resource_name) > 1:
@@ -135,9 +177,9 @@ class ConfigsHandler:
                 error_code, message = ErrorCode.NONE, None
             except KafkaError as error:
                 error_code, message = error.error_code, error.message
-            answers[id(resource)] = Result(error_code=error_code, error_message=message,
-                                           resource_type=resource.resource_type,
-                                           resource_name=resource.resource_name)
+            answers[id(resource)] = IncrementalResult(error_code=error_code, error_message=message,
+                                                      resource_type=resource.resource_type,
+                                                      resource_name=resource.resource_name)
         others = [resource for resource in request.resources if id(resource) not in answers]
         if others:
             response = await self.controller.incremental_alter_configs(
@@ -148,6 +190,8 @@ class ConfigsHandler:
 
     async def list_client_metrics_resources(self, context: RequestContext, request: ListClientMetricsResourcesRequest
                                             ) -> ListClientMetricsResourcesResponse:
+        if not self.auth.authorize(context, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+            return ListClientMetricsResourcesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         names = self.metadata_cache.image.config_resource_names(ConfigResourceType.CLIENT_METRICS)
         return ListClientMetricsResourcesResponse(client_metrics_resources=[
             ListClientMetricsResourcesResponse.ClientMetricsResource(name=name) for name in names])

@@ -14,6 +14,8 @@ from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 DeleteRecordsTopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
@@ -21,8 +23,11 @@ DeleteRecordsPartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResul
 
 
 class DeleteRecordsHandler:
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    """DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED."""
+
+    def __init__(self, replica_manager: ReplicaManager, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.replica_manager = replica_manager
+        self.auth = auth
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.DELETE_RECORDS, self.delete_records)
@@ -32,10 +37,14 @@ class DeleteRecordsHandler:
         image = replica_manager.image
         offsets: dict[TopicPartition, int] = {}
         results: dict[TopicPartition, tuple[ErrorCode, int]] = {}
+        deletable = self.auth.authorized_names(context, AclOperation.DELETE, ResourceType.TOPIC,
+                                               (topic.name for topic in request.topics))
         for topic in request.topics:
             for partition in topic.partitions:
                 topic_partition = TopicPartition(topic.name, partition.partition_index)
-                if image.partition(topic.name, partition.partition_index) is None:
+                if topic.name not in deletable:
+                    results[topic_partition] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)
+                elif image.partition(topic.name, partition.partition_index) is None:
                     results[topic_partition] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
                 else:
                     offsets[topic_partition] = partition.offset

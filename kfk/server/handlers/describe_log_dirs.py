@@ -19,6 +19,8 @@ from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 DescribeLogDirsResult = DescribeLogDirsResponse.DescribeLogDirsResult
@@ -29,8 +31,11 @@ AlterReplicaLogDirPartitionResult = AlterReplicaLogDirsResponse.AlterReplicaLogD
 
 
 class DescribeLogDirsHandler:
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    """DESCRIBE on the cluster to describe log dirs, ALTER to move replicas (CLUSTER_AUTHORIZATION_FAILED)."""
+
+    def __init__(self, replica_manager: ReplicaManager, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.replica_manager = replica_manager
+        self.auth = auth
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.DESCRIBE_LOG_DIRS, self.describe_log_dirs)
@@ -39,11 +44,13 @@ class DescribeLogDirsHandler:
     async def alter_replica_log_dirs(self, context: RequestContext,
                                      request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
         results: dict[str, list[AlterReplicaLogDirPartitionResult]] = {}
+        allowed = self.auth.authorize(context, AclOperation.ALTER, ResourceType.CLUSTER)
         for log_dir in request.dirs:
             for topic in log_dir.topics:
                 for index in topic.partitions:
                     error = self.replica_manager.alter_replica_log_dir(TopicPartition(topic.name, index),
-                                                                       log_dir.path)
+                                                                       log_dir.path) \
+                        if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
                     results.setdefault(topic.name, []).append(
                         AlterReplicaLogDirPartitionResult(partition_index=index, error_code=error))
         return AlterReplicaLogDirsResponse(results=[
@@ -53,6 +60,8 @@ class DescribeLogDirsHandler:
     async def describe_log_dirs(self, context: RequestContext,
                                 request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
         replica_manager = self.replica_manager
+        if not self.auth.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            return DescribeLogDirsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         wanted = None
         if request.topics is not None:
             wanted = {TopicPartition(topic.topic, index) for topic in request.topics for index in topic.partitions}

@@ -19,6 +19,8 @@ from kfk.errors import ERROR_INFO, ErrorCode
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -27,8 +29,12 @@ METADATA_PARTITION = 0
 
 
 class DescribeQuorumHandler:
-    def __init__(self, quorum: EmbeddedMetadataBackend | None, metadata_cache: MetadataCache) -> None:
+    """DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED."""
+
+    def __init__(self, quorum: EmbeddedMetadataBackend | None, metadata_cache: MetadataCache,
+                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.quorum = quorum
+        self.auth = auth
         self.metadata_cache = metadata_cache
 
     def register(self, dispatcher: Dispatcher) -> None:
@@ -36,6 +42,9 @@ class DescribeQuorumHandler:
 
     async def describe_quorum(self, context: RequestContext,
                               request: DescribeQuorumRequest) -> DescribeQuorumResponse:
+        if not self.auth.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            return DescribeQuorumResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                          error_message=ERROR_INFO[ErrorCode.CLUSTER_AUTHORIZATION_FAILED].message)
         if self.quorum is None:
             return DescribeQuorumResponse(error_code=ErrorCode.INVALID_REQUEST,
                                           error_message="ZooKeeper mode has no metadata quorum")

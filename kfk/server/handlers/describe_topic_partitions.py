@@ -7,7 +7,8 @@ most min(response_partition_limit, max.request.partition.size.limit) partitions 
 next_cursor names the topic and partition the next request starts from (with the request's cursor, topics before
 its topic and that topic's partitions before its index are skipped). A cursor on a topic the request does not name
 is INVALID_REQUEST for every topic. kfk has no eligible leader replicas (KIP-966's ELR): both lists are empty, as
-in Kafka with ELR disabled. No authorizer: every topic operation is authorized when asked for.
+in Kafka with ELR disabled. Topics the principal may not DESCRIBE are left out of "every topic" and answered
+TOPIC_AUTHORIZATION_FAILED when named; the authorized operations are always given.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from kfk.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsResponse,
 )
 from kfk.server.dispatch import Dispatcher, RequestContext
-from kfk.server.handlers.metadata import TOPIC_AUTHORIZED_OPERATIONS, partition_metadata
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
+from kfk.server.handlers.metadata import TOPIC_OPERATIONS, partition_metadata
 
 Topic = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
 Partition = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition
@@ -34,8 +37,10 @@ _METADATA_RULES_VERSION = 13
 
 
 class DescribeTopicPartitionsHandler:
-    def __init__(self, metadata_cache: MetadataCache, max_request_partition_size_limit: int) -> None:
+    def __init__(self, metadata_cache: MetadataCache, max_request_partition_size_limit: int,
+                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.metadata_cache = metadata_cache
+        self.auth = auth
         self.max_request_partition_size_limit = max_request_partition_size_limit
 
     def register(self, dispatcher: Dispatcher) -> None:
@@ -47,12 +52,14 @@ class DescribeTopicPartitionsHandler:
         cursor = request.cursor
         every_topic = not request.topics
         names = sorted(image.topics_by_name) if every_topic else sorted({topic.name for topic in request.topics})
+        describable = self.auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        if every_topic:
+            names = [name for name in names if name in describable]
         if cursor is not None and not every_topic and cursor.topic_name not in names:
             return DescribeTopicPartitionsResponse(topics=[
                 Topic(error_code=ErrorCode.INVALID_REQUEST, name=name) for name in names])
         if cursor is not None:
             names = [name for name in names if name >= cursor.topic_name]
-        operations = TOPIC_AUTHORIZED_OPERATIONS  # the request cannot leave them out; with no authorizer, all
         remaining = min(request.response_partition_limit, self.max_request_partition_size_limit)
         response = DescribeTopicPartitionsResponse()
         alive_ids = {broker.broker_id for broker, _ in image.alive_brokers(context.listener_name)}
@@ -61,6 +68,11 @@ class DescribeTopicPartitionsHandler:
                 # Every partition of the topics before is described: the next page starts at this topic.
                 response.next_cursor = Cursor(topic_name=name, partition_index=0)
                 break
+            operations = self.auth.authorized_operations(context, ResourceType.TOPIC, name, TOPIC_OPERATIONS)
+            if name not in describable:
+                response.topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
+                                             is_internal=is_internal(name)))
+                continue
             topic = image.topic(name)
             if topic is None:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if is_valid_topic_name(name) \

@@ -12,6 +12,9 @@ news; v9 current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOC
 rack_id and preferred_read_replica (always -1: no follower fetching for consumers); v12 flexible, with the tagged
 current_leader beside NOT_LEADER_OR_FOLLOWER; v13 topic ids instead of names (UNKNOWN_TOPIC_ID); v15 replica_state
 instead of replica_id; v16 and v17 (KIP-951 node endpoints, KIP-853 directory ids) change nothing here.
+
+Authorization: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic; a partition refused
+is answered TOPIC_AUTHORIZATION_FAILED (every partition, for a follower refused).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.records import complete_entries_length, down_convert
 from kfk.replication.fetch_params import READ_COMMITTED, FetchParams, FetchPartitionRequest, LogReadResult
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.server.fetch_session import CachedPartition, FetchSession, FetchSessionCache, PartitionKey
 
@@ -47,9 +52,11 @@ _NOT_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_
 
 
 class FetchHandler:
-    def __init__(self, replica_manager: ReplicaManager, sessions: FetchSessionCache) -> None:
+    def __init__(self, replica_manager: ReplicaManager, sessions: FetchSessionCache,
+                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.replica_manager = replica_manager
         self.sessions = sessions
+        self.auth = auth
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.FETCH, self.fetch)
@@ -88,6 +95,7 @@ class FetchHandler:
                     continue  # answered UNKNOWN_TOPIC_ID below
                 cached.resolve_topic(topic.name)
             requests[key] = cached.read_request()
+        denied = self._denied(context, replica_id, requests)
         params = FetchParams(
             replica_id=replica_id,
             max_wait_ms=request.max_wait_ms,
@@ -96,7 +104,9 @@ class FetchHandler:
             isolation_level=request.isolation_level,
             hard_max_bytes_limit=version <= 2,
         )
-        results = dict(zip(requests, await replica_manager.fetch_messages(params, list(requests.values()))))
+        readable = {key: fetch for key, fetch in requests.items() if key not in denied} if denied else requests
+        results = dict(zip(readable, await replica_manager.fetch_messages(params, list(readable.values()))))
+        results.update((key, LogReadResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for key in denied)
 
         answered: list[tuple[CachedPartition, PartitionData]] = []
         returned_records: list[PartitionKey] = []
@@ -125,6 +135,18 @@ class FetchHandler:
                 session.move_to_end(key)
             session_id = session.session_id
         return FetchResponse(error_code=ErrorCode.NONE, session_id=session_id, responses=_by_topic(answered))
+
+    def _denied(self, context: RequestContext, replica_id: int,
+                requests: dict[PartitionKey, FetchPartitionRequest]) -> set[PartitionKey]:
+        """The partitions of `requests` the principal may not fetch."""
+        if not self.auth.enabled:
+            return set()
+        if replica_id >= 0:
+            allowed = self.auth.authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
+            return set() if allowed else set(requests)
+        readable = self.auth.authorized_names(context, AclOperation.READ, ResourceType.TOPIC,
+                                              (fetch.topic_partition.topic for fetch in requests.values()))
+        return {key for key, fetch in requests.items() if fetch.topic_partition.topic not in readable}
 
     @staticmethod
     def _apply_request(partitions: OrderedDict[PartitionKey, CachedPartition], request: FetchRequest,

@@ -29,6 +29,8 @@ from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 if TYPE_CHECKING:
@@ -57,8 +59,9 @@ class FindCoordinatorHandler:
 
     def __init__(self, metadata_cache: MetadataCache, controller: QuorumController,
                  group_coordinator: GroupCoordinatorService, transaction_coordinator: TransactionCoordinatorService,
-                 node_id: int) -> None:
+                 node_id: int, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.metadata_cache = metadata_cache
+        self.auth = auth
         self.controller = controller
         self.group_coordinator = group_coordinator
         self.transaction_coordinator = transaction_coordinator
@@ -116,7 +119,14 @@ class FindCoordinatorHandler:
         image = self.metadata_cache.image
         coordinators = []
         for key in keys:
-            if request.key_type == GROUP_KEY_TYPE:
+            # DESCRIBE on the group or transactional id the key names (Kafka's order: before the key is looked up).
+            if request.key_type == GROUP_KEY_TYPE \
+                    and not self.auth.authorize(context, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+                coordinators.append(_error(key, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            elif request.key_type == TRANSACTION_KEY_TYPE \
+                    and not self.auth.authorize(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+                coordinators.append(_error(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            elif request.key_type == GROUP_KEY_TYPE:
                 coordinators.append(await self._find_coordinator(
                     key, GROUP_METADATA_TOPIC_NAME, image, context.listener_name,
                     self.group_coordinator.wait_until_loaded))

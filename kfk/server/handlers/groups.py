@@ -17,6 +17,10 @@
   that does not exist is described as Dead with no error before v6; v6 (KIP-1043) answers it GROUP_ID_NOT_FOUND
   with an error message instead (its state still Dead, no authorized operations). Member metadata and assignment are shown once the group is Stable.
 - DeleteGroups (42), v0-v2: v2 flexible. A group with members gets NON_EMPTY_GROUP.
+
+Authorization, as Kafka's: Join, Sync, Heartbeat and Leave need READ on the group, DescribeGroups DESCRIBE and
+DeleteGroups DELETE on each group (GROUP_AUTHORIZATION_FAILED otherwise); ListGroups lists every group to a principal
+with DESCRIBE on the cluster, else only the groups it may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -32,17 +36,23 @@ from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from kfk.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from kfk.protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
 
-#: Kafka's AclOperation codes a group has: READ (3), DELETE (6), DESCRIBE (8), DESCRIBE_CONFIGS (10) and
-#: ALTER_CONFIGS (11) (group configs, KIP-848), as DescribeGroups' bit field.
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+#: The operations a group has (group configs are KIP-848's), as DescribeGroups' authorized operations list them.
+GROUP_OPERATIONS = (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
+                    AclOperation.ALTER_CONFIGS)
 
 
 class GroupsHandler:
-    def __init__(self, group_coordinator: GroupCoordinatorService) -> None:
+    def __init__(self, group_coordinator: GroupCoordinatorService, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.group_coordinator = group_coordinator
+        self.auth = auth
+
+    def _may(self, context: RequestContext, operation: AclOperation, group_id: str) -> bool:
+        return self.auth.authorize(context, operation, ResourceType.GROUP, group_id)
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.JOIN_GROUP, self.join_group)
@@ -57,8 +67,12 @@ class GroupsHandler:
         version = context.api_version
         if version == 0:
             request.rebalance_timeout_ms = request.session_timeout_ms
-        response = await self.group_coordinator.join_group(request, version, context.client_id or "",
-                                                           f"/{context.client_host}")
+        if self._may(context, AclOperation.READ, request.group_id):
+            response = await self.group_coordinator.join_group(request, version, context.client_id or "",
+                                                               f"/{context.client_host}")
+        else:
+            response = JoinGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, protocol_name=None,
+                                         member_id=request.member_id)
         if version < 7 and response.protocol_name is None:
             response.protocol_name = ""
         elif version >= 7 and response.error_code != ErrorCode.NONE:
@@ -68,12 +82,18 @@ class GroupsHandler:
         return response
 
     async def sync_group(self, context: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+        if not self._may(context, AclOperation.READ, request.group_id):
+            return SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return await self.group_coordinator.sync_group(request)
 
     async def heartbeat(self, context: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+        if not self._may(context, AclOperation.READ, request.group_id):
+            return HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return HeartbeatResponse(error_code=self.group_coordinator.heartbeat(request))
 
     async def leave_group(self, context: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+        if not self._may(context, AclOperation.READ, request.group_id):
+            return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if context.api_version < 3:
             members = [LeaveGroupRequest.MemberIdentity(member_id=request.member_id)]
         else:
@@ -88,12 +108,20 @@ class GroupsHandler:
     async def list_groups(self, context: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
         error, groups = self.group_coordinator.list_groups(list(request.states_filter or ()),
                                                            list(request.types_filter or ()))
+        if not self.auth.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            describable = self.auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.GROUP,
+                                                     (group.group_id for group in groups))
+            groups = [group for group in groups if group.group_id in describable]
         return ListGroupsResponse(error_code=error, groups=groups)
 
     async def describe_groups(self, context: RequestContext,
                               request: DescribeGroupsRequest) -> DescribeGroupsResponse:
         described = []
         for group_id in request.groups:
+            if not self._may(context, AclOperation.DESCRIBE, group_id):
+                described.append(DescribeGroupsResponse.DescribedGroup(
+                    error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
+                continue
             group = self.group_coordinator.describe_group(group_id)
             if context.api_version >= 6 and group.error_code == ErrorCode.NONE and group.group_state == ClassicGroupState.DEAD.value:
                 # The coordinator describes a group it does not have as Dead: v6 says so with an error.
@@ -103,13 +131,18 @@ class GroupsHandler:
                     group_id=group_id, group_state=ClassicGroupState.DEAD.value))
                 continue
             if context.api_version >= 3:
-                group.authorized_operations = GROUP_AUTHORIZED_OPERATIONS if request.include_authorized_operations \
+                group.authorized_operations = self.auth.authorized_operations(
+                    context, ResourceType.GROUP, group_id, GROUP_OPERATIONS) if request.include_authorized_operations \
                     else AUTHORIZED_OPERATIONS_OMITTED
             described.append(group)
         return DescribeGroupsResponse(groups=described)
 
     async def delete_groups(self, context: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-        results = await self.group_coordinator.delete_groups(list(request.groups_names))
+        deletable = self.auth.authorized_names(context, AclOperation.DELETE, ResourceType.GROUP, request.groups_names)
+        results = await self.group_coordinator.delete_groups([name for name in request.groups_names
+                                                              if name in deletable])
+        results.update((name, ErrorCode.GROUP_AUTHORIZATION_FAILED) for name in request.groups_names
+                       if name not in deletable)
         return DeleteGroupsResponse(results=[DeleteGroupsResponse.DeletableGroupResult(group_id=group_id,
                                                                                        error_code=error)
                                              for group_id, error in results.items()])

@@ -25,14 +25,23 @@ from kfk.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 RemainingPartition = ControlledShutdownResponse.RemainingPartition
 
 
 class LeadershipHandler:
-    def __init__(self, controller: QuorumController) -> None:
+    """Authorization: ALTER on the cluster to elect or reassign, DESCRIBE to list reassignments, CLUSTER_ACTION
+    (brokers) for ControlledShutdown; CLUSTER_AUTHORIZATION_FAILED otherwise."""
+
+    def __init__(self, controller: QuorumController, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.controller = controller
+        self.auth = auth
+
+    def _may(self, context: RequestContext, operation: AclOperation) -> bool:
+        return self.auth.authorize(context, operation, ResourceType.CLUSTER)
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.ELECT_LEADERS, self.elect_leaders)
@@ -43,11 +52,19 @@ class LeadershipHandler:
     async def elect_leaders(self, context: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
         if context.api_version == 0:
             request.election_type = 0
+        if not self._may(context, AclOperation.ALTER):
+            Result = ElectLeadersResponse.ReplicaElectionResult
+            return ElectLeadersResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, replica_election_results=[
+                Result(topic=entry.topic, partition_result=[ElectLeadersResponse.PartitionResult(
+                    partition_id=index, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                    for index in entry.partitions]) for entry in request.topic_partitions or ()])
         return await self.controller.elect_leaders(request)
 
     async def controlled_shutdown(self, context: RequestContext,
                                   request: ControlledShutdownRequest) -> ControlledShutdownResponse:
         controller = self.controller
+        if not self._may(context, AclOperation.CLUSTER_ACTION):
+            return ControlledShutdownResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         if not controller.is_active:
             return ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER)
         try:
@@ -59,8 +76,12 @@ class LeadershipHandler:
 
     async def alter_reassignments(self, context: RequestContext, request: AlterPartitionReassignmentsRequest
                                   ) -> AlterPartitionReassignmentsResponse:
+        if not self._may(context, AclOperation.ALTER):
+            return AlterPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return await self.controller.alter_partition_reassignments(request)
 
     async def list_reassignments(self, context: RequestContext, request: ListPartitionReassignmentsRequest
                                  ) -> ListPartitionReassignmentsResponse:
+        if not self._may(context, AclOperation.DESCRIBE):
+            return ListPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return self.controller.list_partition_reassignments(request)

@@ -18,6 +18,8 @@ from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 CONSUMER_REPLICA_ID = -1
@@ -28,8 +30,9 @@ ListOffsetsPartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
 class ListOffsetsHandler:
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    def __init__(self, replica_manager: ReplicaManager, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.replica_manager = replica_manager
+        self.auth = auth
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.LIST_OFFSETS, self.list_offsets)
@@ -45,6 +48,8 @@ class ListOffsetsHandler:
             for partition in topic.partitions:
                 key = TopicPartition(topic.name, partition.partition_index)
                 seen[key] = seen.get(key, 0) + 1
+        describable = self.auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                                 (topic.name for topic in request.topics))
         responses: list[ListOffsetsTopicResponse] = []
         for topic in request.topics:
             answers: list[ListOffsetsPartitionResponse] = []
@@ -52,6 +57,9 @@ class ListOffsetsHandler:
                 topic_partition = TopicPartition(topic.name, partition.partition_index)
                 response = ListOffsetsPartitionResponse(partition_index=partition.partition_index)
                 answers.append(response)
+                if topic.name not in describable:
+                    response.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 if version > 0 and seen[topic_partition] > 1:
                     response.error_code = ErrorCode.INVALID_REQUEST
                     continue

@@ -19,7 +19,6 @@ topics it looked up by name).
 from __future__ import annotations
 
 import uuid
-from enum import IntEnum
 
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
 from kfk.controller.backend import MetadataBackend
@@ -30,6 +29,8 @@ from kfk.metadata.image import MetadataImage, TopicImage
 from kfk.metadata.topic_names import is_internal, is_valid_topic_name
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from kfk.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 NO_LEADER_ID = -1
@@ -38,30 +39,13 @@ ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-class AclOperation(IntEnum):
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
+#: Every operation Kafka's AclEntry.supportedOperations lists for a topic / the cluster.
+TOPIC_OPERATIONS = (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE,
+                    AclOperation.DELETE, AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS)
+CLUSTER_OPERATIONS = (AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
+                      AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
+                      AclOperation.DESCRIBE)
 
-
-def _bit_field(operations: list[AclOperation]) -> int:
-    return sum(1 << operation for operation in operations)
-
-
-#: Every operation Kafka's AclEntry.supportedOperations lists for a topic / the cluster, as a bit field.
-TOPIC_AUTHORIZED_OPERATIONS = _bit_field([AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE,
-                                          AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.ALTER,
-                                          AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS])
-CLUSTER_AUTHORIZED_OPERATIONS = _bit_field([AclOperation.CREATE, AclOperation.CLUSTER_ACTION,
-                                            AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
-                                            AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE])
 
 Topic = MetadataResponse.MetadataResponseTopic
 Partition = MetadataResponse.MetadataResponsePartition
@@ -110,8 +94,9 @@ def partition_metadata(image: MetadataImage, topic: TopicImage, listener_name: s
 
 class MetadataHandler:
     def __init__(self, metadata_cache: MetadataCache, metadata_backend: MetadataBackend, controller: QuorumController,
-                 auto_create_topics_enable: bool) -> None:
+                 auto_create_topics_enable: bool, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.metadata_cache = metadata_cache
+        self.auth = auth
         self.metadata_backend = metadata_backend
         self.controller = controller
         self.auto_create_topics_enable = auto_create_topics_enable
@@ -129,21 +114,36 @@ class MetadataHandler:
         listener = context.listener_name
         alive = image.alive_brokers(listener)
         alive_ids = {registration.broker_id for registration, _ in alive}
-        operations = (TOPIC_AUTHORIZED_OPERATIONS if request.include_topic_authorized_operations
-                      else AUTHORIZED_OPERATIONS_OMITTED)
+        auth = self.auth
+
+        def operations(name: str) -> int:
+            if not request.include_topic_authorized_operations:
+                return AUTHORIZED_OPERATIONS_OMITTED
+            return auth.authorized_operations(context, ResourceType.TOPIC, name, TOPIC_OPERATIONS)
 
         def described(topic: TopicImage) -> Topic:
             return Topic(error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id,
                          is_internal=topic.is_internal,
                          partitions=partition_metadata(image, topic, listener, version, alive_ids),
-                         topic_authorized_operations=operations)
+                         topic_authorized_operations=operations(topic.name))
 
         if request.topics is None or (version == 0 and not request.topics):
-            topics = [described(image.topics_by_name[name]) for name in sorted(image.topics_by_name)]
+            # Topics the principal may not describe are left out, as if they did not exist.
+            visible = auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                            image.topics_by_name.keys())
+            topics = [described(image.topics_by_name[name]) for name in sorted(visible)]
         else:
             topics = []
             to_create: list[str] = []
-            for wanted in request.topics:
+            wanted_names = [wanted.name if wanted.name is not None else
+                            getattr(image.topics_by_id.get(wanted.topic_id), "name", None) for wanted in request.topics]
+            describable = auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                                [name for name in wanted_names if name is not None])
+            for wanted, name in zip(request.topics, wanted_names):
+                if name is not None and name not in describable:
+                    topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=wanted.name,
+                                        topic_id=wanted.topic_id, is_internal=is_internal(name)))
+                    continue
                 if wanted.name is None:
                     found = image.topics_by_id.get(wanted.topic_id)
                     topics.append(described(found) if found is not None else Topic(
@@ -155,12 +155,15 @@ class MetadataHandler:
                     continue
                 allow = version < 4 or request.allow_auto_topic_creation
                 valid = is_valid_topic_name(wanted.name) and wanted.name != CLUSTER_METADATA_TOPIC_NAME
-                if allow and valid and self.auto_create_topics_enable and wanted.name not in to_create:
-                    to_create.append(wanted.name)
                 error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if is_valid_topic_name(wanted.name)
                          else ErrorCode.INVALID_TOPIC_EXCEPTION)
+                if allow and valid and self.auto_create_topics_enable:
+                    if not auth.may_create_topic(context, wanted.name):
+                        error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    elif wanted.name not in to_create:
+                        to_create.append(wanted.name)
                 topics.append(Topic(error_code=error, name=wanted.name, is_internal=is_internal(wanted.name),
-                                    topic_authorized_operations=operations))
+                                    topic_authorized_operations=operations(wanted.name)))
             if to_create:
                 await self.controller.auto_create_topics(to_create)
         brokers = [MetadataResponse.MetadataResponseBroker(node_id=registration.broker_id, host=endpoint.host,
@@ -171,9 +174,9 @@ class MetadataHandler:
             cluster_id=self.metadata_backend.cluster_id,
             controller_id=controller_id(self.metadata_backend, image, listener),
             topics=topics,
-            cluster_authorized_operations=(CLUSTER_AUTHORIZED_OPERATIONS
-                                           if request.include_cluster_authorized_operations
-                                           else AUTHORIZED_OPERATIONS_OMITTED),
+            cluster_authorized_operations=(
+                auth.authorized_operations(context, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)
+                if request.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED),
         )
 
 

@@ -15,6 +15,8 @@ from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 DEBUGGING_REPLICA_ID = -2
@@ -24,8 +26,9 @@ EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
 class OffsetForLeaderEpochHandler:
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    def __init__(self, replica_manager: ReplicaManager, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.replica_manager = replica_manager
+        self.auth = auth
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, self.offset_for_leader_epoch)
@@ -34,11 +37,19 @@ class OffsetForLeaderEpochHandler:
                                       request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
         replica_manager = self.replica_manager
         fetch_only_from_leader = request.replica_id != DEBUGGING_REPLICA_ID
+        # Followers need CLUSTER_ACTION; consumers checking for truncation (KIP-320) DESCRIBE on the topic.
+        names = [topic.topic for topic in request.topics]
+        describable = set(names) if self.auth.authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER) \
+            else self.auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
         topics: list[OffsetForLeaderTopicResult] = []
         for topic in request.topics:
             results: list[EpochEndOffset] = []
             for partition in topic.partitions:
                 result = EpochEndOffset(error_code=ErrorCode.NONE, partition=partition.partition)
+                if topic.topic not in describable:
+                    result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    results.append(result)
+                    continue
                 try:
                     result.leader_epoch, result.end_offset = replica_manager.last_offset_for_leader_epoch(
                         TopicPartition(topic.topic, partition.partition), partition.current_leader_epoch,

@@ -25,6 +25,8 @@ from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from kfk.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kfk.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 INVALID_OFFSET = -1
@@ -39,9 +41,11 @@ def _partition_known(image: MetadataImage, topic: str, partition: int) -> bool:
 
 
 class OffsetsHandler:
-    def __init__(self, metadata_cache: MetadataCache, group_coordinator: GroupCoordinatorService) -> None:
+    def __init__(self, metadata_cache: MetadataCache, group_coordinator: GroupCoordinatorService,
+                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.metadata_cache = metadata_cache
         self.group_coordinator = group_coordinator
+        self.auth = auth
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.OFFSET_COMMIT, self.offset_commit)
@@ -52,8 +56,16 @@ class OffsetsHandler:
         image = self.metadata_cache.image
         errors: dict[tuple[str, int], ErrorCode] = {}
         accepted: list[OffsetCommitPartition] = []
+        auth = self.auth
+        group_allowed = auth.authorize(context, AclOperation.READ, ResourceType.GROUP, request.group_id)
+        readable = auth.authorized_names(context, AclOperation.READ, ResourceType.TOPIC,
+                                         (topic.name for topic in request.topics))
         for topic in request.topics:
             for partition in topic.partitions:
+                if not group_allowed or topic.name not in readable:
+                    errors[(topic.name, partition.partition_index)] = (
+                        ErrorCode.TOPIC_AUTHORIZATION_FAILED if group_allowed else ErrorCode.GROUP_AUTHORIZATION_FAILED)
+                    continue
                 if not _partition_known(image, topic.name, partition.partition_index):
                     errors[(topic.name, partition.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
@@ -72,13 +84,12 @@ class OffsetsHandler:
 
     async def offset_fetch(self, context: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
         version = context.api_version
-        service = self.group_coordinator
         if version >= FIRST_MULTI_GROUP_FETCH_VERSION:
             groups = []
             for group in request.groups:
                 wanted = None if group.topics is None else [(t.name, list(t.partition_indexes))
                                                             for t in group.topics]
-                error, topics = service.fetch_offsets(group.group_id, wanted, request.require_stable)
+                error, topics = self._fetch_offsets(context, group.group_id, wanted, request.require_stable)
                 groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=group.group_id, error_code=error,
                     topics=[OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
@@ -91,7 +102,7 @@ class OffsetsHandler:
                         for index, offset, partition_error in partitions]) for name, partitions in topics]))
             return OffsetFetchResponse(groups=groups)
         wanted = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
-        error, topics = service.fetch_offsets(request.group_id, wanted, request.require_stable)
+        error, topics = self._fetch_offsets(context, request.group_id, wanted, request.require_stable)
         if error != ErrorCode.NONE and version < 2:
             # No top-level error before v2: every requested partition carries it.
             topics = [(name, [(index, None, error) for index in indexes]) for name, indexes in wanted or []]
@@ -106,14 +117,44 @@ class OffsetsHandler:
                     error_code=partition_error)
                 for index, offset, partition_error in partitions]) for name, partitions in topics])
 
+    def _fetch_offsets(self, context: RequestContext, group_id: str, wanted: list[tuple[str, list[int]]] | None,
+                       require_stable: bool) -> tuple[ErrorCode, list]:
+        """One group's committed offsets, as the principal may see them: DESCRIBE on the group (else
+        GROUP_AUTHORIZATION_FAILED), and on each topic (a named topic's partitions answer TOPIC_AUTHORIZATION_FAILED,
+        and when every topic is asked for, the others are left out)."""
+        auth = self.auth
+        if not auth.authorize(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
+        if wanted is None:
+            error, topics = self.group_coordinator.fetch_offsets(group_id, None, require_stable)
+            describable = auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                                (name for name, _ in topics))
+            return error, [(name, partitions) for name, partitions in topics if name in describable]
+        describable = auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                            (name for name, _ in wanted))
+        error, topics = self.group_coordinator.fetch_offsets(
+            group_id, [(name, indexes) for name, indexes in wanted if name in describable], require_stable)
+        found = dict(topics)
+        return error, [(name, found[name]) if name in describable else
+                       (name, [(index, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for index in indexes])
+                       for name, indexes in wanted if name in found or name not in describable]
+
     async def offset_delete(self, context: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         image = self.metadata_cache.image
+        auth = self.auth
+        if not auth.authorize(context, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+            return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        readable = auth.authorized_names(context, AclOperation.READ, ResourceType.TOPIC,
+                                         (topic.name for topic in request.topics))
         unknown: set[tuple[str, int]] = set()
+        denied: set[tuple[str, int]] = set()
         known: list[tuple[str, list[int]]] = []
         for topic in request.topics:
             indexes = []
             for partition in topic.partitions:
-                if _partition_known(image, topic.name, partition.partition_index):
+                if topic.name not in readable:
+                    denied.add((topic.name, partition.partition_index))
+                elif _partition_known(image, topic.name, partition.partition_index):
                     indexes.append(partition.partition_index)
                 else:
                     unknown.add((topic.name, partition.partition_index))
@@ -125,6 +166,7 @@ class OffsetsHandler:
         errors = {(name, index): partition_error for name, partitions in results
                   for index, partition_error in partitions}
         errors.update(dict.fromkeys(unknown, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        errors.update(dict.fromkeys(denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
         return OffsetDeleteResponse(error_code=ErrorCode.NONE, topics=[
             OffsetDeleteResponse.OffsetDeleteResponseTopic(name=topic.name, partitions=[
                 OffsetDeleteResponse.OffsetDeleteResponsePartition(

@@ -15,6 +15,9 @@ A transactional batch is first verified with the transaction coordinator (KIP-89
 transaction.partition.verification.enable), or from v12 added to the transaction (kfk/server/txn_verification.py);
 a partition failing either gets its error without being appended.
 
+Authorization: WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for the partitions of a topic refused) and, for a
+transactional produce, WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition).
+
 acks=0 gets no response at all; if a partition failed, the connection is closed instead, as Kafka does, so that
 the producer notices and refreshes its metadata.
 """
@@ -28,6 +31,8 @@ from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kfk.records import MAGIC_VALUE_V2, CompressionType, entry_at
 from kfk.replication.delayed_produce import ProducePartitionResult
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
 from kfk.server.txn_verification import TxnPartitionVerifier
 
@@ -62,9 +67,11 @@ def validate_records(version: int, records: bytes | memoryview | None) -> ErrorC
 class ProduceHandler:
     """Without `txn_verifier`, transactional batches are appended unverified (tests of the append alone)."""
 
-    def __init__(self, replica_manager: ReplicaManager, txn_verifier: TxnPartitionVerifier | None = None) -> None:
+    def __init__(self, replica_manager: ReplicaManager, txn_verifier: TxnPartitionVerifier | None = None,
+                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.replica_manager = replica_manager
         self.txn_verifier = txn_verifier
+        self.auth = auth
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.PRODUCE, self.produce)
@@ -76,12 +83,17 @@ class ProduceHandler:
         entries: dict[TopicPartition, bytes | memoryview] = {}
         early: dict[TopicPartition, ProducePartitionResult] = {}
         order: list[tuple[str, list[int]]] = []
+        refused = self._refused(context, request)
         for topic_data in request.topic_data:
             topic = image.topic(topic_data.name)
             indexes: list[int] = []
             for partition_data in topic_data.partition_data:
                 topic_partition = TopicPartition(topic_data.name, partition_data.index)
                 indexes.append(partition_data.index)
+                error = refused.get(topic_data.name, ErrorCode.NONE)
+                if error != ErrorCode.NONE:
+                    early[topic_partition] = ProducePartitionResult(error)
+                    continue
                 if topic is None or partition_data.index not in topic.partitions:
                     early[topic_partition] = ProducePartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                     continue
@@ -111,6 +123,18 @@ class ProduceHandler:
                 _partition_response(index, results[TopicPartition(name, index)]) for index in indexes])
             for name, indexes in order
         ])
+
+    def _refused(self, context: RequestContext, request: ProduceRequest) -> dict[str, ErrorCode]:
+        """The topics of the request the principal may not write to, with the error their partitions answer."""
+        auth = self.auth
+        if not auth.enabled:
+            return {}
+        names = [topic_data.name for topic_data in request.topic_data]
+        if request.transactional_id and not auth.authorize(context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                           request.transactional_id):
+            return dict.fromkeys(names, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        writable = auth.authorized_names(context, AclOperation.WRITE, ResourceType.TOPIC, names)
+        return {name: ErrorCode.TOPIC_AUTHORIZATION_FAILED for name in names if name not in writable}
 
 
 def _partition_response(index: int, result: ProducePartitionResult) -> PartitionProduceResponse:

@@ -21,6 +21,8 @@ from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kfk.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.server.handlers.transactions import error_for_version
 
@@ -31,8 +33,9 @@ def _error(code: ErrorCode) -> InitProducerIdResponse:
 
 class ProducerIdHandler:
     def __init__(self, producer_id_manager: ProducerIdManager,
-                 transaction_coordinator: TransactionCoordinatorService) -> None:
+                 transaction_coordinator: TransactionCoordinatorService, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.producer_id_manager = producer_id_manager
+        self.auth = auth
         self.transaction_coordinator = transaction_coordinator
 
     def register(self, dispatcher: Dispatcher) -> None:
@@ -43,9 +46,16 @@ class ProducerIdHandler:
         if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH):
             return _error(ErrorCode.INVALID_REQUEST)
         transactional_id = request.transactional_id
+        auth = self.auth
         if transactional_id is None:
+            # An idempotent producer: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679).
+            if not auth.authorize(context, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER) \
+                    and not auth.authorize_by_resource_type(context, AclOperation.WRITE, ResourceType.TOPIC):
+                return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
             producer_id = await self.producer_id_manager.generate_producer_id()
             return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)
+        if not auth.authorize(context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         result = await self.transaction_coordinator.init_producer_id(
             transactional_id, request.transaction_timeout_ms, request.producer_id, request.producer_epoch)
         if result.error != ErrorCode.NONE:

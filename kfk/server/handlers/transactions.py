@@ -42,6 +42,8 @@ from kfk.protocol.messages.list_transactions import ListTransactionsRequest, Lis
 from kfk.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.server.txn_markers import TxnMarkerWriter
 from kfk.server.txn_verification import RETRIABLE_COORDINATOR_ERRORS, TxnPartitionVerifier
@@ -92,13 +94,20 @@ class TransactionsHandler:
     def __init__(self, transaction_coordinator: TransactionCoordinatorService,
                  group_coordinator: GroupCoordinatorService, replica_manager: ReplicaManager,
                  metadata_cache: MetadataCache, marker_writer: TxnMarkerWriter,
-                 txn_verifier: TxnPartitionVerifier) -> None:
+                 txn_verifier: TxnPartitionVerifier, auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.transaction_coordinator = transaction_coordinator
+        self.auth = auth
         self.txn_verifier = txn_verifier
         self.group_coordinator = group_coordinator
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
         self.marker_writer = marker_writer
+
+    def _may_write(self, context: RequestContext, transactional_id: str) -> bool:
+        return self.auth.authorize(context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+    def _may_cluster_action(self, context: RequestContext) -> bool:
+        return self.auth.authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.ADD_PARTITIONS_TO_TXN, self.add_partitions_to_txn)
@@ -115,13 +124,16 @@ class TransactionsHandler:
         version = context.api_version
         if version < FIRST_BROKER_ADD_PARTITIONS_VERSION:
             partitions = _topic_partitions(request.v3_and_below_topics)
-            errors = self._unknown_partitions(partitions)
+            errors = self._unauthorized_partitions(context, request.v3_and_below_transactional_id, partitions) \
+                or self._unknown_partitions(partitions)
             if errors is None:
                 error = await self.transaction_coordinator.add_partitions(
                     request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
                     request.v3_and_below_producer_epoch, partitions, CLIENT_TRANSACTION_VERSION)
                 errors = dict.fromkeys(partitions, error_for_version(ApiKey.ADD_PARTITIONS_TO_TXN, version, error))
             return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(errors))
+        if not self._may_cluster_action(context):  # v4+ comes from partition leaders only
+            return AddPartitionsToTxnResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         results = []
         for transaction in request.transactions:
             partitions = _topic_partitions(transaction.topics)
@@ -143,6 +155,20 @@ class TransactionsHandler:
                 transactional_id=transaction.transactional_id, topic_results=_topic_results(errors)))
         return AddPartitionsToTxnResponse(error_code=ErrorCode.NONE, results_by_transaction=results)
 
+    def _unauthorized_partitions(self, context: RequestContext, transactional_id: str,
+                                 partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode] | None:
+        """None when the principal may WRITE the transactional id and every topic; otherwise the errors of a refused
+        request (TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere, or TOPIC_AUTHORIZATION_FAILED for the topics
+        refused and OPERATION_NOT_ATTEMPTED for the rest), as Kafka answers."""
+        if not self._may_write(context, transactional_id):
+            return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        writable = self.auth.authorized_names(context, AclOperation.WRITE, ResourceType.TOPIC,
+                                              (tp.topic for tp in partitions))
+        if all(tp.topic in writable for tp in partitions):
+            return None
+        return {tp: ErrorCode.OPERATION_NOT_ATTEMPTED if tp.topic in writable else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                for tp in partitions}
+
     def _unknown_partitions(self, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode] | None:
         """None when the metadata knows every partition; otherwise UNKNOWN_TOPIC_OR_PARTITION for the unknown ones
         and OPERATION_NOT_ATTEMPTED for the rest, and the coordinator is not asked (as Kafka answers)."""
@@ -155,12 +181,18 @@ class TransactionsHandler:
 
     async def add_offsets_to_txn(self, context: RequestContext,
                                  request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+        if not self._may_write(context, request.transactional_id):
+            return AddOffsetsToTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not self.auth.authorize(context, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return AddOffsetsToTxnResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         error = await self.transaction_coordinator.add_offsets(
             request.transactional_id, request.producer_id, request.producer_epoch, request.group_id)
         return AddOffsetsToTxnResponse(error_code=error_for_version(ApiKey.ADD_OFFSETS_TO_TXN, context.api_version,
                                                                     error))
 
     async def end_txn(self, context: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+        if not self._may_write(context, request.transactional_id):
+            return EndTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         epoch_bump = context.api_version >= FIRST_EPOCH_BUMP_END_TXN_VERSION
         result = await self.transaction_coordinator.end_txn(
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
@@ -172,6 +204,14 @@ class TransactionsHandler:
 
     async def write_txn_markers(self, context: RequestContext,
                                 request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+        if not self._may_cluster_action(context):
+            Result = WriteTxnMarkersResponse
+            return WriteTxnMarkersResponse(markers=[Result.WritableTxnMarkerResult(
+                producer_id=marker.producer_id, topics=[Result.WritableTxnMarkerTopicResult(
+                    name=topic.name, partitions=[Result.WritableTxnMarkerPartitionResult(
+                        partition_index=index, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                        for index in topic.partition_indexes]) for topic in marker.topics])
+                for marker in request.markers])
         return await self.marker_writer.write(request)
 
     async def txn_offset_commit(self, context: RequestContext,
@@ -179,8 +219,21 @@ class TransactionsHandler:
         image = self.metadata_cache.image
         errors: dict[tuple[str, int], ErrorCode] = {}
         accepted: list[OffsetCommitPartition] = []
+        auth = self.auth
+        if not self._may_write(context, request.transactional_id):
+            refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not auth.authorize(context, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        else:
+            refused = ErrorCode.NONE
+        readable = auth.authorized_names(context, AclOperation.READ, ResourceType.TOPIC,
+                                         (topic.name for topic in request.topics))
         for topic in request.topics:
             for partition in topic.partitions:
+                if refused != ErrorCode.NONE or topic.name not in readable:
+                    errors[(topic.name, partition.partition_index)] = \
+                        refused if refused != ErrorCode.NONE else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 if image.partition(topic.name, partition.partition_index) is None:
                     errors[(topic.name, partition.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
@@ -222,22 +275,41 @@ class TransactionsHandler:
 
     async def describe_transactions(self, context: RequestContext,
                                     request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
-        return DescribeTransactionsResponse(
-            transaction_states=self.transaction_coordinator.describe(request.transactional_ids))
+        describable = self.auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                                 request.transactional_ids)
+        states = self.transaction_coordinator.describe([tid for tid in request.transactional_ids
+                                                        if tid in describable])
+        by_id = {state.transactional_id: state for state in states}
+        return DescribeTransactionsResponse(transaction_states=[
+            by_id.get(tid) or DescribeTransactionsResponse.TransactionState(
+                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, transactional_id=tid)
+            for tid in request.transactional_ids])
 
     async def list_transactions(self, context: RequestContext,
                                 request: ListTransactionsRequest) -> ListTransactionsResponse:
         duration_filter_ms = request.duration_filter if context.api_version >= FIRST_DURATION_FILTER_VERSION else -1
-        return self.transaction_coordinator.list_transactions(list(request.state_filters),
-                                                              list(request.producer_id_filters), duration_filter_ms)
+        response = self.transaction_coordinator.list_transactions(list(request.state_filters),
+                                                                  list(request.producer_id_filters), duration_filter_ms)
+        if self.auth.enabled:  # only the transactional ids the principal may DESCRIBE
+            describable = self.auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                                     (state.transactional_id for state in response.transaction_states))
+            response.transaction_states = [state for state in response.transaction_states
+                                           if state.transactional_id in describable]
+        return response
 
     async def describe_producers(self, context: RequestContext,
                                  request: DescribeProducersRequest) -> DescribeProducersResponse:
         topics = []
+        readable = self.auth.authorized_names(context, AclOperation.READ, ResourceType.TOPIC,
+                                              (topic.name for topic in request.topics))
         for topic in request.topics:
             partitions = []
             for index in topic.partition_indexes:
                 answer = DescribeProducersResponse.PartitionResponse(partition_index=index)
+                if topic.name not in readable:
+                    answer.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    partitions.append(answer)
+                    continue
                 try:
                     producers = self.replica_manager.active_producers(TopicPartition(topic.name, index))
                 except KafkaError as error:

@@ -1,0 +1,163 @@
+"""The Authorizer: may this principal, from this host, do this operation on this resource? (Kafka's StandardAuthorizer
+semantics.)
+
+Rules, in order: a super user may do anything; the ACLs that apply to the resource are the literal ones naming it,
+the literal wildcard `*` of its type, and the prefixed ones whose prefix starts its name; among those that name the
+principal (or `User:*`) and the host (or `*`), a DENY of the operation (or ALL) refuses, whatever allows it; an
+ALLOW of the operation, of ALL, or of an operation that implies it (READ, WRITE, DELETE, ALTER imply DESCRIBE;
+ALTER_CONFIGS implies DESCRIBE_CONFIGS) permits; nothing matching refuses. A resource that no ACL applies to at all
+is refused too, unless `allow.everyone.if.no.acl.found`.
+
+The ACLs live in the metadata image; the broker calls `update` with the image's ACLs whenever they change, which
+rebuilds the index by resource: authorizing a Produce of one topic is a few dictionary lookups (the literal name,
+the wildcard, one per distinct prefix length), however many ACLs the cluster has.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+
+from kfk.security.acl import (
+    IMPLIED_BY_ALLOW,
+    WILDCARD_HOST,
+    WILDCARD_PRINCIPAL,
+    WILDCARD_RESOURCE,
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from kfk.security.principal import USER_TYPE, KafkaPrincipal
+
+log = logging.getLogger("kfk.authorizer")
+
+#: The authorizer.class.name values that turn authorization on: Kafka's KRaft and ZooKeeper-mode authorizers, both
+#: served by this one implementation over whichever metadata backend the broker uses.
+AUTHORIZER_CLASS_NAMES = frozenset({
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+})
+
+_Key = tuple[ResourceType, str]
+
+
+class Authorizer:
+    def __init__(self, super_users: Iterable[str] = (), allow_everyone_if_no_acl_found: bool = False,
+                 acls: Iterable[AclBinding] = ()) -> None:
+        self.super_users = frozenset(super_users)
+        self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
+        self._literal: dict[_Key, tuple[AccessControlEntry, ...]] = {}
+        self._prefixed: dict[_Key, tuple[AccessControlEntry, ...]] = {}
+        #: Per resource type, the lengths of its prefixed ACLs' prefixes, shortest first: the names to look up.
+        self._prefix_lengths: dict[ResourceType, tuple[int, ...]] = {}
+        self._acls: tuple[AclBinding, ...] = ()
+        self.update(acls)
+
+    def update(self, acls: Iterable[AclBinding]) -> None:
+        """Replace every ACL (the image's ACLs after a change): the index is rebuilt, then swapped in whole, so a
+        request being authorized sees the old or the new set, never half of one."""
+        literal: dict[_Key, list[AccessControlEntry]] = {}
+        prefixed: dict[_Key, list[AccessControlEntry]] = {}
+        lengths: dict[ResourceType, set[int]] = {}
+        bindings = tuple(acls)
+        for binding in bindings:
+            pattern = binding.pattern
+            key = (pattern.resource_type, pattern.name)
+            if pattern.pattern_type == PatternType.PREFIXED:
+                prefixed.setdefault(key, []).append(binding.entry)
+                lengths.setdefault(pattern.resource_type, set()).add(len(pattern.name))
+            else:
+                literal.setdefault(key, []).append(binding.entry)
+        self._literal = {key: tuple(entries) for key, entries in literal.items()}
+        self._prefixed = {key: tuple(entries) for key, entries in prefixed.items()}
+        self._prefix_lengths = {kind: tuple(sorted(values)) for kind, values in lengths.items()}
+        self._acls = bindings
+
+    @property
+    def acls(self) -> tuple[AclBinding, ...]:
+        return self._acls
+
+    def _entries(self, resource_type: ResourceType, name: str) -> Iterator[AccessControlEntry]:
+        """Every ACL entry whose pattern applies to the resource."""
+        literal = self._literal
+        yield from literal.get((resource_type, name), ())
+        if name != WILDCARD_RESOURCE:
+            yield from literal.get((resource_type, WILDCARD_RESOURCE), ())
+        for length in self._prefix_lengths.get(resource_type, ()):
+            if length > len(name):
+                break
+            yield from self._prefixed.get((resource_type, name[:length]), ())
+
+    def is_super_user(self, principal: KafkaPrincipal) -> bool:
+        return str(principal) in self.super_users
+
+    def authorize(self, principal: KafkaPrincipal, host: str, operation: AclOperation, resource_type: ResourceType,
+                  name: str) -> bool:
+        """Whether `principal` connected from `host` may do `operation` on the resource."""
+        principal_text = str(principal)
+        if principal_text in self.super_users:
+            return True
+        wildcard_principal = principal.principal_type == USER_TYPE
+        implying = IMPLIED_BY_ALLOW.get(operation, frozenset())
+        found = allowed = False
+        for entry in self._entries(resource_type, name):
+            found = True
+            if entry.principal != principal_text and not (wildcard_principal and entry.principal == WILDCARD_PRINCIPAL):
+                continue
+            if entry.host != WILDCARD_HOST and entry.host != host:
+                continue
+            if entry.permission_type == AclPermissionType.DENY:
+                if entry.operation == operation or entry.operation == AclOperation.ALL:
+                    self._log_denied(principal_text, host, operation, resource_type, name, "a DENY ACL")
+                    return False
+            elif not allowed and (entry.operation == operation or entry.operation == AclOperation.ALL
+                                  or entry.operation in implying):
+                allowed = True
+        if not found:
+            allowed = self.allow_everyone_if_no_acl_found
+        if not allowed:
+            self._log_denied(principal_text, host, operation, resource_type, name, "no ACL allows it")
+        return allowed
+
+    def authorize_by_resource_type(self, principal: KafkaPrincipal, host: str, operation: AclOperation,
+                                   resource_type: ResourceType) -> bool:
+        """Whether `principal` may do `operation` on at least one resource of the type (Kafka's
+        authorizeByResourceType, KIP-679: an idempotent producer may write to some topic): some ALLOW that applies
+        to it, of a pattern no DENY of it covers."""
+        principal_text = str(principal)
+        if principal_text in self.super_users:
+            return True
+
+        def applies(entry: AccessControlEntry, permission: AclPermissionType) -> bool:
+            return entry.permission_type == permission \
+                and entry.principal in (principal_text, WILDCARD_PRINCIPAL) \
+                and entry.host in (host, WILDCARD_HOST) \
+                and entry.operation in (operation, AclOperation.ALL)
+
+        denied_literal = {name for (kind, name), entries in self._literal.items() if kind == resource_type
+                          and any(applies(entry, AclPermissionType.DENY) for entry in entries)}
+        if WILDCARD_RESOURCE in denied_literal:
+            return False
+        denied_prefixes = [name for (kind, name), entries in self._prefixed.items() if kind == resource_type
+                           and any(applies(entry, AclPermissionType.DENY) for entry in entries)]
+        for index, pattern_type in ((self._literal, PatternType.LITERAL), (self._prefixed, PatternType.PREFIXED)):
+            for (kind, name), entries in index.items():
+                if kind != resource_type or not any(applies(entry, AclPermissionType.ALLOW) for entry in entries):
+                    continue
+                if pattern_type == PatternType.LITERAL and name in denied_literal:
+                    continue
+                if not any(name.startswith(prefix) for prefix in denied_prefixes):
+                    return True
+        if self.allow_everyone_if_no_acl_found:
+            return not any(kind == resource_type for kind, _ in (*self._literal, *self._prefixed))
+        return False
+
+    @staticmethod
+    def _log_denied(principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str,
+                    reason: str) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("Principal = %s is Denied operation = %s from host = %s on resource = %s:%s (%s)",
+                      principal, operation.title, host, resource_type.title, name, reason)
