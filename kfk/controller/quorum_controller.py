@@ -29,7 +29,14 @@ from typing import Awaitable, Callable, Sequence, TypeVar
 
 from kfk.common.config_types import ConfigResourceType
 from kfk.config import BrokerConfig
-from kfk.controller import cluster_control, config_control, partition_change, reassignment, replication_control
+from kfk.controller import (
+    client_quota_control,
+    cluster_control,
+    config_control,
+    partition_change,
+    reassignment,
+    replication_control,
+)
 from kfk.controller.auto_topic_creation import creatable_topic
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.config_describer import describe_topic_configs
@@ -47,6 +54,7 @@ from kfk.errors import (
 from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
+from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
@@ -391,6 +399,18 @@ class QuorumController:
                 Result(error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message,
                        resource_type=resource.resource_type, resource_name=resource.resource_name)
                 for resource in request.resources])
+
+    async def alter_client_quotas(self, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
+        try:
+            return await self._write(lambda image: client_quota_control.alter_client_quotas(image, request))
+        except NotControllerError:
+            Entry = AlterClientQuotasResponse.EntryData
+            Entity = AlterClientQuotasResponse.EntityData
+            return AlterClientQuotasResponse(entries=[
+                Entry(error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message,
+                      entity=[Entity(entity_type=part.entity_type, entity_name=part.entity_name)
+                              for part in entry.entity])
+                for entry in request.entries])
 
     # -- brokers and producer ids ------------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from kfk.common.config_types import ConfigResourceType
+from kfk.metadata.client_quotas import ClientQuotas, apply_client_quota_record
 from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
 
@@ -110,6 +111,7 @@ class MetadataImage:
     configs: Mapping[tuple[ConfigResourceType, str], Mapping[str, str]] = field(default_factory=_empty)
     features: Mapping[str, int] = field(default_factory=_empty)
     next_producer_id: int = 0
+    client_quotas: ClientQuotas = field(default_factory=_empty)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
@@ -152,7 +154,7 @@ class MetadataImage:
         delta = _Delta(self)
         for record in records:
             handler = _HANDLERS.get(record.NAME)
-            if handler is not None:  # records this version does not model (ACLs, quotas...) are skipped
+            if handler is not None:  # records this version does not model (ACLs...) are skipped
                 handler(delta, record)
         return delta.build(offset)
 
@@ -167,6 +169,7 @@ class _Delta:
         self.configs: dict | None = None
         self.features: dict[str, int] | None = None
         self.next_producer_id = image.next_producer_id
+        self.client_quotas: dict | None = None
 
     def mutable_brokers(self) -> dict[int, BrokerRegistration]:
         if self.brokers is None:
@@ -195,6 +198,8 @@ class _Delta:
             changes["configs"] = MappingProxyType(self.configs)
         if self.features is not None:
             changes["features"] = MappingProxyType(self.features)
+        if self.client_quotas is not None:
+            changes["client_quotas"] = MappingProxyType(self.client_quotas)
         return replace(image, **changes)
 
 
@@ -295,6 +300,12 @@ def _producer_ids_record(delta: _Delta, record: Message) -> None:
     delta.next_producer_id = record.next_producer_id
 
 
+def _client_quota_record(delta: _Delta, record: Message) -> None:
+    if delta.client_quotas is None:
+        delta.client_quotas = dict(delta.image.client_quotas)
+    apply_client_quota_record(delta.client_quotas, record)
+
+
 _HANDLERS = {
     "TopicRecord": _topic_record,
     "PartitionRecord": _partition_record,
@@ -308,4 +319,5 @@ _HANDLERS = {
     "BrokerRegistrationChangeRecord": _broker_registration_change_record,
     "FeatureLevelRecord": _feature_level_record,
     "ProducerIdsRecord": _producer_ids_record,
+    "ClientQuotaRecord": _client_quota_record,
 }

@@ -49,6 +49,7 @@ from kfk.server.fetch_session import FetchSessionCache
 from kfk.server.handlers.admin import TopicAdminHandler
 from kfk.server.handlers.api_versions import ApiVersionsHandler
 from kfk.server.handlers.cluster import DescribeClusterHandler
+from kfk.server.handlers.client_quotas import ClientQuotasHandler
 from kfk.server.handlers.configs import ConfigsHandler
 from kfk.server.handlers.delete_records import DeleteRecordsHandler
 from kfk.server.handlers.describe_log_dirs import DescribeLogDirsHandler
@@ -148,6 +149,7 @@ class BrokerServer:
                                   else None, metadata_cache),
             TopicAdminHandler(controller),
             ConfigsHandler(metadata_cache, controller, config, self.node_id),
+            ClientQuotasHandler(metadata_cache, controller),
             LeadershipHandler(controller),
             ProducerIdHandler(self.producer_id_manager, transaction_coordinator),
             ProduceHandler(replica_manager, self.txn_verifier),
