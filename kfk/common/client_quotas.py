@@ -60,6 +60,10 @@ class ClientQuotaEntity(NamedTuple):
     def of(cls, parts: Iterable[tuple[str, str | None]]) -> ClientQuotaEntity:
         return cls(tuple(sorted(parts, key=lambda part: part[0])))
 
+    def sort_key(self) -> tuple:
+        """An order over entities (a default, None, sorts before every name of its type)."""
+        return tuple((kind, name is not None, name or "") for kind, name in self.parts)
+
     def as_dict(self) -> dict[str, str | None]:
         return dict(self.parts)
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from kfk.backends.zookeeper import znodes
+from kfk.common.client_quotas import ClientQuotaEntity
 from kfk.common.config_types import ConfigResourceType
 from kfk.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
 from kfk.protocol.message import Message
@@ -35,6 +36,7 @@ RegisterBrokerRecord = schema_class("RegisterBrokerRecord")
 BrokerRegistrationChangeRecord = schema_class("BrokerRegistrationChangeRecord")
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
 ProducerIdsRecord = schema_class("ProducerIdsRecord")
+ClientQuotaRecord = schema_class("ClientQuotaRecord")
 
 #: BrokerRegistrationChangeRecord.Fenced: 1 fenced.
 FENCED = 1
@@ -54,6 +56,7 @@ class ZooKeeperSnapshot:
     topics: dict[str, znodes.TopicZnode] = field(default_factory=dict)
     partition_states: dict[tuple[str, int], znodes.PartitionStateZnode] = field(default_factory=dict)
     configs: dict[tuple[ConfigResourceType, str], dict[str, str]] = field(default_factory=dict)
+    client_quotas: dict[ClientQuotaEntity, dict[str, float]] = field(default_factory=dict)
     features: dict[str, int] = field(default_factory=dict)
     producer_id_block_end: int | None = None
     offset: int = -1
@@ -126,6 +129,14 @@ def records_for(image: MetadataImage, snapshot: ZooKeeperSnapshot) -> list[Messa
             if current.get(name) != wanted.get(name):
                 records.append(ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=name,
                                             value=wanted.get(name)))
+    for entity in sorted(set(image.client_quotas) | set(snapshot.client_quotas), key=ClientQuotaEntity.sort_key):
+        current, wanted = image.client_quotas.get(entity, {}), snapshot.client_quotas.get(entity, {})
+        parts = [ClientQuotaRecord.EntityData(entity_type=kind, entity_name=name) for kind, name in entity.parts]
+        for key in sorted(set(current) | set(wanted)):
+            if key not in wanted:
+                records.append(ClientQuotaRecord(entity=parts, key=key, remove=True))
+            elif current.get(key) != wanted[key]:
+                records.append(ClientQuotaRecord(entity=parts, key=key, value=wanted[key]))
     for name, level in sorted(snapshot.features.items()):
         if image.features.get(name) != level:
             records.append(FeatureLevelRecord(name=name, feature_level=level))
@@ -149,9 +160,11 @@ class Operation:
 
 
 def operations_for(before: MetadataImage, after: MetadataImage, records: Sequence[Message], controller_epoch: int,
-                   controller_epoch_version: int, exists: Callable[[str], bool]) -> list[Operation]:
+                   controller_epoch_version: int, exists: Callable[[str], bool],
+                   config_of: Callable[[str], Mapping[str, str]] = lambda path: {}) -> list[Operation]:
     """The multi-op that makes ZooKeeper hold `after`, given that it holds `before` (the image `records` were
-    computed from). `exists(path)` answers for znodes whose presence the images do not tell (configs)."""
+    computed from). `exists(path)` answers for znodes whose presence the images do not tell (configs);
+    `config_of(path)` gives a config znode's keys as last read, so that keys kfk does not model there survive."""
     operations = [Operation("check", znodes.CONTROLLER_EPOCH_PATH, version=controller_epoch_version)]
     removed = [topic for topic_id, topic in before.topics_by_id.items() if topic_id not in after.topics_by_id]
     for topic in removed:
@@ -203,6 +216,7 @@ def operations_for(before: MetadataImage, after: MetadataImage, records: Sequenc
         operations.append(Operation("create", f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
                                     znodes.encode_config_change(f"{_CONFIG_ENTITY[resource_type]}/{entity}"),
                                     sequential=True))
+    operations.extend(_client_quota_operations(before, after, exists, config_of))
     for topic in after.topics_by_id.values():
         if topic.topic_id not in before.topics_by_id and not exists(znodes.topic_config_path(topic.name)) \
                 and not after.configs.get((ConfigResourceType.TOPIC, topic.name)):
@@ -215,6 +229,43 @@ def operations_for(before: MetadataImage, after: MetadataImage, records: Sequenc
         operations.append(Operation(
             "set" if exists(znodes.PRODUCER_ID_BLOCK_PATH) else "create", znodes.PRODUCER_ID_BLOCK_PATH,
             znodes.encode_producer_id_block(broker_id, before.next_producer_id, after.next_producer_id - 1)))
+    return operations
+
+
+def _client_quota_operations(before: MetadataImage, after: MetadataImage, exists: Callable[[str], bool],
+                             config_of: Callable[[str], Mapping[str, str]]) -> list[Operation]:
+    """The client quota znodes whose quotas changed, rewritten whole (the keys that are not quotas kept), each with
+    its config change notification, as Kafka's ZooKeeper mode writes them. Parents (/config/users/<user> and its
+    /clients) are created when missing; an entity whose last quota goes keeps its znode with an empty config."""
+    operations: list[Operation] = []
+    created: set[str] = set()
+
+    def ensure(path: str, data: bytes) -> None:
+        if path not in created and not exists(path):
+            operations.append(Operation("create", path, data))
+            created.add(path)
+
+    for entity in sorted(set(before.client_quotas) | set(after.client_quotas), key=ClientQuotaEntity.sort_key):
+        quotas = after.client_quotas.get(entity, {})
+        if before.client_quotas.get(entity, {}) == quotas:
+            continue
+        path = znodes.client_quota_path(entity)
+        keys = znodes.quota_keys(entity)
+        config = {key: value for key, value in config_of(path).items() if key not in keys}
+        config.update((key, znodes.encode_quota_value(keys[key], value)) for key, value in quotas.items())
+        if path.count("/") == 5:  # /config/users/<user>/clients/<client-id>
+            user_path = path.rsplit("/", 2)[0]
+            ensure(user_path, znodes.encode_config({}))
+            ensure(f"{user_path}/clients", b"")
+        data = znodes.encode_config(config)
+        if path in created or exists(path):
+            operations.append(Operation("set", path, data))
+        else:
+            operations.append(Operation("create", path, data))
+            created.add(path)
+        operations.append(Operation("create", f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
+                                    znodes.encode_config_change(path[len(znodes.CONFIG_PATH) + 1:]),
+                                    sequential=True))
     return operations
 
 
