@@ -67,6 +67,7 @@ from kfk.server.handlers.produce import ProduceHandler
 from kfk.server.handlers.producer_id import ProducerIdHandler
 from kfk.server.handlers.transactions import TransactionsHandler
 from kfk.server.inter_broker_channels import InterBrokerChannels
+from kfk.security.quotas import ClientQuotaManagers
 from kfk.server.metrics import MetricsEndpoint
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
@@ -96,7 +97,9 @@ class BrokerServer:
         self.node_id = config.node_id
         self.auto_format = auto_format
         self.cluster_id: str | None = None
-        self.dispatcher = Dispatcher()
+        #: Client quotas (producer_byte_rate, consumer_byte_rate, request_percentage) from the metadata image.
+        self.quotas = ClientQuotaManagers(config.quota_window_num, config.quota_window_size_seconds)
+        self.dispatcher = Dispatcher(quotas=self.quotas)
         self.dynamic_config = DynamicBrokerConfig(config, self.node_id)
         self._listener_update: asyncio.Future | None = None
         self.socket_server: network.SocketServer | None = None
@@ -152,9 +155,9 @@ class BrokerServer:
             ClientQuotasHandler(metadata_cache, controller),
             LeadershipHandler(controller),
             ProducerIdHandler(self.producer_id_manager, transaction_coordinator),
-            ProduceHandler(replica_manager, self.txn_verifier),
+            ProduceHandler(replica_manager, self.txn_verifier, self.quotas.produce),
             FetchHandler(replica_manager, FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
-                                                            system_time_ms)),
+                                                            system_time_ms), self.quotas.fetch),
             ListOffsetsHandler(replica_manager),
             DeleteRecordsHandler(replica_manager),
             OffsetForLeaderEpochHandler(replica_manager),
@@ -195,6 +198,7 @@ class BrokerServer:
         opened)."""
         cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
         cache.subscribe(self.dynamic_config.on_metadata_update)
+        cache.subscribe(lambda previous, image: self.quotas.update(image.client_quotas))
         return cache
 
     def _reconfigure_network(self, changed: set[str]) -> None:
