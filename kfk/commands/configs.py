@@ -1,4 +1,4 @@
-"""`kfk configs --describe|--alter`: kafka-configs.sh for topics, brokers and broker loggers.
+"""`kfk configs --describe|--alter`: kafka-configs.sh for topics, brokers, broker loggers and client quotas.
 
 The entity is named as in Kafka 3.x+: `--topic T`, `--broker ID`, `--broker-defaults` (the cluster-wide dynamic
 broker default), `--broker-logger ID`, or the older `--entity-type topics|brokers|broker-loggers` with
@@ -8,8 +8,9 @@ brokers, the default), as Kafka does.
 --describe prints the configs set on the entity (dynamic ones), or with --all every config with its value, source
 and synonyms; a broker logger's configs are its loggers and their levels. A value that is not set prints as `null`,
 as Kafka prints it. --alter applies --add-config k=v[,k=v] and --delete-config k[,k] in one
-IncrementalAlterConfigs request, so a bad key fails the whole change, as in Kafka. kfk keeps no client quotas and no
-group configs: `--entity-type users|clients|groups|ips` says so in one line.
+IncrementalAlterConfigs request, so a bad key fails the whole change, as in Kafka. Users and clients are client
+quota entities (kfk/commands/quota_configs.py). kfk keeps no group configs and no ip quotas: `--entity-type
+groups|ips` says so in one line.
 """
 
 from __future__ import annotations
@@ -30,14 +31,15 @@ from kfk.commands.client_options import (
     print_json,
 )
 from kfk.commands.errors import fail
+from kfk.commands.quota_configs import QUOTA_ENTITY_TYPES, quota_configs, quota_entity
 
 app = typer.Typer()
 
 #: --entity-type -> (ConfigResourceType name, the singular Kafka prints in "Dynamic configs for <singular> <name>").
 ENTITY_TYPES = {"topics": ("TOPIC", "topic"), "brokers": ("BROKER", "broker"),
                 "broker-loggers": ("BROKER_LOGGER", "broker-logger")}
-#: Entity types of kafka-configs.sh that kfk has nothing for (client quotas, group configs, client metrics).
-UNSUPPORTED_ENTITY_TYPES = ("users", "clients", "ips", "groups", "client-metrics")
+#: Entity types of kafka-configs.sh that kfk has nothing for (ip quotas, group configs, client metrics).
+UNSUPPORTED_ENTITY_TYPES = ("ips", "groups", "client-metrics")
 
 
 @app.command("configs")
@@ -53,12 +55,20 @@ def configs(
     broker_logger: Annotated[Optional[str], typer.Option(
         "--broker-logger", help="The broker id whose loggers to show or change (--entity-type broker-loggers).")
     ] = None,
+    user: Annotated[Optional[str], typer.Option(
+        "--user", help="A user's client quotas (with --client: for that client-id).")] = None,
+    client: Annotated[Optional[str], typer.Option("--client", help="A client-id's client quotas.")] = None,
+    user_defaults: Annotated[bool, typer.Option(
+        "--user-defaults", help="The default user's client quotas.")] = False,
+    client_defaults: Annotated[bool, typer.Option(
+        "--client-defaults", help="The default client-id's client quotas.")] = False,
     entity_type: Annotated[Optional[str], typer.Option(
-        "--entity-type", help="topics, brokers or broker-loggers.")] = None,
+        "--entity-type", help="topics, brokers, broker-loggers, users or clients.")] = None,
     entity_name: Annotated[Optional[str], typer.Option(
-        "--entity-name", help="The topic name or broker id.")] = None,
+        "--entity-name", help="The topic name, broker id, user or client-id.")] = None,
     entity_default: Annotated[bool, typer.Option(
-        "--entity-default", help="With brokers: the cluster-wide dynamic default.")] = False,
+        "--entity-default", help="With brokers: the cluster-wide dynamic default; with users or clients: the "
+                                 "default entity.")] = False,
     add_config: Annotated[Optional[list[str]], typer.Option(
         "--add-config", help="k=v[,k=v...] to set (list values in brackets: k=[a,b]); repeatable.")] = None,
     delete_config: Annotated[Optional[list[str]], typer.Option(
@@ -70,16 +80,24 @@ def configs(
     json_output: JsonOutput = False,
     debug: Debug = False,
 ) -> None:
-    """Describe or change topic, broker and broker-logger configs."""
+    """Describe or change topic, broker, broker-logger and client quota configs."""
     if describe == alter:
         fail("give exactly one of --describe and --alter")
-    kind, names = _entity(topic, broker, broker_defaults, broker_logger, entity_type, entity_name, entity_default)
+    quota_parts = quota_entity(user, client, user_defaults, client_defaults, entity_type, entity_name,
+                               entity_default)
+    if quota_parts is None:
+        kind, names = _entity(topic, broker, broker_defaults, broker_logger, entity_type, entity_name, entity_default)
     additions = parse_key_values(add_config, "--add-config", split_commas=True)
     deletions = [name.strip() for item in delete_config or [] for name in item.split(",") if name.strip()]
     if alter and not additions and not deletions:
         fail("--alter needs --add-config or --delete-config")
     if describe and (additions or deletions):
         fail("--add-config and --delete-config go with --alter")
+    if quota_parts is not None:
+        if topic is not None or broker is not None or broker_defaults or broker_logger is not None:
+            fail("name one entity: client quotas (--user/--client) or a topic, broker or broker logger")
+        quota_configs(quota_parts, alter, additions, deletions, bootstrap_server, command_config, json_output, debug)
+        return
     if alter and names is None:
         fail("--alter needs an entity name (--topic, --broker, --broker-defaults, --broker-logger or --entity-name)")
 
@@ -132,8 +150,8 @@ def _entity(topic: str | None, broker: str | None, broker_defaults: bool, broker
             fail("give --entity-name or --entity-default, not both")
         name = "" if entity_default else entity_name
     if entity_type not in ENTITY_TYPES:
-        fail(f"--entity-type must be one of {', '.join(ENTITY_TYPES)}, not {entity_type!r}"
-             + (" (kfk keeps no client quotas or group configs)" if entity_type in UNSUPPORTED_ENTITY_TYPES else ""))
+        fail(f"--entity-type must be one of {', '.join([*ENTITY_TYPES, *QUOTA_ENTITY_TYPES])}, not {entity_type!r}"
+             + (" (kfk keeps no ip quotas or group configs)" if entity_type in UNSUPPORTED_ENTITY_TYPES else ""))
     kind = ENTITY_TYPES[entity_type][0]
     if name == "" and kind != "BROKER":
         fail(f"--entity-default applies to brokers, not {entity_type}")
