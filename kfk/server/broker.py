@@ -40,6 +40,7 @@ from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaStorageError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.security.quotas import ClientQuotaManagers
 from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
 from kfk.server.controller_channel import ControllerChannel, create_topics_not_controller
@@ -67,7 +68,6 @@ from kfk.server.handlers.produce import ProduceHandler
 from kfk.server.handlers.producer_id import ProducerIdHandler
 from kfk.server.handlers.transactions import TransactionsHandler
 from kfk.server.inter_broker_channels import InterBrokerChannels
-from kfk.security.quotas import ClientQuotaManagers
 from kfk.server.metrics import MetricsEndpoint
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
