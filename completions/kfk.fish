@@ -267,6 +267,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l topic -r -d 'A to
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -s t -r -d 'A topic to export (repeatable).'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l pattern -r -d 'Export every topic whose whole name matches this regex.'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l bootstrap-server -r -d 'host:port of a broker (default localhost:9092 unless --log-dir).'
+complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l command-config -r -F -d 'A properties file of client settings (security, timeouts...).'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l log-dir -r -F -d 'Read a stopped broker\'s log dir(s) instead of a cluster (comma-separated).'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l format -r -d 'File format.'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -s f -r -d 'File format.'

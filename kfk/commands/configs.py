@@ -9,8 +9,9 @@ brokers, the default), as Kafka does.
 and synonyms; a broker logger's configs are its loggers and their levels. A value that is not set prints as `null`,
 as Kafka prints it. --alter applies --add-config k=v[,k=v] and --delete-config k[,k] in one
 IncrementalAlterConfigs request, so a bad key fails the whole change, as in Kafka. Users and clients are client
-quota entities (kfk/commands/quota_configs.py). kfk keeps no group configs and no ip quotas: `--entity-type
-groups|ips` says so in one line.
+quota entities (kfk/commands/quota_configs.py), and a user's SCRAM-SHA-256/512 keys its SCRAM credentials
+(kfk/commands/scram_configs.py): one --alter may change both, and --describe of users prints both, as
+kafka-configs.sh does. kfk keeps no group configs and no ip quotas: `--entity-type groups|ips` says so in one line.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kfk.commands.client_options import (
 )
 from kfk.commands.errors import fail
 from kfk.commands.quota_configs import QUOTA_ENTITY_TYPES, quota_configs, quota_entity
+from kfk.commands.scram_configs import SCRAM_MECHANISMS, scram_configs
 
 app = typer.Typer()
 
@@ -63,7 +65,8 @@ def configs(
     client_defaults: Annotated[bool, typer.Option(
         "--client-defaults", help="The default client-id's client quotas.")] = False,
     entity_type: Annotated[Optional[str], typer.Option(
-        "--entity-type", help="topics, brokers, broker-loggers, users or clients.")] = None,
+        "--entity-type", help="topics, brokers, broker-loggers, users (quotas, SCRAM credentials) or clients.")
+    ] = None,
     entity_name: Annotated[Optional[str], typer.Option(
         "--entity-name", help="The topic name, broker id, user or client-id.")] = None,
     entity_default: Annotated[bool, typer.Option(
@@ -96,7 +99,8 @@ def configs(
     if quota_parts is not None:
         if topic is not None or broker is not None or broker_defaults or broker_logger is not None:
             fail("name one entity: client quotas (--user/--client) or a topic, broker or broker logger")
-        quota_configs(quota_parts, alter, additions, deletions, bootstrap_server, command_config, json_output, debug)
+        _users_and_clients(quota_parts, alter, additions, deletions, bootstrap_server, command_config, json_output,
+                           debug)
         return
     if alter and names is None:
         fail("--alter needs an entity name (--topic, --broker, --broker-defaults, --broker-logger or --entity-name)")
@@ -131,6 +135,31 @@ def configs(
         return
     for resource in resources:
         _render(described[resource], kind, resource.name, all_configs)
+
+
+def _users_and_clients(parts: list[tuple[str, str | None]], alter: bool, additions: dict[str, str],
+                       deletions: list[str], bootstrap_server: str, command_config: str | None, json_output: bool,
+                       debug: bool) -> None:
+    """A user's or client-id's quotas and, for a user alone, its SCRAM credentials (kafka-configs.sh changes and
+    describes both for `--entity-type users`)."""
+    user_only = len(parts) == 1 and parts[0][0] == "user"
+    user = parts[0][1] if user_only else None  # None: every user; "": the default user (it has no credentials)
+    scram_additions = {key: value for key, value in additions.items() if key in SCRAM_MECHANISMS}
+    scram_deletions = [key for key in deletions if key in SCRAM_MECHANISMS]
+    if (scram_additions or scram_deletions) and not user:
+        fail(f"{' and '.join(SCRAM_MECHANISMS)} are credentials of a user: --entity-type users --entity-name")
+    quota_additions = {key: value for key, value in additions.items() if key not in scram_additions}
+    quota_deletions = [key for key in deletions if key not in scram_deletions]
+    common = (bootstrap_server, command_config, json_output, debug)
+    if not alter:
+        quota_configs(parts, False, {}, [], *common)
+        if user_only and user != "" and not json_output:
+            scram_configs(user, False, {}, [], *common)
+    elif quota_additions or quota_deletions:
+        quota_configs(parts, True, quota_additions, quota_deletions, *common,
+                      announce=not (scram_additions or scram_deletions))
+    if alter and (scram_additions or scram_deletions):
+        scram_configs(user, True, scram_additions, scram_deletions, *common)
 
 
 def _entity(topic: str | None, broker: str | None, broker_defaults: bool, broker_logger: str | None,

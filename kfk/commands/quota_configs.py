@@ -45,7 +45,9 @@ def quota_entity(user: str | None, client: str | None, user_defaults: bool, clie
 
 
 def quota_configs(parts: list[tuple[str, str | None]], alter: bool, additions: dict[str, str], deletions: list[str],
-                  bootstrap_server: str, command_config: str | None, json_output: bool, debug: bool) -> None:
+                  bootstrap_server: str, command_config: str | None, json_output: bool, debug: bool,
+                  announce: bool = True) -> None:
+    """--alter (saying so when `announce`) or --describe the quotas of the entity `parts` names."""
     if alter and any(name is None for _, name in parts):
         fail("--alter needs an entity name (--entity-name or --entity-default)")
     ops: dict[str, float | None] = {}
@@ -66,8 +68,9 @@ def quota_configs(parts: list[tuple[str, str | None]], alter: bool, additions: d
                     raise error
                 kind, name = parts[0]
                 plural = "users" if kind == "user" else "clients"
-                typer.echo(f"Completed updating config for {plural[:-1]} {name}." if name else
-                           f"Completed updating default config for {plural} in the cluster.")
+                if announce:
+                        typer.echo(f"Completed updating config for {plural[:-1]} {name}." if name else
+                               f"Completed updating default config for {plural} in the cluster.")
                 return
             components = [ClientQuotaFilterComponent.of_entity_type(kind) if name is None else
                           ClientQuotaFilterComponent.of_default_entity(kind) if name == "" else

@@ -36,6 +36,7 @@ from kfk.controller import (
     partition_change,
     reassignment,
     replication_control,
+    scram_control,
 )
 from kfk.controller.auto_topic_creation import creatable_topic
 from kfk.controller.backend import MetadataBackend
@@ -56,6 +57,8 @@ from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
 from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from kfk.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
+                                                                 AlterUserScramCredentialsResponse)
 from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -411,6 +414,19 @@ class QuorumController:
                       entity=[Entity(entity_type=part.entity_type, entity_name=part.entity_name)
                               for part in entry.entity])
                 for entry in request.entries])
+
+    # -- SCRAM credentials -------------------------------------------------------------------------------------------
+
+    async def alter_user_scram_credentials(self, request: AlterUserScramCredentialsRequest
+                                           ) -> AlterUserScramCredentialsResponse:
+        try:
+            return await self._write(lambda image: scram_control.alter_user_scram_credentials(image, request))
+        except NotControllerError:
+            Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+            users = dict.fromkeys(item.name for item in [*request.deletions, *request.upsertions])
+            return AlterUserScramCredentialsResponse(results=[
+                Result(user=user, error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message)
+                for user in users])
 
     # -- brokers and producer ids ------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 
 from kfk.common.config_types import ConfigResourceType
 from kfk.metadata.client_quotas import ClientQuotas, apply_client_quota_record
+from kfk.metadata import scram
 from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
 
@@ -112,6 +113,8 @@ class MetadataImage:
     features: Mapping[str, int] = field(default_factory=_empty)
     next_producer_id: int = 0
     client_quotas: ClientQuotas = field(default_factory=_empty)
+    #: SCRAM credentials by (user name, mechanism type): kfk/metadata/scram.py.
+    scram_credentials: Mapping[tuple[str, int], scram.ScramCredentialData] = field(default_factory=_empty)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
@@ -170,6 +173,7 @@ class _Delta:
         self.features: dict[str, int] | None = None
         self.next_producer_id = image.next_producer_id
         self.client_quotas: dict | None = None
+        self.scram_credentials: dict[tuple[str, int], scram.ScramCredentialData] | None = None
 
     def mutable_brokers(self) -> dict[int, BrokerRegistration]:
         if self.brokers is None:
@@ -200,6 +204,8 @@ class _Delta:
             changes["features"] = MappingProxyType(self.features)
         if self.client_quotas is not None:
             changes["client_quotas"] = MappingProxyType(self.client_quotas)
+        if self.scram_credentials is not None:
+            changes["scram_credentials"] = MappingProxyType(self.scram_credentials)
         return replace(image, **changes)
 
 
@@ -320,4 +326,6 @@ _HANDLERS = {
     "FeatureLevelRecord": _feature_level_record,
     "ProducerIdsRecord": _producer_ids_record,
     "ClientQuotaRecord": _client_quota_record,
+    "UserScramCredentialRecord": scram.user_scram_credential_record,
+    "RemoveUserScramCredentialRecord": scram.remove_user_scram_credential_record,
 }

@@ -89,6 +89,10 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),  # handlers/transactions.py
     ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),  # handlers/transactions.py
     ApiKey.LIST_CLIENT_METRICS_RESOURCES: VersionRange(0, 0),  # handlers/configs.py
+    ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),  # handlers/sasl.py, kfk/server/sasl_authenticator.py
+    ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),  # handlers/sasl.py, kfk/server/sasl_authenticator.py
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py
 }
 
 
@@ -160,7 +164,14 @@ class Registration(NamedTuple):
 
 
 class CloseConnection(Exception):
-    """Raised to the network layer when the connection must be closed instead of answered."""
+    """Raised to the network layer when the connection must be closed instead of answered, or (with `response`)
+    after that last response is written and `close_delay_ms` more: a failed SASL authentication, whose client must
+    get to read why before the connection goes (Kafka's connection.failed.authentication.delay.ms)."""
+
+    def __init__(self, reason: str, response: list | None = None, close_delay_ms: int = 0) -> None:
+        super().__init__(reason)
+        self.response = response
+        self.close_delay_ms = close_delay_ms
 
 
 class Dispatcher:

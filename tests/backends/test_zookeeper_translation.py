@@ -23,6 +23,7 @@ ConfigRecord = schema_class("ConfigRecord")
 RemoveTopicRecord = schema_class("RemoveTopicRecord")
 ProducerIdsRecord = schema_class("ProducerIdsRecord")
 ClientQuotaRecord = schema_class("ClientQuotaRecord")
+UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
 
 
 class Tree:
@@ -146,14 +147,17 @@ def test_client_quotas_become_kafkas_config_znodes_and_back() -> None:
     image = round_trip(tree, image, [quota([("client-id", None)], "consumer_byte_rate", None)])
     assert config("/config/clients/<default>") == {"version": 1, "config": {}}
     assert ClientQuotaEntity.of([("client-id", None)]) not in image.client_quotas
-    # A rewrite keeps the keys of the znode that are not quotas (a user's SCRAM credentials).
-    after_records = [quota([("user", "User 1*~")], "consumer_byte_rate", 5.0)]
+    # A user's znode holds its SCRAM credentials beside its quotas; a rewrite keeps keys kfk does not model.
+    after_records = [quota([("user", "User 1*~")], "consumer_byte_rate", 5.0),
+                     UserScramCredentialRecord(name="User 1*~", mechanism=1, salt=b"s", stored_key=b"k",
+                                               server_key=b"v", iterations=4096)]
     after = image.apply(after_records, image.offset + 1)
     operations = operations_for(image, after, after_records, 3, 7, lambda path: path in tree.nodes,
-                                lambda path: {"SCRAM-SHA-256": "s", "producer_byte_rate": "1024"})
+                                lambda path: {"other.tool.key": "x", "producer_byte_rate": "1024"})
     tree.commit(operations)
-    assert config("/config/users/User%201%2A%7E") == {"version": 1, "config": {
-        "SCRAM-SHA-256": "s", "consumer_byte_rate": "5", "producer_byte_rate": "1024"}}
+    written = config("/config/users/User%201%2A%7E")["config"]
+    assert written.pop("SCRAM-SHA-256").endswith(",iterations=4096")
+    assert written == {"other.tool.key": "x", "consumer_byte_rate": "5", "producer_byte_rate": "1024"}
 
 
 def test_a_write_from_a_stale_partition_state_fails_whole() -> None:
@@ -202,3 +206,33 @@ def test_kafkas_own_znodes_decode() -> None:
         znodes.decode_partition_state("s", b'{"leader":1}', 0)
     with pytest.raises(CorruptRecordError):
         znodes.decode_topic("t", b"not json")
+
+
+def test_scram_credentials_in_config_users() -> None:
+    """A credential written by kfk is Kafka's /config/users/<user> entry (a change notification beside it), and one
+    written there by Kafka's own tools becomes a record."""
+    from kfk.security.sasl.scram import ScramMechanism, credential_from_password, format_credential
+
+    RemoveUserScramCredentialRecord = schema_class("RemoveUserScramCredentialRecord")
+    credential = credential_from_password(ScramMechanism.SCRAM_SHA_256, "alice-secret", 4096, salt=b"0123")
+    records = [UserScramCredentialRecord(name="CN=alice", mechanism=1, salt=credential.salt,
+                                         stored_key=credential.stored_key, server_key=credential.server_key,
+                                         iterations=4096)]
+    tree = Tree()
+    after = MetadataImage().apply(records, 0)
+    tree.commit(operations_for(MetadataImage(), after, records, 3, 7, lambda path: path in tree.nodes))
+    assert json.loads(tree.nodes["/config/users/CN%3Dalice"][0]) == {
+        "version": 1, "config": {"SCRAM-SHA-256": format_credential(credential)}}
+    assert format_credential(credential).startswith("salt=MDEyMw==,stored_key=")
+    changes = [json.loads(data) for path, (data, _) in tree.nodes.items() if path.startswith("/config/changes/")]
+    assert changes == [{"version": 2, "entity_path": "users/CN%3Dalice"}]
+    snapshot = ZooKeeperSnapshot(user_configs={
+        "CN=alice": znodes.decode_config("/config/users/CN%3Dalice", tree.nodes["/config/users/CN%3Dalice"][0]),
+        "bob": {"SCRAM-SHA-512": format_credential(credential), "producer_byte_rate": "1024"}})
+    read = records_for(after, snapshot)
+    assert [(r.NAME, r.name, r.mechanism) for r in read] == [("UserScramCredentialRecord", "bob", 2)]
+    removal = [RemoveUserScramCredentialRecord(name="CN=alice", mechanism=1)]
+    tree.commit(operations_for(after, after.apply(removal, 1), removal, 3, 7, lambda path: path in tree.nodes))
+    assert json.loads(tree.nodes["/config/users/CN%3Dalice"][0]) == {"version": 1, "config": {}}
+    assert [(r.NAME, r.name) for r in records_for(after, ZooKeeperSnapshot())] \
+        == [("RemoveUserScramCredentialRecord", "CN=alice")]

@@ -217,7 +217,7 @@ def _decode_znode(path: str, data: bytes, stat) -> object:
     if path.startswith(znodes.CONFIG_PATH + "/"):
         entity = znodes.client_quota_entity(path)
         config = znodes.decode_config(path, data)
-        return config if entity is None else (entity, znodes.decode_client_quotas(entity, config))
+        return config if entity is None else (entity, config, znodes.decode_client_quotas(entity, config))
     parts = path.split("/")  # ['', 'brokers', 'topics', topic, ('partitions', p, 'state')]
     if len(parts) == 4:
         return znodes.decode_topic(parts[3], data)
@@ -243,9 +243,12 @@ def _place(snapshot: ZooKeeperSnapshot, path: str, value) -> None:
                           else entity)] = value
     elif path.startswith((znodes.CONFIG_USERS_PATH + "/", znodes.CONFIG_CLIENTS_PATH + "/",
                           znodes.CONFIG_IPS_PATH + "/")):
-        entity, quotas = value
+        entity, config, quotas = value
         if quotas:
             snapshot.client_quotas[entity] = quotas
+        user = entity.as_dict().get("user") if len(entity.parts) == 1 else None
+        if user is not None:  # a user's own znode: its SCRAM credentials too
+            snapshot.user_configs[user] = config
     elif path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
         snapshot.delete_topic_requests.append(value)
     elif path == znodes.CLUSTER_ID_PATH:

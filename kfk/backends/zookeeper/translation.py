@@ -13,20 +13,30 @@ keep a MetadataImage; ZooKeeper holds Kafka's znodes. So:
   topics, RegisterBrokerRecord / fenced BrokerRegistrationChangeRecord for brokers whose ephemeral znode appeared /
   vanished). Applying them to that image yields the snapshot's state, whoever wrote the znodes (this controller,
   another one, a leader shrinking its ISR, Kafka's own tools).
+
+SCRAM credentials live in /config/users/<user> as Kafka keeps them (an entry per mechanism, Kafka's text form), and
+client quotas in /config/users, /config/users/<user>/clients and /config/clients (a user's quotas beside its
+credentials), each write with a config change notification (`users/<user>`, `clients/<client-id>`...), so Kafka's own
+brokers on the same ZooKeeper see them too.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from kfk.backends.zookeeper import znodes
-from kfk.common.client_quotas import ClientQuotaEntity
+from kfk.common.client_quotas import USER, ClientQuotaEntity
 from kfk.common.config_types import ConfigResourceType
 from kfk.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
+from kfk.metadata.scram import ScramCredentialData
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
+from kfk.security.sasl.scram import ScramCredential, ScramMechanism, format_credential, parse_credential
+
+log = logging.getLogger("kfk.backends.zookeeper")
 
 TopicRecord = schema_class("TopicRecord")
 PartitionRecord = schema_class("PartitionRecord")
@@ -37,6 +47,8 @@ BrokerRegistrationChangeRecord = schema_class("BrokerRegistrationChangeRecord")
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
 ProducerIdsRecord = schema_class("ProducerIdsRecord")
 ClientQuotaRecord = schema_class("ClientQuotaRecord")
+UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
+RemoveUserScramCredentialRecord = schema_class("RemoveUserScramCredentialRecord")
 
 #: BrokerRegistrationChangeRecord.Fenced: 1 fenced.
 FENCED = 1
@@ -57,6 +69,8 @@ class ZooKeeperSnapshot:
     partition_states: dict[tuple[str, int], znodes.PartitionStateZnode] = field(default_factory=dict)
     configs: dict[tuple[ConfigResourceType, str], dict[str, str]] = field(default_factory=dict)
     client_quotas: dict[ClientQuotaEntity, dict[str, float]] = field(default_factory=dict)
+    #: /config/users/<user> by user name: SCRAM credentials under their mechanism's name (scram_credentials).
+    user_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     features: dict[str, int] = field(default_factory=dict)
     producer_id_block_end: int | None = None
     offset: int = -1
@@ -137,6 +151,15 @@ def records_for(image: MetadataImage, snapshot: ZooKeeperSnapshot) -> list[Messa
                 records.append(ClientQuotaRecord(entity=parts, key=key, remove=True))
             elif current.get(key) != wanted[key]:
                 records.append(ClientQuotaRecord(entity=parts, key=key, value=wanted[key]))
+    wanted_credentials = scram_credentials(snapshot.user_configs)
+    for key in sorted(set(image.scram_credentials) | set(wanted_credentials)):
+        wanted_credential = wanted_credentials.get(key)
+        if wanted_credential is None:
+            records.append(RemoveUserScramCredentialRecord(name=key[0], mechanism=key[1]))
+        elif image.scram_credentials.get(key) != wanted_credential:
+            records.append(UserScramCredentialRecord(
+                name=key[0], mechanism=key[1], salt=wanted_credential.salt, stored_key=wanted_credential.stored_key,
+                server_key=wanted_credential.server_key, iterations=wanted_credential.iterations))
     for name, level in sorted(snapshot.features.items()):
         if image.features.get(name) != level:
             records.append(FeatureLevelRecord(name=name, feature_level=level))
@@ -216,7 +239,7 @@ def operations_for(before: MetadataImage, after: MetadataImage, records: Sequenc
         operations.append(Operation("create", f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
                                     znodes.encode_config_change(f"{_CONFIG_ENTITY[resource_type]}/{entity}"),
                                     sequential=True))
-    operations.extend(_client_quota_operations(before, after, exists, config_of))
+    operations.extend(_user_and_client_operations(before, after, exists, config_of))
     for topic in after.topics_by_id.values():
         if topic.topic_id not in before.topics_by_id and not exists(znodes.topic_config_path(topic.name)) \
                 and not after.configs.get((ConfigResourceType.TOPIC, topic.name)):
@@ -232,11 +255,12 @@ def operations_for(before: MetadataImage, after: MetadataImage, records: Sequenc
     return operations
 
 
-def _client_quota_operations(before: MetadataImage, after: MetadataImage, exists: Callable[[str], bool],
-                             config_of: Callable[[str], Mapping[str, str]]) -> list[Operation]:
-    """The client quota znodes whose quotas changed, rewritten whole (the keys that are not quotas kept), each with
-    its config change notification, as Kafka's ZooKeeper mode writes them. Parents (/config/users/<user> and its
-    /clients) are created when missing; an entity whose last quota goes keeps its znode with an empty config."""
+def _user_and_client_operations(before: MetadataImage, after: MetadataImage, exists: Callable[[str], bool],
+                                 config_of: Callable[[str], Mapping[str, str]]) -> list[Operation]:
+    """The /config/users, /config/clients and /config/ips znodes whose contents changed (client quotas; a user's
+    SCRAM credentials share the user's znode), rewritten whole with the keys kfk does not model kept, each with its
+    config change notification, as Kafka's ZooKeeper mode writes them. Parents (/config/users/<user> and its
+    /clients) are created when missing; an entity whose last key goes keeps its znode with an empty config."""
     operations: list[Operation] = []
     created: set[str] = set()
 
@@ -245,14 +269,16 @@ def _client_quota_operations(before: MetadataImage, after: MetadataImage, exists
             operations.append(Operation("create", path, data))
             created.add(path)
 
-    for entity in sorted(set(before.client_quotas) | set(after.client_quotas), key=ClientQuotaEntity.sort_key):
-        quotas = after.client_quotas.get(entity, {})
-        if before.client_quotas.get(entity, {}) == quotas:
+    users = {ClientQuotaEntity.of([(USER, user)])
+             for user, _ in set(before.scram_credentials) | set(after.scram_credentials)}
+    for entity in sorted(set(before.client_quotas) | set(after.client_quotas) | users,
+                         key=ClientQuotaEntity.sort_key):
+        modelled = _entity_config(after, entity)
+        if _entity_config(before, entity) == modelled:
             continue
         path = znodes.client_quota_path(entity)
-        keys = znodes.quota_keys(entity)
-        config = {key: value for key, value in config_of(path).items() if key not in keys}
-        config.update((key, znodes.encode_quota_value(keys[key], value)) for key, value in quotas.items())
+        config = {key: value for key, value in config_of(path).items() if not _is_modelled(entity, key)}
+        config.update(modelled)
         if path.count("/") == 5:  # /config/users/<user>/clients/<client-id>
             user_path = path.rsplit("/", 2)[0]
             ensure(user_path, znodes.encode_config({}))
@@ -267,6 +293,48 @@ def _client_quota_operations(before: MetadataImage, after: MetadataImage, exists
                                     znodes.encode_config_change(path[len(znodes.CONFIG_PATH) + 1:]),
                                     sequential=True))
     return operations
+
+
+def _entity_config(image: MetadataImage, entity: ClientQuotaEntity) -> dict[str, str]:
+    """What kfk models of an entity's znode in `image`: its quotas, and a named user's SCRAM credentials."""
+    keys = znodes.quota_keys(entity)
+    config = {key: znodes.encode_quota_value(keys[key], value)
+              for key, value in image.client_quotas.get(entity, {}).items()}
+    user = entity.as_dict().get(USER) if len(entity.parts) == 1 else None
+    if user is not None:
+        config.update(_user_config(image, user))
+    return config
+
+
+def _is_modelled(entity: ClientQuotaEntity, key: str) -> bool:
+    return key in znodes.quota_keys(entity) or (
+        entity.parts[0][0] == USER and ScramMechanism.from_mechanism_name(key) != ScramMechanism.UNKNOWN)
+
+
+def scram_credentials(user_configs: Mapping[str, Mapping[str, str]]) -> dict[tuple[str, int], ScramCredentialData]:
+    """The SCRAM credentials /config/users/<user> znodes hold (entries named SCRAM-SHA-256 / SCRAM-SHA-512 in
+    Kafka's text form); an entry that does not parse is logged and left out, as Kafka's broker skips it."""
+    credentials: dict[tuple[str, int], ScramCredentialData] = {}
+    for user, config in user_configs.items():
+        for name, text in config.items():
+            mechanism = ScramMechanism.from_mechanism_name(name)
+            if mechanism == ScramMechanism.UNKNOWN:
+                continue
+            try:
+                credential = parse_credential(text)
+            except ValueError as error:
+                log.warning("ignoring the %s credential of user %s in ZooKeeper: %s", name, user, error)
+                continue
+            credentials[(user, int(mechanism))] = ScramCredentialData(
+                credential.salt, credential.stored_key, credential.server_key, credential.iterations)
+    return credentials
+
+
+def _user_config(image: MetadataImage, user: str) -> dict[str, str]:
+    """What /config/users/<user> holds for `image`: the user's SCRAM credentials by mechanism name."""
+    return {ScramMechanism(mechanism).mechanism_name: format_credential(ScramCredential(
+                data.salt, data.stored_key, data.server_key, data.iterations))
+            for (name, mechanism), data in sorted(image.scram_credentials.items()) if name == user}
 
 
 def _assignment(registration: PartitionRegistration | None) -> tuple | None:

@@ -12,6 +12,8 @@
                                                   "leader_epoch":0,"isr":[1,2]}
     /brokers/seqid                               (broker id generation)
     /config/topics/<topic>, /config/brokers/<id|<default>>   {"version":1,"config":{...}}
+    /config/users/<user>                         {"version":1,"config":{"SCRAM-SHA-256":"salt=...,stored_key=...,
+                                                  server_key=...,iterations=4096","producer_byte_rate":"1024"}}
     /config/users/<user|<default>>, /config/users/<user|<default>>/clients/<client-id|<default>>,
     /config/clients/<client-id|<default>>, /config/ips/<ip|<default>>   {"version":1,"config":{...}} (client quotas)
     /config/changes/config_change_<seq>          {"version":2,"entity_path":"topics/<topic>"}
@@ -27,10 +29,10 @@ from __future__ import annotations
 
 import base64
 import json
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
-from urllib.parse import quote, unquote
 
 from kfk.common.client_quotas import (
     CLIENT_ID,
@@ -41,6 +43,7 @@ from kfk.common.client_quotas import (
     ClientQuotaEntity,
     QuotaValueType,
 )
+from kfk.config import SECURITY_PROTOCOLS
 from kfk.errors import CorruptRecordError
 from kfk.metadata.image import Endpoint
 
@@ -53,6 +56,7 @@ BROKER_SEQUENCE_ID_PATH = "/brokers/seqid"
 CONFIG_PATH = "/config"
 CONFIG_TOPICS_PATH = "/config/topics"
 CONFIG_BROKERS_PATH = "/config/brokers"
+CONFIG_USERS_PATH = "/config/users"
 CONFIG_CHANGES_PATH = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS_PATH = "/admin/delete_topics"
@@ -61,7 +65,6 @@ ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 FEATURE_PATH = "/feature"
-CONFIG_USERS_PATH = "/config/users"
 CONFIG_CLIENTS_PATH = "/config/clients"
 CONFIG_IPS_PATH = "/config/ips"
 #: The entity name of a default (Kafka's ZooKeeper-mode ConfigEntityName.DEFAULT): brokers and client quotas.
@@ -73,7 +76,7 @@ PERSISTENT_PATHS = (CONFIG_CHANGES_PATH, CONFIG_TOPICS_PATH, CONFIG_BROKERS_PATH
                     DELETE_TOPICS_PATH, ISR_CHANGE_NOTIFICATION_PATH, "/cluster")
 
 #: SecurityProtocol names by Kafka's id, and back.
-SECURITY_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+SECURITY_PROTOCOL_NAMES = dict(enumerate(SECURITY_PROTOCOLS))
 SECURITY_PROTOCOL_IDS = {name: protocol_id for protocol_id, name in SECURITY_PROTOCOL_NAMES.items()}
 
 
@@ -101,25 +104,30 @@ def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS_PATH}/{topic}"
 
 
+def sanitize_entity(name: str) -> str:
+    """A user or client-id as its znode names it (Kafka's Sanitizer: URL encoding, `*` too): `CN=a b` ->
+    `CN%3Da%20b`."""
+    return urllib.parse.quote(name, safe="").replace("~", "%7E")
+
+
+def desanitize_entity(name: str) -> str:
+    return urllib.parse.unquote(name)
+
+
 def broker_config_path(entity: str) -> str:
     return f"{CONFIG_BROKERS_PATH}/{entity}"
-
-
-def sanitize(name: str) -> str:
-    """Kafka's Sanitizer.sanitize: a user or client-id as a znode name (URL-encoded; '*' as %2A, space as %20)."""
-    return quote(name, safe="").replace("~", "%7E")
 
 
 def _entity_znode_name(name: str | None, sanitized: bool) -> str:
     if name is None:
         return DEFAULT_ENTITY
-    return sanitize(name) if sanitized else name
+    return sanitize_entity(name) if sanitized else name
 
 
 def _entity_name(znode_name: str, sanitized: bool) -> str | None:
     if znode_name == DEFAULT_ENTITY:
         return None
-    return unquote(znode_name) if sanitized else znode_name
+    return desanitize_entity(znode_name) if sanitized else znode_name
 
 
 def client_quota_path(entity: ClientQuotaEntity) -> str:
