@@ -13,6 +13,12 @@ the first is the network layer and its system calls).
 
     python bench/bench_produce_requests.py --metrics [--rounds 5] [--scrape-interval 15]
 
+    python bench/bench_produce_requests.py --quotas [--rounds 5]
+
+The cost of client quotas on the produce path, in process (CPU per one-partition request, the median of alternating
+rounds): no quota at all, a producer_byte_rate quota on another client-id (the quota is enabled, the lookup finds
+none for this client), and one on this client-id too high to ever throttle (every request recorded in its rate).
+
 The cost of the Prometheus endpoint (metrics.port): two brokers side by side, one without it and one with it while a
 thread scrapes /metrics every --scrape-interval seconds (Prometheus' default is 15), measured in alternating rounds
 with one-partition requests (broker CPU per request and throughput, the median of the rounds for each).
@@ -41,6 +47,7 @@ import wire_load  # noqa: E402
 from kfk.commands.server import EMBEDDED_DEFAULTS  # noqa: E402
 from kfk.config import BrokerConfig  # noqa: E402
 from kfk.protocol.headers import RequestHeader, encode_request  # noqa: E402
+from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest  # noqa: E402
 from kfk.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
 from kfk.protocol.messages.produce import ProduceRequest  # noqa: E402
 from kfk.security.principal import ANONYMOUS, KafkaPrincipal  # noqa: E402
@@ -130,6 +137,38 @@ async def measure_in_process(partitions: int, records: int, requests: int) -> fl
         return (time.process_time() - start) / requests * 1e6
 
 
+async def compare_quotas(partitions: int, records: int, requests: int, rounds: int) -> None:
+    """Produce CPU per request without quotas, with a quota on another client-id, and with one on this client-id."""
+
+    def quota(client_id: str, value: float | None) -> bytearray:
+        return _body(AlterClientQuotasRequest(entries=[AlterClientQuotasRequest.EntryData(
+            entity=[AlterClientQuotasRequest.EntityData(entity_type="client-id", entity_name=client_id)],
+            ops=[AlterClientQuotasRequest.OpData(key="producer_byte_rate", value=value or 0.0,
+                                                 remove=value is None)])]), 1)
+
+    settings = {"no quota": [quota("another-client", None), quota("kfk-bench", None)],
+                "another client's quota": [quota("another-client", 1e6), quota("kfk-bench", None)],
+                "own quota, never reached": [quota("another-client", None), quota("kfk-bench", 1e15)]}
+    results: dict[str, list[float]] = {name: [] for name in settings}
+    async with in_process_broker(TOPIC, partitions) as dispatch:
+        batch, _ = wire_load.build_batch(1024, records * 1060)
+        frames = [_body(message, wire_load.PRODUCE_VERSION) for message in produce_requests(partitions, 1, batch)]
+        for frame in frames:
+            await dispatch(bytearray(frame))
+        for round_index in range(rounds):
+            order = list(settings) if round_index % 2 == 0 else list(reversed(settings))
+            for name in order:
+                for change in settings[name]:
+                    await dispatch(change)
+                start = time.process_time()
+                for index in range(requests):
+                    await dispatch(bytearray(frames[index % partitions]))
+                results[name].append((time.process_time() - start) / requests * 1e6)
+    print(f"{'client quotas':<26} {'rounds':>7} {'CPU µs/request (in process)':>28}")
+    for name, figures in results.items():
+        print(f"{name:<26} {rounds:>7} {statistics.median(figures):>28,.1f}")
+
+
 def compare_metrics(partitions: int, records: int, requests: int, rounds: int, scrape_interval: float) -> None:
     """Produce cost without and with the metrics endpoint (scraped every `scrape_interval` s), alternating rounds."""
     port = free_port()
@@ -188,11 +227,15 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=31, help="1 KiB records per partition's batch")
     parser.add_argument("--requests", type=int, default=20_000, help="requests with one partition each")
     parser.add_argument("--metrics", action="store_true", help="compare the broker without and with metrics.port")
+    parser.add_argument("--quotas", action="store_true", help="compare produce without and with client quotas")
     parser.add_argument("--rounds", type=int, default=5, help="with --metrics: alternating rounds per broker")
     parser.add_argument("--scrape-interval", type=float, default=15.0, help="with --metrics: seconds between scrapes")
     args = parser.parse_args()
     if args.metrics:
         compare_metrics(args.partitions, args.records, args.requests, args.rounds, args.scrape_interval)
+        return 0
+    if args.quotas:
+        asyncio.run(compare_quotas(args.partitions, args.records, args.requests, args.rounds))
         return 0
     broker = run.KfkBroker(Path(tempfile.mkdtemp(prefix="kfk-bench-")))
     try:

@@ -10,6 +10,8 @@ from kfk.client.producer import FutureRecordMetadata, Producer
 from kfk.client.structs import (
     AlterConfigOp,
     AlterConfigOpType,
+    ClientQuotaAlteration,
+    ClientQuotaFilterComponent,
     ConfigResource,
     ConsumerGroupMetadata,
     ConsumerRecord,
@@ -20,6 +22,7 @@ from kfk.client.structs import (
     PartitionReassignment,
     RecordMetadata,
 )
+from kfk.common.client_quotas import ClientQuotaEntity
 from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
 
@@ -27,6 +30,9 @@ __all__ = [
     "Admin",
     "AlterConfigOp",
     "AlterConfigOpType",
+    "ClientQuotaAlteration",
+    "ClientQuotaEntity",
+    "ClientQuotaFilterComponent",
     "ConfigEntry",
     "ConfigResource",
     "ConfigResourceType",

@@ -43,6 +43,8 @@ from kfk.client.response_errors import response_error
 from kfk.client.structs import (
     AbortTransactionSpec,
     AlterConfigOp,
+    ClientQuotaAlteration,
+    ClientQuotaFilterComponent,
     ClusterDescription,
     ConfigResource,
     ConsumerGroupDescription,
@@ -64,6 +66,7 @@ from kfk.client.structs import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
+from kfk.common.client_quotas import ClientQuotaEntity
 from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
 from kfk.common.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, NO_NODE
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
@@ -79,6 +82,7 @@ from kfk.errors import (
 )
 from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -93,6 +97,7 @@ from kfk.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroup
 from kfk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from kfk.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from kfk.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -427,6 +432,49 @@ class Admin:
                     resource = ConfigResource(ConfigResourceType(entry.resource_type), entry.resource_name)
                     result[resource] = (None if entry.error_code == ErrorCode.NONE else response_error(
                         entry.error_code, f"{resource.type.name.lower()} {resource.name!r}", entry.error_message))
+            _raise_if_not_controller(result.values())
+            return result
+
+        return self._run(call, timeout_ms)
+
+    # --- client quotas ------------------------------------------------------------------------------------------------
+
+    def describe_client_quotas(self, components: Iterable[ClientQuotaFilterComponent] = (), *, strict: bool = False,
+                               timeout_ms: float | None = None) -> dict[ClientQuotaEntity, dict[str, float]]:
+        """The quotas of the entities the filter matches (no components: every entity), from any broker."""
+        request = DescribeClientQuotasRequest(components=[
+            DescribeClientQuotasRequest.ComponentData(entity_type=c.entity_type, match_type=c.match_type,
+                                                      match=c.match) for c in components], strict=strict)
+
+        async def call(deadline: float) -> dict[ClientQuotaEntity, dict[str, float]]:
+            response = await self._network.send(self._network.least_loaded_node(), request)
+            assert isinstance(response, DescribeClientQuotasResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise _FinalError(response_error(response.error_code, "describe client quotas",
+                                                 response.error_message))
+            return {ClientQuotaEntity.of((part.entity_type, part.entity_name) for part in entry.entity):
+                    {value.key: value.value for value in entry.values} for entry in response.entries or ()}
+
+        return self._run(call, timeout_ms)
+
+    def alter_client_quotas(self, alterations: Iterable[ClientQuotaAlteration], *, validate_only: bool = False,
+                            timeout_ms: float | None = None) -> dict[ClientQuotaEntity, KafkaError | None]:
+        """Set or remove quota keys of entities, through the controller; one outcome per entity."""
+        request = AlterClientQuotasRequest(entries=[AlterClientQuotasRequest.EntryData(
+            entity=[AlterClientQuotasRequest.EntityData(entity_type=kind, entity_name=name)
+                    for kind, name in alteration.entity.parts],
+            ops=[AlterClientQuotasRequest.OpData(key=key, value=0.0 if value is None else value,
+                                                 remove=value is None) for key, value in alteration.ops.items()])
+            for alteration in alterations], validate_only=validate_only)
+
+        async def call(deadline: float) -> dict[ClientQuotaEntity, KafkaError | None]:
+            response = await self._network.send(await self._controller(deadline), request)
+            assert isinstance(response, AlterClientQuotasResponse)
+            result: dict[ClientQuotaEntity, KafkaError | None] = {}
+            for entry in response.entries:
+                entity = ClientQuotaEntity.of((part.entity_type, part.entity_name) for part in entry.entity)
+                result[entity] = None if entry.error_code == ErrorCode.NONE else response_error(
+                    entry.error_code, f"client quotas of {entity}", entry.error_message)
             _raise_if_not_controller(result.values())
             return result
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, NamedTuple
 
+from kfk.common.client_quotas import ClientQuotaEntity
 from kfk.common.config_types import ConfigResourceType
 from kfk.common.constants import UNKNOWN_LEADER_EPOCH
 from kfk.common.structs import TopicPartition
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from kfk.client.cluster import BrokerMetadata
 
 __all__ = [
+    "ClientQuotaFilterComponent",
+    "ClientQuotaAlteration",
     "ScramCredentialInfo",
     "UserScramCredentialUpsertion",
     "UserScramCredentialDeletion",
@@ -283,6 +286,34 @@ class OpenTransaction(NamedTuple):
     producer_state: ProducerState
 
 
+class ClientQuotaFilterComponent(NamedTuple):
+    """One component of a DescribeClientQuotas filter (Java's ClientQuotaFilterComponent): an entity type and what
+    its name must be. Build it with of_entity (that name), of_default_entity (the type's <default>) or
+    of_entity_type (any entity of that type)."""
+
+    entity_type: str
+    match: str | None
+    #: DescribeClientQuotas' match_type: 0 exact name, 1 the <default> entity, 2 any entity of the type.
+    match_type: int
+
+    @classmethod
+    def of_entity(cls, entity_type: str, name: str) -> ClientQuotaFilterComponent:
+        return cls(entity_type, name, 0)
+
+    @classmethod
+    def of_default_entity(cls, entity_type: str) -> ClientQuotaFilterComponent:
+        return cls(entity_type, None, 1)
+
+    @classmethod
+    def of_entity_type(cls, entity_type: str) -> ClientQuotaFilterComponent:
+        return cls(entity_type, None, 2)
+
+
+class ClientQuotaAlteration(NamedTuple):
+    """The changes to one entity's quotas (Java's ClientQuotaAlteration): key -> new value, None to remove it."""
+
+    entity: ClientQuotaEntity
+    ops: Mapping[str, float | None]
 @dataclass(frozen=True)
 class ScramCredentialInfo:
     """One SCRAM credential of a user, as DescribeUserScramCredentials tells it (never the password or keys)."""

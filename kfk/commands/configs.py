@@ -1,4 +1,4 @@
-"""`kfk configs --describe|--alter`: kafka-configs.sh for topics, brokers and broker loggers.
+"""`kfk configs --describe|--alter`: kafka-configs.sh for topics, brokers, broker loggers and client quotas.
 
 The entity is named as in Kafka 3.x+: `--topic T`, `--broker ID`, `--broker-defaults` (the cluster-wide dynamic
 broker default), `--broker-logger ID`, or the older `--entity-type topics|brokers|broker-loggers` with
@@ -8,9 +8,10 @@ brokers, the default), as Kafka does.
 --describe prints the configs set on the entity (dynamic ones), or with --all every config with its value, source
 and synonyms; a broker logger's configs are its loggers and their levels. A value that is not set prints as `null`,
 as Kafka prints it. --alter applies --add-config k=v[,k=v] and --delete-config k[,k] in one
-IncrementalAlterConfigs request, so a bad key fails the whole change, as in Kafka. `--entity-type users` manages
-SCRAM credentials (kfk/commands/scram_configs.py). kfk keeps no client quotas and no group configs:
-`--entity-type clients|groups|ips` says so in one line.
+IncrementalAlterConfigs request, so a bad key fails the whole change, as in Kafka. Users and clients are client
+quota entities (kfk/commands/quota_configs.py), and a user's SCRAM-SHA-256/512 keys its SCRAM credentials
+(kfk/commands/scram_configs.py): one --alter may change both, and --describe of users prints both, as
+kafka-configs.sh does. kfk keeps no group configs and no ip quotas: `--entity-type groups|ips` says so in one line.
 """
 
 from __future__ import annotations
@@ -31,15 +32,16 @@ from kfk.commands.client_options import (
     print_json,
 )
 from kfk.commands.errors import fail
-from kfk.commands.scram_configs import scram_configs
+from kfk.commands.quota_configs import QUOTA_ENTITY_TYPES, quota_configs, quota_entity
+from kfk.commands.scram_configs import SCRAM_MECHANISMS, scram_configs
 
 app = typer.Typer()
 
 #: --entity-type -> (ConfigResourceType name, the singular Kafka prints in "Dynamic configs for <singular> <name>").
 ENTITY_TYPES = {"topics": ("TOPIC", "topic"), "brokers": ("BROKER", "broker"),
                 "broker-loggers": ("BROKER_LOGGER", "broker-logger")}
-#: Entity types of kafka-configs.sh that kfk has nothing for (client quotas, group configs, client metrics).
-UNSUPPORTED_ENTITY_TYPES = ("clients", "ips", "groups", "client-metrics")
+#: Entity types of kafka-configs.sh that kfk has nothing for (ip quotas, group configs, client metrics).
+UNSUPPORTED_ENTITY_TYPES = ("ips", "groups", "client-metrics")
 
 
 @app.command("configs")
@@ -55,12 +57,21 @@ def configs(
     broker_logger: Annotated[Optional[str], typer.Option(
         "--broker-logger", help="The broker id whose loggers to show or change (--entity-type broker-loggers).")
     ] = None,
+    user: Annotated[Optional[str], typer.Option(
+        "--user", help="A user's client quotas (with --client: for that client-id).")] = None,
+    client: Annotated[Optional[str], typer.Option("--client", help="A client-id's client quotas.")] = None,
+    user_defaults: Annotated[bool, typer.Option(
+        "--user-defaults", help="The default user's client quotas.")] = False,
+    client_defaults: Annotated[bool, typer.Option(
+        "--client-defaults", help="The default client-id's client quotas.")] = False,
     entity_type: Annotated[Optional[str], typer.Option(
-        "--entity-type", help="topics, brokers, broker-loggers or users (SCRAM credentials).")] = None,
+        "--entity-type", help="topics, brokers, broker-loggers, users (quotas, SCRAM credentials) or clients.")
+    ] = None,
     entity_name: Annotated[Optional[str], typer.Option(
-        "--entity-name", help="The topic name or broker id.")] = None,
+        "--entity-name", help="The topic name, broker id, user or client-id.")] = None,
     entity_default: Annotated[bool, typer.Option(
-        "--entity-default", help="With brokers: the cluster-wide dynamic default.")] = False,
+        "--entity-default", help="With brokers: the cluster-wide dynamic default; with users or clients: the "
+                                 "default entity.")] = False,
     add_config: Annotated[Optional[list[str]], typer.Option(
         "--add-config", help="k=v[,k=v...] to set (list values in brackets: k=[a,b]); repeatable.")] = None,
     delete_config: Annotated[Optional[list[str]], typer.Option(
@@ -72,19 +83,25 @@ def configs(
     json_output: JsonOutput = False,
     debug: Debug = False,
 ) -> None:
-    """Describe or change topic, broker and broker-logger configs."""
+    """Describe or change topic, broker, broker-logger and client quota configs."""
     if describe == alter:
         fail("give exactly one of --describe and --alter")
+    quota_parts = quota_entity(user, client, user_defaults, client_defaults, entity_type, entity_name,
+                               entity_default)
+    if quota_parts is None:
+        kind, names = _entity(topic, broker, broker_defaults, broker_logger, entity_type, entity_name, entity_default)
     additions = parse_key_values(add_config, "--add-config", split_commas=True)
     deletions = [name.strip() for item in delete_config or [] for name in item.split(",") if name.strip()]
     if alter and not additions and not deletions:
         fail("--alter needs --add-config or --delete-config")
     if describe and (additions or deletions):
         fail("--add-config and --delete-config go with --alter")
-    if entity_type == "users":
-        scram_configs(entity_name, alter, additions, deletions, bootstrap_server, command_config, json_output, debug)
+    if quota_parts is not None:
+        if topic is not None or broker is not None or broker_defaults or broker_logger is not None:
+            fail("name one entity: client quotas (--user/--client) or a topic, broker or broker logger")
+        _users_and_clients(quota_parts, alter, additions, deletions, bootstrap_server, command_config, json_output,
+                           debug)
         return
-    kind, names = _entity(topic, broker, broker_defaults, broker_logger, entity_type, entity_name, entity_default)
     if alter and names is None:
         fail("--alter needs an entity name (--topic, --broker, --broker-defaults, --broker-logger or --entity-name)")
 
@@ -120,6 +137,31 @@ def configs(
         _render(described[resource], kind, resource.name, all_configs)
 
 
+def _users_and_clients(parts: list[tuple[str, str | None]], alter: bool, additions: dict[str, str],
+                       deletions: list[str], bootstrap_server: str, command_config: str | None, json_output: bool,
+                       debug: bool) -> None:
+    """A user's or client-id's quotas and, for a user alone, its SCRAM credentials (kafka-configs.sh changes and
+    describes both for `--entity-type users`)."""
+    user_only = len(parts) == 1 and parts[0][0] == "user"
+    user = parts[0][1] if user_only else None  # None: every user; "": the default user (it has no credentials)
+    scram_additions = {key: value for key, value in additions.items() if key in SCRAM_MECHANISMS}
+    scram_deletions = [key for key in deletions if key in SCRAM_MECHANISMS]
+    if (scram_additions or scram_deletions) and not user:
+        fail(f"{' and '.join(SCRAM_MECHANISMS)} are credentials of a user: --entity-type users --entity-name")
+    quota_additions = {key: value for key, value in additions.items() if key not in scram_additions}
+    quota_deletions = [key for key in deletions if key not in scram_deletions]
+    common = (bootstrap_server, command_config, json_output, debug)
+    if not alter:
+        quota_configs(parts, False, {}, [], *common)
+        if user_only and user != "" and not json_output:
+            scram_configs(user, False, {}, [], *common)
+    elif quota_additions or quota_deletions:
+        quota_configs(parts, True, quota_additions, quota_deletions, *common,
+                      announce=not (scram_additions or scram_deletions))
+    if alter and (scram_additions or scram_deletions):
+        scram_configs(user, True, scram_additions, scram_deletions, *common)
+
+
 def _entity(topic: str | None, broker: str | None, broker_defaults: bool, broker_logger: str | None,
             entity_type: str | None, entity_name: str | None, entity_default: bool) -> tuple[str, list[str] | None]:
     """The resource type and the names (None: every entity of the type), from whichever flags name them."""
@@ -137,8 +179,8 @@ def _entity(topic: str | None, broker: str | None, broker_defaults: bool, broker
             fail("give --entity-name or --entity-default, not both")
         name = "" if entity_default else entity_name
     if entity_type not in ENTITY_TYPES:
-        fail(f"--entity-type must be one of {', '.join(ENTITY_TYPES)}, not {entity_type!r}"
-             + (" (kfk keeps no client quotas or group configs)" if entity_type in UNSUPPORTED_ENTITY_TYPES else ""))
+        fail(f"--entity-type must be one of {', '.join([*ENTITY_TYPES, *QUOTA_ENTITY_TYPES])}, not {entity_type!r}"
+             + (" (kfk keeps no ip quotas or group configs)" if entity_type in UNSUPPORTED_ENTITY_TYPES else ""))
     kind = ENTITY_TYPES[entity_type][0]
     if name == "" and kind != "BROKER":
         fail(f"--entity-default applies to brokers, not {entity_type}")

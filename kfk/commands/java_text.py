@@ -9,6 +9,8 @@ dump-log` decodes as Java does to print the same line (tests/interop/test_java_t
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 REPLACEMENT = "\ufffd"
 
 
@@ -91,3 +93,19 @@ def java_utf8(data: bytes | memoryview) -> str:
         else:  # a continuation byte without a lead, C0, C1, F8..FF
             out.append(REPLACEMENT)
     return "".join(out)
+
+
+def java_double(value: float) -> str:
+    """A double as Java's Double.toString prints it (kafka-configs.sh prints quotas so): the shortest digits that
+    read back to the value, plain between 10^-3 and 10^7 (`1048576.0`), else as `1.0E7`."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(value)  # Python's repr is the shortest round-trip form, plain in this range
+    negative, digits, exponent = Decimal(repr(value)).as_tuple()
+    text = "".join(map(str, digits))
+    power = len(text) - 1 + exponent  # the decimal exponent of the first digit
+    text = text.rstrip("0")
+    return f"{'-' if negative else ''}{text[0]}.{text[1:] or '0'}E{power}"

@@ -31,6 +31,7 @@ from kfk.common.config_types import ConfigResourceType
 from kfk.config import BrokerConfig
 from kfk.controller import (
     acl_control,
+    client_quota_control,
     cluster_control,
     config_control,
     partition_change,
@@ -55,6 +56,7 @@ from kfk.errors import (
 from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
+from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kfk.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
                                                                  AlterUserScramCredentialsResponse)
@@ -421,6 +423,17 @@ class QuorumController:
             return DeleteAclsResponse(filter_results=[DeleteAclsResponse.DeleteAclsFilterResult(
                 error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message)
                 for _ in request.filters])
+    async def alter_client_quotas(self, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
+        try:
+            return await self._write(lambda image: client_quota_control.alter_client_quotas(image, request))
+        except NotControllerError:
+            Entry = AlterClientQuotasResponse.EntryData
+            Entity = AlterClientQuotasResponse.EntityData
+            return AlterClientQuotasResponse(entries=[
+                Entry(error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message,
+                      entity=[Entity(entity_type=part.entity_type, entity_name=part.entity_name)
+                              for part in entry.entity])
+                for entry in request.entries])
 
     # -- SCRAM credentials -------------------------------------------------------------------------------------------
 

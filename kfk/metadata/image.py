@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 
 from kfk.common.config_types import ConfigResourceType
 from kfk.metadata import acls as acl_records
+from kfk.metadata.client_quotas import ClientQuotas, apply_client_quota_record
 from kfk.metadata import scram
 from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
@@ -115,6 +116,7 @@ class MetadataImage:
     next_producer_id: int = 0
     #: Every ACL by its id (kfk/metadata/acls.py).
     acls: Mapping[uuid.UUID, AclBinding] = field(default_factory=_empty)
+    client_quotas: ClientQuotas = field(default_factory=_empty)
     #: SCRAM credentials by (user name, mechanism type): kfk/metadata/scram.py.
     scram_credentials: Mapping[tuple[str, int], scram.ScramCredentialData] = field(default_factory=_empty)
 
@@ -159,7 +161,7 @@ class MetadataImage:
         delta = _Delta(self)
         for record in records:
             handler = _HANDLERS.get(record.NAME)
-            if handler is not None:  # records this version does not model (quotas...) are skipped
+            if handler is not None:  # records this version does not model are skipped
                 handler(delta, record)
         return delta.build(offset)
 
@@ -175,6 +177,7 @@ class _Delta:
         self.features: dict[str, int] | None = None
         self.next_producer_id = image.next_producer_id
         self.acls: dict[uuid.UUID, AclBinding] | None = None
+        self.client_quotas: dict | None = None
         self.scram_credentials: dict[tuple[str, int], scram.ScramCredentialData] | None = None
 
     def mutable_brokers(self) -> dict[int, BrokerRegistration]:
@@ -211,6 +214,8 @@ class _Delta:
             changes["features"] = MappingProxyType(self.features)
         if self.acls is not None:
             changes["acls"] = MappingProxyType(self.acls)
+        if self.client_quotas is not None:
+            changes["client_quotas"] = MappingProxyType(self.client_quotas)
         if self.scram_credentials is not None:
             changes["scram_credentials"] = MappingProxyType(self.scram_credentials)
         return replace(image, **changes)
@@ -313,6 +318,12 @@ def _producer_ids_record(delta: _Delta, record: Message) -> None:
     delta.next_producer_id = record.next_producer_id
 
 
+def _client_quota_record(delta: _Delta, record: Message) -> None:
+    if delta.client_quotas is None:
+        delta.client_quotas = dict(delta.image.client_quotas)
+    apply_client_quota_record(delta.client_quotas, record)
+
+
 _HANDLERS = {
     "TopicRecord": _topic_record,
     "PartitionRecord": _partition_record,
@@ -328,6 +339,7 @@ _HANDLERS = {
     "ProducerIdsRecord": _producer_ids_record,
     "AccessControlEntryRecord": acl_records.access_control_entry_record,
     "RemoveAccessControlEntryRecord": acl_records.remove_access_control_entry_record,
+    "ClientQuotaRecord": _client_quota_record,
     "UserScramCredentialRecord": scram.user_scram_credential_record,
     "RemoveUserScramCredentialRecord": scram.remove_user_scram_credential_record,
 }

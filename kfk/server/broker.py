@@ -43,6 +43,7 @@ from kfk.metadata.image import MetadataImage
 from kfk.security.sasl import SaslClient
 from kfk.security.sasl.settings import SASL_PROTOCOLS, inter_broker_sasl
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.security.quotas import ClientQuotaManagers
 from kfk.security.tls import TLS_PROTOCOLS, ListenerTls, client_context
 from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
@@ -55,6 +56,7 @@ from kfk.server.handlers.acls import AclsHandler
 from kfk.server.handlers.admin import TopicAdminHandler
 from kfk.server.handlers.api_versions import ApiVersionsHandler
 from kfk.server.handlers.cluster import DescribeClusterHandler
+from kfk.server.handlers.client_quotas import ClientQuotasHandler
 from kfk.server.handlers.configs import ConfigsHandler
 from kfk.server.handlers.delete_records import DeleteRecordsHandler
 from kfk.server.handlers.describe_log_dirs import DescribeLogDirsHandler
@@ -105,7 +107,9 @@ class BrokerServer:
         self.node_id = config.node_id
         self.auto_format = auto_format
         self.cluster_id: str | None = None
-        self.dispatcher = Dispatcher()
+        #: Client quotas (producer_byte_rate, consumer_byte_rate, request_percentage) from the metadata image.
+        self.quotas = ClientQuotaManagers(config.quota_window_num, config.quota_window_size_seconds)
+        self.dispatcher = Dispatcher(quotas=self.quotas)
         self.dynamic_config = DynamicBrokerConfig(config, self.node_id)
         self._listener_update: asyncio.Future | None = None
         self.socket_server: network.SocketServer | None = None
@@ -170,11 +174,12 @@ class BrokerServer:
             ConfigsHandler(metadata_cache, controller, config, self.node_id, auth),
             AclsHandler(metadata_cache, controller, auth,
                         controller_channel.send if controller_channel is not None else None),
+            ClientQuotasHandler(metadata_cache, controller),
             LeadershipHandler(controller, auth),
             ProducerIdHandler(self.producer_id_manager, transaction_coordinator, auth),
-            ProduceHandler(replica_manager, self.txn_verifier, auth),
+            ProduceHandler(replica_manager, self.txn_verifier, auth, quota=self.quotas.produce),
             FetchHandler(replica_manager, FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
-                                                            system_time_ms), auth),
+                                                            system_time_ms), auth, quota=self.quotas.fetch),
             ListOffsetsHandler(replica_manager, auth),
             DeleteRecordsHandler(replica_manager, auth),
             OffsetForLeaderEpochHandler(replica_manager, auth),
@@ -218,6 +223,7 @@ class BrokerServer:
         cache = MetadataCache(MetadataImage(cluster_id=self.cluster_id))
         cache.subscribe(self.dynamic_config.on_metadata_update)
         cache.subscribe(self.auth.on_metadata_update)
+        cache.subscribe(lambda previous, image: self.quotas.update(image.client_quotas))
         return cache
 
     def _reconfigure_network(self, changed: set[str]) -> None:

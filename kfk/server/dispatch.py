@@ -12,13 +12,21 @@ Failure rules, as Apache Kafka applies them:
   it would understand;
 - a body that does not parse closes the connection too (Kafka's InvalidRequestException path);
 - a handler that raises a KafkaError or anything else is logged and the connection is closed, never the broker.
+
+Quotas (kfk.security.quotas): a handler that records a client's bytes (Produce, Fetch) puts its throttle time in
+`context.throttle_time_ms`; with a request_percentage quota in force, the dispatcher also times the handler's own
+execution (the slices of it that ran on the event loop, not its waits: Kafka's request handler thread time) and
+records it. The larger throttle time goes into the response's throttle_time_ms and to the `on_throttle` callback,
+through which the network layer mutes the connection after sending the response (KIP-219). Requests between
+brokers (follower fetches, WriteTxnMarkers, ControlledShutdown) are not throttled, as in Kafka.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Mapping, NamedTuple
+from typing import Any, Awaitable, Callable, Coroutine, Generator, Mapping, NamedTuple
 
 from kfk.errors import KafkaError, ProtocolError
 from kfk.protocol.apis import VersionRange
@@ -26,6 +34,7 @@ from kfk.protocol.headers import RequestHeader, decode_request_header, encode_re
 from kfk.protocol.message import Buffer, Message
 from kfk.protocol.messages import ApiKey, request_class
 from kfk.security.principal import ANONYMOUS, KafkaPrincipal
+from kfk.security.quotas import NANOS_TO_PERCENTAGE_PER_SECOND, ClientQuotaManagers
 
 log = logging.getLogger("kfk.server.dispatch")
 
@@ -69,6 +78,8 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # handlers/leadership.py
     ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # handlers/leadership.py
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),  # handlers/offsets.py
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: VersionRange(0, 1),  # handlers/client_quotas.py
+    ApiKey.ALTER_CLIENT_QUOTAS: VersionRange(0, 1),  # handlers/client_quotas.py
     ApiKey.DESCRIBE_QUORUM: VersionRange(0, 2),  # handlers/describe_quorum.py
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),  # handlers/describe_topic_partitions.py
     ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),  # handlers/cluster.py
@@ -99,10 +110,50 @@ class RequestContext:
     listener_name: str
     #: Who sent it: the connection's authenticated principal (User:ANONYMOUS until something authenticates it).
     principal: KafkaPrincipal = ANONYMOUS
+    #: How long the client is to be throttled for exceeding a quota (set by handlers that record bytes).
+    throttle_time_ms: int = 0
 
     @property
     def client_id(self) -> str | None:
         return self.header.client_id
+
+
+#: APIs only brokers send (Kafka's cluster actions): never throttled by client quotas.
+_INTER_BROKER_APIS = frozenset({ApiKey.CONTROLLED_SHUTDOWN, ApiKey.WRITE_TXN_MARKERS})
+
+
+def _is_inter_broker(api_key: int, api_version: int, request: Message) -> bool:
+    if api_key == ApiKey.FETCH:  # a follower's fetch
+        return (request.replica_state.replica_id if api_version >= 15 else request.replica_id) >= 0
+    return api_key in _INTER_BROKER_APIS
+
+
+class _TimedCoroutine:
+    """Awaits a coroutine while adding up the time it runs between its suspensions: the loop time a handler itself
+    takes, without the time it waits (for replication, a long-poll fetch, the disk executor)."""
+
+    __slots__ = ("coroutine", "nanos")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        self.coroutine = coroutine
+        self.nanos = 0
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine = self.coroutine
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            started = time.perf_counter_ns()
+            try:
+                yielded = coroutine.send(value) if error is None else coroutine.throw(error)
+            except StopIteration as stop:
+                self.nanos += time.perf_counter_ns() - started
+                return stop.value
+            self.nanos += time.perf_counter_ns() - started
+            try:
+                value, error = (yield yielded), None
+            except BaseException as thrown:  # noqa: BLE001 - cancellation and all: passed on to the coroutine
+                value, error = None, thrown
 
 
 Handler = Callable[[RequestContext, Message], Awaitable[Message | None]]
@@ -127,8 +178,10 @@ class CloseConnection(Exception):
 
 
 class Dispatcher:
-    def __init__(self, served_versions: Mapping[ApiKey, VersionRange] = SERVED_VERSIONS) -> None:
+    def __init__(self, served_versions: Mapping[ApiKey, VersionRange] = SERVED_VERSIONS,
+                 quotas: ClientQuotaManagers | None = None) -> None:
         self.served_versions = served_versions
+        self.quotas = quotas
         self._registrations: dict[int, Registration] = {}
 
     def register(self, api_key: ApiKey, handler: Handler) -> None:
@@ -152,11 +205,11 @@ class Dispatcher:
 
     async def dispatch(
         self, frame: Buffer, client_host: str, client_port: int, listener_name: str,
-        principal: KafkaPrincipal = ANONYMOUS,
+        principal: KafkaPrincipal = ANONYMOUS, on_throttle: Callable[[int], None] | None = None,
     ) -> list | None:
         """Handle one request frame (size prefix stripped; a bytearray the network layer gives up, or bytes).
         Returns the response chunks, or None when no response is due (acks=0 produce). Raises CloseConnection when
-        the connection must be closed."""
+        the connection must be closed. `on_throttle(ms)` is called when a quota throttles the client."""
         try:
             header, position = decode_request_header(frame)
         except KafkaError as error:
@@ -181,13 +234,28 @@ class Dispatcher:
             request = registration.request_class.decode(frame, api_version, position)
         except ProtocolError as error:
             raise CloseConnection(f"malformed {registration.api_key.name} v{api_version}: {error}") from error
+        quotas = self.quotas
         try:
-            response = await registration.handler(context, request)
+            if quotas is not None and quotas.request.enabled and not _is_inter_broker(api_key, api_version, request):
+                timed = _TimedCoroutine(registration.handler(context, request))
+                response = await timed
+                throttle_ms = quotas.request.record_and_get_throttle_time_ms(
+                    principal.name, header.client_id or "", timed.nanos * NANOS_TO_PERCENTAGE_PER_SECOND,
+                    time.monotonic_ns() // 1_000_000)
+                if throttle_ms > context.throttle_time_ms:
+                    context.throttle_time_ms = throttle_ms
+            else:
+                response = await registration.handler(context, request)
         except CloseConnection:
             raise
         except Exception as error:  # a handler bug must cost one connection, never the broker
             log.exception("error handling %s v%d from %s", registration.api_key.name, api_version, client_host)
             raise CloseConnection(f"{registration.api_key.name} handler failed: {error}") from error
+        if context.throttle_time_ms:
+            if response is not None and hasattr(response, "throttle_time_ms"):
+                response.throttle_time_ms = max(response.throttle_time_ms, context.throttle_time_ms)
+            if on_throttle is not None:
+                on_throttle(context.throttle_time_ms)
         if response is None:
             return None
         return encode_response(header.correlation_id, api_key, api_version, response)

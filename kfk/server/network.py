@@ -6,7 +6,8 @@ clients pipeline requests. Reading runs a little ahead of serving (up to MAX_QUE
 MAX_QUEUED_BYTES, then the transport stops reading and later bytes wait in the socket buffer), so the next produce
 request arrives while the previous one is being appended. A frame larger than socket.request.max.bytes closes the
 connection (after the frames before it are answered) before anything is allocated for it; a connection idle for
-connections.max.idle.ms is closed.
+connections.max.idle.ms is closed. A client that a request put over a client quota (kfk.security.quotas) gets its
+response, then its connection is muted (neither read nor served) for the throttle time, as Kafka mutes channels.
 
 Resources are bounded (issue 16): a large frame's memory grows only as its bytes arrive (ServerConnection); a frame
 not complete socket.request.receive.timeout.ms after it began closes its connection (time the broker itself stopped
@@ -133,6 +134,9 @@ class _Connection(asyncio.BufferedProtocol):
         self.memory_paused = False  # reading stopped because the memory pool is exhausted
         self._serving_bytes = 0  # the frame being handled
         self._reserved = 0  # bytes reserved in the memory pool
+        self.muted = False  # reading stopped while a quota throttles the client
+        self._throttle_ms = 0  # set by the dispatcher when the request just handled put the client over a quota
+        self._on_throttle = self._set_throttle
         self.authenticator = server.authenticator(listener_name) if server.authenticator is not None else None
 
     # -- asyncio protocol callbacks ------------------------------------------------------------------------------
@@ -216,14 +220,15 @@ class _Connection(asyncio.BufferedProtocol):
         if isinstance(item, bytearray):
             self._queued_bytes -= len(item)
             self.arrival = self._arrivals.popleft()
-        if self._reading_paused and not self._stopped and not self.memory_paused \
+        if self._reading_paused and not self._stopped and not self.memory_paused and not self.muted \
                 and len(self._frames) < MAX_QUEUED_FRAMES and self._queued_bytes < MAX_QUEUED_BYTES:
             self._update_reading()
         return item
 
     def _update_reading(self) -> None:
-        """Pause or resume reading: paused while the queue is full, the stream has ended or memory is short."""
-        pause = (self._stopped or self.memory_paused or len(self._frames) >= MAX_QUEUED_FRAMES
+        """Pause or resume reading: paused while the queue is full, the stream has ended, memory is short or a quota
+        throttles the client."""
+        pause = (self._stopped or self.memory_paused or self.muted or len(self._frames) >= MAX_QUEUED_FRAMES
                  or self._queued_bytes >= MAX_QUEUED_BYTES)
         transport = self._transport
         if pause == self._reading_paused or self._lost or transport is None or transport.is_closing():
@@ -254,6 +259,21 @@ class _Connection(asyncio.BufferedProtocol):
     def set_memory_paused(self, paused: bool) -> None:
         if paused != self.memory_paused:
             self.memory_paused = paused
+            self._update_reading()
+
+    def _set_throttle(self, throttle_ms: int) -> None:
+        self._throttle_ms = throttle_ms
+
+    async def _mute(self) -> None:
+        """Kafka's channel muting for a throttled client (KIP-219): the response is out; nothing more is read from
+        the connection, nor served from it, until the throttle time has passed."""
+        throttle_ms, self._throttle_ms = self._throttle_ms, 0
+        self.muted = True
+        self._update_reading()
+        try:
+            await asyncio.sleep(throttle_ms / 1000)
+        finally:
+            self.muted = False
             self._update_reading()
 
     # -- serving ---------------------------------------------------------------------------------------------------
@@ -302,10 +322,10 @@ class _Connection(asyncio.BufferedProtocol):
                 try:
                     if authenticator is not None:
                         chunks = await authenticator.handle(frame, self.client_host, self.client_port,
-                                                            self._listener_name)
+                                                            self._listener_name, self._on_throttle)
                     else:
                         chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port,
-                                                           self._listener_name, self.principal)
+                                                           self._listener_name, self.principal, self._on_throttle)
                 finally:
                     self._serving_bytes = 0
                     if server.memory_pool is not None:
@@ -317,6 +337,8 @@ class _Connection(asyncio.BufferedProtocol):
                 if observer is not None:  # the api key: the frame's first two bytes (the header parsed)
                     arrival = self.arrival
                     observer((frame[0] << 8) | frame[1], started - arrival, time.monotonic() - arrival)
+                if self._throttle_ms:
+                    await self._mute()
         except CloseConnection as reason:
             log.info("closing connection from %s:%s: %s", self.client_host, self.client_port, reason)
             if reason.response is not None and not transport.is_closing():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Callable
 
 from kfk.errors import ErrorCode, KafkaError, ProtocolError, SaslAuthenticationError
 from kfk.protocol.headers import decode_request_header, encode_response
@@ -58,7 +59,7 @@ class SaslAuthenticator:
         return self._state == "complete" or self._reauthenticating
 
     async def handle(self, frame: bytearray | bytes, client_host: str, client_port: int,
-                     listener_name: str) -> list | None:
+                     listener_name: str, on_throttle: Callable[[int], None] | None = None) -> list | None:
         if self._state == "raw":
             return await self._raw_token(bytes(frame), client_host)
         try:
@@ -75,7 +76,7 @@ class SaslAuthenticator:
                     raise CloseConnection(f"the SASL session of {self.principal} expired (connections.max.reauth.ms"
                                           f" or the credential's lifetime) without re-authentication")
                 return await self._dispatcher.dispatch(frame, client_host, client_port, listener_name,
-                                                       self.principal)
+                                                       self.principal, on_throttle)
         if api_key not in _PRE_AUTHENTICATION_APIS or (self._reauthenticating and api_key == ApiKey.API_VERSIONS):
             raise CloseConnection(f"unexpected request {api_key} before SASL authentication completed")
         if api_key == ApiKey.API_VERSIONS:

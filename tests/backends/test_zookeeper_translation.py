@@ -10,6 +10,7 @@ import pytest
 
 from kfk.backends.zookeeper import znodes
 from kfk.backends.zookeeper.translation import Operation, ZooKeeperSnapshot, operations_for, records_for
+from kfk.common.client_quotas import ClientQuotaEntity
 from kfk.common.config_types import ConfigResourceType
 from kfk.errors import CorruptRecordError
 from kfk.metadata.image import Endpoint, MetadataImage
@@ -21,6 +22,8 @@ PartitionChangeRecord = schema_class("PartitionChangeRecord")
 ConfigRecord = schema_class("ConfigRecord")
 RemoveTopicRecord = schema_class("RemoveTopicRecord")
 ProducerIdsRecord = schema_class("ProducerIdsRecord")
+ClientQuotaRecord = schema_class("ClientQuotaRecord")
+UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
 
 
 class Tree:
@@ -64,6 +67,10 @@ class Tree:
                 snapshot.configs[(ConfigResourceType.TOPIC, parts[3])] = znodes.decode_config(path, data)
             elif path == znodes.PRODUCER_ID_BLOCK_PATH:
                 snapshot.producer_id_block_end = znodes.decode_producer_id_block_end(data)
+            elif (entity := znodes.client_quota_entity(path)) is not None:
+                quotas = znodes.decode_client_quotas(entity, znodes.decode_config(path, data))
+                if quotas:
+                    snapshot.client_quotas[entity] = quotas
         return snapshot
 
 
@@ -74,6 +81,7 @@ def round_trip(tree: Tree, image: MetadataImage, records) -> MetadataImage:
     assert read.topics_by_name == after.topics_by_name
     assert {k: v for k, v in read.configs.items() if v} == {k: v for k, v in after.configs.items() if v}
     assert read.next_producer_id == after.next_producer_id
+    assert read.client_quotas == after.client_quotas
     return read
 
 
@@ -106,6 +114,50 @@ def test_topics_partitions_configs_and_producer_ids_survive_the_round_trip() -> 
     image = round_trip(tree, image, [RemoveTopicRecord(topic_id=topic_id)])
     assert not any(path.startswith("/brokers/topics/t") or path == "/config/topics/t" for path in tree.nodes)
     assert image.topic("t") is None
+
+
+def quota(parts: list[tuple[str, str | None]], key: str, value: float | None) -> ClientQuotaRecord:
+    return ClientQuotaRecord(entity=[ClientQuotaRecord.EntityData(entity_type=kind, entity_name=name)
+                                     for kind, name in parts], key=key, value=value or 0.0, remove=value is None)
+
+
+def test_client_quotas_become_kafkas_config_znodes_and_back() -> None:
+    tree = Tree()
+    image = round_trip(tree, MetadataImage(), [
+        quota([("user", "User 1*~")], "producer_byte_rate", 1024.0),
+        quota([("user", None), ("client-id", "c/1")], "request_percentage", 12.5),
+        quota([("client-id", None)], "consumer_byte_rate", 2048.0),
+        quota([("ip", "10.0.0.1")], "connection_creation_rate", 3.0)])
+
+    def config(path: str) -> dict:
+        return json.loads(tree.nodes[path][0])
+
+    assert config("/config/users/User%201%2A%7E") == {"version": 1, "config": {"producer_byte_rate": "1024"}}
+    assert config("/config/users/<default>") == {"version": 1, "config": {}}  # created as the parent
+    assert "/config/users/<default>/clients" in tree.nodes
+    assert config("/config/users/<default>/clients/c%2F1") == {"version": 1,
+                                                                "config": {"request_percentage": "12.5"}}
+    assert config("/config/clients/<default>") == {"version": 1, "config": {"consumer_byte_rate": "2048"}}
+    assert config("/config/ips/10.0.0.1") == {"version": 1, "config": {"connection_creation_rate": "3"}}
+    notifications = sorted(json.loads(data)["entity_path"] for path, (data, _) in tree.nodes.items()
+                           if path.startswith("/config/changes/"))
+    assert notifications == ["clients/<default>", "ips/10.0.0.1", "users/<default>/clients/c%2F1",
+                             "users/User%201%2A%7E"]
+    # The last key of an entity removed: an empty config, as Kafka leaves it; the entity is gone from the image.
+    image = round_trip(tree, image, [quota([("client-id", None)], "consumer_byte_rate", None)])
+    assert config("/config/clients/<default>") == {"version": 1, "config": {}}
+    assert ClientQuotaEntity.of([("client-id", None)]) not in image.client_quotas
+    # A user's znode holds its SCRAM credentials beside its quotas; a rewrite keeps keys kfk does not model.
+    after_records = [quota([("user", "User 1*~")], "consumer_byte_rate", 5.0),
+                     UserScramCredentialRecord(name="User 1*~", mechanism=1, salt=b"s", stored_key=b"k",
+                                               server_key=b"v", iterations=4096)]
+    after = image.apply(after_records, image.offset + 1)
+    operations = operations_for(image, after, after_records, 3, 7, lambda path: path in tree.nodes,
+                                lambda path: {"other.tool.key": "x", "producer_byte_rate": "1024"})
+    tree.commit(operations)
+    written = config("/config/users/User%201%2A%7E")["config"]
+    assert written.pop("SCRAM-SHA-256").endswith(",iterations=4096")
+    assert written == {"other.tool.key": "x", "consumer_byte_rate": "5", "producer_byte_rate": "1024"}
 
 
 def test_a_write_from_a_stale_partition_state_fails_whole() -> None:
@@ -161,7 +213,6 @@ def test_scram_credentials_in_config_users() -> None:
     written there by Kafka's own tools becomes a record."""
     from kfk.security.sasl.scram import ScramMechanism, credential_from_password, format_credential
 
-    UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
     RemoveUserScramCredentialRecord = schema_class("RemoveUserScramCredentialRecord")
     credential = credential_from_password(ScramMechanism.SCRAM_SHA_256, "alice-secret", 4096, salt=b"0123")
     records = [UserScramCredentialRecord(name="CN=alice", mechanism=1, salt=credential.salt,

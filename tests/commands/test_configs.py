@@ -22,8 +22,13 @@ def test_help() -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     ([], "give exactly one of --describe and --alter"),
-    (["--describe", "--entity-type", "clients", "--entity-name", "x"], "--entity-type must be one of"),
-    (["--describe", "--entity-type", "clients", "--entity-name", "x"], "kfk keeps no client quotas or group configs"),
+    (["--describe", "--entity-type", "groups", "--entity-name", "x"], "--entity-type must be one of"),
+    (["--describe", "--entity-type", "groups", "--entity-name", "x"], "kfk keeps no ip quotas or group configs"),
+    (["--alter", "--entity-type", "clients", "--add-config", "producer_byte_rate=1"], "--alter needs an entity name"),
+    (["--alter", "--client", "c", "--add-config", "producer_byte_rate=fast"],
+     "Cannot parse quota configuration value for producer_byte_rate: fast"),
+    (["--describe", "--client", "c", "--topic", "t"], "name one entity"),
+    (["--describe", "--user", "u", "--user-defaults"], "not both"),
     (["--describe", "--topic", "t", "--broker", "1"], "name one entity"),
     (["--describe", "--broker", "one"], "a broker is named by its id (a number), not 'one'"),
     (["--alter", "--entity-type", "brokers", "--add-config", "a=1"], "--alter needs an entity name"),

@@ -38,9 +38,10 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
     return bytes(data)
 
 
-def request(sock: socket.socket, message: Message, api_version: int, correlation_id: int = 1) -> Message:
+def request(sock: socket.socket, message: Message, api_version: int, correlation_id: int = 1,
+            client_id: str = "kfk-tests") -> Message:
     header = RequestHeader(request_api_key=message.API_KEY, request_api_version=api_version,
-                           correlation_id=correlation_id, client_id="kfk-tests")
+                           correlation_id=correlation_id, client_id=client_id)
     sock.sendall(encode_request(header, message))
     frame = read_frame(sock)
     assert frame is not None, "the broker closed the connection"

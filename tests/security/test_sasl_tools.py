@@ -93,6 +93,11 @@ def test_configs_manages_scram_credentials(broker, tmp_path: Path) -> None:
     few = kfk("configs", "--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config",
               "SCRAM-SHA-256=[iterations=10,password=x]", *common)
     assert few.returncode != 0 and "Too few iterations" in few.stderr and "Traceback" not in few.stderr
-    quota = kfk("configs", "--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config",
-                "producer_byte_rate=1024", *common)
-    assert quota.returncode != 0 and "kfk keeps no client quotas" in quota.stderr
+    # A user's quotas beside its credentials: one --alter sets both, --describe prints both (kafka-configs.sh's way).
+    both = kfk("configs", "--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config",
+               "producer_byte_rate=1024,SCRAM-SHA-512=[password=bob-secret]", *common)
+    assert both.returncode == 0 and both.stdout == "Completed updating config for user bob.\n", both.stderr
+    described = kfk("configs", "--describe", "--entity-type", "users", "--entity-name", "bob", *common)
+    assert described.stdout == ("Quota configs for user-principal 'bob' are producer_byte_rate=1024.0\n"
+                                "SCRAM credential configs for user-principal 'bob' are "
+                                "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096\n")

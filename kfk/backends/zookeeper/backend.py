@@ -213,7 +213,8 @@ class ZooKeeperMetadataBackend:
                 before = self._image
                 after = before.apply(records, before.offset)
                 operations = operations_for(before, after, records, controller_epoch,
-                                            self._controller_epoch_version, self._reader.known_path)
+                                            self._controller_epoch_version, self._reader.known_path,
+                                            self._reader.config_of)
                 await self._blocking(self._commit, operations)
             self._mark_dirty(paths_to_reread(operations))
             await self._refresh()

@@ -22,7 +22,8 @@ log = logging.getLogger("kfk.backends.zookeeper")
 
 #: Paths whose children kfk lists (with a child watch); every other watched path is read for its data.
 CHILDREN_PATHS = (znodes.BROKER_IDS_PATH, znodes.TOPICS_PATH, znodes.CONFIG_TOPICS_PATH, znodes.CONFIG_BROKERS_PATH,
-                  znodes.CONFIG_USERS_PATH, znodes.DELETE_TOPICS_PATH, *znodes.ACL_TYPE_PATHS)
+                  znodes.CONFIG_USERS_PATH, znodes.CONFIG_CLIENTS_PATH, znodes.CONFIG_IPS_PATH, znodes.DELETE_TOPICS_PATH,
+                  *znodes.ACL_TYPE_PATHS)
 #: Notifications for other readers: never read back.
 _NOTIFICATION_PATHS = (znodes.CONFIG_CHANGES_PATH, znodes.ACL_CHANGES_PATH, znodes.ACL_EXTENDED_CHANGES_PATH)
 SINGLE_PATHS = (znodes.CLUSTER_ID_PATH, znodes.CONTROLLER_PATH, znodes.CONTROLLER_EPOCH_PATH, znodes.FEATURE_PATH,
@@ -59,6 +60,16 @@ class ZnodeReader:
         parent, _, name = path.rpartition("/")
         return name in cache.children.get(parent, ())
 
+    def config_of(self, path: str) -> dict[str, str]:
+        """A config znode's keys as last read (empty if unknown): what a rewrite of it must keep."""
+        entry = self._cache.data.get(path)
+        if entry is None:
+            return {}
+        try:
+            return znodes.decode_config(path, entry[0])
+        except CorruptRecordError:
+            return {}
+
     def read(self, client: KazooClient, dirty: set[str] | None, consume_isr_changes: bool) -> ZooKeeperSnapshot:
         """Read what is dirty (everything if None), set watches, and decode the whole cache. The controller
         (`consume_isr_changes`) also deletes the leaders' ISR change notifications."""
@@ -72,7 +83,7 @@ class ZnodeReader:
                 self._read_children(client, path, full=True)
         else:
             for path in sorted(dirty):
-                if path in CHILDREN_PATHS:
+                if _is_children_path(path):
                     self._read_children(client, path, full=False)
                 elif path.count("/") == 3 and path.startswith(znodes.TOPICS_PATH + "/"):
                     self._read_topic(client, path.rsplit("/", 1)[1], states=False)
@@ -101,6 +112,8 @@ class ZnodeReader:
             cache.offset = max(cache.offset, stat.pzxid)
         except NoNodeError:
             children = []
+            if client.exists(path, watch=self._watch) is not None:  # created meanwhile: its watch fired too
+                return self._read_children(client, path, full)
         previous = set(cache.children.get(path, ()))
         cache.children[path] = sorted(children)
         for gone in previous - set(children):
@@ -112,6 +125,8 @@ class ZnodeReader:
                 self._read_topic(client, child, states=True)
             else:
                 self._read_data(client, f"{path}/{child}")
+            if path == znodes.CONFIG_USERS_PATH:  # a user's own quotas, then those of its client-ids
+                self._read_children(client, f"{path}/{child}/clients", full=True)
 
     def _read_topic(self, client: KazooClient, topic: str, states: bool) -> None:
         """A topic's assignment znode and the state znodes of its partitions (only the new ones unless `states`)."""
@@ -165,7 +180,7 @@ def paths_to_reread(operations: Sequence[Operation]) -> list[str]:
             paths.append(operation.path)
         if operation.kind in ("create", "delete"):
             parent = operation.path.rsplit("/", 1)[0]
-            if parent in CHILDREN_PATHS:
+            if _is_children_path(parent):
                 paths.append(parent)
     return paths
 
@@ -202,7 +217,9 @@ def _decode_znode(path: str, data: bytes, stat) -> object:
         broker_id = int(path.rsplit("/", 1)[1])
         return znodes.decode_broker(broker_id, data, stat.czxid)
     if path.startswith(znodes.CONFIG_PATH + "/"):
-        return znodes.decode_config(path, data)
+        entity = znodes.client_quota_entity(path)
+        config = znodes.decode_config(path, data)
+        return config if entity is None else (entity, config, znodes.decode_client_quotas(entity, config))
     if path.startswith((znodes.ACL_PATH + "/", znodes.ACL_PREFIXED_PATH + "/")):
         return znodes.decode_acls(path, data)
     parts = path.split("/")  # ['', 'brokers', 'topics', topic, ('partitions', p, 'state')]
@@ -228,8 +245,14 @@ def _place(snapshot: ZooKeeperSnapshot, path: str, value) -> None:
         entity = path.rsplit("/", 1)[1]
         snapshot.configs[(ConfigResourceType.BROKER, "" if entity == znodes.DEFAULT_BROKER_CONFIG_ENTITY
                           else entity)] = value
-    elif path.startswith(znodes.CONFIG_USERS_PATH + "/"):
-        snapshot.user_configs[znodes.desanitize_entity(path.rsplit("/", 1)[1])] = value
+    elif path.startswith((znodes.CONFIG_USERS_PATH + "/", znodes.CONFIG_CLIENTS_PATH + "/",
+                          znodes.CONFIG_IPS_PATH + "/")):
+        entity, config, quotas = value
+        if quotas:
+            snapshot.client_quotas[entity] = quotas
+        user = entity.as_dict().get("user") if len(entity.parts) == 1 else None
+        if user is not None:  # a user's own znode: its SCRAM credentials too
+            snapshot.user_configs[user] = config
     elif path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
         snapshot.delete_topic_requests.append(value)
     elif path.startswith((znodes.ACL_PATH + "/", znodes.ACL_PREFIXED_PATH + "/")):
@@ -247,6 +270,12 @@ def _place(snapshot: ZooKeeperSnapshot, path: str, value) -> None:
         snapshot.producer_id_block_end = value
     elif path == znodes.REASSIGN_PARTITIONS_PATH:
         snapshot.reassignment_request = value
+
+
+def _is_children_path(path: str) -> bool:
+    """Paths kfk lists: CHILDREN_PATHS and each user's /config/users/<user>/clients."""
+    return path in CHILDREN_PATHS or (path.startswith(znodes.CONFIG_USERS_PATH + "/") and path.endswith("/clients")
+                                      and path.count("/") == 4)
 
 
 def _is_structural(path: str) -> bool:

@@ -14,8 +14,10 @@ keep a MetadataImage; ZooKeeper holds Kafka's znodes. So:
   vanished). Applying them to that image yields the snapshot's state, whoever wrote the znodes (this controller,
   another one, a leader shrinking its ISR, Kafka's own tools).
 
-SCRAM credentials live in /config/users/<user> as Kafka keeps them (an entry per mechanism, Kafka's text form), with
-a config change notification (`users/<user>`) per write, so Kafka's own brokers on the same ZooKeeper see them too.
+SCRAM credentials live in /config/users/<user> as Kafka keeps them (an entry per mechanism, Kafka's text form), and
+client quotas in /config/users, /config/users/<user>/clients and /config/clients (a user's quotas beside its
+credentials), each write with a config change notification (`users/<user>`, `clients/<client-id>`...), so Kafka's own
+brokers on the same ZooKeeper see them too.
 ACLs: ZooKeeper keeps one znode per resource pattern with all its entries, as Kafka's AclAuthorizer wrote them; the
 image keeps each ACL under an id. The id of an ACL read from ZooKeeper is derived from its content (`zk_acl_id`), so
 every broker names it alike and a DeleteAcls computed on one image removes it on all; written ACLs are compared
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from kfk.backends.zookeeper import znodes
+from kfk.common.client_quotas import USER, ClientQuotaEntity
 from kfk.common.config_types import ConfigResourceType
 from kfk.metadata.acls import RemoveAccessControlEntryRecord, acl_ids, record_of
 from kfk.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
@@ -49,6 +52,7 @@ RegisterBrokerRecord = schema_class("RegisterBrokerRecord")
 BrokerRegistrationChangeRecord = schema_class("BrokerRegistrationChangeRecord")
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
 ProducerIdsRecord = schema_class("ProducerIdsRecord")
+ClientQuotaRecord = schema_class("ClientQuotaRecord")
 UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
 RemoveUserScramCredentialRecord = schema_class("RemoveUserScramCredentialRecord")
 
@@ -70,6 +74,7 @@ class ZooKeeperSnapshot:
     topics: dict[str, znodes.TopicZnode] = field(default_factory=dict)
     partition_states: dict[tuple[str, int], znodes.PartitionStateZnode] = field(default_factory=dict)
     configs: dict[tuple[ConfigResourceType, str], dict[str, str]] = field(default_factory=dict)
+    client_quotas: dict[ClientQuotaEntity, dict[str, float]] = field(default_factory=dict)
     #: /config/users/<user> by user name: SCRAM credentials under their mechanism's name (scram_credentials).
     user_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     features: dict[str, int] = field(default_factory=dict)
@@ -174,6 +179,14 @@ def records_for(image: MetadataImage, snapshot: ZooKeeperSnapshot) -> list[Messa
             if current.get(name) != wanted.get(name):
                 records.append(ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=name,
                                             value=wanted.get(name)))
+    for entity in sorted(set(image.client_quotas) | set(snapshot.client_quotas), key=ClientQuotaEntity.sort_key):
+        current, wanted = image.client_quotas.get(entity, {}), snapshot.client_quotas.get(entity, {})
+        parts = [ClientQuotaRecord.EntityData(entity_type=kind, entity_name=name) for kind, name in entity.parts]
+        for key in sorted(set(current) | set(wanted)):
+            if key not in wanted:
+                records.append(ClientQuotaRecord(entity=parts, key=key, remove=True))
+            elif current.get(key) != wanted[key]:
+                records.append(ClientQuotaRecord(entity=parts, key=key, value=wanted[key]))
     wanted_credentials = scram_credentials(snapshot.user_configs)
     for key in sorted(set(image.scram_credentials) | set(wanted_credentials)):
         wanted_credential = wanted_credentials.get(key)
@@ -207,9 +220,11 @@ class Operation:
 
 
 def operations_for(before: MetadataImage, after: MetadataImage, records: Sequence[Message], controller_epoch: int,
-                   controller_epoch_version: int, exists: Callable[[str], bool]) -> list[Operation]:
+                   controller_epoch_version: int, exists: Callable[[str], bool],
+                   config_of: Callable[[str], Mapping[str, str]] = lambda path: {}) -> list[Operation]:
     """The multi-op that makes ZooKeeper hold `after`, given that it holds `before` (the image `records` were
-    computed from). `exists(path)` answers for znodes whose presence the images do not tell (configs)."""
+    computed from). `exists(path)` answers for znodes whose presence the images do not tell (configs);
+    `config_of(path)` gives a config znode's keys as last read, so that keys kfk does not model there survive."""
     operations = [Operation("check", znodes.CONTROLLER_EPOCH_PATH, version=controller_epoch_version)]
     removed = [topic for topic_id, topic in before.topics_by_id.items() if topic_id not in after.topics_by_id]
     for topic in removed:
@@ -261,19 +276,11 @@ def operations_for(before: MetadataImage, after: MetadataImage, records: Sequenc
         operations.append(Operation("create", f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
                                     znodes.encode_config_change(f"{_CONFIG_ENTITY[resource_type]}/{entity}"),
                                     sequential=True))
+    operations.extend(_user_and_client_operations(before, after, exists, config_of))
     for topic in after.topics_by_id.values():
         if topic.topic_id not in before.topics_by_id and not exists(znodes.topic_config_path(topic.name)) \
                 and not after.configs.get((ConfigResourceType.TOPIC, topic.name)):
             operations.append(Operation("create", znodes.topic_config_path(topic.name), znodes.encode_config({})))
-    for user in sorted({user for user, _ in set(before.scram_credentials) | set(after.scram_credentials)}):
-        if _user_config(before, user) == _user_config(after, user):
-            continue
-        path = znodes.user_config_path(user)
-        operations.append(Operation("set" if exists(path) else "create", path,
-                                    znodes.encode_config(_user_config(after, user))))
-        operations.append(Operation("create", f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
-                                    znodes.encode_config_change(f"users/{znodes.sanitize_entity(user)}"),
-                                    sequential=True))
     if after.features != before.features:
         operations.append(Operation("set" if exists(znodes.FEATURE_PATH) else "create", znodes.FEATURE_PATH,
                                     znodes.encode_features(after.features)))
@@ -305,6 +312,62 @@ def _acl_operations(before: MetadataImage, after: MetadataImage, exists: Callabl
         operations.append(Operation("create", znodes.acl_change_path(pattern), znodes.encode_acl_change(pattern),
                                     sequential=True))
     return operations
+
+
+def _user_and_client_operations(before: MetadataImage, after: MetadataImage, exists: Callable[[str], bool],
+                                 config_of: Callable[[str], Mapping[str, str]]) -> list[Operation]:
+    """The /config/users, /config/clients and /config/ips znodes whose contents changed (client quotas; a user's
+    SCRAM credentials share the user's znode), rewritten whole with the keys kfk does not model kept, each with its
+    config change notification, as Kafka's ZooKeeper mode writes them. Parents (/config/users/<user> and its
+    /clients) are created when missing; an entity whose last key goes keeps its znode with an empty config."""
+    operations: list[Operation] = []
+    created: set[str] = set()
+
+    def ensure(path: str, data: bytes) -> None:
+        if path not in created and not exists(path):
+            operations.append(Operation("create", path, data))
+            created.add(path)
+
+    users = {ClientQuotaEntity.of([(USER, user)])
+             for user, _ in set(before.scram_credentials) | set(after.scram_credentials)}
+    for entity in sorted(set(before.client_quotas) | set(after.client_quotas) | users,
+                         key=ClientQuotaEntity.sort_key):
+        modelled = _entity_config(after, entity)
+        if _entity_config(before, entity) == modelled:
+            continue
+        path = znodes.client_quota_path(entity)
+        config = {key: value for key, value in config_of(path).items() if not _is_modelled(entity, key)}
+        config.update(modelled)
+        if path.count("/") == 5:  # /config/users/<user>/clients/<client-id>
+            user_path = path.rsplit("/", 2)[0]
+            ensure(user_path, znodes.encode_config({}))
+            ensure(f"{user_path}/clients", b"")
+        data = znodes.encode_config(config)
+        if path in created or exists(path):
+            operations.append(Operation("set", path, data))
+        else:
+            operations.append(Operation("create", path, data))
+            created.add(path)
+        operations.append(Operation("create", f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
+                                    znodes.encode_config_change(path[len(znodes.CONFIG_PATH) + 1:]),
+                                    sequential=True))
+    return operations
+
+
+def _entity_config(image: MetadataImage, entity: ClientQuotaEntity) -> dict[str, str]:
+    """What kfk models of an entity's znode in `image`: its quotas, and a named user's SCRAM credentials."""
+    keys = znodes.quota_keys(entity)
+    config = {key: znodes.encode_quota_value(keys[key], value)
+              for key, value in image.client_quotas.get(entity, {}).items()}
+    user = entity.as_dict().get(USER) if len(entity.parts) == 1 else None
+    if user is not None:
+        config.update(_user_config(image, user))
+    return config
+
+
+def _is_modelled(entity: ClientQuotaEntity, key: str) -> bool:
+    return key in znodes.quota_keys(entity) or (
+        entity.parts[0][0] == USER and ScramMechanism.from_mechanism_name(key) != ScramMechanism.UNKNOWN)
 
 
 def scram_credentials(user_configs: Mapping[str, Mapping[str, str]]) -> dict[tuple[str, int], ScramCredentialData]:

@@ -13,7 +13,9 @@
     /brokers/seqid                               (broker id generation)
     /config/topics/<topic>, /config/brokers/<id|<default>>   {"version":1,"config":{...}}
     /config/users/<user>                         {"version":1,"config":{"SCRAM-SHA-256":"salt=...,stored_key=...,
-                                                  server_key=...,iterations=4096"}}
+                                                  server_key=...,iterations=4096","producer_byte_rate":"1024"}}
+    /config/users/<user|<default>>, /config/users/<user|<default>>/clients/<client-id|<default>>,
+    /config/clients/<client-id|<default>>, /config/ips/<ip|<default>>   {"version":1,"config":{...}} (client quotas)
     /config/changes/config_change_<seq>          {"version":2,"entity_path":"topics/<topic>"}
     /admin/delete_topics/<topic>, /admin/reassign_partitions, /isr_change_notification/isr_change_<seq>
     /latest_producer_id_block                    {"version":1,"broker":1,"block_start":"0","block_end":"999"}
@@ -38,6 +40,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from kfk.common.client_quotas import (
+    CLIENT_ID,
+    IP,
+    IP_QUOTA_KEYS,
+    USER,
+    USER_CLIENT_QUOTA_KEYS,
+    ClientQuotaEntity,
+    QuotaValueType,
+)
 from kfk.config import SECURITY_PROTOCOLS
 from kfk.errors import CorruptRecordError
 from kfk.metadata.image import Endpoint
@@ -69,7 +80,10 @@ ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 FEATURE_PATH = "/feature"
-DEFAULT_BROKER_CONFIG_ENTITY = "<default>"
+CONFIG_CLIENTS_PATH = "/config/clients"
+CONFIG_IPS_PATH = "/config/ips"
+#: The entity name of a default (Kafka's ZooKeeper-mode ConfigEntityName.DEFAULT): brokers and client quotas.
+DEFAULT_BROKER_CONFIG_ENTITY = DEFAULT_ENTITY = "<default>"
 
 #: Kafka's AclAuthorizer stores: literal patterns and their change notifications, prefixed ones and theirs.
 ACL_PATH = "/kafka-acl"
@@ -85,10 +99,10 @@ ACL_TYPE_PATHS = tuple(f"{store}/{kind.title}" for store in (ACL_PATH, ACL_PREFI
 
 #: Persistent znodes every cluster has (Kafka's ZkData.PersistentZkPaths, and the ACL stores' directories that
 #: Kafka's AclAuthorizer creates), created by the first broker.
-PERSISTENT_PATHS = (CONFIG_CHANGES_PATH, CONFIG_TOPICS_PATH, CONFIG_BROKERS_PATH, "/config/users", "/config/clients",
-                    "/config/ips", BROKER_IDS_PATH, TOPICS_PATH, BROKER_SEQUENCE_ID_PATH, DELETE_TOPICS_PATH,
-                    ISR_CHANGE_NOTIFICATION_PATH, "/cluster", ACL_CHANGES_PATH, ACL_EXTENDED_CHANGES_PATH,
-                    *ACL_TYPE_PATHS)
+PERSISTENT_PATHS = (CONFIG_CHANGES_PATH, CONFIG_TOPICS_PATH, CONFIG_BROKERS_PATH, CONFIG_USERS_PATH,
+                    CONFIG_CLIENTS_PATH, CONFIG_IPS_PATH, BROKER_IDS_PATH, TOPICS_PATH, BROKER_SEQUENCE_ID_PATH,
+                    DELETE_TOPICS_PATH, ISR_CHANGE_NOTIFICATION_PATH, "/cluster", ACL_CHANGES_PATH,
+                    ACL_EXTENDED_CHANGES_PATH, *ACL_TYPE_PATHS)
 
 #: SecurityProtocol names by Kafka's id, and back.
 SECURITY_PROTOCOL_NAMES = dict(enumerate(SECURITY_PROTOCOLS))
@@ -120,7 +134,8 @@ def topic_config_path(topic: str) -> str:
 
 
 def sanitize_entity(name: str) -> str:
-    """A user name as its znode names it (Kafka's Sanitizer: URL encoding, `*` too): `CN=a b` -> `CN%3Da%20b`."""
+    """A user or client-id as its znode names it (Kafka's Sanitizer: URL encoding, `*` too): `CN=a b` ->
+    `CN%3Da%20b`."""
     return urllib.parse.quote(name, safe="").replace("~", "%7E")
 
 
@@ -128,13 +143,46 @@ def desanitize_entity(name: str) -> str:
     return urllib.parse.unquote(name)
 
 
-def user_config_path(user: str) -> str:
-    """/config/users/<user>: a user's SCRAM credentials (and quotas), Kafka's config znode format."""
-    return f"{CONFIG_USERS_PATH}/{sanitize_entity(user)}"
-
-
 def broker_config_path(entity: str) -> str:
     return f"{CONFIG_BROKERS_PATH}/{entity}"
+
+
+def _entity_znode_name(name: str | None, sanitized: bool) -> str:
+    if name is None:
+        return DEFAULT_ENTITY
+    return sanitize_entity(name) if sanitized else name
+
+
+def _entity_name(znode_name: str, sanitized: bool) -> str | None:
+    if znode_name == DEFAULT_ENTITY:
+        return None
+    return desanitize_entity(znode_name) if sanitized else znode_name
+
+
+def client_quota_path(entity: ClientQuotaEntity) -> str:
+    """The znode of a client quota entity, and its config change notification's entity_path is this path without
+    the leading "/config/"."""
+    parts = entity.as_dict()
+    if IP in parts:
+        return f"{CONFIG_IPS_PATH}/{_entity_znode_name(parts[IP], sanitized=False)}"
+    if USER in parts:
+        path = f"{CONFIG_USERS_PATH}/{_entity_znode_name(parts[USER], sanitized=True)}"
+        if CLIENT_ID in parts:
+            path += f"/clients/{_entity_znode_name(parts[CLIENT_ID], sanitized=True)}"
+        return path
+    return f"{CONFIG_CLIENTS_PATH}/{_entity_znode_name(parts[CLIENT_ID], sanitized=True)}"
+
+
+def client_quota_entity(path: str) -> ClientQuotaEntity | None:
+    """The entity whose quotas a znode holds (None: not a client quota znode)."""
+    parts = path.split("/")  # ['', 'config', 'users', <user>, ('clients', <client>)]
+    if len(parts) == 4 and parts[2] in ("users", "clients", "ips"):
+        kind = {"users": USER, "clients": CLIENT_ID, "ips": IP}[parts[2]]
+        return ClientQuotaEntity.of([(kind, _entity_name(parts[3], sanitized=kind != IP))])
+    if len(parts) == 6 and parts[2] == "users" and parts[4] == "clients":
+        return ClientQuotaEntity.of([(USER, _entity_name(parts[3], sanitized=True)),
+                                     (CLIENT_ID, _entity_name(parts[5], sanitized=True))])
+    return None
 
 
 def _dumps(value: Any) -> bytes:
@@ -313,6 +361,28 @@ def decode_config(path: str, data: bytes) -> dict[str, str]:
         return {str(name): str(setting) for name, setting in (value.get("config") or {}).items()}
     except AttributeError as error:
         raise CorruptRecordError(f"znode {path} is not a config: {error}") from error
+
+
+def quota_keys(entity: ClientQuotaEntity) -> Mapping[str, QuotaValueType]:
+    return IP_QUOTA_KEYS if entity.parts[0][0] == IP else USER_CLIENT_QUOTA_KEYS
+
+
+def encode_quota_value(value_type: QuotaValueType, value: float) -> str:
+    """A quota as Kafka's ZooKeeper mode stores it: whole numbers for LONG/INT keys, else a double."""
+    return str(value) if value_type is QuotaValueType.DOUBLE else str(round(value))
+
+
+def decode_client_quotas(entity: ClientQuotaEntity, config: Mapping[str, str]) -> dict[str, float]:
+    """The quota keys of an entity's config (other keys, such as a user's SCRAM credentials, are not quotas)."""
+    keys = quota_keys(entity)
+    quotas = {}
+    for key, text in config.items():
+        if key in keys:
+            try:
+                quotas[key] = float(text)
+            except ValueError:
+                raise CorruptRecordError(f"quota {key} of {entity} is not a number: {text!r}") from None
+    return quotas
 
 
 def encode_config_change(entity_path: str) -> bytes:

@@ -15,11 +15,17 @@ instead of replica_id; v16 and v17 (KIP-951 node endpoints, KIP-853 directory id
 
 Authorization: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic; a partition refused
 is answered TOPIC_AUTHORIZATION_FAILED (every partition, for a follower refused).
+With a consumer_byte_rate quota in force, a consumer's fetch is limited to what its quota allows over the quota
+window, the records' bytes it returns are recorded for its (user, client-id), and a consumer over its quota gets
+throttle_time_ms (v1+) and a muted connection (kfk.security.quotas). Unlike Kafka, which answers a throttled fetch
+with no records (and takes the bytes back), kfk sends what it read: the bytes count against the quota either way,
+and the fetch session stays consistent with what the consumer received. Followers are never throttled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 
 from kfk.errors import ErrorCode, KafkaError
@@ -31,6 +37,7 @@ from kfk.replication.fetch_params import READ_COMMITTED, FetchParams, FetchParti
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.security.acl import AclOperation, ResourceType
 from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
+from kfk.security.quotas import ClientQuotaManager
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.server.fetch_session import CachedPartition, FetchSession, FetchSessionCache, PartitionKey
 
@@ -53,10 +60,11 @@ _NOT_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_
 
 class FetchHandler:
     def __init__(self, replica_manager: ReplicaManager, sessions: FetchSessionCache,
-                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
+                 auth: RequestAuthorizer = ALLOW_ALL, quota: ClientQuotaManager | None = None) -> None:
         self.replica_manager = replica_manager
         self.sessions = sessions
         self.auth = auth
+        self.quota = quota
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.FETCH, self.fetch)
@@ -96,11 +104,19 @@ class FetchHandler:
                 cached.resolve_topic(topic.name)
             requests[key] = cached.read_request()
         denied = self._denied(context, replica_id, requests)
+        max_bytes = max(request.max_bytes, 0)
+        quota = self.quota if replica_id < 0 else None
+        if quota is not None and quota.enabled:
+            window_bytes = quota.max_value_in_quota_window(context.principal.name, context.client_id or "")
+            if window_bytes is not None:
+                max_bytes = min(max_bytes, int(window_bytes))
+        else:
+            quota = None
         params = FetchParams(
             replica_id=replica_id,
             max_wait_ms=request.max_wait_ms,
             min_bytes=request.min_bytes,
-            max_bytes=max(request.max_bytes, 0),
+            max_bytes=max_bytes,
             isolation_level=request.isolation_level,
             hard_max_bytes_limit=version <= 2,
         )
@@ -126,6 +142,10 @@ class FetchHandler:
                 answered.append((cached, data))
             if len(data.records):
                 returned_records.append(key)
+        if quota is not None:
+            context.throttle_time_ms = quota.record_and_get_throttle_time_ms(
+                context.principal.name, context.client_id or "", sum(len(data.records) for _, data in answered),
+                time.monotonic_ns() // 1_000_000)
         if session is None and request.session_epoch == INITIAL_EPOCH:
             session = self.sessions.create(replica_id >= 0, uses_topic_ids, wanted)
         if session is None:

@@ -20,9 +20,14 @@ transactional produce, WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZA
 
 acks=0 gets no response at all; if a partition failed, the connection is closed instead, as Kafka does, so that
 the producer notices and refreshes its metadata.
+
+With a producer_byte_rate quota in force, the records' bytes are recorded for the client's (user, client-id) once
+appended, and a client over its quota gets throttle_time_ms (v1+) and a muted connection (kfk.security.quotas).
 """
 
 from __future__ import annotations
+
+import time
 
 from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
@@ -33,6 +38,7 @@ from kfk.replication.delayed_produce import ProducePartitionResult
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.security.acl import AclOperation, ResourceType
 from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
+from kfk.security.quotas import ClientQuotaManager
 from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
 from kfk.server.txn_verification import TxnPartitionVerifier
 
@@ -65,13 +71,15 @@ def validate_records(version: int, records: bytes | memoryview | None) -> ErrorC
 
 
 class ProduceHandler:
-    """Without `txn_verifier`, transactional batches are appended unverified (tests of the append alone)."""
+    """Without `txn_verifier`, transactional batches are appended unverified (tests of the append alone); without
+    `quota`, nothing is throttled."""
 
     def __init__(self, replica_manager: ReplicaManager, txn_verifier: TxnPartitionVerifier | None = None,
-                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
+                 auth: RequestAuthorizer = ALLOW_ALL, quota: ClientQuotaManager | None = None) -> None:
         self.replica_manager = replica_manager
         self.txn_verifier = txn_verifier
         self.auth = auth
+        self.quota = quota
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.PRODUCE, self.produce)
@@ -113,6 +121,12 @@ class ProduceHandler:
         results = await replica_manager.append_records(request.timeout_ms, request.acks, entries,
                                                        verification_guards=guards)
         results.update(early)
+        quota = self.quota
+        if quota is not None and quota.enabled:
+            size = sum(len(partition_data.records or b"") for topic_data in request.topic_data
+                       for partition_data in topic_data.partition_data)
+            context.throttle_time_ms = quota.record_and_get_throttle_time_ms(
+                context.principal.name, context.client_id or "", size, time.monotonic_ns() // 1_000_000)
         if request.acks == 0:
             failed = [str(tp) for tp, result in results.items() if result.error != ErrorCode.NONE]
             if failed:
