@@ -269,8 +269,11 @@ class BrokerServer:
             return
         voters = [int(voter.split("@", 1)[0]) for voter in config.controller_quorum_voters]
         self.metadata_cache = self._new_metadata_cache()
-        self.metadata_backend = EmbeddedMetadataBackend(self.log_dirs[0], self.node_id, self.cluster_id, voters,
-                                                        time_ms=system_time_ms)
+        self.metadata_backend = EmbeddedMetadataBackend(
+            self.log_dirs[0], self.node_id, self.cluster_id, voters, time_ms=system_time_ms,
+            snapshot_max_new_record_bytes=config.metadata_log_max_record_bytes_between_snapshots,
+            snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
+            segment_bytes=config.metadata_log_segment_bytes)
         self.controller = QuorumController(self.metadata_backend, config, self.node_id)
         self.metadata_backend.add_listener(self.metadata_cache)
         self.metadata_backend.add_listener(self.controller)
