@@ -21,6 +21,7 @@ from kfk.commands import (
     console,
     dump_log,
     groups,
+    metadata_quorum,
     perf,
     reassign,
     server,
@@ -75,6 +76,7 @@ app.add_typer(spark.app)
 app.add_typer(zookeeper.app, name="zookeeper")
 app.add_typer(reassign.app)
 app.add_typer(transactions.app, name="transactions")
+app.add_typer(metadata_quorum.app, name="metadata-quorum")
 app.add_typer(ui.app)
 
 
