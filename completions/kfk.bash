@@ -3,7 +3,7 @@
 _kfk() {
     local current="${COMP_WORDS[COMP_CWORD]}" previous="${COMP_WORDS[COMP_CWORD-1]}"
     local path="kfk" word index words files
-    local groups=" [kfk] [kfk cluster] [kfk metadata-quorum] [kfk perf-test] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
+    local groups=" [kfk] [kfk cluster] [kfk metadata] [kfk metadata-quorum] [kfk perf-test] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
     for ((index = 1; index < COMP_CWORD; index++)); do
         word="${COMP_WORDS[index]}"
         if [[ "$groups" == *" [$path]"* && "$word" != -* ]]; then
@@ -16,6 +16,8 @@ _kfk() {
                 "kfk consumer-groups") path="kfk consumer-groups" ;;
                 "kfk dump-log") path="kfk dump-log" ;;
                 "kfk leader-election") path="kfk leader-election" ;;
+                "kfk metadata") path="kfk metadata" ;;
+                "kfk metadata show") path="kfk metadata show" ;;
                 "kfk metadata-quorum") path="kfk metadata-quorum" ;;
                 "kfk metadata-quorum describe") path="kfk metadata-quorum describe" ;;
                 "kfk perf-test") path="kfk perf-test" ;;
@@ -48,7 +50,7 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="cluster configs console-consume console-produce consumer-groups dump-log leader-election metadata-quorum perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="cluster configs console-consume console-produce consumer-groups dump-log leader-election metadata metadata-quorum perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk cluster") words="describe --help"; files="" ;;
         "kfk cluster describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --output --timeout-ms -o"; files="--command-config" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic"; files="--command-config" ;;
@@ -57,6 +59,8 @@ _kfk() {
         "kfk consumer-groups") words="--all-groups --all-topics --bootstrap-server --by-duration --command-config --debug --delete --delete-offsets --describe --dry-run --execute --export --from-file --group --help --json --list --members --offsets --reset-offsets --shift-by --state --timeout --to-current --to-datetime --to-earliest --to-latest --to-offset --topic --verbose"; files="--command-config" ;;
         "kfk dump-log") words="--cluster-metadata-decoder --debug --deep-iteration --files --help --index-sanity-check --max-bytes --offsets-decoder --print-data-log --transaction-log-decoder --verify-index-only"; files="--files" ;;
         "kfk leader-election") words="--all-topic-partitions --bootstrap-server --election-type --help --partition --path-to-json-file --topic"; files="" ;;
+        "kfk metadata") words="show --help"; files="" ;;
+        "kfk metadata show") words="--bootstrap-server --command-config --debug --help --log-dir --snapshot"; files="--command-config --log-dir" ;;
         "kfk metadata-quorum") words="describe --help"; files="" ;;
         "kfk metadata-quorum describe") words="--bootstrap-controller --bootstrap-server --command-config --debug --help --human-readable --json --replication --status"; files="--command-config" ;;
         "kfk perf-test") words="consume produce --help"; files="" ;;

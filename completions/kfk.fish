@@ -20,6 +20,10 @@ function __kfk_path
                 set path kfk dump-log
             case 'kfk leader-election'
                 set path kfk leader-election
+            case 'kfk metadata'
+                set path kfk metadata
+            case 'kfk metadata show'
+                set path kfk metadata show
             case 'kfk metadata-quorum'
                 set path kfk metadata-quorum
             case 'kfk metadata-quorum describe'
@@ -88,6 +92,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-produce -d 'Send each 
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a consumer-groups -d 'List, describe, reset the offsets of, or delete consumer groups and their offsets.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a dump-log -d 'Print the contents of Kafka log segment files.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a leader-election -d 'Elect partition leaders: the preferred replica, or any live one (unclean) (kafka-leader-election.sh).'
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a metadata -d 'Inspect the cluster metadata image (kafka-metadata-shell).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a metadata-quorum -d 'Describe the KRaft metadata quorum (kafka-metadata-quorum.sh).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a perf-test -d 'Measure produce and consume throughput (kafka-*-perf-test.sh).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a reassign-partitions -d 'Move partitions between brokers: generate, execute, verify or cancel a reassignment'
@@ -209,6 +214,14 @@ complete -c kfk -n "test (__kfk_path) = 'kfk leader-election'" -l partition -r -
 complete -c kfk -n "test (__kfk_path) = 'kfk leader-election'" -l path-to-json-file -r -d '{"partitions":[{"topic":"foo","partition":1}]}'
 complete -c kfk -n "test (__kfk_path) = 'kfk leader-election'" -l all-topic-partitions -d 'Every partition of the cluster.'
 complete -c kfk -n "test (__kfk_path) = 'kfk leader-election'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk metadata'" -a show -d 'Print the metadata image, or the nodes at PATHS, as JSON.'
+complete -c kfk -n "test (__kfk_path) = 'kfk metadata'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk metadata show'" -l log-dir -r -F -d 'Read offline: a node\'s (first) log dir, snapshot and log.'
+complete -c kfk -n "test (__kfk_path) = 'kfk metadata show'" -l snapshot -r -d 'Read offline: one KRaft snapshot (.checkpoint) file.'
+complete -c kfk -n "test (__kfk_path) = 'kfk metadata show'" -l bootstrap-server -r -d 'Read from a running cluster.'
+complete -c kfk -n "test (__kfk_path) = 'kfk metadata show'" -l command-config -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk metadata show'" -l debug -d 'Show the full traceback on errors.'
+complete -c kfk -n "test (__kfk_path) = 'kfk metadata show'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk metadata-quorum'" -a describe -d 'Describe the metadata quorum: --status or --replication.'
 complete -c kfk -n "test (__kfk_path) = 'kfk metadata-quorum'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk metadata-quorum describe'" -l status -d 'The quorum\'s leader, epoch, lag and members.'
