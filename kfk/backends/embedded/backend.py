@@ -107,6 +107,7 @@ class EmbeddedMetadataBackend:
         self._bytes_since_snapshot = 0
         self._last_snapshot_ms = 0
         self._snapshot_task: asyncio.Task | None = None
+        self._stopping = False
         #: The newest snapshot on disk (loaded or written), None if there is none.
         self.latest_snapshot_id: SnapshotId | None = None
 
@@ -123,6 +124,7 @@ class EmbeddedMetadataBackend:
         metadata_log = await self._blocking(KafkaMetadataLog.open, self.log_dir, self._time_ms(),
                                             self._segment_bytes)
         self._metadata_log = metadata_log
+        self._stopping = False
         self._last_snapshot_ms = self._time_ms()  # the interval between snapshots counts from the start
         await self._load_snapshot(metadata_log)
         self._quorum_store = FileQuorumStateStore(metadata_log.directory)
@@ -147,6 +149,7 @@ class EmbeddedMetadataBackend:
                  len(batches), metadata_log.log_end_offset - 1, epoch)
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._snapshot_task is not None:
             await asyncio.gather(self._snapshot_task, return_exceptions=True)
             self._snapshot_task = None
@@ -274,14 +277,23 @@ class EmbeddedMetadataBackend:
         log.info("metadata snapshot %s loaded: %d records", snapshot.snapshot_id, len(snapshot.records))
 
     def _maybe_snapshot(self) -> None:
-        """Start a snapshot in the background when enough was appended or enough time passed since the last."""
-        if self._snapshot_task is not None and not self._snapshot_task.done():
-            return
-        due_by_bytes = self._bytes_since_snapshot >= self._snapshot_max_new_record_bytes
-        due_by_time = (self._bytes_since_snapshot > 0
-                       and self._time_ms() - self._last_snapshot_ms >= self._snapshot_max_interval_ms)
-        if due_by_bytes or due_by_time:
-            self._snapshot_task = asyncio.get_running_loop().create_task(self.snapshot())
+        """Start snapshotting in the background when enough was appended or enough time passed since the last."""
+        if (self._snapshot_task is None or self._snapshot_task.done()) and self._snapshot_due():
+            self._snapshot_task = asyncio.get_running_loop().create_task(self._snapshot_while_due())
+
+    def _snapshot_due(self) -> bool:
+        if self._metadata_log is None or self._stopping:
+            return False
+        return (self._bytes_since_snapshot >= self._snapshot_max_new_record_bytes
+                or (self._bytes_since_snapshot > 0
+                    and self._time_ms() - self._last_snapshot_ms >= self._snapshot_max_interval_ms))
+
+    async def _snapshot_while_due(self) -> None:
+        """Snapshot, and again while what was appended during the last one makes another due (no later append
+        may come to ask for it)."""
+        await self.snapshot()
+        while self._snapshot_due():
+            await self.snapshot()
 
     async def snapshot(self) -> SnapshotId | None:
         """Write the committed image as a snapshot now and trim the log behind it; its id, or None when the
