@@ -146,13 +146,21 @@ class BrokerServer:
         """The cluster id the log dirs hold; a new one on the first start (LogManager.startup writes it)."""
         cluster_id = load_cluster_id(self.log_dirs, self.node_id)
         if cluster_id is None:
-            if not self.auto_format:
+            if not self.auto_format or self._in_multi_node_quorum():
                 raise KafkaStorageError(
-                    f"No meta.properties found in {', '.join(self.log_dirs)}: format them with `kfk storage format`"
-                )
+                    f"No meta.properties found in {', '.join(self.log_dirs)}: a node of a multi-node cluster starts "
+                    "on formatted storage: run `kfk storage format --cluster-id <id> --config <server.properties>` "
+                    "on every node first, with one id for the whole cluster (`kfk storage random-uuid` makes one)")
             cluster_id = random_cluster_id()
             log.info("formatting %s with a new cluster id %s", ", ".join(self.log_dirs), cluster_id)
         return cluster_id
+
+    def _in_multi_node_quorum(self) -> bool:
+        """Voters other than this node, or a dynamic quorum to find: every node must share one cluster id, so none
+        may invent its own (the single-node embedded default may: it is the whole cluster)."""
+        config = self.config
+        return bool(config.controller_quorum_bootstrap_servers) or any(
+            int(voter.split("@", 1)[0]) != self.node_id for voter in config.controller_quorum_voters)
 
     def _register_handlers(self) -> None:
         """Every API handler, built with exactly the layers it uses, once those layers are up (requests are served
@@ -302,8 +310,11 @@ class BrokerServer:
             return
         voters = [int(voter.split("@", 1)[0]) for voter in config.controller_quorum_voters]
         self.metadata_cache = self._new_metadata_cache()
-        self.metadata_backend = EmbeddedMetadataBackend(self.log_dirs[0], self.node_id, self.cluster_id, voters,
-                                                        time_ms=system_time_ms)
+        self.metadata_backend = EmbeddedMetadataBackend(
+            self.log_dirs[0], self.node_id, self.cluster_id, voters, time_ms=system_time_ms,
+            snapshot_max_new_record_bytes=config.metadata_log_max_record_bytes_between_snapshots,
+            snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
+            segment_bytes=config.metadata_log_segment_bytes)
         self.controller = QuorumController(self.metadata_backend, config, self.node_id)
         self.metadata_backend.add_listener(self.metadata_cache)
         self.metadata_backend.add_listener(self.controller)

@@ -14,6 +14,13 @@ Fetch...) can come in behind the same interface:
 
 An append carries the controller epoch its writer won; a stale epoch is refused with NotControllerError, so a
 deposed controller can never write behind its successor's back.
+
+Snapshots (snapshots/): the backend keeps the committed MetadataImage. Once
+`metadata.log.max.record.bytes.between.snapshots` bytes were appended since the last snapshot, or
+`metadata.log.max.snapshot.interval.ms` passed with anything appended, it writes the image as
+`<end offset>-<epoch>.checkpoint` in the background, then trims the log behind it (log start offset advanced,
+whole segments and older snapshots deleted). start() loads the newest snapshot that reads and replays only the
+log after it.
 """
 
 from __future__ import annotations
@@ -25,14 +32,27 @@ from typing import Sequence
 
 from kfk.backends.embedded.metadata_log import KafkaMetadataLog
 from kfk.backends.embedded.quorum_state import ElectionState, FileQuorumStateStore
+from kfk.backends.embedded.snapshots import (
+    SnapshotId,
+    delete_snapshots_before,
+    image_records,
+    latest_valid_snapshot,
+    write_snapshot,
+)
+from kfk.backends.embedded.snapshots.snapshot_file import delete_partial_snapshots
 from kfk.common.clock import Clock, system_time_ms
 from kfk.common.constants import NO_NODE
 from kfk.controller.backend import MetadataListener
 from kfk.errors import InvalidConfigurationError, KafkaStorageError, NotControllerError
+from kfk.metadata.image import MetadataImage
 from kfk.protocol.message import Message
 from kfk.records import LeaderChangeMessage, Voter
 
 log = logging.getLogger("kfk.backends.embedded")
+
+#: Kafka's defaults for metadata.log.max.record.bytes.between.snapshots and metadata.log.max.snapshot.interval.ms.
+DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES = 20 * 1024 * 1024
+DEFAULT_SNAPSHOT_MAX_INTERVAL_MS = 60 * 60 * 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +78,10 @@ class QuorumDescription:
 
 class EmbeddedMetadataBackend:
     def __init__(self, log_dir: str, node_id: int, cluster_id: str, voters: Sequence[int] = (), *,
-                 time_ms: Clock = system_time_ms) -> None:
+                 time_ms: Clock = system_time_ms,
+                 snapshot_max_new_record_bytes: int = DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES,
+                 snapshot_max_interval_ms: int = DEFAULT_SNAPSHOT_MAX_INTERVAL_MS,
+                 segment_bytes: int | None = None) -> None:
         voters = tuple(sorted(set(voters))) or (node_id,)
         if len(voters) > 1:
             raise InvalidConfigurationError(
@@ -75,6 +98,18 @@ class EmbeddedMetadataBackend:
         self._quorum_store: FileQuorumStateStore | None = None
         self.election_state = ElectionState(voters=voters)
         self._write_lock = asyncio.Lock()
+        self._segment_bytes = segment_bytes
+        #: The committed image, what a snapshot writes; the epoch of the batch that holds its last record.
+        self.image = MetadataImage(cluster_id=cluster_id)
+        self._image_epoch = 0
+        self._snapshot_max_new_record_bytes = snapshot_max_new_record_bytes
+        self._snapshot_max_interval_ms = snapshot_max_interval_ms
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = 0
+        self._snapshot_task: asyncio.Task | None = None
+        self._stopping = False
+        #: The newest snapshot on disk (loaded or written), None if there is none.
+        self.latest_snapshot_id: SnapshotId | None = None
 
     # -- MetadataBackend ---------------------------------------------------------------------------------------------
 
@@ -86,8 +121,12 @@ class EmbeddedMetadataBackend:
         self._listeners.append(listener)
 
     async def start(self) -> None:
-        metadata_log = await self._blocking(KafkaMetadataLog.open, self.log_dir, self._time_ms())
+        metadata_log = await self._blocking(KafkaMetadataLog.open, self.log_dir, self._time_ms(),
+                                            self._segment_bytes)
         self._metadata_log = metadata_log
+        self._stopping = False
+        self._last_snapshot_ms = self._time_ms()  # the interval between snapshots counts from the start
+        await self._load_snapshot(metadata_log)
         self._quorum_store = FileQuorumStateStore(metadata_log.directory)
         stored = await self._blocking(self._quorum_store.read)
         epoch = 0 if stored is None else stored.epoch
@@ -100,15 +139,20 @@ class EmbeddedMetadataBackend:
         # Unattached in the stored epoch: whatever this node was before, it must win a new epoch to write.
         self.election_state = ElectionState(epoch, NO_NODE, NO_NODE if stored is None else stored.voted_id,
                                             self.voters)
-        batches = await self._blocking(lambda: list(metadata_log.read_batches()))
+        start_offset = 0 if self.latest_snapshot_id is None else self.latest_snapshot_id.end_offset
+        batches = await self._blocking(lambda: list(metadata_log.read_batches(start_offset)))
         for batch in batches:
             if batch.records:
-                self._notify(batch.records, batch.last_offset)
+                self._notify(batch.records, batch.last_offset, batch.epoch)
         metadata_log.update_high_watermark(metadata_log.log_end_offset)
         log.info("metadata log %s loaded: %d batches up to offset %d, epoch %d", metadata_log.directory,
                  len(batches), metadata_log.log_end_offset - 1, epoch)
 
     async def stop(self) -> None:
+        self._stopping = True
+        if self._snapshot_task is not None:
+            await asyncio.gather(self._snapshot_task, return_exceptions=True)
+            self._snapshot_task = None
         async with self._write_lock:
             if self._metadata_log is not None:
                 await self._blocking(self._metadata_log.close)
@@ -159,14 +203,17 @@ class EmbeddedMetadataBackend:
                 )
             records = list(records)
 
-            def write() -> int:
+            def write() -> tuple[int, int]:
+                size_before = metadata_log.log.size
                 last_offset = metadata_log.append_as_leader(records, controller_epoch, self._time_ms())
                 metadata_log.flush()
                 metadata_log.update_high_watermark(last_offset + 1)
-                return last_offset
+                return last_offset, metadata_log.log.size - size_before
 
-            last_offset = await self._blocking(write)
-            self._notify(records, last_offset)
+            last_offset, appended_bytes = await self._blocking(write)
+            self._notify(records, last_offset, controller_epoch)
+            self._bytes_since_snapshot += appended_bytes
+            self._maybe_snapshot()
             return last_offset
 
     # -- Raft state, for tests and tools ----------------------------------------------------------------------------
@@ -200,9 +247,77 @@ class EmbeddedMetadataBackend:
             raise NotControllerError("The metadata backend is not running")
         return self._metadata_log
 
-    def _notify(self, records: list[Message], last_offset: int) -> None:
+    def _notify(self, records: list[Message], last_offset: int, epoch: int) -> None:
+        self.image = self.image.apply(records, last_offset)
+        self._image_epoch = epoch
         for listener in self._listeners:
             listener.handle_commit(records, last_offset)
+
+    # -- snapshots ---------------------------------------------------------------------------------------------------
+
+    async def _load_snapshot(self, metadata_log: KafkaMetadataLog) -> None:
+        """Load the newest valid snapshot, if any, into the image and the listeners (as one commit of its
+        records). A log that ends before the snapshot (a crash between the snapshot and the log's flush) starts
+        empty at its end offset; a log trimmed past every readable snapshot cannot be loaded at all."""
+        directory = metadata_log.directory
+        await self._blocking(delete_partial_snapshots, directory)
+        snapshot = await self._blocking(latest_valid_snapshot, directory)
+        if snapshot is None:
+            if metadata_log.log.log_start_offset > 0:
+                raise KafkaStorageError(
+                    f"The metadata log {directory} starts at offset {metadata_log.log.log_start_offset} and no "
+                    "snapshot below it reads: the metadata before it is lost")
+            return
+        end_offset = snapshot.snapshot_id.end_offset
+        if metadata_log.log_end_offset < end_offset or metadata_log.log.log_start_offset > end_offset:
+            await self._blocking(metadata_log.log.truncate_fully_and_start_at, end_offset, self._time_ms())
+        self.latest_snapshot_id = snapshot.snapshot_id
+        if snapshot.records:
+            self._notify(snapshot.records, end_offset - 1, snapshot.snapshot_id.epoch)
+        log.info("metadata snapshot %s loaded: %d records", snapshot.snapshot_id, len(snapshot.records))
+
+    def _maybe_snapshot(self) -> None:
+        """Start snapshotting in the background when enough was appended or enough time passed since the last."""
+        if (self._snapshot_task is None or self._snapshot_task.done()) and self._snapshot_due():
+            self._snapshot_task = asyncio.get_running_loop().create_task(self._snapshot_while_due())
+
+    def _snapshot_due(self) -> bool:
+        if self._metadata_log is None or self._stopping:
+            return False
+        return (self._bytes_since_snapshot >= self._snapshot_max_new_record_bytes
+                or (self._bytes_since_snapshot > 0
+                    and self._time_ms() - self._last_snapshot_ms >= self._snapshot_max_interval_ms))
+
+    async def _snapshot_while_due(self) -> None:
+        """Snapshot, and again while what was appended during the last one makes another due (no later append
+        may come to ask for it)."""
+        await self.snapshot()
+        while self._snapshot_due():
+            await self.snapshot()
+
+    async def snapshot(self) -> SnapshotId | None:
+        """Write the committed image as a snapshot now and trim the log behind it; its id, or None when the
+        image is already the newest snapshot's. The image is immutable, so it is written off the event loop while
+        appends go on."""
+        image, epoch, metadata_log = self.image, self._image_epoch, self._require_started()
+        snapshot_id = SnapshotId(image.offset + 1, epoch)
+        if image.offset < 0 or (self.latest_snapshot_id is not None and snapshot_id <= self.latest_snapshot_id):
+            return None
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = now_ms = self._time_ms()
+
+        def write_and_trim() -> None:
+            write_snapshot(metadata_log.directory, snapshot_id, image_records(image),
+                           last_contained_log_timestamp=now_ms, now_ms=now_ms)
+            metadata_log.log.maybe_increment_log_start_offset(snapshot_id.end_offset)
+            metadata_log.log.delete_old_segments(self._time_ms())
+            delete_snapshots_before(metadata_log.directory, snapshot_id)
+
+        await self._blocking(write_and_trim)
+        self.latest_snapshot_id = snapshot_id
+        log.info("metadata snapshot %s written; the log now starts at %d", snapshot_id,
+                 metadata_log.log.log_start_offset)
+        return snapshot_id
 
     @staticmethod
     async def _blocking(function, *args):

@@ -13,6 +13,7 @@ recovery-point checkpoint; metadata logs are small.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from dataclasses import dataclass
@@ -47,6 +48,9 @@ METADATA_LOG_CONFIG = LogConfig.from_properties({
     "retention.ms": -1,
     "retention.bytes": -1,
     "max.message.bytes": MAX_BATCH_SIZE_BYTES,
+    # Segments trimmed behind a snapshot go at once: no reader holds them (the metadata log is never fetched
+    # by clients), and a restart must not find them again.
+    "file.delete.delay.ms": 0,
 })
 
 
@@ -67,9 +71,13 @@ class KafkaMetadataLog:
         self.log = log
 
     @classmethod
-    def open(cls, log_dir: str, now_ms: int) -> KafkaMetadataLog:
+    def open(cls, log_dir: str, now_ms: int, segment_bytes: int | None = None) -> KafkaMetadataLog:
+        """Open (or create) the log; `segment_bytes` is metadata.log.segment.bytes (default: segment.bytes'), with
+        no floor, so tests can roll small segments."""
         directory = os.path.join(log_dir, log_dir_name(METADATA_TOPIC_PARTITION))
-        log = Log.open(directory, METADATA_LOG_CONFIG, now_ms=now_ms, recovery_point=0, had_clean_shutdown=False)
+        config = METADATA_LOG_CONFIG if segment_bytes is None else dataclasses.replace(
+            METADATA_LOG_CONFIG, internal_segment_bytes=segment_bytes)
+        log = Log.open(directory, config, now_ms=now_ms, recovery_point=0, had_clean_shutdown=False)
         log.partition_metadata.write(METADATA_TOPIC_ID)
         return cls(log)
 
