@@ -128,7 +128,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l user -r -d 'A user\'s 
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l client -r -d 'A client-id\'s client quotas.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l user-defaults -d 'The default user\'s client quotas.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l client-defaults -d 'The default client-id\'s client quotas.'
-complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-type -r -d 'topics, brokers, broker-loggers, users or clients.'
+complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-type -r -d 'topics, brokers, broker-loggers, users (quotas, SCRAM credentials) or clients.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-name -r -d 'The topic name, broker id, user or client-id.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-default -d 'With brokers: the cluster-wide dynamic default; with users or clients: the default entity.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l add-config -r -d 'k=v[,k=v...] to set (list values in brackets: k=[a,b]); repeatable.'

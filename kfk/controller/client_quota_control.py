@@ -19,6 +19,7 @@ import socket
 
 from kfk.common.client_quotas import (
     CLIENT_ID,
+    ENTITY_TYPES,
     IP,
     IP_QUOTA_KEYS,
     USER,
@@ -54,7 +55,7 @@ def _entity_error(entry: AlterClientQuotasRequest.EntryData) -> ApiError:
             return ApiError(ErrorCode.INVALID_REQUEST,
                             f"Invalid client quota entity, duplicate entity entry {part.entity_type}")
         seen.add(part.entity_type)
-        if part.entity_type not in (USER, CLIENT_ID, IP):
+        if part.entity_type not in ENTITY_TYPES:
             return ApiError(ErrorCode.INVALID_REQUEST, f"Unhandled client quota entity type: {part.entity_type}")
         if part.entity_name == "":
             return ApiError(ErrorCode.INVALID_REQUEST, f"Empty {part.entity_type} not supported")
@@ -158,7 +159,7 @@ def _filter(components: list[DescribeClientQuotasRequest.ComponentData]
             raise InvalidRequestError("Invalid empty entity type.")
         if kind in exact or kind in present:
             raise InvalidRequestError(f"Entity type {kind} cannot appear more than once in the filter.")
-        if kind not in (USER, CLIENT_ID, IP):
+        if kind not in ENTITY_TYPES:
             raise UnsupportedVersionError(f"Unsupported entity type {kind}")
         if component.match_type == MATCH_TYPE_EXACT:
             if component.match is None:

@@ -33,6 +33,11 @@ from kfk.common.client_quotas import (
 
 __all__ = ["ClientQuotaManager", "ClientQuotaManagers", "quota_lookup_order"]
 
+#: A rate nobody recorded into for this long is dropped (Kafka expires inactive quota sensors after an hour).
+INACTIVE_RATE_EXPIRATION_MS = 3600 * 1000
+#: The lookup cache of (user, client-id) -> quota is emptied past this many entries (it refills as clients come).
+MAX_RESOLVED = 100_000
+
 #: Request time is recorded as a percentage of one handler thread: a request that held the loop 10 ms counts 1 (%
 #: of a second), so a rate over the window is a percentage of the loop's time.
 NANOS_TO_PERCENTAGE_PER_SECOND = 100 / 1e9
@@ -118,6 +123,8 @@ class ClientQuotaManager:
         key = (user, client_id)
         if key in self._resolved:
             return self._resolved[key]
+        if len(self._resolved) >= MAX_RESOLVED:
+            self._resolved.clear()
         resolved = None
         for entity, shared_as in quota_lookup_order(user, client_id):
             values = self._quotas.get(entity)
@@ -140,6 +147,7 @@ class ClientQuotaManager:
         shared_as, bound = resolved
         rate = self._rates.get(shared_as)
         if rate is None:
+            self._expire_inactive(now_ms)
             rate = self._rates[shared_as] = _SampledRate(now_ms)
         rate.record(value, now_ms, self.window_ms, self.samples)
         measured, elapsed_ms = rate.measure(now_ms, self.window_ms, self.samples)
@@ -149,6 +157,13 @@ class ClientQuotaManager:
         if self.max_throttle_time_ms is not None:
             throttle_ms = min(throttle_ms, self.max_throttle_time_ms)
         return throttle_ms
+
+    def _expire_inactive(self, now_ms: int) -> None:
+        """Drop the rates of clients gone for an hour (checked when a new one starts: no cost per request)."""
+        expired = [key for key, rate in self._rates.items()
+                   if now_ms - rate.starts[rate.current] > INACTIVE_RATE_EXPIRATION_MS]
+        for key in expired:
+            del self._rates[key]
 
     def max_value_in_quota_window(self, user: str, client_id: str) -> float | None:
         """The most a client may take at once: its quota over all but one window (Kafka bounds a consumer's fetch

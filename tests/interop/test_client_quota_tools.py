@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from kfk.security.sasl.scram import ScramMechanism, credential_from_password, format_credential
 from tests.interop.jvm import kafka_tool
 
 pytestmark = pytest.mark.integration
@@ -101,22 +102,29 @@ def test_kfk_and_kafka_configs_alter_and_describe_client_quotas(broker) -> None:
             changes = [json.loads(client.get(f"/config/changes/{child}")[0])["entity_path"]
                        for child in client.get_children("/config/changes")]
             assert {"clients/c1", "clients/<default>", "users/<default>", "users/alice/clients/c1"} <= set(changes)
-            # Written by another tool (as Kafka's ZooKeeper-mode tools did): a new client-id, and a key of alice's
-            # znode that is no quota (a SCRAM credential), which kfk's rewrite of the znode keeps.
+            # Written by another tool (as Kafka's ZooKeeper-mode tools did): a new client-id's quota, and a SCRAM
+            # credential in alice's znode, which kfk reads and keeps when it rewrites the znode for her quota.
             client.create("/config/clients/zk%20tool", json.dumps(
                 {"version": 1, "config": {"consumer_byte_rate": "4096"}}).encode())
             # kfk created alice's znode (empty) as the parent of her client-id's.
             assert config("/config/users/alice") == {"version": 1, "config": {}}
+            credential = format_credential(credential_from_password(ScramMechanism.SCRAM_SHA_256, "alice-secret"))
             client.set("/config/users/alice", json.dumps({"version": 1, "config": {
-                "SCRAM-SHA-256": "salt=x,stored_key=y,server_key=z,iterations=4096"}}).encode())
-            expected = "Quota configs for client-id 'zk tool' are consumer_byte_rate=4096.0\n"
-            for _ in range(20):  # the broker's watch fires soon after the write
-                if ok(kfk("configs", "--describe", "--client", "zk tool", *server)) == expected:
+                "SCRAM-SHA-256": credential}}).encode())
+            expected = ("Quota configs for client-id 'zk tool' are consumer_byte_rate=4096.0\n",
+                        "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=4096\n")
+
+            def seen() -> tuple[str, str]:
+                return (ok(kfk("configs", "--describe", "--client", "zk tool", *server)),
+                        ok(kfk("configs", "--describe", "--user", "alice", *server)))
+
+            for _ in range(20):  # the broker's watches fire soon after the writes
+                if seen() == expected:
                     break
-            assert ok(kfk("configs", "--describe", "--client", "zk tool", *server)) == expected
+            assert seen() == expected
             ok(kfk("configs", "--alter", "--user", "alice", "--add-config", "producer_byte_rate=100", *server))
             assert config("/config/users/alice") == {"version": 1, "config": {
-                "SCRAM-SHA-256": "salt=x,stored_key=y,server_key=z,iterations=4096", "producer_byte_rate": "100"}}
+                "SCRAM-SHA-256": credential, "producer_byte_rate": "100"}}
         finally:
             client.stop()
 

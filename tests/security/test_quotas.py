@@ -82,3 +82,10 @@ def test_a_quota_altered_live_applies_to_the_next_request() -> None:
     assert quota.record_and_get_throttle_time_ms("u", "c", 100, 10) == 0
     quota.update({})
     assert not quota.enabled and quota.record_and_get_throttle_time_ms("u", "c", 10**9, 20) == 0
+
+
+def test_the_rates_of_clients_gone_for_an_hour_are_dropped() -> None:
+    quota = manager({E([("client-id", None)]): {"producer_byte_rate": 10.0}}, samples=2)
+    assert quota.record_and_get_throttle_time_ms("u", "old", 100, 0) > 0
+    quota.record_and_get_throttle_time_ms("u", "new", 1, 3600 * 1000 + 1)  # a new client: the old one's rate goes
+    assert set(quota._rates) == {("", "new")}
