@@ -114,7 +114,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l topic -r -d 'The topic
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l broker -r -d 'The broker id (--entity-type brokers --entity-name).'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l broker-defaults -d 'The cluster-wide dynamic broker default (brokers, --entity-default).'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l broker-logger -r -d 'The broker id whose loggers to show or change (--entity-type broker-loggers).'
-complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-type -r -d 'topics, brokers or broker-loggers.'
+complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-type -r -d 'topics, brokers, broker-loggers or users (SCRAM credentials).'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-name -r -d 'The topic name or broker id.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l entity-default -d 'With brokers: the cluster-wide dynamic default.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l add-config -r -d 'k=v[,k=v...] to set (list values in brackets: k=[a,b]); repeatable.'
