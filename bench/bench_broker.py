@@ -112,15 +112,18 @@ async def _appends(root: str, batch: bytes, count: int, in_executor: bool, codec
 # -- real clients against a broker subprocess ---------------------------------------------------------------------
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+# `security`: more client settings (security.protocol, ssl.*) for the TLS figures of bench_tls.py.
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, security: dict[str, str] | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(security or {})})
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
 
 
-def produce(bootstrap: str, topic: str, count: int, compression: str) -> float:
+def produce(bootstrap: str, topic: str, count: int, compression: str, security: dict[str, str] | None = None) -> float:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "compression.type": compression,
                          "linger.ms": 5, "queue.buffering.max.messages": 1_000_000,
-                         "queue.buffering.max.kbytes": 1_048_576})
+                         "queue.buffering.max.kbytes": 1_048_576, **(security or {})})
     value = os.urandom(RECORD_SIZE // 4) * 4
     failures = []
 
@@ -145,9 +148,9 @@ def produce(bootstrap: str, topic: str, count: int, compression: str) -> float:
     return elapsed
 
 
-def consume(bootstrap: str, topic: str, partitions: int, count: int) -> float:
+def consume(bootstrap: str, topic: str, partitions: int, count: int, security: dict[str, str] | None = None) -> float:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760})
+                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760, **(security or {})})
     start = time.perf_counter()
     consumer.assign([ConfluentTopicPartition(topic, partition, 0) for partition in range(partitions)])
     received = 0
@@ -163,12 +166,13 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int) -> float:
     return elapsed
 
 
-def consume_with_kcat(bootstrap: str, topic: str, megabytes: float) -> float:
+def consume_with_kcat(bootstrap: str, topic: str, megabytes: float, security: dict[str, str] | None = None) -> float:
     """MB/s of the same read by kcat (librdkafka in C, no Python per record): what the broker's fetch path
     sustains when the consumer is not the bottleneck (kcat's start-up included)."""
     start = time.perf_counter()
     subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%o\\n",
-                    "-X", "fetch.max.bytes=52428800", "-X", "max.partition.fetch.bytes=10485760"],
+                    "-X", "fetch.max.bytes=52428800", "-X", "max.partition.fetch.bytes=10485760",
+                    *(argument for key, value in (security or {}).items() for argument in ("-X", f"{key}={value}"))],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=300)
     return megabytes / (time.perf_counter() - start)
 

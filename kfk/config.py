@@ -427,6 +427,9 @@ class LogConfig:
 # ---------------------------------------------------------------------------------------------------------------
 # Broker configuration (server.properties): Kafka's KafkaConfig names and defaults.
 
+#: Kafka's security protocols (a listener's, in listener.security.protocol.map; a client's security.protocol).
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
 #: Broker keys that a listener may override as listener.name.<listener, lower case>.<key>.
 LISTENER_CONFIGS = ("max.connections", "max.connection.creation.rate")
 LISTENER_PREFIX = "listener.name."
@@ -1051,6 +1054,65 @@ class BrokerConfig:
             self.values[name] = values[name]
             setattr(self, BROKER_CONFIG_DEF.keys[name].attribute, values[name])
         return changed
+
+    # -- listeners and their security (Kafka's listener.security.protocol.map, listener.name.<l>. prefix) --------
+
+    @property
+    def security_protocol_map(self) -> dict[str, str]:
+        """listener.security.protocol.map as {LISTENER NAME: protocol}; InvalidConfigurationError for an entry that
+        is not NAME:PROTOCOL or names a protocol Kafka does not have."""
+        protocols: dict[str, str] = {}
+        for entry in self.listener_security_protocol_map:
+            name, colon, protocol = entry.strip().partition(":")
+            protocol = protocol.strip().upper()
+            if not colon or not name.strip() or protocol not in SECURITY_PROTOCOLS:
+                raise _invalid("listener.security.protocol.map", ",".join(self.listener_security_protocol_map),
+                               f"{entry!r} is not LISTENER:PROTOCOL with a protocol among "
+                               f"{', '.join(SECURITY_PROTOCOLS)}")
+            protocols[name.strip().upper()] = protocol
+        return protocols
+
+    def listener_security_protocol(self, listener_name: str) -> str:
+        """The security protocol of one listener (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL), as the map says;
+        InvalidConfigurationError for a listener the map does not name (Kafka refuses to start then)."""
+        protocol = self.security_protocol_map.get(listener_name.upper())
+        if protocol is None:
+            raise InvalidConfigurationError(
+                f"No security protocol defined for listener {listener_name.upper()} in listener.security.protocol.map")
+        return protocol
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The listener brokers use between themselves: inter.broker.listener.name, else the listener named as
+        security.inter.broker.protocol when that is set (Kafka's rule; setting both is an error), else kfk's
+        convenience for a broker whose listeners say nothing: the first listener."""
+        explicit_protocol = "security.inter.broker.protocol" in self.originals
+        if self.inter_broker_listener_name is not None:
+            if explicit_protocol:
+                raise InvalidConfigurationError("Only one of inter.broker.listener.name and "
+                                                "security.inter.broker.protocol should be set.")
+            return self.inter_broker_listener_name.strip().upper()
+        if explicit_protocol:
+            protocol = self.security_inter_broker_protocol.strip().upper()
+            if protocol not in SECURITY_PROTOCOLS:
+                raise _invalid("security.inter.broker.protocol", protocol,
+                               f"not one of {', '.join(SECURITY_PROTOCOLS)}")
+            return protocol
+        first = self.listeners[0] if self.listeners else "PLAINTEXT://"
+        return first.split("://", 1)[0].strip().upper() or "PLAINTEXT"
+
+    def listener_override(self, listener_name: str, key: str) -> Any:
+        """`key` as one listener sees it: listener.name.<listener, lower case>.<key> when set, else the broker-wide
+        value (Kafka's valuesWithPrefixOverride, key by key). Keys that are no broker config (a SASL mechanism's
+        `<mechanism>.sasl.jaas.config`) come back as the raw string, None when unset."""
+        prefixed = f"{LISTENER_PREFIX}{listener_name.lower()}.{key}"
+        config_key = BROKER_CONFIG_DEF.keys.get(key)
+        if prefixed in self.originals:
+            value = self.originals[prefixed]
+            return config_key.parse(value) if config_key is not None else value
+        if config_key is not None:
+            return self.values[key]
+        return self.originals.get(key)
 
     def listener_value(self, listener_name: str, key: str) -> Any:
         """A key of LISTENER_CONFIGS set for one listener (listener.name.<name>.<key>), None if not set: a listener's

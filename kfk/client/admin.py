@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
@@ -56,9 +57,12 @@ from kfk.client.structs import (
     PartitionProducerState,
     PartitionReassignment,
     ProducerState,
+    ScramCredentialInfo,
     TopicDescription,
     TransactionDescription,
     TransactionListing,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
 )
 from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
 from kfk.common.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, NO_NODE
@@ -80,6 +84,8 @@ from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsResponse,
 )
 from kfk.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
+from kfk.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
+                                                                 AlterUserScramCredentialsResponse)
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kfk.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
@@ -91,6 +97,8 @@ from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, Descr
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
+from kfk.protocol.messages.describe_user_scram_credentials import (DescribeUserScramCredentialsRequest,
+                                                                    DescribeUserScramCredentialsResponse)
 from kfk.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
@@ -110,6 +118,7 @@ from kfk.protocol.messages.list_transactions import ListTransactionsRequest, Lis
 from kfk.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kfk.security.acl import AclBinding, AclBindingFilter
+from kfk.security.sasl.scram import ScramMechanism, salted_password
 
 __all__ = ["Admin"]
 
@@ -809,6 +818,62 @@ class Admin:
                         None if state.transaction_start_time_ms < 0 else state.transaction_start_time_ms,
                         frozenset(TopicPartition(topic.topic, partition)
                                   for topic in state.topics for partition in topic.partitions))
+            return result
+
+        return self._run(call, timeout_ms)
+
+    def describe_user_scram_credentials(self, users: Iterable[str] | None = None, timeout_ms: float | None = None
+                                        ) -> dict[str, list[ScramCredentialInfo] | KafkaError]:
+        """Each user's SCRAM mechanisms and iterations (every user that has one when `users` is None); per user the
+        credentials or the error (ResourceNotFoundError: the user has none)."""
+        wanted = None if users is None else list(users)
+
+        async def call(deadline: float) -> dict[str, list[ScramCredentialInfo] | KafkaError]:
+            await self._metadata((), deadline)
+            response = await self._network.send(self._network.least_loaded_node(), DescribeUserScramCredentialsRequest(
+                users=None if wanted is None else [DescribeUserScramCredentialsRequest.UserName(name=name)
+                                                   for name in wanted]))
+            assert isinstance(response, DescribeUserScramCredentialsResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, "DescribeUserScramCredentials", response.error_message)
+            return {result.user: (response_error(result.error_code, f"user {result.user!r}", result.error_message)
+                                  if result.error_code != ErrorCode.NONE else
+                                  [ScramCredentialInfo(ScramMechanism(info.mechanism).mechanism_name, info.iterations)
+                                   for info in result.credential_infos])
+                    for result in response.results}
+
+        return self._run(call, timeout_ms)
+
+    def alter_user_scram_credentials(
+            self, alterations: Iterable[UserScramCredentialUpsertion | UserScramCredentialDeletion],
+            timeout_ms: float | None = None) -> dict[str, KafkaError | None]:
+        """Set or delete SCRAM credentials through the controller; per user None or the error. A password is salted
+        here (PBKDF2 with the mechanism's hash): the broker only sees the salted form."""
+        Deletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion
+        Upsertion = AlterUserScramCredentialsRequest.ScramCredentialUpsertion
+        deletions, upsertions = [], []
+        for alteration in alterations:
+            mechanism = ScramMechanism.from_mechanism_name(alteration.mechanism)
+            if isinstance(alteration, UserScramCredentialDeletion):
+                deletions.append(Deletion(name=alteration.user, mechanism=mechanism))
+                continue
+            salt = alteration.salt if alteration.salt is not None else os.urandom(32)
+            salted = (salted_password(mechanism, alteration.password.encode(), salt, alteration.iterations)
+                      if mechanism != ScramMechanism.UNKNOWN and alteration.iterations > 0 else b"")
+            upsertions.append(Upsertion(name=alteration.user, mechanism=mechanism, iterations=alteration.iterations,
+                                        salt=salt, salted_password=salted))
+        request = AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions)
+
+        async def call(deadline: float) -> dict[str, KafkaError | None]:
+            response = await self._network.send(await self._controller(deadline), request)
+            assert isinstance(response, AlterUserScramCredentialsResponse)
+            result: dict[str, KafkaError | None] = {}
+            for entry in response.results:
+                error = (response_error(entry.error_code, f"user {entry.user!r}", entry.error_message)
+                         if entry.error_code != ErrorCode.NONE else None)
+                if error is not None and error.retriable:  # NOT_CONTROLLER: find the controller again
+                    raise error
+                result[entry.user] = error
             return result
 
         return self._run(call, timeout_ms)

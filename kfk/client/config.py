@@ -16,13 +16,16 @@ reporters) are not accepted; key/value serializers are plain Python callables pa
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kfk import __version__
 from kfk.common.constants import INT32_MAX
-from kfk.config import ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
+from kfk.config import ACCEPTED_BROKER_KEYS, ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
 from kfk.errors import InvalidConfigurationError
+from kfk.security.sasl import SaslClient
+from kfk.security.sasl.jaas import parse_jaas_config
+from kfk.security.sasl.settings import sasl_client
 
 __all__ = [
     "ClientConfig",
@@ -59,9 +62,33 @@ _COMMON = [
     ConfigKey("metadata.max.age.ms", ConfigType.LONG, 300_000, at_least(0),
               "Refresh cluster metadata at least this often, even without a sign that it changed."),
     ConfigKey("connections.max.idle.ms", ConfigType.LONG, 540_000, None, "Close connections idle this long."),
-    ConfigKey("security.protocol", ConfigType.STRING, "PLAINTEXT", one_of("PLAINTEXT"),
-              "Only PLAINTEXT is implemented by the kfk client."),
+    ConfigKey("security.protocol", ConfigType.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+              "PLAINTEXT; SSL: TLS with the ssl.* settings (PEM key and trust stores); SASL_PLAINTEXT: authenticate "
+              "every connection with sasl.mechanism; SASL_SSL: both."),
+    ConfigKey("sasl.mechanism", ConfigType.STRING, "GSSAPI", None,
+              "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (kfk has no GSSAPI, Kafka's default)."),
+    ConfigKey("sasl.username", ConfigType.STRING, None, None,
+              "The SASL user (librdkafka's name; Java clients put it in sasl.jaas.config)."),
+    ConfigKey("sasl.password", ConfigType.PASSWORD, None, None, "The SASL user's password."),
+    ConfigKey("sasl.jaas.config", ConfigType.PASSWORD, None, None,
+              "Java style: `org.apache.kafka.common.security.plain.PlainLoginModule required username=\"alice\" "
+              "password=\"...\";` (ScramLoginModule for SCRAM; OAuthBearerLoginModule with "
+              "unsecuredLoginStringClaim_sub for an unsecured development token)."),
+    ConfigKey("sasl.oauthbearer.token", ConfigType.PASSWORD, None, None,
+              "kfk's own: the bearer token (a JWT) OAUTHBEARER sends, e.g. one signed by your identity provider."),
 ]
+
+#: The Java client's ssl.* settings that a Python client can honour (kfk.security.tls reads them), with the same
+#: types and defaults as the broker's: PEM stores only (ssl.keystore.type/ssl.truststore.type=PEM), TLS versions,
+#: TLS 1.2 cipher suites, the host name check (ssl.endpoint.identification.algorithm=https, empty to turn it off).
+#: The store passwords and ssl.protocol are accepted for properties files written for Java clients; PEM stores do
+#: not use them.
+SSL_CLIENT_CONFIGS = ("ssl.cipher.suites", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm",
+                      "ssl.key.password", "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.location",
+                      "ssl.keystore.password", "ssl.keystore.type", "ssl.protocol", "ssl.truststore.certificates",
+                      "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type")
+_COMMON += [ConfigKey(name, config_type, default, None, "TLS (security.protocol=SSL), as the Java client's.")
+            for name, config_type, default in ACCEPTED_BROKER_KEYS if name in SSL_CLIENT_CONFIGS]
 
 PRODUCER_CONFIG_DEF = ConfigDef(_COMMON + [
     ConfigKey("acks", ConfigType.STRING, "all", one_of("all", "-1", "0", "1"),
@@ -177,6 +204,26 @@ class ClientConfig:
 
     def __getattr__(self, name: str) -> Any:  # only reached for names the ConfigDef does not define
         raise AttributeError(f"no client config attribute {name!r}")
+
+
+def sasl_client_factory(config: ClientConfig) -> Callable[[], SaslClient] | None:
+    """A SASL client per connection when security.protocol is SASL_*, None otherwise; InvalidConfigurationError now
+    for a mechanism kfk does not have or credentials that are missing."""
+    if not config.security_protocol.startswith("SASL_"):
+        return None
+    jaas = None
+    if config.sasl_jaas_config:
+        try:
+            jaas = parse_jaas_config(config.sasl_jaas_config)[0]
+        except ValueError as error:
+            raise InvalidConfigurationError(f"sasl.jaas.config: {error}") from None
+
+    def factory() -> SaslClient:
+        return sasl_client(config.sasl_mechanism, config.sasl_username, config.sasl_password,
+                           token=config.sasl_oauthbearer_token, jaas=jaas)
+
+    factory()
+    return factory
 
 
 def parse_bootstrap_servers(servers: list[str]) -> list[tuple[str, int]]:

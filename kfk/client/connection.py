@@ -10,10 +10,17 @@ large fetch response is received into one buffer with no intermediate copies and
   broker that does not know that version answers UNSUPPORTED_VERSION with a v0 body that lists its own ApiVersions
   range (KIP-511); the client retries with the highest version both know. After that, every API is sent at the
   highest version both sides support (kfk.protocol.apis.highest_common_version) unless the caller caps it.
+- SASL: on a SASL_PLAINTEXT listener the connection authenticates right after ApiVersions (SaslHandshake, then
+  SaslAuthenticate until the mechanism completes: kfk.security.sasl.exchange) before any other request; a refusal
+  fails connect() with the broker's SaslAuthenticationError. The client does not re-authenticate (KIP-368): a broker
+  with connections.max.reauth.ms closes the connection when the session ends and the client reconnects.
 - Timeouts: a request unanswered after request.timeout.ms fails with KafkaTimeoutError and closes the connection,
   as in the Java client (the responses behind it can no longer be matched safely); so does a connect or handshake
   slower than socket.connection.setup.timeout.ms. One watchdog task per connection checks the deadlines, rather
   than a timer per request: the producer sends thousands of requests a second.
+- TLS (security.protocol=SSL): the transport is wrapped in the client's SSLContext (kfk.security.tls), the
+  handshake is part of the connection setup and its timeout; the broker's certificate is checked against the trust
+  store, and its host name unless ssl.endpoint.identification.algorithm is empty.
 When the connection closes, for whatever reason, every in-flight request fails with the same error.
 """
 
@@ -23,6 +30,8 @@ import asyncio
 import logging
 import os
 import socket
+import ssl
+from collections.abc import Callable
 from typing import NamedTuple
 
 from kfk.errors import ErrorCode, KafkaError, KafkaTimeoutError, NetworkError, UnsupportedVersionError, raise_for_code
@@ -31,6 +40,8 @@ from kfk.protocol.connection import ClientConnection, StreamError
 from kfk.protocol.message import Message
 from kfk.protocol.messages import API_SCHEMAS, ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kfk.security.sasl import SaslClient
+from kfk.security.sasl.exchange import authenticate
 
 __all__ = ["BrokerConnection"]
 
@@ -53,8 +64,10 @@ class BrokerConnection:
     whose broker id is not known yet (as Java's NetworkClient numbers them)."""
 
     def __init__(self, host: str, port: int, *, node_id: int, client_id: str, client_software_name: str,
-                 client_software_version: str, request_timeout_ms: int, connection_setup_timeout_ms: int) -> None:
+                 client_software_version: str, request_timeout_ms: int, connection_setup_timeout_ms: int,
+                 ssl_context: ssl.SSLContext | None = None, sasl: Callable[[], SaslClient] | None = None) -> None:
         self.host = host
+        self.ssl_context = ssl_context
         self.port = port
         self.node_id = node_id
         self.client_id = client_id
@@ -62,6 +75,7 @@ class BrokerConnection:
         self.client_software_version = client_software_version
         self.request_timeout_ms = request_timeout_ms
         self.connection_setup_timeout_ms = connection_setup_timeout_ms
+        self._sasl = sasl
         self.api_versions: dict[int, VersionRange] = {}
         self._socket: _Socket | None = None
         self._protocol: ClientConnection[_Waiting] = ClientConnection(client_id)
@@ -95,19 +109,25 @@ class BrokerConnection:
         timeout = self.connection_setup_timeout_ms / 1000
         try:
             _, self._socket = await asyncio.wait_for(asyncio.get_running_loop().create_connection(
-                lambda: _Socket(self), self.host, self.port), timeout)
+                lambda: _Socket(self), self.host, self.port, ssl=self.ssl_context,
+                server_hostname=self.host if self.ssl_context is not None else None), timeout)
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"connecting to {self.address} took longer than "
                                     f"{self.connection_setup_timeout_ms} ms") from None
         except socket.gaierror as error:  # its errno is getaddrinfo's (negative), not one os.strerror knows
             raise NetworkError(f"cannot resolve host {self.host}: {error.strerror}") from None
+        except ssl.SSLError as error:  # an untrusted certificate, a wrong host name, a refused client certificate
+            raise NetworkError(f"TLS handshake with {self.address} failed: "
+                               f"{getattr(error, 'verify_message', None) or error.reason or error}") from None
         except OSError as error:
             reason = os.strerror(error.errno) if error.errno else str(error)
             raise NetworkError(f"cannot connect to {self.address}: {reason}") from None
         try:
             await asyncio.wait_for(self._negotiate_versions(), timeout)
+            if self._sasl is not None:
+                await asyncio.wait_for(self._authenticate(self._sasl()), timeout)
         except asyncio.TimeoutError:
-            error = KafkaTimeoutError(f"ApiVersions handshake with {self.address} took longer than "
+            error = KafkaTimeoutError(f"ApiVersions and SASL handshake with {self.address} took longer than "
                                       f"{self.connection_setup_timeout_ms} ms")
             self.close(error)
             raise error from None
@@ -139,6 +159,14 @@ class BrokerConnection:
             self.finalized_features_epoch = response.finalized_features_epoch
             return
         raise UnsupportedVersionError(f"{self.address} supports no ApiVersions version that kfk knows")
+
+    async def _authenticate(self, client: SaslClient) -> None:
+        def round_trip(request: Message, version: int) -> asyncio.Future:
+            future = self._write(request, version, True, self.connection_setup_timeout_ms)
+            assert future is not None
+            return future
+
+        await authenticate(round_trip, client, self.version(ApiKey.SASL_AUTHENTICATE))
 
     # --- versions ----------------------------------------------------------------------------------------------------
 
@@ -191,6 +219,8 @@ class BrokerConnection:
 
     def _write(self, request: Message, version: int, expect_response: bool, timeout_ms: int) -> asyncio.Future | None:
         assert self._socket is not None
+        if self._closed_error is not None:  # the broker closed at once (e.g. right after a TLS handshake)
+            raise self._closed_error
         future: asyncio.Future | None = None
         waiting: _Waiting | None = None
         if expect_response:

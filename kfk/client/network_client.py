@@ -21,13 +21,15 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from kfk.client.cluster import ClusterMetadata
-from kfk.client.config import CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION, ClientConfig, parse_bootstrap_servers
+from kfk.client.config import (CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION, ClientConfig, parse_bootstrap_servers,
+                              sasl_client_factory)
 from kfk.client.connection import BrokerConnection
 from kfk.common.clock import system_time_ms
 from kfk.common.constants import NO_NODE
 from kfk.errors import KafkaError, KafkaTimeoutError, NetworkError
 from kfk.protocol.message import Message
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from kfk.security.tls import TLS_PROTOCOLS, client_context
 
 __all__ = ["NetworkClient", "ExponentialBackoff", "TRACKED_TOPICS", "COORDINATOR_ID_BASE", "monotonic_ms"]
 
@@ -74,6 +76,7 @@ class _NodeState:
 class NetworkClient:
     def __init__(self, config: ClientConfig, *, allow_auto_topic_creation: bool = False) -> None:
         self.config = config
+        self._sasl = sasl_client_factory(config)
         self.bootstrap_addresses = parse_bootstrap_servers(config.bootstrap_servers)
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.cluster = ClusterMetadata()
@@ -91,6 +94,9 @@ class NetworkClient:
         self.ever_connected = False
         self._finalized_features: dict[str, int] = {}
         self._finalized_features_epoch = -1
+        #: Built once from the ssl.* settings (a bad trust store fails the client's creation, not each connect).
+        self._ssl_context = (client_context(lambda key: config[key]) if config.security_protocol in TLS_PROTOCOLS
+                             else None)
 
     # --- addresses ---------------------------------------------------------------------------------------------------
 
@@ -151,7 +157,8 @@ class NetworkClient:
                 address[0], address[1], node_id=node_id, client_id=self.config.client_id,
                 client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=CLIENT_SOFTWARE_VERSION,
                 request_timeout_ms=self.config.request_timeout_ms,
-                connection_setup_timeout_ms=self.config.socket_connection_setup_timeout_ms)
+                connection_setup_timeout_ms=self.config.socket_connection_setup_timeout_ms,
+                ssl_context=self._ssl_context, sasl=self._sasl)
             try:
                 await connection.connect()
             except KafkaError:

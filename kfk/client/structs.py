@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from kfk.client.cluster import BrokerMetadata
 
 __all__ = [
+    "ScramCredentialInfo",
+    "UserScramCredentialUpsertion",
+    "UserScramCredentialDeletion",
     "OffsetAndTimestamp",
     "RecordMetadata",
     "ConsumerRecord",
@@ -278,3 +281,29 @@ class OpenTransaction(NamedTuple):
 
     topic_partition: TopicPartition
     producer_state: ProducerState
+
+
+@dataclass(frozen=True)
+class ScramCredentialInfo:
+    """One SCRAM credential of a user, as DescribeUserScramCredentials tells it (never the password or keys)."""
+
+    mechanism: str  # SCRAM-SHA-256 or SCRAM-SHA-512
+    iterations: int
+
+
+@dataclass(frozen=True)
+class UserScramCredentialUpsertion:
+    """Set `user`'s credential for `mechanism` from `password` (the admin client salts it: the password itself never
+    leaves the client). `salt` defaults to a random one."""
+
+    user: str
+    mechanism: str
+    iterations: int
+    password: str = field(repr=False)
+    salt: bytes | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class UserScramCredentialDeletion:
+    user: str
+    mechanism: str

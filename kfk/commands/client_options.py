@@ -92,17 +92,22 @@ def include_list(raw: str, flag: str) -> re.Pattern[str]:
         fail(f"{flag} {raw!r} is not a valid regular expression: {error}")
 
 
+def command_config_properties(command_config: str | None) -> dict[str, str]:
+    """The --command-config file's client properties (security.protocol, ssl.*...), {} without the flag."""
+    if not command_config:
+        return {}
+    from kfk.storage.meta_properties import read_properties
+
+    try:
+        return dict(read_properties(command_config))
+    except OSError as error:
+        fail(f"cannot read {command_config}: {error.strerror or error}")
+
+
 def client_config(bootstrap_server: str, command_config: str | None,
                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The client properties: the --command-config file, then the tool's own settings, then bootstrap.servers."""
-    config: dict[str, Any] = {}
-    if command_config:
-        from kfk.storage.meta_properties import read_properties
-
-        try:
-            config.update(read_properties(command_config))
-        except OSError as error:
-            fail(f"cannot read {command_config}: {error.strerror or error}")
+    config: dict[str, Any] = command_config_properties(command_config)
     config.update(extra or {})
     config["bootstrap.servers"] = bootstrap_server
     return config

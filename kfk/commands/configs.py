@@ -8,8 +8,9 @@ brokers, the default), as Kafka does.
 --describe prints the configs set on the entity (dynamic ones), or with --all every config with its value, source
 and synonyms; a broker logger's configs are its loggers and their levels. A value that is not set prints as `null`,
 as Kafka prints it. --alter applies --add-config k=v[,k=v] and --delete-config k[,k] in one
-IncrementalAlterConfigs request, so a bad key fails the whole change, as in Kafka. kfk keeps no client quotas and no
-group configs: `--entity-type users|clients|groups|ips` says so in one line.
+IncrementalAlterConfigs request, so a bad key fails the whole change, as in Kafka. `--entity-type users` manages
+SCRAM credentials (kfk/commands/scram_configs.py). kfk keeps no client quotas and no group configs:
+`--entity-type clients|groups|ips` says so in one line.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kfk.commands.client_options import (
     print_json,
 )
 from kfk.commands.errors import fail
+from kfk.commands.scram_configs import scram_configs
 
 app = typer.Typer()
 
@@ -37,7 +39,7 @@ app = typer.Typer()
 ENTITY_TYPES = {"topics": ("TOPIC", "topic"), "brokers": ("BROKER", "broker"),
                 "broker-loggers": ("BROKER_LOGGER", "broker-logger")}
 #: Entity types of kafka-configs.sh that kfk has nothing for (client quotas, group configs, client metrics).
-UNSUPPORTED_ENTITY_TYPES = ("users", "clients", "ips", "groups", "client-metrics")
+UNSUPPORTED_ENTITY_TYPES = ("clients", "ips", "groups", "client-metrics")
 
 
 @app.command("configs")
@@ -54,7 +56,7 @@ def configs(
         "--broker-logger", help="The broker id whose loggers to show or change (--entity-type broker-loggers).")
     ] = None,
     entity_type: Annotated[Optional[str], typer.Option(
-        "--entity-type", help="topics, brokers or broker-loggers.")] = None,
+        "--entity-type", help="topics, brokers, broker-loggers or users (SCRAM credentials).")] = None,
     entity_name: Annotated[Optional[str], typer.Option(
         "--entity-name", help="The topic name or broker id.")] = None,
     entity_default: Annotated[bool, typer.Option(
@@ -73,13 +75,16 @@ def configs(
     """Describe or change topic, broker and broker-logger configs."""
     if describe == alter:
         fail("give exactly one of --describe and --alter")
-    kind, names = _entity(topic, broker, broker_defaults, broker_logger, entity_type, entity_name, entity_default)
     additions = parse_key_values(add_config, "--add-config", split_commas=True)
     deletions = [name.strip() for item in delete_config or [] for name in item.split(",") if name.strip()]
     if alter and not additions and not deletions:
         fail("--alter needs --add-config or --delete-config")
     if describe and (additions or deletions):
         fail("--add-config and --delete-config go with --alter")
+    if entity_type == "users":
+        scram_configs(entity_name, alter, additions, deletions, bootstrap_server, command_config, json_output, debug)
+        return
+    kind, names = _entity(topic, broker, broker_defaults, broker_logger, entity_type, entity_name, entity_default)
     if alter and names is None:
         fail("--alter needs an entity name (--topic, --broker, --broker-defaults, --broker-logger or --entity-name)")
 

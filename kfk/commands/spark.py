@@ -15,10 +15,12 @@ import typer
 
 from kfk.commands.client_options import (
     DEFAULT_BOOTSTRAP_SERVER,
+    CommandConfig,
     Debug,
     IsolationLevel,
     JsonOutput,
     client_errors,
+    command_config_properties,
     console,
     parse_key_values,
     print_json,
@@ -46,6 +48,7 @@ def spark_export(
     bootstrap_server: Annotated[Optional[str], typer.Option(
         "--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER", show_envvar=True,
         help=f"host:port of a broker (default {DEFAULT_BOOTSTRAP_SERVER} unless --log-dir).")] = None,
+    command_config: CommandConfig = None,
     log_dir: Annotated[Optional[str], typer.Option(
         "--log-dir", help="Read a stopped broker's log dir(s) instead of a cluster (comma-separated).")] = None,
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="File format.")] = OutputFormat.parquet,
@@ -107,6 +110,10 @@ def spark_export(
         from kfk.spark.export import Decode, ExportRequest, plan_export
 
         source_options = parse_key_values(option, "--option")
+        # The client settings of --command-config (security.protocol, ssl.*) reach the source as kafka.* options,
+        # as Spark's Kafka source takes them; an --option of the same name wins.
+        for key, value in command_config_properties(command_config).items():
+            source_options.setdefault(f"kafka.{key}", value)
         if include_headers:
             source_options["includeHeaders"] = "true"
         # Spark's Kafka source reads uncommitted by default; an export must never contain aborted records.

@@ -16,6 +16,7 @@ import socket
 import uuid
 from typing import Iterable, Sequence
 
+from kfk import config
 from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL
 from kfk.controller.result import ControllerResult
 from kfk.errors import BrokerIdNotRegisteredError, StaleBrokerEpochError
@@ -27,8 +28,8 @@ RegisterBrokerRecord = schema_class("RegisterBrokerRecord")
 BrokerRegistrationChangeRecord = schema_class("BrokerRegistrationChangeRecord")
 PartitionChangeRecord = schema_class("PartitionChangeRecord")
 
-#: Kafka's SecurityProtocol ids.
-SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+#: Kafka's SecurityProtocol ids: a protocol's id is its place in Kafka's list.
+SECURITY_PROTOCOLS = {name: protocol_id for protocol_id, name in enumerate(config.SECURITY_PROTOCOLS)}
 #: BrokerRegistrationChangeRecord.Fenced values.
 UNFENCE, FENCE = -1, 1
 

@@ -4,7 +4,7 @@ UserScramCredentialRecord / RemoveUserScramCredentialRecord; DescribeUserScramCr
 The client sends a salted password (never the password), from which the controller derives StoredKey and ServerKey;
 the record holds those. Kafka's checks, with its error codes and messages: an unknown mechanism
 (UNSUPPORTED_SASL_MECHANISM), an empty user name or iterations outside 4096-16384 (UNACCEPTABLE_CREDENTIAL), a user
-altered twice in one request (DUPLICATE_RESOURCE), a deletion of a credential that does not exist
+and mechanism altered twice in one request (DUPLICATE_RESOURCE), a deletion of a credential that does not exist
 (RESOURCE_NOT_FOUND). Each user gets one result; a user with any failure changes nothing.
 """
 
@@ -37,7 +37,8 @@ def _check_mechanism(mechanism: int) -> ApiError:
 
 def alter_user_scram_credentials(image: MetadataImage, request: AlterUserScramCredentialsRequest
                                  ) -> ControllerResult[AlterUserScramCredentialsResponse]:
-    users = Counter(item.name for item in [*request.deletions, *request.upsertions])
+    users = dict.fromkeys(item.name for item in [*request.deletions, *request.upsertions])
+    pairs = Counter((item.name, item.mechanism) for item in [*request.deletions, *request.upsertions])
     errors: dict[str, ApiError] = {}
     records: dict[str, list[Message]] = {}
 
@@ -47,7 +48,7 @@ def alter_user_scram_credentials(image: MetadataImage, request: AlterUserScramCr
     for deletion in request.deletions:
         if not deletion.name:
             fail(deletion.name, ApiError(ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"))
-        elif users[deletion.name] > 1:
+        elif pairs[(deletion.name, deletion.mechanism)] > 1:
             fail(deletion.name, ApiError(ErrorCode.DUPLICATE_RESOURCE,
                                          "A user credential cannot be altered twice in the same request"))
         elif (error := _check_mechanism(deletion.mechanism)).is_failure:
@@ -62,7 +63,7 @@ def alter_user_scram_credentials(image: MetadataImage, request: AlterUserScramCr
         name = upsertion.name
         if not name:
             fail(name, ApiError(ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"))
-        elif users[name] > 1:
+        elif pairs[(name, upsertion.mechanism)] > 1:
             fail(name, ApiError(ErrorCode.DUPLICATE_RESOURCE,
                                 "A user credential cannot be altered twice in the same request"))
         elif (error := _check_mechanism(upsertion.mechanism)).is_failure:

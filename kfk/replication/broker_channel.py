@@ -1,22 +1,35 @@
 """BrokerChannel: one connection from this broker to another, for inter-broker requests (follower fetches,
 OffsetForLeaderEpoch, ControlledShutdown). Kafka's NetworkClient reduced to what a replica fetcher needs: one request
 in flight at a time, a timeout per request, and a reconnect on the next request after any failure. An asyncio shell
-around kfk.protocol.connection's ClientConnection, which frames, numbers and matches the requests."""
+around kfk.protocol.connection's ClientConnection, which frames, numbers and matches the requests. When the
+inter-broker listener is SSL or SASL_SSL, the broker hands in its client-side SSLContext and the connection runs TLS
+(the other broker's certificate checked against the broker's trust store, its host name too unless
+ssl.endpoint.identification.algorithm is empty). When it uses SASL (`sasl`: a factory of the mechanism's clients),
+each new connection authenticates first (kfk.security.sasl.exchange)."""
 
 from __future__ import annotations
 
 import asyncio
+import ssl
+from collections.abc import Callable
 
 from kfk.errors import KafkaError, NetworkError
 from kfk.protocol.connection import ClientConnection, StreamError
 from kfk.protocol.message import Message
+from kfk.security.sasl import SaslClient
+from kfk.security.sasl.exchange import authenticate
+
+#: The SaslAuthenticate version brokers use between themselves (KIP-368's session lifetime, not flexible).
+SASL_AUTHENTICATE_VERSION = 1
 
 _READ_BYTES = 256 * 1024  # what one read of the socket asks for
 
 
 class BrokerChannel:
-    def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30_000) -> None:
+    def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30_000,
+                 ssl_context: ssl.SSLContext | None = None, sasl: Callable[[], SaslClient] | None = None) -> None:
         self.host = host
+        self.ssl_context = ssl_context
         self.port = port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -24,6 +37,7 @@ class BrokerChannel:
         self._writer: asyncio.StreamWriter | None = None
         self._protocol: ClientConnection[None] | None = None
         self._lock = asyncio.Lock()
+        self._sasl = sasl
 
     def __repr__(self) -> str:
         return f"BrokerChannel({self.host}:{self.port})"
@@ -43,9 +57,15 @@ class BrokerChannel:
 
     async def _round_trip(self, message: Message, api_version: int) -> Message:
         if self._writer is None:
-            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+            self._reader, self._writer = await asyncio.open_connection(
+                self.host, self.port, ssl=self.ssl_context, server_hostname=self.host if self.ssl_context else None)
             self._protocol = ClientConnection(self.client_id)
-        assert self._reader is not None and self._protocol is not None
+            if self._sasl is not None:
+                await authenticate(self._send, self._sasl(), SASL_AUTHENTICATE_VERSION)
+        return await self._send(message, api_version)
+
+    async def _send(self, message: Message, api_version: int) -> Message:
+        assert self._reader is not None and self._writer is not None and self._protocol is not None
         self._writer.write(self._protocol.send_request(message, api_version, None))
         await self._writer.drain()
         while True:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import ssl
 import time
 import zlib
 from collections.abc import Callable
@@ -39,6 +40,7 @@ from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kfk.records import complete_entries_length
 from kfk.replication.broker_channel import BrokerChannel
+from kfk.security.sasl.settings import inter_broker_sasl
 from kfk.replication.partition import Partition
 from kfk.storage.log import Log
 from kfk.storage.log_manager import LogManager
@@ -127,7 +129,8 @@ class ReplicaFetcher:
 
     def __init__(self, node_id: int, leader_id: int, host: str, port: int, config: BrokerConfig,
                  get_partition: Callable[[TopicPartition], Partition | None], log_manager: LogManager, now_ms: Clock,
-                 name: str, quota: ReplicationQuota | None = None, throttle: ThrottleConfig = no_throttle) -> None:
+                 name: str, quota: ReplicationQuota | None = None, throttle: ThrottleConfig = no_throttle,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.node_id = node_id
         self.log_manager = log_manager  # truncations go through it: it pauses the partition's cleaning
         self.quota = quota or ReplicationQuota()
@@ -139,7 +142,8 @@ class ReplicaFetcher:
         self.now_ms = now_ms
         self.name = name
         self.channel = BrokerChannel(host, port, f"broker-{node_id}-fetcher-{name}",
-                                     request_timeout_ms=config.replica_fetch_wait_max_ms + 30_000)
+                                     request_timeout_ms=config.replica_fetch_wait_max_ms + 30_000,
+                                     ssl_context=ssl_context, sasl=inter_broker_sasl(config))
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
         self._wakeup = asyncio.Event()
         # An incremental fetch session (KIP-227) with the leader: idle partitions are not named in every fetch.
@@ -361,10 +365,12 @@ class ReplicaFetcherManager:
     their leader has none left for them."""
 
     def __init__(self, node_id: int, config: BrokerConfig, get_partition: Callable[[TopicPartition], Partition | None],
-                 log_manager: LogManager, now_ms: Clock, throttle: ThrottleConfig = no_throttle) -> None:
+                 log_manager: LogManager, now_ms: Clock, throttle: ThrottleConfig = no_throttle,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.node_id = node_id
         self.log_manager = log_manager
         self.throttle = throttle
+        self.ssl_context = ssl_context  # TLS to the leaders (an SSL or SASL_SSL inter-broker listener)
         self.quota = ReplicationQuota()  # one follower quota for the whole broker, as in Kafka
         self.config = config
         self.get_partition = get_partition
@@ -386,7 +392,8 @@ class ReplicaFetcherManager:
             fetcher = None
         if fetcher is None:
             fetcher = ReplicaFetcher(self.node_id, leader_id, host, port, self.config, self.get_partition,
-                                     self.log_manager, self.now_ms, f"{leader_id}-{key[1]}", self.quota, self.throttle)
+                                     self.log_manager, self.now_ms, f"{leader_id}-{key[1]}", self.quota, self.throttle,
+                                     self.ssl_context)
             self.fetchers[key] = fetcher
         for other, state in moved.items():
             self.assignment[other] = key

@@ -36,6 +36,7 @@ import dataclasses
 import functools
 import logging
 import os
+import ssl
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import NamedTuple
@@ -110,7 +111,8 @@ AlterPartition = Callable[[str, int, int, int, tuple[int, ...], int], Awaitable[
 
 class ReplicaManager:
     def __init__(self, node_id: int, config: BrokerConfig, log_manager: LogManager,
-                 now_ms: Clock, alter_partition: AlterPartition | None = None) -> None:
+                 now_ms: Clock, alter_partition: AlterPartition | None = None,
+                 inter_broker_ssl: ssl.SSLContext | None = None) -> None:
         self.node_id = node_id
         self.config = config
         self.log_manager = log_manager
@@ -126,8 +128,8 @@ class ReplicaManager:
         self._file_work: collections.deque[tuple[functools.partial, _Opening | None]] = collections.deque()
         self._file_worker: asyncio.Task | None = None
         self.fetcher_manager = ReplicaFetcherManager(node_id, config, self.partitions.get, log_manager, now_ms,
-                                                     self._follower_throttle)
-        self.inter_broker_listener = config.inter_broker_listener_name or _first_listener_name(config)
+                                                     self._follower_throttle, inter_broker_ssl)
+        self.inter_broker_listener = config.inter_broker_listener
         self._alter_partition = alter_partition
         self._isr_changes_in_flight: set[TopicPartition] = set()
         #: The last ISR change logged per partition (a change proposed again is not logged again).
@@ -725,9 +727,3 @@ class ReplicaManager:
                                                   total_bytes=stats.f_blocks * stats.f_frsize,
                                                   usable_bytes=stats.f_bavail * stats.f_frsize))
         return descriptions
-
-
-def _first_listener_name(config: BrokerConfig) -> str:
-    """Brokers talk to each other on the first listener unless inter.broker.listener.name says otherwise."""
-    first = config.listeners[0] if config.listeners else "PLAINTEXT://"
-    return first.split("://", 1)[0].strip().upper() or "PLAINTEXT"

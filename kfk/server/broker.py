@@ -19,7 +19,8 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Sequence
+import ssl
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
@@ -39,8 +40,10 @@ from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaStorageError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
-from kfk.security.sasl.settings import SASL_PROTOCOLS, listener_security_protocol
+from kfk.security.sasl import SaslClient
+from kfk.security.sasl.settings import SASL_PROTOCOLS, inter_broker_sasl
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.security.tls import TLS_PROTOCOLS, ListenerTls, client_context
 from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
 from kfk.server.controller_channel import ControllerChannel, create_topics_not_controller
@@ -125,6 +128,11 @@ class BrokerServer:
         self.metrics_endpoint: MetricsEndpoint | None = None
         #: What every handler asks before acting for a principal (authorizer.class.name; built by start()).
         self.auth = RequestAuthorizer(None)
+        #: The client side of TLS to other brokers (replica fetchers, markers, the controller channel) when the
+        #: inter-broker listener is SSL or SASL_SSL: that listener's ssl.* settings, as Kafka's inter-broker client.
+        self.inter_broker_ssl: ssl.SSLContext | None = None
+        #: The SASL clients of this broker's connections to the others, when the inter-broker listener uses SASL.
+        self.inter_broker_sasl: Callable[[], SaslClient] | None = None
 
     @property
     def log_dirs(self) -> list[str]:
@@ -259,6 +267,8 @@ class BrokerServer:
                     log.info("listening on %s", await server.add_listener(listener))
                 except OSError as error:
                     log.error("cannot listen on %s: %s", listener, error.strerror or error)
+                except InvalidConfigurationError as error:
+                    log.error("cannot listen on %s: %s", listener, error)
         server.quotas.reconfigure(self.config, [listener.name for listener in server.bound],
                                   resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides)))
         if self.broker_epoch >= 0:
@@ -322,7 +332,8 @@ class BrokerServer:
         self.broker_epoch = await backend.register_broker(endpoints, config.broker_rack)
         self.producer_id_manager = ProducerIdManager(lambda: backend.allocate_producer_ids(self.node_id))
         self.controller_channel = ControllerChannel(self.node_id, backend, self.metadata_cache,
-                                                    lambda: self.replica_manager.inter_broker_listener)
+                                                    lambda: self.replica_manager.inter_broker_listener,
+                                                    ssl_context=self.inter_broker_ssl, sasl=self.inter_broker_sasl)
         self.controller.forward_create_topics = lambda request: self.controller_channel.send(
             request, CREATE_TOPICS_FORWARD_VERSION, create_topics_not_controller)
         backend.set_admin_request_handler(self.controller.handle_admin_requests)
@@ -375,7 +386,8 @@ class BrokerServer:
         assigned to this broker, as leader or follower, deleting those of deleted topics) and serves the data path
         (produce, fetch, offsets)."""
         self.replica_manager = ReplicaManager(self.node_id, self.config, self.log_manager, system_time_ms,
-                                              getattr(self.metadata_backend, "alter_partition", None))
+                                              getattr(self.metadata_backend, "alter_partition", None),
+                                              self.inter_broker_ssl)
         self.metadata_cache.subscribe(self.replica_manager.on_metadata_update)
         await self.replica_manager.metadata_applied()  # ready means every hosted partition is being served
 
@@ -435,7 +447,8 @@ class BrokerServer:
         # The remote broker may wait write_timeout_ms for its replicas: the request waits a little longer.
         self.txn_marker_channels = InterBrokerChannels(self.node_id, "txn-markers", self.metadata_cache,
                                                        replica_manager.inter_broker_listener,
-                                                       config.write_timeout_ms + MARKER_REQUEST_MARGIN_MS)
+                                                       config.write_timeout_ms + MARKER_REQUEST_MARGIN_MS,
+                                                       self.inter_broker_ssl, self.inter_broker_sasl)
         sender = TxnMarkerSender(self.node_id, self.txn_marker_writer, self.txn_marker_channels)
         self.transaction_coordinator = TransactionCoordinatorService(
             config, self.node_id, append, log_of, system_time_ms, generate_producer_id, sender.send)
@@ -443,7 +456,7 @@ class BrokerServer:
         # Built even with verification disabled: TV2 producers' partitions are added through it.
         self.txn_verification_channels = InterBrokerChannels(
             self.node_id, "txn-verification", self.metadata_cache, replica_manager.inter_broker_listener,
-            config.write_timeout_ms)
+            config.write_timeout_ms, self.inter_broker_ssl, self.inter_broker_sasl)
         self.txn_verifier = TxnPartitionVerifier(self.node_id, self.metadata_cache, replica_manager,
                                                  self.transaction_coordinator, self.txn_verification_channels,
                                                  self.config.transaction_partition_verification_enable)
@@ -455,7 +468,22 @@ class BrokerServer:
             if channels is not None:
                 await channels.close()
 
+    def _listener_tls(self, listener_name: str) -> ListenerTls | None:
+        """The TLS of an SSL or SASL_SSL listener from its ssl.* settings (listener.name.<l>. prefix first), None
+        for the others; InvalidConfigurationError for a listener the security protocol map does not name."""
+        if self.config.listener_security_protocol(listener_name) not in TLS_PROTOCOLS:
+            return None
+        return ListenerTls.from_settings(lambda key: self.config.listener_override(listener_name, key), listener_name)
+
+    def _inter_broker_ssl(self) -> ssl.SSLContext | None:
+        listener = self.config.inter_broker_listener
+        if self.config.listener_security_protocol(listener) not in TLS_PROTOCOLS:
+            return None
+        return client_context(lambda key: self.config.listener_override(listener, key))
+
     def _build_socket_server(self, listeners: list[network.Listener]) -> network.SocketServer:
+        # Every listener's TLS is built before anything binds: a broken key store fails the start, not a connection.
+        tls = {listener.name: self._listener_tls(listener.name) for listener in listeners}
         return network.SocketServer(
             self.dispatcher,
             listeners,
@@ -465,9 +493,10 @@ class BrokerServer:
             queued_max_request_bytes=self.config.queued_max_request_bytes,
             quotas=ConnectionQuotas.from_config(
                 self.config, [listener.name for listener in listeners],
-                (self.config.inter_broker_listener_name or listeners[0].name).upper(),
+                self.config.inter_broker_listener,
                 resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides))),
             authenticator=self._sasl_authenticators(listeners),
+            tls=lambda name: tls[name] if name in tls else self._listener_tls(name),
         )
 
     def _sasl_authenticators(self, listeners: list[network.Listener]):
@@ -479,7 +508,7 @@ class BrokerServer:
 
         def listener_config(name: str) -> SaslListenerConfig | None:
             if name not in configs:
-                sasl = listener_security_protocol(self.config, name) in SASL_PROTOCOLS
+                sasl = self.config.listener_security_protocol(name) in SASL_PROTOCOLS
                 configs[name] = SaslListenerConfig.from_broker_config(self.config, name, credentials) if sasl else None
             return configs[name]
 
@@ -498,8 +527,11 @@ class BrokerServer:
         except ValueError as error:
             raise InvalidConfigurationError(f"invalid listeners: {error}") from None
         self.auth = RequestAuthorizer.from_config(self.config)
-        self.socket_server = self._build_socket_server(listeners)
+        self.inter_broker_ssl = self._inter_broker_ssl()
+        self.inter_broker_sasl = inter_broker_sasl(self.config)
+        socket_server = self._build_socket_server(listeners)
         self._log_dir_locks = acquire_log_dirs(self.log_dirs)
+        self.socket_server = socket_server
         self.dynamic_config.add_reconfigurable(self._reconfigure_network)
         self.dynamic_config.add_reconfigurable(self._reconfigure_cleaner)
         self.dynamic_config.add_reconfigurable(self._reconfigure_replica_fetchers)

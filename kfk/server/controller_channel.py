@@ -6,6 +6,7 @@ inter-broker listener; a request that finds no controller, or one that moved, is
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from typing import Callable
 
@@ -14,16 +15,20 @@ from kfk.errors import ErrorCode, KafkaTimeoutError, NetworkError
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.message import Message
 from kfk.replication.broker_channel import BrokerChannel
+from kfk.security.sasl import SaslClient
 
 
 class ControllerChannel:
     def __init__(self, node_id: int, backend: MetadataBackend, metadata_cache: MetadataCache,
-                 listener_name: Callable[[], str], request_timeout_ms: int = 30_000) -> None:
+                 listener_name: Callable[[], str], request_timeout_ms: int = 30_000,
+                 ssl_context: ssl.SSLContext | None = None, sasl: Callable[[], SaslClient] | None = None) -> None:
         self.node_id = node_id
+        self.ssl_context = ssl_context
         self.backend = backend
         self.metadata_cache = metadata_cache
         self.listener_name = listener_name
         self.request_timeout_ms = request_timeout_ms
+        self.sasl = sasl
         self._channel: BrokerChannel | None = None
 
     def _controller_channel(self) -> BrokerChannel | None:
@@ -38,7 +43,8 @@ class ControllerChannel:
             if channel is not None:
                 asyncio.get_running_loop().create_task(channel.close())
             channel = self._channel = BrokerChannel(endpoint.host, endpoint.port,
-                                                    f"broker-{self.node_id}-to-controller", self.request_timeout_ms)
+                                                    f"broker-{self.node_id}-to-controller", self.request_timeout_ms,
+                                                    self.ssl_context, self.sasl)
         return channel
 
     async def send(self, message: Message, api_version: int,

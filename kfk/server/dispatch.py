@@ -117,11 +117,13 @@ class Registration(NamedTuple):
 
 class CloseConnection(Exception):
     """Raised to the network layer when the connection must be closed instead of answered, or (with `response`)
-    right after that last response is written: a failed SASL authentication."""
+    after that last response is written and `close_delay_ms` more: a failed SASL authentication, whose client must
+    get to read why before the connection goes (Kafka's connection.failed.authentication.delay.ms)."""
 
-    def __init__(self, reason: str, response: list | None = None) -> None:
+    def __init__(self, reason: str, response: list | None = None, close_delay_ms: int = 0) -> None:
         super().__init__(reason)
         self.response = response
+        self.close_delay_ms = close_delay_ms
 
 
 class Dispatcher:

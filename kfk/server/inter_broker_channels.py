@@ -11,21 +11,27 @@ append waiting for replicas must not hold up a produce's verification.
 from __future__ import annotations
 
 import asyncio
+import ssl
+from collections.abc import Callable
 
 from kfk.errors import NetworkError
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.message import Message
 from kfk.replication.broker_channel import BrokerChannel
+from kfk.security.sasl import SaslClient
 
 
 class InterBrokerChannels:
     def __init__(self, node_id: int, purpose: str, metadata_cache: MetadataCache, inter_broker_listener: str,
-                 request_timeout_ms: int) -> None:
+                 request_timeout_ms: int, ssl_context: ssl.SSLContext | None = None,
+                 sasl: Callable[[], SaslClient] | None = None) -> None:
         self.node_id = node_id
+        self.ssl_context = ssl_context
         self.purpose = purpose
         self.metadata_cache = metadata_cache
         self.inter_broker_listener = inter_broker_listener
         self.request_timeout_ms = request_timeout_ms
+        self.sasl = sasl
         self._channels: dict[int, BrokerChannel] = {}
 
     async def request(self, broker_id: int, message: Message, api_version: int) -> Message:
@@ -40,7 +46,7 @@ class InterBrokerChannels:
             if channel is not None:
                 asyncio.get_running_loop().create_task(channel.close())
             channel = BrokerChannel(endpoint.host, endpoint.port, f"broker-{self.node_id}-{self.purpose}",
-                                    self.request_timeout_ms)
+                                    self.request_timeout_ms, self.ssl_context, self.sasl)
             self._channels[broker_id] = channel
         return channel
 

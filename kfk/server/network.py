@@ -29,6 +29,13 @@ principal it established.
 Response chunks are bytes, except file regions (kfk.storage FileRegion: an open segment file, a position and a
 length), which fetch responses carry for record data: those go out with the loop's sendfile, straight from the
 segment file to the socket, never through Python memory.
+
+TLS (SSL and SASL_SSL listeners, kfk.security.tls) wraps the transport: the listener accepts plain TCP, and the
+connection's task runs the handshake (loop.start_tls) before it reads a request, so a failed handshake (a plaintext
+client, garbage, an untrusted or missing client certificate) is logged at INFO and closes that connection alone. The
+handshake gives the connection its principal (the client certificate's mapped DN, else User:ANONYMOUS), which every
+request it sends carries. sendfile cannot encrypt: over TLS a file region is read into memory and written through the
+TLS transport (bench/bench_tls.py measures both paths).
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kfk.protocol.connection import ServerConnection, StreamError
+from kfk.security.principal import ANONYMOUS, KafkaPrincipal
+from kfk.security.tls import ListenerTls, peer_principal
 from kfk.server.connection_quotas import ConnectionQuotas, RateLimitedLog
 from kfk.server.dispatch import CloseConnection, Dispatcher
 from kfk.server.memory_pool import MemoryPool
@@ -98,9 +107,12 @@ class _Connection(asyncio.BufferedProtocol):
     """One client connection: the socket side of its ServerConnection, flow control on both sides, and the task that
     serves its requests one after the other."""
 
-    def __init__(self, server: SocketServer, listener_name: str) -> None:
+    def __init__(self, server: SocketServer, listener_name: str, tls: ListenerTls | None = None) -> None:
         self._server = server
         self._listener_name = listener_name
+        self._tls = tls
+        #: Who sends the requests: set by the TLS handshake (a client certificate's DN), User:ANONYMOUS until then.
+        self.principal: KafkaPrincipal = ANONYMOUS
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
         self.client_host = "?"
@@ -133,6 +145,8 @@ class _Connection(asyncio.BufferedProtocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._tls is not None:
+            transport.pause_reading()  # the handshake reads first (serve -> _start_tls)
         if not self._server._register(self):
             transport.abort()
 
@@ -159,6 +173,8 @@ class _Connection(asyncio.BufferedProtocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._lost:
+            return  # a failed TLS handshake reports it itself (asyncio does not always)
         self._lost = True
         self._push(None)
         if self._drain_waiter is not None and not self._drain_waiter.done():
@@ -242,9 +258,35 @@ class _Connection(asyncio.BufferedProtocol):
 
     # -- serving ---------------------------------------------------------------------------------------------------
 
+    async def _start_tls(self) -> bool:
+        """Run the TLS handshake and take the principal it authenticated; False (the connection closed, the failure
+        logged at INFO) if it fails."""
+        assert self._tls is not None and self._transport is not None
+        raw = self._transport
+        try:
+            transport = await self._loop.start_tls(raw, self, self._tls.context, server_side=True)
+            assert transport is not None
+            self._transport = transport
+            self.principal = peer_principal(transport.get_extra_info("ssl_object"), self._tls.mapper)
+            log.debug("TLS connection from %s:%s on %s (%s): principal %s", self.client_host, self.client_port,
+                      self._listener_name, transport.get_extra_info("ssl_object").version(), self.principal)
+            return True
+        except (OSError, asyncio.TimeoutError, ValueError) as error:
+            reason = getattr(error, "reason", None) or str(error) or type(error).__name__
+            if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST"):
+                reason += " (not a TLS client: plaintext on a TLS listener?)"
+            log.info("TLS handshake with %s:%s on %s failed: %s", self.client_host, self.client_port,
+                     self._listener_name, reason)
+            self._transport.abort()  # the raw transport if the handshake failed, else the TLS one
+            self.connection_lost(error)
+            return False
+
     async def serve(self) -> None:
         server = self._server
-        dispatch = self.authenticator.handle if self.authenticator is not None else server.dispatcher.dispatch
+        dispatcher = server.dispatcher
+        if self._tls is not None and not await self._start_tls():
+            return
+        authenticator = self.authenticator
         transport = self._transport
         assert transport is not None
         try:
@@ -258,7 +300,12 @@ class _Connection(asyncio.BufferedProtocol):
                 self._serving_bytes = len(frame)
                 started = time.monotonic()
                 try:
-                    chunks = await dispatch(frame, self.client_host, self.client_port, self._listener_name)
+                    if authenticator is not None:
+                        chunks = await authenticator.handle(frame, self.client_host, self.client_port,
+                                                            self._listener_name)
+                    else:
+                        chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port,
+                                                           self._listener_name, self.principal)
                 finally:
                     self._serving_bytes = 0
                     if server.memory_pool is not None:
@@ -275,6 +322,7 @@ class _Connection(asyncio.BufferedProtocol):
             if reason.response is not None and not transport.is_closing():
                 try:
                     await self._write(reason.response)
+                    await asyncio.sleep(reason.close_delay_ms / 1000)
                 except ConnectionError:
                     pass
         except ConnectionError:
@@ -302,7 +350,12 @@ class _Connection(asyncio.BufferedProtocol):
                 transport.writelines(pending)
                 pending = []
             length = len(chunk)
-            if length:
+            if length and self._tls is not None:  # sendfile cannot encrypt: through memory and the TLS transport
+                data = chunk.read_bytes()
+                if len(data) != length:
+                    raise CloseConnection(f"read {len(data)} of {length} bytes of a fetch response; segment truncated")
+                pending.append(data)
+            elif length:
                 # loop.sendfile waits for the transport's buffer to empty first, then sends from the file.
                 try:
                     sent = await self._loop.sendfile(transport, _SendfileSource(chunk.fileno()), chunk.position,
@@ -343,8 +396,11 @@ class SocketServer:
         queued_max_request_bytes: int = -1,
         quotas: ConnectionQuotas | None = None,
         authenticator: Callable[[str], SaslAuthenticator | None] | None = None,
+        tls: Callable[[str], ListenerTls | None] = lambda listener_name: None,
     ) -> None:
         self.dispatcher = dispatcher
+        #: The TLS settings of a listener by name (None for PLAINTEXT and SASL_PLAINTEXT), asked when it is bound.
+        self.tls = tls
         self.listeners = listeners
         self.max_request_bytes = max_request_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
@@ -372,8 +428,9 @@ class SocketServer:
             await self._bind(listener)
 
     async def _bind(self, listener: Listener) -> asyncio.AbstractServer:
+        tls = self.tls(listener.name)
         server = await asyncio.get_running_loop().create_server(
-            lambda name=listener.name: _Connection(self, name),
+            lambda name=listener.name: _Connection(self, name, tls),
             host=listener.host or None,
             port=listener.port,
             reuse_address=True,

@@ -5,9 +5,9 @@ Until the connection is authenticated only ApiVersions, SaslHandshake and SaslAu
 request closes the connection, as Kafka does. SaslHandshake picks a mechanism among the listener's enabled ones
 (UNSUPPORTED_SASL_MECHANISM, with the enabled list, then the connection closes); SaslAuthenticate v0-v2 carries the
 mechanism's tokens (KIP-152). After a v0 SaslHandshake the tokens come as raw size-prefixed frames instead, as
-clients from before KIP-152 send them. A failure is answered SASL_AUTHENTICATION_FAILED with Kafka's message after
-connection.failed.authentication.delay.ms, then the connection closes. Success sets the connection's principal,
-which every later request carries into the dispatcher.
+clients from before KIP-152 send them. A failure is answered SASL_AUTHENTICATION_FAILED with Kafka's message at once,
+and the connection closes connection.failed.authentication.delay.ms later (so the client reads the answer first).
+Success sets the connection's principal, which every later request carries into the dispatcher.
 
 Re-authentication (KIP-368): with connections.max.reauth.ms > 0, or a credential that expires (an OAUTHBEARER
 token), the session has a lifetime, sent to SaslAuthenticate v1+ clients; they authenticate again on the same
@@ -17,7 +17,6 @@ than that after the session ended closes the connection (clients that cannot re-
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
@@ -53,10 +52,6 @@ class SaslAuthenticator:
         self._state = "handshake"  # -> "authenticate" | "raw" -> "complete"; "complete" -> "authenticate" (KIP-368)
         self._reauthenticating = False
         self.session_expiry_ms: int | None = None  # monotonic ms
-
-    @property
-    def authenticated(self) -> bool:
-        return self._state == "complete" or self._reauthenticating
 
     async def handle(self, frame: bytearray | bytes, client_host: str, client_port: int,
                      listener_name: str) -> list | None:
@@ -139,8 +134,9 @@ class SaslAuthenticator:
         assert server is not None
         principal = KafkaPrincipal(USER_TYPE, server.authorization_id)
         if self._reauthenticating and principal != self.principal:
-            raise SaslAuthenticationError(f"Cannot change principals during re-authentication from {self.principal}:"
-                                          f" {principal}")
+            raise SaslAuthenticationError(  # Kafka's words, principals as Type.name
+                f"Cannot change principals during re-authentication from {self.principal.principal_type}."
+                f"{self.principal.name}: {principal.principal_type}.{principal.name}")
         now = _now_ms()
         reauth_ms = self._config.connections_max_reauth_ms
         expiry = server.credential_expiry_ms
@@ -165,12 +161,11 @@ class SaslAuthenticator:
             lifetime = self._complete() if server.complete else 0
         except SaslAuthenticationError as error:
             log.info("failed authentication with /%s (%s)", client_host, error.message)
-            await asyncio.sleep(self._config.failed_authentication_delay_ms / 1000)
             response = SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
                                                 error_message=error.message)
             raise CloseConnection(f"SASL authentication failed: {error.message}",
-                                  encode_response(correlation_id, ApiKey.SASL_AUTHENTICATE, version, response)) \
-                from None
+                                  encode_response(correlation_id, ApiKey.SASL_AUTHENTICATE, version, response),
+                                  self._config.failed_authentication_delay_ms) from None
         response = SaslAuthenticateResponse(error_code=ErrorCode.NONE, auth_bytes=challenge,
                                             session_lifetime_ms=lifetime)
         return encode_response(correlation_id, ApiKey.SASL_AUTHENTICATE, version, response)
@@ -186,6 +181,6 @@ class SaslAuthenticator:
                 self._complete()
         except SaslAuthenticationError as error:
             log.info("failed authentication with /%s (%s)", client_host, error.message)
-            await asyncio.sleep(self._config.failed_authentication_delay_ms / 1000)
-            raise CloseConnection(f"SASL authentication failed: {error.message}") from None
+            raise CloseConnection(f"SASL authentication failed: {error.message}", [],
+                                  self._config.failed_authentication_delay_ms) from None
         return [INT32.pack(len(challenge)), challenge]  # an empty frame too, as Kafka answers PLAIN's one token

@@ -90,7 +90,7 @@ class FileRegion:
         return self.file.fileno()
 
     def read_bytes(self) -> bytes:
-        """Copy the region into memory (not the fetch path: that sends the region with sendfile)."""
+        """Copy the region into memory: a fetch response to a TLS connection, which sendfile cannot encrypt."""
         if self.length == 0 or self.file is None:
             return b""
         fd = self.file.fileno()

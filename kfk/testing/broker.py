@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-READY = re.compile(r"kfk broker (\d+) started, listening on (\S+)://([^\s:]+|\[[^\]]+\]):(\d+)")
+READY = re.compile(r"kfk broker (\d+) started, listening on (\S+)://([^\s:]+|\[[^\]]+\]):(\d+)([^(]*)")
+BOUND = re.compile(r"(\w+)://\S+:(\d+)")
 
 
 class BrokerStartError(RuntimeError):
@@ -24,7 +25,8 @@ class BrokerStartError(RuntimeError):
 
 @dataclass
 class BrokerProcess:
-    """A broker subprocess. `bootstrap_servers` is host:port of its first listener."""
+    """A broker subprocess. `bootstrap_servers` is host:port of its one listener, named `listener_name` (SSL for a
+    TLS broker, its ssl.* settings in `overrides`; listener.security.protocol.map gives a name's protocol)."""
 
     log_dir: Path
     overrides: dict[str, str]
@@ -34,8 +36,10 @@ class BrokerProcess:
     port: int = 0
     node_id: int = 1
     extra_args: list[str] = field(default_factory=list)
-    #: The name of its one listener, also its security protocol (SASL_PLAINTEXT for a SASL test broker).
     listener_name: str = "PLAINTEXT"
+    #: More listeners, NAME://host:port (port 0: any), after the first; `ports` has every bound one's port by name.
+    extra_listeners: list[str] = field(default_factory=list)
+    ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -45,7 +49,7 @@ class BrokerProcess:
         """Start (or restart, on the same port) and wait until the broker is listening."""
         overrides = dict(self.overrides)
         overrides.setdefault("log.dirs", str(self.log_dir))
-        overrides["listeners"] = f"{self.listener_name}://{self.host}:{self.port}"
+        overrides["listeners"] = ",".join([f"{self.listener_name}://{self.host}:{self.port}", *self.extra_listeners])
         args = [sys.executable, "-m", "kfk", "server", "start", *self.extra_args]
         for key, value in overrides.items():
             args += ["--override", f"{key}={value}"]
@@ -61,6 +65,7 @@ class BrokerProcess:
             if match:
                 self.node_id = int(match.group(1))
                 self.port = int(match.group(4))
+                self.ports = {name: int(port) for name, port in BOUND.findall(match.group(0))}
                 return self
             if self.process.poll() is not None:
                 raise BrokerStartError(f"broker exited with {self.process.returncode}:\n{text[-4000:]}")
@@ -95,9 +100,11 @@ class BrokerProcess:
 
 
 def start_broker(log_dir: Path, overrides: dict[str, str] | None = None, host: str = "127.0.0.1",
-                 port: int = 0, timeout: float = 20.0, listener_name: str = "PLAINTEXT") -> BrokerProcess:
+                 port: int = 0, timeout: float = 20.0, listener_name: str = "PLAINTEXT",
+                 extra_listeners: list[str] | None = None) -> BrokerProcess:
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     broker = BrokerProcess(log_dir=log_dir / "data", overrides=dict(overrides or {}),
-                           log_path=log_dir / "broker.log", host=host, port=port, listener_name=listener_name)
+                           log_path=log_dir / "broker.log", host=host, port=port, listener_name=listener_name,
+                           extra_listeners=list(extra_listeners or []))
     return broker.start(timeout)

@@ -39,6 +39,7 @@ class KfkCluster:
     directory: Path
     overrides: dict[str, str]
     brokers: dict[int, BrokerProcess] = field(default_factory=dict)
+    listener_name: str = "PLAINTEXT"  # each broker's one listener (SSL: the brokers replicate over TLS too)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -55,7 +56,8 @@ class KfkCluster:
         merged["broker.id"] = str(broker_id)
         directory = self.directory / f"broker-{broker_id}"
         directory.mkdir(parents=True, exist_ok=True)
-        broker = BrokerProcess(log_dir=directory / "data", overrides=merged, log_path=directory / "broker.log")
+        broker = BrokerProcess(log_dir=directory / "data", overrides=merged, log_path=directory / "broker.log",
+                               listener_name=self.listener_name)
         self.brokers[broker_id] = broker
         return broker
 
@@ -108,10 +110,10 @@ class KfkCluster:
 
 
 def start_cluster(directory: Path, zookeeper_connect: str, size: int = 3, overrides: dict[str, str] | None = None,
-                  timeout: float = 30.0) -> KfkCluster:
+                  timeout: float = 30.0, listener_name: str = "PLAINTEXT") -> KfkCluster:
     merged = dict(CLUSTER_OVERRIDES)
     merged.update(overrides or {})
-    cluster = KfkCluster(zookeeper_connect, Path(directory), merged)
+    cluster = KfkCluster(zookeeper_connect, Path(directory), merged, listener_name=listener_name)
     for broker_id in range(1, size + 1):
         cluster.add_broker(broker_id)
     try:

@@ -9,6 +9,8 @@
 - `apache_kafka` (one per session and xdist worker), `apache_kafka_factory` (started per test with your config),
   `kafka_classpath_fixture`: Apache Kafka itself (kfk.testing.apache_kafka), the oracle for interoperability tests.
   They fail, never skip, when it cannot be resolved: CI installs Java and Maven.
+- kfk.testing.certificates (not a fixture; needs the `cryptography` test dependency): a CA and certificates for TLS
+  brokers and clients, made at run time.
 If a test fails, the broker's log is attached to the report.
 """
 
@@ -103,12 +105,14 @@ def zookeeper_connect(zookeeper_server: ZooKeeperServer, request: pytest.Fixture
 @pytest.fixture
 def kfk_cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                         zookeeper_connect: str) -> Iterator[Callable[..., KfkCluster]]:
-    """`factory(size=3, overrides=None)`: brokers 1..size on the test's ZooKeeper chroot, each a separate process
-    (kill -9 and SIGSTOP are real); all are killed after the test, their logs printed if it failed."""
+    """`factory(size=3, overrides=None, listener_name="PLAINTEXT")`: brokers 1..size on the test's ZooKeeper chroot,
+    each a separate process (kill -9 and SIGSTOP are real); all are killed after the test, their logs printed if it
+    failed."""
     started: list[KfkCluster] = []
 
-    def factory(size: int = 3, overrides: dict[str, str] | None = None) -> KfkCluster:
-        cluster = start_cluster(tmp_path_factory.mktemp("kfk-cluster"), zookeeper_connect, size, overrides)
+    def factory(size: int = 3, overrides: dict[str, str] | None = None, listener_name: str = "PLAINTEXT") -> KfkCluster:
+        cluster = start_cluster(tmp_path_factory.mktemp("kfk-cluster"), zookeeper_connect, size, overrides,
+                                listener_name=listener_name)
         started.append(cluster)
         return cluster
 

@@ -121,3 +121,41 @@ def test_a_node_that_is_not_a_voter_does_not_win(open_backend: OpenBackend) -> N
         await backend.stop()
 
     run(scenario())
+
+
+def test_scram_credentials_are_stored_and_replayed(open_backend: OpenBackend) -> None:
+    """UserScramCredentialRecord / RemoveUserScramCredentialRecord survive a restart in every backend (ZooKeeper
+    keeps them in /config/users/<user>, Kafka's format)."""
+    UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
+    RemoveUserScramCredentialRecord = schema_class("RemoveUserScramCredentialRecord")
+
+    def credential(name: str, mechanism: int, iterations: int):
+        return UserScramCredentialRecord(name=name, mechanism=mechanism, salt=b"salt-" + name.encode(),
+                                         stored_key=b"s" * 32, server_key=b"k" * 32, iterations=iterations)
+
+    async def write() -> None:
+        backend = open_backend()
+        cache = MetadataCache(MetadataImage(cluster_id=CLUSTER_ID))
+        backend.add_listener(cache)
+        await backend.start()
+        epoch = await backend.elect_controller(1)
+        await backend.append([credential("alice", 1, 4096), credential("alice", 2, 8192),
+                              credential("CN=bob,O=x y", 1, 4096)], epoch)
+        await backend.append([RemoveUserScramCredentialRecord(name="alice", mechanism=1)], epoch)
+        assert sorted(cache.image.scram_credentials) == [("CN=bob,O=x y", 1), ("alice", 2)]
+        await backend.stop()
+
+    async def reopen() -> MetadataImage:
+        backend = open_backend()
+        cache = MetadataCache(MetadataImage(cluster_id=CLUSTER_ID))
+        backend.add_listener(cache)
+        await backend.start()
+        await backend.stop()
+        return cache.image
+
+    run(write())
+    image = run(reopen())
+    assert sorted(image.scram_credentials) == [("CN=bob,O=x y", 1), ("alice", 2)]
+    alice = image.scram_credentials[("alice", 2)]
+    assert (alice.salt, alice.stored_key, alice.server_key, alice.iterations) == (b"salt-alice", b"s" * 32,
+                                                                                  b"k" * 32, 8192)

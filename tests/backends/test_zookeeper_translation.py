@@ -154,3 +154,34 @@ def test_kafkas_own_znodes_decode() -> None:
         znodes.decode_partition_state("s", b'{"leader":1}', 0)
     with pytest.raises(CorruptRecordError):
         znodes.decode_topic("t", b"not json")
+
+
+def test_scram_credentials_in_config_users() -> None:
+    """A credential written by kfk is Kafka's /config/users/<user> entry (a change notification beside it), and one
+    written there by Kafka's own tools becomes a record."""
+    from kfk.security.sasl.scram import ScramMechanism, credential_from_password, format_credential
+
+    UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
+    RemoveUserScramCredentialRecord = schema_class("RemoveUserScramCredentialRecord")
+    credential = credential_from_password(ScramMechanism.SCRAM_SHA_256, "alice-secret", 4096, salt=b"0123")
+    records = [UserScramCredentialRecord(name="CN=alice", mechanism=1, salt=credential.salt,
+                                         stored_key=credential.stored_key, server_key=credential.server_key,
+                                         iterations=4096)]
+    tree = Tree()
+    after = MetadataImage().apply(records, 0)
+    tree.commit(operations_for(MetadataImage(), after, records, 3, 7, lambda path: path in tree.nodes))
+    assert json.loads(tree.nodes["/config/users/CN%3Dalice"][0]) == {
+        "version": 1, "config": {"SCRAM-SHA-256": format_credential(credential)}}
+    assert format_credential(credential).startswith("salt=MDEyMw==,stored_key=")
+    changes = [json.loads(data) for path, (data, _) in tree.nodes.items() if path.startswith("/config/changes/")]
+    assert changes == [{"version": 2, "entity_path": "users/CN%3Dalice"}]
+    snapshot = ZooKeeperSnapshot(user_configs={
+        "CN=alice": znodes.decode_config("/config/users/CN%3Dalice", tree.nodes["/config/users/CN%3Dalice"][0]),
+        "bob": {"SCRAM-SHA-512": format_credential(credential), "producer_byte_rate": "1024"}})
+    read = records_for(after, snapshot)
+    assert [(r.NAME, r.name, r.mechanism) for r in read] == [("UserScramCredentialRecord", "bob", 2)]
+    removal = [RemoveUserScramCredentialRecord(name="CN=alice", mechanism=1)]
+    tree.commit(operations_for(after, after.apply(removal, 1), removal, 3, 7, lambda path: path in tree.nodes))
+    assert json.loads(tree.nodes["/config/users/CN%3Dalice"][0]) == {"version": 1, "config": {}}
+    assert [(r.NAME, r.name) for r in records_for(after, ZooKeeperSnapshot())] \
+        == [("RemoveUserScramCredentialRecord", "CN=alice")]

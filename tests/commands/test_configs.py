@@ -22,8 +22,8 @@ def test_help() -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     ([], "give exactly one of --describe and --alter"),
-    (["--describe", "--entity-type", "users", "--entity-name", "x"], "--entity-type must be one of"),
-    (["--describe", "--entity-type", "users", "--entity-name", "x"], "kfk keeps no client quotas or group configs"),
+    (["--describe", "--entity-type", "clients", "--entity-name", "x"], "--entity-type must be one of"),
+    (["--describe", "--entity-type", "clients", "--entity-name", "x"], "kfk keeps no client quotas or group configs"),
     (["--describe", "--topic", "t", "--broker", "1"], "name one entity"),
     (["--describe", "--broker", "one"], "a broker is named by its id (a number), not 'one'"),
     (["--alter", "--entity-type", "brokers", "--add-config", "a=1"], "--alter needs an entity name"),

@@ -22,7 +22,7 @@ log = logging.getLogger("kfk.backends.zookeeper")
 
 #: Paths whose children kfk lists (with a child watch); every other watched path is read for its data.
 CHILDREN_PATHS = (znodes.BROKER_IDS_PATH, znodes.TOPICS_PATH, znodes.CONFIG_TOPICS_PATH, znodes.CONFIG_BROKERS_PATH,
-                  znodes.DELETE_TOPICS_PATH, *znodes.ACL_TYPE_PATHS)
+                  znodes.CONFIG_USERS_PATH, znodes.DELETE_TOPICS_PATH, *znodes.ACL_TYPE_PATHS)
 #: Notifications for other readers: never read back.
 _NOTIFICATION_PATHS = (znodes.CONFIG_CHANGES_PATH, znodes.ACL_CHANGES_PATH, znodes.ACL_EXTENDED_CHANGES_PATH)
 SINGLE_PATHS = (znodes.CLUSTER_ID_PATH, znodes.CONTROLLER_PATH, znodes.CONTROLLER_EPOCH_PATH, znodes.FEATURE_PATH,
@@ -228,6 +228,8 @@ def _place(snapshot: ZooKeeperSnapshot, path: str, value) -> None:
         entity = path.rsplit("/", 1)[1]
         snapshot.configs[(ConfigResourceType.BROKER, "" if entity == znodes.DEFAULT_BROKER_CONFIG_ENTITY
                           else entity)] = value
+    elif path.startswith(znodes.CONFIG_USERS_PATH + "/"):
+        snapshot.user_configs[znodes.desanitize_entity(path.rsplit("/", 1)[1])] = value
     elif path.startswith(znodes.DELETE_TOPICS_PATH + "/"):
         snapshot.delete_topic_requests.append(value)
     elif path.startswith((znodes.ACL_PATH + "/", znodes.ACL_PREFIXED_PATH + "/")):

@@ -18,22 +18,29 @@ ACLs: ZooKeeper keeps one znode per resource pattern with all its entries, as Ka
 image keeps each ACL under an id. The id of an ACL read from ZooKeeper is derived from its content (`zk_acl_id`), so
 every broker names it alike and a DeleteAcls computed on one image removes it on all; written ACLs are compared
 by content too, pattern by pattern, each changed znode with its change notification for Kafka's brokers.
+
+SCRAM credentials live in /config/users/<user> as Kafka keeps them (an entry per mechanism, Kafka's text form), with
+a config change notification (`users/<user>`) per write, so Kafka's own brokers on the same ZooKeeper see them too.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from kfk.backends.zookeeper import znodes
 from kfk.common.config_types import ConfigResourceType
 from kfk.metadata.acls import RemoveAccessControlEntryRecord, acl_ids, record_of
 from kfk.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
+from kfk.metadata.scram import ScramCredentialData
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
 from kfk.security.acl import AccessControlEntry, AclBinding, ResourcePattern
+from kfk.security.sasl.scram import ScramCredential, ScramMechanism, format_credential, parse_credential
+
+log = logging.getLogger("kfk.backends.zookeeper")
 
 TopicRecord = schema_class("TopicRecord")
 PartitionRecord = schema_class("PartitionRecord")
@@ -43,6 +50,8 @@ RegisterBrokerRecord = schema_class("RegisterBrokerRecord")
 BrokerRegistrationChangeRecord = schema_class("BrokerRegistrationChangeRecord")
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
 ProducerIdsRecord = schema_class("ProducerIdsRecord")
+UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
+RemoveUserScramCredentialRecord = schema_class("RemoveUserScramCredentialRecord")
 
 #: BrokerRegistrationChangeRecord.Fenced: 1 fenced.
 FENCED = 1
@@ -62,6 +71,8 @@ class ZooKeeperSnapshot:
     topics: dict[str, znodes.TopicZnode] = field(default_factory=dict)
     partition_states: dict[tuple[str, int], znodes.PartitionStateZnode] = field(default_factory=dict)
     configs: dict[tuple[ConfigResourceType, str], dict[str, str]] = field(default_factory=dict)
+    #: /config/users/<user> by user name: SCRAM credentials under their mechanism's name (scram_credentials).
+    user_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     features: dict[str, int] = field(default_factory=dict)
     producer_id_block_end: int | None = None
     offset: int = -1
@@ -164,6 +175,15 @@ def records_for(image: MetadataImage, snapshot: ZooKeeperSnapshot) -> list[Messa
             if current.get(name) != wanted.get(name):
                 records.append(ConfigRecord(resource_type=resource_type, resource_name=resource_name, name=name,
                                             value=wanted.get(name)))
+    wanted_credentials = scram_credentials(snapshot.user_configs)
+    for key in sorted(set(image.scram_credentials) | set(wanted_credentials)):
+        wanted_credential = wanted_credentials.get(key)
+        if wanted_credential is None:
+            records.append(RemoveUserScramCredentialRecord(name=key[0], mechanism=key[1]))
+        elif image.scram_credentials.get(key) != wanted_credential:
+            records.append(UserScramCredentialRecord(
+                name=key[0], mechanism=key[1], salt=wanted_credential.salt, stored_key=wanted_credential.stored_key,
+                server_key=wanted_credential.server_key, iterations=wanted_credential.iterations))
     for name, level in sorted(snapshot.features.items()):
         if image.features.get(name) != level:
             records.append(FeatureLevelRecord(name=name, feature_level=level))
@@ -246,6 +266,15 @@ def operations_for(before: MetadataImage, after: MetadataImage, records: Sequenc
         if topic.topic_id not in before.topics_by_id and not exists(znodes.topic_config_path(topic.name)) \
                 and not after.configs.get((ConfigResourceType.TOPIC, topic.name)):
             operations.append(Operation("create", znodes.topic_config_path(topic.name), znodes.encode_config({})))
+    for user in sorted({user for user, _ in set(before.scram_credentials) | set(after.scram_credentials)}):
+        if _user_config(before, user) == _user_config(after, user):
+            continue
+        path = znodes.user_config_path(user)
+        operations.append(Operation("set" if exists(path) else "create", path,
+                                    znodes.encode_config(_user_config(after, user))))
+        operations.append(Operation("create", f"{znodes.CONFIG_CHANGES_PATH}/{znodes.CONFIG_CHANGE_PREFIX}",
+                                    znodes.encode_config_change(f"users/{znodes.sanitize_entity(user)}"),
+                                    sequential=True))
     if after.features != before.features:
         operations.append(Operation("set" if exists(znodes.FEATURE_PATH) else "create", znodes.FEATURE_PATH,
                                     znodes.encode_features(after.features)))
@@ -277,6 +306,32 @@ def _acl_operations(before: MetadataImage, after: MetadataImage, exists: Callabl
         operations.append(Operation("create", znodes.acl_change_path(pattern), znodes.encode_acl_change(pattern),
                                     sequential=True))
     return operations
+
+
+def scram_credentials(user_configs: Mapping[str, Mapping[str, str]]) -> dict[tuple[str, int], ScramCredentialData]:
+    """The SCRAM credentials /config/users/<user> znodes hold (entries named SCRAM-SHA-256 / SCRAM-SHA-512 in
+    Kafka's text form); an entry that does not parse is logged and left out, as Kafka's broker skips it."""
+    credentials: dict[tuple[str, int], ScramCredentialData] = {}
+    for user, config in user_configs.items():
+        for name, text in config.items():
+            mechanism = ScramMechanism.from_mechanism_name(name)
+            if mechanism == ScramMechanism.UNKNOWN:
+                continue
+            try:
+                credential = parse_credential(text)
+            except ValueError as error:
+                log.warning("ignoring the %s credential of user %s in ZooKeeper: %s", name, user, error)
+                continue
+            credentials[(user, int(mechanism))] = ScramCredentialData(
+                credential.salt, credential.stored_key, credential.server_key, credential.iterations)
+    return credentials
+
+
+def _user_config(image: MetadataImage, user: str) -> dict[str, str]:
+    """What /config/users/<user> holds for `image`: the user's SCRAM credentials by mechanism name."""
+    return {ScramMechanism(mechanism).mechanism_name: format_credential(ScramCredential(
+                data.salt, data.stored_key, data.server_key, data.iterations))
+            for (name, mechanism), data in sorted(image.scram_credentials.items()) if name == user}
 
 
 def _assignment(registration: PartitionRegistration | None) -> tuple | None:

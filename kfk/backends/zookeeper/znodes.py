@@ -12,6 +12,8 @@
                                                   "leader_epoch":0,"isr":[1,2]}
     /brokers/seqid                               (broker id generation)
     /config/topics/<topic>, /config/brokers/<id|<default>>   {"version":1,"config":{...}}
+    /config/users/<user>                         {"version":1,"config":{"SCRAM-SHA-256":"salt=...,stored_key=...,
+                                                  server_key=...,iterations=4096"}}
     /config/changes/config_change_<seq>          {"version":2,"entity_path":"topics/<topic>"}
     /admin/delete_topics/<topic>, /admin/reassign_partitions, /isr_change_notification/isr_change_<seq>
     /latest_producer_id_block                    {"version":1,"broker":1,"block_start":"0","block_end":"999"}
@@ -31,10 +33,12 @@ from __future__ import annotations
 
 import base64
 import json
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from kfk.config import SECURITY_PROTOCOLS
 from kfk.errors import CorruptRecordError
 from kfk.metadata.image import Endpoint
 from kfk.security.acl import (
@@ -56,6 +60,7 @@ BROKER_SEQUENCE_ID_PATH = "/brokers/seqid"
 CONFIG_PATH = "/config"
 CONFIG_TOPICS_PATH = "/config/topics"
 CONFIG_BROKERS_PATH = "/config/brokers"
+CONFIG_USERS_PATH = "/config/users"
 CONFIG_CHANGES_PATH = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS_PATH = "/admin/delete_topics"
@@ -86,7 +91,7 @@ PERSISTENT_PATHS = (CONFIG_CHANGES_PATH, CONFIG_TOPICS_PATH, CONFIG_BROKERS_PATH
                     *ACL_TYPE_PATHS)
 
 #: SecurityProtocol names by Kafka's id, and back.
-SECURITY_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+SECURITY_PROTOCOL_NAMES = dict(enumerate(SECURITY_PROTOCOLS))
 SECURITY_PROTOCOL_IDS = {name: protocol_id for protocol_id, name in SECURITY_PROTOCOL_NAMES.items()}
 
 
@@ -112,6 +117,20 @@ def broker_path(broker_id: int) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS_PATH}/{topic}"
+
+
+def sanitize_entity(name: str) -> str:
+    """A user name as its znode names it (Kafka's Sanitizer: URL encoding, `*` too): `CN=a b` -> `CN%3Da%20b`."""
+    return urllib.parse.quote(name, safe="").replace("~", "%7E")
+
+
+def desanitize_entity(name: str) -> str:
+    return urllib.parse.unquote(name)
+
+
+def user_config_path(user: str) -> str:
+    """/config/users/<user>: a user's SCRAM credentials (and quotas), Kafka's config znode format."""
+    return f"{CONFIG_USERS_PATH}/{sanitize_entity(user)}"
 
 
 def broker_config_path(entity: str) -> str:

@@ -3,7 +3,8 @@
 The broker keeps, per user and mechanism, a ScramCredential (salt, StoredKey, ServerKey, iterations), never the
 password; it is written into the cluster metadata (UserScramCredentialRecord in KRaft, `/config/users/<user>` in
 ZooKeeper, whose text form `format_credential`/`parse_credential` read and write). Kafka's deviations from the RFC,
-kept here: channel binding is never offered (the GS2 header is `n,,` or `n,a=<authzid>,`), the client-first message
+kept here: channel binding is never offered (the GS2 header is `n,,` or `n,a=<authzid>,`), the client-final nonce
+need only end with the server's (librdkafka 2.0, Debian's kcat, repeats the client nonce), the client-first message
 may carry extensions after the nonce (`,tokenauth=true` for delegation tokens, which kfk does not have, so such a
 client gets the failure an unknown user gets; other extensions are ignored), and at least 4096 iterations.
 """
@@ -16,6 +17,7 @@ import hmac
 import logging
 import os
 import re
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
@@ -109,7 +111,12 @@ def parse_credential(text: str) -> ScramCredential:
 
 
 def _nonce() -> str:
-    return base64.b64encode(os.urandom(24)).decode().rstrip("=").replace("+", "-").replace("/", "_")
+    """130 random bits in base 36, as Kafka makes its nonces."""
+    value, digits = secrets.randbits(130), []
+    while value:
+        value, digit = divmod(value, 36)
+        digits.append("0123456789abcdefghijklmnopqrstuvwxyz"[digit])
+    return "".join(reversed(digits)) or "0"
 
 
 def _sasl_name(text: str) -> str:
@@ -201,7 +208,8 @@ class ScramServer:
         match = _CLIENT_FINAL.fullmatch(text)
         if match is None:
             raise SaslException("Invalid SCRAM client final message format")
-        if match["nonce"] != self._nonce:
+        # Kafka only checks that the nonce ends with the server's: librdkafka 2.0 (kcat) sends the client nonce twice
+        if not match["nonce"].endswith(self._nonce):
             raise SaslException("Invalid client nonce in the final client message.")
         credential = self._credential
         assert credential is not None

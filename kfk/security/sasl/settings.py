@@ -2,15 +2,16 @@
 
 A SASL key is taken from `listener.name.<listener>.<mechanism>.<key>` (listener and mechanism in lower case, e.g.
 `listener.name.sasl_plaintext.plain.sasl.jaas.config`), then `listener.name.<listener>.<key>`, then the bare
-`<key>`. The inter-broker client's credentials are the `username`/`password` options of the login module in the
+`<key>` (BrokerConfig.listener_override does the last two). The inter-broker client's credentials are the `username`/`password` options of the login module in the
 inter-broker listener's JAAS config for `sasl.mechanism.inter.broker.protocol`, as in Kafka.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from kfk.config import LISTENER_PREFIX, BrokerConfig
+from kfk.config import BrokerConfig
 from kfk.errors import InvalidConfigurationError
 from kfk.security.sasl import (OAUTHBEARER, PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, SUPPORTED_MECHANISMS, SaslClient)
 from kfk.security.sasl.jaas import LoginModule, parse_jaas_config
@@ -18,23 +19,16 @@ from kfk.security.sasl.oauthbearer import OAuthBearerClient, unsecured_token
 from kfk.security.sasl.plain import PlainClient
 from kfk.security.sasl.scram import ScramClient, ScramMechanism
 
-SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
 
-def listener_security_protocol(config: BrokerConfig, listener_name: str) -> str:
-    """The security protocol of a listener: listener.security.protocol.map, else the name itself (PLAINTEXT)."""
-    protocols = dict(entry.split(":", 1) for entry in config.listener_security_protocol_map if ":" in entry)
-    return protocols.get(listener_name.upper(), listener_name.upper()).upper()
-
-
-def sasl_value(config: BrokerConfig, listener_name: str, mechanism: str | None, key: str) -> object:
+def sasl_value(config: BrokerConfig, listener_name: str, mechanism: str | None, key: str) -> Any:
     """A SASL key for one listener (and mechanism): the most specific `listener.name.` form set, else the bare key."""
-    prefix = f"{LISTENER_PREFIX}{listener_name.lower()}."
-    names = ([f"{prefix}{mechanism.lower()}.{key}"] if mechanism else []) + [f"{prefix}{key}"]
-    for name in names:
-        if name in config.originals:
-            return config.originals[name]
-    return config.values.get(key)
+    if mechanism is not None:
+        value = config.listener_override(listener_name, f"{mechanism.lower()}.{key}")
+        if value is not None:
+            return value
+    return config.listener_override(listener_name, key)
 
 
 def jaas_module(config: BrokerConfig, listener_name: str, mechanism: str) -> LoginModule | None:
@@ -89,12 +83,13 @@ def sasl_client(mechanism: str, username: str | None, password: str | None, *, t
     return ScramClient(ScramMechanism.from_mechanism_name(mechanism), username, password)
 
 
-def inter_broker_sasl(config: BrokerConfig, listener_name: str) -> Callable[[], SaslClient] | None:
-    """A factory of SASL clients for this broker's connections to other brokers' `listener_name` (its inter-broker
-    listener), None when that listener does not use SASL."""
-    if listener_security_protocol(config, listener_name) not in SASL_PROTOCOLS:
+def inter_broker_sasl(config: BrokerConfig) -> Callable[[], SaslClient] | None:
+    """A factory of SASL clients for this broker's connections to the other brokers' inter-broker listener, None
+    when that listener does not use SASL."""
+    listener_name = config.inter_broker_listener
+    if config.listener_security_protocol(listener_name) not in SASL_PROTOCOLS:
         return None
-    mechanism = config.values.get("sasl.mechanism.inter.broker.protocol") or "GSSAPI"
+    mechanism = config.values["sasl.mechanism.inter.broker.protocol"]
     jaas = jaas_module(config, listener_name, mechanism)
     sasl_client(mechanism, None, None, jaas=jaas)  # fails now, at start-up, if the credentials are missing
     return lambda: sasl_client(mechanism, None, None, jaas=jaas)

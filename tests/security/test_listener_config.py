@@ -1,0 +1,50 @@
+"""The listener resolver of BrokerConfig: security protocols per listener, the inter-broker listener, and
+listener.name.<listener>. overrides (Kafka's rules)."""
+
+import pytest
+
+from kfk.config import BrokerConfig
+from kfk.errors import InvalidConfigurationError
+
+BASE = {"process.roles": "broker,controller", "node.id": "1"}
+
+
+def config(**props: str) -> BrokerConfig:
+    return BrokerConfig({**BASE, **{key.replace("_", "."): value for key, value in props.items()}})
+
+
+def test_kafka_s_default_map_names_every_protocol_after_itself() -> None:
+    broker = config(listeners="PLAINTEXT://:9092,SSL://:9093,SASL_SSL://:9094")
+    assert broker.listener_security_protocol("ssl") == "SSL"
+    assert broker.listener_security_protocol("SASL_SSL") == "SASL_SSL"
+    assert broker.inter_broker_listener == "PLAINTEXT"
+
+
+def test_a_listener_missing_from_the_map_is_refused() -> None:
+    broker = BrokerConfig({**BASE, "listeners": "INTERNAL://:9093"})
+    with pytest.raises(InvalidConfigurationError, match="No security protocol defined for listener INTERNAL"):
+        broker.listener_security_protocol("INTERNAL")
+    with pytest.raises(InvalidConfigurationError, match="TLS"):
+        BrokerConfig({**BASE, "listener.security.protocol.map": "INTERNAL:TLS"}).security_protocol_map
+
+
+def test_the_inter_broker_listener_follows_kafka_s_rules() -> None:
+    props = {**BASE, "listeners": "CLIENT://:9092,REPLICATION://:9093",
+             "listener.security.protocol.map": "CLIENT:SASL_SSL,REPLICATION:SSL"}
+    assert BrokerConfig(props).inter_broker_listener == "CLIENT"  # nothing said: the first listener
+    assert BrokerConfig({**props, "inter.broker.listener.name": "replication"}).inter_broker_listener == "REPLICATION"
+    assert BrokerConfig({**BASE, "listeners": "PLAINTEXT://:9092,SSL://:9093",
+                         "security.inter.broker.protocol": "SSL"}).inter_broker_listener == "SSL"
+    with pytest.raises(InvalidConfigurationError, match="Only one of"):
+        BrokerConfig({**props, "inter.broker.listener.name": "REPLICATION",
+                      "security.inter.broker.protocol": "SSL"}).inter_broker_listener
+
+
+def test_a_listener_prefixed_key_overrides_the_broker_wide_one_for_that_listener_only() -> None:
+    broker = BrokerConfig({**BASE, "ssl.client.auth": "requested", "listener.name.internal.ssl.client.auth": "required",
+                           "listener.name.internal.plain.sasl.jaas.config": "x"})
+    assert broker.listener_override("INTERNAL", "ssl.client.auth") == "required"
+    assert broker.listener_override("EXTERNAL", "ssl.client.auth") == "requested"
+    assert broker.listener_override("EXTERNAL", "ssl.enabled.protocols") == ["TLSv1.2", "TLSv1.3"]
+    assert broker.listener_override("INTERNAL", "plain.sasl.jaas.config") == "x"  # no broker key: the raw string
+    assert broker.listener_override("EXTERNAL", "plain.sasl.jaas.config") is None

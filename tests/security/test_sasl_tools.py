@@ -1,0 +1,98 @@
+"""The kfk tools against a SASL broker, as a subprocess: `--command-config` files with confluent-kafka style
+(sasl.username / sasl.password) and Java style (sasl.jaas.config) credentials, `kfk configs --entity-type users`
+setting, describing and deleting SCRAM credentials (kafka-configs.sh's flags and lines), and a refused login as one
+line on stderr, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kfk.testing.broker import start_broker
+
+from tests.security.test_sasl_clients import sasl_overrides
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory):
+    process = start_broker(tmp_path_factory.mktemp("sasl-tools"), sasl_overrides(), listener_name="SASL_PLAINTEXT")
+    yield process
+    process.stop()
+
+
+def kfk(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kfk", *args], input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+def properties(path: Path, **settings: str) -> str:
+    path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+    return str(path)
+
+
+def sasl_properties(path: Path, mechanism: str, user: str, password: str, java_style: bool = False) -> str:
+    if java_style:
+        module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
+        credentials = {"sasl.jaas.config": f'org.apache.kafka.common.security.{module} required '
+                                           f'username="{user}" password="{password}";'}
+    else:
+        credentials = {"sasl.username": user, "sasl.password": password}
+    return properties(path, **{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism, **credentials})
+
+
+def test_tools_with_sasl_properties_files(broker, tmp_path: Path) -> None:
+    topic = f"sasl-cli-{uuid.uuid4().hex[:8]}"
+    server = broker.bootstrap_servers
+    admin = sasl_properties(tmp_path / "admin.properties", "PLAIN", "admin", "admin-secret")
+    java = sasl_properties(tmp_path / "java.properties", "PLAIN", "alice", "alice-secret", java_style=True)
+    created = kfk("topics", "--create", "--topic", topic, "--bootstrap-server", server, "--command-config", admin)
+    assert created.returncode == 0, created.stderr
+    produced = kfk("console-produce", "--topic", topic, "--bootstrap-server", server, "--producer-config", java,
+                   stdin="a\nb\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = kfk("console-consume", "--topic", topic, "--from-beginning", "--max-messages", "2",
+                   "--bootstrap-server", server, "--consumer-config", java, "--timeout-ms", "20000")
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.split() == ["a", "b"]
+    wrong = sasl_properties(tmp_path / "wrong.properties", "PLAIN", "alice", "nope")
+    refused = kfk("topics", "--list", "--bootstrap-server", server, "--command-config", wrong)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].endswith("Authentication failed: Invalid username or password")
+    unknown = properties(tmp_path / "gssapi.properties", **{"security.protocol": "SASL_PLAINTEXT"})
+    gssapi = kfk("topics", "--list", "--bootstrap-server", server, "--command-config", unknown)
+    assert gssapi.returncode != 0 and "Traceback" not in gssapi.stderr
+    assert "GSSAPI is not one kfk implements" in gssapi.stderr
+
+
+def test_configs_manages_scram_credentials(broker, tmp_path: Path) -> None:
+    server = broker.bootstrap_servers
+    admin = sasl_properties(tmp_path / "admin.properties", "PLAIN", "admin", "admin-secret")
+    common = ["--bootstrap-server", server, "--command-config", admin]
+    added = kfk("configs", "--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config",
+                "SCRAM-SHA-256=[iterations=8192,password=bob-secret],SCRAM-SHA-512=[password=bob-secret]", *common)
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.strip() == "Completed updating config for user bob."
+    described = kfk("configs", "--describe", "--entity-type", "users", "--entity-name", "bob", *common)
+    assert described.stdout.strip() == ("SCRAM credential configs for user-principal 'bob' are "
+                                        "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096")
+    scram = sasl_properties(tmp_path / "bob.properties", "SCRAM-SHA-512", "bob", "bob-secret", java_style=True)
+    listed = kfk("topics", "--list", "--bootstrap-server", server, "--command-config", scram)
+    assert listed.returncode == 0, listed.stderr
+    deleted = kfk("configs", "--alter", "--entity-type", "users", "--entity-name", "bob", "--delete-config",
+                  "SCRAM-SHA-512", *common)
+    assert deleted.returncode == 0, deleted.stderr
+    refused = kfk("topics", "--list", "--bootstrap-server", server, "--command-config", scram)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in refused.stderr
+    few = kfk("configs", "--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config",
+              "SCRAM-SHA-256=[iterations=10,password=x]", *common)
+    assert few.returncode != 0 and "Too few iterations" in few.stderr and "Traceback" not in few.stderr
+    quota = kfk("configs", "--alter", "--entity-type", "users", "--entity-name", "bob", "--add-config",
+                "producer_byte_rate=1024", *common)
+    assert quota.returncode != 0 and "kfk keeps no client quotas" in quota.stderr
