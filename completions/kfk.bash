@@ -8,6 +8,7 @@ _kfk() {
         word="${COMP_WORDS[index]}"
         if [[ "$groups" == *" [$path]"* && "$word" != -* ]]; then
             case "$path $word" in
+                "kfk acls") path="kfk acls" ;;
                 "kfk cluster") path="kfk cluster" ;;
                 "kfk cluster describe") path="kfk cluster describe" ;;
                 "kfk configs") path="kfk configs" ;;
@@ -46,7 +47,8 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="cluster configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="acls cluster configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk acls") words="--add --allow-host --allow-principal --bootstrap-server --cluster --command-config --consumer --debug --delegation-token --deny-host --deny-principal --force --group --help --idempotent --list --operation --principal --producer --remove --resource-pattern-type --topic --transactional-id"; files="--command-config" ;;
         "kfk cluster") words="describe --help"; files="" ;;
         "kfk cluster describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --output --timeout-ms -o"; files="--command-config" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic"; files="--command-config" ;;

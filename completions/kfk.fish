@@ -4,6 +4,8 @@ function __kfk_path
     set -l path kfk
     for word in (commandline -opc)[2..-1]
         switch "$path $word"
+            case 'kfk acls'
+                set path kfk acls
             case 'kfk cluster'
                 set path kfk cluster
             case 'kfk cluster describe'
@@ -77,6 +79,7 @@ function __kfk_path
     echo $path
 end
 complete -c kfk -f
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a acls -d 'Add, remove or list ACLs (kafka-acls.sh).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a cluster -d 'A cluster\'s brokers, topics, partitions and groups at a glance.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a configs -d 'Describe or change topic, broker and broker-logger configs.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-consume -d 'Print the records of a topic (or of the topics --include matches).'
@@ -97,6 +100,29 @@ complete -c kfk -n "test (__kfk_path) = 'kfk'" -l version -d 'Print the kfk vers
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -l install-completion -d 'Install completion for the current shell.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -l show-completion -d 'Show completion for the current shell, to copy it or customize the installation.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l add -d 'Add the ACLs.'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l remove -d 'Remove the ACLs.'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l list -d 'List the ACLs (of the resources given, else all).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l topic -r -d 'A topic (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l group -r -d 'A consumer group (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l cluster -d 'The cluster.'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l transactional-id -r -d 'A transactional id (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l delegation-token -r -d 'A delegation token id (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l resource-pattern-type -r -d 'literal (the default) or prefixed; with --list and --remove also any or match.'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l allow-principal -r -d 'Type:name (User:alice, User:* for everyone) to allow (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l deny-principal -r -d 'Type:name to deny (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l allow-host -r -d 'Host the allowed principals connect from (default *).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l deny-host -r -d 'Host the denied principals connect from (default *).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l operation -r -d 'Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, CreateTokens, DescribeTokens or All (default All; repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l producer -d 'The ACLs a producer needs.'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l consumer -d 'The ACLs a consumer needs.'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l idempotent -d 'With --producer: IdempotentWrite on the cluster too.'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l principal -r -d 'With --list: only the ACLs of this principal (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l force -d 'Do not ask before removing.'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l bootstrap-server -r -d 'host:port of a broker to connect to (several separated by commas).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l command-config -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l debug -d 'Show the full traceback on errors.'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster'" -a describe -d 'Brokers, controller, CMAK\'s topic statistics (skew, spread, preferred replicas, under-replication) and the'
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l exclude-internal -d 'Leave out internal topics.'
