@@ -16,11 +16,11 @@ from kfk.commands.client_options import client_config, client_errors, print_json
 from kfk.commands.errors import fail
 
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-DEFAULT_ITERATIONS = 4096
 
 
 def _upsertion(user: str, mechanism: str, value: str):
     from kfk.client.structs import UserScramCredentialUpsertion
+    from kfk.security.sasl.scram import DEFAULT_ITERATIONS
 
     settings = dict(item.partition("=")[::2] for item in value.split(",") if item.strip())
     unknown = sorted(set(settings) - {"iterations", "password"})

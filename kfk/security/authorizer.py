@@ -16,7 +16,7 @@ the wildcard, one per distinct prefix length), however many ACLs the cluster has
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from kfk.security.acl import (
     IMPLIED_BY_ALLOW,
@@ -41,7 +41,7 @@ AUTHORIZER_CLASS_NAMES = frozenset({
     "kafka.security.authorizer.AclAuthorizer",
 })
 
-_Key = tuple[ResourceType, str]
+_NOTHING: frozenset[AclOperation] = frozenset()
 
 
 class Authorizer:
@@ -49,8 +49,9 @@ class Authorizer:
                  acls: Iterable[AclBinding] = ()) -> None:
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
-        self._literal: dict[_Key, tuple[AccessControlEntry, ...]] = {}
-        self._prefixed: dict[_Key, tuple[AccessControlEntry, ...]] = {}
+        #: Per resource type, its ACL entries by literal name and by prefix.
+        self._literal: dict[ResourceType, dict[str, tuple[AccessControlEntry, ...]]] = {}
+        self._prefixed: dict[ResourceType, dict[str, tuple[AccessControlEntry, ...]]] = {}
         #: Per resource type, the lengths of its prefixed ACLs' prefixes, shortest first: the names to look up.
         self._prefix_lengths: dict[ResourceType, tuple[int, ...]] = {}
         self._acls: tuple[AclBinding, ...] = ()
@@ -59,37 +60,46 @@ class Authorizer:
     def update(self, acls: Iterable[AclBinding]) -> None:
         """Replace every ACL (the image's ACLs after a change): the index is rebuilt, then swapped in whole, so a
         request being authorized sees the old or the new set, never half of one."""
-        literal: dict[_Key, list[AccessControlEntry]] = {}
-        prefixed: dict[_Key, list[AccessControlEntry]] = {}
-        lengths: dict[ResourceType, set[int]] = {}
+        literal: dict[ResourceType, dict[str, list[AccessControlEntry]]] = {}
+        prefixed: dict[ResourceType, dict[str, list[AccessControlEntry]]] = {}
         bindings = tuple(acls)
         for binding in bindings:
             pattern = binding.pattern
-            key = (pattern.resource_type, pattern.name)
-            if pattern.pattern_type == PatternType.PREFIXED:
-                prefixed.setdefault(key, []).append(binding.entry)
-                lengths.setdefault(pattern.resource_type, set()).add(len(pattern.name))
-            else:
-                literal.setdefault(key, []).append(binding.entry)
-        self._literal = {key: tuple(entries) for key, entries in literal.items()}
-        self._prefixed = {key: tuple(entries) for key, entries in prefixed.items()}
-        self._prefix_lengths = {kind: tuple(sorted(values)) for kind, values in lengths.items()}
+            index = prefixed if pattern.pattern_type == PatternType.PREFIXED else literal
+            index.setdefault(pattern.resource_type, {}).setdefault(pattern.name, []).append(binding.entry)
+        self._literal = {kind: {name: tuple(entries) for name, entries in by_name.items()}
+                         for kind, by_name in literal.items()}
+        self._prefixed = {kind: {name: tuple(entries) for name, entries in by_name.items()}
+                          for kind, by_name in prefixed.items()}
+        self._prefix_lengths = {kind: tuple(sorted({len(name) for name in by_name}))
+                                for kind, by_name in prefixed.items()}
         self._acls = bindings
 
     @property
     def acls(self) -> tuple[AclBinding, ...]:
         return self._acls
 
-    def _entries(self, resource_type: ResourceType, name: str) -> Iterator[AccessControlEntry]:
-        """Every ACL entry whose pattern applies to the resource."""
-        literal = self._literal
-        yield from literal.get((resource_type, name), ())
-        if name != WILDCARD_RESOURCE:
-            yield from literal.get((resource_type, WILDCARD_RESOURCE), ())
-        for length in self._prefix_lengths.get(resource_type, ()):
-            if length > len(name):
-                break
-            yield from self._prefixed.get((resource_type, name[:length]), ())
+    def _entries(self, resource_type: ResourceType, name: str) -> list[tuple[AccessControlEntry, ...]]:
+        """The entries of every pattern that applies to the resource, pattern by pattern."""
+        found = []
+        literal = self._literal.get(resource_type)
+        if literal is not None:
+            entries = literal.get(name)
+            if entries is not None:
+                found.append(entries)
+            if name != WILDCARD_RESOURCE:
+                entries = literal.get(WILDCARD_RESOURCE)
+                if entries is not None:
+                    found.append(entries)
+        prefixed = self._prefixed.get(resource_type)
+        if prefixed is not None:
+            for length in self._prefix_lengths[resource_type]:
+                if length > len(name):
+                    break
+                entries = prefixed.get(name[:length])
+                if entries is not None:
+                    found.append(entries)
+        return found
 
     def is_super_user(self, principal: KafkaPrincipal) -> bool:
         return str(principal) in self.super_users
@@ -101,9 +111,9 @@ class Authorizer:
         if principal_text in self.super_users:
             return True
         wildcard_principal = principal.principal_type == USER_TYPE
-        implying = IMPLIED_BY_ALLOW.get(operation, frozenset())
+        implying = IMPLIED_BY_ALLOW.get(operation, _NOTHING)
         found = allowed = False
-        for entry in self._entries(resource_type, name):
+        for entry in (entry for entries in self._entries(resource_type, name) for entry in entries):
             found = True
             if entry.principal != principal_text and not (wildcard_principal and entry.principal == WILDCARD_PRINCIPAL):
                 continue
@@ -137,22 +147,23 @@ class Authorizer:
                 and entry.host in (host, WILDCARD_HOST) \
                 and entry.operation in (operation, AclOperation.ALL)
 
-        denied_literal = {name for (kind, name), entries in self._literal.items() if kind == resource_type
-                          and any(applies(entry, AclPermissionType.DENY) for entry in entries)}
+        literal, prefixed = self._literal.get(resource_type, {}), self._prefixed.get(resource_type, {})
+        denied_literal = {name for name, entries in literal.items()
+                          if any(applies(entry, AclPermissionType.DENY) for entry in entries)}
         if WILDCARD_RESOURCE in denied_literal:
             return False
-        denied_prefixes = [name for (kind, name), entries in self._prefixed.items() if kind == resource_type
-                           and any(applies(entry, AclPermissionType.DENY) for entry in entries)]
-        for index, pattern_type in ((self._literal, PatternType.LITERAL), (self._prefixed, PatternType.PREFIXED)):
-            for (kind, name), entries in index.items():
-                if kind != resource_type or not any(applies(entry, AclPermissionType.ALLOW) for entry in entries):
+        denied_prefixes = [name for name, entries in prefixed.items()
+                           if any(applies(entry, AclPermissionType.DENY) for entry in entries)]
+        for index, pattern_type in ((literal, PatternType.LITERAL), (prefixed, PatternType.PREFIXED)):
+            for name, entries in index.items():
+                if not any(applies(entry, AclPermissionType.ALLOW) for entry in entries):
                     continue
                 if pattern_type == PatternType.LITERAL and name in denied_literal:
                     continue
                 if not any(name.startswith(prefix) for prefix in denied_prefixes):
                     return True
         if self.allow_everyone_if_no_acl_found:
-            return not any(kind == resource_type for kind, _ in (*self._literal, *self._prefixed))
+            return not literal and not prefixed
         return False
 
     @staticmethod

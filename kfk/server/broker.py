@@ -130,13 +130,13 @@ class BrokerServer:
         self.txn_verifier: TxnPartitionVerifier | None = None
         self._log_dir_locks: list[LogDirLock] = []
         self.metrics_endpoint: MetricsEndpoint | None = None
+        #: What every handler asks before acting for a principal (authorizer.class.name; built by start()).
+        self.auth = RequestAuthorizer(None)
         #: The client side of TLS to other brokers (replica fetchers, markers, the controller channel) when the
         #: inter-broker listener is SSL or SASL_SSL: that listener's ssl.* settings, as Kafka's inter-broker client.
         self.inter_broker_ssl: ssl.SSLContext | None = None
         #: The SASL clients of this broker's connections to the others, when the inter-broker listener uses SASL.
         self.inter_broker_sasl: Callable[[], SaslClient] | None = None
-        #: What every handler asks before acting for a principal (authorizer.class.name; built by start()).
-        self.auth = RequestAuthorizer(None)
 
     @property
     def log_dirs(self) -> list[str]:

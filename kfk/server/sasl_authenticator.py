@@ -54,10 +54,6 @@ class SaslAuthenticator:
         self._reauthenticating = False
         self.session_expiry_ms: int | None = None  # monotonic ms
 
-    @property
-    def authenticated(self) -> bool:
-        return self._state == "complete" or self._reauthenticating
-
     async def handle(self, frame: bytearray | bytes, client_host: str, client_port: int,
                      listener_name: str, on_throttle: Callable[[int], None] | None = None) -> list | None:
         if self._state == "raw":

@@ -8,6 +8,8 @@ StandardAuthorizer, super.users=User:admin) serves the module; each test uses to
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 
@@ -38,7 +40,7 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory):
-    overrides = {**TEST_OVERRIDES, "sasl.enabled.mechanisms": "PLAIN",
+    overrides = {**TEST_OVERRIDES, "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
                  "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
                  "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin"}
     process = start_broker(tmp_path_factory.mktemp("acl-broker"), overrides, listener_name="SASL_PLAINTEXT")
@@ -240,3 +242,29 @@ def test_topic_administration_needs_create_delete_and_config_acls(broker: Broker
     assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     allow(broker, "bob", AclOperation.DELETE, name)
     admin(broker, "bob").delete_topics([name])[name].result(10)
+
+
+def test_kfk_acls_with_sasl_users(broker: BrokerProcess, tmp_path) -> None:
+    """kfk acls with --command-config: the admin adds and lists, alice (no ALTER on the cluster) is refused in one
+    line with Kafka's message."""
+    def properties(user: str):
+        path = tmp_path / f"{user}.properties"
+        path.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username={user}\n"
+                        f"sasl.password={PASSWORDS[user]}\n")
+        return str(path)
+
+    def kfk_acls(user: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "kfk", "acls", "--bootstrap-server", broker.bootstrap_servers,
+                               "--command-config", properties(user), *args], capture_output=True, text=True,
+                              timeout=60)
+
+    topic = new_topic(broker)
+    refused = kfk_acls("alice", "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", topic)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1] == "kfk: CreateAcls: Cluster authorization failed."
+    assert produce_error(broker, "alice", topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    added = kfk_acls("admin", "--add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", topic)
+    assert added.returncode == 0, added.stderr
+    assert "(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)" in \
+        kfk_acls("admin", "--list", "--topic", topic).stdout
+    assert produce_error(broker, "alice", topic) is None

@@ -59,6 +59,14 @@ def broker(tmp_path_factory: pytest.TempPathFactory):
     process = start_broker(tmp_path_factory.mktemp("acl-wire"), {
         **TEST_OVERRIDES, "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "true"})
+    try:
+        _set_up(process)
+        yield process
+    finally:
+        process.stop()
+
+
+def _set_up(process: BrokerProcess) -> None:
     with connect(process.bootstrap_servers) as sock:
         created = request(sock, CreateTopicsRequest(topics=[
             CreateTopicsRequest.CreatableTopic(name=name, num_partitions=1, replication_factor=1)
@@ -80,8 +88,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory):
         close(sock, ResourceType.TOPIC, CLOSED)
         close(sock, ResourceType.GROUP, CLOSED_GROUP)
         close(sock, ResourceType.TRANSACTIONAL_ID, CLOSED_TX)
-    yield process
-    process.stop()
 
 
 def errors_by_topic(topics, partitions_of=lambda t: t.partitions, name_of=lambda t: t.name,

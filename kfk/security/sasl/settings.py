@@ -89,7 +89,7 @@ def inter_broker_sasl(config: BrokerConfig) -> Callable[[], SaslClient] | None:
     listener_name = config.inter_broker_listener
     if config.listener_security_protocol(listener_name) not in SASL_PROTOCOLS:
         return None
-    mechanism = config.values.get("sasl.mechanism.inter.broker.protocol") or "GSSAPI"
+    mechanism = config.values["sasl.mechanism.inter.broker.protocol"]
     jaas = jaas_module(config, listener_name, mechanism)
     sasl_client(mechanism, None, None, jaas=jaas)  # fails now, at start-up, if the credentials are missing
     return lambda: sasl_client(mechanism, None, None, jaas=jaas)
