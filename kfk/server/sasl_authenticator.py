@@ -11,8 +11,9 @@ Success sets the connection's principal, which every later request carries into 
 
 Re-authentication (KIP-368): with connections.max.reauth.ms > 0, or a credential that expires (an OAUTHBEARER
 token), the session has a lifetime, sent to SaslAuthenticate v1+ clients; they authenticate again on the same
-connection (SaslHandshake, SaslAuthenticate) before it ends, with the same mechanism and principal. A request other
-than that after the session ended closes the connection (clients that cannot re-authenticate just reconnect).
+connection (SaslHandshake, SaslAuthenticate) before it ends, with the same mechanism and principal; other requests
+that arrive meanwhile are served in the current session. A request other than SaslHandshake after the session ended
+closes the connection (clients that cannot re-authenticate just reconnect).
 """
 
 from __future__ import annotations
@@ -72,7 +73,11 @@ class SaslAuthenticator:
                                           f" or the credential's lifetime) without re-authentication")
                 return await self._dispatcher.dispatch(frame, client_host, client_port, listener_name,
                                                        self.principal)
-        if api_key not in _PRE_AUTHENTICATION_APIS or (self._reauthenticating and api_key == ApiKey.API_VERSIONS):
+        if self._reauthenticating and api_key not in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            # A request the client had in flight when it began to re-authenticate: the session it was sent in
+            # serves it.
+            return await self._dispatcher.dispatch(frame, client_host, client_port, listener_name, self.principal)
+        if api_key not in _PRE_AUTHENTICATION_APIS:
             raise CloseConnection(f"unexpected request {api_key} before SASL authentication completed")
         if api_key == ApiKey.API_VERSIONS:
             return await self._dispatcher.dispatch(frame, client_host, client_port, listener_name, self.principal)
