@@ -142,16 +142,15 @@ class SaslAuthenticator:
             raise SaslAuthenticationError(  # Kafka's words, principals as Type.name
                 f"Cannot change principals during re-authentication from {self.principal.principal_type}."
                 f"{self.principal.name}: {principal.principal_type}.{principal.name}")
-        now = _now_ms()
-        reauth_ms = self._config.connections_max_reauth_ms
-        expiry = server.credential_expiry_ms
-        lifetime = 0
-        if expiry is not None or reauth_ms > 0:
-            wall = int(time.time() * 1000)
-            candidates = ([max(expiry - wall, 0)] if expiry is not None else []) + ([reauth_ms] if reauth_ms > 0
-                                                                                      else [])
-            lifetime = min(candidates)
-            self.session_expiry_ms = now + lifetime
+        # The session ends with the credential (an OAUTHBEARER token's exp) or after connections.max.reauth.ms,
+        # whichever comes first; neither: it never ends (lifetime 0).
+        limits = [] if server.credential_expiry_ms is None else [
+            max(server.credential_expiry_ms - int(time.time() * 1000), 0)]
+        if self._config.connections_max_reauth_ms > 0:
+            limits.append(self._config.connections_max_reauth_ms)
+        lifetime = min(limits, default=0)
+        if limits:
+            self.session_expiry_ms = _now_ms() + lifetime
         self.principal = principal
         self._state = "complete"
         self._reauthenticating = False
