@@ -155,10 +155,18 @@ def _load_trust_store(context: ssl.SSLContext, settings: Settings) -> None:
                                         f"{_reason(error)}") from None
 
 
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.DOTALL)
+
+
 def _pem(text: str) -> str:
-    """Inline PEM as a properties file may hold it: on one line, or with its line breaks."""
-    text = text.strip()
-    return re.sub(r"(-----[A-Z ]+-----)\s*", r"\1\n", text).replace("\n\n", "\n")
+    """Inline PEM as a properties file may hold it (on one line, its lines joined by spaces, or with its line breaks)
+    in the form OpenSSL reads: each block's base64 body on lines of 64 characters."""
+    blocks = []
+    for match in _PEM_BLOCK.finditer(text):
+        label, body = match.group(1), "".join(match.group(2).split())
+        lines = [body[index:index + 64] for index in range(0, len(body), 64)]
+        blocks.append("\n".join([f"-----BEGIN {label}-----", *lines, f"-----END {label}-----"]))
+    return "\n".join(blocks) if blocks else text.strip()
 
 
 def _reason(error: Exception) -> str:

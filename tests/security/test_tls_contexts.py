@@ -89,7 +89,9 @@ def test_an_encrypted_key_needs_ssl_key_password(certificates) -> None:
 
 
 def test_inline_pem_key_chain_and_trusted_certificates(certificates) -> None:
-    server = server_context(settings_of(ssl_keystore_type="PEM", ssl_keystore_key=certificates.broker.key.read_text(),
+    """Inline PEM as properties files hold it: here the key on one line (its lines joined by spaces)."""
+    one_line_key = " ".join(certificates.broker.key.read_text().splitlines())
+    server = server_context(settings_of(ssl_keystore_type="PEM", ssl_keystore_key=one_line_key,
                                         ssl_keystore_certificate_chain=certificates.broker.certificate.read_text()),
                             "SSL")
     client = client_context(settings_of(ssl_truststore_type="PEM",
