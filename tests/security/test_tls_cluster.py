@@ -1,6 +1,7 @@
 """Three brokers on ZooKeeper whose one listener, and so their inter-broker listener, is SSL with client certificates
 required: the replica fetchers, the controller channel and the transaction markers connect over TLS with the
-brokers' own certificate, a topic stays fully in sync under acks=all, and it fails over when its leader is killed."""
+brokers' own certificate, a topic stays fully in sync under acks=all, a transaction over partitions led by all three
+brokers commits, and the topic fails over when its leader is killed."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def test_an_ssl_inter_broker_listener_replicates_and_fails_over(kfk_cluster_fact
     # acks=all with min.insync.replicas=2 succeeded and the ISR holds all three: the followers fetch over TLS, with
     # the brokers' certificate as client certificate (the listener requires one; there is no other listener).
     wait_until(lambda: len(_partition(admin, topic).isrs) == 3, 20, what="three in-sync replicas")
+    _transaction_across_brokers(admin, config)
     leader = _partition(admin, topic).leader
     cluster.kill(leader)
     new_leader = wait_until(lambda: (partition := _partition(admin, topic)).leader not in (-1, leader)
@@ -72,3 +74,29 @@ def test_an_ssl_inter_broker_listener_replicates_and_fails_over(kfk_cluster_fact
     # The survivors still replicate to each other over TLS: the ISR is the two of them.
     wait_until(lambda: sorted(_partition(admin, topic).isrs) == sorted(set(cluster.brokers) - {leader}), 20,
                what="the survivors in sync")
+
+
+def _transaction_across_brokers(admin: AdminClient, config: dict[str, str]) -> None:
+    """A transaction over partitions led by all three brokers: its coordinator reaches the other leaders (partition
+    verification, WriteTxnMarkers) over TLS, and a read_committed consumer sees the committed records."""
+    topic = f"tls-txn-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+    wait_until(lambda: len({p.leader for p in admin.list_topics(topic, timeout=5).topics[topic].partitions.values()})
+               == 3, 20, what="three partition leaders")
+    producer = Producer({**config, "transactional.id": f"tls-{uuid.uuid4().hex[:6]}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for index in range(30):
+        producer.produce(topic, f"txn-{index}".encode(), partition=index % 3)
+    producer.commit_transaction(30)
+    consumer = Consumer({**config, "group.id": f"g-{uuid.uuid4().hex[:6]}", "isolation.level": "read_committed",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, partition, 0) for partition in range(3)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(values) < 30 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert sorted(values) == sorted(f"txn-{index}".encode() for index in range(30))
