@@ -459,9 +459,12 @@ _B, _I, _L, _D, _S, _LIST, _C, _P = (ConfigType.BOOLEAN, ConfigType.INT, ConfigT
 
 #: The other broker configs of Kafka 4.0's broker configuration reference, with their types and defaults (a short
 #: is kept as an int): kfk accepts them in server.properties, checks their types and describes them as Kafka does,
-#: but nothing in kfk acts on most of them (KRaft quorum tuning, SASL, quotas, metrics, tiered storage, the KIP-848
+#: but nothing in kfk acts on most of them (KRaft quorum tuning, quotas, metrics, tiered storage, the KIP-848
 #: consumer protocol, share groups...). The exceptions: security.inter.broker.protocol (BrokerConfig.
-#: inter_broker_listener) and the ssl.* keys that kfk.security.tls reads (the client library takes the same keys).
+#: inter_broker_listener), the ssl.* keys that kfk.security.tls reads (the client library takes the same keys), and
+#: the sasl.* keys of kfk.security.sasl.settings and kfk.server.sasl_config (sasl.enabled.mechanisms, sasl.jaas.config,
+#: sasl.mechanism.inter.broker.protocol, sasl.oauthbearer.*), connections.max.reauth.ms and
+#: connection.failed.authentication.delay.ms.
 ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("add.partitions.to.txn.retry.backoff.max.ms", _I, 100),
     ("add.partitions.to.txn.retry.backoff.ms", _I, 20),

@@ -544,9 +544,9 @@ class BrokerServer:
         except ValueError as error:
             raise InvalidConfigurationError(f"invalid listeners: {error}") from None
         self.inter_broker_ssl = self._inter_broker_ssl()
-        self.inter_broker_sasl = inter_broker_sasl(self.config)
         self.auth = RequestAuthorizer.from_config(self.config)
         socket_server = self._build_socket_server(listeners)
+        self.inter_broker_sasl = inter_broker_sasl(self.config)
         self._log_dir_locks = acquire_log_dirs(self.log_dirs)
         self.socket_server = socket_server
         self.dynamic_config.add_reconfigurable(self._reconfigure_network)

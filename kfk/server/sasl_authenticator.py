@@ -11,8 +11,9 @@ Success sets the connection's principal, which every later request carries into 
 
 Re-authentication (KIP-368): with connections.max.reauth.ms > 0, or a credential that expires (an OAUTHBEARER
 token), the session has a lifetime, sent to SaslAuthenticate v1+ clients; they authenticate again on the same
-connection (SaslHandshake, SaslAuthenticate) before it ends, with the same mechanism and principal. A request other
-than that after the session ended closes the connection (clients that cannot re-authenticate just reconnect).
+connection (SaslHandshake, SaslAuthenticate) before it ends, with the same mechanism and principal; other requests
+that arrive meanwhile are served in the current session. A request other than SaslHandshake after the session ended
+closes the connection (clients that cannot re-authenticate just reconnect).
 """
 
 from __future__ import annotations
@@ -73,7 +74,12 @@ class SaslAuthenticator:
                                           f" or the credential's lifetime) without re-authentication")
                 return await self._dispatcher.dispatch(frame, client_host, client_port, listener_name,
                                                        self.principal, on_throttle)
-        if api_key not in _PRE_AUTHENTICATION_APIS or (self._reauthenticating and api_key == ApiKey.API_VERSIONS):
+        if self._reauthenticating and api_key not in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            # A request the client had in flight when it began to re-authenticate: the session it was sent in
+            # serves it.
+            return await self._dispatcher.dispatch(frame, client_host, client_port, listener_name, self.principal,
+                                                   on_throttle)
+        if api_key not in _PRE_AUTHENTICATION_APIS:
             raise CloseConnection(f"unexpected request {api_key} before SASL authentication completed")
         if api_key == ApiKey.API_VERSIONS:
             return await self._dispatcher.dispatch(frame, client_host, client_port, listener_name, self.principal)
@@ -138,16 +144,15 @@ class SaslAuthenticator:
             raise SaslAuthenticationError(  # Kafka's words, principals as Type.name
                 f"Cannot change principals during re-authentication from {self.principal.principal_type}."
                 f"{self.principal.name}: {principal.principal_type}.{principal.name}")
-        now = _now_ms()
-        reauth_ms = self._config.connections_max_reauth_ms
-        expiry = server.credential_expiry_ms
-        lifetime = 0
-        if expiry is not None or reauth_ms > 0:
-            wall = int(time.time() * 1000)
-            candidates = ([max(expiry - wall, 0)] if expiry is not None else []) + ([reauth_ms] if reauth_ms > 0
-                                                                                      else [])
-            lifetime = min(candidates)
-            self.session_expiry_ms = now + lifetime
+        # The session ends with the credential (an OAUTHBEARER token's exp) or after connections.max.reauth.ms,
+        # whichever comes first; neither: it never ends (lifetime 0).
+        limits = [] if server.credential_expiry_ms is None else [
+            max(server.credential_expiry_ms - int(time.time() * 1000), 0)]
+        if self._config.connections_max_reauth_ms > 0:
+            limits.append(self._config.connections_max_reauth_ms)
+        lifetime = min(limits, default=0)
+        if limits:
+            self.session_expiry_ms = _now_ms() + lifetime
         self.principal = principal
         self._state = "complete"
         self._reauthenticating = False

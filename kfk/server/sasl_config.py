@@ -3,8 +3,8 @@ per authentication (PLAIN users from the JAAS config, SCRAM credentials from the
 token validator), connections.max.reauth.ms and connection.failed.authentication.delay.ms.
 
 OAUTHBEARER validates signed JWTs against the JWKS at sasl.oauthbearer.jwks.endpoint.url (a file: URL or an
-http(s) one, fetched off the event loop and refetched every sasl.oauthbearer.jwks.endpoint.refresh.ms, and at once
-when a token names a key id the set lacks) when that is set; otherwise it accepts Kafka's unsecured development
+http(s) one, fetched off the event loop and refetched every sasl.oauthbearer.jwks.endpoint.refresh.ms) when that is
+set; otherwise it accepts Kafka's unsecured development
 tokens. (Kafka also wants its validator callback handler class named for JWKS validation; kfk never falls back to
 unsecured tokens when a JWKS is configured.)
 """

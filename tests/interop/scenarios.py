@@ -22,6 +22,7 @@ from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnReques
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest
 from kfk.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
+from kfk.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
@@ -36,6 +37,7 @@ from kfk.protocol.messages.describe_producers import DescribeProducersRequest
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest
 from kfk.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsRequest
+from kfk.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 from kfk.protocol.messages.elect_leaders import ElectLeadersRequest
 from kfk.protocol.messages.end_txn import EndTxnRequest
 from kfk.protocol.messages.fetch import FetchRequest
@@ -56,10 +58,13 @@ from kfk.protocol.messages.offset_delete import OffsetDeleteRequest
 from kfk.protocol.messages.offset_fetch import OffsetFetchRequest
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from kfk.protocol.messages.produce import ProduceRequest
+from kfk.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from kfk.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from kfk.protocol.messages.sync_group import SyncGroupRequest
 from kfk.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from kfk.records.builder import MemoryRecordsBuilder
+from kfk.security.sasl.scram import ScramMechanism, salted_password
 
 from tests.interop.differential import BrokerSession, Scenario
 
@@ -1075,6 +1080,59 @@ def describe_topic_partitions(session: BrokerSession, version: int) -> None:
 
 
 #: Every scenario with the API whose versions it loops.
+def sasl_handshake(session: BrokerSession, version: int) -> None:
+    """On a PLAINTEXT listener no SASL exchange can start: ILLEGAL_SASL_STATE, no mechanisms."""
+    session.call(SaslHandshakeRequest(mechanism="PLAIN"), version, "SaslHandshake on a PLAINTEXT listener")
+
+
+def sasl_authenticate(session: BrokerSession, version: int) -> None:
+    session.call(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"), version,
+                 "SaslAuthenticate on a PLAINTEXT listener")
+
+
+def _scram_upsertion(user: str, iterations: int = 4096, mechanism: int = ScramMechanism.SCRAM_SHA_256):
+    salt = b"0123456789abcdef"
+    salted = salted_password(ScramMechanism.SCRAM_SHA_256, b"secret", salt, 4096)
+    return AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
+        name=user, mechanism=mechanism, iterations=iterations, salt=salt, salted_password=salted)
+
+
+def alter_user_scram_credentials(session: BrokerSession, version: int) -> None:
+    """One user per request (the order of several users' results is the broker's own)."""
+    Deletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion
+    user = session.name(f"scram-v{version}")
+    for label, upsertions, deletions in [
+            ("AlterUserScramCredentials", [_scram_upsertion(user)], []),
+            ("AlterUserScramCredentials with too few iterations", [_scram_upsertion(user + "-few", 100)], []),
+            ("AlterUserScramCredentials with too many iterations", [_scram_upsertion(user + "-many", 20000)], []),
+            ("AlterUserScramCredentials of an unknown mechanism", [_scram_upsertion(user + "-mech", mechanism=7)], []),
+            ("AlterUserScramCredentials of an empty user name", [_scram_upsertion("")], []),
+            ("AlterUserScramCredentials of one credential twice", [_scram_upsertion(user)],
+             [Deletion(name=user, mechanism=ScramMechanism.SCRAM_SHA_256)]),
+            ("AlterUserScramCredentials deleting what does not exist", [],
+             [Deletion(name=user + "-none", mechanism=ScramMechanism.SCRAM_SHA_512)])]:
+        session.call(AlterUserScramCredentialsRequest(upsertions=upsertions, deletions=deletions), version, label)
+
+
+def describe_user_scram_credentials(session: BrokerSession, version: int) -> None:
+    UserName = DescribeUserScramCredentialsRequest.UserName
+    user = session.name(f"scram-described-v{version}")
+    session.call(AlterUserScramCredentialsRequest(upsertions=[_scram_upsertion(user, 8192)], deletions=[]), version,
+                 record=False)
+    request = DescribeUserScramCredentialsRequest(users=[UserName(name=user)])
+    deadline = time.monotonic() + 30  # the broker's metadata learns the credential a moment after the controller
+    while time.monotonic() < deadline:
+        answer = session.call(request, version, record=False)
+        if answer is not None and answer.results and answer.results[0].error_code == 0:
+            break
+        time.sleep(0.1)
+    session.call(request, version, "DescribeUserScramCredentials")
+    session.call(DescribeUserScramCredentialsRequest(users=[UserName(name=user + "-none")]), version,
+                 "DescribeUserScramCredentials of a user without credentials")
+    session.call(DescribeUserScramCredentialsRequest(users=[UserName(name=user), UserName(name=user)]), version,
+                 "DescribeUserScramCredentials of one user twice")
+
+
 SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.API_VERSIONS, api_versions),
     (ApiKey.API_VERSIONS, lambda session, version: unsupported_versions(session, version) if version == 0
@@ -1120,4 +1178,8 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.DESCRIBE_QUORUM, describe_quorum),
     (ApiKey.LIST_CLIENT_METRICS_RESOURCES, list_client_metrics_resources),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions),
+    (ApiKey.SASL_HANDSHAKE, sasl_handshake),
+    (ApiKey.SASL_AUTHENTICATE, sasl_authenticate),
+    (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, alter_user_scram_credentials),
+    (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, describe_user_scram_credentials),
 ]

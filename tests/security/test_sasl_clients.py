@@ -325,3 +325,31 @@ def test_confluent_admin_sets_scram_credentials(sasl_broker: BrokerProcess) -> N
     producer = Producer(confluent_config(sasl_broker.bootstrap_servers, "SCRAM-SHA-256", "erin", "erin-secret"))
     producer.produce(new_topic(), b"erin")
     assert producer.flush(30) == 0
+
+
+def test_confluent_kafka_reauthenticates_and_keeps_producing(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """connections.max.reauth.ms=1500: librdkafka re-authenticates (KIP-368) on its connections within the session
+    lifetime the broker gives it; produce goes on throughout and no session is cut short."""
+    directory = tmp_path_factory.mktemp("sasl-reauth-client")
+    broker = BrokerProcess(log_dir=directory / "data", log_path=directory / "broker.log", listener_name="SASL_PLAINTEXT",
+                           overrides=sasl_overrides(**{"connections.max.reauth.ms": "1500"}),
+                           extra_args=["--log-level", "debug"])
+    broker.start()
+    try:
+        producer = Producer(confluent_config(broker.bootstrap_servers, "PLAIN", "alice", "alice-secret"))
+        errors: list = []
+        topic = new_topic()
+        deadline = time.monotonic() + 5
+        sent = 0
+        while time.monotonic() < deadline:
+            producer.produce(topic, b"x", on_delivery=lambda error, _: errors.append(error))
+            sent += 1
+            producer.poll(0.1)
+        assert producer.flush(30) == 0
+        assert errors == [None] * sent
+        log = broker.output()
+        # librdkafka's connections (bootstrap, broker 1) authenticate once, then again at least every 1.5 s
+        assert log.count("authenticated User:alice with PLAIN") >= 4
+        assert "closing connection" not in log
+    finally:
+        broker.stop()

@@ -101,3 +101,20 @@ def test_configs_manages_scram_credentials(broker, tmp_path: Path) -> None:
     assert described.stdout == ("Quota configs for user-principal 'bob' are producer_byte_rate=1024.0\n"
                                 "SCRAM credential configs for user-principal 'bob' are "
                                 "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096\n")
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({}, "listener SASL_PLAINTEXT: sasl.enabled.mechanisms GSSAPI names a mechanism kfk does not implement"),
+    ({"sasl.enabled.mechanisms": "PLAIN"}, "listener SASL_PLAINTEXT enables PLAIN but has no JAAS config"),
+    ({"sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": "PlainLoginModule user_a=b;"},
+     "control flag not specified"),
+    ({"sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": 'x.PlainLoginModule required user_a="b";'},
+     "the inter-broker listener SASL_PLAINTEXT uses SASL (sasl.mechanism.inter.broker.protocol=GSSAPI): SASL "
+     "mechanism GSSAPI is not one kfk implements"),
+])
+def test_a_sasl_listener_misconfigured_is_one_line(tmp_path: Path, overrides: dict[str, str], message: str) -> None:
+    started = kfk("server", "start", "--override", f"log.dirs={tmp_path}",
+                  "--override", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+                  *[arg for key, value in overrides.items() for arg in ("--override", f"{key}={value}")])
+    assert started.returncode != 0 and "Traceback" not in started.stderr
+    assert message in started.stderr

@@ -136,6 +136,22 @@ def test_malformed_tokens_close_that_connection_only(broker: BrokerProcess, mech
         assert metadata_works(bystander)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(frame=st.binary(min_size=0, max_size=200))
+def test_garbage_before_the_handshake_closes_that_connection_only(broker: BrokerProcess, frame: bytes) -> None:
+    """Any frame that is not ApiVersions, SaslHandshake or a well-formed SaslAuthenticate-after-handshake, as the
+    first thing on a connection: the broker closes it (or answers an ApiVersions it could read) and serves others."""
+    with connect(broker.bootstrap_servers) as bystander:
+        assert plain_login(bystander).error_code == ErrorCode.NONE
+        with connect(broker.bootstrap_servers) as sock:
+            sock.sendall(_raw(frame))
+            if len(frame) >= 2 and int.from_bytes(frame[:2], "big") == ApiKey.API_VERSIONS:
+                if not _closed_after_reading(sock):  # a readable ApiVersions: answered, then nothing else
+                    sock.sendall(_frame(MetadataRequest(topics=[]), 12))
+            assert _closed_after_reading(sock, until_closed=True)
+        assert metadata_works(bystander)
+
+
 def _closed_after_reading(sock: socket.socket, until_closed: bool = False) -> bool:
     """Read answers (a challenge, or a failure then the close); True once the broker has closed the connection."""
     try:

@@ -91,5 +91,9 @@ def inter_broker_sasl(config: BrokerConfig) -> Callable[[], SaslClient] | None:
         return None
     mechanism = config.values["sasl.mechanism.inter.broker.protocol"]
     jaas = jaas_module(config, listener_name, mechanism)
-    sasl_client(mechanism, None, None, jaas=jaas)  # fails now, at start-up, if the credentials are missing
+    try:
+        sasl_client(mechanism, None, None, jaas=jaas)  # fails now, at start-up, if the credentials are missing
+    except InvalidConfigurationError as error:
+        raise InvalidConfigurationError(f"the inter-broker listener {listener_name} uses SASL "
+                                        f"(sasl.mechanism.inter.broker.protocol={mechanism}): {error}") from None
     return lambda: sasl_client(mechanism, None, None, jaas=jaas)
