@@ -225,3 +225,5 @@ def test_a_snapshot_is_due_after_the_interval_when_anything_was_appended(tmp_pat
 
     before, after = run(scenario())
     assert before == [] and after == [SnapshotId(10, 1)]  # LEADER_CHANGE at 0, then 3 batches of 3 records
+    # the header tells when the last record it holds was appended
+    assert read_snapshot(snapshot_path(directory, after[0])).last_contained_log_timestamp == 61_000

@@ -57,13 +57,14 @@ METADATA_LOG_CONFIG = LogConfig.from_properties({
 @dataclass(frozen=True)
 class MetadataBatch:
     """One batch of the metadata log: its offsets, the epoch of the leader that wrote it, its records (none for a
-    control batch)."""
+    control batch), its append time."""
 
     base_offset: int
     last_offset: int
     epoch: int
     records: list[Message]
     is_control: bool = False
+    timestamp: int = -1
 
 
 class KafkaMetadataLog:
@@ -135,7 +136,7 @@ class KafkaMetadataLog:
                 records = [] if batch.is_control else [_decode(record.value, batch.base_offset)
                                                        for record in batch.records()]
                 yield MetadataBatch(batch.base_offset, batch.last_offset, batch.partition_leader_epoch, records,
-                                    batch.is_control)
+                                    batch.is_control, batch.max_timestamp)
                 offset = batch.last_offset + 1
                 progressed = True
             if not progressed:
