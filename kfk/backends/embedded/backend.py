@@ -208,11 +208,11 @@ class EmbeddedMetadataBackend:
             now_ms = self._time_ms()
 
             def write() -> tuple[int, int]:
-                size_before = metadata_log.log.size
+                appended_before = metadata_log.appended_bytes
                 last_offset = metadata_log.append_as_leader(records, controller_epoch, now_ms)
                 metadata_log.flush()
                 metadata_log.update_high_watermark(last_offset + 1)
-                return last_offset, metadata_log.log.size - size_before
+                return last_offset, metadata_log.appended_bytes - appended_before
 
             last_offset, appended_bytes = await self._blocking(write)
             self._notify(records, last_offset, controller_epoch, now_ms)

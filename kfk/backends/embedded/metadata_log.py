@@ -70,6 +70,9 @@ class MetadataBatch:
 class KafkaMetadataLog:
     def __init__(self, log: Log) -> None:
         self.log = log
+        #: Bytes of the batches appended since the log was opened (what the snapshot policy counts; the log's
+        #: size cannot tell, as trimming behind a snapshot shrinks it meanwhile).
+        self.appended_bytes = 0
 
     @classmethod
     def open(cls, log_dir: str, now_ms: int, segment_bytes: int | None = None) -> KafkaMetadataLog:
@@ -106,7 +109,10 @@ class KafkaMetadataLog:
         builder = MemoryRecordsBuilder(base_offset=self.log.log_end_offset, partition_leader_epoch=epoch)
         for record in records:
             builder.append(now_ms, None, serialize_record(record))
-        return self.log.append_as_leader(builder.close(), epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
+        batch = builder.close()
+        last_offset = self.log.append_as_leader(batch, epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
+        self.appended_bytes += len(batch)
+        return last_offset
 
     def append_leader_change(self, message: LeaderChangeMessage, epoch: int, now_ms: int) -> int:
         batch = build_leader_change_batch(base_offset=self.log.log_end_offset, timestamp=now_ms,
