@@ -119,7 +119,8 @@ def test_kfk_reads_apache_kafkas_snapshots(apache_kafka_written_log_dir: Written
     for segment in sorted(directory.glob("*.log")):
         for batch in iter_batches(segment.read_bytes()):
             if not batch.is_control:
-                records += [deserialize_record(record.value) for record in batch.records() if record.offset < end_offset]
+                records += [deserialize_record(record.value) for record in batch.records()
+                            if record.offset < end_offset]
     from_log = MetadataImage().apply(records, end_offset - 1)
     assert from_snapshot == from_log
     assert {codec_topic(codec) for codec in CODECS} | {COMPACTED_TOPIC} <= set(from_snapshot.topics_by_name)
