@@ -102,10 +102,10 @@ from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopic
 from kfk.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from kfk.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
-from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
+from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kfk.protocol.messages.describe_user_scram_credentials import (DescribeUserScramCredentialsRequest,
                                                                     DescribeUserScramCredentialsResponse)
 from kfk.protocol.messages.describe_topic_partitions import (
@@ -269,7 +269,8 @@ class Admin:
         """The KRaft metadata quorum (DescribeQuorum on __cluster_metadata-0), from any node; a node that does not
         lead the quorum answers NOT_LEADER_OR_FOLLOWER, which is retried."""
         request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
-            topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
+            topic_name=CLUSTER_METADATA_TOPIC_NAME,
+            partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
 
         async def call(deadline: float) -> QuorumInfo:
             response = await self._network.send_to_any(request, timeout_ms=max(deadline - monotonic_ms(), 1))

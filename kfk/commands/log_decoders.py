@@ -9,7 +9,8 @@ generated record codecs (kfk/protocol/group_records, transaction_records, metada
 - A metadata record prints only ``payload: {"type":"TOPIC_RECORD","version":0,"data":{...}}``.
 Field names are Kafka's JSON names (the schema's, first letter lower-case), byte fields base64 and uuids as Kafka
 writes them; as Kafka's generated JsonConverters, only the fields of the record's version are printed, and a tagged
-field only when it is not at its default (the generated json_fields tables). A record that does not decode prints Kafka's "Error at offset N, skipping. ..." in its place.
+field only when it is not at its default (the generated json_fields tables). A record that does not decode prints
+Kafka's "Error at offset N, skipping. ..." in its place.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from typing import Any
 
 from kfk.protocol import group_records, transaction_records
 from kfk.protocol.group_records.json_fields import JSON_FIELDS as GROUP_JSON_FIELDS
-from kfk.protocol.metadata_records.json_fields import JSON_FIELDS as METADATA_JSON_FIELDS
-from kfk.protocol.transaction_records.json_fields import JSON_FIELDS as TRANSACTION_JSON_FIELDS
 from kfk.protocol.message import Message, Struct
 from kfk.protocol.metadata_frame import read_frame_header
 from kfk.protocol.metadata_records import RECORD_TYPES, record_type_class
+from kfk.protocol.metadata_records.json_fields import JSON_FIELDS as METADATA_JSON_FIELDS
+from kfk.protocol.transaction_records.json_fields import JSON_FIELDS as TRANSACTION_JSON_FIELDS
 
 Decoded = tuple[str | None, str | None]
 """What a decoder prints for a record: its key and payload text (None: not printed)."""

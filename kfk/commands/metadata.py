@@ -78,9 +78,9 @@ def _cluster_tree(bootstrap_server: str, command_config: str | None) -> dict[str
         configs = admin.describe_configs(resources)
     config_tree: dict[str, dict[str, dict[str, str]]] = {}
     for resource, entries in sorted(configs.items()):
-        values = {name: entry.value for name, entry in sorted(entries.items()) if entry.source in dynamic
-                  and entry.value is not None
-                  and (resource.type != ConfigResourceType.BROKER or entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG)}
+        wanted = {ConfigSource.DYNAMIC_BROKER_CONFIG} if resource.type == ConfigResourceType.BROKER else dynamic
+        values = {name: entry.value for name, entry in sorted(entries.items())
+                  if entry.source in wanted and entry.value is not None}
         if values:
             config_tree.setdefault(resource.type.name, {})[resource.name] = values
     return {

@@ -3,6 +3,7 @@ backend writing them as the log grows, loading the newest on start, skipping a c
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 
@@ -225,3 +226,26 @@ def test_a_snapshot_is_due_after_the_interval_when_anything_was_appended(tmp_pat
 
     before, after = run(scenario())
     assert before == [] and after == [SnapshotId(10, 1)]  # LEADER_CHANGE at 0, then 3 batches of 3 records
+    # the header tells when the last record it holds was appended
+    assert read_snapshot(snapshot_path(directory, after[0])).last_contained_log_timestamp == 61_000
+
+
+def test_the_last_write_is_snapshotted_while_the_log_is_trimmed_under_the_writes(tmp_path) -> None:
+    """A snapshot after every write, small segments deleted by each snapshot while the next writes go on: the
+    writes that land during a snapshot are counted all the same, and the last one ends up in a snapshot."""
+    clock = ManualClock(1_000)
+
+    async def scenario() -> tuple[SnapshotId | None, int]:
+        store = backend(tmp_path, clock, snapshot_max_new_record_bytes=1, segment_bytes=300)
+        await store.start()
+        epoch = await store.elect_controller(1)
+        for index in range(60):
+            await store.append(topic_records(f"t{index}"), epoch)
+        while not store._snapshot_task.done():
+            await asyncio.sleep(0.01)
+        last = store.latest_snapshot_id, store.image.offset
+        await store.stop()
+        return last
+
+    snapshot_id, offset = run(scenario())
+    assert snapshot_id == (offset + 1, 1)

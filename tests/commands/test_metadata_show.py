@@ -89,4 +89,5 @@ def test_online_and_offline_agree_on_a_kfk_broker(kfk_broker_factory: Callable[.
 
 def test_one_source_is_required() -> None:
     result = show("/topics")
-    assert result.returncode == 1 and result.stderr.strip() == "kfk: give one of --log-dir, --snapshot or --bootstrap-server"
+    assert result.returncode == 1
+    assert result.stderr.strip() == "kfk: give one of --log-dir, --snapshot or --bootstrap-server"

@@ -1,20 +1,25 @@
 """KRaft storage files against Apache Kafka's: `kfk storage format` writes what kafka-storage format writes (and
-Apache Kafka starts on it), and kfk's snapshot reader rebuilds from Kafka's own snapshots the image its log holds.
+Apache Kafka starts on it), kfk's snapshot reader rebuilds from Kafka's own snapshots the image its log holds, and
+Apache Kafka boots from a kfk broker's snapshot and the log after it.
 (test_dump_log_agrees.py runs both dump-log tools on kfk's and Kafka's snapshots.)"""
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfk.backends.embedded.record_serde import deserialize_record
 from kfk.backends.embedded.snapshots import list_snapshots, read_snapshot, snapshot_path
 from kfk.metadata.image import MetadataImage
 from kfk.records import iter_batches
 from kfk.storage.meta_properties import read_properties
-from kfk.testing.apache_kafka import ApacheKafka, run_kafka_tool
+from kfk.testing.apache_kafka import ApacheKafka, free_port, run_kafka_tool
 
 from .conftest import CODECS, COMPACTED_TOPIC, WrittenLogDir, codec_topic
 from .dump_log_output import sections
@@ -114,8 +119,47 @@ def test_kfk_reads_apache_kafkas_snapshots(apache_kafka_written_log_dir: Written
     for segment in sorted(directory.glob("*.log")):
         for batch in iter_batches(segment.read_bytes()):
             if not batch.is_control:
-                records += [deserialize_record(record.value) for record in batch.records() if record.offset < end_offset]
+                records += [deserialize_record(record.value) for record in batch.records()
+                            if record.offset < end_offset]
     from_log = MetadataImage().apply(records, end_offset - 1)
     assert from_snapshot == from_log
     assert {codec_topic(codec) for codec in CODECS} | {COMPACTED_TOPIC} <= set(from_snapshot.topics_by_name)
     assert from_snapshot.features["metadata.version"] >= 7 and from_snapshot.brokers[1].endpoints
+
+
+def test_apache_kafka_boots_from_kfks_snapshot_and_the_log_after_it(tmp_path: Path, kfk_broker_factory) -> None:
+    """A kfk broker's metadata: topic `snapshotted` only in a snapshot (the log trimmed behind it), topic `logged`
+    only in the log after it. Apache Kafka, started on a copy as the same static single voter, serves both."""
+    broker = kfk_broker_factory({"metadata.log.max.record.bytes.between.snapshots": "1",
+                                 "metadata.log.segment.bytes": "512"})
+    metadata_dir = broker.log_dir / "__cluster_metadata-0"
+
+    def create(name: str, config: dict[str, str]) -> None:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        for future in admin.create_topics([NewTopic(name, 2, 1, config=config)]).values():
+            future.result(30)
+
+    create("snapshotted", {"retention.ms": "777"})
+    deadline = time.monotonic() + 10
+    while (metadata_dir / "00000000000000000000.log").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert broker.stop() == 0
+    broker.overrides["metadata.log.max.record.bytes.between.snapshots"] = str(2**40)
+    broker.start()
+    create("logged", {"cleanup.policy": "compact"})
+    assert broker.stop() == 0
+    [snapshot_id] = list_snapshots(str(metadata_dir))
+    segments = sorted(int(path.name.split(".")[0]) for path in metadata_dir.glob("*.log"))
+    assert 0 < segments[0] <= snapshot_id.end_offset
+
+    controller_port = free_port()
+    node = ApacheKafka(tmp_path / "kafka", controller_port=controller_port, config={
+        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}", "controller.quorum.bootstrap.servers": ""})
+    shutil.copytree(broker.log_dir, node.log_dir)
+    with node:
+        described = run_kafka_tool("topics", ["--bootstrap-server", node.bootstrap_server, "--describe"])
+    assert described.returncode == 0, described.stderr[-3000:]
+    assert re.search(r"Topic: snapshotted\tTopicId: \S+\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: "
+                     r"retention.ms=777", described.stdout), described.stdout
+    assert re.search(r"Topic: logged\tTopicId: \S+\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: "
+                     r"cleanup.policy=compact", described.stdout), described.stdout

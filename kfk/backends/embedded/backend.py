@@ -99,9 +99,11 @@ class EmbeddedMetadataBackend:
         self.election_state = ElectionState(voters=voters)
         self._write_lock = asyncio.Lock()
         self._segment_bytes = segment_bytes
-        #: The committed image, what a snapshot writes; the epoch of the batch that holds its last record.
+        #: The committed image, what a snapshot writes; the epoch and append time of the batch that holds its last
+        #: record (the snapshot's id epoch and its header's lastContainedLogTimestamp).
         self.image = MetadataImage(cluster_id=cluster_id)
         self._image_epoch = 0
+        self._image_timestamp = 0
         self._snapshot_max_new_record_bytes = snapshot_max_new_record_bytes
         self._snapshot_max_interval_ms = snapshot_max_interval_ms
         self._bytes_since_snapshot = 0
@@ -143,7 +145,7 @@ class EmbeddedMetadataBackend:
         batches = await self._blocking(lambda: list(metadata_log.read_batches(start_offset)))
         for batch in batches:
             if batch.records:
-                self._notify(batch.records, batch.last_offset, batch.epoch)
+                self._notify(batch.records, batch.last_offset, batch.epoch, batch.timestamp)
         metadata_log.update_high_watermark(metadata_log.log_end_offset)
         log.info("metadata log %s loaded: %d batches up to offset %d, epoch %d", metadata_log.directory,
                  len(batches), metadata_log.log_end_offset - 1, epoch)
@@ -203,15 +205,17 @@ class EmbeddedMetadataBackend:
                 )
             records = list(records)
 
+            now_ms = self._time_ms()
+
             def write() -> tuple[int, int]:
-                size_before = metadata_log.log.size
-                last_offset = metadata_log.append_as_leader(records, controller_epoch, self._time_ms())
+                appended_before = metadata_log.appended_bytes
+                last_offset = metadata_log.append_as_leader(records, controller_epoch, now_ms)
                 metadata_log.flush()
                 metadata_log.update_high_watermark(last_offset + 1)
-                return last_offset, metadata_log.log.size - size_before
+                return last_offset, metadata_log.appended_bytes - appended_before
 
             last_offset, appended_bytes = await self._blocking(write)
-            self._notify(records, last_offset, controller_epoch)
+            self._notify(records, last_offset, controller_epoch, now_ms)
             self._bytes_since_snapshot += appended_bytes
             self._maybe_snapshot()
             return last_offset
@@ -247,9 +251,9 @@ class EmbeddedMetadataBackend:
             raise NotControllerError("The metadata backend is not running")
         return self._metadata_log
 
-    def _notify(self, records: list[Message], last_offset: int, epoch: int) -> None:
+    def _notify(self, records: list[Message], last_offset: int, epoch: int, timestamp: int) -> None:
         self.image = self.image.apply(records, last_offset)
-        self._image_epoch = epoch
+        self._image_epoch, self._image_timestamp = epoch, timestamp
         for listener in self._listeners:
             listener.handle_commit(records, last_offset)
 
@@ -273,7 +277,8 @@ class EmbeddedMetadataBackend:
             await self._blocking(metadata_log.log.truncate_fully_and_start_at, end_offset, self._time_ms())
         self.latest_snapshot_id = snapshot.snapshot_id
         if snapshot.records:
-            self._notify(snapshot.records, end_offset - 1, snapshot.snapshot_id.epoch)
+            self._notify(snapshot.records, end_offset - 1, snapshot.snapshot_id.epoch,
+                         snapshot.last_contained_log_timestamp)
         log.info("metadata snapshot %s loaded: %d records", snapshot.snapshot_id, len(snapshot.records))
 
     def _maybe_snapshot(self) -> None:
@@ -299,7 +304,8 @@ class EmbeddedMetadataBackend:
         """Write the committed image as a snapshot now and trim the log behind it; its id, or None when the
         image is already the newest snapshot's. The image is immutable, so it is written off the event loop while
         appends go on."""
-        image, epoch, metadata_log = self.image, self._image_epoch, self._require_started()
+        image, epoch, timestamp = self.image, self._image_epoch, self._image_timestamp
+        metadata_log = self._require_started()
         snapshot_id = SnapshotId(image.offset + 1, epoch)
         if image.offset < 0 or (self.latest_snapshot_id is not None and snapshot_id <= self.latest_snapshot_id):
             return None
@@ -308,7 +314,7 @@ class EmbeddedMetadataBackend:
 
         def write_and_trim() -> None:
             write_snapshot(metadata_log.directory, snapshot_id, image_records(image),
-                           last_contained_log_timestamp=now_ms, now_ms=now_ms)
+                           last_contained_log_timestamp=timestamp, now_ms=now_ms)
             metadata_log.log.maybe_increment_log_start_offset(snapshot_id.end_offset)
             metadata_log.log.delete_old_segments(self._time_ms())
             delete_snapshots_before(metadata_log.directory, snapshot_id)

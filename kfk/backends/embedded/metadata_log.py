@@ -57,18 +57,22 @@ METADATA_LOG_CONFIG = LogConfig.from_properties({
 @dataclass(frozen=True)
 class MetadataBatch:
     """One batch of the metadata log: its offsets, the epoch of the leader that wrote it, its records (none for a
-    control batch)."""
+    control batch), its append time."""
 
     base_offset: int
     last_offset: int
     epoch: int
     records: list[Message]
     is_control: bool = False
+    timestamp: int = -1
 
 
 class KafkaMetadataLog:
     def __init__(self, log: Log) -> None:
         self.log = log
+        #: Bytes of the batches appended since the log was opened (what the snapshot policy counts; the log's
+        #: size cannot tell, as trimming behind a snapshot shrinks it meanwhile).
+        self.appended_bytes = 0
 
     @classmethod
     def open(cls, log_dir: str, now_ms: int, segment_bytes: int | None = None) -> KafkaMetadataLog:
@@ -105,7 +109,10 @@ class KafkaMetadataLog:
         builder = MemoryRecordsBuilder(base_offset=self.log.log_end_offset, partition_leader_epoch=epoch)
         for record in records:
             builder.append(now_ms, None, serialize_record(record))
-        return self.log.append_as_leader(builder.close(), epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
+        batch = builder.close()
+        last_offset = self.log.append_as_leader(batch, epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
+        self.appended_bytes += len(batch)
+        return last_offset
 
     def append_leader_change(self, message: LeaderChangeMessage, epoch: int, now_ms: int) -> int:
         batch = build_leader_change_batch(base_offset=self.log.log_end_offset, timestamp=now_ms,
@@ -135,7 +142,7 @@ class KafkaMetadataLog:
                 records = [] if batch.is_control else [_decode(record.value, batch.base_offset)
                                                        for record in batch.records()]
                 yield MetadataBatch(batch.base_offset, batch.last_offset, batch.partition_leader_epoch, records,
-                                    batch.is_control)
+                                    batch.is_control, batch.max_timestamp)
                 offset = batch.last_offset + 1
                 progressed = True
             if not progressed:
