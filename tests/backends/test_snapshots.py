@@ -39,6 +39,11 @@ FeatureLevelRecord = schema_class("FeatureLevelRecord")
 RegisterBrokerRecord = schema_class("RegisterBrokerRecord")
 BrokerRegistrationChangeRecord = schema_class("BrokerRegistrationChangeRecord")
 ProducerIdsRecord = schema_class("ProducerIdsRecord")
+ClientQuotaRecord = schema_class("ClientQuotaRecord")
+AccessControlEntryRecord = schema_class("AccessControlEntryRecord")
+RemoveAccessControlEntryRecord = schema_class("RemoveAccessControlEntryRecord")
+UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
+RemoveUserScramCredentialRecord = schema_class("RemoveUserScramCredentialRecord")
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 
 
@@ -72,6 +77,27 @@ def every_kind_of_state() -> MetadataImage:
         ConfigRecord(resource_type=4, resource_name="", name="num.io.threads", value="4"),
         RemoveTopicRecord(topic_id=doomed[0].topic_id),
         ProducerIdsRecord(broker_id=1, broker_epoch=10, next_producer_id=2000),
+        # client quotas: a user's, a default client-id's, and a key set then removed
+        ClientQuotaRecord(entity=[ClientQuotaRecord.EntityData(entity_type="user", entity_name="alice")],
+                          key="producer_byte_rate", value=1048576.0),
+        ClientQuotaRecord(entity=[ClientQuotaRecord.EntityData(entity_type="client-id", entity_name=None)],
+                          key="consumer_byte_rate", value=2048.0),
+        ClientQuotaRecord(entity=[ClientQuotaRecord.EntityData(entity_type="user", entity_name="alice")],
+                          key="request_percentage", value=50.0),
+        ClientQuotaRecord(entity=[ClientQuotaRecord.EntityData(entity_type="user", entity_name="alice")],
+                          key="request_percentage", remove=True),
+        # ACLs: one kept (prefixed, deny), one removed
+        AccessControlEntryRecord(id=uuid.UUID(int=7), resource_type=2, resource_name="pay-", pattern_type=4,
+                                 principal="User:bob", host="10.0.0.9", operation=3, permission_type=2),
+        AccessControlEntryRecord(id=uuid.UUID(int=8), resource_type=3, resource_name="g", pattern_type=3,
+                                 principal="User:alice", host="*", operation=3, permission_type=3),
+        RemoveAccessControlEntryRecord(id=uuid.UUID(int=8)),
+        # SCRAM credentials: alice's SHA-256 kept, her SHA-512 removed
+        UserScramCredentialRecord(name="alice", mechanism=1, salt=b"salt", stored_key=b"s" * 32,
+                                  server_key=b"k" * 32, iterations=8192),
+        UserScramCredentialRecord(name="alice", mechanism=2, salt=b"salt2", stored_key=b"s" * 64,
+                                  server_key=b"k" * 64, iterations=4096),
+        RemoveUserScramCredentialRecord(name="alice", mechanism=2),
     ]
     return MetadataImage(cluster_id=CLUSTER_ID).apply(records, 41)
 
@@ -92,6 +118,8 @@ def test_image_to_snapshot_to_image_is_equal(tmp_path) -> None:
     assert rebuilt == image
     assert rebuilt.brokers[2].in_controlled_shutdown and not rebuilt.brokers[2].fenced
     assert "doomed" not in rebuilt.topics_by_name and rebuilt.next_producer_id == 2000
+    assert len(rebuilt.acls) == 1 and len(rebuilt.client_quotas) == 2 and list(rebuilt.scram_credentials) == [
+        ("alice", 1)]
     assert [record.NAME for record in snapshot.records[:2]] == ["FeatureLevelRecord"] * 2
     assert snapshot.records[0].name == "metadata.version"
 

@@ -4,7 +4,7 @@ Applying `image_records(image)` to an empty image gives back an equal image (tes
 Records that only *change* something (PartitionChangeRecord, RemoveTopicRecord, fencing and unregistration...)
 never appear: their effect is already in the state written. The order is Kafka's MetadataImage.write order:
 features first (metadata.version decides how the rest is read), then brokers, topics with their partitions,
-configs, producer ids.
+configs, client quotas, producer ids, ACLs and SCRAM credentials.
 
 Whoever teaches MetadataImage a new kind of state (ACLs, quotas, SCRAM credentials...) writes it here too: the
 test fails for any record type the image applies that is neither written here nor listed in CHANGE_RECORDS.
@@ -13,6 +13,7 @@ test fails for any record type the image applies that is neither written here no
 from __future__ import annotations
 
 from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
+from kfk.metadata.acls import record_of
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
@@ -23,13 +24,17 @@ TopicRecord = schema_class("TopicRecord")
 PartitionRecord = schema_class("PartitionRecord")
 ConfigRecord = schema_class("ConfigRecord")
 ProducerIdsRecord = schema_class("ProducerIdsRecord")
+ClientQuotaRecord = schema_class("ClientQuotaRecord")
+UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
 
 #: What image_records writes.
 SNAPSHOT_RECORDS = frozenset({"FeatureLevelRecord", "RegisterBrokerRecord", "TopicRecord", "PartitionRecord",
-                              "ConfigRecord", "ProducerIdsRecord"})
+                              "ConfigRecord", "ProducerIdsRecord", "ClientQuotaRecord", "AccessControlEntryRecord",
+                              "UserScramCredentialRecord"})
 #: Records whose effect the records above carry.
 CHANGE_RECORDS = frozenset({"PartitionChangeRecord", "RemoveTopicRecord", "UnregisterBrokerRecord",
-                            "FenceBrokerRecord", "UnfenceBrokerRecord", "BrokerRegistrationChangeRecord"})
+                            "FenceBrokerRecord", "UnfenceBrokerRecord", "BrokerRegistrationChangeRecord",
+                            "RemoveAccessControlEntryRecord", "RemoveUserScramCredentialRecord"})
 
 
 def image_records(image: MetadataImage) -> list[Message]:
@@ -60,6 +65,19 @@ def image_records(image: MetadataImage) -> list[Message]:
         for name in sorted(values):
             records.append(ConfigRecord(resource_type=int(resource_type), resource_name=resource_name, name=name,
                                         value=values[name]))
+    for entity in sorted(image.client_quotas, key=lambda entity: entity.sort_key()):
+        quotas = image.client_quotas[entity]
+        for key in sorted(quotas):
+            records.append(ClientQuotaRecord(
+                entity=[ClientQuotaRecord.EntityData(entity_type=kind, entity_name=name) for kind, name in entity.parts],
+                key=key, value=quotas[key], remove=False))
     if image.next_producer_id > 0:  # the image holds the next id only: no broker owns the block any more
         records.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id))
+    for acl_id in sorted(image.acls):
+        records.append(record_of(acl_id, image.acls[acl_id]))
+    for (user, mechanism) in sorted(image.scram_credentials):
+        credential = image.scram_credentials[(user, mechanism)]
+        records.append(UserScramCredentialRecord(name=user, mechanism=mechanism, salt=credential.salt,
+                                                 stored_key=credential.stored_key, server_key=credential.server_key,
+                                                 iterations=credential.iterations))
     return records
