@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
+from kfk.backends.embedded.raft import RaftConfig, parse_voters
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
@@ -36,9 +37,10 @@ from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
-from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaStorageError
+from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaError, KafkaStorageError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
+from kfk.replication.broker_channel import BrokerChannel
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
@@ -53,6 +55,7 @@ from kfk.server.handlers.configs import ConfigsHandler
 from kfk.server.handlers.delete_records import DeleteRecordsHandler
 from kfk.server.handlers.describe_log_dirs import DescribeLogDirsHandler
 from kfk.server.handlers.describe_quorum import DescribeQuorumHandler
+from kfk.server.handlers.raft import RaftHandler
 from kfk.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from kfk.server.handlers.fetch import FetchHandler
 from kfk.server.handlers.find_coordinator import FindCoordinatorHandler
@@ -116,6 +119,7 @@ class BrokerServer:
         self.txn_verifier: TxnPartitionVerifier | None = None
         self._log_dir_locks: list[LogDirLock] = []
         self.metrics_endpoint: MetricsEndpoint | None = None
+        self._quorum_follower: asyncio.Task | None = None
 
     @property
     def log_dirs(self) -> list[str]:
@@ -139,6 +143,8 @@ class BrokerServer:
         config, metadata_cache, controller = self.config, self.metadata_cache, self.controller
         replica_manager, group_coordinator = self.replica_manager, self.group_coordinator
         transaction_coordinator = self.transaction_coordinator
+        raft_handler = RaftHandler(self.metadata_backend if isinstance(self.metadata_backend, EmbeddedMetadataBackend)
+                                   else None)
         handlers = [
             ApiVersionsHandler(self.dispatcher.served_versions),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable),
@@ -152,7 +158,8 @@ class BrokerServer:
             ProducerIdHandler(self.producer_id_manager, transaction_coordinator),
             ProduceHandler(replica_manager, self.txn_verifier),
             FetchHandler(replica_manager, FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
-                                                            system_time_ms)),
+                                                            system_time_ms), raft_handler.fetch),
+            raft_handler,
             ListOffsetsHandler(replica_manager),
             DeleteRecordsHandler(replica_manager),
             OffsetForLeaderEpochHandler(replica_manager),
@@ -267,24 +274,59 @@ class BrokerServer:
         if config.zookeeper_connect is not None:
             await self._start_zookeeper_metadata()
             return
-        voters = [int(voter.split("@", 1)[0]) for voter in config.controller_quorum_voters]
         self.metadata_cache = self._new_metadata_cache()
-        self.metadata_backend = EmbeddedMetadataBackend(self.log_dirs[0], self.node_id, self.cluster_id, voters,
-                                                        time_ms=system_time_ms)
-        self.controller = QuorumController(self.metadata_backend, config, self.node_id)
-        self.metadata_backend.add_listener(self.metadata_cache)
-        self.metadata_backend.add_listener(self.controller)
-        await self.metadata_backend.start()
+        backend = EmbeddedMetadataBackend(
+            self.log_dirs[0], self.node_id, self.cluster_id, parse_voters(config.controller_quorum_voters),
+            raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel, time_ms=system_time_ms)
+        self.metadata_backend = backend
+        self.controller = QuorumController(backend, config, self.node_id)
+        backend.add_listener(self.metadata_cache)
+        backend.add_listener(self.controller)
+        await backend.start()
+        if len(backend.voters) > 1:
+            # A quorum of several voters elects its leader on its own: the controller follows it.
+            leadership_changed = asyncio.Event()
+            backend.add_controller_listener(leadership_changed.set)
+            self._quorum_follower = asyncio.create_task(self._follow_quorum_leader(backend, leadership_changed))
+            return
         if "controller" in config.process_roles:
             await self.controller.activate()
-        if "broker" in config.process_roles:
-            await self._listeners_updated()
-            endpoints = broker_endpoints(self.socket_server.bound, config.advertised_listeners,
-                                         config.listener_security_protocol_map, config.controller_listener_names)
-            self.broker_epoch = await self.controller.register_broker(self.node_id, endpoints, config.broker_rack)
-            await self.controller.unfence_broker(self.node_id, self.broker_epoch)
-            self.producer_id_manager = ProducerIdManager(
-                lambda: self.controller.allocate_producer_ids(self.node_id, self.broker_epoch))
+        await self._register_with_local_controller()
+
+    async def _follow_quorum_leader(self, backend: EmbeddedMetadataBackend, changed: asyncio.Event) -> None:
+        """KRaft with several voters: the active controller is the quorum's leader. Activate the controller when
+        this node becomes leader (elect_controller waits until the log is replayed up to the new epoch), and
+        deactivate it as soon as it is not. Until brokers register through BrokerRegistration, a node registers
+        itself as a broker when its controller becomes active."""
+        controller = self.controller
+        while True:
+            changed.clear()
+            leader = backend.active_controller()
+            if controller.is_active and leader != (self.node_id, controller.controller_epoch):
+                log.info("node %d is no longer the active controller", self.node_id)
+                controller.deactivate()
+            if not controller.is_active and backend.is_controller and "controller" in self.config.process_roles:
+                try:
+                    if await controller.activate():
+                        await self._register_with_local_controller()
+                except KafkaError as error:
+                    log.warning("activating the controller failed: %s", error)
+                    continue
+            await changed.wait()
+
+    async def _register_with_local_controller(self) -> None:
+        """This node's registration as a broker, with the listeners it really bound, and its unfencing, written by
+        the controller in this process (it must be the active one)."""
+        config = self.config
+        if "broker" not in config.process_roles or not self.controller.is_active:
+            return
+        await self._listeners_updated()
+        endpoints = broker_endpoints(self.socket_server.bound, config.advertised_listeners,
+                                     config.listener_security_protocol_map, config.controller_listener_names)
+        self.broker_epoch = await self.controller.register_broker(self.node_id, endpoints, config.broker_rack)
+        await self.controller.unfence_broker(self.node_id, self.broker_epoch)
+        self.producer_id_manager = ProducerIdManager(
+            lambda: self.controller.allocate_producer_ids(self.node_id, self.broker_epoch))
 
     async def _start_zookeeper_metadata(self) -> None:
         """ZooKeeper mode (`zookeeper.connect`): the backend's session is already open (start() read /cluster/id
@@ -346,6 +388,9 @@ class BrokerServer:
         self.replica_manager.stop_following()
 
     async def _stop_metadata(self) -> None:
+        if self._quorum_follower is not None:
+            self._quorum_follower.cancel()
+            await asyncio.gather(self._quorum_follower, return_exceptions=True)
         if getattr(self, "_controller_election", None) is not None:
             self._controller_election.cancel()
             await self.controller_channel.close()
