@@ -15,7 +15,7 @@ import pytest
 
 from tests.backends.raft.simulation import Simulation
 
-SCHEDULES = int(os.environ.get("KFK_RAFT_SCHEDULES", "1000"))
+SCHEDULES = int(os.environ.get("KFK_RAFT_SCHEDULES", "2000"))
 CHUNKS = 10
 
 

@@ -100,6 +100,14 @@ def end_quorum_epoch_partition(message: EndQuorumEpochRequest | EndQuorumEpochRe
                            lambda p: p.partition_index)
 
 
+def preferred_successors(partition: EndQuorumEpochRequest.PartitionData) -> list[int]:
+    """The voters a resigning leader asks to run, most caught up first: v1 names them in preferred_candidates
+    (with directory ids), v0 in preferred_successors."""
+    if partition.preferred_candidates:
+        return [candidate.candidate_id for candidate in partition.preferred_candidates]
+    return list(partition.preferred_successors)
+
+
 def end_quorum_epoch_response(error_code: int, leader_id: int, leader_epoch: int) -> EndQuorumEpochResponse:
     return EndQuorumEpochResponse(error_code=ErrorCode.NONE, topics=[EndQuorumEpochResponse.TopicData(
         topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[EndQuorumEpochResponse.PartitionData(
@@ -113,8 +121,7 @@ def fetch_request(cluster_id: str, replica_id: int, leader_epoch: int, fetch_off
                   max_wait_ms: int) -> FetchRequest:
     """A follower's or observer's fetch (v17 fields: replica_state instead of replica_id, the topic by id)."""
     return FetchRequest(
-        cluster_id=cluster_id, replica_id=replica_id,
-        replica_state=FetchRequest.ReplicaState(replica_id=replica_id, replica_epoch=-1),
+        cluster_id=cluster_id, replica_state=FetchRequest.ReplicaState(replica_id=replica_id, replica_epoch=-1),
         max_wait_ms=max_wait_ms, min_bytes=0, max_bytes=FETCH_MAX_BYTES,
         topics=[FetchRequest.FetchTopic(
             topic=CLUSTER_METADATA_TOPIC_NAME, topic_id=CLUSTER_METADATA_TOPIC_ID, partitions=[

@@ -472,7 +472,7 @@ class RaftReplica:
         if epoch < state.epoch:
             return messages.end_quorum_epoch_response(ErrorCode.FENCED_LEADER_EPOCH, self.leader_id, state.epoch)
         if epoch > state.epoch or (state.role is Role.FOLLOWER and state.leader_id == leader_id):
-            successors = list(partition.preferred_successors)
+            successors = messages.preferred_successors(partition)
             delay = (successor_backoff_ms(self.config, successors.index(self.node_id))
                      if self.node_id in successors else election_timeout_ms(self.config, self.rng))
             self._become_unattached(now_ms, epoch, state.voted_id if epoch == state.epoch else NO_NODE, delay)
