@@ -3,7 +3,7 @@
 _kfk() {
     local current="${COMP_WORDS[COMP_CWORD]}" previous="${COMP_WORDS[COMP_CWORD-1]}"
     local path="kfk" word index words files
-    local groups=" [kfk] [kfk cluster] [kfk perf-test] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
+    local groups=" [kfk] [kfk cluster] [kfk metadata] [kfk metadata-quorum] [kfk perf-test] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
     for ((index = 1; index < COMP_CWORD; index++)); do
         word="${COMP_WORDS[index]}"
         if [[ "$groups" == *" [$path]"* && "$word" != -* ]]; then
@@ -16,6 +16,10 @@ _kfk() {
                 "kfk consumer-groups") path="kfk consumer-groups" ;;
                 "kfk dump-log") path="kfk dump-log" ;;
                 "kfk leader-election") path="kfk leader-election" ;;
+                "kfk metadata") path="kfk metadata" ;;
+                "kfk metadata show") path="kfk metadata show" ;;
+                "kfk metadata-quorum") path="kfk metadata-quorum" ;;
+                "kfk metadata-quorum describe") path="kfk metadata-quorum describe" ;;
                 "kfk perf-test") path="kfk perf-test" ;;
                 "kfk perf-test consume") path="kfk perf-test consume" ;;
                 "kfk perf-test produce") path="kfk perf-test produce" ;;
@@ -46,7 +50,7 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="cluster configs console-consume console-produce consumer-groups dump-log leader-election perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="cluster configs console-consume console-produce consumer-groups dump-log leader-election metadata metadata-quorum perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk cluster") words="describe --help"; files="" ;;
         "kfk cluster describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --output --timeout-ms -o"; files="--command-config" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic"; files="--command-config" ;;
@@ -55,6 +59,10 @@ _kfk() {
         "kfk consumer-groups") words="--all-groups --all-topics --bootstrap-server --by-duration --command-config --debug --delete --delete-offsets --describe --dry-run --execute --export --from-file --group --help --json --list --members --offsets --reset-offsets --shift-by --state --timeout --to-current --to-datetime --to-earliest --to-latest --to-offset --topic --verbose"; files="--command-config" ;;
         "kfk dump-log") words="--cluster-metadata-decoder --debug --deep-iteration --files --help --index-sanity-check --max-bytes --offsets-decoder --print-data-log --transaction-log-decoder --verify-index-only"; files="--files" ;;
         "kfk leader-election") words="--all-topic-partitions --bootstrap-server --election-type --help --partition --path-to-json-file --topic"; files="" ;;
+        "kfk metadata") words="show --help"; files="" ;;
+        "kfk metadata show") words="--bootstrap-server --command-config --debug --help --log-dir --snapshot"; files="--command-config --log-dir" ;;
+        "kfk metadata-quorum") words="describe --help"; files="" ;;
+        "kfk metadata-quorum describe") words="--bootstrap-controller --bootstrap-server --command-config --debug --help --human-readable --json --replication --status"; files="--command-config" ;;
         "kfk perf-test") words="consume produce --help"; files="" ;;
         "kfk perf-test consume") words="--bootstrap-server --consumer-config --consumer-props --consumer.config --debug --from-latest --group --help --json --messages --reporting-interval --show-detailed-stats --timeout --topic"; files="--consumer-config --consumer.config" ;;
         "kfk perf-test produce") words="--bootstrap-server --debug --help --json --num-records --payload-delimiter --payload-file --print-metrics --producer-config --producer-props --producer.config --record-size --reporting-interval --throughput --topic --transaction-duration-ms --transactional-id"; files="--payload-file --producer-config --producer.config" ;;
@@ -64,7 +72,7 @@ _kfk() {
         "kfk server stop") words="--help --log-dir"; files="--log-dir" ;;
         "kfk spark-export") words="--bootstrap-server --checkpoint --debug --decode --ending-offsets --fail-on-data-loss --format --help --include-headers --isolation-level --json --log-dir --master --max-offsets-per-trigger --min-partitions --no-fail-on-data-loss --option --output --overwrite --partition-by --pattern --spark-conf --starting-offsets --stream --topic --trigger --value-schema --verbose -f -o -t"; files="--log-dir" ;;
         "kfk storage") words="format random-uuid --help"; files="" ;;
-        "kfk storage format") words="--cluster-id --config --help --ignore-formatted --override -c -g -t"; files="" ;;
+        "kfk storage format") words="--cluster-id --config --help --ignore-formatted --initial-controllers --no-initial-controllers --override --release-version --standalone -I -N -c -g -r -s -t"; files="" ;;
         "kfk storage random-uuid") words="--help"; files="" ;;
         "kfk topics") words="alter create delete describe list --alter --at-min-isr-partitions --bootstrap-server --command-config --config --create --debug --delete --describe --exclude-internal --help --if-exists --if-not-exists --json --list --partitions --pretty --replication-factor --topic --topics-with-overrides --unavailable-partitions --under-min-isr-partitions --under-replicated-partitions"; files="--command-config" ;;
         "kfk topics alter") words="--bootstrap-server --command-config --debug --help --if-exists --partitions --topic"; files="--command-config" ;;

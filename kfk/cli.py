@@ -21,6 +21,8 @@ from kfk.commands import (
     console,
     dump_log,
     groups,
+    metadata,
+    metadata_quorum,
     perf,
     reassign,
     server,
@@ -75,6 +77,8 @@ app.add_typer(spark.app)
 app.add_typer(zookeeper.app, name="zookeeper")
 app.add_typer(reassign.app)
 app.add_typer(transactions.app, name="transactions")
+app.add_typer(metadata_quorum.app, name="metadata-quorum")
+app.add_typer(metadata.app, name="metadata")
 app.add_typer(ui.app)
 
 

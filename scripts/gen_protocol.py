@@ -796,7 +796,43 @@ def record_type_class(record_type: int) -> type[Message]:
     return schema_class(RECORD_TYPES[record_type])
 '''
     )
+    files["json_fields.py"] = render_json_fields(specs, title)
     return files
+
+
+def render_json_fields(specs: list[MessageSpec], title: str) -> str:
+    """Which fields Kafka's generated JsonConverters print for each struct of the schemas, at a version: those the
+    version carries, a tagged one only when it is not at its default (dump-log's decoders print records so)."""
+    lines = []
+    for spec in specs:
+        lines.append(f"    {spec.name!r}: {{")
+        pending = [(spec.name, spec.struct)]
+        seen = set()
+        while pending:
+            name, struct = pending.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            entries = []
+            for field in struct.fields:
+                tagged = field.tagged_versions if field.tag is not None else NO_NULL
+                entries.append(f"({field.attribute!r}, {field.versions.low}, {field.versions.high}, "
+                               f"{tagged.low}, {tagged.high})")
+                if field.struct is not None:
+                    pending.append((field.struct.name, field.struct))
+            lines.append(f"        {name!r}: ({', '.join(entries)}{',' if len(entries) == 1 else ''}),")
+        lines.append("    },")
+    body = "\n".join(lines)
+    return (HEADER + f'''"""{title}: the fields Kafka's JSON converters print, by schema and struct name.
+
+Each field is (attribute, first version, last version, first tagged version, last tagged version): printed at the
+versions that carry it, and at its tagged versions only when its value is not its default.
+"""
+
+JSON_FIELDS: dict[str, dict[str, tuple[tuple[str, int, int, int, int], ...]]] = {{
+{body}
+}}
+''')
 
 
 def render_outputs(specs_root: Path) -> dict[Path, dict[str, str]]:

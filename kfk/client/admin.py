@@ -56,12 +56,15 @@ from kfk.client.structs import (
     PartitionProducerState,
     PartitionReassignment,
     ProducerState,
+    QuorumInfo,
+    QuorumReplicaState,
     TopicDescription,
     TransactionDescription,
     TransactionListing,
 )
 from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSource, ConfigSynonym, WireConfigType
 from kfk.common.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, NO_NODE
+from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import (
     BrokerNotAvailableError,
@@ -88,6 +91,7 @@ from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, Descr
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
+from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kfk.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
@@ -222,6 +226,53 @@ class Admin:
                                           sorted(brokers, key=lambda b: b.node_id))
             return ClusterDescription(cluster.cluster_id, cluster.controller_id,
                                       sorted(cluster.brokers.values(), key=lambda b: b.node_id))
+
+        return self._run(call, timeout_ms)
+
+    def describe_cluster_id(self, *, controllers: bool = False, timeout_ms: float | None = None) -> str | None:
+        """The cluster id from any node, by DescribeCluster alone (no Metadata first): what a tool given
+        `--bootstrap-controller` can ask a controller listener, which serves no Metadata. A controller is asked for
+        CONTROLLER endpoints; a kfk node that answers MISMATCHED_ENDPOINT_TYPE (broker and controller on one
+        listener) is asked again as a broker."""
+        async def call(deadline: float) -> str | None:
+            timeout = max(deadline - monotonic_ms(), 1)
+            response = await self._network.send_to_any(
+                DescribeClusterRequest(endpoint_type=2 if controllers else 1), timeout_ms=timeout)
+            if response.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE and controllers:
+                response = await self._network.send_to_any(DescribeClusterRequest(endpoint_type=1),
+                                                            timeout_ms=timeout)
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, "DescribeCluster", response.error_message)
+            return response.cluster_id
+
+        return self._run(call, timeout_ms)
+
+    def describe_metadata_quorum(self, timeout_ms: float | None = None) -> QuorumInfo:
+        """The KRaft metadata quorum (DescribeQuorum on __cluster_metadata-0), from any node; a node that does not
+        lead the quorum answers NOT_LEADER_OR_FOLLOWER, which is retried."""
+        request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+            topic_name=CLUSTER_METADATA_TOPIC_NAME,
+            partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
+
+        async def call(deadline: float) -> QuorumInfo:
+            response = await self._network.send_to_any(request, timeout_ms=max(deadline - monotonic_ms(), 1))
+            assert isinstance(response, DescribeQuorumResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, "DescribeQuorum", response.error_message)
+            partition = response.topics[0].partitions[0]
+            if partition.error_code != ErrorCode.NONE:
+                raise response_error(partition.error_code, "DescribeQuorum", partition.error_message)
+
+            def replicas(states) -> list[QuorumReplicaState]:
+                return [QuorumReplicaState(state.replica_id, state.replica_directory_id, state.log_end_offset,
+                                           None if state.last_fetch_timestamp < 0 else state.last_fetch_timestamp,
+                                           None if state.last_caught_up_timestamp < 0
+                                           else state.last_caught_up_timestamp) for state in states]
+
+            return QuorumInfo(partition.leader_id, partition.leader_epoch, partition.high_watermark,
+                              replicas(partition.current_voters), replicas(partition.observers),
+                              {node.node_id: [f"{listener.name}://{listener.host}:{listener.port}"
+                                              for listener in node.listeners] for node in response.nodes})
 
         return self._run(call, timeout_ms)
 

@@ -159,6 +159,31 @@ class ClusterDescription:
     brokers: list[BrokerMetadata]
 
 
+@dataclass(frozen=True)
+class QuorumReplicaState:
+    """One replica of the metadata log as the quorum leader sees it (Kafka's QuorumInfo.ReplicaState); the
+    timestamps are None when the leader has not heard from it (-1 on the wire)."""
+
+    replica_id: int
+    replica_directory_id: uuid.UUID
+    log_end_offset: int
+    last_fetch_timestamp: int | None
+    last_caught_up_timestamp: int | None
+
+
+@dataclass(frozen=True)
+class QuorumInfo:
+    """The metadata quorum (Kafka's QuorumInfo): its leader and epoch, the high watermark, voters, observers, and
+    each voter's endpoints (`LISTENER://host:port`, by node id; DescribeQuorum v2+)."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list[QuorumReplicaState]
+    observers: list[QuorumReplicaState]
+    nodes: dict[int, list[str]]
+
+
 class GroupListing(NamedTuple):
     group_id: str
     protocol_type: str

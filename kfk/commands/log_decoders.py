@@ -8,8 +8,9 @@ generated record codecs (kfk/protocol/group_records, transaction_records, metada
   the value schema is the key's with Value for Key.
 - A metadata record prints only ``payload: {"type":"TOPIC_RECORD","version":0,"data":{...}}``.
 Field names are Kafka's JSON names (the schema's, first letter lower-case), byte fields base64 and uuids as Kafka
-writes them. Unlike Kafka's converters, every field of the schema is listed, those the record's version lacks at
-their default. A record that does not decode prints Kafka's "Error at offset N, skipping. ..." in its place.
+writes them; as Kafka's generated JsonConverters, only the fields of the record's version are printed, and a tagged
+field only when it is not at its default (the generated json_fields tables). A record that does not decode prints
+Kafka's "Error at offset N, skipping. ..." in its place.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from types import ModuleType
 from typing import Any
 
 from kfk.protocol import group_records, transaction_records
+from kfk.protocol.group_records.json_fields import JSON_FIELDS as GROUP_JSON_FIELDS
 from kfk.protocol.message import Message, Struct
 from kfk.protocol.metadata_frame import read_frame_header
 from kfk.protocol.metadata_records import RECORD_TYPES, record_type_class
+from kfk.protocol.metadata_records.json_fields import JSON_FIELDS as METADATA_JSON_FIELDS
+from kfk.protocol.transaction_records.json_fields import JSON_FIELDS as TRANSACTION_JSON_FIELDS
 
 Decoded = tuple[str | None, str | None]
 """What a decoder prints for a record: its key and payload text (None: not printed)."""
@@ -44,11 +48,20 @@ def _json_name(attribute: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, version: int, layouts: dict[str, tuple]) -> Any:
+    """A decoded record as Kafka's generated JsonConverter writes it at `version`: the fields that version carries,
+    in schema order, a tagged field only when it is not at its default (`layouts`: the schema's json_fields)."""
     if isinstance(value, Struct):
-        return {_json_name(name): _plain(getattr(value, name)) for name in value.__slots__}
+        default = type(value)()
+        data = {}
+        for attribute, low, high, tagged_low, tagged_high in layouts[type(value).__name__]:
+            item = getattr(value, attribute)
+            if low <= version <= high and not (tagged_low <= version <= tagged_high
+                                               and item == getattr(default, attribute)):
+                data[_json_name(attribute)] = _plain(item, version, layouts)
+        return data
     if isinstance(value, list):
-        return [_plain(item) for item in value]
+        return [_plain(item, version, layouts) for item in value]
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode()
     if isinstance(value, uuid.UUID):
@@ -70,7 +83,8 @@ def _key_schema(package: ModuleType, record_type: int) -> type[Message] | None:
     return None
 
 
-def _coordinator_record(package: ModuleType, topic_decoder: str) -> Callable[[Any], Decoded]:
+def _coordinator_record(package: ModuleType, json_fields: dict[str, dict[str, tuple]],
+                        topic_decoder: str) -> Callable[[Any], Decoded]:
     def decode(record) -> Decoded:
         if record.key is None:
             return (f"Failed to decode message at offset {record.offset} using {topic_decoder} decoder (message "
@@ -80,12 +94,16 @@ def _coordinator_record(package: ModuleType, topic_decoder: str) -> Callable[[An
             key_schema = _key_schema(package, record_type)
             if key_schema is None:
                 return f"Unknown record type {record_type} at offset {record.offset}, skipping.", None
-            key = _json({"type": str(record_type), "data": _plain(key_schema.decode(record.key, record_type, 2))})
+            key_data = key_schema.decode(record.key, record_type, 2)
+            key = _json({"type": str(record_type),
+                         "data": _plain(key_data, record_type, json_fields[key_schema.NAME])})
             if record.value is None:
                 return key, "<DELETE>"
             version = _INT16.unpack_from(record.value)[0]
             value_schema = package.schema_class(key_schema.NAME.removesuffix("Key") + "Value")
-            return key, _json({"version": str(version), "data": _plain(value_schema.decode(record.value, version, 2))})
+            value = value_schema.decode(record.value, version, 2)
+            return key, _json({"version": str(version),
+                               "data": _plain(value, version, json_fields[value_schema.NAME])})
         except Exception as error:  # noqa: BLE001 - one bad record is reported in place, as Kafka's tool does
             return f"Error at offset {record.offset}, skipping. {error}", None
 
@@ -105,10 +123,11 @@ def cluster_metadata_record(record) -> Decoded:
             raise ValueError(f"Unknown metadata record type {record_type}")
         schema = record_type_class(record_type)
         message, _ = schema.decode_from(record.value, version, position)
-        return None, _json({"type": _record_type_name(schema), "version": version, "data": _plain(message)})
+        return None, _json({"type": _record_type_name(schema), "version": version,
+                            "data": _plain(message, version, METADATA_JSON_FIELDS[schema.NAME])})
     except Exception as error:  # noqa: BLE001 - as above
         return None, f"Error at {record.offset}, skipping. {error}"
 
 
-offsets_record = _coordinator_record(group_records, "offset topic")
-transaction_log_record = _coordinator_record(transaction_records, "transaction log")
+offsets_record = _coordinator_record(group_records, GROUP_JSON_FIELDS, "offset topic")
+transaction_log_record = _coordinator_record(transaction_records, TRANSACTION_JSON_FIELDS, "transaction log")

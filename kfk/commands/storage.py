@@ -13,7 +13,7 @@ app = typer.Typer(help="Format log directories.", no_args_is_help=True)
 
 @app.command("random-uuid")
 def random_uuid() -> None:
-    """Print a new cluster id."""
+    """Print a new random UUID (a cluster id or a directory id)."""
     from kfk.storage.format import random_cluster_id
 
     typer.echo(random_cluster_id())
@@ -27,21 +27,36 @@ def format(
     ignore_formatted: Annotated[
         bool, typer.Option("--ignore-formatted", "-g", help="Skip dirs that are already formatted.")
     ] = False,
+    release_version: Annotated[Optional[str], typer.Option(
+        "--release-version", "-r", help="The metadata.version to start at (kfk runs 3.3-IV3).")] = None,
+    standalone: Annotated[bool, typer.Option(
+        "--standalone", "-s", help="Start a dynamic quorum with this controller as its only voter.")] = False,
+    initial_controllers: Annotated[Optional[str], typer.Option(
+        "--initial-controllers", "-I",
+        help="Start a dynamic quorum with these voters: id@host:port:directory-id,... (the same on every node).")
+    ] = None,
+    no_initial_controllers: Annotated[bool, typer.Option(
+        "--no-initial-controllers", "-N", help="A node joining an existing dynamic quorum.")] = False,
 ) -> None:
-    """Write meta.properties (cluster id, node id) into every log dir of the broker (refused while a broker runs on
-    one of them)."""
+    """Write meta.properties (cluster id, node id, directory id) and bootstrap.checkpoint into every log dir of the
+    node, and with --standalone or --initial-controllers the initial voter set of a dynamic quorum (refused while a
+    broker runs on one of them)."""
     from kfk.commands.server import load_broker_properties
+    from kfk.common.clock import system_time_ms
     from kfk.config import BrokerConfig
     from kfk.errors import KafkaError
-    from kfk.storage.format import format_log_dirs, random_cluster_id
+    from kfk.server.storage_format import format_storage
+    from kfk.storage.format import random_cluster_id
     from kfk.storage.log_dir_lock import log_dirs_locked
 
     try:
         broker = BrokerConfig(load_broker_properties(config, override))
         with log_dirs_locked(broker.log_dir_list):  # never under a running broker's feet
-            formatted = format_log_dirs(broker.log_dir_list, cluster_id or random_cluster_id(), broker.node_id,
-                                        ignore_formatted)
+            lines = format_storage(broker, cluster_id or random_cluster_id(), system_time_ms(),
+                                   standalone=standalone, initial_controllers=initial_controllers,
+                                   no_initial_controllers=no_initial_controllers, release_version=release_version,
+                                   ignore_formatted=ignore_formatted)
     except KafkaError as error:
         fail(str(error))
-    for log_dir in formatted:
-        typer.echo(f"Formatting {log_dir}")
+    for line in lines:
+        typer.echo(line)

@@ -129,13 +129,21 @@ class BrokerServer:
         """The cluster id the log dirs hold; a new one on the first start (LogManager.startup writes it)."""
         cluster_id = load_cluster_id(self.log_dirs, self.node_id)
         if cluster_id is None:
-            if not self.auto_format:
+            if not self.auto_format or self._in_multi_node_quorum():
                 raise KafkaStorageError(
-                    f"No meta.properties found in {', '.join(self.log_dirs)}: format them with `kfk storage format`"
-                )
+                    f"No meta.properties found in {', '.join(self.log_dirs)}: a node of a multi-node cluster starts "
+                    "on formatted storage: run `kfk storage format --cluster-id <id> --config <server.properties>` "
+                    "on every node first, with one id for the whole cluster (`kfk storage random-uuid` makes one)")
             cluster_id = random_cluster_id()
             log.info("formatting %s with a new cluster id %s", ", ".join(self.log_dirs), cluster_id)
         return cluster_id
+
+    def _in_multi_node_quorum(self) -> bool:
+        """Voters other than this node, or a dynamic quorum to find: every node must share one cluster id, so none
+        may invent its own (the single-node embedded default may: it is the whole cluster)."""
+        config = self.config
+        return bool(config.controller_quorum_bootstrap_servers) or any(
+            int(voter.split("@", 1)[0]) != self.node_id for voter in config.controller_quorum_voters)
 
     def _register_handlers(self) -> None:
         """Every API handler, built with exactly the layers it uses, once those layers are up (requests are served
@@ -277,7 +285,10 @@ class BrokerServer:
         self.metadata_cache = self._new_metadata_cache()
         backend = EmbeddedMetadataBackend(
             self.log_dirs[0], self.node_id, self.cluster_id, parse_voters(config.controller_quorum_voters),
-            raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel, time_ms=system_time_ms)
+            raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel, time_ms=system_time_ms,
+            snapshot_max_new_record_bytes=config.metadata_log_max_record_bytes_between_snapshots,
+            snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
+            segment_bytes=config.metadata_log_segment_bytes)
         self.metadata_backend = backend
         self.controller = QuorumController(backend, config, self.node_id)
         backend.add_listener(self.metadata_cache)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from typing import Mapping
 
 from kfk.errors import KafkaStorageError
 from kfk.storage.meta_properties import MetaProperties
@@ -24,21 +25,26 @@ def random_cluster_id() -> str:
             return text
 
 
-def format_log_dirs(log_dirs: list[str], cluster_id: str, node_id: int, ignore_formatted: bool = False) -> list[str]:
-    """Write meta.properties (version 1) into each log dir; returns the dirs formatted now.
-    A dir already formatted is an error unless `ignore_formatted`, and then it must match."""
-    formatted = []
-    for log_dir in log_dirs:
-        existing = MetaProperties.read(log_dir) if os.path.isdir(log_dir) else None
-        if existing is not None:
+def format_log_dirs(log_dirs: list[str], cluster_id: str, node_id: int, ignore_formatted: bool = False,
+                    directory_ids: Mapping[str, str] | None = None) -> list[str]:
+    """Write meta.properties (version 1) into each log dir; returns the dirs formatted now. A dir already formatted
+    is an error (before anything is written) unless `ignore_formatted`, and then it must match. `directory_ids`
+    fixes the directory.id of some dirs (a controller's metadata dir named in --initial-controllers); the others
+    get a random one."""
+    existing = {log_dir: MetaProperties.read(log_dir) if os.path.isdir(log_dir) else None for log_dir in log_dirs}
+    for log_dir, meta in existing.items():
+        if meta is not None:
             if not ignore_formatted:
                 raise KafkaStorageError(f"Log directory {log_dir} is already formatted. Use --ignore-formatted to "
                                         "ignore this directory and format the others.")
-            _check(log_dir, existing, cluster_id, node_id)
-            continue
-        os.makedirs(log_dir, exist_ok=True)
-        MetaProperties(1, cluster_id, node_id, uuid_to_base64(uuid.uuid4())).write(log_dir)
-        formatted.append(log_dir)
+            _check(log_dir, meta, cluster_id, node_id)
+    formatted = []
+    for log_dir, meta in existing.items():
+        if meta is None:
+            os.makedirs(log_dir, exist_ok=True)
+            directory_id = (directory_ids or {}).get(log_dir) or uuid_to_base64(uuid.uuid4())
+            MetaProperties(1, cluster_id, node_id, directory_id).write(log_dir)
+            formatted.append(log_dir)
     return formatted
 
 

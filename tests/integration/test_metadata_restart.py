@@ -70,3 +70,33 @@ def test_an_acknowledged_create_survives_kill_9(kfk_broker_process) -> None:
     kfk_broker_process.kill()
     kfk_broker_process.start()
     assert "after-crash" in admin(kfk_broker_process).list_topics(timeout=TIMEOUT).topics
+
+
+def test_a_restart_loads_the_snapshot_the_log_was_trimmed_behind(kfk_broker_factory) -> None:
+    """A snapshot after every metadata write and 512-byte metadata segments: the log's early segments are gone after
+    the snapshot, so everything the restarted broker knows from before it came from the snapshot (topics, configs,
+    the producer id block), and a kill -9 afterwards loses nothing either."""
+    import time
+
+    from kfk.backends.embedded.snapshots import list_snapshots
+
+    broker = kfk_broker_factory({"metadata.log.max.record.bytes.between.snapshots": "1",
+                                 "metadata.log.segment.bytes": "512"})
+    metadata_dir = broker.log_dir / "__cluster_metadata-0"
+    create_kept(broker)
+    before = state(broker)
+    first_id = producer_id(broker)
+    deadline = time.monotonic() + TIMEOUT  # the snapshots are written in the background
+    while (metadata_dir / "00000000000000000000.log").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert broker.stop() == 0
+    snapshots = list_snapshots(str(metadata_dir))
+    segments = sorted(path.name for path in metadata_dir.glob("*.log"))
+    assert len(snapshots) == 1, snapshots  # each newer one replaced the older
+    assert int(segments[0].split(".")[0]) > 0 and int(segments[0].split(".")[0]) <= snapshots[0].end_offset
+    broker.start()
+    assert state(broker) == before
+    assert producer_id(broker) >= first_id + 1000
+    broker.kill()
+    broker.start()
+    assert state(broker) == before

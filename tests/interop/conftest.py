@@ -200,7 +200,8 @@ def _written_once(directory: Path, write: Callable[[Path], Path], writer: str) -
 
 
 def _write_with_kfk(directory: Path) -> Path:
-    broker = start_broker(directory, TEST_OVERRIDES)
+    # As for Apache Kafka below: a metadata snapshot after every committed metadata batch.
+    broker = start_broker(directory, {**TEST_OVERRIDES, "metadata.log.max.record.bytes.between.snapshots": "1"})
     try:
         run_workload(broker.bootstrap_servers)
     finally:

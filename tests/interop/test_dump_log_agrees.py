@@ -2,7 +2,7 @@
 
 Both tools run on every segment file of the partitions holding data (logs, indexes, time indexes, producer
 snapshots, transaction indexes, __cluster_metadata, the internal topics' non-empty logs) and on the KRaft
-snapshots (bootstrap.checkpoint, __cluster_metadata-0/*.checkpoint: Apache Kafka writes them, kfk does not) with
+snapshots (bootstrap.checkpoint, __cluster_metadata-0/*.checkpoint: Apache Kafka's, and kfk's backend's) with
 each mode both have: plain, --deep-iteration --print-data-log, --index-sanity-check, --verify-index-only. Batch
 and record lines are compared field by field, every other line as text. (--offsets-decoder and the other decoders
 are tflags' flags on kfk's side; they are compared where both have them.) Every line must agree, the KRaft
@@ -40,9 +40,31 @@ def test_kfk_dump_log_prints_what_kafkas_prints(written: WrittenLogDir, mode: st
     snapshots = written.kraft_snapshot_files()
     if written.writer == "Apache Kafka":  # format's two snapshots and at least one of the controller's
         assert len(snapshots) >= 3 and snapshots[0].name == "bootstrap.checkpoint", snapshots
-    files = ",".join(map(str, written.segment_files() + snapshots))
-    kafka = run_kafka_tool("dump-log", ["--files", files, *MODES[mode]])
-    kfk = subprocess.run([sys.executable, "-m", "kfk", "dump-log", "--files", files, *MODES[mode]],
+    expected = _both_agree(written.segment_files() + snapshots, MODES[mode])
+    if mode == "deep":  # the KRaft control records were there to compare
+        control_records = {record for lines in expected.values() for line in lines
+                           for record in ("LEADER_CHANGE(2)", "SnapshotHeader", "SnapshotFooter") if record in line}
+        assert control_records == ({"LEADER_CHANGE(2)", "SnapshotHeader", "SnapshotFooter"} if snapshots
+                                   else {"LEADER_CHANGE(2)"})
+
+
+def test_the_cluster_metadata_decoder_prints_what_kafkas_prints(written: WrittenLogDir) -> None:
+    """--cluster-metadata-decoder on __cluster_metadata's segments and on the KRaft snapshots (kfk's own, written
+    by its backend, and Apache Kafka's): every metadata record as Kafka's JSON, only the fields of its version."""
+    snapshots = written.kraft_snapshot_files()
+    assert any(path.parent.name == "__cluster_metadata-0" for path in snapshots), snapshots
+    expected = _both_agree([*written.files("__cluster_metadata", ".log"), *snapshots], ["--cluster-metadata-decoder"])
+    printed = "\n".join(line for lines in expected.values() for line in lines)
+    for record_type in ("TOPIC_RECORD", "PARTITION_RECORD", "CONFIG_RECORD", "REGISTER_BROKER_RECORD",
+                        "FEATURE_LEVEL_RECORD"):
+        assert f'"type":"{record_type}"' in printed, record_type
+
+
+def _both_agree(paths: list, flags: list[str]) -> dict[str, list[str]]:
+    """Run both tools on the files; assert they print the same; Kafka's output by file."""
+    files = ",".join(map(str, paths))
+    kafka = run_kafka_tool("dump-log", ["--files", files, *flags])
+    kfk = subprocess.run([sys.executable, "-m", "kfk", "dump-log", "--files", files, *flags],
                          capture_output=True, text=True, timeout=120)
     assert kafka.returncode == 0, kafka.stderr[-4000:]
     assert kfk.returncode == 0, kfk.stdout[-2000:] + kfk.stderr[-4000:]
@@ -59,11 +81,7 @@ def test_kfk_dump_log_prints_what_kafkas_prints(written: WrittenLogDir, mode: st
             if difference:
                 differences.append(f"{path}: {difference}\n  Kafka: {kafka_line}\n  kfk:   {kfk_line}")
     assert not differences, "\n".join(differences[:20])
-    if mode == "deep":  # the KRaft control records were there to compare
-        control_records = {record for lines in expected.values() for line in lines
-                           for record in ("LEADER_CHANGE(2)", "SnapshotHeader", "SnapshotFooter") if record in line}
-        assert control_records == ({"LEADER_CHANGE(2)", "SnapshotHeader", "SnapshotFooter"} if snapshots
-                                   else {"LEADER_CHANGE(2)"})
+    return expected
 
 
 def _difference(kafka_line: str, kfk_line: str) -> str | None:

@@ -20,6 +20,14 @@ The MetadataBackend contract: `append` writes one batch as leader and returns on
 it (NotControllerError when this node does not lead `controller_epoch`, or loses the lead before the batch commits);
 listeners get every committed batch in log order on every node, voters and observers alike. State that must
 survive a crash (epoch, vote) is in `quorum-state` (quorum_state.py), written before it is acted on.
+
+Snapshots (snapshots/): the backend keeps the committed MetadataImage. Once
+`metadata.log.max.record.bytes.between.snapshots` bytes were appended (as leader or follower) since the last
+snapshot, or `metadata.log.max.snapshot.interval.ms` passed with anything appended, it writes the image as
+`<end offset>-<epoch>.checkpoint` in the background; a sole voter then trims its log behind it (log start offset
+advanced, whole segments and older snapshots deleted). A quorum of several keeps its log whole for now: a follower
+that fell behind a trimmed leader would need FetchSnapshot, which the Raft replica does not drive yet. start()
+loads the newest snapshot that reads and replays only the log after it.
 """
 
 from __future__ import annotations
@@ -35,16 +43,28 @@ from kfk.backends.embedded.quorum_state import FileQuorumStateStore
 from kfk.backends.embedded.raft import RaftConfig, RaftReplica, VoterEndpoint
 from kfk.backends.embedded.raft.leader_state import ReplicaProgress
 from kfk.backends.embedded.raft_driver import ChannelFactory, RaftDriver
+from kfk.backends.embedded.snapshots import (
+    SnapshotId,
+    delete_snapshots_before,
+    image_records,
+    latest_valid_snapshot,
+    write_snapshot,
+)
+from kfk.backends.embedded.snapshots.snapshot_file import delete_partial_snapshots
 from kfk.common.clock import Clock, system_time_ms
 from kfk.common.constants import NO_NODE
 from kfk.controller.backend import MetadataListener
 from kfk.errors import InvalidConfigurationError, KafkaStorageError, NotControllerError
+from kfk.metadata.image import MetadataImage
 from kfk.protocol.message import Message
 
 log = logging.getLogger("kfk.backends.embedded")
 
 #: How long a resigning leader gives its EndQuorumEpoch requests to reach the other voters before it stops.
 RESIGN_GRACE_S = 0.5
+#: Kafka's defaults for metadata.log.max.record.bytes.between.snapshots and metadata.log.max.snapshot.interval.ms.
+DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES = 20 * 1024 * 1024
+DEFAULT_SNAPSHOT_MAX_INTERVAL_MS = 60 * 60 * 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +105,10 @@ class EmbeddedMetadataBackend:
     def __init__(self, log_dir: str, node_id: int, cluster_id: str,
                  voters: Mapping[int, VoterEndpoint] | Iterable[int] = (), *, raft_config: RaftConfig = RaftConfig(),
                  channel_factory: ChannelFactory | None = None, time_ms: Clock = system_time_ms,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None,
+                 snapshot_max_new_record_bytes: int = DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES,
+                 snapshot_max_interval_ms: int = DEFAULT_SNAPSHOT_MAX_INTERVAL_MS,
+                 segment_bytes: int | None = None) -> None:
         self.log_dir = log_dir
         self.node_id = node_id
         self.endpoints = _voter_map(node_id, voters)
@@ -106,6 +129,21 @@ class EmbeddedMetadataBackend:
         self._pending: list[tuple[int, int, asyncio.Future[int]]] = []
         self._leader: tuple[int, int] | None = None
         self._progress = asyncio.Event()
+        self._segment_bytes = segment_bytes
+        #: The committed image, what a snapshot writes; the epoch and append time of the batch that holds its last
+        #: record (the snapshot's id epoch and its header's lastContainedLogTimestamp).
+        self.image = MetadataImage(cluster_id=cluster_id)
+        self._image_epoch = 0
+        self._image_timestamp = 0
+        self._snapshot_max_new_record_bytes = snapshot_max_new_record_bytes
+        self._snapshot_max_interval_ms = snapshot_max_interval_ms
+        self._bytes_since_snapshot = 0
+        self._appended_bytes_seen = 0
+        self._last_snapshot_ms = 0
+        self._snapshot_task: asyncio.Task | None = None
+        self._stopping = False
+        #: The newest snapshot on disk (loaded or written), None if there is none.
+        self.latest_snapshot_id: SnapshotId | None = None
 
     # -- MetadataBackend ---------------------------------------------------------------------------------------------
 
@@ -122,8 +160,8 @@ class EmbeddedMetadataBackend:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        metadata_log = await loop.run_in_executor(
-            None, lambda: KafkaMetadataLog.open(self.log_dir, self._time_ms(), time_ms=self._time_ms))
+        metadata_log = await loop.run_in_executor(None, lambda: KafkaMetadataLog.open(
+            self.log_dir, self._time_ms(), self._segment_bytes, time_ms=self._time_ms))
         store = FileQuorumStateStore(metadata_log.directory)
         stored = await loop.run_in_executor(None, store.read)
         epoch = 0 if stored is None else stored.epoch
@@ -133,7 +171,11 @@ class EmbeddedMetadataBackend:
                 f"The metadata log {metadata_log.directory} holds epoch {latest_logged_epoch}, beyond the epoch "
                 f"{epoch} of its quorum-state file")
         self._metadata_log = metadata_log
+        self._stopping = False
+        self._last_snapshot_ms = self._time_ms()  # the interval between snapshots counts from the start
+        self._appended_bytes_seen = metadata_log.appended_bytes
         self._applied_offset = 0
+        await self._load_snapshot(metadata_log)
         self._replica = RaftReplica(self.node_id, self.voters, self.raft_config, metadata_log, store, self._rng,
                                     self._time_ms(), self._cluster_id)
         self._driver = RaftDriver(self._replica, self.endpoints, self._time_ms, self._after_step,
@@ -156,6 +198,10 @@ class EmbeddedMetadataBackend:
         driver = self._driver
         if driver is None:
             return
+        self._stopping = True
+        if self._snapshot_task is not None:
+            await asyncio.gather(self._snapshot_task, return_exceptions=True)
+            self._snapshot_task = None
         await self.resign()
         await driver.stop()
         self._driver = None
@@ -209,6 +255,8 @@ class EmbeddedMetadataBackend:
             self._pending.append((last_offset, controller_epoch, future))
 
         driver.step(write)
+        if future.done():
+            await asyncio.sleep(0)  # a sole voter commits at once: still let other tasks (a snapshot) run between appends
         return await future
 
     # -- Raft, for the handlers, tests and tools ---------------------------------------------------------------------
@@ -262,12 +310,16 @@ class EmbeddedMetadataBackend:
         and tell of a change of leader."""
         replica, metadata_log = self._replica, self._metadata_log
         committed = min(replica.high_watermark, metadata_log.log_end_offset)
+        if committed > metadata_log.high_watermark:
+            metadata_log.update_high_watermark(committed)  # the Log's own, which bounds trimming behind snapshots
         if committed > self._applied_offset:
             for batch in metadata_log.read_batches(self._applied_offset, committed):
                 if batch.records:
-                    for listener in self._listeners:
-                        listener.handle_commit(batch.records, batch.last_offset)
+                    self._notify(batch.records, batch.last_offset, batch.epoch, batch.timestamp)
                 self._applied_offset = batch.last_offset + 1
+            self._bytes_since_snapshot += metadata_log.appended_bytes - self._appended_bytes_seen
+            self._appended_bytes_seen = metadata_log.appended_bytes
+            self._maybe_snapshot()
         if self._pending:
             still_pending = []
             for last_offset, epoch, future in self._pending:
@@ -294,11 +346,95 @@ class EmbeddedMetadataBackend:
         for callback in self._controller_listeners:
             callback()
 
+    def _notify(self, records: list[Message], last_offset: int, epoch: int, timestamp: int) -> None:
+        self.image = self.image.apply(records, last_offset)
+        self._image_epoch, self._image_timestamp = epoch, timestamp
+        for listener in self._listeners:
+            listener.handle_commit(records, last_offset)
+
     def _fail_pending(self, reason: str) -> None:
         for _, _, future in self._pending:
             if not future.done():
                 future.set_exception(NotControllerError(reason))
         self._pending = []
+
+    # -- snapshots ---------------------------------------------------------------------------------------------------
+
+    async def _load_snapshot(self, metadata_log: KafkaMetadataLog) -> None:
+        """Load the newest valid snapshot, if any, into the image and the listeners (as one commit of its
+        records). A log that ends before the snapshot (a crash between the snapshot and the log's flush) starts
+        empty at its end offset; a log trimmed past every readable snapshot cannot be loaded at all."""
+        directory = metadata_log.directory
+        await self._blocking(delete_partial_snapshots, directory)
+        snapshot = await self._blocking(latest_valid_snapshot, directory)
+        if snapshot is None:
+            if metadata_log.log.log_start_offset > 0:
+                raise KafkaStorageError(
+                    f"The metadata log {directory} starts at offset {metadata_log.log.log_start_offset} and no "
+                    "snapshot below it reads: the metadata before it is lost")
+            return
+        end_offset = snapshot.snapshot_id.end_offset
+        if metadata_log.log_end_offset < end_offset or metadata_log.log.log_start_offset > end_offset:
+            await self._blocking(metadata_log.log.truncate_fully_and_start_at, end_offset, self._time_ms())
+        self.latest_snapshot_id = snapshot.snapshot_id
+        self._applied_offset = end_offset
+        if snapshot.records:
+            self._notify(snapshot.records, end_offset - 1, snapshot.snapshot_id.epoch,
+                         snapshot.last_contained_log_timestamp)
+        log.info("metadata snapshot %s loaded: %d records", snapshot.snapshot_id, len(snapshot.records))
+
+    def _maybe_snapshot(self) -> None:
+        """Start snapshotting in the background when enough was appended or enough time passed since the last."""
+        if (self._snapshot_task is None or self._snapshot_task.done()) and self._snapshot_due():
+            self._snapshot_task = asyncio.get_running_loop().create_task(self._snapshot_while_due())
+
+    def _snapshot_due(self) -> bool:
+        if self._metadata_log is None or self._stopping:
+            return False
+        return (self._bytes_since_snapshot >= self._snapshot_max_new_record_bytes
+                or (self._bytes_since_snapshot > 0
+                    and self._time_ms() - self._last_snapshot_ms >= self._snapshot_max_interval_ms))
+
+    async def _snapshot_while_due(self) -> None:
+        """Snapshot, and again while what was appended during the last one makes another due (no later append
+        may come to ask for it)."""
+        await self.snapshot()
+        while self._snapshot_due():
+            await self.snapshot()
+
+    async def snapshot(self) -> SnapshotId | None:
+        """Write the committed image as a snapshot now and trim the log behind it; its id, or None when the
+        image is already the newest snapshot's. The image is immutable, so it is written off the event loop while
+        appends go on."""
+        image, epoch, timestamp = self.image, self._image_epoch, self._image_timestamp
+        metadata_log = self.metadata_log
+        snapshot_id = SnapshotId(image.offset + 1, epoch)
+        if image.offset < 0 or (self.latest_snapshot_id is not None and snapshot_id <= self.latest_snapshot_id):
+            return None
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = now_ms = self._time_ms()
+
+        trim = self.voters == (self.node_id,)  # see the module docstring: a quorum keeps its log whole for now
+
+        def write_and_trim() -> None:
+            write_snapshot(metadata_log.directory, snapshot_id, image_records(image),
+                           last_contained_log_timestamp=timestamp, now_ms=now_ms)
+            if trim:
+                metadata_log.log.maybe_increment_log_start_offset(snapshot_id.end_offset)
+                metadata_log.log.delete_old_segments(self._time_ms())
+            delete_snapshots_before(metadata_log.directory, snapshot_id)
+
+        await self._blocking(write_and_trim)
+        self.latest_snapshot_id = snapshot_id
+        log.info("metadata snapshot %s written; the log now starts at %d", snapshot_id,
+                 metadata_log.log.log_start_offset)
+        return snapshot_id
+
+    @staticmethod
+    async def _blocking(function, *args):
+        """File work (fsync, snapshot files) runs off the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+
 
 
 def _replica_state(progress: ReplicaProgress) -> ReplicaState:

@@ -17,6 +17,7 @@ diverged, and `end_offset_for_epoch` answers from the Log's leader-epoch cache.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Iterator, Sequence
@@ -51,31 +52,43 @@ METADATA_LOG_CONFIG = LogConfig.from_properties({
     "retention.ms": -1,
     "retention.bytes": -1,
     "max.message.bytes": MAX_BATCH_SIZE_BYTES,
+    # Segments trimmed behind a snapshot go at once: no reader holds them (the metadata log is never fetched
+    # by clients), and a restart must not find them again.
+    "file.delete.delay.ms": 0,
 })
 
 
 @dataclass(frozen=True)
 class MetadataBatch:
     """One batch of the metadata log: its offsets, the epoch of the leader that wrote it, its records (none for a
-    control batch)."""
+    control batch), its append time."""
 
     base_offset: int
     last_offset: int
     epoch: int
     records: list[Message]
     is_control: bool = False
+    timestamp: int = -1
 
 
 class KafkaMetadataLog:
     def __init__(self, log: Log, time_ms: Clock) -> None:
         self.log = log
         self._time_ms = time_ms
+        #: Bytes of the batches appended since the log was opened, as leader or follower (what the snapshot policy
+        #: counts; the log's size cannot tell, as trimming behind a snapshot shrinks it meanwhile).
+        self.appended_bytes = 0
 
     @classmethod
-    def open(cls, log_dir: str, now_ms: int, *, time_ms: Clock = system_time_ms) -> KafkaMetadataLog:
-        """Open (recovering) the log at `now_ms`; `time_ms` stamps the batches it appends later."""
+    def open(cls, log_dir: str, now_ms: int, segment_bytes: int | None = None, *,
+             time_ms: Clock = system_time_ms) -> KafkaMetadataLog:
+        """Open (or create, recovering) the log at `now_ms`; `segment_bytes` is metadata.log.segment.bytes
+        (default: segment.bytes'), with no floor, so tests can roll small segments; `time_ms` stamps the batches
+        it appends later."""
         directory = os.path.join(log_dir, log_dir_name(METADATA_TOPIC_PARTITION))
-        log = Log.open(directory, METADATA_LOG_CONFIG, now_ms=now_ms, recovery_point=0, had_clean_shutdown=False)
+        config = METADATA_LOG_CONFIG if segment_bytes is None else dataclasses.replace(
+            METADATA_LOG_CONFIG, internal_segment_bytes=segment_bytes)
+        log = Log.open(directory, config, now_ms=now_ms, recovery_point=0, had_clean_shutdown=False)
         log.partition_metadata.write(CLUSTER_METADATA_TOPIC_ID)
         return cls(log, time_ms)
 
@@ -116,7 +129,10 @@ class KafkaMetadataLog:
         builder = MemoryRecordsBuilder(base_offset=self.log.log_end_offset, partition_leader_epoch=epoch)
         for record in records:
             builder.append(now_ms, None, serialize_record(record))
-        return self.log.append_as_leader(builder.close(), epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
+        batch = builder.close()
+        last_offset = self.log.append_as_leader(batch, epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
+        self.appended_bytes += len(batch)
+        return last_offset
 
     def append_leader_change(self, epoch: int, leader_id: int, voters: Sequence[int]) -> int:
         """The LEADER_CHANGE control batch that opens `epoch`: its leader, the voters, and (as Kafka writes it)
@@ -128,6 +144,7 @@ class KafkaMetadataLog:
 
     def append_as_follower(self, records: bytes) -> None:
         self.log.append_as_follower(records, self._time_ms())
+        self.appended_bytes += len(records)
 
     def read(self, start_offset: int, max_bytes: int) -> bytes | None:
         """Whole batches from `start_offset` as bytes (a Fetch response's records); None at the log end."""
@@ -162,7 +179,7 @@ class KafkaMetadataLog:
                 records = [] if batch.is_control else [_decode(record.value, batch.base_offset)
                                                        for record in batch.records()]
                 yield MetadataBatch(batch.base_offset, batch.last_offset, batch.partition_leader_epoch, records,
-                                    batch.is_control)
+                                    batch.is_control, batch.max_timestamp)
                 offset = batch.last_offset + 1
                 progressed = True
             if not progressed:

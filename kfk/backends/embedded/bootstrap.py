@@ -1,0 +1,85 @@
+"""What `kfk storage format` writes for KRaft besides meta.properties, as Kafka 4.0's kafka-storage format does:
+
+- `bootstrap.checkpoint` in every log dir: a snapshot (snapshots/writer.py's layout, epoch 0, no KRaft version
+  records) holding the FeatureLevelRecord of the metadata.version the cluster starts at;
+- for a dynamic quorum (KIP-853: --standalone or --initial-controllers), the first snapshot of the metadata log,
+  `__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`: no metadata records, only the header batch
+  with KRaftVersion 1 and the initial voter set (each voter's id, directory id and controller endpoints). Every
+  voter is formatted with the same set, which is how the quorum knows its members before anything was written.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+
+from kfk.backends.embedded.metadata_log import METADATA_TOPIC_PARTITION
+from kfk.backends.embedded.snapshots import SnapshotId, write_snapshot
+from kfk.backends.embedded.snapshots.writer import VotersRecord, snapshot_bytes
+from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
+from kfk.errors import InvalidConfigurationError
+from kfk.protocol.metadata_records import schema_class
+from kfk.storage.checkpoint import atomic_write
+from kfk.storage.log_files import BOOTSTRAP_SNAPSHOT_FILE, log_dir_name
+from kfk.storage.partition_metadata import uuid_from_base64
+
+FeatureLevelRecord = schema_class("FeatureLevelRecord")
+#: The kraft.version range a kfk controller supports (KIP-853's 1: a dynamic voter set in the log).
+KRAFT_VERSION_MIN, KRAFT_VERSION_MAX = 0, 1
+
+
+@dataclass(frozen=True)
+class InitialController:
+    """One voter of a new dynamic quorum: `--initial-controllers` entry `id@host:port:directory-id`."""
+
+    node_id: int
+    directory_id: uuid.UUID
+    endpoints: tuple[tuple[str, str, int], ...]  # (listener name, host, port)
+
+
+def parse_initial_controllers(text: str, listener_name: str) -> list[InitialController]:
+    """`1@host:9093:<dir-uuid>,2@...` -> the voters, each reached on `listener_name` (the first of
+    controller.listener.names). InvalidConfigurationError for an entry that does not parse."""
+    controllers = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            node, _, address = entry.partition("@")
+            address, _, directory = address.rpartition(":")
+            host, _, port = address.rpartition(":")
+            if not host or not directory:
+                raise ValueError
+            controllers.append(InitialController(int(node), uuid_from_base64(directory),
+                                                 ((listener_name, host.strip("[]"), int(port)),)))
+        except ValueError:
+            raise InvalidConfigurationError(
+                f"Invalid --initial-controllers entry {entry!r}: expected id@hostname:port:directory-id") from None
+    ids = [controller.node_id for controller in controllers]
+    if not ids or len(set(ids)) != len(ids):
+        raise InvalidConfigurationError(f"--initial-controllers must name each controller once: {text!r}")
+    return controllers
+
+
+def voters_record(controllers: list[InitialController]) -> VotersRecord:
+    return VotersRecord(version=0, voters=[
+        VotersRecord.Voter(
+            voter_id=controller.node_id, voter_directory_id=controller.directory_id,
+            endpoints=[VotersRecord.Endpoint(name=name, host=host, port=port)
+                       for name, host, port in controller.endpoints],
+            k_raft_version_feature=VotersRecord.KRaftVersionFeature(min_supported_version=KRAFT_VERSION_MIN,
+                                                                    max_supported_version=KRAFT_VERSION_MAX))
+        for controller in controllers])
+
+
+def write_bootstrap_checkpoint(log_dir: str, metadata_version_level: int, now_ms: int) -> None:
+    record = FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=metadata_version_level)
+    atomic_write(os.path.join(log_dir, BOOTSTRAP_SNAPSHOT_FILE),
+                 snapshot_bytes([record], epoch=0, last_contained_log_timestamp=0, now_ms=now_ms))
+
+
+def write_initial_voters(metadata_log_dir: str, controllers: list[InitialController], now_ms: int) -> str:
+    """The metadata log's 0-0 snapshot with the initial voter set; returns its path."""
+    directory = os.path.join(metadata_log_dir, log_dir_name(METADATA_TOPIC_PARTITION))
+    os.makedirs(directory, exist_ok=True)
+    return write_snapshot(directory, SnapshotId(0, 0), [], last_contained_log_timestamp=now_ms, now_ms=now_ms,
+                          voters=voters_record(controllers))

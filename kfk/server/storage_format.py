@@ -1,0 +1,94 @@
+"""`kfk storage format` for a node's config (kafka-storage format): meta.properties in every log dir, the
+bootstrap snapshot with the metadata.version, and for a dynamic quorum the initial voter set.
+
+The metadata log dir is the first log dir (where the embedded backend keeps __cluster_metadata-0). Kafka's rules
+about the quorum flags hold: --standalone and --initial-controllers are for controllers of a dynamic quorum
+(controller.quorum.bootstrap.servers, never with static controller.quorum.voters), and a controller of a dynamic
+quorum must be given one of --standalone, --initial-controllers or --no-initial-controllers.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from kfk.backends.embedded.bootstrap import (
+    InitialController,
+    parse_initial_controllers,
+    write_bootstrap_checkpoint,
+    write_initial_voters,
+)
+from kfk.config import BrokerConfig
+from kfk.controller.features import METADATA_VERSION_LEVEL, METADATA_VERSION_NAME
+from kfk.errors import InvalidConfigurationError
+from kfk.server.network import Listener
+from kfk.storage.format import format_log_dirs
+from kfk.storage.partition_metadata import uuid_to_base64
+
+#: The --release-version values kfk accepts: the metadata.version its controller writes, by release or by name.
+RELEASE_VERSIONS = {"3.3": METADATA_VERSION_LEVEL, METADATA_VERSION_NAME: METADATA_VERSION_LEVEL}
+
+
+def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standalone: bool = False,
+                   initial_controllers: str | None = None, no_initial_controllers: bool = False,
+                   release_version: str | None = None, ignore_formatted: bool = False) -> list[str]:
+    """Format the node's log dirs; returns the lines kafka-storage prints (one per dir formatted now)."""
+    release = release_version or METADATA_VERSION_NAME
+    if release not in RELEASE_VERSIONS:
+        raise InvalidConfigurationError(
+            f"Unsupported --release-version {release}: kfk runs metadata.version {METADATA_VERSION_NAME} "
+            f"(feature level {METADATA_VERSION_LEVEL})")
+    if sum([standalone, initial_controllers is not None, no_initial_controllers]) > 1:
+        raise InvalidConfigurationError(
+            "give at most one of --standalone, --initial-controllers, --no-initial-controllers")
+    log_dirs = [os.path.abspath(log_dir) for log_dir in config.log_dir_list]
+    metadata_dir = log_dirs[0]
+    voters = _initial_voters(config, standalone, initial_controllers, no_initial_controllers)
+    directory_ids = {}
+    own = next((voter for voter in voters if voter.node_id == config.node_id), None)
+    if own is not None:
+        directory_ids[metadata_dir] = uuid_to_base64(own.directory_id)
+    formatted = format_log_dirs(log_dirs, cluster_id, config.node_id, ignore_formatted, directory_ids)
+    if not formatted:
+        return ["All of the log directories are already formatted."]
+    for log_dir in formatted:
+        write_bootstrap_checkpoint(log_dir, RELEASE_VERSIONS[release], now_ms)
+    if metadata_dir in formatted and voters:
+        write_initial_voters(metadata_dir, voters, now_ms)
+    lines = [f"Formatting data directory {log_dir} with metadata.version {METADATA_VERSION_NAME}."
+             for log_dir in formatted if log_dir != metadata_dir]
+    if metadata_dir in formatted:
+        kind = "dynamic metadata voter directory" if voters else "metadata directory"
+        lines.append(f"Formatting {kind} {metadata_dir} with metadata.version {METADATA_VERSION_NAME}.")
+    return lines
+
+
+def _initial_voters(config: BrokerConfig, standalone: bool, initial_controllers: str | None,
+                    no_initial_controllers: bool) -> list[InitialController]:
+    is_controller = "controller" in config.process_roles
+    if standalone or initial_controllers is not None:
+        if not is_controller:
+            raise InvalidConfigurationError(
+                "--standalone and --initial-controllers format a controller: process.roles must include controller")
+        if config.controller_quorum_voters:
+            raise InvalidConfigurationError(
+                "--standalone and --initial-controllers start a dynamic quorum: controller.quorum.voters must not "
+                "be set (set controller.quorum.bootstrap.servers instead)")
+        if not config.controller_listener_names:
+            raise InvalidConfigurationError("controller.listener.names must name the controller listener")
+    elif is_controller and config.controller_quorum_bootstrap_servers and not config.controller_quorum_voters \
+            and not no_initial_controllers:
+        raise InvalidConfigurationError(
+            "Because controller.quorum.voters is not set on this controller, you must specify one of the "
+            "following: --standalone, --initial-controllers, or --no-initial-controllers.")
+    if initial_controllers is not None:
+        return parse_initial_controllers(initial_controllers, config.controller_listener_names[0])
+    if not standalone:
+        return []
+    listeners = [Listener.parse(text) for text in config.listeners]
+    endpoints = tuple((listener.name, listener.host or "localhost", listener.port) for name in
+                      config.controller_listener_names for listener in listeners if listener.name == name.upper())
+    if not endpoints:
+        raise InvalidConfigurationError(
+            f"listeners has no controller listener ({', '.join(config.controller_listener_names)}) for --standalone")
+    return [InitialController(config.node_id, uuid.uuid4(), endpoints)]

@@ -1,0 +1,165 @@
+"""KRaft storage files against Apache Kafka's: `kfk storage format` writes what kafka-storage format writes (and
+Apache Kafka starts on it), kfk's snapshot reader rebuilds from Kafka's own snapshots the image its log holds, and
+Apache Kafka boots from a kfk broker's snapshot and the log after it.
+(test_dump_log_agrees.py runs both dump-log tools on kfk's and Kafka's snapshots.)"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kfk.backends.embedded.record_serde import deserialize_record
+from kfk.backends.embedded.snapshots import list_snapshots, read_snapshot, snapshot_path
+from kfk.metadata.image import MetadataImage
+from kfk.records import iter_batches
+from kfk.storage.meta_properties import read_properties
+from kfk.testing.apache_kafka import ApacheKafka, free_port, run_kafka_tool
+
+from .conftest import CODECS, COMPACTED_TOPIC, WrittenLogDir, codec_topic
+from .dump_log_output import sections
+
+CLUSTER_ID = "i2J_3iFvQempjf-HJcyt3A"
+DIRECTORY_ID = "Q7-7vSpQRUSspz-EfM29kg"
+
+
+def kfk(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kfk", *args], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+def _server_properties(directory: Path) -> Path:
+    directory.mkdir(parents=True)
+    path = directory / "server.properties"
+    path.write_text("process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+                    "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
+                    "controller.quorum.bootstrap.servers=127.0.0.1:9093\n"
+                    f"log.dirs={directory / 'meta'},{directory / 'data'}\n")
+    return path
+
+
+def test_format_writes_the_files_kafkas_format_writes(tmp_path: Path) -> None:
+    flags = ["-t", CLUSTER_ID, "--release-version", "3.3-IV3",
+             "--initial-controllers", f"1@127.0.0.1:9093:{DIRECTORY_ID},2@h2:9094:AAAAAAAAAAAAAAAAAAAAAQ"]
+    written = {}
+    for who in ("kafka", "kfk"):
+        config = _server_properties(tmp_path / who)
+        if who == "kafka":
+            result = run_kafka_tool("storage", ["format", "-c", str(config), *flags])
+        else:
+            result = kfk("storage", "format", "-c", str(config), *flags)
+        assert result.returncode == 0, result.stdout + result.stderr
+        # Kafka's tool lists the dirs in no fixed order; kfk's format leaves the .lock it held (Kafka's lock file).
+        written[who] = (sorted(result.stdout.replace(str(tmp_path / who), "<dir>").splitlines()),
+                        sorted(str(path.relative_to(tmp_path / who)) for path in (tmp_path / who).rglob("*")
+                               if path.name != ".lock"))
+    assert written["kfk"] == written["kafka"]
+    for name in ("meta", "data"):
+        kafka_meta = read_properties(str(tmp_path / "kafka" / name / "meta.properties"))
+        kfk_meta = read_properties(str(tmp_path / "kfk" / name / "meta.properties"))
+        if name == "data":  # a random directory.id each
+            kafka_meta.pop("directory.id"), kfk_meta.pop("directory.id")
+        assert kfk_meta == kafka_meta
+    checkpoints = ["meta/bootstrap.checkpoint", "data/bootstrap.checkpoint",
+                   "meta/__cluster_metadata-0/00000000000000000000-0000000000.checkpoint"]
+    dumps = {}
+    for who in ("kafka", "kfk"):
+        files = ",".join(str(tmp_path / who / name) for name in checkpoints)
+        result = run_kafka_tool("dump-log", ["--files", files, "--cluster-metadata-decoder"])
+        assert result.returncode == 0, result.stderr
+        dumps[who] = [_timeless(line) for lines in sections(result.stdout).values() for line in lines]
+    assert dumps["kfk"] == dumps["kafka"]
+    assert any("KRaftVoters" in line and DIRECTORY_ID in line for line in dumps["kfk"])
+
+
+def _timeless(line: str) -> str:
+    """A dump-log line without what differs between two runs: times and the CRCs over them, file paths."""
+    line = re.sub(r"(CreateTime: |crc: |\"lastContainedLogTimestamp\":)\d+", r"\1#", line)
+    return re.sub(r"/\S+/(kafka|kfk)/", "/", line)
+
+
+def test_apache_kafka_starts_on_storage_kfk_formatted(tmp_path: Path) -> None:
+    """kfk's bootstrap.checkpoint and initial voter set are what Apache Kafka's controller boots from."""
+    node = ApacheKafka(tmp_path / "node")
+    server_properties, _ = node._write_files()
+    result = kfk("storage", "format", "-t", CLUSTER_ID, "-c", str(server_properties), "--standalone")
+    assert result.returncode == 0, result.stderr
+    directory_id = read_properties(str(node.log_dir / "meta.properties"))["directory.id"]
+    with node:
+        status = run_kafka_tool("metadata-quorum", ["--bootstrap-server", node.bootstrap_server, "describe",
+                                                    "--status"])
+        features = run_kafka_tool("features", ["--bootstrap-server", node.bootstrap_server, "describe"])
+    assert status.returncode == 0, status.stderr
+    assert f"ClusterId:              {CLUSTER_ID}" in status.stdout
+    assert f'"directoryId": "{directory_id}"' in status.stdout
+    assert f'"endpoints": ["CONTROLLER://127.0.0.1:{node.controller_port}"]' in status.stdout
+    assert re.search(r"Feature: metadata.version\t.*FinalizedVersionLevel: 3.3-IV3", features.stdout), features.stdout
+    assert re.search(r"Feature: kraft.version\t.*FinalizedVersionLevel: 1", features.stdout), features.stdout
+
+
+def test_kfk_reads_apache_kafkas_snapshots(apache_kafka_written_log_dir: WrittenLogDir) -> None:
+    """Every snapshot Apache Kafka wrote reads whole; the newest rebuilds the image that replaying Kafka's log up
+    to the snapshot's end offset builds."""
+    directory = apache_kafka_written_log_dir.path / "__cluster_metadata-0"
+    snapshot_ids = list_snapshots(str(directory))
+    assert len(snapshot_ids) >= 2, snapshot_ids
+    for snapshot_id in snapshot_ids:
+        read_snapshot(snapshot_path(str(directory), snapshot_id))
+    newest = read_snapshot(snapshot_path(str(directory), snapshot_ids[-1]))
+    assert newest.kraft_version == 1 and [voter.voter_id for voter in newest.voters.voters] == [1]
+    end_offset = newest.snapshot_id.end_offset
+    from_snapshot = MetadataImage().apply(newest.records, end_offset - 1)
+
+    records = []
+    for segment in sorted(directory.glob("*.log")):
+        for batch in iter_batches(segment.read_bytes()):
+            if not batch.is_control:
+                records += [deserialize_record(record.value) for record in batch.records()
+                            if record.offset < end_offset]
+    from_log = MetadataImage().apply(records, end_offset - 1)
+    assert from_snapshot == from_log
+    assert {codec_topic(codec) for codec in CODECS} | {COMPACTED_TOPIC} <= set(from_snapshot.topics_by_name)
+    assert from_snapshot.features["metadata.version"] >= 7 and from_snapshot.brokers[1].endpoints
+
+
+def test_apache_kafka_boots_from_kfks_snapshot_and_the_log_after_it(tmp_path: Path, kfk_broker_factory) -> None:
+    """A kfk broker's metadata: topic `snapshotted` only in a snapshot (the log trimmed behind it), topic `logged`
+    only in the log after it. Apache Kafka, started on a copy as the same static single voter, serves both."""
+    broker = kfk_broker_factory({"metadata.log.max.record.bytes.between.snapshots": "1",
+                                 "metadata.log.segment.bytes": "512"})
+    metadata_dir = broker.log_dir / "__cluster_metadata-0"
+
+    def create(name: str, config: dict[str, str]) -> None:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        for future in admin.create_topics([NewTopic(name, 2, 1, config=config)]).values():
+            future.result(30)
+
+    create("snapshotted", {"retention.ms": "777"})
+    deadline = time.monotonic() + 10
+    while (metadata_dir / "00000000000000000000.log").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert broker.stop() == 0
+    broker.overrides["metadata.log.max.record.bytes.between.snapshots"] = str(2**40)
+    broker.start()
+    create("logged", {"cleanup.policy": "compact"})
+    assert broker.stop() == 0
+    [snapshot_id] = list_snapshots(str(metadata_dir))
+    segments = sorted(int(path.name.split(".")[0]) for path in metadata_dir.glob("*.log"))
+    assert 0 < segments[0] <= snapshot_id.end_offset
+
+    controller_port = free_port()
+    node = ApacheKafka(tmp_path / "kafka", controller_port=controller_port, config={
+        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}", "controller.quorum.bootstrap.servers": ""})
+    shutil.copytree(broker.log_dir, node.log_dir)
+    with node:
+        described = run_kafka_tool("topics", ["--bootstrap-server", node.bootstrap_server, "--describe"])
+    assert described.returncode == 0, described.stderr[-3000:]
+    assert re.search(r"Topic: snapshotted\tTopicId: \S+\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: "
+                     r"retention.ms=777", described.stdout), described.stdout
+    assert re.search(r"Topic: logged\tTopicId: \S+\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: "
+                     r"cleanup.policy=compact", described.stdout), described.stdout
