@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
+from kfk.backends.embedded.raft import RaftConfig, parse_voters
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
@@ -37,11 +38,12 @@ from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
-from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaStorageError
+from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaError, KafkaStorageError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.security.sasl import SaslClient
 from kfk.security.sasl.settings import SASL_PROTOCOLS, inter_broker_sasl
+from kfk.replication.broker_channel import BrokerChannel
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.security.quotas import ClientQuotaManagers
 from kfk.security.tls import TLS_PROTOCOLS, ListenerTls, client_context
@@ -61,6 +63,7 @@ from kfk.server.handlers.configs import ConfigsHandler
 from kfk.server.handlers.delete_records import DeleteRecordsHandler
 from kfk.server.handlers.describe_log_dirs import DescribeLogDirsHandler
 from kfk.server.handlers.describe_quorum import DescribeQuorumHandler
+from kfk.server.handlers.raft import RaftHandler
 from kfk.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from kfk.server.handlers.fetch import FetchHandler
 from kfk.server.handlers.find_coordinator import FindCoordinatorHandler
@@ -137,6 +140,7 @@ class BrokerServer:
         self.inter_broker_ssl: ssl.SSLContext | None = None
         #: The SASL clients of this broker's connections to the others, when the inter-broker listener uses SASL.
         self.inter_broker_sasl: Callable[[], SaslClient] | None = None
+        self._quorum_follower: asyncio.Task | None = None
 
     @property
     def log_dirs(self) -> list[str]:
@@ -170,6 +174,8 @@ class BrokerServer:
         transaction_coordinator = self.transaction_coordinator
         auth = self.auth
         controller_channel = getattr(self, "controller_channel", None)  # ZooKeeper mode: the controller may be away
+        raft_handler = RaftHandler(self.metadata_backend if isinstance(self.metadata_backend, EmbeddedMetadataBackend)
+                                   else None)
         handlers = [
             ApiVersionsHandler(self.dispatcher.served_versions),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable,
@@ -187,7 +193,9 @@ class BrokerServer:
             ProducerIdHandler(self.producer_id_manager, transaction_coordinator, auth),
             ProduceHandler(replica_manager, self.txn_verifier, auth, quota=self.quotas.produce),
             FetchHandler(replica_manager, FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
-                                                            system_time_ms), auth, quota=self.quotas.fetch),
+                                                            system_time_ms), auth, quota=self.quotas.fetch,
+                         raft_fetch=raft_handler.fetch),
+            raft_handler,
             ListOffsetsHandler(replica_manager, auth),
             DeleteRecordsHandler(replica_manager, auth),
             OffsetForLeaderEpochHandler(replica_manager, auth),
@@ -308,27 +316,62 @@ class BrokerServer:
         if config.zookeeper_connect is not None:
             await self._start_zookeeper_metadata()
             return
-        voters = [int(voter.split("@", 1)[0]) for voter in config.controller_quorum_voters]
         self.metadata_cache = self._new_metadata_cache()
-        self.metadata_backend = EmbeddedMetadataBackend(
-            self.log_dirs[0], self.node_id, self.cluster_id, voters, time_ms=system_time_ms,
+        backend = EmbeddedMetadataBackend(
+            self.log_dirs[0], self.node_id, self.cluster_id, parse_voters(config.controller_quorum_voters),
+            raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel, time_ms=system_time_ms,
             snapshot_max_new_record_bytes=config.metadata_log_max_record_bytes_between_snapshots,
             snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
             segment_bytes=config.metadata_log_segment_bytes)
-        self.controller = QuorumController(self.metadata_backend, config, self.node_id)
-        self.metadata_backend.add_listener(self.metadata_cache)
-        self.metadata_backend.add_listener(self.controller)
-        await self.metadata_backend.start()
+        self.metadata_backend = backend
+        self.controller = QuorumController(backend, config, self.node_id)
+        backend.add_listener(self.metadata_cache)
+        backend.add_listener(self.controller)
+        await backend.start()
+        if len(backend.voters) > 1:
+            # A quorum of several voters elects its leader on its own: the controller follows it.
+            leadership_changed = asyncio.Event()
+            backend.add_controller_listener(leadership_changed.set)
+            self._quorum_follower = asyncio.create_task(self._follow_quorum_leader(backend, leadership_changed))
+            return
         if "controller" in config.process_roles:
             await self.controller.activate()
-        if "broker" in config.process_roles:
-            await self._listeners_updated()
-            endpoints = broker_endpoints(self.socket_server.bound, config.advertised_listeners,
-                                         config.listener_security_protocol_map, config.controller_listener_names)
-            self.broker_epoch = await self.controller.register_broker(self.node_id, endpoints, config.broker_rack)
-            await self.controller.unfence_broker(self.node_id, self.broker_epoch)
-            self.producer_id_manager = ProducerIdManager(
-                lambda: self.controller.allocate_producer_ids(self.node_id, self.broker_epoch))
+        await self._register_with_local_controller()
+
+    async def _follow_quorum_leader(self, backend: EmbeddedMetadataBackend, changed: asyncio.Event) -> None:
+        """KRaft with several voters: the active controller is the quorum's leader. Activate the controller when
+        this node becomes leader (elect_controller waits until the log is replayed up to the new epoch), and
+        deactivate it as soon as it is not. Until brokers register through BrokerRegistration, a node registers
+        itself as a broker when its controller becomes active."""
+        controller = self.controller
+        while True:
+            changed.clear()
+            leader = backend.active_controller()
+            if controller.is_active and leader != (self.node_id, controller.controller_epoch):
+                log.info("node %d is no longer the active controller", self.node_id)
+                controller.deactivate()
+            if not controller.is_active and backend.is_controller and "controller" in self.config.process_roles:
+                try:
+                    if await controller.activate():
+                        await self._register_with_local_controller()
+                except KafkaError as error:
+                    log.warning("activating the controller failed: %s", error)
+                    continue
+            await changed.wait()
+
+    async def _register_with_local_controller(self) -> None:
+        """This node's registration as a broker, with the listeners it really bound, and its unfencing, written by
+        the controller in this process (it must be the active one)."""
+        config = self.config
+        if "broker" not in config.process_roles or not self.controller.is_active:
+            return
+        await self._listeners_updated()
+        endpoints = broker_endpoints(self.socket_server.bound, config.advertised_listeners,
+                                     config.listener_security_protocol_map, config.controller_listener_names)
+        self.broker_epoch = await self.controller.register_broker(self.node_id, endpoints, config.broker_rack)
+        await self.controller.unfence_broker(self.node_id, self.broker_epoch)
+        self.producer_id_manager = ProducerIdManager(
+            lambda: self.controller.allocate_producer_ids(self.node_id, self.broker_epoch))
 
     async def _start_zookeeper_metadata(self) -> None:
         """ZooKeeper mode (`zookeeper.connect`): the backend's session is already open (start() read /cluster/id
@@ -391,6 +434,9 @@ class BrokerServer:
         self.replica_manager.stop_following()
 
     async def _stop_metadata(self) -> None:
+        if self._quorum_follower is not None:
+            self._quorum_follower.cancel()
+            await asyncio.gather(self._quorum_follower, return_exceptions=True)
         if getattr(self, "_controller_election", None) is not None:
             self._controller_election.cancel()
             await self.controller_channel.close()
@@ -591,6 +637,8 @@ class BrokerServer:
                  self.cluster_id, ", ".join(self.log_dirs))
 
     async def stop(self) -> None:
+        if isinstance(self.metadata_backend, EmbeddedMetadataBackend):
+            await self.metadata_backend.resign()  # the quorum elects a successor while this node shuts down
         await self._controlled_shutdown()
         if self.metrics_endpoint is not None:  # its HTTP thread may take a poll interval (0.5 s) to notice
             await asyncio.get_running_loop().run_in_executor(None, self.metrics_endpoint.stop)

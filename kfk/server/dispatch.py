@@ -80,7 +80,11 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),  # handlers/offsets.py
     ApiKey.DESCRIBE_CLIENT_QUOTAS: VersionRange(0, 1),  # handlers/client_quotas.py
     ApiKey.ALTER_CLIENT_QUOTAS: VersionRange(0, 1),  # handlers/client_quotas.py
+    ApiKey.VOTE: VersionRange(0, 2),  # handlers/raft.py
+    ApiKey.BEGIN_QUORUM_EPOCH: VersionRange(0, 1),  # handlers/raft.py
+    ApiKey.END_QUORUM_EPOCH: VersionRange(0, 1),  # handlers/raft.py
     ApiKey.DESCRIBE_QUORUM: VersionRange(0, 2),  # handlers/describe_quorum.py
+    ApiKey.FETCH_SNAPSHOT: VersionRange(0, 1),  # handlers/raft.py
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),  # handlers/describe_topic_partitions.py
     ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),  # handlers/cluster.py
     ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),  # handlers/transactions.py

@@ -20,6 +20,8 @@ window, the records' bytes it returns are recorded for its (user, client-id), an
 throttle_time_ms (v1+) and a muted connection (kfk.security.quotas). Unlike Kafka, which answers a throttled fetch
 with no records (and takes the bytes back), kfk sends what it read: the bytes count against the quota either way,
 and the fetch session stays consistent with what the consumer received. Followers are never throttled.
+A replica's fetch of `__cluster_metadata` (a follower or observer of the KRaft quorum) is Raft's, and goes to
+`raft_fetch` (handlers/raft.py) whole.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
+from typing import Awaitable, Callable
+
+from kfk.backends.embedded.raft.messages import is_replica_metadata_fetch
 
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
@@ -60,16 +65,20 @@ _NOT_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_
 
 class FetchHandler:
     def __init__(self, replica_manager: ReplicaManager, sessions: FetchSessionCache,
-                 auth: RequestAuthorizer = ALLOW_ALL, quota: ClientQuotaManager | None = None) -> None:
+                 auth: RequestAuthorizer = ALLOW_ALL, quota: ClientQuotaManager | None = None,
+                 raft_fetch: Callable[[FetchRequest], Awaitable[FetchResponse]] | None = None) -> None:
         self.replica_manager = replica_manager
         self.sessions = sessions
         self.auth = auth
         self.quota = quota
+        self.raft_fetch = raft_fetch
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.FETCH, self.fetch)
 
     async def fetch(self, context: RequestContext, request: FetchRequest) -> FetchResponse:
+        if self.raft_fetch is not None and is_replica_metadata_fetch(request):
+            return await self.raft_fetch(request)
         version = context.api_version
         uses_topic_ids = version >= FIRST_TOPIC_ID_VERSION
         replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
