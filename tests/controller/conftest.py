@@ -28,8 +28,10 @@ CreatableReplicaAssignment = CreateTopicsRequest.CreatableReplicaAssignment
 
 class ControllerHarness:
     def __init__(self, runner: asyncio.Runner, log_dir: str, clock: ManualClock,
-                 overrides: dict[str, str] | None = None) -> None:
+                 overrides: dict[str, str] | None = None, **controller_options) -> None:
         self.runner = runner
+        #: QuorumController keyword arguments (manage_leadership, broker_heartbeats).
+        self.controller_options = controller_options
         self.log_dir = log_dir
         self.clock = clock
         props = {"process.roles": "broker,controller", "node.id": str(NODE_ID), "log.dirs": log_dir}
@@ -41,7 +43,8 @@ class ControllerHarness:
     def open(self) -> None:
         self.backend = EmbeddedMetadataBackend(self.log_dir, NODE_ID, CLUSTER_ID, time_ms=self.clock)
         self.cache = MetadataCache(MetadataImage(cluster_id=CLUSTER_ID))
-        self.controller = QuorumController(self.backend, self.config, NODE_ID, rng=random.Random(7))
+        self.controller = QuorumController(self.backend, self.config, NODE_ID, rng=random.Random(7),
+                                           time_ms=self.clock, **self.controller_options)
         self.backend.add_listener(self.cache)
         self.backend.add_listener(self.controller)
         self.run(self.backend.start())
@@ -52,6 +55,7 @@ class ControllerHarness:
         self.open()
 
     def close(self) -> None:
+        self.controller.deactivate()
         self.run(self.backend.stop())
 
     def run(self, awaitable: Awaitable[T]) -> T:
@@ -94,8 +98,9 @@ def make_cluster(tmp_path, clock):
     harnesses: list[ControllerHarness] = []
     runner = asyncio.Runner()
 
-    def factory(overrides: dict[str, str] | None = None, brokers: int = 1) -> ControllerHarness:
-        harness = ControllerHarness(runner, str(tmp_path / f"logs{len(harnesses)}"), clock, overrides)
+    def factory(overrides: dict[str, str] | None = None, brokers: int = 1, **controller_options) -> ControllerHarness:
+        harness = ControllerHarness(runner, str(tmp_path / f"logs{len(harnesses)}"), clock, overrides,
+                                    **controller_options)
         for broker_id in range(1, brokers + 1):
             harness.register(broker_id)
         harnesses.append(harness)
