@@ -57,6 +57,8 @@ from kfk.metadata.image import Endpoint, MetadataImage
 from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from kfk.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
+from kfk.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from kfk.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from kfk.protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
 from kfk.protocol.messages.alter_partition_reassignments import (
@@ -468,9 +470,12 @@ class QuorumController:
             return BrokerControlState.CONTROLLED_SHUTDOWN
         return BrokerControlState.UNFENCED
 
-    def _leads_partitions(self, broker_id: int) -> bool:
-        return any(partition.leader == broker_id for topic in self.image.topics_by_id.values()
-                   for partition in topic.partitions.values())
+    def _leads_movable_partitions(self, broker_id: int) -> bool:
+        """Whether the broker leads a partition another live in-sync replica could lead: what its controlled shutdown
+        waits for (a partition with no other in-sync replica stays with it until it is gone)."""
+        others = self._live_brokers(self.image) - {broker_id}
+        return any(partition.leader == broker_id and any(replica in others for replica in partition.isr)
+                   for topic in self.image.topics_by_id.values() for partition in topic.partitions.values())
 
     async def handle_broker_heartbeat(self, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
         """A broker's heartbeat: its session renewed, and the transition it asks for or has earned (unfenced once
@@ -488,7 +493,7 @@ class QuorumController:
             state = self.heartbeats.next_state(
                 broker_id, current, registration_offset=broker_epoch,
                 metadata_offset=request.current_metadata_offset, want_fence=request.want_fence,
-                want_shut_down=request.want_shut_down, has_leaderships=self._leads_partitions(broker_id),
+                want_shut_down=request.want_shut_down, has_leaderships=self._leads_movable_partitions(broker_id),
                 committed_offset=self.image.offset)
             if current.fenced != state.fenced:
                 if state.fenced:
@@ -549,3 +554,68 @@ class QuorumController:
             # Re-checked at least every 100 ms: a broker registered meanwhile has a deadline of its own.
             next_check_ms = self.heartbeats.next_check_ms(unfenced, now_ms)
             await asyncio.sleep(min(max(next_check_ms - self.time_ms(), 10), 100) / 1000)
+
+    async def handle_alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+        """Leaders' ISR changes (AlterPartition v2+, topics by id), each partition checked and changed on its own;
+        the answer carries the partition's state after the write."""
+        if not self.is_active:
+            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        try:
+            cluster_control.check_broker_epoch(self.image, request.broker_id, request.broker_epoch)
+        except KafkaError as error:
+            return AlterPartitionResponse(error_code=error.error_code)
+
+        def operation(image: MetadataImage) -> ControllerResult[dict[tuple, ErrorCode]]:
+            live = self._live_brokers(image)
+            errors: dict[tuple, ErrorCode] = {}
+            records: list[Message] = []
+            for topic in request.topics:
+                topic_image = image.topics_by_id.get(topic.topic_id)
+                for partition in topic.partitions:
+                    registration = topic_image.partitions.get(partition.partition_index) if topic_image else None
+                    if registration is None:
+                        errors[(topic.topic_id, partition.partition_index)] = ErrorCode.UNKNOWN_TOPIC_ID \
+                            if topic_image is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        continue
+                    new_isr = tuple(state.broker_id for state in partition.new_isr_with_epochs) \
+                        if partition.new_isr_with_epochs else tuple(partition.new_isr or ())
+                    error, change = partition_change.alter_partition(
+                        registration, request.broker_id, partition.leader_epoch, partition.partition_epoch, new_isr,
+                        live)
+                    errors[(topic.topic_id, partition.partition_index)] = error
+                    if change is not None:
+                        records.append(change.record(topic.topic_id, partition.partition_index))
+            return ControllerResult(errors, records)
+
+        try:
+            errors = await self._write(operation)
+        except NotControllerError:
+            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        Topic, Partition = AlterPartitionResponse.TopicData, AlterPartitionResponse.PartitionData
+        topics = []
+        for topic in request.topics:
+            topic_image = self.image.topics_by_id.get(topic.topic_id)
+            partitions = []
+            for partition in topic.partitions:
+                error = errors[(topic.topic_id, partition.partition_index)]
+                registration = topic_image.partitions.get(partition.partition_index) if topic_image else None
+                if error != ErrorCode.NONE or registration is None:
+                    partitions.append(Partition(partition_index=partition.partition_index, error_code=error))
+                else:
+                    partitions.append(Partition(
+                        partition_index=partition.partition_index, error_code=ErrorCode.NONE,
+                        leader_id=registration.leader, leader_epoch=registration.leader_epoch,
+                        isr=list(registration.isr), partition_epoch=registration.partition_epoch))
+            topics.append(Topic(topic_id=topic.topic_id, partitions=partitions))
+        return AlterPartitionResponse(error_code=ErrorCode.NONE, topics=topics)
+
+    async def handle_allocate_producer_ids(self, request: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
+        """The next producer id block for a broker (its transaction coordinator and idempotent producers)."""
+        try:
+            block = await self.allocate_producer_ids(request.broker_id, request.broker_epoch)
+        except NotControllerError:
+            return AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        except KafkaError as error:
+            return AllocateProducerIdsResponse(error_code=error.error_code)
+        return AllocateProducerIdsResponse(error_code=ErrorCode.NONE, producer_id_start=block.first_producer_id,
+                                           producer_id_len=block.size)

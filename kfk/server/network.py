@@ -34,7 +34,7 @@ import logging
 import socket
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from kfk.protocol.connection import ServerConnection, StreamError
@@ -238,7 +238,7 @@ class _Connection(asyncio.BufferedProtocol):
 
     async def serve(self) -> None:
         server = self._server
-        dispatcher = server.dispatcher
+        dispatcher = server.listener_dispatchers.get(self._listener_name, server.dispatcher)
         transport = self._transport
         assert transport is not None
         try:
@@ -333,6 +333,8 @@ class SocketServer:
         quotas: ConnectionQuotas | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        #: Listeners served by a dispatcher of their own (a controller listener serves the controller's APIs only).
+        self.listener_dispatchers: dict[str, Dispatcher] = {}
         self.listeners = listeners
         self.max_request_bytes = max_request_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
@@ -370,12 +372,15 @@ class SocketServer:
         self._servers.append(server)
         return server
 
-    async def start_serving(self) -> None:
-        """Accept connections (those that arrived since bind() waited in the listen backlog)."""
-        for server in self._servers:
-            await server.start_serving()
-        self._serving = True
-        self._idle_task = asyncio.create_task(self._close_idle_connections())
+    async def start_serving(self, names: Collection[str] | None = None) -> None:
+        """Accept connections (those that arrived since bind() waited in the listen backlog): on every listener, or
+        first on the listeners `names` only (a controller listener serves the quorum before the broker is up)."""
+        for listener, server in zip(self.bound, self._servers):
+            if names is None or listener.name in names:
+                await server.start_serving()
+        if names is None:
+            self._serving = True
+            self._idle_task = asyncio.create_task(self._close_idle_connections())
 
     async def add_listener(self, listener: Listener) -> Listener:
         """Bind one more listener at run time (a dynamic `listeners`), accepting at once if the broker already

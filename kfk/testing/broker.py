@@ -34,6 +34,8 @@ class BrokerProcess:
     port: int = 0
     node_id: int = 1
     extra_args: list[str] = field(default_factory=list)
+    #: The port of its CONTROLLER listener (KRaft controllers: fixed before the start, the voters string names it).
+    controller_port: int | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -43,7 +45,7 @@ class BrokerProcess:
         """Start (or restart, on the same port) and wait until the broker is listening."""
         overrides = dict(self.overrides)
         overrides.setdefault("log.dirs", str(self.log_dir))
-        overrides["listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
+        overrides["listeners"] = self._listeners(overrides.get("process.roles", ""))
         args = [sys.executable, "-m", "kfk", "server", "start", *self.extra_args]
         for key, value in overrides.items():
             args += ["--override", f"{key}={value}"]
@@ -58,13 +60,23 @@ class BrokerProcess:
             match = READY.search(text)
             if match:
                 self.node_id = int(match.group(1))
-                self.port = int(match.group(4))
+                if match.group(2) != "CONTROLLER":  # a controller-only node: its controller_port is known
+                    self.port = int(match.group(4))
                 return self
             if self.process.poll() is not None:
                 raise BrokerStartError(f"broker exited with {self.process.returncode}:\n{text[-4000:]}")
             time.sleep(0.02)
         self.kill()
         raise BrokerStartError(f"broker not ready after {timeout}s:\n{self.output()[-4000:]}")
+
+    def _listeners(self, roles: str) -> str:
+        """PLAINTEXT for a broker, CONTROLLER for a KRaft controller (a controller-only node has no other)."""
+        listeners = []
+        if self.controller_port is None or "broker" in roles:
+            listeners.append(f"PLAINTEXT://{self.host}:{self.port}")
+        if self.controller_port is not None:
+            listeners.append(f"CONTROLLER://{self.host}:{self.controller_port}")
+        return ",".join(listeners)
 
     def stop(self, timeout: float = 20.0) -> int:
         """SIGTERM (a clean shutdown) and wait; returns the exit code."""
