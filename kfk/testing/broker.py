@@ -36,6 +36,9 @@ class BrokerProcess:
     extra_args: list[str] = field(default_factory=list)
     #: The port of its CONTROLLER listener (KRaft controllers: fixed before the start, the voters string names it).
     controller_port: int | None = None
+    #: KRaft: the cluster id its log dir is formatted with (`kfk storage format`) before the first start, so that
+    #: every node of the cluster has the same one.
+    cluster_id: str | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -46,9 +49,10 @@ class BrokerProcess:
         overrides = dict(self.overrides)
         overrides.setdefault("log.dirs", str(self.log_dir))
         overrides["listeners"] = self._listeners(overrides.get("process.roles", ""))
-        args = [sys.executable, "-m", "kfk", "server", "start", *self.extra_args]
-        for key, value in overrides.items():
-            args += ["--override", f"{key}={value}"]
+        override_args = [arg for key, value in overrides.items() for arg in ("--override", f"{key}={value}")]
+        if self.cluster_id is not None and not (Path(overrides["log.dirs"]) / "meta.properties").exists():
+            self._format(override_args)
+        args = [sys.executable, "-m", "kfk", "server", "start", *self.extra_args, *override_args]
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -68,6 +72,12 @@ class BrokerProcess:
             time.sleep(0.02)
         self.kill()
         raise BrokerStartError(f"broker not ready after {timeout}s:\n{self.output()[-4000:]}")
+
+    def _format(self, override_args: list[str]) -> None:
+        done = subprocess.run([sys.executable, "-m", "kfk", "storage", "format", "--cluster-id", self.cluster_id,
+                               *override_args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise BrokerStartError(f"kfk storage format failed ({done.returncode}): {done.stderr.strip()}")
 
     def _listeners(self, roles: str) -> str:
         """PLAINTEXT for a broker, CONTROLLER for a KRaft controller (a controller-only node has no other)."""

@@ -15,8 +15,10 @@ controller.quorum.election.timeout.ms.
 
 from __future__ import annotations
 
+import base64
 import signal
 import threading
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +67,8 @@ class KfkCluster:
     controllers: dict[int, BrokerProcess] = field(default_factory=dict)
     #: KRaft: the voters, id -> controller port.
     voters: dict[int, int] = field(default_factory=dict)
+    #: KRaft: the cluster id every node's storage is formatted with.
+    cluster_id: str | None = None
 
     @property
     def kraft(self) -> bool:
@@ -112,7 +116,7 @@ class KfkCluster:
         directory = self.directory / f"{'controller' if roles == 'controller' else 'broker'}-{node_id}"
         directory.mkdir(parents=True, exist_ok=True)
         return BrokerProcess(log_dir=directory / "data", overrides=merged, log_path=directory / "broker.log",
-                             controller_port=self.voters.get(node_id))
+                             controller_port=self.voters.get(node_id), cluster_id=self.cluster_id)
 
     def start(self, broker_ids: list[int] | None = None, timeout: float = 30.0) -> None:
         """Start (or restart) nodes in parallel and wait until each serves (default: every node, controllers
@@ -176,6 +180,7 @@ def start_cluster(directory: Path, zookeeper_connect: str | None, size: int = 3,
     merged.update(overrides or {})
     cluster = KfkCluster(zookeeper_connect, Path(directory), merged)
     if zookeeper_connect is None:
+        cluster.cluster_id = random_cluster_id()
         voter_ids = list(range(1, size + 1)) if combined or not controllers else \
             [CONTROLLER_ID_BASE + index for index in range(1, controllers + 1)]
         cluster.voters = {node_id: free_port() for node_id in voter_ids}
@@ -190,3 +195,12 @@ def start_cluster(directory: Path, zookeeper_connect: str | None, size: int = 3,
         cluster.shutdown()
         raise
     return cluster
+
+
+def random_cluster_id() -> str:
+    """A cluster id as `kfk storage random-uuid` prints one (Kafka's Uuid in URL-safe base64, never starting with
+    '-'), made here: kfk.testing imports nothing of kfk."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
