@@ -92,7 +92,7 @@ CREATE_TOPICS_FORWARD_VERSION = 7
 #: What a KRaft broker forwards to the active controller when its own controller is not it.
 FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS,
                   ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-                  ApiKey.LIST_PARTITION_REASSIGNMENTS)
+                  ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.DESCRIBE_QUORUM)
 #: How much longer a WriteTxnMarkers request to another broker waits than that broker's acks=-1 append may take.
 MARKER_REQUEST_MARGIN_MS = 5_000
 
@@ -305,13 +305,14 @@ class BrokerServer:
                                            manage_leadership=not config.single_node_quorum, broker_heartbeats=True)
         backend.add_listener(self.metadata_cache)
         backend.add_listener(self.controller)
-        await backend.start()
         self.controller_dispatcher = self._build_controller_dispatcher()
-        if self.is_controller:
+        if self.is_controller:  # the quorum's requests are served while the log replays (NOT_CONTROLLER until won)
             names = {name.upper() for name in config.controller_listener_names}
             for name in names:
                 self.socket_server.listener_dispatchers[name] = self.controller_dispatcher
             await self.socket_server.start_serving(names)
+        await backend.start()
+        if self.is_controller:
             await self.controller.activate()
 
         def active_controller() -> int | None:

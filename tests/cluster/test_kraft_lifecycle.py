@@ -10,6 +10,7 @@ controller listener as a broker would, and watches the cluster through the broke
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -20,8 +21,10 @@ from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from kfk.protocol.messages.broker_registration import BrokerRegistrationRequest
+from kfk.protocol.messages.create_topics import CreateTopicsRequest
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest
 from kfk.protocol.messages.metadata import MetadataRequest
+from kfk.server.controller_channel import ControllerChannel
 from tests.cluster.helpers import create_topic, partitions_of, wait_until
 from tests.integration.wire import connect, request
 
@@ -148,3 +151,22 @@ def test_a_controller_only_node_serves_the_controller_apis_alone(kfk_cluster_fac
         assert (response.should_shut_down, response.is_fenced) == (True, True)
     finally:
         broker.close()
+
+
+def test_the_controller_channel_reaches_the_active_controller_on_its_controller_listener(kfk_cluster_factory) -> None:
+    """What a broker that is not the controller does with a client's CreateTopics: the channel finds the active
+    controller's address from the voters and sends the request there."""
+    cluster = kfk_cluster_factory(size=1, combined=True)
+    address = ("127.0.0.1", cluster.voters[1])
+
+    async def forward() -> CreateTopicsRequest:
+        channel = ControllerChannel(7, lambda: 1, {1: address}.get, request_timeout_ms=10_000)
+        try:
+            return await channel.send(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name="through-the-channel", num_partitions=2, replication_factor=1)], timeout_ms=10_000), 7)
+        finally:
+            await channel.close()
+
+    response = asyncio.run(forward())
+    assert [(topic.name, topic.error_code) for topic in response.topics] == [("through-the-channel", ErrorCode.NONE)]
+    assert sorted(partitions_of(cluster.bootstrap_servers, "through-the-channel")) == [0, 1]
