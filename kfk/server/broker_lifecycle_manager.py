@@ -16,13 +16,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL
+from kfk.controller.features import (
+    METADATA_VERSION_FEATURE_NAME,
+    METADATA_VERSION_LEVEL,
+)
 from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.image import Endpoint
-from kfk.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
-from kfk.protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+from kfk.protocol.messages.broker_heartbeat import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+)
+from kfk.protocol.messages.broker_registration import (
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+)
 from kfk.server.controller_channel import ControllerChannel
 
 log = logging.getLogger("kfk.server.lifecycle")
@@ -113,13 +122,13 @@ class BrokerLifecycleManager:
                 await self._heartbeat()
             except KafkaError as error:  # no controller within the interval: the next heartbeat tries again
                 log.info("broker %d: heartbeat failed: %s", self.node_id, error)
-            except Exception:  # noqa: BLE001 - the heartbeats must go on
+            except Exception:
                 log.exception("broker %d: heartbeat failed", self.node_id)
             interval_ms = FENCED_HEARTBEAT_INTERVAL_MS if self.is_fenced and not self._unfenced.is_set() \
                 else self.heartbeat_interval_ms
             try:
                 await asyncio.wait_for(self._wake.wait(), interval_ms / 1000)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
 
     async def controlled_shutdown(self, timeout_ms: int) -> bool:
@@ -132,7 +141,7 @@ class BrokerLifecycleManager:
         try:
             await asyncio.wait_for(self._should_shut_down.wait(), timeout_ms / 1000)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     async def stop(self) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kfk.errors import ErrorCode, KafkaTimeoutError, NetworkError
 from kfk.protocol.message import Message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from typing import Awaitable, TypeVar
 
 import pytest
@@ -15,6 +16,9 @@ from kfk.config import BrokerConfig
 from kfk.controller.quorum_controller import QuorumController
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import Endpoint, MetadataImage
+from kfk.errors import ErrorCode
+from kfk.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from kfk.protocol.messages.broker_registration import BrokerRegistrationRequest
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 
 T = TypeVar("T")
@@ -115,3 +119,34 @@ def make_cluster(tmp_path, clock):
 @pytest.fixture
 def cluster(make_cluster) -> ControllerHarness:
     return make_cluster()
+
+
+def registration(broker_id: int, incarnation_id: uuid.UUID | None = None,
+                 cluster_id: str = CLUSTER_ID) -> BrokerRegistrationRequest:
+    Listener = BrokerRegistrationRequest.Listener
+    return BrokerRegistrationRequest(
+        broker_id=broker_id, cluster_id=cluster_id, incarnation_id=incarnation_id or uuid.uuid4(),
+        listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9090 + broker_id, security_protocol=0)],
+        features=[], rack=None, log_dirs=[])
+
+
+@pytest.fixture
+def kraft(make_cluster):
+    """A controller with KRaft liveness and leadership management, and brokers 2, 3, 4 registered over its API and
+    unfenced by their first heartbeat."""
+    harness = make_cluster(brokers=0, manage_leadership=True, broker_heartbeats=True)
+    for broker_id in (2, 3, 4):
+        response = harness.run(harness.controller.handle_broker_registration(registration(broker_id)))
+        assert response.error_code == ErrorCode.NONE
+        harness.broker_epochs[broker_id] = response.broker_epoch
+        assert heartbeat(harness, broker_id).is_fenced is False
+    return harness
+
+
+def heartbeat(harness, broker_id: int, offset: int | None = None, **flags) -> BrokerHeartbeatResponse:
+    request = BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=harness.broker_epochs[broker_id],
+                                     current_metadata_offset=harness.image.offset if offset is None else offset,
+                                     **flags)
+    response = harness.run(harness.controller.handle_broker_heartbeat(request))
+    assert response.error_code == ErrorCode.NONE, ErrorCode(response.error_code).name
+    return response

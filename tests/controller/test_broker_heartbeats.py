@@ -8,46 +8,17 @@ import uuid
 
 import pytest
 
-from kfk.controller.broker_heartbeat_manager import BrokerControlState, BrokerHeartbeatManager
+from kfk.controller.broker_heartbeat_manager import (
+    BrokerControlState,
+    BrokerHeartbeatManager,
+)
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
-from kfk.protocol.messages.broker_registration import BrokerRegistrationRequest
-from tests.controller.conftest import CLUSTER_ID, topic
+from tests.controller.conftest import heartbeat, registration, topic
 
 SESSION_TIMEOUT_MS = 9000
 FENCED, UNFENCED = BrokerControlState.FENCED, BrokerControlState.UNFENCED
 CONTROLLED_SHUTDOWN, SHUTDOWN_NOW = BrokerControlState.CONTROLLED_SHUTDOWN, BrokerControlState.SHUTDOWN_NOW
-
-
-def registration(broker_id: int, incarnation_id: uuid.UUID | None = None,
-                 cluster_id: str = CLUSTER_ID) -> BrokerRegistrationRequest:
-    Listener = BrokerRegistrationRequest.Listener
-    return BrokerRegistrationRequest(
-        broker_id=broker_id, cluster_id=cluster_id, incarnation_id=incarnation_id or uuid.uuid4(),
-        listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9090 + broker_id, security_protocol=0)],
-        features=[], rack=None, log_dirs=[])
-
-
-@pytest.fixture
-def kraft(make_cluster):
-    """A controller with KRaft liveness and leadership management, and brokers 2, 3, 4 registered over its API and
-    unfenced by their first heartbeat."""
-    harness = make_cluster(brokers=0, manage_leadership=True, broker_heartbeats=True)
-    for broker_id in (2, 3, 4):
-        response = harness.run(harness.controller.handle_broker_registration(registration(broker_id)))
-        assert response.error_code == ErrorCode.NONE
-        harness.broker_epochs[broker_id] = response.broker_epoch
-        assert heartbeat(harness, broker_id).is_fenced is False
-    return harness
-
-
-def heartbeat(harness, broker_id: int, offset: int | None = None, **flags):
-    request = BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=harness.broker_epochs[broker_id],
-                                     current_metadata_offset=harness.image.offset if offset is None else offset,
-                                     **flags)
-    response = harness.run(harness.controller.handle_broker_heartbeat(request))
-    assert response.error_code == ErrorCode.NONE, ErrorCode(response.error_code).name
-    return response
 
 
 def test_a_broker_is_unfenced_only_once_it_has_applied_its_own_registration(make_cluster) -> None:

@@ -15,11 +15,26 @@ from __future__ import annotations
 from kfk.controller.quorum_controller import QuorumController
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
-from kfk.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
-from kfk.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
-from kfk.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
-from kfk.protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
-from kfk.protocol.messages.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
+from kfk.protocol.messages.allocate_producer_ids import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+)
+from kfk.protocol.messages.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+)
+from kfk.protocol.messages.broker_heartbeat import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+)
+from kfk.protocol.messages.broker_registration import (
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+)
+from kfk.protocol.messages.unregister_broker import (
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 
