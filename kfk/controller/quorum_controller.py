@@ -135,7 +135,8 @@ class QuorumController:
                 FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=METADATA_VERSION_LEVEL)]))
         if self.heartbeats is not None:
             self.heartbeats.reset(list(self.image.brokers), self.time_ms())
-            self._fencer = asyncio.get_running_loop().create_task(self._fence_stale_brokers())
+            if self.manage_leadership:  # a single node has nobody to fail over to: it never fences itself
+                self._fencer = asyncio.get_running_loop().create_task(self._fence_stale_brokers())
         if self.manage_leadership:
             self._schedule_reconcile()
             if self.config.auto_leader_rebalance_enable and (self._rebalancer is None or self._rebalancer.done()):
@@ -441,13 +442,16 @@ class QuorumController:
 
     async def handle_broker_registration(self, request: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
         """A broker (re)starting: registered fenced with a new broker epoch. Refused when the cluster id differs,
-        or when another incarnation of the id is registered and still heartbeating (two processes, one node.id)."""
+        or when another incarnation of the id is registered and still heartbeating (two processes, one node.id;
+        a broker killed and restarted within its session waits for the session to end, as in Kafka). The broker of
+        this controller's own node is exempt: its earlier incarnation was this node, which this process now is."""
         if not self.is_active:
             return BrokerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
         if request.cluster_id != self.backend.cluster_id:
             return BrokerRegistrationResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
         existing = self.image.brokers.get(request.broker_id)
-        if existing is not None and existing.incarnation_id != request.incarnation_id and not existing.fenced \
+        if request.broker_id != self.node_id and existing is not None \
+                and existing.incarnation_id != request.incarnation_id and not existing.fenced \
                 and self.heartbeats is not None and self.heartbeats.has_valid_session(request.broker_id,
                                                                                       self.time_ms()):
             log.warning("refusing the registration of broker %d: incarnation %s is still alive", request.broker_id,

@@ -277,8 +277,10 @@ class BrokerServer:
                                          self.config.controller_listener_names)
             if isinstance(self.metadata_backend, ZooKeeperMetadataBackend):
                 await self.metadata_backend.update_registration(endpoints, self.config.broker_rack)
-            else:
+            elif self.controller.is_active:
                 await self.controller.update_broker_endpoints(self.node_id, endpoints)
+            else:  # as Kafka's KRaft brokers: the next registration (a restart) advertises them
+                log.info("broker %d: the new listeners are advertised at its next registration", self.node_id)
 
     async def _listeners_updated(self) -> None:
         """Wait for the listener changes the metadata replayed at startup asked for (before registering)."""

@@ -153,3 +153,21 @@ def test_sessions_expire_after_the_timeout() -> None:
     assert manager.stale_brokers({1, 2}, 1000 + SESSION_TIMEOUT_MS) == [1]
     assert manager.next_check_ms({1, 2}, 2000) == 1000 + SESSION_TIMEOUT_MS
     assert manager.stale_brokers({1, 2}, 5000 + SESSION_TIMEOUT_MS) == [1, 2]
+
+
+def test_the_controllers_own_broker_may_register_again_at_once(make_cluster) -> None:
+    """A combined node restarting: its broker's earlier incarnation was this very node, so its new registration is
+    not made to wait for the old session to end (a single node restarts at once)."""
+    harness = make_cluster(brokers=0, broker_heartbeats=True)
+    first = harness.run(harness.controller.handle_broker_registration(registration(1)))
+    harness.broker_epochs[1] = first.broker_epoch
+    assert heartbeat(harness, 1).is_fenced is False
+    harness.reopen()  # the restart: the new active controller gives every registered broker a full session
+    again = harness.run(harness.controller.handle_broker_registration(registration(1)))
+    assert again.error_code == ErrorCode.NONE and again.broker_epoch > first.broker_epoch
+    # Another node's broker restarting within its session waits for it to end (Kafka's rule).
+    other = harness.run(harness.controller.handle_broker_registration(registration(2)))
+    harness.broker_epochs[2] = other.broker_epoch
+    heartbeat(harness, 2)
+    assert harness.run(harness.controller.handle_broker_registration(registration(2))).error_code == \
+        ErrorCode.DUPLICATE_BROKER_REGISTRATION
