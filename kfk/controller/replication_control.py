@@ -24,7 +24,7 @@ import uuid
 from typing import Callable, Mapping, Sequence
 
 from kfk.common.config_types import ConfigResourceType
-from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
+from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_ID, CLUSTER_METADATA_TOPIC_NAME
 from kfk.config import BrokerConfig
 from kfk.controller.config_control import validate_topic_configs
 from kfk.controller.placement import BrokerPlacement, assign_replicas_to_brokers
@@ -52,7 +52,6 @@ RemoveTopicRecord = schema_class("RemoveTopicRecord")
 MAX_RECORDS_PER_USER_OP = 10_000
 _TOO_LARGE = ApiError(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
 _ZERO_UUID = uuid.UUID(int=0)
-_METADATA_TOPIC_ID = uuid.UUID(int=1)
 
 #: Entries of a created topic's configs in CreateTopics v5+: name -> (value, read_only, source, is_sensitive).
 ConfigDescriber = Callable[[Mapping[str, str]], list[CreateTopicsResponse.CreatableTopicConfigs]]
@@ -69,7 +68,7 @@ def random_topic_id(rng: random.Random) -> uuid.UUID:
     (it would read as a command-line flag)."""
     while True:
         topic_id = uuid.UUID(int=rng.getrandbits(128), version=4)
-        if topic_id not in (_ZERO_UUID, _METADATA_TOPIC_ID) and not base64.urlsafe_b64encode(
+        if topic_id not in (_ZERO_UUID, CLUSTER_METADATA_TOPIC_ID) and not base64.urlsafe_b64encode(
                 topic_id.bytes).startswith(b"-"):
             return topic_id
 

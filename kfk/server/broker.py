@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
+from kfk.backends.embedded.raft import RaftConfig, parse_voters
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
@@ -36,9 +37,10 @@ from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
-from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaStorageError, raise_for_code
+from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaError, KafkaStorageError, raise_for_code
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
+from kfk.replication.broker_channel import BrokerChannel
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
@@ -59,6 +61,7 @@ from kfk.server.handlers.configs import ConfigsHandler
 from kfk.server.handlers.delete_records import DeleteRecordsHandler
 from kfk.server.handlers.describe_log_dirs import DescribeLogDirsHandler
 from kfk.server.handlers.describe_quorum import DescribeQuorumHandler
+from kfk.server.handlers.raft import RaftHandler
 from kfk.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from kfk.server.handlers.fetch import FetchHandler
 from kfk.server.handlers.find_coordinator import FindCoordinatorHandler
@@ -129,6 +132,7 @@ class BrokerServer:
         self.txn_verifier: TxnPartitionVerifier | None = None
         self._log_dir_locks: list[LogDirLock] = []
         self.metrics_endpoint: MetricsEndpoint | None = None
+        self._quorum_follower: asyncio.Task | None = None
 
     @property
     def log_dirs(self) -> list[str]:
@@ -152,6 +156,8 @@ class BrokerServer:
         config, metadata_cache, controller = self.config, self.metadata_cache, self.controller
         replica_manager, group_coordinator = self.replica_manager, self.group_coordinator
         transaction_coordinator = self.transaction_coordinator
+        raft_handler = RaftHandler(self.metadata_backend if isinstance(self.metadata_backend, EmbeddedMetadataBackend)
+                                   else None)
         handlers = [
             ApiVersionsHandler(self.dispatcher.served_versions),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable),
@@ -165,7 +171,8 @@ class BrokerServer:
             ProducerIdHandler(self.producer_id_manager, transaction_coordinator),
             ProduceHandler(replica_manager, self.txn_verifier),
             FetchHandler(replica_manager, FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
-                                                            system_time_ms)),
+                                                            system_time_ms), raft_handler.fetch),
+            raft_handler,
             ListOffsetsHandler(replica_manager),
             DeleteRecordsHandler(replica_manager),
             OffsetForLeaderEpochHandler(replica_manager),
@@ -299,9 +306,9 @@ class BrokerServer:
             await self._start_zookeeper_metadata()
             return
         self.metadata_cache = self._new_metadata_cache()
-        voters = config.quorum_voter_addresses
-        self.metadata_backend = backend = EmbeddedMetadataBackend(self.log_dirs[0], self.node_id, self.cluster_id,
-                                                                  list(voters), time_ms=system_time_ms)
+        self.metadata_backend = backend = EmbeddedMetadataBackend(
+            self.log_dirs[0], self.node_id, self.cluster_id, parse_voters(config.controller_quorum_voters),
+            raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel, time_ms=system_time_ms)
         # The single-node default has nobody to move leadership to: registration and unfencing lead its partitions.
         self.controller = QuorumController(backend, config, self.node_id,
                                            manage_leadership=not config.single_node_quorum, broker_heartbeats=True)
@@ -314,15 +321,24 @@ class BrokerServer:
                 self.socket_server.listener_dispatchers[name] = self.controller_dispatcher
             await self.socket_server.start_serving(names)
         await backend.start()
-        if self.is_controller:
+        if len(backend.voters) > 1:
+            # A quorum of several voters elects its leader on its own: the controller follows it.
+            leadership_changed = asyncio.Event()
+            backend.add_controller_listener(leadership_changed.set)
+            self._quorum_follower = asyncio.create_task(self._follow_quorum_leader(backend, leadership_changed))
+        elif self.is_controller:
             await self.controller.activate()
 
         def active_controller() -> int | None:
             active = backend.active_controller()
             return None if active is None else active[0]
 
+        def address_of(controller_id: int) -> tuple[str, int] | None:  # its controller listener
+            endpoint = backend.endpoints.get(controller_id)
+            return None if endpoint is None else (endpoint.host, endpoint.port)
+
         self.controller_channel = ControllerChannel(
-            self.node_id, active_controller, voters.get, config.controller_quorum_request_timeout_ms,
+            self.node_id, active_controller, address_of, config.controller_quorum_request_timeout_ms,
             local=self._local_controller_request if self.is_controller else None)
         if self.is_broker:
             await self._listeners_updated()
@@ -335,6 +351,26 @@ class BrokerServer:
             self.producer_id_manager = ProducerIdManager(self._allocate_producer_ids)
             self.controller.forward_create_topics = lambda request: self.controller_channel.send(
                 request, CREATE_TOPICS_FORWARD_VERSION)
+
+    async def _follow_quorum_leader(self, backend: EmbeddedMetadataBackend, changed: asyncio.Event) -> None:
+        """KRaft with several voters: the active controller is the quorum's leader. Activate the controller when
+        this node becomes leader (elect_controller waits until the log is replayed up to the new epoch), and
+        deactivate it as soon as it is not (brokers, this node's too, register with whichever is active through
+        their BrokerLifecycleManager)."""
+        controller = self.controller
+        while True:
+            changed.clear()
+            leader = backend.active_controller()
+            if controller.is_active and leader != (self.node_id, controller.controller_epoch):
+                log.info("node %d is no longer the active controller", self.node_id)
+                controller.deactivate()
+            if not controller.is_active and backend.is_controller and self.is_controller:
+                try:
+                    await controller.activate()
+                except KafkaError as error:
+                    log.warning("activating the controller failed: %s", error)
+                    continue
+            await changed.wait()
 
     @property
     def is_broker(self) -> bool:
@@ -357,7 +393,14 @@ class BrokerServer:
         only; a combined node's broker also calls it in-process (`_local_controller_request`)."""
         dispatcher = Dispatcher(CONTROLLER_SERVED_VERSIONS, subset=True)
         controller, cache = self.controller, self.metadata_cache
+        raft_handler = RaftHandler(self.metadata_backend)
+
+        async def raft_fetch(context: RequestContext, request: Message) -> Message:
+            return await raft_handler.fetch(request)
+
+        dispatcher.register(ApiKey.FETCH, raft_fetch)  # a controller listener serves only the metadata log's
         for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS), BrokerToControllerHandler(controller),
+                        raft_handler,
                         TopicAdminHandler(controller), ConfigsHandler(cache, controller, self.config, self.node_id),
                         LeadershipHandler(controller), DescribeQuorumHandler(self.metadata_backend, cache),
                         DescribeClusterHandler(cache, self.metadata_backend)):
@@ -478,6 +521,9 @@ class BrokerServer:
         self.replica_manager.stop_following()
 
     async def _stop_metadata(self) -> None:
+        if self._quorum_follower is not None:
+            self._quorum_follower.cancel()
+            await asyncio.gather(self._quorum_follower, return_exceptions=True)
         if getattr(self, "_controller_election", None) is not None:
             self._controller_election.cancel()
         if self.lifecycle_manager is not None:

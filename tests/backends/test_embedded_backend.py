@@ -125,8 +125,8 @@ def test_a_log_ahead_of_its_quorum_state_is_refused(tmp_path, clock) -> None:
     run(scenario())
 
 
-def test_more_than_one_voter_is_refused_until_raft_elections_exist(tmp_path, clock) -> None:
-    with pytest.raises(InvalidConfigurationError, match="single-voter"):
+def test_other_voters_need_an_endpoint(tmp_path, clock) -> None:
+    with pytest.raises(InvalidConfigurationError, match=r"host:port of every voter.*\[2, 3\]"):
         backend(tmp_path, clock, voters=[1, 2, 3])
 
 

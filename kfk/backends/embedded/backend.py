@@ -1,38 +1,50 @@
-"""EmbeddedMetadataBackend: metadata kept in the local __cluster_metadata log, KRaft-style (the default backend).
+"""EmbeddedMetadataBackend: metadata kept in the __cluster_metadata log, replicated by a Raft quorum (KRaft).
 
-Today the quorum has one voter, this node (`process.roles=broker,controller`), so a record is committed as soon as
-it is fsynced to this node's log. The shape is Raft's, so that the multi-voter quorum (Vote, BeginQuorumEpoch,
-Fetch...) can come in behind the same interface:
-- an epoch and a leader (ElectionState), persisted in `quorum-state` before they are acted on. A node always
-  starts unattached: even a node that led epoch N before a restart must win epoch N+1 (it cannot know what it
-  appended in N before crashing, so N is closed for it, as in Kafka's QuorumState);
-- every leader opens its epoch with a LEADER_CHANGE control batch, and stamps its batches with its epoch;
-- a committed offset (the high watermark): the end of what is durable on a majority, here after the fsync;
-- listeners, called with each committed batch in log order: the whole log on start(), then every append.
-  With one voter, everything found in the log on start is committed: a batch written before a crash but never
-  acknowledged may survive, which is the "outcome unknown" case every Raft client already has to live with.
+The voters are `controller.quorum.voters` (static, KIP-595): a mapping of node id to the VoterEndpoint its Raft
+requests go to (kfk.backends.embedded.raft.parse_voters). With no voters, or this node alone, the quorum is this
+node, which elects itself on start and commits each write as soon as it is flushed: `kfk server start` with no
+configuration starts as fast as ever. With several, the Raft state machine (kfk/backends/embedded/raft/) decides who
+leads, run by a RaftDriver (raft_driver.py) over channels from `channel_factory`. A sole voter is elected when the
+controller calls `elect_controller` (nobody else could be); only then is its log, committed as a whole by its first
+batch of the new epoch, replayed to the listeners.
 
-An append carries the controller epoch its writer won; a stale epoch is refused with NotControllerError, so a
-deposed controller can never write behind its successor's back.
+How the broker wires it (kfk/server/broker.py, the composition root):
+- `EmbeddedMetadataBackend(log_dir, node_id, cluster_id, parse_voters(config.controller_quorum_voters),
+  raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel)`;
+- the Raft RPCs other voters send (Vote, BeginQuorumEpoch, EndQuorumEpoch, and Fetch for `__cluster_metadata`)
+  go to `handle_raft_request` (kfk/server/handlers/raft.py), DescribeQuorum to `describe_quorum`;
+- the active controller is the Raft leader: `add_controller_listener` tells of every change of leader, and
+  `elect_controller` returns the epoch once this node leads and has replayed the log up to its epoch's start.
+
+The MetadataBackend contract: `append` writes one batch as leader and returns once the high watermark has passed
+it (NotControllerError when this node does not lead `controller_epoch`, or loses the lead before the batch commits);
+listeners get every committed batch in log order on every node, voters and observers alike. State that must
+survive a crash (epoch, vote) is in `quorum-state` (quorum_state.py), written before it is acted on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from kfk.backends.embedded.metadata_log import KafkaMetadataLog
-from kfk.backends.embedded.quorum_state import ElectionState, FileQuorumStateStore
+from kfk.backends.embedded.quorum_state import FileQuorumStateStore
+from kfk.backends.embedded.raft import RaftConfig, RaftReplica, VoterEndpoint
+from kfk.backends.embedded.raft.replica import ReplicaProgress
+from kfk.backends.embedded.raft_driver import ChannelFactory, RaftDriver
 from kfk.common.clock import Clock, system_time_ms
 from kfk.common.constants import NO_NODE
 from kfk.controller.backend import MetadataListener
 from kfk.errors import InvalidConfigurationError, KafkaStorageError, NotControllerError
 from kfk.protocol.message import Message
-from kfk.records import LeaderChangeMessage, Voter
 
 log = logging.getLogger("kfk.backends.embedded")
+
+#: How long a resigning leader gives its EndQuorumEpoch requests to reach the other voters before it stops.
+RESIGN_GRACE_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,25 +68,44 @@ class QuorumDescription:
     observers: tuple[ReplicaState, ...] = ()
 
 
+def _voter_map(node_id: int, voters: Mapping[int, VoterEndpoint] | Iterable[int]) -> dict[int, VoterEndpoint | None]:
+    if isinstance(voters, Mapping):
+        mapped: dict[int, VoterEndpoint | None] = dict(voters)
+    else:
+        mapped = {voter: None for voter in voters}
+    mapped = mapped or {node_id: None}
+    missing = [voter for voter, endpoint in mapped.items() if endpoint is None and voter != node_id]
+    if missing:
+        raise InvalidConfigurationError(
+            f"controller.quorum.voters must give the host:port of every voter (id@host:port); missing for {missing}")
+    return mapped
+
+
 class EmbeddedMetadataBackend:
-    def __init__(self, log_dir: str, node_id: int, cluster_id: str, voters: Sequence[int] = (), *,
-                 time_ms: Clock = system_time_ms) -> None:
-        voters = tuple(sorted(set(voters))) or (node_id,)
-        if len(voters) > 1:
-            raise InvalidConfigurationError(
-                f"controller.quorum.voters lists {len(voters)} voters: the embedded backend runs a single-voter "
-                "quorum for now (the Raft election between voters is not implemented yet)"
-            )
+    def __init__(self, log_dir: str, node_id: int, cluster_id: str,
+                 voters: Mapping[int, VoterEndpoint] | Iterable[int] = (), *, raft_config: RaftConfig = RaftConfig(),
+                 channel_factory: ChannelFactory | None = None, time_ms: Clock = system_time_ms,
+                 rng: random.Random | None = None) -> None:
         self.log_dir = log_dir
         self.node_id = node_id
-        self.voters = voters
+        self.endpoints = _voter_map(node_id, voters)
+        self.voters = tuple(sorted(self.endpoints))
+        self.raft_config = raft_config
         self._cluster_id = cluster_id
+        self._channel_factory = channel_factory
         self._time_ms = time_ms
+        self._rng = rng or random.Random()
         self._listeners: list[MetadataListener] = []
+        self._controller_listeners: list[Callable[[], None]] = []
         self._metadata_log: KafkaMetadataLog | None = None
-        self._quorum_store: FileQuorumStateStore | None = None
-        self.election_state = ElectionState(voters=voters)
-        self._write_lock = asyncio.Lock()
+        self._replica: RaftReplica | None = None
+        self._driver: RaftDriver | None = None
+        #: The next offset to hand to the listeners: everything below it has been applied.
+        self._applied_offset = 0
+        #: Appends waiting for their commit: (last offset, epoch, future).
+        self._pending: list[tuple[int, int, asyncio.Future[int]]] = []
+        self._leader: tuple[int, int] | None = None
+        self._progress = asyncio.Event()
 
     # -- MetadataBackend ---------------------------------------------------------------------------------------------
 
@@ -85,126 +116,189 @@ class EmbeddedMetadataBackend:
     def add_listener(self, listener: MetadataListener) -> None:
         self._listeners.append(listener)
 
+    def add_controller_listener(self, callback: Callable[[], None]) -> None:
+        """Called on every change of the quorum's leader (and so of the active controller)."""
+        self._controller_listeners.append(callback)
+
     async def start(self) -> None:
-        metadata_log = await self._blocking(KafkaMetadataLog.open, self.log_dir, self._time_ms())
-        self._metadata_log = metadata_log
-        self._quorum_store = FileQuorumStateStore(metadata_log.directory)
-        stored = await self._blocking(self._quorum_store.read)
+        loop = asyncio.get_running_loop()
+        metadata_log = await loop.run_in_executor(
+            None, lambda: KafkaMetadataLog.open(self.log_dir, self._time_ms(), time_ms=self._time_ms))
+        store = FileQuorumStateStore(metadata_log.directory)
+        stored = await loop.run_in_executor(None, store.read)
         epoch = 0 if stored is None else stored.epoch
         latest_logged_epoch = metadata_log.latest_epoch()
         if latest_logged_epoch is not None and latest_logged_epoch > epoch:
             raise KafkaStorageError(
                 f"The metadata log {metadata_log.directory} holds epoch {latest_logged_epoch}, beyond the epoch "
-                f"{epoch} of its quorum-state file"
-            )
-        # Unattached in the stored epoch: whatever this node was before, it must win a new epoch to write.
-        self.election_state = ElectionState(epoch, NO_NODE, NO_NODE if stored is None else stored.voted_id,
-                                            self.voters)
-        batches = await self._blocking(lambda: list(metadata_log.read_batches()))
-        for batch in batches:
-            if batch.records:
-                self._notify(batch.records, batch.last_offset)
-        metadata_log.update_high_watermark(metadata_log.log_end_offset)
-        log.info("metadata log %s loaded: %d batches up to offset %d, epoch %d", metadata_log.directory,
-                 len(batches), metadata_log.log_end_offset - 1, epoch)
+                f"{epoch} of its quorum-state file")
+        self._metadata_log = metadata_log
+        self._applied_offset = 0
+        self._replica = RaftReplica(self.node_id, self.voters, self.raft_config, metadata_log, store, self._rng,
+                                    self._time_ms(), self._cluster_id)
+        self._driver = RaftDriver(self._replica, self.endpoints, self._time_ms, self._after_step,
+                                  self.raft_config.request_timeout_ms, self._channel_factory)
+        self._driver.step(lambda now_ms: None)
+        self._driver.start()
+        log.info("metadata log %s opened up to offset %d (epoch %d), voters %s; node %d is %s",
+                 metadata_log.directory, metadata_log.log_end_offset - 1, self._replica.epoch,
+                 ",".join(map(str, self.voters)), self.node_id, self._replica.state.role.value.lower())
 
     async def stop(self) -> None:
-        async with self._write_lock:
-            if self._metadata_log is not None:
-                await self._blocking(self._metadata_log.close)
-                self._metadata_log = None
-            self.election_state = ElectionState(self.election_state.epoch, NO_NODE, self.election_state.voted_id,
-                                                self.voters)
+        driver, replica = self._driver, self._replica
+        if driver is None or replica is None:
+            return
+        if replica.is_leader and len(self.voters) > 1:
+            driver.step(replica.resign)
+            await driver.drain(RESIGN_GRACE_S)
+        await driver.stop()
+        self._driver = None
+        self._fail_pending("The metadata backend stopped")
+        self._set_leader(None)
+        self._progress.set()
+        metadata_log, self._metadata_log = self._metadata_log, None
+        self._replica = None
+        if metadata_log is not None:
+            await asyncio.get_running_loop().run_in_executor(None, metadata_log.close)
 
     async def elect_controller(self, node_id: int) -> int | None:
-        """Run this node's election: with one voter, voting for itself is a majority. The candidate's vote and then
-        its leadership are made durable before the first record of the new epoch (a LEADER_CHANGE batch)."""
+        """The controller epoch once this node leads the quorum and has applied the log up to its epoch's start
+        (so the controller's image holds everything committed before); None if it does not lead."""
         if node_id != self.node_id or node_id not in self.voters:
             return None
-        async with self._write_lock:
-            metadata_log = self._require_started()
-            epoch = self.election_state.epoch + 1
-            candidate = ElectionState(epoch, NO_NODE, node_id, self.voters)
-            await self._blocking(self._quorum_store.write, candidate)
-            self.election_state = candidate
-            leader = ElectionState(epoch, node_id, node_id, self.voters)
-            await self._blocking(self._quorum_store.write, leader)
-            self.election_state = leader
-            voters = [Voter(voter) for voter in self.voters]
-            message = LeaderChangeMessage(node_id, voters, [Voter(node_id)])
-
-            def write_leader_change() -> None:
-                metadata_log.append_leader_change(message, epoch, self._time_ms())
-                metadata_log.flush()
-                metadata_log.update_high_watermark(metadata_log.log_end_offset)
-
-            await self._blocking(write_leader_change)
-        log.info("node %d is the metadata quorum leader (active controller) in epoch %d", node_id, epoch)
-        return epoch
+        if self.voters == (self.node_id,) and self._driver is not None:
+            # A sole voter runs when asked (in a new epoch each time, as any controller election does), and wins.
+            self._driver.step(self._replica.run_election)
+        while True:
+            replica = self._replica
+            if replica is None or not replica.is_leader:
+                return None
+            if self._applied_offset > replica.epoch_start_offset:
+                return replica.epoch
+            await self._wait_progress()
 
     def active_controller(self) -> tuple[int, int] | None:
-        state = self.election_state
-        return (state.leader_id, state.epoch) if state.has_leader else None
+        replica = self._replica
+        if replica is None or replica.leader_id == NO_NODE:
+            return None
+        return replica.leader_id, replica.epoch
+
+    @property
+    def is_controller(self) -> bool:
+        return self._replica is not None and self._replica.is_leader
 
     async def append(self, records: Sequence[Message], controller_epoch: int) -> int:
         if not records:
             raise ValueError("nothing to append")
-        async with self._write_lock:
-            metadata_log = self._require_started()
-            state = self.election_state
-            if state.leader_id != self.node_id or controller_epoch != state.epoch:
-                raise NotControllerError(
-                    f"Controller epoch {controller_epoch} is not the current epoch {state.epoch} of leader "
-                    f"{state.leader_id}"
-                )
-            records = list(records)
+        replica, driver = self._replica, self._driver
+        if replica is None or driver is None:
+            raise NotControllerError("The metadata backend is not running")
+        if not replica.is_leader or controller_epoch != replica.epoch:
+            raise NotControllerError(f"Controller epoch {controller_epoch} is not the current epoch {replica.epoch} "
+                                     f"of leader {replica.leader_id}")
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
-            def write() -> int:
-                last_offset = metadata_log.append_as_leader(records, controller_epoch, self._time_ms())
-                metadata_log.flush()
-                metadata_log.update_high_watermark(last_offset + 1)
-                return last_offset
+        def write(now_ms: int) -> None:
+            last_offset = replica.append(now_ms, list(records))
+            self._pending.append((last_offset, controller_epoch, future))
 
-            last_offset = await self._blocking(write)
-            self._notify(records, last_offset)
-            return last_offset
+        driver.step(write)
+        return await future
 
-    # -- Raft state, for tests and tools ----------------------------------------------------------------------------
+    # -- Raft, for the handlers, tests and tools ---------------------------------------------------------------------
+
+    async def handle_raft_request(self, request: Message) -> Message:
+        """A Raft RPC from another replica (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch of __cluster_metadata)."""
+        if self._driver is None:
+            raise NotControllerError("The metadata quorum is not running on this node")
+        return await self._driver.request(request)
 
     @property
     def high_watermark(self) -> int:
         """The committed offset: every offset below it is durable on a majority of voters."""
-        return self._require_started().high_watermark
+        return self._require_replica().high_watermark
+
+    @property
+    def applied_offset(self) -> int:
+        """The offset up to which the listeners have been given the committed batches."""
+        return self._applied_offset
 
     @property
     def metadata_log(self) -> KafkaMetadataLog:
-        return self._require_started()
+        self._require_replica()
+        return self._metadata_log
+
+    @property
+    def raft(self) -> RaftReplica:
+        return self._require_replica()
 
     def describe_quorum(self) -> QuorumDescription | None:
-        """What DescribeQuorum answers; None unless this node leads the quorum (only the leader knows the others).
-        With one voter the leader is the whole quorum: its log end offset is committed as soon as it is written,
-        and it is caught up with itself now. Brokers do not fetch the log from it, so there are no observers."""
-        state = self.election_state
-        if self._metadata_log is None or state.leader_id != self.node_id:
+        """What DescribeQuorum answers; None unless this node leads the quorum (only the leader knows the others)."""
+        replica = self._replica
+        described = replica.describe(self._time_ms()) if replica is not None else None
+        if described is None:
             return None
-        now_ms = self._time_ms()
-        log_end_offset = self._metadata_log.log_end_offset
-        return QuorumDescription(
-            leader_id=state.leader_id, leader_epoch=state.epoch, high_watermark=self._metadata_log.high_watermark,
-            voters=tuple(ReplicaState(voter, log_end_offset, now_ms, now_ms) for voter in self.voters))
+        voters, observers = described
+        return QuorumDescription(leader_id=replica.leader_id, leader_epoch=replica.epoch,
+                                 high_watermark=replica.high_watermark,
+                                 voters=tuple(_replica_state(progress) for progress in voters),
+                                 observers=tuple(_replica_state(progress) for progress in observers))
 
     # -- internals ---------------------------------------------------------------------------------------------------
 
-    def _require_started(self) -> KafkaMetadataLog:
-        if self._metadata_log is None:
+    def _require_replica(self) -> RaftReplica:
+        if self._replica is None:
             raise NotControllerError("The metadata backend is not running")
-        return self._metadata_log
+        return self._replica
 
-    def _notify(self, records: list[Message], last_offset: int) -> None:
-        for listener in self._listeners:
-            listener.handle_commit(records, last_offset)
+    async def _wait_progress(self) -> None:
+        event = self._progress
+        await event.wait()
 
-    @staticmethod
-    async def _blocking(function, *args):
-        """File work (open, fsync) runs off the event loop."""
-        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
+    def _after_step(self) -> None:
+        """After every Raft step: hand newly committed batches to the listeners, complete the appends they hold,
+        and tell of a change of leader."""
+        replica, metadata_log = self._replica, self._metadata_log
+        committed = min(replica.high_watermark, metadata_log.log_end_offset)
+        if committed > self._applied_offset:
+            for batch in metadata_log.read_batches(self._applied_offset, committed):
+                if batch.records:
+                    for listener in self._listeners:
+                        listener.handle_commit(batch.records, batch.last_offset)
+                self._applied_offset = batch.last_offset + 1
+        if self._pending:
+            still_pending = []
+            for last_offset, epoch, future in self._pending:
+                if last_offset < self._applied_offset:
+                    if not future.done():
+                        future.set_result(last_offset)
+                elif replica.is_leader and replica.epoch == epoch:
+                    still_pending.append((last_offset, epoch, future))
+                elif not future.done():
+                    future.set_exception(NotControllerError(
+                        f"Leadership of epoch {epoch} was lost before offset {last_offset} was committed"))
+            self._pending = still_pending
+        leader = self.active_controller()
+        if leader != self._leader:
+            self._set_leader(leader)
+        self._progress.set()
+        self._progress = asyncio.Event()
+
+    def _set_leader(self, leader: tuple[int, int] | None) -> None:
+        if leader is not None:
+            log.info("metadata quorum: node %d leads epoch %d%s", leader[0], leader[1],
+                     " (this node: the active controller)" if leader[0] == self.node_id else "")
+        self._leader = leader
+        for callback in self._controller_listeners:
+            callback()
+
+    def _fail_pending(self, reason: str) -> None:
+        for _, _, future in self._pending:
+            if not future.done():
+                future.set_exception(NotControllerError(reason))
+        self._pending = []
+
+
+def _replica_state(progress: ReplicaProgress) -> ReplicaState:
+    return ReplicaState(progress.replica_id, progress.log_end_offset, progress.last_fetch_timestamp,
+                        progress.last_caught_up_timestamp)

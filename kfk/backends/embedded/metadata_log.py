@@ -9,17 +9,22 @@ The backend opens this log itself, not through the LogManager (which skips the f
 topic deletion never run on it, and its config keeps everything (retention.ms = retention.bytes = -1) in case
 anything ever did. Like Kafka's KafkaMetadataLog it is always recovered from offset 0 on open, since it keeps no
 recovery-point checkpoint; metadata logs are small.
+
+It is the Raft state machine's RaftLog (kfk/backends/embedded/raft/log.py): the leader appends batches stamped with
+its epoch, a follower appends the leader's batches as they are (offsets and epochs kept) and truncates where it
+diverged, and `end_offset_for_epoch` answers from the Log's leader-epoch cache.
 """
 
 from __future__ import annotations
 
 import os
-import uuid
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from kfk.backends.embedded.raft.log import OffsetAndEpoch
 from kfk.backends.embedded.record_serde import deserialize_record, serialize_record
-from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
+from kfk.common.clock import Clock, system_time_ms
+from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_ID, CLUSTER_METADATA_TOPIC_NAME
 from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.errors import CorruptRecordError
@@ -28,6 +33,7 @@ from kfk.records import (
     MAGIC_VALUE_V2,
     LeaderChangeMessage,
     MemoryRecordsBuilder,
+    Voter,
     build_leader_change_batch,
     iter_batches,
 )
@@ -37,8 +43,6 @@ from kfk.storage.log_files import log_dir_name
 from kfk.storage.producer_state import AppendOrigin
 
 METADATA_TOPIC_PARTITION = TopicPartition(CLUSTER_METADATA_TOPIC_NAME, 0)
-#: Kafka's Uuid.METADATA_TOPIC_ID (AAAAAAAAAAAAAAAAAAAAAQ), written to the folder's partition.metadata.
-METADATA_TOPIC_ID = uuid.UUID(int=1)
 #: Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: the largest batch one controller write may produce.
 MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
 _READ_CHUNK_BYTES = 1024 * 1024
@@ -63,15 +67,17 @@ class MetadataBatch:
 
 
 class KafkaMetadataLog:
-    def __init__(self, log: Log) -> None:
+    def __init__(self, log: Log, time_ms: Clock) -> None:
         self.log = log
+        self._time_ms = time_ms
 
     @classmethod
-    def open(cls, log_dir: str, now_ms: int) -> KafkaMetadataLog:
+    def open(cls, log_dir: str, now_ms: int, *, time_ms: Clock = system_time_ms) -> KafkaMetadataLog:
+        """Open (recovering) the log at `now_ms`; `time_ms` stamps the batches it appends later."""
         directory = os.path.join(log_dir, log_dir_name(METADATA_TOPIC_PARTITION))
         log = Log.open(directory, METADATA_LOG_CONFIG, now_ms=now_ms, recovery_point=0, had_clean_shutdown=False)
-        log.partition_metadata.write(METADATA_TOPIC_ID)
-        return cls(log)
+        log.partition_metadata.write(CLUSTER_METADATA_TOPIC_ID)
+        return cls(log, time_ms)
 
     @property
     def directory(self) -> str:
@@ -91,18 +97,47 @@ class KafkaMetadataLog:
     def latest_epoch(self) -> int | None:
         return self.log.latest_epoch()
 
-    def append_as_leader(self, records: Sequence[Message], epoch: int, now_ms: int) -> int:
+    # -- RaftLog -----------------------------------------------------------------------------------------------------
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        return self.log.latest_epoch() or 0
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        found_epoch, end_offset = self.log.end_offset_for_epoch(epoch)
+        if found_epoch < 0:  # above every epoch of this log (or an empty log): it ends with its latest one
+            return OffsetAndEpoch(self.log.log_end_offset, self.last_fetched_epoch)
+        return OffsetAndEpoch(end_offset, found_epoch)
+
+    def append_as_leader(self, records: Sequence[Message], epoch: int) -> int:
         """Write one batch of `records` at the log end, stamped with `epoch`; returns its last offset. Not yet
         durable: call flush()."""
+        now_ms = self._time_ms()
         builder = MemoryRecordsBuilder(base_offset=self.log.log_end_offset, partition_leader_epoch=epoch)
         for record in records:
             builder.append(now_ms, None, serialize_record(record))
         return self.log.append_as_leader(builder.close(), epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
 
-    def append_leader_change(self, message: LeaderChangeMessage, epoch: int, now_ms: int) -> int:
-        batch = build_leader_change_batch(base_offset=self.log.log_end_offset, timestamp=now_ms,
+    def append_leader_change(self, epoch: int, leader_id: int, voters: Sequence[int]) -> int:
+        """The LEADER_CHANGE control batch that opens `epoch`: its leader, the voters, and (as Kafka writes it)
+        the leader alone as the voters that granted it (the others' votes are not tracked)."""
+        message = LeaderChangeMessage(leader_id, [Voter(voter) for voter in voters], [Voter(leader_id)])
+        batch = build_leader_change_batch(base_offset=self.log.log_end_offset, timestamp=self._time_ms(),
                                           partition_leader_epoch=epoch, message=message)
-        return self.log.append_as_leader(batch, epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
+        return self.log.append_as_leader(batch, epoch, self._time_ms(), AppendOrigin.RAFT_LEADER).last_offset
+
+    def append_as_follower(self, records: bytes) -> None:
+        self.log.append_as_follower(records, self._time_ms())
+
+    def read(self, start_offset: int, max_bytes: int) -> bytes | None:
+        """Whole batches from `start_offset` as bytes (a Fetch response's records); None at the log end."""
+        if start_offset >= self.log.log_end_offset:
+            return None
+        data = self.log.read(start_offset, max_bytes, FetchIsolation.LOG_END).records.read_bytes()
+        return data or None
+
+    def truncate_to(self, offset: int) -> None:
+        self.log.truncate_to(offset, self._time_ms())
 
     def flush(self) -> None:
         """fsync everything appended so far."""

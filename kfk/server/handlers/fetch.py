@@ -12,12 +12,18 @@ news; v9 current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOC
 rack_id and preferred_read_replica (always -1: no follower fetching for consumers); v12 flexible, with the tagged
 current_leader beside NOT_LEADER_OR_FOLLOWER; v13 topic ids instead of names (UNKNOWN_TOPIC_ID); v15 replica_state
 instead of replica_id; v16 and v17 (KIP-951 node endpoints, KIP-853 directory ids) change nothing here.
+
+A replica's fetch of `__cluster_metadata` (a follower or observer of the KRaft quorum) is Raft's, and goes to
+`raft_fetch` (handlers/raft.py) whole.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from typing import Awaitable, Callable
+
+from kfk.backends.embedded.raft.messages import is_replica_metadata_fetch
 
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, next_epoch
@@ -47,14 +53,18 @@ _NOT_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_
 
 
 class FetchHandler:
-    def __init__(self, replica_manager: ReplicaManager, sessions: FetchSessionCache) -> None:
+    def __init__(self, replica_manager: ReplicaManager, sessions: FetchSessionCache,
+                 raft_fetch: Callable[[FetchRequest], Awaitable[FetchResponse]] | None = None) -> None:
         self.replica_manager = replica_manager
         self.sessions = sessions
+        self.raft_fetch = raft_fetch
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.FETCH, self.fetch)
 
     async def fetch(self, context: RequestContext, request: FetchRequest) -> FetchResponse:
+        if self.raft_fetch is not None and is_replica_metadata_fetch(request):
+            return await self.raft_fetch(request)
         version = context.api_version
         uses_topic_ids = version >= FIRST_TOPIC_ID_VERSION
         replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id

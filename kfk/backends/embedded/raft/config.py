@@ -1,0 +1,70 @@
+"""The quorum's static configuration: who the voters are and where they listen, and Raft's timeouts.
+
+`controller.quorum.voters` is Kafka's `id@host:port,...` list (KIP-595 static voters); the timeouts are Kafka's
+`controller.quorum.*` keys with Kafka's defaults. Both are parsed once, here, and handed to the state machine and its
+driver as plain values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from kfk.errors import InvalidConfigurationError
+
+
+@dataclass(frozen=True, slots=True)
+class VoterEndpoint:
+    """One voter of a static quorum and the controller listener its Raft requests go to."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class RaftConfig:
+    """Kafka's `controller.quorum.*` timeouts, in milliseconds."""
+
+    election_timeout_ms: int = 1000
+    election_backoff_max_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    append_linger_ms: int = 25
+    #: How long the leader holds a fetch that finds nothing new (Kafka's KafkaRaftClient uses 500 ms).
+    fetch_max_wait_ms: int = 500
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> RaftConfig:
+        """From a broker config's values (the `controller.quorum.*` keys)."""
+        return cls(
+            election_timeout_ms=int(values["controller.quorum.election.timeout.ms"]),
+            election_backoff_max_ms=int(values["controller.quorum.election.backoff.max.ms"]),
+            fetch_timeout_ms=int(values["controller.quorum.fetch.timeout.ms"]),
+            request_timeout_ms=int(values["controller.quorum.request.timeout.ms"]),
+            retry_backoff_ms=int(values["controller.quorum.retry.backoff.ms"]),
+            append_linger_ms=int(values["controller.quorum.append.linger.ms"]),
+        )
+
+
+def parse_voters(entries: Iterable[str]) -> dict[int, VoterEndpoint]:
+    """`controller.quorum.voters` entries (`id@host:port`, IPv6 hosts in brackets) by voter id."""
+    voters: dict[int, VoterEndpoint] = {}
+    for entry in entries:
+        entry = entry.strip()
+        if not entry:
+            continue
+        node_text, at, address = entry.partition("@")
+        host, colon, port_text = address.rpartition(":")
+        try:
+            node_id, port = int(node_text), int(port_text)
+        except ValueError:
+            node_id = port = -1
+        if not at or not colon or not host or node_id < 0 or not 0 < port < 65536:
+            raise InvalidConfigurationError(
+                f"controller.quorum.voters entry {entry!r} is not of the form id@host:port")
+        if node_id in voters:
+            raise InvalidConfigurationError(f"controller.quorum.voters lists voter {node_id} twice")
+        voters[node_id] = VoterEndpoint(node_id, host.strip("[]"), port)
+    return voters

@@ -1,0 +1,54 @@
+"""The Raft RPCs between the replicas of the metadata quorum: Vote (key 52, v0-v2), BeginQuorumEpoch (53, v0-v1),
+EndQuorumEpoch (54, v0-v1), FetchSnapshot (59, v0-v1), and Fetch (1) of `__cluster_metadata` by a replica.
+
+All are answered by the embedded backend's Raft state machine (kfk/backends/embedded/raft/). Vote v1 and
+BeginQuorumEpoch/EndQuorumEpoch v1 add KIP-853's directory ids and endpoints, which a static quorum leaves at their
+defaults; Vote v2 adds pre_vote (KIP-996). FetchSnapshot answers SNAPSHOT_NOT_FOUND until the metadata log has
+snapshots: a follower that is behind fetches the log from its start instead. In ZooKeeper mode there is no quorum and
+every one of these is answered INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from kfk.backends.embedded.backend import EmbeddedMetadataBackend
+from kfk.errors import ErrorCode, NotControllerError
+from kfk.protocol.message import Message
+from kfk.protocol.messages import ApiKey, response_class
+from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
+from kfk.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
+from kfk.server.dispatch import Dispatcher, RequestContext
+
+RAFT_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH)
+
+
+class RaftHandler:
+    def __init__(self, quorum: EmbeddedMetadataBackend | None) -> None:
+        self.quorum = quorum
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        for api_key in RAFT_APIS:
+            dispatcher.register(api_key, self.handle)
+        dispatcher.register(ApiKey.FETCH_SNAPSHOT, self.fetch_snapshot)
+
+    async def handle(self, context: RequestContext, request: Message) -> Message:
+        return await self._answer(request, ApiKey(context.header.request_api_key))
+
+    async def fetch(self, request: FetchRequest) -> FetchResponse:
+        """A replica's fetch of the metadata log (FetchHandler routes it here)."""
+        return await self._answer(request, ApiKey.FETCH)
+
+    async def _answer(self, request: Message, api_key: ApiKey) -> Message:
+        if self.quorum is None:
+            return response_class(api_key)(error_code=ErrorCode.INVALID_REQUEST)
+        try:
+            return await self.quorum.handle_raft_request(request)
+        except NotControllerError:  # the quorum is not running (yet, or any more) on this node
+            return response_class(api_key)(error_code=ErrorCode.BROKER_NOT_AVAILABLE)
+
+    async def fetch_snapshot(self, context: RequestContext, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
+        error = ErrorCode.INVALID_REQUEST if self.quorum is None else ErrorCode.SNAPSHOT_NOT_FOUND
+        return FetchSnapshotResponse(error_code=ErrorCode.NONE, topics=[
+            FetchSnapshotResponse.TopicSnapshot(name=topic.name, partitions=[
+                FetchSnapshotResponse.PartitionSnapshot(index=partition.partition, error_code=error)
+                for partition in topic.partitions])
+            for topic in request.topics])
