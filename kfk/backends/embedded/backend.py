@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from kfk.backends.embedded.metadata_log import KafkaMetadataLog
 from kfk.backends.embedded.quorum_state import FileQuorumStateStore
 from kfk.backends.embedded.raft import RaftConfig, RaftReplica, VoterEndpoint
-from kfk.backends.embedded.raft.replica import ReplicaProgress
+from kfk.backends.embedded.raft.leader_state import ReplicaProgress
 from kfk.backends.embedded.raft_driver import ChannelFactory, RaftDriver
 from kfk.common.clock import Clock, system_time_ms
 from kfk.common.constants import NO_NODE
@@ -144,13 +144,19 @@ class EmbeddedMetadataBackend:
                  metadata_log.directory, metadata_log.log_end_offset - 1, self._replica.epoch,
                  ",".join(map(str, self.voters)), self.node_id, self._replica.state.role.value.lower())
 
-    async def stop(self) -> None:
+    async def resign(self) -> None:
+        """A graceful shutdown's first step: a leader of several voters stops appending and sends EndQuorumEpoch
+        (waiting briefly for it to go out), so that the most caught-up voter runs at once."""
         driver, replica = self._driver, self._replica
-        if driver is None or replica is None:
-            return
-        if replica.is_leader and len(self.voters) > 1:
+        if driver is not None and replica is not None and replica.is_leader and len(self.voters) > 1:
             driver.step(replica.resign)
             await driver.drain(RESIGN_GRACE_S)
+
+    async def stop(self) -> None:
+        driver = self._driver
+        if driver is None:
+            return
+        await self.resign()
         await driver.stop()
         self._driver = None
         self._fail_pending("The metadata backend stopped")
@@ -175,7 +181,7 @@ class EmbeddedMetadataBackend:
                 return None
             if self._applied_offset > replica.epoch_start_offset:
                 return replica.epoch
-            await self._wait_progress()
+            await self._progress.wait()
 
     def active_controller(self) -> tuple[int, int] | None:
         replica = self._replica
@@ -250,10 +256,6 @@ class EmbeddedMetadataBackend:
         if self._replica is None:
             raise NotControllerError("The metadata backend is not running")
         return self._replica
-
-    async def _wait_progress(self) -> None:
-        event = self._progress
-        await event.wait()
 
     def _after_step(self) -> None:
         """After every Raft step: hand newly committed batches to the listeners, complete the appends they hold,
