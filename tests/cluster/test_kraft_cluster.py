@@ -168,8 +168,9 @@ def test_killing_the_active_controller_under_load_loses_nothing(kfk_cluster_fact
               f"first CreateTopics after {first_creation_after:.2f} s")
         assert new_leader != leader
         # Followers notice the leader's loss within the fetch timeout, then one wins an election that starts within
-        # one to two election timeouts: a new leader within that plus a few hundred ms of scheduling.
-        assert elected_after < (FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS + 500) / 1000, elected_after
+        # one to two election timeouts (pre-vote, then vote): a new leader within that plus scheduling, which on a
+        # busy two-core CI machine running other brokers is up to a second.
+        assert elected_after < (FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS + 1000) / 1000, elected_after
         acknowledged = producer.count
         wait_until(lambda: producer.count > acknowledged + 100, what="acks=all writes after the kill")
     finally:
