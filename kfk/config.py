@@ -435,6 +435,16 @@ LISTENER_CONFIGS = ("max.connections", "max.connection.creation.rate")
 LISTENER_PREFIX = "listener.name."
 
 
+def _parse_voter(entry: str) -> tuple[int, tuple[str, int]]:
+    """One controller.quorum.voters entry, id@host:port (the host may be a bracketed IPv6 address)."""
+    node_id, at, address = entry.strip().partition("@")
+    host, colon, port = address.rpartition(":")
+    if not at or not colon or not node_id.strip().isdigit() or not port.isdigit() or not host:
+        raise InvalidConfigurationError(f"Invalid value {entry} for configuration controller.quorum.voters: "
+                                        "an entry is not id@host:port")
+    return int(node_id), (host.strip("[]"), int(port))
+
+
 def parse_host_counts(text: str) -> dict[str, int]:
     """max.connections.per.ip.overrides: `host:count,...` as {host: count}."""
     counts: dict[str, int] = {}
@@ -1025,6 +1035,65 @@ class BrokerConfig:
                 "set process.roles (KRaft-style embedded metadata) or zookeeper.connect (ZooKeeper metadata)"
             )
         self.broker_id = self.node_id
+
+    @property
+    def quorum_voter_addresses(self) -> dict[int, tuple[str, int]]:
+        """controller.quorum.voters as {node id: (host, port)} (validated at construction)."""
+        return dict(_parse_voter(entry) for entry in self.controller_quorum_voters)
+
+    @property
+    def single_node_quorum(self) -> bool:
+        """kfk's embedded default: a combined node with no quorum configured is a quorum of one (itself), its broker
+        talking to its controller in-process, with no controller listener needed."""
+        return not self.controller_quorum_voters and not self.controller_quorum_bootstrap_servers
+
+    def check_kraft_roles(self) -> None:
+        """Kafka's rules for process.roles, controller.listener.names, listeners and the quorum configuration,
+        checked when a server starts (a BrokerConfig is also a bag of settings for components under test)."""
+        if not self.process_roles or self.zookeeper_connect is not None:
+            return
+        roles = set(self.process_roles)
+        listener_names = [entry.strip().partition("://")[0].strip().upper() for entry in self.listeners]
+        controller_names = [name.strip().upper() for name in self.controller_listener_names]
+        voters = self.quorum_voter_addresses
+        if roles == {"broker", "controller"} and self.single_node_quorum:
+            return
+        if self.single_node_quorum:
+            raise InvalidConfigurationError(
+                "If using process.roles, either controller.quorum.bootstrap.servers must contain the set of bootstrap "
+                "controllers or controller.quorum.voters must contain a parseable set of controllers.")
+        if not controller_names:
+            raise InvalidConfigurationError("controller.listener.names must contain at least one value when running "
+                                            "KRaft (process.roles)")
+        if "controller" in roles:
+            if controller_names[0] not in listener_names:
+                raise InvalidConfigurationError(
+                    f"controller.listener.names must contain at least one value appearing in the 'listeners' "
+                    f"configuration when running the KRaft controller role: {controller_names[0]} is not among "
+                    f"{', '.join(listener_names)}")
+            if voters and self.node_id not in voters:
+                raise InvalidConfigurationError(
+                    f"If process.roles contains the 'controller' role, the node id {self.node_id} must be included "
+                    f"in the set of voters controller.quorum.voters={','.join(self.controller_quorum_voters)}")
+        if roles == {"controller"}:
+            others = [name for name in listener_names if name not in controller_names]
+            if others:
+                raise InvalidConfigurationError(
+                    f"The listeners config must only contain KRaft controller listeners from controller.listener.names "
+                    f"when process.roles=controller: {', '.join(others)} is not one")
+        if roles == {"broker"}:
+            if any(name in listener_names for name in controller_names):
+                raise InvalidConfigurationError(
+                    "controller.listener.names must not contain a value appearing in the 'listeners' configuration "
+                    "when running KRaft with just the broker role")
+            if self.node_id in voters:
+                raise InvalidConfigurationError(
+                    f"If process.roles contains just the 'broker' role, the node id {self.node_id} must not be "
+                    f"included in the set of voters controller.quorum.voters="
+                    f"{','.join(self.controller_quorum_voters)}")
+        if self.inter_broker_listener_name and self.inter_broker_listener_name.upper() in controller_names:
+            raise InvalidConfigurationError("inter.broker.listener.name must not be a controller listener "
+                                            f"({self.inter_broker_listener_name})")
 
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> BrokerConfig:

@@ -88,7 +88,7 @@ def start(
     if properties is None:
         notes.append(
             f"no server.properties given: "
-            f"{'a broker on ZooKeeper' if config.zookeeper_connect else 'single-node broker+controller'}, data in "
+            f"{_describe_roles(config)}, data in "
             f"{os.path.abspath(config.log_dir_list[0])}, group.initial.rebalance.delay.ms="
             f"{config.group_initial_rebalance_delay_ms} (as Kafka's sample server.properties: a new consumer group's "
             f"first rebalance does not wait for more members)")
@@ -100,6 +100,17 @@ def start(
     except KafkaError as error:
         fail(str(error))
     raise typer.Exit(code)
+
+
+def _describe_roles(config) -> str:
+    """What the node runs as, for the start note."""
+    if config.zookeeper_connect:
+        return "a broker on ZooKeeper"
+    if config.single_node_quorum:
+        return "single-node broker+controller"
+    roles = set(config.process_roles)
+    return {"broker": "a KRaft broker", "controller": "a KRaft controller"}.get(
+        " ".join(sorted(roles)), "a KRaft broker+controller")
 
 
 def _command_line(pid: int) -> list[str] | None:

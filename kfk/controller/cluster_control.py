@@ -132,3 +132,19 @@ def unfence_broker(image: MetadataImage, broker_id: int, broker_epoch: int) -> C
                 records.append(PartitionChangeRecord(partition_id=partition_id, topic_id=topic.topic_id,
                                                      leader=broker_id))
     return ControllerResult(None, records)
+
+
+def fence_broker(image: MetadataImage, broker_id: int, broker_epoch: int, partition_changes: list[Message]
+                 ) -> ControllerResult[None]:
+    """Fence the broker (its session expired, it asked to be, or its controlled shutdown is over) together with the
+    partition changes that take it out of the ISRs and move its leaderships (computed by the caller with the broker
+    no longer live): one atomic write, so no image ever shows a fenced broker still leading."""
+    check_broker_epoch(image, broker_id, broker_epoch)
+    return ControllerResult(None, [BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch,
+                                                                  fenced=FENCE), *partition_changes])
+
+
+def endpoints_of(listeners: Iterable) -> list[Endpoint]:
+    """The endpoints a BrokerRegistration request lists (its Listener entries)."""
+    return [Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)
+            for listener in listeners]

@@ -175,3 +175,25 @@ def controlled_shutdown(image: MetadataImage, broker_id: int, live: Collection[i
             isr = tuple(r for r in registration.isr if r != broker_id)
             records.append(PartitionChange(isr=isr).record(topic_id, partition_id))
     return records, remaining
+
+
+def alter_partition(registration: PartitionRegistration, broker_id: int, leader_epoch: int, partition_epoch: int,
+                    new_isr: tuple[int, ...], live: Collection[int]) -> tuple[ErrorCode, PartitionChange | None]:
+    """A leader's ISR change (AlterPartition, KRaft's path for what a ZooKeeper-mode leader writes itself): accepted
+    only from the current leader at the current leader epoch, computed from the current partition epoch, and only
+    with live replicas of the partition that include the leader (Kafka's checks and error codes)."""
+    if registration.leader != broker_id:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+    if leader_epoch < registration.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH, None
+    if leader_epoch > registration.leader_epoch:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+    if partition_epoch != registration.partition_epoch:
+        return ErrorCode.INVALID_UPDATE_VERSION, None
+    if broker_id not in new_isr or any(replica not in registration.replicas for replica in new_isr):
+        return ErrorCode.INVALID_REQUEST, None
+    if any(replica not in live for replica in new_isr if replica not in registration.isr):
+        return ErrorCode.INELIGIBLE_REPLICA, None
+    if new_isr == registration.isr:
+        return ErrorCode.NONE, None
+    return ErrorCode.NONE, PartitionChange(isr=new_isr)

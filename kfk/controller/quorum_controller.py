@@ -17,6 +17,12 @@ leaderless partitions get the first live ISR member), moves leadership back to p
 leader.imbalance.check.interval.seconds when auto.leader.rebalance.enable is set, and serves ElectLeaders and
 ControlledShutdown. The embedded single-node quorum has no liveness to act on (its only broker is this node), so it
 leaves leadership to registration and unfencing as before.
+
+Broker liveness in KRaft (`broker_heartbeats`, on for the embedded quorum): brokers register with
+BrokerRegistration and send BrokerHeartbeat every broker.heartbeat.interval.ms; the BrokerHeartbeatManager decides
+when a fenced broker has caught up (unfenced), and the active controller fences every broker whose heartbeats stopped
+for broker.session.timeout.ms (with `manage_leadership`, its partitions fail over in the same write). A broker's
+controlled shutdown goes through its heartbeats too (want_shut_down: leaderships moved off, then should_shut_down).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import random
 import uuid
 from typing import Awaitable, Callable, Sequence, TypeVar
 
+from kfk.common.clock import Clock, system_time_ms
 from kfk.common.config_types import ConfigResourceType
 from kfk.config import BrokerConfig
 from kfk.controller import (
@@ -41,12 +48,14 @@ from kfk.controller import (
 )
 from kfk.controller.auto_topic_creation import creatable_topic
 from kfk.controller.backend import MetadataBackend
+from kfk.controller.broker_heartbeat_manager import BrokerControlState, BrokerHeartbeatManager
 from kfk.controller.config_describer import describe_topic_configs
 from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL
 from kfk.controller.producer_ids import ProducerIdsBlock, generate_next_producer_ids
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import (
     ERROR_INFO,
+    BrokerIdNotRegisteredError,
     ErrorCode,
     InvalidUpdateVersionError,
     KafkaError,
@@ -60,6 +69,10 @@ from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, 
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from kfk.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
                                                                  AlterUserScramCredentialsResponse)
+from kfk.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
+from kfk.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from kfk.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from kfk.protocol.messages.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
 from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -83,14 +96,20 @@ from kfk.protocol.metadata_records import schema_class
 log = logging.getLogger("kfk.controller")
 
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
+UnregisterBrokerRecord = schema_class("UnregisterBrokerRecord")
 T = TypeVar("T")
 _NOT_CONTROLLER = ApiError(ErrorCode.NOT_CONTROLLER, "This node is not the active controller.")
 
 
 class QuorumController:
     def __init__(self, backend: MetadataBackend, config: BrokerConfig, node_id: int,
-                 rng: random.Random | None = None, manage_leadership: bool = False) -> None:
+                 rng: random.Random | None = None, manage_leadership: bool = False, broker_heartbeats: bool = False,
+                 time_ms: Clock = system_time_ms) -> None:
         self.backend = backend
+        self.time_ms = time_ms
+        #: KRaft liveness: None in ZooKeeper mode, where a broker's session is ZooKeeper's.
+        self.heartbeats = BrokerHeartbeatManager(config.broker_session_timeout_ms) if broker_heartbeats else None
+        self._fencer: asyncio.Task | None = None
         self.config = config
         self.node_id = node_id
         self.rng = rng or random.Random()
@@ -128,6 +147,10 @@ class QuorumController:
         if METADATA_VERSION_FEATURE_NAME not in self.image.features:
             await self._write(lambda image: ControllerResult(None, [
                 FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=METADATA_VERSION_LEVEL)]))
+        if self.heartbeats is not None:
+            self.heartbeats.reset(list(self.image.brokers), self.time_ms())
+            if self.manage_leadership:  # a single node has nobody to fail over to: it never fences itself
+                self._fencer = asyncio.get_running_loop().create_task(self._fence_stale_brokers())
         if self.manage_leadership:
             self._schedule_reconcile()
             if self.config.auto_leader_rebalance_enable and (self._rebalancer is None or self._rebalancer.done()):
@@ -137,9 +160,10 @@ class QuorumController:
     def deactivate(self) -> None:
         self.controller_epoch = None
         self.shutting_down.clear()
-        if self._rebalancer is not None:
-            self._rebalancer.cancel()
-            self._rebalancer = None
+        for task in (self._rebalancer, self._fencer):
+            if task is not None:
+                task.cancel()
+        self._rebalancer = self._fencer = None
 
     async def run_for_controller(self, is_backend_controller: Callable[[], bool],
                                  changed: asyncio.Event) -> None:
@@ -450,11 +474,16 @@ class QuorumController:
 
     # -- brokers and producer ids ------------------------------------------------------------------------------------
 
-    async def register_broker(self, broker_id: int, endpoints: Sequence[Endpoint], rack: str | None) -> int:
+    async def register_broker(self, broker_id: int, endpoints: Sequence[Endpoint], rack: str | None,
+                              incarnation_id: uuid.UUID | None = None) -> int:
         """Register (fenced) a broker incarnation; returns its broker epoch."""
-        incarnation_id = uuid.uuid4()
-        return await self._write(lambda image: cluster_control.register_broker(
+        incarnation_id = incarnation_id or uuid.uuid4()
+        broker_epoch = await self._write(lambda image: cluster_control.register_broker(
             image, broker_id, incarnation_id, endpoints, rack))
+        self.shutting_down.pop(broker_id, None)
+        if self.heartbeats is not None:
+            self.heartbeats.register(broker_id, self.time_ms())
+        return broker_epoch
 
     async def update_broker_endpoints(self, broker_id: int, endpoints: Sequence[Endpoint]) -> None:
         await self._write(lambda image: cluster_control.update_broker_endpoints(image, broker_id, endpoints))
@@ -464,3 +493,189 @@ class QuorumController:
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> ProducerIdsBlock:
         return await self._write(lambda image: generate_next_producer_ids(image, broker_id, broker_epoch))
+
+    # -- broker lifecycle (KRaft: BrokerRegistration, BrokerHeartbeat) -----------------------------------------------
+
+    async def handle_broker_registration(self, request: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
+        """A broker (re)starting: registered fenced with a new broker epoch. Refused when the cluster id differs,
+        or when another incarnation of the id is registered and still heartbeating (two processes, one node.id;
+        a broker killed and restarted within its session waits for the session to end, as in Kafka). The broker of
+        this controller's own node is exempt: its earlier incarnation was this node, which this process now is."""
+        if not self.is_active:
+            return BrokerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        if request.cluster_id != self.backend.cluster_id:
+            return BrokerRegistrationResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
+        existing = self.image.brokers.get(request.broker_id)
+        if request.broker_id != self.node_id and existing is not None \
+                and existing.incarnation_id != request.incarnation_id and not existing.fenced \
+                and self.heartbeats is not None and self.heartbeats.has_valid_session(request.broker_id,
+                                                                                      self.time_ms()):
+            log.warning("refusing the registration of broker %d: incarnation %s is still alive", request.broker_id,
+                        existing.incarnation_id)
+            return BrokerRegistrationResponse(error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION)
+        try:
+            broker_epoch = await self.register_broker(request.broker_id, cluster_control.endpoints_of(
+                request.listeners), request.rack or None, request.incarnation_id)
+        except KafkaError as error:
+            return BrokerRegistrationResponse(error_code=error.error_code)
+        log.info("broker %d registered (incarnation %s) with broker epoch %d", request.broker_id,
+                 request.incarnation_id, broker_epoch)
+        return BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=broker_epoch)
+
+    def _control_state(self, broker_id: int) -> BrokerControlState:
+        registration = self.image.brokers[broker_id]
+        if registration.fenced:
+            return BrokerControlState.FENCED
+        if broker_id in self.shutting_down:
+            return BrokerControlState.CONTROLLED_SHUTDOWN
+        return BrokerControlState.UNFENCED
+
+    def _leads_movable_partitions(self, broker_id: int) -> bool:
+        """Whether the broker leads a partition another live in-sync replica could lead: what its controlled shutdown
+        waits for (a partition with no other in-sync replica stays with it until it is gone)."""
+        others = self._live_brokers(self.image) - {broker_id}
+        return any(partition.leader == broker_id and any(replica in others for replica in partition.isr)
+                   for topic in self.image.topics_by_id.values() for partition in topic.partitions.values())
+
+    async def handle_broker_heartbeat(self, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
+        """A broker's heartbeat: its session renewed, and the transition it asks for or has earned (unfenced once
+        caught up with its own registration; fenced on want_fence; controlled shutdown on want_shut_down)."""
+        if not self.is_active or self.heartbeats is None:
+            return BrokerHeartbeatResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        broker_id, broker_epoch = request.broker_id, request.broker_epoch
+        try:
+            cluster_control.check_broker_epoch(self.image, broker_id, broker_epoch)
+            self.heartbeats.touch(broker_id, self.time_ms(), request.current_metadata_offset)
+            current = self._control_state(broker_id)
+            if request.want_shut_down and not request.want_fence and current is BrokerControlState.UNFENCED:
+                await self.controlled_shutdown(broker_id, broker_epoch)  # leaderships move off now
+                current = BrokerControlState.CONTROLLED_SHUTDOWN
+            state = self.heartbeats.next_state(
+                broker_id, current, registration_offset=broker_epoch,
+                metadata_offset=request.current_metadata_offset, want_fence=request.want_fence,
+                want_shut_down=request.want_shut_down, has_leaderships=self._leads_movable_partitions(broker_id),
+                committed_offset=self.image.offset)
+            if current.fenced != state.fenced:
+                if state.fenced:
+                    await self._fence(broker_id, broker_epoch)
+                else:
+                    await self.unfence_broker(broker_id, broker_epoch)
+                    log.info("broker %d caught up with the metadata (offset %d): unfenced", broker_id,
+                             request.current_metadata_offset)
+        except NotControllerError:
+            return BrokerHeartbeatResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        except KafkaError as error:
+            return BrokerHeartbeatResponse(error_code=error.error_code)
+        return BrokerHeartbeatResponse(
+            error_code=ErrorCode.NONE, is_caught_up=request.current_metadata_offset >= broker_epoch,
+            is_fenced=state.fenced, should_shut_down=state.should_shut_down)
+
+    async def unregister_broker(self, broker_id: int) -> None:
+        """UnregisterBroker: the broker's registration removed (it must be gone: fenced or never heartbeating)."""
+        def operation(image: MetadataImage) -> ControllerResult[None]:
+            registration = image.brokers.get(broker_id)
+            if registration is None:
+                raise BrokerIdNotRegisteredError(f"No broker with id {broker_id} is registered.")
+            live = self._live_brokers(image) - {broker_id}
+            return ControllerResult(None, [
+                *partition_change.handle_broker_changes(image, live, self._unclean_allowed),
+                UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=registration.broker_epoch)])
+
+        await self._write(operation)
+        if self.heartbeats is not None:
+            self.heartbeats.remove(broker_id)
+
+    async def _fence(self, broker_id: int, broker_epoch: int) -> None:
+        def operation(image: MetadataImage) -> ControllerResult[None]:
+            live = self._live_brokers(image) - {broker_id}
+            changes = partition_change.handle_broker_changes(image, live, self._unclean_allowed) \
+                if self.manage_leadership else []
+            return cluster_control.fence_broker(image, broker_id, broker_epoch, changes)
+
+        await self._write(operation)
+
+    async def _fence_stale_brokers(self) -> None:
+        """The active controller's session check: fence every unfenced broker whose heartbeats stopped."""
+        while self.is_active:
+            now_ms = self.time_ms()
+            unfenced = {broker_id for broker_id, broker in self.image.brokers.items() if not broker.fenced}
+            for broker_id in self.heartbeats.stale_brokers(unfenced, now_ms):
+                registration = self.image.brokers.get(broker_id)
+                if registration is None or registration.fenced:
+                    continue
+                log.info("fencing broker %d: no heartbeat for %d ms", broker_id,
+                         self.heartbeats.session_timeout_ms)
+                try:
+                    await self._fence(broker_id, registration.broker_epoch)
+                except NotControllerError:
+                    return
+                except KafkaError as error:
+                    log.warning("fencing broker %d failed: %s", broker_id, error)
+            # Re-checked at least every 100 ms: a broker registered meanwhile has a deadline of its own.
+            next_check_ms = self.heartbeats.next_check_ms(unfenced, now_ms)
+            await asyncio.sleep(min(max(next_check_ms - self.time_ms(), 10), 100) / 1000)
+
+    async def handle_alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+        """Leaders' ISR changes (AlterPartition v2+, topics by id), each partition checked and changed on its own;
+        the answer carries the partition's state after the write."""
+        if not self.is_active:
+            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        try:
+            cluster_control.check_broker_epoch(self.image, request.broker_id, request.broker_epoch)
+        except KafkaError as error:
+            return AlterPartitionResponse(error_code=error.error_code)
+
+        def operation(image: MetadataImage) -> ControllerResult[dict[tuple, ErrorCode]]:
+            live = self._live_brokers(image)
+            errors: dict[tuple, ErrorCode] = {}
+            records: list[Message] = []
+            for topic in request.topics:
+                topic_image = image.topics_by_id.get(topic.topic_id)
+                for partition in topic.partitions:
+                    registration = topic_image.partitions.get(partition.partition_index) if topic_image else None
+                    if registration is None:
+                        errors[(topic.topic_id, partition.partition_index)] = ErrorCode.UNKNOWN_TOPIC_ID \
+                            if topic_image is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        continue
+                    new_isr = tuple(state.broker_id for state in partition.new_isr_with_epochs) \
+                        if partition.new_isr_with_epochs else tuple(partition.new_isr or ())
+                    error, change = partition_change.alter_partition(
+                        registration, request.broker_id, partition.leader_epoch, partition.partition_epoch, new_isr,
+                        live)
+                    errors[(topic.topic_id, partition.partition_index)] = error
+                    if change is not None:
+                        records.append(change.record(topic.topic_id, partition.partition_index))
+            return ControllerResult(errors, records)
+
+        try:
+            errors = await self._write(operation)
+        except NotControllerError:
+            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        Topic, Partition = AlterPartitionResponse.TopicData, AlterPartitionResponse.PartitionData
+        topics = []
+        for topic in request.topics:
+            topic_image = self.image.topics_by_id.get(topic.topic_id)
+            partitions = []
+            for partition in topic.partitions:
+                error = errors[(topic.topic_id, partition.partition_index)]
+                registration = topic_image.partitions.get(partition.partition_index) if topic_image else None
+                if error != ErrorCode.NONE or registration is None:
+                    partitions.append(Partition(partition_index=partition.partition_index, error_code=error))
+                else:
+                    partitions.append(Partition(
+                        partition_index=partition.partition_index, error_code=ErrorCode.NONE,
+                        leader_id=registration.leader, leader_epoch=registration.leader_epoch,
+                        isr=list(registration.isr), partition_epoch=registration.partition_epoch))
+            topics.append(Topic(topic_id=topic.topic_id, partitions=partitions))
+        return AlterPartitionResponse(error_code=ErrorCode.NONE, topics=topics)
+
+    async def handle_allocate_producer_ids(self, request: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
+        """The next producer id block for a broker (its transaction coordinator and idempotent producers)."""
+        try:
+            block = await self.allocate_producer_ids(request.broker_id, request.broker_epoch)
+        except NotControllerError:
+            return AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        except KafkaError as error:
+            return AllocateProducerIdsResponse(error_code=error.error_code)
+        return AllocateProducerIdsResponse(error_code=ErrorCode.NONE, producer_id_start=block.first_producer_id,
+                                           producer_id_len=block.size)

@@ -32,13 +32,13 @@ from kfk.common.structs import TopicPartition
 from kfk.config import BrokerConfig, parse_host_counts
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.cluster_control import broker_endpoints
-from kfk.controller.producer_ids import ProducerIdManager
+from kfk.controller.producer_ids import ProducerIdManager, ProducerIdsBlock
 from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
-from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaError, KafkaStorageError
+from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaError, KafkaStorageError, raise_for_code
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.security.sasl import SaslClient
@@ -49,14 +49,20 @@ from kfk.security.quotas import ClientQuotaManagers
 from kfk.security.tls import TLS_PROTOCOLS, ListenerTls, client_context
 from kfk.server import network
 from kfk.server.connection_quotas import ConnectionQuotas, resolve_host_counts
-from kfk.server.controller_channel import ControllerChannel, create_topics_not_controller
+from kfk.protocol.message import Message
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.allocate_producer_ids import AllocateProducerIdsRequest
+from kfk.protocol.messages.alter_partition import AlterPartitionRequest
 from kfk.server.authorization import RequestAuthorizer
-from kfk.server.dispatch import Dispatcher
+from kfk.server.broker_lifecycle_manager import BrokerLifecycleManager
+from kfk.server.controller_channel import ControllerChannel
+from kfk.server.dispatch import CONTROLLER_SERVED_VERSIONS, Dispatcher, Handler, RequestContext
 from kfk.server.dynamic_config import DynamicBrokerConfig
 from kfk.server.fetch_session import FetchSessionCache
 from kfk.server.handlers.acls import AclsHandler
 from kfk.server.handlers.admin import TopicAdminHandler
 from kfk.server.handlers.api_versions import ApiVersionsHandler
+from kfk.server.handlers.broker_to_controller import BrokerToControllerHandler
 from kfk.server.handlers.cluster import DescribeClusterHandler
 from kfk.server.handlers.client_quotas import ClientQuotasHandler
 from kfk.server.handlers.configs import ConfigsHandler
@@ -98,6 +104,10 @@ CONTROLLED_SHUTDOWN_ATTEMPTS = 3
 CONTROLLED_SHUTDOWN_RETRY_BACKOFF_S = 0.5
 #: The CreateTopics version a broker forwards auto-creations with (the highest kfk serves).
 CREATE_TOPICS_FORWARD_VERSION = 7
+#: What a KRaft broker forwards to the active controller when its own controller is not it.
+FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS,
+                  ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+                  ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.DESCRIBE_QUORUM)
 #: How much longer a WriteTxnMarkers request to another broker waits than that broker's acks=-1 append may take.
 MARKER_REQUEST_MARGIN_MS = 5_000
 
@@ -122,7 +132,10 @@ class BrokerServer:
         self.metadata_cache: MetadataCache | None = None
         self.metadata_backend: MetadataBackend | None = None
         self.controller: QuorumController | None = None
-        self.broker_epoch = -1
+        self.controller_dispatcher: Dispatcher | None = None
+        self.controller_channel: ControllerChannel | None = None
+        self.lifecycle_manager: BrokerLifecycleManager | None = None
+        self._zookeeper_broker_epoch = -1
         self.producer_id_manager: ProducerIdManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinatorService | None = None
@@ -212,6 +225,20 @@ class BrokerServer:
         for handler in handlers:
             handler.register(self.dispatcher)
         self.dispatcher.check_every_api_has_a_handler()
+        if self.lifecycle_manager is not None:
+            for api_key in FORWARDED_APIS:
+                self.dispatcher.wrap(api_key, self._forward_unless_controller)
+
+    def _forward_unless_controller(self, handler: Handler) -> Handler:
+        """A KRaft broker serves the controller's admin requests from any client: itself when its own controller is
+        active, else by forwarding the request to the active controller (Kafka's forwarding; the Metadata response
+        names any broker as the controller, so clients come to brokers)."""
+        async def forwarding(context: RequestContext, request: Message) -> Message:
+            if self.controller.is_active:
+                return await handler(context, request)
+            return await self.controller_channel.send(request, context.api_version)
+
+        return forwarding
 
     def _build_log_manager(self) -> LogManager:
         config = self.config
@@ -299,8 +326,10 @@ class BrokerServer:
                                          self.config.controller_listener_names)
             if isinstance(self.metadata_backend, ZooKeeperMetadataBackend):
                 await self.metadata_backend.update_registration(endpoints, self.config.broker_rack)
-            else:
+            elif self.controller.is_active:
                 await self.controller.update_broker_endpoints(self.node_id, endpoints)
+            else:  # as Kafka's KRaft brokers: the next registration (a restart) advertises them
+                log.info("broker %d: the new listeners are advertised at its next registration", self.node_id)
 
     async def _listeners_updated(self) -> None:
         """Wait for the listener changes the metadata replayed at startup asked for (before registering)."""
@@ -308,41 +337,71 @@ class BrokerServer:
             await asyncio.wait([self._listener_update])
 
     async def _start_metadata(self) -> None:
-        """The metadata layer: the embedded backend (KRaft-style: the __cluster_metadata log in the first log dir,
-        replayed into the broker's MetadataCache), the controller when this node is one, then this broker's
-        registration with the listeners it really bound, and its unfencing. Components that act on metadata
-        subscribe to `self.metadata_cache`."""
+        """The metadata layer: the embedded backend (KRaft: the __cluster_metadata log in the first log dir,
+        replayed into the node's MetadataCache), the controller when this node is one (serving its controller
+        listener from now on, before the broker side is up, as other nodes need it to start), then the broker's
+        registration and heartbeats (BrokerLifecycleManager) with the listeners it really bound; the broker
+        continues once the controller has unfenced it. Components that act on metadata subscribe to
+        `self.metadata_cache`."""
         config = self.config
         if config.zookeeper_connect is not None:
             await self._start_zookeeper_metadata()
             return
         self.metadata_cache = self._new_metadata_cache()
-        backend = EmbeddedMetadataBackend(
+        self.metadata_backend = backend = EmbeddedMetadataBackend(
             self.log_dirs[0], self.node_id, self.cluster_id, parse_voters(config.controller_quorum_voters),
             raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel, time_ms=system_time_ms,
             snapshot_max_new_record_bytes=config.metadata_log_max_record_bytes_between_snapshots,
             snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
             segment_bytes=config.metadata_log_segment_bytes)
-        self.metadata_backend = backend
-        self.controller = QuorumController(backend, config, self.node_id)
+        # The single-node default has nobody to move leadership to: registration and unfencing lead its partitions.
+        self.controller = QuorumController(backend, config, self.node_id,
+                                           manage_leadership=not config.single_node_quorum, broker_heartbeats=True)
         backend.add_listener(self.metadata_cache)
         backend.add_listener(self.controller)
+        self.controller_dispatcher = self._build_controller_dispatcher()
+        if self.is_controller:  # the quorum's requests are served while the log replays (NOT_CONTROLLER until won)
+            names = {name.upper() for name in config.controller_listener_names}
+            for name in names:
+                self.socket_server.listener_dispatchers[name] = self.controller_dispatcher
+            await self.socket_server.start_serving(names)
         await backend.start()
         if len(backend.voters) > 1:
             # A quorum of several voters elects its leader on its own: the controller follows it.
             leadership_changed = asyncio.Event()
             backend.add_controller_listener(leadership_changed.set)
             self._quorum_follower = asyncio.create_task(self._follow_quorum_leader(backend, leadership_changed))
-            return
-        if "controller" in config.process_roles:
+        elif self.is_controller:
             await self.controller.activate()
-        await self._register_with_local_controller()
+
+        def active_controller() -> int | None:
+            active = backend.active_controller()
+            return None if active is None else active[0]
+
+        def address_of(controller_id: int) -> tuple[str, int] | None:  # its controller listener
+            endpoint = backend.endpoints.get(controller_id)
+            return None if endpoint is None else (endpoint.host, endpoint.port)
+
+        self.controller_channel = ControllerChannel(
+            self.node_id, active_controller, address_of, config.controller_quorum_request_timeout_ms,
+            local=self._local_controller_request if self.is_controller else None)
+        if self.is_broker:
+            await self._listeners_updated()
+            self.lifecycle_manager = BrokerLifecycleManager(
+                self.node_id, self.cluster_id, self.controller_channel, lambda: self.metadata_cache.image.offset,
+                lambda: broker_endpoints(self.socket_server.bound, config.advertised_listeners,
+                                         config.listener_security_protocol_map, config.controller_listener_names),
+                config.broker_rack, config.broker_heartbeat_interval_ms)
+            await self.lifecycle_manager.start()
+            self.producer_id_manager = ProducerIdManager(self._allocate_producer_ids)
+            self.controller.forward_create_topics = lambda request: self.controller_channel.send(
+                request, CREATE_TOPICS_FORWARD_VERSION)
 
     async def _follow_quorum_leader(self, backend: EmbeddedMetadataBackend, changed: asyncio.Event) -> None:
         """KRaft with several voters: the active controller is the quorum's leader. Activate the controller when
         this node becomes leader (elect_controller waits until the log is replayed up to the new epoch), and
-        deactivate it as soon as it is not. Until brokers register through BrokerRegistration, a node registers
-        itself as a broker when its controller becomes active."""
+        deactivate it as soon as it is not (brokers, this node's too, register with whichever is active through
+        their BrokerLifecycleManager)."""
         controller = self.controller
         while True:
             changed.clear()
@@ -350,28 +409,77 @@ class BrokerServer:
             if controller.is_active and leader != (self.node_id, controller.controller_epoch):
                 log.info("node %d is no longer the active controller", self.node_id)
                 controller.deactivate()
-            if not controller.is_active and backend.is_controller and "controller" in self.config.process_roles:
+            if not controller.is_active and backend.is_controller and self.is_controller:
                 try:
-                    if await controller.activate():
-                        await self._register_with_local_controller()
+                    await controller.activate()
                 except KafkaError as error:
                     log.warning("activating the controller failed: %s", error)
                     continue
             await changed.wait()
 
-    async def _register_with_local_controller(self) -> None:
-        """This node's registration as a broker, with the listeners it really bound, and its unfencing, written by
-        the controller in this process (it must be the active one)."""
-        config = self.config
-        if "broker" not in config.process_roles or not self.controller.is_active:
-            return
-        await self._listeners_updated()
-        endpoints = broker_endpoints(self.socket_server.bound, config.advertised_listeners,
-                                     config.listener_security_protocol_map, config.controller_listener_names)
-        self.broker_epoch = await self.controller.register_broker(self.node_id, endpoints, config.broker_rack)
-        await self.controller.unfence_broker(self.node_id, self.broker_epoch)
-        self.producer_id_manager = ProducerIdManager(
-            lambda: self.controller.allocate_producer_ids(self.node_id, self.broker_epoch))
+    @property
+    def is_broker(self) -> bool:
+        return self.config.zookeeper_connect is not None or "broker" in self.config.process_roles
+
+    @property
+    def is_controller(self) -> bool:
+        return self.config.zookeeper_connect is None and "controller" in self.config.process_roles
+
+    @property
+    def broker_epoch(self) -> int:
+        """This broker's epoch: from its registration (ZooKeeper: the znode's creation zxid; KRaft: the
+        controller's answer, renewed by a re-registration)."""
+        if self.lifecycle_manager is not None:
+            return self.lifecycle_manager.broker_epoch
+        return self._zookeeper_broker_epoch
+
+    def _build_controller_dispatcher(self) -> Dispatcher:
+        """What the controller listener serves (CONTROLLER_SERVED_VERSIONS), built with the controller's layers
+        only; a combined node's broker also calls it in-process (`_local_controller_request`)."""
+        dispatcher = Dispatcher(CONTROLLER_SERVED_VERSIONS, subset=True)
+        controller, cache = self.controller, self.metadata_cache
+        raft_handler = RaftHandler(self.metadata_backend)
+
+        async def raft_fetch(context: RequestContext, request: Message) -> Message:
+            return await raft_handler.fetch(request)
+
+        dispatcher.register(ApiKey.FETCH, raft_fetch)  # a controller listener serves only the metadata log's
+        for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS), BrokerToControllerHandler(controller),
+                        raft_handler,
+                        TopicAdminHandler(controller), ConfigsHandler(cache, controller, self.config, self.node_id),
+                        LeadershipHandler(controller), DescribeQuorumHandler(self.metadata_backend, cache),
+                        DescribeClusterHandler(cache, self.metadata_backend)):
+            handler.register(dispatcher)
+        dispatcher.check_every_api_has_a_handler()
+        return dispatcher
+
+    async def _local_controller_request(self, request: Message, api_version: int) -> Message:
+        return await self.controller_dispatcher.handle_local(request, api_version, f"broker-{self.node_id}")
+
+    async def _allocate_producer_ids(self) -> ProducerIdsBlock:
+        """A producer id block from the active controller (AllocateProducerIds)."""
+        response = await self.controller_channel.send(
+            AllocateProducerIdsRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch), 0)
+        raise_for_code(response.error_code)
+        return ProducerIdsBlock(self.node_id, response.producer_id_start, response.producer_id_len)
+
+    async def _alter_partition(self, topic: str, partition: int, leader: int, leader_epoch: int,
+                               isr: tuple[int, ...], partition_epoch: int) -> int:
+        """A leader's ISR change, sent to the active controller (AlterPartition v3); the new partition epoch."""
+        topic_image = self.metadata_cache.image.topic(topic)
+        if topic_image is None:
+            raise_for_code(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        Topic, Partition = AlterPartitionRequest.TopicData, AlterPartitionRequest.PartitionData
+        BrokerState = AlterPartitionRequest.BrokerState
+        image_brokers = self.metadata_cache.image.brokers
+        request = AlterPartitionRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch, topics=[Topic(
+            topic_id=topic_image.topic_id, partitions=[Partition(
+                partition_index=partition, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
+                new_isr_with_epochs=[BrokerState(broker_id=replica, broker_epoch=image_brokers[replica].broker_epoch
+                                                 if replica in image_brokers else -1) for replica in isr])])])
+        response = await self.controller_channel.send(request, 3)
+        raise_for_code(response.error_code or response.topics[0].partitions[0].error_code)
+        return response.topics[0].partitions[0].partition_epoch
 
     async def _start_zookeeper_metadata(self) -> None:
         """ZooKeeper mode (`zookeeper.connect`): the backend's session is already open (start() read /cluster/id
@@ -389,13 +497,22 @@ class BrokerServer:
         await self._listeners_updated()
         endpoints = broker_endpoints(self.socket_server.bound, config.advertised_listeners,
                                      config.listener_security_protocol_map, config.controller_listener_names)
-        self.broker_epoch = await backend.register_broker(endpoints, config.broker_rack)
+        self._zookeeper_broker_epoch = await backend.register_broker(endpoints, config.broker_rack)
         self.producer_id_manager = ProducerIdManager(lambda: backend.allocate_producer_ids(self.node_id))
-        self.controller_channel = ControllerChannel(self.node_id, backend, self.metadata_cache,
-                                                    lambda: self.replica_manager.inter_broker_listener,
+
+        def active_controller() -> int | None:
+            active = backend.active_controller()
+            return None if active is None else active[0]
+
+        def address_of(controller_id: int) -> tuple[str, int] | None:
+            endpoint = self.metadata_cache.image.alive_endpoint(controller_id,
+                                                                self.replica_manager.inter_broker_listener)
+            return None if endpoint is None else (endpoint.host, endpoint.port)
+
+        self.controller_channel = ControllerChannel(self.node_id, active_controller, address_of,
                                                     ssl_context=self.inter_broker_ssl, sasl=self.inter_broker_sasl)
         self.controller.forward_create_topics = lambda request: self.controller_channel.send(
-            request, CREATE_TOPICS_FORWARD_VERSION, create_topics_not_controller)
+            request, CREATE_TOPICS_FORWARD_VERSION)
         backend.set_admin_request_handler(self.controller.handle_admin_requests)
         controller_changed = asyncio.Event()
         backend.add_controller_listener(controller_changed.set)
@@ -408,6 +525,9 @@ class BrokerServer:
         some partitions have nowhere to go, so clients and followers switch over before it disappears."""
         from kfk.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 
+        if self.lifecycle_manager is not None:
+            await self._kraft_controlled_shutdown()
+            return
         if self.config.zookeeper_connect is None or not self.config.controlled_shutdown_enable \
                 or self.controller is None:
             return
@@ -433,12 +553,28 @@ class BrokerServer:
         log.warning("proceeding to an uncontrolled shutdown of broker %d", self.node_id)
         self.replica_manager.stop_following()
 
+    async def _kraft_controlled_shutdown(self) -> None:
+        """A KRaft broker's controlled shutdown, through its heartbeats (want_shut_down until should_shut_down):
+        skipped when no other broker is registered (nobody to hand leadership to, as in the single-node default)
+        and bounded by broker.session.timeout.ms (after which the controller would fence it anyway)."""
+        others = [broker_id for broker_id in self.metadata_cache.image.brokers if broker_id != self.node_id]
+        if not self.config.controlled_shutdown_enable or not others:
+            return
+        if await self.lifecycle_manager.controlled_shutdown(self.config.broker_session_timeout_ms):
+            log.info("controlled shutdown of broker %d succeeded", self.node_id)
+        else:
+            log.warning("proceeding to an uncontrolled shutdown of broker %d", self.node_id)
+        self.replica_manager.stop_following()
+
     async def _stop_metadata(self) -> None:
         if self._quorum_follower is not None:
             self._quorum_follower.cancel()
             await asyncio.gather(self._quorum_follower, return_exceptions=True)
         if getattr(self, "_controller_election", None) is not None:
             self._controller_election.cancel()
+        if self.lifecycle_manager is not None:
+            await self.lifecycle_manager.stop()
+        if self.controller_channel is not None:
             await self.controller_channel.close()
         if self.metadata_backend is not None:
             self.controller.deactivate()
@@ -448,9 +584,10 @@ class BrokerServer:
         """The replica manager: it follows the metadata image (opening or creating the logs of the partitions
         assigned to this broker, as leader or follower, deleting those of deleted topics) and serves the data path
         (produce, fetch, offsets)."""
+        alter_partition = self.metadata_backend.alter_partition if isinstance(
+            self.metadata_backend, ZooKeeperMetadataBackend) else self._alter_partition
         self.replica_manager = ReplicaManager(self.node_id, self.config, self.log_manager, system_time_ms,
-                                              getattr(self.metadata_backend, "alter_partition", None),
-                                              self.inter_broker_ssl)
+                                              alter_partition, self.inter_broker_ssl)
         self.metadata_cache.subscribe(self.replica_manager.on_metadata_update)
         await self.replica_manager.metadata_applied()  # ready means every hosted partition is being served
 
@@ -578,13 +715,15 @@ class BrokerServer:
         for listener in listeners:
             listener_config(listener.name)
         return lambda name: (None if (config := listener_config(name)) is None
-                             else SaslAuthenticator(config, self.dispatcher))
+                             else SaslAuthenticator(config, self.socket_server.listener_dispatchers.get(
+                                 name, self.dispatcher)))
 
     async def start(self) -> None:
         """Start every layer. A start that fails on the operator's mistake (a log dir in use, a port taken, a
         malformed listener) raises a KafkaError before anything in the log dirs changes: the dirs are locked and the
         listeners bound before a dir is formatted or a log recovered."""
         loop = asyncio.get_running_loop()
+        self.config.check_kraft_roles()
         try:
             listeners = [network.Listener.parse(text) for text in self.config.listeners]
         except ValueError as error:
@@ -622,10 +761,11 @@ class BrokerServer:
             log.info("log dir %s: %d partition logs loaded (the dir is locked while the broker runs)", log_dir, count)
         self._log_manager_task = asyncio.create_task(self._run_log_manager())
         await self._start_metadata()
-        await self._start_replication()
-        await self._start_group_coordinator()
-        await self._start_transaction_coordinator()
-        self._register_handlers()
+        if self.is_broker:  # a controller-only node serves its controller listener alone
+            await self._start_replication()
+            await self._start_group_coordinator()
+            await self._start_transaction_coordinator()
+            self._register_handlers()
         if self.config.metrics_port:
             self.metrics_endpoint = MetricsEndpoint(self)
         await self.socket_server.start_serving()

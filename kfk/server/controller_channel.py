@@ -1,74 +1,101 @@
-"""ControllerChannel: requests from this broker to the active controller (Kafka's BrokerToControllerChannelManager),
-for what a broker cannot decide itself: a topic that a client's Metadata or FindCoordinator request should
-auto-create, and ControlledShutdown. The controller is the one the metadata backend names, reached on the
-inter-broker listener; a request that finds no controller, or one that moved, is retried until the timeout."""
+"""ControllerChannel: requests from this broker to the active controller (Kafka's NodeToControllerChannelManager),
+for what a broker cannot decide itself.
+
+- ZooKeeper mode: a topic that a client's Metadata or FindCoordinator request should auto-create, and
+  ControlledShutdown; the controller is a broker, reached on the inter-broker listener.
+- KRaft: BrokerRegistration and BrokerHeartbeat (BrokerLifecycleManager), AlterPartition, AllocateProducerIds, and
+  the admin requests clients send to any broker (forwarded); the controller is a voter of the metadata quorum,
+  reached on its controller listener (the address `controller.quorum.voters` gives it). A combined node whose own
+  controller is active hands the request to it in-process: the single-node default costs no connection.
+
+Who the active controller is comes from the metadata backend; a request that finds no controller, or one that
+moved (the answer says NOT_CONTROLLER), is retried until the timeout.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import ssl
 import time
-from typing import Callable
+from collections.abc import Awaitable, Callable
 
-from kfk.controller.backend import MetadataBackend
 from kfk.errors import ErrorCode, KafkaTimeoutError, NetworkError
-from kfk.metadata.cache import MetadataCache
 from kfk.protocol.message import Message
 from kfk.replication.broker_channel import BrokerChannel
 from kfk.security.sasl import SaslClient
 
+#: The active controller's node id, if one is known.
+ActiveController = Callable[[], "int | None"]
+#: Where a controller is reached: (host, port), None when unknown.
+ControllerAddress = Callable[[int], "tuple[str, int] | None"]
+#: An in-process controller: (request, api version) -> response.
+LocalController = Callable[[Message, int], Awaitable[Message]]
+
 
 class ControllerChannel:
-    def __init__(self, node_id: int, backend: MetadataBackend, metadata_cache: MetadataCache,
-                 listener_name: Callable[[], str], request_timeout_ms: int = 30_000,
+    def __init__(self, node_id: int, active_controller: ActiveController, address_of: ControllerAddress,
+                 request_timeout_ms: int = 30_000, local: LocalController | None = None,
                  ssl_context: ssl.SSLContext | None = None, sasl: Callable[[], SaslClient] | None = None) -> None:
+        """`ssl_context` / `sasl`: the TLS and SASL client settings of the listener the controller is reached on."""
         self.node_id = node_id
-        self.ssl_context = ssl_context
-        self.backend = backend
-        self.metadata_cache = metadata_cache
-        self.listener_name = listener_name
+        self.active_controller = active_controller
+        self.address_of = address_of
         self.request_timeout_ms = request_timeout_ms
+        self.local = local
+        self.ssl_context = ssl_context
         self.sasl = sasl
         self._channel: BrokerChannel | None = None
 
-    def _controller_channel(self) -> BrokerChannel | None:
-        active = self.backend.active_controller()
-        if active is None:
-            return None
-        endpoint = self.metadata_cache.image.alive_endpoint(active[0], self.listener_name())
-        if endpoint is None:
+    def _controller_channel(self, controller_id: int) -> BrokerChannel | None:
+        address = self.address_of(controller_id)
+        if address is None:
             return None
         channel = self._channel
-        if channel is None or (channel.host, channel.port) != (endpoint.host, endpoint.port):
+        if channel is None or (channel.host, channel.port) != address:
             if channel is not None:
                 asyncio.get_running_loop().create_task(channel.close())
-            channel = self._channel = BrokerChannel(endpoint.host, endpoint.port,
-                                                    f"broker-{self.node_id}-to-controller", self.request_timeout_ms,
-                                                    self.ssl_context, self.sasl)
+            channel = self._channel = BrokerChannel(address[0], address[1], f"node-{self.node_id}-to-controller",
+                                                    self.request_timeout_ms, self.ssl_context, self.sasl)
         return channel
 
     async def send(self, message: Message, api_version: int,
-                   not_controller: Callable[[Message], bool] = lambda response: False) -> Message:
-        """Send to the controller; retry while there is none, it cannot be reached, or `not_controller` says the
-        broker asked was not (or no longer) the controller."""
-        deadline = time.monotonic() + self.request_timeout_ms / 1000
+                   not_controller: Callable[[Message], bool] | None = None, timeout_ms: int | None = None) -> Message:
+        """Send to the active controller; retry while there is none, it cannot be reached, or the answer says the
+        node asked was not (or no longer) the controller (`not_controller`, default: any NOT_CONTROLLER error)."""
+        not_controller = not_controller or answers_not_controller
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            channel = self._controller_channel()
-            if channel is not None:
+            controller_id = self.active_controller()
+            if controller_id is not None:
                 try:
-                    response = await channel.request(message, api_version)
-                    if not not_controller(response):
+                    if controller_id == self.node_id and self.local is not None:
+                        response = await self.local(message, api_version)
+                    else:
+                        channel = self._controller_channel(controller_id)
+                        response = None if channel is None else await channel.request(message, api_version)
+                    if response is not None and not not_controller(response):
                         return response
                 except NetworkError:
                     pass
             if time.monotonic() > deadline:
-                raise KafkaTimeoutError(f"no controller answered {message.NAME} within {self.request_timeout_ms} ms")
-            await asyncio.sleep(0.1)
+                raise KafkaTimeoutError(f"no controller answered {message.NAME} within {timeout_ms} ms")
+            await asyncio.sleep(0.05)
 
     async def close(self) -> None:
         if self._channel is not None:
             await self._channel.close()
 
 
-def create_topics_not_controller(response: Message) -> bool:
-    return any(topic.error_code == ErrorCode.NOT_CONTROLLER for topic in response.topics)
+def answers_not_controller(response: Message) -> bool:
+    """Whether a controller's answer says it is not the controller: at the top level or for any entry of its
+    top-level lists (CreateTopics answers per topic, IncrementalAlterConfigs per resource...)."""
+    if getattr(response, "error_code", None) == ErrorCode.NOT_CONTROLLER:
+        return True
+    for name in response.__slots__:
+        value = getattr(response, name)
+        if isinstance(value, list):
+            for entry in value:
+                if getattr(entry, "error_code", None) == ErrorCode.NOT_CONTROLLER:
+                    return True
+    return False

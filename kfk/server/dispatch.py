@@ -102,6 +102,28 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py
 }
 
+#: What a controller listener serves (controller.listener.names; Kafka's ApiMessageType listener CONTROLLER): the
+#: requests brokers send their controller (registration, heartbeats, ISR changes, producer id blocks), the admin
+#: requests brokers forward and tools send to the controller directly, and the quorum's own (Raft's Vote,
+#: BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, Fetch of __cluster_metadata by voters and observers;
+#: DescribeQuorum). The
+#: ranges are the broker listeners' where both serve an API. AlterPartition from v2 (topic ids), as Kafka 4.0.
+CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
+    ApiKey.API_VERSIONS: SERVED_VERSIONS[ApiKey.API_VERSIONS],
+    ApiKey.BROKER_REGISTRATION: VersionRange(0, 4),  # handlers/broker_to_controller.py
+    ApiKey.BROKER_HEARTBEAT: VersionRange(0, 1),  # handlers/broker_to_controller.py
+    ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/broker_to_controller.py
+    ApiKey.ALTER_PARTITION: VersionRange(2, 3),  # handlers/broker_to_controller.py
+    ApiKey.ALLOCATE_PRODUCER_IDS: VersionRange(0, 0),  # handlers/broker_to_controller.py
+    **{api_key: SERVED_VERSIONS[api_key] for api_key in (
+        ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT, ApiKey.FETCH)},
+    **{api_key: SERVED_VERSIONS[api_key] for api_key in (
+        ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_CONFIGS,
+        ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.DESCRIBE_QUORUM,
+        ApiKey.DESCRIBE_CLUSTER)},
+}
+
 
 @dataclass(slots=True)
 class RequestContext:
@@ -183,14 +205,19 @@ class CloseConnection(Exception):
 
 class Dispatcher:
     def __init__(self, served_versions: Mapping[ApiKey, VersionRange] = SERVED_VERSIONS,
-                 quotas: ClientQuotaManagers | None = None) -> None:
+                 quotas: ClientQuotaManagers | None = None, *, subset: bool = False) -> None:
+        """`subset`: the table serves part of what the handlers offer (a controller listener's dispatcher is given
+        the broker's handlers: it serves the APIs of its table and skips the others)."""
         self.served_versions = served_versions
         self.quotas = quotas
+        self.subset = subset
         self._registrations: dict[int, Registration] = {}
 
     def register(self, api_key: ApiKey, handler: Handler) -> None:
         """Serve `api_key` with `handler`, at the versions `served_versions` gives it."""
         versions = self.served_versions.get(api_key)
+        if versions is None and self.subset:
+            return
         if versions is None:
             raise ValueError(f"{api_key.name} has no row in the served versions table")
         if api_key in self._registrations:
@@ -199,6 +226,19 @@ class Dispatcher:
         if not cls.LOWEST_VERSION <= versions.lowest <= versions.highest <= cls.HIGHEST_VERSION:
             raise ValueError(f"{api_key.name} versions {versions.lowest}-{versions.highest} are outside the schema")
         self._registrations[api_key] = Registration(ApiKey(api_key), versions, handler, cls)
+
+    def wrap(self, api_key: ApiKey, wrapper: Callable[[Handler], Handler]) -> None:
+        """Replace a registered handler by `wrapper(handler)` (a KRaft broker forwards controller requests)."""
+        registration = self._registrations[api_key]
+        self._registrations[api_key] = registration._replace(handler=wrapper(registration.handler))
+
+    async def handle_local(self, request: Message, api_version: int, client_id: str) -> Message:
+        """Serve a request from this process itself, with no connection and no encoding (a combined node's broker
+        talking to its own active controller)."""
+        registration = self._registrations[request.API_KEY]
+        header = RequestHeader(request_api_key=request.API_KEY, request_api_version=api_version,
+                               correlation_id=0, client_id=client_id)
+        return await registration.handler(RequestContext(header, api_version, "", 0, "local"), request)
 
     def check_every_api_has_a_handler(self) -> None:
         """Called by the composition root once every handler is registered: ApiVersions advertises the whole table,

@@ -46,7 +46,7 @@ import logging
 import socket
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from kfk.protocol.connection import ServerConnection, StreamError
@@ -303,7 +303,7 @@ class _Connection(asyncio.BufferedProtocol):
 
     async def serve(self) -> None:
         server = self._server
-        dispatcher = server.dispatcher
+        dispatcher = server.listener_dispatchers.get(self._listener_name, server.dispatcher)
         if self._tls is not None and not await self._start_tls():
             return
         authenticator = self.authenticator
@@ -423,6 +423,8 @@ class SocketServer:
         self.dispatcher = dispatcher
         #: The TLS settings of a listener by name (None for PLAINTEXT and SASL_PLAINTEXT), asked when it is bound.
         self.tls = tls
+        #: Listeners served by a dispatcher of their own (a controller listener serves the controller's APIs only).
+        self.listener_dispatchers: dict[str, Dispatcher] = {}
         self.listeners = listeners
         self.max_request_bytes = max_request_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
@@ -463,12 +465,15 @@ class SocketServer:
         self._servers.append(server)
         return server
 
-    async def start_serving(self) -> None:
-        """Accept connections (those that arrived since bind() waited in the listen backlog)."""
-        for server in self._servers:
-            await server.start_serving()
-        self._serving = True
-        self._idle_task = asyncio.create_task(self._close_idle_connections())
+    async def start_serving(self, names: Collection[str] | None = None) -> None:
+        """Accept connections (those that arrived since bind() waited in the listen backlog): on every listener, or
+        first on the listeners `names` only (a controller listener serves the quorum before the broker is up)."""
+        for listener, server in zip(self.bound, self._servers):
+            if names is None or listener.name in names:
+                await server.start_serving()
+        if names is None:
+            self._serving = True
+            self._idle_task = asyncio.create_task(self._close_idle_connections())
 
     async def add_listener(self, listener: Listener) -> Listener:
         """Bind one more listener at run time (a dynamic `listeners`), accepting at once if the broker already

@@ -40,6 +40,11 @@ class BrokerProcess:
     #: More listeners, NAME://host:port (port 0: any), after the first; `ports` has every bound one's port by name.
     extra_listeners: list[str] = field(default_factory=list)
     ports: dict[str, int] = field(default_factory=dict)
+    #: The port of its CONTROLLER listener (KRaft controllers: fixed before the start, the voters string names it).
+    controller_port: int | None = None
+    #: KRaft: the cluster id its log dir is formatted with (`kfk storage format`) before the first start, so that
+    #: every node of the cluster has the same one.
+    cluster_id: str | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -49,10 +54,11 @@ class BrokerProcess:
         """Start (or restart, on the same port) and wait until the broker is listening."""
         overrides = dict(self.overrides)
         overrides.setdefault("log.dirs", str(self.log_dir))
-        overrides["listeners"] = ",".join([f"{self.listener_name}://{self.host}:{self.port}", *self.extra_listeners])
-        args = [sys.executable, "-m", "kfk", "server", "start", *self.extra_args]
-        for key, value in overrides.items():
-            args += ["--override", f"{key}={value}"]
+        overrides["listeners"] = self._listeners(overrides.get("process.roles", ""))
+        override_args = [arg for key, value in overrides.items() for arg in ("--override", f"{key}={value}")]
+        if self.cluster_id is not None and not (Path(overrides["log.dirs"]) / "meta.properties").exists():
+            self._format(override_args)
+        args = [sys.executable, "-m", "kfk", "server", "start", *self.extra_args, *override_args]
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -64,7 +70,8 @@ class BrokerProcess:
             match = READY.search(text)
             if match:
                 self.node_id = int(match.group(1))
-                self.port = int(match.group(4))
+                if match.group(2) != "CONTROLLER":  # a controller-only node: its controller_port is known
+                    self.port = int(match.group(4))
                 self.ports = {name: int(port) for name, port in BOUND.findall(match.group(0))}
                 return self
             if self.process.poll() is not None:
@@ -72,6 +79,22 @@ class BrokerProcess:
             time.sleep(0.02)
         self.kill()
         raise BrokerStartError(f"broker not ready after {timeout}s:\n{self.output()[-4000:]}")
+
+    def _format(self, override_args: list[str]) -> None:
+        done = subprocess.run([sys.executable, "-m", "kfk", "storage", "format", "--cluster-id", self.cluster_id,
+                               *override_args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise BrokerStartError(f"kfk storage format failed ({done.returncode}): {done.stderr.strip()}")
+
+    def _listeners(self, roles: str) -> str:
+        """`listener_name` (PLAINTEXT by default) and the extra listeners for a broker, CONTROLLER for a KRaft
+        controller (a controller-only node has no other)."""
+        listeners = []
+        if self.controller_port is None or "broker" in roles:
+            listeners += [f"{self.listener_name}://{self.host}:{self.port}", *self.extra_listeners]
+        if self.controller_port is not None:
+            listeners.append(f"CONTROLLER://{self.host}:{self.controller_port}")
+        return ",".join(listeners)
 
     def stop(self, timeout: float = 20.0) -> int:
         """SIGTERM (a clean shutdown) and wait; returns the exit code."""

@@ -5,7 +5,7 @@
 - `kfk_broker_factory`: start more brokers with your own `--override` properties.
 - `zookeeper_server`: a real ZooKeeper server (the one installed on the machine), one per test session;
   `zookeeper_connect`: a connect string with a fresh chroot on it, per test; `kfk_cluster_factory`: brokers on
-  ZooKeeper as separate processes (kfk.testing.cluster).
+  ZooKeeper or on a KRaft quorum (`kfk_metadata_mode`), as separate processes (kfk.testing.cluster).
 - `apache_kafka` (one per session and xdist worker), `apache_kafka_factory` (started per test with your config),
   `kafka_classpath_fixture`: Apache Kafka itself (kfk.testing.apache_kafka), the oracle for interoperability tests.
   They fail, never skip, when it cannot be resolved: CI installs Java and Maven.
@@ -103,16 +103,28 @@ def zookeeper_connect(zookeeper_server: ZooKeeperServer, request: pytest.Fixture
 
 
 @pytest.fixture
-def kfk_cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-                        zookeeper_connect: str) -> Iterator[Callable[..., KfkCluster]]:
-    """`factory(size=3, overrides=None, listener_name="PLAINTEXT")`: brokers 1..size on the test's ZooKeeper chroot,
-    each a separate process (kill -9 and SIGSTOP are real); all are killed after the test, their logs printed if it
-    failed."""
-    started: list[KfkCluster] = []
+def kfk_metadata_mode() -> str:
+    """Where `kfk_cluster_factory`'s clusters keep their metadata: "zookeeper" (the default here) or "kraft". A test
+    module overrides this fixture, parametrised, to run the same tests on both (one suite, not a copy)."""
+    return "zookeeper"
 
-    def factory(size: int = 3, overrides: dict[str, str] | None = None, listener_name: str = "PLAINTEXT") -> KfkCluster:
+
+@pytest.fixture
+def kfk_cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                        kfk_metadata_mode: str) -> Iterator[Callable[..., KfkCluster]]:
+    """`factory(size=3, overrides=None, controllers=None, combined=False, listener_name="PLAINTEXT")`: brokers
+    1..size, each a separate process (kill -9 and SIGSTOP are real), on the test's ZooKeeper chroot or, in "kraft"
+    mode, on a KRaft quorum of `controllers` controller-only nodes (ids 101.., default 1) or of the brokers themselves
+    (`combined`); all are killed after the test, their logs printed if it failed."""
+    started: list[KfkCluster] = []
+    zookeeper_connect = request.getfixturevalue("zookeeper_connect") if kfk_metadata_mode == "zookeeper" else None
+
+    def factory(size: int = 3, overrides: dict[str, str] | None = None, *, controllers: int | None = None,
+                combined: bool = False, listener_name: str = "PLAINTEXT") -> KfkCluster:
+        if zookeeper_connect is None and controllers is None and not combined:
+            controllers = 1
         cluster = start_cluster(tmp_path_factory.mktemp("kfk-cluster"), zookeeper_connect, size, overrides,
-                                listener_name=listener_name)
+                                controllers=controllers or 0, combined=combined, listener_name=listener_name)
         started.append(cluster)
         return cluster
 
@@ -125,7 +137,7 @@ def kfk_cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest
 
 @pytest.fixture
 def kfk_cluster(kfk_cluster_factory: Callable[..., KfkCluster]) -> KfkCluster:
-    """Three brokers on ZooKeeper."""
+    """Three brokers (on ZooKeeper unless the module's kfk_metadata_mode says "kraft")."""
     return kfk_cluster_factory()
 
 

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -51,17 +52,37 @@ class Quorum:
             log_dir.mkdir()
             roles = "broker,controller" if node_id in self.voter_ids else "broker"
             overrides = {"process.roles": roles, "node.id": str(node_id),
-                         "controller.quorum.voters": voters, "log.dirs": str(log_dir / "data"),
-                         "offsets.topic.replication.factor": "1", **QUORUM_TIMEOUTS}
+                         "controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER",
+                         "log.dirs": str(log_dir / "data"), "offsets.topic.replication.factor": "1",
+                         **QUORUM_TIMEOUTS}
             subprocess.run([sys.executable, "-m", "kfk", "storage", "format", "--cluster-id", cluster_id,
                             *[arg for key, value in overrides.items() for arg in ("--override", f"{key}={value}")]],
                            check=True, capture_output=True)
+            # A voter's port is its controller listener (the voters string names it); an observer's, its broker's.
+            voter = node_id in self.voter_ids
             self.nodes[node_id] = BrokerProcess(log_dir=log_dir / "data", overrides=overrides,
-                                                log_path=log_dir / "broker.log", port=port)
+                                                log_path=log_dir / "broker.log", port=0 if voter else port,
+                                                controller_port=port if voter else None)
 
-    def start(self, *node_ids: int) -> None:
-        for node_id in node_ids or tuple(self.nodes):
-            self.nodes[node_id].start()
+    def start(self, *node_ids: int, timeout: float = 30.0) -> None:
+        """Start nodes together: a node is ready once its broker is unfenced, which takes an elected controller,
+        which takes a majority of the voters."""
+        errors: list[BaseException] = []
+
+        def start_one(node: BrokerProcess) -> None:
+            try:
+                node.start(timeout)
+            except BaseException as error:  # noqa: BLE001 - raised below
+                errors.append(error)
+
+        threads = [threading.Thread(target=start_one, args=(self.nodes[node_id],))
+                   for node_id in node_ids or tuple(self.nodes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
 
     def stop(self) -> None:
         for node in self.nodes.values():
@@ -72,7 +93,10 @@ class Quorum:
     def describe(self, node_id: int) -> DescribeQuorumResponse.PartitionData | None:
         """The quorum as `node_id` answers DescribeQuorum: the partition entry if it leads, else None."""
         try:
-            with connect(self.nodes[node_id].bootstrap_servers, timeout=2) as sock:
+            # A voter's controller listener (a broker listener forwards DescribeQuorum to the leader).
+            node = self.nodes[node_id]
+            address = f"127.0.0.1:{node.controller_port}" if node.controller_port else node.bootstrap_servers
+            with connect(address, timeout=2) as sock:
                 response = request(sock, DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
                     topic_name=CLUSTER_METADATA_TOPIC_NAME,
                     partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])]), 2)

@@ -10,6 +10,7 @@ voters never elects a leader. DescribeQuorum (answered by the leader) and Metada
 from __future__ import annotations
 
 import signal
+import threading
 import time
 
 import pytest
@@ -39,8 +40,9 @@ def test_three_voters_elect_one_leader_and_replicate_the_metadata_to_voters_and_
         assert sorted(voter.replica_id for voter in described.current_voters) == [1, 2, 3]
         assert all(voter.log_end_offset > 0 for voter in described.current_voters)
         assert [observer.replica_id for observer in described.observers] == [4]
-        others = [node_id for node_id in quorum.nodes if node_id != leader_id]
+        others = [node_id for node_id in quorum.voter_ids if node_id != leader_id]
         assert all(quorum.describe(node_id) is None for node_id in others)  # only the leader describes the quorum
+        assert quorum.describe(4).leader_id == leader_id  # a broker forwards DescribeQuorum to the leader
     finally:
         quorum.stop()
 
@@ -113,10 +115,14 @@ def test_a_stopped_leader_is_deposed_and_catches_up_when_resumed(quorum: Quorum)
 
 
 def test_a_minority_of_the_voters_cannot_elect_a_leader(quorum: Quorum) -> None:
-    quorum.start(1)
+    # Node 1 alone is not ready (its broker waits for a controller to unfence it) but serves its controller listener.
+    first = threading.Thread(target=quorum.start, args=(1,), kwargs={"timeout": 90.0})
+    first.start()
     time.sleep(3 * (FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS) / 1000 / 2)
     assert quorum.describe(1) is None
     assert "no leader" in str(pytest.raises(AssertionError, quorum.wait_for_leader, timeout=1.0).value)
     quorum.start(2)  # a majority now: two of three
+    first.join()
+    assert quorum.nodes[1].process is not None  # and node 1 became ready with it
     leader_id, _ = quorum.wait_for_leader(among=(1, 2))
     assert leader_id in (1, 2)

@@ -39,6 +39,10 @@ TABLE = [
     Bad("malformed listeners", ("server", "start", "--override", "listeners=localhost:9092",
                                 "--override", "log.dirs={tmp}/new"),
         "kfk: invalid listeners: listener 'localhost:9092' is not NAME://host:port", untouched="{tmp}/new"),
+    Bad("broker-only without a quorum", ("server", "start", *LISTEN, "--override", "process.roles=broker",
+                                         "--override", "node.id=2", "--override", "log.dirs={tmp}/new"),
+        "kfk: If using process.roles, either controller.quorum.bootstrap.servers must contain the set of bootstrap "
+        "controllers or controller.quorum.voters must contain a parseable set of controllers.", untouched="{tmp}/new"),
     Bad("unknown log level", ("server", "start", "--log-level", "loud", "--override", "log.dirs={tmp}/new"),
         "kfk: unknown --log-level 'loud': use one of debug, info, warning, error", untouched="{tmp}/new"),
     Bad("log.file not writable", ("server", "start", *LISTEN, "--override", "log.dirs={tmp}/new",

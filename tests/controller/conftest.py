@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import uuid
 from typing import Awaitable, TypeVar
 
 import pytest
@@ -15,6 +16,9 @@ from kfk.config import BrokerConfig
 from kfk.controller.quorum_controller import QuorumController
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import Endpoint, MetadataImage
+from kfk.errors import ErrorCode
+from kfk.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from kfk.protocol.messages.broker_registration import BrokerRegistrationRequest
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 
 T = TypeVar("T")
@@ -28,8 +32,10 @@ CreatableReplicaAssignment = CreateTopicsRequest.CreatableReplicaAssignment
 
 class ControllerHarness:
     def __init__(self, runner: asyncio.Runner, log_dir: str, clock: ManualClock,
-                 overrides: dict[str, str] | None = None) -> None:
+                 overrides: dict[str, str] | None = None, **controller_options) -> None:
         self.runner = runner
+        #: QuorumController keyword arguments (manage_leadership, broker_heartbeats).
+        self.controller_options = controller_options
         self.log_dir = log_dir
         self.clock = clock
         props = {"process.roles": "broker,controller", "node.id": str(NODE_ID), "log.dirs": log_dir}
@@ -41,7 +47,8 @@ class ControllerHarness:
     def open(self) -> None:
         self.backend = EmbeddedMetadataBackend(self.log_dir, NODE_ID, CLUSTER_ID, time_ms=self.clock)
         self.cache = MetadataCache(MetadataImage(cluster_id=CLUSTER_ID))
-        self.controller = QuorumController(self.backend, self.config, NODE_ID, rng=random.Random(7))
+        self.controller = QuorumController(self.backend, self.config, NODE_ID, rng=random.Random(7),
+                                           time_ms=self.clock, **self.controller_options)
         self.backend.add_listener(self.cache)
         self.backend.add_listener(self.controller)
         self.run(self.backend.start())
@@ -52,6 +59,7 @@ class ControllerHarness:
         self.open()
 
     def close(self) -> None:
+        self.controller.deactivate()
         self.run(self.backend.stop())
 
     def run(self, awaitable: Awaitable[T]) -> T:
@@ -94,8 +102,9 @@ def make_cluster(tmp_path, clock):
     harnesses: list[ControllerHarness] = []
     runner = asyncio.Runner()
 
-    def factory(overrides: dict[str, str] | None = None, brokers: int = 1) -> ControllerHarness:
-        harness = ControllerHarness(runner, str(tmp_path / f"logs{len(harnesses)}"), clock, overrides)
+    def factory(overrides: dict[str, str] | None = None, brokers: int = 1, **controller_options) -> ControllerHarness:
+        harness = ControllerHarness(runner, str(tmp_path / f"logs{len(harnesses)}"), clock, overrides,
+                                    **controller_options)
         for broker_id in range(1, brokers + 1):
             harness.register(broker_id)
         harnesses.append(harness)
@@ -110,3 +119,34 @@ def make_cluster(tmp_path, clock):
 @pytest.fixture
 def cluster(make_cluster) -> ControllerHarness:
     return make_cluster()
+
+
+def registration(broker_id: int, incarnation_id: uuid.UUID | None = None,
+                 cluster_id: str = CLUSTER_ID) -> BrokerRegistrationRequest:
+    Listener = BrokerRegistrationRequest.Listener
+    return BrokerRegistrationRequest(
+        broker_id=broker_id, cluster_id=cluster_id, incarnation_id=incarnation_id or uuid.uuid4(),
+        listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9090 + broker_id, security_protocol=0)],
+        features=[], rack=None, log_dirs=[])
+
+
+@pytest.fixture
+def kraft(make_cluster):
+    """A controller with KRaft liveness and leadership management, and brokers 2, 3, 4 registered over its API and
+    unfenced by their first heartbeat."""
+    harness = make_cluster(brokers=0, manage_leadership=True, broker_heartbeats=True)
+    for broker_id in (2, 3, 4):
+        response = harness.run(harness.controller.handle_broker_registration(registration(broker_id)))
+        assert response.error_code == ErrorCode.NONE
+        harness.broker_epochs[broker_id] = response.broker_epoch
+        assert heartbeat(harness, broker_id).is_fenced is False
+    return harness
+
+
+def heartbeat(harness, broker_id: int, offset: int | None = None, **flags) -> BrokerHeartbeatResponse:
+    request = BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=harness.broker_epochs[broker_id],
+                                     current_metadata_offset=harness.image.offset if offset is None else offset,
+                                     **flags)
+    response = harness.run(harness.controller.handle_broker_heartbeat(request))
+    assert response.error_code == ErrorCode.NONE, ErrorCode(response.error_code).name
+    return response

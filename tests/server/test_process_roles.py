@@ -1,0 +1,75 @@
+"""process.roles and the KRaft quorum configuration: Kafka's validation, and kfk's single-node default (a combined
+node with no quorum configured needs no controller listener)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kfk.config import BrokerConfig
+from kfk.errors import InvalidConfigurationError
+
+VOTERS = "1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097"
+
+
+def config(**props: str) -> BrokerConfig:
+    parsed = BrokerConfig({key.replace("_", "."): value for key, value in props.items()})
+    parsed.check_kraft_roles()
+    return parsed
+
+
+def test_the_single_node_default_needs_no_quorum_and_no_controller_listener() -> None:
+    combined = config(process_roles="broker,controller", node_id="1", listeners="PLAINTEXT://127.0.0.1:9092")
+    assert combined.single_node_quorum and combined.quorum_voter_addresses == {}
+
+
+@pytest.mark.parametrize("props", [
+    {"process_roles": "controller", "node_id": "1", "listeners": "CONTROLLER://127.0.0.1:9093",
+     "controller_listener_names": "CONTROLLER", "controller_quorum_voters": VOTERS},
+    {"process_roles": "broker", "node_id": "4", "listeners": "PLAINTEXT://127.0.0.1:9092",
+     "controller_listener_names": "CONTROLLER", "controller_quorum_voters": VOTERS},
+    {"process_roles": "broker,controller", "node_id": "2",
+     "listeners": "PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095", "controller_listener_names": "CONTROLLER",
+     "controller_quorum_voters": VOTERS},
+    {"process_roles": "broker", "node_id": "4", "listeners": "PLAINTEXT://127.0.0.1:9092",
+     "controller_listener_names": "CONTROLLER", "controller_quorum_bootstrap_servers": "127.0.0.1:9093"},
+], ids=["controller", "broker", "combined", "broker with bootstrap servers"])
+def test_valid_roles(props: dict[str, str]) -> None:
+    parsed = config(**props)
+    assert not parsed.single_node_quorum
+    if "controller_quorum_voters" in props:
+        assert parsed.quorum_voter_addresses == {1: ("127.0.0.1", 9093), 2: ("127.0.0.1", 9095),
+                                                 3: ("127.0.0.1", 9097)}
+
+
+@pytest.mark.parametrize("props, message", [
+    ({"process_roles": "broker", "node_id": "4", "controller_listener_names": "CONTROLLER"},
+     "If using process.roles, either controller.quorum.bootstrap.servers"),
+    ({"process_roles": "controller", "node_id": "1", "listeners": "CONTROLLER://127.0.0.1:9093",
+      "controller_quorum_voters": VOTERS},
+     "controller.listener.names must contain at least one value"),
+    ({"process_roles": "controller", "node_id": "1", "listeners": "PLAINTEXT://127.0.0.1:9093",
+      "controller_listener_names": "CONTROLLER", "controller_quorum_voters": VOTERS},
+     "controller.listener.names must contain at least one value appearing in the 'listeners'"),
+    ({"process_roles": "controller", "node_id": "7", "listeners": "CONTROLLER://127.0.0.1:9093",
+      "controller_listener_names": "CONTROLLER", "controller_quorum_voters": VOTERS},
+     "the node id 7 must be included in the set of voters"),
+    ({"process_roles": "controller", "node_id": "1",
+      "listeners": "CONTROLLER://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092",
+      "controller_listener_names": "CONTROLLER", "controller_quorum_voters": VOTERS},
+     "The listeners config must only contain KRaft controller listeners"),
+    ({"process_roles": "broker", "node_id": "4",
+      "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+      "controller_listener_names": "CONTROLLER", "controller_quorum_voters": VOTERS},
+     "controller.listener.names must not contain a value appearing in the 'listeners'"),
+    ({"process_roles": "broker", "node_id": "2", "listeners": "PLAINTEXT://127.0.0.1:9092",
+      "controller_listener_names": "CONTROLLER", "controller_quorum_voters": VOTERS},
+     "the node id 2 must not be included in the set of voters"),
+    ({"process_roles": "broker", "node_id": "4", "listeners": "PLAINTEXT://127.0.0.1:9092",
+      "controller_listener_names": "CONTROLLER", "controller_quorum_voters": "1@127.0.0.1"},
+     "Invalid value 1@127.0.0.1 for configuration controller.quorum.voters"),
+], ids=["no quorum", "no controller listener", "controller listener not bound", "controller not a voter",
+        "controller with a broker listener", "broker binding the controller listener", "broker that is a voter",
+        "malformed voter"])
+def test_invalid_roles(props: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidConfigurationError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        config(**props)
