@@ -232,9 +232,14 @@ class BrokerServer:
     def _forward_unless_controller(self, handler: Handler) -> Handler:
         """A KRaft broker serves the controller's admin requests from any client: itself when its own controller is
         active, else by forwarding the request to the active controller (Kafka's forwarding; the Metadata response
-        names any broker as the controller, so clients come to brokers)."""
+        names any broker as the controller, so clients come to brokers).
+
+        With an authorizer, a request is never forwarded: the controller would check it against this broker's
+        principal, not the client's (Kafka wraps it in an Envelope carrying the client's principal, KIP-590, which
+        kfk does not do yet). The local handler checks the client's rights and answers NOT_CONTROLLER for what they
+        allow, so an ACL-protected admin request is served by a broker whose own controller is active."""
         async def forwarding(context: RequestContext, request: Message) -> Message:
-            if self.controller.is_active:
+            if self.controller.is_active or self.auth.enabled:
                 return await handler(context, request)
             return await self.controller_channel.send(request, context.api_version)
 
