@@ -30,6 +30,7 @@ timestamp-type bit) forces a CRC recomputation.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterator
 
@@ -117,6 +118,8 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 """The 61-byte batch header, field for field."""
 
 _CODEC_IDS = frozenset(codec.value for codec in CompressionType)
+_new_record = functools.partial(tuple.__new__, Record)
+"""Record._make without its Python frame: decode_records makes one per record."""
 
 
 def _attribute_flags(buffer: Buffer, position: int) -> int:
@@ -390,7 +393,7 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
     whose fields do not add up to its declared length, or bytes left over after the last record, raise
     CorruptRecordError.
     """
-    new_record = Record._make
+    new_record = _new_record
     if end is None:
         end = len(data)
     position = start

@@ -73,11 +73,13 @@ Deserializer = Callable[[bytes | None], Any]
 
 
 class CompletedFetch:
-    """One partition's part of a fetch response, consumed incrementally by poll()."""
+    """One partition's part of a fetch response, consumed incrementally by poll(): decoded one batch at a time into a
+    list of ConsumerRecords (one pass over the batch, no per-record generator step), which take() hands out in
+    slices."""
 
     __slots__ = ("topic_partition", "fetch_offset", "error_code", "high_watermark", "last_stable_offset",
                  "log_start_offset", "records", "aborted_transactions", "next_fetch_offset", "last_epoch",
-                 "_iterator", "consumed_all")
+                 "_batches", "_pending", "_pending_next_offset", "_pending_epoch", "consumed_all")
 
     def __init__(self, topic_partition: TopicPartition, fetch_offset: int, error_code: int, high_watermark: int,
                  last_stable_offset: int, log_start_offset: int, records: bytes,
@@ -92,30 +94,56 @@ class CompletedFetch:
         self.aborted_transactions = aborted_transactions
         self.next_fetch_offset = fetch_offset
         self.last_epoch = -1
-        self._iterator: Iterator[ConsumerRecord] | None = None
+        self._batches: Iterator[tuple[list[ConsumerRecord], int, int]] | None = None
+        self._pending: list[ConsumerRecord] = []
+        """The decoded records of the current batch not returned yet."""
+        self._pending_next_offset = fetch_offset
+        self._pending_epoch = -1
         self.consumed_all = False
 
     def take(self, max_records: int, check_crcs: bool, read_committed: bool, key_deserializer: Deserializer | None,
              value_deserializer: Deserializer | None) -> list[ConsumerRecord]:
-        if self._iterator is None:
-            self._iterator = self._records(check_crcs, read_committed, key_deserializer, value_deserializer)
+        """Up to ``max_records`` records; next_fetch_offset and last_epoch then say where the next one starts."""
+        if self._batches is None:
+            self._batches = self._decoded_batches(check_crcs, read_committed, key_deserializer, value_deserializer)
         taken: list[ConsumerRecord] = []
-        append = taken.append
-        iterator = self._iterator
-        for record in iterator:
-            append(record)
+        while True:
+            pending = self._pending
+            if pending:
+                room = max_records - len(taken)
+                if len(pending) > room:
+                    taken += pending[:room]
+                    self._pending = pending[room:]
+                    self.next_fetch_offset = taken[-1].offset + 1
+                    self.last_epoch = self._pending_epoch
+                    return taken
+                if taken:
+                    taken += pending
+                else:
+                    taken = pending
+                self._pending = []
+            self.next_fetch_offset = self._pending_next_offset
+            self.last_epoch = self._pending_epoch
             if len(taken) >= max_records:
+                return taken
+            for records, next_offset, epoch in self._batches:
+                self._pending, self._pending_next_offset, self._pending_epoch = records, next_offset, epoch
                 break
-        else:
-            self.consumed_all = True
-        return taken
+            else:
+                self.consumed_all = True
+                return taken
 
-    def _records(self, check_crcs: bool, read_committed: bool, key_deserializer: Deserializer | None,
-                 value_deserializer: Deserializer | None) -> Iterator[ConsumerRecord]:
+    def _decoded_batches(self, check_crcs: bool, read_committed: bool, key_deserializer: Deserializer | None,
+                         value_deserializer: Deserializer | None
+                         ) -> Iterator[tuple[list[ConsumerRecord], int, int]]:
+        """Per batch: its records at or after the fetch offset (none for a control batch or one of an aborted
+        transaction), the offset after the batch, and its leader epoch."""
         topic, partition = self.topic_partition
         aborted_by_producer: dict[int, int] = {}
         pending_aborts = sorted(self.aborted_transactions or [], key=lambda entry: entry[1])
         progressed = False
+        position = self.fetch_offset
+        new = tuple.__new__
         for batch in iter_batches(self.records):
             if check_crcs:
                 try:
@@ -138,30 +166,26 @@ class CompletedFetch:
                         aborted_by_producer.pop(batch.producer_id, None)
                 elif batch.is_transactional and batch.producer_id in aborted_by_producer:
                     skip = True
-            if next_offset <= self.next_fetch_offset:
+            if next_offset <= position:
                 continue  # all of it was returned already
             epoch = batch.partition_leader_epoch if is_v2 else -1
             if skip:  # a control batch, or a batch of an aborted transaction
-                self.next_fetch_offset = next_offset
-                self.last_epoch = epoch
+                position = next_offset
+                yield [], next_offset, epoch
                 continue
             timestamp_type = int(batch.timestamp_type)
-            position = self.next_fetch_offset
-            for record in batch:
-                offset = record.offset
-                if offset < position:
-                    continue
-                key, value = record.key, record.value
-                if key_deserializer is not None:
-                    key = key_deserializer(key)
-                if value_deserializer is not None:
-                    value = value_deserializer(value)
-                self.next_fetch_offset = offset + 1
-                self.last_epoch = epoch
-                yield ConsumerRecord(topic, partition, offset, record.timestamp, timestamp_type, key, value,
-                                     record.headers, epoch)
-            self.next_fetch_offset = next_offset
-            self.last_epoch = epoch
+            records = [new(ConsumerRecord, (topic, partition, offset, timestamp, timestamp_type, key, value,
+                                            headers, epoch))
+                       for offset, timestamp, key, value, headers, _ in batch]
+            if records and records[0].offset < position:  # a compressed batch may start before the position
+                records = [record for record in records if record.offset >= position]
+            if key_deserializer is not None or value_deserializer is not None:
+                records = [record._replace(
+                    key=key_deserializer(record.key) if key_deserializer is not None else record.key,
+                    value=value_deserializer(record.value) if value_deserializer is not None else record.value)
+                    for record in records]
+            position = next_offset
+            yield records, next_offset, epoch
         if not progressed and self.records:
             raise RecordTooLargeError(
                 f"there are some messages at [Partition={self.topic_partition}, Offset={self.fetch_offset}] whose "
@@ -204,6 +228,9 @@ class Fetcher:
         self._metadata_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self.fatal_error: BaseException | None = None
+        self.on_data: Callable[[], None] | None = None
+        """Called on the loop thread when fetched data (or a fatal error) arrives: the asyncio consumer's wake-up,
+        whose caller cannot wait on the condition."""
 
     # --- network side ------------------------------------------------------------------------------------------------
 
@@ -374,11 +401,15 @@ class Fetcher:
                     self._buffered.add(fetch.topic_partition)
                     self._completed.append(fetch)
                 self._data_ready.notify_all()
+            if self.on_data is not None:
+                self.on_data()
 
     def _fail(self, error: BaseException) -> None:
         with self._data_ready:
             self.fatal_error = error
             self._data_ready.notify_all()
+        if self.on_data is not None:
+            self.on_data()
 
     # --- caller side -------------------------------------------------------------------------------------------------
 
