@@ -45,7 +45,8 @@ class AIOAdmin(Admin):
             self._closed = True
             await self._network.close()
 
-    def _run(self, make: Callable[[float], Awaitable[T]], timeout_ms: float | None) -> Awaitable[T]:  # type: ignore[override]
+    def _run(self, make: Callable[[float], Awaitable[T]],  # type: ignore[override]
+             timeout_ms: float | None) -> Awaitable[T]:
         return self._retrying(make, self._timeout_ms if timeout_ms is None else timeout_ms)
 
     async def beginning_offsets(self, partitions: Iterable[TopicPartition],  # type: ignore[override]

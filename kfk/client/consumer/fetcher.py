@@ -22,6 +22,7 @@ metadata knows every fetched topic's id, else the request stays at v12.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import uuid
@@ -79,7 +80,7 @@ class CompletedFetch:
 
     __slots__ = ("topic_partition", "fetch_offset", "error_code", "high_watermark", "last_stable_offset",
                  "log_start_offset", "records", "aborted_transactions", "next_fetch_offset", "last_epoch",
-                 "_batches", "_pending", "_pending_next_offset", "_pending_epoch", "consumed_all")
+                 "_batches", "_pending", "_pending_next_offset", "_pending_epoch", "consumed_all", "end_offset")
 
     def __init__(self, topic_partition: TopicPartition, fetch_offset: int, error_code: int, high_watermark: int,
                  last_stable_offset: int, log_start_offset: int, records: bytes,
@@ -100,6 +101,11 @@ class CompletedFetch:
         self._pending_next_offset = fetch_offset
         self._pending_epoch = -1
         self.consumed_all = False
+        self.end_offset = -1
+        """The offset after the last complete batch (-1: none, or not an answer with records)."""
+        if error_code == ErrorCode.NONE:
+            for batch in iter_batches(records):
+                self.end_offset = batch.next_offset
 
     def take(self, max_records: int, check_crcs: bool, read_committed: bool, key_deserializer: Deserializer | None,
              value_deserializer: Deserializer | None) -> list[ConsumerRecord]:
@@ -144,6 +150,7 @@ class CompletedFetch:
         progressed = False
         position = self.fetch_offset
         new = tuple.__new__
+        new_consumer_record = functools.partial(new, ConsumerRecord)
         for batch in iter_batches(self.records):
             if check_crcs:
                 try:
@@ -173,10 +180,14 @@ class CompletedFetch:
                 position = next_offset
                 yield [], next_offset, epoch
                 continue
-            timestamp_type = int(batch.timestamp_type)
-            records = [new(ConsumerRecord, (topic, partition, offset, timestamp, timestamp_type, key, value,
-                                            headers, epoch))
-                       for offset, timestamp, key, value, headers, _ in batch]
+            if is_v2:
+                records = list(batch.records(labels=(topic, partition, int(batch.timestamp_type), epoch),
+                                             make=new_consumer_record))
+            else:
+                timestamp_type = int(batch.timestamp_type)
+                records = [new(ConsumerRecord, (topic, partition, offset, timestamp, timestamp_type, key, value,
+                                                headers, epoch))
+                           for offset, timestamp, key, value, headers, _ in batch]
             if records and records[0].offset < position:  # a compressed batch may start before the position
                 records = [record for record in records if record.offset >= position]
             if key_deserializer is not None or value_deserializer is not None:
@@ -217,7 +228,10 @@ class Fetcher:
         self.key_deserializer = key_deserializer
         self.value_deserializer = value_deserializer
         self._completed: deque[CompletedFetch] = deque()
-        self._buffered: set[TopicPartition] = set()
+        self._buffered: dict[TopicPartition, list[int]] = {}
+        """Per partition with fetched data not consumed yet, where each of its (at most two) buffered fetches ends:
+        one more fetch is sent from the end of the first while poll() works through it, so that the broker's and
+        the network's time overlaps the decoding instead of following it."""
         self._next_in_line: CompletedFetch | None = None
         self._data_ready = threading.Condition()
         self._in_flight_nodes: set[int] = set()
@@ -262,12 +276,16 @@ class Fetcher:
         cluster = self.network.cluster
         now = monotonic_ms()
         wait_ms = 1000.0
-        buffered = self._buffered
+        with self._data_ready:
+            buffered = {tp: (len(ends), ends[-1]) for tp, ends in self._buffered.items()}
         requests: dict[int, list[tuple[TopicPartition, int, int]]] = {}
         missing_leader = False
         for tp, position, epoch in self.subscriptions.fetchable_partitions():
             if tp in buffered:
-                continue
+                count, end = buffered[tp]
+                if count > 1 or end < position:
+                    continue
+                position = end  # prefetch what follows the buffered data
             leader = cluster.leader_for(tp)
             if leader == NO_NODE:
                 missing_leader = True
@@ -398,7 +416,7 @@ class Fetcher:
         if completed:
             with self._data_ready:
                 for fetch in completed:
-                    self._buffered.add(fetch.topic_partition)
+                    self._buffered.setdefault(fetch.topic_partition, []).append(fetch.end_offset)
                     self._completed.append(fetch)
                 self._data_ready.notify_all()
             if self.on_data is not None:
@@ -489,7 +507,11 @@ class Fetcher:
 
     def _release(self, fetch: CompletedFetch) -> None:
         with self._data_ready:
-            self._buffered.discard(fetch.topic_partition)
+            ends = self._buffered.get(fetch.topic_partition)
+            if ends:
+                ends.pop(0)
+                if not ends:
+                    del self._buffered[fetch.topic_partition]
 
     def clear_buffered(self, keep: set[TopicPartition] | None = None) -> None:
         """Drop buffered data (all, or of partitions not in ``keep``): after seek or a rebalance."""
@@ -501,9 +523,8 @@ class Fetcher:
                 return
             kept = deque(fetch for fetch in self._completed if fetch.topic_partition in keep)
             self._completed = kept
-            self._buffered = {fetch.topic_partition for fetch in kept}
-            if self._next_in_line is not None:
-                if self._next_in_line.topic_partition in keep:
-                    self._buffered.add(self._next_in_line.topic_partition)
-                else:
-                    self._next_in_line = None
+            if self._next_in_line is not None and self._next_in_line.topic_partition not in keep:
+                self._next_in_line = None
+            self._buffered = {}
+            for fetch in ([self._next_in_line] if self._next_in_line is not None else []) + list(kept):
+                self._buffered.setdefault(fetch.topic_partition, []).append(fetch.end_offset)
