@@ -349,9 +349,9 @@ def consume(
                         break
                     continue
                 last_record = time.monotonic()
-                for record in records:
-                    count += 1
-                    size += len(record.value or b"") + len(record.key or b"")
+                batch = records.as_list()
+                count += len(batch)
+                size += sum([len(record.value or b"") + len(record.key or b"") for record in batch])
                 if detailed and (last_record - window.start) * 1000 >= reporting_interval:
                     window.report(last_record, count, size)
                 if progress is not None:
