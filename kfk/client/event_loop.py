@@ -7,7 +7,7 @@ around connection state, which is what Java's NetworkClient builds by hand on a 
 own thread (Java's Sender and heartbeat threads play the same role) lets the public API stay synchronous, as the
 Java client and kafka-python are: user code never needs an event loop, a record is appended to its batch in the
 caller's thread without crossing threads, and only whole batches, fetch responses and admin calls hop between the
-two. The same coroutines are what an async API would await directly.
+two. The same coroutines are what kfk.client.aio awaits directly: there the loop is the caller's own (CallerLoop).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Fetcher: keeps fetches in flight on the network thread and turns their records into ConsumerRecords in poll().
 
-Network side (the client's event loop): for every assigned, unpaused partition that has a position, no buffered
-data and no fetch in flight to its leader, send one Fetch request per leader (sessionless: session id 0, epoch -1),
-holding min_bytes / max_wait_ms / max_bytes / max.partition.fetch.bytes from the config. Each partition's answer
+Network side (the client's event loop): for every assigned, unpaused partition that has a position, at most one
+buffered fetch (the next fetch then starts where that one's data ends) and no fetch in flight to its leader, send
+one Fetch request per leader (in a fetch session), holding min_bytes / max_wait_ms / max_bytes /
+max.partition.fetch.bytes from the config. Each partition's answer
 becomes a CompletedFetch in a queue; errors that a metadata refresh fixes (the leader moved) trigger one and the
 partition is fetched again later. So the next fetch is already in flight while the application works through the
-last one, as in Java's consumer.
+last one (one fetch further ahead than Java's consumer goes, as librdkafka prefetches).
 
 Caller side (poll): take CompletedFetches off the queue and decode them lazily, up to max.poll.records: validate each
 batch's CRC (check.crcs), skip records before the position (a compressed batch starts before it), skip control
