@@ -150,6 +150,10 @@ class AIOConsumer:
             if records is None:  # group work or a position lookup, which wait: off the loop
                 records = await asyncio.to_thread(consumer.poll, max(deadline - loop.time(), 0), max_records)
             if records:
+                # The next fetch goes out before the caller works through these records, so that the broker's
+                # time overlaps theirs (the loop is the only thread here): started now, written in one loop turn.
+                consumer._fetcher.send_now()
+                await asyncio.sleep(0)
                 return records
             remaining = deadline - loop.time()
             if remaining <= 0:

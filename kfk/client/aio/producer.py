@@ -119,8 +119,13 @@ class AIOProducer:
                 break
             except KafkaTimeoutError:  # buffer.memory is used up: wait for a batch to be answered
                 await self._wait_for_memory(deadline)
-        if wake and core.sender.sleeping:
-            core.sender.wakeup()
+        if wake:
+            if core.sender.sleeping:
+                core.sender.wakeup()
+            # A batch was started or filled: give the sender its turn now. A send() that never suspends would
+            # otherwise fill buffer.memory before the first request left, and then go at the pace of its
+            # acknowledgements, batch by batch.
+            await asyncio.sleep(0)
         return RecordFuture(record)
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
@@ -140,8 +145,10 @@ class AIOProducer:
         core.check_open()
         if core.needs_metadata(topic, partition):
             await self._wait_on_metadata(topic, partition, monotonic_ms() + core.max_block_ms)
-        if core.append_values(topic, values, keys, partition, timestamp_ms, callback, 0) and core.sender.sleeping:
-            core.sender.wakeup()
+        if core.append_values(topic, values, keys, partition, timestamp_ms, callback, 0):
+            if core.sender.sleeping:
+                core.sender.wakeup()
+            await asyncio.sleep(0)  # the sender's turn, as in send()
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The topic's partitions, fetching its metadata if needed (waits at most max.block.ms)."""

@@ -254,6 +254,12 @@ class Fetcher:
         if self._wakeup is not None:
             self._wakeup.set()
 
+    def send_now(self) -> None:
+        """On the loop thread, for a caller that holds the loop (the asyncio consumer about to hand out records):
+        start the fetches that can go now instead of waiting for the fetch task's turn."""
+        if self._running and self._wakeup is not None and self._wakeup.is_set():
+            self._send_fetches()
+
     def stop(self) -> None:
         self._running = False
         self.wakeup()
