@@ -1046,7 +1046,7 @@ class Admin:
                             raise response_error(partition.error_code, f"aborting the transaction of producer "
                                                  f"{spec.producer_id} on {tp}")
 
-        self._run(call, timeout_ms)
+        return self._run(call, timeout_ms)
 
     def find_hanging_transactions(self, *, broker_id: int | None = None, topic: str | None = None,
                                   partition: int | None = None, max_transaction_timeout_ms: int = 15 * 60_000,

@@ -7,7 +7,7 @@ around connection state, which is what Java's NetworkClient builds by hand on a 
 own thread (Java's Sender and heartbeat threads play the same role) lets the public API stay synchronous, as the
 Java client and kafka-python are: user code never needs an event loop, a record is appended to its batch in the
 caller's thread without crossing threads, and only whole batches, fetch responses and admin calls hop between the
-two. The same coroutines are what an async API would await directly.
+two. The same coroutines are what kfk.client.aio awaits directly: there the loop is the caller's own (CallerLoop).
 """
 
 from __future__ import annotations
@@ -20,36 +20,21 @@ from typing import Any, Callable, TypeVar
 
 from kfk.errors import KafkaTimeoutError
 
-__all__ = ["ClientLoop"]
+__all__ = ["CallerLoop", "ClientLoop", "LoopRunner"]
 
 T = TypeVar("T")
 
 
-class ClientLoop:
-    """Owns the thread and the loop; ``run(coro, timeout)`` runs a coroutine there and blocks for its result."""
+class LoopRunner:
+    """Runs the client's coroutines on one event loop for callers on other threads: ``run(coro, timeout)`` blocks
+    for a coroutine's result, ``submit`` schedules one, ``call_soon`` a plain callback."""
 
-    def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._closed = False
-        self._thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_forever()
-        finally:
-            pending = [task for task in asyncio.all_tasks(self.loop) if not task.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-            self.loop.close()
+    loop: asyncio.AbstractEventLoop
+    _closed: bool
 
     @property
     def in_loop_thread(self) -> bool:
-        return threading.current_thread() is self._thread
+        raise NotImplementedError
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Schedule a coroutine on the loop; the returned future can be waited on from any other thread."""
@@ -78,6 +63,36 @@ class ClientLoop:
             self.loop.call_soon_threadsafe(callback, *args)
 
     def close(self, timeout: float = 10.0) -> None:
+        raise NotImplementedError
+
+
+class ClientLoop(LoopRunner):
+    """Owns the thread and the loop."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._closed = False
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            pending = [task for task in asyncio.all_tasks(self.loop) if not task.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    @property
+    def in_loop_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def close(self, timeout: float = 10.0) -> None:
         """Stop the loop (pending tasks are cancelled) and join the thread."""
         if self._closed:
             return
@@ -87,3 +102,24 @@ class ClientLoop:
             return
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout)
+
+
+class CallerLoop(LoopRunner):
+    """The asyncio clients' LoopRunner: the loop is the caller's own, running in the caller's thread. The client's
+    network side runs there as tasks; its blocking calls (a group join, a position lookup) are made from a worker
+    thread (asyncio.to_thread), which waits while the caller's loop does the work. Closing stops nothing: the loop
+    is not the client's."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._closed = False
+
+    @property
+    def in_loop_thread(self) -> bool:
+        try:
+            return asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            return False
+
+    def close(self, timeout: float = 10.0) -> None:
+        self._closed = True

@@ -74,6 +74,16 @@ class ProduceStats:
         if metadata.serialized_value_size > self.max_size:
             self.max_size = metadata.serialized_value_size
 
+    def record_run(self, metadata, count: int, error) -> None:
+        """produce_batch's callback: ``count`` records of one batch, all sent at the first one's timestamp."""
+        if error is not None:
+            self.errors.append(error)
+            return
+        self.latencies += [time.time_ns() // 1_000_000 - metadata.timestamp] * count
+        self.bytes += metadata.serialized_value_size * count
+        if metadata.serialized_value_size > self.max_size:
+            self.max_size = metadata.serialized_value_size
+
     def maybe_print_window(self, record_size: float) -> None:
         now = time.monotonic()
         if not self.periodic or now - self.window_start < self.reporting_interval:
@@ -232,22 +242,44 @@ def produce(
             send, callback, choice = producer.send, stats.record, random.Random(1).choice
             single = payloads[0] if len(payloads) == 1 else None
             transaction_start = None
-            for index in range(num_records):
-                if transactions and transaction_start is None:
-                    producer.begin_transaction()
-                    transaction_start = time.monotonic()
-                send(topic, single if single is not None else choice(payloads), callback=callback)
-                if transaction_start is not None and time.monotonic() - transaction_start >= transaction_duration:
-                    producer.commit_transaction()
-                    transaction_start = None
-                if throttled:
-                    throttler.throttle(index + 1)
-                if index % 1000 == 0:
+            if single is not None and not throttled:
+                # One payload, no rate limit: produce_batch, a chunk of about a batch's worth of records per call
+                # (one sticky partition per call) and one callback per batch.
+                chunk = max(1, min(1000, producer.config.batch_size // max(len(single), 1)))
+                chunk_payloads = [single] * chunk
+                sent = 0
+                while sent < num_records and not stats.errors:
+                    if transactions and transaction_start is None:
+                        producer.begin_transaction()
+                        transaction_start = time.monotonic()
+                    count = min(chunk, num_records - sent)
+                    producer.produce_batch(topic, chunk_payloads if count == chunk else [single] * count,
+                                           callback=stats.record_run)
+                    sent += count
+                    if transaction_start is not None and time.monotonic() - transaction_start >= \
+                            transaction_duration:
+                        producer.commit_transaction()
+                        transaction_start = None
                     stats.maybe_print_window(average_size)
                     if progress is not None:
                         progress.update(progress.task_ids[0], completed=stats.count)
-                    if stats.errors:
-                        break
+            else:
+                for index in range(num_records):
+                    if transactions and transaction_start is None:
+                        producer.begin_transaction()
+                        transaction_start = time.monotonic()
+                    send(topic, single if single is not None else choice(payloads), callback=callback)
+                    if transaction_start is not None and time.monotonic() - transaction_start >= transaction_duration:
+                        producer.commit_transaction()
+                        transaction_start = None
+                    if throttled:
+                        throttler.throttle(index + 1)
+                    if index % 1000 == 0:
+                        stats.maybe_print_window(average_size)
+                        if progress is not None:
+                            progress.update(progress.task_ids[0], completed=stats.count)
+                        if stats.errors:
+                            break
             if transaction_start is not None and not stats.errors:
                 producer.commit_transaction()
             producer.flush()
@@ -317,9 +349,9 @@ def consume(
                         break
                     continue
                 last_record = time.monotonic()
-                for record in records:
-                    count += 1
-                    size += len(record.value or b"") + len(record.key or b"")
+                batch = records.as_list()
+                count += len(batch)
+                size += sum([len(record.value or b"") + len(record.key or b"") for record in batch])
                 if detailed and (last_record - window.start) * 1000 >= reporting_interval:
                     window.report(last_record, count, size)
                 if progress is not None:

@@ -30,8 +30,10 @@ timestamp-type bit) forces a CRC recomputation.
 
 from __future__ import annotations
 
+import functools
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from crc32c import crc32c
 
@@ -117,6 +119,8 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 """The 61-byte batch header, field for field."""
 
 _CODEC_IDS = frozenset(codec.value for codec in CompressionType)
+_new_record = functools.partial(tuple.__new__, Record)
+"""Record._make without its Python frame: decode_records makes one per record."""
 
 
 def _attribute_flags(buffer: Buffer, position: int) -> int:
@@ -346,8 +350,11 @@ class RecordBatch:
     def __iter__(self) -> Iterator[Record]:
         return self.records()
 
-    def records(self, *, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[Record]:
-        """Decode the records lazily (decompressing the payload first if the batch is compressed).
+    def records(self, *, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+                labels: tuple[Any, Any, Any, Any] | None = None,
+                make: Callable[[tuple], Any] | None = None) -> Iterator[Any]:
+        """Decode the records lazily (decompressing the payload first if the batch is compressed); with ``labels``
+        and ``make``, each record is built as decode_records says.
 
         Does not check the CRC (call ``validate()`` for that), but never reads past the batch and raises
         CorruptRecordError if the payload disagrees with the header's record count or sizes.
@@ -371,7 +378,7 @@ class RecordBatch:
                                      f"{end - start} bytes")
         log_append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         return decode_records(data, records_count, self.base_offset, self.base_timestamp, log_append_time,
-                              start, end)
+                              start, end, labels=labels, make=make)
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -382,15 +389,23 @@ def increment_sequence(sequence: int, increment: int) -> int:
 
 
 def decode_records(data: bytes, records_count: int, base_offset: int, base_timestamp: int,
-                   log_append_time: int | None, start: int = 0, end: int | None = None) -> Iterator[Record]:
+                   log_append_time: int | None, start: int = 0, end: int | None = None, *,
+                   labels: tuple[Any, Any, Any, Any] | None = None,
+                   make: Callable[[tuple], Any] | None = None) -> Iterator[Any]:
     """Decode ``records_count`` v2 records from ``data[start:end]`` (the uncompressed record list).
+
+    Each record is a Record, or with ``labels`` (a, b, c, d) it is ``make((a, b, offset, timestamp, c, key, value,
+    headers, d))``: the shape of a consumer's record (topic, partition, ..., timestamp type, ..., leader epoch), built
+    here in one step rather than from a Record afterwards, which costs a second tuple per record consumed.
 
     One- and two-byte varints (every length, delta and count below 8 KiB) are decoded inline, the rest by
     read_unsigned_varint: the repetition is deliberate, this loop runs once per record consumed. A record
     whose fields do not add up to its declared length, or bytes left over after the last record, raise
     CorruptRecordError.
     """
-    new_record = Record._make
+    new_record = _new_record
+    if labels is not None:
+        first_label, second_label, third_label, fourth_label = labels
     if end is None:
         end = len(data)
     position = start
@@ -487,10 +502,16 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
             if position != record_end:
                 raise CorruptRecordError(f"Record declares {length} bytes but its fields take "
                                          f"{length + position - record_end}")
-            yield new_record((
-                base_offset + offset_delta,
-                log_append_time if log_append_time is not None else base_timestamp + timestamp_delta,
-                key, value, headers, attributes))
+            if labels is None:
+                yield new_record((
+                    base_offset + offset_delta,
+                    log_append_time if log_append_time is not None else base_timestamp + timestamp_delta,
+                    key, value, headers, attributes))
+            else:
+                yield make((  # type: ignore[misc]
+                    first_label, second_label, base_offset + offset_delta,
+                    log_append_time if log_append_time is not None else base_timestamp + timestamp_delta,
+                    third_label, key, value, headers, fourth_label))
     except IndexError:
         raise CorruptRecordError("Record payload ends inside a record") from None
     if position != end:

@@ -328,3 +328,44 @@ def test_closed_builder_hands_over_a_writable_batch() -> None:
     assert RecordBatch(data).base_offset == 9
     with pytest.raises(ValueError, match="closed"):
         builder.append(2, None, b"y")
+
+
+# --- append_values: the producer's batched path -------------------------------------------------------------------
+
+@pytest.mark.parametrize("write_limit", [None, 16384, 100])
+def test_append_values_builds_the_bytes_append_builds(write_limit: int | None) -> None:
+    """Same batch, byte for byte, as one append() per record while has_room_for() says yes; keys, null values,
+    large varints (a 20,000-byte value, offset deltas past 63) included."""
+    values = [bytes([n % 251]) * 100 for n in range(300)] + [b"", b"12345", b"z" * 20_000, None, b"last"]
+    keys: list[bytes | None] = [None] * len(values)
+    keys[3], keys[-1] = b"key", b"k2"
+    one_by_one = MemoryRecordsBuilder(write_limit=write_limit)
+    appended = 0
+    while appended < len(values) and (appended == 0 or one_by_one.has_room_for(1000, keys[appended],
+                                                                                 values[appended])):
+        one_by_one.append(1000, keys[appended], values[appended])
+        appended += 1
+    batched = MemoryRecordsBuilder(write_limit=write_limit)
+    assert batched.append_values(1000, values, 0, keys) == appended
+    assert batched.num_records == appended
+    assert batched.close() == one_by_one.close()
+
+
+def test_append_values_continues_a_batch_at_its_next_offset_and_timestamp_delta() -> None:
+    builder = MemoryRecordsBuilder(write_limit=1 << 20)
+    builder.append(5000, b"k", b"first")
+    assert builder.append_values(5007, [b"a", b"b"], 0) == 2
+    assert builder.append_values(5003, [b"skip", b"c"], 1) == 1
+    records = list(RecordBatch(bytes(builder.close())))
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in records] == [
+        (0, 5000, b"k", b"first"), (1, 5007, None, b"a"), (2, 5007, None, b"b"), (3, 5003, None, b"c")]
+
+
+def test_records_with_labels_are_made_in_the_consumer_shape() -> None:
+    builder = MemoryRecordsBuilder(base_offset=40)
+    builder.append(1000, b"k", b"v", [("h", b"1")])
+    builder.append(1002, None, None)
+    batch = RecordBatch(bytes(builder.close()))
+    made = list(batch.records(labels=("topic", 3, 0, 7), make=tuple))
+    assert made == [("topic", 3, 40, 1000, 0, b"k", b"v", [("h", b"1")], 7),
+                    ("topic", 3, 41, 1002, 0, None, None, [], 7)]

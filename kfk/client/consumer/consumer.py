@@ -26,7 +26,7 @@ from kfk.client.consumer.assignors import create_assignor
 from kfk.client.consumer.coordinator import ConsumerCoordinator, ConsumerRebalanceListener
 from kfk.client.consumer.fetcher import Fetcher
 from kfk.client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState, SubscriptionType
-from kfk.client.event_loop import ClientLoop
+from kfk.client.event_loop import ClientLoop, LoopRunner
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
 from kfk.client.offsets import READ_COMMITTED, READ_UNCOMMITTED, list_offsets
 from kfk.client.response_errors import response_error
@@ -76,18 +76,27 @@ class ConsumerRecords:
     def by_partition(self) -> dict[TopicPartition, list[ConsumerRecord]]:
         return dict(self._by_partition)
 
+    def as_list(self) -> list[ConsumerRecord]:
+        """Every record in one list (the one partition's own list when there is one: no copy)."""
+        if len(self._by_partition) == 1:
+            return next(iter(self._by_partition.values()))
+        return [record for records in self._by_partition.values() for record in records]
+
 
 class Consumer:
     """A Kafka consumer. ``config`` takes Kafka's property names; keyword arguments the same in snake_case."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, *, key_deserializer: Deserializer | None = None,
-                 value_deserializer: Deserializer | None = None, **overrides: Any) -> None:
+                 value_deserializer: Deserializer | None = None, network_loop: LoopRunner | None = None,
+                 **overrides: Any) -> None:
+        """``network_loop``: where the network side runs (kfk.client.aio passes the caller's loop); by default a
+        network thread of the consumer's own."""
         self.config = config = ClientConfig(CONSUMER_CONFIG_DEF, "consumer", config, **overrides)
         if config.group_id == "":
             raise InvalidGroupIdError("group.id must not be empty (leave it unset to consume without a group)")
         self.group_id: str | None = config.group_id
         self._default_timeout_ms = config.request_timeout_ms
-        self._loop = ClientLoop(f"kfk-consumer-network-thread | {config.client_id}")
+        self._loop = network_loop or ClientLoop(f"kfk-consumer-network-thread | {config.client_id}")
         self._network = NetworkClient(config, allow_auto_topic_creation=config.allow_auto_create_topics)
         self._subscriptions = SubscriptionState(OffsetResetStrategy(config.auto_offset_reset))
         self._isolation_level = READ_COMMITTED if config.isolation_level == "read_committed" else READ_UNCOMMITTED
@@ -179,10 +188,7 @@ class Consumer:
 
     def poll(self, timeout: float = 0.0, max_records: int | None = None) -> ConsumerRecords:
         """Records fetched since the last poll, waiting up to ``timeout`` seconds for some."""
-        if self._closed:
-            raise RuntimeError("the consumer is closed")
-        if self._subscriptions.subscription_type == SubscriptionType.NONE:
-            raise KafkaError("the consumer is not subscribed to any topics or assigned any partitions")
+        self._check_pollable()
         max_records = max_records or self.config.max_poll_records
         deadline = monotonic_ms() + timeout * 1000
         while True:
@@ -204,6 +210,40 @@ class Consumer:
             self._fetcher.wait_for_data(wait / 1000)
             if self._coordinator is not None and self._coordinator.rejoin_needed:
                 continue
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[ConsumerRecord]:
+        """Up to ``num_messages`` records as one list, waiting up to ``timeout`` seconds (-1: forever) for the
+        first (confluent-kafka's Consumer.consume)."""
+        if num_messages < 1:
+            raise ValueError(f"num_messages must be at least 1, got {num_messages}")
+        while True:
+            records = self.poll(3600.0 if timeout < 0 else timeout, max_records=num_messages)
+            if records or timeout >= 0:
+                return records.as_list()
+
+    def poll_buffered(self, max_records: int | None = None) -> ConsumerRecords | None:
+        """poll() without waiting, for a caller that must not block (kfk.client.aio, on the loop that does the
+        network work): the records already fetched (maybe none), or None when poll() has blocking work to do first
+        (joining the group, looking up positions)."""
+        self._check_pollable()
+        coordinator = self._coordinator
+        if coordinator is not None and coordinator.join_pending():
+            return None
+        subscriptions = self._subscriptions
+        if subscriptions.missing_positions() or subscriptions.awaiting_reset():
+            return None
+        if coordinator is not None:
+            coordinator.poll(monotonic_ms())  # the group is stable: bookkeeping and auto-commit only, no wait
+        records, drained = self._fetcher.fetched_records(max_records or self.config.max_poll_records)
+        if drained or not records:
+            self._fetcher.wakeup()
+        return ConsumerRecords(records)
+
+    def _check_pollable(self) -> None:
+        if self._closed:
+            raise RuntimeError("the consumer is closed")
+        if self._subscriptions.subscription_type == SubscriptionType.NONE:
+            raise KafkaError("the consumer is not subscribed to any topics or assigned any partitions")
 
     def _update_fetch_positions(self, deadline_ms: float) -> None:
         """Committed offsets for partitions without a position, else (or when none is committed) a reset."""

@@ -45,7 +45,7 @@ from kfk.client.consumer.assignors import (
 )
 from kfk.client.consumer.fetcher import Fetcher
 from kfk.client.consumer.subscription_state import SubscriptionState
-from kfk.client.event_loop import ClientLoop
+from kfk.client.event_loop import LoopRunner
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
 from kfk.client.offsets import commit_offsets, fetch_committed, find_coordinator
 from kfk.client.response_errors import response_error
@@ -99,7 +99,7 @@ class _RejoinNeeded(Exception):
 
 
 class ConsumerCoordinator:
-    def __init__(self, network: NetworkClient, loop: ClientLoop, subscriptions: SubscriptionState, fetcher: Fetcher,
+    def __init__(self, network: NetworkClient, loop: LoopRunner, subscriptions: SubscriptionState, fetcher: Fetcher,
                  *, group_id: str, group_instance_id: str | None, assignors: list[ConsumerPartitionAssignor],
                  session_timeout_ms: int, rebalance_timeout_ms: int, heartbeat_interval_ms: int,
                  max_poll_interval_ms: int, enable_auto_commit: bool, auto_commit_interval_ms: int,
@@ -156,6 +156,11 @@ class ConsumerCoordinator:
                     return False
         self.maybe_auto_commit()
         return True
+
+    def join_pending(self) -> bool:
+        """poll() would have to join (or rejoin) the group, which waits: the asyncio consumer does it off its loop."""
+        return self.subscriptions.has_auto_assigned_partitions and (
+            self._partitions_lost or self.rejoin_needed or self.state != MemberState.STABLE)
 
     def ensure_coordinator_ready(self, deadline_ms: float) -> None:
         if self.coordinator_id != NO_NODE and self.network.knows_node(self.coordinator_id):
@@ -588,6 +593,9 @@ class ConsumerCoordinator:
         offsets = self.subscriptions.all_consumed()
         if not offsets or (self.subscriptions.has_auto_assigned_partitions
                            and (self.state != MemberState.STABLE or self.generation_id == NO_GENERATION)):
+            return
+        if self.loop.in_loop_thread:  # the asyncio consumer, on the loop that would do the commit: send it, no wait
+            self.commit_async(offsets, None, timeout_ms)
             return
         try:
             self.commit_sync(offsets, timeout_ms)

@@ -1,11 +1,12 @@
 """Fetcher: keeps fetches in flight on the network thread and turns their records into ConsumerRecords in poll().
 
-Network side (the client's event loop): for every assigned, unpaused partition that has a position, no buffered
-data and no fetch in flight to its leader, send one Fetch request per leader (sessionless: session id 0, epoch -1),
-holding min_bytes / max_wait_ms / max_bytes / max.partition.fetch.bytes from the config. Each partition's answer
+Network side (the client's event loop): for every assigned, unpaused partition that has a position, at most one
+buffered fetch (the next fetch then starts where that one's data ends) and no fetch in flight to its leader, send
+one Fetch request per leader (in a fetch session), holding min_bytes / max_wait_ms / max_bytes /
+max.partition.fetch.bytes from the config. Each partition's answer
 becomes a CompletedFetch in a queue; errors that a metadata refresh fixes (the leader moved) trigger one and the
 partition is fetched again later. So the next fetch is already in flight while the application works through the
-last one, as in Java's consumer.
+last one (one fetch further ahead than Java's consumer goes, as librdkafka prefetches).
 
 Caller side (poll): take CompletedFetches off the queue and decode them lazily, up to max.poll.records: validate each
 batch's CRC (check.crcs), skip records before the position (a compressed batch starts before it), skip control
@@ -22,6 +23,7 @@ metadata knows every fetched topic's id, else the request stays at v12.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import uuid
@@ -73,11 +75,13 @@ Deserializer = Callable[[bytes | None], Any]
 
 
 class CompletedFetch:
-    """One partition's part of a fetch response, consumed incrementally by poll()."""
+    """One partition's part of a fetch response, consumed incrementally by poll(): decoded one batch at a time into a
+    list of ConsumerRecords (one pass over the batch, no per-record generator step), which take() hands out in
+    slices."""
 
     __slots__ = ("topic_partition", "fetch_offset", "error_code", "high_watermark", "last_stable_offset",
                  "log_start_offset", "records", "aborted_transactions", "next_fetch_offset", "last_epoch",
-                 "_iterator", "consumed_all")
+                 "_batches", "_pending", "_pending_next_offset", "_pending_epoch", "consumed_all", "end_offset")
 
     def __init__(self, topic_partition: TopicPartition, fetch_offset: int, error_code: int, high_watermark: int,
                  last_stable_offset: int, log_start_offset: int, records: bytes,
@@ -92,30 +96,62 @@ class CompletedFetch:
         self.aborted_transactions = aborted_transactions
         self.next_fetch_offset = fetch_offset
         self.last_epoch = -1
-        self._iterator: Iterator[ConsumerRecord] | None = None
+        self._batches: Iterator[tuple[list[ConsumerRecord], int, int]] | None = None
+        self._pending: list[ConsumerRecord] = []
+        """The decoded records of the current batch not returned yet."""
+        self._pending_next_offset = fetch_offset
+        self._pending_epoch = -1
         self.consumed_all = False
+        self.end_offset = -1
+        """The offset after the last complete batch (-1: none, or not an answer with records)."""
+        if error_code == ErrorCode.NONE:
+            for batch in iter_batches(records):
+                self.end_offset = batch.next_offset
 
     def take(self, max_records: int, check_crcs: bool, read_committed: bool, key_deserializer: Deserializer | None,
              value_deserializer: Deserializer | None) -> list[ConsumerRecord]:
-        if self._iterator is None:
-            self._iterator = self._records(check_crcs, read_committed, key_deserializer, value_deserializer)
+        """Up to ``max_records`` records; next_fetch_offset and last_epoch then say where the next one starts."""
+        if self._batches is None:
+            self._batches = self._decoded_batches(check_crcs, read_committed, key_deserializer, value_deserializer)
         taken: list[ConsumerRecord] = []
-        append = taken.append
-        iterator = self._iterator
-        for record in iterator:
-            append(record)
+        while True:
+            pending = self._pending
+            if pending:
+                room = max_records - len(taken)
+                if len(pending) > room:
+                    taken += pending[:room]
+                    self._pending = pending[room:]
+                    self.next_fetch_offset = taken[-1].offset + 1
+                    self.last_epoch = self._pending_epoch
+                    return taken
+                if taken:
+                    taken += pending
+                else:
+                    taken = pending
+                self._pending = []
+            self.next_fetch_offset = self._pending_next_offset
+            self.last_epoch = self._pending_epoch
             if len(taken) >= max_records:
+                return taken
+            for records, next_offset, epoch in self._batches:
+                self._pending, self._pending_next_offset, self._pending_epoch = records, next_offset, epoch
                 break
-        else:
-            self.consumed_all = True
-        return taken
+            else:
+                self.consumed_all = True
+                return taken
 
-    def _records(self, check_crcs: bool, read_committed: bool, key_deserializer: Deserializer | None,
-                 value_deserializer: Deserializer | None) -> Iterator[ConsumerRecord]:
+    def _decoded_batches(self, check_crcs: bool, read_committed: bool, key_deserializer: Deserializer | None,
+                         value_deserializer: Deserializer | None
+                         ) -> Iterator[tuple[list[ConsumerRecord], int, int]]:
+        """Per batch: its records at or after the fetch offset (none for a control batch or one of an aborted
+        transaction), the offset after the batch, and its leader epoch."""
         topic, partition = self.topic_partition
         aborted_by_producer: dict[int, int] = {}
         pending_aborts = sorted(self.aborted_transactions or [], key=lambda entry: entry[1])
         progressed = False
+        position = self.fetch_offset
+        new = tuple.__new__
+        new_consumer_record = functools.partial(new, ConsumerRecord)
         for batch in iter_batches(self.records):
             if check_crcs:
                 try:
@@ -138,30 +174,30 @@ class CompletedFetch:
                         aborted_by_producer.pop(batch.producer_id, None)
                 elif batch.is_transactional and batch.producer_id in aborted_by_producer:
                     skip = True
-            if next_offset <= self.next_fetch_offset:
+            if next_offset <= position:
                 continue  # all of it was returned already
             epoch = batch.partition_leader_epoch if is_v2 else -1
             if skip:  # a control batch, or a batch of an aborted transaction
-                self.next_fetch_offset = next_offset
-                self.last_epoch = epoch
+                position = next_offset
+                yield [], next_offset, epoch
                 continue
-            timestamp_type = int(batch.timestamp_type)
-            position = self.next_fetch_offset
-            for record in batch:
-                offset = record.offset
-                if offset < position:
-                    continue
-                key, value = record.key, record.value
-                if key_deserializer is not None:
-                    key = key_deserializer(key)
-                if value_deserializer is not None:
-                    value = value_deserializer(value)
-                self.next_fetch_offset = offset + 1
-                self.last_epoch = epoch
-                yield ConsumerRecord(topic, partition, offset, record.timestamp, timestamp_type, key, value,
-                                     record.headers, epoch)
-            self.next_fetch_offset = next_offset
-            self.last_epoch = epoch
+            if is_v2:
+                records = list(batch.records(labels=(topic, partition, int(batch.timestamp_type), epoch),
+                                             make=new_consumer_record))
+            else:
+                timestamp_type = int(batch.timestamp_type)
+                records = [new(ConsumerRecord, (topic, partition, offset, timestamp, timestamp_type, key, value,
+                                                headers, epoch))
+                           for offset, timestamp, key, value, headers, _ in batch]
+            if records and records[0].offset < position:  # a compressed batch may start before the position
+                records = [record for record in records if record.offset >= position]
+            if key_deserializer is not None or value_deserializer is not None:
+                records = [record._replace(
+                    key=key_deserializer(record.key) if key_deserializer is not None else record.key,
+                    value=value_deserializer(record.value) if value_deserializer is not None else record.value)
+                    for record in records]
+            position = next_offset
+            yield records, next_offset, epoch
         if not progressed and self.records:
             raise RecordTooLargeError(
                 f"there are some messages at [Partition={self.topic_partition}, Offset={self.fetch_offset}] whose "
@@ -193,7 +229,10 @@ class Fetcher:
         self.key_deserializer = key_deserializer
         self.value_deserializer = value_deserializer
         self._completed: deque[CompletedFetch] = deque()
-        self._buffered: set[TopicPartition] = set()
+        self._buffered: dict[TopicPartition, list[int]] = {}
+        """Per partition with fetched data not consumed yet, where each of its (at most two) buffered fetches ends:
+        one more fetch is sent from the end of the first while poll() works through it, so that the broker's and
+        the network's time overlaps the decoding instead of following it."""
         self._next_in_line: CompletedFetch | None = None
         self._data_ready = threading.Condition()
         self._in_flight_nodes: set[int] = set()
@@ -204,6 +243,9 @@ class Fetcher:
         self._metadata_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self.fatal_error: BaseException | None = None
+        self.on_data: Callable[[], None] | None = None
+        """Called on the loop thread when fetched data (or a fatal error) arrives: the asyncio consumer's wake-up,
+        whose caller cannot wait on the condition."""
 
     # --- network side ------------------------------------------------------------------------------------------------
 
@@ -211,6 +253,12 @@ class Fetcher:
         """On the loop thread."""
         if self._wakeup is not None:
             self._wakeup.set()
+
+    def send_now(self) -> None:
+        """On the loop thread, for a caller that holds the loop (the asyncio consumer about to hand out records):
+        start the fetches that can go now instead of waiting for the fetch task's turn."""
+        if self._running and self._wakeup is not None and self._wakeup.is_set():
+            self._send_fetches()
 
     def stop(self) -> None:
         self._running = False
@@ -235,12 +283,16 @@ class Fetcher:
         cluster = self.network.cluster
         now = monotonic_ms()
         wait_ms = 1000.0
-        buffered = self._buffered
+        with self._data_ready:
+            buffered = {tp: (len(ends), ends[-1]) for tp, ends in self._buffered.items()}
         requests: dict[int, list[tuple[TopicPartition, int, int]]] = {}
         missing_leader = False
         for tp, position, epoch in self.subscriptions.fetchable_partitions():
             if tp in buffered:
-                continue
+                count, end = buffered[tp]
+                if count > 1 or end < position:
+                    continue
+                position = end  # prefetch what follows the buffered data
             leader = cluster.leader_for(tp)
             if leader == NO_NODE:
                 missing_leader = True
@@ -371,14 +423,18 @@ class Fetcher:
         if completed:
             with self._data_ready:
                 for fetch in completed:
-                    self._buffered.add(fetch.topic_partition)
+                    self._buffered.setdefault(fetch.topic_partition, []).append(fetch.end_offset)
                     self._completed.append(fetch)
                 self._data_ready.notify_all()
+            if self.on_data is not None:
+                self.on_data()
 
     def _fail(self, error: BaseException) -> None:
         with self._data_ready:
             self.fatal_error = error
             self._data_ready.notify_all()
+        if self.on_data is not None:
+            self.on_data()
 
     # --- caller side -------------------------------------------------------------------------------------------------
 
@@ -458,7 +514,11 @@ class Fetcher:
 
     def _release(self, fetch: CompletedFetch) -> None:
         with self._data_ready:
-            self._buffered.discard(fetch.topic_partition)
+            ends = self._buffered.get(fetch.topic_partition)
+            if ends:
+                ends.pop(0)
+                if not ends:
+                    del self._buffered[fetch.topic_partition]
 
     def clear_buffered(self, keep: set[TopicPartition] | None = None) -> None:
         """Drop buffered data (all, or of partitions not in ``keep``): after seek or a rebalance."""
@@ -470,9 +530,8 @@ class Fetcher:
                 return
             kept = deque(fetch for fetch in self._completed if fetch.topic_partition in keep)
             self._completed = kept
-            self._buffered = {fetch.topic_partition for fetch in kept}
-            if self._next_in_line is not None:
-                if self._next_in_line.topic_partition in keep:
-                    self._buffered.add(self._next_in_line.topic_partition)
-                else:
-                    self._next_in_line = None
+            if self._next_in_line is not None and self._next_in_line.topic_partition not in keep:
+                self._next_in_line = None
+            self._buffered = {}
+            for fetch in ([self._next_in_line] if self._next_in_line is not None else []) + list(kept):
+                self._buffered.setdefault(fetch.topic_partition, []).append(fetch.end_offset)

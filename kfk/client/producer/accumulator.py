@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from kfk.client.cluster import ClusterMetadata
 from kfk.client.network_client import monotonic_ms
-from kfk.client.producer.future import Callback, FutureRecordMetadata, ProduceRequestResult
+from kfk.client.producer.future import Callback, FutureRecordMetadata, ProduceRequestResult, RecordRun, RunCallback
 from kfk.common.constants import NO_NODE
 from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaTimeoutError, RecordTooLargeError
@@ -87,6 +87,31 @@ class ProducerBatch:
             self.result.add_callback_while_open(future, callback)
         return future
 
+    def try_append_values(self, timestamp: int, keys: Sequence[bytes | None] | None,
+                          values: Sequence[bytes | None], start: int, callback: RunCallback | None) -> int:
+        """Append as many of ``values[start:]`` as fit (at least one into an empty batch); how many were taken.
+        The batch is full afterwards unless all of them fit."""
+        if self.is_full:
+            return 0
+        relative_offset = self.record_count
+        builder = self.builder
+        count = builder.append_values(timestamp, values, start, keys)
+        if count < len(values) - start:
+            self.is_full = True
+        if not count:
+            return 0
+        self.record_count = relative_offset + count
+        self._size_estimate = builder.estimated_size_in_bytes()
+        if self._size_estimate >= self._limit:
+            self.is_full = True
+        if callback is not None:
+            first_key, first_value = keys[start] if keys is not None else None, values[start]
+            first = FutureRecordMetadata(self.result, relative_offset, timestamp,
+                                         len(first_key) if first_key is not None else -1,
+                                         len(first_value) if first_value is not None else -1)
+            self.result.add_callback_while_open(RecordRun(first, count), callback)  # type: ignore[arg-type]
+        return count
+
     @property
     def estimated_size(self) -> int:
         return self._size_estimate
@@ -140,6 +165,9 @@ class RecordAccumulator:
         self._drain_start = 0
         self.changes = 0
         """Bumped (under the lock) whenever a batch is created or fills up: the sender compares it before sleeping."""
+        self.on_memory_freed: Callable[[], None] | None = None
+        """Called (on the sender's thread) when a batch gives its memory back: the asyncio producer, whose sends
+        cannot block the loop the sender runs on, awaits this instead of waiting on the condition."""
 
     # --- the caller's side -------------------------------------------------------------------------------------------
 
@@ -172,6 +200,39 @@ class RecordAccumulator:
             self._incomplete.add(batch)
             self.changes += 1
             return future, True
+
+    def append_values(self, topic_partition: TopicPartition, timestamp: int, keys: Sequence[bytes | None] | None,
+                      values: Sequence[bytes | None], max_block_ms: float, callback: RunCallback | None = None
+                      ) -> bool:
+        """Append records without headers, all at ``timestamp``, filling the partition's open batch and then new
+        ones (produce_batch); ``callback`` runs once per batch they land in. Whether the sender should be woken."""
+        wake = False
+        index, end = 0, len(values)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot send after the producer is closed")
+            queue = self._queues.get(topic_partition)
+            if queue is None:
+                queue = self._queues[topic_partition] = deque()
+            while index < end:
+                if queue and not queue[-1].is_full:
+                    last = queue[-1]
+                    index += last.try_append_values(timestamp, keys, values, index, callback)
+                    if last.is_full:
+                        self.changes += 1
+                        wake = True
+                    continue
+                key = keys[index] if keys is not None else None
+                size = max(self.batch_size, RECORD_BATCH_OVERHEAD + record_size(0, 0, key, values[index]))
+                self._reserve(size, max_block_ms)
+                batch = ProducerBatch(topic_partition, self.compression_type, self.batch_size,
+                                      self.compression_level, monotonic_ms(), size)
+                queue.append(batch)
+                self._incomplete.add(batch)
+                self.changes += 1
+                wake = True
+                index += batch.try_append_values(timestamp, keys, values, index, callback)
+        return wake
 
     def _reserve(self, size: int, max_block_ms: float) -> None:
         """Take ``size`` bytes of buffer.memory, waiting (lock held by the caller) up to max_block_ms."""
@@ -282,6 +343,8 @@ class RecordAccumulator:
             self._used_memory -= batch.reserved_bytes
             batch.reserved_bytes = 0
             self._memory_freed.notify_all()
+        if self.on_memory_freed is not None:
+            self.on_memory_freed()
 
     def has_undrained(self) -> bool:
         with self._lock:

@@ -21,11 +21,13 @@ from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaTimeoutError
 from kfk.records import NO_TIMESTAMP
 
-__all__ = ["ProduceRequestResult", "FutureRecordMetadata", "Callback"]
+__all__ = ["ProduceRequestResult", "FutureRecordMetadata", "RecordRun", "Callback", "RunCallback"]
 
 log = logging.getLogger("kfk.client.producer")
 
 Callback = Callable[["RecordMetadata | None", "BaseException | None"], None]
+RunCallback = Callable[["RecordMetadata | None", int, "BaseException | None"], None]
+"""produce_batch's callback: ``(metadata of the run's first record, how many records the run holds, error)``."""
 
 
 class ProduceRequestResult:
@@ -39,7 +41,7 @@ class ProduceRequestResult:
         self.log_append_time = NO_TIMESTAMP
         self.error: BaseException | None = None
         self._event = threading.Event()
-        self._callbacks: list[tuple[FutureRecordMetadata, Callable]] = []
+        self._callbacks: list[tuple[FutureRecordMetadata | None, Callable]] = []
         self._lock = threading.Lock()
 
     @property
@@ -60,12 +62,23 @@ class ProduceRequestResult:
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for future, callback in callbacks:
-            future._run_callback(callback)
+            if future is None:
+                callback()
+            else:
+                future._run_callback(callback)
 
     def add_callback_while_open(self, future: FutureRecordMetadata, callback: Callable) -> None:
         """Register from send(): the batch is still open in the accumulator (whose lock the caller holds), so it
         cannot be completing and the lock is not needed."""
         self._callbacks.append((future, callback))
+
+    def add_done_listener(self, callback: Callable[[], None]) -> bool:
+        """``callback()`` once the batch completes (the asyncio producer's flush); False if it already has."""
+        with self._lock:
+            if self._event.is_set():
+                return False
+            self._callbacks.append((None, callback))  # type: ignore[arg-type]
+            return True
 
     def add_callback(self, future: FutureRecordMetadata, callback: Callable) -> bool:
         """Register; False if the batch is already complete (the caller runs the callback itself)."""
@@ -131,5 +144,28 @@ class FutureRecordMetadata:
                 callback(self._metadata(), None)
             else:
                 callback(None, error)
+        except Exception:  # a user callback must not kill the network thread
+            log.exception("a producer callback raised")
+
+
+class RecordRun:
+    """Consecutive records of one produce_batch call that landed in one batch: one callback for all of them,
+    ``callback(metadata, count, None)`` with the first record's metadata (the others follow it at the next offsets,
+    with the same timestamp), or ``callback(None, count, error)``."""
+
+    __slots__ = ("_first", "count")
+
+    def __init__(self, first: FutureRecordMetadata, count: int) -> None:
+        self._first = first
+        self.count = count
+
+    def _run_callback(self, callback: Callable) -> None:
+        first = self._first
+        error = first._result.error
+        try:
+            if error is None:
+                callback(first._metadata(), self.count, None)
+            else:
+                callback(None, self.count, error)
         except Exception:  # a user callback must not kill the network thread
             log.exception("a producer callback raised")

@@ -34,55 +34,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kfk.client.config import PRODUCER_CONFIG_DEF, ClientConfig
 from kfk.client.event_loop import ClientLoop
-from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
-from kfk.client.producer.accumulator import RECORD_FRAMING_BOUND, RecordAccumulator
-from kfk.client.producer.future import Callback, FutureRecordMetadata
-from kfk.client.producer.partitioner import BuiltInPartitioner, partition_for_key
-from kfk.client.producer.sender import Sender
+from kfk.client.network_client import monotonic_ms
+from kfk.client.producer.core import ProducerCore, Serializer
+from kfk.client.producer.future import Callback, FutureRecordMetadata, RunCallback
 from kfk.client.producer.transaction_manager import TransactionalRequestResult, TransactionManager
 from kfk.client.structs import ConsumerGroupMetadata
-from kfk.common.clock import system_time_ms
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
-from kfk.errors import (
-    ErrorCode,
-    InvalidConfigurationError,
-    InvalidTxnStateError,
-    KafkaError,
-    KafkaTimeoutError,
-    RecordTooLargeError,
-    error_for_code,
-)
-from kfk.records import RECORD_BATCH_OVERHEAD, CompressionType
-from kfk.records.builder import record_size
+from kfk.errors import KafkaError, KafkaTimeoutError
 
 __all__ = ["Producer"]
 
 log = logging.getLogger("kfk.client.producer")
-
-Serializer = Callable[[Any], "bytes | None"]
-
-_NO_HEADERS: list = []
-_ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
-_COMPRESSION = {"none": CompressionType.NONE, "gzip": CompressionType.GZIP, "snappy": CompressionType.SNAPPY,
-                "lz4": CompressionType.LZ4, "zstd": CompressionType.ZSTD}
-# Topic errors after which waiting for metadata is pointless.
-_FATAL_TOPIC_ERRORS = frozenset({ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.INVALID_TOPIC_EXCEPTION})
-
-
-def to_bytes(value: Any) -> bytes | None:
-    """The default serializer: bytes-like values as they are, str as UTF-8, None as null."""
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise TypeError(f"cannot send a {type(value).__name__}: pass bytes or str, or give the producer a serializer")
 
 
 class Producer:
@@ -91,58 +58,19 @@ class Producer:
     def __init__(self, config: Mapping[str, Any] | None = None, *, key_serializer: Serializer | None = None,
                  value_serializer: Serializer | None = None, **overrides: Any) -> None:
         self.config = config = ClientConfig(PRODUCER_CONFIG_DEF, "producer", config, **overrides)
-        self.transactional_id: str | None = config.transactional_id
-        self.acks = _ACKS[config.acks]
-        idempotence_explicit = config.enable_idempotence is not None
-        conflicts = []
-        if self.acks != -1:
-            conflicts.append("acks must be all")
-        if config.max_in_flight_requests_per_connection > 5:
-            conflicts.append("max.in.flight.requests.per.connection must be at most 5")
-        if config.retries == 0:
-            conflicts.append("retries must be greater than 0")
-        if self.transactional_id is not None:
-            if config.enable_idempotence is False:
-                raise InvalidConfigurationError("transactional.id needs enable.idempotence=true")
-            if conflicts:
-                raise InvalidConfigurationError(f"transactional.id needs idempotence: {'; '.join(conflicts)}")
-            idempotence_explicit = True
-        if config.enable_idempotence and conflicts:
-            raise InvalidConfigurationError(f"enable.idempotence=true needs: {'; '.join(conflicts)}")
-        self.idempotent = self.transactional_id is not None or (
-            config.enable_idempotence if idempotence_explicit else not conflicts)
-        self._key_serializer = key_serializer or to_bytes
-        self._value_serializer = value_serializer or to_bytes
+        self._core = core = ProducerCore(config, key_serializer, value_serializer)
+        self.transactional_id = core.transactional_id
+        self.acks = core.acks
+        self.idempotent = core.idempotent
         self._max_block_ms = config.max_block_ms
-        self._max_request_size = config.max_request_size
-        compression_type = _COMPRESSION[config.compression_type]
-        level = {CompressionType.GZIP: config.compression_gzip_level, CompressionType.LZ4: config.compression_lz4_level,
-                 CompressionType.ZSTD: config.compression_zstd_level}.get(compression_type)
-        if compression_type == CompressionType.GZIP and level == -1:
-            level = None
+        self._network = core.network
+        self._accumulator = core.accumulator
+        self._transaction_manager = core.transaction_manager
+        self._sender = core.sender
         self._loop = ClientLoop(f"kfk-producer-network-thread | {config.client_id}")
-        self._network = NetworkClient(config, allow_auto_topic_creation=True)
-        self._accumulator = RecordAccumulator(
-            batch_size=config.batch_size, buffer_memory=config.buffer_memory, linger_ms=config.linger_ms,
-            compression_type=compression_type, compression_level=level,
-            delivery_timeout_ms=config.delivery_timeout_ms)
-        self._transaction_manager = TransactionManager(
-            config.max_in_flight_requests_per_connection, transactional_id=self.transactional_id,
-            transaction_timeout_ms=config.transaction_timeout_ms, retry_backoff_ms=config.retry_backoff_ms,
-        ) if self.idempotent else None
-        self._sender = Sender(
-            self._network, self._accumulator, acks=self.acks, retries=config.retries,
-            request_timeout_ms=config.request_timeout_ms, delivery_timeout_ms=config.delivery_timeout_ms,
-            max_in_flight=config.max_in_flight_requests_per_connection, max_request_size=config.max_request_size,
-            retry_backoff=ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms),
-            transaction_manager=self._transaction_manager,
-            idempotence_explicit=idempotence_explicit)
-        self._partitioner = BuiltInPartitioner(config.batch_size)
-        self._ignore_keys = config.partitioner_ignore_keys
         self._sender_done = self._loop.submit(self._sender.run())
         self._wakeup = self._sender.wakeup
         self._call_soon = self._loop.loop.call_soon_threadsafe
-        self._closed = False
 
     def __enter__(self) -> Producer:
         return self
@@ -156,50 +84,14 @@ class Producer:
              timestamp_ms: int | None = None, headers: Any = None,
              callback: Callback | None = None) -> FutureRecordMetadata:
         """Queue one record; returns its future. ``callback(metadata, error)`` runs on completion."""
-        if self._closed:
-            raise RuntimeError("cannot send after the producer is closed")
-        if self._sender.fatal_error is not None:
-            raise self._sender.fatal_error
-        if self.transactional_id is not None:  # fail before waiting for metadata; maybe_add_partition checks again
-            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
+        core = self._core
+        core.check_open()
         max_block_ms = self._max_block_ms
-        cluster = self._network.cluster
-        topic_metadata = cluster.topics.get(topic)
-        if topic_metadata is None or not topic_metadata.partitions or (
-                partition is not None and partition not in topic_metadata.partitions):
+        if core.needs_metadata(topic, partition):
             start = monotonic_ms()
-            cluster = self._wait_on_metadata(topic, partition, max_block_ms)
-            topic_metadata = cluster.topics[topic]
+            self._wait_on_metadata(topic, partition, max_block_ms)
             max_block_ms -= monotonic_ms() - start
-        key_bytes = self._key_serializer(key)
-        value_bytes = self._value_serializer(value)
-        record_headers = _headers(headers) if headers else _NO_HEADERS
-        if timestamp_ms is None:
-            timestamp_ms = system_time_ms()
-        # A cheap upper bound first; the exact size only for records near max.request.size.
-        size = (RECORD_BATCH_OVERHEAD + RECORD_FRAMING_BOUND + (len(key_bytes) if key_bytes is not None else 0)
-                + (len(value_bytes) if value_bytes is not None else 0))
-        if record_headers or size > self._max_request_size:
-            size = RECORD_BATCH_OVERHEAD + record_size(0, 0, key_bytes, value_bytes, record_headers)
-            if size > self._max_request_size:
-                raise RecordTooLargeError(f"the record is {size} bytes when serialized, larger than "
-                                          f"max.request.size ({self._max_request_size})")
-        num_partitions = len(topic_metadata.partitions)
-        sticky = partition is None and (key_bytes is None or self._ignore_keys)
-        if partition is None:
-            if sticky:
-                partition = self._partitioner.partition(topic, cluster.available_partitions_for(topic),
-                                                        num_partitions)
-            else:
-                partition = partition_for_key(key_bytes, num_partitions)
-        topic_partition = TopicPartition(topic, partition)
-        if self.transactional_id is not None:
-            self._transaction_manager.maybe_add_partition(topic_partition)  # type: ignore[union-attr]
-        future, wake = self._accumulator.append(topic_partition, timestamp_ms, key_bytes,
-                                                value_bytes, record_headers, max_block_ms, callback)
-        if sticky:
-            self._partitioner.record_appended(topic, partition, size - RECORD_BATCH_OVERHEAD,
-                                              cluster.available_partitions_for(topic), num_partitions)
+        future, wake = core.append(topic, value, key, partition, timestamp_ms, headers, callback, max_block_ms)
         if wake and self._sender.sleeping:
             # Only a sleeping sender needs waking: a busy one finds the batch on its next round anyway, and each
             # wake-up costs a syscall that hands the GIL to the network thread in the middle of a send loop.
@@ -207,6 +99,25 @@ class Producer:
         return future
 
     produce = send
+
+    def produce_batch(self, topic: str, values: Sequence[Any], *, keys: Sequence[Any] | None = None,
+                      partition: int | None = None, timestamp_ms: int | None = None,
+                      callback: RunCallback | None = None) -> None:
+        """Queue many records at once: ``values`` (with ``keys``, aligned, or null keys), no headers, all with one
+        timestamp (now by default). The fast path for many small records: one call appends whole runs of them to
+        a batch, encoding what the records share once, and ``callback(metadata, count, error)`` runs once per run
+        of records that landed in one batch (``metadata`` is the run's first record's; the others follow at the
+        next offsets). Keyless records go to one partition (the sticky one), keyed ones by their key's hash."""
+        core = self._core
+        core.check_open()
+        max_block_ms = self._max_block_ms
+        if core.needs_metadata(topic, partition):
+            start = monotonic_ms()
+            self._wait_on_metadata(topic, partition, max_block_ms)
+            max_block_ms -= monotonic_ms() - start
+        if core.append_values(topic, values, keys, partition, timestamp_ms, callback, max_block_ms) \
+                and self._sender.sleeping:
+            self._call_soon(self._wakeup)
 
     def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: float):
         """Block until the topic (and the partition, if given) is in the metadata, at most max.block.ms."""
@@ -226,16 +137,8 @@ class Producer:
                     raise
                 last_error = error
                 cluster = self._network.cluster
-            metadata = cluster.topics.get(topic)
-            if metadata is not None:
-                if metadata.error_code in _FATAL_TOPIC_ERRORS:
-                    raise error_for_code(metadata.error_code)(f"cannot produce to topic {topic!r}")
-                if metadata.error_code == ErrorCode.NONE and metadata.partitions:
-                    if partition is None or partition in metadata.partitions:
-                        return cluster
-                    if partition >= len(metadata.partitions):
-                        raise KafkaError(f"partition {partition} of topic {topic} with partition count "
-                                         f"{len(metadata.partitions)} is not present in metadata")
+            if self._core.metadata_ready(cluster, topic, partition):
+                return cluster
             attempts += 1
             pause = min(self._network.retry_backoff.backoff_ms(attempts), max(deadline - monotonic_ms(), 0))
             time.sleep(pause / 1000)
@@ -293,10 +196,7 @@ class Producer:
         self._wait(self._transactions().begin_abort(), timeout)
 
     def _transactions(self) -> TransactionManager:
-        manager = self._transaction_manager
-        if manager is None or self.transactional_id is None:
-            raise InvalidTxnStateError("transactions need a transactional.id in the producer's configuration")
-        return manager
+        return self._core.transactions()
 
     def _wait(self, result: TransactionalRequestResult, timeout: float | None) -> None:
         self._call_soon(self._wakeup)
@@ -320,9 +220,9 @@ class Producer:
     def close(self, timeout: float | None = None) -> None:
         """Send what is queued (waiting up to ``timeout`` seconds; forever if None), then stop. Records still
         unsent after the timeout fail."""
-        if self._closed:
+        if self._core.closed:
             return
-        self._closed = True
+        self._core.closed = True
         self._accumulator.close()
         self._call_soon(self._sender.initiate_close, timeout == 0)
         try:
@@ -339,14 +239,3 @@ class Producer:
             pass
         self._loop.close()
 
-
-def _headers(headers: Any) -> list[tuple[str, bytes | None]]:
-    if not headers:
-        return []
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    result = []
-    for name, value in items:
-        if not isinstance(name, str):
-            raise TypeError(f"header keys are str, not {type(name).__name__}")
-        result.append((name, to_bytes(value)))
-    return result

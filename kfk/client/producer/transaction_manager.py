@@ -144,6 +144,7 @@ class TransactionalRequestResult:
         self.retry_cause: KafkaError | None = None
         """Why the request is being retried, if it is: said in the timeout error (e.g. no coordinator found)."""
         self._event = threading.Event()
+        self._callbacks: list[Callable[[], None]] = []
 
     @property
     def done(self) -> bool:
@@ -153,6 +154,17 @@ class TransactionalRequestResult:
         if not self._event.is_set():
             self.error = error
             self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+            for callback in callbacks:
+                callback()
+
+    def add_done_callback(self, callback: Callable[[], None]) -> None:
+        """``callback()`` once done (at once if it is): how the asyncio producer awaits, on the loop that also
+        completes the result, so no lock is needed."""
+        if self._event.is_set():
+            callback()
+        else:
+            self._callbacks.append(callback)
 
     def wait(self, timeout: float | None) -> None:
         """Block until done; raise the request's error, or KafkaTimeoutError after ``timeout`` seconds."""
