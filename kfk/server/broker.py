@@ -690,6 +690,8 @@ class BrokerServer:
                  self.cluster_id, ", ".join(self.log_dirs))
 
     async def stop(self) -> None:
+        if isinstance(self.metadata_backend, EmbeddedMetadataBackend):
+            await self.metadata_backend.resign()  # the quorum elects a successor while this node shuts down
         await self._controlled_shutdown()
         if self.metrics_endpoint is not None:  # its HTTP thread may take a poll interval (0.5 s) to notice
             await asyncio.get_running_loop().run_in_executor(None, self.metrics_endpoint.stop)

@@ -47,16 +47,18 @@ def free_ports(count: int) -> list[int]:
 class Quorum:
     """Three combined nodes, formatted with one cluster id."""
 
-    def __init__(self, root: Path, size: int = 3) -> None:
-        ports = free_ports(size)
+    def __init__(self, root: Path, size: int = 3, observers: int = 0) -> None:
+        ports = free_ports(size + observers)
         voters = ",".join(f"{node}@127.0.0.1:{port}" for node, port in zip(range(1, size + 1), ports))
         cluster_id = subprocess.run([sys.executable, "-m", "kfk", "storage", "random-uuid"], check=True,
                                     capture_output=True, text=True).stdout.strip()
         self.nodes: dict[int, BrokerProcess] = {}
-        for node_id, port in zip(range(1, size + 1), ports):
+        self.voter_ids = tuple(range(1, size + 1))
+        for node_id, port in zip(range(1, size + observers + 1), ports):
             log_dir = root / f"node{node_id}"
             log_dir.mkdir()
-            overrides = {"process.roles": "broker,controller", "node.id": str(node_id),
+            roles = "broker,controller" if node_id in self.voter_ids else "broker"
+            overrides = {"process.roles": roles, "node.id": str(node_id),
                          "controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER",
                          "log.dirs": str(log_dir / "data"), "offsets.topic.replication.factor": "1",
                          **QUORUM_TIMEOUTS}
@@ -110,12 +112,12 @@ class Quorum:
         """(leader id, epoch) once one of `among` answers DescribeQuorum as leader of an epoch > newer_than."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for node_id in among or tuple(self.nodes):
+            for node_id in among or self.voter_ids:
                 partition = self.describe(node_id)
                 if partition is not None and partition.leader_epoch > newer_than:
                     return partition.leader_id, partition.leader_epoch
             time.sleep(0.02)
-        raise AssertionError(f"no leader among {among or tuple(self.nodes)} within {timeout} s")
+        raise AssertionError(f"no leader among {among or self.voter_ids} within {timeout} s")
 
     def topics(self, node_id: int) -> set[str]:
         with connect(self.nodes[node_id].bootstrap_servers) as sock:
@@ -150,20 +152,40 @@ def quorum(tmp_path):
     quorum.stop()
 
 
-def test_three_voters_elect_one_leader_and_replicate_the_metadata(quorum: Quorum) -> None:
+def test_three_voters_elect_one_leader_and_replicate_the_metadata_to_voters_and_observers(tmp_path) -> None:
+    quorum = Quorum(tmp_path, observers=1)  # node 4: process.roles=broker, not a voter
+    try:
+        quorum.start()
+        all_up = time.monotonic()
+        leader_id, epoch = quorum.wait_for_leader()
+        print(f"first election: {time.monotonic() - all_up:.2f} s after the last node was up")
+        quorum.create_topic(leader_id, "replicated")
+        for node_id in quorum.nodes:
+            quorum.wait_for_topic(node_id, "replicated")
+        described = quorum.describe(leader_id)
+        assert (described.leader_id, described.leader_epoch) == (leader_id, epoch)
+        assert sorted(voter.replica_id for voter in described.current_voters) == [1, 2, 3]
+        assert all(voter.log_end_offset > 0 for voter in described.current_voters)
+        assert [observer.replica_id for observer in described.observers] == [4]
+        others = [node_id for node_id in quorum.nodes if node_id != leader_id]
+        assert all(quorum.describe(node_id) is None for node_id in others)  # only the leader describes the quorum
+    finally:
+        quorum.stop()
+
+
+def test_a_leader_shut_down_cleanly_hands_over_before_the_fetch_timeout(quorum: Quorum) -> None:
     quorum.start()
-    all_up = time.monotonic()
     leader_id, epoch = quorum.wait_for_leader()
-    print(f"first election: {time.monotonic() - all_up:.2f} s after the last node was up")
-    quorum.create_topic(leader_id, "replicated")
-    for node_id in quorum.nodes:
-        quorum.wait_for_topic(node_id, "replicated")
-    described = quorum.describe(leader_id)
-    assert (described.leader_id, described.leader_epoch) == (leader_id, epoch)
-    assert sorted(voter.replica_id for voter in described.current_voters) == [1, 2, 3]
-    assert all(voter.log_end_offset > 0 for voter in described.current_voters)
-    others = [node_id for node_id in quorum.nodes if node_id != leader_id]
-    assert all(quorum.describe(node_id) is None for node_id in others)  # only the leader describes the quorum
+    quorum.create_topic(leader_id, "before-the-shutdown")
+    stopping = time.monotonic()
+    quorum.nodes[leader_id].process.send_signal(signal.SIGTERM)  # EndQuorumEpoch names the successors
+    survivors = tuple(node_id for node_id in quorum.voter_ids if node_id != leader_id)
+    new_leader, _ = quorum.wait_for_leader(among=survivors, newer_than=epoch)
+    handed_over_s = time.monotonic() - stopping
+    print(f"graceful handover: new leader {handed_over_s:.2f} s after SIGTERM")
+    assert handed_over_s < FETCH_TIMEOUT_MS / 1000
+    assert quorum.nodes[leader_id].process.wait(20) == 0  # and the shutdown completes
+    assert "before-the-shutdown" in quorum.topics(new_leader)
 
 
 def test_kill_9_of_the_leader_elects_a_new_one_and_loses_nothing_committed(quorum: Quorum) -> None:

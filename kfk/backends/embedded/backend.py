@@ -144,13 +144,19 @@ class EmbeddedMetadataBackend:
                  metadata_log.directory, metadata_log.log_end_offset - 1, self._replica.epoch,
                  ",".join(map(str, self.voters)), self.node_id, self._replica.state.role.value.lower())
 
-    async def stop(self) -> None:
+    async def resign(self) -> None:
+        """A graceful shutdown's first step: a leader of several voters stops appending and sends EndQuorumEpoch
+        (waiting briefly for it to go out), so that the most caught-up voter runs at once."""
         driver, replica = self._driver, self._replica
-        if driver is None or replica is None:
-            return
-        if replica.is_leader and len(self.voters) > 1:
+        if driver is not None and replica is not None and replica.is_leader and len(self.voters) > 1:
             driver.step(replica.resign)
             await driver.drain(RESIGN_GRACE_S)
+
+    async def stop(self) -> None:
+        driver = self._driver
+        if driver is None:
+            return
+        await self.resign()
         await driver.stop()
         self._driver = None
         self._fail_pending("The metadata backend stopped")
