@@ -12,11 +12,14 @@ nodes with process.roles=broker,controller. Timeouts are kfk.testing's KRaft one
 - controller failover: kill -9 of the active controller (the leader DescribeQuorum names), `--kills` times; from the
   kill to a surviving voter answering DescribeQuorum as leader of a newer epoch, and to the first successful
   CreateTopics sent (from the moment of the kill, as a client retrying would) to a surviving broker; median and
-  max. The killed node is restarted and has caught up with the leader's high watermark before the next kill;
+  max. The killed node is restarted and has caught up with the leader's high watermark, and every broker is
+  unfenced (DescribeCluster), before the next kill;
 - bulk creation: `--topics` topics x `--partitions` partitions in CreateTopics of `--batch` topics each, one after
   the other, as Admin.createTopics sends a list (one request per call; a single request for all 1,000 would pass
   the controller's 10,000 records per operation); from the first request to the last answer, and to every partition
-  with a leader in Metadata on every broker.
+  with a leader in Metadata on every broker. Topics refused with INVALID_REPLICATION_FACTOR (a broker fenced
+  meanwhile: its heartbeats late by broker.session.timeout.ms) are sent again once every broker is unfenced, and
+  listed; the time includes the wait.
 Broker start with a 100,000-record metadata log, with and without a snapshot, is bench_metadata.py's.
 The load average (1 min) is printed beside every figure: the machine is shared, figures move with it.
 """
@@ -37,12 +40,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kfk.errors import ErrorCode  # noqa: E402
 from kfk.protocol.messages.create_topics import CreateTopicsRequest  # noqa: E402
+from kfk.protocol.messages.describe_cluster import DescribeClusterRequest  # noqa: E402
 from kfk.protocol.messages.metadata import MetadataRequest  # noqa: E402
 from kfk.testing.cluster import KfkCluster, start_cluster  # noqa: E402
 from tests.cluster.helpers import describe_quorum, wait_until  # noqa: E402
 from tests.integration.wire import connect, request  # noqa: E402
 
 CREATE_TOPICS_VERSION = 7
+DESCRIBE_CLUSTER_VERSION = 2  # include_fenced_brokers (KIP-1073)
 METADATA_VERSION = 12
 #: Answers after which a client sends CreateTopics again: the controller moved or was not reachable in time.
 RETRIABLE = {ErrorCode.NOT_CONTROLLER, ErrorCode.REQUEST_TIMED_OUT}
@@ -92,6 +97,18 @@ def visible(sock: socket.socket, names: list[str] | None, partitions: int) -> in
 
 def broker_sockets(cluster: KfkCluster) -> dict[int, socket.socket]:
     return {broker_id: connect(broker.bootstrap_servers) for broker_id, broker in cluster.brokers.items()}
+
+
+def all_brokers_unfenced(cluster: KfkCluster) -> bool:
+    """Every broker registered and unfenced in the committed metadata, as the brokers answer DescribeCluster: after
+    a controller failover a broker whose heartbeats did not reach the new controller within broker.session.timeout.ms
+    is fenced until its next heartbeat, and replicas are placed on unfenced brokers only."""
+    for broker in cluster.brokers.values():
+        with connect(broker.bootstrap_servers, timeout=5) as sock:
+            response = request(sock, DescribeClusterRequest(include_fenced_brokers=True), DESCRIBE_CLUSTER_VERSION)
+        if sorted(b.broker_id for b in response.brokers if not b.is_fenced) != sorted(cluster.brokers):
+            return False
+    return True
 
 
 def bench_commit_latency(cluster: KfkCluster, layout: str, samples: int) -> None:
@@ -180,6 +197,7 @@ def failover_once(cluster: KfkCluster, index: int) -> tuple[float, float]:
     watcher.join()
     cluster.start([leader_id], timeout=120)
     wait_until(lambda: caught_up(cluster, leader_id), timeout=60, interval=0.05, what=f"node {leader_id} caught up")
+    wait_until(lambda: all_brokers_unfenced(cluster), timeout=60, what="every broker unfenced")
     return elected[0], created
 
 
@@ -198,15 +216,25 @@ def bench_failover(cluster: KfkCluster, layout: str, kills: int) -> None:
 def bench_bulk_create(cluster: KfkCluster, layout: str, topics: int, partitions: int, batch: int,
                       replication_factor: int) -> None:
     names = [f"bulk-{index}" for index in range(topics)]
+    wait_until(lambda: all_brokers_unfenced(cluster), timeout=60, what="every broker unfenced")
     sockets = broker_sockets(cluster)
     via = next(iter(sockets.values()))
     loads = [load()]
     try:
+        refused: list[str] = []
         started = time.perf_counter()
         for start in range(0, topics, batch):
-            errors = create_topics(via, [creatable(name, partitions, replication_factor)
-                                         for name in names[start:start + batch]], timeout_ms=300_000)
-            assert set(errors) == {ErrorCode.NONE}, {ErrorCode(error).name for error in errors}
+            todo = names[start:start + batch]
+            while todo:
+                response = request(via, CreateTopicsRequest(topics=[creatable(name, partitions, replication_factor)
+                                                                    for name in todo], timeout_ms=300_000),
+                                   CREATE_TOPICS_VERSION)
+                failed = [topic for topic in response.topics if topic.error_code != ErrorCode.NONE]
+                assert {topic.error_code for topic in failed} <= {ErrorCode.INVALID_REPLICATION_FACTOR}, failed[:3]
+                if failed:  # fewer unfenced brokers than replicas: sent again once every broker is back
+                    refused.append(f"batch {start // batch}: {len(failed)} topics, {failed[0].error_message}")
+                    wait_until(lambda: all_brokers_unfenced(cluster), timeout=120, what="every broker unfenced")
+                todo = [topic.name for topic in failed]
         answered = time.perf_counter() - started
         pending = set(sockets)
         while pending:
@@ -221,6 +249,8 @@ def bench_bulk_create(cluster: KfkCluster, layout: str, topics: int, partitions:
           f"topics, load {'->'.join(loads)}", ["from the first CreateTopics to", "seconds", "partitions/s"],
           [[what, f"{value:.2f}", f"{topics * partitions / value:.0f}"]
            for what, value in (("the last answer", answered), ("all visible with leaders on every broker", seen))])
+    for line in refused:
+        print(f"  refused (INVALID_REPLICATION_FACTOR: a broker fenced), sent again: {line}")
 
 
 def main() -> None:
