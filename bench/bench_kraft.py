@@ -282,6 +282,9 @@ def main() -> None:
                 if args.topics:
                     bench_bulk_create(cluster, layout, args.topics, args.partitions, args.batch,
                                       args.replication_factor)
+            except BaseException:
+                print(cluster.logs(), file=sys.stderr)  # the nodes' logs go with the temporary directory
+                raise
             finally:
                 cluster.shutdown()
 
