@@ -38,7 +38,7 @@ log = logging.getLogger("kfk.server.lifecycle")
 
 BROKER_REGISTRATION_VERSION = 4
 BROKER_HEARTBEAT_VERSION = 1
-#: How often a fenced broker asks whether it has caught up (Kafka asks again at once; this bounds the rate).
+#: How often a broker that waits for the controller asks again (fenced at start, or in a controlled shutdown).
 FENCED_HEARTBEAT_INTERVAL_MS = 50
 #: Errors after which the broker registers again.
 _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
@@ -124,8 +124,9 @@ class BrokerLifecycleManager:
                 log.info("broker %d: heartbeat failed: %s", self.node_id, error)
             except Exception:
                 log.exception("broker %d: heartbeat failed", self.node_id)
-            interval_ms = FENCED_HEARTBEAT_INTERVAL_MS if self.is_fenced and not self._unfenced.is_set() \
-                else self.heartbeat_interval_ms
+            # Waiting for something (to be unfenced the first time, to be let go in a controlled shutdown): ask often.
+            waiting = (self.is_fenced and not self._unfenced.is_set()) or self._want_shut_down
+            interval_ms = FENCED_HEARTBEAT_INTERVAL_MS if waiting else self.heartbeat_interval_ms
             try:
                 await asyncio.wait_for(self._wake.wait(), interval_ms / 1000)
             except TimeoutError:

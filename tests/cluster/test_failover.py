@@ -1,5 +1,6 @@
-"""Three brokers on a real ZooKeeper, each a separate process: replicated topics, leaders killed with kill -9 while
-a producer writes with acks=all, the controller killed, controlled shutdown on SIGTERM."""
+"""Three brokers, each a separate process, on a real ZooKeeper or on a KRaft controller: replicated topics, leaders
+killed with kill -9 while a producer writes with acks=all, the controller killed (in KRaft: the broker Metadata
+names as the controller), controlled shutdown on SIGTERM."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from confluent_kafka import Producer
 
 from tests.cluster.helpers import consume_all, controller_id, create_topic, partitions, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
+pytestmark = [pytest.mark.integration]
+
+
+@pytest.fixture(params=[pytest.param("zookeeper", marks=pytest.mark.zookeeper), "kraft"])
+def kfk_metadata_mode(request: pytest.FixtureRequest) -> str:
+    """Every test on both metadata backends: brokers on ZooKeeper, and brokers on a KRaft controller."""
+    return request.param
 
 
 class SequenceProducer:

@@ -5,7 +5,7 @@ controller listener as a broker would, and watches the cluster through the broke
   controller APIs on its CONTROLLER listener only;
 - a registered broker is fenced (not listed to clients) until a heartbeat shows it caught up, then unfenced;
 - when its heartbeats stop for broker.session.timeout.ms it is fenced again and the partitions it led fail over;
-- a controller-only node serves the controller APIs and nothing of a broker's.
+- a controller-only node serves the controller APIs (Raft's too) and nothing of a broker's.
 """
 
 from __future__ import annotations
@@ -132,8 +132,8 @@ def test_a_controller_only_node_serves_the_controller_apis_alone(kfk_cluster_fac
     controller = controller_address(cluster, 101)
     keys = api_keys(controller)
     assert {ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT, ApiKey.ALTER_PARTITION,
-            ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.DESCRIBE_QUORUM} <= keys
-    assert not keys & {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.METADATA}
+            ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.DESCRIBE_QUORUM, ApiKey.VOTE, ApiKey.FETCH} <= keys  # Fetch: Raft's
+    assert not keys & {ApiKey.PRODUCE, ApiKey.LIST_OFFSETS, ApiKey.JOIN_GROUP, ApiKey.METADATA}
     sock = connect(controller)
     try:
         described = request(sock, DescribeClusterRequest(), 0)

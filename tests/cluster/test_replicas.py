@@ -1,6 +1,7 @@
-"""In-sync replicas and their guarantees, with separate broker processes and a real ZooKeeper: min.insync.replicas,
-a frozen follower leaving and rejoining the ISR, a restarted former leader truncating its divergent tail, a
-broker whose ZooKeeper session expires, preferred leader election."""
+"""In-sync replicas and their guarantees, with separate broker processes on a real ZooKeeper or on a KRaft controller:
+min.insync.replicas, a frozen follower leaving and rejoining the ISR, a restarted former leader truncating its
+divergent tail, a broker whose session expires (its ZooKeeper session, or its heartbeats to the KRaft controller),
+preferred leader election."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ from confluent_kafka import ElectionType
 from kfk.errors import ErrorCode
 from tests.cluster.helpers import admin, consume_all, create_topic, partitions, produce_error, wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.zookeeper]
+pytestmark = [pytest.mark.integration]
+
+
+@pytest.fixture(params=[pytest.param("zookeeper", marks=pytest.mark.zookeeper), "kraft"])
+def kfk_metadata_mode(request: pytest.FixtureRequest) -> str:
+    """Every test on both metadata backends: brokers on ZooKeeper, and brokers on a KRaft controller."""
+    return request.param
 
 
 def test_min_insync_replicas_refuses_acks_all_writes_until_a_replica_returns(kfk_cluster) -> None:
@@ -100,14 +107,21 @@ def test_a_broker_whose_session_expires_loses_its_partitions_and_comes_back(kfk_
     bootstrap = kfk_cluster.bootstrap_servers
     create_topic(bootstrap, "sessions", assignment=[[3, 1, 2]])
     wait_until(lambda: partitions(bootstrap, "sessions")[0][2] == [3, 1, 2])
-    kfk_cluster.pause(3)  # no heartbeats: ZooKeeper expires the session after zookeeper.session.timeout.ms
+    # No heartbeats: ZooKeeper expires the session after zookeeper.session.timeout.ms, the KRaft controller fences
+    # the broker after broker.session.timeout.ms.
+    kfk_cluster.pause(3)
     others = ",".join(kfk_cluster.broker(i).bootstrap_servers for i in (1, 2))
     try:
         wait_until(lambda: partitions(others, "sessions")[0][0] in (1, 2), timeout=20, what="failover")
     finally:
         kfk_cluster.resume(3)
-    wait_until(lambda: "registered again in a new ZooKeeper session" in kfk_cluster.broker(3).output(),
-               timeout=20, what="re-registration")
+    if kfk_cluster.kraft:
+        controllers = kfk_cluster.controllers.values()
+        wait_until(lambda: "".join(node.output() for node in controllers).count("broker 3 caught up") >= 2,
+                   timeout=20, what="unfenced again")
+    else:
+        wait_until(lambda: "registered again in a new ZooKeeper session" in kfk_cluster.broker(3).output(),
+                   timeout=20, what="re-registration")
     wait_until(lambda: sorted(partitions(bootstrap, "sessions")[0][2]) == [1, 2, 3], timeout=20,
                what="broker 3 back in the ISR")
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
@@ -141,7 +155,8 @@ def test_without_a_live_in_sync_replica_the_partition_waits_unless_unclean_elect
     assert leader == -1 and isr == [1]
     set_topic_config(others, "unclean", "unclean.leader.election.enable", "true")
     wait_until(lambda: partitions(others, "unclean")[0][0] == 2, timeout=10, what="an unclean leader")
-    assert "Unclean leader election" in "".join(kfk_cluster.broker(i).output() for i in (2, 3))
+    # Logged by the controller that elected it (a broker on ZooKeeper, the controller node in KRaft).
+    assert "Unclean leader election" in "".join(node.output() for node in kfk_cluster.nodes.values())
 
 
 def controller_live_brokers(bootstrap: str) -> list[int]:

@@ -1,4 +1,5 @@
-"""The embedded metadata backend: a KRaft-style __cluster_metadata log on this node (single voter for now)."""
+"""The embedded metadata backend: the __cluster_metadata log, replicated by a Raft quorum of the controllers
+(KRaft; a single-node default is a quorum of one)."""
 
 from kfk.backends.embedded.backend import EmbeddedMetadataBackend
 

@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from kfk.backends.embedded.metadata_log import KafkaMetadataLog
 from kfk.backends.embedded.quorum_state import FileQuorumStateStore
 from kfk.backends.embedded.raft import RaftConfig, RaftReplica, VoterEndpoint
-from kfk.backends.embedded.raft.replica import ReplicaProgress
+from kfk.backends.embedded.raft.leader_state import ReplicaProgress
 from kfk.backends.embedded.raft_driver import ChannelFactory, RaftDriver
 from kfk.common.clock import Clock, system_time_ms
 from kfk.common.constants import NO_NODE
@@ -181,7 +181,7 @@ class EmbeddedMetadataBackend:
                 return None
             if self._applied_offset > replica.epoch_start_offset:
                 return replica.epoch
-            await self._wait_progress()
+            await self._progress.wait()
 
     def active_controller(self) -> tuple[int, int] | None:
         replica = self._replica
@@ -256,10 +256,6 @@ class EmbeddedMetadataBackend:
         if self._replica is None:
             raise NotControllerError("The metadata backend is not running")
         return self._replica
-
-    async def _wait_progress(self) -> None:
-        event = self._progress
-        await event.wait()
 
     def _after_step(self) -> None:
         """After every Raft step: hand newly committed batches to the listeners, complete the appends they hold,

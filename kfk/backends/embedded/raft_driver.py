@@ -65,6 +65,8 @@ class RaftDriver:
         self._channel_factory = channel_factory
         self._channels: dict[tuple[int, bool], RequestChannel] = {}
         self._sends: set[asyncio.Task] = set()
+        #: Requests from other replicas still waiting for their response (a fetch the leader holds).
+        self._answering: set[asyncio.Future] = set()
         self._wake = asyncio.Event()
         self._deadline_ms = 0
         self._task: asyncio.Task | None = None
@@ -109,6 +111,8 @@ class RaftDriver:
     async def request(self, request: Message) -> Message:
         """A request from another replica (through the broker's handlers); waits for the replica's response."""
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._answering.add(future)
+        future.add_done_callback(self._answering.discard)
         self.step(lambda now_ms: self.replica.handle_request(now_ms, future, request))
         return await future
 
@@ -145,6 +149,8 @@ class RaftDriver:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for future in list(self._answering):
+            future.cancel()  # no answer will come: the connection waiting for it is closed
         self._task = None
         for channel in self._channels.values():
             await channel.close()

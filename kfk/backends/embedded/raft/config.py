@@ -31,7 +31,6 @@ class RaftConfig:
     fetch_timeout_ms: int = 2000
     request_timeout_ms: int = 2000
     retry_backoff_ms: int = 20
-    append_linger_ms: int = 25
     #: How long the leader holds a fetch that finds nothing new (Kafka's KafkaRaftClient uses 500 ms).
     fetch_max_wait_ms: int = 500
 
@@ -44,7 +43,6 @@ class RaftConfig:
             fetch_timeout_ms=int(values["controller.quorum.fetch.timeout.ms"]),
             request_timeout_ms=int(values["controller.quorum.request.timeout.ms"]),
             retry_backoff_ms=int(values["controller.quorum.retry.backoff.ms"]),
-            append_linger_ms=int(values["controller.quorum.append.linger.ms"]),
         )
 
 

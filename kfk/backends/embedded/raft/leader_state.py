@@ -28,6 +28,9 @@ class ReplicaProgress:
     log_end_offset: int = -1
     last_fetch_timestamp: int = -1
     last_caught_up_timestamp: int = -1
+    #: The high watermark this replica was last told (in a fetch response): one that does not know the current
+    #: one is answered at once rather than held.
+    told_high_watermark: int = -1
 
 
 @dataclass(slots=True)
@@ -78,6 +81,15 @@ class LeaderState:
         if fetch_offset >= leader_end_offset:
             progress.last_caught_up_timestamp = now_ms
         return replica_id in self.voters and self._maybe_advance_high_watermark()
+
+    def knows_high_watermark(self, replica_id: int) -> bool:
+        progress = self.voter_progress.get(replica_id) or self.observer_progress.get(replica_id)
+        return progress is not None and progress.told_high_watermark == self.high_watermark
+
+    def told(self, replica_id: int) -> None:
+        progress = self.voter_progress.get(replica_id) or self.observer_progress.get(replica_id)
+        if progress is not None:
+            progress.told_high_watermark = self.high_watermark
 
     def _maybe_advance_high_watermark(self) -> bool:
         offsets = sorted((progress.log_end_offset for progress in self.voter_progress.values()), reverse=True)

@@ -516,8 +516,9 @@ class RaftReplica:
         if moved:
             self._on_high_watermark(now_ms)
         records = log.read(fetch_offset, messages.FETCH_MAX_BYTES) if fetch_offset < log.log_end_offset else None
-        if records is None and may_wait and not moved:
-            return None  # nothing new: held until there is (the follower learns a new high watermark at once)
+        if records is None and may_wait and self.leader_state.knows_high_watermark(replica_id):
+            return None  # nothing new: held until there is (a new high watermark is news too)
+        self.leader_state.told(replica_id)
         return messages.fetch_response(ErrorCode.NONE, self.node_id, state.epoch, self.high_watermark, records)
 
     def _complete_parked_fetches(self, now_ms: int) -> None:
