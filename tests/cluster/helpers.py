@@ -8,8 +8,10 @@ from typing import Callable, TypeVar
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
+from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kfk.protocol.messages.produce import ProduceRequest
 from kfk.records import MemoryRecordsBuilder
 from tests.integration.wire import connect, request
@@ -120,6 +122,21 @@ def produce_error(bootstrap_of_leader: str, topic: str, partition: int, acks: in
     finally:
         sock.close()
     return response.responses[0].partition_responses[0].error_code
+
+
+def describe_quorum(controller_address: str, timeout: float = 2.0) -> DescribeQuorumResponse.PartitionData | None:
+    """`__cluster_metadata`'s quorum as the node at `controller_address` (its controller listener) answers
+    DescribeQuorum: the partition entry if that node leads, None if it does not (only the leader describes the
+    quorum) or cannot be reached."""
+    try:
+        with connect(controller_address, timeout=timeout) as sock:
+            response = request(sock, DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+                topic_name=CLUSTER_METADATA_TOPIC_NAME,
+                partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])]), 2)
+    except OSError:
+        return None
+    (partition,) = response.topics[0].partitions
+    return partition if partition.error_code == ErrorCode.NONE else None
 
 
 partitions = partitions_of
