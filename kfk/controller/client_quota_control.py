@@ -202,4 +202,5 @@ def describe_client_quotas(image: MetadataImage, request: DescribeClientQuotasRe
                     for kind, name in entity.parts],
             values=[DescribeClientQuotasResponse.ValueData(key=key, value=value)
                     for key, value in sorted(values.items())]))
-    return DescribeClientQuotasResponse(error_code=ErrorCode.NONE, error_message=None, entries=entries)
+    # Kafka answers a success with an empty message, not a null one.
+    return DescribeClientQuotasResponse(error_code=ErrorCode.NONE, error_message="", entries=entries)

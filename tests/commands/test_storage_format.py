@@ -110,8 +110,10 @@ def test_no_initial_controllers_formats_a_node_joining_a_dynamic_quorum(tmp_path
 
 
 def test_a_multi_node_quorum_member_refuses_unformatted_storage(tmp_path: Path) -> None:
-    result = kfk("server", "start", "--override", f"log.dirs={tmp_path / 'data'}", "--override",
-                 "controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094", "--override", "listeners=PLAINTEXT://127.0.0.1:0")
+    result = kfk("server", "start", "--override", f"log.dirs={tmp_path / 'data'}",
+                 "--override", "controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094",
+                 "--override", "controller.listener.names=CONTROLLER",
+                 "--override", "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0")
     assert result.returncode == 1, result.stdout + result.stderr
     [line] = [line for line in result.stderr.splitlines() if line.startswith("kfk:")]
     assert "No meta.properties found in" in line and "kfk storage format --cluster-id" in line

@@ -286,8 +286,9 @@ def test_console_consume_stops_on_sigterm_like_ctrl_c(broker: BrokerProcess, ser
 
 def test_perf_test_flags(broker: BrokerProcess, server: list[str]) -> None:
     topic, transactional_id = unique("perf"), unique("perf-tx")
+    # --throughput spreads the 3000 records over ~1.5 s, so transactions of 20 ms are several whatever the speed.
     produced = kfk("perf-test", "produce", "--topic", topic, "--num-records", "3000", "--record-size", "20",
-                   "--producer-props", "acks=all", "linger.ms=5", "client.id=flags-perf", "--transactional-id",
+                   "--throughput", "2000", "--producer-props", "acks=all", "linger.ms=5", "client.id=flags-perf", "--transactional-id",
                    transactional_id, "--transaction-duration-ms", "20", "--print-metrics", *server)
     assert produced.returncode == 0, produced.stderr
     summary, blank, header, *metrics = produced.stdout.splitlines()

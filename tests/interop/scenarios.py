@@ -24,7 +24,12 @@ from kfk.protocol.messages.alter_partition_reassignments import AlterPartitionRe
 from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from kfk.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kfk.protocol.messages.api_versions import ApiVersionsRequest
+from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
+from kfk.protocol.messages.create_acls import CreateAclsRequest
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest
+from kfk.protocol.messages.delete_acls import DeleteAclsRequest
+from kfk.protocol.messages.describe_acls import DescribeAclsRequest
+from kfk.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
 from kfk.protocol.messages.delete_groups import DeleteGroupsRequest
 from kfk.protocol.messages.delete_records import DeleteRecordsRequest
@@ -1133,6 +1138,58 @@ def describe_user_scram_credentials(session: BrokerSession, version: int) -> Non
                  "DescribeUserScramCredentials of one user twice")
 
 
+# ACL ids (Kafka's): resource type ANY 1, TOPIC 2; pattern ANY 1, LITERAL 3; operation ANY 1, READ 3; permission
+# ANY 1, ALLOW 3. Neither node runs an authorizer: both answer SECURITY_DISABLED, and this compares how.
+def describe_acls(session: BrokerSession, version: int) -> None:
+    session.call(DescribeAclsRequest(resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+                                     principal_filter=None, host_filter=None, operation=1, permission_type=1),
+                 version, "DescribeAcls of every ACL without an authorizer")
+
+
+def create_acls(session: BrokerSession, version: int) -> None:
+    creation = CreateAclsRequest.AclCreation(resource_type=2, resource_name=session.name("acl-topic"),
+                                             resource_pattern_type=3, principal="User:alice", host="*", operation=3,
+                                             permission_type=3)
+    session.call(CreateAclsRequest(creations=[creation]), version, "CreateAcls without an authorizer")
+
+
+def delete_acls(session: BrokerSession, version: int) -> None:
+    acl_filter = DeleteAclsRequest.DeleteAclsFilter(resource_type_filter=2, resource_name_filter=None,
+                                                    pattern_type_filter=1, principal_filter="User:alice",
+                                                    host_filter=None, operation=1, permission_type=1)
+    session.call(DeleteAclsRequest(filters=[acl_filter]), version, "DeleteAcls without an authorizer")
+
+
+def alter_client_quotas(session: BrokerSession, version: int) -> None:
+    Entry, Entity, Op = (AlterClientQuotasRequest.EntryData, AlterClientQuotasRequest.EntityData,
+                         AlterClientQuotasRequest.OpData)
+    client = session.name(f"quota-client-v{version}")
+    entity = [Entity(entity_type="client-id", entity_name=client)]
+    for label, ops, validate_only in [
+            ("AlterClientQuotas validate only", [Op(key="producer_byte_rate", value=1024.0)], True),
+            ("AlterClientQuotas", [Op(key="producer_byte_rate", value=1024.0)], False),
+            ("AlterClientQuotas of an unknown key", [Op(key="no_such_quota", value=1.0)], False),
+            ("AlterClientQuotas removing a key", [Op(key="producer_byte_rate", remove=True)], False)]:
+        session.call(AlterClientQuotasRequest(entries=[Entry(entity=entity, ops=ops)], validate_only=validate_only),
+                     version, label)
+
+
+def describe_client_quotas(session: BrokerSession, version: int) -> None:
+    Entry, Entity, Op = (AlterClientQuotasRequest.EntryData, AlterClientQuotasRequest.EntityData,
+                         AlterClientQuotasRequest.OpData)
+    client = session.name(f"quota-described-v{version}")
+    session.call(AlterClientQuotasRequest(entries=[Entry(
+        entity=[Entity(entity_type="client-id", entity_name=client)],
+        ops=[Op(key="consumer_byte_rate", value=2048.0)])]), version, "AlterClientQuotas before a describe")
+    Component = DescribeClientQuotasRequest.ComponentData
+    session.call(DescribeClientQuotasRequest(components=[Component(entity_type="client-id", match_type=0,
+                                                                   match=client)], strict=True),
+                 version, "DescribeClientQuotas of one client-id")
+    session.call(DescribeClientQuotasRequest(components=[Component(entity_type="client-id", match_type=0,
+                                                                   match=client + "-none")], strict=True),
+                 version, "DescribeClientQuotas of a client-id without quotas")
+
+
 SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.API_VERSIONS, api_versions),
     (ApiKey.API_VERSIONS, lambda session, version: unsupported_versions(session, version) if version == 0
@@ -1182,4 +1239,9 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.SASL_AUTHENTICATE, sasl_authenticate),
     (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, alter_user_scram_credentials),
     (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, describe_user_scram_credentials),
+    (ApiKey.DESCRIBE_ACLS, describe_acls),
+    (ApiKey.CREATE_ACLS, create_acls),
+    (ApiKey.DELETE_ACLS, delete_acls),
+    (ApiKey.ALTER_CLIENT_QUOTAS, alter_client_quotas),
+    (ApiKey.DESCRIBE_CLIENT_QUOTAS, describe_client_quotas),
 ]
