@@ -6,17 +6,17 @@ broker."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfk.client import Admin
 from kfk.client.structs import UserScramCredentialUpsertion
 
 from tests.cluster.helpers import wait_until
+from tests.security.cluster_checks import fail_over_and_read_back, partition_zero, produce_acks_all
 from tests.security.conftest import Certificates
 from tests.security.test_sasl_clients import PLAIN_JAAS
 
@@ -32,17 +32,6 @@ def _client(protocol: str, certificates: Certificates, bootstrap: str, mechanism
     return config
 
 
-def _partition(admin: AdminClient, topic: str):
-    return admin.list_topics(topic, timeout=5).topics[topic].partitions[0]
-
-
-def _produce(config: dict[str, str], topic: str, values: list[bytes]) -> None:
-    producer = Producer({**config, "acks": "all", "enable.idempotence": True, "message.timeout.ms": 30000})
-    failures: list = []
-    for value in values:
-        producer.produce(topic, value, on_delivery=lambda error, message: error and failures.append(error))
-    assert producer.flush(40) == 0
-    assert not failures, failures
 
 
 @pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SASL_SSL"])
@@ -58,9 +47,9 @@ def test_a_sasl_inter_broker_listener_replicates_and_fails_over(kfk_cluster_fact
     topic = f"sasl-replicated-{uuid.uuid4().hex[:6]}"
     admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
     first = [f"before-{index}".encode() for index in range(200)]
-    _produce(config, topic, first)
+    produce_acks_all(config, topic, first)
     # acks=all with min.insync.replicas=2 succeeded and the ISR holds all three: the followers authenticated.
-    wait_until(lambda: len(_partition(admin, topic).isrs) == 3, 20, what="three in-sync replicas")
+    wait_until(lambda: len(partition_zero(admin, topic).isrs) == 3, 20, what="three in-sync replicas")
     kfk_config = {**{key: value for key, value in config.items() if key != "ssl.ca.location"},
                   **({"ssl.truststore.type": "PEM", "ssl.truststore.location": str(certificates.ca)}
                      if protocol == "SASL_SSL" else {})}
@@ -71,28 +60,7 @@ def test_a_sasl_inter_broker_listener_replicates_and_fails_over(kfk_cluster_fact
         scram = _client(protocol, certificates, broker.bootstrap_servers, "SCRAM-SHA-256", "scrammy",
                         "scrammy-secret")
         wait_until(lambda: _logs_in(scram), 20, what=f"SCRAM login at broker {broker.node_id}")
-    leader = _partition(admin, topic).leader
-    cluster.kill(leader)
-    new_leader = wait_until(lambda: (partition := _partition(admin, topic)).leader not in (-1, leader)
-                            and partition.leader, 30, what="a new leader")
-    survivors = ",".join(broker.bootstrap_servers for broker_id, broker in cluster.brokers.items()
-                         if broker_id != leader)
-    config = _client(protocol, certificates, survivors)
-    second = [f"after-{index}".encode() for index in range(200)]
-    _produce(config, topic, second)
-    consumer = Consumer({**config, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(values) < 400 and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            values.append(message.value())
-    consumer.close()
-    assert values == first + second
-    assert new_leader != leader
-    wait_until(lambda: sorted(_partition(admin, topic).isrs) == sorted(set(cluster.brokers) - {leader}), 20,
-               what="the survivors in sync")
+    fail_over_and_read_back(cluster, admin, topic, first, lambda bootstrap: _client(protocol, certificates, bootstrap))
 
 
 def _logs_in(config: dict[str, str]) -> bool:

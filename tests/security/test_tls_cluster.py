@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster.helpers import wait_until
+from tests.security.cluster_checks import fail_over_and_read_back, partition_zero, produce_acks_all
 
 from .conftest import Certificates
 
@@ -25,17 +26,6 @@ def _client(certificates: Certificates, bootstrap: str) -> dict[str, str]:
             "ssl.key.location": str(certificates.client.key)}
 
 
-def _partition(admin: AdminClient, topic: str):
-    return admin.list_topics(topic, timeout=5).topics[topic].partitions[0]
-
-
-def _produce(config: dict[str, str], topic: str, values: list[bytes]) -> None:
-    producer = Producer({**config, "acks": "all", "enable.idempotence": True, "message.timeout.ms": 30000})
-    failures: list = []
-    for value in values:
-        producer.produce(topic, value, on_delivery=lambda error, message: error and failures.append(error))
-    assert producer.flush(40) == 0
-    assert not failures, failures
 
 
 def test_an_ssl_inter_broker_listener_replicates_and_fails_over(kfk_cluster_factory, certificates) -> None:
@@ -46,34 +36,12 @@ def test_an_ssl_inter_broker_listener_replicates_and_fails_over(kfk_cluster_fact
     topic = f"tls-replicated-{uuid.uuid4().hex[:6]}"
     admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
     first = [f"before-{index}".encode() for index in range(200)]
-    _produce(config, topic, first)
+    produce_acks_all(config, topic, first)
     # acks=all with min.insync.replicas=2 succeeded and the ISR holds all three: the followers fetch over TLS, with
     # the brokers' certificate as client certificate (the listener requires one; there is no other listener).
-    wait_until(lambda: len(_partition(admin, topic).isrs) == 3, 20, what="three in-sync replicas")
+    wait_until(lambda: len(partition_zero(admin, topic).isrs) == 3, 20, what="three in-sync replicas")
     _transaction_across_brokers(admin, config)
-    leader = _partition(admin, topic).leader
-    cluster.kill(leader)
-    new_leader = wait_until(lambda: (partition := _partition(admin, topic)).leader not in (-1, leader)
-                            and partition.leader, 30, what="a new leader")
-    survivors = ",".join(broker.bootstrap_servers for broker_id, broker in cluster.brokers.items()
-                         if broker_id != leader)
-    config = _client(certificates, survivors)
-    second = [f"after-{index}".encode() for index in range(200)]
-    _produce(config, topic, second)
-    consumer = Consumer({**config, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(values) < 400 and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            values.append(message.value())
-    consumer.close()
-    assert values == first + second
-    assert new_leader != leader
-    # The survivors still replicate to each other over TLS: the ISR is the two of them.
-    wait_until(lambda: sorted(_partition(admin, topic).isrs) == sorted(set(cluster.brokers) - {leader}), 20,
-               what="the survivors in sync")
+    fail_over_and_read_back(cluster, admin, topic, first, lambda bootstrap: _client(certificates, bootstrap))
 
 
 def _transaction_across_brokers(admin: AdminClient, config: dict[str, str]) -> None:
