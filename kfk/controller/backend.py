@@ -14,12 +14,17 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
+from kfk.metadata.image import MetadataImage
 from kfk.protocol.message import Message
 
 
 class MetadataListener(Protocol):
     def handle_commit(self, records: Sequence[Message], last_offset: int) -> None:
         """Committed records, in log order; `last_offset` is the metadata offset of the last one."""
+
+    def handle_snapshot(self, image: MetadataImage) -> None:
+        """The whole image, replacing the listener's: KRaft loaded a snapshot fetched from the quorum's leader
+        because the records between the listener's image and it are no longer in the leader's log."""
 
 
 class MetadataBackend(Protocol):

@@ -128,7 +128,10 @@ class QuorumController:
     # -- MetadataListener --------------------------------------------------------------------------------------------
 
     def handle_commit(self, records: Sequence[Message], last_offset: int) -> None:
-        self.image = self.image.apply(records, last_offset)
+        self.handle_snapshot(self.image.apply(records, last_offset))
+
+    def handle_snapshot(self, image: MetadataImage) -> None:
+        self.image = image
         if self.is_active and self.manage_leadership:
             self._schedule_reconcile()
 

@@ -26,7 +26,11 @@ class MetadataCache:
         listener(MetadataImage(), self.image)
 
     def handle_commit(self, records: Sequence[Message], last_offset: int) -> None:
+        self.handle_snapshot(self.image.apply(records, last_offset))
+
+    def handle_snapshot(self, image: MetadataImage) -> None:
+        """A whole new image (a snapshot fetched from the KRaft leader): the listeners see the change as any."""
         previous = self.image
-        self.image = previous.apply(records, last_offset)
+        self.image = image
         for listener in self._listeners:
             listener(previous, self.image)

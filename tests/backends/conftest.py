@@ -8,6 +8,7 @@ from typing import Awaitable, Sequence, TypeVar
 import pytest
 
 from kfk.common.clock import ManualClock
+from kfk.metadata.image import MetadataImage
 from kfk.protocol.message import Message
 
 T = TypeVar("T")
@@ -16,9 +17,14 @@ T = TypeVar("T")
 class RecordingListener:
     def __init__(self) -> None:
         self.batches: list[tuple[list[Message], int]] = []
+        #: The images handed whole (a snapshot fetched from the leader).
+        self.snapshots: list[MetadataImage] = []
 
     def handle_commit(self, records: Sequence[Message], last_offset: int) -> None:
         self.batches.append((list(records), last_offset))
+
+    def handle_snapshot(self, image: MetadataImage) -> None:
+        self.snapshots.append(image)
 
     @property
     def records(self) -> list[Message]:

@@ -24,10 +24,12 @@ survive a crash (epoch, vote) is in `quorum-state` (quorum_state.py), written be
 Snapshots (snapshots/): the backend keeps the committed MetadataImage. Once
 `metadata.log.max.record.bytes.between.snapshots` bytes were appended (as leader or follower) since the last
 snapshot, or `metadata.log.max.snapshot.interval.ms` passed with anything appended, it writes the image as
-`<end offset>-<epoch>.checkpoint` in the background; a sole voter then trims its log behind it (log start offset
-advanced, whole segments and older snapshots deleted). A quorum of several keeps its log whole for now: a follower
-that fell behind a trimmed leader would need FetchSnapshot, which the Raft replica does not drive yet. start()
-loads the newest snapshot that reads and replays only the log after it.
+`<end offset>-<epoch>.checkpoint` in the background and trims its log behind it (log start offset advanced to the
+snapshot's end, whole segments below it and older snapshots deleted): every node, voter or observer, so the metadata
+log stays bounded. A replica whose fetch offset the leader's log no longer holds fetches the leader's snapshot
+(FetchSnapshot, KIP-630: the Raft replica drives it, snapshots/store.py keeps the files); once it is whole the
+backend replaces its image with it and hands the new image to the listeners (`handle_snapshot`). start() loads the
+newest snapshot that reads and replays only the log after it.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ from kfk.backends.embedded.raft import RaftConfig, RaftReplica, VoterEndpoint
 from kfk.backends.embedded.raft.leader_state import ReplicaProgress
 from kfk.backends.embedded.raft_driver import ChannelFactory, RaftDriver
 from kfk.backends.embedded.snapshots import (
+    Snapshot,
     SnapshotId,
+    SnapshotStore,
     delete_snapshots_before,
     image_records,
     latest_valid_snapshot,
@@ -142,14 +146,18 @@ class EmbeddedMetadataBackend:
         self._last_snapshot_ms = 0
         self._snapshot_task: asyncio.Task | None = None
         self._stopping = False
-        #: The newest snapshot on disk (loaded or written), None if there is none.
-        self.latest_snapshot_id: SnapshotId | None = None
+        self._snapshots: SnapshotStore | None = None
 
     # -- MetadataBackend ---------------------------------------------------------------------------------------------
 
     @property
     def cluster_id(self) -> str:
         return self._cluster_id
+
+    @property
+    def latest_snapshot_id(self) -> SnapshotId | None:
+        """The newest snapshot on disk (loaded, written or fetched from the leader), None if there is none."""
+        return self._snapshots.latest if self._snapshots is not None else None
 
     def add_listener(self, listener: MetadataListener) -> None:
         self._listeners.append(listener)
@@ -175,9 +183,10 @@ class EmbeddedMetadataBackend:
         self._last_snapshot_ms = self._time_ms()  # the interval between snapshots counts from the start
         self._appended_bytes_seen = metadata_log.appended_bytes
         self._applied_offset = 0
+        self._snapshots = SnapshotStore(metadata_log.directory)
         await self._load_snapshot(metadata_log)
         self._replica = RaftReplica(self.node_id, self.voters, self.raft_config, metadata_log, store, self._rng,
-                                    self._time_ms(), self._cluster_id)
+                                    self._time_ms(), self._cluster_id, snapshots=self._snapshots)
         self._driver = RaftDriver(self._replica, self.endpoints, self._time_ms, self._after_step,
                                   self.raft_config.request_timeout_ms, self._channel_factory)
         self._driver.step(lambda now_ms: None)
@@ -309,6 +318,9 @@ class EmbeddedMetadataBackend:
         """After every Raft step: hand newly committed batches to the listeners, complete the appends they hold,
         and tell of a change of leader."""
         replica, metadata_log = self._replica, self._metadata_log
+        installed = self._snapshots.take_installed()
+        if installed is not None:
+            self._install_snapshot(installed)
         committed = min(replica.high_watermark, metadata_log.log_end_offset)
         if committed > metadata_log.high_watermark:
             metadata_log.update_high_watermark(committed)  # the Log's own, which bounds trimming behind snapshots
@@ -375,13 +387,29 @@ class EmbeddedMetadataBackend:
             return
         end_offset = snapshot.snapshot_id.end_offset
         if metadata_log.log_end_offset < end_offset or metadata_log.log.log_start_offset > end_offset:
-            await self._blocking(metadata_log.log.truncate_fully_and_start_at, end_offset, self._time_ms())
-        self.latest_snapshot_id = snapshot.snapshot_id
+            await self._blocking(metadata_log.truncate_fully_and_start_at, end_offset, snapshot.snapshot_id.epoch)
+        metadata_log.start_epoch = snapshot.snapshot_id.epoch
+        self._snapshots.added(snapshot.snapshot_id)
         self._applied_offset = end_offset
         if snapshot.records:
             self._notify(snapshot.records, end_offset - 1, snapshot.snapshot_id.epoch,
                          snapshot.last_contained_log_timestamp)
         log.info("metadata snapshot %s loaded: %d records", snapshot.snapshot_id, len(snapshot.records))
+
+    def _install_snapshot(self, snapshot: Snapshot) -> None:
+        """A snapshot fetched from the leader (the Raft replica has emptied the log to start at its end): it
+        replaces the image whole, since the records between the old image and it are gone, and the listeners get
+        the new image whole too."""
+        end_offset = snapshot.snapshot_id.end_offset
+        self.image = MetadataImage(cluster_id=self._cluster_id).apply(snapshot.records, end_offset - 1)
+        self._image_epoch, self._image_timestamp = snapshot.snapshot_id.epoch, snapshot.last_contained_log_timestamp
+        self._applied_offset = end_offset
+        self._bytes_since_snapshot = 0
+        self._appended_bytes_seen = self._metadata_log.appended_bytes
+        for listener in self._listeners:
+            listener.handle_snapshot(self.image)
+        log.info("metadata snapshot %s fetched from the leader loaded: %d records; the log now starts at %d",
+                 snapshot.snapshot_id, len(snapshot.records), end_offset)
 
     def _maybe_snapshot(self) -> None:
         """Start snapshotting in the background when enough was appended or enough time passed since the last."""
@@ -413,19 +441,18 @@ class EmbeddedMetadataBackend:
             return None
         self._bytes_since_snapshot = 0
         self._last_snapshot_ms = now_ms = self._time_ms()
-
-        trim = self.voters == (self.node_id,)  # see the module docstring: a quorum keeps its log whole for now
+        snapshots = self._snapshots
 
         def write_and_trim() -> None:
             write_snapshot(metadata_log.directory, snapshot_id, image_records(image),
                            last_contained_log_timestamp=timestamp, now_ms=now_ms)
-            if trim:
-                metadata_log.log.maybe_increment_log_start_offset(snapshot_id.end_offset)
-                metadata_log.log.delete_old_segments(self._time_ms())
+            # Known before the log is trimmed: from then on a fetch below the new log start is sent to it.
+            snapshots.added(snapshot_id)
+            metadata_log.log.maybe_increment_log_start_offset(snapshot_id.end_offset)
+            metadata_log.log.delete_old_segments(self._time_ms())
             delete_snapshots_before(metadata_log.directory, snapshot_id)
 
         await self._blocking(write_and_trim)
-        self.latest_snapshot_id = snapshot_id
         log.info("metadata snapshot %s written; the log now starts at %d", snapshot_id,
                  metadata_log.log.log_start_offset)
         return snapshot_id

@@ -12,7 +12,9 @@ recovery-point checkpoint; metadata logs are small.
 
 It is the Raft state machine's RaftLog (kfk/backends/embedded/raft/log.py): the leader appends batches stamped with
 its epoch, a follower appends the leader's batches as they are (offsets and epochs kept) and truncates where it
-diverged, and `end_offset_for_epoch` answers from the Log's leader-epoch cache.
+diverged, and `end_offset_for_epoch` answers from the Log's leader-epoch cache. A log emptied to start at a
+snapshot's end (`truncate_fully_and_start_at`, or trimmed to it on load) reports that snapshot's epoch as its last
+fetched epoch until it holds a batch again, as Kafka's does.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ class KafkaMetadataLog:
         #: Bytes of the batches appended since the log was opened, as leader or follower (what the snapshot policy
         #: counts; the log's size cannot tell, as trimming behind a snapshot shrinks it meanwhile).
         self.appended_bytes = 0
+        #: The epoch of the snapshot the log starts at, for a log with no batch of its own (0: none).
+        self.start_epoch = 0
 
     @classmethod
     def open(cls, log_dir: str, now_ms: int, segment_bytes: int | None = None, *,
@@ -113,8 +117,13 @@ class KafkaMetadataLog:
     # -- RaftLog -----------------------------------------------------------------------------------------------------
 
     @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
     def last_fetched_epoch(self) -> int:
-        return self.log.latest_epoch() or 0
+        latest = self.log.latest_epoch()
+        return self.start_epoch if latest is None else latest
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         found_epoch, end_offset = self.log.end_offset_for_epoch(epoch)
@@ -155,6 +164,12 @@ class KafkaMetadataLog:
 
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset, self._time_ms())
+
+    def truncate_fully_and_start_at(self, offset: int, epoch: int) -> None:
+        """Empty the log to start at `offset`, the end of a snapshot of `epoch` (deleting every segment)."""
+        self.log.truncate_fully_and_start_at(offset, self._time_ms())
+        self.start_epoch = epoch
+        self.log.flush()
 
     def flush(self) -> None:
         """fsync everything appended so far."""

@@ -4,7 +4,7 @@ Each input (a timer, a request from another replica, a response, a local append)
 event loop: the replica takes it with the current time, is polled, and what it produced is acted on at once:
 responses complete the futures their requests wait on, requests go out over BrokerChannels (the broker's
 inter-broker connection, one for fetches and one for the other RPCs per destination, so that a fetch the leader
-holds never delays a vote), and the owner's `on_step` callback applies what was committed. Between inputs the driver
+holds, or a large snapshot chunk, never delays a vote), and the owner's `on_step` callback applies what was committed. Between inputs the driver
 sleeps until the deadline the replica returned.
 
 Requests reach the voters at their `controller.quorum.voters` endpoints, through channels the composition root
@@ -26,6 +26,7 @@ from kfk.protocol.message import Message
 from kfk.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
 from kfk.protocol.messages.end_quorum_epoch import EndQuorumEpochRequest
 from kfk.protocol.messages.fetch import FetchRequest
+from kfk.protocol.messages.fetch_snapshot import FetchSnapshotRequest
 from kfk.protocol.messages.vote import VoteRequest
 
 log = logging.getLogger("kfk.raft")
@@ -38,6 +39,7 @@ REQUEST_VERSIONS: dict[type, int] = {
     BeginQuorumEpochRequest: 1,
     EndQuorumEpochRequest: 1,
     FetchRequest: 17,
+    FetchSnapshotRequest: 1,
 }
 
 
@@ -118,7 +120,7 @@ class RaftDriver:
 
     async def _send(self, item: OutboundRequest) -> None:
         response: Any = None
-        channel = self._channel(item.destination, isinstance(item.request, FetchRequest))
+        channel = self._channel(item.destination, isinstance(item.request, (FetchRequest, FetchSnapshotRequest)))
         if channel is not None:
             try:
                 response = await channel.request(item.request, REQUEST_VERSIONS[type(item.request)],

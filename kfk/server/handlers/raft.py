@@ -3,9 +3,9 @@ EndQuorumEpoch (54, v0-v1), FetchSnapshot (59, v0-v1), and Fetch (1) of `__clust
 
 All are answered by the embedded backend's Raft state machine (kfk/backends/embedded/raft/). Vote v1 and
 BeginQuorumEpoch/EndQuorumEpoch v1 add KIP-853's directory ids and endpoints, which a static quorum leaves at their
-defaults; Vote v2 adds pre_vote (KIP-996). FetchSnapshot answers SNAPSHOT_NOT_FOUND until the metadata log has
-snapshots: a follower that is behind fetches the log from its start instead. In ZooKeeper mode there is no quorum and
-every one of these is answered INVALID_REQUEST.
+defaults; Vote v2 adds pre_vote (KIP-996). FetchSnapshot (KIP-630) sends a chunk of the leader's snapshot to a
+replica whose fetch offset is below the leader's log start (v1 adds the fetcher's directory id, unused with static
+voters). In ZooKeeper mode there is no quorum and every one of these is answered INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -46,9 +46,11 @@ class RaftHandler:
             return response_class(api_key)(error_code=ErrorCode.BROKER_NOT_AVAILABLE)
 
     async def fetch_snapshot(self, context: RequestContext, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
-        error = ErrorCode.INVALID_REQUEST if self.quorum is None else ErrorCode.SNAPSHOT_NOT_FOUND
+        if self.quorum is not None:
+            return await self._answer(request, ApiKey.FETCH_SNAPSHOT)
         return FetchSnapshotResponse(error_code=ErrorCode.NONE, topics=[
             FetchSnapshotResponse.TopicSnapshot(name=topic.name, partitions=[
-                FetchSnapshotResponse.PartitionSnapshot(index=partition.partition, error_code=error)
+                FetchSnapshotResponse.PartitionSnapshot(index=partition.partition,
+                                                        error_code=ErrorCode.INVALID_REQUEST)
                 for partition in topic.partitions])
             for topic in request.topics])

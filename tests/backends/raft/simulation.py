@@ -1,12 +1,17 @@
 """A simulated quorum for the Raft state machine: in-memory logs and quorum-state stores, a network that loses,
 delays and reorders messages and can be partitioned, and replicas that crash and restart (keeping or losing what
-they had not flushed). Every replica is a real RaftReplica; only the log, the store and the wire are simulated.
+they had not flushed). Every replica is a real RaftReplica; only the log, the store, the snapshots and the wire are
+simulated. `snapshot(node)` has a replica snapshot its committed prefix and trim its log behind it, as the backend
+does: a replica that was away meanwhile then catches up through FetchSnapshot (in chunks of
+`fetch_snapshot_max_bytes` entries).
 
 After every event the invariants are checked (`Simulation.check`):
 - at most one leader per epoch, ever;
 - what was committed (below some replica's high watermark) is never lost or changed: every replica's log agrees
   with the committed prefix up to its own high watermark, and a new leader's log holds every entry committed in the
-  epochs before its own.
+  epochs before its own;
+- a replica's log (its newest snapshot's entries, then what its log holds from its start) is what is checked, so a
+  snapshot, fetched or written, holds exactly the committed entries it claims.
 """
 
 from __future__ import annotations
@@ -27,9 +32,18 @@ _READ_ENTRIES = 8
 
 
 class InMemoryLog:
+    """`entries` is indexed by offset; below `start` (trimmed behind a snapshot) they are None."""
+
     def __init__(self) -> None:
-        self.entries: list[Entry] = []
+        self.entries: list[Entry | None] = []
         self.flushed = 0
+        self.start = 0
+        #: The epoch of the snapshot the log starts at.
+        self.start_epoch = 0
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.start
 
     @property
     def log_end_offset(self) -> int:
@@ -37,15 +51,18 @@ class InMemoryLog:
 
     @property
     def last_fetched_epoch(self) -> int:
-        return self.entries[-1][0] if self.entries else 0
+        return self.entries[-1][0] if len(self.entries) > self.start else self.start_epoch
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        # Below every epoch the log still holds: the end of the snapshot it starts at (Kafka's override).
+        below = OffsetAndEpoch(self.start, self.start_epoch) if self.start else OffsetAndEpoch(0, 0)
         found: OffsetAndEpoch | None = None
-        for offset, (entry_epoch, _) in enumerate(self.entries):
+        for offset in range(self.start, len(self.entries)):
+            entry_epoch = self.entries[offset][0]
             if entry_epoch > epoch:
-                return found if found is not None else OffsetAndEpoch(0, 0)
+                return found if found is not None else below
             found = OffsetAndEpoch(offset + 1, entry_epoch)
-        return found if found is not None else OffsetAndEpoch(0, 0)
+        return found if found is not None else below
 
     def append_as_leader(self, records: Sequence[Any], epoch: int) -> int:
         assert len(records) == 1
@@ -60,17 +77,30 @@ class InMemoryLog:
         base_offset, entries = records
         assert base_offset == len(self.entries), (base_offset, len(self.entries))
         assert all(entries[i][0] <= entries[i + 1][0] for i in range(len(entries) - 1))
-        assert not self.entries or not entries or self.entries[-1][0] <= entries[0][0]
+        assert not entries or self.last_fetched_epoch <= entries[0][0]
         self.entries.extend(entries)
 
     def read(self, start_offset: int, max_bytes: int) -> tuple[int, list[Entry]] | None:
+        assert start_offset >= self.start, (start_offset, self.start)
         if start_offset >= len(self.entries):
             return None
         return start_offset, self.entries[start_offset:start_offset + _READ_ENTRIES]
 
     def truncate_to(self, offset: int) -> None:
+        assert offset >= self.start, (offset, self.start)
         del self.entries[offset:]
         self.flushed = min(self.flushed, offset)
+
+    def truncate_fully_and_start_at(self, offset: int, epoch: int) -> None:
+        self.entries = [None] * offset
+        self.flushed = self.start = offset
+        self.start_epoch = epoch
+
+    def trim(self, offset: int, epoch: int) -> None:
+        """Drop the entries below `offset` (a snapshot of `epoch` ends there)."""
+        assert self.start <= offset <= self.flushed
+        self.entries[:offset] = [None] * offset
+        self.start, self.start_epoch = offset, epoch
 
     def flush(self) -> None:
         self.flushed = len(self.entries)
@@ -79,6 +109,56 @@ class InMemoryLog:
         if lose_unflushed:
             del self.entries[self.flushed:]
         self.flushed = len(self.entries)
+
+
+class InMemorySnapshots:
+    """A replica's snapshots (durable once complete), each the tuple of entries it covers; the one being fetched
+    is lost in a crash. A chunk is a slice of entries, `max_bytes` counting entries."""
+
+    def __init__(self) -> None:
+        self.snapshots: dict[OffsetAndEpoch, tuple[Entry, ...]] = {}
+        self.partial: tuple[OffsetAndEpoch, list[Entry]] | None = None
+        #: Every snapshot this replica completed fetching, in order.
+        self.fetched: list[OffsetAndEpoch] = []
+
+    @property
+    def latest_snapshot_id(self) -> OffsetAndEpoch | None:
+        return max(self.snapshots, default=None)
+
+    def add(self, snapshot_id: OffsetAndEpoch, entries: tuple[Entry, ...]) -> None:
+        """A snapshot written (or fetched): the older ones go, as the log is trimmed to it."""
+        self.snapshots = {snapshot_id: entries}
+
+    def read_chunk(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int):
+        entries = self.snapshots.get(snapshot_id)
+        if entries is None:
+            return None
+        return list(entries[position:position + max_bytes]), len(entries)
+
+    def begin_fetch(self, snapshot_id: OffsetAndEpoch) -> None:
+        self.partial = (snapshot_id, [])
+
+    @property
+    def fetched_size(self) -> int:
+        return len(self.partial[1])
+
+    def append_fetched(self, chunk: list[Entry]) -> None:
+        self.partial[1].extend(chunk)
+
+    def complete_fetch(self) -> bool:
+        snapshot_id, entries = self.partial
+        self.partial = None
+        if len(entries) != snapshot_id.offset or entries[-1][0] != snapshot_id.epoch:
+            return False
+        self.add(snapshot_id, tuple(entries))
+        self.fetched.append(snapshot_id)
+        return True
+
+    def abort_fetch(self) -> None:
+        self.partial = None
+
+    def crash(self) -> None:
+        self.partial = None
 
 
 class InMemoryStore:
@@ -120,6 +200,7 @@ class Simulation:
         self.now_ms = 0
         self.logs = {node: InMemoryLog() for node in self.node_ids}
         self.stores = {node: InMemoryStore() for node in self.node_ids}
+        self.snapshots = {node: InMemorySnapshots() for node in self.node_ids}
         self.replicas: dict[int, RaftReplica | None] = {}
         self.incarnation = {node: 0 for node in self.node_ids}
         self._events: list[_Event] = []
@@ -143,7 +224,8 @@ class Simulation:
     def start(self, node: int) -> None:
         self.incarnation[node] += 1
         self.replicas[node] = RaftReplica(node, self.voter_ids, self.config, self.logs[node], self.stores[node],
-                                          random.Random(self.rng.random()), self.now_ms)
+                                          random.Random(self.rng.random()), self.now_ms,
+                                          snapshots=self.snapshots[node])
         if len(self.voter_ids) == 1 and node in self.voter_ids:
             self.replicas[node].run_election(self.now_ms)  # a sole voter runs when its owner asks
         self._after(node)
@@ -152,6 +234,30 @@ class Simulation:
     def crash(self, node: int, lose_unflushed: bool) -> None:
         self.replicas[node] = None
         self.logs[node].crash(lose_unflushed)
+        self.snapshots[node].crash()
+
+    def snapshot(self, node: int) -> OffsetAndEpoch | None:
+        """`node` snapshots what it knows committed and trims its log behind it (the backend's policy); the
+        snapshot's id, or None when there is nothing new to snapshot."""
+        replica, log = self.replicas[node], self.logs[node]
+        if replica is None or replica.high_watermark <= log.start:
+            return None
+        entries = tuple(self.view(node)[:replica.high_watermark])
+        snapshot_id = OffsetAndEpoch(len(entries), entries[-1][0])
+        self.snapshots[node].add(snapshot_id, entries)
+        log.trim(snapshot_id.offset, snapshot_id.epoch)
+        self.check(node)
+        return snapshot_id
+
+    def view(self, node: int) -> list[Entry]:
+        """The entries `node` holds: those of the snapshot its log starts at, then its log's."""
+        log = self.logs[node]
+        if not log.start:
+            return list(log.entries)
+        snapshot = self.snapshots[node].snapshots.get(OffsetAndEpoch(log.start, log.start_epoch))
+        if snapshot is None:
+            self._fail(f"node {node}'s log starts at {log.start} but it has no snapshot ending there")
+        return list(snapshot) + log.entries[log.start:]
 
     def leaders(self) -> list[RaftReplica]:
         return [replica for replica in self.replicas.values() if replica is not None and replica.is_leader]
@@ -234,7 +340,7 @@ class Simulation:
         replica = self.replicas[node]
         if replica is None:
             return
-        entries = self.logs[node].entries
+        entries = self.view(node)
         if replica.is_leader and replica.epoch not in self.leaders_by_epoch:
             # Leader completeness: a new leader holds every entry committed in the epochs before its own.
             earlier = [entry for entry in self.committed if entry[0] < replica.epoch]

@@ -1,5 +1,6 @@
 """Seeded random schedules over the Raft state machine (simulation.py): message loss, delay and reordering,
-partitions, crashes with and without the loss of unflushed data. The invariants are checked after every event; at
+partitions, crashes with and without the loss of unflushed data, snapshots that trim a replica's log (so that one
+that was away catches up through FetchSnapshot, in chunks of a few entries). The invariants are checked after every event; at
 the end of each schedule the faults heal (a minority may stay down) and a leader must be elected and commit.
 
 KFK_RAFT_SCHEDULES raises the number of schedules for a soak run (the default keeps CI's run short); a failure
@@ -13,6 +14,7 @@ import random
 
 import pytest
 
+from kfk.backends.embedded.raft import RaftConfig
 from tests.backends.raft.simulation import Simulation
 
 SCHEDULES = int(os.environ.get("KFK_RAFT_SCHEDULES", "2000"))
@@ -22,7 +24,8 @@ CHUNKS = 10
 def run_schedule(seed: int) -> Simulation:
     rng = random.Random(seed)
     simulation = Simulation(seed, voters=rng.choice((1, 3, 3, 5)), observers=rng.choice((0, 0, 1)),
-                            loss=rng.choice((0.0, 0.01, 0.1, 0.3)), max_delay_ms=rng.choice((2, 20, 200)))
+                            loss=rng.choice((0.0, 0.01, 0.1, 0.3)), max_delay_ms=rng.choice((2, 20, 200)),
+                            config=RaftConfig(fetch_snapshot_max_bytes=rng.choice((1, 3, 1000))))
     voters = simulation.voter_ids
     crashed: set[int] = set()
     chaos_end_ms = rng.randrange(3_000, 15_000)
@@ -40,9 +43,11 @@ def run_schedule(seed: int) -> Simulation:
             node = rng.choice(sorted(crashed))
             crashed.discard(node)
             simulation.start(node)
-        elif action < 0.9:
+        elif action < 0.87:
             a, b = rng.sample(simulation.node_ids, 2) if len(simulation.node_ids) > 1 else (0, 0)
             simulation.cut.add(frozenset((a, b)))
+        elif action < 0.95:
+            simulation.snapshot(rng.choice(simulation.node_ids))
         else:
             simulation.cut.clear()
     # Heal: the network is reliable again and all but a minority of the voters come back.

@@ -33,6 +33,8 @@ class RaftConfig:
     retry_backoff_ms: int = 20
     #: How long the leader holds a fetch that finds nothing new (Kafka's KafkaRaftClient uses 500 ms).
     fetch_max_wait_ms: int = 500
+    #: The most one FetchSnapshot response carries (Kafka's KafkaRaftClient asks for up to 8 MiB a chunk).
+    fetch_snapshot_max_bytes: int = 8 * 1024 * 1024
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> RaftConfig:

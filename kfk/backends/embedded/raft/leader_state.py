@@ -82,6 +82,16 @@ class LeaderState:
             progress.last_caught_up_timestamp = now_ms
         return replica_id in self.voters and self._maybe_advance_high_watermark()
 
+    def heard_from(self, replica_id: int, now_ms: int) -> None:
+        """A FetchSnapshot from `replica_id`: it follows this leader (check-quorum, BeginQuorumEpoch acknowledged),
+        though its log end offset stays what it was until it fetches the log again."""
+        self.unacknowledged.discard(replica_id)
+        if replica_id in self.voters:
+            self.fetched_since_check.add(replica_id)
+            self.voter_progress[replica_id].last_fetch_timestamp = now_ms
+        elif replica_id in self.observer_progress:
+            self.observer_progress[replica_id].last_fetch_timestamp = now_ms
+
     def knows_high_watermark(self, replica_id: int) -> bool:
         progress = self.voter_progress.get(replica_id) or self.observer_progress.get(replica_id)
         return progress is not None and progress.told_high_watermark == self.high_watermark

@@ -7,6 +7,11 @@ state machine only ever reasons about offsets and epochs.
 
 A write is not durable until `flush`: the leader counts its own log end offset towards the high watermark only once
 flushed, and a follower flushes what it fetched before it reports the new offset in its next fetch.
+
+RaftSnapshots is what the state machine needs of the snapshots beside the log (KIP-630): the newest one's id, chunks
+of its bytes for the leader to send, and, on a follower whose fetch offset fell below the leader's log start, one
+partial snapshot being fetched chunk by chunk, checked whole before it takes the final name. The snapshot package
+(kfk/backends/embedded/snapshots/store.py) keeps them as files; the simulation in memory.
 """
 
 from __future__ import annotations
@@ -26,8 +31,13 @@ class RaftLog(Protocol):
     def log_end_offset(self) -> int: ...
 
     @property
+    def log_start_offset(self) -> int:
+        """The first offset still in the log: what is below it is only in a snapshot."""
+
+    @property
     def last_fetched_epoch(self) -> int:
-        """The epoch of the last batch; 0 for an empty log."""
+        """The epoch of the last batch; for a log empty from its start, the epoch of the snapshot it starts at (0
+        for a log that never had anything)."""
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         """The end of the largest epoch <= `epoch` in this log and that epoch (Kafka's endOffsetForEpoch): the
@@ -48,4 +58,35 @@ class RaftLog(Protocol):
     def truncate_to(self, offset: int) -> None:
         """Drop everything from `offset` on (a follower whose log diverged from its leader's)."""
 
+    def truncate_fully_and_start_at(self, offset: int, epoch: int) -> None:
+        """Drop the whole log and start it empty at `offset`, the end of a snapshot of `epoch` (a follower that
+        fetched the leader's snapshot). Durable when it returns."""
+
     def flush(self) -> None: ...
+
+
+class RaftSnapshots(Protocol):
+    @property
+    def latest_snapshot_id(self) -> OffsetAndEpoch | None:
+        """The newest complete snapshot (end offset, epoch), None if there is none."""
+
+    def read_chunk(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> tuple[Any, int] | None:
+        """Up to `max_bytes` of the snapshot `snapshot_id` from `position`, and the snapshot's whole size; None
+        when there is no such snapshot (any more). The chunk may be empty only when `position` is past the end."""
+
+    def begin_fetch(self, snapshot_id: OffsetAndEpoch) -> None:
+        """Start fetching `snapshot_id` into a partial snapshot, dropping any partial one."""
+
+    @property
+    def fetched_size(self) -> int:
+        """The size of the partial snapshot so far (the position the next chunk is asked from)."""
+
+    def append_fetched(self, chunk: Any) -> None:
+        """Add a chunk at the partial snapshot's end."""
+
+    def complete_fetch(self) -> bool:
+        """The partial snapshot is whole: check it and give it its final name (it becomes the latest snapshot);
+        False, and the partial dropped, when it does not read as a whole snapshot."""
+
+    def abort_fetch(self) -> None:
+        """Drop the partial snapshot (the leader no longer has it, or this replica stopped following)."""

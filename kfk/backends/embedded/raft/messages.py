@@ -16,6 +16,7 @@ from kfk.errors import ErrorCode
 from kfk.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from kfk.protocol.messages.end_quorum_epoch import EndQuorumEpochRequest, EndQuorumEpochResponse
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
+from kfk.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
 from kfk.protocol.messages.vote import VoteRequest, VoteResponse
 
 METADATA_PARTITION = 0
@@ -141,13 +142,18 @@ def fetch_replica_id(request: FetchRequest) -> int:
 
 
 def fetch_response(error_code: int, leader_id: int, leader_epoch: int, high_watermark: int = -1,
-                   records: Any = None, diverging: tuple[int, int] | None = None) -> FetchResponse:
+                   records: Any = None, diverging: tuple[int, int] | None = None,
+                   snapshot_id: tuple[int, int] | None = None, log_start_offset: int = 0) -> FetchResponse:
+    """`diverging` and `snapshot_id` are (end offset, epoch): where the fetcher's log parted from the leader's, or
+    the snapshot it must fetch first because the leader's log no longer reaches back to its fetch offset."""
     partition = FetchResponse.PartitionData(
         partition_index=METADATA_PARTITION, error_code=error_code, high_watermark=high_watermark,
-        log_start_offset=0, records=records,
+        log_start_offset=log_start_offset, records=records,
         current_leader=FetchResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch))
     if diverging is not None:
         partition.diverging_epoch = FetchResponse.EpochEndOffset(epoch=diverging[1], end_offset=diverging[0])
+    if snapshot_id is not None:
+        partition.snapshot_id = FetchResponse.SnapshotId(end_offset=snapshot_id[0], epoch=snapshot_id[1])
     return FetchResponse(error_code=ErrorCode.NONE, responses=[FetchResponse.FetchableTopicResponse(
         topic=CLUSTER_METADATA_TOPIC_NAME, topic_id=CLUSTER_METADATA_TOPIC_ID, partitions=[partition])])
 
@@ -155,6 +161,42 @@ def fetch_response(error_code: int, leader_id: int, leader_epoch: int, high_wate
 def fetch_response_partition(response: FetchResponse) -> FetchResponse.PartitionData | None:
     return _only_partition(response.responses, lambda t: names_metadata_topic(t.topic, t.topic_id),
                            lambda t: t.partitions, lambda p: p.partition_index)
+
+
+def response_snapshot_id(partition: FetchResponse.PartitionData) -> tuple[int, int] | None:
+    """The (end offset, epoch) of the snapshot a fetch response sends the fetcher to, None when it names none."""
+    snapshot_id = partition.snapshot_id
+    if snapshot_id.end_offset < 0 and snapshot_id.epoch < 0:
+        return None
+    return snapshot_id.end_offset, snapshot_id.epoch
+
+
+# -- FetchSnapshot (KIP-630) -------------------------------------------------------------------------------------------
+
+def fetch_snapshot_request(cluster_id: str, replica_id: int, leader_epoch: int, snapshot_id: tuple[int, int],
+                           position: int, max_bytes: int) -> FetchSnapshotRequest:
+    return FetchSnapshotRequest(cluster_id=cluster_id, replica_id=replica_id, max_bytes=max_bytes, topics=[
+        FetchSnapshotRequest.TopicSnapshot(name=CLUSTER_METADATA_TOPIC_NAME, partitions=[
+            FetchSnapshotRequest.PartitionSnapshot(
+                partition=METADATA_PARTITION, current_leader_epoch=leader_epoch, position=position,
+                snapshot_id=FetchSnapshotRequest.SnapshotId(end_offset=snapshot_id[0], epoch=snapshot_id[1]))])])
+
+
+def fetch_snapshot_partition(message: FetchSnapshotRequest | FetchSnapshotResponse) -> Any | None:
+    return _only_partition(message.topics, lambda t: names_metadata_topic(t.name), lambda t: t.partitions,
+                           lambda p: getattr(p, "partition", getattr(p, "index", None)))
+
+
+def fetch_snapshot_response(error_code: int, leader_id: int, leader_epoch: int,
+                            snapshot_id: tuple[int, int] = (-1, -1), size: int = -1, position: int = -1,
+                            chunk: Any = None) -> FetchSnapshotResponse:
+    return FetchSnapshotResponse(error_code=ErrorCode.NONE, topics=[FetchSnapshotResponse.TopicSnapshot(
+        name=CLUSTER_METADATA_TOPIC_NAME, partitions=[FetchSnapshotResponse.PartitionSnapshot(
+            index=METADATA_PARTITION, error_code=error_code, size=size, position=position,
+            unaligned_records=chunk if chunk is not None else b"",
+            snapshot_id=FetchSnapshotResponse.SnapshotId(end_offset=snapshot_id[0], epoch=snapshot_id[1]),
+            current_leader=FetchSnapshotResponse.LeaderIdAndEpoch(leader_id=leader_id,
+                                                                  leader_epoch=leader_epoch))])])
 
 
 def leader_hint(partition: Any) -> tuple[int, int]:

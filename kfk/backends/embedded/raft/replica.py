@@ -15,6 +15,13 @@ naming its most caught-up voters, so they run at once instead of waiting out an 
 
 Observers (replicas that are not voters: brokers) fetch the log too, are listed by DescribeQuorum, never vote and
 never run; one that does not know the leader fetches from any voter, which answers with the leader it knows.
+
+Snapshots (KIP-630): every replica may trim its log behind its newest snapshot, so a fetch can ask for what the
+leader's log no longer holds. The leader then answers with the SnapshotId of its newest snapshot instead of
+records; the fetcher sends FetchSnapshot for it chunk by chunk (the leader reads them from its RaftSnapshots),
+writes them into a partial snapshot, and once it is whole and checked, empties its log to start at the snapshot's
+end offset (which was committed: a leader only snapshots what is) and fetches the log from there. What the
+snapshot holds is not this class's business: its owner loads it (the backend's image and listeners).
 """
 
 from __future__ import annotations
@@ -37,13 +44,14 @@ from kfk.backends.embedded.raft.election import (
 )
 from kfk.backends.embedded.raft.fetch_state import FetchState
 from kfk.backends.embedded.raft.leader_state import LeaderState, ReplicaProgress
-from kfk.backends.embedded.raft.log import RaftLog
+from kfk.backends.embedded.raft.log import OffsetAndEpoch, RaftLog, RaftSnapshots
 from kfk.common.constants import NO_NODE
 from kfk.errors import ErrorCode, NotLeaderOrFollowerError
 from kfk.protocol.message import Message
 from kfk.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from kfk.protocol.messages.end_quorum_epoch import EndQuorumEpochRequest, EndQuorumEpochResponse
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
+from kfk.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
 from kfk.protocol.messages.vote import VoteRequest, VoteResponse
 
 
@@ -97,13 +105,16 @@ class RaftError(RuntimeError):
 
 class RaftReplica:
     def __init__(self, node_id: int, voters: Iterable[int], config: RaftConfig, log: RaftLog,
-                 store: QuorumStateStore, rng: random.Random, now_ms: int, cluster_id: str = "") -> None:
+                 store: QuorumStateStore, rng: random.Random, now_ms: int, cluster_id: str = "", *,
+                 snapshots: RaftSnapshots | None = None) -> None:
         self.node_id = node_id
         self.voters = frozenset(voters)
         self.is_voter = node_id in self.voters
         self.config = config
         self.log = log
         self.store = store
+        #: The snapshots beside the log; None for a replica that never has any (then it never trims its log).
+        self.snapshots = snapshots
         self.rng = rng
         self.cluster_id = cluster_id
         #: The committed offset as this replica knows it: everything below it is on a majority of voters.
@@ -253,6 +264,8 @@ class RaftReplica:
 
     def _enter(self, now_ms: int, state: EpochState) -> None:
         was_leader = self.state.role is Role.LEADER
+        if self.fetch_state is not None and self.fetch_state.snapshot_id is not None:
+            self.snapshots.abort_fetch()  # a new leader or epoch: its log may not want that snapshot
         self.state = state
         self.leader_state = None if state.role is not Role.LEADER else self.leader_state
         self.fetch_state = None
@@ -364,6 +377,12 @@ class RaftReplica:
     def _send_fetch(self, now_ms: int, destination: int) -> None:
         if not self._can_send(now_ms, destination):
             return
+        if self.fetch_state is not None and self.fetch_state.snapshot_id is not None:
+            position = self.snapshots.fetched_size
+            self._send(now_ms, destination, messages.fetch_snapshot_request(
+                self.cluster_id, self.node_id, self.state.epoch, self.fetch_state.snapshot_id, position,
+                self.config.fetch_snapshot_max_bytes), fetch_offset=position)
+            return
         log = self.log
         self._send(now_ms, destination, messages.fetch_request(
             self.cluster_id, self.node_id, self.state.epoch, log.log_end_offset, log.last_fetched_epoch,
@@ -400,7 +419,9 @@ class RaftReplica:
         if isinstance(request, FetchRequest):
             self._handle_fetch(now_ms, token, request)
             return
-        if isinstance(request, VoteRequest):
+        if isinstance(request, FetchSnapshotRequest):
+            response = self._handle_fetch_snapshot(now_ms, request)
+        elif isinstance(request, VoteRequest):
             response = self._handle_vote(now_ms, request)
         elif isinstance(request, BeginQuorumEpochRequest):
             response = self._handle_begin_quorum_epoch(now_ms, request)
@@ -506,6 +527,12 @@ class RaftReplica:
         fetch_offset = partition.fetch_offset
         if fetch_offset < 0:
             return messages.fetch_response(ErrorCode.INVALID_REQUEST, self.node_id, state.epoch)
+        snapshot_id = self._snapshot_to_send(fetch_offset, partition.last_fetched_epoch)
+        if snapshot_id is not None:
+            if replica_id >= 0:
+                self.leader_state.heard_from(replica_id, now_ms)
+            return messages.fetch_response(ErrorCode.NONE, self.node_id, state.epoch, self.high_watermark,
+                                           snapshot_id=snapshot_id, log_start_offset=log.log_start_offset)
         if fetch_offset > 0:
             end = log.end_offset_for_epoch(partition.last_fetched_epoch)
             if end.epoch != partition.last_fetched_epoch or fetch_offset > end.offset:
@@ -520,6 +547,55 @@ class RaftReplica:
             return None  # nothing new: held until there is (a new high watermark is news too)
         self.leader_state.told(replica_id)
         return messages.fetch_response(ErrorCode.NONE, self.node_id, state.epoch, self.high_watermark, records)
+
+    def _snapshot_to_send(self, fetch_offset: int, last_fetched_epoch: int) -> OffsetAndEpoch | None:
+        """The snapshot a fetcher must load before it can fetch the log (Kafka's rule): its fetch offset is below
+        this log's start; or this log starts at a snapshot and the fetcher is at that start from another epoch, or
+        its last epoch is older than that snapshot's (so where it diverged is no longer in this log)."""
+        if self.snapshots is None:
+            return None
+        start, latest = self.log.log_start_offset, self.snapshots.latest_snapshot_id
+        if start == 0 or latest is None:
+            return None
+        if fetch_offset < start:
+            return latest
+        at_start = latest.offset == start
+        if at_start and (last_fetched_epoch < latest.epoch
+                         or (fetch_offset == start and last_fetched_epoch != latest.epoch)):
+            return latest
+        return None
+
+    def _handle_fetch_snapshot(self, now_ms: int, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
+        """The leader sends one chunk of a snapshot it has (KIP-630's errors for what it cannot send)."""
+        partition = messages.fetch_snapshot_partition(request)
+        if partition is None:
+            return FetchSnapshotResponse(error_code=ErrorCode.INVALID_REQUEST)
+        if self._cluster_mismatch(request.cluster_id):
+            return FetchSnapshotResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
+        state = self.state
+        if state.role is not Role.LEADER:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        elif partition.current_leader_epoch < state.epoch:
+            error = ErrorCode.FENCED_LEADER_EPOCH
+        elif partition.current_leader_epoch > state.epoch:
+            error = ErrorCode.UNKNOWN_LEADER_EPOCH
+        else:
+            error = ErrorCode.NONE
+        if error != ErrorCode.NONE:
+            return messages.fetch_snapshot_response(error, self.leader_id, state.epoch)
+        snapshot_id = OffsetAndEpoch(partition.snapshot_id.end_offset, partition.snapshot_id.epoch)
+        max_bytes = max(0, min(request.max_bytes, self.config.fetch_snapshot_max_bytes))
+        found = (self.snapshots.read_chunk(snapshot_id, max(0, partition.position), max_bytes)
+                 if self.snapshots is not None else None)
+        if found is None:
+            return messages.fetch_snapshot_response(ErrorCode.SNAPSHOT_NOT_FOUND, self.node_id, state.epoch)
+        chunk, size = found
+        if not 0 <= partition.position < size:
+            return messages.fetch_snapshot_response(ErrorCode.POSITION_OUT_OF_RANGE, self.node_id, state.epoch)
+        if request.replica_id >= 0:
+            self.leader_state.heard_from(request.replica_id, now_ms)
+        return messages.fetch_snapshot_response(ErrorCode.NONE, self.node_id, state.epoch, snapshot_id, size,
+                                                partition.position, chunk)
 
     def _complete_parked_fetches(self, now_ms: int) -> None:
         parked, self._parked = self._parked, []
@@ -553,6 +629,7 @@ class RaftReplica:
             BeginQuorumEpochResponse: self._handle_begin_quorum_epoch_response,
             EndQuorumEpochResponse: self._handle_end_quorum_epoch_response,
             FetchResponse: self._handle_fetch_response,
+            FetchSnapshotResponse: self._handle_fetch_snapshot_response,
         }[type(response)]
         handler(now_ms, in_flight, response, current)
 
@@ -630,7 +707,15 @@ class RaftReplica:
             return
         log = self.log
         diverging = partition.diverging_epoch
-        if diverging.end_offset >= 0 and diverging.epoch >= 0:
+        snapshot_id = messages.response_snapshot_id(partition)
+        if snapshot_id is not None:
+            if self.snapshots is None or min(snapshot_id) < 0:
+                self._on_failure(now_ms, in_flight)
+                return
+            # The leader's log no longer reaches back to this fetch offset: fetch its snapshot first.
+            self.fetch_state.snapshot_id = OffsetAndEpoch(*snapshot_id)
+            self.snapshots.begin_fetch(self.fetch_state.snapshot_id)
+        elif diverging.end_offset >= 0 and diverging.epoch >= 0:
             # The leader's log ends `diverging.epoch` at `diverging.end_offset`; this log may end that epoch
             # sooner: it agrees with the leader up to the smaller of the two.
             truncation_offset = min(diverging.end_offset, log.end_offset_for_epoch(diverging.epoch).offset)
@@ -646,3 +731,39 @@ class RaftReplica:
         else:
             self.high_watermark = max(self.high_watermark, min(partition.high_watermark, log.log_end_offset))
         self.fetch_state.succeeded(now_ms)
+
+    def _handle_fetch_snapshot_response(self, now_ms: int, in_flight: _InFlight, response: FetchSnapshotResponse,
+                                        current: bool) -> None:
+        partition = messages.fetch_snapshot_partition(response)
+        if partition is None:
+            self._on_failure(now_ms, in_flight)
+            return
+        leader_id, leader_epoch = messages.leader_hint(partition)
+        fetch = self.fetch_state
+        if partition.error_code != ErrorCode.NONE:
+            if partition.error_code in (ErrorCode.SNAPSHOT_NOT_FOUND, ErrorCode.POSITION_OUT_OF_RANGE) \
+                    and current and fetch is not None and fetch.snapshot_id is not None:
+                # The leader dropped that snapshot (it wrote a newer one): the next Fetch names the one it has.
+                fetch.snapshot_id = None
+                self.snapshots.abort_fetch()
+            elif self._on_epoch(now_ms, leader_epoch, leader_id):
+                return
+            self._on_failure(now_ms, in_flight)
+            return
+        state = self.state
+        received_id = OffsetAndEpoch(partition.snapshot_id.end_offset, partition.snapshot_id.epoch)
+        if not current or state.role is not Role.FOLLOWER or state.leader_id != in_flight.destination \
+                or state.epoch != leader_epoch or fetch.snapshot_id != received_id \
+                or partition.position != in_flight.fetch_offset or partition.position != self.snapshots.fetched_size:
+            return
+        self.snapshots.append_fetched(partition.unaligned_records)
+        fetch.succeeded(now_ms)
+        if self.snapshots.fetched_size < partition.size:
+            return
+        fetch.snapshot_id = None
+        if not self.snapshots.complete_fetch():
+            self._on_failure(now_ms, in_flight)  # it did not read whole: the next Fetch starts over
+            return
+        # Everything the snapshot covers was committed: the log restarts at its end, the high watermark with it.
+        self.log.truncate_fully_and_start_at(received_id.offset, received_id.epoch)
+        self.high_watermark = max(self.high_watermark, received_id.offset)

@@ -12,7 +12,8 @@ The API, for the backend and for Raft:
 - `read_snapshot(path)` -> `Snapshot`, `latest_valid_snapshot(directory)`: reads and checks one; the newest that
   reads, corrupt ones skipped with a warning (reader.py);
 - `read_snapshot_chunk(path, position, max_bytes)`: raw bytes of a snapshot file, what FetchSnapshot sends;
-- `image_records(image)`: the records that rebuild a MetadataImage (image_records.py).
+- `image_records(image)`: the records that rebuild a MetadataImage (image_records.py);
+- `SnapshotStore(directory)`: the snapshots as the Raft replica serves and fetches them (store.py).
 """
 
 from kfk.backends.embedded.snapshots.image_records import image_records
@@ -23,7 +24,8 @@ from kfk.backends.embedded.snapshots.snapshot_file import (
     list_snapshots,
     snapshot_path,
 )
+from kfk.backends.embedded.snapshots.store import SnapshotStore
 from kfk.backends.embedded.snapshots.writer import write_snapshot
 
-__all__ = ["Snapshot", "SnapshotId", "delete_snapshots_before", "image_records", "latest_valid_snapshot",
+__all__ = ["Snapshot", "SnapshotId", "SnapshotStore", "delete_snapshots_before", "image_records", "latest_valid_snapshot",
            "list_snapshots", "read_snapshot", "read_snapshot_chunk", "snapshot_path", "write_snapshot"]

@@ -2,7 +2,8 @@
 
 A snapshot is named by its id, `<end offset>-<epoch>.checkpoint` (kfk.storage.log_files parses the name, which
 dump-log shares). It is written as `<name>.checkpoint.tmp` and renamed once complete and fsynced, so a file with
-the final name is always whole; a `.tmp` left by a crash is deleted on the next start.
+the final name is always whole; a `.tmp` left by a crash is deleted on the next start, as is a `.part` (a snapshot
+being fetched from the leader, store.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from kfk.storage.log_files import KRAFT_SNAPSHOT_FILE_SUFFIX, snapshot_id_from_f
 log = logging.getLogger("kfk.backends.embedded.snapshots")
 
 PARTIAL_SUFFIX = ".tmp"
+#: Kafka's suffix for a snapshot being fetched from the leader (FetchSnapshot), chunk by chunk.
+FETCHED_PARTIAL_SUFFIX = ".part"
 
 
 class SnapshotId(NamedTuple):
@@ -46,7 +49,7 @@ def list_snapshots(directory: str) -> list[SnapshotId]:
 def delete_partial_snapshots(directory: str) -> None:
     """Remove snapshots a crash left half-written."""
     for name in os.listdir(directory):
-        if name.endswith(KRAFT_SNAPSHOT_FILE_SUFFIX + PARTIAL_SUFFIX):
+        if name.endswith((KRAFT_SNAPSHOT_FILE_SUFFIX + PARTIAL_SUFFIX, KRAFT_SNAPSHOT_FILE_SUFFIX + FETCHED_PARTIAL_SUFFIX)):
             log.warning("deleting the partial snapshot %s", name)
             os.unlink(os.path.join(directory, name))
 
