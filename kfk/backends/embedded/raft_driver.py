@@ -3,9 +3,9 @@
 Each input (a timer, a request from another replica, a response, a local append) is one synchronous step on the
 event loop: the replica takes it with the current time, is polled, and what it produced is acted on at once:
 responses complete the futures their requests wait on, requests go out over BrokerChannels (the broker's
-inter-broker connection, one for fetches and one for the other RPCs per destination, so that a fetch the leader
-holds, or a large snapshot chunk, never delays a vote), and the owner's `on_step` callback applies what was committed. Between inputs the driver
-sleeps until the deadline the replica returned.
+inter-broker connection, one for fetches and snapshot chunks and one for the other RPCs per destination, so that a
+fetch the leader holds never delays a vote), and the owner's `on_step` callback applies what was committed. Between
+inputs the driver sleeps until the deadline the replica returned.
 
 Requests reach the voters at their `controller.quorum.voters` endpoints, through channels the composition root
 provides (`channel_factory`: kfk.replication's BrokerChannel in the broker; backends sit below replication and do no

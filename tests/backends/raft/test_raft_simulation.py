@@ -1,7 +1,8 @@
 """Seeded random schedules over the Raft state machine (simulation.py): message loss, delay and reordering,
 partitions, crashes with and without the loss of unflushed data, snapshots that trim a replica's log (so that one
-that was away catches up through FetchSnapshot, in chunks of a few entries). The invariants are checked after every event; at
-the end of each schedule the faults heal (a minority may stay down) and a leader must be elected and commit.
+that was away catches up through FetchSnapshot, in chunks of a few entries). The invariants are checked after every
+event; at the end of each schedule the faults heal (a minority may stay down) and a leader must be elected and
+commit.
 
 KFK_RAFT_SCHEDULES raises the number of schedules for a soak run (the default keeps CI's run short); a failure
 names its seed, which replays it exactly: `KFK_RAFT_SEED=<seed> pytest tests/backends/raft -k one_seed`.

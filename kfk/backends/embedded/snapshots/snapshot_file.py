@@ -49,7 +49,8 @@ def list_snapshots(directory: str) -> list[SnapshotId]:
 def delete_partial_snapshots(directory: str) -> None:
     """Remove snapshots a crash left half-written."""
     for name in os.listdir(directory):
-        if name.endswith((KRAFT_SNAPSHOT_FILE_SUFFIX + PARTIAL_SUFFIX, KRAFT_SNAPSHOT_FILE_SUFFIX + FETCHED_PARTIAL_SUFFIX)):
+        if name.endswith(tuple(KRAFT_SNAPSHOT_FILE_SUFFIX + suffix
+                               for suffix in (PARTIAL_SUFFIX, FETCHED_PARTIAL_SUFFIX))):
             log.warning("deleting the partial snapshot %s", name)
             os.unlink(os.path.join(directory, name))
 
