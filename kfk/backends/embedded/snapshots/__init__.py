@@ -28,4 +28,5 @@ from kfk.backends.embedded.snapshots.store import SnapshotStore
 from kfk.backends.embedded.snapshots.writer import write_snapshot
 
 __all__ = ["Snapshot", "SnapshotId", "SnapshotStore", "delete_snapshots_before", "image_records",
-           "latest_valid_snapshot", "list_snapshots", "read_snapshot", "read_snapshot_chunk", "snapshot_path", "write_snapshot"]
+           "latest_valid_snapshot", "list_snapshots", "read_snapshot", "read_snapshot_chunk", "snapshot_path",
+           "write_snapshot"]
