@@ -441,18 +441,19 @@ class EmbeddedMetadataBackend:
             return None
         self._bytes_since_snapshot = 0
         self._last_snapshot_ms = now_ms = self._time_ms()
-        snapshots = self._snapshots
+        await self._blocking(lambda: write_snapshot(metadata_log.directory, snapshot_id, image_records(image),
+                                                    last_contained_log_timestamp=timestamp, now_ms=now_ms))
+        # The snapshot is known, then the log start moves past what it covers, on the event loop between two Raft
+        # steps: a step never finds the log start moved under it, and from then on a fetch below it is sent to the
+        # snapshot. Only the files (segments wholly below the start, older snapshots) go in the background.
+        self._snapshots.added(snapshot_id)
+        metadata_log.log.maybe_increment_log_start_offset(snapshot_id.end_offset)
 
-        def write_and_trim() -> None:
-            write_snapshot(metadata_log.directory, snapshot_id, image_records(image),
-                           last_contained_log_timestamp=timestamp, now_ms=now_ms)
-            # Known before the log is trimmed: from then on a fetch below the new log start is sent to it.
-            snapshots.added(snapshot_id)
-            metadata_log.log.maybe_increment_log_start_offset(snapshot_id.end_offset)
+        def delete_files() -> None:
             metadata_log.log.delete_old_segments(self._time_ms())
             delete_snapshots_before(metadata_log.directory, snapshot_id)
 
-        await self._blocking(write_and_trim)
+        await self._blocking(delete_files)
         log.info("metadata snapshot %s written; the log now starts at %d", snapshot_id,
                  metadata_log.log.log_start_offset)
         return snapshot_id
