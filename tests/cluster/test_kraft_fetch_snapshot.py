@@ -1,8 +1,10 @@
 """Snapshot-based catch-up on real processes (KIP-630): 3 controller-only nodes and 1 broker with small metadata
-segments and frequent snapshots. One controller and the broker are killed; while they are down the others create
-enough topics to snapshot and trim their metadata logs past where the killed ones stopped. Restarted, both catch up
-through FetchSnapshot (their logs say so, DescribeQuorum and `kfk metadata-quorum describe --replication` show them
-caught up), and the restarted broker serves every topic to confluent-kafka."""
+segments and frequent snapshots. One controller is killed and the broker frozen (SIGSTOP); meanwhile the others
+create enough topics to snapshot and trim their metadata logs past where the stopped ones are, and delete one that
+the broker holds. The controller restarted (it loads the snapshot while it starts) and the broker resumed (it loads
+it while it runs, its image replaced whole) both catch up through FetchSnapshot: their logs say so, DescribeQuorum
+and `kfk metadata-quorum describe --replication` show them caught up, the broker serves every topic to
+confluent-kafka, and the deleted topic is gone from it, partition folder included."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from confluent_kafka import Consumer, Producer
 
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
+from kfk.protocol.messages.delete_topics import DeleteTopicsRequest
 from kfk.storage.log_files import snapshot_id_from_file_name
 from tests.cluster.helpers import admin, wait_until
 from tests.cluster.test_kraft_cluster import quorum_leader
@@ -23,13 +26,13 @@ from tests.integration.wire import connect, request
 
 pytestmark = [pytest.mark.integration]
 
-TOPICS = 240
+TOPICS = 300
 TOPICS_PER_REQUEST = 20
 OVERRIDES = {
     "metadata.log.max.record.bytes.between.snapshots": "8192",
-    "metadata.log.segment.bytes": "4096",
-    # Long enough that the killed broker stays registered (unfenced) while the topics are placed on it; its restart
-    # registers once that session ends, as Kafka's does.
+    # Small, but above the largest batch here (fencing the broker changes every partition in one batch).
+    "metadata.log.segment.bytes": "16384",
+    # Long enough that the frozen broker stays unfenced while the topics are placed on it.
     "broker.session.timeout.ms": "12000",
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
@@ -79,19 +82,29 @@ def create_topics(controller_port: int, names: list[str]) -> None:
     assert not errors, errors
 
 
+def delete_topic(controller_port: int, name: str) -> None:
+    with connect(f"127.0.0.1:{controller_port}") as sock:
+        response = request(sock, DeleteTopicsRequest(topic_names=[name], timeout_ms=10_000), 5)
+    assert response.responses[0].error_code == ErrorCode.NONE, response
+
+
 def test_a_controller_and_a_broker_down_while_the_others_trimmed_catch_up_through_fetch_snapshot(
         kfk_cluster_factory) -> None:
     cluster = kfk_cluster_factory(size=1, controllers=3, overrides=OVERRIDES)
     leader = wait_until(lambda: quorum_leader(cluster), what="the active controller")
     away = max(node_id for node_id in cluster.voters if node_id != leader)
+    create_topics(cluster.voters[leader], ["doomed"])
+    doomed_dir = os.path.join(cluster.broker(BROKER).log_dir, "doomed-0")
+    wait_until(lambda: os.path.isdir(doomed_dir), what="the broker creating doomed-0")
     cluster.kill(away)
-    cluster.kill(BROKER)
-    # Whatever the killed nodes had, the leader had too: its log end bounds theirs.
+    cluster.pause(BROKER)
+    # Whatever the stopped nodes had, the leader had too: its log end bounds theirs.
     stopped_at = describe_replication(cluster.voters[leader])[leader][0]
 
     names = [f"snap-{index:04d}" for index in range(TOPICS)]
     for start in range(0, TOPICS, TOPICS_PER_REQUEST):
         create_topics(cluster.voters[leader], names[start:start + TOPICS_PER_REQUEST])
+    delete_topic(cluster.voters[leader], "doomed")
     live = [node_id for node_id in cluster.voters if node_id != away]
 
     def trimmed_past_the_stopped() -> bool:
@@ -104,7 +117,8 @@ def test_a_controller_and_a_broker_down_while_the_others_trimmed_catch_up_throug
     wait_until(trimmed_past_the_stopped, what="the live controllers' logs trimmed past the stopped nodes' ends")
     leader_snapshots, _ = snapshots_and_log_start(cluster.nodes[leader])
 
-    cluster.start([away, BROKER], timeout=60)
+    cluster.start([away], timeout=60)
+    cluster.resume(BROKER)
     for node_id in (away, BROKER):
         node = cluster.nodes[node_id]
         wait_until(lambda node=node: "fetched from the leader loaded" in node.output(),
@@ -127,6 +141,8 @@ def test_a_controller_and_a_broker_down_while_the_others_trimmed_catch_up_throug
                         and all(name in topics for name in names) and topics,
                         what="every topic listed by the restarted broker")
     assert all(not listed[name].error for name in names)
+    assert "doomed" not in listed
+    wait_until(lambda: not os.path.exists(doomed_dir), what="the deleted topic's partition folder removed")
     sample = [names[0], names[TOPICS // 2], names[-1]]
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
     for name in sample:
