@@ -1,7 +1,8 @@
 """Raft for the metadata log (KIP-595, KIP-996 pre-vote), as a pure state machine.
 
 - config.py: the voters (`controller.quorum.voters`) and the `controller.quorum.*` timeouts;
-- log.py: RaftLog, what the state machine needs of the log (KafkaMetadataLog in the broker, in memory in tests);
+- log.py: RaftLog, what the state machine needs of the log (KafkaMetadataLog in the broker, in memory in tests),
+  and RaftSnapshots, of the snapshots beside it (FetchSnapshot, KIP-630);
 - election.py: the roles (unattached, prospective, candidate, leader, follower, resigned) and election timers;
 - leader_state.py: the leader's view of the replicas' fetch offsets, the high watermark and check-quorum;
 - fetch_state.py: a follower's or observer's fetch timer;
