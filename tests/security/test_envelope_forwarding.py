@@ -240,9 +240,9 @@ def test_an_envelope_from_a_principal_that_is_no_broker_is_refused(cluster: KfkC
     context = ssl.create_default_context(cafile=str(certificates.ca))
     context.load_cert_chain(str(certificates.client.pem))
     port = cluster.controllers[CONTROLLER_ID].ports["CTLS"]
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-        with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
-            answer = wire.request(sock, envelope(create_topic_request(name), 7, ADMIN, "10.0.0.1"), 0)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+        answer = wire.request(sock, envelope(create_topic_request(name), 7, ADMIN, "10.0.0.1"), 0)
     assert answer.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     assert answer.response_data is None
     assert name not in topics(cluster)
