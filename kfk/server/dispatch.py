@@ -123,7 +123,8 @@ CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
         ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS,
         ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.DESCRIBE_QUORUM,
         ApiKey.DESCRIBE_CLUSTER)},
-    # Forwarded by brokers (KIP-590): the client's request and principal in an Envelope, or sent directly by tools.
+    # A broker's forwarded request with its client's principal (KIP-590; a controller-only API, as in Kafka 4.0),
+    # and the admin requests forwarded since, which tools may also send the controller directly.
     ApiKey.ENVELOPE: VersionRange(0, 0),  # handlers/envelope.py
     **{api_key: SERVED_VERSIONS[api_key] for api_key in (
         ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS)},

@@ -32,6 +32,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from kfk.client.admin import Admin
+from kfk.client.structs import ClientQuotaAlteration, ClientQuotaFilterComponent, UserScramCredentialUpsertion
+from kfk.common.client_quotas import ClientQuotaEntity
 from kfk.errors import ErrorCode
 from kfk.protocol.headers import RequestHeader, decode_response, encode_request
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
@@ -95,6 +98,11 @@ def admin(cluster: KfkCluster, user: str = "admin") -> AdminClient:
             "bootstrap.servers": cluster.broker(1).bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": PASSWORDS[user]})
     return _ADMINS[user]
+
+
+def kfk_admin(cluster: KfkCluster, user: str) -> Admin:
+    return Admin({"bootstrap.servers": cluster.broker(1).bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                  "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": PASSWORDS[user]})
 
 
 def error_code(future) -> int:
@@ -178,6 +186,24 @@ def test_create_acls_by_a_user_without_alter_on_the_cluster_is_refused(cluster: 
     acl_filter = AclBindingFilter(ResourceType.TOPIC, name, ResourcePatternType.ANY, None, None,
                                   AclOperation.ANY, AclPermissionType.ANY)
     assert admin(cluster).describe_acls(acl_filter).result(30) == []
+
+
+def test_quota_and_scram_changes_through_a_broker_only_node_are_authorized_as_their_sender(
+        cluster: KfkCluster) -> None:
+    """AlterClientQuotas (ALTER_CONFIGS on the cluster) and AlterUserScramCredentials (ALTER on the cluster) reach
+    the controller from a broker-only node too, answered for the client that sent them."""
+    entity = ClientQuotaEntity.of([("user", unique("quota-"))])
+    quota = ClientQuotaAlteration(entity, {"producer_byte_rate": 1024.0})
+    scram = UserScramCredentialUpsertion(unique("scram-"), "SCRAM-SHA-256", 4096, "secret")
+    with kfk_admin(cluster, "alice") as alice:
+        assert alice.alter_client_quotas([quota])[entity].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert alice.alter_user_scram_credentials([scram])[scram.user].error_code \
+            == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    with kfk_admin(cluster, "admin") as admin_client:
+        assert admin_client.alter_client_quotas([quota]) == {entity: None}
+        assert admin_client.alter_user_scram_credentials([scram]) == {scram.user: None}
+        wait_until(lambda: admin_client.describe_client_quotas([ClientQuotaFilterComponent.of_entity(
+            "user", entity.parts[0][1])]) == {entity: {"producer_byte_rate": 1024.0}}, 10, what="the quota on the broker")
 
 
 # -- the Envelope on the wire, to the controller ------------------------------------------------------------------
