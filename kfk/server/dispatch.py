@@ -252,30 +252,6 @@ class Dispatcher:
                                correlation_id=0, client_id=client_id)
         return await registration.handler(RequestContext(header, api_version, "", 0, LOCAL_LISTENER), request)
 
-    async def handle_forwarded(self, request_data: bytes, client_host: str, listener_name: str,
-                               principal: KafkaPrincipal, forwardable: Set[int]) -> tuple[RequestHeader, Message]:
-        """Serve the request an Envelope carries (KIP-590) as if its client had sent it here: with the client's
-        principal and host, so the handler authorizes the client, not the broker that forwarded it. Returns the
-        request's header (its correlation id answers the client) and the response. InvalidRequestError for bytes
-        that are not a request of a `forwardable` API, UnsupportedVersionError for a version not served here."""
-        try:
-            header, position = decode_request_header(request_data)
-        except KafkaError as error:
-            raise InvalidRequestError(f"the forwarded request's header does not parse: {error}") from None
-        api_key, api_version = header.request_api_key, header.request_api_version
-        registration = self._registrations.get(api_key)
-        if registration is None or api_key not in forwardable:
-            raise InvalidRequestError(f"API {api_key} is not enabled or is not eligible for forwarding")
-        if api_version not in registration.versions:
-            raise UnsupportedVersionError(f"{registration.api_key.name} v{api_version} is not served here")
-        try:
-            request = registration.request_class.decode(request_data, api_version, position)
-        except KafkaError as error:
-            raise InvalidRequestError(f"malformed forwarded {registration.api_key.name} v{api_version}: {error}"
-                                      ) from None
-        context = RequestContext(header, api_version, client_host, 0, listener_name, principal)
-        return header, await registration.handler(context, request)
-
     def check_every_api_has_a_handler(self) -> None:
         """Called by the composition root once every handler is registered: ApiVersions advertises the whole table,
         so a row nobody serves would send clients requests that close their connection."""
@@ -340,3 +316,27 @@ class Dispatcher:
         if response is None:
             return None
         return encode_response(header.correlation_id, api_key, api_version, response)
+
+    async def handle_forwarded(self, request_data: bytes, client_host: str, listener_name: str,
+                               principal: KafkaPrincipal, forwardable: Set[int]) -> tuple[RequestHeader, Message]:
+        """Serve the request an Envelope carries (KIP-590) as if its client had sent it here: with the client's
+        principal and host, so the handler authorizes the client, not the broker that forwarded it. Returns the
+        request's header (its correlation id answers the client) and the response. InvalidRequestError for bytes
+        that are not a request of a `forwardable` API, UnsupportedVersionError for a version not served here."""
+        try:
+            header, position = decode_request_header(request_data)
+        except KafkaError as error:
+            raise InvalidRequestError(f"the forwarded request's header does not parse: {error}") from None
+        api_key, api_version = header.request_api_key, header.request_api_version
+        registration = self._registrations.get(api_key)
+        if registration is None or api_key not in forwardable:
+            raise InvalidRequestError(f"API {api_key} is not enabled or is not eligible for forwarding")
+        if api_version not in registration.versions:
+            raise UnsupportedVersionError(f"{registration.api_key.name} v{api_version} is not served here")
+        try:
+            request = registration.request_class.decode(request_data, api_version, position)
+        except KafkaError as error:
+            raise InvalidRequestError(f"malformed forwarded {registration.api_key.name} v{api_version}: {error}"
+                                      ) from None
+        context = RequestContext(header, api_version, client_host, 0, listener_name, principal)
+        return header, await registration.handler(context, request)
