@@ -126,10 +126,20 @@ def _alter_entity(image: MetadataImage, entity: ClientQuotaEntity,
     return NONE, records
 
 
+def _entry_result(entry: AlterClientQuotasRequest.EntryData, error: ApiError) -> AlterClientQuotasResponse.EntryData:
+    Entity = AlterClientQuotasResponse.EntityData
+    return AlterClientQuotasResponse.EntryData(
+        error_code=error.error_code, error_message=error.message,
+        entity=[Entity(entity_type=part.entity_type, entity_name=part.entity_name) for part in entry.entity])
+
+
+def alter_client_quotas_error(request: AlterClientQuotasRequest, error: ApiError) -> AlterClientQuotasResponse:
+    """The answer to a request refused as a whole (not the controller, not authorized): `error` for every entry."""
+    return AlterClientQuotasResponse(entries=[_entry_result(entry, error) for entry in request.entries])
+
+
 def alter_client_quotas(image: MetadataImage, request: AlterClientQuotasRequest
                         ) -> ControllerResult[AlterClientQuotasResponse]:
-    Entry = AlterClientQuotasResponse.EntryData
-    Entity = AlterClientQuotasResponse.EntityData
     responses, records = [], []
     seen: set[ClientQuotaEntity] = set()
     for entry in request.entries:
@@ -142,9 +152,7 @@ def alter_client_quotas(image: MetadataImage, request: AlterClientQuotasRequest
         if not error.is_failure:
             error, changes = _alter_entity(image, entity, entry)
             records.extend(changes)
-        responses.append(Entry(error_code=error.error_code, error_message=error.message,
-                               entity=[Entity(entity_type=part.entity_type, entity_name=part.entity_name)
-                                       for part in entry.entity]))
+        responses.append(_entry_result(entry, error))
     return ControllerResult(AlterClientQuotasResponse(entries=responses), [] if request.validate_only else records)
 
 

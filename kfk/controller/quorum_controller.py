@@ -454,13 +454,7 @@ class QuorumController:
         try:
             return await self._write(lambda image: client_quota_control.alter_client_quotas(image, request))
         except NotControllerError:
-            Entry = AlterClientQuotasResponse.EntryData
-            Entity = AlterClientQuotasResponse.EntityData
-            return AlterClientQuotasResponse(entries=[
-                Entry(error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message,
-                      entity=[Entity(entity_type=part.entity_type, entity_name=part.entity_name)
-                              for part in entry.entity])
-                for entry in request.entries])
+            return client_quota_control.alter_client_quotas_error(request, _NOT_CONTROLLER)
 
     # -- SCRAM credentials -------------------------------------------------------------------------------------------
 

@@ -59,6 +59,7 @@ from kfk.server.controller_channel import ControllerChannel
 from kfk.server.dispatch import CONTROLLER_SERVED_VERSIONS, Dispatcher, Handler, RequestContext
 from kfk.server.dynamic_config import DynamicBrokerConfig
 from kfk.server.fetch_session import FetchSessionCache
+from kfk.server.forwarding import FORWARDED_APIS, ForwardingManager
 from kfk.server.handlers.acls import AclsHandler
 from kfk.server.handlers.admin import TopicAdminHandler
 from kfk.server.handlers.api_versions import ApiVersionsHandler
@@ -71,6 +72,7 @@ from kfk.server.handlers.describe_log_dirs import DescribeLogDirsHandler
 from kfk.server.handlers.describe_quorum import DescribeQuorumHandler
 from kfk.server.handlers.raft import RaftHandler
 from kfk.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
+from kfk.server.handlers.envelope import EnvelopeHandler
 from kfk.server.handlers.fetch import FetchHandler
 from kfk.server.handlers.find_coordinator import FindCoordinatorHandler
 from kfk.server.handlers.groups import GroupsHandler
@@ -104,10 +106,6 @@ CONTROLLED_SHUTDOWN_ATTEMPTS = 3
 CONTROLLED_SHUTDOWN_RETRY_BACKOFF_S = 0.5
 #: The CreateTopics version a broker forwards auto-creations with (the highest kfk serves).
 CREATE_TOPICS_FORWARD_VERSION = 7
-#: What a KRaft broker forwards to the active controller when its own controller is not it.
-FORWARDED_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS,
-                  ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-                  ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.DESCRIBE_QUORUM)
 #: How much longer a WriteTxnMarkers request to another broker waits than that broker's acks=-1 append may take.
 MARKER_REQUEST_MARGIN_MS = 5_000
 
@@ -201,7 +199,7 @@ class BrokerServer:
             ConfigsHandler(metadata_cache, controller, config, self.node_id, auth),
             AclsHandler(metadata_cache, controller, auth,
                         controller_channel.send if controller_channel is not None else None),
-            ClientQuotasHandler(metadata_cache, controller),
+            ClientQuotasHandler(metadata_cache, controller, auth),
             LeadershipHandler(controller, auth),
             ProducerIdHandler(self.producer_id_manager, transaction_coordinator, auth),
             ProduceHandler(replica_manager, self.txn_verifier, auth, quota=self.quotas.produce),
@@ -231,17 +229,15 @@ class BrokerServer:
 
     def _forward_unless_controller(self, handler: Handler) -> Handler:
         """A KRaft broker serves the controller's admin requests from any client: itself when its own controller is
-        active, else by forwarding the request to the active controller (Kafka's forwarding; the Metadata response
-        names any broker as the controller, so clients come to brokers).
+        active, else by forwarding the request to the active controller in an Envelope with the client's principal
+        (KIP-590, kfk/server/forwarding.py; the Metadata response names any broker as the controller, so clients
+        come to brokers). The controller authorizes the client, so the broker checks nothing itself."""
+        forwarding_manager = ForwardingManager(self.controller_channel)
 
-        With an authorizer, a request is never forwarded: the controller would check it against this broker's
-        principal, not the client's (Kafka wraps it in an Envelope carrying the client's principal, KIP-590, which
-        kfk does not do yet). The local handler checks the client's rights and answers NOT_CONTROLLER for what they
-        allow, so an ACL-protected admin request is served by a broker whose own controller is active."""
         async def forwarding(context: RequestContext, request: Message) -> Message:
-            if self.controller.is_active or self.auth.enabled:
+            if self.controller.is_active:
                 return await handler(context, request)
-            return await self.controller_channel.send(request, context.api_version)
+            return await forwarding_manager.forward(context, request)
 
         return forwarding
 
@@ -449,11 +445,16 @@ class BrokerServer:
             return await raft_handler.fetch(request)
 
         dispatcher.register(ApiKey.FETCH, raft_fetch)  # a controller listener serves only the metadata log's
+        auth = self.auth  # the forwarded requests' clients, and the tools that come to the controller directly
         for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS), BrokerToControllerHandler(controller),
                         raft_handler,
-                        TopicAdminHandler(controller), ConfigsHandler(cache, controller, self.config, self.node_id),
-                        LeadershipHandler(controller), DescribeQuorumHandler(self.metadata_backend, cache),
-                        DescribeClusterHandler(cache, self.metadata_backend)):
+                        TopicAdminHandler(controller, auth),
+                        ConfigsHandler(cache, controller, self.config, self.node_id, auth),
+                        LeadershipHandler(controller, auth), DescribeQuorumHandler(self.metadata_backend, cache, auth),
+                        DescribeClusterHandler(cache, self.metadata_backend),
+                        AclsHandler(cache, controller, auth), ClientQuotasHandler(cache, controller, auth),
+                        ScramCredentialsHandler(cache, controller, auth),
+                        EnvelopeHandler(dispatcher, auth, FORWARDED_APIS)):
             handler.register(dispatcher)
         dispatcher.check_every_api_has_a_handler()
         return dispatcher

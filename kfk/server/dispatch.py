@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Coroutine, Generator, Mapping, NamedTuple
 
-from kfk.errors import KafkaError, ProtocolError
+from kfk.errors import InvalidRequestError, KafkaError, ProtocolError, UnsupportedVersionError
 from kfk.protocol.apis import VersionRange
 from kfk.protocol.headers import RequestHeader, decode_request_header, encode_response
 from kfk.protocol.message import Buffer, Message
@@ -122,7 +123,16 @@ CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
         ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS,
         ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.DESCRIBE_QUORUM,
         ApiKey.DESCRIBE_CLUSTER)},
+    # A broker's forwarded request with its client's principal (KIP-590; a controller-only API, as in Kafka 4.0),
+    # and the admin requests forwarded since, which tools may also send the controller directly.
+    ApiKey.ENVELOPE: VersionRange(0, 0),  # handlers/envelope.py
+    **{api_key: SERVED_VERSIONS[api_key] for api_key in (
+        ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS)},
 }
+
+
+#: The listener name of a request served in-process (handle_local): the node asking itself, no connection.
+LOCAL_LISTENER = "local"
 
 
 @dataclass(slots=True)
@@ -138,6 +148,8 @@ class RequestContext:
     principal: KafkaPrincipal = ANONYMOUS
     #: How long the client is to be throttled for exceeding a quota (set by handlers that record bytes).
     throttle_time_ms: int = 0
+    #: The request as received, header and body (what a KRaft broker forwards to the controller in an Envelope).
+    request_data: Buffer | None = None
 
     @property
     def client_id(self) -> str | None:
@@ -238,7 +250,7 @@ class Dispatcher:
         registration = self._registrations[request.API_KEY]
         header = RequestHeader(request_api_key=request.API_KEY, request_api_version=api_version,
                                correlation_id=0, client_id=client_id)
-        return await registration.handler(RequestContext(header, api_version, "", 0, "local"), request)
+        return await registration.handler(RequestContext(header, api_version, "", 0, LOCAL_LISTENER), request)
 
     def check_every_api_has_a_handler(self) -> None:
         """Called by the composition root once every handler is registered: ApiVersions advertises the whole table,
@@ -274,6 +286,7 @@ class Dispatcher:
             # edits in place (no copy between socket and file); every other request from immutable bytes, so the
             # handlers' bytes fields are ordinary hashable bytes (a copy of a small frame).
             frame = memoryview(frame) if api_key == ApiKey.PRODUCE else bytes(frame)
+        context.request_data = frame
         try:
             request = registration.request_class.decode(frame, api_version, position)
         except ProtocolError as error:
@@ -303,3 +316,27 @@ class Dispatcher:
         if response is None:
             return None
         return encode_response(header.correlation_id, api_key, api_version, response)
+
+    async def handle_forwarded(self, request_data: bytes, client_host: str, listener_name: str,
+                               principal: KafkaPrincipal, forwardable: Set[int]) -> tuple[RequestHeader, Message]:
+        """Serve the request an Envelope carries (KIP-590) as if its client had sent it here: with the client's
+        principal and host, so the handler authorizes the client, not the broker that forwarded it. Returns the
+        request's header (its correlation id answers the client) and the response. InvalidRequestError for bytes
+        that are not a request of a `forwardable` API, UnsupportedVersionError for a version not served here."""
+        try:
+            header, position = decode_request_header(request_data)
+        except KafkaError as error:
+            raise InvalidRequestError(f"the forwarded request's header does not parse: {error}") from None
+        api_key, api_version = header.request_api_key, header.request_api_version
+        registration = self._registrations.get(api_key)
+        if registration is None or api_key not in forwardable:
+            raise InvalidRequestError(f"API {api_key} is not enabled or is not eligible for forwarding")
+        if api_version not in registration.versions:
+            raise UnsupportedVersionError(f"{registration.api_key.name} v{api_version} is not served here")
+        try:
+            request = registration.request_class.decode(request_data, api_version, position)
+        except KafkaError as error:
+            raise InvalidRequestError(f"malformed forwarded {registration.api_key.name} v{api_version}: {error}"
+                                      ) from None
+        context = RequestContext(header, api_version, client_host, 0, listener_name, principal)
+        return header, await registration.handler(context, request)

@@ -88,12 +88,15 @@ class BrokerProcess:
 
     def _listeners(self, roles: str) -> str:
         """`listener_name` (PLAINTEXT by default) and the extra listeners for a broker, CONTROLLER for a KRaft
-        controller (a controller-only node has no other)."""
+        controller (a controller-only node has no other but its extra listeners: more controller listeners)."""
         listeners = []
-        if self.controller_port is None or "broker" in roles:
+        broker = self.controller_port is None or "broker" in roles
+        if broker:
             listeners += [f"{self.listener_name}://{self.host}:{self.port}", *self.extra_listeners]
         if self.controller_port is not None:
             listeners.append(f"CONTROLLER://{self.host}:{self.controller_port}")
+            if not broker:
+                listeners += self.extra_listeners
         return ",".join(listeners)
 
     def stop(self, timeout: float = 20.0) -> int:

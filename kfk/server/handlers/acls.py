@@ -3,9 +3,11 @@
 v1 adds the resource pattern type (LITERAL, PREFIXED; in filters also ANY and MATCH), v2 is flexible, v3 changes
 nothing on the wire (the USER resource type). Without an authorizer (authorizer.class.name empty) every request is
 answered SECURITY_DISABLED, as Kafka's. DescribeAcls needs DESCRIBE on the cluster and is answered from this
-broker's metadata image; Create/DeleteAcls need ALTER on the cluster and are decided by the active controller:
-a broker that is not it forwards them over the inter-broker listener (the controller then authorizes the
-forwarding broker's principal, which super.users must hold, as brokers' principals do in Kafka deployments).
+broker's metadata image; Create/DeleteAcls need ALTER on the cluster and are decided by the active controller.
+A KRaft broker that is not it forwards them in an Envelope with the client's principal (kfk/server/forwarding.py),
+checked by the controller. A ZooKeeper-mode broker checks the client itself and forwards them over the inter-broker
+listener (the controller then authorizes the forwarding broker's principal, which super.users must hold, as
+brokers' principals do in Kafka deployments).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ Forward = Callable[[Message, int, Callable[[Message], bool]], Awaitable[Message]
 
 
 class AclsHandler:
-    """`forward` is None where this node's controller is the only one (the embedded quorum)."""
+    """`forward`: to the ZooKeeper-mode controller (KRaft brokers forward in an Envelope before this handler)."""
 
     def __init__(self, metadata_cache: MetadataCache, controller: QuorumController, auth: RequestAuthorizer,
                  forward: Forward | None = None) -> None:
