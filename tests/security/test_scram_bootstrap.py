@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError as ConfluentKafkaError, Producer
+from confluent_kafka import KafkaError as ConfluentKafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfk.protocol.metadata_records import schema_class
@@ -25,7 +25,7 @@ from kfk.testing.broker import BrokerProcess
 from kfk.testing.plugin import TEST_OVERRIDES
 
 from tests.cluster.helpers import describe_quorum, metadata_log_batches, wait_until
-from tests.security.cluster_checks import partition_zero, produce_acks_all
+from tests.security.cluster_checks import partition_zero, produce_acks_all, read_partition_zero
 from tests.security.test_sasl_clients import confluent_config, scram_failure
 
 pytestmark = pytest.mark.integration
@@ -69,29 +69,12 @@ def kfk_metadata_mode() -> str:
     return "kraft"
 
 
-def _produce_and_consume(config: dict, topic: str, count: int = 10) -> list[bytes]:
-    producer = Producer(config)
-    errors: list = []
-    for index in range(count):
-        producer.produce(topic, f"v{index}".encode(), on_delivery=lambda error, _: errors.append(error))
-    assert producer.flush(30) == 0
-    assert errors == [None] * count
-    consumer = Consumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(values) < count and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            values.append(message.value())
-    consumer.close()
-    return values
-
-
 def test_confluent_kafka_authenticates_as_the_formatted_user(scram_broker: BrokerProcess) -> None:
     topic = f"scram-{uuid.uuid4().hex[:8]}"
-    values = _produce_and_consume(confluent_config(scram_broker.bootstrap_servers, *ALICE), topic)
-    assert values == [f"v{index}".encode() for index in range(10)]
+    config = confluent_config(scram_broker.bootstrap_servers, *ALICE)
+    values = [f"v{index}".encode() for index in range(10)]
+    produce_acks_all(config, topic, values)
+    assert read_partition_zero(config, topic, len(values)) == values
 
 
 def test_kafka_python_authenticates_as_the_formatted_user(scram_broker: BrokerProcess) -> None:
