@@ -5,9 +5,13 @@ voter set.
 The metadata log dir is the first log dir (where the embedded backend keeps __cluster_metadata-0). Kafka's rules
 about the quorum flags hold: --standalone and --initial-controllers are for controllers of a dynamic quorum
 (controller.quorum.bootstrap.servers, never with static controller.quorum.voters), and a controller of a dynamic
-quorum must be given one of --standalone, --initial-controllers or --no-initial-controllers. Kafka refuses
---add-scram below metadata.version 3.5-IV2; kfk's controller keeps SCRAM credentials at the one level it runs,
-3.3-IV3 (as it does for AlterUserScramCredentials), so kfk formats them there.
+quorum must be given one of --standalone, --initial-controllers or --no-initial-controllers.
+
+One difference: Kafka refuses --add-scram below metadata.version 3.5-IV2; kfk's controller keeps SCRAM credentials
+at the one level it runs, 3.3-IV3 (as it does for AlterUserScramCredentials), so kfk formats them there. Apache
+Kafka 4.0 cannot hold them at that level (its controller stops: "Metadata has been lost because the following could
+not be represented in metadata.version 3.3-IV3: ScramImage"), so a node kfk formatted with --add-scram starts kfk,
+not Apache Kafka, until kfk's metadata.version (controller/features.py) reaches 3.5-IV2.
 """
 
 from __future__ import annotations
