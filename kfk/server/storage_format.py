@@ -22,19 +22,22 @@ from typing import Sequence
 
 from kfk.backends.embedded.bootstrap import (
     InitialController,
-    bootstrap_records,
     parse_initial_controllers,
     write_bootstrap_checkpoint,
     write_initial_voters,
 )
 from kfk.config import BrokerConfig
-from kfk.controller.features import METADATA_VERSION_LEVEL, METADATA_VERSION_NAME
+from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL, METADATA_VERSION_NAME
 from kfk.errors import InvalidConfigurationError
-from kfk.security.sasl.add_scram import parse_add_scram
+from kfk.protocol.message import Message
+from kfk.protocol.metadata_records import schema_class
+from kfk.security.sasl.add_scram import ScramCredentialArgument, parse_add_scram
 from kfk.server.network import Listener
 from kfk.storage.format import format_log_dirs
 from kfk.storage.partition_metadata import uuid_to_base64
 
+FeatureLevelRecord = schema_class("FeatureLevelRecord")
+UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
 #: The --release-version values kfk accepts: the metadata.version its controller writes, by release or by name.
 RELEASE_VERSIONS = {"3.3": METADATA_VERSION_LEVEL, METADATA_VERSION_NAME: METADATA_VERSION_LEVEL}
 
@@ -74,6 +77,16 @@ def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standa
         kind = "dynamic metadata voter directory" if voters else "metadata directory"
         lines.append(f"Formatting {kind} {metadata_dir} with metadata.version {METADATA_VERSION_NAME}.")
     return lines
+
+
+def bootstrap_records(metadata_version_level: int, credentials: Sequence[ScramCredentialArgument]) -> list[Message]:
+    """What kafka-storage format bootstraps a cluster with: the metadata.version, then the --add-scram credentials
+    in the order given."""
+    return [FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=metadata_version_level),
+            *(UserScramCredentialRecord(name=argument.name, mechanism=argument.mechanism,
+                                        salt=argument.credential.salt, stored_key=argument.credential.stored_key,
+                                        server_key=argument.credential.server_key,
+                                        iterations=argument.credential.iterations) for argument in credentials)]
 
 
 def _initial_voters(config: BrokerConfig, standalone: bool, initial_controllers: str | None,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from kfk.backends.embedded.bootstrap import bootstrap_records
 from kfk.controller.bootstrap_metadata import records_for_empty_log
 from kfk.controller.features import METADATA_VERSION_LEVEL
 from kfk.protocol.metadata_records import schema_class
 from kfk.security.sasl.add_scram import parse_add_scram
 from kfk.security.sasl.scram import ScramMechanism
+from kfk.server.storage_format import bootstrap_records
 
 from tests.cluster.helpers import metadata_log_batches
 

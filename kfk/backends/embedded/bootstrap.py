@@ -21,17 +21,12 @@ from typing import Sequence
 from kfk.backends.embedded.metadata_log import METADATA_TOPIC_PARTITION
 from kfk.backends.embedded.snapshots import SnapshotId, read_snapshot, write_snapshot
 from kfk.backends.embedded.snapshots.writer import VotersRecord, snapshot_bytes
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
 from kfk.errors import InvalidConfigurationError
 from kfk.protocol.message import Message
-from kfk.protocol.metadata_records import schema_class
-from kfk.security.sasl.add_scram import ScramCredentialArgument
 from kfk.storage.checkpoint import atomic_write
 from kfk.storage.log_files import BOOTSTRAP_SNAPSHOT_FILE, log_dir_name
 from kfk.storage.partition_metadata import uuid_from_base64
 
-FeatureLevelRecord = schema_class("FeatureLevelRecord")
-UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
 #: The kraft.version range a kfk controller supports (KIP-853's 1: a dynamic voter set in the log).
 KRAFT_VERSION_MIN, KRAFT_VERSION_MAX = 0, 1
 
@@ -76,16 +71,6 @@ def voters_record(controllers: list[InitialController]) -> VotersRecord:
             k_raft_version_feature=VotersRecord.KRaftVersionFeature(min_supported_version=KRAFT_VERSION_MIN,
                                                                     max_supported_version=KRAFT_VERSION_MAX))
         for controller in controllers])
-
-
-def bootstrap_records(metadata_version_level: int, credentials: Sequence[ScramCredentialArgument]) -> list[Message]:
-    """What kafka-storage format bootstraps a cluster with: the metadata.version, then the --add-scram credentials
-    in the order given."""
-    return [FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=metadata_version_level),
-            *(UserScramCredentialRecord(name=argument.name, mechanism=argument.mechanism,
-                                        salt=argument.credential.salt, stored_key=argument.credential.stored_key,
-                                        server_key=argument.credential.server_key,
-                                        iterations=argument.credential.iterations) for argument in credentials)]
 
 
 def write_bootstrap_checkpoint(log_dir: str, records: Sequence[Message], now_ms: int) -> None:
