@@ -37,10 +37,15 @@ def format(
     ] = None,
     no_initial_controllers: Annotated[bool, typer.Option(
         "--no-initial-controllers", "-N", help="A node joining an existing dynamic quorum.")] = False,
+    add_scram: Annotated[Optional[list[str]], typer.Option(
+        "--add-scram", "-S",
+        help="A SCRAM credential the controller writes into the metadata when the cluster first starts (repeatable): "
+             "'SCRAM-SHA-256=[name=alice,password=alice-secret]' or "
+             "'SCRAM-SHA-512=[name=alice,iterations=8192,salt=\"N3E=\",saltedpassword=\"YCE=\"]'.")] = None,
 ) -> None:
-    """Write meta.properties (cluster id, node id, directory id) and bootstrap.checkpoint into every log dir of the
-    node, and with --standalone or --initial-controllers the initial voter set of a dynamic quorum (refused while a
-    broker runs on one of them)."""
+    """Write meta.properties (cluster id, node id, directory id) and bootstrap.checkpoint (the metadata.version and
+    the --add-scram credentials) into every log dir of the node, and with --standalone or --initial-controllers the
+    initial voter set of a dynamic quorum (refused while a broker runs on one of them)."""
     from kfk.commands.server import load_broker_properties
     from kfk.common.clock import system_time_ms
     from kfk.config import BrokerConfig
@@ -55,7 +60,7 @@ def format(
             lines = format_storage(broker, cluster_id or random_cluster_id(), system_time_ms(),
                                    standalone=standalone, initial_controllers=initial_controllers,
                                    no_initial_controllers=no_initial_controllers, release_version=release_version,
-                                   ignore_formatted=ignore_formatted)
+                                   ignore_formatted=ignore_formatted, add_scram=add_scram or ())
     except KafkaError as error:
         fail(str(error))
     for line in lines:

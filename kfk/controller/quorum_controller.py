@@ -48,9 +48,10 @@ from kfk.controller import (
 )
 from kfk.controller.auto_topic_creation import creatable_topic
 from kfk.controller.backend import MetadataBackend
+from kfk.controller.bootstrap_metadata import records_for_empty_log
 from kfk.controller.broker_heartbeat_manager import BrokerControlState, BrokerHeartbeatManager
 from kfk.controller.config_describer import describe_topic_configs
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL
+from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
 from kfk.controller.producer_ids import ProducerIdsBlock, generate_next_producer_ids
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import (
@@ -95,7 +96,6 @@ from kfk.protocol.metadata_records import schema_class
 
 log = logging.getLogger("kfk.controller")
 
-FeatureLevelRecord = schema_class("FeatureLevelRecord")
 UnregisterBrokerRecord = schema_class("UnregisterBrokerRecord")
 T = TypeVar("T")
 _NOT_CONTROLLER = ApiError(ErrorCode.NOT_CONTROLLER, "This node is not the active controller.")
@@ -104,8 +104,11 @@ _NOT_CONTROLLER = ApiError(ErrorCode.NOT_CONTROLLER, "This node is not the activ
 class QuorumController:
     def __init__(self, backend: MetadataBackend, config: BrokerConfig, node_id: int,
                  rng: random.Random | None = None, manage_leadership: bool = False, broker_heartbeats: bool = False,
-                 time_ms: Clock = system_time_ms) -> None:
+                 time_ms: Clock = system_time_ms, bootstrap_records: Sequence[Message] | None = None) -> None:
         self.backend = backend
+        #: The metadata log dir's bootstrap.checkpoint records (None: none), written when this controller first
+        #: leads an empty log (controller/bootstrap_metadata.py).
+        self.bootstrap_records = bootstrap_records
         self.time_ms = time_ms
         #: KRaft liveness: None in ZooKeeper mode, where a broker's session is ZooKeeper's.
         self.heartbeats = BrokerHeartbeatManager(config.broker_session_timeout_ms) if broker_heartbeats else None
@@ -142,14 +145,14 @@ class QuorumController:
         return self.controller_epoch is not None
 
     async def activate(self) -> bool:
-        """Run for controller; once elected, bootstrap an empty log with the metadata.version record."""
+        """Run for controller; once elected, bootstrap an empty log with the bootstrap records (the metadata.version
+        first)."""
         epoch = await self.backend.elect_controller(self.node_id)
         if epoch is None:
             return False
         self.controller_epoch = epoch
         if METADATA_VERSION_FEATURE_NAME not in self.image.features:
-            await self._write(lambda image: ControllerResult(None, [
-                FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=METADATA_VERSION_LEVEL)]))
+            await self._write(lambda image: ControllerResult(None, records_for_empty_log(self.bootstrap_records)))
         if self.heartbeats is not None:
             self.heartbeats.reset(list(self.image.brokers), self.time_ms())
             if self.manage_leadership:  # a single node has nobody to fail over to: it never fences itself

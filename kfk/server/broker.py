@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
+from kfk.backends.embedded.bootstrap import read_bootstrap_records
 from kfk.backends.embedded.raft import RaftConfig, parse_voters
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
@@ -357,7 +358,9 @@ class BrokerServer:
             segment_bytes=config.metadata_log_segment_bytes)
         # The single-node default has nobody to move leadership to: registration and unfencing lead its partitions.
         self.controller = QuorumController(backend, config, self.node_id,
-                                           manage_leadership=not config.single_node_quorum, broker_heartbeats=True)
+                                           manage_leadership=not config.single_node_quorum, broker_heartbeats=True,
+                                           bootstrap_records=read_bootstrap_records(self.log_dirs[0])
+                                           if self.is_controller else None)
         backend.add_listener(self.metadata_cache)
         backend.add_listener(self.controller)
         self.controller_dispatcher = self._build_controller_dispatcher()

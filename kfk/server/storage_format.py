@@ -1,16 +1,24 @@
 """`kfk storage format` for a node's config (kafka-storage format): meta.properties in every log dir, the
-bootstrap snapshot with the metadata.version, and for a dynamic quorum the initial voter set.
+bootstrap snapshot with the metadata.version and the `--add-scram` credentials, and for a dynamic quorum the initial
+voter set.
 
 The metadata log dir is the first log dir (where the embedded backend keeps __cluster_metadata-0). Kafka's rules
 about the quorum flags hold: --standalone and --initial-controllers are for controllers of a dynamic quorum
 (controller.quorum.bootstrap.servers, never with static controller.quorum.voters), and a controller of a dynamic
 quorum must be given one of --standalone, --initial-controllers or --no-initial-controllers.
+
+One difference: Kafka refuses --add-scram below metadata.version 3.5-IV2; kfk's controller keeps SCRAM credentials
+at the one level it runs, 3.3-IV3 (as it does for AlterUserScramCredentials), so kfk formats them there. Apache
+Kafka 4.0 cannot hold them at that level (its controller stops: "Metadata has been lost because the following could
+not be represented in metadata.version 3.3-IV3: ScramImage"), so a node kfk formatted with --add-scram starts kfk,
+not Apache Kafka, until kfk's metadata.version (controller/features.py) reaches 3.5-IV2.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
+from typing import Sequence
 
 from kfk.backends.embedded.bootstrap import (
     InitialController,
@@ -19,20 +27,27 @@ from kfk.backends.embedded.bootstrap import (
     write_initial_voters,
 )
 from kfk.config import BrokerConfig
-from kfk.controller.features import METADATA_VERSION_LEVEL, METADATA_VERSION_NAME
+from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL, METADATA_VERSION_NAME
 from kfk.errors import InvalidConfigurationError
+from kfk.protocol.message import Message
+from kfk.protocol.metadata_records import schema_class
+from kfk.security.sasl.add_scram import ScramCredentialArgument, parse_add_scram
 from kfk.server.network import Listener
 from kfk.storage.format import format_log_dirs
 from kfk.storage.partition_metadata import uuid_to_base64
 
+FeatureLevelRecord = schema_class("FeatureLevelRecord")
+UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
 #: The --release-version values kfk accepts: the metadata.version its controller writes, by release or by name.
 RELEASE_VERSIONS = {"3.3": METADATA_VERSION_LEVEL, METADATA_VERSION_NAME: METADATA_VERSION_LEVEL}
 
 
 def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standalone: bool = False,
                    initial_controllers: str | None = None, no_initial_controllers: bool = False,
-                   release_version: str | None = None, ignore_formatted: bool = False) -> list[str]:
-    """Format the node's log dirs; returns the lines kafka-storage prints (one per dir formatted now)."""
+                   release_version: str | None = None, ignore_formatted: bool = False,
+                   add_scram: Sequence[str] = ()) -> list[str]:
+    """Format the node's log dirs; returns the lines kafka-storage prints (one per dir formatted now). Every
+    argument is checked (the --add-scram ones parsed and their passwords salted) before anything is written."""
     release = release_version or METADATA_VERSION_NAME
     if release not in RELEASE_VERSIONS:
         raise InvalidConfigurationError(
@@ -41,6 +56,7 @@ def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standa
     if sum([standalone, initial_controllers is not None, no_initial_controllers]) > 1:
         raise InvalidConfigurationError(
             "give at most one of --standalone, --initial-controllers, --no-initial-controllers")
+    records = bootstrap_records(RELEASE_VERSIONS[release], [parse_add_scram(argument) for argument in add_scram])
     log_dirs = [os.path.abspath(log_dir) for log_dir in config.log_dir_list]
     metadata_dir = log_dirs[0]
     voters = _initial_voters(config, standalone, initial_controllers, no_initial_controllers)
@@ -52,7 +68,7 @@ def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standa
     if not formatted:
         return ["All of the log directories are already formatted."]
     for log_dir in formatted:
-        write_bootstrap_checkpoint(log_dir, RELEASE_VERSIONS[release], now_ms)
+        write_bootstrap_checkpoint(log_dir, records, now_ms)
     if metadata_dir in formatted and voters:
         write_initial_voters(metadata_dir, voters, now_ms)
     lines = [f"Formatting data directory {log_dir} with metadata.version {METADATA_VERSION_NAME}."
@@ -61,6 +77,16 @@ def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standa
         kind = "dynamic metadata voter directory" if voters else "metadata directory"
         lines.append(f"Formatting {kind} {metadata_dir} with metadata.version {METADATA_VERSION_NAME}.")
     return lines
+
+
+def bootstrap_records(metadata_version_level: int, credentials: Sequence[ScramCredentialArgument]) -> list[Message]:
+    """What kafka-storage format bootstraps a cluster with: the metadata.version, then the --add-scram credentials
+    in the order given."""
+    return [FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=metadata_version_level),
+            *(UserScramCredentialRecord(name=argument.name, mechanism=argument.mechanism,
+                                        salt=argument.credential.salt, stored_key=argument.credential.stored_key,
+                                        server_key=argument.credential.server_key,
+                                        iterations=argument.credential.iterations) for argument in credentials)]
 
 
 def _initial_voters(config: BrokerConfig, standalone: bool, initial_controllers: str | None,

@@ -70,6 +70,8 @@ class KfkCluster:
     voters: dict[int, int] = field(default_factory=dict)
     #: KRaft: the cluster id every node's storage is formatted with.
     cluster_id: str | None = None
+    #: KRaft: more `kfk storage format` flags, the same for every node (e.g. `--add-scram ...`).
+    format_args: list[str] = field(default_factory=list)
 
     @property
     def kraft(self) -> bool:
@@ -118,7 +120,7 @@ class KfkCluster:
         directory.mkdir(parents=True, exist_ok=True)
         return BrokerProcess(log_dir=directory / "data", overrides=merged, log_path=directory / "broker.log",
                              controller_port=self.voters.get(node_id), cluster_id=self.cluster_id,
-                             listener_name=self.listener_name)
+                             listener_name=self.listener_name, format_args=list(self.format_args))
 
     def start(self, broker_ids: list[int] | None = None, timeout: float = 30.0) -> None:
         """Start (or restart) nodes in parallel and wait until each serves (default: every node, controllers
@@ -172,15 +174,18 @@ class KfkCluster:
 
 def start_cluster(directory: Path, zookeeper_connect: str | None, size: int = 3,
                   overrides: dict[str, str] | None = None, timeout: float = 30.0, *, controllers: int = 0,
-                  combined: bool = False, listener_name: str = "PLAINTEXT") -> KfkCluster:
+                  combined: bool = False, listener_name: str = "PLAINTEXT",
+                  format_args: list[str] | None = None) -> KfkCluster:
     """Brokers 1..size on ZooKeeper (`zookeeper_connect`), or on KRaft (`zookeeper_connect` None): with
     `controllers` controller-only nodes, or `combined` (every broker a voter; the default when there are no
-    controller-only nodes). `listener_name`: each broker's one client listener (SSL: they replicate over TLS)."""
+    controller-only nodes). `listener_name`: each broker's one client listener (SSL: they replicate over TLS).
+    `format_args`: KRaft, flags every node's `kfk storage format` gets (`--add-scram ...`)."""
     merged = dict(CLUSTER_OVERRIDES)
     if zookeeper_connect is None:
         merged.update(KRAFT_OVERRIDES)
     merged.update(overrides or {})
-    cluster = KfkCluster(zookeeper_connect, Path(directory), merged, listener_name=listener_name)
+    cluster = KfkCluster(zookeeper_connect, Path(directory), merged, listener_name=listener_name,
+                         format_args=list(format_args or []))
     if zookeeper_connect is None:
         cluster.cluster_id = random_cluster_id()
         voter_ids = list(range(1, size + 1)) if combined or not controllers else \

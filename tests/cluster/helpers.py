@@ -1,19 +1,23 @@
-"""Helpers of the multi-broker tests: waiting, partition state as Metadata reports it, exact produce errors."""
+"""Helpers of the multi-broker tests: waiting, partition state as Metadata reports it, exact produce errors, a stopped
+KRaft node's metadata log."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Callable, TypeVar
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from kfk.backends.embedded.record_serde import deserialize_record
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
 from kfk.errors import ErrorCode
+from kfk.protocol.message import Message
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kfk.protocol.messages.produce import ProduceRequest
-from kfk.records import MemoryRecordsBuilder
+from kfk.records import MemoryRecordsBuilder, iter_batches
 from tests.integration.wire import connect, request
 
 T = TypeVar("T")
@@ -140,3 +144,14 @@ def describe_quorum(controller_address: str, timeout: float = 2.0) -> DescribeQu
 
 
 partitions = partitions_of
+
+
+def metadata_log_batches(log_dir: Path) -> list[list[Message]]:
+    """The metadata records of a KRaft node's __cluster_metadata-0 log (not its snapshots), batch by batch, read
+    from its segment files (the node stopped, or at least not writing)."""
+    batches = []
+    for segment in sorted((log_dir / f"{CLUSTER_METADATA_TOPIC_NAME}-0").glob("*.log")):
+        for batch in iter_batches(segment.read_bytes()):
+            if not batch.is_control:
+                batches.append([deserialize_record(record.value) for record in batch.records()])
+    return batches

@@ -1,6 +1,7 @@
-"""`kfk storage format` as kafka-storage format (Kafka 4.0): meta.properties, bootstrap.checkpoint in every log dir,
-the dynamic quorum's initial voters in __cluster_metadata-0's first snapshot, Kafka's rules and lines; and a node
-of a multi-node cluster refusing unformatted storage. Through `python -m kfk` subprocesses.
+"""`kfk storage format` as kafka-storage format (Kafka 4.0): meta.properties, bootstrap.checkpoint in every log dir
+(with the --add-scram credentials), the dynamic quorum's initial voters in __cluster_metadata-0's first snapshot,
+Kafka's rules and lines; and a node of a multi-node cluster refusing unformatted storage. Through `python -m kfk`
+subprocesses.
 (tests/interop/test_kraft_storage.py compares the files with those Apache Kafka's own tool writes.)"""
 
 from __future__ import annotations
@@ -69,6 +70,22 @@ def test_standalone_writes_the_voter_set_and_the_bootstrap_snapshot(tmp_path: Pa
     assert ignored.returncode == 0 and ignored.stdout == "All of the log directories are already formatted.\n"
 
 
+def test_add_scram_credentials_go_into_every_bootstrap_checkpoint_only(tmp_path: Path) -> None:
+    """After the metadata.version, in the order given; the initial voter set's snapshot keeps no records (Kafka
+    4.0's layout: the controller bootstraps from bootstrap.checkpoint)."""
+    config, first, second = server_properties(tmp_path)
+    result = kfk("storage", "format", "-t", CLUSTER_ID, "-c", str(config), "--standalone",
+                 "--add-scram", "SCRAM-SHA-512=[name=bob,iterations=8192,password=bob-secret]",
+                 "-S", "SCRAM-SHA-256=[name=alice,password=alice-secret]")
+    assert result.returncode == 0, result.stderr
+    for directory in (first, second):
+        records = read_snapshot(str(directory / "bootstrap.checkpoint")).records
+        assert records[0] == FeatureLevelRecord(name="metadata.version", feature_level=7)
+        assert [(r.name, r.mechanism, r.iterations) for r in records[1:]] == [("bob", 2, 8192), ("alice", 1, 4096)]
+    voters = read_snapshot(str(first / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"))
+    assert voters.records == [] and voters.voters is not None
+
+
 def test_initial_controllers_give_the_metadata_dir_its_directory_id(tmp_path: Path) -> None:
     config, first, second = server_properties(tmp_path)
     result = kfk("storage", "format", "-t", CLUSTER_ID, "-c", str(config), "--release-version", "3.3-IV3",
@@ -91,6 +108,9 @@ def test_initial_controllers_give_the_metadata_dir_its_directory_id(tmp_path: Pa
     (["--standalone", "--initial-controllers", f"1@h:1:{DIRECTORY_ID}"], {}, "give at most one of --standalone"),
     (["--initial-controllers", "1@nowhere"], {}, "Invalid --initial-controllers entry '1@nowhere'"),
     (["--standalone", "--release-version", "4.0-IV3"], {}, "Unsupported --release-version 4.0-IV3"),
+    (["--standalone", "--add-scram", "SCRAM-SHA-256=[name=alice,password=a]", "-S", "SCRAM-SHA-256=[name=bob]"], {},
+     "kfk: You must supply one of 'password' or 'saltedpassword' to add-scram"),
+    (["--standalone", "-S", "SCRAM-SHA-1=[name=a,password=b]"], {}, "The add-scram mechanism SCRAM-SHA-1 is not"),
 ])
 def test_refusals_are_one_line_and_write_nothing(tmp_path: Path, flags: list[str], extra: dict[str, str],
                                                  message: str) -> None:

@@ -1,5 +1,5 @@
-"""What the secured-cluster tests check the same way over TLS and over SASL: acks=all produces, the partition's state
-as Metadata reports it, and a failover (kill -9 of the leader, then every record read back through the survivors)."""
+"""What the secured-cluster tests check the same way over TLS and over SASL: acks=all produces, partition 0 read back,
+the partition's state as Metadata reports it, and a failover (kill -9 of the leader, then every record read back through the survivors)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,21 @@ def produce_acks_all(config: dict[str, str], topic: str, values: list[bytes]) ->
     assert not failures, failures
 
 
+def read_partition_zero(config: dict[str, str], topic: str, count: int, timeout: float = 30.0) -> list[bytes]:
+    """The values of partition 0 from its start (up to `count` of them, or what came within `timeout`), read by a
+    confluent-kafka consumer with `config` (its security settings)."""
+    consumer = Consumer({**config, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while len(values) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    return values
+
+
 def fail_over_and_read_back(cluster: KfkCluster, admin: AdminClient, topic: str, first: list[bytes],
                             client_config: Callable[[str], dict[str, str]]) -> None:
     """Kill the leader of partition 0: another replica leads, 200 more records go in through the survivors (clients
@@ -41,16 +56,7 @@ def fail_over_and_read_back(cluster: KfkCluster, admin: AdminClient, topic: str,
     config = client_config(survivors)
     second = [f"after-{index}".encode() for index in range(200)]
     produce_acks_all(config, topic, second)
-    consumer = Consumer({**config, "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(values) < len(first) + len(second) and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            values.append(message.value())
-    consumer.close()
-    assert values == first + second
+    assert read_partition_zero(config, topic, len(first) + len(second)) == first + second
     assert new_leader != leader
     wait_until(lambda: sorted(partition_zero(admin, topic).isrs) == sorted(set(cluster.brokers) - {leader}), 20,
                what="the survivors in sync")

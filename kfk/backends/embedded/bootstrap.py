@@ -1,11 +1,14 @@
 """What `kfk storage format` writes for KRaft besides meta.properties, as Kafka 4.0's kafka-storage format does:
 
 - `bootstrap.checkpoint` in every log dir: a snapshot (snapshots/writer.py's layout, epoch 0, no KRaft version
-  records) holding the FeatureLevelRecord of the metadata.version the cluster starts at;
+  records) holding the bootstrap records: the FeatureLevelRecord of the metadata.version the cluster starts at, then
+  a UserScramCredentialRecord per `--add-scram` (KIP-900). The active controller appends them to the metadata log
+  when it first leads an empty one (`read_bootstrap_records` reads them back from the metadata log dir);
 - for a dynamic quorum (KIP-853: --standalone or --initial-controllers), the first snapshot of the metadata log,
   `__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`: no metadata records, only the header batch
   with KRaftVersion 1 and the initial voter set (each voter's id, directory id and controller endpoints). Every
   voter is formatted with the same set, which is how the quorum knows its members before anything was written.
+  Kafka 4.0 keeps the bootstrap records out of this snapshot (only bootstrap.checkpoint has them), and so does kfk.
 """
 
 from __future__ import annotations
@@ -13,18 +16,17 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
+from typing import Sequence
 
 from kfk.backends.embedded.metadata_log import METADATA_TOPIC_PARTITION
-from kfk.backends.embedded.snapshots import SnapshotId, write_snapshot
+from kfk.backends.embedded.snapshots import SnapshotId, read_snapshot, write_snapshot
 from kfk.backends.embedded.snapshots.writer import VotersRecord, snapshot_bytes
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
 from kfk.errors import InvalidConfigurationError
-from kfk.protocol.metadata_records import schema_class
+from kfk.protocol.message import Message
 from kfk.storage.checkpoint import atomic_write
 from kfk.storage.log_files import BOOTSTRAP_SNAPSHOT_FILE, log_dir_name
 from kfk.storage.partition_metadata import uuid_from_base64
 
-FeatureLevelRecord = schema_class("FeatureLevelRecord")
 #: The kraft.version range a kfk controller supports (KIP-853's 1: a dynamic voter set in the log).
 KRAFT_VERSION_MIN, KRAFT_VERSION_MAX = 0, 1
 
@@ -71,10 +73,20 @@ def voters_record(controllers: list[InitialController]) -> VotersRecord:
         for controller in controllers])
 
 
-def write_bootstrap_checkpoint(log_dir: str, metadata_version_level: int, now_ms: int) -> None:
-    record = FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=metadata_version_level)
+def write_bootstrap_checkpoint(log_dir: str, records: Sequence[Message], now_ms: int) -> None:
     atomic_write(os.path.join(log_dir, BOOTSTRAP_SNAPSHOT_FILE),
-                 snapshot_bytes([record], epoch=0, last_contained_log_timestamp=0, now_ms=now_ms))
+                 snapshot_bytes(records, epoch=0, last_contained_log_timestamp=0, now_ms=now_ms))
+
+
+def read_bootstrap_records(metadata_log_dir: str) -> list[Message] | None:
+    """The bootstrap records of the metadata log dir's bootstrap.checkpoint (kfk's or Apache Kafka's format), None
+    when there is none (a dir formatted by `kfk server start` itself, or by a kfk before bootstrap files existed).
+    CorruptRecordError when the file is not a whole snapshot: a controller must not bootstrap a cluster from half of
+    one."""
+    path = os.path.join(metadata_log_dir, BOOTSTRAP_SNAPSHOT_FILE)
+    if not os.path.exists(path):
+        return None
+    return read_snapshot(path).records
 
 
 def write_initial_voters(metadata_log_dir: str, controllers: list[InitialController], now_ms: int) -> str:
