@@ -630,10 +630,37 @@ encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             || field_size(&value, &value_raw, &value_size) < 0) {
         goto done;
     }
-    /* The body goes after room for the longest length prefix, which is written last, right before the body. */
-    Py_ssize_t body_start = MAX_VARINT_SIZE;
+    Py_ssize_t header_count = 0;
+    if (headers_object != Py_None) {  /* the reference treats a false `headers` as none */
+        int truth = PyObject_IsTrue(headers_object);
+        if (truth < 0 || (truth && (headers = PySequence_Fast(headers_object, "headers must be a sequence")) == NULL)) {
+            goto done;
+        }
+        header_count = headers != NULL ? PySequence_Fast_GET_SIZE(headers) : 0;
+    }
     Py_ssize_t fixed = 1 + unsigned_size(time_raw) + unsigned_size(offset_raw) + key_size + value_size;
-    if (output_reserve(&output, body_start + fixed + 1) < 0) {
+    if (header_count == 0) {
+        /* The common record: its size is known before writing, so it is written straight into its bytes object. */
+        uint64_t body_raw;
+        if (varint_raw(fixed + 1, &body_raw) < 0) {
+            goto done;
+        }
+        result = PyBytes_FromStringAndSize(NULL, unsigned_size(body_raw) + fixed + 1);
+        if (result != NULL) {
+            unsigned char *out = put_unsigned((unsigned char *)PyBytes_AS_STRING(result), body_raw);
+            *out++ = 0; /* attributes */
+            out = put_unsigned(out, time_raw);
+            out = put_unsigned(out, offset_raw);
+            out = put_field(out, &key, key_raw);
+            out = put_field(out, &value, value_raw);
+            *out = 0; /* no headers */
+        }
+        goto done;
+    }
+    /* With headers, the body goes after room for the longest length prefix, which is written last, right before
+       the body. */
+    Py_ssize_t body_start = MAX_VARINT_SIZE;
+    if (output_reserve(&output, body_start + fixed) < 0) {
         goto done;
     }
     unsigned char *out = output.data + body_start;
@@ -643,14 +670,6 @@ encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     out = put_field(out, &key, key_raw);
     out = put_field(out, &value, value_raw);
     output.length = out - output.data;
-    Py_ssize_t header_count = 0;
-    if (headers_object != Py_None) {  /* the reference treats a false `headers` as none */
-        int truth = PyObject_IsTrue(headers_object);
-        if (truth < 0 || (truth && (headers = PySequence_Fast(headers_object, "headers must be a sequence")) == NULL)) {
-            goto done;
-        }
-        header_count = headers != NULL ? PySequence_Fast_GET_SIZE(headers) : 0;
-    }
     uint64_t count_raw;
     if (varint_raw(header_count, &count_raw) < 0 || output_reserve(&output, MAX_VARINT_SIZE) < 0) {
         goto done;

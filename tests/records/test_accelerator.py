@@ -124,10 +124,10 @@ def test_kfk_no_accelerator_forces_the_reference_codec() -> None:
 
 
 def test_the_record_tests_pass_on_the_reference_codec() -> None:
-    """The record format's own tests (batches, builder, fuzzing, round trips), run with the accelerator off."""
+    """The record format's own tests (batches, the builder, round trips), run with the accelerator off."""
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
-         "tests/records/test_batch.py", "tests/records/test_properties.py", "tests/records/test_fuzz.py"],
+         "tests/records/test_batch.py", "tests/records/test_properties.py"],
         check=False, cwd=REPOSITORY, env={**os.environ, "PYTHONPATH": str(REPOSITORY), "KFK_NO_ACCELERATOR": "1"},
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
