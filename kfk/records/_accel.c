@@ -19,7 +19,6 @@ bounded by the length of the buffer (as Python's IndexError bounds the reference
 /* The batch format's bounds, as batch.py defines them. */
 #define MIN_RECORD_SIZE 7
 #define MAX_VARINT_SIZE 5
-#define MAX_VARLONG_SIZE 10
 
 static PyObject *CorruptRecordError; /* kfk.errors.CorruptRecordError, looked up once at import */
 static PyObject *RecordType;         /* kfk.records.record.Record: decode_records' default record_type */
@@ -633,10 +632,11 @@ encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t header_count = 0;
     if (headers_object != Py_None) {  /* the reference treats a false `headers` as none */
         int truth = PyObject_IsTrue(headers_object);
-        if (truth < 0 || (truth && (headers = PySequence_Fast(headers_object, "headers must be a sequence")) == NULL)) {
+        /* A tuple of them: encoding a header key may run Python code, which must not change what is iterated. */
+        if (truth < 0 || (truth && (headers = PySequence_Tuple(headers_object)) == NULL)) {
             goto done;
         }
-        header_count = headers != NULL ? PySequence_Fast_GET_SIZE(headers) : 0;
+        header_count = headers != NULL ? PyTuple_GET_SIZE(headers) : 0;
     }
     Py_ssize_t fixed = 1 + unsigned_size(time_raw) + unsigned_size(offset_raw) + key_size + value_size;
     if (header_count == 0) {
@@ -676,23 +676,23 @@ encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     output.length = put_unsigned(output.data + output.length, count_raw) - output.data;
     for (Py_ssize_t index = 0; index < header_count; index++) {
-        PyObject *header = PySequence_Fast(PySequence_Fast_GET_ITEM(headers, index), "a header must be a pair");
+        PyObject *header = PySequence_Tuple(PyTuple_GET_ITEM(headers, index));  /* unpacked once, as the reference */
         if (header == NULL) {
             goto done;
         }
-        if (PySequence_Fast_GET_SIZE(header) != 2) {
+        if (PyTuple_GET_SIZE(header) != 2) {
             PyErr_Format(PyExc_ValueError, "a header must be a (key, value) pair, not %zd items",
-                         PySequence_Fast_GET_SIZE(header));
+                         PyTuple_GET_SIZE(header));
             Py_DECREF(header);
             goto done;
         }
-        PyObject *encoded_key = encode_header_key(PySequence_Fast_GET_ITEM(header, 0));
+        PyObject *encoded_key = encode_header_key(PyTuple_GET_ITEM(header, 0));
         Field header_value = {.present = 0};
         uint64_t header_key_raw, header_value_raw;
         Py_ssize_t header_value_size;
         int failed = encoded_key == NULL || !PyBytes_Check(encoded_key)
                      || varint_raw(PyBytes_GET_SIZE(encoded_key), &header_key_raw) < 0
-                     || get_field(PySequence_Fast_GET_ITEM(header, 1), &header_value) < 0
+                     || get_field(PyTuple_GET_ITEM(header, 1), &header_value) < 0
                      || field_size(&header_value, &header_value_raw, &header_value_size) < 0
                      || output_reserve(&output, MAX_VARINT_SIZE + PyBytes_GET_SIZE(encoded_key)
                                                 + header_value_size) < 0;

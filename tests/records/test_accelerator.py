@@ -169,6 +169,20 @@ def test_encode_record_rejects_malformed_headers_with_the_reference_s_exception_
         raised(lambda: encode_record_python(0, 0, b"k", b"v", record_headers))
 
 
+def test_encode_record_encodes_the_headers_it_was_given_when_encoding_one_changes_them() -> None:
+    record_headers: list = []
+
+    class Meddling(str):
+        def encode(self, *arguments: Any) -> bytes:  # type: ignore[override]
+            record_headers.clear()  # what the C loop iterates must not shrink under it
+            return str(self).encode(*arguments)
+
+    record_headers.extend([(Meddling("first"), b"1"), ("second", None), ("third", b"333")])
+    expected = encode_record_python(3, 4, b"k", b"v", [("first", b"1"), ("second", None), ("third", b"333")])
+    assert _accel.encode_record(3, 4, b"k", b"v", record_headers) == expected
+    assert record_headers == []
+
+
 @SETTINGS
 @given(st.lists(payloads, min_size=1, max_size=40), st.booleans(), st.data(), offset_deltas, timestamp_deltas,
        st.one_of(st.integers(min_value=-10, max_value=3_000), st.just(2**63 - 1)), st.booleans(),
