@@ -1,8 +1,9 @@
 """Record-format throughput: kfk.records against kafka-python's kafka.record, on this machine, in one run.
 
     python bench/bench_records.py [--seconds 0.5]
+    KFK_NO_ACCELERATOR=1 python bench/bench_records.py   # the pure-Python codec, without the C accelerator
 
-Prints one table. MB/s counts the batch bytes (or the uncompressed bytes, for codecs) per second of wall time,
+Prints one table, headed by which record codec ran. MB/s counts the batch bytes (or the uncompressed bytes, for codecs) per second of wall time,
 best of a few timed rounds. Figures are for comparing changes and implementations, not absolute promises.
 """
 
@@ -18,12 +19,15 @@ from crc32c import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from kfk.client.structs import ConsumerRecord
 from kfk.records import CompressionType, MemoryRecordsBuilder, RecordBatch, compress, decompress
+from kfk.records.accelerator import accelerator
 from kfk.storage.log_validator import LogValidator
 
 MIB = 1024 * 1024
 RECORD_COUNT = 1_000
 RECORD_SIZE = 1_024
+SMALL_RECORD_SIZE = 100
 
 
 def best_seconds(operation: Callable[[], object], budget: float) -> float:
@@ -81,12 +85,26 @@ def decode_kafka_python(data: bytes) -> int:
     return sum(1 for _ in MemoryRecords(data).next_batch())
 
 
+def build_values_kfk(record_values: list[bytes]) -> bytes:
+    """The producer's produce_batch path: keyless values appended in one call."""
+    builder = MemoryRecordsBuilder()
+    builder.append_values(1_700_000_000_000, record_values)
+    return builder.close()
+
+
+def decode_consumer_records(data: bytes) -> int:
+    """The consumer's path: records made in the consumer's shape straight from the batch."""
+    return len(list(RecordBatch(data).records(labels=("topic", 0, 0, 0), record_type=ConsumerRecord)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.5, help="time budget per measurement")
     budget = parser.parse_args().seconds
 
     rows: list[tuple[str, str, str]] = []
+    print("record codec:", "the C accelerator (kfk.records._accel)" if accelerator is not None
+          else "pure Python (no kfk.records._accel, or KFK_NO_ACCELERATOR set)")
     record_values = values()
     batch = bytes(build_kfk(record_values))  # as a fetch response or a log read hands it over
     assert decode_kfk(batch) == decode_kafka_python(batch) == RECORD_COUNT
@@ -102,6 +120,11 @@ def main() -> None:
                  f"{batch_mb / seconds:,.0f} MB/s", f"{seconds * 1e6:,.0f} us/batch"))
     rows.append(("  CRC32C alone over the same batch", f"{batch_mb / crc_seconds:,.0f} MB/s",
                  f"{crc_seconds / seconds:.0%} of the validation time"))
+    compacted = LogValidator(compacted_topic=True)
+    seconds = best_seconds(lambda: compacted.validate_and_assign_offsets(buffer, 1_000, 1_700_000_000_000, 5),
+                           budget)
+    rows.append(("  the same, compacted topic (every record decoded for its key)", f"{batch_mb / seconds:,.0f} MB/s",
+                 f"{seconds * 1e6:,.0f} us/batch"))
 
     # 2/3. Building and decoding 1,000 x 1 KiB records, against kafka-python.
     build_ours = best_seconds(lambda: build_kfk(record_values), budget)
@@ -116,6 +139,21 @@ def main() -> None:
                  f"{RECORD_COUNT / decode_ours:,.0f} records/s"))
     rows.append(("decode 1,000 x 1 KiB records (kafka-python)", f"{batch_mb / decode_theirs:,.0f} MB/s",
                  f"kfk is {decode_theirs / decode_ours:.1f}x kafka-python"))
+
+    # 3b. The clients' small-record paths: 1,000 x 100 B, produce_batch's append and the consumer's decode.
+    small_values = [value[:SMALL_RECORD_SIZE] for value in record_values]
+    small_batch = bytes(build_values_kfk(small_values))
+    assert decode_consumer_records(small_batch) == decode_kafka_python(small_batch) == RECORD_COUNT
+    small_mb = len(small_batch) / MIB
+    build_small = best_seconds(lambda: build_values_kfk(small_values), budget)
+    rows.append(("append_values 1,000 x 100 B records (kfk, produce_batch)", f"{small_mb / build_small:,.0f} MB/s",
+                 f"{RECORD_COUNT / build_small:,.0f} records/s"))
+    decode_small = best_seconds(lambda: decode_consumer_records(small_batch), budget)
+    decode_small_theirs = best_seconds(lambda: decode_kafka_python(small_batch), budget)
+    rows.append(("decode 1,000 x 100 B records (kfk, as ConsumerRecords)", f"{small_mb / decode_small:,.0f} MB/s",
+                 f"{RECORD_COUNT / decode_small:,.0f} records/s"))
+    rows.append(("decode 1,000 x 100 B records (kafka-python)", f"{small_mb / decode_small_theirs:,.0f} MB/s",
+                 f"kfk is {decode_small_theirs / decode_small:.1f}x kafka-python"))
 
     # 4. Codecs on 1 MiB of JSON-like data.
     data = json_like(MIB)

@@ -26,6 +26,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
+# That install compiled the record codec's C accelerator (setup.py; optional, so a failed build only warns): the tests
+# compare it with the pure-Python codec, so say here, with the reason, if it is missing.
+python3 -c 'import kfk.records._accel' || {
+    echo "scripts/test.sh: kfk.records._accel was not built: the tests need a C compiler and Python's headers" >&2
+    exit 1
+}
 
 # Resolve Apache Kafka's jars from Maven Central into the kfk cache once, before the tests' workers need them.
 python3 -c 'from kfk.testing.apache_kafka import kafka_classpath; kafka_classpath()'

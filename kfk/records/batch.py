@@ -30,9 +30,8 @@ timestamp-type bit) forces a CRC recomputation.
 
 from __future__ import annotations
 
-import functools
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from crc32c import crc32c
@@ -40,6 +39,7 @@ from crc32c import crc32c
 from kfk.common.constants import INT32_MAX
 from kfk.errors import CorruptRecordError
 from kfk.records._varint import read_unsigned_varint, read_unsigned_varlong
+from kfk.records.accelerator import accelerator
 from kfk.records.compression import decompress
 from kfk.records.legacy import LEGACY_RECORD_OVERHEAD, LegacyRecordBatch
 from kfk.records.record import (
@@ -119,8 +119,6 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 """The 61-byte batch header, field for field."""
 
 _CODEC_IDS = frozenset(codec.value for codec in CompressionType)
-_new_record = functools.partial(tuple.__new__, Record)
-"""Record._make without its Python frame: decode_records makes one per record."""
 
 
 def _attribute_flags(buffer: Buffer, position: int) -> int:
@@ -351,10 +349,9 @@ class RecordBatch:
         return self.records()
 
     def records(self, *, max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-                labels: tuple[Any, Any, Any, Any] | None = None,
-                make: Callable[[tuple], Any] | None = None) -> Iterator[Any]:
-        """Decode the records lazily (decompressing the payload first if the batch is compressed); with ``labels``
-        and ``make``, each record is built as decode_records says.
+                labels: tuple[Any, Any, Any, Any] | None = None, record_type: type[tuple] = Record) -> Iterator[Any]:
+        """Decode the records (decompressing the payload first if the batch is compressed); with ``labels`` and
+        ``record_type``, each record is built as decode_records_python says.
 
         Does not check the CRC (call ``validate()`` for that), but never reads past the batch and raises
         CorruptRecordError if the payload disagrees with the header's record count or sizes.
@@ -378,7 +375,7 @@ class RecordBatch:
                                      f"{end - start} bytes")
         log_append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         return decode_records(data, records_count, self.base_offset, self.base_timestamp, log_append_time,
-                              start, end, labels=labels, make=make)
+                              start, end, record_type=record_type, labels=labels)
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -388,26 +385,30 @@ def increment_sequence(sequence: int, increment: int) -> int:
     return sequence + increment
 
 
-def decode_records(data: bytes, records_count: int, base_offset: int, base_timestamp: int,
-                   log_append_time: int | None, start: int = 0, end: int | None = None, *,
-                   labels: tuple[Any, Any, Any, Any] | None = None,
-                   make: Callable[[tuple], Any] | None = None) -> Iterator[Any]:
-    """Decode ``records_count`` v2 records from ``data[start:end]`` (the uncompressed record list).
+def decode_records_python(data: Buffer, records_count: int, base_offset: int, base_timestamp: int,
+                          log_append_time: int | None, start: int = 0, end: int | None = None, *,
+                          record_type: type[tuple] = Record,
+                          labels: tuple[Any, Any, Any, Any] | None = None) -> Iterator[Any]:
+    """Decode ``records_count`` v2 records from ``data[start:end]`` (the uncompressed record list): the reference
+    implementation of decode_records (kfk.records.accelerator).
 
-    Each record is a Record, or with ``labels`` (a, b, c, d) it is ``make((a, b, offset, timestamp, c, key, value,
-    headers, d))``: the shape of a consumer's record (topic, partition, ..., timestamp type, ..., leader epoch), built
-    here in one step rather than from a Record afterwards, which costs a second tuple per record consumed.
+    Each record is a ``record_type`` (a NamedTuple) holding (offset, timestamp, key, value, headers, attributes), or
+    with ``labels`` (a, b, c, d) holding (a, b, offset, timestamp, c, key, value, headers, d): the shape of a
+    consumer's record (topic, partition, ..., timestamp type, ..., leader epoch), built here in one step rather than
+    from a Record afterwards, which costs a second tuple per record consumed.
 
     One- and two-byte varints (every length, delta and count below 8 KiB) are decoded inline, the rest by
     read_unsigned_varint: the repetition is deliberate, this loop runs once per record consumed. A record
     whose fields do not add up to its declared length, or bytes left over after the last record, raise
     CorruptRecordError.
     """
-    new_record = _new_record
+    new = tuple.__new__
     if labels is not None:
         first_label, second_label, third_label, fourth_label = labels
     if end is None:
         end = len(data)
+    if not 0 <= start <= end <= len(data):
+        raise ValueError(f"Record payload bounds {start}..{end} are outside the {len(data)}-byte buffer")
     position = start
     try:
         for _ in range(records_count):
@@ -503,12 +504,12 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
                 raise CorruptRecordError(f"Record declares {length} bytes but its fields take "
                                          f"{length + position - record_end}")
             if labels is None:
-                yield new_record((
+                yield new(record_type, (
                     base_offset + offset_delta,
                     log_append_time if log_append_time is not None else base_timestamp + timestamp_delta,
                     key, value, headers, attributes))
             else:
-                yield make((  # type: ignore[misc]
+                yield new(record_type, (
                     first_label, second_label, base_offset + offset_delta,
                     log_append_time if log_append_time is not None else base_timestamp + timestamp_delta,
                     third_label, key, value, headers, fourth_label))
@@ -518,7 +519,12 @@ def decode_records(data: bytes, records_count: int, base_offset: int, base_times
         raise CorruptRecordError(f"{end - position} bytes are left after the last of {records_count} records")
 
 
-def _decode_headers(data: bytes, position: int, record_end: int, header_count: int, headers: list) -> int:
+decode_records = accelerator.decode_records if accelerator is not None else decode_records_python
+"""decode_records_python's signature and results; the C accelerator's version decodes the whole batch before
+returning its first record (so a corrupt record raises before any of its batch is seen)."""
+
+
+def _decode_headers(data: Buffer, position: int, record_end: int, header_count: int, headers: list) -> int:
     for _ in range(header_count):
         raw, position = read_unsigned_varint(data, position)
         key_length = (raw >> 1) ^ -(raw & 1)

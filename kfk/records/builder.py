@@ -15,6 +15,7 @@ from crc32c import crc32c
 from kfk.common.constants import INT32_MAX, INT64_MAX, INT64_MIN
 from kfk.common.varint import ZIGZAG_CACHE, ZIGZAG_CACHE_HIGH, ZIGZAG_CACHE_LOW, size_of_varint
 from kfk.records._varint import encode_varint, encode_varlong
+from kfk.records.accelerator import accelerator
 from kfk.records.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
@@ -40,7 +41,8 @@ from kfk.records.record import (
     TimestampType,
 )
 
-__all__ = ["MemoryRecordsBuilder", "build_empty_batch", "batch_attributes", "record_size"]
+__all__ = ["MemoryRecordsBuilder", "build_empty_batch", "batch_attributes", "record_size", "encode_record_python",
+           "encode_values_python"]
 
 _NULL_LENGTH = encode_varint(-1)
 _UINT32 = struct.Struct(">I")
@@ -60,11 +62,12 @@ def batch_attributes(compression_type: CompressionType, timestamp_type: Timestam
     return attributes
 
 
-def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
-                   headers: Sequence[Header], cached: list[bytes] = ZIGZAG_CACHE, low: int = ZIGZAG_CACHE_LOW,
-                   high: int = ZIGZAG_CACHE_HIGH) -> bytes:
-    """One record with its length prefix. The hot path of the producer: small varints come from a table and the
-    record is joined once, with its length computed from the parts rather than by encoding twice."""
+def encode_record_python(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+                         headers: Sequence[Header], cached: list[bytes] = ZIGZAG_CACHE, low: int = ZIGZAG_CACHE_LOW,
+                         high: int = ZIGZAG_CACHE_HIGH) -> bytes:
+    """One record with its length prefix (the reference implementation of encode_record: see
+    kfk.records.accelerator). The hot path of the producer: small varints come from a table and the record is
+    joined once, with its length computed from the parts rather than by encoding twice."""
     timestamp_part = (cached[timestamp_delta - low] if low <= timestamp_delta < high
                       else encode_varlong(timestamp_delta))
     offset_part = cached[offset_delta - low] if offset_delta < high else encode_varint(offset_delta)
@@ -85,6 +88,54 @@ def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, v
                      timestamp_part, offset_part, key_length, key, value_length, value, headers_part))
 
 
+def encode_values_python(parts: list[bytes], values: Sequence[bytes | None], keys: Sequence[bytes | None] | None,
+                         start: int, end: int, offset_delta: int, timestamp_delta: int, room: int,
+                         must_take_one: bool, cached: list[bytes] = ZIGZAG_CACHE, low: int = ZIGZAG_CACHE_LOW,
+                         high: int = ZIGZAG_CACHE_HIGH) -> tuple[int, int]:
+    """Encode the records of ``values[start:end]`` (``keys[i]`` as each one's key, or null keys), headerless at
+    offset deltas from ``offset_delta`` and all at ``timestamp_delta``, onto ``parts`` while their sizes add up to
+    at most ``room`` bytes (with ``must_take_one``, the first is taken whatever its size); returns (records taken,
+    bytes added). The reference implementation of encode_values (kfk.records.accelerator).
+
+    What does not change from record to record is encoded once (the attributes and timestamp delta; the null key
+    and value length of equal-sized values), and each record's pieces go onto ``parts`` without being joined first.
+    """
+    prefix = b"\x00" + (cached[timestamp_delta - low] if low <= timestamp_delta < high
+                        else encode_varlong(timestamp_delta))
+    extend = parts.extend
+    added = 0
+    last_size = -1
+    middle = b""
+    fixed = 0
+    index = start
+    while index < end:
+        value = values[index]
+        key = keys[index] if keys is not None else None
+        if key is None and value is not None:
+            size = len(value)
+            if size != last_size:
+                last_size = size
+                middle = b"\x01" + (cached[size - low] if size < high else encode_varint(size))
+                fixed = len(prefix) + len(middle) + size + 1
+            offset_part = cached[offset_delta - low] if offset_delta < high else encode_varint(offset_delta)
+            body = fixed + len(offset_part)
+            length_part = cached[body - low] if body < high else encode_varint(body)
+            record_size = len(length_part) + body
+            if added + record_size > room and not (must_take_one and index == start):
+                break
+            extend((length_part, prefix, offset_part, middle, value, b"\x00"))
+        else:
+            record = encode_record_python(offset_delta, timestamp_delta, key, value, ())
+            record_size = len(record)
+            if added + record_size > room and not (must_take_one and index == start):
+                break
+            parts.append(record)
+        added += record_size
+        offset_delta += 1
+        index += 1
+    return index - start, added
+
+
 def _encode_headers(headers: Sequence[Header]) -> bytes:
     parts = [encode_varint(len(headers))]
     for header_key, header_value in headers:
@@ -97,6 +148,14 @@ def _encode_headers(headers: Sequence[Header]) -> bytes:
             parts.append(encode_varint(len(header_value)))
             parts.append(header_value)
     return b"".join(parts)
+
+
+if accelerator is not None:
+    encode_record = accelerator.encode_record
+    encode_values = accelerator.encode_values
+else:
+    encode_record = encode_record_python
+    encode_values = encode_values_python
 
 
 def record_size(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
@@ -196,22 +255,19 @@ class MemoryRecordsBuilder:
             base_timestamp = self._base_timestamp = timestamp
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
-        record = _encode_record(offset_delta, timestamp - base_timestamp, key, value, headers)
+        record = encode_record(offset_delta, timestamp - base_timestamp, key, value, headers)
         self._parts.append(record)
         self._count += 1
         self._uncompressed_size += len(record)
         self._next_offset_delta = offset_delta + 1
 
     def append_values(self, timestamp: int, values: Sequence[bytes | None], start: int = 0,
-                      keys: Sequence[bytes | None] | None = None, cached: list[bytes] = ZIGZAG_CACHE,
-                      low: int = ZIGZAG_CACHE_LOW, high: int = ZIGZAG_CACHE_HIGH) -> int:
+                      keys: Sequence[bytes | None] | None = None) -> int:
         """Append ``values[start:]`` (with ``keys[i]`` as each one's key, or null keys) at the next offsets, all at
         ``timestamp`` and without headers, while they fit ``write_limit`` (the first record of the batch always
         fits); returns how many were appended.
 
-        The producer's produce_batch path: one call per batch instead of one per record, with what does not change
-        from record to record encoded once (the attributes and timestamp delta; the null key and value length of
-        equal-sized values), and each record's pieces added to the batch without joining them first.
+        The producer's produce_batch path: one call per batch instead of one per record (encode_values).
         """
         if self._closed is not None:
             raise ValueError("Cannot append to a closed MemoryRecordsBuilder")
@@ -225,47 +281,13 @@ class MemoryRecordsBuilder:
             self._base_timestamp = timestamp
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
-        timestamp_delta = timestamp - self._base_timestamp
-        prefix = b"\x00" + (cached[timestamp_delta - low] if low <= timestamp_delta < high
-                            else encode_varlong(timestamp_delta))
         room = INT64_MAX if self.write_limit is None else self.write_limit - self.estimated_size_in_bytes()
-        must_take_one = not self._count
-        parts = self._parts
-        extend = parts.extend
-        added = 0
-        last_size = -1
-        middle = b""
-        fixed = 0
-        index = start
-        while index < end:
-            value = values[index]
-            key = keys[index] if keys is not None else None
-            if key is None and value is not None:
-                size = len(value)
-                if size != last_size:
-                    last_size = size
-                    middle = b"\x01" + (cached[size - low] if size < high else encode_varint(size))
-                    fixed = len(prefix) + len(middle) + size + 1
-                offset_part = cached[offset_delta - low] if offset_delta < high else encode_varint(offset_delta)
-                body = fixed + len(offset_part)
-                length_part = cached[body - low] if body < high else encode_varint(body)
-                record_size = len(length_part) + body
-                if added + record_size > room and not (must_take_one and index == start):
-                    break
-                extend((length_part, prefix, offset_part, middle, value, b"\x00"))
-            else:
-                record = _encode_record(offset_delta, timestamp_delta, key, value, ())
-                record_size = len(record)
-                if added + record_size > room and not (must_take_one and index == start):
-                    break
-                parts.append(record)
-            added += record_size
-            offset_delta += 1
-            index += 1
-        self._count += index - start
+        count, added = encode_values(self._parts, values, keys, start, end, offset_delta,
+                                     timestamp - self._base_timestamp, room, not self._count)
+        self._count += count
         self._uncompressed_size += added
-        self._next_offset_delta = offset_delta
-        return index - start
+        self._next_offset_delta = offset_delta + count
+        return count
 
     def extend(self, records: Iterable[Record]) -> None:
         """Append decoded records, keeping their offsets (re-encoding a batch)."""

@@ -366,6 +366,6 @@ def test_records_with_labels_are_made_in_the_consumer_shape() -> None:
     builder.append(1000, b"k", b"v", [("h", b"1")])
     builder.append(1002, None, None)
     batch = RecordBatch(bytes(builder.close()))
-    made = list(batch.records(labels=("topic", 3, 0, 7), make=tuple))
+    made = list(batch.records(labels=("topic", 3, 0, 7), record_type=tuple))
     assert made == [("topic", 3, 40, 1000, 0, b"k", b"v", [("h", b"1")], 7),
                     ("topic", 3, 41, 1002, 0, None, None, [], 7)]

@@ -23,7 +23,6 @@ metadata knows every fetched topic's id, else the request stays at v12.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import threading
 import uuid
@@ -151,7 +150,6 @@ class CompletedFetch:
         progressed = False
         position = self.fetch_offset
         new = tuple.__new__
-        new_consumer_record = functools.partial(new, ConsumerRecord)
         for batch in iter_batches(self.records):
             if check_crcs:
                 try:
@@ -183,7 +181,7 @@ class CompletedFetch:
                 continue
             if is_v2:
                 records = list(batch.records(labels=(topic, partition, int(batch.timestamp_type), epoch),
-                                             make=new_consumer_record))
+                                             record_type=ConsumerRecord))
             else:
                 timestamp_type = int(batch.timestamp_type)
                 records = [new(ConsumerRecord, (topic, partition, offset, timestamp, timestamp_type, key, value,
