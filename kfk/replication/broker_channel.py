@@ -2,18 +2,20 @@
 OffsetForLeaderEpoch, ControlledShutdown). Kafka's NetworkClient reduced to what a replica fetcher needs: one request
 in flight at a time, a timeout per request, and a reconnect on the next request after any failure. An asyncio shell
 around kfk.protocol.connection's ClientConnection, which frames, numbers and matches the requests. When the
-inter-broker listener is SSL or SASL_SSL, the broker hands in its client-side SSLContext and the connection runs TLS
-(the other broker's certificate checked against the broker's trust store, its host name too unless
-ssl.endpoint.identification.algorithm is empty). When it uses SASL (`sasl`: a factory of the mechanism's clients),
-each new connection authenticates first (kfk.security.sasl.exchange)."""
+inter-broker listener (or, for a node's connections to the controllers, the controller listener) is SSL or SASL_SSL,
+the broker hands in its client-side SSLContext and the connection runs TLS (the other node's certificate checked
+against the broker's trust store, its host name too unless ssl.endpoint.identification.algorithm is empty). When it uses SASL (`sasl`: a factory of the mechanism's clients),
+each new connection authenticates first (kfk.security.sasl.exchange). A refused authentication or TLS handshake is
+logged as an error (once until a connection succeeds again: the caller retries), since only the operator can fix it."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 from collections.abc import Callable
 
-from kfk.errors import KafkaError, NetworkError
+from kfk.errors import KafkaError, NetworkError, SaslAuthenticationError, UnsupportedSaslMechanismError
 from kfk.protocol.connection import ClientConnection, StreamError
 from kfk.protocol.message import Message
 from kfk.security.sasl import SaslClient
@@ -23,6 +25,8 @@ from kfk.security.sasl.exchange import authenticate
 SASL_AUTHENTICATE_VERSION = 1
 
 _READ_BYTES = 256 * 1024  # what one read of the socket asks for
+
+log = logging.getLogger("kfk.replication.broker_channel")
 
 
 class BrokerChannel:
@@ -38,6 +42,7 @@ class BrokerChannel:
         self._protocol: ClientConnection[None] | None = None
         self._lock = asyncio.Lock()
         self._sasl = sasl
+        self._authentication_failed = False  # logged since the last connection that succeeded
 
     def __repr__(self) -> str:
         return f"BrokerChannel({self.host}:{self.port})"
@@ -52,6 +57,11 @@ class BrokerChannel:
                 async with asyncio.timeout(timeout):
                     return await self._round_trip(message, api_version)
             except (OSError, asyncio.TimeoutError, KafkaError) as error:
+                if isinstance(error, (SaslAuthenticationError, UnsupportedSaslMechanismError, ssl.SSLError)) \
+                        and not self._authentication_failed:
+                    self._authentication_failed = True
+                    log.error("connection to %s:%d (client id %s) failed authentication: %s", self.host, self.port,
+                              self.client_id, error)
                 self._close()
                 raise NetworkError(f"request {message.NAME} to {self.host}:{self.port} failed: {error!r}") from error
 
@@ -62,6 +72,7 @@ class BrokerChannel:
             self._protocol = ClientConnection(self.client_id)
             if self._sasl is not None:
                 await authenticate(self._send, self._sasl(), SASL_AUTHENTICATE_VERSION)
+            self._authentication_failed = False
         return await self._send(message, api_version)
 
     async def _send(self, message: Message, api_version: int) -> Message:

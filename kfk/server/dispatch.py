@@ -110,6 +110,9 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
 #: ranges are the broker listeners' where both serve an API. AlterPartition from v2 (topic ids), as Kafka 4.0.
 CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.API_VERSIONS: SERVED_VERSIONS[ApiKey.API_VERSIONS],
+    # A SASL_PLAINTEXT or SASL_SSL controller listener authenticates (the authenticator answers these).
+    ApiKey.SASL_HANDSHAKE: SERVED_VERSIONS[ApiKey.SASL_HANDSHAKE],
+    ApiKey.SASL_AUTHENTICATE: SERVED_VERSIONS[ApiKey.SASL_AUTHENTICATE],
     ApiKey.BROKER_REGISTRATION: VersionRange(0, 4),  # handlers/broker_to_controller.py
     ApiKey.BROKER_HEARTBEAT: VersionRange(0, 1),  # handlers/broker_to_controller.py
     ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/broker_to_controller.py
@@ -123,6 +126,10 @@ CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
         ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.DESCRIBE_QUORUM,
         ApiKey.DESCRIBE_CLUSTER)},
 }
+
+
+#: The listener name of a request served in-process (handle_local): the node asking itself, no connection.
+LOCAL_LISTENER = "local"
 
 
 @dataclass(slots=True)
@@ -238,7 +245,7 @@ class Dispatcher:
         registration = self._registrations[request.API_KEY]
         header = RequestHeader(request_api_key=request.API_KEY, request_api_version=api_version,
                                correlation_id=0, client_id=client_id)
-        return await registration.handler(RequestContext(header, api_version, "", 0, "local"), request)
+        return await registration.handler(RequestContext(header, api_version, "", 0, LOCAL_LISTENER), request)
 
     def check_every_api_has_a_handler(self) -> None:
         """Called by the composition root once every handler is registered: ApiVersions advertises the whole table,
