@@ -9,11 +9,15 @@ One cluster serves the module; the test that kills the active controller runs la
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import ssl
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -156,7 +160,8 @@ def test_brokers_register_and_serve_over_a_sasl_ssl_controller_listener(secured:
     _produce_and_consume(certificates, secured, "secured")
 
 
-def test_the_controllers_authorize_cluster_requests(secured: KfkCluster, certificates: Certificates) -> None:
+def test_the_controllers_authorize_cluster_requests(secured: KfkCluster, certificates: Certificates,
+                                                   tmp_path: Path) -> None:
     port = next(iter(secured.voters.values()))
     # User:alice authenticates on the controller listener but holds no ACL: its cluster requests are refused.
     heartbeat = _ask_controller(certificates, port, BrokerHeartbeatRequest(broker_id=1, broker_epoch=0), 1,
@@ -170,6 +175,25 @@ def test_the_controllers_authorize_cluster_requests(secured: KfkCluster, certifi
     # A wrong password is refused by the listener itself.
     with pytest.raises(NetworkError, match="Invalid username or password"):
         _ask_controller(certificates, port, _describe_quorum(), 2, "node", "wrong")
+    # kafka-metadata-quorum's way in: ApiVersions on the controller listener advertises SaslHandshake and
+    # SaslAuthenticate, and the tool, with the nodes' credentials, describes the quorum.
+    controllers = ",".join(f"127.0.0.1:{port}" for port in secured.voters.values())
+    for user, password in (("node", "node-secret"), ("alice", "alice-secret")):
+        properties = tmp_path / f"{user}.properties"
+        properties.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username={user}\n"
+                              f"sasl.password={password}\nssl.truststore.type=PEM\n"
+                              f"ssl.truststore.location={certificates.ca}\n")
+        tool = subprocess.run([sys.executable, "-m", "kfk", "metadata-quorum", "describe", "--status", "--json",
+                               "--bootstrap-controller", controllers, "--command-config", str(properties)],
+                              capture_output=True, text=True, timeout=60)
+        if user == "node":
+            assert tool.returncode == 0, tool.stderr
+            status = json.loads(tool.stdout)
+            assert status["ClusterId"] == secured.cluster_id
+            assert status["LeaderId"] == _quorum(secured, certificates).leader_id
+        else:
+            assert tool.returncode != 0 and len(tool.stderr.strip().splitlines()) == 1, tool.stderr
+            assert "authoriz" in tool.stderr.lower(), tool.stderr
 
 
 def test_a_plaintext_connection_to_the_controller_listener_is_refused(secured: KfkCluster,
