@@ -220,7 +220,7 @@ def test_a_node_with_the_wrong_controller_password_cannot_join(secured: KfkClust
     intruder = secured.add_broker(4, {"listener.name.controller.plain.sasl.jaas.config": wrong})
     try:
         with pytest.raises(BrokerStartError):
-            intruder.start(timeout=8)  # never unfenced: it cannot register
+            intruder.start(timeout=20)  # never unfenced: it cannot register
         log = intruder.output()
         assert "failed authentication" in log and "Invalid username or password" in log, log[-3000:]
     finally:
@@ -241,3 +241,32 @@ def test_killing_the_active_controller_elects_another_over_the_secured_listener(
     # The brokers heartbeat to the new controller over SASL_SSL: still registered, and it creates topics.
     assert _registered_brokers(certificates, secured) == {1, 2, 3}
     _produce_and_consume(certificates, secured, "after-failover")
+
+
+def test_combined_nodes_over_a_mutual_tls_controller_listener(tmp_path_factory: pytest.TempPathFactory,
+                                                              certificates: Certificates) -> None:
+    """CONTROLLER mapped to SSL with ssl.client.auth=required, on 3 combined nodes (the broker listener stays
+    PLAINTEXT): the voters elect a leader and replicate, each presenting its certificate; the active node's broker
+    registers in-process, the others over TLS. A node whose certificate no trusted CA signed cannot join."""
+    overrides = {"listener.security.protocol.map": "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT",
+                 **certificates.broker_overrides("required", prefix="listener.name.controller."),
+                 "min.insync.replicas": "2"}
+    cluster = start_cluster(tmp_path_factory.mktemp("ctrlsec-mtls"), None, 3, overrides, timeout=60, combined=True)
+    try:
+        config = {"bootstrap.servers": cluster.bootstrap_servers}
+        admin = AdminClient(config)
+        assert set(admin.list_topics(timeout=10).brokers) == {1, 2, 3}
+        topic = f"mtls-{uuid.uuid4().hex[:6]}"
+        admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+        produce_acks_all(config, topic, [f"mtls-{index}".encode() for index in range(100)])
+        stranger = cluster.add_broker(4, {"listener.name.controller.ssl.keystore.location":
+                                          str(certificates.stranger.pem)})
+        with pytest.raises(BrokerStartError):
+            stranger.start(timeout=20)
+        log = stranger.output()
+        assert "failed authentication" in log and "refused this node's certificate" in log, log[-3000:]
+        # The controllers refused its certificate during the handshake (logged at INFO on their side).
+        assert any("CERTIFICATE_VERIFY_FAILED" in cluster.brokers[node_id].output() for node_id in (1, 2, 3))
+        assert set(admin.list_topics(timeout=10).brokers) == {1, 2, 3}
+    finally:
+        cluster.shutdown()
