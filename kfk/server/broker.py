@@ -461,9 +461,10 @@ class BrokerServer:
         for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS), BrokerToControllerHandler(controller),
                         raft_handler,
                         TopicAdminHandler(controller), ConfigsHandler(cache, controller, self.config, self.node_id),
-                        LeadershipHandler(controller), DescribeQuorumHandler(self.metadata_backend, cache, self.auth),
-                        DescribeClusterHandler(cache, self.metadata_backend), SaslHandler()):
+                        LeadershipHandler(controller), DescribeQuorumHandler(self.metadata_backend, cache),
+                        DescribeClusterHandler(cache, self.metadata_backend)):
             handler.register(dispatcher)
+        SaslHandler().register(dispatcher)  # answers what a SASL controller listener's authenticator does not
         dispatcher.check_every_api_has_a_handler()
         authorize_cluster_requests(dispatcher, self.auth)
         return dispatcher
