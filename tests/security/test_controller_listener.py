@@ -266,3 +266,19 @@ def test_combined_nodes_over_a_mutual_tls_controller_listener(tmp_path_factory: 
         assert set(admin.list_topics(timeout=10).brokers) == {1, 2, 3}
     finally:
         cluster.shutdown()
+
+
+def test_a_node_without_credentials_for_a_sasl_controller_listener_does_not_start(tmp_path: Path) -> None:
+    """Checked before anything binds or is formatted: one line on stderr naming the setting, a non-zero exit."""
+    overrides = {"process.roles": "broker", "node.id": "7", "controller.quorum.voters": "1@127.0.0.1:1",
+                 "controller.listener.names": "CONTROLLER", "listeners": "PLAINTEXT://127.0.0.1:0",
+                 "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                 "sasl.mechanism.controller.protocol": "PLAIN", "log.dirs": str(tmp_path / "data")}
+    server = subprocess.run([sys.executable, "-m", "kfk", "server", "start",
+                             *[arg for key, value in overrides.items() for arg in ("--override", f"{key}={value}")]],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert server.returncode != 0
+    lines = server.stderr.strip().splitlines()
+    assert len(lines) == 1 and "controller listener CONTROLLER uses SASL" in lines[0], server.stderr
+    assert "sasl.mechanism.controller.protocol=PLAIN" in lines[0] and "user name and a password" in lines[0]
+    assert not (tmp_path / "data").exists()
