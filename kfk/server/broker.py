@@ -454,6 +454,10 @@ class BrokerServer:
         controller, cache = self.controller, self.metadata_cache
         raft_handler = RaftHandler(self.metadata_backend)
 
+        def voter_endpoints() -> dict[int, tuple[str, int]]:  # DescribeCluster on this listener lists them
+            return {node_id: (endpoint.host, endpoint.port)
+                    for node_id, endpoint in self.metadata_backend.endpoints.items() if endpoint is not None}
+
         async def raft_fetch(context: RequestContext, request: Message) -> Message:
             return await raft_handler.fetch(request)
 
@@ -462,7 +466,7 @@ class BrokerServer:
                         raft_handler,
                         TopicAdminHandler(controller), ConfigsHandler(cache, controller, self.config, self.node_id),
                         LeadershipHandler(controller), DescribeQuorumHandler(self.metadata_backend, cache),
-                        DescribeClusterHandler(cache, self.metadata_backend)):
+                        DescribeClusterHandler(cache, self.metadata_backend, controllers=voter_endpoints)):
             handler.register(dispatcher)
         SaslHandler().register(dispatcher)  # answers what a SASL controller listener's authenticator does not
         dispatcher.check_every_api_has_a_handler()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import ssl
 import subprocess
 import sys
@@ -29,10 +30,12 @@ from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
+from kfk.protocol.messages.describe_cluster import DescribeClusterRequest
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest
 from kfk.protocol.messages.unregister_broker import UnregisterBrokerRequest
 from kfk.replication.broker_channel import BrokerChannel
 from kfk.security.sasl.plain import PlainClient
+from kfk.testing.apache_kafka import run_kafka_tool
 from kfk.testing.broker import BrokerStartError
 from kfk.testing.cluster import KfkCluster, start_cluster
 from tests.cluster.helpers import wait_until
@@ -190,6 +193,33 @@ def test_the_controllers_authorize_cluster_requests(secured: KfkCluster, certifi
     status = json.loads(tool.stdout)
     assert status["ClusterId"] == secured.cluster_id
     assert status["LeaderId"] == _quorum(secured, certificates).leader_id
+
+
+def test_kafka_s_metadata_quorum_tool_authenticates_on_the_controller_listener(secured: KfkCluster,
+                                                                            certificates: Certificates,
+                                                                            tmp_path: Path) -> None:
+    """Apache Kafka's kafka-metadata-quorum.sh (Java's SASL_SSL client, its PEM trust store and JAAS config) reads
+    the ApiVersions of the controller listener, authenticates with the nodes' credentials and describes the quorum."""
+    # What Java's Admin asks first on --bootstrap-controller: the controllers, on the controller listener.
+    port = next(iter(secured.voters.values()))
+    described = _ask_controller(certificates, port, DescribeClusterRequest(endpoint_type=2), 1)
+    assert described.error_code == ErrorCode.NONE and described.endpoint_type == 2
+    assert {(node.broker_id, node.port) for node in described.brokers} == set(secured.voters.items())
+    assert described.controller_id == _quorum(secured, certificates).leader_id
+    as_broker = _ask_controller(certificates, port, DescribeClusterRequest(endpoint_type=1), 1)
+    assert as_broker.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE
+    properties = tmp_path / "java.properties"
+    properties.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+                          "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                          'username="node" password="node-secret";\n'
+                          f"ssl.truststore.type=PEM\nssl.truststore.location={certificates.ca}\n")
+    controllers = ",".join(f"127.0.0.1:{port}" for port in secured.voters.values())
+    tool = run_kafka_tool("metadata-quorum", ["--bootstrap-controller", controllers, "--command-config",
+                                              str(properties), "describe", "--status"], timeout=120)
+    assert tool.returncode == 0, tool.stderr[-3000:]
+    leader = _quorum(secured, certificates).leader_id
+    assert re.search(rf"^LeaderId:\s+{leader}$", tool.stdout, re.MULTILINE), tool.stdout
+    assert re.search(rf"^ClusterId:\s+{re.escape(secured.cluster_id)}$", tool.stdout, re.MULTILINE), tool.stdout
 
 
 def test_a_plaintext_connection_to_the_controller_listener_is_refused(secured: KfkCluster,
