@@ -473,8 +473,8 @@ _B, _I, _L, _D, _S, _LIST, _C, _P = (ConfigType.BOOLEAN, ConfigType.INT, ConfigT
 #: consumer protocol, share groups...). The exceptions: security.inter.broker.protocol (BrokerConfig.
 #: inter_broker_listener), the ssl.* keys that kfk.security.tls reads (the client library takes the same keys), and
 #: the sasl.* keys of kfk.security.sasl.settings and kfk.server.sasl_config (sasl.enabled.mechanisms, sasl.jaas.config,
-#: sasl.mechanism.inter.broker.protocol, sasl.oauthbearer.*), connections.max.reauth.ms and
-#: connection.failed.authentication.delay.ms.
+#: sasl.mechanism.inter.broker.protocol, sasl.mechanism.controller.protocol, sasl.oauthbearer.*),
+#: connections.max.reauth.ms and connection.failed.authentication.delay.ms.
 ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("add.partitions.to.txn.retry.backoff.max.ms", _I, 100),
     ("add.partitions.to.txn.retry.backoff.ms", _I, 20),

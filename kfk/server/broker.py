@@ -16,6 +16,7 @@ default executor so the event loop keeps serving; compaction runs in the log man
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -43,7 +44,7 @@ from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaError, KafkaSt
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.security.sasl import SaslClient
-from kfk.security.sasl.settings import SASL_PROTOCOLS, inter_broker_sasl
+from kfk.security.sasl.settings import SASL_PROTOCOLS, controller_sasl, inter_broker_sasl
 from kfk.replication.broker_channel import BrokerChannel
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.security.quotas import ClientQuotaManagers
@@ -56,6 +57,7 @@ from kfk.protocol.messages.allocate_producer_ids import AllocateProducerIdsReque
 from kfk.protocol.messages.alter_partition import AlterPartitionRequest
 from kfk.server.authorization import RequestAuthorizer
 from kfk.server.broker_lifecycle_manager import BrokerLifecycleManager
+from kfk.server.controller_authorization import authorize_cluster_requests
 from kfk.server.controller_channel import ControllerChannel
 from kfk.server.dispatch import CONTROLLER_SERVED_VERSIONS, Dispatcher, Handler, RequestContext
 from kfk.server.dynamic_config import DynamicBrokerConfig
@@ -152,6 +154,10 @@ class BrokerServer:
         self.inter_broker_ssl: ssl.SSLContext | None = None
         #: The SASL clients of this broker's connections to the others, when the inter-broker listener uses SASL.
         self.inter_broker_sasl: Callable[[], SaslClient] | None = None
+        #: The same for this node's connections to the controllers (Raft, registration, heartbeats, AlterPartition,
+        #: forwarding), from the controller listener's settings (KRaft with controller.listener.names only).
+        self.controller_ssl: ssl.SSLContext | None = None
+        self.controller_sasl: Callable[[], SaslClient] | None = None
         self._quorum_follower: asyncio.Task | None = None
 
     @property
@@ -352,7 +358,8 @@ class BrokerServer:
         self.metadata_cache = self._new_metadata_cache()
         self.metadata_backend = backend = EmbeddedMetadataBackend(
             self.log_dirs[0], self.node_id, self.cluster_id, parse_voters(config.controller_quorum_voters),
-            raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel, time_ms=system_time_ms,
+            raft_config=RaftConfig.from_values(config.values), time_ms=system_time_ms,
+            channel_factory=functools.partial(BrokerChannel, ssl_context=self.controller_ssl, sasl=self.controller_sasl),
             snapshot_max_new_record_bytes=config.metadata_log_max_record_bytes_between_snapshots,
             snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
             segment_bytes=config.metadata_log_segment_bytes)
@@ -388,7 +395,8 @@ class BrokerServer:
 
         self.controller_channel = ControllerChannel(
             self.node_id, active_controller, address_of, config.controller_quorum_request_timeout_ms,
-            local=self._local_controller_request if self.is_controller else None)
+            local=self._local_controller_request if self.is_controller else None,
+            ssl_context=self.controller_ssl, sasl=self.controller_sasl)
         if self.is_broker:
             await self._listeners_updated()
             self.lifecycle_manager = BrokerLifecycleManager(
@@ -439,10 +447,15 @@ class BrokerServer:
 
     def _build_controller_dispatcher(self) -> Dispatcher:
         """What the controller listener serves (CONTROLLER_SERVED_VERSIONS), built with the controller's layers
-        only; a combined node's broker also calls it in-process (`_local_controller_request`)."""
+        only; a combined node's broker also calls it in-process (`_local_controller_request`). With an authorizer,
+        the cluster requests need their ACL (kfk.server.controller_authorization)."""
         dispatcher = Dispatcher(CONTROLLER_SERVED_VERSIONS, subset=True)
         controller, cache = self.controller, self.metadata_cache
         raft_handler = RaftHandler(self.metadata_backend)
+
+        def voter_endpoints() -> dict[int, tuple[str, int]]:  # DescribeCluster on this listener lists them
+            return {node_id: (endpoint.host, endpoint.port)
+                    for node_id, endpoint in self.metadata_backend.endpoints.items() if endpoint is not None}
 
         async def raft_fetch(context: RequestContext, request: Message) -> Message:
             return await raft_handler.fetch(request)
@@ -454,12 +467,14 @@ class BrokerServer:
                         TopicAdminHandler(controller, auth),
                         ConfigsHandler(cache, controller, self.config, self.node_id, auth),
                         LeadershipHandler(controller, auth), DescribeQuorumHandler(self.metadata_backend, cache, auth),
-                        DescribeClusterHandler(cache, self.metadata_backend),
+                        DescribeClusterHandler(cache, self.metadata_backend, controllers=voter_endpoints),
                         AclsHandler(cache, controller, auth), ClientQuotasHandler(cache, controller, auth),
                         ScramCredentialsHandler(cache, controller, auth),
                         EnvelopeHandler(dispatcher, auth, FORWARDED_APIS)):
             handler.register(dispatcher)
+        SaslHandler().register(dispatcher)  # answers what a SASL controller listener's authenticator does not
         dispatcher.check_every_api_has_a_handler()
+        authorize_cluster_requests(dispatcher, self.auth)
         return dispatcher
 
     async def _local_controller_request(self, request: Message, api_version: int) -> Message:
@@ -684,11 +699,21 @@ class BrokerServer:
             return None
         return ListenerTls.from_settings(lambda key: self.config.listener_override(listener_name, key), listener_name)
 
-    def _inter_broker_ssl(self) -> ssl.SSLContext | None:
-        listener = self.config.inter_broker_listener
+    def _client_ssl(self, listener: str) -> ssl.SSLContext | None:
+        """The client side of TLS for this node's own connections to `listener` (the inter-broker or the controller
+        listener) when it is SSL or SASL_SSL: that listener's ssl.* settings, as Kafka's channel builders."""
         if self.config.listener_security_protocol(listener) not in TLS_PROTOCOLS:
             return None
         return client_context(lambda key: self.config.listener_override(listener, key))
+
+    def _build_controller_client_security(self) -> None:
+        """TLS and SASL towards the controllers: the first of controller.listener.names, as Kafka's nodes reach
+        them (a broker-only node has that listener in its map and listener.name.<l>. settings, not in listeners)."""
+        config = self.config
+        if config.zookeeper_connect is not None or not config.controller_listener_names:
+            return
+        self.controller_ssl = self._client_ssl(config.controller_listener_names[0].strip().upper())
+        self.controller_sasl = controller_sasl(config)
 
     def _build_socket_server(self, listeners: list[network.Listener]) -> network.SocketServer:
         # Every listener's TLS is built before anything binds: a broken key store fails the start, not a connection.
@@ -737,7 +762,8 @@ class BrokerServer:
             listeners = [network.Listener.parse(text) for text in self.config.listeners]
         except ValueError as error:
             raise InvalidConfigurationError(f"invalid listeners: {error}") from None
-        self.inter_broker_ssl = self._inter_broker_ssl()
+        self.inter_broker_ssl = self._client_ssl(self.config.inter_broker_listener)
+        self._build_controller_client_security()
         self.auth = RequestAuthorizer.from_config(self.config)
         socket_server = self._build_socket_server(listeners)
         self.inter_broker_sasl = inter_broker_sasl(self.config)

@@ -111,6 +111,9 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
 #: ranges are the broker listeners' where both serve an API. AlterPartition from v2 (topic ids), as Kafka 4.0.
 CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.API_VERSIONS: SERVED_VERSIONS[ApiKey.API_VERSIONS],
+    # A SASL_PLAINTEXT or SASL_SSL controller listener authenticates (the authenticator answers these).
+    ApiKey.SASL_HANDSHAKE: SERVED_VERSIONS[ApiKey.SASL_HANDSHAKE],
+    ApiKey.SASL_AUTHENTICATE: SERVED_VERSIONS[ApiKey.SASL_AUTHENTICATE],
     ApiKey.BROKER_REGISTRATION: VersionRange(0, 4),  # handlers/broker_to_controller.py
     ApiKey.BROKER_HEARTBEAT: VersionRange(0, 1),  # handlers/broker_to_controller.py
     ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/broker_to_controller.py

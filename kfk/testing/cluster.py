@@ -175,11 +175,13 @@ class KfkCluster:
 def start_cluster(directory: Path, zookeeper_connect: str | None, size: int = 3,
                   overrides: dict[str, str] | None = None, timeout: float = 30.0, *, controllers: int = 0,
                   combined: bool = False, listener_name: str = "PLAINTEXT",
-                  format_args: list[str] | None = None) -> KfkCluster:
+                  format_args: list[str] | None = None,
+                  controller_overrides: dict[str, str] | None = None) -> KfkCluster:
     """Brokers 1..size on ZooKeeper (`zookeeper_connect`), or on KRaft (`zookeeper_connect` None): with
     `controllers` controller-only nodes, or `combined` (every broker a voter; the default when there are no
     controller-only nodes). `listener_name`: each broker's one client listener (SSL: they replicate over TLS).
-    `format_args`: KRaft, flags every node's `kfk storage format` gets (`--add-scram ...`)."""
+    `format_args`: KRaft, flags every node's `kfk storage format` gets (`--add-scram ...`).
+    `controller_overrides`: settings of the controller-only nodes alone (an authorizer on the controllers)."""
     merged = dict(CLUSTER_OVERRIDES)
     if zookeeper_connect is None:
         merged.update(KRAFT_OVERRIDES)
@@ -193,7 +195,7 @@ def start_cluster(directory: Path, zookeeper_connect: str | None, size: int = 3,
         cluster.voters = {node_id: free_port() for node_id in voter_ids}
         for node_id in voter_ids:
             if node_id > CONTROLLER_ID_BASE:
-                cluster.add_controller(node_id)
+                cluster.add_controller(node_id, controller_overrides)
     for broker_id in range(1, size + 1):
         cluster.add_broker(broker_id)
     try:

@@ -113,21 +113,22 @@ def kfk_metadata_mode() -> str:
 def kfk_cluster_factory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                         kfk_metadata_mode: str) -> Iterator[Callable[..., KfkCluster]]:
     """`factory(size=3, overrides=None, controllers=None, combined=False, listener_name="PLAINTEXT",
-    format_args=None)`: brokers 1..size, each a separate process (kill -9 and SIGSTOP are real), on the test's
-    ZooKeeper chroot or, in "kraft" mode, on a KRaft quorum of `controllers` controller-only nodes (ids 101..,
-    default 1) or of the brokers themselves (`combined`), every node formatted with `format_args` more; all are
-    killed after the test, their logs printed if it failed."""
+    format_args=None, controller_overrides=None)`: brokers 1..size, each a separate process (kill -9 and SIGSTOP are
+    real), on the test's ZooKeeper chroot or, in "kraft" mode, on a KRaft quorum of `controllers` controller-only
+    nodes (ids 101.., default 1; `controller_overrides` for them alone) or of the brokers themselves (`combined`),
+    every node formatted with `format_args` more; all are killed after the test, their logs printed if it failed."""
     started: list[KfkCluster] = []
     zookeeper_connect = request.getfixturevalue("zookeeper_connect") if kfk_metadata_mode == "zookeeper" else None
 
     def factory(size: int = 3, overrides: dict[str, str] | None = None, *, controllers: int | None = None,
                 combined: bool = False, listener_name: str = "PLAINTEXT",
-                format_args: list[str] | None = None) -> KfkCluster:
+                format_args: list[str] | None = None,
+                controller_overrides: dict[str, str] | None = None) -> KfkCluster:
         if zookeeper_connect is None and controllers is None and not combined:
             controllers = 1
         cluster = start_cluster(tmp_path_factory.mktemp("kfk-cluster"), zookeeper_connect, size, overrides,
                                 controllers=controllers or 0, combined=combined, listener_name=listener_name,
-                                format_args=format_args)
+                                format_args=format_args, controller_overrides=controller_overrides)
         started.append(cluster)
         return cluster
 

@@ -136,7 +136,7 @@ def test_a_controller_only_node_serves_the_controller_apis_alone(kfk_cluster_fac
     assert not keys & {ApiKey.PRODUCE, ApiKey.LIST_OFFSETS, ApiKey.JOIN_GROUP, ApiKey.METADATA}
     sock = connect(controller)
     try:
-        described = request(sock, DescribeClusterRequest(), 0)
+        described = request(sock, DescribeClusterRequest(endpoint_type=2), 1)  # a controller serves CONTROLLER
     finally:
         sock.close()
     broker = FakeBroker(controller, 1, described.cluster_id)

@@ -48,3 +48,30 @@ def test_a_listener_prefixed_key_overrides_the_broker_wide_one_for_that_listener
     assert broker.listener_override("EXTERNAL", "ssl.enabled.protocols") == ["TLSv1.2", "TLSv1.3"]
     assert broker.listener_override("INTERNAL", "plain.sasl.jaas.config") == "x"  # no broker key: the raw string
     assert broker.listener_override("EXTERNAL", "plain.sasl.jaas.config") is None
+
+
+def test_nodes_reach_the_controllers_with_the_controller_listener_s_sasl_settings() -> None:
+    """sasl.mechanism.controller.protocol picks the login module of the first controller listener's JAAS config (its
+    listener.name.<l>.<mechanism>. form first); a PLAINTEXT or SSL controller listener needs none."""
+    from kfk.security.sasl.plain import PlainClient
+    from kfk.security.sasl.scram import ScramClient
+    from kfk.security.sasl.settings import controller_sasl
+
+    node = {**BASE, "controller.listener.names": "CONTROLLER,OTHER", "listener.security.protocol.map":
+            "CONTROLLER:SASL_SSL,OTHER:PLAINTEXT,PLAINTEXT:PLAINTEXT", "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config":
+                'org.apache.kafka.common.security.plain.PlainLoginModule required username="node" password="s";',
+            "listener.name.controller.scram-sha-512.sasl.jaas.config":
+                'org.apache.kafka.common.security.scram.ScramLoginModule required username="scrammy" password="t";'}
+    client = controller_sasl(BrokerConfig(node))()
+    assert isinstance(client, PlainClient) and client.initial_response() == b"\0node\0s"
+    scram = controller_sasl(BrokerConfig({**node, "sasl.mechanism.controller.protocol": "SCRAM-SHA-512"}))()
+    assert isinstance(scram, ScramClient) and scram.mechanism == "SCRAM-SHA-512"
+    plaintext = {**node, "listener.security.protocol.map": "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT"}
+    assert controller_sasl(BrokerConfig(plaintext)) is None
+    assert controller_sasl(BrokerConfig(BASE)) is None  # the single-node default: no controller listener
+    # Kafka's default mechanism, GSSAPI (Kerberos), is not one kfk has: refused at start-up, naming the setting.
+    with pytest.raises(InvalidConfigurationError, match=r"the controller listener CONTROLLER uses SASL "
+                                                        r"\(sasl.mechanism.controller.protocol=GSSAPI\)"):
+        controller_sasl(BrokerConfig({key: value for key, value in node.items()
+                                      if key != "sasl.mechanism.controller.protocol"}))

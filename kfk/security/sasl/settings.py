@@ -3,7 +3,8 @@
 A SASL key is taken from `listener.name.<listener>.<mechanism>.<key>` (listener and mechanism in lower case, e.g.
 `listener.name.sasl_plaintext.plain.sasl.jaas.config`), then `listener.name.<listener>.<key>`, then the bare
 `<key>` (BrokerConfig.listener_override does the last two). The inter-broker client's credentials are the `username`/`password` options of the login module in the
-inter-broker listener's JAAS config for `sasl.mechanism.inter.broker.protocol`, as in Kafka.
+inter-broker listener's JAAS config for `sasl.mechanism.inter.broker.protocol`, as in Kafka; a node's credentials
+towards the controllers, those of the controller listener's JAAS config for `sasl.mechanism.controller.protocol`.
 """
 
 from __future__ import annotations
@@ -86,14 +87,32 @@ def sasl_client(mechanism: str, username: str | None, password: str | None, *, t
 def inter_broker_sasl(config: BrokerConfig) -> Callable[[], SaslClient] | None:
     """A factory of SASL clients for this broker's connections to the other brokers' inter-broker listener, None
     when that listener does not use SASL."""
-    listener_name = config.inter_broker_listener
+    return _listener_client_sasl(config, config.inter_broker_listener, "sasl.mechanism.inter.broker.protocol",
+                                 "the inter-broker listener")
+
+
+def controller_sasl(config: BrokerConfig) -> Callable[[], SaslClient] | None:
+    """A factory of SASL clients for this node's connections to the controllers (Raft requests, broker registration
+    and heartbeats, AlterPartition, forwarding): the first of controller.listener.names, whose credentials are its
+    JAAS config's for sasl.mechanism.controller.protocol, as in Kafka. None when that listener does not use SASL (or
+    there is no controller listener: the single-node default talks to its controller in-process)."""
+    if not config.controller_listener_names:
+        return None
+    return _listener_client_sasl(config, config.controller_listener_names[0].strip().upper(),
+                                 "sasl.mechanism.controller.protocol", "the controller listener")
+
+
+def _listener_client_sasl(config: BrokerConfig, listener_name: str, mechanism_key: str,
+                          what: str) -> Callable[[], SaslClient] | None:
+    """SASL clients for a node's own connections to `listener_name` (mechanism from `mechanism_key`), None when the
+    listener does not use SASL; InvalidConfigurationError at start-up when the credentials are missing."""
     if config.listener_security_protocol(listener_name) not in SASL_PROTOCOLS:
         return None
-    mechanism = config.values["sasl.mechanism.inter.broker.protocol"]
+    mechanism = config.values[mechanism_key]
     jaas = jaas_module(config, listener_name, mechanism)
     try:
         sasl_client(mechanism, None, None, jaas=jaas)  # fails now, at start-up, if the credentials are missing
     except InvalidConfigurationError as error:
-        raise InvalidConfigurationError(f"the inter-broker listener {listener_name} uses SASL "
-                                        f"(sasl.mechanism.inter.broker.protocol={mechanism}): {error}") from None
+        raise InvalidConfigurationError(f"{what} {listener_name} uses SASL ({mechanism_key}={mechanism}): "
+                                        f"{error}") from None
     return lambda: sasl_client(mechanism, None, None, jaas=jaas)
