@@ -995,6 +995,14 @@ AUTHORIZER_CONFIGS = ("super.users", "allow.everyone.if.no.acl.found")
 _SASL_MECHANISM_NAMES = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 
 
+#: How many distinct topic LogConfigs BrokerConfig.log_config remembers (topics rarely have many distinct overrides).
+_LOG_CONFIG_CACHE_SIZE = 1024
+
+
+def _hashable(values: Mapping[str, Any]) -> tuple:
+    return tuple(sorted((name, tuple(value) if isinstance(value, list) else value) for name, value in values.items()))
+
+
 def _is_known_broker_name(name: str) -> bool:
     """A broker config name, one of the authorizer's, or one set for a single listener
     (`listener.name.<listener>.<config>`, e.g. listener.name.internal.ssl.keystore.location), as Kafka 4.x accepts
@@ -1017,6 +1025,7 @@ class BrokerConfig:
         #: The dynamic configs in force (the cluster-wide default, then this broker's own): see reconfigure().
         self.dynamic_default: dict[str, str] = {}
         self.dynamic_broker: dict[str, str] = {}
+        self._log_configs: dict[tuple, LogConfig] = {}  # log_config()'s, by (overrides, defaults)
         self.unknown = sorted(name for name in props if not _is_known_broker_name(name))
         for name, value in props.items():  # listener.name.NAME.KEY of the per-listener limits is checked as KEY is
             key = _listener_config_key(name)
@@ -1260,8 +1269,20 @@ class BrokerConfig:
         return defaults
 
     def log_config(self, overrides: Mapping[str, Any] | None = None) -> LogConfig:
-        """A topic's LogConfig: its own overrides on top of this broker's defaults."""
-        return LogConfig.from_properties(overrides or {}, defaults=self.topic_defaults())
+        """A topic's LogConfig: its own overrides on top of this broker's defaults. Remembered by (overrides,
+        defaults), as a LogConfig is immutable: a broker opening the logs of 1,000 new topics of 10 partitions, or
+        a controller validating them, would otherwise parse the same config 10,000 times on its event loop."""
+        overrides = overrides or {}
+        defaults = self.topic_defaults()
+        key = (_hashable(overrides), _hashable(defaults))
+        cache = self._log_configs
+        config = cache.get(key)
+        if config is None:
+            config = LogConfig.from_properties(overrides, defaults=defaults)
+            if len(cache) >= _LOG_CONFIG_CACHE_SIZE:
+                cache.clear()
+            cache[key] = config
+        return config
 
 
 #: The broker synonym of each topic config, for DescribeConfigs (the first one listed wins, as in Kafka).

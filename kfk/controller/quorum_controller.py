@@ -362,9 +362,18 @@ class QuorumController:
                 for entry in describe_topic_configs(self.config, overrides)]
 
     async def create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
+        described: dict[tuple, list[CreateTopicsResponse.CreatableTopicConfigs]] = {}
+
+        def describe(overrides) -> list[CreateTopicsResponse.CreatableTopicConfigs]:
+            """One description per set of overrides: the topics of one request mostly share theirs (often none)."""
+            key = tuple(sorted(overrides.items()))
+            if key not in described:
+                described[key] = self._describe_new_topic_configs(overrides)
+            return described[key]
+
         try:
             response = await self._write(lambda image: replication_control.create_topics(
-                image, request, self.config, self.rng, self._describe_new_topic_configs))
+                image, request, self.config, self.rng, describe))
         except NotControllerError:
             return replication_control.create_topics_error(request, _NOT_CONTROLLER)
         for result in response.topics:

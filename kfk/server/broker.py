@@ -241,7 +241,10 @@ class BrokerServer:
         async def forwarding(context: RequestContext, request: Message) -> Message:
             if self.controller.is_active or self.auth.enabled:
                 return await handler(context, request)
-            return await self.controller_channel.send(request, context.api_version)
+            # Kafka's forwarding channel: its own connection, and controller.socket.timeout.ms for the answer (a
+            # CreateTopics of thousands of partitions may take the controller longer than a Raft request may).
+            channel = self.controller_channel.for_purpose("forwarding", self.config.controller_socket_timeout_ms)
+            return await channel.send(request, context.api_version)
 
         return forwarding
 
@@ -393,7 +396,8 @@ class BrokerServer:
         if self.is_broker:
             await self._listeners_updated()
             self.lifecycle_manager = BrokerLifecycleManager(
-                self.node_id, self.cluster_id, self.controller_channel, lambda: self.metadata_cache.image.offset,
+                self.node_id, self.cluster_id, self.controller_channel.for_purpose("heartbeat"),
+                lambda: self.metadata_cache.image.offset,
                 lambda: broker_endpoints(self.socket_server.bound, config.advertised_listeners,
                                          config.listener_security_protocol_map, config.controller_listener_names),
                 config.broker_rack, config.broker_heartbeat_interval_ms)
@@ -482,7 +486,7 @@ class BrokerServer:
                 partition_index=partition, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
                 new_isr_with_epochs=[BrokerState(broker_id=replica, broker_epoch=image_brokers[replica].broker_epoch
                                                  if replica in image_brokers else -1) for replica in isr])])])
-        response = await self.controller_channel.send(request, 3)
+        response = await self.controller_channel.for_purpose("alter-partition").send(request, 3)
         raise_for_code(response.error_code or response.topics[0].partitions[0].error_code)
         return response.topics[0].partitions[0].partition_epoch
 
