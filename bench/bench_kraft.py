@@ -22,7 +22,8 @@ nodes with process.roles=broker,controller. Timeouts are kfk.testing's KRaft one
   the controller's 10,000 records per operation); from the first request to the last answer, and to every partition
   with a leader in Metadata on every broker. Topics refused with INVALID_REPLICATION_FACTOR (a broker fenced
   meanwhile: its heartbeats late by broker.session.timeout.ms) are sent again once every broker is unfenced, and
-  listed; the time includes the wait.
+  listed; the time includes the wait. The brokers the active controller fenced meanwhile (heartbeats late by
+  broker.session.timeout.ms, from the controllers' logs) are counted and listed.
 Broker start with a 100,000-record metadata log, with and without a snapshot, is bench_metadata.py's.
 The load average (1 min) is printed beside every figure: the machine is shared, figures move with it.
 """
@@ -231,6 +232,7 @@ def bench_bulk_create(cluster: KfkCluster, layout: str, topics: int, partitions:
                       replication_factor: int) -> None:
     names = [f"bulk-{index}" for index in range(topics)]
     wait_until(lambda: all_brokers_unfenced(cluster), timeout=60, what="every broker unfenced")
+    log_sizes = {node_id: node.log_path.stat().st_size for node_id, node in cluster.nodes.items()}
     sockets = broker_sockets(cluster)
     via = next(iter(sockets.values()))
     loads = [load()]
@@ -265,6 +267,11 @@ def bench_bulk_create(cluster: KfkCluster, layout: str, topics: int, partitions:
            for what, value in (("the last answer", answered), ("all visible with leaders on every broker", seen))])
     for line in refused:
         print(f"  refused (INVALID_REPLICATION_FACTOR: a broker fenced), sent again: {line}")
+    fenced = [line.split("kfk.controller: ", 1)[-1] for node_id, node in cluster.nodes.items()
+              for line in node.log_path.read_bytes()[log_sizes[node_id]:].decode("utf-8", "replace").splitlines()
+              if "fencing broker" in line]
+    print(f"  brokers fenced by the active controller meanwhile: {len(fenced)}"
+          + "".join(f"\n    {line}" for line in fenced))
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import logging
 import math
 import re
@@ -439,10 +440,26 @@ def _parse_voter(entry: str) -> tuple[int, tuple[str, int]]:
     """One controller.quorum.voters entry, id@host:port (the host may be a bracketed IPv6 address)."""
     node_id, at, address = entry.strip().partition("@")
     host, colon, port = address.rpartition(":")
-    if not at or not colon or not node_id.strip().isdigit() or not port.isdigit() or not host:
+    if not at or not colon or not node_id.strip().isdigit() or not port.isdigit() or not host \
+            or not 0 < int(port) < 65536:
         raise InvalidConfigurationError(f"Invalid value {entry} for configuration controller.quorum.voters: "
                                         "an entry is not id@host:port")
     return int(node_id), (host.strip("[]"), int(port))
+
+
+def parse_quorum_voters(entries: Iterable[str]) -> dict[int, tuple[str, int]]:
+    """controller.quorum.voters (Kafka's `id@host:port,...`, KIP-595 static voters) as {voter id: (host, port)}: the
+    one parser of it, for the server's role checks and for the Raft quorum alike."""
+    voters: dict[int, tuple[str, int]] = {}
+    for entry in entries:
+        if not entry.strip():
+            continue
+        node_id, address = _parse_voter(entry)
+        if node_id in voters:
+            raise InvalidConfigurationError(f"Invalid value {','.join(entries)} for configuration "
+                                            f"controller.quorum.voters: voter {node_id} is listed twice")
+        voters[node_id] = address
+    return voters
 
 
 def parse_host_counts(text: str) -> dict[str, int]:
@@ -1045,10 +1062,11 @@ class BrokerConfig:
             )
         self.broker_id = self.node_id
 
-    @property
+    @functools.cached_property
     def quorum_voter_addresses(self) -> dict[int, tuple[str, int]]:
-        """controller.quorum.voters as {node id: (host, port)} (validated at construction)."""
-        return dict(_parse_voter(entry) for entry in self.controller_quorum_voters)
+        """controller.quorum.voters as {node id: (host, port)}, parsed once (parse_quorum_voters; it is not a
+        dynamic config)."""
+        return parse_quorum_voters(self.controller_quorum_voters)
 
     @property
     def single_node_quorum(self) -> bool:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
-from kfk.backends.embedded.raft import RaftConfig, parse_voters
+from kfk.backends.embedded.raft import RaftConfig, VoterEndpoint
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
@@ -177,7 +177,7 @@ class BrokerServer:
         may invent its own (the single-node embedded default may: it is the whole cluster)."""
         config = self.config
         return bool(config.controller_quorum_bootstrap_servers) or any(
-            int(voter.split("@", 1)[0]) != self.node_id for voter in config.controller_quorum_voters)
+            voter != self.node_id for voter in config.quorum_voter_addresses)
 
     def _register_handlers(self) -> None:
         """Every API handler, built with exactly the layers it uses, once those layers are up (requests are served
@@ -357,7 +357,8 @@ class BrokerServer:
             return
         self.metadata_cache = self._new_metadata_cache()
         self.metadata_backend = backend = EmbeddedMetadataBackend(
-            self.log_dirs[0], self.node_id, self.cluster_id, parse_voters(config.controller_quorum_voters),
+            self.log_dirs[0], self.node_id, self.cluster_id,
+            {voter: VoterEndpoint(voter, host, port) for voter, (host, port) in config.quorum_voter_addresses.items()},
             raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel, time_ms=system_time_ms,
             snapshot_max_new_record_bytes=config.metadata_log_max_record_bytes_between_snapshots,
             snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
