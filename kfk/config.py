@@ -486,8 +486,10 @@ _B, _I, _L, _D, _S, _LIST, _C, _P = (ConfigType.BOOLEAN, ConfigType.INT, ConfigT
 
 #: The other broker configs of Kafka 4.0's broker configuration reference, with their types and defaults (a short
 #: is kept as an int): kfk accepts them in server.properties, checks their types and describes them as Kafka does,
-#: but nothing in kfk acts on most of them (KRaft quorum tuning, quotas, metrics, tiered storage, the KIP-848
-#: consumer protocol, share groups...). The exceptions: security.inter.broker.protocol (BrokerConfig.
+#: but nothing in kfk acts on most of them (quotas, metrics, tiered storage, the KIP-848 consumer protocol, share
+#: groups...). The exceptions: the controller.quorum.* timeouts (kfk.backends.embedded.raft.RaftConfig; there is no
+#: controller.quorum.append.linger.ms: kfk's controller commits one write before it computes the next, so a Raft
+#: leader would have nothing to accumulate, only latency to add), security.inter.broker.protocol (BrokerConfig.
 #: inter_broker_listener), the ssl.* keys that kfk.security.tls reads (the client library takes the same keys), and
 #: the sasl.* keys of kfk.security.sasl.settings and kfk.server.sasl_config (sasl.enabled.mechanisms, sasl.jaas.config,
 #: sasl.mechanism.inter.broker.protocol, sasl.oauthbearer.*), connections.max.reauth.ms and
@@ -504,7 +506,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("client.quota.callback.class", _C, None),
     ("connection.failed.authentication.delay.ms", _I, 100),
     ("connections.max.reauth.ms", _L, 0),
-    ("controller.quorum.append.linger.ms", _I, 25),
     ("controller.quorum.election.backoff.max.ms", _I, 1000),
     ("controller.quorum.election.timeout.ms", _I, 1000),
     ("controller.quorum.fetch.timeout.ms", _I, 2000),
