@@ -117,6 +117,8 @@ class RaftReplica:
         self._parked: list[_ParkedFetch] = []
         self._unflushed = False
         self._preferred_successors: list[int] = []
+        #: An observer's leader that stopped answering: (epoch, leader id, until when its hints are not followed).
+        self._lost_leader: tuple[int, int, int] | None = None
         if self.voters == {node_id}:
             # A sole voter is the whole majority: everything in its (flushed) log is committed.
             self.high_watermark = log.log_end_offset
@@ -205,6 +207,9 @@ class RaftReplica:
             if self.is_voter:
                 self._become_prospective(now_ms)
             else:
+                # Voters that have not timed out yet still name the lost leader: following it again would cost
+                # another fetch timeout while the voters elect its successor (a broker's controller requests too).
+                self._lost_leader = (state.epoch, state.leader_id, now_ms + self.config.fetch_timeout_ms)
                 self._become_unattached(now_ms, state.epoch, state.voted_id, None)
         elif role is Role.LEADER and not self.leader_state.check_quorum(now_ms):
             self._become_resigned(now_ms)
@@ -321,6 +326,9 @@ class RaftReplica:
                 and state.role in (Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE):
             if state.role is Role.PROSPECTIVE and leader_id == state.leader_id:
                 return False  # the leader this prospective stopped hearing from: others still follow it
+            lost = self._lost_leader
+            if lost is not None and (epoch, leader_id) == lost[:2] and now_ms < lost[2]:
+                return False  # the leader this observer stopped hearing from, named by a voter that still follows it
             self._become_follower(now_ms, epoch, leader_id)
             return True
         return False
