@@ -162,3 +162,19 @@ def test_an_observer_that_lost_its_leader_does_not_follow_it_again_on_a_lagging_
     raft.poll(now)
     answer(now + CONFIG.fetch_timeout_ms, 2, 4)  # the window has passed: leader 2 of epoch 4 is followed again
     assert (raft.state.role, raft.leader_id) == (Role.FOLLOWER, 2)
+
+
+def test_an_observer_whose_leader_resigned_looks_for_the_successor_at_once() -> None:
+    """A leader shutting down resigns: its EndQuorumEpoch goes to the voters, and it answers an observer's fetch
+    with NOT_LEADER_OR_FOLLOWER and no leader; the observer looks for the successor at once instead of waiting out
+    its fetch timeout on the leader it followed."""
+    raft, _, _ = replica(node_id=100, state=ElectionState(4, 2, -1, VOTERS))
+    raft.poll(10)
+    (fetch,) = requests(raft)
+    raft.handle_response(20, fetch.request_id, messages.fetch_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, 4))
+    assert raft.state.role is Role.UNATTACHED and raft.leader_id == -1
+    raft.poll(40)
+    (search,) = requests(raft)
+    assert search.destination in VOTERS
+    raft.handle_response(50, search.request_id, messages.fetch_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, 3, 5))
+    assert (raft.state.role, raft.leader_id, raft.epoch) == (Role.FOLLOWER, 3, 5)
