@@ -226,7 +226,7 @@ def bench_failover(cluster: KfkCluster, layout: str, kills: int, graceful: bool 
     what = "SIGTERM (graceful resignation, EndQuorumEpoch)" if graceful else "kill -9"
     table(f"[{layout}] controller {'handover' if graceful else 'failover'}, {kills} x {what} of the active "
           f"controller, load {'->'.join(loads)}",
-          ["from kill -9 to", "median ms", "max ms", "min ms"],
+          ["from the signal to", "median ms", "max ms", "min ms"],
           [[what, ms(statistics.median(values)), ms(max(values)), ms(min(values))]
            for what, values in ((f"{'SIGTERM' if graceful else 'kill -9'} to new leader (DescribeQuorum)", elected),
                                 ("to first successful CreateTopics", created))])
