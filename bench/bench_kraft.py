@@ -1,6 +1,6 @@
 """KRaft cluster benchmarks: real `kfk server start` processes on a Raft quorum, no ZooKeeper (kfk.testing.cluster).
 
-    python bench/bench_kraft.py [--layouts separate,combined] [--samples 200] [--kills 20]
+    python bench/bench_kraft.py [--layouts separate,combined] [--samples 200] [--kills 20] [--handovers 20]
                                 [--topics 1000 --partitions 10 --batch 100 --replication-factor 3]
 
 Each layout is its own cluster: `separate` is 3 controller-only nodes (101-103) + 3 brokers (1-3), `combined` is 3
@@ -14,12 +14,16 @@ nodes with process.roles=broker,controller. Timeouts are kfk.testing's KRaft one
   CreateTopics sent (from the moment of the kill, as a client retrying would) to a surviving broker; median and
   max. The killed node is restarted and has caught up with the leader's high watermark, and every broker is
   unfenced (DescribeCluster), before the next kill;
+- controller handover: the same with SIGTERM instead of kill -9, `--handovers` times: the leader resigns (EndQuorumEpoch
+  names its most caught-up voters, which run at once instead of waiting out controller.quorum.fetch.timeout.ms), then
+  shuts down cleanly (exit code 0 checked);
 - bulk creation: `--topics` topics x `--partitions` partitions in CreateTopics of `--batch` topics each, one after
   the other, as Admin.createTopics sends a list (one request per call; a single request for all 1,000 would pass
   the controller's 10,000 records per operation); from the first request to the last answer, and to every partition
   with a leader in Metadata on every broker. Topics refused with INVALID_REPLICATION_FACTOR (a broker fenced
   meanwhile: its heartbeats late by broker.session.timeout.ms) are sent again once every broker is unfenced, and
-  listed; the time includes the wait.
+  listed; the time includes the wait. The brokers the active controller fenced meanwhile (heartbeats late by
+  broker.session.timeout.ms, from the controllers' logs) are counted and listed.
 Broker start with a 100,000-record metadata log, with and without a snapshot, is bench_metadata.py's.
 The load average (1 min) is printed beside every figure: the machine is shared, figures move with it.
 """
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import statistics
 import sys
@@ -167,7 +172,9 @@ def create_until_done(address: str, name: str, deadline: float) -> None:
         try:
             with connect(address, timeout=35) as sock:
                 (error,) = create_topics(sock, [creatable(name, 1, 1)], timeout_ms=30_000)
-            if error == ErrorCode.NONE:
+            # The name is new: TOPIC_ALREADY_EXISTS says an earlier attempt went through, its answer lost as the
+            # controller it reached stopped (a handover), and the broker forwarded it again.
+            if error in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                 return
             assert error in RETRIABLE, f"CreateTopics {name}: {ErrorCode(error).name}"
         except (OSError, AssertionError) as failure:
@@ -177,14 +184,20 @@ def create_until_done(address: str, name: str, deadline: float) -> None:
         time.sleep(0.01)
 
 
-def failover_once(cluster: KfkCluster, index: int) -> tuple[float, float]:
+def failover_once(cluster: KfkCluster, index: int, graceful: bool = False) -> tuple[float, float]:
+    """One kill -9 (or, `graceful`, SIGTERM: the leader resigns with EndQuorumEpoch) of the active controller: from
+    the signal to a new leader, and to the first successful CreateTopics."""
     voters = sorted(cluster.voters)
     leader_id, epoch = active_controller(cluster, voters)
     survivors = [node_id for node_id in voters if node_id != leader_id]
     via = next(broker for broker_id, broker in cluster.brokers.items() if broker_id != leader_id)
     elected: list[float] = []
     killed = time.perf_counter()
-    cluster.kill(leader_id)
+    process = cluster.nodes[leader_id].process
+    if graceful:
+        process.send_signal(signal.SIGTERM)
+    else:
+        cluster.kill(leader_id)
 
     def watch() -> None:
         active_controller(cluster, survivors, newer_than=epoch)
@@ -192,31 +205,38 @@ def failover_once(cluster: KfkCluster, index: int) -> tuple[float, float]:
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    create_until_done(via.bootstrap_servers, f"failover-{index}", time.monotonic() + 120)
+    create_until_done(via.bootstrap_servers, f"{'handover' if graceful else 'failover'}-{index}",
+                      time.monotonic() + 120)
     created = time.perf_counter() - killed
     watcher.join()
+    if graceful:
+        code = process.wait(60)  # not cluster.stop(): a second SIGTERM could reach it after its handler is gone
+        assert code == 0, f"node {leader_id} exited with {code} on SIGTERM:\n{cluster.nodes[leader_id].output()[-3000:]}"
     cluster.start([leader_id], timeout=120)
     wait_until(lambda: caught_up(cluster, leader_id), timeout=60, interval=0.05, what=f"node {leader_id} caught up")
     wait_until(lambda: all_brokers_unfenced(cluster), timeout=60, what="every broker unfenced")
     return elected[0], created
 
 
-def bench_failover(cluster: KfkCluster, layout: str, kills: int) -> None:
+def bench_failover(cluster: KfkCluster, layout: str, kills: int, graceful: bool = False) -> None:
     loads = [load()]
-    runs = [failover_once(cluster, index) for index in range(kills)]
+    runs = [failover_once(cluster, index, graceful) for index in range(kills)]
     loads.append(load())
     elected, created = [run[0] for run in runs], [run[1] for run in runs]
-    table(f"[{layout}] controller failover, {kills} x kill -9 of the active controller, load {'->'.join(loads)}",
-          ["from kill -9 to", "median ms", "max ms", "min ms"],
+    what = "SIGTERM (graceful resignation, EndQuorumEpoch)" if graceful else "kill -9"
+    table(f"[{layout}] controller {'handover' if graceful else 'failover'}, {kills} x {what} of the active "
+          f"controller, load {'->'.join(loads)}",
+          ["from the signal to", "median ms", "max ms", "min ms"],
           [[what, ms(statistics.median(values)), ms(max(values)), ms(min(values))]
-           for what, values in (("new leader (DescribeQuorum)", elected),
-                                ("first successful CreateTopics", created))])
+           for what, values in ((f"{'SIGTERM' if graceful else 'kill -9'} to new leader (DescribeQuorum)", elected),
+                                ("to first successful CreateTopics", created))])
 
 
 def bench_bulk_create(cluster: KfkCluster, layout: str, topics: int, partitions: int, batch: int,
                       replication_factor: int) -> None:
     names = [f"bulk-{index}" for index in range(topics)]
     wait_until(lambda: all_brokers_unfenced(cluster), timeout=60, what="every broker unfenced")
+    log_sizes = {node_id: node.log_path.stat().st_size for node_id, node in cluster.nodes.items()}
     sockets = broker_sockets(cluster)
     via = next(iter(sockets.values()))
     loads = [load()]
@@ -251,6 +271,11 @@ def bench_bulk_create(cluster: KfkCluster, layout: str, topics: int, partitions:
            for what, value in (("the last answer", answered), ("all visible with leaders on every broker", seen))])
     for line in refused:
         print(f"  refused (INVALID_REPLICATION_FACTOR: a broker fenced), sent again: {line}")
+    fenced = [line.split("kfk.controller: ", 1)[-1] for node_id, node in cluster.nodes.items()
+              for line in node.log_path.read_bytes()[log_sizes[node_id]:].decode("utf-8", "replace").splitlines()
+              if "fencing broker" in line]
+    print(f"  brokers fenced by the active controller meanwhile: {len(fenced)}"
+          + "".join(f"\n    {line}" for line in fenced))
 
 
 def main() -> None:
@@ -258,6 +283,8 @@ def main() -> None:
     parser.add_argument("--layouts", default="separate,combined", help="separate, combined or both (comma-separated)")
     parser.add_argument("--samples", type=int, default=200, help="CreateTopics timed for the commit latency")
     parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--handovers", type=int, default=20,
+                        help="SIGTERMs of the active controller (graceful resignation) timed like the kills")
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--partitions", type=int, default=10)
     parser.add_argument("--batch", type=int, default=100, help="topics per CreateTopics request")
@@ -279,6 +306,8 @@ def main() -> None:
                     bench_commit_latency(cluster, layout, args.samples)
                 if args.kills:
                     bench_failover(cluster, layout, args.kills)
+                if args.handovers:
+                    bench_failover(cluster, layout, args.handovers, graceful=True)
                 if args.topics:
                     bench_bulk_create(cluster, layout, args.topics, args.partitions, args.batch,
                                       args.replication_factor)

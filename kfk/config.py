@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import logging
 import math
 import re
@@ -439,10 +440,26 @@ def _parse_voter(entry: str) -> tuple[int, tuple[str, int]]:
     """One controller.quorum.voters entry, id@host:port (the host may be a bracketed IPv6 address)."""
     node_id, at, address = entry.strip().partition("@")
     host, colon, port = address.rpartition(":")
-    if not at or not colon or not node_id.strip().isdigit() or not port.isdigit() or not host:
+    if not at or not colon or not node_id.strip().isdigit() or not port.isdigit() or not host \
+            or not 0 < int(port) < 65536:
         raise InvalidConfigurationError(f"Invalid value {entry} for configuration controller.quorum.voters: "
                                         "an entry is not id@host:port")
     return int(node_id), (host.strip("[]"), int(port))
+
+
+def parse_quorum_voters(entries: Iterable[str]) -> dict[int, tuple[str, int]]:
+    """controller.quorum.voters (Kafka's `id@host:port,...`, KIP-595 static voters) as {voter id: (host, port)}: the
+    one parser of it, for the server's role checks and for the Raft quorum alike."""
+    voters: dict[int, tuple[str, int]] = {}
+    for entry in entries:
+        if not entry.strip():
+            continue
+        node_id, address = _parse_voter(entry)
+        if node_id in voters:
+            raise InvalidConfigurationError(f"Invalid value {','.join(entries)} for configuration "
+                                            f"controller.quorum.voters: voter {node_id} is listed twice")
+        voters[node_id] = address
+    return voters
 
 
 def parse_host_counts(text: str) -> dict[str, int]:
@@ -469,8 +486,10 @@ _B, _I, _L, _D, _S, _LIST, _C, _P = (ConfigType.BOOLEAN, ConfigType.INT, ConfigT
 
 #: The other broker configs of Kafka 4.0's broker configuration reference, with their types and defaults (a short
 #: is kept as an int): kfk accepts them in server.properties, checks their types and describes them as Kafka does,
-#: but nothing in kfk acts on most of them (KRaft quorum tuning, quotas, metrics, tiered storage, the KIP-848
-#: consumer protocol, share groups...). The exceptions: security.inter.broker.protocol (BrokerConfig.
+#: but nothing in kfk acts on most of them (quotas, metrics, tiered storage, the KIP-848 consumer protocol, share
+#: groups...). The exceptions: the controller.quorum.* timeouts (kfk.backends.embedded.raft.RaftConfig; there is no
+#: controller.quorum.append.linger.ms: kfk's controller commits one write before it computes the next, so a Raft
+#: leader would have nothing to accumulate, only latency to add), security.inter.broker.protocol (BrokerConfig.
 #: inter_broker_listener), the ssl.* keys that kfk.security.tls reads (the client library takes the same keys), and
 #: the sasl.* keys of kfk.security.sasl.settings and kfk.server.sasl_config (sasl.enabled.mechanisms, sasl.jaas.config,
 #: sasl.mechanism.inter.broker.protocol, sasl.mechanism.controller.protocol, sasl.oauthbearer.*),
@@ -487,7 +506,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("client.quota.callback.class", _C, None),
     ("connection.failed.authentication.delay.ms", _I, 100),
     ("connections.max.reauth.ms", _L, 0),
-    ("controller.quorum.append.linger.ms", _I, 25),
     ("controller.quorum.election.backoff.max.ms", _I, 1000),
     ("controller.quorum.election.timeout.ms", _I, 1000),
     ("controller.quorum.fetch.timeout.ms", _I, 2000),
@@ -995,6 +1013,14 @@ AUTHORIZER_CONFIGS = ("super.users", "allow.everyone.if.no.acl.found")
 _SASL_MECHANISM_NAMES = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 
 
+#: How many distinct topic LogConfigs BrokerConfig.log_config remembers (topics rarely have many distinct overrides).
+_LOG_CONFIG_CACHE_SIZE = 1024
+
+
+def _hashable(values: Mapping[str, Any]) -> tuple:
+    return tuple(sorted((name, tuple(value) if isinstance(value, list) else value) for name, value in values.items()))
+
+
 def _is_known_broker_name(name: str) -> bool:
     """A broker config name, one of the authorizer's, or one set for a single listener
     (`listener.name.<listener>.<config>`, e.g. listener.name.internal.ssl.keystore.location), as Kafka 4.x accepts
@@ -1017,6 +1043,7 @@ class BrokerConfig:
         #: The dynamic configs in force (the cluster-wide default, then this broker's own): see reconfigure().
         self.dynamic_default: dict[str, str] = {}
         self.dynamic_broker: dict[str, str] = {}
+        self._log_configs: dict[tuple, LogConfig] = {}  # log_config()'s, by (overrides, defaults)
         self.unknown = sorted(name for name in props if not _is_known_broker_name(name))
         for name, value in props.items():  # listener.name.NAME.KEY of the per-listener limits is checked as KEY is
             key = _listener_config_key(name)
@@ -1036,10 +1063,11 @@ class BrokerConfig:
             )
         self.broker_id = self.node_id
 
-    @property
+    @functools.cached_property
     def quorum_voter_addresses(self) -> dict[int, tuple[str, int]]:
-        """controller.quorum.voters as {node id: (host, port)} (validated at construction)."""
-        return dict(_parse_voter(entry) for entry in self.controller_quorum_voters)
+        """controller.quorum.voters as {node id: (host, port)}, parsed once (parse_quorum_voters; it is not a
+        dynamic config)."""
+        return parse_quorum_voters(self.controller_quorum_voters)
 
     @property
     def single_node_quorum(self) -> bool:
@@ -1260,8 +1288,20 @@ class BrokerConfig:
         return defaults
 
     def log_config(self, overrides: Mapping[str, Any] | None = None) -> LogConfig:
-        """A topic's LogConfig: its own overrides on top of this broker's defaults."""
-        return LogConfig.from_properties(overrides or {}, defaults=self.topic_defaults())
+        """A topic's LogConfig: its own overrides on top of this broker's defaults. Remembered by (overrides,
+        defaults), as a LogConfig is immutable: a broker opening the logs of 1,000 new topics of 10 partitions, or
+        a controller validating them, would otherwise parse the same config 10,000 times on its event loop."""
+        overrides = overrides or {}
+        defaults = self.topic_defaults()
+        key = (_hashable(overrides), _hashable(defaults))
+        cache = self._log_configs
+        config = cache.get(key)
+        if config is None:
+            config = LogConfig.from_properties(overrides, defaults=defaults)
+            if len(cache) >= _LOG_CONFIG_CACHE_SIZE:
+                cache.clear()
+            cache[key] = config
+        return config
 
 
 #: The broker synonym of each topic config, for DescribeConfigs (the first one listed wins, as in Kafka).

@@ -131,12 +131,38 @@ class QuorumController:
     # -- MetadataListener --------------------------------------------------------------------------------------------
 
     def handle_commit(self, records: Sequence[Message], last_offset: int) -> None:
-        self.handle_snapshot(self.image.apply(records, last_offset))
+        previous, self.image = self.image, self.image.apply(records, last_offset)
+        if self.is_active and self.manage_leadership and self._may_unsettle(previous, records):
+            self._schedule_reconcile()
 
     def handle_snapshot(self, image: MetadataImage) -> None:
-        self.image = image
+        self.image = image  # a whole new image (a snapshot fetched from the leader): anything may have changed
         if self.is_active and self.manage_leadership:
             self._schedule_reconcile()
+
+    def _may_unsettle(self, previous: MetadataImage, records: Sequence[Message]) -> bool:
+        """Whether a committed batch may have left a partition out of line with the live brokers (what _reconcile
+        fixes): a change of brokers, a config (unclean.leader.election.enable), or a partition record whose partition
+        is not settled (leader or an ISR member not live, a reassignment under way). A batch of new partitions on
+        live brokers cannot, and rescanning every partition after each one is what kept a controller creating
+        thousands of them from answering heartbeats in time."""
+        image = self.image
+        if image.brokers is not previous.brokers:
+            return True
+        live: set[int] | None = None
+        for record in records:
+            if record.NAME == "ConfigRecord":
+                return True
+            if record.NAME in ("PartitionRecord", "PartitionChangeRecord"):
+                topic = image.topics_by_id.get(record.topic_id)
+                registration = topic.partitions.get(record.partition_id) if topic is not None else None
+                if registration is None:
+                    continue
+                live = self._live_brokers(image) if live is None else live
+                if registration.leader not in live or not live.issuperset(registration.isr) \
+                        or registration.adding_replicas or registration.removing_replicas:
+                    return True
+        return False
 
     # -- activation --------------------------------------------------------------------------------------------------
 
@@ -368,9 +394,18 @@ class QuorumController:
                 for entry in describe_topic_configs(self.config, overrides)]
 
     async def create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
+        described: dict[tuple, list[CreateTopicsResponse.CreatableTopicConfigs]] = {}
+
+        def describe(overrides) -> list[CreateTopicsResponse.CreatableTopicConfigs]:
+            """One description per set of overrides: the topics of one request mostly share theirs (often none)."""
+            key = tuple(sorted(overrides.items()))
+            if key not in described:
+                described[key] = self._describe_new_topic_configs(overrides)
+            return described[key]
+
         try:
             response = await self._write(lambda image: replication_control.create_topics(
-                image, request, self.config, self.rng, self._describe_new_topic_configs))
+                image, request, self.config, self.rng, describe))
         except NotControllerError:
             return replication_control.create_topics_error(request, _NOT_CONTROLLER)
         for result in response.topics:
@@ -553,7 +588,10 @@ class QuorumController:
             state = self.heartbeats.next_state(
                 broker_id, current, registration_offset=broker_epoch,
                 metadata_offset=request.current_metadata_offset, want_fence=request.want_fence,
-                want_shut_down=request.want_shut_down, has_leaderships=self._leads_movable_partitions(broker_id),
+                want_shut_down=request.want_shut_down,
+                # Only a controlled shutdown asks (a scan of every partition: not for each routine heartbeat).
+                has_leaderships=(request.want_shut_down or current is BrokerControlState.CONTROLLED_SHUTDOWN)
+                and self._leads_movable_partitions(broker_id),
                 committed_offset=self.image.offset)
             if current.fenced != state.fenced:
                 if state.fenced:

@@ -179,6 +179,15 @@ class _Delta:
         self.acls: dict[uuid.UUID, AclBinding] | None = None
         self.client_quotas: dict | None = None
         self.scram_credentials: dict[tuple[str, int], scram.ScramCredentialData] | None = None
+        #: The partitions of the topics records touched, by topic id: their TopicImages are rebuilt once, in build()
+        #: (a batch creating 1,000 partitions must not copy a topic's partitions for each).
+        self.partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
+
+    def mutable_partitions(self, topic_id: uuid.UUID) -> dict[int, PartitionRegistration]:
+        partitions = self.partitions.get(topic_id)
+        if partitions is None:
+            partitions = self.partitions[topic_id] = dict(self.mutable_topics()[topic_id].partitions)
+        return partitions
 
     def mutable_brokers(self) -> dict[int, BrokerRegistration]:
         if self.brokers is None:
@@ -205,6 +214,10 @@ class _Delta:
         changes: dict = {"offset": offset, "next_producer_id": self.next_producer_id}
         if self.brokers is not None:
             changes["brokers"] = MappingProxyType(self.brokers)
+        for topic_id, partitions in self.partitions.items():
+            topic = self.topics_by_id.get(topic_id)
+            if topic is not None:
+                self.topics_by_id[topic_id] = replace(topic, partitions=MappingProxyType(partitions))
         if self.topics_by_id is not None:
             changes["topics_by_id"] = MappingProxyType(self.topics_by_id)
             changes["topics_by_name"] = MappingProxyType({t.name: t for t in self.topics_by_id.values()})
@@ -223,13 +236,11 @@ class _Delta:
 
 def _topic_record(delta: _Delta, record: Message) -> None:
     delta.mutable_topics()[record.topic_id] = TopicImage(record.name, record.topic_id, MappingProxyType({}))
+    delta.partitions.pop(record.topic_id, None)
 
 
 def _partition_record(delta: _Delta, record: Message) -> None:
-    topics = delta.mutable_topics()
-    topic = topics[record.topic_id]
-    partitions = dict(topic.partitions)
-    partitions[record.partition_id] = PartitionRegistration(
+    delta.mutable_partitions(record.topic_id)[record.partition_id] = PartitionRegistration(
         replicas=tuple(record.replicas),
         isr=tuple(record.isr),
         leader=record.leader,
@@ -238,18 +249,15 @@ def _partition_record(delta: _Delta, record: Message) -> None:
         removing_replicas=tuple(record.removing_replicas),
         adding_replicas=tuple(record.adding_replicas),
     )
-    topics[record.topic_id] = replace(topic, partitions=MappingProxyType(partitions))
 
 
 def _partition_change_record(delta: _Delta, record: Message) -> None:
-    topics = delta.mutable_topics()
-    topic = topics[record.topic_id]
-    partitions = dict(topic.partitions)
+    partitions = delta.mutable_partitions(record.topic_id)
     partitions[record.partition_id] = partitions[record.partition_id].merge(record)
-    topics[record.topic_id] = replace(topic, partitions=MappingProxyType(partitions))
 
 
 def _remove_topic_record(delta: _Delta, record: Message) -> None:
+    delta.partitions.pop(record.topic_id, None)
     topic = delta.mutable_topics().pop(record.topic_id, None)
     if topic is not None:
         delta.mutable_configs().pop((ConfigResourceType.TOPIC, topic.name), None)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
 from kfk.backends.embedded.bootstrap import read_bootstrap_records
-from kfk.backends.embedded.raft import RaftConfig, parse_voters
+from kfk.backends.embedded.raft import RaftConfig, VoterEndpoint
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
@@ -182,7 +182,7 @@ class BrokerServer:
         may invent its own (the single-node embedded default may: it is the whole cluster)."""
         config = self.config
         return bool(config.controller_quorum_bootstrap_servers) or any(
-            int(voter.split("@", 1)[0]) != self.node_id for voter in config.controller_quorum_voters)
+            voter != self.node_id for voter in config.quorum_voter_addresses)
 
     def _register_handlers(self) -> None:
         """Every API handler, built with exactly the layers it uses, once those layers are up (requests are served
@@ -239,7 +239,10 @@ class BrokerServer:
         active, else by forwarding the request to the active controller in an Envelope with the client's principal
         (KIP-590, kfk/server/forwarding.py; the Metadata response names any broker as the controller, so clients
         come to brokers). The controller authorizes the client, so the broker checks nothing itself."""
-        forwarding_manager = ForwardingManager(self.controller_channel)
+        # Kafka's forwarding channel: its own connection, and controller.socket.timeout.ms for the answer (a
+        # CreateTopics of thousands of partitions may take the controller longer than a Raft request may).
+        forwarding_manager = ForwardingManager(
+            self.controller_channel.for_purpose("forwarding", self.config.controller_socket_timeout_ms))
 
         async def forwarding(context: RequestContext, request: Message) -> Message:
             if self.controller.is_active:
@@ -357,7 +360,8 @@ class BrokerServer:
             return
         self.metadata_cache = self._new_metadata_cache()
         self.metadata_backend = backend = EmbeddedMetadataBackend(
-            self.log_dirs[0], self.node_id, self.cluster_id, parse_voters(config.controller_quorum_voters),
+            self.log_dirs[0], self.node_id, self.cluster_id,
+            {voter: VoterEndpoint(voter, host, port) for voter, (host, port) in config.quorum_voter_addresses.items()},
             raft_config=RaftConfig.from_values(config.values), time_ms=system_time_ms,
             channel_factory=functools.partial(BrokerChannel, ssl_context=self.controller_ssl, sasl=self.controller_sasl),
             snapshot_max_new_record_bytes=config.metadata_log_max_record_bytes_between_snapshots,
@@ -400,7 +404,8 @@ class BrokerServer:
         if self.is_broker:
             await self._listeners_updated()
             self.lifecycle_manager = BrokerLifecycleManager(
-                self.node_id, self.cluster_id, self.controller_channel, lambda: self.metadata_cache.image.offset,
+                self.node_id, self.cluster_id, self.controller_channel.for_purpose("heartbeat"),
+                lambda: self.metadata_cache.image.offset,
                 lambda: broker_endpoints(self.socket_server.bound, config.advertised_listeners,
                                          config.listener_security_protocol_map, config.controller_listener_names),
                 config.broker_rack, config.broker_heartbeat_interval_ms)
@@ -501,7 +506,7 @@ class BrokerServer:
                 partition_index=partition, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
                 new_isr_with_epochs=[BrokerState(broker_id=replica, broker_epoch=image_brokers[replica].broker_epoch
                                                  if replica in image_brokers else -1) for replica in isr])])])
-        response = await self.controller_channel.send(request, 3)
+        response = await self.controller_channel.for_purpose("alter-partition").send(request, 3)
         raise_for_code(response.error_code or response.topics[0].partitions[0].error_code)
         return response.topics[0].partitions[0].partition_epoch
 

@@ -10,6 +10,11 @@ for what a broker cannot decide itself.
 
 Who the active controller is comes from the metadata backend; a request that finds no controller, or one that
 moved (the answer says NOT_CONTROLLER), is retried until the timeout.
+
+One connection carries one request at a time, so requests of different kinds get channels of their own
+(`for_purpose`), as Kafka's broker keeps one NodeToControllerChannelManager per purpose (forwarding, heartbeat,
+alter-partition): a heartbeat never queues behind a forwarded CreateTopics of thousands of partitions or a burst of
+ISR changes, which would otherwise cost the broker its session.
 """
 
 from __future__ import annotations
@@ -45,6 +50,20 @@ class ControllerChannel:
         self.ssl_context = ssl_context
         self.sasl = sasl
         self._channel: BrokerChannel | None = None
+        self._client_id = f"node-{node_id}-to-controller"
+        self._purposes: dict[str, ControllerChannel] = {}
+
+    def for_purpose(self, purpose: str, request_timeout_ms: int | None = None) -> ControllerChannel:
+        """The channel (created on first use, closed with this one) that carries the requests of one purpose on a
+        connection of its own; `request_timeout_ms` defaults to this channel's."""
+        channel = self._purposes.get(purpose)
+        if channel is None:
+            channel = self._purposes[purpose] = ControllerChannel(
+                self.node_id, self.active_controller, self.address_of,
+                self.request_timeout_ms if request_timeout_ms is None else request_timeout_ms, self.local,
+                self.ssl_context, self.sasl)
+            channel._client_id = f"{self._client_id}-{purpose}"
+        return channel
 
     def _controller_channel(self, controller_id: int) -> BrokerChannel | None:
         address = self.address_of(controller_id)
@@ -54,7 +73,7 @@ class ControllerChannel:
         if channel is None or (channel.host, channel.port) != address:
             if channel is not None:
                 asyncio.get_running_loop().create_task(channel.close())
-            channel = self._channel = BrokerChannel(address[0], address[1], f"node-{self.node_id}-to-controller",
+            channel = self._channel = BrokerChannel(address[0], address[1], self._client_id,
                                                     self.request_timeout_ms, self.ssl_context, self.sasl)
         return channel
 
@@ -83,6 +102,8 @@ class ControllerChannel:
             await asyncio.sleep(0.05)
 
     async def close(self) -> None:
+        for channel in self._purposes.values():
+            await channel.close()
         if self._channel is not None:
             await self._channel.close()
 

@@ -238,9 +238,11 @@ class LogManager:
                                producer_id_expiration_ms=self.producer_id_expiration_ms)
                 self.logs[topic_partition] = log
                 logger.debug("Created log for partition %s in %s", topic_partition, directory)
-            if topic_id is not None:
-                log.partition_metadata.write(topic_id)
-            return log
+        if topic_id is not None:
+            # Outside the lock: its fsyncs (file and folder) are most of a new log's cost, and logs created
+            # concurrently share the journal commits instead of queueing for the lock one fsync at a time.
+            log.partition_metadata.write(topic_id)
+        return log
 
     def delete_log(self, topic_partition: TopicPartition, now_ms: int) -> bool:
         """Topic deletion: stop cleaning it, rename the folder `<topic>-<partition>.<id>-delete` now, remove it

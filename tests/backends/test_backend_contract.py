@@ -1,7 +1,8 @@
 """The MetadataBackend contract (kfk/controller/backend.py), written once for every backend (DESIGN.md decision 10).
 
 Each test opens backends through `open_backend`, which reopens the same store on every call: a second call is the
-same node after a restart (for ZooKeeper: the same chroot of a real ZooKeeper server, from a new session).
+same node after a restart (for ZooKeeper: the same chroot of a real ZooKeeper server, from a new session; for the
+embedded backend in a quorum of three voters: node 1, with the whole quorum restarted).
 
 What a restart replays is the committed state, not necessarily the same batches: the embedded log replays its
 batches, ZooKeeper holds the state itself and replays it as one batch. Either way the listeners end with the same
@@ -22,6 +23,7 @@ from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.metadata_records import schema_class
 from tests.backends.conftest import RecordingListener, run
+from tests.backends.in_process_quorum import ThreeVoterQuorum
 
 TopicRecord = schema_class("TopicRecord")
 PartitionRecord = schema_class("PartitionRecord")
@@ -30,10 +32,12 @@ CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 OpenBackend = Callable[[], MetadataBackend]
 
 
-@pytest.fixture(params=["embedded", pytest.param("zookeeper", marks=pytest.mark.zookeeper)])
+@pytest.fixture(params=["embedded", "embedded-3-voters", pytest.param("zookeeper", marks=pytest.mark.zookeeper)])
 def open_backend(request, tmp_path, clock) -> OpenBackend:
     if request.param == "embedded":
         return lambda: EmbeddedMetadataBackend(str(tmp_path), 1, CLUSTER_ID, time_ms=clock)
+    if request.param == "embedded-3-voters":  # node 1 of a quorum of three (tests/backends/in_process_quorum.py)
+        return lambda: ThreeVoterQuorum(tmp_path, CLUSTER_ID)
     if request.param == "zookeeper":
         from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 

@@ -171,3 +171,24 @@ def test_the_controllers_own_broker_may_register_again_at_once(make_cluster) -> 
     heartbeat(harness, 2)
     assert harness.run(harness.controller.handle_broker_registration(registration(2))).error_code == \
         ErrorCode.DUPLICATE_BROKER_REGISTRATION
+
+
+def test_only_a_batch_that_may_unsettle_a_partition_makes_the_controller_rescan_them(kraft) -> None:
+    """New partitions on live brokers need no leadership change: the controller does not rescan every partition
+    after each batch of them (what kept a controller creating 10,000 partitions from answering heartbeats), but a
+    broker change, or a partition whose leader is not live, still brings every partition in line."""
+    reconciles: list[int] = []
+    partition_changes = kraft.controller._partition_changes
+
+    def counted(image):
+        reconciles.append(image.offset)
+        return partition_changes(image)
+
+    kraft.controller._partition_changes = counted
+    created = kraft.create(topic("settled", partitions=6, replication_factor=3))
+    assert created["settled"].error_code == ErrorCode.NONE
+    kraft.run(asyncio.sleep(0.05))
+    assert reconciles == []
+    kraft.run(kraft.controller._fence(3, kraft.broker_epochs[3]))
+    kraft.run(asyncio.sleep(0.05))
+    assert reconciles and all(3 not in partition.isr for partition in kraft.image.topic("settled").partitions.values())

@@ -1,7 +1,7 @@
 """EmbeddedMetadataBackend: metadata kept in the __cluster_metadata log, replicated by a Raft quorum (KRaft).
 
 The voters are `controller.quorum.voters` (static, KIP-595): a mapping of node id to the VoterEndpoint its Raft
-requests go to (kfk.backends.embedded.raft.parse_voters). With no voters, or this node alone, the quorum is this
+requests go to (from kfk.config.parse_quorum_voters, the one parser of that setting). With no voters, or this node alone, the quorum is this
 node, which elects itself on start and commits each write as soon as it is flushed: `kfk server start` with no
 configuration starts as fast as ever. With several, the Raft state machine (kfk/backends/embedded/raft/) decides who
 leads, run by a RaftDriver (raft_driver.py) over channels from `channel_factory`. A sole voter is elected when the
@@ -9,7 +9,8 @@ controller calls `elect_controller` (nobody else could be); only then is its log
 batch of the new epoch, replayed to the listeners.
 
 How the broker wires it (kfk/server/broker.py, the composition root):
-- `EmbeddedMetadataBackend(log_dir, node_id, cluster_id, parse_voters(config.controller_quorum_voters),
+- `EmbeddedMetadataBackend(log_dir, node_id, cluster_id, {id: VoterEndpoint(id, host, port) for id, (host, port) in
+  config.quorum_voter_addresses.items()},
   raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel)`;
 - the Raft RPCs other voters send (Vote, BeginQuorumEpoch, EndQuorumEpoch, and Fetch for `__cluster_metadata`)
   go to `handle_raft_request` (kfk/server/handlers/raft.py), DescribeQuorum to `describe_quorum`;

@@ -72,6 +72,7 @@ class RaftDriver:
         self._wake = asyncio.Event()
         self._deadline_ms = 0
         self._task: asyncio.Task | None = None
+        self._stopped = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -100,6 +101,8 @@ class RaftDriver:
         result = action(now_ms)
         self._deadline_ms = self.replica.poll(now_ms)
         for item in self.replica.take_outbox():
+            if isinstance(item, OutboundRequest) and self._stopped:
+                continue  # a request handled while stopping sends nothing more
             if isinstance(item, OutboundRequest):
                 task = asyncio.get_running_loop().create_task(self._send(item))
                 self._sends.add(task)
@@ -127,6 +130,8 @@ class RaftDriver:
                                                  self._request_timeout_ms)
             except NetworkError as error:
                 log.debug("Raft request to %d failed: %s", item.destination, error)
+        if self._stopped:
+            return  # the answer came as the driver stopped: the replica is gone
         self.step(lambda now_ms: self.replica.handle_response(now_ms, item.request_id, response))
 
     def _channel(self, destination: int, for_fetch: bool) -> RequestChannel | None:
@@ -147,6 +152,7 @@ class RaftDriver:
             await asyncio.wait(list(self._sends), timeout=timeout_s)
 
     async def stop(self) -> None:
+        self._stopped = True
         tasks = [task for task in (self._task, *self._sends) if task is not None]
         for task in tasks:
             task.cancel()

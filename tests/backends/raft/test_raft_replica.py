@@ -134,3 +134,47 @@ def test_the_first_preferred_successor_runs_at_once() -> None:
     pre_votes = [item.request for item in requests(raft) if isinstance(item.request, VoteRequest)]
     assert sorted(request.voter_id for request in pre_votes) == [1, 3]
     assert all(messages.vote_partition(request).pre_vote for request in pre_votes)
+
+
+def test_an_observer_that_lost_its_leader_does_not_follow_it_again_on_a_lagging_voters_word() -> None:
+    """The active controller dies: the voters elect its successor once their own fetch timeouts pass, and until then
+    they still name it. An observer (a broker) that timed out first must keep asking instead of following the dead
+    leader for another fetch timeout (its controller requests would go there meanwhile); once the window has passed,
+    a leader that is named again is followed (it was only unreachable for a while)."""
+    raft, _, _ = replica(node_id=100, state=ElectionState(4, 2, -1, VOTERS))
+    assert (raft.state.role, raft.leader_id) == (Role.FOLLOWER, 2)
+    now = CONFIG.fetch_timeout_ms
+    raft.poll(now)
+    assert raft.state.role is Role.UNATTACHED and raft.leader_id == -1
+
+    def answer(now_ms: int, leader_id: int, epoch: int) -> None:
+        raft.poll(now_ms)
+        outbound = [request for request in requests(raft) if request.request.NAME == "FetchRequest"][-1]
+        raft.handle_response(now_ms, outbound.request_id,
+                             messages.fetch_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id, epoch))
+
+    answer(now + 10, 2, 4)  # a voter that has not timed out yet
+    assert raft.state.role is Role.UNATTACHED and raft.leader_id == -1
+    answer(now + 50, 3, 5)  # a voter that knows the new leader
+    assert (raft.state.role, raft.leader_id, raft.epoch) == (Role.FOLLOWER, 3, 5)
+
+    raft, _, _ = replica(node_id=100, state=ElectionState(4, 2, -1, VOTERS))
+    raft.poll(now)
+    answer(now + CONFIG.fetch_timeout_ms, 2, 4)  # the window has passed: leader 2 of epoch 4 is followed again
+    assert (raft.state.role, raft.leader_id) == (Role.FOLLOWER, 2)
+
+
+def test_an_observer_whose_leader_resigned_looks_for_the_successor_at_once() -> None:
+    """A leader shutting down resigns: its EndQuorumEpoch goes to the voters, and it answers an observer's fetch
+    with NOT_LEADER_OR_FOLLOWER and no leader; the observer looks for the successor at once instead of waiting out
+    its fetch timeout on the leader it followed."""
+    raft, _, _ = replica(node_id=100, state=ElectionState(4, 2, -1, VOTERS))
+    raft.poll(10)
+    (fetch,) = requests(raft)
+    raft.handle_response(20, fetch.request_id, messages.fetch_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, 4))
+    assert raft.state.role is Role.UNATTACHED and raft.leader_id == -1
+    raft.poll(40)
+    (search,) = requests(raft)
+    assert search.destination in VOTERS
+    raft.handle_response(50, search.request_id, messages.fetch_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, 3, 5))
+    assert (raft.state.role, raft.leader_id, raft.epoch) == (Role.FOLLOWER, 3, 5)

@@ -1,16 +1,14 @@
 """The quorum's static configuration: who the voters are and where they listen, and Raft's timeouts.
 
-`controller.quorum.voters` is Kafka's `id@host:port,...` list (KIP-595 static voters); the timeouts are Kafka's
-`controller.quorum.*` keys with Kafka's defaults. Both are parsed once, here, and handed to the state machine and its
-driver as plain values.
+`controller.quorum.voters` (Kafka's `id@host:port,...`, KIP-595 static voters) is parsed once, by the broker's config
+(kfk.config.parse_quorum_voters), and handed in as VoterEndpoints; the timeouts are Kafka's `controller.quorum.*` keys
+with Kafka's defaults. The state machine and its driver get both as plain values.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
-
-from kfk.errors import InvalidConfigurationError
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,25 +44,3 @@ class RaftConfig:
             request_timeout_ms=int(values["controller.quorum.request.timeout.ms"]),
             retry_backoff_ms=int(values["controller.quorum.retry.backoff.ms"]),
         )
-
-
-def parse_voters(entries: Iterable[str]) -> dict[int, VoterEndpoint]:
-    """`controller.quorum.voters` entries (`id@host:port`, IPv6 hosts in brackets) by voter id."""
-    voters: dict[int, VoterEndpoint] = {}
-    for entry in entries:
-        entry = entry.strip()
-        if not entry:
-            continue
-        node_text, at, address = entry.partition("@")
-        host, colon, port_text = address.rpartition(":")
-        try:
-            node_id, port = int(node_text), int(port_text)
-        except ValueError:
-            node_id = port = -1
-        if not at or not colon or not host or node_id < 0 or not 0 < port < 65536:
-            raise InvalidConfigurationError(
-                f"controller.quorum.voters entry {entry!r} is not of the form id@host:port")
-        if node_id in voters:
-            raise InvalidConfigurationError(f"controller.quorum.voters lists voter {node_id} twice")
-        voters[node_id] = VoterEndpoint(node_id, host.strip("[]"), port)
-    return voters

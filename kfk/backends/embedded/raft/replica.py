@@ -128,6 +128,8 @@ class RaftReplica:
         self._parked: list[_ParkedFetch] = []
         self._unflushed = False
         self._preferred_successors: list[int] = []
+        #: An observer's leader that stopped answering: (epoch, leader id, until when its hints are not followed).
+        self._lost_leader: tuple[int, int, int] | None = None
         if self.voters == {node_id}:
             # A sole voter is the whole majority: everything in its (flushed) log is committed.
             self.high_watermark = log.log_end_offset
@@ -216,13 +218,21 @@ class RaftReplica:
             if self.is_voter:
                 self._become_prospective(now_ms)
             else:
-                self._become_unattached(now_ms, state.epoch, state.voted_id, None)
+                self._lose_leader_as_observer(now_ms)
         elif role is Role.LEADER and not self.leader_state.check_quorum(now_ms):
             self._become_resigned(now_ms)
         self._flush(now_ms)
         self._send_due_requests(now_ms)
         self._expire_parked_fetches(now_ms)
         return self._next_deadline(now_ms)
+
+    def _lose_leader_as_observer(self, now_ms: int) -> None:
+        """An observer's leader stopped answering, or resigned: look for the leader among the voters. Voters that
+        have not noticed yet still name the lost leader: following it again would cost another fetch timeout while
+        the voters elect its successor (and a broker's controller requests would go to it meanwhile)."""
+        state = self.state
+        self._lost_leader = (state.epoch, state.leader_id, now_ms + self.config.fetch_timeout_ms)
+        self._become_unattached(now_ms, state.epoch, state.voted_id, None)
 
     def _on_election_timeout(self, now_ms: int) -> None:
         role = self.state.role
@@ -334,6 +344,9 @@ class RaftReplica:
                 and state.role in (Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE):
             if state.role is Role.PROSPECTIVE and leader_id == state.leader_id:
                 return False  # the leader this prospective stopped hearing from: others still follow it
+            lost = self._lost_leader
+            if lost is not None and (epoch, leader_id) == lost[:2] and now_ms < lost[2]:
+                return False  # the leader this observer stopped hearing from, named by a voter that still follows it
             self._become_follower(now_ms, epoch, leader_id)
             return True
         return False
@@ -691,7 +704,14 @@ class RaftReplica:
             return
         leader_id, leader_epoch = messages.leader_hint(partition)
         if partition.error_code != ErrorCode.NONE:
-            if not self._on_epoch(now_ms, leader_epoch, leader_id):
+            state = self.state
+            if not self.is_voter and state.role is Role.FOLLOWER and in_flight.destination == state.leader_id \
+                    and partition.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER \
+                    and (leader_epoch, leader_id) == (state.epoch, NO_NODE):
+                # Its leader says it leads no more (it resigned, shutting down): voters learn of it through
+                # EndQuorumEpoch, an observer from this answer, not after a fetch timeout.
+                self._lose_leader_as_observer(now_ms)
+            elif not self._on_epoch(now_ms, leader_epoch, leader_id):
                 self._on_failure(now_ms, in_flight)
             return
         # A successful fetch comes from the leader of leader_epoch: an observer (or a lagging follower) that did
