@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 from kfk.backends.embedded.metadata_log import METADATA_TOPIC_PARTITION
 from kfk.backends.embedded.snapshots import SnapshotId, write_snapshot
-from kfk.backends.embedded.snapshots.writer import VotersRecord, snapshot_bytes
+from kfk.backends.embedded.raft.voter_set import Voter, VoterSet
+from kfk.backends.embedded.snapshots.writer import snapshot_bytes
+from kfk.backends.embedded.voters_record import to_voters_record
 from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
 from kfk.errors import InvalidConfigurationError
 from kfk.protocol.metadata_records import schema_class
@@ -25,8 +27,6 @@ from kfk.storage.log_files import BOOTSTRAP_SNAPSHOT_FILE, log_dir_name
 from kfk.storage.partition_metadata import uuid_from_base64
 
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
-#: The kraft.version range a kfk controller supports (KIP-853's 1: a dynamic voter set in the log).
-KRAFT_VERSION_MIN, KRAFT_VERSION_MAX = 0, 1
 
 
 @dataclass(frozen=True)
@@ -60,17 +60,6 @@ def parse_initial_controllers(text: str, listener_name: str) -> list[InitialCont
     return controllers
 
 
-def voters_record(controllers: list[InitialController]) -> VotersRecord:
-    return VotersRecord(version=0, voters=[
-        VotersRecord.Voter(
-            voter_id=controller.node_id, voter_directory_id=controller.directory_id,
-            endpoints=[VotersRecord.Endpoint(name=name, host=host, port=port)
-                       for name, host, port in controller.endpoints],
-            k_raft_version_feature=VotersRecord.KRaftVersionFeature(min_supported_version=KRAFT_VERSION_MIN,
-                                                                    max_supported_version=KRAFT_VERSION_MAX))
-        for controller in controllers])
-
-
 def write_bootstrap_checkpoint(log_dir: str, metadata_version_level: int, now_ms: int) -> None:
     record = FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=metadata_version_level)
     atomic_write(os.path.join(log_dir, BOOTSTRAP_SNAPSHOT_FILE),
@@ -82,4 +71,6 @@ def write_initial_voters(metadata_log_dir: str, controllers: list[InitialControl
     directory = os.path.join(metadata_log_dir, log_dir_name(METADATA_TOPIC_PARTITION))
     os.makedirs(directory, exist_ok=True)
     return write_snapshot(directory, SnapshotId(0, 0), [], last_contained_log_timestamp=now_ms, now_ms=now_ms,
-                          voters=voters_record(controllers))
+                          voters=to_voters_record(VoterSet.of(
+                              Voter(controller.node_id, controller.directory_id, controller.endpoints)
+                              for controller in controllers)))

@@ -14,12 +14,16 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from kfk.backends.embedded.quorum_state import ElectionState
 from kfk.backends.embedded.raft import OutboundRequest, RaftConfig, RaftReplica
 from kfk.backends.embedded.raft.log import OffsetAndEpoch
+from kfk.backends.embedded.raft.voter_set import Voter, VoterSet, VoterSetHistory
+from kfk.protocol.messages.add_raft_voter import AddRaftVoterRequest
+from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest
 
 #: A simulated batch as the in-memory log holds it: (epoch, value); the offset is its index (one record a batch).
 Entry = tuple[int, Any]
@@ -56,12 +60,22 @@ class InMemoryLog:
         self.entries.append((epoch, ("leader-change", leader_id)))
         return len(self.entries) - 1
 
-    def append_as_follower(self, records: tuple[int, list[Entry]]) -> None:
+    def append_voters(self, epoch: int, voters: VoterSet) -> int:
+        self.entries.append((epoch, ("voters", voters)))
+        return len(self.entries) - 1
+
+    def append_as_follower(self, records: tuple[int, list[Entry]]) -> list[tuple[int, VoterSet]]:
         base_offset, entries = records
         assert base_offset == len(self.entries), (base_offset, len(self.entries))
         assert all(entries[i][0] <= entries[i + 1][0] for i in range(len(entries) - 1))
         assert not self.entries or not entries or self.entries[-1][0] <= entries[0][0]
         self.entries.extend(entries)
+        return [(base_offset + index, value[1]) for index, (_, value) in enumerate(entries)
+                if isinstance(value, tuple) and value[0] == "voters"]
+
+    def voter_sets(self) -> list[tuple[int, VoterSet]]:
+        return [(offset, value[1]) for offset, (_, value) in enumerate(self.entries)
+                if isinstance(value, tuple) and value[0] == "voters"]
 
     def read(self, start_offset: int, max_bytes: int) -> tuple[int, list[Entry]] | None:
         if start_offset >= len(self.entries):
@@ -109,12 +123,20 @@ class InvariantViolation(AssertionError):
 
 class Simulation:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0, config: RaftConfig = RaftConfig(),
-                 loss: float = 0.0, max_delay_ms: int = 20) -> None:
+                 loss: float = 0.0, max_delay_ms: int = 20, dynamic: bool = False, spares: int = 0) -> None:
+        """`dynamic`: a KIP-853 quorum, its first voters formatted with them (--initial-controllers), and `spares`
+        controllers formatted with none (--no-initial-controllers), which find the leader through the first voters
+        as bootstrap servers and can be added as voters (`change_voters`)."""
         self.rng = random.Random(seed)
         self.seed = seed
         self.config = config
+        self.dynamic = dynamic
         self.voter_ids = list(range(1, voters + 1))
-        self.node_ids = self.voter_ids + list(range(100, 100 + observers))
+        self.spare_ids = list(range(200, 200 + spares)) if dynamic else []
+        self.node_ids = self.voter_ids + list(range(100, 100 + observers)) + self.spare_ids
+        #: The answers to the voter changes asked (by request id): error code.
+        self.voter_change_results: dict[int, int] = {}
+        self._admin_requests = itertools.count(1)
         self.loss = loss
         self.max_delay_ms = max_delay_ms
         self.now_ms = 0
@@ -142,12 +164,44 @@ class Simulation:
 
     def start(self, node: int) -> None:
         self.incarnation[node] += 1
-        self.replicas[node] = RaftReplica(node, self.voter_ids, self.config, self.logs[node], self.stores[node],
-                                          random.Random(self.rng.random()), self.now_ms)
-        if len(self.voter_ids) == 1 and node in self.voter_ids:
+        if self.dynamic:
+            initial = VoterSet() if node in self.spare_ids else VoterSet.of(self.voter(voter) for voter in self.voter_ids)
+            self.replicas[node] = RaftReplica(
+                node, VoterSetHistory(initial, self.logs[node].voter_sets()), self.config, self.logs[node],
+                self.stores[node], random.Random(self.rng.random()), self.now_ms, dynamic=True,
+                directory_id=self.voter(node).directory_id, listeners=self.voter(node).listeners,
+                listener_name="CONTROLLER",
+                bootstrap_servers=[self.voter(voter).endpoint(None) for voter in self.voter_ids])
+        else:
+            self.replicas[node] = RaftReplica(node, self.voter_ids, self.config, self.logs[node], self.stores[node],
+                                              random.Random(self.rng.random()), self.now_ms)
+        if len(self.voter_ids) == 1 and node in self.voter_ids and not self.dynamic:
             self.replicas[node].run_election(self.now_ms)  # a sole voter runs when its owner asks
         self._after(node)
         self.check(node)
+
+    @staticmethod
+    def voter(node: int) -> Voter:
+        """Node `node` as a voter: its directory id and its controller listener (the host names the node)."""
+        return Voter(node, uuid.UUID(int=node), (("CONTROLLER", f"node-{node}", 9093),))
+
+    def change_voters(self, leader: int, add: int | None = None, remove: int | None = None) -> int | None:
+        """Ask `leader` to add or remove a voter, as `kfk metadata-quorum` would; the request id whose answer
+        `voter_change_results` gets."""
+        replica = self.replicas[leader]
+        if replica is None:
+            return None
+        request_id = next(self._admin_requests)
+        if add is not None:
+            voter = self.voter(add)
+            request = AddRaftVoterRequest(voter_id=add, voter_directory_id=voter.directory_id, listeners=[
+                AddRaftVoterRequest.Listener(name=name, host=host, port=port) for name, host, port in voter.listeners])
+        else:
+            request = RemoveRaftVoterRequest(voter_id=remove, voter_directory_id=self.voter(remove).directory_id)
+        replica.handle_request(self.now_ms, ("admin", 0, request_id), request)
+        self._after(leader)
+        self.check(leader)
+        return request_id
 
     def crash(self, node: int, lose_unflushed: bool) -> None:
         self.replicas[node] = None
@@ -192,7 +246,15 @@ class Simulation:
                 destination, payload, kind = item.destination, (node, incarnation, item), "request"
             else:
                 destination, source_incarnation, request_id = item.token
+                if destination == "admin":
+                    self.voter_change_results[request_id] = item.response.error_code
+                    continue
                 payload, kind = (source_incarnation, request_id, item.response), "response"
+            if destination < 0 or destination not in self.node_ids:
+                # A bootstrap server or a leader known by its endpoint: the host names the node.
+                endpoint = self.replicas[node].endpoint(destination)
+                assert endpoint is not None, f"node {node} sends to {destination}, whose endpoint it does not know"
+                destination = int(endpoint.host.removeprefix("node-"))
             if self._deliverable(node, destination):
                 self._schedule(self.now_ms + self.rng.randint(1, self.max_delay_ms), kind, destination, payload)
 

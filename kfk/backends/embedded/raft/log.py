@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Protocol, Sequence
 
+from kfk.backends.embedded.raft.voter_set import VoterSet
+
 
 class OffsetAndEpoch(NamedTuple):
     """An end offset and the epoch of the batch before it (Kafka's OffsetAndEpoch)."""
@@ -39,8 +41,13 @@ class RaftLog(Protocol):
     def append_leader_change(self, epoch: int, leader_id: int, voters: Sequence[int]) -> int:
         """The control batch that opens a leader's epoch; its last offset. Not flushed."""
 
-    def append_as_follower(self, records: Any) -> None:
-        """Batches as `read` returned them from the leader's log, appended at this log's end. Not flushed."""
+    def append_voters(self, epoch: int, voters: VoterSet) -> int:
+        """A control batch with the VotersRecord of `voters` (a dynamic quorum's change); its offset. Not
+        flushed."""
+
+    def append_as_follower(self, records: Any) -> list[tuple[int, VoterSet]]:
+        """Batches as `read` returned them from the leader's log, appended at this log's end; the voter sets of the
+        VotersRecords among them, with their offsets. Not flushed."""
 
     def read(self, start_offset: int, max_bytes: int) -> Any:
         """Whole batches from `start_offset` (at most about `max_bytes`, at least one batch); None at the end."""
