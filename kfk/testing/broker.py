@@ -45,6 +45,8 @@ class BrokerProcess:
     #: KRaft: the cluster id its log dir is formatted with (`kfk storage format`) before the first start, so that
     #: every node of the cluster has the same one.
     cluster_id: str | None = None
+    #: More `kfk storage format` flags (a dynamic quorum's --standalone or --no-initial-controllers).
+    format_args: list[str] = field(default_factory=list)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -82,7 +84,7 @@ class BrokerProcess:
 
     def _format(self, override_args: list[str]) -> None:
         done = subprocess.run([sys.executable, "-m", "kfk", "storage", "format", "--cluster-id", self.cluster_id,
-                               *override_args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+                               *self.format_args, *override_args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             raise BrokerStartError(f"kfk storage format failed ({done.returncode}): {done.stderr.strip()}")
 

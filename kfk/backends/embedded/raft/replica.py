@@ -449,8 +449,9 @@ class RaftReplica:
             self._send_fetch(now_ms, self.rng.choice(self._leader_finders()))  # an observer looking for the leader
 
     def _leader_finders(self) -> list[int]:
-        """Whom an observer asks who leads: the bootstrap servers of a dynamic quorum, else the voters."""
-        return sorted(self.bootstrap_servers) or sorted(self.voters)
+        """Whom an observer asks who leads: the voters it knows, and a dynamic quorum's bootstrap servers (all it
+        has before it learns the voters from the log)."""
+        return sorted(self.voters - {self.node_id}) + sorted(self.bootstrap_servers)
 
     def _maybe_update_voter(self, now_ms: int) -> None:
         """A dynamic voter whose listeners in the voter set are not the ones it runs with asks the leader to
