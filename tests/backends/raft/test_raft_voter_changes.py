@@ -98,3 +98,14 @@ def test_a_dynamic_quorum_writes_quorum_state_version_1(tmp_path) -> None:
     assert text == ('{"leaderId":2,"leaderEpoch":4,"votedId":2,"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA",'
                     '"data_version":1}')
     assert store.read() == ElectionState(4, 2, 2, ())
+
+
+def test_a_voter_started_on_new_listeners_has_the_leader_update_them() -> None:
+    simulation = Simulation(seed=5, voters=3, dynamic=True)
+    leader = leader_of(simulation)
+    follower = min({1, 2, 3} - {leader})
+    moved = (("CONTROLLER", f"node-{follower}", 19093),)
+    simulation.replicas[follower].listeners = moved  # as if restarted with another controller port
+    simulation.run_until(simulation.now_ms + 3_000)
+    assert all(simulation.replicas[node].voter_set.get(follower).listeners == moved for node in (1, 2, 3))
+    assert simulation.replicas[leader].voters == {1, 2, 3}

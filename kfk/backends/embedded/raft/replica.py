@@ -131,8 +131,8 @@ class RaftReplica:
         #: Leaders' endpoints learnt from fetch responses (a leader not yet in this replica's voter set).
         self._learned_endpoints: dict[int, VoterEndpoint] = {}
         self._voter_change: PendingVoterChange | None = None
-        #: Whether this voter has asked the leader of the current epoch to update its listeners (UpdateRaftVoter).
-        self._update_sent_epoch = -1
+        #: When this voter may next ask the leader to update its listeners (UpdateRaftVoter).
+        self._update_due_ms = 0
         self.config = config
         self.log = log
         self.store = store
@@ -455,12 +455,13 @@ class RaftReplica:
 
     def _maybe_update_voter(self, now_ms: int) -> None:
         """A dynamic voter whose listeners in the voter set are not the ones it runs with asks the leader to
-        update them (UpdateRaftVoter), once per epoch; on the fetch's connection slot of nobody else."""
+        update them (UpdateRaftVoter), again every fetch timeout until the new voter set reaches it (the answer
+        itself is not awaited: the leader may refuse while another change is uncommitted)."""
         own = self.voter_set.get(self.node_id)
         if not self.dynamic or not self.is_voter or not self.listeners or own is None \
-                or own.listeners == self.listeners or self._update_sent_epoch == self.state.epoch:
+                or own.listeners == self.listeners or now_ms < self._update_due_ms:
             return
-        self._update_sent_epoch = self.state.epoch
+        self._update_due_ms = now_ms + self.config.fetch_timeout_ms
         self._outbox.append(OutboundRequest(next(self._request_ids), self.state.leader_id,
                                             messages.update_raft_voter_request(
                                                 self.cluster_id, self.state.epoch,
