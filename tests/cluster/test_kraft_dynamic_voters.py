@@ -158,3 +158,17 @@ def test_controllers_added_and_removed_with_metadata_quorum(tmp_path: Path) -> N
         raise
     finally:
         cluster.shutdown()
+
+
+@pytest.fixture
+def kfk_metadata_mode() -> str:
+    return "kraft"
+
+
+def test_describe_status_names_a_static_voters_controller_endpoint(kfk_cluster_factory) -> None:
+    """controller.quorum.voters: the voter's endpoint is its CONTROLLER listener, never a broker listener."""
+    cluster = kfk_cluster_factory(size=1, controllers=1)
+    (controller_id, port), = cluster.voters.items()
+    quorum = status("--bootstrap-server", cluster.bootstrap_servers)
+    assert quorum["CurrentVoters"] == [{"id": controller_id, "directoryId": None,
+                                        "endpoints": [f"CONTROLLER://127.0.0.1:{port}"]}]
