@@ -30,7 +30,9 @@ Snapshots (snapshots/): the backend keeps the committed MetadataImage. Once
 snapshot, or `metadata.log.max.snapshot.interval.ms` passed with anything appended, it writes the image as
 `<end offset>-<epoch>.checkpoint` in the background; a sole voter then trims its log behind it (log start offset
 advanced, whole segments and older snapshots deleted). A quorum of several keeps its log whole for now: a follower
-that fell behind a trimmed leader would need FetchSnapshot, which the Raft replica does not drive yet. start()
+that fell behind a trimmed leader would need FetchSnapshot, which the Raft replica does not drive yet; so does a
+dynamic quorum (a controller added later learns the voters from the log's start), whose snapshots carry the voter
+set as of their end offset (kraft.version 1). start()
 loads the newest snapshot that reads and replays only the log after it.
 """
 
