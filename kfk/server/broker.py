@@ -24,8 +24,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
+from kfk.backends.embedded.backend import DynamicQuorum
 from kfk.backends.embedded.bootstrap import read_bootstrap_records
-from kfk.backends.embedded.raft import RaftConfig, parse_voters
+from kfk.backends.embedded.raft import RaftConfig, parse_bootstrap_servers, parse_voters
+from kfk.backends.embedded.raft.voter_set import ZERO_UUID
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
@@ -94,6 +96,8 @@ from kfk.server.sasl_config import SaslListenerConfig, image_scram_credentials
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
+from kfk.storage.meta_properties import MetaProperties
+from kfk.storage.partition_metadata import uuid_from_base64
 from kfk.storage.log_dir_lock import LogDirLock, acquire_log_dirs, release_log_dirs
 from kfk.storage.log_files import BROKER_PID_FILE
 from kfk.storage.cleaner_threads import CleanerConfig
@@ -355,7 +359,8 @@ class BrokerServer:
             raft_config=RaftConfig.from_values(config.values), channel_factory=BrokerChannel, time_ms=system_time_ms,
             snapshot_max_new_record_bytes=config.metadata_log_max_record_bytes_between_snapshots,
             snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
-            segment_bytes=config.metadata_log_segment_bytes)
+            segment_bytes=config.metadata_log_segment_bytes, dynamic=self._dynamic_quorum(),
+            listener_name=config.controller_listener_names[0] if config.controller_listener_names else None)
         # The single-node default has nobody to move leadership to: registration and unfencing lead its partitions.
         self.controller = QuorumController(backend, config, self.node_id,
                                            manage_leadership=not config.single_node_quorum, broker_heartbeats=True,
@@ -370,7 +375,7 @@ class BrokerServer:
                 self.socket_server.listener_dispatchers[name] = self.controller_dispatcher
             await self.socket_server.start_serving(names)
         await backend.start()
-        if len(backend.voters) > 1:
+        if len(backend.voters) > 1 or backend.dynamic is not None:
             # A quorum of several voters elects its leader on its own: the controller follows it.
             leadership_changed = asyncio.Event()
             backend.add_controller_listener(leadership_changed.set)
@@ -383,7 +388,7 @@ class BrokerServer:
             return None if active is None else active[0]
 
         def address_of(controller_id: int) -> tuple[str, int] | None:  # its controller listener
-            endpoint = backend.endpoints.get(controller_id)
+            endpoint = backend.endpoint_of(controller_id)
             return None if endpoint is None else (endpoint.host, endpoint.port)
 
         self.controller_channel = ControllerChannel(
@@ -400,6 +405,20 @@ class BrokerServer:
             self.producer_id_manager = ProducerIdManager(self._allocate_producer_ids)
             self.controller.forward_create_topics = lambda request: self.controller_channel.send(
                 request, CREATE_TOPICS_FORWARD_VERSION)
+
+    def _dynamic_quorum(self) -> DynamicQuorum | None:
+        """KIP-853: with controller.quorum.bootstrap.servers (and no static voters) the voters are in the metadata
+        log; this node is known by its metadata log dir's directory id and its bound controller listeners."""
+        config = self.config
+        if config.controller_quorum_voters or not config.controller_quorum_bootstrap_servers:
+            return None
+        meta = MetaProperties.read(self.log_dirs[0])
+        directory_id = uuid_from_base64(meta.directory_id) if meta is not None and meta.directory_id else ZERO_UUID
+        names = {name.upper() for name in config.controller_listener_names} if self.is_controller else set()
+        listeners = tuple((listener.name, listener.host or "localhost", listener.port)
+                          for listener in self.socket_server.bound if listener.name in names)
+        return DynamicQuorum(parse_bootstrap_servers(config.controller_quorum_bootstrap_servers), directory_id,
+                             listeners)
 
     async def _follow_quorum_leader(self, backend: EmbeddedMetadataBackend, changed: asyncio.Event) -> None:
         """KRaft with several voters: the active controller is the quorum's leader. Activate the controller when

@@ -1,5 +1,12 @@
 """The Raft RPCs between the replicas of the metadata quorum: Vote (key 52, v0-v2), BeginQuorumEpoch (53, v0-v1),
-EndQuorumEpoch (54, v0-v1), FetchSnapshot (59, v0-v1), and Fetch (1) of `__cluster_metadata` by a replica.
+EndQuorumEpoch (54, v0-v1), FetchSnapshot (59, v0-v1), UpdateRaftVoter (82, v0), and Fetch (1) of
+`__cluster_metadata` by a replica, all on the controller listener only (as Kafka serves them); and KIP-853's
+AddRaftVoter (80, v0) and RemoveRaftVoter (81, v0), which a KRaft broker's listeners serve too (forwarded to the
+active controller in an Envelope, kfk/server/forwarding.py). Each is registered where the listener's table serves
+it.
+
+AddRaftVoter and RemoveRaftVoter are answered by the quorum's leader once the new voter set commits (or at once with
+the reason it refuses: kfk/backends/embedded/raft/voter_changes.py).
 
 All are answered by the embedded backend's Raft state machine (kfk/backends/embedded/raft/). Vote v1 and
 BeginQuorumEpoch/EndQuorumEpoch v1 add KIP-853's directory ids and endpoints, which a static quorum leaves at their
@@ -18,7 +25,8 @@ from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
 from kfk.server.dispatch import Dispatcher, RequestContext
 
-RAFT_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH)
+RAFT_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.UPDATE_RAFT_VOTER,
+             ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER)
 
 
 class RaftHandler:
@@ -27,8 +35,10 @@ class RaftHandler:
 
     def register(self, dispatcher: Dispatcher) -> None:
         for api_key in RAFT_APIS:
-            dispatcher.register(api_key, self.handle)
-        dispatcher.register(ApiKey.FETCH_SNAPSHOT, self.fetch_snapshot)
+            if api_key in dispatcher.served_versions:
+                dispatcher.register(api_key, self.handle)
+        if ApiKey.FETCH_SNAPSHOT in dispatcher.served_versions:
+            dispatcher.register(ApiKey.FETCH_SNAPSHOT, self.fetch_snapshot)
 
     async def handle(self, context: RequestContext, request: Message) -> Message:
         return await self._answer(request, ApiKey(context.header.request_api_key))

@@ -68,3 +68,16 @@ def parse_voters(entries: Iterable[str]) -> dict[int, VoterEndpoint]:
             raise InvalidConfigurationError(f"controller.quorum.voters lists voter {node_id} twice")
         voters[node_id] = VoterEndpoint(node_id, host.strip("[]"), port)
     return voters
+
+
+def parse_bootstrap_servers(entries: Iterable[str]) -> tuple[VoterEndpoint, ...]:
+    """`controller.quorum.bootstrap.servers` entries (`host:port`), each under the id Kafka gives a bootstrap
+    server (-2, -3, ...: no node has a negative id)."""
+    servers = []
+    for entry in filter(None, (entry.strip() for entry in entries)):
+        host, colon, port_text = entry.rpartition(":")
+        if not colon or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise InvalidConfigurationError(
+                f"controller.quorum.bootstrap.servers entry {entry!r} is not of the form host:port")
+        servers.append(VoterEndpoint(-2 - len(servers), host.strip("[]"), int(port_text)))
+    return tuple(servers)
