@@ -109,3 +109,33 @@ def test_a_voter_started_on_new_listeners_has_the_leader_update_them() -> None:
     simulation.run_until(simulation.now_ms + 3_000)
     assert all(simulation.replicas[node].voter_set.get(follower).listeners == moved for node in (1, 2, 3))
     assert simulation.replicas[leader].voters == {1, 2, 3}
+
+
+def test_a_controller_started_after_the_log_was_trimmed_learns_the_voters_from_the_snapshot() -> None:
+    """The VotersRecord that added 201 is gone from every log when 200 first starts: 200 learns the voters from the
+    leader's snapshot (FetchSnapshot), is added, and with 201 elects a leader once the first voter is gone."""
+    simulation = Simulation(seed=6, voters=1, dynamic=True, spares=2)
+    simulation.crash(200, lose_unflushed=False)
+    leader = leader_of(simulation)
+    simulation.run_until(simulation.now_ms + 1_000)
+    assert answer(simulation, simulation.change_voters(leader, add=201)) == ErrorCode.NONE
+    for _ in range(20):
+        simulation.append(leader)
+        simulation.run_until(simulation.now_ms + 20)
+    simulation.run_until(simulation.now_ms + 1_000)
+    snapshot_ids = {node: simulation.snapshot(node) for node in (leader, 201)}
+    assert all(not simulation.logs[node].voter_sets() for node in (leader, 201)), snapshot_ids
+
+    simulation.start(200)
+    simulation.run_until(simulation.now_ms + 2_000)
+    assert simulation.snapshots[200].fetched == [snapshot_ids[leader]]
+    assert simulation.logs[200].start == snapshot_ids[leader].offset
+    assert simulation.replicas[200].voters == {1, 201} and not simulation.replicas[200].is_voter
+    assert answer(simulation, simulation.change_voters(leader, add=200)) == ErrorCode.NONE
+    simulation.run_until(simulation.now_ms + 500)
+    assert simulation.replicas[200].is_voter and simulation.replicas[200].voters == {1, 200, 201}
+
+    simulation.crash(leader, lose_unflushed=False)
+    new_leader = leader_of(simulation)
+    assert new_leader in (200, 201)
+    assert simulation.append(new_leader) is not None
