@@ -4,6 +4,8 @@ One controller formatted with `kfk storage format --standalone` and two brokers 
 formatted with --no-initial-controllers start as observers and are added with `add-controller` (describe: 3
 voters); the first controller is killed with SIGKILL, one of the added ones takes over, topics are still created and
 records produced and consumed with confluent-kafka; `remove-controller` takes the dead one out (describe: 2 voters).
+A dynamic quorum trims its metadata log behind its snapshots too: controllers started once the first one trimmed away
+the VotersRecord that made it a voter learn the voters from its snapshot (FetchSnapshot) and are added all the same.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ from confluent_kafka import Producer
 from kfk.testing.broker import BrokerProcess
 from kfk.testing.cluster import KRAFT_OVERRIDES, random_cluster_id
 from kfk.testing.zookeeper import free_port
-from tests.cluster.helpers import consume_all, create_topic, wait_until
+from tests.cluster.helpers import admin, consume_all, create_topic, wait_until
+from tests.cluster.test_kraft_fetch_snapshot import create_topics, snapshots_and_log_start
 
 pytestmark = pytest.mark.integration
 
 CONTROLLER_IDS = (101, 102, 103)
 BROKER_IDS = (1, 2)
+#: Small metadata segments and frequent snapshots, so that a few hundred topics trim the metadata logs.
+TRIMMING = {"metadata.log.max.record.bytes.between.snapshots": "8192", "metadata.log.segment.bytes": "16384"}
 
 
 def kfk(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -40,8 +45,10 @@ def status(bootstrap_flag: str, address: str) -> dict:
 
 
 class DynamicCluster:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, overrides: dict[str, str] | None = None) -> None:
+        """`overrides`: more properties for every node."""
         self.directory = directory
+        self.overrides = overrides or {}
         self.cluster_id = random_cluster_id()
         self.controller_ports = {node_id: free_port() for node_id in CONTROLLER_IDS}
         self.bootstrap_controllers = ",".join(f"127.0.0.1:{port}" for port in self.controller_ports.values())
@@ -52,7 +59,7 @@ class DynamicCluster:
                 "controller.quorum.bootstrap.servers": self.bootstrap_controllers,
                 "log.dirs": str(self.directory / f"node-{node_id}" / "data"),
                 "offsets.topic.replication.factor": "2", "transaction.state.log.replication.factor": "2",
-                "transaction.state.log.min.isr": "1", "group.initial.rebalance.delay.ms": "0"}
+                "transaction.state.log.min.isr": "1", "group.initial.rebalance.delay.ms": "0", **self.overrides}
 
     def add(self, node_id: int, roles: str, format_args: list[str]) -> BrokerProcess:
         directory = self.directory / f"node-{node_id}"
@@ -153,6 +160,49 @@ def test_controllers_added_and_removed_with_metadata_quorum(tmp_path: Path) -> N
                                           f"{cluster.directory_id(CONTROLLER_IDS[0])}")
         quorum = status("--bootstrap-server", bootstrap)
         assert sorted(voter["id"] for voter in quorum["CurrentVoters"]) == list(CONTROLLER_IDS[1:])
+    except BaseException:
+        print(cluster.logs())
+        raise
+    finally:
+        cluster.shutdown()
+
+
+def test_controllers_started_after_the_log_was_trimmed_learn_the_voters_from_a_snapshot(tmp_path: Path) -> None:
+    cluster = DynamicCluster(tmp_path, overrides=TRIMMING)
+    try:
+        first = cluster.add(CONTROLLER_IDS[0], "controller", ["--standalone"])
+        broker = cluster.add(BROKER_IDS[0], "broker", [])
+        cluster.start([CONTROLLER_IDS[0], BROKER_IDS[0]])
+        names = [f"trim-{index:03d}" for index in range(200)]
+        for start in range(0, len(names), 20):
+            create_topics(first.controller_port, names[start:start + 20])
+        # The first segment, which held the VotersRecord the leader wrote on its first election, is deleted.
+        wait_until(lambda: snapshots_and_log_start(first)[1] > 0, what="the first controller's log trimmed")
+
+        added_ids = list(CONTROLLER_IDS[1:])
+        for node_id in added_ids:
+            cluster.add(node_id, "controller", ["--no-initial-controllers"])
+        cluster.start(added_ids)
+        for node_id in added_ids:
+            node = cluster.nodes[node_id]
+            wait_until(lambda node=node: "fetched from the leader loaded" in node.output(),
+                       what=f"controller {node_id} loading the leader's snapshot")
+            assert snapshots_and_log_start(node)[1] > 0  # its log starts at the snapshot's end, not at 0
+            added = wait_until(lambda node_id=node_id: (done := kfk(
+                "metadata-quorum", "add-controller", "--command-config", str(cluster.properties_file(node_id)),
+                "--bootstrap-server", broker.bootstrap_servers)).returncode == 0 and done,
+                timeout=30, what=f"controller {node_id} added")
+            assert added.stdout.startswith(f"Added controller {node_id} ")
+        quorum = status("--bootstrap-controller", cluster.bootstrap_controllers)
+        assert sorted(voter["id"] for voter in quorum["CurrentVoters"]) == list(CONTROLLER_IDS)
+
+        first.kill()
+        survivors = ",".join(f"127.0.0.1:{cluster.controller_ports[node_id]}" for node_id in added_ids)
+        quorum = wait_until(lambda: status("--bootstrap-controller", survivors), timeout=20,
+                            what="a leader among the added controllers")
+        assert quorum["LeaderId"] in added_ids
+        create_topic(broker.bootstrap_servers, "after-trim", partitions=1, replication_factor=1)
+        assert "after-trim" in admin(broker.bootstrap_servers).list_topics(timeout=10).topics
     except BaseException:
         print(cluster.logs())
         raise
