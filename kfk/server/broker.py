@@ -191,7 +191,7 @@ class BrokerServer:
         auth = self.auth
         controller_channel = getattr(self, "controller_channel", None)  # ZooKeeper mode: the controller may be away
         raft_handler = RaftHandler(self.metadata_backend if isinstance(self.metadata_backend, EmbeddedMetadataBackend)
-                                   else None)
+                                   else None, auth)
         handlers = [
             ApiVersionsHandler(self.dispatcher.served_versions),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable,
@@ -461,13 +461,13 @@ class BrokerServer:
         only; a combined node's broker also calls it in-process (`_local_controller_request`)."""
         dispatcher = Dispatcher(CONTROLLER_SERVED_VERSIONS, subset=True)
         controller, cache = self.controller, self.metadata_cache
-        raft_handler = RaftHandler(self.metadata_backend)
+        auth = self.auth  # the forwarded requests' clients, and the tools that come to the controller directly
+        raft_handler = RaftHandler(self.metadata_backend, auth)
 
         async def raft_fetch(context: RequestContext, request: Message) -> Message:
             return await raft_handler.fetch(request)
 
         dispatcher.register(ApiKey.FETCH, raft_fetch)  # a controller listener serves only the metadata log's
-        auth = self.auth  # the forwarded requests' clients, and the tools that come to the controller directly
         for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS), BrokerToControllerHandler(controller),
                         raft_handler,
                         TopicAdminHandler(controller, auth),
