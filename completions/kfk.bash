@@ -20,7 +20,9 @@ _kfk() {
                 "kfk metadata") path="kfk metadata" ;;
                 "kfk metadata show") path="kfk metadata show" ;;
                 "kfk metadata-quorum") path="kfk metadata-quorum" ;;
+                "kfk metadata-quorum add-controller") path="kfk metadata-quorum add-controller" ;;
                 "kfk metadata-quorum describe") path="kfk metadata-quorum describe" ;;
+                "kfk metadata-quorum remove-controller") path="kfk metadata-quorum remove-controller" ;;
                 "kfk perf-test") path="kfk perf-test" ;;
                 "kfk perf-test consume") path="kfk perf-test consume" ;;
                 "kfk perf-test produce") path="kfk perf-test produce" ;;
@@ -63,8 +65,10 @@ _kfk() {
         "kfk leader-election") words="--all-topic-partitions --bootstrap-server --election-type --help --partition --path-to-json-file --topic"; files="" ;;
         "kfk metadata") words="show --help"; files="" ;;
         "kfk metadata show") words="--bootstrap-server --command-config --debug --help --log-dir --snapshot"; files="--command-config --log-dir" ;;
-        "kfk metadata-quorum") words="describe --help"; files="" ;;
+        "kfk metadata-quorum") words="add-controller describe remove-controller --help"; files="" ;;
+        "kfk metadata-quorum add-controller") words="--bootstrap-controller --bootstrap-server --command-config --debug --dry-run --help"; files="--command-config" ;;
         "kfk metadata-quorum describe") words="--bootstrap-controller --bootstrap-server --command-config --debug --help --human-readable --json --replication --status"; files="--command-config" ;;
+        "kfk metadata-quorum remove-controller") words="--bootstrap-controller --bootstrap-server --command-config --controller-directory-id --controller-id --debug --dry-run --help -d -i"; files="--command-config" ;;
         "kfk perf-test") words="consume produce --help"; files="" ;;
         "kfk perf-test consume") words="--bootstrap-server --consumer-config --consumer-props --consumer.config --debug --from-latest --group --help --json --messages --reporting-interval --show-detailed-stats --timeout --topic"; files="--consumer-config --consumer.config" ;;
         "kfk perf-test produce") words="--bootstrap-server --debug --help --json --num-records --payload-delimiter --payload-file --print-metrics --producer-config --producer-props --producer.config --record-size --reporting-interval --throughput --topic --transaction-duration-ms --transactional-id"; files="--payload-file --producer-config --producer.config" ;;

@@ -23,7 +23,8 @@ import asyncio
 import dataclasses
 import os
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+import uuid
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kfk.client.cluster import BrokerMetadata, ClusterMetadata, TopicMetadata
@@ -85,6 +86,7 @@ from kfk.errors import (
 )
 from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.add_raft_voter import AddRaftVoterRequest
 from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
@@ -106,6 +108,7 @@ from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, Descr
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest
 from kfk.protocol.messages.describe_user_scram_credentials import (DescribeUserScramCredentialsRequest,
                                                                     DescribeUserScramCredentialsResponse)
 from kfk.protocol.messages.describe_topic_partitions import (
@@ -272,8 +275,12 @@ class Admin:
             topic_name=CLUSTER_METADATA_TOPIC_NAME,
             partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
 
+        def not_leader(response: Message) -> bool:
+            return bool(response.topics) and bool(response.topics[0].partitions) \
+                and response.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
         async def call(deadline: float) -> QuorumInfo:
-            response = await self._network.send_to_any(request, timeout_ms=max(deadline - monotonic_ms(), 1))
+            response = await self._send_to_quorum_leader(request, not_leader)
             assert isinstance(response, DescribeQuorumResponse)
             if response.error_code != ErrorCode.NONE:
                 raise response_error(response.error_code, "DescribeQuorum", response.error_message)
@@ -293,6 +300,46 @@ class Admin:
                                               for listener in node.listeners] for node in response.nodes})
 
         return self._run(call, timeout_ms)
+
+    def add_raft_voter(self, voter_id: int, voter_directory_id: uuid.UUID,
+                       endpoints: Sequence[tuple[str, str, int]], timeout_ms: float | None = None) -> None:
+        """Add a controller to a dynamic KRaft quorum (AddRaftVoter, KIP-853): `endpoints` are its controller
+        listeners (name, host, port). The leader answers once the new voter set is committed; a controller that
+        has not caught up with the log yet (REQUEST_TIMED_OUT) is asked again until the timeout."""
+        request = AddRaftVoterRequest(
+            cluster_id=None, timeout_ms=int(timeout_ms if timeout_ms is not None else self._timeout_ms),
+            voter_id=voter_id, voter_directory_id=voter_directory_id,
+            listeners=[AddRaftVoterRequest.Listener(name=name, host=host, port=port) for name, host, port in endpoints])
+        self._run(lambda deadline: self._voter_change(request, "AddRaftVoter", deadline), timeout_ms)
+
+    def remove_raft_voter(self, voter_id: int, voter_directory_id: uuid.UUID, timeout_ms: float | None = None) -> None:
+        """Remove a controller from a dynamic KRaft quorum (RemoveRaftVoter, KIP-853), once the leader commits it."""
+        request = RemoveRaftVoterRequest(cluster_id=None, voter_id=voter_id, voter_directory_id=voter_directory_id)
+        self._run(lambda deadline: self._voter_change(request, "RemoveRaftVoter", deadline), timeout_ms)
+
+    async def _voter_change(self, request: Message, name: str, deadline: float) -> None:
+        response = await self._send_to_quorum_leader(
+            request, lambda answer: answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if response.error_code != ErrorCode.NONE:
+            raise response_error(response.error_code, name, response.error_message)
+
+    async def _send_to_quorum_leader(self, request: Message, not_leader: Callable[[Message], bool]) -> Message:
+        """Send a request only the metadata quorum's leader answers: any broker does (it forwards to the active
+        controller), but with --bootstrap-controller only the leading controller does, so each node is asked in
+        turn until one answers as leader; else the last answer (or connection failure) is the caller's to retry."""
+        answer: Message | None = None
+        failure: KafkaError | None = None
+        for node_id in self._network.known_nodes():
+            try:
+                answer = await self._network.send(node_id, request)
+            except (NetworkError, KafkaTimeoutError) as error:
+                failure = error
+                continue
+            if not not_leader(answer):
+                return answer
+        if answer is None:
+            raise failure or NetworkError("no node to send to")
+        return answer
 
     # --- topics ------------------------------------------------------------------------------------------------------
 

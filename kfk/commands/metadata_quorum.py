@@ -7,7 +7,12 @@ furthest-behind voter's), MaxFollowerLagTimeMs (how long ago that voter was last
 leader), CurrentVoters and CurrentObservers (id, directory id, endpoints). --replication: one row per replica,
 the leader first, then the other voters and the observers, with its log end offset, its lag behind the high
 watermark and the leader's last fetch and caught-up times for it (`--human-readable`: "N ms ago").
-add-controller and remove-controller (KIP-853's AddRaftVoter/RemoveRaftVoter) come with the multi-voter quorum.
+
+add-controller (AddRaftVoter, KIP-853) adds to a dynamic quorum the controller whose server.properties
+--command-config names (as Kafka's tool, the same file is the admin client's config): its node.id, the directory id
+`kfk storage format --no-initial-controllers` wrote in its metadata log dir, and its controller endpoints; the
+controller must run (as an observer) and have caught up. remove-controller (RemoveRaftVoter) takes --controller-id and
+--controller-directory-id. Both print what they did, or with --dry-run what they would do.
 """
 
 from __future__ import annotations
@@ -28,7 +33,16 @@ from kfk.commands.client_options import (
 )
 from kfk.commands.errors import fail
 
-app = typer.Typer(help="Describe the KRaft metadata quorum (kafka-metadata-quorum.sh).", no_args_is_help=True)
+app = typer.Typer(help="Describe the KRaft metadata quorum, add and remove controllers (kafka-metadata-quorum.sh).",
+                  no_args_is_help=True)
+
+
+BootstrapServer = Annotated[Optional[str], typer.Option(
+    "--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER", show_envvar=True,
+    help=f"host:port of brokers to ask (default {DEFAULT_BOOTSTRAP_SERVER}).")]
+BootstrapController = Annotated[Optional[str], typer.Option(
+    "--bootstrap-controller", help="host:port of controllers to ask instead of brokers.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Print what would be done, but do not do it.")]
 
 
 @app.command()
@@ -38,11 +52,8 @@ def describe(
         "--replication", help="Each replica's log end offset, lag and last fetch.")] = False,
     human_readable: Annotated[bool, typer.Option(
         "--human-readable", help="With --replication: times as 'N ms ago'.")] = False,
-    bootstrap_server: Annotated[Optional[str], typer.Option(
-        "--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER", show_envvar=True,
-        help=f"host:port of brokers to ask (default {DEFAULT_BOOTSTRAP_SERVER}).")] = None,
-    bootstrap_controller: Annotated[Optional[str], typer.Option(
-        "--bootstrap-controller", help="host:port of controllers to ask instead of brokers.")] = None,
+    bootstrap_server: BootstrapServer = None,
+    bootstrap_controller: BootstrapController = None,
     command_config: CommandConfig = None,
     json_output: JsonOutput = False,
     debug: Debug = False,
@@ -52,12 +63,10 @@ def describe(
         fail("give one of --status or --replication")
     if human_readable and not replication:
         fail("--human-readable goes with --replication")
-    if bootstrap_server and bootstrap_controller:
-        fail("give only one of --bootstrap-server or --bootstrap-controller")
+    servers = _servers(bootstrap_server, bootstrap_controller)
     with client_errors(debug):
         from kfk.client import Admin
 
-        servers = bootstrap_controller or bootstrap_server or DEFAULT_BOOTSTRAP_SERVER
         with Admin(client_config(servers, command_config)) as admin:
             quorum = admin.describe_metadata_quorum()
             cluster_id = admin.describe_cluster_id(controllers=bootstrap_controller is not None) if status else None
@@ -65,6 +74,83 @@ def describe(
         _print_status(cluster_id, quorum, json_output)
     else:
         _print_replication(quorum, human_readable, json_output)
+
+
+def _servers(bootstrap_server: str | None, bootstrap_controller: str | None) -> str:
+    if bootstrap_server and bootstrap_controller:
+        fail("give only one of --bootstrap-server or --bootstrap-controller")
+    return bootstrap_controller or bootstrap_server or DEFAULT_BOOTSTRAP_SERVER
+
+
+def _admin_config(servers: str, command_config: str | None) -> dict:
+    """The admin client's settings from --command-config (a controller's server.properties for add-controller:
+    only the client's keys are passed on)."""
+    from kfk.client.config import ADMIN_CONFIG_DEF
+
+    return {key: value for key, value in client_config(servers, command_config).items()
+            if key in ADMIN_CONFIG_DEF.keys}
+
+
+@app.command("add-controller")
+def add_controller(
+    command_config: Annotated[Optional[str], typer.Option(
+        "--command-config", help="The new controller's server.properties (also the admin client's settings).")
+    ] = None,
+    bootstrap_server: BootstrapServer = None,
+    bootstrap_controller: BootstrapController = None,
+    dry_run: DryRun = False,
+    debug: Debug = False,
+) -> None:
+    """Add the controller of --command-config to the KRaft quorum's voters."""
+    if command_config is None:
+        fail("add-controller needs --command-config: the new controller's properties file")
+    servers = _servers(bootstrap_server, bootstrap_controller)
+    with client_errors(debug):
+        from kfk.client import Admin
+        from kfk.commands.log_decoders import kafka_uuid
+        from kfk.commands.server import load_broker_properties
+        from kfk.config import BrokerConfig
+        from kfk.server.storage_format import controller_voter
+
+        node_id, directory_id, endpoints = controller_voter(BrokerConfig(load_broker_properties(command_config, None)))
+        described = (f"controller {node_id} with directory id {kafka_uuid(directory_id)} and endpoints: "
+                     + ", ".join(f"{name}://{host}:{port}" for name, host, port in endpoints))
+        if dry_run:
+            typer.echo(f"DRY RUN of adding {described}")
+            return
+        with Admin(_admin_config(servers, command_config)) as admin:
+            admin.add_raft_voter(node_id, directory_id, endpoints)
+    typer.echo(f"Added {described}")
+
+
+@app.command("remove-controller")
+def remove_controller(
+    controller_id: Annotated[Optional[int], typer.Option(
+        "--controller-id", "-i", help="The id of the controller to remove.")] = None,
+    controller_directory_id: Annotated[Optional[str], typer.Option(
+        "--controller-directory-id", "-d", help="The directory id of the controller to remove.")] = None,
+    bootstrap_server: BootstrapServer = None,
+    bootstrap_controller: BootstrapController = None,
+    command_config: CommandConfig = None,
+    dry_run: DryRun = False,
+    debug: Debug = False,
+) -> None:
+    """Remove a controller from the KRaft quorum's voters."""
+    if controller_id is None or controller_directory_id is None:
+        fail("remove-controller needs --controller-id and --controller-directory-id")
+    servers = _servers(bootstrap_server, bootstrap_controller)
+    with client_errors(debug):
+        from kfk.client import Admin
+        from kfk.server.storage_format import parse_directory_id
+
+        directory_id = parse_directory_id(controller_directory_id)
+        described = f"KRaft controller {controller_id} with directory id {controller_directory_id}"
+        if dry_run:
+            typer.echo(f"DRY RUN of removing {described}")
+            return
+        with Admin(_admin_config(servers, command_config)) as admin:
+            admin.remove_raft_voter(controller_id, directory_id)
+    typer.echo(f"Removed {described}")
 
 
 def _print_status(cluster_id: str | None, quorum, json_output: bool) -> None:

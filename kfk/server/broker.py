@@ -25,8 +25,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kfk.backends.embedded import EmbeddedMetadataBackend
+from kfk.backends.embedded.backend import DynamicQuorum
 from kfk.backends.embedded.bootstrap import read_bootstrap_records
-from kfk.backends.embedded.raft import RaftConfig, VoterEndpoint
+from kfk.backends.embedded.raft import RaftConfig, VoterEndpoint, parse_bootstrap_servers
+from kfk.backends.embedded.raft.voter_set import ZERO_UUID
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
@@ -96,6 +98,8 @@ from kfk.server.sasl_config import SaslListenerConfig, image_scram_credentials
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
+from kfk.storage.meta_properties import MetaProperties
+from kfk.storage.partition_metadata import uuid_from_base64
 from kfk.storage.log_dir_lock import LogDirLock, acquire_log_dirs, release_log_dirs
 from kfk.storage.log_files import BROKER_PID_FILE
 from kfk.storage.cleaner_threads import CleanerConfig
@@ -193,7 +197,7 @@ class BrokerServer:
         auth = self.auth
         controller_channel = getattr(self, "controller_channel", None)  # ZooKeeper mode: the controller may be away
         raft_handler = RaftHandler(self.metadata_backend if isinstance(self.metadata_backend, EmbeddedMetadataBackend)
-                                   else None)
+                                   else None, auth)
         handlers = [
             ApiVersionsHandler(self.dispatcher.served_versions),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable,
@@ -366,7 +370,8 @@ class BrokerServer:
             channel_factory=functools.partial(BrokerChannel, ssl_context=self.controller_ssl, sasl=self.controller_sasl),
             snapshot_max_new_record_bytes=config.metadata_log_max_record_bytes_between_snapshots,
             snapshot_max_interval_ms=config.metadata_log_max_snapshot_interval_ms,
-            segment_bytes=config.metadata_log_segment_bytes)
+            segment_bytes=config.metadata_log_segment_bytes, dynamic=self._dynamic_quorum(),
+            listener_name=config.controller_listener_names[0] if config.controller_listener_names else None)
         # The single-node default has nobody to move leadership to: registration and unfencing lead its partitions.
         self.controller = QuorumController(backend, config, self.node_id,
                                            manage_leadership=not config.single_node_quorum, broker_heartbeats=True,
@@ -381,7 +386,7 @@ class BrokerServer:
                 self.socket_server.listener_dispatchers[name] = self.controller_dispatcher
             await self.socket_server.start_serving(names)
         await backend.start()
-        if len(backend.voters) > 1:
+        if len(backend.voters) > 1 or backend.dynamic is not None:
             # A quorum of several voters elects its leader on its own: the controller follows it.
             leadership_changed = asyncio.Event()
             backend.add_controller_listener(leadership_changed.set)
@@ -394,7 +399,7 @@ class BrokerServer:
             return None if active is None else active[0]
 
         def address_of(controller_id: int) -> tuple[str, int] | None:  # its controller listener
-            endpoint = backend.endpoints.get(controller_id)
+            endpoint = backend.endpoint_of(controller_id)
             return None if endpoint is None else (endpoint.host, endpoint.port)
 
         self.controller_channel = ControllerChannel(
@@ -413,6 +418,20 @@ class BrokerServer:
             self.producer_id_manager = ProducerIdManager(self._allocate_producer_ids)
             self.controller.forward_create_topics = lambda request: self.controller_channel.send(
                 request, CREATE_TOPICS_FORWARD_VERSION)
+
+    def _dynamic_quorum(self) -> DynamicQuorum | None:
+        """KIP-853: with controller.quorum.bootstrap.servers (and no static voters) the voters are in the metadata
+        log; this node is known by its metadata log dir's directory id and its bound controller listeners."""
+        config = self.config
+        if config.controller_quorum_voters or not config.controller_quorum_bootstrap_servers:
+            return None
+        meta = MetaProperties.read(self.log_dirs[0])
+        directory_id = uuid_from_base64(meta.directory_id) if meta is not None and meta.directory_id else ZERO_UUID
+        names = {name.upper() for name in config.controller_listener_names} if self.is_controller else set()
+        listeners = tuple((listener.name, listener.host or "localhost", listener.port)
+                          for listener in self.socket_server.bound if listener.name in names)
+        return DynamicQuorum(parse_bootstrap_servers(config.controller_quorum_bootstrap_servers), directory_id,
+                             listeners)
 
     async def _follow_quorum_leader(self, backend: EmbeddedMetadataBackend, changed: asyncio.Event) -> None:
         """KRaft with several voters: the active controller is the quorum's leader. Activate the controller when
@@ -456,7 +475,8 @@ class BrokerServer:
         the cluster requests need their ACL (kfk.server.controller_authorization)."""
         dispatcher = Dispatcher(CONTROLLER_SERVED_VERSIONS, subset=True)
         controller, cache = self.controller, self.metadata_cache
-        raft_handler = RaftHandler(self.metadata_backend)
+        auth = self.auth  # the forwarded requests' clients, and the tools that come to the controller directly
+        raft_handler = RaftHandler(self.metadata_backend, auth)
 
         def voter_endpoints() -> dict[int, tuple[str, int]]:  # DescribeCluster on this listener lists them
             return {node_id: (endpoint.host, endpoint.port)
@@ -466,7 +486,6 @@ class BrokerServer:
             return await raft_handler.fetch(request)
 
         dispatcher.register(ApiKey.FETCH, raft_fetch)  # a controller listener serves only the metadata log's
-        auth = self.auth  # the forwarded requests' clients, and the tools that come to the controller directly
         for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS), BrokerToControllerHandler(controller),
                         raft_handler,
                         TopicAdminHandler(controller, auth),

@@ -81,11 +81,9 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),  # handlers/offsets.py
     ApiKey.DESCRIBE_CLIENT_QUOTAS: VersionRange(0, 1),  # handlers/client_quotas.py
     ApiKey.ALTER_CLIENT_QUOTAS: VersionRange(0, 1),  # handlers/client_quotas.py
-    ApiKey.VOTE: VersionRange(0, 2),  # handlers/raft.py
-    ApiKey.BEGIN_QUORUM_EPOCH: VersionRange(0, 1),  # handlers/raft.py
-    ApiKey.END_QUORUM_EPOCH: VersionRange(0, 1),  # handlers/raft.py
     ApiKey.DESCRIBE_QUORUM: VersionRange(0, 2),  # handlers/describe_quorum.py
-    ApiKey.FETCH_SNAPSHOT: VersionRange(0, 1),  # handlers/raft.py
+    ApiKey.ADD_RAFT_VOTER: VersionRange(0, 0),  # handlers/raft.py (a KRaft broker forwards it)
+    ApiKey.REMOVE_RAFT_VOTER: VersionRange(0, 0),  # handlers/raft.py (a KRaft broker forwards it)
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),  # handlers/describe_topic_partitions.py
     ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),  # handlers/cluster.py
     ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),  # handlers/transactions.py
@@ -106,8 +104,9 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
 #: What a controller listener serves (controller.listener.names; Kafka's ApiMessageType listener CONTROLLER): the
 #: requests brokers send their controller (registration, heartbeats, ISR changes, producer id blocks), the admin
 #: requests brokers forward and tools send to the controller directly, and the quorum's own (Raft's Vote,
-#: BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, Fetch of __cluster_metadata by voters and observers;
-#: DescribeQuorum). The
+#: BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, Fetch of __cluster_metadata by voters and observers,
+#: UpdateRaftVoter: served on the controller listener only, as Kafka does; DescribeQuorum, AddRaftVoter and
+#: RemoveRaftVoter, which brokers serve too). The
 #: ranges are the broker listeners' where both serve an API. AlterPartition from v2 (topic ids), as Kafka 4.0.
 CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.API_VERSIONS: SERVED_VERSIONS[ApiKey.API_VERSIONS],
@@ -119,8 +118,14 @@ CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/broker_to_controller.py
     ApiKey.ALTER_PARTITION: VersionRange(2, 3),  # handlers/broker_to_controller.py
     ApiKey.ALLOCATE_PRODUCER_IDS: VersionRange(0, 0),  # handlers/broker_to_controller.py
-    **{api_key: SERVED_VERSIONS[api_key] for api_key in (
-        ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT, ApiKey.FETCH)},
+    ApiKey.VOTE: VersionRange(0, 2),  # handlers/raft.py
+    ApiKey.BEGIN_QUORUM_EPOCH: VersionRange(0, 1),  # handlers/raft.py
+    ApiKey.END_QUORUM_EPOCH: VersionRange(0, 1),  # handlers/raft.py
+    ApiKey.FETCH_SNAPSHOT: VersionRange(0, 1),  # handlers/raft.py
+    ApiKey.UPDATE_RAFT_VOTER: VersionRange(0, 0),  # handlers/raft.py
+    ApiKey.FETCH: SERVED_VERSIONS[ApiKey.FETCH],
+    ApiKey.ADD_RAFT_VOTER: SERVED_VERSIONS[ApiKey.ADD_RAFT_VOTER],
+    ApiKey.REMOVE_RAFT_VOTER: SERVED_VERSIONS[ApiKey.REMOVE_RAFT_VOTER],
     **{api_key: SERVED_VERSIONS[api_key] for api_key in (
         ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_CONFIGS,
         ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS,

@@ -34,7 +34,8 @@ from kfk.protocol.metadata_records import schema_class
 from kfk.security.sasl.add_scram import ScramCredentialArgument, parse_add_scram
 from kfk.server.network import Listener
 from kfk.storage.format import format_log_dirs
-from kfk.storage.partition_metadata import uuid_to_base64
+from kfk.storage.meta_properties import MetaProperties
+from kfk.storage.partition_metadata import uuid_from_base64, uuid_to_base64
 
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
 UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
@@ -111,10 +112,42 @@ def _initial_voters(config: BrokerConfig, standalone: bool, initial_controllers:
         return parse_initial_controllers(initial_controllers, config.controller_listener_names[0])
     if not standalone:
         return []
-    listeners = [Listener.parse(text) for text in config.listeners]
-    endpoints = tuple((listener.name, listener.host or "localhost", listener.port) for name in
-                      config.controller_listener_names for listener in listeners if listener.name == name.upper())
-    if not endpoints:
-        raise InvalidConfigurationError(
-            f"listeners has no controller listener ({', '.join(config.controller_listener_names)}) for --standalone")
-    return [InitialController(config.node_id, uuid.uuid4(), endpoints)]
+    return [InitialController(config.node_id, uuid.uuid4(), controller_endpoints(config, "--standalone"))]
+
+
+def controller_endpoints(config: BrokerConfig, purpose: str) -> tuple[tuple[str, str, int], ...]:
+    """A controller's endpoints as a voter: its controller listeners (name, host, port), advertised ones first
+    (an empty host is localhost). `purpose` names what needs them, for the error when there are none."""
+    names = [name.upper() for name in config.controller_listener_names]
+    for texts in (config.advertised_listeners or [], config.listeners):
+        listeners = [Listener.parse(text) for text in texts]
+        endpoints = tuple((listener.name, listener.host or "localhost", listener.port)
+                          for name in names for listener in listeners if listener.name == name)
+        if endpoints:
+            if any(port == 0 for _, _, port in endpoints):
+                raise InvalidConfigurationError(f"{purpose} needs the controller listener's port: it is 0")
+            return endpoints
+    raise InvalidConfigurationError(
+        f"listeners has no controller listener ({', '.join(config.controller_listener_names)}) for {purpose}")
+
+
+def controller_voter(config: BrokerConfig) -> tuple[int, uuid.UUID, tuple[tuple[str, str, int], ...]]:
+    """What `kfk metadata-quorum add-controller` asks the quorum to add, from the controller's own config: its
+    node id, the directory id `kfk storage format` gave its metadata log dir, and its controller endpoints."""
+    if "controller" not in config.process_roles:
+        raise InvalidConfigurationError("add-controller takes a controller's properties: process.roles must include "
+                                        "controller")
+    metadata_dir = os.path.abspath(config.log_dir_list[0])
+    meta = MetaProperties.read(metadata_dir)
+    if meta is None or not meta.directory_id:
+        raise InvalidConfigurationError(f"The metadata directory {metadata_dir} is not formatted: run `kfk storage "
+                                        "format --no-initial-controllers` for this controller first")
+    return config.node_id, uuid_from_base64(meta.directory_id), controller_endpoints(config, "add-controller")
+
+
+def parse_directory_id(text: str) -> uuid.UUID:
+    """A directory id as Kafka's tools print and take it (a Uuid in URL-safe base64)."""
+    try:
+        return uuid_from_base64(text)
+    except ValueError:
+        raise InvalidConfigurationError(f"{text!r} is not a directory id (22 characters of base64)") from None

@@ -45,7 +45,8 @@ class BrokerProcess:
     #: KRaft: the cluster id its log dir is formatted with (`kfk storage format`) before the first start, so that
     #: every node of the cluster has the same one.
     cluster_id: str | None = None
-    #: More `kfk storage format` flags for that first format (e.g. `--add-scram ...`).
+    #: More `kfk storage format` flags for that first format (e.g. `--add-scram ...`, or a dynamic quorum's
+    #: `--standalone` or `--no-initial-controllers`).
     format_args: list[str] = field(default_factory=list)
 
     @property

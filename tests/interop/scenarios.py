@@ -19,6 +19,7 @@ from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from kfk.protocol.messages.add_raft_voter import AddRaftVoterRequest
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest
 from kfk.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
@@ -63,6 +64,7 @@ from kfk.protocol.messages.offset_delete import OffsetDeleteRequest
 from kfk.protocol.messages.offset_fetch import OffsetFetchRequest
 from kfk.protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
 from kfk.protocol.messages.produce import ProduceRequest
+from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest
 from kfk.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from kfk.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from kfk.protocol.messages.sync_group import SyncGroupRequest
@@ -1062,6 +1064,19 @@ def describe_quorum(session: BrokerSession, version: int) -> None:
         Partition(partition_index=3)])]), version, "DescribeQuorum of an unknown partition")
 
 
+def add_raft_voter(session: BrokerSession, version: int) -> None:
+    """KIP-853 on a broker listener (forwarded to the controller): a controller that does not run."""
+    session.call(AddRaftVoterRequest(cluster_id=None, timeout_ms=2_000, voter_id=9, voter_directory_id=uuid.UUID(int=9),
+                                     listeners=[AddRaftVoterRequest.Listener(name="CONTROLLER", host="127.0.0.1",
+                                                                             port=1)]),
+                 version, "AddRaftVoter of a controller that does not run")
+
+
+def remove_raft_voter(session: BrokerSession, version: int) -> None:
+    session.call(RemoveRaftVoterRequest(cluster_id=None, voter_id=9, voter_directory_id=uuid.UUID(int=9)), version,
+                 "RemoveRaftVoter of a controller that is no voter")
+
+
 def list_client_metrics_resources(session: BrokerSession, version: int) -> None:
     session.call(ListClientMetricsResourcesRequest(), version, "ListClientMetricsResources")
 
@@ -1233,6 +1248,8 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.LIST_PARTITION_REASSIGNMENTS, lambda session, version: None),  # sent by partition_reassignments
     (ApiKey.DESCRIBE_CLUSTER, describe_cluster),
     (ApiKey.DESCRIBE_QUORUM, describe_quorum),
+    (ApiKey.ADD_RAFT_VOTER, add_raft_voter),
+    (ApiKey.REMOVE_RAFT_VOTER, remove_raft_voter),
     (ApiKey.LIST_CLIENT_METRICS_RESOURCES, list_client_metrics_resources),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions),
     (ApiKey.SASL_HANDSHAKE, sasl_handshake),

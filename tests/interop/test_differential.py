@@ -35,6 +35,9 @@ _FEATURES = ("kfk finalizes only transaction.version (2, KIP-890); it has no met
 _SAMPLE_PROPERTIES = ("`kfk server start` without a properties file sets what Kafka's sample server.properties "
                       "sets, num.partitions=1 among them: a static broker config (with the default as its synonym), "
                       "where the Apache Kafka node of the tests leaves it at its default")
+_STATIC_QUORUM = ("kfk's single-node default is a static quorum (its one voter from the start, kraft.version 0): it "
+                  "refuses any voter change (UNSUPPORTED_VERSION), where the Apache Kafka node of the tests is "
+                  "formatted --standalone (kraft.version 1) and looks the voter up")
 _LISTENERS = ("kfk's combined node has no separate controller listener: its voter's endpoint is the broker listener "
               "it registered, where Apache Kafka's is its CONTROLLER listener")
 
@@ -58,6 +61,8 @@ EXPECTED_DIFFERENCES: dict[tuple[str, int, str], str] = {
                   ".current_voters[0].replica_directory_id",
                   "kfk's metadata log lives in no directory with an id (KIP-853's directory ids): its voter's is the "
                   "zero uuid"),
+    **_documented(ApiKey.ADD_RAFT_VOTER, [0], "error_code", _STATIC_QUORUM),
+    **_documented(ApiKey.REMOVE_RAFT_VOTER, [0], "error_code", _STATIC_QUORUM),
     **_documented(ApiKey.DESCRIBE_CONFIGS, range(1, 5), "results[resource_name=1].configs[name=num.partitions]"
                   ".config_source", _SAMPLE_PROPERTIES),
     **_documented(ApiKey.DESCRIBE_CONFIGS, range(1, 5), "results[resource_name=1].configs[name=num.partitions]"

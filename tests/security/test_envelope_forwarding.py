@@ -36,6 +36,7 @@ from kfk.client.admin import Admin
 from kfk.client.structs import ClientQuotaAlteration, ClientQuotaFilterComponent, UserScramCredentialUpsertion
 from kfk.common.client_quotas import ClientQuotaEntity
 from kfk.errors import ErrorCode
+from kfk.errors import KafkaError as KfkError
 from kfk.protocol.headers import RequestHeader, decode_response, encode_request
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kfk.protocol.messages.envelope import EnvelopeRequest
@@ -204,6 +205,22 @@ def test_quota_and_scram_changes_through_a_broker_only_node_are_authorized_as_th
         assert admin_client.alter_user_scram_credentials([scram]) == {scram.user: None}
         wait_until(lambda: admin_client.describe_client_quotas([ClientQuotaFilterComponent.of_entity(
             "user", entity.parts[0][1])]) == {entity: {"producer_byte_rate": 1024.0}}, 10, what="the quota on the broker")
+
+
+def test_voter_changes_through_a_broker_only_node_need_alter_on_the_cluster(cluster: KfkCluster) -> None:
+    """AddRaftVoter and RemoveRaftVoter (KIP-853) are forwarded too and authorized for their sender: alice is refused,
+    the super user reaches the quorum's leader, which refuses to change this static quorum's voters."""
+    voter = (CONTROLLER_ID, uuid.UUID(int=0))
+    endpoints = [("CONTROLLER", "127.0.0.1", cluster.voters[CONTROLLER_ID])]
+    with kfk_admin(cluster, "alice") as alice:
+        for change in (lambda: alice.remove_raft_voter(*voter), lambda: alice.add_raft_voter(*voter, endpoints)):
+            with pytest.raises(KfkError) as refused:
+                change()
+            assert refused.value.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    with kfk_admin(cluster, "admin") as admin_client:
+        with pytest.raises(KfkError) as refused:
+            admin_client.remove_raft_voter(*voter)
+        assert refused.value.error_code == ErrorCode.UNSUPPORTED_VERSION
 
 
 # -- the Envelope on the wire, to the controller ------------------------------------------------------------------

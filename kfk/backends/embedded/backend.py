@@ -1,7 +1,11 @@
 """EmbeddedMetadataBackend: metadata kept in the __cluster_metadata log, replicated by a Raft quorum (KRaft).
 
 The voters are `controller.quorum.voters` (static, KIP-595): a mapping of node id to the VoterEndpoint its Raft
-requests go to (from kfk.config.parse_quorum_voters, the one parser of that setting). With no voters, or this node alone, the quorum is this
+requests go to (from kfk.config.parse_quorum_voters, the one parser of that setting); or, with `dynamic` (KIP-853,
+`controller.quorum.bootstrap.servers`), whatever the log says: the VotersRecord of the newest snapshot (the
+bootstrap 0-0.checkpoint `kfk storage format --standalone | --initial-controllers` writes) and those appended since,
+changed by AddRaftVoter/RemoveRaftVoter (`handle_raft_request`). A node formatted with no voters starts as an observer
+and finds the leader through the bootstrap servers. With no voters, or this node alone, the quorum is this
 node, which elects itself on start and commits each write as soon as it is flushed: `kfk server start` with no
 configuration starts as fast as ever. With several, the Raft state machine (kfk/backends/embedded/raft/) decides who
 leads, run by a RaftDriver (raft_driver.py) over channels from `channel_factory`. A sole voter is elected when the
@@ -29,8 +33,11 @@ snapshot, or `metadata.log.max.snapshot.interval.ms` passed with anything append
 snapshot's end, whole segments below it and older snapshots deleted): every node, voter or observer, so the metadata
 log stays bounded. A replica whose fetch offset the leader's log no longer holds fetches the leader's snapshot
 (FetchSnapshot, KIP-630: the Raft replica drives it, snapshots/store.py keeps the files); once it is whole the
-backend replaces its image with it and hands the new image to the listeners (`handle_snapshot`). start() loads the
-newest snapshot that reads and replays only the log after it.
+backend replaces its image with it and hands the new image to the listeners (`handle_snapshot`). A dynamic quorum's
+snapshots carry the voter set as of their end offset (kraft.version 1), so it trims too: a controller added later,
+or one that was away, learns the voters from the leader's snapshot and the log after it, and its Raft replica
+starts its voter set history again from the snapshot's. start() loads the newest snapshot that reads and replays
+only the log after it.
 """
 
 from __future__ import annotations
@@ -38,13 +45,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from kfk.backends.embedded.metadata_log import KafkaMetadataLog
 from kfk.backends.embedded.quorum_state import FileQuorumStateStore
 from kfk.backends.embedded.raft import RaftConfig, RaftReplica, VoterEndpoint
 from kfk.backends.embedded.raft.leader_state import ReplicaProgress
+from kfk.backends.embedded.raft.voter_set import ZERO_UUID, VoterSet, VoterSetHistory
 from kfk.backends.embedded.raft_driver import ChannelFactory, RaftDriver
 from kfk.backends.embedded.snapshots import (
     Snapshot,
@@ -56,6 +65,7 @@ from kfk.backends.embedded.snapshots import (
     write_snapshot,
 )
 from kfk.backends.embedded.snapshots.snapshot_file import delete_partial_snapshots
+from kfk.backends.embedded.voters_record import from_voters_record, to_voters_record
 from kfk.common.clock import Clock, system_time_ms
 from kfk.common.constants import NO_NODE
 from kfk.controller.backend import MetadataListener
@@ -73,6 +83,16 @@ DEFAULT_SNAPSHOT_MAX_INTERVAL_MS = 60 * 60 * 1000
 
 
 @dataclass(frozen=True, slots=True)
+class DynamicQuorum:
+    """A dynamic quorum's settings for this node (KIP-853): where to look for the leader, the directory id of its
+    metadata log dir, and its own controller listeners `(name, host, port)` (none on a broker-only node)."""
+
+    bootstrap_servers: tuple[VoterEndpoint, ...]
+    directory_id: uuid.UUID
+    listeners: tuple[tuple[str, str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicaState:
     """One replica of the metadata log as its leader sees it (DescribeQuorum's ReplicaState)."""
 
@@ -80,6 +100,7 @@ class ReplicaState:
     log_end_offset: int
     last_fetch_timestamp: int
     last_caught_up_timestamp: int
+    directory_id: uuid.UUID = ZERO_UUID
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +112,8 @@ class QuorumDescription:
     high_watermark: int
     voters: tuple[ReplicaState, ...]
     observers: tuple[ReplicaState, ...] = ()
+    #: Each voter's listeners `(name, host, port)` as the voter set has them (empty for a static sole voter).
+    voter_listeners: Mapping[int, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
 
 
 def _voter_map(node_id: int, voters: Mapping[int, VoterEndpoint] | Iterable[int]) -> dict[int, VoterEndpoint | None]:
@@ -113,11 +136,17 @@ class EmbeddedMetadataBackend:
                  rng: random.Random | None = None,
                  snapshot_max_new_record_bytes: int = DEFAULT_SNAPSHOT_MAX_NEW_RECORD_BYTES,
                  snapshot_max_interval_ms: int = DEFAULT_SNAPSHOT_MAX_INTERVAL_MS,
-                 segment_bytes: int | None = None) -> None:
+                 segment_bytes: int | None = None, dynamic: DynamicQuorum | None = None,
+                 listener_name: str | None = None) -> None:
+        """`listener_name`: the controller listener the voters are reached on (controller.listener.names' first)."""
         self.log_dir = log_dir
         self.node_id = node_id
-        self.endpoints = _voter_map(node_id, voters)
-        self.voters = tuple(sorted(self.endpoints))
+        self.dynamic = dynamic
+        self.listener_name = listener_name
+        self.endpoints = {} if dynamic is not None else _voter_map(node_id, voters)
+        #: The static voters (a dynamic quorum's are the log's: `voters` once started).
+        self._static_voters = tuple(sorted(self.endpoints))
+        self._snapshot_voters: Message | None = None
         self.raft_config = raft_config
         self._cluster_id = cluster_id
         self._channel_factory = channel_factory
@@ -167,11 +196,24 @@ class EmbeddedMetadataBackend:
         """Called on every change of the quorum's leader (and so of the active controller)."""
         self._controller_listeners.append(callback)
 
+    @property
+    def voters(self) -> tuple[int, ...]:
+        """The voters' ids: the static ones, or the newest voter set in the log of a running dynamic quorum."""
+        if self._replica is not None:
+            return tuple(sorted(self._replica.voters))
+        return self._static_voters
+
+    def endpoint_of(self, node_id: int) -> VoterEndpoint | None:
+        """Where a voter's (or a known leader's) controller listener is."""
+        if self._replica is not None:
+            return self._replica.endpoint(node_id)
+        return self.endpoints.get(node_id)
+
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         metadata_log = await loop.run_in_executor(None, lambda: KafkaMetadataLog.open(
             self.log_dir, self._time_ms(), self._segment_bytes, time_ms=self._time_ms))
-        store = FileQuorumStateStore(metadata_log.directory)
+        store = FileQuorumStateStore(metadata_log.directory, data_version=0 if self.dynamic is None else 1)
         stored = await loop.run_in_executor(None, store.read)
         epoch = 0 if stored is None else stored.epoch
         latest_logged_epoch = metadata_log.latest_epoch()
@@ -186,9 +228,8 @@ class EmbeddedMetadataBackend:
         self._applied_offset = 0
         self._snapshots = SnapshotStore(metadata_log.directory)
         await self._load_snapshot(metadata_log)
-        self._replica = RaftReplica(self.node_id, self.voters, self.raft_config, metadata_log, store, self._rng,
-                                    self._time_ms(), self._cluster_id, snapshots=self._snapshots)
-        self._driver = RaftDriver(self._replica, self.endpoints, self._time_ms, self._after_step,
+        self._replica = await self._new_replica(metadata_log, store)
+        self._driver = RaftDriver(self._replica, self._time_ms, self._after_step,
                                   self.raft_config.request_timeout_ms, self._channel_factory)
         self._driver.step(lambda now_ms: None)
         self._driver.start()
@@ -196,11 +237,27 @@ class EmbeddedMetadataBackend:
                  metadata_log.directory, metadata_log.log_end_offset - 1, self._replica.epoch,
                  ",".join(map(str, self.voters)), self.node_id, self._replica.state.role.value.lower())
 
+    async def _new_replica(self, metadata_log: KafkaMetadataLog, store: FileQuorumStateStore) -> RaftReplica:
+        listener_name = self.listener_name or "CONTROLLER"
+        dynamic = self.dynamic
+        if dynamic is None:
+            history = VoterSetHistory(VoterSet.static(
+                [endpoint or node_id for node_id, endpoint in self.endpoints.items()], listener_name))
+            return RaftReplica(self.node_id, history, self.raft_config, metadata_log, store, self._rng,
+                               self._time_ms(), self._cluster_id, snapshots=self._snapshots,
+                               listener_name=listener_name)
+        initial = VoterSet() if self._snapshot_voters is None else from_voters_record(self._snapshot_voters)
+        changes = await self._blocking(metadata_log.voter_sets)
+        return RaftReplica(self.node_id, VoterSetHistory(initial, changes), self.raft_config, metadata_log, store,
+                           self._rng, self._time_ms(), self._cluster_id, snapshots=self._snapshots, dynamic=True,
+                           directory_id=dynamic.directory_id, listeners=dynamic.listeners,
+                           listener_name=listener_name, bootstrap_servers=dynamic.bootstrap_servers)
+
     async def resign(self) -> None:
         """A graceful shutdown's first step: a leader of several voters stops appending and sends EndQuorumEpoch
         (waiting briefly for it to go out), so that the most caught-up voter runs at once."""
         driver, replica = self._driver, self._replica
-        if driver is not None and replica is not None and replica.is_leader and len(self.voters) > 1:
+        if driver is not None and replica is not None and replica.is_leader and len(replica.voters) > 1:
             driver.step(replica.resign)
             await driver.drain(RESIGN_GRACE_S)
 
@@ -228,7 +285,7 @@ class EmbeddedMetadataBackend:
         (so the controller's image holds everything committed before); None if it does not lead."""
         if node_id != self.node_id or node_id not in self.voters:
             return None
-        if self.voters == (self.node_id,) and self._driver is not None:
+        if self.voters == (self.node_id,) and self._driver is not None and self.dynamic is None:
             # A sole voter runs when asked (in a new epoch each time, as any controller election does), and wins.
             self._driver.step(self._replica.run_election)
         while True:
@@ -303,10 +360,12 @@ class EmbeddedMetadataBackend:
         if described is None:
             return None
         voters, observers = described
+        voter_set = replica.voter_set
         return QuorumDescription(leader_id=replica.leader_id, leader_epoch=replica.epoch,
                                  high_watermark=replica.high_watermark,
-                                 voters=tuple(_replica_state(progress) for progress in voters),
-                                 observers=tuple(_replica_state(progress) for progress in observers))
+                                 voters=tuple(_replica_state(progress, voter_set) for progress in voters),
+                                 observers=tuple(_replica_state(progress, voter_set) for progress in observers),
+                                 voter_listeners={voter.node_id: voter.listeners for voter in voter_set})
 
     # -- internals ---------------------------------------------------------------------------------------------------
 
@@ -391,6 +450,7 @@ class EmbeddedMetadataBackend:
             await self._blocking(metadata_log.truncate_fully_and_start_at, end_offset, snapshot.snapshot_id.epoch)
         metadata_log.start_epoch = snapshot.snapshot_id.epoch
         self._snapshots.added(snapshot.snapshot_id)
+        self._snapshot_voters = snapshot.voters
         self._applied_offset = end_offset
         if snapshot.records:
             self._notify(snapshot.records, end_offset - 1, snapshot.snapshot_id.epoch,
@@ -442,8 +502,12 @@ class EmbeddedMetadataBackend:
             return None
         self._bytes_since_snapshot = 0
         self._last_snapshot_ms = now_ms = self._time_ms()
+        # A dynamic quorum's snapshots carry the voter set (kraft.version 1), as of the snapshot's end.
+        voters = None if self.dynamic is None else to_voters_record(
+            self.raft.voter_history.as_of(snapshot_id.end_offset))
         await self._blocking(lambda: write_snapshot(metadata_log.directory, snapshot_id, image_records(image),
-                                                    last_contained_log_timestamp=timestamp, now_ms=now_ms))
+                                                    last_contained_log_timestamp=timestamp, now_ms=now_ms,
+                                                    voters=voters))
         # The snapshot is known, then the log start moves past what it covers, on the event loop between two Raft
         # steps: a step never finds the log start moved under it, and from then on a fetch below it is sent to the
         # snapshot. Only the files (segments wholly below the start, older snapshots) go in the background.
@@ -466,6 +530,7 @@ class EmbeddedMetadataBackend:
 
 
 
-def _replica_state(progress: ReplicaProgress) -> ReplicaState:
+def _replica_state(progress: ReplicaProgress, voter_set: VoterSet) -> ReplicaState:
+    voter = voter_set.get(progress.replica_id)
     return ReplicaState(progress.replica_id, progress.log_end_offset, progress.last_fetch_timestamp,
-                        progress.last_caught_up_timestamp)
+                        progress.last_caught_up_timestamp, voter.directory_id if voter is not None else ZERO_UUID)

@@ -19,16 +19,15 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from kfk.backends.embedded.metadata_log import METADATA_TOPIC_PARTITION
+from kfk.backends.embedded.raft.voter_set import Voter, VoterSet
 from kfk.backends.embedded.snapshots import SnapshotId, read_snapshot, write_snapshot
-from kfk.backends.embedded.snapshots.writer import VotersRecord, snapshot_bytes
+from kfk.backends.embedded.snapshots.writer import snapshot_bytes
+from kfk.backends.embedded.voters_record import to_voters_record
 from kfk.errors import InvalidConfigurationError
 from kfk.protocol.message import Message
 from kfk.storage.checkpoint import atomic_write
 from kfk.storage.log_files import BOOTSTRAP_SNAPSHOT_FILE, log_dir_name
 from kfk.storage.partition_metadata import uuid_from_base64
-
-#: The kraft.version range a kfk controller supports (KIP-853's 1: a dynamic voter set in the log).
-KRAFT_VERSION_MIN, KRAFT_VERSION_MAX = 0, 1
 
 
 @dataclass(frozen=True)
@@ -62,17 +61,6 @@ def parse_initial_controllers(text: str, listener_name: str) -> list[InitialCont
     return controllers
 
 
-def voters_record(controllers: list[InitialController]) -> VotersRecord:
-    return VotersRecord(version=0, voters=[
-        VotersRecord.Voter(
-            voter_id=controller.node_id, voter_directory_id=controller.directory_id,
-            endpoints=[VotersRecord.Endpoint(name=name, host=host, port=port)
-                       for name, host, port in controller.endpoints],
-            k_raft_version_feature=VotersRecord.KRaftVersionFeature(min_supported_version=KRAFT_VERSION_MIN,
-                                                                    max_supported_version=KRAFT_VERSION_MAX))
-        for controller in controllers])
-
-
 def write_bootstrap_checkpoint(log_dir: str, records: Sequence[Message], now_ms: int) -> None:
     atomic_write(os.path.join(log_dir, BOOTSTRAP_SNAPSHOT_FILE),
                  snapshot_bytes(records, epoch=0, last_contained_log_timestamp=0, now_ms=now_ms))
@@ -94,4 +82,6 @@ def write_initial_voters(metadata_log_dir: str, controllers: list[InitialControl
     directory = os.path.join(metadata_log_dir, log_dir_name(METADATA_TOPIC_PARTITION))
     os.makedirs(directory, exist_ok=True)
     return write_snapshot(directory, SnapshotId(0, 0), [], last_contained_log_timestamp=now_ms, now_ms=now_ms,
-                          voters=voters_record(controllers))
+                          voters=to_voters_record(VoterSet.of(
+                              Voter(controller.node_id, controller.directory_id, controller.endpoints)
+                              for controller in controllers)))

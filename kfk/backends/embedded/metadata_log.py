@@ -3,7 +3,8 @@
 The log lives in the first log dir (Kafka's default for metadata.log.dir) under Kafka's own folder name, and is
 written in Kafka's format: one v2 batch per controller write, its partitionLeaderEpoch the Raft epoch of the
 leader that wrote it, each record's value one framed metadata record (record_serde), keys null. Each new leader
-opens its epoch with a LEADER_CHANGE control batch, as KRaft does; replays skip control batches.
+opens its epoch with a LEADER_CHANGE control batch, as KRaft does; a dynamic quorum's voter changes are
+KRAFT_VOTERS control batches (one VotersRecord each); replays skip control batches.
 
 The backend opens this log itself, not through the LogManager (which skips the folder): retention, compaction and
 topic deletion never run on it, and its config keeps everything (retention.ms = retention.bytes = -1) in case
@@ -22,9 +23,11 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from kfk.backends.embedded.raft.log import OffsetAndEpoch
+from kfk.backends.embedded.raft.voter_set import VoterSet
+from kfk.backends.embedded.voters_record import VotersRecord, from_voters_record, to_voters_record
 from kfk.backends.embedded.record_serde import deserialize_record, serialize_record
 from kfk.common.clock import Clock, system_time_ms
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_ID, CLUSTER_METADATA_TOPIC_NAME
@@ -34,12 +37,15 @@ from kfk.errors import CorruptRecordError
 from kfk.protocol.message import Message
 from kfk.records import (
     MAGIC_VALUE_V2,
+    ControlRecordType,
     LeaderChangeMessage,
     MemoryRecordsBuilder,
     Voter,
     build_leader_change_batch,
+    control_record_type,
     iter_batches,
 )
+from kfk.records.control import control_record_key
 from kfk.storage.fetch_data_info import FetchIsolation
 from kfk.storage.log import Log
 from kfk.storage.log_files import log_dir_name
@@ -151,9 +157,32 @@ class KafkaMetadataLog:
                                           partition_leader_epoch=epoch, message=message)
         return self.log.append_as_leader(batch, epoch, self._time_ms(), AppendOrigin.RAFT_LEADER).last_offset
 
-    def append_as_follower(self, records: bytes) -> None:
+    def append_voters(self, epoch: int, voters: VoterSet) -> int:
+        """A KRAFT_VOTERS control batch: a dynamic quorum's new voter set (KIP-853)."""
+        builder = MemoryRecordsBuilder(base_offset=self.log.log_end_offset, partition_leader_epoch=epoch,
+                                       is_control_batch=True)
+        builder.append(self._time_ms(), control_record_key(ControlRecordType.KRAFT_VOTERS),
+                       to_voters_record(voters).encode(0))
+        batch = builder.close()
+        return self.log.append_as_leader(batch, epoch, self._time_ms(), AppendOrigin.RAFT_LEADER).last_offset
+
+    def append_as_follower(self, records: bytes) -> list[tuple[int, VoterSet]]:
         self.log.append_as_follower(records, self._time_ms())
         self.appended_bytes += len(records)
+        return _voter_sets(iter_batches(records))
+
+    def voter_sets(self) -> list[tuple[int, VoterSet]]:
+        """Every voter set a VotersRecord of this log sets, with its offset (read on start)."""
+        found: list[tuple[int, VoterSet]] = []
+        offset, end = self.log.log_start_offset, self.log.log_end_offset
+        while offset < end:
+            data = self.log.read(offset, _READ_CHUNK_BYTES, FetchIsolation.LOG_END).records.read_bytes()
+            batches = [batch for batch in iter_batches(data) if batch.last_offset >= offset]
+            if not batches:
+                raise CorruptRecordError(f"No complete batch at offset {offset} of {self.directory}")
+            found += _voter_sets(batches)
+            offset = batches[-1].last_offset + 1
+        return found
 
     def read(self, start_offset: int, max_bytes: int) -> bytes | None:
         """Whole batches from `start_offset` as bytes (a Fetch response's records); None at the log end."""
@@ -203,6 +232,12 @@ class KafkaMetadataLog:
     def close(self) -> None:
         self.log.flush()
         self.log.close()
+
+
+def _voter_sets(batches: Iterable) -> list[tuple[int, VoterSet]]:
+    return [(record.offset, from_voters_record(VotersRecord.decode(record.value, 0)))
+            for batch in batches if batch.is_control for record in batch.records()
+            if control_record_type(record.key) == ControlRecordType.KRAFT_VOTERS]
 
 
 def _decode(value: bytes | None, base_offset: int) -> Message:

@@ -4,13 +4,15 @@ Raft's safety rests on two facts surviving a crash: the highest epoch a node has
 epoch. A node that forgot either could vote twice in one epoch, or lead an epoch that another leader already holds,
 so both are written durably (temporary file, fsync, rename, fsync of the folder) *before* the node acts on them.
 
-The file is Kafka's JSON (QuorumStateData, scripts/kafka-protocol/raft/QuorumStateData.json), written at data
-version 0, the version for a static voter set (`controller.quorum.voters`):
+The file is Kafka's JSON (QuorumStateData, scripts/kafka-protocol/raft/QuorumStateData.json). A static voter set
+(`controller.quorum.voters`) writes data version 0, with the voters:
 
     {"clusterId":"","leaderId":1,"leaderEpoch":3,"votedId":1,"appliedOffset":0,"currentVoters":[{"voterId":1}],
      "data_version":0}
 
-Version 1 files (KIP-853 dynamic quorums: votedDirectoryId instead of the voter list) are read too.
+a dynamic quorum (KIP-853, kraft.version 1: the voters are in the log, not here) version 1:
+
+    {"leaderId":1,"leaderEpoch":3,"votedId":1,"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA","data_version":1}
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kfk.storage.checkpoint import atomic_write
 
 QUORUM_STATE_FILE = "quorum-state"
 DATA_VERSION = 0
+ZERO_UUID_BASE64 = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,10 @@ class ElectionState:
 
 
 class FileQuorumStateStore:
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, data_version: int = DATA_VERSION) -> None:
+        """`data_version` 1 for a dynamic quorum (kraft.version 1), 0 for static voters."""
         self.path = os.path.join(directory, QUORUM_STATE_FILE)
+        self.data_version = data_version
 
     def read(self) -> ElectionState | None:
         """The stored state, None if there is no file yet; KafkaStorageError if it cannot be read."""
@@ -64,13 +69,12 @@ class FileQuorumStateStore:
             raise KafkaStorageError(f"Quorum state file {self.path} is not valid: {error!r}") from error
 
     def write(self, state: ElectionState) -> None:
-        data = {
-            "clusterId": "",
-            "leaderId": state.leader_id,
-            "leaderEpoch": state.epoch,
-            "votedId": state.voted_id,
-            "appliedOffset": 0,
-            "currentVoters": [{"voterId": voter} for voter in state.voters],
-            "data_version": DATA_VERSION,
-        }
+        data: dict = {"leaderId": state.leader_id, "leaderEpoch": state.epoch, "votedId": state.voted_id}
+        if self.data_version == 0:
+            data = {"clusterId": "", **data, "appliedOffset": 0,
+                    "currentVoters": [{"voterId": voter} for voter in state.voters]}
+        else:
+            # kfk's replicas vote by id; the directory id of the vote is not tracked (the zero uuid).
+            data["votedDirectoryId"] = ZERO_UUID_BASE64
+        data["data_version"] = self.data_version
         atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))

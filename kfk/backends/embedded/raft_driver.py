@@ -7,8 +7,9 @@ inter-broker connection, one for fetches and snapshot chunks and one for the oth
 fetch the leader holds never delays a vote), and the owner's `on_step` callback applies what was committed. Between
 inputs the driver sleeps until the deadline the replica returned.
 
-Requests reach the voters at their `controller.quorum.voters` endpoints, through channels the composition root
-provides (`channel_factory`: kfk.replication's BrokerChannel in the broker; backends sit below replication and do no
+Requests reach the voters at the endpoints the replica gives (`RaftReplica.endpoint`: the voter set's, from
+`controller.quorum.voters` or a dynamic quorum's VotersRecords, a leader's learnt from a fetch response, or a bootstrap
+server), through channels the composition root provides (`channel_factory`: kfk.replication's BrokerChannel in the broker; backends sit below replication and do no
 socket work of their own). A replica this node has no endpoint or channel for is unreachable: every request to it
 fails, as a network failure would.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Mapping, Protocol, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 from kfk.backends.embedded.raft import OutboundRequest, RaftReplica, VoterEndpoint
 from kfk.common.clock import Clock
@@ -27,6 +28,7 @@ from kfk.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest
 from kfk.protocol.messages.end_quorum_epoch import EndQuorumEpochRequest
 from kfk.protocol.messages.fetch import FetchRequest
 from kfk.protocol.messages.fetch_snapshot import FetchSnapshotRequest
+from kfk.protocol.messages.update_raft_voter import UpdateRaftVoterRequest
 from kfk.protocol.messages.vote import VoteRequest
 
 log = logging.getLogger("kfk.raft")
@@ -40,6 +42,7 @@ REQUEST_VERSIONS: dict[type, int] = {
     EndQuorumEpochRequest: 1,
     FetchRequest: 17,
     FetchSnapshotRequest: 1,
+    UpdateRaftVoterRequest: 0,
 }
 
 
@@ -56,16 +59,14 @@ ChannelFactory = Callable[[str, int, str, int], RequestChannel]
 
 
 class RaftDriver:
-    def __init__(self, replica: RaftReplica, endpoints: Mapping[int, VoterEndpoint | None], time_ms: Clock,
-                 on_step: Callable[[], None], request_timeout_ms: int,
+    def __init__(self, replica: RaftReplica, time_ms: Clock, on_step: Callable[[], None], request_timeout_ms: int,
                  channel_factory: ChannelFactory | None) -> None:
         self.replica = replica
-        self.endpoints = dict(endpoints)
         self._time_ms = time_ms
         self._on_step = on_step
         self._request_timeout_ms = request_timeout_ms
         self._channel_factory = channel_factory
-        self._channels: dict[tuple[int, bool], RequestChannel] = {}
+        self._channels: dict[tuple[int, bool], tuple[VoterEndpoint, RequestChannel]] = {}
         self._sends: set[asyncio.Task] = set()
         #: Requests from other replicas still waiting for their response (a fetch the leader holds).
         self._answering: set[asyncio.Future] = set()
@@ -136,14 +137,19 @@ class RaftDriver:
 
     def _channel(self, destination: int, for_fetch: bool) -> RequestChannel | None:
         key = (destination, for_fetch)
-        channel = self._channels.get(key)
-        if channel is None:
-            endpoint = self.endpoints.get(destination)
-            if endpoint is None or self._channel_factory is None:
-                return None
-            channel = self._channel_factory(endpoint.host, endpoint.port, f"raft-client-{self.replica.node_id}",
-                                            self._request_timeout_ms)
-            self._channels[key] = channel
+        endpoint = self.replica.endpoint(destination)
+        if endpoint is None or self._channel_factory is None:
+            return None
+        known = self._channels.get(key)
+        if known is not None and known[0] == endpoint:
+            return known[1]
+        if known is not None:  # the voter moved (UpdateRaftVoter): the old connection goes
+            task = asyncio.get_running_loop().create_task(known[1].close())
+            self._sends.add(task)
+            task.add_done_callback(self._sends.discard)
+        channel = self._channel_factory(endpoint.host, endpoint.port, f"raft-client-{self.replica.node_id}",
+                                        self._request_timeout_ms)
+        self._channels[key] = endpoint, channel
         return channel
 
     async def drain(self, timeout_s: float) -> None:
@@ -160,6 +166,6 @@ class RaftDriver:
         for future in list(self._answering):
             future.cancel()  # no answer will come: the connection waiting for it is closed
         self._task = None
-        for channel in self._channels.values():
+        for _, channel in self._channels.values():
             await channel.close()
         self._channels.clear()

@@ -4,16 +4,16 @@ The request names one partition (INVALID_REQUEST otherwise); any but __cluster_m
 UNKNOWN_TOPIC_OR_PARTITION in its partition entry, as Kafka does (there is one Raft log);
 a node that does not lead the quorum answers NOT_LEADER_OR_FOLLOWER for it. The leader tells its epoch, the high
 watermark and each voter's log end offset; v1 adds each replica's last fetch and last caught-up times; v2 adds
-error messages, replica directory ids (kfk's voters have none: the zero uuid) and the voters' endpoints (`nodes`).
-kfk runs broker and controller in one process, so a voter's endpoints are the listeners it registered as a broker.
+error messages, replica directory ids (a static voter has none: the zero uuid) and the voters' endpoints (`nodes`):
+their controller listeners as the voter set has them (`controller.quorum.voters`, or a dynamic quorum's
+VotersRecord). The single-node default has no controller listener: its voter's endpoints are the listeners it
+registered as a broker.
 The quorum is the embedded backend's; in ZooKeeper mode there is none, and the request is INVALID_REQUEST.
 """
 
 from __future__ import annotations
 
-import uuid
-
-from kfk.backends.embedded.backend import EmbeddedMetadataBackend, ReplicaState
+from kfk.backends.embedded.backend import EmbeddedMetadataBackend, QuorumDescription, ReplicaState
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
 from kfk.errors import ERROR_INFO, ErrorCode
 from kfk.metadata.cache import MetadataCache
@@ -23,7 +23,6 @@ from kfk.security.acl import AclOperation, ResourceType
 from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 
-ZERO_UUID = uuid.UUID(int=0)
 #: The one partition of the metadata log.
 METADATA_PARTITION = 0
 
@@ -73,18 +72,20 @@ class DescribeQuorumHandler:
         response = DescribeQuorumResponse(error_code=ErrorCode.NONE, topics=[DescribeQuorumResponse.TopicData(
             topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[partition])])
         if context.api_version >= 2 and description is not None:
-            response.nodes = self._nodes([voter.replica_id for voter in description.voters])
+            response.nodes = self._nodes(description)
         return response
 
-    def _nodes(self, voter_ids: list[int]) -> list[DescribeQuorumResponse.Node]:
+    def _nodes(self, description: QuorumDescription) -> list[DescribeQuorumResponse.Node]:
         image = self.metadata_cache.image
         nodes = []
-        for voter_id in voter_ids:
-            registration = image.brokers.get(voter_id)
-            endpoints = registration.endpoints if registration is not None else ()
-            nodes.append(DescribeQuorumResponse.Node(node_id=voter_id, listeners=[
-                DescribeQuorumResponse.Listener(name=endpoint.listener_name, host=endpoint.host, port=endpoint.port)
-                for endpoint in endpoints]))
+        for voter in description.voters:
+            listeners = description.voter_listeners.get(voter.replica_id)
+            if not listeners:
+                registration = image.brokers.get(voter.replica_id)
+                listeners = tuple((endpoint.listener_name, endpoint.host, endpoint.port)
+                                  for endpoint in (registration.endpoints if registration is not None else ()))
+            nodes.append(DescribeQuorumResponse.Node(node_id=voter.replica_id, listeners=[
+                DescribeQuorumResponse.Listener(name=name, host=host, port=port) for name, host, port in listeners]))
         return nodes
 
 
@@ -94,7 +95,7 @@ def _names_the_metadata_partition(request: DescribeQuorumRequest) -> bool:
 
 
 def _replica(state: ReplicaState) -> DescribeQuorumResponse.ReplicaState:
-    return DescribeQuorumResponse.ReplicaState(replica_id=state.replica_id, replica_directory_id=ZERO_UUID,
+    return DescribeQuorumResponse.ReplicaState(replica_id=state.replica_id, replica_directory_id=state.directory_id,
                                                log_end_offset=state.log_end_offset,
                                                last_fetch_timestamp=state.last_fetch_timestamp,
                                                last_caught_up_timestamp=state.last_caught_up_timestamp)

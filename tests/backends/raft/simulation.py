@@ -11,7 +11,9 @@ After every event the invariants are checked (`Simulation.check`):
   with the committed prefix up to its own high watermark, and a new leader's log holds every entry committed in the
   epochs before its own;
 - a replica's log (its newest snapshot's entries, then what its log holds from its start) is what is checked, so a
-  snapshot, fetched or written, holds exactly the committed entries it claims.
+  snapshot, fetched or written, holds exactly the committed entries it claims;
+- in a dynamic quorum (KIP-853: `dynamic`, voters added and removed with `change_voters`), a replica's voter set is
+  the newest in that log (snapshot included): truncations, and snapshots fetched, change it with the log.
 """
 
 from __future__ import annotations
@@ -19,12 +21,16 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from kfk.backends.embedded.quorum_state import ElectionState
 from kfk.backends.embedded.raft import OutboundRequest, RaftConfig, RaftReplica
 from kfk.backends.embedded.raft.log import OffsetAndEpoch
+from kfk.backends.embedded.raft.voter_set import Voter, VoterSet, VoterSetHistory
+from kfk.protocol.messages.add_raft_voter import AddRaftVoterRequest
+from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest
 
 #: A simulated batch as the in-memory log holds it: (epoch, value); the offset is its index (one record a batch).
 Entry = tuple[int, Any]
@@ -73,12 +79,22 @@ class InMemoryLog:
         self.entries.append((epoch, ("leader-change", leader_id)))
         return len(self.entries) - 1
 
-    def append_as_follower(self, records: tuple[int, list[Entry]]) -> None:
+    def append_voters(self, epoch: int, voters: VoterSet) -> int:
+        self.entries.append((epoch, ("voters", voters)))
+        return len(self.entries) - 1
+
+    def append_as_follower(self, records: tuple[int, list[Entry]]) -> list[tuple[int, VoterSet]]:
         base_offset, entries = records
         assert base_offset == len(self.entries), (base_offset, len(self.entries))
         assert all(entries[i][0] <= entries[i + 1][0] for i in range(len(entries) - 1))
         assert not entries or self.last_fetched_epoch <= entries[0][0]
         self.entries.extend(entries)
+        return [(base_offset + index, value[1]) for index, (_, value) in enumerate(entries)
+                if isinstance(value, tuple) and value[0] == "voters"]
+
+    def voter_sets(self) -> list[tuple[int, VoterSet]]:
+        return [(offset, self.entries[offset][1][1]) for offset in range(self.start, len(self.entries))
+                if isinstance(self.entries[offset][1], tuple) and self.entries[offset][1][0] == "voters"]
 
     def read(self, start_offset: int, max_bytes: int) -> tuple[int, list[Entry]] | None:
         assert start_offset >= self.start, (start_offset, self.start)
@@ -111,13 +127,26 @@ class InMemoryLog:
         self.flushed = len(self.entries)
 
 
+class SnapshotChunk(list):
+    """A chunk of an in-memory snapshot: a slice of its entries, naming the voter set the snapshot holds (a real
+    snapshot has it in its header batch)."""
+
+    def __init__(self, entries: Sequence[Entry], voters: VoterSet | None) -> None:
+        super().__init__(entries)
+        self.voters = voters
+
+
 class InMemorySnapshots:
-    """A replica's snapshots (durable once complete), each the tuple of entries it covers; the one being fetched
-    is lost in a crash. A chunk is a slice of entries, `max_bytes` counting entries."""
+    """A replica's snapshots (durable once complete), each the tuple of entries it covers and, in a dynamic quorum,
+    the voter set as of its end; the one being fetched is lost in a crash. A chunk is a slice of entries,
+    `max_bytes` counting entries."""
 
     def __init__(self) -> None:
         self.snapshots: dict[OffsetAndEpoch, tuple[Entry, ...]] = {}
+        self.voters: dict[OffsetAndEpoch, VoterSet | None] = {}
         self.partial: tuple[OffsetAndEpoch, list[Entry]] | None = None
+        self._partial_voters: VoterSet | None = None
+        self.fetched_voters: VoterSet | None = None
         #: Every snapshot this replica completed fetching, in order.
         self.fetched: list[OffsetAndEpoch] = []
 
@@ -125,18 +154,20 @@ class InMemorySnapshots:
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
         return max(self.snapshots, default=None)
 
-    def add(self, snapshot_id: OffsetAndEpoch, entries: tuple[Entry, ...]) -> None:
+    def add(self, snapshot_id: OffsetAndEpoch, entries: tuple[Entry, ...], voters: VoterSet | None = None) -> None:
         """A snapshot written (or fetched): the older ones go, as the log is trimmed to it."""
         self.snapshots = {snapshot_id: entries}
+        self.voters = {snapshot_id: voters}
 
     def read_chunk(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int):
         entries = self.snapshots.get(snapshot_id)
         if entries is None:
             return None
-        return list(entries[position:position + max_bytes]), len(entries)
+        return SnapshotChunk(entries[position:position + max_bytes], self.voters[snapshot_id]), len(entries)
 
     def begin_fetch(self, snapshot_id: OffsetAndEpoch) -> None:
         self.partial = (snapshot_id, [])
+        self._partial_voters = None
 
     @property
     def fetched_size(self) -> int:
@@ -144,13 +175,15 @@ class InMemorySnapshots:
 
     def append_fetched(self, chunk: list[Entry]) -> None:
         self.partial[1].extend(chunk)
+        self._partial_voters = getattr(chunk, "voters", None)
 
     def complete_fetch(self) -> bool:
         snapshot_id, entries = self.partial
         self.partial = None
         if len(entries) != snapshot_id.offset or entries[-1][0] != snapshot_id.epoch:
             return False
-        self.add(snapshot_id, tuple(entries))
+        self.add(snapshot_id, tuple(entries), self._partial_voters)
+        self.fetched_voters = self._partial_voters
         self.fetched.append(snapshot_id)
         return True
 
@@ -189,12 +222,20 @@ class InvariantViolation(AssertionError):
 
 class Simulation:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0, config: RaftConfig = RaftConfig(),
-                 loss: float = 0.0, max_delay_ms: int = 20) -> None:
+                 loss: float = 0.0, max_delay_ms: int = 20, dynamic: bool = False, spares: int = 0) -> None:
+        """`dynamic`: a KIP-853 quorum, its first voters formatted with them (--initial-controllers), and `spares`
+        controllers formatted with none (--no-initial-controllers), which find the leader through the first voters
+        as bootstrap servers and can be added as voters (`change_voters`)."""
         self.rng = random.Random(seed)
         self.seed = seed
         self.config = config
+        self.dynamic = dynamic
         self.voter_ids = list(range(1, voters + 1))
-        self.node_ids = self.voter_ids + list(range(100, 100 + observers))
+        self.spare_ids = list(range(200, 200 + spares)) if dynamic else []
+        self.node_ids = self.voter_ids + list(range(100, 100 + observers)) + self.spare_ids
+        #: The answers to the voter changes asked (by request id): error code.
+        self.voter_change_results: dict[int, int] = {}
+        self._admin_requests = itertools.count(1)
         self.loss = loss
         self.max_delay_ms = max_delay_ms
         self.now_ms = 0
@@ -223,13 +264,51 @@ class Simulation:
 
     def start(self, node: int) -> None:
         self.incarnation[node] += 1
-        self.replicas[node] = RaftReplica(node, self.voter_ids, self.config, self.logs[node], self.stores[node],
-                                          random.Random(self.rng.random()), self.now_ms,
-                                          snapshots=self.snapshots[node])
-        if len(self.voter_ids) == 1 and node in self.voter_ids:
+        snapshots = self.snapshots[node]
+        if self.dynamic:
+            log = self.logs[node]
+            if log.start:  # the voter set as of the log's start: that of the snapshot it starts at
+                initial = snapshots.voters[OffsetAndEpoch(log.start, log.start_epoch)]
+            elif node in self.spare_ids:  # or the one the node was formatted with
+                initial = VoterSet()
+            else:
+                initial = VoterSet.of(self.voter(voter) for voter in self.voter_ids)
+            self.replicas[node] = RaftReplica(
+                node, VoterSetHistory(initial, log.voter_sets()), self.config, log, self.stores[node],
+                random.Random(self.rng.random()), self.now_ms, snapshots=snapshots, dynamic=True,
+                directory_id=self.voter(node).directory_id, listeners=self.voter(node).listeners,
+                listener_name="CONTROLLER",
+                bootstrap_servers=[self.voter(voter).endpoint(None) for voter in self.voter_ids])
+        else:
+            self.replicas[node] = RaftReplica(node, self.voter_ids, self.config, self.logs[node], self.stores[node],
+                                              random.Random(self.rng.random()), self.now_ms, snapshots=snapshots)
+        if len(self.voter_ids) == 1 and node in self.voter_ids and not self.dynamic:
             self.replicas[node].run_election(self.now_ms)  # a sole voter runs when its owner asks
         self._after(node)
         self.check(node)
+
+    @staticmethod
+    def voter(node: int) -> Voter:
+        """Node `node` as a voter: its directory id and its controller listener (the host names the node)."""
+        return Voter(node, uuid.UUID(int=node), (("CONTROLLER", f"node-{node}", 9093),))
+
+    def change_voters(self, leader: int, add: int | None = None, remove: int | None = None) -> int | None:
+        """Ask `leader` to add or remove a voter, as `kfk metadata-quorum` would; the request id whose answer
+        `voter_change_results` gets."""
+        replica = self.replicas[leader]
+        if replica is None:
+            return None
+        request_id = next(self._admin_requests)
+        if add is not None:
+            voter = self.voter(add)
+            request = AddRaftVoterRequest(voter_id=add, voter_directory_id=voter.directory_id, listeners=[
+                AddRaftVoterRequest.Listener(name=name, host=host, port=port) for name, host, port in voter.listeners])
+        else:
+            request = RemoveRaftVoterRequest(voter_id=remove, voter_directory_id=self.voter(remove).directory_id)
+        replica.handle_request(self.now_ms, ("admin", 0, request_id), request)
+        self._after(leader)
+        self.check(leader)
+        return request_id
 
     def crash(self, node: int, lose_unflushed: bool) -> None:
         self.replicas[node] = None
@@ -244,7 +323,9 @@ class Simulation:
             return None
         entries = tuple(self.view(node)[:replica.high_watermark])
         snapshot_id = OffsetAndEpoch(len(entries), entries[-1][0])
-        self.snapshots[node].add(snapshot_id, entries)
+        # A dynamic quorum's snapshot holds the voter set as of its end, as the backend writes it.
+        voters = replica.voter_history.as_of(snapshot_id.offset) if self.dynamic else None
+        self.snapshots[node].add(snapshot_id, entries, voters)
         log.trim(snapshot_id.offset, snapshot_id.epoch)
         self.check(node)
         return snapshot_id
@@ -298,7 +379,15 @@ class Simulation:
                 destination, payload, kind = item.destination, (node, incarnation, item), "request"
             else:
                 destination, source_incarnation, request_id = item.token
+                if destination == "admin":
+                    self.voter_change_results[request_id] = item.response.error_code
+                    continue
                 payload, kind = (source_incarnation, request_id, item.response), "response"
+            if destination < 0 or destination not in self.node_ids:
+                # A bootstrap server or a leader known by its endpoint: the host names the node.
+                endpoint = self.replicas[node].endpoint(destination)
+                assert endpoint is not None, f"node {node} sends to {destination}, whose endpoint it does not know"
+                destination = int(endpoint.host.removeprefix("node-"))
             if self._deliverable(node, destination):
                 self._schedule(self.now_ms + self.rng.randint(1, self.max_delay_ms), kind, destination, payload)
 
@@ -351,6 +440,12 @@ class Simulation:
             leader = self.leaders_by_epoch.setdefault(replica.epoch, node)
             if leader != node:
                 self._fail(f"two leaders in epoch {replica.epoch}: {leader} and {node}")
+        if self.dynamic:
+            newest = next((value[1] for _, value in reversed(entries)
+                           if isinstance(value, tuple) and value[0] == "voters"), None)
+            if newest is not None and replica.voter_set != newest:
+                self._fail(f"node {node}'s voter set {sorted(replica.voters)} is not the newest in its log "
+                           f"({sorted(newest.ids)})")
         high_watermark = replica.high_watermark
         if high_watermark > len(entries):
             self._fail(f"node {node}'s high watermark {high_watermark} is past its log end {len(entries)}")

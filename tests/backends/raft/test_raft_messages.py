@@ -9,7 +9,7 @@ from kfk.backends.embedded.raft import messages
 from kfk.backends.embedded.raft_driver import REQUEST_VERSIONS
 from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey
-from kfk.server.dispatch import SERVED_VERSIONS
+from kfk.server.dispatch import CONTROLLER_SERVED_VERSIONS
 
 REQUESTS = [
     messages.vote_request("cluster", 1, 3, 2, 2, 40, pre_vote=True),
@@ -32,7 +32,7 @@ def round_trip(message: Message, version: int) -> Message:
 @pytest.mark.parametrize("request_message", REQUESTS, ids=lambda message: type(message).__name__)
 def test_requests_round_trip_at_the_versions_sent_and_served(request_message: Message) -> None:
     version = REQUEST_VERSIONS[type(request_message)]
-    assert version == SERVED_VERSIONS[ApiKey(request_message.API_KEY)].highest
+    assert version == CONTROLLER_SERVED_VERSIONS[ApiKey(request_message.API_KEY)].highest
     decoded = round_trip(request_message, version)
     if type(request_message).__name__ == "EndQuorumEpochRequest":  # v1 carries the successors as candidates only
         sent, received = (message.topics[0].partitions[0] for message in (request_message, decoded))

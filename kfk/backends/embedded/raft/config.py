@@ -8,7 +8,9 @@ with Kafka's defaults. The state machine and its driver get both as plain values
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
+
+from kfk.errors import InvalidConfigurationError
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +46,16 @@ class RaftConfig:
             request_timeout_ms=int(values["controller.quorum.request.timeout.ms"]),
             retry_backoff_ms=int(values["controller.quorum.retry.backoff.ms"]),
         )
+
+
+def parse_bootstrap_servers(entries: Iterable[str]) -> tuple[VoterEndpoint, ...]:
+    """`controller.quorum.bootstrap.servers` entries (`host:port`), each under the id Kafka gives a bootstrap
+    server (-2, -3, ...: no node has a negative id)."""
+    servers = []
+    for entry in filter(None, (entry.strip() for entry in entries)):
+        host, colon, port_text = entry.rpartition(":")
+        if not colon or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise InvalidConfigurationError(
+                f"controller.quorum.bootstrap.servers entry {entry!r} is not of the form host:port")
+        servers.append(VoterEndpoint(-2 - len(servers), host.strip("[]"), int(port_text)))
+    return tuple(servers)

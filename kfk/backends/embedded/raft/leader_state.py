@@ -60,9 +60,29 @@ class LeaderState:
                    voter_progress={voter: ReplicaProgress(voter) for voter in voters},
                    unacknowledged=set(voters) - {node_id})
 
+    def update_voters(self, voters: frozenset[int]) -> bool:
+        """The voter set changed (a VotersRecord appended): replicas move between voters and observers with what
+        is known of them, a new voter is told BeginQuorumEpoch; True if the high watermark moved. A leader removed
+        from the voters keeps leading until the change commits, but its own log no longer counts."""
+        everyone = {**self.observer_progress, **self.voter_progress}
+        self.voters = voters
+        self.voter_progress = {voter: everyone.get(voter) or ReplicaProgress(voter) for voter in sorted(voters)}
+        self.observer_progress = {replica: progress for replica, progress in everyone.items()
+                                  if replica not in voters and replica != self.node_id}
+        self.unacknowledged = {voter for voter in self.unacknowledged if voter in voters} | {
+            voter for voter in voters if voter not in everyone and voter != self.node_id}
+        self.fetched_since_check &= voters
+        return self._maybe_advance_high_watermark()
+
+    def is_caught_up(self, replica_id: int, now_ms: int, fetch_timeout_ms: int) -> bool:
+        """Whether `replica_id` fetched at this leader's log end within the last fetch timeout."""
+        progress = self.observer_progress.get(replica_id) or self.voter_progress.get(replica_id)
+        return progress is not None and progress.last_caught_up_timestamp >= 0 \
+            and now_ms - progress.last_caught_up_timestamp < fetch_timeout_ms
+
     def update_local(self, flushed_end_offset: int, now_ms: int) -> bool:
         """The leader's own durable log end; True if the high watermark moved."""
-        progress = self.voter_progress[self.node_id]
+        progress = self.voter_progress.get(self.node_id) or ReplicaProgress(self.node_id)
         progress.log_end_offset = flushed_end_offset
         progress.last_fetch_timestamp = progress.last_caught_up_timestamp = now_ms
         return self._maybe_advance_high_watermark()
@@ -103,6 +123,8 @@ class LeaderState:
 
     def _maybe_advance_high_watermark(self) -> bool:
         offsets = sorted((progress.log_end_offset for progress in self.voter_progress.values()), reverse=True)
+        if not offsets:
+            return False
         committed = offsets[majority(len(self.voters)) - 1]
         if committed > self.epoch_start_offset and committed > self.high_watermark:
             self.high_watermark = committed
@@ -111,7 +133,7 @@ class LeaderState:
 
     def check_quorum(self, now_ms: int) -> bool:
         """False once the leader has gone a whole check-quorum period without a majority of voters fetching."""
-        if len(self.fetched_since_check | {self.node_id}) >= majority(len(self.voters)):
+        if len(self.fetched_since_check | ({self.node_id} & self.voters)) >= majority(len(self.voters)):
             self.fetched_since_check.clear()
             self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
             return True

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Protocol, Sequence
 
+from kfk.backends.embedded.raft.voter_set import VoterSet
+
 
 class OffsetAndEpoch(NamedTuple):
     """An end offset and the epoch of the batch before it (Kafka's OffsetAndEpoch)."""
@@ -49,8 +51,13 @@ class RaftLog(Protocol):
     def append_leader_change(self, epoch: int, leader_id: int, voters: Sequence[int]) -> int:
         """The control batch that opens a leader's epoch; its last offset. Not flushed."""
 
-    def append_as_follower(self, records: Any) -> None:
-        """Batches as `read` returned them from the leader's log, appended at this log's end. Not flushed."""
+    def append_voters(self, epoch: int, voters: VoterSet) -> int:
+        """A control batch with the VotersRecord of `voters` (a dynamic quorum's change); its offset. Not
+        flushed."""
+
+    def append_as_follower(self, records: Any) -> list[tuple[int, VoterSet]]:
+        """Batches as `read` returned them from the leader's log, appended at this log's end; the voter sets of the
+        VotersRecords among them, with their offsets. Not flushed."""
 
     def read(self, start_offset: int, max_bytes: int) -> Any:
         """Whole batches from `start_offset` (at most about `max_bytes`, at least one batch); None at the end."""
@@ -87,6 +94,11 @@ class RaftSnapshots(Protocol):
     def complete_fetch(self) -> bool:
         """The partial snapshot is whole: check it and give it its final name (it becomes the latest snapshot);
         False, and the partial dropped, when it does not read as a whole snapshot."""
+
+    @property
+    def fetched_voters(self) -> VoterSet | None:
+        """The voter set held by the snapshot `complete_fetch` last completed (a dynamic quorum's snapshots carry
+        it, KIP-853), None when it holds none (a static quorum's)."""
 
     def abort_fetch(self) -> None:
         """Drop the partial snapshot (the leader no longer has it, or this replica stopped following)."""

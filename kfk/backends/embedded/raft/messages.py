@@ -11,12 +11,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kfk.backends.embedded.raft.config import VoterEndpoint
+from kfk.backends.embedded.raft.voter_set import Voter
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_ID, CLUSTER_METADATA_TOPIC_NAME
 from kfk.errors import ErrorCode
+from kfk.protocol.messages.add_raft_voter import AddRaftVoterRequest, AddRaftVoterResponse
 from kfk.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from kfk.protocol.messages.end_quorum_epoch import EndQuorumEpochRequest, EndQuorumEpochResponse
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
+from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest, RemoveRaftVoterResponse
+from kfk.protocol.messages.update_raft_voter import UpdateRaftVoterRequest, UpdateRaftVoterResponse
 from kfk.protocol.messages.vote import VoteRequest, VoteResponse
 
 METADATA_PARTITION = 0
@@ -143,9 +148,12 @@ def fetch_replica_id(request: FetchRequest) -> int:
 
 def fetch_response(error_code: int, leader_id: int, leader_epoch: int, high_watermark: int = -1,
                    records: Any = None, diverging: tuple[int, int] | None = None,
-                   snapshot_id: tuple[int, int] | None = None, log_start_offset: int = 0) -> FetchResponse:
+                   snapshot_id: tuple[int, int] | None = None, log_start_offset: int = 0,
+                   leader_endpoint: VoterEndpoint | None = None) -> FetchResponse:
     """`diverging` and `snapshot_id` are (end offset, epoch): where the fetcher's log parted from the leader's, or
-    the snapshot it must fetch first because the leader's log no longer reaches back to its fetch offset."""
+    the snapshot it must fetch first because the leader's log no longer reaches back to its fetch offset.
+    `leader_endpoint`: where the leader named is reached (v16+ NodeEndpoints), so that an observer that found the
+    quorum through a bootstrap server can go to it."""
     partition = FetchResponse.PartitionData(
         partition_index=METADATA_PARTITION, error_code=error_code, high_watermark=high_watermark,
         log_start_offset=log_start_offset, records=records,
@@ -154,8 +162,17 @@ def fetch_response(error_code: int, leader_id: int, leader_epoch: int, high_wate
         partition.diverging_epoch = FetchResponse.EpochEndOffset(epoch=diverging[1], end_offset=diverging[0])
     if snapshot_id is not None:
         partition.snapshot_id = FetchResponse.SnapshotId(end_offset=snapshot_id[0], epoch=snapshot_id[1])
-    return FetchResponse(error_code=ErrorCode.NONE, responses=[FetchResponse.FetchableTopicResponse(
+    response = FetchResponse(error_code=ErrorCode.NONE, responses=[FetchResponse.FetchableTopicResponse(
         topic=CLUSTER_METADATA_TOPIC_NAME, topic_id=CLUSTER_METADATA_TOPIC_ID, partitions=[partition])])
+    if leader_endpoint is not None:
+        response.node_endpoints = [FetchResponse.NodeEndpoint(node_id=leader_endpoint.node_id,
+                                                              host=leader_endpoint.host, port=leader_endpoint.port)]
+    return response
+
+
+def fetch_leader_endpoint(response: FetchResponse, leader_id: int) -> VoterEndpoint | None:
+    return next((VoterEndpoint(node.node_id, node.host, node.port) for node in response.node_endpoints
+                 if node.node_id == leader_id >= 0), None)
 
 
 def fetch_response_partition(response: FetchResponse) -> FetchResponse.PartitionData | None:
@@ -214,3 +231,35 @@ def is_replica_metadata_fetch(request: FetchRequest) -> bool:
     consumer's fetch (replica id -1) is an ordinary fetch, answered as one of an unknown topic."""
     return fetch_replica_id(request) >= 0 and any(
         names_metadata_topic(topic.topic, topic.topic_id) for topic in request.topics)
+
+
+# -- AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter (KIP-853) --------------------------------------------------------
+
+def listeners_of(request: AddRaftVoterRequest | UpdateRaftVoterRequest) -> tuple[tuple[str, str, int], ...]:
+    return tuple((listener.name, listener.host, listener.port) for listener in request.listeners)
+
+
+def update_raft_voter_request(cluster_id: str, leader_epoch: int, voter: Voter) -> UpdateRaftVoterRequest:
+    low, high = voter.kraft_version_range
+    return UpdateRaftVoterRequest(
+        cluster_id=cluster_id, current_leader_epoch=leader_epoch, voter_id=voter.node_id,
+        voter_directory_id=voter.directory_id,
+        listeners=[UpdateRaftVoterRequest.Listener(name=name, host=host, port=port)
+                   for name, host, port in voter.listeners],
+        k_raft_version_feature=UpdateRaftVoterRequest.KRaftVersionFeature(min_supported_version=low,
+                                                                          max_supported_version=high))
+
+
+def voter_change_response(request_type: type, error_code: int, message: str | None, leader_id: int,
+                          leader_epoch: int, leader_endpoint: VoterEndpoint | None = None) -> Any:
+    """The answer to an AddRaftVoter, RemoveRaftVoter or UpdateRaftVoter request (UpdateRaftVoter also names the
+    current leader)."""
+    if request_type is AddRaftVoterRequest:
+        return AddRaftVoterResponse(error_code=error_code, error_message=message)
+    if request_type is RemoveRaftVoterRequest:
+        return RemoveRaftVoterResponse(error_code=error_code, error_message=message)
+    response = UpdateRaftVoterResponse(error_code=error_code, current_leader=UpdateRaftVoterResponse.CurrentLeader(
+        leader_id=leader_id, leader_epoch=leader_epoch))
+    if leader_endpoint is not None:
+        response.current_leader.host, response.current_leader.port = leader_endpoint.host, leader_endpoint.port
+    return response

@@ -14,20 +14,30 @@ heard from a majority within 1.5 fetch timeouts resigns (check-quorum); a leader
 naming its most caught-up voters, so they run at once instead of waiting out an election timeout.
 
 Observers (replicas that are not voters: brokers) fetch the log too, are listed by DescribeQuorum, never vote and
-never run; one that does not know the leader fetches from any voter, which answers with the leader it knows.
+never run; one that does not know the leader fetches from any voter (or, in a dynamic quorum, from a bootstrap
+server: `controller.quorum.bootstrap.servers`, given the ids -2, -3, ... as Kafka does), which answers with the
+leader it knows and where it listens.
 
 Snapshots (KIP-630): every replica may trim its log behind its newest snapshot, so a fetch can ask for what the
 leader's log no longer holds. The leader then answers with the SnapshotId of its newest snapshot instead of
 records; the fetcher sends FetchSnapshot for it chunk by chunk (the leader reads them from its RaftSnapshots),
 writes them into a partial snapshot, and once it is whole and checked, empties its log to start at the snapshot's
 end offset (which was committed: a leader only snapshots what is) and fetches the log from there. What the
-snapshot holds is not this class's business: its owner loads it (the backend's image and listeners).
+snapshot holds is not this class's business: its owner loads it (the backend's image and listeners), but for the
+voter set it carries, from which the replica's voter set history starts again.
+
+Dynamic voters (KIP-853, kraft.version 1): the voter set is the newest in the log (voter_set.py), and changes with
+it, as leader (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter, one at a time: voter_changes.py says when one is
+allowed) or follower (a VotersRecord fetched, or truncated away). Any replica grants a vote to an up-to-date
+candidate that is not in its own voter set, since its set may be the stale one; a candidate counts only the votes
+of its own voters. A leader removed from the voters leads until the change commits, then resigns.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
@@ -45,13 +55,19 @@ from kfk.backends.embedded.raft.election import (
 from kfk.backends.embedded.raft.fetch_state import FetchState
 from kfk.backends.embedded.raft.leader_state import LeaderState, ReplicaProgress
 from kfk.backends.embedded.raft.log import OffsetAndEpoch, RaftLog, RaftSnapshots
+from kfk.backends.embedded.raft.voter_changes import PendingVoterChange, check_can_change, check_voter_change
+from kfk.backends.embedded.raft.voter_set import ZERO_UUID, Voter, VoterSet, VoterSetHistory
+from kfk.backends.embedded.raft.config import VoterEndpoint
 from kfk.common.constants import NO_NODE
 from kfk.errors import ErrorCode, NotLeaderOrFollowerError
 from kfk.protocol.message import Message
+from kfk.protocol.messages.add_raft_voter import AddRaftVoterRequest
 from kfk.protocol.messages.begin_quorum_epoch import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from kfk.protocol.messages.end_quorum_epoch import EndQuorumEpochRequest, EndQuorumEpochResponse
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
+from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest
+from kfk.protocol.messages.update_raft_voter import UpdateRaftVoterRequest
 from kfk.protocol.messages.vote import VoteRequest, VoteResponse
 
 
@@ -104,12 +120,29 @@ class RaftError(RuntimeError):
 
 
 class RaftReplica:
-    def __init__(self, node_id: int, voters: Iterable[int], config: RaftConfig, log: RaftLog,
+    def __init__(self, node_id: int, voters: Iterable[int] | VoterSetHistory, config: RaftConfig, log: RaftLog,
                  store: QuorumStateStore, rng: random.Random, now_ms: int, cluster_id: str = "", *,
-                 snapshots: RaftSnapshots | None = None) -> None:
+                 snapshots: RaftSnapshots | None = None, dynamic: bool = False, directory_id: uuid.UUID = ZERO_UUID,
+                 listeners: tuple[tuple[str, str, int], ...] = (), listener_name: str | None = None,
+                 bootstrap_servers: Sequence[VoterEndpoint] = ()) -> None:
+        """`voters`: the static voter ids, or the voter set history of the log (a dynamic quorum: `dynamic`, with
+        this replica's metadata `directory_id`, its own controller `listeners`, the `listener_name` it reaches the
+        voters on, and the `bootstrap_servers` an observer looks for the leader through). `snapshots`: those beside
+        the log (None for a replica that never has any)."""
         self.node_id = node_id
-        self.voters = frozenset(voters)
-        self.is_voter = node_id in self.voters
+        self.voter_history = voters if isinstance(voters, VoterSetHistory) else VoterSetHistory(VoterSet.static(voters))
+        self.dynamic = dynamic
+        self.directory_id = directory_id
+        self.listeners = listeners
+        self.listener_name = listener_name
+        #: Bootstrap servers by their negative ids (-2, -3, ...): where an observer asks who leads.
+        self.bootstrap_servers = {-2 - index: VoterEndpoint(-2 - index, server.host, server.port)
+                                  for index, server in enumerate(bootstrap_servers)}
+        #: Leaders' endpoints learnt from fetch responses (a leader not yet in this replica's voter set).
+        self._learned_endpoints: dict[int, VoterEndpoint] = {}
+        self._voter_change: PendingVoterChange | None = None
+        #: When this voter may next ask the leader to update its listeners (UpdateRaftVoter).
+        self._update_due_ms = 0
         self.config = config
         self.log = log
         self.store = store
@@ -148,6 +181,40 @@ class RaftReplica:
     # -- what the driver reads -------------------------------------------------------------------------------------
 
     @property
+    def voter_set(self) -> VoterSet:
+        """The newest voter set in this replica's log (in force from when it was appended)."""
+        return self.voter_history.latest
+
+    @property
+    def voters(self) -> frozenset[int]:
+        return self.voter_history.latest.ids
+
+    @property
+    def is_voter(self) -> bool:
+        voter = self.voter_history.latest.get(self.node_id)
+        return voter is not None and (not self.dynamic or voter.directory_id in (ZERO_UUID, self.directory_id))
+
+    def _may_run(self) -> bool:
+        """A voter runs for leader; so does a replica removed by a change not yet known committed (Raft's rule: until
+        the change commits, the old voters may still be needed to elect the leader that commits it)."""
+        if self.is_voter:
+            return True
+        history = self.voter_history
+        return self.dynamic and history.latest_offset >= self.high_watermark \
+            and self.node_id in history.as_of(history.latest_offset).ids
+
+    def _removed_and_committed(self) -> bool:
+        """A leader that is not one of the voters leads only until the change that removed it commits."""
+        return not self.is_voter and self.high_watermark > self.voter_history.latest_offset
+
+    def endpoint(self, node_id: int) -> VoterEndpoint | None:
+        """Where requests to `node_id` go: its voter entry's listener, a leader's learnt endpoint, or a bootstrap
+        server."""
+        voter = self.voter_set.get(node_id)
+        endpoint = voter.endpoint(self.listener_name) if voter is not None else None
+        return endpoint or self._learned_endpoints.get(node_id) or self.bootstrap_servers.get(node_id)
+
+    @property
     def epoch(self) -> int:
         return self.state.epoch
 
@@ -174,8 +241,9 @@ class RaftReplica:
         if self.leader_state is None:
             return None
         state = self.leader_state
-        own = state.voter_progress[self.node_id]
-        own.last_fetch_timestamp = own.last_caught_up_timestamp = now_ms
+        own = state.voter_progress.get(self.node_id)
+        if own is not None:
+            own.last_fetch_timestamp = own.last_caught_up_timestamp = now_ms
         return ([state.voter_progress[voter] for voter in sorted(state.voter_progress)],
                 [state.observer_progress[replica] for replica in sorted(state.observer_progress)])
 
@@ -193,7 +261,7 @@ class RaftReplica:
     def run_election(self, now_ms: int) -> None:
         """Run for leader now (a leader first resigns its epoch): how a sole voter is elected, when its owner
         asks, since it has nobody to wait for."""
-        if not self.is_voter:
+        if not self._may_run():
             return
         if self.state.role is Role.LEADER:
             self._become_resigned(now_ms)
@@ -215,11 +283,11 @@ class RaftReplica:
                 and state.election_deadline_ms is not None and now_ms >= state.election_deadline_ms:
             self._on_election_timeout(now_ms)
         elif role is Role.FOLLOWER and self.fetch_state.timed_out(now_ms):
-            if self.is_voter:
+            if self._may_run():
                 self._become_prospective(now_ms)
             else:
                 self._lose_leader_as_observer(now_ms)
-        elif role is Role.LEADER and not self.leader_state.check_quorum(now_ms):
+        elif role is Role.LEADER and (self._removed_and_committed() or not self.leader_state.check_quorum(now_ms)):
             self._become_resigned(now_ms)
         self._flush(now_ms)
         self._send_due_requests(now_ms)
@@ -241,14 +309,19 @@ class RaftReplica:
         elif role is Role.CANDIDATE:
             self._become_unattached(now_ms, self.state.epoch, self.state.voted_id,
                                     election_backoff_ms(self.config, self.rng))
-        else:
+        elif self._may_run():
             self._become_prospective(now_ms)
+        else:  # no longer a voter (removed): an observer now
+            self._become_unattached(now_ms, self.state.epoch, self.state.voted_id, None)
 
     def _first_election_delay(self) -> int | None:
-        if not self.is_voter:
+        if not self._may_run():
             return None
-        # A sole voter runs when its owner says so (run_election): nobody else could ever disrupt it.
-        return None if self.voters == {self.node_id} else election_timeout_ms(self.config, self.rng)
+        if self.voters == {self.node_id}:
+            # A static sole voter runs when its owner says so (run_election): nobody else could ever disrupt it. A
+            # dynamic one runs at once, and leads on its own until voters are added.
+            return 0 if self.dynamic else None
+        return election_timeout_ms(self.config, self.rng)
 
     def _flush(self, now_ms: int) -> None:
         """Make the leader's appends durable, then let them count towards the high watermark."""
@@ -261,6 +334,11 @@ class RaftReplica:
     def _on_high_watermark(self, now_ms: int) -> None:
         self.high_watermark = self.leader_state.high_watermark
         self._complete_parked_fetches(now_ms)
+        change = self._voter_change
+        if change is not None and change.offset < self.high_watermark:
+            self._voter_change = None
+            self._outbox.append(OutboundResponse(change.token, messages.voter_change_response(
+                change.request_type, ErrorCode.NONE, None, self.node_id, self.state.epoch)))
 
     # -- transitions -----------------------------------------------------------------------------------------------
 
@@ -276,6 +354,11 @@ class RaftReplica:
         was_leader = self.state.role is Role.LEADER
         if self.fetch_state is not None and self.fetch_state.snapshot_id is not None:
             self.snapshots.abort_fetch()  # a new leader or epoch: its log may not want that snapshot
+        if was_leader and self._voter_change is not None:
+            change, self._voter_change = self._voter_change, None
+            self._outbox.append(OutboundResponse(change.token, messages.voter_change_response(
+                change.request_type, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                "The leader lost its leadership before the voter change committed", NO_NODE, state.epoch)))
         self.state = state
         self.leader_state = None if state.role is not Role.LEADER else self.leader_state
         self.fetch_state = None
@@ -286,7 +369,7 @@ class RaftReplica:
             self._complete_parked_fetches(now_ms)
 
     def _become_unattached(self, now_ms: int, epoch: int, voted_id: int, delay_ms: int | None) -> None:
-        deadline = None if delay_ms is None or not self.is_voter else now_ms + delay_ms
+        deadline = None if delay_ms is None or not self._may_run() else now_ms + delay_ms
         self._enter(now_ms, EpochState(Role.UNATTACHED, epoch, voted_id=voted_id, election_deadline_ms=deadline))
 
     def _become_follower(self, now_ms: int, epoch: int, leader_id: int) -> None:
@@ -323,6 +406,10 @@ class RaftReplica:
         self._enter(now_ms, EpochState(Role.LEADER, epoch, leader_id=self.node_id, voted_id=self.node_id))
         self.log.append_leader_change(epoch, self.node_id, sorted(self.voters))
         self._unflushed = True
+        if self.dynamic and self.voter_history.latest_offset < 0:
+            # The voter set is only in the bootstrap snapshot: write it into the log, where observers (new
+            # controllers among them) fetching from the log's start learn it.
+            self.voter_history.add(self.log.append_voters(epoch, self.voter_set), self.voter_set)
 
     def _become_resigned(self, now_ms: int) -> None:
         successors = self.leader_state.preferred_successors()
@@ -384,8 +471,28 @@ class RaftReplica:
                         self.cluster_id, self.node_id, state.epoch, self._preferred_successors))
         elif role is Role.FOLLOWER:
             self._send_fetch(now_ms, state.leader_id)
-        elif role is Role.UNATTACHED and not self.is_voter and not self._in_flight and self.voters:
-            self._send_fetch(now_ms, self.rng.choice(sorted(self.voters)))  # an observer looking for the leader
+            self._maybe_update_voter(now_ms)
+        elif role is Role.UNATTACHED and not self.is_voter and not self._in_flight and self._leader_finders():
+            self._send_fetch(now_ms, self.rng.choice(self._leader_finders()))  # an observer looking for the leader
+
+    def _leader_finders(self) -> list[int]:
+        """Whom an observer asks who leads: the voters it knows, and a dynamic quorum's bootstrap servers (all it
+        has before it learns the voters from the log)."""
+        return sorted(self.voters - {self.node_id}) + sorted(self.bootstrap_servers)
+
+    def _maybe_update_voter(self, now_ms: int) -> None:
+        """A dynamic voter whose listeners in the voter set are not the ones it runs with asks the leader to
+        update them (UpdateRaftVoter), again every fetch timeout until the new voter set reaches it (the answer
+        itself is not awaited: the leader may refuse while another change is uncommitted)."""
+        own = self.voter_set.get(self.node_id)
+        if not self.dynamic or not self.is_voter or not self.listeners or own is None \
+                or own.listeners == self.listeners or now_ms < self._update_due_ms:
+            return
+        self._update_due_ms = now_ms + self.config.fetch_timeout_ms
+        self._outbox.append(OutboundRequest(next(self._request_ids), self.state.leader_id,
+                                            messages.update_raft_voter_request(
+                                                self.cluster_id, self.state.epoch,
+                                                Voter(self.node_id, self.directory_id, self.listeners))))
 
     def _send_fetch(self, now_ms: int, destination: int) -> None:
         if not self._can_send(now_ms, destination):
@@ -420,7 +527,7 @@ class RaftReplica:
         deadlines += [entry.deadline_ms for entry in self._in_flight.values()]
         deadlines += [parked.deadline_ms for parked in self._parked]
         deadlines += [when for when in self._next_send_ms.values() if when > now_ms]
-        if state.role is Role.UNATTACHED and not self.is_voter and not self._in_flight:
+        if state.role is Role.UNATTACHED and not self.is_voter and not self._in_flight and self._leader_finders():
             deadlines.append(now_ms + self.config.retry_backoff_ms)
         return max(now_ms, min(deadlines))
 
@@ -440,6 +547,10 @@ class RaftReplica:
             response = self._handle_begin_quorum_epoch(now_ms, request)
         elif isinstance(request, EndQuorumEpochRequest):
             response = self._handle_end_quorum_epoch(now_ms, request)
+        elif isinstance(request, (AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest)):
+            response = self._handle_voter_change(now_ms, token, request)
+            if response is None:
+                return  # answered once the new voter set commits
         else:
             raise ValueError(f"{type(request).__name__} is not a Raft request")
         self._outbox.append(OutboundResponse(token, response))
@@ -458,7 +569,7 @@ class RaftReplica:
         if self._cluster_mismatch(request.cluster_id):
             return VoteResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
         candidate, candidate_epoch = partition.replica_id, partition.replica_epoch
-        if not self.is_voter or candidate not in self.voters:
+        if not self.dynamic and (not self.is_voter or candidate not in self.voters):
             return messages.vote_response(ErrorCode.INCONSISTENT_VOTER_SET, self.leader_id, self.state.epoch, False)
         up_to_date = self._is_up_to_date(partition.last_offset_epoch, partition.last_offset)
         if partition.pre_vote:
@@ -512,6 +623,57 @@ class RaftReplica:
             self._become_unattached(now_ms, epoch, state.voted_id if epoch == state.epoch else NO_NODE, delay)
         return messages.end_quorum_epoch_response(ErrorCode.NONE, self.leader_id, self.state.epoch)
 
+    def _handle_voter_change(self, now_ms: int, token: Any,
+                             request: AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateRaftVoterRequest) -> Any:
+        """AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter on the leader (voter_changes.py): a refusal now, or
+        None once the new VotersRecord is appended (answered when it commits; an update, at once)."""
+        kind = type(request)
+
+        def answer(error_code: int, message: str | None) -> Any:
+            leader_id = self.leader_id
+            return messages.voter_change_response(kind, error_code, message, leader_id, self.state.epoch,
+                                                  self.endpoint(leader_id) if leader_id >= 0 else None)
+
+        if self._cluster_mismatch(request.cluster_id):
+            return answer(ErrorCode.INCONSISTENT_CLUSTER_ID, None)
+        leader = self.leader_state
+        if self.state.role is not Role.LEADER or leader is None:
+            return answer(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"Node {self.node_id} does not lead the quorum")
+        refusal = check_can_change(self.dynamic, leader, self.high_watermark, self._voter_change,
+                                   self.voter_history.latest_offset)
+        name = {AddRaftVoterRequest: "add", RemoveRaftVoterRequest: "remove"}.get(kind, "update")
+        listeners = messages.listeners_of(request) if name != "remove" else ()
+        if refusal is None:
+            refusal = check_voter_change(
+                self.voter_set, name, request.voter_id, request.voter_directory_id, listeners,
+                self.listener_name,
+                caught_up=leader.is_caught_up(request.voter_id, now_ms, self.config.fetch_timeout_ms))
+        if refusal is not None:
+            return answer(*refusal)
+        if name == "add":
+            voters = self.voter_set.with_voter(Voter(request.voter_id, request.voter_directory_id, listeners))
+        elif name == "remove":
+            voters = self.voter_set.without(request.voter_id)
+        else:
+            feature = request.k_raft_version_feature
+            voters = self.voter_set.with_listeners(request.voter_id, listeners, (feature.min_supported_version,
+                                                                                 feature.max_supported_version))
+        offset = self._append_voters(now_ms, voters)
+        if name == "update":
+            return answer(ErrorCode.NONE, None)
+        self._voter_change = PendingVoterChange(offset, token, kind)
+        return None
+
+    def _append_voters(self, now_ms: int, voters: VoterSet) -> int:
+        """The leader appends a new voter set: in force at once (the high watermark now counts its voters)."""
+        offset = self.log.append_voters(self.state.epoch, voters)
+        self.voter_history.add(offset, voters)
+        self._unflushed = True
+        if self.leader_state.update_voters(voters.ids):
+            self._on_high_watermark(now_ms)
+        self._complete_parked_fetches(now_ms)
+        return offset
+
     def _handle_fetch(self, now_ms: int, token: Any, request: FetchRequest) -> None:
         partition = messages.fetch_partition(request)
         if partition is None:
@@ -531,11 +693,16 @@ class RaftReplica:
         """The leader's answer to a fetch; None when it should wait for new data."""
         state = self.state
         if state.role is not Role.LEADER:
-            return messages.fetch_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, self.leader_id, state.epoch)
+            leader_id = self.leader_id
+            return messages.fetch_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, leader_id, state.epoch,
+                                           leader_endpoint=self.endpoint(leader_id) if leader_id >= 0 else None)
+        own = self.endpoint(self.node_id) if self.dynamic else None
         if partition.current_leader_epoch < state.epoch:
-            return messages.fetch_response(ErrorCode.FENCED_LEADER_EPOCH, self.node_id, state.epoch)
+            return messages.fetch_response(ErrorCode.FENCED_LEADER_EPOCH, self.node_id, state.epoch,
+                                           leader_endpoint=own)
         if partition.current_leader_epoch > state.epoch:
-            return messages.fetch_response(ErrorCode.UNKNOWN_LEADER_EPOCH, self.node_id, state.epoch)
+            return messages.fetch_response(ErrorCode.UNKNOWN_LEADER_EPOCH, self.node_id, state.epoch,
+                                           leader_endpoint=own)
         log = self.log
         fetch_offset = partition.fetch_offset
         if fetch_offset < 0:
@@ -545,7 +712,8 @@ class RaftReplica:
             if replica_id >= 0:
                 self.leader_state.heard_from(replica_id, now_ms)
             return messages.fetch_response(ErrorCode.NONE, self.node_id, state.epoch, self.high_watermark,
-                                           snapshot_id=snapshot_id, log_start_offset=log.log_start_offset)
+                                           snapshot_id=snapshot_id, log_start_offset=log.log_start_offset,
+                                           leader_endpoint=own)
         if fetch_offset > 0:
             end = log.end_offset_for_epoch(partition.last_fetched_epoch)
             if end.epoch != partition.last_fetched_epoch or fetch_offset > end.offset:
@@ -559,7 +727,8 @@ class RaftReplica:
         if records is None and may_wait and self.leader_state.knows_high_watermark(replica_id):
             return None  # nothing new: held until there is (a new high watermark is news too)
         self.leader_state.told(replica_id)
-        return messages.fetch_response(ErrorCode.NONE, self.node_id, state.epoch, self.high_watermark, records)
+        return messages.fetch_response(ErrorCode.NONE, self.node_id, state.epoch, self.high_watermark, records,
+                                       leader_endpoint=own)
 
     def _snapshot_to_send(self, fetch_offset: int, last_fetched_epoch: int) -> OffsetAndEpoch | None:
         """The snapshot a fetcher must load before it can fetch the log (Kafka's rule): its fetch offset is below
@@ -664,12 +833,14 @@ class RaftReplica:
     def _count_votes(self, now_ms: int) -> None:
         state = self.state
         needed = majority(len(self.voters))
-        if len(state.granted) >= needed:
+        if not self._may_run():  # removed from the voters meanwhile (a VotersRecord it holds): no election
+            self._become_unattached(now_ms, state.epoch, state.voted_id, None)
+        elif len(state.granted & self.voters) >= needed:
             if state.role is Role.PROSPECTIVE:
                 self._become_candidate(now_ms)
             else:
                 self._become_leader(now_ms)
-        elif len(state.rejected) > len(self.voters) - needed:
+        elif len(state.rejected & self.voters) > len(self.voters) - needed:
             if state.role is Role.PROSPECTIVE:
                 self._lose_pre_vote(now_ms)
             else:
@@ -703,6 +874,9 @@ class RaftReplica:
             self._on_failure(now_ms, in_flight)
             return
         leader_id, leader_epoch = messages.leader_hint(partition)
+        endpoint = messages.fetch_leader_endpoint(response, leader_id)
+        if endpoint is not None and self.voter_set.get(leader_id) is None:
+            self._learned_endpoints[leader_id] = endpoint
         if partition.error_code != ErrorCode.NONE:
             state = self.state
             if not self.is_voter and state.role is Role.FOLLOWER and in_flight.destination == state.leader_id \
@@ -717,7 +891,9 @@ class RaftReplica:
         # A successful fetch comes from the leader of leader_epoch: an observer (or a lagging follower) that did
         # not know it follows it from now on.
         if leader_epoch > self.state.epoch or (self.state.role is not Role.FOLLOWER and current):
-            if not self._on_epoch(now_ms, leader_epoch, in_flight.destination):
+            # (A bootstrap server, asked under its negative id, names itself in the response.)
+            source = in_flight.destination if in_flight.destination >= 0 else leader_id
+            if not self._on_epoch(now_ms, leader_epoch, source):
                 return
         elif not current:
             return
@@ -744,8 +920,10 @@ class RaftReplica:
                                 f"high watermark {self.high_watermark}")
             log.truncate_to(truncation_offset)
             log.flush()
+            self.voter_history.truncate_to(truncation_offset)
         elif partition.records is not None:
-            log.append_as_follower(partition.records)
+            for offset, voters in log.append_as_follower(partition.records):
+                self.voter_history.add(offset, voters)
             log.flush()
             self.high_watermark = max(self.high_watermark, min(partition.high_watermark, log.log_end_offset))
         else:
@@ -787,3 +965,8 @@ class RaftReplica:
         # Everything the snapshot covers was committed: the log restarts at its end, the high watermark with it.
         self.log.truncate_fully_and_start_at(received_id.offset, received_id.epoch)
         self.high_watermark = max(self.high_watermark, received_id.offset)
+        voters = self.snapshots.fetched_voters
+        if voters is not None:
+            # A dynamic quorum's snapshot holds the voter set as of its end: the history starts again from it, as
+            # the VotersRecords it had (some perhaps never the leader's) went with the log.
+            self.voter_history = VoterSetHistory(voters)

@@ -13,6 +13,7 @@ import logging
 import os
 
 from kfk.backends.embedded.raft.log import OffsetAndEpoch
+from kfk.backends.embedded.raft.voter_set import VoterSet
 from kfk.backends.embedded.snapshots.reader import Snapshot, read_snapshot, read_snapshot_chunk
 from kfk.backends.embedded.snapshots.snapshot_file import (
     FETCHED_PARTIAL_SUFFIX,
@@ -20,6 +21,7 @@ from kfk.backends.embedded.snapshots.snapshot_file import (
     delete_snapshots_before,
     snapshot_path,
 )
+from kfk.backends.embedded.voters_record import from_voters_record
 from kfk.errors import CorruptRecordError
 from kfk.storage.checkpoint import fsync_directory
 
@@ -35,6 +37,7 @@ class SnapshotStore:
         self._fetching: SnapshotId | None = None
         self._fetched_size = 0
         self._installed: Snapshot | None = None
+        self.fetched_voters: VoterSet | None = None
 
     # -- what the backend tells and takes ----------------------------------------------------------------------------
 
@@ -95,6 +98,7 @@ class SnapshotStore:
         delete_snapshots_before(self.directory, snapshot_id)
         self.latest = snapshot_id
         self._installed = snapshot
+        self.fetched_voters = None if snapshot.voters is None else from_voters_record(snapshot.voters)
         log.info("fetched the metadata snapshot %s (%d bytes) from the leader", snapshot_id, self._fetched_size)
         return True
 

@@ -17,6 +17,7 @@ from typing import Iterable
 from kfk.backends.embedded.metadata_log import MAX_BATCH_SIZE_BYTES
 from kfk.backends.embedded.record_serde import serialize_record
 from kfk.backends.embedded.snapshots.snapshot_file import SnapshotId, snapshot_path
+from kfk.backends.embedded.voters_record import KRaftVersionRecord, VotersRecord
 from kfk.protocol.message import Message
 from kfk.protocol.messages import data_class
 from kfk.records import ControlRecordType, MemoryRecordsBuilder
@@ -25,8 +26,6 @@ from kfk.storage.checkpoint import atomic_write
 
 SnapshotHeaderRecord = data_class("SnapshotHeaderRecord")
 SnapshotFooterRecord = data_class("SnapshotFooterRecord")
-KRaftVersionRecord = data_class("KRaftVersionRecord")
-VotersRecord = data_class("VotersRecord")
 
 
 def snapshot_bytes(records: Iterable[Message], *, epoch: int, last_contained_log_timestamp: int, now_ms: int,
