@@ -11,8 +11,9 @@ One broker (a `kfk server start` subprocess) holds a fresh topic of --records re
 - consumer -> pyarrow Parquet: the same reads turned into Arrow batches by kfk.spark's own reader (the code a Spark
   task runs) and written with pyarrow.parquet, one file per partition, snappy (Spark's default), in one process;
 - spark-export: plan_export + run_export, the job behind `kfk spark-export`, on a SparkSession with --master (two
-  Python workers each reading their share of the offset ranges), snappy Parquet. The session's start-up is timed
-  apart, and so is the first export (cold: Spark starts its Python workers, which import kfk and pyarrow).
+  Python workers each reading their share of the offset ranges and writing it to snappy Parquet with pyarrow, the
+  driver committing the files). The session's start-up is timed apart, and so is the first export (cold: Spark
+  starts its Python workers, which import kfk and pyarrow).
 - Spark's own Kafka source: `spark.read.format("kafka")` (spark-sql-kafka-0-10, resolved by kfk.testing.spark_kafka
   into the kfk cache and given to the session with spark.jars; kafka-clients in the JVM, no Python) from earliest
   to latest into snappy Parquet, in the same session, with its defaults (one task per Kafka partition). Its first

@@ -8,7 +8,8 @@
   kfk's client or a stopped broker's log dirs through kfk.storage; kfk.spark.arrow_rows turns records into Arrow
   batches.
 - kfk.spark.environment: what Spark needs from the machine (pyspark, Java 17+) and a local SparkSession set up for it.
-- kfk.spark.export / output: the export job and its exactly-once bookkeeping on the output directory.
+- kfk.spark.export / output: the export job and its exactly-once bookkeeping on the output directory;
+  kfk.spark.parquet_tasks: the export's Spark tasks that write Parquet with pyarrow.
 
 pyspark is an optional extra (``pip install 'kfk[spark]'``) and is imported in this package only, and only by the
 modules that need it (source, export): importing kfk.spark itself never needs it.

@@ -4,8 +4,12 @@ Two phases, so that bad input fails in a second and before any JVM starts:
 - ``plan_export`` (no Spark): parse the source options, look the topics up (cluster or log dir), resolve the offset
   ranges, check the output directory against what it already holds (kfk.spark.output), and sample values when the
   JSON schema must be inferred;
-- ``run_export``: start (or reuse) a SparkSession, read with the "kfk" data source, decode and flatten, write, and
-  commit (batch) or let Spark's checkpoint and file sink commit (streaming). Progress goes to a callback.
+- ``run_export``: start (or reuse) a SparkSession, then commit (batch) or let Spark's checkpoint and file sink
+  commit (streaming). Progress goes to a callback. A batch Parquet export runs tasks that read their offset range
+  and write Parquet with pyarrow themselves (kfk.spark.parquet_tasks: no row crosses into the JVM); what only
+  Spark's writer does (JSON, CSV and ORC, a JSON value's inferred schema, partition columns whose directory names
+  Spark escapes, streaming's file sink) reads with the "kfk" data source, decodes and flattens in Spark, and
+  writes with Spark.
 
 The batch read uses the planned ranges as explicit startingOffsets/endingOffsets, so the job reads exactly what
 the plan checked and what the commit records, even if the topic grows meanwhile.
@@ -13,12 +17,13 @@ the plan checked and what the commit records, even if the topic grows meanwhile.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kfk.common.structs import TopicPartition
 from kfk.errors import InvalidConfigurationError
@@ -28,9 +33,18 @@ from kfk.spark.offsets import (
     offsets_from_document,
     plan_batch,
     resolve_offsets,
+    split_ranges,
 )
 from kfk.spark.options import SourceOptions, partition_offsets_to_json
 from kfk.spark.output import BatchOutput, StreamOutput
+from kfk.spark.parquet_tasks import (
+    ARROW_PARTITION_COLUMNS,
+    PARQUET_CODECS,
+    ParquetLayout,
+    TaskFile,
+    write_empty_file,
+    write_range,
+)
 
 __all__ = ["Decode", "ExportPlan", "ExportRequest", "ExportSummary", "plan_export", "run_export"]
 
@@ -388,12 +402,63 @@ def run_export(plan: ExportPlan, progress: ProgressCallback | None = None, spark
 
 
 def _run_batch(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> ExportSummary:
+    request, output = plan.request, plan.batch_output
+    assert output is not None
+    started = time.monotonic()
+    layout = _arrow_layout(spark, plan)
+    if layout is not None:
+        rows, schema_text = _write_with_arrow(spark, plan, layout, notify), None
+    else:
+        rows, schema_text = _write_with_spark(spark, plan, notify)
+    total = plan.total_offsets
+    notify(total, total, f"{rows:,} rows written, committing")
+    extra = {"value_schema": schema_text} if schema_text is not None else None
+    result = output.commit(plan.ranges, rows, request.overwrite, extra)
+    return ExportSummary(rows, result.bytes, result.files, plan.ranges, time.monotonic() - started,
+                         str(output.path), plan.notes)
+
+
+def _arrow_layout(spark: Any, plan: ExportPlan) -> ParquetLayout | None:
+    """The layout for tasks that write Parquet with pyarrow (kfk.spark.parquet_tasks), or None where only Spark's
+    writer gives the output asked for: other formats (pyarrow has no JSON writer; CSV and ORC keep Spark's
+    conventions), a JSON value (Spark infers its schema and parses it with from_json), partition columns whose
+    directory names Spark escapes, and session settings pyarrow would not honour the same way."""
+    request = plan.request
+    conf = spark.conf
+    codec = PARQUET_CODECS.get(str(conf.get("spark.sql.parquet.compression.codec", "snappy")).lower())
+    if (request.output_format != "parquet" or request.decode.value == "json" or codec is None
+            or not set(request.partition_by) <= ARROW_PARTITION_COLUMNS
+            or len(set(request.partition_by)) != len(request.partition_by)
+            or str(conf.get("spark.sql.parquet.outputTimestampType", "INT96")).upper() != "TIMESTAMP_MICROS"):
+        return None
+    return ParquetLayout(request.decode.key, request.decode.value, tuple(request.partition_by), codec,
+                         str(conf.get("spark.sql.session.timeZone", "UTC")))
+
+
+def _write_with_arrow(spark: Any, plan: ExportPlan, layout: ParquetLayout, notify: ProgressCallback) -> int:
+    """One Spark task per offset range (split as the data source would), each writing its own files in the staging
+    dir; only the files of the attempts Spark took stay there. Returns the rows written."""
+    output = plan.batch_output
+    assert output is not None
+    tasks = _task_count(plan, spark.sparkContext.defaultParallelism)
+    pieces = split_ranges(plan.ranges, plan.source.min_partitions if tasks is None else tasks)
+    write = functools.partial(write_range, plan.source, layout, str(output.staging))
+    job = spark.sparkContext.parallelize(list(enumerate(pieces)), max(1, len(pieces))).flatMap(write)
+    files: list[TaskFile] = _run_job(spark, plan, job.collect, notify)
+    if not files and not layout.partition_by:
+        files = [write_empty_file(plan.source, layout, str(output.staging))]
+    output.discard_except(file.path for file in files)
+    return sum(file.rows for file in files)
+
+
+def _write_with_spark(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> tuple[int, str | None]:
+    """The "kfk" data source read into Spark's own writer; returns the rows written and the JSON value schema
+    used, if any."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     request, output = plan.request, plan.batch_output
     assert output is not None
-    started = time.monotonic()
     offsets = {offset_range.topic_partition: offset_range for offset_range in plan.ranges}
     options = dict(plan.options)
     if plan.ranges:
@@ -415,18 +480,32 @@ def _run_batch(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> Export
         writer = writer.option("header", "true")
     if partition_columns:
         writer = writer.partitionBy(*partition_columns)
+    _run_job(spark, plan, lambda: writer.save(str(output.staging)), notify)
+    rows = int(observation.get.get("rows", 0)) if plan.ranges else 0
+    return rows, schema_text
+
+
+_Result = TypeVar("_Result")
+
+
+def _run_job(spark: Any, plan: ExportPlan, job: Callable[[], _Result], notify: ProgressCallback) -> _Result:
+    """Run a batch export's Spark job in a thread of its own, in a job group whose finished tasks are the progress;
+    Ctrl-C cancels it. If it fails or is cancelled, nothing of the run reaches the output."""
+    output = plan.batch_output
+    assert output is not None
     total = plan.total_offsets
     group = f"kfk-export-{output.run_id}"
+    outcome: list[_Result] = []
     failure: list[BaseException] = []
 
-    def write() -> None:
+    def run() -> None:
         try:
             spark.sparkContext.setJobGroup(group, "kfk spark-export")
-            writer.save(str(output.staging))
+            outcome.append(job())
         except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
             failure.append(error)
 
-    thread = threading.Thread(target=write, name="kfk-spark-export", daemon=True)
+    thread = threading.Thread(target=run, name="kfk-spark-export", daemon=True)
     thread.start()
     tracker = spark.sparkContext.statusTracker()
     try:
@@ -434,8 +513,8 @@ def _run_batch(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> Export
             thread.join(0.5)
             done_tasks, all_tasks = 0, 0
             for job_id in tracker.getJobIdsForGroup(group):
-                job = tracker.getJobInfo(job_id)
-                for stage_id in job.stageIds if job is not None else []:
+                job_info = tracker.getJobInfo(job_id)
+                for stage_id in job_info.stageIds if job_info is not None else []:
                     stage = tracker.getStageInfo(stage_id)
                     if stage is not None:
                         done_tasks += stage.numCompletedTasks
@@ -450,12 +529,7 @@ def _run_batch(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> Export
     if failure:
         output.abandon()
         raise failure[0]
-    rows = int(observation.get.get("rows", 0)) if plan.ranges else 0
-    notify(total, total, f"{rows:,} rows written, committing")
-    extra = {"value_schema": schema_text} if schema_text is not None else None
-    result = output.commit(plan.ranges, rows, request.overwrite, extra)
-    return ExportSummary(rows, result.bytes, result.files, plan.ranges, time.monotonic() - started,
-                         str(output.path), plan.notes)
+    return outcome[0]
 
 
 def _run_stream(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> ExportSummary:

@@ -201,6 +201,16 @@ class BatchOutput:
             "files": len(files), "bytes": sum(path.stat().st_size for path in files), **(extra or {})})
         return self._complete(self.staging)
 
+    def discard_except(self, kept: Iterable[str]) -> list[Path]:
+        """Delete the staged data files not named in ``kept`` (paths relative to the staging dir): those of task
+        attempts that failed half-way or lost to another attempt, which wrote their own files beside the ones
+        whose results Spark took. Before commit, so that only the taken files reach the output."""
+        keep = {self.staging / name for name in kept}
+        extra = [path for path in _data_files(self.staging) if path not in keep]
+        for path in extra:
+            path.unlink()
+        return extra
+
     def _complete(self, staging: Path) -> CommitResult:
         commit_path = staging / COMMIT_FILE
         commit = _read_json(commit_path)

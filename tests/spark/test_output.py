@@ -86,3 +86,15 @@ def test_a_streaming_outputs_uncommitted_files_are_removed(tmp_path: Path) -> No
         output.check(overwrite=False)
     assert output.remove_orphans() == [orphan]
     assert sorted(path.name for path in target.iterdir()) == ["_spark_metadata", kept.name]
+
+
+def test_only_the_files_of_taken_task_attempts_are_committed(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    run = BatchOutput(str(target), "parquet")
+    staged(run, {"partition=0/part-00000-taken.parquet": "a", "partition=0/part-00000-failed.parquet": "half",
+                 "part-00001-taken.parquet": "b", "part-00001-lost-race.parquet": "b"})
+    extra = run.discard_except(["partition=0/part-00000-taken.parquet", "part-00001-taken.parquet"])
+    assert sorted(path.name for path in extra) == ["part-00000-failed.parquet", "part-00001-lost-race.parquet"]
+    result = run.commit([OffsetRange("t", 0, 0, 2)], rows=2, overwrite=False)
+    assert result.files == 2
+    assert data(target) == {"partition=0/part-00000-taken.parquet": "a", "part-00001-taken.parquet": "b"}
