@@ -11,7 +11,9 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,3 +139,24 @@ def start_broker(log_dir: Path, overrides: dict[str, str] | None = None, host: s
                            log_path=log_dir / "broker.log", host=host, port=port, listener_name=listener_name,
                            extra_listeners=list(extra_listeners or []))
     return broker.start(timeout)
+
+
+def start_together(nodes: Iterable[BrokerProcess], timeout: float = 30.0) -> None:
+    """Start nodes in parallel and wait until each serves; the first failure is raised once all have finished. KRaft
+    nodes must start together: a broker is ready only once a controller, which needs a majority of the voters, has
+    unfenced it."""
+    errors: list[BaseException] = []
+
+    def start_one(node: BrokerProcess) -> None:
+        try:
+            node.start(timeout)
+        except BaseException as error:  # noqa: BLE001 - raised below
+            errors.append(error)
+
+    threads = [threading.Thread(target=start_one, args=(node,)) for node in nodes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]

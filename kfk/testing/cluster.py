@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import base64
 import signal
-import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kfk.testing.broker import BrokerProcess
+from kfk.testing.broker import BrokerProcess, start_together
 from kfk.testing.zookeeper import free_port
 
 #: Settings that make a local cluster react within seconds (Kafka's defaults are tuned for data centres).
@@ -125,23 +124,9 @@ class KfkCluster:
     def start(self, broker_ids: list[int] | None = None, timeout: float = 30.0) -> None:
         """Start (or restart) nodes in parallel and wait until each serves (default: every node, controllers
         included; a KRaft broker is ready once the controller has unfenced it)."""
-        errors: list[BaseException] = []
         nodes = self.nodes
-
-        def start_one(broker: BrokerProcess) -> None:
-            try:
-                broker.start(timeout)
-            except BaseException as error:  # noqa: BLE001 - reported below
-                errors.append(error)
-
-        threads = [threading.Thread(target=start_one, args=(nodes[node_id],))
-                   for node_id in (broker_ids if broker_ids is not None else list(nodes))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise errors[0]
+        start_together([nodes[node_id] for node_id in (broker_ids if broker_ids is not None else list(nodes))],
+                       timeout)
 
     def kill(self, broker_id: int) -> None:
         self.nodes[broker_id].kill()

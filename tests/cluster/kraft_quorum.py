@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from kfk.errors import ErrorCode
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kfk.protocol.messages.metadata import MetadataRequest
-from kfk.testing.broker import BrokerProcess
+from kfk.testing.broker import BrokerProcess, start_together
 from tests.integration.wire import connect, request
 
 ELECTION_TIMEOUT_MS = 1000
@@ -67,22 +66,7 @@ class Quorum:
     def start(self, *node_ids: int, timeout: float = 30.0) -> None:
         """Start nodes together: a node is ready once its broker is unfenced, which takes an elected controller,
         which takes a majority of the voters."""
-        errors: list[BaseException] = []
-
-        def start_one(node: BrokerProcess) -> None:
-            try:
-                node.start(timeout)
-            except BaseException as error:  # noqa: BLE001 - raised below
-                errors.append(error)
-
-        threads = [threading.Thread(target=start_one, args=(self.nodes[node_id],))
-                   for node_id in node_ids or tuple(self.nodes)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise errors[0]
+        start_together([self.nodes[node_id] for node_id in node_ids or tuple(self.nodes)], timeout)
 
     def stop(self) -> None:
         for node in self.nodes.values():

@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
-from kfk.testing.broker import BrokerProcess
+from kfk.testing.broker import BrokerProcess, start_together
 from kfk.testing.cluster import KRAFT_OVERRIDES, random_cluster_id
 from kfk.testing.zookeeper import free_port
 from tests.cluster.helpers import admin, consume_all, create_topic, wait_until
@@ -84,21 +83,7 @@ class DynamicCluster:
 
     def start(self, node_ids: list[int]) -> None:
         """Start nodes at once, as KfkCluster.start does (each waits for the quorum on its own)."""
-        errors: list[BaseException] = []
-
-        def start_one(node: BrokerProcess) -> None:
-            try:
-                node.start(60)
-            except BaseException as error:  # noqa: BLE001 - reported below
-                errors.append(error)
-
-        threads = [threading.Thread(target=start_one, args=(self.nodes[node_id],)) for node_id in node_ids]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise errors[0]
+        start_together([self.nodes[node_id] for node_id in node_ids], 60)
 
     def logs(self) -> str:
         return "\n".join(f"--- node {node_id} ---\n{node.output()[-6000:]}" for node_id, node in self.nodes.items())
