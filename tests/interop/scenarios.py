@@ -1197,9 +1197,15 @@ def describe_client_quotas(session: BrokerSession, version: int) -> None:
         entity=[Entity(entity_type="client-id", entity_name=client)],
         ops=[Op(key="consumer_byte_rate", value=2048.0)])]), version, "AlterClientQuotas before a describe")
     Component = DescribeClientQuotasRequest.ComponentData
-    session.call(DescribeClientQuotasRequest(components=[Component(entity_type="client-id", match_type=0,
-                                                                   match=client)], strict=True),
-                 version, "DescribeClientQuotas of one client-id")
+    request = DescribeClientQuotasRequest(components=[Component(entity_type="client-id", match_type=0, match=client)],
+                                          strict=True)
+    deadline = time.monotonic() + 30  # the broker's metadata learns the quota a moment after the controller
+    while time.monotonic() < deadline:
+        answer = session.call(request, version, record=False)
+        if answer is not None and answer.entries:
+            break
+        time.sleep(0.1)
+    session.call(request, version, "DescribeClientQuotas of one client-id")
     session.call(DescribeClientQuotasRequest(components=[Component(entity_type="client-id", match_type=0,
                                                                    match=client + "-none")], strict=True),
                  version, "DescribeClientQuotas of a client-id without quotas")
