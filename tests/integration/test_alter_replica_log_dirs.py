@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaAdminClient, TopicPartitionReplica
 from kafka.admin import NewTopic
-from kafka.errors import NoError
+from kafka.errors import NoError, ReplicaNotAvailableError
 
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
@@ -134,17 +134,27 @@ def test_kafka_python_admin_moves_a_replica_and_describes_the_log_dirs(kfk_broke
     try:
         admin.create_topics([NewTopic(TOPIC, 2, 1)])
         with connect(broker.bootstrap_servers) as sock:
-            deadline = time.monotonic() + 10
+            # The replicas exist once the broker has created their logs (seconds on a loaded machine); before that,
+            # AlterReplicaLogDirs answers REPLICA_NOT_AVAILABLE, as Kafka does.
+            deadline = time.monotonic() + 30
             while sum(len(partitions) for partitions in where(sock, TOPIC).values()) < 2 \
                     and time.monotonic() < deadline:
                 time.sleep(0.05)
             placement = where(sock, TOPIC)
+            assert sum(len(partitions) for partitions in placement.values()) == 2, placement
         # one partition per dir: swap them
         targets = {partition: (second if path == first else first)
                    for path, partitions in placement.items() for partition, _ in partitions}
         replicas = {TopicPartitionReplica(TOPIC, partition, broker.node_id): path
                     for partition, path in targets.items()}
-        assert admin.alter_replica_log_dirs(replicas) == {replica: NoError for replica in replicas}
+        # REPLICA_NOT_AVAILABLE is retriable (Kafka's clients retry it): a log can be listed by DescribeLogDirs a
+        # moment before the replica manager has its partition online.
+        deadline = time.monotonic() + 30
+        while (errors := admin.alter_replica_log_dirs(replicas)) != {replica: NoError for replica in replicas} \
+                and time.monotonic() < deadline:
+            assert set(errors.values()) <= {NoError, ReplicaNotAvailableError}, errors
+            time.sleep(0.1)
+        assert errors == {replica: NoError for replica in replicas}
         wanted = {path: [(partition, False)] for partition, path in targets.items()}
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
