@@ -104,6 +104,8 @@ class _Opening(NamedTuple):
     ready: asyncio.Future
 
 
+#: DescribeLogDirs' offset lag of a log whose partition this broker does not host (Kafka's INVALID_OFFSET_LAG).
+INVALID_OFFSET_LAG = -1
 #: How many log creations or deletions (of distinct partitions) run in the executor at once.
 FILE_WORK_CHUNK = 8
 #: Persists a leader's ISR change: (topic, partition, leader, leader_epoch, new ISR, partition epoch it was computed
@@ -687,14 +689,19 @@ class ReplicaManager:
         partition = self.get_partition_or_error(topic_partition)
         return partition.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch, fetch_only_from_leader)
 
-    def alter_replica_log_dir(self, topic_partition: TopicPartition, log_dir: str) -> ErrorCode:
+    async def alter_replica_log_dir(self, topic_partition: TopicPartition, log_dir: str) -> ErrorCode:
         """Start moving a hosted replica's log into another of this broker's log dirs (AlterReplicaLogDirs). As in
         Kafka the answer comes before the move ends: DescribeLogDirs shows the future replica while it is copied,
-        then the partition under its new dir. A failed move is logged and leaves the replica where it was."""
+        then the partition under its new dir. A failed move is logged and leaves the replica where it was.
+
+        A partition whose log is being created waits until it is hosted: DescribeLogDirs lists a log as soon as
+        the log manager has it, while the partition is hosted once its whole chunk of new logs is open (Kafka's
+        AlterReplicaLogDirs waits the same way, for the replica state lock its metadata updates hold)."""
         try:
             self.log_manager.check_destination_log_dir(log_dir)
         except KafkaError as error:
             return error.error_code
+        await self._wait_until_opened((topic_partition,))
         if topic_partition not in self.partitions or self.log_manager.get_log(topic_partition) is None:
             return ErrorCode.REPLICA_NOT_AVAILABLE
         move = asyncio.get_running_loop().run_in_executor(None, self.log_manager.move_log, topic_partition,
@@ -711,7 +718,8 @@ class ReplicaManager:
 
     def describe_log_dirs(self, topic_partitions: set[TopicPartition] | None) -> list[LogDirDescription]:
         """Per log dir: the size of each requested partition (every partition when None), the future replicas
-        being copied into it (their offset lag unknown: 0), and the volume's space."""
+        being copied into it (their offset lag unknown: 0), and the volume's space. A log whose partition is not
+        hosted (being created, or of a topic the image does not know) has no lag to tell: -1, as in Kafka."""
         by_dir: dict[str, dict[str, list[LogDirPartition]]] = {path: {} for path in self.log_manager.log_dirs}
         for topic_partition, (log_dir, size) in self.log_manager.future_log_sizes().items():
             if (topic_partitions is None or topic_partition in topic_partitions) and log_dir in by_dir:
@@ -724,7 +732,8 @@ class ReplicaManager:
             parent = os.path.dirname(log.dir)
             if parent not in by_dir:
                 continue
-            lag = max(log.high_watermark - log.log_end_offset, 0)
+            lag = max(log.high_watermark - log.log_end_offset, 0) if topic_partition in self.partitions \
+                else INVALID_OFFSET_LAG
             by_dir[parent].setdefault(topic_partition.topic, []).append(
                 LogDirPartition(topic_partition.partition, log.size, lag))
         descriptions: list[LogDirDescription] = []

@@ -3,7 +3,10 @@ kafka-python's admin moves replicas and sees them in DescribeLogDirs."""
 
 from __future__ import annotations
 
+import errno
 import os
+import select
+import shutil
 import threading
 import time
 
@@ -11,13 +14,15 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaAdminClient, TopicPartitionReplica
 from kafka.admin import NewTopic
-from kafka.errors import NoError, ReplicaNotAvailableError
+from kafka.errors import NoError
 
 from kfk.errors import ErrorCode
+from kfk.protocol.headers import RequestHeader, decode_response, encode_request
 from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
 from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
-from tests.integration.wire import connect, request
+from kfk.storage.partition_metadata import uuid_to_base64
+from tests.integration.wire import connect, read_frame, request
 
 pytestmark = pytest.mark.integration
 
@@ -134,8 +139,7 @@ def test_kafka_python_admin_moves_a_replica_and_describes_the_log_dirs(kfk_broke
     try:
         admin.create_topics([NewTopic(TOPIC, 2, 1)])
         with connect(broker.bootstrap_servers) as sock:
-            # The replicas exist once the broker has created their logs (seconds on a loaded machine); before that,
-            # AlterReplicaLogDirs answers REPLICA_NOT_AVAILABLE, as Kafka does.
+            # The replicas are listed once the broker has created their logs (seconds on a loaded machine)
             deadline = time.monotonic() + 30
             while sum(len(partitions) for partitions in where(sock, TOPIC).values()) < 2 \
                     and time.monotonic() < deadline:
@@ -147,14 +151,8 @@ def test_kafka_python_admin_moves_a_replica_and_describes_the_log_dirs(kfk_broke
                    for path, partitions in placement.items() for partition, _ in partitions}
         replicas = {TopicPartitionReplica(TOPIC, partition, broker.node_id): path
                     for partition, path in targets.items()}
-        # REPLICA_NOT_AVAILABLE is retriable (Kafka's clients retry it): a log can be listed by DescribeLogDirs a
-        # moment before the replica manager has its partition online.
-        deadline = time.monotonic() + 30
-        while (errors := admin.alter_replica_log_dirs(replicas)) != {replica: NoError for replica in replicas} \
-                and time.monotonic() < deadline:
-            assert set(errors.values()) <= {NoError, ReplicaNotAvailableError}, errors
-            time.sleep(0.1)
-        assert errors == {replica: NoError for replica in replicas}
+        # A partition listed while its log is being created is answered once it is hosted (the test below)
+        assert admin.alter_replica_log_dirs(replicas) == {replica: NoError for replica in replicas}
         wanted = {path: [(partition, False)] for partition, path in targets.items()}
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -169,3 +167,74 @@ def test_kafka_python_admin_moves_a_replica_and_describes_the_log_dirs(kfk_broke
         assert placement == wanted
     finally:
         admin.close()
+
+
+def test_a_partition_listed_while_its_log_is_created_can_be_moved(kfk_broker_factory, tmp_path) -> None:
+    """DescribeLogDirs lists a log as soon as the log manager has it, while the replica manager opens the logs of
+    a new topic several at a time and hosts them once all are open; AlterReplicaLogDirs for a listed partition must
+    not answer REPLICA_NOT_AVAILABLE meanwhile (in Kafka both take the replica state lock, so it waits). A named
+    pipe as partition 1's partition.metadata holds that partition's creation, and with it the hosting of partition 0,
+    until the test writes the topic id into it."""
+    first, second = str(tmp_path / "first"), str(tmp_path / "second")
+    broker = kfk_broker_factory({"log.dirs": f"{first},{second}"})
+    held = "held"
+    pipes = [os.path.join(log_dir, f"{held}-1", "partition.metadata") for log_dir in (first, second)]
+    for pipe in pipes:  # either dir may get partition 1
+        os.makedirs(os.path.dirname(pipe))
+        os.mkfifo(pipe)
+    with connect(broker.bootstrap_servers) as sock:
+        (created,) = request(sock, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=held, num_partitions=2, replication_factor=1, configs=[])], timeout_ms=10000), 7).topics
+        assert created.error_code == ErrorCode.NONE
+        content = f"version: 0\ntopic_id: {uuid_to_base64(created.topic_id)}\n".encode()
+        try:
+            deadline = time.monotonic() + 30
+            while sorted(p for partitions in where(sock, held).values() for p, _ in partitions) != [0, 1] \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            (source,) = [path for path, partitions in where(sock, held).items() if (0, False) in partitions]
+            destination = second if source == first else first
+            header = RequestHeader(request_api_key=AlterReplicaLogDirsRequest.API_KEY, request_api_version=2,
+                                   correlation_id=7, client_id="kfk-tests")
+            sock.sendall(encode_request(header, AlterReplicaLogDirsRequest(dirs=[AlterDir(path=destination, topics=[
+                AlterTopic(name=held, partitions=[0])])])))
+            # partition 0 waits for partition 1's creation: the broker answers once both are hosted
+            assert select.select([sock], [], [], 0.5)[0] == [], "answered before partition 0 was hosted"
+        finally:
+            _release(pipes, content)
+        frame = read_frame(sock)
+        assert frame is not None
+        correlation_id, response = decode_response(frame, AlterReplicaLogDirsRequest.API_KEY, 2)
+        assert correlation_id == 7
+        assert [(p.partition_index, ErrorCode(p.error_code)) for result in response.results
+                for p in result.partitions] == [(0, ErrorCode.NONE)]
+        deadline = time.monotonic() + 30
+        while (0, False) not in where(sock, held)[destination] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        placement = where(sock, held)
+        assert (0, False) in placement[destination] and (0, False) not in placement[source], placement
+
+
+def _release(pipes: list[str], content: bytes) -> None:
+    """Write `content` into the named pipe the broker is reading (opening one nobody reads fails with ENXIO), put a
+    regular file with that content in its place (later reads must not wait for a writer) and remove the other."""
+    deadline = time.monotonic() + 30
+    while True:
+        for pipe in pipes:
+            try:
+                writer = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as error:
+                if error.errno != errno.ENXIO:
+                    raise
+                continue
+            os.write(writer, content)
+            os.close(writer)
+            with open(pipe + ".tmp", "wb") as handle:
+                handle.write(content)
+            os.replace(pipe + ".tmp", pipe)
+            for other in pipes:
+                if other != pipe:
+                    shutil.rmtree(os.path.dirname(other))
+            return
+        assert time.monotonic() < deadline, "the broker never read partition 1's partition.metadata"
+        time.sleep(0.02)

@@ -118,6 +118,9 @@ def test_a_log_whose_topic_the_image_does_not_know_is_left_alone(tmp_path, clock
     try:
         second.commit(topic_records("other", 1))
         assert second.log_manager.get_log(T0).log_end_offset == 1
+        # DescribeLogDirs lists it with no lag to tell (its partition is not hosted), as Kafka does
+        [description] = second.replica_manager.describe_log_dirs({T0})
+        assert [(p.partition, p.offset_lag) for p in description.topics["t"]] == [(0, -1)]
     finally:
         second.close()
 

@@ -1,14 +1,16 @@
 """DescribeLogDirs (key 35) v0-v4 and AlterReplicaLogDirs (key 34) v1-v2.
 
 DescribeLogDirs: every log dir of this broker with the size of each partition it holds (all partitions when topics
-is null, else the ones asked for), offset_lag 0 (the log end is never behind the high watermark), and the future
-replicas being copied into a dir by AlterReplicaLogDirs (is_future_key true, size copied so far). v1 is v0, v2 is
-flexible, v3 adds the top-level error_code, v4 the volume's total and usable bytes.
+is null, else the ones asked for), offset_lag 0 (the log end is never behind the high watermark; -1 for a log whose
+partition is not hosted), and the future replicas being copied into a dir by AlterReplicaLogDirs (is_future_key true,
+size copied so far). v1 is v0, v2 is flexible, v3 adds the top-level error_code, v4 the volume's total and usable
+bytes.
 
 AlterReplicaLogDirs starts moving replicas into other log dirs of this broker and answers before the moves end, as
 Kafka does (ReplicaManager.alter_replica_log_dir): LOG_DIR_NOT_FOUND for a dir not in log.dirs,
-REPLICA_NOT_AVAILABLE for a partition this broker does not host, KAFKA_STORAGE_ERROR for an offline dir. Kafka 4
-dropped v0; v1 is v0 on the wire, v2 is flexible.
+REPLICA_NOT_AVAILABLE for a partition this broker does not host, KAFKA_STORAGE_ERROR for an offline dir; a partition
+whose log is being created (DescribeLogDirs may list it already) is answered once it is hosted. Kafka 4 dropped v0;
+v1 is v0 on the wire, v2 is flexible.
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ class DescribeLogDirsHandler:
         for log_dir in request.dirs:
             for topic in log_dir.topics:
                 for index in topic.partitions:
-                    error = self.replica_manager.alter_replica_log_dir(TopicPartition(topic.name, index),
-                                                                       log_dir.path) \
+                    error = await self.replica_manager.alter_replica_log_dir(TopicPartition(topic.name, index),
+                                                                             log_dir.path) \
                         if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
                     results.setdefault(topic.name, []).append(
                         AlterReplicaLogDirPartitionResult(partition_index=index, error_code=error))
