@@ -7,7 +7,8 @@
   so it runs in the executor, one change after the other in image order; a produce or fetch for a partition being
   opened waits for it. A log on disk whose topic the image does not know is left alone (it may be a topic the image
   has not replayed yet); one whose topic id differs from the image's (deleted and re-created while this broker was
-  down) is deleted before the new one is created.
+  down) is set aside as a stray replica (stray_replicas.py, which the broker runs at startup) before the new one is
+  created.
 - Followers: a partition this broker follows is handed to the ReplicaFetcherManager (replica_fetcher.py), which
   truncates its divergent tail by leader epoch and then fetches from the leader's inter-broker endpoint; a leader
   that changes address or loses its registration is followed again or dropped when the image says so.
@@ -256,9 +257,8 @@ class ReplicaManager:
                 stale = existing.partition_metadata.read() != topic_id
             except KafkaStorageError:
                 stale = False
-            if stale:
-                logger.info("Deleting the log of %s: it belongs to an earlier topic of that name", topic_partition)
-                log_manager.delete_log(topic_partition, now_ms)
+            if stale:  # a deletion this broker missed (stray_replicas.py sets such logs aside at startup)
+                log_manager.mark_stray(topic_partition)
         try:
             log = log_manager.get_or_create_log(topic_partition, now_ms, topic_id=topic_id, config=config)
             if log.config != config:

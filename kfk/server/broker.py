@@ -49,6 +49,7 @@ from kfk.security.sasl import SaslClient
 from kfk.security.sasl.settings import SASL_PROTOCOLS, controller_sasl, inter_broker_sasl
 from kfk.replication.broker_channel import BrokerChannel
 from kfk.replication.replica_manager import ReplicaManager
+from kfk.replication.stray_replicas import mark_stray_logs
 from kfk.security.quotas import ClientQuotaManagers
 from kfk.security.tls import TLS_PROTOCOLS, ListenerTls, client_context
 from kfk.server import network
@@ -631,11 +632,14 @@ class BrokerServer:
     async def _start_replication(self) -> None:
         """The replica manager: it follows the metadata image (opening or creating the logs of the partitions
         assigned to this broker, as leader or follower, deleting those of deleted topics) and serves the data path
-        (produce, fetch, offsets)."""
+        (produce, fetch, offsets). Before it opens anything, the logs of topics deleted while this broker was down
+        are set aside as stray replicas: the metadata has caught up by now (_start_metadata returned)."""
         alter_partition = self.metadata_backend.alter_partition if isinstance(
             self.metadata_backend, ZooKeeperMetadataBackend) else self._alter_partition
         self.replica_manager = ReplicaManager(self.node_id, self.config, self.log_manager, system_time_ms,
                                               alter_partition, self.inter_broker_ssl)
+        await asyncio.get_running_loop().run_in_executor(None, mark_stray_logs, self.log_manager,
+                                                         self.metadata_cache.image)
         self.metadata_cache.subscribe(self.replica_manager.on_metadata_update)
         await self.replica_manager.metadata_applied()  # ready means every hosted partition is being served
 

@@ -96,6 +96,12 @@ def log_delete_dir_name(topic_partition: TopicPartition) -> str:
     return _unique_dir_name(topic_partition, DELETE_DIR_SUFFIX)
 
 
+def log_stray_dir_name(topic_partition: TopicPartition) -> str:
+    """`orders-3.<32 hex>-stray`: a partition folder the metadata has no place for (its topic deleted, or deleted
+    and re-created, while this broker was down), set aside for the operator instead of deleted."""
+    return _unique_dir_name(topic_partition, STRAY_DIR_SUFFIX)
+
+
 def log_future_dir_name(topic_partition: TopicPartition) -> str:
     """`orders-3.<32 hex>-future`: the copy of a partition being moved into another log dir."""
     return _unique_dir_name(topic_partition, FUTURE_DIR_SUFFIX)

@@ -14,6 +14,9 @@ Checkpoints per log dir (Kafka's names and text format): recovery-point-offset-c
 log-start-offset-checkpoint, replication-offset-checkpoint (high watermarks) and, for compaction,
 cleaner-offset-checkpoint (written by the cleaner).
 
+A log the metadata has no place for (its topic deleted while the broker was down: kfk/replication/stray_replicas.py)
+is set aside as `<topic>-<partition>.<id>-stray` (`mark_stray`) and never deleted: startup skips such folders.
+
 A partition's log moves to another of the broker's log dirs (AlterReplicaLogDirs) by copying it into a
 `<topic>-<partition>.<id>-future` folder there and swapping the copy in (kfk/storage/log_dir_move.py), its cleaning
 paused meanwhile; the log object stays the same, so whoever holds it keeps serving from it. The old folder is
@@ -54,6 +57,7 @@ from kfk.storage.log_files import (
     log_delete_dir_name,
     log_dir_name,
     log_future_dir_name,
+    log_stray_dir_name,
     parse_topic_partition_name,
 )
 from kfk.storage.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
@@ -251,22 +255,42 @@ class LogManager:
             log = self.logs.get(topic_partition)
             if log is None:
                 return False
-            self.cleaner_manager.abort_and_pause_cleaning(topic_partition)
-            try:
-                del self.logs[topic_partition]
-                log_dir = os.path.dirname(log.dir)
-                delete_dir = os.path.join(log_dir, log_delete_dir_name(topic_partition))
-                log.rename_dir(delete_dir)
-                delay = log.config.file_delete_delay_ms
-                if delay > 0:
-                    self.deletion_queue.schedule(now_ms + delay, log.delete)
-                else:
-                    log.delete()
-                self.cleaner_manager.remove_partition(log_dir, topic_partition)
-                self._write_checkpoints()
-            finally:
-                self.cleaner_manager.resume_cleaning(topic_partition)
+            self._remove_log(log, log_delete_dir_name(topic_partition))
+            delay = log.config.file_delete_delay_ms
+            if delay > 0:
+                self.deletion_queue.schedule(now_ms + delay, log.delete)
+            else:
+                log.delete()
             return True
+
+    def mark_stray(self, topic_partition: TopicPartition) -> str | None:
+        """Set aside a log the metadata has no place for (its topic deleted, or re-created with a new id, while
+        this broker was down): stop serving it and rename its folder `<topic>-<partition>.<id>-stray`, where it
+        stays, its data intact, until the operator removes it (startup skips such folders). Returns the new
+        folder, None if there was no such log."""
+        with self.lock:
+            log = self.logs.get(topic_partition)
+            if log is None:
+                return None
+            old_dir = log.dir
+            self._remove_log(log, log_stray_dir_name(topic_partition))
+            log.close()
+        logger.warning("Log in %s marked stray and renamed to %s", old_dir, log.dir)
+        return log.dir
+
+    def _remove_log(self, log: Log, new_dir_name: str) -> None:
+        """Under the lock: stop managing a log (its cleaning aborted, its cleaner checkpoint dropped) and rename
+        its folder `new_dir_name` in the same log dir; the checkpoints no longer list it."""
+        topic_partition = log.topic_partition
+        self.cleaner_manager.abort_and_pause_cleaning(topic_partition)
+        try:
+            del self.logs[topic_partition]
+            log_dir = os.path.dirname(log.dir)
+            log.rename_dir(os.path.join(log_dir, new_dir_name))
+            self.cleaner_manager.remove_partition(log_dir, topic_partition)
+            self._write_checkpoints()
+        finally:
+            self.cleaner_manager.resume_cleaning(topic_partition)
 
     def truncate_to(self, topic_partition: TopicPartition, target_offset: int, now_ms: int) -> bool:
         """Truncate a log to `target_offset` with its cleaning paused (a running one aborted and waited for), and

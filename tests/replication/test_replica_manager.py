@@ -13,9 +13,11 @@ import pytest
 from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
 from kfk.errors import ErrorCode, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
+from kfk.metadata.image import MetadataImage
 from kfk.records import CompressionType, MemoryRecordsBuilder, TimestampType, iter_batches
 from kfk.records.legacy import LegacyRecordsBuilder
 from kfk.replication.fetch_params import FetchParams, FetchPartitionRequest
+from kfk.replication.stray_replicas import mark_stray_logs
 from kfk.storage.partition_metadata import PartitionMetadataFile
 from kfk.storage.log_validator import append_needs_record_work
 from kfk.storage.producer_state import AppendOrigin
@@ -104,6 +106,33 @@ def test_a_log_left_by_an_earlier_topic_of_the_same_name_is_replaced(tmp_path, c
         assert second.log_manager.get_log(T0).log_end_offset == 1
         second.commit(topic_records("t", 1))
         assert second.replica_manager.partitions[T0].log.log_end_offset == 0
+        # the old data is set aside, not deleted
+        (stray,) = [name for name in os.listdir(log_dir) if name.endswith("-stray")]
+        assert stray.startswith("t-0.") and os.path.getsize(os.path.join(log_dir, stray, f"{0:020d}.log")) > 0
+    finally:
+        second.close()
+
+
+def test_at_startup_the_logs_of_topics_the_caught_up_metadata_lacks_are_set_aside(tmp_path, clock) -> None:
+    log_dir = str(tmp_path / "logs")
+    first = Broker(log_dir, clock)
+    deleted, recreated, kept = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    first.commit(topic_records("deleted", 1, topic_id=deleted) + topic_records("recreated", 1, topic_id=recreated)
+                 + topic_records("kept", 1, topic_id=kept))
+    for topic in ("deleted", "recreated", "kept"):
+        produce(first, {TopicPartition(topic, 0): make_batch(0, [b"old"])})
+    first.close()
+    os.makedirs(os.path.join(log_dir, "unnamed-0"))  # a log whose creation did not get to its topic id
+    # While the broker was down: "deleted" deleted, "recreated" deleted and created again (a new id)
+    second = Broker(log_dir, clock)
+    try:
+        image = MetadataImage().apply(topic_records("recreated", 1) + topic_records("kept", 1, topic_id=kept), 5)
+        strays = mark_stray_logs(second.log_manager, image)
+        assert sorted(strays) == [TopicPartition("deleted", 0), TopicPartition("recreated", 0)]
+        assert sorted(log.topic_partition.topic for log in second.log_manager.all_logs()) == ["kept", "unnamed"]
+        assert sorted(name.split(".")[0] for name in os.listdir(log_dir) if name.endswith("-stray")) == [
+            "deleted-0", "recreated-0"]
+        assert mark_stray_logs(second.log_manager, image) == []
     finally:
         second.close()
 

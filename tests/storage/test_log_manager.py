@@ -115,6 +115,34 @@ def test_delete_log_renames_then_removes(tmp_path) -> None:
     again.shutdown()
 
 
+def test_a_stray_log_is_renamed_and_kept_for_the_operator(tmp_path) -> None:
+    log_dir = str(tmp_path / "data")
+    manager = LogManager([log_dir], small_config({"file.delete.delay.ms": 0}))
+    manager.startup(now_ms=0)
+    fill(manager, TopicPartition("gone", 0), 5)
+    fill(manager, TopicPartition("kept", 0), 2)
+    old_dir = manager.get_log(TopicPartition("gone", 0)).dir
+    segment_bytes = sorted(os.path.getsize(os.path.join(old_dir, name)) for name in os.listdir(old_dir)
+                           if name.endswith(".log"))
+    stray_dir = manager.mark_stray(TopicPartition("gone", 0))
+    assert manager.mark_stray(TopicPartition("gone", 0)) is None
+    assert os.path.dirname(stray_dir) == log_dir and not os.path.exists(old_dir)
+    assert os.path.basename(stray_dir).startswith("gone-0.") and stray_dir.endswith("-stray")
+    assert manager.get_log(TopicPartition("gone", 0)) is None
+    with open(os.path.join(log_dir, "recovery-point-offset-checkpoint")) as handle:
+        assert [line.split()[0] for line in handle.read().splitlines()[2:]] == ["kept"]
+    manager.tick(now_ms=DAY_MS)  # nothing deletes it, not even with file.delete.delay.ms 0
+    assert sorted(os.path.getsize(os.path.join(stray_dir, name)) for name in os.listdir(stray_dir)
+                  if name.endswith(".log")) == segment_bytes
+    manager.shutdown()
+    # A restart leaves it alone: not loaded, not removed; a new log of the same partition starts empty beside it
+    again = LogManager([log_dir], small_config())
+    again.startup(now_ms=0)
+    assert again.get_log(TopicPartition("gone", 0)) is None and os.path.isdir(stray_dir)
+    assert again.get_or_create_log(TopicPartition("gone", 0), now_ms=0).log_end_offset == 0
+    again.shutdown()
+
+
 def test_meta_properties_and_topic_id(tmp_path) -> None:
     log_dir = str(tmp_path / "data")
     manager = LogManager([log_dir], LogConfig())
