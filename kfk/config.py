@@ -219,6 +219,11 @@ class ConfigDef:
         return values
 
 
+#: Kafka's Records.LOG_OVERHEAD (a record batch's offset and length fields): the smallest segment size it accepts.
+RECORDS_LOG_OVERHEAD = 12
+#: Kafka's default of the internal metadata.log.segment.min.bytes: metadata.log.segment.bytes may not be lower.
+METADATA_LOG_SEGMENT_MIN_BYTES = 8 * 1024 * 1024
+
 # Defaults of Kafka 4.x (storage LogConfig, ServerLogConfigs).
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 MIN_SEGMENT_BYTES = 1024 * 1024  # segment.bytes' floor (internal.segment.bytes has none)
@@ -560,7 +565,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("metadata.log.dir", _S, None),
     ("metadata.log.max.record.bytes.between.snapshots", _L, 20971520),
     ("metadata.log.max.snapshot.interval.ms", _L, 3600000),
-    ("metadata.log.segment.bytes", _I, 1073741824),
     ("metadata.log.segment.ms", _L, 604800000),
     ("metadata.max.idle.interval.ms", _I, 500),
     ("metadata.max.retention.bytes", _L, 104857600),
@@ -972,6 +976,12 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "whether the partition is in the producer's open transaction (KIP-890)."),
         ConfigKey("producer.id.expiration.ms", ConfigType.INT, 86400000, at_least(1),
                   "Expire idempotent producer state idle for this long."),
+        ConfigKey("metadata.log.segment.bytes", ConfigType.INT, 1024 * 1024 * 1024, at_least(RECORDS_LOG_OVERHEAD),
+                  "The maximum size of one segment of the KRaft metadata log (at least "
+                  "metadata.log.segment.min.bytes, checked at startup)."),
+        ConfigKey("metadata.log.segment.min.bytes", ConfigType.INT, METADATA_LOG_SEGMENT_MIN_BYTES,
+                  at_least(RECORDS_LOG_OVERHEAD), internal=True,
+                  doc="The floor of metadata.log.segment.bytes; lowered by tests only, as in Kafka."),
         ConfigKey("unstable.api.versions.enable", ConfigType.BOOLEAN, False, None,
                   "Advertise API versions still in development."),
         ConfigKey("authorizer.class.name", ConfigType.STRING, "", None,
@@ -1074,6 +1084,13 @@ class BrokerConfig:
         """kfk's embedded default: a combined node with no quorum configured is a quorum of one (itself), its broker
         talking to its controller in-process, with no controller listener needed."""
         return not self.controller_quorum_voters and not self.controller_quorum_bootstrap_servers
+
+    def check_metadata_log(self) -> None:
+        """KRaft: the metadata log's segments may not be smaller than metadata.log.segment.min.bytes (8 MiB), which
+        Kafka checks when it opens that log; a ZooKeeper-mode broker has no metadata log."""
+        if self.zookeeper_connect is None and self.metadata_log_segment_bytes < self.metadata_log_segment_min_bytes:
+            raise InvalidConfigurationError(f"Cannot set metadata.log.segment.bytes below "
+                                            f"{self.metadata_log_segment_min_bytes}: {self.metadata_log_segment_bytes}")
 
     def check_kraft_roles(self) -> None:
         """Kafka's rules for process.roles, controller.listener.names, listeners and the quorum configuration,

@@ -786,6 +786,7 @@ class BrokerServer:
         listeners bound before a dir is formatted or a log recovered."""
         loop = asyncio.get_running_loop()
         self.config.check_kraft_roles()
+        self.config.check_metadata_log()
         try:
             listeners = [network.Listener.parse(text) for text in self.config.listeners]
         except ValueError as error:

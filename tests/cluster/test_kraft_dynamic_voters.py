@@ -29,7 +29,8 @@ pytestmark = pytest.mark.integration
 CONTROLLER_IDS = (101, 102, 103)
 BROKER_IDS = (1, 2)
 #: Small metadata segments and frequent snapshots, so that a few hundred topics trim the metadata logs.
-TRIMMING = {"metadata.log.max.record.bytes.between.snapshots": "8192", "metadata.log.segment.bytes": "16384"}
+TRIMMING = {"metadata.log.max.record.bytes.between.snapshots": "8192", "metadata.log.segment.bytes": "16384",
+            "metadata.log.segment.min.bytes": "16384"}
 
 
 def kfk(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -32,6 +32,7 @@ OVERRIDES = {
     "metadata.log.max.record.bytes.between.snapshots": "8192",
     # Small, but above the largest batch here (fencing the broker changes every partition in one batch).
     "metadata.log.segment.bytes": "16384",
+    "metadata.log.segment.min.bytes": "16384",  # below Kafka's 8 MiB floor, as Kafka's own tests lower it
     # Long enough that the frozen broker stays unfenced while the topics are placed on it.
     "broker.session.timeout.ms": "12000",
     "offsets.topic.replication.factor": "1",

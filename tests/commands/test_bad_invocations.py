@@ -43,6 +43,9 @@ TABLE = [
                                          "--override", "node.id=2", "--override", "log.dirs={tmp}/new"),
         "kfk: If using process.roles, either controller.quorum.bootstrap.servers must contain the set of bootstrap "
         "controllers or controller.quorum.voters must contain a parseable set of controllers.", untouched="{tmp}/new"),
+    Bad("metadata log segments below 8 MiB", ("server", "start", *LISTEN, "--override", "log.dirs={tmp}/new",
+                                              "--override", "metadata.log.segment.bytes=1048576"),
+        "kfk: Cannot set metadata.log.segment.bytes below 8388608: 1048576", untouched="{tmp}/new"),
     Bad("unknown log level", ("server", "start", "--log-level", "loud", "--override", "log.dirs={tmp}/new"),
         "kfk: unknown --log-level 'loud': use one of debug, info, warning, error", untouched="{tmp}/new"),
     Bad("log.file not writable", ("server", "start", *LISTEN, "--override", "log.dirs={tmp}/new",

@@ -81,7 +81,7 @@ def test_a_restart_loads_the_snapshot_the_log_was_trimmed_behind(kfk_broker_fact
     from kfk.backends.embedded.snapshots import list_snapshots
 
     broker = kfk_broker_factory({"metadata.log.max.record.bytes.between.snapshots": "1",
-                                 "metadata.log.segment.bytes": "512"})
+                                 "metadata.log.segment.bytes": "512", "metadata.log.segment.min.bytes": "512"})
     metadata_dir = broker.log_dir / "__cluster_metadata-0"
     create_kept(broker)
     before = state(broker)

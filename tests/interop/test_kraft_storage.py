@@ -131,7 +131,7 @@ def test_apache_kafka_boots_from_kfks_snapshot_and_the_log_after_it(tmp_path: Pa
     """A kfk broker's metadata: topic `snapshotted` only in a snapshot (the log trimmed behind it), topic `logged`
     only in the log after it. Apache Kafka, started on a copy as the same static single voter, serves both."""
     broker = kfk_broker_factory({"metadata.log.max.record.bytes.between.snapshots": "1",
-                                 "metadata.log.segment.bytes": "512"})
+                                 "metadata.log.segment.bytes": "512", "metadata.log.segment.min.bytes": "512"})
     metadata_dir = broker.log_dir / "__cluster_metadata-0"
 
     def create(name: str, config: dict[str, str]) -> None:

@@ -1,11 +1,12 @@
 """process.roles and the KRaft quorum configuration: Kafka's validation, and kfk's single-node default (a combined
-node with no quorum configured needs no controller listener)."""
+node with no quorum configured needs no controller listener); the metadata log's segment size floor."""
 
 from __future__ import annotations
 
 import pytest
 
 from kfk.config import BrokerConfig
+from kfk.controller.config_describer import describe_broker_configs
 from kfk.errors import InvalidConfigurationError
 
 VOTERS = "1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097"
@@ -73,3 +74,21 @@ def test_valid_roles(props: dict[str, str]) -> None:
 def test_invalid_roles(props: dict[str, str], message: str) -> None:
     with pytest.raises(InvalidConfigurationError, match=message.replace("(", r"\(").replace(".", r"\.")):
         config(**props)
+
+
+def test_metadata_log_segments_below_8_mib_are_refused_unless_the_internal_floor_is_lowered() -> None:
+    combined = {"process.roles": "broker,controller", "node.id": "1"}
+    BrokerConfig({**combined, "metadata.log.segment.bytes": str(8 * 1024 * 1024)}).check_metadata_log()
+    with pytest.raises(InvalidConfigurationError) as refused:
+        BrokerConfig({**combined, "metadata.log.segment.bytes": "1048576"}).check_metadata_log()
+    assert str(refused.value) == "Cannot set metadata.log.segment.bytes below 8388608: 1048576"
+    BrokerConfig({**combined, "metadata.log.segment.bytes": "16384",
+                  "metadata.log.segment.min.bytes": "16384"}).check_metadata_log()
+    with pytest.raises(InvalidConfigurationError, match="metadata.log.segment.bytes"):
+        BrokerConfig({**combined, "metadata.log.segment.bytes": "11"})  # below a batch's offset and length
+    # A ZooKeeper-mode broker has no metadata log
+    BrokerConfig({"zookeeper.connect": "127.0.0.1:2181", "broker.id": "1",
+                  "metadata.log.segment.bytes": "1048576"}).check_metadata_log()
+    # The floor is internal: not described with the broker's configs
+    described = {entry.name for entry in describe_broker_configs(BrokerConfig(combined))}
+    assert "metadata.log.segment.bytes" in described and "metadata.log.segment.min.bytes" not in described
