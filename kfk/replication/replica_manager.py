@@ -696,13 +696,16 @@ class ReplicaManager:
 
         A partition whose log is being created waits until it is hosted: DescribeLogDirs lists a log as soon as
         the log manager has it, while the partition is hosted once its whole chunk of new logs is open (Kafka's
-        AlterReplicaLogDirs waits the same way, for the replica state lock its metadata updates hold)."""
+        AlterReplicaLogDirs waits the same way, for the replica state lock its metadata updates hold). For one
+        this broker does not know yet the answer is REPLICA_NOT_AVAILABLE, and its log is created in `log_dir`
+        if it comes, as in Kafka."""
         try:
             self.log_manager.check_destination_log_dir(log_dir)
         except KafkaError as error:
             return error.error_code
         await self._wait_until_opened((topic_partition,))
         if topic_partition not in self.partitions or self.log_manager.get_log(topic_partition) is None:
+            self.log_manager.prefer_log_dir(topic_partition, log_dir)
             return ErrorCode.REPLICA_NOT_AVAILABLE
         move = asyncio.get_running_loop().run_in_executor(None, self.log_manager.move_log, topic_partition,
                                                           log_dir, self.now_ms())

@@ -92,6 +92,8 @@ class LogManager:
         self.logs: dict[TopicPartition, Log] = {}
         #: The partitions being moved to another log dir, and the future folder each is being copied into.
         self.future_dirs: dict[TopicPartition, str] = {}
+        #: The log dir AlterReplicaLogDirs asked for a partition this broker has no log of yet: its log goes there.
+        self.preferred_log_dirs: dict[TopicPartition, str] = {}
         self._moves_aborted = threading.Event()
         self.deletion_queue = SegmentDeletionQueue()
         self.had_clean_shutdown: dict[str, bool] = {}
@@ -236,7 +238,8 @@ class LogManager:
             if log is None:
                 if config is not None:
                     self.topic_configs[topic_partition.topic] = config
-                directory = os.path.join(self.next_log_dir(), log_dir_name(topic_partition))
+                log_dir = self.preferred_log_dirs.pop(topic_partition, None) or self.next_log_dir()
+                directory = os.path.join(log_dir, log_dir_name(topic_partition))
                 log = Log.open(directory, self.config_for(topic_partition.topic), now_ms=now_ms,
                                deletion_queue=self.deletion_queue,
                                producer_id_expiration_ms=self.producer_id_expiration_ms)
@@ -326,6 +329,13 @@ class LogManager:
         if not os.path.isdir(destination):
             raise KafkaStorageError(f"Log dir {log_dir} is offline")
         return destination
+
+    def prefer_log_dir(self, topic_partition: TopicPartition, log_dir: str) -> None:
+        """AlterReplicaLogDirs for a partition with no log here yet: create its log in `log_dir` (one of this
+        broker's, checked by check_destination_log_dir) when it comes, instead of the dir with the fewest."""
+        with self.lock:
+            if topic_partition not in self.logs:
+                self.preferred_log_dirs[topic_partition] = os.path.abspath(log_dir)
 
     def move_log(self, topic_partition: TopicPartition, log_dir: str, now_ms: int) -> bool:
         """Move a partition's log into another log dir while it keeps serving (blocking: run it in an executor).

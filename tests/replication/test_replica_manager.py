@@ -183,6 +183,28 @@ def test_a_produce_right_after_the_topic_appears_waits_for_its_log(broker: Broke
     assert values(fetched[0].records) == [b"b"]
 
 
+def test_moving_a_replica_to_another_log_dir_before_and_while_its_log_is_created(tmp_path, clock) -> None:
+    first, second = str(tmp_path / "a"), str(tmp_path / "b")
+    broker = Broker(first, clock, {"log.dirs": f"{first},{second}"})
+    manager = broker.replica_manager
+    try:
+        # Not known yet: REPLICA_NOT_AVAILABLE, and the log is created where it was asked to go (as in Kafka)
+        assert asyncio.run(manager.alter_replica_log_dir(T1, first)) == ErrorCode.REPLICA_NOT_AVAILABLE
+        assert asyncio.run(manager.alter_replica_log_dir(T0, second)) == ErrorCode.REPLICA_NOT_AVAILABLE
+        broker.commit(topic_records("t", 2))
+        assert [os.path.dirname(manager.partitions[tp].log.dir) for tp in (T0, T1)] == [second, first]
+
+        async def scenario():
+            broker.commit(topic_records("u", 1))  # inside the loop: the log is being created in the executor
+            assert set(manager._opening) == {TopicPartition("u", 0)}
+            return await manager.alter_replica_log_dir(TopicPartition("u", 0), second)
+
+        assert asyncio.run(scenario()) == ErrorCode.NONE  # answered once the partition is hosted
+        assert TopicPartition("u", 0) in manager.partitions
+    finally:
+        broker.close()
+
+
 def test_a_topic_deleted_and_recreated_while_its_logs_open_ends_up_new_and_empty(broker: Broker) -> None:
     manager = broker.replica_manager
     first, second = uuid.uuid4(), uuid.uuid4()
