@@ -26,9 +26,19 @@ Workloads (1 KiB record values unless said; acks=1; linger.ms=5, batch.size=1 Mi
 - W6 produce latency p50/p99 at a fixed rate, 50 % of kfk's W1 median throughput (W1's producer settings)
 - W7 1,000 partitions, records spread round-robin (after one untimed record to each partition, so that what is
   timed is the steady state, not the brokers opening 1,000 logs); compared with the same broker's 1-partition run
-W1, W3, W5 and W7 also report the cores each side kept busy while timed ("broker cores", "client cores" for the whole
-client process with librdkafka's threads, "client loop cores" for its Python thread): on two cores their sum near 2
-means the machine's CPU is the limit, and a Python loop near 1 means the client's per-record work sets the pace.
+- W8 librdkafka's own C benchmark, rdkafka_performance (bench/rdkafka_performance.py builds it into the kfk cache
+  on first use), 100-byte records: `--megabytes` of them produced to 1 partition (the producer settings above), then
+  consumed from the beginning with librdkafka's default consumer settings (1 MiB per partition and fetch, so that a
+  broker's per-fetch cost counts); records/s and MB/s as rdkafka_performance reports them (first produce to last
+  delivery, first message to last: start-up and metadata not counted), and the CPU nanoseconds per record consumed
+  of the broker and of rdkafka_performance
+- W9 W8 with 1 KiB records
+- W10 kafka-python's consumer (bench_client.py's: poll(max_records=10,000)) reading 100-byte records from the
+  beginning of 1 partition (written beforehand, untimed, with confluent-kafka); also its CPU microseconds per record
+W1, W3, W5, W7 and W10 also report the cores each side kept busy while timed ("broker cores", "client cores" for
+the whole client process with librdkafka's threads, "client loop cores" for its Python thread): on two cores their
+sum near 2 means the machine's CPU is the limit, and a Python loop near 1 means the client's per-record work sets
+the pace.
 W1, W3 and W5 also run bench/wire_load.py ("wire" figures): a client speaking the protocol itself, re-sending one
 pre-built 1 MiB batch (5 requests in flight) and fetching 10 MiB per request without decoding records, so that the
 figure is the broker's, not librdkafka's per-record work (W5 "wire" reads what W1's wire run wrote).
@@ -68,7 +78,9 @@ from kfk.testing.apache_kafka import APACHE_KAFKA_VERSION, KAFKA_JVM_OPTIONS, Ap
 from kfk.testing.broker import BrokerProcess, start_broker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import wire_load  # noqa: E402  (bench/ is not a package)
+import rdkafka_performance  # noqa: E402  (bench/ is not a package)
+import wire_load  # noqa: E402
+from bench_client import consume_kafka_python  # noqa: E402
 
 MIB = 1024 * 1024
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -217,19 +229,22 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 class CpuMeter:
-    """The cores each side kept busy during a timed phase (CPU seconds / wall seconds): the broker process, this
-    client process (every thread, librdkafka's included) and the client's Python loop (this thread alone). On two
-    cores, broker + client near 2 means the figure is the machine's CPU, shared; a Python loop near 1 means the
-    client's own per-record work sets the pace."""
+    """The cores each side kept busy during a timed phase (CPU seconds / wall seconds): the broker process, the
+    client (this process, every thread, librdkafka's included, plus a client process it ran to completion in the
+    phase, such as rdkafka_performance) and the client's Python loop (this thread alone). On two cores, broker +
+    client near 2 means the figure is the machine's CPU, shared; a Python loop near 1 means the client's own
+    per-record work sets the pace."""
 
     def __init__(self, broker_pid: int) -> None:
         self.broker_pid = broker_pid
         self.figures: dict[str, float] = {}
+        self.wall = 0.0
 
     @staticmethod
     def _client_seconds() -> float:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return usage.ru_utime + usage.ru_stime
+        # The brokers are children too, but none ends within a timed phase: only a finished client is counted.
+        return sum(usage.ru_utime + usage.ru_stime
+                   for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 
     def __enter__(self) -> CpuMeter:
         self._start = (time.perf_counter(), process_cpu_seconds(self.broker_pid), self._client_seconds(),
@@ -238,7 +253,7 @@ class CpuMeter:
 
     def __exit__(self, *exc_info: object) -> None:
         wall, broker, client, loop = self._start
-        wall = time.perf_counter() - wall
+        self.wall = wall = time.perf_counter() - wall
         self.figures = {"broker cores": (process_cpu_seconds(self.broker_pid) - broker) / wall,
                         "client cores": (self._client_seconds() - client) / wall,
                         "client loop cores": (time.thread_time() - loop) / wall}
@@ -585,6 +600,40 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
         figures["1000/1 ratio"] = figures["MB/s"] / figures["1-partition MB/s"]
         return figures
 
+    def rdkafka_performance_run(size: int) -> Callable[[Broker, int, dict], dict[str, float]]:
+        """W8/W9: rdkafka_performance produces `megabytes` of `size`-byte records, then consumes them."""
+        count = _records(megabytes, size)
+
+        def run(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
+            topic = f"rdkafka-performance-{size}-{repetition}"
+            create_topic(broker.bootstrap, topic, 1)
+            write_back()
+            produced = rdkafka_performance.produce(broker.bootstrap, topic, count, size, PRODUCER_SETTINGS)
+            write_back()
+            with CpuMeter(broker.pid) as cpu:
+                consumed = rdkafka_performance.consume(broker.bootstrap, topic, count, {})
+            # CPU per record rather than cores: the phase includes the client's start and metadata, which its own
+            # figures leave out; the client is another process, so there is no Python loop to report.
+            return {"produce records/s": produced.records_per_second, "produce MB/s": produced.mb_per_second,
+                    "consume records/s": consumed.records_per_second, "consume MB/s": consumed.mb_per_second,
+                    **{f"consume {side} CPU ns/record": cpu.figures[f"{side} cores"] * cpu.wall / count * 1e9
+                       for side in ("broker", "client")}}
+
+        return run
+
+    def w10(broker: Broker, repetition: int, shared: dict) -> dict[str, float]:
+        topic = f"w10-{repetition}"
+        create_topic(broker.bootstrap, topic, 1)
+        produce(broker.bootstrap, topic, count_100, value_100)  # not timed
+        write_back()
+        with CpuMeter(broker.pid) as cpu:
+            consumed = consume_kafka_python(broker.bootstrap, topic, count_100, 100)
+        # The client's CPU per record beside its rate: kafka-python is bound by its own per-record work, so its rate
+        # follows the CPU it gets on a shared machine; equal CPU per record means the brokers' answers cost it alike.
+        return {"records/s": consumed["records"] / consumed["elapsed_s"],
+                "MB/s": consumed["bytes"] / consumed["elapsed_s"] / 1e6, **cpu.figures,
+                "client CPU µs/record": cpu.figures["client cores"] * cpu.wall / consumed["records"] * 1e6}
+
     return [
         Workload("W1", f"produce {megabytes} MB of 1 KiB records, 1 partition, acks=1, none", w1, "MB/s"),
         Workload("W5", "consume W1's records from the beginning", w5, "MB/s"),
@@ -594,6 +643,11 @@ def make_workloads(megabytes: int, state: dict) -> list[Workload]:
         Workload("W6", "produce latency at 50 % of kfk's W1 median throughput, 1 KiB, linger.ms=5", w6, "p99 ms",
                  higher_is_better=False),
         Workload("W7", f"produce {megabytes} MB of 1 KiB records over 1,000 partitions", w7, "MB/s"),
+        Workload("W8", f"rdkafka_performance: produce, then consume, {megabytes} MB of 100-byte records",
+                 rdkafka_performance_run(100), "consume records/s"),
+        Workload("W9", f"rdkafka_performance: produce, then consume, {megabytes} MB of 1 KiB records",
+                 rdkafka_performance_run(1024), "consume MB/s"),
+        Workload("W10", f"kafka-python consume of {count_100} records of 100 bytes", w10, "records/s"),
     ]
 
 
@@ -692,6 +746,12 @@ def targets(by_name: dict[str, Workload], limits: dict[str, float], rss: dict[st
         check("W6 p99 ms", kfk, None if tansu is None else 2 * tansu, "<= 2 x tansu p99", higher=False)
     if "W7" in by_name:
         check("W7 1000/1 partitions", median_of(by_name["W7"], "kfk", "1000/1 ratio"), 0.7, ">= 0.7")
+    # Issue 21, goal 2 (small-record consume at the broker: >= 1.0x tansu), with Apache Kafka beside (goal 5).
+    for name, figure in (("W8", "consume records/s"), ("W9", "consume MB/s"), ("W10", "records/s")):
+        if name in by_name:
+            kfk = median_of(by_name[name], "kfk", figure)
+            for peer in PEERS:
+                check(f"{name} {figure} kfk vs {peer}", kfk, median_of(by_name[name], peer, figure), f">= {peer}")
     if "W1" in rss and "kfk" in rss["W1"]:
         check("kfk peak RSS after W1 (MB)", rss["W1"]["kfk"], 300, "< 300 MB", higher=False)
     return checks
@@ -736,7 +796,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--megabytes", type=int, default=256, help="MB of record values per produce run")
     parser.add_argument("--repetitions", type=int, default=3, help="runs of each workload per broker")
-    parser.add_argument("--workloads", default="W1,W5,W2,W3,W4,W6,W7", help="comma-separated subset")
+    parser.add_argument("--workloads", default="W1,W5,W2,W3,W4,W6,W7,W8,W9,W10", help="comma-separated subset")
     parser.add_argument("--peers", default=",".join(PEERS),
                         help=f"the brokers beside kfk, comma-separated: {', '.join(PEERS)}, or none")
     parser.add_argument("--w6-seconds", type=float, default=5.0, help="duration of each W6 run")
@@ -761,6 +821,12 @@ def main() -> int:
         chosen.insert(chosen.index("W5"), "W1")
     if "W6" in chosen and "W1" not in chosen and args.w6_rate is None:
         chosen.insert(0, "W1")
+    if {"W8", "W9"} & set(chosen):
+        try:
+            print(f"rdkafka_performance: {rdkafka_performance.rdkafka_performance_path()}", flush=True)
+        except rdkafka_performance.RdkafkaPerformanceUnavailable as error:
+            print(f"rdkafka_performance unavailable, running without W8 and W9: {error}")
+            chosen = [name for name in chosen if name not in ("W8", "W9")]
 
     load_at_start = os.getloadavg()
     root = Path(tempfile.mkdtemp(prefix="kfk-bench-run-"))
@@ -774,7 +840,7 @@ def main() -> int:
         workloads = [w for w in make_workloads(args.megabytes, state) if w.name in chosen]
         by_name = {w.name: w for w in workloads}
         rss: dict[str, dict[str, float]] = {}
-        sessions = [["W1", "W5"], ["W2"], ["W3"], ["W4"], ["W6"], ["W7"]]
+        sessions = [["W1", "W5"], ["W2"], ["W3"], ["W4"], ["W6"], ["W7"], ["W8"], ["W9"], ["W10"]]
         for session in sessions:
             group = [by_name[name] for name in session if name in by_name]
             if not group:
