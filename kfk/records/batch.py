@@ -364,8 +364,10 @@ class RecordBatch:
         if compression_type != CompressionType.NONE:
             data = decompress(compression_type, memoryview(buffer)[start:end], max_size=max_decompressed_bytes)
             start, end = 0, len(data)
-        elif isinstance(buffer, bytes):
-            data = buffer  # keys and values are sliced straight out of it: no copy of the payload
+        elif isinstance(buffer, bytes) or decode_records is not decode_records_python:
+            # No copy of the payload: keys and values are sliced out of bytes, and the C decoder copies them all out
+            # before it returns (a fetched frame or a mapped file is read in place).
+            data = buffer
         else:
             data = bytes(memoryview(buffer)[start:end])  # mutable or mapped: take a private copy first
             start, end = 0, len(data)

@@ -51,6 +51,7 @@ from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.records import ControlRecordType, control_record_type, iter_batches
 from kfk.records.batch import RecordBatch
+from kfk.records.record import Buffer
 
 __all__ = ["Fetcher", "CompletedFetch"]
 
@@ -76,14 +77,15 @@ Deserializer = Callable[[bytes | None], Any]
 class CompletedFetch:
     """One partition's part of a fetch response, consumed incrementally by poll(): decoded one batch at a time into a
     list of ConsumerRecords (one pass over the batch, no per-record generator step), which take() hands out in
-    slices."""
+    slices. ``records`` is a slice of the response's frame as the connection received it (no copy on the network
+    thread): the frame lives until the CompletedFetch is dropped."""
 
     __slots__ = ("topic_partition", "fetch_offset", "error_code", "high_watermark", "last_stable_offset",
                  "log_start_offset", "records", "aborted_transactions", "next_fetch_offset", "last_epoch",
                  "_batches", "_pending", "_pending_next_offset", "_pending_epoch", "consumed_all", "end_offset")
 
     def __init__(self, topic_partition: TopicPartition, fetch_offset: int, error_code: int, high_watermark: int,
-                 last_stable_offset: int, log_start_offset: int, records: bytes,
+                 last_stable_offset: int, log_start_offset: int, records: Buffer,
                  aborted_transactions: list[tuple[int, int]] | None) -> None:
         self.topic_partition = topic_partition
         self.fetch_offset = fetch_offset
@@ -409,7 +411,7 @@ class Fetcher:
                                    for entry in partition.aborted_transactions]
                     completed.append(CompletedFetch(tp, fetch_offset, code, partition.high_watermark,
                                                     partition.last_stable_offset, partition.log_start_offset,
-                                                    bytes(records), aborted))
+                                                    records, aborted))
                 elif code in _REFRESH_METADATA_ERRORS:
                     refresh = True
                 else:
