@@ -50,7 +50,7 @@ from kfk.protocol.fetch_session import FINAL_EPOCH, FetchSessionBuilder
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.records import ControlRecordType, control_record_type, iter_batches
-from kfk.records.batch import RecordBatch
+from kfk.records.batch import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, RecordBatch
 from kfk.records.record import Buffer
 
 __all__ = ["Fetcher", "CompletedFetch"]
@@ -145,7 +145,8 @@ class CompletedFetch:
                          value_deserializer: Deserializer | None
                          ) -> Iterator[tuple[list[ConsumerRecord], int, int]]:
         """Per batch: its records at or after the fetch offset (none for a control batch or one of an aborted
-        transaction), the offset after the batch, and its leader epoch."""
+        transaction), the offset after the batch, and its leader epoch. A v2 batch's header is read once (with its
+        CRC check) and its fields taken from that: this loop runs once per fetched batch."""
         topic, partition = self.topic_partition
         aborted_by_producer: dict[int, int] = {}
         pending_aborts = sorted(self.aborted_transactions or [], key=lambda entry: entry[1])
@@ -153,42 +154,47 @@ class CompletedFetch:
         position = self.fetch_offset
         new = tuple.__new__
         for batch in iter_batches(self.records):
-            if check_crcs:
-                try:
+            try:
+                if batch.__class__ is RecordBatch:
+                    header = batch.validated_header() if check_crcs else batch.header()
+                elif check_crcs:
                     batch.validate()
-                except CorruptRecordError as error:
-                    raise CorruptRecordError(f"record batch of {self.topic_partition} at offset "
-                                             f"{batch.base_offset} is invalid: {error}") from None
-            next_offset = batch.next_offset
+            except CorruptRecordError as error:
+                raise CorruptRecordError(f"record batch of {self.topic_partition} at offset "
+                                         f"{batch.base_offset} is invalid: {error}") from None
             progressed = True
-            is_v2 = isinstance(batch, RecordBatch)
-            skip = is_v2 and batch.is_control
-            if read_committed and is_v2:
-                # Even for a batch before the position: an abort marker read there still closes its transaction,
-                # or a later transaction of the same producer would be dropped.
-                while pending_aborts and pending_aborts[0][1] <= batch.last_offset:
-                    producer_id, first_offset = pending_aborts.pop(0)
-                    aborted_by_producer[producer_id] = first_offset
-                if batch.is_control:
-                    if batch.producer_id in aborted_by_producer and _is_abort_marker(batch):
-                        aborted_by_producer.pop(batch.producer_id, None)
-                elif batch.is_transactional and batch.producer_id in aborted_by_producer:
-                    skip = True
-            if next_offset <= position:
-                continue  # all of it was returned already
-            epoch = batch.partition_leader_epoch if is_v2 else -1
-            if skip:  # a control batch, or a batch of an aborted transaction
-                position = next_offset
-                yield [], next_offset, epoch
-                continue
-            if is_v2:
-                records = list(batch.records(labels=(topic, partition, int(batch.timestamp_type), epoch),
-                                             record_type=ConsumerRecord))
-            else:
+            if batch.__class__ is not RecordBatch:  # a legacy message (set): no epoch, control or transaction
+                next_offset, epoch = batch.next_offset, -1
+                if next_offset <= position:
+                    continue
                 timestamp_type = int(batch.timestamp_type)
                 records = [new(ConsumerRecord, (topic, partition, offset, timestamp, timestamp_type, key, value,
                                                 headers, epoch))
                            for offset, timestamp, key, value, headers, _ in batch]
+            else:
+                (base_offset, _, epoch, _, _, attributes, last_offset_delta, _, _, producer_id, _, _,
+                 _) = header
+                next_offset = base_offset + last_offset_delta + 1
+                skip = attributes & CONTROL_FLAG_MASK
+                if read_committed:
+                    # Even for a batch before the position: an abort marker read there still closes its
+                    # transaction, or a later transaction of the same producer would be dropped.
+                    while pending_aborts and pending_aborts[0][1] < next_offset:
+                        aborted_producer_id, first_offset = pending_aborts.pop(0)
+                        aborted_by_producer[aborted_producer_id] = first_offset
+                    if skip:
+                        if producer_id in aborted_by_producer and _is_abort_marker(batch):
+                            aborted_by_producer.pop(producer_id, None)
+                    elif attributes & TRANSACTIONAL_FLAG_MASK and producer_id in aborted_by_producer:
+                        skip = True
+                if next_offset <= position:
+                    continue  # all of it was returned already
+                if skip:  # a control batch, or a batch of an aborted transaction
+                    position = next_offset
+                    yield [], next_offset, epoch
+                    continue
+                records = list(batch.records(labels=(topic, partition, 1 if attributes & TIMESTAMP_TYPE_MASK else 0,
+                                                     epoch), record_type=ConsumerRecord))
             if records and records[0].offset < position:  # a compressed batch may start before the position
                 records = [record for record in records if record.offset >= position]
             if key_deserializer is not None or value_deserializer is not None:
