@@ -6,7 +6,11 @@ one Fetch request per leader (in a fetch session), holding min_bytes / max_wait_
 max.partition.fetch.bytes from the config. Each partition's answer
 becomes a CompletedFetch in a queue; errors that a metadata refresh fixes (the leader moved) trigger one and the
 partition is fetched again later. So the next fetch is already in flight while the application works through the
-last one (one fetch further ahead than Java's consumer goes, as librdkafka prefetches).
+last one (one fetch further ahead than Java's consumer goes, as librdkafka prefetches). A fetch to a connected broker
+is written at once and its answer handled in a callback on the response's future, not a task: the callback sends
+the next fetch in the same turn of the loop, so that nothing but the broker's round trip stands between two fetches.
+A response's records stay where the connection received them (slices of its frame); the network thread only walks
+their batch headers (to know where the next fetch starts).
 
 Caller side (poll): take CompletedFetches off the queue and decode them lazily, up to max.poll.records: validate each
 batch's CRC (check.crcs), skip records before the position (a compressed batch starts before it), skip control
@@ -31,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kfk.client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState
+from kfk.client.connection import BrokerConnection
 from kfk.client.network_client import NetworkClient, monotonic_ms
 from kfk.client.offsets import READ_COMMITTED
 from kfk.client.response_errors import response_error
@@ -318,9 +323,13 @@ class Fetcher:
             self._refresh_metadata()
         for node, partitions in requests.items():
             self._in_flight_nodes.add(node)
-            task = asyncio.ensure_future(self._fetch(node, partitions))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            connection = self.network.connection_if_ready(node)
+            if connection is not None:
+                self._send_fetch(node, connection, partitions)
+            else:
+                task = asyncio.ensure_future(self._connect_and_fetch(node, partitions))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
         return wait_ms
 
     def _refresh_metadata(self) -> None:
@@ -337,10 +346,24 @@ class Fetcher:
 
         self._metadata_task = asyncio.ensure_future(refresh())
 
-    async def _fetch(self, node: int, partitions: list[tuple[TopicPartition, int, int]]) -> None:
-        cluster = self.network.cluster
+    async def _connect_and_fetch(self, node: int, partitions: list[tuple[TopicPartition, int, int]]) -> None:
         try:
             connection = await self.network.connect(node)
+        except (NetworkError, KafkaTimeoutError) as error:
+            self._fetch_failed(node, error)
+            return
+        except KafkaError as error:
+            self._in_flight_nodes.discard(node)
+            self._fail(error)
+            return
+        self._send_fetch(node, connection, partitions)
+
+    def _send_fetch(self, node: int, connection: BrokerConnection,
+                    partitions: list[tuple[TopicPartition, int, int]]) -> None:
+        """Write the fetch now and handle its answer in a callback (no task): the answer's callback sends the next
+        fetch at once, in the same turn of the loop, so the round trip to the broker is all the next fetch waits."""
+        cluster = self.network.cluster
+        try:
             topic_ids = {tp.topic: cluster.topic_id(tp.topic) for tp, _, _ in partitions}
             highest = None if all(topic_id != ZERO_UUID for topic_id in topic_ids.values()) \
                 else FETCH_TOPIC_NAMES_HIGHEST_VERSION
@@ -364,31 +387,54 @@ class Fetcher:
                 session_epoch=fetch.session_epoch if version >= FIRST_SESSION_VERSION else FINAL_EPOCH,
                 topics=fetch.topics, forgotten_topics_data=fetch.forgotten_topics_data,
                 rack_id=self.client_rack if version >= 11 else "")
-            response = await self.network.send(node, request, version=version,
-                                               timeout_ms=self.request_timeout_ms + self.fetch_max_wait_ms)
+            future = connection.send_request(request, version,
+                                             timeout_ms=self.request_timeout_ms + self.fetch_max_wait_ms)
         except (NetworkError, KafkaTimeoutError) as error:
-            self._sessions.pop(node, None)  # the broker may or may not have seen it: the next fetch is full
-            log.debug("fetch from broker %d failed: %s", node, error)
-            self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
-            self.network.request_metadata_update()
+            self.network.connection_failed(node, connection)
+            self._fetch_failed(node, error)
             return
         except KafkaError as error:
+            self._in_flight_nodes.discard(node)
             self._fail(error)
             return
-        finally:
-            self._in_flight_nodes.discard(node)
-            self.wakeup()
+        assert future is not None
+        future.add_done_callback(lambda done: self._fetch_answered(node, connection, partitions, done))
+
+    def _fetch_answered(self, node: int, connection: BrokerConnection,
+                        partitions: list[tuple[TopicPartition, int, int]], future: asyncio.Future) -> None:
+        self._in_flight_nodes.discard(node)
+        error = NetworkError(f"the fetch from broker {node} was cancelled") if future.cancelled() \
+            else future.exception()
+        if isinstance(error, (NetworkError, KafkaTimeoutError)):
+            self.network.connection_failed(node, connection)
+            self._fetch_failed(node, error)
+            return
+        if error is not None:
+            self._fail(error)
+            return
+        response = future.result()
         assert isinstance(response, FetchResponse)
         if not self._sessions[node].handle_response(response):
             log.debug("fetch session with broker %d: %s; the next fetch is full", node,
                       ErrorCode(response.error_code).name)
-            return
-        if response.error_code != ErrorCode.NONE:
+        elif response.error_code != ErrorCode.NONE:
             self._sessions[node].reset()
             self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
             log.warning("fetch from broker %d failed: %s", node, ErrorCode(response.error_code).name)
-            return
-        self._handle_response(node, response, {tp: position for tp, position, _ in partitions})
+        else:
+            self._handle_response(node, response, {tp: position for tp, position, _ in partitions})
+        if self._running:
+            self._send_fetches()  # the next fetch now; the fetch task still looks again (timers, backoff)
+        self.wakeup()
+
+    def _fetch_failed(self, node: int, error: KafkaError) -> None:
+        """A fetch that never got its answer: the broker may or may not have seen it, so the next fetch is full."""
+        self._in_flight_nodes.discard(node)
+        self._sessions.pop(node, None)
+        log.debug("fetch from broker %d failed: %s", node, error)
+        self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
+        self.network.request_metadata_update()
+        self.wakeup()
 
     def _handle_response(self, node: int, response: FetchResponse, positions: dict[TopicPartition, int]) -> None:
         cluster = self.network.cluster
