@@ -27,12 +27,12 @@ straight into the frame the log later writes to its file.
   socket.request.max.bytes as the maximum.
 - ClientConnection: send_request() encodes a request with the next correlation id and remembers it; a broker answers
   one connection's requests in order, so the in-flight requests form a FIFO, and a response whose correlation id is
-  not the oldest in-flight request's is a StreamError. Responses are decoded from a memoryview of their frame, so
-  their record sets (a Fetch response's records) are slices of the frame, not copies: the frame lives as long as
-  one of them is referenced. A request that expects no response (Produce with acks=0)
+  not the oldest in-flight request's is a StreamError. A request that expects no response (Produce with acks=0)
   takes no place in the FIFO. Responses are decoded with the header and body versions of their request, including
   ApiVersions' rule: its response header is always v0, and a broker that does not know the requested version
-  answers UNSUPPORTED_VERSION with a v0 body (KIP-511).
+  answers UNSUPPORTED_VERSION with a v0 body (KIP-511). They are decoded from a memoryview of their frame, so that
+  their record sets (a Fetch response's records) are slices of the frame, not copies: the frame lives as long as
+  one of them is referenced.
 """
 
 from __future__ import annotations

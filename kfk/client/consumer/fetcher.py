@@ -422,7 +422,11 @@ class Fetcher:
             self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
             log.warning("fetch from broker %d failed: %s", node, ErrorCode(response.error_code).name)
         else:
-            self._handle_response(node, response, {tp: position for tp, position, _ in partitions})
+            try:
+                self._handle_response(node, response, {tp: position for tp, position, _ in partitions})
+            except KafkaError as error:  # records whose batch framing is impossible: poll() raises it
+                self._fail(error)
+                return
         if self._running:
             self._send_fetches()  # the next fetch now; the fetch task still looks again (timers, backoff)
         self.wakeup()
