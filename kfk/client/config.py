@@ -23,6 +23,7 @@ from kfk import __version__
 from kfk.common.constants import INT32_MAX
 from kfk.config import ACCEPTED_BROKER_KEYS, ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
 from kfk.errors import InvalidConfigurationError
+from kfk.protocol.connection import DEFAULT_MAX_RESPONSE_BYTES
 from kfk.security.sasl import SaslClient
 from kfk.security.sasl.jaas import parse_jaas_config
 from kfk.security.sasl.settings import sasl_client
@@ -34,6 +35,7 @@ __all__ = [
     "ADMIN_CONFIG_DEF",
     "CLIENT_SOFTWARE_NAME",
     "CLIENT_SOFTWARE_VERSION",
+    "max_response_bytes",
     "parse_bootstrap_servers",
 ]
 
@@ -62,6 +64,11 @@ _COMMON = [
     ConfigKey("metadata.max.age.ms", ConfigType.LONG, 300_000, at_least(0),
               "Refresh cluster metadata at least this often, even without a sign that it changed."),
     ConfigKey("connections.max.idle.ms", ConfigType.LONG, 540_000, None, "Close connections idle this long."),
+    ConfigKey("receive.message.max.bytes", ConfigType.INT, DEFAULT_MAX_RESPONSE_BYTES, at_least(1000),
+              "librdkafka's: the largest response accepted from a broker (a larger one closes the connection). A "
+              "response's buffer is allocated whole from its size prefix, so this bounds what a broken or hostile "
+              "broker can make the client allocate. A consumer raises it to fetch.max.bytes + 512 unless it is set; "
+              "set, it must be at least that."),
     ConfigKey("security.protocol", ConfigType.STRING, "PLAINTEXT", one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
               "PLAINTEXT; SSL: TLS with the ssl.* settings (PEM key and trust stores); SASL_PLAINTEXT: authenticate "
               "every connection with sasl.mechanism; SASL_SSL: both."),
@@ -204,6 +211,27 @@ class ClientConfig:
 
     def __getattr__(self, name: str) -> Any:  # only reached for names the ConfigDef does not define
         raise AttributeError(f"no client config attribute {name!r}")
+
+
+#: Room for a Fetch response's own fields around fetch.max.bytes of records (librdkafka's figure).
+FETCH_RESPONSE_OVERHEAD_BYTES = 512
+
+
+def max_response_bytes(config: ClientConfig) -> int:
+    """The largest response the client's connections accept: receive.message.max.bytes, which a consumer raises to
+    hold its largest fetch (fetch.max.bytes + FETCH_RESPONSE_OVERHEAD_BYTES) when it is not set, as librdkafka does;
+    set below that, it is an InvalidConfigurationError."""
+    bound = config.receive_message_max_bytes
+    fetch_max_bytes = config._values.get("fetch.max.bytes")
+    if fetch_max_bytes is None:
+        return bound
+    needed = fetch_max_bytes + FETCH_RESPONSE_OVERHEAD_BYTES
+    if "receive.message.max.bytes" not in config.given:
+        return max(bound, needed)
+    if bound < needed:
+        raise InvalidConfigurationError(f"receive.message.max.bytes ({bound}) must be at least fetch.max.bytes + "
+                                        f"{FETCH_RESPONSE_OVERHEAD_BYTES} ({needed})")
+    return bound
 
 
 def sasl_client_factory(config: ClientConfig) -> Callable[[], SaslClient] | None:

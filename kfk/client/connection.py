@@ -1,7 +1,9 @@
 """BrokerConnection: one TCP connection to one broker; an asyncio shell around kfk.protocol.connection's
 ClientConnection, which does the framing, the correlation ids and the FIFO of in-flight requests (a response out of
 step closes the connection). The socket is an asyncio BufferedProtocol reading into ClientConnection's buffers, so a
-large fetch response is received into one buffer with no intermediate copies and no reader task.
+large fetch response is received into one buffer, allocated once from its size prefix (at most max_response_bytes:
+receive.message.max.bytes), with no intermediate copies and no reader task; its records reach the fetcher as slices
+of that buffer.
 
 - Pipelining: many requests may be in flight at once (the producer's max.in.flight.requests.per.connection); a
   request sent with ``expect_response=False`` (Produce with acks=0) is not waited for, as the broker sends nothing
@@ -36,7 +38,7 @@ from typing import NamedTuple
 
 from kfk.errors import ErrorCode, KafkaError, KafkaTimeoutError, NetworkError, UnsupportedVersionError, raise_for_code
 from kfk.protocol.apis import SUPPORTED_VERSIONS, VersionRange, highest_common_version
-from kfk.protocol.connection import ClientConnection, StreamError
+from kfk.protocol.connection import DEFAULT_MAX_RESPONSE_BYTES, ClientConnection, StreamError
 from kfk.protocol.message import Message
 from kfk.protocol.messages import API_SCHEMAS, ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -65,7 +67,8 @@ class BrokerConnection:
 
     def __init__(self, host: str, port: int, *, node_id: int, client_id: str, client_software_name: str,
                  client_software_version: str, request_timeout_ms: int, connection_setup_timeout_ms: int,
-                 ssl_context: ssl.SSLContext | None = None, sasl: Callable[[], SaslClient] | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, sasl: Callable[[], SaslClient] | None = None,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         self.host = host
         self.ssl_context = ssl_context
         self.port = port
@@ -78,7 +81,7 @@ class BrokerConnection:
         self._sasl = sasl
         self.api_versions: dict[int, VersionRange] = {}
         self._socket: _Socket | None = None
-        self._protocol: ClientConnection[_Waiting] = ClientConnection(client_id)
+        self._protocol: ClientConnection[_Waiting] = ClientConnection(client_id, max_response_bytes=max_response_bytes)
         self.finalized_features: dict[str, int] = {}
         """The cluster's finalized feature levels as this broker last knew them (ApiVersions v3+), by feature name:
         the producer reads ``transaction.version`` from them (KIP-890 part 2)."""

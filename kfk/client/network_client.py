@@ -21,8 +21,8 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from kfk.client.cluster import ClusterMetadata
-from kfk.client.config import (CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION, ClientConfig, parse_bootstrap_servers,
-                              sasl_client_factory)
+from kfk.client.config import (CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION, ClientConfig, max_response_bytes,
+                              parse_bootstrap_servers, sasl_client_factory)
 from kfk.client.connection import BrokerConnection
 from kfk.common.clock import system_time_ms
 from kfk.common.constants import NO_NODE
@@ -77,6 +77,7 @@ class NetworkClient:
     def __init__(self, config: ClientConfig, *, allow_auto_topic_creation: bool = False) -> None:
         self.config = config
         self._sasl = sasl_client_factory(config)
+        self._max_response_bytes = max_response_bytes(config)
         self.bootstrap_addresses = parse_bootstrap_servers(config.bootstrap_servers)
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.cluster = ClusterMetadata()
@@ -158,7 +159,7 @@ class NetworkClient:
                 client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=CLIENT_SOFTWARE_VERSION,
                 request_timeout_ms=self.config.request_timeout_ms,
                 connection_setup_timeout_ms=self.config.socket_connection_setup_timeout_ms,
-                ssl_context=self._ssl_context, sasl=self._sasl)
+                ssl_context=self._ssl_context, sasl=self._sasl, max_response_bytes=self._max_response_bytes)
             try:
                 await connection.connect()
             except KafkaError:

@@ -7,9 +7,16 @@ bytes they read and write the bytes it returns. Tests drive it with no transport
 Both roles share the receive side: every request and response is a 4-byte big-endian size and that many bytes. A
 size outside [minimum, maximum] means the stream is out of step (or hostile); the connection then reports a
 StreamError event after the frames before it and parses nothing more, and the shell closes the socket (the broker
-after answering those frames). Nothing is allocated for a frame before its size has been checked, and a large frame's
-memory grows with the bytes that actually arrive (FIRST_FRAME_CHUNK_BYTES at first, then doubling up to its size), so
-a peer that announces 100 MB and sends ten bytes costs a megabyte, not a hundred.
+after answering those frames). Nothing is allocated for a frame before its size has been checked. The two roles then
+allocate differently, because they trust their peers differently:
+
+- the broker's (ServerConnection): a large request's memory grows with the bytes that actually arrive
+  (FIRST_FRAME_CHUNK_BYTES at first, then doubling up to its size), so that a client that announces 100 MB and sends
+  ten bytes costs a megabyte, not a hundred;
+- the client's (ClientConnection): a response's buffer is allocated once, whole, from its size prefix, and the kernel
+  fills it with no copy on the way: a 1 MiB fetch response doubling from a smaller buffer cost a copy (and fresh
+  pages) per doubling. The client's own bound (max_response_bytes, librdkafka's receive.message.max.bytes) is what
+  keeps a broken or hostile broker from making it allocate more than that.
 
 Receiving is allocation-light, for the produce and fetch hot paths: small frames are parsed out of one staging
 buffer, and a frame of DIRECT_FRAME_BYTES or more gets a bytearray of its own that the caller fills directly
@@ -23,7 +30,9 @@ straight into the frame the log later writes to its file.
   not the oldest in-flight request's is a StreamError. A request that expects no response (Produce with acks=0)
   takes no place in the FIFO. Responses are decoded with the header and body versions of their request, including
   ApiVersions' rule: its response header is always v0, and a broker that does not know the requested version
-  answers UNSUPPORTED_VERSION with a v0 body (KIP-511).
+  answers UNSUPPORTED_VERSION with a v0 body (KIP-511). They are decoded from a memoryview of their frame, so that
+  their record sets (a Fetch response's records) are slices of the frame, not copies: the frame lives as long as
+  one of them is referenced.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from kfk.protocol.primitives import INT16, INT32
 
 __all__ = [
     "ClientConnection",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "DIRECT_FRAME_BYTES",
     "FIRST_FRAME_CHUNK_BYTES",
     "InFlightRequest",
@@ -52,9 +62,12 @@ _SIZE_PREFIX = 4
 #: Unparsed bytes of small frames wait here; a frame of DIRECT_FRAME_BYTES or more is received into its own buffer.
 STAGING_BYTES = 64 * 1024
 DIRECT_FRAME_BYTES = 16 * 1024
-#: A large frame's first allocation: a whole ordinary produce request (librdkafka's message.max.bytes is 1 MB), so
-#: the hot path allocates once; only larger frames grow, by doubling, as their bytes arrive.
+#: A large request's first allocation on the broker: a whole ordinary produce request (librdkafka's message.max.bytes
+#: is 1 MB), so the hot path allocates once; only larger requests grow, by doubling, as their bytes arrive.
 FIRST_FRAME_CHUNK_BYTES = 1024 * 1024
+#: The largest response a client accepts unless told otherwise: librdkafka's receive.message.max.bytes default (Java's
+#: clients have no bound; a client that allocates a response whole from its announced size needs one).
+DEFAULT_MAX_RESPONSE_BYTES = 100_000_000
 #: A response starts with its correlation id (header v0); a request with api key, version and correlation id.
 _RESPONSE_HEADER_V0_SIZE = 4
 _REQUEST_HEADER_MIN_SIZE = 8
@@ -72,12 +85,14 @@ class StreamError(NamedTuple):
 class _FrameReceiver:
     """The receive side of both roles: size-prefixed frames out of a byte stream, within [minimum, maximum] bytes."""
 
-    __slots__ = ("_min_frame_bytes", "_max_frame_bytes", "_staging", "_staging_view", "_start", "_end", "_frame",
-                 "_frame_view", "_frame_filled", "_frame_size", "_broken", "_what")
+    __slots__ = ("_min_frame_bytes", "_max_frame_bytes", "_first_chunk_bytes", "_staging", "_staging_view", "_start",
+                 "_end", "_frame", "_frame_view", "_frame_filled", "_frame_size", "_broken", "_what")
 
-    def __init__(self, min_frame_bytes: int, max_frame_bytes: int, what: str) -> None:
+    def __init__(self, min_frame_bytes: int, max_frame_bytes: int, first_chunk_bytes: int, what: str) -> None:
         self._min_frame_bytes = min_frame_bytes
         self._max_frame_bytes = max_frame_bytes
+        #: A large frame's first allocation (at most its size): it grows by doubling from there as its bytes arrive.
+        self._first_chunk_bytes = first_chunk_bytes
         self._what = what  # "request" or "response", for error messages
         self._staging = bytearray(STAGING_BYTES)
         self._staging_view = memoryview(self._staging)
@@ -113,8 +128,9 @@ class _FrameReceiver:
         return self._frame_size if self._frame is not None else 0
 
     def _grow_frame(self) -> None:
-        """Double the large frame's buffer (up to its size) once the bytes received have filled it. Called from
-        get_buffer, never buffer_updated: the transport still holds the previous buffer's view until it asks anew."""
+        """Double the large frame's buffer (up to its size) once the bytes received have filled it (the broker's role
+        only: a client's first chunk is the whole frame). Called from get_buffer, never buffer_updated: the transport
+        still holds the previous buffer's view until it asks anew."""
         frame = self._frame
         assert frame is not None
         grown = bytearray(min(self._frame_size, 2 * len(frame)))
@@ -150,7 +166,7 @@ class _FrameReceiver:
                 frames.append(staging[body_start:body_start + size])
                 start = body_start + size
             elif size >= DIRECT_FRAME_BYTES:
-                frame = bytearray(min(size, FIRST_FRAME_CHUNK_BYTES))  # > available: staging is smaller
+                frame = bytearray(min(size, self._first_chunk_bytes))  # > available: staging is smaller
                 frame[:available] = view[body_start:end]
                 self._frame, self._frame_view, self._frame_filled = frame, memoryview(frame), available
                 self._frame_size = size
@@ -184,7 +200,7 @@ class ServerConnection(_FrameReceiver):
     __slots__ = ()
 
     def __init__(self, max_request_bytes: int) -> None:
-        super().__init__(_REQUEST_HEADER_MIN_SIZE, max_request_bytes, "request")
+        super().__init__(_REQUEST_HEADER_MIN_SIZE, max_request_bytes, FIRST_FRAME_CHUNK_BYTES, "request")
 
     def buffer_updated(self, nbytes: int) -> list[bytearray | StreamError]:
         """The request frames completed by `nbytes` more bytes written into get_buffer(), in order."""
@@ -217,12 +233,12 @@ class Response(NamedTuple, Generic[C]):
 class ClientConnection(_FrameReceiver, Generic[C]):
     """The client's side of one connection to a broker: requests out, responses in, matched by correlation id.
 
-    `max_response_bytes` bounds a response frame (Java's clients leave it unbounded: INT32 max by default)."""
+    `max_response_bytes` bounds a response frame; a response's buffer is allocated whole from its size prefix."""
 
     __slots__ = ("client_id", "_next_correlation_id", "_in_flight")
 
-    def __init__(self, client_id: str | None, *, max_response_bytes: int = _INT32_MAX) -> None:
-        super().__init__(_RESPONSE_HEADER_V0_SIZE, max_response_bytes, "response")
+    def __init__(self, client_id: str | None, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
+        super().__init__(_RESPONSE_HEADER_V0_SIZE, max_response_bytes, max_response_bytes, "response")
         self.client_id = client_id
         self._next_correlation_id = 0
         self._in_flight: deque[InFlightRequest[C]] = deque()
@@ -277,7 +293,7 @@ class ClientConnection(_FrameReceiver, Generic[C]):
                 and INT16.unpack_from(frame, _RESPONSE_HEADER_V0_SIZE)[0] == ErrorCode.UNSUPPORTED_VERSION):
             version = 0  # the broker answers a version it does not know with a v0 body (KIP-511)
         try:
-            _, message = decode_response(bytes(frame), api_key, version)
+            _, message = decode_response(memoryview(frame), api_key, version)
         except KafkaError as error:
             return StreamError(error)  # the request stays in flight: the shell fails it with the others
         self._in_flight.popleft()

@@ -357,24 +357,27 @@ class RecordBatch:
         CorruptRecordError if the payload disagrees with the header's record count or sizes.
         """
         size = self._checked_size()
-        start = self._position + RECORDS_OFFSET
-        end = self._position + size
-        compression_type = self.compression_type
-        buffer = self._buffer
-        if compression_type != CompressionType.NONE:
-            data = decompress(compression_type, memoryview(buffer)[start:end], max_size=max_decompressed_bytes)
+        position, buffer = self._position, self._buffer
+        # One read of the header for every field used below: this runs once per batch a consumer reads.
+        (base_offset, _, _, _, _, attributes, _, base_timestamp, max_timestamp, _, _, _,
+         records_count) = HEADER.unpack_from(buffer, position)
+        start = position + RECORDS_OFFSET
+        end = position + size
+        if attributes & COMPRESSION_CODEC_MASK:
+            data = decompress(self.compression_type, memoryview(buffer)[start:end], max_size=max_decompressed_bytes)
             start, end = 0, len(data)
-        elif isinstance(buffer, bytes):
-            data = buffer  # keys and values are sliced straight out of it: no copy of the payload
+        elif isinstance(buffer, bytes) or decode_records is not decode_records_python:
+            # No copy of the payload: keys and values are sliced out of bytes, and the C decoder copies them all out
+            # before it returns (a fetched frame or a mapped file is read in place).
+            data = buffer
         else:
             data = bytes(memoryview(buffer)[start:end])  # mutable or mapped: take a private copy first
             start, end = 0, len(data)
-        records_count = self.records_count
         if records_count < 0 or records_count * MIN_RECORD_SIZE > end - start:
             raise CorruptRecordError(f"Record batch declares {records_count} records but its payload holds only "
                                      f"{end - start} bytes")
-        log_append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
-        return decode_records(data, records_count, self.base_offset, self.base_timestamp, log_append_time,
+        log_append_time = max_timestamp if attributes & TIMESTAMP_TYPE_MASK else None
+        return decode_records(data, records_count, base_offset, base_timestamp, log_append_time,
                               start, end, record_type=record_type, labels=labels)
 
 

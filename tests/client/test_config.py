@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from kfk.client import Consumer, Producer
-from kfk.client.config import CONSUMER_CONFIG_DEF, PRODUCER_CONFIG_DEF, ClientConfig, parse_bootstrap_servers
+from kfk.client.config import (
+    CONSUMER_CONFIG_DEF,
+    PRODUCER_CONFIG_DEF,
+    ClientConfig,
+    max_response_bytes,
+    parse_bootstrap_servers,
+)
 from kfk.errors import InvalidConfigurationError, InvalidGroupIdError
 
 
@@ -93,3 +99,15 @@ def test_an_empty_group_id_is_refused_and_group_calls_need_one() -> None:
             consumer.subscribe(["t"])
     finally:
         consumer.close()
+
+
+def test_the_response_bound_is_librdkafkas_and_holds_a_consumers_largest_fetch() -> None:
+    assert max_response_bytes(ClientConfig(PRODUCER_CONFIG_DEF, "producer")) == 100_000_000
+    assert max_response_bytes(ClientConfig(CONSUMER_CONFIG_DEF, "consumer")) == 100_000_000
+    raised = ClientConfig(CONSUMER_CONFIG_DEF, "consumer", {"fetch.max.bytes": 200_000_000})
+    assert max_response_bytes(raised) == 200_000_512
+    lowered = ClientConfig(CONSUMER_CONFIG_DEF, "consumer", {"fetch.max.bytes": 1000,
+                                                            "receive.message.max.bytes": 2000})
+    assert max_response_bytes(lowered) == 2000
+    with pytest.raises(InvalidConfigurationError, match=r"receive.message.max.bytes \(2000\) must be at least"):
+        max_response_bytes(ClientConfig(CONSUMER_CONFIG_DEF, "consumer", {"receive.message.max.bytes": 2000}))

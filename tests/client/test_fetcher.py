@@ -13,9 +13,13 @@ from kfk.records import (
     CompressionType,
     ControlRecordType,
     EndTransactionMarker,
+    LegacyRecordsBuilder,
     MemoryRecordsBuilder,
     build_end_transaction_marker_batch,
 )
+from kfk.records import _accel  # type: ignore[attr-defined]
+from kfk.records import batch as batch_module
+from kfk.records.batch import decode_records_python
 
 TP = TopicPartition("t", 0)
 
@@ -112,3 +116,30 @@ def test_an_abort_marker_before_the_position_still_ends_its_transaction() -> Non
     assert [(r.offset, r.value) for r in take_all(fetch, read_committed=True)] == \
         [(3, b"committed-3"), (4, b"committed-4")]
     assert fetch.next_fetch_offset == 6
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_a_legacy_compressed_message_set_is_read_from_the_position_inside_it(magic: int) -> None:
+    builder = LegacyRecordsBuilder(magic, compression_type=CompressionType.GZIP, base_offset=10)
+    for n in range(5):
+        builder.append(1000 + n, None, f"v{n}".encode())
+    fetch = CompletedFetch(TP, 12, 0, 15, 15, 0, builder.close(), None)
+    records = take_all(fetch, read_committed=False)
+    assert [(r.offset, r.value, r.leader_epoch) for r in records] == [(12, b"v2", -1), (13, b"v3", -1),
+                                                                      (14, b"v4", -1)]
+    assert fetch.next_fetch_offset == 15 and fetch.consumed_all
+
+
+@pytest.mark.parametrize("codec", ["accelerator", "reference"])
+def test_records_read_in_place_from_a_received_frame_are_bytes_with_either_codec(codec: str, monkeypatch) -> None:
+    monkeypatch.setattr(batch_module, "decode_records",
+                        _accel.decode_records if codec == "accelerator" else decode_records_python)
+    frame = bytearray(b"header" + TRANSACTIONS)  # the connection hands the fetcher a slice of the frame it received
+    fetch = CompletedFetch(TP, 0, 0, 9, 9, 0, memoryview(frame)[6:], None)
+    records = take_all(fetch, read_committed=False)
+    assert [(r.offset, r.value) for r in records] == [
+        (0, b"aborted-0"), (1, b"aborted-1"), (3, b"plain-3"), (4, b"plain-4"), (5, b"committed-5"),
+        (6, b"committed-6"), (8, b"plain-8")]
+    assert all(type(record.value) is bytes for record in records)
+    frame[:] = bytes(len(frame))  # the records own their bytes: reusing the frame changes none of them
+    assert records[0].value == b"aborted-0"

@@ -52,6 +52,9 @@ def test_produce_then_consume_prints_kafkas_lines(shared_broker, topic_name: str
     header, values = consumed.output.splitlines()
     assert header.startswith("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg")
     assert values.split(", ")[4] == "4000"
+    # 3000 values of 100 B and 1000 lines of the payload file (4 or 5 B), no keys; MB with four decimals (~105 B)
+    consumed_bytes = float(values.split(", ")[2]) * 1024 * 1024
+    assert 3000 * 100 + 1000 * 4 - 105 <= consumed_bytes <= 3000 * 100 + 1000 * 5 + 105
 
 
 def test_an_unreachable_server_fails_at_once() -> None:

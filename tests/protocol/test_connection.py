@@ -18,6 +18,7 @@ from kfk.protocol.connection import (
 from kfk.protocol.headers import decode_request, encode_response
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kfk.protocol.primitives import INT32
@@ -128,6 +129,24 @@ def test_a_large_frame_grows_with_the_bytes_that_arrive_not_its_announced_size()
     (frame,) = server.receive_data(rest)
     assert len(frame) == size and frame[:4] == b"head" and frame[4:4 + len(body)] == body and frame[-1] == 7
     assert not server.receiving and server.pending_frame_bytes == 0
+
+
+def test_a_response_is_received_whole_into_one_buffer_and_its_records_are_slices_of_it() -> None:
+    client: ClientConnection[str] = ClientConnection("c", max_response_bytes=8 * FIRST_FRAME_CHUNK_BYTES)
+    client.send_request(FetchRequest(max_wait_ms=0, min_bytes=1, topics=[]), 12, "fetch")
+    records = bytes(range(256)) * (5 * FIRST_FRAME_CHUNK_BYTES // 512)  # 2.5 first chunks: the server would double
+    reply = b"".join(encode_response(0, ApiKey.FETCH, 12, FetchResponse(responses=[FetchResponse.FetchableTopicResponse(
+        topic="t", partitions=[FetchResponse.PartitionData(partition_index=0, records=records)])])))
+    head = client.get_buffer()
+    head[:100] = reply[:100]
+    assert client.buffer_updated(100) == []
+    buffer = client.get_buffer()
+    assert len(buffer) == len(reply) - 100  # the rest of the frame at once: allocated from the size prefix
+    buffer[:] = reply[100:]
+    (event,) = client.buffer_updated(len(buffer))
+    received = event.message.responses[0].partitions[0].records
+    assert isinstance(received, memoryview) and received.obj is buffer.obj  # no copy of the records
+    assert received == records and event.context == "fetch"
 
 
 def test_a_partial_small_frame_counts_as_receiving() -> None:

@@ -6,7 +6,11 @@ one Fetch request per leader (in a fetch session), holding min_bytes / max_wait_
 max.partition.fetch.bytes from the config. Each partition's answer
 becomes a CompletedFetch in a queue; errors that a metadata refresh fixes (the leader moved) trigger one and the
 partition is fetched again later. So the next fetch is already in flight while the application works through the
-last one (one fetch further ahead than Java's consumer goes, as librdkafka prefetches).
+last one (one fetch further ahead than Java's consumer goes, as librdkafka prefetches). A fetch to a connected broker
+is written at once and its answer handled in a callback on the response's future, not a task: the callback sends
+the next fetch in the same turn of the loop, so that nothing but the broker's round trip stands between two fetches.
+A response's records stay where the connection received them (slices of its frame); the network thread only walks
+their batch headers (to know where the next fetch starts).
 
 Caller side (poll): take CompletedFetches off the queue and decode them lazily, up to max.poll.records: validate each
 batch's CRC (check.crcs), skip records before the position (a compressed batch starts before it), skip control
@@ -31,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kfk.client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState
+from kfk.client.connection import BrokerConnection
 from kfk.client.network_client import NetworkClient, monotonic_ms
 from kfk.client.offsets import READ_COMMITTED
 from kfk.client.response_errors import response_error
@@ -50,7 +55,8 @@ from kfk.protocol.fetch_session import FINAL_EPOCH, FetchSessionBuilder
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.records import ControlRecordType, control_record_type, iter_batches
-from kfk.records.batch import RecordBatch
+from kfk.records.batch import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, RecordBatch
+from kfk.records.record import Buffer
 
 __all__ = ["Fetcher", "CompletedFetch"]
 
@@ -76,14 +82,15 @@ Deserializer = Callable[[bytes | None], Any]
 class CompletedFetch:
     """One partition's part of a fetch response, consumed incrementally by poll(): decoded one batch at a time into a
     list of ConsumerRecords (one pass over the batch, no per-record generator step), which take() hands out in
-    slices."""
+    slices. ``records`` is a slice of the response's frame as the connection received it (no copy on the network
+    thread): the frame lives until the CompletedFetch is dropped."""
 
     __slots__ = ("topic_partition", "fetch_offset", "error_code", "high_watermark", "last_stable_offset",
                  "log_start_offset", "records", "aborted_transactions", "next_fetch_offset", "last_epoch",
                  "_batches", "_pending", "_pending_next_offset", "_pending_epoch", "consumed_all", "end_offset")
 
     def __init__(self, topic_partition: TopicPartition, fetch_offset: int, error_code: int, high_watermark: int,
-                 last_stable_offset: int, log_start_offset: int, records: bytes,
+                 last_stable_offset: int, log_start_offset: int, records: Buffer,
                  aborted_transactions: list[tuple[int, int]] | None) -> None:
         self.topic_partition = topic_partition
         self.fetch_offset = fetch_offset
@@ -143,7 +150,8 @@ class CompletedFetch:
                          value_deserializer: Deserializer | None
                          ) -> Iterator[tuple[list[ConsumerRecord], int, int]]:
         """Per batch: its records at or after the fetch offset (none for a control batch or one of an aborted
-        transaction), the offset after the batch, and its leader epoch."""
+        transaction), the offset after the batch, and its leader epoch. A v2 batch's header is read once (with its
+        CRC check) and its fields taken from that: this loop runs once per fetched batch."""
         topic, partition = self.topic_partition
         aborted_by_producer: dict[int, int] = {}
         pending_aborts = sorted(self.aborted_transactions or [], key=lambda entry: entry[1])
@@ -151,42 +159,47 @@ class CompletedFetch:
         position = self.fetch_offset
         new = tuple.__new__
         for batch in iter_batches(self.records):
-            if check_crcs:
-                try:
+            try:
+                if batch.__class__ is RecordBatch:
+                    header = batch.validated_header() if check_crcs else batch.header()
+                elif check_crcs:
                     batch.validate()
-                except CorruptRecordError as error:
-                    raise CorruptRecordError(f"record batch of {self.topic_partition} at offset "
-                                             f"{batch.base_offset} is invalid: {error}") from None
-            next_offset = batch.next_offset
+            except CorruptRecordError as error:
+                raise CorruptRecordError(f"record batch of {self.topic_partition} at offset "
+                                         f"{batch.base_offset} is invalid: {error}") from None
             progressed = True
-            is_v2 = isinstance(batch, RecordBatch)
-            skip = is_v2 and batch.is_control
-            if read_committed and is_v2:
-                # Even for a batch before the position: an abort marker read there still closes its transaction,
-                # or a later transaction of the same producer would be dropped.
-                while pending_aborts and pending_aborts[0][1] <= batch.last_offset:
-                    producer_id, first_offset = pending_aborts.pop(0)
-                    aborted_by_producer[producer_id] = first_offset
-                if batch.is_control:
-                    if batch.producer_id in aborted_by_producer and _is_abort_marker(batch):
-                        aborted_by_producer.pop(batch.producer_id, None)
-                elif batch.is_transactional and batch.producer_id in aborted_by_producer:
-                    skip = True
-            if next_offset <= position:
-                continue  # all of it was returned already
-            epoch = batch.partition_leader_epoch if is_v2 else -1
-            if skip:  # a control batch, or a batch of an aborted transaction
-                position = next_offset
-                yield [], next_offset, epoch
-                continue
-            if is_v2:
-                records = list(batch.records(labels=(topic, partition, int(batch.timestamp_type), epoch),
-                                             record_type=ConsumerRecord))
-            else:
+            if batch.__class__ is not RecordBatch:  # a legacy message (set): no epoch, control or transaction
+                next_offset, epoch = batch.next_offset, -1
+                if next_offset <= position:
+                    continue
                 timestamp_type = int(batch.timestamp_type)
                 records = [new(ConsumerRecord, (topic, partition, offset, timestamp, timestamp_type, key, value,
                                                 headers, epoch))
                            for offset, timestamp, key, value, headers, _ in batch]
+            else:
+                (base_offset, _, epoch, _, _, attributes, last_offset_delta, _, _, producer_id, _, _,
+                 _) = header
+                next_offset = base_offset + last_offset_delta + 1
+                skip = attributes & CONTROL_FLAG_MASK
+                if read_committed:
+                    # Even for a batch before the position: an abort marker read there still closes its
+                    # transaction, or a later transaction of the same producer would be dropped.
+                    while pending_aborts and pending_aborts[0][1] < next_offset:
+                        aborted_producer_id, first_offset = pending_aborts.pop(0)
+                        aborted_by_producer[aborted_producer_id] = first_offset
+                    if skip:
+                        if producer_id in aborted_by_producer and _is_abort_marker(batch):
+                            aborted_by_producer.pop(producer_id, None)
+                    elif attributes & TRANSACTIONAL_FLAG_MASK and producer_id in aborted_by_producer:
+                        skip = True
+                if next_offset <= position:
+                    continue  # all of it was returned already
+                if skip:  # a control batch, or a batch of an aborted transaction
+                    position = next_offset
+                    yield [], next_offset, epoch
+                    continue
+                records = list(batch.records(labels=(topic, partition, 1 if attributes & TIMESTAMP_TYPE_MASK else 0,
+                                                     epoch), record_type=ConsumerRecord))
             if records and records[0].offset < position:  # a compressed batch may start before the position
                 records = [record for record in records if record.offset >= position]
             if key_deserializer is not None or value_deserializer is not None:
@@ -310,9 +323,13 @@ class Fetcher:
             self._refresh_metadata()
         for node, partitions in requests.items():
             self._in_flight_nodes.add(node)
-            task = asyncio.ensure_future(self._fetch(node, partitions))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            connection = self.network.connection_if_ready(node)
+            if connection is not None:
+                self._send_fetch(node, connection, partitions)
+            else:
+                task = asyncio.ensure_future(self._connect_and_fetch(node, partitions))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
         return wait_ms
 
     def _refresh_metadata(self) -> None:
@@ -329,10 +346,24 @@ class Fetcher:
 
         self._metadata_task = asyncio.ensure_future(refresh())
 
-    async def _fetch(self, node: int, partitions: list[tuple[TopicPartition, int, int]]) -> None:
-        cluster = self.network.cluster
+    async def _connect_and_fetch(self, node: int, partitions: list[tuple[TopicPartition, int, int]]) -> None:
         try:
             connection = await self.network.connect(node)
+        except (NetworkError, KafkaTimeoutError) as error:
+            self._fetch_failed(node, error)
+            return
+        except KafkaError as error:
+            self._in_flight_nodes.discard(node)
+            self._fail(error)
+            return
+        self._send_fetch(node, connection, partitions)
+
+    def _send_fetch(self, node: int, connection: BrokerConnection,
+                    partitions: list[tuple[TopicPartition, int, int]]) -> None:
+        """Write the fetch now and handle its answer in a callback (no task): the answer's callback sends the next
+        fetch at once, in the same turn of the loop, so the round trip to the broker is all the next fetch waits."""
+        cluster = self.network.cluster
+        try:
             topic_ids = {tp.topic: cluster.topic_id(tp.topic) for tp, _, _ in partitions}
             highest = None if all(topic_id != ZERO_UUID for topic_id in topic_ids.values()) \
                 else FETCH_TOPIC_NAMES_HIGHEST_VERSION
@@ -356,31 +387,58 @@ class Fetcher:
                 session_epoch=fetch.session_epoch if version >= FIRST_SESSION_VERSION else FINAL_EPOCH,
                 topics=fetch.topics, forgotten_topics_data=fetch.forgotten_topics_data,
                 rack_id=self.client_rack if version >= 11 else "")
-            response = await self.network.send(node, request, version=version,
-                                               timeout_ms=self.request_timeout_ms + self.fetch_max_wait_ms)
+            future = connection.send_request(request, version,
+                                             timeout_ms=self.request_timeout_ms + self.fetch_max_wait_ms)
         except (NetworkError, KafkaTimeoutError) as error:
-            self._sessions.pop(node, None)  # the broker may or may not have seen it: the next fetch is full
-            log.debug("fetch from broker %d failed: %s", node, error)
-            self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
-            self.network.request_metadata_update()
+            self.network.connection_failed(node, connection)
+            self._fetch_failed(node, error)
             return
         except KafkaError as error:
+            self._in_flight_nodes.discard(node)
             self._fail(error)
             return
-        finally:
-            self._in_flight_nodes.discard(node)
-            self.wakeup()
+        assert future is not None
+        future.add_done_callback(lambda done: self._fetch_answered(node, connection, partitions, done))
+
+    def _fetch_answered(self, node: int, connection: BrokerConnection,
+                        partitions: list[tuple[TopicPartition, int, int]], future: asyncio.Future) -> None:
+        self._in_flight_nodes.discard(node)
+        error = NetworkError(f"the fetch from broker {node} was cancelled") if future.cancelled() \
+            else future.exception()
+        if isinstance(error, (NetworkError, KafkaTimeoutError)):
+            self.network.connection_failed(node, connection)
+            self._fetch_failed(node, error)
+            return
+        if error is not None:
+            self._fail(error)
+            return
+        response = future.result()
         assert isinstance(response, FetchResponse)
         if not self._sessions[node].handle_response(response):
             log.debug("fetch session with broker %d: %s; the next fetch is full", node,
                       ErrorCode(response.error_code).name)
-            return
-        if response.error_code != ErrorCode.NONE:
+        elif response.error_code != ErrorCode.NONE:
             self._sessions[node].reset()
             self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
             log.warning("fetch from broker %d failed: %s", node, ErrorCode(response.error_code).name)
-            return
-        self._handle_response(node, response, {tp: position for tp, position, _ in partitions})
+        else:
+            try:
+                self._handle_response(node, response, {tp: position for tp, position, _ in partitions})
+            except KafkaError as error:  # records whose batch framing is impossible: poll() raises it
+                self._fail(error)
+                return
+        if self._running:
+            self._send_fetches()  # the next fetch now; the fetch task still looks again (timers, backoff)
+        self.wakeup()
+
+    def _fetch_failed(self, node: int, error: KafkaError) -> None:
+        """A fetch that never got its answer: the broker may or may not have seen it, so the next fetch is full."""
+        self._in_flight_nodes.discard(node)
+        self._sessions.pop(node, None)
+        log.debug("fetch from broker %d failed: %s", node, error)
+        self._node_backoff_until[node] = monotonic_ms() + self.retry_backoff_ms
+        self.network.request_metadata_update()
+        self.wakeup()
 
     def _handle_response(self, node: int, response: FetchResponse, positions: dict[TopicPartition, int]) -> None:
         cluster = self.network.cluster
@@ -409,7 +467,7 @@ class Fetcher:
                                    for entry in partition.aborted_transactions]
                     completed.append(CompletedFetch(tp, fetch_offset, code, partition.high_watermark,
                                                     partition.last_stable_offset, partition.log_start_offset,
-                                                    bytes(records), aborted))
+                                                    records, aborted))
                 elif code in _REFRESH_METADATA_ERRORS:
                     refresh = True
                 else:
