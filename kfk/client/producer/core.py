@@ -51,8 +51,8 @@ def to_bytes(value: Any) -> bytes | None:
 
 
 class ProducerCore:
-    def __init__(self, config: ClientConfig, key_serializer: Serializer | None,
-                 value_serializer: Serializer | None) -> None:
+    def __init__(self, config: ClientConfig, key_serializer: Serializer | None, value_serializer: Serializer | None,
+                 future_type: type[FutureRecordMetadata] = FutureRecordMetadata) -> None:
         self.config = config
         self.transactional_id: str | None = config.transactional_id
         self.acks = _ACKS[config.acks]
@@ -87,7 +87,7 @@ class ProducerCore:
         self.accumulator = RecordAccumulator(
             batch_size=config.batch_size, buffer_memory=config.buffer_memory, linger_ms=config.linger_ms,
             compression_type=compression_type, compression_level=level,
-            delivery_timeout_ms=config.delivery_timeout_ms)
+            delivery_timeout_ms=config.delivery_timeout_ms, future_type=future_type)
         self.transaction_manager = TransactionManager(
             config.max_in_flight_requests_per_connection, transactional_id=self.transactional_id,
             transaction_timeout_ms=config.transaction_timeout_ms, retry_backoff_ms=config.retry_backoff_ms,
