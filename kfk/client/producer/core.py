@@ -101,6 +101,7 @@ class ProducerCore:
             idempotence_explicit=idempotence_explicit)
         self.partitioner = BuiltInPartitioner(config.batch_size)
         self.ignore_keys = config.partitioner_ignore_keys
+        self._topic_partitions: dict[str, dict[int, TopicPartition]] = {}
         self.closed = False
 
     # --- checks ------------------------------------------------------------------------------------------------------
@@ -165,23 +166,35 @@ class ProducerCore:
         if timestamp_ms is None:
             timestamp_ms = system_time_ms()
         size = self._check_size(key_bytes, value_bytes, record_headers)
-        num_partitions = len(cluster.topics[topic].partitions)
-        sticky = partition is None and (key_bytes is None or self.ignore_keys)
+        sticky = False
         if partition is None:
-            if sticky:
-                partition = self.partitioner.partition(topic, cluster.available_partitions_for(topic),
-                                                       num_partitions)
+            num_partitions = len(cluster.topics[topic].partitions)
+            if key_bytes is None or self.ignore_keys:
+                sticky = True
+                available = cluster.available_partitions_for(topic)
+                partition = self.partitioner.partition(topic, available, num_partitions)
             else:
-                partition = partition_for_key(key_bytes, num_partitions)  # type: ignore[arg-type]
-        topic_partition = TopicPartition(topic, partition)
+                partition = partition_for_key(key_bytes, num_partitions)
+        topic_partition = self._topic_partition(topic, partition)
         if self.transactional_id is not None:
             self.transaction_manager.maybe_add_partition(topic_partition)  # type: ignore[union-attr]
         future, wake = self.accumulator.append(topic_partition, timestamp_ms, key_bytes, value_bytes, record_headers,
                                                max_block_ms, callback)
         if sticky:
-            self.partitioner.record_appended(topic, partition, size - RECORD_BATCH_OVERHEAD,
-                                             cluster.available_partitions_for(topic), num_partitions)
+            self.partitioner.record_appended(topic, partition, size - RECORD_BATCH_OVERHEAD, available,
+                                             num_partitions)
         return future, wake
+
+    def _topic_partition(self, topic: str, partition: int) -> TopicPartition:
+        """The one TopicPartition of each partition sent to: making a NamedTuple per record cost more than the
+        two lookups."""
+        by_index = self._topic_partitions.get(topic)
+        if by_index is None:
+            by_index = self._topic_partitions[topic] = {}
+        topic_partition = by_index.get(partition)
+        if topic_partition is None:
+            topic_partition = by_index[partition] = TopicPartition(topic, partition)
+        return topic_partition
 
     def append_values(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None, partition: int | None,
                       timestamp_ms: int | None, callback: RunCallback | None, max_block_ms: float) -> bool:
@@ -224,7 +237,7 @@ class ProducerCore:
                 group_values.append(value)
         wake = False
         for target, (group_keys, group_values) in groups.items():
-            topic_partition = TopicPartition(topic, target)
+            topic_partition = self._topic_partition(topic, target)
             if self.transactional_id is not None:
                 self.transaction_manager.maybe_add_partition(topic_partition)  # type: ignore[union-attr]
             wake = self.accumulator.append_values(topic_partition, timestamp_ms, group_keys, group_values,
