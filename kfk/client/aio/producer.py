@@ -24,6 +24,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from kfk.client.config import PRODUCER_CONFIG_DEF, ClientConfig
+from kfk.client.event_loop import resolve_waiter
 from kfk.client.network_client import monotonic_ms
 from kfk.client.producer.core import ProducerCore, Serializer
 from kfk.client.producer.future import FutureRecordMetadata, RunCallback
@@ -63,14 +64,10 @@ class RecordFuture(FutureRecordMetadata):
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         if not self._result.done:
             waiter = asyncio.get_running_loop().create_future()
-            if self._result.add_done_listener(functools.partial(_resolve, waiter)):
+            if self._result.add_done_listener(functools.partial(resolve_waiter, waiter)):
                 yield from waiter
         return self.result()
 
-
-def _resolve(waiter: asyncio.Future) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 class AIOProducer:
@@ -219,7 +216,7 @@ class AIOProducer:
             waiters = []
             for batch in accumulator.incomplete_batches():
                 waiter = loop.create_future()
-                if batch.result.add_done_listener(functools.partial(_resolve, waiter)):
+                if batch.result.add_done_listener(functools.partial(resolve_waiter, waiter)):
                     waiters.append(waiter)
             if waiters:
                 try:
@@ -289,7 +286,7 @@ class AIOProducer:
         self._core.sender.wakeup()
         if not result.done:
             waiter = asyncio.get_running_loop().create_future()
-            result.add_done_callback(functools.partial(_resolve, waiter))
+            result.add_done_callback(functools.partial(resolve_waiter, waiter))
             try:
                 await asyncio.wait_for(waiter, self._core.max_block_ms / 1000 if timeout is None else timeout)
             except asyncio.TimeoutError:

@@ -165,6 +165,8 @@ class RecordAccumulator:
         self._lock = threading.Lock()
         self._memory_freed = threading.Condition(self._lock)
         self._used_memory = 0
+        self._blocked_appends = 0
+        """Appends waiting (on _memory_freed) for buffer.memory: deallocate notifies only when there are any."""
         self._incomplete: set[ProducerBatch] = set()
         self._flushes_in_progress = 0
         self._closed = False
@@ -252,7 +254,11 @@ class RecordAccumulator:
                 raise KafkaTimeoutError(f"failed to allocate {size} bytes of buffer.memory within max.block.ms "
                                         f"({max_block_ms:.0f} ms): {self._used_memory} of {self.buffer_memory} "
                                         "bytes are waiting to be acknowledged")
-            self._memory_freed.wait(remaining / 1000)
+            self._blocked_appends += 1
+            try:
+                self._memory_freed.wait(remaining / 1000)
+            finally:
+                self._blocked_appends -= 1
         self._used_memory += size
 
     # --- the sender's side -------------------------------------------------------------------------------------------
@@ -348,7 +354,8 @@ class RecordAccumulator:
             self._incomplete.discard(batch)
             self._used_memory -= batch.reserved_bytes
             batch.reserved_bytes = 0
-            self._memory_freed.notify_all()
+            if self._blocked_appends:
+                self._memory_freed.notify_all()
         if self.on_memory_freed is not None:
             self.on_memory_freed()
 
