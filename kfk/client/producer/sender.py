@@ -53,6 +53,7 @@ from kfk.errors import (
 )
 from kfk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
+from kfk.protocol.single_partition_produce import SingleProduceRequest
 
 __all__ = ["Sender"]
 
@@ -330,7 +331,6 @@ class Sender:
 
     def _send_produce_request(self, node: int, batches: list[ProducerBatch]) -> None:
         manager = self.transaction_manager
-        topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
         for batch in batches:
             if batch.records is None:
                 if manager is not None:
@@ -340,13 +340,21 @@ class Sender:
                 batch.close()
             if manager is not None:
                 manager.batch_sent(batch.topic_partition)
-            topics.setdefault(batch.topic_partition.topic, []).append(
-                ProduceRequest.PartitionProduceData(index=batch.topic_partition.partition, records=batch.records))
-        request = ProduceRequest(
-            transactional_id=manager.transactional_id if manager is not None else None, acks=self.acks,
-            timeout_ms=self.request_timeout_ms,
-            topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=partitions)
-                        for name, partitions in topics.items()])
+        transactional_id = manager.transactional_id if manager is not None else None
+        request: ProduceRequest | SingleProduceRequest
+        if len(batches) == 1:  # the common request (one partition per broker): no message objects to build
+            topic, partition = batches[0].topic_partition
+            request = SingleProduceRequest(transactional_id, self.acks, self.request_timeout_ms, topic, partition,
+                                           batches[0].records)  # type: ignore[arg-type]
+        else:
+            topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
+            for batch in batches:
+                topics.setdefault(batch.topic_partition.topic, []).append(
+                    ProduceRequest.PartitionProduceData(index=batch.topic_partition.partition, records=batch.records))
+            request = ProduceRequest(
+                transactional_id=transactional_id, acks=self.acks, timeout_ms=self.request_timeout_ms,
+                topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=partitions)
+                            for name, partitions in topics.items()])
         self._in_flight[node] = self._in_flight.get(node, 0) + 1
         if self.acks == 0:
             self._track(self._produce_without_response(node, batches, request))
@@ -370,7 +378,7 @@ class Sender:
             self._retry_or_fail(batch, error)
 
     async def _produce_without_response(self, node: int, batches: list[ProducerBatch],
-                                        request: ProduceRequest) -> None:
+                                        request: ProduceRequest | SingleProduceRequest) -> None:
         """acks=0: the broker answers nothing, so the batches are done once written (waiting for the socket when
         its buffer is full: the only back-pressure there is)."""
         try:
