@@ -227,6 +227,8 @@ def test_aio_record_futures_deliver_each_records_error(bootstrap: str, topic_nam
             small = await producer.send(topic_name, b"small", partition=1)
             with pytest.raises(asyncio.InvalidStateError):
                 big.result()
+            with pytest.raises(asyncio.InvalidStateError):  # get() too: never a wait that would stall the loop
+                big.get()
             seen: list = []
 
             def failing(_future: object) -> None:

@@ -68,6 +68,7 @@ class RecordFuture(FutureRecordMetadata):
                 yield from waiter
         return self.result()
 
+    get = result  # never the sync future's blocking get(timeout): it would stall the loop that answers the batch
 
 
 class AIOProducer:
