@@ -681,6 +681,7 @@ broker never loads the 80-odd APIs it does not serve and `kfk --help` loads none
 
 from __future__ import annotations
 
+import functools
 import importlib
 from enum import IntEnum
 from typing import NamedTuple
@@ -731,11 +732,14 @@ def load(module: str) -> object:
     return importlib.import_module(f"{__name__}.{module}")
 
 
+# Cached: a client asks once per response it reads, and import_module's lookup cost more than decoding a small one.
+@functools.cache
 def request_class(api_key: int) -> type[Message]:
     schema = API_SCHEMAS[api_key]
     return getattr(load(schema.module), schema.name + "Request")
 
 
+@functools.cache
 def response_class(api_key: int) -> type[Message]:
     schema = API_SCHEMAS[api_key]
     return getattr(load(schema.module), schema.name + "Response")

@@ -20,9 +20,16 @@ from typing import Any, Callable, TypeVar
 
 from kfk.errors import KafkaTimeoutError
 
-__all__ = ["CallerLoop", "ClientLoop", "LoopRunner"]
+__all__ = ["CallerLoop", "ClientLoop", "LoopRunner", "resolve_waiter"]
 
 T = TypeVar("T")
+
+
+def resolve_waiter(waiter: asyncio.Future) -> None:
+    """Wake whoever awaits ``waiter`` (a bare future used as a one-shot signal), once: for callbacks and timers
+    that may fire after it was resolved or cancelled."""
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class LoopRunner:

@@ -190,7 +190,9 @@ class MemoryRecordsBuilder:
             raise ValueError("Cannot write a transactional batch without a valid producer id")
         if not INT64_MIN <= base_offset <= INT64_MAX:
             raise ValueError(f"Base offset {base_offset} does not fit in an int64")
-        self.compression_type = CompressionType(compression_type)
+        # The enum's own call costs more than the rest of this constructor: the producer makes a builder per batch.
+        self.compression_type = (compression_type if isinstance(compression_type, CompressionType)
+                                 else CompressionType(compression_type))
         self.timestamp_type = timestamp_type
         self.base_offset = base_offset
         self.log_append_time = log_append_time

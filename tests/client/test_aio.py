@@ -179,3 +179,96 @@ def test_aio_producer_send_to_a_partition_the_topic_lacks(bootstrap: str, topic_
 
     with pytest.raises(KafkaError, match="partition 7 of topic"):
         asyncio.run(produce())
+
+
+def test_aio_producer_waits_for_buffer_memory_without_blocking_the_loop(bootstrap: str, topic_name: str) -> None:
+    """buffer.memory far below what is sent: send() awaits acknowledgements to free it (the loop keeps running: a
+    ticker task advances meanwhile) and every record still lands, in order."""
+    count = 3000
+
+    async def produce() -> tuple[list[RecordMetadata], int, int]:
+        await create(bootstrap, topic_name, 1)
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not stop.is_set():
+                ticks += 1
+                await asyncio.sleep(0)
+
+        config = {"bootstrap.servers": bootstrap, "batch.size": 1024, "buffer.memory": 4096, "linger.ms": 1}
+        async with AIOProducer(config) as producer:
+            await producer.partitions_for(topic_name)
+            ticking = asyncio.ensure_future(ticker())
+            futures = [await producer.send(topic_name, b"%06d" % n + b"x" * 200) for n in range(count)]
+            stop.set()
+            await ticking
+            waited = producer._core.accumulator.changes  # batches made: each of them reserved 1,024 bytes
+            return [await future for future in futures], ticks, waited
+
+    metadata, ticks, batches = asyncio.run(produce())
+    assert [m.offset for m in metadata] == list(range(count))
+    assert batches * 1024 > 4 * 4096 and ticks > batches / 4  # far more memory than the buffer; the loop ran
+    values = [value for _, _, _, value, _ in confluent_read(bootstrap, topic_name, 1, count)]
+    assert values == [b"%06d" % n + b"x" * 200 for n in range(count)]
+
+
+def test_aio_record_futures_deliver_each_records_error(bootstrap: str, topic_name: str) -> None:
+    """A batch the broker refuses (larger than the topic's max.message.bytes) fails its own records' futures: await,
+    result() and exception() give the error, done callbacks run (one raising does not stop the others or the
+    sender), and the records of the other partition succeed."""
+    async def produce() -> tuple:
+        async with AIOAdmin({"bootstrap.servers": bootstrap}) as admin:
+            created = await admin.create_topics([NewTopic(topic_name, 2, 1, configs={"max.message.bytes": "2000"})])
+            assert created == {topic_name: None}
+        async with AIOProducer({"bootstrap.servers": bootstrap, "linger.ms": 50}) as producer:
+            big = await producer.send(topic_name, b"b" * 3000, partition=0)
+            small = await producer.send(topic_name, b"small", partition=1)
+            with pytest.raises(asyncio.InvalidStateError):
+                big.result()
+            with pytest.raises(asyncio.InvalidStateError):  # get() too: never a wait that would stall the loop
+                big.get()
+            seen: list = []
+
+            def failing(_future: object) -> None:
+                raise RuntimeError("a callback that raises")
+
+            big.add_done_callback(failing)
+            big.add_done_callback(lambda future: seen.append(("big", future.exception())))
+            small.add_done_callback(lambda future: seen.append(("small", future.exception())))
+            with pytest.raises(KafkaError) as raised:
+                await big
+            small_metadata = await small
+            late: list = []
+            big.add_done_callback(late.append)  # already done: runs at once
+            return big, raised.value, small_metadata, seen, late
+
+    big, error, small_metadata, seen, late = asyncio.run(produce())
+    assert "RecordTooLarge" in type(error).__name__ or "too large" in str(error).lower(), error
+    assert big.done() and big.exception() is error
+    with pytest.raises(type(error)):
+        big.result()
+    assert seen == [("big", error), ("small", None)] and late == [big]
+    assert (small_metadata.partition, small_metadata.offset, small_metadata.serialized_value_size) == (1, 0, 5)
+
+
+def test_aio_producer_idempotent_sends_keep_order_across_partitions(bootstrap: str, topic_name: str) -> None:
+    """The default producer is idempotent (acks=all): records sent with no await between them, across partitions
+    and many batches, get consecutive offsets per partition in send order."""
+    count = 4000
+
+    async def produce() -> list[RecordMetadata]:
+        await create(bootstrap, topic_name, 3)
+        async with AIOProducer({"bootstrap.servers": bootstrap, "batch.size": 2048}) as producer:
+            assert producer._core.idempotent
+            futures = [await producer.send(topic_name, b"v%d" % n, key=b"k%d" % (n % 7)) for n in range(count)]
+            await producer.flush()
+            return [future.result() for future in futures]
+
+    metadata = asyncio.run(produce())
+    by_partition: dict[int, list[int]] = {}
+    for m in metadata:
+        by_partition.setdefault(m.partition, []).append(m.offset)
+    assert sum(map(len, by_partition.values())) == count and len(by_partition) > 1
+    assert all(offsets == list(range(len(offsets))) for offsets in by_partition.values())

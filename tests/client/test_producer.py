@@ -173,3 +173,20 @@ def test_close_sends_what_is_queued(bootstrap: str, topic_name: str) -> None:
     assert [future.result(0).offset for future in futures] == list(range(10))
     with pytest.raises(RuntimeError):
         producer.send(topic_name, b"late")
+
+
+@pytest.mark.parametrize("max_in_flight", [1, 5])
+def test_a_sender_with_every_request_slot_taken_is_woken_by_the_answers(bootstrap: str, topic_name: str,
+                                                                          max_in_flight: int) -> None:
+    """Small batches sent faster than they are answered keep every max.in.flight slot taken: the sender then sleeps
+    without asking send() to wake it, and each answer must wake it for the next batch (a missed wake-up would leave
+    the records queued until flush times out)."""
+    create(bootstrap, topic_name)
+    config = {"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.size": 256, "acks": "1",
+              "max.in.flight.requests.per.connection": max_in_flight}
+    with Producer(config) as producer:
+        futures = [producer.send(topic_name, b"%05d" % n + b"v" * 100) for n in range(1500)]
+        producer.flush(30)
+        assert producer._sender._saturated() is False  # everything answered: no slot is taken any more
+        offsets = [future.result(0).offset for future in futures]
+    assert offsets == list(range(1500))

@@ -19,10 +19,12 @@ topic's metadata, buffer.memory, flush, the transaction calls), this one awaits.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, Callable
+from typing import Any
 
 from kfk.client.config import PRODUCER_CONFIG_DEF, ClientConfig
+from kfk.client.event_loop import resolve_waiter
 from kfk.client.network_client import monotonic_ms
 from kfk.client.producer.core import ProducerCore, Serializer
 from kfk.client.producer.future import FutureRecordMetadata, RunCallback
@@ -34,38 +36,39 @@ from kfk.errors import KafkaError, KafkaTimeoutError
 __all__ = ["AIOProducer", "RecordFuture"]
 
 
-class RecordFuture:
+class RecordFuture(FutureRecordMetadata):
     """What ``await send()`` returns: await it for the record's RecordMetadata (or its error). ``done()``,
     ``result()``, ``exception()`` and ``add_done_callback(fn(future))`` as an asyncio future has them; callbacks run
-    on the loop when the record's batch is answered."""
+    on the loop when the record's batch is answered.
 
-    __slots__ = ("_record",)
+    The accumulator makes it in place of the sync producer's FutureRecordMetadata, over the same per-batch result:
+    one small object per record and nothing per record when the batch completes but the callbacks asked for; an
+    asyncio future is made only when a record is awaited before its batch is answered.
+    """
 
-    def __init__(self, record: FutureRecordMetadata) -> None:
-        self._record = record
+    __slots__ = ()
 
-    def done(self) -> bool:
-        return self._record.done()
-
-    def result(self) -> RecordMetadata:
-        if not self._record.done():
+    def result(self) -> RecordMetadata:  # type: ignore[override]  # asyncio's: never waits
+        result = self._result
+        if not result.done:
             raise asyncio.InvalidStateError("the record is not acknowledged yet")
-        return self._record.result(0)
+        if result.error is not None:
+            raise result.error
+        return self._metadata()
 
-    def exception(self) -> BaseException | None:
-        if not self._record.done():
+    def exception(self) -> BaseException | None:  # type: ignore[override]
+        if not self._result.done:
             raise asyncio.InvalidStateError("the record is not acknowledged yet")
-        return self._record.exception(0)
-
-    def add_done_callback(self, callback: Callable[[RecordFuture], object]) -> None:
-        self._record.add_callback(lambda _metadata, _error: callback(self))
+        return self._result.error
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
-        if not self._record.done():
+        if not self._result.done:
             waiter = asyncio.get_running_loop().create_future()
-            self._record.add_callback(lambda _metadata, _error: waiter.done() or waiter.set_result(None))
-            yield from waiter
-        return self._record.result(0)
+            if self._result.add_done_listener(functools.partial(resolve_waiter, waiter)):
+                yield from waiter
+        return self.result()
+
+    get = result  # never the sync future's blocking get(timeout): it would stall the loop that answers the batch
 
 
 class AIOProducer:
@@ -75,7 +78,7 @@ class AIOProducer:
     def __init__(self, config: Mapping[str, Any] | None = None, *, key_serializer: Serializer | None = None,
                  value_serializer: Serializer | None = None, **overrides: Any) -> None:
         self.config = ClientConfig(PRODUCER_CONFIG_DEF, "producer", config, **overrides)
-        self._core = ProducerCore(self.config, key_serializer, value_serializer)
+        self._core = ProducerCore(self.config, key_serializer, value_serializer, RecordFuture)
         self.transactional_id = self._core.transactional_id
         self._sender_task: asyncio.Task | None = None
         self._memory_freed: asyncio.Event | None = None
@@ -107,17 +110,25 @@ class AIOProducer:
     async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                    timestamp_ms: int | None = None, headers: Any = None) -> RecordFuture:
         """Queue one record (waiting for the topic's metadata or for buffer.memory if needed, at most
-        max.block.ms); returns its future, which resolves once the broker acknowledged it."""
-        core = self._require_started()
+        max.block.ms); returns its future, which resolves once the broker acknowledged it.
+
+        The record is appended in the caller's task, as the sync producer's send() appends in the caller's thread:
+        no event-loop turn per record, only when a batch was started or filled (the sender's turn)."""
+        core = self._core
+        if self._sender_task is None:
+            raise RuntimeError("the producer is not started: await start() first")
         core.check_open()
-        deadline = monotonic_ms() + core.max_block_ms
+        deadline = None
         if core.needs_metadata(topic, partition):
+            deadline = monotonic_ms() + core.max_block_ms
             await self._wait_on_metadata(topic, partition, deadline)
         while True:
             try:
                 record, wake = core.append(topic, value, key, partition, timestamp_ms, headers, None, 0)
                 break
             except KafkaTimeoutError:  # buffer.memory is used up: wait for a batch to be answered
+                if deadline is None:
+                    deadline = monotonic_ms() + core.max_block_ms
                 await self._wait_for_memory(deadline)
         if wake:
             if core.sender.sleeping:
@@ -126,7 +137,7 @@ class AIOProducer:
             # otherwise fill buffer.memory before the first request left, and then go at the pace of its
             # acknowledgements, batch by batch.
             await asyncio.sleep(0)
-        return RecordFuture(record)
+        return record  # type: ignore[return-value]  # the accumulator makes RecordFutures for this producer
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                             timestamp_ms: int | None = None, headers: Any = None) -> RecordMetadata:
@@ -206,7 +217,7 @@ class AIOProducer:
             waiters = []
             for batch in accumulator.incomplete_batches():
                 waiter = loop.create_future()
-                if batch.result.add_done_listener(lambda waiter=waiter: waiter.done() or waiter.set_result(None)):
+                if batch.result.add_done_listener(functools.partial(resolve_waiter, waiter)):
                     waiters.append(waiter)
             if waiters:
                 try:
@@ -276,7 +287,7 @@ class AIOProducer:
         self._core.sender.wakeup()
         if not result.done:
             waiter = asyncio.get_running_loop().create_future()
-            result.add_done_callback(lambda: waiter.done() or waiter.set_result(None))
+            result.add_done_callback(functools.partial(resolve_waiter, waiter))
             try:
                 await asyncio.wait_for(waiter, self._core.max_block_ms / 1000 if timeout is None else timeout)
             except asyncio.TimeoutError:

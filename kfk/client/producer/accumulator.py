@@ -38,10 +38,11 @@ class ProducerBatch:
 
     __slots__ = ("topic_partition", "builder", "result", "created_ms", "attempts", "retry_at_ms",
                  "records", "record_count", "reserved_bytes", "base_sequence", "producer_epoch", "is_full", "in_retry",
-                 "_size_estimate", "_limit")
+                 "_size_estimate", "_limit", "_future_type")
 
     def __init__(self, topic_partition: TopicPartition, compression_type: CompressionType, batch_size: int,
-                 compression_level: int | None, now_ms: float, reserved_bytes: int) -> None:
+                 compression_level: int | None, now_ms: float, reserved_bytes: int,
+                 future_type: type[FutureRecordMetadata] = FutureRecordMetadata) -> None:
         self.topic_partition = topic_partition
         self.builder = MemoryRecordsBuilder(compression_type=compression_type, write_limit=batch_size,
                                             compression_level=compression_level)
@@ -58,6 +59,7 @@ class ProducerBatch:
         self.in_retry = False
         self._size_estimate = RECORD_BATCH_OVERHEAD
         self._limit = batch_size
+        self._future_type = future_type
 
     def __repr__(self) -> str:
         return (f"ProducerBatch({self.topic_partition}, records={self.record_count}, attempts={self.attempts}, "
@@ -82,9 +84,9 @@ class ProducerBatch:
         self._size_estimate = builder.estimated_size_in_bytes()
         if self._size_estimate >= self._limit:
             self.is_full = True
-        future = FutureRecordMetadata(self.result, relative_offset, timestamp, key_size, value_size)
+        future = self._future_type(self.result, relative_offset, timestamp, key_size, value_size)
         if callback is not None:
-            self.result.add_callback_while_open(future, callback)
+            self.result.add_callback_while_open(FutureRecordMetadata._run_callback, future, callback)
         return future
 
     def try_append_values(self, timestamp: int, keys: Sequence[bytes | None] | None,
@@ -109,7 +111,7 @@ class ProducerBatch:
             first = FutureRecordMetadata(self.result, relative_offset, timestamp,
                                          len(first_key) if first_key is not None else -1,
                                          len(first_value) if first_value is not None else -1)
-            self.result.add_callback_while_open(RecordRun(first, count), callback)  # type: ignore[arg-type]
+            self.result.add_callback_while_open(RecordRun._run_callback, RecordRun(first, count), callback)
         return count
 
     @property
@@ -148,17 +150,23 @@ class ReadyCheckResult:
 
 class RecordAccumulator:
     def __init__(self, *, batch_size: int, buffer_memory: int, linger_ms: int, compression_type: CompressionType,
-                 compression_level: int | None, delivery_timeout_ms: int) -> None:
+                 compression_level: int | None, delivery_timeout_ms: int,
+                 future_type: type[FutureRecordMetadata] = FutureRecordMetadata) -> None:
         self.batch_size = batch_size
         self.buffer_memory = buffer_memory
         self.linger_ms = linger_ms
         self.compression_type = compression_type
         self.compression_level = compression_level
         self.delivery_timeout_ms = delivery_timeout_ms
+        self.future_type = future_type
+        """What append() returns per record: the sync producer's FutureRecordMetadata, or the asyncio producer's
+        subclass of it (one object per record either way)."""
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._lock = threading.Lock()
         self._memory_freed = threading.Condition(self._lock)
         self._used_memory = 0
+        self._blocked_appends = 0
+        """Appends waiting (on _memory_freed) for buffer.memory: deallocate notifies only when there are any."""
         self._incomplete: set[ProducerBatch] = set()
         self._flushes_in_progress = 0
         self._closed = False
@@ -193,7 +201,7 @@ class RecordAccumulator:
             size = max(self.batch_size, RECORD_BATCH_OVERHEAD + record_size(0, 0, key, value, headers))
             self._reserve(size, max_block_ms)
             batch = ProducerBatch(topic_partition, self.compression_type, self.batch_size, self.compression_level,
-                                  monotonic_ms(), size)
+                                  monotonic_ms(), size, self.future_type)
             future = batch.try_append(timestamp, key, value, headers, key_size, value_size, callback)
             assert future is not None
             queue.append(batch)
@@ -226,7 +234,7 @@ class RecordAccumulator:
                 size = max(self.batch_size, RECORD_BATCH_OVERHEAD + record_size(0, 0, key, values[index]))
                 self._reserve(size, max_block_ms)
                 batch = ProducerBatch(topic_partition, self.compression_type, self.batch_size,
-                                      self.compression_level, monotonic_ms(), size)
+                                      self.compression_level, monotonic_ms(), size, self.future_type)
                 queue.append(batch)
                 self._incomplete.add(batch)
                 self.changes += 1
@@ -246,7 +254,11 @@ class RecordAccumulator:
                 raise KafkaTimeoutError(f"failed to allocate {size} bytes of buffer.memory within max.block.ms "
                                         f"({max_block_ms:.0f} ms): {self._used_memory} of {self.buffer_memory} "
                                         "bytes are waiting to be acknowledged")
-            self._memory_freed.wait(remaining / 1000)
+            self._blocked_appends += 1
+            try:
+                self._memory_freed.wait(remaining / 1000)
+            finally:
+                self._blocked_appends -= 1
         self._used_memory += size
 
     # --- the sender's side -------------------------------------------------------------------------------------------
@@ -342,7 +354,8 @@ class RecordAccumulator:
             self._incomplete.discard(batch)
             self._used_memory -= batch.reserved_bytes
             batch.reserved_bytes = 0
-            self._memory_freed.notify_all()
+            if self._blocked_appends:
+                self._memory_freed.notify_all()
         if self.on_memory_freed is not None:
             self.on_memory_freed()
 

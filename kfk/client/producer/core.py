@@ -32,6 +32,7 @@ __all__ = ["ProducerCore", "Serializer", "to_bytes"]
 Serializer = Callable[[Any], "bytes | None"]
 
 _NO_HEADERS: list = []
+_AS_THEY_ARE = frozenset({bytes, type(None)})
 _ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
 _COMPRESSION = {"none": CompressionType.NONE, "gzip": CompressionType.GZIP, "snappy": CompressionType.SNAPPY,
                 "lz4": CompressionType.LZ4, "zstd": CompressionType.ZSTD}
@@ -51,8 +52,8 @@ def to_bytes(value: Any) -> bytes | None:
 
 
 class ProducerCore:
-    def __init__(self, config: ClientConfig, key_serializer: Serializer | None,
-                 value_serializer: Serializer | None) -> None:
+    def __init__(self, config: ClientConfig, key_serializer: Serializer | None, value_serializer: Serializer | None,
+                 future_type: type[FutureRecordMetadata] = FutureRecordMetadata) -> None:
         self.config = config
         self.transactional_id: str | None = config.transactional_id
         self.acks = _ACKS[config.acks]
@@ -87,7 +88,7 @@ class ProducerCore:
         self.accumulator = RecordAccumulator(
             batch_size=config.batch_size, buffer_memory=config.buffer_memory, linger_ms=config.linger_ms,
             compression_type=compression_type, compression_level=level,
-            delivery_timeout_ms=config.delivery_timeout_ms)
+            delivery_timeout_ms=config.delivery_timeout_ms, future_type=future_type)
         self.transaction_manager = TransactionManager(
             config.max_in_flight_requests_per_connection, transactional_id=self.transactional_id,
             transaction_timeout_ms=config.transaction_timeout_ms, retry_backoff_ms=config.retry_backoff_ms,
@@ -101,6 +102,7 @@ class ProducerCore:
             idempotence_explicit=idempotence_explicit)
         self.partitioner = BuiltInPartitioner(config.batch_size)
         self.ignore_keys = config.partitioner_ignore_keys
+        self._topic_partitions: dict[str, dict[int, TopicPartition]] = {}
         self.closed = False
 
     # --- checks ------------------------------------------------------------------------------------------------------
@@ -165,35 +167,47 @@ class ProducerCore:
         if timestamp_ms is None:
             timestamp_ms = system_time_ms()
         size = self._check_size(key_bytes, value_bytes, record_headers)
-        num_partitions = len(cluster.topics[topic].partitions)
-        sticky = partition is None and (key_bytes is None or self.ignore_keys)
+        sticky = False
         if partition is None:
-            if sticky:
-                partition = self.partitioner.partition(topic, cluster.available_partitions_for(topic),
-                                                       num_partitions)
+            num_partitions = len(cluster.topics[topic].partitions)
+            if key_bytes is None or self.ignore_keys:
+                sticky = True
+                available = cluster.available_partitions_for(topic)
+                partition = self.partitioner.partition(topic, available, num_partitions)
             else:
-                partition = partition_for_key(key_bytes, num_partitions)  # type: ignore[arg-type]
-        topic_partition = TopicPartition(topic, partition)
+                partition = partition_for_key(key_bytes, num_partitions)
+        topic_partition = self._topic_partition(topic, partition)
         if self.transactional_id is not None:
             self.transaction_manager.maybe_add_partition(topic_partition)  # type: ignore[union-attr]
         future, wake = self.accumulator.append(topic_partition, timestamp_ms, key_bytes, value_bytes, record_headers,
                                                max_block_ms, callback)
         if sticky:
-            self.partitioner.record_appended(topic, partition, size - RECORD_BATCH_OVERHEAD,
-                                             cluster.available_partitions_for(topic), num_partitions)
+            self.partitioner.record_appended(topic, partition, size - RECORD_BATCH_OVERHEAD, available,
+                                             num_partitions)
         return future, wake
+
+    def _topic_partition(self, topic: str, partition: int) -> TopicPartition:
+        """The one TopicPartition of each partition sent to: making a NamedTuple per record cost more than the
+        two lookups."""
+        by_index = self._topic_partitions.get(topic)
+        if by_index is None:
+            by_index = self._topic_partitions[topic] = {}
+        topic_partition = by_index.get(partition)
+        if topic_partition is None:
+            topic_partition = by_index[partition] = TopicPartition(topic, partition)
+        return topic_partition
 
     def append_values(self, topic: str, values: Sequence[Any], keys: Sequence[Any] | None, partition: int | None,
                       timestamp_ms: int | None, callback: RunCallback | None, max_block_ms: float) -> bool:
         """Queue many records without headers, all with one timestamp (produce_batch); whether to wake the sender.
         Records with null keys (or keys ignored) all go to the topic's sticky partition of the moment."""
         cluster = self.network.cluster
-        value_list = list(map(self.value_serializer, values))
+        value_list = _serialize_all(self.value_serializer, values)
         key_list = None
         if keys is not None:
             if len(keys) != len(value_list):
                 raise ValueError(f"{len(keys)} keys for {len(value_list)} values")
-            key_list = list(map(self.key_serializer, keys))
+            key_list = _serialize_all(self.key_serializer, keys)
             if all(key is None for key in key_list):
                 key_list = None
         if not value_list:
@@ -224,7 +238,7 @@ class ProducerCore:
                 group_values.append(value)
         wake = False
         for target, (group_keys, group_values) in groups.items():
-            topic_partition = TopicPartition(topic, target)
+            topic_partition = self._topic_partition(topic, target)
             if self.transactional_id is not None:
                 self.transaction_manager.maybe_add_partition(topic_partition)  # type: ignore[union-attr]
             wake = self.accumulator.append_values(topic_partition, timestamp_ms, group_keys, group_values,
@@ -234,6 +248,14 @@ class ProducerCore:
             self.partitioner.record_appended(topic, partition, size,  # type: ignore[arg-type]
                                              cluster.available_partitions_for(topic), num_partitions)
         return wake
+
+
+def _serialize_all(serializer: Serializer, items: Sequence[Any]) -> list[bytes | None]:
+    """``[serializer(item) for item in items]``; with the default serializer and only bytes and None, a copy of the
+    list made at C speed (to_bytes would return each item as it is, at a Python call per record)."""
+    if serializer is to_bytes and set(map(type, items)) <= _AS_THEY_ARE:
+        return list(items)
+    return list(map(serializer, items))
 
 
 def _longest(values: list[bytes | None]) -> int:

@@ -2,8 +2,10 @@
 FutureRecordMetadata over a per-batch ProduceRequestResult).
 
 One ProduceRequestResult per batch carries the outcome (base offset, log append time, or the error); each record's
-future only knows its offset within the batch. So completing a batch of 500 records sets one event and builds
-RecordMetadata lazily when someone asks, instead of resolving 500 concurrent.futures.Future objects.
+future only knows its offset within the batch. So completing a batch of 500 records sets one flag and builds
+RecordMetadata lazily when someone asks, instead of resolving 500 concurrent.futures.Future objects. The asyncio
+producer's futures (kfk.client.aio.RecordFuture) are a subclass of the same per-record future, made by the same
+accumulator: no asyncio future, and no event-loop turn, per record.
 
 Callbacks (``send(..., callback=...)`` or ``future.add_callback``) run on the producer's network thread, in send
 order within a partition, as the Java client runs them on its I/O thread: they should be quick and must not call
@@ -31,62 +33,74 @@ RunCallback = Callable[["RecordMetadata | None", int, "BaseException | None"], N
 
 
 class ProduceRequestResult:
-    """The outcome of one batch, set once by the sender."""
+    """The outcome of one batch, set once by the sender.
 
-    __slots__ = ("topic_partition", "base_offset", "log_append_time", "error", "_event", "_callbacks", "_lock")
+    ``done`` is a plain attribute and the threading.Event that blocking waiters need is made only when one waits:
+    a batch is created for every 15 records of 1 KiB, and an Event (a Condition and two locks) cost more than
+    the rest of the batch's bookkeeping; the asyncio producer never blocks on it at all.
+    """
+
+    __slots__ = ("topic_partition", "base_offset", "log_append_time", "error", "done", "_event", "_callbacks",
+                 "_lock")
 
     def __init__(self, topic_partition: TopicPartition) -> None:
         self.topic_partition = topic_partition
         self.base_offset = -1
         self.log_append_time = NO_TIMESTAMP
         self.error: BaseException | None = None
-        self._event = threading.Event()
-        self._callbacks: list[tuple[FutureRecordMetadata | None, Callable]] = []
+        self.done = False
+        self._event: threading.Event | None = None
+        self._callbacks: list[tuple[Callable, object, Callable]] = []
+        """(runner, subject, callback) entries, completed as ``runner(subject, callback)``: no closure per record."""
         self._lock = threading.Lock()
 
-    @property
-    def done(self) -> bool:
-        return self._event.is_set()
-
     def wait(self, timeout: float | None = None) -> bool:
-        return self._event.wait(timeout)
+        if self.done:
+            return True
+        with self._lock:
+            if self.done:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def complete(self, base_offset: int, log_append_time: int, error: BaseException | None) -> None:
         """Set the outcome, wake waiters and run the callbacks (in the order they were added)."""
         with self._lock:
-            if self._event.is_set():
+            if self.done:
                 return
             self.base_offset = base_offset
             self.log_append_time = log_append_time
             self.error = error
-            self._event.set()
+            self.done = True
+            if self._event is not None:
+                self._event.set()
             callbacks, self._callbacks = self._callbacks, []
-        for future, callback in callbacks:
-            if future is None:
-                callback()
-            else:
-                future._run_callback(callback)
+        for runner, subject, callback in callbacks:
+            runner(subject, callback)
 
-    def add_callback_while_open(self, future: FutureRecordMetadata, callback: Callable) -> None:
-        """Register from send(): the batch is still open in the accumulator (whose lock the caller holds), so it
-        cannot be completing and the lock is not needed."""
-        self._callbacks.append((future, callback))
+    def add_callback_while_open(self, runner: Callable, subject: object, callback: Callable) -> None:
+        """Register ``runner(subject, callback)`` from send(): the batch is still open in the accumulator (whose
+        lock the caller holds), so it cannot be completing and the lock is not needed."""
+        self._callbacks.append((runner, subject, callback))
 
     def add_done_listener(self, callback: Callable[[], None]) -> bool:
         """``callback()`` once the batch completes (the asyncio producer's flush); False if it already has."""
+        return self.add_callback(_call, None, callback)
+
+    def add_callback(self, runner: Callable, subject: object, callback: Callable) -> bool:
+        """Register ``runner(subject, callback)`` for completion; False if the batch is already complete (the
+        caller runs it itself)."""
         with self._lock:
-            if self._event.is_set():
+            if self.done:
                 return False
-            self._callbacks.append((None, callback))  # type: ignore[arg-type]
+            self._callbacks.append((runner, subject, callback))
             return True
 
-    def add_callback(self, future: FutureRecordMetadata, callback: Callable) -> bool:
-        """Register; False if the batch is already complete (the caller runs the callback itself)."""
-        with self._lock:
-            if self._event.is_set():
-                return False
-            self._callbacks.append((future, callback))
-            return True
+
+def _call(_subject: None, callback: Callable[[], None]) -> None:
+    callback()
 
 
 class FutureRecordMetadata:
@@ -107,7 +121,7 @@ class FutureRecordMetadata:
         return self._result.done
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
-        if not self._result.wait(timeout):
+        if not self._result.done and not self._result.wait(timeout):
             raise KafkaTimeoutError(f"no acknowledgement for a record of {self._result.topic_partition} "
                                     f"within {timeout}s")
         if self._result.error is not None:
@@ -117,7 +131,7 @@ class FutureRecordMetadata:
     get = result
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        if not self._result.wait(timeout):
+        if not self._result.done and not self._result.wait(timeout):
             raise KafkaTimeoutError(f"no acknowledgement within {timeout}s")
         return self._result.error
 
@@ -130,12 +144,19 @@ class FutureRecordMetadata:
 
     def add_callback(self, callback: Callback) -> None:
         """``callback(metadata, None)`` on success, ``callback(None, error)`` on failure."""
-        if not self._result.add_callback(self, callback):
+        if not self._result.add_callback(FutureRecordMetadata._run_callback, self, callback):
             self._run_callback(callback)
 
     def add_done_callback(self, callback: Callable[[FutureRecordMetadata], object]) -> None:
         """concurrent.futures style: ``callback(future)``."""
-        self.add_callback(lambda _metadata, _error: callback(self))
+        if not self._result.add_callback(FutureRecordMetadata._run_done_callback, self, callback):
+            self._run_done_callback(callback)
+
+    def _run_done_callback(self, callback: Callable[[FutureRecordMetadata], object]) -> None:
+        try:
+            callback(self)
+        except Exception:  # a user callback must not kill the network thread
+            log.exception("a producer callback raised")
 
     def _run_callback(self, callback: Callable) -> None:
         error = self._result.error

@@ -27,6 +27,7 @@ import asyncio
 import functools
 import logging
 
+from kfk.client.event_loop import resolve_waiter
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
 from kfk.client.producer.accumulator import ProducerBatch, RecordAccumulator
 from kfk.client.offsets import find_coordinator
@@ -52,6 +53,7 @@ from kfk.errors import (
 )
 from kfk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
+from kfk.protocol.single_partition_produce import SingleProduceRequest
 
 __all__ = ["Sender"]
 
@@ -85,7 +87,10 @@ class Sender:
         self.sleeping = False
         self.force_close = False
         self.fatal_error: KafkaError | None = None
-        self._wakeup: asyncio.Event | None = None
+        self._woken = False
+        self._waiter: asyncio.Future | None = None
+        """The future a sleeping sender awaits: resolved by wakeup() or by its timer (no task per sleep, as
+        asyncio.wait_for on an Event would make: the sender sleeps thousands of times a second)."""
         self._in_flight: dict[int, int] = {}
         self._connecting: set[int] = set()
         self._tasks: set[asyncio.Task] = set()
@@ -97,8 +102,9 @@ class Sender:
 
     def wakeup(self) -> None:
         """Call on the loop thread (the producer uses loop.call_soon_threadsafe(sender.wakeup))."""
-        if self._wakeup is not None:
-            self._wakeup.set()
+        self._woken = True
+        if self._waiter is not None:
+            resolve_waiter(self._waiter)
 
     def initiate_close(self, force: bool) -> None:
         self.running = False
@@ -108,7 +114,6 @@ class Sender:
     # --- the loop ----------------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        self._wakeup = asyncio.Event()
         try:
             while self.running:
                 await self._run_once()
@@ -125,8 +130,7 @@ class Sender:
                 self._fail(batch, error)
 
     async def _run_once(self) -> None:
-        assert self._wakeup is not None
-        self._wakeup.clear()
+        self._woken = False
         changes = self.accumulator.changes
         manager = self.transaction_manager
         txn_delay = None
@@ -170,16 +174,37 @@ class Sender:
         delay = min(ready.next_ready_check_delay_ms, _MAX_IDLE_WAIT_MS,
                     txn_delay if txn_delay is not None else _MAX_IDLE_WAIT_MS)
         # Announce the sleep, then look once more: send() wakes a sleeping sender only, so a batch that filled
-        # up after this round started is either seen here or followed by a wake-up.
-        self.sleeping = True
+        # up after this round started is either seen here or followed by a wake-up. A sender with every broker's
+        # max.in.flight.requests.per.connection used up does not announce it: no batch can go before an answer,
+        # and each answer wakes it, so the sends meanwhile need not wake it for nothing (a syscall and a turn of
+        # the loop per batch, on the thread that sets the pace).
+        saturated = self._saturated()
+        self.sleeping = not saturated
         try:
-            if self.accumulator.changes != changes:
+            if not saturated and self.accumulator.changes != changes:
                 return
-            await asyncio.wait_for(self._wakeup.wait(), max(delay, 0) / 1000)
-        except asyncio.TimeoutError:
-            pass
+            await self._sleep(max(delay, 0) / 1000)
         finally:
             self.sleeping = False
+
+    async def _sleep(self, seconds: float) -> None:
+        """Until wakeup() (or one that came since this round started) or ``seconds`` pass."""
+        if self._woken:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(seconds, resolve_waiter, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+    def _saturated(self) -> bool:
+        """Whether every broker has max.in.flight.requests.per.connection requests unanswered."""
+        brokers = self.network.cluster.brokers
+        in_flight = self._in_flight
+        return bool(brokers) and all(in_flight.get(node, 0) >= self.max_in_flight for node in brokers)
 
     def _can_send(self, batch: ProducerBatch) -> bool:
         manager = self.transaction_manager
@@ -306,7 +331,6 @@ class Sender:
 
     def _send_produce_request(self, node: int, batches: list[ProducerBatch]) -> None:
         manager = self.transaction_manager
-        topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
         for batch in batches:
             if batch.records is None:
                 if manager is not None:
@@ -316,13 +340,21 @@ class Sender:
                 batch.close()
             if manager is not None:
                 manager.batch_sent(batch.topic_partition)
-            topics.setdefault(batch.topic_partition.topic, []).append(
-                ProduceRequest.PartitionProduceData(index=batch.topic_partition.partition, records=batch.records))
-        request = ProduceRequest(
-            transactional_id=manager.transactional_id if manager is not None else None, acks=self.acks,
-            timeout_ms=self.request_timeout_ms,
-            topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=partitions)
-                        for name, partitions in topics.items()])
+        transactional_id = manager.transactional_id if manager is not None else None
+        request: ProduceRequest | SingleProduceRequest
+        if len(batches) == 1:  # the common request (one partition per broker): no message objects to build
+            topic, partition = batches[0].topic_partition
+            request = SingleProduceRequest(transactional_id, self.acks, self.request_timeout_ms, topic, partition,
+                                           batches[0].records)  # type: ignore[arg-type]
+        else:
+            topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
+            for batch in batches:
+                topics.setdefault(batch.topic_partition.topic, []).append(
+                    ProduceRequest.PartitionProduceData(index=batch.topic_partition.partition, records=batch.records))
+            request = ProduceRequest(
+                transactional_id=transactional_id, acks=self.acks, timeout_ms=self.request_timeout_ms,
+                topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=partitions)
+                            for name, partitions in topics.items()])
         self._in_flight[node] = self._in_flight.get(node, 0) + 1
         if self.acks == 0:
             self._track(self._produce_without_response(node, batches, request))
@@ -346,7 +378,7 @@ class Sender:
             self._retry_or_fail(batch, error)
 
     async def _produce_without_response(self, node: int, batches: list[ProducerBatch],
-                                        request: ProduceRequest) -> None:
+                                        request: ProduceRequest | SingleProduceRequest) -> None:
         """acks=0: the broker answers nothing, so the batches are done once written (waiting for the socket when
         its buffer is full: the only back-pressure there is)."""
         try:
