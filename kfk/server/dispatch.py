@@ -266,9 +266,10 @@ class Dispatcher:
         self._registrations[api_key] = Registration(ApiKey(api_key), versions, handler, cls, fast)
 
     def wrap(self, api_key: ApiKey, wrapper: Callable[[Handler], Handler]) -> None:
-        """Replace a registered handler by `wrapper(handler)` (a KRaft broker forwards controller requests)."""
+        """Replace a registered handler by `wrapper(handler)` (a KRaft broker forwards controller requests); a fast
+        handler it had is dropped, so that every request goes through the wrapper."""
         registration = self._registrations[api_key]
-        self._registrations[api_key] = registration._replace(handler=wrapper(registration.handler))
+        self._registrations[api_key] = registration._replace(handler=wrapper(registration.handler), fast=None)
 
     async def handle_local(self, request: Message, api_version: int, client_id: str) -> Message:
         """Serve a request from this process itself, with no connection and no encoding (a combined node's broker
