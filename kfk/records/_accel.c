@@ -5,6 +5,7 @@ Each function here is a drop-in for a pure-Python function that stays the refere
     decode_records  for batch.decode_records_python  (a batch's record list -> records)
     encode_record   for builder.encode_record_python  (one record, length prefix included)
     encode_values   for builder.encode_values_python  (MemoryRecordsBuilder.append_values' loop)
+    stamp_produced_batch  for batch.stamp_produced_batch_python  (a produced batch checked and stamped in place)
 
 Equal inputs give equal results and equal errors (the same CorruptRecordError with the same message, in the same
 order of checks); tests/records/test_accelerator.py compares the two on random and malformed input. Every read is
@@ -835,10 +836,146 @@ done:
     return result;
 }
 
+/* --- the produce path: stamping one produced batch ------------------------------------------------------------ */
+/* stamp_produced_batch for batch.stamp_produced_batch_python: the checks of RecordBatch.validated_header and of a
+   leader taking a client's batch, then the base offset and leader epoch written in place. It never raises for a
+   batch it refuses: it returns None and the caller's general path names the fault. The CRC32C is the crc32c
+   package's (the one batch.py uses), called on a view of the buffer. */
+
+/* The v2 batch header, as batch.py lays it out. */
+#define BATCH_LENGTH_OFFSET 8
+#define BATCH_EPOCH_OFFSET 12
+#define BATCH_MAGIC_OFFSET 16
+#define BATCH_CRC_OFFSET 17
+#define BATCH_ATTRIBUTES_OFFSET 21
+#define BATCH_LAST_OFFSET_DELTA_OFFSET 23
+#define BATCH_MAX_TIMESTAMP_OFFSET 35
+#define BATCH_PRODUCER_ID_OFFSET 43
+#define BATCH_PRODUCER_EPOCH_OFFSET 51
+#define BATCH_BASE_SEQUENCE_OFFSET 53
+#define BATCH_RECORDS_COUNT_OFFSET 57
+#define BATCH_OVERHEAD 61
+#define BATCH_LOG_OVERHEAD 12
+#define BATCH_CODEC_MASK 0x07
+#define BATCH_MAX_CODEC 4 /* zstd */
+#define BATCH_TRANSACTIONAL_FLAG 0x10
+#define BATCH_CONTROL_FLAG 0x20
+
+static PyObject *crc32c_function; /* crc32c.crc32c, looked up once at import */
+
+static uint64_t
+read_be(const unsigned char *p, int bytes)
+{
+    uint64_t value = 0;
+    for (int i = 0; i < bytes; i++) {
+        value = (value << 8) | p[i];
+    }
+    return value;
+}
+
+static void
+write_be(unsigned char *p, uint64_t value, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--) {
+        p[i] = (unsigned char)(value & 0xff);
+        value >>= 8;
+    }
+}
+
+PyDoc_STRVAR(stamp_produced_batch_doc,
+"stamp_produced_batch(buffer, base_offset, epoch) -> (attributes, last_offset_delta, max_timestamp, producer_id,\n"
+"records_count) | None\n\nbatch.stamp_produced_batch_python in C.");
+
+static PyObject *
+stamp_produced_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "stamp_produced_batch takes buffer, base_offset and epoch");
+        return NULL;
+    }
+    long long base_offset = PyLong_AsLongLong(args[1]);
+    if (base_offset == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    long epoch = PyLong_AsLong(args[2]);
+    if (epoch == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (epoch < INT32_MIN || epoch > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "epoch does not fit an int32");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    unsigned char *p = (unsigned char *)view.buf;
+    Py_ssize_t size = view.len;
+    if (size < BATCH_OVERHEAD
+        || (int64_t)(int32_t)read_be(p + BATCH_LENGTH_OFFSET, 4) + BATCH_LOG_OVERHEAD != (int64_t)size
+        || p[BATCH_MAGIC_OFFSET] != 2) {
+        goto refuse;
+    }
+    int attributes = (int16_t)read_be(p + BATCH_ATTRIBUTES_OFFSET, 2);
+    int32_t last_offset_delta = (int32_t)read_be(p + BATCH_LAST_OFFSET_DELTA_OFFSET, 4);
+    int64_t max_timestamp = (int64_t)read_be(p + BATCH_MAX_TIMESTAMP_OFFSET, 8);
+    int64_t producer_id = (int64_t)read_be(p + BATCH_PRODUCER_ID_OFFSET, 8);
+    int producer_epoch = (int16_t)read_be(p + BATCH_PRODUCER_EPOCH_OFFSET, 2);
+    int32_t base_sequence = (int32_t)read_be(p + BATCH_BASE_SEQUENCE_OFFSET, 4);
+    int32_t records_count = (int32_t)read_be(p + BATCH_RECORDS_COUNT_OFFSET, 4);
+    int codec = attributes & BATCH_CODEC_MASK;
+    if (codec > BATCH_MAX_CODEC || (attributes & BATCH_CONTROL_FLAG)
+        || records_count <= 0 || last_offset_delta < 0 || (int64_t)last_offset_delta + 1 != records_count
+        || (codec == 0 && (int64_t)records_count * MIN_RECORD_SIZE > size - BATCH_OVERHEAD)
+        || producer_id < -1 || producer_epoch < -1 || base_sequence < -1
+        || ((attributes & BATCH_TRANSACTIONAL_FLAG) && producer_id == -1)
+        || (producer_id > -1 && base_sequence < 0)) {
+        goto refuse;
+    }
+    PyObject *covered = PyMemoryView_FromMemory((char *)p + BATCH_ATTRIBUTES_OFFSET, size - BATCH_ATTRIBUTES_OFFSET,
+                                                PyBUF_READ);
+    if (covered == NULL) {
+        goto done;
+    }
+    PyObject *crc = PyObject_CallOneArg(crc32c_function, covered);
+    Py_DECREF(covered);
+    if (crc == NULL) {
+        goto done;
+    }
+    unsigned long computed = PyLong_AsUnsignedLong(crc);
+    Py_DECREF(crc);
+    if (computed == (unsigned long)-1 && PyErr_Occurred()) {
+        goto done;
+    }
+    if (computed != (unsigned long)read_be(p + BATCH_CRC_OFFSET, 4)) {
+        goto refuse;
+    }
+    if (view.readonly) {  /* as struct's pack_into refuses a read-only buffer */
+        PyErr_SetString(PyExc_TypeError, "argument must be read-write bytes-like object");
+        goto done;
+    }
+    write_be(p, (uint64_t)base_offset, 8);
+    write_be(p + BATCH_EPOCH_OFFSET, (uint64_t)(uint32_t)(int32_t)epoch, 4);
+    result = Py_BuildValue("(iiLLi)", attributes, last_offset_delta, (long long)max_timestamp, (long long)producer_id,
+                           records_count);
+    goto done;
+refuse:
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* --- the module ------------------------------------------------------------------------------------------------ */
+
 static PyMethodDef methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_VARARGS | METH_KEYWORDS, decode_records_doc},
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL, encode_record_doc},
     {"encode_values", (PyCFunction)(void (*)(void))encode_values, METH_FASTCALL, encode_values_doc},
+    /* the produce path */
+    {"stamp_produced_batch", (PyCFunction)(void (*)(void))stamp_produced_batch, METH_FASTCALL,
+     stamp_produced_batch_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -869,6 +1006,15 @@ PyInit__accel(void)
     RecordType = PyObject_GetAttrString(record, "Record");
     Py_DECREF(record);
     if (RecordType == NULL) {
+        return NULL;
+    }
+    PyObject *crc32c_module = PyImport_ImportModule("crc32c");
+    if (crc32c_module == NULL) {
+        return NULL;
+    }
+    crc32c_function = PyObject_GetAttrString(crc32c_module, "crc32c");
+    Py_DECREF(crc32c_module);
+    if (crc32c_function == NULL) {
         return NULL;
     }
     return PyModule_Create(&module_definition);

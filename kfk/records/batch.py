@@ -623,6 +623,37 @@ def set_base_offset(buffer: bytearray | memoryview, position: int, base_offset: 
     _INT64.pack_into(buffer, position + BASE_OFFSET_OFFSET, base_offset)
 
 
+def stamp_produced_batch_python(buffer: bytearray | memoryview, base_offset: int,
+                                epoch: int) -> tuple[int, int, int, int, int] | None:
+    """The produce path's common case in one step: when ``buffer`` is exactly one client data batch of magic 2 that
+    passes every check ``RecordBatch.validated_header`` makes (CRC32C included) and those a leader makes of a
+    client's batch (not a control batch, recordsCount = lastOffsetDelta + 1 > 0, a base sequence with a producer
+    id), stamp it with ``base_offset`` and ``epoch`` in place (set_base_offset_and_leader_epoch) and return
+    (attributes, last_offset_delta, max_timestamp, producer_id, records_count). Anything else returns None with the
+    buffer untouched, and the caller takes the general path, which names the fault.
+
+    The reference of the C accelerator's stamp_produced_batch (kfk.records.accelerator); tests compare the two."""
+    size = len(buffer)
+    if size < RECORD_BATCH_OVERHEAD or _INT32.unpack_from(buffer, LENGTH_OFFSET)[0] + LOG_OVERHEAD != size:
+        return None
+    try:
+        header = RecordBatch(buffer).validated_header()
+    except CorruptRecordError:
+        return None
+    (_, _, _, _, _, attributes, last_offset_delta, _, max_timestamp, producer_id, _, base_sequence,
+     records_count) = header
+    if attributes & CONTROL_FLAG_MASK or records_count <= 0 or last_offset_delta + 1 != records_count or (
+            producer_id > NO_PRODUCER_ID and base_sequence < 0):
+        return None
+    _INT64.pack_into(buffer, BASE_OFFSET_OFFSET, base_offset)
+    _INT32.pack_into(buffer, PARTITION_LEADER_EPOCH_OFFSET, epoch)
+    return attributes, last_offset_delta, max_timestamp, producer_id, records_count
+
+
+stamp_produced_batch = accelerator.stamp_produced_batch if accelerator is not None else stamp_produced_batch_python
+"""stamp_produced_batch_python's signature and results, in C when the accelerator is in use."""
+
+
 def set_last_offset(buffer: bytearray | memoryview, position: int, last_offset: int) -> None:
     """Rewrite baseOffset so that the batch's last offset becomes ``last_offset`` (Kafka's setLastOffset)."""
     _require_v2(buffer, position)

@@ -539,7 +539,7 @@ class ReplicaManager:
         counters.bytes_in += len(records)
         counters.messages_in += appended.records_count
         if not appended.duplicate and appended.last_offset >= appended.first_offset >= 0:
-            self._on_leader_append(partition)
+            self._on_leader_append(partition, now_ms)
         return ProducePartitionResult(ErrorCode.NONE, base_offset=appended.first_offset,
                                       log_append_time_ms=appended.log_append_time,
                                       log_start_offset=appended.log_start_offset), appended.last_offset + 1
@@ -547,10 +547,11 @@ class ReplicaManager:
     def _append_off_loop(self, log: Log, records: bytes | bytearray | memoryview) -> bool:
         return log.config.flush_messages < INT64_MAX or append_needs_record_work(log.config, records)
 
-    def _on_leader_append(self, partition: Partition) -> None:
-        """New records: the high watermark may move (completing acks=all produces) and fetches may complete."""
+    def _on_leader_append(self, partition: Partition, now_ms: int) -> None:
+        """New records (appended at `now_ms`): the high watermark may move (completing acks=all produces) and fetches
+        may complete."""
         topic_partition = partition.topic_partition
-        if partition.maybe_increment_high_watermark(self.now_ms()):
+        if partition.maybe_increment_high_watermark(now_ms):
             self.produce_purgatory.check_and_complete(topic_partition)
         self.fetch_purgatory.check_and_complete(topic_partition)
 

@@ -204,12 +204,29 @@ class _TimedCoroutine:
 
 Handler = Callable[[RequestContext, Message], Awaitable[Message | None]]
 
+#: What a fast handler returns for a request it leaves to the generic path.
+NOT_SERVED: Any = object()
+
+#: A handler of an API's common request shape, straight from the frame (the context, the frame, where its body
+#: starts): the response chunks (None for no response), or NOT_SERVED when the request is not of that shape and the
+#: generic decoder and handler serve it. It is skipped while a request_percentage quota times handlers.
+FastHandler = Callable[[RequestContext, Buffer, int], Awaitable[list | None]]
+
 
 class Registration(NamedTuple):
     api_key: ApiKey
     versions: VersionRange
     handler: Handler
     request_class: type[Message]
+    fast: FastHandler | None = None
+
+
+def _handler_failed(registration: Registration, api_version: int, client_host: str,
+                    error: Exception) -> CloseConnection:
+    """A handler raised: logged, and the connection is closed (a handler bug costs one connection, never the
+    broker)."""
+    log.exception("error handling %s v%d from %s", registration.api_key.name, api_version, client_host)
+    return CloseConnection(f"{registration.api_key.name} handler failed: {error}")
 
 
 class CloseConnection(Exception):
@@ -233,8 +250,9 @@ class Dispatcher:
         self.subset = subset
         self._registrations: dict[int, Registration] = {}
 
-    def register(self, api_key: ApiKey, handler: Handler) -> None:
-        """Serve `api_key` with `handler`, at the versions `served_versions` gives it."""
+    def register(self, api_key: ApiKey, handler: Handler, fast: FastHandler | None = None) -> None:
+        """Serve `api_key` with `handler`, at the versions `served_versions` gives it; with `fast`, requests of the
+        shape it serves skip the generic decode, handler and encode (see FastHandler)."""
         versions = self.served_versions.get(api_key)
         if versions is None and self.subset:
             return
@@ -245,12 +263,13 @@ class Dispatcher:
         cls = request_class(api_key)
         if not cls.LOWEST_VERSION <= versions.lowest <= versions.highest <= cls.HIGHEST_VERSION:
             raise ValueError(f"{api_key.name} versions {versions.lowest}-{versions.highest} are outside the schema")
-        self._registrations[api_key] = Registration(ApiKey(api_key), versions, handler, cls)
+        self._registrations[api_key] = Registration(ApiKey(api_key), versions, handler, cls, fast)
 
     def wrap(self, api_key: ApiKey, wrapper: Callable[[Handler], Handler]) -> None:
-        """Replace a registered handler by `wrapper(handler)` (a KRaft broker forwards controller requests)."""
+        """Replace a registered handler by `wrapper(handler)` (a KRaft broker forwards controller requests); a fast
+        handler it had is dropped, so that every request goes through the wrapper."""
         registration = self._registrations[api_key]
-        self._registrations[api_key] = registration._replace(handler=wrapper(registration.handler))
+        self._registrations[api_key] = registration._replace(handler=wrapper(registration.handler), fast=None)
 
     async def handle_local(self, request: Message, api_version: int, client_id: str) -> Message:
         """Serve a request from this process itself, with no connection and no encoding (a combined node's broker
@@ -295,11 +314,23 @@ class Dispatcher:
             # handlers' bytes fields are ordinary hashable bytes (a copy of a small frame).
             frame = memoryview(frame) if api_key == ApiKey.PRODUCE else bytes(frame)
         context.request_data = frame
+        quotas = self.quotas
+        fast = registration.fast
+        if fast is not None and (quotas is None or not quotas.request.enabled):
+            try:
+                chunks = await fast(context, frame, position)
+            except CloseConnection:
+                raise
+            except Exception as error:  # as for the generic handler below
+                raise _handler_failed(registration, api_version, client_host, error) from error
+            if chunks is not NOT_SERVED:
+                if context.throttle_time_ms and on_throttle is not None:
+                    on_throttle(context.throttle_time_ms)
+                return chunks
         try:
             request = registration.request_class.decode(frame, api_version, position)
         except ProtocolError as error:
             raise CloseConnection(f"malformed {registration.api_key.name} v{api_version}: {error}") from error
-        quotas = self.quotas
         try:
             if quotas is not None and quotas.request.enabled and not _is_inter_broker(api_key, api_version, request):
                 timed = _TimedCoroutine(registration.handler(context, request))
@@ -314,8 +345,7 @@ class Dispatcher:
         except CloseConnection:
             raise
         except Exception as error:  # a handler bug must cost one connection, never the broker
-            log.exception("error handling %s v%d from %s", registration.api_key.name, api_version, client_host)
-            raise CloseConnection(f"{registration.api_key.name} handler failed: {error}") from error
+            raise _handler_failed(registration, api_version, client_host, error) from error
         if context.throttle_time_ms:
             if response is not None and hasattr(response, "throttle_time_ms"):
                 response.throttle_time_ms = max(response.throttle_time_ms, context.throttle_time_ms)

@@ -33,11 +33,13 @@ from kfk.records.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
+    MAX_TIMESTAMP_OFFSET,
     RECORD_BATCH_OVERHEAD,
     RecordBatch,
     iter_batches,
     set_base_offset_and_leader_epoch,
     set_log_append_time,
+    stamp_produced_batch,
 )
 from kfk.records.builder import MemoryRecordsBuilder
 from kfk.records.legacy import LegacyRecordBatch
@@ -187,6 +189,9 @@ class LogValidator:
         # future bound needs only the batch header: no record of a batch is newer than its max_timestamp.
         self._records_needed = compacted_topic or (timestamp_before_max_ms is not None and create_time)
         self._future_bound = timestamp_after_max_ms if create_time else None
+        # The common produce -- one CreateTime batch whose records need no look -- is checked and stamped in one step
+        # (stamp_produced_batch, in C with the accelerator); what it refuses takes the general path.
+        self._stamp_in_one_step = create_time and not self._records_needed
 
     @classmethod
     def for_config(cls, config: LogConfig, origin: AppendOrigin = AppendOrigin.CLIENT,
@@ -226,6 +231,10 @@ class LogValidator:
             buffer = records
         else:
             buffer = bytearray(records)
+        if self._stamp_in_one_step and (self.max_message_bytes is None or len(buffer) <= self.max_message_bytes):
+            info = self._stamp_one_batch(buffer, next_offset, now_ms, partition_leader_epoch)
+            if info is not None:
+                return info
         entries = list(iter_batches(buffer))
         consumed = entries[-1].position + entries[-1].size_in_bytes if entries else 0
         if consumed != len(buffer):
@@ -248,6 +257,33 @@ class LogValidator:
         return self._convert_legacy(entries, next_offset, now_ms, partition_leader_epoch)  # type: ignore[arg-type]
 
     # --- magic 2 ---------------------------------------------------------------------------------------------------
+
+    def _stamp_one_batch(self, buffer: bytearray | memoryview, next_offset: int, now_ms: int,
+                         partition_leader_epoch: int) -> LogAppendInfo | None:
+        """_validate_v2's result for one batch that keeps its codec, is within the future bound and that
+        stamp_produced_batch accepts; None otherwise (the buffer untouched), and the general path follows."""
+        # Left to the general path before anything is stamped: a batch it re-encodes (leaving the producer's buffer
+        # as it came) and one beyond the future bound (it names the records, by the producer's offsets).
+        target = self.target_compression
+        if len(buffer) < RECORD_BATCH_OVERHEAD or (
+                target is not None and buffer[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK != target.value) or (
+                self._future_bound is not None and
+                int.from_bytes(buffer[MAX_TIMESTAMP_OFFSET:MAX_TIMESTAMP_OFFSET + 8], "big", signed=True) - now_ms
+                > self._future_bound):
+            return None
+        stamped = stamp_produced_batch(buffer, next_offset, partition_leader_epoch)
+        if stamped is None:
+            return None
+        attributes, last_offset_delta, max_timestamp, producer_id, records_count = stamped
+        source_compression = _COMPRESSION_TYPES[attributes & COMPRESSION_CODEC_MASK]
+        last_offset = next_offset + last_offset_delta
+        if max_timestamp <= NO_TIMESTAMP:
+            max_timestamp, offset_of_max_timestamp = NO_TIMESTAMP, -1
+        else:
+            offset_of_max_timestamp = last_offset
+        return LogAppendInfo(next_offset, last_offset, max_timestamp, offset_of_max_timestamp, records_count, buffer,
+                             NO_TIMESTAMP, source_compression, source_compression, False, [RecordBatch(buffer)],
+                             producer_id > NO_PRODUCER_ID, partition_leader_epoch)
 
     def _validate_v2(self, buffer: bytearray | memoryview, batches: list[RecordBatch], next_offset: int,
                      now_ms: int, partition_leader_epoch: int) -> LogAppendInfo:

@@ -247,11 +247,10 @@ class LogSegment:
 
     def should_roll(self, *, max_segment_bytes: int, max_segment_ms: int, messages_size: int,
                     max_timestamp_in_messages: int, max_offset_in_messages: int, now_ms: int) -> bool:
-        reached_roll_ms = (self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
-                           > max_segment_ms - self.roll_jitter_ms)
-        size = self.size
+        size = self.log.size
         return (size > max_segment_bytes - messages_size
-                or (size > 0 and reached_roll_ms)
+                or (size > 0 and self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+                    > max_segment_ms - self.roll_jitter_ms)
                 or self.offset_index.is_full()
                 or self.time_index.is_full()
                 or not self.can_convert_to_relative_offset(max_offset_in_messages))

@@ -11,8 +11,10 @@ from kfk.protocol.apis import SUPPORTED_VERSIONS, VersionRange
 from kfk.protocol.headers import RequestHeader, decode_response, encode_request
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest
-from kfk.protocol.messages.metadata import MetadataRequest
-from kfk.server.dispatch import SERVED_VERSIONS, CloseConnection, Dispatcher, RequestContext
+from kfk.common.client_quotas import ClientQuotaEntity
+from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from kfk.security.quotas import ClientQuotaManagers
+from kfk.server.dispatch import NOT_SERVED, SERVED_VERSIONS, CloseConnection, Dispatcher, RequestContext
 from kfk.server.handlers.api_versions import ApiVersionsHandler
 
 
@@ -108,3 +110,67 @@ def test_a_version_outside_the_table_is_refused() -> None:
     with pytest.raises(CloseConnection, match="unsupported version 3 of METADATA"):
         asyncio.run(dispatcher.dispatch(frame(ApiKey.METADATA, 3, MetadataRequest(topics=None)),
                                         "127.0.0.1", 1, "PLAINTEXT"))
+
+
+# --- fast handlers ------------------------------------------------------------------------------------------------------
+
+def metadata_dispatcher(fast, quotas: ClientQuotaManagers | None = None) -> tuple[Dispatcher, list[str]]:
+    """A dispatcher serving Metadata with a generic handler that records its calls, and `fast`."""
+    calls: list[str] = []
+
+    async def generic(context: RequestContext, request: MetadataRequest) -> MetadataResponse:
+        calls.append("generic")
+        return MetadataResponse(throttle_time_ms=7)
+
+    dispatcher = Dispatcher({ApiKey.METADATA: VersionRange(12, 12)}, quotas)
+    dispatcher.register(ApiKey.METADATA, generic, fast)
+    return dispatcher, calls
+
+
+def dispatch_metadata(dispatcher: Dispatcher, on_throttle=None) -> list | None:
+    return asyncio.run(dispatcher.dispatch(frame(ApiKey.METADATA, 12, MetadataRequest(topics=None)), "127.0.0.1", 1,
+                                           "PLAINTEXT", on_throttle=on_throttle))
+
+
+def test_a_fast_handler_answers_its_requests_from_the_frame_and_leaves_the_others_to_the_generic_handler() -> None:
+    seen: list[tuple[int, int]] = []
+
+    async def fast(context: RequestContext, frame_: bytes, position: int) -> list | None:
+        seen.append((context.header.correlation_id, position))
+        if len(seen) == 1:
+            context.throttle_time_ms = 30
+            return [b"fast answer"]
+        return NOT_SERVED
+
+    dispatcher, calls = metadata_dispatcher(fast)
+    throttled: list[int] = []
+    assert dispatch_metadata(dispatcher, throttled.append) == [b"fast answer"]
+    assert calls == [] and throttled == [30]
+    chunks = dispatch_metadata(dispatcher)
+    assert calls == ["generic"] and seen == [(5, 12), (5, 12)]  # header v2 with client id "t": 12 bytes
+    assert decode_response(b"".join(chunks)[4:], ApiKey.METADATA, 12) == (5, MetadataResponse(throttle_time_ms=7))
+
+
+def test_a_fast_handler_is_skipped_while_a_request_quota_times_handlers_and_once_the_handler_is_wrapped() -> None:
+    async def fast(context: RequestContext, frame_: bytes, position: int) -> list | None:
+        return [b"fast answer"]
+
+    quotas = ClientQuotaManagers(11, 1)
+    quotas.update({ClientQuotaEntity.of([("client-id", None)]): {"request_percentage": 1000.0}})
+    dispatcher, calls = metadata_dispatcher(fast, quotas)
+    dispatch_metadata(dispatcher)
+    assert calls == ["generic"]
+    dispatcher, calls = metadata_dispatcher(fast)
+    dispatcher.wrap(ApiKey.METADATA, lambda handler: handler)
+    dispatch_metadata(dispatcher)
+    assert calls == ["generic"]
+
+
+def test_a_failing_fast_handler_closes_the_connection() -> None:
+    async def fast(context: RequestContext, frame_: bytes, position: int) -> list | None:
+        raise RuntimeError("a bug")
+
+    dispatcher, calls = metadata_dispatcher(fast)
+    with pytest.raises(CloseConnection, match="METADATA handler failed: a bug"):
+        dispatch_metadata(dispatcher)
+    assert calls == []

@@ -6,8 +6,10 @@ import struct
 
 import pytest
 from crc32c import crc32c
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from kfk.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
+from kfk.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, KafkaError, RecordTooLargeError
 from kfk.records import (
     CompressionType,
     ControlRecordType,
@@ -20,8 +22,9 @@ from kfk.records import (
     iter_batches,
 )
 from kfk.config import LogConfig
-from kfk.storage.log_validator import LogValidator, append_needs_record_work
+from kfk.storage.log_validator import LogAppendInfo, LogValidator, append_needs_record_work
 from kfk.storage.producer_state import AppendOrigin
+from tests.records.test_stamp_produced_batch import damaged, produced_batches
 
 NOW = 1_700_000_000_000
 
@@ -224,3 +227,37 @@ def test_record_errors_list_every_invalid_record_of_the_batch() -> None:
         LogValidator(timestamp_before_max_ms=5_000).validate_and_assign_offsets(late, 0, NOW)
     assert [index for index, _ in stale.value.record_errors] == [1, 2]
     assert "offset 1 is out of range" in str(stale.value)
+
+
+# --- the one-step stamp of the common produce (stamp_produced_batch) against the general path --------------------------
+
+def _validated(validator: LogValidator, payload: bytes, one_step: bool) -> tuple:
+    """What validating a copy of `payload` gives with the one-step stamp on or off: the LogAppendInfo's fields and
+    the buffer after, or the error's type and message."""
+    validator._stamp_in_one_step = one_step and validator._stamp_in_one_step
+    buffer = bytearray(payload)
+    try:
+        info = validator.validate_and_assign_offsets(buffer, 1000, NOW, partition_leader_epoch=4)
+    except (KafkaError, CorruptRecordError) as error:
+        return ("error", type(error), str(error), bytes(buffer) if one_step else None)
+    fields = {name: getattr(info, name) for name in LogAppendInfo.__slots__ if name != "batches"}
+    fields["validated_records"] = bytes(info.validated_records)
+    fields["batches"] = [(batch.position, bytes(batch.as_memoryview())) for batch in info.batches or []]
+    return ("ok", fields, bytes(buffer))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(produced_batches(), st.data(), st.sampled_from([None, *CompressionType]), st.sampled_from([None, 100, 10**6]),
+       st.sampled_from([None, 0, 3_600_000]), st.sampled_from(list(AppendOrigin)), st.booleans())
+def test_the_one_step_stamp_gives_the_general_path_s_result(
+        payload: bytes, data: st.DataObject, target: CompressionType | None, max_message_bytes: int | None,
+        future_bound: int | None, origin: AppendOrigin, damage: bool) -> None:
+    if damage:
+        payload = damaged(data, payload)
+    settings_ = {"target_compression": target, "max_message_bytes": max_message_bytes,
+                 "timestamp_after_max_ms": future_bound, "origin": origin}
+    one_step, general = (_validated(LogValidator(**settings_), payload, one_step) for one_step in (True, False))
+    if general[0] == "error":  # the same refusal; the buffer may hold the stamp the one-step check wrote first
+        assert one_step[:3] == general[:3]
+    else:
+        assert one_step == general

@@ -21,6 +21,11 @@ transactional produce, WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZA
 acks=0 gets no response at all; if a partition failed, the connection is closed instead, as Kafka does, so that
 the producer notices and refreshes its metadata.
 
+The common request -- one partition of one topic, no transactional id, acks 1 or -1, authorization off -- takes a fast
+path (`produce_fast`): read straight from the frame and answered with a response frame written from a cached layout
+(kfk/protocol/produce_fast.py), with the same checks, append and quota recording as the generic path; any other
+request, or a result with record errors, goes the generic way.
+
 With a producer_byte_rate quota in force, the records' bytes are recorded for the client's (user, client-id) once
 appended, and a client over its quota gets throttle_time_ms (v1+) and a muted connection (kfk.security.quotas).
 """
@@ -32,14 +37,17 @@ import time
 from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
+from kfk.protocol.headers import encode_response
+from kfk.protocol.message import Buffer
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
+from kfk.protocol.produce_fast import read_single_partition_produce, single_partition_produce_response
 from kfk.records import MAGIC_VALUE_V2, CompressionType, entry_at
 from kfk.replication.delayed_produce import ProducePartitionResult
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.security.acl import AclOperation, ResourceType
 from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.security.quotas import ClientQuotaManager
-from kfk.server.dispatch import CloseConnection, Dispatcher, RequestContext
+from kfk.server.dispatch import NOT_SERVED, CloseConnection, Dispatcher, RequestContext
 from kfk.server.txn_verification import TxnPartitionVerifier
 
 #: From this version a transactional produce comes from a TV2 producer: its partitions are added implicitly.
@@ -82,30 +90,48 @@ class ProduceHandler:
         self.quota = quota
 
     def register(self, dispatcher: Dispatcher) -> None:
-        dispatcher.register(ApiKey.PRODUCE, self.produce)
+        dispatcher.register(ApiKey.PRODUCE, self.produce, self.produce_fast)
+
+    async def produce_fast(self, context: RequestContext, frame: Buffer, position: int) -> list | None:
+        """The common request (see the module's docstring) from the frame itself, or NOT_SERVED."""
+        version = context.api_version
+        request = read_single_partition_produce(frame, position, version)
+        if request is None or request.acks == 0 or self.auth.enabled:
+            return NOT_SERVED
+        replica_manager = self.replica_manager
+        topic, index, records = request.topic, request.partition, request.records
+        error = _partition_error(replica_manager, version, topic, index, records)
+        if error == ErrorCode.NONE:
+            topic_partition = TopicPartition(topic, index)
+            result = (await replica_manager.append_records(request.timeout_ms, request.acks,
+                                                           {topic_partition: records}))[topic_partition]
+        else:
+            result = ProducePartitionResult(error)
+        self._record_bytes(context, len(records))
+        if result.record_errors or result.error_message is not None:
+            return encode_response(context.header.correlation_id, ApiKey.PRODUCE, version, ProduceResponse(
+                responses=[TopicProduceResponse(name=topic, partition_responses=[_partition_response(index, result)])],
+                throttle_time_ms=context.throttle_time_ms))
+        return [single_partition_produce_response(
+            context.header.correlation_id, version, topic, index, result.error, result.base_offset,
+            result.log_append_time_ms, result.log_start_offset, context.throttle_time_ms)]
 
     async def produce(self, context: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
         replica_manager = self.replica_manager
         version = context.api_version
-        image = replica_manager.image
         entries: dict[TopicPartition, bytes | memoryview] = {}
         early: dict[TopicPartition, ProducePartitionResult] = {}
         order: list[tuple[str, list[int]]] = []
         refused = self._refused(context, request)
         for topic_data in request.topic_data:
-            topic = image.topic(topic_data.name)
             indexes: list[int] = []
             for partition_data in topic_data.partition_data:
                 topic_partition = TopicPartition(topic_data.name, partition_data.index)
                 indexes.append(partition_data.index)
                 error = refused.get(topic_data.name, ErrorCode.NONE)
-                if error != ErrorCode.NONE:
-                    early[topic_partition] = ProducePartitionResult(error)
-                    continue
-                if topic is None or partition_data.index not in topic.partitions:
-                    early[topic_partition] = ProducePartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                    continue
-                error = validate_records(version, partition_data.records)
+                if error == ErrorCode.NONE:
+                    error = _partition_error(replica_manager, version, topic_data.name, partition_data.index,
+                                             partition_data.records)
                 if error != ErrorCode.NONE:
                     early[topic_partition] = ProducePartitionResult(error)
                     continue
@@ -121,12 +147,9 @@ class ProduceHandler:
         results = await replica_manager.append_records(request.timeout_ms, request.acks, entries,
                                                        verification_guards=guards)
         results.update(early)
-        quota = self.quota
-        if quota is not None and quota.enabled:
-            size = sum(len(partition_data.records or b"") for topic_data in request.topic_data
-                       for partition_data in topic_data.partition_data)
-            context.throttle_time_ms = quota.record_and_get_throttle_time_ms(
-                context.principal.name, context.client_id or "", size, time.monotonic_ns() // 1_000_000)
+        if self.quota is not None and self.quota.enabled:
+            self._record_bytes(context, sum(len(partition_data.records or b"") for topic_data in request.topic_data
+                                            for partition_data in topic_data.partition_data))
         if request.acks == 0:
             failed = [str(tp) for tp, result in results.items() if result.error != ErrorCode.NONE]
             if failed:
@@ -137,6 +160,14 @@ class ProduceHandler:
                 _partition_response(index, results[TopicPartition(name, index)]) for index in indexes])
             for name, indexes in order
         ])
+
+    def _record_bytes(self, context: RequestContext, size: int) -> None:
+        """With a producer_byte_rate quota in force, record the request's record bytes for its client and set the
+        throttle time the client is due."""
+        quota = self.quota
+        if quota is not None and quota.enabled:
+            context.throttle_time_ms = quota.record_and_get_throttle_time_ms(
+                context.principal.name, context.client_id or "", size, time.monotonic_ns() // 1_000_000)
 
     def _refused(self, context: RequestContext, request: ProduceRequest) -> dict[str, ErrorCode]:
         """The topics of the request the principal may not write to, with the error their partitions answer."""
@@ -149,6 +180,16 @@ class ProduceHandler:
             return dict.fromkeys(names, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         writable = auth.authorized_names(context, AclOperation.WRITE, ResourceType.TOPIC, names)
         return {name: ErrorCode.TOPIC_AUTHORIZATION_FAILED for name in names if name not in writable}
+
+
+def _partition_error(replica_manager: ReplicaManager, version: int, topic: str, index: int,
+                     records: bytes | memoryview | None) -> ErrorCode:
+    """What refuses a partition's records before they reach its log: an unknown topic or partition, or records of
+    the wrong shape for the request version."""
+    topic_image = replica_manager.image.topic(topic)
+    if topic_image is None or index not in topic_image.partitions:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return validate_records(version, records)
 
 
 def _partition_response(index: int, result: ProducePartitionResult) -> PartitionProduceResponse:
