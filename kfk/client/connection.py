@@ -79,7 +79,9 @@ class BrokerConnection:
         self.request_timeout_ms = request_timeout_ms
         self.connection_setup_timeout_ms = connection_setup_timeout_ms
         self._sasl = sasl
-        self.api_versions: dict[int, VersionRange] = {}
+        self._api_versions: dict[int, VersionRange] = {}
+        self._versions: dict[tuple[int, int | None, int], int] = {}
+        """version()'s answers, by its arguments: the producer asks for Produce's version with every request."""
         self._socket: _Socket | None = None
         self._protocol: ClientConnection[_Waiting] = ClientConnection(client_id, max_response_bytes=max_response_bytes)
         self.finalized_features: dict[str, int] = {}
@@ -173,12 +175,25 @@ class BrokerConnection:
 
     # --- versions ----------------------------------------------------------------------------------------------------
 
+    @property
+    def api_versions(self) -> dict[int, VersionRange]:
+        """The broker's version range of each API it offers, from its ApiVersions answer."""
+        return self._api_versions
+
+    @api_versions.setter
+    def api_versions(self, ranges: dict[int, VersionRange]) -> None:
+        self._api_versions = ranges
+        self._versions.clear()
+
     def supports(self, api_key: int) -> bool:
         broker = self.api_versions.get(api_key)
         return broker is not None and highest_common_version(ApiKey(api_key), broker.lowest, broker.highest) is not None
 
     def version(self, api_key: int, highest: int | None = None, lowest: int = 0) -> int:
         """The highest version of ``api_key`` both sides support, within [lowest, highest] when given."""
+        chosen = self._versions.get((api_key, highest, lowest))
+        if chosen is not None:
+            return chosen
         broker = self.api_versions.get(api_key)
         chosen = None
         if broker is not None:
@@ -192,6 +207,7 @@ class BrokerConnection:
             offered = f"v{broker.lowest}-v{broker.highest}" if broker is not None else "no version"
             raise UnsupportedVersionError(f"the broker at {self.address} does not support {name} in a version kfk "
                                           f"can use (it offers {offered})")
+        self._versions[api_key, highest, lowest] = chosen
         return chosen
 
     # --- requests ----------------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from collections import deque
 from typing import Generic, NamedTuple, TypeVar
 
 from kfk.errors import ErrorCode, KafkaError, ProtocolError
-from kfk.protocol.headers import RequestHeader, decode_response, encode_request
+from kfk.protocol.headers import decode_response, encode_request_frame
 from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.primitives import INT16, INT32
@@ -255,8 +255,7 @@ class ClientConnection(_FrameReceiver, Generic[C]):
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & _INT32_MAX
         api_key = request.API_KEY
-        frame = encode_request(RequestHeader(request_api_key=api_key, request_api_version=api_version,
-                                             correlation_id=correlation_id, client_id=self.client_id), request)
+        frame = encode_request_frame(api_key, api_version, correlation_id, self.client_id, request)
         if expect_response:
             self._in_flight.append(InFlightRequest(correlation_id, api_key, api_version, context))
         return frame

@@ -26,6 +26,7 @@ __all__ = [
     "decode_request_header",
     "decode_response",
     "encode_request",
+    "encode_request_frame",
     "encode_response",
     "request_header_version",
     "response_header_version",
@@ -83,6 +84,30 @@ def encode_request(header: RequestHeader, message: Message) -> bytes:
     out: list = [b""]
     header.encode_into(out, request_header_version(header.request_api_key, version))
     message.encode_into(out, version)
+    out[0] = INT32.pack(sum(map(len, out)))
+    return b"".join(out)
+
+
+@lru_cache(maxsize=1024)
+def _request_header_around_correlation_id(api_key: int, api_version: int, client_id: str | None
+                                          ) -> tuple[bytes, bytes]:
+    """A request header's bytes before and after its correlation id, encoded once by the generated codec: every
+    header version starts with api key, api version and correlation id (bytes 4-8), and the rest (client id, tagged
+    fields) is the same for every request a client sends at that version."""
+    out: list = []
+    RequestHeader(request_api_key=api_key, request_api_version=api_version, correlation_id=0,
+                  client_id=client_id).encode_into(out, request_header_version(api_key, api_version))
+    header = b"".join(out)
+    return header[:4], header[8:]
+
+
+def encode_request_frame(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
+                         message: Message) -> bytes:
+    """encode_request with a header of no tagged fields, for a client's requests: no RequestHeader built and encoded
+    per request (the producer sends thousands a second), only its correlation id packed."""
+    before, after = _request_header_around_correlation_id(api_key, api_version, client_id)
+    out: list = [b"", before, INT32.pack(correlation_id), after]
+    message.encode_into(out, api_version)
     out[0] = INT32.pack(sum(map(len, out)))
     return b"".join(out)
 

@@ -15,8 +15,14 @@ from kfk.protocol.connection import (
     ServerConnection,
     StreamError,
 )
-from kfk.protocol.headers import decode_request, encode_response
-from kfk.protocol.messages import ApiKey
+from kfk.protocol.headers import (
+    RequestHeader,
+    decode_request,
+    encode_request,
+    encode_request_frame,
+    encode_response,
+)
+from kfk.protocol.messages import ApiKey, request_class
 from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kfk.protocol.messages.fetch import FetchRequest, FetchResponse
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
@@ -271,3 +277,17 @@ def test_correlation_ids_wrap_at_int32_max() -> None:
     client.send_request(metadata_request(), METADATA_VERSION, None)
     client.send_request(metadata_request(), METADATA_VERSION, None)
     assert [pending.correlation_id for pending in client.in_flight] == [2**31 - 1, 0]
+
+
+@pytest.mark.parametrize("client_id", [None, "", "perf-producer-client", "clïent-é"])
+def test_request_frames_are_the_bytes_encode_request_writes_for_every_api_and_version(client_id: str | None) -> None:
+    """ClientConnection writes headers from bytes cached per api and version (encode_request_frame): the same frame,
+    header v0, v1 and v2 alike, as a RequestHeader encoded per request."""
+    for api_key in ApiKey:
+        cls = request_class(api_key)
+        for version in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1):
+            for correlation_id in (0, 1, 2**31 - 1):
+                header = RequestHeader(request_api_key=api_key, request_api_version=version,
+                                       correlation_id=correlation_id, client_id=client_id)
+                assert encode_request_frame(api_key, version, correlation_id, client_id, cls()) == \
+                    encode_request(header, cls()), (api_key, version)

@@ -162,13 +162,16 @@ class Sender:
             for node, batches in drained.items():
                 self._send_produce_request(node, batches)
             sent_any = True
+            if self._saturated():
+                break
         if self.network.metadata_needs_refresh():
             self._refresh_metadata_in_background()
         for batch in self.accumulator.expired_batches(now):
             self._fail(batch, KafkaTimeoutError(
                 f"expiring {batch.record_count} record(s) for {batch.topic_partition}: "
                 f"{now - batch.created_ms:.0f} ms has passed since batch creation (delivery.timeout.ms)"))
-        if sent_any:
+        saturated = self._saturated()
+        if sent_any and not saturated:
             await asyncio.sleep(0)  # let responses and appends in; then look again
             return
         delay = min(ready.next_ready_check_delay_ms, _MAX_IDLE_WAIT_MS,
@@ -177,8 +180,9 @@ class Sender:
         # up after this round started is either seen here or followed by a wake-up. A sender with every broker's
         # max.in.flight.requests.per.connection used up does not announce it: no batch can go before an answer,
         # and each answer wakes it, so the sends meanwhile need not wake it for nothing (a syscall and a turn of
-        # the loop per batch, on the thread that sets the pace).
-        saturated = self._saturated()
+        # the loop per batch, on the thread that sets the pace). Nor does it look again after sending the request
+        # that took the last slot: nothing can go before an answer (at 1 KiB records the producer runs saturated,
+        # and that second look was a round of ready(), drain() and expiry per request).
         self.sleeping = not saturated
         try:
             if not saturated and self.accumulator.changes != changes:
