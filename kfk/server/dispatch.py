@@ -361,9 +361,12 @@ class Dispatcher:
             return None
         return encode_response(header.correlation_id, api_key, api_version, response)
 
-    def has_fast_handler(self, api_key: int) -> bool:
-        """Whether requests of `api_key` may be served by dispatch_fast (the network layer asks before trying)."""
-        registration = self._registrations.get(api_key)
+    def serves_fast(self, frame: Buffer) -> bool:
+        """Whether `frame` is a request of an API with a fast handler, which dispatch_fast may serve (the network
+        layer asks before trying); False for a frame too short to name its API (dispatch() closes the connection)."""
+        if len(frame) < 2:
+            return False
+        registration = self._registrations.get((frame[0] << 8) | frame[1])
         return registration is not None and registration.fast is not None
 
     async def dispatch_fast(

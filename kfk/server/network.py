@@ -210,12 +210,11 @@ class _Connection(asyncio.BufferedProtocol):
             if frame.__class__ is StreamError:
                 log.warning("closing connection from %s:%s: %s", self.client_host, self.client_port, frame.error)
             elif replies is not None and self._frame_waiter is not None and not self._frames \
-                    and dispatcher.has_fast_handler((frame[0] << 8) | frame[1]) \
+                    and dispatcher.serves_fast(frame) \
                     and self._serve_inline(dispatcher, frame, replies):
                 continue
             self._push(frame)
         if replies:  # the responses of the requests answered in this read, in one send
-            self._server._touch(self)
             self._transport.write(b"".join(replies))
         if self._server.memory_pool is not None:
             self._server._reserve(self)
@@ -246,6 +245,7 @@ class _Connection(asyncio.BufferedProtocol):
         else:
             self._push(_Started(frame, coroutine, yielded))
             return True
+        self._server._touch(self)
         if chunks is not None:
             replies.extend(chunks)
         if self._throttle_ms:  # the task mutes the connection once this response is out (and observes it)
@@ -409,6 +409,9 @@ class _Connection(asyncio.BufferedProtocol):
                 try:
                     if item is not frame:
                         chunks = await item
+                        if chunks is NOT_SERVED:  # declined after all (nothing done): the generic path serves it
+                            chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port,
+                                                               self._listener_name, self.principal, self._on_throttle)
                     elif authenticator is not None:
                         chunks = await authenticator.handle(frame, self.client_host, self.client_port,
                                                             self._listener_name, self._on_throttle)

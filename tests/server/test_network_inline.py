@@ -122,3 +122,13 @@ def test_a_throttled_inline_answer_mutes_the_connection_for_the_throttle_time() 
         assert time.monotonic() - started >= 0.25  # muted for the 300 ms from the first response on
 
     asyncio.run(serve(test))
+
+
+def test_a_frame_too_short_to_name_its_api_closes_the_connection() -> None:
+    async def test(served: Served, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(metadata_frame(1))
+        assert await answers(reader, 1) == [1]
+        writer.write(INT32.pack(1) + b"\x00")
+        assert await asyncio.wait_for(reader.read(1), 5) == b""
+
+    asyncio.run(serve(test))
