@@ -23,6 +23,13 @@ bytearray of its own that the kernel fills directly). The dispatcher decodes Pro
 bytearray, so the records field is a view too: the validator assigns offsets in place and the log writes those very
 bytes (socket -> frame -> file).
 
+The common request needs no task at all: a request of an API with a fast handler (the dispatcher's dispatch_fast;
+today the one-partition produce) that arrives while its connection's task waits for work is served in the callback
+that read it, and when its handler completes there (no disk executor, no acks=all wait) the response is written in
+that callback too, those of one read's requests in one send. A request whose handler suspends or fails there, and
+every request behind it, goes to the task, so responses keep request order; a quota throttle mutes the connection
+after the response, as in the task.
+
 On a SASL listener each connection has a SaslAuthenticator (kfk.server.sasl_authenticator) that takes the
 dispatcher's place: it serves the authentication exchange itself and passes the other requests on with the
 principal it established.
