@@ -20,14 +20,20 @@ from typing import NamedTuple
 
 from kfk.errors import ProtocolError
 from kfk.protocol.message import Buffer
+from kfk.protocol.messages.produce import ProduceRequest
 from kfk.protocol.primitives import INT16, INT32, read_unsigned_varint, unsigned_varint
 
-#: The first Produce version whose records must be one magic-2 batch, and the first flexible one.
+#: The first Produce version whose records must be one magic-2 batch, the first flexible one, and the last that
+#: names topics (v13, KIP-516, names them by id). The facts of this shape's layout live here; the client's writer of
+#: the same request (kfk/protocol/single_partition_produce.py) takes them from this module.
 FIRST_SINGLE_BATCH_VERSION = 3
-FIRST_FLEXIBLE_VERSION = 9
+FIRST_FLEXIBLE_VERSION = ProduceRequest.FIRST_FLEXIBLE_VERSION
 HIGHEST_VERSION = 12
 
-_ACKS_TIMEOUT = struct.Struct(">hi")
+#: acks and timeout_ms, after the transactional id.
+ACKS_TIMEOUT = struct.Struct(">hi")
+#: A compact array of one element (its length + 1): the one topic, the one partition.
+COMPACT_ONE = 2
 _ONE_TOPIC_HEADER = struct.Struct(">hhi")  # v3-v8: null transactional id, then acks and timeout_ms
 _FIXED_ONE_PARTITION = struct.Struct(">ii")  # v3-v8: the partitions array's length (1) and the partition index
 _FRAME_HEADER = struct.Struct(">ii")  # size prefix and correlation id
@@ -53,9 +59,9 @@ def read_single_partition_produce(frame: Buffer, position: int, version: int) ->
         if version >= FIRST_FLEXIBLE_VERSION:
             if frame[position] != 0:  # a transactional id (its compact length + 1), or a multi-byte varint
                 return None
-            acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(frame, position + 1)
+            acks, timeout_ms = ACKS_TIMEOUT.unpack_from(frame, position + 1)
             position += 7
-            if frame[position] != 2:  # one topic
+            if frame[position] != COMPACT_ONE:  # one topic
                 return None
             name_length = frame[position + 1] - 1
             if name_length < 0 or name_length >= 127:  # null, or a name whose length needs two varint bytes
@@ -63,7 +69,7 @@ def read_single_partition_produce(frame: Buffer, position: int, version: int) ->
             position += 2
             topic = str(frame[position:position + name_length], "utf-8", "replace")
             position += name_length
-            if frame[position] != 2:  # one partition
+            if frame[position] != COMPACT_ONE:  # one partition
                 return None
             partition = INT32.unpack_from(frame, position + 1)[0]
             records_length, position = read_unsigned_varint(frame, position + 5)

@@ -11,20 +11,17 @@ fields; any other version goes through the generated codec, which stays the defi
 
 from __future__ import annotations
 
-import struct
 from functools import lru_cache
 
 from kfk.common.varint import SMALL_UNSIGNED_VARINTS
 from kfk.protocol.message import Buffer
 from kfk.protocol.messages.produce import ProduceRequest
 from kfk.protocol.primitives import EMPTY_TAGGED_FIELDS, INT32, unsigned_varint, write_compact_nullable_string
+from kfk.protocol.produce_fast import ACKS_TIMEOUT, COMPACT_ONE, FIRST_FLEXIBLE_VERSION, HIGHEST_VERSION
 
 __all__ = ["SingleProduceRequest"]
 
-_ACKS_TIMEOUT = struct.Struct(">hi")
-_ONE = b"\x02"  # a compact array of one element (its length + 1)
-_FIRST_FLEXIBLE_VERSION = ProduceRequest.FIRST_FLEXIBLE_VERSION
-_LAST_BY_NAME_VERSION = 12  # v13 (KIP-516) names topics by id
+_ONE = bytes([COMPACT_ONE])
 
 
 @lru_cache(maxsize=256)
@@ -63,11 +60,11 @@ class SingleProduceRequest:
                 ProduceRequest.PartitionProduceData(index=self.partition, records=self.records)])])
 
     def encode_into(self, out: list, version: int) -> None:
-        if not _FIRST_FLEXIBLE_VERSION <= version <= _LAST_BY_NAME_VERSION:
+        if not FIRST_FLEXIBLE_VERSION <= version <= HIGHEST_VERSION:
             self.to_message().encode_into(out, version)
             return
         records_length = len(self.records) + 1
-        out += (_compact_nullable_string(self.transactional_id), _ACKS_TIMEOUT.pack(self.acks, self.timeout_ms),
+        out += (_compact_nullable_string(self.transactional_id), ACKS_TIMEOUT.pack(self.acks, self.timeout_ms),
                 _ONE, _compact_nullable_string(self.topic), _ONE, INT32.pack(self.partition),
                 SMALL_UNSIGNED_VARINTS[records_length] if records_length < 128 else unsigned_varint(records_length),
                 self.records, EMPTY_TAGGED_FIELDS, EMPTY_TAGGED_FIELDS, EMPTY_TAGGED_FIELDS)

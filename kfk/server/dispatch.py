@@ -229,6 +229,20 @@ def _handler_failed(registration: Registration, api_version: int, client_host: s
     return CloseConnection(f"{registration.api_key.name} handler failed: {error}")
 
 
+async def _serve_fast(registration: Registration, context: RequestContext, frame: Buffer, position: int,
+                      on_throttle: Callable[[int], None] | None) -> list | None:
+    """The fast handler's response chunks (its throttle passed to `on_throttle`), or NOT_SERVED."""
+    try:
+        chunks = await registration.fast(context, frame, position)  # type: ignore[misc]
+    except CloseConnection:
+        raise
+    except Exception as error:  # as for the generic handler (dispatch)
+        raise _handler_failed(registration, context.api_version, context.client_host, error) from error
+    if chunks is not NOT_SERVED and context.throttle_time_ms and on_throttle is not None:
+        on_throttle(context.throttle_time_ms)
+    return chunks
+
+
 class CloseConnection(Exception):
     """Raised to the network layer when the connection must be closed instead of answered, or (with `response`)
     after that last response is written and `close_delay_ms` more: a failed SASL authentication, whose client must
@@ -315,17 +329,9 @@ class Dispatcher:
             frame = memoryview(frame) if api_key == ApiKey.PRODUCE else bytes(frame)
         context.request_data = frame
         quotas = self.quotas
-        fast = registration.fast
-        if fast is not None and (quotas is None or not quotas.request.enabled):
-            try:
-                chunks = await fast(context, frame, position)
-            except CloseConnection:
-                raise
-            except Exception as error:  # as for the generic handler below
-                raise _handler_failed(registration, api_version, client_host, error) from error
+        if registration.fast is not None and (quotas is None or not quotas.request.enabled):
+            chunks = await _serve_fast(registration, context, frame, position, on_throttle)
             if chunks is not NOT_SERVED:
-                if context.throttle_time_ms and on_throttle is not None:
-                    on_throttle(context.throttle_time_ms)
                 return chunks
         try:
             request = registration.request_class.decode(frame, api_version, position)
@@ -354,6 +360,37 @@ class Dispatcher:
         if response is None:
             return None
         return encode_response(header.correlation_id, api_key, api_version, response)
+
+    def serves_fast(self, frame: Buffer) -> bool:
+        """Whether `frame` is a request of an API with a fast handler, which dispatch_fast may serve (the network
+        layer asks before trying); False for a frame too short to name its API (dispatch() closes the connection)."""
+        if len(frame) < 2:
+            return False
+        registration = self._registrations.get((frame[0] << 8) | frame[1])
+        return registration is not None and registration.fast is not None
+
+    async def dispatch_fast(
+        self, frame: bytearray, client_host: str, client_port: int, listener_name: str,
+        principal: KafkaPrincipal = ANONYMOUS, on_throttle: Callable[[int], None] | None = None,
+    ) -> list | None:
+        """dispatch() for a request a fast handler serves, else NOT_SERVED with nothing done (the frame is then for
+        dispatch()). The network layer runs it outside any task, in the callback that received the frame, so that
+        the common request is answered there when the handler does not suspend; it never reaches a generic handler,
+        which may expect to run in a task (asyncio.timeout)."""
+        try:
+            header, position = decode_request_header(frame)
+        except KafkaError:
+            return NOT_SERVED  # dispatch() closes the connection, saying why
+        api_version = header.request_api_version
+        registration = self._registrations.get(header.request_api_key)
+        quotas = self.quotas
+        if registration is None or registration.fast is None or api_version not in registration.versions \
+                or (quotas is not None and quotas.request.enabled):
+            return NOT_SERVED
+        view = memoryview(frame)  # Produce's records are edited in place (see dispatch)
+        context = RequestContext(header, api_version, client_host, client_port, listener_name, principal,
+                                 request_data=view)
+        return await _serve_fast(registration, context, view, position, on_throttle)
 
     async def handle_forwarded(self, request_data: bytes, client_host: str, listener_name: str,
                                principal: KafkaPrincipal, forwardable: Set[int]) -> tuple[RequestHeader, Message]:

@@ -23,6 +23,13 @@ bytearray of its own that the kernel fills directly). The dispatcher decodes Pro
 bytearray, so the records field is a view too: the validator assigns offsets in place and the log writes those very
 bytes (socket -> frame -> file).
 
+The common request needs no task at all: a request of an API with a fast handler (the dispatcher's dispatch_fast;
+today the one-partition produce) that arrives while its connection's task waits for work is served in the callback
+that read it, and when its handler completes there (no disk executor, no acks=all wait) the response is written in
+that callback too, those of one read's requests in one send. A request whose handler suspends or fails there, and
+every request behind it, goes to the task, so responses keep request order; a quota throttle mutes the connection
+after the response, as in the task.
+
 On a SASL listener each connection has a SaslAuthenticator (kfk.server.sasl_authenticator) that takes the
 dispatcher's place: it serves the authentication exchange itself and passes the other requests on with the
 principal it established.
@@ -47,14 +54,15 @@ import os
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Coroutine, Generator
 from dataclasses import dataclass
+from typing import Any
 
 from kfk.protocol.connection import ServerConnection, StreamError
 from kfk.security.principal import ANONYMOUS, KafkaPrincipal
 from kfk.security.tls import ListenerTls, peer_principal
 from kfk.server.connection_quotas import ConnectionQuotas, RateLimitedLog
-from kfk.server.dispatch import CloseConnection, Dispatcher
+from kfk.server.dispatch import NOT_SERVED, CloseConnection, Dispatcher
 from kfk.server.memory_pool import MemoryPool
 from kfk.server.sasl_authenticator import SaslAuthenticator
 
@@ -105,6 +113,41 @@ class _SendfileSource:
         return offset
 
 
+class _Started:
+    """A request begun in the callback that received it (_Connection._serve_inline) whose handler suspended there (or
+    failed): the connection's task finishes it in its turn, so its response still follows those before it."""
+
+    __slots__ = ("frame", "coroutine", "yielded", "error")
+
+    def __init__(self, frame: bytearray, coroutine: Coroutine[Any, Any, list | None] | None, yielded: Any = None,
+                 error: BaseException | None = None) -> None:
+        """`coroutine` None: a request answered already, queued for what follows its response (a quota's mute)."""
+        self.frame = frame
+        self.coroutine = coroutine
+        self.yielded = yielded
+        self.error = error
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def __await__(self) -> Generator[Any, Any, list | None]:
+        """Run the handler on from where it suspended: hand its task what it waits for, and it what the task got."""
+        if self.error is not None:
+            raise self.error
+        coroutine, yielded = self.coroutine, self.yielded
+        if coroutine is None:
+            return None
+        while True:
+            try:
+                value, error = (yield yielded), None
+            except BaseException as thrown:  # noqa: BLE001 - cancellation and all: passed on to the handler
+                value, error = None, thrown
+            try:
+                yielded = coroutine.send(value) if error is None else coroutine.throw(error)
+            except StopIteration as stop:
+                return stop.value
+
+
 class _Connection(asyncio.BufferedProtocol):
     """One client connection: the socket side of its ServerConnection, flow control on both sides, and the task that
     serves its requests one after the other."""
@@ -121,7 +164,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.client_host = "?"
         self.client_port = 0
         self._protocol = ServerConnection(server.max_request_bytes)
-        self._frames: deque[bytearray | StreamError | None] = deque()
+        self._frames: deque[bytearray | _Started | StreamError | None] = deque()
         self._arrivals: deque[float] = deque()  # monotonic time each queued frame was complete
         self.arrival = 0.0  # ... and that of the frame _next_frame returned last
         self._queued_bytes = 0
@@ -140,6 +183,9 @@ class _Connection(asyncio.BufferedProtocol):
         self._throttle_ms = 0  # set by the dispatcher when the request just handled put the client over a quota
         self._on_throttle = self._set_throttle
         self.authenticator = server.authenticator(listener_name) if server.authenticator is not None else None
+        #: The listener's dispatcher, once the task serves (after a TLS handshake): requests of an API with a fast
+        #: handler are served inline from then on, while nothing is queued before them (_serve_inline).
+        self._dispatcher: Dispatcher | None = None
 
     # -- asyncio protocol callbacks ------------------------------------------------------------------------------
 
@@ -168,12 +214,57 @@ class _Connection(asyncio.BufferedProtocol):
                 self.frame_started = time.monotonic()
         else:
             self.frame_started = None
+        dispatcher = self._dispatcher
+        replies: list[bytes] | None = [] if dispatcher is not None else None
         for frame in frames:
             if frame.__class__ is StreamError:
                 log.warning("closing connection from %s:%s: %s", self.client_host, self.client_port, frame.error)
+            elif replies is not None and self._frame_waiter is not None and not self._frames \
+                    and dispatcher.serves_fast(frame) \
+                    and self._serve_inline(dispatcher, frame, replies):
+                continue
             self._push(frame)
+        if replies:  # the responses of the requests answered in this read, in one send
+            self._transport.write(b"".join(replies))
         if self._server.memory_pool is not None:
             self._server._reserve(self)
+
+    def _serve_inline(self, dispatcher: Dispatcher, frame: bytearray, replies: list[bytes]) -> bool:
+        """Serve a request of the common kind (one its API's fast handler serves: a one-partition acks=1 produce)
+        right here, in the callback that received it, while the connection's task waits for work (nothing queued
+        or being served before it: responses stay in request order): no task switch or future per request; its
+        response joins `replies`, sent when the read is handled. False, with nothing done, for a request the fast
+        handler does not serve or while the connection cannot take a response (its write buffer full, closing,
+        muted). A handler that suspends (a disk append off the loop, an acks=all wait) or fails is queued as a
+        _Started request for the task to finish."""
+        transport = self._transport
+        if self.muted or self._throttle_ms or self._writing_paused or self._stopped or transport is None \
+                or transport.is_closing():
+            return False
+        coroutine = dispatcher.dispatch_fast(frame, self.client_host, self.client_port, self._listener_name,
+                                             self.principal, self._on_throttle)
+        try:
+            yielded = coroutine.send(None)
+        except StopIteration as stop:
+            chunks = stop.value
+            if chunks is NOT_SERVED:
+                return False
+        except CloseConnection as error:  # the task closes the connection, after the responses before this one
+            self._push(_Started(frame, coroutine, error=error))
+            return True
+        else:
+            self._push(_Started(frame, coroutine, yielded))
+            return True
+        self._server._touch(self)
+        if chunks is not None:
+            replies.extend(chunks)
+        if self._throttle_ms:  # the task mutes the connection once this response is out (and observes it)
+            self._push(_Started(frame, None))
+            return True
+        observer = self._server.request_observer
+        if observer is not None:
+            observer((frame[0] << 8) | frame[1], 0.0, 0.0)
+        return True
 
     def eof_received(self) -> bool:
         self._push(None)
@@ -198,7 +289,7 @@ class _Connection(asyncio.BufferedProtocol):
 
     # -- flow control ----------------------------------------------------------------------------------------------
 
-    def _push(self, item: bytearray | StreamError | None) -> None:
+    def _push(self, item: bytearray | _Started | StreamError | None) -> None:
         if self._stopped:
             return
         if item is None or item.__class__ is StreamError:
@@ -214,13 +305,13 @@ class _Connection(asyncio.BufferedProtocol):
                 and not self._reading_paused:
             self._update_reading()
 
-    async def _next_frame(self) -> bytearray | StreamError | None:
+    async def _next_frame(self) -> bytearray | _Started | StreamError | None:
         while not self._frames:
             self._frame_waiter = self._loop.create_future()
             await self._frame_waiter
             self._frame_waiter = None
         item = self._frames.popleft()
-        if isinstance(item, bytearray):
+        if item is not None and item.__class__ is not StreamError:
             self._queued_bytes -= len(item)
             self.arrival = self._arrivals.popleft()
         if self._reading_paused and not self._stopped and not self.memory_paused and not self.muted \
@@ -312,18 +403,26 @@ class _Connection(asyncio.BufferedProtocol):
         authenticator = self.authenticator
         transport = self._transport
         assert transport is not None
+        if authenticator is None:
+            self._dispatcher = dispatcher
         try:
             while True:
-                frame = await self._next_frame()
-                if frame is None:
+                item = await self._next_frame()
+                if item is None:
                     return  # the client went away
-                if frame.__class__ is StreamError:
+                if item.__class__ is StreamError:
                     return
+                frame = item.frame if item.__class__ is _Started else item
                 server._touch(self)
                 self._serving_bytes = len(frame)
                 started = time.monotonic()
                 try:
-                    if authenticator is not None:
+                    if item is not frame:
+                        chunks = await item
+                        if chunks is NOT_SERVED:  # declined after all (nothing done): the generic path serves it
+                            chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port,
+                                                               self._listener_name, self.principal, self._on_throttle)
+                    elif authenticator is not None:
                         chunks = await authenticator.handle(frame, self.client_host, self.client_port,
                                                             self._listener_name, self._on_throttle)
                     else:
