@@ -349,14 +349,21 @@ class Fetcher:
     async def _connect_and_fetch(self, node: int, partitions: list[tuple[TopicPartition, int, int]]) -> None:
         try:
             connection = await self.network.connect(node)
-        except (NetworkError, KafkaTimeoutError) as error:
-            self._fetch_failed(node, error)
-            return
         except KafkaError as error:
-            self._in_flight_nodes.discard(node)
-            self._fail(error)
+            self._fetch_not_sent(node, error)
             return
         self._send_fetch(node, connection, partitions)
+
+    def _fetch_not_sent(self, node: int, error: KafkaError, connection: BrokerConnection | None = None) -> None:
+        """A fetch that could not be sent: a network error or timeout (on `connection`, if it was open) backs off
+        and retries; any other error is the consumer's to raise."""
+        if isinstance(error, (NetworkError, KafkaTimeoutError)):
+            if connection is not None:
+                self.network.connection_failed(node, connection)
+            self._fetch_failed(node, error)
+        else:
+            self._in_flight_nodes.discard(node)
+            self._fail(error)
 
     def _send_fetch(self, node: int, connection: BrokerConnection,
                     partitions: list[tuple[TopicPartition, int, int]]) -> None:
@@ -389,13 +396,8 @@ class Fetcher:
                 rack_id=self.client_rack if version >= 11 else "")
             future = connection.send_request(request, version,
                                              timeout_ms=self.request_timeout_ms + self.fetch_max_wait_ms)
-        except (NetworkError, KafkaTimeoutError) as error:
-            self.network.connection_failed(node, connection)
-            self._fetch_failed(node, error)
-            return
         except KafkaError as error:
-            self._in_flight_nodes.discard(node)
-            self._fail(error)
+            self._fetch_not_sent(node, error, connection)
             return
         assert future is not None
         future.add_done_callback(lambda done: self._fetch_answered(node, connection, partitions, done))
