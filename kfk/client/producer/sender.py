@@ -53,6 +53,7 @@ from kfk.errors import (
 )
 from kfk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
+from kfk.protocol.produce_fast import SinglePartitionProduceResponse
 from kfk.protocol.single_partition_produce import SingleProduceRequest
 
 __all__ = ["Sender"]
@@ -413,6 +414,9 @@ class Sender:
         self._in_flight[node] -= 1
         self.wakeup()
         response = future.result()
+        if response.__class__ is SinglePartitionProduceResponse:  # read by the one-partition request itself
+            self._handle_partition_response(batches[0], response)
+            return
         assert isinstance(response, ProduceResponse)
         results = {(topic.name, partition.index): partition
                    for topic in response.responses for partition in topic.partition_responses}
@@ -421,15 +425,21 @@ class Sender:
             if partition is None:
                 self._retry_or_fail(batch, ProtocolError(f"the produce response has no result for "
                                                          f"{batch.topic_partition}"))
-            elif partition.error_code == ErrorCode.NONE:
-                self._complete(batch, partition.base_offset, partition.log_append_time_ms)
-            elif partition.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
-                self._complete(batch, -1, -1)  # already written by an earlier attempt; its offset is unknown
             else:
-                error = error_for_code(partition.error_code)(partition.error_message or None)
-                if partition.error_code in _METADATA_ERRORS:
-                    self.network.request_metadata_update()
-                self._retry_or_fail(batch, error)
+                self._handle_partition_response(batch, partition)
+
+    def _handle_partition_response(self, batch: ProducerBatch,
+                                   partition: ProduceResponse.PartitionProduceResponse | SinglePartitionProduceResponse
+                                   ) -> None:
+        if partition.error_code == ErrorCode.NONE:
+            self._complete(batch, partition.base_offset, partition.log_append_time_ms)
+        elif partition.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+            self._complete(batch, -1, -1)  # already written by an earlier attempt; its offset is unknown
+        else:
+            error = error_for_code(partition.error_code)(partition.error_message or None)
+            if partition.error_code in _METADATA_ERRORS:
+                self.network.request_metadata_update()
+            self._retry_or_fail(batch, error)
 
     def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         manager = self.transaction_manager
