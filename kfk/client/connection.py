@@ -53,10 +53,38 @@ _WRITE_BUFFER_LIMIT = 4 * 1024 * 1024  # acks=0 sends wait for the socket past t
 _IDLE_WATCH_S = 1.0  # how often the timeout watchdog looks when nothing is close to its deadline
 
 
+class _ResponseCallback:
+    """Stands where an in-flight request's future would (the connection only asks done() and calls set_result or
+    set_exception), running ``callback(response, error)`` at once: the producer's sender reacts to each Produce
+    response straight from the receive path, without a future and a turn of the loop per response."""
+
+    __slots__ = ("_callback", "_done")
+
+    def __init__(self, callback: Callable[[Message | None, KafkaError | None], None]) -> None:
+        self._callback = callback
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, response: Message) -> None:
+        self._run(response, None)
+
+    def set_exception(self, error: KafkaError) -> None:
+        self._run(None, error)
+
+    def _run(self, response: Message | None, error: KafkaError | None) -> None:
+        self._done = True
+        try:
+            self._callback(response, error)
+        except Exception:  # noqa: BLE001 - one caller's bug must not break the receive path of the others
+            log.exception("a response callback failed")
+
+
 class _Waiting(NamedTuple):
     """What the connection keeps with each in-flight request (ClientConnection's context)."""
 
-    future: asyncio.Future
+    future: asyncio.Future | _ResponseCallback
     deadline: float
     timeout_ms: int
 
@@ -236,15 +264,31 @@ class BrokerConnection:
         return self._write(request, version, expect_response,
                            self.request_timeout_ms if timeout_ms is None else timeout_ms)
 
-    def _write(self, request: Message, version: int, expect_response: bool, timeout_ms: int) -> asyncio.Future | None:
+    def send_request_then(self, request: Message, callback: Callable[[Message | None, KafkaError | None], None]
+                          ) -> None:
+        """Write ``request`` now (at the highest version both sides know) and call ``callback(response, None)``
+        when its response is read, or ``callback(None, error)`` once it cannot be (the write failed, the connection
+        closed, the request timed out): exactly once, on the loop's thread, from inside the connection's receive or
+        close -- for the producer's sender, which sends thousands of requests a second."""
+        waiter = _ResponseCallback(callback)
+        try:
+            if not self.connected:
+                raise self._closed_error or NetworkError(f"connection to {self.address} is not open")
+            self._write(request, self.version(request.API_KEY), True, self.request_timeout_ms, waiter)
+        except KafkaError as error:
+            if not waiter.done():  # a failed write closes the connection, which may have failed it already
+                waiter.set_exception(error)
+
+    def _write(self, request: Message, version: int, expect_response: bool, timeout_ms: int,
+               waiter: _ResponseCallback | None = None) -> asyncio.Future | None:
         assert self._socket is not None
         if self._closed_error is not None:  # the broker closed at once (e.g. right after a TLS handshake)
             raise self._closed_error
-        future: asyncio.Future | None = None
+        future: asyncio.Future | _ResponseCallback | None = None
         waiting: _Waiting | None = None
         if expect_response:
             loop = asyncio.get_running_loop()
-            future = loop.create_future()
+            future = waiter or loop.create_future()
             waiting = _Waiting(future, loop.time() + timeout_ms / 1000, timeout_ms)
             if self._watchdog is None:
                 self._watchdog = loop.create_task(self._expire_requests())

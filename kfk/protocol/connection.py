@@ -30,7 +30,9 @@ straight into the frame the log later writes to its file.
   not the oldest in-flight request's is a StreamError. A request that expects no response (Produce with acks=0)
   takes no place in the FIFO. Responses are decoded with the header and body versions of their request, including
   ApiVersions' rule: its response header is always v0, and a broker that does not know the requested version
-  answers UNSUPPORTED_VERSION with a v0 body (KIP-511). They are decoded from a memoryview of their frame, so that
+  answers UNSUPPORTED_VERSION with a v0 body (KIP-511). A request with a `read_response(frame, version)` method (the
+  producer's SingleProduceRequest) reads its own response first, and the generic decoder reads it when that gives
+  None. They are decoded from a memoryview of their frame, so that
   their record sets (a Fetch response's records) are slices of the frame, not copies: the frame lives as long as
   one of them is referenced.
 """
@@ -38,11 +40,11 @@ straight into the frame the log later writes to its file.
 from __future__ import annotations
 
 from collections import deque
-from typing import Generic, NamedTuple, TypeVar
+from typing import Callable, Generic, NamedTuple, TypeVar
 
 from kfk.errors import ErrorCode, KafkaError, ProtocolError
 from kfk.protocol.headers import decode_response, encode_request_frame
-from kfk.protocol.message import Message
+from kfk.protocol.message import Buffer, Message
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.primitives import INT16, INT32
 
@@ -218,6 +220,8 @@ class InFlightRequest(NamedTuple, Generic[C]):
     api_key: int
     api_version: int
     context: C
+    #: The request's own fast reader of its response (None: the generic decoder).
+    read_response: Callable[[Buffer, int], Message | None] | None = None
 
 
 class Response(NamedTuple, Generic[C]):
@@ -257,7 +261,8 @@ class ClientConnection(_FrameReceiver, Generic[C]):
         api_key = request.API_KEY
         frame = encode_request_frame(api_key, api_version, correlation_id, self.client_id, request)
         if expect_response:
-            self._in_flight.append(InFlightRequest(correlation_id, api_key, api_version, context))
+            self._in_flight.append(InFlightRequest(correlation_id, api_key, api_version, context,
+                                                   getattr(request, "read_response", None)))
         return frame
 
     def receive_data(self, data: bytes) -> list[Response[C] | StreamError]:
@@ -291,8 +296,11 @@ class ClientConnection(_FrameReceiver, Generic[C]):
         if (api_key == ApiKey.API_VERSIONS and len(frame) >= _RESPONSE_HEADER_V0_SIZE + 2
                 and INT16.unpack_from(frame, _RESPONSE_HEADER_V0_SIZE)[0] == ErrorCode.UNSUPPORTED_VERSION):
             version = 0  # the broker answers a version it does not know with a v0 body (KIP-511)
+        read = pending.read_response
+        message = read(frame, version) if read is not None else None
         try:
-            _, message = decode_response(memoryview(frame), api_key, version)
+            if message is None:
+                _, message = decode_response(memoryview(frame), api_key, version)
         except KafkaError as error:
             return StreamError(error)  # the request stays in flight: the shell fails it with the others
         self._in_flight.popleft()

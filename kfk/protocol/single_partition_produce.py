@@ -17,7 +17,14 @@ from kfk.common.varint import SMALL_UNSIGNED_VARINTS
 from kfk.protocol.message import Buffer
 from kfk.protocol.messages.produce import ProduceRequest
 from kfk.protocol.primitives import EMPTY_TAGGED_FIELDS, INT32, unsigned_varint, write_compact_nullable_string
-from kfk.protocol.produce_fast import ACKS_TIMEOUT, COMPACT_ONE, FIRST_FLEXIBLE_VERSION, HIGHEST_VERSION
+from kfk.protocol.produce_fast import (
+    ACKS_TIMEOUT,
+    COMPACT_ONE,
+    FIRST_FLEXIBLE_VERSION,
+    HIGHEST_VERSION,
+    SinglePartitionProduceResponse,
+    read_single_partition_produce_response,
+)
 
 __all__ = ["SingleProduceRequest"]
 
@@ -58,6 +65,11 @@ class SingleProduceRequest:
             transactional_id=self.transactional_id, acks=self.acks, timeout_ms=self.timeout_ms,
             topic_data=[ProduceRequest.TopicProduceData(name=self.topic, partition_data=[
                 ProduceRequest.PartitionProduceData(index=self.partition, records=self.records)])])
+
+    def read_response(self, frame: Buffer, version: int) -> SinglePartitionProduceResponse | None:
+        """This request's response read without the generic codec, when it has the common shape (else None).
+        ClientConnection asks the request it sent, so only a sender of SingleProduceRequest gets this result."""
+        return read_single_partition_produce_response(frame, version, self.topic, self.partition)
 
     def encode_into(self, out: list, version: int) -> None:
         if not FIRST_FLEXIBLE_VERSION <= version <= HIGHEST_VERSION:

@@ -221,6 +221,41 @@ def test_a_broker_that_hangs_up_fails_the_in_flight_requests(scripted) -> None:
     asyncio.run(run())
 
 
+def test_a_response_callback_is_called_once_per_request_with_its_response_or_the_error(scripted) -> None:
+    def answer(header, request):
+        if header.request_api_key == ApiKey.API_VERSIONS:
+            return api_versions_response(header, {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12)})
+        if header.correlation_id == 3:
+            return "close"
+        response = MetadataResponse(cluster_id=f"answer-{header.correlation_id}", controller_id=1)
+        return encode_response(header.correlation_id, header.request_api_key, header.request_api_version, response)
+
+    broker = scripted(answer)
+    calls: list[tuple[str, object]] = []
+
+    async def run() -> None:
+        conn = connection(broker.port)
+        await conn.connect()
+        done = asyncio.get_running_loop().create_future()
+
+        def called(name: str, response, error) -> None:
+            calls.append((name, response.cluster_id if response is not None else error))
+            if len(calls) == 3:
+                done.set_result(None)
+
+        for name in ("first", "second", "third"):
+            conn.send_request_then(MetadataRequest(topics=[]), lambda response, error, name=name:
+                                   called(name, response, error))
+        await asyncio.wait_for(done, 5)
+        assert not conn.connected
+        conn.send_request_then(MetadataRequest(topics=[]), lambda response, error: called("late", response, error))
+
+    asyncio.run(run())
+    assert [name for name, _ in calls] == ["first", "second", "third", "late"]
+    assert calls[0][1] == "answer-1" and calls[1][1] == "answer-2"
+    assert isinstance(calls[2][1], NetworkError) and isinstance(calls[3][1], NetworkError)
+
+
 def test_connection_refused_is_a_network_error() -> None:
     with socket.create_server(("127.0.0.1", 0)) as placeholder:
         port = placeholder.getsockname()[1]

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from kfk.protocol.headers import (
     RequestHeader,
     decode_request_header,
+    decode_response,
     encode_request,
     encode_response,
 )
@@ -16,6 +17,7 @@ from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
 from kfk.protocol.produce_fast import (
     read_single_partition_produce,
+    read_single_partition_produce_response,
     single_partition_produce_response,
 )
 from tests.protocol.strategies import message_strategy
@@ -115,3 +117,63 @@ def test_the_response_frame_is_the_generic_encoders(version: int, topic: str, co
     expected = b"".join(encode_response(correlation_id, ApiKey.PRODUCE, version, response))
     assert single_partition_produce_response(correlation_id, version, topic, partition, error_code, base_offset,
                                              log_append_time_ms, log_start_offset, throttle_time_ms) == expected
+
+
+def assert_response_agrees(frame: bytes | bytearray, version: int, topic: str, partition: int) -> bool:
+    """The client's fast reader of a response matches the generic decoder whenever it gives an answer; True if it
+    gave one."""
+    fast = read_single_partition_produce_response(frame, version, topic, partition)
+    if fast is None:
+        return False
+    _, response = decode_response(frame, ApiKey.PRODUCE, version)  # must not fail where the fast reader succeeded
+    assert len(response.responses) == 1 and len(response.responses[0].partition_responses) == 1
+    assert response.responses[0].name == topic
+    result = response.responses[0].partition_responses[0]
+    assert result.record_errors == [] and result.error_message is None
+    assert (fast.topic, fast.index, fast.error_code, fast.base_offset, fast.log_append_time_ms,
+            fast.log_start_offset, fast.throttle_time_ms, fast.error_message) == \
+        (topic, result.index, result.error_code, result.base_offset, result.log_append_time_ms,
+         result.log_start_offset, response.throttle_time_ms, None)
+    return True
+
+
+@settings(max_examples=400)
+@given(VERSIONS, NAMES, INT32, INT32, INT16, INT64, INT64, INT64, st.integers(0, 2**31 - 1))
+def test_the_common_response_is_read_back_by_the_client(version: int, topic: str, correlation_id: int,
+                                                        partition: int, error_code: int, base_offset: int,
+                                                        log_append_time_ms: int, log_start_offset: int,
+                                                        throttle_time_ms: int) -> None:
+    frame = single_partition_produce_response(correlation_id, version, topic, partition, error_code, base_offset,
+                                              log_append_time_ms, log_start_offset, throttle_time_ms)[4:]
+    assert assert_response_agrees(frame, version, topic, partition)
+    assert read_single_partition_produce_response(frame, version, topic + "x", partition) is None
+    assert read_single_partition_produce_response(frame, version, topic, partition ^ 1) is None
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_any_generated_response_is_read_the_same_or_left_to_the_generic_path(data: st.DataObject) -> None:
+    version = data.draw(VERSIONS)
+    message = data.draw(message_strategy("ProduceResponse", version))
+    frame = b"".join(encode_response(data.draw(INT32), ApiKey.PRODUCE, version, message))[4:]
+    topic, partition = data.draw(NAMES), data.draw(INT32)
+    if message.responses and message.responses[0].partition_responses and data.draw(st.booleans()):
+        topic, partition = message.responses[0].name, message.responses[0].partition_responses[0].index
+    assert_response_agrees(frame, version, topic, partition)
+
+
+@settings(max_examples=400)
+@given(VERSIONS, NAMES, INT32, INT16, INT64, st.data())
+def test_damaged_responses_are_read_the_same_or_left_to_the_generic_path(
+        version: int, topic: str, partition: int, error_code: int, base_offset: int, data: st.DataObject) -> None:
+    frame = bytearray(single_partition_produce_response(9, version, topic, partition, error_code, base_offset, -1,
+                                                        -1 if version < 5 else 0, 0)[4:])
+    if data.draw(st.booleans()):
+        del frame[data.draw(st.integers(4, len(frame))):]
+    else:
+        for _ in range(data.draw(st.integers(1, 3))):
+            frame[data.draw(st.integers(4, len(frame) - 1))] = data.draw(st.integers(0, 255))
+    try:
+        assert_response_agrees(frame, version, topic, partition)
+    except Exception as error:  # only the generic decoder may refuse, and only where the fast reader said None
+        raise AssertionError(f"the fast reader read a frame the generic decoder refuses: {error!r}") from error

@@ -6,8 +6,8 @@ max.in.flight.requests.per.connection unanswered requests; drain one batch per p
 ProduceRequest per broker, again and again while batches are ready and requests fit; expire queued batches older
 than delivery.timeout.ms; then sleep until woken (a new or full batch from send(), a response, a connection, a
 metadata update, flush or close) or until the next batch's linger.ms or retry backoff ends. Responses are handled
-in the request future's done callback rather than a task per request: at thousands of requests a second, the
-task and timer per request were the network thread's largest cost.
+in a callback the connection calls as it reads them, rather than a task (or a future's done callback) per request:
+at thousands of requests a second, the task and timer per request were the network thread's largest cost.
 
 Responses are handled per partition: success completes the batch's futures with its base offset (and the
 broker's log append time for LogAppendTime topics); a retriable error (NOT_LEADER_OR_FOLLOWER, a timeout, a lost
@@ -51,8 +51,10 @@ from kfk.errors import (
     UnsupportedVersionError,
     error_for_code,
 )
+from kfk.protocol.message import Message
 from kfk.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from kfk.protocol.messages.produce import ProduceRequest, ProduceResponse
+from kfk.protocol.produce_fast import SinglePartitionProduceResponse
 from kfk.protocol.single_partition_produce import SingleProduceRequest
 
 __all__ = ["Sender"]
@@ -364,14 +366,10 @@ class Sender:
             self._track(self._produce_without_response(node, batches, request))
             return
         connection = self.network.connection_if_ready(node)
-        try:
-            if connection is None:
-                raise NetworkError(f"the connection to broker {node} closed")
-            future = connection.send_request(request)
-        except KafkaError as error:
-            self._request_failed(node, batches, connection, error)
+        if connection is None:
+            self._request_failed(node, batches, None, NetworkError(f"the connection to broker {node} closed"))
             return
-        future.add_done_callback(functools.partial(self._handle_response, node, batches, connection))
+        connection.send_request_then(request, functools.partial(self._handle_response, node, batches, connection))
 
     def _request_failed(self, node: int, batches: list[ProducerBatch], connection, error: KafkaError) -> None:
         self._in_flight[node] -= 1
@@ -398,21 +396,18 @@ class Sender:
         for batch in batches:
             self._complete(batch, -1, -1)
 
-    def _handle_response(self, node: int, batches: list[ProducerBatch], connection, future: asyncio.Future
-                         ) -> None:
-        """The response's done callback (a callback, not a task per request: this runs thousands of times a
-        second)."""
-        if future.cancelled():
-            self._request_failed(node, batches, connection, NetworkError("the produce request was cancelled"))
-            return
-        error = future.exception()
+    def _handle_response(self, node: int, batches: list[ProducerBatch], connection, response: Message | None,
+                         error: KafkaError | None) -> None:
+        """Called by the connection as the response is read, or with the error that stops it (a callback straight
+        from the receive path, not a future's or a task's: this runs thousands of times a second)."""
         if error is not None:
-            self._request_failed(node, batches, connection, error if isinstance(error, KafkaError)
-                                 else KafkaError(str(error)))
+            self._request_failed(node, batches, connection, error)
             return
         self._in_flight[node] -= 1
         self.wakeup()
-        response = future.result()
+        if response.__class__ is SinglePartitionProduceResponse:  # read by the one-partition request itself
+            self._handle_partition_response(batches[0], response)
+            return
         assert isinstance(response, ProduceResponse)
         results = {(topic.name, partition.index): partition
                    for topic in response.responses for partition in topic.partition_responses}
@@ -421,15 +416,21 @@ class Sender:
             if partition is None:
                 self._retry_or_fail(batch, ProtocolError(f"the produce response has no result for "
                                                          f"{batch.topic_partition}"))
-            elif partition.error_code == ErrorCode.NONE:
-                self._complete(batch, partition.base_offset, partition.log_append_time_ms)
-            elif partition.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
-                self._complete(batch, -1, -1)  # already written by an earlier attempt; its offset is unknown
             else:
-                error = error_for_code(partition.error_code)(partition.error_message or None)
-                if partition.error_code in _METADATA_ERRORS:
-                    self.network.request_metadata_update()
-                self._retry_or_fail(batch, error)
+                self._handle_partition_response(batch, partition)
+
+    def _handle_partition_response(self, batch: ProducerBatch,
+                                   partition: ProduceResponse.PartitionProduceResponse | SinglePartitionProduceResponse
+                                   ) -> None:
+        if partition.error_code == ErrorCode.NONE:
+            self._complete(batch, partition.base_offset, partition.log_append_time_ms)
+        elif partition.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+            self._complete(batch, -1, -1)  # already written by an earlier attempt; its offset is unknown
+        else:
+            error = error_for_code(partition.error_code)(partition.error_message or None)
+            if partition.error_code in _METADATA_ERRORS:
+                self.network.request_metadata_update()
+            self._retry_or_fail(batch, error)
 
     def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         manager = self.transaction_manager
