@@ -216,12 +216,13 @@ class _Connection(asyncio.BufferedProtocol):
             self.frame_started = None
         dispatcher = self._dispatcher
         replies: list[bytes] | None = [] if dispatcher is not None else None
+        arrival = time.monotonic() if replies is not None and frames else 0.0  # when this read's frames were complete
         for frame in frames:
             if frame.__class__ is StreamError:
                 log.warning("closing connection from %s:%s: %s", self.client_host, self.client_port, frame.error)
             elif replies is not None and self._frame_waiter is not None and not self._frames \
                     and dispatcher.serves_fast(frame) \
-                    and self._serve_inline(dispatcher, frame, replies):
+                    and self._serve_inline(dispatcher, frame, replies, arrival):
                 continue
             self._push(frame)
         if replies:  # the responses of the requests answered in this read, in one send
@@ -229,7 +230,7 @@ class _Connection(asyncio.BufferedProtocol):
         if self._server.memory_pool is not None:
             self._server._reserve(self)
 
-    def _serve_inline(self, dispatcher: Dispatcher, frame: bytearray, replies: list[bytes]) -> bool:
+    def _serve_inline(self, dispatcher: Dispatcher, frame: bytearray, replies: list[bytes], arrival: float) -> bool:
         """Serve a request of the common kind (one its API's fast handler serves: a one-partition acks=1 produce)
         right here, in the callback that received it, while the connection's task waits for work (nothing queued
         or being served before it: responses stay in request order): no task switch or future per request; its
@@ -263,7 +264,8 @@ class _Connection(asyncio.BufferedProtocol):
             return True
         observer = self._server.request_observer
         if observer is not None:
-            observer((frame[0] << 8) | frame[1], 0.0, 0.0)
+            # No queue time (served as it arrived); its total time ends with its handler: the read's one send follows.
+            observer((frame[0] << 8) | frame[1], 0.0, time.monotonic() - arrival)
         return True
 
     def eof_received(self) -> bool:
