@@ -42,8 +42,10 @@ TLS (SSL and SASL_SSL listeners, kfk.security.tls) wraps the transport: the list
 connection's task runs the handshake (loop.start_tls) before it reads a request, so a failed handshake (a plaintext
 client, garbage, an untrusted or missing client certificate) is logged at INFO and closes that connection alone. The
 handshake gives the connection its principal (the client certificate's mapped DN, else User:ANONYMOUS), which every
-request it sends carries. sendfile cannot encrypt: over TLS a file region is read into memory and written through the
-TLS transport (bench/bench_tls.py measures both paths).
+request it sends carries. sendfile cannot encrypt: over TLS a file region is read and written through the TLS
+transport in chunks, the next read only once the transport has drained, so a huge fetch response to a slow reader
+holds a few hundred KiB of the broker's memory, not the region (bench/bench_tls.py measures both paths,
+bench/bench_fetch_memory.py the memory).
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ log = logging.getLogger("kfk.server.network")
 #: How far reading may run ahead of serving on one connection.
 MAX_QUEUED_FRAMES = 4
 MAX_QUEUED_BYTES = 8 * 1024 * 1024
+#: Over TLS, file regions are read and written through the TLS transport this much at a time (_write_through_tls).
+TLS_FILE_CHUNK_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -477,10 +481,7 @@ class _Connection(asyncio.BufferedProtocol):
                 pending = []
             length = len(chunk)
             if length and self._tls is not None:  # sendfile cannot encrypt: through memory and the TLS transport
-                data = chunk.read_bytes()
-                if len(data) != length:
-                    raise CloseConnection(f"read {len(data)} of {length} bytes of a fetch response; segment truncated")
-                pending.append(data)
+                await self._write_through_tls(chunk.fileno(), chunk.position, length)
             elif length:
                 sent = await self._sendfile(chunk.fileno(), chunk.position, length)
                 if sent != length:
@@ -489,6 +490,25 @@ class _Connection(asyncio.BufferedProtocol):
         if pending:
             transport.writelines(pending)
         await self._drain()
+
+    async def _write_through_tls(self, fd: int, position: int, length: int) -> None:
+        """Write `length` bytes of file `fd` from `position` through the TLS transport, TLS_FILE_CHUNK_BYTES at a time,
+        each chunk read only once the transport has drained below its high-water mark (pause_writing/resume_writing):
+        a response then holds at most about a chunk and that mark in memory however large its file regions, where
+        reading a region whole held all of it, twice (the bytes read, then the same encrypted in the transport)."""
+        transport = self._transport
+        assert transport is not None
+        end = position + length
+        while position < end:
+            await self._drain()
+            if transport.is_closing():
+                raise ConnectionError("connection closing")
+            data = os.pread(fd, min(end - position, TLS_FILE_CHUNK_BYTES), position)
+            if not data:  # the segment shrank under us (a follower truncation): the frame cannot be completed
+                raise CloseConnection(f"read {length - (end - position)} of {length} bytes of a fetch response; "
+                                      "segment truncated")
+            transport.write(data)
+            position += len(data)
 
     async def _sendfile(self, fd: int, position: int, length: int) -> int:
         """Send `length` bytes of file `fd` from `position` to the socket; the bytes sent (fewer only if the file is
