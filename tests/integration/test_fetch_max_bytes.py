@@ -12,7 +12,7 @@ from confluent_kafka.error import KafkaException
 
 from kfk.protocol.messages.fetch import FetchRequest
 from kfk.testing.apache_kafka import ApacheKafka, ApacheKafkaStartError, ApacheKafkaUnavailable
-from kfk.testing.broker import start_broker
+from kfk.testing.broker import BrokerStartError, start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
 from tests.integration.test_clients import create_topic, produce_all
 from tests.integration.wire import connect, request
@@ -88,3 +88,11 @@ def test_fetch_max_bytes_is_read_only(bootstrap: str) -> None:
         ConfigEntry("fetch.max.bytes", "2048", incremental_operation=AlterConfigOpType.SET)])
     with pytest.raises(KafkaException, match="Cannot update these configs dynamically: .*fetch.max.bytes"):
         admin.incremental_alter_configs([resource])[resource].result(30)
+
+
+def test_fetch_max_bytes_below_1024_stops_the_broker_from_starting(tmp_path_factory: pytest.TempPathFactory) -> None:
+    config = {**TEST_OVERRIDES, "fetch.max.bytes": "1023"}
+    with pytest.raises(BrokerStartError, match="fetch.max.bytes"):
+        start_broker(tmp_path_factory.mktemp("kfk-broker"), config).stop()
+    with pytest.raises(ApacheKafkaStartError, match="Invalid value 1023 for configuration fetch.max.bytes"):
+        ApacheKafka(tmp_path_factory.mktemp("apache-kafka"), config=config).start().stop()
