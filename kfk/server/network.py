@@ -44,7 +44,7 @@ client, garbage, an untrusted or missing client certificate) is logged at INFO a
 handshake gives the connection its principal (the client certificate's mapped DN, else User:ANONYMOUS), which every
 request it sends carries. sendfile cannot encrypt: over TLS a file region is read and written through the TLS
 transport in chunks, the next read only once the transport has drained, so a huge fetch response to a slow reader
-holds a few hundred KiB of the broker's memory, not the region (bench/bench_tls.py measures both paths,
+holds a megabyte or two of the broker's memory, not the region (bench/bench_tls.py measures both paths,
 bench/bench_fetch_memory.py the memory).
 """
 
@@ -471,6 +471,9 @@ class _Connection(asyncio.BufferedProtocol):
             transport.write(data)
             await self._drain()
             return
+        if self._tls is not None:  # sendfile cannot encrypt
+            await self._write_through_tls(chunks)
+            return
         pending: list = []
         for chunk in chunks:
             if isinstance(chunk, (bytes, bytearray, memoryview)):
@@ -480,9 +483,7 @@ class _Connection(asyncio.BufferedProtocol):
                 transport.writelines(pending)
                 pending = []
             length = len(chunk)
-            if length and self._tls is not None:  # sendfile cannot encrypt: through memory and the TLS transport
-                await self._write_through_tls(chunk.fileno(), chunk.position, length)
-            elif length:
+            if length:
                 sent = await self._sendfile(chunk.fileno(), chunk.position, length)
                 if sent != length:
                     # The segment shrank under us (a follower truncation): the frame cannot be completed.
@@ -491,24 +492,43 @@ class _Connection(asyncio.BufferedProtocol):
             transport.writelines(pending)
         await self._drain()
 
-    async def _write_through_tls(self, fd: int, position: int, length: int) -> None:
-        """Write `length` bytes of file `fd` from `position` through the TLS transport, TLS_FILE_CHUNK_BYTES at a time,
-        each chunk read only once the transport has drained below its high-water mark (pause_writing/resume_writing):
-        a response then holds at most about a chunk and that mark in memory however large its file regions, where
-        reading a region whole held all of it, twice (the bytes read, then the same encrypted in the transport)."""
+    async def _write_through_tls(self, chunks: list) -> None:
+        """Write a response with file regions through the TLS transport: the regions are read into memory
+        TLS_FILE_CHUNK_BYTES at a time, with the bytes around them, and each chunk's worth is written before the next is
+        read, once the transport has drained below its high-water mark (pause_writing/resume_writing). A response then
+        holds about a chunk and that mark in memory however large its regions (reading them whole held all of them,
+        twice: the bytes read, then the same encrypted in the transport), and a response of many small regions still
+        goes out in one write."""
         transport = self._transport
         assert transport is not None
-        end = position + length
-        while position < end:
-            await self._drain()
-            if transport.is_closing():
-                raise ConnectionError("connection closing")
-            data = os.pread(fd, min(end - position, TLS_FILE_CHUNK_BYTES), position)
-            if not data:  # the segment shrank under us (a follower truncation): the frame cannot be completed
-                raise CloseConnection(f"read {length - (end - position)} of {length} bytes of a fetch response; "
-                                      "segment truncated")
-            transport.write(data)
-            position += len(data)
+        pending: list = []
+        pending_bytes = 0
+        for chunk in chunks:
+            if isinstance(chunk, (bytes, bytearray, memoryview)):
+                pending.append(chunk)
+                pending_bytes += len(chunk)
+                continue
+            length = len(chunk)
+            position = chunk.position
+            end = position + length
+            while position < end:
+                if pending_bytes >= TLS_FILE_CHUNK_BYTES:
+                    transport.writelines(pending)
+                    pending, pending_bytes = [], 0
+                    await self._drain()
+                    if transport.is_closing():
+                        raise ConnectionError("connection closing")
+                data = os.pread(chunk.fileno(), min(end - position, TLS_FILE_CHUNK_BYTES - pending_bytes), position)
+                if not data:  # the segment shrank under us (a follower truncation): the frame cannot be completed
+                    transport.writelines(pending)
+                    raise CloseConnection(f"read {length - (end - position)} of {length} bytes of a fetch response; "
+                                          "segment truncated")
+                pending.append(data)
+                pending_bytes += len(data)
+                position += len(data)
+        if pending:
+            transport.writelines(pending)
+        await self._drain()
 
     async def _sendfile(self, fd: int, position: int, length: int) -> int:
         """Send `length` bytes of file `fd` from `position` to the socket; the bytes sent (fewer only if the file is

@@ -54,27 +54,39 @@ def tls(request: pytest.FixtureRequest) -> Tls | None:
 
 
 class RegionDispatcher(Dispatcher):
-    """Answers every request with a frame of the request's correlation id, a region of one file and a trailer: the
-    shape of a fetch response (header bytes, records from a segment file, the tagged fields after them)."""
+    """Answers every request with a frame of the request's correlation id, regions of one file with SEPARATOR between
+    them, and a trailer: the shape of a fetch response (header bytes, each partition's records from a segment file
+    after its own header bytes, the tagged fields at the end)."""
 
-    def __init__(self, file: BinaryIO, position: int, length: int, trailer: bytes) -> None:
+    def __init__(self, file: BinaryIO, regions: list[tuple[int, int]], trailer: bytes) -> None:
         super().__init__()
-        self.region = FileRegion(file, position, length)
-        self.trailer = trailer
+        self.parts: list = []
+        for position, length in regions:
+            self.parts += [SEPARATOR] if self.parts else []
+            self.parts.append(FileRegion(file, position, length))
+        self.parts.append(trailer)
 
     async def dispatch(self, frame: bytearray, client_host: str, client_port: int, listener_name: str,
                        principal: KafkaPrincipal, on_throttle: object = None) -> list:
         body = bytes(frame[4:8])  # the correlation id
-        return [INT32.pack(len(body) + len(self.region) + len(self.trailer)), body, self.region, self.trailer]
+        return [INT32.pack(len(body) + sum(len(part) for part in self.parts)), body, *self.parts]
 
 
-def serve(path: Path, position: int, length: int, trailer: bytes, client: Callable[[int], None],
+SEPARATOR = b"<partition header>"
+
+
+def expected_parts(data: bytes, regions: list[tuple[int, int]], trailer: bytes) -> bytes:
+    """What RegionDispatcher's response holds after the correlation id."""
+    return SEPARATOR.join(data[position:position + length] for position, length in regions) + trailer
+
+
+def serve(path: Path, regions: list[tuple[int, int]], trailer: bytes, client: Callable[[int], None],
           tls: Tls | None = None) -> None:
-    """Serve the region of `path` to every request while `client` (in a thread) talks to the server's port (an SSL
+    """Serve the regions of `path` to every request while `client` (in a thread) talks to the server's port (an SSL
     listener with `tls`)."""
 
     async def test(file: BinaryIO) -> None:
-        server = SocketServer(RegionDispatcher(file, position, length, trailer),
+        server = SocketServer(RegionDispatcher(file, regions, trailer),
                               [Listener("PLAINTEXT" if tls is None else "SSL", "127.0.0.1", 0)],
                               max_request_bytes=1024 * 1024, connections_max_idle_ms=600000,
                               tls=lambda listener_name: tls.listener if tls is not None else None)
@@ -136,7 +148,23 @@ def test_regions_arrive_whole_and_in_order_at_a_reader_fast_or_slow(tmp_path: Pa
                     assert read_exactly(sock, 4) == INT32.pack(correlation_id)
                     assert read_exactly(sock, len(expected)) == expected, f"slow={slow} response {correlation_id}"
 
-    serve(path, position, length, trailer, client, tls)
+    serve(path, [(position, length)], trailer, client, tls)
+
+
+def test_a_response_of_many_regions_large_and_small_arrives_in_order(tmp_path: Path, tls: Tls | None) -> None:
+    data = os.urandom(4 * MIB)
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+    regions = [(0, 100), (5000, 300_000), (10, 7), (1000, 0), (MIB, 2 * MIB), (7, 3)]
+    expected = expected_parts(data, regions, b"\x00")
+
+    def client(port: int) -> None:
+        with connect(port, tls) as sock:
+            sock.sendall(request(5))
+            assert INT32.unpack(read_exactly(sock, 4))[0] == 4 + len(expected)
+            assert read_exactly(sock, 4 + len(expected)) == INT32.pack(5) + expected
+
+    serve(path, regions, b"\x00", client, tls)
 
 
 def test_a_region_beyond_the_end_of_its_file_closes_the_connection(tmp_path: Path, tls: Tls | None) -> None:
@@ -151,7 +179,7 @@ def test_a_region_beyond_the_end_of_its_file_closes_the_connection(tmp_path: Pat
             received = read_exactly(sock, size)
             assert received == INT32.pack(7) + b"x" * 1000  # what the file held, then the connection ends
 
-    serve(path, 0, 5000, b"\x00", client, tls)
+    serve(path, [(0, 5000)], b"\x00", client, tls)
 
 
 def test_over_tls_a_huge_region_passes_through_memory_a_chunk_at_a_time(tmp_path: Path,
@@ -181,7 +209,7 @@ def test_over_tls_a_huge_region_passes_through_memory_a_chunk_at_a_time(tmp_path
 
     tracemalloc.start()
     try:
-        serve(path, 0, length, trailer, client, tls)
+        serve(path, [(0, length)], trailer, client, tls)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
