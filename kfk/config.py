@@ -526,7 +526,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("delegation.token.secret.key", _P, None),
     ("delete.records.purgatory.purge.interval.requests", _I, 1),
     ("early.start.listeners", _S, None),
-    ("fetch.max.bytes", _I, 57671680),
     ("fetch.purgatory.purge.interval.requests", _I, 1000),
     ("group.consumer.assignors", _LIST, ["uniform", "range"]),
     ("group.consumer.heartbeat.interval.ms", _I, 5000),
@@ -924,6 +923,9 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "Incremental fetch sessions (KIP-227) the broker keeps at once; 0 answers every fetch without one."),
         ConfigKey("replica.fetch.response.max.bytes", ConfigType.INT, 10 * 1024 * 1024, at_least(0),
                   "Bytes a follower fetch response may hold in all."),
+        ConfigKey("fetch.max.bytes", ConfigType.INT, 55 * 1024 * 1024, at_least(1024),
+                  "Bytes any fetch response (a consumer's or a follower's) may hold in all, whatever the request "
+                  "asks; the first batch still comes whole."),
         ConfigKey("replica.fetch.wait.max.ms", ConfigType.INT, 500, at_least(0), "Follower fetch long-poll time."),
         ConfigKey("replica.fetch.min.bytes", ConfigType.INT, 1, at_least(0), "Follower fetch min bytes."),
         ConfigKey("replica.fetch.backoff.ms", ConfigType.INT, 1000, at_least(0), "Back-off after a fetch error."),

@@ -42,8 +42,10 @@ TLS (SSL and SASL_SSL listeners, kfk.security.tls) wraps the transport: the list
 connection's task runs the handshake (loop.start_tls) before it reads a request, so a failed handshake (a plaintext
 client, garbage, an untrusted or missing client certificate) is logged at INFO and closes that connection alone. The
 handshake gives the connection its principal (the client certificate's mapped DN, else User:ANONYMOUS), which every
-request it sends carries. sendfile cannot encrypt: over TLS a file region is read into memory and written through the
-TLS transport (bench/bench_tls.py measures both paths).
+request it sends carries. sendfile cannot encrypt: over TLS a file region is read and written through the TLS
+transport in chunks, the next read only once the transport has drained, so a huge fetch response to a slow reader
+holds a megabyte or two of the broker's memory, not the region (bench/bench_tls.py measures both paths,
+bench/bench_fetch_memory.py the memory).
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ log = logging.getLogger("kfk.server.network")
 #: How far reading may run ahead of serving on one connection.
 MAX_QUEUED_FRAMES = 4
 MAX_QUEUED_BYTES = 8 * 1024 * 1024
+#: Over TLS, file regions are read and written through the TLS transport this much at a time (_write_through_tls).
+TLS_FILE_CHUNK_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -467,6 +471,9 @@ class _Connection(asyncio.BufferedProtocol):
             transport.write(data)
             await self._drain()
             return
+        if self._tls is not None:  # sendfile cannot encrypt
+            await self._write_through_tls(chunks)
+            return
         pending: list = []
         for chunk in chunks:
             if isinstance(chunk, (bytes, bytearray, memoryview)):
@@ -476,16 +483,49 @@ class _Connection(asyncio.BufferedProtocol):
                 transport.writelines(pending)
                 pending = []
             length = len(chunk)
-            if length and self._tls is not None:  # sendfile cannot encrypt: through memory and the TLS transport
-                data = chunk.read_bytes()
-                if len(data) != length:
-                    raise CloseConnection(f"read {len(data)} of {length} bytes of a fetch response; segment truncated")
-                pending.append(data)
-            elif length:
+            if length:
                 sent = await self._sendfile(chunk.fileno(), chunk.position, length)
                 if sent != length:
                     # The segment shrank under us (a follower truncation): the frame cannot be completed.
                     raise CloseConnection(f"sent {sent} of {length} bytes of a fetch response; segment truncated")
+        if pending:
+            transport.writelines(pending)
+        await self._drain()
+
+    async def _write_through_tls(self, chunks: list) -> None:
+        """Write a response with file regions through the TLS transport: the regions are read into memory
+        TLS_FILE_CHUNK_BYTES at a time, with the bytes around them, and each chunk's worth is written before the next is
+        read, once the transport has drained below its high-water mark (pause_writing/resume_writing). A response then
+        holds about a chunk and that mark in memory however large its regions (reading them whole held all of them,
+        twice: the bytes read, then the same encrypted in the transport), and a response of many small regions still
+        goes out in one write."""
+        transport = self._transport
+        assert transport is not None
+        pending: list = []
+        pending_bytes = 0
+        for chunk in chunks:
+            if isinstance(chunk, (bytes, bytearray, memoryview)):
+                pending.append(chunk)
+                pending_bytes += len(chunk)
+                continue
+            length = len(chunk)
+            position = chunk.position
+            end = position + length
+            while position < end:
+                if pending_bytes >= TLS_FILE_CHUNK_BYTES:
+                    transport.writelines(pending)
+                    pending, pending_bytes = [], 0
+                    await self._drain()
+                    if transport.is_closing():
+                        raise ConnectionError("connection closing")
+                data = os.pread(chunk.fileno(), min(end - position, TLS_FILE_CHUNK_BYTES - pending_bytes), position)
+                if not data:  # the segment shrank under us (a follower truncation): the frame cannot be completed
+                    transport.writelines(pending)
+                    raise CloseConnection(f"read {length - (end - position)} of {length} bytes of a fetch response; "
+                                          "segment truncated")
+                pending.append(data)
+                pending_bytes += len(data)
+                position += len(data)
         if pending:
             transport.writelines(pending)
         await self._drain()

@@ -2,7 +2,7 @@
 
 Fetch is zero-copy (DESIGN.md decision 3): `Log.read` answers with a FileRegion — the segment file, a position and a
 length — and the network layer hands that to `os.sendfile`. Nothing on that path reads record bytes into Python.
-`FileRegion.read_bytes()` exists for the paths that must look inside (tests, down-conversion, TLS sockets).
+`FileRegion.read_bytes()` exists for the paths that must look inside (tests, down-conversion, metadata log reads).
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ class FileRegion:
         return self.file.fileno()
 
     def read_bytes(self) -> bytes:
-        """Copy the region into memory: a fetch response to a TLS connection, which sendfile cannot encrypt."""
+        """Copy the region into memory, for the readers that look inside it (TLS connections stream regions in
+        chunks instead: kfk.server.network)."""
         if self.length == 0 or self.file is None:
             return b""
         fd = self.file.fileno()

@@ -34,7 +34,7 @@ class Fetcher:
         self.clock = ManualClock()
         self.cache = FetchSessionCache(slots, self.clock)
         self.dispatcher = Dispatcher()
-        FetchHandler(broker.replica_manager, self.cache).register(self.dispatcher)
+        FetchHandler(broker.replica_manager, self.cache, broker.config.fetch_max_bytes).register(self.dispatcher)
 
     def fetch(self, version: int = 12, **fields):
         fields.setdefault("max_wait_ms", 0)

@@ -56,7 +56,8 @@ def dispatcher_for(broker: Broker) -> Dispatcher:
     for handler_class in (ProduceHandler, ListOffsetsHandler, DeleteRecordsHandler, OffsetForLeaderEpochHandler,
                           DescribeLogDirsHandler):
         handler_class(broker.replica_manager).register(dispatcher)
-    FetchHandler(broker.replica_manager, FetchSessionCache(10, system_time_ms)).register(dispatcher)
+    FetchHandler(broker.replica_manager, FetchSessionCache(10, system_time_ms),
+                 broker.config.fetch_max_bytes).register(dispatcher)
     return dispatcher
 
 

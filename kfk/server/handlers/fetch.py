@@ -15,6 +15,8 @@ instead of replica_id; v16 and v17 (KIP-951 node endpoints, KIP-853 directory id
 
 Authorization: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic; a partition refused
 is answered TOPIC_AUTHORIZATION_FAILED (every partition, for a follower refused).
+Every fetch, a consumer's or a follower's, gets at most the broker's fetch.max.bytes whatever its max_bytes asks
+(KIP-541; the first batch still comes whole), and waits for no more than that (min_bytes is capped to it too).
 With a consumer_byte_rate quota in force, a consumer's fetch is limited to what its quota allows over the quota
 window, the records' bytes it returns are recorded for its (user, client-id), and a consumer over its quota gets
 throttle_time_ms (v1+) and a muted connection (kfk.security.quotas). Unlike Kafka, which answers a throttled fetch
@@ -64,10 +66,12 @@ _NOT_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_
 
 
 class FetchHandler:
-    def __init__(self, replica_manager: ReplicaManager, sessions: FetchSessionCache,
+    def __init__(self, replica_manager: ReplicaManager, sessions: FetchSessionCache, fetch_max_bytes: int,
                  auth: RequestAuthorizer = ALLOW_ALL, quota: ClientQuotaManager | None = None,
                  raft_fetch: Callable[[FetchRequest], Awaitable[FetchResponse]] | None = None) -> None:
         self.replica_manager = replica_manager
+        #: The broker's fetch.max.bytes: no response holds more, whatever its request asks (the first batch aside).
+        self.fetch_max_bytes = fetch_max_bytes
         self.sessions = sessions
         self.auth = auth
         self.quota = quota
@@ -113,7 +117,7 @@ class FetchHandler:
                 cached.resolve_topic(topic.name)
             requests[key] = cached.read_request()
         denied = self._denied(context, replica_id, requests)
-        max_bytes = max(request.max_bytes, 0)
+        max_bytes = min(max(request.max_bytes, 0), self.fetch_max_bytes)
         quota = self.quota if replica_id < 0 else None
         if quota is not None and quota.enabled:
             window_bytes = quota.max_value_in_quota_window(context.principal.name, context.client_id or "")
@@ -124,7 +128,7 @@ class FetchHandler:
         params = FetchParams(
             replica_id=replica_id,
             max_wait_ms=request.max_wait_ms,
-            min_bytes=request.min_bytes,
+            min_bytes=min(request.min_bytes, max_bytes),
             max_bytes=max_bytes,
             isolation_level=request.isolation_level,
             hard_max_bytes_limit=version <= 2,
