@@ -14,7 +14,8 @@ accepted key is classified here, once:
     about once at start-up when kfk's behaviour is the one the user wants anyway (a thread count);
 (c) it belongs to a FEATURE KFK DOES NOT HAVE yet (tiered storage, share groups, the KIP-848 consumer protocol,
     delegation tokens, Kerberos...): accepted at its default, refused at start-up with any other value, with one
-    line naming the key and the feature.
+    line naming the key and the feature (the sizes of the share coordinator's topic are only warned about: Kafka
+    4.0's sample server.properties sets them).
 
 The test enumerates every key of the config definitions and fails on a key that is in none of these tables, so a
 new key cannot be added without saying what reads it.
@@ -56,11 +57,10 @@ class Unsupported:
             shown = "true" if value else "false"
         else:
             shown = ",".join(value) if isinstance(value, list) else value
-        if self.missing_feature:
-            return f"{name}={shown} is not supported by kfk (feature: {self.why}); remove it or leave it at its default"
-        if self.refuse:
-            return f"{name}={shown} is not supported by kfk ({self.why}); remove it or leave it at its default"
-        return f"{name}={shown} has no effect in kfk: {self.why}"
+        if not self.refuse:
+            return f"{name}={shown} has no effect in kfk: {self.why}"
+        reason = f"feature: {self.why}" if self.missing_feature else self.why
+        return f"{name}={shown} is not supported by kfk ({reason}); remove it or leave it at its default"
 
     def accepts(self, value: Any, default: Any) -> bool:
         """Whether `value` (parsed) is the default or means the same in kfk; an empty value stands for an unset
@@ -72,6 +72,10 @@ class Unsupported:
 
 def _feature(feature: str, names: Iterable[str], *also_accepted: Any) -> dict[str, Unsupported]:
     return {name: Unsupported(feature, True, True, also_accepted) for name in names}
+
+
+def _feature_ignored(why: str, names: Iterable[str]) -> dict[str, Unsupported]:
+    return {name: Unsupported(why, False, True) for name in names}
 
 
 def _refused(why: str, names: Iterable[str], *also_accepted: Any) -> dict[str, Unsupported]:
@@ -273,19 +277,23 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
         "group.share.max.session.timeout.ms", "group.share.max.size", "group.share.min.heartbeat.interval.ms",
         "group.share.min.record.lock.duration.ms", "group.share.min.session.timeout.ms",
         "group.share.partition.max.record.locks", "group.share.record.lock.duration.ms",
-        "group.share.session.timeout.ms", "share.coordinator.append.linger.ms", "share.coordinator.load.buffer.size",
+        "group.share.session.timeout.ms", "share.fetch.purgatory.purge.interval.requests")),
+    # Kafka 4.0's own sample server.properties sizes the share coordinator's topic: a file copied from it must start,
+    # so these settings of a coordinator kfk does not have are warned about, not refused.
+    **_feature_ignored("share groups (KIP-932) are not supported by kfk, so there is no share coordinator nor "
+                       "__share_group_state topic to configure", (
+        "share.coordinator.append.linger.ms", "share.coordinator.load.buffer.size",
         "share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.state.topic.compression.codec",
         "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.num.partitions",
         "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes",
-        "share.coordinator.threads", "share.coordinator.write.timeout.ms",
-        "share.fetch.purgatory.purge.interval.requests")),
+        "share.coordinator.threads", "share.coordinator.write.timeout.ms")),
     **_feature("the consumer group protocol of KIP-848 (kfk's groups speak the classic protocol)", (
         "group.consumer.assignors", "group.consumer.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms",
         "group.consumer.max.session.timeout.ms", "group.consumer.max.size", "group.consumer.migration.policy",
         "group.consumer.min.heartbeat.interval.ms", "group.consumer.min.session.timeout.ms",
         "group.consumer.session.timeout.ms")),
     **_feature("the consumer group protocol of KIP-848 (kfk's groups speak the classic protocol)",
-               ("group.coordinator.rebalance.protocols",), ["classic"]),
+               ("group.coordinator.rebalance.protocols",), ["classic"], ["consumer", "classic"]),
     **_feature("delegation tokens (KIP-48)", (
         "delegation.token.expiry.check.interval.ms", "delegation.token.expiry.time.ms",
         "delegation.token.max.lifetime.ms", "delegation.token.secret.key")),
@@ -370,6 +378,8 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
         "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms")),
     **_ignored("the follower side (follower.replication.throttled.rate and .replicas) throttles the same "
                "replication traffic in kfk", ("leader.replication.throttled.rate",)),
+    **_ignored("kfk's replication throttle is a token bucket with one second of burst, not a rate over windows",
+               ("replication.quota.window.num", "replication.quota.window.size.seconds")),
 }
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -392,7 +402,7 @@ TOPIC_KEY_READERS: dict[str, tuple[str, ...]] = {
     "retention.bytes": (_LOG,),
     "retention.ms": (_LOG,),
     "file.delete.delay.ms": (_LOG, "kfk.storage.log_manager"),
-    "cleanup.policy": ("kfk.config", f"{_LOG}:compact", f"{_CLEANER_MANAGER}:compact"),
+    "cleanup.policy": ("kfk.config", f"{_LOG}:delete", f"{_CLEANER_MANAGER}:compact"),
     "delete.retention.ms": ("kfk.storage.cleaner",),
     "min.compaction.lag.ms": (_CLEANER_MANAGER,),
     "max.compaction.lag.ms": (_CLEANER_MANAGER,),
