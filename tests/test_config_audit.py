@@ -150,6 +150,47 @@ def test_the_source_check_finds_a_reader_that_does_not_read() -> None:
         "log.segment.bytes: kfk.server.metrics does not read it", "max.connections: kfk.server.metrics does not read it"]
 
 
+#: Where a kind of key would be read: the broker's and topics' keys outside the client library, the client's inside
+#: it (kfk.commands write configs, they do not act on them; kfk.config and kfk.config_support define them).
+_KFK = Path(__file__).resolve().parent.parent / "kfk"
+_NOT_READERS = ("protocol", "testing", "commands", "config.py", "config_support.py")
+#: Attributes of another config object that share a name with a key kfk does not act on.
+_HOMONYMS = {("request.timeout.ms", "backends/embedded/raft/replica.py"):
+             "RaftConfig.request_timeout_ms: controller.quorum.request.timeout.ms"}
+
+
+def config_reads(path: Path) -> set[str]:
+    """The keys a module reads from an object named config or broker_config (`config.num_io_threads`,
+    `self.config.num_io_threads`), and the strings it hands to a call or subscript other than a ConfigKey(...)."""
+    read = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute):
+            receiver = node.value
+            owner = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", "")
+            if owner in ("config", "broker_config"):
+                read.add(node.attr)
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            read.add(node.slice.value)
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) != "ConfigKey":
+            read |= {argument.value for argument in node.args if isinstance(argument, ast.Constant)}
+    return read
+
+
+@pytest.mark.parametrize("kind", sorted(ACCEPTED))
+def test_no_code_reads_a_key_said_to_have_no_effect(kind: str) -> None:
+    """A key kfk is said not to act on, read after all, is class (a): it must be reclassified (and not refused)."""
+    unsupported = CLASSIFIED[kind][1]
+    read_by = []
+    for path in sorted(_KFK.rglob("*.py")):
+        relative = path.relative_to(_KFK).as_posix()
+        if relative.startswith(_NOT_READERS) or relative.startswith("client/") != (kind == "client"):
+            continue
+        reads = config_reads(path)
+        read_by += [f"{name}: read by kfk/{relative}" for name in unsupported
+                    if (name in reads or name.replace(".", "_") in reads) and (name, relative) not in _HOMONYMS]
+    assert read_by == []
+
+
 def _other_value(name: str) -> Any:
     """A valid value other than the default for a broker key that is the default of a topic key."""
     special = {"compression.type": "gzip", "compression.gzip.level": 5, "log.cleanup.policy": ["compact"],
