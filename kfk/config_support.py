@@ -312,8 +312,6 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
         "controller.quota.window.num", "controller.quota.window.size.seconds")),
     **_feature("a metadata log directory apart from log.dirs (kfk keeps the metadata log in the first log dir)",
                ("metadata.log.dir",)),
-    **_feature("retention of the KRaft metadata log (kfk's metadata log keeps every segment)", (
-        "metadata.log.segment.ms", "metadata.max.retention.bytes", "metadata.max.retention.ms")),
     **_feature("taking a failed log directory offline after log.dir.failure.timeout.ms (JBOD, KIP-858)",
                ("log.dir.failure.timeout.ms",)),
     # (b) Java plug-ins and providers: refused, as a missing one would change security or policies silently
@@ -369,6 +367,11 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
                ("group.coordinator.append.linger.ms",)),
     **_ignored("kfk writes __consumer_offsets uncompressed", ("offsets.topic.compression.codec",)),
     **_ignored("kfk's controller writes only when the metadata changes", ("metadata.max.idle.interval.ms",)),
+    **_ignored("kfk keeps only the newest metadata snapshot and trims the metadata log behind it at every snapshot "
+               "(metadata.log.max.record.bytes.between.snapshots, metadata.log.max.snapshot.interval.ms)",
+               ("metadata.max.retention.bytes", "metadata.max.retention.ms")),
+    **_ignored("kfk rolls the metadata log's segments at metadata.log.segment.bytes or after Kafka's default of 7 "
+               "days", ("metadata.log.segment.ms",)),
     **_ignored("kfk waits for its broker registration as long as it takes",
                ("initial.broker.registration.timeout.ms",)),
     **_ignored("kfk opens every listener once the broker is ready", ("early.start.listeners",)),
