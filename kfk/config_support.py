@@ -254,7 +254,7 @@ _SSL_IGNORED = _ignored(
     "the JVM's TLS provider settings; kfk's TLS is OpenSSL's, configured by ssl.enabled.protocols, "
     "ssl.cipher.suites and PEM key and trust stores (which take no store password)",
     ("ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation", "ssl.protocol",
-     "ssl.keystore.password", "ssl.truststore.password"))
+     "ssl.provider", "ssl.keystore.password", "ssl.truststore.password"))
 
 BROKER_UNSUPPORTED: dict[str, Unsupported] = {
     # (c) features kfk does not have
@@ -324,8 +324,8 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
     **_refused(_JAVA_PLUGIN + "; kfk validates OAUTHBEARER tokens against sasl.oauthbearer.jwks.endpoint.url "
                "itself, as Kafka's OAuthBearerValidatorCallbackHandler does",
                ("sasl.server.callback.handler.class",), *OAUTHBEARER_VALIDATOR_CALLBACK_HANDLERS),
-    **_refused("Java security providers, which kfk cannot load (its TLS is OpenSSL's)",
-               ("security.providers", "ssl.provider")),
+    **_refused("Java security provider classes, which kfk cannot load (its TLS is OpenSSL's)",
+               ("security.providers",)),
     # (b) Java metrics reporters: warned about, as kfk's metrics are served on metrics.port instead
     **_ignored("Java metrics reporters cannot be loaded; kfk serves its metrics in Prometheus text format on "
                "metrics.port", (
