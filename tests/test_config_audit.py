@@ -147,7 +147,8 @@ def test_the_code_said_to_govern_a_key_reads_it(kind: str) -> None:
 
 def test_the_source_check_finds_a_reader_that_does_not_read() -> None:
     assert unread({"log.segment.bytes": ("kfk.server.metrics",), "max.connections": ("kfk.server.metrics",)}) == [
-        "log.segment.bytes: kfk.server.metrics does not read it", "max.connections: kfk.server.metrics does not read it"]
+        "log.segment.bytes: kfk.server.metrics does not read it",
+        "max.connections: kfk.server.metrics does not read it"]
 
 
 #: Where a kind of key would be read: the broker's and topics' keys outside the client library, the client's inside
