@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kfk.common.constants import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from kfk.config_support import BROKER_UNSUPPORTED, TOPIC_UNSUPPORTED
 from kfk.errors import InvalidConfigurationError
 
 _log = logging.getLogger(__name__)
@@ -381,8 +382,10 @@ class LogConfig:
                 f"conflict topic config setting min.compaction.lag.ms ({values['min.compaction.lag.ms']}) > "
                 f"max.compaction.lag.ms ({values['max.compaction.lag.ms']})"
             )
-        if values["remote.storage.enable"]:
-            raise InvalidConfigurationError("remote.storage.enable=true: tiered storage is not supported by kfk")
+        for name, support in TOPIC_UNSUPPORTED.items():
+            key = LOG_CONFIG_DEF.keys[name]
+            if support.refuse and not support.accepts(values[name], key.default):
+                raise InvalidConfigurationError(support.message(name, values[name]))
         fields: dict[str, Any] = {}
         for name, value in values.items():
             fields[LOG_CONFIG_DEF.keys[name].attribute] = tuple(value) if isinstance(value, list) else value
@@ -490,15 +493,12 @@ _B, _I, _L, _D, _S, _LIST, _C, _P = (ConfigType.BOOLEAN, ConfigType.INT, ConfigT
                                      ConfigType.STRING, ConfigType.LIST, ConfigType.CLASS, ConfigType.PASSWORD)
 
 #: The other broker configs of Kafka 4.0's broker configuration reference, with their types and defaults (a short
-#: is kept as an int): kfk accepts them in server.properties, checks their types and describes them as Kafka does,
-#: but nothing in kfk acts on most of them (quotas, metrics, tiered storage, the KIP-848 consumer protocol, share
-#: groups...). The exceptions: the controller.quorum.* timeouts (kfk.backends.embedded.raft.RaftConfig; there is no
-#: controller.quorum.append.linger.ms: kfk's controller commits one write before it computes the next, so a Raft
-#: leader would have nothing to accumulate, only latency to add), security.inter.broker.protocol (BrokerConfig.
-#: inter_broker_listener), the ssl.* keys that kfk.security.tls reads (the client library takes the same keys), and
-#: the sasl.* keys of kfk.security.sasl.settings and kfk.server.sasl_config (sasl.enabled.mechanisms, sasl.jaas.config,
-#: sasl.mechanism.inter.broker.protocol, sasl.mechanism.controller.protocol, sasl.oauthbearer.*),
-#: connections.max.reauth.ms and connection.failed.authentication.delay.ms.
+#: is kept as an int): kfk accepts them in server.properties, checks their types and describes them as Kafka does.
+#: Some govern kfk's behaviour (the controller.quorum.* timeouts, the ssl.* and sasl.* keys kfk.security reads...);
+#: the others (quotas of features kfk lacks, metrics reporters, tiered storage, the KIP-848 consumer protocol, share
+#: groups...) are refused or warned about when set to another value than their default: kfk.config_support says
+#: which, key by key. (There is no controller.quorum.append.linger.ms: kfk's controller commits one write before it
+#: computes the next, so a Raft leader would have nothing to accumulate, only latency to add.)
 ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("add.partitions.to.txn.retry.backoff.max.ms", _I, 100),
     ("add.partitions.to.txn.retry.backoff.ms", _I, 20),
@@ -759,7 +759,8 @@ def validate_dynamic_broker_configs(props: Mapping[str, str], per_broker: bool) 
     run time: Kafka's DynamicBrokerConfig.validateConfigs, in its order (read-only keys, bare security keys, values,
     per-broker keys at the default). Kafka answers all of these with INVALID_REQUEST (the caller's job); its
     messages list the names as a Scala Set, kfk lists them comma-separated. Unlike Kafka, a name that is no broker
-    config at all is refused (Kafka stores it unread: a typo would silently do nothing)."""
+    config at all is refused (Kafka stores it unread: a typo would silently do nothing), and so is a value kfk
+    refuses at start-up too (BrokerConfig.check_supported: a feature kfk does not have, a Java plug-in)."""
     def check(names: Iterable[str], message: str) -> None:
         names = sorted(names)
         if names:
@@ -773,6 +774,9 @@ def validate_dynamic_broker_configs(props: Mapping[str, str], per_broker: bool) 
           "Unknown broker configs")
     for name, value in props.items():
         parsed = (THROTTLED_RATE_CONFIGS.get(name) or BROKER_CONFIG_DEF.keys[name]).parse(value)
+        support = BROKER_UNSUPPORTED.get(name)
+        if support is not None and support.refuse and not support.accepts(parsed, BROKER_CONFIG_DEF.keys[name].default):
+            raise InvalidConfigurationError(support.message(name, parsed))
         if name == "listeners":
             bad = [entry for entry in parsed if not _LISTENER.fullmatch(entry.strip())]
             if bad:
@@ -781,6 +785,14 @@ def validate_dynamic_broker_configs(props: Mapping[str, str], per_broker: bool) 
     if not per_broker:
         check((name for name in props if name in PER_BROKER_CONFIGS),
               "Cannot update these configs at default cluster level, broker id must be specified")
+
+
+def _accepted_key_doc(name: str) -> str:
+    """The description of a key of ACCEPTED_BROKER_KEYS: what kfk does with it (kfk.config_support)."""
+    support = BROKER_UNSUPPORTED.get(name)
+    if support is None:
+        return "As in Kafka 4.x."
+    return f"Accepted as in Kafka 4.x, at its default; kfk does not act on it: {support.why}."
 
 
 BROKER_CONFIG_DEF = ConfigDef(
@@ -995,7 +1007,7 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "kfk's own: rotate log.file when it reaches this size."),
         ConfigKey("log.file.backups", ConfigType.INT, 10, at_least(1),
                   "kfk's own: rotated copies of log.file kept (log.file.1 the newest)."),
-        *(ConfigKey(name, config_type, default, None, "Accepted as in Kafka 4.x; kfk does not act on it.")
+        *(ConfigKey(name, config_type, default, None, _accepted_key_doc(name))
           for name, config_type, default in ACCEPTED_BROKER_KEYS),
     ]
 )
@@ -1033,17 +1045,19 @@ def _hashable(values: Mapping[str, Any]) -> tuple:
     return tuple(sorted((name, tuple(value) if isinstance(value, list) else value) for name, value in values.items()))
 
 
-def _is_known_broker_name(name: str) -> bool:
-    """A broker config name, one of the authorizer's, or one set for a single listener
-    (`listener.name.<listener>.<config>`, e.g. listener.name.internal.ssl.keystore.location), as Kafka 4.x accepts
-    them."""
-    if name in BROKER_CONFIG_DEF.keys or name in AUTHORIZER_CONFIGS:
-        return True
-    prefix, _, rest = name.partition("listener.name.")
+def _listener_scoped_config(name: str) -> str | None:
+    """The broker config that `listener.name.<listener>.<config>` (or `listener.name.<listener>.<mechanism>.<config>`,
+    e.g. listener.name.internal.plain.sasl.jaas.config) sets for a single listener; None for any other name."""
+    prefix, _, rest = name.partition(LISTENER_PREFIX)
     listener, _, config = rest.partition(".")
     if not prefix and listener and config.partition(".")[0].upper() in _SASL_MECHANISM_NAMES:
-        config = config.partition(".")[2]  # listener.name.<listener>.<mechanism>.sasl.jaas.config and the like
-    return not prefix and bool(listener) and config in BROKER_CONFIG_DEF.keys
+        config = config.partition(".")[2]
+    return config if not prefix and listener and config in BROKER_CONFIG_DEF.keys else None
+
+
+def _is_known_broker_name(name: str) -> bool:
+    """A broker config name, one of the authorizer's, or one set for a single listener, as Kafka 4.x accepts them."""
+    return name in BROKER_CONFIG_DEF.keys or name in AUTHORIZER_CONFIGS or _listener_scoped_config(name) is not None
 
 
 class BrokerConfig:
@@ -1093,6 +1107,26 @@ class BrokerConfig:
         if self.zookeeper_connect is None and self.metadata_log_segment_bytes < self.metadata_log_segment_min_bytes:
             raise InvalidConfigurationError(f"Cannot set metadata.log.segment.bytes below "
                                             f"{self.metadata_log_segment_min_bytes}: {self.metadata_log_segment_bytes}")
+
+    def check_supported(self) -> list[str]:
+        """The keys of server.properties (bare or for one listener) that kfk accepts but does not act on
+        (kfk.config_support), set to another value than their default: raise InvalidConfigurationError, in one line,
+        for the first one kfk refuses (a feature it does not have, a Java plug-in it cannot load), and return one
+        warning line for each one kfk ignores (a thread count: kfk does what the user wants anyway)."""
+        warnings = []
+        for name in sorted(self.originals):
+            config = name if name in BROKER_CONFIG_DEF.keys else _listener_scoped_config(name)
+            support = BROKER_UNSUPPORTED.get(config) if config is not None else None
+            if support is None:
+                continue
+            key = BROKER_CONFIG_DEF.keys[config]
+            value = key.parse(self.originals[name])
+            if support.accepts(value, key.default):
+                continue
+            if support.refuse:
+                raise InvalidConfigurationError(support.message(name, value))
+            warnings.append(support.message(name, value))
+        return warnings
 
     def check_kraft_roles(self) -> None:
         """Kafka's rules for process.roles, controller.listener.names, listeners and the quorum configuration,

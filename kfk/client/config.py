@@ -15,6 +15,7 @@ reporters) are not accepted; key/value serializers are plain Python callables pa
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 from kfk import __version__
 from kfk.common.constants import INT32_MAX
 from kfk.config import ACCEPTED_BROKER_KEYS, ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
+from kfk.config_support import CLIENT_UNSUPPORTED
 from kfk.errors import InvalidConfigurationError
 from kfk.protocol.connection import DEFAULT_MAX_RESPONSE_BYTES
 from kfk.security.sasl import SaslClient
@@ -38,6 +40,8 @@ __all__ = [
     "max_response_bytes",
     "parse_bootstrap_servers",
 ]
+
+_log = logging.getLogger(__name__)
 
 CLIENT_SOFTWARE_NAME = "kfk-python"
 CLIENT_SOFTWARE_VERSION = __version__
@@ -200,6 +204,10 @@ class ClientConfig:
         self._values = config_def.parse(merged)
         for name, value in self._values.items():
             setattr(self, name.replace(".", "_"), value)
+        for name in sorted(self.given):  # a Java client's key kfk's client does not act on: said once, here
+            support = CLIENT_UNSUPPORTED.get(name)
+            if support is not None and not support.accepts(self._values[name], config_def.keys[name].default):
+                _log.warning("%s", support.message(name, self._values[name]))
         if not self.client_id:
             self.client_id = f"kfk-{kind}-{socket.gethostname()}"
 

@@ -785,6 +785,8 @@ class BrokerServer:
         malformed listener) raises a KafkaError before anything in the log dirs changes: the dirs are locked and the
         listeners bound before a dir is formatted or a log recovered."""
         loop = asyncio.get_running_loop()
+        for warning in self.config.check_supported():
+            log.warning("%s", warning)
         self.config.check_kraft_roles()
         self.config.check_metadata_log()
         try:
