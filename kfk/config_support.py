@@ -178,6 +178,7 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "replica.lag.time.max.ms": ("kfk.replication.replica_manager",),
     "replica.fetch.max.bytes": (_FETCHER,),
     "replica.fetch.response.max.bytes": (_FETCHER,),
+    "fetch.max.bytes": (_SERVER,),
     "replica.fetch.wait.max.ms": (_FETCHER,),
     "replica.fetch.min.bytes": (_FETCHER,),
     "replica.fetch.backoff.ms": (_FETCHER,),
