@@ -99,6 +99,10 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),  # handlers/sasl.py, kfk/server/sasl_authenticator.py
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py
+    ApiKey.CREATE_DELEGATION_TOKEN: VersionRange(1, 3),  # handlers/delegation_tokens.py
+    ApiKey.RENEW_DELEGATION_TOKEN: VersionRange(1, 2),  # handlers/delegation_tokens.py
+    ApiKey.EXPIRE_DELEGATION_TOKEN: VersionRange(1, 2),  # handlers/delegation_tokens.py
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: VersionRange(1, 3),  # handlers/delegation_tokens.py
 }
 
 #: What a controller listener serves (controller.listener.names; Kafka's ApiMessageType listener CONTROLLER): the
@@ -135,7 +139,9 @@ CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     # and the admin requests forwarded since, which tools may also send the controller directly.
     ApiKey.ENVELOPE: VersionRange(0, 0),  # handlers/envelope.py
     **{api_key: SERVED_VERSIONS[api_key] for api_key in (
-        ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS)},
+        ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN,
+        ApiKey.DESCRIBE_DELEGATION_TOKEN)},
 }
 
 
