@@ -18,7 +18,8 @@ PRINCIPAL_DATA_VERSION = DefaultPrincipalData.HIGHEST_VERSION
 
 
 def serialize_principal(principal: KafkaPrincipal) -> bytes:
-    data = DefaultPrincipalData(type=principal.principal_type, name=principal.name, token_authenticated=principal.token_authenticated)
+    data = DefaultPrincipalData(type=principal.principal_type, name=principal.name,
+                                token_authenticated=principal.token_authenticated)
     return INT16.pack(PRINCIPAL_DATA_VERSION) + data.encode(PRINCIPAL_DATA_VERSION)
 
 
