@@ -32,6 +32,8 @@ from kfk.server.dispatch import Dispatcher, RequestContext
 
 #: The times of a response to a request refused before any token was looked at (Kafka's ERROR_TIMESTAMP).
 ERROR_TIMESTAMP = -1
+#: CreateDelegationToken names the token's requester from this version on (KIP-373).
+FIRST_REQUESTER_VERSION = 3
 
 
 def _allows_token_requests(context: RequestContext) -> bool:
@@ -59,20 +61,23 @@ class DelegationTokensHandler:
         owner = requester
         if request.owner_principal_name:
             owner = KafkaPrincipal(request.owner_principal_type or USER_TYPE, request.owner_principal_name)
-        refused = CreateDelegationTokenResponse(
+        response = CreateDelegationTokenResponse(
             principal_type=owner.principal_type, principal_name=owner.name,
             token_requester_principal_type=requester.principal_type, token_requester_principal_name=requester.name,
             issue_timestamp_ms=ERROR_TIMESTAMP, expiry_timestamp_ms=ERROR_TIMESTAMP, max_timestamp_ms=ERROR_TIMESTAMP)
         if not _allows_token_requests(context):
-            refused.error_code = ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+            response.error_code = ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
         elif owner != requester and not self.auth.authorize(context, AclOperation.CREATE_TOKENS, ResourceType.USER,
                                                             str(owner)):
-            refused.error_code = ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
-        elif self.secret_key is None:  # the controller's answer too, known here (and so in ZooKeeper mode)
-            refused.error_code = ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
+            response.error_code = ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
+        elif self.secret_key is None:  # the controller's answer (no times), known here (and so in ZooKeeper mode)
+            response.error_code = ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
+            response.issue_timestamp_ms = response.expiry_timestamp_ms = response.max_timestamp_ms = 0
         else:
-            return await self.controller.create_delegation_token(requester, request)
-        return refused
+            response = await self.controller.create_delegation_token(requester, request)
+        if context.api_version < FIRST_REQUESTER_VERSION:  # the fields the version does not carry stay unset
+            response.token_requester_principal_type = response.token_requester_principal_name = ""
+        return response
 
     async def renew_delegation_token(self, context: RequestContext, request: RenewDelegationTokenRequest
                                      ) -> RenewDelegationTokenResponse:
