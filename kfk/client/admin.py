@@ -135,6 +135,7 @@ from kfk.protocol.messages.list_partition_reassignments import (
 )
 from kfk.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from kfk.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from kfk.protocol.messages.unregister_broker import UnregisterBrokerRequest
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kfk.security.acl import AclBinding, AclBindingFilter
 from kfk.security.principal import KafkaPrincipal
@@ -1029,6 +1030,20 @@ class Admin:
                     raise error
                 result[entry.user] = error
             return result
+
+        return self._run(call, timeout_ms)
+
+    def unregister_broker(self, broker_id: int, timeout_ms: float | None = None) -> None:
+        """Drop the registration of a broker that is gone for good (KRaft: any broker forwards it to the active
+        controller). BrokerIdNotRegisteredError: no such broker; UnsupportedVersionError: the cluster has no such
+        request (ZooKeeper mode)."""
+        async def call(deadline: float) -> None:
+            await self._metadata((), deadline)
+            response = await self._network.send(self._network.least_loaded_node(),
+                                                UnregisterBrokerRequest(broker_id=broker_id))
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, f"UnregisterBroker of broker {broker_id}",
+                                     response.error_message)
 
         return self._run(call, timeout_ms)
 

@@ -92,6 +92,7 @@ from kfk.server.handlers.producer_id import ProducerIdHandler
 from kfk.server.handlers.sasl import SaslHandler
 from kfk.server.handlers.delegation_tokens import DelegationTokensHandler
 from kfk.server.handlers.scram_credentials import ScramCredentialsHandler
+from kfk.server.handlers.unregister_broker import UnregisterBrokerHandler
 from kfk.server.handlers.transactions import TransactionsHandler
 from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.server.metrics import MetricsEndpoint
@@ -233,6 +234,7 @@ class BrokerServer:
             SaslHandler(),
             ScramCredentialsHandler(metadata_cache, controller, auth),
             DelegationTokensHandler(metadata_cache, controller, config.delegation_token_secret_key, auth),
+            UnregisterBrokerHandler(controller, isinstance(self.metadata_backend, EmbeddedMetadataBackend), auth),
         ]
         for handler in handlers:
             handler.register(self.dispatcher)
@@ -498,6 +500,7 @@ class BrokerServer:
                         AclsHandler(cache, controller, auth), ClientQuotasHandler(cache, controller, auth),
                         ScramCredentialsHandler(cache, controller, auth),
                         DelegationTokensHandler(cache, controller, self.config.delegation_token_secret_key, auth),
+                        UnregisterBrokerHandler(controller, kraft=True),  # ALTER: authorize_cluster_requests
                         EnvelopeHandler(dispatcher, auth, FORWARDED_APIS)):
             handler.register(dispatcher)
         SaslHandler().register(dispatcher)  # answers what a SASL controller listener's authenticator does not

@@ -103,6 +103,7 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.RENEW_DELEGATION_TOKEN: VersionRange(1, 2),  # handlers/delegation_tokens.py
     ApiKey.EXPIRE_DELEGATION_TOKEN: VersionRange(1, 2),  # handlers/delegation_tokens.py
     ApiKey.DESCRIBE_DELEGATION_TOKEN: VersionRange(1, 3),  # handlers/delegation_tokens.py
+    ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/unregister_broker.py
 }
 
 #: What a controller listener serves (controller.listener.names; Kafka's ApiMessageType listener CONTROLLER): the
@@ -119,7 +120,7 @@ CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.SASL_AUTHENTICATE: SERVED_VERSIONS[ApiKey.SASL_AUTHENTICATE],
     ApiKey.BROKER_REGISTRATION: VersionRange(0, 4),  # handlers/broker_to_controller.py
     ApiKey.BROKER_HEARTBEAT: VersionRange(0, 1),  # handlers/broker_to_controller.py
-    ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/broker_to_controller.py
+    ApiKey.UNREGISTER_BROKER: SERVED_VERSIONS[ApiKey.UNREGISTER_BROKER],
     ApiKey.ALTER_PARTITION: VersionRange(2, 3),  # handlers/broker_to_controller.py
     ApiKey.ALLOCATE_PRODUCER_IDS: VersionRange(0, 0),  # handlers/broker_to_controller.py
     ApiKey.VOTE: VersionRange(0, 2),  # handlers/raft.py
