@@ -20,6 +20,7 @@ from kfk.commands import (
     cluster,
     configs,
     console,
+    delegation_tokens,
     dump_log,
     groups,
     metadata,
@@ -73,6 +74,7 @@ app.add_typer(console.app)
 app.add_typer(groups.app)
 app.add_typer(configs.app)
 app.add_typer(acls.app)
+app.add_typer(delegation_tokens.app)
 app.add_typer(perf.app, name="perf-test")
 app.add_typer(dump_log.app)
 app.add_typer(spark.app)

@@ -520,10 +520,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("controller.quota.window.size.seconds", _I, 1),
     ("controller.socket.timeout.ms", _I, 30000),
     ("create.topic.policy.class.name", _C, None),
-    ("delegation.token.expiry.check.interval.ms", _L, 3600000),
-    ("delegation.token.expiry.time.ms", _L, 86400000),
-    ("delegation.token.max.lifetime.ms", _L, 604800000),
-    ("delegation.token.secret.key", _P, None),
     ("delete.records.purgatory.purge.interval.requests", _I, 1),
     ("early.start.listeners", _S, None),
     ("fetch.purgatory.purge.interval.requests", _I, 1000),
@@ -996,6 +992,15 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("metadata.log.segment.min.bytes", ConfigType.INT, METADATA_LOG_SEGMENT_MIN_BYTES,
                   at_least(RECORDS_LOG_OVERHEAD), internal=True,
                   doc="The floor of metadata.log.segment.bytes; lowered by tests only, as in Kafka."),
+        ConfigKey("delegation.token.secret.key", ConfigType.PASSWORD, None, None,
+                  "The secret every broker and controller derives delegation tokens' HMACs from (the same on all); "
+                  "without it the cluster issues no tokens."),
+        ConfigKey("delegation.token.max.lifetime.ms", ConfigType.LONG, 7 * 24 * 3600 * 1000, at_least(1),
+                  "The longest a delegation token may be renewed for, from its creation."),
+        ConfigKey("delegation.token.expiry.time.ms", ConfigType.LONG, 24 * 3600 * 1000, at_least(1),
+                  "How long a delegation token lives without a renewal, and the longest one renewal adds."),
+        ConfigKey("delegation.token.expiry.check.interval.ms", ConfigType.LONG, 3600 * 1000, at_least(1),
+                  "How often the active controller removes expired delegation tokens."),
         ConfigKey("unstable.api.versions.enable", ConfigType.BOOLEAN, False, None,
                   "Advertise API versions still in development."),
         ConfigKey("authorizer.class.name", ConfigType.STRING, "", None,
@@ -1127,6 +1132,14 @@ class BrokerConfig:
                 raise InvalidConfigurationError(support.message(name, value))
             warnings.append(support.message(name, value))
         return warnings
+
+    def check_delegation_tokens(self) -> None:
+        """kfk keeps delegation tokens in the KRaft metadata log only: its ZooKeeper mode has no token store (Kafka 3's
+        /delegation_token znodes), so a secret key there would promise tokens that never come."""
+        if self.zookeeper_connect is not None and self.delegation_token_secret_key is not None:
+            raise InvalidConfigurationError(
+                "delegation.token.secret.key is set, but kfk issues delegation tokens in KRaft mode only "
+                "(process.roles): remove it, or run this cluster in KRaft mode")
 
     def check_kraft_roles(self) -> None:
         """Kafka's rules for process.roles, controller.listener.names, listeners and the quorum configuration,

@@ -13,9 +13,9 @@ accepted key is classified here, once:
     do (a Java plug-in whose absence would silently change authentication, authorization or policies), and warned
     about once at start-up when kfk's behaviour is the one the user wants anyway (a thread count);
 (c) it belongs to a FEATURE KFK DOES NOT HAVE yet (tiered storage, share groups, the KIP-848 consumer protocol,
-    delegation tokens, Kerberos...): accepted at its default, refused at start-up with any other value, with one
-    line naming the key and the feature (the sizes of the share coordinator's topic are only warned about: Kafka
-    4.0's sample server.properties sets them).
+    Kerberos...): accepted at its default, refused at start-up with any other value, with one line naming the key
+    and the feature (the sizes of the share coordinator's topic are only warned about: Kafka 4.0's sample
+    server.properties sets them).
 
 The test enumerates every key of the config definitions and fails on a key that is in none of these tables, so a
 new key cannot be added without saying what reads it.
@@ -179,6 +179,11 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "replica.fetch.max.bytes": (_FETCHER,),
     "replica.fetch.response.max.bytes": (_FETCHER,),
     "fetch.max.bytes": (_SERVER,),
+    # delegation tokens (KIP-48): the secret key turns them on (and is refused in ZooKeeper mode)
+    "delegation.token.secret.key": (_SERVER, _CONTROLLER, "kfk.config"),
+    "delegation.token.max.lifetime.ms": (_CONTROLLER,),
+    "delegation.token.expiry.time.ms": (_CONTROLLER,),
+    "delegation.token.expiry.check.interval.ms": (_CONTROLLER,),
     "replica.fetch.wait.max.ms": (_FETCHER,),
     "replica.fetch.min.bytes": (_FETCHER,),
     "replica.fetch.backoff.ms": (_FETCHER,),
@@ -295,9 +300,6 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
         "group.consumer.session.timeout.ms")),
     **_feature("the consumer group protocol of KIP-848 (kfk's groups speak the classic protocol)",
                ("group.coordinator.rebalance.protocols",), ["classic"], ["consumer", "classic"]),
-    **_feature("delegation tokens (KIP-48)", (
-        "delegation.token.expiry.check.interval.ms", "delegation.token.expiry.time.ms",
-        "delegation.token.max.lifetime.ms", "delegation.token.secret.key")),
     **_feature("SASL/GSSAPI (Kerberos)", (
         "sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
         "sasl.kerberos.service.name", "sasl.kerberos.ticket.renew.jitter",

@@ -49,6 +49,7 @@ from kfk.client.structs import (
     ClusterDescription,
     ConfigResource,
     ConsumerGroupDescription,
+    DelegationToken,
     ElectionType,
     GroupListing,
     MemberDescription,
@@ -95,6 +96,8 @@ from kfk.protocol.messages.alter_partition_reassignments import (
 from kfk.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
                                                                  AlterUserScramCredentialsResponse)
 from kfk.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
+from kfk.protocol.messages.create_delegation_token import (CreateDelegationTokenRequest,
+                                                            CreateDelegationTokenResponse)
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kfk.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
@@ -105,10 +108,13 @@ from kfk.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAcl
 from kfk.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kfk.protocol.messages.describe_delegation_token import (DescribeDelegationTokenRequest,
+                                                              DescribeDelegationTokenResponse)
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest
+from kfk.protocol.messages.renew_delegation_token import RenewDelegationTokenRequest
 from kfk.protocol.messages.describe_user_scram_credentials import (DescribeUserScramCredentialsRequest,
                                                                     DescribeUserScramCredentialsResponse)
 from kfk.protocol.messages.describe_topic_partitions import (
@@ -117,6 +123,7 @@ from kfk.protocol.messages.describe_topic_partitions import (
 )
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from kfk.protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from kfk.protocol.messages.expire_delegation_token import ExpireDelegationTokenRequest
 from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
@@ -128,8 +135,10 @@ from kfk.protocol.messages.list_partition_reassignments import (
 )
 from kfk.protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from kfk.protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from kfk.protocol.messages.unregister_broker import UnregisterBrokerRequest
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kfk.security.acl import AclBinding, AclBindingFilter
+from kfk.security.principal import KafkaPrincipal
 from kfk.security.sasl.scram import ScramMechanism, salted_password
 
 __all__ = ["Admin"]
@@ -1021,6 +1030,97 @@ class Admin:
                     raise error
                 result[entry.user] = error
             return result
+
+        return self._run(call, timeout_ms)
+
+    def unregister_broker(self, broker_id: int, timeout_ms: float | None = None) -> None:
+        """Drop the registration of a broker that is gone for good (KRaft: any broker forwards it to the active
+        controller). BrokerIdNotRegisteredError: no such broker; UnsupportedVersionError: the cluster has no such
+        request (ZooKeeper mode)."""
+        async def call(deadline: float) -> None:
+            await self._metadata((), deadline)
+            response = await self._network.send(self._network.least_loaded_node(),
+                                                UnregisterBrokerRequest(broker_id=broker_id))
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, f"UnregisterBroker of broker {broker_id}",
+                                     response.error_message)
+
+        return self._run(call, timeout_ms)
+
+    # -- delegation tokens (KIP-48) ---------------------------------------------------------------------------------
+
+    def create_delegation_token(self, *, renewers: Iterable[KafkaPrincipal] = (), owner: KafkaPrincipal | None = None,
+                                max_lifetime_ms: int = -1, timeout_ms: float | None = None) -> DelegationToken:
+        """A new token owned by this client's principal (or `owner`, which needs CREATE_TOKENS on that user), that
+        `renewers` may renew too; `max_lifetime_ms` -1: the broker's delegation.token.max.lifetime.ms."""
+        Renewer = CreateDelegationTokenRequest.CreatableRenewers
+        request = CreateDelegationTokenRequest(
+            owner_principal_type=None if owner is None else owner.principal_type,
+            owner_principal_name=None if owner is None else owner.name,
+            renewers=[Renewer(principal_type=r.principal_type, principal_name=r.name) for r in renewers],
+            max_lifetime_ms=max_lifetime_ms)
+
+        async def call(deadline: float) -> DelegationToken:
+            await self._metadata((), deadline)
+            response = await self._network.send(self._network.least_loaded_node(), request)
+            assert isinstance(response, CreateDelegationTokenResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, "CreateDelegationToken")
+            return DelegationToken(
+                response.token_id, bytes(response.hmac),
+                KafkaPrincipal(response.principal_type, response.principal_name),
+                KafkaPrincipal(response.token_requester_principal_type or response.principal_type,
+                               response.token_requester_principal_name or response.principal_name),
+                tuple(renewers), response.issue_timestamp_ms, response.expiry_timestamp_ms,
+                response.max_timestamp_ms)
+
+        return self._run(call, timeout_ms)
+
+    def renew_delegation_token(self, hmac: bytes, *, renew_time_period_ms: int = -1,
+                               timeout_ms: float | None = None) -> int:
+        """Renew the token with this HMAC; its new expiry time (epoch ms). -1: the broker's
+        delegation.token.expiry.time.ms."""
+        request = RenewDelegationTokenRequest(hmac=hmac, renew_period_ms=renew_time_period_ms)
+        return self._token_expiry(request, "RenewDelegationToken", timeout_ms)
+
+    def expire_delegation_token(self, hmac: bytes, *, expiry_time_period_ms: int = -1,
+                                timeout_ms: float | None = None) -> int:
+        """Expire the token with this HMAC that many ms from now (negative: at once, and the token is gone); its
+        new expiry time."""
+        request = ExpireDelegationTokenRequest(hmac=hmac, expiry_time_period_ms=expiry_time_period_ms)
+        return self._token_expiry(request, "ExpireDelegationToken", timeout_ms)
+
+    def _token_expiry(self, request: RenewDelegationTokenRequest | ExpireDelegationTokenRequest, what: str,
+                      timeout_ms: float | None) -> int:
+        async def call(deadline: float) -> int:
+            await self._metadata((), deadline)
+            response = await self._network.send(self._network.least_loaded_node(), request)
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, what)
+            return response.expiry_timestamp_ms
+
+        return self._run(call, timeout_ms)
+
+    def describe_delegation_token(self, owners: Iterable[KafkaPrincipal] | None = None,
+                                  timeout_ms: float | None = None) -> list[DelegationToken]:
+        """The tokens this client may see (owned, requested or renewable by it, or allowed by ACLs), of `owners`
+        only when given."""
+        Owner = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
+        request = DescribeDelegationTokenRequest(owners=None if owners is None else [
+            Owner(principal_type=owner.principal_type, principal_name=owner.name) for owner in owners])
+
+        async def call(deadline: float) -> list[DelegationToken]:
+            await self._metadata((), deadline)
+            response = await self._network.send(self._network.least_loaded_node(), request)
+            assert isinstance(response, DescribeDelegationTokenResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, "DescribeDelegationToken")
+            return [DelegationToken(
+                token.token_id, bytes(token.hmac), KafkaPrincipal(token.principal_type, token.principal_name),
+                KafkaPrincipal(token.token_requester_principal_type or token.principal_type,
+                               token.token_requester_principal_name or token.principal_name),
+                tuple(KafkaPrincipal(r.principal_type, r.principal_name) for r in token.renewers),
+                token.issue_timestamp, token.expiry_timestamp, token.max_timestamp) for token in response.tokens]
 
         return self._run(call, timeout_ms)
 

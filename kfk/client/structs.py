@@ -18,6 +18,7 @@ from kfk.common.client_quotas import ClientQuotaEntity
 from kfk.common.config_types import ConfigResourceType
 from kfk.common.constants import UNKNOWN_LEADER_EPOCH
 from kfk.common.structs import TopicPartition
+from kfk.security.principal import KafkaPrincipal
 
 if TYPE_CHECKING:
     from kfk.client.cluster import BrokerMetadata
@@ -357,6 +358,21 @@ class UserScramCredentialUpsertion:
     iterations: int
     password: str = field(repr=False)
     salt: bytes | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class DelegationToken:
+    """A delegation token (Java's DelegationToken: its TokenInformation and HMAC). A client authenticates with it
+    over SASL/SCRAM: user name `token_id`, password the HMAC in base64, JAAS option tokenauth="true"."""
+
+    token_id: str
+    hmac: bytes = field(repr=False)
+    owner: KafkaPrincipal
+    token_requester: KafkaPrincipal
+    renewers: tuple[KafkaPrincipal, ...]
+    issue_timestamp_ms: int
+    expiry_timestamp_ms: int
+    max_timestamp_ms: int
 
 
 @dataclass(frozen=True)

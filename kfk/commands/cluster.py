@@ -1,4 +1,5 @@
-"""`kfk cluster describe`: a cluster's health at a glance, with Kafka Manager's (CMAK's) statistics.
+"""`kfk cluster describe`: a cluster's health at a glance, with Kafka Manager's (CMAK's) statistics; `kfk cluster
+cluster-id` and `kfk cluster unregister --id N`: kafka-cluster.sh's two commands, with its flags and lines.
 
 The cluster (id, controller, under-replicated and offline partition counts), the brokers (replicas and leaderships
 held, skewed topics), every topic's CMAK statistics, each topic's per-broker table, and the consumer groups' total
@@ -9,7 +10,7 @@ any Kafka cluster. `--output json` (or `--json`) prints them for scripts.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -27,7 +28,46 @@ from kfk.commands.client_options import (
     table,
 )
 
-app = typer.Typer(help="A cluster's brokers, topics, partitions and groups at a glance.", no_args_is_help=True)
+app = typer.Typer(help="A cluster's brokers, topics, partitions and groups at a glance; its id; unregister a broker.",
+                  no_args_is_help=True)
+
+#: kafka-cluster.sh names its properties file --config (-c).
+ClusterToolConfig = Annotated[Optional[str], typer.Option(
+    "--command-config", "--config", "-c", help="A properties file of client settings (security, timeouts...).")]
+
+
+@app.command("cluster-id")
+def cluster_id(
+    bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
+    command_config: ClusterToolConfig = None,
+    debug: Debug = False,
+) -> None:
+    """Print the cluster's id."""
+    from kfk.client import Admin
+
+    with client_errors(debug), Admin(client_config(bootstrap_server, command_config)) as admin:
+        found = admin.describe_cluster().cluster_id
+    typer.echo(f"Cluster ID: {found}" if found else "No cluster ID found. The Kafka version is probably too old.")
+
+
+@app.command()
+def unregister(
+    broker_id: Annotated[int, typer.Option("--id", "-i", help="The id of the broker to unregister.")],
+    bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
+    command_config: ClusterToolConfig = None,
+    debug: Debug = False,
+) -> None:
+    """Drop the registration of a broker that is gone for good (KRaft; it must no longer be running)."""
+    from kfk.client import Admin
+    from kfk.errors import UnsupportedVersionError
+
+    with client_errors(debug), Admin(client_config(bootstrap_server, command_config)) as admin:
+        try:
+            admin.unregister_broker(broker_id)
+        except UnsupportedVersionError:
+            typer.echo("The target cluster does not support the broker unregistration API.")
+            return
+    typer.echo(f"Broker {broker_id} is no longer registered.")
 
 
 class OutputFormat(str, Enum):

@@ -41,6 +41,7 @@ from kfk.controller import (
     client_quota_control,
     cluster_control,
     config_control,
+    delegation_token_control,
     partition_change,
     reassignment,
     replication_control,
@@ -78,6 +79,11 @@ from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from kfk.protocol.messages.create_delegation_token import (CreateDelegationTokenRequest,
+                                                            CreateDelegationTokenResponse)
+from kfk.protocol.messages.expire_delegation_token import (ExpireDelegationTokenRequest,
+                                                            ExpireDelegationTokenResponse)
+from kfk.protocol.messages.renew_delegation_token import RenewDelegationTokenRequest, RenewDelegationTokenResponse
 from kfk.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from kfk.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
@@ -93,6 +99,7 @@ from kfk.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsResponse,
 )
 from kfk.protocol.metadata_records import schema_class
+from kfk.security.principal import KafkaPrincipal
 
 log = logging.getLogger("kfk.controller")
 
@@ -125,6 +132,10 @@ class QuorumController:
         self._reconciler: asyncio.Task | None = None
         self._reconcile_again = False
         self._rebalancer: asyncio.Task | None = None
+        self._token_sweeper: asyncio.Task | None = None
+        self.delegation_tokens = delegation_token_control.DelegationTokenSettings(
+            config.delegation_token_secret_key, config.delegation_token_max_lifetime_ms,
+            config.delegation_token_expiry_time_ms)
         #: Sends a CreateTopics to the active controller when this node is not it (set by the broker).
         self.forward_create_topics: Callable[[CreateTopicsRequest], Awaitable[CreateTopicsResponse]] | None = None
 
@@ -187,15 +198,17 @@ class QuorumController:
             self._schedule_reconcile()
             if self.config.auto_leader_rebalance_enable and (self._rebalancer is None or self._rebalancer.done()):
                 self._rebalancer = asyncio.get_running_loop().create_task(self._rebalance_leaders_periodically())
+        if self.delegation_tokens.secret_key is not None:
+            self._token_sweeper = asyncio.get_running_loop().create_task(self._remove_expired_tokens_periodically())
         return True
 
     def deactivate(self) -> None:
         self.controller_epoch = None
         self.shutting_down.clear()
-        for task in (self._rebalancer, self._fencer):
+        for task in (self._rebalancer, self._fencer, self._token_sweeper):
             if task is not None:
                 task.cancel()
-        self._rebalancer = self._fencer = None
+        self._rebalancer = self._fencer = self._token_sweeper = None
 
     async def run_for_controller(self, is_backend_controller: Callable[[], bool],
                                  changed: asyncio.Event) -> None:
@@ -506,6 +519,48 @@ class QuorumController:
             return AlterUserScramCredentialsResponse(results=[
                 Result(user=user, error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message)
                 for user in users])
+
+    # -- delegation tokens -------------------------------------------------------------------------------------------
+
+    async def create_delegation_token(self, principal: KafkaPrincipal, request: CreateDelegationTokenRequest
+                                      ) -> CreateDelegationTokenResponse:
+        try:
+            return await self._write(lambda image: delegation_token_control.create_delegation_token(
+                image, self.delegation_tokens, self.time_ms(), principal, request))
+        except NotControllerError:
+            return CreateDelegationTokenResponse(error_code=ErrorCode.NOT_CONTROLLER)
+
+    async def renew_delegation_token(self, principal: KafkaPrincipal, request: RenewDelegationTokenRequest
+                                     ) -> RenewDelegationTokenResponse:
+        try:
+            return await self._write(lambda image: delegation_token_control.renew_delegation_token(
+                image, self.delegation_tokens, self.time_ms(), principal, request))
+        except NotControllerError:
+            return RenewDelegationTokenResponse(error_code=ErrorCode.NOT_CONTROLLER)
+
+    async def expire_delegation_token(self, principal: KafkaPrincipal, request: ExpireDelegationTokenRequest
+                                      ) -> ExpireDelegationTokenResponse:
+        try:
+            return await self._write(lambda image: delegation_token_control.expire_delegation_token(
+                image, self.delegation_tokens, self.time_ms(), principal, request))
+        except NotControllerError:
+            return ExpireDelegationTokenResponse(error_code=ErrorCode.NOT_CONTROLLER)
+
+    async def _remove_expired_tokens_periodically(self) -> None:
+        """Kafka's token remover: every delegation.token.expiry.check.interval.ms, the tokens past their expiry leave
+        the metadata (and so every broker's SCRAM servers)."""
+        while self.is_active:
+            await asyncio.sleep(self.config.delegation_token_expiry_check_interval_ms / 1000)
+            try:
+                removed = await self._write(lambda image: delegation_token_control.remove_expired_tokens(
+                    image, self.time_ms()))
+            except NotControllerError:
+                return
+            except KafkaError as error:
+                log.warning("removing expired delegation tokens failed: %s", error)
+                continue
+            if removed:
+                log.info("removed %d expired delegation token(s)", removed)
 
     # -- brokers and producer ids ------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Iterable, Mapping
 from kfk.common.config_types import ConfigResourceType
 from kfk.metadata import acls as acl_records
 from kfk.metadata.client_quotas import ClientQuotas, apply_client_quota_record
-from kfk.metadata import scram
+from kfk.metadata import delegation_tokens, scram
 from kfk.metadata.topic_names import is_internal
 from kfk.protocol.message import Message
 from kfk.security.acl import AclBinding
@@ -119,6 +119,8 @@ class MetadataImage:
     client_quotas: ClientQuotas = field(default_factory=_empty)
     #: SCRAM credentials by (user name, mechanism type): kfk/metadata/scram.py.
     scram_credentials: Mapping[tuple[str, int], scram.ScramCredentialData] = field(default_factory=_empty)
+    #: Delegation tokens by token id: kfk/metadata/delegation_tokens.py.
+    delegation_tokens: Mapping[str, delegation_tokens.DelegationTokenData] = field(default_factory=_empty)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
@@ -179,6 +181,7 @@ class _Delta:
         self.acls: dict[uuid.UUID, AclBinding] | None = None
         self.client_quotas: dict | None = None
         self.scram_credentials: dict[tuple[str, int], scram.ScramCredentialData] | None = None
+        self.delegation_tokens: dict[str, delegation_tokens.DelegationTokenData] | None = None
         #: The partitions of the topics records touched, by topic id: their TopicImages are rebuilt once, in build()
         #: (a batch creating 1,000 partitions must not copy a topic's partitions for each).
         self.partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
@@ -231,6 +234,8 @@ class _Delta:
             changes["client_quotas"] = MappingProxyType(self.client_quotas)
         if self.scram_credentials is not None:
             changes["scram_credentials"] = MappingProxyType(self.scram_credentials)
+        if self.delegation_tokens is not None:
+            changes["delegation_tokens"] = MappingProxyType(self.delegation_tokens)
         return replace(image, **changes)
 
 
@@ -350,4 +355,6 @@ _HANDLERS = {
     "ClientQuotaRecord": _client_quota_record,
     "UserScramCredentialRecord": scram.user_scram_credential_record,
     "RemoveUserScramCredentialRecord": scram.remove_user_scram_credential_record,
+    "DelegationTokenRecord": delegation_tokens.delegation_token_record,
+    "RemoveDelegationTokenRecord": delegation_tokens.remove_delegation_token_record,
 }

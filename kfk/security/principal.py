@@ -7,7 +7,7 @@ principals in the same `Type:name` form, so `parse` and `str` round-trip.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 USER_TYPE = "User"
 
@@ -16,6 +16,9 @@ USER_TYPE = "User"
 class KafkaPrincipal:
     principal_type: str
     name: str
+    #: Authenticated with a delegation token (SCRAM with tokenauth=true): such a client may not create, renew,
+    #: expire or describe tokens (KIP-48). Not part of the principal's identity: ACLs match type and name only.
+    token_authenticated: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.principal_type}:{self.name}"

@@ -2,7 +2,8 @@
 (KIP-590): the controller must authorize the request as the client, not as the broker that carries it.
 
 The bytes are Kafka's DefaultKafkaPrincipalBuilder's: an int16 schema version, then DefaultPrincipalData (type, name,
-token_authenticated) at that version. kfk has no delegation tokens, so token_authenticated is always false.
+token_authenticated: whether the client authenticated with a delegation token, which may not manage tokens) at that
+version.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ PRINCIPAL_DATA_VERSION = DefaultPrincipalData.HIGHEST_VERSION
 
 
 def serialize_principal(principal: KafkaPrincipal) -> bytes:
-    data = DefaultPrincipalData(type=principal.principal_type, name=principal.name, token_authenticated=False)
+    data = DefaultPrincipalData(type=principal.principal_type, name=principal.name,
+                                token_authenticated=principal.token_authenticated)
     return INT16.pack(PRINCIPAL_DATA_VERSION) + data.encode(PRINCIPAL_DATA_VERSION)
 
 
@@ -30,4 +32,4 @@ def deserialize_principal(data: bytes | None) -> KafkaPrincipal:
         decoded = DefaultPrincipalData.decode(data, version, INT16.size)
     except KafkaError as error:
         raise PrincipalDeserializationError(f"the forwarded principal does not parse: {error}") from None
-    return KafkaPrincipal(decoded.type, decoded.name)
+    return KafkaPrincipal(decoded.type, decoded.name, decoded.token_authenticated)

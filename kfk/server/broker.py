@@ -90,12 +90,14 @@ from kfk.server.handlers.offsets import OffsetsHandler
 from kfk.server.handlers.produce import ProduceHandler
 from kfk.server.handlers.producer_id import ProducerIdHandler
 from kfk.server.handlers.sasl import SaslHandler
+from kfk.server.handlers.delegation_tokens import DelegationTokensHandler
 from kfk.server.handlers.scram_credentials import ScramCredentialsHandler
+from kfk.server.handlers.unregister_broker import UnregisterBrokerHandler
 from kfk.server.handlers.transactions import TransactionsHandler
 from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.server.metrics import MetricsEndpoint
 from kfk.server.sasl_authenticator import SaslAuthenticator
-from kfk.server.sasl_config import SaslListenerConfig, image_scram_credentials
+from kfk.server.sasl_config import SaslListenerConfig, image_scram_credentials, image_token_credentials
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
@@ -231,6 +233,8 @@ class BrokerServer:
                                 self.txn_marker_writer, self.txn_verifier, auth),
             SaslHandler(),
             ScramCredentialsHandler(metadata_cache, controller, auth),
+            DelegationTokensHandler(metadata_cache, controller, config.delegation_token_secret_key, auth),
+            UnregisterBrokerHandler(controller, isinstance(self.metadata_backend, EmbeddedMetadataBackend), auth),
         ]
         for handler in handlers:
             handler.register(self.dispatcher)
@@ -495,6 +499,8 @@ class BrokerServer:
                         DescribeClusterHandler(cache, self.metadata_backend, controllers=voter_endpoints),
                         AclsHandler(cache, controller, auth), ClientQuotasHandler(cache, controller, auth),
                         ScramCredentialsHandler(cache, controller, auth),
+                        DelegationTokensHandler(cache, controller, self.config.delegation_token_secret_key, auth),
+                        UnregisterBrokerHandler(controller, kraft=True),  # ALTER: authorize_cluster_requests
                         EnvelopeHandler(dispatcher, auth, FORWARDED_APIS)):
             handler.register(dispatcher)
         SaslHandler().register(dispatcher)  # answers what a SASL controller listener's authenticator does not
@@ -766,12 +772,15 @@ class BrokerServer:
         SASL settings are checked now (a mistake fails the start); a listener added later is read when its first
         connection arrives."""
         configs: dict[str, SaslListenerConfig | None] = {}
-        credentials = image_scram_credentials(lambda: self.metadata_cache.image if self.metadata_cache else None)
+        image = lambda: self.metadata_cache.image if self.metadata_cache else None  # noqa: E731
+        credentials = image_scram_credentials(image)
+        tokens = image_token_credentials(image, self.config.delegation_token_secret_key)
 
         def listener_config(name: str) -> SaslListenerConfig | None:
             if name not in configs:
                 sasl = self.config.listener_security_protocol(name) in SASL_PROTOCOLS
-                configs[name] = SaslListenerConfig.from_broker_config(self.config, name, credentials) if sasl else None
+                configs[name] = (SaslListenerConfig.from_broker_config(self.config, name, credentials, tokens)
+                                 if sasl else None)
             return configs[name]
 
         for listener in listeners:
@@ -789,6 +798,7 @@ class BrokerServer:
             log.warning("%s", warning)
         self.config.check_kraft_roles()
         self.config.check_metadata_log()
+        self.config.check_delegation_tokens()
         try:
             listeners = [network.Listener.parse(text) for text in self.config.listeners]
         except ValueError as error:

@@ -99,6 +99,11 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),  # handlers/sasl.py, kfk/server/sasl_authenticator.py
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py
+    ApiKey.CREATE_DELEGATION_TOKEN: VersionRange(1, 3),  # handlers/delegation_tokens.py
+    ApiKey.RENEW_DELEGATION_TOKEN: VersionRange(1, 2),  # handlers/delegation_tokens.py
+    ApiKey.EXPIRE_DELEGATION_TOKEN: VersionRange(1, 2),  # handlers/delegation_tokens.py
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: VersionRange(1, 3),  # handlers/delegation_tokens.py
+    ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/unregister_broker.py
 }
 
 #: What a controller listener serves (controller.listener.names; Kafka's ApiMessageType listener CONTROLLER): the
@@ -115,7 +120,7 @@ CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.SASL_AUTHENTICATE: SERVED_VERSIONS[ApiKey.SASL_AUTHENTICATE],
     ApiKey.BROKER_REGISTRATION: VersionRange(0, 4),  # handlers/broker_to_controller.py
     ApiKey.BROKER_HEARTBEAT: VersionRange(0, 1),  # handlers/broker_to_controller.py
-    ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/broker_to_controller.py
+    ApiKey.UNREGISTER_BROKER: SERVED_VERSIONS[ApiKey.UNREGISTER_BROKER],
     ApiKey.ALTER_PARTITION: VersionRange(2, 3),  # handlers/broker_to_controller.py
     ApiKey.ALLOCATE_PRODUCER_IDS: VersionRange(0, 0),  # handlers/broker_to_controller.py
     ApiKey.VOTE: VersionRange(0, 2),  # handlers/raft.py
@@ -135,7 +140,9 @@ CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     # and the admin requests forwarded since, which tools may also send the controller directly.
     ApiKey.ENVELOPE: VersionRange(0, 0),  # handlers/envelope.py
     **{api_key: SERVED_VERSIONS[api_key] for api_key in (
-        ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS)},
+        ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN,
+        ApiKey.DESCRIBE_DELEGATION_TOKEN)},
 }
 
 

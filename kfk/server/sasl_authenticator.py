@@ -139,7 +139,8 @@ class SaslAuthenticator:
         """Record the authenticated principal; returns the session lifetime in ms (0: none)."""
         server = self._server
         assert server is not None
-        principal = KafkaPrincipal(USER_TYPE, server.authorization_id)
+        principal = KafkaPrincipal(USER_TYPE, server.authorization_id,
+                                   token_authenticated=server.token_authenticated)
         if self._reauthenticating and principal != self.principal:
             raise SaslAuthenticationError(  # Kafka's words, principals as Type.name
                 f"Cannot change principals during re-authentication from {self.principal.principal_type}."

@@ -12,6 +12,7 @@ unsecured tokens when a JWKS is configured.)
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 import urllib.request
@@ -26,12 +27,15 @@ from kfk.security.sasl.jaas import plain_users
 from kfk.security.sasl.jwt import JwtValidator, PublicKey, parse_jwks
 from kfk.security.sasl.oauthbearer import OAuthBearerServer, TokenValidator, UnsecuredJwsValidator
 from kfk.security.sasl.plain import PlainServer
-from kfk.security.sasl.scram import ScramCredential, ScramMechanism, ScramServer
+from kfk.metadata.delegation_tokens import token_hmac
+from kfk.security.sasl.scram import (MIN_ITERATIONS, ScramCredential, ScramMechanism, ScramServer, TokenCredential,
+                                     credential_from_password)
 from kfk.security.sasl.settings import enabled_mechanisms, jaas_module, sasl_value
 
 log = logging.getLogger("kfk.server.sasl")
 
 ScramCredentials = Callable[[str, ScramMechanism], "ScramCredential | None"]
+TokenCredentials = Callable[[str, ScramMechanism], "TokenCredential | None"]
 
 
 def image_scram_credentials(image: Callable[[], MetadataImage | None]) -> ScramCredentials:
@@ -41,6 +45,30 @@ def image_scram_credentials(image: Callable[[], MetadataImage | None]) -> ScramC
         data = current.scram_credentials.get((user, int(mechanism))) if current is not None else None
         return None if data is None else ScramCredential(data.salt, data.stored_key, data.server_key,
                                                          data.iterations)
+    return lookup
+
+
+def image_token_credentials(image: Callable[[], MetadataImage | None], secret_key: str | None) -> TokenCredentials:
+    """The delegation token lookup of SCRAM servers: a token of the current image that has not expired, checked
+    against a credential derived from its HMAC (the client's password) at the mechanism's minimum iterations, as
+    Kafka's brokers derive it. Each credential is derived once per token and mechanism (4,096 PBKDF2 rounds per
+    authentication would be a denial of service waiting to happen) and forgotten with its token."""
+    derived: dict[tuple[str, ScramMechanism], ScramCredential] = {}
+
+    def lookup(token_id: str, mechanism: ScramMechanism) -> TokenCredential | None:
+        current = image()
+        token = current.delegation_tokens.get(token_id) if current is not None and secret_key else None
+        if token is None or token.is_expired(int(time.time() * 1000)):
+            return None
+        if len(derived) > 2 * len(current.delegation_tokens) + 16:  # tokens that left the image
+            for key in [key for key in derived if key[0] not in current.delegation_tokens]:
+                del derived[key]
+        credential = derived.get((token_id, mechanism))
+        if credential is None:
+            password = base64.b64encode(token_hmac(secret_key, token_id)).decode()
+            credential = derived[(token_id, mechanism)] = credential_from_password(mechanism, password,
+                                                                                   MIN_ITERATIONS)
+        return TokenCredential(credential, token.owner.name, token.expiry_timestamp_ms)
     return lookup
 
 
@@ -78,6 +106,7 @@ class SaslListenerConfig:
     failed_authentication_delay_ms: int
     plain_users: dict[str, str] = field(default_factory=dict)
     scram_credentials: ScramCredentials | None = None
+    token_credentials: TokenCredentials | None = None
     token_validator: TokenValidator | None = None
     jwks: JwksKeys | None = None
 
@@ -88,8 +117,9 @@ class SaslListenerConfig:
             assert self.token_validator is not None
             return OAuthBearerServer(self.token_validator)
         scram = ScramMechanism.from_mechanism_name(mechanism)
-        lookup = self.scram_credentials
-        return ScramServer(scram, lambda user: lookup(user, scram) if lookup is not None else None)
+        lookup, tokens = self.scram_credentials, self.token_credentials
+        return ScramServer(scram, lambda user: lookup(user, scram) if lookup is not None else None,
+                           lambda token_id: tokens(token_id, scram) if tokens is not None else None)
 
     async def prepare(self, server: SaslServer) -> None:
         """Before a token is evaluated: an OAUTHBEARER server needs the JWKS keys (fetched when stale)."""
@@ -97,8 +127,8 @@ class SaslListenerConfig:
             await asyncio.to_thread(self.jwks.fetch)
 
     @staticmethod
-    def from_broker_config(config: BrokerConfig, listener_name: str,
-                           scram_credentials: ScramCredentials) -> SaslListenerConfig:
+    def from_broker_config(config: BrokerConfig, listener_name: str, scram_credentials: ScramCredentials,
+                           token_credentials: TokenCredentials | None = None) -> SaslListenerConfig:
         """InvalidConfigurationError for what Kafka refuses at start-up too: an unknown mechanism, PLAIN without
         users in a JAAS config."""
         mechanisms = enabled_mechanisms(config, listener_name)
@@ -106,7 +136,7 @@ class SaslListenerConfig:
             listener_name, mechanisms,
             connections_max_reauth_ms=int(sasl_value(config, listener_name, None, "connections.max.reauth.ms") or 0),
             failed_authentication_delay_ms=int(config.values.get("connection.failed.authentication.delay.ms") or 0),
-            scram_credentials=scram_credentials)
+            scram_credentials=scram_credentials, token_credentials=token_credentials)
         if PLAIN in mechanisms:
             module = jaas_module(config, listener_name, PLAIN)
             if module is None:

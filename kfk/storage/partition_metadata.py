@@ -9,31 +9,15 @@ than mistaken for the new topic's.
 
 from __future__ import annotations
 
-import base64
 import os
 import uuid
 
+from kfk.common.uuids import uuid_from_base64, uuid_to_base64  # noqa: F401 - re-exported for storage's readers
 from kfk.errors import InconsistentTopicIdError, KafkaStorageError
 from kfk.storage.checkpoint import atomic_write
 from kfk.storage.log_files import PARTITION_METADATA_FILE
 
 CURRENT_VERSION = 0
-
-
-def uuid_to_base64(value: uuid.UUID) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, without padding (22 characters)."""
-    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
-
-
-def uuid_from_base64(text: str) -> uuid.UUID:
-    """Kafka's Uuid.fromString; raises ValueError for anything that is not 16 bytes of URL-safe base64."""
-    if len(text) != 22:
-        raise ValueError(f"Input string with prefix `{text[:22]}` is too long/short to be decoded as a base64 UUID")
-    try:
-        raw = base64.urlsafe_b64decode(text + "==")
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{text!r} is not a base64 UUID") from exc
-    return uuid.UUID(bytes=raw)
 
 
 class PartitionMetadataFile:

@@ -63,6 +63,7 @@ TOOL_MAIN_CLASSES = {
     "delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "features": "org.apache.kafka.tools.FeatureCommand",
     "cluster": "org.apache.kafka.tools.ClusterTool",
+    "delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
 }
 BROKER_MAIN_CLASS = "kafka.Kafka"
 

@@ -170,3 +170,40 @@ def test_the_controller_channel_reaches_the_active_controller_on_its_controller_
     response = asyncio.run(forward())
     assert [(topic.name, topic.error_code) for topic in response.topics] == [("through-the-channel", ErrorCode.NONE)]
     assert sorted(partitions_of(cluster.bootstrap_servers, "through-the-channel")) == [0, 1]
+
+
+def test_a_stopped_broker_is_unregistered_through_another_broker(kfk_cluster_factory) -> None:
+    """kafka-cluster.sh's commands on kfk, from a broker-only node (UnregisterBroker is forwarded to the controller):
+    the cluster id, then the registration of a broker that stopped for good dropped, in kfk's and Kafka's words."""
+    import subprocess
+    import sys
+
+    from tests.interop.jvm import kafka_tool
+
+    def registered() -> set[int]:  # fenced brokers too (DescribeCluster v2, KIP-1073)
+        sock = connect(bootstrap)
+        try:
+            response = request(sock, DescribeClusterRequest(include_fenced_brokers=True), 2)
+        finally:
+            sock.close()
+        return {broker.broker_id for broker in response.brokers}
+
+    cluster = kfk_cluster_factory(size=2, controllers=1)
+    bootstrap = cluster.broker(1).bootstrap_servers
+    cluster_id, brokers = cluster_id_and_brokers(bootstrap)
+    assert brokers == {1, 2}
+    kfk = [sys.executable, "-m", "kfk", "cluster"]
+    run = lambda *args: subprocess.run([*kfk, *args, "--bootstrap-server", bootstrap],  # noqa: E731
+                                       capture_output=True, text=True, timeout=60)
+    assert run("cluster-id").stdout == kafka_tool("cluster", ["cluster-id", "-b", bootstrap]).stdout \
+        == f"Cluster ID: {cluster_id}\n"
+    assert cluster.stop(2) == 0
+    wait_until(lambda: cluster_id_and_brokers(bootstrap)[1] == {1}, timeout=20, what="broker 2 fenced")
+    assert registered() == {1, 2}
+    unregistered = run("unregister", "--id", "2")
+    assert (unregistered.returncode, unregistered.stdout) == (0, "Broker 2 is no longer registered.\n")
+    wait_until(lambda: registered() == {1}, timeout=10, what="broker 2's registration gone from broker 1's metadata")
+    again = kafka_tool("cluster", ["unregister", "-b", bootstrap, "--id", "2"], ok=False)
+    assert again.returncode == 1 and "BrokerIdNotRegisteredException" in again.stderr
+    unknown = run("unregister", "--id", "2")
+    assert unknown.returncode == 1 and "\n" not in unknown.stderr.strip() and "Traceback" not in unknown.stderr

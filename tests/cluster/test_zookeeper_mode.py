@@ -62,6 +62,14 @@ def test_a_server_properties_broker_on_zookeeper_serves_kafka_python(tmp_path, z
         assert json.loads(read_znode(zookeeper_connect, "/controller"))["brokerid"] == 7
         cluster_id = json.loads(read_znode(zookeeper_connect, "/cluster/id"))["id"]
         assert f"cluster.id={cluster_id}" in (tmp_path / "data" / "meta.properties").read_text()
+        # kafka-cluster.sh's commands: the id; no UnregisterBroker in ZooKeeper mode (a registration is a session's).
+        tool = [sys.executable, "-m", "kfk", "cluster"]
+        server = ["--bootstrap-server", broker.bootstrap_servers]
+        assert subprocess.run([*tool, "cluster-id", *server], capture_output=True, text=True, timeout=60,
+                              check=True).stdout == f"Cluster ID: {cluster_id}\n"
+        assert subprocess.run([*tool, "unregister", "--id", "7", *server], capture_output=True, text=True,
+                              timeout=60, check=True).stdout \
+            == "The target cluster does not support the broker unregistration API.\n"
     finally:
         assert broker.stop() == 0
     assert read_znode(zookeeper_connect, "/brokers/ids/7") is None  # a clean stop closes the session at once
@@ -73,6 +81,17 @@ def test_a_server_properties_broker_on_zookeeper_serves_kafka_python(tmp_path, z
                                capture_output=True, text=True, timeout=60)
     assert completed.returncode == 1
     assert "does not match the cluster id" in completed.stderr
+
+
+def test_delegation_tokens_are_refused_in_zookeeper_mode(tmp_path) -> None:
+    """kfk keeps tokens in the KRaft metadata log only: a secret key in ZooKeeper mode fails the start in one line
+    (before ZooKeeper is asked anything), rather than promising tokens that never come."""
+    completed = subprocess.run([sys.executable, "-m", "kfk", "server", "start", "--override",
+                                "zookeeper.connect=127.0.0.1:1", "--override", "delegation.token.secret.key=s",
+                                "--override", f"log.dirs={tmp_path}"], capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 1
+    assert "kfk issues delegation tokens in KRaft mode only" in completed.stderr
+    assert "Traceback" not in completed.stderr
 
 
 def test_an_unreachable_zookeeper_is_a_clear_error(tmp_path) -> None:

@@ -44,6 +44,10 @@ from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest
 from kfk.protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from kfk.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from kfk.protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
+from kfk.protocol.messages.create_delegation_token import CreateDelegationTokenRequest
+from kfk.protocol.messages.describe_delegation_token import DescribeDelegationTokenRequest
+from kfk.protocol.messages.expire_delegation_token import ExpireDelegationTokenRequest
+from kfk.protocol.messages.renew_delegation_token import RenewDelegationTokenRequest
 from kfk.protocol.messages.elect_leaders import ElectLeadersRequest
 from kfk.protocol.messages.end_txn import EndTxnRequest
 from kfk.protocol.messages.fetch import FetchRequest
@@ -1153,6 +1157,35 @@ def describe_user_scram_credentials(session: BrokerSession, version: int) -> Non
                  "DescribeUserScramCredentials of one user twice")
 
 
+# Delegation tokens: both nodes serve PLAINTEXT only (no token may be asked for by an unauthenticated client) and
+# have no delegation.token.secret.key; this compares the refusals (tests/interop/test_delegation_tokens.py has the
+# authenticated walk beside Apache Kafka).
+def create_delegation_token(session: BrokerSession, version: int) -> None:
+    Renewer = CreateDelegationTokenRequest.CreatableRenewers
+    owner = {"owner_principal_type": "User", "owner_principal_name": "carol"} if version >= 3 else {}
+    session.call(CreateDelegationTokenRequest(renewers=[Renewer(principal_type="User", principal_name="bob")],
+                                              max_lifetime_ms=-1, **owner),
+                 version, "CreateDelegationToken without authentication")
+
+
+def renew_delegation_token(session: BrokerSession, version: int) -> None:
+    session.call(RenewDelegationTokenRequest(hmac=b"\x01" * 64, renew_period_ms=60000), version,
+                 "RenewDelegationToken without authentication")
+
+
+def expire_delegation_token(session: BrokerSession, version: int) -> None:
+    session.call(ExpireDelegationTokenRequest(hmac=b"\x01" * 64, expiry_time_period_ms=-1), version,
+                 "ExpireDelegationToken without authentication")
+
+
+def describe_delegation_token(session: BrokerSession, version: int) -> None:
+    Owner = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner
+    for label, owners in [("of every owner", None), ("of no owner", []),
+                          ("of one owner", [Owner(principal_type="User", principal_name="alice")])]:
+        session.call(DescribeDelegationTokenRequest(owners=owners), version,
+                     f"DescribeDelegationToken {label} without authentication")
+
+
 # ACL ids (Kafka's): resource type ANY 1, TOPIC 2; pattern ANY 1, LITERAL 3; operation ANY 1, READ 3; permission
 # ANY 1, ALLOW 3. Neither node runs an authorizer: both answer SECURITY_DISABLED, and this compares how.
 def describe_acls(session: BrokerSession, version: int) -> None:
@@ -1262,6 +1295,10 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.SASL_AUTHENTICATE, sasl_authenticate),
     (ApiKey.ALTER_USER_SCRAM_CREDENTIALS, alter_user_scram_credentials),
     (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, describe_user_scram_credentials),
+    (ApiKey.CREATE_DELEGATION_TOKEN, create_delegation_token),
+    (ApiKey.RENEW_DELEGATION_TOKEN, renew_delegation_token),
+    (ApiKey.EXPIRE_DELEGATION_TOKEN, expire_delegation_token),
+    (ApiKey.DESCRIBE_DELEGATION_TOKEN, describe_delegation_token),
     (ApiKey.DESCRIBE_ACLS, describe_acls),
     (ApiKey.CREATE_ACLS, create_acls),
     (ApiKey.DELETE_ACLS, delete_acls),

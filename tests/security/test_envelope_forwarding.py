@@ -68,9 +68,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, certificates: Certificates
         "transaction.state.log.min.isr": "1", "default.replication.factor": "1",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CTLS:SSL",
         "inter.broker.listener.name": "SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256", "sasl.mechanism.inter.broker.protocol": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
         "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin",
+        "delegation.token.secret.key": "forwarded-token-secret",
     }
     directory = tmp_path_factory.mktemp("envelope-cluster")
     cluster = KfkCluster(None, directory, overrides, listener_name="SASL_PLAINTEXT")
@@ -289,3 +290,29 @@ def test_an_envelope_from_a_principal_that_is_no_broker_is_refused(cluster: KfkC
     assert answer.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     assert answer.response_data is None
     assert name not in topics(cluster)
+
+
+def test_delegation_tokens_through_a_broker_only_node(cluster: KfkCluster) -> None:
+    """Create and Renew go to the controller in an Envelope: the token's requester is the client, a token for
+    someone else needs CreateTokens on that user, and a client logged in with a token (the flag travels in the
+    envelope's principal) may not create another."""
+    import base64
+
+    from kfk.errors import DelegationTokenAuthorizationError, UnsupportedByAuthenticationError
+
+    with kfk_admin(cluster, "alice") as alice:
+        token = alice.create_delegation_token()
+        assert token.token_requester == token.owner == KafkaPrincipal("User", "alice")
+        with pytest.raises(DelegationTokenAuthorizationError):
+            alice.create_delegation_token(owner=KafkaPrincipal("User", "bob"))
+        assert alice.renew_delegation_token(token.hmac, renew_time_period_ms=60_000) > token.issue_timestamp_ms
+        wait_until(lambda: [t.token_id for t in alice.describe_delegation_token([token.owner])] == [token.token_id],
+                   10, what="the token in the broker's image")
+    by_token = Admin({
+        "bootstrap.servers": cluster.broker(1).bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.jaas.config": f'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                            f'username="{token.token_id}" password="{base64.b64encode(token.hmac).decode()}" '
+                            f'tokenauth="true";'})
+    with by_token, pytest.raises(UnsupportedByAuthenticationError):
+        by_token.create_delegation_token()

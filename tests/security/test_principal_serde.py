@@ -24,3 +24,13 @@ def test_the_bytes_are_kafka_s_layout_and_read_back() -> None:
 def test_bytes_that_are_no_principal_are_refused(data: bytes | None) -> None:
     with pytest.raises(PrincipalDeserializationError):
         deserialize_principal(data)
+
+
+def test_a_token_authenticated_principal_says_so() -> None:
+    """A client that logged in with a delegation token: the flag travels to the controller, which refuses it token
+    requests (the principal's identity, and so its ACLs, are the same)."""
+    token_alice = KafkaPrincipal("User", "alice", token_authenticated=True)
+    data = serialize_principal(token_alice)
+    assert data == b"\x00\x00" + b"\x05User" + b"\x06alice" + b"\x01" + b"\x00"
+    assert deserialize_principal(data).token_authenticated
+    assert deserialize_principal(data) == ALICE

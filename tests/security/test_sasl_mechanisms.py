@@ -24,8 +24,8 @@ from kfk.security.sasl.oauthbearer import (OAuthBearerClient, OAuthBearerServer,
                                            UnsecuredJwsValidator, b64url_encode, format_client_response,
                                            parse_client_response, unsecured_token)
 from kfk.security.sasl.plain import PlainClient, PlainServer
-from kfk.security.sasl.scram import (ScramClient, ScramMechanism, ScramServer, credential_from_password,
-                                     format_credential, parse_credential)
+from kfk.security.sasl.scram import (ScramClient, ScramMechanism, ScramServer, TokenCredential,
+                                     credential_from_password, format_credential, parse_credential)
 
 SCRAM = [ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512]
 
@@ -97,12 +97,34 @@ def test_scram_extensions_and_authorization_id() -> None:
     mechanism = ScramMechanism.SCRAM_SHA_512
     credentials = {"alice": credential_from_password(mechanism, "pencil")}
     run(ScramClient(mechanism, "alice", "pencil", {"ext": "ignored"}), ScramServer(mechanism, credentials.get))
-    with pytest.raises(SaslException):  # a delegation token: kfk has none
+    with pytest.raises(SaslException):  # tokenauth: a delegation token, and this server knows none by that id
         run(ScramClient(mechanism, "alice", "pencil", {"tokenauth": "true"}), ScramServer(mechanism, credentials.get))
     with pytest.raises(SaslAuthenticationError, match="authorization id that is different"):
         ScramServer(mechanism, credentials.get).evaluate_response(b"n,a=bob,n=alice,r=abc")
     with pytest.raises(SaslException, match="client first message"):
         ScramServer(mechanism, credentials.get).evaluate_response(b"p=tls-unique,,n=alice,r=abc")
+
+
+@pytest.mark.parametrize("mechanism", SCRAM)
+def test_scram_with_a_delegation_token(mechanism: ScramMechanism) -> None:
+    """tokenauth=true: the user name is a token id, the password its HMAC; the principal becomes the token's owner,
+    the session ends with the token, and a user's own credential is never used for it (nor the token's for a
+    user)."""
+    hmac_text = base64.b64encode(b"\x17" * 64).decode()
+    tokens = {"tok1": TokenCredential(credential_from_password(mechanism, hmac_text, 4096), "alice", 1_900_000_000_000)}
+    users = {"tok1": credential_from_password(mechanism, "a user's password")}
+    server = ScramServer(mechanism, users.get, tokens.get)
+    run(ScramClient(mechanism, "tok1", hmac_text, {"tokenauth": "true"}), server)
+    assert server.complete and server.token_authenticated
+    assert (server.authorization_id, server.credential_expiry_ms) == ("alice", 1_900_000_000_000)
+    with pytest.raises(SaslException):  # the token's password is not the user's
+        run(ScramClient(mechanism, "tok1", hmac_text), ScramServer(mechanism, users.get, tokens.get))
+    with pytest.raises(SaslException, match="Invalid tokenId"):
+        run(ScramClient(mechanism, "tok2", hmac_text, {"tokenauth": "true"}),
+            ScramServer(mechanism, users.get, tokens.get))
+    plain_user = ScramServer(mechanism, users.get, tokens.get)
+    run(ScramClient(mechanism, "tok1", "a user's password"), plain_user)
+    assert not plain_user.token_authenticated and plain_user.authorization_id == "tok1"
 
 
 def test_scram_too_few_iterations_refused() -> None:

@@ -29,6 +29,8 @@ class SaslException(Exception):
 
 class SaslServer(Protocol):
     mechanism: str
+    #: Whether the client authenticated with a delegation token (SCRAM only).
+    token_authenticated: bool
 
     @property
     def complete(self) -> bool: ...

@@ -167,6 +167,7 @@ def unsecured_token(principal: str, lifetime_seconds: int = 3600, scope: list[st
 
 class OAuthBearerServer:
     mechanism = OAUTHBEARER
+    token_authenticated = False
 
     def __init__(self, validator: TokenValidator) -> None:
         self._validator = validator

@@ -12,6 +12,7 @@ from kfk.security.sasl import PLAIN, SaslException
 
 class PlainServer:
     mechanism = PLAIN
+    token_authenticated = False
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self._users = users

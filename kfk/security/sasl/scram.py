@@ -5,8 +5,11 @@ password; it is written into the cluster metadata (UserScramCredentialRecord in 
 ZooKeeper, whose text form `format_credential`/`parse_credential` read and write). Kafka's deviations from the RFC,
 kept here: channel binding is never offered (the GS2 header is `n,,` or `n,a=<authzid>,`), the client-final nonce
 need only end with the server's (librdkafka 2.0, Debian's kcat, repeats the client nonce), the client-first message
-may carry extensions after the nonce (`,tokenauth=true` for delegation tokens, which kfk does not have, so such a
-client gets the failure an unknown user gets; other extensions are ignored), and at least 4096 iterations.
+may carry extensions after the nonce (other than `tokenauth` they are ignored), and at least 4096 iterations.
+
+Delegation tokens (KIP-48) authenticate over SCRAM too: the client sends `,tokenauth=true` with the token id as the user
+name and the base64 of the token's HMAC as the password; the broker checks it against a credential it derives from
+that HMAC, and the connection's principal is the token's owner, marked token-authenticated.
 """
 
 from __future__ import annotations
@@ -138,16 +141,32 @@ _SERVER_FIRST = re.compile(r"(?:m=[^,]*,)?r=(?P<nonce>[^,]+),s=(?P<salt>[A-Za-z0
                            r"(?:,.*)?")
 
 
+@dataclass(frozen=True)
+class TokenCredential:
+    """What a SCRAM server checks a delegation token against: the credential derived from its HMAC, its owner (who
+    the connection becomes) and when it expires (epoch ms: the session ends then, KIP-368)."""
+
+    credential: ScramCredential
+    owner_name: str
+    expiry_timestamp_ms: int
+
+
 class ScramServer:
     """The broker side: client-first -> server-first, client-final -> server-final. `credentials(user)` looks the
-    user's credential for this mechanism up (None: no such user)."""
+    user's credential for this mechanism up (None: no such user); `token_credentials(token_id)` a delegation token's
+    (None: no such token, or tokens are disabled)."""
 
-    def __init__(self, mechanism: ScramMechanism, credentials: Callable[[str], ScramCredential | None]) -> None:
+    def __init__(self, mechanism: ScramMechanism, credentials: Callable[[str], ScramCredential | None],
+                 token_credentials: Callable[[str], TokenCredential | None] = lambda token_id: None) -> None:
         self.mechanism = mechanism.mechanism_name
         self._scram = mechanism
         self._credentials = credentials
+        self._token_credentials = token_credentials
+        #: Whether the client authenticated with a delegation token (its principal is then the token's owner).
+        self.token_authenticated = False
+        self._authorization_id = ""
+        self._token_expiry_ms: int | None = None
         self._state = "first"
-        self._username = ""
         self._client_first_bare = ""
         self._server_first = ""
         self._nonce = ""
@@ -159,11 +178,11 @@ class ScramServer:
 
     @property
     def authorization_id(self) -> str:
-        return self._username
+        return self._authorization_id
 
     @property
     def credential_expiry_ms(self) -> int | None:
-        return None
+        return self._token_expiry_ms
 
     def evaluate_response(self, response: bytes) -> bytes:
         try:
@@ -182,21 +201,27 @@ class ScramServer:
             raise SaslException("Invalid SCRAM client first message format")
         username = _username(match["saslname"])
         extensions = dict(item.split("=", 1) for item in match["extensions"].split(",") if item)
-        if extensions.get("tokenauth", "").lower() == "true":  # a delegation token: kfk issues none
-            raise SaslException("Authentication failed: Invalid user credentials (delegation tokens)")
+        token_authenticated = extensions.pop("tokenauth", "").lower() == "true"
         if extensions:
             log.debug("ignoring SCRAM extensions %s", sorted(extensions))
         authorization_id = match["authzid"]
         if authorization_id and _username(authorization_id) != username:
             raise SaslAuthenticationError("Authentication failed: Client requested an authorization id that is "
                                           "different from username")
-        credential = self._credentials(username)
+        if token_authenticated:
+            token = self._token_credentials(username)
+            if token is None:
+                raise SaslException(f"Token Authentication failed: Invalid tokenId : {username}")
+            credential, self._authorization_id = token.credential, token.owner_name
+            self.token_authenticated, self._token_expiry_ms = True, token.expiry_timestamp_ms
+        else:
+            credential, self._authorization_id = self._credentials(username), username
         if credential is None:
             raise SaslException("Authentication failed: Invalid user credentials")
         if credential.iterations < MIN_ITERATIONS:
             raise SaslException(f"Iterations {credential.iterations} is less than the minimum {MIN_ITERATIONS} "
                                 f"for {self.mechanism}")
-        self._username, self._credential = username, credential
+        self._credential = credential
         self._client_first_bare = match["bare"]
         self._nonce = match["nonce"] + _nonce()
         self._server_first = (f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"

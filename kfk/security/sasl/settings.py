@@ -61,7 +61,9 @@ def sasl_client(mechanism: str, username: str | None, password: str | None, *, t
                 jaas: LoginModule | None = None) -> SaslClient:
     """A client for `mechanism` with these credentials (from sasl.username/sasl.password or a JAAS module's
     username/password options); OAUTHBEARER takes a token, or makes an unsecured one from the JAAS options
-    unsecuredLoginStringClaim_sub and unsecuredLoginLifetimeSeconds (Java's unsecured login handler)."""
+    unsecuredLoginStringClaim_sub and unsecuredLoginLifetimeSeconds (Java's unsecured login handler). A SCRAM JAAS
+    module with tokenauth="true" authenticates with a delegation token: its username is the token id and its password
+    the token's HMAC in base64, as Java's ScramLoginModule takes them."""
     options = jaas.options if jaas is not None else {}
     username = username if username is not None else options.get("username")
     password = password if password is not None else options.get("password")
@@ -81,7 +83,8 @@ def sasl_client(mechanism: str, username: str | None, password: str | None, *, t
                                         f"sasl.password, or username and password in sasl.jaas.config)")
     if mechanism == PLAIN:
         return PlainClient(username, password)
-    return ScramClient(ScramMechanism.from_mechanism_name(mechanism), username, password)
+    extensions = {"tokenauth": "true"} if options.get("tokenauth", "").lower() == "true" else None
+    return ScramClient(ScramMechanism.from_mechanism_name(mechanism), username, password, extensions)
 
 
 def inter_broker_sasl(config: BrokerConfig) -> Callable[[], SaslClient] | None:

@@ -1,6 +1,6 @@
 """Requests brokers send their active controller in KRaft mode, served on the controller listener:
-BrokerRegistration (key 62) v0-v4, BrokerHeartbeat (key 63) v0-v1, UnregisterBroker (key 64) v0, AlterPartition
-(key 56) v2-v3 and AllocateProducerIds (key 67) v0.
+BrokerRegistration (key 62) v0-v4, BrokerHeartbeat (key 63) v0-v1, AlterPartition (key 56) v2-v3 and
+AllocateProducerIds (key 67) v0 (UnregisterBroker, an operator's request: handlers/unregister_broker.py).
 
 A node that is not the active controller answers NOT_CONTROLLER and the broker asks the next one. BrokerRegistration:
 v1 adds is_migrating_zk_broker (always false here), v2 log_dirs, v3 previous_broker_epoch (ignored: a registration
@@ -13,7 +13,6 @@ the new ISR with each member's broker epoch (the epochs are not checked). The lo
 from __future__ import annotations
 
 from kfk.controller.quorum_controller import QuorumController
-from kfk.errors import ErrorCode, KafkaError
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.allocate_producer_ids import (
     AllocateProducerIdsRequest,
@@ -31,10 +30,6 @@ from kfk.protocol.messages.broker_registration import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
 )
-from kfk.protocol.messages.unregister_broker import (
-    UnregisterBrokerRequest,
-    UnregisterBrokerResponse,
-)
 from kfk.server.dispatch import Dispatcher, RequestContext
 
 
@@ -45,7 +40,6 @@ class BrokerToControllerHandler:
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.BROKER_REGISTRATION, self.broker_registration)
         dispatcher.register(ApiKey.BROKER_HEARTBEAT, self.broker_heartbeat)
-        dispatcher.register(ApiKey.UNREGISTER_BROKER, self.unregister_broker)
         dispatcher.register(ApiKey.ALTER_PARTITION, self.alter_partition)
         dispatcher.register(ApiKey.ALLOCATE_PRODUCER_IDS, self.allocate_producer_ids)
 
@@ -56,16 +50,6 @@ class BrokerToControllerHandler:
     async def broker_heartbeat(self, context: RequestContext,
                                request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
         return await self.controller.handle_broker_heartbeat(request)
-
-    async def unregister_broker(self, context: RequestContext,
-                                request: UnregisterBrokerRequest) -> UnregisterBrokerResponse:
-        if not self.controller.is_active:
-            return UnregisterBrokerResponse(error_code=ErrorCode.NOT_CONTROLLER)
-        try:
-            await self.controller.unregister_broker(request.broker_id)
-        except KafkaError as error:
-            return UnregisterBrokerResponse(error_code=error.error_code, error_message=error.message)
-        return UnregisterBrokerResponse(error_code=ErrorCode.NONE)
 
     async def alter_partition(self, context: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
         return await self.controller.handle_alter_partition(request)

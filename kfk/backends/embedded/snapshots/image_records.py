@@ -13,7 +13,7 @@ test fails for any record type the image applies that is neither written here no
 from __future__ import annotations
 
 from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
-from kfk.metadata.acls import record_of
+from kfk.metadata import acls, delegation_tokens
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
@@ -30,11 +30,12 @@ UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
 #: What image_records writes.
 SNAPSHOT_RECORDS = frozenset({"FeatureLevelRecord", "RegisterBrokerRecord", "TopicRecord", "PartitionRecord",
                               "ConfigRecord", "ProducerIdsRecord", "ClientQuotaRecord", "AccessControlEntryRecord",
-                              "UserScramCredentialRecord"})
+                              "UserScramCredentialRecord", "DelegationTokenRecord"})
 #: Records whose effect the records above carry.
 CHANGE_RECORDS = frozenset({"PartitionChangeRecord", "RemoveTopicRecord", "UnregisterBrokerRecord",
                             "FenceBrokerRecord", "UnfenceBrokerRecord", "BrokerRegistrationChangeRecord",
-                            "RemoveAccessControlEntryRecord", "RemoveUserScramCredentialRecord"})
+                            "RemoveAccessControlEntryRecord", "RemoveUserScramCredentialRecord",
+                            "RemoveDelegationTokenRecord"})
 
 
 def image_records(image: MetadataImage) -> list[Message]:
@@ -74,10 +75,12 @@ def image_records(image: MetadataImage) -> list[Message]:
     if image.next_producer_id > 0:  # the image holds the next id only: no broker owns the block any more
         records.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id))
     for acl_id in sorted(image.acls):
-        records.append(record_of(acl_id, image.acls[acl_id]))
+        records.append(acls.record_of(acl_id, image.acls[acl_id]))
     for (user, mechanism) in sorted(image.scram_credentials):
         credential = image.scram_credentials[(user, mechanism)]
         records.append(UserScramCredentialRecord(name=user, mechanism=mechanism, salt=credential.salt,
                                                  stored_key=credential.stored_key, server_key=credential.server_key,
                                                  iterations=credential.iterations))
+    for token_id in sorted(image.delegation_tokens):
+        records.append(delegation_tokens.record_of(image.delegation_tokens[token_id]))
     return records
