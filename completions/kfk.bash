@@ -10,11 +10,14 @@ _kfk() {
             case "$path $word" in
                 "kfk acls") path="kfk acls" ;;
                 "kfk cluster") path="kfk cluster" ;;
+                "kfk cluster cluster-id") path="kfk cluster cluster-id" ;;
                 "kfk cluster describe") path="kfk cluster describe" ;;
+                "kfk cluster unregister") path="kfk cluster unregister" ;;
                 "kfk configs") path="kfk configs" ;;
                 "kfk console-consume") path="kfk console-consume" ;;
                 "kfk console-produce") path="kfk console-produce" ;;
                 "kfk consumer-groups") path="kfk consumer-groups" ;;
+                "kfk delegation-tokens") path="kfk delegation-tokens" ;;
                 "kfk dump-log") path="kfk dump-log" ;;
                 "kfk leader-election") path="kfk leader-election" ;;
                 "kfk metadata") path="kfk metadata" ;;
@@ -53,14 +56,17 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="acls cluster configs console-consume console-produce consumer-groups dump-log leader-election metadata metadata-quorum perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="acls cluster configs console-consume console-produce consumer-groups delegation-tokens dump-log leader-election metadata metadata-quorum perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk acls") words="--add --allow-host --allow-principal --bootstrap-server --cluster --command-config --consumer --debug --delegation-token --deny-host --deny-principal --force --group --help --idempotent --list --operation --principal --producer --remove --resource-pattern-type --topic --transactional-id"; files="--command-config" ;;
-        "kfk cluster") words="describe --help"; files="" ;;
+        "kfk cluster") words="cluster-id describe unregister --help"; files="" ;;
+        "kfk cluster cluster-id") words="--bootstrap-server --command-config --config --debug --help -c"; files="--command-config --config -c" ;;
         "kfk cluster describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --output --timeout-ms -o"; files="--command-config" ;;
+        "kfk cluster unregister") words="--bootstrap-server --command-config --config --debug --help --id -c -i"; files="--command-config --config -c" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --client --client-defaults --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic --user --user-defaults"; files="--command-config" ;;
         "kfk console-consume") words="--bootstrap-server --consumer-config --consumer-property --consumer.config --debug --formatter --from-beginning --group --help --include --isolation-level --key-deserializer --max-messages --offset --partition --property --skip-message-on-error --timeout-ms --topic --value-deserializer"; files="--consumer-config --consumer.config" ;;
         "kfk console-produce") words="--bootstrap-server --compression-codec --debug --help --producer-config --producer-property --producer.config --property --request-required-acks --sync --topic"; files="--producer-config --producer.config" ;;
         "kfk consumer-groups") words="--all-groups --all-topics --bootstrap-server --by-duration --command-config --debug --delete --delete-offsets --describe --dry-run --execute --export --from-file --group --help --json --list --members --offsets --reset-offsets --shift-by --state --timeout --to-current --to-datetime --to-earliest --to-latest --to-offset --topic --verbose"; files="--command-config" ;;
+        "kfk delegation-tokens") words="--bootstrap-server --command-config --create --debug --describe --expire --expiry-time-period --help --hmac --max-life-time-period --owner-principal --renew --renew-time-period --renewer-principal"; files="--command-config" ;;
         "kfk dump-log") words="--cluster-metadata-decoder --debug --deep-iteration --files --help --index-sanity-check --max-bytes --offsets-decoder --print-data-log --transaction-log-decoder --verify-index-only"; files="--files" ;;
         "kfk leader-election") words="--all-topic-partitions --bootstrap-server --election-type --help --partition --path-to-json-file --topic"; files="" ;;
         "kfk metadata") words="show --help"; files="" ;;

@@ -8,8 +8,12 @@ function __kfk_path
                 set path kfk acls
             case 'kfk cluster'
                 set path kfk cluster
+            case 'kfk cluster cluster-id'
+                set path kfk cluster cluster-id
             case 'kfk cluster describe'
                 set path kfk cluster describe
+            case 'kfk cluster unregister'
+                set path kfk cluster unregister
             case 'kfk configs'
                 set path kfk configs
             case 'kfk console-consume'
@@ -18,6 +22,8 @@ function __kfk_path
                 set path kfk console-produce
             case 'kfk consumer-groups'
                 set path kfk consumer-groups
+            case 'kfk delegation-tokens'
+                set path kfk delegation-tokens
             case 'kfk dump-log'
                 set path kfk dump-log
             case 'kfk leader-election'
@@ -92,11 +98,12 @@ function __kfk_path
 end
 complete -c kfk -f
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a acls -d 'Add, remove or list ACLs (kafka-acls.sh).'
-complete -c kfk -n "test (__kfk_path) = 'kfk'" -a cluster -d 'A cluster\'s brokers, topics, partitions and groups at a glance.'
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a cluster -d 'A cluster\'s brokers, topics, partitions and groups at a glance; its id; unregister a broker.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a configs -d 'Describe or change topic, broker, broker-logger and client quota configs.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-consume -d 'Print the records of a topic (or of the topics --include matches).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-produce -d 'Send each line of stdin to a topic.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a consumer-groups -d 'List, describe, reset the offsets of, or delete consumer groups and their offsets.'
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a delegation-tokens -d 'Create, renew, expire or describe delegation tokens (kafka-delegation-tokens.sh).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a dump-log -d 'Print the contents of Kafka log segment files.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a leader-election -d 'Elect partition leaders: the preferred replica, or any live one (unclean) (kafka-leader-election.sh).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a metadata -d 'Inspect the cluster metadata image (kafka-metadata-shell).'
@@ -137,8 +144,16 @@ complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l bootstrap-server -r -d 'h
 complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l command-config -r -F -d 'A properties file of client settings (security, timeouts...).'
 complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l debug -d 'Show the full traceback on errors.'
 complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster'" -a cluster-id -d 'Print the cluster\'s id.'
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster'" -a describe -d 'Brokers, controller, CMAK\'s topic statistics (skew, spread, preferred replicas, under-replication) and the'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster'" -a unregister -d 'Drop the registration of a broker that is gone for good (KRaft; it must no longer be running).'
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster cluster-id'" -l bootstrap-server -r -d 'host:port of a broker to connect to (several separated by commas).'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster cluster-id'" -l command-config -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster cluster-id'" -l config -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster cluster-id'" -s c -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster cluster-id'" -l debug -d 'Show the full traceback on errors.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster cluster-id'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l exclude-internal -d 'Leave out internal topics.'
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l output -r -d 'table, or json for scripts.'
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -s o -r -d 'table, or json for scripts.'
@@ -148,6 +163,14 @@ complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l json -d 'Prin
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l timeout-ms -r -d 'How long an operation may take, in ms.'
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l debug -d 'Show the full traceback on errors.'
 complete -c kfk -n "test (__kfk_path) = 'kfk cluster describe'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster unregister'" -l id -r -d 'The id of the broker to unregister.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster unregister'" -s i -r -d 'The id of the broker to unregister.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster unregister'" -l bootstrap-server -r -d 'host:port of a broker to connect to (several separated by commas).'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster unregister'" -l command-config -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster unregister'" -l config -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster unregister'" -s c -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster unregister'" -l debug -d 'Show the full traceback on errors.'
+complete -c kfk -n "test (__kfk_path) = 'kfk cluster unregister'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l describe -d 'Show the entity\'s configs.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l alter -d 'Change the entity\'s configs.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l topic -r -d 'The topic (same as --entity-type topics --entity-name).'
@@ -230,6 +253,20 @@ complete -c kfk -n "test (__kfk_path) = 'kfk consumer-groups'" -l command-config
 complete -c kfk -n "test (__kfk_path) = 'kfk consumer-groups'" -l json -d 'Print machine-readable JSON instead of tables.'
 complete -c kfk -n "test (__kfk_path) = 'kfk consumer-groups'" -l debug -d 'Show the full traceback on errors.'
 complete -c kfk -n "test (__kfk_path) = 'kfk consumer-groups'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l create -d 'Create a new delegation token (--renewer-principal names who may renew it).'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l renew -d 'Renew a delegation token (--hmac, --renew-time-period).'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l expire -d 'Expire a delegation token (--hmac, --expiry-time-period).'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l describe -d 'Describe the delegation tokens of --owner-principal, else those this user owns or may describe.'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l owner-principal -r -d 'principalType:name: with --create, the token\'s owner (CreateTokens on that user needed); with --describe, whose tokens (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l renewer-principal -r -d 'principalType:name that may renew the new token (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l max-life-time-period -r -d 'The token\'s maximum lifetime in ms; -1: the broker\'s delegation.token.max.lifetime.ms.'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l renew-time-period -r -d 'How long a renewal extends the token, in ms; -1: the broker\'s delegation.token.expiry.time.ms.'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l expiry-time-period -r -d 'Expire the token this many ms from now; -1: at once.'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l hmac -r -d 'The token\'s HMAC (base64), as --create printed it.'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l bootstrap-server -r -d 'host:port of a broker to connect to (several separated by commas).'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l command-config -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l debug -d 'Show the full traceback on errors.'
+complete -c kfk -n "test (__kfk_path) = 'kfk delegation-tokens'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk dump-log'" -l files -r -F -d 'Segment files (.log, .index, .timeindex, .snapshot, .txnindex) or KRaft snapshots (.checkpoint); repeatable or comma-separated.'
 complete -c kfk -n "test (__kfk_path) = 'kfk dump-log'" -l deep-iteration -d 'Print every record, not just batches.'
 complete -c kfk -n "test (__kfk_path) = 'kfk dump-log'" -l print-data-log -d 'Print keys and payloads (implies --deep-iteration).'
