@@ -524,27 +524,26 @@ class QuorumController:
 
     async def create_delegation_token(self, principal: KafkaPrincipal, request: CreateDelegationTokenRequest
                                       ) -> CreateDelegationTokenResponse:
-        try:
-            return await self._write(lambda image: delegation_token_control.create_delegation_token(
-                image, self.delegation_tokens, self.time_ms(), principal, request))
-        except NotControllerError:
-            return CreateDelegationTokenResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        return await self._token_write(delegation_token_control.create_delegation_token, principal, request,
+                                       CreateDelegationTokenResponse)
 
     async def renew_delegation_token(self, principal: KafkaPrincipal, request: RenewDelegationTokenRequest
                                      ) -> RenewDelegationTokenResponse:
-        try:
-            return await self._write(lambda image: delegation_token_control.renew_delegation_token(
-                image, self.delegation_tokens, self.time_ms(), principal, request))
-        except NotControllerError:
-            return RenewDelegationTokenResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        return await self._token_write(delegation_token_control.renew_delegation_token, principal, request,
+                                       RenewDelegationTokenResponse)
 
     async def expire_delegation_token(self, principal: KafkaPrincipal, request: ExpireDelegationTokenRequest
                                       ) -> ExpireDelegationTokenResponse:
+        return await self._token_write(delegation_token_control.expire_delegation_token, principal, request,
+                                       ExpireDelegationTokenResponse)
+
+    async def _token_write(self, control: Callable, principal: KafkaPrincipal, request: Message,
+                           response_class: type[T]) -> T:
         try:
-            return await self._write(lambda image: delegation_token_control.expire_delegation_token(
-                image, self.delegation_tokens, self.time_ms(), principal, request))
+            return await self._write(lambda image: control(image, self.delegation_tokens, self.time_ms(), principal,
+                                                           request))
         except NotControllerError:
-            return ExpireDelegationTokenResponse(error_code=ErrorCode.NOT_CONTROLLER)
+            return response_class(error_code=ErrorCode.NOT_CONTROLLER)
 
     async def _remove_expired_tokens_periodically(self) -> None:
         """Kafka's token remover: every delegation.token.expiry.check.interval.ms, the tokens past their expiry leave

@@ -13,6 +13,8 @@ requested or may renew, plus those it may DESCRIBE (the token) or DESCRIBE_TOKEN
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from kfk.controller.quorum_controller import QuorumController
 from kfk.errors import ErrorCode
 from kfk.metadata.cache import MetadataCache
@@ -32,6 +34,7 @@ from kfk.server.dispatch import Dispatcher, RequestContext
 
 #: The times of a response to a request refused before any token was looked at (Kafka's ERROR_TIMESTAMP).
 ERROR_TIMESTAMP = -1
+R = TypeVar("R", RenewDelegationTokenResponse, ExpireDelegationTokenResponse)
 #: CreateDelegationToken names the token's requester from this version on (KIP-373).
 FIRST_REQUESTER_VERSION = 3
 
@@ -81,21 +84,22 @@ class DelegationTokensHandler:
 
     async def renew_delegation_token(self, context: RequestContext, request: RenewDelegationTokenRequest
                                      ) -> RenewDelegationTokenResponse:
-        if not _allows_token_requests(context):
-            return RenewDelegationTokenResponse(error_code=ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED,
-                                                expiry_timestamp_ms=ERROR_TIMESTAMP)
-        if self.secret_key is None:
-            return RenewDelegationTokenResponse(error_code=ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED)
-        return await self.controller.renew_delegation_token(context.principal, request)
+        return self._refusal(context, RenewDelegationTokenResponse) \
+            or await self.controller.renew_delegation_token(context.principal, request)
 
     async def expire_delegation_token(self, context: RequestContext, request: ExpireDelegationTokenRequest
                                       ) -> ExpireDelegationTokenResponse:
+        return self._refusal(context, ExpireDelegationTokenResponse) \
+            or await self.controller.expire_delegation_token(context.principal, request)
+
+    def _refusal(self, context: RequestContext, response_class: type[R]) -> R | None:
+        """Renew's or Expire's answer when the broker refuses it before the controller looks at the token."""
         if not _allows_token_requests(context):
-            return ExpireDelegationTokenResponse(error_code=ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED,
-                                                 expiry_timestamp_ms=ERROR_TIMESTAMP)
+            return response_class(error_code=ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED,
+                                  expiry_timestamp_ms=ERROR_TIMESTAMP)
         if self.secret_key is None:
-            return ExpireDelegationTokenResponse(error_code=ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED)
-        return await self.controller.expire_delegation_token(context.principal, request)
+            return response_class(error_code=ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED)
+        return None
 
     async def describe_delegation_token(self, context: RequestContext, request: DescribeDelegationTokenRequest
                                         ) -> DescribeDelegationTokenResponse:
