@@ -475,26 +475,23 @@ def _reset(admin, group_id: str, topics: list[str], all_topics: bool, execute: b
 
 
 def _print_reset(new_offsets: dict[str, dict], export: bool, json_output: bool) -> None:
-    """The reset plan: Kafka's lines (a blank line, the header, a line per partition in the order Kafka's tool
-    prints them), Kafka's CSV with --export (without the group column for one group, as Kafka writes it and
-    --from-file reads it), or JSON."""
+    """The reset plan: Kafka's lines (a blank line, the header, a line per partition), Kafka's CSV with --export
+    (without the group column for one group, as Kafka writes it and --from-file reads it), both in the order
+    Kafka's tool prints them, or JSON (sorted)."""
+    plan = [(group_id, tp, new_offsets[group_id][tp]) for group_id in hash_map_order(new_offsets, java_string_hash)
+            for tp in partitions_in_kafka_order(new_offsets[group_id])]
     if export:
         single = len(new_offsets) == 1
         typer.echo("".join(f"{'' if single else group_id + ','}{tp.topic},{tp.partition},{offset}\n"
-                           for group_id, offsets in new_offsets.items() for tp, offset in sorted(offsets.items())))
-        return
-    if json_output:
+                           for group_id, tp, offset in plan))
+    elif json_output:
         print_json([{"group": group_id, "topic": tp.topic, "partition": tp.partition, "new_offset": offset}
                     for group_id, offsets in new_offsets.items() for tp, offset in sorted(offsets.items())])
-        return
-    if not new_offsets:
-        return
-    widths = [30, 30, 10, 15]
-    typer.echo("\n" + columns(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], widths))
-    for group_id in hash_map_order(new_offsets, java_string_hash):
-        offsets = new_offsets[group_id]
-        for tp in partitions_in_kafka_order(offsets):
-            typer.echo(columns([group_id, tp.topic, tp.partition, offsets[tp]], widths))
+    elif new_offsets:
+        widths = [30, 30, 10, 15]
+        typer.echo("\n" + columns(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], widths))
+        for group_id, tp, offset in plan:
+            typer.echo(columns([group_id, tp.topic, tp.partition, offset], widths))
 
 
 def _partitions_of(admin, topics: list[str]) -> list:
