@@ -126,13 +126,13 @@ def consumer_groups(
             fail("--reset-offsets needs --topic or --all-topics")
         if dry_run and execute:
             fail("--dry-run and --execute cannot be used together")
-        if not dry_run and not execute:
-            typer.echo(DRY_RUN_WARNING, err=True)
         if to_datetime is not None:
             target_time = _parse_datetime(to_datetime)
         elif by_duration is not None:
             target_time = int(time.time() * 1000) - _parse_duration(by_duration)
     plan = _read_plan(from_file, groups) if reset_offsets and from_file is not None else None
+    if reset_offsets and not dry_run and not execute:  # once the flags are known good: a mistake stays one line
+        typer.echo(DRY_RUN_WARNING, err=True)
 
     with client_errors(debug):
         from kfk.client import Admin
