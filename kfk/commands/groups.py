@@ -1,10 +1,10 @@
 """`kfk consumer-groups`: kafka-consumer-groups.sh, with Kafka's action flags (--list, --describe, --reset-offsets,
---delete, --delete-offsets) on one command.
+--delete, --delete-offsets) on one command, printing Kafka's lines (its columns, widths and row order).
 
 --list [--state [S,S]] lists the groups (with their state, or only those in the given states). --describe shows,
 per partition the group has an offset for or is assigned, the committed offset, the log end offset and the lag,
-and the member that owns it (--offsets, the default); --members lists the members (--verbose adds each one's
-assignment) and --state the group's coordinator, assignor, state and size. --reset-offsets plans new offsets
+and the member that owns it (--offsets, the default); --members lists the members and --state the group's
+coordinator, assignor, state and size (--verbose adds Kafka's extra columns to each). --reset-offsets plans new offsets
 (--to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration, --from-file) for
 --topic t[:p,p] or --all-topics, prints them (or with --export, Kafka's CSV that --from-file reads back), and
 commits them only with --execute (--dry-run is the default, as in Kafka); the group must have no active members.
@@ -83,8 +83,9 @@ def consumer_groups(
                                                             "(the default).")] = False,
     members: Annotated[bool, typer.Option("--members", help="With --describe: the members instead of offsets.")
                        ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", help="With --describe --members: each member's "
-                                                            "assignment.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="With --describe: more columns (the offsets' leader "
+                                                            "epochs, the members' assignments, the group's epochs).")
+                       ] = False,
     state: Annotated[bool, typer.Option(
         "--state", help="With --describe: the group's state. With --list: each group's state, or, followed by "
                         "states (Stable,Empty...), only the groups in them.")] = False,
