@@ -6,7 +6,8 @@ Resources: --topic, --group, --transactional-id, --delegation-token (each repeat
 The conveniences --producer (Write, Describe, Create on the topics; Write, Describe on the transactional ids;
 IdempotentWrite on the cluster with --idempotent) and --consumer (Read, Describe on the topics, Read on the groups)
 build the usual sets. --remove without principals removes every ACL of the resource, and asks first unless --force.
-After --add and --remove the tool lists the ACLs of the resources it touched, as kafka-acls.sh does.
+The lines are Kafka 4.0's: --add says what it adds and --remove only asks, neither lists the ACLs afterwards (Kafka
+3.x's tool did).
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def acls(
         if add:
             for (kind, name), resource_entries in by_resource.items():
                 pattern = ResourcePattern(kind, name, pattern_type)
-                _print_block("Adding ACLs for resource", _pattern_text(pattern), resource_entries)
+                typer.echo(f"Adding ACLs for resource `{_pattern_text(pattern)}`: \n "
+                           f"{_entries_text(resource_entries)}\n")
                 results = admin.create_acls([AclBinding(pattern, entry) for entry in resource_entries])
                 for error in results.values():
                     if error is not None:
@@ -136,11 +138,11 @@ def acls(
         else:
             for (kind, name), resource_entries in by_resource.items():
                 acl_filter = AclBindingFilter(kind, name, pattern_type)
-                filter_text = f"ResourcePatternFilter(resourceType={kind.name}, name={name}, " \
-                              f"patternType={pattern_type.name})"
+                # Kafka's ResourcePatternFilter prints as a ResourcePattern (any pattern type, any and match too).
+                filter_text = _pattern_text(ResourcePattern(kind, name, pattern_type))
                 question = f"Are you sure you want to delete all ACLs for resource filter `{filter_text}`? (y/n)" \
                     if not resource_entries else \
-                    f"Are you sure you want to remove ACLs: \n {_entries_text(resource_entries)} \n " \
+                    f"Are you sure you want to remove ACLs: \n {_entries_text(resource_entries)}\n " \
                     f"from resource filter `{filter_text}`? (y/n)"
                 if not force and not _confirmed(question):
                     continue
@@ -150,7 +152,6 @@ def acls(
                 for outcome in admin.delete_acls(filters).values():
                     if not isinstance(outcome, list):
                         raise outcome
-        _print_listing(admin, list(by_resource), pattern_type, [])
 
 
 def _admin(bootstrap_server: str, command_config: str | None):
@@ -248,11 +249,6 @@ def _entries_text(entries: list[AccessControlEntry]) -> str:
     return "\n".join(f"\t{_entry_text(entry)}" for entry in entries)
 
 
-def _print_block(title: str, pattern_text: str, entries: list[AccessControlEntry]) -> None:
-    """kafka-acls.sh's block: the title line, the entries one per line after a tab, and an empty line."""
-    typer.echo(f"{title} `{pattern_text}`: \n {_entries_text(entries)} \n")
-
-
 def _print_listing(admin, resources: list[tuple[ResourceType, str]], pattern_type: PatternType,
                    principals: list[str]) -> None:
     """The ACLs of the resources (every ACL when none is named), by resource pattern."""
@@ -274,4 +270,4 @@ def _print_listing(admin, resources: list[tuple[ResourceType, str]], pattern_typ
         for pattern, entries in ordered:
             shown = [entry for entry in entries if listed is None or entry.principal == listed]
             if shown:
-                _print_block("Current ACLs for resource", _pattern_text(pattern), shown)
+                typer.echo(f"Current ACLs for resource `{_pattern_text(pattern)}`:\n{_entries_text(shown)}\n")

@@ -1,10 +1,10 @@
 """`kfk consumer-groups`: kafka-consumer-groups.sh, with Kafka's action flags (--list, --describe, --reset-offsets,
---delete, --delete-offsets) on one command.
+--delete, --delete-offsets) on one command, printing Kafka's lines (its columns, widths and row order).
 
 --list [--state [S,S]] lists the groups (with their state, or only those in the given states). --describe shows,
 per partition the group has an offset for or is assigned, the committed offset, the log end offset and the lag,
-and the member that owns it (--offsets, the default); --members lists the members (--verbose adds each one's
-assignment) and --state the group's coordinator, assignor, state and size. --reset-offsets plans new offsets
+and the member that owns it (--offsets, the default); --members lists the members and --state the group's
+coordinator, assignor, state and size (--verbose adds Kafka's extra columns to each). --reset-offsets plans new offsets
 (--to-earliest, --to-latest, --to-current, --to-offset, --shift-by, --to-datetime, --by-duration, --from-file) for
 --topic t[:p,p] or --all-topics, prints them (or with --export, Kafka's CSV that --from-file reads back), and
 commits them only with --execute (--dry-run is the default, as in Kafka); the group must have no active members.
@@ -29,15 +29,19 @@ from kfk.commands.client_options import (
     JsonOutput,
     client_config,
     client_errors,
-    console,
     print_json,
-    table,
 )
 from kfk.commands.errors import fail
+from kfk.commands.kafka_layout import columns, hash_map_order, java_string_hash, partitions_in_kafka_order
 
 app = typer.Typer()
 
 INACTIVE_STATES = ("Empty", "Dead")
+# What kafka-consumer-groups.sh --reset-offsets says on stderr when neither --dry-run nor --execute is given.
+DRY_RUN_WARNING = ("WARN: No action will be performed as the --execute option is missing. In a future major release, "
+                   "the default behavior of this command will be to prompt the user before executing the reset "
+                   "rather than doing a dry run. You should add the --dry-run option explicitly if you are scripting "
+                   "this command and want to keep the current default behavior without prompting.")
 
 
 @app.command("consumer-groups")
@@ -79,8 +83,9 @@ def consumer_groups(
                                                             "(the default).")] = False,
     members: Annotated[bool, typer.Option("--members", help="With --describe: the members instead of offsets.")
                        ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", help="With --describe --members: each member's "
-                                                            "assignment.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", help="With --describe: more columns (the offsets' leader "
+                                                            "epochs, the members' assignments, the group's epochs).")
+                       ] = False,
     state: Annotated[bool, typer.Option(
         "--state", help="With --describe: the group's state. With --list: each group's state, or, followed by "
                         "states (Stable,Empty...), only the groups in them.")] = False,
@@ -127,6 +132,8 @@ def consumer_groups(
         elif by_duration is not None:
             target_time = int(time.time() * 1000) - _parse_duration(by_duration)
     plan = _read_plan(from_file, groups) if reset_offsets and from_file is not None else None
+    if reset_offsets and not dry_run and not execute:  # once the flags are known good: a mistake stays one line
+        typer.echo(DRY_RUN_WARNING, err=True)
 
     with client_errors(debug):
         from kfk.client import Admin
@@ -149,7 +156,7 @@ def consumer_groups(
                 new_offsets = {group_id: _reset(admin, group_id, topic or [], all_topics, execute, rule,
                                                 plan.get(group_id, {}) if plan is not None else None)
                                for group_id in groups}
-                _print_reset(new_offsets, execute, export, json_output)
+                _print_reset(new_offsets, export, json_output)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -249,10 +256,11 @@ def _list(admin, with_state: bool, state_filter: set[str] | None, json_output: b
         for listing in listings:
             typer.echo(listing.group_id)
         return
-    grid = table("GROUP", "STATE")
+    # Kafka's widths: the group column 10 wider than the longest id (at least 15), the state 20.
+    widths = [max([15, *(len(listing.group_id) for listing in listings)]) + 10, 20]
+    typer.echo(columns(["GROUP", "STATE"], widths))
     for listing in listings:
-        grid.add_row(listing.group_id, listing.state)
-    console().print(grid)
+        typer.echo(columns([listing.group_id, listing.state], widths))
 
 
 def _describe(admin, groups: list[str], members: bool, verbose: bool, with_state: bool, json_output: bool) -> None:
@@ -260,7 +268,7 @@ def _describe(admin, groups: list[str], members: bool, verbose: bool, with_state
     from kfk.errors import GroupIdNotFoundError
 
     result = []
-    for group_id in groups:
+    for group_id in sorted(set(groups)):  # Kafka's tool describes the groups in the order of their ids
         try:
             description = admin.describe_consumer_groups([group_id])[group_id]
         except GroupIdNotFoundError:  # DescribeGroups v6+ (KIP-1043)
@@ -268,16 +276,15 @@ def _describe(admin, groups: list[str], members: bool, verbose: bool, with_state
         committed = admin.list_consumer_group_offsets(group_id)
         if description is None or (description.state == "Dead" and not committed):
             fail(f"Consumer group '{group_id}' does not exist.")
-        owners = {tp: member for member in description.members for tp in member.assignment}
-        partitions = sorted(set(committed) | set(owners))
-        end_offsets = admin.end_offsets(partitions) if partitions else {}
+        partitions = _offset_partitions(description.members, committed)
+        end_offsets = admin.end_offsets([tp for tp, _ in partitions]) if partitions else {}
         rows = []
-        for tp in partitions:
+        for tp, owner in partitions:
             offset = committed.get(tp)
-            owner = owners.get(tp)
             end = end_offsets.get(tp)
             rows.append({
                 "group": group_id, "topic": tp.topic, "partition": tp.partition,
+                "leader_epoch": offset.leader_epoch if offset is not None and offset.leader_epoch >= 0 else None,
                 "current_offset": offset.offset if offset is not None else None,
                 "log_end_offset": end,
                 "lag": (end - offset.offset) if offset is not None and end is not None else None,
@@ -295,43 +302,101 @@ def _describe(admin, groups: list[str], members: bool, verbose: bool, with_state
     if json_output:
         print_json(result)
         return
-    out = console()
     brokers = {broker.node_id: broker for broker in admin.describe_cluster().brokers} if with_state else {}
     for entry in result:
+        _state_note(entry["group"], entry["state"])
         if with_state:
-            grid = table("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
             node = brokers.get(entry["coordinator"])
             coordinator = f"{node.host}:{node.port}  ({node.node_id})" if node else f"({entry['coordinator']})"
-            grid.add_row(entry["group"], coordinator, entry["assignor"] or "", entry["state"],
-                         str(len(entry["members"])))
-            out.print(grid)
-            continue
-        if entry["state"] in INACTIVE_STATES and not entry["members"]:
-            typer.echo(f"Consumer group '{entry['group']}' has no active members.", err=True)
-        if members:
-            columns = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"] + (["ASSIGNMENT"] if verbose else [])
-            grid = table(*columns)
-            for member in entry["members"]:
-                grid.add_row(entry["group"], member["consumer_id"], member["host"], member["client_id"],
-                             str(len(member["partitions"])), *([member["assignment"]] if verbose else []))
-            out.print(grid)
-            continue
-        grid = table("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-                     "CLIENT-ID")
-        for row in entry["offsets"]:
-            grid.add_row(row["group"], row["topic"], str(row["partition"]), _dash(row["current_offset"]),
-                         _dash(row["log_end_offset"]), _dash(row["lag"]), _dash(row["consumer_id"]),
-                         _dash(row["host"]), _dash(row["client_id"]))
-        out.print(grid)
+            lines = _state_lines(entry, coordinator, verbose)
+        elif members:
+            lines = _member_lines(entry, verbose)
+        elif entry["offsets"]:
+            lines = _offset_lines(entry, verbose)
+        else:
+            lines = []  # Kafka's tool prints no table for a group without offsets or assignments
+        for line in lines:
+            typer.echo(line)
+
+
+def _offset_partitions(members, committed: dict) -> list:
+    """The partitions --describe shows, each with its owner (or None), in the order Kafka's tool prints them: the
+    members' partitions, the member with the most first, then the partitions the group has offsets for but no
+    member owns; each set in the order of Kafka's HashMap."""
+    owned = [(member, partitions_in_kafka_order(member.assignment))
+             for member in sorted((m for m in members if m.assignment), key=lambda m: -len(m.assignment))]
+    assigned = {tp for _, partitions in owned for tp in partitions}
+    return [(tp, member) for member, partitions in owned for tp in partitions] + \
+        [(tp, None) for tp in partitions_in_kafka_order(tp for tp in committed if tp not in assigned)]
+
+
+def _state_note(group_id: str, state: str) -> None:
+    """What Kafka's tool says on stderr about a group that is empty or rebalancing."""
+    if state == "Empty":
+        typer.echo(f"\nConsumer group '{group_id}' has no active members.", err=True)
+    elif state in ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"):
+        typer.echo(f"\nWarning: Consumer group '{group_id}' is rebalancing.", err=True)
+
+
+def _offset_lines(entry: dict, verbose: bool) -> list[str]:
+    """--describe [--offsets]: a blank line, the header and a line per partition; --verbose adds the leader epoch of
+    each committed offset."""
+    rows = entry["offsets"]
+    widths = [max(15, len(entry["group"])), max([15, *(len(row["topic"]) for row in rows)]), 10,
+              *([15] if verbose else []), 15, 15, 15,
+              max([15, *(len(_dash(row["consumer_id"])) for row in rows)]),
+              max([15, *(len(_dash(row["host"])) for row in rows)]), None]
+    header = ["GROUP", "TOPIC", "PARTITION", *(["LEADER-EPOCH"] if verbose else []), "CURRENT-OFFSET",
+              "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"]
+    return ["", columns(header, widths)] + [
+        columns([row["group"], row["topic"], row["partition"], *([_dash(row["leader_epoch"])] if verbose else []),
+                 _dash(row["current_offset"]), _dash(row["log_end_offset"]), _dash(row["lag"]),
+                 _dash(row["consumer_id"]), _dash(row["host"]), _dash(row["client_id"])], widths)
+        for row in rows]
+
+
+def _member_lines(entry: dict, verbose: bool) -> list[str]:
+    """--describe --members: a blank line, the header and a line per member (each cell padded, the last one too,
+    and followed by a space); --verbose adds the epochs and assignments, which a classic group's members have only
+    the current assignment of. The group instance id column appears only if a member has one."""
+    members = entry["members"]
+    with_instance_id = any(member["group_instance_id"] for member in members)
+    widths = [max(15, len(entry["group"])), max([15, *(len(m["consumer_id"]) for m in members)]),
+              *([max([17, *(len(m["group_instance_id"] or "") for m in members)])] if with_instance_id else []),
+              max([15, *(len(m["host"]) for m in members)]), max([15, *(len(m["client_id"]) for m in members)]), 15]
+    assignment_width = max([20, *(len(m["assignment"]) for m in members)])
+    verbose_widths = [15, assignment_width, 15, 20]
+
+    def line(cells: list, verbose_cells: list) -> str:
+        return columns(cells, widths) + " " + (columns(verbose_cells, verbose_widths) if verbose else "")
+
+    header = line(["GROUP", "CONSUMER-ID", *(["GROUP-INSTANCE-ID"] if with_instance_id else []), "HOST", "CLIENT-ID",
+                   "#PARTITIONS"], ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"])
+    return ["", header] + [
+        line([entry["group"], member["consumer_id"],
+              *([member["group_instance_id"] or ""] if with_instance_id else []), member["host"],
+              member["client_id"], len(member["partitions"])], ["-", member["assignment"], "-", "-"])
+        for member in members]
+
+
+def _state_lines(entry: dict, coordinator: str, verbose: bool) -> list[str]:
+    """--describe --state: a blank line, the header and the group's line; --verbose adds the group epoch and the
+    target assignment epoch, which a classic group has none of."""
+    widths = [max(15, len(entry["group"])), max(25, len(coordinator)), 20, 20, *([15, 25] if verbose else []), None]
+    header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE",
+              *(["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"] if verbose else []), "#MEMBERS"]
+    values = [entry["group"], coordinator, entry["assignor"] or "-", entry["state"], *(["-", "-"] if verbose else []),
+              len(entry["members"])]
+    return ["", columns(header, widths), columns(values, widths)]
 
 
 def _assignment(assignment) -> str:
-    """A member's partitions as Kafka's --members --verbose shows them: ``t1(0,1), t2(0)``, or ``-``."""
+    """A member's partitions as Kafka's --members --verbose shows them: ``t1:0,1;t2:0``, or ``-``."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in assignment:
         by_topic.setdefault(topic, []).append(partition)
-    return ", ".join(f"{topic}({','.join(map(str, sorted(partitions)))})"
-                     for topic, partitions in sorted(by_topic.items())) or "-"
+    return ";".join(sorted(f"{topic}:{','.join(map(str, sorted(partitions)))}"
+                           for topic, partitions in by_topic.items())) or "-"
 
 
 def _dash(value) -> str:
@@ -369,11 +434,13 @@ def _delete_offsets(admin, group_id: str, topics: list[str], json_output: bool) 
         if any(results.values()):
             typer.echo("Encounter some partition level error, see the follow-up details:", err=True)
         else:
-            typer.echo(f"Request succeed for deleting offsets from group {group_id}.")
-        grid = table("TOPIC", "PARTITION", "STATUS")
-        for tp, error in sorted(results.items()):
-            grid.add_row(tp.topic, str(tp.partition), "Successful" if error is None else f"Error: {error}")
-        console().print(grid)
+            typer.echo(f"Request succeed for deleting offsets with topic {','.join(topics)} group {group_id}")
+        # Kafka's table: a blank line, then the partitions in the order of "<topic><partition>" as text.
+        widths = [30, 15, 15]
+        typer.echo("\n" + columns(["TOPIC", "PARTITION", "STATUS"], widths))
+        for tp, error in sorted(results.items(), key=lambda item: f"{item[0].topic}{item[0].partition}"):
+            typer.echo(columns([tp.topic, tp.partition, "Successful" if error is None else f"Error: {error}"],
+                               widths))
     if any(results.values()):
         raise typer.Exit(1)
 
@@ -408,25 +475,24 @@ def _reset(admin, group_id: str, topics: list[str], all_topics: bool, execute: b
     return new
 
 
-def _print_reset(new_offsets: dict[str, dict], execute: bool, export: bool, json_output: bool) -> None:
-    """The reset plan: a table, Kafka's CSV with --export (without the group column for one group, as Kafka
-    writes it and --from-file reads it), or JSON."""
+def _print_reset(new_offsets: dict[str, dict], export: bool, json_output: bool) -> None:
+    """The reset plan: Kafka's lines (a blank line, the header, a line per partition), Kafka's CSV with --export
+    (without the group column for one group, as Kafka writes it and --from-file reads it), both in the order
+    Kafka's tool prints them, or JSON (sorted)."""
+    plan = [(group_id, tp, new_offsets[group_id][tp]) for group_id in hash_map_order(new_offsets, java_string_hash)
+            for tp in partitions_in_kafka_order(new_offsets[group_id])]
     if export:
         single = len(new_offsets) == 1
         typer.echo("".join(f"{'' if single else group_id + ','}{tp.topic},{tp.partition},{offset}\n"
-                           for group_id, offsets in new_offsets.items() for tp, offset in sorted(offsets.items())))
-        return
-    if not execute and not json_output:
-        typer.echo("Dry run: no offsets were changed (add --execute to commit these).", err=True)
-    if json_output:
+                           for group_id, tp, offset in plan))
+    elif json_output:
         print_json([{"group": group_id, "topic": tp.topic, "partition": tp.partition, "new_offset": offset}
                     for group_id, offsets in new_offsets.items() for tp, offset in sorted(offsets.items())])
-        return
-    grid = table("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
-    for group_id, offsets in new_offsets.items():
-        for tp, offset in sorted(offsets.items()):
-            grid.add_row(group_id, tp.topic, str(tp.partition), str(offset))
-    console().print(grid)
+    elif new_offsets:
+        widths = [30, 30, 10, 15]
+        typer.echo("\n" + columns(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], widths))
+        for group_id, tp, offset in plan:
+            typer.echo(columns([group_id, tp.topic, tp.partition, offset], widths))
 
 
 def _partitions_of(admin, topics: list[str]) -> list:

@@ -32,6 +32,7 @@ from kfk.commands.client_options import (
     print_json,
 )
 from kfk.commands.errors import fail
+from kfk.commands.kafka_layout import tools_table
 
 app = typer.Typer(help="Describe the KRaft metadata quorum, add and remove controllers (kafka-metadata-quorum.sh).",
                   no_args_is_help=True)
@@ -218,6 +219,5 @@ def _print_replication(quorum, human_readable: bool, json_output: bool) -> None:
     if json_output:
         print_json([dict(zip(headers, row)) for row in rows])
         return
-    widths = [max(len(row[column]) for row in [headers, *rows]) for column in range(len(headers))]
-    for row in [headers, *rows]:  # Kafka's ToolsUtils table: each cell padded to its column, then a tab
-        typer.echo("".join(f"{cell:<{width}}\t" for cell, width in zip(row, widths)))
+    for line in tools_table(headers, rows):
+        typer.echo(line)

@@ -23,11 +23,10 @@ from kfk.commands.client_options import (
     Topic,
     client_config,
     client_errors,
-    console,
     print_json,
-    table,
 )
 from kfk.commands.errors import fail
+from kfk.commands.kafka_layout import partitions_in_kafka_order, tools_table
 
 app = typer.Typer(help="List, describe and repair transactions (kafka-transactions.sh).", no_args_is_help=True)
 
@@ -43,18 +42,19 @@ def _admin(bootstrap_server: str, command_config: str | None):
 
 
 def _render(headers: tuple[str, ...], rows: list[tuple], json_output: bool) -> None:
-    """Kafka's column names, as a table or as JSON objects keyed by them."""
+    """Kafka's table (each cell padded to its column and followed by a tab; "None" for what is unknown), or JSON
+    objects keyed by Kafka's column names."""
     if json_output:
         print_json([dict(zip(headers, row)) for row in rows])
         return
-    grid = table(*headers)
-    for row in rows:
-        grid.add_row(*("None" if value is None else str(value) for value in row))
-    console().print(grid)
+    for line in tools_table(headers, [["None" if value is None else str(value) for value in row] for row in rows]):
+        typer.echo(line)
 
 
 @app.command("list")
 def list_transactions(
+    duration_filter: Annotated[Optional[int], typer.Option(
+        "--duration-filter", help="Only the transactions open longer than this many ms (all if below 0).")] = None,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
     command_config: CommandConfig = None,
     json_output: JsonOutput = False,
@@ -62,7 +62,7 @@ def list_transactions(
 ) -> None:
     """List the transactional ids every coordinator knows."""
     with client_errors(debug), _admin(bootstrap_server, command_config) as admin:
-        listings = admin.list_transactions()
+        listings = admin.list_transactions(duration_filter_ms=-1 if duration_filter is None else duration_filter)
     _render(("TransactionalId", "Coordinator", "ProducerId", "TransactionState"),
             [(item.transactional_id, item.coordinator_id, item.producer_id, item.state) for item in listings],
             json_output)
@@ -85,7 +85,7 @@ def describe(
         fail(str(found))
     start = found.transaction_start_time_ms
     duration = None if start is None else int(time.time() * 1000) - start
-    partitions = ",".join(str(tp) for tp in sorted(found.topic_partitions))
+    partitions = ",".join(str(tp) for tp in partitions_in_kafka_order(found.topic_partitions))
     _render(("CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
              "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs", "TopicPartitions"),
             [(found.coordinator_id, transactional_id, found.producer_id, found.producer_epoch, found.state,
