@@ -57,7 +57,7 @@ _kfk() {
     done
     case "$path" in
         "kfk") words="acls cluster configs console-consume console-produce consumer-groups delegation-tokens dump-log leader-election metadata metadata-quorum perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
-        "kfk acls") words="--add --allow-host --allow-principal --bootstrap-server --cluster --command-config --consumer --debug --delegation-token --deny-host --deny-principal --force --group --help --idempotent --list --operation --principal --producer --remove --resource-pattern-type --topic --transactional-id"; files="--command-config" ;;
+        "kfk acls") words="--add --allow-host --allow-principal --bootstrap-server --cluster --command-config --consumer --debug --delegation-token --deny-host --deny-principal --force --group --help --idempotent --list --operation --principal --producer --remove --resource-pattern-type --topic --transactional-id --user-principal"; files="--command-config" ;;
         "kfk cluster") words="cluster-id describe unregister --help"; files="" ;;
         "kfk cluster cluster-id") words="--bootstrap-server --command-config --config --debug --help -c"; files="--command-config --config -c" ;;
         "kfk cluster describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --output --timeout-ms -o"; files="--command-config" ;;

@@ -129,6 +129,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l group -r -d 'A consumer g
 complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l cluster -d 'The cluster.'
 complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l transactional-id -r -d 'A transactional id (repeatable).'
 complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l delegation-token -r -d 'A delegation token id (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l user-principal -r -d 'A user principal as the resource (User:alice), e.g. for CreateTokens or DescribeTokens (repeatable).'
 complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l resource-pattern-type -r -d 'literal (the default) or prefixed; with --list and --remove also any or match.'
 complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l allow-principal -r -d 'Type:name (User:alice, User:* for everyone) to allow (repeatable).'
 complete -c kfk -n "test (__kfk_path) = 'kfk acls'" -l deny-principal -r -d 'Type:name to deny (repeatable).'

@@ -1,6 +1,7 @@
 """`kfk acls --add|--remove|--list`: kafka-acls.sh, with its flags and its output.
 
-Resources: --topic, --group, --transactional-id, --delegation-token (each repeatable) and --cluster, with
+Resources: --topic, --group, --transactional-id, --delegation-token, --user-principal (a user as the resource of
+CreateTokens and DescribeTokens; each repeatable) and --cluster, with
 --resource-pattern-type (literal or prefixed for --add; also any and match for --list and --remove). Entries:
 --allow-principal / --deny-principal with --allow-host / --deny-host (default `*`) and --operation (default All).
 The conveniences --producer (Write, Describe, Create on the topics; Write, Describe on the transactional ids;
@@ -56,6 +57,10 @@ def acls(
         "--transactional-id", help="A transactional id (repeatable).")] = None,
     delegation_token: Annotated[Optional[list[str]], typer.Option(
         "--delegation-token", help="A delegation token id (repeatable).")] = None,
+    user_principal: Annotated[Optional[list[str]], typer.Option(
+        "--user-principal", metavar="PRINCIPAL",
+        help="A user principal as the resource (User:alice), e.g. for CreateTokens or DescribeTokens "
+             "(repeatable).")] = None,
     resource_pattern_type: Annotated[Optional[str], typer.Option(
         "--resource-pattern-type",
         help="literal (the default) or prefixed; with --list and --remove also any or match.")] = None,
@@ -90,6 +95,7 @@ def acls(
         [(ResourceType.GROUP, name) for name in group or ()] + \
         [(ResourceType.TRANSACTIONAL_ID, name) for name in transactional_id or ()] + \
         [(ResourceType.DELEGATION_TOKEN, name) for name in delegation_token or ()] + \
+        [(ResourceType.USER, _principal(name, "--user-principal")) for name in user_principal or ()] + \
         ([(ResourceType.CLUSTER, CLUSTER_NAME)] if cluster else [])
     if (producer or consumer) and not add and not remove:
         fail("--producer and --consumer go with --add or --remove")
@@ -121,7 +127,8 @@ def acls(
         by_resource = _convenience_acls(producer, idempotent, resources, allowed, denied, allow_host, deny_host)
     else:
         if not resources:
-            fail("name a resource: --topic, --group, --cluster, --transactional-id or --delegation-token")
+            fail("name a resource: --topic, --group, --cluster, --transactional-id, --delegation-token or "
+                 "--user-principal")
         by_resource = {resource: entries for resource in resources}
         if add and not entries:
             fail("--add needs --allow-principal or --deny-principal")

@@ -5,7 +5,10 @@ token or DescribeTokens of its owner; a client that logs in with a token acts as
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -56,11 +59,19 @@ def visible(broker: BrokerProcess, user: str) -> list[str]:
         return [token.token_id for token in client.describe_delegation_token([CAROL])]
 
 
-def test_tokens_for_others_and_who_sees_them(broker: BrokerProcess) -> None:
+def test_tokens_for_others_and_who_sees_them(broker: BrokerProcess, tmp_path: Path) -> None:
     with admin(broker, "alice") as alice:
         with pytest.raises(DelegationTokenAuthorizationError):
             alice.create_delegation_token(owner=CAROL)
-    allow(broker, "alice", AclOperation.CREATE_TOKENS, ResourceType.USER, "User:carol")
+    # kafka-acls.sh's --user-principal names a user as the resource.
+    admin_properties = tmp_path / "admin.properties"
+    admin_properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\n"
+                                "sasl.password=admin-secret\n")
+    granted = subprocess.run([sys.executable, "-m", "kfk", "acls", "--bootstrap-server", broker.bootstrap_servers,
+                              "--command-config", str(admin_properties), "--add", "--allow-principal", "User:alice",
+                              "--operation", "CreateTokens", "--user-principal", "User:carol"],
+                             capture_output=True, text=True, timeout=60)
+    assert granted.returncode == 0, granted.stderr
     with admin(broker, "alice") as alice:
         token = alice.create_delegation_token(owner=CAROL, renewers=[KafkaPrincipal("User", "bob")])
     assert (token.owner, token.token_requester) == (CAROL, KafkaPrincipal("User", "alice"))
