@@ -129,6 +129,13 @@ class MetadataImage:
         image = self.topics_by_name.get(topic)
         return None if image is None else image.partitions.get(partition)
 
+    def topics_deleted_since(self, previous: MetadataImage) -> list[TopicImage]:
+        """The topics of `previous` that this image no longer has, as they were (Kafka's deleted topic ids of a
+        TopicsDelta). By topic id: a topic deleted and created again under its name between the two images is one."""
+        if previous.topics_by_id is self.topics_by_id:
+            return []
+        return [topic for topic_id, topic in previous.topics_by_id.items() if topic_id not in self.topics_by_id]
+
     def config(self, resource_type: ConfigResourceType, name: str) -> Mapping[str, str]:
         return self.configs.get((resource_type, name), _EMPTY)
 

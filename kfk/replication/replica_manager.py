@@ -176,12 +176,11 @@ class ReplicaManager:
         self.image = current
         if self._alter_partition is not None and self._isr_expiration is None:
             self._isr_expiration = asyncio.get_running_loop().create_task(self._expire_lagging_replicas())
-        for topic_id, topic in previous.topics_by_id.items():
-            if topic_id not in current.topics_by_id:
-                doomed = [tp for tp, partition in self.partitions.items() if partition.topic_id == topic_id]
-                doomed += [tp for tp, opening in self._opening.items() if opening.topic_id == topic_id]
-                self._remove_partitions(doomed, f"topic {topic.name} deleted")
-                self.topic_stats.remove(topic.name)
+        for topic in current.topics_deleted_since(previous):
+            doomed = [tp for tp, partition in self.partitions.items() if partition.topic_id == topic.topic_id]
+            doomed += [tp for tp, opening in self._opening.items() if opening.topic_id == topic.topic_id]
+            self._remove_partitions(doomed, f"topic {topic.name} deleted")
+            self.topic_stats.remove(topic.name)
         broker_defaults_changed = any(
             previous.config(ConfigResourceType.BROKER, name) != current.config(ConfigResourceType.BROKER, name)
             for name in ("", str(self.node_id)))  # the dynamic broker configs: self.config has them already

@@ -150,6 +150,25 @@ def test_offset_delete() -> None:
     assert answers == [(ErrorCode.GROUP_ID_NOT_FOUND, [])]
 
 
+def test_offsets_of_a_deleted_topic_go_from_every_group_through_tombstones() -> None:
+    h = Harness()
+    (member,) = stable_group(h, "g", 1)
+    h.commit("g", {("t", 0): 1, ("gone", 0): 500, ("gone", 1): 700}, member_id=member,
+             generation_id=group_of(h, "g").generation_id)
+    h.commit("simple", {("gone", 1): 9, ("kept", 0): 4})
+    h.coordinator.on_partitions_deleted({("gone", 0), ("gone", 1), ("gone", 2), ("t", 5)})
+    h.after()
+    assert [topic for topic, _ in h.fetch("g")[1]] == ["t"] and h.committed("g", "t", 0) == 1
+    assert h.committed("simple", "gone", 1) is None and h.committed("simple", "kept", 0) == 4
+    tombstones = [deserialize_record(key, value) for records in h.log.values() for key, value in records
+                  if value is None]
+    assert sorted((r.group_id, r.topic, r.partition) for r in tombstones) == [
+        ("g", "gone", 0), ("g", "gone", 1), ("simple", "gone", 1)]
+    fresh = reload(h)
+    assert fresh.committed("g", "gone", 0) is None and fresh.committed("simple", "gone", 1) is None
+    assert fresh.committed("g", "t", 0) == 1 and fresh.committed("simple", "kept", 0) == 4
+
+
 def test_offsets_of_an_empty_group_expire_after_retention() -> None:
     h = Harness(offsets_retention_ms=60_000, offsets_retention_check_interval_ms=10_000)
     h.commit("simple", {("t", 0): 1})

@@ -195,6 +195,18 @@ def test_abort_marker_drops_them_and_the_old_offset_stays(h: LogHarness) -> None
     assert h.stable_fetch("g", "t", 0) == (5, ErrorCode.NONE)
 
 
+def test_pending_offsets_of_a_deleted_topic_go_and_its_commit_marker_does_not_bring_them(h: LogHarness) -> None:
+    h.txn_commit("g", {("gone", 0): 10, ("kept", 0): 3})
+    h.coordinator.on_partitions_deleted({("gone", 0)})
+    h.after()
+    assert h.stable_fetch("g", "gone", 0) == (None, ErrorCode.NONE)
+    assert h.stable_fetch("g", "kept", 0) == (None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+    h.marker("g", commit=True)
+    expected = {("gone", 0): (None, (None, ErrorCode.NONE)), ("kept", 0): (3, (3, ErrorCode.NONE))}
+    assert view(h, "g", list(expected)) == expected
+    assert view(h.reload(), "g", list(expected)) == expected
+
+
 def test_markers_of_other_producers_or_partitions_change_nothing(h: LogHarness) -> None:
     h.txn_commit("g", {("t", 0): 10})
     h.marker("g", commit=True, producer_id=PID2)

@@ -391,6 +391,31 @@ class GroupCoordinator:
                     self.groups.groups.pop(record.group_id, None)
                     self.offsets.remove_group(record.group_id)
 
+    # -- metadata ----------------------------------------------------------------------------------------------------
+
+    def on_partitions_deleted(self, topic_partitions: set[TopicPartitionKey]) -> None:
+        """The topics of `topic_partitions` were deleted: every group of an active partition loses its committed and
+        pending transactional offsets of them, through tombstones in __consumer_offsets (Kafka's
+        onPartitionsDeleted), so that neither a topic created again under the same name nor a reload of the group
+        finds the old offsets. A partition still loading keeps them, as in Kafka (whose write to a loading
+        coordinator fails)."""
+        records_by_partition: dict[int, list[Record]] = {}
+        for group_id in sorted(self.offsets.group_ids()):
+            partition = self.partition_for(group_id)
+            keys = self.offsets.partitions_with_offsets(group_id) & topic_partitions
+            if keys and self.partitions.get(partition) is PartitionState.ACTIVE:
+                records_by_partition.setdefault(partition, []).extend(
+                    (offset_commit_key(group_id, topic, index), None) for topic, index in sorted(keys))
+        for partition, records in sorted(records_by_partition.items()):
+            log.info("Deleting %d offsets of deleted topics' partitions in __consumer_offsets-%d", len(records),
+                     partition)
+
+            def on_written(error: ErrorCode, at_ms: int, records: list[Record] = records) -> None:
+                if error == ErrorCode.NONE:
+                    self._replay_tombstones(records, at_ms)
+
+            self._writes.append(CoordinatorWrite(partition, records, on_written))
+
     # -- admin -------------------------------------------------------------------------------------------------------
 
     def delete_groups(self, group_ids: list[str], now_ms: int,

@@ -45,6 +45,7 @@ from kfk.coordinator.group.record_serde import (
 from kfk.coordinator.group.transactional_offsets import (
     PendingOffset,
     PendingTransactionalOffsets,
+    TopicPartitionKey,
 )
 from kfk.errors import (
     CoordinatorNotAvailableError,
@@ -263,13 +264,17 @@ class OffsetMetadataManager:
         self.offsets.setdefault(group_id, {}).setdefault(topic, {})[partition] = offset
         self._record_orders.setdefault(group_id, {})[(topic, partition)] = record_order
 
-    def delete_all_offsets_records(self, group_id: str) -> list[tuple[bytes, bytes | None]]:
-        """Tombstones for every committed offset of the group, and for the partitions that only have pending
-        transactional offsets (DeleteGroups drops those too, as Kafka)."""
+    def partitions_with_offsets(self, group_id: str) -> set[TopicPartitionKey]:
+        """The partitions the group has a committed or a pending transactional offset of: what a deletion of the
+        group, or of those partitions' topics, writes tombstones for (Kafka drops pending ones too)."""
         keys = {(topic, partition) for topic, partitions in self.offsets.get(group_id, {}).items()
                 for partition in partitions}
-        keys |= self.pending.partitions_of(group_id)
-        return [(offset_commit_key(group_id, topic, partition), None) for topic, partition in sorted(keys)]
+        return keys | self.pending.partitions_of(group_id)
+
+    def delete_all_offsets_records(self, group_id: str) -> list[tuple[bytes, bytes | None]]:
+        """Tombstones for every committed and pending transactional offset of the group (DeleteGroups)."""
+        return [(offset_commit_key(group_id, topic, partition), None)
+                for topic, partition in sorted(self.partitions_with_offsets(group_id))]
 
     def remove_group(self, group_id: str) -> None:
         self.offsets.pop(group_id, None)

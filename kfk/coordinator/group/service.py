@@ -94,7 +94,12 @@ class GroupCoordinatorService:
     # -- leadership --------------------------------------------------------------------------------------------------
 
     def on_metadata_update(self, previous: MetadataImage, current: MetadataImage) -> None:
-        """MetadataCache listener: load the __consumer_offsets partitions this broker now leads, unload the others."""
+        """MetadataCache listener: load the __consumer_offsets partitions this broker now leads, unload the others,
+        and drop the groups' offsets of deleted topics."""
+        deleted = {(topic.name, index) for topic in current.topics_deleted_since(previous)
+                   for index in topic.partitions}
+        if deleted:
+            self.coordinator.on_partitions_deleted(deleted)
         led = self._led_partitions(current)
         for partition in sorted(led - set(self.coordinator.partitions)):
             self.coordinator.begin_loading(partition)
