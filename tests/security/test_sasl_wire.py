@@ -158,6 +158,29 @@ def test_after_authentication_requests_are_bounded_by_socket_request_max_bytes(b
         assert answer is not None and int.from_bytes(answer[:4], "big") == 9
 
 
+def test_a_listeners_sasl_server_max_receive_size_also_bounds_reauthentication(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """listener.name.<listener>.sasl.server.max.receive.size=8192: a 10000-byte frame closes the connection before
+    authentication, and again during a re-authentication (from its SaslHandshake on, as Kafka reads those frames
+    with the same bound); between the two, an authenticated connection's requests may be larger."""
+    process = start_broker(tmp_path_factory.mktemp("sasl-receive-size"), sasl_overrides(**{
+        "listener.name.sasl_plaintext.sasl.server.max.receive.size": "8192",
+        "connections.max.reauth.ms": "600000"}), listener_name="SASL_PLAINTEXT")
+    try:
+        assert oversized_handshake_closes(process.bootstrap_servers, 10000)
+        with connect(process.bootstrap_servers) as sock:
+            assert plain_login(sock).error_code == ErrorCode.NONE
+            metadata = _frame(MetadataRequest(topics=[]), 12, correlation_id=9)[4:] + bytes(10000)
+            sock.sendall(len(metadata).to_bytes(4, "big") + metadata)
+            assert read_frame(sock) is not None
+            assert request(sock, SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == ErrorCode.NONE
+            login = _frame(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"), 2)[4:] + bytes(10000)
+            sock.sendall(len(login).to_bytes(4, "big") + login)  # a good login, in a frame too large
+            assert is_closed(sock)
+    finally:
+        process.stop()
+
+
 def test_a_malformed_plain_token_gets_kafkas_message(broker: BrokerProcess) -> None:
     assert malformed_plain_answer(broker.bootstrap_servers) == (
         ErrorCode.SASL_AUTHENTICATION_FAILED, MALFORMED_PLAIN_MESSAGE, True)
