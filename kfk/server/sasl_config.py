@@ -71,6 +71,12 @@ class JwksKeys:
         self._fetched_at = time.monotonic()
 
 
+def _max_receive_size(configured: int) -> int:
+    """sasl.server.max.receive.size as a frame bound: -1 is Kafka's NetworkReceive.UNLIMITED (any size a 4-byte
+    prefix can announce)."""
+    return 2**31 - 1 if configured == -1 else configured
+
+
 @dataclass
 class SaslListenerConfig:
     listener_name: str
@@ -109,7 +115,8 @@ class SaslListenerConfig:
             listener_name, mechanisms,
             connections_max_reauth_ms=int(sasl_value(config, listener_name, None, "connections.max.reauth.ms") or 0),
             failed_authentication_delay_ms=int(config.values.get("connection.failed.authentication.delay.ms") or 0),
-            max_receive_size=config.listener_override(listener_name, "sasl.server.max.receive.size"),
+            max_receive_size=_max_receive_size(config.listener_override(listener_name,
+                                                                        "sasl.server.max.receive.size")),
             scram_credentials=scram_credentials)
         if PLAIN in mechanisms:
             module = jaas_module(config, listener_name, PLAIN)
