@@ -640,7 +640,6 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("sasl.oauthbearer.sub.claim.name", _S, "sub"),
     ("sasl.oauthbearer.token.endpoint.url", _S, None),
     ("sasl.server.callback.handler.class", _C, None),
-    ("sasl.server.max.receive.size", _I, 524288),
     ("security.inter.broker.protocol", _S, "PLAINTEXT"),
     ("security.providers", _S, None),
     ("share.coordinator.append.linger.ms", _I, 10),
@@ -820,6 +819,9 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "Listener brokers use between themselves."),
         ConfigKey("socket.request.max.bytes", ConfigType.INT, 100 * 1024 * 1024, at_least(1),
                   "The largest request the broker reads; a larger frame closes the connection."),
+        ConfigKey("sasl.server.max.receive.size", ConfigType.INT, 524288, None,
+                  "The largest frame a SASL listener reads before its connection is authenticated (and while it "
+                  "re-authenticates); a larger size prefix closes the connection before the frame is read."),
         ConfigKey("socket.send.buffer.bytes", ConfigType.INT, 100 * 1024, None, "SO_SNDBUF (-1: OS default)."),
         ConfigKey("socket.receive.buffer.bytes", ConfigType.INT, 100 * 1024, None, "SO_RCVBUF (-1: OS default)."),
         ConfigKey("connections.max.idle.ms", ConfigType.LONG, 600000, at_least(1),

@@ -179,6 +179,7 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "replica.fetch.max.bytes": (_FETCHER,),
     "replica.fetch.response.max.bytes": (_FETCHER,),
     "fetch.max.bytes": (_SERVER,),
+    "sasl.server.max.receive.size": (_SASL_SERVER,),
     # delegation tokens (KIP-48): the secret key turns them on (and is refused in ZooKeeper mode)
     "delegation.token.secret.key": (_SERVER, _CONTROLLER, "kfk.config"),
     "delegation.token.max.lifetime.ms": (_CONTROLLER,),

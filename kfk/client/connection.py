@@ -23,6 +23,10 @@ of that buffer.
 - TLS (security.protocol=SSL): the transport is wrapped in the client's SSLContext (kfk.security.tls), the
   handshake is part of the connection setup and its timeout; the broker's certificate is checked against the trust
   store, and its host name unless ssl.endpoint.identification.algorithm is empty.
+- A broker that closes the connection before it has answered anything but ApiVersions is often a listener of
+  another security protocol (a plaintext client on a SASL listener gets its ApiVersions answered, then the next
+  request closes the connection; on a TLS listener the handshake fails at once): that NetworkError says so and names
+  security.protocol, where a later close says only that the broker closed the connection.
 When the connection closes, for whatever reason, every in-flight request fails with the same error.
 """
 
@@ -117,6 +121,9 @@ class BrokerConnection:
         the producer reads ``transaction.version`` from them (KIP-890 part 2)."""
         self.finalized_features_epoch = -1
         self._closed_error: KafkaError | None = None
+        #: Whether the broker answered a request other than ApiVersions (a close before then may be a listener of
+        #: another security protocol: _peer_closed).
+        self._answered = False
         self._connected = False
         self._watchdog: asyncio.Task | None = None
 
@@ -324,11 +331,28 @@ class BrokerConnection:
                 log.warning("closing the connection to %s: %s", self.address, event.error)
                 self.close(event.error)
                 return
+            if not self._answered and event.api_key != ApiKey.API_VERSIONS:
+                self._answered = True
             future = event.context.future
             if not future.done():
                 future.set_result(event.message)
 
     # --- teardown ----------------------------------------------------------------------------------------------------
+
+    def _peer_closed(self, exc: Exception | None) -> None:
+        """The broker closed the connection (or reset it: `exc`). Before it has answered anything but ApiVersions,
+        the likely cause is a listener that wants another security protocol, and the error says which to set."""
+        closed = f"connection to {self.address} failed: {exc}" if exc is not None else \
+            f"{self.address} closed the connection"
+        if not self._answered:
+            protocol = ("SASL_" if self._sasl is not None else "") + ("SSL" if self.ssl_context is not None
+                                                                      else "PLAINTEXT")
+            others = [name for name in ("SSL", "SASL_PLAINTEXT", "SASL_SSL") if name != protocol]
+            closed += (f" before answering anything but ApiVersions: if its listener's security protocol is "
+                       f"{', '.join(others[:-1])} or {others[-1]}, set that security.protocol (this client uses "
+                       f"{protocol}) with its ssl.* or sasl.* settings in the client's config (kfk's tools: "
+                       f"--command-config FILE)")
+        self.close(NetworkError(closed))
 
     def close(self, error: KafkaError | None = None) -> None:
         """Close the socket and fail every in-flight request with ``error`` (NetworkError by default)."""
@@ -372,13 +396,11 @@ class _Socket(asyncio.BufferedProtocol):
         self._connection._received(self._protocol.buffer_updated(nbytes))
 
     def eof_received(self) -> bool:
-        self._connection.close(NetworkError(f"{self._connection.address} closed the connection"))
+        self._connection._peer_closed(None)
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        address = self._connection.address
-        self._connection.close(NetworkError(f"connection to {address} failed: {exc}") if exc is not None
-                               else NetworkError(f"{address} closed the connection"))
+        self._connection._peer_closed(exc)
         self.resume_writing()
 
     def pause_writing(self) -> None:

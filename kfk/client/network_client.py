@@ -92,7 +92,9 @@ class NetworkClient:
         self._metadata_task_topics: frozenset[str] | None = frozenset()
         self._metadata_listeners: list = []
         self._closed = False
-        self.ever_connected = False
+        #: A broker answered a request (more than the ApiVersions of a connection's setup: a broker that answers
+        #: that, then closes the connection, is a listener of another security protocol as good as unreachable).
+        self.ever_answered = False
         self._finalized_features: dict[str, int] = {}
         self._finalized_features_epoch = -1
         #: Built once from the ssl.* settings (a bad trust store fails the client's creation, not each connect).
@@ -173,7 +175,6 @@ class NetworkClient:
             if connection.finalized_features_epoch > self._finalized_features_epoch:
                 self._finalized_features = connection.finalized_features
                 self._finalized_features_epoch = connection.finalized_features_epoch
-            self.ever_connected = True
             log.debug("connected to %r", connection)
             return connection
         finally:
@@ -225,6 +226,7 @@ class NetworkClient:
             self.connection_failed(node_id, connection)
             raise
         assert response is not None
+        self.ever_answered = True
         return response
 
     async def send_no_response(self, node_id: int, request: Message, **options: Any) -> None:
@@ -265,7 +267,7 @@ class NetworkClient:
     def bootstrap_unreachable(self) -> bool:
         """No broker has ever answered and every bootstrap address has failed: the caller decides whether to keep
         trying (a producer waiting max.block.ms) or to report it now (the admin tools)."""
-        if self.ever_connected:
+        if self.ever_answered:
             return False
         return all(node_id in self._nodes and self._nodes[node_id].failures > 0 for node_id in self._bootstrap_ids)
 

@@ -24,7 +24,8 @@ buffer, and a frame of DIRECT_FRAME_BYTES or more gets a bytearray of its own th
 straight into the frame the log later writes to its file.
 
 - ServerConnection: frames in (size prefix stripped, as bytearrays the dispatcher may edit in place), with
-  socket.request.max.bytes as the maximum.
+  socket.request.max.bytes as the maximum (the shell may lower it: a SASL listener's connection is held to
+  sasl.server.max.receive.size until it is authenticated).
 - ClientConnection: send_request() encodes a request with the next correlation id and remembers it; a broker answers
   one connection's requests in order, so the in-flight requests form a FIFO, and a response whose correlation id is
   not the oldest in-flight request's is a StreamError. A request that expects no response (Produce with acks=0)
@@ -203,6 +204,16 @@ class ServerConnection(_FrameReceiver):
 
     def __init__(self, max_request_bytes: int) -> None:
         super().__init__(_REQUEST_HEADER_MIN_SIZE, max_request_bytes, FIRST_FRAME_CHUNK_BYTES, "request")
+
+    @property
+    def max_request_bytes(self) -> int:
+        """The largest request accepted: each size prefix is checked against the bound in force when it is parsed
+        (a SASL listener lowers it to sasl.server.max.receive.size until the connection is authenticated)."""
+        return self._max_frame_bytes
+
+    @max_request_bytes.setter
+    def max_request_bytes(self, max_request_bytes: int) -> None:
+        self._max_frame_bytes = max_request_bytes
 
     def buffer_updated(self, nbytes: int) -> list[bytearray | StreamError]:
         """The request frames completed by `nbytes` more bytes written into get_buffer(), in order."""

@@ -32,7 +32,8 @@ after the response, as in the task.
 
 On a SASL listener each connection has a SaslAuthenticator (kfk.server.sasl_authenticator) that takes the
 dispatcher's place: it serves the authentication exchange itself and passes the other requests on with the
-principal it established.
+principal it established. While it authenticates, the connection's frames are bounded by sasl.server.max.receive.size
+(512 KiB by default) instead of socket.request.max.bytes.
 
 Response chunks are bytes, except file regions (kfk.storage FileRegion: an open segment file, a position and a
 length), which fetch responses carry for record data: those go out with sendfile, straight from the segment file to
@@ -187,6 +188,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._throttle_ms = 0  # set by the dispatcher when the request just handled put the client over a quota
         self._on_throttle = self._set_throttle
         self.authenticator = server.authenticator(listener_name) if server.authenticator is not None else None
+        self._bound_requests()
         #: The listener's dispatcher, once the task serves (after a TLS handshake): requests of an API with a fast
         #: handler are served inline from then on, while nothing is queued before them (_serve_inline).
         self._dispatcher: Dispatcher | None = None
@@ -223,7 +225,11 @@ class _Connection(asyncio.BufferedProtocol):
         arrival = time.monotonic() if replies is not None and frames else 0.0  # when this read's frames were complete
         for frame in frames:
             if frame.__class__ is StreamError:
-                log.warning("closing connection from %s:%s: %s", self.client_host, self.client_port, frame.error)
+                if self.authenticator is not None and self.authenticator.authenticating:  # Kafka's words, at INFO
+                    log.info("failed authentication with /%s (Failing SASL authentication due to invalid receive "
+                             "size: %s)", self.client_host, frame.error)
+                else:
+                    log.warning("closing connection from %s:%s: %s", self.client_host, self.client_port, frame.error)
             elif replies is not None and self._frame_waiter is not None and not self._frames \
                     and dispatcher.serves_fast(frame) \
                     and self._serve_inline(dispatcher, frame, replies, arrival):
@@ -341,6 +347,14 @@ class _Connection(asyncio.BufferedProtocol):
             if self.frame_started is not None:
                 self.frame_started = time.monotonic()  # the time the broker did not read is not the client's
 
+    def _bound_requests(self) -> None:
+        """The largest request this connection accepts next: sasl.server.max.receive.size while its authenticator
+        authenticates it, else socket.request.max.bytes."""
+        authenticator = self.authenticator
+        self._protocol.max_request_bytes = (authenticator.max_receive_size
+                                            if authenticator is not None and authenticator.authenticating
+                                            else self._server.max_request_bytes)
+
     @property
     def reading_paused(self) -> bool:
         return self._reading_paused
@@ -431,6 +445,7 @@ class _Connection(asyncio.BufferedProtocol):
                     elif authenticator is not None:
                         chunks = await authenticator.handle(frame, self.client_host, self.client_port,
                                                             self._listener_name, self._on_throttle)
+                        self._bound_requests()
                     else:
                         chunks = await dispatcher.dispatch(frame, self.client_host, self.client_port,
                                                            self._listener_name, self.principal, self._on_throttle)

@@ -9,6 +9,14 @@ clients from before KIP-152 send them. A failure is answered SASL_AUTHENTICATION
 and the connection closes connection.failed.authentication.delay.ms later (so the client reads the answer first).
 Success sets the connection's principal, which every later request carries into the dispatcher.
 
+While the connection authenticates (until it is authenticated, and from a re-authentication's SaslHandshake until
+it completes) its frames are bounded by sasl.server.max.receive.size instead of socket.request.max.bytes: the socket
+server checks each size prefix against `max_receive_size` while `authenticating`, and closes the connection on a
+larger one before reading the frame (Kafka: "Failing SASL authentication due to invalid receive size"), so an
+unauthenticated client cannot make the broker buffer 100 MB. The bound in force is the one when the size prefix is
+read: a request pipelined behind the SaslAuthenticate that completes authentication, in the same read, is held to
+it too (clients wait for that answer before they send anything else).
+
 Re-authentication (KIP-368): with connections.max.reauth.ms > 0, or a credential that expires (an OAUTHBEARER
 token), the session has a lifetime, sent to SaslAuthenticate v1+ clients; they authenticate again on the same
 connection (SaslHandshake, SaslAuthenticate) before it ends, with the same mechanism and principal; other requests
@@ -54,6 +62,16 @@ class SaslAuthenticator:
         self._state = "handshake"  # -> "authenticate" | "raw" -> "complete"; "complete" -> "authenticate" (KIP-368)
         self._reauthenticating = False
         self.session_expiry_ms: int | None = None  # monotonic ms
+
+    @property
+    def authenticating(self) -> bool:
+        """Whether the authentication exchange reads the next frame (not yet authenticated, or re-authenticating)."""
+        return self._state != "complete"
+
+    @property
+    def max_receive_size(self) -> int:
+        """sasl.server.max.receive.size: the largest frame read while `authenticating`."""
+        return self._config.max_receive_size
 
     async def handle(self, frame: bytearray | bytes, client_host: str, client_port: int,
                      listener_name: str, on_throttle: Callable[[int], None] | None = None) -> list | None:

@@ -1,6 +1,7 @@
 """The SASL settings of one listener as the broker serves them: its enabled mechanisms, a fresh mechanism server
 per authentication (PLAIN users from the JAAS config, SCRAM credentials from the cluster metadata, an OAUTHBEARER
-token validator), connections.max.reauth.ms and connection.failed.authentication.delay.ms.
+token validator), connections.max.reauth.ms, connection.failed.authentication.delay.ms and
+sasl.server.max.receive.size.
 
 OAUTHBEARER validates signed JWTs against the JWKS at sasl.oauthbearer.jwks.endpoint.url (a file: URL or an
 http(s) one, fetched off the event loop and refetched every sasl.oauthbearer.jwks.endpoint.refresh.ms) when that is
@@ -98,12 +99,20 @@ class JwksKeys:
         self._fetched_at = time.monotonic()
 
 
+def _max_receive_size(configured: int) -> int:
+    """sasl.server.max.receive.size as a frame bound: -1 is Kafka's NetworkReceive.UNLIMITED (any size a 4-byte
+    prefix can announce)."""
+    return 2**31 - 1 if configured == -1 else configured
+
+
 @dataclass
 class SaslListenerConfig:
     listener_name: str
     enabled_mechanisms: list[str]
     connections_max_reauth_ms: int
     failed_authentication_delay_ms: int
+    #: sasl.server.max.receive.size: the largest frame read while the connection authenticates.
+    max_receive_size: int
     plain_users: dict[str, str] = field(default_factory=dict)
     scram_credentials: ScramCredentials | None = None
     token_credentials: TokenCredentials | None = None
@@ -136,6 +145,8 @@ class SaslListenerConfig:
             listener_name, mechanisms,
             connections_max_reauth_ms=int(sasl_value(config, listener_name, None, "connections.max.reauth.ms") or 0),
             failed_authentication_delay_ms=int(config.values.get("connection.failed.authentication.delay.ms") or 0),
+            max_receive_size=_max_receive_size(config.listener_override(listener_name,
+                                                                        "sasl.server.max.receive.size")),
             scram_credentials=scram_credentials, token_credentials=token_credentials)
         if PLAIN in mechanisms:
             module = jaas_module(config, listener_name, PLAIN)

@@ -221,6 +221,41 @@ def test_a_broker_that_hangs_up_fails_the_in_flight_requests(scripted) -> None:
     asyncio.run(run())
 
 
+def test_a_close_before_any_answer_but_api_versions_names_security_protocol(scripted) -> None:
+    """What a client of the wrong security protocol sees (a SASL listener answers ApiVersions, then closes on the
+    next request): the error says to set security.protocol. Once the broker has answered a request, a close is an
+    ordinary disconnect and says only that."""
+    def answer(header, request):
+        if header.request_api_key == ApiKey.API_VERSIONS:
+            return api_versions_response(header, {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12)})
+        if header.request_api_version > 0:
+            return encode_response(header.correlation_id, header.request_api_key, header.request_api_version,
+                                   MetadataResponse(cluster_id="c", controller_id=1))
+        return "close"  # Metadata v0
+
+    broker = scripted(answer)
+
+    async def run() -> tuple[str, str]:
+        failures = []
+        for answered_first in (False, True):
+            conn = connection(broker.port)
+            await conn.connect()
+            if answered_first:
+                await conn.send(MetadataRequest(topics=[]))
+            with pytest.raises(NetworkError) as failure:
+                await conn.send(MetadataRequest(topics=[]), highest=0)
+            failures.append(str(failure.value))
+        return failures[0], failures[1]
+
+    fresh, ordinary = asyncio.run(run())
+    address = f"127.0.0.1:{broker.port}"
+    assert fresh == (f"{address} closed the connection before answering anything but ApiVersions: if its "
+                     f"listener's security protocol is SSL, SASL_PLAINTEXT or SASL_SSL, set that security.protocol "
+                     f"(this client uses PLAINTEXT) with its ssl.* or sasl.* settings in the client's config (kfk's "
+                     f"tools: --command-config FILE)")
+    assert ordinary == f"{address} closed the connection"
+
+
 def test_a_response_callback_is_called_once_per_request_with_its_response_or_the_error(scripted) -> None:
     def answer(header, request):
         if header.request_api_key == ApiKey.API_VERSIONS:

@@ -175,6 +175,22 @@ def test_oversized_request_ends_the_stream_after_the_frames_before_it() -> None:
     assert server.receive_data(small) == []  # nothing is parsed after a StreamError
 
 
+def test_the_request_bound_in_force_when_a_size_is_read_decides() -> None:
+    """The broker lowers the bound while a SASL connection authenticates and raises it after: a size prefix is
+    checked against the bound of the moment it is parsed, before anything is allocated for its frame."""
+    client: ClientConnection[None] = ClientConnection("c")
+    server = ServerConnection(max_request_bytes=100 * 1024 * 1024)
+    small = client.send_request(metadata_request(), METADATA_VERSION, None)
+    large = client.send_request(produce_request(1, b"x" * 1000), 9, None)
+    server.max_request_bytes = 1000
+    assert server.receive_data(small) == [bytearray(small[4:])]
+    server.max_request_bytes = 100 * 1024 * 1024
+    assert server.receive_data(large) == [bytearray(large[4:])]
+    server.max_request_bytes = 1000
+    (event,) = server.receive_data(large[:4])
+    assert isinstance(event, StreamError) and "1000" in str(event.error) and server.pending_frame_bytes == 0
+
+
 @pytest.mark.parametrize("size", [-1, 3, 2**31 - 1])
 def test_impossible_request_sizes_end_the_stream(size: int) -> None:
     server = ServerConnection(max_request_bytes=100 * 1024 * 1024)

@@ -75,3 +75,16 @@ def test_nodes_reach_the_controllers_with_the_controller_listener_s_sasl_setting
                                                         r"\(sasl.mechanism.controller.protocol=GSSAPI\)"):
         controller_sasl(BrokerConfig({key: value for key, value in node.items()
                                       if key != "sasl.mechanism.controller.protocol"}))
+
+
+def test_sasl_server_max_receive_size_per_listener_and_unlimited() -> None:
+    """Kafka's default (512 KiB), a listener's own value, and -1: Kafka's NetworkReceive.UNLIMITED."""
+    from kfk.server.sasl_config import SaslListenerConfig
+
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
+    broker = BrokerConfig({**BASE, "listeners": "SASL_PLAINTEXT://:9092,SASL_SSL://:9093",
+                           "sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": jaas,
+                           "listener.name.sasl_ssl.sasl.server.max.receive.size": "-1"})
+    sizes = {name: SaslListenerConfig.from_broker_config(broker, name, lambda user, mechanism: None).max_receive_size
+             for name in ("SASL_PLAINTEXT", "SASL_SSL")}
+    assert sizes == {"SASL_PLAINTEXT": 524288, "SASL_SSL": 2**31 - 1}

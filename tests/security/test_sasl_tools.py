@@ -1,7 +1,7 @@
 """The kfk tools against a SASL broker, as a subprocess: `--command-config` files with confluent-kafka style
 (sasl.username / sasl.password) and Java style (sasl.jaas.config) credentials, `kfk configs --entity-type users`
 setting, describing and deleting SCRAM credentials (kafka-configs.sh's flags and lines), and a refused login as one
-line on stderr, never a traceback."""
+line on stderr, never a traceback; so is a tool without SASL settings, which is told to set security.protocol."""
 
 from __future__ import annotations
 
@@ -68,6 +68,20 @@ def test_tools_with_sasl_properties_files(broker, tmp_path: Path) -> None:
     gssapi = kfk("topics", "--list", "--bootstrap-server", server, "--command-config", unknown)
     assert gssapi.returncode != 0 and "Traceback" not in gssapi.stderr
     assert "GSSAPI is not one kfk implements" in gssapi.stderr
+
+
+def test_a_plaintext_tool_on_a_sasl_listener_is_told_to_set_security_protocol(broker) -> None:
+    """The broker answers ApiVersions, then closes the connection on the Metadata request that needs a login: one
+    line at once that names security.protocol and --command-config, not a minute of retries then "closed the
+    connection"."""
+    refused = kfk("topics", "--list", "--bootstrap-server", broker.bootstrap_servers)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert line == (f"kfk: cannot connect to any bootstrap server ({broker.bootstrap_servers}): "
+                    f"{broker.bootstrap_servers} closed the connection before answering anything but ApiVersions: if "
+                    f"its listener's security protocol is SSL, SASL_PLAINTEXT or SASL_SSL, set that security.protocol "
+                    f"(this client uses PLAINTEXT) with its ssl.* or sasl.* settings in the client's config (kfk's "
+                    f"tools: --command-config FILE)")
 
 
 def test_configs_manages_scram_credentials(broker, tmp_path: Path) -> None:

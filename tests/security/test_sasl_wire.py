@@ -2,8 +2,11 @@
 authentication (ApiVersions, SaslHandshake, SaslAuthenticate; anything else closes the connection), an unsupported
 mechanism, the raw tokens after a v0 SaslHandshake, ILLEGAL_SASL_STATE where no exchange is under way,
 re-authentication (KIP-368: the session lifetime, a new exchange on the same connection, the principal that may not
-change, a session that ends closes the connection), and malformed tokens (hypothesis): the broker closes that
-connection and keeps serving others."""
+change, a session that ends closes the connection), malformed tokens (hypothesis): the broker closes that
+connection and keeps serving others; a frame larger than sasl.server.max.receive.size before authentication closes
+the connection before its body is read (after authentication socket.request.max.bytes bounds requests again), and a
+malformed PLAIN token is answered with Kafka's message. tests/interop/test_sasl_wire_agrees.py makes the same checks
+against Apache Kafka."""
 
 from __future__ import annotations
 
@@ -105,6 +108,82 @@ def test_raw_tokens_after_a_v0_handshake(broker: BrokerProcess) -> None:
         assert request(sock, SaslHandshakeRequest(mechanism="PLAIN"), 0).error_code == ErrorCode.NONE
         sock.sendall(_raw(b"\0alice\0wrong"))
         assert read_frame(sock) is None  # no way to say why: the connection just closes
+
+
+#: Over sasl.server.max.receive.size (512 KiB), and the largest socket.request.max.bytes (100 MiB) lets through.
+OVERSIZED_FRAMES = [600 * 1024, 100 * 1024 * 1024]
+MALFORMED_PLAIN_MESSAGE = "Invalid SASL/PLAIN response: expected 3 tokens, got 2"
+
+
+def oversized_handshake_closes(address: str, size: int) -> bool:
+    """Announce a SaslHandshake frame of `size` bytes and send only its header: True if the broker closes the
+    connection at once (it cannot have waited for the body, which never comes); a broker that reads on waits, and
+    the socket's timeout fails the caller."""
+    header = _frame(SaslHandshakeRequest(mechanism="PLAIN"), 1)[4:]
+    with connect(address) as sock:
+        sock.sendall(size.to_bytes(4, "big") + header)
+        return is_closed(sock)
+
+
+def malformed_plain_answer(address: str) -> tuple[int, str | None, bool]:
+    """SaslAuthenticate with a PLAIN token of two fields (no authorization id NUL): the error code, the message and
+    whether the broker then closed the connection."""
+    with connect(address) as sock:
+        assert request(sock, SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == ErrorCode.NONE
+        response = request(sock, SaslAuthenticateRequest(auth_bytes=b"alice\0alice-secret"), 2)
+        return response.error_code, response.error_message, is_closed(sock)
+
+
+def plain_login_works(address: str) -> bool:
+    with connect(address) as sock:
+        return plain_login(sock).error_code == ErrorCode.NONE and metadata_works(sock)
+
+
+@pytest.mark.parametrize("size", OVERSIZED_FRAMES)
+def test_a_frame_over_sasl_server_max_receive_size_closes_before_its_body(broker: BrokerProcess, size: int) -> None:
+    assert oversized_handshake_closes(broker.bootstrap_servers, size)
+    assert "Failing SASL authentication due to invalid receive size" in broker.output()
+    assert plain_login_works(broker.bootstrap_servers)  # the broker serves on
+
+
+def test_after_authentication_requests_are_bounded_by_socket_request_max_bytes(broker: BrokerProcess) -> None:
+    """The SASL bound ends with the authentication: an authenticated client's 600 KiB request is read (a Metadata
+    request padded with trailing bytes, which the broker ignores, as Kafka does)."""
+    with connect(broker.bootstrap_servers) as sock:
+        assert plain_login(sock).error_code == ErrorCode.NONE
+        frame = _frame(MetadataRequest(topics=[]), 12, correlation_id=9)
+        padded = frame[4:] + bytes(OVERSIZED_FRAMES[0])
+        sock.sendall(len(padded).to_bytes(4, "big") + padded)
+        answer = read_frame(sock)
+        assert answer is not None and int.from_bytes(answer[:4], "big") == 9
+
+
+def test_a_listeners_sasl_server_max_receive_size_also_bounds_reauthentication(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """listener.name.<listener>.sasl.server.max.receive.size=8192: a 10000-byte frame closes the connection before
+    authentication, and again during a re-authentication (from its SaslHandshake on, as Kafka reads those frames
+    with the same bound); between the two, an authenticated connection's requests may be larger."""
+    process = start_broker(tmp_path_factory.mktemp("sasl-receive-size"), sasl_overrides(**{
+        "listener.name.sasl_plaintext.sasl.server.max.receive.size": "8192",
+        "connections.max.reauth.ms": "600000"}), listener_name="SASL_PLAINTEXT")
+    try:
+        assert oversized_handshake_closes(process.bootstrap_servers, 10000)
+        with connect(process.bootstrap_servers) as sock:
+            assert plain_login(sock).error_code == ErrorCode.NONE
+            metadata = _frame(MetadataRequest(topics=[]), 12, correlation_id=9)[4:] + bytes(10000)
+            sock.sendall(len(metadata).to_bytes(4, "big") + metadata)
+            assert read_frame(sock) is not None
+            assert request(sock, SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == ErrorCode.NONE
+            login = _frame(SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"), 2)[4:] + bytes(10000)
+            sock.sendall(len(login).to_bytes(4, "big") + login)  # a good login, in a frame too large
+            assert is_closed(sock)
+    finally:
+        process.stop()
+
+
+def test_a_malformed_plain_token_gets_kafkas_message(broker: BrokerProcess) -> None:
+    assert malformed_plain_answer(broker.bootstrap_servers) == (
+        ErrorCode.SASL_AUTHENTICATION_FAILED, MALFORMED_PLAIN_MESSAGE, True)
 
 
 def test_handshake_on_a_plaintext_listener_is_illegal(kfk_broker: str) -> None:

@@ -124,3 +124,14 @@ def test_the_tools_take_ssl_settings_from_their_properties_file(tls_broker, cert
     refused = _kfk("topics", "--list", "--bootstrap-server", mtls_server, "--command-config", anonymous)
     assert refused.returncode != 0
     assert "Traceback" not in refused.stderr and refused.stderr.strip()
+
+
+def test_a_plaintext_tool_on_a_tls_listener_is_told_to_set_security_protocol(tls_broker) -> None:
+    """The TLS handshake fails on the ApiVersions bytes and the broker closes: one line that names
+    security.protocol and --command-config, not just "closed the connection"."""
+    refused = _kfk("topics", "--list", "--bootstrap-server", tls_address(tls_broker, "SSL"))
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert "before answering anything but ApiVersions: if its listener's security protocol is SSL, SASL_PLAINTEXT " \
+           "or SASL_SSL, set that security.protocol (this client uses PLAINTEXT)" in line
+    assert "--command-config" in line

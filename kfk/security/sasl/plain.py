@@ -1,5 +1,6 @@
 """SASL/PLAIN (RFC 4616): the client sends `authzid NUL authcid NUL password` in one token; the server checks the
-password against the users it was configured with (the `user_<name>="<password>"` options of the JAAS config)."""
+password against the users it was configured with (the `user_<name>="<password>"` options of the JAAS config). Every
+failure is a SaslAuthenticationError, a malformed token's too: Kafka tells a PLAIN client exactly what was wrong."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import hmac
 from collections.abc import Mapping
 
 from kfk.errors import SaslAuthenticationError
-from kfk.security.sasl import PLAIN, SaslException
+from kfk.security.sasl import PLAIN
 
 
 class PlainServer:
@@ -32,9 +33,10 @@ class PlainServer:
         return None
 
     def evaluate_response(self, response: bytes) -> bytes:
-        tokens = response.decode("utf-8", errors="replace").split("\0")
+        # Kafka counts at most four tokens (it stops splitting after the third NUL), and the client sees the count.
+        tokens = response.decode("utf-8", errors="replace").split("\0", 3)
         if len(tokens) != 3:
-            raise SaslException(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(tokens)}")
+            raise SaslAuthenticationError(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(tokens)}")
         authorization_id, username, password = tokens
         if not username:
             raise SaslAuthenticationError("Authentication failed: username not specified")
