@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,15 +79,20 @@ def readable_topic(broker: BrokerProcess) -> str:
 def test_the_sync_producer_fails_every_record_when_it_cannot_get_a_producer_id(broker: BrokerProcess,
                                                                                readable_topic: str) -> None:
     outcomes: list[tuple[object, BaseException | None]] = []
+    called = threading.Event()
+
+    def delivered(metadata: object, error: BaseException | None) -> None:
+        outcomes.append((metadata, error))
+        called.set()
+
     with Producer(config(broker, "alice")) as producer:
-        future = producer.send(readable_topic, b"first", callback=lambda metadata, error: outcomes.append(
-            (metadata, error)))
-        assert isinstance(future.exception(HANG_GUARD_S), ClusterAuthorizationError)
+        future = producer.send(readable_topic, b"first", callback=delivered)
         producer.flush(HANG_GUARD_S)
+        assert isinstance(future.exception(0), ClusterAuthorizationError)
+        assert called.wait(HANG_GUARD_S)  # the callback runs on the network thread, right after the future is done
         assert [(metadata, str(error)) for metadata, error in outcomes] == [(None, REFUSED)]
         # Once failed, it fails every record at once: the future is done and the callback has run when send returns.
-        later = producer.send(readable_topic, b"later", callback=lambda metadata, error: outcomes.append(
-            (metadata, error)))
+        later = producer.send(readable_topic, b"later", callback=delivered)
         assert later.done() and isinstance(later.exception(0), ClusterAuthorizationError)
         assert len(outcomes) == 2 and isinstance(outcomes[1][1], ClusterAuthorizationError)
         producer.flush(HANG_GUARD_S)
