@@ -4,8 +4,8 @@ CLUSTER_AUTHORIZATION_FAILED to a principal with neither IDEMPOTENT_WRITE on the
 ("alice" here: READ on her topic only, so that she sees it in Metadata). That is fatal for the idempotent producer
 (the default): every record sent before or after fails with it, its callback runs, flush() returns; for kfk's sync
 and asyncio producers, `kfk console-produce` (non-zero exit, one line) and Apache Kafka's console producer against
-kfk (its sender aborts the batches "due to fatal error" and logs each record's ClusterAuthorizationException). A
-transactional producer refused its transactional id ("bob", who may write the topic) is done too. Deadlines here only guard against a hang."""
+kfk (it logs each record's ClusterAuthorizationException and goes on). A transactional producer refused its
+transactional id ("bob", who may write the topic) is done too. Deadlines here only guard against a hang."""
 
 from __future__ import annotations
 
