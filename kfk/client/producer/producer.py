@@ -14,8 +14,9 @@ Idempotence is on by default, as in Kafka 3+: unless enable.idempotence is set, 
 retries > 0 and max.in.flight.requests.per.connection <= 5, and silently off otherwise (an explicit
 enable.idempotence=true with a conflicting setting is a configuration error, as in Java). An idempotent producer
 that cannot get a producer id (InitProducerId refused, e.g. CLUSTER_AUTHORIZATION_FAILED for a principal with
-neither IDEMPOTENT_WRITE on the cluster nor WRITE on a topic) has failed for good: every queued record, and every
-record sent after, fails with that error (its future and callback, at once), so flush() returns; close it.
+neither IDEMPOTENT_WRITE on the cluster nor WRITE on a topic) has failed for good: every queued record fails with
+that error, so flush() returns, and so does every record sent after, at once (its future is done and its callback
+has run when send() returns); close it.
 
 Transactions (transactional.id, which implies idempotence and acks=all), as the Java producer and librdkafka:
 
