@@ -14,10 +14,12 @@ transaction is verified again. The question is asked with a guard from the parti
 drops the guard, and the append is refused (INVALID_TXN_STATE) instead of opening a transaction that no
 coordinator knows.
 
-A produce that fails verification gets, as Kafka maps the coordinator's answers for Produce up to v11:
-NOT_ENOUGH_REPLICAS (retriable) when the coordinator cannot answer now (moved, loading, unreachable, or the
-transaction is being completed), INVALID_PRODUCER_EPOCH for a fenced producer, and INVALID_TXN_STATE otherwise
-(the partition is not in the transaction: the producer must abort).
+A produce that fails verification gets the coordinator's answer as Kafka 4.0 maps it by the Produce version (what
+its clients understand): NOT_ENOUGH_REPLICAS (retriable, and no metadata refresh) when the coordinator cannot
+answer now (moved, loading, unreachable), and for CONCURRENT_TRANSACTIONS (the transaction is being completed)
+below v12; from v12 (a TV2 producer, which knows to retry it) CONCURRENT_TRANSACTIONS itself. A fenced producer
+gets INVALID_PRODUCER_EPOCH; a partition not in the transaction TRANSACTION_ABORTABLE from v11, INVALID_TXN_STATE
+("Partition was not added to the transaction") below; other errors as the coordinator answered them.
 
 Transaction version 2 (KIP-890 part 2): a producer on TV2 sends no AddPartitionsToTxn; its Produce v12 (and its
 TxnOffsetCommit v5, for the group's __consumer_offsets partition) makes the leader *add* the partition instead of
@@ -39,6 +41,7 @@ from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from kfk.records import MAGIC_VALUE_V2, entry_at
+from kfk.replication.delayed_produce import ProducePartitionResult
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.storage.log import ONGOING_TRANSACTION, VerificationGuard
@@ -53,15 +56,26 @@ VERIFY_VERSION = 5
 RETRIABLE_COORDINATOR_ERRORS = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                         ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS,
                         ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT})
+#: From this Produce version a client knows TRANSACTION_ABORTABLE (KIP-890; Kafka's GENERIC_ERROR_SUPPORTED).
+FIRST_TRANSACTION_ABORTABLE_PRODUCE_VERSION = 11
+#: From this version a transactional produce comes from a TV2 producer: its partitions are added implicitly, and
+#: it is told CONCURRENT_TRANSACTIONS as such (Kafka's ADD_PARTITION, whose supportsEpochBump keeps the error).
+FIRST_IMPLICIT_ADD_PRODUCE_VERSION = 12
 
 
-def produce_error(error: ErrorCode) -> ErrorCode:
-    """What a produce gets for a failed verification."""
-    if error in RETRIABLE_COORDINATOR_ERRORS:
-        return ErrorCode.NOT_ENOUGH_REPLICAS
-    if error in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH):
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    return ErrorCode.INVALID_TXN_STATE
+def produce_error(error: ErrorCode, version: int) -> ProducePartitionResult:
+    """What a produce of ``version`` gets for a failed verification (Kafka's message where it sets one)."""
+    if error in RETRIABLE_COORDINATOR_ERRORS and not (
+            error == ErrorCode.CONCURRENT_TRANSACTIONS and version >= FIRST_IMPLICIT_ADD_PRODUCE_VERSION):
+        return ProducePartitionResult(ErrorCode.NOT_ENOUGH_REPLICAS, error_message=(
+            f"Unable to verify the partition has been added to the transaction. Underlying error: {error.name}"))
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ProducePartitionResult(ErrorCode.INVALID_PRODUCER_EPOCH)
+    if (error == ErrorCode.TRANSACTION_ABORTABLE and version < FIRST_TRANSACTION_ABORTABLE_PRODUCE_VERSION) \
+            or error in (ErrorCode.INVALID_TXN_STATE, ErrorCode.CLUSTER_AUTHORIZATION_FAILED):
+        return ProducePartitionResult(ErrorCode.INVALID_TXN_STATE,
+                                      error_message="Partition was not added to the transaction")
+    return ProducePartitionResult(error)
 
 
 class TxnPartitionVerifier:
@@ -77,13 +91,13 @@ class TxnPartitionVerifier:
         self.transaction_coordinator = transaction_coordinator
         self.channels = channels
 
-    async def verify(self, transactional_id: str, entries: dict[TopicPartition, bytes | memoryview],
-                     add: bool = False
-                     ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, VerificationGuard]]:
-        """The produce error of each partition whose transactional batch failed verification (the others, and
+    async def verify(self, transactional_id: str, entries: dict[TopicPartition, bytes | memoryview], version: int
+                     ) -> tuple[dict[TopicPartition, ProducePartitionResult], dict[TopicPartition, VerificationGuard]]:
+        """The produce answer of each partition whose transactional batch failed verification (the others, and
         partitions without a transactional batch, are absent), and the guard each transactional batch's append
-        must present. With `add` (a TV2 producer's Produce v12) a partition not yet in the transaction is added
-        to it instead of failing."""
+        must present. From Produce v12 (a TV2 producer) a partition not yet in the transaction is added to it
+        instead of failing."""
+        add = version >= FIRST_IMPLICIT_ADD_PRODUCE_VERSION
         if not (add or self.verification_enabled):
             return {}, {}
         to_verify: dict[tuple[int, int], list[TopicPartition]] = defaultdict(list)
@@ -102,7 +116,7 @@ class TxnPartitionVerifier:
             guards[topic_partition] = guard
             if guard is not ONGOING_TRANSACTION:
                 to_verify[(producer_id, producer_epoch)].append(topic_partition)
-        failed: dict[TopicPartition, ErrorCode] = {}
+        failed: dict[TopicPartition, ProducePartitionResult] = {}
         for (producer_id, producer_epoch), partitions in to_verify.items():
             answers = await self._ask_coordinator(transactional_id, producer_id, producer_epoch, partitions, add)
             for topic_partition in partitions:
@@ -110,7 +124,7 @@ class TxnPartitionVerifier:
                 if error != ErrorCode.NONE:
                     log.debug("Transactional produce of %s (producer %d epoch %d) to %s failed verification: %s",
                               transactional_id, producer_id, producer_epoch, topic_partition, error.name)
-                    failed[topic_partition] = produce_error(error)
+                    failed[topic_partition] = produce_error(error, version)
         return failed, guards
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,

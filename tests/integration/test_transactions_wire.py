@@ -326,10 +326,13 @@ def test_produce_v12_adds_the_partition_and_end_txn_v5_bumps_the_epoch(bootstrap
     state = transaction_state(sock, "tv2-producer")
     assert state.transaction_state == "Ongoing"
     assert [(t.topic, sorted(t.partitions)) for t in state.topics] == [("wire-txn", [0, 1])]
-    # A Produce below v12 still only verifies: a partition outside the transaction is refused, not added.
+    # A Produce below v12 still only verifies: a partition outside the transaction is refused, not added (v11
+    # knows TRANSACTION_ABORTABLE, as Apache Kafka 4.0.2 answers it; v10 gets INVALID_TXN_STATE).
     producer_id_v11, epoch_v11 = init_transactional_producer(sock, "tv1-producer")
     assert transactional_produce(sock, "tv1-producer", producer_id_v11, epoch_v11, 0, partition=1,
-                                 version=11) == INVALID_TXN_STATE
+                                 version=11) == TRANSACTION_ABORTABLE
+    assert transactional_produce(sock, "tv1-producer", producer_id_v11, epoch_v11, 0, partition=1,
+                                 version=10) == INVALID_TXN_STATE
     assert transaction_state(sock, "tv1-producer").transaction_state == "Empty"
 
     # EndTxn v5 ends the transaction with an epoch bump and answers the epoch to continue with.

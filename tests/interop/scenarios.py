@@ -86,9 +86,9 @@ TopicConfig = CreateTopicsRequest.CreatableTopicConfig
 
 
 def records(count: int = 3, value_size: int = 10, base_sequence: int = -1, producer_id: int = -1,
-            producer_epoch: int = -1) -> bytes:
+            producer_epoch: int = -1, is_transactional: bool = False) -> bytes:
     builder = MemoryRecordsBuilder(producer_id=producer_id, producer_epoch=producer_epoch,
-                                   base_sequence=base_sequence)
+                                   base_sequence=base_sequence, is_transactional=is_transactional)
     for index in range(count):
         builder.append(RECORD_TIMESTAMP + index, f"k{index}".encode(), bytes([65 + index % 26]) * value_size)
     return bytes(builder.close())
@@ -321,6 +321,15 @@ def produce_scenario(session: BrokerSession, version: int) -> None:
     session.call(ProduceRequest(acks=2, timeout_ms=10_000, topic_data=[ProduceRequest.TopicProduceData(
         name=name, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records())])]),
         version, "Produce with acks=2")
+    if version >= 3:  # a transactional batch (magic 2) for a partition never added to the transaction: refused by
+        # the coordinator's verification, answered by version (TRANSACTION_ABORTABLE from v11); v12 adds it (TV2)
+        transactional_id = session.name(f"produce-txn-v{version}")
+        producer_id, producer_epoch = init_producer(session, transactional_id)
+        session.call(ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=10_000, topic_data=[
+            ProduceRequest.TopicProduceData(name=name, partition_data=[ProduceRequest.PartitionProduceData(
+                index=1, records=records(count=1, base_sequence=0, producer_id=producer_id,
+                                         producer_epoch=producer_epoch, is_transactional=True))])]),
+            version, "Transactional produce to a partition outside the transaction")
 
 
 def fetch(session: BrokerSession, version: int) -> None:

@@ -9,6 +9,11 @@ max.request.size per broker, exactly as Kafka's RecordAccumulator does.
 buffer.memory bounds the bytes of all batches not yet acknowledged (each new batch reserves max(batch.size, its
 first record)); when it is used up, send() blocks up to max.block.ms for acknowledgements to free space, then fails
 with KafkaTimeoutError. That back-pressure is what stops a fast producer from filling memory when the broker is slow.
+
+Once the producer failed for good (fail(): no producer id can be had, the producer was fenced...), the queued
+batches are handed back for failing and every later append returns a future already failed with that error (its
+callback run at once), under the same lock: a record appended while the sender was failing the queue is never left
+behind unanswered.
 """
 
 from __future__ import annotations
@@ -170,6 +175,8 @@ class RecordAccumulator:
         self._incomplete: set[ProducerBatch] = set()
         self._flushes_in_progress = 0
         self._closed = False
+        self.fatal_error: BaseException | None = None
+        """Set once by fail(): the error every record appended from then on fails with."""
         self._drain_start = 0
         self.changes = 0
         """Bumped (under the lock) whenever a batch is created or fills up: the sender compares it before sleeping."""
@@ -188,26 +195,32 @@ class RecordAccumulator:
         with self._lock:
             if self._closed:
                 raise RuntimeError("cannot send after the producer is closed")
-            queue = self._queues.get(topic_partition)
-            if queue is None:
-                queue = self._queues[topic_partition] = deque()
-            if queue:
-                last = queue[-1]
-                future = last.try_append(timestamp, key, value, headers, key_size, value_size, callback)
-                if future is not None:
-                    if last.is_full:
-                        self.changes += 1
-                    return future, last.is_full
-            size = max(self.batch_size, RECORD_BATCH_OVERHEAD + record_size(0, 0, key, value, headers))
-            self._reserve(size, max_block_ms)
-            batch = ProducerBatch(topic_partition, self.compression_type, self.batch_size, self.compression_level,
-                                  monotonic_ms(), size, self.future_type)
-            future = batch.try_append(timestamp, key, value, headers, key_size, value_size, callback)
-            assert future is not None
-            queue.append(batch)
-            self._incomplete.add(batch)
-            self.changes += 1
-            return future, True
+            if self.fatal_error is None:
+                queue = self._queues.get(topic_partition)
+                if queue is None:
+                    queue = self._queues[topic_partition] = deque()
+                if queue:
+                    last = queue[-1]
+                    future = last.try_append(timestamp, key, value, headers, key_size, value_size, callback)
+                    if future is not None:
+                        if last.is_full:
+                            self.changes += 1
+                        return future, last.is_full
+                size = max(self.batch_size, RECORD_BATCH_OVERHEAD + record_size(0, 0, key, value, headers))
+                if self._reserve(size, max_block_ms):
+                    batch = ProducerBatch(topic_partition, self.compression_type, self.batch_size,
+                                          self.compression_level, monotonic_ms(), size, self.future_type)
+                    future = batch.try_append(timestamp, key, value, headers, key_size, value_size, callback)
+                    assert future is not None
+                    queue.append(batch)
+                    self._incomplete.add(batch)
+                    self.changes += 1
+                    return future, True
+            error = self.fatal_error
+        future = self.future_type(_failed_result(topic_partition, error), 0, timestamp, key_size, value_size)
+        if callback is not None:
+            future.add_callback(callback)
+        return future, False
 
     def append_values(self, topic_partition: TopicPartition, timestamp: int, keys: Sequence[bytes | None] | None,
                       values: Sequence[bytes | None], max_block_ms: float, callback: RunCallback | None = None
@@ -222,7 +235,7 @@ class RecordAccumulator:
             queue = self._queues.get(topic_partition)
             if queue is None:
                 queue = self._queues[topic_partition] = deque()
-            while index < end:
+            while index < end and self.fatal_error is None:
                 if queue and not queue[-1].is_full:
                     last = queue[-1]
                     index += last.try_append_values(timestamp, keys, values, index, callback)
@@ -232,7 +245,8 @@ class RecordAccumulator:
                     continue
                 key = keys[index] if keys is not None else None
                 size = max(self.batch_size, RECORD_BATCH_OVERHEAD + record_size(0, 0, key, values[index]))
-                self._reserve(size, max_block_ms)
+                if not self._reserve(size, max_block_ms):
+                    break
                 batch = ProducerBatch(topic_partition, self.compression_type, self.batch_size,
                                       self.compression_level, monotonic_ms(), size, self.future_type)
                 queue.append(batch)
@@ -240,15 +254,22 @@ class RecordAccumulator:
                 self.changes += 1
                 wake = True
                 index += batch.try_append_values(timestamp, keys, values, index, callback)
+            error = self.fatal_error
+        if index < end and callback is not None:  # the producer failed for good: the rest fail at once
+            first = self.future_type(_failed_result(topic_partition, error), 0, timestamp, -1, -1)
+            RecordRun(first, end - index)._run_callback(callback)
         return wake
 
-    def _reserve(self, size: int, max_block_ms: float) -> None:
-        """Take ``size`` bytes of buffer.memory, waiting (lock held by the caller) up to max_block_ms."""
+    def _reserve(self, size: int, max_block_ms: float) -> bool:
+        """Take ``size`` bytes of buffer.memory, waiting (lock held by the caller) up to max_block_ms; False (nothing
+        taken) if the producer failed for good meanwhile."""
         if size > self.buffer_memory:
             raise RecordTooLargeError(f"the record is {size} bytes when serialized, larger than the total memory "
                                       f"buffer (buffer.memory={self.buffer_memory})")
         deadline = monotonic_ms() + max_block_ms
         while self._used_memory + size > self.buffer_memory:
+            if self.fatal_error is not None:
+                return False
             remaining = deadline - monotonic_ms()
             if remaining <= 0 or self._closed:
                 raise KafkaTimeoutError(f"failed to allocate {size} bytes of buffer.memory within max.block.ms "
@@ -260,6 +281,7 @@ class RecordAccumulator:
             finally:
                 self._blocked_appends -= 1
         self._used_memory += size
+        return True
 
     # --- the sender's side -------------------------------------------------------------------------------------------
 
@@ -372,12 +394,24 @@ class RecordAccumulator:
         with self._lock:
             return list(self._incomplete)
 
-    def abort_undrained(self, error: BaseException) -> list[ProducerBatch]:
-        """Remove every queued batch (close with a timeout, fatal errors) and return them for failing."""
+    def abort_undrained(self) -> list[ProducerBatch]:
+        """Remove every queued batch (close with a timeout, an aborted transaction) and return them for failing."""
         with self._lock:
-            batches = [batch for queue in self._queues.values() for batch in queue]
-            for queue in self._queues.values():
-                queue.clear()
+            return self._take_undrained()
+
+    def fail(self, error: BaseException) -> list[ProducerBatch]:
+        """The producer failed for good: remove every queued batch and return them for failing with ``error``; from
+        now on every append fails at once with the first such error (appends waiting for memory too)."""
+        with self._lock:
+            if self.fatal_error is None:
+                self.fatal_error = error
+                self._memory_freed.notify_all()
+            return self._take_undrained()
+
+    def _take_undrained(self) -> list[ProducerBatch]:
+        batches = [batch for queue in self._queues.values() for batch in queue]
+        for queue in self._queues.values():
+            queue.clear()
         return batches
 
     def begin_flush(self) -> None:
@@ -393,3 +427,11 @@ class RecordAccumulator:
         with self._lock:
             self._closed = True
             self._memory_freed.notify_all()
+
+
+def _failed_result(topic_partition: TopicPartition, error: BaseException | None) -> ProduceRequestResult:
+    """The outcome of a record refused because the producer failed for good."""
+    assert error is not None
+    result = ProduceRequestResult(topic_partition)
+    result.complete(-1, -1, error)
+    return result

@@ -108,11 +108,10 @@ class ProducerCore:
     # --- checks ------------------------------------------------------------------------------------------------------
 
     def check_open(self) -> None:
-        """Raise if no record may be sent now (closed, failed fatally, or no transaction ready for records)."""
+        """Raise if no record may be sent now (closed, or no transaction ready for records). A producer that failed
+        for good fails each record's future instead (the accumulator does), as Java's producer does."""
         if self.closed:
             raise RuntimeError("cannot send after the producer is closed")
-        if self.sender.fatal_error is not None:
-            raise self.sender.fatal_error
         if self.transactional_id is not None:  # fail before waiting for metadata; maybe_add_partition checks again
             self.transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
 

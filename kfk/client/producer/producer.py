@@ -12,7 +12,11 @@ only to fetch metadata for a topic it has not seen, or when buffer.memory is use
 
 Idempotence is on by default, as in Kafka 3+: unless enable.idempotence is set, it is enabled when acks=all,
 retries > 0 and max.in.flight.requests.per.connection <= 5, and silently off otherwise (an explicit
-enable.idempotence=true with a conflicting setting is a configuration error, as in Java).
+enable.idempotence=true with a conflicting setting is a configuration error, as in Java). An idempotent producer
+that cannot get a producer id (InitProducerId refused, e.g. CLUSTER_AUTHORIZATION_FAILED for a principal with
+neither IDEMPOTENT_WRITE on the cluster nor WRITE on a topic) has failed for good: every queued record fails with
+that error, so flush() returns, and so does every record sent after, at once (its future is done and its callback
+has run when send() returns); close it.
 
 Transactions (transactional.id, which implies idempotence and acks=all), as the Java producer and librdkafka:
 

@@ -19,6 +19,9 @@ A transactional producer's sender also sends the TransactionManager's requests, 
 produce requests (finding the transaction or group coordinator first when it is not known): a batch of a partition
 not yet in the transaction stays queued until AddPartitionsToTxn answers (TV1), EndTxn waits until every batch is
 answered, and once the transaction failed or is being aborted the queued batches fail unsent.
+
+A fatal error (no producer id can be had; a transactional producer fenced or refused) fails the accumulator
+(RecordAccumulator.fail): the queued batches fail with it, and so does every record appended after.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from kfk.client.network_client import ExponentialBackoff, NetworkClient, monoton
 from kfk.client.producer.accumulator import ProducerBatch, RecordAccumulator
 from kfk.client.offsets import find_coordinator
 from kfk.common.constants import INT32_MAX
+from kfk.client.response_errors import response_error
 from kfk.client.producer.transaction_manager import (
     TRANSACTION_VERSION_FEATURE,
     TransactionAbortedError,
@@ -88,7 +92,6 @@ class Sender:
         self.running = True
         self.sleeping = False
         self.force_close = False
-        self.fatal_error: KafkaError | None = None
         self._woken = False
         self._waiter: asyncio.Future | None = None
         """The future a sleeping sender awaits: resolved by wakeup() or by its timer (no task per sleep, as
@@ -125,8 +128,8 @@ class Sender:
         finally:
             for task in list(self._tasks):
                 task.cancel()
-            error = self.fatal_error or KafkaError("the producer was closed before the record was sent")
-            for batch in self.accumulator.abort_undrained(error):
+            error = self.accumulator.fatal_error or KafkaError("the producer was closed before the record was sent")
+            for batch in self.accumulator.abort_undrained():
                 self._fail(batch, error)
             for batch in self.accumulator.incomplete_batches():
                 self._fail(batch, error)
@@ -262,7 +265,9 @@ class Sender:
         if manager.has_fatal_error or manager.has_abortable_error or manager.is_aborting:
             error = manager.last_error or TransactionAbortedError("the transaction was aborted before this record "
                                                                   "was sent")
-            for batch in self.accumulator.abort_undrained(error):
+            # A fatal error fails the records sent from now on too; an aborted transaction only the queued ones.
+            for batch in (self.accumulator.fail(error) if manager.has_fatal_error
+                          else self.accumulator.abort_undrained()):
                 if batch.base_sequence >= 0:
                     manager.handle_failed_batch(error, batch.producer_epoch, sequenced=True)
                 self._fail(batch, error)
@@ -305,7 +310,7 @@ class Sender:
             response = await self.network.send_to_any(request, timeout_ms=self.request_timeout_ms)
             assert isinstance(response, InitProducerIdResponse)
             if response.error_code != ErrorCode.NONE:
-                raise error_for_code(response.error_code)()
+                raise response_error(response.error_code, "InitProducerId of the idempotent producer")
         except UnsupportedVersionError as error:
             if self.idempotence_explicit:
                 self._fatal(KafkaError(f"enable.idempotence=true but the broker cannot give a producer id: {error}"))
@@ -326,9 +331,9 @@ class Sender:
         return True
 
     def _fatal(self, error: KafkaError) -> None:
-        """An error that makes every queued record fail (no producer id can be had)."""
-        self.fatal_error = error
-        for batch in self.accumulator.abort_undrained(error):
+        """An error that makes every queued and every later record fail (no producer id can be had)."""
+        log.debug("the producer failed for good: %s", error)
+        for batch in self.accumulator.fail(error):
             self._fail(batch, error)
         self.running = False
         self.force_close = True

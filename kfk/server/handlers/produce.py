@@ -50,9 +50,6 @@ from kfk.security.quotas import ClientQuotaManager
 from kfk.server.dispatch import NOT_SERVED, CloseConnection, Dispatcher, RequestContext
 from kfk.server.txn_verification import TxnPartitionVerifier
 
-#: From this version a transactional produce comes from a TV2 producer: its partitions are added implicitly.
-FIRST_IMPLICIT_ADD_VERSION = 12
-
 TopicProduceResponse = ProduceResponse.TopicProduceResponse
 PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
 BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
@@ -139,11 +136,10 @@ class ProduceHandler:
             order.append((topic_data.name, indexes))
         guards = None
         if self.txn_verifier is not None and request.transactional_id and entries:
-            failed, guards = await self.txn_verifier.verify(request.transactional_id, entries,
-                                                            add=version >= FIRST_IMPLICIT_ADD_VERSION)
-            for topic_partition, error in failed.items():
+            failed, guards = await self.txn_verifier.verify(request.transactional_id, entries, version)
+            for topic_partition, result in failed.items():
                 del entries[topic_partition]
-                early[topic_partition] = ProducePartitionResult(error)
+                early[topic_partition] = result
         results = await replica_manager.append_records(request.timeout_ms, request.acks, entries,
                                                        verification_guards=guards)
         results.update(early)

@@ -41,9 +41,10 @@ def now_ms() -> int:
 
 
 class Node:
-    """The service wired to the broker the way the composition root wires it."""
+    """The service wired to the broker the way the composition root wires it. With `markers_released`, the data
+    partitions' leader answers WriteTxnMarkers only once that is set (a transaction stays prepared until then)."""
 
-    def __init__(self, broker: Broker, first_producer_id: int) -> None:
+    def __init__(self, broker: Broker, first_producer_id: int, markers_released: asyncio.Event | None = None) -> None:
         self.broker = broker
         replica_manager = broker.replica_manager
         config = TransactionCoordinatorConfig(transaction_state_log_num_partitions=2)
@@ -64,6 +65,8 @@ class Node:
         async def send_markers(broker_id: int, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
             """What the WriteTxnMarkers handler of `broker_id` (this broker) does: append each marker."""
             assert broker_id == NODE_ID
+            if markers_released is not None:
+                await markers_released.wait()
             results = []
             for marker in request.markers:
                 topics = []
