@@ -244,7 +244,7 @@ def _kraft_record_json(name: str, schema: str, value: bytes | None) -> str:
 
     from kfk.errors import CorruptRecordError, ProtocolError, UnsupportedVersionError
     from kfk.protocol.messages import data_class
-    from kfk.storage.partition_metadata import uuid_to_base64
+    from kfk.common.uuids import uuid_to_base64
 
     if value is None or len(value) < 2:
         raise CorruptRecordError(f"{name} control record without a value")

@@ -38,11 +38,6 @@ Decoded = tuple[str | None, str | None]
 _INT16 = struct.Struct(">h")
 
 
-def kafka_uuid(value: uuid.UUID) -> str:
-    """A Uuid as Kafka prints it: URL-safe base64 of its 16 bytes, unpadded (22 characters)."""
-    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
-
-
 def _json_name(attribute: str) -> str:
     head, *rest = attribute.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
@@ -65,7 +60,7 @@ def _plain(value: Any, version: int, layouts: dict[str, tuple]) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode()
     if isinstance(value, uuid.UUID):
-        return kafka_uuid(value)
+        return uuid_to_base64(value)
     return value
 
 

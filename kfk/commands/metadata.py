@@ -65,7 +65,7 @@ def _offline_tree(log_dir: str | None, snapshot: str | None) -> dict[str, Any]:
 def _cluster_tree(bootstrap_server: str, command_config: str | None) -> dict[str, Any]:
     from kfk.client import Admin
     from kfk.client.structs import ConfigResource
-    from kfk.commands.log_decoders import kafka_uuid
+    from kfk.common.uuids import uuid_to_base64
     from kfk.common.config_types import ConfigResourceType, ConfigSource
 
     dynamic = {ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG,
@@ -88,7 +88,7 @@ def _cluster_tree(bootstrap_server: str, command_config: str | None) -> dict[str
         "controllerId": cluster.controller_id,
         "brokers": {str(broker.node_id): {"brokerId": broker.node_id, "host": broker.host, "port": broker.port,
                                           "rack": broker.rack} for broker in cluster.brokers},
-        "topics": {topic.name: {"topicId": kafka_uuid(topic.topic_id), "partitions": {
+        "topics": {topic.name: {"topicId": uuid_to_base64(topic.topic_id), "partitions": {
             str(partition.partition): {"replicas": list(partition.replicas), "isr": list(partition.in_sync_replicas),
                                        "leader": partition.leader, "leaderEpoch": partition.leader_epoch}
             for partition in topic.partitions}} for topic in sorted(topics, key=lambda topic: topic.name)},

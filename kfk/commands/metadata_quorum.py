@@ -108,13 +108,13 @@ def add_controller(
     servers = _servers(bootstrap_server, bootstrap_controller)
     with client_errors(debug):
         from kfk.client import Admin
-        from kfk.commands.log_decoders import kafka_uuid
+        from kfk.common.uuids import uuid_to_base64
         from kfk.commands.server import load_broker_properties
         from kfk.config import BrokerConfig
         from kfk.server.storage_format import controller_voter
 
         node_id, directory_id, endpoints = controller_voter(BrokerConfig(load_broker_properties(command_config, None)))
-        described = (f"controller {node_id} with directory id {kafka_uuid(directory_id)} and endpoints: "
+        described = (f"controller {node_id} with directory id {uuid_to_base64(directory_id)} and endpoints: "
                      + ", ".join(f"{name}://{host}:{port}" for name, host, port in endpoints))
         if dry_run:
             typer.echo(f"DRY RUN of adding {described}")
@@ -180,10 +180,10 @@ def _print_status(cluster_id: str | None, quorum, json_output: bool) -> None:
 
 
 def _member(quorum, replica) -> dict:
-    from kfk.commands.log_decoders import kafka_uuid
+    from kfk.common.uuids import uuid_to_base64
 
     directory_id = replica.replica_directory_id
-    member = {"id": replica.replica_id, "directoryId": None if directory_id.int == 0 else kafka_uuid(directory_id)}
+    member = {"id": replica.replica_id, "directoryId": None if directory_id.int == 0 else uuid_to_base64(directory_id)}
     endpoints = quorum.nodes.get(replica.replica_id)
     if endpoints:
         member["endpoints"] = endpoints
@@ -206,14 +206,14 @@ def _print_replication(quorum, human_readable: bool, json_output: bool) -> None:
             return "-1"
         return f"{now_ms - timestamp} ms ago" if human_readable else str(timestamp)
 
-    from kfk.commands.log_decoders import kafka_uuid
+    from kfk.common.uuids import uuid_to_base64
 
     kinds = ([(voter, "Leader") for voter in quorum.voters if voter.replica_id == quorum.leader_id]
              + [(voter, "Follower") for voter in quorum.voters if voter.replica_id != quorum.leader_id]
              + [(observer, "Observer") for observer in quorum.observers])
     headers = ["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
                "Status"]
-    rows = [[str(replica.replica_id), kafka_uuid(replica.replica_directory_id), str(replica.log_end_offset),
+    rows = [[str(replica.replica_id), uuid_to_base64(replica.replica_directory_id), str(replica.log_end_offset),
              str(quorum.high_watermark - replica.log_end_offset), when(replica.last_fetch_timestamp),
              when(replica.last_caught_up_timestamp), kind] for replica, kind in kinds]
     if json_output:

@@ -35,6 +35,7 @@ from kfk.commands.client_options import (
 )
 from kfk.commands.errors import fail
 from kfk.common.internal_topics import CLUSTER_MANAGED_TOPIC_NAMES
+from kfk.common.uuids import uuid_to_base64
 
 app = typer.Typer(help="Create, list, describe, change and delete topics (kafka-topics.sh): `kfk topics describe "
                        "--topic t` or, as Kafka spells it, `kfk topics --describe --topic t`.",
@@ -295,7 +296,7 @@ def _descriptions(admin, topic: str | None, exclude_internal: bool, if_exists: b
         if not show_topic and not shown:
             continue
         topics.append({
-            "topic": name, "topic_id": _topic_id(description.topic_id), "partition_count": len(partitions),
+            "topic": name, "topic_id": uuid_to_base64(description.topic_id), "partition_count": len(partitions),
             "replication_factor": partitions[0]["replication_factor"] if partitions else 0,
             "configs": overrides, "show_topic": show_topic, "partitions": shown})
     return topics
@@ -350,12 +351,6 @@ def _print_tables(topics: list[dict[str, Any]]) -> None:
                          _ids(p["replicas"]), _ids(p["isr"]), _ids(p["offline"]))
         out.print(grid)
 
-
-def _topic_id(topic_id) -> str:
-    """Kafka prints topic ids as URL-safe base64 without padding (22 characters)."""
-    import base64
-
-    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
 
 
 def _changeable(admin, topic: str, exclude_internal: bool, if_exists: bool, refusal: str) -> list[str]:

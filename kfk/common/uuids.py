@@ -12,6 +12,15 @@ def uuid_to_base64(value: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
 
 
+def random_base64_uuid() -> str:
+    """Kafka's Uuid.randomUuid().toString(): a random id's text, never one that starts with '-' (it would read as a
+    command-line flag), as Kafka rerolls it (cluster ids, delegation token ids)."""
+    while True:
+        text = uuid_to_base64(uuid.uuid4())
+        if not text.startswith("-"):
+            return text
+
+
 def uuid_from_base64(text: str) -> uuid.UUID:
     """Kafka's Uuid.fromString; raises ValueError for anything that is not 16 bytes of URL-safe base64."""
     if len(text) != 22:

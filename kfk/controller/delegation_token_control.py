@@ -16,10 +16,9 @@ controller writes these records at its own metadata.version, as it does SCRAM cr
 from __future__ import annotations
 
 import hmac
-import uuid
 from dataclasses import dataclass, replace
 
-from kfk.common.uuids import uuid_to_base64
+from kfk.common.uuids import random_base64_uuid
 from kfk.controller.result import ControllerResult
 from kfk.errors import ErrorCode
 from kfk.metadata.delegation_tokens import (DelegationTokenData, RemoveDelegationTokenRecord, record_of,
@@ -73,7 +72,7 @@ def create_delegation_token(image: MetadataImage, settings: DelegationTokenSetti
         max_lifetime_ms = min(max_lifetime_ms, request.max_lifetime_ms)
     max_timestamp_ms = now_ms + max_lifetime_ms
     token = DelegationTokenData(
-        token_id=uuid_to_base64(uuid.uuid4()), owner=owner, requester=requester, renewers=tuple(renewers),
+        token_id=random_base64_uuid(), owner=owner, requester=requester, renewers=tuple(renewers),
         issue_timestamp_ms=now_ms, max_timestamp_ms=max_timestamp_ms,
         expiry_timestamp_ms=min(max_timestamp_ms, now_ms + settings.expiry_time_ms))
     response.issue_timestamp_ms = token.issue_timestamp_ms

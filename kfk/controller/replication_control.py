@@ -18,13 +18,13 @@ request producing an unbounded batch); beyond that the whole request fails with 
 
 from __future__ import annotations
 
-import base64
 import random
 import uuid
 from typing import Callable, Mapping, Sequence
 
 from kfk.common.config_types import ConfigResourceType
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_ID, CLUSTER_METADATA_TOPIC_NAME
+from kfk.common.uuids import uuid_to_base64
 from kfk.config import BrokerConfig
 from kfk.controller.config_control import validate_topic_configs
 from kfk.controller.placement import BrokerPlacement, assign_replicas_to_brokers
@@ -68,8 +68,7 @@ def random_topic_id(rng: random.Random) -> uuid.UUID:
     (it would read as a command-line flag)."""
     while True:
         topic_id = uuid.UUID(int=rng.getrandbits(128), version=4)
-        if topic_id not in (_ZERO_UUID, CLUSTER_METADATA_TOPIC_ID) and not base64.urlsafe_b64encode(
-                topic_id.bytes).startswith(b"-"):
+        if topic_id not in (_ZERO_UUID, CLUSTER_METADATA_TOPIC_ID) and not uuid_to_base64(topic_id).startswith("-"):
             return topic_id
 
 

@@ -18,7 +18,7 @@ from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaStorageError
 from kfk.metadata.image import MetadataImage
 from kfk.storage.log_manager import LogManager
-from kfk.storage.partition_metadata import uuid_to_base64
+from kfk.common.uuids import uuid_to_base64
 
 logger = logging.getLogger(__name__)
 

@@ -102,7 +102,7 @@ from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.meta_properties import MetaProperties
-from kfk.storage.partition_metadata import uuid_from_base64
+from kfk.common.uuids import uuid_from_base64
 from kfk.storage.log_dir_lock import LogDirLock, acquire_log_dirs, release_log_dirs
 from kfk.storage.log_files import BROKER_PID_FILE
 from kfk.storage.cleaner_threads import CleanerConfig

@@ -35,7 +35,7 @@ from kfk.security.sasl.add_scram import ScramCredentialArgument, parse_add_scram
 from kfk.server.network import Listener
 from kfk.storage.format import format_log_dirs
 from kfk.storage.meta_properties import MetaProperties
-from kfk.storage.partition_metadata import uuid_from_base64, uuid_to_base64
+from kfk.common.uuids import uuid_from_base64, uuid_to_base64
 
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
 UserScramCredentialRecord = schema_class("UserScramCredentialRecord")

@@ -13,16 +13,12 @@ from typing import Mapping
 
 from kfk.errors import KafkaStorageError
 from kfk.storage.meta_properties import MetaProperties
-from kfk.storage.partition_metadata import uuid_to_base64
+from kfk.common.uuids import random_base64_uuid, uuid_to_base64
 
 
 def random_cluster_id() -> str:
-    """A cluster id as Kafka prints its Uuids: 16 random bytes in URL-safe base64 without padding (22 chars).
-    Like Kafka, never one that starts with '-', which would read as a command-line flag."""
-    while True:
-        text = uuid_to_base64(uuid.uuid4())
-        if not text.startswith("-"):
-            return text
+    """A new cluster id: a random Uuid in Kafka's text form (22 characters, never a leading '-')."""
+    return random_base64_uuid()
 
 
 def format_log_dirs(log_dirs: list[str], cluster_id: str, node_id: int, ignore_formatted: bool = False,

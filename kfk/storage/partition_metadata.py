@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from kfk.common.uuids import uuid_from_base64, uuid_to_base64  # noqa: F401 - re-exported for storage's readers
+from kfk.common.uuids import uuid_from_base64, uuid_to_base64
 from kfk.errors import InconsistentTopicIdError, KafkaStorageError
 from kfk.storage.checkpoint import atomic_write
 from kfk.storage.log_files import PARTITION_METADATA_FILE

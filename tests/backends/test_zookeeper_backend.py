@@ -13,6 +13,7 @@ import pytest
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.backends.zookeeper import znodes
 from kfk.common.config_types import ConfigResourceType
+from kfk.common.uuids import uuid_to_base64
 from kfk.errors import InconsistentClusterIdError, InvalidUpdateVersionError, NotControllerError
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import Endpoint, MetadataImage
@@ -61,7 +62,7 @@ def test_topics_are_written_in_kafkas_znode_layout(zookeeper_connect: str) -> No
         topic_id, records = topic_records("orders", [1, 2, 3], partitions=2)
         await zookeeper.append(records, epoch)
         assert json.loads(await zookeeper.read_znode("/brokers/topics/orders")) == {
-            "partitions": {"0": [1, 2, 3], "1": [1, 2, 3]}, "topic_id": znodes.encode_topic_id(topic_id),
+            "partitions": {"0": [1, 2, 3], "1": [1, 2, 3]}, "topic_id": uuid_to_base64(topic_id),
             "adding_replicas": {}, "removing_replicas": {}, "version": 3}
         assert json.loads(await zookeeper.read_znode("/brokers/topics/orders/partitions/1/state")) == {
             "controller_epoch": epoch, "leader": 1, "version": 1, "leader_epoch": 0, "isr": [1, 2, 3]}

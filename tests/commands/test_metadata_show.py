@@ -16,7 +16,7 @@ from kfk.backends.embedded import EmbeddedMetadataBackend
 from kfk.backends.embedded.snapshots import list_snapshots
 from kfk.common.clock import ManualClock
 from kfk.protocol.metadata_records import schema_class
-from kfk.storage.partition_metadata import uuid_to_base64
+from kfk.common.uuids import uuid_to_base64
 from kfk.testing.broker import BrokerProcess
 from tests.backends.conftest import run
 

@@ -15,7 +15,7 @@ import pytest
 from kfk.backends.embedded.snapshots import read_snapshot
 from kfk.protocol.metadata_records import schema_class
 from kfk.storage.meta_properties import MetaProperties
-from kfk.storage.partition_metadata import uuid_to_base64
+from kfk.common.uuids import uuid_to_base64
 
 CLUSTER_ID = "i2J_3iFvQempjf-HJcyt3A"
 DIRECTORY_ID = "Q7-7vSpQRUSspz-EfM29kg"

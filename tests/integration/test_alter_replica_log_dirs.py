@@ -21,7 +21,7 @@ from kfk.protocol.headers import RequestHeader, decode_response, encode_request
 from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
 from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
-from kfk.storage.partition_metadata import uuid_to_base64
+from kfk.common.uuids import uuid_to_base64
 from tests.integration.wire import connect, read_frame, request
 
 pytestmark = pytest.mark.integration

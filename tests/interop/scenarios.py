@@ -48,6 +48,7 @@ from kfk.protocol.messages.create_delegation_token import CreateDelegationTokenR
 from kfk.protocol.messages.describe_delegation_token import DescribeDelegationTokenRequest
 from kfk.protocol.messages.expire_delegation_token import ExpireDelegationTokenRequest
 from kfk.protocol.messages.renew_delegation_token import RenewDelegationTokenRequest
+from kfk.protocol.messages.unregister_broker import UnregisterBrokerRequest
 from kfk.protocol.messages.elect_leaders import ElectLeadersRequest
 from kfk.protocol.messages.end_txn import EndTxnRequest
 from kfk.protocol.messages.fetch import FetchRequest
@@ -1195,6 +1196,10 @@ def describe_delegation_token(session: BrokerSession, version: int) -> None:
                      f"DescribeDelegationToken {label} without authentication")
 
 
+def unregister_broker(session: BrokerSession, version: int) -> None:
+    session.call(UnregisterBrokerRequest(broker_id=4242), version, "UnregisterBroker of a broker never registered")
+
+
 # ACL ids (Kafka's): resource type ANY 1, TOPIC 2; pattern ANY 1, LITERAL 3; operation ANY 1, READ 3; permission
 # ANY 1, ALLOW 3. Neither node runs an authorizer: both answer SECURITY_DISABLED, and this compares how.
 def describe_acls(session: BrokerSession, version: int) -> None:
@@ -1308,6 +1313,7 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.RENEW_DELEGATION_TOKEN, renew_delegation_token),
     (ApiKey.EXPIRE_DELEGATION_TOKEN, expire_delegation_token),
     (ApiKey.DESCRIBE_DELEGATION_TOKEN, describe_delegation_token),
+    (ApiKey.UNREGISTER_BROKER, unregister_broker),
     (ApiKey.DESCRIBE_ACLS, describe_acls),
     (ApiKey.CREATE_ACLS, create_acls),
     (ApiKey.DELETE_ACLS, delete_acls),

@@ -13,7 +13,8 @@ from kfk.storage.checkpoint import OffsetCheckpointFile
 from kfk.storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, EpochEntry, LeaderEpochFileCache
 from kfk.storage.log_files import filename_prefix_from_offset, log_delete_dir_name, parse_topic_partition_name
 from kfk.storage.meta_properties import MetaProperties, read_properties
-from kfk.storage.partition_metadata import PartitionMetadataFile, uuid_from_base64, uuid_to_base64
+from kfk.common.uuids import uuid_from_base64, uuid_to_base64
+from kfk.storage.partition_metadata import PartitionMetadataFile
 
 
 def test_offset_checkpoint_text_format(tmp_path) -> None:

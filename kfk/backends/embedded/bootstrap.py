@@ -27,7 +27,7 @@ from kfk.errors import InvalidConfigurationError
 from kfk.protocol.message import Message
 from kfk.storage.checkpoint import atomic_write
 from kfk.storage.log_files import BOOTSTRAP_SNAPSHOT_FILE, log_dir_name
-from kfk.storage.partition_metadata import uuid_from_base64
+from kfk.common.uuids import uuid_from_base64
 
 
 @dataclass(frozen=True)

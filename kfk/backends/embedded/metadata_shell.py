@@ -20,7 +20,7 @@ from kfk.metadata.image import MetadataImage
 from kfk.records import iter_batches
 from kfk.storage.log_files import LOG_FILE_SUFFIX, log_dir_name, offset_from_file_name
 from kfk.storage.meta_properties import MetaProperties
-from kfk.storage.partition_metadata import uuid_to_base64
+from kfk.common.uuids import uuid_to_base64
 
 
 def read_image(log_dir: str) -> MetadataImage:

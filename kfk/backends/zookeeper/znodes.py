@@ -33,7 +33,6 @@ bumps it) and a broker's epoch is the czxid of its registration znode (each new 
 
 from __future__ import annotations
 
-import base64
 import json
 import urllib.parse
 import uuid
@@ -49,6 +48,7 @@ from kfk.common.client_quotas import (
     ClientQuotaEntity,
     QuotaValueType,
 )
+from kfk.common.uuids import uuid_from_base64, uuid_to_base64
 from kfk.config import SECURITY_PROTOCOLS
 from kfk.errors import CorruptRecordError
 from kfk.metadata.image import Endpoint
@@ -286,13 +286,6 @@ class TopicZnode:
     removing_replicas: Mapping[int, tuple[int, ...]]
 
 
-def encode_topic_id(topic_id: uuid.UUID) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
-
-
-def decode_topic_id(text: str) -> uuid.UUID:
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
 def encode_topic(topic: TopicZnode) -> bytes:
@@ -301,7 +294,7 @@ def encode_topic(topic: TopicZnode) -> bytes:
 
     data: dict[str, Any] = {"partitions": by_partition(topic.partitions)}
     if topic.topic_id is not None:
-        data["topic_id"] = encode_topic_id(topic.topic_id)
+        data["topic_id"] = uuid_to_base64(topic.topic_id)
     data["adding_replicas"] = by_partition(topic.adding_replicas)
     data["removing_replicas"] = by_partition(topic.removing_replicas)
     data["version"] = 3
@@ -317,7 +310,7 @@ def decode_topic(topic: str, data: bytes) -> TopicZnode:
                     for partition, replicas in (value.get(key) or {}).items()}
 
         topic_id = value.get("topic_id")
-        return TopicZnode(decode_topic_id(topic_id) if topic_id else None, by_partition("partitions"),
+        return TopicZnode(uuid_from_base64(topic_id) if topic_id else None, by_partition("partitions"),
                           by_partition("adding_replicas"), by_partition("removing_replicas"))
     except (AttributeError, TypeError, ValueError) as error:
         raise CorruptRecordError(f"znode {path} is not a topic assignment: {error}") from error

@@ -35,6 +35,6 @@ class UnregisterBrokerHandler:
             return UnregisterBrokerResponse(error_code=ErrorCode.NOT_CONTROLLER)
         try:
             await self.controller.unregister_broker(request.broker_id)
-        except KafkaError as error:
-            return UnregisterBrokerResponse(error_code=error.error_code, error_message=error.message)
+        except KafkaError as error:  # the code alone, as Kafka's controller answers
+            return UnregisterBrokerResponse(error_code=error.error_code)
         return UnregisterBrokerResponse(error_code=ErrorCode.NONE)
