@@ -7,6 +7,7 @@ and the cluster is contacted once first, so that a wrong --bootstrap-server says
 
 from __future__ import annotations
 
+import logging
 import socket
 from typing import Annotated
 
@@ -31,6 +32,7 @@ def ui(
     """Serve a web console for the cluster (open the printed address in a browser)."""
     import uvicorn
 
+    from kfk.commands.log_setup import configure_logging
     from kfk.ui.app import ConsoleSettings, create_app
     from kfk.ui.cluster_view import ClusterView
 
@@ -38,6 +40,8 @@ def ui(
     with client_errors():
         check_reachable(config)
     listener = _bind(host, port)
+    configure_logging("warning")
+    logging.getLogger("kfk.ui.actions").setLevel(logging.INFO)  # every state-changing request, and who sent it
     view = ClusterView(config)
     try:
         server = uvicorn.Server(uvicorn.Config(create_app(view, ConsoleSettings(read_only, refresh_ms)),

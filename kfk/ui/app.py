@@ -7,6 +7,9 @@ that change every two seconds, one throughput chart) are a few dozen lines of pl
 is the small ASGI toolkit FastAPI itself is built on, Jinja2 the template engine most Python web code uses, and
 uvicorn serves both; nothing is fetched from a CDN, so the console works on a closed network.
 
+Every request that is not GET or HEAD must come from the console's own origin with the session's CSRF token (see
+csrf.py): the templates put ``csrf_field`` in every form and ``csrf_token`` in a meta tag for the script.
+
 Handlers are plain (synchronous) functions: Starlette runs them in its thread pool, and each Admin call crosses to the
 client's own event loop thread, so a slow broker never blocks the server's loop. Actions are POST forms answered with
 a redirect (post/redirect/get), their outcome carried in the query string as a notice or an error line.
@@ -22,9 +25,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from markupsafe import Markup, escape
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -34,6 +39,7 @@ from starlette.templating import Jinja2Templates
 from kfk.client.cluster_statistics import describe_cluster_statistics
 from kfk.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
 from kfk.ui.cluster_view import ClusterView, describe_error
+from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
 
 __all__ = ["create_app", "ConsoleSettings"]
 
@@ -76,7 +82,7 @@ def _headers(text: str) -> list[tuple[str, bytes]]:
 
 def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings()) -> Starlette:
     """The console's ASGI app over ``view`` (which the caller owns and closes)."""
-    templates = Jinja2Templates(directory=str(_HERE / "templates"))
+    templates = Jinja2Templates(directory=str(_HERE / "templates"), context_processors=[_csrf_context])
     templates.env.globals.update(read_only=settings.read_only, refresh_ms=settings.refresh_ms, quote=quote)
     templates.env.filters["timestamp"] = _timestamp
 
@@ -307,7 +313,15 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         Route("/api/reassignments", api_reassignments),
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: on_error, KafkaError: on_error})
+    return Starlette(routes=routes, middleware=[Middleware(CsrfGuard)],
+                     exception_handlers={HTTPException: on_error, KafkaError: on_error})
+
+
+def _csrf_context(request: Request) -> dict[str, Any]:
+    """The session's CSRF token (CsrfGuard puts it on the request) for the page's forms and its script."""
+    token = request.state.csrf_token
+    return {"csrf_token": token,
+            "csrf_field": Markup(f'<input type="hidden" name="{TOKEN_FIELD}" value="{escape(token)}">')}
 
 
 async def _run(function: Any, *args: Any) -> Any:

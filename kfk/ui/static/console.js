@@ -2,9 +2,11 @@
 "use strict";
 
 const refreshMs = Number(document.body.dataset.refreshMs || 2000);
+// The session's CSRF token: the console refuses any request but GET and HEAD without it (X-CSRF-Token for fetch()).
+const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content || "";
 
 async function getJson(url) {
-  const response = await fetch(url, { headers: { Accept: "application/json" } });
+  const response = await fetch(url, { headers: { Accept: "application/json", "X-CSRF-Token": csrfToken } });
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
   return response.json();
 }
