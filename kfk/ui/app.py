@@ -38,7 +38,7 @@ from starlette.templating import Jinja2Templates
 
 from kfk.client.cluster_statistics import describe_cluster_statistics
 from kfk.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
-from kfk.ui.cluster_view import ClusterView, describe_error
+from kfk.ui.cluster_view import ClusterView, describe_error, total_lag
 from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
 
 __all__ = ["create_app", "ConsoleSettings"]
@@ -137,7 +137,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         group_id = request.path_params["group_id"]
         description = view.admin.describe_consumer_groups([group_id])[group_id]
         lag = view.group_lag(group_id)
-        return page(request, "group.html", group=description, lag=lag,
+        return page(request, "group.html", group=description, lag=lag, total_lag=total_lag(lag),
                     topics=sorted({row.topic for row in lag}))
 
     def reassignments(request: Request) -> Response:
@@ -269,7 +269,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     def api_group_lag(request: Request) -> Response:
         group_id = request.path_params["group_id"]
         rows = view.group_lag(group_id)
-        return JSONResponse({"group_id": group_id, "total_lag": sum(row.lag or 0 for row in rows),
+        return JSONResponse({"group_id": group_id, "total_lag": total_lag(rows),
                              "partitions": [{"topic": row.topic, "partition": row.partition,
                                              "committed_offset": row.committed_offset,
                                              "log_end_offset": row.log_end_offset, "lag": row.lag,

@@ -31,7 +31,8 @@ from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import ElectionNotNeededError, KafkaError
 from kfk.ui.rendering import RenderedBytes, render_bytes
 
-__all__ = ["ClusterView", "PartitionRow", "BrowsedRecord", "GroupPartitionLag", "ThroughputSample", "describe_error"]
+__all__ = ["ClusterView", "PartitionRow", "BrowsedRecord", "GroupPartitionLag", "ThroughputSample", "describe_error",
+           "total_lag"]
 
 # Kafka's consoles page messages; a page larger than this is refused rather than pulling a topic into memory.
 MAX_PAGE_SIZE = 500
@@ -79,6 +80,13 @@ class GroupPartitionLag:
     @property
     def lag(self) -> int | None:
         return None if self.committed_offset is None else max(0, self.log_end_offset - self.committed_offset)
+
+
+def total_lag(rows: Iterable[GroupPartitionLag]) -> int:
+    """The group's lag summed over the partitions that have a committed offset: a partition without one has no lag
+    (Kafka's tools print "-" for it), not a lag of zero, and librdkafka consumers leave every partition they have
+    read nothing from without one."""
+    return sum(row.lag for row in rows if row.lag is not None)
 
 
 @dataclass
