@@ -51,6 +51,9 @@ _HEADER = re.compile(r"^\s*([^:=]+?)\s*[:=]\s*(.*)$")
 class ConsoleSettings:
     read_only: bool = False
     refresh_ms: int = 2000
+    # How long a live figure (the throughput chart) waits for the cluster before answering with what it has: during
+    # an incident, the partitions that still answer are what the operator watches.
+    live_timeout_ms: int = 3000
 
 
 def _redirect(path: str, **params: str) -> RedirectResponse:
@@ -262,9 +265,12 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     # --- JSON for the live parts --------------------------------------------------------------------------------
 
     def api_throughput(request: Request) -> Response:
-        sample = view.throughput_sample()
+        sample = view.throughput_sample(settings.live_timeout_ms)
         return JSONResponse({"time_ms": sample.time_ms, "total_offsets": sample.total_offsets,
-                             "per_topic": sample.per_topic})
+                             "per_topic": sample.per_topic,
+                             "missing": [{"topic": entry.topic, "partition": entry.partition, "reason": entry.reason}
+                                         for entry in sample.missing],
+                             "notes": sample.notes})
 
     def api_group_lag(request: Request) -> Response:
         group_id = request.path_params["group_id"]
