@@ -1,8 +1,10 @@
 """`kfk ui`: the web console (cluster overview with Kafka Manager's statistics, topics, messages, consumer groups,
 preferred-replica election, reassignment) served on localhost, talking to the cluster as a client does.
 
-The listening socket is bound here, before uvicorn starts, so that a port already in use is one line on stderr,
-and the cluster is contacted once first, so that a wrong --bootstrap-server says so at once instead of on every page.
+The listening socket is bound here, before uvicorn starts, so that a port already in use is one line on stderr.
+The cluster is contacted once first, so that a wrong --bootstrap-server says so at once; but the console starts
+anyway, because an operator opens it exactly when the cluster is down, and its pages show that (and recover when the
+cluster does).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from typing import Annotated
 
 import typer
 
-from kfk.commands.client_options import BootstrapServer, CommandConfig, check_reachable, client_config, client_errors
+from kfk.commands.client_options import BootstrapServer, CommandConfig, client_config, client_errors
 from kfk.commands.errors import fail
+from kfk.errors import KafkaError
 
 app = typer.Typer()
 
@@ -37,13 +40,17 @@ def ui(
     from kfk.ui.cluster_view import ClusterView
 
     config = client_config(bootstrap_server, command_config)
-    with client_errors():
-        check_reachable(config)
     listener = _bind(host, port)
     configure_logging("warning")
     logging.getLogger("kfk.ui.actions").setLevel(logging.INFO)  # every state-changing request, and who sent it
-    view = ClusterView(config)
+    with client_errors():  # settings the client refuses (a missing truststore, say) are still fatal
+        view = ClusterView(config)
     try:
+        try:
+            view.admin.describe_cluster()
+        except KafkaError as error:
+            typer.echo(f"the cluster at {bootstrap_server} does not answer ({error}); the console shows it as down "
+                       "until it does", err=True)
         server = uvicorn.Server(uvicorn.Config(create_app(view, ConsoleSettings(read_only, refresh_ms)),
                                                log_level="warning", access_log=False))
         bound_host, bound_port = listener.getsockname()[:2]

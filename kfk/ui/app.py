@@ -54,6 +54,8 @@ class ConsoleSettings:
     # How long a live figure (the throughput chart) waits for the cluster before answering with what it has: during
     # an incident, the partitions that still answer are what the operator watches.
     live_timeout_ms: int = 3000
+    # How long the overview waits for the cluster before it shows what it has (or the cluster as down).
+    page_timeout_ms: int = 10000
 
 
 def _redirect(path: str, **params: str) -> RedirectResponse:
@@ -102,10 +104,21 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     # --- pages ------------------------------------------------------------------------------------------------
 
     def overview(request: Request) -> Response:
-        cluster = view.admin.describe_cluster()
-        return page(request, "overview.html", cluster=cluster,
-                    addresses={broker.node_id: broker for broker in cluster.brokers},
-                    statistics=describe_cluster_statistics(view.admin, include_internal=True))
+        """The cluster, or why it is not shown: the overview is where an operator looks first during an incident,
+        so it never fails as a whole (the statistics alone may be missing) and it renders with the cluster down."""
+        try:
+            cluster = view.admin.describe_cluster(timeout_ms=settings.page_timeout_ms)
+        except KafkaError as error:
+            return page(request, "overview.html", status_code=503, cluster=None, statistics=None, addresses={},
+                        problem=f"the cluster at {view.bootstrap_servers} does not answer: {describe_error(error)}")
+        try:
+            statistics = describe_cluster_statistics(view.admin, include_internal=True,
+                                                     timeout_ms=settings.page_timeout_ms)
+            problem = None
+        except KafkaError as error:
+            statistics, problem = None, f"no statistics of topics and groups: {describe_error(error)}"
+        return page(request, "overview.html", cluster=cluster, statistics=statistics, problem=problem,
+                    addresses={broker.node_id: broker for broker in cluster.brokers})
 
     def topics(request: Request) -> Response:
         descriptions = view.describe_topics(include_internal=True)

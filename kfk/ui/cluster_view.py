@@ -135,6 +135,10 @@ class ClusterView:
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kfk-ui-leaders")
         self._known_topics: tuple[float, dict[str, TopicDescription]] | None = None
 
+    @property
+    def bootstrap_servers(self) -> str:
+        return str(self._config.get("bootstrap.servers", ""))
+
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self._producer is not None:

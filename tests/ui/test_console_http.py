@@ -1,5 +1,5 @@
-"""The web console over plain HTTP against a real kfk broker: read-only mode, and bad input answered with a page
-that says what is wrong (never a server error)."""
+"""The web console over plain HTTP against a real kfk broker: read-only mode, bad input answered with a page that
+says what is wrong (never a server error), and a console started while the cluster is down."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import urllib.parse
 
 import pytest
 
+from tests.cluster.helpers import wait_until
 from tests.ui.conftest import ConsoleSession
 
 
@@ -55,3 +56,21 @@ def test_api_throughput_counts_offsets(kfk_broker, console) -> None:
     status, body = console.get("api/throughput")
     sample = json.loads(body)
     assert status == 200 and sample["per_topic"]["counted"] == 7 and sample["total_offsets"] >= 7
+
+
+def test_console_starts_with_the_cluster_down_and_shows_it(kfk_broker_process, console_factory) -> None:
+    address = kfk_broker_process.bootstrap_servers
+    assert kfk_broker_process.stop() == 0
+    console = console_factory(address)
+    assert "does not answer" in console.stderr_path.read_text()
+    session = ConsoleSession(console.url)
+    status, body = session.get("")
+    assert status == 503 and 'id="cluster-state">down<' in body
+    assert f"the cluster at {address} does not answer" in html.unescape(body)
+    status, body = session.get("api/throughput")
+    assert status == 503 and "error" in body
+
+    kfk_broker_process.start()  # the same port: the console recovers without a restart
+    wait_until(lambda: session.get("")[0] == 200, timeout=30, what="the overview with the cluster back")
+    status, body = session.get("")
+    assert 'id="broker-count">1<' in body and "cluster-state" not in body

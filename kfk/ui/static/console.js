@@ -77,7 +77,7 @@ function throughputChart(svg) {
     const rates = [];
     for (let i = 1; i < samples.length; i++) rates.push(recordsPerSecond(samples[i - 1], samples[i]));
     if (!rates.length) return;
-    figure.textContent = Math.round(rates[rates.length - 1]).toLocaleString();
+    if (figure) figure.textContent = Math.round(rates[rates.length - 1]).toLocaleString();
     const top = Math.max(1, ...rates);
     const step = 600 / 60;
     const points = rates.map((rate, i) => `${(600 - (rates.length - 1 - i) * step).toFixed(1)},${(118 - (rate / top) * 110).toFixed(1)}`);
