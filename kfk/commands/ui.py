@@ -9,6 +9,7 @@ cluster does).
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
 from typing import Annotated
@@ -51,7 +52,8 @@ def ui(
         except KafkaError as error:
             typer.echo(f"the cluster at {bootstrap_server} does not answer ({error}); the console shows it as down "
                        "until it does", err=True)
-        server = uvicorn.Server(uvicorn.Config(create_app(view, ConsoleSettings(read_only, refresh_ms)),
+        settings = ConsoleSettings(read_only, refresh_ms, allowed_hosts=_allowed_hosts(host))
+        server = uvicorn.Server(uvicorn.Config(create_app(view, settings),
                                                log_level="warning", access_log=False))
         bound_host, bound_port = listener.getsockname()[:2]
         typer.echo(f"kfk console on http://{bound_host}:{bound_port}/ for the cluster at {bootstrap_server}"
@@ -60,6 +62,18 @@ def ui(
     finally:
         view.close()
         listener.close()
+
+
+def _allowed_hosts(host: str) -> tuple[str, ...] | None:
+    """On a loopback address the console answers only to the names of loopback (see ConsoleSettings); elsewhere the
+    names it is reached by (a DNS alias, a proxy) are not known here, so any."""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        return None
+    return (f"[{host}]" if ":" in host else host, "localhost", "127.0.0.1", "[::1]")  # as Host headers spell them
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -30,6 +30,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -56,6 +57,10 @@ class ConsoleSettings:
     live_timeout_ms: int = 3000
     # How long the overview waits for the cluster before it shows what it has (or the cluster as down).
     page_timeout_ms: int = 10000
+    # The host names (Host header) the console answers to; None: any. A console on a loopback address answers only
+    # to loopback names: otherwise a web page whose own name its attacker re-points at 127.0.0.1 (DNS rebinding)
+    # would be the console's origin, read its CSRF token and post with it.
+    allowed_hosts: tuple[str, ...] | None = None
 
 
 def _redirect(path: str, **params: str) -> RedirectResponse:
@@ -332,7 +337,9 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         Route("/api/reassignments", api_reassignments),
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(CsrfGuard)],
+    return Starlette(routes=routes,
+                     middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts),
+                                 Middleware(CsrfGuard)],
                      exception_handlers={HTTPException: on_error, KafkaError: on_error})
 
 

@@ -4,7 +4,9 @@ says what is wrong (never a server error), and a console started while the clust
 from __future__ import annotations
 
 import html
+import urllib.error
 import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -74,3 +76,14 @@ def test_console_starts_with_the_cluster_down_and_shows_it(kfk_broker_process, c
     wait_until(lambda: session.get("")[0] == 200, timeout=30, what="the overview with the cluster back")
     status, body = session.get("")
     assert 'id="broker-count">1<' in body and "cluster-state" not in body
+
+
+def test_a_console_on_loopback_answers_only_to_loopback_names(console) -> None:
+    port = urllib.parse.urlsplit(console.url).port
+    rebound = urllib.request.Request(console.url, headers={"Host": f"rebound.example:{port}"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(rebound, timeout=30)
+    assert refused.value.code == 400
+    local = urllib.request.Request(console.url + "topics", headers={"Host": f"localhost:{port}"})
+    with urllib.request.urlopen(local, timeout=30) as response:
+        assert response.status == 200
