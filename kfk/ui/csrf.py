@@ -58,7 +58,7 @@ class CsrfGuard:
         self.app = app
         self._key = secrets.token_bytes(32)
 
-    def token_for(self, session_id: str) -> str:
+    def _token_for(self, session_id: str) -> str:
         return hmac.new(self._key, session_id.encode(), hashlib.sha256).hexdigest()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -71,7 +71,7 @@ class CsrfGuard:
         if session_id is None:
             session_id = secrets.token_urlsafe(32)
             extra_headers.append(_session_cookie(session_id, scope.get("scheme") == "https"))
-        token = self.token_for(session_id)
+        token = self._token_for(session_id)
         scope.setdefault("state", {})["csrf_token"] = token
         send = _with_headers(send, extra_headers)
         method = scope["method"]
@@ -85,7 +85,7 @@ class CsrfGuard:
             body = await _read_body(receive)
             receive = _replay(body, receive)
             sent = headers.get(TOKEN_HEADER) or await _form_token(scope, body)
-            if not sent or not hmac.compare_digest(sent, token):
+            if not sent or not hmac.compare_digest(sent.encode(), token.encode()):
                 refusal = ("no valid CSRF token (the page may be from before the console restarted, or from another "
                            "site): reload the page and try again")
         if refusal is not None:
@@ -103,9 +103,11 @@ class CsrfGuard:
                 location.append(Headers(raw=message["headers"]).get("location", ""))
             await send(message)
 
-        await self.app(scope, receive, recording_send)
-        actions_log.info("%s %s by %s: %s%s", method, scope["path"], client, status[0] if status else "no response",
-                         _outcome(location[0] if location else ""))
+        try:
+            await self.app(scope, receive, recording_send)
+        finally:
+            actions_log.info("%s %s by %s: %s%s", method, scope["path"], client,
+                             status[0] if status else "no response", _outcome(location[0] if location else ""))
 
 
 def _session_of(headers: Headers) -> str | None:
@@ -179,7 +181,10 @@ async def _form_token(scope: Scope, body: bytes) -> str | None:
     content_type = Headers(scope=scope).get("content-type", "")
     if not content_type.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
         return None
-    form = await Request(scope, _replay(body, _no_more)).form()
+    try:
+        form = await Request(scope, _replay(body, _no_more)).form()
+    except Exception:  # noqa: BLE001 - a body that does not parse as its form type carries no token
+        return None
     value = form.get(TOKEN_FIELD)
     return value if isinstance(value, str) else None
 

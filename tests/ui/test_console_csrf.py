@@ -135,3 +135,14 @@ def test_a_post_without_the_session_token_is_refused(kfk_broker, console_factory
     status, _, body = session.post("topics", {"name": "forged"}, headers={"Origin": "http://evil.example"})
     assert status == 403 and "cross-origin request (Origin http://evil.example" in body
     assert "forged" not in _topics(kfk_broker)
+
+
+def test_malformed_tokens_and_bodies_are_refused_not_errors(kfk_broker, console_factory) -> None:
+    session = ConsoleSession(console_factory(kfk_broker).url)
+    session.get("")
+    status, _, _ = session.post("topics", {"name": "forged", "csrf_token": "\u00e9t\u00e9"}, with_token=False)
+    assert status == 403
+    status, _, _ = session.post("topics", {}, with_token=False,
+                                headers={"Content-Type": "multipart/form-data; boundary=x"})
+    assert status == 403
+    assert "forged" not in _topics(kfk_broker)
