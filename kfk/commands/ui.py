@@ -1,19 +1,24 @@
 """`kfk ui`: the web console (cluster overview with Kafka Manager's statistics, topics, messages, consumer groups,
 preferred-replica election, reassignment) served on localhost, talking to the cluster as a client does.
 
-The listening socket is bound here, before uvicorn starts, so that a port already in use is one line on stderr,
-and the cluster is contacted once first, so that a wrong --bootstrap-server says so at once instead of on every page.
+The listening socket is bound here, before uvicorn starts, so that a port already in use is one line on stderr.
+The cluster is contacted once first, so that a wrong --bootstrap-server says so at once; but the console starts
+anyway, because an operator opens it exactly when the cluster is down, and its pages show that (and recover when the
+cluster does).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import socket
 from typing import Annotated
 
 import typer
 
-from kfk.commands.client_options import BootstrapServer, CommandConfig, check_reachable, client_config, client_errors
+from kfk.commands.client_options import BootstrapServer, CommandConfig, client_config, client_errors
 from kfk.commands.errors import fail
+from kfk.errors import KafkaError
 
 app = typer.Typer()
 
@@ -31,16 +36,24 @@ def ui(
     """Serve a web console for the cluster (open the printed address in a browser)."""
     import uvicorn
 
+    from kfk.commands.log_setup import configure_logging
     from kfk.ui.app import ConsoleSettings, create_app
     from kfk.ui.cluster_view import ClusterView
 
     config = client_config(bootstrap_server, command_config)
-    with client_errors():
-        check_reachable(config)
     listener = _bind(host, port)
-    view = ClusterView(config)
+    configure_logging("warning")
+    logging.getLogger("kfk.ui.actions").setLevel(logging.INFO)  # every state-changing request, and who sent it
+    with client_errors():  # settings the client refuses (a missing truststore, say) are still fatal
+        view = ClusterView(config)
     try:
-        server = uvicorn.Server(uvicorn.Config(create_app(view, ConsoleSettings(read_only, refresh_ms)),
+        try:
+            view.admin.describe_cluster()
+        except KafkaError as error:
+            typer.echo(f"the cluster at {bootstrap_server} does not answer ({error}); the console shows it as down "
+                       "until it does", err=True)
+        settings = ConsoleSettings(read_only, refresh_ms, allowed_hosts=_allowed_hosts(host))
+        server = uvicorn.Server(uvicorn.Config(create_app(view, settings),
                                                log_level="warning", access_log=False))
         bound_host, bound_port = listener.getsockname()[:2]
         typer.echo(f"kfk console on http://{bound_host}:{bound_port}/ for the cluster at {bootstrap_server}"
@@ -49,6 +62,18 @@ def ui(
     finally:
         view.close()
         listener.close()
+
+
+def _allowed_hosts(host: str) -> tuple[str, ...] | None:
+    """On a loopback address the console answers only to the names of loopback (see ConsoleSettings); elsewhere the
+    names it is reached by (a DNS alias, a proxy) are not known here, so any."""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        return None
+    return (f"[{host}]" if ":" in host else host, "localhost", "127.0.0.1", "[::1]")  # as Host headers spell them
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -7,6 +7,9 @@ that change every two seconds, one throughput chart) are a few dozen lines of pl
 is the small ASGI toolkit FastAPI itself is built on, Jinja2 the template engine most Python web code uses, and
 uvicorn serves both; nothing is fetched from a CDN, so the console works on a closed network.
 
+Every request that is not GET or HEAD must come from the console's own origin with the session's CSRF token (see
+csrf.py): the templates put ``csrf_field`` in every form and ``csrf_token`` in a meta tag for the script.
+
 Handlers are plain (synchronous) functions: Starlette runs them in its thread pool, and each Admin call crosses to the
 client's own event loop thread, so a slow broker never blocks the server's loop. Actions are POST forms answered with
 a redirect (post/redirect/get), their outcome carried in the query string as a notice or an error line.
@@ -22,9 +25,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from markupsafe import Markup, escape
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -33,7 +39,8 @@ from starlette.templating import Jinja2Templates
 
 from kfk.client.cluster_statistics import describe_cluster_statistics
 from kfk.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
-from kfk.ui.cluster_view import ClusterView, describe_error
+from kfk.ui.cluster_view import ClusterView, describe_error, total_lag
+from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
 
 __all__ = ["create_app", "ConsoleSettings"]
 
@@ -45,6 +52,15 @@ _HEADER = re.compile(r"^\s*([^:=]+?)\s*[:=]\s*(.*)$")
 class ConsoleSettings:
     read_only: bool = False
     refresh_ms: int = 2000
+    # How long a live figure (the throughput chart) waits for the cluster before answering with what it has: during
+    # an incident, the partitions that still answer are what the operator watches.
+    live_timeout_ms: int = 3000
+    # How long the overview waits for the cluster before it shows what it has (or the cluster as down).
+    page_timeout_ms: int = 10000
+    # The host names (Host header) the console answers to; None: any. A console on a loopback address answers only
+    # to loopback names: otherwise a web page whose own name its attacker re-points at 127.0.0.1 (DNS rebinding)
+    # would be the console's origin, read its CSRF token and post with it.
+    allowed_hosts: tuple[str, ...] | None = None
 
 
 def _redirect(path: str, **params: str) -> RedirectResponse:
@@ -76,7 +92,7 @@ def _headers(text: str) -> list[tuple[str, bytes]]:
 
 def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings()) -> Starlette:
     """The console's ASGI app over ``view`` (which the caller owns and closes)."""
-    templates = Jinja2Templates(directory=str(_HERE / "templates"))
+    templates = Jinja2Templates(directory=str(_HERE / "templates"), context_processors=[_csrf_context])
     templates.env.globals.update(read_only=settings.read_only, refresh_ms=settings.refresh_ms, quote=quote)
     templates.env.filters["timestamp"] = _timestamp
 
@@ -93,10 +109,21 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     # --- pages ------------------------------------------------------------------------------------------------
 
     def overview(request: Request) -> Response:
-        cluster = view.admin.describe_cluster()
-        return page(request, "overview.html", cluster=cluster,
-                    addresses={broker.node_id: broker for broker in cluster.brokers},
-                    statistics=describe_cluster_statistics(view.admin, include_internal=True))
+        """The cluster, or why it is not shown: the overview is where an operator looks first during an incident,
+        so it never fails as a whole (the statistics alone may be missing) and it renders with the cluster down."""
+        try:
+            cluster = view.admin.describe_cluster(timeout_ms=settings.page_timeout_ms)
+        except KafkaError as error:
+            return page(request, "overview.html", status_code=503, cluster=None, statistics=None, addresses={},
+                        problem=f"the cluster at {view.bootstrap_servers} does not answer: {describe_error(error)}")
+        try:
+            statistics = describe_cluster_statistics(view.admin, include_internal=True,
+                                                     timeout_ms=settings.page_timeout_ms)
+            problem = None
+        except KafkaError as error:
+            statistics, problem = None, f"no statistics of topics and groups: {describe_error(error)}"
+        return page(request, "overview.html", cluster=cluster, statistics=statistics, problem=problem,
+                    addresses={broker.node_id: broker for broker in cluster.brokers})
 
     def topics(request: Request) -> Response:
         descriptions = view.describe_topics(include_internal=True)
@@ -131,7 +158,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         group_id = request.path_params["group_id"]
         description = view.admin.describe_consumer_groups([group_id])[group_id]
         lag = view.group_lag(group_id)
-        return page(request, "group.html", group=description, lag=lag,
+        return page(request, "group.html", group=description, lag=lag, total_lag=total_lag(lag),
                     topics=sorted({row.topic for row in lag}))
 
     def reassignments(request: Request) -> Response:
@@ -256,14 +283,17 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     # --- JSON for the live parts --------------------------------------------------------------------------------
 
     def api_throughput(request: Request) -> Response:
-        sample = view.throughput_sample()
+        sample = view.throughput_sample(settings.live_timeout_ms)
         return JSONResponse({"time_ms": sample.time_ms, "total_offsets": sample.total_offsets,
-                             "per_topic": sample.per_topic})
+                             "per_topic": sample.per_topic,
+                             "missing": [{"topic": entry.topic, "partition": entry.partition, "reason": entry.reason}
+                                         for entry in sample.missing],
+                             "notes": sample.notes})
 
     def api_group_lag(request: Request) -> Response:
         group_id = request.path_params["group_id"]
         rows = view.group_lag(group_id)
-        return JSONResponse({"group_id": group_id, "total_lag": sum(row.lag or 0 for row in rows),
+        return JSONResponse({"group_id": group_id, "total_lag": total_lag(rows),
                              "partitions": [{"topic": row.topic, "partition": row.partition,
                                              "committed_offset": row.committed_offset,
                                              "log_end_offset": row.log_end_offset, "lag": row.lag,
@@ -307,7 +337,17 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         Route("/api/reassignments", api_reassignments),
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: on_error, KafkaError: on_error})
+    return Starlette(routes=routes,
+                     middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts),
+                                 Middleware(CsrfGuard)],
+                     exception_handlers={HTTPException: on_error, KafkaError: on_error})
+
+
+def _csrf_context(request: Request) -> dict[str, Any]:
+    """The session's CSRF token (CsrfGuard puts it on the request) for the page's forms and its script."""
+    token = request.state.csrf_token
+    return {"csrf_token": token,
+            "csrf_field": Markup(f'<input type="hidden" name="{TOKEN_FIELD}" value="{escape(token)}">')}
 
 
 async def _run(function: Any, *args: Any) -> Any:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +33,8 @@ from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import ElectionNotNeededError, KafkaError
 from kfk.ui.rendering import RenderedBytes, render_bytes
 
-__all__ = ["ClusterView", "PartitionRow", "BrowsedRecord", "GroupPartitionLag", "ThroughputSample", "describe_error"]
+__all__ = ["ClusterView", "PartitionRow", "BrowsedRecord", "GroupPartitionLag", "MissingPartition", "ThroughputSample",
+           "describe_error", "total_lag"]
 
 # Kafka's consoles page messages; a page larger than this is refused rather than pulling a topic into memory.
 MAX_PAGE_SIZE = 500
@@ -81,13 +84,37 @@ class GroupPartitionLag:
         return None if self.committed_offset is None else max(0, self.log_end_offset - self.committed_offset)
 
 
+def total_lag(rows: Iterable[GroupPartitionLag]) -> int:
+    """The group's lag summed over the partitions that have a committed offset: a partition without one has no lag
+    (Kafka's tools print "-" for it), not a lag of zero, and librdkafka consumers leave every partition they have
+    read nothing from without one."""
+    return sum(row.lag for row in rows if row.lag is not None)
+
+
+@dataclass(frozen=True)
+class MissingPartition:
+    """A partition a live figure could not include, and why (no leader, or its leader did not answer in time)."""
+
+    topic: str
+    partition: int
+    reason: str
+
+
 @dataclass
 class ThroughputSample:
-    """Sum of every partition's log end offset at a time: two samples give records/s without any broker metric."""
+    """Sum of the log end offsets of each topic at a time: two samples give records/s without any broker metric.
+
+    ``per_topic`` holds only topics whose every partition answered; the others' partitions are in ``missing``, so a
+    rate computed topic by topic between two samples never counts a partition that comes or goes as traffic."""
 
     time_ms: int
-    total_offsets: int
     per_topic: dict[str, int] = field(default_factory=dict)
+    missing: list[MissingPartition] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_offsets(self) -> int:
+        return sum(self.per_topic.values())
 
 
 def _subset(config: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
@@ -104,8 +131,16 @@ class ClusterView:
         self.admin = Admin(_subset(self._config, ADMIN_CONFIG_DEF.keys))
         self._producer: Producer | None = None
         self._producer_lock = threading.Lock()
+        # Live figures ask every partition leader at once (throughput_sample); Admin calls are thread-safe.
+        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kfk-ui-leaders")
+        self._known_topics: tuple[float, dict[str, TopicDescription]] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return str(self._config.get("bootstrap.servers", ""))
 
     def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
         if self._producer is not None:
             self._producer.close(5)
         self.admin.close()
@@ -155,15 +190,52 @@ class ClusterView:
                   if error is not None and not isinstance(error, ElectionNotNeededError)]
         return elected, errors
 
-    def throughput_sample(self) -> ThroughputSample:
-        descriptions = self.describe_topics(include_internal=False)
-        partitions = [TopicPartition(name, info.partition) for name, description in descriptions.items()
-                      for info in description.partitions]
-        ends = self.admin.end_offsets(partitions) if partitions else {}
-        per_topic: dict[str, int] = {}
+    def throughput_sample(self, timeout_ms: float) -> ThroughputSample:
+        """The end offsets of every partition, asked of each leader separately and all within ``timeout_ms``: one
+        partition without a leader, or one leader that does not answer, must not stop the live figures of the
+        rest (one ListOffsets call over all partitions waits until every one of them answers)."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        notes = []
+        try:
+            descriptions = self.admin.describe_topics(None, include_internal=False, timeout_ms=timeout_ms / 2)
+            self._known_topics = (time.time(), descriptions)
+        except KafkaError as error:
+            # A frozen broker asked for Metadata answers nothing: the partitions and leaders last seen still say
+            # where to ask for offsets, which the brokers that answer give.
+            if self._known_topics is None:
+                raise
+            known_at, descriptions = self._known_topics
+            notes.append(f"Metadata did not answer ({error}): partitions and leaders as of "
+                         f"{time.strftime('%H:%M:%S', time.localtime(known_at))}")
+        missing: list[MissingPartition] = []
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for name, description in descriptions.items():
+            for info in description.partitions:
+                if info.leader == NO_NODE:
+                    missing.append(MissingPartition(name, info.partition, "no leader (offline)"))
+                else:
+                    by_leader.setdefault(info.leader, []).append(TopicPartition(name, info.partition))
+        asked = {leader: self._executor.submit(self.admin.end_offsets, partitions,
+                                               max(1.0, (deadline - time.monotonic()) * 1000))
+                 for leader, partitions in by_leader.items()}
+        ends: dict[TopicPartition, int] = {}
+        for leader, answer in asked.items():
+            try:
+                # The Admin call keeps its own deadline; this one only guards against it not doing so.
+                ends.update(answer.result(max(0.0, deadline - time.monotonic()) + 2))
+                continue
+            except FutureTimeoutError:
+                reason = f"leader {leader} did not answer within {timeout_ms:.0f} ms"
+            except KafkaError as error:
+                reason = f"leader {leader}: {error}"
+            missing.extend(MissingPartition(tp.topic, tp.partition, reason) for tp in by_leader[leader])
+        incomplete = {entry.topic for entry in missing}
+        per_topic = {name: 0 for name in descriptions if name not in incomplete}
         for tp, offset in ends.items():
-            per_topic[tp.topic] = per_topic.get(tp.topic, 0) + offset
-        return ThroughputSample(int(time.time() * 1000), sum(per_topic.values()), per_topic)
+            if tp.topic in per_topic:
+                per_topic[tp.topic] += offset
+        return ThroughputSample(int(time.time() * 1000), per_topic,
+                                sorted(missing, key=lambda entry: (entry.topic, entry.partition)), notes)
 
     # --- messages ---------------------------------------------------------------------------------------------
 

@@ -3,18 +3,24 @@ chromium driven by Playwright (the browser comes from apt; Playwright never down
 
 from __future__ import annotations
 
+import html
+import http.cookiejar
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 _ADDRESS = re.compile(r"kfk console on (http://\S+/)")
+_TOKEN = re.compile(r'<meta name="csrf-token" content="([^"]*)">')
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("KFK_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts")) / "ui"
 
@@ -35,6 +41,46 @@ class ConsoleProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5)
+
+
+class ConsoleSession:
+    """An HTTP client of the console that behaves as a browser tab does: it keeps the session cookie, reads the CSRF
+    token from the first page it gets, and puts it in every form it posts (unless told not to). Redirects are not
+    followed, so a post's answer is the 303 and its Location."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.cookies = http.cookiejar.CookieJar()
+        self.token: str | None = None
+
+    def _open(self, request: urllib.request.Request) -> tuple[int, str, str]:
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+
+        opener = urllib.request.build_opener(NoRedirect, urllib.request.HTTPCookieProcessor(self.cookies))
+        try:
+            with opener.open(request, timeout=30) as response:
+                return response.status, response.headers.get("location", ""), response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.headers.get("location", ""), error.read().decode()
+
+    def get(self, path: str) -> tuple[int, str]:
+        status, _, body = self._open(urllib.request.Request(self.url + path))
+        found = _TOKEN.search(body)
+        if found:
+            self.token = html.unescape(found.group(1))
+        return status, body
+
+    def post(self, path: str, fields: dict[str, str], *, with_token: bool = True,
+             headers: dict[str, str] | None = None) -> tuple[int, str, str]:
+        """POST a form; returns (status, Location, body)."""
+        if with_token and self.token is None:
+            self.get("")
+        data = dict(fields, csrf_token=self.token) if with_token else dict(fields)
+        request = urllib.request.Request(self.url + path, data=urllib.parse.urlencode(data).encode(),
+                                         headers=headers or {})
+        return self._open(request)
 
 
 @pytest.fixture

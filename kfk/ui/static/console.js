@@ -2,10 +2,15 @@
 "use strict";
 
 const refreshMs = Number(document.body.dataset.refreshMs || 2000);
+// The session's CSRF token: the console refuses any request but GET and HEAD without it (X-CSRF-Token for fetch()).
+const csrfToken = document.querySelector('meta[name="csrf-token"]')?.content || "";
 
 async function getJson(url) {
-  const response = await fetch(url, { headers: { Accept: "application/json" } });
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  const response = await fetch(url, { headers: { Accept: "application/json", "X-CSRF-Token": csrfToken } });
+  if (!response.ok) {
+    const body = await response.json().catch(() => ({}));
+    throw new Error(body.error || `${url}: HTTP ${response.status}`);
+  }
   return response.json();
 }
 
@@ -29,21 +34,50 @@ function every(task) {
   run();
 }
 
-// Overview: records/s from the change of the sum of log end offsets between two samples, drawn as a line.
+// What a live figure left out, and why, shown under it (empty when nothing is missing).
+function describeMissing(sample) {
+  const lines = sample.notes.map((note) => `${note}.`);
+  const missing = sample.missing;
+  if (missing.length) {
+    const shown = missing.slice(0, 5).map((entry) => `${entry.topic}-${entry.partition}: ${entry.reason}`);
+    const more = missing.length > shown.length ? `, and ${missing.length - shown.length} more` : "";
+    lines.push(`Not counted: ${missing.length} partition(s) (${shown.join("; ")}${more}).`);
+  }
+  return lines.join(" ");
+}
+
+// Records/s between two samples, topic by topic: only topics complete in both count, so a partition that stops
+// answering (or comes back) during an incident is neither a drop nor a burst of traffic.
+function recordsPerSecond(previous, current) {
+  const seconds = (current.time_ms - previous.time_ms) / 1000;
+  if (seconds <= 0) return 0;
+  let records = 0;
+  for (const [topic, offsets] of Object.entries(current.per_topic)) {
+    if (topic in previous.per_topic) records += Math.max(0, offsets - previous.per_topic[topic]);
+  }
+  return records / seconds;
+}
+
+// Overview: records/s from the change of the log end offsets between two samples, drawn as a line.
 function throughputChart(svg) {
   const samples = [];
   const figure = document.getElementById("throughput");
+  const note = document.getElementById("throughput-note");
   every(async () => {
-    const sample = await getJson(svg.dataset.source);
+    let sample;
+    try {
+      sample = await getJson(svg.dataset.source);
+    } catch (error) {
+      note.textContent = `No sample: ${error.message}`;
+      throw error;
+    }
+    note.textContent = describeMissing(sample);
     samples.push(sample);
     if (samples.length > 61) samples.shift();
     const rates = [];
-    for (let i = 1; i < samples.length; i++) {
-      const seconds = (samples[i].time_ms - samples[i - 1].time_ms) / 1000;
-      rates.push(seconds > 0 ? Math.max(0, samples[i].total_offsets - samples[i - 1].total_offsets) / seconds : 0);
-    }
+    for (let i = 1; i < samples.length; i++) rates.push(recordsPerSecond(samples[i - 1], samples[i]));
     if (!rates.length) return;
-    figure.textContent = Math.round(rates[rates.length - 1]).toLocaleString();
+    if (figure) figure.textContent = Math.round(rates[rates.length - 1]).toLocaleString();
     const top = Math.max(1, ...rates);
     const step = 600 / 60;
     const points = rates.map((rate, i) => `${(600 - (rates.length - 1 - i) * step).toFixed(1)},${(118 - (rate / top) * 110).toFixed(1)}`);
