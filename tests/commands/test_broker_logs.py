@@ -1,4 +1,4 @@
-"""The broker's log through `python -m kfk server start`: JSON lines (--log-format json), a rotated log.file, and a
+"""The broker's log through `python -m kfk server start`: JSON lines (--log-format json), a rotated log.file, a
 start-up that says one line per log dir and listener instead of one per partition."""
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from pathlib import Path
 from kfk.testing.broker import BrokerProcess
 
 
-def kfk(*args: str, stdin: str | None = None) -> None:
+def kfk(*args: str, stdin: str | None = None) -> str:
+    """The command's stdout; it must succeed."""
     done = subprocess.run([sys.executable, "-m", "kfk", *args], input=stdin, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def records(text: str) -> list[dict]:
@@ -92,3 +94,17 @@ def test_a_coordinator_topic_that_cannot_be_created_is_explained_at_warn(tmp_pat
         "INVALID_REPLICATION_FACTOR (Unable to replicate the partition 3 time(s): The target replication factor of 3 "
         "cannot be reached because only 1 broker(s) are registered.); start more brokers or lower "
         "offsets.topic.replication.factor (now 3) to at most the number of live brokers")
+
+
+def test_the_start_note_describes_the_initial_rebalance_delay_it_names(tmp_path: Path) -> None:
+    """Without a server.properties the start note names group.initial.rebalance.delay.ms; set to 3000 it must not
+    say (as it did whatever the value) that a new group's first rebalance does not wait."""
+    broker = BrokerProcess(log_dir=tmp_path / "data", log_path=tmp_path / "broker.log",
+                           overrides={"group.initial.rebalance.delay.ms": "3000"})
+    broker.start(timeout=60)
+    assert broker.stop() == 0
+    notes = [line for line in broker.output().splitlines() if "no server.properties given" in line]
+    assert len(notes) == 1 and notes[0].endswith(
+        "group.initial.rebalance.delay.ms=3000 (a new consumer group's first rebalance waits 3,000 ms for more "
+        "members, and longer while more join)"), notes
+
