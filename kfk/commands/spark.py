@@ -290,6 +290,18 @@ def _print_summary(summary, plan, json_output: bool) -> None:
         grid.add_row(entry["topic"], str(entry["partition"]), str(entry["from_offset"]), str(entry["until_offset"]),
                      f"{entry['offsets']:,}")
     out.print(grid)
-    rate = summary.rows / summary.seconds if summary.seconds > 0 else 0.0
     out.print(f"exported {summary.rows:,} rows ({summary.bytes / 1e6:,.1f} MB in {summary.files} files) to "
-              f"{summary.output} as {plan.request.output_format} in {summary.seconds:.1f} s ({rate:,.0f} rows/s)")
+              f"{summary.output} as {plan.request.output_format} in {summary.seconds:.1f} s{_rate(summary)}")
+
+
+#: Below this a run's time is Spark's fixed costs (task start-up, the commit) more than moving rows: no rate.
+MIN_SECONDS_FOR_A_RATE = 1.0
+
+
+def _rate(summary) -> str:
+    """The summary line's rate, " (N rows/s)", with two significant digits below 10 rows/s (a small export over a
+    few seconds is 0.75 rows/s, not 0 or 1); nothing for an empty or sub-second run."""
+    if summary.rows == 0 or summary.seconds < MIN_SECONDS_FOR_A_RATE:
+        return ""
+    rate = summary.rows / summary.seconds
+    return f" ({rate:,.0f} rows/s)" if rate >= 10 else f" ({rate:.2g} rows/s)"
