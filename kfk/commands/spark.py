@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
-from typing import Annotated, NoReturn, Optional, TypeVar
+from typing import Annotated, Optional, TypeVar
 
 import typer
 
@@ -110,7 +110,7 @@ def spark_export(
     debug: Debug = False,
 ) -> None:
     """Export topics to files through Spark (PySpark and kfk's pure-Python Kafka source), exactly once."""
-    with client_errors(debug), _interrupts_as_one_line(output):
+    with client_errors(debug), _interrupts_as_one_line():
         from kfk.spark.environment import SparkSetupError, check_java, check_pyspark
 
         try:
@@ -153,16 +153,13 @@ def spark_export(
 
 
 @contextmanager
-def _interrupts_as_one_line(output: str) -> Iterator[None]:
-    """Ctrl-C before Spark starts, or a second one while the export stops: one line (_interrupted)."""
+def _interrupts_as_one_line() -> Iterator[None]:
+    """Ctrl-C before Spark starts, or a second one while the export stops (what it wrote by then is not known
+    here): one line, and the exit code of a process that SIGINT ended."""
     try:
         yield
     except KeyboardInterrupt:
-        _interrupted(output)
-
-
-def _interrupted(output: str) -> NoReturn:
-    fail(f"interrupted; nothing of this run was written to {output}", 128 + signal.SIGINT)
+        fail("interrupted", 128 + signal.SIGINT)
 
 
 def _run(plan, quiet: bool, verbose: bool):
@@ -192,13 +189,14 @@ def _run(plan, quiet: bool, verbose: bool):
             return _spark_errors(lambda: _interruptible(lambda stop: run_export(plan, update, stop=stop), stopping),
                                  verbose)
     except ExportInterrupted:
-        _interrupted(plan.request.output)
+        fail(f"interrupted; nothing of this run was written to {plan.request.output}", 128 + signal.SIGINT)
 
 
 def _interruptible(export: Callable[[threading.Event], _Summary], on_stop: Callable[[], None] | None = None
                    ) -> _Summary:
     """Run `export` in a thread of its own while this thread, the main one, only waits; Ctrl-C sets the event that
-    the export checks between its calls into the JVM (and calls `on_stop`), a second Ctrl-C leaves at once.
+    the export checks between its calls into the JVM (and calls `on_stop`); a second Ctrl-C leaves at once (Spark's
+    JVM then ends when it sees this process gone).
 
     Python runs a signal handler in the main thread, between two bytecodes: a KeyboardInterrupt raised inside a
     py4j call broke it (py4j logged that with a traceback, about one Ctrl-C in five), and one raised while the
