@@ -535,6 +535,8 @@ def _run_job(spark: Any, plan: ExportPlan, job: Callable[[], _Result], notify: P
     try:
         while thread.is_alive() and not stop.is_set():
             thread.join(0.5)
+            if stop.is_set():
+                break  # no progress report over the caller's "stopping"
             done_tasks, all_tasks = 0, 0
             for job_id in tracker.getJobIdsForGroup(group):
                 job_info = tracker.getJobInfo(job_id)
