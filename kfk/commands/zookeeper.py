@@ -59,7 +59,6 @@ def start(
         if client_address is not None:
             _check_port_free(*client_address, f"clientPort in {properties}", f"clientPortAddress in {properties}")
     else:
-        _check_port_free(host, port, "--port", "--host")
         data = Path(data_dir).absolute()
         config_path = data / "zoo.cfg"
         try:
@@ -68,6 +67,7 @@ def start(
         except OSError as error:
             fail(f"cannot use --data-dir {data_dir}: {error.strerror or error}")
         config = str(config_path)
+        _check_port_free(host, port, "--port", "--host")
         typer.echo(f"ZooKeeper on {host}:{port}, data in {data} (config {config})", err=True)
     os.execv(java, [java, "-cp", classpath, STANDALONE_MAIN, config])
 
