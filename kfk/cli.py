@@ -6,7 +6,8 @@ commands, never at module level, so that `kfk --help` and shell completion stay 
 Help is click's plain help for every command (rich_markup_mode=None on the root app, which Typer passes down):
 it wraps every line at the terminal's width and never cuts an option name, where Typer's rich panels cut long
 option names and words at 80 columns; and help text is shown as written (no markup to escape), the same as in the
-man pages. Flags show no metavar and every command's summary is whole in its group's list (_tidy_help).
+man pages. Flags show no metavar, other options and arguments name their value in capitals as Kafka's docs do
+(--topic TOPIC), and every command's summary is whole in its group's list (_tidy_help).
 """
 
 from typing import Annotated, Any, Optional
@@ -38,15 +39,30 @@ from kfk.commands import (
 
 
 def _tidy_help(command: Any) -> None:
-    """Flags without a metavar; each command's summary whole in its group's list (click would cut it at 45
-    characters with "...")."""
+    """Flags without a metavar, every other value named as Kafka's documentation names it (_value_name); each
+    command's summary whole in its group's list (click would cut it at 45 characters with "...")."""
     for param in command.params:
-        if getattr(param, "is_flag", False) and param.metavar is None:
-            param.metavar = ""
+        if param.metavar is None:
+            param.metavar = "" if getattr(param, "is_flag", False) else _value_name(param)
+        if param.param_type_name == "argument":
+            # Typer prints an argument's Python type after its name in the Arguments list ("PROPERTIES <str>"),
+            # whatever its metavar; the name says what to give.
+            param.display_type_rich = lambda ctx: None
     if not command.short_help and command.help:
         command.short_help = command.help.strip().split("\n\n")[0].replace("\n", " ")
     for sub in getattr(command, "commands", {}).values():
         _tidy_help(sub)
+
+
+def _value_name(param: Any) -> str:
+    """An option's value as Kafka's tools and docs write it: the option's name in capitals (--topic TOPIC,
+    --bootstrap-server BOOTSTRAP-SERVER), or its choices ([parquet|json|csv|orc]). Typer would show the Python type
+    of the parameter instead (<str>, <list[str]>, <int range>)."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is not None and descriptor.is_choice and descriptor.choices:
+        return "[" + "|".join(str(getattr(choice, "value", choice)) for choice in descriptor.choices) + "]"
+    long_names = [name for name in param.opts if name.startswith("--")]
+    return (long_names[0] if long_names else param.name).lstrip("-").replace("_", "-").upper()
 
 
 class KfkGroup(TyperGroup):

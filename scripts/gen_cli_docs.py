@@ -205,8 +205,8 @@ def zsh_completion(tree: Command) -> str:
         specs = []
         for option in command.options:
             for flag in option.flags:
-                action = ":file:_files" if option.takes_file else (f":{option.metavar.lower()}:" if option.metavar
-                                                                   else "")
+                action = ":file:_files" if option.takes_file else (
+                    f":{_zsh_escape(option.metavar.lower())}:" if option.metavar else "")
                 specs.append(f"'{flag}[{_zsh_escape(option.help)}]{action}'")
         blocks.append(f'        "{command.name}")\n'
                       f"            subcommands=({' '.join(entries)})\n"

@@ -89,9 +89,8 @@ def start(
         notes.append(
             f"no server.properties given: "
             f"{_describe_roles(config)}, data in "
-            f"{os.path.abspath(config.log_dir_list[0])}, group.initial.rebalance.delay.ms="
-            f"{config.group_initial_rebalance_delay_ms} (as Kafka's sample server.properties: a new consumer group's "
-            f"first rebalance does not wait for more members)")
+            f"{os.path.abspath(config.log_dir_list[0])}, "
+            f"{_describe_initial_rebalance_delay(config.group_initial_rebalance_delay_ms)}")
 
     from kfk.server.broker import run_broker
 
@@ -100,6 +99,17 @@ def start(
     except KafkaError as error:
         fail(str(error))
     raise typer.Exit(code)
+
+
+def _describe_initial_rebalance_delay(delay_ms: int) -> str:
+    """The start note's words for group.initial.rebalance.delay.ms: the embedded default (0) or what --override
+    set, described as what it does to a new group."""
+    setting = f"group.initial.rebalance.delay.ms={delay_ms}"
+    if delay_ms == 0:
+        return (f"{setting} (as Kafka's sample server.properties: a new consumer group's first rebalance does not "
+                f"wait for more members)")
+    return (f"{setting} (a new consumer group's first rebalance waits {delay_ms:,} ms for more members, and "
+            f"longer while more join)")
 
 
 def _describe_roles(config) -> str:

@@ -3,13 +3,21 @@
 Thin: the flags become an ExportRequest; kfk.spark.export plans it (topics, offsets and the output checked before
 any JVM starts) and runs it; this module renders the progress and the summary. pyspark is an optional extra: when
 it is missing the command says what to install, and a missing or old Java is reported before Spark tries to start.
+
+Ctrl-C is one line and exit code 130 at any point (a streaming query that has started ends with its summary
+instead: Ctrl-C is how one with an interval trigger ends), with Spark stopped: the export runs in a thread of its
+own and this thread only waits, so that the interrupt never lands inside a call into the JVM (_interruptible).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated, Optional, TypeVar
 
 import typer
 
@@ -29,6 +37,8 @@ from kfk.commands.client_options import (
 from kfk.commands.errors import fail
 
 app = typer.Typer()
+
+_Summary = TypeVar("_Summary")
 
 
 class OutputFormat(str, Enum):
@@ -100,7 +110,7 @@ def spark_export(
     debug: Debug = False,
 ) -> None:
     """Export topics to files through Spark (PySpark and kfk's pure-Python Kafka source), exactly once."""
-    with client_errors(debug):
+    with client_errors(debug), _interrupts_as_one_line():
         from kfk.spark.environment import SparkSetupError, check_java, check_pyspark
 
         try:
@@ -142,25 +152,84 @@ def spark_export(
         _print_summary(summary, plan, json_output)
 
 
+@contextmanager
+def _interrupts_as_one_line() -> Iterator[None]:
+    """Ctrl-C before Spark starts, or a second one while the export stops (what it wrote by then is not known
+    here): one line, and the exit code of a process that SIGINT ended."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        fail("interrupted", 128 + signal.SIGINT)
+
+
 def _run(plan, quiet: bool, verbose: bool):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from kfk.spark.export import run_export
+    from kfk.spark.export import ExportInterrupted, run_export
 
-    if quiet or not sys.stderr.isatty():
-        return _spark_errors(lambda: run_export(plan), verbose)
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                        TextColumn("{task.completed:,}/{task.total:,} offsets"), TextColumn("{task.fields[status]}"),
-                        TimeElapsedColumn(), console=Console(stderr=True), transient=False)
-    with progress:
-        task = progress.add_task("starting Spark", total=max(plan.total_offsets, 1),
-                                 status=f"{plan.total_offsets:,} offsets planned in {len(plan.ranges)} partitions")
+    try:
+        if quiet or not sys.stderr.isatty():
+            return _spark_errors(lambda: _interruptible(lambda stop: run_export(plan, stop=stop)), verbose)
+        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                            TextColumn("{task.completed:,}/{task.total:,} offsets"),
+                            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=Console(stderr=True),
+                            transient=False)
+        with progress:
+            task = progress.add_task("starting Spark", total=max(plan.total_offsets, 1),
+                                     status=f"{plan.total_offsets:,} offsets planned in {len(plan.ranges)} "
+                                            "partitions")
 
-        def update(done: int, total: int, status: str) -> None:
-            progress.update(task, description="exporting", completed=done, total=max(total, 1), status=status)
+            def update(done: int, total: int, status: str) -> None:
+                progress.update(task, description="exporting", completed=done, total=max(total, 1), status=status)
 
-        return _spark_errors(lambda: run_export(plan, update), verbose)
+            def stopping() -> None:
+                progress.update(task, description="stopping", status="Ctrl-C again to leave at once")
+
+            return _spark_errors(lambda: _interruptible(lambda stop: run_export(plan, update, stop=stop), stopping),
+                                 verbose)
+    except ExportInterrupted:
+        fail(f"interrupted; nothing of this run was written to {plan.request.output}", 128 + signal.SIGINT)
+
+
+def _interruptible(export: Callable[[threading.Event], _Summary], on_stop: Callable[[], None] | None = None
+                   ) -> _Summary:
+    """Run `export` in a thread of its own while this thread, the main one, only waits; Ctrl-C sets the event that
+    the export checks between its calls into the JVM (and calls `on_stop`); a second Ctrl-C leaves at once (Spark's
+    JVM then ends when it sees this process gone).
+
+    Python runs a signal handler in the main thread, between two bytecodes: a KeyboardInterrupt raised inside a
+    py4j call broke it (py4j logged that with a traceback, about one Ctrl-C in five), and one raised while the
+    session started left Spark's JVM running after kfk had exited. PySpark installs its own SIGINT handler (which
+    cancels every job and raises KeyboardInterrupt) only when its SparkContext starts in the main thread: here it
+    never does."""
+    stop = threading.Event()
+    results: list[_Summary] = []
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(export(stop))
+        except BaseException as error:  # noqa: BLE001 - raised again in the main thread
+            failures.append(error)
+
+    def interrupt(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        if on_stop is not None:
+            on_stop()
+
+    thread = threading.Thread(target=run, name="kfk-spark-export-run", daemon=True)
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        thread.start()
+        thread.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if failures:
+        raise failures[0]
+    return results[0]
 
 
 def _spark_errors(job, verbose: bool):
@@ -219,6 +288,18 @@ def _print_summary(summary, plan, json_output: bool) -> None:
         grid.add_row(entry["topic"], str(entry["partition"]), str(entry["from_offset"]), str(entry["until_offset"]),
                      f"{entry['offsets']:,}")
     out.print(grid)
-    rate = summary.rows / summary.seconds if summary.seconds > 0 else 0.0
     out.print(f"exported {summary.rows:,} rows ({summary.bytes / 1e6:,.1f} MB in {summary.files} files) to "
-              f"{summary.output} as {plan.request.output_format} in {summary.seconds:.1f} s ({rate:,.0f} rows/s)")
+              f"{summary.output} as {plan.request.output_format} in {summary.seconds:.1f} s{_rate(summary)}")
+
+
+#: Below this a run's time is Spark's fixed costs (task start-up, the commit) more than moving rows: no rate.
+MIN_SECONDS_FOR_A_RATE = 1.0
+
+
+def _rate(summary) -> str:
+    """The summary line's rate, " (N rows/s)", with two significant digits below 10 rows/s (a small export over a
+    few seconds is 0.75 rows/s, not 0 or 1); nothing for an empty or sub-second run."""
+    if summary.rows == 0 or summary.seconds < MIN_SECONDS_FOR_A_RATE:
+        return ""
+    rate = summary.rows / summary.seconds
+    return f" ({rate:,.0f} rows/s)" if rate >= 10 else f" ({rate:.2g} rows/s)"

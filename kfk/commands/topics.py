@@ -35,6 +35,7 @@ from kfk.commands.client_options import (
 )
 from kfk.commands.errors import fail
 from kfk.common.internal_topics import CLUSTER_MANAGED_TOPIC_NAMES
+from kfk.common.topic_collisions import has_collision_chars
 from kfk.common.uuids import uuid_to_base64
 
 app = typer.Typer(help="Create, list, describe, change and delete topics (kafka-topics.sh): `kfk topics describe "
@@ -42,6 +43,10 @@ app = typer.Typer(help="Create, list, describe, change and delete topics (kafka-
                   no_args_is_help=True, invoke_without_command=True)
 
 KAFKA_FLAGS = "kafka-topics.sh spelling (instead of a subcommand)"
+#: kafka-topics.sh --create prints this (on stdout) for a name with a '.' or '_', whether or not the topic is then
+#: created; the broker logs nothing about it.
+COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') "
+                     "could collide. To avoid issues it is best to use either, but not both.")
 
 TopicPattern = Annotated[Optional[str], typer.Option(
     "--topic", help="A topic name, or a regular expression matching whole names (commas separate alternatives).")]
@@ -180,6 +185,8 @@ def _create(admin, topic: str, partitions: int | None, replication_factor: int |
     from kfk.client import NewTopic
     from kfk.errors import TopicExistsError
 
+    if has_collision_chars(topic):
+        typer.echo(COLLISION_WARNING)
     new = NewTopic(topic, partitions if partitions is not None else -1,
                    replication_factor if replication_factor is not None else -1, configs)
     error = admin.create_topics([new])[topic]

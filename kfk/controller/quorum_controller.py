@@ -65,7 +65,6 @@ from kfk.errors import (
     StaleBrokerEpochError,
 )
 from kfk.metadata.image import Endpoint, MetadataImage
-from kfk.metadata.topic_names import has_collision_chars
 from kfk.protocol.message import Message
 from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
@@ -417,16 +416,10 @@ class QuorumController:
             return described[key]
 
         try:
-            response = await self._write(lambda image: replication_control.create_topics(
+            return await self._write(lambda image: replication_control.create_topics(
                 image, request, self.config, self.rng, describe))
         except NotControllerError:
             return replication_control.create_topics_error(request, _NOT_CONTROLLER)
-        for result in response.topics:
-            if result.error_code == ErrorCode.NONE and has_collision_chars(result.name):
-                log.warning("Topic %s: due to limitations in metric names, topics with a period ('.') or underscore "
-                            "('_') could collide. To avoid issues it is best to use either, but not both.",
-                            result.name)
-        return response
 
     async def auto_create_topics(self, names: Sequence[str]) -> CreateTopicsResponse:
         """Create topics clients asked for (Metadata with auto-creation), each with what Kafka gives it."""

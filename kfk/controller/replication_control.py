@@ -24,6 +24,7 @@ from typing import Callable, Mapping, Sequence
 
 from kfk.common.config_types import ConfigResourceType
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_ID, CLUSTER_METADATA_TOPIC_NAME
+from kfk.common.topic_collisions import has_collision_chars, unify_collision_chars
 from kfk.common.uuids import uuid_to_base64
 from kfk.config import BrokerConfig
 from kfk.controller.config_control import validate_topic_configs
@@ -31,12 +32,7 @@ from kfk.controller.placement import BrokerPlacement, assign_replicas_to_brokers
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import ERROR_INFO, ErrorCode, InvalidConfigurationError, InvalidTopicError, KafkaError
 from kfk.metadata.image import MetadataImage, PartitionRegistration
-from kfk.metadata.topic_names import (
-    has_collision_chars,
-    is_managed_by_the_cluster,
-    unify_collision_chars,
-    validate_topic_name,
-)
+from kfk.metadata.topic_names import is_managed_by_the_cluster, validate_topic_name
 from kfk.protocol.message import Message
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse

@@ -3,7 +3,7 @@
 A name is 1 to 249 characters of [a-zA-Z0-9._-], and neither "." nor "..": it becomes a folder name
 (`<topic>-<partition>`) and part of metric names. Because metric systems often turn '.' into '_', two topics that
 differ only there ("a.b", "a_b") would report under one name, so the controller refuses to create a topic that
-collides with an existing one that way.
+collides with an existing one that way (kfk.common.topic_collisions: the tools warn about such names too).
 """
 
 from __future__ import annotations
@@ -52,15 +52,6 @@ def is_valid_topic_name(name: str) -> bool:
 
 def is_internal(name: str) -> bool:
     return name in INTERNAL_TOPICS
-
-
-def has_collision_chars(name: str) -> bool:
-    return "_" in name or "." in name
-
-
-def unify_collision_chars(name: str) -> str:
-    """The name metrics would see: '.' and '_' are the same character there."""
-    return name.replace(".", "_")
 
 
 def is_managed_by_the_cluster(name: str) -> bool:

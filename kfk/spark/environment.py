@@ -22,10 +22,11 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
-__all__ = ["INSTALL_HINT", "SparkSetupError", "check_java", "check_pyspark", "create_session", "jvm_log_path"]
+__all__ = ["INSTALL_HINT", "SparkSetupError", "check_java", "check_pyspark", "create_session", "jvm_log_path",
+           "session_for_a_run"]
 
 INSTALL_HINT = "pip install 'kfk[spark]'"
 MINIMUM_PYSPARK = (4, 2)
@@ -173,3 +174,21 @@ def create_session(master: str, app_name: str, conf: Mapping[str, str] | None = 
             spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+@contextmanager
+def session_for_a_run(master: str, app_name: str, conf: Mapping[str, str] | None = None,
+                      verbose: bool = False) -> Iterator[Any]:
+    """create_session's session for one run, stopped when the run ends if the run started it: getOrCreate returns
+    the session already running in this process, if any (a notebook's, the tests'), and that one its owner stops.
+    Stopping it ends Spark's jobs and its Python workers now, not whenever the JVM notices this process is gone."""
+    from pyspark import SparkContext
+
+    started_here = SparkContext._active_spark_context is None
+    spark = create_session(master, app_name, conf, verbose)
+    try:
+        yield spark
+    finally:
+        if started_here:
+            with suppress(Exception):  # a JVM already gone: the run's own error is the one to see
+                spark.stop()

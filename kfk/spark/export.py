@@ -11,12 +11,19 @@ Two phases, so that bad input fails in a second and before any JVM starts:
   Spark escapes, streaming's file sink) reads with the "kfk" data source, decodes and flattens in Spark, and
   writes with Spark.
 
+A run stops when asked to (``stop``, a threading.Event: the CLI sets it on Ctrl-C), between two of its calls into
+the JVM: a batch cancels its job, drops what its run wrote and raises ExportInterrupted (so does a streaming run
+whose query has not started); a streaming query is stopped and the run ends with its summary (the same checkpoint
+goes on from there). A session the run started is stopped when the run ends, whichever way
+(kfk.spark.environment.session_for_a_run).
+
 The batch read uses the planned ranges as explicit startingOffsets/endingOffsets, so the job reads exactly what
 the plan checked and what the commit records, even if the topic grows meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import threading
@@ -46,7 +53,8 @@ from kfk.spark.parquet_tasks import (
     write_range,
 )
 
-__all__ = ["Decode", "ExportPlan", "ExportRequest", "ExportSummary", "plan_export", "run_export"]
+__all__ = ["Decode", "ExportInterrupted", "ExportPlan", "ExportRequest", "ExportSummary", "plan_export",
+           "run_export"]
 
 FORMATS = ("parquet", "json", "csv", "orc")
 JSON_SAMPLE_RECORDS = 1000
@@ -135,6 +143,11 @@ class ExportSummary:
 
 ProgressCallback = Callable[[int, int, str], None]
 """(offsets done, offsets in all, a short status) — called from the job's thread."""
+
+
+class ExportInterrupted(Exception):
+    """An export stopped on request before it committed (batch) or started its query (streaming): nothing of its
+    run reached the output."""
 
 
 def _parse_trigger(trigger: str) -> str | None:
@@ -384,32 +397,39 @@ def _task_count(plan: ExportPlan, default_parallelism: int) -> int | None:
     return max(1, min(wanted, plan.total_offsets // MIN_OFFSETS_PER_TASK))
 
 
-def run_export(plan: ExportPlan, progress: ProgressCallback | None = None, spark: Any = None) -> ExportSummary:
-    """Run the planned export on Spark (a new local session unless ``spark`` is given)."""
-    from kfk.spark.environment import create_session
+def run_export(plan: ExportPlan, progress: ProgressCallback | None = None, spark: Any = None,
+               stop: threading.Event | None = None) -> ExportSummary:
+    """Run the planned export on Spark (a session of its own unless ``spark`` is given); once ``stop`` is set, the
+    run ends as the module's docstring says."""
+    from kfk.spark.environment import session_for_a_run
 
     request = plan.request
     if not request.stream and plan.total_offsets == 0:
         # Nothing new (a resume with no new records, empty partitions): no reason to start Spark.
         return ExportSummary(0, 0, 0, plan.ranges, 0.0, request.output,
                              plan.notes + ["nothing to export: the offset ranges are empty"])
-    if spark is None:
-        spark = create_session(request.master, "kfk spark-export", request.spark_conf, request.verbose)
+    stop = stop or threading.Event()
     notify = progress or (lambda done, total, status: None)
-    if request.stream:
-        return _run_stream(spark, plan, notify)
-    return _run_batch(spark, plan, notify)
+    with contextlib.ExitStack() as resources:
+        if spark is None:
+            spark = resources.enter_context(
+                session_for_a_run(request.master, "kfk spark-export", request.spark_conf, request.verbose))
+        if stop.is_set():  # while the session started
+            raise ExportInterrupted()
+        if request.stream:
+            return _run_stream(spark, plan, notify, stop)
+        return _run_batch(spark, plan, notify, stop)
 
 
-def _run_batch(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> ExportSummary:
+def _run_batch(spark: Any, plan: ExportPlan, notify: ProgressCallback, stop: threading.Event) -> ExportSummary:
     request, output = plan.request, plan.batch_output
     assert output is not None
     started = time.monotonic()
     layout = _arrow_layout(spark, plan)
     if layout is not None:
-        rows, schema_text = _write_with_arrow(spark, plan, layout, notify), None
+        rows, schema_text = _write_with_arrow(spark, plan, layout, notify, stop), None
     else:
-        rows, schema_text = _write_with_spark(spark, plan, notify)
+        rows, schema_text = _write_with_spark(spark, plan, notify, stop)
     total = plan.total_offsets
     notify(total, total, f"{rows:,} rows written, committing")
     extra = {"value_schema": schema_text} if schema_text is not None else None
@@ -435,7 +455,8 @@ def _arrow_layout(spark: Any, plan: ExportPlan) -> ParquetLayout | None:
                          str(conf.get("spark.sql.session.timeZone", "UTC")))
 
 
-def _write_with_arrow(spark: Any, plan: ExportPlan, layout: ParquetLayout, notify: ProgressCallback) -> int:
+def _write_with_arrow(spark: Any, plan: ExportPlan, layout: ParquetLayout, notify: ProgressCallback,
+                      stop: threading.Event) -> int:
     """One Spark task per offset range (split as the data source would), each writing its own files in the staging
     dir; only the files of the attempts Spark took stay there. Returns the rows written."""
     output = plan.batch_output
@@ -444,14 +465,15 @@ def _write_with_arrow(spark: Any, plan: ExportPlan, layout: ParquetLayout, notif
     pieces = split_ranges(plan.ranges, plan.source.min_partitions if tasks is None else tasks)
     write = functools.partial(write_range, plan.source, layout, str(output.staging))
     job = spark.sparkContext.parallelize(list(enumerate(pieces)), max(1, len(pieces))).flatMap(write)
-    files: list[TaskFile] = _run_job(spark, plan, job.collect, notify)
+    files: list[TaskFile] = _run_job(spark, plan, job.collect, notify, stop)
     if not files and not layout.partition_by:
         files = [write_empty_file(plan.source, layout, str(output.staging))]
     output.discard_except(file.path for file in files)
     return sum(file.rows for file in files)
 
 
-def _write_with_spark(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> tuple[int, str | None]:
+def _write_with_spark(spark: Any, plan: ExportPlan, notify: ProgressCallback,
+                      stop: threading.Event) -> tuple[int, str | None]:
     """The "kfk" data source read into Spark's own writer; returns the rows written and the JSON value schema
     used, if any."""
     from pyspark.sql import Observation
@@ -480,7 +502,7 @@ def _write_with_spark(spark: Any, plan: ExportPlan, notify: ProgressCallback) ->
         writer = writer.option("header", "true")
     if partition_columns:
         writer = writer.partitionBy(*partition_columns)
-    _run_job(spark, plan, lambda: writer.save(str(output.staging)), notify)
+    _run_job(spark, plan, lambda: writer.save(str(output.staging)), notify, stop)
     rows = int(observation.get.get("rows", 0)) if plan.ranges else 0
     return rows, schema_text
 
@@ -488,9 +510,11 @@ def _write_with_spark(spark: Any, plan: ExportPlan, notify: ProgressCallback) ->
 _Result = TypeVar("_Result")
 
 
-def _run_job(spark: Any, plan: ExportPlan, job: Callable[[], _Result], notify: ProgressCallback) -> _Result:
+def _run_job(spark: Any, plan: ExportPlan, job: Callable[[], _Result], notify: ProgressCallback,
+             stop: threading.Event) -> _Result:
     """Run a batch export's Spark job in a thread of its own, in a job group whose finished tasks are the progress;
-    Ctrl-C cancels it. If it fails or is cancelled, nothing of the run reaches the output."""
+    ``stop`` (or a KeyboardInterrupt, when the caller runs this in its main thread) cancels it. If it fails or is
+    cancelled, nothing of the run reaches the output."""
     output = plan.batch_output
     assert output is not None
     total = plan.total_offsets
@@ -509,8 +533,10 @@ def _run_job(spark: Any, plan: ExportPlan, job: Callable[[], _Result], notify: P
     thread.start()
     tracker = spark.sparkContext.statusTracker()
     try:
-        while thread.is_alive():
+        while thread.is_alive() and not stop.is_set():
             thread.join(0.5)
+            if stop.is_set():
+                break  # no progress report over the caller's "stopping"
             done_tasks, all_tasks = 0, 0
             for job_id in tracker.getJobIdsForGroup(group):
                 job_info = tracker.getJobInfo(job_id)
@@ -521,18 +547,21 @@ def _run_job(spark: Any, plan: ExportPlan, job: Callable[[], _Result], notify: P
                         all_tasks += stage.numTasks
             if all_tasks:
                 notify(total * done_tasks // all_tasks, total, f"batches {done_tasks}/{all_tasks} done")
-    except KeyboardInterrupt:
-        spark.sparkContext.cancelJobGroup(group)
-        thread.join(30)
+    finally:
+        if thread.is_alive():
+            spark.sparkContext.cancelJobGroup(group)
+            thread.join(30)
+            output.abandon()
+    if stop.is_set():
         output.abandon()
-        raise
+        raise ExportInterrupted()
     if failure:
         output.abandon()
         raise failure[0]
     return outcome[0]
 
 
-def _run_stream(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> ExportSummary:
+def _run_stream(spark: Any, plan: ExportPlan, notify: ProgressCallback, stop: threading.Event) -> ExportSummary:
     request, output = plan.request, plan.stream_output
     assert output is not None and request.checkpoint is not None
     started = time.monotonic()
@@ -562,6 +591,8 @@ def _run_stream(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> Expor
     writer = writer.trigger(availableNow=True) if interval is None else writer.trigger(processingTime=interval)
     run_starts = {r.topic_partition: r.from_offset for r in plan.ranges}
     latest = {r.topic_partition: r.until_offset for r in plan.ranges}
+    if stop.is_set():
+        raise ExportInterrupted()
     query = writer.start()
     seen: set[int] = set()
     rows = 0
@@ -584,15 +615,16 @@ def _run_stream(spark: Any, plan: ExportPlan, notify: ProgressCallback) -> Expor
                             target[tp] = max(target.get(tp, offset), offset)
 
     try:
-        while query.isActive:
+        while query.isActive and not stop.is_set():
             query.awaitTermination(0.5)
             account()
             total = sum(max(0, latest[tp] - run_starts.get(tp, latest[tp])) for tp in latest)
             done = sum(max(0, ends.get(tp, 0) - run_starts.get(tp, ends.get(tp, 0))) for tp in ends)
             notify(done, max(total, done), f"micro-batches {len(seen)}")
-    except KeyboardInterrupt:
-        query.stop()
-        notes.append("stopped by the user; the next run with the same --checkpoint goes on from here")
+    finally:
+        if query.isActive:
+            query.stop()
+            notes.append("stopped by the user; the next run with the same --checkpoint goes on from here")
     query.awaitTermination()
     account()
     output.remove_orphans()

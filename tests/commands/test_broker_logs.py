@@ -1,5 +1,6 @@
-"""The broker's log through `python -m kfk server start`: JSON lines (--log-format json), a rotated log.file, and a
-start-up that says one line per log dir and listener instead of one per partition."""
+"""The broker's log through `python -m kfk server start`: JSON lines (--log-format json), a rotated log.file, a
+start-up that says one line per log dir and listener instead of one per partition, and nothing Apache Kafka's broker
+does not say."""
 
 from __future__ import annotations
 
@@ -9,13 +10,18 @@ import sys
 import time
 from pathlib import Path
 
+from confluent_kafka import Producer
+
+from kfk.testing.apache_kafka import run_kafka_tool
 from kfk.testing.broker import BrokerProcess
 
 
-def kfk(*args: str, stdin: str | None = None) -> None:
+def kfk(*args: str, stdin: str | None = None) -> str:
+    """The command's stdout; it must succeed."""
     done = subprocess.run([sys.executable, "-m", "kfk", *args], input=stdin, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def records(text: str) -> list[dict]:
@@ -92,3 +98,50 @@ def test_a_coordinator_topic_that_cannot_be_created_is_explained_at_warn(tmp_pat
         "INVALID_REPLICATION_FACTOR (Unable to replicate the partition 3 time(s): The target replication factor of 3 "
         "cannot be reached because only 1 broker(s) are registered.); start more brokers or lower "
         "offsets.topic.replication.factor (now 3) to at most the number of live brokers")
+
+
+def test_the_start_note_describes_the_initial_rebalance_delay_it_names(tmp_path: Path) -> None:
+    """Without a server.properties the start note names group.initial.rebalance.delay.ms; set to 3000 it must not
+    say (as it did whatever the value) that a new group's first rebalance does not wait."""
+    broker = BrokerProcess(log_dir=tmp_path / "data", log_path=tmp_path / "broker.log",
+                           overrides={"group.initial.rebalance.delay.ms": "3000"})
+    broker.start(timeout=60)
+    assert broker.stop() == 0
+    notes = [line for line in broker.output().splitlines() if "no server.properties given" in line]
+    assert len(notes) == 1 and notes[0].endswith(
+        "group.initial.rebalance.delay.ms=3000 (a new consumer group's first rebalance waits 3,000 ms for more "
+        "members, and longer while more join)"), notes
+
+
+def test_topic_names_with_a_period_or_underscore_are_the_tools_warning_not_the_brokers(tmp_path: Path) -> None:
+    """Apache Kafka's broker logs nothing about '.' and '_' in topic names (its controller only refuses names that
+    collide); kafka-topics.sh --create prints a WARNING line for such a name. kfk's broker logged that warning for
+    every new topic with either character, its own internal topics included, and `kfk topics create` said nothing."""
+    broker = BrokerProcess(log_dir=tmp_path / "data", log_path=tmp_path / "broker.log", overrides={})
+    broker.start(timeout=60)
+    try:
+        address = broker.bootstrap_servers
+        warned = kfk("topics", "create", "--topic", "orders.eu", "--bootstrap-server", address)
+        plain = kfk("topics", "create", "--topic", "orders", "--bootstrap-server", address)
+        # Kafka's own tool against the same broker: what it prints for such a name is the reference.
+        kafka = run_kafka_tool("topics", ["--bootstrap-server", address, "--create", "--topic", "orders_us"])
+        # The internal topics, created by the broker: __consumer_offsets for a group, __transaction_state for a
+        # transactional producer.
+        kfk("console-produce", "--topic", "orders", "--bootstrap-server", address, stdin="a\n")
+        kfk("console-consume", "--topic", "orders", "--group", "g", "--from-beginning", "--max-messages", "1",
+            "--bootstrap-server", address)
+        producer = Producer({"bootstrap.servers": address, "transactional.id": "collisions"})
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        producer.produce("orders", b"b")
+        producer.commit_transaction(60)
+    finally:
+        assert broker.stop() == 0
+    assert kafka.returncode == 0, kafka.stderr
+    assert kafka.stdout == ("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
+                            "('_') could collide. To avoid issues it is best to use either, but not both.\n"
+                            "Created topic orders_us.\n")
+    assert warned == kafka.stdout.replace("orders_us", "orders.eu")
+    assert plain == "Created topic orders.\n"
+    assert {"__consumer_offsets-0", "__transaction_state-0"} <= {path.name for path in broker.log_dir.iterdir()}
+    assert [line for line in broker.output().splitlines() if "could collide" in line] == []

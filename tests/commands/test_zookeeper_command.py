@@ -51,3 +51,21 @@ def test_a_missing_installation_is_explained(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(zookeeper, "JAVA_SHARE", str(tmp_path))
     result = runner.invoke(app, ["zookeeper", "start", "--data-dir", str(tmp_path / "zk")])
     assert result.exit_code == 1 and "apt-get install zookeeper" in result.output
+
+
+@pytest.mark.zookeeper
+def test_a_client_port_in_use_is_one_line_not_a_java_stack(tmp_path, zookeeper_server) -> None:
+    """The session's ZooKeeper holds its client port: a second one on that port (from flags, or from a zoo.cfg) is
+    refused with one line that says what to do, where ZooKeeper would log its start-up and an 80-line stack."""
+    port = zookeeper_server.client_port
+    (tmp_path / "zoo.cfg").write_text(f"tickTime=500\ndataDir={tmp_path / 'from-file'}\nclientPort={port}\n"
+                                      f"clientPortAddress=127.0.0.1\n")
+    for arguments, advice in ((["--port", str(port), "--host", "127.0.0.1", "--data-dir", str(tmp_path / "zk")],
+                               "choose another --port"),
+                              ([str(tmp_path / "zoo.cfg")], f"choose another clientPort in {tmp_path / 'zoo.cfg'}")):
+        done = subprocess.run([sys.executable, "-m", "kfk", "zookeeper", "start", *arguments],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1 and done.stderr.splitlines() == [
+            f"kfk: cannot listen on 127.0.0.1:{port}: the port is in use (is a ZooKeeper already running there?): "
+            f"stop what holds it, or {advice}"], done.stderr
+    assert is_serving("127.0.0.1", port)

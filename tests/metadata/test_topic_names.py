@@ -6,14 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kfk.common.topic_collisions import has_collision_chars, unify_collision_chars
 from kfk.errors import InvalidTopicError
-from kfk.metadata.topic_names import (
-    has_collision_chars,
-    is_internal,
-    is_valid_topic_name,
-    unify_collision_chars,
-    validate_topic_name,
-)
+from kfk.metadata.topic_names import is_internal, is_valid_topic_name, validate_topic_name
 
 
 @pytest.mark.parametrize("name", ["orders", "a", "A.b_c-9", "x" * 249, "__consumer_offsets", "..."])

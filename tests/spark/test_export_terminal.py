@@ -54,4 +54,22 @@ def test_progress_and_summary_on_a_terminal_without_spark_noise(kfk_broker: str,
     assert re.search(r"batches \d+/\d+ done|3 rows written", shown), shown
     for noise in ("Using incubator modules", "Setting default log level", "setLogLevel", "WARN"):
         assert noise not in shown
-    assert re.search(r"^exported 3 rows \(.* in \d+ files\) to .*out as json in [\d.]+ s", stdout, re.MULTILINE)
+    summary = re.search(r"^exported 3 rows \(.* in \d+ files\) to .*out as json in ([\d.]+) s"
+                        r"(?: \(([\d.]+) rows/s\))?$", stdout, re.MULTILINE)
+    assert summary, stdout
+    # The rate is the rows over the seconds shown (to their rounding), never "0 rows/s"; none under a second.
+    seconds, rate = float(summary[1]), summary[2]
+    if seconds >= 1.1:
+        assert rate is not None and 3 / (seconds + 0.05) * 0.95 <= float(rate) <= 3 / (seconds - 0.05) * 1.05, stdout
+    elif seconds < 0.95:
+        assert rate is None, stdout
+
+
+def test_an_export_too_short_for_a_rate_shows_none(kfk_broker: str, tmp_path: Path) -> None:
+    """An empty topic: nothing to export, Spark not even started, 0 s; the summary used to end "(0 rows/s)"."""
+    create_topic(kfk_broker, "quiet", 1)
+    done = subprocess.run([sys.executable, "-m", "kfk", "spark-export", "--topic", "quiet", "--bootstrap-server",
+                           kfk_broker, "--output", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == (f"exported 0 rows (0.0 MB in 0 files) to {tmp_path / 'out'} as parquet "
+                                            "in 0.0 s")
