@@ -24,6 +24,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from kfk.common.uuids import uuid_to_base64
 from kfk.protocol import group_records, transaction_records
 from kfk.protocol.group_records.json_fields import JSON_FIELDS as GROUP_JSON_FIELDS
 from kfk.protocol.message import Message, Struct

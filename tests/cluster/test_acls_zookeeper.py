@@ -7,7 +7,6 @@ usual setting for a PLAINTEXT inter-broker listener)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time

@@ -21,7 +21,7 @@ import pytest
 
 from kfk.client import Admin, NewTopic, Producer
 from kfk.client.aio import AIOProducer
-from kfk.errors import ClusterAuthorizationError, KafkaError, TransactionalIdAuthorizationError
+from kfk.errors import ClusterAuthorizationError, TransactionalIdAuthorizationError
 from kfk.security.acl import (
     AccessControlEntry,
     AclBinding,

@@ -10,7 +10,6 @@ import uuid
 
 import pytest
 
-from kfk.common.clock import ManualClock
 from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode
 from kfk.protocol.headers import RequestHeader, decode_request_header, decode_response, encode_request
