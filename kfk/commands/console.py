@@ -25,8 +25,10 @@ import typer
 from kfk.commands.client_options import (
     DEFAULT_BOOTSTRAP_SERVER,
     BootstrapServer,
+    ConsumerConfig,
     Debug,
     IsolationLevel,
+    ProducerConfig,
     Topic,
     check_topic_writable,
     client_config,
@@ -108,8 +110,7 @@ def console_produce(
                     ] = False,
     producer_property: Annotated[Optional[list[str]], typer.Option(
         "--producer-property", help="A producer config key=value (repeatable).")] = None,
-    producer_config: Annotated[Optional[str], typer.Option("--producer.config", "--producer-config",
-                                                           help="A producer properties file.")] = None,
+    producer_config: ProducerConfig = None,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
     debug: Debug = False,
 ) -> None:
@@ -184,8 +185,7 @@ def console_consume(
     ] = IsolationLevel.read_uncommitted,
     consumer_property: Annotated[Optional[list[str]], typer.Option(
         "--consumer-property", help="A consumer config key=value (repeatable).")] = None,
-    consumer_config: Annotated[Optional[str], typer.Option("--consumer.config", "--consumer-config",
-                                                           help="A consumer properties file.")] = None,
+    consumer_config: ConsumerConfig = None,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
     debug: Debug = False,
 ) -> None:

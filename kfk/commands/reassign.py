@@ -21,13 +21,22 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from kfk.commands.client_options import client_errors
+from kfk.commands.client_options import (
+    DEFAULT_BOOTSTRAP_SERVER,
+    BootstrapServer,
+    CommandConfig,
+    Debug,
+    client_config,
+    client_errors,
+    command_config_option,
+)
 from kfk.commands.errors import fail
 
 app = typer.Typer()
 
-BootstrapServer = Annotated[str, typer.Option("--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER",
-                                              help="host:port of a broker (several separated by commas).")]
+#: kafka-leader-election.sh names its admin client's properties file --admin.config.
+AdminConfig = command_config_option("--admin.config", help="A properties file of the admin client's settings "
+                                                           "(security, timeouts...).")
 TIMEOUT_MS = 30_000
 
 LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
@@ -67,10 +76,10 @@ def _assignment_json(assignment: Assignment) -> str:
 
 # --- calls -----------------------------------------------------------------------------------------------------------
 
-def _admin(bootstrap_server: str):
+def _admin(bootstrap_server: str, command_config: str | None):
     from kfk.client import Admin
 
-    return Admin({"bootstrap.servers": bootstrap_server})
+    return Admin(client_config(bootstrap_server, command_config))
 
 
 def _current_assignment(admin, topics: list[str]) -> Assignment:
@@ -122,7 +131,8 @@ def _clear_throttle_changes(topics: list[str], brokers: list[int]) -> dict[tuple
 
 @app.command("reassign-partitions")
 def reassign_partitions(
-    bootstrap_server: BootstrapServer = "localhost:9092",
+    bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
+    command_config: CommandConfig = None,
     generate: Annotated[bool, typer.Option("--generate", help="Propose an assignment.")] = False,
     execute: Annotated[bool, typer.Option("--execute", help="Start the reassignment of the JSON file.")] = False,
     verify: Annotated[bool, typer.Option("--verify", help="Check whether the reassignment is done.")] = False,
@@ -135,6 +145,7 @@ def reassign_partitions(
         "--reassignment-json-file", help="The partitions and their target replicas.")] = None,
     throttle: Annotated[int, typer.Option(
         "--throttle", help="Replication throttle of the move in bytes/s (-1: none); --verify removes it.")] = -1,
+    debug: Debug = False,
 ) -> None:
     """Move partitions between brokers: generate, execute, verify or cancel a reassignment
     (kafka-reassign-partitions.sh)."""
@@ -144,13 +155,13 @@ def reassign_partitions(
         if topics_to_move_json_file is None or broker_list is None:
             fail("--generate needs --topics-to-move-json-file and --broker-list")
         topics, brokers = _topics_and_brokers(topics_to_move_json_file, broker_list)
-        with client_errors(), _admin(bootstrap_server) as admin:
+        with client_errors(debug), _admin(bootstrap_server, command_config) as admin:
             _generate(admin, topics, brokers)
         return
     if reassignment_json_file is None:
         fail("--execute, --verify and --cancel need --reassignment-json-file")
     wanted = _reassignment_partitions(reassignment_json_file)
-    with client_errors(), _admin(bootstrap_server) as admin:
+    with client_errors(debug), _admin(bootstrap_server, command_config) as admin:
         if execute:
             _execute(admin, wanted, throttle)
         elif cancel:
@@ -241,7 +252,8 @@ def _verify(admin, wanted: Assignment) -> None:
 
 @app.command("leader-election")
 def leader_election(
-    bootstrap_server: BootstrapServer = "localhost:9092",
+    bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
+    admin_config: AdminConfig = None,
     election_type: Annotated[str, typer.Option("--election-type", help="preferred or unclean.")] = "preferred",
     topic: Annotated[Optional[str], typer.Option("--topic", help="The topic (with --partition).")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", help="The partition (with --topic).")] = None,
@@ -249,6 +261,7 @@ def leader_election(
         "--path-to-json-file", help='{"partitions":[{"topic":"foo","partition":1}]}')] = None,
     all_topic_partitions: Annotated[bool, typer.Option("--all-topic-partitions",
                                                        help="Every partition of the cluster.")] = False,
+    debug: Debug = False,
 ) -> None:
     """Elect partition leaders: the preferred replica, or any live one (unclean) (kafka-leader-election.sh)."""
     from kfk.client import ElectionType, TopicPartition
@@ -264,7 +277,7 @@ def leader_election(
         wanted = [TopicPartition(topic, partition)]
     elif path_to_json_file is not None:
         wanted = _election_partitions(path_to_json_file)
-    with client_errors(), _admin(bootstrap_server) as admin:
+    with client_errors(debug), _admin(bootstrap_server, admin_config) as admin:
         outcomes = admin.elect_leaders(ElectionType[election_type.upper()], wanted, timeout_ms=TIMEOUT_MS)
     succeeded = [str(tp) for tp, error in outcomes.items() if error is None]
     not_needed = [str(tp) for tp, error in outcomes.items() if isinstance(error, ElectionNotNeededError)]
