@@ -72,7 +72,7 @@ _kfk() {
         "kfk perf-test") words="consume produce --help"; files="" ;;
         "kfk perf-test consume") words="--bootstrap-server --command-config --consumer-config --consumer-props --consumer.config --debug --from-latest --group --help --json --messages --reporting-interval --show-detailed-stats --timeout --topic"; files="--command-config --consumer-config --consumer.config" ;;
         "kfk perf-test produce") words="--bootstrap-server --command-config --debug --help --json --num-records --payload-delimiter --payload-file --print-metrics --producer-config --producer-props --producer.config --record-size --reporting-interval --throughput --topic --transaction-duration-ms --transactional-id"; files="--command-config --payload-file --producer-config --producer.config" ;;
-        "kfk reassign-partitions") words="--bootstrap-server --broker-list --cancel --command-config --debug --execute --generate --help --reassignment-json-file --throttle --topics-to-move-json-file --verify"; files="--command-config" ;;
+        "kfk reassign-partitions") words="--bootstrap-server --broker-list --cancel --command-config --debug --execute --generate --help --preserve-throttles --reassignment-json-file --throttle --topics-to-move-json-file --verify"; files="--command-config" ;;
         "kfk server") words="start stop --help"; files="" ;;
         "kfk server start") words="--help --log-format --log-level --override"; files="" ;;
         "kfk server stop") words="--help --log-dir"; files="--log-dir" ;;

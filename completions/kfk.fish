@@ -336,6 +336,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk reassign-partitions'" -l topics-to-
 complete -c kfk -n "test (__kfk_path) = 'kfk reassign-partitions'" -l broker-list -r -d 'Brokers to place the topics on, e.g. 1,2,3 (with --generate).'
 complete -c kfk -n "test (__kfk_path) = 'kfk reassign-partitions'" -l reassignment-json-file -r -d 'The partitions and their target replicas.'
 complete -c kfk -n "test (__kfk_path) = 'kfk reassign-partitions'" -l throttle -r -d 'Replication throttle of the move in bytes/s (-1: none); --verify removes it.'
+complete -c kfk -n "test (__kfk_path) = 'kfk reassign-partitions'" -l preserve-throttles -d 'With --verify: leave the throttles in place.'
 complete -c kfk -n "test (__kfk_path) = 'kfk reassign-partitions'" -l debug -d 'Show the full traceback on errors.'
 complete -c kfk -n "test (__kfk_path) = 'kfk reassign-partitions'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk server'" -a start -d 'Start a broker in the foreground; SIGTERM or Ctrl-C stops it cleanly.'

@@ -6,7 +6,9 @@ reassign-partitions, with Kafka's JSON files:
 - `--execute --reassignment-json-file F`: starts the reassignment (AlterPartitionReassignments to the controller)
   and prints the current assignment to keep for a rollback; F is
   {"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[2,3]}]}.
-- `--verify --reassignment-json-file F`: says per partition whether the reassignment is complete.
+- `--verify --reassignment-json-file F`: says per partition whether the reassignment is complete and, once no
+  reassignment runs in the cluster, clears the throttles (unless --preserve-throttles) as Kafka's tool does; kfk's
+  exit code is 1 while a partition of F is not complete (Kafka's tool exits 0), so that scripts can wait on it.
 - `--cancel --reassignment-json-file F`: cancels the reassignments in progress for F's partitions.
 leader-election: `--election-type preferred|unclean` for `--topic T --partition P`, `--path-to-json-file F`
 ({"partitions":[{"topic":"foo","partition":1}]}) or `--all-topic-partitions`.
@@ -145,6 +147,8 @@ def reassign_partitions(
         "--reassignment-json-file", help="The partitions and their target replicas.")] = None,
     throttle: Annotated[int, typer.Option(
         "--throttle", help="Replication throttle of the move in bytes/s (-1: none); --verify removes it.")] = -1,
+    preserve_throttles: Annotated[bool, typer.Option(
+        "--preserve-throttles", help="With --verify: leave the throttles in place.")] = False,
     debug: Debug = False,
 ) -> None:
     """Move partitions between brokers: generate, execute, verify or cancel a reassignment
@@ -168,7 +172,7 @@ def reassign_partitions(
             _current_assignment(admin, sorted({topic for topic, _ in wanted}))  # an unknown topic says so first
             _alter_reassignments(admin, wanted, cancel=True)
         else:
-            _verify(admin, wanted)
+            _verify(admin, wanted, preserve_throttles)
 
 
 def _topics_and_brokers(topics_to_move_json_file: str, broker_list: str) -> tuple[list[str], list[int]]:
@@ -221,8 +225,10 @@ def _alter_reassignments(admin, wanted: Assignment, cancel: bool) -> None:
                f"{'s' if len(done) > 1 else ''} for {','.join(done)}")
 
 
-def _verify(admin, wanted: Assignment) -> None:
-    """Per partition whether its reassignment is complete; once all are, the throttle goes."""
+def _verify(admin, wanted: Assignment, preserve_throttles: bool) -> None:
+    """Per partition whether its reassignment is complete. Once no reassignment runs in the cluster the throttles
+    go, as Kafka's tool clears them: the rate on every broker of the cluster and of the file (the brokers the moves
+    came from included, which the file does not name), the replica lists on the file's topics."""
     topics = sorted({topic for topic, _ in wanted})
     ongoing = {(tp.topic, tp.partition) for tp in admin.list_partition_reassignments(timeout_ms=TIMEOUT_MS)}
     current = _current_assignment(admin, topics)
@@ -237,15 +243,22 @@ def _verify(admin, wanted: Assignment) -> None:
             typer.echo(f"Reassignment of partition {name} is completed.")
         else:
             typer.echo(f"There is no active reassignment of partition {name}, but replica set is "
-                       f"{current.get(key)} rather than {replicas}.")
+                       f"{_broker_list(current.get(key, []))} rather than {_broker_list(replicas)}.")
             complete = False
+    typer.echo()  # Kafka's tool prints the log dir moves here: kfk's reassignments move no replica between log dirs
+    if not ongoing and not preserve_throttles:
+        brokers = sorted({broker.node_id for broker in admin.describe_cluster().brokers}
+                         | {broker for replicas in wanted.values() for broker in replicas})
+        typer.echo(f"Clearing broker-level throttles on broker{'s' if len(brokers) > 1 else ''} "
+                   f"{_broker_list(brokers)}")
+        typer.echo(f"Clearing topic-level throttles on topic{'s' if len(topics) > 1 else ''} {','.join(topics)}")
+        _alter_configs(admin, _clear_throttle_changes(topics, brokers))
     if not complete:
         raise typer.Exit(1)
-    _alter_configs(admin, _clear_throttle_changes(
-        topics, sorted({b for replicas in [*current.values(), *wanted.values()] for b in replicas})))
-    typer.echo("Clearing broker-level throttles on brokers "
-               f"{','.join(str(b) for b in sorted({b for r in wanted.values() for b in r}))}\n"
-               f"Clearing topic-level throttles on topic {','.join(topics)}")
+
+
+def _broker_list(brokers: list[int]) -> str:
+    return ",".join(map(str, brokers))
 
 
 # --- leader-election -------------------------------------------------------------------------------------------------
