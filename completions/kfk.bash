@@ -78,7 +78,7 @@ _kfk() {
         "kfk server stop") words="--help --log-dir"; files="--log-dir" ;;
         "kfk spark-export") words="--bootstrap-server --checkpoint --command-config --debug --decode --ending-offsets --fail-on-data-loss --format --help --include-headers --isolation-level --json --log-dir --master --max-offsets-per-trigger --min-partitions --no-fail-on-data-loss --option --output --overwrite --partition-by --pattern --spark-conf --starting-offsets --stream --topic --trigger --value-schema --verbose -f -o -t"; files="--command-config --log-dir" ;;
         "kfk storage") words="format random-uuid --help"; files="" ;;
-        "kfk storage format") words="--add-scram --cluster-id --config --help --ignore-formatted --initial-controllers --no-initial-controllers --override --release-version --standalone -I -N -S -c -g -r -s -t"; files="" ;;
+        "kfk storage format") words="--add-scram --cluster-id --config --feature --help --ignore-formatted --initial-controllers --no-initial-controllers --override --release-version --standalone -I -N -S -c -f -g -r -s -t"; files="" ;;
         "kfk storage random-uuid") words="--help"; files="" ;;
         "kfk topics") words="alter create delete describe list --alter --at-min-isr-partitions --bootstrap-server --command-config --config --create --debug --delete --describe --exclude-internal --help --if-exists --if-not-exists --json --list --partitions --pretty --replication-factor --topic --topics-with-overrides --unavailable-partitions --under-min-isr-partitions --under-replicated-partitions"; files="--command-config" ;;
         "kfk topics alter") words="--bootstrap-server --command-config --debug --help --if-exists --partitions --topic"; files="--command-config" ;;
