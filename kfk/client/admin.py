@@ -202,7 +202,7 @@ class Admin:
                 if not error.retriable:
                     raise
                 if isinstance(error, NetworkError) and network.bootstrap_unreachable():
-                    raise
+                    raise network.unreachable_error(error) from None
                 attempts += 1
                 wait = network.retry_backoff.backoff_ms(attempts)
                 if monotonic_ms() + wait >= deadline:

@@ -31,7 +31,8 @@ from kfk.protocol.message import Message
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from kfk.security.tls import TLS_PROTOCOLS, client_context
 
-__all__ = ["NetworkClient", "ExponentialBackoff", "TRACKED_TOPICS", "COORDINATOR_ID_BASE", "monotonic_ms"]
+__all__ = ["NetworkClient", "BootstrapUnreachableError", "ExponentialBackoff", "TRACKED_TOPICS", "COORDINATOR_ID_BASE",
+           "monotonic_ms"]
 
 COORDINATOR_ID_BASE = 2**31 - 1
 """Coordinator connections get their own ids, COORDINATOR_ID_BASE - broker id, as in Java's client: a group's
@@ -41,6 +42,10 @@ TRACKED_TOPICS = object()
 """refresh_metadata's default: the topics the client tracks (add_topics / set_topics / track_all_topics)."""
 
 log = logging.getLogger("kfk.client")
+
+
+class BootstrapUnreachableError(NetworkError):
+    """No bootstrap server could be reached or answered a request (NetworkClient.unreachable_error)."""
 
 
 def monotonic_ms() -> float:
@@ -92,8 +97,8 @@ class NetworkClient:
         self._metadata_task_topics: frozenset[str] | None = frozenset()
         self._metadata_listeners: list = []
         self._closed = False
-        #: A broker answered a request (more than the ApiVersions of a connection's setup: a broker that answers
-        #: that, then closes the connection, is a listener of another security protocol as good as unreachable).
+        #: A broker answered a request after the connection's set-up (ApiVersions, SASL): a listener that closes
+        #: every connection at its first request (one that requires SASL, met without it) never sets this.
         self.ever_answered = False
         self._finalized_features: dict[str, int] = {}
         self._finalized_features_epoch = -1
@@ -257,19 +262,28 @@ class NetworkClient:
             except (NetworkError, KafkaTimeoutError) as error:
                 attempts += 1
                 if self.bootstrap_unreachable():
-                    servers = ", ".join(f"{host}:{port}" for host, port in self.bootstrap_addresses)
-                    raise NetworkError(f"cannot connect to any bootstrap server ({servers}): {error}") from None
+                    raise self.unreachable_error(error) from None
                 if monotonic_ms() + self.retry_backoff.backoff_ms(attempts) >= deadline or self._closed:
                     raise
                 if self._all_nodes_backing_off():
                     await asyncio.sleep(self.retry_backoff.backoff_ms(attempts) / 1000)
 
     def bootstrap_unreachable(self) -> bool:
-        """No broker has ever answered and every bootstrap address has failed: the caller decides whether to keep
-        trying (a producer waiting max.block.ms) or to report it now (the admin tools)."""
+        """No broker has ever answered a request and every bootstrap address has failed (refused the connection,
+        or accepted it and closed it at the first request): the caller decides whether to keep trying (a producer
+        waiting max.block.ms) or to report it now (the admin tools, through unreachable_error)."""
         if self.ever_answered:
             return False
         return all(node_id in self._nodes and self._nodes[node_id].failures > 0 for node_id in self._bootstrap_ids)
+
+    def unreachable_error(self, error: KafkaError) -> BootstrapUnreachableError:
+        """What to report once bootstrap_unreachable(): the bootstrap servers and the last error (which, for a
+        listener that closed the connection after ApiVersions, names the security.protocol to set:
+        kfk.client.connection)."""
+        if isinstance(error, BootstrapUnreachableError):
+            return error
+        servers = ", ".join(f"{host}:{port}" for host, port in self.bootstrap_addresses)
+        return BootstrapUnreachableError(f"cannot connect to any bootstrap server ({servers}): {error}")
 
     def _all_nodes_backing_off(self) -> bool:
         return all(self.is_backing_off(node_id) for node_id in self.known_nodes())

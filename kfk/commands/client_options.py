@@ -1,7 +1,8 @@
 """What the client tools share: Kafka's common flags, key=value parsing, output helpers and error handling.
 
 Every tool that talks to a cluster takes ``--bootstrap-server`` (default localhost:9092, or $KFK_BOOTSTRAP_SERVER),
-``--command-config`` (a properties file of client settings, Kafka's flag), ``--json`` where it prints data, and
+``--command-config`` (a properties file of client settings, Kafka's flag, beside the tool's own Kafka name for it:
+--producer.config, --consumer.config, --admin.config), ``--json`` where it prints data, and
 ``--debug``. Errors go through ``client_errors()``: one line on stderr and exit code 1, with the traceback only
 under --debug (or KFK_DEBUG=1). Imports of the client happen inside the commands, never here at module level,
 so that `kfk --help` stays fast.
@@ -19,6 +20,7 @@ from enum import Enum
 from typing import Annotated, Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from kfk.commands.errors import exit_on_broken_pipe, fail
 
@@ -27,11 +29,44 @@ DEFAULT_BOOTSTRAP_SERVER = "localhost:9092"
 BootstrapServer = Annotated[str, typer.Option(
     "--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER", show_envvar=True,
     help="host:port of a broker to connect to (several separated by commas).")]
-CommandConfig = Annotated[Optional[str], typer.Option(
-    "--command-config", help="A properties file of client settings (security, timeouts...).")]
+
+
+def command_config_option(*kafka_names: str, help: str = "A properties file of client settings (security, "
+                                                         "timeouts...).") -> Any:
+    """The option of a tool's client properties file: --command-config (the name most of Kafka's tools give it,
+    and the one every kfk tool takes) and the tool's own Kafka names for it (kafka-leader-election.sh's
+    --admin.config, the console and perf tools' --producer.config / --consumer.config)."""
+    return Annotated[Optional[str], typer.Option(*kafka_names, "--command-config", help=help)]
+
+
+CommandConfig = command_config_option()
+ProducerConfig = command_config_option("--producer.config", "--producer-config",
+                                       help="A producer properties file (security, batching...).")
+ConsumerConfig = command_config_option("--consumer.config", "--consumer-config",
+                                       help="A consumer properties file (security, fetch sizes...).")
 JsonOutput = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
 Topic = Annotated[str, typer.Option("--topic", help="The topic name.")]
 Debug = Annotated[bool, typer.Option("--debug", envvar="KFK_DEBUG", help="Show the full traceback on errors.")]
+
+
+class ConnectionOptionsFirst(TyperGroup):
+    """A group of subcommands whose connection options may also come before the subcommand, where Kafka's argparse
+    tools (kafka-metadata-quorum.sh, kafka-transactions.sh) take them: `--bootstrap-server X describe --status` is
+    read as `describe --status --bootstrap-server X`, kfk's order, which stays valid."""
+
+    LEADING_OPTIONS = frozenset({"--bootstrap-server", "--bootstrap-controller", "--command-config"})
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        leading, rest = [], list(args)
+        while rest and rest[0].split("=", 1)[0] in self.LEADING_OPTIONS:
+            taken = 1 if "=" in rest[0] else 2
+            leading += rest[:taken]
+            rest = rest[taken:]
+        if leading and not rest:
+            fail(f"{leading[0]} goes with a command: {ctx.command_path} {{{','.join(self.commands)}}} ...")
+        if leading:
+            args = [*rest, *leading]
+        return super().parse_args(ctx, args)
 
 
 class IsolationLevel(str, Enum):

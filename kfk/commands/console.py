@@ -9,7 +9,8 @@ of N messages" on stderr; --max-messages, --timeout-ms, Ctrl-C and SIGTERM all e
 Without a deserializer values are written as raw bytes: what was produced is what is printed. --property values
 are taken as typed, spaces included (``key.separator= `` is a space). Without --group, console-consume assigns
 itself every partition of the topic instead of joining a throw-away "console-consumer-NNNN" group as Kafka's tool
-does, so reading a topic leaves no group behind.
+does, so reading a topic leaves no group behind. A missing topic is waited for, as Kafka's tool waits (the broker
+auto-creates it when auto.create.topics.enable is on, since the consumer's Metadata requests allow it).
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ import typer
 from kfk.commands.client_options import (
     DEFAULT_BOOTSTRAP_SERVER,
     BootstrapServer,
+    ConsumerConfig,
     Debug,
     IsolationLevel,
+    ProducerConfig,
     Topic,
+    check_reachable,
     check_topic_writable,
     client_config,
     client_errors,
@@ -108,8 +112,7 @@ def console_produce(
                     ] = False,
     producer_property: Annotated[Optional[list[str]], typer.Option(
         "--producer-property", help="A producer config key=value (repeatable).")] = None,
-    producer_config: Annotated[Optional[str], typer.Option("--producer.config", "--producer-config",
-                                                           help="A producer properties file.")] = None,
+    producer_config: ProducerConfig = None,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
     debug: Debug = False,
 ) -> None:
@@ -184,8 +187,7 @@ def console_consume(
     ] = IsolationLevel.read_uncommitted,
     consumer_property: Annotated[Optional[list[str]], typer.Option(
         "--consumer-property", help="A consumer config key=value (repeatable).")] = None,
-    consumer_config: Annotated[Optional[str], typer.Option("--consumer.config", "--consumer-config",
-                                                           help="A consumer properties file.")] = None,
+    consumer_config: ConsumerConfig = None,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
     debug: Debug = False,
 ) -> None:
@@ -207,7 +209,6 @@ def console_consume(
     settings: dict[str, Any] = {
         "auto.offset.reset": "earliest" if from_beginning or offset == "earliest" else "latest",
         "isolation.level": isolation_level.value,
-        "allow.auto.create.topics": False,
     }
     if group is not None:
         settings["group.id"] = group
@@ -217,12 +218,16 @@ def console_consume(
     with client_errors(debug):
         from kfk.client import Consumer
 
-        consumer = Consumer(client_config(bootstrap_server, consumer_config, settings))
+        config = client_config(bootstrap_server, consumer_config, settings)
+        check_reachable(config)  # the consumer waits for a missing topic, never for a missing cluster
+        consumer = Consumer(config)
         started = False
         try:
-            _position(consumer, topic if topic is not None else pattern, group, partition, start_offset)
+            positioned = _position(consumer, topic if topic is not None else pattern, group, partition,
+                                   start_offset, timeout_ms)
             started = True
-            printer.run(consumer)
+            if positioned:
+                printer.run(consumer)
         except BrokenPipeError:
             started = False  # stdout's reader went away (`| head`): no summary, client_errors exits quietly
             raise
@@ -261,21 +266,24 @@ def _start_offset(offset: str, group: str | None, partition: int | None) -> int 
 
 
 def _position(consumer, topics: str | re.Pattern[str], group: str | None, partition: int | None,
-              start_offset: int | None) -> None:
+              start_offset: int | None, timeout_ms: int | None) -> bool:
     """Join the group, or assign the partition (or every partition of the topic, or of the topics the --include
-    pattern matches) and seek to --offset."""
+    pattern matches) and seek to --offset. False when --timeout-ms or Ctrl-C came while the topic was missing."""
     from kfk.client import TopicPartition
     from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 
+    if group is not None:
+        consumer.subscribe([topics] if isinstance(topics, str) else topics)  # the group waits for a missing topic
+        return True
     if isinstance(topics, str):
-        partitions = {topics: consumer.partitions_for(topics)}
+        found = _wait_for_topic(consumer, topics, timeout_ms)
+        if found is None:
+            return False
+        partitions = {topics: found}
     else:
         internal = (GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME)
         partitions = {name: numbers for name, numbers in consumer.list_topics().items()
                       if topics.fullmatch(name) and name not in internal}
-    if group is not None:
-        consumer.subscribe([topics] if isinstance(topics, str) else topics)
-        return
     if partition is not None:
         assert isinstance(topics, str)
         if partition not in partitions[topics]:
@@ -285,6 +293,29 @@ def _position(consumer, topics: str | re.Pattern[str], group: str | None, partit
     if start_offset is not None:
         assert isinstance(topics, str)
         consumer.seek(TopicPartition(topics, partition), start_offset)
+    return True
+
+
+def _wait_for_topic(consumer, topic: str, timeout_ms: int | None) -> list[int] | None:
+    """The topic's partitions once it exists, or None after --timeout-ms (or Ctrl-C) without it. Kafka's console
+    consumer waits for a missing topic rather than failing; its Metadata requests let the broker auto-create it
+    (auto.create.topics.enable), as the consumer's allow.auto.create.topics (default true) does here."""
+    from kfk.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError
+
+    deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
+    backoff = consumer.config.retry_backoff_ms / 1000
+    try:
+        while True:
+            try:
+                return consumer.partitions_for(topic)
+            except (UnknownTopicOrPartitionError, LeaderNotAvailableError):  # missing, or created just now
+                pass
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            time.sleep(backoff if deadline is None else max(min(backoff, deadline - time.monotonic()), 0))
+            backoff = min(backoff * 2, consumer.config.retry_backoff_max_ms / 1000)
+    except KeyboardInterrupt:
+        return None
 
 
 class _RecordPrinter:

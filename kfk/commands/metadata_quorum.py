@@ -25,6 +25,7 @@ import typer
 from kfk.commands.client_options import (
     DEFAULT_BOOTSTRAP_SERVER,
     CommandConfig,
+    ConnectionOptionsFirst,
     Debug,
     JsonOutput,
     client_config,
@@ -35,7 +36,7 @@ from kfk.commands.errors import fail
 from kfk.commands.kafka_layout import tools_table
 
 app = typer.Typer(help="Describe the KRaft metadata quorum, add and remove controllers (kafka-metadata-quorum.sh).",
-                  no_args_is_help=True)
+                  no_args_is_help=True, cls=ConnectionOptionsFirst)
 
 
 BootstrapServer = Annotated[Optional[str], typer.Option(

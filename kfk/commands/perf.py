@@ -26,8 +26,10 @@ import typer
 from kfk.commands.client_options import (
     DEFAULT_BOOTSTRAP_SERVER,
     BootstrapServer,
+    ConsumerConfig,
     Debug,
     JsonOutput,
+    ProducerConfig,
     client_config,
     check_reachable,
     client_errors,
@@ -202,8 +204,7 @@ def produce(
                                           f"{DEFAULT_TRANSACTION_DURATION_MS}; enables transactions).")] = None,
     print_metrics_flag: Annotated[bool, typer.Option("--print-metrics", help="Print the producer metrics at the "
                                                                               "end.")] = False,
-    producer_config: Annotated[Optional[str], typer.Option("--producer.config", "--producer-config",
-                                                           help="A producer properties file.")] = None,
+    producer_config: ProducerConfig = None,
     reporting_interval: Annotated[int, typer.Option("--reporting-interval", min=1, help="ms between lines.")
                                   ] = 5000,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
@@ -311,8 +312,7 @@ def consume(
                        ] = 10_000,
     consumer_props: Annotated[Optional[list[str]], typer.Option(
         "--consumer-props", help="Consumer configs key=value (repeatable).")] = None,
-    consumer_config: Annotated[Optional[str], typer.Option("--consumer.config", "--consumer-config",
-                                                           help="A consumer properties file.")] = None,
+    consumer_config: ConsumerConfig = None,
     show_detailed_stats: Annotated[bool, typer.Option(
         "--show-detailed-stats", help="A line per --reporting-interval instead of the one summary.")] = False,
     reporting_interval: Annotated[int, typer.Option("--reporting-interval", min=1,
@@ -334,7 +334,9 @@ def consume(
     with client_errors(debug):
         from kfk.client import Consumer
 
-        with Consumer(client_config(bootstrap_server, consumer_config, props)) as consumer:
+        config = client_config(bootstrap_server, consumer_config, props)
+        check_reachable(config)
+        with Consumer(config) as consumer:
             start = time.monotonic()
             pending = _join(consumer, topic, messages, timeout)
             joined = time.monotonic()

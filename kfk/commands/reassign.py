@@ -6,7 +6,9 @@ reassign-partitions, with Kafka's JSON files:
 - `--execute --reassignment-json-file F`: starts the reassignment (AlterPartitionReassignments to the controller)
   and prints the current assignment to keep for a rollback; F is
   {"version":1,"partitions":[{"topic":"foo","partition":0,"replicas":[2,3]}]}.
-- `--verify --reassignment-json-file F`: says per partition whether the reassignment is complete.
+- `--verify --reassignment-json-file F`: says per partition whether the reassignment is complete and, once no
+  reassignment runs in the cluster, clears the throttles (unless --preserve-throttles) as Kafka's tool does; kfk's
+  exit code is 1 while a partition of F is not complete (Kafka's tool exits 0), so that scripts can wait on it.
 - `--cancel --reassignment-json-file F`: cancels the reassignments in progress for F's partitions.
 leader-election: `--election-type preferred|unclean` for `--topic T --partition P`, `--path-to-json-file F`
 ({"partitions":[{"topic":"foo","partition":1}]}) or `--all-topic-partitions`.
@@ -21,13 +23,22 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from kfk.commands.client_options import client_errors
+from kfk.commands.client_options import (
+    DEFAULT_BOOTSTRAP_SERVER,
+    BootstrapServer,
+    CommandConfig,
+    Debug,
+    client_config,
+    client_errors,
+    command_config_option,
+)
 from kfk.commands.errors import fail
 
 app = typer.Typer()
 
-BootstrapServer = Annotated[str, typer.Option("--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER",
-                                              help="host:port of a broker (several separated by commas).")]
+#: kafka-leader-election.sh names its admin client's properties file --admin.config.
+AdminConfig = command_config_option("--admin.config", help="A properties file of the admin client's settings "
+                                                           "(security, timeouts...).")
 TIMEOUT_MS = 30_000
 
 LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
@@ -67,10 +78,10 @@ def _assignment_json(assignment: Assignment) -> str:
 
 # --- calls -----------------------------------------------------------------------------------------------------------
 
-def _admin(bootstrap_server: str):
+def _admin(bootstrap_server: str, command_config: str | None):
     from kfk.client import Admin
 
-    return Admin({"bootstrap.servers": bootstrap_server})
+    return Admin(client_config(bootstrap_server, command_config))
 
 
 def _current_assignment(admin, topics: list[str]) -> Assignment:
@@ -122,7 +133,8 @@ def _clear_throttle_changes(topics: list[str], brokers: list[int]) -> dict[tuple
 
 @app.command("reassign-partitions")
 def reassign_partitions(
-    bootstrap_server: BootstrapServer = "localhost:9092",
+    bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
+    command_config: CommandConfig = None,
     generate: Annotated[bool, typer.Option("--generate", help="Propose an assignment.")] = False,
     execute: Annotated[bool, typer.Option("--execute", help="Start the reassignment of the JSON file.")] = False,
     verify: Annotated[bool, typer.Option("--verify", help="Check whether the reassignment is done.")] = False,
@@ -135,6 +147,9 @@ def reassign_partitions(
         "--reassignment-json-file", help="The partitions and their target replicas.")] = None,
     throttle: Annotated[int, typer.Option(
         "--throttle", help="Replication throttle of the move in bytes/s (-1: none); --verify removes it.")] = -1,
+    preserve_throttles: Annotated[bool, typer.Option(
+        "--preserve-throttles", help="With --verify: leave the throttles in place.")] = False,
+    debug: Debug = False,
 ) -> None:
     """Move partitions between brokers: generate, execute, verify or cancel a reassignment
     (kafka-reassign-partitions.sh)."""
@@ -144,20 +159,20 @@ def reassign_partitions(
         if topics_to_move_json_file is None or broker_list is None:
             fail("--generate needs --topics-to-move-json-file and --broker-list")
         topics, brokers = _topics_and_brokers(topics_to_move_json_file, broker_list)
-        with client_errors(), _admin(bootstrap_server) as admin:
+        with client_errors(debug), _admin(bootstrap_server, command_config) as admin:
             _generate(admin, topics, brokers)
         return
     if reassignment_json_file is None:
         fail("--execute, --verify and --cancel need --reassignment-json-file")
     wanted = _reassignment_partitions(reassignment_json_file)
-    with client_errors(), _admin(bootstrap_server) as admin:
+    with client_errors(debug), _admin(bootstrap_server, command_config) as admin:
         if execute:
             _execute(admin, wanted, throttle)
         elif cancel:
             _current_assignment(admin, sorted({topic for topic, _ in wanted}))  # an unknown topic says so first
             _alter_reassignments(admin, wanted, cancel=True)
         else:
-            _verify(admin, wanted)
+            _verify(admin, wanted, preserve_throttles)
 
 
 def _topics_and_brokers(topics_to_move_json_file: str, broker_list: str) -> tuple[list[str], list[int]]:
@@ -210,8 +225,10 @@ def _alter_reassignments(admin, wanted: Assignment, cancel: bool) -> None:
                f"{'s' if len(done) > 1 else ''} for {','.join(done)}")
 
 
-def _verify(admin, wanted: Assignment) -> None:
-    """Per partition whether its reassignment is complete; once all are, the throttle goes."""
+def _verify(admin, wanted: Assignment, preserve_throttles: bool) -> None:
+    """Per partition whether its reassignment is complete. Once no reassignment runs in the cluster the throttles
+    go, as Kafka's tool clears them: the rate on every broker of the cluster and of the file (the brokers the moves
+    came from included, which the file does not name), the replica lists on the file's topics."""
     topics = sorted({topic for topic, _ in wanted})
     ongoing = {(tp.topic, tp.partition) for tp in admin.list_partition_reassignments(timeout_ms=TIMEOUT_MS)}
     current = _current_assignment(admin, topics)
@@ -226,22 +243,30 @@ def _verify(admin, wanted: Assignment) -> None:
             typer.echo(f"Reassignment of partition {name} is completed.")
         else:
             typer.echo(f"There is no active reassignment of partition {name}, but replica set is "
-                       f"{current.get(key)} rather than {replicas}.")
+                       f"{_broker_list(current.get(key, []))} rather than {_broker_list(replicas)}.")
             complete = False
+    typer.echo()  # Kafka's tool prints the log dir moves here: kfk's reassignments move no replica between log dirs
+    if not ongoing and not preserve_throttles:
+        brokers = sorted({broker.node_id for broker in admin.describe_cluster().brokers}
+                         | {broker for replicas in wanted.values() for broker in replicas})
+        typer.echo(f"Clearing broker-level throttles on broker{'s' if len(brokers) > 1 else ''} "
+                   f"{_broker_list(brokers)}")
+        typer.echo(f"Clearing topic-level throttles on topic{'s' if len(topics) > 1 else ''} {','.join(topics)}")
+        _alter_configs(admin, _clear_throttle_changes(topics, brokers))
     if not complete:
         raise typer.Exit(1)
-    _alter_configs(admin, _clear_throttle_changes(
-        topics, sorted({b for replicas in [*current.values(), *wanted.values()] for b in replicas})))
-    typer.echo("Clearing broker-level throttles on brokers "
-               f"{','.join(str(b) for b in sorted({b for r in wanted.values() for b in r}))}\n"
-               f"Clearing topic-level throttles on topic {','.join(topics)}")
+
+
+def _broker_list(brokers: list[int]) -> str:
+    return ",".join(map(str, brokers))
 
 
 # --- leader-election -------------------------------------------------------------------------------------------------
 
 @app.command("leader-election")
 def leader_election(
-    bootstrap_server: BootstrapServer = "localhost:9092",
+    bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
+    admin_config: AdminConfig = None,
     election_type: Annotated[str, typer.Option("--election-type", help="preferred or unclean.")] = "preferred",
     topic: Annotated[Optional[str], typer.Option("--topic", help="The topic (with --partition).")] = None,
     partition: Annotated[Optional[int], typer.Option("--partition", help="The partition (with --topic).")] = None,
@@ -249,6 +274,7 @@ def leader_election(
         "--path-to-json-file", help='{"partitions":[{"topic":"foo","partition":1}]}')] = None,
     all_topic_partitions: Annotated[bool, typer.Option("--all-topic-partitions",
                                                        help="Every partition of the cluster.")] = False,
+    debug: Debug = False,
 ) -> None:
     """Elect partition leaders: the preferred replica, or any live one (unclean) (kafka-leader-election.sh)."""
     from kfk.client import ElectionType, TopicPartition
@@ -264,7 +290,7 @@ def leader_election(
         wanted = [TopicPartition(topic, partition)]
     elif path_to_json_file is not None:
         wanted = _election_partitions(path_to_json_file)
-    with client_errors(), _admin(bootstrap_server) as admin:
+    with client_errors(debug), _admin(bootstrap_server, admin_config) as admin:
         outcomes = admin.elect_leaders(ElectionType[election_type.upper()], wanted, timeout_ms=TIMEOUT_MS)
     succeeded = [str(tp) for tp, error in outcomes.items() if error is None]
     not_needed = [str(tp) for tp, error in outcomes.items() if isinstance(error, ElectionNotNeededError)]

@@ -28,7 +28,11 @@ def format(
         bool, typer.Option("--ignore-formatted", "-g", help="Skip dirs that are already formatted.")
     ] = False,
     release_version: Annotated[Optional[str], typer.Option(
-        "--release-version", "-r", help="The metadata.version to start at (kfk runs 3.3-IV3).")] = None,
+        "--release-version", "-r", help="The metadata.version to start at: 3.3-IV3 (the default), the one kfk's "
+                                        "controller writes.")] = None,
+    feature: Annotated[Optional[list[str]], typer.Option(
+        "--feature", "-f", help="A feature level FEATURE=LEVEL (repeatable); kfk takes metadata.version=7 only.")
+    ] = None,
     standalone: Annotated[bool, typer.Option(
         "--standalone", "-s", help="Start a dynamic quorum with this controller as its only voter.")] = False,
     initial_controllers: Annotated[Optional[str], typer.Option(
@@ -60,7 +64,8 @@ def format(
             lines = format_storage(broker, cluster_id or random_cluster_id(), system_time_ms(),
                                    standalone=standalone, initial_controllers=initial_controllers,
                                    no_initial_controllers=no_initial_controllers, release_version=release_version,
-                                   ignore_formatted=ignore_formatted, add_scram=add_scram or ())
+                                   features=feature or (), ignore_formatted=ignore_formatted,
+                                   add_scram=add_scram or ())
     except KafkaError as error:
         fail(str(error))
     for line in lines:

@@ -18,6 +18,7 @@ from kfk.commands.client_options import (
     DEFAULT_BOOTSTRAP_SERVER,
     BootstrapServer,
     CommandConfig,
+    ConnectionOptionsFirst,
     Debug,
     JsonOutput,
     Topic,
@@ -28,7 +29,8 @@ from kfk.commands.client_options import (
 from kfk.commands.errors import fail
 from kfk.commands.kafka_layout import partitions_in_kafka_order, tools_table
 
-app = typer.Typer(help="List, describe and repair transactions (kafka-transactions.sh).", no_args_is_help=True)
+app = typer.Typer(help="List, describe and repair transactions (kafka-transactions.sh).", no_args_is_help=True,
+                  cls=ConnectionOptionsFirst)
 
 Partition = Annotated[int, typer.Option("--partition", min=0, help="The partition number.")]
 

@@ -45,19 +45,15 @@ RELEASE_VERSIONS = {"3.3": METADATA_VERSION_LEVEL, METADATA_VERSION_NAME: METADA
 
 def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standalone: bool = False,
                    initial_controllers: str | None = None, no_initial_controllers: bool = False,
-                   release_version: str | None = None, ignore_formatted: bool = False,
+                   release_version: str | None = None, features: Sequence[str] = (), ignore_formatted: bool = False,
                    add_scram: Sequence[str] = ()) -> list[str]:
     """Format the node's log dirs; returns the lines kafka-storage prints (one per dir formatted now). Every
     argument is checked (the --add-scram ones parsed and their passwords salted) before anything is written."""
-    release = release_version or METADATA_VERSION_NAME
-    if release not in RELEASE_VERSIONS:
-        raise InvalidConfigurationError(
-            f"Unsupported --release-version {release}: kfk runs metadata.version {METADATA_VERSION_NAME} "
-            f"(feature level {METADATA_VERSION_LEVEL})")
+    metadata_version_level = _metadata_version_level(release_version, features)
     if sum([standalone, initial_controllers is not None, no_initial_controllers]) > 1:
         raise InvalidConfigurationError(
             "give at most one of --standalone, --initial-controllers, --no-initial-controllers")
-    records = bootstrap_records(RELEASE_VERSIONS[release], [parse_add_scram(argument) for argument in add_scram])
+    records = bootstrap_records(metadata_version_level, [parse_add_scram(argument) for argument in add_scram])
     log_dirs = [os.path.abspath(log_dir) for log_dir in config.log_dir_list]
     metadata_dir = log_dirs[0]
     voters = _initial_voters(config, standalone, initial_controllers, no_initial_controllers)
@@ -78,6 +74,39 @@ def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standa
         kind = "dynamic metadata voter directory" if voters else "metadata directory"
         lines.append(f"Formatting {kind} {metadata_dir} with metadata.version {METADATA_VERSION_NAME}.")
     return lines
+
+
+def _metadata_version_level(release_version: str | None, features: Sequence[str]) -> int:
+    """The metadata.version --release-version or --feature metadata.version=LEVEL asks for, refused as Kafka's tool
+    refuses a level it does not know when kfk's controller cannot serve it: kfk writes one level, so the default is
+    that level (Kafka's tool defaults to its newest, 4.0-IV3) and every other level is out of kfk's range."""
+    level = RELEASE_VERSIONS.get(release_version or METADATA_VERSION_NAME)
+    if level is None:
+        raise InvalidConfigurationError(
+            f"Version {release_version} is not a valid version. The minimum version is {METADATA_VERSION_NAME} and "
+            f"the maximum version is {METADATA_VERSION_NAME} (the one metadata.version kfk's controller writes)")
+    for feature in features:
+        name, equals, text = feature.partition("=")
+        if not equals:
+            raise InvalidConfigurationError(f"Can't parse feature=level string {feature}: equals sign not found.")
+        if name != METADATA_VERSION_FEATURE_NAME:
+            raise InvalidConfigurationError(
+                f"Unsupported feature: {name}. kfk formats {METADATA_VERSION_FEATURE_NAME} only (its controller "
+                "finalizes the other features itself)")
+        if release_version is not None:
+            raise InvalidConfigurationError(
+                "Use --release-version instead of --feature metadata.version=X to avoid ambiguity.")
+        try:
+            level = int(text.strip())
+        except ValueError:
+            raise InvalidConfigurationError(f"Can't parse feature=level string {feature}: unable to parse "
+                                            f"{text.strip()} as a short.") from None
+        if level != METADATA_VERSION_LEVEL:
+            raise InvalidConfigurationError(
+                f"No MetadataVersion with feature level {level}. Valid feature levels are from "
+                f"{METADATA_VERSION_LEVEL} to {METADATA_VERSION_LEVEL} ({METADATA_VERSION_NAME}, the one "
+                "metadata.version kfk's controller writes).")
+    return level
 
 
 def bootstrap_records(metadata_version_level: int, credentials: Sequence[ScramCredentialArgument]) -> list[Message]:

@@ -11,6 +11,8 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kfk.backends.embedded.record_serde import deserialize_record
+from kfk.client import Admin, ConfigResource, ConfigResourceType
+from kfk.common.config_types import ConfigSource
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_NAME
 from kfk.errors import ErrorCode
 from kfk.protocol.message import Message
@@ -144,6 +146,16 @@ def describe_quorum(controller_address: str, timeout: float = 2.0) -> DescribeQu
 
 
 partitions = partitions_of
+
+
+def throttled_brokers(bootstrap: str, brokers: tuple[int, ...] = (1, 2, 3)) -> list[int]:
+    """Which of `brokers` still carry a dynamic replication throttle rate (a reassignment's --throttle)."""
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        resources = [ConfigResource(ConfigResourceType.BROKER, str(broker)) for broker in brokers]
+        described = admin.describe_configs(resources)
+    return [int(resource.name) for resource in resources
+            if any(key in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+                   and entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG for key, entry in described[resource].items())]
 
 
 def metadata_log_batches(log_dir: Path) -> list[list[Message]]:

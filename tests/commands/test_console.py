@@ -85,10 +85,15 @@ def test_produce_lines_then_consume_them_back(shared_broker, topic_name: str) ->
 
 
 @pytest.mark.integration
-def test_consume_an_unknown_topic_is_one_line(shared_broker) -> None:  # noqa: F811
-    result = runner.invoke(app, ["console-consume", "--topic", "no-such-topic-here", "--bootstrap-server",
+def test_consume_waits_for_an_unknown_topic_until_timeout_ms(shared_broker) -> None:  # noqa: F811
+    """Kafka's console consumer waits for a missing topic (tests/e2e/test_kafka_flags.py sees one arrive); with
+    allow.auto.create.topics=false it creates none, and --timeout-ms ends the wait as it ends an idle read."""
+    result = runner.invoke(app, ["console-consume", "--topic", "no-such-topic-here", "--timeout-ms", "500",
+                                 "--consumer-property", "allow.auto.create.topics=false", "--bootstrap-server",
                                  shared_broker.bootstrap_servers])
-    assert result.exit_code == 1 and result.stderr == "kfk: topic 'no-such-topic-here' does not exist\n"
+    assert result.exit_code == 0 and result.stderr == "Processed a total of 0 messages\n"
+    topics = runner.invoke(app, ["topics", "list", "--bootstrap-server", shared_broker.bootstrap_servers])
+    assert topics.exit_code == 0 and "no-such-topic-here" not in topics.stdout
 
 
 def test_produce_to_an_unreachable_server_fails_at_once() -> None:

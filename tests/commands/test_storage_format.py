@@ -107,7 +107,8 @@ def test_initial_controllers_give_the_metadata_dir_its_directory_id(tmp_path: Pa
     (["--standalone"], {"process_roles": "broker"}, "process.roles must include controller"),
     (["--standalone", "--initial-controllers", f"1@h:1:{DIRECTORY_ID}"], {}, "give at most one of --standalone"),
     (["--initial-controllers", "1@nowhere"], {}, "Invalid --initial-controllers entry '1@nowhere'"),
-    (["--standalone", "--release-version", "4.0-IV3"], {}, "Unsupported --release-version 4.0-IV3"),
+    (["--standalone", "--release-version", "4.0-IV3"], {}, "Version 4.0-IV3 is not a valid version. The minimum "
+                                                          "version is 3.3-IV3 and the maximum version is 3.3-IV3"),
     (["--standalone", "--add-scram", "SCRAM-SHA-256=[name=alice,password=a]", "-S", "SCRAM-SHA-256=[name=bob]"], {},
      "kfk: You must supply one of 'password' or 'saltedpassword' to add-scram"),
     (["--standalone", "-S", "SCRAM-SHA-1=[name=a,password=b]"], {}, "The add-scram mechanism SCRAM-SHA-1 is not"),

@@ -10,6 +10,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -283,6 +284,33 @@ def test_console_consume_stops_on_sigterm_like_ctrl_c(broker: BrokerProcess, ser
     state = kfk("consumer-groups", "--describe", "--group", group, "--state", "--json", *server)
     assert json.loads(state.stdout)[0]["state"] == "Empty", "the consumer left its group on the way out"
 
+
+
+@pytest.mark.parametrize("how", [["--from-beginning"], ["--group", "waiting-group", "--from-beginning"],
+                                 ["--partition", "0", "--offset", "earliest"]], ids=["alone", "group", "partition"])
+def test_console_consume_waits_for_a_missing_topic(broker: BrokerProcess, server: list[str], how: list[str]) -> None:
+    """As kafka-console-consumer.sh 4.0.2 (alone, with --group, with --partition): no exit on a missing topic; its
+    Metadata requests let the broker auto-create it (auto.create.topics.enable, on here); a record produced then by
+    another client is printed and --max-messages ends it."""
+    topic = unique("awaited")
+    how = [unique(arg) if arg == "waiting-group" else arg for arg in how]
+    process = subprocess.Popen([sys.executable, "-m", "kfk", "console-consume", "--topic", topic, "--max-messages",
+                                "1", *how, *server], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with Consumer({"bootstrap.servers": broker.bootstrap_servers, "allow.auto.create.topics": False}) as probe:
+            deadline = time.monotonic() + 30
+            while topic not in probe.list_topics():
+                assert process.poll() is None, process.communicate()
+                assert time.monotonic() < deadline, "the consumer's Metadata requests did not create the topic"
+                time.sleep(0.1)
+        with Producer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+            producer.send(topic, b"late arrival", partition=0)
+            producer.flush()
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert (process.returncode, stdout) == (0, "late arrival\n"), stderr
+    assert stderr.strip().splitlines()[-1] == "Processed a total of 1 messages"
 
 # --- kafka-producer-perf-test.sh / kafka-consumer-perf-test.sh -----------------------------------------------------
 

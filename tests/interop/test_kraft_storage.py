@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfk.backends.embedded.record_serde import deserialize_record
@@ -75,6 +76,52 @@ def test_format_writes_the_files_kafkas_format_writes(tmp_path: Path) -> None:
         dumps[who] = [_timeless(line) for lines in sections(result.stdout).values() for line in lines]
     assert dumps["kfk"] == dumps["kafka"]
     assert any("KRaftVoters" in line and DIRECTORY_ID in line for line in dumps["kfk"])
+
+
+#: Flags, then what Apache Kafka 4.0.2's tool does with them (the metadata.version it formats, or a fragment of its
+#: refusal), then kfk's refusal (None: it formats 3.3-IV3). Kafka formats any level from 3.3-IV3 to 4.0-IV3, at 4.0-IV3
+#: by default; kfk's controller writes 3.3-IV3 only, its default, and refuses the others in Kafka's words.
+METADATA_VERSION_FLAGS = [
+    ([], "4.0-IV3", None),
+    (["--release-version", "3.3"], "3.3-IV3", None),
+    (["--feature", "metadata.version=7"], "3.3-IV3", None),
+    (["--release-version", "4.0-IV3"], "4.0-IV3", "Version 4.0-IV3 is not a valid version. The minimum version is "
+                                                  "3.3-IV3 and the maximum version is 3.3-IV3"),
+    (["--feature", "metadata.version=25"], "4.0-IV3", "No MetadataVersion with feature level 25. Valid feature "
+                                                      "levels are from 7 to 7"),
+    (["--release-version", "5.0"], "Version 5.0 is not a valid version. The minimum version is 3.3-IV3",
+     "Version 5.0 is not a valid version. The minimum version is 3.3-IV3 and the maximum version is 3.3-IV3"),
+    (["--release-version", "3.3", "--feature", "metadata.version=7"],
+     "Use --release-version instead of --feature metadata.version=X to avoid ambiguity.",
+     "Use --release-version instead of --feature metadata.version=X to avoid ambiguity."),
+]
+
+
+@pytest.mark.parametrize("flags, kafka_outcome, kfk_refusal", METADATA_VERSION_FLAGS,
+                         ids=[" ".join(flags) or "default" for flags, _, _ in METADATA_VERSION_FLAGS])
+def test_format_takes_the_metadata_versions_kfk_serves_and_refuses_the_others_in_one_line(
+        tmp_path: Path, flags: list[str], kafka_outcome: str, kfk_refusal: str | None) -> None:
+    results = {}
+    for who in ("kafka", "kfk"):
+        config = tmp_path / who / "server.properties"
+        config.parent.mkdir()
+        config.write_text("process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+                          "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
+                          f"controller.quorum.voters=1@127.0.0.1:9093\nlog.dirs={tmp_path / who / 'meta'}\n")
+        args = ["format", "-c", str(config), "-t", CLUSTER_ID, *flags]
+        results[who] = run_kafka_tool("storage", args) if who == "kafka" else kfk("storage", *args)
+    kafka, formatted = results["kafka"], (tmp_path / "kfk" / "meta" / "bootstrap.checkpoint").exists()
+    if re.fullmatch(r"\d\.\d-IV\d", kafka_outcome):  # a level: Kafka formats at it
+        assert kafka.returncode == 0 and f"with metadata.version {kafka_outcome}." in kafka.stdout, kafka.stderr
+    else:
+        assert kafka.returncode != 0 and kafka_outcome in kafka.stderr, kafka.stdout + kafka.stderr
+    result = results["kfk"]
+    if kfk_refusal is None:
+        assert result.returncode == 0 and result.stdout.endswith("with metadata.version 3.3-IV3.\n"), result.stderr
+        assert formatted
+    else:
+        assert result.returncode == 1 and result.stderr.startswith(f"kfk: {kfk_refusal}"), result.stderr
+        assert len(result.stderr.splitlines()) == 1 and not formatted
 
 
 def _timeless(line: str) -> str:

@@ -32,12 +32,18 @@ def _shape(text: str) -> list[str]:
 
 
 def _both(address_flag: str, address: str, mode: list[str]) -> tuple[list[str], list[str]]:
+    """Kafka's tool and kfk's, both given Kafka's documented order (the connection options before the subcommand,
+    the only order kafka-metadata-quorum.sh takes); kfk's own order (after it) prints the same."""
     kafka = run_kafka_tool("metadata-quorum", [address_flag, address, *mode])
-    kfk = subprocess.run([sys.executable, "-m", "kfk", "metadata-quorum", *mode, address_flag, address],
-                         capture_output=True, text=True, timeout=60)
     assert kafka.returncode == 0, kafka.stderr[-3000:]
-    assert kfk.returncode == 0, kfk.stderr[-3000:]
-    return _shape(kafka.stdout), _shape(kfk.stdout)
+    outputs = []
+    for args in ([address_flag, address, *mode], [*mode, address_flag, address]):
+        kfk = subprocess.run([sys.executable, "-m", "kfk", "metadata-quorum", *args], capture_output=True, text=True,
+                             timeout=60)
+        assert kfk.returncode == 0, (args, kfk.stderr[-3000:])
+        outputs.append(_shape(kfk.stdout))
+    assert outputs[0] == outputs[1]
+    return _shape(kafka.stdout), outputs[0]
 
 
 @pytest.mark.parametrize("mode", MODES, ids=" ".join)

@@ -391,10 +391,11 @@ class Consumer:
     # --- metadata ----------------------------------------------------------------------------------------------------
 
     def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
-        """The topic's partitions; UnknownTopicOrPartitionError if it does not exist."""
+        """The topic's partitions; UnknownTopicOrPartitionError if it does not exist. The Metadata request lets the
+        broker auto-create the topic when allow.auto.create.topics is set (the default), as Java's partitionsFor."""
         timeout_ms = self._default_timeout_ms if timeout is None else timeout * 1000
-        cluster = self._loop.run(self._network.refresh_metadata([topic], allow_auto_topic_creation=False,
-                                                                timeout_ms=timeout_ms), timeout_ms / 1000 + 1)
+        cluster = self._loop.run(self._network.refresh_metadata([topic], timeout_ms=timeout_ms),
+                                 timeout_ms / 1000 + 1)
         metadata = cluster.topic(topic)
         if metadata is None or metadata.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
