@@ -38,12 +38,17 @@ PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
+def authorizer_overrides(jaas: str = PLAIN_JAAS, mechanisms: str = "PLAIN", **extra: str) -> dict[str, str]:
+    """A SASL_PLAINTEXT broker's settings with StandardAuthorizer: PLAIN users from `jaas`, User:admin super."""
+    return {**TEST_OVERRIDES, "sasl.enabled.mechanisms": mechanisms, "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+            "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin", **extra}
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory):
-    overrides = {**TEST_OVERRIDES, "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
-                 "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-                 "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin"}
-    process = start_broker(tmp_path_factory.mktemp("acl-broker"), overrides, listener_name="SASL_PLAINTEXT")
+    process = start_broker(tmp_path_factory.mktemp("acl-broker"), authorizer_overrides(),
+                           listener_name="SASL_PLAINTEXT")
     try:
         yield process
     finally:

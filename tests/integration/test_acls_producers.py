@@ -33,8 +33,7 @@ from kfk.security.acl import (
 )
 from kfk.testing.apache_kafka import run_kafka_tool
 from kfk.testing.broker import BrokerProcess, start_broker
-from kfk.testing.plugin import TEST_OVERRIDES
-from tests.integration.test_acls_confluent import PASSWORDS, PLAIN_JAAS, STANDARD_AUTHORIZER
+from tests.integration.test_acls_confluent import PASSWORDS, authorizer_overrides
 
 pytestmark = pytest.mark.integration
 
@@ -44,10 +43,8 @@ REFUSED = "InitProducerId of the idempotent producer: Cluster authorization fail
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = {**TEST_OVERRIDES, "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
-                 "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-                 "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin"}
-    process = start_broker(tmp_path_factory.mktemp("acl-producers"), overrides, listener_name="SASL_PLAINTEXT")
+    process = start_broker(tmp_path_factory.mktemp("acl-producers"), authorizer_overrides(),
+                           listener_name="SASL_PLAINTEXT")
     try:
         yield process
     finally:

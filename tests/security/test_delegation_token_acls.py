@@ -18,9 +18,9 @@ from kfk.security.acl import AccessControlEntry, AclBinding, AclOperation, AclPe
     ResourcePattern, ResourceType
 from kfk.security.principal import KafkaPrincipal
 from kfk.testing.broker import BrokerProcess, start_broker
-from kfk.testing.plugin import TEST_OVERRIDES
 
 from tests.cluster.helpers import wait_until
+from tests.integration.test_acls_confluent import authorizer_overrides
 
 pytestmark = pytest.mark.integration
 
@@ -32,11 +32,8 @@ CAROL = KafkaPrincipal("User", "carol")
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = {**TEST_OVERRIDES, "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-                 "sasl.mechanism.inter.broker.protocol": "PLAIN",
-                 "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-                 "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                 "super.users": "User:admin", "delegation.token.secret.key": "acl-test-secret"}
+    overrides = authorizer_overrides(PLAIN_JAAS, "PLAIN,SCRAM-SHA-256",
+                                     **{"delegation.token.secret.key": "acl-test-secret"})
     process = start_broker(tmp_path_factory.mktemp("token-acls"), overrides, listener_name="SASL_PLAINTEXT")
     yield process
     process.stop()
