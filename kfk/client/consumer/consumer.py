@@ -95,6 +95,7 @@ class Consumer:
         self.config = config = ClientConfig(CONSUMER_CONFIG_DEF, "consumer", config, **overrides)
         if config.group_id == "":
             raise InvalidGroupIdError("group.id must not be empty (leave it unset to consume without a group)")
+        protocol = group_protocol(config)
         self.group_id: str | None = config.group_id
         self._default_timeout_ms = config.request_timeout_ms
         self._loop = network_loop or ClientLoop(f"kfk-consumer-network-thread | {config.client_id}")
@@ -110,7 +111,6 @@ class Consumer:
             request_timeout_ms=config.request_timeout_ms, retry_backoff_ms=config.retry_backoff_ms,
             key_deserializer=key_deserializer, value_deserializer=value_deserializer)
         self._coordinator: ConsumerCoordinator | None = None
-        protocol = group_protocol(config)
         if self.group_id is not None:
             common = dict(group_id=self.group_id, group_instance_id=config.group_instance_id,
                           rebalance_timeout_ms=config.rebalance_timeout_ms or config.max_poll_interval_ms,

@@ -140,6 +140,8 @@ class ConsumerMembership:
     def build_heartbeat(self, version: int) -> ConsumerGroupHeartbeatRequest:
         """The heartbeat to send now (marks it in flight). The full state every time: the protocol lets a member
         leave unchanged fields null, but a full request is always valid and keeps nothing to track."""
+        if self.subscribed_regex is not None and version < 1 and self.state != MemberState.LEAVING:
+            raise KafkaError("a regular expression subscription needs ConsumerGroupHeartbeat v1 (Kafka 4.0 or later)")
         self._in_flight = True
         self._leave_in_flight = self.state == MemberState.LEAVING
         if self._leave_in_flight:
@@ -150,8 +152,6 @@ class ConsumerMembership:
         for topic_id, partition in sorted(self.owned):
             by_topic.setdefault(topic_id, []).append(partition)
         regex = self.subscribed_regex
-        if regex is not None and version < 1:
-            raise KafkaError("a regular expression subscription needs ConsumerGroupHeartbeat v1 (Kafka 4.0 or later)")
         return ConsumerGroupHeartbeatRequest(
             group_id=self.group_id, member_id=self.member_id, member_epoch=self.member_epoch,
             instance_id=self.group_instance_id, rack_id=self.rack_id,
