@@ -4,8 +4,8 @@ rebalance listeners saw it), a regular expression that picks up a topic created 
 within the session timeout, a commit with a stale member epoch, leaving on close, the asyncio consumer, and a group
 shared with confluent-kafka (librdkafka's group.protocol=consumer).
 
-The broker is a module fixture parametrized by kind (one start per module): Apache Kafka today; kfk's broker joins
-the list once it serves the protocol. The brokers' group.consumer.* heartbeat interval is lowered so that
+The broker is a module fixture parametrized by kind (one start per module, BROKER_KINDS): Apache Kafka today; kfk's
+broker joins the list once it serves the protocol. The brokers' group.consumer.* heartbeat interval is lowered so that
 rebalances take a fraction of a second instead of Kafka's 5 s heartbeat.
 """
 
@@ -16,7 +16,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer as ConfluentConsumer
@@ -27,6 +26,8 @@ from kfk.client.offsets import commit_offsets
 from kfk.common.structs import OffsetAndMetadata
 from kfk.errors import ErrorCode
 from kfk.testing.apache_kafka import ApacheKafka, ApacheKafkaStartError, ApacheKafkaUnavailable
+from kfk.testing.broker import start_broker
+from kfk.testing.plugin import TEST_OVERRIDES
 
 pytestmark = pytest.mark.integration
 
@@ -39,27 +40,25 @@ GROUP_CONSUMER_CONFIG = {
 DEADLINE_S = 60
 
 
-def _apache_kafka(directory: Path) -> Iterator[str]:
+#: The brokers this module runs against, one module-scoped start each. kfk's broker ("kfk") joins the list once its
+#: group coordinator serves ConsumerGroupHeartbeat.
+BROKER_KINDS = ["apache_kafka"]
+
+
+@pytest.fixture(scope="module", params=BROKER_KINDS)
+def bootstrap(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    directory = tmp_path_factory.mktemp(f"group-protocol-{request.param}")
+    if request.param == "kfk":
+        broker = start_broker(directory, dict(TEST_OVERRIDES, **GROUP_CONSUMER_CONFIG))
+        yield broker.bootstrap_servers
+        broker.stop()
+        return
     try:
         node = ApacheKafka(directory, config=GROUP_CONSUMER_CONFIG).start()
     except (ApacheKafkaUnavailable, ApacheKafkaStartError) as error:
         pytest.fail(f"Apache Kafka could not be started: {error}")
-    try:
-        yield node.bootstrap_server
-    finally:
-        node.stop()
-
-
-#: Broker kinds the module runs against: name -> a generator that starts one in a directory and yields its
-#: bootstrap servers.
-BROKERS: dict[str, Callable[[Path], Iterator[str]]] = {
-    "apache_kafka": _apache_kafka,
-}
-
-
-@pytest.fixture(scope="module", params=sorted(BROKERS))
-def bootstrap(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from BROKERS[request.param](tmp_path_factory.mktemp(f"group-protocol-{request.param}"))
+    yield node.bootstrap_server
+    node.stop()
 
 
 @pytest.fixture

@@ -290,9 +290,13 @@ class ConsumerProtocolCoordinator(ConsumerCoordinator):
         """Commit (auto-commit), revoke, leave the group (answered or timed out), stop heartbeats."""
         try:
             if self.subscriptions.has_auto_assigned_partitions:
-                if self._member_ready():
+                with self._lock:
+                    fenced = self.membership.state == MemberState.FENCED
+                if fenced:
+                    self._lose_partitions()
+                else:
                     self.maybe_auto_commit_sync(timeout_ms)
-                self._invoke_revoked(self.subscriptions.assigned_partitions())
+                    self._invoke_revoked(self.subscriptions.assigned_partitions())
             else:
                 self.maybe_auto_commit_sync(timeout_ms)
             self.invoke_completed_commit_callbacks()
