@@ -13,6 +13,9 @@ max.poll.records records that the fetcher has buffered, waiting up to ``timeout`
 sent by the network thread ahead of time, so a poll usually finds data waiting.
 
 Without subscribe(), assign() picks partitions by hand; a group.id is then needed only to commit offsets.
+
+group.protocol picks how the group is run: classic (the default, as in Kafka 4: JoinGroup/SyncGroup, the members'
+assignors) or consumer (KIP-848: the coordinator assigns, kfk.client.consumer.consumer_protocol), behind the same API.
 """
 
 from __future__ import annotations

@@ -37,6 +37,9 @@ log = logging.getLogger("kfk.client.consumer")
 #: Kafka's group.consumer.heartbeat.interval.ms default: how often poll() looks at the group before the coordinator
 #: has told its own interval.
 DEFAULT_HEARTBEAT_INTERVAL_MS = 5000
+#: How long poll() waits at least for the metadata naming a new assignment's topics (the assignment names topic ids),
+#: even in a poll(0), so that the member does not acknowledge a part of its assignment only for want of names.
+METADATA_WAIT_MS = 1000
 #: The OffsetCommit version that carries member epochs.
 OFFSET_COMMIT_MEMBER_EPOCH_VERSION = 9
 
@@ -96,9 +99,9 @@ class ConsumerProtocolCoordinator(ConsumerCoordinator):
         cluster = self.network.cluster
         if any(cluster.topic_name(topic_id) is None for topic_id, _ in target):
             self.network.request_metadata_update()
+            wait_ms = max(deadline_ms - monotonic_ms(), METADATA_WAIT_MS)
             try:
-                cluster = self.loop.run(self.network.refresh_metadata(
-                    timeout_ms=max(deadline_ms - monotonic_ms(), 1)), max(deadline_ms - monotonic_ms(), 1) / 1000)
+                cluster = self.loop.run(self.network.refresh_metadata(timeout_ms=wait_ms), wait_ms / 1000)
             except KafkaError as error:
                 log.info("group %s: metadata for the assignment not fetched yet: %s", self.group_id, error)
         resolved: dict[TopicPartition, TopicIdPartition] = {}
