@@ -280,6 +280,47 @@ def test_commit_with_a_stale_member_epoch_is_retried_with_the_current_one(
             b.close()
 
 
+def test_a_fenced_member_loses_its_partitions_and_rejoins_with_epoch_zero(bootstrap: str,
+                                                                           names: Callable[[str], str]) -> None:
+    topic, group = names("fenced"), names("g-fenced")
+    create(bootstrap, topic, 2)
+    expected = produce(bootstrap, topic, 0, 20, 2)
+    log = OwnershipLog()
+    seen: set[bytes] = set()
+    with consumer(bootstrap, group) as member:
+        member.subscribe([topic], listener=log.listener("a"))
+        poll_until([member], lambda: seen >= expected, seen)
+        membership = member._coordinator.membership
+        with member._coordinator._lock:  # an epoch the coordinator never gave: its next heartbeat is fenced
+            membership.member_epoch += 100
+        poll_until([member], lambda: any(how == "lost" for _, how, _ in log.events))
+        expected |= produce(bootstrap, topic, 20, 20, 2)
+        poll_until([member], lambda: seen >= expected and len(log.owned_by("a")) == 2, seen)
+        assert 0 < membership.member_epoch < 100
+    lost = [tp for _, how, tp in log.events if how == "lost"]
+    assert sorted(lost) == [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    assert log.violations == []
+
+
+def test_a_member_that_stops_polling_leaves_and_its_next_poll_rejoins(bootstrap: str,
+                                                                      names: Callable[[str], str]) -> None:
+    topic, group = names("stuck"), names("g-stuck")
+    create(bootstrap, topic, 1)
+    log = OwnershipLog()
+    with consumer(bootstrap, group, **{"max.poll.interval.ms": 1000}) as member:
+        member.subscribe([topic], listener=log.listener("a"))
+        poll_until([member], lambda: len(log.owned_by("a")) == 1)
+        membership = member._coordinator.membership
+        deadline = time.monotonic() + DEADLINE_S
+        while membership.member_epoch != 0:  # no poll(): the heartbeat task leaves on its own
+            assert time.monotonic() < deadline, "the member did not leave"
+            time.sleep(0.05)
+        with Admin({"bootstrap.servers": bootstrap}) as admin:
+            assert admin.describe_consumer_groups([group])[group].members == []
+        poll_until([member], lambda: len(log.owned_by("a")) == 1 and membership.member_epoch > 0)
+    assert [how for _, how, _ in log.events] == ["assigned", "lost", "assigned", "revoked"]
+
+
 def test_close_leaves_the_group_at_once(bootstrap: str, names: Callable[[str], str]) -> None:
     topic, group = names("leave"), names("g-leave")
     create(bootstrap, topic, 1)
