@@ -336,6 +336,21 @@ def test_close_leaves_the_group_at_once(bootstrap: str, names: Callable[[str], s
         assert described.state == "Empty"
 
 
+def test_unsubscribe_leaves_and_a_new_subscribe_joins_again(bootstrap: str, names: Callable[[str], str]) -> None:
+    topic, group = names("unsub"), names("g-unsub")
+    create(bootstrap, topic, 1)
+    log = OwnershipLog()
+    with consumer(bootstrap, group) as member, Admin({"bootstrap.servers": bootstrap}) as admin:
+        member.subscribe([topic], listener=log.listener("a"))
+        poll_until([member], lambda: bool(member.assignment()))
+        member.unsubscribe()
+        assert admin.describe_consumer_groups([group])[group].members == []
+        member.subscribe([topic], listener=log.listener("a"))
+        poll_until([member], lambda: bool(member.assignment()))
+        assert len(admin.describe_consumer_groups([group])[group].members) == 1
+    assert [how for _, how, _ in log.events] == ["assigned", "revoked", "assigned", "revoked"]
+
+
 def test_asyncio_consumer(bootstrap: str, names: Callable[[str], str]) -> None:
     topic, group = names("aio"), names("g-aio")
     create(bootstrap, topic, 2)
