@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -28,6 +29,8 @@ __all__ = ["PrimaryElection"]
 log = logging.getLogger("kfk.registry.election")
 
 SESSION_TIMEOUT_MS = 10_000  # how long a dead primary keeps its role before the group moves it
+# how long a secondary keeps trying to reach a primary: past a dead primary's session, and a rebalance after it
+FORWARD_TIMEOUT_S = 3 * SESSION_TIMEOUT_MS / 1000
 
 
 class PrimaryElection:
@@ -93,26 +96,28 @@ class PrimaryElection:
         return self._primary_url
 
     def forward(self, method: str, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes] | None:
-        """Send a write to the primary; None when this instance is the primary (it answers itself)."""
-        self._elected.wait(SESSION_TIMEOUT_MS / 1000)
-        for attempt in range(2):
+        """Send a write to the primary; None when this instance is the primary (it answers itself). While the
+        group has no live primary (a dead one keeps its role until its session times out), keep asking."""
+        deadline = time.monotonic() + FORWARD_TIMEOUT_S
+        self._elected.wait(FORWARD_TIMEOUT_S)
+        while True:
+            if self.is_primary:
+                return None
             url = self.primary_url()
-            if url is None or url == self.advertised_url:
-                if self.is_primary:
-                    return None
-                self._primary_url = None
-                continue
-            request = urllib.request.Request(url + path, data=body if method != "GET" else None, method=method,
-                                             headers=headers)
-            try:
-                with urllib.request.urlopen(request, timeout=30) as response:
-                    return response.status, response.read()
-            except urllib.error.HTTPError as error:
-                return error.code, error.read()
-            except OSError:
-                self._primary_url = None  # the primary moved or died; ask the group again
-        raise RegistryError(500, FORWARDING_ERROR, "Error while forwarding the request to the primary: no primary "
-                            "answers")
+            if url is not None and url != self.advertised_url:
+                request = urllib.request.Request(url + path, data=body or None, method=method, headers=headers)
+                try:
+                    with urllib.request.urlopen(request, timeout=FORWARD_TIMEOUT_S) as response:
+                        return response.status, response.read()
+                except urllib.error.HTTPError as error:
+                    return error.code, error.read()
+                except OSError as error:
+                    log.info("the primary %s does not answer (%s); asking the group again", url, error)
+            self._primary_url = None
+            if time.monotonic() >= deadline:
+                raise RegistryError(500, FORWARDING_ERROR,
+                                    "Error while forwarding the request to the primary: no primary answers")
+            time.sleep(0.5)
 
     def close(self) -> None:
         self._stopping.set()

@@ -194,8 +194,8 @@ class SchemaRegistry:
         number = parse_version(version)
         with self._write_lock:
             self._check_writable(subject)
-            registered = self.version(subject, version, deleted=permanent) if number != -1 else \
-                self.version(subject, "latest")
+            # a soft-deleted version is found (to be refused, or deleted permanently); latest is the latest live one
+            registered = self.version(subject, version, deleted=number != -1)
             if permanent:
                 if not registered.deleted:
                     raise RegistryError(404, errors.VERSION_NOT_SOFT_DELETED,
