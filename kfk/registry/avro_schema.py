@@ -11,7 +11,8 @@ default values as the Java library does. Neither library offers the resolution c
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import fastavro
@@ -40,6 +41,7 @@ class AvroSchema:
     canonical: str
     parsed: Any
     named: dict[str, Any]
+    references: list[SchemaReference] = field(default_factory=list)
 
     @classmethod
     def parse(cls, text: str, references: list[SchemaReference] = ()) -> AvroSchema:
@@ -52,7 +54,15 @@ class AvroSchema:
             raise SchemaParseError(f"not JSON: {error}") from None
         except (SchemaParseException, ValueError, TypeError, KeyError, AttributeError) as error:
             raise SchemaParseError(str(error) or type(error).__name__) from None
-        return cls(canonical_text(AVRO, text), parsed, named)
+        return cls(canonical_text(AVRO, text), parsed, named, list(references))
+
+    @cached_property
+    def codec_schema(self) -> Any:
+        """The schema as fastavro's readers and writers take it (parsed with their hints, references included)."""
+        named: dict[str, Any] = {}
+        for reference in self.references:
+            fastavro.parse_schema(json.loads(reference.schema), named_schemas=named)
+        return fastavro.parse_schema(json.loads(self.canonical), named_schemas=named)
 
     def record_name(self) -> str | None:
         return self.parsed.get("name") if isinstance(self.parsed, dict) else None
@@ -164,17 +174,17 @@ class _Resolution:
         if pair in self._in_progress:
             return
         self._in_progress.add(pair)
-        writer_fields = {field["name"]: field for field in writer["fields"]}
-        for index, field in enumerate(reader["fields"]):
-            names = [field["name"], *field.get("aliases", ())]
+        writer_fields = {writer_field["name"]: writer_field for writer_field in writer["fields"]}
+        for index, reader_field in enumerate(reader["fields"]):
+            names = [reader_field["name"], *reader_field.get("aliases", ())]
             match = next((writer_fields[name] for name in names if name in writer_fields), None)
             if match is None:
-                if "default" not in field:
+                if "default" not in reader_field:
                     self._add("READER_FIELD_MISSING_DEFAULT_VALUE", f"{path}/fields/{index}",
-                              f"The field '{field['name']}' at path '{path}/fields/{index}' in the reader's schema "
-                              "has no default value and is missing in the writer's schema")
+                              f"The field '{reader_field['name']}' at path '{path}/fields/{index}' in the reader's "
+                              "schema has no default value and is missing in the writer's schema")
             else:
-                self.can_read(field["type"], match["type"], f"{path}/fields/{index}/type")
+                self.can_read(reader_field["type"], match["type"], f"{path}/fields/{index}/type")
         self._in_progress.discard(pair)
 
 
