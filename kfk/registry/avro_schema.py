@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any
 
 import fastavro
-from fastavro.schema import SchemaParseException
+from fastavro.schema import SchemaParseException, UnknownType
 
 from kfk.registry.schema_types import AVRO, Incompatibility, SchemaParseError, SchemaReference, canonical_text
 
@@ -52,6 +52,9 @@ class AvroSchema:
             parsed = fastavro.parse_schema(json.loads(text), named_schemas=named, _write_hint=False)
         except json.JSONDecodeError as error:
             raise SchemaParseError(f"not JSON: {error}") from None
+        except UnknownType as error:
+            name = error.name.get("type") if isinstance(error.name, dict) else error.name
+            raise SchemaParseError(f"unknown type: {json.dumps(name)}") from None
         except (SchemaParseException, ValueError, TypeError, KeyError, AttributeError) as error:
             raise SchemaParseError(str(error) or type(error).__name__) from None
         return cls(canonical_text(AVRO, text), parsed, named, list(references))
