@@ -426,6 +426,8 @@ complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l ending-offsets -r
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l partition-by -r -d 'Columns to partition the files by, e.g. topic,partition or date (or hour), derived from timestamp.'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l decode -r -d 'key=binary|string,value=binary|string|json (JSON values become columns).'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l value-schema -r -d 'The JSON values\' schema as Spark DDL (\'id BIGINT, name STRING\'); default: inferred from a sample.'
+complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l value-format -r -d 'avro: values in Confluent\'s wire format, decoded to columns with the subject <topic>-value\'s latest schema from --schema-registry-url (as --decode value=avro).'
+complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l schema-registry-url -r -d 'The schema registry of --value-format avro (schema.registry.url).'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l include-headers -d 'Export record headers too.'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l isolation-level -r -d 'read_committed (the default) skips aborted and open transactions; read_uncommitted exports every record.'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l min-partitions -r -d 'Split big offset ranges into at least this many Spark tasks.'
