@@ -21,7 +21,8 @@ import typer
 from kfk.commands.errors import fail
 
 __all__ = ["SchemaFormat", "KeyFormat", "ValueFormat", "KeySchema", "ValueSchema", "SchemaRegistryUrl",
-           "SubjectNameStrategy", "KeySubjectNameStrategy", "AutoRegister", "serializer_for", "deserializer_for", "JsonText"]
+           "SubjectNameStrategy", "KeySubjectNameStrategy", "AutoRegister", "serializer_for", "deserializer_for",
+           "JsonText"]
 
 
 class SchemaFormat(str, Enum):

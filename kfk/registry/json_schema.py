@@ -108,7 +108,9 @@ def _compare(reader: Any, writer: Any, path: str, found: list[Incompatibility]) 
                                          f"At '{path}/enum' the reader's schema lacks the writer's values {missing}"))
     for keyword, narrower in (("maxLength", min), ("maxItems", min), ("maxProperties", min), ("maximum", min),
                               ("minLength", max), ("minItems", max), ("minProperties", max), ("minimum", max)):
-        if keyword in reader and (keyword not in writer or narrower(reader[keyword], writer[keyword]) != writer[keyword]):
+        if keyword not in reader:
+            continue
+        if keyword not in writer or narrower(reader[keyword], writer[keyword]) != writer[keyword]:
             found.append(Incompatibility(f"{_snake(keyword)}_{'DECREASED' if narrower is min else 'INCREASED'}"
                                          if keyword in writer else f"{_snake(keyword)}_ADDED", f"{path}/{keyword}",
                                          f"At '{path}/{keyword}' the reader's schema narrows the writer's bound"))

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Incompatibility", "ParsedSchema", "SchemaParseError", "SchemaReference", "SCHEMA_TYPES", "parse_schema", "canonical_text"]
+__all__ = ["Incompatibility", "ParsedSchema", "SchemaParseError", "SchemaReference", "SCHEMA_TYPES", "parse_schema",
+           "canonical_text"]
 
 AVRO, JSON, PROTOBUF = "AVRO", "JSON", "PROTOBUF"
 SCHEMA_TYPES = (JSON, PROTOBUF, AVRO)  # the order GET /schemas/types lists them in
