@@ -1,5 +1,7 @@
-"""Fixtures of the schema registry's tests: one kfk broker per module, and `kfk schema-registry start` as a real
-subprocess on an ephemeral port (its address read from the line it prints once it serves)."""
+"""Fixtures of the schema registry's tests: one kfk broker and one `kfk schema-registry start` (a real subprocess on
+an ephemeral port, its address read from the line it prints once it serves) for the session of each xdist worker;
+tests use subjects and topics of their own, and those that restart or kill registries start their own on a
+_schemas topic and group of their own."""
 
 from __future__ import annotations
 
@@ -71,14 +73,14 @@ class RegistryProcess:
         self.process.wait(5)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def registry_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     broker = start_broker(tmp_path_factory.mktemp("registry-broker"), dict(TEST_OVERRIDES))
     yield broker
     broker.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def registry_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., RegistryProcess]]:
     started: list[RegistryProcess] = []
 
@@ -93,6 +95,6 @@ def registry_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Calla
         registry.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def registry(registry_broker: BrokerProcess, registry_factory: Callable[..., RegistryProcess]) -> RegistryProcess:
     return registry_factory(registry_broker.bootstrap_servers)

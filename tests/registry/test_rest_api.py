@@ -6,6 +6,7 @@ ids, a secondary forwards writes to the primary, and a killed primary is replace
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -27,6 +28,16 @@ def call(url: str, method: str = "GET", body: object = None) -> tuple[int, objec
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
+
+
+def eventually(check, timeout: float = 30.0) -> bool:
+    """Whether ``check()`` holds within ``timeout`` seconds (polled)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def avro(*fields: dict, name: str = "Event") -> dict:
@@ -150,7 +161,8 @@ def test_state_survives_restart_and_instances_agree(registry_broker, registry_fa
     status, via_second = call(f"{second.url}/subjects/{subject}/versions", "POST",
                               avro({"name": "a", "type": "int"}, {"name": "b", "type": "int", "default": 0}))
     assert status == 200 and via_second["version"] == 2 and via_second["id"] > registered["id"]
-    assert call(f"{first.url}/subjects/{subject}/versions") == (200, [1, 2])
+    # the other instance reads it from _schemas soon after (reads on instances are eventually consistent)
+    assert eventually(lambda: call(f"{first.url}/subjects/{subject}/versions") == (200, [1, 2]))
     assert call(f"{first.url}/subjects/{subject}/versions", "POST",
                 avro({"name": "a", "type": "string"}))[0] == 409  # FULL, checked by the primary
 
