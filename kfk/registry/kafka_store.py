@@ -44,11 +44,12 @@ class KafkaStore:
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._thread: threading.Thread | None = None
+        self._admin: Admin | None = None
 
     def start(self) -> None:
         """Create the topic if it is missing, then read it to its end."""
-        with Admin(self._config) as admin:
-            self._create_topic(admin)
+        self._admin = Admin(self._config)
+        self._create_topic(self._admin)
         self._producer = Producer({**self._config, "acks": "all", "linger.ms": 0})
         self._consumer = Consumer({**self._config, "enable.auto.commit": False, "auto.offset.reset": "earliest"})
         self._consumer.assign([self._partition])
@@ -137,6 +138,16 @@ class KafkaStore:
             raise RegistryError(500, STORE_ERROR, f"Error while writing to the {self.topic} topic: {error}") from None
         self._wait_for(last + 1)
 
+    def catch_up(self) -> None:
+        """Apply every record the topic holds now (a secondary, after forwarding a write, so that its next answer
+        to the same client includes that write)."""
+        assert self._admin is not None
+        try:
+            end = self._admin.end_offsets([self._partition])[self._partition]
+        except KafkaError as error:
+            raise RegistryError(500, STORE_ERROR, f"Error while reading the {self.topic} topic: {error}") from None
+        self._wait_for(end)
+
     def sync(self) -> None:
         """Catch up with every record written to the topic so far (by any instance): a NOOP record's offset is a
         point after all of them."""
@@ -146,6 +157,6 @@ class KafkaStore:
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(5)
-        for client in (self._producer, self._consumer):
+        for client in (self._producer, self._consumer, self._admin):
             if client is not None:
                 client.close()

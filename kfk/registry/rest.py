@@ -79,6 +79,8 @@ def create_app(registry: SchemaRegistry, forward: Forward | None = None) -> Star
                                              {"Content-Type": request.headers.get("content-type", CONTENT_TYPE)})
                 if forwarded is not None:
                     status, content = forwarded
+                    if status < 300:  # read your writes: this instance's next answer includes what the primary did
+                        await _in_thread(registry.store.catch_up)
                     return Response(content, status_code=status, media_type=CONTENT_TYPE)
             document = await body(request)
             return await _in_thread(handler, request, document)

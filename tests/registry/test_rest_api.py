@@ -161,6 +161,8 @@ def test_state_survives_restart_and_instances_agree(registry_broker, registry_fa
     status, via_second = call(f"{second.url}/subjects/{subject}/versions", "POST",
                               avro({"name": "a", "type": "int"}, {"name": "b", "type": "int", "default": 0}))
     assert status == 200 and via_second["version"] == 2 and via_second["id"] > registered["id"]
+    # read your writes: the instance written to answers with the write, whichever instance made it
+    assert call(f"{second.url}/subjects/{subject}/versions") == (200, [1, 2])
     # the other instance reads it from _schemas soon after (reads on instances are eventually consistent)
     assert eventually(lambda: call(f"{first.url}/subjects/{subject}/versions") == (200, [1, 2]))
     assert call(f"{first.url}/subjects/{subject}/versions", "POST",
