@@ -5,8 +5,8 @@ kafka-avro-console-producer / -consumer (and their JSON Schema and Protobuf sibl
 console-produce reads JSON per line (for Avro, Avro's JSON encoding as Confluent's tool reads it, or plain JSON),
 registers the schema given by ``--value-schema`` (a file, or the schema's text) under the subject the naming
 strategy gives (or only looks it up with --no-auto-register), and writes Confluent's wire format. console-consume
-reads any framed record, fetching the writer's schema by its id, and prints JSON. Protobuf can be read but not yet
-written: kfk has no .proto compiler.
+reads any framed record, fetching the writer's schema by its id, and prints JSON. A Protobuf schema is given as the
+descriptor set `protoc --descriptor_set_out` writes (kfk has no .proto compiler); its lines are Protobuf's JSON.
 """
 
 from __future__ import annotations
@@ -70,6 +70,31 @@ def _schema_text(schema: str, flag: str) -> str:
         fail(f"cannot read {flag} {schema}: {error.strerror} (give a schema file, or the schema's JSON text)")
 
 
+def _descriptor_text(schema: str, flag: str) -> str:
+    """A Protobuf schema as the registry takes it (a base64 FileDescriptorProto): from a descriptor set file (what
+    `protoc --descriptor_set_out=order.desc order.proto` writes; its last file is the schema), or given as base64."""
+    import base64
+
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.message import DecodeError
+
+    path = Path(schema)
+    if not path.is_file():
+        return schema
+    data = path.read_bytes()
+    descriptors = descriptor_pb2.FileDescriptorSet()
+    try:
+        descriptors.ParseFromString(data)
+    except DecodeError:
+        descriptors.Clear()
+    if not descriptors.file:
+        if data.lstrip()[:6] in (b"syntax", b"packag", b"messag", b"import", b"//", b"/*"):
+            fail(f"{flag} {schema} is .proto source, which kfk cannot compile: give the descriptor set `protoc "
+                 f"--descriptor_set_out=FILE.desc {schema}` writes")
+        return data.decode("ascii", "replace").strip()
+    return base64.b64encode(descriptors.file[-1].SerializeToString()).decode()
+
+
 def serializer_for(fmt: SchemaFormat | None, schema: str | None, flag: str, url: str, *, is_key: bool,
                    strategy: str, auto_register: bool):
     """A function from one line's bytes to the framed record, or None without a format."""
@@ -77,17 +102,24 @@ def serializer_for(fmt: SchemaFormat | None, schema: str | None, flag: str, url:
         if schema is not None:
             fail(f"{flag}-schema goes with {flag}-format")
         return None
-    if fmt is SchemaFormat.protobuf:
-        fail(f"{flag}-format protobuf can only be read (console-consume): kfk cannot compile .proto files")
     if schema is None:
         fail(f"{flag}-format {fmt.value} needs {flag}-schema")
     from kfk.registry.schema_types import SchemaParseError
-    from kfk.registry.serdes import AvroSerializer, JsonSchemaSerializer, RegistryClient, RegistryClientError
+    from kfk.registry.serdes import (
+        AvroSerializer,
+        JsonSchemaSerializer,
+        ProtobufSerializer,
+        RegistryClient,
+        RegistryClientError,
+    )
 
-    kind = AvroSerializer if fmt is SchemaFormat.avro else JsonSchemaSerializer
+    kind = {SchemaFormat.avro: AvroSerializer, SchemaFormat.json_schema: JsonSchemaSerializer,
+            SchemaFormat.protobuf: ProtobufSerializer}[fmt]
+    text = _descriptor_text(schema, f"{flag}-schema") if fmt is SchemaFormat.protobuf else \
+        _schema_text(schema, f"{flag}-schema")
     try:
-        serializer = kind(RegistryClient(url), _schema_text(schema, f"{flag}-schema"), is_key=is_key,
-                          subject_name_strategy=strategy, auto_register=auto_register)
+        serializer = kind(RegistryClient(url), text, is_key=is_key, subject_name_strategy=strategy,
+                          auto_register=auto_register)
     except SchemaParseError as error:
         fail(f"{flag}-schema is not a valid {fmt.value} schema: {error}")
     except ValueError as error:

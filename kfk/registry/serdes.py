@@ -23,7 +23,7 @@ from typing import Any
 from kfk.registry.schema_types import AVRO, JSON, PROTOBUF, SchemaReference, parse_schema
 
 __all__ = ["RegistryClient", "RegistryClientError", "SUBJECT_NAME_STRATEGIES", "subject_name", "frame", "unframe",
-           "AvroSerializer", "JsonSchemaSerializer", "Deserializer", "MAGIC_BYTE"]
+           "AvroSerializer", "JsonSchemaSerializer", "ProtobufSerializer", "Deserializer", "MAGIC_BYTE"]
 
 MAGIC_BYTE = 0
 SUBJECT_NAME_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
@@ -199,6 +199,68 @@ class JsonSchemaSerializer(_Serializer):
 
     def from_json(self, text: str) -> Any:
         return json.loads(text)
+
+
+class ProtobufSerializer(_Serializer):
+    """A Protobuf message (from JSON by Protobuf's JSON mapping) of the schema's first top-level message type, or of
+    ``message_name``; the payload starts with the message's indexes in the file, as Confluent's serializers write
+    them (a single 0 byte for the first message)."""
+
+    schema_type = PROTOBUF
+
+    def __init__(self, client: RegistryClient, schema: str, *, message_name: str | None = None,
+                 **kwargs: Any) -> None:
+        from google.protobuf import message_factory
+
+        from kfk.registry.protobuf_schema import new_pool
+
+        super().__init__(client, schema, **kwargs)
+        proto = self.parsed.proto
+        pool = new_pool([])
+        pool.Add(proto)
+        file = pool.FindFileByName(proto.name)
+        messages = list(file.message_types_by_name.values())
+        if not messages:
+            raise ValueError("the Protobuf schema defines no message")
+        if message_name is None:
+            descriptor, indexes = messages[0], [0]
+        else:
+            found = _find_message(messages, message_name.removeprefix(f"{proto.package}."), [])
+            if found is None:
+                raise ValueError(f"the Protobuf schema has no message {message_name}")
+            descriptor, indexes = found
+        self._message_class = message_factory.GetMessageClass(descriptor)
+        self._indexes = b"\x00" if indexes == [0] else b"".join(_zigzag(number) for number in [len(indexes), *indexes])
+
+    def from_json(self, text: str) -> Any:
+        from google.protobuf import json_format
+
+        return json_format.Parse(text, self._message_class())
+
+    def encode(self, value: Any) -> bytes:
+        return self._indexes + value.SerializeToString()
+
+
+def _find_message(messages: list, name: str, path: list[int]):
+    head, _, rest = name.partition(".")
+    for index, descriptor in enumerate(messages):
+        if descriptor.name == head:
+            return (descriptor, [*path, index]) if not rest else _find_message(descriptor.nested_types, rest,
+                                                                                [*path, index])
+    return None
+
+
+def _zigzag(number: int) -> bytes:
+    value = (number << 1) ^ (number >> 63)
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
 
 
 class Deserializer:

@@ -1,7 +1,7 @@
 """`kfk console-produce --value-format avro|json-schema` and `kfk console-consume --value-format ...` with
 `kfk schema-registry`: JSON lines in, Confluent's wire format on the topic, JSON out; what kfk's tools write,
-confluent-kafka's deserializers read, and what confluent-kafka's serializers write (Protobuf included), kfk's
-console-consume prints; subject naming strategies, auto-registration off, and refusals in one line."""
+confluent-kafka's deserializers read, and what confluent-kafka's serializers write, kfk's console-consume prints
+(Protobuf too, kfk writing with a protoc descriptor set); subject naming strategies, auto-registration off, and refusals in one line."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
-from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2
 
 from tests.registry.test_confluent_clients import USER_V2, USER_V3, _order_class
 
@@ -122,7 +123,7 @@ def test_json_schema_keys_record_name_strategy_and_no_auto_register(registry, re
     assert [(record["key"], record["value"]) for record in printed] == [("k1", {"id": 1}), ("k2", {"id": 2})]
 
 
-def test_protobuf_written_by_confluent_printed_by_kfk(registry, registry_broker) -> None:
+def test_protobuf_both_ways_with_confluent(registry, registry_broker, tmp_path: Path) -> None:
     bootstrap, url = registry_broker.bootstrap_servers, registry.url
     topic = f"console-proto-{uuid.uuid4().hex[:8]}"
     order = _order_class()
@@ -130,4 +131,28 @@ def test_protobuf_written_by_confluent_printed_by_kfk(registry, registry_broker)
     producer = Producer({"bootstrap.servers": bootstrap})
     producer.produce(topic, serializer(order(id=5, item="lamp"), SerializationContext(topic, MessageField.VALUE)))
     assert producer.flush(30) == 0
-    assert consume_json(bootstrap, url, topic, 1, "--value-format", "protobuf") == [{"id": "5", "item": "lamp"}]
+
+    # kfk writes with the descriptor set protoc would write for order.proto (`protoc --descriptor_set_out`)
+    descriptors = descriptor_pb2.FileDescriptorSet()
+    order.DESCRIPTOR.file.CopyToProto(descriptors.file.add())
+    descriptor_file = tmp_path / "order.desc"
+    descriptor_file.write_bytes(descriptors.SerializeToString())
+    produced = kfk("console-produce", "--bootstrap-server", bootstrap, "--topic", topic, "--value-format", "protobuf",
+                   "--value-schema", str(descriptor_file), "--schema-registry-url", url,
+                   stdin='{"id": "6", "item": "desk"}\n')
+    assert produced.returncode == 0, produced.stderr
+    assert consume_json(bootstrap, url, topic, 2, "--value-format", "protobuf") == [
+        {"id": "5", "item": "lamp"}, {"id": "6", "item": "desk"}]
+    deserializer = ProtobufDeserializer(order, {"use.deprecated.format": False})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    read = []
+    try:
+        while len(read) < 2:
+            message = consumer.poll(30)
+            assert message is not None and message.error() is None
+            read.append(deserializer(message.value(), SerializationContext(topic, MessageField.VALUE)))
+    finally:
+        consumer.close()
+    assert read == [order(id=5, item="lamp"), order(id=6, item="desk")]
