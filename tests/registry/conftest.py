@@ -75,7 +75,7 @@ class RegistryProcess:
 
 @pytest.fixture(scope="session")
 def registry_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    broker = start_broker(tmp_path_factory.mktemp("registry-broker"), dict(TEST_OVERRIDES))
+    broker = start_broker(tmp_path_factory.mktemp("registry-broker"), dict(TEST_OVERRIDES), timeout=60)
     yield broker
     broker.stop()
 

@@ -23,7 +23,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    broker = start_broker(tmp_path_factory.mktemp("registry-sasl"), sasl_overrides(), listener_name="SASL_PLAINTEXT")
+    broker = start_broker(tmp_path_factory.mktemp("registry-sasl"), sasl_overrides(), listener_name="SASL_PLAINTEXT",
+                          timeout=60)
     yield broker
     broker.stop()
 
