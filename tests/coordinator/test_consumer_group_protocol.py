@@ -118,9 +118,14 @@ def test_epoch_and_membership_errors_carry_kafkas_messages() -> None:
     missing = heartbeat(h, "m1", 1, group_id="nowhere", owned={})
     assert (missing.error_code, missing.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                                            "Consumer group nowhere not found.")
-    no_subscription = heartbeat(h, "m2", 0, topics=[])
-    assert (no_subscription.error_code, no_subscription.error_message) == (
-        ErrorCode.INVALID_REQUEST, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+    request = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m2", rebalance_timeout_ms=1000,
+                                            topic_partitions=[])
+    answers = Answers()
+    h.coordinator.consumer_group_heartbeat(request, 1, "client", "/127.0.0.1", h.now_ms, answers)
+    assert (answers.only.error_code, answers.only.error_message) == (
+        ErrorCode.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                                   "(re-)joining.")
+    assert heartbeat(h, "m2", 0, topics=[]).error_code == ErrorCode.NONE  # a pattern matching nothing yet
     assert heartbeat(h, "", 0).error_message == "MemberId can't be empty."
     assert heartbeat(h, "m3", -3).error_message == "MemberEpoch is invalid."
     bad_regex = heartbeat(h, "m3", 0, regex="(?<=x)y")

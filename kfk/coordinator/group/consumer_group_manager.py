@@ -173,9 +173,10 @@ class ConsumerGroupManager:
                 raise InvalidRequestError("RebalanceTimeoutMs must be provided in first request.")
             if request.topic_partitions is None or request.topic_partitions:
                 raise InvalidRequestError("TopicPartitions must be empty when (re-)joining.")
-            if not request.subscribed_topic_names and not request.subscribed_topic_regex:
-                raise InvalidRequestError(
-                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+            # An empty list of names (a pattern that matches nothing yet) or an empty regex joins with no topics.
+            if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+                raise InvalidRequestError("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+                                          "when (re-)joining.")
         elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if request.instance_id is None:
                 raise InvalidRequestError("InstanceId can't be null.")
