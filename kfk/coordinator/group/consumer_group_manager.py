@@ -219,8 +219,10 @@ class ConsumerGroupManager:
 
         updated = self._updated_member(member, request, client_id, client_host)
         is_new = member_id not in group.members or replaced is not None
-        bump = is_new or (updated.subscribed_topic_names, updated.subscribed_topic_regex) != \
-            (member.subscribed_topic_names, member.subscribed_topic_regex)
+        # A static member's new incarnation with the subscription it had changes nothing of the group.
+        previous = replaced if replaced is not None else member
+        bump = (is_new and replaced is None) or (updated.subscribed_topic_names, updated.subscribed_topic_regex) != \
+            (previous.subscribed_topic_names, previous.subscribed_topic_regex)
         if updated != member or is_new:
             records.append(member_metadata_record(group_id, updated))
         self._apply(records)  # a new group is created by the replay of its first record
@@ -614,7 +616,7 @@ class ConsumerGroupManager:
             member_id=member.member_id, instance_id=member.instance_id, rack_id=member.rack_id,
             member_epoch=member.member_epoch, client_id=member.client_id, client_host=member.client_host,
             subscribed_topic_names=list(member.subscribed_topic_names),
-            subscribed_topic_regex=member.subscribed_topic_regex,
+            subscribed_topic_regex=member.subscribed_topic_regex or "",
             assignment=described(member.assigned_partitions),
             target_assignment=described(group.target_assignment.get(member.member_id, {})),
             member_type=1)
