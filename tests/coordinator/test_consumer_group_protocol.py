@@ -306,3 +306,16 @@ def test_range_gives_co_partitioned_topics_the_same_partitions() -> None:
     result = range_assign({"m1": frozenset({a, b}), "m2": frozenset({a, b})}, {a: 3, b: 3}, {})
     assert result["m1"] == {a: frozenset({0, 1}), b: frozenset({0, 1})}
     assert result["m2"] == {a: frozenset({2}), b: frozenset({2})}
+
+
+def test_a_classic_join_to_a_consumer_group_is_refused_until_it_is_empty() -> None:
+    h = harness()
+    heartbeat(h, "m1", 0)
+    refused = h.join("g").only
+    assert (refused.error_code, refused.member_id) == (ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+    heartbeat(h, "m1", -1)
+    assert h.join_dynamic("g").only.error_code == ErrorCode.NONE  # the empty consumer group gave way
+    assert h.coordinator.consumer_groups.group("g") is None and h.coordinator.groups.group("g") is not None
+    taken = heartbeat(h, "m2", 0)
+    assert (taken.error_code, taken.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                       "Group g is not a consumer group.")

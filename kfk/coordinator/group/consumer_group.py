@@ -109,6 +109,11 @@ class ConsumerGroup:
         #: (topic id, partition) -> the epoch of the member that owns it (assigned or pending revocation).
         self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
         self.dead = False
+        #: Bumped whenever a member's subscription changes or a member comes or goes: with the metadata image's
+        #: offset, it tells whether the subscribed topics' metadata must be computed again.
+        self.subscriptions_version = 0
+        #: (metadata image offset, subscriptions version) the subscription metadata was last checked against.
+        self.metadata_checked: tuple[int, int] | None = None
 
     # -- state -------------------------------------------------------------------------------------------------------
 
@@ -153,6 +158,9 @@ class ConsumerGroup:
     def put_member(self, member: ConsumerGroupMember) -> None:
         """Add or replace a member, keeping the static-member index and the partition epochs in step."""
         previous = self.members.get(member.member_id)
+        if previous is None or (previous.subscribed_topic_names, previous.subscribed_topic_regex) != \
+                (member.subscribed_topic_names, member.subscribed_topic_regex):
+            self.subscriptions_version += 1
         if previous is not None:
             self._release_partitions(previous)
             if previous.instance_id is not None and self.static_members.get(previous.instance_id) == member.member_id:
@@ -166,6 +174,7 @@ class ConsumerGroup:
         member = self.members.pop(member_id, None)
         if member is None:
             return
+        self.subscriptions_version += 1
         self._release_partitions(member)
         if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
             del self.static_members[member.instance_id]

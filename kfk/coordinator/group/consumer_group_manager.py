@@ -5,7 +5,9 @@ replay of the consumer groups' __consumer_offsets records.
 Every change is a record: a heartbeat computes the records its changes need (member subscription, group epoch,
 partition metadata, target assignment, the member's current assignment), applies them at once through `replay`
 (the same path a load takes, so a coordinator that takes over after a restart or a failover rebuilds exactly the
-state it had) and answers once they are committed to __consumer_offsets. One heartbeat:
+state it had) and answers once they are committed to __consumer_offsets. (A write that fails answers with the
+mapped error and keeps what was applied, where Kafka reverts to its last committed state: writes fail when the
+partition moves away, and the next coordinator loads the log.) One heartbeat:
 
 1. validates the request (Kafka's INVALID_REQUEST messages) and finds the member: a new one at epoch 0 (a static
    member whose instance id a previous member released with epoch -2 takes over that member's assignment, with no
@@ -225,16 +227,16 @@ class ConsumerGroupManager:
             (previous.subscribed_topic_names, previous.subscribed_topic_regex)
         if updated != member or is_new:
             records.append(member_metadata_record(group_id, updated))
-        self._apply(records)  # a new group is created by the replay of its first record
+        self.apply(records)  # a new group is created by the replay of its first record
         records_applied = list(records)
         group = self.groups[group_id]
 
         records = self._refresh_metadata(group, force_bump=bump)
-        self._apply(records)
+        self.apply(records)
         records_applied += records
 
         records = self._maybe_update_target(group)
-        self._apply(records)
+        self.apply(records)
         records_applied += records
 
         current = group.members[member_id]
@@ -242,7 +244,7 @@ class ConsumerGroupManager:
                                _owned_assignment(request), group.current_partition_epoch)
         if reconciled != current or is_new:
             records = [current_assignment_record(group_id, reconciled)]
-            self._apply(records)
+            self.apply(records)
             records_applied += records
         self._schedule_session_timeout(group_id, member_id, now_ms)
         self._schedule_rebalance_timeout(group, reconciled, now_ms)
@@ -351,7 +353,7 @@ class ConsumerGroupManager:
                 left = copy_member(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                                    partitions_pending_revocation={})
                 records = [current_assignment_record(group_id, left)]
-                self._apply(records)
+                self.apply(records)
                 self.timer.cancel(_rebalance_key(group_id, member.member_id))
                 self._respond_after_write(group_id, records, response, respond)
                 return
@@ -365,9 +367,9 @@ class ConsumerGroupManager:
         self.timer.cancel(_session_key(group_id, member.member_id))
         self.timer.cancel(_rebalance_key(group_id, member.member_id))
         records = member_tombstones(group_id, member.member_id)
-        self._apply(records)
+        self.apply(records)
         more = self._refresh_metadata(group, force_bump=True)
-        self._apply(more)
+        self.apply(more)
         return records + more
 
     def _fence(self, group_id: str, member_id: str, why: str) -> None:
@@ -425,6 +427,10 @@ class ConsumerGroupManager:
         """The partition metadata record when the subscribed topics' metadata changed, and the group epoch bumped
         when it did or `force_bump`."""
         image = self._image()
+        checked = (image.offset, group.subscriptions_version)
+        if group.metadata_checked == checked and not force_bump:
+            return []  # neither the topics nor the subscriptions changed since the last check
+        group.metadata_checked = checked
         names: set[str] = set()
         for member in group.members.values():
             names |= self._member_topic_names(member, image)
@@ -475,7 +481,8 @@ class ConsumerGroupManager:
 
     # -- writes ------------------------------------------------------------------------------------------------------
 
-    def _apply(self, records: list[Record]) -> None:
+    def apply(self, records: list[Record]) -> None:
+        """Replay records this coordinator writes, at once (their write may still fail: see the module doc)."""
         for key, value in records:
             record = deserialize_record(key, value)
             assert isinstance(record, ConsumerGroupRecord)

@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 from kfk.coordinator.append_errors import append_error_to_response_error
 from kfk.coordinator.group.classic_group import (
+    UNKNOWN_MEMBER_ID,
     ClassicGroup,
     ClassicGroupState,
     Responder,
@@ -246,6 +247,17 @@ class GroupCoordinator:
         if error != ErrorCode.NONE:
             respond(JoinGroupResponse(error_code=error, member_id=request.member_id))
             return
+        consumer_group = self.consumer_groups.group(request.group_id)
+        if consumer_group is not None:
+            if not consumer_group.is_empty:
+                # Members of the consumer protocol hold the group: kfk does not migrate a group between protocols.
+                respond(JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                                          member_id=UNKNOWN_MEMBER_ID))
+                return
+            # An empty consumer group gives way to the classic group (its offsets stay), as in Kafka.
+            records = self.consumer_groups.deletion_records(consumer_group)
+            self.consumer_groups.apply(records)
+            self._write_for_group(request.group_id, records, None)
         self.groups.join_group(request, api_version, client_id, client_host, now_ms, respond)
 
     def sync_group(self, request: SyncGroupRequest, now_ms: int, respond: Responder) -> None:
