@@ -232,7 +232,8 @@ MEMBER_ID = re.compile(r"(?<![\w/+-])(?=[\w/+-]*[A-Z])[A-Za-z0-9+/_-]{22}(?![\w/
 def test_consumer_groups_of_the_consumer_protocol(targets: dict[str, Target]) -> None:
     """A live confluent-kafka consumer with group.protocol=consumer (KIP-848): kafka-consumer-groups --list (with
     --type and --state), --describe (offsets, members, state) and a refused --reset-offsets read the group through
-    ListGroups and ConsumerGroupDescribe: the same lines from both brokers (member ids blanked)."""
+    ListGroups and ConsumerGroupDescribe: the same lines from both brokers (member ids blanked). Once the member
+    left, --reset-offsets and --delete work on the empty group."""
     topic = unique_name("tool-kip848")
     group = unique_name("tool-consumer")
     both(targets, "topics", ["--bootstrap-server", "{bootstrap}", "--create", "--topic", topic, "--partitions", "2"])
@@ -287,6 +288,13 @@ def test_consumer_groups_of_the_consumer_protocol(targets: dict[str, Target]) ->
     assert sorted(rows) == [[group, topic, str(partition), "2", "2", "0", "MEMBER", "/127.0.0.1", "member"]
                             for partition in range(2)]
     assert lines_with(outputs["--state"]["kfk"], group)[0].split()[-3:] == ["uniform", "Stable", "1"]
+    # The members left (epoch -1): the empty group's offsets can be reset, then the group deleted.
+    reset = both(targets, "consumer-groups", [*GROUPS, "--reset-offsets", "--group", group, "--topic", topic,
+                                              "--to-earliest", "--execute"])
+    assert sorted(line.split() for line in lines_with(reset.kfk, topic)) == [
+        [group, topic, str(partition), "0"] for partition in range(2)]
+    deleted = both(targets, "consumer-groups", [*GROUPS, "--delete", "--group", group])
+    assert deleted.kfk.strip() == f"Deletion of requested consumer groups ('{group}') was successful."
 
 
 PERF_NUMBERS = re.compile(r"\d+(\.\d+)?")
