@@ -206,7 +206,7 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "group.min.session.timeout.ms": (_GROUP,),
     "group.max.session.timeout.ms": (_GROUP,),
     "group.max.size": (_GROUP,),
-    "group.coordinator.rebalance.protocols": (_GROUP, "kfk.server.dispatch"),
+    "group.coordinator.rebalance.protocols": (_GROUP,),
     "group.consumer.assignors": (_GROUP,),
     "group.consumer.session.timeout.ms": (_GROUP,),
     "group.consumer.min.session.timeout.ms": (_GROUP,),

@@ -137,7 +137,9 @@ class BrokerServer:
         self.cluster_id: str | None = None
         #: Client quotas (producer_byte_rate, consumer_byte_rate, request_percentage) from the metadata image.
         self.quotas = ClientQuotaManagers(config.quota_window_num, config.quota_window_size_seconds)
-        self.dispatcher = Dispatcher(served_broker_versions(config), quotas=self.quotas)
+        self.dispatcher = Dispatcher(
+            served_broker_versions(GroupCoordinatorConfig.from_broker_config(config).consumer_protocol_enabled),
+            quotas=self.quotas)
         self.dynamic_config = DynamicBrokerConfig(config, self.node_id)
         self._listener_update: asyncio.Future | None = None
         self.socket_server: network.SocketServer | None = None

@@ -112,11 +112,11 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
 CONSUMER_PROTOCOL_APIS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
 
 
-def served_broker_versions(config: Any) -> dict[ApiKey, VersionRange]:
-    """What a broker's listeners serve: SERVED_VERSIONS, less the consumer protocol's APIs when the broker's
-    group.coordinator.rebalance.protocols leaves `consumer` out (as Kafka, which then does not advertise them)."""
-    protocols = {protocol.strip().lower() for protocol in config.group_coordinator_rebalance_protocols}
-    if "consumer" in protocols:
+def served_broker_versions(consumer_protocol: bool) -> dict[ApiKey, VersionRange]:
+    """What a broker's listeners serve: SERVED_VERSIONS, less the consumer protocol's APIs when the group coordinator
+    does not serve that protocol (GroupCoordinatorConfig.consumer_protocol_enabled; Kafka then does not advertise
+    them)."""
+    if consumer_protocol:
         return dict(SERVED_VERSIONS)
     return {api_key: versions for api_key, versions in SERVED_VERSIONS.items() if api_key not in CONSUMER_PROTOCOL_APIS}
 

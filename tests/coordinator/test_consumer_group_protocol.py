@@ -10,11 +10,15 @@ import uuid
 
 import pytest
 
+from kfk.config import BrokerConfig
 from kfk.coordinator.group.assignors import range_assign, uniform_assign
+from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.group_coordinator import GroupCoordinator
-from kfk.errors import ErrorCode
+from kfk.errors import ErrorCode, InvalidConfigurationError
+from kfk.protocol.messages import ApiKey
 from kfk.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from kfk.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from kfk.server.dispatch import served_broker_versions
 from tests.coordinator.harness import Answers, Harness
 
 TOPIC_IDS = {name: uuid.uuid5(uuid.NAMESPACE_DNS, name) for name in ("t", "u", "orders-eu", "orders-us", "other")}
@@ -319,3 +323,29 @@ def test_a_classic_join_to_a_consumer_group_is_refused_until_it_is_empty() -> No
     taken = heartbeat(h, "m2", 0)
     assert (taken.error_code, taken.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                                        "Group g is not a consumer group.")
+
+
+BROKER = {"broker.id": "1", "zookeeper.connect": "127.0.0.1:2181"}
+
+
+def test_the_broker_settings_of_the_consumer_protocol() -> None:
+    config = GroupCoordinatorConfig.from_broker_config(BrokerConfig({
+        **BROKER, "group.consumer.assignors": "org.apache.kafka.coordinator.group.assignor.RangeAssignor,uniform",
+        "group.consumer.session.timeout.ms": "50000", "group.consumer.heartbeat.interval.ms": "6000"}))
+    assert (config.consumer_group_assignors, config.consumer_group_session_timeout_ms,
+            config.consumer_group_heartbeat_interval_ms) == (("range", "uniform"), 50000, 6000)
+    assert ApiKey.CONSUMER_GROUP_HEARTBEAT in served_broker_versions(config.consumer_protocol_enabled)
+    classic_only = GroupCoordinatorConfig.from_broker_config(BrokerConfig(
+        {**BROKER, "group.coordinator.rebalance.protocols": "classic"}))
+    served = served_broker_versions(classic_only.consumer_protocol_enabled)
+    assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in served and ApiKey.CONSUMER_GROUP_DESCRIBE not in served
+    for settings, message in [
+        ({"group.consumer.session.timeout.ms": "1000"},
+         "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
+        ({"group.consumer.heartbeat.interval.ms": "20000"},
+         "group.consumer.heartbeat.interval.ms must be less than or equal to "
+         "group.consumer.max.heartbeat.interval.ms"),
+        ({"group.consumer.assignors": "sticky"}, "Invalid value sticky for configuration group.consumer.assignors"),
+    ]:
+        with pytest.raises(InvalidConfigurationError, match=message):
+            GroupCoordinatorConfig.from_broker_config(BrokerConfig({**BROKER, **settings}))
