@@ -19,6 +19,12 @@ COMMIT or ABORT marker in that partition; a load replays records of transactiona
 and the markers through the same `complete_transaction`, so a loaded partition shows committed transactions' offsets,
 not aborted ones, and keeps open ones pending.
 
+Groups of both protocols share the partitions, the offsets and the timer: classic groups in GroupMetadataManager,
+the consumer protocol's (KIP-848) in ConsumerGroupManager. A group id belongs to one of them at a time: a
+ConsumerGroupHeartbeat to a classic group with members is GROUP_ID_NOT_FOUND, a JoinGroup to a consumer group with
+members INCONSISTENT_GROUP_PROTOCOL (kfk does not migrate groups between the protocols); an empty group of either
+kind gives way to the other, its offsets kept.
+
 Kafka's request-level checks live here too: an empty group id is INVALID_GROUP_ID for the membership APIs (offset
 commits, fetches, DescribeGroups and DeleteGroups accept it, as Kafka does for old clients), a session timeout
 outside group.min/max.session.timeout.ms is INVALID_SESSION_TIMEOUT.
