@@ -219,6 +219,19 @@ def test_regex_subscription_follows_topics_created_and_partitions_added() -> Non
     assert assigned(grown) == {TOPIC_IDS["orders-eu"]: {0, 1, 2}, TOPIC_IDS["orders-us"]: {0}}
 
 
+def test_a_deleted_topic_is_revoked_and_leaves_the_assignment() -> None:
+    h = harness()
+    h.coordinator.image = image(t=2, u=2)
+    joined = heartbeat(h, "m1", 0, topics=["t", "u"])
+    assert assigned(joined) == {TOPIC_IDS["t"]: {0, 1}, TOPIC_IDS["u"]: {0, 1}}
+    h.coordinator.image = image(t=2)
+    h.coordinator.consumer_groups.on_metadata_update()
+    revoking = heartbeat(h, "m1", 1, owned={"t": {0, 1}, "u": {0, 1}})
+    assert revoking.member_epoch == 1 and assigned(revoking) == {TOPIC_IDS["t"]: {0, 1}}
+    done = heartbeat(h, "m1", 1, owned={"t": {0, 1}})
+    assert done.member_epoch == 2 and h.coordinator.consumer_groups.group("g").state.value == "Stable"
+
+
 def test_the_records_rebuild_every_epoch_and_assignment_after_a_reload() -> None:
     h = harness()
     heartbeat(h, "m1", 0)
