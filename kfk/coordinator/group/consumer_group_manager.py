@@ -154,7 +154,7 @@ class ConsumerGroupManager:
             else:
                 self._heartbeat(request, client_id, client_host, now_ms, respond)
         except KafkaError as error:
-            log.info("ConsumerGroupHeartbeat of member %s of group %s refused: %s", request.member_id,
+            log.debug("ConsumerGroupHeartbeat of member %s of group %s refused: %s", request.member_id,
                       request.group_id, error)
             respond(ConsumerGroupHeartbeatResponse(error_code=error.error_code, error_message=error.message))
 
