@@ -206,6 +206,15 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "group.min.session.timeout.ms": (_GROUP,),
     "group.max.session.timeout.ms": (_GROUP,),
     "group.max.size": (_GROUP,),
+    "group.coordinator.rebalance.protocols": (_GROUP,),
+    "group.consumer.assignors": (_GROUP,),
+    "group.consumer.session.timeout.ms": (_GROUP,),
+    "group.consumer.min.session.timeout.ms": (_GROUP,),
+    "group.consumer.max.session.timeout.ms": (_GROUP,),
+    "group.consumer.heartbeat.interval.ms": (_GROUP,),
+    "group.consumer.min.heartbeat.interval.ms": (_GROUP,),
+    "group.consumer.max.heartbeat.interval.ms": (_GROUP,),
+    "group.consumer.max.size": (_GROUP,),
     # transactions
     "transaction.state.log.num.partitions": (_TXN,),
     "transaction.state.log.replication.factor": (_TXN,),
@@ -294,13 +303,8 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
         "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.num.partitions",
         "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes",
         "share.coordinator.threads", "share.coordinator.write.timeout.ms")),
-    **_feature("the consumer group protocol of KIP-848 (kfk's groups speak the classic protocol)", (
-        "group.consumer.assignors", "group.consumer.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms",
-        "group.consumer.max.session.timeout.ms", "group.consumer.max.size", "group.consumer.migration.policy",
-        "group.consumer.min.heartbeat.interval.ms", "group.consumer.min.session.timeout.ms",
-        "group.consumer.session.timeout.ms")),
-    **_feature("the consumer group protocol of KIP-848 (kfk's groups speak the classic protocol)",
-               ("group.coordinator.rebalance.protocols",), ["classic"], ["consumer", "classic"]),
+    **_feature("the online migration between the classic and the consumer group protocols (kfk's coordinator keeps "
+               "a group in the protocol it was created with)", ("group.consumer.migration.policy",), "disabled"),
     **_feature("SASL/GSSAPI (Kerberos)", (
         "sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
         "sasl.kerberos.service.name", "sasl.kerberos.ticket.renew.jitter",

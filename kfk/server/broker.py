@@ -62,7 +62,13 @@ from kfk.server.authorization import RequestAuthorizer
 from kfk.server.broker_lifecycle_manager import BrokerLifecycleManager
 from kfk.server.controller_authorization import authorize_cluster_requests
 from kfk.server.controller_channel import ControllerChannel
-from kfk.server.dispatch import CONTROLLER_SERVED_VERSIONS, Dispatcher, Handler, RequestContext
+from kfk.server.dispatch import (
+    CONTROLLER_SERVED_VERSIONS,
+    Dispatcher,
+    Handler,
+    RequestContext,
+    served_broker_versions,
+)
 from kfk.server.dynamic_config import DynamicBrokerConfig
 from kfk.server.fetch_session import FetchSessionCache
 from kfk.server.forwarding import FORWARDED_APIS, ForwardingManager
@@ -81,6 +87,7 @@ from kfk.server.handlers.describe_topic_partitions import DescribeTopicPartition
 from kfk.server.handlers.envelope import EnvelopeHandler
 from kfk.server.handlers.fetch import FetchHandler
 from kfk.server.handlers.find_coordinator import FindCoordinatorHandler
+from kfk.server.handlers.consumer_groups import ConsumerGroupsHandler
 from kfk.server.handlers.groups import GroupsHandler
 from kfk.server.handlers.leadership import LeadershipHandler
 from kfk.server.handlers.list_offsets import ListOffsetsHandler
@@ -130,7 +137,9 @@ class BrokerServer:
         self.cluster_id: str | None = None
         #: Client quotas (producer_byte_rate, consumer_byte_rate, request_percentage) from the metadata image.
         self.quotas = ClientQuotaManagers(config.quota_window_num, config.quota_window_size_seconds)
-        self.dispatcher = Dispatcher(quotas=self.quotas)
+        self.dispatcher = Dispatcher(
+            served_broker_versions(GroupCoordinatorConfig.from_broker_config(config).consumer_protocol_enabled),
+            quotas=self.quotas)
         self.dynamic_config = DynamicBrokerConfig(config, self.node_id)
         self._listener_update: asyncio.Future | None = None
         self.socket_server: network.SocketServer | None = None
@@ -236,6 +245,8 @@ class BrokerServer:
             DelegationTokensHandler(metadata_cache, controller, config.delegation_token_secret_key, auth),
             UnregisterBrokerHandler(controller, isinstance(self.metadata_backend, EmbeddedMetadataBackend), auth),
         ]
+        if ApiKey.CONSUMER_GROUP_HEARTBEAT in self.dispatcher.served_versions:
+            handlers.append(ConsumerGroupsHandler(group_coordinator, auth))
         for handler in handlers:
             handler.register(self.dispatcher)
         self.dispatcher.check_every_api_has_a_handler()

@@ -74,6 +74,8 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_LOG_DIRS: VersionRange(0, 4),  # handlers/describe_log_dirs.py
     ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),  # handlers/admin.py
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),  # handlers/groups.py
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),  # handlers/consumer_groups.py
+    ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),  # handlers/consumer_groups.py
     ApiKey.ELECT_LEADERS: VersionRange(0, 2),  # handlers/leadership.py
     ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),  # handlers/configs.py
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # handlers/leadership.py
@@ -105,6 +107,19 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_DELEGATION_TOKEN: VersionRange(1, 3),  # handlers/delegation_tokens.py
     ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/unregister_broker.py
 }
+
+#: The consumer group protocol's APIs (KIP-848): served only while group.coordinator.rebalance.protocols names it.
+CONSUMER_PROTOCOL_APIS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
+
+
+def served_broker_versions(consumer_protocol: bool) -> dict[ApiKey, VersionRange]:
+    """What a broker's listeners serve: SERVED_VERSIONS, less the consumer protocol's APIs when the group coordinator
+    does not serve that protocol (GroupCoordinatorConfig.consumer_protocol_enabled; Kafka then does not advertise
+    them)."""
+    if consumer_protocol:
+        return dict(SERVED_VERSIONS)
+    return {api_key: versions for api_key, versions in SERVED_VERSIONS.items() if api_key not in CONSUMER_PROTOCOL_APIS}
+
 
 #: What a controller listener serves (controller.listener.names; Kafka's ApiMessageType listener CONTROLLER): the
 #: requests brokers send their controller (registration, heartbeats, ISR changes, producer id blocks), the admin

@@ -284,14 +284,20 @@ def run_java(main_class: str, args: list[str], classpath: str | None = None, *, 
              env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run `main_class` (text in and out, both captured) on Kafka's classpath plus `extra_classpath` (e.g. the
     directory compile_java returned). Never raises on a non-zero exit: tests assert on returncode and output."""
-    if classpath is None:
-        classpath = kafka_classpath()
-    full_classpath = ":".join([*map(str, extra_classpath), classpath])
-    command = [_java(), *TOOL_JVM_OPTIONS, f"-Dlog4j2.configurationFile={_tools_log4j2()}", "-cp", full_classpath,
-               main_class, *args]
+    command = java_command(main_class, args, classpath, extra_classpath)
     return subprocess.run(command, input=input, capture_output=True, text=True, timeout=timeout,
                           stdin=None if input is not None else subprocess.DEVNULL,
                           env=dict(os.environ, **env) if env is not None else None)
+
+
+def java_command(main_class: str, args: list[str], classpath: str | None = None,
+                 extra_classpath: Iterable[Path] = ()) -> list[str]:
+    """The command line run_java runs, for a test that drives a long-lived program itself (Popen, stdin)."""
+    if classpath is None:
+        classpath = kafka_classpath()
+    full_classpath = ":".join([*map(str, extra_classpath), classpath])
+    return [_java(), *TOOL_JVM_OPTIONS, f"-Dlog4j2.configurationFile={_tools_log4j2()}", "-cp", full_classpath,
+            main_class, *args]
 
 
 def run_kafka_tool(tool: str, args: list[str], **kw) -> subprocess.CompletedProcess:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kfk.coordinator.group.consumer_group_records import ConsumerGroupRecord, group_epoch_record
 from kfk.coordinator.group.record_serde import (
     CommittedOffset,
     GroupMetadataRecord,
@@ -97,9 +98,13 @@ def test_reads_older_value_versions() -> None:
     assert record.value == CommittedOffset(5, -1, "", 9, -1)
 
 
-def test_new_protocol_records_are_skipped() -> None:
-    # ConsumerGroupMetadataKey (record type 3) belongs to KIP-848 groups.
-    assert deserialize_record(b"\x00\x03\x00\x01g", b"\x00\x00\x00\x00\x00\x01") is None
+def test_consumer_group_records_decode_and_others_are_skipped() -> None:
+    # ConsumerGroupMetadataKey (record type 3): the KIP-848 group's epoch, a flexible value v0.
+    record = deserialize_record(*group_epoch_record("g", 7))
+    assert isinstance(record, ConsumerGroupRecord) and (record.group_id, record.value.epoch) == ("g", 7)
+    assert deserialize_record(b"\x00\x03\x00\x01g", None).value is None  # the group's tombstone
+    # ConsumerGroupRegularExpressionKey (type 16), Kafka's cache of a regex's topics: not kept by kfk.
+    assert deserialize_record(b"\x00\x10\x00\x01g\x00\x01r", None) is None
 
 
 @pytest.mark.parametrize("key, value", [

@@ -26,6 +26,8 @@ from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequ
 from kfk.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
+from kfk.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from kfk.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from kfk.protocol.messages.create_acls import CreateAclsRequest
 from kfk.protocol.messages.create_partitions import CreatePartitionsRequest
 from kfk.protocol.messages.delete_acls import DeleteAclsRequest
@@ -569,6 +571,13 @@ def offset_commit(session: BrokerSession, version: int) -> None:
     call("OffsetCommit with metadata over offset.metadata.max.bytes", generation, member_id, metadata="m" * 5000)
     call("OffsetCommit outside a group (simple consumer)", -1, "", group_id=session.name(f"commit-simple-v{version}"))
     call("OffsetCommit outside a group to a group with members", -1, "")
+    consumer_group = session.name(f"commit-consumer-v{version}")
+    member = f"member-{session.suffix}-{version}"
+    epoch = consumer_member(session, consumer_group, topic, member)
+    call("OffsetCommit of a consumer protocol member", epoch, member, group_id=consumer_group)
+    call("OffsetCommit of a consumer protocol member at a stale epoch", epoch + 1, member, group_id=consumer_group)
+    call("OffsetCommit of an unknown member of a consumer protocol group", epoch, "no-such-member",
+         group_id=consumer_group)
 
 
 def offset_fetch(session: BrokerSession, version: int) -> None:
@@ -596,6 +605,16 @@ def offset_fetch(session: BrokerSession, version: int) -> None:
         session.call(request, version, label)
 
     call("OffsetFetch", group, [(topic, [0, 1])])
+    if version >= 9:
+        consumer_group = session.name(f"fetch-offsets-consumer-v{version}")
+        member = f"member-{session.suffix}-{version}"
+        epoch = consumer_member(session, consumer_group, topic, member)
+        for label, member_id, member_epoch in [("at its epoch", member, epoch), ("at a stale epoch", member, epoch + 1),
+                                               ("as an unknown member", "no-such-member", epoch)]:
+            session.call(OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+                group_id=consumer_group, member_id=member_id, member_epoch=member_epoch, topics=[
+                    OffsetFetchRequest.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])])],
+                require_stable=True), version, f"OffsetFetch of a consumer protocol member {label}")
     call("OffsetFetch of an unknown topic", group, [(missing_topic, [0])])
     call("OffsetFetch of an unknown group", missing_group, [(topic, [0])])
     if version >= 2:
@@ -606,14 +625,23 @@ def offset_fetch(session: BrokerSession, version: int) -> None:
 def describe_groups(session: BrokerSession, version: int) -> None:
     group = session.name(f"describe-v{version}")
     joined_member(session, group)
+    topic = session.name(f"describe-v{version}")
+    create_topic(session, topic)
+    consumer_group = session.name(f"describe-consumer-v{version}")
+    consumer_member(session, consumer_group, topic, f"member-{session.suffix}-{version}")
     fields = {"include_authorized_operations": True} if version >= 3 else {}
     session.call(DescribeGroupsRequest(groups=[group, session.name(f"describe-missing-v{version}")], **fields),
                  version, "DescribeGroups of a group and an unknown one")
+    session.call(DescribeGroupsRequest(groups=[consumer_group], **fields), version,
+                 "DescribeGroups of a consumer protocol group")
 
 
 def list_groups(session: BrokerSession, version: int) -> None:
     group = session.name(f"list-v{version}")
     joined_member(session, group)
+    topic = session.name(f"list-v{version}")
+    create_topic(session, topic)
+    consumer_member(session, session.name(f"list-consumer-v{version}"), topic, f"member-{session.suffix}-{version}")
     simple = session.name(f"list-simple-v{version}")
     session.call(OffsetCommitRequest(group_id=simple, generation_id_or_member_epoch=-1, member_id="", topics=[]), 8,
                  "setup commit")
@@ -658,6 +686,14 @@ def delete_groups(session: BrokerSession, version: int) -> None:
         "setup commit")
     session.call(DeleteGroupsRequest(groups_names=[active, empty, committed, session.name(f"delete-none-v{version}")]),
                  version, "DeleteGroups of an active, an empty, a committed and an unknown group")
+    consumer_group = session.name(f"delete-consumer-v{version}")
+    member = f"member-{session.suffix}-{version}"
+    consumer_member(session, consumer_group, topic, member)
+    session.call(DeleteGroupsRequest(groups_names=[consumer_group]), version,
+                 "DeleteGroups of a consumer protocol group with a member")
+    session.call(consumer_heartbeat_request(consumer_group, member, -1), 0, "setup leave")
+    session.call(DeleteGroupsRequest(groups_names=[consumer_group]), version,
+                 "DeleteGroups of a consumer protocol group left empty")
 
 
 def offset_delete(session: BrokerSession, version: int) -> None:
@@ -683,6 +719,88 @@ def offset_delete(session: BrokerSession, version: int) -> None:
                                          partition_index=0, committed_offset=1)])]), 8, "setup commit")
     call("OffsetDelete of a group with members (subscribed topics unknown: consumer protocol without topics)",
          active, topic, [0])
+
+
+# --- the consumer group protocol (KIP-848) --------------------------------------------------------------------------
+
+def consumer_heartbeat_request(group: str, member_id: str, epoch: int, *, topics: list[str] | None = None,
+                               owned: list[tuple[uuid.UUID, list[int]]] | None = None,
+                               instance_id: str | None = None, server_assignor: str | None = None
+                               ) -> ConsumerGroupHeartbeatRequest:
+    """A ConsumerGroupHeartbeat as the Java consumer sends it: a join (epoch 0) carries its subscription, timeout
+    and (empty) owned partitions, a later heartbeat what it owns."""
+    joining = epoch == 0
+    return ConsumerGroupHeartbeatRequest(
+        group_id=group, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
+        rebalance_timeout_ms=30_000 if joining else -1, subscribed_topic_names=topics,
+        server_assignor=server_assignor,
+        topic_partitions=None if owned is None else [ConsumerGroupHeartbeatRequest.TopicPartitions(
+            topic_id=topic, partitions=partitions) for topic, partitions in owned])
+
+
+def consumer_member(session: BrokerSession, group: str, topic: str, member_id: str, version: int = 0,
+                    instance_id: str | None = None) -> int:
+    """Join `group` through the consumer protocol as its only member; its member epoch (0 if refused)."""
+    find_group_coordinator(session, group)
+    response = session.call(consumer_heartbeat_request(group, member_id, 0, topics=[topic], owned=[],
+                                                       instance_id=instance_id), version, "setup join")
+    return response.member_epoch if response is not None and response.error_code == 0 else 0
+
+
+def consumer_group_heartbeat(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"cgh-v{version}")
+    create_topic(session, topic, partitions=2)
+    topic_uuid = topic_id(session, topic)
+    group = session.name(f"cgh-v{version}")
+    member = f"member-{session.suffix}-{version}"
+    find_group_coordinator(session, group)
+
+    def call(label: str, request: ConsumerGroupHeartbeatRequest) -> None:
+        session.call(request, version, label)
+
+    joined = session.call(consumer_heartbeat_request(group, member, 0, topics=[topic], owned=[]), version,
+                          "ConsumerGroupHeartbeat joining")
+    epoch = joined.member_epoch if joined is not None and joined.error_code == 0 else 1
+    call("ConsumerGroupHeartbeat owning its assignment",
+         consumer_heartbeat_request(group, member, epoch, owned=[(topic_uuid, [0, 1])]))
+    call("ConsumerGroupHeartbeat with nothing changed", consumer_heartbeat_request(group, member, epoch))
+    call("ConsumerGroupHeartbeat from a future epoch",
+         consumer_heartbeat_request(group, member, epoch + 5, owned=[(topic_uuid, [0, 1])]))
+    call("ConsumerGroupHeartbeat of an unknown member", consumer_heartbeat_request(group, "no-such-member", epoch))
+    call("ConsumerGroupHeartbeat of an unknown group",
+         consumer_heartbeat_request(session.name(f"cgh-missing-v{version}"), member, 1))
+    call("ConsumerGroupHeartbeat without a group id", consumer_heartbeat_request("", member, 0, topics=[topic],
+                                                                                  owned=[]))
+    call("ConsumerGroupHeartbeat with an invalid epoch", consumer_heartbeat_request(group, member, -3))
+    call("ConsumerGroupHeartbeat joining without a subscription",
+         consumer_heartbeat_request(group, member + "-2", 0, owned=[]))
+    call("ConsumerGroupHeartbeat naming an unknown assignor",
+         consumer_heartbeat_request(group, member + "-2", 0, topics=[topic], owned=[], server_assignor="sticky"))
+    call("ConsumerGroupHeartbeat leaving", consumer_heartbeat_request(group, member, -1))
+    static = session.name(f"cgh-static-v{version}")
+    find_group_coordinator(session, static)
+    call("ConsumerGroupHeartbeat joining as a static member",
+         consumer_heartbeat_request(static, member, 0, topics=[topic], owned=[], instance_id="instance-1"))
+    call("ConsumerGroupHeartbeat of a second member with the same instance id",
+         consumer_heartbeat_request(static, member + "-2", 0, topics=[topic], owned=[], instance_id="instance-1"))
+    call("ConsumerGroupHeartbeat of a static member leaving for a while",
+         consumer_heartbeat_request(static, member, -2, instance_id="instance-1"))
+    call("ConsumerGroupHeartbeat of the static member's next incarnation",
+         consumer_heartbeat_request(static, member + "-2", 0, topics=[topic], owned=[], instance_id="instance-1"))
+
+
+def consumer_group_describe(session: BrokerSession, version: int) -> None:
+    topic = session.name(f"cgd-v{version}")
+    create_topic(session, topic, partitions=2)
+    group = session.name(f"cgd-v{version}")
+    consumer_member(session, group, topic, f"member-{session.suffix}-{version}")
+    classic = session.name(f"cgd-classic-v{version}")
+    joined_member(session, classic)
+    missing = session.name(f"cgd-missing-v{version}")
+    session.call(ConsumerGroupDescribeRequest(group_ids=[group, classic, missing]), version,
+                 "ConsumerGroupDescribe of a consumer group, a classic group and an unknown group")
+    session.call(ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=True), version,
+                 "ConsumerGroupDescribe with the authorized operations")
 
 
 def find_coordinator(session: BrokerSession, version: int) -> None:
@@ -1280,6 +1398,8 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.DESCRIBE_GROUPS, describe_groups),
     (ApiKey.LIST_GROUPS, list_groups),
     (ApiKey.DELETE_GROUPS, delete_groups),
+    (ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat),
+    (ApiKey.CONSUMER_GROUP_DESCRIBE, consumer_group_describe),
     (ApiKey.OFFSET_DELETE, offset_delete),
     (ApiKey.INIT_PRODUCER_ID, init_producer_id),
     (ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_to_txn),

@@ -30,8 +30,8 @@ def _documented(api: ApiKey, versions: range | list[int], path: str, reason: str
 
 
 _FEATURES = ("kfk finalizes only transaction.version (2, KIP-890); it has no metadata log versions "
-             "(metadata.version), no KRaft voter changes (kraft.version), no KIP-848 groups (group.version) and no "
-             "ELR (eligible.leader.replicas.version) to advertise")
+             "(metadata.version), no KRaft voter changes (kraft.version), no group.version (it serves KIP-848 groups "
+             "per group.coordinator.rebalance.protocols, unfinalized) and no ELR (eligible.leader.replicas.version) to advertise")
 _SAMPLE_PROPERTIES = ("`kfk server start` without a properties file sets what Kafka's sample server.properties "
                       "sets, num.partitions=1 among them: a static broker config (with the default as its synonym), "
                       "where the Apache Kafka node of the tests leaves it at its default")

@@ -224,6 +224,77 @@ def test_consumer_groups_with_an_active_member(targets: dict[str, Target]) -> No
     assert lines_with(outputs["--state"]["kfk"], group)[0].split()[-3:] == ["range", "Stable", "1"]
 
 
+#: A member id librdkafka makes for the consumer protocol (a random UUID in base64: 22 characters, some upper case,
+#: unlike the test's lower-case names).
+MEMBER_ID = re.compile(r"(?<![\w/+-])(?=[\w/+-]*[A-Z])[A-Za-z0-9+/_-]{22}(?![\w/+-])")
+
+
+def test_consumer_groups_of_the_consumer_protocol(targets: dict[str, Target]) -> None:
+    """A live confluent-kafka consumer with group.protocol=consumer (KIP-848): kafka-consumer-groups --list (with
+    --type and --state) and --describe (offsets, members, state) read the group through ListGroups and
+    ConsumerGroupDescribe: the same lines from both brokers (member ids blanked). Once the member left,
+    --reset-offsets and --delete work on the empty group."""
+    topic = unique_name("tool-kip848")
+    group = unique_name("tool-consumer")
+    both(targets, "topics", ["--bootstrap-server", "{bootstrap}", "--create", "--topic", topic, "--partitions", "2"])
+    for target in targets.values():
+        producer = Producer({"bootstrap.servers": target.bootstrap})
+        for index in range(4):
+            producer.produce(topic, value=f"v{index}", partition=index % 2)
+        assert producer.flush(30) == 0
+    consumed = {name: threading.Event() for name in targets}
+    stop = threading.Event()
+
+    def member(name: str) -> None:
+        consumer = Consumer({"bootstrap.servers": targets[name].bootstrap, "group.id": group,
+                             "group.protocol": "consumer", "client.id": "member", "auto.offset.reset": "earliest"})
+        consumer.subscribe([topic])
+        seen = 0
+        try:
+            while not stop.is_set():
+                message = consumer.poll(0.2)
+                if message is not None and message.error() is None:
+                    seen += 1
+                    if seen == 4:
+                        consumer.commit(asynchronous=False)
+                        consumed[name].set()
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=member, args=(name,)) for name in targets]
+    for thread in threads:
+        thread.start()
+    try:
+        for name, event in consumed.items():
+            assert event.wait(60), f"the consumer on {name} consumed nothing"
+        outputs = {}
+        for view in (["--describe"], ["--describe", "--members", "--verbose"], ["--describe", "--state"]):
+            both_outputs = both_raw(targets, "consumer-groups", [*GROUPS, "--group", group, *view])
+            outputs[view[-1]] = {name: MEMBER_ID.sub("MEMBER", text) for name, text in both_outputs.items()}
+            assert outputs[view[-1]]["kfk"] == outputs[view[-1]]["apache"], view
+        # (--type filters through ListGroups' types filter, and prints each group's type and state.)
+        listed = both(targets, "consumer-groups", [*GROUPS, "--list", "--type", "consumer", "--state"],
+                      same_stdout=False)
+        assert [line.split() for line in lines_with(listed.stdout["kfk"], group)] == \
+            [line.split() for line in lines_with(listed.stdout["apache"], group)]
+        assert lines_with(listed.kfk, group)[0].split() == [group, "Consumer", "Stable"]
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+    rows = [line.split() for line in lines_with(outputs["--describe"]["kfk"], topic)]
+    assert sorted(rows) == [[group, topic, str(partition), "2", "2", "0", "MEMBER", "/127.0.0.1", "member"]
+                            for partition in range(2)]
+    assert lines_with(outputs["--state"]["kfk"], group)[0].split()[-3:] == ["uniform", "Stable", "1"]
+    # The members left (epoch -1): the empty group's offsets can be reset, then the group deleted.
+    reset = both(targets, "consumer-groups", [*GROUPS, "--reset-offsets", "--group", group, "--topic", topic,
+                                              "--to-earliest", "--execute"])
+    assert sorted(line.split() for line in lines_with(reset.kfk, topic)) == [
+        [group, topic, str(partition), "0"] for partition in range(2)]
+    deleted = both(targets, "consumer-groups", [*GROUPS, "--delete", "--group", group])
+    assert deleted.kfk.strip() == f"Deletion of requested consumer groups ('{group}') was successful."
+
+
 PERF_NUMBERS = re.compile(r"\d+(\.\d+)?")
 
 

@@ -19,6 +19,12 @@ COMMIT or ABORT marker in that partition; a load replays records of transactiona
 and the markers through the same `complete_transaction`, so a loaded partition shows committed transactions' offsets,
 not aborted ones, and keeps open ones pending.
 
+Groups of both protocols share the partitions, the offsets and the timer: classic groups in GroupMetadataManager,
+the consumer protocol's (KIP-848) in ConsumerGroupManager. A group id belongs to one of them at a time: a
+ConsumerGroupHeartbeat to a classic group with members is GROUP_ID_NOT_FOUND, a JoinGroup to a consumer group with
+members INCONSISTENT_GROUP_PROTOCOL (kfk does not migrate groups between the protocols); an empty group of either
+kind gives way to the other, its offsets kept.
+
 Kafka's request-level checks live here too: an empty group id is INVALID_GROUP_ID for the membership APIs (offset
 commits, fetches, DescribeGroups and DeleteGroups accept it, as Kafka does for old clients), a session timeout
 outside group.min/max.session.timeout.ms is INVALID_SESSION_TIMEOUT.
@@ -33,11 +39,20 @@ from collections.abc import Callable
 
 from kfk.coordinator.append_errors import append_error_to_response_error
 from kfk.coordinator.group.classic_group import (
+    UNKNOWN_MEMBER_ID,
     ClassicGroup,
     ClassicGroupState,
     Responder,
 )
 from kfk.coordinator.group.config import GroupCoordinatorConfig
+from kfk.coordinator.group.consumer_group import (
+    CONSUMER_GROUP_TYPE,
+    CONSUMER_PROTOCOL_TYPE,
+    ConsumerGroup,
+    ConsumerGroupState,
+)
+from kfk.coordinator.group.consumer_group_manager import ConsumerGroupManager
+from kfk.coordinator.group.consumer_group_records import ConsumerGroupRecord, RecordType
 from kfk.coordinator.group.group_metadata_manager import GroupMetadataManager
 from kfk.coordinator.group.offset_metadata_manager import (
     FetchedOffset,
@@ -58,6 +73,12 @@ from kfk.coordinator.partitioning import partition_for
 from kfk.coordinator.timer import CoordinatorTimer
 from kfk.coordinator.writes import CoordinatorWrite, Record, WriteCallback
 from kfk.errors import ErrorCode, KafkaError
+from kfk.metadata.image import MetadataImage
+from kfk.protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
+from kfk.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from kfk.protocol.messages.describe_groups import DescribeGroupsResponse
 from kfk.protocol.messages.heartbeat import HeartbeatRequest
 from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
@@ -96,10 +117,20 @@ class GroupCoordinator:
         self.timer = CoordinatorTimer()
         self.partitions: dict[int, PartitionState] = {}
         self._writes: list[CoordinatorWrite] = []
+        #: The metadata image the consumer protocol assigns from (the service keeps it current).
+        self.image = MetadataImage()
         self.offsets: OffsetMetadataManager
         self.groups = GroupMetadataManager(config, self.timer, self._write_for_group,
                                            lambda group_id: self.offsets.has_offsets(group_id))
-        self.offsets = OffsetMetadataManager(config, self.groups)
+        self.consumer_groups = ConsumerGroupManager(config, self.timer, self._write_for_group, lambda: self.image,
+                                                    self._classic_group_has_members)
+        self.offsets = OffsetMetadataManager(config, self.groups, self.consumer_groups)
+
+    def _classic_group_has_members(self, group_id: str) -> bool:
+        """Whether a classic group with members holds the id (an empty one gives way to a consumer group: it is
+        deleted, its offsets kept, as Kafka does)."""
+        group = self.groups.group(group_id)
+        return group is not None and not group.is_in_state(_S.DEAD) and not group.is_empty
 
     # -- ownership ---------------------------------------------------------------------------------------------------
 
@@ -128,9 +159,14 @@ class GroupCoordinator:
             return
         self.replay_record(record, now_ms, producer_id)
 
-    def replay_record(self, record: OffsetCommitRecord | GroupMetadataRecord | None, now_ms: int,
-                      producer_id: int = NO_PRODUCER_ID) -> None:
-        if isinstance(record, OffsetCommitRecord):
+    def replay_record(self, record: OffsetCommitRecord | GroupMetadataRecord | ConsumerGroupRecord | None,
+                      now_ms: int, producer_id: int = NO_PRODUCER_ID) -> None:
+        if isinstance(record, ConsumerGroupRecord):
+            if record.value is not None:
+                # An empty classic group (offsets only) became this consumer group.
+                self.groups.groups.pop(record.group_id, None)
+            self.consumer_groups.replay(record)
+        elif isinstance(record, OffsetCommitRecord):
             self.offsets.replay(record, now_ms, producer_id)
         elif isinstance(record, GroupMetadataRecord):
             self.groups.replay_group_metadata(record.group_id, record.value, now_ms)
@@ -143,6 +179,8 @@ class GroupCoordinator:
         self.partitions[partition] = PartitionState.ACTIVE
         for group in self._groups_of(partition):
             self.groups.on_loaded(group, now_ms)
+        for consumer_group in self._consumer_groups_of(partition):
+            self.consumer_groups.on_loaded(consumer_group, now_ms)
         if not self.timer.is_scheduled(_EXPIRE_OFFSETS_KEY):
             self.timer.schedule(_EXPIRE_OFFSETS_KEY, now_ms + self.config.offsets_retention_check_interval_ms,
                                 self._expire_offsets)
@@ -154,12 +192,23 @@ class GroupCoordinator:
         for group in self._groups_of(partition):
             self.groups.unload(group)
             self.offsets.remove_group(group.group_id)
+        for consumer_group in self._consumer_groups_of(partition):
+            self.consumer_groups.unload(consumer_group.group_id)
+            self.offsets.remove_group(consumer_group.group_id)
         for group_id in [group_id for group_id in self.offsets.group_ids()
                          if self.partition_for(group_id) == partition]:
             self.offsets.remove_group(group_id)
 
     def _groups_of(self, partition: int) -> list[ClassicGroup]:
         return [group for group_id, group in self.groups.groups.items() if self.partition_for(group_id) == partition]
+
+    def _consumer_groups_of(self, partition: int) -> list[ConsumerGroup]:
+        return [group for group_id, group in self.consumer_groups.groups.items()
+                if self.partition_for(group_id) == partition]
+
+    def _any_group(self, group_id: str) -> ClassicGroup | ConsumerGroup | None:
+        """The group of either protocol holding the id."""
+        return self.consumer_groups.group(group_id) or self.groups.group(group_id)
 
     # -- writes and time ---------------------------------------------------------------------------------------------
 
@@ -204,6 +253,17 @@ class GroupCoordinator:
         if error != ErrorCode.NONE:
             respond(JoinGroupResponse(error_code=error, member_id=request.member_id))
             return
+        consumer_group = self.consumer_groups.group(request.group_id)
+        if consumer_group is not None:
+            if not consumer_group.is_empty:
+                # Members of the consumer protocol hold the group: kfk does not migrate a group between protocols.
+                respond(JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                                          member_id=UNKNOWN_MEMBER_ID))
+                return
+            # An empty consumer group gives way to the classic group (its offsets stay), as in Kafka.
+            records = self.consumer_groups.deletion_records(consumer_group)
+            self.consumer_groups.apply(records)
+            self._write_for_group(request.group_id, records, None)
         self.groups.join_group(request, api_version, client_id, client_host, now_ms, respond)
 
     def sync_group(self, request: SyncGroupRequest, now_ms: int, respond: Responder) -> None:
@@ -230,6 +290,25 @@ class GroupCoordinator:
             return error, []
         return self.groups.leave_group(group_id, members, now_ms)
 
+    def consumer_group_heartbeat(self, request: ConsumerGroupHeartbeatRequest, api_version: int, client_id: str,
+                                 client_host: str, now_ms: int,
+                                 respond: Callable[[ConsumerGroupHeartbeatResponse], None]) -> None:
+        error = ErrorCode.NONE if not request.group_id else self.coordinator_error(request.group_id)
+        if error != ErrorCode.NONE:
+            respond(ConsumerGroupHeartbeatResponse(error_code=error))
+            return
+        self.consumer_groups.heartbeat(request, api_version, client_id, client_host, now_ms, respond)
+
+    def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescribeResponse.DescribedGroup:
+        error = self.coordinator_error(group_id)
+        if error != ErrorCode.NONE:
+            return ConsumerGroupDescribeResponse.DescribedGroup(error_code=error, group_id=group_id)
+        if self.consumer_groups.group(group_id) is None and self._classic_group_has_members(group_id):
+            return ConsumerGroupDescribeResponse.DescribedGroup(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} is not a consumer group.",
+                group_id=group_id)
+        return self.consumer_groups.describe(group_id, self.image)
+
     # -- offsets -----------------------------------------------------------------------------------------------------
 
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
@@ -247,7 +326,7 @@ class GroupCoordinator:
         if error != ErrorCode.NONE:
             respond(dict.fromkeys(keys, error))
             return
-        if group.is_in_state(_S.STABLE, _S.PREPARING_REBALANCE):
+        if isinstance(group, ClassicGroup) and group.is_in_state(_S.STABLE, _S.PREPARING_REBALANCE):
             # A commit from a member counts as a heartbeat in these states.
             self.groups.reschedule_heartbeat(group, member_id, now_ms)
         expire_timestamp_ms = self.offsets.expire_timestamp_ms(retention_time_ms, now_ms)
@@ -330,25 +409,34 @@ class GroupCoordinator:
             if self.partition_for(group_id) == partition:
                 self.offsets.complete_transaction(group_id, producer_id, is_commit)
 
-    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
+    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False,
+                      member_id: str | None = None, member_epoch: int = -1
                       ) -> tuple[ErrorCode, list[tuple[str, list[FetchedOffset]]]]:
         """(group-level error, per topic: (partition, committed offset or None, error)); `topics` None = all.
         `require_stable` (OffsetFetch v7+): UNSTABLE_OFFSET_COMMIT for partitions with pending transactional
-        offsets."""
+        offsets. A consumer protocol group's member fetches at its member epoch (OffsetFetch v9+:
+        STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)."""
         error = self.coordinator_error(group_id)
         if error != ErrorCode.NONE:
             return error, []
+        consumer_group = self.consumer_groups.group(group_id)
+        if consumer_group is not None:
+            try:
+                self.consumer_groups.validate_offset_fetch(consumer_group, member_id, member_epoch)
+            except KafkaError as exception:
+                return exception.error_code, []
         return ErrorCode.NONE, self.offsets.fetch_offsets(group_id, topics, require_stable)
 
     def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]], now_ms: int,
                        respond: Callable[[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]], None]) -> None:
         """OffsetDelete: (group-level error, per-partition errors), after the tombstones are durable."""
         error = ErrorCode.INVALID_GROUP_ID if not group_id else self.coordinator_error(group_id)
-        group = self.groups.group(group_id) if error == ErrorCode.NONE else None
+        group = self._any_group(group_id) if error == ErrorCode.NONE else None
         if error == ErrorCode.NONE:
-            if group is None or group.is_in_state(_S.DEAD):
+            if group is None or (isinstance(group, ClassicGroup) and group.is_in_state(_S.DEAD)):
                 error = ErrorCode.GROUP_ID_NOT_FOUND
-            elif not group.is_in_state(_S.EMPTY) and not group.uses_consumer_protocol():
+            elif isinstance(group, ClassicGroup) and not group.is_in_state(_S.EMPTY) \
+                    and not group.uses_consumer_protocol():
                 error = ErrorCode.NON_EMPTY_GROUP
         if error != ErrorCode.NONE:
             respond(error, [])
@@ -384,6 +472,10 @@ class GroupCoordinator:
             record = deserialize_record(key, value)
             if isinstance(record, OffsetCommitRecord):
                 self.offsets.replay(record, now_ms)
+            elif isinstance(record, ConsumerGroupRecord):
+                self.consumer_groups.replay(record)
+                if record.record_type is RecordType.GROUP_METADATA:
+                    self.offsets.remove_group(record.group_id)
             elif isinstance(record, GroupMetadataRecord):
                 group = self.groups.group(record.group_id)
                 # A group created again after the delete was requested is a new group: keep it.
@@ -432,6 +524,12 @@ class GroupCoordinator:
             if group_id in results:
                 continue
             error = self.coordinator_error(group_id)
+            consumer_group = self.consumer_groups.group(group_id) if error == ErrorCode.NONE else None
+            if consumer_group is not None:
+                results[group_id] = ErrorCode.NONE if consumer_group.is_empty else ErrorCode.NON_EMPTY_GROUP
+                if consumer_group.is_empty:
+                    self._delete_consumer_group(consumer_group, results, pending, finish)
+                continue
             group = self.groups.group(group_id)
             if error == ErrorCode.NONE:
                 if group is None or group.is_in_state(_S.DEAD):
@@ -460,6 +558,23 @@ class GroupCoordinator:
             self._write_for_group(group_id, records, on_written)
         finish()
 
+    def _delete_consumer_group(self, group: ConsumerGroup, results: dict[str, ErrorCode], pending: dict[str, int],
+                               finish: Callable[[], None]) -> None:
+        """An empty consumer group's records and offsets, deleted by tombstones (applied once durable)."""
+        group_id = group.group_id
+        records = self.offsets.delete_all_offsets_records(group_id) + self.consumer_groups.deletion_records(group)
+        pending["writes"] += 1
+
+        def on_written(error: ErrorCode, at_ms: int) -> None:
+            if error == ErrorCode.NONE:
+                self._replay_tombstones(records, at_ms)
+            else:
+                results[group_id] = append_error_to_response_error(error)
+            pending["writes"] -= 1
+            finish()
+
+        self._write_for_group(group_id, records, on_written)
+
     def list_groups(self, states_filter: list[str], types_filter: list[str]
                     ) -> tuple[ErrorCode, list[ListGroupsResponse.ListedGroup]]:
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS \
@@ -479,12 +594,25 @@ class GroupCoordinator:
             listed.append(ListGroupsResponse.ListedGroup(group_id=group_id, protocol_type=group.protocol_type or "",
                                                           group_state=group.state.value,
                                                           group_type=CLASSIC_GROUP_TYPE))
+        for group_id, consumer_group in self.consumer_groups.groups.items():
+            if self.partitions.get(self.partition_for(group_id)) is not PartitionState.ACTIVE:
+                continue
+            state = consumer_group.state.value
+            if (states and state.lower() not in states) or (types and CONSUMER_GROUP_TYPE not in types):
+                continue
+            listed.append(ListGroupsResponse.ListedGroup(group_id=group_id, protocol_type=CONSUMER_PROTOCOL_TYPE,
+                                                          group_state=state, group_type=CONSUMER_GROUP_TYPE))
         return error, listed
 
     def describe_group(self, group_id: str) -> DescribeGroupsResponse.DescribedGroup:
         error = self.coordinator_error(group_id)
         if error != ErrorCode.NONE:
             return DescribeGroupsResponse.DescribedGroup(error_code=error, group_id=group_id)
+        if self.consumer_groups.group(group_id) is not None:
+            # Kafka's DescribeGroups describes classic groups only (v6 says so; older versions get a Dead group).
+            return DescribeGroupsResponse.DescribedGroup(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} is not a classic group.",
+                group_id=group_id, group_state=ConsumerGroupState.DEAD.value)
         group = self.groups.group(group_id)
         if group is None:
             return DescribeGroupsResponse.DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id,
@@ -518,17 +646,20 @@ class GroupCoordinator:
         nothing."""
         self.timer.schedule(_EXPIRE_OFFSETS_KEY, now_ms + self.config.offsets_retention_check_interval_ms,
                             self._expire_offsets)
-        group_ids = self.offsets.group_ids() | set(self.groups.groups)
+        group_ids = self.offsets.group_ids() | set(self.groups.groups) | set(self.consumer_groups.groups)
         for group_id in sorted(group_ids):
             if self.coordinator_error(group_id) != ErrorCode.NONE:
                 continue
-            group = self.groups.group(group_id)
+            group = self._any_group(group_id)
             if group is None:
                 continue
             expired, all_expired = self.offsets.expired_offsets(group, now_ms)
             records: list[Record] = [(offset_commit_key(group_id, topic, partition), None)
                                      for topic, partition in expired]
-            if all_expired and group.is_in_state(_S.EMPTY) and group.is_empty:
+            if isinstance(group, ConsumerGroup):
+                if all_expired and group.is_empty:
+                    records += self.consumer_groups.deletion_records(group)
+            elif all_expired and group.is_in_state(_S.EMPTY) and group.is_empty:
                 records.append((group_metadata_key(group_id), None))
             if not records:
                 continue

@@ -58,6 +58,8 @@ from kfk.errors import (
 from kfk.records import NO_PRODUCER_ID
 
 if TYPE_CHECKING:
+    from kfk.coordinator.group.consumer_group import ConsumerGroup
+    from kfk.coordinator.group.consumer_group_manager import ConsumerGroupManager
     from kfk.coordinator.group.group_metadata_manager import GroupMetadataManager
 
 log = logging.getLogger("kfk.coordinator.group")
@@ -106,9 +108,13 @@ def validate_offset_commit(group: ClassicGroup, member_id: str, group_instance_i
 
 
 class OffsetMetadataManager:
-    def __init__(self, config: GroupCoordinatorConfig, groups: GroupMetadataManager) -> None:
+    def __init__(self, config: GroupCoordinatorConfig, groups: GroupMetadataManager,
+                 consumer_groups: ConsumerGroupManager) -> None:
         self.config = config
         self.groups = groups
+        #: The consumer protocol's groups: their commits are validated by member epoch, and an offset of theirs
+        #: creates no classic group.
+        self.consumer_groups = consumer_groups
         self.offsets: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
         #: group id -> (topic, partition) -> the log order of the committed offset's record.
         self._record_orders: dict[str, dict[tuple[str, int], int]] = {}
@@ -138,9 +144,14 @@ class OffsetMetadataManager:
     # -- commit ------------------------------------------------------------------------------------------------------
 
     def validate_commit(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
-                        api_version: int, now_ms: int) -> ClassicGroup:
+                        api_version: int, now_ms: int) -> ClassicGroup | ConsumerGroup:
         """The group to commit to (created as a simple group for a generation -1 commit); raises the error to
-        answer for every partition."""
+        answer for every partition. A consumer protocol group checks the member epoch (v9's
+        generation_id_or_member_epoch)."""
+        consumer_group = self.consumer_groups.group(group_id)
+        if consumer_group is not None:
+            self.consumer_groups.validate_offset_commit(consumer_group, member_id, generation_id, api_version)
+            return consumer_group
         group = self.groups.group(group_id)
         if group is None:
             if generation_id < 0:
@@ -152,9 +163,20 @@ class OffsetMetadataManager:
         return group
 
     def validate_transactional_commit(self, group_id: str, member_id: str, group_instance_id: str | None,
-                                      generation_id: int, now_ms: int) -> ClassicGroup:
+                                      generation_id: int, now_ms: int) -> ClassicGroup | ConsumerGroup:
         """As `validate_commit` for a TxnOffsetCommit: a group that does not exist is ILLEGAL_GENERATION (any
-        version) unless the generation is -1 (v0-v2 always send -1)."""
+        version) unless the generation is -1 (v0-v2 always send -1). For a consumer protocol group the generation
+        is the member epoch, checked when given (ILLEGAL_GENERATION, as Kafka's transactional commit)."""
+        consumer_group = self.consumer_groups.group(group_id)
+        if consumer_group is not None:
+            if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID:
+                member = consumer_group.member(member_id)
+                if member is None:
+                    raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group_id}.")
+                if generation_id != member.member_epoch:
+                    raise IllegalGenerationError(f"The received member epoch {generation_id} does not match the "
+                                                 f"expected member epoch {member.member_epoch}.")
+            return consumer_group
         group = self.groups.group(group_id)
         if group is None:
             if generation_id < 0:
@@ -216,7 +238,8 @@ class OffsetMetadataManager:
         `require_stable`, UNSTABLE_OFFSET_COMMIT (and no offset) while a transactional offset is pending.
         `topics` None: every committed offset."""
         group = self.groups.group(group_id)
-        live = group is not None and not group.is_in_state(_S.DEAD)
+        live = (group is not None and not group.is_in_state(_S.DEAD)) \
+            or self.consumer_groups.group(group_id) is not None
         group_offsets = self.offsets.get(group_id, {}) if live else {}
         unstable = self.pending.partitions_of(group_id) if live and require_stable else set()
 
@@ -239,7 +262,8 @@ class OffsetMetadataManager:
         record_order = self._next_record_order()
         if record.value is not None:
             # A commit without group membership creates the "simple" group it belongs to.
-            self.groups.get_or_create_group(group_id, now_ms)
+            if self.consumer_groups.group(group_id) is None:
+                self.groups.get_or_create_group(group_id, now_ms)
             if producer_id == NO_PRODUCER_ID:
                 self._put(group_id, topic, partition, record.value, record_order)
             else:
@@ -283,7 +307,7 @@ class OffsetMetadataManager:
 
     # -- expiry ------------------------------------------------------------------------------------------------------
 
-    def expired_offsets(self, group: ClassicGroup, now_ms: int) -> tuple[list[tuple[str, int]], bool]:
+    def expired_offsets(self, group: ClassicGroup | ConsumerGroup, now_ms: int) -> tuple[list[tuple[str, int]], bool]:
         """(the offsets of the group that expired at `now_ms`, whether that is all of them)."""
         group_id = group.group_id
         has_pending = self.pending.has_group(group_id)
@@ -312,9 +336,11 @@ class OffsetMetadataManager:
         return expired, all_expired and not has_pending
 
 
-def _expiration_base(group: ClassicGroup) -> Callable[[CommittedOffset], int] | None:
-    """From when an offset's retention counts (Kafka's ClassicGroup.offsetExpirationCondition), None: no offset of
-    the group expires now."""
+def _expiration_base(group: ClassicGroup | ConsumerGroup) -> Callable[[CommittedOffset], int] | None:
+    """From when an offset's retention counts (Kafka's ClassicGroup.offsetExpirationCondition; a consumer protocol
+    group counts from the commit), None: no offset of the group expires now."""
+    if not isinstance(group, ClassicGroup):
+        return lambda offset: offset.commit_timestamp_ms
     if group.protocol_type is not None:
         if group.is_in_state(_S.EMPTY):
             state_timestamp = group.current_state_timestamp_ms

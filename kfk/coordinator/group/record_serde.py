@@ -2,7 +2,8 @@
 
 Every record of the topic has a key and a value, each opening with a big-endian int16:
 - key: the record type, then the key schema's fields. 0 and 1 are OffsetCommitKey (Kafka writes 1), 2 is
-  GroupMetadataKey; 3 and above are KIP-848/share-group records, which a classic-only coordinator skips on load;
+  GroupMetadataKey; 3 to 8 are the consumer protocol's (KIP-848: kfk.coordinator.group.consumer_group_records);
+  the others (share groups, streams groups, regular expressions) are skipped on load;
 - value: the value schema's version, then its fields at that version. A null value is a tombstone (the key's offset
   or group is deleted, and compaction eventually drops both records).
 
@@ -20,6 +21,11 @@ import dataclasses
 import struct
 
 from kfk.common.constants import UNKNOWN_LEADER_EPOCH
+from kfk.coordinator.group.consumer_group_records import (
+    ConsumerGroupRecord,
+    decode,
+    is_consumer_group_record_type,
+)
 from kfk.errors import CorruptRecordError, KafkaError
 from kfk.protocol.group_records.group_metadata_key import GroupMetadataKey
 from kfk.protocol.group_records.group_metadata_value import GroupMetadataValue
@@ -108,9 +114,10 @@ def _read_version(buffer: Buffer, what: str) -> int:
     return _INT16.unpack_from(buffer, 0)[0]
 
 
-def deserialize_record(key: Buffer | None, value: Buffer | None) -> OffsetCommitRecord | GroupMetadataRecord | None:
-    """One record of __consumer_offsets decoded; None for record types a classic group coordinator does not hold
-    (KIP-848 and share groups). CorruptRecordError for anything malformed."""
+def deserialize_record(key: Buffer | None, value: Buffer | None
+                       ) -> OffsetCommitRecord | GroupMetadataRecord | ConsumerGroupRecord | None:
+    """One record of __consumer_offsets decoded; None for record types the group coordinator does not hold
+    (share and streams groups, regular expressions). CorruptRecordError for anything malformed."""
     if key is None:
         raise CorruptRecordError("__consumer_offsets record without a key")
     record_type = _read_version(key, "key")
@@ -135,6 +142,8 @@ def deserialize_record(key: Buffer | None, value: Buffer | None) -> OffsetCommit
                     raise CorruptRecordError(f"Unknown GroupMetadataValue version {version}")
                 metadata = GroupMetadataValue.decode(value, version, 2)
             return GroupMetadataRecord(group_key.group, metadata)
+        if is_consumer_group_record_type(record_type):
+            return decode(record_type, key, value)
     except CorruptRecordError:
         raise
     except KafkaError as error:

@@ -43,6 +43,11 @@ from kfk.coordinator.runtime import (
 )
 from kfk.errors import ErrorCode
 from kfk.metadata.image import MetadataImage
+from kfk.protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
+from kfk.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from kfk.protocol.messages.describe_groups import DescribeGroupsResponse
 from kfk.protocol.messages.heartbeat import HeartbeatRequest
 from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
@@ -95,7 +100,9 @@ class GroupCoordinatorService:
 
     def on_metadata_update(self, previous: MetadataImage, current: MetadataImage) -> None:
         """MetadataCache listener: load the __consumer_offsets partitions this broker now leads, unload the others,
-        and drop the groups' offsets of deleted topics."""
+        and drop the groups' offsets of deleted topics. The consumer protocol assigns from the current image."""
+        self.coordinator.image = current
+        self.coordinator.consumer_groups.on_metadata_update()
         deleted = {(topic.name, index) for topic in current.topics_deleted_since(previous)
                    for index in topic.partitions}
         if deleted:
@@ -149,6 +156,14 @@ class GroupCoordinatorService:
     async def sync_group(self, request: SyncGroupRequest) -> SyncGroupResponse:
         return await self._call(lambda respond: self.coordinator.sync_group(request, self._now_ms(), respond))
 
+    async def consumer_group_heartbeat(self, request: ConsumerGroupHeartbeatRequest, api_version: int,
+                                       client_id: str, client_host: str) -> ConsumerGroupHeartbeatResponse:
+        return await self._call(lambda respond: self.coordinator.consumer_group_heartbeat(
+            request, api_version, client_id, client_host, self._now_ms(), respond))
+
+    def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescribeResponse.DescribedGroup:
+        return self.coordinator.consumer_group_describe(group_id)
+
     def heartbeat(self, request: HeartbeatRequest) -> ErrorCode:
         try:
             return self.coordinator.heartbeat(request, self._now_ms())
@@ -188,9 +203,10 @@ class GroupCoordinatorService:
         finally:
             self._after()
 
-    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
+    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False,
+                      member_id: str | None = None, member_epoch: int = -1
                       ) -> tuple[ErrorCode, list[tuple[str, list[FetchedOffset]]]]:
-        return self.coordinator.fetch_offsets(group_id, topics, require_stable)
+        return self.coordinator.fetch_offsets(group_id, topics, require_stable, member_id, member_epoch)
 
     async def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]):
         return await self._call(lambda respond: self.coordinator.delete_offsets(

@@ -16,6 +16,8 @@
 - DescribeGroups (15), v0-v6: v3+ authorized operations on request; v4+ group_instance_id; v5 flexible. A group
   that does not exist is described as Dead with no error before v6; v6 (KIP-1043) answers it GROUP_ID_NOT_FOUND
   with an error message instead (its state still Dead, no authorized operations). Member metadata and assignment are shown once the group is Stable.
+  A consumer protocol group (KIP-848) is not described: v6 answers GROUP_ID_NOT_FOUND ("is not a classic group"),
+  older versions a Dead group with no error, as Kafka 4.x.
 - DeleteGroups (42), v0-v2: v2 flexible. A group with members gets NON_EMPTY_GROUP.
 
 Authorization, as Kafka's: Join, Sync, Heartbeat and Leave need READ on the group, DescribeGroups DESCRIBE and
@@ -123,7 +125,14 @@ class GroupsHandler:
                     error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
                 continue
             group = self.group_coordinator.describe_group(group_id)
-            if context.api_version >= 6 and group.error_code == ErrorCode.NONE and group.group_state == ClassicGroupState.DEAD.value:
+            if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+                if context.api_version >= 6:
+                    described.append(group)  # a consumer protocol group: "is not a classic group"
+                    continue
+                # Before v6 Kafka describes a group of another protocol as a Dead classic group.
+                group.error_code, group.error_message = ErrorCode.NONE, None
+            elif context.api_version >= 6 and group.error_code == ErrorCode.NONE and \
+                    group.group_state == ClassicGroupState.DEAD.value:
                 # The coordinator describes a group it does not have as Dead: v6 says so with an error.
                 # Kafka's answer keeps the state Dead and leaves out the authorized operations.
                 described.append(DescribeGroupsResponse.DescribedGroup(

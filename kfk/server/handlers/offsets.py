@@ -9,7 +9,8 @@
 - OffsetFetch (9), v0-v9: v1 reads offsets kept in Kafka (kfk keeps them all there); v2 adds a top-level error and
   null topics = every committed offset; v3 throttle time; v5 leader epochs; v6 flexible; v7 require_stable (a
   partition with transactional offsets pending in an open transaction is UNSTABLE_OFFSET_COMMIT); v8 many groups
-  with an error each; v9 member id and epoch (KIP-848, ignored for classic groups). Errors the group has
+  with an error each; v9 member id and epoch (KIP-848: a consumer protocol group's member fetches at its current
+  epoch, else STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID; ignored for classic groups). Errors the group has
   (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) are per partition on v0-v1, top-level on v2-v7, per group from v8.
 - OffsetDelete (47), v0: a top-level error and one per partition.
 """
@@ -89,7 +90,8 @@ class OffsetsHandler:
             for group in request.groups:
                 wanted = None if group.topics is None else [(t.name, list(t.partition_indexes))
                                                             for t in group.topics]
-                error, topics = self._fetch_offsets(context, group.group_id, wanted, request.require_stable)
+                error, topics = self._fetch_offsets(context, group.group_id, wanted, request.require_stable,
+                                                    group.member_id, group.member_epoch)
                 groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=group.group_id, error_code=error,
                     topics=[OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
@@ -118,7 +120,8 @@ class OffsetsHandler:
                 for index, offset, partition_error in partitions]) for name, partitions in topics])
 
     def _fetch_offsets(self, context: RequestContext, group_id: str, wanted: list[tuple[str, list[int]]] | None,
-                       require_stable: bool) -> tuple[ErrorCode, list]:
+                       require_stable: bool, member_id: str | None = None, member_epoch: int = -1
+                       ) -> tuple[ErrorCode, list]:
         """One group's committed offsets, as the principal may see them: DESCRIBE on the group (else
         GROUP_AUTHORIZATION_FAILED), and on each topic (a named topic's partitions answer TOPIC_AUTHORIZATION_FAILED,
         and when every topic is asked for, the others are left out)."""
@@ -126,14 +129,16 @@ class OffsetsHandler:
         if not auth.authorize(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
         if wanted is None:
-            error, topics = self.group_coordinator.fetch_offsets(group_id, None, require_stable)
+            error, topics = self.group_coordinator.fetch_offsets(group_id, None, require_stable, member_id,
+                                                                 member_epoch)
             describable = auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC,
                                                 (name for name, _ in topics))
             return error, [(name, partitions) for name, partitions in topics if name in describable]
         describable = auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC,
                                             (name for name, _ in wanted))
         error, topics = self.group_coordinator.fetch_offsets(
-            group_id, [(name, indexes) for name, indexes in wanted if name in describable], require_stable)
+            group_id, [(name, indexes) for name, indexes in wanted if name in describable], require_stable,
+            member_id, member_epoch)
         found = dict(topics)
         return error, [(name, found[name]) if name in describable else
                        (name, [(index, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for index in indexes])
