@@ -42,7 +42,7 @@ DEADLINE_S = 60
 
 #: The brokers this module runs against, one module-scoped start each. kfk's broker ("kfk") joins the list once its
 #: group coordinator serves ConsumerGroupHeartbeat.
-BROKER_KINDS = ["apache_kafka"]
+BROKER_KINDS = ["apache_kafka", "kfk"]
 
 
 @pytest.fixture(scope="module", params=BROKER_KINDS)
