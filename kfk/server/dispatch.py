@@ -270,6 +270,9 @@ class Dispatcher:
         self.quotas = quotas
         self.subset = subset
         self._registrations: dict[int, Registration] = {}
+        #: Called with (api key, version, request, response) for each response the generic path builds, when the
+        #: metrics endpoint is on (kfk.server.metrics: error codes, FetchConsumer/FetchFollower); None otherwise.
+        self.response_observer: Callable[[int, int, Message, Message], None] | None = None
 
     def register(self, api_key: ApiKey, handler: Handler, fast: FastHandler | None = None) -> None:
         """Serve `api_key` with `handler`, at the versions `served_versions` gives it; with `fast`, requests of the
@@ -366,6 +369,8 @@ class Dispatcher:
                 on_throttle(context.throttle_time_ms)
         if response is None:
             return None
+        if self.response_observer is not None:
+            self.response_observer(api_key, api_version, request, response)
         return encode_response(header.correlation_id, api_key, api_version, response)
 
     def serves_fast(self, frame: Buffer) -> bool:
