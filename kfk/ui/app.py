@@ -38,8 +38,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from kfk.client.cluster_statistics import describe_cluster_statistics
+from kfk.common.uuids import uuid_to_base64
 from kfk.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
 from kfk.ui.cluster_view import ClusterView, describe_error, total_lag
+from kfk.ui.auth import BasicAuth
 from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
 
 __all__ = ["create_app", "ConsoleSettings"]
@@ -61,6 +63,8 @@ class ConsoleSettings:
     # to loopback names: otherwise a web page whose own name its attacker re-points at 127.0.0.1 (DNS rebinding)
     # would be the console's origin, read its CSRF token and post with it.
     allowed_hosts: tuple[str, ...] | None = None
+    # With users (name -> password, from --users-file), every request must log in with HTTP Basic (auth.py).
+    users: dict[str, str] | None = None
 
 
 def _redirect(path: str, **params: str) -> RedirectResponse:
@@ -95,6 +99,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     templates = Jinja2Templates(directory=str(_HERE / "templates"), context_processors=[_csrf_context])
     templates.env.globals.update(read_only=settings.read_only, refresh_ms=settings.refresh_ms, quote=quote)
     templates.env.filters["timestamp"] = _timestamp
+    templates.env.filters["topic_id"] = uuid_to_base64  # as Kafka's tools print topic ids
 
     def page(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
         context.setdefault("notice", request.query_params.get("notice"))
@@ -171,23 +176,33 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
 
     async def create_topic(request: Request) -> Response:
         form = await form_of(request)
-        name = str(form.get("name", "")).strip()
+        entered = {field: str(form.get(field, "")) for field in ("name", "partitions", "replication_factor", "configs")}
+        name = entered["name"].strip()
+
+        async def refused(reason: str) -> Response:
+            """The topics page again, the form open with what was typed in it, and why it was refused."""
+            try:
+                listed = sorted((await _run(view.describe_topics, True)).values(), key=lambda d: d.name)
+            except KafkaError:
+                listed = []
+            return page(request, "topics.html", status_code=400, topics=listed, entered=entered, error=reason)
+
         configs = {}
-        for line in str(form.get("configs", "")).splitlines():
+        for line in entered["configs"].splitlines():
             if line.strip():
                 key, sep, value = line.partition("=")
                 if not sep:
-                    return _redirect("/topics", error=f"a config is key=value, not {line.strip()!r}")
+                    return await refused(f"a config is key=value, not {line.strip()!r}")
                 configs[key.strip()] = value.strip()
         try:
-            partitions = _int(str(form.get("partitions", "")), "partitions", -1)
-            replication_factor = _int(str(form.get("replication_factor", "")), "replication factor", -1)
+            partitions = _int(entered["partitions"], "partitions", -1)
+            replication_factor = _int(entered["replication_factor"], "replication factor", -1)
         except HTTPException as error:
-            return _redirect("/topics", error=error.detail)
+            return await refused(error.detail)
         try:
             await _run(view.create_topic, name, partitions, replication_factor, configs)
         except (KafkaError, ValueError) as error:
-            return _redirect("/topics", error=f"cannot create {name!r}: {describe_error(error)}")
+            return await refused(f"cannot create {name!r}: {describe_error(error)}")
         return _redirect(f"/topics/{quote(name, safe='')}", notice=f"created topic {name}")
 
     async def delete_topic(request: Request) -> Response:
@@ -226,6 +241,18 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         back = f"/groups/{quote(group_id, safe='')}"
         topic_name = str(form.get("topic", ""))
         to = str(form.get("to", "")).strip()
+        if form.get("confirm") != "yes":  # first the plan, as kafka-consumer-groups' --dry-run, and a button to go on
+            try:
+                plan = await _run(view.plan_offset_reset, topic_name, to)
+                description = (await _run(view.admin.describe_consumer_groups, [group_id]))[group_id]
+                lag = await _run(view.group_lag, group_id)
+            except (KafkaError, ValueError) as error:
+                return _redirect(back, error=f"cannot reset offsets: {describe_error(error)}")
+            current = {(row.topic, row.partition): row.committed_offset for row in lag}
+            return page(request, "group.html", group=description, lag=lag, total_lag=total_lag(lag),
+                        topics=sorted({row.topic for row in lag}), reset_to=to, reset_topic=topic_name,
+                        reset_plan=[(tp.partition, current.get((tp.topic, tp.partition)), offset)
+                                    for tp, offset in sorted(plan.items())])
         try:
             targets = await _run(view.reset_group_offsets, group_id, topic_name, to)
         except (KafkaError, ValueError) as error:
@@ -339,6 +366,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     ]
     return Starlette(routes=routes,
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts),
+                                 *([Middleware(BasicAuth, users=settings.users)] if settings.users else []),
                                  Middleware(CsrfGuard)],
                      exception_handlers={HTTPException: on_error, KafkaError: on_error})
 
@@ -346,7 +374,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
 def _csrf_context(request: Request) -> dict[str, Any]:
     """The session's CSRF token (CsrfGuard puts it on the request) for the page's forms and its script."""
     token = request.state.csrf_token
-    return {"csrf_token": token,
+    return {"csrf_token": token, "user": getattr(request.state, "user", None),
             "csrf_field": Markup(f'<input type="hidden" name="{TOKEN_FIELD}" value="{escape(token)}">')}
 
 

@@ -306,8 +306,9 @@ class ClusterView:
                                   committed[tp].offset if tp in committed else None,
                                   ends.get(tp, 0), owners.get(tp)) for tp in partitions]
 
-    def reset_group_offsets(self, group_id: str, topic: str, to: str) -> dict[TopicPartition, int]:
-        """Kafka's --reset-offsets --to-earliest / --to-latest / --to-offset N for one topic of an inactive group."""
+    def plan_offset_reset(self, topic: str, to: str) -> dict[TopicPartition, int]:
+        """The offsets Kafka's --reset-offsets --to-earliest / --to-latest / --to-offset N would set for one topic
+        (its --dry-run: nothing is changed)."""
         description = self.admin.describe_topics([topic])[topic]
         partitions = [TopicPartition(topic, info.partition) for info in description.partitions]
         if to == "earliest":
@@ -322,6 +323,11 @@ class ClusterView:
             starts = self.admin.beginning_offsets(partitions)
             ends = self.admin.end_offsets(partitions)
             targets = {tp: max(starts[tp], min(wanted, ends[tp])) for tp in partitions}
+        return targets
+
+    def reset_group_offsets(self, group_id: str, topic: str, to: str) -> dict[TopicPartition, int]:
+        """Kafka's --reset-offsets ... --execute for one topic of an inactive group: the offsets it set."""
+        targets = self.plan_offset_reset(topic, to)
         outcome = self.admin.alter_consumer_group_offsets(
             group_id, {tp: OffsetAndMetadata(offset) for tp, offset in targets.items()})
         for error in outcome.values():
