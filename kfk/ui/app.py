@@ -17,8 +17,10 @@ a redirect (post/redirect/get), their outcome carried in the query string as a n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,7 @@ from kfk.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartition
 from kfk.ui.cluster_view import ClusterView, describe_error, total_lag
 from kfk.ui.auth import BasicAuth
 from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
+from kfk.ui.panels import Panels
 
 __all__ = ["create_app", "ConsoleSettings"]
 
@@ -63,6 +66,8 @@ class ConsoleSettings:
     # to loopback names: otherwise a web page whose own name its attacker re-points at 127.0.0.1 (DNS rebinding)
     # would be the console's origin, read its CSRF token and post with it.
     allowed_hosts: tuple[str, ...] | None = None
+    # How long one panel of a page waits for the cluster before the page renders without it (panels.py).
+    panel_timeout_ms: int = 5000
     # With users (name -> password, from --users-file), every request must log in with HTTP Basic (auth.py).
     users: dict[str, str] | None = None
 
@@ -100,6 +105,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     templates.env.globals.update(read_only=settings.read_only, refresh_ms=settings.refresh_ms, quote=quote)
     templates.env.filters["timestamp"] = _timestamp
     templates.env.filters["topic_id"] = uuid_to_base64  # as Kafka's tools print topic ids
+    panels = Panels(settings.panel_timeout_ms)
 
     def page(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
         context.setdefault("notice", request.query_params.get("notice"))
@@ -137,8 +143,12 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     def topic(request: Request) -> Response:
         name = request.path_params["name"]
         description = view.admin.describe_topics([name])[name]
-        return page(request, "topic.html", topic=description, partitions=view.partition_rows(description),
-                    configs=view.topic_configs(name))
+        partitions, partitions_note = panels.load("Log start and end offsets", lambda: view.partition_rows(description),
+                                                  [], needs="DESCRIBE on the topic")
+        configs, configs_note = panels.load("Configs", lambda: view.topic_configs(name), [],
+                                            needs="DESCRIBE_CONFIGS on the topic")
+        return page(request, "topic.html", topic=description, partitions=partitions, configs=configs,
+                    notes={"partitions": partitions_note, "configs": configs_note})
 
     def messages(request: Request) -> Response:
         name = request.path_params["name"]
@@ -148,29 +158,35 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         if partition not in {info.partition for info in description.partitions}:
             raise HTTPException(404, f"topic {name} has no partition {partition}")
         timestamp = _int(params.get("timestamp"), "timestamp")
-        records, log_start_offset, log_end_offset = view.browse(
-            name, partition, offset=_int(params.get("offset"), "offset"), timestamp_ms=timestamp,
-            limit=_int(params.get("limit"), "limit", 50))
+        offset, limit = _int(params.get("offset"), "offset"), _int(params.get("limit"), "limit", 50)
+        (records, log_start_offset, log_end_offset), note = panels.load(
+            "Records", lambda: view.browse(name, partition, offset=offset, timestamp_ms=timestamp, limit=limit),
+            ([], None, None), needs="READ on the topic")
         return page(request, "messages.html", topic=description, partition=partition, records=records,
-                    log_start_offset=log_start_offset, log_end_offset=log_end_offset,
-                    limit=_int(params.get("limit"), "limit", 50))
+                    log_start_offset=log_start_offset, log_end_offset=log_end_offset, limit=limit,
+                    notes={"records": note})
 
     def groups(request: Request) -> Response:
-        listings = sorted(view.admin.list_consumer_groups(), key=lambda listing: listing.group_id)
-        return page(request, "groups.html", groups=listings)
+        listings, note = panels.load("Consumer groups", view.admin.list_consumer_groups, [],
+                                     needs="DESCRIBE on the groups")
+        return page(request, "groups.html", groups=sorted(listings, key=lambda listing: listing.group_id),
+                    notes={"groups": note})
 
     def group(request: Request) -> Response:
         group_id = request.path_params["group_id"]
         description = view.admin.describe_consumer_groups([group_id])[group_id]
-        lag = view.group_lag(group_id)
+        lag, note = panels.load("Offsets and lag", lambda: view.group_lag(group_id), [],
+                                needs="DESCRIBE on the group and its topics")
         return page(request, "group.html", group=description, lag=lag, total_lag=total_lag(lag),
-                    topics=sorted({row.topic for row in lag}))
+                    topics=sorted({row.topic for row in lag}), notes={"lag": note})
 
     def reassignments(request: Request) -> Response:
         cluster = view.admin.describe_cluster()
-        return page(request, "reassignments.html", brokers=cluster.brokers,
-                    topics=view.admin.list_topics(), in_progress=view.reassignments_in_progress(),
-                    proposal=None, current=None)
+        listed, topics_note = panels.load("Topics", view.admin.list_topics, [], needs="DESCRIBE on the topics")
+        in_progress, progress_note = panels.load("Reassignments in progress", view.reassignments_in_progress, [],
+                                                 needs="DESCRIBE on the cluster")
+        return page(request, "reassignments.html", brokers=cluster.brokers, topics=listed, in_progress=in_progress,
+                    proposal=None, current=None, notes={"topics": topics_note, "in_progress": progress_note})
 
     # --- actions ----------------------------------------------------------------------------------------------
 
@@ -344,6 +360,11 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
             return JSONResponse({"error": message}, status_code=status)
         return page(request, "error.html", status_code=status, message=message, error=None)
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        panels.close()
+
     routes = [
         Route("/", overview),
         Route("/topics", topics),
@@ -368,7 +389,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts),
                                  *([Middleware(BasicAuth, users=settings.users)] if settings.users else []),
                                  Middleware(CsrfGuard)],
-                     exception_handlers={HTTPException: on_error, KafkaError: on_error})
+                     exception_handlers={HTTPException: on_error, KafkaError: on_error}, lifespan=lifespan)
 
 
 def _csrf_context(request: Request) -> dict[str, Any]:
