@@ -147,8 +147,11 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
                                                   [], needs="DESCRIBE on the topic")
         configs, configs_note = panels.load("Configs", lambda: view.topic_configs(name), [],
                                             needs="DESCRIBE_CONFIGS on the topic")
+        producers, producers_note = panels.load("Producers", lambda: view.topic_producers(description), [],
+                                                needs="READ on the topic")
         return page(request, "topic.html", topic=description, partitions=partitions, configs=configs,
-                    notes={"partitions": partitions_note, "configs": configs_note})
+                    producers=producers, notes={"partitions": partitions_note, "configs": configs_note,
+                                                "producers": producers_note})
 
     def messages(request: Request) -> Response:
         name = request.path_params["name"]
@@ -187,6 +190,30 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
                                                  needs="DESCRIBE on the cluster")
         return page(request, "reassignments.html", brokers=cluster.brokers, topics=listed, in_progress=in_progress,
                     proposal=None, current=None, notes={"topics": topics_note, "in_progress": progress_note})
+
+    def security(request: Request) -> Response:
+        acls, acls_note = panels.load("ACLs", view.admin.describe_acls, [], needs="DESCRIBE on the cluster")
+        users, users_note = panels.load("SCRAM users", view.admin.describe_user_scram_credentials, {},
+                                        needs="DESCRIBE on the cluster")
+        quotas, quotas_note = panels.load("Client quotas", view.admin.describe_client_quotas, {},
+                                          needs="DESCRIBE_CONFIGS on the cluster")
+        return page(request, "security.html",
+                    acls=sorted(acls, key=lambda acl: (acl.pattern.resource_type, acl.pattern.name,
+                                                       acl.entry.principal, acl.entry.operation)),
+                    users=sorted(users.items()),
+                    quotas=sorted(quotas.items(), key=lambda item: item[0].sort_key()),
+                    notes={"acls": acls_note, "users": users_note, "quotas": quotas_note})
+
+    def quorum(request: Request) -> Response:
+        info, note = panels.load("The metadata quorum", view.admin.describe_metadata_quorum, None,
+                                 needs="DESCRIBE on the cluster")
+        return page(request, "quorum.html", quorum=info, notes={"quorum": note})
+
+    def transactions(request: Request) -> Response:
+        listed, note = panels.load("Transactions", view.admin.list_transactions, [],
+                                   needs="DESCRIBE on the transactional ids")
+        return page(request, "transactions.html", transactions=sorted(listed, key=lambda t: t.transactional_id),
+                    notes={"transactions": note})
 
     # --- actions ----------------------------------------------------------------------------------------------
 
@@ -229,6 +256,23 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         except KafkaError as error:
             return _redirect(f"/topics/{quote(name, safe='')}", error=f"cannot delete: {describe_error(error)}")
         return _redirect("/topics", notice=f"deleted topic {name}")
+
+    async def alter_config(request: Request) -> Response:
+        """Set a topic config (op=set, name, value) or delete its override (op=delete, name)."""
+        form = await form_of(request)
+        topic_name = request.path_params["name"]
+        back = f"/topics/{quote(topic_name, safe='')}"
+        key = str(form.get("config", "")).strip()
+        delete = form.get("op") == "delete"
+        value = None if delete else str(form.get("value", "")).strip()
+        if not key:
+            return _redirect(back, error="name the config to change")
+        try:
+            await _run(view.alter_topic_config, topic_name, key, value)
+        except KafkaError as error:
+            return _redirect(back, error=f"cannot change {key}: {describe_error(error)}")
+        return _redirect(back, notice=f"deleted the override of {key}: the default applies" if delete
+                         else f"set {key}={value}")
 
     async def produce(request: Request) -> Response:
         form = await form_of(request)
@@ -371,6 +415,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         Route("/topics", create_topic, methods=["POST"]),
         Route("/topics/{name}", topic),
         Route("/topics/{name}/delete", delete_topic, methods=["POST"]),
+        Route("/topics/{name}/configs", alter_config, methods=["POST"]),
         Route("/topics/{name}/messages", messages),
         Route("/topics/{name}/messages", produce, methods=["POST"]),
         Route("/groups", groups),
@@ -378,6 +423,9 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         Route("/groups/{group_id}/reset", reset_offsets, methods=["POST"]),
         Route("/election", elect, methods=["POST"]),
         Route("/reassignments", reassignments),
+        Route("/security", security),
+        Route("/quorum", quorum),
+        Route("/transactions", transactions),
         Route("/reassignments/generate", generate, methods=["POST"]),
         Route("/reassignments/execute", execute, methods=["POST"]),
         Route("/api/throughput", api_throughput),

@@ -20,11 +20,14 @@ from typing import Any
 from kfk.client import Admin, Consumer, Producer
 from kfk.client.config import ADMIN_CONFIG_DEF, CONSUMER_CONFIG_DEF, PRODUCER_CONFIG_DEF
 from kfk.client.structs import (
+    AlterConfigOp,
+    AlterConfigOpType,
     ConfigResource,
     ElectionType,
     NewPartitionReassignment,
     NewTopic,
     PartitionInfo,
+    ProducerState,
     TopicDescription,
 )
 from kfk.common.config_types import ConfigResourceType
@@ -176,6 +179,26 @@ class ClusterView:
         error = self.admin.delete_topics([name])[name]
         if error is not None:
             raise error
+
+    def alter_topic_config(self, topic: str, name: str, value: str | None) -> None:
+        """Set one config of a topic (IncrementalAlterConfigs SET), or with None delete its override, so that the
+        broker's default applies again (DELETE), as kafka-configs --alter --add-config / --delete-config do."""
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+        operation = AlterConfigOp(name, None, AlterConfigOpType.DELETE) if value is None else AlterConfigOp(name, value)
+        error = self.admin.incremental_alter_configs({resource: [operation]})[resource]
+        if error is not None:
+            raise error
+
+    def topic_producers(self, description: TopicDescription) -> list[tuple[int, ProducerState]]:
+        """(partition, producer) for every producer the partitions' leaders remember (kafka-transactions.sh
+        describe-producers); a partition whose leader refuses is skipped, the first refusal raised if all do."""
+        partitions = [TopicPartition(description.name, info.partition) for info in description.partitions]
+        found = self.admin.describe_producers(partitions) if partitions else {}
+        errors = [state for state in found.values() if isinstance(state, KafkaError)]
+        if errors and len(errors) == len(found):
+            raise errors[0]
+        return [(tp.partition, producer) for tp, state in sorted(found.items()) if not isinstance(state, KafkaError)
+                for producer in state.active_producers]
 
     def elect_preferred_leaders(self, topic: str | None = None) -> tuple[int, list[str]]:
         """Run a preferred-replica election (of one topic's partitions, or of every partition); returns how many

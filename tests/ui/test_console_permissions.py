@@ -58,7 +58,7 @@ def test_every_page_renders_for_a_describe_only_user(secured_broker, console_fac
     page = browser_page
     notes: dict[str, str] = {}
     for path in ("", "topics", f"topics/{TOPIC}", f"topics/{TOPIC}/messages", "groups", f"groups/{GROUP}",
-                 "reassignments"):
+                 "reassignments", "transactions", "security", "quorum"):
         response = page.goto(console.url + path)
         assert response is not None and response.status == 200, (path, page.content())
         notes[path] = " ".join(page.locator(".panel-note").all_inner_texts())
