@@ -38,18 +38,20 @@ sees one consistent moment and never races the broker's dictionaries.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+import sys
 import time
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, InvalidConfigurationError
-from kfk.protocol.message import Message, Struct
+from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey, request_class
 from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.server.metrics_lag import LEADER_TIMEOUT_S, HighWatermarks
@@ -120,34 +122,62 @@ class RequestMetrics:
                 self.fetch_follower += 1
             else:
                 self.fetch_consumer += 1
+        plan = _PLANS.get(response.__class__)
+        if plan is None:
+            plan = _PLANS[response.__class__] = _plan(response.__class__)
+        if plan is _NO_ERROR_CODES:
+            return
+        codes: list[int] = []
+        _collect(response, plan, codes)
         errors = self.errors
-        for code in _error_codes(response):
+        for code in codes:
             key = (api_key, code)
             errors[key] = errors.get(key, 0) + 1
 
 
-#: Per struct class: the names of its error-code fields, and of the others (which may hold nested structs).
-_ERROR_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+#: A struct class's walk, from its generated __init__'s annotations: its error-code fields, its struct fields and its
+#: list-of-struct fields (those that hold error codes somewhere below; other subtrees are never visited).
+_Plan = tuple[tuple[str, ...], tuple[tuple[str, "_Plan"], ...], tuple[tuple[str, "_Plan"], ...]]
+_NO_ERROR_CODES: _Plan = ((), (), ())
+_PLANS: dict[type, _Plan] = {}
 
 
-def _error_codes(struct: Struct) -> Iterator[int]:
-    """Every error_code field of a response, nested entries included, in one walk."""
-    cls = struct.__class__
-    fields = _ERROR_FIELDS.get(cls)
-    if fields is None:
-        slots = cls.__slots__
-        fields = _ERROR_FIELDS[cls] = (tuple(name for name in slots if name.endswith("error_code")),
-                                       tuple(name for name in slots if not name.endswith("error_code")))
-    for name in fields[0]:
-        yield getattr(struct, name)
-    for name in fields[1]:
+def _plan(cls: type) -> _Plan:
+    """The fields to visit for error codes: the generated classes annotate a nested struct as `Outer.Inner` and a
+    list of them as `list[Outer.Inner]`, which is all the schema this needs."""
+    errors, singles, lists = [], [], []
+    for name, annotation in inspect.get_annotations(cls.__init__).items():
+        if name.endswith("error_code") and annotation == "int":
+            errors.append(name)
+            continue
+        is_list = annotation.startswith("list[")
+        nested = annotation.removeprefix("list[").split("]")[0].split(" | ")[0]
+        if "." not in nested:
+            continue
+        target: Any = sys.modules[cls.__module__]
+        for part in nested.split("."):
+            target = getattr(target, part)
+        sub = _PLANS.get(target)
+        if sub is None:
+            sub = _PLANS[target] = _plan(target)
+        if sub is not _NO_ERROR_CODES:
+            (lists if is_list else singles).append((name, sub))
+    if not (errors or singles or lists):
+        return _NO_ERROR_CODES
+    return tuple(errors), tuple(singles), tuple(lists)
+
+
+def _collect(struct: Any, plan: _Plan, codes: list[int]) -> None:
+    errors, singles, lists = plan
+    for name in errors:
+        codes.append(getattr(struct, name))
+    for name, sub in singles:
         value = getattr(struct, name)
-        if value.__class__ is list:
-            if value and isinstance(value[0], Struct):
-                for entry in value:
-                    yield from _error_codes(entry)
-        elif isinstance(value, Struct):
-            yield from _error_codes(value)
+        if value is not None:
+            _collect(value, sub, codes)
+    for name, sub in lists:
+        for entry in getattr(struct, name) or ():
+            _collect(entry, sub, codes)
 
 
 class LoopIdleMeter:
