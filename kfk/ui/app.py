@@ -319,6 +319,26 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
             return _redirect(back, error=f"cannot reset offsets: {describe_error(error)}")
         return _redirect(back, notice=f"reset {len(targets)} partition(s) of {topic_name} to {to}")
 
+    async def delete_group(request: Request) -> Response:
+        await form_of(request)
+        group_id = request.path_params["group_id"]
+        try:
+            await _run(view.delete_group, group_id)
+        except KafkaError as error:
+            return _redirect(f"/groups/{quote(group_id, safe='')}", error=f"cannot delete: {describe_error(error)}")
+        return _redirect("/groups", notice=f"deleted group {group_id}")
+
+    async def delete_group_offsets(request: Request) -> Response:
+        form = await form_of(request)
+        group_id = request.path_params["group_id"]
+        back = f"/groups/{quote(group_id, safe='')}"
+        topic_name = str(form.get("topic", ""))
+        try:
+            count = await _run(view.delete_group_offsets, group_id, topic_name)
+        except (KafkaError, ValueError) as error:
+            return _redirect(back, error=f"cannot delete offsets: {describe_error(error)}")
+        return _redirect(back, notice=f"deleted the committed offsets of {count} partition(s) of {topic_name}")
+
     async def elect(request: Request) -> Response:
         form = await form_of(request)
         topic_name = str(form.get("topic", "")).strip() or None
@@ -421,6 +441,8 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         Route("/groups", groups),
         Route("/groups/{group_id}", group),
         Route("/groups/{group_id}/reset", reset_offsets, methods=["POST"]),
+        Route("/groups/{group_id}/delete", delete_group, methods=["POST"]),
+        Route("/groups/{group_id}/delete-offsets", delete_group_offsets, methods=["POST"]),
         Route("/election", elect, methods=["POST"]),
         Route("/reassignments", reassignments),
         Route("/security", security),

@@ -358,6 +358,23 @@ class ClusterView:
                 raise error
         return targets
 
+    def delete_group(self, group_id: str) -> None:
+        """kafka-consumer-groups --delete: the group and its committed offsets (refused while it has members)."""
+        error = self.admin.delete_consumer_groups([group_id])[group_id]
+        if error is not None:
+            raise error
+
+    def delete_group_offsets(self, group_id: str, topic: str) -> int:
+        """kafka-consumer-groups --delete-offsets for one topic: how many partitions' offsets went."""
+        committed = [tp for tp in self.admin.list_consumer_group_offsets(group_id) if tp.topic == topic]
+        if not committed:
+            raise ValueError(f"group {group_id} has no committed offsets of {topic}")
+        outcome = self.admin.delete_consumer_group_offsets(group_id, committed)
+        for error in outcome.values():
+            if error is not None:
+                raise error
+        return len(committed)
+
     # --- reassignment -----------------------------------------------------------------------------------------
 
     def current_assignment(self, topics: Iterable[str]) -> dict[str, dict[int, list[int]]]:

@@ -1,6 +1,6 @@
 """The console's views beyond topics and groups, against a real kfk broker (KRaft, one node): a topic config set and
 its override deleted from the topic page (as kafka-configs --add-config / --delete-config, read back with the Admin
-client), a transactional producer on the transactions page and in the topic's producers panel, the SCRAM users and
+client), a group's committed offsets of a topic deleted and then the group itself, a transactional producer on the transactions page and in the topic's producers panel, the SCRAM users and
 client quotas on the security page (ACLs there say why they are missing: no authorizer), and the metadata quorum
 with its leader."""
 
@@ -10,7 +10,8 @@ import html
 import re
 import urllib.parse
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from kfk.client import Admin, ConfigResource, ConfigResourceType
 from kfk.client.structs import ClientQuotaAlteration, UserScramCredentialUpsertion
@@ -41,6 +42,20 @@ def test_topic_config_editing_transactions_security_and_quorum(kfk_broker, conso
     status, location, _ = console.post("topics/edited/configs", {"op": "delete", "config": "retention.ms"})
     assert status == 303 and "deleted+the+override+of+retention.ms" in location
     assert _topic_config(kfk_broker, "edited", "retention.ms").is_default
+
+    committer = Consumer({"bootstrap.servers": kfk_broker, "group.id": "deletable", "enable.auto.commit": False})
+    committer.commit(offsets=[ConfluentTopicPartition("edited", 0, 0)], asynchronous=False)
+    committer.close()
+    status, location, _ = console.post("groups/deletable/delete-offsets", {"topic": "edited"})
+    assert status == 303 and "deleted+the+committed+offsets+of+1+partition" in location
+    with Admin({"bootstrap.servers": kfk_broker}) as admin:
+        assert admin.list_consumer_group_offsets("deletable") == {}
+    status, location, _ = console.post("groups/deletable/delete-offsets", {"topic": "edited"})
+    assert status == 303 and "has+no+committed+offsets+of+edited" in location
+    status, location, _ = console.post("groups/deletable/delete", {})
+    assert status == 303 and location.startswith("/groups?") and "deleted+group+deletable" in location
+    with Admin({"bootstrap.servers": kfk_broker}) as admin:
+        assert "deletable" not in {listing.group_id for listing in admin.list_consumer_groups()}
 
     producer = Producer({"bootstrap.servers": kfk_broker, "transactional.id": "console-txn"})
     producer.init_transactions(30)
