@@ -175,9 +175,14 @@ class RequestContext:
 _INTER_BROKER_APIS = frozenset({ApiKey.CONTROLLED_SHUTDOWN, ApiKey.WRITE_TXN_MARKERS})
 
 
+def is_follower_fetch(api_version: int, request: Message) -> bool:
+    """A Fetch from a follower replica (its replica id, in replica_state from v15), not a consumer's."""
+    return (request.replica_state.replica_id if api_version >= 15 else request.replica_id) >= 0
+
+
 def _is_inter_broker(api_key: int, api_version: int, request: Message) -> bool:
-    if api_key == ApiKey.FETCH:  # a follower's fetch
-        return (request.replica_state.replica_id if api_version >= 15 else request.replica_id) >= 0
+    if api_key == ApiKey.FETCH:
+        return is_follower_fetch(api_version, request)
     return api_key in _INTER_BROKER_APIS
 
 

@@ -53,6 +53,7 @@ from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, InvalidConfigurationError
 from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey, request_class
+from kfk.server.dispatch import is_follower_fetch
 from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.server.metrics_lag import LEADER_TIMEOUT_S, HighWatermarks
 
@@ -117,8 +118,7 @@ class RequestMetrics:
     def observe_response(self, api_key: int, api_version: int, request: Message, response: Message) -> None:
         """A response the generic path built (the fast produce path counts its own: ProduceHandler)."""
         if api_key == ApiKey.FETCH:
-            replica_id = request.replica_state.replica_id if api_version >= 15 else request.replica_id
-            if replica_id >= 0:
+            if is_follower_fetch(api_version, request):
                 self.fetch_follower += 1
             else:
                 self.fetch_consumer += 1
