@@ -229,7 +229,7 @@ class BrokerCollector(Collector):
     """Builds the metric families from the broker's state, on the broker's event loop."""
 
     def __init__(self, broker: BrokerServer, requests: RequestMetrics, loop: asyncio.AbstractEventLoop,
-                 high_watermarks: HighWatermarks, idle: LoopIdleMeter) -> None:
+                 high_watermarks: HighWatermarks | None, idle: LoopIdleMeter) -> None:
         self._broker = broker
         self._requests = requests
         self._loop = loop
@@ -247,10 +247,12 @@ class BrokerCollector(Collector):
 
     async def _families(self) -> list[Metric]:
         """Everything read from the broker's state at one moment, then the lag (which may wait for other brokers'
-        end offsets: the broker's state is not read again after that wait)."""
-        now = [*self._topic_families(), *self._request_families(), *self._replica_families(),
-               *self._controller_families(), *self._server_families()]
-        return now + await self._group_families()
+        end offsets: the broker's state is not read again after that wait). A controller-only node has no replicas
+        or groups: it reports its requests, controller, connections and idle share."""
+        now = [*self._request_families(), *self._controller_families(), *self._server_families()]
+        if self._high_watermarks is None:
+            return now
+        return [*now, *self._topic_families(), *self._replica_families(), *await self._group_families()]
 
     def _topic_families(self) -> list[Metric]:
         prefix = "kafka_server_brokertopicmetrics_"
@@ -406,10 +408,14 @@ class MetricsEndpoint:
         loop = asyncio.get_running_loop()
         self.requests = RequestMetrics()
         self.idle = LoopIdleMeter(loop)
-        self.channels = InterBrokerChannels(
-            broker.node_id, "metrics", broker.metadata_cache, broker.replica_manager.inter_broker_listener,
-            int(LEADER_TIMEOUT_S * 1000), broker.inter_broker_ssl, broker.inter_broker_sasl)
-        high_watermarks = HighWatermarks(broker.node_id, broker.replica_manager, broker.metadata_cache, self.channels)
+        self.channels: InterBrokerChannels | None = None
+        high_watermarks = None
+        if broker.replica_manager is not None:  # a broker, not a controller-only node
+            self.channels = InterBrokerChannels(
+                broker.node_id, "metrics", broker.metadata_cache, broker.replica_manager.inter_broker_listener,
+                int(LEADER_TIMEOUT_S * 1000), broker.inter_broker_ssl, broker.inter_broker_sasl)
+            high_watermarks = HighWatermarks(broker.node_id, broker.replica_manager, broker.metadata_cache,
+                                             self.channels)
         registry = CollectorRegistry(auto_describe=False)
         registry.register(BrokerCollector(broker, self.requests, loop, high_watermarks, self.idle))
         ProcessCollector(registry=registry)
@@ -431,4 +437,5 @@ class MetricsEndpoint:
 
     async def close(self) -> None:
         self.idle.close()
-        await self.channels.close()
+        if self.channels is not None:
+            await self.channels.close()
