@@ -191,6 +191,17 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         return page(request, "reassignments.html", brokers=cluster.brokers, topics=listed, in_progress=in_progress,
                     proposal=None, current=None, notes={"topics": topics_note, "in_progress": progress_note})
 
+    def broker(request: Request) -> Response:
+        broker_id = _int(request.path_params["broker_id"], "broker id")
+        cluster = view.admin.describe_cluster()
+        registered = {node.node_id: node for node in cluster.brokers}
+        if broker_id not in registered:
+            raise HTTPException(404, f"broker {broker_id} is not in the cluster")
+        configs, note = panels.load("Configs", lambda: view.broker_configs(broker_id), [],
+                                    needs="DESCRIBE_CONFIGS on the cluster")
+        return page(request, "broker.html", broker=registered[broker_id], controller_id=cluster.controller_id,
+                    configs=configs, notes={"configs": note})
+
     def security(request: Request) -> Response:
         acls, acls_note = panels.load("ACLs", view.admin.describe_acls, [], needs="DESCRIBE on the cluster")
         users, users_note = panels.load("SCRAM users", view.admin.describe_user_scram_credentials, {},
@@ -445,6 +456,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         Route("/groups/{group_id}/delete-offsets", delete_group_offsets, methods=["POST"]),
         Route("/election", elect, methods=["POST"]),
         Route("/reassignments", reassignments),
+        Route("/brokers/{broker_id}", broker),
         Route("/security", security),
         Route("/quorum", quorum),
         Route("/transactions", transactions),

@@ -163,7 +163,14 @@ class ClusterView:
 
     def topic_configs(self, topic: str) -> list[tuple[str, str | None, str, bool]]:
         """(name, value, source, is_default) of every config of the topic, overrides first."""
-        resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+        return self._configs(ConfigResource(ConfigResourceType.TOPIC, topic))
+
+    def broker_configs(self, broker_id: int) -> list[tuple[str, str | None, str, bool]]:
+        """(name, value, source, is_default) of every config of a broker, static and dynamic, those set first: its
+        source says which (STATIC_BROKER_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG...)."""
+        return self._configs(ConfigResource(ConfigResourceType.BROKER, str(broker_id)))
+
+    def _configs(self, resource: ConfigResource) -> list[tuple[str, str | None, str, bool]]:
         entries = self.admin.describe_configs([resource])[resource]
         rows = [(entry.name, None if entry.is_sensitive else entry.value, entry.source.name, entry.is_default)
                 for entry in entries.values()]

@@ -58,7 +58,7 @@ def test_every_page_renders_for_a_describe_only_user(secured_broker, console_fac
     page = browser_page
     notes: dict[str, str] = {}
     for path in ("", "topics", f"topics/{TOPIC}", f"topics/{TOPIC}/messages", "groups", f"groups/{GROUP}",
-                 "reassignments", "transactions", "security", "quorum"):
+                 "reassignments", "transactions", "security", "quorum", "brokers/1"):
         response = page.goto(console.url + path)
         assert response is not None and response.status == 200, (path, page.content())
         notes[path] = " ".join(page.locator(".panel-note").all_inner_texts())
@@ -69,6 +69,7 @@ def test_every_page_renders_for_a_describe_only_user(secured_broker, console_fac
     assert page.locator("#partitions tbody tr").count() == 1
     assert "Configs not shown" in notes[f"topics/{TOPIC}"]
     assert "DESCRIBE_CONFIGS" in notes[f"topics/{TOPIC}"]
+    assert "Configs not shown" in notes["brokers/1"] and "DESCRIBE_CONFIGS on the cluster" in notes["brokers/1"]
     # Reading records needs READ: the browser says so, the page is still there.
     assert "Records not shown" in notes[f"topics/{TOPIC}/messages"] and "READ" in notes[f"topics/{TOPIC}/messages"]
     # The group page: its committed offset and lag (DESCRIBE on the group and topic suffice).

@@ -1,8 +1,8 @@
-"""The console's views beyond topics and groups, against a real kfk broker (KRaft, one node): a topic config set and
-its override deleted from the topic page (as kafka-configs --add-config / --delete-config, read back with the Admin
-client), a group's committed offsets of a topic deleted and then the group itself, a transactional producer on the transactions page and in the topic's producers panel, the SCRAM users and
-client quotas on the security page (ACLs there say why they are missing: no authorizer), and the metadata quorum
-with its leader."""
+"""The console's views beyond topics and groups, against a real kfk broker (KRaft, one node): a topic config set and its
+override deleted from the topic page (as kafka-configs --add-config / --delete-config, read back with the Admin
+client), a group's committed offsets of a topic deleted and then the group itself, a transactional producer on the
+transactions page and in the topic's producers panel, the SCRAM users and client quotas on the security page (ACLs
+there say why they are missing: no authorizer), and the metadata quorum with its leader; a broker's static configs."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def _topic_config(bootstrap: str, topic: str, name: str):
 
 def test_topic_config_editing_transactions_security_and_quorum(kfk_broker, console_factory) -> None:
     console = ConsoleSession(console_factory(kfk_broker).url)
+    with Admin({"bootstrap.servers": kfk_broker}) as admin:
+        leader_id = admin.describe_cluster().brokers[0].node_id
     console.post("topics", {"name": "edited", "partitions": "1"})
 
     status, location, _ = console.post("topics/edited/configs", {"op": "set", "config": "retention.ms",
@@ -81,6 +83,12 @@ def test_topic_config_editing_transactions_security_and_quorum(kfk_broker, conso
     assert "ACLs not shown" in text  # no authorizer: Kafka's SECURITY_DISABLED, named in the note
     assert "console-user</td><td>SCRAM-SHA-256 (8192 iterations)" in text
     assert "client-id=throttled</td>" in text and "producer_byte_rate=1024.0" in text
+
+    status, body = console.get(f"brokers/{leader_id}")
+    configs = html.unescape(body[body.index('id="broker-configs"'):])
+    assert status == 200 and re.search(r'<td class="mono">log\.dirs</td><td class="mono">[^<]+</td>'
+                                       r'<td>STATIC_BROKER_CONFIG</td>', configs)
+    assert console.get("brokers/77")[0] == 404
 
     status, body = console.get("quorum")
     leader = re.search(r'id="quorum-leader">(\d+)<', body)
