@@ -106,8 +106,11 @@ class BrokerStatistics:
 class GroupLag:
     group_id: str
     state: str
+    #: The partitions the group committed offsets for (those its lag is over).
     partition_count: int
     total_lag: int
+    #: The partitions assigned to its members now (0 for a group without members).
+    assigned_partition_count: int = 0
 
 
 @dataclass(frozen=True)
@@ -166,10 +169,10 @@ def topic_statistics(topic: TopicDescription, cluster_brokers: Iterable[int],
 
 
 def group_lag(group_id: str, state: str, committed: Mapping[TopicPartition, OffsetAndMetadata],
-              end_offsets: Mapping[TopicPartition, int]) -> GroupLag:
+              end_offsets: Mapping[TopicPartition, int], assigned_partition_count: int = 0) -> GroupLag:
     """A group's total lag over the partitions it committed offsets for (those with a known end offset)."""
     lag = sum(max(end_offsets[tp] - offset.offset, 0) for tp, offset in committed.items() if tp in end_offsets)
-    return GroupLag(group_id, state, len(committed), lag)
+    return GroupLag(group_id, state, len(committed), lag, assigned_partition_count)
 
 
 def cluster_statistics(cluster: ClusterDescription, topics: Iterable[TopicDescription],
@@ -206,7 +209,8 @@ def describe_cluster_statistics(admin: Admin, include_internal: bool = True, tim
                                 ) -> ClusterStatistics:
     """Ask the cluster through ``admin`` (a kfk.client.Admin) and compute the statistics: Metadata for the brokers,
     controller and partitions, ListOffsets (latest) to the leaders of the partitions that have one, ListGroups (the
-    consumer groups and their states) and OffsetFetch (their committed offsets)."""
+    consumer groups and their states), DescribeGroups (their members' assignments) and OffsetFetch (their committed
+    offsets)."""
     cluster = admin.describe_cluster(timeout_ms=timeout_ms)
     topics = admin.describe_topics(include_internal=include_internal, timeout_ms=timeout_ms)
     registered = {broker.node_id for broker in cluster.brokers}
@@ -215,7 +219,11 @@ def describe_cluster_statistics(admin: Admin, include_internal: bool = True, tim
     end_offsets = admin.end_offsets(led, timeout_ms=timeout_ms) if led else {}
     listings = [listing for listing in admin.list_consumer_groups(timeout_ms=timeout_ms)
                 if listing.protocol_type in ("consumer", "")]
+    described = admin.describe_consumer_groups([listing.group_id for listing in listings], timeout_ms=timeout_ms) \
+        if listings else {}
     groups = [group_lag(listing.group_id, listing.state,
-                        admin.list_consumer_group_offsets(listing.group_id, timeout_ms=timeout_ms), end_offsets)
+                        admin.list_consumer_group_offsets(listing.group_id, timeout_ms=timeout_ms), end_offsets,
+                        sum(len(member.assignment) for member in described[listing.group_id].members)
+                        if listing.group_id in described else 0)
               for listing in listings]
     return cluster_statistics(cluster, topics.values(), end_offsets, groups)

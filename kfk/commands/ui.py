@@ -12,7 +12,9 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-from typing import Annotated
+import ssl
+from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 
@@ -32,6 +34,16 @@ def ui(
     read_only: Annotated[bool, typer.Option("--read-only", help="Show everything, change nothing.")] = False,
     refresh_ms: Annotated[int, typer.Option("--refresh-ms", min=250,
                                             help="How often live figures (lag, throughput) refresh.")] = 2000,
+    auth: Annotated[Optional[str], typer.Option(
+        "--auth", metavar="basic", help="Make every visitor log in: 'basic' (HTTP Basic, users from --users-file).",
+    )] = None,
+    users_file: Annotated[Optional[Path], typer.Option(
+        "--users-file", metavar="FILE", help="With --auth basic: one 'name: password' per line (the realm properties "
+        "format of Kafka Connect's REST basic authentication).")] = None,
+    certfile: Annotated[Optional[Path], typer.Option(
+        "--certfile", metavar="FILE", help="Serve the console over HTTPS with this PEM certificate (chain).")] = None,
+    keyfile: Annotated[Optional[Path], typer.Option(
+        "--keyfile", metavar="FILE", help="The PEM private key of --certfile (if not in the same file).")] = None,
 ) -> None:
     """Serve a web console for the cluster (open the printed address in a browser)."""
     import uvicorn
@@ -40,6 +52,8 @@ def ui(
     from kfk.ui.app import ConsoleSettings, create_app
     from kfk.ui.cluster_view import ClusterView
 
+    users = _users(auth, users_file)
+    ssl_context = _ssl_context(certfile, keyfile)
     config = client_config(bootstrap_server, command_config)
     listener = _bind(host, port)
     configure_logging("warning")
@@ -52,16 +66,60 @@ def ui(
         except KafkaError as error:
             typer.echo(f"the cluster at {bootstrap_server} does not answer ({error}); the console shows it as down "
                        "until it does", err=True)
-        settings = ConsoleSettings(read_only, refresh_ms, allowed_hosts=_allowed_hosts(host))
-        server = uvicorn.Server(uvicorn.Config(create_app(view, settings),
-                                               log_level="warning", access_log=False))
+        settings = ConsoleSettings(read_only, refresh_ms, allowed_hosts=_allowed_hosts(host), users=users)
+        tls = ({"ssl_certfile": str(certfile), "ssl_keyfile": str(keyfile) if keyfile else None}
+               if ssl_context is not None else {})  # checked by _ssl_context; uvicorn loads them again
+        server = uvicorn.Server(uvicorn.Config(create_app(view, settings), log_level="warning", access_log=False,
+                                               **tls))
         bound_host, bound_port = listener.getsockname()[:2]
-        typer.echo(f"kfk console on http://{bound_host}:{bound_port}/ for the cluster at {bootstrap_server}"
-                   f"{' (read-only)' if read_only else ''}; Ctrl-C stops it", err=True)
+        if users is not None and ssl_context is None and _allowed_hosts(host) is None:
+            typer.echo("warning: --auth basic without --certfile sends passwords in clear text over the network",
+                       err=True)
+        scheme = "https" if ssl_context is not None else "http"
+        typer.echo(f"kfk console on {scheme}://{bound_host}:{bound_port}/ for the cluster at {bootstrap_server}"
+                   f"{' (read-only)' if read_only else ''}{' (login required)' if users else ''}; Ctrl-C stops it",
+                   err=True)
         server.run(sockets=[listener])
     finally:
         view.close()
         listener.close()
+
+
+def _users(auth: str | None, users_file: Path | None) -> dict[str, str] | None:
+    """The console's users (--auth basic), or None for no login."""
+    from kfk.ui.auth import read_users_file
+
+    if auth is None:
+        if users_file is not None:
+            fail("--users-file needs --auth basic")
+        return None
+    if auth != "basic":
+        fail(f"--auth takes 'basic', not {auth!r}")
+    if users_file is None:
+        fail("--auth basic needs --users-file FILE (one 'name: password' per line)")
+    try:
+        return read_users_file(users_file)
+    except OSError as error:
+        fail(f"cannot read --users-file {users_file}: {error.strerror or error}")
+    except ValueError as error:
+        fail(str(error))
+
+
+def _ssl_context(certfile: Path | None, keyfile: Path | None) -> ssl.SSLContext | None:
+    """The console's own TLS (--certfile, --keyfile), or None for plain HTTP: loaded here so that a wrong file is
+    one line, before anything starts."""
+    if certfile is None:
+        if keyfile is not None:
+            fail("--keyfile needs --certfile")
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(str(certfile), str(keyfile) if keyfile is not None else None)
+    except OSError as error:
+        fail(f"cannot read --certfile/--keyfile: {error.strerror or error}")
+    except ssl.SSLError as error:
+        fail(f"--certfile/--keyfile is not a PEM certificate and its key: {error.reason or error}")
+    return context
 
 
 def _allowed_hosts(host: str) -> tuple[str, ...] | None:

@@ -163,6 +163,8 @@ class BrokerServer:
         self.txn_verifier: TxnPartitionVerifier | None = None
         self._log_dir_locks: list[LogDirLock] = []
         self.metrics_endpoint: MetricsEndpoint | None = None
+        #: The Produce handler, whose fast path counts its responses' error codes (read by the metrics endpoint).
+        self.produce_handler: ProduceHandler | None = None
         #: What every handler asks before acting for a principal (authorizer.class.name; built by start()).
         self.auth = RequestAuthorizer(None)
         #: The client side of TLS to other brokers (replica fetchers, markers, the controller channel) when the
@@ -210,6 +212,7 @@ class BrokerServer:
         controller_channel = getattr(self, "controller_channel", None)  # ZooKeeper mode: the controller may be away
         raft_handler = RaftHandler(self.metadata_backend if isinstance(self.metadata_backend, EmbeddedMetadataBackend)
                                    else None, auth)
+        self.produce_handler = ProduceHandler(replica_manager, self.txn_verifier, auth, quota=self.quotas.produce)
         handlers = [
             ApiVersionsHandler(self.dispatcher.served_versions),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable,
@@ -225,7 +228,7 @@ class BrokerServer:
             ClientQuotasHandler(metadata_cache, controller, auth),
             LeadershipHandler(controller, auth),
             ProducerIdHandler(self.producer_id_manager, transaction_coordinator, auth),
-            ProduceHandler(replica_manager, self.txn_verifier, auth, quota=self.quotas.produce),
+            self.produce_handler,
             FetchHandler(replica_manager, FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
                                                             system_time_ms), config.fetch_max_bytes, auth,
                          quota=self.quotas.fetch, raft_fetch=raft_handler.fetch),
@@ -869,6 +872,7 @@ class BrokerServer:
         await self._controlled_shutdown()
         if self.metrics_endpoint is not None:  # its HTTP thread may take a poll interval (0.5 s) to notice
             await asyncio.get_running_loop().run_in_executor(None, self.metrics_endpoint.stop)
+            await self.metrics_endpoint.close()
         if self.socket_server is not None:
             await self.socket_server.stop()
         await self._stop_transaction_coordinator()

@@ -190,9 +190,14 @@ class RequestContext:
 _INTER_BROKER_APIS = frozenset({ApiKey.CONTROLLED_SHUTDOWN, ApiKey.WRITE_TXN_MARKERS})
 
 
+def is_follower_fetch(api_version: int, request: Message) -> bool:
+    """A Fetch from a follower replica (its replica id, in replica_state from v15), not a consumer's."""
+    return (request.replica_state.replica_id if api_version >= 15 else request.replica_id) >= 0
+
+
 def _is_inter_broker(api_key: int, api_version: int, request: Message) -> bool:
-    if api_key == ApiKey.FETCH:  # a follower's fetch
-        return (request.replica_state.replica_id if api_version >= 15 else request.replica_id) >= 0
+    if api_key == ApiKey.FETCH:
+        return is_follower_fetch(api_version, request)
     return api_key in _INTER_BROKER_APIS
 
 
@@ -285,6 +290,9 @@ class Dispatcher:
         self.quotas = quotas
         self.subset = subset
         self._registrations: dict[int, Registration] = {}
+        #: Called with (api key, version, request, response) for each response the generic path builds, when the
+        #: metrics endpoint is on (kfk.server.metrics: error codes, FetchConsumer/FetchFollower); None otherwise.
+        self.response_observer: Callable[[int, int, Message, Message], None] | None = None
 
     def register(self, api_key: ApiKey, handler: Handler, fast: FastHandler | None = None) -> None:
         """Serve `api_key` with `handler`, at the versions `served_versions` gives it; with `fast`, requests of the
@@ -381,6 +389,8 @@ class Dispatcher:
                 on_throttle(context.throttle_time_ms)
         if response is None:
             return None
+        if self.response_observer is not None:
+            self.response_observer(api_key, api_version, request, response)
         return encode_response(header.correlation_id, api_key, api_version, response)
 
     def serves_fast(self, frame: Buffer) -> bool:

@@ -17,8 +17,10 @@ a redirect (post/redirect/get), their outcome carried in the query string as a n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +40,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from kfk.client.cluster_statistics import describe_cluster_statistics
+from kfk.common.uuids import uuid_to_base64
 from kfk.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
 from kfk.ui.cluster_view import ClusterView, describe_error, total_lag
+from kfk.ui.auth import BasicAuth
 from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
+from kfk.ui.panels import Panels
 
 __all__ = ["create_app", "ConsoleSettings"]
 
@@ -61,6 +66,10 @@ class ConsoleSettings:
     # to loopback names: otherwise a web page whose own name its attacker re-points at 127.0.0.1 (DNS rebinding)
     # would be the console's origin, read its CSRF token and post with it.
     allowed_hosts: tuple[str, ...] | None = None
+    # How long one panel of a page waits for the cluster before the page renders without it (panels.py).
+    panel_timeout_ms: int = 5000
+    # With users (name -> password, from --users-file), every request must log in with HTTP Basic (auth.py).
+    users: dict[str, str] | None = None
 
 
 def _redirect(path: str, **params: str) -> RedirectResponse:
@@ -95,6 +104,8 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     templates = Jinja2Templates(directory=str(_HERE / "templates"), context_processors=[_csrf_context])
     templates.env.globals.update(read_only=settings.read_only, refresh_ms=settings.refresh_ms, quote=quote)
     templates.env.filters["timestamp"] = _timestamp
+    templates.env.filters["topic_id"] = uuid_to_base64  # as Kafka's tools print topic ids
+    panels = Panels(settings.panel_timeout_ms)
 
     def page(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
         context.setdefault("notice", request.query_params.get("notice"))
@@ -132,8 +143,15 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     def topic(request: Request) -> Response:
         name = request.path_params["name"]
         description = view.admin.describe_topics([name])[name]
-        return page(request, "topic.html", topic=description, partitions=view.partition_rows(description),
-                    configs=view.topic_configs(name))
+        partitions, partitions_note = panels.load("Log start and end offsets", lambda: view.partition_rows(description),
+                                                  [], needs="DESCRIBE on the topic")
+        configs, configs_note = panels.load("Configs", lambda: view.topic_configs(name), [],
+                                            needs="DESCRIBE_CONFIGS on the topic")
+        producers, producers_note = panels.load("Producers", lambda: view.topic_producers(description), [],
+                                                needs="READ on the topic")
+        return page(request, "topic.html", topic=description, partitions=partitions, configs=configs,
+                    producers=producers, notes={"partitions": partitions_note, "configs": configs_note,
+                                                "producers": producers_note})
 
     def messages(request: Request) -> Response:
         name = request.path_params["name"]
@@ -143,51 +161,102 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         if partition not in {info.partition for info in description.partitions}:
             raise HTTPException(404, f"topic {name} has no partition {partition}")
         timestamp = _int(params.get("timestamp"), "timestamp")
-        records, log_start_offset, log_end_offset = view.browse(
-            name, partition, offset=_int(params.get("offset"), "offset"), timestamp_ms=timestamp,
-            limit=_int(params.get("limit"), "limit", 50))
+        offset, limit = _int(params.get("offset"), "offset"), _int(params.get("limit"), "limit", 50)
+        (records, log_start_offset, log_end_offset), note = panels.load(
+            "Records", lambda: view.browse(name, partition, offset=offset, timestamp_ms=timestamp, limit=limit),
+            ([], None, None), needs="READ on the topic")
         return page(request, "messages.html", topic=description, partition=partition, records=records,
-                    log_start_offset=log_start_offset, log_end_offset=log_end_offset,
-                    limit=_int(params.get("limit"), "limit", 50))
+                    log_start_offset=log_start_offset, log_end_offset=log_end_offset, limit=limit,
+                    notes={"records": note})
 
     def groups(request: Request) -> Response:
-        listings = sorted(view.admin.list_consumer_groups(), key=lambda listing: listing.group_id)
-        return page(request, "groups.html", groups=listings)
+        listings, note = panels.load("Consumer groups", view.admin.list_consumer_groups, [],
+                                     needs="DESCRIBE on the groups")
+        return page(request, "groups.html", groups=sorted(listings, key=lambda listing: listing.group_id),
+                    notes={"groups": note})
 
     def group(request: Request) -> Response:
         group_id = request.path_params["group_id"]
         description = view.admin.describe_consumer_groups([group_id])[group_id]
-        lag = view.group_lag(group_id)
+        lag, note = panels.load("Offsets and lag", lambda: view.group_lag(group_id), [],
+                                needs="DESCRIBE on the group and its topics")
         return page(request, "group.html", group=description, lag=lag, total_lag=total_lag(lag),
-                    topics=sorted({row.topic for row in lag}))
+                    topics=sorted({row.topic for row in lag}), notes={"lag": note})
 
     def reassignments(request: Request) -> Response:
         cluster = view.admin.describe_cluster()
-        return page(request, "reassignments.html", brokers=cluster.brokers,
-                    topics=view.admin.list_topics(), in_progress=view.reassignments_in_progress(),
-                    proposal=None, current=None)
+        listed, topics_note = panels.load("Topics", view.admin.list_topics, [], needs="DESCRIBE on the topics")
+        in_progress, progress_note = panels.load("Reassignments in progress", view.reassignments_in_progress, [],
+                                                 needs="DESCRIBE on the cluster")
+        return page(request, "reassignments.html", brokers=cluster.brokers, topics=listed, in_progress=in_progress,
+                    proposal=None, current=None, notes={"topics": topics_note, "in_progress": progress_note})
+
+    def broker(request: Request) -> Response:
+        broker_id = _int(request.path_params["broker_id"], "broker id")
+        cluster = view.admin.describe_cluster()
+        registered = {node.node_id: node for node in cluster.brokers}
+        if broker_id not in registered:
+            raise HTTPException(404, f"broker {broker_id} is not in the cluster")
+        configs, note = panels.load("Configs", lambda: view.broker_configs(broker_id), [],
+                                    needs="DESCRIBE_CONFIGS on the cluster")
+        return page(request, "broker.html", broker=registered[broker_id], controller_id=cluster.controller_id,
+                    configs=configs, notes={"configs": note})
+
+    def security(request: Request) -> Response:
+        acls, acls_note = panels.load("ACLs", view.admin.describe_acls, [], needs="DESCRIBE on the cluster")
+        users, users_note = panels.load("SCRAM users", view.admin.describe_user_scram_credentials, {},
+                                        needs="DESCRIBE on the cluster")
+        quotas, quotas_note = panels.load("Client quotas", view.admin.describe_client_quotas, {},
+                                          needs="DESCRIBE_CONFIGS on the cluster")
+        return page(request, "security.html",
+                    acls=sorted(acls, key=lambda acl: (acl.pattern.resource_type, acl.pattern.name,
+                                                       acl.entry.principal, acl.entry.operation)),
+                    users=sorted(users.items()),
+                    quotas=sorted(quotas.items(), key=lambda item: item[0].sort_key()),
+                    notes={"acls": acls_note, "users": users_note, "quotas": quotas_note})
+
+    def quorum(request: Request) -> Response:
+        info, note = panels.load("The metadata quorum", view.admin.describe_metadata_quorum, None,
+                                 needs="DESCRIBE on the cluster")
+        return page(request, "quorum.html", quorum=info, notes={"quorum": note})
+
+    def transactions(request: Request) -> Response:
+        listed, note = panels.load("Transactions", view.admin.list_transactions, [],
+                                   needs="DESCRIBE on the transactional ids")
+        return page(request, "transactions.html", transactions=sorted(listed, key=lambda t: t.transactional_id),
+                    notes={"transactions": note})
 
     # --- actions ----------------------------------------------------------------------------------------------
 
     async def create_topic(request: Request) -> Response:
         form = await form_of(request)
-        name = str(form.get("name", "")).strip()
+        entered = {field: str(form.get(field, "")) for field in ("name", "partitions", "replication_factor", "configs")}
+        name = entered["name"].strip()
+
+        async def refused(reason: str) -> Response:
+            """The topics page again, the form open with what was typed in it, and why it was refused."""
+            try:
+                listed = sorted((await _run(view.describe_topics, True)).values(), key=lambda d: d.name)
+            except KafkaError:
+                listed = []
+            return page(request, "topics.html", status_code=400, topics=listed, entered=entered, error=reason)
+
         configs = {}
-        for line in str(form.get("configs", "")).splitlines():
+        for line in entered["configs"].splitlines():
             if line.strip():
                 key, sep, value = line.partition("=")
                 if not sep:
-                    return _redirect("/topics", error=f"a config is key=value, not {line.strip()!r}")
+                    return await refused(f"a config is key=value, not {line.strip()!r}")
                 configs[key.strip()] = value.strip()
         try:
-            partitions = _int(str(form.get("partitions", "")), "partitions", -1)
-            replication_factor = _int(str(form.get("replication_factor", "")), "replication factor", -1)
+            partitions = _int(entered["partitions"], "partitions", -1)
+            replication_factor = _int(entered["replication_factor"], "replication factor", -1)
         except HTTPException as error:
-            return _redirect("/topics", error=error.detail)
+            return await refused(error.detail)
         try:
             await _run(view.create_topic, name, partitions, replication_factor, configs)
         except (KafkaError, ValueError) as error:
-            return _redirect("/topics", error=f"cannot create {name!r}: {describe_error(error)}")
+            return await refused(f"cannot create {name!r}: {describe_error(error)}")
         return _redirect(f"/topics/{quote(name, safe='')}", notice=f"created topic {name}")
 
     async def delete_topic(request: Request) -> Response:
@@ -198,6 +267,23 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         except KafkaError as error:
             return _redirect(f"/topics/{quote(name, safe='')}", error=f"cannot delete: {describe_error(error)}")
         return _redirect("/topics", notice=f"deleted topic {name}")
+
+    async def alter_config(request: Request) -> Response:
+        """Set a topic config (op=set, name, value) or delete its override (op=delete, name)."""
+        form = await form_of(request)
+        topic_name = request.path_params["name"]
+        back = f"/topics/{quote(topic_name, safe='')}"
+        key = str(form.get("config", "")).strip()
+        delete = form.get("op") == "delete"
+        value = None if delete else str(form.get("value", "")).strip()
+        if not key:
+            return _redirect(back, error="name the config to change")
+        try:
+            await _run(view.alter_topic_config, topic_name, key, value)
+        except KafkaError as error:
+            return _redirect(back, error=f"cannot change {key}: {describe_error(error)}")
+        return _redirect(back, notice=f"deleted the override of {key}: the default applies" if delete
+                         else f"set {key}={value}")
 
     async def produce(request: Request) -> Response:
         form = await form_of(request)
@@ -226,11 +312,43 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         back = f"/groups/{quote(group_id, safe='')}"
         topic_name = str(form.get("topic", ""))
         to = str(form.get("to", "")).strip()
+        if form.get("confirm") != "yes":  # first the plan, as kafka-consumer-groups' --dry-run, and a button to go on
+            try:
+                plan = await _run(view.plan_offset_reset, topic_name, to)
+                description = (await _run(view.admin.describe_consumer_groups, [group_id]))[group_id]
+                lag = await _run(view.group_lag, group_id)
+            except (KafkaError, ValueError) as error:
+                return _redirect(back, error=f"cannot reset offsets: {describe_error(error)}")
+            current = {(row.topic, row.partition): row.committed_offset for row in lag}
+            return page(request, "group.html", group=description, lag=lag, total_lag=total_lag(lag),
+                        topics=sorted({row.topic for row in lag}), reset_to=to, reset_topic=topic_name,
+                        reset_plan=[(tp.partition, current.get((tp.topic, tp.partition)), offset)
+                                    for tp, offset in sorted(plan.items())])
         try:
             targets = await _run(view.reset_group_offsets, group_id, topic_name, to)
         except (KafkaError, ValueError) as error:
             return _redirect(back, error=f"cannot reset offsets: {describe_error(error)}")
         return _redirect(back, notice=f"reset {len(targets)} partition(s) of {topic_name} to {to}")
+
+    async def delete_group(request: Request) -> Response:
+        await form_of(request)
+        group_id = request.path_params["group_id"]
+        try:
+            await _run(view.delete_group, group_id)
+        except KafkaError as error:
+            return _redirect(f"/groups/{quote(group_id, safe='')}", error=f"cannot delete: {describe_error(error)}")
+        return _redirect("/groups", notice=f"deleted group {group_id}")
+
+    async def delete_group_offsets(request: Request) -> Response:
+        form = await form_of(request)
+        group_id = request.path_params["group_id"]
+        back = f"/groups/{quote(group_id, safe='')}"
+        topic_name = str(form.get("topic", ""))
+        try:
+            count = await _run(view.delete_group_offsets, group_id, topic_name)
+        except (KafkaError, ValueError) as error:
+            return _redirect(back, error=f"cannot delete offsets: {describe_error(error)}")
+        return _redirect(back, notice=f"deleted the committed offsets of {count} partition(s) of {topic_name}")
 
     async def elect(request: Request) -> Response:
         form = await form_of(request)
@@ -317,19 +435,31 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
             return JSONResponse({"error": message}, status_code=status)
         return page(request, "error.html", status_code=status, message=message, error=None)
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        panels.close()
+
     routes = [
         Route("/", overview),
         Route("/topics", topics),
         Route("/topics", create_topic, methods=["POST"]),
         Route("/topics/{name}", topic),
         Route("/topics/{name}/delete", delete_topic, methods=["POST"]),
+        Route("/topics/{name}/configs", alter_config, methods=["POST"]),
         Route("/topics/{name}/messages", messages),
         Route("/topics/{name}/messages", produce, methods=["POST"]),
         Route("/groups", groups),
         Route("/groups/{group_id}", group),
         Route("/groups/{group_id}/reset", reset_offsets, methods=["POST"]),
+        Route("/groups/{group_id}/delete", delete_group, methods=["POST"]),
+        Route("/groups/{group_id}/delete-offsets", delete_group_offsets, methods=["POST"]),
         Route("/election", elect, methods=["POST"]),
         Route("/reassignments", reassignments),
+        Route("/brokers/{broker_id}", broker),
+        Route("/security", security),
+        Route("/quorum", quorum),
+        Route("/transactions", transactions),
         Route("/reassignments/generate", generate, methods=["POST"]),
         Route("/reassignments/execute", execute, methods=["POST"]),
         Route("/api/throughput", api_throughput),
@@ -339,14 +469,15 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     ]
     return Starlette(routes=routes,
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts),
+                                 *([Middleware(BasicAuth, users=settings.users)] if settings.users else []),
                                  Middleware(CsrfGuard)],
-                     exception_handlers={HTTPException: on_error, KafkaError: on_error})
+                     exception_handlers={HTTPException: on_error, KafkaError: on_error}, lifespan=lifespan)
 
 
 def _csrf_context(request: Request) -> dict[str, Any]:
     """The session's CSRF token (CsrfGuard puts it on the request) for the page's forms and its script."""
     token = request.state.csrf_token
-    return {"csrf_token": token,
+    return {"csrf_token": token, "user": getattr(request.state, "user", None),
             "csrf_field": Markup(f'<input type="hidden" name="{TOKEN_FIELD}" value="{escape(token)}">')}
 
 

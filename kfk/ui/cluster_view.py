@@ -20,11 +20,14 @@ from typing import Any
 from kfk.client import Admin, Consumer, Producer
 from kfk.client.config import ADMIN_CONFIG_DEF, CONSUMER_CONFIG_DEF, PRODUCER_CONFIG_DEF
 from kfk.client.structs import (
+    AlterConfigOp,
+    AlterConfigOpType,
     ConfigResource,
     ElectionType,
     NewPartitionReassignment,
     NewTopic,
     PartitionInfo,
+    ProducerState,
     TopicDescription,
 )
 from kfk.common.config_types import ConfigResourceType
@@ -160,7 +163,14 @@ class ClusterView:
 
     def topic_configs(self, topic: str) -> list[tuple[str, str | None, str, bool]]:
         """(name, value, source, is_default) of every config of the topic, overrides first."""
-        resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+        return self._configs(ConfigResource(ConfigResourceType.TOPIC, topic))
+
+    def broker_configs(self, broker_id: int) -> list[tuple[str, str | None, str, bool]]:
+        """(name, value, source, is_default) of every config of a broker, static and dynamic, those set first: its
+        source says which (STATIC_BROKER_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG...)."""
+        return self._configs(ConfigResource(ConfigResourceType.BROKER, str(broker_id)))
+
+    def _configs(self, resource: ConfigResource) -> list[tuple[str, str | None, str, bool]]:
         entries = self.admin.describe_configs([resource])[resource]
         rows = [(entry.name, None if entry.is_sensitive else entry.value, entry.source.name, entry.is_default)
                 for entry in entries.values()]
@@ -176,6 +186,26 @@ class ClusterView:
         error = self.admin.delete_topics([name])[name]
         if error is not None:
             raise error
+
+    def alter_topic_config(self, topic: str, name: str, value: str | None) -> None:
+        """Set one config of a topic (IncrementalAlterConfigs SET), or with None delete its override, so that the
+        broker's default applies again (DELETE), as kafka-configs --alter --add-config / --delete-config do."""
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+        operation = AlterConfigOp(name, None, AlterConfigOpType.DELETE) if value is None else AlterConfigOp(name, value)
+        error = self.admin.incremental_alter_configs({resource: [operation]})[resource]
+        if error is not None:
+            raise error
+
+    def topic_producers(self, description: TopicDescription) -> list[tuple[int, ProducerState]]:
+        """(partition, producer) for every producer the partitions' leaders remember (kafka-transactions.sh
+        describe-producers); a partition whose leader refuses is skipped, the first refusal raised if all do."""
+        partitions = [TopicPartition(description.name, info.partition) for info in description.partitions]
+        found = self.admin.describe_producers(partitions) if partitions else {}
+        errors = [state for state in found.values() if isinstance(state, KafkaError)]
+        if errors and len(errors) == len(found):
+            raise errors[0]
+        return [(tp.partition, producer) for tp, state in sorted(found.items()) if not isinstance(state, KafkaError)
+                for producer in state.active_producers]
 
     def elect_preferred_leaders(self, topic: str | None = None) -> tuple[int, list[str]]:
         """Run a preferred-replica election (of one topic's partitions, or of every partition); returns how many
@@ -306,8 +336,9 @@ class ClusterView:
                                   committed[tp].offset if tp in committed else None,
                                   ends.get(tp, 0), owners.get(tp)) for tp in partitions]
 
-    def reset_group_offsets(self, group_id: str, topic: str, to: str) -> dict[TopicPartition, int]:
-        """Kafka's --reset-offsets --to-earliest / --to-latest / --to-offset N for one topic of an inactive group."""
+    def plan_offset_reset(self, topic: str, to: str) -> dict[TopicPartition, int]:
+        """The offsets Kafka's --reset-offsets --to-earliest / --to-latest / --to-offset N would set for one topic
+        (its --dry-run: nothing is changed)."""
         description = self.admin.describe_topics([topic])[topic]
         partitions = [TopicPartition(topic, info.partition) for info in description.partitions]
         if to == "earliest":
@@ -322,12 +353,34 @@ class ClusterView:
             starts = self.admin.beginning_offsets(partitions)
             ends = self.admin.end_offsets(partitions)
             targets = {tp: max(starts[tp], min(wanted, ends[tp])) for tp in partitions}
+        return targets
+
+    def reset_group_offsets(self, group_id: str, topic: str, to: str) -> dict[TopicPartition, int]:
+        """Kafka's --reset-offsets ... --execute for one topic of an inactive group: the offsets it set."""
+        targets = self.plan_offset_reset(topic, to)
         outcome = self.admin.alter_consumer_group_offsets(
             group_id, {tp: OffsetAndMetadata(offset) for tp, offset in targets.items()})
         for error in outcome.values():
             if error is not None:
                 raise error
         return targets
+
+    def delete_group(self, group_id: str) -> None:
+        """kafka-consumer-groups --delete: the group and its committed offsets (refused while it has members)."""
+        error = self.admin.delete_consumer_groups([group_id])[group_id]
+        if error is not None:
+            raise error
+
+    def delete_group_offsets(self, group_id: str, topic: str) -> int:
+        """kafka-consumer-groups --delete-offsets for one topic: how many partitions' offsets went."""
+        committed = [tp for tp in self.admin.list_consumer_group_offsets(group_id) if tp.topic == topic]
+        if not committed:
+            raise ValueError(f"group {group_id} has no committed offsets of {topic}")
+        outcome = self.admin.delete_consumer_group_offsets(group_id, committed)
+        for error in outcome.values():
+            if error is not None:
+                raise error
+        return len(committed)
 
     # --- reassignment -----------------------------------------------------------------------------------------
 

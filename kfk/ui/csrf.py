@@ -17,8 +17,8 @@ every token (the refusal says to reload the page). The cookie is SameSite=Lax ra
 carries no cookie either way, and Strict would also drop it on a link followed from another site (a runbook, a chat),
 making the console issue a new session that breaks the forms of the operator's other open tabs.
 
-Every state-changing request is logged on ``kfk.ui.actions`` with the client's address and the outcome (no login
-exists yet, so no user name).
+Every state-changing request is logged on ``kfk.ui.actions`` with the client's address, the user who logged in
+(auth.py; when the console has a users file) and the outcome.
 """
 
 from __future__ import annotations
@@ -137,8 +137,11 @@ def _with_headers(send: Send, extra_headers: list[tuple[bytes, bytes]]) -> Send:
 
 
 def _client_of(scope: Scope) -> str:
+    """Who sent the request: the logged-in user and the address (``alice at 127.0.0.1:53012``), or the address."""
     client = scope.get("client")
-    return f"{client[0]}:{client[1]}" if client else "unknown client"
+    address = f"{client[0]}:{client[1]}" if client else "unknown client"
+    user = scope.get("state", {}).get("user")
+    return f"{user} at {address}" if user else address
 
 
 def _cross_origin(scope: Scope, headers: Headers) -> str | None:

@@ -116,7 +116,8 @@ def test_cluster_describe_statistics_on_a_skewed_cluster_with_a_stopped_broker(k
         (3, False, 2 + 1, 0, [], [])]
     assert stats["under_replicated_partitions"] == 2
     assert stats["offline_partitions"] == 1
-    assert stats["groups"] == [{"group_id": "g", "state": "Empty", "partition_count": 2, "total_lag": 5}]
+    assert stats["groups"] == [{"group_id": "g", "state": "Empty", "partition_count": 2, "total_lag": 5,
+                                "assigned_partition_count": 0}]
 
     # The tables say the same; --json is the other spelling of --output json.
     table = _kfk("cluster", "describe", "--bootstrap-server", survivor, "--exclude-internal")

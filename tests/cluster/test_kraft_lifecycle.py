@@ -174,9 +174,13 @@ def test_the_controller_channel_reaches_the_active_controller_on_its_controller_
 
 def test_a_stopped_broker_is_unregistered_through_another_broker(kfk_cluster_factory) -> None:
     """kafka-cluster.sh's commands on kfk, from a broker-only node (UnregisterBroker is forwarded to the controller):
-    the cluster id, then the registration of a broker that stopped for good dropped, in kfk's and Kafka's words."""
+    the cluster id, then the registration of a broker that stopped for good dropped, in kfk's and Kafka's words. The
+    controller-only node's metrics endpoint counts the active and fenced brokers through it all."""
     import subprocess
     import sys
+
+    from kfk.testing.zookeeper import free_port
+    from tests.integration.prometheus import scrape, value
 
     from tests.interop.jvm import kafka_tool
 
@@ -188,10 +192,18 @@ def test_a_stopped_broker_is_unregistered_through_another_broker(kfk_cluster_fac
             sock.close()
         return {broker.broker_id for broker in response.brokers}
 
-    cluster = kfk_cluster_factory(size=2, controllers=1)
+    metrics_port = free_port()
+    cluster = kfk_cluster_factory(size=2, controllers=1, controller_overrides={"metrics.port": str(metrics_port)})
     bootstrap = cluster.broker(1).bootstrap_servers
     cluster_id, brokers = cluster_id_and_brokers(bootstrap)
     assert brokers == {1, 2}
+
+    def broker_counts() -> tuple[float, float]:
+        samples = scrape(metrics_port)
+        return (value(samples, "kafka_controller_kafkacontroller_activebrokercount"),
+                value(samples, "kafka_controller_kafkacontroller_fencedbrokercount"))
+
+    assert broker_counts() == (2, 0)
     kfk = [sys.executable, "-m", "kfk", "cluster"]
     run = lambda *args: subprocess.run([*kfk, *args, "--bootstrap-server", bootstrap],  # noqa: E731
                                        capture_output=True, text=True, timeout=60)
@@ -200,9 +212,11 @@ def test_a_stopped_broker_is_unregistered_through_another_broker(kfk_cluster_fac
     assert cluster.stop(2) == 0
     wait_until(lambda: cluster_id_and_brokers(bootstrap)[1] == {1}, timeout=20, what="broker 2 fenced")
     assert registered() == {1, 2}
+    wait_until(lambda: broker_counts() == (1, 1), what="the controller counting broker 2 fenced")
     unregistered = run("unregister", "--id", "2")
     assert (unregistered.returncode, unregistered.stdout) == (0, "Broker 2 is no longer registered.\n")
     wait_until(lambda: registered() == {1}, timeout=10, what="broker 2's registration gone from broker 1's metadata")
+    assert broker_counts() == (1, 0)
     again = kafka_tool("cluster", ["unregister", "-b", bootstrap, "--id", "2"], ok=False)
     assert again.returncode == 1 and "BrokerIdNotRegisteredException" in again.stderr
     unknown = run("unregister", "--id", "2")

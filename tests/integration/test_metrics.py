@@ -1,7 +1,8 @@
 """The broker's Prometheus endpoint (metrics.port) under a confluent-kafka produce/consume load, scraped over HTTP and
 parsed with prometheus-client's own parser: bytes in equals the record batches the broker stored (and is within 1 %
 of the payload produced), records in and the group's offsets and lag are exact, the request histograms count the
-requests."""
+requests, the error counters count each response's codes (NONE included) by Kafka's names, Fetch is split into
+consumers' and followers', and the broker-count, under-min-ISR, idle-share and process metrics are there."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from kfk.client import Admin
 from kfk.testing.zookeeper import free_port
 from tests.integration.prometheus import scrape, value
 
@@ -67,6 +69,9 @@ def test_bytes_in_records_in_lag_and_request_metrics_under_load(kfk_broker_facto
     consumer.commit(asynchronous=False)
     consumer.close()
 
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert admin.delete_topics(["no-such-topic"])["no-such-topic"] is not None
+
     samples = scrape(port)
     produced_records = RECORDS + 1
     payload = len(b"first") + RECORDS * (VALUE_BYTES + len(b"k0000"))
@@ -100,6 +105,24 @@ def test_bytes_in_records_in_lag_and_request_metrics_under_load(kfk_broker_facto
     assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:]))  # cumulative
     assert value(samples, "kafka_network_requestmetrics_totaltimems_sum", request="Produce") > 0
     assert value(samples, "kafka_network_requestmetrics_requests_total", request="Fetch") >= 1
+    # Each produce response carries one code per partition, NONE here: at least one per request.
+    assert value(samples, "kafka_network_requestmetrics_errors_total", request="Produce", error="NONE") \
+        >= produce_requests
+    assert value(samples, "kafka_network_requestmetrics_errors_total", request="DeleteTopics",
+                 error="UNKNOWN_TOPIC_OR_PARTITION") == 1
+    # Every fetch came from the consumer (a single broker has no followers); each fetch built one response.
+    fetch_consumer = value(samples, "kafka_network_requestmetrics_requests_total", request="FetchConsumer")
+    assert 1 <= fetch_consumer <= value(samples, "kafka_network_requestmetrics_requests_total", request="Fetch") + 1
+    assert value(samples, "kafka_network_requestmetrics_requests_total", request="FetchFollower") == 0
+    assert value(samples, "kafka_controller_kafkacontroller_activebrokercount") == 1
+    assert value(samples, "kafka_controller_kafkacontroller_fencedbrokercount") == 0
+    assert value(samples, "kafka_server_replicamanager_underminisrpartitioncount") == 0
+    for idle in ("kafka_network_socketserver_networkprocessoravgidlepercent",
+                 "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent"):
+        assert 0 < value(samples, idle) <= 1
+    assert value(samples, "process_resident_memory_bytes") > 10_000_000
+    assert value(samples, "process_open_fds") >= 10  # the log segments, the listener, the metrics server
+    assert value(samples, "process_cpu_seconds_total") > 0
 
     assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert value(samples, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0

@@ -3,11 +3,13 @@ chromium driven by Playwright (the browser comes from apt; Playwright never down
 
 from __future__ import annotations
 
+import base64
 import html
 import http.cookiejar
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-_ADDRESS = re.compile(r"kfk console on (http://\S+/)")
+_ADDRESS = re.compile(r"kfk console on (https?://\S+/)")
 _TOKEN = re.compile(r'<meta name="csrf-token" content="([^"]*)">')
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("KFK_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "test-artifacts")) / "ui"
@@ -48,17 +50,24 @@ class ConsoleSession:
     token from the first page it gets, and puts it in every form it posts (unless told not to). Redirects are not
     followed, so a post's answer is the 303 and its Location."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, ssl_context: ssl.SSLContext | None = None,
+                 login: tuple[str, str] | None = None) -> None:
+        """`ssl_context`: to trust an HTTPS console's certificate; `login`: (user, password) sent with HTTP Basic."""
         self.url = url
         self.cookies = http.cookiejar.CookieJar()
         self.token: str | None = None
+        self.ssl_context = ssl_context
+        self.authorization = ("Basic " + base64.b64encode(":".join(login).encode()).decode()) if login else None
 
     def _open(self, request: urllib.request.Request) -> tuple[int, str, str]:
         class NoRedirect(urllib.request.HTTPRedirectHandler):
             def redirect_request(self, *args, **kwargs):
                 return None
 
-        opener = urllib.request.build_opener(NoRedirect, urllib.request.HTTPCookieProcessor(self.cookies))
+        if self.authorization is not None:
+            request.add_header("Authorization", self.authorization)
+        opener = urllib.request.build_opener(NoRedirect, urllib.request.HTTPCookieProcessor(self.cookies),
+                                             urllib.request.HTTPSHandler(context=self.ssl_context))
         try:
             with opener.open(request, timeout=30) as response:
                 return response.status, response.headers.get("location", ""), response.read().decode()

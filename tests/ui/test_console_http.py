@@ -32,10 +32,13 @@ def test_read_only_console_refuses_changes_and_hides_forms(kfk_broker, console_f
 def test_bad_input_gets_a_clear_answer(console) -> None:
     status, body = console.get("topics/no-such-topic")
     assert status == 404 and "topic 'no-such-topic' does not exist" in html.unescape(body)
-    status, location, _ = console.post("topics", {"name": "bad name!", "partitions": "1"})
-    assert status == 303 and "error=" in location and 'Topic name "bad name!" is illegal' in urllib.parse.unquote_plus(location)
-    status, location, _ = console.post("topics", {"name": "ok", "partitions": "x"})
-    assert status == 303 and "partitions+must+be+a+whole+number" in location
+    # A refused create answers with the form again, holding what was typed, and why.
+    status, _, body = console.post("topics", {"name": "bad name!", "partitions": "1", "replication_factor": "1",
+                                              "configs": "retention.ms=1000"})
+    assert status == 400 and 'Topic name "bad name!" is illegal' in html.unescape(body)
+    assert 'value="bad name!"' in body and 'value="1"' in body and ">retention.ms=1000</textarea>" in body
+    status, _, body = console.post("topics", {"name": "ok", "partitions": "x"})
+    assert status == 400 and "partitions must be a whole number" in body and 'value="ok"' in body
     console.post("topics", {"name": "browse", "partitions": "1"})
     status, body = console.get("topics/browse/messages?partition=7")
     assert status == 404 and "has no partition 7" in body

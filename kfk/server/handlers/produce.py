@@ -85,6 +85,9 @@ class ProduceHandler:
         self.txn_verifier = txn_verifier
         self.auth = auth
         self.quota = quota
+        #: Error code -> responses of the fast path with it (one dict update per request; the generic path's are
+        #: counted by the dispatcher's response observer): the metrics endpoint's ErrorsPerSec for Produce.
+        self.fast_error_counts: dict[int, int] = {}
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.PRODUCE, self.produce, self.produce_fast)
@@ -105,6 +108,8 @@ class ProduceHandler:
         else:
             result = ProducePartitionResult(error)
         self._record_bytes(context, len(records))
+        counts = self.fast_error_counts
+        counts[result.error] = counts.get(result.error, 0) + 1
         if result.record_errors or result.error_message is not None:
             return encode_response(context.header.correlation_id, ApiKey.PRODUCE, version, ProduceResponse(
                 responses=[TopicProduceResponse(name=topic, partition_responses=[_partition_response(index, result)])],

@@ -1,0 +1,77 @@
+"""The console run as a principal with DESCRIBE rights only (SASL/PLAIN, StandardAuthorizer; `carol` may describe
+every topic, group and the cluster, nothing more): every page renders (HTTP 200) in headless Chromium with no
+JavaScript error, and the panels that need more say what is missing and why instead of failing the page."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
+from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+from kfk.testing.broker import start_broker
+from tests.integration.test_acls_confluent import PASSWORDS, admin, authorizer_overrides, config
+from tests.ui.conftest import screenshot
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "described"
+GROUP = "described-group"
+
+
+@pytest.fixture(scope="module")
+def secured_broker(tmp_path_factory: pytest.TempPathFactory):
+    process = start_broker(tmp_path_factory.mktemp("ui-acl-broker"), authorizer_overrides(),
+                           listener_name="SASL_PLAINTEXT")
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def _describe_only(broker) -> None:
+    """carol: DESCRIBE on every topic and group and on the cluster; admin makes a topic with records and a group
+    with committed offsets."""
+    bindings = [AclBinding(kind, name, ResourcePatternType.LITERAL, "User:carol", "*", AclOperation.DESCRIBE,
+                           AclPermissionType.ALLOW)
+                for kind, name in ((ResourceType.TOPIC, "*"), (ResourceType.GROUP, "*"),
+                                   (ResourceType.BROKER, "kafka-cluster"))]
+    for future in admin(broker).create_acls(bindings).values():
+        future.result(10)
+    producer = Producer(config(broker, "admin"))
+    for index in range(6):
+        producer.produce(TOPIC, b"record %d" % index, partition=0)
+    assert producer.flush(20) == 0
+    committer = Consumer(config(broker, "admin", **{"group.id": GROUP, "enable.auto.commit": False}))
+    committer.commit(offsets=[ConfluentTopicPartition(TOPIC, 0, 2)], asynchronous=False)
+    committer.close()
+
+
+def test_every_page_renders_for_a_describe_only_user(secured_broker, console_factory, browser_page,
+                                                     tmp_path) -> None:
+    _describe_only(secured_broker)
+    properties = tmp_path / "carol.properties"
+    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                          "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                          f'username="carol" password="{PASSWORDS["carol"]}";\n')
+    console = console_factory(secured_broker.bootstrap_servers, "--command-config", str(properties))
+    page = browser_page
+    notes: dict[str, str] = {}
+    for path in ("", "topics", f"topics/{TOPIC}", f"topics/{TOPIC}/messages", "groups", f"groups/{GROUP}",
+                 "reassignments", "transactions", "security", "quorum", "brokers/1"):
+        response = page.goto(console.url + path)
+        assert response is not None and response.status == 200, (path, page.content())
+        notes[path] = " ".join(page.locator(".panel-note").all_inner_texts())
+        screenshot(page, f"describe-only-{path.replace('/', '-') or 'overview'}")
+    assert page.kfk_errors == []
+    # The topic page shows partitions and offsets (DESCRIBE suffices) and says why its configs are missing.
+    page.goto(console.url + f"topics/{TOPIC}")
+    assert page.locator("#partitions tbody tr").count() == 1
+    assert "Configs not shown" in notes[f"topics/{TOPIC}"]
+    assert "DESCRIBE_CONFIGS" in notes[f"topics/{TOPIC}"]
+    assert "Configs not shown" in notes["brokers/1"] and "DESCRIBE_CONFIGS on the cluster" in notes["brokers/1"]
+    # Reading records needs READ: the browser says so, the page is still there.
+    assert "Records not shown" in notes[f"topics/{TOPIC}/messages"] and "READ" in notes[f"topics/{TOPIC}/messages"]
+    # The group page: its committed offset and lag (DESCRIBE on the group and topic suffice).
+    page.goto(console.url + f"groups/{GROUP}")
+    assert page.locator("#total-lag").inner_text() == "4"
