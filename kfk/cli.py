@@ -20,6 +20,7 @@ from kfk.commands import (
     acls,
     cluster,
     configs,
+    connect,
     console,
     delegation_tokens,
     dump_log,
@@ -100,6 +101,7 @@ app.add_typer(transactions.app, name="transactions")
 app.add_typer(metadata_quorum.app, name="metadata-quorum")
 app.add_typer(metadata.app, name="metadata")
 app.add_typer(ui.app)
+app.add_typer(connect.app, name="connect")
 
 
 def _print_version(value: bool) -> None:
