@@ -269,7 +269,9 @@ class StandaloneHerder:
         return body
 
     def connector_status(self, name: str) -> dict[str, Any]:
-        state = self._get(name)
+        state = self.connectors.get(name)
+        if state is None:
+            raise NotFoundException(f"No status found for connector {name}")
         connector: dict[str, Any] = {"state": state.status.state, "worker_id": self.worker_id,
                                      "version": state.version}
         if state.status.trace is not None:
@@ -405,11 +407,9 @@ class StandaloneHerder:
             raise BadRequestException(NOT_STOPPED.replace("{name}", name))
         return state
 
-    def alter_offsets(self, name: str, offsets: list[dict[str, Any]] | None) -> str:
+    def alter_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
         with self.lock:
             state = self._require_stopped(name)
-            if not offsets:
-                raise BadRequestException("Partitions / offsets need to be provided for an alter offsets request")
             connector = plugins.find_connector(state.config["connector.class"]).instantiate()
             if state.kind == "source":
                 by_partition = {_frozen(item["partition"]): item.get("offset") for item in offsets}

@@ -3,8 +3,9 @@
 With `schemas.enable=true` (the default) every record is the envelope {"schema":...,"payload":...}, the schema in
 Connect's JSON form ({"type":"struct","fields":[{"type":"string","optional":false,"field":"a"}],"optional":false,
 "name":...}); with false only the payload. The text is what Jackson writes: compact, keys in Kafka's order,
-non-ASCII as UTF-8, control characters as uppercase \\uXXXX, doubles and floats as Java prints them, bytes in
-base64. So a topic written by a Java worker reads back here and the other way round, byte for byte.
+non-ASCII as UTF-8 except characters beyond the BMP (a \\uXXXX surrogate pair) and control characters
+(uppercase \\uXXXX), doubles and floats as Java prints them, bytes in base64. So a topic written by a Java
+worker reads back here and the other way round, byte for byte.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ def _escape(text: str) -> str:
         elif code < 0x20:
             out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}.get(char)
                        or f"\\u{code:04X}")
+        elif code > 0xFFFF:  # Jackson escapes characters outside the BMP as their UTF-16 surrogate pair
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}")
         else:
             out.append(char)
     out.append('"')

@@ -136,7 +136,10 @@ def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlet
             return json_response({"message": herder.reset_offsets(name)})
         if request.method == "PATCH":
             body = await _body(request)
-            return json_response({"message": herder.alter_offsets(name, (body or {}).get("offsets"))})
+            offsets = (body or {}).get("offsets") if isinstance(body, dict) else None
+            if not offsets:  # checked before the connector is looked up, as Kafka does
+                raise BadRequestException("Partitions / offsets need to be provided for an alter offsets request")
+            return json_response({"message": herder.alter_offsets(name, offsets)})
         return json_response(herder.connector_offsets(name))
 
     async def connector_plugins(request: Request) -> Response:
