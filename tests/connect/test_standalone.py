@@ -227,3 +227,28 @@ def test_failed_task_has_its_trace_and_tolerated_errors_go_to_the_dead_letter_qu
              "the good record in the sink's file")
     for name in ("strict", "tolerant"):
         assert kfk.call("DELETE", f"/connectors/{name}")[0] == 204
+
+
+def test_file_sink_writes_what_kafkas_writes_and_reports_its_offsets_as_kafka(broker, workers, tmp_path):
+    java, kfk, _, _ = workers
+    outputs = {}
+    for worker, name in ((java, "java-file-sink"), (kfk, "kfk-file-sink")):
+        outputs[name] = tmp_path / f"{name}.txt"
+        config = {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "topics": "java-plain",
+                  "file": str(outputs[name]), "value.converter": JSON_CONVERTER,
+                  "value.converter.schemas.enable": "false"}
+        assert worker.call("PUT", f"/connectors/{name}/config", config)[0] == 201
+    expected = "".join(line + "\n" for line in UNICODE_LINES)
+    for name, output in outputs.items():
+        wait_for(lambda: output.exists() and output.read_text() == expected, f"{name}'s file")
+
+    def committed(worker, name):
+        body = worker.call("GET", f"/connectors/{name}/offsets")[1]
+        return body if body["offsets"] else None
+    java_offsets = wait_for(lambda: committed(java, "java-file-sink"), "Java's sink offsets")
+    kfk_offsets = wait_for(lambda: committed(kfk, "kfk-file-sink"), "kfk's sink offsets")
+    assert kfk_offsets == java_offsets == {"offsets": [{"partition": {"kafka_topic": "java-plain",
+                                                                      "kafka_partition": 0},
+                                                        "offset": {"kafka_offset": len(UNICODE_LINES)}}]}
+    for worker, name in ((java, "java-file-sink"), (kfk, "kfk-file-sink")):
+        assert worker.call("DELETE", f"/connectors/{name}")[0] == 204
