@@ -70,7 +70,7 @@ def standalone(
             try:
                 herder.put_connector_config(name, config, allow_replace=False)
             except ConnectException as error:
-                fail(f"connector {name}: {error}")
+                fail(f"connector {name}: " + str(error).split("\nYou can also find")[0].replace("\n", " "))
         server = uvicorn.Server(uvicorn.Config(build_app(herder, cluster_id), log_level="warning", access_log=False))
         typer.echo(f"kfk connect standalone worker {herder.worker_id}, REST API on "
                    f"http://{host}:{bound_port}/; Ctrl-C stops it", err=True)

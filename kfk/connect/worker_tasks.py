@@ -232,7 +232,7 @@ class WorkerSinkTask(WorkerTask):
         self.task.initialize(context)
         self.task.start(self.task_config)
         topics = [topic.strip() for topic in self.task_config.get("topics", "").split(",") if topic.strip()]
-        consumer.subscribe(topics or self.task_config.get("topics.regex", ""))
+        consumer.subscribe(topics or self.task_config.get("topics.regex", ""), listener=_Rebalance(self))
         next_commit = time.monotonic() + self.flush_interval
         paused = False
         while not self.stopping.is_set():
@@ -302,7 +302,29 @@ class WorkerSinkTask(WorkerTask):
         try:
             if self.status.state != "FAILED":
                 self.commit()
+                if self.consumer is not None:
+                    self.task.close(sorted(self.consumer.assignment()))
         except Exception:
             log.exception("%s-%d: final offset commit failed", self.connector, self.task_id)
         if self.consumer is not None:
             self.consumer.close(5)
+
+
+class _Rebalance:
+    """Kafka's HandleRebalance: partitions taken away are committed and closed in the task first; new ones opened."""
+
+    def __init__(self, worker_task: WorkerSinkTask) -> None:
+        self.worker_task = worker_task
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        worker_task = self.worker_task
+        if not revoked:
+            return
+        worker_task.commit()
+        worker_task.task.close(sorted(revoked))
+        for partition in revoked:
+            worker_task.current_offsets.pop(partition, None)
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        if assigned:
+            self.worker_task.task.open(sorted(assigned))
