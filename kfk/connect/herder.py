@@ -484,7 +484,8 @@ def _sink_offsets(offsets: list[dict[str, Any]]) -> dict[TopicPartition, int | N
     for item in offsets:
         partition = item.get("partition") or {}
         if "kafka_topic" not in partition or "kafka_partition" not in partition:
-            raise BadRequestException("Partition objects should contain the keys 'kafka_topic' and 'kafka_partition'")
+            raise BadRequestException("The partition for a sink connector offset must contain the keys 'kafka_topic' "
+                                      "and 'kafka_partition'")
         offset = item.get("offset")
         if offset is not None and "kafka_offset" not in offset:
             raise BadRequestException("Offset objects should either be null or contain the key 'kafka_offset'")
