@@ -20,18 +20,19 @@ class OffsetStorageReader:
     """What a source task or connector reads its stored offsets through (Kafka's OffsetStorageReader)."""
 
     def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
-        return self.offsets([partition]).get(_frozen(partition))
+        return self.offsets([partition]).get(frozen_partition(partition))
 
     def offsets(self, partitions: list[Mapping[str, Any]]) -> dict[Any, dict[str, Any] | None]:
-        """Offsets by partition (keyed by `_frozen(partition)`, since dicts are not hashable)."""
+        """Offsets by partition, keyed by `frozen_partition(partition)` (dicts are not hashable)."""
         raise NotImplementedError
 
 
-def _frozen(value: Any) -> Any:
+def frozen_partition(value: Any) -> Any:
+    """A source partition (a JSON-like map) as a hashable value, to key offsets by."""
     if isinstance(value, Mapping):
-        return tuple(sorted((key, _frozen(item)) for key, item in value.items()))
+        return tuple(sorted((key, frozen_partition(item)) for key, item in value.items()))
     if isinstance(value, list):
-        return tuple(_frozen(item) for item in value)
+        return tuple(frozen_partition(item) for item in value)
     return value
 
 

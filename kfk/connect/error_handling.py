@@ -64,6 +64,12 @@ class ErrorHandler:
     def execute(self, operation: Callable[[], Any], stage: str, executing: Any,
                 consumed: ConsumerRecord | None = None, source: Any = None) -> Any:
         """Run `operation`; return its result, or `Skipped` if it failed and the failure is tolerated."""
+        try:
+            return operation()  # the common case, without the retry bookkeeping
+        except RetriableException:
+            pass
+        except Exception as error:
+            return self._failed(error, stage, executing, consumed, source)
         deadline = time.monotonic() + self.retry_timeout_ms / 1000 if self.retry_timeout_ms >= 0 else float("inf")
         delay = 0.3
         while True:

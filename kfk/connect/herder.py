@@ -20,7 +20,7 @@ from kfk.connect.connector import (
     Connector,
     SinkConnectorContext,
     SourceConnectorContext,
-    _frozen,
+    frozen_partition,
 )
 from kfk.connect.connector_config import (
     build_transformations,
@@ -412,7 +412,7 @@ class StandaloneHerder:
             state = self._require_stopped(name)
             connector = plugins.find_connector(state.config["connector.class"]).instantiate()
             if state.kind == "source":
-                by_partition = {_frozen(item["partition"]): item.get("offset") for item in offsets}
+                by_partition = {frozen_partition(item["partition"]): item.get("offset") for item in offsets}
                 handled = connector.alter_offsets(state.config, by_partition)
                 self.offset_store.set_all({offset_key(name, item["partition"]): offset_value(item.get("offset"))
                                            for item in offsets})
@@ -438,7 +438,7 @@ class StandaloneHerder:
             connector = plugins.find_connector(state.config["connector.class"]).instantiate()
             if state.kind == "source":
                 current = list(self.offset_store.connector_offsets(name))
-                handled = connector.alter_offsets(state.config, {_frozen(partition): None
+                handled = connector.alter_offsets(state.config, {frozen_partition(partition): None
                                                                  for partition, _ in current})
                 self.offset_store.set_all({offset_key(name, partition): None for partition, _ in current})
             else:

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from kfk.connect.connector import OffsetStorageReader, _frozen
+from kfk.connect.connector import OffsetStorageReader, frozen_partition
 from kfk.connect.errors import ConnectException
 from kfk.connect.json_converter import jackson_text
 
@@ -224,5 +224,5 @@ class ConnectorOffsetReader(OffsetStorageReader):
         result = {}
         for partition in partitions:
             value = self.store.get(offset_key(self.connector, partition))
-            result[_frozen(partition)] = json.loads(value) if value is not None else None
+            result[frozen_partition(partition)] = json.loads(value) if value is not None else None
         return result

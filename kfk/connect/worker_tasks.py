@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from kfk.client import Consumer, OffsetAndMetadata, Producer, TopicPartition
 from kfk.client.structs import ConsumerRecord
-from kfk.connect.connector import SinkTask, SinkTaskContext, SourceTask, SourceTaskContext
+from kfk.connect.connector import SinkTask, SinkTaskContext, SourceTask, SourceTaskContext, frozen_partition
 from kfk.connect.converters import Converter, HeaderConverter
 from kfk.connect.error_handling import (
     HEADER_CONVERTER,
@@ -67,6 +67,7 @@ class WorkerTask:
         self.status = TaskStatus()
         self.flush_interval = int(worker_config.get("offset.flush.interval.ms", "60000")) / 1000
         self.stopping = threading.Event()
+        self.task_stopped = False
         self.resumed = threading.Event()
         self.resumed.set()
         self.thread = threading.Thread(target=self._run, name=f"task-thread-{connector}-{task_id}", daemon=True)
@@ -97,12 +98,17 @@ class WorkerTask:
     def stop(self, timeout: float = 5.0) -> None:
         self.stopping.set()
         self.resumed.set()
+        if isinstance(self.task, SourceTask):
+            self.stop_task()  # a source task is stopped from outside, which wakes a poll() that waits for data
+        if self.thread.is_alive() and threading.current_thread() is not self.thread:
+            self.thread.join(timeout)
+
+    def stop_task(self) -> None:
+        self.task_stopped = True
         try:
             self.task.stop()
         except Exception:
             log.exception("%s-%d failed to stop", self.connector, self.task_id)
-        if self.thread.is_alive() and threading.current_thread() is not self.thread:
-            self.thread.join(timeout)
 
     def _run(self) -> None:
         try:
@@ -132,9 +138,10 @@ class WorkerSourceTask(WorkerTask):
     def __init__(self, *args: Any, offset_store: OffsetStore, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.offset_store = offset_store
-        self.pending_offsets: dict[bytes, bytes | None] = {}
+        self.pending_offsets: dict[Any, tuple[Mapping[str, Any], Mapping[str, Any] | None]] = {}
         self.producer: Producer | None = None
         self.send_error: BaseException | None = None
+        self.wants_commit_record = type(self.task).commit_record is not SourceTask.commit_record
 
     def execute(self) -> None:
         config = {"acks": "all", "linger.ms": 0, "max.in.flight.requests.per.connection": 1,
@@ -175,16 +182,17 @@ class WorkerSourceTask(WorkerTask):
                     if error is not None:
                         if self.errors.execute(lambda: _raise(error), KAFKA_PRODUCE, self.producer) is not Skipped:
                             self.send_error = error
-                        return
-                    self.task.commit_record(record, metadata)
+                    elif self.wants_commit_record:
+                        self.task.commit_record(record, metadata)
                 self.producer.send(topic, value, key, partition=transformed.kafka_partition,
                                    timestamp_ms=transformed.timestamp, headers=headers or None,
                                    callback=acknowledged)
         else:
             self.task.commit_record(record, None)
         if record.source_partition is not None:
-            self.pending_offsets[offset_key(self.connector, record.source_partition)] = \
-                offset_value(record.source_offset)
+            # serialized when committed: only the latest offset of each partition is ever written
+            self.pending_offsets[frozen_partition(record.source_partition)] = (record.source_partition,
+                                                                               record.source_offset)
 
     def commit_offsets(self) -> None:
         """Kafka's offset commit: everything sent is acknowledged first, then the offsets are stored."""
@@ -194,7 +202,8 @@ class WorkerSourceTask(WorkerTask):
             raise self.send_error
         if self.pending_offsets:
             pending, self.pending_offsets = self.pending_offsets, {}
-            self.offset_store.set_all(pending)
+            self.offset_store.set_all({offset_key(self.connector, partition): offset_value(offset)
+                                       for partition, offset in pending.values()})
         self.task.commit()
 
     def close(self) -> None:
@@ -254,33 +263,47 @@ class WorkerSinkTask(WorkerTask):
                 next_commit = time.monotonic() + self.flush_interval
 
     def convert(self, record: ConsumerRecord) -> SinkRecord | None:
+        """The record as the task sees it, or None when a tolerated error skipped it. Each step runs directly and
+        goes through the error handler (which retries it or reports it) only when it raised."""
         self.current_offsets[record.topic_partition] = OffsetAndMetadata(record.offset + 1)
-        key = self.errors.execute(lambda: self.key_converter.to_connect_data(record.topic, record.key),
-                                  KEY_CONVERTER, self.key_converter, consumed=record)
-        if key is Skipped:
-            return None
-        value = self.errors.execute(lambda: self.value_converter.to_connect_data(record.topic, record.value),
-                                    VALUE_CONVERTER, self.value_converter, consumed=record)
-        if value is Skipped:
-            return None
-
-        def headers() -> Headers:
-            converted = Headers()
-            for name, raw in record.headers:
-                schema_and_value = self.header_converter.to_connect_header(record.topic, name, raw)
-                converted.add(name, schema_and_value.value, schema_and_value.schema)
-            return converted
-        record_headers = self.errors.execute(headers, HEADER_CONVERTER, self.header_converter, consumed=record)
-        if record_headers is Skipped:
-            return None
-        sink_record = SinkRecord(record.topic, record.partition, key.schema, key.value, value.schema, value.value,
+        topic, errors = record.topic, self.errors
+        try:
+            key = self.key_converter.to_connect_data(topic, record.key)
+        except Exception:
+            key = errors.execute(lambda: self.key_converter.to_connect_data(topic, record.key), KEY_CONVERTER,
+                                 self.key_converter, consumed=record)
+            if key is Skipped:
+                return None
+        try:
+            value = self.value_converter.to_connect_data(topic, record.value)
+        except Exception:
+            value = errors.execute(lambda: self.value_converter.to_connect_data(topic, record.value),
+                                   VALUE_CONVERTER, self.value_converter, consumed=record)
+            if value is Skipped:
+                return None
+        record_headers = Headers()
+        if record.headers:
+            record_headers = errors.execute(lambda: self.headers_to_connect(record), HEADER_CONVERTER,
+                                            self.header_converter, consumed=record)
+            if record_headers is Skipped:
+                return None
+        sink_record = SinkRecord(topic, record.partition, key.schema, key.value, value.schema, value.value,
                                  record.timestamp, record_headers, kafka_offset=record.offset,
                                  timestamp_type=TIMESTAMP_TYPES.get(record.timestamp_type, "NoTimestampType"),
-                                 original_topic=record.topic, original_kafka_partition=record.partition,
+                                 original_topic=topic, original_kafka_partition=record.partition,
                                  original_kafka_offset=record.offset)
-        transformed = self.errors.execute(lambda: self.transformations.apply(sink_record), TRANSFORMATION,
-                                          self.transformations, consumed=record)
+        if not self.transformations.stages:
+            return sink_record
+        transformed = errors.execute(lambda: self.transformations.apply(sink_record), TRANSFORMATION,
+                                     self.transformations, consumed=record)
         return None if transformed is Skipped else transformed
+
+    def headers_to_connect(self, record: ConsumerRecord) -> Headers:
+        converted = Headers()
+        for name, raw in record.headers:
+            schema_and_value = self.header_converter.to_connect_header(record.topic, name, raw)
+            converted.add(name, schema_and_value.value, schema_and_value.schema)
+        return converted
 
     def deliver(self, records: list[SinkRecord]) -> None:
         while not self.stopping.is_set():
@@ -306,6 +329,7 @@ class WorkerSinkTask(WorkerTask):
                     self.task.close(sorted(self.consumer.assignment()))
         except Exception:
             log.exception("%s-%d: final offset commit failed", self.connector, self.task_id)
+        self.stop_task()  # after the final commit, which flushes the task (Kafka's WorkerSinkTask.close)
         if self.consumer is not None:
             self.consumer.close(5)
 
@@ -318,7 +342,7 @@ class _Rebalance:
 
     def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
         worker_task = self.worker_task
-        if not revoked:
+        if not revoked or worker_task.task_stopped:  # closing: the partitions were committed and closed already
             return
         worker_task.commit()
         worker_task.task.close(sorted(revoked))
@@ -326,5 +350,5 @@ class _Rebalance:
             worker_task.current_offsets.pop(partition, None)
 
     def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
-        if assigned:
+        if assigned and not self.worker_task.task_stopped:
             self.worker_task.task.open(sorted(assigned))

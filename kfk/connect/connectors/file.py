@@ -96,6 +96,8 @@ class FileStreamSourceTask(SourceTask):
         self.stream = None
         self.stream_offset: int | None = None
         self.buffer = ""
+        self.start = 0  # where the unread part of the buffer begins
+        self.ascii = True
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.stopping = threading.Event()
 
@@ -118,22 +120,22 @@ class FileStreamSourceTask(SourceTask):
         return True
 
     def _extract_line(self) -> str | None:
-        buffer = self.buffer
-        for index, char in enumerate(buffer):
-            if char == "\n":
-                end, next_start = index, index + 1
-                break
-            if char == "\r":
-                if index + 1 >= len(buffer):
-                    return None  # a \r\n may be split across reads
-                end, next_start = index, index + 2 if buffer[index + 1] == "\n" else index + 1
-                break
+        """The next whole line of the buffer (its terminator \n, \r or \r\n consumed), or None."""
+        buffer, start = self.buffer, self.start
+        newline, carriage = buffer.find("\n", start), buffer.find("\r", start)
+        if carriage != -1 and (newline == -1 or carriage < newline):
+            if carriage + 1 >= len(buffer):
+                return None  # a \r\n may be split across reads
+            end, next_start = carriage, carriage + 2 if buffer[carriage + 1] == "\n" else carriage + 1
+        elif newline != -1:
+            end, next_start = newline, newline + 1
         else:
             return None
-        line, consumed = buffer[:end], buffer[:next_start]
-        self.buffer = buffer[next_start:]
+        line = buffer[start:end]
+        self.start = next_start
         if self.stream_offset is not None:
-            self.stream_offset += _utf16_length(consumed)
+            consumed = next_start - start
+            self.stream_offset += consumed if self.ascii else _utf16_length(buffer[start:next_start])
         return line
 
     def poll(self) -> list[SourceRecord] | None:
@@ -142,7 +144,9 @@ class FileStreamSourceTask(SourceTask):
             return None
         chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
         if chunk:
-            self.buffer += self.decoder.decode(chunk)
+            self.buffer = self.buffer[self.start:] + self.decoder.decode(chunk)
+            self.start = 0
+            self.ascii = self.buffer.isascii()  # then a line's length is its UTF-16 length
         records: list[SourceRecord] = []
         while len(records) < self.batch_size:
             line = self._extract_line()
