@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import pytest
 
-from kfk.client import Consumer, Producer, TopicPartition
+from kfk.client import Producer
 from kfk.connect.offsets import read_java_hashmap
 from kfk.testing.broker import start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
-from tests.connect.workers import start_java_worker, start_kfk_worker, wait_for
+from tests.connect.workers import read_topic, start_java_worker, start_kfk_worker, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -49,16 +48,6 @@ def source_connectors(directory, prefix: str) -> list[dict[str, str]]:
          "file": str(directory / "unicode.txt"), "topic": f"{prefix}-plain", "value.converter": JSON_CONVERTER,
          "value.converter.schemas.enable": "false"},
     ]
-
-
-def read_topic(bootstrap: str, topic: str, count: int) -> list:
-    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
-        consumer.assign([TopicPartition(topic, 0)])
-        records: list = []
-        deadline = time.monotonic() + 60
-        while len(records) < count and time.monotonic() < deadline:
-            records.extend(consumer.poll(1.0))
-        return records
 
 
 def offsets_entries(path) -> dict:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from kfk.client import Consumer, TopicPartition
 from kfk.testing.apache_kafka import CONNECT_STANDALONE_MAIN_CLASS, connect_classpath, java_command
 from kfk.testing.zookeeper import free_port
 
@@ -35,7 +36,18 @@ def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
     return status, json.loads(raw) if raw else None
 
 
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 90.0) -> Any:
+def read_topic(bootstrap: str, topic: str, count: int) -> list:
+    """The first `count` records of partition 0 of `topic` (fewer if they do not come within 120 s)."""
+    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        records: list = []
+        deadline = time.monotonic() + 120
+        while len(records) < count and time.monotonic() < deadline:
+            records.extend(consumer.poll(1.0))
+        return records
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 180.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         result = condition()
@@ -95,7 +107,7 @@ def start_kfk_worker(directory: Path, worker: dict[str, str], connectors: list[d
     with open(log_path, "wb") as log:
         process = subprocess.Popen([sys.executable, "-m", "kfk", "connect", "standalone", *map(str, files)],
                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    return Worker(process, f"http://127.0.0.1:{port}", log_path).wait_ready(60)
+    return Worker(process, f"http://127.0.0.1:{port}", log_path).wait_ready(120)
 
 
 def start_java_worker(directory: Path, worker: dict[str, str], connectors: list[dict[str, str]]) -> Worker:
@@ -109,4 +121,4 @@ def start_java_worker(directory: Path, worker: dict[str, str], connectors: list[
         process = subprocess.Popen(java_command(CONNECT_STANDALONE_MAIN_CLASS, list(map(str, files)),
                                                 connect_classpath()),
                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    return Worker(process, f"http://127.0.0.1:{port}", log_path).wait_ready(180)
+    return Worker(process, f"http://127.0.0.1:{port}", log_path).wait_ready(300)
