@@ -147,7 +147,7 @@ def validate_connector_config(config: Mapping[str, str]) -> ConfigInfos:
     class_name = config.get("connector.class")
     if not class_name:
         from kfk.connect.errors import BadRequestException
-        raise BadRequestException(f"Connector config {_java_map(config)} contains no connector type")
+        raise BadRequestException(f"Connector config {java_map(config)} contains no connector type")
     plugin = plugins.find_connector(class_name)
     connector = plugin.instantiate()
     version = connector.version()
@@ -203,5 +203,6 @@ def _default_text(key: ConfigKey) -> Any:
     return None if key.required else render(key.type, key.default)
 
 
-def _java_map(config: Mapping[str, str]) -> str:
+def java_map(config: Mapping[str, str]) -> str:
+    """A map as Java's Map.toString prints it ({a=b, c=d}), which Kafka's messages quote."""
     return "{" + ", ".join(f"{key}={value}" for key, value in config.items()) + "}"

@@ -223,7 +223,8 @@ MILLIS_PER_DAY = 86_400_000
 
 
 def decimal_schema(scale: int) -> SchemaBuilder:
-    return SchemaBuilder(Type.BYTES).name(DECIMAL_LOGICAL_NAME).parameter(DECIMAL_SCALE_PARAMETER, str(scale)).version(1)
+    builder = SchemaBuilder(Type.BYTES).name(DECIMAL_LOGICAL_NAME).version(1)
+    return builder.parameter(DECIMAL_SCALE_PARAMETER, str(scale))
 
 
 def date_schema() -> SchemaBuilder:

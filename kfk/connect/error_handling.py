@@ -14,6 +14,7 @@ import time
 import traceback
 from typing import Any, Callable, Mapping
 
+from kfk.client import Producer
 from kfk.client.structs import ConsumerRecord
 from kfk.connect.errors import ConnectException, RetriableException
 
@@ -46,10 +47,24 @@ def _class_name(value: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+class DeadLetterQueueReporter:
+    """Writes a failed sink record's original key, value and headers (plus the context headers) to the dead letter
+    queue topic, and waits for the write, as Kafka's DeadLetterQueueReporter does before the record is skipped."""
+
+    def __init__(self, producer: Producer, topic: str) -> None:
+        self.producer, self.topic = producer, topic
+
+    def __call__(self, record: ConsumerRecord, headers: list[tuple[str, bytes | None]]) -> None:
+        self.producer.send(self.topic, record.value, record.key, headers=headers or None)
+        self.producer.flush()
+
+    def close(self) -> None:
+        self.producer.close(5)
+
+
 class ErrorHandler:
     def __init__(self, config: Mapping[str, Any], connector: str, task_id: int,
-                 dead_letter_queue: Callable[[ConsumerRecord, list[tuple[str, bytes | None]]], None] | None = None
-                 ) -> None:
+                 dead_letter_queue: DeadLetterQueueReporter | None = None) -> None:
         self.tolerance_all = config.get("errors.tolerance", "none") == "all"
         self.retry_timeout_ms = int(config.get("errors.retry.timeout", 0))
         self.retry_delay_max_ms = int(config.get("errors.retry.delay.max.ms", 60000))
@@ -60,6 +75,10 @@ class ErrorHandler:
         self.connector, self.task_id = connector, task_id
         self.dead_letter_queue = dead_letter_queue
         self.total_errors = 0
+
+    def close(self) -> None:
+        if self.dead_letter_queue is not None:
+            self.dead_letter_queue.close()
 
     def execute(self, operation: Callable[[], Any], stage: str, executing: Any,
                 consumed: ConsumerRecord | None = None, source: Any = None) -> Any:

@@ -7,7 +7,6 @@ which KIP-875 lets offsets be altered or reset). Connector configs live in memor
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -24,12 +23,13 @@ from kfk.connect.connector import (
 )
 from kfk.connect.connector_config import (
     build_transformations,
+    java_map,
     prefixed,
     sink_config_def,
     source_config_def,
     validate_connector_config,
 )
-from kfk.connect.error_handling import ErrorHandler
+from kfk.connect.error_handling import DeadLetterQueueReporter, ErrorHandler
 from kfk.connect.errors import (
     AlreadyExistsException,
     BadRequestException,
@@ -201,7 +201,8 @@ class StandaloneHerder:
             dead_letter_queue = self._dead_letter_queue(state, task_id, parsed)
         return WorkerSinkTask(*arguments, ErrorHandler(parsed, state.name, task_id, dead_letter_queue))
 
-    def _dead_letter_queue(self, state: ConnectorState, task_id: int, parsed: Mapping[str, Any]):
+    def _dead_letter_queue(self, state: ConnectorState, task_id: int, parsed: Mapping[str, Any]
+                           ) -> DeadLetterQueueReporter:
         topic = parsed["errors.deadletterqueue.topic.name"]
         client = {key: value for key, value in self.worker_config.items()
                   if key == "bootstrap.servers" or key.startswith(("security.", "sasl.", "ssl."))}
@@ -209,11 +210,7 @@ class StandaloneHerder:
             if topic not in admin.list_topics():
                 admin.create_topics([NewTopic(topic, 1, parsed["errors.deadletterqueue.topic.replication.factor"])])
         producer = Producer({**client, "client.id": f"connector-dlq-producer-{state.name}-{task_id}"})
-
-        def report(record: Any, headers: list[tuple[str, bytes | None]]) -> None:
-            producer.send(topic, record.value, record.key, headers=headers or None)
-            producer.flush()
-        return report
+        return DeadLetterQueueReporter(producer, topic)
 
     def _stop_tasks(self, state: ConnectorState) -> None:
         for task in state.tasks.values():
@@ -457,8 +454,9 @@ class StandaloneHerder:
 
     def validate(self, plugin_name: str, config: Mapping[str, str]) -> dict[str, Any]:
         config = {key: str(value) for key, value in config.items()}
-        if "connector.class" not in config:
-            raise BadRequestException(f"Connector config {json.dumps(config)} contains no connector type")
+        if "connector.class" not in config:  # Kafka answers this one with 500 and the exception's class name
+            raise ConnectException("org.apache.kafka.connect.runtime.rest.errors.BadRequestException: Connector "
+                                   f"config {java_map(config)} contains no connector type")
         try:
             return validate_connector_config(config).to_json()
         except ConfigException as error:

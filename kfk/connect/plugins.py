@@ -24,23 +24,25 @@ ENTRY_POINT_GROUP = "kfk.connect.plugins"
 KINDS = ("source", "sink", "converter", "header_converter", "transformation", "predicate")
 
 #: Kafka's Java class name -> (kfk's module:attribute, the Key/Value part for transforms that have one).
+_FILE, _TRANSFORMS, _PREDICATES = ("org.apache.kafka.connect.file.", "org.apache.kafka.connect.transforms.",
+                                   "org.apache.kafka.connect.transforms.predicates.")
 KAFKA_BUILT_INS: dict[str, tuple[str, str | None]] = {
-    "org.apache.kafka.connect.file.FileStreamSourceConnector": ("kfk.connect.connectors.file:FileStreamSourceConnector", None),
-    "org.apache.kafka.connect.file.FileStreamSinkConnector": ("kfk.connect.connectors.file:FileStreamSinkConnector", None),
+    _FILE + "FileStreamSourceConnector": ("kfk.connect.connectors.file:FileStreamSourceConnector", None),
+    _FILE + "FileStreamSinkConnector": ("kfk.connect.connectors.file:FileStreamSinkConnector", None),
     "org.apache.kafka.connect.json.JsonConverter": ("kfk.connect.json_converter:JsonConverter", None),
     "org.apache.kafka.connect.storage.StringConverter": ("kfk.connect.converters:StringConverter", None),
     "org.apache.kafka.connect.converters.ByteArrayConverter": ("kfk.connect.converters:ByteArrayConverter", None),
     "org.apache.kafka.connect.storage.SimpleHeaderConverter": ("kfk.connect.converters:SimpleHeaderConverter", None),
-    "org.apache.kafka.connect.transforms.RegexRouter": ("kfk.connect.transforms.regex_router:RegexRouter", None),
-    "org.apache.kafka.connect.transforms.Filter": ("kfk.connect.transforms.filter:Filter", None),
-    "org.apache.kafka.connect.transforms.predicates.TopicNameMatches": ("kfk.connect.transforms.filter:TopicNameMatches", None),
-    "org.apache.kafka.connect.transforms.predicates.HasHeaderKey": ("kfk.connect.transforms.filter:HasHeaderKey", None),
-    "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone": ("kfk.connect.transforms.filter:RecordIsTombstone", None),
+    _TRANSFORMS + "RegexRouter": ("kfk.connect.transforms.regex_router:RegexRouter", None),
+    _TRANSFORMS + "Filter": ("kfk.connect.transforms.filter:Filter", None),
+    _PREDICATES + "TopicNameMatches": ("kfk.connect.transforms.filter:TopicNameMatches", None),
+    _PREDICATES + "HasHeaderKey": ("kfk.connect.transforms.filter:HasHeaderKey", None),
+    _PREDICATES + "RecordIsTombstone": ("kfk.connect.transforms.filter:RecordIsTombstone", None),
 }
 for _name, _module in (("InsertField", "insert_field"), ("ReplaceField", "replace_field"), ("MaskField", "mask_field"),
                        ("Cast", "cast"), ("TimestampConverter", "timestamp_converter")):
     for _part in ("Key", "Value"):
-        KAFKA_BUILT_INS[f"org.apache.kafka.connect.transforms.{_name}${_part}"] = (
+        KAFKA_BUILT_INS[f"{_TRANSFORMS}{_name}${_part}"] = (
             f"kfk.connect.transforms.{_module}:{_name}", _part.lower())
 
 

@@ -332,6 +332,7 @@ class WorkerSinkTask(WorkerTask):
         self.stop_task()  # after the final commit, which flushes the task (Kafka's WorkerSinkTask.close)
         if self.consumer is not None:
             self.consumer.close(5)
+        self.errors.close()
 
 
 class _Rebalance:

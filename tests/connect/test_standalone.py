@@ -146,7 +146,8 @@ def test_rest_api_answers_as_kafkas(workers):
                                                                               "topic": "x"}}),
              ("POST", "/connectors", {"name": "bad", "config": {"connector.class": "FileStreamSource"}}),
              ("DELETE", "/connectors/file-source-plain/offsets", None),
-             ("PATCH", "/connectors/nope/offsets", {"offsets": []})]
+             ("PATCH", "/connectors/nope/offsets", {"offsets": []}),
+             ("PUT", "/connector-plugins/Nope/config/validate", {})]
     for method, path, body in calls:
         assert kfk.call(method, path, body) == java.call(method, path, body), (method, path)
     # config validation: the same keys in the same order, with the same errors

@@ -14,6 +14,9 @@ SCHEMA = SchemaBuilder.struct().name("row").field("id", INT32_SCHEMA).field("nam
     .field("at", INT64_SCHEMA).build()
 
 
+PREDICATES = "org.apache.kafka.connect.transforms.predicates."
+
+
 def sink(value, schema=None, topic="orders", headers=None):
     return SinkRecord(topic, 3, None, None, schema, value, 1_700_000_000_000, headers or Headers(), kafka_offset=42)
 
@@ -102,7 +105,7 @@ def test_regex_router_and_filter_with_predicates():
     keep_only_orders = chain(transforms="f", transforms__f__type="org.apache.kafka.connect.transforms.Filter",
                              transforms__f__predicate="isOrders", transforms__f__negate="true",
                              predicates="isOrders",
-                             predicates__isOrders__type="org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+                             predicates__isOrders__type=PREDICATES + "TopicNameMatches",
                              predicates__isOrders__pattern="ord.*")
     assert keep_only_orders.apply(sink({}, topic="orders")) is not None
     assert keep_only_orders.apply(sink({}, topic="payments")) is None

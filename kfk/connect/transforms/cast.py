@@ -112,7 +112,8 @@ class Cast(KeyOrValue):
             for field in struct.schema.fields:
                 target = self.casts.get(field.name)
                 if target is not None and not field.schema.type.is_primitive:
-                    raise DataException(f"Cast transformation does not support casting to/from {field.schema.type.name}")
+                    raise DataException("Cast transformation does not support casting to/from "
+                                        + field.schema.type.name)
                 builder.field(field.name, self._cast_schema(field.schema, target) if target else field.schema)
             updated_schema = self._schema_cache[struct.schema] = builder.build()
         updated = Struct(updated_schema)
