@@ -119,6 +119,17 @@ class StandaloneHerder:
             self._start_connector(state)
             return created, self.connector_info(name)
 
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
+        """KIP-477: merge `patch` into the connector's config (a null value removes the key) and apply it."""
+        with self.lock:
+            config = dict(self._get(name).config)
+            for key, value in patch.items():
+                if value is None:
+                    config.pop(key, None)
+                else:
+                    config[key] = str(value)
+            return self.put_connector_config(name, config, allow_replace=True)[1]
+
     def _start_connector(self, state: ConnectorState) -> None:
         try:
             connector = plugins.find_connector(state.config["connector.class"]).instantiate()

@@ -86,6 +86,14 @@ def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlet
 
     async def connector_config(request: Request) -> Response:
         name = request.path_params["name"]
+        if request.method == "PATCH":
+            patch = await _body(request)
+            if not isinstance(patch, dict):
+                raise BadRequestException("Request body must be a JSON object")
+            if "name" in patch and patch["name"] != name:
+                raise BadRequestException(f"Connector name configuration ({patch['name']}) doesn't match connector "
+                                          f"name in the URL ({name})")
+            return json_response(herder.patch_connector_config(name, patch))
         if request.method == "PUT":
             config = await _body(request)
             if not isinstance(config, dict):
@@ -176,7 +184,7 @@ def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlet
         Route("/", root, methods=["GET"]),
         Route("/connectors", connectors, methods=["GET", "POST"]),
         Route(prefix, connector, methods=["GET", "DELETE"]),
-        Route(prefix + "/config", connector_config, methods=["GET", "PUT"]),
+        Route(prefix + "/config", connector_config, methods=["GET", "PUT", "PATCH"]),
         Route(prefix + "/status", status, methods=["GET"]),
         Route(prefix + "/restart", restart, methods=["POST"]),
         Route(prefix + "/pause", pause, methods=["PUT"]),

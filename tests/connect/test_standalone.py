@@ -171,6 +171,9 @@ def test_lifecycle_and_offsets_api_as_kafkas(broker, workers, tmp_path):
         assert worker.call("PUT", "/connectors/probe/config", config)[0] == 200
         worker.wait_running("probe")
     steps = [("PUT", "/connectors/probe/pause", None), ("PUT", "/connectors/probe/resume", None),
+             ("PATCH", "/connectors/probe/config", {"batch.size": "10", "tasks.max": None}),
+             ("GET", "/connectors/probe/config", None),
+             ("PATCH", "/connectors/nope/config", {"batch.size": "10"}),
              ("POST", "/connectors/probe/restart", None),
              ("POST", "/connectors/probe/restart?includeTasks=true&onlyFailed=true", None),
              ("PUT", "/connectors/probe/stop", None),
