@@ -208,8 +208,8 @@ class WorkerSourceTask(WorkerTask):
 
     def close(self) -> None:
         try:
-            if self.status.state != "FAILED":
-                self.commit_offsets()
+            # even after a failure: what Kafka acknowledged is safe to record (Kafka's finalOffsetCommit does too)
+            self.commit_offsets()
         except Exception:
             log.exception("%s-%d: final offset commit failed", self.connector, self.task_id)
         if self.producer is not None:
