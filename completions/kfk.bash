@@ -3,7 +3,7 @@
 _kfk() {
     local current="${COMP_WORDS[COMP_CWORD]}" previous="${COMP_WORDS[COMP_CWORD-1]}"
     local path="kfk" word index words files
-    local groups=" [kfk] [kfk cluster] [kfk metadata] [kfk metadata-quorum] [kfk perf-test] [kfk schema-registry] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
+    local groups=" [kfk] [kfk cluster] [kfk connect] [kfk metadata] [kfk metadata-quorum] [kfk perf-test] [kfk schema-registry] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
     for ((index = 1; index < COMP_CWORD; index++)); do
         word="${COMP_WORDS[index]}"
         if [[ "$groups" == *" [$path]"* && "$word" != -* ]]; then
@@ -14,6 +14,8 @@ _kfk() {
                 "kfk cluster describe") path="kfk cluster describe" ;;
                 "kfk cluster unregister") path="kfk cluster unregister" ;;
                 "kfk configs") path="kfk configs" ;;
+                "kfk connect") path="kfk connect" ;;
+                "kfk connect standalone") path="kfk connect standalone" ;;
                 "kfk console-consume") path="kfk console-consume" ;;
                 "kfk console-produce") path="kfk console-produce" ;;
                 "kfk consumer-groups") path="kfk consumer-groups" ;;
@@ -58,13 +60,15 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="acls cluster configs console-consume console-produce consumer-groups delegation-tokens dump-log leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="acls cluster configs connect console-consume console-produce consumer-groups delegation-tokens dump-log leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk acls") words="--add --allow-host --allow-principal --bootstrap-server --cluster --command-config --consumer --debug --delegation-token --deny-host --deny-principal --force --group --help --idempotent --list --operation --principal --producer --remove --resource-pattern-type --topic --transactional-id --user-principal"; files="--command-config" ;;
         "kfk cluster") words="cluster-id describe unregister --help"; files="" ;;
         "kfk cluster cluster-id") words="--bootstrap-server --command-config --config --debug --help -c"; files="--command-config --config -c" ;;
         "kfk cluster describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --output --timeout-ms -o"; files="--command-config" ;;
         "kfk cluster unregister") words="--bootstrap-server --command-config --config --debug --help --id -c -i"; files="--command-config --config -c" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --client --client-defaults --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic --user --user-defaults"; files="--command-config" ;;
+        "kfk connect") words="standalone --help"; files="" ;;
+        "kfk connect standalone") words="--help"; files="" ;;
         "kfk console-consume") words="--bootstrap-server --command-config --consumer-config --consumer-property --consumer.config --debug --formatter --from-beginning --group --help --include --isolation-level --key-deserializer --key-format --max-messages --offset --partition --property --schema-registry-url --skip-message-on-error --timeout-ms --topic --value-deserializer --value-format"; files="--command-config --consumer-config --consumer.config" ;;
         "kfk console-produce") words="--auto-register --bootstrap-server --command-config --compression-codec --debug --help --key-format --key-schema --key-subject-name-strategy --no-auto-register --producer-config --producer-property --producer.config --property --request-required-acks --schema-registry-url --subject-name-strategy --sync --topic --value-format --value-schema"; files="--command-config --producer-config --producer.config" ;;
         "kfk consumer-groups") words="--all-groups --all-topics --bootstrap-server --by-duration --command-config --debug --delete --delete-offsets --describe --dry-run --execute --export --from-file --group --help --json --list --members --offsets --reset-offsets --shift-by --state --timeout --to-current --to-datetime --to-earliest --to-latest --to-offset --topic --verbose"; files="--command-config" ;;

@@ -16,6 +16,10 @@ function __kfk_path
                 set path kfk cluster unregister
             case 'kfk configs'
                 set path kfk configs
+            case 'kfk connect'
+                set path kfk connect
+            case 'kfk connect standalone'
+                set path kfk connect standalone
             case 'kfk console-consume'
                 set path kfk console-consume
             case 'kfk console-produce'
@@ -104,6 +108,7 @@ complete -c kfk -f
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a acls -d 'Add, remove or list ACLs (kafka-acls.sh).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a cluster -d 'A cluster\'s brokers, topics, partitions and groups at a glance; its id; unregister a broker.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a configs -d 'Describe or change topic, broker, broker-logger and client quota configs.'
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a connect -d 'Kafka Connect workers: run connectors that move data between Kafka and other systems.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-consume -d 'Print the records of a topic (or of the topics --include matches); with --value-format, as JSON.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-produce -d 'Send each line of stdin to a topic (with --value-format, each line is JSON written with a schema).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a consumer-groups -d 'List, describe, reset the offsets of, or delete consumer groups and their offsets.'
@@ -198,6 +203,9 @@ complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l command-config -r -F -
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l json -d 'Print machine-readable JSON instead of tables.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l debug -d 'Show the full traceback on errors.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk connect'" -a standalone -d 'Run a standalone Connect worker (as connect-standalone.sh): offsets in a local file, REST API on listeners.'
+complete -c kfk -n "test (__kfk_path) = 'kfk connect'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk connect standalone'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk console-consume'" -l topic -r -d 'The topic to read.'
 complete -c kfk -n "test (__kfk_path) = 'kfk console-consume'" -l include -r -d 'Instead of --topic: a regular expression of the topics to read (whole names, commas separate alternatives; internal topics are left out).'
 complete -c kfk -n "test (__kfk_path) = 'kfk console-consume'" -l from-beginning -d 'Start at the earliest offset when there is no committed one.'

@@ -20,6 +20,7 @@ from kfk.commands import (
     acls,
     cluster,
     configs,
+    connect,
     console,
     delegation_tokens,
     dump_log,
@@ -102,6 +103,7 @@ app.add_typer(metadata_quorum.app, name="metadata-quorum")
 app.add_typer(metadata.app, name="metadata")
 app.add_typer(ui.app)
 app.add_typer(schema_registry.app, name="schema-registry")
+app.add_typer(connect.app, name="connect")
 
 
 def _print_version(value: bool) -> None:

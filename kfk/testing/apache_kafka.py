@@ -169,6 +169,31 @@ def kafka_classpath(version: str = APACHE_KAFKA_VERSION) -> str:
     return ":".join(map(str, jars))
 
 
+#: Apache Kafka's Connect (connect-runtime, connect-file, connect-json), the oracle of kfk.connect. 4.3.1: the newest
+#: release whose connect-file Maven Central serves (4.4.0's is not published, and 4.3.1's does not run on 4.4.0's
+#: clients).
+CONNECT_VERSION = "4.3.1"
+CONNECT_STANDALONE_MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
+
+
+def connect_classpath(version: str = CONNECT_VERSION) -> str:
+    """The ':'-joined jars of Apache Kafka's Connect runtime with the file connectors and log4j2, resolved once."""
+    artifacts = [("org.apache.kafka", name, version) for name in ("connect-runtime", "connect-file", "connect-json")]
+    artifacts += [("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION),
+                  ("org.apache.logging.log4j", "log4j-core", LOG4J_VERSION)]
+    try:
+        jars = maven_jars(cache_dir() / "apache-connect" / version, artifacts, f"Apache Kafka Connect {version}")
+    except MavenUnavailable as error:
+        raise ApacheKafkaUnavailable(str(error)) from None
+    return ":".join(map(str, jars))
+
+
+def java_command(main_class: str, args: Sequence[str], classpath: str) -> list[str]:
+    """The command line of a long-running Kafka JVM (a Connect worker) with the tools' options and logging."""
+    return [_java(), *TOOL_JVM_OPTIONS, f"-Dlog4j2.configurationFile={_tools_log4j2()}", "-cp", classpath,
+            main_class, *args]
+
+
 def maven_jars(directory: Path, dependencies: Sequence[Artifact], what: str) -> list[Path]:
     """The jars of `dependencies` and of their runtime dependencies, resolved once from Maven Central by mvn (a
     generated pom, the dependency plugin's copy-dependencies goal) into `directory`/libs, under a file lock.
