@@ -1,0 +1,180 @@
+"""The processors behind the DSL's operators, with Kafka Streams' semantics record for record (each forwards what
+Kafka's KStream*/KTable* processor of the same name forwards, with the record cache off).
+
+Stateful ones read and write a timestamped key-value store: the aggregate's timestamp is the largest timestamp of
+the records it has seen for the key, as in Kafka, and that is the timestamp of the update they forward.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kfk.streams.processor import Change, Processor, Record
+
+log = logging.getLogger("kfk.streams")
+
+
+class Filter(Processor):
+    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool) -> None:
+        self.predicate, self.negate = predicate, negate
+
+    def process(self, record: Record) -> None:
+        if bool(self.predicate(record.key, record.value)) != self.negate:
+            self.context.forward(record)
+
+
+class Map(Processor):
+    def __init__(self, mapper: Callable[[Any, Any], tuple[Any, Any]]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        key, value = self.mapper(record.key, record.value)
+        self.context.forward(Record(key, value, record.timestamp, record.headers))
+
+
+class MapValues(Processor):
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(self.mapper(record.value)))
+
+
+class FlatMap(Processor):
+    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        for key, value in self.mapper(record.key, record.value):
+            self.context.forward(Record(key, value, record.timestamp, record.headers))
+
+
+class FlatMapValues(Processor):
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        for value in self.mapper(record.value):
+            self.context.forward(record.with_value(value))
+
+
+class Peek(Processor):
+    """peek() forwards after the action; foreach() (forward=False) ends the branch."""
+
+    def __init__(self, action: Callable[[Any, Any], None], forward: bool) -> None:
+        self.action, self.forward = action, forward
+
+    def process(self, record: Record) -> None:
+        self.action(record.key, record.value)
+        if self.forward:
+            self.context.forward(record)
+
+
+class SelectKey(Processor):
+    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_key(self.mapper(record.key, record.value)))
+
+
+class PassThrough(Processor):
+    """merge(), the branches of split() and the sources' successors that only pass records on."""
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
+
+
+class DropNullKeys(Processor):
+    """The filter before a repartition topic: a record without a key has no partition to go to."""
+
+    def process(self, record: Record) -> None:
+        if record.key is not None:
+            self.context.forward(record)
+
+
+class Branch(Processor):
+    """split(): the record goes to the child of the first predicate it satisfies, else to the default branch (if
+    any). ``branches`` is filled by BranchedKStream after the node exists: (predicate or None, child name)."""
+
+    def __init__(self, branches: list[tuple[Callable[[Any, Any], bool] | None, str]]) -> None:
+        self.branches = branches
+
+    def process(self, record: Record) -> None:
+        for predicate, child in self.branches:
+            if predicate is None or predicate(record.key, record.value):
+                self.context.forward(record, child)
+                return
+
+
+class StreamAggregate(Processor):
+    """count() and aggregate(): records without a key are skipped, as Kafka skips them."""
+
+    def __init__(self, store_name: str, initializer: Callable[[], Any],
+                 aggregator: Callable[[Any, Any, Any], Any]) -> None:
+        self.store_name, self.initializer, self.aggregator = store_name, initializer, aggregator
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            log.warning("Skipping record due to null key. topic=%s", self.context.record_metadata())
+            return
+        store = self.context.get_state_store(self.store_name)
+        old = store.get_with_timestamp(record.key)
+        if old is None:
+            aggregate, timestamp = self.initializer(), record.timestamp
+        else:
+            aggregate, timestamp = old[0], max(old[1], record.timestamp)
+        aggregate = self.aggregator(record.key, record.value, aggregate)
+        store.put(record.key, aggregate, timestamp)
+        self.context.forward(Record(record.key, Change(aggregate), timestamp, record.headers))
+
+
+class StreamReduce(Processor):
+    """reduce(): the first value of a key is its aggregate; records without a key or value are skipped."""
+
+    def __init__(self, store_name: str, reducer: Callable[[Any, Any], Any]) -> None:
+        self.store_name, self.reducer = store_name, reducer
+
+    def process(self, record: Record) -> None:
+        if record.key is None or record.value is None:
+            log.warning("Skipping record due to null key or value. topic=%s", self.context.record_metadata())
+            return
+        store = self.context.get_state_store(self.store_name)
+        old = store.get_with_timestamp(record.key)
+        if old is None:
+            value, timestamp = record.value, record.timestamp
+        else:
+            value, timestamp = self.reducer(old[0], record.value), max(old[1], record.timestamp)
+        store.put(record.key, value, timestamp)
+        self.context.forward(Record(record.key, Change(value), timestamp, record.headers))
+
+
+class TableFilter(Processor):
+    """A KTable's filter: a value that fails the predicate becomes a tombstone (the key leaves the result)."""
+
+    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool) -> None:
+        self.predicate, self.negate = predicate, negate
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        value = change.new_value
+        if value is not None and bool(self.predicate(record.key, value)) == self.negate:
+            value = None
+        self.context.forward(record.with_value(Change(value)))
+
+
+class TableMapValues(Processor):
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        value = None if change.new_value is None else self.mapper(change.new_value)
+        self.context.forward(record.with_value(Change(value)))
+
+
+class TableToStream(Processor):
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(record.value.new_value))
