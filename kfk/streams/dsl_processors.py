@@ -126,9 +126,10 @@ class StreamAggregate(Processor):
             aggregate, timestamp = self.initializer(), record.timestamp
         else:
             aggregate, timestamp = old[0], max(old[1], record.timestamp)
-        aggregate = self.aggregator(record.key, record.value, aggregate)
-        store.put(record.key, aggregate, timestamp)
-        self.context.forward(Record(record.key, Change(aggregate), timestamp, record.headers))
+        new = self.aggregator(record.key, record.value, aggregate)
+        store.put(record.key, new, timestamp)
+        self.context.forward(Record(record.key, Change(new, None if old is None else old[0]), timestamp,
+                                    record.headers))
 
 
 class StreamReduce(Processor):
@@ -148,21 +149,29 @@ class StreamReduce(Processor):
         else:
             value, timestamp = self.reducer(old[0], record.value), max(old[1], record.timestamp)
         store.put(record.key, value, timestamp)
-        self.context.forward(Record(record.key, Change(value), timestamp, record.headers))
+        self.context.forward(Record(record.key, Change(value, None if old is None else old[0]), timestamp,
+                                    record.headers))
 
 
 class TableFilter(Processor):
-    """A KTable's filter: a value that fails the predicate becomes a tombstone (the key leaves the result)."""
+    """A KTable's filter: a value that fails the predicate becomes a tombstone (the key leaves the result), sent
+    only when the key had passed before (Kafka sends the old values to a filter and drops an update that is a
+    tombstone in both)."""
 
     def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool) -> None:
         self.predicate, self.negate = predicate, negate
 
+    def _kept(self, key: Any, value: Any) -> Any:
+        if value is not None and bool(self.predicate(key, value)) == self.negate:
+            return None
+        return value
+
     def process(self, record: Record) -> None:
         change: Change = record.value
-        value = change.new_value
-        if value is not None and bool(self.predicate(record.key, value)) == self.negate:
-            value = None
-        self.context.forward(record.with_value(Change(value)))
+        new, old = self._kept(record.key, change.new_value), self._kept(record.key, change.old_value)
+        if new is None and old is None:
+            return
+        self.context.forward(record.with_value(Change(new, old)))
 
 
 class TableMapValues(Processor):
@@ -171,8 +180,9 @@ class TableMapValues(Processor):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
-        value = None if change.new_value is None else self.mapper(change.new_value)
-        self.context.forward(record.with_value(Change(value)))
+        self.context.forward(record.with_value(Change(
+            None if change.new_value is None else self.mapper(change.new_value),
+            None if change.old_value is None else self.mapper(change.old_value))))
 
 
 class TableToStream(Processor):

@@ -27,7 +27,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * Apache Kafka Streams running the topologies tests/streams/topologies.py builds with kfk.streams, so that a test
- * compares the two. Args: describe <topology> <input> <output> (prints Topology.describe()), or
+ * compares the two. Args: describe <topology,...> <input> <output> (prints each Topology.describe() after a
+ * "=== <topology>" line), or
  * run <topology> <bootstrap> <application.id> <input> <output> <state.dir> <guarantee> <records>: runs the topology
  * until <records> records are on the output topic (read_committed), then closes and exits.
  */
@@ -102,7 +103,9 @@ public final class StreamsOracle {
 
     public static void main(String[] args) throws Exception {
         if (args[0].equals("describe")) {
-            System.out.print(topology(args[1], args[2], args[3]).describe());
+            for (String topologyName : args[1].split(",")) {
+                System.out.print("=== " + topologyName + "\n" + topology(topologyName, args[2], args[3]).describe());
+            }
             return;
         }
         String name = args[1];

@@ -1,0 +1,116 @@
+"""kfk.streams beside Apache Kafka Streams 4.4.0 (the oracle, tests/streams/java/StreamsOracle.java): the same
+topologies give the same describe() text, and run on the same input topic of a kfk broker they write the same
+records (per key, in order where the order is determined), the same changelogs and the same internal topics."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic
+from kfk.streams import KafkaStreams, State
+from kfk.testing.apache_kafka import run_java
+from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
+from tests.streams.topologies import TOPOLOGIES
+
+LINES = ["the quick brown fox", "jumps over the lazy dog", "a xylophone and the fox", "", "to be or not to be",
+         "the end", "ab", "brown dog barks", "x", "quick quick quick"]
+INPUT = [(f"key{index % 4}", line) for index, line in enumerate(LINES)]
+
+
+def test_describe_is_kafka_streams_text(streams_oracle) -> None:
+    classpath, classes = streams_oracle
+    result = run_java("StreamsOracle", ["describe", ",".join(TOPOLOGIES), "lines", "out"], classpath,
+                      extra_classpath=[classes])
+    assert result.returncode == 0, result.stderr
+    java = dict(part.split("\n", 1) for part in result.stdout.split("=== ")[1:])
+    for name, build in TOPOLOGIES.items():
+        assert str(build("lines", "out").describe()) == java[name], name
+
+
+def _expected_output_count(name: str) -> int:
+    words = [word for _, line in INPUT for word in line.lower().split(" ")]
+    if name == "stateless":
+        return sum(1 for _, line in INPUT if line
+                   for word in line.lower().split(" ")
+                   if not (word.upper() if len(word) > 3 else f"x:{word}").startswith("x") or len(word) <= 3)
+    if name == "wordcount":
+        return len(words)
+    # table: one update per line, except a tombstone for a key that was never in the filtered table
+    return len(INPUT) - 1
+
+
+def _run_python(name: str, bootstrap: str, application_id: str, input_topic: str, output: str, state_dir: str,
+                count: int) -> None:
+    streams = KafkaStreams(TOPOLOGIES[name](input_topic, output), {
+        "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
+        "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100})
+    streams.start()
+    try:
+        read_topic(bootstrap, output, count)
+    finally:
+        assert streams.close()
+    assert streams.state is State.NOT_RUNNING and streams.error is None
+
+
+def _by_key(records: list, ordered: bool) -> dict:
+    grouped: dict = defaultdict(list)
+    for record in records:
+        grouped[record.key].append((record.value, record.timestamp) if ordered else record.value)
+    return {key: values if ordered else sorted(values, key=repr) for key, values in grouped.items()}
+
+
+def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, dict[str, str]]]:
+    names = [name for name in admin.list_topics() if name.startswith(application_id + "-")]
+    described = admin.describe_topics(names)
+    configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name) for name in names])
+    result = {}
+    for name in names:
+        entries = next(entries for resource, entries in configs.items() if resource.name == name)
+        explicit = {entry.name: entry.value for entry in entries.values()
+                    if entry.source.name == "DYNAMIC_TOPIC_CONFIG"}
+        result[name[len(application_id) + 1:]] = (len(described[name].partitions), explicit)
+    return result
+
+
+@pytest.mark.parametrize("name", ["stateless", "wordcount", "table"])
+def test_same_output_as_kafka_streams(name: str, streams_oracle, kfk_broker, tmp_path) -> None:
+    classpath, classes = streams_oracle
+    bootstrap = kfk_broker.bootstrap_servers
+    input_topic = unique_name("lines")
+    create_input(bootstrap, input_topic, 2, INPUT)
+    count = _expected_output_count(name)
+    outputs = {}
+    for side in ("java", "python"):
+        application_id, output = unique_name(f"{name}-{side}"), unique_name(f"out-{side}")
+        with Admin({"bootstrap.servers": bootstrap}) as admin:
+            admin.create_topics([NewTopic(output, 2, 1), NewTopic(output + "-totals", 2, 1)])
+        if side == "java":
+            result = run_java("StreamsOracle", ["run", name, bootstrap, application_id, input_topic, output,
+                                                str(tmp_path / "java"), "at_least_once", str(count)],
+                              classpath, extra_classpath=[classes], timeout=180)
+            assert result.returncode == 0, result.stdout
+        else:
+            _run_python(name, bootstrap, application_id, input_topic, output, str(tmp_path / "python"), count)
+        outputs[side] = (application_id, output)
+    ordered = name == "table"  # one task per key: the order (and timestamps) per key are determined
+    java_app, java_output = outputs["java"]
+    python_app, python_output = outputs["python"]
+    java_records = read_to_end(bootstrap, java_output)
+    python_records = read_to_end(bootstrap, python_output)
+    assert _by_key(python_records, ordered) == _by_key(java_records, ordered)
+    if name == "wordcount":
+        counts = _by_key(python_records, ordered=False)
+        assert counts[b"the"] == [int(n).to_bytes(8, "big") for n in range(1, 5)]  # "the" is in four lines
+    if name == "table":
+        assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
+                == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        internal = _internal_topics(admin, java_app)
+        assert _internal_topics(admin, python_app) == internal
+    for topic in internal:
+        if topic.endswith("-changelog"):
+            java_changelog = read_to_end(bootstrap, f"{java_app}-{topic}")
+            python_changelog = read_to_end(bootstrap, f"{python_app}-{topic}")
+            assert _by_key(python_changelog, ordered) == _by_key(java_changelog, ordered), topic
