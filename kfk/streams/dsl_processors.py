@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kfk.streams.processor import Change, Processor, Record
+from kfk.streams.windows import TimeWindows, Windowed
 
 log = logging.getLogger("kfk.streams")
 
@@ -188,3 +189,38 @@ class TableMapValues(Processor):
 class TableToStream(Processor):
     def process(self, record: Record) -> None:
         self.context.forward(record.with_value(record.value.new_value))
+
+
+class WindowAggregate(Processor):
+    """A windowed count()/aggregate()/reduce(): the record is added to each of its windows that is still open
+    (stream time < window end + grace), and each updated window is forwarded with a Windowed key."""
+
+    def __init__(self, store_name: str, windows: TimeWindows, initializer: Callable[[], Any] | None,
+                 aggregator: Callable[[Any, Any, Any], Any]) -> None:
+        self.store_name, self.windows = store_name, windows
+        self.initializer, self.aggregator = initializer, aggregator
+        self.observed_stream_time = -1
+
+    def process(self, record: Record) -> None:
+        if record.key is None or (self.initializer is None and record.value is None):
+            log.warning("Skipping record due to null key or value. topic=%s", self.context.record_metadata())
+            return
+        store = self.context.get_state_store(self.store_name)
+        self.observed_stream_time = max(self.observed_stream_time, record.timestamp)
+        close_time = self.observed_stream_time - self.windows.grace_ms
+        for window in self.windows.windows_for(record.timestamp):
+            if window.end <= close_time:
+                log.warning("Skipping record for expired window. window=[%d,%d) expiration=%d", window.start,
+                            window.end, close_time)
+                continue
+            old = store.fetch(record.key, window.start)
+            if old is None:
+                timestamp = record.timestamp
+                new = (self.aggregator(record.key, record.value, self.initializer()) if self.initializer is not None
+                       else record.value)
+            else:
+                timestamp = max(record.timestamp, old[1])
+                new = self.aggregator(record.key, record.value, old[0])
+            store.put_window(record.key, window.start, new, timestamp)
+            self.context.forward(Record(Windowed(record.key, window), Change(new, None if old is None else old[0]),
+                                        timestamp, record.headers))

@@ -40,6 +40,7 @@ from kfk.errors import KafkaError, TopicExistsError
 from kfk.streams.config import StreamsConfig
 from kfk.streams.processor import TaskId
 from kfk.streams.task import StreamTask, restore_stores
+from kfk.streams.windows import WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, SubTopology, Topology, TopologyException
 
 __all__ = ["KafkaStreams", "State", "MissingSourceTopicException", "internal_topic_configs"]
@@ -113,9 +114,14 @@ def internal_topic_configs(topology: Topology, application_id: str, source_parti
         internal[f"{application_id}-{topic}"] = (counts[topic], dict(REPARTITION_TOPIC_CONFIGS))
     for subtopology in subtopologies:
         for store in subtopology.stores:
-            if topology.store_builders[store].logging:
-                internal[f"{application_id}-{store}{CHANGELOG_TOPIC_SUFFIX}"] = (tasks[subtopology.id],
-                                                                               dict(CHANGELOG_TOPIC_CONFIGS))
+            builder = topology.store_builders[store]
+            if builder.logging:
+                configs = dict(CHANGELOG_TOPIC_CONFIGS)
+                if builder.windows is not None:  # Kafka's WindowedChangelogTopicConfig
+                    configs["cleanup.policy"] = "compact,delete"
+                    configs["retention.ms"] = str(builder.windows.retention_ms()
+                                                  + WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS)
+                internal[f"{application_id}-{store}{CHANGELOG_TOPIC_SUFFIX}"] = (tasks[subtopology.id], configs)
     return internal, tasks
 
 

@@ -22,8 +22,9 @@ from typing import Any
 from kfk.streams import dsl_processors as p
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
+from kfk.streams.windows import TimeWindows
 
-__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "BranchedKStream", "Branched"]
+__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "TimeWindowedKStream", "BranchedKStream", "Branched"]
 
 _GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
 
@@ -238,8 +239,11 @@ class KGroupedStream:
         return self._aggregate("KSTREAM-AGGREGATE-", materialized, named, value_serde,
                                lambda store: p.StreamAggregate(store, initializer, aggregator))
 
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
+        return TimeWindowedKStream(self, windows)
+
     def _aggregate(self, prefix: str, materialized: str | None, named: str | None, value_serde: Serde | None,
-                   processor: Callable[[str], Any]) -> KTable:
+                   processor: Callable[[str], Any], windows: TimeWindows | None = None) -> KTable:
         builder = self.stream.builder
         store = materialized if materialized is not None else builder.new_store_name(prefix)
         name = builder._name(named, prefix)
@@ -248,8 +252,37 @@ class KGroupedStream:
             parent = self.stream._through_repartition_topic(self.name or store, self.key_serde, self.value_serde)
         topology = builder.topology
         topology.add_processor(name, lambda: processor(store), parent)
-        topology.add_state_store(StoreBuilder(store, self.key_serde, value_serde), name)
+        topology.add_state_store(StoreBuilder(store, self.key_serde, value_serde, windows=windows), name)
         return KTable(builder, name, self.key_serde, value_serde, store)
+
+
+class TimeWindowedKStream:
+    """A grouped stream cut into time windows (windowed_by): its aggregations give a KTable keyed by Windowed
+    keys (record key and window)."""
+
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
+        self.grouped = grouped
+        self.windows = windows
+
+    def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
+        return self.grouped._aggregate(
+            "KSTREAM-AGGREGATE-", materialized, named, Serdes.long(),
+            lambda store: p.WindowAggregate(store, self.windows, lambda: 0, lambda key, value, total: total + 1),
+            self.windows)
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  materialized: str | None = None, named: str | None = None,
+                  value_serde: Serde | None = None) -> KTable:
+        return self.grouped._aggregate(
+            "KSTREAM-AGGREGATE-", materialized, named, value_serde,
+            lambda store: p.WindowAggregate(store, self.windows, initializer, aggregator), self.windows)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
+               named: str | None = None) -> KTable:
+        return self.grouped._aggregate(
+            "KSTREAM-REDUCE-", materialized, named, self.grouped.value_serde,
+            lambda store: p.WindowAggregate(store, self.windows, None, lambda key, value, old: reducer(old, value)),
+            self.windows)
 
 
 class KTable:

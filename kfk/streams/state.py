@@ -24,9 +24,10 @@ from typing import Any
 from kfk.common.structs import TopicPartition
 from kfk.streams.serdes import Serde
 
-__all__ = ["KeyValueStore", "Checkpoint", "open_bytes_store"]
+__all__ = ["KeyValueStore", "WindowStore", "Checkpoint", "open_bytes_store"]
 
 _TIMESTAMP = struct.Struct(">q")
+_WINDOW_SUFFIX = struct.Struct(">qi")
 
 #: Sends one changelog record: (key bytes, value bytes or None, timestamp).
 ChangelogWriter = Callable[[bytes, bytes | None, int], None]
@@ -141,6 +142,35 @@ class KeyValueStore:
         if self.path is not None:
             shutil.rmtree(self.path, ignore_errors=True)
         self._bytes = open_bytes_store(self.path)
+
+
+class WindowStore(KeyValueStore):
+    """A timestamped window store: one aggregate per key and window start. Its keys are Kafka's window store keys
+    as its changelog carries them: the serialized key, the window start (8 bytes, big-endian) and a sequence
+    number (4 bytes, 0: a window store of aggregates keeps no duplicates)."""
+
+    def _window_key(self, key: Any, start: int) -> bytes:
+        return self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(start, 0)
+
+    def fetch(self, key: Any, start: int) -> tuple[Any, int] | None:
+        raw = self._bytes.get(self._window_key(key, start))
+        if raw is None:
+            return None
+        return self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]
+
+    def put_window(self, key: Any, start: int, value: Any, timestamp: int) -> None:
+        key_bytes = self._window_key(key, start)
+        value_bytes = self.value_serde.serialize(value)
+        self.restore(key_bytes, value_bytes, timestamp)
+        if self._changelog is not None:
+            self._changelog(key_bytes, value_bytes, timestamp)
+
+    def all_windows(self) -> Iterator[tuple[Any, int, Any]]:
+        """Every (key, window start, aggregate)."""
+        for key, raw in self._bytes.items():
+            start, _ = _WINDOW_SUFFIX.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)
+            yield (self.key_serde.deserialize(key[:-_WINDOW_SUFFIX.size]), start,
+                   self.value_serde.deserialize(raw[8:]))
 
 
 class Checkpoint:

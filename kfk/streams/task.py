@@ -16,7 +16,7 @@ from kfk.client import ConsumerRecord, FutureRecordMetadata, Producer
 from kfk.common.structs import TopicPartition
 from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMetadata, TaskId
 from kfk.streams.serdes import Serde
-from kfk.streams.state import Checkpoint, KeyValueStore
+from kfk.streams.state import Checkpoint, KeyValueStore, WindowStore
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, Node, NodeKind, SubTopology, Topology
 
 __all__ = ["StreamTask"]
@@ -77,7 +77,8 @@ class StreamTask:
                 self.changelogs[store_name] = partition
                 changelog = self._changelog_writer(partition)
             path = self.directory / "rocksdb" / store_name if builder.persistent else None
-            self.stores[store_name] = KeyValueStore(store_name, builder.key_serde or key_serde,
+            store_class = WindowStore if builder.windows is not None else KeyValueStore
+            self.stores[store_name] = store_class(store_name, builder.key_serde or key_serde,
                                                     builder.value_serde or value_serde, path, changelog)
         self.processors: dict[str, Processor] = {}
         for node in self.nodes.values():

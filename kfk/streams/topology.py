@@ -19,6 +19,7 @@ from typing import Any
 
 from kfk.streams.processor import Processor, Record
 from kfk.streams.serdes import Serde
+from kfk.streams.windows import TimeWindows
 
 __all__ = ["Topology", "TopologyException", "TopicNameExtractor", "StoreBuilder", "SubTopology", "NodeKind"]
 
@@ -51,6 +52,8 @@ class StoreBuilder:
     value_serde: Serde | None = None
     logging: bool = True
     persistent: bool = True
+    #: Set for a window store (its changelog is compacted and deleted after the windows' retention).
+    windows: TimeWindows | None = None
 
 
 @dataclass

@@ -4,7 +4,7 @@ records (per key, in order where the order is determined), the same changelogs a
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 
@@ -17,6 +17,25 @@ from tests.streams.topologies import TOPOLOGIES
 LINES = ["the quick brown fox", "jumps over the lazy dog", "a xylophone and the fox", "", "to be or not to be",
          "the end", "ab", "brown dog barks", "x", "quick quick quick"]
 INPUT = [(f"key{index % 4}", line) for index, line in enumerate(LINES)]
+#: The windowed topology's input, on one partition (one stream time), out of order: (key, line, timestamp). The
+#: records at 1002 and 1013 are late but within the hopping windows' 2 ms grace; the one at 1003 after 1010 is
+#: too late for every window it belongs to; the tumbling windows have no grace at all.
+WINDOWED_INPUT = [("a", "a1", 1000), ("b", "b1", 1001), ("a", "a2", 1005), ("a", "a3", 1002), ("b", "b2", 1010),
+                  ("a", "a4", 1003), ("a", "a5", 1009), ("b", "b3", 1013), ("a", "a6", 1016), ("b", "b4", 1013),
+                  ("a", "a7", 1014)]
+
+
+def _expected_windowed_counts() -> dict[str, list[int]]:
+    """The hopping count computed here from the definition: windows [s, s + 4) for s a multiple of 2, closed once
+    stream time reaches their end + 2."""
+    stream_time, counts, updates = -1, Counter(), defaultdict(list)
+    for key, _, timestamp in WINDOWED_INPUT:
+        stream_time = max(stream_time, timestamp)
+        for start in range(timestamp - timestamp % 2 - 2, timestamp + 1, 2):
+            if start <= timestamp < start + 4 and start + 4 > stream_time - 2:
+                counts[key, start] += 1
+                updates[f"{key}@{start}/{start + 4}"].append(counts[key, start])
+    return dict(updates)
 
 
 def test_describe_is_kafka_streams_text(streams_oracle) -> None:
@@ -30,6 +49,8 @@ def test_describe_is_kafka_streams_text(streams_oracle) -> None:
 
 
 def _expected_output_count(name: str) -> int:
+    if name == "windowed":
+        return sum(map(len, _expected_windowed_counts().values()))
     words = [word for _, line in INPUT for word in line.lower().split(" ")]
     if name == "stateless":
         return sum(1 for _, line in INPUT if line
@@ -74,12 +95,16 @@ def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, 
     return result
 
 
-@pytest.mark.parametrize("name", ["stateless", "wordcount", "table"])
+@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed"])
 def test_same_output_as_kafka_streams(name: str, streams_oracle, kfk_broker, tmp_path) -> None:
     classpath, classes = streams_oracle
     bootstrap = kfk_broker.bootstrap_servers
     input_topic = unique_name("lines")
-    create_input(bootstrap, input_topic, 2, INPUT)
+    if name == "windowed":
+        create_input(bootstrap, input_topic, 1, [(key, line) for key, line, _ in WINDOWED_INPUT],
+                     [timestamp for _, _, timestamp in WINDOWED_INPUT])
+    else:
+        create_input(bootstrap, input_topic, 2, INPUT)
     count = _expected_output_count(name)
     outputs = {}
     for side in ("java", "python"):
@@ -94,7 +119,7 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, kfk_broker, tmp
         else:
             _run_python(name, bootstrap, application_id, input_topic, output, str(tmp_path / "python"), count)
         outputs[side] = (application_id, output)
-    ordered = name == "table"  # one task per key: the order (and timestamps) per key are determined
+    ordered = name in ("table", "windowed")  # one task per key: the order and timestamps per key are determined
     java_app, java_output = outputs["java"]
     python_app, python_output = outputs["python"]
     java_records = read_to_end(bootstrap, java_output)
@@ -103,7 +128,10 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, kfk_broker, tmp
     if name == "wordcount":
         counts = _by_key(python_records, ordered=False)
         assert counts[b"the"] == [int(n).to_bytes(8, "big") for n in range(1, 5)]  # "the" is in four lines
-    if name == "table":
+    if name == "windowed":
+        assert {key.decode(): [int.from_bytes(value, "big") for value, _ in values]
+                for key, values in _by_key(python_records, True).items()} == _expected_windowed_counts()
+    if name in ("table", "windowed"):
         assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
                 == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
     with Admin({"bootstrap.servers": bootstrap}) as admin:

@@ -3,7 +3,7 @@ the tests compare Apache Kafka Streams' and kfk.streams' descriptions and output
 
 from __future__ import annotations
 
-from kfk.streams import Branched, Serdes, StreamsBuilder, Topology
+from kfk.streams import Branched, Serdes, StreamsBuilder, TimeWindows, Topology
 
 
 def stateless(input_topic: str, output: str) -> Topology:
@@ -48,6 +48,24 @@ def table(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
+def windowed(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    (lines.group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(4, 2).advance_by(2))
+     .count("windowed-counts")
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
+     .to(output, key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (lines.group_by_key()
+     .windowed_by(TimeWindows.of_size_with_no_grace(5))
+     .reduce(lambda joined, line: f"{joined}|{line}")
+     .to_stream()
+     .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}", joined))
+     .to(output + "-totals"))
+    return builder.build()
+
+
 def split_unnamed(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     branches = (builder.stream(input_topic).split()
@@ -77,5 +95,5 @@ def repartition(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
-TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "split-unnamed": split_unnamed,
+TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "split-unnamed": split_unnamed,
               "split-prefix": split_prefix, "repartition": repartition}

@@ -23,6 +23,7 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -71,6 +72,23 @@ public final class StreamsOracle {
                     .aggregate(() -> 0L, (key, length, total) -> total + length,
                                Materialized.with(Serdes.String(), Serdes.Long()))
                     .toStream().to(output + "-totals", Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            }
+            case "windowed": {
+                lines.groupByKey()
+                    .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(4), Duration.ofMillis(2))
+                                .advanceBy(Duration.ofMillis(2)))
+                    .count(Materialized.as("windowed-counts"))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                lines.groupByKey()
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(5)))
+                    .reduce((joined, line) -> joined + "|" + line)
+                    .toStream()
+                    .map((windowed, joined) -> KeyValue.pair(windowed.key() + "@" + windowed.window().start(), joined))
+                    .to(output + "-totals");
                 break;
             }
             case "split-unnamed": {
