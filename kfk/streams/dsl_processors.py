@@ -154,6 +154,40 @@ class StreamReduce(Processor):
                                     record.headers))
 
 
+class TableSource(Processor):
+    """builder.table(): each record is the key's new value (None deletes it), kept in the table's store."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            log.warning("Skipping record due to null key. topic=%s", self.context.record_metadata())
+            return
+        store = self.context.get_state_store(self.store_name)
+        old = store.get(record.key)
+        store.put(record.key, record.value, record.timestamp)
+        self.context.forward(record.with_value(Change(record.value, old)))
+
+
+class StreamTableJoin(Processor):
+    """A KStream-KTable join: each stream record looks its key up in the table (as it is when the record is
+    processed); an inner join drops the record when the key is absent, a left join joins it with None. Records
+    without a value are dropped; a left join keeps records without a key (KIP-962), an inner join drops them."""
+
+    def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], left: bool) -> None:
+        self.store_name, self.joiner, self.left = store_name, joiner, left
+
+    def process(self, record: Record) -> None:
+        if record.value is None or (record.key is None and not self.left):
+            log.warning("Skipping record due to null join key or value. topic=%s", self.context.record_metadata())
+            return
+        table_value = None if record.key is None else self.context.get_state_store(self.store_name).get(record.key)
+        if table_value is None and not self.left:
+            return
+        self.context.forward(record.with_value(self.joiner(record.value, table_value)))
+
+
 class TableFilter(Processor):
     """A KTable's filter: a value that fails the predicate becomes a tombstone (the key leaves the result), sent
     only when the key had passed before (Kafka sends the old values to a filter and drops an update that is a

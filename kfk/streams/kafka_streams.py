@@ -30,11 +30,12 @@ import logging
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kfk.client import Admin, Consumer, NewTopic, Producer
+from kfk.client import Admin, Consumer, ConsumerRecord, NewTopic, Producer
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import KafkaError, TopicExistsError
 from kfk.streams.config import StreamsConfig
@@ -51,6 +52,8 @@ log = logging.getLogger("kfk.streams")
 REPARTITION_TOPIC_CONFIGS = {"cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1",
                              "message.timestamp.type": "CreateTime"}
 CHANGELOG_TOPIC_CONFIGS = {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
+#: How long a task holds records back while one of its partitions may still have older records to fetch.
+TASK_IDLE_S = 0.5
 
 
 class State(enum.Enum):
@@ -250,6 +253,10 @@ class StreamThread(threading.Thread):
         self.tasks: dict[TaskId, StreamTask] = {}
         self.task_of: dict[TopicPartition, StreamTask] = {}
         self.consumed: dict[TopicPartition, int] = {}
+        #: Fetched records not processed yet, per partition (a task takes them in timestamp order).
+        self.buffers: dict[TopicPartition, deque[ConsumerRecord]] = {}
+        #: Since when (monotonic s) each task has had records it holds back, waiting for an empty partition.
+        self.waiting_since: dict[TaskId, float] = {}
         self.in_transaction = False
 
     def _internal(self, topic: str) -> str:
@@ -266,6 +273,8 @@ class StreamThread(threading.Thread):
             self._close_task(task, clean=True)
         self.tasks.clear()
         self.task_of.clear()
+        self.buffers.clear()
+        self.waiting_since.clear()
 
     def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
         if self.in_transaction:
@@ -276,6 +285,8 @@ class StreamThread(threading.Thread):
         self.tasks.clear()
         self.task_of.clear()
         self.consumed.clear()
+        self.buffers.clear()
+        self.waiting_since.clear()
 
     def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         streams = self.streams
@@ -311,10 +322,9 @@ class StreamThread(threading.Thread):
                     self.producer.begin_transaction()
                     self.in_transaction = True
                 for partition, batch in records.by_partition().items():
-                    task = self.task_of[partition]
-                    for record in batch:
-                        task.process(record)
-                    self.consumed[partition] = batch[-1].offset + 1
+                    if partition in self.task_of:
+                        self.buffers.setdefault(partition, deque()).extend(batch)
+                self._process_buffered()
                 if time.monotonic() - last_commit >= self.config.commit_interval_ms / 1000:
                     self.commit()
                     last_commit = time.monotonic()
@@ -330,6 +340,32 @@ class StreamThread(threading.Thread):
                 client.close()
             self.producer.close()
             self.streams._thread_finished(self, error)
+
+    def _process_buffered(self) -> None:
+        """Process each task's buffered records in timestamp order across its partitions, as Kafka Streams'
+        PartitionGroup does: the record with the smallest timestamp among the partitions' heads goes first. While a
+        partition of the task has nothing buffered but may have more to fetch (its position is behind the high
+        watermark the last fetch reported), the task waits, up to TASK_IDLE_S, so that a table's older records
+        are applied before the stream records they should join with."""
+        for task in self.tasks.values():
+            while True:
+                heads = {tp: self.buffers[tp][0] for tp in task.partitions if self.buffers.get(tp)}
+                if not heads:
+                    self.waiting_since.pop(task.id, None)
+                    break
+                lagging = [tp for tp in task.partitions if tp not in heads and not self._caught_up(tp)]
+                if lagging:
+                    since = self.waiting_since.setdefault(task.id, time.monotonic())
+                    if time.monotonic() - since < TASK_IDLE_S:
+                        break
+                partition = min(heads, key=lambda tp: heads[tp].timestamp)
+                record = self.buffers[partition].popleft()
+                task.process(record)
+                self.consumed[partition] = record.offset + 1
+
+    def _caught_up(self, partition: TopicPartition) -> bool:
+        highwater = self.consumer.highwater(partition)
+        return highwater is not None and self.consumer.position(partition) >= highwater
 
     def commit(self) -> None:
         """Make everything processed so far durable, and commit the consumed offsets (in the transaction under

@@ -62,6 +62,18 @@ class StreamsBuilder:
         self.topology.add_source(name, *topics, key_serde=key_serde, value_serde=value_serde)
         return KStream(self, name, key_serde, value_serde, repartition_required=False)
 
+    def table(self, topic: str, *, key_serde: Serde | None = None, value_serde: Serde | None = None,
+              materialized: str | None = None) -> KTable:
+        """The topic as a table: the latest value per key, kept in a store (``materialized``, else
+        ``<topic>-STATE-STORE-<index>``) with its own changelog."""
+        store = materialized if materialized is not None else self.new_store_name(f"{topic}-")
+        source = self.new_processor_name("KSTREAM-SOURCE-")
+        name = self.new_processor_name("KTABLE-SOURCE-")
+        self.topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
+        self.topology.add_processor(name, lambda: p.TableSource(store), source)
+        self.topology.add_state_store(StoreBuilder(store, key_serde, value_serde), name)
+        return KTable(self, name, key_serde, value_serde, store)
+
     def build(self) -> Topology:
         return self.topology
 
@@ -118,6 +130,31 @@ class KStream:
         same = self.key_serde is other.key_serde and self.value_serde is other.value_serde
         return KStream(self.builder, name, self.key_serde if same else None, self.value_serde if same else None,
                        self.repartition_required or other.repartition_required)
+
+    def join(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KStream:
+        """KStream-KTable inner join: ``joiner(stream value, table value)`` for records whose key is in the table."""
+        return self._join_table(table, joiner, named, left=False)
+
+    def left_join(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KStream:
+        """KStream-KTable left join: every record, with None where the key is not in the table."""
+        return self._join_table(table, joiner, named, left=True)
+
+    def _join_table(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None,
+                    left: bool) -> KStream:
+        if self.repartition_required:
+            raise NotImplementedError("kfk.streams does not yet repartition a re-keyed stream before a join: "
+                                      "call repartition() first")
+        store = table.store_name
+        if store is None:
+            raise NotImplementedError("kfk.streams joins only tables backed by a store (builder.table() or an "
+                                      "aggregation)")
+        name = self.builder._name(named, "KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-")
+        topology = self.builder.topology
+        topology.add_processor(name, lambda: p.StreamTableJoin(store, joiner, left), self.name)
+        topology.connect_processor_and_state_stores(name, stores=[store])
+        topology.copartition_groups.append(set(topology.upstream_source_topics(self.name))
+                                           | set(topology.upstream_source_topics(table.name)))
+        return KStream(self.builder, name, self.key_serde, None, repartition_required=False)
 
     def split(self, named: str | None = None) -> BranchedKStream:
         # Kafka always draws an index for the split, even a named one.

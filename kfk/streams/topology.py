@@ -192,6 +192,18 @@ class Topology:
             result.append(SubTopology(subtopology_id, names, topics, stores))
         return result
 
+    def upstream_source_topics(self, name: str) -> list[str]:
+        """The source topics that feed node `name` (through its ancestors)."""
+        seen, pending, topics = set(), [name], []
+        while pending:
+            node = self.nodes[pending.pop()]
+            if node.name in seen:
+                continue
+            seen.add(node.name)
+            topics.extend(node.topics)
+            pending.extend(node.predecessors)
+        return topics
+
     def source_topics(self) -> list[str]:
         return [topic for node in self.nodes.values() for topic in node.topics]
 

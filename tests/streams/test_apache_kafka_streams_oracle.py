@@ -25,6 +25,26 @@ WINDOWED_INPUT = [("a", "a1", 1000), ("b", "b1", 1001), ("a", "a2", 1005), ("a",
                   ("a", "a7", 1014)]
 
 
+#: The joins' table (<input>-profiles): (key, profile, timestamp); key3 has none, key1's changes at 1006, between
+#: its lines at 1005 and 1009 (processed in timestamp order, the first sees "p1", the second "p1-new").
+PROFILES = [("key0", "p0", 500), ("key1", "p1", 501), ("key2", "p2", 502), ("key1", "p1-new", 1006)]
+
+
+def _expected_joins() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The inner and left join computed here: each line joined with its key's latest profile at its time."""
+    inner: dict[str, list[str]] = defaultdict(list)
+    left: dict[str, list[str]] = defaultdict(list)
+    for index, (key, line) in enumerate(INPUT):
+        profile = None
+        for profile_key, value, timestamp in PROFILES:
+            if profile_key == key and timestamp <= 1000 + index:
+                profile = value
+        left[key].append(f"{line}/{'null' if profile is None else profile}")
+        if profile is not None:
+            inner[key].append(f"{line}/{profile}")
+    return dict(inner), dict(left)
+
+
 def _expected_windowed_counts() -> dict[str, list[int]]:
     """The hopping count computed here from the definition: windows [s, s + 4) for s a multiple of 2, closed once
     stream time reaches their end + 2."""
@@ -51,6 +71,8 @@ def test_describe_is_kafka_streams_text(streams_oracle) -> None:
 def _expected_output_count(name: str) -> int:
     if name == "windowed":
         return sum(map(len, _expected_windowed_counts().values()))
+    if name == "joins":
+        return sum(map(len, _expected_joins()[0].values()))
     words = [word for _, line in INPUT for word in line.lower().split(" ")]
     if name == "stateless":
         return sum(1 for _, line in INPUT if line
@@ -95,7 +117,7 @@ def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, 
     return result
 
 
-@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed"])
+@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "joins"])
 def test_same_output_as_kafka_streams(name: str, streams_oracle, kfk_broker, tmp_path) -> None:
     classpath, classes = streams_oracle
     bootstrap = kfk_broker.bootstrap_servers
@@ -105,6 +127,9 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, kfk_broker, tmp
                      [timestamp for _, _, timestamp in WINDOWED_INPUT])
     else:
         create_input(bootstrap, input_topic, 2, INPUT)
+    if name == "joins":
+        create_input(bootstrap, input_topic + "-profiles", 2, [(key, value) for key, value, _ in PROFILES],
+                     [timestamp for _, _, timestamp in PROFILES])
     count = _expected_output_count(name)
     outputs = {}
     for side in ("java", "python"):
@@ -119,7 +144,7 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, kfk_broker, tmp
         else:
             _run_python(name, bootstrap, application_id, input_topic, output, str(tmp_path / "python"), count)
         outputs[side] = (application_id, output)
-    ordered = name in ("table", "windowed")  # one task per key: the order and timestamps per key are determined
+    ordered = name in ("table", "windowed", "joins")  # one task per key: the order and timestamps per key are determined
     java_app, java_output = outputs["java"]
     python_app, python_output = outputs["python"]
     java_records = read_to_end(bootstrap, java_output)
@@ -131,7 +156,13 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, kfk_broker, tmp
     if name == "windowed":
         assert {key.decode(): [int.from_bytes(value, "big") for value, _ in values]
                 for key, values in _by_key(python_records, True).items()} == _expected_windowed_counts()
-    if name in ("table", "windowed"):
+    if name == "joins":
+        inner, left = _expected_joins()
+        assert {key.decode(): [value.decode() for value, _ in values]
+                for key, values in _by_key(python_records, True).items()} == inner
+        assert {key.decode(): [value.decode() for value, _ in values]
+                for key, values in _by_key(read_to_end(bootstrap, python_output + "-totals"), True).items()} == left
+    if name in ("table", "windowed", "joins"):
         assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
                 == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
     with Admin({"bootstrap.servers": bootstrap}) as admin:

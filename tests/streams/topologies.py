@@ -66,6 +66,17 @@ def windowed(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
+def joins(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    profiles = builder.table(input_topic + "-profiles")
+    lines.join(profiles, lambda line, profile: f"{line}/{profile}").to(output)
+    # Java's string concatenation writes a null as "null"
+    lines.left_join(profiles, lambda line, profile: f"{line}/{'null' if profile is None else profile}").to(
+        output + "-totals")
+    return builder.build()
+
+
 def split_unnamed(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     branches = (builder.stream(input_topic).split()
@@ -95,5 +106,5 @@ def repartition(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
-TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "split-unnamed": split_unnamed,
+TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "joins": joins, "split-unnamed": split_unnamed,
               "split-prefix": split_prefix, "repartition": repartition}

@@ -91,6 +91,12 @@ public final class StreamsOracle {
                     .to(output + "-totals");
                 break;
             }
+            case "joins": {
+                KTable<String, String> profiles = builder.table(input + "-profiles");
+                lines.join(profiles, (line, profile) -> line + "/" + profile).to(output);
+                lines.leftJoin(profiles, (line, profile) -> line + "/" + profile).to(output + "-totals");
+                break;
+            }
             case "split-unnamed": {
                 Map<String, KStream<String, String>> branches = lines.split()
                     .branch((key, line) -> line.startsWith("a"))
