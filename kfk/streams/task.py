@@ -49,7 +49,8 @@ class _NodeContext(ProcessorContext):
 class StreamTask:
     def __init__(self, task_id: TaskId, subtopology: SubTopology, topology: Topology, *, application_id: str,
                  producer: Producer, key_serde: Serde, value_serde: Serde, state_dir: Path,
-                 internal_topic: Callable[[str], str]) -> None:
+                 internal_topic: Callable[[str], str], in_memory: bool = False) -> None:
+        """``in_memory``: keep every store in memory (the TopologyTestDriver's), whatever the topology asks."""
         self.id = task_id
         self.application_id = application_id
         self.topology = topology
@@ -76,7 +77,7 @@ class StreamTask:
                 partition = TopicPartition(f"{application_id}-{store_name}{CHANGELOG_TOPIC_SUFFIX}", task_id.partition)
                 self.changelogs[store_name] = partition
                 changelog = self._changelog_writer(partition)
-            path = self.directory / "rocksdb" / store_name if builder.persistent else None
+            path = self.directory / "rocksdb" / store_name if builder.persistent and not in_memory else None
             store_class = WindowStore if builder.windows is not None else KeyValueStore
             self.stores[store_name] = store_class(store_name, builder.key_serde or key_serde,
                                                     builder.value_serde or value_serde, path, changelog)
