@@ -1,0 +1,57 @@
+"""Two instances of one application on kfk, three partitions: the second joins while the first is processing,
+the group moves tasks between them (the first commits and checkpoints what it gives up, the second restores the
+moved stores from their changelogs), and the word counts come out exactly as computed here."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from kfk.client import Admin, NewTopic, Producer
+from kfk.streams import KafkaStreams, State
+from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
+from tests.streams.topologies import wordcount
+
+WORDS = ["red", "green", "blue", "cyan", "magenta", "yellow", "black"]
+
+
+def _lines(start: int, count: int) -> list[tuple[str, str]]:
+    return [(f"k{index}", " ".join(WORDS[(index + offset) % len(WORDS)] for offset in range(index % 3 + 1)))
+            for index in range(start, start + count)]
+
+
+def test_two_instances_share_the_tasks(kfk_broker, tmp_path) -> None:
+    bootstrap = kfk_broker.bootstrap_servers
+    input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("wc2")
+    first_half, second_half = _lines(0, 150), _lines(150, 150)
+    create_input(bootstrap, input_topic, 3, first_half)
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(output, 3, 1)])
+
+    def instance(name: str) -> KafkaStreams:
+        return KafkaStreams(wordcount(input_topic, output), {
+            "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
+            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100})
+
+    words = [word for _, line in first_half + second_half for word in line.split()]
+    first, second = instance("first"), instance("second")
+    first.start()
+    try:
+        assert first.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, first.error
+        read_topic(bootstrap, output, 10)
+        second.start()
+        with Producer({"bootstrap.servers": bootstrap}) as producer:
+            for key, line in second_half:
+                producer.send(input_topic, line.encode(), key.encode())
+        read_topic(bootstrap, output, len(words))
+        assert second.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, second.error
+        threads = [thread for streams in (first, second) for thread in streams._threads]
+        assert all(thread.tasks for thread in threads), "each instance runs some of the six tasks"
+        assert sorted(str(task) for thread in threads for task in thread.tasks) == [
+            "0_0", "0_1", "0_2", "1_0", "1_1", "1_2"]
+    finally:
+        assert first.close() and second.close()
+    assert first.error is None and second.error is None
+    counts: dict[str, list[int]] = defaultdict(list)
+    for record in read_to_end(bootstrap, output):
+        counts[record.key.decode()].append(int.from_bytes(record.value, "big"))
+    assert counts == {word: list(range(1, total + 1)) for word, total in Counter(words).items()}
