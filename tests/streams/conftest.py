@@ -34,7 +34,7 @@ def streams_oracle() -> tuple[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def kfk_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+def streams_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     broker = start_broker(tmp_path_factory.mktemp("kfk-streams"), dict(TEST_OVERRIDES))
     yield broker
     code = broker.stop()

@@ -118,9 +118,9 @@ def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, 
 
 
 @pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "joins"])
-def test_same_output_as_kafka_streams(name: str, streams_oracle, kfk_broker, tmp_path) -> None:
+def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker, tmp_path) -> None:
     classpath, classes = streams_oracle
-    bootstrap = kfk_broker.bootstrap_servers
+    bootstrap = streams_broker.bootstrap_servers
     input_topic = unique_name("lines")
     if name == "windowed":
         create_input(bootstrap, input_topic, 1, [(key, line) for key, line, _ in WINDOWED_INPUT],

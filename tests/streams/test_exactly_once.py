@@ -44,8 +44,8 @@ def _committed_output(bootstrap: str, topic: str) -> dict[str, list[int]]:
     return counts
 
 
-def test_kill_9_and_restart_gives_each_count_once(kfk_broker, tmp_path) -> None:
-    bootstrap = kfk_broker.bootstrap_servers
+def test_kill_9_and_restart_gives_each_count_once(streams_broker, tmp_path) -> None:
+    bootstrap = streams_broker.bootstrap_servers
     input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("eos-wc")
     create_input(bootstrap, input_topic, 2, _lines(0))
     with Admin({"bootstrap.servers": bootstrap}) as admin:

@@ -19,8 +19,8 @@ def _lines(start: int, count: int) -> list[tuple[str, str]]:
             for index in range(start, start + count)]
 
 
-def test_two_instances_share_the_tasks(kfk_broker, tmp_path) -> None:
-    bootstrap = kfk_broker.bootstrap_servers
+def test_two_instances_share_the_tasks(streams_broker, tmp_path) -> None:
+    bootstrap = streams_broker.bootstrap_servers
     input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("wc2")
     first_half, second_half = _lines(0, 150), _lines(150, 150)
     create_input(bootstrap, input_topic, 3, first_half)
