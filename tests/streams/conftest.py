@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 
 from kfk.client import Admin, Consumer, NewTopic, Producer, TopicPartition
-from kfk.testing.apache_kafka import cache_dir, compile_java, maven_jars
+from kfk.testing.apache_kafka import MavenUnavailable, cache_dir, compile_java, maven_jars
 from kfk.testing.broker import BrokerProcess, start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
 
@@ -27,8 +27,8 @@ def streams_oracle() -> tuple[str, Path]:
         jars = maven_jars(cache_dir() / "kafka-streams" / KAFKA_STREAMS_VERSION,
                           [("org.apache.kafka", "kafka-streams", KAFKA_STREAMS_VERSION),
                            ("org.slf4j", "slf4j-simple", "1.7.36")], f"Kafka Streams {KAFKA_STREAMS_VERSION}")
-    except Exception as error:  # no mvn/Java: the oracle cannot run here
-        pytest.skip(f"Kafka Streams {KAFKA_STREAMS_VERSION} unavailable: {error}")
+    except MavenUnavailable as error:  # CI always has Java and Maven: a failure, not a skip (as kfk.testing's)
+        pytest.fail(f"Kafka Streams {KAFKA_STREAMS_VERSION} could not be resolved: {error}")
     classpath = ":".join(map(str, jars))
     return classpath, compile_java(JAVA_SOURCES, classpath)
 

@@ -5,6 +5,7 @@ records (per key, in order where the order is determined), the same changelogs a
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -131,22 +132,21 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
         create_input(bootstrap, input_topic + "-profiles", 2, [(key, value) for key, value, _ in PROFILES],
                      [timestamp for _, _, timestamp in PROFILES])
     count = _expected_output_count(name)
-    outputs = {}
-    for side in ("java", "python"):
-        application_id, output = unique_name(f"{name}-{side}"), unique_name(f"out-{side}")
-        with Admin({"bootstrap.servers": bootstrap}) as admin:
-            admin.create_topics([NewTopic(output, 2, 1), NewTopic(output + "-totals", 2, 1)])
-        if side == "java":
-            result = run_java("StreamsOracle", ["run", name, bootstrap, application_id, input_topic, output,
-                                                str(tmp_path / "java"), "at_least_once", str(count)],
-                              classpath, extra_classpath=[classes], timeout=180)
-            assert result.returncode == 0, result.stdout
-        else:
-            _run_python(name, bootstrap, application_id, input_topic, output, str(tmp_path / "python"), count)
-        outputs[side] = (application_id, output)
+    outputs = {side: (unique_name(f"{name}-{side}"), unique_name(f"out-{side}")) for side in ("java", "python")}
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, 2, 1) for _, output in outputs.values()
+                             for topic in (output, output + "-totals")])
+    # Both applications run at once (each on its own output topics): the JVM's start-up overlaps Python's run.
+    with ThreadPoolExecutor(1) as executor:
+        java_app, java_output = outputs["java"]
+        java_run = executor.submit(run_java, "StreamsOracle", [
+            "run", name, bootstrap, java_app, input_topic, java_output, str(tmp_path / "java"), "at_least_once",
+            str(count)], classpath, extra_classpath=[classes], timeout=180)
+        python_app, python_output = outputs["python"]
+        _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), count)
+        result = java_run.result()
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     ordered = name in ("table", "windowed", "joins")  # one task per key: the order and timestamps per key are determined
-    java_app, java_output = outputs["java"]
-    python_app, python_output = outputs["python"]
     java_records = read_to_end(bootstrap, java_output)
     python_records = read_to_end(bootstrap, python_output)
     assert _by_key(python_records, ordered) == _by_key(java_records, ordered)
