@@ -1,4 +1,5 @@
-"""Two instances of one application on kfk, three partitions: the second joins while the first is processing,
+"""Two instances of one application on kfk (one stream thread, then two more), three partitions: the second
+instance joins while the first is processing,
 the group moves tasks between them (the first commits and checkpoints what it gives up, the second restores the
 moved stores from their changelogs), and the word counts come out exactly as computed here."""
 
@@ -27,13 +28,14 @@ def test_two_instances_share_the_tasks(streams_broker, tmp_path) -> None:
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(output, 3, 1)])
 
-    def instance(name: str) -> KafkaStreams:
+    def instance(name: str, threads: int) -> KafkaStreams:
         return KafkaStreams(wordcount(input_topic, output), {
             "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
-            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100})
+            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
+            "num.stream.threads": threads})
 
     words = [word for _, line in first_half + second_half for word in line.split()]
-    first, second = instance("first"), instance("second")
+    first, second = instance("first", 1), instance("second", 2)
     first.start()
     try:
         assert first.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, first.error
@@ -45,7 +47,7 @@ def test_two_instances_share_the_tasks(streams_broker, tmp_path) -> None:
         read_topic(bootstrap, output, len(words))
         assert second.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, second.error
         threads = [thread for streams in (first, second) for thread in streams._threads]
-        assert all(thread.tasks for thread in threads), "each instance runs some of the six tasks"
+        assert len(threads) == 3 and all(thread.tasks for thread in threads), "each thread runs some of the tasks"
         assert sorted(str(task) for thread in threads for task in thread.tasks) == [
             "0_0", "0_1", "0_2", "1_0", "1_1", "1_2"]
     finally:
