@@ -188,6 +188,39 @@ class StreamTableJoin(Processor):
         self.context.forward(record.with_value(self.joiner(record.value, table_value)))
 
 
+class TableTableJoin(Processor):
+    """One side of a KTable-KTable join: an update of this side's table looks the key up in the other table's
+    store and forwards the joined value, timestamped with the later of the two. ``mode`` is Kafka's processor for
+    this side: "inner" (both sides of join()), "left" (this side of left_join()), "right" (the other side of
+    left_join(): only keys the left table has) or "outer"; ``this_is_left`` orders the joiner's arguments."""
+
+    def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], mode: str, this_is_left: bool) -> None:
+        self.store_name, self.mode, self.this_is_left = store_name, mode, this_is_left
+        self.joiner = joiner if this_is_left else (lambda this, other: joiner(other, this))
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            log.warning("Skipping record due to null key. topic=%s", self.context.record_metadata())
+            return
+        change: Change = record.value
+        other = self.context.get_state_store(self.store_name).get_with_timestamp(record.key)
+        other_value = None if other is None else other[0]
+        timestamp = record.timestamp if other is None else max(record.timestamp, other[1])
+        if self.mode in ("inner", "right"):
+            if other is None:
+                return
+            if self.mode == "inner" and change.new_value is None:
+                joined = None
+            else:
+                joined = self.joiner(change.new_value, other_value)
+        else:  # left, outer
+            if other is None and change.new_value is None and change.old_value is None:
+                return
+            joined = (self.joiner(change.new_value, other_value)
+                      if change.new_value is not None or (self.mode == "outer" and other is not None) else None)
+        self.context.forward(Record(record.key, Change(joined), timestamp, record.headers))
+
+
 class TableFilter(Processor):
     """A KTable's filter: a value that fails the predicate becomes a tombstone (the key leaves the result), sent
     only when the key had passed before (Kafka sends the old values to a filter and drops an update that is a

@@ -350,6 +350,39 @@ class KTable:
     def map_values(self, mapper: Callable[[Any], Any], named: str | None = None) -> KTable:
         return self._then("KTABLE-MAPVALUES-", lambda: p.TableMapValues(mapper), named, True)
 
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
+        """KTable-KTable inner join: a key is in the result while it is in both tables."""
+        return self._join(other, joiner, named, ("inner", "inner"))
+
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
+        """KTable-KTable left join: every key of this table, joined with None while the other lacks it."""
+        return self._join(other, joiner, named, ("left", "right"))
+
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
+        """KTable-KTable outer join: every key of either table (None for the side that lacks it)."""
+        return self._join(other, joiner, named, ("outer", "outer"))
+
+    def _join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None,
+              modes: tuple[str, str]) -> KTable:
+        if self.store_name is None or other.store_name is None:
+            raise NotImplementedError("kfk.streams joins only tables backed by a store (builder.table() or an "
+                                      "aggregation)")
+        builder = self.builder
+        merge = builder._name(named, "KTABLE-MERGE-")
+        this_name = f"{named}-join-this" if named else builder.new_processor_name("KTABLE-JOINTHIS-")
+        other_name = f"{named}-join-other" if named else builder.new_processor_name("KTABLE-JOINOTHER-")
+        this_store, other_store = self.store_name, other.store_name
+        topology = builder.topology
+        topology.add_processor(this_name, lambda: p.TableTableJoin(other_store, joiner, modes[0], True), self.name)
+        topology.connect_processor_and_state_stores(this_name, stores=[other_store])
+        topology.add_processor(other_name, lambda: p.TableTableJoin(this_store, joiner, modes[1], False),
+                               other.name)
+        topology.connect_processor_and_state_stores(other_name, stores=[this_store])
+        topology.add_processor(merge, p.PassThrough, this_name, other_name)
+        topology.copartition_groups.append(set(topology.upstream_source_topics(self.name))
+                                           | set(topology.upstream_source_topics(other.name)))
+        return KTable(builder, merge, self.key_serde, None, None)
+
     def to_stream(self, named: str | None = None) -> KStream:
         name = self.builder._name(named, "KTABLE-TOSTREAM-")
         self.builder.topology.add_processor(name, p.TableToStream, self.name)

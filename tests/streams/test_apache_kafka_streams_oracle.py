@@ -46,6 +46,31 @@ def _expected_joins() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     return dict(inner), dict(left)
 
 
+#: The table-table joins' right table (<input>-scores); key3 has no profile, key2 no score.
+SCORES = [("key1", "s1", 503), ("key3", "s3", 504), ("key1", "s1b", 1007), ("key0", "s0", 1008)]
+
+
+def _expected_table_joins() -> dict[str, dict[str, list[str]]]:
+    """The inner, left and outer KTable-KTable joins computed here: after each update (in timestamp order) a key's
+    result is emitted when the join has a row for it."""
+    profiles: dict[str, str] = {}
+    scores: dict[str, str] = {}
+    results: dict[str, dict[str, list[str]]] = {"inner": defaultdict(list), "left": defaultdict(list),
+                                                "outer": defaultdict(list)}
+    updates = sorted([(timestamp, "profile", key, value) for key, value, timestamp in PROFILES]
+                     + [(timestamp, "score", key, value) for key, value, timestamp in SCORES])
+    for _, side, key, value in updates:
+        (profiles if side == "profile" else scores)[key] = value
+        profile, score = profiles.get(key), scores.get(key)
+        joined = f"{profile or 'null'}+{score or 'null'}"
+        if profile and score:
+            results["inner"][key].append(joined)
+        if profile:
+            results["left"][key].append(joined)
+        results["outer"][key].append(joined)
+    return {kind: dict(by_key) for kind, by_key in results.items()}
+
+
 def _expected_windowed_counts() -> dict[str, list[int]]:
     """The hopping count computed here from the definition: windows [s, s + 4) for s a multiple of 2, closed once
     stream time reaches their end + 2."""
@@ -74,6 +99,8 @@ def _expected_output_count(name: str) -> int:
         return sum(map(len, _expected_windowed_counts().values()))
     if name == "joins":
         return sum(map(len, _expected_joins()[0].values()))
+    if name == "table-joins":
+        return sum(map(len, _expected_table_joins()["inner"].values()))
     words = [word for _, line in INPUT for word in line.lower().split(" ")]
     if name == "stateless":
         return sum(1 for _, line in INPUT if line
@@ -118,7 +145,7 @@ def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, 
     return result
 
 
-@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "joins"])
+@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "joins", "table-joins"])
 def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker, tmp_path) -> None:
     classpath, classes = streams_oracle
     bootstrap = streams_broker.bootstrap_servers
@@ -128,14 +155,17 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                      [timestamp for _, _, timestamp in WINDOWED_INPUT])
     else:
         create_input(bootstrap, input_topic, 2, INPUT)
-    if name == "joins":
+    if name in ("joins", "table-joins"):
         create_input(bootstrap, input_topic + "-profiles", 2, [(key, value) for key, value, _ in PROFILES],
                      [timestamp for _, _, timestamp in PROFILES])
+    if name == "table-joins":
+        create_input(bootstrap, input_topic + "-scores", 2, [(key, value) for key, value, _ in SCORES],
+                     [timestamp for _, _, timestamp in SCORES])
     count = _expected_output_count(name)
     outputs = {side: (unique_name(f"{name}-{side}"), unique_name(f"out-{side}")) for side in ("java", "python")}
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(topic, 2, 1) for _, output in outputs.values()
-                             for topic in (output, output + "-totals")])
+                             for topic in (output, output + "-totals", output + "-outer")])
     # Both applications run at once (each on its own output topics): the JVM's start-up overlaps Python's run.
     with ThreadPoolExecutor(1) as executor:
         java_app, java_output = outputs["java"]
@@ -146,7 +176,7 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
         _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), count)
         result = java_run.result()
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    ordered = name in ("table", "windowed", "joins")  # one task per key: the order and timestamps per key are determined
+    ordered = name in ("table", "windowed", "joins", "table-joins")  # one task per key: the order and timestamps per key are determined
     java_records = read_to_end(bootstrap, java_output)
     python_records = read_to_end(bootstrap, python_output)
     assert _by_key(python_records, ordered) == _by_key(java_records, ordered)
@@ -162,6 +192,13 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                 for key, values in _by_key(python_records, True).items()} == inner
         assert {key.decode(): [value.decode() for value, _ in values]
                 for key, values in _by_key(read_to_end(bootstrap, python_output + "-totals"), True).items()} == left
+    if name == "table-joins":
+        expected = _expected_table_joins()
+        for kind, topic in (("inner", ""), ("left", "-totals"), ("outer", "-outer")):
+            assert {key.decode(): [value.decode() for value, _ in values] for key, values
+                    in _by_key(read_to_end(bootstrap, python_output + topic), True).items()} == expected[kind], kind
+            assert (_by_key(read_to_end(bootstrap, python_output + topic), True)
+                    == _by_key(read_to_end(bootstrap, java_output + topic), True)), kind
     if name in ("table", "windowed", "joins"):
         assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
                 == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))

@@ -77,6 +77,22 @@ def joins(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
+def _java_concat(left: object, right: object) -> str:
+    """Java's `left + "+" + right` on strings: a null is written "null"."""
+    return f"{'null' if left is None else left}+{'null' if right is None else right}"
+
+
+def table_joins(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    builder.stream(input_topic)
+    profiles = builder.table(input_topic + "-profiles")
+    scores = builder.table(input_topic + "-scores")
+    profiles.join(scores, _java_concat).to_stream().to(output)
+    profiles.left_join(scores, _java_concat).to_stream().to(output + "-totals")
+    profiles.outer_join(scores, _java_concat).to_stream().to(output + "-outer")
+    return builder.build()
+
+
 def split_unnamed(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     branches = (builder.stream(input_topic).split()
@@ -106,5 +122,5 @@ def repartition(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
-TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "joins": joins, "split-unnamed": split_unnamed,
+TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "joins": joins, "table-joins": table_joins, "split-unnamed": split_unnamed,
               "split-prefix": split_prefix, "repartition": repartition}

@@ -97,6 +97,14 @@ public final class StreamsOracle {
                 lines.leftJoin(profiles, (line, profile) -> line + "/" + profile).to(output + "-totals");
                 break;
             }
+            case "table-joins": {
+                KTable<String, String> profiles = builder.table(input + "-profiles");
+                KTable<String, String> scores = builder.table(input + "-scores");
+                profiles.join(scores, (profile, score) -> profile + "+" + score).toStream().to(output);
+                profiles.leftJoin(scores, (profile, score) -> profile + "+" + score).toStream().to(output + "-totals");
+                profiles.outerJoin(scores, (profile, score) -> profile + "+" + score).toStream().to(output + "-outer");
+                break;
+            }
             case "split-unnamed": {
                 Map<String, KStream<String, String>> branches = lines.split()
                     .branch((key, line) -> line.startsWith("a"))
