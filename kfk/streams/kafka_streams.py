@@ -52,6 +52,8 @@ log = logging.getLogger("kfk.streams")
 REPARTITION_TOPIC_CONFIGS = {"cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1",
                              "message.timestamp.type": "CreateTime"}
 CHANGELOG_TOPIC_CONFIGS = {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
+#: Kafka Streams' buffered.records.per.partition default: a partition with more records waiting is paused.
+BUFFERED_RECORDS_PER_PARTITION = 1000
 #: How long a task holds records back while one of its partitions may still have older records to fetch.
 TASK_IDLE_S = 0.5
 
@@ -225,9 +227,38 @@ class KafkaStreams:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def store(self, name: str) -> ReadOnlyStore:
+        """The local instances of store `name` (interactive queries): the tasks of this instance's threads hold
+        the keys of the partitions they run."""
+        stores = [task.stores[name] for thread in self._threads for task in list(thread.tasks.values())
+                  if name in task.stores]
+        if not stores and name not in self.topology.store_builders:
+            raise ValueError(f"Cannot get state store {name} because no such store is registered in the topology.")
+        return ReadOnlyStore(stores)
+
     def _thread_running(self) -> None:
         if self.state is State.REBALANCING and all(thread.assigned for thread in self._threads):
             self._set_state(State.RUNNING)
+
+
+class ReadOnlyStore:
+    """A read-only view of one store across the local tasks (Kafka's ReadOnlyKeyValueStore)."""
+
+    def __init__(self, stores: list) -> None:
+        self.stores = stores
+
+    def get(self, key: Any) -> Any:
+        for store in self.stores:
+            value = store.get(key)
+            if value is not None:
+                return value
+        return None
+
+    def all(self) -> dict[Any, Any]:
+        return {key: value for store in self.stores for key, value in store.all()}
+
+    def approximate_num_entries(self) -> int:
+        return sum(1 for store in self.stores for _ in store.all())
 
 
 class StreamThread(threading.Thread):
@@ -323,8 +354,15 @@ class StreamThread(threading.Thread):
                     self.in_transaction = True
                 for partition, batch in records.by_partition().items():
                     if partition in self.task_of:
-                        self.buffers.setdefault(partition, deque()).extend(batch)
+                        buffer = self.buffers.setdefault(partition, deque())
+                        buffer.extend(batch)
+                        if len(buffer) > BUFFERED_RECORDS_PER_PARTITION:
+                            self.consumer.pause(partition)
                 self._process_buffered()
+                paused = self.consumer.paused()
+                if paused:
+                    self.consumer.resume(*(tp for tp in paused
+                                           if len(self.buffers.get(tp, ())) <= BUFFERED_RECORDS_PER_PARTITION))
                 if time.monotonic() - last_commit >= self.config.commit_interval_ms / 1000:
                     self.commit()
                     last_commit = time.monotonic()

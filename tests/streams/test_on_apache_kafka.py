@@ -16,7 +16,9 @@ FIRST = [("a", "one fish two fish"), ("b", "red fish blue fish"), ("c", "one two
 SECOND = [("a", "fish and chips"), ("d", "two more fish")]
 
 
-def _run(bootstrap: str, application_id: str, input_topic: str, output: str, state_dir: str, until: int) -> None:
+def _run(bootstrap: str, application_id: str, input_topic: str, output: str, state_dir: str,
+         until: int) -> dict[str, int]:
+    """Run until `until` output records are committed; returns what the counts store answers (interactive query)."""
     streams = KafkaStreams(wordcount(input_topic, output), {
         "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
         "processing.guarantee": "exactly_once_v2", "default.key.serde": "string",
@@ -25,9 +27,11 @@ def _run(bootstrap: str, application_id: str, input_topic: str, output: str, sta
     try:
         assert streams.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, streams.error
         read_topic(bootstrap, output, until)
+        counts = streams.store("counts").all()
     finally:
         assert streams.close()
     assert streams.state is State.NOT_RUNNING and streams.error is None
+    return counts
 
 
 def test_word_count_on_apache_kafka_restores_from_changelog(apache_kafka, tmp_path) -> None:
@@ -46,7 +50,8 @@ def test_word_count_on_apache_kafka_restores_from_changelog(apache_kafka, tmp_pa
         for key, line in SECOND:
             producer.send(input_topic, line.encode(), key.encode())
     all_words = first_words + [word for _, line in SECOND for word in line.split()]
-    _run(bootstrap, application_id, input_topic, output, str(state_dir), len(all_words))
+    queried = _run(bootstrap, application_id, input_topic, output, str(state_dir), len(all_words))
+    assert queried == dict(Counter(all_words)), "the restored store answers interactive queries"
     counts: dict[str, list[int]] = defaultdict(list)
     for record in read_to_end(bootstrap, output):
         counts[record.key.decode()].append(int.from_bytes(record.value, "big"))
