@@ -4,6 +4,7 @@ records (per key, in order where the order is determined), the same changelogs a
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
@@ -210,3 +211,39 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
             java_changelog = read_to_end(bootstrap, f"{java_app}-{topic}")
             python_changelog = read_to_end(bootstrap, f"{python_app}-{topic}")
             assert _by_key(python_changelog, ordered) == _by_key(java_changelog, ordered), topic
+
+
+def test_kafka_streams_reset_tool_resets_a_kfk_streams_application(streams_broker, tmp_path) -> None:
+    """Kafka's kafka-streams-application-reset.sh finds a kfk.streams application's group and internal topics
+    (they are named as Kafka Streams names them): it rewinds the input and deletes the internal topics, and the
+    application then computes its output again from the beginning."""
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("reset")
+    create_input(bootstrap, input_topic, 2, INPUT[:3])
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(output, 2, 1)])
+    words = [word for _, line in INPUT[:3] for word in line.lower().split(" ")]
+    _run_python("wordcount", bootstrap, application_id, input_topic, output, str(tmp_path / "state"), len(words))
+    result = run_java("org.apache.kafka.tools.StreamsResetter", [
+        "--bootstrap-server", bootstrap, "--application-id", application_id, "--input-topics", input_topic])
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    # the tool lists partitions and topics in no particular order
+    lines[2:4] = sorted(lines[2:4])
+    prefix, _, topics = lines[5].partition("[")
+    lines[5] = prefix + "[" + ", ".join(sorted(topics.rstrip("]").split(", "))) + "]"
+    assert lines == [
+        f"Reset-offsets for input topics [{input_topic}]",
+        f"Following input topics offsets will be reset to (for consumer group {application_id})",
+        f"Topic: {input_topic} Partition: 0 Offset: 0", f"Topic: {input_topic} Partition: 1 Offset: 0", "Done.",
+        f"Deleting inferred internal topics [{application_id}-counts-changelog, "
+        f"{application_id}-counts-repartition]", "Done."]
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert not [name for name in admin.list_topics() if name.startswith(application_id)]
+    shutil.rmtree(tmp_path / "state")  # what the reset tool leaves to KafkaStreams.cleanUp()
+    _run_python("wordcount", bootstrap, application_id, input_topic, output, str(tmp_path / "state"),
+                2 * len(words))
+    counts = _by_key(read_to_end(bootstrap, output), ordered=True)
+    for word, total in Counter(words).items():
+        once = [int(n).to_bytes(8, "big") for n in range(1, total + 1)]
+        assert [value for value, _ in counts[word.encode()]] == once + once, word
