@@ -14,10 +14,10 @@ from kfk.streams.kstream import Branched, BranchedKStream, KGroupedStream, KStre
 from kfk.streams.processor import Change, Processor, ProcessorContext, Record, TaskId
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.topology import StoreBuilder, Topology, TopologyException
-from kfk.streams.windows import TimeWindows, Window, Windowed
+from kfk.streams.windows import JoinWindows, TimeWindows, Window, Windowed
 
 __all__ = [
-    "Branched", "BranchedKStream", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
+    "Branched", "BranchedKStream", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
     "ProcessorContext", "Record", "Serde", "Serdes", "StoreBuilder", "StreamsBuilder", "StreamsConfig", "TaskId",
     "TimeWindows", "Topology", "TopologyException", "Window", "Windowed",
 ]

@@ -291,3 +291,39 @@ class WindowAggregate(Processor):
             store.put_window(record.key, window.start, new, timestamp)
             self.context.forward(Record(Windowed(record.key, window), Change(new, None if old is None else old[0]),
                                         timestamp, record.headers))
+
+
+class JoinWindowed(Processor):
+    """A KStream-KStream join's side: records with a key are passed on to the join, then kept in this side's
+    store for the other side's records to find."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        self.context.forward(record)
+        if record.value is not None:
+            self.context.get_state_store(self.store_name).put_record(record.key, record.value, record.timestamp)
+
+
+class StreamStreamJoin(Processor):
+    """A KStream-KStream inner join's side: each record joins the other side's records of its key from
+    `before_ms` earlier to `after_ms` later, oldest first, each result timestamped with the later record's time."""
+
+    def __init__(self, other_store: str, joiner: Callable[[Any, Any], Any], before_ms: int, after_ms: int,
+                 this_is_left: bool) -> None:
+        self.other_store, self.before_ms, self.after_ms = other_store, before_ms, after_ms
+        self.joiner = joiner if this_is_left else (lambda this, other: joiner(other, this))
+
+    def process(self, record: Record) -> None:
+        if record.key is None or record.value is None:
+            log.warning("Skipping record due to null key or value. topic=%s", self.context.record_metadata())
+            return
+        time_from = max(0, record.timestamp - self.before_ms)
+        time_to = max(0, record.timestamp + self.after_ms)
+        store = self.context.get_state_store(self.other_store)
+        for other_value, other_timestamp in list(store.fetch_records(record.key, time_from, time_to)):
+            self.context.forward(Record(record.key, self.joiner(record.value, other_value),
+                                        max(record.timestamp, other_timestamp), record.headers))

@@ -41,7 +41,7 @@ from kfk.errors import KafkaError, TopicExistsError
 from kfk.streams.config import StreamsConfig
 from kfk.streams.processor import TaskId
 from kfk.streams.task import StreamTask, restore_stores
-from kfk.streams.windows import WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS
+from kfk.streams.windows import WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS, JoinWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, SubTopology, Topology, TopologyException
 
 __all__ = ["KafkaStreams", "State", "MissingSourceTopicException", "internal_topic_configs"]
@@ -123,7 +123,9 @@ def internal_topic_configs(topology: Topology, application_id: str, source_parti
             if builder.logging:
                 configs = dict(CHANGELOG_TOPIC_CONFIGS)
                 if builder.windows is not None:  # Kafka's WindowedChangelogTopicConfig
-                    configs["cleanup.policy"] = "compact,delete"
+                    # A join's store keeps every record (keys never repeat): nothing to compact.
+                    configs["cleanup.policy"] = ("delete" if isinstance(builder.windows, JoinWindows)
+                                                 else "compact,delete")
                     configs["retention.ms"] = str(builder.windows.retention_ms()
                                                   + WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS)
                 internal[f"{application_id}-{store}{CHANGELOG_TOPIC_SUFFIX}"] = (tasks[subtopology.id], configs)

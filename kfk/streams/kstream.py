@@ -22,7 +22,7 @@ from typing import Any
 from kfk.streams import dsl_processors as p
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
-from kfk.streams.windows import TimeWindows
+from kfk.streams.windows import JoinWindows, TimeWindows
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "TimeWindowedKStream", "BranchedKStream", "Branched"]
 
@@ -131,9 +131,46 @@ class KStream:
         return KStream(self.builder, name, self.key_serde if same else None, self.value_serde if same else None,
                        self.repartition_required or other.repartition_required)
 
-    def join(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KStream:
-        """KStream-KTable inner join: ``joiner(stream value, table value)`` for records whose key is in the table."""
-        return self._join_table(table, joiner, named, left=False)
+    def join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows | None = None,
+             named: str | None = None) -> KStream:
+        """KStream-KTable inner join: ``joiner(stream value, table value)`` for records whose key is in the table;
+        KStream-KStream inner join (``windows`` required): ``joiner(this value, other value)`` for every pair of
+        records of one key at most the windows' time difference apart."""
+        if isinstance(other, KStream):
+            if windows is None:
+                raise ValueError("a KStream-KStream join needs JoinWindows")
+            return self._join_stream(other, joiner, windows, named)
+        return self._join_table(other, joiner, named, left=False)
+
+    def _join_stream(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
+                     named: str | None) -> KStream:
+        if self.repartition_required or other.repartition_required:
+            raise NotImplementedError("kfk.streams does not yet repartition a re-keyed stream before a join: "
+                                      "call repartition() first")
+        builder = self.builder
+        this_windowed = f"{named}-this-windowed" if named else builder.new_processor_name("KSTREAM-WINDOWED-")
+        other_windowed = f"{named}-other-windowed" if named else builder.new_processor_name("KSTREAM-WINDOWED-")
+        this_join = f"{named}-this-join" if named else builder.new_processor_name("KSTREAM-JOINTHIS-")
+        other_join = f"{named}-other-join" if named else builder.new_processor_name("KSTREAM-JOINOTHER-")
+        merge = f"{named}-merge" if named else builder.new_processor_name("KSTREAM-MERGE-")
+        this_store, other_store = f"{this_join}-store", f"{other_join}-store"
+        topology = builder.topology
+        topology.add_processor(this_windowed, lambda: p.JoinWindowed(this_store), self.name)
+        topology.add_state_store(StoreBuilder(this_store, self.key_serde, self.value_serde, windows=windows),
+                                 this_windowed)
+        topology.add_processor(other_windowed, lambda: p.JoinWindowed(other_store), other.name)
+        topology.add_state_store(StoreBuilder(other_store, other.key_serde, other.value_serde, windows=windows),
+                                 other_windowed)
+        topology.add_processor(this_join, lambda: p.StreamStreamJoin(other_store, joiner, windows.before_ms,
+                                                                     windows.after_ms, True), this_windowed)
+        topology.connect_processor_and_state_stores(this_join, stores=[other_store])
+        topology.add_processor(other_join, lambda: p.StreamStreamJoin(this_store, joiner, windows.after_ms,
+                                                                      windows.before_ms, False), other_windowed)
+        topology.connect_processor_and_state_stores(other_join, stores=[this_store])
+        topology.add_processor(merge, p.PassThrough, this_join, other_join)
+        topology.copartition_groups.append(set(topology.upstream_source_topics(self.name))
+                                           | set(topology.upstream_source_topics(other.name)))
+        return KStream(builder, merge, self.key_serde, None, repartition_required=False)
 
     def left_join(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KStream:
         """KStream-KTable left join: every record, with None where the key is not in the table."""

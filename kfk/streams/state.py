@@ -49,6 +49,9 @@ class _MemoryBytes:
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         return iter(sorted(self.data.items()))
 
+    def range(self, lower: bytes, upper: bytes) -> Iterator[tuple[bytes, bytes]]:
+        return iter([(key, value) for key, value in sorted(self.data.items()) if lower <= key <= upper])
+
     def close(self) -> None:
         pass
 
@@ -70,6 +73,12 @@ class _RocksDBBytes:
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         return iter(self.db.items())
+
+    def range(self, lower: bytes, upper: bytes) -> Iterator[tuple[bytes, bytes]]:
+        for key, value in self.db.items(from_key=lower):
+            if key > upper:
+                return
+            yield key, value
 
     def close(self) -> None:
         self.db.close()
@@ -148,6 +157,28 @@ class WindowStore(KeyValueStore):
     """A timestamped window store: one aggregate per key and window start. Its keys are Kafka's window store keys
     as its changelog carries them: the serialized key, the window start (8 bytes, big-endian) and a sequence
     number (4 bytes, 0: a window store of aggregates keeps no duplicates)."""
+
+    #: A join's store keeps every record (retain duplicates): each put gets the next sequence number, from 1.
+    retain_duplicates = False
+    _sequence = 0
+
+    def put_record(self, key: Any, value: Any, timestamp: int) -> None:
+        """Keep one record of a KStream-KStream join's side (a join store retains duplicates)."""
+        self._sequence = (self._sequence + 1) & 0x7FFFFFFF
+        key_bytes = self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(timestamp, self._sequence)
+        value_bytes = self.value_serde.serialize(value)
+        self.restore(key_bytes, value_bytes, timestamp)
+        if self._changelog is not None:
+            self._changelog(key_bytes, value_bytes, timestamp)
+
+    def fetch_records(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[Any, int]]:
+        """The values kept for `key` with timestamps in [time_from, time_to], oldest first, and their times."""
+        prefix = self.key_serde.serialize(key)
+        lower = prefix + _WINDOW_SUFFIX.pack(time_from, 0)
+        upper = prefix + _WINDOW_SUFFIX.pack(time_to, 0x7FFFFFFF)
+        for stored_key, raw in self._bytes.range(lower, upper):
+            if len(stored_key) == len(prefix) + _WINDOW_SUFFIX.size:
+                yield self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]
 
     def _window_key(self, key: Any, start: int) -> bytes:
         return self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(start, 0)

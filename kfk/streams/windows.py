@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TimeWindows", "Window", "Windowed"]
+__all__ = ["JoinWindows", "TimeWindows", "Window", "Windowed"]
 
 #: Kafka's windowstore.changelog.additional.retention.ms default: a windowed changelog keeps a day more than the
 #: store's retention, so restoration finds every window still open.
@@ -70,3 +70,33 @@ class TimeWindows:
     def retention_ms(self) -> int:
         """How long the store keeps a window: its size plus the grace period (Kafka's default retention)."""
         return self.size_ms + self.grace_ms
+
+
+@dataclass(frozen=True)
+class JoinWindows:
+    """How far apart in time two records of a KStream-KStream join may be: a record at t joins the other
+    stream's records of the same key from t - before_ms to t + after_ms. Records are kept for before + after +
+    grace (the stores' retention)."""
+
+    before_ms: int
+    after_ms: int
+    grace_ms: int
+
+    @classmethod
+    def of_time_difference_and_grace(cls, difference_ms: int, grace_ms: int) -> JoinWindows:
+        if difference_ms < 0 or grace_ms < 0:
+            raise ValueError("Window time difference and grace period must not be negative.")
+        return cls(difference_ms, difference_ms, grace_ms)
+
+    @classmethod
+    def of_time_difference_without_grace(cls, difference_ms: int) -> JoinWindows:
+        return cls.of_time_difference_and_grace(difference_ms, 0)
+
+    def before(self, before_ms: int) -> JoinWindows:
+        return JoinWindows(before_ms, self.after_ms, self.grace_ms)
+
+    def after(self, after_ms: int) -> JoinWindows:
+        return JoinWindows(self.before_ms, after_ms, self.grace_ms)
+
+    def retention_ms(self) -> int:
+        return self.before_ms + self.after_ms + self.grace_ms

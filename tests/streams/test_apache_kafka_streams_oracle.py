@@ -72,6 +72,29 @@ def _expected_table_joins() -> dict[str, dict[str, list[str]]]:
     return {kind: dict(by_key) for kind, by_key in results.items()}
 
 
+#: The stream-stream join's second stream (<input>-clicks): (key, click, timestamp), joined with the lines of the
+#: same key at most 3 ms apart.
+CLICKS = [("key0", "c0", 997), ("key1", "c1", 1003), ("key3", "c3", 1004), ("key1", "c1b", 1008),
+          ("key2", "c2", 1008), ("key2", "c2-far", 1013)]
+
+
+def _expected_stream_joins() -> dict[str, list[tuple[str, int]]]:
+    """Each pair of a line and a click of one key at most 3 ms apart, emitted when the later of the two arrives
+    (records arrive in timestamp order), with the earlier side's records in time order."""
+    lines = [(key, line, 1000 + index) for index, (key, line) in enumerate(INPUT)]
+    events = sorted([(timestamp, "line", key, value) for key, value, timestamp in lines]
+                    + [(timestamp, "click", key, value) for key, value, timestamp in CLICKS])
+    seen: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+    results: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for timestamp, side, key, value in events:
+        for other_timestamp, other_side, other_value in sorted(seen[key]):
+            if other_side != side and abs(other_timestamp - timestamp) <= 3:
+                line, click = (value, other_value) if side == "line" else (other_value, value)
+                results[key].append((f"{line}&{click}", max(timestamp, other_timestamp)))
+        seen[key].append((timestamp, side, value))
+    return dict(results)
+
+
 def _expected_windowed_counts() -> dict[str, list[int]]:
     """The hopping count computed here from the definition: windows [s, s + 4) for s a multiple of 2, closed once
     stream time reaches their end + 2."""
@@ -102,6 +125,8 @@ def _expected_output_count(name: str) -> int:
         return sum(map(len, _expected_joins()[0].values()))
     if name == "table-joins":
         return sum(map(len, _expected_table_joins()["inner"].values()))
+    if name == "stream-joins":
+        return sum(map(len, _expected_stream_joins().values()))
     words = [word for _, line in INPUT for word in line.lower().split(" ")]
     if name == "stateless":
         return sum(1 for _, line in INPUT if line
@@ -146,7 +171,8 @@ def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, 
     return result
 
 
-@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "joins", "table-joins"])
+@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "joins", "table-joins",
+                                  "stream-joins"])
 def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker, tmp_path) -> None:
     classpath, classes = streams_oracle
     bootstrap = streams_broker.bootstrap_servers
@@ -159,6 +185,9 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
     if name in ("joins", "table-joins"):
         create_input(bootstrap, input_topic + "-profiles", 2, [(key, value) for key, value, _ in PROFILES],
                      [timestamp for _, _, timestamp in PROFILES])
+    if name == "stream-joins":
+        create_input(bootstrap, input_topic + "-clicks", 2, [(key, value) for key, value, _ in CLICKS],
+                     [timestamp for _, _, timestamp in CLICKS])
     if name == "table-joins":
         create_input(bootstrap, input_topic + "-scores", 2, [(key, value) for key, value, _ in SCORES],
                      [timestamp for _, _, timestamp in SCORES])
@@ -177,7 +206,7 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
         _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), count)
         result = java_run.result()
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    ordered = name in ("table", "windowed", "joins", "table-joins")  # one task per key: the order and timestamps per key are determined
+    ordered = name in ("table", "windowed", "joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
     java_records = read_to_end(bootstrap, java_output)
     python_records = read_to_end(bootstrap, python_output)
     assert _by_key(python_records, ordered) == _by_key(java_records, ordered)
@@ -193,6 +222,9 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                 for key, values in _by_key(python_records, True).items()} == inner
         assert {key.decode(): [value.decode() for value, _ in values]
                 for key, values in _by_key(read_to_end(bootstrap, python_output + "-totals"), True).items()} == left
+    if name == "stream-joins":
+        assert {key.decode(): [(value.decode(), timestamp) for value, timestamp in values]
+                for key, values in _by_key(python_records, True).items()} == _expected_stream_joins()
     if name == "table-joins":
         expected = _expected_table_joins()
         for kind, topic in (("inner", ""), ("left", "-totals"), ("outer", "-outer")):
@@ -200,7 +232,7 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                     in _by_key(read_to_end(bootstrap, python_output + topic), True).items()} == expected[kind], kind
             assert (_by_key(read_to_end(bootstrap, python_output + topic), True)
                     == _by_key(read_to_end(bootstrap, java_output + topic), True)), kind
-    if name in ("table", "windowed", "joins"):
+    if name in ("table", "windowed", "joins"):  # (stream-joins has no second output)
         assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
                 == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
     with Admin({"bootstrap.servers": bootstrap}) as admin:

@@ -3,7 +3,7 @@ the tests compare Apache Kafka Streams' and kfk.streams' descriptions and output
 
 from __future__ import annotations
 
-from kfk.streams import Branched, Serdes, StreamsBuilder, TimeWindows, Topology
+from kfk.streams import Branched, JoinWindows, Serdes, StreamsBuilder, TimeWindows, Topology
 
 
 def stateless(input_topic: str, output: str) -> Topology:
@@ -93,6 +93,15 @@ def table_joins(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
+def stream_joins(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    clicks = builder.stream(input_topic + "-clicks")
+    lines.join(clicks, lambda line, click: f"{line}&{click}",
+               JoinWindows.of_time_difference_and_grace(3, 2)).to(output)
+    return builder.build()
+
+
 def split_unnamed(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     branches = (builder.stream(input_topic).split()
@@ -122,5 +131,5 @@ def repartition(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
-TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "joins": joins, "table-joins": table_joins, "split-unnamed": split_unnamed,
+TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "joins": joins, "table-joins": table_joins, "stream-joins": stream_joins, "split-unnamed": split_unnamed,
               "split-prefix": split_prefix, "repartition": repartition}

@@ -17,6 +17,7 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -103,6 +104,13 @@ public final class StreamsOracle {
                 profiles.join(scores, (profile, score) -> profile + "+" + score).toStream().to(output);
                 profiles.leftJoin(scores, (profile, score) -> profile + "+" + score).toStream().to(output + "-totals");
                 profiles.outerJoin(scores, (profile, score) -> profile + "+" + score).toStream().to(output + "-outer");
+                break;
+            }
+            case "stream-joins": {
+                KStream<String, String> clicks = builder.stream(input + "-clicks");
+                lines.join(clicks, (line, click) -> line + "&" + click,
+                           JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(3), Duration.ofMillis(2)))
+                    .to(output);
                 break;
             }
             case "split-unnamed": {
