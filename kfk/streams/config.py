@@ -110,13 +110,17 @@ class StreamsConfig:
             raise InvalidConfigurationError(f"Unknown {prefix.rstrip('.')} config name: {name}")
         self._client_overrides[prefix][name] = value
 
-    def consumer_config(self, client_id: str) -> dict[str, Any]:
+    def consumer_config(self, client_id: str, thread_index: int) -> dict[str, Any]:
         """The main consumer's: the application's group, offsets committed by the thread (never automatically),
-        read_committed under exactly_once_v2, and the range assignor (see kfk.streams.kafka_streams)."""
-        return {"bootstrap.servers": self.bootstrap_servers, "client.id": client_id,
-                "group.id": self.application_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                "isolation.level": "read_committed" if self.exactly_once else "read_uncommitted",
-                "partition.assignment.strategy": ["range"], **self._client_overrides["consumer."]}
+        read_committed under exactly_once_v2, and the range assignor (see kfk.streams.kafka_streams). A
+        group.instance.id (static membership) gets the thread's index appended, as in Kafka Streams."""
+        config = {"bootstrap.servers": self.bootstrap_servers, "client.id": client_id,
+                  "group.id": self.application_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                  "isolation.level": "read_committed" if self.exactly_once else "read_uncommitted",
+                  "partition.assignment.strategy": ["range"], **self._client_overrides["consumer."]}
+        if config.get("group.instance.id"):
+            config["group.instance.id"] = f"{config['group.instance.id']}-{thread_index}"
+        return config
 
     def restore_consumer_config(self, client_id: str) -> dict[str, Any]:
         """The restore consumer's: no group (it is assigned changelog partitions by hand)."""

@@ -277,7 +277,7 @@ class StreamThread(threading.Thread):
         client_id = f"{config.client_id}-{streams.process_id}-StreamThread-{index}"
         transactional_id = f"{config.application_id}-{streams.process_id}-{index}" if config.exactly_once else None
         self.producer = Producer(config.producer_config(f"{client_id}-producer", transactional_id))
-        self.consumer = Consumer(config.consumer_config(f"{client_id}-consumer"))
+        self.consumer = Consumer(config.consumer_config(f"{client_id}-consumer", index))
         self.restore_consumer = Consumer(config.restore_consumer_config(f"{client_id}-restore-consumer"))
         self.subtopologies = {subtopology.id: subtopology for subtopology in streams.topology.sub_topologies()}
         self.topic_subtopology = {self._internal(topic): subtopology.id

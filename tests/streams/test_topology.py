@@ -28,8 +28,8 @@ def test_config_takes_kafkas_keys_and_refuses_what_streams_sets() -> None:
                             "processing.guarantee": "exactly_once_v2", "consumer.max.poll.records": 10,
                             "default.value.serde": "org.apache.kafka.common.serialization.Serdes$LongSerde"})
     assert config.commit_interval_ms == 100  # exactly-once's default, 30000 otherwise
-    assert config.consumer_config("c")["max.poll.records"] == 10
-    assert config.consumer_config("c")["isolation.level"] == "read_committed"
+    assert config.consumer_config("c", 1)["max.poll.records"] == 10
+    assert config.consumer_config("c", 1)["isolation.level"] == "read_committed"
     assert config.value_serde.serialize(3) == Serdes.long().serialize(3)
     with pytest.raises(InvalidConfigurationError, match='Missing required configuration "application.id"'):
         StreamsConfig({"bootstrap.servers": "h:9092"})

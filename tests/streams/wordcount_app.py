@@ -18,8 +18,10 @@ def main() -> None:
         "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
         "processing.guarantee": guarantee, "default.key.serde": "string", "default.value.serde": "string",
         "commit.interval.ms": 100,
-        # A killed instance leaves a member behind: the group waits for it until its session times out.
-        "consumer.session.timeout.ms": 6000, "consumer.heartbeat.interval.ms": 1000})
+        # Static membership: the restarted instance takes the killed one's place in the group at once (else the
+        # group would wait for the dead member until its session times out).
+        "group.instance.id": application_id, "consumer.session.timeout.ms": 6000,
+        "consumer.heartbeat.interval.ms": 1000})
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     streams.start()
