@@ -351,9 +351,6 @@ class StreamThread(threading.Thread):
             last_commit = time.monotonic()
             while self.running:
                 records = self.consumer.poll(self.config.poll_ms / 1000)
-                if records and self.config.exactly_once and not self.in_transaction:
-                    self.producer.begin_transaction()
-                    self.in_transaction = True
                 for partition, batch in records.by_partition().items():
                     if partition in self.task_of:
                         buffer = self.buffers.setdefault(partition, deque())
@@ -398,6 +395,12 @@ class StreamThread(threading.Thread):
                     since = self.waiting_since.setdefault(task.id, time.monotonic())
                     if time.monotonic() - since < TASK_IDLE_S:
                         break
+                else:
+                    self.waiting_since.pop(task.id, None)
+                if self.config.exactly_once and not self.in_transaction:
+                    # Every output, changelog write and offset from here to the next commit is one transaction.
+                    self.producer.begin_transaction()
+                    self.in_transaction = True
                 partition = min(heads, key=lambda tp: heads[tp].timestamp)
                 record = self.buffers[partition].popleft()
                 task.process(record)

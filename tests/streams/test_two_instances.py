@@ -1,7 +1,7 @@
 """Two instances of one application on kfk (one stream thread, then two more), three partitions: the second
-instance joins while the first is processing,
-the group moves tasks between them (the first commits and checkpoints what it gives up, the second restores the
-moved stores from their changelogs), and the word counts come out exactly as computed here."""
+instance joins while the first is processing, the group moves tasks between them (the first commits and
+checkpoints what it gives up, the second restores the moved stores from their changelogs), and the word counts
+come out exactly as computed here."""
 
 from __future__ import annotations
 
