@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kfk.streams import Serdes, StreamsBuilder, TimeWindows
+from kfk.streams import Processor, Record, Serdes, StoreBuilder, StreamsBuilder, TimeWindows, Topology
 from kfk.streams.test_driver import TopologyTestDriver
 
 CONFIG = {"default.key.serde": "string", "default.value.serde": "string"}
@@ -53,3 +53,28 @@ def test_tumbling_window_reduce_drops_records_after_the_window_closes() -> None:
         # c (9) comes when stream time is 12: [0, 10) has closed; f (15) when it is 20: [10, 20) has closed
         assert [(key, value) for key, value, _ in driver.read_output("out")] == [
             ("k@0", "a"), ("k@10", "b"), ("k@10", "bd"), ("k@20", "e")]
+
+
+def test_processor_api_with_a_state_store() -> None:
+    """A Processor of one's own beside the DSL: it keeps the last value per key in a store it is connected to and
+    forwards the previous one."""
+
+    class Previous(Processor):
+        def process(self, record: Record) -> None:
+            store = self.context.get_state_store("last")
+            previous = store.get(record.key)
+            store.put(record.key, record.value, record.timestamp)
+            self.context.forward(record.with_value(f"{previous}->{record.value}"))
+
+    topology = (Topology().add_source("source", "in").add_processor("previous", Previous, "source")
+                .add_state_store(StoreBuilder("last"), "previous").add_sink("sink", "out", "previous"))
+    assert str(topology.describe()) == (
+        "Topologies:\n   Sub-topology: 0\n"
+        "    Source: source (topics: [in])\n      --> previous\n"
+        "    Processor: previous (stores: [last])\n      --> sink\n      <-- source\n"
+        "    Sink: sink (topic: out)\n      <-- previous\n\n")
+    with TopologyTestDriver(topology, CONFIG) as driver:
+        for value in ("a", "b", "c"):
+            driver.pipe_input("in", "k", value, 1)
+        assert [value for _, value, _ in driver.read_output("out")] == ["None->a", "a->b", "b->c"]
+        assert driver.read_output("test-driver-last-changelog") == [("k", "a", 1), ("k", "b", 1), ("k", "c", 1)]
