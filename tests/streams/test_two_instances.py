@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from kfk.client import Admin, NewTopic, Producer
-from kfk.streams import KafkaStreams, State
+from kfk.streams import KafkaStreams, State, StreamsBuilder
 from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
 from tests.streams.topologies import wordcount
 
@@ -57,3 +57,26 @@ def test_two_instances_share_the_tasks(streams_broker, tmp_path) -> None:
     for record in read_to_end(bootstrap, output):
         counts[record.key.decode()].append(int.from_bytes(record.value, "big"))
     assert counts == {word: list(range(1, total + 1)) for word, total in Counter(words).items()}
+
+
+def test_a_processor_that_raises_stops_the_application_in_error(streams_broker, tmp_path) -> None:
+    """An exception in user code ends the stream thread; the instance goes to ERROR and keeps the exception (the
+    records it had not committed are processed again by the next run, as in Kafka Streams)."""
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic = unique_name("lines")
+    create_input(bootstrap, input_topic, 1, [("k", "fine"), ("k", "boom")])
+
+    def check(line: str) -> str:
+        if line == "boom":
+            raise ValueError("cannot handle boom")
+        return line
+
+    builder = StreamsBuilder()
+    builder.stream(input_topic).map_values(check).to(unique_name("out"))
+    streams = KafkaStreams(builder.build(), {"application.id": unique_name("fails"), "bootstrap.servers": bootstrap,
+                                             "state.dir": str(tmp_path), "default.value.serde": "string"})
+    streams.start()
+    assert streams.wait_for_state(State.ERROR) is State.ERROR
+    assert isinstance(streams.error, ValueError) and str(streams.error) == "cannot handle boom"
+    assert streams.close()
+    assert streams.state is State.ERROR
