@@ -385,6 +385,16 @@ class StreamThread(threading.Thread):
         watermark the last fetch reported), the task waits, up to TASK_IDLE_S, so that a table's older records
         are applied before the stream records they should join with."""
         for task in self.tasks.values():
+            if len(task.partitions) == 1:  # one partition: its records in offset order, nothing to wait for
+                (partition,) = task.partitions
+                buffer = self.buffers.get(partition)
+                if buffer:
+                    self._begin_transaction()
+                    while buffer:
+                        record = buffer.popleft()
+                        task.process(record)
+                    self.consumed[partition] = record.offset + 1
+                continue
             while True:
                 heads = {tp: self.buffers[tp][0] for tp in task.partitions if self.buffers.get(tp)}
                 if not heads:
@@ -397,14 +407,18 @@ class StreamThread(threading.Thread):
                         break
                 else:
                     self.waiting_since.pop(task.id, None)
-                if self.config.exactly_once and not self.in_transaction:
-                    # Every output, changelog write and offset from here to the next commit is one transaction.
-                    self.producer.begin_transaction()
-                    self.in_transaction = True
+                self._begin_transaction()
                 partition = min(heads, key=lambda tp: heads[tp].timestamp)
                 record = self.buffers[partition].popleft()
                 task.process(record)
                 self.consumed[partition] = record.offset + 1
+
+    def _begin_transaction(self) -> None:
+        """Under exactly_once_v2, every output, changelog write and offset from the first record processed after a
+        commit to the next commit is one transaction."""
+        if self.config.exactly_once and not self.in_transaction:
+            self.producer.begin_transaction()
+            self.in_transaction = True
 
     def _caught_up(self, partition: TopicPartition) -> bool:
         highwater = self.consumer.highwater(partition)

@@ -7,7 +7,7 @@ operators forward a Change (the new value, and the old one when a downstream ope
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class TaskId:
         return cls(int(subtopology), int(partition))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """A record flowing through the topology: key, value, timestamp (ms) and headers."""
 
@@ -43,14 +43,15 @@ class Record:
     timestamp: int
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
+    # Built directly rather than with dataclasses.replace: these run several times per record.
     def with_key(self, key: Any) -> Record:
-        return replace(self, key=key)
+        return Record(key, self.value, self.timestamp, self.headers)
 
     def with_value(self, value: Any) -> Record:
-        return replace(self, value=value)
+        return Record(self.key, value, self.timestamp, self.headers)
 
     def with_timestamp(self, timestamp: int) -> Record:
-        return replace(self, timestamp=timestamp)
+        return Record(self.key, self.value, timestamp, self.headers)
 
 
 @dataclass(frozen=True)
