@@ -1,0 +1,23 @@
+"""kfk.streams: Kafka Streams' model in Python, on kfk's client library, against any Kafka cluster.
+
+    builder = StreamsBuilder()
+    (builder.stream("lines").flat_map_values(str.split).group_by(lambda key, word: word).count("counts")
+     .to_stream().to("word-counts", value_serde=Serdes.long()))
+    streams = KafkaStreams(builder.build(), {"application.id": "wordcount", "bootstrap.servers": "localhost:9092",
+                                             "default.key.serde": "string", "default.value.serde": "string"})
+    streams.start()
+"""
+
+from kfk.streams.config import StreamsConfig
+from kfk.streams.kafka_streams import KafkaStreams, MissingSourceTopicException, State
+from kfk.streams.kstream import Branched, BranchedKStream, KGroupedStream, KStream, KTable, StreamsBuilder
+from kfk.streams.processor import Change, Processor, ProcessorContext, Record, TaskId
+from kfk.streams.serdes import Serde, Serdes
+from kfk.streams.topology import StoreBuilder, Topology, TopologyException
+from kfk.streams.windows import JoinWindows, TimeWindows, Window, Windowed
+
+__all__ = [
+    "Branched", "BranchedKStream", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
+    "ProcessorContext", "Record", "Serde", "Serdes", "StoreBuilder", "StreamsBuilder", "StreamsConfig", "TaskId",
+    "TimeWindows", "Topology", "TopologyException", "Window", "Windowed",
+]

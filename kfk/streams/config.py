@@ -1,0 +1,143 @@
+"""StreamsConfig: Kafka Streams' configuration keys, defaults and validation (StreamsConfig.java's names).
+
+A Streams application is configured with one mapping. Keys Kafka Streams defines are read here; a key prefixed
+``consumer.``, ``producer.`` or ``admin.`` goes to that client only (Kafka's StreamsConfig.consumerPrefix(...)), and
+an unprefixed client key (``security.protocol``, ``sasl.mechanism``...) goes to every client that knows it, as in
+Kafka. Keys the application's clients must have their way (group.id, enable.auto.commit, transactional.id,
+isolation.level) are set by kfk.streams and cannot be overridden, as Kafka Streams refuses them too.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+from kfk.client.config import ADMIN_CONFIG_DEF, CONSUMER_CONFIG_DEF, PRODUCER_CONFIG_DEF
+from kfk.config import ConfigDef, ConfigKey, ConfigType, at_least, one_of
+from kfk.errors import InvalidConfigurationError
+from kfk.streams.serdes import Serde, serde_from_config
+
+__all__ = ["StreamsConfig", "AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "STREAMS_CONFIG_DEF"]
+
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+
+#: commit.interval.ms's default depends on processing.guarantee (Kafka: 30 s, and 100 ms under exactly-once).
+_COMMIT_INTERVAL_MS = {AT_LEAST_ONCE: 30_000, EXACTLY_ONCE_V2: 100}
+
+STREAMS_CONFIG_DEF = ConfigDef([
+    ConfigKey("application.id", ConfigType.STRING, None, None,
+              "The consumer group id, the transactional.id prefix and the prefix of every internal topic."),
+    ConfigKey("bootstrap.servers", ConfigType.LIST, None, None, "host:port pairs of any broker of the cluster."),
+    ConfigKey("processing.guarantee", ConfigType.STRING, AT_LEAST_ONCE, one_of(AT_LEAST_ONCE, EXACTLY_ONCE_V2),
+              "at_least_once, or exactly_once_v2 (one transactional producer per stream thread)."),
+    ConfigKey("state.dir", ConfigType.STRING, os.path.join(tempfile.gettempdir(), "kafka-streams"), None,
+              "Where the state stores live: <state.dir>/<application.id>/<task id>/rocksdb/<store>."),
+    ConfigKey("commit.interval.ms", ConfigType.LONG, None, at_least(0),
+              "How often offsets are committed (and transactions committed under exactly_once_v2)."),
+    ConfigKey("num.stream.threads", ConfigType.INT, 1, at_least(1), "Stream threads of this instance."),
+    ConfigKey("num.standby.replicas", ConfigType.INT, 0, at_least(0),
+              "Standby replicas per task (kfk.streams keeps none yet; any other value is refused)."),
+    ConfigKey("replication.factor", ConfigType.INT, -1, None,
+              "Replication factor of internal topics; -1 means the broker's default.replication.factor."),
+    ConfigKey("statestore.cache.max.bytes", ConfigType.LONG, 10 * 1024 * 1024, at_least(0),
+              "Record cache size; kfk.streams forwards every update (Kafka's behaviour with 0)."),
+    ConfigKey("cache.max.bytes.buffering", ConfigType.LONG, 10 * 1024 * 1024, at_least(0),
+              "Deprecated name of statestore.cache.max.bytes."),
+    ConfigKey("client.id", ConfigType.STRING, "", None, "Prefix of the clients' client.id."),
+    ConfigKey("poll.ms", ConfigType.LONG, 100, at_least(0), "How long a stream thread blocks in poll."),
+    ConfigKey("max.task.idle.ms", ConfigType.LONG, 0, None, "Accepted for Kafka's configs; not used yet."),
+    ConfigKey("application.server", ConfigType.STRING, "", None, "host:port of this instance (not used yet)."),
+    ConfigKey("default.key.serde", ConfigType.STRING, None, None, "Serde of keys where the topology names none."),
+    ConfigKey("default.value.serde", ConfigType.STRING, None, None,
+              "Serde of values where the topology names none."),
+    ConfigKey("topology.optimization", ConfigType.STRING, "none", one_of("none"),
+              "Only Kafka's default (none) is supported."),
+])
+
+_CLIENT_PREFIXES = {"consumer.": CONSUMER_CONFIG_DEF, "producer.": PRODUCER_CONFIG_DEF, "admin.": ADMIN_CONFIG_DEF}
+#: What kfk.streams sets on its clients itself (Kafka Streams' "non-configurable" client configs).
+_FIXED_CLIENT_KEYS = frozenset({"group.id", "enable.auto.commit", "transactional.id", "isolation.level",
+                                "partition.assignment.strategy", "key.serializer", "value.serializer"})
+
+
+class StreamsConfig:
+    """Typed values of a Streams application's configuration, and its clients' configurations."""
+
+    def __init__(self, properties: Mapping[str, Any]) -> None:
+        streams: dict[str, Any] = {}
+        self._client_overrides: dict[str, dict[str, Any]] = {prefix: {} for prefix in _CLIENT_PREFIXES}
+        for name, value in properties.items():
+            prefix = next((prefix for prefix in _CLIENT_PREFIXES if name.startswith(prefix)), None)
+            if prefix is not None:
+                self._set_client_key(prefix, name[len(prefix):], value)
+            elif name in STREAMS_CONFIG_DEF.keys:
+                streams[name] = value
+            elif any(name in config_def.keys for config_def in _CLIENT_PREFIXES.values()):
+                for client_prefix, config_def in _CLIENT_PREFIXES.items():
+                    if name in config_def.keys:
+                        self._set_client_key(client_prefix, name, value)
+            else:
+                raise InvalidConfigurationError(f"Unknown streams config name: {name}")
+        self.key_serde: Serde = serde_from_config(streams.pop("default.key.serde", None))
+        self.value_serde: Serde = serde_from_config(streams.pop("default.value.serde", None))
+        values = STREAMS_CONFIG_DEF.parse(streams)
+        for required in ("application.id", "bootstrap.servers"):
+            if not values[required]:
+                raise InvalidConfigurationError(f'Missing required configuration "{required}" which has no '
+                                                "default value.")
+        if values["num.standby.replicas"] != 0:
+            raise InvalidConfigurationError("num.standby.replicas: kfk.streams keeps no standby replicas yet; "
+                                            "leave it at 0")
+        self.application_id: str = values["application.id"]
+        self.bootstrap_servers: list[str] = values["bootstrap.servers"]
+        self.processing_guarantee: str = values["processing.guarantee"]
+        self.exactly_once = self.processing_guarantee == EXACTLY_ONCE_V2
+        self.state_dir: str = values["state.dir"]
+        self.commit_interval_ms: int = (values["commit.interval.ms"] if values["commit.interval.ms"] is not None
+                                        else _COMMIT_INTERVAL_MS[self.processing_guarantee])
+        self.num_stream_threads: int = values["num.stream.threads"]
+        self.replication_factor: int = values["replication.factor"]
+        self.client_id: str = values["client.id"] or self.application_id
+        self.poll_ms: int = values["poll.ms"]
+
+    def _set_client_key(self, prefix: str, name: str, value: Any) -> None:
+        if name in _FIXED_CLIENT_KEYS:
+            raise InvalidConfigurationError(f"{prefix}{name}: kfk.streams sets {name} itself, as Kafka Streams does")
+        if name not in _CLIENT_PREFIXES[prefix].keys:
+            raise InvalidConfigurationError(f"Unknown {prefix.rstrip('.')} config name: {name}")
+        self._client_overrides[prefix][name] = value
+
+    def consumer_config(self, client_id: str, thread_index: int) -> dict[str, Any]:
+        """The main consumer's: the application's group, offsets committed by the thread (never automatically),
+        read_committed under exactly_once_v2, and the range assignor (see kfk.streams.kafka_streams). A
+        group.instance.id (static membership) gets the thread's index appended, as in Kafka Streams."""
+        config = {"bootstrap.servers": self.bootstrap_servers, "client.id": client_id,
+                  "group.id": self.application_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                  "isolation.level": "read_committed" if self.exactly_once else "read_uncommitted",
+                  "partition.assignment.strategy": ["range"], **self._client_overrides["consumer."]}
+        if config.get("group.instance.id"):
+            config["group.instance.id"] = f"{config['group.instance.id']}-{thread_index}"
+        return config
+
+    def restore_consumer_config(self, client_id: str) -> dict[str, Any]:
+        """The restore consumer's: no group (it is assigned changelog partitions by hand)."""
+        overrides = {name: value for name, value in self._client_overrides["consumer."].items()
+                     if name != "auto.offset.reset"}
+        return {"bootstrap.servers": self.bootstrap_servers, "client.id": client_id, "enable.auto.commit": False,
+                "auto.offset.reset": "none",
+                "isolation.level": "read_committed" if self.exactly_once else "read_uncommitted", **overrides}
+
+    def producer_config(self, client_id: str, transactional_id: str | None) -> dict[str, Any]:
+        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "client.id": client_id,
+                                  "linger.ms": 100,  # Kafka Streams' producer default
+                                  **self._client_overrides["producer."]}
+        if transactional_id is not None:
+            config["transactional.id"] = transactional_id
+        return config
+
+    def admin_config(self, client_id: str) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap_servers, "client.id": client_id,
+                **self._client_overrides["admin."]}

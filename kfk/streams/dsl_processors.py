@@ -1,0 +1,329 @@
+"""The processors behind the DSL's operators, with Kafka Streams' semantics record for record (each forwards what
+Kafka's KStream*/KTable* processor of the same name forwards, with the record cache off).
+
+Stateful ones read and write a timestamped key-value store: the aggregate's timestamp is the largest timestamp of
+the records it has seen for the key, as in Kafka, and that is the timestamp of the update they forward.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kfk.streams.processor import Change, Processor, Record
+from kfk.streams.windows import TimeWindows, Windowed
+
+log = logging.getLogger("kfk.streams")
+
+
+class Filter(Processor):
+    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool) -> None:
+        self.predicate, self.negate = predicate, negate
+
+    def process(self, record: Record) -> None:
+        if bool(self.predicate(record.key, record.value)) != self.negate:
+            self.context.forward(record)
+
+
+class Map(Processor):
+    def __init__(self, mapper: Callable[[Any, Any], tuple[Any, Any]]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        key, value = self.mapper(record.key, record.value)
+        self.context.forward(Record(key, value, record.timestamp, record.headers))
+
+
+class MapValues(Processor):
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(self.mapper(record.value)))
+
+
+class FlatMap(Processor):
+    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        for key, value in self.mapper(record.key, record.value):
+            self.context.forward(Record(key, value, record.timestamp, record.headers))
+
+
+class FlatMapValues(Processor):
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        for value in self.mapper(record.value):
+            self.context.forward(record.with_value(value))
+
+
+class Peek(Processor):
+    """peek() forwards after the action; foreach() (forward=False) ends the branch."""
+
+    def __init__(self, action: Callable[[Any, Any], None], forward: bool) -> None:
+        self.action, self.forward = action, forward
+
+    def process(self, record: Record) -> None:
+        self.action(record.key, record.value)
+        if self.forward:
+            self.context.forward(record)
+
+
+class SelectKey(Processor):
+    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_key(self.mapper(record.key, record.value)))
+
+
+class PassThrough(Processor):
+    """merge(), the branches of split() and the sources' successors that only pass records on."""
+
+    def process(self, record: Record) -> None:
+        self.context.forward(record)
+
+
+class DropNullKeys(Processor):
+    """The filter before a repartition topic: a record without a key has no partition to go to."""
+
+    def process(self, record: Record) -> None:
+        if record.key is not None:
+            self.context.forward(record)
+
+
+class Branch(Processor):
+    """split(): the record goes to the child of the first predicate it satisfies, else to the default branch (if
+    any). ``branches`` is filled by BranchedKStream after the node exists: (predicate or None, child name)."""
+
+    def __init__(self, branches: list[tuple[Callable[[Any, Any], bool] | None, str]]) -> None:
+        self.branches = branches
+
+    def process(self, record: Record) -> None:
+        for predicate, child in self.branches:
+            if predicate is None or predicate(record.key, record.value):
+                self.context.forward(record, child)
+                return
+
+
+class StreamAggregate(Processor):
+    """count() and aggregate(): records without a key are skipped, as Kafka skips them."""
+
+    def __init__(self, store_name: str, initializer: Callable[[], Any],
+                 aggregator: Callable[[Any, Any, Any], Any]) -> None:
+        self.store_name, self.initializer, self.aggregator = store_name, initializer, aggregator
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            log.warning("Skipping record due to null key. topic=%s", self.context.record_metadata())
+            return
+        store = self.context.get_state_store(self.store_name)
+        old = store.get_with_timestamp(record.key)
+        if old is None:
+            aggregate, timestamp = self.initializer(), record.timestamp
+        else:
+            aggregate, timestamp = old[0], max(old[1], record.timestamp)
+        new = self.aggregator(record.key, record.value, aggregate)
+        store.put(record.key, new, timestamp)
+        self.context.forward(Record(record.key, Change(new, None if old is None else old[0]), timestamp,
+                                    record.headers))
+
+
+class StreamReduce(Processor):
+    """reduce(): the first value of a key is its aggregate; records without a key or value are skipped."""
+
+    def __init__(self, store_name: str, reducer: Callable[[Any, Any], Any]) -> None:
+        self.store_name, self.reducer = store_name, reducer
+
+    def process(self, record: Record) -> None:
+        if record.key is None or record.value is None:
+            log.warning("Skipping record due to null key or value. topic=%s", self.context.record_metadata())
+            return
+        store = self.context.get_state_store(self.store_name)
+        old = store.get_with_timestamp(record.key)
+        if old is None:
+            value, timestamp = record.value, record.timestamp
+        else:
+            value, timestamp = self.reducer(old[0], record.value), max(old[1], record.timestamp)
+        store.put(record.key, value, timestamp)
+        self.context.forward(Record(record.key, Change(value, None if old is None else old[0]), timestamp,
+                                    record.headers))
+
+
+class TableSource(Processor):
+    """builder.table(): each record is the key's new value (None deletes it), kept in the table's store."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            log.warning("Skipping record due to null key. topic=%s", self.context.record_metadata())
+            return
+        store = self.context.get_state_store(self.store_name)
+        old = store.get(record.key)
+        store.put(record.key, record.value, record.timestamp)
+        self.context.forward(record.with_value(Change(record.value, old)))
+
+
+class StreamTableJoin(Processor):
+    """A KStream-KTable join: each stream record looks its key up in the table (as it is when the record is
+    processed); an inner join drops the record when the key is absent, a left join joins it with None. Records
+    without a value are dropped; a left join keeps records without a key (KIP-962), an inner join drops them."""
+
+    def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], left: bool) -> None:
+        self.store_name, self.joiner, self.left = store_name, joiner, left
+
+    def process(self, record: Record) -> None:
+        if record.value is None or (record.key is None and not self.left):
+            log.warning("Skipping record due to null join key or value. topic=%s", self.context.record_metadata())
+            return
+        table_value = None if record.key is None else self.context.get_state_store(self.store_name).get(record.key)
+        if table_value is None and not self.left:
+            return
+        self.context.forward(record.with_value(self.joiner(record.value, table_value)))
+
+
+class TableTableJoin(Processor):
+    """One side of a KTable-KTable join: an update of this side's table looks the key up in the other table's
+    store and forwards the joined value, timestamped with the later of the two. ``mode`` is Kafka's processor for
+    this side: "inner" (both sides of join()), "left" (this side of left_join()), "right" (the other side of
+    left_join(): only keys the left table has) or "outer"; ``this_is_left`` orders the joiner's arguments."""
+
+    def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], mode: str, this_is_left: bool) -> None:
+        self.store_name, self.mode, self.this_is_left = store_name, mode, this_is_left
+        self.joiner = joiner if this_is_left else (lambda this, other: joiner(other, this))
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            log.warning("Skipping record due to null key. topic=%s", self.context.record_metadata())
+            return
+        change: Change = record.value
+        other = self.context.get_state_store(self.store_name).get_with_timestamp(record.key)
+        other_value = None if other is None else other[0]
+        timestamp = record.timestamp if other is None else max(record.timestamp, other[1])
+        if self.mode in ("inner", "right"):
+            if other is None:
+                return
+            if self.mode == "inner" and change.new_value is None:
+                joined = None
+            else:
+                joined = self.joiner(change.new_value, other_value)
+        else:  # left, outer
+            if other is None and change.new_value is None and change.old_value is None:
+                return
+            joined = (self.joiner(change.new_value, other_value)
+                      if change.new_value is not None or (self.mode == "outer" and other is not None) else None)
+        self.context.forward(Record(record.key, Change(joined), timestamp, record.headers))
+
+
+class TableFilter(Processor):
+    """A KTable's filter: a value that fails the predicate becomes a tombstone (the key leaves the result), sent
+    only when the key had passed before (Kafka sends the old values to a filter and drops an update that is a
+    tombstone in both)."""
+
+    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool) -> None:
+        self.predicate, self.negate = predicate, negate
+
+    def _kept(self, key: Any, value: Any) -> Any:
+        if value is not None and bool(self.predicate(key, value)) == self.negate:
+            return None
+        return value
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        new, old = self._kept(record.key, change.new_value), self._kept(record.key, change.old_value)
+        if new is None and old is None:
+            return
+        self.context.forward(record.with_value(Change(new, old)))
+
+
+class TableMapValues(Processor):
+    def __init__(self, mapper: Callable[[Any], Any]) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        self.context.forward(record.with_value(Change(
+            None if change.new_value is None else self.mapper(change.new_value),
+            None if change.old_value is None else self.mapper(change.old_value))))
+
+
+class TableToStream(Processor):
+    def process(self, record: Record) -> None:
+        self.context.forward(record.with_value(record.value.new_value))
+
+
+class WindowAggregate(Processor):
+    """A windowed count()/aggregate()/reduce(): the record is added to each of its windows that is still open
+    (stream time < window end + grace), and each updated window is forwarded with a Windowed key."""
+
+    def __init__(self, store_name: str, windows: TimeWindows, initializer: Callable[[], Any] | None,
+                 aggregator: Callable[[Any, Any, Any], Any]) -> None:
+        self.store_name, self.windows = store_name, windows
+        self.initializer, self.aggregator = initializer, aggregator
+        self.observed_stream_time = -1
+
+    def process(self, record: Record) -> None:
+        if record.key is None or (self.initializer is None and record.value is None):
+            log.warning("Skipping record due to null key or value. topic=%s", self.context.record_metadata())
+            return
+        store = self.context.get_state_store(self.store_name)
+        self.observed_stream_time = max(self.observed_stream_time, record.timestamp)
+        close_time = self.observed_stream_time - self.windows.grace_ms
+        for window in self.windows.windows_for(record.timestamp):
+            if window.end <= close_time:
+                log.warning("Skipping record for expired window. window=[%d,%d) expiration=%d", window.start,
+                            window.end, close_time)
+                continue
+            old = store.fetch(record.key, window.start)
+            if old is None:
+                timestamp = record.timestamp
+                new = (self.aggregator(record.key, record.value, self.initializer()) if self.initializer is not None
+                       else record.value)
+            else:
+                timestamp = max(record.timestamp, old[1])
+                new = self.aggregator(record.key, record.value, old[0])
+            store.put_window(record.key, window.start, new, timestamp)
+            self.context.forward(Record(Windowed(record.key, window), Change(new, None if old is None else old[0]),
+                                        timestamp, record.headers))
+
+
+class JoinWindowed(Processor):
+    """A KStream-KStream join's side: records with a key are passed on to the join, then kept in this side's
+    store for the other side's records to find."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        self.context.forward(record)
+        if record.value is not None:
+            self.context.get_state_store(self.store_name).put_record(record.key, record.value, record.timestamp)
+
+
+class StreamStreamJoin(Processor):
+    """A KStream-KStream inner join's side: each record joins the other side's records of its key from
+    `before_ms` earlier to `after_ms` later, oldest first, each result timestamped with the later record's time."""
+
+    def __init__(self, other_store: str, joiner: Callable[[Any, Any], Any], before_ms: int, after_ms: int,
+                 this_is_left: bool) -> None:
+        self.other_store, self.before_ms, self.after_ms = other_store, before_ms, after_ms
+        self.joiner = joiner if this_is_left else (lambda this, other: joiner(other, this))
+
+    def process(self, record: Record) -> None:
+        if record.key is None or record.value is None:
+            log.warning("Skipping record due to null key or value. topic=%s", self.context.record_metadata())
+            return
+        time_from = max(0, record.timestamp - self.before_ms)
+        time_to = max(0, record.timestamp + self.after_ms)
+        store = self.context.get_state_store(self.other_store)
+        for other_value, other_timestamp in list(store.fetch_records(record.key, time_from, time_to)):
+            self.context.forward(Record(record.key, self.joiner(record.value, other_value),
+                                        max(record.timestamp, other_timestamp), record.headers))

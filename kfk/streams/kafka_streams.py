@@ -1,0 +1,461 @@
+"""KafkaStreams: runs a Topology with ``num.stream.threads`` stream threads, each with its own consumer, producer
+and tasks.
+
+How tasks are assigned. Kafka Streams' own assignment (StreamsPartitionAssignor) is a Java-only protocol whose
+user data carries Java's task and host state, so kfk.streams does not speak it, and **a Java and a Python instance
+cannot share one application.id** (both would join one group with no assignor in common: the coordinator refuses the
+second, INCONSISTENT_GROUP_PROTOCOL). kfk.streams' threads join the application's group with the classic consumer
+protocol and the range assignor: every member subscribes to the same topics, so partition i of every topic with
+the same partition count goes to the same member, which keeps the partitions of one task (partition i of every
+source topic of a sub-topology) together. A thread then runs task "<sub-topology>_<i>" for each partition i it holds
+of that sub-topology's topics.
+
+Processing guarantees:
+- at_least_once: every commit.interval.ms the thread flushes its producer, checks every send, writes the stores'
+  checkpoints, then commits the consumed offsets.
+- exactly_once_v2: one transactional producer per thread (transactional.id <application.id>-<process id>-<thread
+  index>, the process id kept in the state directory so a restarted instance fences its predecessor at once); the
+  outputs, changelog writes and consumed offsets (send_offsets_to_transaction with the consumer's group metadata)
+  commit or abort together. The consumer reads read_committed, and a store is rebuilt from its committed changelog
+  after a crash.
+
+The record cache is off: every update is forwarded, as Kafka Streams does with statestore.cache.max.bytes=0.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kfk.client import Admin, Consumer, ConsumerRecord, NewTopic, Producer
+from kfk.common.structs import OffsetAndMetadata, TopicPartition
+from kfk.errors import KafkaError, TopicExistsError
+from kfk.streams.config import StreamsConfig
+from kfk.streams.processor import TaskId
+from kfk.streams.task import StreamTask, restore_stores
+from kfk.streams.windows import WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS, JoinWindows
+from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, SubTopology, Topology, TopologyException
+
+__all__ = ["KafkaStreams", "State", "MissingSourceTopicException", "internal_topic_configs"]
+
+log = logging.getLogger("kfk.streams")
+
+#: Kafka Streams' configs of the internal topics it creates (RepartitionTopicConfig, UnwindowedChangelogTopicConfig).
+REPARTITION_TOPIC_CONFIGS = {"cleanup.policy": "delete", "segment.bytes": "52428800", "retention.ms": "-1",
+                             "message.timestamp.type": "CreateTime"}
+CHANGELOG_TOPIC_CONFIGS = {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
+#: Kafka Streams' buffered.records.per.partition default: a partition with more records waiting is paused.
+BUFFERED_RECORDS_PER_PARTITION = 1000
+#: How long a task holds records back while one of its partitions may still have older records to fetch.
+TASK_IDLE_S = 0.5
+
+
+class State(enum.Enum):
+    """Kafka Streams' KafkaStreams.State."""
+
+    CREATED = "CREATED"
+    REBALANCING = "REBALANCING"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    NOT_RUNNING = "NOT_RUNNING"
+    PENDING_ERROR = "PENDING_ERROR"
+    ERROR = "ERROR"
+
+
+class MissingSourceTopicException(KafkaError):
+    """A source topic does not exist (Kafka's MissingSourceTopicException)."""
+
+
+def internal_topic_configs(topology: Topology, application_id: str, source_partitions: Mapping[str, int]
+                           ) -> tuple[dict[str, tuple[int, dict[str, str]]], dict[int, int]]:
+    """The internal topics to create ({prefixed name: (partitions, configs)}) and each sub-topology's task count.
+
+    A sub-topology has as many tasks as its source topics have partitions (the most, when they differ); a
+    repartition topic has as many partitions as the sub-topologies writing to it have tasks (unless repartition()
+    fixed the number), and a changelog one per task of its store's sub-topology. Repartition topics may feed one
+    another, so the counts are settled by iterating until nothing changes.
+    """
+    subtopologies = topology.sub_topologies()
+    counts: dict[str, int] = dict(source_partitions)
+    for topic, fixed in topology.repartition_topics.items():
+        if fixed is not None:
+            counts[topic] = fixed
+    writers: dict[str, list[SubTopology]] = {}
+    for subtopology in subtopologies:
+        for name in subtopology.nodes:
+            sink_topic = topology.nodes[name].topic
+            if sink_topic in topology.repartition_topics:
+                writers.setdefault(sink_topic, []).append(subtopology)
+    changed = True
+    while changed:
+        changed = False
+        for topic in topology.repartition_topics:
+            if topic in counts:
+                continue
+            tasks = [max((counts.get(source, 0) for source in writer.source_topics), default=0)
+                     for writer in writers.get(topic, [])]
+            if tasks and all(tasks):
+                counts[topic] = max(tasks)
+                changed = True
+    missing = [topic for topic in topology.repartition_topics if topic not in counts]
+    if missing:
+        raise TopologyException(f"Failed to compute number of partitions for all repartition topics: {missing}")
+    for group in topology.copartition_groups:
+        numbers = {counts[topic] for topic in group}
+        if len(numbers) > 1:
+            raise TopologyException(f"Topics not co-partitioned: [{','.join(sorted(group))}]")
+    tasks = {subtopology.id: max(counts[topic] for topic in subtopology.source_topics)
+             for subtopology in subtopologies}
+    internal: dict[str, tuple[int, dict[str, str]]] = {}
+    for topic in topology.repartition_topics:
+        internal[f"{application_id}-{topic}"] = (counts[topic], dict(REPARTITION_TOPIC_CONFIGS))
+    for subtopology in subtopologies:
+        for store in subtopology.stores:
+            builder = topology.store_builders[store]
+            if builder.logging:
+                configs = dict(CHANGELOG_TOPIC_CONFIGS)
+                if builder.windows is not None:  # Kafka's WindowedChangelogTopicConfig
+                    # A join's store keeps every record (keys never repeat): nothing to compact.
+                    configs["cleanup.policy"] = ("delete" if isinstance(builder.windows, JoinWindows)
+                                                 else "compact,delete")
+                    configs["retention.ms"] = str(builder.windows.retention_ms()
+                                                  + WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS)
+                internal[f"{application_id}-{store}{CHANGELOG_TOPIC_SUFFIX}"] = (tasks[subtopology.id], configs)
+    return internal, tasks
+
+
+class KafkaStreams:
+    """A Streams application instance: ``KafkaStreams(builder.build(), config)``, then start() and close()."""
+
+    def __init__(self, topology: Topology, config: Mapping[str, Any] | StreamsConfig) -> None:
+        self.topology = topology
+        self.config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
+        self.state = State.CREATED
+        self._state_lock = threading.Condition()
+        self._threads: list[StreamThread] = []
+        self.state_dir = Path(self.config.state_dir) / self.config.application_id
+        self.process_id = self._process_id()
+        self.error: BaseException | None = None
+
+    def _process_id(self) -> uuid.UUID:
+        """Kept in <state.dir>/<application.id>/kafka-streams-process-metadata, as Kafka Streams keeps it."""
+        path = self.state_dir / "kafka-streams-process-metadata"
+        try:
+            return uuid.UUID(json.loads(path.read_text())["processId"])
+        except (FileNotFoundError, KeyError, ValueError):
+            process_id = uuid.uuid4()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"processId": str(process_id)}))
+            return process_id
+
+    def _set_state(self, state: State) -> None:
+        with self._state_lock:
+            self.state = state
+            self._state_lock.notify_all()
+
+    def wait_for_state(self, *states: State, timeout: float = 60) -> State:
+        with self._state_lock:
+            self._state_lock.wait_for(lambda: self.state in states, timeout)
+            return self.state
+
+    def start(self) -> None:
+        """Create the internal topics, then start the stream threads (they join the group and run)."""
+        if self.state is not State.CREATED:
+            raise RuntimeError(f"KafkaStreams is not in state CREATED (it is {self.state.value})")
+        self._set_state(State.REBALANCING)
+        self.internal_topics, self.tasks_per_subtopology = self._prepare_topics()
+        for index in range(1, self.config.num_stream_threads + 1):
+            thread = StreamThread(self, index)
+            self._threads.append(thread)
+        for thread in self._threads:
+            thread.start()
+
+    def _prepare_topics(self) -> tuple[dict[str, tuple[int, dict[str, str]]], dict[int, int]]:
+        config = self.config
+        external = [topic for topic in self.topology.source_topics()
+                    if topic not in self.topology.repartition_topics]
+        with Admin(config.admin_config(f"{config.client_id}-admin")) as admin:
+            present = set(admin.list_topics())
+            absent = sorted(set(external) - present)
+            if absent:
+                self._set_state(State.ERROR)
+                raise MissingSourceTopicException(
+                    f"One or more source topics were missing during rebalance: {absent}")
+            described = admin.describe_topics(external)
+            partitions = {name: len(description.partitions) for name, description in described.items()}
+            internal, tasks = internal_topic_configs(self.topology, config.application_id, partitions)
+            wanted = [NewTopic(name, count, config.replication_factor, configs)
+                      for name, (count, configs) in internal.items() if name not in present]
+            if wanted:
+                for name, error in admin.create_topics(wanted).items():
+                    if error is not None and not isinstance(error, TopicExistsError):
+                        raise error
+        return internal, tasks
+
+    def _thread_finished(self, thread: StreamThread, error: BaseException | None) -> None:
+        if error is not None and self.error is None:
+            self.error = error
+            log.error("stream thread %s died: %s", thread.name, error)
+            self._set_state(State.ERROR)
+
+    def close(self, timeout: float = 60) -> bool:
+        """Stop the threads (each commits and closes its tasks); True if they all stopped within ``timeout``."""
+        if self.state is State.CREATED:
+            self._set_state(State.NOT_RUNNING)
+            return True
+        if self.state is not State.ERROR:
+            self._set_state(State.PENDING_SHUTDOWN)
+        for thread in self._threads:
+            thread.running = False
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(deadline - time.monotonic(), 0))
+        stopped = not any(thread.is_alive() for thread in self._threads)
+        if self.state is not State.ERROR:
+            self._set_state(State.NOT_RUNNING)
+        return stopped
+
+    def __enter__(self) -> KafkaStreams:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def store(self, name: str) -> ReadOnlyStore:
+        """The local instances of store `name` (interactive queries): the tasks of this instance's threads hold
+        the keys of the partitions they run."""
+        stores = [task.stores[name] for thread in self._threads for task in list(thread.tasks.values())
+                  if name in task.stores]
+        if not stores and name not in self.topology.store_builders:
+            raise ValueError(f"Cannot get state store {name} because no such store is registered in the topology.")
+        return ReadOnlyStore(stores)
+
+    def _thread_running(self) -> None:
+        if self.state is State.REBALANCING and all(thread.assigned for thread in self._threads):
+            self._set_state(State.RUNNING)
+
+
+class ReadOnlyStore:
+    """A read-only view of one store across the local tasks (Kafka's ReadOnlyKeyValueStore)."""
+
+    def __init__(self, stores: list) -> None:
+        self.stores = stores
+
+    def get(self, key: Any) -> Any:
+        for store in self.stores:
+            value = store.get(key)
+            if value is not None:
+                return value
+        return None
+
+    def all(self) -> dict[Any, Any]:
+        return {key: value for store in self.stores for key, value in store.all()}
+
+    def approximate_num_entries(self) -> int:
+        return sum(1 for store in self.stores for _ in store.all())
+
+
+class StreamThread(threading.Thread):
+    """One thread: a consumer in the application's group, a producer (transactional under exactly_once_v2), a
+    restore consumer, and the tasks of the partitions the group gave it."""
+
+    def __init__(self, streams: KafkaStreams, index: int) -> None:
+        config = streams.config
+        super().__init__(name=f"{config.client_id}-StreamThread-{index}", daemon=True)
+        self.streams = streams
+        self.config = config
+        self.running = True
+        self.assigned = False
+        client_id = f"{config.client_id}-{streams.process_id}-StreamThread-{index}"
+        transactional_id = f"{config.application_id}-{streams.process_id}-{index}" if config.exactly_once else None
+        self.producer = Producer(config.producer_config(f"{client_id}-producer", transactional_id))
+        self.consumer = Consumer(config.consumer_config(f"{client_id}-consumer", index))
+        self.restore_consumer = Consumer(config.restore_consumer_config(f"{client_id}-restore-consumer"))
+        self.subtopologies = {subtopology.id: subtopology for subtopology in streams.topology.sub_topologies()}
+        self.topic_subtopology = {self._internal(topic): subtopology.id
+                                  for subtopology in self.subtopologies.values()
+                                  for topic in subtopology.source_topics}
+        self.tasks: dict[TaskId, StreamTask] = {}
+        self.task_of: dict[TopicPartition, StreamTask] = {}
+        self.consumed: dict[TopicPartition, int] = {}
+        #: Fetched records not processed yet, per partition (a task takes them in timestamp order).
+        self.buffers: dict[TopicPartition, deque[ConsumerRecord]] = {}
+        #: Since when (monotonic s) each task has had records it holds back, waiting for an empty partition.
+        self.waiting_since: dict[TaskId, float] = {}
+        self.in_transaction = False
+
+    def _internal(self, topic: str) -> str:
+        if topic in self.streams.topology.repartition_topics:
+            return f"{self.config.application_id}-{topic}"
+        return topic
+
+    # --- the group's callbacks (run inside consumer.poll) ------------------------------------------------------------
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        if self.tasks:
+            self.commit()
+        for task in self.tasks.values():
+            self._close_task(task, clean=True)
+        self.tasks.clear()
+        self.task_of.clear()
+        self.buffers.clear()
+        self.waiting_since.clear()
+
+    def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
+        if self.in_transaction:
+            self.producer.abort_transaction()
+            self.in_transaction = False
+        for task in self.tasks.values():
+            self._close_task(task, clean=False)
+        self.tasks.clear()
+        self.task_of.clear()
+        self.consumed.clear()
+        self.buffers.clear()
+        self.waiting_since.clear()
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        streams = self.streams
+        for partition in sorted(assigned):
+            task_id = TaskId(self.topic_subtopology[partition.topic], partition.partition)
+            task = self.tasks.get(task_id)
+            if task is None:
+                task = StreamTask(task_id, self.subtopologies[task_id.subtopology], streams.topology,
+                                  application_id=self.config.application_id, producer=self.producer,
+                                  key_serde=self.config.key_serde, value_serde=self.config.value_serde,
+                                  state_dir=streams.state_dir, internal_topic=self._internal)
+                restored = restore_stores(task, self.config.exactly_once, self.restore_consumer, timeout_s=120)
+                if restored:
+                    log.info("task %s restored %d changelog records", task_id, restored)
+                self.tasks[task_id] = task
+            self.task_of[partition] = task
+        self.assigned = True
+        streams._thread_running()
+
+    # --- the loop ----------------------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        error: BaseException | None = None
+        try:
+            if self.config.exactly_once:
+                self.producer.init_transactions()
+            topics = [self._internal(topic) for topic in self.streams.topology.source_topics()]
+            self.consumer.subscribe(topics, listener=self)
+            last_commit = time.monotonic()
+            while self.running:
+                records = self.consumer.poll(self.config.poll_ms / 1000)
+                for partition, batch in records.by_partition().items():
+                    if partition in self.task_of:
+                        buffer = self.buffers.setdefault(partition, deque())
+                        buffer.extend(batch)
+                        if len(buffer) > BUFFERED_RECORDS_PER_PARTITION:
+                            self.consumer.pause(partition)
+                self._process_buffered()
+                paused = self.consumer.paused()
+                if paused:
+                    self.consumer.resume(*(tp for tp in paused
+                                           if len(self.buffers.get(tp, ())) <= BUFFERED_RECORDS_PER_PARTITION))
+                if time.monotonic() - last_commit >= self.config.commit_interval_ms / 1000:
+                    self.commit()
+                    last_commit = time.monotonic()
+            self.commit()
+            for task in self.tasks.values():
+                self._close_task(task, clean=True)
+            self.tasks.clear()
+            self.task_of.clear()
+        except BaseException as caught:  # the thread's end: reported to KafkaStreams, which goes to ERROR
+            error = caught
+        finally:
+            for client in (self.consumer, self.restore_consumer):
+                client.close()
+            self.producer.close()
+            self.streams._thread_finished(self, error)
+
+    def _process_buffered(self) -> None:
+        """Process each task's buffered records in timestamp order across its partitions, as Kafka Streams'
+        PartitionGroup does: the record with the smallest timestamp among the partitions' heads goes first. While a
+        partition of the task has nothing buffered but may have more to fetch (its position is behind the high
+        watermark the last fetch reported), the task waits, up to TASK_IDLE_S, so that a table's older records
+        are applied before the stream records they should join with."""
+        for task in self.tasks.values():
+            if len(task.partitions) == 1:  # one partition: its records in offset order, nothing to wait for
+                (partition,) = task.partitions
+                buffer = self.buffers.get(partition)
+                if buffer:
+                    self._begin_transaction()
+                    while buffer:
+                        record = buffer.popleft()
+                        task.process(record)
+                    self.consumed[partition] = record.offset + 1
+                continue
+            while True:
+                heads = {tp: self.buffers[tp][0] for tp in task.partitions if self.buffers.get(tp)}
+                if not heads:
+                    self.waiting_since.pop(task.id, None)
+                    break
+                lagging = [tp for tp in task.partitions if tp not in heads and not self._caught_up(tp)]
+                if lagging:
+                    since = self.waiting_since.setdefault(task.id, time.monotonic())
+                    if time.monotonic() - since < TASK_IDLE_S:
+                        break
+                else:
+                    self.waiting_since.pop(task.id, None)
+                self._begin_transaction()
+                partition = min(heads, key=lambda tp: heads[tp].timestamp)
+                record = self.buffers[partition].popleft()
+                task.process(record)
+                self.consumed[partition] = record.offset + 1
+
+    def _begin_transaction(self) -> None:
+        """Under exactly_once_v2, every output, changelog write and offset from the first record processed after a
+        commit to the next commit is one transaction."""
+        if self.config.exactly_once and not self.in_transaction:
+            self.producer.begin_transaction()
+            self.in_transaction = True
+
+    def _caught_up(self, partition: TopicPartition) -> bool:
+        highwater = self.consumer.highwater(partition)
+        return highwater is not None and self.consumer.position(partition) >= highwater
+
+    def commit(self) -> None:
+        """Make everything processed so far durable, and commit the consumed offsets (in the transaction under
+        exactly_once_v2)."""
+        offsets = {partition: OffsetAndMetadata(offset) for partition, offset in self.consumed.items()
+                   if partition in self.task_of}
+        if self.config.exactly_once:
+            if not self.in_transaction:
+                return
+            if offsets:
+                self.producer.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
+            self.producer.commit_transaction()
+            self.in_transaction = False
+            for task in self.tasks.values():
+                task.check_sends()
+                task.changelog_last = {}
+        else:
+            self.producer.flush()
+            for task in self.tasks.values():
+                task.check_sends()
+                task.write_checkpoint()
+            if offsets:
+                self.consumer.commit_sync(offsets)
+        self.consumed = {partition: offset for partition, offset in self.consumed.items()
+                         if partition in self.task_of and partition not in offsets}
+
+    def _close_task(self, task: StreamTask, clean: bool) -> None:
+        if clean:
+            task.write_checkpoint() if not self.config.exactly_once else self._checkpoint_after_commit(task)
+        task.close()
+
+    def _checkpoint_after_commit(self, task: StreamTask) -> None:
+        """Under exactly_once_v2 a checkpoint is written only on a clean close, when the last transaction has
+        committed: the changelog's end is then what the stores hold."""
+        ends = self.restore_consumer.end_offsets(list(task.changelogs.values())) if task.changelogs else {}
+        task.checkpoint.write(ends)

@@ -1,0 +1,426 @@
+"""The DSL: StreamsBuilder, KStream, BranchedKStream, KGroupedStream and KTable, named as Kafka Streams' in
+snake_case.
+
+Each operator adds nodes to the Topology the builder holds, named as Kafka names them: an operator without an
+explicit ``named`` takes ``<PREFIX>-<index>`` (KSTREAM-FILTER-0000000001), the index counting every name the
+builder has generated so far, including the names Kafka generates and then discards (a named repartition still
+uses up three indexes), so that a topology written the same way in Java and in Python has the same processor,
+store and internal topic names, and the same describe() text.
+
+An operator that changes keys (map, flat_map, select_key, group_by) marks the stream as needing a repartition: the
+next aggregation first writes the stream through ``<application.id>-<name>-repartition``, where ``name`` is the
+store's (or repartition()'s) name, so that every record of a key reaches the same task.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kfk.streams import dsl_processors as p
+from kfk.streams.serdes import Serde, Serdes
+from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
+from kfk.streams.windows import JoinWindows, TimeWindows
+
+__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "TimeWindowedKStream", "BranchedKStream", "Branched"]
+
+_GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
+
+
+@dataclass(frozen=True)
+class Branched:
+    """A branch of split(): its name (suffix of the split's prefix), and either a ``chain`` (KStream -> KStream,
+    whose result is what the branches map holds) or a ``consumer`` (KStream -> None; the branch is not in it)."""
+
+    name: str | None = None
+    chain: Callable[[KStream], KStream | None] | None = None
+    consumer: Callable[[KStream], None] | None = None
+
+
+class StreamsBuilder:
+    def __init__(self) -> None:
+        self.topology = Topology()
+        self._index = 0
+
+    def new_processor_name(self, prefix: str) -> str:
+        name = f"{prefix}{self._index:010d}"
+        self._index += 1
+        return name
+
+    def new_store_name(self, prefix: str) -> str:
+        return self.new_processor_name(f"{prefix}STATE-STORE-")
+
+    def _name(self, named: str | None, prefix: str) -> str:
+        return named if named is not None else self.new_processor_name(prefix)
+
+    def stream(self, topics: str | Iterable[str], *, key_serde: Serde | None = None,
+               value_serde: Serde | None = None, named: str | None = None) -> KStream:
+        topics = [topics] if isinstance(topics, str) else list(topics)
+        name = self._name(named, "KSTREAM-SOURCE-")
+        self.topology.add_source(name, *topics, key_serde=key_serde, value_serde=value_serde)
+        return KStream(self, name, key_serde, value_serde, repartition_required=False)
+
+    def table(self, topic: str, *, key_serde: Serde | None = None, value_serde: Serde | None = None,
+              materialized: str | None = None) -> KTable:
+        """The topic as a table: the latest value per key, kept in a store (``materialized``, else
+        ``<topic>-STATE-STORE-<index>``) with its own changelog."""
+        store = materialized if materialized is not None else self.new_store_name(f"{topic}-")
+        source = self.new_processor_name("KSTREAM-SOURCE-")
+        name = self.new_processor_name("KTABLE-SOURCE-")
+        self.topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
+        self.topology.add_processor(name, lambda: p.TableSource(store), source)
+        self.topology.add_state_store(StoreBuilder(store, key_serde, value_serde), name)
+        return KTable(self, name, key_serde, value_serde, store)
+
+    def build(self) -> Topology:
+        return self.topology
+
+
+class KStream:
+    def __init__(self, builder: StreamsBuilder, name: str, key_serde: Serde | None, value_serde: Serde | None,
+                 repartition_required: bool) -> None:
+        self.builder = builder
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.repartition_required = repartition_required
+
+    def _then(self, prefix: str, processor: Callable[[], Any], named: str | None, *, key_changed: bool = False,
+              value_changed: bool = False) -> KStream:
+        name = self.builder._name(named, prefix)
+        self.builder.topology.add_processor(name, processor, self.name)
+        return KStream(self.builder, name, None if key_changed else self.key_serde,
+                       None if value_changed else self.value_serde, self.repartition_required or key_changed)
+
+    # --- stateless ---------------------------------------------------------------------------------------------------
+
+    def filter(self, predicate: Callable[[Any, Any], bool], named: str | None = None) -> KStream:
+        return self._then("KSTREAM-FILTER-", lambda: p.Filter(predicate, negate=False), named)
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool], named: str | None = None) -> KStream:
+        return self._then("KSTREAM-FILTER-", lambda: p.Filter(predicate, negate=True), named)
+
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], named: str | None = None) -> KStream:
+        return self._then("KSTREAM-MAP-", lambda: p.Map(mapper), named, key_changed=True, value_changed=True)
+
+    def map_values(self, mapper: Callable[[Any], Any], named: str | None = None) -> KStream:
+        return self._then("KSTREAM-MAPVALUES-", lambda: p.MapValues(mapper), named, value_changed=True)
+
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], named: str | None = None) -> KStream:
+        return self._then("KSTREAM-FLATMAP-", lambda: p.FlatMap(mapper), named, key_changed=True,
+                          value_changed=True)
+
+    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], named: str | None = None) -> KStream:
+        return self._then("KSTREAM-FLATMAPVALUES-", lambda: p.FlatMapValues(mapper), named, value_changed=True)
+
+    def peek(self, action: Callable[[Any, Any], None], named: str | None = None) -> KStream:
+        return self._then("KSTREAM-PEEK-", lambda: p.Peek(action, forward=True), named)
+
+    def foreach(self, action: Callable[[Any, Any], None], named: str | None = None) -> None:
+        self._then("KSTREAM-FOREACH-", lambda: p.Peek(action, forward=False), named)
+
+    def select_key(self, mapper: Callable[[Any, Any], Any], named: str | None = None) -> KStream:
+        return self._then("KSTREAM-KEY-SELECT-", lambda: p.SelectKey(mapper), named, key_changed=True)
+
+    def merge(self, other: KStream, named: str | None = None) -> KStream:
+        name = self.builder._name(named, "KSTREAM-MERGE-")
+        self.builder.topology.add_processor(name, p.PassThrough, self.name, other.name)
+        same = self.key_serde is other.key_serde and self.value_serde is other.value_serde
+        return KStream(self.builder, name, self.key_serde if same else None, self.value_serde if same else None,
+                       self.repartition_required or other.repartition_required)
+
+    def join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows | None = None,
+             named: str | None = None) -> KStream:
+        """KStream-KTable inner join: ``joiner(stream value, table value)`` for records whose key is in the table;
+        KStream-KStream inner join (``windows`` required): ``joiner(this value, other value)`` for every pair of
+        records of one key at most the windows' time difference apart."""
+        if isinstance(other, KStream):
+            if windows is None:
+                raise ValueError("a KStream-KStream join needs JoinWindows")
+            return self._join_stream(other, joiner, windows, named)
+        return self._join_table(other, joiner, named, left=False)
+
+    def _join_stream(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
+                     named: str | None) -> KStream:
+        if self.repartition_required or other.repartition_required:
+            raise NotImplementedError("kfk.streams does not yet repartition a re-keyed stream before a join: "
+                                      "call repartition() first")
+        builder = self.builder
+        this_windowed = f"{named}-this-windowed" if named else builder.new_processor_name("KSTREAM-WINDOWED-")
+        other_windowed = f"{named}-other-windowed" if named else builder.new_processor_name("KSTREAM-WINDOWED-")
+        this_join = f"{named}-this-join" if named else builder.new_processor_name("KSTREAM-JOINTHIS-")
+        other_join = f"{named}-other-join" if named else builder.new_processor_name("KSTREAM-JOINOTHER-")
+        merge = f"{named}-merge" if named else builder.new_processor_name("KSTREAM-MERGE-")
+        this_store, other_store = f"{this_join}-store", f"{other_join}-store"
+        topology = builder.topology
+        topology.add_processor(this_windowed, lambda: p.JoinWindowed(this_store), self.name)
+        topology.add_state_store(StoreBuilder(this_store, self.key_serde, self.value_serde, windows=windows),
+                                 this_windowed)
+        topology.add_processor(other_windowed, lambda: p.JoinWindowed(other_store), other.name)
+        topology.add_state_store(StoreBuilder(other_store, other.key_serde, other.value_serde, windows=windows),
+                                 other_windowed)
+        topology.add_processor(this_join, lambda: p.StreamStreamJoin(other_store, joiner, windows.before_ms,
+                                                                     windows.after_ms, True), this_windowed)
+        topology.connect_processor_and_state_stores(this_join, stores=[other_store])
+        topology.add_processor(other_join, lambda: p.StreamStreamJoin(this_store, joiner, windows.after_ms,
+                                                                      windows.before_ms, False), other_windowed)
+        topology.connect_processor_and_state_stores(other_join, stores=[this_store])
+        topology.add_processor(merge, p.PassThrough, this_join, other_join)
+        topology.copartition_groups.append(set(topology.upstream_source_topics(self.name))
+                                           | set(topology.upstream_source_topics(other.name)))
+        return KStream(builder, merge, self.key_serde, None, repartition_required=False)
+
+    def left_join(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KStream:
+        """KStream-KTable left join: every record, with None where the key is not in the table."""
+        return self._join_table(table, joiner, named, left=True)
+
+    def _join_table(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None,
+                    left: bool) -> KStream:
+        if self.repartition_required:
+            raise NotImplementedError("kfk.streams does not yet repartition a re-keyed stream before a join: "
+                                      "call repartition() first")
+        store = table.store_name
+        if store is None:
+            raise NotImplementedError("kfk.streams joins only tables backed by a store (builder.table() or an "
+                                      "aggregation)")
+        name = self.builder._name(named, "KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-")
+        topology = self.builder.topology
+        topology.add_processor(name, lambda: p.StreamTableJoin(store, joiner, left), self.name)
+        topology.connect_processor_and_state_stores(name, stores=[store])
+        topology.copartition_groups.append(set(topology.upstream_source_topics(self.name))
+                                           | set(topology.upstream_source_topics(table.name)))
+        return KStream(self.builder, name, self.key_serde, None, repartition_required=False)
+
+    def split(self, named: str | None = None) -> BranchedKStream:
+        # Kafka always draws an index for the split, even a named one.
+        generated = self.builder.new_processor_name("KSTREAM-BRANCH-")
+        name = named if named is not None else generated
+        branches: list[tuple[Callable[[Any, Any], bool] | None, str]] = []
+        self.builder.topology.add_processor(name, lambda: p.Branch(branches), self.name)
+        return BranchedKStream(self, name, branches)
+
+    def to(self, topic: str | TopicNameExtractor, *, key_serde: Serde | None = None,
+           value_serde: Serde | None = None, named: str | None = None) -> None:
+        """Write to ``topic``, or to the topic a TopicNameExtractor (key, value, record) -> str picks per record."""
+        name = self.builder._name(named, "KSTREAM-SINK-")
+        self.builder.topology.add_sink(name, topic, self.name, key_serde=key_serde or self.key_serde,
+                                       value_serde=value_serde or self.value_serde)
+
+    def repartition(self, name: str | None = None, *, num_partitions: int | None = None,
+                    key_serde: Serde | None = None, value_serde: Serde | None = None) -> KStream:
+        """Write through ``<application.id>-<name>-repartition`` and read back (Kafka's repartition())."""
+        prefix = name if name is not None else self.builder.new_processor_name("KSTREAM-REPARTITION-")
+        source = self._through_repartition_topic(prefix, key_serde or self.key_serde,
+                                                 value_serde or self.value_serde, num_partitions)
+        return KStream(self.builder, source, key_serde or self.key_serde, value_serde or self.value_serde,
+                       repartition_required=False)
+
+    def _through_repartition_topic(self, prefix: str, key_serde: Serde | None, value_serde: Serde | None,
+                                   num_partitions: int | None = None) -> str:
+        """The filter, sink and source of a repartition topic; returns the source's name."""
+        topic = prefix if prefix.endswith(REPARTITION_TOPIC_SUFFIX) else prefix + REPARTITION_TOPIC_SUFFIX
+        builder = self.builder
+        generated = [builder.new_processor_name(kind) for kind in ("KSTREAM-SINK-", "KSTREAM-FILTER-",
+                                                                     "KSTREAM-SOURCE-")]
+        if _GENERATED.fullmatch(prefix):
+            sink, filter_name, source = generated
+        else:
+            sink, filter_name, source = (f"{topic}-sink", f"{topic}-filter", f"{topic}-source")
+        topology = builder.topology
+        topology.add_processor(filter_name, p.DropNullKeys, self.name)
+        topology.add_sink(sink, topic, filter_name, key_serde=key_serde, value_serde=value_serde)
+        topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
+        topology.repartition_topics[topic] = num_partitions
+        return source
+
+    # --- grouping ----------------------------------------------------------------------------------------------------
+
+    def group_by_key(self, *, key_serde: Serde | None = None, value_serde: Serde | None = None,
+                     name: str | None = None) -> KGroupedStream:
+        return KGroupedStream(self, key_serde or self.key_serde, value_serde or self.value_serde, name,
+                              self.repartition_required)
+
+    def group_by(self, selector: Callable[[Any, Any], Any], *, key_serde: Serde | None = None,
+                 value_serde: Serde | None = None, name: str | None = None) -> KGroupedStream:
+        selected = self.select_key(selector)
+        return KGroupedStream(selected, key_serde, value_serde or self.value_serde, name, True)
+
+
+class BranchedKStream:
+    """What split() returns: add branches, then default_branch() or no_default_branch() give the branches by
+    name (the split's name followed by the branch's name, or by its position from 1; the default branch's is 0)."""
+
+    def __init__(self, stream: KStream, name: str, branches: list) -> None:
+        self.stream, self.name, self._branches = stream, name, branches
+        self._result: dict[str, KStream] = {}
+
+    def branch(self, predicate: Callable[[Any, Any], bool], branched: Branched = Branched()) -> BranchedKStream:
+        self._add(predicate, branched, str(len(self._branches) + 1))
+        return self
+
+    def default_branch(self, branched: Branched = Branched()) -> dict[str, KStream]:
+        self._add(None, branched, "0")
+        return self._result
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        return self._result
+
+    def _add(self, predicate: Callable[[Any, Any], bool] | None, branched: Branched, position: str) -> None:
+        builder = self.stream.builder
+        builder.new_processor_name("KSTREAM-BRANCHCHILD-")  # Kafka draws an index for every branch
+        child = self.name + (branched.name if branched.name is not None else position)
+        builder.topology.add_processor(child, p.PassThrough, self.name)
+        self._branches.append((predicate, child))
+        stream = KStream(builder, child, self.stream.key_serde, self.stream.value_serde,
+                         self.stream.repartition_required)
+        if branched.consumer is not None:
+            branched.consumer(stream)
+            return
+        if branched.chain is not None:
+            chained = branched.chain(stream)
+            if chained is None:
+                return
+            stream = chained
+        self._result[child] = stream
+
+
+class KGroupedStream:
+    def __init__(self, stream: KStream, key_serde: Serde | None, value_serde: Serde | None, name: str | None,
+                 repartition_required: bool) -> None:
+        self.stream = stream
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.name = name
+        self.repartition_required = repartition_required
+
+    def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
+        """Records per key, in a store named ``materialized`` (or KSTREAM-AGGREGATE-STATE-STORE-<index>)."""
+        return self._aggregate("KSTREAM-AGGREGATE-", materialized, named, Serdes.long(),
+                               lambda store: p.StreamAggregate(store, lambda: 0, lambda key, value, total: total + 1))
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
+               named: str | None = None, value_serde: Serde | None = None) -> KTable:
+        return self._aggregate("KSTREAM-REDUCE-", materialized, named, value_serde or self.value_serde,
+                               lambda store: p.StreamReduce(store, reducer))
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  materialized: str | None = None, named: str | None = None,
+                  value_serde: Serde | None = None) -> KTable:
+        """``aggregator(key, value, aggregate)`` returns the new aggregate; ``value_serde`` is the aggregate's
+        (the store's and changelog's; default.value.serde when None)."""
+        return self._aggregate("KSTREAM-AGGREGATE-", materialized, named, value_serde,
+                               lambda store: p.StreamAggregate(store, initializer, aggregator))
+
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
+        return TimeWindowedKStream(self, windows)
+
+    def _aggregate(self, prefix: str, materialized: str | None, named: str | None, value_serde: Serde | None,
+                   processor: Callable[[str], Any], windows: TimeWindows | None = None) -> KTable:
+        builder = self.stream.builder
+        store = materialized if materialized is not None else builder.new_store_name(prefix)
+        name = builder._name(named, prefix)
+        parent = self.stream.name
+        if self.repartition_required:
+            parent = self.stream._through_repartition_topic(self.name or store, self.key_serde, self.value_serde)
+        topology = builder.topology
+        topology.add_processor(name, lambda: processor(store), parent)
+        topology.add_state_store(StoreBuilder(store, self.key_serde, value_serde, windows=windows), name)
+        return KTable(builder, name, self.key_serde, value_serde, store)
+
+
+class TimeWindowedKStream:
+    """A grouped stream cut into time windows (windowed_by): its aggregations give a KTable keyed by Windowed
+    keys (record key and window)."""
+
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
+        self.grouped = grouped
+        self.windows = windows
+
+    def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
+        return self.grouped._aggregate(
+            "KSTREAM-AGGREGATE-", materialized, named, Serdes.long(),
+            lambda store: p.WindowAggregate(store, self.windows, lambda: 0, lambda key, value, total: total + 1),
+            self.windows)
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  materialized: str | None = None, named: str | None = None,
+                  value_serde: Serde | None = None) -> KTable:
+        return self.grouped._aggregate(
+            "KSTREAM-AGGREGATE-", materialized, named, value_serde,
+            lambda store: p.WindowAggregate(store, self.windows, initializer, aggregator), self.windows)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
+               named: str | None = None) -> KTable:
+        return self.grouped._aggregate(
+            "KSTREAM-REDUCE-", materialized, named, self.grouped.value_serde,
+            lambda store: p.WindowAggregate(store, self.windows, None, lambda key, value, old: reducer(old, value)),
+            self.windows)
+
+
+class KTable:
+    """A changelog stream: every update of a key replaces its value; None (a tombstone) deletes it."""
+
+    def __init__(self, builder: StreamsBuilder, name: str, key_serde: Serde | None, value_serde: Serde | None,
+                 store_name: str | None) -> None:
+        self.builder = builder
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.store_name = store_name
+
+    def queryable_store_name(self) -> str | None:
+        return self.store_name
+
+    def _then(self, prefix: str, processor: Callable[[], Any], named: str | None, value_changed: bool) -> KTable:
+        name = self.builder._name(named, prefix)
+        self.builder.topology.add_processor(name, processor, self.name)
+        return KTable(self.builder, name, self.key_serde, None if value_changed else self.value_serde, None)
+
+    def filter(self, predicate: Callable[[Any, Any], bool], named: str | None = None) -> KTable:
+        return self._then("KTABLE-FILTER-", lambda: p.TableFilter(predicate, negate=False), named, False)
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool], named: str | None = None) -> KTable:
+        return self._then("KTABLE-FILTER-", lambda: p.TableFilter(predicate, negate=True), named, False)
+
+    def map_values(self, mapper: Callable[[Any], Any], named: str | None = None) -> KTable:
+        return self._then("KTABLE-MAPVALUES-", lambda: p.TableMapValues(mapper), named, True)
+
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
+        """KTable-KTable inner join: a key is in the result while it is in both tables."""
+        return self._join(other, joiner, named, ("inner", "inner"))
+
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
+        """KTable-KTable left join: every key of this table, joined with None while the other lacks it."""
+        return self._join(other, joiner, named, ("left", "right"))
+
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
+        """KTable-KTable outer join: every key of either table (None for the side that lacks it)."""
+        return self._join(other, joiner, named, ("outer", "outer"))
+
+    def _join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None,
+              modes: tuple[str, str]) -> KTable:
+        if self.store_name is None or other.store_name is None:
+            raise NotImplementedError("kfk.streams joins only tables backed by a store (builder.table() or an "
+                                      "aggregation)")
+        builder = self.builder
+        merge = builder._name(named, "KTABLE-MERGE-")
+        this_name = f"{named}-join-this" if named else builder.new_processor_name("KTABLE-JOINTHIS-")
+        other_name = f"{named}-join-other" if named else builder.new_processor_name("KTABLE-JOINOTHER-")
+        this_store, other_store = self.store_name, other.store_name
+        topology = builder.topology
+        topology.add_processor(this_name, lambda: p.TableTableJoin(other_store, joiner, modes[0], True), self.name)
+        topology.connect_processor_and_state_stores(this_name, stores=[other_store])
+        topology.add_processor(other_name, lambda: p.TableTableJoin(this_store, joiner, modes[1], False),
+                               other.name)
+        topology.connect_processor_and_state_stores(other_name, stores=[this_store])
+        topology.add_processor(merge, p.PassThrough, this_name, other_name)
+        topology.copartition_groups.append(set(topology.upstream_source_topics(self.name))
+                                           | set(topology.upstream_source_topics(other.name)))
+        return KTable(builder, merge, self.key_serde, None, None)
+
+    def to_stream(self, named: str | None = None) -> KStream:
+        name = self.builder._name(named, "KTABLE-TOSTREAM-")
+        self.builder.topology.add_processor(name, p.TableToStream, self.name)
+        return KStream(self.builder, name, self.key_serde, self.value_serde, repartition_required=False)

@@ -1,0 +1,91 @@
+"""Serdes: how kfk.streams turns keys and values into bytes and back, with the byte layouts of Kafka's own
+(org.apache.kafka.common.serialization.Serdes), so that a Java and a Python application read each other's topics.
+
+Integers are big-endian two's complement (Integer: 4 bytes, Long: 8 bytes), strings UTF-8, JSON UTF-8 text; null
+(None) stays null in both directions, as Kafka's serdes do (a tombstone stays a tombstone).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Serde", "Serdes", "serde_from_config"]
+
+
+@dataclass(frozen=True)
+class Serde:
+    """A serializer and deserializer pair; ``name`` is how describe() and error messages call it."""
+
+    name: str
+    serialize: Callable[[Any], bytes | None]
+    deserialize: Callable[[bytes | None], Any]
+
+
+def _nullable(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else function(value)
+
+
+def _fixed_int(layout: str, size: int, java_name: str) -> Serde:
+    packer = struct.Struct(layout)
+
+    def deserialize(data: bytes) -> int:
+        if len(data) != size:
+            raise ValueError(f"Size of data received by {java_name}Deserializer is not {size}")
+        return packer.unpack(data)[0]
+
+    return Serde(java_name, _nullable(packer.pack), _nullable(deserialize))
+
+
+class Serdes:
+    """Kafka's built-in serdes, by their Java names in snake_case."""
+
+    @staticmethod
+    def bytes() -> Serde:
+        return Serde("ByteArray", _nullable(bytes), _nullable(bytes))
+
+    @staticmethod
+    def string() -> Serde:
+        return Serde("String", _nullable(lambda text: text.encode()), _nullable(lambda data: data.decode()))
+
+    @staticmethod
+    def integer() -> Serde:
+        return _fixed_int(">i", 4, "Integer")
+
+    @staticmethod
+    def long() -> Serde:
+        return _fixed_int(">q", 8, "Long")
+
+    @staticmethod
+    def json() -> Serde:
+        """JSON text in UTF-8 (Connect's JsonConverter without schemas writes the same bytes for plain values)."""
+        return Serde("Json", _nullable(lambda value: json.dumps(value, separators=(",", ":")).encode()),
+                     _nullable(json.loads))
+
+
+#: default.key.serde / default.value.serde values: kfk's short names and the Java class names Kafka's configs use.
+_BY_NAME: dict[str, Callable[[], Serde]] = {
+    "bytes": Serdes.bytes, "string": Serdes.string, "integer": Serdes.integer, "long": Serdes.long,
+    "json": Serdes.json,
+    "org.apache.kafka.common.serialization.Serdes$ByteArraySerde": Serdes.bytes,
+    "org.apache.kafka.common.serialization.Serdes$StringSerde": Serdes.string,
+    "org.apache.kafka.common.serialization.Serdes$IntegerSerde": Serdes.integer,
+    "org.apache.kafka.common.serialization.Serdes$LongSerde": Serdes.long,
+}
+
+
+def serde_from_config(value: Serde | str | None) -> Serde:
+    """A default.*.serde setting as a Serde: a Serde itself, or one of the names above; unset means bytes (records
+    stay bytes unless serdes say otherwise)."""
+    if value is None:
+        return Serdes.bytes()
+    if isinstance(value, Serde):
+        return value
+    try:
+        return _BY_NAME[value]()
+    except KeyError:
+        raise ValueError(f"unknown serde {value!r}: use a Serde or one of {', '.join(sorted(_BY_NAME)[:5])}, "
+                         "or a Java class name of Kafka's built-in serdes") from None

@@ -1,0 +1,235 @@
+"""State stores: timestamped key-value stores, on disk (RocksDB, through rocksdict) or in memory, each optionally
+logged to a changelog topic, and the task's checkpoint file.
+
+Bytes are laid out as Kafka Streams lays them out, so that the changelog topics of a Java and a Python application
+hold the same records: the store holds serialized keys, and values prefixed by their 8-byte big-endian timestamp
+(Kafka's timestamped stores); the changelog record's key and value are the serialized key and value, its timestamp
+the value's timestamp.
+
+RocksDB through rocksdict (a maintained binding with wheels) is kfk.streams' persistent store, as RocksDB is Kafka
+Streams'; it is an optional extra (``pip install 'kfk[streams]'``), and without it a store is kept in memory (and
+restored from its changelog in full on every start).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import struct
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from kfk.common.structs import TopicPartition
+from kfk.streams.serdes import Serde
+
+__all__ = ["KeyValueStore", "WindowStore", "Checkpoint", "open_bytes_store"]
+
+_TIMESTAMP = struct.Struct(">q")
+_WINDOW_SUFFIX = struct.Struct(">qi")
+
+#: Sends one changelog record: (key bytes, value bytes or None, timestamp).
+ChangelogWriter = Callable[[bytes, bytes | None, int], None]
+
+
+class _MemoryBytes:
+    def __init__(self) -> None:
+        self.data: dict[bytes, bytes] = {}
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.data.get(key)
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self.data[key] = value
+
+    def delete(self, key: bytes) -> None:
+        self.data.pop(key, None)
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        return iter(sorted(self.data.items()))
+
+    def range(self, lower: bytes, upper: bytes) -> Iterator[tuple[bytes, bytes]]:
+        return iter([(key, value) for key, value in sorted(self.data.items()) if lower <= key <= upper])
+
+    def close(self) -> None:
+        pass
+
+
+class _RocksDBBytes:
+    def __init__(self, path: Path) -> None:
+        import rocksdict  # the optional extra; open_bytes_store checks it is there
+        path.mkdir(parents=True, exist_ok=True)
+        self.db = rocksdict.Rdict(str(path), options=rocksdict.Options(raw_mode=True))
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.db.get(key)
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self.db[key] = value
+
+    def delete(self, key: bytes) -> None:
+        del self.db[key]
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        return iter(self.db.items())
+
+    def range(self, lower: bytes, upper: bytes) -> Iterator[tuple[bytes, bytes]]:
+        for key, value in self.db.items(from_key=lower):
+            if key > upper:
+                return
+            yield key, value
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def rocksdb_available() -> bool:
+    return importlib.util.find_spec("rocksdict") is not None
+
+
+def open_bytes_store(path: Path | None) -> _MemoryBytes | _RocksDBBytes:
+    """RocksDB at ``path``, or memory when path is None or rocksdict is not installed."""
+    if path is None or not rocksdb_available():
+        return _MemoryBytes()
+    return _RocksDBBytes(path)
+
+
+class KeyValueStore:
+    """A timestamped key-value store, typed by its serdes. ``put`` writes the changelog too when the store is
+    logged."""
+
+    def __init__(self, name: str, key_serde: Serde, value_serde: Serde, path: Path | None,
+                 changelog: ChangelogWriter | None) -> None:
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.path = path
+        self.persistent = path is not None and rocksdb_available()
+        self._changelog = changelog
+        self._bytes = open_bytes_store(path)
+
+    def get(self, key: Any) -> Any:
+        found = self.get_with_timestamp(key)
+        return None if found is None else found[0]
+
+    def get_with_timestamp(self, key: Any) -> tuple[Any, int] | None:
+        raw = self._bytes.get(self.key_serde.serialize(key))
+        if raw is None:
+            return None
+        return self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]
+
+    def put(self, key: Any, value: Any, timestamp: int) -> None:
+        key_bytes = self.key_serde.serialize(key)
+        value_bytes = self.value_serde.serialize(value)
+        self.restore(key_bytes, value_bytes, timestamp)
+        if self._changelog is not None:
+            self._changelog(key_bytes, value_bytes, timestamp)
+
+    def delete(self, key: Any, timestamp: int) -> None:
+        self.put(key, None, timestamp)
+
+    def all(self) -> Iterator[tuple[Any, Any]]:
+        """Every key and value, in the order of the serialized keys."""
+        for key, raw in self._bytes.items():
+            yield self.key_serde.deserialize(key), self.value_serde.deserialize(raw[8:])
+
+    def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Apply one changelog record (also how put() writes)."""
+        if value is None:
+            self._bytes.delete(key)
+        else:
+            self._bytes.put(key, _TIMESTAMP.pack(timestamp) + value)
+
+    def close(self) -> None:
+        self._bytes.close()
+
+    def wipe(self) -> None:
+        """Drop the local copy (it is rebuilt from the changelog): after a crash under exactly_once_v2 the store
+        may hold writes of transactions that were aborted."""
+        self._bytes.close()
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+        self._bytes = open_bytes_store(self.path)
+
+
+class WindowStore(KeyValueStore):
+    """A timestamped window store: one aggregate per key and window start. Its keys are Kafka's window store keys
+    as its changelog carries them: the serialized key, the window start (8 bytes, big-endian) and a sequence
+    number (4 bytes, 0: a window store of aggregates keeps no duplicates)."""
+
+    #: A join's store keeps every record (retain duplicates): each put gets the next sequence number, from 1.
+    retain_duplicates = False
+    _sequence = 0
+
+    def put_record(self, key: Any, value: Any, timestamp: int) -> None:
+        """Keep one record of a KStream-KStream join's side (a join store retains duplicates)."""
+        self._sequence = (self._sequence + 1) & 0x7FFFFFFF
+        key_bytes = self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(timestamp, self._sequence)
+        value_bytes = self.value_serde.serialize(value)
+        self.restore(key_bytes, value_bytes, timestamp)
+        if self._changelog is not None:
+            self._changelog(key_bytes, value_bytes, timestamp)
+
+    def fetch_records(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[Any, int]]:
+        """The values kept for `key` with timestamps in [time_from, time_to], oldest first, and their times."""
+        prefix = self.key_serde.serialize(key)
+        lower = prefix + _WINDOW_SUFFIX.pack(time_from, 0)
+        upper = prefix + _WINDOW_SUFFIX.pack(time_to, 0x7FFFFFFF)
+        for stored_key, raw in self._bytes.range(lower, upper):
+            if len(stored_key) == len(prefix) + _WINDOW_SUFFIX.size:
+                yield self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]
+
+    def _window_key(self, key: Any, start: int) -> bytes:
+        return self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(start, 0)
+
+    def fetch(self, key: Any, start: int) -> tuple[Any, int] | None:
+        raw = self._bytes.get(self._window_key(key, start))
+        if raw is None:
+            return None
+        return self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]
+
+    def put_window(self, key: Any, start: int, value: Any, timestamp: int) -> None:
+        key_bytes = self._window_key(key, start)
+        value_bytes = self.value_serde.serialize(value)
+        self.restore(key_bytes, value_bytes, timestamp)
+        if self._changelog is not None:
+            self._changelog(key_bytes, value_bytes, timestamp)
+
+    def all_windows(self) -> Iterator[tuple[Any, int, Any]]:
+        """Every (key, window start, aggregate)."""
+        for key, raw in self._bytes.items():
+            start, _ = _WINDOW_SUFFIX.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)
+            yield (self.key_serde.deserialize(key[:-_WINDOW_SUFFIX.size]), start,
+                   self.value_serde.deserialize(raw[8:]))
+
+
+class Checkpoint:
+    """A task's ``.checkpoint`` file in Kafka's text format (version 0, the entry count, then "topic partition
+    offset" lines): the changelog offsets the local stores are known to contain, so a restart restores only the
+    changelog's tail. Written on commit under at_least_once and on a clean close; under exactly_once_v2 it is
+    deleted while the task runs, so after a crash the stores are rebuilt from the committed changelog."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self) -> dict[TopicPartition, int]:
+        try:
+            lines = self.path.read_text().splitlines()
+        except FileNotFoundError:
+            return {}
+        offsets = {}
+        for line in lines[2:]:
+            topic, partition, offset = line.rsplit(" ", 2)
+            offsets[TopicPartition(topic, int(partition))] = int(offset)
+        return offsets
+
+    def write(self, offsets: dict[TopicPartition, int]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lines = ["0", str(len(offsets))] + [f"{tp.topic} {tp.partition} {offset}" for tp, offset in offsets.items()]
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text("\n".join(lines) + "\n")
+        os.replace(temporary, self.path)
+
+    def delete(self) -> None:
+        self.path.unlink(missing_ok=True)

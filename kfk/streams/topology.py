@@ -1,0 +1,326 @@
+"""Topology: the graph of source, processor and sink nodes a Streams application runs, and its description.
+
+The DSL (StreamsBuilder) and the Processor API both build one: ``add_source``, ``add_processor``, ``add_sink`` and
+``add_state_store``, each node naming its parents. build-time facts live here:
+- sub-topologies: nodes connected by an edge or by a shared state store form one; each gets an id in the order of
+  its alphabetically first source node (as Kafka numbers them), and runs as one task per input partition;
+- internal topics: repartition topics (``<application.id>-<name>-repartition``) and the changelog of every logged
+  store (``<application.id>-<store>-changelog``), named unprefixed here as Kafka's describe() prints them;
+- ``describe()``: Kafka's TopologyDescription text, line for line (sub-topologies, nodes in Kafka's order: by the
+  size of the sub-tree below each node, then by name).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kfk.streams.processor import Processor, Record
+from kfk.streams.serdes import Serde
+from kfk.streams.windows import JoinWindows, TimeWindows
+
+__all__ = ["Topology", "TopologyException", "TopicNameExtractor", "StoreBuilder", "SubTopology", "NodeKind"]
+
+#: A sink's topic chosen per record: (key, value, record context) -> topic name (Kafka's TopicNameExtractor).
+TopicNameExtractor = Callable[[Any, Any, Record], str]
+REPARTITION_TOPIC_SUFFIX = "-repartition"
+CHANGELOG_TOPIC_SUFFIX = "-changelog"
+
+
+class TopologyException(Exception):
+    """The topology is invalid (Kafka's TopologyException): the message starts as Kafka's does."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"Invalid topology: {message}")
+
+
+class NodeKind(enum.Enum):
+    SOURCE = "Source"
+    PROCESSOR = "Processor"
+    SINK = "Sink"
+
+
+@dataclass
+class StoreBuilder:
+    """A key-value store to create in every task whose processors use it. ``logging``: back it by a changelog
+    topic; ``persistent``: on disk (RocksDB) rather than in memory."""
+
+    name: str
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    logging: bool = True
+    persistent: bool = True
+    #: Set for a window store (its changelog is compacted and deleted after the windows' retention).
+    windows: TimeWindows | JoinWindows | None = None
+
+
+@dataclass
+class Node:
+    name: str
+    kind: NodeKind
+    predecessors: list[str]
+    supplier: Callable[[], Processor] | None = None
+    topics: list[str] = field(default_factory=list)
+    topic: str | None = None
+    extractor: TopicNameExtractor | None = None
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    stores: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SubTopology:
+    id: int
+    nodes: list[str]
+    source_topics: list[str]
+    stores: list[str]
+
+
+class Topology:
+    """A processing graph. Build it through StreamsBuilder.build() or with the Processor API methods below."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.store_builders: dict[str, StoreBuilder] = {}
+        #: Repartition topics by their unprefixed name -> the partition count repartition() asked for (or None).
+        self.repartition_topics: dict[str, int | None] = {}
+        #: Groups of source topics whose partitions must line up (joins), checked when the application starts.
+        self.copartition_groups: list[set[str]] = []
+
+    # --- the Processor API ---------------------------------------------------------------------------------------
+
+    def add_source(self, name: str, *topics: str, key_serde: Serde | None = None,
+                   value_serde: Serde | None = None) -> Topology:
+        if not topics:
+            raise TopologyException("You must provide at least one topic")
+        for node in self.nodes.values():
+            overlap = set(topics) & set(node.topics)
+            if overlap:
+                raise TopologyException(f"Topic {sorted(overlap)[0]} has already been registered by another source.")
+        self._add(Node(name, NodeKind.SOURCE, [], topics=list(topics), key_serde=key_serde, value_serde=value_serde))
+        return self
+
+    def add_processor(self, name: str, supplier: Callable[[], Processor], *parent_names: str) -> Topology:
+        self._add(Node(name, NodeKind.PROCESSOR, self._parents(name, parent_names), supplier=supplier))
+        return self
+
+    def add_sink(self, name: str, topic: str | TopicNameExtractor, *parent_names: str,
+                 key_serde: Serde | None = None, value_serde: Serde | None = None) -> Topology:
+        node = Node(name, NodeKind.SINK, self._parents(name, parent_names), key_serde=key_serde,
+                    value_serde=value_serde)
+        if isinstance(topic, str):
+            node.topic = topic
+        else:
+            node.extractor = topic
+        self._add(node)
+        return self
+
+    def add_state_store(self, builder: StoreBuilder, *processor_names: str) -> Topology:
+        if builder.name in self.store_builders:
+            raise TopologyException(f"A different StateStore has already been added with the name {builder.name}")
+        self.store_builders[builder.name] = builder
+        self.connect_processor_and_state_stores(*processor_names, stores=[builder.name])
+        return self
+
+    def connect_processor_and_state_stores(self, *processor_names: str, stores: Iterable[str]) -> Topology:
+        for processor in processor_names:
+            node = self.nodes.get(processor)
+            if node is None or node.kind is not NodeKind.PROCESSOR:
+                raise TopologyException(f"Processor {processor} is not added yet.")
+            for store in stores:
+                if store not in self.store_builders:
+                    raise TopologyException(f"StateStore {store} is not added yet.")
+                if store not in node.stores:
+                    node.stores.append(store)
+        return self
+
+    def _add(self, node: Node) -> None:
+        if node.name in self.nodes:
+            raise TopologyException(f"Processor {node.name} is already added.")
+        self.nodes[node.name] = node
+        for parent in node.predecessors:
+            self.nodes[parent].children.append(node.name)
+
+    def _parents(self, name: str, parent_names: Iterable[str]) -> list[str]:
+        parents = list(parent_names)
+        if not parents:
+            raise TopologyException(f"Processor {name} must have at least one parent")
+        for parent in parents:
+            if parent == name:
+                raise TopologyException(f"Processor {name} cannot be a predecessor of itself.")
+            if parent not in self.nodes:
+                raise TopologyException(f"Parent processor {parent} is not added yet for {name}")
+            if self.nodes[parent].kind is NodeKind.SINK:
+                raise TopologyException(f"Sink {parent} cannot be used a parent.")
+        return parents
+
+    # --- what the runtime needs ----------------------------------------------------------------------------------
+
+    def sub_topologies(self) -> list[SubTopology]:
+        """The connected groups of nodes (edges and shared stores connect), numbered as Kafka numbers them."""
+        parent: dict[str, str] = {name: name for name in self.nodes}
+
+        def root(name: str) -> str:
+            while parent[name] != name:
+                parent[name] = parent[parent[name]]
+                name = parent[name]
+            return name
+
+        def union(a: str, b: str) -> None:
+            parent[root(a)] = root(b)
+
+        by_store: dict[str, str] = {}
+        for node in self.nodes.values():
+            for predecessor in node.predecessors:
+                union(node.name, predecessor)
+            for store in node.stores:
+                if store in by_store:
+                    union(node.name, by_store[store])
+                by_store[store] = node.name
+        groups: dict[str, list[str]] = {}
+        for name in self.nodes:
+            groups.setdefault(root(name), []).append(name)
+        ordered = sorted(groups.values(), key=lambda names: min(
+            (name for name in names if self.nodes[name].kind is NodeKind.SOURCE), default=min(names)))
+        result = []
+        for subtopology_id, names in enumerate(ordered):
+            topics = [topic for name in names for topic in self.nodes[name].topics]
+            stores = list(dict.fromkeys(store for name in names for store in self.nodes[name].stores))
+            result.append(SubTopology(subtopology_id, names, topics, stores))
+        return result
+
+    def upstream_source_topics(self, name: str) -> list[str]:
+        """The source topics that feed node `name` (through its ancestors)."""
+        seen, pending, topics = set(), [name], []
+        while pending:
+            node = self.nodes[pending.pop()]
+            if node.name in seen:
+                continue
+            seen.add(node.name)
+            topics.extend(node.topics)
+            pending.extend(node.predecessors)
+        return topics
+
+    def source_topics(self) -> list[str]:
+        return [topic for node in self.nodes.values() for topic in node.topics]
+
+    def describe(self) -> TopologyDescription:
+        return TopologyDescription(self)
+
+    def __str__(self) -> str:
+        return str(self.describe())
+
+
+class _DescribedNode:
+    """Kafka's AbstractNode of a description: the sub-tree size orders nodes (bigger first, then by name)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.name = node.name
+        self.size = 1
+        self.predecessors = _JavaTreeSet()
+        self.successors = _JavaTreeSet()
+
+    def key(self) -> tuple[int, str]:
+        return (-self.size, self.name)
+
+    def __str__(self) -> str:
+        node = self.node
+        if node.kind is NodeKind.SOURCE:
+            return f"Source: {self.name} (topics: [{', '.join(node.topics)}])\n      --> {self.successors}"
+        if node.kind is NodeKind.SINK:
+            target = f"topic: {node.topic}" if node.topic is not None else f"extractor class: {node.extractor}"
+            return f"Sink: {self.name} ({target})\n      <-- {self.predecessors}"
+        return (f"Processor: {self.name} (stores: [{', '.join(node.stores)}])\n      --> {self.successors}\n"
+                f"      <-- {self.predecessors}")
+
+
+class _JavaTreeSet:
+    """A binary tree ordered by _DescribedNode.key() at insertion time. Kafka builds the description with
+    TreeSets whose elements' sizes keep growing after insertion, so the order it prints is the order each set had
+    when its elements went in; an unbalanced tree makes the same comparisons as Java's TreeMap for the handful of
+    children a node has."""
+
+    def __init__(self) -> None:
+        self.root: list | None = None  # [node, left, right]
+
+    def add(self, item: _DescribedNode) -> None:
+        if self.root is None:
+            self.root = [item, None, None]
+            return
+        current = self.root
+        while True:
+            if current[0] is item:
+                return
+            side = 1 if item.key() < current[0].key() else 2
+            if current[side] is None:
+                current[side] = [item, None, None]
+                return
+            current = current[side]
+
+    def __iter__(self):
+        def walk(tree):
+            if tree is not None:
+                yield from walk(tree[1])
+                yield tree[0]
+                yield from walk(tree[2])
+        return walk(self.root)
+
+    def __str__(self) -> str:
+        names = [item.name for item in self]
+        return ", ".join(names) if names else "none"
+
+
+def _java_string_hash(text: str) -> int:
+    value = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        value = (31 * value + int(unit, 16)) & 0xFFFFFFFF
+    return value
+
+
+def _java_hash_map_order(names: list[str]) -> list[str]:
+    """The iteration order of a java.util.HashMap holding `names` (inserted in that order): by bucket, then by
+    insertion. Kafka links the described nodes in this order, which decides the order of equal-sized children."""
+    capacity = 16
+    while len(names) > capacity * 0.75:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = _java_string_hash(name)
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(names, key=lambda name: (bucket(name), names.index(name)))
+
+
+class TopologyDescription:
+    """Kafka's TopologyDescription; str() is the text Kafka's Topology.describe() prints."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.subtopologies: list[tuple[int, list[_DescribedNode]]] = []
+        for subtopology in topology.sub_topologies():
+            described = {name: _DescribedNode(topology.nodes[name])
+                         for name in _java_hash_map_order(subtopology.nodes)}
+            for node in described.values():
+                for predecessor_name in node.node.predecessors:
+                    predecessor = described[predecessor_name]
+                    node.predecessors.add(predecessor)
+                    predecessor.successors.add(node)
+                    _grow(predecessor, node.size)
+            ordered = sorted(described.values(), key=_DescribedNode.key)
+            self.subtopologies.append((subtopology.id, ordered))
+
+    def __str__(self) -> str:
+        parts = []
+        for subtopology_id, nodes in self.subtopologies:
+            lines = "".join(f"    {node}\n" for node in nodes)
+            parts.append(f"  Sub-topology: {subtopology_id}\n{lines}\n")
+        return "Topologies:\n " + "".join(parts)
+
+
+def _grow(node: _DescribedNode, delta: int) -> None:
+    node.size += delta
+    for predecessor in node.predecessors:
+        _grow(predecessor, delta)

@@ -1,0 +1,190 @@
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+/**
+ * Apache Kafka Streams running the topologies tests/streams/topologies.py builds with kfk.streams, so that a test
+ * compares the two. Args: describe <topology,...> <input> <output> (prints each Topology.describe() after a
+ * "=== <topology>" line), or
+ * run <topology> <bootstrap> <application.id> <input> <output> <state.dir> <guarantee> <records>: runs the topology
+ * until <records> records are on the output topic (read_committed), then closes and exits.
+ */
+public final class StreamsOracle {
+    static Topology topology(String name, String input, String output) {
+        StreamsBuilder builder = new StreamsBuilder();
+        KStream<String, String> lines = builder.stream(input);
+        switch (name) {
+            case "stateless": {
+                KStream<String, String> words = lines
+                    .filterNot((key, line) -> line == null || line.isEmpty())
+                    .flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split(" ")))
+                    .peek((key, word) -> { });
+                Map<String, KStream<String, String>> branches = words.split(Named.as("by-length-"))
+                    .branch((key, word) -> word.length() > 3, Branched.as("long"))
+                    .defaultBranch(Branched.as("short"));
+                branches.get("by-length-long").mapValues(word -> word.toUpperCase(Locale.ROOT))
+                    .merge(branches.get("by-length-short").map((key, word) -> KeyValue.pair(word, key + ":" + word)))
+                    .filter((key, value) -> !value.startsWith("x"))
+                    .selectKey((key, value) -> value.substring(0, 1))
+                    .to(output);
+                break;
+            }
+            case "wordcount": {
+                lines.flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split(" ")))
+                    .groupBy((key, word) -> word)
+                    .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("counts"))
+                    .toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            }
+            case "table": {
+                KTable<String, String> longest = lines.groupByKey()
+                    .reduce((previous, line) -> line.length() >= previous.length() ? line : previous);
+                longest.filter((key, line) -> line.length() > 2)
+                    .mapValues(line -> line + "/" + line.length())
+                    .toStream()
+                    .to(output);
+                lines.mapValues(line -> line.length()).groupByKey()
+                    .aggregate(() -> 0L, (key, length, total) -> total + length,
+                               Materialized.with(Serdes.String(), Serdes.Long()))
+                    .toStream().to(output + "-totals", Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            }
+            case "windowed": {
+                lines.groupByKey()
+                    .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(4), Duration.ofMillis(2))
+                                .advanceBy(Duration.ofMillis(2)))
+                    .count(Materialized.as("windowed-counts"))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                lines.groupByKey()
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(5)))
+                    .reduce((joined, line) -> joined + "|" + line)
+                    .toStream()
+                    .map((windowed, joined) -> KeyValue.pair(windowed.key() + "@" + windowed.window().start(), joined))
+                    .to(output + "-totals");
+                break;
+            }
+            case "joins": {
+                KTable<String, String> profiles = builder.table(input + "-profiles");
+                lines.join(profiles, (line, profile) -> line + "/" + profile).to(output);
+                lines.leftJoin(profiles, (line, profile) -> line + "/" + profile).to(output + "-totals");
+                break;
+            }
+            case "table-joins": {
+                KTable<String, String> profiles = builder.table(input + "-profiles");
+                KTable<String, String> scores = builder.table(input + "-scores");
+                profiles.join(scores, (profile, score) -> profile + "+" + score).toStream().to(output);
+                profiles.leftJoin(scores, (profile, score) -> profile + "+" + score).toStream().to(output + "-totals");
+                profiles.outerJoin(scores, (profile, score) -> profile + "+" + score).toStream().to(output + "-outer");
+                break;
+            }
+            case "stream-joins": {
+                KStream<String, String> clicks = builder.stream(input + "-clicks");
+                lines.join(clicks, (line, click) -> line + "&" + click,
+                           JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(3), Duration.ofMillis(2)))
+                    .to(output);
+                break;
+            }
+            case "split-unnamed": {
+                Map<String, KStream<String, String>> branches = lines.split()
+                    .branch((key, line) -> line.startsWith("a"))
+                    .branch((key, line) -> line.startsWith("b"))
+                    .defaultBranch();
+                branches.values().forEach(branch -> branch.to(output));
+                break;
+            }
+            case "split-prefix": {
+                lines.split(Named.as("s-"))
+                    .branch((key, line) -> line.startsWith("a"), Branched.withConsumer(branch -> branch.to(output)))
+                    .branch((key, line) -> line.startsWith("b"))
+                    .noDefaultBranch();
+                break;
+            }
+            case "repartition": {
+                lines.selectKey((key, line) -> line).repartition().groupByKey().count().toStream().to(output);
+                lines.map((key, line) -> KeyValue.pair(line, key)).groupByKey().reduce((a, b) -> b).toStream()
+                    .to(output);
+                lines.repartition(Repartitioned.as("named")).foreach((key, line) -> { });
+                break;
+            }
+            default:
+                throw new IllegalArgumentException("unknown topology " + name);
+        }
+        return builder.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args[0].equals("describe")) {
+            for (String topologyName : args[1].split(",")) {
+                System.out.print("=== " + topologyName + "\n" + topology(topologyName, args[2], args[3]).describe());
+            }
+            return;
+        }
+        String name = args[1];
+        String bootstrap = args[2];
+        String applicationId = args[3];
+        String input = args[4];
+        String output = args[5];
+        int records = Integer.parseInt(args[8]);
+        Properties config = new Properties();
+        config.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+        config.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        config.put(StreamsConfig.STATE_DIR_CONFIG, args[6]);
+        config.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[7]);
+        config.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        config.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        config.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        config.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        config.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        config.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        KafkaStreams streams = new KafkaStreams(topology(name, input, output), config);
+        streams.start();
+        Properties readerConfig = new Properties();
+        readerConfig.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        readerConfig.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        readerConfig.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        readerConfig.put(ConsumerConfig.GROUP_ID_CONFIG, applicationId + "-reader");
+        int seen = 0;
+        long deadline = System.currentTimeMillis() + 120_000;
+        try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(readerConfig, new ByteArrayDeserializer(),
+                                                                        new ByteArrayDeserializer())) {
+            reader.subscribe(List.of(output));
+            while (seen < records && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> record : reader.poll(Duration.ofMillis(200))) {
+                    seen++;
+                }
+            }
+        }
+        streams.close(Duration.ofSeconds(30));
+        System.out.println("{\"check\": \"run\", \"records\": " + seen + ", \"state\": \"" + streams.state() + "\"}");
+        System.exit(seen >= records ? 0 : 1);
+    }
+}

@@ -1,0 +1,281 @@
+"""kfk.streams beside Apache Kafka Streams 4.4.0 (the oracle, tests/streams/java/StreamsOracle.java): the same
+topologies give the same describe() text, and run on the same input topic of a kfk broker they write the same
+records (per key, in order where the order is determined), the same changelogs and the same internal topics."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic
+from kfk.streams import KafkaStreams, State
+from kfk.testing.apache_kafka import run_java
+from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
+from tests.streams.topologies import TOPOLOGIES
+
+LINES = ["the quick brown fox", "jumps over the lazy dog", "a xylophone and the fox", "", "to be or not to be",
+         "the end", "ab", "brown dog barks", "x", "quick quick quick"]
+INPUT = [(f"key{index % 4}", line) for index, line in enumerate(LINES)]
+#: The windowed topology's input, on one partition (one stream time), out of order: (key, line, timestamp). The
+#: records at 1002 and 1013 are late but within the hopping windows' 2 ms grace; the one at 1003 after 1010 is
+#: too late for every window it belongs to; the tumbling windows have no grace at all.
+WINDOWED_INPUT = [("a", "a1", 1000), ("b", "b1", 1001), ("a", "a2", 1005), ("a", "a3", 1002), ("b", "b2", 1010),
+                  ("a", "a4", 1003), ("a", "a5", 1009), ("b", "b3", 1013), ("a", "a6", 1016), ("b", "b4", 1013),
+                  ("a", "a7", 1014)]
+
+
+#: The joins' table (<input>-profiles): (key, profile, timestamp); key3 has none, key1's changes at 1006, between
+#: its lines at 1005 and 1009 (processed in timestamp order, the first sees "p1", the second "p1-new").
+PROFILES = [("key0", "p0", 500), ("key1", "p1", 501), ("key2", "p2", 502), ("key1", "p1-new", 1006)]
+
+
+def _expected_joins() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The inner and left join computed here: each line joined with its key's latest profile at its time."""
+    inner: dict[str, list[str]] = defaultdict(list)
+    left: dict[str, list[str]] = defaultdict(list)
+    for index, (key, line) in enumerate(INPUT):
+        profile = None
+        for profile_key, value, timestamp in PROFILES:
+            if profile_key == key and timestamp <= 1000 + index:
+                profile = value
+        left[key].append(f"{line}/{'null' if profile is None else profile}")
+        if profile is not None:
+            inner[key].append(f"{line}/{profile}")
+    return dict(inner), dict(left)
+
+
+#: The table-table joins' right table (<input>-scores); key3 has no profile, key2 no score.
+SCORES = [("key1", "s1", 503), ("key3", "s3", 504), ("key1", "s1b", 1007), ("key0", "s0", 1008)]
+
+
+def _expected_table_joins() -> dict[str, dict[str, list[str]]]:
+    """The inner, left and outer KTable-KTable joins computed here: after each update (in timestamp order) a key's
+    result is emitted when the join has a row for it."""
+    profiles: dict[str, str] = {}
+    scores: dict[str, str] = {}
+    results: dict[str, dict[str, list[str]]] = {"inner": defaultdict(list), "left": defaultdict(list),
+                                                "outer": defaultdict(list)}
+    updates = sorted([(timestamp, "profile", key, value) for key, value, timestamp in PROFILES]
+                     + [(timestamp, "score", key, value) for key, value, timestamp in SCORES])
+    for _, side, key, value in updates:
+        (profiles if side == "profile" else scores)[key] = value
+        profile, score = profiles.get(key), scores.get(key)
+        joined = f"{profile or 'null'}+{score or 'null'}"
+        if profile and score:
+            results["inner"][key].append(joined)
+        if profile:
+            results["left"][key].append(joined)
+        results["outer"][key].append(joined)
+    return {kind: dict(by_key) for kind, by_key in results.items()}
+
+
+#: The stream-stream join's second stream (<input>-clicks): (key, click, timestamp), joined with the lines of the
+#: same key at most 3 ms apart.
+CLICKS = [("key0", "c0", 997), ("key1", "c1", 1003), ("key3", "c3", 1004), ("key1", "c1b", 1008),
+          ("key2", "c2", 1008), ("key2", "c2-far", 1013)]
+
+
+def _expected_stream_joins() -> dict[str, list[tuple[str, int]]]:
+    """Each pair of a line and a click of one key at most 3 ms apart, emitted when the later of the two arrives
+    (records arrive in timestamp order), with the earlier side's records in time order."""
+    lines = [(key, line, 1000 + index) for index, (key, line) in enumerate(INPUT)]
+    events = sorted([(timestamp, "line", key, value) for key, value, timestamp in lines]
+                    + [(timestamp, "click", key, value) for key, value, timestamp in CLICKS])
+    seen: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+    results: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for timestamp, side, key, value in events:
+        for other_timestamp, other_side, other_value in sorted(seen[key]):
+            if other_side != side and abs(other_timestamp - timestamp) <= 3:
+                line, click = (value, other_value) if side == "line" else (other_value, value)
+                results[key].append((f"{line}&{click}", max(timestamp, other_timestamp)))
+        seen[key].append((timestamp, side, value))
+    return dict(results)
+
+
+def _expected_windowed_counts() -> dict[str, list[int]]:
+    """The hopping count computed here from the definition: windows [s, s + 4) for s a multiple of 2, closed once
+    stream time reaches their end + 2."""
+    stream_time, counts, updates = -1, Counter(), defaultdict(list)
+    for key, _, timestamp in WINDOWED_INPUT:
+        stream_time = max(stream_time, timestamp)
+        for start in range(timestamp - timestamp % 2 - 2, timestamp + 1, 2):
+            if start <= timestamp < start + 4 and start + 4 > stream_time - 2:
+                counts[key, start] += 1
+                updates[f"{key}@{start}/{start + 4}"].append(counts[key, start])
+    return dict(updates)
+
+
+def test_describe_is_kafka_streams_text(streams_oracle) -> None:
+    classpath, classes = streams_oracle
+    result = run_java("StreamsOracle", ["describe", ",".join(TOPOLOGIES), "lines", "out"], classpath,
+                      extra_classpath=[classes])
+    assert result.returncode == 0, result.stderr
+    java = dict(part.split("\n", 1) for part in result.stdout.split("=== ")[1:])
+    for name, build in TOPOLOGIES.items():
+        assert str(build("lines", "out").describe()) == java[name], name
+
+
+def _expected_output_count(name: str) -> int:
+    if name == "windowed":
+        return sum(map(len, _expected_windowed_counts().values()))
+    if name == "joins":
+        return sum(map(len, _expected_joins()[0].values()))
+    if name == "table-joins":
+        return sum(map(len, _expected_table_joins()["inner"].values()))
+    if name == "stream-joins":
+        return sum(map(len, _expected_stream_joins().values()))
+    words = [word for _, line in INPUT for word in line.lower().split(" ")]
+    if name == "stateless":
+        return sum(1 for _, line in INPUT if line
+                   for word in line.lower().split(" ")
+                   if not (word.upper() if len(word) > 3 else f"x:{word}").startswith("x") or len(word) <= 3)
+    if name == "wordcount":
+        return len(words)
+    # table: one update per line, except a tombstone for a key that was never in the filtered table
+    return len(INPUT) - 1
+
+
+def _run_python(name: str, bootstrap: str, application_id: str, input_topic: str, output: str, state_dir: str,
+                count: int) -> None:
+    streams = KafkaStreams(TOPOLOGIES[name](input_topic, output), {
+        "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
+        "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100})
+    streams.start()
+    try:
+        read_topic(bootstrap, output, count)
+    finally:
+        assert streams.close()
+    assert streams.state is State.NOT_RUNNING and streams.error is None
+
+
+def _by_key(records: list, ordered: bool) -> dict:
+    grouped: dict = defaultdict(list)
+    for record in records:
+        grouped[record.key].append((record.value, record.timestamp) if ordered else record.value)
+    return {key: values if ordered else sorted(values, key=repr) for key, values in grouped.items()}
+
+
+def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, dict[str, str]]]:
+    names = [name for name in admin.list_topics() if name.startswith(application_id + "-")]
+    described = admin.describe_topics(names)
+    configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name) for name in names])
+    result = {}
+    for name in names:
+        entries = next(entries for resource, entries in configs.items() if resource.name == name)
+        explicit = {entry.name: entry.value for entry in entries.values()
+                    if entry.source.name == "DYNAMIC_TOPIC_CONFIG"}
+        result[name[len(application_id) + 1:]] = (len(described[name].partitions), explicit)
+    return result
+
+
+@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "joins", "table-joins",
+                                  "stream-joins"])
+def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker, tmp_path) -> None:
+    classpath, classes = streams_oracle
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic = unique_name("lines")
+    if name == "windowed":
+        create_input(bootstrap, input_topic, 1, [(key, line) for key, line, _ in WINDOWED_INPUT],
+                     [timestamp for _, _, timestamp in WINDOWED_INPUT])
+    else:
+        create_input(bootstrap, input_topic, 2, INPUT)
+    if name in ("joins", "table-joins"):
+        create_input(bootstrap, input_topic + "-profiles", 2, [(key, value) for key, value, _ in PROFILES],
+                     [timestamp for _, _, timestamp in PROFILES])
+    if name == "stream-joins":
+        create_input(bootstrap, input_topic + "-clicks", 2, [(key, value) for key, value, _ in CLICKS],
+                     [timestamp for _, _, timestamp in CLICKS])
+    if name == "table-joins":
+        create_input(bootstrap, input_topic + "-scores", 2, [(key, value) for key, value, _ in SCORES],
+                     [timestamp for _, _, timestamp in SCORES])
+    count = _expected_output_count(name)
+    outputs = {side: (unique_name(f"{name}-{side}"), unique_name(f"out-{side}")) for side in ("java", "python")}
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, 2, 1) for _, output in outputs.values()
+                             for topic in (output, output + "-totals", output + "-outer")])
+    # Both applications run at once (each on its own output topics): the JVM's start-up overlaps Python's run.
+    with ThreadPoolExecutor(1) as executor:
+        java_app, java_output = outputs["java"]
+        java_run = executor.submit(run_java, "StreamsOracle", [
+            "run", name, bootstrap, java_app, input_topic, java_output, str(tmp_path / "java"), "at_least_once",
+            str(count)], classpath, extra_classpath=[classes], timeout=180)
+        python_app, python_output = outputs["python"]
+        _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), count)
+        result = java_run.result()
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    ordered = name in ("table", "windowed", "joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
+    java_records = read_to_end(bootstrap, java_output)
+    python_records = read_to_end(bootstrap, python_output)
+    assert _by_key(python_records, ordered) == _by_key(java_records, ordered)
+    if name == "wordcount":
+        counts = _by_key(python_records, ordered=False)
+        assert counts[b"the"] == [int(n).to_bytes(8, "big") for n in range(1, 5)]  # "the" is in four lines
+    if name == "windowed":
+        assert {key.decode(): [int.from_bytes(value, "big") for value, _ in values]
+                for key, values in _by_key(python_records, True).items()} == _expected_windowed_counts()
+    if name == "joins":
+        inner, left = _expected_joins()
+        assert {key.decode(): [value.decode() for value, _ in values]
+                for key, values in _by_key(python_records, True).items()} == inner
+        assert {key.decode(): [value.decode() for value, _ in values]
+                for key, values in _by_key(read_to_end(bootstrap, python_output + "-totals"), True).items()} == left
+    if name == "stream-joins":
+        assert {key.decode(): [(value.decode(), timestamp) for value, timestamp in values]
+                for key, values in _by_key(python_records, True).items()} == _expected_stream_joins()
+    if name == "table-joins":
+        expected = _expected_table_joins()
+        for kind, topic in (("inner", ""), ("left", "-totals"), ("outer", "-outer")):
+            assert {key.decode(): [value.decode() for value, _ in values] for key, values
+                    in _by_key(read_to_end(bootstrap, python_output + topic), True).items()} == expected[kind], kind
+            assert (_by_key(read_to_end(bootstrap, python_output + topic), True)
+                    == _by_key(read_to_end(bootstrap, java_output + topic), True)), kind
+    if name in ("table", "windowed", "joins"):  # (stream-joins has no second output)
+        assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
+                == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        internal = _internal_topics(admin, java_app)
+        assert _internal_topics(admin, python_app) == internal
+    for topic in internal:
+        if topic.endswith("-changelog"):
+            java_changelog = read_to_end(bootstrap, f"{java_app}-{topic}")
+            python_changelog = read_to_end(bootstrap, f"{python_app}-{topic}")
+            assert _by_key(python_changelog, ordered) == _by_key(java_changelog, ordered), topic
+
+
+def test_kafka_streams_reset_tool_resets_a_kfk_streams_application(streams_broker, tmp_path) -> None:
+    """Kafka's kafka-streams-application-reset.sh finds a kfk.streams application's group and internal topics
+    (they are named as Kafka Streams names them): it rewinds the input and deletes the internal topics, and the
+    application then computes its output again from the beginning."""
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("reset")
+    create_input(bootstrap, input_topic, 2, INPUT[:3])
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(output, 2, 1)])
+    words = [word for _, line in INPUT[:3] for word in line.lower().split(" ")]
+    _run_python("wordcount", bootstrap, application_id, input_topic, output, str(tmp_path / "state"), len(words))
+    result = run_java("org.apache.kafka.tools.StreamsResetter", [
+        "--bootstrap-server", bootstrap, "--application-id", application_id, "--input-topics", input_topic])
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    # the tool lists partitions and topics in no particular order
+    lines[2:4] = sorted(lines[2:4])
+    prefix, _, topics = lines[5].partition("[")
+    lines[5] = prefix + "[" + ", ".join(sorted(topics.rstrip("]").split(", "))) + "]"
+    assert lines == [
+        f"Reset-offsets for input topics [{input_topic}]",
+        f"Following input topics offsets will be reset to (for consumer group {application_id})",
+        f"Topic: {input_topic} Partition: 0 Offset: 0", f"Topic: {input_topic} Partition: 1 Offset: 0", "Done.",
+        f"Deleting inferred internal topics [{application_id}-counts-changelog, "
+        f"{application_id}-counts-repartition]", "Done."]
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert not [name for name in admin.list_topics() if name.startswith(application_id)]
+    shutil.rmtree(tmp_path / "state")  # what the reset tool leaves to KafkaStreams.cleanUp()
+    _run_python("wordcount", bootstrap, application_id, input_topic, output, str(tmp_path / "state"),
+                2 * len(words))
+    counts = _by_key(read_to_end(bootstrap, output), ordered=True)
+    for word, total in Counter(words).items():
+        once = [int(n).to_bytes(8, "big") for n in range(1, total + 1)]
+        assert [value for value, _ in counts[word.encode()]] == once + once, word

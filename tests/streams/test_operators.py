@@ -1,0 +1,80 @@
+"""The DSL's operators on the TopologyTestDriver (no broker): each checked against its output computed here."""
+
+from __future__ import annotations
+
+from kfk.streams import Processor, Record, Serdes, StoreBuilder, StreamsBuilder, TimeWindows, Topology
+from kfk.streams.test_driver import TopologyTestDriver
+
+CONFIG = {"default.key.serde": "string", "default.value.serde": "string"}
+
+
+def test_stateless_operators() -> None:
+    builder = StreamsBuilder()
+    seen: list[tuple[str, str]] = []
+    source = builder.stream("in")
+    pairs = source.flat_map(lambda key, value: [(word, key) for word in value.split()])
+    pairs.foreach(lambda key, value: seen.append((key, value)))
+    pairs.filter_not(lambda key, value: key.startswith("x")).merge(source.map_values(str.upper)).to(
+        lambda key, value, record: "short" if len(value) < 3 else "long")
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        driver.pipe_input("in", "k1", "ab xy cd", 10)
+        driver.pipe_input("in", "k2", "e", 11)
+        assert seen == [("ab", "k1"), ("xy", "k1"), ("cd", "k1"), ("e", "k2")]
+        assert driver.read_output("short") == [("ab", "k1", 10), ("cd", "k1", 10), ("e", "k2", 11),
+                                               ("k2", "E", 11)]
+        assert driver.read_output("long") == [("k1", "AB XY CD", 10)]
+
+
+def test_table_operators_and_repartitioned_aggregation() -> None:
+    builder = StreamsBuilder()
+    totals = (builder.stream("in").select_key(lambda key, value: value[0])
+              .group_by_key().aggregate(lambda: 0, lambda key, value, total: total + len(value), "totals",
+                                        value_serde=Serdes.long()))
+    totals.filter(lambda key, total: total % 2 == 0).map_values(lambda total: total * 10).to_stream().to(
+        "even", value_serde=Serdes.long())
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        for value, timestamp in (("aa", 5), ("a", 3), ("b", 9), ("abc", 4)):
+            driver.pipe_input("in", None, value, timestamp)
+        # a: 2 (even), 3 (odd: a tombstone, it was even), 6 (even); b: 1 (odd, never even: nothing)
+        assert driver.read_output("even", value_serde=Serdes.long()) == [("a", 20, 5), ("a", None, 5),
+                                                                        ("a", 60, 5)]
+        assert dict(driver.get_key_value_store("totals").all()) == {"a": 6, "b": 1}
+        assert len(driver.read_output("test-driver-totals-changelog")) == 4
+
+
+def test_tumbling_window_reduce_drops_records_after_the_window_closes() -> None:
+    builder = StreamsBuilder()
+    (builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10))
+     .reduce(lambda joined, value: joined + value).to_stream()
+     .map(lambda windowed, value: (f"{windowed.key}@{windowed.window.start}", value)).to("out"))
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        for value, timestamp in (("a", 1), ("b", 12), ("c", 9), ("d", 19), ("e", 20), ("f", 15)):
+            driver.pipe_input("in", "k", value, timestamp)
+        # c (9) comes when stream time is 12: [0, 10) has closed; f (15) when it is 20: [10, 20) has closed
+        assert [(key, value) for key, value, _ in driver.read_output("out")] == [
+            ("k@0", "a"), ("k@10", "b"), ("k@10", "bd"), ("k@20", "e")]
+
+
+def test_processor_api_with_a_state_store() -> None:
+    """A Processor of one's own beside the DSL: it keeps the last value per key in a store it is connected to and
+    forwards the previous one."""
+
+    class Previous(Processor):
+        def process(self, record: Record) -> None:
+            store = self.context.get_state_store("last")
+            previous = store.get(record.key)
+            store.put(record.key, record.value, record.timestamp)
+            self.context.forward(record.with_value(f"{previous}->{record.value}"))
+
+    topology = (Topology().add_source("source", "in").add_processor("previous", Previous, "source")
+                .add_state_store(StoreBuilder("last"), "previous").add_sink("sink", "out", "previous"))
+    assert str(topology.describe()) == (
+        "Topologies:\n   Sub-topology: 0\n"
+        "    Source: source (topics: [in])\n      --> previous\n"
+        "    Processor: previous (stores: [last])\n      --> sink\n      <-- source\n"
+        "    Sink: sink (topic: out)\n      <-- previous\n\n")
+    with TopologyTestDriver(topology, CONFIG) as driver:
+        for value in ("a", "b", "c"):
+            driver.pipe_input("in", "k", value, 1)
+        assert [value for _, value, _ in driver.read_output("out")] == ["None->a", "a->b", "b->c"]
+        assert driver.read_output("test-driver-last-changelog") == [("k", "a", 1), ("k", "b", 1), ("k", "c", 1)]

@@ -1,0 +1,135 @@
+"""The topologies of tests/streams/java/StreamsOracle.java written with kfk.streams, operator for operator, so that
+the tests compare Apache Kafka Streams' and kfk.streams' descriptions and outputs."""
+
+from __future__ import annotations
+
+from kfk.streams import Branched, JoinWindows, Serdes, StreamsBuilder, TimeWindows, Topology
+
+
+def stateless(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    words = (lines.filter_not(lambda key, line: line is None or line == "")
+             .flat_map_values(lambda line: line.lower().split(" "))
+             .peek(lambda key, word: None))
+    branches = (words.split("by-length-")
+                .branch(lambda key, word: len(word) > 3, Branched("long"))
+                .default_branch(Branched("short")))
+    (branches["by-length-long"].map_values(str.upper)
+     .merge(branches["by-length-short"].map(lambda key, word: (word, f"{key}:{word}")))
+     .filter(lambda key, value: not value.startswith("x"))
+     .select_key(lambda key, value: value[0])
+     .to(output))
+    return builder.build()
+
+
+def wordcount(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    (builder.stream(input_topic)
+     .flat_map_values(lambda line: line.lower().split(" "))
+     .group_by(lambda key, word: word)
+     .count("counts")
+     .to_stream()
+     .to(output, key_serde=Serdes.string(), value_serde=Serdes.long()))
+    return builder.build()
+
+
+def table(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    longest = lines.group_by_key().reduce(lambda previous, line: line if len(line) >= len(previous) else previous)
+    (longest.filter(lambda key, line: len(line) > 2)
+     .map_values(lambda line: f"{line}/{len(line)}")
+     .to_stream()
+     .to(output))
+    (lines.map_values(len).group_by_key()
+     .aggregate(lambda: 0, lambda key, length, total: total + length, value_serde=Serdes.long())
+     .to_stream().to(output + "-totals", key_serde=Serdes.string(), value_serde=Serdes.long()))
+    return builder.build()
+
+
+def windowed(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    (lines.group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(4, 2).advance_by(2))
+     .count("windowed-counts")
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
+     .to(output, key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (lines.group_by_key()
+     .windowed_by(TimeWindows.of_size_with_no_grace(5))
+     .reduce(lambda joined, line: f"{joined}|{line}")
+     .to_stream()
+     .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}", joined))
+     .to(output + "-totals"))
+    return builder.build()
+
+
+def joins(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    profiles = builder.table(input_topic + "-profiles")
+    lines.join(profiles, lambda line, profile: f"{line}/{profile}").to(output)
+    # Java's string concatenation writes a null as "null"
+    lines.left_join(profiles, lambda line, profile: f"{line}/{'null' if profile is None else profile}").to(
+        output + "-totals")
+    return builder.build()
+
+
+def _java_concat(left: object, right: object) -> str:
+    """Java's `left + "+" + right` on strings: a null is written "null"."""
+    return f"{'null' if left is None else left}+{'null' if right is None else right}"
+
+
+def table_joins(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    builder.stream(input_topic)
+    profiles = builder.table(input_topic + "-profiles")
+    scores = builder.table(input_topic + "-scores")
+    profiles.join(scores, _java_concat).to_stream().to(output)
+    profiles.left_join(scores, _java_concat).to_stream().to(output + "-totals")
+    profiles.outer_join(scores, _java_concat).to_stream().to(output + "-outer")
+    return builder.build()
+
+
+def stream_joins(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    clicks = builder.stream(input_topic + "-clicks")
+    lines.join(clicks, lambda line, click: f"{line}&{click}",
+               JoinWindows.of_time_difference_and_grace(3, 2)).to(output)
+    return builder.build()
+
+
+def split_unnamed(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    branches = (builder.stream(input_topic).split()
+                .branch(lambda key, line: line.startswith("a"))
+                .branch(lambda key, line: line.startswith("b"))
+                .default_branch())
+    for name in ("KSTREAM-BRANCH-00000000012", "KSTREAM-BRANCH-00000000010", "KSTREAM-BRANCH-00000000011"):
+        branches[name].to(output)  # the order Java's HashMap iterates the branches in
+    return builder.build()
+
+
+def split_prefix(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    (builder.stream(input_topic).split("s-")
+     .branch(lambda key, line: line.startswith("a"), Branched(consumer=lambda branch: branch.to(output)))
+     .branch(lambda key, line: line.startswith("b"))
+     .no_default_branch())
+    return builder.build()
+
+
+def repartition(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    lines.select_key(lambda key, line: line).repartition().group_by_key().count().to_stream().to(output)
+    lines.map(lambda key, line: (line, key)).group_by_key().reduce(lambda a, b: b).to_stream().to(output)
+    lines.repartition("named").foreach(lambda key, line: None)
+    return builder.build()
+
+
+TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "joins": joins, "table-joins": table_joins, "stream-joins": stream_joins, "split-unnamed": split_unnamed,
+              "split-prefix": split_prefix, "repartition": repartition}
