@@ -494,6 +494,8 @@ CLIENT_KEY_READERS: dict[str, tuple[str, ...]] = {
     # consumer
     "group.id": (_CONSUMER,),
     "group.instance.id": (_CONSUMER,),
+    "group.protocol": (_CONSUMER,),
+    "group.remote.assignor": (_CONSUMER,),
     "enable.auto.commit": (_CONSUMER,),
     "auto.commit.interval.ms": (_CONSUMER,),
     "auto.offset.reset": (_CONSUMER,),
