@@ -494,7 +494,7 @@ CLIENT_KEY_READERS: dict[str, tuple[str, ...]] = {
     # consumer
     "group.id": (_CONSUMER,),
     "group.instance.id": (_CONSUMER,),
-    "group.protocol": (_CONSUMER,),
+    "group.protocol": (_CLIENT_CONFIG,),  # group_protocol(), which the consumer calls
     "group.remote.assignor": (_CONSUMER,),
     "enable.auto.commit": (_CONSUMER,),
     "auto.commit.interval.ms": (_CONSUMER,),
