@@ -27,6 +27,13 @@ NO_LEADER = -1
 NO_LEADER_CHANGE = -2
 
 
+_EMPTY: Mapping = MappingProxyType({})
+
+
+def _empty() -> Mapping:
+    return _EMPTY
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     listener_name: str
@@ -44,6 +51,9 @@ class BrokerRegistration:
     rack: str | None = None
     fenced: bool = True
     in_controlled_shutdown: bool = False
+    #: The (lowest, highest) level of each feature the broker supports, from its registration: the controller
+    #: finalizes no level a registered broker does not support.
+    supported_features: Mapping[str, tuple[int, int]] = field(default_factory=_empty)
 
     def endpoint(self, listener_name: str) -> Endpoint | None:
         for endpoint in self.endpoints:
@@ -95,13 +105,6 @@ class TopicImage:
     def is_internal(self) -> bool:
         """__consumer_offsets, __transaction_state, __share_group_state (Kafka's Topic.isInternal)."""
         return is_internal(self.name)
-
-
-_EMPTY: Mapping = MappingProxyType({})
-
-
-def _empty() -> Mapping:
-    return _EMPTY
 
 
 @dataclass(frozen=True)
@@ -298,6 +301,9 @@ def _register_broker_record(delta: _Delta, record: Message) -> None:
         rack=record.rack,
         fenced=record.fenced,
         in_controlled_shutdown=record.in_controlled_shutdown,
+        supported_features=MappingProxyType({feature.name: (feature.min_supported_version,
+                                                            feature.max_supported_version)
+                                             for feature in record.features}),
     )
 
 
@@ -331,7 +337,10 @@ def _broker_registration_change_record(delta: _Delta, record: Message) -> None:
 def _feature_level_record(delta: _Delta, record: Message) -> None:
     if delta.features is None:
         delta.features = dict(delta.image.features)
-    delta.features[record.name] = record.feature_level
+    if record.feature_level == 0 and record.name != "metadata.version":
+        delta.features.pop(record.name, None)  # level 0 is no finalized level: the feature is removed (Kafka's)
+    else:
+        delta.features[record.name] = record.feature_level
 
 
 def _producer_ids_record(delta: _Delta, record: Message) -> None:
