@@ -18,15 +18,8 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from kfk.controller.features import (
-    FEATURES,
-    KRAFT_VERSION_FEATURE_NAME,
-    LATEST_METADATA_VERSION,
-    METADATA_VERSION_FEATURE_NAME,
-    dependency_problem,
-    kfk_default_feature_levels,
-    supported_features,
-)
+from kfk.common.features import FEATURES, KRAFT_VERSION_FEATURE_NAME, METADATA_VERSION_FEATURE_NAME, dependency_problem
+from kfk.controller.features import LATEST_METADATA_VERSION, kfk_default_feature_levels, supported_features
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
 

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from kfk.controller.features import (
+from kfk.common.features import (
     FEATURES,
     KRAFT_VERSION_FEATURE_NAME,
     METADATA_VERSION_FEATURE_NAME,
     dependency_problem,
     metadata_changed_between,
-    supported_features,
 )
+from kfk.controller.features import supported_features
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import ErrorCode
 from kfk.metadata.image import MetadataImage

@@ -53,7 +53,7 @@ from kfk.controller.backend import MetadataBackend
 from kfk.controller.bootstrap_metadata import records_for_empty_log
 from kfk.controller.broker_heartbeat_manager import BrokerControlState, BrokerHeartbeatManager
 from kfk.controller.config_describer import describe_topic_configs
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
 from kfk.controller.features import supported_features as kfk_supported_features
 from kfk.controller.producer_ids import ProducerIdsBlock, generate_next_producer_ids
 from kfk.controller.result import ApiError, ControllerResult

@@ -27,17 +27,19 @@ from kfk.backends.embedded.bootstrap import (
     write_initial_voters,
 )
 from kfk.config import BrokerConfig
-from kfk.controller.features import (
+from kfk.common.features import (
     FEATURES,
     KRAFT_VERSION_FEATURE_NAME,
-    LATEST_METADATA_VERSION,
     METADATA_VERSION_FEATURE_NAME,
-    MINIMUM_METADATA_VERSION,
     default_feature_levels,
     dependency_problem,
-    kfk_default_feature_levels,
     metadata_version,
     metadata_version_from_string,
+)
+from kfk.controller.features import (
+    LATEST_METADATA_VERSION,
+    MINIMUM_METADATA_VERSION,
+    kfk_default_feature_levels,
     supported_features,
 )
 from kfk.errors import InvalidConfigurationError

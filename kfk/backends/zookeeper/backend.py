@@ -46,7 +46,6 @@ from typing import Callable, Iterable, Sequence
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoNodeError, SessionExpiredError
 
-from kfk.controller.features import zookeeper_supported_features
 from kfk.backends.zookeeper import znodes
 from kfk.backends.zookeeper.admin_requests import AdminRequestHandler, delete_served_requests
 from kfk.backends.zookeeper.election import elect
@@ -58,6 +57,7 @@ from kfk.backends.zookeeper.translation import Operation, ZooKeeperSnapshot, ope
 from kfk.backends.zookeeper.writes import commit
 from kfk.common.clock import Clock, system_time_ms
 from kfk.controller.backend import MetadataListener
+from kfk.controller.features import zookeeper_supported_features
 from kfk.controller.producer_ids import ProducerIdsBlock
 from kfk.errors import KafkaTimeoutError, NotControllerError
 from kfk.metadata.image import Endpoint, MetadataImage

@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Mapping
 
-from kfk.controller.features import KRAFT_VERSION_FEATURE_NAME, supported_features
+from kfk.common.features import KRAFT_VERSION_FEATURE_NAME
+from kfk.controller.features import supported_features
 from kfk.errors import ErrorCode
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.apis import VersionRange

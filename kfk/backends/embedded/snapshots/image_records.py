@@ -12,7 +12,7 @@ test fails for any record type the image applies that is neither written here no
 
 from __future__ import annotations
 
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
 from kfk.metadata import acls, delegation_tokens
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.message import Message
