@@ -10,10 +10,10 @@ from typing import Awaitable, TypeVar
 
 import pytest
 
-from kfk.controller.features import supported_features
 from kfk.backends.embedded import EmbeddedMetadataBackend
 from kfk.common.clock import ManualClock
 from kfk.config import BrokerConfig
+from kfk.controller.features import supported_features
 from kfk.controller.quorum_controller import QuorumController
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import Endpoint, MetadataImage
