@@ -524,8 +524,9 @@ class QuorumController:
 
     async def update_features(self, request: UpdateFeaturesRequest, api_version: int) -> UpdateFeaturesResponse:
         """UpdateFeatures (controller/feature_control.py): v0 asks for a downgrade with allow_downgrade (a safe
-        one), v1+ with upgrade_type. From v2 the answer is the top-level error alone; before, every feature of the
-        request is listed with that same outcome (Kafka 4's controller decides the request as a whole)."""
+        one), v1+ with upgrade_type. Kafka 4's controller decides the request as a whole: a refusal is the top-level
+        error alone, its message naming the first feature's reason; before v2 a success also lists every feature of
+        the request (with Kafka's message for no error, "NONE")."""
         updates = {}
         for update in request.feature_updates:
             upgrade_type = update.upgrade_type if api_version >= 1 else (
@@ -539,10 +540,12 @@ class QuorumController:
         if error.is_failure:
             log.warning("UpdateFeatures refused: %s", error.message)
         Result = UpdateFeaturesResponse.UpdatableFeatureResult
-        return UpdateFeaturesResponse(
-            error_code=error.error_code, error_message=error.message,
-            results=[] if api_version >= 2 else [Result(feature=name, error_code=error.error_code,
-                                                        error_message=error.message) for name in updates])
+        if error.is_failure:
+            message = error.message if error.error_code == ErrorCode.NOT_CONTROLLER else \
+                f"The update failed for all features since the following feature had an error: {error.message}"
+            return UpdateFeaturesResponse(error_code=error.error_code, error_message=message)
+        return UpdateFeaturesResponse(error_code=ErrorCode.NONE, error_message=None, results=[] if api_version >= 2 else [
+            Result(feature=name, error_code=ErrorCode.NONE, error_message="NONE") for name in updates])
 
     # -- delegation tokens -------------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """UpdateFeatures (key 57, v0-2): an operator's change of the finalized feature levels (kafka-features.sh upgrade /
 downgrade / disable, Admin.updateFeatures), decided by the active controller (kfk/controller/feature_control.py).
-It needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED, at the top level and, before v2, for every feature).
+It needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
 A KRaft broker forwards it to the active controller (kfk/server/forwarding.py), as Kafka 4 does. In ZooKeeper mode
 the controller is the broker the ZooKeeper election chose, and it keeps the levels in the /feature znode as Kafka
@@ -29,15 +29,12 @@ class FeaturesHandler:
 
     async def update_features(self, context: RequestContext, request: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
         if not self.auth.authorize(context, AclOperation.ALTER, ResourceType.CLUSTER):
-            return _refused(request, context.api_version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            return _refused(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         if not self.controller.is_active:
-            return _refused(request, context.api_version, ErrorCode.NOT_CONTROLLER)
+            return _refused(ErrorCode.NOT_CONTROLLER)
         return await self.controller.update_features(request, context.api_version)
 
 
-def _refused(request: UpdateFeaturesRequest, api_version: int, error_code: ErrorCode) -> UpdateFeaturesResponse:
-    message = ERROR_INFO[error_code].message
-    Result = UpdateFeaturesResponse.UpdatableFeatureResult
-    return UpdateFeaturesResponse(error_code=error_code, error_message=message, results=[] if api_version >= 2 else [
-        Result(feature=update.feature, error_code=error_code, error_message=message)
-        for update in request.feature_updates])
+def _refused(error_code: ErrorCode) -> UpdateFeaturesResponse:
+    """A refusal is the top-level error alone, as Kafka 4 answers it (no per-feature results)."""
+    return UpdateFeaturesResponse(error_code=error_code, error_message=ERROR_INFO[error_code].message)
