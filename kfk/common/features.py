@@ -126,9 +126,3 @@ def default_feature_levels(metadata_version_level: int, *, kraft_version: bool =
             levels[feature.name] = feature.default_level(metadata_version_level)
     return levels
 
-
-def finalized_level(features: Mapping[str, int], name: str) -> int:
-    """A feature's finalized level in an image's features (0 when not finalized). The one place other layers read
-    a level from, e.g. the group coordinator's group.version:
-    `finalized_level(metadata_image.features, GROUP_VERSION_FEATURE_NAME)`."""
-    return features.get(name, 0)

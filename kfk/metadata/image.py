@@ -128,6 +128,12 @@ class MetadataImage:
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
 
+    def feature_level(self, name: str) -> int:
+        """A feature's finalized level, 0 when not finalized (kfk/common/features.py names the features): what a
+        component gates on, e.g. the group coordinator on `image.feature_level(GROUP_VERSION_FEATURE_NAME)`. The
+        quorum's kraft.version is not here (the embedded backend's `kraft_version`)."""
+        return self.features.get(name, 0)
+
     def partition(self, topic: str, partition: int) -> PartitionRegistration | None:
         image = self.topics_by_name.get(topic)
         return None if image is None else image.partitions.get(partition)
