@@ -1059,8 +1059,9 @@ class Admin:
         Java's describeFeatures: there is no other request for them)."""
         async def call(deadline: float) -> FeatureMetadata:
             await self._metadata((), deadline)
-            response: ApiVersionsResponse = await self._network.send(self._network.least_loaded_node(), ApiVersionsRequest(
-                client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=CLIENT_SOFTWARE_VERSION))
+            request = ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
+                                         client_software_version=CLIENT_SOFTWARE_VERSION)
+            response: ApiVersionsResponse = await self._network.send(self._network.least_loaded_node(), request)
             if response.error_code != ErrorCode.NONE:
                 raise response_error(response.error_code, "ApiVersions")
             return FeatureMetadata(

@@ -37,7 +37,7 @@ class MetadataVersion:
 
 
 #: Kafka 4.4.0's production metadata.version levels, oldest first (3.3-IV3 is the oldest Kafka 4 reads).
-METADATA_VERSIONS: tuple[MetadataVersion, ...] = tuple(MetadataVersion(level, name, changed) for level, name, changed in (
+METADATA_VERSIONS: tuple[MetadataVersion, ...] = tuple(MetadataVersion(*version) for version in (
     (7, "3.3-IV3", True), (8, "3.4-IV0", True), (9, "3.5-IV0", False), (10, "3.5-IV1", False),
     (11, "3.5-IV2", True), (12, "3.6-IV0", False), (13, "3.6-IV1", True), (14, "3.6-IV2", True),
     (15, "3.7-IV0", True), (16, "3.7-IV1", False), (17, "3.7-IV2", True), (18, "3.7-IV3", False),

@@ -59,7 +59,8 @@ def feature_levels_kfk_serves(asked: dict[str, int]) -> tuple[dict[str, int], li
         if name == METADATA_VERSION_FEATURE_NAME or level == 0:
             continue
         low, high = supported.get(name, (0, 0))
-        if name in FEATURES and name != KRAFT_VERSION_FEATURE_NAME and low <= level <= high and dependency_problem(name, level, asked | levels) is None:
+        if name in FEATURES and name != KRAFT_VERSION_FEATURE_NAME and low <= level <= high \
+                and dependency_problem(name, level, asked | levels) is None:
             levels[name] = level
         else:
             left_out.append(f"{name}={level}")

@@ -544,8 +544,9 @@ class QuorumController:
             message = error.message if error.error_code == ErrorCode.NOT_CONTROLLER else \
                 f"The update failed for all features since the following feature had an error: {error.message}"
             return UpdateFeaturesResponse(error_code=error.error_code, error_message=message)
-        return UpdateFeaturesResponse(error_code=ErrorCode.NONE, error_message=None, results=[] if api_version >= 2 else [
-            Result(feature=name, error_code=ErrorCode.NONE, error_message="NONE") for name in updates])
+        results = [] if api_version >= 2 else [Result(feature=name, error_code=ErrorCode.NONE, error_message="NONE")
+                                               for name in updates]
+        return UpdateFeaturesResponse(error_code=ErrorCode.NONE, error_message=None, results=results)
 
     # -- delegation tokens -------------------------------------------------------------------------------------------
 

@@ -77,8 +77,8 @@ def test_downgrade_validate_only_disable_and_upgrade(kraft) -> None:
     assert update(kraft, downgrade, version=2).results == []
     assert kraft.image.features["transaction.version"] == 1
     refused = update(kraft, Key(feature="transaction.version", max_version_level=2, upgrade_type=UNSAFE_DOWNGRADE))
-    assert refused.error_message == FAILED + ("Invalid update version 2 for feature transaction.version. Can't downgrade to a "
-                                     "newer version.")
+    assert refused.error_message == FAILED + (
+        "Invalid update version 2 for feature transaction.version. Can't downgrade to a newer version.")
     assert update(kraft, Key(feature="transaction.version", max_version_level=0,
                              upgrade_type=UNSAFE_DOWNGRADE)).error_code == ErrorCode.NONE
     assert "transaction.version" not in kraft.image.features  # level 0: no longer finalized
@@ -106,8 +106,8 @@ def test_a_registered_broker_that_does_not_support_a_level_blocks_it(kraft) -> N
     assert kraft.run(kraft.controller.handle_broker_registration(registration(
         3, features={"metadata.version": (7, 7), "transaction.version": (0, 1)}))).error_code == ErrorCode.NONE
     response = update(kraft, Key(feature="transaction.version", max_version_level=2))
-    assert response.error_message == FAILED + ("Invalid update version 2 for feature transaction.version. Broker 3 only "
-                                      "supports versions 0-1")
+    assert response.error_message == FAILED + (
+        "Invalid update version 2 for feature transaction.version. Broker 3 only supports versions 0-1")
     assert kraft.image.brokers[3].supported_features["transaction.version"] == (0, 1)
 
 
