@@ -1056,12 +1056,12 @@ class Admin:
 
     def describe_features(self, timeout_ms: float | None = None) -> FeatureMetadata:
         """The cluster's finalized feature levels and the levels one node supports, from its ApiVersions answer (as
-        Java's describeFeatures: there is no other request for them)."""
+        Java's describeFeatures: there is no other request for them); a broker or a controller."""
         async def call(deadline: float) -> FeatureMetadata:
-            await self._metadata((), deadline)
             request = ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
                                          client_software_version=CLIENT_SOFTWARE_VERSION)
-            response: ApiVersionsResponse = await self._network.send(self._network.least_loaded_node(), request)
+            response: ApiVersionsResponse = await self._network.send_to_any(
+                request, timeout_ms=max(deadline - monotonic_ms(), 1))
             if response.error_code != ErrorCode.NONE:
                 raise response_error(response.error_code, "ApiVersions")
             return FeatureMetadata(
@@ -1084,8 +1084,15 @@ class Admin:
             Key(feature=name, max_version_level=update.max_version_level, upgrade_type=int(update.upgrade_type))
             for name, update in updates.items()])
 
+        def not_controller(response: Message) -> bool:
+            return response.error_code == ErrorCode.NOT_CONTROLLER
+
         async def call(deadline: float) -> dict[str, KafkaError | None]:
-            response: UpdateFeaturesResponse = await self._network.send(await self._controller(deadline), request)
+            # Any KRaft broker forwards it; through controllers (bootstrap.servers naming controller listeners)
+            # the active one answers; in ZooKeeper mode only the controller the Metadata names does.
+            response: UpdateFeaturesResponse = await self._send_to_quorum_leader(request, not_controller)
+            if not_controller(response):
+                response = await self._network.send(await self._controller(deadline), request)
             error = None if response.error_code == ErrorCode.NONE else \
                 error_for_code(response.error_code)(response.error_message or None)
             if error is not None and error.retriable:

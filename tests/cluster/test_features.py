@@ -1,5 +1,5 @@
 """Feature versions on 3 combined KRaft nodes (real processes): kafka-features.sh and `kfk features` print the same
-lines against kfk; Kafka's tool changes a level through a broker that is not the active controller (forwarded); the
+lines against kfk (through brokers and straight to the controllers); Kafka's tool changes a level through a broker that is not the active controller (forwarded); the
 level holds through a kill -9 of the active controller (the new one takes the next change, kfk's tool sending it)
 and through a restart from a metadata snapshot that holds it."""
 
@@ -38,12 +38,12 @@ def kfk_metadata_mode() -> str:
     return "kraft"
 
 
-def kafka_features(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
-    return run_kafka_tool("features", ["--bootstrap-server", bootstrap, *args])
+def kafka_features(bootstrap: str, *args: str, flag: str = "--bootstrap-server") -> subprocess.CompletedProcess:
+    return run_kafka_tool("features", [flag, bootstrap, *args])
 
 
-def kfk_features(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kfk", "features", "--bootstrap-server", bootstrap, *args],
+def kfk_features(bootstrap: str, *args: str, flag: str = "--bootstrap-server") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kfk", "features", flag, bootstrap, *args],
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
@@ -60,9 +60,12 @@ def test_levels_through_kafka_s_tool_a_failover_and_a_snapshot_restart(kfk_clust
     cluster = kfk_cluster_factory(size=3, combined=True, overrides=OVERRIDES)
     bootstrap = cluster.bootstrap_servers
     outputs = {}
-    for args in (["describe"], ["upgrade", "--feature", "group.version=1"],
-                 ["disable", "--feature", "transaction.version", "--dry-run"]):
-        kafka, kfk = kafka_features(bootstrap, *args), kfk_features(bootstrap, *args)
+    controllers = ",".join(f"127.0.0.1:{port}" for port in cluster.voters.values())
+    for flag, address, args in (("--bootstrap-server", bootstrap, ["describe"]),
+                                ("--bootstrap-server", bootstrap, ["upgrade", "--feature", "group.version=1"]),
+                                ("--bootstrap-controller", controllers,
+                                 ["disable", "--feature", "transaction.version", "--dry-run"])):
+        kafka, kfk = kafka_features(address, *args, flag=flag), kfk_features(address, *args, flag=flag)
         assert (_epochless(kfk.stdout), kfk.returncode) == (_epochless(kafka.stdout), kafka.returncode), args
         outputs[args[0]] = kafka.stdout
     assert "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: 2" \
