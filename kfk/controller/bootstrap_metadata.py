@@ -1,6 +1,6 @@
 """The records a controller bootstraps an empty metadata log with (Kafka's BootstrapMetadata): what `kafka-storage
-format` put in the metadata log dir's bootstrap.checkpoint (the metadata.version, `--add-scram` credentials), or
-the metadata.version alone when the node was formatted without one (`kfk server start` formats itself).
+format` put in the metadata log dir's bootstrap.checkpoint (the feature levels, `--add-scram` credentials), or kfk's
+default feature levels when the node was formatted without one (`kfk server start` formats itself).
 
 The active controller appends them, in one batch, when it leads a log whose image has no metadata.version yet: the
 records are committed together or not at all, so a controller that fails over before they commit leaves the next
