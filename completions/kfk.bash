@@ -3,7 +3,7 @@
 _kfk() {
     local current="${COMP_WORDS[COMP_CWORD]}" previous="${COMP_WORDS[COMP_CWORD-1]}"
     local path="kfk" word index words files
-    local groups=" [kfk] [kfk cluster] [kfk connect] [kfk metadata] [kfk metadata-quorum] [kfk perf-test] [kfk schema-registry] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
+    local groups=" [kfk] [kfk cluster] [kfk connect] [kfk features] [kfk metadata] [kfk metadata-quorum] [kfk perf-test] [kfk schema-registry] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
     for ((index = 1; index < COMP_CWORD; index++)); do
         word="${COMP_WORDS[index]}"
         if [[ "$groups" == *" [$path]"* && "$word" != -* ]]; then
@@ -21,6 +21,13 @@ _kfk() {
                 "kfk consumer-groups") path="kfk consumer-groups" ;;
                 "kfk delegation-tokens") path="kfk delegation-tokens" ;;
                 "kfk dump-log") path="kfk dump-log" ;;
+                "kfk features") path="kfk features" ;;
+                "kfk features describe") path="kfk features describe" ;;
+                "kfk features disable") path="kfk features disable" ;;
+                "kfk features downgrade") path="kfk features downgrade" ;;
+                "kfk features feature-dependencies") path="kfk features feature-dependencies" ;;
+                "kfk features upgrade") path="kfk features upgrade" ;;
+                "kfk features version-mapping") path="kfk features version-mapping" ;;
                 "kfk leader-election") path="kfk leader-election" ;;
                 "kfk metadata") path="kfk metadata" ;;
                 "kfk metadata show") path="kfk metadata show" ;;
@@ -60,7 +67,7 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="acls cluster configs connect console-consume console-produce consumer-groups delegation-tokens dump-log leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="acls cluster configs connect console-consume console-produce consumer-groups delegation-tokens dump-log features leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk acls") words="--add --allow-host --allow-principal --bootstrap-server --cluster --command-config --consumer --debug --delegation-token --deny-host --deny-principal --force --group --help --idempotent --list --operation --principal --producer --remove --resource-pattern-type --topic --transactional-id --user-principal"; files="--command-config" ;;
         "kfk cluster") words="cluster-id describe unregister --help"; files="" ;;
         "kfk cluster cluster-id") words="--bootstrap-server --command-config --config --debug --help -c"; files="--command-config --config -c" ;;
@@ -74,6 +81,13 @@ _kfk() {
         "kfk consumer-groups") words="--all-groups --all-topics --bootstrap-server --by-duration --command-config --debug --delete --delete-offsets --describe --dry-run --execute --export --from-file --group --help --json --list --members --offsets --reset-offsets --shift-by --state --timeout --to-current --to-datetime --to-earliest --to-latest --to-offset --topic --verbose"; files="--command-config" ;;
         "kfk delegation-tokens") words="--bootstrap-server --command-config --create --debug --describe --expire --expiry-time-period --help --hmac --max-life-time-period --owner-principal --renew --renew-time-period --renewer-principal"; files="--command-config" ;;
         "kfk dump-log") words="--cluster-metadata-decoder --debug --deep-iteration --files --help --index-sanity-check --max-bytes --offsets-decoder --print-data-log --transaction-log-decoder --verify-index-only"; files="--files" ;;
+        "kfk features") words="describe disable downgrade feature-dependencies upgrade version-mapping --help"; files="" ;;
+        "kfk features describe") words="--bootstrap-controller --bootstrap-server --command-config --debug --help"; files="--command-config" ;;
+        "kfk features disable") words="--bootstrap-controller --bootstrap-server --command-config --debug --dry-run --feature --help --unsafe"; files="--command-config" ;;
+        "kfk features downgrade") words="--bootstrap-controller --bootstrap-server --command-config --debug --dry-run --feature --help --metadata --release-version --unsafe"; files="--command-config" ;;
+        "kfk features feature-dependencies") words="--bootstrap-controller --bootstrap-server --command-config --feature --help"; files="--command-config" ;;
+        "kfk features upgrade") words="--bootstrap-controller --bootstrap-server --command-config --debug --dry-run --feature --help --metadata --release-version"; files="--command-config" ;;
+        "kfk features version-mapping") words="--bootstrap-controller --bootstrap-server --command-config --help --release-version"; files="--command-config" ;;
         "kfk leader-election") words="--admin.config --all-topic-partitions --bootstrap-server --command-config --debug --election-type --help --partition --path-to-json-file --topic"; files="--admin.config --command-config" ;;
         "kfk metadata") words="show --help"; files="" ;;
         "kfk metadata show") words="--bootstrap-server --command-config --debug --help --log-dir --snapshot"; files="--command-config --log-dir" ;;

@@ -24,6 +24,7 @@ from kfk.commands import (
     console,
     delegation_tokens,
     dump_log,
+    features,
     groups,
     metadata,
     metadata_quorum,
@@ -100,6 +101,7 @@ app.add_typer(zookeeper.app, name="zookeeper")
 app.add_typer(reassign.app)
 app.add_typer(transactions.app, name="transactions")
 app.add_typer(metadata_quorum.app, name="metadata-quorum")
+app.add_typer(features.app, name="features")
 app.add_typer(metadata.app, name="metadata")
 app.add_typer(ui.app)
 app.add_typer(schema_registry.app, name="schema-registry")

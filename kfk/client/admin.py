@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, 
 from typing import Any, TypeVar
 
 from kfk.client.cluster import BrokerMetadata, ClusterMetadata, TopicMetadata
-from kfk.client.config import ADMIN_CONFIG_DEF, ClientConfig
+from kfk.client.config import ADMIN_CONFIG_DEF, CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION, ClientConfig
 from kfk.client.event_loop import ClientLoop
 from kfk.client.network_client import COORDINATOR_ID_BASE, NetworkClient, monotonic_ms
 from kfk.client.offsets import (
@@ -51,6 +51,8 @@ from kfk.client.structs import (
     ConsumerGroupDescription,
     DelegationToken,
     ElectionType,
+    FeatureMetadata,
+    FeatureUpdate,
     GroupListing,
     MemberDescription,
     NewPartitionReassignment,
@@ -84,10 +86,13 @@ from kfk.errors import (
     NotControllerError,
     TransactionalIdNotFoundError,
     UnknownTopicOrPartitionError,
+    error_for_code,
 )
 from kfk.protocol.message import Message
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.add_raft_voter import AddRaftVoterRequest
+from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kfk.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
@@ -1071,6 +1076,59 @@ class Admin:
             if response.error_code != ErrorCode.NONE:
                 raise response_error(response.error_code, f"UnregisterBroker of broker {broker_id}",
                                      response.error_message)
+
+        return self._run(call, timeout_ms)
+
+    # -- feature versions (KIP-584) ---------------------------------------------------------------------------------
+
+    def describe_features(self, timeout_ms: float | None = None) -> FeatureMetadata:
+        """The cluster's finalized feature levels and the levels one node supports, from its ApiVersions answer (as
+        Java's describeFeatures: there is no other request for them); a broker or a controller."""
+        async def call(deadline: float) -> FeatureMetadata:
+            request = ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
+                                         client_software_version=CLIENT_SOFTWARE_VERSION)
+            response: ApiVersionsResponse = await self._network.send_to_any(
+                request, timeout_ms=max(deadline - monotonic_ms(), 1))
+            if response.error_code != ErrorCode.NONE:
+                raise response_error(response.error_code, "ApiVersions")
+            return FeatureMetadata(
+                finalized_features={feature.name: feature.max_version_level for feature in response.finalized_features},
+                finalized_features_epoch=None if response.finalized_features_epoch < 0
+                else response.finalized_features_epoch,
+                supported_features={feature.name: (feature.min_version, feature.max_version)
+                                    for feature in response.supported_features})
+
+        return self._run(call, timeout_ms)
+
+    def update_features(self, updates: Mapping[str, FeatureUpdate], *, validate_only: bool = False,
+                        timeout_ms: float | None = None) -> dict[str, KafkaError | None]:
+        """Set finalized feature levels (UpdateFeatures, decided by the active controller; any KRaft broker forwards
+        it). The controller decides the request as a whole: every feature gets the same outcome, None or the
+        error, whose message is the controller's own (InvalidUpdateVersionError: "Invalid update version ...")."""
+        timeout = self._timeout_ms if timeout_ms is None else timeout_ms
+        Key = UpdateFeaturesRequest.FeatureUpdateKey
+        request = UpdateFeaturesRequest(timeout_ms=int(timeout), validate_only=validate_only, feature_updates=[
+            Key(feature=name, max_version_level=update.max_version_level, upgrade_type=int(update.upgrade_type))
+            for name, update in updates.items()])
+
+        def not_controller(response: Message) -> bool:
+            return response.error_code == ErrorCode.NOT_CONTROLLER
+
+        async def call(deadline: float) -> dict[str, KafkaError | None]:
+            # Any KRaft broker forwards it; through controllers (bootstrap.servers naming controller listeners)
+            # the active one answers; in ZooKeeper mode only the controller the Metadata names does.
+            response: UpdateFeaturesResponse = await self._send_to_quorum_leader(request, not_controller)
+            if not_controller(response):
+                response = await self._network.send(await self._controller(deadline), request)
+            error = None if response.error_code == ErrorCode.NONE else \
+                error_for_code(response.error_code)(response.error_message or None)
+            if error is not None and error.retriable:
+                raise error
+            outcomes: dict[str, KafkaError | None] = {name: error for name in updates}
+            for result in response.results:
+                if result.feature in outcomes and error is None and result.error_code != ErrorCode.NONE:
+                    outcomes[result.feature] = error_for_code(result.error_code)(result.error_message or None)
+            return outcomes
 
         return self._run(call, timeout_ms)
 

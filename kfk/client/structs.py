@@ -191,6 +191,31 @@ class QuorumInfo:
     nodes: dict[int, list[str]]
 
 
+class UpgradeType(IntEnum):
+    """How a feature update may move its level (Kafka's FeatureUpdate.UpgradeType; UpdateFeatures v1+)."""
+
+    UPGRADE = 1
+    SAFE_DOWNGRADE = 2
+    UNSAFE_DOWNGRADE = 3
+
+
+class FeatureUpdate(NamedTuple):
+    """A finalized level to set (0: disable the feature), and how (Kafka's FeatureUpdate)."""
+
+    max_version_level: int
+    upgrade_type: UpgradeType = UpgradeType.UPGRADE
+
+
+@dataclass(frozen=True)
+class FeatureMetadata:
+    """What a node says of the cluster's features (Kafka's FeatureMetadata, from ApiVersions): the finalized levels
+    and their epoch (None when the node has none), and the (lowest, highest) level the node supports, by name."""
+
+    finalized_features: dict[str, int]
+    finalized_features_epoch: int | None
+    supported_features: dict[str, tuple[int, int]]
+
+
 class GroupListing(NamedTuple):
     group_id: str
     protocol_type: str

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import socket
 import uuid
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from kfk import config
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL
 from kfk.controller.result import ControllerResult
-from kfk.errors import BrokerIdNotRegisteredError, StaleBrokerEpochError
+from kfk.errors import BrokerIdNotRegisteredError, StaleBrokerEpochError, UnsupportedVersionError
 from kfk.metadata.image import NO_LEADER, Endpoint, MetadataImage
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
@@ -66,10 +65,27 @@ def broker_endpoints(bound: Iterable, advertised_listeners: Sequence[str] | None
     return endpoints
 
 
+def _feature_records(supported_features: Mapping[str, tuple[int, int]]) -> list:
+    return [RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=low, max_supported_version=high)
+            for name, (low, high) in sorted(supported_features.items())]
+
+
+def check_supported_features(image: MetadataImage, supported_features: Mapping[str, tuple[int, int]]) -> None:
+    """Refuse (UNSUPPORTED_VERSION, Kafka's words) a broker that does not support a finalized level: it could not
+    read the cluster's metadata, or would speak an older protocol than the cluster finalized."""
+    for name, level in sorted(image.features.items()):
+        low, high = supported_features.get(name, (0, 0))
+        if not low <= level <= high:
+            raise UnsupportedVersionError(
+                f"Unable to register because the broker does not support finalized version {level} of {name}. "
+                f"The broker wants a version between {low} and {high}, inclusive.")
+
+
 def register_broker(image: MetadataImage, broker_id: int, incarnation_id: uuid.UUID, endpoints: Sequence[Endpoint],
-                    rack: str | None) -> ControllerResult[int]:
-    """A RegisterBrokerRecord (fenced) replacing any earlier registration of the id; the response is the new broker
-    epoch."""
+                    rack: str | None, supported_features: Mapping[str, tuple[int, int]]) -> ControllerResult[int]:
+    """A RegisterBrokerRecord (fenced) replacing any earlier registration of the id, with the feature levels the
+    broker supports (refused when a finalized level is not among them); the response is the new broker epoch."""
+    check_supported_features(image, supported_features)
     broker_epoch = image.offset + 1
     previous = image.brokers.get(broker_id)
     if previous is not None and previous.broker_epoch >= broker_epoch:
@@ -80,9 +96,7 @@ def register_broker(image: MetadataImage, broker_id: int, incarnation_id: uuid.U
         broker_epoch=broker_epoch,
         end_points=[RegisterBrokerRecord.BrokerEndpoint(name=e.listener_name, host=e.host, port=e.port,
                                                         security_protocol=e.security_protocol) for e in endpoints],
-        features=[RegisterBrokerRecord.BrokerFeature(name=METADATA_VERSION_FEATURE_NAME,
-                                                     min_supported_version=METADATA_VERSION_LEVEL,
-                                                     max_supported_version=METADATA_VERSION_LEVEL)],
+        features=_feature_records(supported_features),
         rack=rack,
         fenced=True,
         in_controlled_shutdown=False,
@@ -103,9 +117,7 @@ def update_broker_endpoints(image: MetadataImage, broker_id: int, endpoints: Seq
         broker_epoch=current.broker_epoch,
         end_points=[RegisterBrokerRecord.BrokerEndpoint(name=e.listener_name, host=e.host, port=e.port,
                                                         security_protocol=e.security_protocol) for e in endpoints],
-        features=[RegisterBrokerRecord.BrokerFeature(name=METADATA_VERSION_FEATURE_NAME,
-                                                     min_supported_version=METADATA_VERSION_LEVEL,
-                                                     max_supported_version=METADATA_VERSION_LEVEL)],
+        features=_feature_records(current.supported_features),
         rack=current.rack,
         fenced=current.fenced,
         in_controlled_shutdown=current.in_controlled_shutdown,

@@ -31,7 +31,7 @@ import asyncio
 import logging
 import random
 import uuid
-from typing import Awaitable, Callable, Sequence, TypeVar
+from typing import Awaitable, Callable, Mapping, Sequence, TypeVar
 
 from kfk.common.clock import Clock, system_time_ms
 from kfk.common.config_types import ConfigResourceType
@@ -42,6 +42,7 @@ from kfk.controller import (
     cluster_control,
     config_control,
     delegation_token_control,
+    feature_control,
     partition_change,
     reassignment,
     replication_control,
@@ -52,7 +53,8 @@ from kfk.controller.backend import MetadataBackend
 from kfk.controller.bootstrap_metadata import records_for_empty_log
 from kfk.controller.broker_heartbeat_manager import BrokerControlState, BrokerHeartbeatManager
 from kfk.controller.config_describer import describe_topic_configs
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
+from kfk.controller.features import supported_features as kfk_supported_features
 from kfk.controller.producer_ids import ProducerIdsBlock, generate_next_producer_ids
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import (
@@ -93,6 +95,7 @@ from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from kfk.protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kfk.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
@@ -135,6 +138,10 @@ class QuorumController:
         self.delegation_tokens = delegation_token_control.DelegationTokenSettings(
             config.delegation_token_secret_key, config.delegation_token_max_lifetime_ms,
             config.delegation_token_expiry_time_ms)
+        #: The metadata quorum's finalized kraft.version (1: dynamic voters); the embedded backend sets it.
+        self.kraft_version: Callable[[], int] = lambda: 0
+        #: Whether the metadata lives in a KRaft quorum (metadata.version is a feature only there).
+        self.kraft = broker_heartbeats
         #: Sends a CreateTopics to the active controller when this node is not it (set by the broker).
         self.forward_create_topics: Callable[[CreateTopicsRequest], Awaitable[CreateTopicsResponse]] | None = None
 
@@ -513,6 +520,34 @@ class QuorumController:
                 Result(user=user, error_code=_NOT_CONTROLLER.error_code, error_message=_NOT_CONTROLLER.message)
                 for user in users])
 
+    # -- feature versions --------------------------------------------------------------------------------------------
+
+    async def update_features(self, request: UpdateFeaturesRequest, api_version: int) -> UpdateFeaturesResponse:
+        """UpdateFeatures (controller/feature_control.py): v0 asks for a downgrade with allow_downgrade (a safe
+        one), v1+ with upgrade_type. Kafka 4's controller decides the request as a whole: a refusal is the top-level
+        error alone, its message naming the first feature's reason; before v2 a success also lists every feature of
+        the request (with Kafka's message for no error, "NONE")."""
+        updates = {}
+        for update in request.feature_updates:
+            upgrade_type = update.upgrade_type if api_version >= 1 else (
+                feature_control.SAFE_DOWNGRADE if update.allow_downgrade else feature_control.UPGRADE)
+            updates[update.feature] = (update.max_version_level, upgrade_type)
+        try:
+            error = await self._write(lambda image: feature_control.update_features(
+                image, updates, request.validate_only, self.node_id, self.kraft_version(), self.kraft))
+        except NotControllerError:
+            error = _NOT_CONTROLLER
+        if error.is_failure:
+            log.warning("UpdateFeatures refused: %s", error.message)
+        Result = UpdateFeaturesResponse.UpdatableFeatureResult
+        if error.is_failure:
+            message = error.message if error.error_code == ErrorCode.NOT_CONTROLLER else \
+                f"The update failed for all features since the following feature had an error: {error.message}"
+            return UpdateFeaturesResponse(error_code=error.error_code, error_message=message)
+        results = [] if api_version >= 2 else [Result(feature=name, error_code=ErrorCode.NONE, error_message="NONE")
+                                               for name in updates]
+        return UpdateFeaturesResponse(error_code=ErrorCode.NONE, error_message=None, results=results)
+
     # -- delegation tokens -------------------------------------------------------------------------------------------
 
     async def create_delegation_token(self, principal: KafkaPrincipal, request: CreateDelegationTokenRequest
@@ -557,11 +592,14 @@ class QuorumController:
     # -- brokers and producer ids ------------------------------------------------------------------------------------
 
     async def register_broker(self, broker_id: int, endpoints: Sequence[Endpoint], rack: str | None,
-                              incarnation_id: uuid.UUID | None = None) -> int:
-        """Register (fenced) a broker incarnation; returns its broker epoch."""
+                              incarnation_id: uuid.UUID | None = None,
+                              supported_features: Mapping[str, tuple[int, int]] | None = None) -> int:
+        """Register (fenced) a broker incarnation (supporting the feature levels a kfk node does unless told
+        otherwise); returns its broker epoch."""
         incarnation_id = incarnation_id or uuid.uuid4()
+        features = kfk_supported_features() if supported_features is None else supported_features
         broker_epoch = await self._write(lambda image: cluster_control.register_broker(
-            image, broker_id, incarnation_id, endpoints, rack))
+            image, broker_id, incarnation_id, endpoints, rack, features))
         self.shutting_down.pop(broker_id, None)
         if self.heartbeats is not None:
             self.heartbeats.register(broker_id, self.time_ms())
@@ -596,9 +634,13 @@ class QuorumController:
                         existing.incarnation_id)
             return BrokerRegistrationResponse(error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION)
         try:
-            broker_epoch = await self.register_broker(request.broker_id, cluster_control.endpoints_of(
-                request.listeners), request.rack or None, request.incarnation_id)
+            broker_epoch = await self.register_broker(
+                request.broker_id, cluster_control.endpoints_of(request.listeners), request.rack or None,
+                request.incarnation_id, {feature.name: (feature.min_supported_version, feature.max_supported_version)
+                                         for feature in request.features})
         except KafkaError as error:
+            if error.error_code == ErrorCode.UNSUPPORTED_VERSION:
+                log.warning("refusing the registration of broker %d: %s", request.broker_id, error)
             return BrokerRegistrationResponse(error_code=error.error_code)
         log.info("broker %d registered (incarnation %s) with broker epoch %d", request.broker_id,
                  request.incarnation_id, broker_epoch)

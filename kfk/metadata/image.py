@@ -27,6 +27,13 @@ NO_LEADER = -1
 NO_LEADER_CHANGE = -2
 
 
+_EMPTY: Mapping = MappingProxyType({})
+
+
+def _empty() -> Mapping:
+    return _EMPTY
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     listener_name: str
@@ -44,6 +51,9 @@ class BrokerRegistration:
     rack: str | None = None
     fenced: bool = True
     in_controlled_shutdown: bool = False
+    #: The (lowest, highest) level of each feature the broker supports, from its registration: the controller
+    #: finalizes no level a registered broker does not support.
+    supported_features: Mapping[str, tuple[int, int]] = field(default_factory=_empty)
 
     def endpoint(self, listener_name: str) -> Endpoint | None:
         for endpoint in self.endpoints:
@@ -97,13 +107,6 @@ class TopicImage:
         return is_internal(self.name)
 
 
-_EMPTY: Mapping = MappingProxyType({})
-
-
-def _empty() -> Mapping:
-    return _EMPTY
-
-
 @dataclass(frozen=True)
 class MetadataImage:
     cluster_id: str | None = None
@@ -124,6 +127,12 @@ class MetadataImage:
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
+
+    def feature_level(self, name: str) -> int:
+        """A feature's finalized level, 0 when not finalized (kfk/common/features.py names the features): what a
+        component gates on, e.g. the group coordinator on `image.feature_level(GROUP_VERSION_FEATURE_NAME)`. The
+        quorum's kraft.version is not here (the embedded backend's `kraft_version`)."""
+        return self.features.get(name, 0)
 
     def partition(self, topic: str, partition: int) -> PartitionRegistration | None:
         image = self.topics_by_name.get(topic)
@@ -298,6 +307,9 @@ def _register_broker_record(delta: _Delta, record: Message) -> None:
         rack=record.rack,
         fenced=record.fenced,
         in_controlled_shutdown=record.in_controlled_shutdown,
+        supported_features=MappingProxyType({feature.name: (feature.min_supported_version,
+                                                            feature.max_supported_version)
+                                             for feature in record.features}),
     )
 
 
@@ -331,7 +343,10 @@ def _broker_registration_change_record(delta: _Delta, record: Message) -> None:
 def _feature_level_record(delta: _Delta, record: Message) -> None:
     if delta.features is None:
         delta.features = dict(delta.image.features)
-    delta.features[record.name] = record.feature_level
+    if record.feature_level == 0 and record.name != "metadata.version":
+        delta.features.pop(record.name, None)  # level 0 is no finalized level: the feature is removed (Kafka's)
+    else:
+        delta.features[record.name] = record.feature_level
 
 
 def _producer_ids_record(delta: _Delta, record: Message) -> None:

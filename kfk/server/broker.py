@@ -85,6 +85,7 @@ from kfk.server.handlers.describe_quorum import DescribeQuorumHandler
 from kfk.server.handlers.raft import RaftHandler
 from kfk.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from kfk.server.handlers.envelope import EnvelopeHandler
+from kfk.server.handlers.features import FeaturesHandler
 from kfk.server.handlers.fetch import FetchHandler
 from kfk.server.handlers.find_coordinator import FindCoordinatorHandler
 from kfk.server.handlers.consumer_groups import ConsumerGroupsHandler
@@ -214,7 +215,8 @@ class BrokerServer:
                                    else None, auth)
         self.produce_handler = ProduceHandler(replica_manager, self.txn_verifier, auth, quota=self.quotas.produce)
         handlers = [
-            ApiVersionsHandler(self.dispatcher.served_versions),
+            ApiVersionsHandler(self.dispatcher.served_versions, lambda: metadata_cache.image,
+                               lambda: controller.kraft_version()),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable,
                             auth),
             DescribeClusterHandler(metadata_cache, self.metadata_backend, auth),
@@ -247,6 +249,7 @@ class BrokerServer:
             ScramCredentialsHandler(metadata_cache, controller, auth),
             DelegationTokensHandler(metadata_cache, controller, config.delegation_token_secret_key, auth),
             UnregisterBrokerHandler(controller, isinstance(self.metadata_backend, EmbeddedMetadataBackend), auth),
+            FeaturesHandler(controller, auth),
         ]
         if ApiKey.CONSUMER_GROUP_HEARTBEAT in self.dispatcher.served_versions:
             handlers.append(ConsumerGroupsHandler(group_coordinator, auth))
@@ -396,6 +399,7 @@ class BrokerServer:
                                            manage_leadership=not config.single_node_quorum, broker_heartbeats=True,
                                            bootstrap_records=read_bootstrap_records(self.log_dirs[0])
                                            if self.is_controller else None)
+        self.controller.kraft_version = lambda: backend.kraft_version
         backend.add_listener(self.metadata_cache)
         backend.add_listener(self.controller)
         self.controller_dispatcher = self._build_controller_dispatcher()
@@ -505,7 +509,9 @@ class BrokerServer:
             return await raft_handler.fetch(request)
 
         dispatcher.register(ApiKey.FETCH, raft_fetch)  # a controller listener serves only the metadata log's
-        for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS), BrokerToControllerHandler(controller),
+        for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS, lambda: controller.image,
+                                           lambda: controller.kraft_version()),
+                        BrokerToControllerHandler(controller),
                         raft_handler,
                         TopicAdminHandler(controller, auth),
                         ConfigsHandler(cache, controller, self.config, self.node_id, auth),
@@ -515,6 +521,7 @@ class BrokerServer:
                         ScramCredentialsHandler(cache, controller, auth),
                         DelegationTokensHandler(cache, controller, self.config.delegation_token_secret_key, auth),
                         UnregisterBrokerHandler(controller, kraft=True),  # ALTER: authorize_cluster_requests
+                        FeaturesHandler(controller, auth),
                         EnvelopeHandler(dispatcher, auth, FORWARDED_APIS)):
             handler.register(dispatcher)
         SaslHandler().register(dispatcher)  # answers what a SASL controller listener's authenticator does not

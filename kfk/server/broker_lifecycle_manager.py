@@ -18,10 +18,7 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 
-from kfk.controller.features import (
-    METADATA_VERSION_FEATURE_NAME,
-    METADATA_VERSION_LEVEL,
-)
+from kfk.controller.features import supported_features
 from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.image import Endpoint
 from kfk.protocol.messages.broker_heartbeat import (
@@ -75,9 +72,9 @@ class BrokerLifecycleManager:
             broker_id=self.node_id, cluster_id=self.cluster_id, incarnation_id=self.incarnation_id,
             listeners=[Listener(name=e.listener_name, host=e.host, port=e.port, security_protocol=e.security_protocol)
                        for e in self.endpoints()],
-            features=[BrokerRegistrationRequest.Feature(name=METADATA_VERSION_FEATURE_NAME,
-                                                        min_supported_version=METADATA_VERSION_LEVEL,
-                                                        max_supported_version=METADATA_VERSION_LEVEL)],
+            features=[BrokerRegistrationRequest.Feature(name=name, min_supported_version=low,
+                                                        max_supported_version=high)
+                      for name, (low, high) in supported_features().items()],
             rack=self.rack, log_dirs=[], previous_broker_epoch=self.broker_epoch)
         while True:
             response: BrokerRegistrationResponse = await self.channel.send(

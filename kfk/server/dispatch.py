@@ -106,6 +106,7 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.EXPIRE_DELEGATION_TOKEN: VersionRange(1, 2),  # handlers/delegation_tokens.py
     ApiKey.DESCRIBE_DELEGATION_TOKEN: VersionRange(1, 3),  # handlers/delegation_tokens.py
     ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/unregister_broker.py
+    ApiKey.UPDATE_FEATURES: VersionRange(0, 2),  # handlers/features.py
 }
 
 #: The consumer group protocol's APIs (KIP-848): served only while group.coordinator.rebalance.protocols names it.
@@ -157,7 +158,7 @@ CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     **{api_key: SERVED_VERSIONS[api_key] for api_key in (
         ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
         ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN,
-        ApiKey.DESCRIBE_DELEGATION_TOKEN)},
+        ApiKey.DESCRIBE_DELEGATION_TOKEN, ApiKey.UPDATE_FEATURES)},
 }
 
 

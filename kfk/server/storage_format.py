@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from kfk.backends.embedded.bootstrap import (
     InitialController,
@@ -27,7 +27,21 @@ from kfk.backends.embedded.bootstrap import (
     write_initial_voters,
 )
 from kfk.config import BrokerConfig
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL, METADATA_VERSION_NAME
+from kfk.common.features import (
+    FEATURES,
+    KRAFT_VERSION_FEATURE_NAME,
+    METADATA_VERSION_FEATURE_NAME,
+    default_feature_levels,
+    dependency_problem,
+    metadata_version,
+    metadata_version_from_string,
+)
+from kfk.controller.features import (
+    LATEST_METADATA_VERSION,
+    MINIMUM_METADATA_VERSION,
+    kfk_default_feature_levels,
+    supported_features,
+)
 from kfk.errors import InvalidConfigurationError
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
@@ -39,8 +53,6 @@ from kfk.common.uuids import uuid_from_base64, uuid_to_base64
 
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
 UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
-#: The --release-version values kfk accepts: the metadata.version its controller writes, by release or by name.
-RELEASE_VERSIONS = {"3.3": METADATA_VERSION_LEVEL, METADATA_VERSION_NAME: METADATA_VERSION_LEVEL}
 
 
 def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standalone: bool = False,
@@ -49,11 +61,12 @@ def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standa
                    add_scram: Sequence[str] = ()) -> list[str]:
     """Format the node's log dirs; returns the lines kafka-storage prints (one per dir formatted now). Every
     argument is checked (the --add-scram ones parsed and their passwords salted) before anything is written."""
-    metadata_version_level = _metadata_version_level(release_version, features)
+    levels = feature_levels(release_version, features)
+    metadata_version_name = metadata_version(levels[METADATA_VERSION_FEATURE_NAME]).name
     if sum([standalone, initial_controllers is not None, no_initial_controllers]) > 1:
         raise InvalidConfigurationError(
             "give at most one of --standalone, --initial-controllers, --no-initial-controllers")
-    records = bootstrap_records(metadata_version_level, [parse_add_scram(argument) for argument in add_scram])
+    records = bootstrap_records(levels, [parse_add_scram(argument) for argument in add_scram])
     log_dirs = [os.path.abspath(log_dir) for log_dir in config.log_dir_list]
     metadata_dir = log_dirs[0]
     voters = _initial_voters(config, standalone, initial_controllers, no_initial_controllers)
@@ -68,51 +81,93 @@ def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standa
         write_bootstrap_checkpoint(log_dir, records, now_ms)
     if metadata_dir in formatted and voters:
         write_initial_voters(metadata_dir, voters, now_ms)
-    lines = [f"Formatting data directory {log_dir} with metadata.version {METADATA_VERSION_NAME}."
+    lines = [f"Formatting data directory {log_dir} with metadata.version {metadata_version_name}."
              for log_dir in formatted if log_dir != metadata_dir]
     if metadata_dir in formatted:
         kind = "dynamic metadata voter directory" if voters else "metadata directory"
-        lines.append(f"Formatting {kind} {metadata_dir} with metadata.version {METADATA_VERSION_NAME}.")
+        lines.append(f"Formatting {kind} {metadata_dir} with metadata.version {metadata_version_name}.")
     return lines
 
 
-def _metadata_version_level(release_version: str | None, features: Sequence[str]) -> int:
-    """The metadata.version --release-version or --feature metadata.version=LEVEL asks for, refused as Kafka's tool
-    refuses a level it does not know when kfk's controller cannot serve it: kfk writes one level, so the default is
-    that level (Kafka's tool defaults to its newest, 4.0-IV3) and every other level is out of kfk's range."""
-    level = RELEASE_VERSIONS.get(release_version or METADATA_VERSION_NAME)
-    if level is None:
-        raise InvalidConfigurationError(
-            f"Version {release_version} is not a valid version. The minimum version is {METADATA_VERSION_NAME} and "
-            f"the maximum version is {METADATA_VERSION_NAME} (the one metadata.version kfk's controller writes)")
+def feature_levels(release_version: str | None, features: Sequence[str]) -> dict[str, int]:
+    """The feature levels to bootstrap with, metadata.version first, as Kafka's storage tool computes them: the
+    defaults of --release-version (or of --feature metadata.version=LEVEL), overridden by the other --feature
+    levels, each checked against its dependencies. kfk refuses in one line what its nodes do not serve, naming its
+    range. Without a release kfk takes its own defaults (controller/features.py: its latest metadata.version and
+    transaction.version 2; Kafka's tool would format its latest release, 4.4-IV2, which kfk does not serve)."""
+    asked: dict[str, int] = {}
     for feature in features:
         name, equals, text = feature.partition("=")
         if not equals:
             raise InvalidConfigurationError(f"Can't parse feature=level string {feature}: equals sign not found.")
-        if name != METADATA_VERSION_FEATURE_NAME:
+        name = name.strip()
+        if name != METADATA_VERSION_FEATURE_NAME and name not in FEATURES:
             raise InvalidConfigurationError(
-                f"Unsupported feature: {name}. kfk formats {METADATA_VERSION_FEATURE_NAME} only (its controller "
-                "finalizes the other features itself)")
-        if release_version is not None:
+                f"Unsupported feature: {name}. Supported features are: {', '.join(sorted(FEATURES))}")
+        if name == METADATA_VERSION_FEATURE_NAME and release_version is not None:
             raise InvalidConfigurationError(
                 "Use --release-version instead of --feature metadata.version=X to avoid ambiguity.")
         try:
-            level = int(text.strip())
+            asked[name] = int(text.strip())
         except ValueError:
             raise InvalidConfigurationError(f"Can't parse feature=level string {feature}: unable to parse "
                                             f"{text.strip()} as a short.") from None
-        if level != METADATA_VERSION_LEVEL:
+    if METADATA_VERSION_FEATURE_NAME in asked:
+        levels = default_feature_levels(_metadata_version_of_level(asked.pop(METADATA_VERSION_FEATURE_NAME)))
+    elif release_version is not None:
+        levels = default_feature_levels(_metadata_version_of_release(release_version))
+    else:
+        levels = kfk_default_feature_levels()
+    for name, level in asked.items():
+        if FEATURES[name].level(level) is None:
+            raise InvalidConfigurationError(f"No feature:{name} with feature level {level}")
+        levels[name] = level
+    supported = supported_features()
+    for name, level in levels.items():
+        if name == METADATA_VERSION_FEATURE_NAME or level == 0:
+            continue
+        problem = dependency_problem(name, level, levels)
+        if problem is not None:
+            raise InvalidConfigurationError(problem)
+        low, high = supported.get(name, (0, 0))
+        if name != KRAFT_VERSION_FEATURE_NAME and not low <= level <= high:
             raise InvalidConfigurationError(
-                f"No MetadataVersion with feature level {level}. Valid feature levels are from "
-                f"{METADATA_VERSION_LEVEL} to {METADATA_VERSION_LEVEL} ({METADATA_VERSION_NAME}, the one "
-                "metadata.version kfk's controller writes).")
+                f"{name}={level} is not a level kfk serves: " + (f"its nodes support {name} {low} to {high}"
+                                                                 if high else f"its nodes do not support {name} yet"))
+    return levels
+
+
+def _metadata_version_of_level(level: int) -> int:
+    if metadata_version(level) is None or level > LATEST_METADATA_VERSION.level:
+        raise InvalidConfigurationError(
+            f"No MetadataVersion with feature level {level}. Valid feature levels are from "
+            f"{MINIMUM_METADATA_VERSION.level} to {LATEST_METADATA_VERSION.level} ({_kfk_range()}).")
     return level
 
 
-def bootstrap_records(metadata_version_level: int, credentials: Sequence[ScramCredentialArgument]) -> list[Message]:
-    """What kafka-storage format bootstraps a cluster with: the metadata.version, then the --add-scram credentials
-    in the order given."""
-    return [FeatureLevelRecord(name=METADATA_VERSION_FEATURE_NAME, feature_level=metadata_version_level),
+def _metadata_version_of_release(release_version: str) -> int:
+    version = metadata_version_from_string(release_version)
+    if version is None or version.level > LATEST_METADATA_VERSION.level:
+        raise InvalidConfigurationError(
+            f"Version {release_version} is not a valid version. The minimum version is "
+            f"{MINIMUM_METADATA_VERSION.name} and the maximum version is {LATEST_METADATA_VERSION.name} "
+            f"({_kfk_range()})")
+    return version.level
+
+
+def _kfk_range() -> str:
+    if MINIMUM_METADATA_VERSION == LATEST_METADATA_VERSION:
+        return f"{LATEST_METADATA_VERSION.name}, the one metadata.version kfk's controller writes"
+    return f"{MINIMUM_METADATA_VERSION.name} to {LATEST_METADATA_VERSION.name}, the metadata.versions kfk's " \
+           "controller writes"
+
+
+def bootstrap_records(levels: Mapping[str, int], credentials: Sequence[ScramCredentialArgument]) -> list[Message]:
+    """What kafka-storage format bootstraps a cluster with: the finalized feature levels, metadata.version first
+    (kraft.version is the quorum's, set by --standalone / --initial-controllers, never a FeatureLevelRecord), then the
+    --add-scram credentials in the order given."""
+    return [*(FeatureLevelRecord(name=name, feature_level=level) for name, level in levels.items()
+              if name == METADATA_VERSION_FEATURE_NAME or (level > 0 and name != KRAFT_VERSION_FEATURE_NAME)),
             *(UserScramCredentialRecord(name=argument.name, mechanism=argument.mechanism,
                                         salt=argument.credential.salt, stored_key=argument.credential.stored_key,
                                         server_key=argument.credential.server_key,

@@ -50,8 +50,9 @@ class FakeBroker:
         response = request(self.sock, BrokerRegistrationRequest(
             broker_id=self.broker_id, cluster_id=self.cluster_id, incarnation_id=uuid.uuid4(),
             listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=1, security_protocol=0)],
-            features=[BrokerRegistrationRequest.Feature(name="metadata.version", min_supported_version=1,
-                                                        max_supported_version=25)],
+            features=[BrokerRegistrationRequest.Feature(name=name, min_supported_version=low,
+                                                        max_supported_version=high)
+                      for name, low, high in (("metadata.version", 1, 25), ("transaction.version", 0, 2))],
             rack=None, log_dirs=[]), 4)
         assert response.error_code == ErrorCode.NONE, ErrorCode(response.error_code).name
         self.broker_epoch = response.broker_epoch

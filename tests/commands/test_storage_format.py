@@ -53,7 +53,8 @@ def test_standalone_writes_the_voter_set_and_the_bootstrap_snapshot(tmp_path: Pa
     assert metas[0].directory_id != metas[1].directory_id
     for directory in (first, second):
         bootstrap = read_snapshot(str(directory / "bootstrap.checkpoint"))
-        assert [(r.name, r.feature_level) for r in bootstrap.records] == [("metadata.version", 7)]
+        assert [(r.name, r.feature_level) for r in bootstrap.records] == [("metadata.version", 7),
+                                                                          ("transaction.version", 2)]
         assert bootstrap.voters is None and bootstrap.last_contained_log_timestamp == 0
     assert not (second / "__cluster_metadata-0").exists()
     voters = read_snapshot(str(first / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"))
@@ -80,8 +81,9 @@ def test_add_scram_credentials_go_into_every_bootstrap_checkpoint_only(tmp_path:
     assert result.returncode == 0, result.stderr
     for directory in (first, second):
         records = read_snapshot(str(directory / "bootstrap.checkpoint")).records
-        assert records[0] == FeatureLevelRecord(name="metadata.version", feature_level=7)
-        assert [(r.name, r.mechanism, r.iterations) for r in records[1:]] == [("bob", 2, 8192), ("alice", 1, 4096)]
+        assert records[:2] == [FeatureLevelRecord(name="metadata.version", feature_level=7),
+                               FeatureLevelRecord(name="transaction.version", feature_level=2)]
+        assert [(r.name, r.mechanism, r.iterations) for r in records[2:]] == [("bob", 2, 8192), ("alice", 1, 4096)]
     voters = read_snapshot(str(first / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"))
     assert voters.records == [] and voters.voters is not None
 

@@ -13,6 +13,7 @@ import pytest
 from kfk.backends.embedded import EmbeddedMetadataBackend
 from kfk.common.clock import ManualClock
 from kfk.config import BrokerConfig
+from kfk.controller.features import supported_features
 from kfk.controller.quorum_controller import QuorumController
 from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import Endpoint, MetadataImage
@@ -121,13 +122,17 @@ def cluster(make_cluster) -> ControllerHarness:
     return make_cluster()
 
 
-def registration(broker_id: int, incarnation_id: uuid.UUID | None = None,
-                 cluster_id: str = CLUSTER_ID) -> BrokerRegistrationRequest:
+def registration(broker_id: int, incarnation_id: uuid.UUID | None = None, cluster_id: str = CLUSTER_ID,
+                 features: dict[str, tuple[int, int]] | None = None) -> BrokerRegistrationRequest:
+    """A kfk broker's registration (the feature levels a kfk node supports, unless `features` says otherwise)."""
     Listener = BrokerRegistrationRequest.Listener
+    Feature = BrokerRegistrationRequest.Feature
     return BrokerRegistrationRequest(
         broker_id=broker_id, cluster_id=cluster_id, incarnation_id=incarnation_id or uuid.uuid4(),
         listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9090 + broker_id, security_protocol=0)],
-        features=[], rack=None, log_dirs=[])
+        features=[Feature(name=name, min_supported_version=low, max_supported_version=high)
+                  for name, (low, high) in (supported_features() if features is None else features).items()],
+        rack=None, log_dirs=[])
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The controller bootstraps an empty metadata log with the bootstrap records (`kfk storage format`'s
-bootstrap.checkpoint): kfk's metadata.version first, then the file's SCRAM credentials, in one batch, once; and a
-file that asks for feature levels kfk does not run (Apache Kafka's format at 4.0-IV3) still bootstraps the cluster,
-at kfk's level, with a warning. Over a real embedded backend in tmp_path."""
+bootstrap.checkpoint): the feature levels first, metadata.version leading, then the file's SCRAM credentials, in one
+batch, once; and a file that asks for feature levels kfk does not run (Apache Kafka's format at 4.0-IV3) still
+bootstraps the cluster, with the levels kfk serves, and a warning. Over a real embedded backend in tmp_path."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
 
 
 def _scram_records() -> list:
-    return bootstrap_records(METADATA_VERSION_LEVEL, [
+    return bootstrap_records({"metadata.version": METADATA_VERSION_LEVEL}, [
         parse_add_scram("SCRAM-SHA-256=[name=alice,password=alice-secret]"),
         parse_add_scram("SCRAM-SHA-512=[name=admin,iterations=8192,password=admin-secret]")])
 
@@ -44,10 +44,11 @@ def test_an_empty_log_is_bootstrapped_once_with_the_credentials(make_cluster) ->
                for batch in batches for record in batch) == 3
 
 
-def test_without_a_bootstrap_file_the_log_starts_with_the_metadata_version_alone(make_cluster) -> None:
+def test_without_a_bootstrap_file_the_log_starts_with_kfk_s_default_levels(make_cluster) -> None:
     cluster = make_cluster(brokers=0)
     assert metadata_log_batches(Path(cluster.log_dir))[0] == [
-        FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION_LEVEL)]
+        FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION_LEVEL),
+        FeatureLevelRecord(name="transaction.version", feature_level=2)]
     assert not cluster.image.scram_credentials
 
 
@@ -60,9 +61,10 @@ def test_feature_levels_kfk_does_not_run_give_way_to_its_own(caplog: pytest.LogC
                        FeatureLevelRecord(name="transaction.version", feature_level=2), credential]
     with caplog.at_level(logging.WARNING, logger="kfk.controller"):
         records = records_for_empty_log(kafka_formatted)
-    assert records == [FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION_LEVEL), credential]
+    assert records == [FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION_LEVEL),
+                       FeatureLevelRecord(name="transaction.version", feature_level=2), credential]
     [warning] = caplog.records
-    assert "metadata.version=25, group.version=1, transaction.version=2" in warning.getMessage()
+    assert "metadata.version=25, group.version=1 that kfk does not serve" in warning.getMessage()
     caplog.clear()
     own = _scram_records()
     assert records_for_empty_log(own) == own

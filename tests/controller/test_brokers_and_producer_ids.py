@@ -7,7 +7,8 @@ import uuid
 import pytest
 
 from kfk.controller.cluster_control import broker_endpoints
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME, METADATA_VERSION_LEVEL
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
+from kfk.controller.features import METADATA_VERSION_LEVEL
 from kfk.controller.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from kfk.errors import BrokerIdNotRegisteredError, StaleBrokerEpochError
 from kfk.metadata.image import Endpoint

@@ -51,6 +51,7 @@ from kfk.protocol.messages.describe_delegation_token import DescribeDelegationTo
 from kfk.protocol.messages.expire_delegation_token import ExpireDelegationTokenRequest
 from kfk.protocol.messages.renew_delegation_token import RenewDelegationTokenRequest
 from kfk.protocol.messages.unregister_broker import UnregisterBrokerRequest
+from kfk.protocol.messages.update_features import UpdateFeaturesRequest
 from kfk.protocol.messages.elect_leaders import ElectLeadersRequest
 from kfk.protocol.messages.end_txn import EndTxnRequest
 from kfk.protocol.messages.fetch import FetchRequest
@@ -1318,6 +1319,26 @@ def unregister_broker(session: BrokerSession, version: int) -> None:
     session.call(UnregisterBrokerRequest(broker_id=4242), version, "UnregisterBroker of a broker never registered")
 
 
+def update_features(session: BrokerSession, version: int) -> None:
+    """Refusals and dry runs only: both nodes are shared, and finalize transaction.version 2 (Kafka 4's default)."""
+    Key = UpdateFeaturesRequest.FeatureUpdateKey
+
+    def call(update: Key, what: str, validate_only: bool = False) -> None:
+        session.call(UpdateFeaturesRequest(feature_updates=[update], validate_only=validate_only), version, what)
+
+    call(Key(feature="kfk.no.such.feature", max_version_level=1), "UpdateFeatures of a feature no node knows")
+    call(Key(feature="transaction.version", max_version_level=9), "UpdateFeatures above the supported range")
+    call(Key(feature="transaction.version", max_version_level=-1), "UpdateFeatures to a negative level")
+    call(Key(feature="transaction.version", max_version_level=1), "UpdateFeatures downgrading with an upgrade")
+    if version >= 1:
+        call(Key(feature="transaction.version", max_version_level=1, upgrade_type=2),
+             "UpdateFeatures safe downgrade, validate only", validate_only=True)
+        call(Key(feature="transaction.version", max_version_level=2, upgrade_type=2),
+             "UpdateFeatures downgrade type to the current level, validate only", validate_only=True)
+        call(Key(feature="transaction.version", max_version_level=1, upgrade_type=7),
+             "UpdateFeatures with an upgrade type no one knows", validate_only=True)
+
+
 # ACL ids (Kafka's): resource type ANY 1, TOPIC 2; pattern ANY 1, LITERAL 3; operation ANY 1, READ 3; permission
 # ANY 1, ALLOW 3. Neither node runs an authorizer: both answer SECURITY_DISABLED, and this compares how.
 def describe_acls(session: BrokerSession, version: int) -> None:
@@ -1434,6 +1455,7 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.EXPIRE_DELEGATION_TOKEN, expire_delegation_token),
     (ApiKey.DESCRIBE_DELEGATION_TOKEN, describe_delegation_token),
     (ApiKey.UNREGISTER_BROKER, unregister_broker),
+    (ApiKey.UPDATE_FEATURES, update_features),
     (ApiKey.DESCRIBE_ACLS, describe_acls),
     (ApiKey.CREATE_ACLS, create_acls),
     (ApiKey.DELETE_ACLS, delete_acls),

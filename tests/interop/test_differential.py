@@ -29,9 +29,11 @@ def _documented(api: ApiKey, versions: range | list[int], path: str, reason: str
     return {(api.name, version, path): reason for version in versions}
 
 
-_FEATURES = ("kfk finalizes only transaction.version (2, KIP-890); it has no metadata log versions "
-             "(metadata.version), no KRaft voter changes (kraft.version), no group.version (it serves KIP-848 groups "
-             "per group.coordinator.rebalance.protocols, unfinalized) and no ELR (eligible.leader.replicas.version) to advertise")
+_FEATURES = ("kfk's metadata.version is 3.3-IV3 (7), the one level whose records it writes and reads "
+             "(kfk/controller/features.py), where Apache Kafka 4.0's node runs 4.0-IV3 (25); kfk does not serve "
+             "eligible.leader.replicas.version (no ELR)")
+_KRAFT_VERSION = ("kfk's single-node default is a static quorum (kraft.version 0, not listed), where the Apache Kafka "
+                  "node of the tests is formatted --standalone (kraft.version 1)")
 _SAMPLE_PROPERTIES = ("`kfk server start` without a properties file sets what Kafka's sample server.properties "
                       "sets, num.partitions=1 among them: a static broker config (with the default as its synonym), "
                       "where the Apache Kafka node of the tests leaves it at its default")
@@ -48,13 +50,14 @@ EXPECTED_DIFFERENCES: dict[tuple[str, int, str], str] = {
                   "check (KIP-896) and closes the connection on them; kfk serves them (magic 0/1 message sets from "
                   "kafka-python with an old api_version, DESIGN.md)"),
     **_documented(ApiKey.API_VERSIONS, [3, 4], "finalized_features[name=group.version]", _FEATURES),
-    **_documented(ApiKey.API_VERSIONS, [3, 4], "finalized_features[name=kraft.version]", _FEATURES),
-    **_documented(ApiKey.API_VERSIONS, [3, 4], "finalized_features[name=metadata.version]", _FEATURES),
-    **_documented(ApiKey.API_VERSIONS, [3], "supported_features", _FEATURES),
+    **_documented(ApiKey.API_VERSIONS, [3, 4], "finalized_features[name=kraft.version]", _KRAFT_VERSION),
+    **_documented(ApiKey.API_VERSIONS, [3, 4], "finalized_features[name=metadata.version].max_version_level",
+                  _FEATURES),
+    **_documented(ApiKey.API_VERSIONS, [3, 4], "finalized_features[name=metadata.version].min_version_level",
+                  _FEATURES),
+    **_documented(ApiKey.API_VERSIONS, [3, 4], "supported_features[name=metadata.version].max_version", _FEATURES),
     **_documented(ApiKey.API_VERSIONS, [4], "supported_features[name=eligible.leader.replicas.version]", _FEATURES),
     **_documented(ApiKey.API_VERSIONS, [4], "supported_features[name=group.version]", _FEATURES),
-    **_documented(ApiKey.API_VERSIONS, [4], "supported_features[name=kraft.version]", _FEATURES),
-    **_documented(ApiKey.API_VERSIONS, [4], "supported_features[name=metadata.version]", _FEATURES),
     **_documented(ApiKey.DESCRIBE_QUORUM, [2], "nodes[0].listeners[name=CONTROLLER]", _LISTENERS),
     **_documented(ApiKey.DESCRIBE_QUORUM, [2], "nodes[0].listeners[name=PLAINTEXT]", _LISTENERS),
     **_documented(ApiKey.DESCRIBE_QUORUM, [2], "topics[topic_name=__cluster_metadata].partitions[partition_index=0]"

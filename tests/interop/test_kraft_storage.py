@@ -94,6 +94,19 @@ METADATA_VERSION_FLAGS = [
     (["--release-version", "3.3", "--feature", "metadata.version=7"],
      "Use --release-version instead of --feature metadata.version=X to avoid ambiguity.",
      "Use --release-version instead of --feature metadata.version=X to avoid ambiguity."),
+    # The other features: levels kfk serves, Kafka's refusals in its words, and what kfk does not serve (yet).
+    (["--feature", "transaction.version=1"], "4.0-IV3", None),
+    (["--release-version", "3.3", "--feature", "transaction.version=2"], "3.3-IV3", None),
+    (["--feature", "transaction.version=5"], "No feature:transaction.version with feature level 5",
+     "No feature:transaction.version with feature level 5"),
+    (["--release-version", "3.3", "--feature", "eligible.leader.replicas.version=1"],
+     "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23",
+     "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"),
+    (["--release-version", "3.3", "--feature", "group.version=1"], "3.3-IV3",
+     "group.version=1 is not a level kfk serves: its nodes do not support group.version yet"),
+    (["--feature", "foo.version=1"], "Unsupported feature: foo.version. Supported features are: ",
+     "Unsupported feature: foo.version. Supported features are: eligible.leader.replicas.version, group.version, "
+     "kraft.version, share.version, streams.version, transaction.version"),
 ]
 
 

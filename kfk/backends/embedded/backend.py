@@ -197,6 +197,12 @@ class EmbeddedMetadataBackend:
         self._controller_listeners.append(callback)
 
     @property
+    def kraft_version(self) -> int:
+        """The quorum's finalized kraft.version: 1 for dynamic voters (KIP-853: formatted with a KRaftVersion 1
+        control record), 0 for static controller.quorum.voters."""
+        return 0 if self.dynamic is None else 1
+
+    @property
     def voters(self) -> tuple[int, ...]:
         """The voters' ids: the static ones, or the newest voter set in the log of a running dynamic quorum."""
         if self._replica is not None:

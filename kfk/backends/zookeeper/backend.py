@@ -57,6 +57,7 @@ from kfk.backends.zookeeper.translation import Operation, ZooKeeperSnapshot, ope
 from kfk.backends.zookeeper.writes import commit
 from kfk.common.clock import Clock, system_time_ms
 from kfk.controller.backend import MetadataListener
+from kfk.controller.features import zookeeper_supported_features
 from kfk.controller.producer_ids import ProducerIdsBlock
 from kfk.errors import KafkaTimeoutError, NotControllerError
 from kfk.metadata.image import Endpoint, MetadataImage
@@ -232,7 +233,7 @@ class ZooKeeperMetadataBackend:
     async def register_broker(self, endpoints: Sequence[Endpoint], rack: str | None) -> int:
         """Create this broker's ephemeral /brokers/ids/<id>; returns its broker epoch (the znode's czxid). A znode
         left by this broker's previous session (a crash moments ago) is waited out until that session expires."""
-        data = znodes.encode_broker(endpoints, rack, self._time_ms())
+        data = znodes.encode_broker(endpoints, rack, self._time_ms(), zookeeper_supported_features())
         broker_epoch = await self._blocking(self._create_registration, data)
         self._registration = (data, broker_epoch)
         self._mark_dirty([znodes.BROKER_IDS_PATH, znodes.broker_path(self.node_id)])
@@ -245,7 +246,7 @@ class ZooKeeperMetadataBackend:
         updateBrokerInfo does; the znode, and so the broker epoch, stay. Every broker's watch sees the change."""
         if self._registration is None:
             return
-        data = znodes.encode_broker(endpoints, rack, self._time_ms())
+        data = znodes.encode_broker(endpoints, rack, self._time_ms(), zookeeper_supported_features())
         await self._blocking(self._require_client().set, znodes.broker_path(self.node_id), data)
         self._registration = (data, self._registration[1])
         self._mark_dirty([znodes.broker_path(self.node_id)])

@@ -126,7 +126,8 @@ def records_for(image: MetadataImage, snapshot: ZooKeeperSnapshot) -> list[Messa
     records: list[Message] = []
     for broker_id, broker in sorted(snapshot.brokers.items()):
         wanted = BrokerRegistration(broker_id, broker.broker_epoch, incarnation_id(broker_id, broker.broker_epoch),
-                                    broker.endpoints, broker.rack, fenced=False)
+                                    broker.endpoints, broker.rack, fenced=False,
+                                    supported_features=broker.supported_features)
         current = image.brokers.get(broker_id)
         if current is None or current != wanted:
             records.append(RegisterBrokerRecord(
@@ -134,6 +135,9 @@ def records_for(image: MetadataImage, snapshot: ZooKeeperSnapshot) -> list[Messa
                 end_points=[RegisterBrokerRecord.BrokerEndpoint(name=e.listener_name, host=e.host, port=e.port,
                                                                 security_protocol=e.security_protocol)
                             for e in broker.endpoints],
+                features=[RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=low,
+                                                             max_supported_version=high)
+                          for name, (low, high) in sorted(broker.supported_features.items())],
                 rack=broker.rack, fenced=False, in_controlled_shutdown=False))
     for broker_id, current in sorted(image.brokers.items()):
         if broker_id not in snapshot.brokers and not current.fenced:

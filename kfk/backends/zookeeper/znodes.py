@@ -36,7 +36,8 @@ from __future__ import annotations
 import json
 import urllib.parse
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from kfk.common.client_quotas import (
@@ -229,6 +230,9 @@ def decode_controller_epoch(data: bytes) -> int:
 
 # -- /brokers/ids/<id> -----------------------------------------------------------------------------------------------
 
+_NO_FEATURES: Mapping[str, tuple[int, int]] = MappingProxyType({})
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerZnode:
     broker_id: int
@@ -236,10 +240,14 @@ class BrokerZnode:
     rack: str | None
     #: The czxid of the znode: Kafka's broker epoch in ZooKeeper mode.
     broker_epoch: int = -1
+    #: The (lowest, highest) level of each feature the broker supports (the znode's "features").
+    supported_features: Mapping[str, tuple[int, int]] = field(default_factory=lambda: _NO_FEATURES)
 
 
-def encode_broker(endpoints: Sequence[Endpoint], rack: str | None, timestamp_ms: int) -> bytes:
-    """Kafka's BrokerIdZNode version 5 (the first endpoint also as the legacy host/port)."""
+def encode_broker(endpoints: Sequence[Endpoint], rack: str | None, timestamp_ms: int,
+                  supported_features: Mapping[str, tuple[int, int]] = _NO_FEATURES) -> bytes:
+    """Kafka's BrokerIdZNode version 5 (the first endpoint also as the legacy host/port), with the features the
+    broker supports as Kafka 3.x's ZooKeeper brokers list them."""
     plaintext = next((e for e in endpoints if e.security_protocol == 0), None)
     data: dict[str, Any] = {
         "listener_security_protocol_map": {e.listener_name: SECURITY_PROTOCOL_NAMES.get(e.security_protocol,
@@ -247,7 +255,8 @@ def encode_broker(endpoints: Sequence[Endpoint], rack: str | None, timestamp_ms:
                                            for e in endpoints},
         "endpoints": [f"{e.listener_name}://{e.host}:{e.port}" for e in endpoints],
         "jmx_port": -1,
-        "features": {},
+        "features": {name: {"min_version": low, "max_version": high}
+                     for name, (low, high) in sorted(supported_features.items())},
         "host": plaintext.host if plaintext else None,
         "port": plaintext.port if plaintext else -1,
         "timestamp": str(timestamp_ms),
@@ -271,7 +280,9 @@ def decode_broker(broker_id: int, data: bytes, broker_epoch: int = -1) -> Broker
             endpoints.append(Endpoint(name, host.strip("[]"), int(port), SECURITY_PROTOCOL_IDS.get(protocol, 0)))
         if not endpoints and value.get("host"):
             endpoints.append(Endpoint("PLAINTEXT", value["host"], int(value["port"]), 0))
-        return BrokerZnode(broker_id, tuple(endpoints), value.get("rack"), broker_epoch)
+        features = {name: (int(levels["min_version"]), int(levels["max_version"]))
+                    for name, levels in (value.get("features") or {}).items()}
+        return BrokerZnode(broker_id, tuple(endpoints), value.get("rack"), broker_epoch, features)
     except (AttributeError, TypeError, ValueError) as error:
         raise CorruptRecordError(f"znode {path} is not a broker registration: {error}") from error
 

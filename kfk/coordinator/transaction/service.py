@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME, TRANSACTION_VERSION_FEATURE_NAME
 from kfk.common.internal_topics import TRANSACTION_STATE_TOPIC_NAME
 from kfk.common.structs import TopicPartition
 from kfk.coordinator.runtime import (
@@ -141,8 +142,11 @@ class TransactionCoordinatorService:
 
     def on_metadata_update(self, previous: MetadataImage, current: MetadataImage) -> None:
         """MetadataCache listener: load the __transaction_state partitions this broker now leads (again, at a new
-        leader epoch), unload the others."""
+        leader epoch), unload the others; the records follow the finalized transaction.version."""
         self._image = current
+        if METADATA_VERSION_FEATURE_NAME in current.features:  # an image with its features (not a bare test image)
+            level = current.feature_level(TRANSACTION_VERSION_FEATURE_NAME)
+            self.coordinator.state.transaction_version_level = level
         led = self._led_partitions(current)
         held = self.coordinator.state.partitions
         for partition in sorted(held):

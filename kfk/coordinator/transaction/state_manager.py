@@ -54,6 +54,9 @@ class _Partition:
 class TransactionStateManager:
     def __init__(self, config: TransactionCoordinatorConfig) -> None:
         self.config = config
+        #: The cluster's finalized transaction.version, which decides the TransactionLogValue version written (the
+        #: service keeps it that of the metadata image; the config's until then).
+        self.transaction_version_level = config.transaction_version_level
         self._partitions: dict[int, _Partition] = {}
         self._writes: list[CoordinatorWrite] = []
 
@@ -168,7 +171,7 @@ class TransactionStateManager:
         if transit.state is TransactionState.DEAD:
             records: list[Record] = [(key, None)]
         else:
-            version = value_version_for(self.config.transaction_version_level)
+            version = value_version_for(self.transaction_version_level)
             records = [(key, transaction_log_value(transit, version))]
 
         def on_written(error: ErrorCode, now_ms: int) -> None:

@@ -6,11 +6,12 @@ kfk/server/dispatch.py), every row of which the broker checks has a handler. A r
 reaches here with no body and is answered at v0 with UNSUPPORTED_VERSION and our own ApiVersions range, so the
 client can retry with a version both sides know.
 
-From v3 the answer also carries features (KIP-584), as tagged fields: kfk supports `transaction.version` 0-2 and
-finalizes it at 2, as a Kafka 4.0 cluster does by default, so that clients run transaction protocol version 2
-(KIP-890 part 2: EndTxn v5 with an epoch bump at every end, partitions added implicitly by Produce v12 and
-TxnOffsetCommit v5). No other feature is advertised (no `metadata.version`: kfk's clients need none). The features
-never change, so their epoch is a constant. Fields at their defaults stay off the wire (the codec omits them).
+From v3 the answer also carries features (KIP-584), as tagged fields, as Kafka's broker fills them: the levels this
+node supports (controller/features.py: metadata.version, kraft.version, transaction.version) and the cluster's
+finalized levels from the metadata image this node has applied, with that image's offset as their epoch (a client
+keeps the answer with the newest epoch); kraft.version is the quorum's, listed once it is above 0. A cluster
+formatted by kfk finalizes transaction.version 2, as a Kafka 4 cluster does by default, so that clients run
+transaction protocol version 2 (KIP-890 part 2). Fields at their defaults stay off the wire (the codec omits them).
 
 A v3+ request whose client software name or version is not Kafka's shape (letters, digits, '-' and '.', starting
 and ending with a letter or digit) is answered INVALID_REQUEST with no versions, as Kafka does.
@@ -19,9 +20,12 @@ and ending with a letter or digit) is answered INVALID_REQUEST with no versions,
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Callable, Mapping
 
+from kfk.common.features import KRAFT_VERSION_FEATURE_NAME
+from kfk.controller.features import supported_features
 from kfk.errors import ErrorCode
+from kfk.metadata.image import MetadataImage
 from kfk.protocol.apis import VersionRange
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -29,12 +33,6 @@ from kfk.server.dispatch import Dispatcher, RequestContext
 
 ApiVersion = ApiVersionsResponse.ApiVersion
 
-TRANSACTION_VERSION_FEATURE = "transaction.version"
-#: The transaction versions kfk serves, and the one it finalizes (2: KIP-890 part 2).
-SUPPORTED_TRANSACTION_VERSIONS = (0, 2)
-FINALIZED_TRANSACTION_VERSION = 2
-#: The finalized features never change while the broker runs (Kafka's is the offset of the last feature record).
-FINALIZED_FEATURES_EPOCH = 0
 #: ApiVersions from this version carries the features, and the client's software name and version.
 FIRST_FEATURES_VERSION = 3
 #: Supported features whose lowest version is 0 are listed from this version on (KIP-1022): a v3 client's parser
@@ -45,8 +43,12 @@ _SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9
 
 
 class ApiVersionsHandler:
-    def __init__(self, served_versions: Mapping[ApiKey, VersionRange]) -> None:
+    def __init__(self, served_versions: Mapping[ApiKey, VersionRange],
+                 image: Callable[[], MetadataImage | None] = lambda: None,
+                 kraft_version: Callable[[], int] = lambda: 0) -> None:
         self.served_versions = served_versions
+        self.image = image
+        self.kraft_version = kraft_version
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.API_VERSIONS, self.api_versions)
@@ -65,12 +67,21 @@ class ApiVersionsHandler:
             ApiVersion(api_key=api_key, min_version=versions.lowest, max_version=versions.highest)
             for api_key, versions in sorted(self.served_versions.items())])
         if context.api_version >= FIRST_FEATURES_VERSION:
-            lowest, highest = SUPPORTED_TRANSACTION_VERSIONS
-            if lowest > 0 or context.api_version >= FIRST_ZERO_MIN_FEATURES_VERSION:
-                response.supported_features = [ApiVersionsResponse.SupportedFeatureKey(
-                    name=TRANSACTION_VERSION_FEATURE, min_version=lowest, max_version=highest)]
-            response.finalized_features_epoch = FINALIZED_FEATURES_EPOCH
-            response.finalized_features = [ApiVersionsResponse.FinalizedFeatureKey(
-                name=TRANSACTION_VERSION_FEATURE, min_version_level=FINALIZED_TRANSACTION_VERSION,
-                max_version_level=FINALIZED_TRANSACTION_VERSION)]
+            self._add_features(response, context.api_version)
         return response
+
+    def _add_features(self, response: ApiVersionsResponse, api_version: int) -> None:
+        response.supported_features = [
+            ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=lowest, max_version=highest)
+            for name, (lowest, highest) in supported_features().items()
+            if lowest > 0 or api_version >= FIRST_ZERO_MIN_FEATURES_VERSION]
+        image = self.image()
+        if image is None or not image.features:
+            return  # nothing finalized yet (a node that has not read the metadata): Kafka's epoch -1, no levels
+        finalized = dict(image.features)
+        if self.kraft_version() > 0:
+            finalized[KRAFT_VERSION_FEATURE_NAME] = self.kraft_version()
+        response.finalized_features_epoch = image.offset
+        response.finalized_features = [
+            ApiVersionsResponse.FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
+            for name, level in sorted(finalized.items())]

@@ -12,7 +12,7 @@ test fails for any record type the image applies that is neither written here no
 
 from __future__ import annotations
 
-from kfk.controller.features import METADATA_VERSION_FEATURE_NAME
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
 from kfk.metadata import acls, delegation_tokens
 from kfk.metadata.image import MetadataImage
 from kfk.protocol.message import Message
@@ -50,6 +50,9 @@ def image_records(image: MetadataImage) -> list[Message]:
                                                             port=endpoint.port,
                                                             security_protocol=endpoint.security_protocol)
                         for endpoint in broker.endpoints],
+            features=[RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=low,
+                                                         max_supported_version=high)
+                      for name, (low, high) in sorted(broker.supported_features.items())],
             rack=broker.rack, fenced=broker.fenced, in_controlled_shutdown=broker.in_controlled_shutdown))
     for name in sorted(image.topics_by_name):
         topic = image.topics_by_name[name]
