@@ -94,7 +94,7 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),  # handlers/transactions.py
     ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),  # handlers/transactions.py
     ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),  # handlers/transactions.py
-    ApiKey.LIST_CLIENT_METRICS_RESOURCES: VersionRange(0, 0),  # handlers/configs.py
+    ApiKey.LIST_CONFIG_RESOURCES: VersionRange(0, 0),  # handlers/configs.py
     ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),  # handlers/sasl.py, kfk/server/sasl_authenticator.py
     ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),  # handlers/sasl.py, kfk/server/sasl_authenticator.py
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py

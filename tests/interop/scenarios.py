@@ -58,7 +58,7 @@ from kfk.protocol.messages.incremental_alter_configs import IncrementalAlterConf
 from kfk.protocol.messages.init_producer_id import InitProducerIdRequest
 from kfk.protocol.messages.join_group import JoinGroupRequest
 from kfk.protocol.messages.leave_group import LeaveGroupRequest
-from kfk.protocol.messages.list_client_metrics_resources import ListClientMetricsResourcesRequest
+from kfk.protocol.messages.list_config_resources import ListConfigResourcesRequest
 from kfk.protocol.messages.list_groups import ListGroupsRequest
 from kfk.protocol.messages.list_offsets import ListOffsetsRequest
 from kfk.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
@@ -1092,7 +1092,7 @@ def remove_raft_voter(session: BrokerSession, version: int) -> None:
 
 
 def list_client_metrics_resources(session: BrokerSession, version: int) -> None:
-    session.call(ListClientMetricsResourcesRequest(), version, "ListClientMetricsResources")
+    session.call(ListConfigResourcesRequest(), version, "ListClientMetricsResources")
 
 
 def describe_topic_partitions(session: BrokerSession, version: int) -> None:
@@ -1303,7 +1303,7 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.DESCRIBE_QUORUM, describe_quorum),
     (ApiKey.ADD_RAFT_VOTER, add_raft_voter),
     (ApiKey.REMOVE_RAFT_VOTER, remove_raft_voter),
-    (ApiKey.LIST_CLIENT_METRICS_RESOURCES, list_client_metrics_resources),
+    (ApiKey.LIST_CONFIG_RESOURCES, list_client_metrics_resources),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions),
     (ApiKey.SASL_HANDSHAKE, sasl_handshake),
     (ApiKey.SASL_AUTHENTICATE, sasl_authenticate),

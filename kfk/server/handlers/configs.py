@@ -32,9 +32,9 @@ from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from kfk.protocol.messages.list_client_metrics_resources import (
-    ListClientMetricsResourcesRequest,
-    ListClientMetricsResourcesResponse,
+from kfk.protocol.messages.list_config_resources import (
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
 )
 from kfk.server.broker_loggers import alter_loggers, check_node_id, describe_loggers
 from kfk.security.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -90,7 +90,7 @@ class ConfigsHandler:
         dispatcher.register(ApiKey.DESCRIBE_CONFIGS, self.describe_configs)
         dispatcher.register(ApiKey.ALTER_CONFIGS, self.alter_configs)
         dispatcher.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, self.incremental_alter_configs)
-        dispatcher.register(ApiKey.LIST_CLIENT_METRICS_RESOURCES, self.list_client_metrics_resources)
+        dispatcher.register(ApiKey.LIST_CONFIG_RESOURCES, self.list_client_metrics_resources)
 
     async def describe_configs(self, context: RequestContext,
                                request: DescribeConfigsRequest) -> DescribeConfigsResponse:
@@ -188,10 +188,10 @@ class ConfigsHandler:
         return IncrementalAlterConfigsResponse(
             responses=[answers[id(resource)] for resource in request.resources])
 
-    async def list_client_metrics_resources(self, context: RequestContext, request: ListClientMetricsResourcesRequest
-                                            ) -> ListClientMetricsResourcesResponse:
+    async def list_client_metrics_resources(self, context: RequestContext, request: ListConfigResourcesRequest
+                                            ) -> ListConfigResourcesResponse:
         if not self.auth.authorize(context, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
-            return ListClientMetricsResourcesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            return ListConfigResourcesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         names = self.metadata_cache.image.config_resource_names(ConfigResourceType.CLIENT_METRICS)
-        return ListClientMetricsResourcesResponse(client_metrics_resources=[
-            ListClientMetricsResourcesResponse.ClientMetricsResource(name=name) for name in names])
+        return ListConfigResourcesResponse(config_resources=[
+            ListConfigResourcesResponse.ConfigResource(resource_name=name) for name in names])

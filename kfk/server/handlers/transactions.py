@@ -248,7 +248,7 @@ class TransactionsHandler:
         if accepted:
             committed = await self.group_coordinator.commit_transactional_offsets(
                 request.group_id, request.producer_id, request.producer_epoch, request.member_id,
-                request.group_instance_id, request.generation_id, accepted)
+                request.group_instance_id, request.generation_id_or_member_epoch, accepted)
             errors.update({key: error_for_version(ApiKey.TXN_OFFSET_COMMIT, context.api_version, error)
                            for key, error in committed.items()})
         return TxnOffsetCommitResponse(topics=[
