@@ -202,7 +202,7 @@ class BrokerServer:
         raft_handler = RaftHandler(self.metadata_backend if isinstance(self.metadata_backend, EmbeddedMetadataBackend)
                                    else None, auth)
         handlers = [
-            ApiVersionsHandler(self.dispatcher.served_versions),
+            ApiVersionsHandler(self.dispatcher.served_versions, self.cluster_id, self.node_id),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable,
                             auth),
             DescribeClusterHandler(metadata_cache, self.metadata_backend, auth),
@@ -491,7 +491,8 @@ class BrokerServer:
             return await raft_handler.fetch(request)
 
         dispatcher.register(ApiKey.FETCH, raft_fetch)  # a controller listener serves only the metadata log's
-        for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS), BrokerToControllerHandler(controller),
+        for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS, self.cluster_id, self.node_id),
+                        BrokerToControllerHandler(controller),
                         raft_handler,
                         TopicAdminHandler(controller, auth),
                         ConfigsHandler(cache, controller, self.config, self.node_id, auth),

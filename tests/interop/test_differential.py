@@ -61,7 +61,7 @@ EXPECTED_DIFFERENCES: dict[tuple[str, int, str], str] = {
                   ".current_voters[0].replica_directory_id",
                   "kfk's metadata log lives in no directory with an id (KIP-853's directory ids): its voter's is the "
                   "zero uuid"),
-    **_documented(ApiKey.ADD_RAFT_VOTER, [0], "error_code", _STATIC_QUORUM),
+    **_documented(ApiKey.ADD_RAFT_VOTER, [0, 1], "error_code", _STATIC_QUORUM),
     **_documented(ApiKey.REMOVE_RAFT_VOTER, [0], "error_code", _STATIC_QUORUM),
     **_documented(ApiKey.DESCRIBE_CONFIGS, range(1, 5), "results[resource_name=1].configs[name=num.partitions]"
                   ".config_source", _SAMPLE_PROPERTIES),

@@ -1,7 +1,9 @@
-"""ApiVersions (key 18), v0-v4.
+"""ApiVersions (key 18), v0-v5.
 
 v1 adds throttle_time_ms; v3 is flexible and carries the client's software name and version (KIP-511); v4 only
-changes the rules of the SupportedFeatures tagged field (a feature whose versions start at 0 is listed from v4). The answer is the served versions table (SERVED_VERSIONS in
+changes the rules of the SupportedFeatures tagged field (a feature whose versions start at 0 is listed from v4); v5
+(KIP-1242) carries the cluster id and node id the client means to reach: a broker of another cluster, or another
+node, answers REBOOTSTRAP_REQUIRED (the client's metadata is stale) and lists no versions. The answer is the served versions table (SERVED_VERSIONS in
 kfk/server/dispatch.py), every row of which the broker checks has a handler. A request of a version we do not serve
 reaches here with no body and is answered at v0 with UNSUPPORTED_VERSION and our own ApiVersions range, so the
 client can retry with a version both sides know.
@@ -40,13 +42,20 @@ FIRST_FEATURES_VERSION = 3
 #: Supported features whose lowest version is 0 are listed from this version on (KIP-1022): a v3 client's parser
 #: (Kafka's before 3.9) refuses a range starting at 0.
 FIRST_ZERO_MIN_FEATURES_VERSION = 4
+#: ApiVersions from this version names the cluster and node the client means to reach (KIP-1242).
+FIRST_IDENTITY_VERSION = 5
 #: What a client software name or version may look like (KIP-511).
 _SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 class ApiVersionsHandler:
-    def __init__(self, served_versions: Mapping[ApiKey, VersionRange]) -> None:
+    """`cluster_id` and `node_id` are this node's (None and -1: unknown, nothing is checked)."""
+
+    def __init__(self, served_versions: Mapping[ApiKey, VersionRange], cluster_id: str | None = None,
+                 node_id: int = -1) -> None:
         self.served_versions = served_versions
+        self.cluster_id = cluster_id
+        self.node_id = node_id
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.API_VERSIONS, self.api_versions)
@@ -61,6 +70,8 @@ class ApiVersionsHandler:
                 _SOFTWARE_NAME_OR_VERSION.fullmatch(text)
                 for text in (request.client_software_name, request.client_software_version)):
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+        if context.api_version >= FIRST_IDENTITY_VERSION and self._meant_for_another_node(request):
+            return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
         response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=[
             ApiVersion(api_key=api_key, min_version=versions.lowest, max_version=versions.highest)
             for api_key, versions in sorted(self.served_versions.items())])
@@ -74,3 +85,10 @@ class ApiVersionsHandler:
                 name=TRANSACTION_VERSION_FEATURE, min_version_level=FINALIZED_TRANSACTION_VERSION,
                 max_version_level=FINALIZED_TRANSACTION_VERSION)]
         return response
+
+    def _meant_for_another_node(self, request: ApiVersionsRequest) -> bool:
+        """Whether the cluster id or node id the client gave (each when given) is not this node's."""
+        other_cluster = (request.cluster_id is not None and self.cluster_id is not None
+                         and request.cluster_id != self.cluster_id)
+        other_node = request.node_id >= 0 and self.node_id >= 0 and request.node_id != self.node_id
+        return other_cluster or other_node

@@ -16,7 +16,8 @@
 - DescribeGroups (15), v0-v6: v3+ authorized operations on request; v4+ group_instance_id; v5 flexible. A group
   that does not exist is described as Dead with no error before v6; v6 (KIP-1043) answers it GROUP_ID_NOT_FOUND
   with an error message instead (its state still Dead, no authorized operations). Member metadata and assignment are shown once the group is Stable.
-- DeleteGroups (42), v0-v2: v2 flexible. A group with members gets NON_EMPTY_GROUP.
+- DeleteGroups (42), v0-v3: v2 flexible, v3 an error message per group (none: kfk's errors need no words). A
+  group with members gets NON_EMPTY_GROUP.
 
 Authorization, as Kafka's: Join, Sync, Heartbeat and Leave need READ on the group, DescribeGroups DESCRIBE and
 DeleteGroups DELETE on each group (GROUP_AUTHORIZATION_FAILED otherwise); ListGroups lists every group to a principal
