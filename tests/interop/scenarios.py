@@ -198,11 +198,15 @@ def api_versions(session: BrokerSession, version: int) -> None:
         session.call(ApiVersionsRequest(client_software_name="bad name!", client_software_version="1.0"), version,
                      "ApiVersions with an invalid client software name")
     if version >= 5:
-        for label, cluster_id, node_id in [("of another cluster", "AAAAAAAAAAAAAAAAAAAAAA", -1),
-                                           ("of another node", None, 999)]:
+        metadata = session.call(MetadataRequest(topics=[]), 12, record=False)
+        own_cluster, own_node = metadata.cluster_id, metadata.brokers[0].node_id
+        for label, cluster_id, node_id in [("meant for this node", own_cluster, own_node),
+                                           ("meant for a node of another cluster", "AAAAAAAAAAAAAAAAAAAAAA", own_node),
+                                           ("meant for another node", own_cluster, own_node + 100),
+                                           ("naming a cluster and no node", own_cluster, -1),
+                                           ("naming a node and no cluster", None, own_node)]:
             session.call(ApiVersionsRequest(client_software_name="kfk-differential", client_software_version="1.0",
-                                            cluster_id=cluster_id, node_id=node_id), version,
-                         f"ApiVersions meant for a node {label}")
+                                            cluster_id=cluster_id, node_id=node_id), version, f"ApiVersions {label}")
 
 
 def call_unknown_version(session: BrokerSession, request: Message, label: str) -> None:
@@ -1097,11 +1101,12 @@ def partition_reassignments(session: BrokerSession, version: int) -> None:
         alter("AlterPartitionReassignments to no replicas, the replication factor fixed", topic, 0, [],
               allow_replication_factor_change=False)
     ListTopic = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
-    session.call(ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ListTopic(
-        name=topic, partition_indexes=[0, 1, 5])]), version, "ListPartitionReassignments of a topic")
-    session.call(ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ListTopic(
-        name=session.name(f"reassign-none-v{version}"), partition_indexes=[0])]), version,
-        "ListPartitionReassignments of an unknown topic")
+    if version == 0:  # ListPartitionReassignments has the one version
+        session.call(ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ListTopic(
+            name=topic, partition_indexes=[0, 1, 5])]), 0, "ListPartitionReassignments of a topic")
+        session.call(ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ListTopic(
+            name=session.name(f"reassign-none-v{version}"), partition_indexes=[0])]), 0,
+            "ListPartitionReassignments of an unknown topic")
 
 
 def describe_cluster(session: BrokerSession, version: int) -> None:

@@ -2,8 +2,9 @@
 
 v1 adds throttle_time_ms; v3 is flexible and carries the client's software name and version (KIP-511); v4 only
 changes the rules of the SupportedFeatures tagged field (a feature whose versions start at 0 is listed from v4); v5
-(KIP-1242) carries the cluster id and node id the client means to reach: a broker of another cluster, or another
-node, answers REBOOTSTRAP_REQUIRED (the client's metadata is stale) and lists no versions. The answer is the served versions table (SERVED_VERSIONS in
+(KIP-1242) carries the cluster id and node id the client means to reach, both or neither (one alone is
+INVALID_REQUEST): a broker of another cluster, or another node, answers REBOOTSTRAP_REQUIRED (the client's metadata
+is stale) and lists no versions. The answer is the served versions table (SERVED_VERSIONS in
 kfk/server/dispatch.py), every row of which the broker checks has a handler. A request of a version we do not serve
 reaches here with no body and is answered at v0 with UNSUPPORTED_VERSION and our own ApiVersions range, so the
 client can retry with a version both sides know.
@@ -70,8 +71,11 @@ class ApiVersionsHandler:
                 _SOFTWARE_NAME_OR_VERSION.fullmatch(text)
                 for text in (request.client_software_name, request.client_software_version)):
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-        if context.api_version >= FIRST_IDENTITY_VERSION and self._meant_for_another_node(request):
-            return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
+        if context.api_version >= FIRST_IDENTITY_VERSION:
+            if (request.cluster_id is None) != (request.node_id < 0):
+                return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+            if self._meant_for_another_node(request):
+                return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
         response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=[
             ApiVersion(api_key=api_key, min_version=versions.lowest, max_version=versions.highest)
             for api_key, versions in sorted(self.served_versions.items())])
@@ -87,8 +91,8 @@ class ApiVersionsHandler:
         return response
 
     def _meant_for_another_node(self, request: ApiVersionsRequest) -> bool:
-        """Whether the cluster id or node id the client gave (each when given) is not this node's."""
-        other_cluster = (request.cluster_id is not None and self.cluster_id is not None
-                         and request.cluster_id != self.cluster_id)
-        other_node = request.node_id >= 0 and self.node_id >= 0 and request.node_id != self.node_id
-        return other_cluster or other_node
+        """Whether the cluster id and node id the client gave (if it gave them) are not this node's."""
+        if request.cluster_id is None:
+            return False
+        other_cluster = self.cluster_id is not None and request.cluster_id != self.cluster_id
+        return other_cluster or (self.node_id >= 0 and request.node_id != self.node_id)
