@@ -174,8 +174,12 @@ def test_list_transactions_v2_filters_by_a_pattern_of_the_whole_id(sock: socket.
     assert initialised.error_code == ErrorCode.NONE
 
     def listed(pattern: str | None) -> tuple[int, list[str]]:
-        response = request(sock, ListTransactionsRequest(transactional_id_pattern=pattern), 2)
-        return response.error_code, [state.transactional_id for state in response.transaction_states]
+        deadline = time.monotonic() + 60
+        while True:  # the other partitions of __transaction_state may still be loading
+            response = request(sock, ListTransactionsRequest(transactional_id_pattern=pattern), 2)
+            if response.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+                return response.error_code, [state.transactional_id for state in response.transaction_states]
+            time.sleep(0.2)
 
     suffix = transactional_id.rsplit("-", 1)[1]
     assert listed(f"pattern-txn-{suffix}") == (ErrorCode.NONE, [transactional_id])
