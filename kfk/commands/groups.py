@@ -322,12 +322,15 @@ def _describe(admin, groups: list[str], members: bool, verbose: bool, with_state
 def _offset_partitions(members, committed: dict) -> list:
     """The partitions --describe shows, each with its owner (or None), in the order Kafka's tool prints them: the
     members' partitions, the member with the most first, then the partitions the group has offsets for but no
-    member owns; each set in the order of Kafka's HashMap."""
-    owned = [(member, partitions_in_kafka_order(member.assignment))
+    member owns; each set by topic, then partition (Kafka 4.4's tool sorts them; 4.0's kept its HashMap's order)."""
+    def in_order(partitions) -> list:
+        return sorted(partitions, key=lambda tp: (tp.topic, tp.partition))
+
+    owned = [(member, in_order(member.assignment))
              for member in sorted((m for m in members if m.assignment), key=lambda m: -len(m.assignment))]
     assigned = {tp for _, partitions in owned for tp in partitions}
     return [(tp, member) for member, partitions in owned for tp in partitions] + \
-        [(tp, None) for tp in partitions_in_kafka_order(tp for tp in committed if tp not in assigned)]
+        [(tp, None) for tp in in_order(tp for tp in committed if tp not in assigned)]
 
 
 def _state_note(group_id: str, state: str) -> None:
