@@ -137,8 +137,8 @@ def test_console_tools_and_consumer_groups(targets: dict[str, Target]) -> None:
     topic = unique_name("tool-console")
     group = unique_name("tool-group")
     both(targets, "topics", ["--bootstrap-server", "{bootstrap}", "--create", "--topic", topic, "--partitions", "1"])
-    both(targets, "console-producer", ["--bootstrap-server", "{bootstrap}", "--topic", topic, "--property",
-                                       "parse.key=true", "--property", "key.separator=:"],
+    both(targets, "console-producer", ["--bootstrap-server", "{bootstrap}", "--topic", topic, "--reader-property",
+                                       "parse.key=true", "--reader-property", "key.separator=:"],
          input="a:one\nb:two\nc:three\n")
     # What kfk stored from Kafka's console producer, read with another client.
     messages = read_partition(targets["kfk"].bootstrap, topic, 0, 3)
