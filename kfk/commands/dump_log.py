@@ -256,14 +256,21 @@ def _kraft_record_json(name: str, schema: str, value: bytes | None) -> str:
     except (ProtocolError, UnsupportedVersionError, IndexError, struct.error) as error:  # truncated or unknown
         raise CorruptRecordError(f"{name} control record: {error}") from error
 
+    absent = {field for field, since in _FIELDS_SINCE.get(schema, {}).items() if version < since}
+
     def kafka_json(data):
         if isinstance(data, dict):
-            return {_camel_case(field): kafka_json(item) for field, item in data.items()}
+            return {_camel_case(field): kafka_json(item) for field, item in data.items() if field not in absent}
         if isinstance(data, list):
             return [kafka_json(item) for item in data]
         return uuid_to_base64(data) if isinstance(data, uuid.UUID) else data
 
     return f"{name} {json.dumps(kafka_json(message.to_dict()), separators=(',', ':'))}"
+
+
+#: Fields of the KRaft control records that their first versions do not carry, by the version that adds them (the
+#: generated message holds them at every version; Kafka's JSON converter prints only a version's own).
+_FIELDS_SINCE: dict[str, dict[str, int]] = {"LeaderChangeMessage": {"voter_directory_id": 1}}
 
 
 def _camel_case(snake: str) -> str:
