@@ -492,7 +492,9 @@ def _print_reset(new_offsets: dict[str, dict], export: bool, json_output: bool) 
         print_json([{"group": group_id, "topic": tp.topic, "partition": tp.partition, "new_offset": offset}
                     for group_id, offsets in new_offsets.items() for tp, offset in sorted(offsets.items())])
     elif new_offsets:
-        widths = [30, 30, 10, 15]
+        # Kafka 4.4's widths (4.0's were fixed: 30, 30, 10, 15): as --describe's, from the longest group and topic.
+        widths = [max([15, *(len(group_id) for group_id, _, _ in plan)]),
+                  max([15, *(len(tp.topic) for _, tp, _ in plan)]), 10, None]
         typer.echo("\n" + columns(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], widths))
         for group_id, tp, offset in plan:
             typer.echo(columns([group_id, tp.topic, tp.partition, offset], widths))
