@@ -103,8 +103,8 @@ def test_transaction_state_values_are_kafkas_bytes(kfk_written_log_dir: WrittenL
                                                    apache_kafka_written_log_dir: WrittenLogDir) -> None:
     kafka = transaction_state_records(apache_kafka_written_log_dir.path, TRANSACTIONAL_ID)
     assert [value.state.state_name for value in decoded(kafka)] == STATES
-    # No partition list and no tagged field (the client's transaction version is 0): 35 bytes.
-    assert {len(value) for (_, value), state in zip(kafka, STATES) if state.startswith(("Empty", "Complete"))} == {35}
+    # No partition list, one tagged field (PreviousProducerId; the client's transaction version is 0): 45 bytes.
+    assert {len(value) for (_, value), state in zip(kafka, STATES) if state.startswith(("Empty", "Complete"))} == {45}
     assert_same_bytes(kafka, transaction_state_records(kfk_written_log_dir.path, TRANSACTIONAL_ID))
 
 
