@@ -37,11 +37,12 @@ from kfk.commands.kafka_layout import columns, hash_map_order, java_string_hash,
 app = typer.Typer()
 
 INACTIVE_STATES = ("Empty", "Dead")
-# What kafka-consumer-groups.sh --reset-offsets says on stderr when neither --dry-run nor --execute is given.
-DRY_RUN_WARNING = ("WARN: No action will be performed as the --execute option is missing. In a future major release, "
-                   "the default behavior of this command will be to prompt the user before executing the reset "
-                   "rather than doing a dry run. You should add the --dry-run option explicitly if you are scripting "
-                   "this command and want to keep the current default behavior without prompting.")
+# What kafka-consumer-groups.sh --reset-offsets (Kafka 4.4's) says on stderr when neither --dry-run nor --execute is
+# given.
+DRY_RUN_WARNING = ("WARN: No action will be performed as the --execute option is missing. In version 5.0, this "
+                   "command will require either --dry-run or --execute to be specified. You should add the --dry-run "
+                   "option explicitly if you are scripting this command and want to keep the current default "
+                   "behavior without prompting.")
 
 
 @app.command("consumer-groups")
