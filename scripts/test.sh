@@ -33,8 +33,10 @@ python3 -c 'import kfk.records._accel' || {
     exit 1
 }
 
-# Resolve Apache Kafka's jars from Maven Central into the kfk cache once, before the tests' workers need them.
-python3 -c 'from kfk.testing.apache_kafka import kafka_classpath; kafka_classpath()'
+# Resolve Apache Kafka's jars from Maven Central into the kfk cache once, before the tests' workers need them: the
+# release the tests run, and the previous one the release-to-release checks run.
+python3 -c 'from kfk.testing.apache_kafka import PREVIOUS_APACHE_KAFKA_VERSION, kafka_classpath
+kafka_classpath(); kafka_classpath(PREVIOUS_APACHE_KAFKA_VERSION)'
 # And Spark's own Kafka connector (spark-sql-kafka-0-10), which tests/spark compares kfk's Spark export with.
 python3 -c 'from kfk.testing.spark_kafka import spark_kafka_connector; spark_kafka_connector()'
 

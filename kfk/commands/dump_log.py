@@ -16,8 +16,9 @@
   ``bootstrap.checkpoint`` kafka-storage format writes): record batches like a ``.log``, under a line naming the
   snapshot instead of the log's starting offset.
 Control batches' records show their marker as Kafka's tool does: ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: N``,
-KRaft's ``SnapshotHeader``, ``SnapshotFooter``, ``KRaftVersion`` and ``KRaftVoters`` records as their name and JSON,
-else the control type and its id (``controlType: LEADER_CHANGE(2)``: Kafka 4.0's tool does not decode that one).
+KRaft's ``LeaderChange:``, ``SnapshotHeader``, ``SnapshotFooter``, ``KRaftVersion`` and ``KRaftVoters`` records as
+their name and JSON (Kafka 4.4's tool decodes LEADER_CHANGE too; 4.0's printed ``controlType: LEADER_CHANGE(2)``),
+else the control type and its id (``controlType: <name>(<id>)``).
 An offset index without entries prints as "<file> is empty." whatever the mode, as Kafka's tool does.
 Unlike Kafka's tool, the exit code is 1 when anything was invalid, so scripts can tell.
 """
@@ -196,7 +197,8 @@ def _dump_records(batch, decoder, is_v2: bool) -> int:
     from kfk.records import ControlRecordType, EndTransactionMarker, control_record_type
 
     # KRaft's control records Kafka's tool decodes: the name it prints and the record's schema.
-    kraft_records = {ControlRecordType.SNAPSHOT_HEADER: ("SnapshotHeader", "SnapshotHeaderRecord"),
+    kraft_records = {ControlRecordType.LEADER_CHANGE: ("LeaderChange:", "LeaderChangeMessage"),
+                     ControlRecordType.SNAPSHOT_HEADER: ("SnapshotHeader", "SnapshotHeaderRecord"),
                      ControlRecordType.SNAPSHOT_FOOTER: ("SnapshotFooter", "SnapshotFooterRecord"),
                      ControlRecordType.KRAFT_VERSION: ("KRaftVersion", "KRaftVersionRecord"),
                      ControlRecordType.KRAFT_VOTERS: ("KRaftVoters", "VotersRecord")}
@@ -235,9 +237,9 @@ def _dump_records(batch, decoder, is_v2: bool) -> int:
 
 
 def _kraft_record_json(name: str, schema: str, value: bytes | None) -> str:
-    """A KRaft control record (SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS) as Kafka's tool prints
-    it: `name` and the value's JSON form (field names in camelCase, Uuids in Kafka's base64). Each value starts with
-    its own int16 version, which picks the schema version."""
+    """A KRaft control record (LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS) as Kafka's
+    tool prints it: `name` and the value's JSON form (field names in camelCase, Uuids in Kafka's base64). Each value
+    starts with its own int16 version, which picks the schema version."""
     import json
     import struct
     import uuid
@@ -254,14 +256,21 @@ def _kraft_record_json(name: str, schema: str, value: bytes | None) -> str:
     except (ProtocolError, UnsupportedVersionError, IndexError, struct.error) as error:  # truncated or unknown
         raise CorruptRecordError(f"{name} control record: {error}") from error
 
+    absent = {field for field, since in _FIELDS_SINCE.get(schema, {}).items() if version < since}
+
     def kafka_json(data):
         if isinstance(data, dict):
-            return {_camel_case(field): kafka_json(item) for field, item in data.items()}
+            return {_camel_case(field): kafka_json(item) for field, item in data.items() if field not in absent}
         if isinstance(data, list):
             return [kafka_json(item) for item in data]
         return uuid_to_base64(data) if isinstance(data, uuid.UUID) else data
 
     return f"{name} {json.dumps(kafka_json(message.to_dict()), separators=(',', ':'))}"
+
+
+#: Fields of the KRaft control records that their first versions do not carry, by the version that adds them (the
+#: generated message holds them at every version; Kafka's JSON converter prints only a version's own).
+_FIELDS_SINCE: dict[str, dict[str, int]] = {"LeaderChangeMessage": {"voter_directory_id": 1}}
 
 
 def _camel_case(snake: str) -> str:

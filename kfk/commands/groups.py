@@ -37,11 +37,12 @@ from kfk.commands.kafka_layout import columns, hash_map_order, java_string_hash,
 app = typer.Typer()
 
 INACTIVE_STATES = ("Empty", "Dead")
-# What kafka-consumer-groups.sh --reset-offsets says on stderr when neither --dry-run nor --execute is given.
-DRY_RUN_WARNING = ("WARN: No action will be performed as the --execute option is missing. In a future major release, "
-                   "the default behavior of this command will be to prompt the user before executing the reset "
-                   "rather than doing a dry run. You should add the --dry-run option explicitly if you are scripting "
-                   "this command and want to keep the current default behavior without prompting.")
+# What kafka-consumer-groups.sh --reset-offsets (Kafka 4.4's) says on stderr when neither --dry-run nor --execute is
+# given.
+DRY_RUN_WARNING = ("WARN: No action will be performed as the --execute option is missing. In version 5.0, this "
+                   "command will require either --dry-run or --execute to be specified. You should add the --dry-run "
+                   "option explicitly if you are scripting this command and want to keep the current default "
+                   "behavior without prompting.")
 
 
 @app.command("consumer-groups")
@@ -322,12 +323,15 @@ def _describe(admin, groups: list[str], members: bool, verbose: bool, with_state
 def _offset_partitions(members, committed: dict) -> list:
     """The partitions --describe shows, each with its owner (or None), in the order Kafka's tool prints them: the
     members' partitions, the member with the most first, then the partitions the group has offsets for but no
-    member owns; each set in the order of Kafka's HashMap."""
-    owned = [(member, partitions_in_kafka_order(member.assignment))
+    member owns; each set by topic, then partition (Kafka 4.4's tool sorts them; 4.0's kept its HashMap's order)."""
+    def in_order(partitions) -> list:
+        return sorted(partitions, key=lambda tp: (tp.topic, tp.partition))
+
+    owned = [(member, in_order(member.assignment))
              for member in sorted((m for m in members if m.assignment), key=lambda m: -len(m.assignment))]
     assigned = {tp for _, partitions in owned for tp in partitions}
     return [(tp, member) for member, partitions in owned for tp in partitions] + \
-        [(tp, None) for tp in partitions_in_kafka_order(tp for tp in committed if tp not in assigned)]
+        [(tp, None) for tp in in_order(tp for tp in committed if tp not in assigned)]
 
 
 def _state_note(group_id: str, state: str) -> None:
@@ -489,7 +493,9 @@ def _print_reset(new_offsets: dict[str, dict], export: bool, json_output: bool) 
         print_json([{"group": group_id, "topic": tp.topic, "partition": tp.partition, "new_offset": offset}
                     for group_id, offsets in new_offsets.items() for tp, offset in sorted(offsets.items())])
     elif new_offsets:
-        widths = [30, 30, 10, 15]
+        # Kafka 4.4's widths (4.0's were fixed: 30, 30, 10, 15): as --describe's, from the longest group and topic.
+        widths = [max([15, *(len(group_id) for group_id, _, _ in plan)]),
+                  max([15, *(len(tp.topic) for _, tp, _ in plan)]), 10, None]
         typer.echo("\n" + columns(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], widths))
         for group_id, tp, offset in plan:
             typer.echo(columns([group_id, tp.topic, tp.partition, offset], widths))

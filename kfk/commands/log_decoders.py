@@ -70,13 +70,9 @@ def _json(data: dict[str, Any]) -> str:
 
 
 def _key_schema(package: ModuleType, record_type: int) -> type[Message] | None:
-    """The key schema whose versions hold the record type (the int16 a coordinator record's key opens with)."""
-    for name in package.SCHEMAS:
-        if name.endswith("Key"):
-            schema = package.schema_class(name)
-            if schema.LOWEST_VERSION <= record_type <= schema.HIGHEST_VERSION:
-                return schema
-    return None
+    """The key schema of a record type (the int16 a coordinator record's key opens with)."""
+    name = package.RECORD_TYPES.get(record_type)
+    return None if name is None else package.schema_class(name)
 
 
 def _coordinator_record(package: ModuleType, json_fields: dict[str, dict[str, tuple]],
@@ -90,9 +86,9 @@ def _coordinator_record(package: ModuleType, json_fields: dict[str, dict[str, tu
             key_schema = _key_schema(package, record_type)
             if key_schema is None:
                 return f"Unknown record type {record_type} at offset {record.offset}, skipping.", None
-            key_data = key_schema.decode(record.key, record_type, 2)
+            key_data = key_schema.decode(record.key, 0, 2)  # every key schema has the one version 0
             key = _json({"type": str(record_type),
-                         "data": _plain(key_data, record_type, json_fields[key_schema.NAME])})
+                         "data": _plain(key_data, 0, json_fields[key_schema.NAME])})
             if record.value is None:
                 return key, "<DELETE>"
             version = _INT16.unpack_from(record.value)[0]

@@ -184,7 +184,9 @@ def _member(quorum, replica) -> dict:
     from kfk.common.uuids import uuid_to_base64
 
     directory_id = replica.replica_directory_id
-    member = {"id": replica.replica_id, "directoryId": None if directory_id.int == 0 else uuid_to_base64(directory_id)}
+    member = {"id": replica.replica_id}
+    if directory_id.int != 0:  # Kafka 4.4's tool leaves a replica without a directory id without the key (4.0: null)
+        member["directoryId"] = uuid_to_base64(directory_id)
     endpoints = quorum.nodes.get(replica.replica_id)
     if endpoints:
         member["endpoints"] = endpoints

@@ -22,6 +22,8 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 """The first offset still on local disk (KIP-1005; the same as EARLIEST_TIMESTAMP without tiered storage)."""
 LATEST_TIERED_TIMESTAMP = -5
 """The last offset in tiered storage (KIP-1005; none without tiered storage)."""
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
+"""The first offset not yet copied to tiered storage (KIP-1023, ListOffsets v11+; none without tiered storage)."""
 
 UNKNOWN_OFFSET = -1
 """An offset nobody knows: no committed position, no answer for a partition."""

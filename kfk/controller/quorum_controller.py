@@ -283,7 +283,7 @@ class QuorumController:
                                             ) -> AlterPartitionReassignmentsResponse:
         try:
             return await self._write(lambda image: reassignment.alter_partition_reassignments(
-                image, request, self._live_brokers(image)))
+                image, request, self._live_brokers(image), request.allow_replication_factor_change))
         except NotControllerError:
             return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER,
                                                        error_message=_NOT_CONTROLLER.message)

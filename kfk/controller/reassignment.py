@@ -136,8 +136,9 @@ def alter_partition_reassignments(image: MetadataImage, request: AlterPartitionR
                                                  error_code=invalid.error.error_code,
                                                  error_message=invalid.error.message))
         responses.append(TopicResponse(name=reassignable.name, partitions=results))
-    return ControllerResult(AlterPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None,
-                                                                responses=responses), records)
+    return ControllerResult(AlterPartitionReassignmentsResponse(
+        error_code=ErrorCode.NONE, error_message=None, responses=responses,
+        allow_replication_factor_change=allow_replication_factor_change), records)
 
 
 def _validate_target(image: MetadataImage, registration: PartitionRegistration, target: Sequence[int],

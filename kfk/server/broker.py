@@ -216,7 +216,7 @@ class BrokerServer:
         self.produce_handler = ProduceHandler(replica_manager, self.txn_verifier, auth, quota=self.quotas.produce)
         handlers = [
             ApiVersionsHandler(self.dispatcher.served_versions, lambda: metadata_cache.image,
-                               lambda: controller.kraft_version()),
+                               lambda: controller.kraft_version(), self.cluster_id, self.node_id),
             MetadataHandler(metadata_cache, self.metadata_backend, controller, config.auto_create_topics_enable,
                             auth),
             DescribeClusterHandler(metadata_cache, self.metadata_backend, auth),
@@ -510,7 +510,7 @@ class BrokerServer:
 
         dispatcher.register(ApiKey.FETCH, raft_fetch)  # a controller listener serves only the metadata log's
         for handler in (ApiVersionsHandler(CONTROLLER_SERVED_VERSIONS, lambda: controller.image,
-                                           lambda: controller.kraft_version()),
+                                           lambda: controller.kraft_version(), self.cluster_id, self.node_id),
                         BrokerToControllerHandler(controller),
                         raft_handler,
                         TopicAdminHandler(controller, auth),

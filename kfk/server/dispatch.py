@@ -45,13 +45,13 @@ log = logging.getLogger("kfk.server.dispatch")
 #: come from scripts/kafka-protocol/kip896/). ControlledShutdown, gone from Kafka 4.0, is kept for kfk's ZooKeeper
 #: mode at its pre-4.0 versions. What each version changes is in the handler module's docstring.
 SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
-    ApiKey.PRODUCE: VersionRange(0, 12),  # handlers/produce.py
-    ApiKey.FETCH: VersionRange(0, 17),  # handlers/fetch.py
-    ApiKey.LIST_OFFSETS: VersionRange(0, 10),  # handlers/list_offsets.py
+    ApiKey.PRODUCE: VersionRange(0, 13),  # handlers/produce.py
+    ApiKey.FETCH: VersionRange(0, 18),  # handlers/fetch.py
+    ApiKey.LIST_OFFSETS: VersionRange(0, 11),  # handlers/list_offsets.py
     ApiKey.METADATA: VersionRange(0, 13),  # handlers/metadata.py
     ApiKey.CONTROLLED_SHUTDOWN: VersionRange(1, 3),  # handlers/leadership.py
-    ApiKey.OFFSET_COMMIT: VersionRange(0, 9),  # handlers/offsets.py
-    ApiKey.OFFSET_FETCH: VersionRange(0, 9),  # handlers/offsets.py
+    ApiKey.OFFSET_COMMIT: VersionRange(0, 10),  # handlers/offsets.py
+    ApiKey.OFFSET_FETCH: VersionRange(0, 10),  # handlers/offsets.py
     ApiKey.FIND_COORDINATOR: VersionRange(0, 6),  # handlers/find_coordinator.py
     ApiKey.JOIN_GROUP: VersionRange(0, 9),  # handlers/groups.py
     ApiKey.HEARTBEAT: VersionRange(0, 4),  # handlers/groups.py
@@ -59,7 +59,7 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.SYNC_GROUP: VersionRange(0, 5),  # handlers/groups.py
     ApiKey.DESCRIBE_GROUPS: VersionRange(0, 6),  # handlers/groups.py
     ApiKey.LIST_GROUPS: VersionRange(0, 5),  # handlers/groups.py
-    ApiKey.API_VERSIONS: VersionRange(0, 4),  # handlers/api_versions.py
+    ApiKey.API_VERSIONS: VersionRange(0, 5),  # handlers/api_versions.py
     ApiKey.CREATE_TOPICS: VersionRange(0, 7),  # handlers/admin.py
     ApiKey.DELETE_TOPICS: VersionRange(0, 6),  # handlers/admin.py
     ApiKey.DELETE_RECORDS: VersionRange(0, 2),  # handlers/delete_records.py
@@ -71,32 +71,32 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_CONFIGS: VersionRange(0, 4),  # handlers/configs.py
     ApiKey.ALTER_CONFIGS: VersionRange(0, 2),  # handlers/configs.py
     ApiKey.ALTER_REPLICA_LOG_DIRS: VersionRange(1, 2),  # handlers/describe_log_dirs.py
-    ApiKey.DESCRIBE_LOG_DIRS: VersionRange(0, 4),  # handlers/describe_log_dirs.py
+    ApiKey.DESCRIBE_LOG_DIRS: VersionRange(0, 5),  # handlers/describe_log_dirs.py
     ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),  # handlers/admin.py
-    ApiKey.DELETE_GROUPS: VersionRange(0, 2),  # handlers/groups.py
+    ApiKey.DELETE_GROUPS: VersionRange(0, 3),  # handlers/groups.py
     ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),  # handlers/consumer_groups.py
     ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),  # handlers/consumer_groups.py
     ApiKey.ELECT_LEADERS: VersionRange(0, 2),  # handlers/leadership.py
     ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),  # handlers/configs.py
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # handlers/leadership.py
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 1),  # handlers/leadership.py
     ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # handlers/leadership.py
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),  # handlers/offsets.py
     ApiKey.DESCRIBE_CLIENT_QUOTAS: VersionRange(0, 1),  # handlers/client_quotas.py
     ApiKey.ALTER_CLIENT_QUOTAS: VersionRange(0, 1),  # handlers/client_quotas.py
     ApiKey.DESCRIBE_QUORUM: VersionRange(0, 2),  # handlers/describe_quorum.py
-    ApiKey.ADD_RAFT_VOTER: VersionRange(0, 0),  # handlers/raft.py (a KRaft broker forwards it)
+    ApiKey.ADD_RAFT_VOTER: VersionRange(0, 1),  # handlers/raft.py (a KRaft broker forwards it)
     ApiKey.REMOVE_RAFT_VOTER: VersionRange(0, 0),  # handlers/raft.py (a KRaft broker forwards it)
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),  # handlers/describe_topic_partitions.py
     ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),  # handlers/cluster.py
     ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),  # handlers/transactions.py
     ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 4),  # handlers/transactions.py
     ApiKey.END_TXN: VersionRange(0, 5),  # handlers/transactions.py
-    ApiKey.WRITE_TXN_MARKERS: VersionRange(0, 1),  # handlers/transactions.py
-    ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 5),  # handlers/transactions.py
+    ApiKey.WRITE_TXN_MARKERS: VersionRange(0, 2),  # handlers/transactions.py
+    ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 6),  # handlers/transactions.py
     ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),  # handlers/transactions.py
     ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),  # handlers/transactions.py
-    ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),  # handlers/transactions.py
-    ApiKey.LIST_CLIENT_METRICS_RESOURCES: VersionRange(0, 0),  # handlers/configs.py
+    ApiKey.LIST_TRANSACTIONS: VersionRange(0, 2),  # handlers/transactions.py
+    ApiKey.LIST_CONFIG_RESOURCES: VersionRange(0, 1),  # handlers/configs.py
     ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),  # handlers/sasl.py, kfk/server/sasl_authenticator.py
     ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),  # handlers/sasl.py, kfk/server/sasl_authenticator.py
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),  # handlers/scram_credentials.py
@@ -135,7 +135,7 @@ CONTROLLER_SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.SASL_HANDSHAKE: SERVED_VERSIONS[ApiKey.SASL_HANDSHAKE],
     ApiKey.SASL_AUTHENTICATE: SERVED_VERSIONS[ApiKey.SASL_AUTHENTICATE],
     ApiKey.BROKER_REGISTRATION: VersionRange(0, 4),  # handlers/broker_to_controller.py
-    ApiKey.BROKER_HEARTBEAT: VersionRange(0, 1),  # handlers/broker_to_controller.py
+    ApiKey.BROKER_HEARTBEAT: VersionRange(0, 2),  # handlers/broker_to_controller.py
     ApiKey.UNREGISTER_BROKER: SERVED_VERSIONS[ApiKey.UNREGISTER_BROKER],
     ApiKey.ALTER_PARTITION: VersionRange(2, 3),  # handlers/broker_to_controller.py
     ApiKey.ALLOCATE_PRODUCER_IDS: VersionRange(0, 0),  # handlers/broker_to_controller.py

@@ -29,7 +29,14 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from kfk.common.constants import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from kfk.common.constants import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+)
 from kfk.config import LogConfig
 from kfk.errors import (
     CorruptRecordError,
@@ -607,15 +614,15 @@ class Log:
 
     def offset_for_timestamp(self, target_timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: the first offset whose record timestamp is >= target, or the sentinels' answers
-        (EARLIEST -2, LATEST -1, MAX_TIMESTAMP -3, EARLIEST_LOCAL -4, LATEST_TIERED -5). None if no record
-        is that recent."""
+        (EARLIEST -2, LATEST -1, MAX_TIMESTAMP -3, EARLIEST_LOCAL -4, LATEST_TIERED -5, EARLIEST_PENDING_UPLOAD -6:
+        -1 for the last two, nothing being tiered). None if no record is that recent."""
         with self.lock:
             if target_timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset,
                                           self.leader_epoch_cache.epoch_for_offset(self.log_start_offset))
             if target_timestamp == LATEST_TIMESTAMP:
                 return TimestampAndOffset(NO_TIMESTAMP, self._log_end_offset, self.leader_epoch_cache.latest_epoch)
-            if target_timestamp == LATEST_TIERED_TIMESTAMP:
+            if target_timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
                 return TimestampAndOffset(NO_TIMESTAMP, -1, -1)
             if target_timestamp == MAX_TIMESTAMP:
                 best: LogSegment | None = None

@@ -38,11 +38,13 @@ from typing import Iterable, Iterator, Sequence
 from kfk.testing.zookeeper import ZooKeeperNotInstalledError, free_port, java_executable
 
 #: The release whose protocol schemas kfk vendors (kfk/protocol, scripts/kafka-protocol).
-APACHE_KAFKA_VERSION = "4.0.2"
-#: log4j2 behind slf4j 1.7 (the slf4j API Kafka 4.0 is built against): the binding Kafka's own distribution ships.
+APACHE_KAFKA_VERSION = "4.4.0"
+#: The release kfk spoke before, kept runnable for the release-to-release checks (its clients and tools against kfk).
+PREVIOUS_APACHE_KAFKA_VERSION = "4.0.2"
+#: log4j2 behind slf4j 1.7 (the slf4j API Kafka 4.x is built against): the binding Kafka's own distribution ships.
 LOG4J_VERSION = "2.24.3"
 
-#: kafka-<tool>.sh -> the main class that script runs in Apache Kafka 4.0.
+#: kafka-<tool>.sh -> the main class that script runs in Apache Kafka 4.4.
 TOOL_MAIN_CLASSES = {
     "topics": "org.apache.kafka.tools.TopicCommand",
     "console-producer": "org.apache.kafka.tools.ConsoleProducer",
@@ -50,13 +52,13 @@ TOOL_MAIN_CLASSES = {
     "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
-    "dump-log": "kafka.tools.DumpLogSegments",
+    "dump-log": "org.apache.kafka.tools.DumpLogSegments",
     "reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "transactions": "org.apache.kafka.tools.TransactionsCommand",
     "acls": "org.apache.kafka.tools.AclCommand",
     "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "storage": "kafka.tools.StorageTool",
-    "configs": "kafka.admin.ConfigCommand",
+    "configs": "org.apache.kafka.tools.ConfigCommand",
     "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
     "log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
@@ -65,6 +67,8 @@ TOOL_MAIN_CLASSES = {
     "cluster": "org.apache.kafka.tools.ClusterTool",
     "delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
 }
+#: The tools whose main class 4.1 moved from the Scala core into kafka-tools: where 4.0 has them.
+_TOOL_MAIN_CLASSES_4_0 = {"dump-log": "kafka.tools.DumpLogSegments", "configs": "kafka.admin.ConfigCommand"}
 BROKER_MAIN_CLASS = "kafka.Kafka"
 
 #: JVM options of short-lived tools: a small heap and the client compiler only (they start faster on a busy
@@ -325,12 +329,18 @@ def java_command(main_class: str, args: list[str], classpath: str | None = None,
             main_class, *args]
 
 
-def run_kafka_tool(tool: str, args: list[str], **kw) -> subprocess.CompletedProcess:
-    """Run Kafka's kafka-`tool`.sh (e.g. "topics", "dump-log") with `args`; keywords as run_java."""
+def run_kafka_tool(tool: str, args: list[str], *, version: str = APACHE_KAFKA_VERSION,
+                   **kw) -> subprocess.CompletedProcess:
+    """Run Kafka's kafka-`tool`.sh (e.g. "topics", "dump-log") of release `version` with `args`; keywords as
+    run_java (its classpath defaults to that release's)."""
     try:
         main_class = TOOL_MAIN_CLASSES[tool]
     except KeyError:
         raise ValueError(f"unknown Kafka tool {tool!r}; known: {', '.join(sorted(TOOL_MAIN_CLASSES))}") from None
+    if version.startswith("4.0."):
+        main_class = _TOOL_MAIN_CLASSES_4_0.get(tool, main_class)
+    if kw.get("classpath") is None:
+        kw["classpath"] = kafka_classpath(version)
     return run_java(main_class, args, **kw)
 
 

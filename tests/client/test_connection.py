@@ -142,7 +142,7 @@ def test_unsupported_api_versions_version_falls_back_to_what_the_broker_offers(s
         conn.close()
 
     asyncio.run(run())
-    assert broker.requests == [(ApiKey.API_VERSIONS, 4), (ApiKey.API_VERSIONS, 2)]
+    assert broker.requests == [(ApiKey.API_VERSIONS, 5), (ApiKey.API_VERSIONS, 2)]
 
 
 def test_pipelined_requests_get_their_own_responses(scripted) -> None:
@@ -336,7 +336,7 @@ def test_negotiates_with_a_kfk_broker(kfk_broker: str) -> None:
                                 client_software_version="1", request_timeout_ms=5000,
                                 connection_setup_timeout_ms=5000)
         await conn.connect()
-        assert conn.version(ApiKey.API_VERSIONS) == 4
+        assert conn.version(ApiKey.API_VERSIONS) == 5
         assert conn.supports(ApiKey.PRODUCE) and conn.supports(ApiKey.FETCH)
         response = await conn.send(MetadataRequest(topics=[]))
         assert len(response.brokers) == 1 and response.brokers[0].port == int(port)

@@ -381,7 +381,7 @@ def test_offsets_go_to_the_transaction_coordinator_then_the_group_coordinator() 
     assert (request.coordinator_type, request.coordinator_key) == (COORDINATOR_TYPE_GROUP, "billing")
     sent = on_the_wire(request)
     assert isinstance(sent, TxnOffsetCommitRequest)
-    assert (sent.transactional_id, sent.group_id, sent.producer_id, sent.producer_epoch, sent.generation_id,
+    assert (sent.transactional_id, sent.group_id, sent.producer_id, sent.producer_epoch, sent.generation_id_or_member_epoch,
             sent.member_id, sent.group_instance_id) == (TXN_ID, "billing", 4000, 0, 7, "member-1", "instance-1")
     assert [(topic.name, [(p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
                           for p in topic.partitions]) for topic in sent.topics] == [("out", [(0, 42, 3, "m")])]

@@ -206,5 +206,4 @@ def test_describe_status_names_a_static_voters_controller_endpoint(kfk_cluster_f
     cluster = kfk_cluster_factory(size=1, controllers=1)
     (controller_id, port), = cluster.voters.items()
     quorum = status("--bootstrap-server", cluster.bootstrap_servers)
-    assert quorum["CurrentVoters"] == [{"id": controller_id, "directoryId": None,
-                                        "endpoints": [f"CONTROLLER://127.0.0.1:{port}"]}]
+    assert quorum["CurrentVoters"] == [{"id": controller_id, "endpoints": [f"CONTROLLER://127.0.0.1:{port}"]}]

@@ -130,13 +130,13 @@ def test_a_garbled_length_stops_the_walk_with_the_position(segment_dir: Path, tm
     assert len([line for line in result.output.splitlines() if line.startswith("baseOffset:")]) == 3
 
 
-def test_a_kraft_leader_change_prints_its_control_type(segment_dir: Path) -> None:
-    """As Apache Kafka 4.0.2's tool prints it (tests/interop/test_dump_log_agrees.py): not decoded."""
+def test_a_kraft_leader_change_prints_as_json(segment_dir: Path) -> None:
+    """As Apache Kafka 4.4.0's tool prints it (tests/interop/test_dump_log_agrees.py): decoded, after "LeaderChange:"."""
     log = segment_dir.parent / "__cluster_metadata-0" / "00000000000000000000.log"
     result = runner.invoke(app, ["dump-log", "--files", str(log), "--deep-iteration"])
     assert result.exit_code == 0, result.output
-    assert " headerKeys: [] controlType: LEADER_CHANGE(2)" in result.output
-    assert "LeaderChange" not in result.output
+    assert ' headerKeys: [] LeaderChange: {"version":0,"leaderId":' in result.output
+    assert "controlType" not in result.output
 
 
 def _kraft_snapshot(path: Path) -> Path:

@@ -7,7 +7,7 @@ import pytest
 from kfk.common.config_types import ConfigResourceType
 from kfk.errors import ErrorCode
 from kfk.protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
-from kfk.protocol.messages.list_client_metrics_resources import ListClientMetricsResourcesRequest
+from kfk.protocol.messages.list_config_resources import ListConfigResourcesRequest
 from tests.integration.wire import api_versions_request, connect, request
 
 pytestmark = pytest.mark.integration
@@ -25,5 +25,5 @@ def test_list_client_metrics_resources_is_advertised_and_answers_an_empty_list(k
             resource_type=ConfigResourceType.CLIENT_METRICS, resource_name="all-clients",
             configs=[Alterable(name="metrics", config_operation=0, value="*")])]), 1).responses
         assert result.error_code == ErrorCode.INVALID_REQUEST
-        response = request(sock, ListClientMetricsResourcesRequest(), 0)
-        assert (response.error_code, response.client_metrics_resources) == (ErrorCode.NONE, [])
+        response = request(sock, ListConfigResourcesRequest(), 0)
+        assert (response.error_code, response.config_resources) == (ErrorCode.NONE, [])

@@ -16,6 +16,7 @@ import uuid
 
 from kfk.errors import ErrorCode
 from kfk.protocol.message import Message
+from kfk.common.config_types import ConfigResourceType
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from kfk.protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
@@ -61,7 +62,7 @@ from kfk.protocol.messages.incremental_alter_configs import IncrementalAlterConf
 from kfk.protocol.messages.init_producer_id import InitProducerIdRequest
 from kfk.protocol.messages.join_group import JoinGroupRequest
 from kfk.protocol.messages.leave_group import LeaveGroupRequest
-from kfk.protocol.messages.list_client_metrics_resources import ListClientMetricsResourcesRequest
+from kfk.protocol.messages.list_config_resources import ListConfigResourcesRequest
 from kfk.protocol.messages.list_groups import ListGroupsRequest
 from kfk.protocol.messages.list_offsets import ListOffsetsRequest
 from kfk.protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
@@ -126,11 +127,26 @@ def wait_for_leaders(session: BrokerSession, name: str, timeout: float = 30.0) -
     raise AssertionError(f"topic {name} has no leader after {timeout}s")
 
 
+def topic_by(session: BrokerSession, topic: str, by_id: bool) -> dict:
+    """The fields naming a topic in a request: its name, or its id (a random one for a topic the broker does not
+    know) in the versions that name topics by id."""
+    if not by_id:
+        return {"name": topic}
+    the_id = topic_id(session, topic)
+    return {"topic_id": the_id if the_id.int else uuid.uuid4()}
+
+
+def produce_topic(session: BrokerSession, topic: str, version: int,
+                  partition_data: list[ProduceRequest.PartitionProduceData]) -> ProduceRequest.TopicProduceData:
+    """A topic of a ProduceRequest: by name, or from v13 by id."""
+    return ProduceRequest.TopicProduceData(partition_data=partition_data, **topic_by(session, topic, version >= 13))
+
+
 def produce(session: BrokerSession, topic: str, data: bytes, version: int = 9, partition: int = 0,
             label: str = "setup produce") -> None:
     partition_data = ProduceRequest.PartitionProduceData(index=partition, records=data)
     session.call(ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[
-        ProduceRequest.TopicProduceData(name=topic, partition_data=[partition_data])]), version, label)
+        produce_topic(session, topic, version, [partition_data])]), version, label)
 
 
 def topic_id(session: BrokerSession, topic: str) -> uuid.UUID:
@@ -184,6 +200,16 @@ def api_versions(session: BrokerSession, version: int) -> None:
     if version >= 3:
         session.call(ApiVersionsRequest(client_software_name="bad name!", client_software_version="1.0"), version,
                      "ApiVersions with an invalid client software name")
+    if version >= 5:
+        metadata = session.call(MetadataRequest(topics=[]), 12, record=False)
+        own_cluster, own_node = metadata.cluster_id, metadata.brokers[0].node_id
+        for label, cluster_id, node_id in [("meant for this node", own_cluster, own_node),
+                                           ("meant for a node of another cluster", "AAAAAAAAAAAAAAAAAAAAAA", own_node),
+                                           ("meant for another node", own_cluster, own_node + 100),
+                                           ("naming a cluster and no node", own_cluster, -1),
+                                           ("naming a node and no cluster", None, own_node)]:
+            session.call(ApiVersionsRequest(client_software_name="kfk-differential", client_software_version="1.0",
+                                            cluster_id=cluster_id, node_id=node_id), version, f"ApiVersions {label}")
 
 
 def call_unknown_version(session: BrokerSession, request: Message, label: str) -> None:
@@ -322,15 +348,15 @@ def produce_scenario(session: BrokerSession, version: int) -> None:
     bad = bytearray(records())
     bad[-1] ^= 0xFF  # the CRC no longer matches
     produce(session, name, bytes(bad), version, 0, "Produce a corrupt batch")
-    session.call(ProduceRequest(acks=2, timeout_ms=10_000, topic_data=[ProduceRequest.TopicProduceData(
-        name=name, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records())])]),
+    session.call(ProduceRequest(acks=2, timeout_ms=10_000, topic_data=[produce_topic(
+        session, name, version, [ProduceRequest.PartitionProduceData(index=0, records=records())])]),
         version, "Produce with acks=2")
     if version >= 3:  # a transactional batch (magic 2) for a partition never added to the transaction: refused by
         # the coordinator's verification, answered by version (TRANSACTION_ABORTABLE from v11); v12 adds it (TV2)
         transactional_id = session.name(f"produce-txn-v{version}")
         producer_id, producer_epoch = init_producer(session, transactional_id)
         session.call(ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=10_000, topic_data=[
-            ProduceRequest.TopicProduceData(name=name, partition_data=[ProduceRequest.PartitionProduceData(
+            produce_topic(session, name, version, [ProduceRequest.PartitionProduceData(
                 index=1, records=records(count=1, base_sequence=0, producer_id=producer_id,
                                          producer_epoch=producer_epoch, is_transactional=True))])]),
             version, "Transactional produce to a partition outside the transaction")
@@ -400,6 +426,8 @@ def list_offsets(session: BrokerSession, version: int) -> None:
         call("ListOffsets earliest local", -4)
     if version >= 9:
         call("ListOffsets latest tiered", -5)
+    if version >= 11:
+        call("ListOffsets earliest pending upload", -6)
     if version >= 4:
         call("ListOffsets with the current leader epoch", -1, leader_epoch=0)
         call("ListOffsets with a future leader epoch", -1, leader_epoch=1000)
@@ -561,8 +589,10 @@ def offset_commit(session: BrokerSession, version: int) -> None:
         if 2 <= version <= 4:
             fields["retention_time_ms"] = -1
         session.call(OffsetCommitRequest(group_id=group_id, generation_id_or_member_epoch=generation_id,
-                                         member_id=member, topics=[CommitTopic(name=topic_name, partitions=[
-                                             CommitPartition(**partition_fields)])], **fields), version, label)
+                                         member_id=member, topics=[CommitTopic(
+                                             partitions=[CommitPartition(**partition_fields)],
+                                             **topic_by(session, topic_name, version >= 10))], **fields),
+                     version, label)
 
     call("OffsetCommit as the member", generation, member_id)
     call("OffsetCommit with a bad generation", generation + 1, member_id)
@@ -596,7 +626,7 @@ def offset_fetch(session: BrokerSession, version: int) -> None:
         fields: dict = {"require_stable": True} if version >= 7 else {}
         if version >= 8:
             wanted = None if topics is None else [OffsetFetchRequest.OffsetFetchRequestTopics(
-                name=name, partition_indexes=partitions) for name, partitions in topics]
+                partition_indexes=partitions, **topic_by(session, name, version >= 10)) for name, partitions in topics]
             request = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
                 group_id=group_id, topics=wanted)], **fields)
         else:
@@ -931,10 +961,11 @@ def txn_offset_commit(session: BrokerSession, version: int) -> None:
         partition_fields: dict = {"partition_index": 0, "committed_offset": 4, "committed_metadata": "m"}
         if version >= 2:
             partition_fields["committed_leader_epoch"] = 0
-        fields: dict = {"generation_id": generation, "member_id": member} if version >= 3 else {}
+        fields: dict = {"generation_id_or_member_epoch": generation, "member_id": member} if version >= 3 else {}
         session.call(TxnOffsetCommitRequest(transactional_id=transactional_id, group_id=group,
                                             producer_id=producer_id, producer_epoch=pepoch, topics=[Topic(
-                                                name=topic_name, partitions=[Partition(**partition_fields)])],
+                                                partitions=[Partition(**partition_fields)],
+                                                **topic_by(session, topic_name, version >= 6))],
                                             **fields), version, label)
 
     call("TxnOffsetCommit", epoch)
@@ -960,6 +991,11 @@ def write_txn_markers(session: BrokerSession, version: int) -> None:
 
     call("WriteTxnMarkers abort of a producer with no transaction", topic)
     call("WriteTxnMarkers of an unknown topic", session.name(f"markers-missing-v{version}"))
+    if version >= 2:
+        session.call(WriteTxnMarkersRequest(markers=[Marker(
+            producer_id=123457, producer_epoch=0, transaction_result=True, coordinator_epoch=0, transaction_version=2,
+            topics=[MarkerTopic(name=topic, partition_indexes=[0])])]), version,
+            "WriteTxnMarkers commit of transaction version 2")
 
 
 def describe_transactions(session: BrokerSession, version: int) -> None:
@@ -987,6 +1023,16 @@ def list_transactions(session: BrokerSession, version: int) -> None:
         session.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[], duration_filter=3_600_000),
                      version, "ListTransactions running for over an hour")
         keep_own(session, "transaction_states", "transactional_id", "list-txn-")
+    if version >= 2:
+        session.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[], duration_filter=-1,
+                                             transactional_id_pattern=f".*{transactional_id[-12:]}"),
+                     version, "ListTransactions of ids matching a pattern")
+        session.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[], duration_filter=-1,
+                                             transactional_id_pattern="list-txn"),
+                     version, "ListTransactions of a pattern no whole id matches")
+        session.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[], duration_filter=-1,
+                                             transactional_id_pattern="list-txn-[("),
+                     version, "ListTransactions of an invalid pattern")
 
 
 def describe_producers(session: BrokerSession, version: int) -> None:
@@ -1157,9 +1203,9 @@ def partition_reassignments(session: BrokerSession, version: int) -> None:
     Topic = AlterPartitionReassignmentsRequest.ReassignableTopic
     Partition = AlterPartitionReassignmentsRequest.ReassignablePartition
 
-    def alter(label: str, topic_name: str, partition: int, replicas: list[int] | None) -> None:
+    def alter(label: str, topic_name: str, partition: int, replicas: list[int] | None, **fields: bool) -> None:
         session.call(AlterPartitionReassignmentsRequest(timeout_ms=10_000, topics=[Topic(name=topic_name, partitions=[
-            Partition(partition_index=partition, replicas=replicas)])]), version, label)
+            Partition(partition_index=partition, replicas=replicas)])], **fields), version, label)
 
     alter("AlterPartitionReassignments to the same replicas", topic, 0, [1])
     alter("AlterPartitionReassignments to an unknown broker", topic, 0, [7])
@@ -1168,12 +1214,18 @@ def partition_reassignments(session: BrokerSession, version: int) -> None:
     alter("AlterPartitionReassignments of an unknown topic", session.name(f"reassign-missing-v{version}"), 0, [1])
     alter("AlterPartitionReassignments to no replicas", topic, 0, [])
     alter("AlterPartitionReassignments to a broker twice", topic, 0, [1, 1])
+    if version >= 1:
+        alter("AlterPartitionReassignments to the same replicas, the replication factor fixed", topic, 0, [1],
+              allow_replication_factor_change=False)
+        alter("AlterPartitionReassignments to no replicas, the replication factor fixed", topic, 0, [],
+              allow_replication_factor_change=False)
     ListTopic = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
-    session.call(ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ListTopic(
-        name=topic, partition_indexes=[0, 1, 5])]), version, "ListPartitionReassignments of a topic")
-    session.call(ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ListTopic(
-        name=session.name(f"reassign-none-v{version}"), partition_indexes=[0])]), version,
-        "ListPartitionReassignments of an unknown topic")
+    if version == 0:  # ListPartitionReassignments has the one version
+        session.call(ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ListTopic(
+            name=topic, partition_indexes=[0, 1, 5])]), 0, "ListPartitionReassignments of a topic")
+        session.call(ListPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ListTopic(
+            name=session.name(f"reassign-none-v{version}"), partition_indexes=[0])]), 0,
+            "ListPartitionReassignments of an unknown topic")
 
 
 def describe_cluster(session: BrokerSession, version: int) -> None:
@@ -1199,10 +1251,13 @@ def describe_quorum(session: BrokerSession, version: int) -> None:
 
 def add_raft_voter(session: BrokerSession, version: int) -> None:
     """KIP-853 on a broker listener (forwarded to the controller): a controller that does not run."""
-    session.call(AddRaftVoterRequest(cluster_id=None, timeout_ms=2_000, voter_id=9, voter_directory_id=uuid.UUID(int=9),
-                                     listeners=[AddRaftVoterRequest.Listener(name="CONTROLLER", host="127.0.0.1",
-                                                                             port=1)]),
-                 version, "AddRaftVoter of a controller that does not run")
+    for ack_when_committed in ([True, False] if version >= 1 else [True]):
+        session.call(AddRaftVoterRequest(cluster_id=None, timeout_ms=2_000, voter_id=9,
+                                         voter_directory_id=uuid.UUID(int=9), ack_when_committed=ack_when_committed,
+                                         listeners=[AddRaftVoterRequest.Listener(name="CONTROLLER", host="127.0.0.1",
+                                                                                 port=1)]),
+                     version, f"AddRaftVoter of a controller that does not run (ack_when_committed "
+                              f"{ack_when_committed})")
 
 
 def remove_raft_voter(session: BrokerSession, version: int) -> None:
@@ -1210,8 +1265,18 @@ def remove_raft_voter(session: BrokerSession, version: int) -> None:
                  "RemoveRaftVoter of a controller that is no voter")
 
 
-def list_client_metrics_resources(session: BrokerSession, version: int) -> None:
-    session.call(ListClientMetricsResourcesRequest(), version, "ListClientMetricsResources")
+def list_config_resources(session: BrokerSession, version: int) -> None:
+    session.call(ListConfigResourcesRequest(), version, "ListConfigResources")
+    if version >= 1:
+        keep_own(session, "config_resources", "resource_name", "")  # this run's topics, not the other tests'
+        for label, types in [("of brokers", [ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER]),
+                             ("of groups and client metrics", [ConfigResourceType.GROUP,
+                                                               ConfigResourceType.CLIENT_METRICS]),
+                             ("of an unknown type", [99])]:
+            session.call(ListConfigResourcesRequest(resource_types=types), version, f"ListConfigResources {label}")
+        session.call(ListConfigResourcesRequest(resource_types=[ConfigResourceType.TOPIC]), version,
+                     "ListConfigResources of topics")
+        keep_own(session, "config_resources", "resource_name", "")
 
 
 def describe_topic_partitions(session: BrokerSession, version: int) -> None:
@@ -1444,7 +1509,7 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.DESCRIBE_QUORUM, describe_quorum),
     (ApiKey.ADD_RAFT_VOTER, add_raft_voter),
     (ApiKey.REMOVE_RAFT_VOTER, remove_raft_voter),
-    (ApiKey.LIST_CLIENT_METRICS_RESOURCES, list_client_metrics_resources),
+    (ApiKey.LIST_CONFIG_RESOURCES, list_config_resources),
     (ApiKey.DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions),
     (ApiKey.SASL_HANDSHAKE, sasl_handshake),
     (ApiKey.SASL_AUTHENTICATE, sasl_authenticate),

@@ -20,12 +20,17 @@ from kfk.backends.embedded.snapshots import list_snapshots, read_snapshot, snaps
 from kfk.metadata.image import MetadataImage
 from kfk.records import iter_batches
 from kfk.storage.meta_properties import read_properties
-from kfk.testing.apache_kafka import ApacheKafka, free_port, run_kafka_tool
+from kfk.testing.apache_kafka import PREVIOUS_APACHE_KAFKA_VERSION, ApacheKafka, free_port, run_kafka_tool
 
 from .conftest import CODECS, COMPACTED_TOPIC, WrittenLogDir, codec_topic
 from .dump_log_output import sections
 
 CLUSTER_ID = "i2J_3iFvQempjf-HJcyt3A"
+#: The release whose kafka-storage format `kfk storage format` is compared with: 4.0's, whose files
+#: (bootstrap.checkpoint) and lines kfk's format writes. Kafka 4.4's format puts the bootstrap records in __cluster_metadata-0's first
+#: checkpoint, prints them, and formats its own newer metadata.version levels; Kafka 4.4 still boots from kfk's
+#: files (test_apache_kafka_starts_on_storage_kfk_formatted).
+FORMAT_RELEASE = PREVIOUS_APACHE_KAFKA_VERSION
 DIRECTORY_ID = "Q7-7vSpQRUSspz-EfM29kg"
 
 
@@ -51,7 +56,8 @@ def test_format_writes_the_files_kafkas_format_writes(tmp_path: Path) -> None:
     for who in ("kafka", "kfk"):
         config = _server_properties(tmp_path / who)
         if who == "kafka":
-            result = run_kafka_tool("storage", ["format", "-c", str(config), *flags])
+            result = run_kafka_tool("storage", ["format", "-c", str(config), *flags],
+                                    version=FORMAT_RELEASE)
         else:
             result = kfk("storage", "format", "-c", str(config), *flags)
         assert result.returncode == 0, result.stdout + result.stderr
@@ -122,7 +128,8 @@ def test_format_takes_the_metadata_versions_kfk_serves_and_refuses_the_others_in
                           "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
                           f"controller.quorum.voters=1@127.0.0.1:9093\nlog.dirs={tmp_path / who / 'meta'}\n")
         args = ["format", "-c", str(config), "-t", CLUSTER_ID, *flags]
-        results[who] = run_kafka_tool("storage", args) if who == "kafka" else kfk("storage", *args)
+        results[who] = (run_kafka_tool("storage", args, version=FORMAT_RELEASE) if who == "kafka"
+                        else kfk("storage", *args))
     kafka, formatted = results["kafka"], (tmp_path / "kfk" / "meta" / "bootstrap.checkpoint").exists()
     if re.fullmatch(r"\d\.\d-IV\d", kafka_outcome):  # a level: Kafka formats at it
         assert kafka.returncode == 0 and f"with metadata.version {kafka_outcome}." in kafka.stdout, kafka.stderr
@@ -158,8 +165,8 @@ def test_apache_kafka_starts_on_storage_kfk_formatted(tmp_path: Path) -> None:
     assert f"ClusterId:              {CLUSTER_ID}" in status.stdout
     assert f'"directoryId": "{directory_id}"' in status.stdout
     assert f'"endpoints": ["CONTROLLER://127.0.0.1:{node.controller_port}"]' in status.stdout
-    assert re.search(r"Feature: metadata.version\t.*FinalizedVersionLevel: 3.3-IV3", features.stdout), features.stdout
-    assert re.search(r"Feature: kraft.version\t.*FinalizedVersionLevel: 1", features.stdout), features.stdout
+    assert re.search(r"Feature: metadata.version\s.*FinalizedVersionLevel: 3.3-IV3", features.stdout), features.stdout
+    assert re.search(r"Feature: kraft.version\s.*FinalizedVersionLevel: 1", features.stdout), features.stdout
 
 
 def test_kfk_reads_apache_kafkas_snapshots(apache_kafka_written_log_dir: WrittenLogDir) -> None:

@@ -1,4 +1,4 @@
-"""Apache Kafka's own tools and Java clients (4.0.2) against a kfk SASL_PLAINTEXT broker: kafka-configs.sh sets
+"""Apache Kafka's own tools and Java clients (4.4.0) against a kfk SASL_PLAINTEXT broker: kafka-configs.sh sets
 SCRAM credentials (the Java admin salts the password: kfk's AlterUserScramCredentials must derive the same
 keys the Java SCRAM client then proves), kafka-topics.sh and the console producer and consumer log in with PLAIN and
 SCRAM-SHA-512 through `--command-config` JAAS settings, and a wrong password fails with Kafka's message."""
@@ -50,8 +50,8 @@ def test_kafka_tools_over_sasl(sasl_server: BrokerProcess, tmp_path: Path) -> No
     kafka_tool("topics", [*server, "--command-config", scram, "--create", "--topic", topic, "--partitions", "1"])
     listed = kafka_tool("topics", [*server, "--command-config", scram, "--list"])
     assert topic in listed.stdout.split()
-    kafka_tool("console-producer", [*server, "--producer.config", admin, "--topic", topic], input="one\ntwo\n")
-    consumed = kafka_tool("console-consumer", [*server, "--consumer.config", scram, "--topic", topic,
+    kafka_tool("console-producer", [*server, "--command-config", admin, "--topic", topic], input="one\ntwo\n")
+    consumed = kafka_tool("console-consumer", [*server, "--command-config", scram, "--topic", topic,
                                                "--from-beginning", "--max-messages", "2", "--timeout-ms", "30000"])
     assert consumed.stdout.split() == ["one", "two"]
     wrong = client_properties(tmp_path / "wrong.properties", "SCRAM-SHA-512", "java-user", "nope")

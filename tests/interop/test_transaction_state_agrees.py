@@ -1,14 +1,15 @@
-"""kfk's transaction coordinator writes the __transaction_state records Apache Kafka 4.0.2 writes, byte for byte.
+"""kfk's transaction coordinator writes the __transaction_state records Apache Kafka 4.4.0 writes, byte for byte.
 
 Both brokers serve the same transactional workload: a transactional producer's InitProducerId, then a committed,
 an aborted and a committed transaction. Each record's key and value are compared as bytes once what legitimately
 differs between two runs is zeroed: the producer id (each broker hands out its own) and the timestamps
 (txnLastUpdateTimestamp, txnStartTimestamp). Everything else must be the same bytes: the value version, the
-epochs, the states, the partition lists, and which tagged fields are written (Kafka 4.0.2 writes neither
-PreviousProducerId nor NextProducerId, and ClientTransactionVersion only when it is not 0).
+epochs, the states, the partition lists, and which tagged fields are written (Kafka 4.4.0 writes PreviousProducerId
+always, the id each transition started from; NextProducerId only during a rotation; ClientTransactionVersion only
+when it is not 0).
 
 Two clients: librdkafka (confluent-kafka, the files-both-ways workload of tests/interop/conftest.py), whose
-EndTxn leaves the epoch alone (transaction version 0), and Kafka's own Java producer 4.0, which uses transaction
+EndTxn leaves the epoch alone (transaction version 0), and Kafka's own Java producer 4.4, which uses transaction
 version 2 (KIP-890: the epoch bumped at every commit or abort, the client's version written in every record).
 """
 
@@ -102,8 +103,8 @@ def test_transaction_state_values_are_kafkas_bytes(kfk_written_log_dir: WrittenL
                                                    apache_kafka_written_log_dir: WrittenLogDir) -> None:
     kafka = transaction_state_records(apache_kafka_written_log_dir.path, TRANSACTIONAL_ID)
     assert [value.state.state_name for value in decoded(kafka)] == STATES
-    # No partition list and no tagged field (the client's transaction version is 0): 35 bytes.
-    assert {len(value) for (_, value), state in zip(kafka, STATES) if state.startswith(("Empty", "Complete"))} == {35}
+    # No partition list, one tagged field (PreviousProducerId; the client's transaction version is 0): 45 bytes.
+    assert {len(value) for (_, value), state in zip(kafka, STATES) if state.startswith(("Empty", "Complete"))} == {45}
     assert_same_bytes(kafka, transaction_state_records(kfk_written_log_dir.path, TRANSACTIONAL_ID))
 
 

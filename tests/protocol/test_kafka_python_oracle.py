@@ -78,6 +78,8 @@ def kfk_field(kp_field, struct: Struct) -> Field | None:
             return f
     if kp_field._name == "authorized_operations":  # kafka-python's json_patch rename
         return next(f for f in struct.fields if f.attribute.endswith("authorized_operations"))
+    if kp_field._name == "GenerationId":  # TxnOffsetCommit's, GenerationIdOrMemberEpoch since Kafka 4.1
+        return next((f for f in struct.fields if f.attribute == "generation_id_or_member_epoch"), None)
     return None
 
 

@@ -22,8 +22,8 @@ def field(struct: Struct, name: str):
 
 def test_merged_schemas_span_the_old_lowest_and_the_new_highest_versions() -> None:
     specs = {spec.name: spec for spec in load_specs(MESSAGES, KIP896)}
-    assert specs["ProduceRequest"].valid_versions == Versions(0, 12)
-    assert specs["FetchRequest"].valid_versions == Versions(0, 17)
+    assert specs["ProduceRequest"].valid_versions == Versions(0, 13)
+    assert specs["FetchRequest"].valid_versions == Versions(0, 18)
     assert specs["ControlledShutdownRequest"].valid_versions == Versions(0, 3)  # gone from 4.0, kept whole
     assert "LeaderAndIsrRequest" not in specs  # no version left in 4.0 and not served: nothing generated
     assert field(specs["ProduceRequest"].struct, "TransactionalId").versions == Versions(3, MAX_VERSION)
@@ -36,7 +36,7 @@ def test_merged_schemas_span_the_old_lowest_and_the_new_highest_versions() -> No
 
 def test_the_generated_codec_encodes_removed_and_new_versions() -> None:
     produce = request_class(ApiKey.PRODUCE)
-    assert (produce.LOWEST_VERSION, produce.HIGHEST_VERSION) == (0, 12)
+    assert (produce.LOWEST_VERSION, produce.HIGHEST_VERSION) == (0, 13)
     Topic, Partition = OffsetCommitRequest.OffsetCommitRequestTopic, OffsetCommitRequest.OffsetCommitRequestPartition
     request = OffsetCommitRequest(group_id="g", topics=[Topic(name="t", partitions=[
         Partition(partition_index=0, committed_offset=5, commit_timestamp=1234)])])

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from kfk.errors import ErrorCode
-from kfk.protocol.apis import SUPPORTED_VERSIONS, VersionRange
+from kfk.protocol.apis import SCHEMA_VERSIONS, VersionRange
 from kfk.protocol.headers import RequestHeader, decode_response, encode_request
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.api_versions import ApiVersionsRequest
@@ -47,7 +47,7 @@ def test_every_row_of_the_table_is_within_the_generated_schema() -> None:
 def test_the_table_advertises_one_release_s_highest_versions() -> None:
     # Clients (kafka-python) infer the broker's release from the highest versions: they are the vendored release's.
     assert {key: versions.highest for key, versions in SERVED_VERSIONS.items()} == {
-        key: SUPPORTED_VERSIONS[key].highest for key in SERVED_VERSIONS}
+        key: SCHEMA_VERSIONS[key].highest for key in SERVED_VERSIONS}
 
 
 def test_an_api_without_a_row_cannot_be_registered() -> None:

@@ -567,7 +567,7 @@ class TransactionManager:
                 committed_leader_epoch=offset.leader_epoch, committed_metadata=offset.metadata))
         request = TxnOffsetCommitRequest(
             transactional_id=self.transactional_id, group_id=group_metadata.group_id, producer_id=self.producer_id,
-            producer_epoch=self.producer_epoch, generation_id=group_metadata.generation_id,
+            producer_epoch=self.producer_epoch, generation_id_or_member_epoch=group_metadata.generation_id,
             member_id=group_metadata.member_id, group_instance_id=group_metadata.group_instance_id,
             topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=name, partitions=partitions)
                     for name, partitions in by_topic.items()])

@@ -1,9 +1,10 @@
 """__consumer_offsets records as Kafka writes them (GroupCoordinatorRecordSerde / GroupCoordinatorRecordHelpers).
 
 Every record of the topic has a key and a value, each opening with a big-endian int16:
-- key: the record type, then the key schema's fields. 0 and 1 are OffsetCommitKey (Kafka writes 1), 2 is
-  GroupMetadataKey; 3 to 8 are the consumer protocol's (KIP-848: kfk.coordinator.group.consumer_group_records);
-  the others (share groups, streams groups, regular expressions) are skipped on load;
+- key: the record type (the schemas' apiKey), then the key schema's fields at version 0. 0 and 1 are offset commits
+  (Kafka writes 1; 0 is LegacyOffsetCommitKey, the same layout), 2 is GroupMetadataKey; 3 to 8 are the consumer
+  protocol's (KIP-848: kfk.coordinator.group.consumer_group_records); the others (share groups, streams groups,
+  regular expressions) are skipped on load;
 - value: the value schema's version, then its fields at that version. A null value is a tombstone (the key's offset
   or group is deleted, and compaction eventually drops both records).
 
@@ -33,10 +34,11 @@ from kfk.protocol.group_records.offset_commit_key import OffsetCommitKey
 from kfk.protocol.group_records.offset_commit_value import OffsetCommitValue
 from kfk.protocol.message import Buffer
 
-#: Key record types (the int16 prefix of a key).
+#: Key record types (the int16 prefix of a key); every key schema has the one version 0.
 OFFSET_COMMIT_KEY_TYPE = 1
 GROUP_METADATA_KEY_TYPE = 2
 _OFFSET_COMMIT_KEY_TYPES = (0, 1)
+_KEY_VERSION = 0
 
 #: Value versions Kafka writes.
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -64,7 +66,7 @@ class CommittedOffset:
 
 def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
     key = OffsetCommitKey(group=group_id, topic=topic, partition=partition)
-    return _INT16.pack(OFFSET_COMMIT_KEY_TYPE) + key.encode(OFFSET_COMMIT_KEY_TYPE)
+    return _INT16.pack(OFFSET_COMMIT_KEY_TYPE) + key.encode(_KEY_VERSION)
 
 
 def offset_commit_value(offset: CommittedOffset) -> bytes:
@@ -83,7 +85,7 @@ def offset_commit_value(offset: CommittedOffset) -> bytes:
 
 
 def group_metadata_key(group_id: str) -> bytes:
-    return _INT16.pack(GROUP_METADATA_KEY_TYPE) + GroupMetadataKey(group=group_id).encode(GROUP_METADATA_KEY_TYPE)
+    return _INT16.pack(GROUP_METADATA_KEY_TYPE) + GroupMetadataKey(group=group_id).encode(_KEY_VERSION)
 
 
 def group_metadata_value(value: GroupMetadataValue) -> bytes:
@@ -123,7 +125,7 @@ def deserialize_record(key: Buffer | None, value: Buffer | None
     record_type = _read_version(key, "key")
     try:
         if record_type in _OFFSET_COMMIT_KEY_TYPES:
-            commit_key = OffsetCommitKey.decode(key, record_type, 2)
+            commit_key = OffsetCommitKey.decode(key, _KEY_VERSION, 2)
             offset = None
             if value is not None:
                 version = _read_version(value, "value")
@@ -134,7 +136,7 @@ def deserialize_record(key: Buffer | None, value: Buffer | None
                                            decoded.commit_timestamp, decoded.expire_timestamp)
             return OffsetCommitRecord(commit_key.group, commit_key.topic, commit_key.partition, offset)
         if record_type == GROUP_METADATA_KEY_TYPE:
-            group_key = GroupMetadataKey.decode(key, record_type, 2)
+            group_key = GroupMetadataKey.decode(key, _KEY_VERSION, 2)
             metadata = None
             if value is not None:
                 version = _read_version(value, "value")

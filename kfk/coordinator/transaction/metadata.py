@@ -173,7 +173,9 @@ class TransactionMetadata:
         next_id = self.producer_id if producer_id is None else producer_id
         transit = TxnTransitMetadata(
             producer_id=next_id,
-            previous_producer_id=self.producer_id if next_id != self.producer_id else NO_PRODUCER_ID,
+            # Kafka 4.4 (TransactionMetadata.prepareTransitionTo) keeps the id the transition starts from, whether
+            # or not it changes: its records carry PreviousProducerId always (4.0 wrote it only on a rotation).
+            previous_producer_id=self.producer_id,
             next_producer_id=next_producer_id,
             producer_epoch=self.producer_epoch if producer_epoch is None else producer_epoch,
             last_producer_epoch=self.last_producer_epoch if last_producer_epoch is None else last_producer_epoch,

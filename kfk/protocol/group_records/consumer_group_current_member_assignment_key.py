@@ -28,9 +28,9 @@ class ConsumerGroupCurrentMemberAssignmentKey(_Message):
 
     __slots__ = ('group_id', 'member_id')
     NAME = 'ConsumerGroupCurrentMemberAssignmentKey'
-    API_KEY = None
-    LOWEST_VERSION = 8
-    HIGHEST_VERSION = 8
+    API_KEY = 8
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -48,7 +48,7 @@ class ConsumerGroupCurrentMemberAssignmentKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ConsumerGroupCurrentMemberAssignmentKey_v8(m, out):
+def _enc_ConsumerGroupCurrentMemberAssignmentKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -58,7 +58,7 @@ def _enc_ConsumerGroupCurrentMemberAssignmentKey_v8(m, out):
     append(s2)
 
 
-def _dec_ConsumerGroupCurrentMemberAssignmentKey_v8(buf, pos):
+def _dec_ConsumerGroupCurrentMemberAssignmentKey_v0(buf, pos):
     m = _new(ConsumerGroupCurrentMemberAssignmentKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -84,5 +84,5 @@ def _dec_ConsumerGroupCurrentMemberAssignmentKey_v8(buf, pos):
     return m, pos
 
 
-ConsumerGroupCurrentMemberAssignmentKey._encoders = (None, None, None, None, None, None, None, None, _enc_ConsumerGroupCurrentMemberAssignmentKey_v8,)
-ConsumerGroupCurrentMemberAssignmentKey._decoders = (None, None, None, None, None, None, None, None, _dec_ConsumerGroupCurrentMemberAssignmentKey_v8,)
+ConsumerGroupCurrentMemberAssignmentKey._encoders = (_enc_ConsumerGroupCurrentMemberAssignmentKey_v0,)
+ConsumerGroupCurrentMemberAssignmentKey._decoders = (_dec_ConsumerGroupCurrentMemberAssignmentKey_v0,)

@@ -28,7 +28,7 @@ class ConsumerGroupCurrentMemberAssignmentValue(_Message):
 
     __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation')
     NAME = 'ConsumerGroupCurrentMemberAssignmentValue'
-    API_KEY = None
+    API_KEY = 8
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0
@@ -51,16 +51,18 @@ class ConsumerGroupCurrentMemberAssignmentValue(_Message):
     class TopicPartitions(_Struct):
         """Kafka's ConsumerGroupCurrentMemberAssignmentValue TopicPartitions entry."""
 
-        __slots__ = ('topic_id', 'partitions')
+        __slots__ = ('topic_id', 'partitions', 'assignment_epochs')
 
         def __init__(
             self,
             *,
             topic_id: uuid.UUID = _ZERO_UUID,
             partitions: list[int] = _MISSING,
+            assignment_epochs: list[int] | None = _MISSING,
         ) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _MISSING else partitions
+            self.assignment_epochs = [] if assignment_epochs is _MISSING else assignment_epochs
 
 
 _C_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions = ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions
@@ -76,7 +78,22 @@ def _enc_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(m, out):
     n1 = len(m.partitions) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     append(_pack('>%di' % len(m.partitions), *m.partitions))
-    append(b'\x00')
+    tagged = []
+    if not not m.assignment_epochs:
+        t = []
+        x2 = m.assignment_epochs
+        if x2 is None:
+            t.append(b'\x00')
+        else:
+            n3 = len(x2) + 1
+            t.append(_UV[n3] if n3 < 128 else _uvarint(n3))
+            t.append(_pack('>%di' % len(x2), *x2))
+        tagged.append((0, b''.join(t)))
+    append(_UV[len(tagged)])
+    for tag, data in tagged:
+        append(_uvarint(tag))
+        append(_uvarint(len(data)))
+        append(data)
 
 
 def _dec_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf, pos):
@@ -98,10 +115,31 @@ def _dec_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf, pos):
             raise _ProtocolError('TopicPartitions.partitions: array longer than the buffer')
         m.partitions = list(_unpack_from('>%di' % n2, buf, pos))
         pos += n2 * 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
+    m.assignment_epochs = []
+    ntags, pos = _read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        tag_end = pos + size
+        if tag_end > blen:
+            raise _ProtocolError('tagged field runs past the end of the buffer')
+        if tag == 0:
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            else:
+                n3, pos = _read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 < 0:
+                if n3 != -1:
+                    raise _ProtocolError('TopicPartitions.assignment_epochs: negative length')
+                m.assignment_epochs = None
+            else:
+                if n3 * 4 > blen - pos:
+                    raise _ProtocolError('TopicPartitions.assignment_epochs: array longer than the buffer')
+                m.assignment_epochs = list(_unpack_from('>%di' % n3, buf, pos))
+                pos += n3 * 4
+        pos = tag_end
     return m, pos
 
 

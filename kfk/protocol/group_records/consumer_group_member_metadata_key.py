@@ -28,9 +28,9 @@ class ConsumerGroupMemberMetadataKey(_Message):
 
     __slots__ = ('group_id', 'member_id')
     NAME = 'ConsumerGroupMemberMetadataKey'
-    API_KEY = None
-    LOWEST_VERSION = 5
-    HIGHEST_VERSION = 5
+    API_KEY = 5
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -48,7 +48,7 @@ class ConsumerGroupMemberMetadataKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ConsumerGroupMemberMetadataKey_v5(m, out):
+def _enc_ConsumerGroupMemberMetadataKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -58,7 +58,7 @@ def _enc_ConsumerGroupMemberMetadataKey_v5(m, out):
     append(s2)
 
 
-def _dec_ConsumerGroupMemberMetadataKey_v5(buf, pos):
+def _dec_ConsumerGroupMemberMetadataKey_v0(buf, pos):
     m = _new(ConsumerGroupMemberMetadataKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -84,5 +84,5 @@ def _dec_ConsumerGroupMemberMetadataKey_v5(buf, pos):
     return m, pos
 
 
-ConsumerGroupMemberMetadataKey._encoders = (None, None, None, None, None, _enc_ConsumerGroupMemberMetadataKey_v5,)
-ConsumerGroupMemberMetadataKey._decoders = (None, None, None, None, None, _dec_ConsumerGroupMemberMetadataKey_v5,)
+ConsumerGroupMemberMetadataKey._encoders = (_enc_ConsumerGroupMemberMetadataKey_v0,)
+ConsumerGroupMemberMetadataKey._decoders = (_dec_ConsumerGroupMemberMetadataKey_v0,)

@@ -28,7 +28,7 @@ class ConsumerGroupMemberMetadataValue(_Message):
 
     __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata')
     NAME = 'ConsumerGroupMemberMetadataValue'
-    API_KEY = None
+    API_KEY = 5
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0

@@ -28,9 +28,9 @@ class ConsumerGroupMetadataKey(_Message):
 
     __slots__ = ('group_id',)
     NAME = 'ConsumerGroupMetadataKey'
-    API_KEY = None
-    LOWEST_VERSION = 3
-    HIGHEST_VERSION = 3
+    API_KEY = 3
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -46,14 +46,14 @@ class ConsumerGroupMetadataKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ConsumerGroupMetadataKey_v3(m, out):
+def _enc_ConsumerGroupMetadataKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
     append(s1)
 
 
-def _dec_ConsumerGroupMetadataKey_v3(buf, pos):
+def _dec_ConsumerGroupMetadataKey_v0(buf, pos):
     m = _new(ConsumerGroupMetadataKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -69,5 +69,5 @@ def _dec_ConsumerGroupMetadataKey_v3(buf, pos):
     return m, pos
 
 
-ConsumerGroupMetadataKey._encoders = (None, None, None, _enc_ConsumerGroupMetadataKey_v3,)
-ConsumerGroupMetadataKey._decoders = (None, None, None, _dec_ConsumerGroupMetadataKey_v3,)
+ConsumerGroupMetadataKey._encoders = (_enc_ConsumerGroupMetadataKey_v0,)
+ConsumerGroupMetadataKey._decoders = (_dec_ConsumerGroupMetadataKey_v0,)

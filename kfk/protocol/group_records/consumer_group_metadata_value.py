@@ -26,9 +26,9 @@ _MISSING = object()
 class ConsumerGroupMetadataValue(_Message):
     """Kafka's ConsumerGroupMetadataValue."""
 
-    __slots__ = ('epoch',)
+    __slots__ = ('epoch', 'metadata_hash')
     NAME = 'ConsumerGroupMetadataValue'
-    API_KEY = None
+    API_KEY = 3
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0
@@ -37,19 +37,31 @@ class ConsumerGroupMetadataValue(_Message):
         self,
         *,
         epoch: int = 0,
+        metadata_hash: int = 0,
     ) -> None:
         self.epoch = epoch
+        self.metadata_hash = metadata_hash
 
 
 
 
 _S_i = _struct.Struct('>i')
+_S_q = _struct.Struct('>q')
 
 
 def _enc_ConsumerGroupMetadataValue_v0(m, out):
     append = out.append
     append(_S_i.pack(m.epoch))
-    append(b'\x00')
+    tagged = []
+    if not m.metadata_hash == 0:
+        t = []
+        t.append(_S_q.pack(m.metadata_hash))
+        tagged.append((0, b''.join(t)))
+    append(_UV[len(tagged)])
+    for tag, data in tagged:
+        append(_uvarint(tag))
+        append(_uvarint(len(data)))
+        append(data)
 
 
 def _dec_ConsumerGroupMetadataValue_v0(buf, pos):
@@ -57,10 +69,18 @@ def _dec_ConsumerGroupMetadataValue_v0(buf, pos):
     blen = len(buf)
     m.epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
+    m.metadata_hash = 0
+    ntags, pos = _read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        tag_end = pos + size
+        if tag_end > blen:
+            raise _ProtocolError('tagged field runs past the end of the buffer')
+        if tag == 0:
+            m.metadata_hash = _S_q.unpack_from(buf, pos)[0]
+            pos += 8
+        pos = tag_end
     return m, pos
 
 

@@ -28,9 +28,9 @@ class ConsumerGroupPartitionMetadataKey(_Message):
 
     __slots__ = ('group_id',)
     NAME = 'ConsumerGroupPartitionMetadataKey'
-    API_KEY = None
-    LOWEST_VERSION = 4
-    HIGHEST_VERSION = 4
+    API_KEY = 4
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -46,14 +46,14 @@ class ConsumerGroupPartitionMetadataKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ConsumerGroupPartitionMetadataKey_v4(m, out):
+def _enc_ConsumerGroupPartitionMetadataKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
     append(s1)
 
 
-def _dec_ConsumerGroupPartitionMetadataKey_v4(buf, pos):
+def _dec_ConsumerGroupPartitionMetadataKey_v0(buf, pos):
     m = _new(ConsumerGroupPartitionMetadataKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -69,5 +69,5 @@ def _dec_ConsumerGroupPartitionMetadataKey_v4(buf, pos):
     return m, pos
 
 
-ConsumerGroupPartitionMetadataKey._encoders = (None, None, None, None, _enc_ConsumerGroupPartitionMetadataKey_v4,)
-ConsumerGroupPartitionMetadataKey._decoders = (None, None, None, None, _dec_ConsumerGroupPartitionMetadataKey_v4,)
+ConsumerGroupPartitionMetadataKey._encoders = (_enc_ConsumerGroupPartitionMetadataKey_v0,)
+ConsumerGroupPartitionMetadataKey._decoders = (_dec_ConsumerGroupPartitionMetadataKey_v0,)

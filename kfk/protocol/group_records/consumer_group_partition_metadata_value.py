@@ -28,7 +28,7 @@ class ConsumerGroupPartitionMetadataValue(_Message):
 
     __slots__ = ('topics',)
     NAME = 'ConsumerGroupPartitionMetadataValue'
-    API_KEY = None
+    API_KEY = 4
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0

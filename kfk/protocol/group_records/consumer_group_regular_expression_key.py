@@ -28,9 +28,9 @@ class ConsumerGroupRegularExpressionKey(_Message):
 
     __slots__ = ('group_id', 'regular_expression')
     NAME = 'ConsumerGroupRegularExpressionKey'
-    API_KEY = None
-    LOWEST_VERSION = 16
-    HIGHEST_VERSION = 16
+    API_KEY = 16
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -48,7 +48,7 @@ class ConsumerGroupRegularExpressionKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ConsumerGroupRegularExpressionKey_v16(m, out):
+def _enc_ConsumerGroupRegularExpressionKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -58,7 +58,7 @@ def _enc_ConsumerGroupRegularExpressionKey_v16(m, out):
     append(s2)
 
 
-def _dec_ConsumerGroupRegularExpressionKey_v16(buf, pos):
+def _dec_ConsumerGroupRegularExpressionKey_v0(buf, pos):
     m = _new(ConsumerGroupRegularExpressionKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -84,5 +84,5 @@ def _dec_ConsumerGroupRegularExpressionKey_v16(buf, pos):
     return m, pos
 
 
-ConsumerGroupRegularExpressionKey._encoders = (None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, _enc_ConsumerGroupRegularExpressionKey_v16,)
-ConsumerGroupRegularExpressionKey._decoders = (None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, _dec_ConsumerGroupRegularExpressionKey_v16,)
+ConsumerGroupRegularExpressionKey._encoders = (_enc_ConsumerGroupRegularExpressionKey_v0,)
+ConsumerGroupRegularExpressionKey._decoders = (_dec_ConsumerGroupRegularExpressionKey_v0,)

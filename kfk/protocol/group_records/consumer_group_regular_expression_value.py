@@ -28,7 +28,7 @@ class ConsumerGroupRegularExpressionValue(_Message):
 
     __slots__ = ('topics', 'version', 'timestamp')
     NAME = 'ConsumerGroupRegularExpressionValue'
-    API_KEY = None
+    API_KEY = 16
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0

@@ -28,9 +28,9 @@ class ConsumerGroupTargetAssignmentMemberKey(_Message):
 
     __slots__ = ('group_id', 'member_id')
     NAME = 'ConsumerGroupTargetAssignmentMemberKey'
-    API_KEY = None
-    LOWEST_VERSION = 7
-    HIGHEST_VERSION = 7
+    API_KEY = 7
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -48,7 +48,7 @@ class ConsumerGroupTargetAssignmentMemberKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ConsumerGroupTargetAssignmentMemberKey_v7(m, out):
+def _enc_ConsumerGroupTargetAssignmentMemberKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -58,7 +58,7 @@ def _enc_ConsumerGroupTargetAssignmentMemberKey_v7(m, out):
     append(s2)
 
 
-def _dec_ConsumerGroupTargetAssignmentMemberKey_v7(buf, pos):
+def _dec_ConsumerGroupTargetAssignmentMemberKey_v0(buf, pos):
     m = _new(ConsumerGroupTargetAssignmentMemberKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -84,5 +84,5 @@ def _dec_ConsumerGroupTargetAssignmentMemberKey_v7(buf, pos):
     return m, pos
 
 
-ConsumerGroupTargetAssignmentMemberKey._encoders = (None, None, None, None, None, None, None, _enc_ConsumerGroupTargetAssignmentMemberKey_v7,)
-ConsumerGroupTargetAssignmentMemberKey._decoders = (None, None, None, None, None, None, None, _dec_ConsumerGroupTargetAssignmentMemberKey_v7,)
+ConsumerGroupTargetAssignmentMemberKey._encoders = (_enc_ConsumerGroupTargetAssignmentMemberKey_v0,)
+ConsumerGroupTargetAssignmentMemberKey._decoders = (_dec_ConsumerGroupTargetAssignmentMemberKey_v0,)

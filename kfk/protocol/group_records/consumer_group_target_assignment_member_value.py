@@ -28,7 +28,7 @@ class ConsumerGroupTargetAssignmentMemberValue(_Message):
 
     __slots__ = ('topic_partitions',)
     NAME = 'ConsumerGroupTargetAssignmentMemberValue'
-    API_KEY = None
+    API_KEY = 7
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0

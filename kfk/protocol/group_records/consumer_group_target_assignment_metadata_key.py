@@ -28,9 +28,9 @@ class ConsumerGroupTargetAssignmentMetadataKey(_Message):
 
     __slots__ = ('group_id',)
     NAME = 'ConsumerGroupTargetAssignmentMetadataKey'
-    API_KEY = None
-    LOWEST_VERSION = 6
-    HIGHEST_VERSION = 6
+    API_KEY = 6
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -46,14 +46,14 @@ class ConsumerGroupTargetAssignmentMetadataKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ConsumerGroupTargetAssignmentMetadataKey_v6(m, out):
+def _enc_ConsumerGroupTargetAssignmentMetadataKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
     append(s1)
 
 
-def _dec_ConsumerGroupTargetAssignmentMetadataKey_v6(buf, pos):
+def _dec_ConsumerGroupTargetAssignmentMetadataKey_v0(buf, pos):
     m = _new(ConsumerGroupTargetAssignmentMetadataKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -69,5 +69,5 @@ def _dec_ConsumerGroupTargetAssignmentMetadataKey_v6(buf, pos):
     return m, pos
 
 
-ConsumerGroupTargetAssignmentMetadataKey._encoders = (None, None, None, None, None, None, _enc_ConsumerGroupTargetAssignmentMetadataKey_v6,)
-ConsumerGroupTargetAssignmentMetadataKey._decoders = (None, None, None, None, None, None, _dec_ConsumerGroupTargetAssignmentMetadataKey_v6,)
+ConsumerGroupTargetAssignmentMetadataKey._encoders = (_enc_ConsumerGroupTargetAssignmentMetadataKey_v0,)
+ConsumerGroupTargetAssignmentMetadataKey._decoders = (_dec_ConsumerGroupTargetAssignmentMetadataKey_v0,)

@@ -28,9 +28,9 @@ class GroupMetadataKey(_Message):
 
     __slots__ = ('group',)
     NAME = 'GroupMetadataKey'
-    API_KEY = None
-    LOWEST_VERSION = 2
-    HIGHEST_VERSION = 2
+    API_KEY = 2
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -46,14 +46,14 @@ class GroupMetadataKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_GroupMetadataKey_v2(m, out):
+def _enc_GroupMetadataKey_v0(m, out):
     append = out.append
     s1 = m.group.encode('utf-8')
     append(_S_h.pack(len(s1)))
     append(s1)
 
 
-def _dec_GroupMetadataKey_v2(buf, pos):
+def _dec_GroupMetadataKey_v0(buf, pos):
     m = _new(GroupMetadataKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -69,5 +69,5 @@ def _dec_GroupMetadataKey_v2(buf, pos):
     return m, pos
 
 
-GroupMetadataKey._encoders = (None, None, _enc_GroupMetadataKey_v2,)
-GroupMetadataKey._decoders = (None, None, _dec_GroupMetadataKey_v2,)
+GroupMetadataKey._encoders = (_enc_GroupMetadataKey_v0,)
+GroupMetadataKey._decoders = (_dec_GroupMetadataKey_v0,)

@@ -28,7 +28,7 @@ class GroupMetadataValue(_Message):
 
     __slots__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members')
     NAME = 'GroupMetadataValue'
-    API_KEY = None
+    API_KEY = 2
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 4
     FIRST_FLEXIBLE_VERSION = 4

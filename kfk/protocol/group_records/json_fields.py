@@ -7,14 +7,14 @@ versions that carry it, and at its tagged versions only when its value is not it
 
 JSON_FIELDS: dict[str, dict[str, tuple[tuple[str, int, int, int, int], ...]]] = {
     'ConsumerGroupCurrentMemberAssignmentKey': {
-        'ConsumerGroupCurrentMemberAssignmentKey': (('group_id', 8, 8, 1, 0), ('member_id', 8, 8, 1, 0)),
+        'ConsumerGroupCurrentMemberAssignmentKey': (('group_id', 0, 0, 1, 0), ('member_id', 0, 0, 1, 0)),
     },
     'ConsumerGroupCurrentMemberAssignmentValue': {
         'ConsumerGroupCurrentMemberAssignmentValue': (('member_epoch', 0, 32767, 1, 0), ('previous_member_epoch', 0, 32767, 1, 0), ('state', 0, 32767, 1, 0), ('assigned_partitions', 0, 32767, 1, 0), ('partitions_pending_revocation', 0, 32767, 1, 0)),
-        'TopicPartitions': (('topic_id', 0, 32767, 1, 0), ('partitions', 0, 32767, 1, 0)),
+        'TopicPartitions': (('topic_id', 0, 32767, 1, 0), ('partitions', 0, 32767, 1, 0), ('assignment_epochs', 0, 32767, 0, 32767)),
     },
     'ConsumerGroupMemberMetadataKey': {
-        'ConsumerGroupMemberMetadataKey': (('group_id', 5, 5, 1, 0), ('member_id', 5, 5, 1, 0)),
+        'ConsumerGroupMemberMetadataKey': (('group_id', 0, 0, 1, 0), ('member_id', 0, 0, 1, 0)),
     },
     'ConsumerGroupMemberMetadataValue': {
         'ConsumerGroupMemberMetadataValue': (('instance_id', 0, 32767, 1, 0), ('rack_id', 0, 32767, 1, 0), ('client_id', 0, 32767, 1, 0), ('client_host', 0, 32767, 1, 0), ('subscribed_topic_names', 0, 32767, 1, 0), ('subscribed_topic_regex', 0, 32767, 1, 0), ('rebalance_timeout_ms', 0, 32767, 1, 0), ('server_assignor', 0, 32767, 1, 0), ('classic_member_metadata', 0, 32767, 0, 32767)),
@@ -22,13 +22,13 @@ JSON_FIELDS: dict[str, dict[str, tuple[tuple[str, int, int, int, int], ...]]] = 
         'ClassicProtocol': (('name', 0, 32767, 1, 0), ('metadata', 0, 32767, 1, 0)),
     },
     'ConsumerGroupMetadataKey': {
-        'ConsumerGroupMetadataKey': (('group_id', 3, 3, 1, 0),),
+        'ConsumerGroupMetadataKey': (('group_id', 0, 0, 1, 0),),
     },
     'ConsumerGroupMetadataValue': {
-        'ConsumerGroupMetadataValue': (('epoch', 0, 32767, 1, 0),),
+        'ConsumerGroupMetadataValue': (('epoch', 0, 32767, 1, 0), ('metadata_hash', 0, 32767, 0, 32767)),
     },
     'ConsumerGroupPartitionMetadataKey': {
-        'ConsumerGroupPartitionMetadataKey': (('group_id', 4, 4, 1, 0),),
+        'ConsumerGroupPartitionMetadataKey': (('group_id', 0, 0, 1, 0),),
     },
     'ConsumerGroupPartitionMetadataValue': {
         'ConsumerGroupPartitionMetadataValue': (('topics', 0, 32767, 1, 0),),
@@ -36,83 +36,126 @@ JSON_FIELDS: dict[str, dict[str, tuple[tuple[str, int, int, int, int], ...]]] = 
         'PartitionMetadata': (('partition', 0, 32767, 1, 0), ('racks', 0, 32767, 1, 0)),
     },
     'ConsumerGroupRegularExpressionKey': {
-        'ConsumerGroupRegularExpressionKey': (('group_id', 16, 16, 1, 0), ('regular_expression', 16, 16, 1, 0)),
+        'ConsumerGroupRegularExpressionKey': (('group_id', 0, 0, 1, 0), ('regular_expression', 0, 0, 1, 0)),
     },
     'ConsumerGroupRegularExpressionValue': {
         'ConsumerGroupRegularExpressionValue': (('topics', 0, 32767, 1, 0), ('version', 0, 32767, 1, 0), ('timestamp', 0, 32767, 1, 0)),
     },
     'ConsumerGroupTargetAssignmentMemberKey': {
-        'ConsumerGroupTargetAssignmentMemberKey': (('group_id', 7, 7, 1, 0), ('member_id', 7, 7, 1, 0)),
+        'ConsumerGroupTargetAssignmentMemberKey': (('group_id', 0, 0, 1, 0), ('member_id', 0, 0, 1, 0)),
     },
     'ConsumerGroupTargetAssignmentMemberValue': {
         'ConsumerGroupTargetAssignmentMemberValue': (('topic_partitions', 0, 32767, 1, 0),),
         'TopicPartition': (('topic_id', 0, 32767, 1, 0), ('partitions', 0, 32767, 1, 0)),
     },
     'ConsumerGroupTargetAssignmentMetadataKey': {
-        'ConsumerGroupTargetAssignmentMetadataKey': (('group_id', 6, 6, 1, 0),),
+        'ConsumerGroupTargetAssignmentMetadataKey': (('group_id', 0, 0, 1, 0),),
     },
     'ConsumerGroupTargetAssignmentMetadataValue': {
-        'ConsumerGroupTargetAssignmentMetadataValue': (('assignment_epoch', 0, 32767, 1, 0),),
+        'ConsumerGroupTargetAssignmentMetadataValue': (('assignment_epoch', 0, 32767, 1, 0), ('assignment_timestamp', 0, 32767, 0, 32767)),
     },
     'GroupMetadataKey': {
-        'GroupMetadataKey': (('group', 2, 2, 1, 0),),
+        'GroupMetadataKey': (('group', 0, 0, 1, 0),),
     },
     'GroupMetadataValue': {
         'GroupMetadataValue': (('protocol_type', 0, 32767, 1, 0), ('generation', 0, 32767, 1, 0), ('protocol', 0, 32767, 1, 0), ('leader', 0, 32767, 1, 0), ('current_state_timestamp', 2, 32767, 1, 0), ('members', 0, 32767, 1, 0)),
         'MemberMetadata': (('member_id', 0, 32767, 1, 0), ('group_instance_id', 3, 32767, 1, 0), ('client_id', 0, 32767, 1, 0), ('client_host', 0, 32767, 1, 0), ('rebalance_timeout', 1, 32767, 1, 0), ('session_timeout', 0, 32767, 1, 0), ('subscription', 0, 32767, 1, 0), ('assignment', 0, 32767, 1, 0)),
     },
+    'LegacyOffsetCommitKey': {
+        'LegacyOffsetCommitKey': (('group', 0, 0, 1, 0), ('topic', 0, 0, 1, 0), ('partition', 0, 0, 1, 0)),
+    },
+    'LegacyOffsetCommitValue': {
+        'LegacyOffsetCommitValue': (('offset', 0, 0, 1, 0), ('metadata', 0, 0, 1, 0), ('commit_timestamp', 0, 0, 1, 0)),
+    },
     'OffsetCommitKey': {
-        'OffsetCommitKey': (('group', 0, 1, 1, 0), ('topic', 0, 1, 1, 0), ('partition', 0, 1, 1, 0)),
+        'OffsetCommitKey': (('group', 0, 0, 1, 0), ('topic', 0, 0, 1, 0), ('partition', 0, 0, 1, 0)),
     },
     'OffsetCommitValue': {
-        'OffsetCommitValue': (('offset', 0, 32767, 1, 0), ('leader_epoch', 3, 32767, 1, 0), ('metadata', 0, 32767, 1, 0), ('commit_timestamp', 0, 32767, 1, 0), ('expire_timestamp', 1, 1, 1, 0)),
+        'OffsetCommitValue': (('offset', 0, 32767, 1, 0), ('leader_epoch', 3, 32767, 1, 0), ('metadata', 0, 32767, 1, 0), ('commit_timestamp', 0, 32767, 1, 0), ('expire_timestamp', 1, 1, 1, 0), ('topic_id', 4, 32767, 4, 32767)),
     },
     'ShareGroupCurrentMemberAssignmentKey': {
-        'ShareGroupCurrentMemberAssignmentKey': (('group_id', 14, 14, 1, 0), ('member_id', 14, 14, 1, 0)),
+        'ShareGroupCurrentMemberAssignmentKey': (('group_id', 0, 0, 1, 0), ('member_id', 0, 0, 1, 0)),
     },
     'ShareGroupCurrentMemberAssignmentValue': {
         'ShareGroupCurrentMemberAssignmentValue': (('member_epoch', 0, 32767, 1, 0), ('previous_member_epoch', 0, 32767, 1, 0), ('state', 0, 32767, 1, 0), ('assigned_partitions', 0, 32767, 1, 0)),
         'TopicPartitions': (('topic_id', 0, 32767, 1, 0), ('partitions', 0, 32767, 1, 0)),
     },
     'ShareGroupMemberMetadataKey': {
-        'ShareGroupMemberMetadataKey': (('group_id', 10, 10, 1, 0), ('member_id', 10, 10, 1, 0)),
+        'ShareGroupMemberMetadataKey': (('group_id', 0, 0, 1, 0), ('member_id', 0, 0, 1, 0)),
     },
     'ShareGroupMemberMetadataValue': {
         'ShareGroupMemberMetadataValue': (('rack_id', 0, 32767, 1, 0), ('client_id', 0, 32767, 1, 0), ('client_host', 0, 32767, 1, 0), ('subscribed_topic_names', 0, 32767, 1, 0)),
     },
     'ShareGroupMetadataKey': {
-        'ShareGroupMetadataKey': (('group_id', 11, 11, 1, 0),),
+        'ShareGroupMetadataKey': (('group_id', 0, 0, 1, 0),),
     },
     'ShareGroupMetadataValue': {
-        'ShareGroupMetadataValue': (('epoch', 0, 32767, 1, 0),),
-    },
-    'ShareGroupPartitionMetadataKey': {
-        'ShareGroupPartitionMetadataKey': (('group_id', 9, 9, 1, 0),),
-    },
-    'ShareGroupPartitionMetadataValue': {
-        'ShareGroupPartitionMetadataValue': (('topics', 0, 32767, 1, 0),),
-        'TopicMetadata': (('topic_id', 0, 32767, 1, 0), ('topic_name', 0, 32767, 1, 0), ('num_partitions', 0, 32767, 1, 0), ('partition_metadata', 0, 32767, 1, 0)),
-        'PartitionMetadata': (('partition', 0, 32767, 1, 0), ('racks', 0, 32767, 1, 0)),
+        'ShareGroupMetadataValue': (('epoch', 0, 32767, 1, 0), ('metadata_hash', 0, 32767, 1, 0)),
     },
     'ShareGroupStatePartitionMetadataKey': {
-        'ShareGroupStatePartitionMetadataKey': (('group_id', 15, 15, 1, 0),),
+        'ShareGroupStatePartitionMetadataKey': (('group_id', 0, 0, 1, 0),),
     },
     'ShareGroupStatePartitionMetadataValue': {
-        'ShareGroupStatePartitionMetadataValue': (('initialized_topics', 0, 32767, 1, 0), ('deleting_topics', 0, 32767, 1, 0)),
+        'ShareGroupStatePartitionMetadataValue': (('initializing_topics', 0, 32767, 1, 0), ('initialized_topics', 0, 32767, 1, 0), ('deleting_topics', 0, 32767, 1, 0)),
         'TopicPartitionsInfo': (('topic_id', 0, 32767, 1, 0), ('topic_name', 0, 32767, 1, 0), ('partitions', 0, 32767, 1, 0)),
         'TopicInfo': (('topic_id', 0, 32767, 1, 0), ('topic_name', 0, 32767, 1, 0)),
     },
     'ShareGroupTargetAssignmentMemberKey': {
-        'ShareGroupTargetAssignmentMemberKey': (('group_id', 13, 13, 1, 0), ('member_id', 13, 13, 1, 0)),
+        'ShareGroupTargetAssignmentMemberKey': (('group_id', 0, 0, 1, 0), ('member_id', 0, 0, 1, 0)),
     },
     'ShareGroupTargetAssignmentMemberValue': {
         'ShareGroupTargetAssignmentMemberValue': (('topic_partitions', 0, 32767, 1, 0),),
         'TopicPartition': (('topic_id', 0, 32767, 1, 0), ('partitions', 0, 32767, 1, 0)),
     },
     'ShareGroupTargetAssignmentMetadataKey': {
-        'ShareGroupTargetAssignmentMetadataKey': (('group_id', 12, 12, 1, 0),),
+        'ShareGroupTargetAssignmentMetadataKey': (('group_id', 0, 0, 1, 0),),
     },
     'ShareGroupTargetAssignmentMetadataValue': {
-        'ShareGroupTargetAssignmentMetadataValue': (('assignment_epoch', 0, 32767, 1, 0),),
+        'ShareGroupTargetAssignmentMetadataValue': (('assignment_epoch', 0, 32767, 1, 0), ('assignment_timestamp', 0, 32767, 0, 32767)),
+    },
+    'StreamsGroupCurrentMemberAssignmentKey': {
+        'StreamsGroupCurrentMemberAssignmentKey': (('group_id', 0, 0, 1, 0), ('member_id', 0, 0, 1, 0)),
+    },
+    'StreamsGroupCurrentMemberAssignmentValue': {
+        'StreamsGroupCurrentMemberAssignmentValue': (('member_epoch', 0, 32767, 1, 0), ('previous_member_epoch', 0, 32767, 1, 0), ('state', 0, 32767, 1, 0), ('active_tasks', 0, 32767, 1, 0), ('standby_tasks', 0, 32767, 1, 0), ('warmup_tasks', 0, 32767, 1, 0), ('active_tasks_pending_revocation', 0, 32767, 1, 0), ('standby_tasks_pending_revocation', 0, 32767, 1, 0), ('warmup_tasks_pending_revocation', 0, 32767, 1, 0)),
+        'TaskIds': (('subtopology_id', 0, 32767, 1, 0), ('partitions', 0, 32767, 1, 0), ('assignment_epochs', 0, 32767, 0, 32767)),
+    },
+    'StreamsGroupMemberMetadataKey': {
+        'StreamsGroupMemberMetadataKey': (('group_id', 0, 0, 1, 0), ('member_id', 0, 0, 1, 0)),
+    },
+    'StreamsGroupMemberMetadataValue': {
+        'StreamsGroupMemberMetadataValue': (('instance_id', 0, 32767, 1, 0), ('rack_id', 0, 32767, 1, 0), ('client_id', 0, 32767, 1, 0), ('client_host', 0, 32767, 1, 0), ('rebalance_timeout_ms', 0, 32767, 1, 0), ('topology_epoch', 0, 32767, 1, 0), ('process_id', 0, 32767, 1, 0), ('user_endpoint', 0, 32767, 1, 0), ('client_tags', 0, 32767, 1, 0)),
+        'Endpoint': (('host', 0, 32767, 1, 0), ('port', 0, 32767, 1, 0)),
+        'KeyValue': (('key', 0, 32767, 1, 0), ('value', 0, 32767, 1, 0)),
+    },
+    'StreamsGroupMetadataKey': {
+        'StreamsGroupMetadataKey': (('group_id', 0, 0, 1, 0),),
+    },
+    'StreamsGroupMetadataValue': {
+        'StreamsGroupMetadataValue': (('epoch', 0, 32767, 1, 0), ('metadata_hash', 0, 32767, 1, 0), ('validated_topology_epoch', 0, 32767, 0, 32767), ('last_assignment_configs', 0, 32767, 0, 32767), ('stored_description_topology_epoch', 0, 32767, 0, 32767), ('failed_description_topology_epoch', 0, 32767, 0, 32767)),
+        'LastAssignmentConfig': (('key', 0, 32767, 1, 0), ('value', 0, 32767, 1, 0)),
+    },
+    'StreamsGroupTargetAssignmentMemberKey': {
+        'StreamsGroupTargetAssignmentMemberKey': (('group_id', 0, 0, 1, 0), ('member_id', 0, 0, 1, 0)),
+    },
+    'StreamsGroupTargetAssignmentMemberValue': {
+        'StreamsGroupTargetAssignmentMemberValue': (('active_tasks', 0, 32767, 1, 0), ('standby_tasks', 0, 32767, 1, 0), ('warmup_tasks', 0, 32767, 1, 0)),
+        'TaskIds': (('subtopology_id', 0, 32767, 1, 0), ('partitions', 0, 32767, 1, 0)),
+    },
+    'StreamsGroupTargetAssignmentMetadataKey': {
+        'StreamsGroupTargetAssignmentMetadataKey': (('group_id', 0, 0, 1, 0),),
+    },
+    'StreamsGroupTargetAssignmentMetadataValue': {
+        'StreamsGroupTargetAssignmentMetadataValue': (('assignment_epoch', 0, 32767, 1, 0), ('assignment_timestamp', 0, 32767, 0, 32767)),
+    },
+    'StreamsGroupTopologyKey': {
+        'StreamsGroupTopologyKey': (('group_id', 0, 0, 1, 0),),
+    },
+    'StreamsGroupTopologyValue': {
+        'StreamsGroupTopologyValue': (('epoch', 0, 32767, 1, 0), ('subtopologies', 0, 32767, 1, 0)),
+        'Subtopology': (('subtopology_id', 0, 32767, 1, 0), ('source_topics', 0, 32767, 1, 0), ('source_topic_regex', 0, 32767, 1, 0), ('state_changelog_topics', 0, 32767, 1, 0), ('repartition_sink_topics', 0, 32767, 1, 0), ('repartition_source_topics', 0, 32767, 1, 0), ('copartition_groups', 0, 32767, 1, 0)),
+        'TopicInfo': (('name', 0, 32767, 1, 0), ('partitions', 0, 32767, 1, 0), ('replication_factor', 0, 32767, 1, 0), ('topic_configs', 0, 32767, 1, 0)),
+        'CopartitionGroup': (('source_topics', 0, 32767, 1, 0), ('source_topic_regex', 0, 32767, 1, 0), ('repartition_source_topics', 0, 32767, 1, 0)),
+        'TopicConfig': (('key', 0, 32767, 1, 0), ('value', 0, 32767, 1, 0)),
     },
 }

@@ -28,9 +28,9 @@ class OffsetCommitKey(_Message):
 
     __slots__ = ('group', 'topic', 'partition')
     NAME = 'OffsetCommitKey'
-    API_KEY = None
+    API_KEY = 1
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -90,5 +90,5 @@ def _dec_OffsetCommitKey_v0(buf, pos):
     return m, pos
 
 
-OffsetCommitKey._encoders = (_enc_OffsetCommitKey_v0, _enc_OffsetCommitKey_v0,)
-OffsetCommitKey._decoders = (_dec_OffsetCommitKey_v0, _dec_OffsetCommitKey_v0,)
+OffsetCommitKey._encoders = (_enc_OffsetCommitKey_v0,)
+OffsetCommitKey._decoders = (_dec_OffsetCommitKey_v0,)

@@ -26,9 +26,9 @@ _MISSING = object()
 class OffsetCommitValue(_Message):
     """Kafka's OffsetCommitValue."""
 
-    __slots__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp')
+    __slots__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp', 'topic_id')
     NAME = 'OffsetCommitValue'
-    API_KEY = None
+    API_KEY = 1
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 4
     FIRST_FLEXIBLE_VERSION = 4
@@ -41,12 +41,14 @@ class OffsetCommitValue(_Message):
         metadata: str = '',
         commit_timestamp: int = 0,
         expire_timestamp: int = -1,
+        topic_id: uuid.UUID = _ZERO_UUID,
     ) -> None:
         self.offset = offset
         self.leader_epoch = leader_epoch
         self.metadata = metadata
         self.commit_timestamp = commit_timestamp
         self.expire_timestamp = expire_timestamp
+        self.topic_id = topic_id
 
 
 
@@ -85,6 +87,7 @@ def _dec_OffsetCommitValue_v0(buf, pos):
     pos += 8
     m.leader_epoch = -1
     m.expire_timestamp = -1
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -115,6 +118,7 @@ def _dec_OffsetCommitValue_v1(buf, pos):
     m.commit_timestamp, m.expire_timestamp = _S_qq.unpack_from(buf, pos)
     pos += 16
     m.leader_epoch = -1
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -145,6 +149,7 @@ def _dec_OffsetCommitValue_v3(buf, pos):
     m.commit_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
     m.expire_timestamp = -1
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -158,7 +163,16 @@ def _enc_OffsetCommitValue_v4(m, out):
     append(_UV[n2] if n2 < 128 else _uvarint(n2))
     append(s1)
     append(_S_q.pack(m.commit_timestamp))
-    append(b'\x00')
+    tagged = []
+    if not m.topic_id == _ZERO_UUID:
+        t = []
+        t.append(m.topic_id.bytes)
+        tagged.append((0, b''.join(t)))
+    append(_UV[len(tagged)])
+    for tag, data in tagged:
+        append(_uvarint(tag))
+        append(_uvarint(len(data)))
+        append(data)
 
 
 def _dec_OffsetCommitValue_v4(buf, pos):
@@ -184,10 +198,18 @@ def _dec_OffsetCommitValue_v4(buf, pos):
         pos = end2
     m.commit_timestamp = _S_q.unpack_from(buf, pos)[0]
     pos += 8
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
+    m.topic_id = _ZERO_UUID
+    ntags, pos = _read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        tag_end = pos + size
+        if tag_end > blen:
+            raise _ProtocolError('tagged field runs past the end of the buffer')
+        if tag == 0:
+            m.topic_id = _UUID(bytes=bytes(buf[pos:pos + 16]))
+            pos += 16
+        pos = tag_end
     m.expire_timestamp = -1
     return m, pos
 

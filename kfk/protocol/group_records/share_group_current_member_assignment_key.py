@@ -28,9 +28,9 @@ class ShareGroupCurrentMemberAssignmentKey(_Message):
 
     __slots__ = ('group_id', 'member_id')
     NAME = 'ShareGroupCurrentMemberAssignmentKey'
-    API_KEY = None
-    LOWEST_VERSION = 14
-    HIGHEST_VERSION = 14
+    API_KEY = 14
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -48,7 +48,7 @@ class ShareGroupCurrentMemberAssignmentKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ShareGroupCurrentMemberAssignmentKey_v14(m, out):
+def _enc_ShareGroupCurrentMemberAssignmentKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -58,7 +58,7 @@ def _enc_ShareGroupCurrentMemberAssignmentKey_v14(m, out):
     append(s2)
 
 
-def _dec_ShareGroupCurrentMemberAssignmentKey_v14(buf, pos):
+def _dec_ShareGroupCurrentMemberAssignmentKey_v0(buf, pos):
     m = _new(ShareGroupCurrentMemberAssignmentKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -84,5 +84,5 @@ def _dec_ShareGroupCurrentMemberAssignmentKey_v14(buf, pos):
     return m, pos
 
 
-ShareGroupCurrentMemberAssignmentKey._encoders = (None, None, None, None, None, None, None, None, None, None, None, None, None, None, _enc_ShareGroupCurrentMemberAssignmentKey_v14,)
-ShareGroupCurrentMemberAssignmentKey._decoders = (None, None, None, None, None, None, None, None, None, None, None, None, None, None, _dec_ShareGroupCurrentMemberAssignmentKey_v14,)
+ShareGroupCurrentMemberAssignmentKey._encoders = (_enc_ShareGroupCurrentMemberAssignmentKey_v0,)
+ShareGroupCurrentMemberAssignmentKey._decoders = (_dec_ShareGroupCurrentMemberAssignmentKey_v0,)

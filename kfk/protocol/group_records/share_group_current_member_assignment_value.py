@@ -28,7 +28,7 @@ class ShareGroupCurrentMemberAssignmentValue(_Message):
 
     __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions')
     NAME = 'ShareGroupCurrentMemberAssignmentValue'
-    API_KEY = None
+    API_KEY = 14
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0

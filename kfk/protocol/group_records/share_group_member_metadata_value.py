@@ -28,7 +28,7 @@ class ShareGroupMemberMetadataValue(_Message):
 
     __slots__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names')
     NAME = 'ShareGroupMemberMetadataValue'
-    API_KEY = None
+    API_KEY = 10
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0

@@ -28,9 +28,9 @@ class ShareGroupMetadataKey(_Message):
 
     __slots__ = ('group_id',)
     NAME = 'ShareGroupMetadataKey'
-    API_KEY = None
-    LOWEST_VERSION = 11
-    HIGHEST_VERSION = 11
+    API_KEY = 11
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -46,14 +46,14 @@ class ShareGroupMetadataKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ShareGroupMetadataKey_v11(m, out):
+def _enc_ShareGroupMetadataKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
     append(s1)
 
 
-def _dec_ShareGroupMetadataKey_v11(buf, pos):
+def _dec_ShareGroupMetadataKey_v0(buf, pos):
     m = _new(ShareGroupMetadataKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -69,5 +69,5 @@ def _dec_ShareGroupMetadataKey_v11(buf, pos):
     return m, pos
 
 
-ShareGroupMetadataKey._encoders = (None, None, None, None, None, None, None, None, None, None, None, _enc_ShareGroupMetadataKey_v11,)
-ShareGroupMetadataKey._decoders = (None, None, None, None, None, None, None, None, None, None, None, _dec_ShareGroupMetadataKey_v11,)
+ShareGroupMetadataKey._encoders = (_enc_ShareGroupMetadataKey_v0,)
+ShareGroupMetadataKey._decoders = (_dec_ShareGroupMetadataKey_v0,)

@@ -26,9 +26,9 @@ _MISSING = object()
 class ShareGroupMetadataValue(_Message):
     """Kafka's ShareGroupMetadataValue."""
 
-    __slots__ = ('epoch',)
+    __slots__ = ('epoch', 'metadata_hash')
     NAME = 'ShareGroupMetadataValue'
-    API_KEY = None
+    API_KEY = 11
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0
@@ -37,26 +37,28 @@ class ShareGroupMetadataValue(_Message):
         self,
         *,
         epoch: int = 0,
+        metadata_hash: int = 0,
     ) -> None:
         self.epoch = epoch
+        self.metadata_hash = metadata_hash
 
 
 
 
-_S_i = _struct.Struct('>i')
+_S_iq = _struct.Struct('>iq')
 
 
 def _enc_ShareGroupMetadataValue_v0(m, out):
     append = out.append
-    append(_S_i.pack(m.epoch))
+    append(_S_iq.pack(m.epoch, m.metadata_hash))
     append(b'\x00')
 
 
 def _dec_ShareGroupMetadataValue_v0(buf, pos):
     m = _new(ShareGroupMetadataValue)
     blen = len(buf)
-    m.epoch = _S_i.unpack_from(buf, pos)[0]
-    pos += 4
+    m.epoch, m.metadata_hash = _S_iq.unpack_from(buf, pos)
+    pos += 12
     if buf[pos] == 0:
         pos += 1
     else:

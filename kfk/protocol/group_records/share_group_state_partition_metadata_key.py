@@ -28,9 +28,9 @@ class ShareGroupStatePartitionMetadataKey(_Message):
 
     __slots__ = ('group_id',)
     NAME = 'ShareGroupStatePartitionMetadataKey'
-    API_KEY = None
-    LOWEST_VERSION = 15
-    HIGHEST_VERSION = 15
+    API_KEY = 15
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -46,14 +46,14 @@ class ShareGroupStatePartitionMetadataKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ShareGroupStatePartitionMetadataKey_v15(m, out):
+def _enc_ShareGroupStatePartitionMetadataKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
     append(s1)
 
 
-def _dec_ShareGroupStatePartitionMetadataKey_v15(buf, pos):
+def _dec_ShareGroupStatePartitionMetadataKey_v0(buf, pos):
     m = _new(ShareGroupStatePartitionMetadataKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -69,5 +69,5 @@ def _dec_ShareGroupStatePartitionMetadataKey_v15(buf, pos):
     return m, pos
 
 
-ShareGroupStatePartitionMetadataKey._encoders = (None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, _enc_ShareGroupStatePartitionMetadataKey_v15,)
-ShareGroupStatePartitionMetadataKey._decoders = (None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, _dec_ShareGroupStatePartitionMetadataKey_v15,)
+ShareGroupStatePartitionMetadataKey._encoders = (_enc_ShareGroupStatePartitionMetadataKey_v0,)
+ShareGroupStatePartitionMetadataKey._decoders = (_dec_ShareGroupStatePartitionMetadataKey_v0,)

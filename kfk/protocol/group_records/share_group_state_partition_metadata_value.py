@@ -26,9 +26,9 @@ _MISSING = object()
 class ShareGroupStatePartitionMetadataValue(_Message):
     """Kafka's ShareGroupStatePartitionMetadataValue."""
 
-    __slots__ = ('initialized_topics', 'deleting_topics')
+    __slots__ = ('initializing_topics', 'initialized_topics', 'deleting_topics')
     NAME = 'ShareGroupStatePartitionMetadataValue'
-    API_KEY = None
+    API_KEY = 15
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0
@@ -36,9 +36,11 @@ class ShareGroupStatePartitionMetadataValue(_Message):
     def __init__(
         self,
         *,
+        initializing_topics: list[ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo] = _MISSING,
         initialized_topics: list[ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo] = _MISSING,
         deleting_topics: list[ShareGroupStatePartitionMetadataValue.TopicInfo] = _MISSING,
     ) -> None:
+        self.initializing_topics = [] if initializing_topics is _MISSING else initializing_topics
         self.initialized_topics = [] if initialized_topics is _MISSING else initialized_topics
         self.deleting_topics = [] if deleting_topics is _MISSING else deleting_topics
 
@@ -180,12 +182,16 @@ def _dec_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(buf, pos):
 
 def _enc_ShareGroupStatePartitionMetadataValue_v0(m, out):
     append = out.append
-    n1 = len(m.initialized_topics) + 1
+    n1 = len(m.initializing_topics) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.initializing_topics:
+        _enc_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(e, out)
+    n2 = len(m.initialized_topics) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
     for e in m.initialized_topics:
         _enc_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(e, out)
-    n2 = len(m.deleting_topics) + 1
-    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    n3 = len(m.deleting_topics) + 1
+    append(_UV[n3] if n3 < 128 else _uvarint(n3))
     for e in m.deleting_topics:
         _enc_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(e, out)
     append(b'\x00')
@@ -201,15 +207,15 @@ def _dec_ShareGroupStatePartitionMetadataValue_v0(buf, pos):
         n1, pos = _read_uvarint(buf, pos)
     n1 -= 1
     if n1 < 0:
-        raise _ProtocolError('ShareGroupStatePartitionMetadataValue.initialized_topics: null or negative length where null is not allowed')
+        raise _ProtocolError('ShareGroupStatePartitionMetadataValue.initializing_topics: null or negative length where null is not allowed')
     else:
         if n1 > blen - pos:
-            raise _ProtocolError('ShareGroupStatePartitionMetadataValue.initialized_topics: array longer than the buffer')
+            raise _ProtocolError('ShareGroupStatePartitionMetadataValue.initializing_topics: array longer than the buffer')
         a2 = []
         for _ in range(n1):
             e, pos = _dec_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(buf, pos)
             a2.append(e)
-        m.initialized_topics = a2
+        m.initializing_topics = a2
     n3 = buf[pos]
     if n3 < 128:
         pos += 1
@@ -217,15 +223,31 @@ def _dec_ShareGroupStatePartitionMetadataValue_v0(buf, pos):
         n3, pos = _read_uvarint(buf, pos)
     n3 -= 1
     if n3 < 0:
-        raise _ProtocolError('ShareGroupStatePartitionMetadataValue.deleting_topics: null or negative length where null is not allowed')
+        raise _ProtocolError('ShareGroupStatePartitionMetadataValue.initialized_topics: null or negative length where null is not allowed')
     else:
         if n3 > blen - pos:
-            raise _ProtocolError('ShareGroupStatePartitionMetadataValue.deleting_topics: array longer than the buffer')
+            raise _ProtocolError('ShareGroupStatePartitionMetadataValue.initialized_topics: array longer than the buffer')
         a4 = []
         for _ in range(n3):
-            e, pos = _dec_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(buf, pos)
+            e, pos = _dec_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(buf, pos)
             a4.append(e)
-        m.deleting_topics = a4
+        m.initialized_topics = a4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('ShareGroupStatePartitionMetadataValue.deleting_topics: null or negative length where null is not allowed')
+    else:
+        if n5 > blen - pos:
+            raise _ProtocolError('ShareGroupStatePartitionMetadataValue.deleting_topics: array longer than the buffer')
+        a6 = []
+        for _ in range(n5):
+            e, pos = _dec_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(buf, pos)
+            a6.append(e)
+        m.deleting_topics = a6
     if buf[pos] == 0:
         pos += 1
     else:

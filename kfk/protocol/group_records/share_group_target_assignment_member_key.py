@@ -28,9 +28,9 @@ class ShareGroupTargetAssignmentMemberKey(_Message):
 
     __slots__ = ('group_id', 'member_id')
     NAME = 'ShareGroupTargetAssignmentMemberKey'
-    API_KEY = None
-    LOWEST_VERSION = 13
-    HIGHEST_VERSION = 13
+    API_KEY = 13
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -48,7 +48,7 @@ class ShareGroupTargetAssignmentMemberKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ShareGroupTargetAssignmentMemberKey_v13(m, out):
+def _enc_ShareGroupTargetAssignmentMemberKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
@@ -58,7 +58,7 @@ def _enc_ShareGroupTargetAssignmentMemberKey_v13(m, out):
     append(s2)
 
 
-def _dec_ShareGroupTargetAssignmentMemberKey_v13(buf, pos):
+def _dec_ShareGroupTargetAssignmentMemberKey_v0(buf, pos):
     m = _new(ShareGroupTargetAssignmentMemberKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -84,5 +84,5 @@ def _dec_ShareGroupTargetAssignmentMemberKey_v13(buf, pos):
     return m, pos
 
 
-ShareGroupTargetAssignmentMemberKey._encoders = (None, None, None, None, None, None, None, None, None, None, None, None, None, _enc_ShareGroupTargetAssignmentMemberKey_v13,)
-ShareGroupTargetAssignmentMemberKey._decoders = (None, None, None, None, None, None, None, None, None, None, None, None, None, _dec_ShareGroupTargetAssignmentMemberKey_v13,)
+ShareGroupTargetAssignmentMemberKey._encoders = (_enc_ShareGroupTargetAssignmentMemberKey_v0,)
+ShareGroupTargetAssignmentMemberKey._decoders = (_dec_ShareGroupTargetAssignmentMemberKey_v0,)

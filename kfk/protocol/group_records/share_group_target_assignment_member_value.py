@@ -28,7 +28,7 @@ class ShareGroupTargetAssignmentMemberValue(_Message):
 
     __slots__ = ('topic_partitions',)
     NAME = 'ShareGroupTargetAssignmentMemberValue'
-    API_KEY = None
+    API_KEY = 13
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0

@@ -28,9 +28,9 @@ class ShareGroupTargetAssignmentMetadataKey(_Message):
 
     __slots__ = ('group_id',)
     NAME = 'ShareGroupTargetAssignmentMetadataKey'
-    API_KEY = None
-    LOWEST_VERSION = 12
-    HIGHEST_VERSION = 12
+    API_KEY = 12
+    LOWEST_VERSION = 0
+    HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None
 
     def __init__(
@@ -46,14 +46,14 @@ class ShareGroupTargetAssignmentMetadataKey(_Message):
 _S_h = _struct.Struct('>h')
 
 
-def _enc_ShareGroupTargetAssignmentMetadataKey_v12(m, out):
+def _enc_ShareGroupTargetAssignmentMetadataKey_v0(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     append(_S_h.pack(len(s1)))
     append(s1)
 
 
-def _dec_ShareGroupTargetAssignmentMetadataKey_v12(buf, pos):
+def _dec_ShareGroupTargetAssignmentMetadataKey_v0(buf, pos):
     m = _new(ShareGroupTargetAssignmentMetadataKey)
     blen = len(buf)
     n1 = _S_h.unpack_from(buf, pos)[0]
@@ -69,5 +69,5 @@ def _dec_ShareGroupTargetAssignmentMetadataKey_v12(buf, pos):
     return m, pos
 
 
-ShareGroupTargetAssignmentMetadataKey._encoders = (None, None, None, None, None, None, None, None, None, None, None, None, _enc_ShareGroupTargetAssignmentMetadataKey_v12,)
-ShareGroupTargetAssignmentMetadataKey._decoders = (None, None, None, None, None, None, None, None, None, None, None, None, _dec_ShareGroupTargetAssignmentMetadataKey_v12,)
+ShareGroupTargetAssignmentMetadataKey._encoders = (_enc_ShareGroupTargetAssignmentMetadataKey_v0,)
+ShareGroupTargetAssignmentMetadataKey._decoders = (_dec_ShareGroupTargetAssignmentMetadataKey_v0,)

@@ -26,9 +26,9 @@ _MISSING = object()
 class ShareGroupTargetAssignmentMetadataValue(_Message):
     """Kafka's ShareGroupTargetAssignmentMetadataValue."""
 
-    __slots__ = ('assignment_epoch',)
+    __slots__ = ('assignment_epoch', 'assignment_timestamp')
     NAME = 'ShareGroupTargetAssignmentMetadataValue'
-    API_KEY = None
+    API_KEY = 12
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = 0
@@ -37,19 +37,31 @@ class ShareGroupTargetAssignmentMetadataValue(_Message):
         self,
         *,
         assignment_epoch: int = 0,
+        assignment_timestamp: int = 0,
     ) -> None:
         self.assignment_epoch = assignment_epoch
+        self.assignment_timestamp = assignment_timestamp
 
 
 
 
 _S_i = _struct.Struct('>i')
+_S_q = _struct.Struct('>q')
 
 
 def _enc_ShareGroupTargetAssignmentMetadataValue_v0(m, out):
     append = out.append
     append(_S_i.pack(m.assignment_epoch))
-    append(b'\x00')
+    tagged = []
+    if not m.assignment_timestamp == 0:
+        t = []
+        t.append(_S_q.pack(m.assignment_timestamp))
+        tagged.append((0, b''.join(t)))
+    append(_UV[len(tagged)])
+    for tag, data in tagged:
+        append(_uvarint(tag))
+        append(_uvarint(len(data)))
+        append(data)
 
 
 def _dec_ShareGroupTargetAssignmentMetadataValue_v0(buf, pos):
@@ -57,10 +69,18 @@ def _dec_ShareGroupTargetAssignmentMetadataValue_v0(buf, pos):
     blen = len(buf)
     m.assignment_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
-    if buf[pos] == 0:
-        pos += 1
-    else:
-        pos = _skip_tagged_fields(buf, pos)
+    m.assignment_timestamp = 0
+    ntags, pos = _read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        tag_end = pos + size
+        if tag_end > blen:
+            raise _ProtocolError('tagged field runs past the end of the buffer')
+        if tag == 0:
+            m.assignment_timestamp = _S_q.unpack_from(buf, pos)[0]
+            pos += 8
+        pos = tag_end
     return m, pos
 
 

@@ -89,7 +89,7 @@ class ApiKey(IntEnum):
     GET_TELEMETRY_SUBSCRIPTIONS = 71
     PUSH_TELEMETRY = 72
     ASSIGN_REPLICAS_TO_DIRS = 73
-    LIST_CLIENT_METRICS_RESOURCES = 74
+    LIST_CONFIG_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
@@ -103,6 +103,13 @@ class ApiKey(IntEnum):
     WRITE_SHARE_GROUP_STATE = 85
     DELETE_SHARE_GROUP_STATE = 86
     READ_SHARE_GROUP_STATE_SUMMARY = 87
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
+    UNREGISTER_CONTROLLER = 94
 
 
 class ApiSchema(NamedTuple):
@@ -122,13 +129,13 @@ class ApiSchema(NamedTuple):
 
 
 API_SCHEMAS: dict[int, ApiSchema] = {
-    0: ApiSchema(0, 'Produce', 'produce', 0, 12, 9, False, ('broker',)),
-    1: ApiSchema(1, 'Fetch', 'fetch', 0, 17, 12, False, ('broker', 'controller')),
-    2: ApiSchema(2, 'ListOffsets', 'list_offsets', 0, 10, 6, False, ('broker',)),
+    0: ApiSchema(0, 'Produce', 'produce', 0, 13, 9, False, ('broker',)),
+    1: ApiSchema(1, 'Fetch', 'fetch', 0, 18, 12, False, ('broker', 'controller')),
+    2: ApiSchema(2, 'ListOffsets', 'list_offsets', 0, 11, 6, False, ('broker',)),
     3: ApiSchema(3, 'Metadata', 'metadata', 0, 13, 9, False, ('broker',)),
     7: ApiSchema(7, 'ControlledShutdown', 'controlled_shutdown', 0, 3, 3, False, ('zkBroker', 'controller')),
-    8: ApiSchema(8, 'OffsetCommit', 'offset_commit', 0, 9, 8, False, ('broker',)),
-    9: ApiSchema(9, 'OffsetFetch', 'offset_fetch', 0, 9, 6, False, ('broker',)),
+    8: ApiSchema(8, 'OffsetCommit', 'offset_commit', 0, 10, 8, False, ('broker',)),
+    9: ApiSchema(9, 'OffsetFetch', 'offset_fetch', 0, 10, 6, False, ('broker',)),
     10: ApiSchema(10, 'FindCoordinator', 'find_coordinator', 0, 6, 3, False, ('broker',)),
     11: ApiSchema(11, 'JoinGroup', 'join_group', 0, 9, 6, False, ('broker',)),
     12: ApiSchema(12, 'Heartbeat', 'heartbeat', 0, 4, 4, False, ('broker',)),
@@ -137,34 +144,34 @@ API_SCHEMAS: dict[int, ApiSchema] = {
     15: ApiSchema(15, 'DescribeGroups', 'describe_groups', 0, 6, 5, False, ('broker',)),
     16: ApiSchema(16, 'ListGroups', 'list_groups', 0, 5, 3, False, ('broker',)),
     17: ApiSchema(17, 'SaslHandshake', 'sasl_handshake', 0, 1, None, False, ('broker', 'controller')),
-    18: ApiSchema(18, 'ApiVersions', 'api_versions', 0, 4, 3, False, ('broker', 'controller')),
+    18: ApiSchema(18, 'ApiVersions', 'api_versions', 0, 5, 3, False, ('broker', 'controller')),
     19: ApiSchema(19, 'CreateTopics', 'create_topics', 0, 7, 5, False, ('broker', 'controller')),
     20: ApiSchema(20, 'DeleteTopics', 'delete_topics', 0, 6, 4, False, ('broker', 'controller')),
     21: ApiSchema(21, 'DeleteRecords', 'delete_records', 0, 2, 2, False, ('broker',)),
-    22: ApiSchema(22, 'InitProducerId', 'init_producer_id', 0, 5, 2, False, ('broker',)),
+    22: ApiSchema(22, 'InitProducerId', 'init_producer_id', 0, 6, 2, True, ('broker',)),
     23: ApiSchema(23, 'OffsetForLeaderEpoch', 'offset_for_leader_epoch', 0, 4, 4, False, ('broker',)),
     24: ApiSchema(24, 'AddPartitionsToTxn', 'add_partitions_to_txn', 0, 5, 3, False, ('broker',)),
     25: ApiSchema(25, 'AddOffsetsToTxn', 'add_offsets_to_txn', 0, 4, 3, False, ('broker',)),
     26: ApiSchema(26, 'EndTxn', 'end_txn', 0, 5, 3, False, ('broker',)),
-    27: ApiSchema(27, 'WriteTxnMarkers', 'write_txn_markers', 0, 1, 1, False, ('broker',)),
-    28: ApiSchema(28, 'TxnOffsetCommit', 'txn_offset_commit', 0, 5, 3, False, ('broker',)),
+    27: ApiSchema(27, 'WriteTxnMarkers', 'write_txn_markers', 0, 2, 1, False, ('broker',)),
+    28: ApiSchema(28, 'TxnOffsetCommit', 'txn_offset_commit', 0, 6, 3, False, ('broker',)),
     29: ApiSchema(29, 'DescribeAcls', 'describe_acls', 1, 3, 2, False, ('broker', 'controller')),
     30: ApiSchema(30, 'CreateAcls', 'create_acls', 1, 3, 2, False, ('broker', 'controller')),
     31: ApiSchema(31, 'DeleteAcls', 'delete_acls', 1, 3, 2, False, ('broker', 'controller')),
     32: ApiSchema(32, 'DescribeConfigs', 'describe_configs', 0, 4, 4, False, ('broker', 'controller')),
     33: ApiSchema(33, 'AlterConfigs', 'alter_configs', 0, 2, 2, False, ('broker', 'controller')),
     34: ApiSchema(34, 'AlterReplicaLogDirs', 'alter_replica_log_dirs', 1, 2, 2, False, ('broker',)),
-    35: ApiSchema(35, 'DescribeLogDirs', 'describe_log_dirs', 0, 4, 2, False, ('broker',)),
+    35: ApiSchema(35, 'DescribeLogDirs', 'describe_log_dirs', 0, 5, 2, False, ('broker',)),
     36: ApiSchema(36, 'SaslAuthenticate', 'sasl_authenticate', 0, 2, 2, False, ('broker', 'controller')),
     37: ApiSchema(37, 'CreatePartitions', 'create_partitions', 0, 3, 2, False, ('broker', 'controller')),
     38: ApiSchema(38, 'CreateDelegationToken', 'create_delegation_token', 1, 3, 2, False, ('broker', 'controller')),
     39: ApiSchema(39, 'RenewDelegationToken', 'renew_delegation_token', 1, 2, 2, False, ('broker', 'controller')),
     40: ApiSchema(40, 'ExpireDelegationToken', 'expire_delegation_token', 1, 2, 2, False, ('broker', 'controller')),
     41: ApiSchema(41, 'DescribeDelegationToken', 'describe_delegation_token', 1, 3, 2, False, ('broker', 'controller')),
-    42: ApiSchema(42, 'DeleteGroups', 'delete_groups', 0, 2, 2, False, ('broker',)),
+    42: ApiSchema(42, 'DeleteGroups', 'delete_groups', 0, 3, 2, False, ('broker',)),
     43: ApiSchema(43, 'ElectLeaders', 'elect_leaders', 0, 2, 2, False, ('broker', 'controller')),
     44: ApiSchema(44, 'IncrementalAlterConfigs', 'incremental_alter_configs', 0, 1, 1, False, ('broker', 'controller')),
-    45: ApiSchema(45, 'AlterPartitionReassignments', 'alter_partition_reassignments', 0, 0, 0, False, ('broker', 'controller')),
+    45: ApiSchema(45, 'AlterPartitionReassignments', 'alter_partition_reassignments', 0, 1, 0, False, ('broker', 'controller')),
     46: ApiSchema(46, 'ListPartitionReassignments', 'list_partition_reassignments', 0, 0, 0, False, ('broker', 'controller')),
     47: ApiSchema(47, 'OffsetDelete', 'offset_delete', 0, 0, None, False, ('broker',)),
     48: ApiSchema(48, 'DescribeClientQuotas', 'describe_client_quotas', 0, 1, 1, False, ('broker',)),
@@ -182,10 +189,10 @@ API_SCHEMAS: dict[int, ApiSchema] = {
     60: ApiSchema(60, 'DescribeCluster', 'describe_cluster', 0, 2, 0, False, ('broker', 'controller')),
     61: ApiSchema(61, 'DescribeProducers', 'describe_producers', 0, 0, 0, False, ('broker',)),
     62: ApiSchema(62, 'BrokerRegistration', 'broker_registration', 0, 4, 0, False, ('controller',)),
-    63: ApiSchema(63, 'BrokerHeartbeat', 'broker_heartbeat', 0, 1, 0, False, ('controller',)),
+    63: ApiSchema(63, 'BrokerHeartbeat', 'broker_heartbeat', 0, 2, 0, False, ('controller',)),
     64: ApiSchema(64, 'UnregisterBroker', 'unregister_broker', 0, 0, 0, False, ('broker', 'controller')),
     65: ApiSchema(65, 'DescribeTransactions', 'describe_transactions', 0, 0, 0, False, ('broker',)),
-    66: ApiSchema(66, 'ListTransactions', 'list_transactions', 0, 1, 0, False, ('broker',)),
+    66: ApiSchema(66, 'ListTransactions', 'list_transactions', 0, 2, 0, False, ('broker',)),
     67: ApiSchema(67, 'AllocateProducerIds', 'allocate_producer_ids', 0, 0, 0, False, ('controller',)),
     68: ApiSchema(68, 'ConsumerGroupHeartbeat', 'consumer_group_heartbeat', 0, 1, 0, False, ('broker',)),
     69: ApiSchema(69, 'ConsumerGroupDescribe', 'consumer_group_describe', 0, 1, 0, False, ('broker',)),
@@ -193,27 +200,37 @@ API_SCHEMAS: dict[int, ApiSchema] = {
     71: ApiSchema(71, 'GetTelemetrySubscriptions', 'get_telemetry_subscriptions', 0, 0, 0, False, ('broker',)),
     72: ApiSchema(72, 'PushTelemetry', 'push_telemetry', 0, 0, 0, False, ('broker',)),
     73: ApiSchema(73, 'AssignReplicasToDirs', 'assign_replicas_to_dirs', 0, 0, 0, False, ('controller',)),
-    74: ApiSchema(74, 'ListClientMetricsResources', 'list_client_metrics_resources', 0, 0, 0, False, ('broker',)),
+    74: ApiSchema(74, 'ListConfigResources', 'list_config_resources', 0, 1, 0, False, ('broker',)),
     75: ApiSchema(75, 'DescribeTopicPartitions', 'describe_topic_partitions', 0, 0, 0, False, ('broker',)),
-    76: ApiSchema(76, 'ShareGroupHeartbeat', 'share_group_heartbeat', 0, 0, 0, True, ('broker',)),
-    77: ApiSchema(77, 'ShareGroupDescribe', 'share_group_describe', 0, 0, 0, True, ('broker',)),
-    78: ApiSchema(78, 'ShareFetch', 'share_fetch', 0, 0, 0, True, ('broker',)),
-    79: ApiSchema(79, 'ShareAcknowledge', 'share_acknowledge', 0, 0, 0, True, ('broker',)),
-    80: ApiSchema(80, 'AddRaftVoter', 'add_raft_voter', 0, 0, 0, False, ('controller', 'broker')),
+    76: ApiSchema(76, 'ShareGroupHeartbeat', 'share_group_heartbeat', 1, 1, 0, False, ('broker',)),
+    77: ApiSchema(77, 'ShareGroupDescribe', 'share_group_describe', 1, 1, 0, False, ('broker',)),
+    78: ApiSchema(78, 'ShareFetch', 'share_fetch', 1, 2, 0, False, ('broker',)),
+    79: ApiSchema(79, 'ShareAcknowledge', 'share_acknowledge', 1, 2, 0, False, ('broker',)),
+    80: ApiSchema(80, 'AddRaftVoter', 'add_raft_voter', 0, 1, 0, False, ('controller', 'broker')),
     81: ApiSchema(81, 'RemoveRaftVoter', 'remove_raft_voter', 0, 0, 0, False, ('controller', 'broker')),
     82: ApiSchema(82, 'UpdateRaftVoter', 'update_raft_voter', 0, 0, 0, False, ('controller',)),
-    83: ApiSchema(83, 'InitializeShareGroupState', 'initialize_share_group_state', 0, 0, 0, True, ('broker',)),
-    84: ApiSchema(84, 'ReadShareGroupState', 'read_share_group_state', 0, 0, 0, True, ('broker',)),
-    85: ApiSchema(85, 'WriteShareGroupState', 'write_share_group_state', 0, 0, 0, True, ('broker',)),
-    86: ApiSchema(86, 'DeleteShareGroupState', 'delete_share_group_state', 0, 0, 0, True, ('broker',)),
-    87: ApiSchema(87, 'ReadShareGroupStateSummary', 'read_share_group_state_summary', 0, 0, 0, True, ('broker',)),
+    83: ApiSchema(83, 'InitializeShareGroupState', 'initialize_share_group_state', 0, 0, 0, False, ('broker',)),
+    84: ApiSchema(84, 'ReadShareGroupState', 'read_share_group_state', 0, 0, 0, False, ('broker',)),
+    85: ApiSchema(85, 'WriteShareGroupState', 'write_share_group_state', 0, 1, 0, False, ('broker',)),
+    86: ApiSchema(86, 'DeleteShareGroupState', 'delete_share_group_state', 0, 0, 0, False, ('broker',)),
+    87: ApiSchema(87, 'ReadShareGroupStateSummary', 'read_share_group_state_summary', 0, 1, 0, False, ('broker',)),
+    88: ApiSchema(88, 'StreamsGroupHeartbeat', 'streams_group_heartbeat', 0, 1, 0, False, ('broker',)),
+    89: ApiSchema(89, 'StreamsGroupDescribe', 'streams_group_describe', 0, 1, 0, False, ('broker',)),
+    90: ApiSchema(90, 'DescribeShareGroupOffsets', 'describe_share_group_offsets', 0, 1, 0, False, ('broker',)),
+    91: ApiSchema(91, 'AlterShareGroupOffsets', 'alter_share_group_offsets', 0, 0, 0, False, ('broker',)),
+    92: ApiSchema(92, 'DeleteShareGroupOffsets', 'delete_share_group_offsets', 0, 0, 0, False, ('broker',)),
+    93: ApiSchema(93, 'StreamsGroupTopologyDescriptionUpdate', 'streams_group_topology_description_update', 0, 0, 0, False, ('broker',)),
+    94: ApiSchema(94, 'UnregisterController', 'unregister_controller', 0, 0, 0, False, ('broker', 'controller')),
 }
 
 #: Modules of the headers and data schemas (consumer protocol, KRaft control records), by schema name.
 DATA_SCHEMAS: dict[str, str] = {
+    'AbortedTxn': 'aborted_txn',
     'ConsumerProtocolAssignment': 'consumer_protocol_assignment',
     'ConsumerProtocolSubscription': 'consumer_protocol_subscription',
+    'ControlRecordTypeSchema': 'control_record_type_schema',
     'DefaultPrincipalData': 'default_principal_data',
+    'EndTxnMarker': 'end_txn_marker',
     'KRaftVersionRecord': 'k_raft_version_record',
     'LeaderChangeMessage': 'leader_change_message',
     'RequestHeader': 'request_header',

@@ -26,11 +26,11 @@ _MISSING = object()
 class AddRaftVoterRequest(_Message):
     """Kafka's AddRaftVoterRequest."""
 
-    __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners')
+    __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', 'ack_when_committed')
     NAME = 'AddRaftVoterRequest'
     API_KEY = 80
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -41,12 +41,14 @@ class AddRaftVoterRequest(_Message):
         voter_id: int = 0,
         voter_directory_id: uuid.UUID = _ZERO_UUID,
         listeners: list[AddRaftVoterRequest.Listener] = _MISSING,
+        ack_when_committed: bool = True,
     ) -> None:
         self.cluster_id = cluster_id
         self.timeout_ms = timeout_ms
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
         self.listeners = [] if listeners is _MISSING else listeners
+        self.ack_when_committed = ack_when_committed
 
     class Listener(_Struct):
         """Kafka's AddRaftVoterRequest Listener entry."""
@@ -75,7 +77,7 @@ class AddRaftVoterResponse(_Message):
     NAME = 'AddRaftVoterResponse'
     API_KEY = 80
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -95,6 +97,7 @@ class AddRaftVoterResponse(_Message):
 _S_H = _struct.Struct('>H')
 _S_ih = _struct.Struct('>ih')
 _S_iiu = _struct.Struct('>ii16s')
+_S_o = _struct.Struct('>?')
 
 
 def _enc_AddRaftVoterRequest_Listener_v0(m, out):
@@ -161,6 +164,8 @@ def _dec_AddRaftVoterRequest_Listener_v0(buf, pos):
 
 def _enc_AddRaftVoterRequest_v0(m, out):
     append = out.append
+    if not m.ack_when_committed is True:
+        raise _UnsupportedVersionError('AddRaftVoterRequest.ack_when_committed cannot be sent at version 0')
     x1 = m.cluster_id
     if x1 is None:
         append(b'\x00')
@@ -225,6 +230,79 @@ def _dec_AddRaftVoterRequest_v0(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.ack_when_committed = True
+    return m, pos
+
+
+def _enc_AddRaftVoterRequest_v1(m, out):
+    append = out.append
+    x1 = m.cluster_id
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    append(_S_iiu.pack(m.timeout_ms, m.voter_id, m.voter_directory_id.bytes))
+    n4 = len(m.listeners) + 1
+    append(_UV[n4] if n4 < 128 else _uvarint(n4))
+    for e in m.listeners:
+        _enc_AddRaftVoterRequest_Listener_v0(e, out)
+    append(_S_o.pack(m.ack_when_committed))
+    append(b'\x00')
+
+
+def _dec_AddRaftVoterRequest_v1(buf, pos):
+    m = _new(AddRaftVoterRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('AddRaftVoterRequest.cluster_id: negative length')
+        m.cluster_id = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('AddRaftVoterRequest.cluster_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AddRaftVoterRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    u3, u4, u5, = _S_iiu.unpack_from(buf, pos)
+    m.timeout_ms = u3
+    m.voter_id = u4
+    m.voter_directory_id = _UUID(bytes=u5)
+    pos += 24
+    n6 = buf[pos]
+    if n6 < 128:
+        pos += 1
+    else:
+        n6, pos = _read_uvarint(buf, pos)
+    n6 -= 1
+    if n6 < 0:
+        raise _ProtocolError('AddRaftVoterRequest.listeners: null or negative length where null is not allowed')
+    else:
+        if n6 > blen - pos:
+            raise _ProtocolError('AddRaftVoterRequest.listeners: array longer than the buffer')
+        a7 = []
+        for _ in range(n6):
+            e, pos = _dec_AddRaftVoterRequest_Listener_v0(buf, pos)
+            a7.append(e)
+        m.listeners = a7
+    m.ack_when_committed = _S_o.unpack_from(buf, pos)[0]
+    pos += 1
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
     return m, pos
 
 
@@ -274,7 +352,7 @@ def _dec_AddRaftVoterResponse_v0(buf, pos):
     return m, pos
 
 
-AddRaftVoterRequest._encoders = (_enc_AddRaftVoterRequest_v0,)
-AddRaftVoterRequest._decoders = (_dec_AddRaftVoterRequest_v0,)
-AddRaftVoterResponse._encoders = (_enc_AddRaftVoterResponse_v0,)
-AddRaftVoterResponse._decoders = (_dec_AddRaftVoterResponse_v0,)
+AddRaftVoterRequest._encoders = (_enc_AddRaftVoterRequest_v0, _enc_AddRaftVoterRequest_v1,)
+AddRaftVoterRequest._decoders = (_dec_AddRaftVoterRequest_v0, _dec_AddRaftVoterRequest_v1,)
+AddRaftVoterResponse._encoders = (_enc_AddRaftVoterResponse_v0, _enc_AddRaftVoterResponse_v0,)
+AddRaftVoterResponse._decoders = (_dec_AddRaftVoterResponse_v0, _dec_AddRaftVoterResponse_v0,)

@@ -26,20 +26,22 @@ _MISSING = object()
 class AlterPartitionReassignmentsRequest(_Message):
     """Kafka's AlterPartitionReassignmentsRequest."""
 
-    __slots__ = ('timeout_ms', 'topics')
+    __slots__ = ('timeout_ms', 'allow_replication_factor_change', 'topics')
     NAME = 'AlterPartitionReassignmentsRequest'
     API_KEY = 45
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
         self,
         *,
         timeout_ms: int = 60000,
+        allow_replication_factor_change: bool = True,
         topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = _MISSING,
     ) -> None:
         self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
         self.topics = [] if topics is _MISSING else topics
 
     class ReassignableTopic(_Struct):
@@ -78,22 +80,24 @@ _C_AlterPartitionReassignmentsRequest_ReassignablePartition = AlterPartitionReas
 class AlterPartitionReassignmentsResponse(_Message):
     """Kafka's AlterPartitionReassignmentsResponse."""
 
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses')
+    __slots__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses')
     NAME = 'AlterPartitionReassignmentsResponse'
     API_KEY = 45
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
         self,
         *,
         throttle_time_ms: int = 0,
+        allow_replication_factor_change: bool = True,
         error_code: int = 0,
         error_message: str | None = '',
         responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = _MISSING,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
         self.error_code = error_code
         self.error_message = error_message
         self.responses = [] if responses is _MISSING else responses
@@ -135,6 +139,8 @@ _C_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse = AlterPart
 
 _S_i = _struct.Struct('>i')
 _S_ih = _struct.Struct('>ih')
+_S_io = _struct.Struct('>i?')
+_S_ioh = _struct.Struct('>i?h')
 
 
 def _enc_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(m, out):
@@ -236,6 +242,8 @@ def _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos):
 
 def _enc_AlterPartitionReassignmentsRequest_v0(m, out):
     append = out.append
+    if not m.allow_replication_factor_change is True:
+        raise _UnsupportedVersionError('AlterPartitionReassignmentsRequest.allow_replication_factor_change cannot be sent at version 0')
     append(_S_i.pack(m.timeout_ms))
     n1 = len(m.topics) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -249,6 +257,45 @@ def _dec_AlterPartitionReassignmentsRequest_v0(buf, pos):
     blen = len(buf)
     m.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('AlterPartitionReassignmentsRequest.topics: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('AlterPartitionReassignmentsRequest.topics: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf, pos)
+            a2.append(e)
+        m.topics = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.allow_replication_factor_change = True
+    return m, pos
+
+
+def _enc_AlterPartitionReassignmentsRequest_v1(m, out):
+    append = out.append
+    append(_S_io.pack(m.timeout_ms, m.allow_replication_factor_change))
+    n1 = len(m.topics) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.topics:
+        _enc_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(e, out)
+    append(b'\x00')
+
+
+def _dec_AlterPartitionReassignmentsRequest_v1(buf, pos):
+    m = _new(AlterPartitionReassignmentsRequest)
+    blen = len(buf)
+    m.timeout_ms, m.allow_replication_factor_change = _S_io.unpack_from(buf, pos)
+    pos += 5
     n1 = buf[pos]
     if n1 < 128:
         pos += 1
@@ -438,10 +485,77 @@ def _dec_AlterPartitionReassignmentsResponse_v0(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.allow_replication_factor_change = True
     return m, pos
 
 
-AlterPartitionReassignmentsRequest._encoders = (_enc_AlterPartitionReassignmentsRequest_v0,)
-AlterPartitionReassignmentsRequest._decoders = (_dec_AlterPartitionReassignmentsRequest_v0,)
-AlterPartitionReassignmentsResponse._encoders = (_enc_AlterPartitionReassignmentsResponse_v0,)
-AlterPartitionReassignmentsResponse._decoders = (_dec_AlterPartitionReassignmentsResponse_v0,)
+def _enc_AlterPartitionReassignmentsResponse_v1(m, out):
+    append = out.append
+    append(_S_ioh.pack(m.throttle_time_ms, m.allow_replication_factor_change, m.error_code))
+    x1 = m.error_message
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    n4 = len(m.responses) + 1
+    append(_UV[n4] if n4 < 128 else _uvarint(n4))
+    for e in m.responses:
+        _enc_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(e, out)
+    append(b'\x00')
+
+
+def _dec_AlterPartitionReassignmentsResponse_v1(buf, pos):
+    m = _new(AlterPartitionReassignmentsResponse)
+    blen = len(buf)
+    m.throttle_time_ms, m.allow_replication_factor_change, m.error_code = _S_ioh.unpack_from(buf, pos)
+    pos += 7
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('AlterPartitionReassignmentsResponse.error_message: negative length')
+        m.error_message = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('AlterPartitionReassignmentsResponse.error_message: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('AlterPartitionReassignmentsResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('AlterPartitionReassignmentsResponse.responses: null or negative length where null is not allowed')
+    else:
+        if n3 > blen - pos:
+            raise _ProtocolError('AlterPartitionReassignmentsResponse.responses: array longer than the buffer')
+        a4 = []
+        for _ in range(n3):
+            e, pos = _dec_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos)
+            a4.append(e)
+        m.responses = a4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+AlterPartitionReassignmentsRequest._encoders = (_enc_AlterPartitionReassignmentsRequest_v0, _enc_AlterPartitionReassignmentsRequest_v1,)
+AlterPartitionReassignmentsRequest._decoders = (_dec_AlterPartitionReassignmentsRequest_v0, _dec_AlterPartitionReassignmentsRequest_v1,)
+AlterPartitionReassignmentsResponse._encoders = (_enc_AlterPartitionReassignmentsResponse_v0, _enc_AlterPartitionReassignmentsResponse_v1,)
+AlterPartitionReassignmentsResponse._decoders = (_dec_AlterPartitionReassignmentsResponse_v0, _dec_AlterPartitionReassignmentsResponse_v1,)

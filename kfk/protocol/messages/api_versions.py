@@ -26,11 +26,11 @@ _MISSING = object()
 class ApiVersionsRequest(_Message):
     """Kafka's ApiVersionsRequest."""
 
-    __slots__ = ('client_software_name', 'client_software_version')
+    __slots__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id')
     NAME = 'ApiVersionsRequest'
     API_KEY = 18
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 4
+    HIGHEST_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 3
 
     def __init__(
@@ -38,9 +38,13 @@ class ApiVersionsRequest(_Message):
         *,
         client_software_name: str = '',
         client_software_version: str = '',
+        cluster_id: str | None = None,
+        node_id: int = -1,
     ) -> None:
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
 
 
 
@@ -52,7 +56,7 @@ class ApiVersionsResponse(_Message):
     NAME = 'ApiVersionsResponse'
     API_KEY = 18
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 4
+    HIGHEST_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 3
 
     def __init__(
@@ -145,6 +149,8 @@ def _dec_ApiVersionsRequest_v0(buf, pos):
     blen = len(buf)
     m.client_software_name = ''
     m.client_software_version = ''
+    m.cluster_id = None
+    m.node_id = -1
     return m, pos
 
 
@@ -200,6 +206,98 @@ def _dec_ApiVersionsRequest_v3(buf, pos):
             raise _ProtocolError('ApiVersionsRequest.client_software_version: string longer than 32767 bytes')
         m.client_software_version = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.cluster_id = None
+    m.node_id = -1
+    return m, pos
+
+
+def _enc_ApiVersionsRequest_v5(m, out):
+    append = out.append
+    s1 = m.client_software_name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('ClientSoftwareName is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    s3 = m.client_software_version.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('ClientSoftwareVersion is longer than 32767 bytes')
+    n4 = len(s3) + 1
+    append(_UV[n4] if n4 < 128 else _uvarint(n4))
+    append(s3)
+    x5 = m.cluster_id
+    if x5 is None:
+        append(b'\x00')
+    else:
+        s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('ClusterId is longer than 32767 bytes')
+        n7 = len(s6) + 1
+        append(_UV[n7] if n7 < 128 else _uvarint(n7))
+        append(s6)
+    append(_S_i.pack(m.node_id))
+    append(b'\x00')
+
+
+def _dec_ApiVersionsRequest_v5(buf, pos):
+    m = _new(ApiVersionsRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('ApiVersionsRequest.client_software_name: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('ApiVersionsRequest.client_software_name: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ApiVersionsRequest.client_software_name: string longer than 32767 bytes')
+        m.client_software_name = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('ApiVersionsRequest.client_software_version: null or negative length where null is not allowed')
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('ApiVersionsRequest.client_software_version: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ApiVersionsRequest.client_software_version: string longer than 32767 bytes')
+        m.client_software_version = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        if n5 != -1:
+            raise _ProtocolError('ApiVersionsRequest.cluster_id: negative length')
+        m.cluster_id = None
+    else:
+        end6 = pos + n5
+        if end6 > blen:
+            raise _ProtocolError('ApiVersionsRequest.cluster_id: length runs past the end of the buffer')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('ApiVersionsRequest.cluster_id: string longer than 32767 bytes')
+        m.cluster_id = str(buf[pos:end6], 'utf-8', 'replace')
+        pos = end6
+    m.node_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
     if buf[pos] == 0:
         pos += 1
     else:
@@ -502,7 +600,7 @@ def _dec_ApiVersionsResponse_v3(buf, pos):
     return m, pos
 
 
-ApiVersionsRequest._encoders = (_enc_ApiVersionsRequest_v0, _enc_ApiVersionsRequest_v0, _enc_ApiVersionsRequest_v0, _enc_ApiVersionsRequest_v3, _enc_ApiVersionsRequest_v3,)
-ApiVersionsRequest._decoders = (_dec_ApiVersionsRequest_v0, _dec_ApiVersionsRequest_v0, _dec_ApiVersionsRequest_v0, _dec_ApiVersionsRequest_v3, _dec_ApiVersionsRequest_v3,)
-ApiVersionsResponse._encoders = (_enc_ApiVersionsResponse_v0, _enc_ApiVersionsResponse_v1, _enc_ApiVersionsResponse_v1, _enc_ApiVersionsResponse_v3, _enc_ApiVersionsResponse_v3,)
-ApiVersionsResponse._decoders = (_dec_ApiVersionsResponse_v0, _dec_ApiVersionsResponse_v1, _dec_ApiVersionsResponse_v1, _dec_ApiVersionsResponse_v3, _dec_ApiVersionsResponse_v3,)
+ApiVersionsRequest._encoders = (_enc_ApiVersionsRequest_v0, _enc_ApiVersionsRequest_v0, _enc_ApiVersionsRequest_v0, _enc_ApiVersionsRequest_v3, _enc_ApiVersionsRequest_v3, _enc_ApiVersionsRequest_v5,)
+ApiVersionsRequest._decoders = (_dec_ApiVersionsRequest_v0, _dec_ApiVersionsRequest_v0, _dec_ApiVersionsRequest_v0, _dec_ApiVersionsRequest_v3, _dec_ApiVersionsRequest_v3, _dec_ApiVersionsRequest_v5,)
+ApiVersionsResponse._encoders = (_enc_ApiVersionsResponse_v0, _enc_ApiVersionsResponse_v1, _enc_ApiVersionsResponse_v1, _enc_ApiVersionsResponse_v3, _enc_ApiVersionsResponse_v3, _enc_ApiVersionsResponse_v3,)
+ApiVersionsResponse._decoders = (_dec_ApiVersionsResponse_v0, _dec_ApiVersionsResponse_v1, _dec_ApiVersionsResponse_v1, _dec_ApiVersionsResponse_v3, _dec_ApiVersionsResponse_v3, _dec_ApiVersionsResponse_v3,)

@@ -26,11 +26,11 @@ _MISSING = object()
 class BrokerHeartbeatRequest(_Message):
     """Kafka's BrokerHeartbeatRequest."""
 
-    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs')
+    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'cordoned_log_dirs')
     NAME = 'BrokerHeartbeatRequest'
     API_KEY = 63
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -42,6 +42,7 @@ class BrokerHeartbeatRequest(_Message):
         want_fence: bool = False,
         want_shut_down: bool = False,
         offline_log_dirs: list[uuid.UUID] = _MISSING,
+        cordoned_log_dirs: list[uuid.UUID] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
@@ -49,6 +50,7 @@ class BrokerHeartbeatRequest(_Message):
         self.want_fence = want_fence
         self.want_shut_down = want_shut_down
         self.offline_log_dirs = [] if offline_log_dirs is _MISSING else offline_log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
 
 
 
@@ -60,7 +62,7 @@ class BrokerHeartbeatResponse(_Message):
     NAME = 'BrokerHeartbeatResponse'
     API_KEY = 63
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -89,6 +91,8 @@ def _enc_BrokerHeartbeatRequest_v0(m, out):
     append = out.append
     if not not m.offline_log_dirs:
         raise _UnsupportedVersionError('BrokerHeartbeatRequest.offline_log_dirs cannot be sent at version 0')
+    if not m.cordoned_log_dirs is None:
+        raise _UnsupportedVersionError('BrokerHeartbeatRequest.cordoned_log_dirs cannot be sent at version 0')
     append(_S_iqqoo.pack(m.broker_id, m.broker_epoch, m.current_metadata_offset, m.want_fence, m.want_shut_down))
     append(b'\x00')
 
@@ -103,11 +107,14 @@ def _dec_BrokerHeartbeatRequest_v0(buf, pos):
     else:
         pos = _skip_tagged_fields(buf, pos)
     m.offline_log_dirs = []
+    m.cordoned_log_dirs = None
     return m, pos
 
 
 def _enc_BrokerHeartbeatRequest_v1(m, out):
     append = out.append
+    if not m.cordoned_log_dirs is None:
+        raise _UnsupportedVersionError('BrokerHeartbeatRequest.cordoned_log_dirs cannot be sent at version 1')
     append(_S_iqqoo.pack(m.broker_id, m.broker_epoch, m.current_metadata_offset, m.want_fence, m.want_shut_down))
     tagged = []
     if not not m.offline_log_dirs:
@@ -155,6 +162,90 @@ def _dec_BrokerHeartbeatRequest_v1(buf, pos):
                     pos += 16
                 m.offline_log_dirs = a2
         pos = tag_end
+    m.cordoned_log_dirs = None
+    return m, pos
+
+
+def _enc_BrokerHeartbeatRequest_v2(m, out):
+    append = out.append
+    append(_S_iqqoo.pack(m.broker_id, m.broker_epoch, m.current_metadata_offset, m.want_fence, m.want_shut_down))
+    tagged = []
+    if not not m.offline_log_dirs:
+        t = []
+        n1 = len(m.offline_log_dirs) + 1
+        t.append(_UV[n1] if n1 < 128 else _uvarint(n1))
+        for e in m.offline_log_dirs:
+            t.append(e.bytes)
+        tagged.append((0, b''.join(t)))
+    if not m.cordoned_log_dirs is None:
+        t = []
+        x2 = m.cordoned_log_dirs
+        if x2 is None:
+            t.append(b'\x00')
+        else:
+            n3 = len(x2) + 1
+            t.append(_UV[n3] if n3 < 128 else _uvarint(n3))
+            for e in x2:
+                t.append(e.bytes)
+        tagged.append((1, b''.join(t)))
+    append(_UV[len(tagged)])
+    for tag, data in tagged:
+        append(_uvarint(tag))
+        append(_uvarint(len(data)))
+        append(data)
+
+
+def _dec_BrokerHeartbeatRequest_v2(buf, pos):
+    m = _new(BrokerHeartbeatRequest)
+    blen = len(buf)
+    m.broker_id, m.broker_epoch, m.current_metadata_offset, m.want_fence, m.want_shut_down = _S_iqqoo.unpack_from(buf, pos)
+    pos += 22
+    m.offline_log_dirs = []
+    m.cordoned_log_dirs = None
+    ntags, pos = _read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        tag_end = pos + size
+        if tag_end > blen:
+            raise _ProtocolError('tagged field runs past the end of the buffer')
+        if tag == 0:
+            n1 = buf[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = _read_uvarint(buf, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise _ProtocolError('BrokerHeartbeatRequest.offline_log_dirs: null or negative length where null is not allowed')
+            else:
+                if n1 * 16 > blen - pos:
+                    raise _ProtocolError('BrokerHeartbeatRequest.offline_log_dirs: array longer than the buffer')
+                a2 = []
+                for _ in range(n1):
+                    a2.append(_UUID(bytes=bytes(buf[pos:pos + 16])))
+                    pos += 16
+                m.offline_log_dirs = a2
+        elif tag == 1:
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            else:
+                n3, pos = _read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 < 0:
+                if n3 != -1:
+                    raise _ProtocolError('BrokerHeartbeatRequest.cordoned_log_dirs: negative length')
+                m.cordoned_log_dirs = None
+            else:
+                if n3 * 16 > blen - pos:
+                    raise _ProtocolError('BrokerHeartbeatRequest.cordoned_log_dirs: array longer than the buffer')
+                a4 = []
+                for _ in range(n3):
+                    a4.append(_UUID(bytes=bytes(buf[pos:pos + 16])))
+                    pos += 16
+                m.cordoned_log_dirs = a4
+        pos = tag_end
     return m, pos
 
 
@@ -176,7 +267,7 @@ def _dec_BrokerHeartbeatResponse_v0(buf, pos):
     return m, pos
 
 
-BrokerHeartbeatRequest._encoders = (_enc_BrokerHeartbeatRequest_v0, _enc_BrokerHeartbeatRequest_v1,)
-BrokerHeartbeatRequest._decoders = (_dec_BrokerHeartbeatRequest_v0, _dec_BrokerHeartbeatRequest_v1,)
-BrokerHeartbeatResponse._encoders = (_enc_BrokerHeartbeatResponse_v0, _enc_BrokerHeartbeatResponse_v0,)
-BrokerHeartbeatResponse._decoders = (_dec_BrokerHeartbeatResponse_v0, _dec_BrokerHeartbeatResponse_v0,)
+BrokerHeartbeatRequest._encoders = (_enc_BrokerHeartbeatRequest_v0, _enc_BrokerHeartbeatRequest_v1, _enc_BrokerHeartbeatRequest_v2,)
+BrokerHeartbeatRequest._decoders = (_dec_BrokerHeartbeatRequest_v0, _dec_BrokerHeartbeatRequest_v1, _dec_BrokerHeartbeatRequest_v2,)
+BrokerHeartbeatResponse._encoders = (_enc_BrokerHeartbeatResponse_v0, _enc_BrokerHeartbeatResponse_v0, _enc_BrokerHeartbeatResponse_v0,)
+BrokerHeartbeatResponse._decoders = (_dec_BrokerHeartbeatResponse_v0, _dec_BrokerHeartbeatResponse_v0, _dec_BrokerHeartbeatResponse_v0,)

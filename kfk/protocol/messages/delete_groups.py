@@ -30,7 +30,7 @@ class DeleteGroupsRequest(_Message):
     NAME = 'DeleteGroupsRequest'
     API_KEY = 42
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 2
+    HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
     def __init__(
@@ -50,7 +50,7 @@ class DeleteGroupsResponse(_Message):
     NAME = 'DeleteGroupsResponse'
     API_KEY = 42
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 2
+    HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 2
 
     def __init__(
@@ -65,16 +65,18 @@ class DeleteGroupsResponse(_Message):
     class DeletableGroupResult(_Struct):
         """Kafka's DeleteGroupsResponse DeletableGroupResult entry."""
 
-        __slots__ = ('group_id', 'error_code')
+        __slots__ = ('group_id', 'error_code', 'error_message')
 
         def __init__(
             self,
             *,
             group_id: str = '',
             error_code: int = 0,
+            error_message: str | None = None,
         ) -> None:
             self.group_id = group_id
             self.error_code = error_code
+            self.error_message = error_message
 
 
 _C_DeleteGroupsResponse_DeletableGroupResult = DeleteGroupsResponse.DeletableGroupResult
@@ -198,6 +200,7 @@ def _dec_DeleteGroupsResponse_DeletableGroupResult_v0(buf, pos):
         pos = end2
     m.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
+    m.error_message = None
     return m, pos
 
 
@@ -266,6 +269,7 @@ def _dec_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.error_message = None
     return m, pos
 
 
@@ -307,7 +311,113 @@ def _dec_DeleteGroupsResponse_v2(buf, pos):
     return m, pos
 
 
-DeleteGroupsRequest._encoders = (_enc_DeleteGroupsRequest_v0, _enc_DeleteGroupsRequest_v0, _enc_DeleteGroupsRequest_v2,)
-DeleteGroupsRequest._decoders = (_dec_DeleteGroupsRequest_v0, _dec_DeleteGroupsRequest_v0, _dec_DeleteGroupsRequest_v2,)
-DeleteGroupsResponse._encoders = (_enc_DeleteGroupsResponse_v0, _enc_DeleteGroupsResponse_v0, _enc_DeleteGroupsResponse_v2,)
-DeleteGroupsResponse._decoders = (_dec_DeleteGroupsResponse_v0, _dec_DeleteGroupsResponse_v0, _dec_DeleteGroupsResponse_v2,)
+def _enc_DeleteGroupsResponse_DeletableGroupResult_v3(m, out):
+    append = out.append
+    s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    append(_S_h.pack(m.error_code))
+    x3 = m.error_message
+    if x3 is None:
+        append(b'\x00')
+    else:
+        s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
+        n5 = len(s4) + 1
+        append(_UV[n5] if n5 < 128 else _uvarint(n5))
+        append(s4)
+    append(b'\x00')
+
+
+def _dec_DeleteGroupsResponse_DeletableGroupResult_v3(buf, pos):
+    m = _new(_C_DeleteGroupsResponse_DeletableGroupResult)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('DeletableGroupResult.group_id: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('DeletableGroupResult.group_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DeletableGroupResult.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    m.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        if n3 != -1:
+            raise _ProtocolError('DeletableGroupResult.error_message: negative length')
+        m.error_message = None
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('DeletableGroupResult.error_message: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('DeletableGroupResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_DeleteGroupsResponse_v3(m, out):
+    append = out.append
+    append(_S_i.pack(m.throttle_time_ms))
+    n1 = len(m.results) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.results:
+        _enc_DeleteGroupsResponse_DeletableGroupResult_v3(e, out)
+    append(b'\x00')
+
+
+def _dec_DeleteGroupsResponse_v3(buf, pos):
+    m = _new(DeleteGroupsResponse)
+    blen = len(buf)
+    m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('DeleteGroupsResponse.results: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('DeleteGroupsResponse.results: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_DeleteGroupsResponse_DeletableGroupResult_v3(buf, pos)
+            a2.append(e)
+        m.results = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+DeleteGroupsRequest._encoders = (_enc_DeleteGroupsRequest_v0, _enc_DeleteGroupsRequest_v0, _enc_DeleteGroupsRequest_v2, _enc_DeleteGroupsRequest_v2,)
+DeleteGroupsRequest._decoders = (_dec_DeleteGroupsRequest_v0, _dec_DeleteGroupsRequest_v0, _dec_DeleteGroupsRequest_v2, _dec_DeleteGroupsRequest_v2,)
+DeleteGroupsResponse._encoders = (_enc_DeleteGroupsResponse_v0, _enc_DeleteGroupsResponse_v0, _enc_DeleteGroupsResponse_v2, _enc_DeleteGroupsResponse_v3,)
+DeleteGroupsResponse._decoders = (_dec_DeleteGroupsResponse_v0, _dec_DeleteGroupsResponse_v0, _dec_DeleteGroupsResponse_v2, _dec_DeleteGroupsResponse_v3,)

@@ -30,7 +30,7 @@ class DescribeLogDirsRequest(_Message):
     NAME = 'DescribeLogDirsRequest'
     API_KEY = 35
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 4
+    HIGHEST_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 2
 
     def __init__(
@@ -65,7 +65,7 @@ class DescribeLogDirsResponse(_Message):
     NAME = 'DescribeLogDirsResponse'
     API_KEY = 35
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 4
+    HIGHEST_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 2
 
     def __init__(
@@ -82,7 +82,7 @@ class DescribeLogDirsResponse(_Message):
     class DescribeLogDirsResult(_Struct):
         """Kafka's DescribeLogDirsResponse DescribeLogDirsResult entry."""
 
-        __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes')
+        __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'is_cordoned')
 
         def __init__(
             self,
@@ -92,12 +92,14 @@ class DescribeLogDirsResponse(_Message):
             topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = _MISSING,
             total_bytes: int = -1,
             usable_bytes: int = -1,
+            is_cordoned: bool = False,
         ) -> None:
             self.error_code = error_code
             self.log_dir = log_dir
             self.topics = [] if topics is _MISSING else topics
             self.total_bytes = total_bytes
             self.usable_bytes = usable_bytes
+            self.is_cordoned = is_cordoned
 
     class DescribeLogDirsTopic(_Struct):
         """Kafka's DescribeLogDirsResponse DescribeLogDirsTopic entry."""
@@ -142,6 +144,7 @@ _S_i = _struct.Struct('>i')
 _S_ih = _struct.Struct('>ih')
 _S_iqqo = _struct.Struct('>iqq?')
 _S_qq = _struct.Struct('>qq')
+_S_qqo = _struct.Struct('>qq?')
 
 
 def _enc_DescribeLogDirsRequest_DescribableLogDirTopic_v0(m, out):
@@ -394,6 +397,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v0(buf, pos):
         m.topics = a4
     m.total_bytes = -1
     m.usable_bytes = -1
+    m.is_cordoned = False
     return m, pos
 
 
@@ -560,6 +564,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf, pos):
         pos = _skip_tagged_fields(buf, pos)
     m.total_bytes = -1
     m.usable_bytes = -1
+    m.is_cordoned = False
     return m, pos
 
 
@@ -700,6 +705,7 @@ def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.is_cordoned = False
     return m, pos
 
 
@@ -741,7 +747,108 @@ def _dec_DescribeLogDirsResponse_v4(buf, pos):
     return m, pos
 
 
-DescribeLogDirsRequest._encoders = (_enc_DescribeLogDirsRequest_v0, _enc_DescribeLogDirsRequest_v0, _enc_DescribeLogDirsRequest_v2, _enc_DescribeLogDirsRequest_v2, _enc_DescribeLogDirsRequest_v2,)
-DescribeLogDirsRequest._decoders = (_dec_DescribeLogDirsRequest_v0, _dec_DescribeLogDirsRequest_v0, _dec_DescribeLogDirsRequest_v2, _dec_DescribeLogDirsRequest_v2, _dec_DescribeLogDirsRequest_v2,)
-DescribeLogDirsResponse._encoders = (_enc_DescribeLogDirsResponse_v0, _enc_DescribeLogDirsResponse_v0, _enc_DescribeLogDirsResponse_v2, _enc_DescribeLogDirsResponse_v3, _enc_DescribeLogDirsResponse_v4,)
-DescribeLogDirsResponse._decoders = (_dec_DescribeLogDirsResponse_v0, _dec_DescribeLogDirsResponse_v0, _dec_DescribeLogDirsResponse_v2, _dec_DescribeLogDirsResponse_v3, _dec_DescribeLogDirsResponse_v4,)
+def _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v5(m, out):
+    append = out.append
+    append(_S_h.pack(m.error_code))
+    s1 = m.log_dir.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('LogDir is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    n3 = len(m.topics) + 1
+    append(_UV[n3] if n3 < 128 else _uvarint(n3))
+    for e in m.topics:
+        _enc_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(e, out)
+    append(_S_qqo.pack(m.total_bytes, m.usable_bytes, m.is_cordoned))
+    append(b'\x00')
+
+
+def _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v5(buf, pos):
+    m = _new(_C_DescribeLogDirsResponse_DescribeLogDirsResult)
+    blen = len(buf)
+    m.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('DescribeLogDirsResult.log_dir: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('DescribeLogDirsResult.log_dir: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('DescribeLogDirsResult.log_dir: string longer than 32767 bytes')
+        m.log_dir = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('DescribeLogDirsResult.topics: null or negative length where null is not allowed')
+    else:
+        if n3 > blen - pos:
+            raise _ProtocolError('DescribeLogDirsResult.topics: array longer than the buffer')
+        a4 = []
+        for _ in range(n3):
+            e, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(buf, pos)
+            a4.append(e)
+        m.topics = a4
+    m.total_bytes, m.usable_bytes, m.is_cordoned = _S_qqo.unpack_from(buf, pos)
+    pos += 17
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_DescribeLogDirsResponse_v5(m, out):
+    append = out.append
+    append(_S_ih.pack(m.throttle_time_ms, m.error_code))
+    n1 = len(m.results) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.results:
+        _enc_DescribeLogDirsResponse_DescribeLogDirsResult_v5(e, out)
+    append(b'\x00')
+
+
+def _dec_DescribeLogDirsResponse_v5(buf, pos):
+    m = _new(DescribeLogDirsResponse)
+    blen = len(buf)
+    m.throttle_time_ms, m.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('DescribeLogDirsResponse.results: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('DescribeLogDirsResponse.results: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_DescribeLogDirsResponse_DescribeLogDirsResult_v5(buf, pos)
+            a2.append(e)
+        m.results = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+DescribeLogDirsRequest._encoders = (_enc_DescribeLogDirsRequest_v0, _enc_DescribeLogDirsRequest_v0, _enc_DescribeLogDirsRequest_v2, _enc_DescribeLogDirsRequest_v2, _enc_DescribeLogDirsRequest_v2, _enc_DescribeLogDirsRequest_v2,)
+DescribeLogDirsRequest._decoders = (_dec_DescribeLogDirsRequest_v0, _dec_DescribeLogDirsRequest_v0, _dec_DescribeLogDirsRequest_v2, _dec_DescribeLogDirsRequest_v2, _dec_DescribeLogDirsRequest_v2, _dec_DescribeLogDirsRequest_v2,)
+DescribeLogDirsResponse._encoders = (_enc_DescribeLogDirsResponse_v0, _enc_DescribeLogDirsResponse_v0, _enc_DescribeLogDirsResponse_v2, _enc_DescribeLogDirsResponse_v3, _enc_DescribeLogDirsResponse_v4, _enc_DescribeLogDirsResponse_v5,)
+DescribeLogDirsResponse._decoders = (_dec_DescribeLogDirsResponse_v0, _dec_DescribeLogDirsResponse_v0, _dec_DescribeLogDirsResponse_v2, _dec_DescribeLogDirsResponse_v3, _dec_DescribeLogDirsResponse_v4, _dec_DescribeLogDirsResponse_v5,)

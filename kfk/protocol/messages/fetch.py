@@ -30,7 +30,7 @@ class FetchRequest(_Message):
     NAME = 'FetchRequest'
     API_KEY = 1
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 17
+    HIGHEST_VERSION = 18
     FIRST_FLEXIBLE_VERSION = 12
 
     def __init__(
@@ -95,7 +95,7 @@ class FetchRequest(_Message):
     class FetchPartition(_Struct):
         """Kafka's FetchRequest FetchPartition entry."""
 
-        __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id')
+        __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark')
 
         def __init__(
             self,
@@ -107,6 +107,7 @@ class FetchRequest(_Message):
             log_start_offset: int = -1,
             partition_max_bytes: int = 0,
             replica_directory_id: uuid.UUID = _ZERO_UUID,
+            high_watermark: int = 9223372036854775807,
         ) -> None:
             self.partition = partition
             self.current_leader_epoch = current_leader_epoch
@@ -115,6 +116,7 @@ class FetchRequest(_Message):
             self.log_start_offset = log_start_offset
             self.partition_max_bytes = partition_max_bytes
             self.replica_directory_id = replica_directory_id
+            self.high_watermark = high_watermark
 
     class ForgottenTopic(_Struct):
         """Kafka's FetchRequest ForgottenTopic entry."""
@@ -146,7 +148,7 @@ class FetchResponse(_Message):
     NAME = 'FetchResponse'
     API_KEY = 1
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 17
+    HIGHEST_VERSION = 18
     FIRST_FLEXIBLE_VERSION = 12
 
     def __init__(
@@ -313,6 +315,7 @@ _S_iiqqi = _struct.Struct('>iiqqi')
 _S_iq = _struct.Struct('>iq')
 _S_iqi = _struct.Struct('>iqi')
 _S_iqqi = _struct.Struct('>iqqi')
+_S_q = _struct.Struct('>q')
 _S_qi = _struct.Struct('>qi')
 _S_qq = _struct.Struct('>qq')
 _S_u = _struct.Struct('>16s')
@@ -362,6 +365,7 @@ def _dec_FetchRequest_FetchPartition_v0(buf, pos):
     m.last_fetched_epoch = -1
     m.log_start_offset = -1
     m.replica_directory_id = _ZERO_UUID
+    m.high_watermark = 9223372036854775807
     return m, pos
 
 
@@ -628,6 +632,7 @@ def _dec_FetchRequest_FetchPartition_v5(buf, pos):
     m.current_leader_epoch = -1
     m.last_fetched_epoch = -1
     m.replica_directory_id = _ZERO_UUID
+    m.high_watermark = 9223372036854775807
     return m, pos
 
 
@@ -881,6 +886,7 @@ def _dec_FetchRequest_FetchPartition_v9(buf, pos):
     pos += 28
     m.last_fetched_epoch = -1
     m.replica_directory_id = _ZERO_UUID
+    m.high_watermark = 9223372036854775807
     return m, pos
 
 
@@ -1094,6 +1100,7 @@ def _dec_FetchRequest_FetchPartition_v12(buf, pos):
     else:
         pos = _skip_tagged_fields(buf, pos)
     m.replica_directory_id = _ZERO_UUID
+    m.high_watermark = 9223372036854775807
     return m, pos
 
 
@@ -1801,6 +1808,7 @@ def _dec_FetchRequest_FetchPartition_v17(buf, pos):
             m.replica_directory_id = _UUID(bytes=bytes(buf[pos:pos + 16]))
             pos += 16
         pos = tag_end
+    m.high_watermark = 9223372036854775807
     return m, pos
 
 
@@ -1907,6 +1915,221 @@ def _dec_FetchRequest_v17(buf, pos):
         a2 = []
         for _ in range(n1):
             e, pos = _dec_FetchRequest_FetchTopic_v17(buf, pos)
+            a2.append(e)
+        m.topics = a2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('FetchRequest.forgotten_topics_data: null or negative length where null is not allowed')
+    else:
+        if n3 > blen - pos:
+            raise _ProtocolError('FetchRequest.forgotten_topics_data: array longer than the buffer')
+        a4 = []
+        for _ in range(n3):
+            e, pos = _dec_FetchRequest_ForgottenTopic_v13(buf, pos)
+            a4.append(e)
+        m.forgotten_topics_data = a4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('FetchRequest.rack_id: null or negative length where null is not allowed')
+    else:
+        end6 = pos + n5
+        if end6 > blen:
+            raise _ProtocolError('FetchRequest.rack_id: length runs past the end of the buffer')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('FetchRequest.rack_id: string longer than 32767 bytes')
+        m.rack_id = str(buf[pos:end6], 'utf-8', 'replace')
+        pos = end6
+    m.cluster_id = None
+    m.replica_state = FetchRequest.ReplicaState()
+    ntags, pos = _read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        tag_end = pos + size
+        if tag_end > blen:
+            raise _ProtocolError('tagged field runs past the end of the buffer')
+        if tag == 0:
+            n7 = buf[pos]
+            if n7 < 128:
+                pos += 1
+            else:
+                n7, pos = _read_uvarint(buf, pos)
+            n7 -= 1
+            if n7 < 0:
+                if n7 != -1:
+                    raise _ProtocolError('FetchRequest.cluster_id: negative length')
+                m.cluster_id = None
+            else:
+                end8 = pos + n7
+                if end8 > blen:
+                    raise _ProtocolError('FetchRequest.cluster_id: length runs past the end of the buffer')
+                if n7 > 0x7FFF:
+                    raise _ProtocolError('FetchRequest.cluster_id: string longer than 32767 bytes')
+                m.cluster_id = str(buf[pos:end8], 'utf-8', 'replace')
+                pos = end8
+        elif tag == 1:
+            m.replica_state, pos = _dec_FetchRequest_ReplicaState_v15(buf, pos)
+        pos = tag_end
+    m.replica_id = -1
+    return m, pos
+
+
+def _enc_FetchRequest_FetchPartition_v18(m, out):
+    append = out.append
+    append(_S_iiqiqi.pack(m.partition, m.current_leader_epoch, m.fetch_offset, m.last_fetched_epoch, m.log_start_offset, m.partition_max_bytes))
+    tagged = []
+    if not m.replica_directory_id == _ZERO_UUID:
+        t = []
+        t.append(m.replica_directory_id.bytes)
+        tagged.append((0, b''.join(t)))
+    if not m.high_watermark == 9223372036854775807:
+        t = []
+        t.append(_S_q.pack(m.high_watermark))
+        tagged.append((1, b''.join(t)))
+    append(_UV[len(tagged)])
+    for tag, data in tagged:
+        append(_uvarint(tag))
+        append(_uvarint(len(data)))
+        append(data)
+
+
+def _dec_FetchRequest_FetchPartition_v18(buf, pos):
+    m = _new(_C_FetchRequest_FetchPartition)
+    blen = len(buf)
+    m.partition, m.current_leader_epoch, m.fetch_offset, m.last_fetched_epoch, m.log_start_offset, m.partition_max_bytes = _S_iiqiqi.unpack_from(buf, pos)
+    pos += 32
+    m.replica_directory_id = _ZERO_UUID
+    m.high_watermark = 9223372036854775807
+    ntags, pos = _read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        tag_end = pos + size
+        if tag_end > blen:
+            raise _ProtocolError('tagged field runs past the end of the buffer')
+        if tag == 0:
+            m.replica_directory_id = _UUID(bytes=bytes(buf[pos:pos + 16]))
+            pos += 16
+        elif tag == 1:
+            m.high_watermark = _S_q.unpack_from(buf, pos)[0]
+            pos += 8
+        pos = tag_end
+    return m, pos
+
+
+def _enc_FetchRequest_FetchTopic_v18(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partitions) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partitions:
+        _enc_FetchRequest_FetchPartition_v18(e, out)
+    append(b'\x00')
+
+
+def _dec_FetchRequest_FetchTopic_v18(buf, pos):
+    m = _new(_C_FetchRequest_FetchTopic)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('FetchTopic.partitions: null or negative length where null is not allowed')
+    else:
+        if n2 > blen - pos:
+            raise _ProtocolError('FetchTopic.partitions: array longer than the buffer')
+        a3 = []
+        for _ in range(n2):
+            e, pos = _dec_FetchRequest_FetchPartition_v18(buf, pos)
+            a3.append(e)
+        m.partitions = a3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.topic = ''
+    return m, pos
+
+
+def _enc_FetchRequest_v18(m, out):
+    append = out.append
+    if not m.replica_id == -1:
+        raise _UnsupportedVersionError('FetchRequest.replica_id cannot be sent at version 18')
+    append(_S_iiibii.pack(m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch))
+    n1 = len(m.topics) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.topics:
+        _enc_FetchRequest_FetchTopic_v18(e, out)
+    n2 = len(m.forgotten_topics_data) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    for e in m.forgotten_topics_data:
+        _enc_FetchRequest_ForgottenTopic_v13(e, out)
+    s3 = m.rack_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('RackId is longer than 32767 bytes')
+    n4 = len(s3) + 1
+    append(_UV[n4] if n4 < 128 else _uvarint(n4))
+    append(s3)
+    tagged = []
+    if not m.cluster_id is None:
+        t = []
+        x5 = m.cluster_id
+        if x5 is None:
+            t.append(b'\x00')
+        else:
+            s6 = x5.encode('utf-8')
+            if len(s6) > 0x7FFF:
+                raise _ProtocolError('ClusterId is longer than 32767 bytes')
+            n7 = len(s6) + 1
+            t.append(_UV[n7] if n7 < 128 else _uvarint(n7))
+            t.append(s6)
+        tagged.append((0, b''.join(t)))
+    if not _is_default_FetchRequest_ReplicaState(m.replica_state):
+        t = []
+        _enc_FetchRequest_ReplicaState_v15(m.replica_state, t)
+        tagged.append((1, b''.join(t)))
+    append(_UV[len(tagged)])
+    for tag, data in tagged:
+        append(_uvarint(tag))
+        append(_uvarint(len(data)))
+        append(data)
+
+
+def _dec_FetchRequest_v18(buf, pos):
+    m = _new(FetchRequest)
+    blen = len(buf)
+    m.max_wait_ms, m.min_bytes, m.max_bytes, m.isolation_level, m.session_id, m.session_epoch = _S_iiibii.unpack_from(buf, pos)
+    pos += 21
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('FetchRequest.topics: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('FetchRequest.topics: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_FetchRequest_FetchTopic_v18(buf, pos)
             a2.append(e)
         m.topics = a2
     n3 = buf[pos]
@@ -3436,7 +3659,7 @@ def _dec_FetchResponse_v16(buf, pos):
     return m, pos
 
 
-FetchRequest._encoders = (_enc_FetchRequest_v0, _enc_FetchRequest_v1, _enc_FetchRequest_v2, _enc_FetchRequest_v3, _enc_FetchRequest_v4, _enc_FetchRequest_v5, _enc_FetchRequest_v6, _enc_FetchRequest_v7, _enc_FetchRequest_v8, _enc_FetchRequest_v9, _enc_FetchRequest_v10, _enc_FetchRequest_v11, _enc_FetchRequest_v12, _enc_FetchRequest_v13, _enc_FetchRequest_v14, _enc_FetchRequest_v15, _enc_FetchRequest_v16, _enc_FetchRequest_v17,)
-FetchRequest._decoders = (_dec_FetchRequest_v0, _dec_FetchRequest_v0, _dec_FetchRequest_v0, _dec_FetchRequest_v3, _dec_FetchRequest_v4, _dec_FetchRequest_v5, _dec_FetchRequest_v5, _dec_FetchRequest_v7, _dec_FetchRequest_v7, _dec_FetchRequest_v9, _dec_FetchRequest_v9, _dec_FetchRequest_v11, _dec_FetchRequest_v12, _dec_FetchRequest_v13, _dec_FetchRequest_v13, _dec_FetchRequest_v15, _dec_FetchRequest_v15, _dec_FetchRequest_v17,)
-FetchResponse._encoders = (_enc_FetchResponse_v0, _enc_FetchResponse_v1, _enc_FetchResponse_v2, _enc_FetchResponse_v3, _enc_FetchResponse_v4, _enc_FetchResponse_v5, _enc_FetchResponse_v6, _enc_FetchResponse_v7, _enc_FetchResponse_v8, _enc_FetchResponse_v9, _enc_FetchResponse_v10, _enc_FetchResponse_v11, _enc_FetchResponse_v12, _enc_FetchResponse_v13, _enc_FetchResponse_v14, _enc_FetchResponse_v15, _enc_FetchResponse_v16, _enc_FetchResponse_v16,)
-FetchResponse._decoders = (_dec_FetchResponse_v0, _dec_FetchResponse_v1, _dec_FetchResponse_v1, _dec_FetchResponse_v1, _dec_FetchResponse_v4, _dec_FetchResponse_v5, _dec_FetchResponse_v5, _dec_FetchResponse_v7, _dec_FetchResponse_v7, _dec_FetchResponse_v7, _dec_FetchResponse_v7, _dec_FetchResponse_v11, _dec_FetchResponse_v12, _dec_FetchResponse_v13, _dec_FetchResponse_v13, _dec_FetchResponse_v13, _dec_FetchResponse_v16, _dec_FetchResponse_v16,)
+FetchRequest._encoders = (_enc_FetchRequest_v0, _enc_FetchRequest_v1, _enc_FetchRequest_v2, _enc_FetchRequest_v3, _enc_FetchRequest_v4, _enc_FetchRequest_v5, _enc_FetchRequest_v6, _enc_FetchRequest_v7, _enc_FetchRequest_v8, _enc_FetchRequest_v9, _enc_FetchRequest_v10, _enc_FetchRequest_v11, _enc_FetchRequest_v12, _enc_FetchRequest_v13, _enc_FetchRequest_v14, _enc_FetchRequest_v15, _enc_FetchRequest_v16, _enc_FetchRequest_v17, _enc_FetchRequest_v18,)
+FetchRequest._decoders = (_dec_FetchRequest_v0, _dec_FetchRequest_v0, _dec_FetchRequest_v0, _dec_FetchRequest_v3, _dec_FetchRequest_v4, _dec_FetchRequest_v5, _dec_FetchRequest_v5, _dec_FetchRequest_v7, _dec_FetchRequest_v7, _dec_FetchRequest_v9, _dec_FetchRequest_v9, _dec_FetchRequest_v11, _dec_FetchRequest_v12, _dec_FetchRequest_v13, _dec_FetchRequest_v13, _dec_FetchRequest_v15, _dec_FetchRequest_v15, _dec_FetchRequest_v17, _dec_FetchRequest_v18,)
+FetchResponse._encoders = (_enc_FetchResponse_v0, _enc_FetchResponse_v1, _enc_FetchResponse_v2, _enc_FetchResponse_v3, _enc_FetchResponse_v4, _enc_FetchResponse_v5, _enc_FetchResponse_v6, _enc_FetchResponse_v7, _enc_FetchResponse_v8, _enc_FetchResponse_v9, _enc_FetchResponse_v10, _enc_FetchResponse_v11, _enc_FetchResponse_v12, _enc_FetchResponse_v13, _enc_FetchResponse_v14, _enc_FetchResponse_v15, _enc_FetchResponse_v16, _enc_FetchResponse_v16, _enc_FetchResponse_v16,)
+FetchResponse._decoders = (_dec_FetchResponse_v0, _dec_FetchResponse_v1, _dec_FetchResponse_v1, _dec_FetchResponse_v1, _dec_FetchResponse_v4, _dec_FetchResponse_v5, _dec_FetchResponse_v5, _dec_FetchResponse_v7, _dec_FetchResponse_v7, _dec_FetchResponse_v7, _dec_FetchResponse_v7, _dec_FetchResponse_v11, _dec_FetchResponse_v12, _dec_FetchResponse_v13, _dec_FetchResponse_v13, _dec_FetchResponse_v13, _dec_FetchResponse_v16, _dec_FetchResponse_v16, _dec_FetchResponse_v16,)

@@ -26,11 +26,11 @@ _MISSING = object()
 class InitProducerIdRequest(_Message):
     """Kafka's InitProducerIdRequest."""
 
-    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch')
+    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'enable2_pc', 'keep_prepared_txn')
     NAME = 'InitProducerIdRequest'
     API_KEY = 22
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 5
+    HIGHEST_VERSION = 6
     FIRST_FLEXIBLE_VERSION = 2
 
     def __init__(
@@ -40,11 +40,15 @@ class InitProducerIdRequest(_Message):
         transaction_timeout_ms: int = 0,
         producer_id: int = -1,
         producer_epoch: int = -1,
+        enable2_pc: bool = False,
+        keep_prepared_txn: bool = False,
     ) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        self.enable2_pc = enable2_pc
+        self.keep_prepared_txn = keep_prepared_txn
 
 
 
@@ -52,11 +56,11 @@ class InitProducerIdRequest(_Message):
 class InitProducerIdResponse(_Message):
     """Kafka's InitProducerIdResponse."""
 
-    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch')
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch')
     NAME = 'InitProducerIdResponse'
     API_KEY = 22
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 5
+    HIGHEST_VERSION = 6
     FIRST_FLEXIBLE_VERSION = 2
 
     def __init__(
@@ -66,11 +70,15 @@ class InitProducerIdResponse(_Message):
         error_code: int = 0,
         producer_id: int = -1,
         producer_epoch: int = 0,
+        ongoing_txn_producer_id: int = -1,
+        ongoing_txn_producer_epoch: int = -1,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
 
 
 
@@ -78,7 +86,9 @@ class InitProducerIdResponse(_Message):
 _S_h = _struct.Struct('>h')
 _S_i = _struct.Struct('>i')
 _S_ihqh = _struct.Struct('>ihqh')
+_S_ihqhqh = _struct.Struct('>ihqhqh')
 _S_iqh = _struct.Struct('>iqh')
+_S_iqhoo = _struct.Struct('>iqh??')
 
 
 def _enc_InitProducerIdRequest_v0(m, out):
@@ -87,6 +97,10 @@ def _enc_InitProducerIdRequest_v0(m, out):
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_id cannot be sent at version 0')
     if not m.producer_epoch == -1:
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_epoch cannot be sent at version 0')
+    if not m.enable2_pc is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.enable2_pc cannot be sent at version 0')
+    if not m.keep_prepared_txn is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.keep_prepared_txn cannot be sent at version 0')
     x1 = m.transactional_id
     if x1 is None:
         append(b'\xff\xff')
@@ -116,6 +130,8 @@ def _dec_InitProducerIdRequest_v0(buf, pos):
     pos += 4
     m.producer_id = -1
     m.producer_epoch = -1
+    m.enable2_pc = False
+    m.keep_prepared_txn = False
     return m, pos
 
 
@@ -125,6 +141,10 @@ def _enc_InitProducerIdRequest_v1(m, out):
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_id cannot be sent at version 1')
     if not m.producer_epoch == -1:
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_epoch cannot be sent at version 1')
+    if not m.enable2_pc is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.enable2_pc cannot be sent at version 1')
+    if not m.keep_prepared_txn is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.keep_prepared_txn cannot be sent at version 1')
     x1 = m.transactional_id
     if x1 is None:
         append(b'\xff\xff')
@@ -141,6 +161,10 @@ def _enc_InitProducerIdRequest_v2(m, out):
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_id cannot be sent at version 2')
     if not m.producer_epoch == -1:
         raise _UnsupportedVersionError('InitProducerIdRequest.producer_epoch cannot be sent at version 2')
+    if not m.enable2_pc is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.enable2_pc cannot be sent at version 2')
+    if not m.keep_prepared_txn is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.keep_prepared_txn cannot be sent at version 2')
     x1 = m.transactional_id
     if x1 is None:
         append(b'\x00')
@@ -184,11 +208,17 @@ def _dec_InitProducerIdRequest_v2(buf, pos):
         pos = _skip_tagged_fields(buf, pos)
     m.producer_id = -1
     m.producer_epoch = -1
+    m.enable2_pc = False
+    m.keep_prepared_txn = False
     return m, pos
 
 
 def _enc_InitProducerIdRequest_v3(m, out):
     append = out.append
+    if not m.enable2_pc is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.enable2_pc cannot be sent at version 3')
+    if not m.keep_prepared_txn is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.keep_prepared_txn cannot be sent at version 3')
     x1 = m.transactional_id
     if x1 is None:
         append(b'\x00')
@@ -230,11 +260,103 @@ def _dec_InitProducerIdRequest_v3(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.enable2_pc = False
+    m.keep_prepared_txn = False
+    return m, pos
+
+
+def _enc_InitProducerIdRequest_v4(m, out):
+    append = out.append
+    if not m.enable2_pc is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.enable2_pc cannot be sent at version 4')
+    if not m.keep_prepared_txn is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.keep_prepared_txn cannot be sent at version 4')
+    x1 = m.transactional_id
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('TransactionalId is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    append(_S_iqh.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch))
+    append(b'\x00')
+
+
+def _enc_InitProducerIdRequest_v5(m, out):
+    append = out.append
+    if not m.enable2_pc is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.enable2_pc cannot be sent at version 5')
+    if not m.keep_prepared_txn is False:
+        raise _UnsupportedVersionError('InitProducerIdRequest.keep_prepared_txn cannot be sent at version 5')
+    x1 = m.transactional_id
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('TransactionalId is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    append(_S_iqh.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch))
+    append(b'\x00')
+
+
+def _enc_InitProducerIdRequest_v6(m, out):
+    append = out.append
+    x1 = m.transactional_id
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('TransactionalId is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    append(_S_iqhoo.pack(m.transaction_timeout_ms, m.producer_id, m.producer_epoch, m.enable2_pc, m.keep_prepared_txn))
+    append(b'\x00')
+
+
+def _dec_InitProducerIdRequest_v6(buf, pos):
+    m = _new(InitProducerIdRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('InitProducerIdRequest.transactional_id: negative length')
+        m.transactional_id = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('InitProducerIdRequest.transactional_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('InitProducerIdRequest.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    m.transaction_timeout_ms, m.producer_id, m.producer_epoch, m.enable2_pc, m.keep_prepared_txn = _S_iqhoo.unpack_from(buf, pos)
+    pos += 16
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
     return m, pos
 
 
 def _enc_InitProducerIdResponse_v0(m, out):
     append = out.append
+    if not m.ongoing_txn_producer_id == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_id cannot be sent at version 0')
+    if not m.ongoing_txn_producer_epoch == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_epoch cannot be sent at version 0')
     append(_S_ihqh.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch))
 
 
@@ -243,11 +365,26 @@ def _dec_InitProducerIdResponse_v0(buf, pos):
     blen = len(buf)
     m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch = _S_ihqh.unpack_from(buf, pos)
     pos += 16
+    m.ongoing_txn_producer_id = -1
+    m.ongoing_txn_producer_epoch = -1
     return m, pos
+
+
+def _enc_InitProducerIdResponse_v1(m, out):
+    append = out.append
+    if not m.ongoing_txn_producer_id == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_id cannot be sent at version 1')
+    if not m.ongoing_txn_producer_epoch == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_epoch cannot be sent at version 1')
+    append(_S_ihqh.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch))
 
 
 def _enc_InitProducerIdResponse_v2(m, out):
     append = out.append
+    if not m.ongoing_txn_producer_id == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_id cannot be sent at version 2')
+    if not m.ongoing_txn_producer_epoch == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_epoch cannot be sent at version 2')
     append(_S_ihqh.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch))
     append(b'\x00')
 
@@ -261,10 +398,60 @@ def _dec_InitProducerIdResponse_v2(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.ongoing_txn_producer_id = -1
+    m.ongoing_txn_producer_epoch = -1
     return m, pos
 
 
-InitProducerIdRequest._encoders = (_enc_InitProducerIdRequest_v0, _enc_InitProducerIdRequest_v1, _enc_InitProducerIdRequest_v2, _enc_InitProducerIdRequest_v3, _enc_InitProducerIdRequest_v3, _enc_InitProducerIdRequest_v3,)
-InitProducerIdRequest._decoders = (_dec_InitProducerIdRequest_v0, _dec_InitProducerIdRequest_v0, _dec_InitProducerIdRequest_v2, _dec_InitProducerIdRequest_v3, _dec_InitProducerIdRequest_v3, _dec_InitProducerIdRequest_v3,)
-InitProducerIdResponse._encoders = (_enc_InitProducerIdResponse_v0, _enc_InitProducerIdResponse_v0, _enc_InitProducerIdResponse_v2, _enc_InitProducerIdResponse_v2, _enc_InitProducerIdResponse_v2, _enc_InitProducerIdResponse_v2,)
-InitProducerIdResponse._decoders = (_dec_InitProducerIdResponse_v0, _dec_InitProducerIdResponse_v0, _dec_InitProducerIdResponse_v2, _dec_InitProducerIdResponse_v2, _dec_InitProducerIdResponse_v2, _dec_InitProducerIdResponse_v2,)
+def _enc_InitProducerIdResponse_v3(m, out):
+    append = out.append
+    if not m.ongoing_txn_producer_id == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_id cannot be sent at version 3')
+    if not m.ongoing_txn_producer_epoch == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_epoch cannot be sent at version 3')
+    append(_S_ihqh.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch))
+    append(b'\x00')
+
+
+def _enc_InitProducerIdResponse_v4(m, out):
+    append = out.append
+    if not m.ongoing_txn_producer_id == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_id cannot be sent at version 4')
+    if not m.ongoing_txn_producer_epoch == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_epoch cannot be sent at version 4')
+    append(_S_ihqh.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch))
+    append(b'\x00')
+
+
+def _enc_InitProducerIdResponse_v5(m, out):
+    append = out.append
+    if not m.ongoing_txn_producer_id == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_id cannot be sent at version 5')
+    if not m.ongoing_txn_producer_epoch == -1:
+        raise _UnsupportedVersionError('InitProducerIdResponse.ongoing_txn_producer_epoch cannot be sent at version 5')
+    append(_S_ihqh.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch))
+    append(b'\x00')
+
+
+def _enc_InitProducerIdResponse_v6(m, out):
+    append = out.append
+    append(_S_ihqhqh.pack(m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch, m.ongoing_txn_producer_id, m.ongoing_txn_producer_epoch))
+    append(b'\x00')
+
+
+def _dec_InitProducerIdResponse_v6(buf, pos):
+    m = _new(InitProducerIdResponse)
+    blen = len(buf)
+    m.throttle_time_ms, m.error_code, m.producer_id, m.producer_epoch, m.ongoing_txn_producer_id, m.ongoing_txn_producer_epoch = _S_ihqhqh.unpack_from(buf, pos)
+    pos += 26
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+InitProducerIdRequest._encoders = (_enc_InitProducerIdRequest_v0, _enc_InitProducerIdRequest_v1, _enc_InitProducerIdRequest_v2, _enc_InitProducerIdRequest_v3, _enc_InitProducerIdRequest_v4, _enc_InitProducerIdRequest_v5, _enc_InitProducerIdRequest_v6,)
+InitProducerIdRequest._decoders = (_dec_InitProducerIdRequest_v0, _dec_InitProducerIdRequest_v0, _dec_InitProducerIdRequest_v2, _dec_InitProducerIdRequest_v3, _dec_InitProducerIdRequest_v3, _dec_InitProducerIdRequest_v3, _dec_InitProducerIdRequest_v6,)
+InitProducerIdResponse._encoders = (_enc_InitProducerIdResponse_v0, _enc_InitProducerIdResponse_v1, _enc_InitProducerIdResponse_v2, _enc_InitProducerIdResponse_v3, _enc_InitProducerIdResponse_v4, _enc_InitProducerIdResponse_v5, _enc_InitProducerIdResponse_v6,)
+InitProducerIdResponse._decoders = (_dec_InitProducerIdResponse_v0, _dec_InitProducerIdResponse_v0, _dec_InitProducerIdResponse_v2, _dec_InitProducerIdResponse_v2, _dec_InitProducerIdResponse_v2, _dec_InitProducerIdResponse_v2, _dec_InitProducerIdResponse_v6,)

@@ -30,7 +30,7 @@ class ListOffsetsRequest(_Message):
     NAME = 'ListOffsetsRequest'
     API_KEY = 2
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 10
+    HIGHEST_VERSION = 11
     FIRST_FLEXIBLE_VERSION = 6
 
     def __init__(
@@ -90,7 +90,7 @@ class ListOffsetsResponse(_Message):
     NAME = 'ListOffsetsResponse'
     API_KEY = 2
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 10
+    HIGHEST_VERSION = 11
     FIRST_FLEXIBLE_VERSION = 6
 
     def __init__(
@@ -784,6 +784,40 @@ def _dec_ListOffsetsRequest_v10(buf, pos):
     return m, pos
 
 
+def _enc_ListOffsetsRequest_ListOffsetsPartition_v11(m, out):
+    append = out.append
+    if not m.max_num_offsets == 1:
+        raise _UnsupportedVersionError('ListOffsetsPartition.max_num_offsets cannot be sent at version 11')
+    append(_S_iiq.pack(m.partition_index, m.current_leader_epoch, m.timestamp))
+    append(b'\x00')
+
+
+def _enc_ListOffsetsRequest_ListOffsetsTopic_v11(m, out):
+    append = out.append
+    s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    n3 = len(m.partitions) + 1
+    append(_UV[n3] if n3 < 128 else _uvarint(n3))
+    for e in m.partitions:
+        _enc_ListOffsetsRequest_ListOffsetsPartition_v11(e, out)
+    append(b'\x00')
+
+
+def _enc_ListOffsetsRequest_v11(m, out):
+    append = out.append
+    append(_S_ib.pack(m.replica_id, m.isolation_level))
+    n1 = len(m.topics) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.topics:
+        _enc_ListOffsetsRequest_ListOffsetsTopic_v11(e, out)
+    append(_S_i.pack(m.timeout_ms))
+    append(b'\x00')
+
+
 def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(m, out):
     append = out.append
     if not m.timestamp == -1:
@@ -1393,7 +1427,40 @@ def _enc_ListOffsetsResponse_v10(m, out):
     append(b'\x00')
 
 
-ListOffsetsRequest._encoders = (_enc_ListOffsetsRequest_v0, _enc_ListOffsetsRequest_v1, _enc_ListOffsetsRequest_v2, _enc_ListOffsetsRequest_v3, _enc_ListOffsetsRequest_v4, _enc_ListOffsetsRequest_v5, _enc_ListOffsetsRequest_v6, _enc_ListOffsetsRequest_v7, _enc_ListOffsetsRequest_v8, _enc_ListOffsetsRequest_v9, _enc_ListOffsetsRequest_v10,)
-ListOffsetsRequest._decoders = (_dec_ListOffsetsRequest_v0, _dec_ListOffsetsRequest_v1, _dec_ListOffsetsRequest_v2, _dec_ListOffsetsRequest_v2, _dec_ListOffsetsRequest_v4, _dec_ListOffsetsRequest_v4, _dec_ListOffsetsRequest_v6, _dec_ListOffsetsRequest_v6, _dec_ListOffsetsRequest_v6, _dec_ListOffsetsRequest_v6, _dec_ListOffsetsRequest_v10,)
-ListOffsetsResponse._encoders = (_enc_ListOffsetsResponse_v0, _enc_ListOffsetsResponse_v1, _enc_ListOffsetsResponse_v2, _enc_ListOffsetsResponse_v3, _enc_ListOffsetsResponse_v4, _enc_ListOffsetsResponse_v5, _enc_ListOffsetsResponse_v6, _enc_ListOffsetsResponse_v7, _enc_ListOffsetsResponse_v8, _enc_ListOffsetsResponse_v9, _enc_ListOffsetsResponse_v10,)
-ListOffsetsResponse._decoders = (_dec_ListOffsetsResponse_v0, _dec_ListOffsetsResponse_v1, _dec_ListOffsetsResponse_v2, _dec_ListOffsetsResponse_v2, _dec_ListOffsetsResponse_v4, _dec_ListOffsetsResponse_v4, _dec_ListOffsetsResponse_v6, _dec_ListOffsetsResponse_v6, _dec_ListOffsetsResponse_v6, _dec_ListOffsetsResponse_v6, _dec_ListOffsetsResponse_v6,)
+def _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v11(m, out):
+    append = out.append
+    if not not m.old_style_offsets:
+        raise _UnsupportedVersionError('ListOffsetsPartitionResponse.old_style_offsets cannot be sent at version 11')
+    append(_S_ihqqi.pack(m.partition_index, m.error_code, m.timestamp, m.offset, m.leader_epoch))
+    append(b'\x00')
+
+
+def _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v11(m, out):
+    append = out.append
+    s1 = m.name.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('Name is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    n3 = len(m.partitions) + 1
+    append(_UV[n3] if n3 < 128 else _uvarint(n3))
+    for e in m.partitions:
+        _enc_ListOffsetsResponse_ListOffsetsPartitionResponse_v11(e, out)
+    append(b'\x00')
+
+
+def _enc_ListOffsetsResponse_v11(m, out):
+    append = out.append
+    append(_S_i.pack(m.throttle_time_ms))
+    n1 = len(m.topics) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.topics:
+        _enc_ListOffsetsResponse_ListOffsetsTopicResponse_v11(e, out)
+    append(b'\x00')
+
+
+ListOffsetsRequest._encoders = (_enc_ListOffsetsRequest_v0, _enc_ListOffsetsRequest_v1, _enc_ListOffsetsRequest_v2, _enc_ListOffsetsRequest_v3, _enc_ListOffsetsRequest_v4, _enc_ListOffsetsRequest_v5, _enc_ListOffsetsRequest_v6, _enc_ListOffsetsRequest_v7, _enc_ListOffsetsRequest_v8, _enc_ListOffsetsRequest_v9, _enc_ListOffsetsRequest_v10, _enc_ListOffsetsRequest_v11,)
+ListOffsetsRequest._decoders = (_dec_ListOffsetsRequest_v0, _dec_ListOffsetsRequest_v1, _dec_ListOffsetsRequest_v2, _dec_ListOffsetsRequest_v2, _dec_ListOffsetsRequest_v4, _dec_ListOffsetsRequest_v4, _dec_ListOffsetsRequest_v6, _dec_ListOffsetsRequest_v6, _dec_ListOffsetsRequest_v6, _dec_ListOffsetsRequest_v6, _dec_ListOffsetsRequest_v10, _dec_ListOffsetsRequest_v10,)
+ListOffsetsResponse._encoders = (_enc_ListOffsetsResponse_v0, _enc_ListOffsetsResponse_v1, _enc_ListOffsetsResponse_v2, _enc_ListOffsetsResponse_v3, _enc_ListOffsetsResponse_v4, _enc_ListOffsetsResponse_v5, _enc_ListOffsetsResponse_v6, _enc_ListOffsetsResponse_v7, _enc_ListOffsetsResponse_v8, _enc_ListOffsetsResponse_v9, _enc_ListOffsetsResponse_v10, _enc_ListOffsetsResponse_v11,)
+ListOffsetsResponse._decoders = (_dec_ListOffsetsResponse_v0, _dec_ListOffsetsResponse_v1, _dec_ListOffsetsResponse_v2, _dec_ListOffsetsResponse_v2, _dec_ListOffsetsResponse_v4, _dec_ListOffsetsResponse_v4, _dec_ListOffsetsResponse_v6, _dec_ListOffsetsResponse_v6, _dec_ListOffsetsResponse_v6, _dec_ListOffsetsResponse_v6, _dec_ListOffsetsResponse_v6, _dec_ListOffsetsResponse_v6,)

@@ -26,11 +26,11 @@ _MISSING = object()
 class ListTransactionsRequest(_Message):
     """Kafka's ListTransactionsRequest."""
 
-    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter')
+    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern')
     NAME = 'ListTransactionsRequest'
     API_KEY = 66
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -39,10 +39,12 @@ class ListTransactionsRequest(_Message):
         state_filters: list[str] = _MISSING,
         producer_id_filters: list[int] = _MISSING,
         duration_filter: int = -1,
+        transactional_id_pattern: str | None = None,
     ) -> None:
         self.state_filters = [] if state_filters is _MISSING else state_filters
         self.producer_id_filters = [] if producer_id_filters is _MISSING else producer_id_filters
         self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
 
 
 
@@ -54,7 +56,7 @@ class ListTransactionsResponse(_Message):
     NAME = 'ListTransactionsResponse'
     API_KEY = 66
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -98,6 +100,8 @@ def _enc_ListTransactionsRequest_v0(m, out):
     append = out.append
     if not m.duration_filter == -1:
         raise _UnsupportedVersionError('ListTransactionsRequest.duration_filter cannot be sent at version 0')
+    if not m.transactional_id_pattern is None:
+        raise _UnsupportedVersionError('ListTransactionsRequest.transactional_id_pattern cannot be sent at version 0')
     n1 = len(m.state_filters) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.state_filters:
@@ -165,11 +169,14 @@ def _dec_ListTransactionsRequest_v0(buf, pos):
     else:
         pos = _skip_tagged_fields(buf, pos)
     m.duration_filter = -1
+    m.transactional_id_pattern = None
     return m, pos
 
 
 def _enc_ListTransactionsRequest_v1(m, out):
     append = out.append
+    if not m.transactional_id_pattern is None:
+        raise _UnsupportedVersionError('ListTransactionsRequest.transactional_id_pattern cannot be sent at version 1')
     n1 = len(m.state_filters) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.state_filters:
@@ -235,6 +242,109 @@ def _dec_ListTransactionsRequest_v1(buf, pos):
         pos += n5 * 8
     m.duration_filter = _S_q.unpack_from(buf, pos)[0]
     pos += 8
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.transactional_id_pattern = None
+    return m, pos
+
+
+def _enc_ListTransactionsRequest_v2(m, out):
+    append = out.append
+    n1 = len(m.state_filters) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.state_filters:
+        s2 = e.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('StateFilters is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    n4 = len(m.producer_id_filters) + 1
+    append(_UV[n4] if n4 < 128 else _uvarint(n4))
+    append(_pack('>%dq' % len(m.producer_id_filters), *m.producer_id_filters))
+    append(_S_q.pack(m.duration_filter))
+    x5 = m.transactional_id_pattern
+    if x5 is None:
+        append(b'\x00')
+    else:
+        s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('TransactionalIdPattern is longer than 32767 bytes')
+        n7 = len(s6) + 1
+        append(_UV[n7] if n7 < 128 else _uvarint(n7))
+        append(s6)
+    append(b'\x00')
+
+
+def _dec_ListTransactionsRequest_v2(buf, pos):
+    m = _new(ListTransactionsRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('ListTransactionsRequest.state_filters: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('ListTransactionsRequest.state_filters: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            else:
+                n3, pos = _read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 < 0:
+                raise _ProtocolError('ListTransactionsRequest.state_filters: null or negative length where null is not allowed')
+            else:
+                end4 = pos + n3
+                if end4 > blen:
+                    raise _ProtocolError('ListTransactionsRequest.state_filters: length runs past the end of the buffer')
+                if n3 > 0x7FFF:
+                    raise _ProtocolError('ListTransactionsRequest.state_filters: string longer than 32767 bytes')
+                e = str(buf[pos:end4], 'utf-8', 'replace')
+                pos = end4
+            a2.append(e)
+        m.state_filters = a2
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('ListTransactionsRequest.producer_id_filters: null or negative length where null is not allowed')
+    else:
+        if n5 * 8 > blen - pos:
+            raise _ProtocolError('ListTransactionsRequest.producer_id_filters: array longer than the buffer')
+        m.producer_id_filters = list(_unpack_from('>%dq' % n5, buf, pos))
+        pos += n5 * 8
+    m.duration_filter = _S_q.unpack_from(buf, pos)[0]
+    pos += 8
+    n6 = buf[pos]
+    if n6 < 128:
+        pos += 1
+    else:
+        n6, pos = _read_uvarint(buf, pos)
+    n6 -= 1
+    if n6 < 0:
+        if n6 != -1:
+            raise _ProtocolError('ListTransactionsRequest.transactional_id_pattern: negative length')
+        m.transactional_id_pattern = None
+    else:
+        end7 = pos + n6
+        if end7 > blen:
+            raise _ProtocolError('ListTransactionsRequest.transactional_id_pattern: length runs past the end of the buffer')
+        if n6 > 0x7FFF:
+            raise _ProtocolError('ListTransactionsRequest.transactional_id_pattern: string longer than 32767 bytes')
+        m.transactional_id_pattern = str(buf[pos:end7], 'utf-8', 'replace')
+        pos = end7
     if buf[pos] == 0:
         pos += 1
     else:
@@ -382,7 +492,7 @@ def _dec_ListTransactionsResponse_v0(buf, pos):
     return m, pos
 
 
-ListTransactionsRequest._encoders = (_enc_ListTransactionsRequest_v0, _enc_ListTransactionsRequest_v1,)
-ListTransactionsRequest._decoders = (_dec_ListTransactionsRequest_v0, _dec_ListTransactionsRequest_v1,)
-ListTransactionsResponse._encoders = (_enc_ListTransactionsResponse_v0, _enc_ListTransactionsResponse_v0,)
-ListTransactionsResponse._decoders = (_dec_ListTransactionsResponse_v0, _dec_ListTransactionsResponse_v0,)
+ListTransactionsRequest._encoders = (_enc_ListTransactionsRequest_v0, _enc_ListTransactionsRequest_v1, _enc_ListTransactionsRequest_v2,)
+ListTransactionsRequest._decoders = (_dec_ListTransactionsRequest_v0, _dec_ListTransactionsRequest_v1, _dec_ListTransactionsRequest_v2,)
+ListTransactionsResponse._encoders = (_enc_ListTransactionsResponse_v0, _enc_ListTransactionsResponse_v0, _enc_ListTransactionsResponse_v0,)
+ListTransactionsResponse._decoders = (_dec_ListTransactionsResponse_v0, _dec_ListTransactionsResponse_v0, _dec_ListTransactionsResponse_v0,)

@@ -30,7 +30,7 @@ class OffsetCommitRequest(_Message):
     NAME = 'OffsetCommitRequest'
     API_KEY = 8
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 9
+    HIGHEST_VERSION = 10
     FIRST_FLEXIBLE_VERSION = 8
 
     def __init__(
@@ -53,15 +53,17 @@ class OffsetCommitRequest(_Message):
     class OffsetCommitRequestTopic(_Struct):
         """Kafka's OffsetCommitRequest OffsetCommitRequestTopic entry."""
 
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'topic_id', 'partitions')
 
         def __init__(
             self,
             *,
             name: str = '',
+            topic_id: uuid.UUID = _ZERO_UUID,
             partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = _MISSING,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is _MISSING else partitions
 
     class OffsetCommitRequestPartition(_Struct):
@@ -96,7 +98,7 @@ class OffsetCommitResponse(_Message):
     NAME = 'OffsetCommitResponse'
     API_KEY = 8
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 9
+    HIGHEST_VERSION = 10
     FIRST_FLEXIBLE_VERSION = 8
 
     def __init__(
@@ -111,15 +113,17 @@ class OffsetCommitResponse(_Message):
     class OffsetCommitResponseTopic(_Struct):
         """Kafka's OffsetCommitResponse OffsetCommitResponseTopic entry."""
 
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'topic_id', 'partitions')
 
         def __init__(
             self,
             *,
             name: str = '',
+            topic_id: uuid.UUID = _ZERO_UUID,
             partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = _MISSING,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is _MISSING else partitions
 
     class OffsetCommitResponsePartition(_Struct):
@@ -148,6 +152,7 @@ _S_iq = _struct.Struct('>iq')
 _S_iqi = _struct.Struct('>iqi')
 _S_iqq = _struct.Struct('>iqq')
 _S_q = _struct.Struct('>q')
+_S_u = _struct.Struct('>16s')
 
 
 def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v0(m, out):
@@ -221,6 +226,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos):
             e, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos)
             a4.append(e)
         m.partitions = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -336,6 +342,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf, pos):
             e, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf, pos)
             a4.append(e)
         m.partitions = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -715,6 +722,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos):
             e, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf, pos)
             a4.append(e)
         m.partitions = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -977,6 +985,7 @@ def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -1156,6 +1165,175 @@ def _enc_OffsetCommitRequest_v9(m, out):
     append(b'\x00')
 
 
+def _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v10(m, out):
+    append = out.append
+    if not m.commit_timestamp == -1:
+        raise _UnsupportedVersionError('OffsetCommitRequestPartition.commit_timestamp cannot be sent at version 10')
+    append(_S_iqi.pack(m.partition_index, m.committed_offset, m.committed_leader_epoch))
+    x1 = m.committed_metadata
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('CommittedMetadata is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    append(b'\x00')
+
+
+def _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v10(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partitions) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partitions:
+        _enc_OffsetCommitRequest_OffsetCommitRequestPartition_v10(e, out)
+    append(b'\x00')
+
+
+def _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v10(buf, pos):
+    m = _new(_C_OffsetCommitRequest_OffsetCommitRequestTopic)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('OffsetCommitRequestTopic.partitions: null or negative length where null is not allowed')
+    else:
+        if n2 > blen - pos:
+            raise _ProtocolError('OffsetCommitRequestTopic.partitions: array longer than the buffer')
+        a3 = []
+        for _ in range(n2):
+            e, pos = _dec_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf, pos)
+            a3.append(e)
+        m.partitions = a3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.name = ''
+    return m, pos
+
+
+def _enc_OffsetCommitRequest_v10(m, out):
+    append = out.append
+    s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    append(_S_i.pack(m.generation_id_or_member_epoch))
+    s3 = m.member_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
+    n4 = len(s3) + 1
+    append(_UV[n4] if n4 < 128 else _uvarint(n4))
+    append(s3)
+    x5 = m.group_instance_id
+    if x5 is None:
+        append(b'\x00')
+    else:
+        s6 = x5.encode('utf-8')
+        if len(s6) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
+        n7 = len(s6) + 1
+        append(_UV[n7] if n7 < 128 else _uvarint(n7))
+        append(s6)
+    n8 = len(m.topics) + 1
+    append(_UV[n8] if n8 < 128 else _uvarint(n8))
+    for e in m.topics:
+        _enc_OffsetCommitRequest_OffsetCommitRequestTopic_v10(e, out)
+    append(b'\x00')
+
+
+def _dec_OffsetCommitRequest_v10(buf, pos):
+    m = _new(OffsetCommitRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('OffsetCommitRequest.group_id: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('OffsetCommitRequest.group_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetCommitRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    m.generation_id_or_member_epoch = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('OffsetCommitRequest.member_id: null or negative length where null is not allowed')
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('OffsetCommitRequest.member_id: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('OffsetCommitRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        if n5 != -1:
+            raise _ProtocolError('OffsetCommitRequest.group_instance_id: negative length')
+        m.group_instance_id = None
+    else:
+        end6 = pos + n5
+        if end6 > blen:
+            raise _ProtocolError('OffsetCommitRequest.group_instance_id: length runs past the end of the buffer')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('OffsetCommitRequest.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end6], 'utf-8', 'replace')
+        pos = end6
+    n7 = buf[pos]
+    if n7 < 128:
+        pos += 1
+    else:
+        n7, pos = _read_uvarint(buf, pos)
+    n7 -= 1
+    if n7 < 0:
+        raise _ProtocolError('OffsetCommitRequest.topics: null or negative length where null is not allowed')
+    else:
+        if n7 > blen - pos:
+            raise _ProtocolError('OffsetCommitRequest.topics: array longer than the buffer')
+        a8 = []
+        for _ in range(n7):
+            e, pos = _dec_OffsetCommitRequest_OffsetCommitRequestTopic_v10(buf, pos)
+            a8.append(e)
+        m.topics = a8
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.retention_time_ms = -1
+    return m, pos
+
+
 def _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v0(m, out):
     append = out.append
     append(_S_ih.pack(m.partition_index, m.error_code))
@@ -1204,6 +1382,7 @@ def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf, pos):
             e, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v0(buf, pos)
             a4.append(e)
         m.partitions = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -1333,6 +1512,7 @@ def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -1374,7 +1554,85 @@ def _dec_OffsetCommitResponse_v8(buf, pos):
     return m, pos
 
 
-OffsetCommitRequest._encoders = (_enc_OffsetCommitRequest_v0, _enc_OffsetCommitRequest_v1, _enc_OffsetCommitRequest_v2, _enc_OffsetCommitRequest_v3, _enc_OffsetCommitRequest_v4, _enc_OffsetCommitRequest_v5, _enc_OffsetCommitRequest_v6, _enc_OffsetCommitRequest_v7, _enc_OffsetCommitRequest_v8, _enc_OffsetCommitRequest_v9,)
-OffsetCommitRequest._decoders = (_dec_OffsetCommitRequest_v0, _dec_OffsetCommitRequest_v1, _dec_OffsetCommitRequest_v2, _dec_OffsetCommitRequest_v2, _dec_OffsetCommitRequest_v2, _dec_OffsetCommitRequest_v5, _dec_OffsetCommitRequest_v6, _dec_OffsetCommitRequest_v7, _dec_OffsetCommitRequest_v8, _dec_OffsetCommitRequest_v8,)
-OffsetCommitResponse._encoders = (_enc_OffsetCommitResponse_v0, _enc_OffsetCommitResponse_v0, _enc_OffsetCommitResponse_v0, _enc_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v8, _enc_OffsetCommitResponse_v8,)
-OffsetCommitResponse._decoders = (_dec_OffsetCommitResponse_v0, _dec_OffsetCommitResponse_v0, _dec_OffsetCommitResponse_v0, _dec_OffsetCommitResponse_v3, _dec_OffsetCommitResponse_v3, _dec_OffsetCommitResponse_v3, _dec_OffsetCommitResponse_v3, _dec_OffsetCommitResponse_v3, _dec_OffsetCommitResponse_v8, _dec_OffsetCommitResponse_v8,)
+def _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v10(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partitions) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partitions:
+        _enc_OffsetCommitResponse_OffsetCommitResponsePartition_v8(e, out)
+    append(b'\x00')
+
+
+def _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v10(buf, pos):
+    m = _new(_C_OffsetCommitResponse_OffsetCommitResponseTopic)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('OffsetCommitResponseTopic.partitions: null or negative length where null is not allowed')
+    else:
+        if n2 > blen - pos:
+            raise _ProtocolError('OffsetCommitResponseTopic.partitions: array longer than the buffer')
+        a3 = []
+        for _ in range(n2):
+            e, pos = _dec_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf, pos)
+            a3.append(e)
+        m.partitions = a3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.name = ''
+    return m, pos
+
+
+def _enc_OffsetCommitResponse_v10(m, out):
+    append = out.append
+    append(_S_i.pack(m.throttle_time_ms))
+    n1 = len(m.topics) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.topics:
+        _enc_OffsetCommitResponse_OffsetCommitResponseTopic_v10(e, out)
+    append(b'\x00')
+
+
+def _dec_OffsetCommitResponse_v10(buf, pos):
+    m = _new(OffsetCommitResponse)
+    blen = len(buf)
+    m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('OffsetCommitResponse.topics: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('OffsetCommitResponse.topics: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_OffsetCommitResponse_OffsetCommitResponseTopic_v10(buf, pos)
+            a2.append(e)
+        m.topics = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+OffsetCommitRequest._encoders = (_enc_OffsetCommitRequest_v0, _enc_OffsetCommitRequest_v1, _enc_OffsetCommitRequest_v2, _enc_OffsetCommitRequest_v3, _enc_OffsetCommitRequest_v4, _enc_OffsetCommitRequest_v5, _enc_OffsetCommitRequest_v6, _enc_OffsetCommitRequest_v7, _enc_OffsetCommitRequest_v8, _enc_OffsetCommitRequest_v9, _enc_OffsetCommitRequest_v10,)
+OffsetCommitRequest._decoders = (_dec_OffsetCommitRequest_v0, _dec_OffsetCommitRequest_v1, _dec_OffsetCommitRequest_v2, _dec_OffsetCommitRequest_v2, _dec_OffsetCommitRequest_v2, _dec_OffsetCommitRequest_v5, _dec_OffsetCommitRequest_v6, _dec_OffsetCommitRequest_v7, _dec_OffsetCommitRequest_v8, _dec_OffsetCommitRequest_v8, _dec_OffsetCommitRequest_v10,)
+OffsetCommitResponse._encoders = (_enc_OffsetCommitResponse_v0, _enc_OffsetCommitResponse_v0, _enc_OffsetCommitResponse_v0, _enc_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v3, _enc_OffsetCommitResponse_v8, _enc_OffsetCommitResponse_v8, _enc_OffsetCommitResponse_v10,)
+OffsetCommitResponse._decoders = (_dec_OffsetCommitResponse_v0, _dec_OffsetCommitResponse_v0, _dec_OffsetCommitResponse_v0, _dec_OffsetCommitResponse_v3, _dec_OffsetCommitResponse_v3, _dec_OffsetCommitResponse_v3, _dec_OffsetCommitResponse_v3, _dec_OffsetCommitResponse_v3, _dec_OffsetCommitResponse_v8, _dec_OffsetCommitResponse_v8, _dec_OffsetCommitResponse_v10,)

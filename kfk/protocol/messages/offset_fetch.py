@@ -30,7 +30,7 @@ class OffsetFetchRequest(_Message):
     NAME = 'OffsetFetchRequest'
     API_KEY = 9
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 9
+    HIGHEST_VERSION = 10
     FIRST_FLEXIBLE_VERSION = 6
 
     def __init__(
@@ -81,15 +81,17 @@ class OffsetFetchRequest(_Message):
     class OffsetFetchRequestTopics(_Struct):
         """Kafka's OffsetFetchRequest OffsetFetchRequestTopics entry."""
 
-        __slots__ = ('name', 'partition_indexes')
+        __slots__ = ('name', 'topic_id', 'partition_indexes')
 
         def __init__(
             self,
             *,
             name: str = '',
+            topic_id: uuid.UUID = _ZERO_UUID,
             partition_indexes: list[int] = _MISSING,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_indexes = [] if partition_indexes is _MISSING else partition_indexes
 
 
@@ -105,7 +107,7 @@ class OffsetFetchResponse(_Message):
     NAME = 'OffsetFetchResponse'
     API_KEY = 9
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 9
+    HIGHEST_VERSION = 10
     FIRST_FLEXIBLE_VERSION = 6
 
     def __init__(
@@ -174,15 +176,17 @@ class OffsetFetchResponse(_Message):
     class OffsetFetchResponseTopics(_Struct):
         """Kafka's OffsetFetchResponse OffsetFetchResponseTopics entry."""
 
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'topic_id', 'partitions')
 
         def __init__(
             self,
             *,
             name: str = '',
+            topic_id: uuid.UUID = _ZERO_UUID,
             partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = _MISSING,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is _MISSING else partitions
 
     class OffsetFetchResponsePartitions(_Struct):
@@ -218,6 +222,7 @@ _S_i = _struct.Struct('>i')
 _S_iq = _struct.Struct('>iq')
 _S_iqi = _struct.Struct('>iqi')
 _S_o = _struct.Struct('>?')
+_S_u = _struct.Struct('>16s')
 
 
 def _enc_OffsetFetchRequest_OffsetFetchRequestTopic_v0(m, out):
@@ -657,6 +662,7 @@ def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -894,6 +900,180 @@ def _dec_OffsetFetchRequest_v9(buf, pos):
         a2 = []
         for _ in range(n1):
             e, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos)
+            a2.append(e)
+        m.groups = a2
+    m.require_stable = _S_o.unpack_from(buf, pos)[0]
+    pos += 1
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.group_id = ''
+    m.topics = []
+    return m, pos
+
+
+def _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v10(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partition_indexes) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    append(_pack('>%di' % len(m.partition_indexes), *m.partition_indexes))
+    append(b'\x00')
+
+
+def _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v10(buf, pos):
+    m = _new(_C_OffsetFetchRequest_OffsetFetchRequestTopics)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('OffsetFetchRequestTopics.partition_indexes: null or negative length where null is not allowed')
+    else:
+        if n2 * 4 > blen - pos:
+            raise _ProtocolError('OffsetFetchRequestTopics.partition_indexes: array longer than the buffer')
+        m.partition_indexes = list(_unpack_from('>%di' % n2, buf, pos))
+        pos += n2 * 4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.name = ''
+    return m, pos
+
+
+def _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v10(m, out):
+    append = out.append
+    s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    x3 = m.member_id
+    if x3 is None:
+        append(b'\x00')
+    else:
+        s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('MemberId is longer than 32767 bytes')
+        n5 = len(s4) + 1
+        append(_UV[n5] if n5 < 128 else _uvarint(n5))
+        append(s4)
+    append(_S_i.pack(m.member_epoch))
+    x6 = m.topics
+    if x6 is None:
+        append(b'\x00')
+    else:
+        n7 = len(x6) + 1
+        append(_UV[n7] if n7 < 128 else _uvarint(n7))
+        for e in x6:
+            _enc_OffsetFetchRequest_OffsetFetchRequestTopics_v10(e, out)
+    append(b'\x00')
+
+
+def _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v10(buf, pos):
+    m = _new(_C_OffsetFetchRequest_OffsetFetchRequestGroup)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('OffsetFetchRequestGroup.group_id: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('OffsetFetchRequestGroup.group_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchRequestGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        if n3 != -1:
+            raise _ProtocolError('OffsetFetchRequestGroup.member_id: negative length')
+        m.member_id = None
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('OffsetFetchRequestGroup.member_id: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchRequestGroup.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    m.member_epoch = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        if n5 != -1:
+            raise _ProtocolError('OffsetFetchRequestGroup.topics: negative length')
+        m.topics = None
+    else:
+        if n5 > blen - pos:
+            raise _ProtocolError('OffsetFetchRequestGroup.topics: array longer than the buffer')
+        a6 = []
+        for _ in range(n5):
+            e, pos = _dec_OffsetFetchRequest_OffsetFetchRequestTopics_v10(buf, pos)
+            a6.append(e)
+        m.topics = a6
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_OffsetFetchRequest_v10(m, out):
+    append = out.append
+    if not m.group_id == '':
+        raise _UnsupportedVersionError('OffsetFetchRequest.group_id cannot be sent at version 10')
+    if not not m.topics:
+        raise _UnsupportedVersionError('OffsetFetchRequest.topics cannot be sent at version 10')
+    n1 = len(m.groups) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.groups:
+        _enc_OffsetFetchRequest_OffsetFetchRequestGroup_v10(e, out)
+    append(_S_o.pack(m.require_stable))
+    append(b'\x00')
+
+
+def _dec_OffsetFetchRequest_v10(buf, pos):
+    m = _new(OffsetFetchRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('OffsetFetchRequest.groups: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('OffsetFetchRequest.groups: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_OffsetFetchRequest_OffsetFetchRequestGroup_v10(buf, pos)
             a2.append(e)
         m.groups = a2
     m.require_stable = _S_o.unpack_from(buf, pos)[0]
@@ -1470,6 +1650,7 @@ def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -1587,7 +1768,149 @@ def _enc_OffsetFetchResponse_v9(m, out):
     append(b'\x00')
 
 
-OffsetFetchRequest._encoders = (_enc_OffsetFetchRequest_v0, _enc_OffsetFetchRequest_v1, _enc_OffsetFetchRequest_v2, _enc_OffsetFetchRequest_v3, _enc_OffsetFetchRequest_v4, _enc_OffsetFetchRequest_v5, _enc_OffsetFetchRequest_v6, _enc_OffsetFetchRequest_v7, _enc_OffsetFetchRequest_v8, _enc_OffsetFetchRequest_v9,)
-OffsetFetchRequest._decoders = (_dec_OffsetFetchRequest_v0, _dec_OffsetFetchRequest_v0, _dec_OffsetFetchRequest_v2, _dec_OffsetFetchRequest_v2, _dec_OffsetFetchRequest_v2, _dec_OffsetFetchRequest_v2, _dec_OffsetFetchRequest_v6, _dec_OffsetFetchRequest_v7, _dec_OffsetFetchRequest_v8, _dec_OffsetFetchRequest_v9,)
-OffsetFetchResponse._encoders = (_enc_OffsetFetchResponse_v0, _enc_OffsetFetchResponse_v1, _enc_OffsetFetchResponse_v2, _enc_OffsetFetchResponse_v3, _enc_OffsetFetchResponse_v4, _enc_OffsetFetchResponse_v5, _enc_OffsetFetchResponse_v6, _enc_OffsetFetchResponse_v7, _enc_OffsetFetchResponse_v8, _enc_OffsetFetchResponse_v9,)
-OffsetFetchResponse._decoders = (_dec_OffsetFetchResponse_v0, _dec_OffsetFetchResponse_v0, _dec_OffsetFetchResponse_v2, _dec_OffsetFetchResponse_v3, _dec_OffsetFetchResponse_v3, _dec_OffsetFetchResponse_v5, _dec_OffsetFetchResponse_v6, _dec_OffsetFetchResponse_v6, _dec_OffsetFetchResponse_v8, _dec_OffsetFetchResponse_v8,)
+def _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v10(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partitions) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partitions:
+        _enc_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(e, out)
+    append(b'\x00')
+
+
+def _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v10(buf, pos):
+    m = _new(_C_OffsetFetchResponse_OffsetFetchResponseTopics)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('OffsetFetchResponseTopics.partitions: null or negative length where null is not allowed')
+    else:
+        if n2 > blen - pos:
+            raise _ProtocolError('OffsetFetchResponseTopics.partitions: array longer than the buffer')
+        a3 = []
+        for _ in range(n2):
+            e, pos = _dec_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf, pos)
+            a3.append(e)
+        m.partitions = a3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.name = ''
+    return m, pos
+
+
+def _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v10(m, out):
+    append = out.append
+    s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    n3 = len(m.topics) + 1
+    append(_UV[n3] if n3 < 128 else _uvarint(n3))
+    for e in m.topics:
+        _enc_OffsetFetchResponse_OffsetFetchResponseTopics_v10(e, out)
+    append(_S_h.pack(m.error_code))
+    append(b'\x00')
+
+
+def _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v10(buf, pos):
+    m = _new(_C_OffsetFetchResponse_OffsetFetchResponseGroup)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('OffsetFetchResponseGroup.group_id: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('OffsetFetchResponseGroup.group_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('OffsetFetchResponseGroup.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('OffsetFetchResponseGroup.topics: null or negative length where null is not allowed')
+    else:
+        if n3 > blen - pos:
+            raise _ProtocolError('OffsetFetchResponseGroup.topics: array longer than the buffer')
+        a4 = []
+        for _ in range(n3):
+            e, pos = _dec_OffsetFetchResponse_OffsetFetchResponseTopics_v10(buf, pos)
+            a4.append(e)
+        m.topics = a4
+    m.error_code = _S_h.unpack_from(buf, pos)[0]
+    pos += 2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_OffsetFetchResponse_v10(m, out):
+    append = out.append
+    if not not m.topics:
+        raise _UnsupportedVersionError('OffsetFetchResponse.topics cannot be sent at version 10')
+    append(_S_i.pack(m.throttle_time_ms))
+    n1 = len(m.groups) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.groups:
+        _enc_OffsetFetchResponse_OffsetFetchResponseGroup_v10(e, out)
+    append(b'\x00')
+
+
+def _dec_OffsetFetchResponse_v10(buf, pos):
+    m = _new(OffsetFetchResponse)
+    blen = len(buf)
+    m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('OffsetFetchResponse.groups: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('OffsetFetchResponse.groups: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_OffsetFetchResponse_OffsetFetchResponseGroup_v10(buf, pos)
+            a2.append(e)
+        m.groups = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.topics = []
+    m.error_code = 0
+    return m, pos
+
+
+OffsetFetchRequest._encoders = (_enc_OffsetFetchRequest_v0, _enc_OffsetFetchRequest_v1, _enc_OffsetFetchRequest_v2, _enc_OffsetFetchRequest_v3, _enc_OffsetFetchRequest_v4, _enc_OffsetFetchRequest_v5, _enc_OffsetFetchRequest_v6, _enc_OffsetFetchRequest_v7, _enc_OffsetFetchRequest_v8, _enc_OffsetFetchRequest_v9, _enc_OffsetFetchRequest_v10,)
+OffsetFetchRequest._decoders = (_dec_OffsetFetchRequest_v0, _dec_OffsetFetchRequest_v0, _dec_OffsetFetchRequest_v2, _dec_OffsetFetchRequest_v2, _dec_OffsetFetchRequest_v2, _dec_OffsetFetchRequest_v2, _dec_OffsetFetchRequest_v6, _dec_OffsetFetchRequest_v7, _dec_OffsetFetchRequest_v8, _dec_OffsetFetchRequest_v9, _dec_OffsetFetchRequest_v10,)
+OffsetFetchResponse._encoders = (_enc_OffsetFetchResponse_v0, _enc_OffsetFetchResponse_v1, _enc_OffsetFetchResponse_v2, _enc_OffsetFetchResponse_v3, _enc_OffsetFetchResponse_v4, _enc_OffsetFetchResponse_v5, _enc_OffsetFetchResponse_v6, _enc_OffsetFetchResponse_v7, _enc_OffsetFetchResponse_v8, _enc_OffsetFetchResponse_v9, _enc_OffsetFetchResponse_v10,)
+OffsetFetchResponse._decoders = (_dec_OffsetFetchResponse_v0, _dec_OffsetFetchResponse_v0, _dec_OffsetFetchResponse_v2, _dec_OffsetFetchResponse_v3, _dec_OffsetFetchResponse_v3, _dec_OffsetFetchResponse_v5, _dec_OffsetFetchResponse_v6, _dec_OffsetFetchResponse_v6, _dec_OffsetFetchResponse_v8, _dec_OffsetFetchResponse_v8, _dec_OffsetFetchResponse_v10,)

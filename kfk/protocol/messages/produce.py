@@ -30,7 +30,7 @@ class ProduceRequest(_Message):
     NAME = 'ProduceRequest'
     API_KEY = 0
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 12
+    HIGHEST_VERSION = 13
     FIRST_FLEXIBLE_VERSION = 9
 
     def __init__(
@@ -49,15 +49,17 @@ class ProduceRequest(_Message):
     class TopicProduceData(_Struct):
         """Kafka's ProduceRequest TopicProduceData entry."""
 
-        __slots__ = ('name', 'partition_data')
+        __slots__ = ('name', 'topic_id', 'partition_data')
 
         def __init__(
             self,
             *,
             name: str = '',
+            topic_id: uuid.UUID = _ZERO_UUID,
             partition_data: list[ProduceRequest.PartitionProduceData] = _MISSING,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_data = [] if partition_data is _MISSING else partition_data
 
     class PartitionProduceData(_Struct):
@@ -86,7 +88,7 @@ class ProduceResponse(_Message):
     NAME = 'ProduceResponse'
     API_KEY = 0
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 12
+    HIGHEST_VERSION = 13
     FIRST_FLEXIBLE_VERSION = 9
 
     def __init__(
@@ -103,15 +105,17 @@ class ProduceResponse(_Message):
     class TopicProduceResponse(_Struct):
         """Kafka's ProduceResponse TopicProduceResponse entry."""
 
-        __slots__ = ('name', 'partition_responses')
+        __slots__ = ('name', 'topic_id', 'partition_responses')
 
         def __init__(
             self,
             *,
             name: str = '',
+            topic_id: uuid.UUID = _ZERO_UUID,
             partition_responses: list[ProduceResponse.PartitionProduceResponse] = _MISSING,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partition_responses = [] if partition_responses is _MISSING else partition_responses
 
     class PartitionProduceResponse(_Struct):
@@ -201,6 +205,7 @@ _S_ihq = _struct.Struct('>ihq')
 _S_ihqq = _struct.Struct('>ihqq')
 _S_ihqqq = _struct.Struct('>ihqqq')
 _S_ii = _struct.Struct('>ii')
+_S_u = _struct.Struct('>16s')
 
 
 def _is_default_ProduceResponse_LeaderIdAndEpoch(m):
@@ -276,6 +281,7 @@ def _dec_ProduceRequest_TopicProduceData_v0(buf, pos):
             e, pos = _dec_ProduceRequest_PartitionProduceData_v0(buf, pos)
             a4.append(e)
         m.partition_data = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -472,6 +478,7 @@ def _dec_ProduceRequest_TopicProduceData_v9(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -541,6 +548,112 @@ def _dec_ProduceRequest_v9(buf, pos):
     return m, pos
 
 
+def _enc_ProduceRequest_TopicProduceData_v13(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partition_data) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partition_data:
+        _enc_ProduceRequest_PartitionProduceData_v9(e, out)
+    append(b'\x00')
+
+
+def _dec_ProduceRequest_TopicProduceData_v13(buf, pos):
+    m = _new(_C_ProduceRequest_TopicProduceData)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('TopicProduceData.partition_data: null or negative length where null is not allowed')
+    else:
+        if n2 > blen - pos:
+            raise _ProtocolError('TopicProduceData.partition_data: array longer than the buffer')
+        a3 = []
+        for _ in range(n2):
+            e, pos = _dec_ProduceRequest_PartitionProduceData_v9(buf, pos)
+            a3.append(e)
+        m.partition_data = a3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.name = ''
+    return m, pos
+
+
+def _enc_ProduceRequest_v13(m, out):
+    append = out.append
+    x1 = m.transactional_id
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('TransactionalId is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    append(_S_hi.pack(m.acks, m.timeout_ms))
+    n4 = len(m.topic_data) + 1
+    append(_UV[n4] if n4 < 128 else _uvarint(n4))
+    for e in m.topic_data:
+        _enc_ProduceRequest_TopicProduceData_v13(e, out)
+    append(b'\x00')
+
+
+def _dec_ProduceRequest_v13(buf, pos):
+    m = _new(ProduceRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('ProduceRequest.transactional_id: negative length')
+        m.transactional_id = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('ProduceRequest.transactional_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ProduceRequest.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    m.acks, m.timeout_ms = _S_hi.unpack_from(buf, pos)
+    pos += 6
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('ProduceRequest.topic_data: null or negative length where null is not allowed')
+    else:
+        if n3 > blen - pos:
+            raise _ProtocolError('ProduceRequest.topic_data: array longer than the buffer')
+        a4 = []
+        for _ in range(n3):
+            e, pos = _dec_ProduceRequest_TopicProduceData_v13(buf, pos)
+            a4.append(e)
+        m.topic_data = a4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
 def _enc_ProduceResponse_PartitionProduceResponse_v0(m, out):
     append = out.append
     if not _is_default_ProduceResponse_LeaderIdAndEpoch(m.current_leader):
@@ -596,6 +709,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v0(buf, pos):
             e, pos = _dec_ProduceResponse_PartitionProduceResponse_v0(buf, pos)
             a4.append(e)
         m.partition_responses = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -730,6 +844,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v2(buf, pos):
             e, pos = _dec_ProduceResponse_PartitionProduceResponse_v2(buf, pos)
             a4.append(e)
         m.partition_responses = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -871,6 +986,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v5(buf, pos):
             e, pos = _dec_ProduceResponse_PartitionProduceResponse_v5(buf, pos)
             a4.append(e)
         m.partition_responses = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -1076,6 +1192,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v8(buf, pos):
             e, pos = _dec_ProduceResponse_PartitionProduceResponse_v8(buf, pos)
             a4.append(e)
         m.partition_responses = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -1279,6 +1396,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v9(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -1477,6 +1595,7 @@ def _dec_ProduceResponse_TopicProduceResponse_v10(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -1623,7 +1742,119 @@ def _dec_ProduceResponse_v10(buf, pos):
     return m, pos
 
 
-ProduceRequest._encoders = (_enc_ProduceRequest_v0, _enc_ProduceRequest_v1, _enc_ProduceRequest_v2, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9,)
-ProduceRequest._decoders = (_dec_ProduceRequest_v0, _dec_ProduceRequest_v0, _dec_ProduceRequest_v0, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9,)
-ProduceResponse._encoders = (_enc_ProduceResponse_v0, _enc_ProduceResponse_v1, _enc_ProduceResponse_v2, _enc_ProduceResponse_v3, _enc_ProduceResponse_v4, _enc_ProduceResponse_v5, _enc_ProduceResponse_v6, _enc_ProduceResponse_v7, _enc_ProduceResponse_v8, _enc_ProduceResponse_v9, _enc_ProduceResponse_v10, _enc_ProduceResponse_v10, _enc_ProduceResponse_v10,)
-ProduceResponse._decoders = (_dec_ProduceResponse_v0, _dec_ProduceResponse_v1, _dec_ProduceResponse_v2, _dec_ProduceResponse_v2, _dec_ProduceResponse_v2, _dec_ProduceResponse_v5, _dec_ProduceResponse_v5, _dec_ProduceResponse_v5, _dec_ProduceResponse_v8, _dec_ProduceResponse_v9, _dec_ProduceResponse_v10, _dec_ProduceResponse_v10, _dec_ProduceResponse_v10,)
+def _enc_ProduceResponse_TopicProduceResponse_v13(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partition_responses) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partition_responses:
+        _enc_ProduceResponse_PartitionProduceResponse_v10(e, out)
+    append(b'\x00')
+
+
+def _dec_ProduceResponse_TopicProduceResponse_v13(buf, pos):
+    m = _new(_C_ProduceResponse_TopicProduceResponse)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('TopicProduceResponse.partition_responses: null or negative length where null is not allowed')
+    else:
+        if n2 > blen - pos:
+            raise _ProtocolError('TopicProduceResponse.partition_responses: array longer than the buffer')
+        a3 = []
+        for _ in range(n2):
+            e, pos = _dec_ProduceResponse_PartitionProduceResponse_v10(buf, pos)
+            a3.append(e)
+        m.partition_responses = a3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.name = ''
+    return m, pos
+
+
+def _enc_ProduceResponse_v13(m, out):
+    append = out.append
+    n1 = len(m.responses) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.responses:
+        _enc_ProduceResponse_TopicProduceResponse_v13(e, out)
+    append(_S_i.pack(m.throttle_time_ms))
+    tagged = []
+    if not not m.node_endpoints:
+        t = []
+        n2 = len(m.node_endpoints) + 1
+        t.append(_UV[n2] if n2 < 128 else _uvarint(n2))
+        for e in m.node_endpoints:
+            _enc_ProduceResponse_NodeEndpoint_v10(e, t)
+        tagged.append((0, b''.join(t)))
+    append(_UV[len(tagged)])
+    for tag, data in tagged:
+        append(_uvarint(tag))
+        append(_uvarint(len(data)))
+        append(data)
+
+
+def _dec_ProduceResponse_v13(buf, pos):
+    m = _new(ProduceResponse)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('ProduceResponse.responses: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('ProduceResponse.responses: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_ProduceResponse_TopicProduceResponse_v13(buf, pos)
+            a2.append(e)
+        m.responses = a2
+    m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    m.node_endpoints = []
+    ntags, pos = _read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        tag_end = pos + size
+        if tag_end > blen:
+            raise _ProtocolError('tagged field runs past the end of the buffer')
+        if tag == 0:
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            else:
+                n3, pos = _read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 < 0:
+                raise _ProtocolError('ProduceResponse.node_endpoints: null or negative length where null is not allowed')
+            else:
+                if n3 > blen - pos:
+                    raise _ProtocolError('ProduceResponse.node_endpoints: array longer than the buffer')
+                a4 = []
+                for _ in range(n3):
+                    e, pos = _dec_ProduceResponse_NodeEndpoint_v10(buf, pos)
+                    a4.append(e)
+                m.node_endpoints = a4
+        pos = tag_end
+    return m, pos
+
+
+ProduceRequest._encoders = (_enc_ProduceRequest_v0, _enc_ProduceRequest_v1, _enc_ProduceRequest_v2, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v3, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9, _enc_ProduceRequest_v9, _enc_ProduceRequest_v13,)
+ProduceRequest._decoders = (_dec_ProduceRequest_v0, _dec_ProduceRequest_v0, _dec_ProduceRequest_v0, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v3, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9, _dec_ProduceRequest_v9, _dec_ProduceRequest_v13,)
+ProduceResponse._encoders = (_enc_ProduceResponse_v0, _enc_ProduceResponse_v1, _enc_ProduceResponse_v2, _enc_ProduceResponse_v3, _enc_ProduceResponse_v4, _enc_ProduceResponse_v5, _enc_ProduceResponse_v6, _enc_ProduceResponse_v7, _enc_ProduceResponse_v8, _enc_ProduceResponse_v9, _enc_ProduceResponse_v10, _enc_ProduceResponse_v10, _enc_ProduceResponse_v10, _enc_ProduceResponse_v13,)
+ProduceResponse._decoders = (_dec_ProduceResponse_v0, _dec_ProduceResponse_v1, _dec_ProduceResponse_v2, _dec_ProduceResponse_v2, _dec_ProduceResponse_v2, _dec_ProduceResponse_v5, _dec_ProduceResponse_v5, _dec_ProduceResponse_v5, _dec_ProduceResponse_v8, _dec_ProduceResponse_v9, _dec_ProduceResponse_v10, _dec_ProduceResponse_v10, _dec_ProduceResponse_v10, _dec_ProduceResponse_v13,)

@@ -30,7 +30,7 @@ class ReadShareGroupStateSummaryRequest(_Message):
     NAME = 'ReadShareGroupStateSummaryRequest'
     API_KEY = 87
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -82,7 +82,7 @@ class ReadShareGroupStateSummaryResponse(_Message):
     NAME = 'ReadShareGroupStateSummaryResponse'
     API_KEY = 87
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -109,7 +109,7 @@ class ReadShareGroupStateSummaryResponse(_Message):
     class PartitionResult(_Struct):
         """Kafka's ReadShareGroupStateSummaryResponse PartitionResult entry."""
 
-        __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset')
+        __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count')
 
         def __init__(
             self,
@@ -118,13 +118,17 @@ class ReadShareGroupStateSummaryResponse(_Message):
             error_code: int = 0,
             error_message: str | None = None,
             state_epoch: int = 0,
+            leader_epoch: int = 0,
             start_offset: int = 0,
+            delivery_complete_count: int = -1,
         ) -> None:
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
             self.state_epoch = state_epoch
+            self.leader_epoch = leader_epoch
             self.start_offset = start_offset
+            self.delivery_complete_count = delivery_complete_count
 
 
 _C_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult = ReadShareGroupStateSummaryResponse.ReadStateSummaryResult
@@ -133,7 +137,8 @@ _C_ReadShareGroupStateSummaryResponse_PartitionResult = ReadShareGroupStateSumma
 
 _S_ih = _struct.Struct('>ih')
 _S_ii = _struct.Struct('>ii')
-_S_iq = _struct.Struct('>iq')
+_S_iiq = _struct.Struct('>iiq')
+_S_iiqi = _struct.Struct('>iiqi')
 _S_u = _struct.Struct('>16s')
 
 
@@ -264,7 +269,7 @@ def _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v0(m, out):
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
-    append(_S_iq.pack(m.state_epoch, m.start_offset))
+    append(_S_iiq.pack(m.state_epoch, m.leader_epoch, m.start_offset))
     append(b'\x00')
 
 
@@ -291,12 +296,13 @@ def _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v0(buf, pos):
             raise _ProtocolError('PartitionResult.error_message: string longer than 32767 bytes')
         m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
-    m.state_epoch, m.start_offset = _S_iq.unpack_from(buf, pos)
-    pos += 12
+    m.state_epoch, m.leader_epoch, m.start_offset = _S_iiq.unpack_from(buf, pos)
+    pos += 16
     if buf[pos] == 0:
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.delivery_complete_count = -1
     return m, pos
 
 
@@ -374,7 +380,130 @@ def _dec_ReadShareGroupStateSummaryResponse_v0(buf, pos):
     return m, pos
 
 
-ReadShareGroupStateSummaryRequest._encoders = (_enc_ReadShareGroupStateSummaryRequest_v0,)
-ReadShareGroupStateSummaryRequest._decoders = (_dec_ReadShareGroupStateSummaryRequest_v0,)
-ReadShareGroupStateSummaryResponse._encoders = (_enc_ReadShareGroupStateSummaryResponse_v0,)
-ReadShareGroupStateSummaryResponse._decoders = (_dec_ReadShareGroupStateSummaryResponse_v0,)
+def _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v1(m, out):
+    append = out.append
+    append(_S_ih.pack(m.partition, m.error_code))
+    x1 = m.error_message
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    append(_S_iiqi.pack(m.state_epoch, m.leader_epoch, m.start_offset, m.delivery_complete_count))
+    append(b'\x00')
+
+
+def _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v1(buf, pos):
+    m = _new(_C_ReadShareGroupStateSummaryResponse_PartitionResult)
+    blen = len(buf)
+    m.partition, m.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('PartitionResult.error_message: negative length')
+        m.error_message = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('PartitionResult.error_message: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('PartitionResult.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    m.state_epoch, m.leader_epoch, m.start_offset, m.delivery_complete_count = _S_iiqi.unpack_from(buf, pos)
+    pos += 20
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partitions) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partitions:
+        _enc_ReadShareGroupStateSummaryResponse_PartitionResult_v1(e, out)
+    append(b'\x00')
+
+
+def _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(buf, pos):
+    m = _new(_C_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('ReadStateSummaryResult.partitions: null or negative length where null is not allowed')
+    else:
+        if n2 > blen - pos:
+            raise _ProtocolError('ReadStateSummaryResult.partitions: array longer than the buffer')
+        a3 = []
+        for _ in range(n2):
+            e, pos = _dec_ReadShareGroupStateSummaryResponse_PartitionResult_v1(buf, pos)
+            a3.append(e)
+        m.partitions = a3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_ReadShareGroupStateSummaryResponse_v1(m, out):
+    append = out.append
+    n1 = len(m.results) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.results:
+        _enc_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(e, out)
+    append(b'\x00')
+
+
+def _dec_ReadShareGroupStateSummaryResponse_v1(buf, pos):
+    m = _new(ReadShareGroupStateSummaryResponse)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('ReadShareGroupStateSummaryResponse.results: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('ReadShareGroupStateSummaryResponse.results: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult_v1(buf, pos)
+            a2.append(e)
+        m.results = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+ReadShareGroupStateSummaryRequest._encoders = (_enc_ReadShareGroupStateSummaryRequest_v0, _enc_ReadShareGroupStateSummaryRequest_v0,)
+ReadShareGroupStateSummaryRequest._decoders = (_dec_ReadShareGroupStateSummaryRequest_v0, _dec_ReadShareGroupStateSummaryRequest_v0,)
+ReadShareGroupStateSummaryResponse._encoders = (_enc_ReadShareGroupStateSummaryResponse_v0, _enc_ReadShareGroupStateSummaryResponse_v1,)
+ReadShareGroupStateSummaryResponse._decoders = (_dec_ReadShareGroupStateSummaryResponse_v0, _dec_ReadShareGroupStateSummaryResponse_v1,)

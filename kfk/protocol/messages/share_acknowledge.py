@@ -26,11 +26,11 @@ _MISSING = object()
 class ShareAcknowledgeRequest(_Message):
     """Kafka's ShareAcknowledgeRequest."""
 
-    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'topics')
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'is_renew_ack', 'topics')
     NAME = 'ShareAcknowledgeRequest'
     API_KEY = 79
-    LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    LOWEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -39,11 +39,13 @@ class ShareAcknowledgeRequest(_Message):
         group_id: str | None = None,
         member_id: str | None = '',
         share_session_epoch: int = 0,
+        is_renew_ack: bool = False,
         topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _MISSING,
     ) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
+        self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is _MISSING else topics
 
     class AcknowledgeTopic(_Struct):
@@ -99,11 +101,11 @@ _C_ShareAcknowledgeRequest_AcknowledgementBatch = ShareAcknowledgeRequest.Acknow
 class ShareAcknowledgeResponse(_Message):
     """Kafka's ShareAcknowledgeResponse."""
 
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints')
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints')
     NAME = 'ShareAcknowledgeResponse'
     API_KEY = 79
-    LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    LOWEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -112,12 +114,14 @@ class ShareAcknowledgeResponse(_Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = None,
+        acquisition_lock_timeout_ms: int = 0,
         responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _MISSING,
         node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _MISSING,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is _MISSING else responses
         self.node_endpoints = [] if node_endpoints is _MISSING else node_endpoints
 
@@ -195,11 +199,12 @@ _C_ShareAcknowledgeResponse_NodeEndpoint = ShareAcknowledgeResponse.NodeEndpoint
 _S_i = _struct.Struct('>i')
 _S_ih = _struct.Struct('>ih')
 _S_ii = _struct.Struct('>ii')
+_S_io = _struct.Struct('>i?')
 _S_qq = _struct.Struct('>qq')
 _S_u = _struct.Struct('>16s')
 
 
-def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(m, out):
+def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v1(m, out):
     append = out.append
     append(_S_qq.pack(m.first_offset, m.last_offset))
     n1 = len(m.acknowledge_types) + 1
@@ -208,7 +213,7 @@ def _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(m, out):
     append(b'\x00')
 
 
-def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf, pos):
+def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v1(buf, pos):
     m = _new(_C_ShareAcknowledgeRequest_AcknowledgementBatch)
     blen = len(buf)
     m.first_offset, m.last_offset = _S_qq.unpack_from(buf, pos)
@@ -233,17 +238,17 @@ def _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(m, out):
+def _enc_ShareAcknowledgeRequest_AcknowledgePartition_v1(m, out):
     append = out.append
     append(_S_i.pack(m.partition_index))
     n1 = len(m.acknowledgement_batches) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.acknowledgement_batches:
-        _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v0(e, out)
+        _enc_ShareAcknowledgeRequest_AcknowledgementBatch_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos):
+def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v1(buf, pos):
     m = _new(_C_ShareAcknowledgeRequest_AcknowledgePartition)
     blen = len(buf)
     m.partition_index = _S_i.unpack_from(buf, pos)[0]
@@ -261,7 +266,7 @@ def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos):
             raise _ProtocolError('AcknowledgePartition.acknowledgement_batches: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v0(buf, pos)
+            e, pos = _dec_ShareAcknowledgeRequest_AcknowledgementBatch_v1(buf, pos)
             a2.append(e)
         m.acknowledgement_batches = a2
     if buf[pos] == 0:
@@ -271,17 +276,17 @@ def _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(m, out):
+def _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v1(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     n1 = len(m.partitions) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.partitions:
-        _enc_ShareAcknowledgeRequest_AcknowledgePartition_v0(e, out)
+        _enc_ShareAcknowledgeRequest_AcknowledgePartition_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos):
+def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v1(buf, pos):
     m = _new(_C_ShareAcknowledgeRequest_AcknowledgeTopic)
     blen = len(buf)
     u1, = _S_u.unpack_from(buf, pos)
@@ -300,7 +305,7 @@ def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos):
             raise _ProtocolError('AcknowledgeTopic.partitions: array longer than the buffer')
         a3 = []
         for _ in range(n2):
-            e, pos = _dec_ShareAcknowledgeRequest_AcknowledgePartition_v0(buf, pos)
+            e, pos = _dec_ShareAcknowledgeRequest_AcknowledgePartition_v1(buf, pos)
             a3.append(e)
         m.partitions = a3
     if buf[pos] == 0:
@@ -310,8 +315,10 @@ def _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareAcknowledgeRequest_v0(m, out):
+def _enc_ShareAcknowledgeRequest_v1(m, out):
     append = out.append
+    if not m.is_renew_ack is False:
+        raise _UnsupportedVersionError('ShareAcknowledgeRequest.is_renew_ack cannot be sent at version 1')
     x1 = m.group_id
     if x1 is None:
         append(b'\x00')
@@ -336,11 +343,11 @@ def _enc_ShareAcknowledgeRequest_v0(m, out):
     n7 = len(m.topics) + 1
     append(_UV[n7] if n7 < 128 else _uvarint(n7))
     for e in m.topics:
-        _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v0(e, out)
+        _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareAcknowledgeRequest_v0(buf, pos):
+def _dec_ShareAcknowledgeRequest_v1(buf, pos):
     m = _new(ShareAcknowledgeRequest)
     blen = len(buf)
     n1 = buf[pos]
@@ -394,7 +401,102 @@ def _dec_ShareAcknowledgeRequest_v0(buf, pos):
             raise _ProtocolError('ShareAcknowledgeRequest.topics: array longer than the buffer')
         a6 = []
         for _ in range(n5):
-            e, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v0(buf, pos)
+            e, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v1(buf, pos)
+            a6.append(e)
+        m.topics = a6
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.is_renew_ack = False
+    return m, pos
+
+
+def _enc_ShareAcknowledgeRequest_v2(m, out):
+    append = out.append
+    x1 = m.group_id
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('GroupId is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    x4 = m.member_id
+    if x4 is None:
+        append(b'\x00')
+    else:
+        s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('MemberId is longer than 32767 bytes')
+        n6 = len(s5) + 1
+        append(_UV[n6] if n6 < 128 else _uvarint(n6))
+        append(s5)
+    append(_S_io.pack(m.share_session_epoch, m.is_renew_ack))
+    n7 = len(m.topics) + 1
+    append(_UV[n7] if n7 < 128 else _uvarint(n7))
+    for e in m.topics:
+        _enc_ShareAcknowledgeRequest_AcknowledgeTopic_v1(e, out)
+    append(b'\x00')
+
+
+def _dec_ShareAcknowledgeRequest_v2(buf, pos):
+    m = _new(ShareAcknowledgeRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('ShareAcknowledgeRequest.group_id: negative length')
+        m.group_id = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('ShareAcknowledgeRequest.group_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ShareAcknowledgeRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        if n3 != -1:
+            raise _ProtocolError('ShareAcknowledgeRequest.member_id: negative length')
+        m.member_id = None
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('ShareAcknowledgeRequest.member_id: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ShareAcknowledgeRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    m.share_session_epoch, m.is_renew_ack = _S_io.unpack_from(buf, pos)
+    pos += 5
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('ShareAcknowledgeRequest.topics: null or negative length where null is not allowed')
+    else:
+        if n5 > blen - pos:
+            raise _ProtocolError('ShareAcknowledgeRequest.topics: array longer than the buffer')
+        a6 = []
+        for _ in range(n5):
+            e, pos = _dec_ShareAcknowledgeRequest_AcknowledgeTopic_v1(buf, pos)
             a6.append(e)
         m.topics = a6
     if buf[pos] == 0:
@@ -404,13 +506,13 @@ def _dec_ShareAcknowledgeRequest_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(m, out):
+def _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(m, out):
     append = out.append
     append(_S_ii.pack(m.leader_id, m.leader_epoch))
     append(b'\x00')
 
 
-def _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf, pos):
+def _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(buf, pos):
     m = _new(_C_ShareAcknowledgeResponse_LeaderIdAndEpoch)
     blen = len(buf)
     m.leader_id, m.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -422,7 +524,7 @@ def _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareAcknowledgeResponse_PartitionData_v0(m, out):
+def _enc_ShareAcknowledgeResponse_PartitionData_v1(m, out):
     append = out.append
     append(_S_ih.pack(m.partition_index, m.error_code))
     x1 = m.error_message
@@ -435,11 +537,11 @@ def _enc_ShareAcknowledgeResponse_PartitionData_v0(m, out):
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
-    _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(m.current_leader, out)
+    _enc_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(m.current_leader, out)
     append(b'\x00')
 
 
-def _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos):
+def _dec_ShareAcknowledgeResponse_PartitionData_v1(buf, pos):
     m = _new(_C_ShareAcknowledgeResponse_PartitionData)
     blen = len(buf)
     m.partition_index, m.error_code = _S_ih.unpack_from(buf, pos)
@@ -462,7 +564,7 @@ def _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos):
             raise _ProtocolError('PartitionData.error_message: string longer than 32767 bytes')
         m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
-    m.current_leader, pos = _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v0(buf, pos)
+    m.current_leader, pos = _dec_ShareAcknowledgeResponse_LeaderIdAndEpoch_v1(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -470,17 +572,17 @@ def _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(m, out):
+def _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     n1 = len(m.partitions) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.partitions:
-        _enc_ShareAcknowledgeResponse_PartitionData_v0(e, out)
+        _enc_ShareAcknowledgeResponse_PartitionData_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf, pos):
+def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(buf, pos):
     m = _new(_C_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
     blen = len(buf)
     u1, = _S_u.unpack_from(buf, pos)
@@ -499,7 +601,7 @@ def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf, pos):
             raise _ProtocolError('ShareAcknowledgeTopicResponse.partitions: array longer than the buffer')
         a3 = []
         for _ in range(n2):
-            e, pos = _dec_ShareAcknowledgeResponse_PartitionData_v0(buf, pos)
+            e, pos = _dec_ShareAcknowledgeResponse_PartitionData_v1(buf, pos)
             a3.append(e)
         m.partitions = a3
     if buf[pos] == 0:
@@ -509,7 +611,7 @@ def _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(m, out):
+def _enc_ShareAcknowledgeResponse_NodeEndpoint_v1(m, out):
     append = out.append
     append(_S_i.pack(m.node_id))
     s1 = m.host.encode('utf-8')
@@ -532,7 +634,7 @@ def _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(m, out):
     append(b'\x00')
 
 
-def _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf, pos):
+def _dec_ShareAcknowledgeResponse_NodeEndpoint_v1(buf, pos):
     m = _new(_C_ShareAcknowledgeResponse_NodeEndpoint)
     blen = len(buf)
     m.node_id = _S_i.unpack_from(buf, pos)[0]
@@ -580,7 +682,7 @@ def _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareAcknowledgeResponse_v0(m, out):
+def _enc_ShareAcknowledgeResponse_v1(m, out):
     append = out.append
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     x1 = m.error_message
@@ -596,15 +698,15 @@ def _enc_ShareAcknowledgeResponse_v0(m, out):
     n4 = len(m.responses) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     for e in m.responses:
-        _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(e, out)
+        _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(e, out)
     n5 = len(m.node_endpoints) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     for e in m.node_endpoints:
-        _enc_ShareAcknowledgeResponse_NodeEndpoint_v0(e, out)
+        _enc_ShareAcknowledgeResponse_NodeEndpoint_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareAcknowledgeResponse_v0(buf, pos):
+def _dec_ShareAcknowledgeResponse_v1(buf, pos):
     m = _new(ShareAcknowledgeResponse)
     blen = len(buf)
     m.throttle_time_ms, m.error_code = _S_ih.unpack_from(buf, pos)
@@ -640,7 +742,7 @@ def _dec_ShareAcknowledgeResponse_v0(buf, pos):
             raise _ProtocolError('ShareAcknowledgeResponse.responses: array longer than the buffer')
         a4 = []
         for _ in range(n3):
-            e, pos = _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v0(buf, pos)
+            e, pos = _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(buf, pos)
             a4.append(e)
         m.responses = a4
     n5 = buf[pos]
@@ -656,7 +758,97 @@ def _dec_ShareAcknowledgeResponse_v0(buf, pos):
             raise _ProtocolError('ShareAcknowledgeResponse.node_endpoints: array longer than the buffer')
         a6 = []
         for _ in range(n5):
-            e, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v0(buf, pos)
+            e, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v1(buf, pos)
+            a6.append(e)
+        m.node_endpoints = a6
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.acquisition_lock_timeout_ms = 0
+    return m, pos
+
+
+def _enc_ShareAcknowledgeResponse_v2(m, out):
+    append = out.append
+    append(_S_ih.pack(m.throttle_time_ms, m.error_code))
+    x1 = m.error_message
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('ErrorMessage is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    append(_S_i.pack(m.acquisition_lock_timeout_ms))
+    n4 = len(m.responses) + 1
+    append(_UV[n4] if n4 < 128 else _uvarint(n4))
+    for e in m.responses:
+        _enc_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(e, out)
+    n5 = len(m.node_endpoints) + 1
+    append(_UV[n5] if n5 < 128 else _uvarint(n5))
+    for e in m.node_endpoints:
+        _enc_ShareAcknowledgeResponse_NodeEndpoint_v1(e, out)
+    append(b'\x00')
+
+
+def _dec_ShareAcknowledgeResponse_v2(buf, pos):
+    m = _new(ShareAcknowledgeResponse)
+    blen = len(buf)
+    m.throttle_time_ms, m.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('ShareAcknowledgeResponse.error_message: negative length')
+        m.error_message = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('ShareAcknowledgeResponse.error_message: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ShareAcknowledgeResponse.error_message: string longer than 32767 bytes')
+        m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    m.acquisition_lock_timeout_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('ShareAcknowledgeResponse.responses: null or negative length where null is not allowed')
+    else:
+        if n3 > blen - pos:
+            raise _ProtocolError('ShareAcknowledgeResponse.responses: array longer than the buffer')
+        a4 = []
+        for _ in range(n3):
+            e, pos = _dec_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(buf, pos)
+            a4.append(e)
+        m.responses = a4
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('ShareAcknowledgeResponse.node_endpoints: null or negative length where null is not allowed')
+    else:
+        if n5 > blen - pos:
+            raise _ProtocolError('ShareAcknowledgeResponse.node_endpoints: array longer than the buffer')
+        a6 = []
+        for _ in range(n5):
+            e, pos = _dec_ShareAcknowledgeResponse_NodeEndpoint_v1(buf, pos)
             a6.append(e)
         m.node_endpoints = a6
     if buf[pos] == 0:
@@ -666,7 +858,7 @@ def _dec_ShareAcknowledgeResponse_v0(buf, pos):
     return m, pos
 
 
-ShareAcknowledgeRequest._encoders = (_enc_ShareAcknowledgeRequest_v0,)
-ShareAcknowledgeRequest._decoders = (_dec_ShareAcknowledgeRequest_v0,)
-ShareAcknowledgeResponse._encoders = (_enc_ShareAcknowledgeResponse_v0,)
-ShareAcknowledgeResponse._decoders = (_dec_ShareAcknowledgeResponse_v0,)
+ShareAcknowledgeRequest._encoders = (None, _enc_ShareAcknowledgeRequest_v1, _enc_ShareAcknowledgeRequest_v2,)
+ShareAcknowledgeRequest._decoders = (None, _dec_ShareAcknowledgeRequest_v1, _dec_ShareAcknowledgeRequest_v2,)
+ShareAcknowledgeResponse._encoders = (None, _enc_ShareAcknowledgeResponse_v1, _enc_ShareAcknowledgeResponse_v2,)
+ShareAcknowledgeResponse._decoders = (None, _dec_ShareAcknowledgeResponse_v1, _dec_ShareAcknowledgeResponse_v2,)

@@ -26,11 +26,11 @@ _MISSING = object()
 class ShareFetchRequest(_Message):
     """Kafka's ShareFetchRequest."""
 
-    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'topics', 'forgotten_topics_data')
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'share_acquire_mode', 'is_renew_ack', 'topics', 'forgotten_topics_data')
     NAME = 'ShareFetchRequest'
     API_KEY = 78
-    LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    LOWEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -42,6 +42,10 @@ class ShareFetchRequest(_Message):
         max_wait_ms: int = 0,
         min_bytes: int = 0,
         max_bytes: int = 2147483647,
+        max_records: int = 0,
+        batch_size: int = 0,
+        share_acquire_mode: int = 0,
+        is_renew_ack: bool = False,
         topics: list[ShareFetchRequest.FetchTopic] = _MISSING,
         forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _MISSING,
     ) -> None:
@@ -51,6 +55,10 @@ class ShareFetchRequest(_Message):
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
+        self.max_records = max_records
+        self.batch_size = batch_size
+        self.share_acquire_mode = share_acquire_mode
+        self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is _MISSING else topics
         self.forgotten_topics_data = [] if forgotten_topics_data is _MISSING else forgotten_topics_data
 
@@ -124,11 +132,11 @@ _C_ShareFetchRequest_ForgottenTopic = ShareFetchRequest.ForgottenTopic
 class ShareFetchResponse(_Message):
     """Kafka's ShareFetchResponse."""
 
-    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints')
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints')
     NAME = 'ShareFetchResponse'
     API_KEY = 78
-    LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    LOWEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -137,12 +145,14 @@ class ShareFetchResponse(_Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = None,
+        acquisition_lock_timeout_ms: int = 0,
         responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = _MISSING,
         node_endpoints: list[ShareFetchResponse.NodeEndpoint] = _MISSING,
     ) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is _MISSING else responses
         self.node_endpoints = [] if node_endpoints is _MISSING else node_endpoints
 
@@ -246,13 +256,14 @@ _S_h = _struct.Struct('>h')
 _S_i = _struct.Struct('>i')
 _S_ih = _struct.Struct('>ih')
 _S_ii = _struct.Struct('>ii')
-_S_iiii = _struct.Struct('>iiii')
+_S_iiiiii = _struct.Struct('>iiiiii')
+_S_iiiiiibo = _struct.Struct('>iiiiiib?')
 _S_qq = _struct.Struct('>qq')
 _S_qqh = _struct.Struct('>qqh')
 _S_u = _struct.Struct('>16s')
 
 
-def _enc_ShareFetchRequest_AcknowledgementBatch_v0(m, out):
+def _enc_ShareFetchRequest_AcknowledgementBatch_v1(m, out):
     append = out.append
     append(_S_qq.pack(m.first_offset, m.last_offset))
     n1 = len(m.acknowledge_types) + 1
@@ -261,7 +272,7 @@ def _enc_ShareFetchRequest_AcknowledgementBatch_v0(m, out):
     append(b'\x00')
 
 
-def _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos):
+def _dec_ShareFetchRequest_AcknowledgementBatch_v1(buf, pos):
     m = _new(_C_ShareFetchRequest_AcknowledgementBatch)
     blen = len(buf)
     m.first_offset, m.last_offset = _S_qq.unpack_from(buf, pos)
@@ -286,21 +297,23 @@ def _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareFetchRequest_FetchPartition_v0(m, out):
+def _enc_ShareFetchRequest_FetchPartition_v1(m, out):
     append = out.append
-    append(_S_ii.pack(m.partition_index, m.partition_max_bytes))
+    if not m.partition_max_bytes == 0:
+        raise _UnsupportedVersionError('FetchPartition.partition_max_bytes cannot be sent at version 1')
+    append(_S_i.pack(m.partition_index))
     n1 = len(m.acknowledgement_batches) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.acknowledgement_batches:
-        _enc_ShareFetchRequest_AcknowledgementBatch_v0(e, out)
+        _enc_ShareFetchRequest_AcknowledgementBatch_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareFetchRequest_FetchPartition_v0(buf, pos):
+def _dec_ShareFetchRequest_FetchPartition_v1(buf, pos):
     m = _new(_C_ShareFetchRequest_FetchPartition)
     blen = len(buf)
-    m.partition_index, m.partition_max_bytes = _S_ii.unpack_from(buf, pos)
-    pos += 8
+    m.partition_index = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
     n1 = buf[pos]
     if n1 < 128:
         pos += 1
@@ -314,27 +327,28 @@ def _dec_ShareFetchRequest_FetchPartition_v0(buf, pos):
             raise _ProtocolError('FetchPartition.acknowledgement_batches: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v0(buf, pos)
+            e, pos = _dec_ShareFetchRequest_AcknowledgementBatch_v1(buf, pos)
             a2.append(e)
         m.acknowledgement_batches = a2
     if buf[pos] == 0:
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.partition_max_bytes = 0
     return m, pos
 
 
-def _enc_ShareFetchRequest_FetchTopic_v0(m, out):
+def _enc_ShareFetchRequest_FetchTopic_v1(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     n1 = len(m.partitions) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.partitions:
-        _enc_ShareFetchRequest_FetchPartition_v0(e, out)
+        _enc_ShareFetchRequest_FetchPartition_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareFetchRequest_FetchTopic_v0(buf, pos):
+def _dec_ShareFetchRequest_FetchTopic_v1(buf, pos):
     m = _new(_C_ShareFetchRequest_FetchTopic)
     blen = len(buf)
     u1, = _S_u.unpack_from(buf, pos)
@@ -353,7 +367,7 @@ def _dec_ShareFetchRequest_FetchTopic_v0(buf, pos):
             raise _ProtocolError('FetchTopic.partitions: array longer than the buffer')
         a3 = []
         for _ in range(n2):
-            e, pos = _dec_ShareFetchRequest_FetchPartition_v0(buf, pos)
+            e, pos = _dec_ShareFetchRequest_FetchPartition_v1(buf, pos)
             a3.append(e)
         m.partitions = a3
     if buf[pos] == 0:
@@ -363,7 +377,7 @@ def _dec_ShareFetchRequest_FetchTopic_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareFetchRequest_ForgottenTopic_v0(m, out):
+def _enc_ShareFetchRequest_ForgottenTopic_v1(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     n1 = len(m.partitions) + 1
@@ -372,7 +386,7 @@ def _enc_ShareFetchRequest_ForgottenTopic_v0(m, out):
     append(b'\x00')
 
 
-def _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos):
+def _dec_ShareFetchRequest_ForgottenTopic_v1(buf, pos):
     m = _new(_C_ShareFetchRequest_ForgottenTopic)
     blen = len(buf)
     u1, = _S_u.unpack_from(buf, pos)
@@ -398,8 +412,10 @@ def _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareFetchRequest_v0(m, out):
+def _enc_ShareFetchRequest_v1(m, out):
     append = out.append
+    if not m.is_renew_ack is False:
+        raise _UnsupportedVersionError('ShareFetchRequest.is_renew_ack cannot be sent at version 1')
     x1 = m.group_id
     if x1 is None:
         append(b'\x00')
@@ -420,19 +436,19 @@ def _enc_ShareFetchRequest_v0(m, out):
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
-    append(_S_iiii.pack(m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes))
+    append(_S_iiiiii.pack(m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes, m.max_records, m.batch_size))
     n7 = len(m.topics) + 1
     append(_UV[n7] if n7 < 128 else _uvarint(n7))
     for e in m.topics:
-        _enc_ShareFetchRequest_FetchTopic_v0(e, out)
+        _enc_ShareFetchRequest_FetchTopic_v1(e, out)
     n8 = len(m.forgotten_topics_data) + 1
     append(_UV[n8] if n8 < 128 else _uvarint(n8))
     for e in m.forgotten_topics_data:
-        _enc_ShareFetchRequest_ForgottenTopic_v0(e, out)
+        _enc_ShareFetchRequest_ForgottenTopic_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareFetchRequest_v0(buf, pos):
+def _dec_ShareFetchRequest_v1(buf, pos):
     m = _new(ShareFetchRequest)
     blen = len(buf)
     n1 = buf[pos]
@@ -471,8 +487,8 @@ def _dec_ShareFetchRequest_v0(buf, pos):
             raise _ProtocolError('ShareFetchRequest.member_id: string longer than 32767 bytes')
         m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
-    m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes = _S_iiii.unpack_from(buf, pos)
-    pos += 16
+    m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes, m.max_records, m.batch_size = _S_iiiiii.unpack_from(buf, pos)
+    pos += 24
     n5 = buf[pos]
     if n5 < 128:
         pos += 1
@@ -486,7 +502,7 @@ def _dec_ShareFetchRequest_v0(buf, pos):
             raise _ProtocolError('ShareFetchRequest.topics: array longer than the buffer')
         a6 = []
         for _ in range(n5):
-            e, pos = _dec_ShareFetchRequest_FetchTopic_v0(buf, pos)
+            e, pos = _dec_ShareFetchRequest_FetchTopic_v1(buf, pos)
             a6.append(e)
         m.topics = a6
     n7 = buf[pos]
@@ -502,7 +518,145 @@ def _dec_ShareFetchRequest_v0(buf, pos):
             raise _ProtocolError('ShareFetchRequest.forgotten_topics_data: array longer than the buffer')
         a8 = []
         for _ in range(n7):
-            e, pos = _dec_ShareFetchRequest_ForgottenTopic_v0(buf, pos)
+            e, pos = _dec_ShareFetchRequest_ForgottenTopic_v1(buf, pos)
+            a8.append(e)
+        m.forgotten_topics_data = a8
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.share_acquire_mode = 0
+    m.is_renew_ack = False
+    return m, pos
+
+
+def _enc_ShareFetchRequest_FetchPartition_v2(m, out):
+    append = out.append
+    if not m.partition_max_bytes == 0:
+        raise _UnsupportedVersionError('FetchPartition.partition_max_bytes cannot be sent at version 2')
+    append(_S_i.pack(m.partition_index))
+    n1 = len(m.acknowledgement_batches) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.acknowledgement_batches:
+        _enc_ShareFetchRequest_AcknowledgementBatch_v1(e, out)
+    append(b'\x00')
+
+
+def _enc_ShareFetchRequest_FetchTopic_v2(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partitions) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partitions:
+        _enc_ShareFetchRequest_FetchPartition_v2(e, out)
+    append(b'\x00')
+
+
+def _enc_ShareFetchRequest_v2(m, out):
+    append = out.append
+    x1 = m.group_id
+    if x1 is None:
+        append(b'\x00')
+    else:
+        s2 = x1.encode('utf-8')
+        if len(s2) > 0x7FFF:
+            raise _ProtocolError('GroupId is longer than 32767 bytes')
+        n3 = len(s2) + 1
+        append(_UV[n3] if n3 < 128 else _uvarint(n3))
+        append(s2)
+    x4 = m.member_id
+    if x4 is None:
+        append(b'\x00')
+    else:
+        s5 = x4.encode('utf-8')
+        if len(s5) > 0x7FFF:
+            raise _ProtocolError('MemberId is longer than 32767 bytes')
+        n6 = len(s5) + 1
+        append(_UV[n6] if n6 < 128 else _uvarint(n6))
+        append(s5)
+    append(_S_iiiiiibo.pack(m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes, m.max_records, m.batch_size, m.share_acquire_mode, m.is_renew_ack))
+    n7 = len(m.topics) + 1
+    append(_UV[n7] if n7 < 128 else _uvarint(n7))
+    for e in m.topics:
+        _enc_ShareFetchRequest_FetchTopic_v2(e, out)
+    n8 = len(m.forgotten_topics_data) + 1
+    append(_UV[n8] if n8 < 128 else _uvarint(n8))
+    for e in m.forgotten_topics_data:
+        _enc_ShareFetchRequest_ForgottenTopic_v1(e, out)
+    append(b'\x00')
+
+
+def _dec_ShareFetchRequest_v2(buf, pos):
+    m = _new(ShareFetchRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        if n1 != -1:
+            raise _ProtocolError('ShareFetchRequest.group_id: negative length')
+        m.group_id = None
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('ShareFetchRequest.group_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('ShareFetchRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        if n3 != -1:
+            raise _ProtocolError('ShareFetchRequest.member_id: negative length')
+        m.member_id = None
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('ShareFetchRequest.member_id: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('ShareFetchRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    m.share_session_epoch, m.max_wait_ms, m.min_bytes, m.max_bytes, m.max_records, m.batch_size, m.share_acquire_mode, m.is_renew_ack = _S_iiiiiibo.unpack_from(buf, pos)
+    pos += 26
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('ShareFetchRequest.topics: null or negative length where null is not allowed')
+    else:
+        if n5 > blen - pos:
+            raise _ProtocolError('ShareFetchRequest.topics: array longer than the buffer')
+        a6 = []
+        for _ in range(n5):
+            e, pos = _dec_ShareFetchRequest_FetchTopic_v1(buf, pos)
+            a6.append(e)
+        m.topics = a6
+    n7 = buf[pos]
+    if n7 < 128:
+        pos += 1
+    else:
+        n7, pos = _read_uvarint(buf, pos)
+    n7 -= 1
+    if n7 < 0:
+        raise _ProtocolError('ShareFetchRequest.forgotten_topics_data: null or negative length where null is not allowed')
+    else:
+        if n7 > blen - pos:
+            raise _ProtocolError('ShareFetchRequest.forgotten_topics_data: array longer than the buffer')
+        a8 = []
+        for _ in range(n7):
+            e, pos = _dec_ShareFetchRequest_ForgottenTopic_v1(buf, pos)
             a8.append(e)
         m.forgotten_topics_data = a8
     if buf[pos] == 0:
@@ -512,13 +666,13 @@ def _dec_ShareFetchRequest_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(m, out):
+def _enc_ShareFetchResponse_LeaderIdAndEpoch_v1(m, out):
     append = out.append
     append(_S_ii.pack(m.leader_id, m.leader_epoch))
     append(b'\x00')
 
 
-def _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf, pos):
+def _dec_ShareFetchResponse_LeaderIdAndEpoch_v1(buf, pos):
     m = _new(_C_ShareFetchResponse_LeaderIdAndEpoch)
     blen = len(buf)
     m.leader_id, m.leader_epoch = _S_ii.unpack_from(buf, pos)
@@ -530,13 +684,13 @@ def _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareFetchResponse_AcquiredRecords_v0(m, out):
+def _enc_ShareFetchResponse_AcquiredRecords_v1(m, out):
     append = out.append
     append(_S_qqh.pack(m.first_offset, m.last_offset, m.delivery_count))
     append(b'\x00')
 
 
-def _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos):
+def _dec_ShareFetchResponse_AcquiredRecords_v1(buf, pos):
     m = _new(_C_ShareFetchResponse_AcquiredRecords)
     blen = len(buf)
     m.first_offset, m.last_offset, m.delivery_count = _S_qqh.unpack_from(buf, pos)
@@ -548,7 +702,7 @@ def _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareFetchResponse_PartitionData_v0(m, out):
+def _enc_ShareFetchResponse_PartitionData_v1(m, out):
     append = out.append
     append(_S_ih.pack(m.partition_index, m.error_code))
     x1 = m.error_message
@@ -572,22 +726,18 @@ def _enc_ShareFetchResponse_PartitionData_v0(m, out):
         n6 = len(s5) + 1
         append(_UV[n6] if n6 < 128 else _uvarint(n6))
         append(s5)
-    _enc_ShareFetchResponse_LeaderIdAndEpoch_v0(m.current_leader, out)
-    x7 = m.records
-    if x7 is None:
-        append(b'\x00')
-    else:
-        n8 = len(x7) + 1
-        append(_UV[n8] if n8 < 128 else _uvarint(n8))
-        append(x7)
-    n9 = len(m.acquired_records) + 1
-    append(_UV[n9] if n9 < 128 else _uvarint(n9))
+    _enc_ShareFetchResponse_LeaderIdAndEpoch_v1(m.current_leader, out)
+    n7 = len(m.records) + 1
+    append(_UV[n7] if n7 < 128 else _uvarint(n7))
+    append(m.records)
+    n8 = len(m.acquired_records) + 1
+    append(_UV[n8] if n8 < 128 else _uvarint(n8))
     for e in m.acquired_records:
-        _enc_ShareFetchResponse_AcquiredRecords_v0(e, out)
+        _enc_ShareFetchResponse_AcquiredRecords_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareFetchResponse_PartitionData_v0(buf, pos):
+def _dec_ShareFetchResponse_PartitionData_v1(buf, pos):
     m = _new(_C_ShareFetchResponse_PartitionData)
     blen = len(buf)
     m.partition_index, m.error_code = _S_ih.unpack_from(buf, pos)
@@ -630,7 +780,7 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf, pos):
             raise _ProtocolError('PartitionData.acknowledge_error_message: string longer than 32767 bytes')
         m.acknowledge_error_message = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
-    m.current_leader, pos = _dec_ShareFetchResponse_LeaderIdAndEpoch_v0(buf, pos)
+    m.current_leader, pos = _dec_ShareFetchResponse_LeaderIdAndEpoch_v1(buf, pos)
     n5 = buf[pos]
     if n5 < 128:
         pos += 1
@@ -638,9 +788,7 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf, pos):
         n5, pos = _read_uvarint(buf, pos)
     n5 -= 1
     if n5 < 0:
-        if n5 != -1:
-            raise _ProtocolError('PartitionData.records: negative length')
-        m.records = None
+        raise _ProtocolError('PartitionData.records: null or negative length where null is not allowed')
     else:
         end6 = pos + n5
         if end6 > blen:
@@ -660,7 +808,7 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf, pos):
             raise _ProtocolError('PartitionData.acquired_records: array longer than the buffer')
         a8 = []
         for _ in range(n7):
-            e, pos = _dec_ShareFetchResponse_AcquiredRecords_v0(buf, pos)
+            e, pos = _dec_ShareFetchResponse_AcquiredRecords_v1(buf, pos)
             a8.append(e)
         m.acquired_records = a8
     if buf[pos] == 0:
@@ -670,17 +818,17 @@ def _dec_ShareFetchResponse_PartitionData_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(m, out):
+def _enc_ShareFetchResponse_ShareFetchableTopicResponse_v1(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     n1 = len(m.partitions) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.partitions:
-        _enc_ShareFetchResponse_PartitionData_v0(e, out)
+        _enc_ShareFetchResponse_PartitionData_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos):
+def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v1(buf, pos):
     m = _new(_C_ShareFetchResponse_ShareFetchableTopicResponse)
     blen = len(buf)
     u1, = _S_u.unpack_from(buf, pos)
@@ -699,7 +847,7 @@ def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos):
             raise _ProtocolError('ShareFetchableTopicResponse.partitions: array longer than the buffer')
         a3 = []
         for _ in range(n2):
-            e, pos = _dec_ShareFetchResponse_PartitionData_v0(buf, pos)
+            e, pos = _dec_ShareFetchResponse_PartitionData_v1(buf, pos)
             a3.append(e)
         m.partitions = a3
     if buf[pos] == 0:
@@ -709,7 +857,7 @@ def _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareFetchResponse_NodeEndpoint_v0(m, out):
+def _enc_ShareFetchResponse_NodeEndpoint_v1(m, out):
     append = out.append
     append(_S_i.pack(m.node_id))
     s1 = m.host.encode('utf-8')
@@ -732,7 +880,7 @@ def _enc_ShareFetchResponse_NodeEndpoint_v0(m, out):
     append(b'\x00')
 
 
-def _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos):
+def _dec_ShareFetchResponse_NodeEndpoint_v1(buf, pos):
     m = _new(_C_ShareFetchResponse_NodeEndpoint)
     blen = len(buf)
     m.node_id = _S_i.unpack_from(buf, pos)[0]
@@ -780,7 +928,7 @@ def _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareFetchResponse_v0(m, out):
+def _enc_ShareFetchResponse_v1(m, out):
     append = out.append
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     x1 = m.error_message
@@ -793,18 +941,19 @@ def _enc_ShareFetchResponse_v0(m, out):
         n3 = len(s2) + 1
         append(_UV[n3] if n3 < 128 else _uvarint(n3))
         append(s2)
+    append(_S_i.pack(m.acquisition_lock_timeout_ms))
     n4 = len(m.responses) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     for e in m.responses:
-        _enc_ShareFetchResponse_ShareFetchableTopicResponse_v0(e, out)
+        _enc_ShareFetchResponse_ShareFetchableTopicResponse_v1(e, out)
     n5 = len(m.node_endpoints) + 1
     append(_UV[n5] if n5 < 128 else _uvarint(n5))
     for e in m.node_endpoints:
-        _enc_ShareFetchResponse_NodeEndpoint_v0(e, out)
+        _enc_ShareFetchResponse_NodeEndpoint_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareFetchResponse_v0(buf, pos):
+def _dec_ShareFetchResponse_v1(buf, pos):
     m = _new(ShareFetchResponse)
     blen = len(buf)
     m.throttle_time_ms, m.error_code = _S_ih.unpack_from(buf, pos)
@@ -827,6 +976,8 @@ def _dec_ShareFetchResponse_v0(buf, pos):
             raise _ProtocolError('ShareFetchResponse.error_message: string longer than 32767 bytes')
         m.error_message = str(buf[pos:end2], 'utf-8', 'replace')
         pos = end2
+    m.acquisition_lock_timeout_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
     n3 = buf[pos]
     if n3 < 128:
         pos += 1
@@ -840,7 +991,7 @@ def _dec_ShareFetchResponse_v0(buf, pos):
             raise _ProtocolError('ShareFetchResponse.responses: array longer than the buffer')
         a4 = []
         for _ in range(n3):
-            e, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v0(buf, pos)
+            e, pos = _dec_ShareFetchResponse_ShareFetchableTopicResponse_v1(buf, pos)
             a4.append(e)
         m.responses = a4
     n5 = buf[pos]
@@ -856,7 +1007,7 @@ def _dec_ShareFetchResponse_v0(buf, pos):
             raise _ProtocolError('ShareFetchResponse.node_endpoints: array longer than the buffer')
         a6 = []
         for _ in range(n5):
-            e, pos = _dec_ShareFetchResponse_NodeEndpoint_v0(buf, pos)
+            e, pos = _dec_ShareFetchResponse_NodeEndpoint_v1(buf, pos)
             a6.append(e)
         m.node_endpoints = a6
     if buf[pos] == 0:
@@ -866,7 +1017,7 @@ def _dec_ShareFetchResponse_v0(buf, pos):
     return m, pos
 
 
-ShareFetchRequest._encoders = (_enc_ShareFetchRequest_v0,)
-ShareFetchRequest._decoders = (_dec_ShareFetchRequest_v0,)
-ShareFetchResponse._encoders = (_enc_ShareFetchResponse_v0,)
-ShareFetchResponse._decoders = (_dec_ShareFetchResponse_v0,)
+ShareFetchRequest._encoders = (None, _enc_ShareFetchRequest_v1, _enc_ShareFetchRequest_v2,)
+ShareFetchRequest._decoders = (None, _dec_ShareFetchRequest_v1, _dec_ShareFetchRequest_v2,)
+ShareFetchResponse._encoders = (None, _enc_ShareFetchResponse_v1, _enc_ShareFetchResponse_v1,)
+ShareFetchResponse._decoders = (None, _dec_ShareFetchResponse_v1, _dec_ShareFetchResponse_v1,)

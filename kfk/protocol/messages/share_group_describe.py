@@ -29,8 +29,8 @@ class ShareGroupDescribeRequest(_Message):
     __slots__ = ('group_ids', 'include_authorized_operations')
     NAME = 'ShareGroupDescribeRequest'
     API_KEY = 77
-    LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    LOWEST_VERSION = 1
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -51,8 +51,8 @@ class ShareGroupDescribeResponse(_Message):
     __slots__ = ('throttle_time_ms', 'groups')
     NAME = 'ShareGroupDescribeResponse'
     API_KEY = 77
-    LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    LOWEST_VERSION = 1
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -158,7 +158,7 @@ _S_o = _struct.Struct('>?')
 _S_u = _struct.Struct('>16s')
 
 
-def _enc_ShareGroupDescribeRequest_v0(m, out):
+def _enc_ShareGroupDescribeRequest_v1(m, out):
     append = out.append
     n1 = len(m.group_ids) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -173,7 +173,7 @@ def _enc_ShareGroupDescribeRequest_v0(m, out):
     append(b'\x00')
 
 
-def _dec_ShareGroupDescribeRequest_v0(buf, pos):
+def _dec_ShareGroupDescribeRequest_v1(buf, pos):
     m = _new(ShareGroupDescribeRequest)
     blen = len(buf)
     n1 = buf[pos]
@@ -216,7 +216,7 @@ def _dec_ShareGroupDescribeRequest_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareGroupDescribeResponse_TopicPartitions_v0(m, out):
+def _enc_ShareGroupDescribeResponse_TopicPartitions_v1(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     s1 = m.topic_name.encode('utf-8')
@@ -231,7 +231,7 @@ def _enc_ShareGroupDescribeResponse_TopicPartitions_v0(m, out):
     append(b'\x00')
 
 
-def _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf, pos):
+def _dec_ShareGroupDescribeResponse_TopicPartitions_v1(buf, pos):
     m = _new(_C_ShareGroupDescribeResponse_TopicPartitions)
     blen = len(buf)
     u1, = _S_u.unpack_from(buf, pos)
@@ -273,16 +273,16 @@ def _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareGroupDescribeResponse_Assignment_v0(m, out):
+def _enc_ShareGroupDescribeResponse_Assignment_v1(m, out):
     append = out.append
     n1 = len(m.topic_partitions) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.topic_partitions:
-        _enc_ShareGroupDescribeResponse_TopicPartitions_v0(e, out)
+        _enc_ShareGroupDescribeResponse_TopicPartitions_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareGroupDescribeResponse_Assignment_v0(buf, pos):
+def _dec_ShareGroupDescribeResponse_Assignment_v1(buf, pos):
     m = _new(_C_ShareGroupDescribeResponse_Assignment)
     blen = len(buf)
     n1 = buf[pos]
@@ -298,7 +298,7 @@ def _dec_ShareGroupDescribeResponse_Assignment_v0(buf, pos):
             raise _ProtocolError('Assignment.topic_partitions: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_ShareGroupDescribeResponse_TopicPartitions_v0(buf, pos)
+            e, pos = _dec_ShareGroupDescribeResponse_TopicPartitions_v1(buf, pos)
             a2.append(e)
         m.topic_partitions = a2
     if buf[pos] == 0:
@@ -308,7 +308,7 @@ def _dec_ShareGroupDescribeResponse_Assignment_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareGroupDescribeResponse_Member_v0(m, out):
+def _enc_ShareGroupDescribeResponse_Member_v1(m, out):
     append = out.append
     s1 = m.member_id.encode('utf-8')
     if len(s1) > 0x7FFF:
@@ -348,11 +348,11 @@ def _enc_ShareGroupDescribeResponse_Member_v0(m, out):
         n12 = len(s11) + 1
         append(_UV[n12] if n12 < 128 else _uvarint(n12))
         append(s11)
-    _enc_ShareGroupDescribeResponse_Assignment_v0(m.assignment, out)
+    _enc_ShareGroupDescribeResponse_Assignment_v1(m.assignment, out)
     append(b'\x00')
 
 
-def _dec_ShareGroupDescribeResponse_Member_v0(buf, pos):
+def _dec_ShareGroupDescribeResponse_Member_v1(buf, pos):
     m = _new(_C_ShareGroupDescribeResponse_Member)
     blen = len(buf)
     n1 = buf[pos]
@@ -454,7 +454,7 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf, pos):
                 pos = end12
             a10.append(e)
         m.subscribed_topic_names = a10
-    m.assignment, pos = _dec_ShareGroupDescribeResponse_Assignment_v0(buf, pos)
+    m.assignment, pos = _dec_ShareGroupDescribeResponse_Assignment_v1(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -462,7 +462,7 @@ def _dec_ShareGroupDescribeResponse_Member_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareGroupDescribeResponse_DescribedGroup_v0(m, out):
+def _enc_ShareGroupDescribeResponse_DescribedGroup_v1(m, out):
     append = out.append
     append(_S_h.pack(m.error_code))
     x1 = m.error_message
@@ -497,12 +497,12 @@ def _enc_ShareGroupDescribeResponse_DescribedGroup_v0(m, out):
     n10 = len(m.members) + 1
     append(_UV[n10] if n10 < 128 else _uvarint(n10))
     for e in m.members:
-        _enc_ShareGroupDescribeResponse_Member_v0(e, out)
+        _enc_ShareGroupDescribeResponse_Member_v1(e, out)
     append(_S_i.pack(m.authorized_operations))
     append(b'\x00')
 
 
-def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos):
+def _dec_ShareGroupDescribeResponse_DescribedGroup_v1(buf, pos):
     m = _new(_C_ShareGroupDescribeResponse_DescribedGroup)
     blen = len(buf)
     m.error_code = _S_h.unpack_from(buf, pos)[0]
@@ -588,7 +588,7 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos):
             raise _ProtocolError('DescribedGroup.members: array longer than the buffer')
         a10 = []
         for _ in range(n9):
-            e, pos = _dec_ShareGroupDescribeResponse_Member_v0(buf, pos)
+            e, pos = _dec_ShareGroupDescribeResponse_Member_v1(buf, pos)
             a10.append(e)
         m.members = a10
     m.authorized_operations = _S_i.unpack_from(buf, pos)[0]
@@ -600,17 +600,17 @@ def _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareGroupDescribeResponse_v0(m, out):
+def _enc_ShareGroupDescribeResponse_v1(m, out):
     append = out.append
     append(_S_i.pack(m.throttle_time_ms))
     n1 = len(m.groups) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.groups:
-        _enc_ShareGroupDescribeResponse_DescribedGroup_v0(e, out)
+        _enc_ShareGroupDescribeResponse_DescribedGroup_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareGroupDescribeResponse_v0(buf, pos):
+def _dec_ShareGroupDescribeResponse_v1(buf, pos):
     m = _new(ShareGroupDescribeResponse)
     blen = len(buf)
     m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
@@ -628,7 +628,7 @@ def _dec_ShareGroupDescribeResponse_v0(buf, pos):
             raise _ProtocolError('ShareGroupDescribeResponse.groups: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_ShareGroupDescribeResponse_DescribedGroup_v0(buf, pos)
+            e, pos = _dec_ShareGroupDescribeResponse_DescribedGroup_v1(buf, pos)
             a2.append(e)
         m.groups = a2
     if buf[pos] == 0:
@@ -638,7 +638,7 @@ def _dec_ShareGroupDescribeResponse_v0(buf, pos):
     return m, pos
 
 
-ShareGroupDescribeRequest._encoders = (_enc_ShareGroupDescribeRequest_v0,)
-ShareGroupDescribeRequest._decoders = (_dec_ShareGroupDescribeRequest_v0,)
-ShareGroupDescribeResponse._encoders = (_enc_ShareGroupDescribeResponse_v0,)
-ShareGroupDescribeResponse._decoders = (_dec_ShareGroupDescribeResponse_v0,)
+ShareGroupDescribeRequest._encoders = (None, _enc_ShareGroupDescribeRequest_v1,)
+ShareGroupDescribeRequest._decoders = (None, _dec_ShareGroupDescribeRequest_v1,)
+ShareGroupDescribeResponse._encoders = (None, _enc_ShareGroupDescribeResponse_v1,)
+ShareGroupDescribeResponse._decoders = (None, _dec_ShareGroupDescribeResponse_v1,)

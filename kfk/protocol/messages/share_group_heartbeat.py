@@ -29,8 +29,8 @@ class ShareGroupHeartbeatRequest(_Message):
     __slots__ = ('group_id', 'member_id', 'member_epoch', 'rack_id', 'subscribed_topic_names')
     NAME = 'ShareGroupHeartbeatRequest'
     API_KEY = 76
-    LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    LOWEST_VERSION = 1
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -57,8 +57,8 @@ class ShareGroupHeartbeatResponse(_Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'assignment')
     NAME = 'ShareGroupHeartbeatResponse'
     API_KEY = 76
-    LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    LOWEST_VERSION = 1
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -117,7 +117,7 @@ _S_ii = _struct.Struct('>ii')
 _S_u = _struct.Struct('>16s')
 
 
-def _enc_ShareGroupHeartbeatRequest_v0(m, out):
+def _enc_ShareGroupHeartbeatRequest_v1(m, out):
     append = out.append
     s1 = m.group_id.encode('utf-8')
     if len(s1) > 0x7FFF:
@@ -158,7 +158,7 @@ def _enc_ShareGroupHeartbeatRequest_v0(m, out):
     append(b'\x00')
 
 
-def _dec_ShareGroupHeartbeatRequest_v0(buf, pos):
+def _dec_ShareGroupHeartbeatRequest_v1(buf, pos):
     m = _new(ShareGroupHeartbeatRequest)
     blen = len(buf)
     n1 = buf[pos]
@@ -253,7 +253,7 @@ def _dec_ShareGroupHeartbeatRequest_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(m, out):
+def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v1(m, out):
     append = out.append
     append(_S_u.pack(m.topic_id.bytes))
     n1 = len(m.partitions) + 1
@@ -262,7 +262,7 @@ def _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(m, out):
     append(b'\x00')
 
 
-def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf, pos):
+def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v1(buf, pos):
     m = _new(_C_ShareGroupHeartbeatResponse_TopicPartitions)
     blen = len(buf)
     u1, = _S_u.unpack_from(buf, pos)
@@ -288,16 +288,16 @@ def _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareGroupHeartbeatResponse_Assignment_v0(m, out):
+def _enc_ShareGroupHeartbeatResponse_Assignment_v1(m, out):
     append = out.append
     n1 = len(m.topic_partitions) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
     for e in m.topic_partitions:
-        _enc_ShareGroupHeartbeatResponse_TopicPartitions_v0(e, out)
+        _enc_ShareGroupHeartbeatResponse_TopicPartitions_v1(e, out)
     append(b'\x00')
 
 
-def _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf, pos):
+def _dec_ShareGroupHeartbeatResponse_Assignment_v1(buf, pos):
     m = _new(_C_ShareGroupHeartbeatResponse_Assignment)
     blen = len(buf)
     n1 = buf[pos]
@@ -313,7 +313,7 @@ def _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf, pos):
             raise _ProtocolError('Assignment.topic_partitions: array longer than the buffer')
         a2 = []
         for _ in range(n1):
-            e, pos = _dec_ShareGroupHeartbeatResponse_TopicPartitions_v0(buf, pos)
+            e, pos = _dec_ShareGroupHeartbeatResponse_TopicPartitions_v1(buf, pos)
             a2.append(e)
         m.topic_partitions = a2
     if buf[pos] == 0:
@@ -323,7 +323,7 @@ def _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf, pos):
     return m, pos
 
 
-def _enc_ShareGroupHeartbeatResponse_v0(m, out):
+def _enc_ShareGroupHeartbeatResponse_v1(m, out):
     append = out.append
     append(_S_ih.pack(m.throttle_time_ms, m.error_code))
     x1 = m.error_message
@@ -352,11 +352,11 @@ def _enc_ShareGroupHeartbeatResponse_v0(m, out):
         append(b'\xff')
     else:
         append(b'\x01')
-        _enc_ShareGroupHeartbeatResponse_Assignment_v0(x7, out)
+        _enc_ShareGroupHeartbeatResponse_Assignment_v1(x7, out)
     append(b'\x00')
 
 
-def _dec_ShareGroupHeartbeatResponse_v0(buf, pos):
+def _dec_ShareGroupHeartbeatResponse_v1(buf, pos):
     m = _new(ShareGroupHeartbeatResponse)
     blen = len(buf)
     m.throttle_time_ms, m.error_code = _S_ih.unpack_from(buf, pos)
@@ -404,7 +404,7 @@ def _dec_ShareGroupHeartbeatResponse_v0(buf, pos):
     if p5 > 127:  # int8 marker: negative means null
         m.assignment = None
     else:
-        m.assignment, pos = _dec_ShareGroupHeartbeatResponse_Assignment_v0(buf, pos)
+        m.assignment, pos = _dec_ShareGroupHeartbeatResponse_Assignment_v1(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -412,7 +412,7 @@ def _dec_ShareGroupHeartbeatResponse_v0(buf, pos):
     return m, pos
 
 
-ShareGroupHeartbeatRequest._encoders = (_enc_ShareGroupHeartbeatRequest_v0,)
-ShareGroupHeartbeatRequest._decoders = (_dec_ShareGroupHeartbeatRequest_v0,)
-ShareGroupHeartbeatResponse._encoders = (_enc_ShareGroupHeartbeatResponse_v0,)
-ShareGroupHeartbeatResponse._decoders = (_dec_ShareGroupHeartbeatResponse_v0,)
+ShareGroupHeartbeatRequest._encoders = (None, _enc_ShareGroupHeartbeatRequest_v1,)
+ShareGroupHeartbeatRequest._decoders = (None, _dec_ShareGroupHeartbeatRequest_v1,)
+ShareGroupHeartbeatResponse._encoders = (None, _enc_ShareGroupHeartbeatResponse_v1,)
+ShareGroupHeartbeatResponse._decoders = (None, _dec_ShareGroupHeartbeatResponse_v1,)

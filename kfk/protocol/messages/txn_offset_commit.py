@@ -26,11 +26,11 @@ _MISSING = object()
 class TxnOffsetCommitRequest(_Message):
     """Kafka's TxnOffsetCommitRequest."""
 
-    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics')
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'topics')
     NAME = 'TxnOffsetCommitRequest'
     API_KEY = 28
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 5
+    HIGHEST_VERSION = 6
     FIRST_FLEXIBLE_VERSION = 3
 
     def __init__(
@@ -40,7 +40,7 @@ class TxnOffsetCommitRequest(_Message):
         group_id: str = '',
         producer_id: int = 0,
         producer_epoch: int = 0,
-        generation_id: int = -1,
+        generation_id_or_member_epoch: int = -1,
         member_id: str = '',
         group_instance_id: str | None = None,
         topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = _MISSING,
@@ -49,7 +49,7 @@ class TxnOffsetCommitRequest(_Message):
         self.group_id = group_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.generation_id = generation_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is _MISSING else topics
@@ -57,15 +57,17 @@ class TxnOffsetCommitRequest(_Message):
     class TxnOffsetCommitRequestTopic(_Struct):
         """Kafka's TxnOffsetCommitRequest TxnOffsetCommitRequestTopic entry."""
 
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'topic_id', 'partitions')
 
         def __init__(
             self,
             *,
             name: str = '',
+            topic_id: uuid.UUID = _ZERO_UUID,
             partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = _MISSING,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is _MISSING else partitions
 
     class TxnOffsetCommitRequestPartition(_Struct):
@@ -98,7 +100,7 @@ class TxnOffsetCommitResponse(_Message):
     NAME = 'TxnOffsetCommitResponse'
     API_KEY = 28
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 5
+    HIGHEST_VERSION = 6
     FIRST_FLEXIBLE_VERSION = 3
 
     def __init__(
@@ -113,15 +115,17 @@ class TxnOffsetCommitResponse(_Message):
     class TxnOffsetCommitResponseTopic(_Struct):
         """Kafka's TxnOffsetCommitResponse TxnOffsetCommitResponseTopic entry."""
 
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'topic_id', 'partitions')
 
         def __init__(
             self,
             *,
             name: str = '',
+            topic_id: uuid.UUID = _ZERO_UUID,
             partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = _MISSING,
         ) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is _MISSING else partitions
 
     class TxnOffsetCommitResponsePartition(_Struct):
@@ -150,6 +154,7 @@ _S_iq = _struct.Struct('>iq')
 _S_iqi = _struct.Struct('>iqi')
 _S_qh = _struct.Struct('>qh')
 _S_qhi = _struct.Struct('>qhi')
+_S_u = _struct.Struct('>16s')
 
 
 def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(m, out):
@@ -220,13 +225,14 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf, pos):
             e, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(buf, pos)
             a4.append(e)
         m.partitions = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
 def _enc_TxnOffsetCommitRequest_v0(m, out):
     append = out.append
-    if not m.generation_id == -1:
-        raise _UnsupportedVersionError('TxnOffsetCommitRequest.generation_id cannot be sent at version 0')
+    if not m.generation_id_or_member_epoch == -1:
+        raise _UnsupportedVersionError('TxnOffsetCommitRequest.generation_id_or_member_epoch cannot be sent at version 0')
     if not m.member_id == '':
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.member_id cannot be sent at version 0')
     if not m.group_instance_id is None:
@@ -280,7 +286,7 @@ def _dec_TxnOffsetCommitRequest_v0(buf, pos):
             e, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf, pos)
             a6.append(e)
         m.topics = a6
-    m.generation_id = -1
+    m.generation_id_or_member_epoch = -1
     m.member_id = ''
     m.group_instance_id = None
     return m, pos
@@ -288,8 +294,8 @@ def _dec_TxnOffsetCommitRequest_v0(buf, pos):
 
 def _enc_TxnOffsetCommitRequest_v1(m, out):
     append = out.append
-    if not m.generation_id == -1:
-        raise _UnsupportedVersionError('TxnOffsetCommitRequest.generation_id cannot be sent at version 1')
+    if not m.generation_id_or_member_epoch == -1:
+        raise _UnsupportedVersionError('TxnOffsetCommitRequest.generation_id_or_member_epoch cannot be sent at version 1')
     if not m.member_id == '':
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.member_id cannot be sent at version 1')
     if not m.group_instance_id is None:
@@ -373,13 +379,14 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos):
             e, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos)
             a4.append(e)
         m.partitions = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
 def _enc_TxnOffsetCommitRequest_v2(m, out):
     append = out.append
-    if not m.generation_id == -1:
-        raise _UnsupportedVersionError('TxnOffsetCommitRequest.generation_id cannot be sent at version 2')
+    if not m.generation_id_or_member_epoch == -1:
+        raise _UnsupportedVersionError('TxnOffsetCommitRequest.generation_id_or_member_epoch cannot be sent at version 2')
     if not m.member_id == '':
         raise _UnsupportedVersionError('TxnOffsetCommitRequest.member_id cannot be sent at version 2')
     if not m.group_instance_id is None:
@@ -433,7 +440,7 @@ def _dec_TxnOffsetCommitRequest_v2(buf, pos):
             e, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf, pos)
             a6.append(e)
         m.topics = a6
-    m.generation_id = -1
+    m.generation_id_or_member_epoch = -1
     m.member_id = ''
     m.group_instance_id = None
     return m, pos
@@ -539,6 +546,7 @@ def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -556,7 +564,7 @@ def _enc_TxnOffsetCommitRequest_v3(m, out):
     n4 = len(s3) + 1
     append(_UV[n4] if n4 < 128 else _uvarint(n4))
     append(s3)
-    append(_S_qhi.pack(m.producer_id, m.producer_epoch, m.generation_id))
+    append(_S_qhi.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch))
     s5 = m.member_id.encode('utf-8')
     if len(s5) > 0x7FFF:
         raise _ProtocolError('MemberId is longer than 32767 bytes')
@@ -615,7 +623,7 @@ def _dec_TxnOffsetCommitRequest_v3(buf, pos):
             raise _ProtocolError('TxnOffsetCommitRequest.group_id: string longer than 32767 bytes')
         m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
         pos = end4
-    m.producer_id, m.producer_epoch, m.generation_id = _S_qhi.unpack_from(buf, pos)
+    m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch = _S_qhi.unpack_from(buf, pos)
     pos += 14
     n5 = buf[pos]
     if n5 < 128:
@@ -674,6 +682,178 @@ def _dec_TxnOffsetCommitRequest_v3(buf, pos):
     return m, pos
 
 
+def _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v6(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partitions) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partitions:
+        _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(e, out)
+    append(b'\x00')
+
+
+def _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v6(buf, pos):
+    m = _new(_C_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('TxnOffsetCommitRequestTopic.partitions: null or negative length where null is not allowed')
+    else:
+        if n2 > blen - pos:
+            raise _ProtocolError('TxnOffsetCommitRequestTopic.partitions: array longer than the buffer')
+        a3 = []
+        for _ in range(n2):
+            e, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf, pos)
+            a3.append(e)
+        m.partitions = a3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.name = ''
+    return m, pos
+
+
+def _enc_TxnOffsetCommitRequest_v6(m, out):
+    append = out.append
+    s1 = m.transactional_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('TransactionalId is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    s3 = m.group_id.encode('utf-8')
+    if len(s3) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
+    n4 = len(s3) + 1
+    append(_UV[n4] if n4 < 128 else _uvarint(n4))
+    append(s3)
+    append(_S_qhi.pack(m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch))
+    s5 = m.member_id.encode('utf-8')
+    if len(s5) > 0x7FFF:
+        raise _ProtocolError('MemberId is longer than 32767 bytes')
+    n6 = len(s5) + 1
+    append(_UV[n6] if n6 < 128 else _uvarint(n6))
+    append(s5)
+    x7 = m.group_instance_id
+    if x7 is None:
+        append(b'\x00')
+    else:
+        s8 = x7.encode('utf-8')
+        if len(s8) > 0x7FFF:
+            raise _ProtocolError('GroupInstanceId is longer than 32767 bytes')
+        n9 = len(s8) + 1
+        append(_UV[n9] if n9 < 128 else _uvarint(n9))
+        append(s8)
+    n10 = len(m.topics) + 1
+    append(_UV[n10] if n10 < 128 else _uvarint(n10))
+    for e in m.topics:
+        _enc_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v6(e, out)
+    append(b'\x00')
+
+
+def _dec_TxnOffsetCommitRequest_v6(buf, pos):
+    m = _new(TxnOffsetCommitRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('TxnOffsetCommitRequest.transactional_id: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('TxnOffsetCommitRequest.transactional_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitRequest.transactional_id: string longer than 32767 bytes')
+        m.transactional_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('TxnOffsetCommitRequest.group_id: null or negative length where null is not allowed')
+    else:
+        end4 = pos + n3
+        if end4 > blen:
+            raise _ProtocolError('TxnOffsetCommitRequest.group_id: length runs past the end of the buffer')
+        if n3 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end4], 'utf-8', 'replace')
+        pos = end4
+    m.producer_id, m.producer_epoch, m.generation_id_or_member_epoch = _S_qhi.unpack_from(buf, pos)
+    pos += 14
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('TxnOffsetCommitRequest.member_id: null or negative length where null is not allowed')
+    else:
+        end6 = pos + n5
+        if end6 > blen:
+            raise _ProtocolError('TxnOffsetCommitRequest.member_id: length runs past the end of the buffer')
+        if n5 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitRequest.member_id: string longer than 32767 bytes')
+        m.member_id = str(buf[pos:end6], 'utf-8', 'replace')
+        pos = end6
+    n7 = buf[pos]
+    if n7 < 128:
+        pos += 1
+    else:
+        n7, pos = _read_uvarint(buf, pos)
+    n7 -= 1
+    if n7 < 0:
+        if n7 != -1:
+            raise _ProtocolError('TxnOffsetCommitRequest.group_instance_id: negative length')
+        m.group_instance_id = None
+    else:
+        end8 = pos + n7
+        if end8 > blen:
+            raise _ProtocolError('TxnOffsetCommitRequest.group_instance_id: length runs past the end of the buffer')
+        if n7 > 0x7FFF:
+            raise _ProtocolError('TxnOffsetCommitRequest.group_instance_id: string longer than 32767 bytes')
+        m.group_instance_id = str(buf[pos:end8], 'utf-8', 'replace')
+        pos = end8
+    n9 = buf[pos]
+    if n9 < 128:
+        pos += 1
+    else:
+        n9, pos = _read_uvarint(buf, pos)
+    n9 -= 1
+    if n9 < 0:
+        raise _ProtocolError('TxnOffsetCommitRequest.topics: null or negative length where null is not allowed')
+    else:
+        if n9 > blen - pos:
+            raise _ProtocolError('TxnOffsetCommitRequest.topics: array longer than the buffer')
+        a10 = []
+        for _ in range(n9):
+            e, pos = _dec_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v6(buf, pos)
+            a10.append(e)
+        m.topics = a10
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
 def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(m, out):
     append = out.append
     append(_S_ih.pack(m.partition_index, m.error_code))
@@ -722,6 +902,7 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(buf, pos):
             e, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(buf, pos)
             a4.append(e)
         m.partitions = a4
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -825,6 +1006,7 @@ def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.topic_id = _ZERO_UUID
     return m, pos
 
 
@@ -866,7 +1048,85 @@ def _dec_TxnOffsetCommitResponse_v3(buf, pos):
     return m, pos
 
 
-TxnOffsetCommitRequest._encoders = (_enc_TxnOffsetCommitRequest_v0, _enc_TxnOffsetCommitRequest_v1, _enc_TxnOffsetCommitRequest_v2, _enc_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3,)
-TxnOffsetCommitRequest._decoders = (_dec_TxnOffsetCommitRequest_v0, _dec_TxnOffsetCommitRequest_v0, _dec_TxnOffsetCommitRequest_v2, _dec_TxnOffsetCommitRequest_v3, _dec_TxnOffsetCommitRequest_v3, _dec_TxnOffsetCommitRequest_v3,)
-TxnOffsetCommitResponse._encoders = (_enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3,)
-TxnOffsetCommitResponse._decoders = (_dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v3, _dec_TxnOffsetCommitResponse_v3, _dec_TxnOffsetCommitResponse_v3,)
+def _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partitions) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partitions:
+        _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(e, out)
+    append(b'\x00')
+
+
+def _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(buf, pos):
+    m = _new(_C_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('TxnOffsetCommitResponseTopic.partitions: null or negative length where null is not allowed')
+    else:
+        if n2 > blen - pos:
+            raise _ProtocolError('TxnOffsetCommitResponseTopic.partitions: array longer than the buffer')
+        a3 = []
+        for _ in range(n2):
+            e, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(buf, pos)
+            a3.append(e)
+        m.partitions = a3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    m.name = ''
+    return m, pos
+
+
+def _enc_TxnOffsetCommitResponse_v6(m, out):
+    append = out.append
+    append(_S_i.pack(m.throttle_time_ms))
+    n1 = len(m.topics) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.topics:
+        _enc_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(e, out)
+    append(b'\x00')
+
+
+def _dec_TxnOffsetCommitResponse_v6(buf, pos):
+    m = _new(TxnOffsetCommitResponse)
+    blen = len(buf)
+    m.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('TxnOffsetCommitResponse.topics: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('TxnOffsetCommitResponse.topics: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v6(buf, pos)
+            a2.append(e)
+        m.topics = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+TxnOffsetCommitRequest._encoders = (_enc_TxnOffsetCommitRequest_v0, _enc_TxnOffsetCommitRequest_v1, _enc_TxnOffsetCommitRequest_v2, _enc_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v3, _enc_TxnOffsetCommitRequest_v6,)
+TxnOffsetCommitRequest._decoders = (_dec_TxnOffsetCommitRequest_v0, _dec_TxnOffsetCommitRequest_v0, _dec_TxnOffsetCommitRequest_v2, _dec_TxnOffsetCommitRequest_v3, _dec_TxnOffsetCommitRequest_v3, _dec_TxnOffsetCommitRequest_v3, _dec_TxnOffsetCommitRequest_v6,)
+TxnOffsetCommitResponse._encoders = (_enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v0, _enc_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v3, _enc_TxnOffsetCommitResponse_v6,)
+TxnOffsetCommitResponse._decoders = (_dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v0, _dec_TxnOffsetCommitResponse_v3, _dec_TxnOffsetCommitResponse_v3, _dec_TxnOffsetCommitResponse_v3, _dec_TxnOffsetCommitResponse_v6,)

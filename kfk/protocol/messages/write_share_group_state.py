@@ -30,7 +30,7 @@ class WriteShareGroupStateRequest(_Message):
     NAME = 'WriteShareGroupStateRequest'
     API_KEY = 85
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -59,7 +59,7 @@ class WriteShareGroupStateRequest(_Message):
     class PartitionData(_Struct):
         """Kafka's WriteShareGroupStateRequest PartitionData entry."""
 
-        __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'state_batches')
+        __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count', 'state_batches')
 
         def __init__(
             self,
@@ -68,12 +68,14 @@ class WriteShareGroupStateRequest(_Message):
             state_epoch: int = 0,
             leader_epoch: int = 0,
             start_offset: int = 0,
+            delivery_complete_count: int = -1,
             state_batches: list[WriteShareGroupStateRequest.StateBatch] = _MISSING,
         ) -> None:
             self.partition = partition
             self.state_epoch = state_epoch
             self.leader_epoch = leader_epoch
             self.start_offset = start_offset
+            self.delivery_complete_count = delivery_complete_count
             self.state_batches = [] if state_batches is _MISSING else state_batches
 
     class StateBatch(_Struct):
@@ -107,7 +109,7 @@ class WriteShareGroupStateResponse(_Message):
     NAME = 'WriteShareGroupStateResponse'
     API_KEY = 85
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 0
+    HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -154,6 +156,7 @@ _C_WriteShareGroupStateResponse_PartitionResult = WriteShareGroupStateResponse.P
 
 _S_ih = _struct.Struct('>ih')
 _S_iiiq = _struct.Struct('>iiiq')
+_S_iiiqi = _struct.Struct('>iiiqi')
 _S_qqbh = _struct.Struct('>qqbh')
 _S_u = _struct.Struct('>16s')
 
@@ -211,6 +214,7 @@ def _dec_WriteShareGroupStateRequest_PartitionData_v0(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.delivery_complete_count = -1
     return m, pos
 
 
@@ -301,6 +305,140 @@ def _dec_WriteShareGroupStateRequest_v0(buf, pos):
         a4 = []
         for _ in range(n3):
             e, pos = _dec_WriteShareGroupStateRequest_WriteStateData_v0(buf, pos)
+            a4.append(e)
+        m.topics = a4
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_WriteShareGroupStateRequest_PartitionData_v1(m, out):
+    append = out.append
+    append(_S_iiiqi.pack(m.partition, m.state_epoch, m.leader_epoch, m.start_offset, m.delivery_complete_count))
+    n1 = len(m.state_batches) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.state_batches:
+        _enc_WriteShareGroupStateRequest_StateBatch_v0(e, out)
+    append(b'\x00')
+
+
+def _dec_WriteShareGroupStateRequest_PartitionData_v1(buf, pos):
+    m = _new(_C_WriteShareGroupStateRequest_PartitionData)
+    blen = len(buf)
+    m.partition, m.state_epoch, m.leader_epoch, m.start_offset, m.delivery_complete_count = _S_iiiqi.unpack_from(buf, pos)
+    pos += 24
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('PartitionData.state_batches: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('PartitionData.state_batches: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_WriteShareGroupStateRequest_StateBatch_v0(buf, pos)
+            a2.append(e)
+        m.state_batches = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_WriteShareGroupStateRequest_WriteStateData_v1(m, out):
+    append = out.append
+    append(_S_u.pack(m.topic_id.bytes))
+    n1 = len(m.partitions) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.partitions:
+        _enc_WriteShareGroupStateRequest_PartitionData_v1(e, out)
+    append(b'\x00')
+
+
+def _dec_WriteShareGroupStateRequest_WriteStateData_v1(buf, pos):
+    m = _new(_C_WriteShareGroupStateRequest_WriteStateData)
+    blen = len(buf)
+    u1, = _S_u.unpack_from(buf, pos)
+    m.topic_id = _UUID(bytes=u1)
+    pos += 16
+    n2 = buf[pos]
+    if n2 < 128:
+        pos += 1
+    else:
+        n2, pos = _read_uvarint(buf, pos)
+    n2 -= 1
+    if n2 < 0:
+        raise _ProtocolError('WriteStateData.partitions: null or negative length where null is not allowed')
+    else:
+        if n2 > blen - pos:
+            raise _ProtocolError('WriteStateData.partitions: array longer than the buffer')
+        a3 = []
+        for _ in range(n2):
+            e, pos = _dec_WriteShareGroupStateRequest_PartitionData_v1(buf, pos)
+            a3.append(e)
+        m.partitions = a3
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_WriteShareGroupStateRequest_v1(m, out):
+    append = out.append
+    s1 = m.group_id.encode('utf-8')
+    if len(s1) > 0x7FFF:
+        raise _ProtocolError('GroupId is longer than 32767 bytes')
+    n2 = len(s1) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    append(s1)
+    n3 = len(m.topics) + 1
+    append(_UV[n3] if n3 < 128 else _uvarint(n3))
+    for e in m.topics:
+        _enc_WriteShareGroupStateRequest_WriteStateData_v1(e, out)
+    append(b'\x00')
+
+
+def _dec_WriteShareGroupStateRequest_v1(buf, pos):
+    m = _new(WriteShareGroupStateRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('WriteShareGroupStateRequest.group_id: null or negative length where null is not allowed')
+    else:
+        end2 = pos + n1
+        if end2 > blen:
+            raise _ProtocolError('WriteShareGroupStateRequest.group_id: length runs past the end of the buffer')
+        if n1 > 0x7FFF:
+            raise _ProtocolError('WriteShareGroupStateRequest.group_id: string longer than 32767 bytes')
+        m.group_id = str(buf[pos:end2], 'utf-8', 'replace')
+        pos = end2
+    n3 = buf[pos]
+    if n3 < 128:
+        pos += 1
+    else:
+        n3, pos = _read_uvarint(buf, pos)
+    n3 -= 1
+    if n3 < 0:
+        raise _ProtocolError('WriteShareGroupStateRequest.topics: null or negative length where null is not allowed')
+    else:
+        if n3 > blen - pos:
+            raise _ProtocolError('WriteShareGroupStateRequest.topics: array longer than the buffer')
+        a4 = []
+        for _ in range(n3):
+            e, pos = _dec_WriteShareGroupStateRequest_WriteStateData_v1(buf, pos)
             a4.append(e)
         m.topics = a4
     if buf[pos] == 0:
@@ -430,7 +568,7 @@ def _dec_WriteShareGroupStateResponse_v0(buf, pos):
     return m, pos
 
 
-WriteShareGroupStateRequest._encoders = (_enc_WriteShareGroupStateRequest_v0,)
-WriteShareGroupStateRequest._decoders = (_dec_WriteShareGroupStateRequest_v0,)
-WriteShareGroupStateResponse._encoders = (_enc_WriteShareGroupStateResponse_v0,)
-WriteShareGroupStateResponse._decoders = (_dec_WriteShareGroupStateResponse_v0,)
+WriteShareGroupStateRequest._encoders = (_enc_WriteShareGroupStateRequest_v0, _enc_WriteShareGroupStateRequest_v1,)
+WriteShareGroupStateRequest._decoders = (_dec_WriteShareGroupStateRequest_v0, _dec_WriteShareGroupStateRequest_v1,)
+WriteShareGroupStateResponse._encoders = (_enc_WriteShareGroupStateResponse_v0, _enc_WriteShareGroupStateResponse_v0,)
+WriteShareGroupStateResponse._decoders = (_dec_WriteShareGroupStateResponse_v0, _dec_WriteShareGroupStateResponse_v0,)

@@ -30,7 +30,7 @@ class WriteTxnMarkersRequest(_Message):
     NAME = 'WriteTxnMarkersRequest'
     API_KEY = 27
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 1
 
     def __init__(
@@ -43,7 +43,7 @@ class WriteTxnMarkersRequest(_Message):
     class WritableTxnMarker(_Struct):
         """Kafka's WriteTxnMarkersRequest WritableTxnMarker entry."""
 
-        __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch')
+        __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'transaction_version')
 
         def __init__(
             self,
@@ -53,12 +53,14 @@ class WriteTxnMarkersRequest(_Message):
             transaction_result: bool = False,
             topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic] = _MISSING,
             coordinator_epoch: int = 0,
+            transaction_version: int = 0,
         ) -> None:
             self.producer_id = producer_id
             self.producer_epoch = producer_epoch
             self.transaction_result = transaction_result
             self.topics = [] if topics is _MISSING else topics
             self.coordinator_epoch = coordinator_epoch
+            self.transaction_version = transaction_version
 
     class WritableTxnMarkerTopic(_Struct):
         """Kafka's WriteTxnMarkersRequest WritableTxnMarkerTopic entry."""
@@ -86,7 +88,7 @@ class WriteTxnMarkersResponse(_Message):
     NAME = 'WriteTxnMarkersResponse'
     API_KEY = 27
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 1
+    HIGHEST_VERSION = 2
     FIRST_FLEXIBLE_VERSION = 1
 
     def __init__(
@@ -146,6 +148,7 @@ _C_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult = WriteTxnMarkersRes
 
 _S_h = _struct.Struct('>h')
 _S_i = _struct.Struct('>i')
+_S_ib = _struct.Struct('>ib')
 _S_ih = _struct.Struct('>ih')
 _S_q = _struct.Struct('>q')
 _S_qho = _struct.Struct('>qh?')
@@ -213,6 +216,7 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v0(buf, pos):
         m.topics = a2
     m.coordinator_epoch = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    m.transaction_version = 0
     return m, pos
 
 
@@ -332,6 +336,7 @@ def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos):
         pos += 1
     else:
         pos = _skip_tagged_fields(buf, pos)
+    m.transaction_version = 0
     return m, pos
 
 
@@ -361,6 +366,82 @@ def _dec_WriteTxnMarkersRequest_v1(buf, pos):
         a2 = []
         for _ in range(n1):
             e, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf, pos)
+            a2.append(e)
+        m.markers = a2
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_WriteTxnMarkersRequest_WritableTxnMarker_v2(m, out):
+    append = out.append
+    append(_S_qho.pack(m.producer_id, m.producer_epoch, m.transaction_result))
+    n1 = len(m.topics) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.topics:
+        _enc_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(e, out)
+    append(_S_ib.pack(m.coordinator_epoch, m.transaction_version))
+    append(b'\x00')
+
+
+def _dec_WriteTxnMarkersRequest_WritableTxnMarker_v2(buf, pos):
+    m = _new(_C_WriteTxnMarkersRequest_WritableTxnMarker)
+    blen = len(buf)
+    m.producer_id, m.producer_epoch, m.transaction_result = _S_qho.unpack_from(buf, pos)
+    pos += 11
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('WritableTxnMarker.topics: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('WritableTxnMarker.topics: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf, pos)
+            a2.append(e)
+        m.topics = a2
+    m.coordinator_epoch, m.transaction_version = _S_ib.unpack_from(buf, pos)
+    pos += 5
+    if buf[pos] == 0:
+        pos += 1
+    else:
+        pos = _skip_tagged_fields(buf, pos)
+    return m, pos
+
+
+def _enc_WriteTxnMarkersRequest_v2(m, out):
+    append = out.append
+    n1 = len(m.markers) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.markers:
+        _enc_WriteTxnMarkersRequest_WritableTxnMarker_v2(e, out)
+    append(b'\x00')
+
+
+def _dec_WriteTxnMarkersRequest_v2(buf, pos):
+    m = _new(WriteTxnMarkersRequest)
+    blen = len(buf)
+    n1 = buf[pos]
+    if n1 < 128:
+        pos += 1
+    else:
+        n1, pos = _read_uvarint(buf, pos)
+    n1 -= 1
+    if n1 < 0:
+        raise _ProtocolError('WriteTxnMarkersRequest.markers: null or negative length where null is not allowed')
+    else:
+        if n1 > blen - pos:
+            raise _ProtocolError('WriteTxnMarkersRequest.markers: array longer than the buffer')
+        a2 = []
+        for _ in range(n1):
+            e, pos = _dec_WriteTxnMarkersRequest_WritableTxnMarker_v2(buf, pos)
             a2.append(e)
         m.markers = a2
     if buf[pos] == 0:
@@ -622,7 +703,7 @@ def _dec_WriteTxnMarkersResponse_v1(buf, pos):
     return m, pos
 
 
-WriteTxnMarkersRequest._encoders = (_enc_WriteTxnMarkersRequest_v0, _enc_WriteTxnMarkersRequest_v1,)
-WriteTxnMarkersRequest._decoders = (_dec_WriteTxnMarkersRequest_v0, _dec_WriteTxnMarkersRequest_v1,)
-WriteTxnMarkersResponse._encoders = (_enc_WriteTxnMarkersResponse_v0, _enc_WriteTxnMarkersResponse_v1,)
-WriteTxnMarkersResponse._decoders = (_dec_WriteTxnMarkersResponse_v0, _dec_WriteTxnMarkersResponse_v1,)
+WriteTxnMarkersRequest._encoders = (_enc_WriteTxnMarkersRequest_v0, _enc_WriteTxnMarkersRequest_v1, _enc_WriteTxnMarkersRequest_v2,)
+WriteTxnMarkersRequest._decoders = (_dec_WriteTxnMarkersRequest_v0, _dec_WriteTxnMarkersRequest_v1, _dec_WriteTxnMarkersRequest_v2,)
+WriteTxnMarkersResponse._encoders = (_enc_WriteTxnMarkersResponse_v0, _enc_WriteTxnMarkersResponse_v1, _enc_WriteTxnMarkersResponse_v1,)
+WriteTxnMarkersResponse._decoders = (_dec_WriteTxnMarkersResponse_v0, _dec_WriteTxnMarkersResponse_v1, _dec_WriteTxnMarkersResponse_v1,)

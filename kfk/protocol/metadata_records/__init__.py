@@ -33,11 +33,13 @@ SCHEMAS: dict[str, str] = {
     'TopicRecord': 'topic_record',
     'UnfenceBrokerRecord': 'unfence_broker_record',
     'UnregisterBrokerRecord': 'unregister_broker_record',
+    'UnregisterControllerRecord': 'unregister_controller_record',
     'UserScramCredentialRecord': 'user_scram_credential_record',
     'ZkMigrationStateRecord': 'zk_migration_state_record',
 }
 
-#: Schema name by record type (the schema's apiKey), for the schemas that have one.
+#: Schema name by record type (the schema's apiKey), for the schemas that have one; for coordinator records (keys
+#: and values sharing one apiKey), the key schema's.
 RECORD_TYPES: dict[int, str] = {
     0: 'RegisterBrokerRecord',
     1: 'UnregisterBrokerRecord',
@@ -65,6 +67,7 @@ RECORD_TYPES: dict[int, str] = {
     26: 'RemoveDelegationTokenRecord',
     27: 'RegisterControllerRecord',
     28: 'ClearElrRecord',
+    29: 'UnregisterControllerRecord',
 }
 
 

@@ -26,11 +26,11 @@ _MISSING = object()
 class BrokerRegistrationChangeRecord(_Message):
     """Kafka's BrokerRegistrationChangeRecord."""
 
-    __slots__ = ('broker_id', 'broker_epoch', 'fenced', 'in_controlled_shutdown', 'log_dirs')
+    __slots__ = ('broker_id', 'broker_epoch', 'fenced', 'in_controlled_shutdown', 'log_dirs', 'cordoned_log_dirs')
     NAME = 'BrokerRegistrationChangeRecord'
     API_KEY = 17
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 2
+    HIGHEST_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -41,12 +41,14 @@ class BrokerRegistrationChangeRecord(_Message):
         fenced: int = 0,
         in_controlled_shutdown: int = 0,
         log_dirs: list[uuid.UUID] = _MISSING,
+        cordoned_log_dirs: list[uuid.UUID] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.fenced = fenced
         self.in_controlled_shutdown = in_controlled_shutdown
         self.log_dirs = [] if log_dirs is _MISSING else log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
 
 
 
@@ -61,6 +63,8 @@ def _enc_BrokerRegistrationChangeRecord_v0(m, out):
         raise _UnsupportedVersionError('BrokerRegistrationChangeRecord.in_controlled_shutdown cannot be sent at version 0')
     if not not m.log_dirs:
         raise _UnsupportedVersionError('BrokerRegistrationChangeRecord.log_dirs cannot be sent at version 0')
+    if not m.cordoned_log_dirs is None:
+        raise _UnsupportedVersionError('BrokerRegistrationChangeRecord.cordoned_log_dirs cannot be sent at version 0')
     append(_S_iq.pack(m.broker_id, m.broker_epoch))
     tagged = []
     if not m.fenced == 0:
@@ -93,6 +97,7 @@ def _dec_BrokerRegistrationChangeRecord_v0(buf, pos):
         pos = tag_end
     m.in_controlled_shutdown = 0
     m.log_dirs = []
+    m.cordoned_log_dirs = None
     return m, pos
 
 
@@ -100,6 +105,8 @@ def _enc_BrokerRegistrationChangeRecord_v1(m, out):
     append = out.append
     if not not m.log_dirs:
         raise _UnsupportedVersionError('BrokerRegistrationChangeRecord.log_dirs cannot be sent at version 1')
+    if not m.cordoned_log_dirs is None:
+        raise _UnsupportedVersionError('BrokerRegistrationChangeRecord.cordoned_log_dirs cannot be sent at version 1')
     append(_S_iq.pack(m.broker_id, m.broker_epoch))
     tagged = []
     if not m.fenced == 0:
@@ -139,11 +146,14 @@ def _dec_BrokerRegistrationChangeRecord_v1(buf, pos):
             pos += 1
         pos = tag_end
     m.log_dirs = []
+    m.cordoned_log_dirs = None
     return m, pos
 
 
 def _enc_BrokerRegistrationChangeRecord_v2(m, out):
     append = out.append
+    if not m.cordoned_log_dirs is None:
+        raise _UnsupportedVersionError('BrokerRegistrationChangeRecord.cordoned_log_dirs cannot be sent at version 2')
     append(_S_iq.pack(m.broker_id, m.broker_epoch))
     tagged = []
     if not m.fenced == 0:
@@ -207,8 +217,108 @@ def _dec_BrokerRegistrationChangeRecord_v2(buf, pos):
                     pos += 16
                 m.log_dirs = a2
         pos = tag_end
+    m.cordoned_log_dirs = None
     return m, pos
 
 
-BrokerRegistrationChangeRecord._encoders = (_enc_BrokerRegistrationChangeRecord_v0, _enc_BrokerRegistrationChangeRecord_v1, _enc_BrokerRegistrationChangeRecord_v2,)
-BrokerRegistrationChangeRecord._decoders = (_dec_BrokerRegistrationChangeRecord_v0, _dec_BrokerRegistrationChangeRecord_v1, _dec_BrokerRegistrationChangeRecord_v2,)
+def _enc_BrokerRegistrationChangeRecord_v3(m, out):
+    append = out.append
+    append(_S_iq.pack(m.broker_id, m.broker_epoch))
+    tagged = []
+    if not m.fenced == 0:
+        t = []
+        t.append(_S_b.pack(m.fenced))
+        tagged.append((0, b''.join(t)))
+    if not m.in_controlled_shutdown == 0:
+        t = []
+        t.append(_S_b.pack(m.in_controlled_shutdown))
+        tagged.append((1, b''.join(t)))
+    if not not m.log_dirs:
+        t = []
+        n1 = len(m.log_dirs) + 1
+        t.append(_UV[n1] if n1 < 128 else _uvarint(n1))
+        for e in m.log_dirs:
+            t.append(e.bytes)
+        tagged.append((2, b''.join(t)))
+    if not m.cordoned_log_dirs is None:
+        t = []
+        x2 = m.cordoned_log_dirs
+        if x2 is None:
+            t.append(b'\x00')
+        else:
+            n3 = len(x2) + 1
+            t.append(_UV[n3] if n3 < 128 else _uvarint(n3))
+            for e in x2:
+                t.append(e.bytes)
+        tagged.append((3, b''.join(t)))
+    append(_UV[len(tagged)])
+    for tag, data in tagged:
+        append(_uvarint(tag))
+        append(_uvarint(len(data)))
+        append(data)
+
+
+def _dec_BrokerRegistrationChangeRecord_v3(buf, pos):
+    m = _new(BrokerRegistrationChangeRecord)
+    blen = len(buf)
+    m.broker_id, m.broker_epoch = _S_iq.unpack_from(buf, pos)
+    pos += 12
+    m.fenced = 0
+    m.in_controlled_shutdown = 0
+    m.log_dirs = []
+    m.cordoned_log_dirs = None
+    ntags, pos = _read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        tag_end = pos + size
+        if tag_end > blen:
+            raise _ProtocolError('tagged field runs past the end of the buffer')
+        if tag == 0:
+            m.fenced = _S_b.unpack_from(buf, pos)[0]
+            pos += 1
+        elif tag == 1:
+            m.in_controlled_shutdown = _S_b.unpack_from(buf, pos)[0]
+            pos += 1
+        elif tag == 2:
+            n1 = buf[pos]
+            if n1 < 128:
+                pos += 1
+            else:
+                n1, pos = _read_uvarint(buf, pos)
+            n1 -= 1
+            if n1 < 0:
+                raise _ProtocolError('BrokerRegistrationChangeRecord.log_dirs: null or negative length where null is not allowed')
+            else:
+                if n1 * 16 > blen - pos:
+                    raise _ProtocolError('BrokerRegistrationChangeRecord.log_dirs: array longer than the buffer')
+                a2 = []
+                for _ in range(n1):
+                    a2.append(_UUID(bytes=bytes(buf[pos:pos + 16])))
+                    pos += 16
+                m.log_dirs = a2
+        elif tag == 3:
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            else:
+                n3, pos = _read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 < 0:
+                if n3 != -1:
+                    raise _ProtocolError('BrokerRegistrationChangeRecord.cordoned_log_dirs: negative length')
+                m.cordoned_log_dirs = None
+            else:
+                if n3 * 16 > blen - pos:
+                    raise _ProtocolError('BrokerRegistrationChangeRecord.cordoned_log_dirs: array longer than the buffer')
+                a4 = []
+                for _ in range(n3):
+                    a4.append(_UUID(bytes=bytes(buf[pos:pos + 16])))
+                    pos += 16
+                m.cordoned_log_dirs = a4
+        pos = tag_end
+    return m, pos
+
+
+BrokerRegistrationChangeRecord._encoders = (_enc_BrokerRegistrationChangeRecord_v0, _enc_BrokerRegistrationChangeRecord_v1, _enc_BrokerRegistrationChangeRecord_v2, _enc_BrokerRegistrationChangeRecord_v3,)
+BrokerRegistrationChangeRecord._decoders = (_dec_BrokerRegistrationChangeRecord_v0, _dec_BrokerRegistrationChangeRecord_v1, _dec_BrokerRegistrationChangeRecord_v2, _dec_BrokerRegistrationChangeRecord_v3,)

@@ -16,7 +16,7 @@ JSON_FIELDS: dict[str, dict[str, tuple[tuple[str, int, int, int, int], ...]]] = 
         'BeginTransactionRecord': (('name', 0, 32767, 0, 32767),),
     },
     'BrokerRegistrationChangeRecord': {
-        'BrokerRegistrationChangeRecord': (('broker_id', 0, 32767, 1, 0), ('broker_epoch', 0, 32767, 1, 0), ('fenced', 0, 32767, 0, 32767), ('in_controlled_shutdown', 1, 32767, 1, 32767), ('log_dirs', 2, 32767, 2, 32767)),
+        'BrokerRegistrationChangeRecord': (('broker_id', 0, 32767, 1, 0), ('broker_epoch', 0, 32767, 1, 0), ('fenced', 0, 32767, 0, 32767), ('in_controlled_shutdown', 1, 32767, 1, 32767), ('log_dirs', 2, 32767, 2, 32767), ('cordoned_log_dirs', 3, 32767, 3, 32767)),
     },
     'ClearElrRecord': {
         'ClearElrRecord': (('topic_name', 0, 32767, 1, 0),),
@@ -53,7 +53,7 @@ JSON_FIELDS: dict[str, dict[str, tuple[tuple[str, int, int, int, int], ...]]] = 
         'ProducerIdsRecord': (('broker_id', 0, 32767, 1, 0), ('broker_epoch', 0, 32767, 1, 0), ('next_producer_id', 0, 32767, 1, 0)),
     },
     'RegisterBrokerRecord': {
-        'RegisterBrokerRecord': (('broker_id', 0, 32767, 1, 0), ('is_migrating_zk_broker', 2, 32767, 1, 0), ('incarnation_id', 0, 32767, 1, 0), ('broker_epoch', 0, 32767, 1, 0), ('end_points', 0, 32767, 1, 0), ('features', 0, 32767, 1, 0), ('rack', 0, 32767, 1, 0), ('fenced', 0, 32767, 1, 0), ('in_controlled_shutdown', 1, 32767, 1, 0), ('log_dirs', 3, 32767, 3, 32767)),
+        'RegisterBrokerRecord': (('broker_id', 0, 32767, 1, 0), ('is_migrating_zk_broker', 2, 32767, 1, 0), ('incarnation_id', 0, 32767, 1, 0), ('broker_epoch', 0, 32767, 1, 0), ('end_points', 0, 32767, 1, 0), ('features', 0, 32767, 1, 0), ('rack', 0, 32767, 1, 0), ('fenced', 0, 32767, 1, 0), ('in_controlled_shutdown', 1, 32767, 1, 0), ('log_dirs', 3, 32767, 3, 32767), ('cordoned_log_dirs', 4, 32767, 4, 32767)),
         'BrokerEndpoint': (('name', 0, 32767, 1, 0), ('host', 0, 32767, 1, 0), ('port', 0, 32767, 1, 0), ('security_protocol', 0, 32767, 1, 0)),
         'BrokerFeature': (('name', 0, 32767, 1, 0), ('min_supported_version', 0, 32767, 1, 0), ('max_supported_version', 0, 32767, 1, 0)),
     },
@@ -82,6 +82,9 @@ JSON_FIELDS: dict[str, dict[str, tuple[tuple[str, int, int, int, int], ...]]] = 
     },
     'UnregisterBrokerRecord': {
         'UnregisterBrokerRecord': (('broker_id', 0, 32767, 1, 0), ('broker_epoch', 0, 32767, 1, 0)),
+    },
+    'UnregisterControllerRecord': {
+        'UnregisterControllerRecord': (('controller_id', 0, 32767, 1, 0),),
     },
     'UserScramCredentialRecord': {
         'UserScramCredentialRecord': (('name', 0, 32767, 1, 0), ('mechanism', 0, 32767, 1, 0), ('salt', 0, 32767, 1, 0), ('stored_key', 0, 32767, 1, 0), ('server_key', 0, 32767, 1, 0), ('iterations', 0, 32767, 1, 0)),

@@ -26,11 +26,11 @@ _MISSING = object()
 class RegisterBrokerRecord(_Message):
     """Kafka's RegisterBrokerRecord."""
 
-    __slots__ = ('broker_id', 'is_migrating_zk_broker', 'incarnation_id', 'broker_epoch', 'end_points', 'features', 'rack', 'fenced', 'in_controlled_shutdown', 'log_dirs')
+    __slots__ = ('broker_id', 'is_migrating_zk_broker', 'incarnation_id', 'broker_epoch', 'end_points', 'features', 'rack', 'fenced', 'in_controlled_shutdown', 'log_dirs', 'cordoned_log_dirs')
     NAME = 'RegisterBrokerRecord'
     API_KEY = 0
     LOWEST_VERSION = 0
-    HIGHEST_VERSION = 3
+    HIGHEST_VERSION = 4
     FIRST_FLEXIBLE_VERSION = 0
 
     def __init__(
@@ -46,6 +46,7 @@ class RegisterBrokerRecord(_Message):
         fenced: bool = True,
         in_controlled_shutdown: bool = False,
         log_dirs: list[uuid.UUID] = _MISSING,
+        cordoned_log_dirs: list[uuid.UUID] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.is_migrating_zk_broker = is_migrating_zk_broker
@@ -57,6 +58,7 @@ class RegisterBrokerRecord(_Message):
         self.fenced = fenced
         self.in_controlled_shutdown = in_controlled_shutdown
         self.log_dirs = [] if log_dirs is _MISSING else log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
 
     class BrokerEndpoint(_Struct):
         """Kafka's RegisterBrokerRecord BrokerEndpoint entry."""
@@ -215,6 +217,8 @@ def _enc_RegisterBrokerRecord_v0(m, out):
         raise _UnsupportedVersionError('RegisterBrokerRecord.in_controlled_shutdown cannot be sent at version 0')
     if not not m.log_dirs:
         raise _UnsupportedVersionError('RegisterBrokerRecord.log_dirs cannot be sent at version 0')
+    if not m.cordoned_log_dirs is None:
+        raise _UnsupportedVersionError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 0')
     append(_S_iuq.pack(m.broker_id, m.incarnation_id.bytes, m.broker_epoch))
     n1 = len(m.end_points) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -305,6 +309,7 @@ def _dec_RegisterBrokerRecord_v0(buf, pos):
     m.is_migrating_zk_broker = False
     m.in_controlled_shutdown = False
     m.log_dirs = []
+    m.cordoned_log_dirs = None
     return m, pos
 
 
@@ -314,6 +319,8 @@ def _enc_RegisterBrokerRecord_v1(m, out):
         raise _UnsupportedVersionError('RegisterBrokerRecord.is_migrating_zk_broker cannot be sent at version 1')
     if not not m.log_dirs:
         raise _UnsupportedVersionError('RegisterBrokerRecord.log_dirs cannot be sent at version 1')
+    if not m.cordoned_log_dirs is None:
+        raise _UnsupportedVersionError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 1')
     append(_S_iuq.pack(m.broker_id, m.incarnation_id.bytes, m.broker_epoch))
     n1 = len(m.end_points) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -403,6 +410,7 @@ def _dec_RegisterBrokerRecord_v1(buf, pos):
         pos = _skip_tagged_fields(buf, pos)
     m.is_migrating_zk_broker = False
     m.log_dirs = []
+    m.cordoned_log_dirs = None
     return m, pos
 
 
@@ -410,6 +418,8 @@ def _enc_RegisterBrokerRecord_v2(m, out):
     append = out.append
     if not not m.log_dirs:
         raise _UnsupportedVersionError('RegisterBrokerRecord.log_dirs cannot be sent at version 2')
+    if not m.cordoned_log_dirs is None:
+        raise _UnsupportedVersionError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 2')
     append(_S_iouq.pack(m.broker_id, m.is_migrating_zk_broker, m.incarnation_id.bytes, m.broker_epoch))
     n1 = len(m.end_points) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -499,11 +509,14 @@ def _dec_RegisterBrokerRecord_v2(buf, pos):
     else:
         pos = _skip_tagged_fields(buf, pos)
     m.log_dirs = []
+    m.cordoned_log_dirs = None
     return m, pos
 
 
 def _enc_RegisterBrokerRecord_v3(m, out):
     append = out.append
+    if not m.cordoned_log_dirs is None:
+        raise _UnsupportedVersionError('RegisterBrokerRecord.cordoned_log_dirs cannot be sent at version 3')
     append(_S_iouq.pack(m.broker_id, m.is_migrating_zk_broker, m.incarnation_id.bytes, m.broker_epoch))
     n1 = len(m.end_points) + 1
     append(_UV[n1] if n1 < 128 else _uvarint(n1))
@@ -626,8 +639,167 @@ def _dec_RegisterBrokerRecord_v3(buf, pos):
                     pos += 16
                 m.log_dirs = a12
         pos = tag_end
+    m.cordoned_log_dirs = None
     return m, pos
 
 
-RegisterBrokerRecord._encoders = (_enc_RegisterBrokerRecord_v0, _enc_RegisterBrokerRecord_v1, _enc_RegisterBrokerRecord_v2, _enc_RegisterBrokerRecord_v3,)
-RegisterBrokerRecord._decoders = (_dec_RegisterBrokerRecord_v0, _dec_RegisterBrokerRecord_v1, _dec_RegisterBrokerRecord_v2, _dec_RegisterBrokerRecord_v3,)
+def _enc_RegisterBrokerRecord_v4(m, out):
+    append = out.append
+    append(_S_iouq.pack(m.broker_id, m.is_migrating_zk_broker, m.incarnation_id.bytes, m.broker_epoch))
+    n1 = len(m.end_points) + 1
+    append(_UV[n1] if n1 < 128 else _uvarint(n1))
+    for e in m.end_points:
+        _enc_RegisterBrokerRecord_BrokerEndpoint_v0(e, out)
+    n2 = len(m.features) + 1
+    append(_UV[n2] if n2 < 128 else _uvarint(n2))
+    for e in m.features:
+        _enc_RegisterBrokerRecord_BrokerFeature_v0(e, out)
+    x3 = m.rack
+    if x3 is None:
+        append(b'\x00')
+    else:
+        s4 = x3.encode('utf-8')
+        if len(s4) > 0x7FFF:
+            raise _ProtocolError('Rack is longer than 32767 bytes')
+        n5 = len(s4) + 1
+        append(_UV[n5] if n5 < 128 else _uvarint(n5))
+        append(s4)
+    append(_S_oo.pack(m.fenced, m.in_controlled_shutdown))
+    tagged = []
+    if not not m.log_dirs:
+        t = []
+        n6 = len(m.log_dirs) + 1
+        t.append(_UV[n6] if n6 < 128 else _uvarint(n6))
+        for e in m.log_dirs:
+            t.append(e.bytes)
+        tagged.append((0, b''.join(t)))
+    if not m.cordoned_log_dirs is None:
+        t = []
+        x7 = m.cordoned_log_dirs
+        if x7 is None:
+            t.append(b'\x00')
+        else:
+            n8 = len(x7) + 1
+            t.append(_UV[n8] if n8 < 128 else _uvarint(n8))
+            for e in x7:
+                t.append(e.bytes)
+        tagged.append((1, b''.join(t)))
+    append(_UV[len(tagged)])
+    for tag, data in tagged:
+        append(_uvarint(tag))
+        append(_uvarint(len(data)))
+        append(data)
+
+
+def _dec_RegisterBrokerRecord_v4(buf, pos):
+    m = _new(RegisterBrokerRecord)
+    blen = len(buf)
+    u1, u2, u3, u4, = _S_iouq.unpack_from(buf, pos)
+    m.broker_id = u1
+    m.is_migrating_zk_broker = u2
+    m.incarnation_id = _UUID(bytes=u3)
+    m.broker_epoch = u4
+    pos += 29
+    n5 = buf[pos]
+    if n5 < 128:
+        pos += 1
+    else:
+        n5, pos = _read_uvarint(buf, pos)
+    n5 -= 1
+    if n5 < 0:
+        raise _ProtocolError('RegisterBrokerRecord.end_points: null or negative length where null is not allowed')
+    else:
+        if n5 > blen - pos:
+            raise _ProtocolError('RegisterBrokerRecord.end_points: array longer than the buffer')
+        a6 = []
+        for _ in range(n5):
+            e, pos = _dec_RegisterBrokerRecord_BrokerEndpoint_v0(buf, pos)
+            a6.append(e)
+        m.end_points = a6
+    n7 = buf[pos]
+    if n7 < 128:
+        pos += 1
+    else:
+        n7, pos = _read_uvarint(buf, pos)
+    n7 -= 1
+    if n7 < 0:
+        raise _ProtocolError('RegisterBrokerRecord.features: null or negative length where null is not allowed')
+    else:
+        if n7 > blen - pos:
+            raise _ProtocolError('RegisterBrokerRecord.features: array longer than the buffer')
+        a8 = []
+        for _ in range(n7):
+            e, pos = _dec_RegisterBrokerRecord_BrokerFeature_v0(buf, pos)
+            a8.append(e)
+        m.features = a8
+    n9 = buf[pos]
+    if n9 < 128:
+        pos += 1
+    else:
+        n9, pos = _read_uvarint(buf, pos)
+    n9 -= 1
+    if n9 < 0:
+        if n9 != -1:
+            raise _ProtocolError('RegisterBrokerRecord.rack: negative length')
+        m.rack = None
+    else:
+        end10 = pos + n9
+        if end10 > blen:
+            raise _ProtocolError('RegisterBrokerRecord.rack: length runs past the end of the buffer')
+        if n9 > 0x7FFF:
+            raise _ProtocolError('RegisterBrokerRecord.rack: string longer than 32767 bytes')
+        m.rack = str(buf[pos:end10], 'utf-8', 'replace')
+        pos = end10
+    m.fenced, m.in_controlled_shutdown = _S_oo.unpack_from(buf, pos)
+    pos += 2
+    m.log_dirs = []
+    m.cordoned_log_dirs = None
+    ntags, pos = _read_uvarint(buf, pos)
+    for _ in range(ntags):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        tag_end = pos + size
+        if tag_end > blen:
+            raise _ProtocolError('tagged field runs past the end of the buffer')
+        if tag == 0:
+            n11 = buf[pos]
+            if n11 < 128:
+                pos += 1
+            else:
+                n11, pos = _read_uvarint(buf, pos)
+            n11 -= 1
+            if n11 < 0:
+                raise _ProtocolError('RegisterBrokerRecord.log_dirs: null or negative length where null is not allowed')
+            else:
+                if n11 * 16 > blen - pos:
+                    raise _ProtocolError('RegisterBrokerRecord.log_dirs: array longer than the buffer')
+                a12 = []
+                for _ in range(n11):
+                    a12.append(_UUID(bytes=bytes(buf[pos:pos + 16])))
+                    pos += 16
+                m.log_dirs = a12
+        elif tag == 1:
+            n13 = buf[pos]
+            if n13 < 128:
+                pos += 1
+            else:
+                n13, pos = _read_uvarint(buf, pos)
+            n13 -= 1
+            if n13 < 0:
+                if n13 != -1:
+                    raise _ProtocolError('RegisterBrokerRecord.cordoned_log_dirs: negative length')
+                m.cordoned_log_dirs = None
+            else:
+                if n13 * 16 > blen - pos:
+                    raise _ProtocolError('RegisterBrokerRecord.cordoned_log_dirs: array longer than the buffer')
+                a14 = []
+                for _ in range(n13):
+                    a14.append(_UUID(bytes=bytes(buf[pos:pos + 16])))
+                    pos += 16
+                m.cordoned_log_dirs = a14
+        pos = tag_end
+    return m, pos
+
+
+RegisterBrokerRecord._encoders = (_enc_RegisterBrokerRecord_v0, _enc_RegisterBrokerRecord_v1, _enc_RegisterBrokerRecord_v2, _enc_RegisterBrokerRecord_v3, _enc_RegisterBrokerRecord_v4,)
+RegisterBrokerRecord._decoders = (_dec_RegisterBrokerRecord_v0, _dec_RegisterBrokerRecord_v1, _dec_RegisterBrokerRecord_v2, _dec_RegisterBrokerRecord_v3, _dec_RegisterBrokerRecord_v4,)

@@ -13,9 +13,10 @@ SCHEMAS: dict[str, str] = {
     'TransactionLogValue': 'transaction_log_value',
 }
 
-#: Schema name by record type (the schema's apiKey), for the schemas that have one.
+#: Schema name by record type (the schema's apiKey), for the schemas that have one; for coordinator records (keys
+#: and values sharing one apiKey), the key schema's.
 RECORD_TYPES: dict[int, str] = {
-
+    0: 'TransactionLogKey',
 }
 
 

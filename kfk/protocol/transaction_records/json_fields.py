@@ -10,7 +10,7 @@ JSON_FIELDS: dict[str, dict[str, tuple[tuple[str, int, int, int, int], ...]]] = 
         'TransactionLogKey': (('transactional_id', 0, 0, 1, 0),),
     },
     'TransactionLogValue': {
-        'TransactionLogValue': (('producer_id', 0, 32767, 1, 0), ('previous_producer_id', 1, 32767, 1, 32767), ('next_producer_id', 1, 32767, 1, 32767), ('producer_epoch', 0, 32767, 1, 0), ('transaction_timeout_ms', 0, 32767, 1, 0), ('transaction_status', 0, 32767, 1, 0), ('transaction_partitions', 0, 32767, 1, 0), ('transaction_last_update_timestamp_ms', 0, 32767, 1, 0), ('transaction_start_timestamp_ms', 0, 32767, 1, 0), ('client_transaction_version', 1, 32767, 1, 32767)),
+        'TransactionLogValue': (('producer_id', 0, 32767, 1, 0), ('previous_producer_id', 1, 32767, 1, 32767), ('next_producer_id', 1, 32767, 1, 32767), ('producer_epoch', 0, 32767, 1, 0), ('next_producer_epoch', 1, 32767, 1, 32767), ('transaction_timeout_ms', 0, 32767, 1, 0), ('transaction_status', 0, 32767, 1, 0), ('transaction_partitions', 0, 32767, 1, 0), ('transaction_last_update_timestamp_ms', 0, 32767, 1, 0), ('transaction_start_timestamp_ms', 0, 32767, 1, 0), ('client_transaction_version', 1, 32767, 1, 32767)),
         'PartitionsSchema': (('topic', 0, 32767, 1, 0), ('partition_ids', 0, 32767, 1, 0)),
     },
 }

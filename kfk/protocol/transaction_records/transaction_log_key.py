@@ -28,7 +28,7 @@ class TransactionLogKey(_Message):
 
     __slots__ = ('transactional_id',)
     NAME = 'TransactionLogKey'
-    API_KEY = None
+    API_KEY = 0
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 0
     FIRST_FLEXIBLE_VERSION = None

@@ -26,9 +26,9 @@ _MISSING = object()
 class TransactionLogValue(_Message):
     """Kafka's TransactionLogValue."""
 
-    __slots__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version')
+    __slots__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'next_producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version')
     NAME = 'TransactionLogValue'
-    API_KEY = None
+    API_KEY = 0
     LOWEST_VERSION = 0
     HIGHEST_VERSION = 1
     FIRST_FLEXIBLE_VERSION = 1
@@ -40,6 +40,7 @@ class TransactionLogValue(_Message):
         previous_producer_id: int = -1,
         next_producer_id: int = -1,
         producer_epoch: int = 0,
+        next_producer_epoch: int = -1,
         transaction_timeout_ms: int = 0,
         transaction_status: int = 0,
         transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None = _MISSING,
@@ -51,6 +52,7 @@ class TransactionLogValue(_Message):
         self.previous_producer_id = previous_producer_id
         self.next_producer_id = next_producer_id
         self.producer_epoch = producer_epoch
+        self.next_producer_epoch = next_producer_epoch
         self.transaction_timeout_ms = transaction_timeout_ms
         self.transaction_status = transaction_status
         self.transaction_partitions = [] if transaction_partitions is _MISSING else transaction_partitions
@@ -123,6 +125,8 @@ def _enc_TransactionLogValue_v0(m, out):
         raise _UnsupportedVersionError('TransactionLogValue.previous_producer_id cannot be sent at version 0')
     if not m.next_producer_id == -1:
         raise _UnsupportedVersionError('TransactionLogValue.next_producer_id cannot be sent at version 0')
+    if not m.next_producer_epoch == -1:
+        raise _UnsupportedVersionError('TransactionLogValue.next_producer_epoch cannot be sent at version 0')
     if not m.client_transaction_version == 0:
         raise _UnsupportedVersionError('TransactionLogValue.client_transaction_version cannot be sent at version 0')
     append(_S_qhib.pack(m.producer_id, m.producer_epoch, m.transaction_timeout_ms, m.transaction_status))
@@ -159,6 +163,7 @@ def _dec_TransactionLogValue_v0(buf, pos):
     pos += 16
     m.previous_producer_id = -1
     m.next_producer_id = -1
+    m.next_producer_epoch = -1
     m.client_transaction_version = 0
     return m, pos
 
@@ -241,6 +246,10 @@ def _enc_TransactionLogValue_v1(m, out):
         t = []
         t.append(_S_h.pack(m.client_transaction_version))
         tagged.append((2, b''.join(t)))
+    if not m.next_producer_epoch == -1:
+        t = []
+        t.append(_S_h.pack(m.next_producer_epoch))
+        tagged.append((3, b''.join(t)))
     append(_UV[len(tagged)])
     for tag, data in tagged:
         append(_uvarint(tag))
@@ -276,6 +285,7 @@ def _dec_TransactionLogValue_v1(buf, pos):
     m.previous_producer_id = -1
     m.next_producer_id = -1
     m.client_transaction_version = 0
+    m.next_producer_epoch = -1
     ntags, pos = _read_uvarint(buf, pos)
     for _ in range(ntags):
         tag, pos = _read_uvarint(buf, pos)
@@ -291,6 +301,9 @@ def _dec_TransactionLogValue_v1(buf, pos):
             pos += 8
         elif tag == 2:
             m.client_transaction_version = _S_h.unpack_from(buf, pos)[0]
+            pos += 2
+        elif tag == 3:
+            m.next_producer_epoch = _S_h.unpack_from(buf, pos)[0]
             pos += 2
         pos = tag_end
     return m, pos

@@ -1,7 +1,10 @@
-"""ApiVersions (key 18), v0-v4.
+"""ApiVersions (key 18), v0-v5.
 
 v1 adds throttle_time_ms; v3 is flexible and carries the client's software name and version (KIP-511); v4 only
-changes the rules of the SupportedFeatures tagged field (a feature whose versions start at 0 is listed from v4). The answer is the served versions table (SERVED_VERSIONS in
+changes the rules of the SupportedFeatures tagged field (a feature whose versions start at 0 is listed from v4); v5
+(KIP-1242) carries the cluster id and node id the client means to reach, both or neither (one alone is
+INVALID_REQUEST): a broker of another cluster, or another node, answers REBOOTSTRAP_REQUIRED (the client's metadata
+is stale) and lists no versions. The answer is the served versions table (SERVED_VERSIONS in
 kfk/server/dispatch.py), every row of which the broker checks has a handler. A request of a version we do not serve
 reaches here with no body and is answered at v0 with UNSUPPORTED_VERSION and our own ApiVersions range, so the
 client can retry with a version both sides know.
@@ -38,17 +41,25 @@ FIRST_FEATURES_VERSION = 3
 #: Supported features whose lowest version is 0 are listed from this version on (KIP-1022): a v3 client's parser
 #: (Kafka's before 3.9) refuses a range starting at 0.
 FIRST_ZERO_MIN_FEATURES_VERSION = 4
+#: ApiVersions from this version names the cluster and node the client means to reach (KIP-1242).
+FIRST_IDENTITY_VERSION = 5
 #: What a client software name or version may look like (KIP-511).
 _SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 class ApiVersionsHandler:
+    """`image` and `kraft_version` give the finalized features; `cluster_id` and `node_id` are this node's (None and
+    -1: unknown, nothing is checked)."""
+
     def __init__(self, served_versions: Mapping[ApiKey, VersionRange],
                  image: Callable[[], MetadataImage | None] = lambda: None,
-                 kraft_version: Callable[[], int] = lambda: 0) -> None:
+                 kraft_version: Callable[[], int] = lambda: 0, cluster_id: str | None = None,
+                 node_id: int = -1) -> None:
         self.served_versions = served_versions
         self.image = image
         self.kraft_version = kraft_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.API_VERSIONS, self.api_versions)
@@ -63,6 +74,11 @@ class ApiVersionsHandler:
                 _SOFTWARE_NAME_OR_VERSION.fullmatch(text)
                 for text in (request.client_software_name, request.client_software_version)):
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+        if context.api_version >= FIRST_IDENTITY_VERSION:
+            if (request.cluster_id is None) != (request.node_id < 0):
+                return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+            if self._meant_for_another_node(request):
+                return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
         response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=[
             ApiVersion(api_key=api_key, min_version=versions.lowest, max_version=versions.highest)
             for api_key, versions in sorted(self.served_versions.items())])
@@ -85,3 +101,10 @@ class ApiVersionsHandler:
         response.finalized_features = [
             ApiVersionsResponse.FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
             for name, level in sorted(finalized.items())]
+
+    def _meant_for_another_node(self, request: ApiVersionsRequest) -> bool:
+        """Whether the cluster id and node id the client gave (if it gave them) are not this node's."""
+        if request.cluster_id is None:
+            return False
+        other_cluster = self.cluster_id is not None and request.cluster_id != self.cluster_id
+        return other_cluster or (self.node_id >= 0 and request.node_id != self.node_id)

@@ -1,11 +1,11 @@
 """Requests brokers send their active controller in KRaft mode, served on the controller listener:
-BrokerRegistration (key 62) v0-v4, BrokerHeartbeat (key 63) v0-v1, AlterPartition (key 56) v2-v3 and
+BrokerRegistration (key 62) v0-v4, BrokerHeartbeat (key 63) v0-v2, AlterPartition (key 56) v2-v3 and
 AllocateProducerIds (key 67) v0 (UnregisterBroker, an operator's request: handlers/unregister_broker.py).
 
 A node that is not the active controller answers NOT_CONTROLLER and the broker asks the next one. BrokerRegistration:
 v1 adds is_migrating_zk_broker (always false here), v2 log_dirs, v3 previous_broker_epoch (ignored: a registration
 is always a new epoch), v4 only a new feature range. BrokerHeartbeat v1 adds offline_log_dirs (kfk does not take log
-dirs offline one by one). AlterPartition v2 names topics by id (v0-v1 are not served, as in Kafka 4.0); v3 lists
+dirs offline one by one), v2 cordoned_log_dirs (no log dir is cordoned here). AlterPartition v2 names topics by id (v0-v1 are not served, as in Kafka 4.0); v3 lists
 the new ISR with each member's broker epoch (the epochs are not checked). The logic is the controller's
 (QuorumController.handle_*): these are the wire entry points, also called in-process by a combined node's broker.
 """

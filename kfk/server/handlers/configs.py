@@ -1,5 +1,5 @@
 """Configs: DescribeConfigs (key 32) v0-v4, AlterConfigs (key 33) v0-v2, IncrementalAlterConfigs (key 44) v0-v1,
-ListClientMetricsResources (key 74) v0.
+ListConfigResources (key 74) v0-v1.
 
 DescribeConfigs answers every config of a topic or of this broker (kfk/controller/config_describer.py), or only
 the keys asked for. v0 has is_default instead of config_source and no synonyms; v1 adds config_source and, when
@@ -12,9 +12,13 @@ the flexible versions.
 BROKER_LOGGER resources (this broker's log levels) are described and altered here, by the broker that receives the
 request, never through the controller (kfk/server/broker_loggers.py), as in Kafka.
 
-ListClientMetricsResources (one version, flexible) names the CLIENT_METRICS config resources of the metadata image.
-kfk has no KIP-714 client telemetry and its controller refuses to alter CLIENT_METRICS resources, so the list is
-empty unless the metadata log carries such ConfigRecords (written by another controller): then they are listed.
+ListConfigResources (flexible; v0 was ListClientMetricsResources) names config resources. v0 names the
+CLIENT_METRICS resources of the metadata image: kfk has no KIP-714 client telemetry and its controller refuses to
+alter CLIENT_METRICS resources, so that list is empty unless the metadata log carries such ConfigRecords (written by
+another controller). v1 (KIP-1142) names the resources of the types asked for, each with its type, or of every type
+it knows when none is asked (a type it does not know: UNSUPPORTED_VERSION): groups with configs, client metrics
+resources, the brokers reachable on the request's listener (as BROKER_LOGGER and as BROKER) and every topic, in
+Kafka's order.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ from kfk.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from kfk.protocol.messages.list_client_metrics_resources import (
-    ListClientMetricsResourcesRequest,
-    ListClientMetricsResourcesResponse,
+from kfk.protocol.messages.list_config_resources import (
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
 )
 from kfk.server.broker_loggers import alter_loggers, check_node_id, describe_loggers
 from kfk.security.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -63,6 +67,10 @@ def _entry(entry: ConfigEntry, version: int, include_synonyms: bool, include_doc
     )
 
 
+#: The types ListConfigResources v1 lists, in the order Kafka lists them.
+_LISTED_RESOURCE_TYPES = (ConfigResourceType.GROUP, ConfigResourceType.CLIENT_METRICS,
+                          ConfigResourceType.BROKER_LOGGER, ConfigResourceType.BROKER, ConfigResourceType.TOPIC)
+
 class ConfigsHandler:
     """`config` and `node_id` are this broker's, described when a client asks for the BROKER resource."""
 
@@ -90,7 +98,7 @@ class ConfigsHandler:
         dispatcher.register(ApiKey.DESCRIBE_CONFIGS, self.describe_configs)
         dispatcher.register(ApiKey.ALTER_CONFIGS, self.alter_configs)
         dispatcher.register(ApiKey.INCREMENTAL_ALTER_CONFIGS, self.incremental_alter_configs)
-        dispatcher.register(ApiKey.LIST_CLIENT_METRICS_RESOURCES, self.list_client_metrics_resources)
+        dispatcher.register(ApiKey.LIST_CONFIG_RESOURCES, self.list_config_resources)
 
     async def describe_configs(self, context: RequestContext,
                                request: DescribeConfigsRequest) -> DescribeConfigsResponse:
@@ -188,10 +196,24 @@ class ConfigsHandler:
         return IncrementalAlterConfigsResponse(
             responses=[answers[id(resource)] for resource in request.resources])
 
-    async def list_client_metrics_resources(self, context: RequestContext, request: ListClientMetricsResourcesRequest
-                                            ) -> ListClientMetricsResourcesResponse:
+    async def list_config_resources(self, context: RequestContext, request: ListConfigResourcesRequest
+                                    ) -> ListConfigResourcesResponse:
         if not self.auth.authorize(context, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
-            return ListClientMetricsResourcesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        names = self.metadata_cache.image.config_resource_names(ConfigResourceType.CLIENT_METRICS)
-        return ListClientMetricsResourcesResponse(client_metrics_resources=[
-            ListClientMetricsResourcesResponse.ClientMetricsResource(name=name) for name in names])
+            return ListConfigResourcesResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        supported = _LISTED_RESOURCE_TYPES if context.api_version >= 1 else (ConfigResourceType.CLIENT_METRICS,)
+        wanted = set(request.resource_types or supported)
+        if not wanted <= set(supported):
+            return ListConfigResourcesResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        image = self.metadata_cache.image
+        brokers = [str(broker_id) for broker_id in sorted(image.brokers)
+                   if image.alive_endpoint(broker_id, context.listener_name) is not None]
+        names = {
+            ConfigResourceType.GROUP: lambda: image.config_resource_names(ConfigResourceType.GROUP),
+            ConfigResourceType.CLIENT_METRICS: lambda: image.config_resource_names(ConfigResourceType.CLIENT_METRICS),
+            ConfigResourceType.BROKER_LOGGER: lambda: brokers,
+            ConfigResourceType.BROKER: lambda: brokers,
+            ConfigResourceType.TOPIC: lambda: sorted(image.topics_by_name),
+        }
+        return ListConfigResourcesResponse(config_resources=[
+            ListConfigResourcesResponse.ConfigResource(resource_name=name, resource_type=resource_type)
+            for resource_type in supported if resource_type in wanted for name in names[resource_type]()])

@@ -1,10 +1,10 @@
-"""DescribeLogDirs (key 35) v0-v4 and AlterReplicaLogDirs (key 34) v1-v2.
+"""DescribeLogDirs (key 35) v0-v5 and AlterReplicaLogDirs (key 34) v1-v2.
 
 DescribeLogDirs: every log dir of this broker with the size of each partition it holds (all partitions when topics
 is null, else the ones asked for), offset_lag 0 (the log end is never behind the high watermark; -1 for a log whose
 partition is not hosted), and the future replicas being copied into a dir by AlterReplicaLogDirs (is_future_key true,
 size copied so far). v1 is v0, v2 is flexible, v3 adds the top-level error_code, v4 the volume's total and usable
-bytes.
+bytes, v5 is_cordoned (false: kfk cordons no log dir).
 
 AlterReplicaLogDirs starts moving replicas into other log dirs of this broker and answers before the moves end, as
 Kafka does (ReplicaManager.alter_replica_log_dir): LOG_DIR_NOT_FOUND for a dir not in log.dirs,

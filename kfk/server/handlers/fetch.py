@@ -1,4 +1,4 @@
-"""Fetch (key 1), v0-v17: consumers (replica_id -1); a follower (replica_id >= 0) takes the same path, reading up to
+"""Fetch (key 1), v0-v18: consumers (replica_id -1); a follower (replica_id >= 0) takes the same path, reading up to
 the log end offset and reporting its position to the leader.
 
 Records go out as file regions of the segment files, sent with sendfile (zero-copy), except for v0-v3: those
@@ -11,7 +11,8 @@ full fetch with epoch 0 opens a session, later fetches name only what changed an
 news; v9 current_leader_epoch fencing (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); v11
 rack_id and preferred_read_replica (always -1: no follower fetching for consumers); v12 flexible, with the tagged
 current_leader beside NOT_LEADER_OR_FOLLOWER; v13 topic ids instead of names (UNKNOWN_TOPIC_ID); v15 replica_state
-instead of replica_id; v16 and v17 (KIP-951 node endpoints, KIP-853 directory ids) change nothing here.
+instead of replica_id; v16 and v17 (KIP-951 node endpoints, KIP-853 directory ids) change nothing here, nor
+does v18 (KIP-1166: a follower's high watermark in replica_state, which a leader of a static ISR has no use for).
 
 Authorization: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic; a partition refused
 is answered TOPIC_AUTHORIZATION_FAILED (every partition, for a follower refused).

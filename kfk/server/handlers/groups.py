@@ -18,7 +18,8 @@
   with an error message instead (its state still Dead, no authorized operations). Member metadata and assignment are shown once the group is Stable.
   A consumer protocol group (KIP-848) is not described: v6 answers GROUP_ID_NOT_FOUND ("is not a classic group"),
   older versions a Dead group with no error, as Kafka 4.x.
-- DeleteGroups (42), v0-v2: v2 flexible. A group with members gets NON_EMPTY_GROUP.
+- DeleteGroups (42), v0-v3: v2 flexible, v3 an error message per group (none: kfk's errors need no words). A
+  group with members gets NON_EMPTY_GROUP.
 
 Authorization, as Kafka's: Join, Sync, Heartbeat and Leave need READ on the group, DescribeGroups DESCRIBE and
 DeleteGroups DELETE on each group (GROUP_AUTHORIZATION_FAILED otherwise); ListGroups lists every group to a principal

@@ -1,5 +1,7 @@
 """Partition leadership: ElectLeaders (key 43) v0-v2, ControlledShutdown (key 7) v1-v3 (ZooKeeper mode),
-AlterPartitionReassignments (key 45) v0 and ListPartitionReassignments (key 46) v0 (one version each, flexible).
+AlterPartitionReassignments (key 45) v0-v1 and ListPartitionReassignments (key 46) v0 (flexible). v1 of
+AlterPartitionReassignments adds allow_replication_factor_change (KIP-860): false refuses a target whose replica
+count differs from the partition's (INVALID_REPLICATION_FACTOR), and the answer echoes the flag.
 
 Both are served by the active controller (others answer NOT_CONTROLLER; clients and brokers send them to the
 controller the Metadata response names). ElectLeaders: v0 is always a preferred election, v1 adds election_type

@@ -1,4 +1,4 @@
-"""ListOffsets (key 2), v0-v10.
+"""ListOffsets (key 2), v0-v11.
 
 A timestamp of -2 (EARLIEST) answers the log start offset, -1 (LATEST) the high watermark — the offset the next
 record will get once committed, not the start of the last batch — and >= 0 the first offset whose record timestamp
@@ -7,7 +7,8 @@ old_style_offsets taken from segment boundaries (Kafka's legacy algorithm). v1 a
 timestamp; v2 adds isolation_level (READ_COMMITTED: LATEST is the last stable offset and lookups stop there); v4
 current_leader_epoch fencing and the leader_epoch of the answer; v6 is flexible; v7 MAX_TIMESTAMP (-3: the record with
 the largest timestamp); v8 EARLIEST_LOCAL (-4: the log start, there being no tiered storage); v9 LATEST_TIERED (-5:
--1, nothing is tiered); v10 timeout_ms, for remote reads, which do not happen here. A partition listed twice in one
+-1, nothing is tiered); v10 timeout_ms, for remote reads, which do not happen here; v11 EARLIEST_PENDING_UPLOAD
+(-6, KIP-1023: -1, nothing waits for an upload). A partition listed twice in one
 request gets INVALID_REQUEST, as in Kafka.
 """
 

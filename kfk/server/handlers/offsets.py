@@ -1,21 +1,27 @@
 """Committed offsets, answered by the group coordinator.
 
-- OffsetCommit (8), v0-v9: v1 adds generation, member id and a per-partition commit timestamp; v2-v4 a retention
+- OffsetCommit (8), v0-v10: v1 adds generation, member id and a per-partition commit timestamp; v2-v4 a retention
   time (the commit then expires on its own, written as OffsetCommitValue v1); v3 throttle time; v5 drops the
   retention; v6 the committed leader epoch; v7 group_instance_id; v8 flexible; v9 is the KIP-848 version (for a
   classic group the same as v8, except that a group that does not exist is GROUP_ID_NOT_FOUND, not
-  ILLEGAL_GENERATION). Partitions of topics the metadata does not know get UNKNOWN_TOPIC_OR_PARTITION before the
-  coordinator sees the rest; the answer goes out once the offsets are committed to __consumer_offsets.
-- OffsetFetch (9), v0-v9: v1 reads offsets kept in Kafka (kfk keeps them all there); v2 adds a top-level error and
+  ILLEGAL_GENERATION); v10 names topics by id (KIP-848), in the request and the response, and a topic id the
+  metadata does not know answers UNKNOWN_TOPIC_ID for its partitions. Partitions of topics the metadata does not
+  know get UNKNOWN_TOPIC_OR_PARTITION before the coordinator sees the rest; the answer goes out once the offsets are
+  committed to __consumer_offsets.
+- OffsetFetch (9), v0-v10: v1 reads offsets kept in Kafka (kfk keeps them all there); v2 adds a top-level error and
   null topics = every committed offset; v3 throttle time; v5 leader epochs; v6 flexible; v7 require_stable (a
   partition with transactional offsets pending in an open transaction is UNSTABLE_OFFSET_COMMIT); v8 many groups
   with an error each; v9 member id and epoch (KIP-848: a consumer protocol group's member fetches at its current
-  epoch, else STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID; ignored for classic groups). Errors the group has
+  epoch, else STALE_MEMBER_EPOCH or UNKNOWN_MEMBER_ID; ignored for classic groups); v10 names topics by id (an
+  unknown id's partitions answer UNKNOWN_TOPIC_ID; all of a group's offsets are listed for the topics that still
+  exist, each with its id). Errors the group has
   (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) are per partition on v0-v1, top-level on v2-v7, per group from v8.
 - OffsetDelete (47), v0: a top-level error and one per partition.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from kfk.coordinator.group.group_coordinator import OffsetCommitPartition
 from kfk.coordinator.group.service import GroupCoordinatorService
@@ -32,6 +38,10 @@ from kfk.server.dispatch import Dispatcher, RequestContext
 
 INVALID_OFFSET = -1
 FIRST_MULTI_GROUP_FETCH_VERSION = 8
+#: From this version OffsetCommit and OffsetFetch name topics by id (KIP-848).
+FIRST_TOPIC_ID_VERSION = 10
+
+_NO_TOPIC_ID = uuid.UUID(int=0)
 
 CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
 CommitPartition = OffsetCommitResponse.OffsetCommitResponsePartition
@@ -39,6 +49,18 @@ CommitPartition = OffsetCommitResponse.OffsetCommitResponsePartition
 
 def _partition_known(image: MetadataImage, topic: str, partition: int) -> bool:
     return image.partition(topic, partition) is not None
+
+
+def name_topics_by_id(image: MetadataImage, topics: list) -> set[uuid.UUID]:
+    """Set each topic's name from its id (the request's v10+ topics), and answer the ids the metadata does not know."""
+    unknown = set()
+    for topic in topics:
+        topic_image = image.topics_by_id.get(topic.topic_id)
+        if topic_image is None:
+            unknown.add(topic.topic_id)
+        else:
+            topic.name = topic_image.name
+    return unknown
 
 
 class OffsetsHandler:
@@ -58,10 +80,14 @@ class OffsetsHandler:
         errors: dict[tuple[str, int], ErrorCode] = {}
         accepted: list[OffsetCommitPartition] = []
         auth = self.auth
+        unknown_ids = (name_topics_by_id(image, request.topics) if context.api_version >= FIRST_TOPIC_ID_VERSION
+                       else set())
         group_allowed = auth.authorize(context, AclOperation.READ, ResourceType.GROUP, request.group_id)
         readable = auth.authorized_names(context, AclOperation.READ, ResourceType.TOPIC,
-                                         (topic.name for topic in request.topics))
+                                         (topic.name for topic in request.topics if topic.topic_id not in unknown_ids))
         for topic in request.topics:
+            if topic.topic_id in unknown_ids:
+                continue
             for partition in topic.partitions:
                 if not group_allowed or topic.name not in readable:
                     errors[(topic.name, partition.partition_index)] = (
@@ -78,8 +104,10 @@ class OffsetsHandler:
                 request.group_id, request.member_id, request.group_instance_id,
                 request.generation_id_or_member_epoch, request.retention_time_ms, accepted, context.api_version))
         return OffsetCommitResponse(topics=[
-            CommitTopic(name=topic.name, partitions=[
-                CommitPartition(partition_index=p.partition_index, error_code=errors[(topic.name, p.partition_index)])
+            CommitTopic(name=topic.name, topic_id=topic.topic_id, partitions=[
+                CommitPartition(partition_index=p.partition_index,
+                                error_code=ErrorCode.UNKNOWN_TOPIC_ID if topic.topic_id in unknown_ids
+                                else errors[(topic.name, p.partition_index)])
                 for p in topic.partitions])
             for topic in request.topics])
 
@@ -87,14 +115,28 @@ class OffsetsHandler:
         version = context.api_version
         if version >= FIRST_MULTI_GROUP_FETCH_VERSION:
             groups = []
+            image = self.metadata_cache.image
+            by_id = version >= FIRST_TOPIC_ID_VERSION
             for group in request.groups:
+                unknown_ids = name_topics_by_id(image, group.topics or []) if by_id else set()
                 wanted = None if group.topics is None else [(t.name, list(t.partition_indexes))
-                                                            for t in group.topics]
+                                                            for t in group.topics if t.topic_id not in unknown_ids]
                 error, topics = self._fetch_offsets(context, group.group_id, wanted, request.require_stable,
                                                     group.member_id, group.member_epoch)
+                ids = {}
+                if by_id:
+                    ids = {name: topic_image.topic_id for name, _ in topics
+                           if (topic_image := image.topic(name)) is not None}
+                    topics = [(name, partitions) for name, partitions in topics if name in ids]
+                    if error == ErrorCode.NONE:
+                        topics += [(t.topic_id, [(index, None, ErrorCode.UNKNOWN_TOPIC_ID)
+                                                 for index in t.partition_indexes])
+                                   for t in group.topics or [] if t.topic_id in unknown_ids]
+                        ids.update((topic_id, topic_id) for topic_id in unknown_ids)
                 groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=group.group_id, error_code=error,
-                    topics=[OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
+                    topics=[OffsetFetchResponse.OffsetFetchResponseTopics(
+                        name=name if isinstance(name, str) else "", topic_id=ids.get(name, _NO_TOPIC_ID), partitions=[
                         OffsetFetchResponse.OffsetFetchResponsePartitions(
                             partition_index=index,
                             committed_offset=offset.committed_offset if offset else INVALID_OFFSET,

@@ -1,4 +1,4 @@
-"""Produce (key 0), v0-v12.
+"""Produce (key 0), v0-v13.
 
 v0-v2 carry legacy message sets (magic 0/1, from old clients), which storage's LogValidator (run by
 Log.append_as_leader) converts to one v2 batch; v1 adds throttle_time_ms and v2 log_append_time_ms (set when the topic
@@ -9,7 +9,9 @@ and error_message (an invalid record: which one and why), v9 is the first flexib
 current_leader/node_endpoints of KIP-951 (nothing to report on one broker), v11 is v10 for KIP-890 clients. v12 is
 v11 on the wire; it comes from a producer on transaction version 2 (KIP-890 part 2; ApiVersions finalizes
 transaction.version at 2), which sends no AddPartitionsToTxn: the leader has the partition added to the transaction.
-Kafka 4.0 removed v0-v2; kfk still serves them.
+v13 (KIP-516) names each topic by its id instead of its name, in the request and in the response: a topic id
+the metadata does not know answers UNKNOWN_TOPIC_ID for its partitions (before authorization, as Kafka does). Kafka
+4.0 removed v0-v2; kfk still serves them.
 
 A transactional batch is first verified with the transaction coordinator (KIP-890 part 1,
 transaction.partition.verification.enable), or from v12 added to the transaction (kfk/server/txn_verification.py);
@@ -33,6 +35,7 @@ appended, and a client over its quota gets throttle_time_ms (v1+) and a muted co
 from __future__ import annotations
 
 import time
+import uuid
 
 from kfk.common.structs import TopicPartition
 from kfk.errors import ErrorCode, KafkaError
@@ -49,6 +52,9 @@ from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.security.quotas import ClientQuotaManager
 from kfk.server.dispatch import NOT_SERVED, CloseConnection, Dispatcher, RequestContext
 from kfk.server.txn_verification import TxnPartitionVerifier
+
+#: From this version the request and the response name topics by id (KIP-516).
+FIRST_TOPIC_ID_VERSION = 13
 
 TopicProduceResponse = ProduceResponse.TopicProduceResponse
 PartitionProduceResponse = ProduceResponse.PartitionProduceResponse
@@ -123,10 +129,23 @@ class ProduceHandler:
         version = context.api_version
         entries: dict[TopicPartition, bytes | memoryview] = {}
         early: dict[TopicPartition, ProducePartitionResult] = {}
-        order: list[tuple[str, list[int]]] = []
-        refused = self._refused(context, request)
+        order: list[tuple[str, uuid.UUID, list[int]]] = []
+        unknown_ids: set[uuid.UUID] = set()
+        if version >= FIRST_TOPIC_ID_VERSION:
+            topics_by_id = replica_manager.image.topics_by_id
+            for topic_data in request.topic_data:
+                topic_image = topics_by_id.get(topic_data.topic_id)
+                if topic_image is None:
+                    unknown_ids.add(topic_data.topic_id)
+                else:
+                    topic_data.name = topic_image.name
+        refused = self._refused(context, request, unknown_ids)
         for topic_data in request.topic_data:
             indexes: list[int] = []
+            order.append((topic_data.name, topic_data.topic_id, indexes))
+            if topic_data.topic_id in unknown_ids:
+                indexes.extend(partition_data.index for partition_data in topic_data.partition_data)
+                continue
             for partition_data in topic_data.partition_data:
                 topic_partition = TopicPartition(topic_data.name, partition_data.index)
                 indexes.append(partition_data.index)
@@ -138,7 +157,6 @@ class ProduceHandler:
                     early[topic_partition] = ProducePartitionResult(error)
                     continue
                 entries[topic_partition] = partition_data.records or b""
-            order.append((topic_data.name, indexes))
         guards = None
         if self.txn_verifier is not None and request.transactional_id and entries:
             failed, guards = await self.txn_verifier.verify(request.transactional_id, entries, version)
@@ -153,13 +171,16 @@ class ProduceHandler:
                                             for partition_data in topic_data.partition_data))
         if request.acks == 0:
             failed = [str(tp) for tp, result in results.items() if result.error != ErrorCode.NONE]
+            failed.extend(str(topic_id) for topic_id in unknown_ids)
             if failed:
                 raise CloseConnection(f"acks=0 produce failed for {', '.join(failed)}")
             return None
+        unknown = ProducePartitionResult(ErrorCode.UNKNOWN_TOPIC_ID)
         return ProduceResponse(responses=[
-            TopicProduceResponse(name=name, partition_responses=[
-                _partition_response(index, results[TopicPartition(name, index)]) for index in indexes])
-            for name, indexes in order
+            TopicProduceResponse(name=name, topic_id=topic_id, partition_responses=[
+                _partition_response(index, unknown if topic_id in unknown_ids else results[TopicPartition(name, index)])
+                for index in indexes])
+            for name, topic_id, indexes in order
         ])
 
     def _record_bytes(self, context: RequestContext, size: int) -> None:
@@ -170,12 +191,14 @@ class ProduceHandler:
             context.throttle_time_ms = quota.record_and_get_throttle_time_ms(
                 context.principal.name, context.client_id or "", size, time.monotonic_ns() // 1_000_000)
 
-    def _refused(self, context: RequestContext, request: ProduceRequest) -> dict[str, ErrorCode]:
-        """The topics of the request the principal may not write to, with the error their partitions answer."""
+    def _refused(self, context: RequestContext, request: ProduceRequest,
+                 unknown_ids: set[uuid.UUID]) -> dict[str, ErrorCode]:
+        """The topics of the request the principal may not write to, with the error their partitions answer (topics
+        of unknown ids aside: they answer UNKNOWN_TOPIC_ID)."""
         auth = self.auth
         if not auth.enabled:
             return {}
-        names = [topic_data.name for topic_data in request.topic_data]
+        names = [topic_data.name for topic_data in request.topic_data if topic_data.topic_id not in unknown_ids]
         if request.transactional_id and not auth.authorize(context, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                                                            request.transactional_id):
             return dict.fromkeys(names, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

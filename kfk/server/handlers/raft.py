@@ -1,12 +1,13 @@
 """The Raft RPCs between the replicas of the metadata quorum: Vote (key 52, v0-v2), BeginQuorumEpoch (53, v0-v1),
 EndQuorumEpoch (54, v0-v1), FetchSnapshot (59, v0-v1), UpdateRaftVoter (82, v0), and Fetch (1) of
 `__cluster_metadata` by a replica, all on the controller listener only (as Kafka serves them); and KIP-853's
-AddRaftVoter (80, v0) and RemoveRaftVoter (81, v0), which a KRaft broker's listeners serve too (forwarded to the
+AddRaftVoter (80, v0-v1) and RemoveRaftVoter (81, v0), which a KRaft broker's listeners serve too (forwarded to the
 active controller in an Envelope, kfk/server/forwarding.py). Each is registered where the listener's table serves
 it.
 
 AddRaftVoter and RemoveRaftVoter are answered by the quorum's leader once the new voter set commits (or at once with
-the reason it refuses: kfk/backends/embedded/raft/voter_changes.py). As Kafka's controller, they need ALTER on the
+the reason it refuses: kfk/backends/embedded/raft/voter_changes.py); AddRaftVoter v1 with ack_when_committed=false
+(KIP-1186) is answered once the new voter set is appended, and the next change still waits for its commit. As Kafka's controller, they need ALTER on the
 cluster (CLUSTER_AUTHORIZATION_FAILED otherwise), checked for their client: a broker forwards them in an Envelope
 naming it.
 

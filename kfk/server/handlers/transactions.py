@@ -12,18 +12,24 @@ admin views of transactions and producers.
   and epoch to continue with. ApiVersions finalizes the `transaction.version` feature at 2, so clients that follow
   it end transactions that way; older ones end them the TV1 way, with v4 or below (no epoch bump; the answer's
   producer id and epoch stay -1).
-- WriteTxnMarkers (27), v0-v1 (v1 flexible): from transaction coordinators; see kfk/server/txn_markers.py.
-- TxnOffsetCommit (28), v0-v5: v2 adds committed leader epochs, v3 the member id, group instance id and generation
+- WriteTxnMarkers (27), v0-v2 (v1 flexible): from transaction coordinators; see kfk/server/txn_markers.py. v2
+  adds each marker's transaction version (KIP-1228); the markers are written the same whatever it says.
+- TxnOffsetCommit (28), v0-v6: v2 adds committed leader epochs, v3 the member id, group instance id and generation
   (checked like OffsetCommit's when given), v4 TRANSACTION_ABORTABLE, v5 comes from TV2 clients, which send no
   AddOffsetsToTxn: before committing, the group's __consumer_offsets partition is added to the transaction (through
   the transaction coordinator, as a Produce v12's partitions; an error there answers every partition, mapped as
   Kafka's group coordinator maps a failed verification). Partitions of topics the metadata does not know get
-  UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the rest, as OffsetCommit's.
-- DescribeTransactions (65), v0; ListTransactions (66), v0-v1 (v1 adds the duration filter of KIP-994).
+  UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the rest, as OffsetCommit's. v6 (KIP-1319) names
+  topics by id, as OffsetCommit v10 does (an unknown id's partitions answer UNKNOWN_TOPIC_ID).
+- DescribeTransactions (65), v0; ListTransactions (66), v0-v2 (v1 adds the duration filter of KIP-994, v2 a
+  transactional id pattern of KIP-1152: a regular expression the whole id must match, INVALID_REGULAR_EXPRESSION
+  when it does not compile; null or empty lists every transaction).
 - DescribeProducers (61), v0: per partition, the active producers in this replica's producer state (leader or follower).
 """
 
 from __future__ import annotations
+
+import re
 
 from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME
 from kfk.coordinator.group.group_coordinator import OffsetCommitPartition
@@ -45,6 +51,7 @@ from kfk.replication.replica_manager import ReplicaManager
 from kfk.security.acl import AclOperation, ResourceType
 from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.handlers.offsets import name_topics_by_id
 from kfk.server.txn_markers import TxnMarkerWriter
 from kfk.server.txn_verification import RETRIABLE_COORDINATOR_ERRORS, TxnPartitionVerifier
 from kfk.common.structs import TopicPartition
@@ -55,6 +62,8 @@ FIRST_PRODUCER_FENCED_VERSION = {ApiKey.ADD_PARTITIONS_TO_TXN: 2, ApiKey.ADD_OFF
 #: The first versions that know TRANSACTION_ABORTABLE (older ones get INVALID_TXN_STATE).
 FIRST_TRANSACTION_ABORTABLE_VERSION = {ApiKey.ADD_PARTITIONS_TO_TXN: 5, ApiKey.ADD_OFFSETS_TO_TXN: 4,
                                        ApiKey.END_TXN: 4, ApiKey.TXN_OFFSET_COMMIT: 4, ApiKey.INIT_PRODUCER_ID: 5}
+#: TxnOffsetCommit from v6 names topics by id (KIP-1319).
+FIRST_TOPIC_ID_TXN_OFFSET_COMMIT_VERSION = 6
 #: AddPartitionsToTxn from v4 is the partition leaders' batched form.
 FIRST_BROKER_ADD_PARTITIONS_VERSION = 4
 #: What a client before EndTxn v5 / AddPartitionsToTxn v4 speaks: transaction.version 0 (no epoch bump).
@@ -220,6 +229,8 @@ class TransactionsHandler:
         errors: dict[tuple[str, int], ErrorCode] = {}
         accepted: list[OffsetCommitPartition] = []
         auth = self.auth
+        unknown_ids = (name_topics_by_id(image, request.topics)
+                       if context.api_version >= FIRST_TOPIC_ID_TXN_OFFSET_COMMIT_VERSION else set())
         if not self._may_write(context, request.transactional_id):
             refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         elif not auth.authorize(context, AclOperation.READ, ResourceType.GROUP, request.group_id):
@@ -227,8 +238,10 @@ class TransactionsHandler:
         else:
             refused = ErrorCode.NONE
         readable = auth.authorized_names(context, AclOperation.READ, ResourceType.TOPIC,
-                                         (topic.name for topic in request.topics))
+                                         (topic.name for topic in request.topics if topic.topic_id not in unknown_ids))
         for topic in request.topics:
+            if topic.topic_id in unknown_ids:
+                continue
             for partition in topic.partitions:
                 if refused != ErrorCode.NONE or topic.name not in readable:
                     errors[(topic.name, partition.partition_index)] = \
@@ -248,13 +261,15 @@ class TransactionsHandler:
         if accepted:
             committed = await self.group_coordinator.commit_transactional_offsets(
                 request.group_id, request.producer_id, request.producer_epoch, request.member_id,
-                request.group_instance_id, request.generation_id, accepted)
+                request.group_instance_id, request.generation_id_or_member_epoch, accepted)
             errors.update({key: error_for_version(ApiKey.TXN_OFFSET_COMMIT, context.api_version, error)
                            for key, error in committed.items()})
         return TxnOffsetCommitResponse(topics=[
-            TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
+            TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=topic.name, topic_id=topic.topic_id, partitions=[
                 TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
-                    partition_index=p.partition_index, error_code=errors[(topic.name, p.partition_index)])
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.UNKNOWN_TOPIC_ID if topic.topic_id in unknown_ids
+                    else errors[(topic.name, p.partition_index)])
                 for p in topic.partitions])
             for topic in request.topics])
 
@@ -288,8 +303,17 @@ class TransactionsHandler:
     async def list_transactions(self, context: RequestContext,
                                 request: ListTransactionsRequest) -> ListTransactionsResponse:
         duration_filter_ms = request.duration_filter if context.api_version >= FIRST_DURATION_FILTER_VERSION else -1
+        pattern = None
+        if request.transactional_id_pattern:
+            try:
+                pattern = re.compile(request.transactional_id_pattern)
+            except re.error:
+                return ListTransactionsResponse(error_code=ErrorCode.INVALID_REGULAR_EXPRESSION)
         response = self.transaction_coordinator.list_transactions(list(request.state_filters),
                                                                   list(request.producer_id_filters), duration_filter_ms)
+        if pattern is not None:
+            response.transaction_states = [state for state in response.transaction_states
+                                           if pattern.fullmatch(state.transactional_id)]
         if self.auth.enabled:  # only the transactional ids the principal may DESCRIBE
             describable = self.auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                                                      (state.transactional_id for state in response.transaction_states))

@@ -35,6 +35,6 @@ class UnregisterBrokerHandler:
             return UnregisterBrokerResponse(error_code=ErrorCode.NOT_CONTROLLER)
         try:
             await self.controller.unregister_broker(request.broker_id)
-        except KafkaError as error:  # the code alone, as Kafka's controller answers
-            return UnregisterBrokerResponse(error_code=error.error_code)
+        except KafkaError as error:  # with its message, as Kafka's controller answers from 4.1 (4.0 sent the code)
+            return UnregisterBrokerResponse(error_code=error.error_code, error_message=error.message)
         return UnregisterBrokerResponse(error_code=ErrorCode.NONE)

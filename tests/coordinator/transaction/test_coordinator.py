@@ -468,7 +468,7 @@ def test_an_epoch_overflow_retry_is_recognised_by_the_next_coordinator(h: Harnes
     retry = h.end("t1", pid, 32766, True, tv=2)
     assert (retry.error, retry.producer_id, retry.producer_epoch) == (E.NONE, new_pid, 0)
     assert h.add("t1", new_pid, 0, A0, tv=2) == E.NONE
-    assert h.metadata("t1").previous_producer_id == -1
+    assert h.metadata("t1").previous_producer_id == new_pid  # the id the last transition started from (Kafka 4.4)
 
 
 def test_a_prepared_transaction_is_completed_by_the_next_coordinator(h: Harness) -> None:

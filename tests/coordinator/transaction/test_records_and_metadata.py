@@ -131,19 +131,20 @@ def test_tv2_end_bumps_the_epoch_and_overflows_to_the_next_producer_id() -> None
                                    topic_partitions={TopicPartition("t", 0)})
     prepared = metadata.prepare_abort_or_commit(S.PREPARE_COMMIT, 2, 99, 5, False)
     assert (prepared.producer_id, prepared.producer_epoch, prepared.next_producer_id) == (5, 32767, 99)
-    assert prepared.previous_producer_id == -1  # the id has not changed yet
+    assert prepared.previous_producer_id == 5  # the id the transition starts from (Kafka 4.4 writes it always)
     metadata.complete_transition(prepared)
     complete = metadata.prepare_complete(6)
     assert (complete.producer_id, complete.producer_epoch, complete.previous_producer_id) == (99, 0, 5)
     metadata.complete_transition(complete)
     assert (metadata.producer_id, metadata.producer_epoch, metadata.state) == (99, 0, S.COMPLETE_COMMIT)
-    # The next transition keeps the id: the previous one is forgotten (Kafka's default, -1, not written).
+    # The next transition keeps the id: it is the previous one now.
     ongoing = metadata.prepare_add_partitions({TopicPartition("t", 0)}, 7, 2)
-    assert (ongoing.previous_producer_id, ongoing.next_producer_id) == (-1, -1)
+    assert (ongoing.previous_producer_id, ongoing.next_producer_id) == (99, -1)
 
 
-def test_only_a_producer_id_rotation_writes_tagged_producer_ids() -> None:
-    """Kafka 4.0.2 writes neither tagged producer id; kfk writes them only while a rotation needs them."""
+def test_tagged_producer_ids_are_written_when_set() -> None:
+    """A tagged producer id at its default (-1) is not written (Kafka 4.4's transitions always set the previous
+    one; tests/interop/test_transaction_state_agrees.py compares the bytes)."""
     ordinary = transaction_log_value(transit(previous_producer_id=-1), 1)
     assert TransactionLogValue.decode(ordinary, 1, 2).previous_producer_id == -1
     assert ordinary.endswith(b"\x01\x02\x02\x00\x02")  # one tagged field: tag 2, 2 bytes, version 2

@@ -114,7 +114,16 @@ public final class JavaAdmin {
                 new AlterConfigOp(new ConfigEntry("cleanup.policy", null), AlterConfigOp.OpType.DELETE),
                 new AlterConfigOp(new ConfigEntry("max.message.bytes", "200000"), AlterConfigOp.OpType.SET)
             ))).all().get();
-            return configEntries(resource, keys);
+            // The change is committed; the broker answering DescribeConfigs may apply it a moment later (Apache
+            // Kafka 4.4 publishes metadata to its broker side asynchronously): wait until it shows.
+            long deadline = System.currentTimeMillis() + 30_000;
+            Map<String, Object> entries = configEntries(resource, keys);
+            while (!List.of("654321", "DYNAMIC_TOPIC_CONFIG", false, false).equals(entries.get("retention.ms"))
+                   && System.currentTimeMillis() < deadline) {
+                Thread.sleep(100);
+                entries = configEntries(resource, keys);
+            }
+            return entries;
         });
         step("alter_config_validate_only", () -> {
             admin.incrementalAlterConfigs(Map.of(resource, List.of(

@@ -337,8 +337,9 @@ class RaftReplica:
         change = self._voter_change
         if change is not None and change.offset < self.high_watermark:
             self._voter_change = None
-            self._outbox.append(OutboundResponse(change.token, messages.voter_change_response(
-                change.request_type, ErrorCode.NONE, None, self.node_id, self.state.epoch)))
+            if change.token is not None:  # else answered when appended (AddRaftVoter v1's ack_when_committed=false)
+                self._outbox.append(OutboundResponse(change.token, messages.voter_change_response(
+                    change.request_type, ErrorCode.NONE, None, self.node_id, self.state.epoch)))
 
     # -- transitions -----------------------------------------------------------------------------------------------
 
@@ -354,11 +355,13 @@ class RaftReplica:
         was_leader = self.state.role is Role.LEADER
         if self.fetch_state is not None and self.fetch_state.snapshot_id is not None:
             self.snapshots.abort_fetch()  # a new leader or epoch: its log may not want that snapshot
-        if was_leader and self._voter_change is not None:
-            change, self._voter_change = self._voter_change, None
-            self._outbox.append(OutboundResponse(change.token, messages.voter_change_response(
-                change.request_type, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                "The leader lost its leadership before the voter change committed", NO_NODE, state.epoch)))
+        change = self._voter_change if was_leader else None
+        if change is not None:
+            self._voter_change = None
+            if change.token is not None:  # else answered already (ack_when_committed=false)
+                self._outbox.append(OutboundResponse(change.token, messages.voter_change_response(
+                    change.request_type, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    "The leader lost its leadership before the voter change committed", NO_NODE, state.epoch)))
         self.state = state
         self.leader_state = None if state.role is not Role.LEADER else self.leader_state
         self.fetch_state = None
@@ -660,6 +663,10 @@ class RaftReplica:
                                                                                  feature.max_supported_version))
         offset = self._append_voters(now_ms, voters)
         if name == "update":
+            return answer(ErrorCode.NONE, None)
+        if name == "add" and not request.ack_when_committed:
+            # KIP-1186: answered once appended; the change still blocks the next one until it commits.
+            self._voter_change = PendingVoterChange(offset, None, kind)
             return answer(ErrorCode.NONE, None)
         self._voter_change = PendingVoterChange(offset, token, kind)
         return None

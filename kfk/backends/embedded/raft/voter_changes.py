@@ -28,7 +28,8 @@ from kfk.errors import ErrorCode
 
 @dataclass(frozen=True, slots=True)
 class PendingVoterChange:
-    """A change appended at `offset`, answered to `token` (the request's) once the high watermark passes it."""
+    """A change appended at `offset`, answered to `token` (the request's) once the high watermark passes it (token
+    None: answered when appended)."""
 
     offset: int
     token: Any
