@@ -57,6 +57,8 @@ from kfk.protocol.group_records.consumer_group_target_assignment_metadata_value 
 from kfk.protocol.message import Buffer
 
 _INT16 = struct.Struct(">h")
+#: Every key schema has the one version 0; the int16 before it is the record type (the schema's apiKey).
+KEY_VERSION = 0
 VALUE_VERSION = 0
 
 Record = tuple[bytes, bytes | None]
@@ -99,7 +101,7 @@ class ConsumerGroupRecord:
 def _key(record_type: RecordType, group_id: str, member_id: str | None = None) -> bytes:
     key_schema = _SCHEMAS[record_type][0]
     key = key_schema(group_id=group_id) if member_id is None else key_schema(group_id=group_id, member_id=member_id)
-    return _INT16.pack(record_type) + key.encode(record_type)
+    return _INT16.pack(record_type) + key.encode(KEY_VERSION)
 
 
 def _value(message: Any) -> bytes:
@@ -183,7 +185,7 @@ def is_consumer_group_record_type(record_type: int) -> bool:
 def decode(record_type: int, key: Buffer, value: Buffer | None) -> ConsumerGroupRecord:
     kind = RecordType(record_type)
     key_schema, value_schema = _SCHEMAS[kind]
-    decoded_key = key_schema.decode(key, record_type, 2)
+    decoded_key = key_schema.decode(key, KEY_VERSION, 2)
     decoded_value = None
     if value is not None:
         if len(value) < 2:
