@@ -29,7 +29,7 @@ from kfk.server.fetch_session import FetchSessionCache
 from kfk.server.handlers.fetch import FetchHandler
 from kfk.server.handlers.list_offsets import ListOffsetsHandler
 from kfk.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
-from kfk.server.handlers.produce import ProduceHandler
+from kfk.server.handlers.produce import FIRST_TOPIC_ID_VERSION, ProduceHandler
 from kfk.storage.fetch_data_info import FileRegion
 from tests.protocol.golden import frame, request_entries
 from tests.replication.conftest import Broker, topic_records
@@ -213,28 +213,36 @@ def records_for_produce_version(version: int) -> bytes:
     return builder.close()
 
 
+def _produce_topic(name: str, topic_id: uuid.UUID, version: int) -> dict:
+    """How a Produce request of `version` names a topic: by name, or by id from v13 (KIP-516)."""
+    return {"topic_id": topic_id} if version >= FIRST_TOPIC_ID_VERSION else {"name": name}
+
+
 @pytest.mark.parametrize("version", served(ApiKey.PRODUCE))
 def test_produce_at_every_version(broker: Broker, version: int) -> None:
-    broker.commit(topic_records("t", 1, configs={"message.timestamp.type": "LogAppendTime"}))
+    topic_id = uuid.uuid4()
+    broker.commit(topic_records("t", 1, topic_id=topic_id, configs={"message.timestamp.type": "LogAppendTime"}))
     request = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[
-        ProduceRequest.TopicProduceData(name=name, partition_data=[
+        ProduceRequest.TopicProduceData(**_produce_topic(name, id_, version), partition_data=[
             ProduceRequest.PartitionProduceData(index=0, records=records_for_produce_version(version))])
-        for name in ("t", "missing")])
+        for name, id_ in (("t", topic_id), ("missing", uuid.uuid4()))])
     response = dispatch(broker, request_frame(request, version))
     ok, missing = (topic.partition_responses[0] for topic in response.responses)
     assert (ok.error_code, ok.base_offset) == (ErrorCode.NONE, 0)
     assert ok.log_append_time_ms == (broker.clock() if version >= 2 else -1)
     assert ok.log_start_offset == (0 if version >= 5 else -1)
-    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert missing.error_code == (ErrorCode.UNKNOWN_TOPIC_ID if version >= FIRST_TOPIC_ID_VERSION
+                                  else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 @pytest.mark.parametrize("version", range(3, SERVED_VERSIONS[ApiKey.PRODUCE].highest + 1))
 def test_produce_v3_and_later_needs_exactly_one_v2_batch(broker: Broker, version: int) -> None:
-    broker.commit(topic_records("t", 3))
+    topic_id = uuid.uuid4()
+    broker.commit(topic_records("t", 3, topic_id=topic_id))
     legacy = LegacyRecordsBuilder(1)
     legacy.append(1_000, None, b"old")
     request = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
-        name="t", partition_data=[
+        **_produce_topic("t", topic_id, version), partition_data=[
         ProduceRequest.PartitionProduceData(index=0, records=make_batch(0, [b"a"]) + make_batch(0, [b"b"])),
         ProduceRequest.PartitionProduceData(index=1, records=legacy.close()),
         ProduceRequest.PartitionProduceData(index=2, records=b""),
