@@ -192,12 +192,6 @@ def connect_classpath(version: str = CONNECT_VERSION) -> str:
     return ":".join(map(str, jars))
 
 
-def java_command(main_class: str, args: Sequence[str], classpath: str) -> list[str]:
-    """The command line of a long-running Kafka JVM (a Connect worker) with the tools' options and logging."""
-    return [_java(), *TOOL_JVM_OPTIONS, f"-Dlog4j2.configurationFile={_tools_log4j2()}", "-cp", classpath,
-            main_class, *args]
-
-
 def maven_jars(directory: Path, dependencies: Sequence[Artifact], what: str) -> list[Path]:
     """The jars of `dependencies` and of their runtime dependencies, resolved once from Maven Central by mvn (a
     generated pom, the dependency plugin's copy-dependencies goal) into `directory`/libs, under a file lock.
