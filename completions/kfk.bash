@@ -3,7 +3,7 @@
 _kfk() {
     local current="${COMP_WORDS[COMP_CWORD]}" previous="${COMP_WORDS[COMP_CWORD-1]}"
     local path="kfk" word index words files
-    local groups=" [kfk] [kfk cluster] [kfk metadata] [kfk metadata-quorum] [kfk perf-test] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
+    local groups=" [kfk] [kfk cluster] [kfk metadata] [kfk metadata-quorum] [kfk perf-test] [kfk schema-registry] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
     for ((index = 1; index < COMP_CWORD; index++)); do
         word="${COMP_WORDS[index]}"
         if [[ "$groups" == *" [$path]"* && "$word" != -* ]]; then
@@ -30,6 +30,8 @@ _kfk() {
                 "kfk perf-test consume") path="kfk perf-test consume" ;;
                 "kfk perf-test produce") path="kfk perf-test produce" ;;
                 "kfk reassign-partitions") path="kfk reassign-partitions" ;;
+                "kfk schema-registry") path="kfk schema-registry" ;;
+                "kfk schema-registry start") path="kfk schema-registry start" ;;
                 "kfk server") path="kfk server" ;;
                 "kfk server start") path="kfk server start" ;;
                 "kfk server stop") path="kfk server stop" ;;
@@ -56,15 +58,15 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="acls cluster configs console-consume console-produce consumer-groups delegation-tokens dump-log leader-election metadata metadata-quorum perf-test reassign-partitions server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="acls cluster configs console-consume console-produce consumer-groups delegation-tokens dump-log leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk acls") words="--add --allow-host --allow-principal --bootstrap-server --cluster --command-config --consumer --debug --delegation-token --deny-host --deny-principal --force --group --help --idempotent --list --operation --principal --producer --remove --resource-pattern-type --topic --transactional-id --user-principal"; files="--command-config" ;;
         "kfk cluster") words="cluster-id describe unregister --help"; files="" ;;
         "kfk cluster cluster-id") words="--bootstrap-server --command-config --config --debug --help -c"; files="--command-config --config -c" ;;
         "kfk cluster describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --output --timeout-ms -o"; files="--command-config" ;;
         "kfk cluster unregister") words="--bootstrap-server --command-config --config --debug --help --id -c -i"; files="--command-config --config -c" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --client --client-defaults --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic --user --user-defaults"; files="--command-config" ;;
-        "kfk console-consume") words="--bootstrap-server --command-config --consumer-config --consumer-property --consumer.config --debug --formatter --from-beginning --group --help --include --isolation-level --key-deserializer --max-messages --offset --partition --property --skip-message-on-error --timeout-ms --topic --value-deserializer"; files="--command-config --consumer-config --consumer.config" ;;
-        "kfk console-produce") words="--bootstrap-server --command-config --compression-codec --debug --help --producer-config --producer-property --producer.config --property --request-required-acks --sync --topic"; files="--command-config --producer-config --producer.config" ;;
+        "kfk console-consume") words="--bootstrap-server --command-config --consumer-config --consumer-property --consumer.config --debug --formatter --from-beginning --group --help --include --isolation-level --key-deserializer --key-format --max-messages --offset --partition --property --schema-registry-url --skip-message-on-error --timeout-ms --topic --value-deserializer --value-format"; files="--command-config --consumer-config --consumer.config" ;;
+        "kfk console-produce") words="--auto-register --bootstrap-server --command-config --compression-codec --debug --help --key-format --key-schema --key-subject-name-strategy --no-auto-register --producer-config --producer-property --producer.config --property --request-required-acks --schema-registry-url --subject-name-strategy --sync --topic --value-format --value-schema"; files="--command-config --producer-config --producer.config" ;;
         "kfk consumer-groups") words="--all-groups --all-topics --bootstrap-server --by-duration --command-config --debug --delete --delete-offsets --describe --dry-run --execute --export --from-file --group --help --json --list --members --offsets --reset-offsets --shift-by --state --timeout --to-current --to-datetime --to-earliest --to-latest --to-offset --topic --verbose"; files="--command-config" ;;
         "kfk delegation-tokens") words="--bootstrap-server --command-config --create --debug --describe --expire --expiry-time-period --help --hmac --max-life-time-period --owner-principal --renew --renew-time-period --renewer-principal"; files="--command-config" ;;
         "kfk dump-log") words="--cluster-metadata-decoder --debug --deep-iteration --files --help --index-sanity-check --max-bytes --offsets-decoder --print-data-log --transaction-log-decoder --verify-index-only"; files="--files" ;;
@@ -79,10 +81,12 @@ _kfk() {
         "kfk perf-test consume") words="--bootstrap-server --command-config --consumer-config --consumer-props --consumer.config --debug --from-latest --group --help --json --messages --reporting-interval --show-detailed-stats --timeout --topic"; files="--command-config --consumer-config --consumer.config" ;;
         "kfk perf-test produce") words="--bootstrap-server --command-config --debug --help --json --num-records --payload-delimiter --payload-file --print-metrics --producer-config --producer-props --producer.config --record-size --reporting-interval --throughput --topic --transaction-duration-ms --transactional-id"; files="--command-config --payload-file --producer-config --producer.config" ;;
         "kfk reassign-partitions") words="--bootstrap-server --broker-list --cancel --command-config --debug --execute --generate --help --preserve-throttles --reassignment-json-file --throttle --topics-to-move-json-file --verify"; files="--command-config" ;;
+        "kfk schema-registry") words="start --help"; files="" ;;
+        "kfk schema-registry start") words="--bootstrap-server --command-config --group-id --help --kafkastore-topic --listeners"; files="--command-config" ;;
         "kfk server") words="start stop --help"; files="" ;;
         "kfk server start") words="--help --log-format --log-level --override"; files="" ;;
         "kfk server stop") words="--help --log-dir"; files="--log-dir" ;;
-        "kfk spark-export") words="--bootstrap-server --checkpoint --command-config --debug --decode --ending-offsets --fail-on-data-loss --format --help --include-headers --isolation-level --json --log-dir --master --max-offsets-per-trigger --min-partitions --no-fail-on-data-loss --option --output --overwrite --partition-by --pattern --spark-conf --starting-offsets --stream --topic --trigger --value-schema --verbose -f -o -t"; files="--command-config --log-dir" ;;
+        "kfk spark-export") words="--bootstrap-server --checkpoint --command-config --debug --decode --ending-offsets --fail-on-data-loss --format --help --include-headers --isolation-level --json --log-dir --master --max-offsets-per-trigger --min-partitions --no-fail-on-data-loss --option --output --overwrite --partition-by --pattern --schema-registry-url --spark-conf --starting-offsets --stream --topic --trigger --value-format --value-schema --verbose -f -o -t"; files="--command-config --log-dir" ;;
         "kfk storage") words="format random-uuid --help"; files="" ;;
         "kfk storage format") words="--add-scram --cluster-id --config --feature --help --ignore-formatted --initial-controllers --no-initial-controllers --override --release-version --standalone -I -N -S -c -f -g -r -s -t"; files="" ;;
         "kfk storage random-uuid") words="--help"; files="" ;;

@@ -28,6 +28,7 @@ from kfk.commands import (
     metadata_quorum,
     perf,
     reassign,
+    schema_registry,
     server,
     spark,
     storage,
@@ -100,6 +101,7 @@ app.add_typer(transactions.app, name="transactions")
 app.add_typer(metadata_quorum.app, name="metadata-quorum")
 app.add_typer(metadata.app, name="metadata")
 app.add_typer(ui.app)
+app.add_typer(schema_registry.app, name="schema-registry")
 
 
 def _print_version(value: bool) -> None:

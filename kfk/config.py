@@ -160,6 +160,17 @@ def one_of(*choices: str) -> Validator:
     return check
 
 
+def one_of_case_insensitive(*choices: str) -> Validator:
+    """Kafka's CaseInsensitiveValidString.in (group.protocol: classic or CONSUMER alike)."""
+    folded = {choice.lower() for choice in choices}
+
+    def check(name: str, value: Any) -> None:
+        if not isinstance(value, str) or value.lower() not in folded:
+            raise _invalid(name, value, f"string must be one of (case insensitive): {', '.join(choices)}")
+
+    return check
+
+
 def list_of(*choices: str, allow_empty: bool = False) -> Validator:
     """Kafka's ValidList.in: every element must be one of the choices; the list may be empty only if allowed."""
 

@@ -25,7 +25,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark,registry]'
 # That install compiled the record codec's C accelerator (setup.py; optional, so a failed build only warns): the tests
 # compare it with the pure-Python codec, so say here, with the reason, if it is missing.
 python3 -c 'import kfk.records._accel' || {

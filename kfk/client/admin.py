@@ -110,6 +110,7 @@ from kfk.protocol.messages.describe_cluster import DescribeClusterRequest, Descr
 from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kfk.protocol.messages.describe_delegation_token import (DescribeDelegationTokenRequest,
                                                               DescribeDelegationTokenResponse)
+from kfk.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
@@ -820,32 +821,58 @@ class Admin:
 
     def describe_consumer_groups(self, group_ids: Iterable[str], timeout_ms: float | None = None
                                  ) -> dict[str, ConsumerGroupDescription]:
+        """As Java's Admin: ConsumerGroupDescribe for consumer-protocol groups (KIP-848), DescribeGroups for the
+        others (classic groups answer GROUP_ID_NOT_FOUND to the former, and brokers before 4.0 do not have it)."""
         group_ids = list(group_ids)
 
         async def call(deadline: float) -> dict[str, ConsumerGroupDescription]:
-            from kfk.client.consumer.assignors import decode_assignment
-
             result: dict[str, ConsumerGroupDescription] = {}
             for group_id in group_ids:
                 coordinator = await find_coordinator(self._network, group_id,
                                                      timeout_ms=max(deadline - monotonic_ms(), 1))
-                response = await self._network.send(coordinator, DescribeGroupsRequest(groups=[group_id]))
-                assert isinstance(response, DescribeGroupsResponse)
-                for group in response.groups:
-                    if group.error_code != ErrorCode.NONE:
-                        raise response_error(group.error_code, f"group {group.group_id!r}")
-                    members = []
-                    for member in group.members:
-                        assignment = (decode_assignment(member.member_assignment)
-                                      if group.protocol_type == "consumer" and member.member_assignment else [])
-                        members.append(MemberDescription(member.member_id, member.group_instance_id,
-                                                         member.client_id, member.client_host, assignment))
-                    result[group.group_id] = ConsumerGroupDescription(
-                        group.group_id, group.group_state, group.protocol_type, group.protocol_data, members,
-                        COORDINATOR_ID_BASE - coordinator)
+                described = await self._describe_consumer_protocol_group(coordinator, group_id)
+                result[group_id] = described or await self._describe_classic_group(coordinator, group_id)
             return result
 
         return self._run(call, timeout_ms)
+
+    async def _describe_consumer_protocol_group(self, coordinator: int, group_id: str
+                                                ) -> ConsumerGroupDescription | None:
+        """The group as ConsumerGroupDescribe tells it; None when it is not a consumer-protocol group (or the
+        broker does not know the API)."""
+        if not (await self._network.connect(coordinator)).supports(ApiKey.CONSUMER_GROUP_DESCRIBE):
+            return None
+        response = await self._network.send(coordinator, ConsumerGroupDescribeRequest(group_ids=[group_id]))
+        assert isinstance(response, ConsumerGroupDescribeResponse)
+        group = response.groups[0]
+        if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if group.error_code != ErrorCode.NONE:
+            raise response_error(group.error_code, f"group {group_id!r}", group.error_message)
+        members = [MemberDescription(member.member_id, member.instance_id, member.client_id, member.client_host,
+                                     sorted(TopicPartition(topic.topic_name, partition)
+                                            for topic in member.assignment.topic_partitions
+                                            for partition in topic.partitions))
+                   for member in group.members]
+        return ConsumerGroupDescription(group.group_id, group.group_state, "consumer", group.assignor_name, members,
+                                        COORDINATOR_ID_BASE - coordinator)
+
+    async def _describe_classic_group(self, coordinator: int, group_id: str) -> ConsumerGroupDescription:
+        from kfk.client.consumer.assignors import decode_assignment
+
+        response = await self._network.send(coordinator, DescribeGroupsRequest(groups=[group_id]))
+        assert isinstance(response, DescribeGroupsResponse)
+        group = response.groups[0]
+        if group.error_code != ErrorCode.NONE:
+            raise response_error(group.error_code, f"group {group.group_id!r}")
+        members = []
+        for member in group.members:
+            assignment = (decode_assignment(member.member_assignment)
+                          if group.protocol_type == "consumer" and member.member_assignment else [])
+            members.append(MemberDescription(member.member_id, member.group_instance_id,
+                                             member.client_id, member.client_host, assignment))
+        return ConsumerGroupDescription(group.group_id, group.group_state, group.protocol_type, group.protocol_data,
+                                        members, COORDINATOR_ID_BASE - coordinator)
 
     def list_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None,
                                     timeout_ms: float | None = None) -> dict[TopicPartition, OffsetAndMetadata]:

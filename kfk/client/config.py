@@ -22,7 +22,8 @@ from typing import Any
 
 from kfk import __version__
 from kfk.common.constants import INT32_MAX
-from kfk.config import ACCEPTED_BROKER_KEYS, ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of
+from kfk.config import (ACCEPTED_BROKER_KEYS, ConfigDef, ConfigKey, ConfigType, at_least, between, list_of, one_of,
+                        one_of_case_insensitive)
 from kfk.config_support import CLIENT_UNSUPPORTED
 from kfk.errors import InvalidConfigurationError
 from kfk.protocol.connection import DEFAULT_MAX_RESPONSE_BYTES
@@ -39,6 +40,7 @@ __all__ = [
     "CLIENT_SOFTWARE_VERSION",
     "max_response_bytes",
     "parse_bootstrap_servers",
+    "group_protocol",
 ]
 
 _log = logging.getLogger(__name__)
@@ -143,6 +145,13 @@ CONSUMER_CONFIG_DEF = ConfigDef(_COMMON + [
     ConfigKey("group.id", ConfigType.STRING, None, None,
               "The consumer group; needed for subscribe() and committed offsets."),
     ConfigKey("group.instance.id", ConfigType.STRING, None, None, "Static membership id (KIP-345)."),
+    ConfigKey("group.protocol", ConfigType.STRING, "classic", one_of_case_insensitive("CLASSIC", "CONSUMER"),
+              "classic: JoinGroup/SyncGroup/Heartbeat, the members assign (partition.assignment.strategy); "
+              "consumer: the consumer group protocol (KIP-848), the coordinator assigns and the members heartbeat "
+              "(ConsumerGroupHeartbeat), needs Kafka 4.0 or later. Case-insensitive, as Kafka's."),
+    ConfigKey("group.remote.assignor", ConfigType.STRING, None, None,
+              "group.protocol=consumer: the coordinator's assignor to use (uniform or range in Kafka; unset: the "
+              "coordinator's default)."),
     ConfigKey("enable.auto.commit", ConfigType.BOOLEAN, True, None,
               "Commit the consumed positions in the background of poll() every auto.commit.interval.ms."),
     ConfigKey("auto.commit.interval.ms", ConfigType.INT, 5000, at_least(0), "How often auto-commit runs."),
@@ -223,6 +232,25 @@ class ClientConfig:
 
 #: Room for a Fetch response's own fields around fetch.max.bytes of records (librdkafka's figure).
 FETCH_RESPONSE_OVERHEAD_BYTES = 512
+
+
+#: Keys of one group protocol that the other refuses (Kafka's ConsumerConfig lists, in its order).
+_UNSUPPORTED_BY_PROTOCOL = {
+    "classic": ("group.remote.assignor",),
+    "consumer": ("partition.assignment.strategy", "heartbeat.interval.ms", "session.timeout.ms"),
+}
+
+
+def group_protocol(config: ClientConfig) -> str:
+    """The consumer's group.protocol, lower case; InvalidConfigurationError, in the Java consumer's words, when a key
+    the protocol does not use is set (the coordinator assigns and sets the session and heartbeat times under
+    group.protocol=consumer; a remote assignor means nothing to a classic group)."""
+    protocol = config.group_protocol.lower()
+    refused = [name for name in _UNSUPPORTED_BY_PROTOCOL[protocol]
+               if name in config.given and str(config[name] or "").strip() not in ("", "[]")]
+    if refused:
+        raise InvalidConfigurationError(f"{', '.join(refused)} cannot be set when group.protocol={protocol.upper()}")
+    return protocol
 
 
 def max_response_bytes(config: ClientConfig) -> int:

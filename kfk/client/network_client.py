@@ -216,11 +216,12 @@ class NetworkClient:
 
     # --- requests ----------------------------------------------------------------------------------------------------
 
-    async def api_version(self, node_id: int, api_key: int, highest: int | None = None) -> int:
+    async def api_version(self, node_id: int, api_key: int, highest: int | None = None, lowest: int = 0) -> int:
         """The version to send ``api_key`` to ``node_id`` at (connecting first): for requests whose shape
-        depends on the version (FindCoordinator's batched keys, OffsetFetch's groups)."""
+        depends on the version (FindCoordinator's batched keys, OffsetFetch's groups); UnsupportedVersionError when
+        the broker has none in [lowest, highest]."""
         connection = await self.connect(node_id)
-        return connection.version(api_key, highest)
+        return connection.version(api_key, highest, lowest)
 
     async def send(self, node_id: int, request: Message, **options: Any) -> Message:
         """Send to one broker. A connection failure closes that connection, marks metadata stale and raises."""

@@ -293,11 +293,14 @@ async def fetch_committed(network: NetworkClient, coordinator: int, group_id: st
 
 async def commit_offsets(network: NetworkClient, coordinator: int, group_id: str,
                          offsets: Mapping[TopicPartition, OffsetAndMetadata], *, generation_id: int = -1,
-                         member_id: str = "", group_instance_id: str | None = None
+                         member_id: str = "", group_instance_id: str | None = None,
+                         highest_version: int = OFFSET_COMMIT_HIGHEST_VERSION
                          ) -> dict[TopicPartition, KafkaError | None]:
     """Commit ``offsets``; per partition None on success or the error. Generation -1 and an empty member id commit
-    as a tool does (the group must then have no active members), as kafka-consumer-groups --reset-offsets does."""
-    version = await network.api_version(coordinator, ApiKey.OFFSET_COMMIT, OFFSET_COMMIT_HIGHEST_VERSION)
+    as a tool does (the group must then have no active members), as kafka-consumer-groups --reset-offsets does.
+    A member of a consumer-protocol group commits with its member epoch as ``generation_id`` and
+    ``highest_version`` 9 (the coordinator refuses older versions from such members)."""
+    version = await network.api_version(coordinator, ApiKey.OFFSET_COMMIT, highest_version)
     by_topic: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
     for tp, offset in offsets.items():
         by_topic.setdefault(tp.topic, []).append(OffsetCommitRequest.OffsetCommitRequestPartition(

@@ -47,6 +47,19 @@ from kfk.commands.record_formats import (
     find_formatter,
     unescape,
 )
+from kfk.commands.schema_formats import (
+    DEFAULT_SCHEMA_REGISTRY_URL,
+    AutoRegister,
+    KeyFormat,
+    KeySubjectNameStrategy,
+    KeySchema,
+    SchemaRegistryUrl,
+    SubjectNameStrategy,
+    ValueFormat,
+    ValueSchema,
+    deserializer_for,
+    serializer_for,
+)
 
 app = typer.Typer()
 
@@ -114,10 +127,22 @@ def console_produce(
         "--producer-property", help="A producer config key=value (repeatable).")] = None,
     producer_config: ProducerConfig = None,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
+    key_format: KeyFormat = None,
+    key_schema: KeySchema = None,
+    value_format: ValueFormat = None,
+    value_schema: ValueSchema = None,
+    schema_registry_url: SchemaRegistryUrl = DEFAULT_SCHEMA_REGISTRY_URL,
+    subject_name_strategy: SubjectNameStrategy = "TopicNameStrategy",
+    key_subject_name_strategy: KeySubjectNameStrategy = "TopicNameStrategy",
+    auto_register: AutoRegister = True,
     debug: Debug = False,
 ) -> None:
-    """Send each line of stdin to a topic."""
+    """Send each line of stdin to a topic (with --value-format, each line is JSON written with a schema)."""
     reader = LineReader(parse_key_values(property, "--property", keep_spaces=True))
+    serialize_key = serializer_for(key_format, key_schema, "--key", schema_registry_url, is_key=True,
+                                   strategy=key_subject_name_strategy, auto_register=auto_register)
+    serialize_value = serializer_for(value_format, value_schema, "--value", schema_registry_url, is_key=False,
+                                     strategy=subject_name_strategy, auto_register=auto_register)
     settings: dict[str, Any] = {"acks": "all" if request_required_acks == "-1" else request_required_acks,
                                 "linger.ms": 1000 if not sync else 0}
     if compression_codec is not None:
@@ -138,6 +163,10 @@ def console_produce(
             for number, raw in enumerate(sys.stdin.buffer, 1):
                 line = raw.rstrip(b"\n").rstrip(b"\r")
                 key, value, headers = reader.parse(line, number)
+                if serialize_key is not None:
+                    key = serialize_key(topic, key)
+                if serialize_value is not None:
+                    value = serialize_value(topic, value)
                 future = producer.send(topic, value, key=key, headers=headers, callback=delivered)
                 if sync:
                     future.result()
@@ -189,9 +218,12 @@ def console_consume(
         "--consumer-property", help="A consumer config key=value (repeatable).")] = None,
     consumer_config: ConsumerConfig = None,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
+    key_format: KeyFormat = None,
+    value_format: ValueFormat = None,
+    schema_registry_url: SchemaRegistryUrl = DEFAULT_SCHEMA_REGISTRY_URL,
     debug: Debug = False,
 ) -> None:
-    """Print the records of a topic (or of the topics --include matches)."""
+    """Print the records of a topic (or of the topics --include matches); with --value-format, as JSON."""
     if (topic is None) == (include is None):
         fail("Exactly one of --include/--topic is required.")
     if include is not None and partition is not None:
@@ -201,8 +233,10 @@ def console_consume(
     try:
         formatter = find_formatter(formatter_name)(
             properties,
-            find_deserializer(key_deserializer or properties.get("key.deserializer")),
-            find_deserializer(value_deserializer or properties.get("value.deserializer")))
+            deserializer_for(key_format, schema_registry_url)
+            or find_deserializer(key_deserializer or properties.get("key.deserializer")),
+            deserializer_for(value_format, schema_registry_url)
+            or find_deserializer(value_deserializer or properties.get("value.deserializer")))
     except ValueError as error:
         fail(str(error))
     start_offset = _start_offset(offset, group, partition)

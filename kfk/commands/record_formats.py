@@ -199,6 +199,8 @@ class JsonMessageFormatter(MessageFormatter):
             if data is None:
                 return None
             result = (deserializer or _string)(data)
+            if hasattr(result, "json_value"):  # a schema-registry format's JSON: embedded as the value it encodes
+                return result.json_value()
             return float(result) if deserializer is _double else result
 
         kind = "LogAppendTime" if record.timestamp_type == 1 else "CreateTime"

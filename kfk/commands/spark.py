@@ -76,6 +76,13 @@ def spark_export(
     value_schema: Annotated[Optional[str], typer.Option(
         "--value-schema", help="The JSON values' schema as Spark DDL ('id BIGINT, name STRING'); default: "
                                "inferred from a sample.")] = None,
+    value_format: Annotated[Optional[str], typer.Option(
+        "--value-format", help="avro: values in Confluent's wire format, decoded to columns with the subject "
+                               "<topic>-value's latest schema from --schema-registry-url (as --decode value=avro)."
+    )] = None,
+    schema_registry_url: Annotated[Optional[str], typer.Option(
+        "--schema-registry-url", envvar="KFK_SCHEMA_REGISTRY_URL", show_envvar=True,
+        help="The schema registry of --value-format avro (schema.registry.url).")] = None,
     include_headers: Annotated[bool, typer.Option("--include-headers", help="Export record headers too.")] = False,
     isolation_level: Annotated[IsolationLevel, typer.Option(
         "--isolation-level", help="read_committed (the default) skips aborted and open transactions; "
@@ -119,6 +126,13 @@ def spark_export(
             fail(str(error))
         from kfk.spark.export import Decode, ExportRequest, plan_export
 
+        if value_format is not None:
+            if value_format != "avro":
+                fail(f"--value-format {value_format}: spark-export decodes avro (or --decode for json and string)")
+            if decode and "value=" in decode:
+                fail("give --value-format avro or --decode value=..., not both")
+            decode = f"{decode},value=avro" if decode else "value=avro"
+
         source_options = parse_key_values(option, "--option")
         # The client settings of --command-config (security.protocol, ssl.*) reach the source as kafka.* options,
         # as Spark's Kafka source takes them; an --option of the same name wins.
@@ -140,7 +154,9 @@ def spark_export(
             topics=list(topic or []), pattern=pattern, output_format=output_format.value,
             starting_offsets=starting_offsets, ending_offsets=ending_offsets,
             partition_by=[name.strip() for item in partition_by or [] for name in item.split(",") if name.strip()],
-            decode=Decode.parse(decode), value_schema=value_schema, master=master, stream=stream,
+            decode=Decode.parse(decode), value_schema=value_schema,
+            schema_registry_url=schema_registry_url or ("http://localhost:8081" if "avro" in (decode or "") else None),
+            master=master, stream=stream,
             checkpoint=checkpoint, trigger=trigger, spark_conf=parse_key_values(spark_conf, "--spark-conf"),
             source_options=source_options, overwrite=overwrite, verbose=verbose)
         plan = plan_export(request)

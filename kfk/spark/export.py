@@ -66,7 +66,8 @@ METADATA_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampType"
 
 @dataclass(frozen=True)
 class Decode:
-    """--decode key=binary|string,value=binary|string|json."""
+    """--decode key=binary|string,value=binary|string|json|avro (avro: Confluent's wire format, the schema from
+    the schema registry)."""
 
     key: str = "binary"
     value: str = "binary"
@@ -76,13 +77,13 @@ class Decode:
         if not text:
             return cls()
         chosen = {"key": "binary", "value": "binary"}
-        allowed = {"key": ("binary", "string"), "value": ("binary", "string", "json")}
+        allowed = {"key": ("binary", "string"), "value": ("binary", "string", "json", "avro")}
         for part in text.split(","):
             name, _, kind = part.strip().partition("=")
             name, kind = name.strip(), kind.strip().lower()
             if name not in allowed or kind not in allowed[name]:
                 raise InvalidConfigurationError(
-                    f"--decode {text!r}: expected key=binary|string and/or value=binary|string|json, "
+                    f"--decode {text!r}: expected key=binary|string and/or value=binary|string|json|avro, "
                     f"got {part.strip()!r}")
             chosen[name] = kind
         return cls(**chosen)
@@ -101,6 +102,8 @@ class ExportRequest:
     partition_by: list[str] = field(default_factory=list)
     decode: Decode = field(default_factory=Decode)
     value_schema: str | None = None
+    schema_registry_url: str | None = None
+    """--decode value=avro: the schema registry giving the topics' latest value schema and the writers' schemas."""
     master: str = "local[*]"
     stream: bool = False
     checkpoint: str | None = None
@@ -233,6 +236,8 @@ def plan_export(request: ExportRequest) -> ExportPlan:
         raise InvalidConfigurationError("a log dir does not grow: use --trigger available-now with --log-dir")
     if request.value_schema and request.decode.value != "json":
         raise InvalidConfigurationError("--value-schema is for --decode value=json")
+    if request.decode.value == "avro" and not request.schema_registry_url:
+        raise InvalidConfigurationError("Avro values need --schema-registry-url (their schemas are in the registry)")
     for column in request.partition_by:
         if not column:
             raise InvalidConfigurationError("--partition-by has an empty column name")
@@ -279,6 +284,12 @@ def plan_export(request: ExportRequest) -> ExportPlan:
             ranges = plan_batch(catalog, source)
             batch_output.check(ranges, request.overwrite)
         value_schema = request.value_schema
+        if request.decode.value == "avro":
+            from kfk.spark.avro_columns import latest_value_schema
+
+            topics = sorted({offset_range.topic for offset_range in ranges})
+            if topics:
+                value_schema = latest_value_schema(request.schema_registry_url or "", topics)
         if value_schema is None and request.decode.value == "json":
             value_schema = _saved_value_schema(request, batch_output, stream_output)
         samples: list[str] = []
@@ -329,7 +340,8 @@ def _sample_values(source: SourceOptions, ranges: list[OffsetRange]) -> list[str
 
 
 def _value_columns(spark: Any, plan: ExportPlan, frame: Any) -> tuple[Any, str | None]:
-    """The frame with key/value decoded (and a JSON value flattened); also the value schema used (DDL/JSON)."""
+    """The frame with key/value decoded (and a JSON or Avro record value flattened); also the value schema used
+    (DDL/JSON, or the Avro reader schema)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -342,7 +354,21 @@ def _value_columns(spark: Any, plan: ExportPlan, frame: Any) -> tuple[Any, str |
         return frame.select(key, F.col("value"), *rest), None
     if decode.value == "string":
         return frame.select(key, F.col("value").cast("string").alias("value"), *rest), None
-    if plan.value_schema is not None:
+    if decode.value == "avro":
+        import fastavro
+
+        from kfk.spark.avro_columns import avro_decoder, spark_type
+
+        schema_text = plan.value_schema or "null"
+        named: dict[str, Any] = {}
+        reader = fastavro.parse_schema(json.loads(schema_text), named_schemas=named)
+        value_type = spark_type(reader, named)
+        decoded = F.udf(avro_decoder(schema_text, plan.request.schema_registry_url or ""), value_type, useArrow=False)
+        column = decoded(F.col("value")).alias("value")
+        if not isinstance(value_type, StructType):  # a primitive, array or map schema: one value column
+            return frame.select(key, column, *rest), schema_text
+        parsed = frame.select(key, column, *rest)
+    elif plan.value_schema is not None:
         schema_text = plan.value_schema
         try:
             schema: Any = StructType.fromJson(json.loads(schema_text))
@@ -357,7 +383,8 @@ def _value_columns(spark: Any, plan: ExportPlan, frame: Any) -> tuple[Any, str |
             raise InvalidConfigurationError("the sampled values are not JSON objects; use --decode value=string or "
                                             "give --value-schema")
         schema_text = schema.json()
-    parsed = frame.select(key, F.from_json(F.col("value").cast("string"), schema).alias("value"), *rest)
+    if decode.value == "json":
+        parsed = frame.select(key, F.from_json(F.col("value").cast("string"), schema).alias("value"), *rest)
     taken = {"key", *METADATA_COLUMNS, "headers"}
     fields = parsed.schema["value"].dataType.fieldNames()
     flattened = [F.col("value").getField(name).alias(f"value_{name}" if name in taken else name)
@@ -446,7 +473,7 @@ def _arrow_layout(spark: Any, plan: ExportPlan) -> ParquetLayout | None:
     request = plan.request
     conf = spark.conf
     codec = PARQUET_CODECS.get(str(conf.get("spark.sql.parquet.compression.codec", "snappy")).lower())
-    if (request.output_format != "parquet" or request.decode.value == "json" or codec is None
+    if (request.output_format != "parquet" or request.decode.value in ("json", "avro") or codec is None
             or not set(request.partition_by) <= ARROW_PARTITION_COLUMNS
             or len(set(request.partition_by)) != len(request.partition_by)
             or str(conf.get("spark.sql.parquet.outputTimestampType", "INT96")).upper() != "TIMESTAMP_MICROS"):

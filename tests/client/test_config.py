@@ -111,3 +111,30 @@ def test_the_response_bound_is_librdkafkas_and_holds_a_consumers_largest_fetch()
     assert max_response_bytes(lowered) == 2000
     with pytest.raises(InvalidConfigurationError, match=r"receive.message.max.bytes \(2000\) must be at least"):
         max_response_bytes(ClientConfig(CONSUMER_CONFIG_DEF, "consumer", {"receive.message.max.bytes": 2000}))
+
+
+@pytest.mark.parametrize(("properties", "message"), [
+    ({"group.protocol": "consumer", "session.timeout.ms": 10000},
+     "session.timeout.ms cannot be set when group.protocol=CONSUMER"),
+    ({"group.protocol": "Consumer", "partition.assignment.strategy": "range", "heartbeat.interval.ms": 100},
+     "partition.assignment.strategy, heartbeat.interval.ms cannot be set when group.protocol=CONSUMER"),
+    ({"group.remote.assignor": "uniform"}, "group.remote.assignor cannot be set when group.protocol=CLASSIC"),
+    ({"group.protocol": "eager"},
+     "Invalid value 'eager' for configuration group.protocol: string must be one of (case insensitive): CLASSIC, "
+     "CONSUMER"),
+])
+def test_each_group_protocol_refuses_the_other_ones_configs_as_the_java_consumer(properties: dict,
+                                                                                 message: str) -> None:
+    with pytest.raises(InvalidConfigurationError) as raised:
+        Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g", **properties})
+    assert str(raised.value) == message
+
+
+def test_group_protocol_is_classic_by_default_and_case_insensitive() -> None:
+    assert ClientConfig(CONSUMER_CONFIG_DEF, "consumer").group_protocol == "classic"
+    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "group.protocol": "CONSUMER",
+                         "group.remote.assignor": "range"})
+    try:
+        assert consumer._coordinator.membership.server_assignor == "range"
+    finally:
+        consumer.close()

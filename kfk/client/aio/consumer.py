@@ -158,8 +158,12 @@ class AIOConsumer:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return records
-            try:  # until a fetch brings data; at most a heartbeat interval, to keep up with the group
-                await asyncio.wait_for(data.wait(), min(remaining, consumer.config.heartbeat_interval_ms / 1000))
+            # Until a fetch brings data; at most a heartbeat interval (the coordinator's under group.protocol=consumer),
+            # to keep up with the group.
+            interval_ms = (consumer._coordinator.heartbeat_interval_ms if consumer._coordinator is not None
+                           else consumer.config.heartbeat_interval_ms)
+            try:
+                await asyncio.wait_for(data.wait(), min(remaining, interval_ms / 1000))
             except asyncio.TimeoutError:
                 pass
 

@@ -13,6 +13,9 @@ max.poll.records records that the fetcher has buffered, waiting up to ``timeout`
 sent by the network thread ahead of time, so a poll usually finds data waiting.
 
 Without subscribe(), assign() picks partitions by hand; a group.id is then needed only to commit offsets.
+
+group.protocol picks how the group is run: classic (the default, as in Kafka 4: JoinGroup/SyncGroup, the members'
+assignors) or consumer (KIP-848: the coordinator assigns, kfk.client.consumer.consumer_protocol), behind the same API.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from kfk.client.config import CONSUMER_CONFIG_DEF, ClientConfig
+from kfk.client.config import CONSUMER_CONFIG_DEF, ClientConfig, group_protocol
 from kfk.client.consumer.assignors import create_assignor
+from kfk.client.consumer.consumer_protocol import ConsumerProtocolCoordinator
 from kfk.client.consumer.coordinator import ConsumerCoordinator, ConsumerRebalanceListener
 from kfk.client.consumer.fetcher import Fetcher
 from kfk.client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState, SubscriptionType
@@ -94,6 +98,7 @@ class Consumer:
         self.config = config = ClientConfig(CONSUMER_CONFIG_DEF, "consumer", config, **overrides)
         if config.group_id == "":
             raise InvalidGroupIdError("group.id must not be empty (leave it unset to consume without a group)")
+        protocol = group_protocol(config)
         self.group_id: str | None = config.group_id
         self._default_timeout_ms = config.request_timeout_ms
         self._loop = network_loop or ClientLoop(f"kfk-consumer-network-thread | {config.client_id}")
@@ -110,18 +115,24 @@ class Consumer:
             key_deserializer=key_deserializer, value_deserializer=value_deserializer)
         self._coordinator: ConsumerCoordinator | None = None
         if self.group_id is not None:
-            if config.heartbeat_interval_ms >= config.session_timeout_ms:
-                raise InvalidConfigurationError("heartbeat.interval.ms must be lower than session.timeout.ms")
-            self._coordinator = ConsumerCoordinator(
-                self._network, self._loop, self._subscriptions, self._fetcher, group_id=self.group_id,
-                group_instance_id=config.group_instance_id,
-                assignors=[create_assignor(name) for name in config.partition_assignment_strategy],
-                session_timeout_ms=config.session_timeout_ms,
-                rebalance_timeout_ms=config.rebalance_timeout_ms or config.max_poll_interval_ms,
-                heartbeat_interval_ms=config.heartbeat_interval_ms,
-                max_poll_interval_ms=config.max_poll_interval_ms, enable_auto_commit=config.enable_auto_commit,
-                auto_commit_interval_ms=config.auto_commit_interval_ms, retry_backoff=self._retry_backoff,
-                client_rack=config.client_rack)
+            common = dict(group_id=self.group_id, group_instance_id=config.group_instance_id,
+                          rebalance_timeout_ms=config.rebalance_timeout_ms or config.max_poll_interval_ms,
+                          max_poll_interval_ms=config.max_poll_interval_ms,
+                          enable_auto_commit=config.enable_auto_commit,
+                          auto_commit_interval_ms=config.auto_commit_interval_ms, retry_backoff=self._retry_backoff,
+                          client_rack=config.client_rack)
+            if protocol == "consumer":
+                self._coordinator = ConsumerProtocolCoordinator(
+                    self._network, self._loop, self._subscriptions, self._fetcher,
+                    server_assignor=config.group_remote_assignor or None, **common)
+            else:
+                if config.heartbeat_interval_ms >= config.session_timeout_ms:
+                    raise InvalidConfigurationError("heartbeat.interval.ms must be lower than session.timeout.ms")
+                self._coordinator = ConsumerCoordinator(
+                    self._network, self._loop, self._subscriptions, self._fetcher,
+                    assignors=[create_assignor(name) for name in config.partition_assignment_strategy],
+                    session_timeout_ms=config.session_timeout_ms,
+                    heartbeat_interval_ms=config.heartbeat_interval_ms, **common)
         self._fetcher_done = self._loop.submit(self._fetcher.run())
         self._closed = False
 
@@ -135,7 +146,9 @@ class Consumer:
 
     def subscribe(self, topics: Iterable[str] | str | re.Pattern,
                   listener: ConsumerRebalanceListener | None = None) -> None:
-        """Join the group for ``topics`` (a list, or a regex pattern as str or re.Pattern)."""
+        """Join the group for ``topics`` (a list, or a regex pattern as str or re.Pattern). Under
+        group.protocol=consumer the coordinator matches the pattern (Kafka uses RE2/J syntax), so that topics
+        created later join the subscription without the consumer looking."""
         coordinator = self._require_group("subscribe()")
         coordinator.listener = listener
         if isinstance(topics, (str, re.Pattern)):

@@ -47,7 +47,7 @@ from kfk.client.consumer.fetcher import Fetcher
 from kfk.client.consumer.subscription_state import SubscriptionState
 from kfk.client.event_loop import LoopRunner
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
-from kfk.client.offsets import commit_offsets, fetch_committed, find_coordinator
+from kfk.client.offsets import OFFSET_COMMIT_HIGHEST_VERSION, commit_offsets, fetch_committed, find_coordinator
 from kfk.client.response_errors import response_error
 from kfk.common.constants import NO_NODE
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
@@ -119,6 +119,7 @@ class ConsumerCoordinator:
         self.auto_commit_interval_ms = auto_commit_interval_ms
         self.retry_backoff = retry_backoff
         self.client_rack = client_rack or None
+        self.offset_commit_highest_version = OFFSET_COMMIT_HIGHEST_VERSION
         self.rebalance_protocol = (RebalanceProtocol.COOPERATIVE
                                    if all(RebalanceProtocol.COOPERATIVE in a.supported_protocols for a in assignors)
                                    else RebalanceProtocol.EAGER)
@@ -498,6 +499,15 @@ class ConsumerCoordinator:
 
     # --- offsets -----------------------------------------------------------------------------------------------------
 
+    def _member_ready(self) -> bool:
+        """The member may commit as a member of the group (not in the middle of a join)."""
+        return self.state == MemberState.STABLE and self.generation_id != NO_GENERATION
+
+    def _latest_commit_identity(self) -> tuple[int, str] | None:
+        """After STALE_MEMBER_EPOCH: the identity to retry the commit with, None when the member is no longer in
+        the group (classic groups never answer that error)."""
+        return None
+
     def _commit_identity(self) -> tuple[int, str]:
         """Generation and member id to commit under: the group's when this member is in it, else those of a
         tool (-1, ""), which the coordinator accepts for groups without active members (assign() with group.id)."""
@@ -519,13 +529,23 @@ class ConsumerCoordinator:
                                                                  timeout_ms=max(deadline - monotonic_ms(), 1))
                 results = await commit_offsets(self.network, self.coordinator_id, self.group_id, offsets,
                                                generation_id=generation, member_id=member_id,
-                                               group_instance_id=self.group_instance_id)
+                                               group_instance_id=self.group_instance_id,
+                                               highest_version=self.offset_commit_highest_version)
                 errors = [error for error in results.values() if error is not None]
                 if not errors:
                     return
                 error = errors[0]
                 if error.error_code in _COORDINATOR_ERRORS:
                     self._coordinator_dead(str(error))
+                    raise error
+                if error.error_code == ErrorCode.STALE_MEMBER_EPOCH:
+                    latest = self._latest_commit_identity()
+                    if latest is None:
+                        raise type(error)(f"commit of group {self.group_id!r} failed: the member is no longer in "
+                                          f"the group ({error})")
+                    log.info("group %s: commit with member epoch %d was stale; retrying with epoch %d",
+                             self.group_id, generation, latest[0])
+                    generation, member_id = latest
                     raise error
                 if error.error_code in _MEMBER_LOST_ERRORS or error.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
                     if error.error_code != ErrorCode.REBALANCE_IN_PROGRESS:
@@ -535,7 +555,8 @@ class ConsumerCoordinator:
                                       f"assigned the partitions to another member ({error}); poll() rejoins")
                 raise error
             except KafkaError as error:
-                if not error.retriable or isinstance(error, RebalanceInProgressError):
+                stale = error.error_code == ErrorCode.STALE_MEMBER_EPOCH and self._latest_commit_identity() is not None
+                if not stale and (not error.retriable or isinstance(error, RebalanceInProgressError)):
                     raise
                 attempts += 1
                 wait = self.retry_backoff.backoff_ms(attempts)
@@ -583,7 +604,7 @@ class ConsumerCoordinator:
         if not self.enable_auto_commit or monotonic_ms() < self._next_auto_commit_ms:
             return
         self._next_auto_commit_ms = monotonic_ms() + self.auto_commit_interval_ms
-        if self.subscriptions.has_auto_assigned_partitions and self.state != MemberState.STABLE:
+        if self.subscriptions.has_auto_assigned_partitions and not self._member_ready():
             return
         self.commit_async(self.subscriptions.all_consumed(), None, self.auto_commit_interval_ms)
 
@@ -591,8 +612,7 @@ class ConsumerCoordinator:
         if not self.enable_auto_commit:
             return
         offsets = self.subscriptions.all_consumed()
-        if not offsets or (self.subscriptions.has_auto_assigned_partitions
-                           and (self.state != MemberState.STABLE or self.generation_id == NO_GENERATION)):
+        if not offsets or (self.subscriptions.has_auto_assigned_partitions and not self._member_ready()):
             return
         if self.loop.in_loop_thread:  # the asyncio consumer, on the loop that would do the commit: send it, no wait
             self.commit_async(offsets, None, timeout_ms)
