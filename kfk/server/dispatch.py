@@ -104,6 +104,10 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.EXPIRE_DELEGATION_TOKEN: VersionRange(1, 2),  # handlers/delegation_tokens.py
     ApiKey.DESCRIBE_DELEGATION_TOKEN: VersionRange(1, 3),  # handlers/delegation_tokens.py
     ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/unregister_broker.py
+    ApiKey.SHARE_GROUP_HEARTBEAT: VersionRange(1, 1),  # handlers/share_groups.py
+    ApiKey.SHARE_GROUP_DESCRIBE: VersionRange(1, 1),  # handlers/share_groups.py
+    ApiKey.SHARE_FETCH: VersionRange(1, 2),  # handlers/share_groups.py
+    ApiKey.SHARE_ACKNOWLEDGE: VersionRange(1, 2),  # handlers/share_groups.py
 }
 
 #: What a controller listener serves (controller.listener.names; Kafka's ApiMessageType listener CONTROLLER): the
