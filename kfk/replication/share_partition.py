@@ -121,7 +121,9 @@ class SharePartition:
                     break
                 record = self.records.get(offset)
                 if record is None:
-                    if offset != self.end_offset or offset - self.start_offset >= self.config.max_record_locks:
+                    # Below the end offset: done with, or no record there. Past it, the offsets the read skipped
+                    # hold no record (the read is contiguous from at most the end offset): compacted away.
+                    if offset < self.end_offset or offset - self.start_offset >= self.config.max_record_locks:
                         continue
                     record = self.records[offset] = InFlightRecord()
                     self.end_offset = offset + 1
