@@ -95,6 +95,7 @@ def _ignored(why: str, names: Iterable[str]) -> dict[str, Unsupported]:
 
 _SERVER = "kfk.server.broker"
 _GROUP = "kfk.coordinator.group.config"
+_SHARE_GROUP = "kfk.coordinator.group.share_group"  # checks the bounds; the broker hands the values on
 _TXN = "kfk.coordinator.transaction.config"
 _FETCHER = "kfk.replication.replica_fetcher"
 _CONTROLLER = "kfk.controller.quorum_controller"
@@ -206,6 +207,15 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "group.min.session.timeout.ms": (_GROUP,),
     "group.max.session.timeout.ms": (_GROUP,),
     "group.max.size": (_GROUP,),
+    # share groups (KIP-932)
+    **{key: (_SHARE_GROUP, _SERVER) for key in (
+        "group.share.delivery.count.limit", "group.share.record.lock.duration.ms",
+        "group.share.partition.max.record.locks", "group.share.max.size", "group.share.session.timeout.ms",
+        "group.share.heartbeat.interval.ms")},
+    **{key: (_SHARE_GROUP,) for key in (
+        "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms",
+        "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms",
+        "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms")},
     # transactions
     "transaction.state.log.num.partitions": (_TXN,),
     "transaction.state.log.replication.factor": (_TXN,),

@@ -42,43 +42,39 @@ class ShareGroupConfig:
     assignors: tuple[str, ...] = (SIMPLE_ASSIGNOR,)
 
 
-#: Kafka's bounds of the `group.share.*` broker configs: key -> (lowest, highest).
-_BOUNDS = {
-    "group.share.delivery.count.limit": (2, 10),
-    "group.share.record.lock.duration.ms": (1000, 3600000),
-    "group.share.min.record.lock.duration.ms": (1000, 30000),
-    "group.share.max.record.lock.duration.ms": (30000, 3600000),
-    "group.share.partition.max.record.locks": (100, 10000),
-    "group.share.session.timeout.ms": (1, None),
-    "group.share.min.session.timeout.ms": (1, None),
-    "group.share.max.session.timeout.ms": (1, None),
-    "group.share.heartbeat.interval.ms": (1, None),
-    "group.share.min.heartbeat.interval.ms": (1, None),
-    "group.share.max.heartbeat.interval.ms": (1, None),
-    "group.share.max.size": (1, 1000),
-}
-#: (value, its lower bound, its upper bound): each must lie between the other two (Kafka's checks and messages).
-_BETWEEN = (("group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms",
-             "group.share.max.record.lock.duration.ms"),
-            ("group.share.session.timeout.ms", "group.share.min.session.timeout.ms",
-             "group.share.max.session.timeout.ms"),
-            ("group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms",
-             "group.share.max.heartbeat.interval.ms"))
+def _in_range(values: Callable[[str], int], key: str, lowest: int, highest: int | None = None) -> None:
+    value = values(key)
+    if value < lowest or (highest is not None and value > highest):
+        limit = f"[{lowest},...,{highest}]" if highest is not None else f"[{lowest},...]"
+        raise InvalidConfigurationError(f"Invalid value {value} for configuration {key}: Value must be in the "
+                                        f"range {limit}")
+
+
+def _between(values: Callable[[str], int], key: str, low_key: str, high_key: str) -> None:
+    if values(key) < values(low_key):
+        raise InvalidConfigurationError(f"{key} must be greater than or equal to {low_key}")
+    if values(key) > values(high_key):
+        raise InvalidConfigurationError(f"{key} must be less than or equal to {high_key}")
 
 
 def check_share_group_configs(values: Callable[[str], int]) -> None:
     """Refuse `group.share.*` settings outside Kafka's bounds (`values(key)` is the broker's value of key)."""
-    for key, (lowest, highest) in _BOUNDS.items():
-        value = values(key)
-        if value < lowest or (highest is not None and value > highest):
-            limit = f"[{lowest},...,{highest}]" if highest is not None else f"[{lowest},...]"
-            raise InvalidConfigurationError(f"Invalid value {value} for configuration {key}: Value must be in "
-                                            f"the range {limit}")
-    for key, low_key, high_key in _BETWEEN:
-        if values(key) < values(low_key):
-            raise InvalidConfigurationError(f"{key} must be greater than or equal to {low_key}")
-        if values(key) > values(high_key):
-            raise InvalidConfigurationError(f"{key} must be less than or equal to {high_key}")
+    _in_range(values, "group.share.delivery.count.limit", 2, 10)
+    _in_range(values, "group.share.record.lock.duration.ms", 1000, 3600000)
+    _in_range(values, "group.share.min.record.lock.duration.ms", 1000, 30000)
+    _in_range(values, "group.share.max.record.lock.duration.ms", 30000, 3600000)
+    _in_range(values, "group.share.partition.max.record.locks", 100, 10000)
+    _in_range(values, "group.share.max.size", 1, 1000)
+    for key in ("group.share.session.timeout.ms", "group.share.min.session.timeout.ms",
+                "group.share.max.session.timeout.ms", "group.share.heartbeat.interval.ms",
+                "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"):
+        _in_range(values, key, 1)
+    _between(values, "group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms",
+             "group.share.max.record.lock.duration.ms")
+    _between(values, "group.share.session.timeout.ms", "group.share.min.session.timeout.ms",
+             "group.share.max.session.timeout.ms")
+    _between(values, "group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms",
+             "group.share.max.heartbeat.interval.ms")
     if values("group.share.session.timeout.ms") <= values("group.share.heartbeat.interval.ms"):
         raise InvalidConfigurationError("group.share.heartbeat.interval.ms must be less than "
                                         "group.share.session.timeout.ms")
