@@ -145,10 +145,12 @@ class SharePartition:
                     or any(ack_type not in (GAP, ACCEPT, RELEASE, REJECT, RENEW) for ack_type in types):
                 return ErrorCode.INVALID_REQUEST
             for index, offset in enumerate(range(first_offset, last_offset + 1)):
+                if offset < self.start_offset:
+                    continue  # done with already: Kafka lets such acknowledgements pass
                 ack_type = types[0] if len(types) == 1 else types[index]
                 record = self.records.get(offset)
                 if record is None or record.state is not RecordState.ACQUIRED or record.member_id != member_id:
-                    if ack_type == GAP and (record is None or offset < self.start_offset):
+                    if ack_type == GAP and record is None:
                         continue  # no record there (compacted, a control batch): nothing to do
                     return ErrorCode.INVALID_RECORD_STATE
                 changes.append((record, ack_type))

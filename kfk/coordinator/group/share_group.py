@@ -163,13 +163,13 @@ class ShareGroupCoordinator:
 
     def heartbeat(self, request: ShareGroupHeartbeatRequest, client_id: str, client_host: str
                   ) -> ShareGroupHeartbeatResponse:
-        def refuse(error: ErrorCode, message: str) -> ShareGroupHeartbeatResponse:
+        def refuse(error: ErrorCode, message: str | None) -> ShareGroupHeartbeatResponse:
             return ShareGroupHeartbeatResponse(error_code=error, error_message=message)
 
         if not request.group_id:
             return refuse(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if not request.member_id:
-            return refuse(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+            return refuse(ErrorCode.INVALID_REQUEST, None)  # as Kafka 4.4: no message
         if request.member_epoch == 0 and not request.subscribed_topic_names:
             return refuse(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
         if request.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:

@@ -58,6 +58,17 @@ def share_groups_enabled(finalized_features: Mapping[str, int]) -> bool:
     return finalized_features.get(SHARE_VERSION_FEATURE, DEFAULT_SHARE_VERSION) >= 1
 
 
+#: The errors that tell a client to look for the partition's leader: with them goes the leader the broker knows.
+_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+def _leader_on_error(leader_class: type, error: ErrorCode, leader: tuple[int, int]):
+    """current_leader, as Kafka fills it: the leader after a leadership error, else left at its zero default."""
+    if error in _LEADER_ERRORS:
+        return leader_class(leader_id=leader[0], leader_epoch=leader[1])
+    return leader_class()
+
+
 class ShareGroupsHandler:
     def __init__(self, share_groups: ShareGroupCoordinator, group_coordinator: GroupCoordinatorService,
                  replica_manager: ReplicaManager, metadata_cache: MetadataCache, partition_config: SharePartitionConfig,
@@ -210,20 +221,20 @@ class ShareGroupsHandler:
         for key in keys:
             topic_partition = self._topic_partition(*key)
             if topic_partition is None:
-                answers[key] = ShareFetchResponse.PartitionData(partition_index=key[1],
+                answers[key] = ShareFetchResponse.PartitionData(partition_index=key[1], records=b"",
                                                                 error_code=ErrorCode.UNKNOWN_TOPIC_ID)
                 continue
             if not self._may(context, AclOperation.READ, ResourceType.TOPIC, topic_partition.topic):
-                answers[key] = ShareFetchResponse.PartitionData(partition_index=key[1],
+                answers[key] = ShareFetchResponse.PartitionData(partition_index=key[1], records=b"",
                                                                 error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 continue
             try:
                 self._share_partition(group_id, topic_partition)
             except KafkaError as error:
-                leader_id, leader_epoch = self._leader(topic_partition)
                 answers[key] = ShareFetchResponse.PartitionData(
-                    partition_index=key[1], error_code=error.error_code,
-                    current_leader=ShareFetchResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch))
+                    partition_index=key[1], error_code=error.error_code, records=b"",
+                    current_leader=_leader_on_error(ShareFetchResponse.LeaderIdAndEpoch, error.error_code,
+                                                    self._leader(topic_partition)))
                 continue
             reads.append((key, topic_partition))
         if not reads:
@@ -238,9 +249,9 @@ class ShareGroupsHandler:
         now = self.now_ms()
         for (key, topic_partition), result in zip(reads, results):
             answer = ShareFetchResponse.PartitionData(
-                partition_index=key[1], error_code=result.error, error_message=result.error_message,
-                current_leader=ShareFetchResponse.LeaderIdAndEpoch(leader_id=result.leader_id,
-                                                                   leader_epoch=result.leader_epoch))
+                partition_index=key[1], error_code=result.error, error_message=result.error_message, records=b"",
+                current_leader=_leader_on_error(ShareFetchResponse.LeaderIdAndEpoch, result.error,
+                                                (result.leader_id, result.leader_epoch)))
             answers[key] = answer
             if result.error != ErrorCode.NONE or not result.size or max_records <= 0:
                 continue
@@ -266,8 +277,7 @@ class ShareGroupsHandler:
         by_topic: dict[uuid.UUID, list[ShareFetchResponse.PartitionData]] = {}
         for key in dict.fromkeys([*fetched, *acknowledged]):
             answer = fetched.get(key) or ShareFetchResponse.PartitionData(
-                partition_index=key[1], current_leader=ShareFetchResponse.LeaderIdAndEpoch(leader_id=-1,
-                                                                                           leader_epoch=-1))
+                partition_index=key[1], records=b"", current_leader=ShareFetchResponse.LeaderIdAndEpoch())
             if key in acknowledged:
                 answer.acknowledge_error_code = acknowledged[key]
             by_topic.setdefault(key[0], []).append(answer)
@@ -289,11 +299,10 @@ class ShareGroupsHandler:
                 error = self._acknowledge(context, group_id, member_id, topic.topic_id, partition.partition_index,
                                           partition.acknowledgement_batches)
                 topic_partition = self._topic_partition(topic.topic_id, partition.partition_index)
-                leader_id, leader_epoch = self._leader(topic_partition) if topic_partition else (-1, -1)
+                leader = self._leader(topic_partition) if topic_partition else (-1, -1)
                 partitions.append(ShareAcknowledgeResponse.PartitionData(
                     partition_index=partition.partition_index, error_code=error,
-                    current_leader=ShareAcknowledgeResponse.LeaderIdAndEpoch(leader_id=leader_id,
-                                                                             leader_epoch=leader_epoch)))
+                    current_leader=_leader_on_error(ShareAcknowledgeResponse.LeaderIdAndEpoch, error, leader)))
             responses.append(ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse(topic_id=topic.topic_id,
                                                                                     partitions=partitions))
         if request.share_session_epoch == FINAL_EPOCH:
