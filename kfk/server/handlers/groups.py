@@ -112,7 +112,7 @@ class GroupsHandler:
     async def list_groups(self, context: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
         error, groups = self.group_coordinator.list_groups(list(request.states_filter or ()),
                                                            list(request.types_filter or ()))
-        if self.share_groups is not None and context.api_version >= 5:  # share groups are listed from v5 (types)
+        if self.share_groups is not None:
             coordinator = self.group_coordinator.coordinator
             groups += [group for group in self.share_groups.list_groups(
                 {state.lower() for state in request.states_filter or ()},

@@ -11,7 +11,8 @@ by the partition leaders' share partitions (kfk.replication.share_partition) thr
 
 Authorization, as Kafka's: READ on the group for all four (DESCRIBE for ShareGroupDescribe), READ on each topic
 fetched or acknowledged (TOPIC_AUTHORIZATION_FAILED for that partition). Share groups need the `share.version`
-feature at 1 in Kafka 4.4: `share_groups_enabled` is the one check of it.
+feature at 1 in Kafka 4.4: `share_groups_enabled` is the one check of it; finalized at 0, the four APIs answer
+UNSUPPORTED_VERSION (ApiVersions still advertises them: SHARE_APIS are what it should leave out then).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from kfk.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
 from kfk.server.share_session import FINAL_EPOCH, SharePartitionKey, ShareSession, ShareSessionCache
 
 SHARE_VERSION_FEATURE = "share.version"
-#: The share APIs: advertised only while share groups are enabled.
+#: The share APIs: what ApiVersions should leave out while share_groups_enabled() is false (Kafka's gating).
 SHARE_APIS = (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH,
               ApiKey.SHARE_ACKNOWLEDGE)
 #: kfk finalizes share.version 1 unless told otherwise: kfk's share groups need no cluster-wide upgrade step (the
@@ -92,10 +93,16 @@ class ShareGroupsHandler:
     def _may(self, context: RequestContext, operation: AclOperation, kind: ResourceType, name: str) -> bool:
         return self.auth.authorize(context, operation, kind, name)
 
+    def _disabled(self) -> bool:
+        """share.version finalized at 0: the share APIs answer UNSUPPORTED_VERSION, as Kafka's."""
+        return not share_groups_enabled(self.metadata_cache.image.features)
+
     # -- the coordinator's ---------------------------------------------------------------------------------------
 
     async def heartbeat(self, context: RequestContext,
                         request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+        if self._disabled():
+            return ShareGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         if not self._may(context, AclOperation.READ, ResourceType.GROUP, request.group_id):
             return ShareGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         error = self.group_coordinator.coordinator.coordinator_error(request.group_id)
@@ -109,6 +116,9 @@ class ShareGroupsHandler:
 
     async def describe(self, context: RequestContext,
                        request: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
+        if self._disabled():
+            return ShareGroupDescribeResponse(groups=[ShareGroupDescribeResponse.DescribedGroup(
+                error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=group_id) for group_id in request.group_ids])
         image = self.metadata_cache.image
 
         def topic_name(topic_id: uuid.UUID) -> str:
@@ -185,6 +195,8 @@ class ShareGroupsHandler:
                 share_partition.release_member(session.member_id)
 
     async def share_fetch(self, context: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
+        if self._disabled():
+            return ShareFetchResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         lock_ms = self.partition_config.record_lock_duration_ms
         group_id, member_id = request.group_id or "", request.member_id or ""
         if not self._may(context, AclOperation.READ, ResourceType.GROUP, group_id):
@@ -286,6 +298,8 @@ class ShareGroupsHandler:
 
     async def share_acknowledge(self, context: RequestContext,
                                 request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
+        if self._disabled():
+            return ShareAcknowledgeResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         group_id, member_id = request.group_id or "", request.member_id or ""
         if not self._may(context, AclOperation.READ, ResourceType.GROUP, group_id):
             return ShareAcknowledgeResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
