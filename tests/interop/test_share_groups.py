@@ -15,8 +15,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfk.testing.apache_kafka import ApacheKafka
 from kfk.testing.broker import BrokerProcess, start_broker
+from kfk.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kfk.testing.plugin import TEST_OVERRIDES
-from tests.interop.jvm import java_programs, run_program, unique_name  # noqa: F401
+from tests.interop.differential import BrokerSession
+from tests.interop.jvm import java_programs, kafka_tool, run_program, unique_name  # noqa: F401
+from tests.interop.scenarios import create_topic, share_join
 
 SHARE_CONFIG = {
     "group.share.delivery.count.limit": "2",
@@ -60,3 +63,31 @@ def test_java_share_consumer_against_apache_kafka(tmp_path_factory: pytest.TempP
                                                  java_programs: Path) -> None:
     with ApacheKafka(tmp_path_factory.mktemp("kafka-share"), config=SHARE_CONFIG) as node:
         assert run_checks(node.bootstrap_server, java_programs) == EXPECTED
+
+
+def test_kafka_share_groups_tool_lists_and_describes_kfk_share_groups(share_server: BrokerProcess) -> None:
+    """Apache Kafka 4.4.0's kafka-share-groups.sh over kfk: --list, --describe --members and --state (two members
+    joined with ShareGroupHeartbeat; they stay members for the 45 s session timeout, longer than the tool runs)."""
+    group, topic = unique_name("share-tool"), unique_name("share-tool")
+    bootstrap = share_server.bootstrap_servers
+    with BrokerSession(bootstrap, "") as session:
+        create_topic(session, topic, partitions=2)
+        share_join(session, group, topic, "member-a")
+        share_join(session, group, topic, "member-b")
+        session.call(ShareGroupHeartbeatRequest(group_id=group, member_id="member-a", member_epoch=2), 1)
+
+    def tool(*args: str) -> list[str]:
+        return kafka_tool("share-groups", ["--bootstrap-server", bootstrap, *args]).stdout.splitlines()
+
+    assert group in tool("--list")
+    assert tool("--describe", "--group", group, "--members") == [
+        "",
+        f"{'GROUP':<{len(group)}} CONSUMER-ID     HOST            CLIENT-ID        #PARTITIONS  ASSIGNMENT",
+        f"{group} member-a        /127.0.0.1      kfk-differential 1            {topic}:0",
+        f"{group} member-b        /127.0.0.1      kfk-differential 1            {topic}:1",
+    ]
+    port = bootstrap.rsplit(":", 1)[1]
+    assert tool("--describe", "--group", group, "--state")[1:] == [
+        f"{'GROUP':<{len(group)}} COORDINATOR (ID)          STATE           #MEMBERS",
+        f"{group} {f'127.0.0.1:{port}  (1)':<25} Stable          2",
+    ]
