@@ -76,8 +76,9 @@ def _ranges(offsets: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
 
 
 class SharePartition:
-    def __init__(self, config: SharePartitionConfig, start_offset: int) -> None:
+    def __init__(self, config: SharePartitionConfig, start_offset: int, leader_epoch: int = -1) -> None:
         self.config = config
+        self.leader_epoch = leader_epoch  # of the partition leader that started it
         self.start_offset = start_offset
         self.end_offset = start_offset
         self.records: dict[int, InFlightRecord] = {}

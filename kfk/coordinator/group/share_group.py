@@ -136,6 +136,8 @@ class ShareGroupCoordinator:
         self.topics = topics
         self.now_ms = now_ms
         self.groups: dict[str, ShareGroup] = {}
+        #: Called with a group id once the group is deleted (the share partitions forget the group's state).
+        self.on_delete: list[Callable[[str], None]] = []
 
     def _expire(self, group: ShareGroup) -> None:
         now = self.now_ms()
@@ -261,4 +263,6 @@ class ShareGroupCoordinator:
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
         del self.groups[group_id]
+        for listener in self.on_delete:
+            listener(group_id)
         return ErrorCode.NONE

@@ -83,6 +83,12 @@ class ShareGroupsHandler:
         self.auth = auth
         self.sessions = ShareSessionCache()
         self.partitions: dict[tuple[str, TopicPartition], SharePartition] = {}
+        share_groups.on_delete.append(self._forget_group)
+
+    def _forget_group(self, group_id: str) -> None:
+        """A deleted share group's partitions start afresh if the group comes back, as in Kafka."""
+        for key in [key for key in self.partitions if key[0] == group_id]:
+            del self.partitions[key]
 
     def register(self, dispatcher: Dispatcher) -> None:
         dispatcher.register(ApiKey.SHARE_GROUP_HEARTBEAT, self.heartbeat)
@@ -157,12 +163,16 @@ class ShareGroupsHandler:
         log = partition.local_log_with_epoch(-1, require_leader=True)
         key = (group_id, topic_partition)
         share_partition = self.partitions.get(key)
+        if share_partition is not None and share_partition.leader_epoch != partition.leader_epoch:
+            # Led elsewhere in between: what this broker remembers may be stale (kfk keeps no durable share state).
+            share_partition = None
         if share_partition is None:
             offsets = log.fetch_offset_snapshot()
             reset = self.metadata_cache.image.config(ConfigResourceType.GROUP, group_id).get(
                 AUTO_OFFSET_RESET, DEFAULT_AUTO_OFFSET_RESET)
             start = offsets.log_start_offset if reset == "earliest" else offsets.high_watermark
-            share_partition = self.partitions[key] = SharePartition(self.partition_config, start)
+            share_partition = self.partitions[key] = SharePartition(self.partition_config, start,
+                                                                    partition.leader_epoch)
         share_partition.expire_locks(self.now_ms())
         return share_partition
 
