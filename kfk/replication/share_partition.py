@@ -104,6 +104,10 @@ class SharePartition:
             self.records.pop(self.start_offset, None)
             self.start_offset += 1
 
+    def done_in_flight(self) -> int:
+        """How many records past the start offset are done with (acknowledged or archived): not part of the lag."""
+        return sum(record.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) for record in self.records.values())
+
     def next_fetch_offset(self) -> int:
         """Where a read for this share partition starts: the first available record, else the end offset."""
         available = [offset for offset, record in self.records.items() if record.state is RecordState.AVAILABLE]

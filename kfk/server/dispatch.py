@@ -108,6 +108,7 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.SHARE_GROUP_DESCRIBE: VersionRange(1, 1),  # handlers/share_groups.py
     ApiKey.SHARE_FETCH: VersionRange(1, 2),  # handlers/share_groups.py
     ApiKey.SHARE_ACKNOWLEDGE: VersionRange(1, 2),  # handlers/share_groups.py
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: VersionRange(0, 1),  # handlers/share_groups.py
 }
 
 #: What a controller listener serves (controller.listener.names; Kafka's ApiMessageType listener CONTROLLER): the

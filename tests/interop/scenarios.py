@@ -73,6 +73,7 @@ from kfk.protocol.messages.produce import ProduceRequest
 from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest
 from kfk.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from kfk.protocol.messages.sasl_handshake import SaslHandshakeRequest
+from kfk.protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from kfk.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
 from kfk.protocol.messages.share_fetch import ShareFetchRequest
 from kfk.protocol.messages.share_group_describe import ShareGroupDescribeRequest
@@ -1396,11 +1397,12 @@ def share_group_describe(session: BrokerSession, version: int) -> None:
                  "ShareGroupDescribe of an unknown group")
 
 
-def share_records(session: BrokerSession, api: str, fetch_version: int, acknowledge_version: int) -> None:
+def share_records(session: BrokerSession, api: str, fetch_version: int, acknowledge_version: int,
+                  offsets_version: int = 0) -> None:
     """One member through a share session: acquire, acknowledge, and the session errors; `api` names the topic and
     group after the API whose versions the run goes through."""
     share_warm_up(session)
-    name = session.name(f"share-records-{api}-f{fetch_version}-a{acknowledge_version}")
+    name = session.name(f"share-records-{api}-f{fetch_version}-a{acknowledge_version}-o{offsets_version}")
     create_topic(session, name)
     member_id = str(uuid.uuid4())
     share_join(session, name, name, member_id)
@@ -1421,12 +1423,26 @@ def share_records(session: BrokerSession, api: str, fetch_version: int, acknowle
                 Ack.AcknowledgementBatch(first_offset=first, last_offset=last, acknowledge_types=types)])])]),
             acknowledge_version, label)
 
+    def describe_offsets() -> None:
+        Group, Topic = (DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup,
+                        DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic)
+        session.call(DescribeShareGroupOffsetsRequest(groups=[
+            Group(group_id=name, topics=[Topic(topic_name=name, partitions=[0])])]), offsets_version,
+            "DescribeShareGroupOffsets of a partition the group read")
+        session.call(DescribeShareGroupOffsetsRequest(groups=[Group(group_id=name, topics=None)]), offsets_version,
+                     "DescribeShareGroupOffsets of every topic of the group")
+        session.call(DescribeShareGroupOffsetsRequest(groups=[Group(
+            group_id=session.name("share-offsets-unknown-group"), topics=[Topic(topic_name=name, partitions=[0])])]),
+            offsets_version, "DescribeShareGroupOffsets of an unknown group")
+
     # Opening the session starts the group on the (empty) partition: what Apache Kafka answers depends on whether
     # its share coordinator has initialized the partition yet, so it is not compared.
     fetch(None, 0, max_wait_ms=1000)
     produce(session, name, records(count=3))
     fetch("ShareFetch acquiring three records", 1)
     acknowledge("ShareAcknowledge accepting two records and releasing one", 2, 0, 2, [1, 1, 2])
+    if api == "offsets":
+        describe_offsets()  # the start offset at the released record, the lag of that one record
     fetch("ShareFetch acquiring the released record again", 3)
     acknowledge("ShareAcknowledge with a stale session epoch", 3, 2, 2, [1])
     acknowledge("ShareAcknowledge rejecting the redelivered record", 4, 2, 2, [3])
@@ -1502,4 +1518,5 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.SHARE_GROUP_DESCRIBE, share_group_describe),
     (ApiKey.SHARE_FETCH, lambda session, version: share_records(session, "fetch", version, 1)),
     (ApiKey.SHARE_ACKNOWLEDGE, lambda session, version: share_records(session, "acknowledge", 1, version)),
+    (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, lambda session, version: share_records(session, "offsets", 1, 1, version)),
 ]

@@ -28,6 +28,8 @@ from kfk.coordinator.group.share_group import ShareGroupCoordinator
 from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.describe_share_group_offsets import (DescribeShareGroupOffsetsRequest,
+                                                                DescribeShareGroupOffsetsResponse)
 from kfk.protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
 from kfk.protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
 from kfk.protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
@@ -95,6 +97,7 @@ class ShareGroupsHandler:
         dispatcher.register(ApiKey.SHARE_GROUP_DESCRIBE, self.describe)
         dispatcher.register(ApiKey.SHARE_FETCH, self.share_fetch)
         dispatcher.register(ApiKey.SHARE_ACKNOWLEDGE, self.share_acknowledge)
+        dispatcher.register(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, self.describe_offsets)
 
     def _may(self, context: RequestContext, operation: AclOperation, kind: ResourceType, name: str) -> bool:
         return self.auth.authorize(context, operation, kind, name)
@@ -149,6 +152,60 @@ class ShareGroupsHandler:
                         context, ResourceType.GROUP, group_id, GROUP_OPERATIONS)
             described.append(group)
         return ShareGroupDescribeResponse(groups=described)
+
+    async def describe_offsets(self, context: RequestContext, request: DescribeShareGroupOffsetsRequest
+                               ) -> DescribeShareGroupOffsetsResponse:
+        """Each partition's share-partition start offset and lag (the records after it not yet done with), -1 for
+        a partition the group has not read. kfk's share partitions live on their leaders, so this broker answers
+        for the partitions it leads (every partition on one broker)."""
+        Response = DescribeShareGroupOffsetsResponse
+        image = self.metadata_cache.image
+        groups = []
+        for group in request.groups:
+            error = ErrorCode.UNSUPPORTED_VERSION if self._disabled() else ErrorCode.NONE
+            if error == ErrorCode.NONE and not self._may(context, AclOperation.DESCRIBE, ResourceType.GROUP,
+                                                         group.group_id):
+                error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            if error == ErrorCode.NONE:
+                error = self.group_coordinator.coordinator.coordinator_error(group.group_id)
+            if error != ErrorCode.NONE:
+                groups.append(Response.DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id,
+                                                                               error_code=error))
+                continue
+            if group.topics is None:
+                names = sorted({tp.topic for group_id, tp in self.partitions if group_id == group.group_id})
+                wanted = [(name, sorted(tp.partition for group_id, tp in self.partitions
+                                        if group_id == group.group_id and tp.topic == name)) for name in names]
+            else:
+                wanted = [(topic.topic_name, list(topic.partitions)) for topic in group.topics]
+            topics = []
+            for name, partitions in wanted:
+                topic = image.topic(name)
+                if topic is None or not self._may(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if topic is None \
+                        else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    topics.append(Response.DescribeShareGroupOffsetsResponseTopic(topic_name=name, partitions=[
+                        Response.DescribeShareGroupOffsetsResponsePartition(partition_index=index, start_offset=-1,
+                                                                            leader_epoch=-1, error_code=error)
+                        for index in partitions]))
+                    continue
+                topics.append(Response.DescribeShareGroupOffsetsResponseTopic(
+                    topic_name=name, topic_id=topic.topic_id,
+                    partitions=[self._offsets_of(group.group_id, TopicPartition(name, index)) for index in partitions]))
+            groups.append(Response.DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, topics=topics))
+        return Response(groups=groups)
+
+    def _offsets_of(self, group_id: str, topic_partition: TopicPartition
+                    ) -> DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition:
+        Partition = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition
+        share_partition = self.partitions.get((group_id, topic_partition))
+        hosted = self.replica_manager.get_partition(topic_partition)
+        if share_partition is None or hosted is None or not hosted.is_leader:
+            return Partition(partition_index=topic_partition.partition, start_offset=-1, leader_epoch=0)
+        high_watermark = hosted.log.fetch_offset_snapshot().high_watermark
+        return Partition(partition_index=topic_partition.partition, start_offset=share_partition.start_offset,
+                         leader_epoch=share_partition.leader_epoch,
+                         lag=high_watermark - share_partition.start_offset - share_partition.done_in_flight())
 
     # -- the partition leaders' ----------------------------------------------------------------------------------
 
