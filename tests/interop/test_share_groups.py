@@ -15,11 +15,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfk.testing.apache_kafka import ApacheKafka
 from kfk.testing.broker import BrokerProcess, start_broker
+from kfk.protocol.messages.share_fetch import ShareFetchRequest
 from kfk.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kfk.testing.plugin import TEST_OVERRIDES
 from tests.interop.differential import BrokerSession
 from tests.interop.jvm import java_programs, kafka_tool, run_program, unique_name  # noqa: F401
-from tests.interop.scenarios import create_topic, share_join
+from tests.interop.scenarios import create_topic, produce, records, share_join, topic_id
 
 SHARE_CONFIG = {
     "group.share.delivery.count.limit": "2",
@@ -66,8 +67,9 @@ def test_java_share_consumer_against_apache_kafka(tmp_path_factory: pytest.TempP
 
 
 def test_kafka_share_groups_tool_lists_and_describes_kfk_share_groups(share_server: BrokerProcess) -> None:
-    """Apache Kafka 4.4.0's kafka-share-groups.sh over kfk: --list, --describe --members and --state (two members
-    joined with ShareGroupHeartbeat; they stay members for the 45 s session timeout, longer than the tool runs)."""
+    """Apache Kafka 4.4.0's kafka-share-groups.sh over kfk: --list, --describe --members, --state and --offsets (two
+    members joined with ShareGroupHeartbeat; they stay members for the 45 s session timeout, longer than the tool
+    runs)."""
     group, topic = unique_name("share-tool"), unique_name("share-tool")
     bootstrap = share_server.bootstrap_servers
     with BrokerSession(bootstrap, "") as session:
@@ -75,6 +77,15 @@ def test_kafka_share_groups_tool_lists_and_describes_kfk_share_groups(share_serv
         share_join(session, group, topic, "member-a")
         share_join(session, group, topic, "member-b")
         session.call(ShareGroupHeartbeatRequest(group_id=group, member_id="member-a", member_epoch=2), 1)
+        # member-a reads 3 records of partition 0 (the group starts at its end: open the session first).
+        the_id = topic_id(session, topic)
+        for epoch in (0, 1):
+            if epoch:
+                produce(session, topic, records(count=3))
+            session.call(ShareFetchRequest(
+                group_id=group, member_id="member-a", share_session_epoch=epoch, max_wait_ms=1000, min_bytes=1,
+                max_records=10, batch_size=10, topics=[ShareFetchRequest.FetchTopic(topic_id=the_id, partitions=[
+                    ShareFetchRequest.FetchPartition(partition_index=0)])]), 1)
 
     def tool(*args: str) -> list[str]:
         return kafka_tool("share-groups", ["--bootstrap-server", bootstrap, *args]).stdout.splitlines()
@@ -90,4 +101,9 @@ def test_kafka_share_groups_tool_lists_and_describes_kfk_share_groups(share_serv
     assert tool("--describe", "--group", group, "--state")[1:] == [
         f"{'GROUP':<{len(group)}} COORDINATOR (ID)          STATE           #MEMBERS",
         f"{group} {f'127.0.0.1:{port}  (1)':<25} Stable          2",
+    ]
+    # Acquired, not yet acknowledged: the share-partition start offset is still 0 and the 3 records are the lag.
+    assert tool("--describe", "--group", group, "--offsets", "--verbose")[1:] == [
+        f"{'GROUP':<{len(group)}} {'TOPIC':<{len(topic)}} PARTITION  LEADER-EPOCH  START-OFFSET  LAG",
+        f"{group} {topic} 0          0             0             3",
     ]
