@@ -7,6 +7,8 @@ acquisition lock (the lock check waits that long once).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -66,10 +68,10 @@ def test_java_share_consumer_against_apache_kafka(tmp_path_factory: pytest.TempP
         assert run_checks(node.bootstrap_server, java_programs) == EXPECTED
 
 
-def test_kafka_share_groups_tool_lists_and_describes_kfk_share_groups(share_server: BrokerProcess) -> None:
-    """Apache Kafka 4.4.0's kafka-share-groups.sh over kfk: --list, --describe --members, --state and --offsets (two
-    members joined with ShareGroupHeartbeat; they stay members for the 45 s session timeout, longer than the tool
-    runs)."""
+def test_share_groups_tools_list_and_describe_kfk_share_groups(share_server: BrokerProcess) -> None:
+    """Apache Kafka 4.4.0's kafka-share-groups.sh over kfk, and `kfk share-groups` printing the same lines: --list,
+    --describe --members, --state and --offsets (two members joined with ShareGroupHeartbeat; they stay members for
+    the 45 s session timeout, longer than the tools run)."""
     group, topic = unique_name("share-tool"), unique_name("share-tool")
     bootstrap = share_server.bootstrap_servers
     with BrokerSession(bootstrap, "") as session:
@@ -88,7 +90,16 @@ def test_kafka_share_groups_tool_lists_and_describes_kfk_share_groups(share_serv
                     ShareFetchRequest.FetchPartition(partition_index=0)])]), 1)
 
     def tool(*args: str) -> list[str]:
-        return kafka_tool("share-groups", ["--bootstrap-server", bootstrap, *args]).stdout.splitlines()
+        """Kafka's tool's lines, which `kfk share-groups` must print the same."""
+        lines = kafka_tool("share-groups", ["--bootstrap-server", bootstrap, *args]).stdout.splitlines()
+        ours = subprocess.run([sys.executable, "-m", "kfk", "share-groups", "--bootstrap-server", bootstrap, *args],
+                              capture_output=True, text=True, timeout=60)
+        assert ours.returncode == 0, ours.stderr
+        if args[0] == "--list":  # other tests' groups come and go on the shared broker
+            assert group in ours.stdout.splitlines()
+        else:
+            assert ours.stdout.splitlines() == lines
+        return lines
 
     assert group in tool("--list")
     assert tool("--describe", "--group", group, "--members") == [
@@ -107,3 +118,4 @@ def test_kafka_share_groups_tool_lists_and_describes_kfk_share_groups(share_serv
         f"{'GROUP':<{len(group)}} {'TOPIC':<{len(topic)}} PARTITION  LEADER-EPOCH  START-OFFSET  LAG",
         f"{group} {topic} 0          0             0             3",
     ]
+    assert tool("--describe", "--group", group)[2:] == [f"{group} {topic} 0          0             3"]
