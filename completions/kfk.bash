@@ -44,6 +44,7 @@ _kfk() {
                 "kfk server") path="kfk server" ;;
                 "kfk server start") path="kfk server start" ;;
                 "kfk server stop") path="kfk server stop" ;;
+                "kfk share-groups") path="kfk share-groups" ;;
                 "kfk spark-export") path="kfk spark-export" ;;
                 "kfk storage") path="kfk storage" ;;
                 "kfk storage format") path="kfk storage format" ;;
@@ -67,7 +68,7 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="acls cluster configs connect console-consume console-produce consumer-groups delegation-tokens dump-log features leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="acls cluster configs connect console-consume console-produce consumer-groups delegation-tokens dump-log features leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server share-groups spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk acls") words="--add --allow-host --allow-principal --bootstrap-server --cluster --command-config --consumer --debug --delegation-token --deny-host --deny-principal --force --group --help --idempotent --list --operation --principal --producer --remove --resource-pattern-type --topic --transactional-id --user-principal"; files="--command-config" ;;
         "kfk cluster") words="cluster-id describe unregister --help"; files="" ;;
         "kfk cluster cluster-id") words="--bootstrap-server --command-config --config --debug --help -c"; files="--command-config --config -c" ;;
@@ -104,6 +105,7 @@ _kfk() {
         "kfk server") words="start stop --help"; files="" ;;
         "kfk server start") words="--help --log-format --log-level --override"; files="" ;;
         "kfk server stop") words="--help --log-dir"; files="--log-dir" ;;
+        "kfk share-groups") words="--all-groups --bootstrap-server --command-config --debug --describe --group --help --list --members --offsets --state --timeout --verbose"; files="--command-config" ;;
         "kfk spark-export") words="--bootstrap-server --checkpoint --command-config --debug --decode --ending-offsets --fail-on-data-loss --format --help --include-headers --isolation-level --json --log-dir --master --max-offsets-per-trigger --min-partitions --no-fail-on-data-loss --option --output --overwrite --partition-by --pattern --schema-registry-url --spark-conf --starting-offsets --stream --topic --trigger --value-format --value-schema --verbose -f -o -t"; files="--command-config --log-dir" ;;
         "kfk storage") words="format random-uuid --help"; files="" ;;
         "kfk storage format") words="--add-scram --cluster-id --config --feature --help --ignore-formatted --initial-controllers --no-initial-controllers --override --release-version --standalone -I -N -S -c -f -g -r -s -t"; files="" ;;

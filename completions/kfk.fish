@@ -76,6 +76,8 @@ function __kfk_path
                 set path kfk server start
             case 'kfk server stop'
                 set path kfk server stop
+            case 'kfk share-groups'
+                set path kfk share-groups
             case 'kfk spark-export'
                 set path kfk spark-export
             case 'kfk storage'
@@ -136,6 +138,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk'" -a perf-test -d 'Measure produce 
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a reassign-partitions -d 'Move partitions between brokers: generate, execute, verify or cancel a reassignment'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a schema-registry -d 'A schema registry (Confluent\'s REST API) storing schemas in Kafka.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a server -d 'Run or stop a kfk broker.'
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a share-groups -d 'Share groups (KIP-932): kafka-share-groups.sh\'s --list and --describe.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a spark-export -d 'Export topics to files through Spark (PySpark and kfk\'s pure-Python Kafka source), exactly once.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a storage -d 'Format log directories.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a topics -d 'Create, list, describe, change and delete topics (kafka-topics.sh): `kfk topics describe --topic t` or, as Kafka spells it, `kfk topics --describe --topic t`.'
@@ -483,6 +486,19 @@ complete -c kfk -n "test (__kfk_path) = 'kfk server start'" -l log-format -r -d 
 complete -c kfk -n "test (__kfk_path) = 'kfk server start'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk server stop'" -l log-dir -r -F -d 'The log dir of the broker to stop (its kfk.pid is there).'
 complete -c kfk -n "test (__kfk_path) = 'kfk server stop'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l list -d 'List the share groups.'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l describe -d 'Start offsets and lag, members or state of --group.'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l group -r -d 'A group id (repeatable).'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l all-groups -d 'Every share group (with --describe).'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l offsets -d 'With --describe: each partition\'s start offset and lag (the default).'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l members -d 'With --describe: the members.'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l state -d 'With --describe: coordinator, state and size.'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l verbose -d 'With --describe --offsets: the leader epochs too.'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l bootstrap-server -r -d 'host:port of a broker to connect to (several separated by commas).'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l command-config -r -F -d 'A properties file of client settings (security, timeouts...).'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l timeout -r -d 'Timeout of each call to the cluster (ms).'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l debug -d 'Show the full traceback on errors.'
+complete -c kfk -n "test (__kfk_path) = 'kfk share-groups'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l output -r -d 'Directory (or, with --stream, any Spark URI) to write to.'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -s o -r -d 'Directory (or, with --stream, any Spark URI) to write to.'
 complete -c kfk -n "test (__kfk_path) = 'kfk spark-export'" -l topic -r -d 'A topic to export (repeatable).'

@@ -32,6 +32,7 @@ from kfk.commands import (
     reassign,
     schema_registry,
     server,
+    share_groups,
     spark,
     storage,
     topics,
@@ -91,6 +92,7 @@ app.add_typer(topics.app, name="topics")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(console.app)
 app.add_typer(groups.app)
+app.add_typer(share_groups.app)
 app.add_typer(configs.app)
 app.add_typer(acls.app)
 app.add_typer(delegation_tokens.app)

@@ -95,6 +95,7 @@ def _ignored(why: str, names: Iterable[str]) -> dict[str, Unsupported]:
 
 _SERVER = "kfk.server.broker"
 _GROUP = "kfk.coordinator.group.config"
+_SHARE_GROUP = "kfk.coordinator.group.share_group"  # checks the bounds; the broker hands the values on
 _TXN = "kfk.coordinator.transaction.config"
 _FETCHER = "kfk.replication.replica_fetcher"
 _CONTROLLER = "kfk.controller.quorum_controller"
@@ -215,6 +216,15 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "group.consumer.min.heartbeat.interval.ms": (_GROUP,),
     "group.consumer.max.heartbeat.interval.ms": (_GROUP,),
     "group.consumer.max.size": (_GROUP,),
+    # share groups (KIP-932)
+    **{key: (_SHARE_GROUP, _SERVER) for key in (
+        "group.share.delivery.count.limit", "group.share.record.lock.duration.ms",
+        "group.share.partition.max.record.locks", "group.share.max.size", "group.share.session.timeout.ms",
+        "group.share.heartbeat.interval.ms")},
+    **{key: (_SHARE_GROUP,) for key in (
+        "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms",
+        "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms",
+        "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms")},
     # transactions
     "transaction.state.log.num.partitions": (_TXN,),
     "transaction.state.log.replication.factor": (_TXN,),
@@ -291,13 +301,7 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
         "remote.log.metadata.manager.listener.name", "remote.log.reader.max.pending.tasks",
         "remote.log.reader.threads", "remote.log.storage.manager.class.name", "remote.log.storage.manager.class.path",
         "remote.log.storage.manager.impl.prefix", "remote.log.storage.system.enable")),
-    **_feature(_SHARE_GROUPS, (
-        "group.share.delivery.count.limit", "group.share.heartbeat.interval.ms", "group.share.max.groups",
-        "group.share.max.heartbeat.interval.ms", "group.share.max.record.lock.duration.ms",
-        "group.share.max.session.timeout.ms", "group.share.max.size", "group.share.min.heartbeat.interval.ms",
-        "group.share.min.record.lock.duration.ms", "group.share.min.session.timeout.ms",
-        "group.share.partition.max.record.locks", "group.share.record.lock.duration.ms",
-        "group.share.session.timeout.ms", "share.fetch.purgatory.purge.interval.requests")),
+    **_feature(_SHARE_GROUPS, ("group.share.max.groups", "share.fetch.purgatory.purge.interval.requests")),
     # Kafka 4.0's own sample server.properties sizes the share coordinator's topic: a file copied from it must start,
     # so these settings of a coordinator kfk does not have are warned about, not refused.
     **_feature_ignored("share groups (KIP-932) are not supported by kfk, so there is no share coordinator nor "

@@ -117,6 +117,9 @@ from kfk.protocol.messages.describe_delegation_token import (DescribeDelegationT
                                                               DescribeDelegationTokenResponse)
 from kfk.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from kfk.protocol.messages.describe_share_group_offsets import (DescribeShareGroupOffsetsRequest,
+                                                                DescribeShareGroupOffsetsResponse)
+from kfk.protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from kfk.protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest
@@ -878,6 +881,57 @@ class Admin:
                                              member.client_id, member.client_host, assignment))
         return ConsumerGroupDescription(group.group_id, group.group_state, group.protocol_type, group.protocol_data,
                                         members, COORDINATOR_ID_BASE - coordinator)
+
+    # --- share groups (KIP-932) --------------------------------------------------------------------------------------
+
+    def describe_share_groups(self, group_ids: Iterable[str], timeout_ms: float | None = None
+                              ) -> dict[str, ConsumerGroupDescription]:
+        """ShareGroupDescribe of each group at its coordinator (protocol type "share"); GroupIdNotFoundError for a
+        group that is not a share group."""
+        group_ids = list(group_ids)
+
+        async def call(deadline: float) -> dict[str, ConsumerGroupDescription]:
+            result: dict[str, ConsumerGroupDescription] = {}
+            for group_id in group_ids:
+                coordinator = await find_coordinator(self._network, group_id,
+                                                     timeout_ms=max(deadline - monotonic_ms(), 1))
+                response = await self._network.send(coordinator, ShareGroupDescribeRequest(group_ids=[group_id]))
+                assert isinstance(response, ShareGroupDescribeResponse)
+                group = response.groups[0]
+                if group.error_code != ErrorCode.NONE:
+                    raise response_error(group.error_code, f"group {group_id!r}", group.error_message)
+                members = [MemberDescription(member.member_id, None, member.client_id, member.client_host,
+                                             sorted(TopicPartition(topic.topic_name, partition)
+                                                    for topic in member.assignment.topic_partitions
+                                                    for partition in topic.partitions))
+                           for member in group.members]
+                result[group_id] = ConsumerGroupDescription(group.group_id, group.group_state, "share",
+                                                            group.assignor_name, members,
+                                                            COORDINATOR_ID_BASE - coordinator)
+            return result
+
+        return self._run(call, timeout_ms)
+
+    def list_share_group_offsets(self, group_id: str, timeout_ms: float | None = None
+                                 ) -> dict[TopicPartition, tuple[int, int, int]]:
+        """DescribeShareGroupOffsets of every partition the group has state for: (share-partition start offset,
+        leader epoch, lag) per partition, -1 where unknown."""
+
+        async def call(deadline: float) -> dict[TopicPartition, tuple[int, int, int]]:
+            coordinator = await find_coordinator(self._network, group_id, timeout_ms=max(deadline - monotonic_ms(), 1))
+            Group = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
+            response = await self._network.send(coordinator, DescribeShareGroupOffsetsRequest(
+                groups=[Group(group_id=group_id, topics=None)]))
+            assert isinstance(response, DescribeShareGroupOffsetsResponse)
+            group = response.groups[0]
+            if group.error_code != ErrorCode.NONE:
+                raise response_error(group.error_code, f"group {group_id!r}", group.error_message)
+            return {TopicPartition(topic.topic_name, partition.partition_index):
+                    (partition.start_offset, partition.leader_epoch, partition.lag)
+                    for topic in group.topics for partition in topic.partitions
+                    if partition.error_code == ErrorCode.NONE}
+
+        return self._run(call, timeout_ms)
 
     def list_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None,
                                     timeout_ms: float | None = None) -> dict[TopicPartition, OffsetAndMetadata]:

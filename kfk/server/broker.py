@@ -21,6 +21,7 @@ import logging
 import os
 import signal
 import ssl
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from kfk.controller.producer_ids import ProducerIdManager, ProducerIdsBlock
 from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.service import GroupCoordinatorService
+from kfk.coordinator.group.share_group import ShareGroupConfig, ShareGroupCoordinator, check_share_group_configs
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaError, KafkaStorageError, raise_for_code
@@ -47,6 +49,7 @@ from kfk.metadata.cache import MetadataCache
 from kfk.metadata.image import MetadataImage
 from kfk.security.sasl import SaslClient
 from kfk.security.sasl.settings import SASL_PROTOCOLS, controller_sasl, inter_broker_sasl
+from kfk.replication.share_partition import SharePartitionConfig
 from kfk.replication.broker_channel import BrokerChannel
 from kfk.replication.replica_manager import ReplicaManager
 from kfk.replication.stray_replicas import mark_stray_logs
@@ -90,6 +93,7 @@ from kfk.server.handlers.fetch import FetchHandler
 from kfk.server.handlers.find_coordinator import FindCoordinatorHandler
 from kfk.server.handlers.consumer_groups import ConsumerGroupsHandler
 from kfk.server.handlers.groups import GroupsHandler
+from kfk.server.handlers.share_groups import ShareGroupsHandler
 from kfk.server.handlers.leadership import LeadershipHandler
 from kfk.server.handlers.list_offsets import ListOffsetsHandler
 from kfk.server.handlers.metadata import MetadataHandler
@@ -126,6 +130,20 @@ CONTROLLED_SHUTDOWN_RETRY_BACKOFF_S = 0.5
 CREATE_TOPICS_FORWARD_VERSION = 7
 #: How much longer a WriteTxnMarkers request to another broker waits than that broker's acks=-1 append may take.
 MARKER_REQUEST_MARGIN_MS = 5_000
+
+
+def _share_group_config(config: BrokerConfig) -> ShareGroupConfig:
+    """The share groups' settings, once checked against Kafka's bounds."""
+    check_share_group_configs(lambda key: config.values[key])
+    return ShareGroupConfig(session_timeout_ms=config.values["group.share.session.timeout.ms"],
+                            heartbeat_interval_ms=config.values["group.share.heartbeat.interval.ms"],
+                            max_size=config.values["group.share.max.size"])
+
+
+def _share_partition_config(config: BrokerConfig) -> SharePartitionConfig:
+    return SharePartitionConfig(record_lock_duration_ms=config.values["group.share.record.lock.duration.ms"],
+                                delivery_count_limit=config.values["group.share.delivery.count.limit"],
+                                max_record_locks=config.values["group.share.partition.max.record.locks"])
 
 
 class BrokerServer:
@@ -241,7 +259,9 @@ class BrokerServer:
             DescribeLogDirsHandler(replica_manager, auth),
             FindCoordinatorHandler(metadata_cache, controller, group_coordinator, transaction_coordinator,
                                    self.node_id, auth),
-            GroupsHandler(group_coordinator, auth),
+            GroupsHandler(group_coordinator, auth, self.share_groups),
+            ShareGroupsHandler(self.share_groups, group_coordinator, replica_manager, metadata_cache,
+                               _share_partition_config(config), system_time_ms, auth),
             OffsetsHandler(metadata_cache, group_coordinator, auth),
             TransactionsHandler(transaction_coordinator, group_coordinator, replica_manager, metadata_cache,
                                 self.txn_marker_writer, self.txn_verifier, auth),
@@ -693,7 +713,14 @@ class BrokerServer:
             return hosted.log if hosted is not None and hosted.is_leader else None
 
         self.group_coordinator = GroupCoordinatorService(config, self.node_id, append, log_of, system_time_ms)
+        self.share_groups = ShareGroupCoordinator(_share_group_config(self.config), self._share_topic,
+                                                  system_time_ms)
         self.metadata_cache.subscribe(self.group_coordinator.on_metadata_update)
+
+    def _share_topic(self, name: str) -> tuple[uuid.UUID, int] | None:
+        """A topic's id and partition count, for the share groups' assignor."""
+        topic = self.metadata_cache.image.topic(name)
+        return (topic.topic_id, len(topic.partitions)) if topic is not None else None
 
     async def _stop_group_coordinator(self) -> None:
         if self.group_coordinator is not None:

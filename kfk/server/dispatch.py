@@ -107,6 +107,11 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_DELEGATION_TOKEN: VersionRange(1, 3),  # handlers/delegation_tokens.py
     ApiKey.UNREGISTER_BROKER: VersionRange(0, 0),  # handlers/unregister_broker.py
     ApiKey.UPDATE_FEATURES: VersionRange(0, 2),  # handlers/features.py
+    ApiKey.SHARE_GROUP_HEARTBEAT: VersionRange(1, 1),  # handlers/share_groups.py
+    ApiKey.SHARE_GROUP_DESCRIBE: VersionRange(1, 1),  # handlers/share_groups.py
+    ApiKey.SHARE_FETCH: VersionRange(1, 2),  # handlers/share_groups.py
+    ApiKey.SHARE_ACKNOWLEDGE: VersionRange(1, 2),  # handlers/share_groups.py
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: VersionRange(0, 1),  # handlers/share_groups.py
 }
 
 #: The consumer group protocol's APIs (KIP-848): served only while group.coordinator.rebalance.protocols names it.

@@ -50,6 +50,7 @@ TOOL_MAIN_CLASSES = {
     "console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
     "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "dump-log": "org.apache.kafka.tools.DumpLogSegments",

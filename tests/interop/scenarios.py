@@ -76,6 +76,11 @@ from kfk.protocol.messages.produce import ProduceRequest
 from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest
 from kfk.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from kfk.protocol.messages.sasl_handshake import SaslHandshakeRequest
+from kfk.protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
+from kfk.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+from kfk.protocol.messages.share_fetch import ShareFetchRequest
+from kfk.protocol.messages.share_group_describe import ShareGroupDescribeRequest
+from kfk.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kfk.protocol.messages.sync_group import SyncGroupRequest
 from kfk.protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from kfk.protocol.messages.write_txn_markers import WriteTxnMarkersRequest
@@ -1462,6 +1467,131 @@ def describe_client_quotas(session: BrokerSession, version: int) -> None:
                  version, "DescribeClientQuotas of a client-id without quotas")
 
 
+# --- share groups (KIP-932) ----------------------------------------------------------------------------------------
+
+def share_join(session: BrokerSession, group: str, topic: str, member_id: str) -> None:
+    """A share group member's first heartbeat, unrecorded: Apache Kafka assigns a partition only once its share
+    coordinator has initialized the partition's state, a moment later (so the epochs and assignments it answers
+    depend on the moment; kfk assigns at once)."""
+    find_group_coordinator(session, group)
+    session.call(ShareGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=0,
+                                            subscribed_topic_names=[topic]), 1, record=False)
+
+
+def share_warm_up(session: BrokerSession, timeout: float = 60.0) -> None:
+    """Once per session, unrecorded: wait until a share group gets records. Apache Kafka creates its share
+    coordinator's __share_group_state topic for the first share group, and until that one's partitions are
+    initialized the group reads nothing (a moment that depends on the machine)."""
+    if getattr(session, "share_warmed_up", False):
+        return
+    name = session.name("share-warm-up")
+    create_topic(session, name)
+    member_id = str(uuid.uuid4())
+    share_join(session, name, name, member_id)
+    the_id = topic_id(session, name)
+    deadline = time.monotonic() + timeout
+    for epoch in range(1_000_000):
+        session.call(ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[ProduceRequest.TopicProduceData(
+            name=name, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records(1))])]), 9,
+            record=False)
+        response = session.call(ShareFetchRequest(
+            group_id=name, member_id=member_id, share_session_epoch=epoch, max_wait_ms=500, min_bytes=1,
+            max_records=100, batch_size=100, topics=[ShareFetchRequest.FetchTopic(topic_id=the_id, partitions=[
+                ShareFetchRequest.FetchPartition(partition_index=0)])]), 1, record=False)
+        if response is not None and any(p.acquired_records for t in response.responses for p in t.partitions):
+            session.share_warmed_up = True
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no share group reads records after {timeout}s")
+
+
+def share_group_heartbeat(session: BrokerSession, version: int) -> None:
+    group, topic = session.name(f"share-heartbeat-v{version}"), session.name(f"share-heartbeat-v{version}")
+    create_topic(session, topic, partitions=3)
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    share_join(session, group, topic, first)
+    share_join(session, group, topic, second)
+
+    def beat(label: str, member_id: str, member_epoch: int, topics: list[str] | None = None,
+             group_id: str = group) -> None:
+        session.call(ShareGroupHeartbeatRequest(group_id=group_id, member_id=member_id, member_epoch=member_epoch,
+                                                subscribed_topic_names=topics), version, label)
+
+    beat("ShareGroupHeartbeat of an unknown member", str(uuid.uuid4()), 5)
+    beat("ShareGroupHeartbeat joining without a subscription", str(uuid.uuid4()), 0)
+    beat("ShareGroupHeartbeat without a member id", "", 0, [topic])
+    beat("ShareGroupHeartbeat without a group id", first, 0, [topic], group_id="")
+    beat("ShareGroupHeartbeat: the second member leaves", second, -1)
+    session.call(ListGroupsRequest(states_filter=[], types_filter=["share"]), 5, "ListGroups of share groups")
+    keep_own(session, "groups", "group_id", "share-")
+    session.call(DescribeGroupsRequest(groups=[group], include_authorized_operations=False), 5,
+                 "DescribeGroups v5 of a share group")
+    session.call(DescribeGroupsRequest(groups=[group], include_authorized_operations=False), 6,
+                 "DescribeGroups v6 of a share group")
+
+
+def share_group_describe(session: BrokerSession, version: int) -> None:
+    session.call(ShareGroupDescribeRequest(group_ids=[session.name(f"share-describe-missing-v{version}")],
+                                           include_authorized_operations=True), version,
+                 "ShareGroupDescribe of an unknown group")
+
+
+def share_records(session: BrokerSession, api: str, fetch_version: int, acknowledge_version: int,
+                  offsets_version: int = 0) -> None:
+    """One member through a share session: acquire, acknowledge, and the session errors; `api` names the topic and
+    group after the API whose versions the run goes through."""
+    share_warm_up(session)
+    name = session.name(f"share-records-{api}-f{fetch_version}-a{acknowledge_version}-o{offsets_version}")
+    create_topic(session, name)
+    member_id = str(uuid.uuid4())
+    share_join(session, name, name, member_id)
+    the_id = topic_id(session, name)
+    Fetch, Ack = ShareFetchRequest, ShareAcknowledgeRequest
+
+    def fetch(label: str | None, epoch: int, acks: list | None = None, max_wait_ms: int = 5000,
+              member: str = member_id, partitions: bool = True) -> None:
+        topics = [Fetch.FetchTopic(topic_id=the_id, partitions=[Fetch.FetchPartition(
+            partition_index=0, acknowledgement_batches=acks or [])])] if partitions else []
+        session.call(Fetch(group_id=name, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms,
+                           min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100, topics=topics),
+                     fetch_version, label or "", record=label is not None)
+
+    def acknowledge(label: str, epoch: int, first: int, last: int, types: list[int]) -> None:
+        session.call(Ack(group_id=name, member_id=member_id, share_session_epoch=epoch, topics=[Ack.AcknowledgeTopic(
+            topic_id=the_id, partitions=[Ack.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                Ack.AcknowledgementBatch(first_offset=first, last_offset=last, acknowledge_types=types)])])]),
+            acknowledge_version, label)
+
+    def describe_offsets() -> None:
+        Group, Topic = (DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup,
+                        DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic)
+        session.call(DescribeShareGroupOffsetsRequest(groups=[
+            Group(group_id=name, topics=[Topic(topic_name=name, partitions=[0])])]), offsets_version,
+            "DescribeShareGroupOffsets of a partition the group read")
+        session.call(DescribeShareGroupOffsetsRequest(groups=[Group(group_id=name, topics=None)]), offsets_version,
+                     "DescribeShareGroupOffsets of every topic of the group")
+        session.call(DescribeShareGroupOffsetsRequest(groups=[Group(
+            group_id=session.name("share-offsets-unknown-group"), topics=[Topic(topic_name=name, partitions=[0])])]),
+            offsets_version, "DescribeShareGroupOffsets of an unknown group")
+
+    # Opening the session starts the group on the (empty) partition: what Apache Kafka answers depends on whether
+    # its share coordinator has initialized the partition yet, so it is not compared.
+    fetch(None, 0, max_wait_ms=1000)
+    produce(session, name, records(count=3))
+    fetch("ShareFetch acquiring three records", 1)
+    acknowledge("ShareAcknowledge accepting two records and releasing one", 2, 0, 2, [1, 1, 2])
+    if api == "offsets":
+        describe_offsets()  # the start offset at the released record, the lag of that one record
+    fetch("ShareFetch acquiring the released record again", 3)
+    acknowledge("ShareAcknowledge with a stale session epoch", 3, 2, 2, [1])
+    acknowledge("ShareAcknowledge rejecting the redelivered record", 4, 2, 2, [3])
+    acknowledge("ShareAcknowledge of records done with", 5, 0, 2, [1])
+    acknowledge("ShareAcknowledge opening a session", 0, 0, 0, [1])
+    fetch("ShareFetch of a member without a session", 1, member=str(uuid.uuid4()))
+    fetch("ShareFetch closing the share session", -1, partitions=False)
+    fetch("ShareFetch after the session closed", 6)
+
+
 SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.API_VERSIONS, api_versions),
     (ApiKey.API_VERSIONS, lambda session, version: unsupported_versions(session, version) if version == 0
@@ -1526,4 +1656,9 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.DELETE_ACLS, delete_acls),
     (ApiKey.ALTER_CLIENT_QUOTAS, alter_client_quotas),
     (ApiKey.DESCRIBE_CLIENT_QUOTAS, describe_client_quotas),
+    (ApiKey.SHARE_GROUP_HEARTBEAT, share_group_heartbeat),
+    (ApiKey.SHARE_GROUP_DESCRIBE, share_group_describe),
+    (ApiKey.SHARE_FETCH, lambda session, version: share_records(session, "fetch", version, 1)),
+    (ApiKey.SHARE_ACKNOWLEDGE, lambda session, version: share_records(session, "acknowledge", 1, version)),
+    (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, lambda session, version: share_records(session, "offsets", 1, 1, version)),
 ]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from kfk.coordinator.group.classic_group import ClassicGroupState
 from kfk.coordinator.group.service import GroupCoordinatorService
+from kfk.coordinator.group.share_group import ShareGroupCoordinator
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
@@ -50,9 +51,11 @@ GROUP_OPERATIONS = (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIB
 
 
 class GroupsHandler:
-    def __init__(self, group_coordinator: GroupCoordinatorService, auth: RequestAuthorizer = ALLOW_ALL) -> None:
+    def __init__(self, group_coordinator: GroupCoordinatorService, auth: RequestAuthorizer = ALLOW_ALL,
+                 share_groups: ShareGroupCoordinator | None = None) -> None:
         self.group_coordinator = group_coordinator
         self.auth = auth
+        self.share_groups = share_groups
 
     def _may(self, context: RequestContext, operation: AclOperation, group_id: str) -> bool:
         return self.auth.authorize(context, operation, ResourceType.GROUP, group_id)
@@ -111,6 +114,12 @@ class GroupsHandler:
     async def list_groups(self, context: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
         error, groups = self.group_coordinator.list_groups(list(request.states_filter or ()),
                                                            list(request.types_filter or ()))
+        if self.share_groups is not None:
+            coordinator = self.group_coordinator.coordinator
+            groups += [group for group in self.share_groups.list_groups(
+                {state.lower() for state in request.states_filter or ()},
+                {group_type.lower() for group_type in request.types_filter or ()})
+                if coordinator.coordinator_error(group.group_id) == ErrorCode.NONE]
         if not self.auth.authorize(context, AclOperation.DESCRIBE, ResourceType.CLUSTER):
             describable = self.auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.GROUP,
                                                      (group.group_id for group in groups))
@@ -124,6 +133,13 @@ class GroupsHandler:
             if not self._may(context, AclOperation.DESCRIBE, group_id):
                 described.append(DescribeGroupsResponse.DescribedGroup(
                     error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
+                continue
+            if self.share_groups is not None and group_id in self.share_groups.groups:
+                # Kafka describes only classic groups here: another type of group is one it does not find.
+                described.append(DescribeGroupsResponse.DescribedGroup(
+                    error_code=ErrorCode.GROUP_ID_NOT_FOUND if context.api_version >= 6 else ErrorCode.NONE,
+                    error_message=f"Group {group_id} is not a classic group." if context.api_version >= 6
+                    else None, group_id=group_id, group_state=ClassicGroupState.DEAD.value))
                 continue
             group = self.group_coordinator.describe_group(group_id)
             if group.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
@@ -149,8 +165,11 @@ class GroupsHandler:
 
     async def delete_groups(self, context: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
         deletable = self.auth.authorized_names(context, AclOperation.DELETE, ResourceType.GROUP, request.groups_names)
+        share_results = {name: error for name in request.groups_names if name in deletable
+                         and self.share_groups is not None and (error := self.share_groups.delete(name)) is not None}
         results = await self.group_coordinator.delete_groups([name for name in request.groups_names
-                                                              if name in deletable])
+                                                              if name in deletable and name not in share_results])
+        results.update(share_results)
         results.update((name, ErrorCode.GROUP_AUTHORIZATION_FAILED) for name in request.groups_names
                        if name not in deletable)
         return DeleteGroupsResponse(results=[DeleteGroupsResponse.DeletableGroupResult(group_id=group_id,

@@ -1,0 +1,179 @@
+"""Share partitions (KIP-932): what one share group has consumed of one partition, kept by the partition leader.
+
+The share-partition start offset (SPSO) is the first offset not yet done with; the end offset (SPEO) the next one
+never handed out. Between them every record is in flight: AVAILABLE (to be handed out again), ACQUIRED by one member
+until it acknowledges it or its acquisition lock (`group.share.record.lock.duration.ms`) expires, ACKNOWLEDGED or
+ARCHIVED (done with: accepted, rejected, or delivered `group.share.delivery.count.limit` times). The start offset
+moves past the records done with; at most `group.share.partition.max.record.locks` records are in flight, so a
+member that holds records back cannot make the leader track an unbounded window.
+
+State is per record (the window is bounded by the record locks); Kafka keeps batches where it can, which the wire
+does not show: acquired records go out as (first offset, last offset, delivery count) ranges either way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import struct
+from typing import Iterable, Iterator
+
+from kfk.errors import ErrorCode
+
+#: ShareFetch/ShareAcknowledge acknowledge types (KIP-932; RENEW is KIP-1222's).
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
+
+_BATCH_HEADER = struct.Struct(">qi")  # base offset, batch length
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_POSITION = 23
+
+
+class RecordState(enum.Enum):
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class SharePartitionConfig:
+    record_lock_duration_ms: int = 30000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 200
+
+
+@dataclasses.dataclass(slots=True)
+class InFlightRecord:
+    state: RecordState = RecordState.AVAILABLE
+    delivery_count: int = 0
+    member_id: str | None = None
+    lock_deadline_ms: int = 0
+
+
+def batch_offset_ranges(records: bytes) -> Iterator[tuple[int, int, int, int]]:
+    """(base offset, last offset, start, end) of each whole v2 batch in `records` (a log read, which may end in a
+    partial batch): what the records' offsets are, and where each batch lies to send on only those acquired."""
+    position, size = 0, len(records)
+    while position + 27 <= size:
+        base_offset, length = _BATCH_HEADER.unpack_from(records, position)
+        end = position + 12 + length
+        if end > size:
+            return
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(records, position + _LAST_OFFSET_DELTA_POSITION)
+        yield base_offset, base_offset + delta, position, end
+        position = end
+
+
+def _ranges(offsets: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(offset, delivery count) pairs, ascending, as (first, last, delivery count) ranges."""
+    ranges: list[tuple[int, int, int]] = []
+    for offset, count in offsets:
+        if ranges and ranges[-1][1] == offset - 1 and ranges[-1][2] == count:
+            ranges[-1] = (ranges[-1][0], offset, count)
+        else:
+            ranges.append((offset, offset, count))
+    return ranges
+
+
+class SharePartition:
+    def __init__(self, config: SharePartitionConfig, start_offset: int, leader_epoch: int = -1) -> None:
+        self.config = config
+        self.leader_epoch = leader_epoch  # of the partition leader that started it
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self.records: dict[int, InFlightRecord] = {}
+
+    def _unlock(self, record: InFlightRecord) -> None:
+        """An acquired record given back (released, lock expired, member gone): available again, unless it was
+        delivered as often as the limit allows."""
+        record.member_id = None
+        record.state = RecordState.ARCHIVED if record.delivery_count >= self.config.delivery_count_limit \
+            else RecordState.AVAILABLE
+
+    def expire_locks(self, now_ms: int) -> None:
+        for record in self.records.values():
+            if record.state is RecordState.ACQUIRED and record.lock_deadline_ms <= now_ms:
+                self._unlock(record)
+        self._advance_start()
+
+    def _advance_start(self) -> None:
+        while self.start_offset < self.end_offset:
+            record = self.records.get(self.start_offset)
+            if record is not None and record.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+                break
+            self.records.pop(self.start_offset, None)
+            self.start_offset += 1
+
+    def done_in_flight(self) -> int:
+        """How many records past the start offset are done with (acknowledged or archived): not part of the lag."""
+        return sum(record.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) for record in self.records.values())
+
+    def next_fetch_offset(self) -> int:
+        """Where a read for this share partition starts: the first available record, else the end offset."""
+        available = [offset for offset, record in self.records.items() if record.state is RecordState.AVAILABLE]
+        return min(available, default=self.end_offset)
+
+    def acquire(self, member_id: str, batches: Iterable[tuple[int, int, int, int]], max_records: int, now_ms: int
+                ) -> list[tuple[int, int, int]]:
+        """Acquire for `member_id` what it may have of the records the log read returned (their batches' offset
+        ranges): available in-flight records and records past the end offset, up to `max_records` and the record
+        locks. Returns the acquired (first offset, last offset, delivery count) ranges."""
+        acquired: list[tuple[int, int]] = []
+        deadline = now_ms + self.config.record_lock_duration_ms
+        for base_offset, last_offset, _, _ in batches:
+            for offset in range(max(base_offset, self.start_offset), last_offset + 1):
+                if len(acquired) >= max_records:
+                    break
+                record = self.records.get(offset)
+                if record is None:
+                    # Below the end offset: done with, or no record there. Past it, the offsets the read skipped
+                    # hold no record (the read is contiguous from at most the end offset): compacted away.
+                    if offset < self.end_offset or offset - self.start_offset >= self.config.max_record_locks:
+                        continue
+                    record = self.records[offset] = InFlightRecord()
+                    self.end_offset = offset + 1
+                elif record.state is not RecordState.AVAILABLE:
+                    continue
+                record.state = RecordState.ACQUIRED
+                record.delivery_count += 1
+                record.member_id = member_id
+                record.lock_deadline_ms = deadline
+                acquired.append((offset, record.delivery_count))
+        return _ranges(acquired)
+
+    def acknowledge(self, member_id: str, batches: list[tuple[int, int, list[int]]], now_ms: int) -> ErrorCode:
+        """Apply (first offset, last offset, acknowledge types) batches: one type for the whole range, or one per
+        offset. All or nothing: INVALID_RECORD_STATE when a record is not acquired by `member_id`."""
+        changes: list[tuple[InFlightRecord, int]] = []
+        for first_offset, last_offset, types in batches:
+            if last_offset < first_offset or len(types) not in (1, last_offset - first_offset + 1) \
+                    or any(ack_type not in (GAP, ACCEPT, RELEASE, REJECT, RENEW) for ack_type in types):
+                return ErrorCode.INVALID_REQUEST
+            for index, offset in enumerate(range(first_offset, last_offset + 1)):
+                if offset < self.start_offset:
+                    continue  # done with already: Kafka lets such acknowledgements pass
+                ack_type = types[0] if len(types) == 1 else types[index]
+                record = self.records.get(offset)
+                if record is None or record.state is not RecordState.ACQUIRED or record.member_id != member_id:
+                    if ack_type == GAP and record is None:
+                        continue  # no record there (compacted, a control batch): nothing to do
+                    return ErrorCode.INVALID_RECORD_STATE
+                changes.append((record, ack_type))
+        for record, ack_type in changes:
+            if ack_type in (ACCEPT, GAP):
+                record.state, record.member_id = RecordState.ACKNOWLEDGED, None
+            elif ack_type == REJECT:
+                record.state, record.member_id = RecordState.ARCHIVED, None
+            elif ack_type == RELEASE:
+                self._unlock(record)
+            else:
+                record.lock_deadline_ms = now_ms + self.config.record_lock_duration_ms
+        self._advance_start()
+        return ErrorCode.NONE
+
+    def release_member(self, member_id: str) -> None:
+        """A member's share session closed: what it holds is available to the others again."""
+        for record in self.records.values():
+            if record.state is RecordState.ACQUIRED and record.member_id == member_id:
+                self._unlock(record)
+        self._advance_start()

@@ -1,0 +1,392 @@
+"""Share groups' APIs (KIP-932): ShareGroupHeartbeat (76) and ShareGroupDescribe (77), answered by the group
+coordinator's share groups (kfk.coordinator.group.share_group); ShareFetch (78) and ShareAcknowledge (79), answered
+by the partition leaders' share partitions (kfk.replication.share_partition) through share sessions
+(kfk.server.share_session).
+
+- ShareGroupHeartbeat v1 (Kafka 4.1+: the member id is the client's own), ShareGroupDescribe v1.
+- ShareFetch v1-v2: a member acquires records (each acquired by one member at a time) and piggy-backs the
+  acknowledgements of what it had; v2 adds the acquire mode and lock renewal (RENEW acknowledgements).
+  The read waits, like a Fetch, until min_bytes are readable or max_wait_ms passed.
+- ShareAcknowledge v1-v2: acknowledgements alone (ACCEPT 1, RELEASE 2, REJECT 3, GAP 0; RENEW 4 from v2).
+
+Authorization, as Kafka's: READ on the group for all four (DESCRIBE for ShareGroupDescribe), READ on each topic
+fetched or acknowledged (TOPIC_AUTHORIZATION_FAILED for that partition). Share groups need the `share.version`
+feature at 1 in Kafka 4.4: `share_groups_enabled` is the one check of it; finalized at 0, the four APIs answer
+UNSUPPORTED_VERSION (ApiVersions still advertises them: SHARE_APIS are what it should leave out then).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Callable
+
+from kfk.common.config_types import ConfigResourceType
+from kfk.common.structs import TopicPartition
+from kfk.coordinator.group.service import GroupCoordinatorService
+from kfk.coordinator.group.share_group import ShareGroupCoordinator
+from kfk.errors import ErrorCode, KafkaError
+from kfk.metadata.cache import MetadataCache
+from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.describe_share_group_offsets import (DescribeShareGroupOffsetsRequest,
+                                                                DescribeShareGroupOffsetsResponse)
+from kfk.protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from kfk.protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
+from kfk.protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from kfk.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from kfk.replication.fetch_params import READ_UNCOMMITTED, FetchParams, FetchPartitionRequest
+from kfk.replication.replica_manager import ReplicaManager
+from kfk.replication.share_partition import SharePartition, SharePartitionConfig, batch_offset_ranges
+from kfk.security.acl import AclOperation, ResourceType
+from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
+from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.handlers.groups import GROUP_OPERATIONS
+from kfk.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
+from kfk.server.share_session import FINAL_EPOCH, SharePartitionKey, ShareSession, ShareSessionCache
+
+SHARE_VERSION_FEATURE = "share.version"
+#: The share APIs: what ApiVersions should leave out while share_groups_enabled() is false (Kafka's gating).
+SHARE_APIS = (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH,
+              ApiKey.SHARE_ACKNOWLEDGE)
+#: kfk finalizes share.version 1 unless told otherwise: kfk's share groups need no cluster-wide upgrade step (the
+#: state is the leaders' own), so a cluster without the feature record still serves them.
+DEFAULT_SHARE_VERSION = 1
+#: share.auto.offset.reset, the group config: where a share group starts reading a partition (Kafka's default).
+AUTO_OFFSET_RESET = "share.auto.offset.reset"
+DEFAULT_AUTO_OFFSET_RESET = "latest"
+
+
+def share_groups_enabled(finalized_features: Mapping[str, int]) -> bool:
+    """Whether the share APIs are served: share.version finalized at 1 or more (kfk's default when unset)."""
+    return finalized_features.get(SHARE_VERSION_FEATURE, DEFAULT_SHARE_VERSION) >= 1
+
+
+#: The errors that tell a client to look for the partition's leader: with them goes the leader the broker knows.
+_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+def _leader_on_error(leader_class: type, error: ErrorCode, leader: tuple[int, int]):
+    """current_leader, as Kafka fills it: the leader after a leadership error, else left at its zero default."""
+    if error in _LEADER_ERRORS:
+        return leader_class(leader_id=leader[0], leader_epoch=leader[1])
+    return leader_class()
+
+
+class ShareGroupsHandler:
+    def __init__(self, share_groups: ShareGroupCoordinator, group_coordinator: GroupCoordinatorService,
+                 replica_manager: ReplicaManager, metadata_cache: MetadataCache, partition_config: SharePartitionConfig,
+                 now_ms: Callable[[], int], auth: RequestAuthorizer = ALLOW_ALL) -> None:
+        self.share_groups = share_groups
+        self.group_coordinator = group_coordinator
+        self.replica_manager = replica_manager
+        self.metadata_cache = metadata_cache
+        self.partition_config = partition_config
+        self.now_ms = now_ms
+        self.auth = auth
+        self.sessions = ShareSessionCache()
+        self.partitions: dict[tuple[str, TopicPartition], SharePartition] = {}
+        share_groups.on_delete.append(self._forget_group)
+
+    def _forget_group(self, group_id: str) -> None:
+        """A deleted share group's partitions start afresh if the group comes back, as in Kafka."""
+        for key in [key for key in self.partitions if key[0] == group_id]:
+            del self.partitions[key]
+
+    def register(self, dispatcher: Dispatcher) -> None:
+        dispatcher.register(ApiKey.SHARE_GROUP_HEARTBEAT, self.heartbeat)
+        dispatcher.register(ApiKey.SHARE_GROUP_DESCRIBE, self.describe)
+        dispatcher.register(ApiKey.SHARE_FETCH, self.share_fetch)
+        dispatcher.register(ApiKey.SHARE_ACKNOWLEDGE, self.share_acknowledge)
+        dispatcher.register(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, self.describe_offsets)
+
+    def _may(self, context: RequestContext, operation: AclOperation, kind: ResourceType, name: str) -> bool:
+        return self.auth.authorize(context, operation, kind, name)
+
+    def _disabled(self) -> bool:
+        """share.version finalized at 0: the share APIs answer UNSUPPORTED_VERSION, as Kafka's."""
+        return not share_groups_enabled(self.metadata_cache.image.features)
+
+    # -- the coordinator's ---------------------------------------------------------------------------------------
+
+    async def heartbeat(self, context: RequestContext,
+                        request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+        if self._disabled():
+            return ShareGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        if not self._may(context, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return ShareGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        error = self.group_coordinator.coordinator.coordinator_error(request.group_id)
+        if error != ErrorCode.NONE:
+            return ShareGroupHeartbeatResponse(error_code=error)
+        if request.group_id in self.group_coordinator.coordinator.groups.groups:
+            return ShareGroupHeartbeatResponse(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {request.group_id} is not a share group.")
+        return self.share_groups.heartbeat(request, context.client_id or "", f"/{context.client_host}")
+
+    async def describe(self, context: RequestContext,
+                       request: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
+        if self._disabled():
+            return ShareGroupDescribeResponse(groups=[ShareGroupDescribeResponse.DescribedGroup(
+                error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=group_id) for group_id in request.group_ids])
+        image = self.metadata_cache.image
+
+        def topic_name(topic_id: uuid.UUID) -> str:
+            topic = image.topics_by_id.get(topic_id)
+            return topic.name if topic is not None else ""
+
+        described = []
+        for group_id in request.group_ids:
+            if not self._may(context, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+                described.append(ShareGroupDescribeResponse.DescribedGroup(
+                    error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
+                continue
+            error = self.group_coordinator.coordinator.coordinator_error(group_id)
+            if error != ErrorCode.NONE:
+                described.append(ShareGroupDescribeResponse.DescribedGroup(error_code=error, group_id=group_id))
+                continue
+            group = self.share_groups.describe(group_id, topic_name)
+            if group.error_code == ErrorCode.NONE:
+                group.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED
+                if request.include_authorized_operations:
+                    group.authorized_operations = self.auth.authorized_operations(
+                        context, ResourceType.GROUP, group_id, GROUP_OPERATIONS)
+            described.append(group)
+        return ShareGroupDescribeResponse(groups=described)
+
+    async def describe_offsets(self, context: RequestContext, request: DescribeShareGroupOffsetsRequest
+                               ) -> DescribeShareGroupOffsetsResponse:
+        """Each partition's share-partition start offset and lag (the records after it not yet done with), -1 for
+        a partition the group has not read. kfk's share partitions live on their leaders, so this broker answers
+        for the partitions it leads (every partition on one broker)."""
+        Response = DescribeShareGroupOffsetsResponse
+        image = self.metadata_cache.image
+        groups = []
+        for group in request.groups:
+            error = ErrorCode.UNSUPPORTED_VERSION if self._disabled() else ErrorCode.NONE
+            if error == ErrorCode.NONE and not self._may(context, AclOperation.DESCRIBE, ResourceType.GROUP,
+                                                         group.group_id):
+                error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            if error == ErrorCode.NONE:
+                error = self.group_coordinator.coordinator.coordinator_error(group.group_id)
+            if error != ErrorCode.NONE:
+                groups.append(Response.DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id,
+                                                                               error_code=error))
+                continue
+            if group.topics is None:
+                names = sorted({tp.topic for group_id, tp in self.partitions if group_id == group.group_id})
+                wanted = [(name, sorted(tp.partition for group_id, tp in self.partitions
+                                        if group_id == group.group_id and tp.topic == name)) for name in names]
+            else:
+                wanted = [(topic.topic_name, list(topic.partitions)) for topic in group.topics]
+            topics = []
+            for name, partitions in wanted:
+                topic = image.topic(name)
+                if topic is None or not self._may(context, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if topic is None \
+                        else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    topics.append(Response.DescribeShareGroupOffsetsResponseTopic(topic_name=name, partitions=[
+                        Response.DescribeShareGroupOffsetsResponsePartition(partition_index=index, start_offset=-1,
+                                                                            leader_epoch=-1, error_code=error)
+                        for index in partitions]))
+                    continue
+                topics.append(Response.DescribeShareGroupOffsetsResponseTopic(
+                    topic_name=name, topic_id=topic.topic_id,
+                    partitions=[self._offsets_of(group.group_id, TopicPartition(name, index)) for index in partitions]))
+            groups.append(Response.DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, topics=topics))
+        return Response(groups=groups)
+
+    def _offsets_of(self, group_id: str, topic_partition: TopicPartition
+                    ) -> DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition:
+        Partition = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition
+        share_partition = self.partitions.get((group_id, topic_partition))
+        hosted = self.replica_manager.get_partition(topic_partition)
+        if share_partition is None or hosted is None or not hosted.is_leader:
+            return Partition(partition_index=topic_partition.partition, start_offset=-1, leader_epoch=0)
+        high_watermark = hosted.log.fetch_offset_snapshot().high_watermark
+        return Partition(partition_index=topic_partition.partition, start_offset=share_partition.start_offset,
+                         leader_epoch=share_partition.leader_epoch,
+                         lag=high_watermark - share_partition.start_offset - share_partition.done_in_flight())
+
+    # -- the partition leaders' ----------------------------------------------------------------------------------
+
+    def _topic_partition(self, topic_id: uuid.UUID, partition: int) -> TopicPartition | None:
+        topic = self.metadata_cache.image.topics_by_id.get(topic_id)
+        return TopicPartition(topic.name, partition) if topic is not None else None
+
+    def _share_partition(self, group_id: str, topic_partition: TopicPartition) -> SharePartition:
+        """The group's share partition, started (at the group's share.auto.offset.reset) on first use. Raises when
+        this broker does not lead the partition."""
+        partition = self.replica_manager.get_partition_or_error(topic_partition)
+        log = partition.local_log_with_epoch(-1, require_leader=True)
+        key = (group_id, topic_partition)
+        share_partition = self.partitions.get(key)
+        if share_partition is not None and share_partition.leader_epoch != partition.leader_epoch:
+            # Led elsewhere in between: what this broker remembers may be stale (kfk keeps no durable share state).
+            share_partition = None
+        if share_partition is None:
+            offsets = log.fetch_offset_snapshot()
+            reset = self.metadata_cache.image.config(ConfigResourceType.GROUP, group_id).get(
+                AUTO_OFFSET_RESET, DEFAULT_AUTO_OFFSET_RESET)
+            start = offsets.log_start_offset if reset == "earliest" else offsets.high_watermark
+            share_partition = self.partitions[key] = SharePartition(self.partition_config, start,
+                                                                    partition.leader_epoch)
+        share_partition.expire_locks(self.now_ms())
+        return share_partition
+
+    def _leader(self, topic_partition: TopicPartition) -> tuple[int, int]:
+        registration = self.metadata_cache.image.partition(topic_partition.topic, topic_partition.partition)
+        return (registration.leader, registration.leader_epoch) if registration is not None else (-1, -1)
+
+    def _acknowledge(self, context: RequestContext, group_id: str, member_id: str, topic_id: uuid.UUID,
+                     partition: int, batches: list) -> ErrorCode:
+        topic_partition = self._topic_partition(topic_id, partition)
+        if topic_partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_ID
+        if not self._may(context, AclOperation.READ, ResourceType.TOPIC, topic_partition.topic):
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        try:
+            share_partition = self._share_partition(group_id, topic_partition)
+        except KafkaError as error:
+            return error.error_code
+        return share_partition.acknowledge(member_id, [(batch.first_offset, batch.last_offset,
+                                                        list(batch.acknowledge_types)) for batch in batches],
+                                           self.now_ms())
+
+    def _close(self, session: ShareSession) -> None:
+        """The member's last request: what it still holds goes back to the others."""
+        self.sessions.close(session)
+        for topic_id, partition in session.partitions:
+            topic_partition = self._topic_partition(topic_id, partition)
+            share_partition = self.partitions.get((session.group_id, topic_partition)) if topic_partition else None
+            if share_partition is not None:
+                share_partition.release_member(session.member_id)
+
+    async def share_fetch(self, context: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
+        if self._disabled():
+            return ShareFetchResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        lock_ms = self.partition_config.record_lock_duration_ms
+        group_id, member_id = request.group_id or "", request.member_id or ""
+        if not self._may(context, AclOperation.READ, ResourceType.GROUP, group_id):
+            return ShareFetchResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        if request.share_session_epoch == FINAL_EPOCH and any(topic.partitions for topic in request.topics):
+            return ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST, error_message="The final share fetch "
+                                      "request of a share session cannot fetch partitions.")
+        error, session = self.sessions.open_or_advance(group_id, member_id, request.share_session_epoch, True)
+        if session is None:
+            return ShareFetchResponse(error_code=error)
+        for forgotten in request.forgotten_topics_data:
+            for partition in forgotten.partitions:
+                session.partitions.pop((forgotten.topic_id, partition), None)
+        acknowledged: dict[SharePartitionKey, ErrorCode] = {}
+        for topic in request.topics:
+            for partition in topic.partitions:
+                key = (topic.topic_id, partition.partition_index)
+                session.partitions[key] = None
+                if partition.acknowledgement_batches:
+                    acknowledged[key] = self._acknowledge(context, group_id, member_id, topic.topic_id,
+                                                          partition.partition_index,
+                                                          partition.acknowledgement_batches)
+        if request.share_session_epoch == FINAL_EPOCH:
+            self._close(session)
+            return ShareFetchResponse(acquisition_lock_timeout_ms=lock_ms,
+                                      responses=self._answers(acknowledged, {}))
+        fetched = await self._fetch(context, request, group_id, member_id, list(session.partitions))
+        return ShareFetchResponse(acquisition_lock_timeout_ms=lock_ms, responses=self._answers(acknowledged, fetched))
+
+    async def _fetch(self, context: RequestContext, request: ShareFetchRequest, group_id: str, member_id: str,
+                     keys: list[SharePartitionKey]) -> dict[SharePartitionKey, ShareFetchResponse.PartitionData]:
+        answers: dict[SharePartitionKey, ShareFetchResponse.PartitionData] = {}
+        reads: list[tuple[SharePartitionKey, TopicPartition]] = []
+        for key in keys:
+            topic_partition = self._topic_partition(*key)
+            if topic_partition is None:
+                answers[key] = ShareFetchResponse.PartitionData(partition_index=key[1], records=b"",
+                                                                error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+                continue
+            if not self._may(context, AclOperation.READ, ResourceType.TOPIC, topic_partition.topic):
+                answers[key] = ShareFetchResponse.PartitionData(partition_index=key[1], records=b"",
+                                                                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
+            try:
+                self._share_partition(group_id, topic_partition)
+            except KafkaError as error:
+                answers[key] = ShareFetchResponse.PartitionData(
+                    partition_index=key[1], error_code=error.error_code, records=b"",
+                    current_leader=_leader_on_error(ShareFetchResponse.LeaderIdAndEpoch, error.error_code,
+                                                    self._leader(topic_partition)))
+                continue
+            reads.append((key, topic_partition))
+        if not reads:
+            return answers
+        max_bytes = max(request.max_bytes, 1)
+        params = FetchParams(-1, request.max_wait_ms, request.min_bytes, max_bytes, READ_UNCOMMITTED)
+        requests = [FetchPartitionRequest(topic_partition,
+                                          self.partitions[(group_id, topic_partition)].next_fetch_offset(),
+                                          max_bytes) for _, topic_partition in reads]
+        results = await self.replica_manager.fetch_messages(params, requests)
+        max_records = request.max_records if request.max_records > 0 else self.partition_config.max_record_locks
+        now = self.now_ms()
+        for (key, topic_partition), result in zip(reads, results):
+            answer = ShareFetchResponse.PartitionData(
+                partition_index=key[1], error_code=result.error, error_message=result.error_message, records=b"",
+                current_leader=_leader_on_error(ShareFetchResponse.LeaderIdAndEpoch, result.error,
+                                                (result.leader_id, result.leader_epoch)))
+            answers[key] = answer
+            if result.error != ErrorCode.NONE or not result.size or max_records <= 0:
+                continue
+            data = result.records.read_bytes()
+            batches = list(batch_offset_ranges(data))
+            acquired = self.partitions[(group_id, topic_partition)].acquire(member_id, batches, max_records, now)
+            if not acquired:
+                continue
+            max_records -= sum(last - first + 1 for first, last, _ in acquired)
+            # Only the batches that hold acquired records go out.
+            wanted = [(start, end) for base, last, start, end in batches
+                      if any(base <= last_acquired and last >= first for first, last_acquired, _ in acquired)]
+            answer.records = b"".join(data[start:end] for start, end in wanted)
+            answer.acquired_records = [ShareFetchResponse.AcquiredRecords(first_offset=first, last_offset=last,
+                                                                          delivery_count=count)
+                                       for first, last, count in acquired]
+        return answers
+
+    @staticmethod
+    def _answers(acknowledged: dict[SharePartitionKey, ErrorCode],
+                 fetched: dict[SharePartitionKey, ShareFetchResponse.PartitionData]
+                 ) -> list[ShareFetchResponse.ShareFetchableTopicResponse]:
+        by_topic: dict[uuid.UUID, list[ShareFetchResponse.PartitionData]] = {}
+        for key in dict.fromkeys([*fetched, *acknowledged]):
+            answer = fetched.get(key) or ShareFetchResponse.PartitionData(
+                partition_index=key[1], records=b"", current_leader=ShareFetchResponse.LeaderIdAndEpoch())
+            if key in acknowledged:
+                answer.acknowledge_error_code = acknowledged[key]
+            by_topic.setdefault(key[0], []).append(answer)
+        return [ShareFetchResponse.ShareFetchableTopicResponse(topic_id=topic_id, partitions=partitions)
+                for topic_id, partitions in by_topic.items()]
+
+    async def share_acknowledge(self, context: RequestContext,
+                                request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
+        if self._disabled():
+            return ShareAcknowledgeResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        group_id, member_id = request.group_id or "", request.member_id or ""
+        if not self._may(context, AclOperation.READ, ResourceType.GROUP, group_id):
+            return ShareAcknowledgeResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        error, session = self.sessions.open_or_advance(group_id, member_id, request.share_session_epoch, False)
+        if session is None:
+            return ShareAcknowledgeResponse(error_code=error)
+        responses = []
+        for topic in request.topics:
+            partitions = []
+            for partition in topic.partitions:
+                error = self._acknowledge(context, group_id, member_id, topic.topic_id, partition.partition_index,
+                                          partition.acknowledgement_batches)
+                topic_partition = self._topic_partition(topic.topic_id, partition.partition_index)
+                leader = self._leader(topic_partition) if topic_partition else (-1, -1)
+                partitions.append(ShareAcknowledgeResponse.PartitionData(
+                    partition_index=partition.partition_index, error_code=error,
+                    current_leader=_leader_on_error(ShareAcknowledgeResponse.LeaderIdAndEpoch, error, leader)))
+            responses.append(ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse(topic_id=topic.topic_id,
+                                                                                    partitions=partitions))
+        if request.share_session_epoch == FINAL_EPOCH:
+            self._close(session)
+        return ShareAcknowledgeResponse(acquisition_lock_timeout_ms=self.partition_config.record_lock_duration_ms,
+                                        responses=responses)

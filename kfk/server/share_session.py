@@ -1,0 +1,58 @@
+"""Share sessions (KIP-932): like fetch sessions, a share consumer names its partitions once and then only the changes;
+a session is one member's of one group, on one broker.
+
+Epoch 0 opens a session (replacing the member's old one); each following ShareFetch or ShareAcknowledge sends the
+session's next epoch (1, 2, ... wrapping to 1 after INT32_MAX); epoch -1 is the member's last request: its
+acknowledgements are applied, then the session closes and what the member still holds is released. A session that
+does not exist is SHARE_SESSION_NOT_FOUND, a wrong epoch INVALID_SHARE_SESSION_EPOCH. ShareAcknowledge cannot open
+a session (epoch 0 is INVALID_SHARE_SESSION_EPOCH for it).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from kfk.common.constants import INT32_MAX
+from kfk.errors import ErrorCode
+
+INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+
+#: A share session's partition: (topic id, partition index).
+SharePartitionKey = tuple[uuid.UUID, int]
+
+
+@dataclass
+class ShareSession:
+    group_id: str
+    member_id: str
+    epoch: int = 1  # the epoch its next request must carry
+    partitions: dict[SharePartitionKey, None] = field(default_factory=dict)  # ordered set
+
+
+class ShareSessionCache:
+    def __init__(self) -> None:
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+
+    def open_or_advance(self, group_id: str, member_id: str, epoch: int, may_open: bool
+                        ) -> tuple[ErrorCode, ShareSession | None]:
+        """The session a request with `epoch` continues (or opens, with epoch 0 when `may_open`), its next epoch
+        counted; a FINAL request gets its session, which the caller closes once its acknowledgements are in."""
+        key = (group_id, member_id)
+        if epoch == INITIAL_EPOCH:
+            if not may_open:
+                return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
+            session = self.sessions[key] = ShareSession(group_id, member_id)
+            return ErrorCode.NONE, session
+        session = self.sessions.get(key)
+        if session is None:
+            return ErrorCode.SHARE_SESSION_NOT_FOUND, None
+        if epoch == FINAL_EPOCH:
+            return ErrorCode.NONE, session
+        if epoch != session.epoch:
+            return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
+        session.epoch = 1 if epoch == INT32_MAX else epoch + 1
+        return ErrorCode.NONE, session
+
+    def close(self, session: ShareSession) -> None:
+        self.sessions.pop((session.group_id, session.member_id), None)

@@ -1,0 +1,86 @@
+"""The share partition's record states (kfk.replication.share_partition), driven as the ShareFetch handler drives
+it: the wire-level behaviour is checked with Kafka's Java share consumer in tests/interop/test_share_groups.py."""
+
+from __future__ import annotations
+
+from kfk.errors import ErrorCode
+from kfk.records.builder import MemoryRecordsBuilder
+from kfk.replication.share_partition import (ACCEPT, GAP, REJECT, RELEASE, RecordState, SharePartition,
+                                             SharePartitionConfig, batch_offset_ranges)
+
+CONFIG = SharePartitionConfig(record_lock_duration_ms=1000, delivery_count_limit=2, max_record_locks=100)
+
+
+def batches(*ranges: tuple[int, int]) -> list[tuple[int, int, int, int]]:
+    return [(first, last, 0, 0) for first, last in ranges]
+
+
+def test_records_go_to_one_member_at_a_time() -> None:
+    partition = SharePartition(CONFIG, 10)
+    assert partition.acquire("a", batches((10, 14)), 3, now_ms=0) == [(10, 12, 1)]
+    # b reads from where a's read started, and gets what a did not take.
+    assert partition.next_fetch_offset() == 13
+    assert partition.acquire("b", batches((10, 14)), 10, now_ms=0) == [(13, 14, 1)]
+    assert partition.acknowledge("b", [(10, 10, [ACCEPT])], now_ms=0) == ErrorCode.INVALID_RECORD_STATE
+    assert partition.acknowledge("a", [(10, 12, [ACCEPT])], now_ms=0) == ErrorCode.NONE
+    assert (partition.start_offset, partition.end_offset) == (13, 15)
+
+
+def test_release_reject_and_the_delivery_count_limit() -> None:
+    partition = SharePartition(CONFIG, 0)
+    partition.acquire("a", batches((0, 2)), 10, now_ms=0)
+    assert partition.acknowledge("a", [(0, 2, [RELEASE, REJECT, ACCEPT])], now_ms=0) == ErrorCode.NONE
+    assert partition.records[0].state is RecordState.AVAILABLE
+    assert partition.next_fetch_offset() == 0
+    assert partition.acquire("b", batches((0, 2)), 10, now_ms=0) == [(0, 0, 2)]
+    # Released at its last allowed delivery: archived, and the start offset moves past everything.
+    assert partition.acknowledge("b", [(0, 0, [RELEASE])], now_ms=0) == ErrorCode.NONE
+    assert (partition.start_offset, partition.records) == (3, {})
+
+
+def test_an_expired_lock_makes_the_records_available_again() -> None:
+    partition = SharePartition(CONFIG, 0)
+    partition.acquire("a", batches((0, 1)), 10, now_ms=0)
+    partition.expire_locks(now_ms=999)
+    assert partition.acquire("b", batches((0, 1)), 10, now_ms=999) == []
+    partition.expire_locks(now_ms=1000)
+    assert partition.acquire("b", batches((0, 1)), 10, now_ms=1000) == [(0, 1, 2)]
+    assert partition.acknowledge("a", [(0, 1, [ACCEPT])], now_ms=1000) == ErrorCode.INVALID_RECORD_STATE
+
+
+def test_a_closed_session_releases_what_its_member_held() -> None:
+    partition = SharePartition(CONFIG, 0)
+    partition.acquire("a", batches((0, 0)), 10, now_ms=0)
+    partition.acquire("b", batches((1, 1)), 10, now_ms=0)
+    partition.release_member("a")
+    assert [record.state for record in partition.records.values()] == [RecordState.AVAILABLE, RecordState.ACQUIRED]
+
+
+def test_record_locks_bound_the_in_flight_window() -> None:
+    partition = SharePartition(SharePartitionConfig(max_record_locks=100), 0)
+    assert partition.acquire("a", batches((0, 500)), 1000, now_ms=0) == [(0, 99, 1)]
+    assert partition.acknowledge("a", [(0, 49, [ACCEPT])], now_ms=0) == ErrorCode.NONE
+    assert partition.acquire("a", batches((0, 500)), 1000, now_ms=0) == [(100, 149, 1)]
+
+
+def test_acknowledgements_are_all_or_nothing_and_gaps_pass() -> None:
+    partition = SharePartition(CONFIG, 0)
+    partition.acquire("a", batches((0, 1), (3, 3)), 10, now_ms=0)
+    assert partition.acknowledge("a", [(0, 1, [ACCEPT]), (5, 5, [ACCEPT])], now_ms=0) \
+        == ErrorCode.INVALID_RECORD_STATE
+    assert partition.records[0].state is RecordState.ACQUIRED
+    assert partition.acknowledge("a", [(0, 1, [ACCEPT, ACCEPT, ACCEPT])], now_ms=0) == ErrorCode.INVALID_REQUEST
+    # Offset 2 was never a record (a gap in the batches read): a GAP acknowledgement of it passes.
+    assert partition.acknowledge("a", [(0, 3, [ACCEPT, ACCEPT, GAP, ACCEPT])], now_ms=0) == ErrorCode.NONE
+
+
+def test_batch_offset_ranges_of_a_log_read() -> None:
+    first = MemoryRecordsBuilder(base_offset=5)
+    for index in range(3):
+        first.append(0, None, b"v%d" % index)
+    second = MemoryRecordsBuilder(base_offset=8)
+    second.append(0, None, b"w")
+    data = bytes(first.close() + second.close())
+    ranges = list(batch_offset_ranges(data + data[:20]))  # a read may end in part of a batch
+    assert [(base, last) for base, last, _, _ in ranges] == [(5, 7), (8, 8)]
+    assert ranges[1][3] == len(data)
