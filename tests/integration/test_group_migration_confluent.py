@@ -1,0 +1,132 @@
+"""The online migration between the group protocols with real clients (confluent-kafka / librdkafka 2.16) against one
+kfk broker: classic consumers (cooperative-sticky) consuming a topic, then consumers with group.protocol=consumer
+joining the same group (the broker upgrades it to a consumer group and serves the classic members from the new
+protocol's assignment), then the classic members leaving (a consumer group remains); and the reverse, a mixed group
+whose last consumer-protocol member leaves becoming a classic group again. Throughout: every record consumed, no
+partition owned by two members at once (the rebalance callbacks' timestamps), committed offsets never going
+backwards. The coordinator's side of it is in tests/coordinator/test_group_migration.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import ConsumerGroupType
+from confluent_kafka.admin import AdminClient
+
+from kfk.testing.broker import BrokerProcess, start_broker
+from kfk.testing.plugin import TEST_OVERRIDES
+from tests.integration.test_consumer_groups_confluent_kip848 import (
+    BROKER_OVERRIDES,
+    Log,
+    Member,
+    create_topic,
+    poll_until,
+    produce,
+    shared,
+    unique,
+)
+
+pytestmark = pytest.mark.integration
+
+CLASSIC = {"group.protocol": "classic", "partition.assignment.strategy": "cooperative-sticky",
+           "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    broker = start_broker(tmp_path_factory.mktemp("kfk-migration"),
+                          {**TEST_OVERRIDES, **BROKER_OVERRIDES, "group.initial.rebalance.delay.ms": "0"})
+    yield broker
+    assert broker.stop() == 0, broker.output()[-4000:]
+
+
+def group_type(bootstrap: str, group: str) -> ConsumerGroupType:
+    """The group's type as ListGroups gives it."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the answer: destroying it cancels the call
+    listed = admin.list_consumer_groups().result(30)
+    types = [g.type for g in listed.valid if g.group_id == group]
+    assert len(types) == 1, (group, [g.group_id for g in listed.valid], listed.errors)
+    return types[0]
+
+
+class Load:
+    """Records produced in the background while the group changes."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.produced: set[tuple[int, int]] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(bootstrap, topic, partitions), daemon=True)
+        self._thread.start()
+
+    def _run(self, bootstrap: str, topic: str, partitions: int) -> None:
+        while not self._stop.is_set():
+            self.produced.update(produce(bootstrap, topic, 40, partitions))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
+def test_a_classic_group_upgraded_online_then_left_by_its_classic_members(broker: BrokerProcess) -> None:
+    bootstrap = broker.bootstrap_servers
+    topic, group = unique("upgrade"), unique("g")
+    create_topic(bootstrap, topic, 4)
+    partitions = {(topic, i) for i in range(4)}
+    log = Log()
+    load = Load(bootstrap, topic, 4)
+    members: list[Member] = []
+    try:
+        for name in ("classic-1", "classic-2"):
+            members.append(Member(bootstrap, group, log, name, **CLASSIC))
+            members[-1].subscribe([topic])
+        poll_until(members, lambda: shared(members, partitions), "the classic group")
+        assert group_type(bootstrap, group) == ConsumerGroupType.CLASSIC
+        for name in ("consumer-1", "consumer-2"):
+            members.append(Member(bootstrap, group, log, name))
+            members[-1].subscribe([topic])
+            poll_until(members, lambda: shared(members, partitions), f"the mixed group with {name}")
+        assert group_type(bootstrap, group) == ConsumerGroupType.CONSUMER
+        while members[0].name.startswith("classic"):
+            members.pop(0).close()
+            poll_until(members, lambda: shared(members, partitions), "the group after a classic member left")
+        assert group_type(bootstrap, group) == ConsumerGroupType.CONSUMER
+        load.stop()
+        poll_until(members, lambda: {(topic, p, o) for p, o in load.produced} <= log.consumed, "every record")
+        log.check()
+    finally:
+        load.stop()
+        for member in members:
+            member.close()
+
+
+def test_a_mixed_group_downgraded_when_its_last_consumer_protocol_member_leaves(broker: BrokerProcess) -> None:
+    bootstrap = broker.bootstrap_servers
+    topic, group = unique("downgrade"), unique("g")
+    create_topic(bootstrap, topic, 4)
+    partitions = {(topic, i) for i in range(4)}
+    log = Log()
+    load = Load(bootstrap, topic, 4)
+    members: list[Member] = []
+    try:
+        members.append(Member(bootstrap, group, log, "classic-1", **CLASSIC))
+        members[0].subscribe([topic])
+        poll_until(members, lambda: shared(members, partitions), "the classic group")
+        members.append(Member(bootstrap, group, log, "consumer-1"))
+        members[1].subscribe([topic])
+        poll_until(members, lambda: shared(members, partitions), "the mixed group")
+        assert group_type(bootstrap, group) == ConsumerGroupType.CONSUMER
+        members.pop().close()
+        poll_until(members, lambda: shared(members, partitions), "the classic member alone")
+        assert group_type(bootstrap, group) == ConsumerGroupType.CLASSIC
+        members.append(Member(bootstrap, group, log, "classic-2", **CLASSIC))
+        members[1].subscribe([topic])
+        poll_until(members, lambda: shared(members, partitions), "two classic members again")
+        load.stop()
+        poll_until(members, lambda: {(topic, p, o) for p, o in load.produced} <= log.consumed, "every record")
+        log.check()
+    finally:
+        load.stop()
+        for member in members:
+            member.close()
