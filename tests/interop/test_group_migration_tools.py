@@ -10,8 +10,9 @@ import time
 
 from confluent_kafka import Consumer, Producer
 
-from tests.interop.jvm import kfk_server, unique_name  # noqa: F401
+from tests.interop.jvm import kafka_tool, kfk_server, unique_name  # noqa: F401
 from tests.interop.test_kafka_tools import GROUPS, Target, both, both_raw, lines_with, targets  # noqa: F401
+from tests.interop.test_kfk_tools_print_kafka_lines import kfk as kfk_command
 
 #: Member ids: librdkafka's classic ones (client id, then a UUID) and the consumer protocol's (a base64 UUID).
 MEMBER_ID = re.compile(r"(?<![\w/+-])(?:[\w.-]+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -76,6 +77,10 @@ def test_a_mixed_group_is_described_as_apache_kafka_describes_it(targets: dict[s
             outputs = both_raw(targets, "consumer-groups", [*GROUPS, "--group", group, *view])
             kfk, apache = (sorted(MEMBER_ID.sub("MEMBER", outputs[name]).splitlines()) for name in ("kfk", "apache"))
             assert kfk == apache, view
+            # kfk's own tool prints, byte for byte, what Kafka's prints for the group on kfk's broker.
+            args = [arg.replace("{bootstrap}", targets["kfk"].bootstrap) for arg in [*GROUPS, "--group", group, *view]]
+            ours, theirs = kfk_command("consumer-groups", *args), kafka_tool("consumer-groups", args)
+            assert (ours.returncode, ours.stdout) == (0, theirs.stdout), (view, ours.stderr)
         state = lines_with(outputs["kfk"], group)[0].split()
         assert state[-2:] == ["Stable", "2"], state
     finally:
