@@ -23,6 +23,13 @@ A member that misses its session (`group.consumer.session.timeout.ms`) or does n
 timeout is fenced: its records are deleted and the group epoch bumped; the next heartbeat of any member computes
 the new target. Topics created, deleted or grown are seen by the next heartbeat of each group (the subscription
 metadata is compared with the metadata image each time).
+
+Classic members (a group upgraded online from the classic protocol, or a JoinGroup to a group with members) live in
+the same group, with their JoinGroup protocols recorded: a JoinGroup is their heartbeat at epoch 0 (subscription from
+the protocol metadata, owned partitions from it too), its generation their member epoch; SyncGroup gives their current
+partitions; Heartbeat answers REBALANCE_IN_PROGRESS when they must join again to move on (Kafka's
+classicGroup*ToConsumerGroup). When the last consumer-protocol member leaves, the coordinator may downgrade the group
+(kfk.coordinator.group.group_migration).
 """
 
 from __future__ import annotations
