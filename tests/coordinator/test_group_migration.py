@@ -2,7 +2,7 @@
 machine: a classic group upgraded by its first consumer-protocol member, its classic members served in the mixed
 group (JoinGroup, SyncGroup and Heartbeat answers from the consumer protocol's target assignment), the downgrade when
 the last consumer-protocol member leaves, and the records that make a reload give the same group. Real clients do
-the same in tests/interop/test_group_migration.py."""
+the same in tests/integration/test_group_migration_confluent.py."""
 
 from __future__ import annotations
 
