@@ -857,13 +857,18 @@ class Admin:
             return None
         if group.error_code != ErrorCode.NONE:
             raise response_error(group.error_code, f"group {group_id!r}", group.error_message)
+        def partitions(assignment: ConsumerGroupDescribeResponse.Assignment) -> list[TopicPartition]:
+            return sorted(TopicPartition(topic.topic_name, partition) for topic in assignment.topic_partitions
+                          for partition in topic.partitions)
+
+        # MemberType (v1+): 0 a classic member, 1 a consumer-protocol member, -1 unknown (Java's upgraded()).
         members = [MemberDescription(member.member_id, member.instance_id, member.client_id, member.client_host,
-                                     sorted(TopicPartition(topic.topic_name, partition)
-                                            for topic in member.assignment.topic_partitions
-                                            for partition in topic.partitions))
+                                     partitions(member.assignment), member.member_epoch,
+                                     partitions(member.target_assignment),
+                                     None if member.member_type == -1 else member.member_type == 1)
                    for member in group.members]
         return ConsumerGroupDescription(group.group_id, group.group_state, "consumer", group.assignor_name, members,
-                                        COORDINATOR_ID_BASE - coordinator)
+                                        COORDINATOR_ID_BASE - coordinator, group.group_epoch, group.assignment_epoch)
 
     async def _describe_classic_group(self, coordinator: int, group_id: str) -> ConsumerGroupDescription:
         from kfk.client.consumer.assignors import decode_assignment

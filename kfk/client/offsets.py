@@ -57,6 +57,8 @@ CONSUMER_REPLICA_ID = -1
 # OffsetCommit v9 and OffsetFetch v9 exist for KIP-848 groups (member epochs); classic groups use the versions below.
 OFFSET_COMMIT_HIGHEST_VERSION = 8
 OFFSET_FETCH_HIGHEST_VERSION = 8
+#: The OffsetFetch version whose group carries the member id and epoch (a member of a consumer protocol group).
+OFFSET_FETCH_MEMBER_EPOCH_VERSION = 9
 
 # Per-partition ListOffsets errors that a metadata refresh and a retry can fix.
 _RETRIABLE_PARTITION_ERRORS = frozenset({
@@ -234,11 +236,14 @@ async def find_coordinators(network: NetworkClient, keys: Collection[str], *, ti
 
 
 async def fetch_committed(network: NetworkClient, coordinator: int, group_id: str,
-                          partitions: Collection[TopicPartition] | None, *, require_stable: bool = True
-                          ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+                          partitions: Collection[TopicPartition] | None, *, require_stable: bool = True,
+                          member: tuple[str, int] | None = None) -> dict[TopicPartition, OffsetAndMetadata | None]:
     """The group's committed offsets for ``partitions`` (None: every partition it has offsets for).
-    A partition with no committed offset maps to None."""
-    version = await network.api_version(coordinator, ApiKey.OFFSET_FETCH, OFFSET_FETCH_HIGHEST_VERSION)
+    A partition with no committed offset maps to None. ``member`` (member id, member epoch): a member of a consumer
+    protocol group fetching as itself (OffsetFetch v9+, as the Java consumer: the coordinator checks the epoch,
+    STALE_MEMBER_EPOCH when it moved on); None fetches as a tool does."""
+    version = await network.api_version(coordinator, ApiKey.OFFSET_FETCH, OFFSET_FETCH_MEMBER_EPOCH_VERSION
+                                        if member is not None else OFFSET_FETCH_HIGHEST_VERSION)
     if partitions is None:
         topic_list = None
     else:
@@ -250,9 +255,10 @@ async def fetch_committed(network: NetworkClient, coordinator: int, group_id: st
         topics = None if topic_list is None else [
             OffsetFetchRequest.OffsetFetchRequestTopics(name=name, partition_indexes=indexes)
             for name, indexes in topic_list]
-        request = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group_id,
-                                                                                         topics=topics)],
-                                     require_stable=require_stable)
+        group_request = OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group_id, topics=topics)
+        if member is not None and version >= OFFSET_FETCH_MEMBER_EPOCH_VERSION:
+            group_request.member_id, group_request.member_epoch = member
+        request = OffsetFetchRequest(groups=[group_request], require_stable=require_stable)
     else:
         if topic_list is None and version < 2:
             raise KafkaError("fetching all of a group's offsets needs OffsetFetch v2 or later")

@@ -230,6 +230,11 @@ class MemberDescription:
     client_id: str
     host: str
     assignment: list[TopicPartition]
+    #: Of a consumer protocol group's member (ConsumerGroupDescribe): its epoch, its target assignment, and whether
+    #: it uses the consumer protocol (False for a classic member of a group being migrated); None otherwise.
+    member_epoch: int | None = None
+    target_assignment: list[TopicPartition] | None = None
+    upgraded: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +245,9 @@ class ConsumerGroupDescription:
     partition_assignor: str
     members: list[MemberDescription]
     coordinator: int
+    #: Of a consumer protocol group: its epoch and its target assignment's; None for a classic group.
+    group_epoch: int | None = None
+    target_assignment_epoch: int | None = None
 
 
 class NewPartitionReassignment(NamedTuple):

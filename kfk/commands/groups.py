@@ -295,9 +295,12 @@ def _describe(admin, groups: list[str], members: bool, verbose: bool, with_state
         result.append({
             "group": group_id, "state": description.state, "assignor": description.partition_assignor,
             "coordinator": description.coordinator,
+            "group_epoch": description.group_epoch, "target_assignment_epoch": description.target_assignment_epoch,
             "members": [{"consumer_id": m.member_id, "group_instance_id": m.group_instance_id, "host": m.host,
                          "client_id": m.client_id, "partitions": [str(TopicPartition(*tp)) for tp in m.assignment],
-                         "assignment": _assignment(m.assignment)}
+                         "assignment": _assignment(m.assignment), "member_epoch": m.member_epoch,
+                         "target_assignment": None if m.target_assignment is None
+                         else _assignment(m.target_assignment), "upgraded": m.upgraded}
                         for m in description.members],
             "offsets": rows})
     if json_output:
@@ -369,17 +372,25 @@ def _member_lines(entry: dict, verbose: bool) -> list[str]:
               *([max([17, *(len(m["group_instance_id"] or "") for m in members)])] if with_instance_id else []),
               max([15, *(len(m["host"]) for m in members)]), max([15, *(len(m["client_id"]) for m in members)]), 15]
     assignment_width = max([20, *(len(m["assignment"]) for m in members)])
-    verbose_widths = [15, assignment_width, 15, 20]
+    target_width = max([20, *(len(m["target_assignment"] or "-") for m in members)])
+    # A group being migrated (a classic member among consumer-protocol ones) also shows which members upgraded.
+    with_upgraded = any(member["upgraded"] is False for member in members)
+    verbose_widths = [15, assignment_width, 15, target_width, *([None] if with_upgraded else [])]
 
     def line(cells: list, verbose_cells: list) -> str:
         return columns(cells, widths) + " " + (columns(verbose_cells, verbose_widths) if verbose else "")
 
     header = line(["GROUP", "CONSUMER-ID", *(["GROUP-INSTANCE-ID"] if with_instance_id else []), "HOST", "CLIENT-ID",
-                   "#PARTITIONS"], ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"])
+                   "#PARTITIONS"], ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT",
+                                    *(["UPGRADED"] if with_upgraded else [])])
     return ["", header] + [
         line([entry["group"], member["consumer_id"],
               *([member["group_instance_id"] or ""] if with_instance_id else []), member["host"],
-              member["client_id"], len(member["partitions"])], ["-", member["assignment"], "-", "-"])
+              member["client_id"], len(member["partitions"])],
+             [_dash(member["member_epoch"]), member["assignment"],
+              _dash(entry["target_assignment_epoch"] if member["member_epoch"] is not None else None),
+              member["target_assignment"] or "-",
+              *([str(member["upgraded"]).lower()] if with_upgraded else [])])
         for member in members]
 
 
@@ -389,7 +400,8 @@ def _state_lines(entry: dict, coordinator: str, verbose: bool) -> list[str]:
     widths = [max(15, len(entry["group"])), max(25, len(coordinator)), 20, 20, *([15, 25] if verbose else []), None]
     header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE",
               *(["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"] if verbose else []), "#MEMBERS"]
-    values = [entry["group"], coordinator, entry["assignor"] or "-", entry["state"], *(["-", "-"] if verbose else []),
+    values = [entry["group"], coordinator, entry["assignor"] or "-", entry["state"],
+              *([_dash(entry["group_epoch"]), _dash(entry["target_assignment_epoch"])] if verbose else []),
               len(entry["members"])]
     return ["", columns(header, widths), columns(values, widths)]
 

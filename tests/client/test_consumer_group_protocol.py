@@ -22,9 +22,9 @@ from confluent_kafka import Consumer as ConfluentConsumer
 
 from kfk.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from kfk.client.aio import AIOConsumer
-from kfk.client.offsets import commit_offsets
+from kfk.client.offsets import commit_offsets, fetch_committed
 from kfk.common.structs import OffsetAndMetadata
-from kfk.errors import ErrorCode
+from kfk.errors import ErrorCode, KafkaError
 from kfk.testing.apache_kafka import ApacheKafka, ApacheKafkaStartError, ApacheKafkaUnavailable
 from kfk.testing.broker import start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
@@ -278,6 +278,38 @@ def test_commit_with_a_stale_member_epoch_is_retried_with_the_current_one(
         a.close()
         if b is not None:
             b.close()
+
+
+def test_committed_offsets_are_fetched_as_the_member(bootstrap: str, names: Callable[[str], str]) -> None:
+    """committed() sends OffsetFetch v9 with the member id and epoch, as the Java consumer does: the coordinator
+    checks them (a wrong epoch is STALE_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID)."""
+    topic, group = names("fetch"), names("g-fetch")
+    create(bootstrap, topic, 2)
+    log = OwnershipLog()
+    a = consumer(bootstrap, group, **{"enable.auto.commit": False})
+    a.subscribe([topic], listener=log.listener("a"))
+    try:
+        poll_until([a], lambda: len(log.owned_by("a")) == 2)
+        coordinator = a._coordinator
+        assert coordinator is not None
+        member_id, epoch = coordinator.membership.member_id, coordinator.membership.member_epoch
+        assert coordinator._fetch_identity() == (member_id, epoch)
+        owned = TopicPartition(topic, 0)
+        a.commit_sync({owned: OffsetAndMetadata(3)})
+        assert a.committed([owned])[owned].offset == 3
+
+        def fetch_as(member: tuple[str, int]):
+            return a._loop.run(fetch_committed(coordinator.network, coordinator.coordinator_id, group, [owned],
+                                               member=member), 10)
+
+        assert fetch_as((member_id, epoch))[owned].offset == 3
+        for member, error in [((member_id, epoch + 5), ErrorCode.STALE_MEMBER_EPOCH),
+                              (("not-a-member", epoch), ErrorCode.UNKNOWN_MEMBER_ID)]:
+            with pytest.raises(KafkaError) as refused:
+                fetch_as(member)
+            assert refused.value.error_code == error
+    finally:
+        a.close()
 
 
 def test_a_fenced_member_loses_its_partitions_and_rejoins_with_epoch_zero(bootstrap: str,

@@ -325,11 +325,9 @@ def test_range_gives_co_partitioned_topics_the_same_partitions() -> None:
     assert result["m2"] == {a: frozenset({2}), b: frozenset({2})}
 
 
-def test_a_classic_join_to_a_consumer_group_is_refused_until_it_is_empty() -> None:
-    h = harness()
+def test_an_empty_consumer_group_gives_way_to_a_classic_group_and_an_upgrade_can_be_refused() -> None:
+    h = harness(consumer_group_migration_policy="downgrade")
     heartbeat(h, "m1", 0)
-    refused = h.join("g").only
-    assert (refused.error_code, refused.member_id) == (ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
     heartbeat(h, "m1", -1)
     assert h.join_dynamic("g").only.error_code == ErrorCode.NONE  # the empty consumer group gave way
     assert h.coordinator.consumer_groups.group("g") is None and h.coordinator.groups.group("g") is not None

@@ -23,6 +23,7 @@ from kfk.testing.apache_kafka import ApacheKafka
 from kfk.testing.broker import BrokerProcess
 from tests.interop.jvm import kafka_tool, kfk_server, unique_name  # noqa: F401
 from tests.interop.test_java_clients import read_partition
+from tests.interop.test_kfk_tools_print_kafka_lines import kfk as kfk_command
 
 
 @dataclass(frozen=True)
@@ -277,6 +278,11 @@ def test_consumer_groups_of_the_consumer_protocol(targets: dict[str, Target]) ->
             both_outputs = both_raw(targets, "consumer-groups", [*GROUPS, "--group", group, *view])
             outputs[view[-1]] = {name: MEMBER_ID.sub("MEMBER", text) for name, text in both_outputs.items()}
             assert outputs[view[-1]]["kfk"] == outputs[view[-1]]["apache"], view
+            # kfk's own tool prints the lines Kafka's prints (for the same group on the same broker).
+            ours = kfk_command("consumer-groups", *[arg.replace("{bootstrap}", targets["kfk"].bootstrap)
+                                                    for arg in [*GROUPS, "--group", group, *view]])
+            assert ours.returncode == 0, ours.stderr
+            assert MEMBER_ID.sub("MEMBER", normalise(ours.stdout, targets["kfk"])) == outputs[view[-1]]["kfk"], view
         # (--type filters through ListGroups' types filter, and prints each group's type and state.)
         listed = both(targets, "consumer-groups", [*GROUPS, "--list", "--type", "consumer", "--state"],
                       same_stdout=False)

@@ -147,6 +147,12 @@ class ConsumerProtocolCoordinator(ConsumerCoordinator):
                 return None
             return self.membership.member_epoch, self.membership.member_id
 
+    def _fetch_identity(self) -> tuple[str, int] | None:
+        """The member fetches its group's offsets as itself while it is in the group (the Java consumer's
+        OffsetFetch v9 with member id and epoch), else as a tool."""
+        latest = self._latest_commit_identity()
+        return None if latest is None else (latest[1], latest[0])
+
     def _commit_identity(self) -> tuple[int, str]:
         if self.subscriptions.has_auto_assigned_partitions:
             latest = self._latest_commit_identity()

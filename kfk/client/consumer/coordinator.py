@@ -508,6 +508,11 @@ class ConsumerCoordinator:
         the group (classic groups never answer that error)."""
         return None
 
+    def _fetch_identity(self) -> tuple[str, int] | None:
+        """(member id, member epoch) to fetch committed offsets as, None to fetch as a tool: a classic member's
+        OffsetFetch carries no identity."""
+        return None
+
     def _commit_identity(self) -> tuple[int, str]:
         """Generation and member id to commit under: the group's when this member is in it, else those of a
         tool (-1, ""), which the coordinator accepts for groups without active members (assign() with group.id)."""
@@ -634,9 +639,12 @@ class ConsumerCoordinator:
                     if self.coordinator_id == NO_NODE or not self.network.knows_node(self.coordinator_id):
                         self.coordinator_id = await find_coordinator(self.network, self.group_id,
                                                                      timeout_ms=max(deadline - monotonic_ms(), 1))
-                    return await fetch_committed(self.network, self.coordinator_id, self.group_id, partitions)
+                    return await fetch_committed(self.network, self.coordinator_id, self.group_id, partitions,
+                                                 member=self._fetch_identity())
                 except KafkaError as error:
-                    if not error.retriable:
+                    # STALE_MEMBER_EPOCH: a heartbeat moved the member on meanwhile; the next attempt has its epoch.
+                    stale = error.error_code == ErrorCode.STALE_MEMBER_EPOCH and self._fetch_identity() is not None
+                    if not error.retriable and not stale:
                         raise
                     if error.error_code in _COORDINATOR_ERRORS or isinstance(error, NetworkError):
                         self._coordinator_dead(str(error))

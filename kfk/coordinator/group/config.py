@@ -18,6 +18,11 @@ ASSIGNOR_CLASS_NAMES = {
     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
 }
 
+#: group.consumer.migration.policy's values (Kafka's ConsumerGroupMigrationPolicy): which of the online conversions
+#: (a classic group upgraded by its first consumer-protocol member, a consumer group downgraded when its last one
+#: leaves) the coordinator makes.
+MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
+
 #: How long a new member's JoinGroup may wait for the rebalance before it is dropped (Kafka's internal default for
 #: group.new.member.join.timeout: clients that time out and retry must not pile up as phantom members).
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
@@ -43,6 +48,8 @@ class GroupCoordinatorConfig:
     consumer_group_session_timeout_ms: int = 45000
     consumer_group_heartbeat_interval_ms: int = 5000
     consumer_group_max_size: int = 2**31 - 1
+    #: group.consumer.migration.policy: which online conversions between the protocols are allowed.
+    consumer_group_migration_policy: str = "bidirectional"
 
     @property
     def consumer_protocol_enabled(self) -> bool:
@@ -50,6 +57,14 @@ class GroupCoordinatorConfig:
         group.version feature's check (Kafka serves the consumer protocol when group.version >= 1 and
         group.coordinator.rebalance.protocols names it)."""
         return CONSUMER_PROTOCOL in self.rebalance_protocols
+
+    @property
+    def online_upgrade_enabled(self) -> bool:
+        return self.consumer_group_migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def online_downgrade_enabled(self) -> bool:
+        return self.consumer_group_migration_policy in ("downgrade", "bidirectional")
 
     @classmethod
     def from_broker_config(cls, config: BrokerConfig) -> GroupCoordinatorConfig:
@@ -72,6 +87,7 @@ class GroupCoordinatorConfig:
             consumer_group_session_timeout_ms=config.group_consumer_session_timeout_ms,
             consumer_group_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
             consumer_group_max_size=config.group_consumer_max_size,
+            consumer_group_migration_policy=config.group_consumer_migration_policy.strip().lower(),
         )
 
 
@@ -105,6 +121,11 @@ def validate_consumer_group_config(config: BrokerConfig) -> None:
                                         f"{CLASSIC_PROTOCOL}, {CONSUMER_PROTOCOL}")
     for name in config.group_consumer_assignors:
         _assignor_name(name)
+    if config.group_consumer_migration_policy.strip().lower() not in MIGRATION_POLICIES:
+        raise InvalidConfigurationError(
+            f"Invalid value {config.group_consumer_migration_policy} for configuration "
+            f"group.consumer.migration.policy: String must be one of (case insensitive): "
+            f"{', '.join(policy.upper() for policy in MIGRATION_POLICIES)}")
 
 
 def _require_between(key: str, value: int, minimum: str, minimum_value: int, maximum: str,

@@ -80,6 +80,15 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: Assignment = dataclasses.field(default_factory=dict)
     partitions_pending_revocation: Assignment = dataclasses.field(default_factory=dict)
+    #: A member of the classic protocol in a consumer group (after an online upgrade, or a JoinGroup to a mixed
+    #: group): the protocols of its JoinGroup, (name, metadata) in its order of preference; None for a member of the
+    #: consumer protocol (ConsumerGroupMemberMetadataValue.ClassicMemberMetadata).
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
+    classic_session_timeout_ms: int = -1
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_protocols is not None
 
 
 def copy_member(member: ConsumerGroupMember, **changes) -> ConsumerGroupMember:
@@ -149,6 +158,16 @@ class ConsumerGroup:
 
     def is_subscribed_to_topic(self, topic: str) -> bool:
         return topic in self.subscribed_topic_names()
+
+    def all_members_use_classic_protocol_except(self, member_id: str) -> bool:
+        return all(member.uses_classic_protocol for other_id, member in self.members.items() if other_id != member_id)
+
+    def waits_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Whether a partition of the member's target that it does not hold yet is still owned by another member."""
+        target = self.target_assignment.get(member.member_id, {})
+        return any(self.current_partition_epoch(topic_id, partition) != NO_OWNER_EPOCH
+                   for topic_id, partitions in target.items()
+                   for partition in partitions - member.assigned_partitions.get(topic_id, frozenset()))
 
     def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         return self.partition_epochs.get((topic_id, partition), NO_OWNER_EPOCH)

@@ -23,6 +23,13 @@ A member that misses its session (`group.consumer.session.timeout.ms`) or does n
 timeout is fenced: its records are deleted and the group epoch bumped; the next heartbeat of any member computes
 the new target. Topics created, deleted or grown are seen by the next heartbeat of each group (the subscription
 metadata is compared with the metadata image each time).
+
+Classic members (a group upgraded online from the classic protocol, or a JoinGroup to a group with members) live in
+the same group, with their JoinGroup protocols recorded: a JoinGroup is their heartbeat at epoch 0 (subscription from
+the protocol metadata, owned partitions from it too), its generation their member epoch; SyncGroup gives their current
+partitions; Heartbeat answers REBALANCE_IN_PROGRESS when they must join again to move on (Kafka's
+classicGroup*ToConsumerGroup). When the last consumer-protocol member leaves, the coordinator may downgrade the group
+(kfk.coordinator.group.group_migration).
 """
 
 from __future__ import annotations
@@ -34,8 +41,10 @@ import re2
 
 from kfk.coordinator.append_errors import append_error_to_response_error
 from kfk.coordinator.group.assignors import ASSIGNORS
+from kfk.coordinator.group.classic_group import parse_subscription
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.consumer_group import (
+    CONSUMER_PROTOCOL_TYPE,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
@@ -52,6 +61,7 @@ from kfk.coordinator.group.consumer_group_records import (
     Record,
     RecordType,
     assignment_of,
+    classic_protocols_of,
     current_assignment_record,
     group_epoch_record,
     group_tombstones,
@@ -63,6 +73,7 @@ from kfk.coordinator.group.consumer_group_records import (
     target_assignment_record,
 )
 from kfk.coordinator.group.current_assignment import reconcile
+from kfk.coordinator.group.group_migration import assignment_bytes, owned_assignment
 from kfk.coordinator.group.record_serde import deserialize_record
 from kfk.coordinator.timer import CoordinatorTimer
 from kfk.coordinator.writes import WriteFunction
@@ -72,6 +83,8 @@ from kfk.errors import (
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    IllegalGenerationError,
+    InconsistentGroupProtocolError,
     InvalidRequestError,
     KafkaError,
     StaleMemberEpochError,
@@ -86,13 +99,26 @@ from kfk.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from kfk.protocol.messages.heartbeat import HeartbeatRequest
+from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from kfk.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 log = logging.getLogger("kfk.coordinator.group")
+
+#: ConsumerGroupDescribe's MemberType of a member of either protocol.
+CLASSIC_MEMBER_TYPE = 0
+CONSUMER_MEMBER_TYPE = 1
+
+#: JoinGroup v4+ without a group instance id: the first request only gets a member id (MEMBER_ID_REQUIRED).
+FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID = 4
 
 #: ConsumerGroupHeartbeat v1+: the client makes its member id (KIP-1082); v0 may leave it to the coordinator.
 FIRST_VERSION_WITH_CLIENT_MEMBER_ID = 1
 
 Responder = Callable[[ConsumerGroupHeartbeatResponse], None]
+#: (group, leaving member id, now) -> the records of the group's downgrade to a classic group, None if refused.
+Downgrade = Callable[[ConsumerGroup, str, int], "list[Record] | None"]
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
@@ -104,6 +130,10 @@ def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def _rebalance_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-rebalance", group_id, member_id)
+
+
+def _sync_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-classic-sync", group_id, member_id)
 
 
 def _blank(value: str | None) -> bool:
@@ -129,13 +159,17 @@ def compile_regex(pattern: str):
 
 class ConsumerGroupManager:
     def __init__(self, config: GroupCoordinatorConfig, timer: CoordinatorTimer, write: WriteFunction,
-                 image: Callable[[], MetadataImage], classic_group_exists: Callable[[str], bool]) -> None:
+                 image: Callable[[], MetadataImage], classic_group_exists: Callable[[str], bool],
+                 downgrade: Downgrade | None = None) -> None:
         self.config = config
         self.timer = timer
         self._write = write
         self._image = image
         #: Whether a classic group (with members or offsets) holds the id: the consumer protocol cannot take it.
         self._classic_group_exists = classic_group_exists
+        #: Converts the group to a classic group when the leaving member is its last of the consumer protocol and
+        #: the conversion is allowed (the records that do it), else None (kfk.coordinator.group.group_migration).
+        self._downgrade = downgrade
         self.groups: dict[str, ConsumerGroup] = {}
         self._regex_cache: dict[str, frozenset[str]] = {}
         self._regex_cache_offset = -2
@@ -325,6 +359,222 @@ class ConsumerGroupManager:
             changes["subscribed_topic_regex"] = request.subscribed_topic_regex or None
         return copy_member(member, **changes)
 
+    # -- classic members in a consumer group (an online migration: kfk.coordinator.group.group_migration) -----------
+
+    def adopt_members(self, group_id: str, members: list[ConsumerGroupMember], epoch: int,
+                      now_ms: int) -> list[Record]:
+        """The records (applied) of a consumer group made of a classic group's members at `epoch`, each owning its
+        assignment, which is also its target (Kafka's ConsumerGroup.createConsumerGroupRecords)."""
+        records = [member_metadata_record(group_id, member) for member in members]
+        records.append(group_epoch_record(group_id, epoch))
+        self.apply(records)
+        group = self.groups[group_id]
+        image = self._image()
+        more = [partition_metadata_record(group_id, self._subscription_metadata(group, image))]
+        more += [target_assignment_record(group_id, member.member_id, member.assigned_partitions)
+                 for member in members]
+        more.append(target_assignment_epoch_record(group_id, epoch))
+        more += [current_assignment_record(group_id, member) for member in members]
+        self.apply(more)
+        group.metadata_checked = (image.offset, group.subscriptions_version)
+        for member in members:
+            self._schedule_session_timeout(group_id, member.member_id, now_ms, member.classic_session_timeout_ms)
+        return records + more
+
+    def classic_join(self, request: JoinGroupRequest, api_version: int, client_id: str, client_host: str,
+                     now_ms: int, respond: Callable[[JoinGroupResponse], None]) -> None:
+        """A JoinGroup to a consumer group with members: the classic member joins the consumer protocol's
+        assignment; its generation is its member epoch (Kafka's classicGroupJoinToConsumerGroup)."""
+        try:
+            self._classic_join(self.groups[request.group_id], request, api_version, client_id, client_host, now_ms,
+                               respond)
+        except KafkaError as error:
+            log.debug("JoinGroup of member %s to consumer group %s refused: %s", request.member_id, request.group_id,
+                      error)
+            respond(JoinGroupResponse(error_code=error.error_code, member_id=request.member_id))
+
+    def _classic_join(self, group: ConsumerGroup, request: JoinGroupRequest, api_version: int, client_id: str,
+                      client_host: str, now_ms: int, respond: Callable[[JoinGroupResponse], None]) -> None:
+        group_id = group.group_id
+        is_unknown = not request.member_id
+        member_id = request.member_id or new_member_id()
+        max_size = self.config.consumer_group_max_size
+        if len(group.members) >= max_size and member_id not in group.members:
+            raise GroupMaxSizeReachedError(
+                f"The consumer group has reached its maximum capacity of {max_size} members.")
+        protocols = tuple((protocol.name, bytes(protocol.metadata)) for protocol in request.protocols)
+        if not self._supports_classic_protocols(group, request.protocol_type, [name for name, _ in protocols]):
+            raise InconsistentGroupProtocolError(
+                f"Member {member_id}'s supported protocols are not compatible with group {group_id}.")
+        if is_unknown and request.group_instance_id is None and api_version >= FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID:
+            respond(JoinGroupResponse(error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
+            return
+        records: list[Record] = []
+        member = group.member(member_id)
+        replaced = None
+        if request.group_instance_id is not None:
+            existing = group.static_member(request.group_instance_id)
+            if existing is not None and existing.member_id != member_id:
+                if not is_unknown:
+                    raise FencedInstanceIdError(f"Static member {member_id} with instance id "
+                                                f"{request.group_instance_id} was fenced by member "
+                                                f"{existing.member_id}.")
+                # The static member's new incarnation takes over its assignment.
+                replaced = existing
+                member = copy_member(existing, member_id=member_id)
+                records += member_tombstones(group_id, existing.member_id)
+                records.append(target_assignment_record(group_id, member_id,
+                                                        group.target_assignment.get(existing.member_id, {})))
+        if member is not None and not member.uses_classic_protocol:
+            raise UnknownMemberIdError(f"Member {member_id} does not use the classic protocol.")
+        is_new = member is None or replaced is not None
+        if member is None:
+            member = ConsumerGroupMember(member_id)
+        subscription = parse_subscription(protocols[0][1])
+        if subscription is None:
+            raise InconsistentGroupProtocolError(f"The subscription of member {member_id} does not parse.")
+        updated = copy_member(
+            member, instance_id=request.group_instance_id, rack_id=subscription.rack_id or None,
+            rebalance_timeout_ms=request.rebalance_timeout_ms, server_assignor=None, client_id=client_id,
+            client_host=client_host, subscribed_topic_names=tuple(sorted(set(subscription.topics))),
+            subscribed_topic_regex=None, classic_protocols=protocols,
+            classic_session_timeout_ms=request.session_timeout_ms)
+        bump = is_new and replaced is None or updated.subscribed_topic_names != member.subscribed_topic_names
+        if updated != member or is_new:
+            records.append(member_metadata_record(group_id, updated))
+        self.apply(records)
+        applied = list(records)
+        for step in (lambda: self._refresh_metadata(group, force_bump=bump), lambda: self._maybe_update_target(group)):
+            records = step()
+            self.apply(records)
+            applied += records
+        current = group.members[member_id]
+        reconciled = reconcile(current, group.assignment_epoch, group.target_assignment.get(member_id, {}),
+                               owned_assignment(protocols[0][1], self._image()), group.current_partition_epoch)
+        if reconciled != current or is_new:
+            records = [current_assignment_record(group_id, reconciled)]
+            self.apply(records)
+            applied += records
+        self._schedule_session_timeout(group_id, member_id, now_ms, request.session_timeout_ms)
+        self._schedule_rebalance_timeout(group, reconciled, now_ms)
+        self.timer.schedule(_sync_key(group_id, member_id), now_ms + max(request.rebalance_timeout_ms, 0),
+                            lambda at_ms: self._fence(group_id, member_id, "no SyncGroup within its rebalance "
+                                                      "timeout", at_ms))
+        response = JoinGroupResponse(error_code=ErrorCode.NONE, generation_id=reconciled.member_epoch,
+                                     protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0],
+                                     leader="", member_id=member_id, members=[])
+
+        def on_written(error: ErrorCode, at_ms: int) -> None:
+            if error == ErrorCode.NONE:
+                respond(response)
+            else:
+                respond(JoinGroupResponse(error_code=append_error_to_response_error(error), member_id=member_id))
+
+        if applied:
+            self._write(group_id, applied, on_written)
+        else:
+            respond(response)
+
+    @staticmethod
+    def _supports_classic_protocols(group: ConsumerGroup, protocol_type: str, names: list[str]) -> bool:
+        """The consumer protocol type, and a protocol every classic member of the group supports too."""
+        if protocol_type != CONSUMER_PROTOCOL_TYPE or not names:
+            return False
+        classic = [member for member in group.members.values() if member.uses_classic_protocol]
+        return not classic or any(all(name in dict(member.classic_protocols or ()) for member in classic)
+                                  for name in names)
+
+    def _classic_member(self, group: ConsumerGroup, member_id: str,
+                        instance_id: str | None) -> ConsumerGroupMember:
+        if instance_id is not None:
+            existing = group.static_member(instance_id)
+            if existing is None:
+                raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
+            if existing.member_id != member_id:
+                raise FencedInstanceIdError(f"Static member {member_id} with instance id {instance_id} was fenced "
+                                            f"by member {existing.member_id}.")
+        member = group.member(member_id)
+        if member is None or not member.uses_classic_protocol:
+            raise UnknownMemberIdError(f"Member {member_id} is not a classic member of group {group.group_id}.")
+        return member
+
+    def classic_sync(self, request: SyncGroupRequest, now_ms: int,
+                     respond: Callable[[SyncGroupResponse], None]) -> None:
+        """A SyncGroup of a classic member: its current partitions (Kafka's classicGroupSyncToConsumerGroup)."""
+        group = self.groups[request.group_id]
+        try:
+            member = self._classic_member(group, request.member_id, request.group_instance_id)
+            if request.generation_id != member.member_epoch:
+                raise IllegalGenerationError(f"The request generation id {request.generation_id} is not equal to "
+                                             f"the member epoch {member.member_epoch}.")
+            protocol_name = (member.classic_protocols or (("", b""),))[0][0]
+            if (request.protocol_type is not None and request.protocol_type != CONSUMER_PROTOCOL_TYPE) or \
+                    (request.protocol_name is not None and request.protocol_name != protocol_name):
+                raise InconsistentGroupProtocolError("The protocol type or name does not match the member's.")
+        except KafkaError as error:
+            respond(SyncGroupResponse(error_code=error.error_code))
+            return
+        self.timer.cancel(_sync_key(group.group_id, member.member_id))
+        self._schedule_session_timeout(group.group_id, member.member_id, now_ms, member.classic_session_timeout_ms)
+        respond(SyncGroupResponse(error_code=ErrorCode.NONE, protocol_type=CONSUMER_PROTOCOL_TYPE,
+                                  protocol_name=protocol_name,
+                                  assignment=assignment_bytes(member.assigned_partitions, self._image())))
+
+    def classic_heartbeat(self, request: HeartbeatRequest, now_ms: int) -> ErrorCode:
+        """A classic member's Heartbeat: REBALANCE_IN_PROGRESS when it must join again to move toward its target
+        (the group epoch moved on, it must revoke partitions, or partitions it waited for are free)."""
+        group = self.groups[request.group_id]
+        try:
+            member = self._classic_member(group, request.member_id, request.group_instance_id)
+        except KafkaError as error:
+            return error.error_code
+        if request.generation_id != member.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION
+        self._schedule_session_timeout(group.group_id, member.member_id, now_ms, member.classic_session_timeout_ms)
+        if member.member_epoch < group.group_epoch or member.state is MemberState.UNREVOKED_PARTITIONS or (
+                member.state is MemberState.UNRELEASED_PARTITIONS and not group.waits_on_unreleased_partition(member)):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def classic_leave(self, group_id: str, identities: list[LeaveGroupRequest.MemberIdentity],
+                      now_ms: int) -> tuple[ErrorCode, list[LeaveGroupResponse.MemberResponse]]:
+        """LeaveGroup to a consumer group: each member (of either protocol) is removed as a fenced member is."""
+        responses = []
+        records: list[Record] = []
+        for identity in identities:
+            error = ErrorCode.NONE
+            group = self.groups.get(group_id)
+            member = None
+            if group is not None:
+                if identity.group_instance_id is not None:
+                    member = group.static_member(identity.group_instance_id)
+                    if member is not None and identity.member_id and member.member_id != identity.member_id:
+                        error = ErrorCode.FENCED_INSTANCE_ID
+                else:
+                    member = group.member(identity.member_id)
+            if error == ErrorCode.NONE and member is None:
+                error = ErrorCode.UNKNOWN_MEMBER_ID
+            if error == ErrorCode.NONE and group is not None and member is not None:
+                log.info("Member %s left consumer group %s", member.member_id, group_id)
+                records += self._fence_records(group, member, now_ms)
+            responses.append(LeaveGroupResponse.MemberResponse(member_id=identity.member_id,
+                                                               group_instance_id=identity.group_instance_id,
+                                                               error_code=error))
+        if records:
+            self._write(group_id, records, None)
+        return ErrorCode.NONE, responses
+
+    def _subscription_metadata(self, group: ConsumerGroup, image: MetadataImage) -> dict[str, TopicMetadata]:
+        names: set[str] = set()
+        for member in group.members.values():
+            names |= self._member_topic_names(member, image)
+        metadata = {}
+        for name in names:
+            topic = image.topic(name)
+            if topic is not None:
+                metadata[name] = TopicMetadata(topic.topic_id, name, len(topic.partitions))
+        return metadata
+
     # -- leaving and fencing -----------------------------------------------------------------------------------------
 
     def _leave(self, request: ConsumerGroupHeartbeatRequest, now_ms: int, respond: Responder) -> None:
@@ -358,31 +608,39 @@ class ConsumerGroupManager:
                 self._respond_after_write(group_id, records, response, respond)
                 return
         log.info("Member %s left consumer group %s", member.member_id, group_id)
-        records = self._fence_records(group, member)
+        records = self._fence_records(group, member, now_ms)
         self._respond_after_write(group_id, records, response, respond)
 
-    def _fence_records(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list[Record]:
-        """Remove the member (applied): its records deleted, the group epoch bumped."""
+    def _fence_records(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> list[Record]:
+        """Remove the member (applied): its records deleted, the group epoch bumped; or, when it was the last
+        member of the consumer protocol, the group converted to a classic group."""
         group_id = group.group_id
         self.timer.cancel(_session_key(group_id, member.member_id))
         self.timer.cancel(_rebalance_key(group_id, member.member_id))
+        self.timer.cancel(_sync_key(group_id, member.member_id))
+        if self._downgrade is not None and not member.uses_classic_protocol:
+            downgraded = self._downgrade(group, member.member_id, now_ms)
+            if downgraded is not None:
+                return downgraded
         records = member_tombstones(group_id, member.member_id)
         self.apply(records)
         more = self._refresh_metadata(group, force_bump=True)
         self.apply(more)
         return records + more
 
-    def _fence(self, group_id: str, member_id: str, why: str) -> None:
+    def _fence(self, group_id: str, member_id: str, why: str, now_ms: int) -> None:
         group = self.groups.get(group_id)
         member = group.member(member_id) if group is not None else None
         if member is None:
             return
         log.info("Member %s of consumer group %s fenced: %s", member_id, group_id, why)
-        self._write(group_id, self._fence_records(group, member), None)
+        self._write(group_id, self._fence_records(group, member, now_ms), None)
 
-    def _schedule_session_timeout(self, group_id: str, member_id: str, now_ms: int) -> None:
-        self.timer.schedule(_session_key(group_id, member_id), now_ms + self.config.consumer_group_session_timeout_ms,
-                            lambda at_ms: self._fence(group_id, member_id, "session timeout"))
+    def _schedule_session_timeout(self, group_id: str, member_id: str, now_ms: int, timeout_ms: int = -1) -> None:
+        """A member's session: group.consumer.session.timeout.ms, or a classic member's own session timeout."""
+        timeout_ms = timeout_ms if timeout_ms > 0 else self.config.consumer_group_session_timeout_ms
+        self.timer.schedule(_session_key(group_id, member_id), now_ms + timeout_ms,
+                            lambda at_ms: self._fence(group_id, member_id, "session timeout", at_ms))
 
     def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
         """A member revoking partitions has its rebalance timeout to do it (from when the revocation began)."""
@@ -399,7 +657,8 @@ class ConsumerGroupManager:
             current = self.groups.get(group_id)
             still = current.member(member_id) if current is not None else None
             if still is not None and still.state is MemberState.UNREVOKED_PARTITIONS and still.member_epoch == epoch:
-                self._fence(group_id, member_id, "it did not revoke its partitions within its rebalance timeout")
+                self._fence(group_id, member_id, "it did not revoke its partitions within its rebalance timeout",
+                            at_ms)
 
         self.timer.schedule(key, now_ms + max(member.rebalance_timeout_ms, 0), expire)
 
@@ -431,14 +690,7 @@ class ConsumerGroupManager:
         if group.metadata_checked == checked and not force_bump:
             return []  # neither the topics nor the subscriptions changed since the last check
         group.metadata_checked = checked
-        names: set[str] = set()
-        for member in group.members.values():
-            names |= self._member_topic_names(member, image)
-        metadata = {}
-        for name in names:
-            topic = image.topic(name)
-            if topic is not None:
-                metadata[name] = TopicMetadata(topic.topic_id, name, len(topic.partitions))
+        metadata = self._subscription_metadata(group, image)
         records: list[Record] = []
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(group.group_id, metadata))
@@ -554,12 +806,15 @@ class ConsumerGroupManager:
             member, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
             client_host=value.client_host, subscribed_topic_names=tuple(value.subscribed_topic_names),
             subscribed_topic_regex=value.subscribed_topic_regex or None,
-            rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor))
+            rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor,
+            classic_protocols=classic_protocols_of(value),
+            classic_session_timeout_ms=value.classic_member_metadata.session_timeout_ms
+            if value.classic_member_metadata is not None else -1))
 
     def on_loaded(self, group: ConsumerGroup, now_ms: int) -> None:
         """A loaded group's members get a fresh session (and revoking members their rebalance timeout)."""
         for member_id, member in group.members.items():
-            self._schedule_session_timeout(group.group_id, member_id, now_ms)
+            self._schedule_session_timeout(group.group_id, member_id, now_ms, member.classic_session_timeout_ms)
             self._schedule_rebalance_timeout(group, member, now_ms)
 
     def unload(self, group_id: str) -> None:
@@ -569,6 +824,7 @@ class ConsumerGroupManager:
         for member_id in group.members:
             self.timer.cancel(_session_key(group_id, member_id))
             self.timer.cancel(_rebalance_key(group_id, member_id))
+            self.timer.cancel(_sync_key(group_id, member_id))
 
     # -- offsets, admin ----------------------------------------------------------------------------------------------
 
@@ -581,6 +837,12 @@ class ConsumerGroupManager:
         member = group.member(member_id)
         if member is None:
             raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
+        if member.uses_classic_protocol:
+            # A classic member commits with its generation, the member epoch its JoinGroup answer gave it.
+            if member_epoch != member.member_epoch:
+                raise IllegalGenerationError(f"The received generation id {member_epoch} does not match the "
+                                             f"expected generation id {member.member_epoch}.")
+            return
         if api_version < 9:
             raise UnsupportedVersionError("OffsetCommit version 9 or above must be used by members using the "
                                           "consumer group protocol")
@@ -626,7 +888,7 @@ class ConsumerGroupManager:
             subscribed_topic_regex=member.subscribed_topic_regex or "",
             assignment=described(member.assigned_partitions),
             target_assignment=described(group.target_assignment.get(member.member_id, {})),
-            member_type=1)
+            member_type=CLASSIC_MEMBER_TYPE if member.uses_classic_protocol else CONSUMER_MEMBER_TYPE)
             for member in group.members.values()]
         return ConsumerGroupDescribeResponse.DescribedGroup(
             error_code=ErrorCode.NONE, group_id=group_id, group_state=group.state.value,

@@ -127,6 +127,11 @@ def member_metadata_record(group_id: str, member: ConsumerGroupMember) -> Record
         client_host=member.client_host, subscribed_topic_names=list(member.subscribed_topic_names),
         subscribed_topic_regex=member.subscribed_topic_regex, rebalance_timeout_ms=member.rebalance_timeout_ms,
         server_assignor=member.server_assignor)
+    if member.classic_protocols is not None:
+        value.classic_member_metadata = ConsumerGroupMemberMetadataValue.ClassicMemberMetadata(
+            session_timeout_ms=member.classic_session_timeout_ms,
+            supported_protocols=[ConsumerGroupMemberMetadataValue.ClassicProtocol(name=name, metadata=metadata)
+                                 for name, metadata in member.classic_protocols])
     return _key(RecordType.MEMBER_METADATA, group_id, member.member_id), _value(value)
 
 
@@ -200,6 +205,15 @@ def decode(record_type: int, key: Buffer, value: Buffer | None) -> ConsumerGroup
 
 def assignment_of(topic_partitions: list) -> Assignment:
     return normalized({entry.topic_id: set(entry.partitions) for entry in topic_partitions})
+
+
+def classic_protocols_of(value: ConsumerGroupMemberMetadataValue) -> tuple[tuple[str, bytes], ...] | None:
+    """The classic member's protocols a MemberMetadata value carries; None for a member of the consumer protocol
+    (the field is absent, or empty: a classic member always has a protocol)."""
+    classic = value.classic_member_metadata
+    if classic is None or not classic.supported_protocols:
+        return None
+    return tuple((protocol.name, bytes(protocol.metadata)) for protocol in classic.supported_protocols)
 
 
 def member_state_of(value: int) -> MemberState:

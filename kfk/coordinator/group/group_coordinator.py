@@ -21,9 +21,11 @@ not aborted ones, and keeps open ones pending.
 
 Groups of both protocols share the partitions, the offsets and the timer: classic groups in GroupMetadataManager,
 the consumer protocol's (KIP-848) in ConsumerGroupManager. A group id belongs to one of them at a time: a
-ConsumerGroupHeartbeat to a classic group with members is GROUP_ID_NOT_FOUND, a JoinGroup to a consumer group with
-members INCONSISTENT_GROUP_PROTOCOL (kfk does not migrate groups between the protocols); an empty group of either
-kind gives way to the other, its offsets kept.
+group of one protocol migrates to the other online (group.consumer.migration.policy, kfk.coordinator.group.
+group_migration): the first ConsumerGroupHeartbeat to a classic group with members converts it to a consumer group
+(GROUP_ID_NOT_FOUND when the policy or Kafka's rules refuse), whose classic members' JoinGroup, SyncGroup, Heartbeat
+and LeaveGroup the ConsumerGroupManager serves from then on; the departure of the last consumer-protocol member
+converts it back. An empty group of either kind gives way to the other, its offsets kept.
 
 Kafka's request-level checks live here too: an empty group id is INVALID_GROUP_ID for the membership APIs (offset
 commits, fetches, DescribeGroups and DeleteGroups accept it, as Kafka does for old clients), a session timeout
@@ -39,7 +41,6 @@ from collections.abc import Callable
 
 from kfk.coordinator.append_errors import append_error_to_response_error
 from kfk.coordinator.group.classic_group import (
-    UNKNOWN_MEMBER_ID,
     ClassicGroup,
     ClassicGroupState,
     Responder,
@@ -54,6 +55,12 @@ from kfk.coordinator.group.consumer_group import (
 from kfk.coordinator.group.consumer_group_manager import ConsumerGroupManager
 from kfk.coordinator.group.consumer_group_records import ConsumerGroupRecord, RecordType
 from kfk.coordinator.group.group_metadata_manager import GroupMetadataManager
+from kfk.coordinator.group.group_migration import (
+    can_downgrade,
+    can_upgrade,
+    classic_group_of,
+    members_of_classic_group,
+)
 from kfk.coordinator.group.offset_metadata_manager import (
     FetchedOffset,
     OffsetMetadataManager,
@@ -123,7 +130,7 @@ class GroupCoordinator:
         self.groups = GroupMetadataManager(config, self.timer, self._write_for_group,
                                            lambda group_id: self.offsets.has_offsets(group_id))
         self.consumer_groups = ConsumerGroupManager(config, self.timer, self._write_for_group, lambda: self.image,
-                                                    self._classic_group_has_members)
+                                                    self._classic_group_has_members, self._downgrade)
         self.offsets = OffsetMetadataManager(config, self.groups, self.consumer_groups)
 
     def _classic_group_has_members(self, group_id: str) -> bool:
@@ -169,9 +176,9 @@ class GroupCoordinator:
         elif isinstance(record, OffsetCommitRecord):
             self.offsets.replay(record, now_ms, producer_id)
         elif isinstance(record, GroupMetadataRecord):
+            # A tombstone deletes the group, not its offsets (their own tombstones do, as in Kafka): the group's
+            # conversion to a consumer group deletes its classic record and keeps its offsets.
             self.groups.replay_group_metadata(record.group_id, record.value, now_ms)
-            if record.value is None:
-                self.offsets.remove_group(record.group_id)
 
     def complete_loading(self, partition: int, now_ms: int) -> None:
         if self.partitions.get(partition) is not PartitionState.LOADING:
@@ -256,9 +263,8 @@ class GroupCoordinator:
         consumer_group = self.consumer_groups.group(request.group_id)
         if consumer_group is not None:
             if not consumer_group.is_empty:
-                # Members of the consumer protocol hold the group: kfk does not migrate a group between protocols.
-                respond(JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                                          member_id=UNKNOWN_MEMBER_ID))
+                # A classic member joins a consumer group (a mixed group during a migration).
+                self.consumer_groups.classic_join(request, api_version, client_id, client_host, now_ms, respond)
                 return
             # An empty consumer group gives way to the classic group (its offsets stay), as in Kafka.
             records = self.consumer_groups.deletion_records(consumer_group)
@@ -271,6 +277,9 @@ class GroupCoordinator:
         if error != ErrorCode.NONE:
             respond(SyncGroupResponse(error_code=error))
             return
+        if self._is_consumer_group(request.group_id):
+            self.consumer_groups.classic_sync(request, now_ms, respond)
+            return
         self.groups.sync_group(request, now_ms, respond)
 
     def heartbeat(self, request: HeartbeatRequest, now_ms: int) -> ErrorCode:
@@ -281,6 +290,8 @@ class GroupCoordinator:
             return ErrorCode.NONE  # Kafka answers a heartbeat blindly while the group loads
         if error != ErrorCode.NONE:
             return error
+        if self._is_consumer_group(request.group_id):
+            return self.consumer_groups.classic_heartbeat(request, now_ms)
         return self.groups.heartbeat(request, now_ms)
 
     def leave_group(self, group_id: str, members: list[LeaveGroupRequest.MemberIdentity],
@@ -288,6 +299,8 @@ class GroupCoordinator:
         error = ErrorCode.INVALID_GROUP_ID if not group_id else self.coordinator_error(group_id)
         if error != ErrorCode.NONE:
             return error, []
+        if self._is_consumer_group(group_id):
+            return self.consumer_groups.classic_leave(group_id, members, now_ms)
         return self.groups.leave_group(group_id, members, now_ms)
 
     def consumer_group_heartbeat(self, request: ConsumerGroupHeartbeatRequest, api_version: int, client_id: str,
@@ -297,7 +310,52 @@ class GroupCoordinator:
         if error != ErrorCode.NONE:
             respond(ConsumerGroupHeartbeatResponse(error_code=error))
             return
+        classic = self.groups.group(request.group_id)
+        if request.member_epoch == 0 and self._classic_group_has_members(request.group_id) and classic is not None \
+                and can_upgrade(classic, self.config):
+            self._upgrade(classic, now_ms)
         self.consumer_groups.heartbeat(request, api_version, client_id, client_host, now_ms, respond)
+
+    # -- online migration --------------------------------------------------------------------------------------------
+
+    def _is_consumer_group(self, group_id: str) -> bool:
+        """Whether the group id is a consumer group's with members, whose classic members the ConsumerGroupManager
+        serves."""
+        group = self.consumer_groups.group(group_id)
+        return group is not None and not group.is_empty and self.groups.group(group_id) is None
+
+    def _upgrade(self, classic: ClassicGroup, now_ms: int) -> None:
+        """Convert the classic group to a consumer group (its record deleted, the consumer group's written and
+        applied): whoever waits for a JoinGroup or SyncGroup answer is told to rejoin."""
+        group_id = classic.group_id
+        try:
+            members = members_of_classic_group(classic, self.image)
+        except KafkaError as error:
+            log.warning("Cannot upgrade the classic group %s to consumer group: %s", group_id, error)
+            return  # the heartbeat is refused (GROUP_ID_NOT_FOUND) as with any classic group
+        log.info("Upgrading classic group %s (generation %d, %d members) to a consumer group", group_id,
+                 classic.generation_id, len(classic.members))
+        self.groups.unload(classic, ErrorCode.REBALANCE_IN_PROGRESS)
+        records = [(group_metadata_key(group_id), None)]
+        records += self.consumer_groups.adopt_members(group_id, members, classic.generation_id, now_ms)
+        self._write_for_group(group_id, records, None)
+
+    def _downgrade(self, group: ConsumerGroup, leaving_member_id: str, now_ms: int) -> list[Record] | None:
+        """When the leaving member is the consumer group's last of the consumer protocol: the group converted to a
+        classic group that rebalances (the records that do it, applied), else None."""
+        if not can_downgrade(group, leaving_member_id, self.config):
+            return None
+        group_id = group.group_id
+        log.info("Downgrading consumer group %s (epoch %d) to a classic group: member %s left", group_id,
+                 group.group_epoch, leaving_member_id)
+        classic, assignments = classic_group_of(group, leaving_member_id, self.image, now_ms)
+        records = self.consumer_groups.deletion_records(group)
+        self.consumer_groups.unload(group_id)
+        records.append(GroupMetadataManager.group_metadata_record(classic, assignments))
+        self.groups.groups[group_id] = classic
+        self.groups.on_loaded(classic, now_ms)
+        self.groups.prepare_rebalance(classic, now_ms)
+        return records
 
     def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescribeResponse.DescribedGroup:
         error = self.coordinator_error(group_id)

@@ -311,6 +311,10 @@ class GroupMetadataManager:
         else:
             self._maybe_complete_join_phase(group, now_ms)
 
+    def prepare_rebalance(self, group: ClassicGroup, now_ms: int) -> None:
+        """A rebalance the coordinator asks for (a group downgraded from the consumer protocol lost a member)."""
+        self._prepare_rebalance(group, now_ms)
+
     def _prepare_rebalance(self, group: ClassicGroup, now_ms: int) -> None:
         if group.is_in_state(_S.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_with_error(group, ErrorCode.REBALANCE_IN_PROGRESS, now_ms)
@@ -685,14 +689,14 @@ class GroupMetadataManager:
         if len(group.members) > self.config.max_size:
             self._prepare_rebalance(group, now_ms)
 
-    def unload(self, group: ClassicGroup) -> None:
-        """The partition moved away: answer whoever waits with NOT_COORDINATOR and forget the group."""
+    def unload(self, group: ClassicGroup, error: ErrorCode = ErrorCode.NOT_COORDINATOR) -> None:
+        """The partition moved away (or the group became a consumer group): answer whoever waits with `error` and
+        forget the group."""
         group_id = group.group_id
         for member in list(group.members.values()):
             self.timer.cancel(_heartbeat_key(group_id, member.member_id))
-            group.complete_join(member, JoinGroupResponse(error_code=ErrorCode.NOT_COORDINATOR,
-                                                          member_id=member.member_id))
-            group.complete_sync(member, SyncGroupResponse(error_code=ErrorCode.NOT_COORDINATOR))
+            group.complete_join(member, JoinGroupResponse(error_code=error, member_id=member.member_id))
+            group.complete_sync(member, SyncGroupResponse(error_code=error))
         for member_id in group.pending_join_members:
             self.timer.cancel(_heartbeat_key(group_id, member_id))
         self.timer.cancel(_join_key(group_id))
