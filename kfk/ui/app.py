@@ -40,11 +40,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from kfk.client.cluster_statistics import describe_cluster_statistics
+from kfk.common.structs import TopicPartition
 from kfk.common.uuids import uuid_to_base64
 from kfk.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
 from kfk.ui.cluster_view import ClusterView, describe_error, total_lag
 from kfk.ui.auth import BasicAuth
 from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
+from kfk.ui.live_tail import TailResponse, TailSlots, tail_events
+from kfk.ui.message_search import DEFAULT_MAX_SCANNED, RecordFilter, parse_field_match
 from kfk.ui.panels import Panels
 
 __all__ = ["create_app", "ConsoleSettings"]
@@ -106,6 +109,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     templates.env.filters["timestamp"] = _timestamp
     templates.env.filters["topic_id"] = uuid_to_base64  # as Kafka's tools print topic ids
     panels = Panels(settings.panel_timeout_ms)
+    tail_slots = TailSlots()
 
     def page(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
         context.setdefault("notice", request.query_params.get("notice"))
@@ -154,20 +158,44 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
                                                 "producers": producers_note})
 
     def messages(request: Request) -> Response:
+        """One partition's records by offset or timestamp; or, with ``search``, the records of one or every
+        partition that match a filter, scanned under a limit (message_search); the live tail starts from here."""
         name = request.path_params["name"]
         params = request.query_params
         description = view.admin.describe_topics([name])[name]
-        partition = _int(params.get("partition"), "partition", 0)
-        if partition not in {info.partition for info in description.partitions}:
+        numbers = sorted(info.partition for info in description.partitions)
+        chosen = params.get("partition", "")
+        partition = None if params.get("search") and chosen in ("", "all") else _int(chosen, "partition", 0)
+        if partition is not None and partition not in numbers:
             raise HTTPException(404, f"topic {name} has no partition {partition}")
+        context: dict[str, Any] = {"topic": description, "partition": partition, "searched": None, "notes": {}}
+        if params.get("search"):
+            try:
+                record_filter = RecordFilter(params.get("key", ""), params.get("value", ""), params.get("header", ""),
+                                             parse_field_match(params["field"]) if params.get("field") else None)
+                limits = {"from_timestamp_ms": _moment(params.get("from_time"), "from time"),
+                          "to_timestamp_ms": _moment(params.get("to_time"), "to time"),
+                          "max_scanned": _int(params.get("max_scanned"), "max records scanned", DEFAULT_MAX_SCANNED),
+                          "start_offsets": _offsets(params.get("resume"))}
+            except ValueError as error:
+                raise HTTPException(400, str(error)) from None
+            searched, note = panels.load(
+                "Search", lambda: view.search(name, numbers if partition is None else [partition], record_filter,
+                                              **limits), None, needs="READ on the topic")
+            context.update(searched=searched, records=searched.records if searched else [], limit=50,
+                           record_filter=record_filter, max_scanned=limits["max_scanned"], notes={"records": note},
+                           log_start_offset=None, log_end_offset=None,
+                           resume=",".join(f"{p}:{o}" for p, o in sorted(searched.next_offsets.items()))
+                           if searched else "")
+            return page(request, "messages.html", **context)
         timestamp = _int(params.get("timestamp"), "timestamp")
         offset, limit = _int(params.get("offset"), "offset"), _int(params.get("limit"), "limit", 50)
         (records, log_start_offset, log_end_offset), note = panels.load(
             "Records", lambda: view.browse(name, partition, offset=offset, timestamp_ms=timestamp, limit=limit),
             ([], None, None), needs="READ on the topic")
-        return page(request, "messages.html", topic=description, partition=partition, records=records,
-                    log_start_offset=log_start_offset, log_end_offset=log_end_offset, limit=limit,
-                    notes={"records": note})
+        context.update(records=records, log_start_offset=log_start_offset, log_end_offset=log_end_offset,
+                       limit=limit, max_scanned=DEFAULT_MAX_SCANNED, notes={"records": note})
+        return page(request, "messages.html", **context)
 
     def groups(request: Request) -> Response:
         listings, note = panels.load("Consumer groups", view.admin.list_consumer_groups, [],
@@ -408,6 +436,31 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
                                          for entry in sample.missing],
                              "notes": sample.notes})
 
+    def api_tail(request: Request) -> Response:
+        """The live tail of a topic (one partition, or all), as server-sent events (live_tail): from ``from`` (the
+        log end offsets the page saw, ``partition:offset,...``), else from the end offsets now."""
+        name = request.path_params["name"]
+        params = request.query_params
+        description = view.admin.describe_topics([name])[name]
+        numbers = sorted(info.partition for info in description.partitions)
+        chosen = params.get("partition", "")
+        try:
+            record_filter = RecordFilter(params.get("key", ""), params.get("value", ""), params.get("header", ""),
+                                         parse_field_match(params["field"]) if params.get("field") else None)
+            given = _offsets(params.get("from")) or {}
+        except ValueError as error:
+            raise HTTPException(400, str(error)) from None
+        partitions = numbers if chosen in ("", "all") else [_int(chosen, "partition")]
+        if not set(partitions) <= set(numbers):
+            raise HTTPException(404, f"topic {name} has no partition {chosen}")
+        missing = [TopicPartition(name, p) for p in partitions if p not in given]
+        ends = view.admin.end_offsets(missing) if missing else {}
+        start_offsets = {p: given[p] if p in given else ends[TopicPartition(name, p)] for p in partitions}
+        if not tail_slots.acquire():
+            raise HTTPException(429, f"{tail_slots.limit} live tails are open already: close one first")
+        return TailResponse(tail_events(view.browsing_consumer, name, start_offsets, record_filter),
+                            tail_slots.release)
+
     def api_group_lag(request: Request) -> Response:
         group_id = request.path_params["group_id"]
         rows = view.group_lag(group_id)
@@ -463,6 +516,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         Route("/reassignments/generate", generate, methods=["POST"]),
         Route("/reassignments/execute", execute, methods=["POST"]),
         Route("/api/throughput", api_throughput),
+        Route("/api/topics/{name}/tail", api_tail),
         Route("/api/groups/{group_id}/lag", api_group_lag),
         Route("/api/reassignments", api_reassignments),
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
@@ -494,6 +548,37 @@ def _timestamp(milliseconds: int) -> str:
         return "none"
     moment = datetime.fromtimestamp(milliseconds / 1000, timezone.utc)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _moment(text: str | None, name: str) -> int | None:
+    """A time typed as milliseconds since the epoch or as ISO 8601 (UTC unless it says otherwise)."""
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{name} is milliseconds since the epoch or a date and time as 2026-12-06T09:30:00Z, "
+                         f"not {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def _offsets(text: str | None) -> dict[int, int] | None:
+    """``partition:offset,...`` (where a continued search or a tail starts)."""
+    if text is None or not text.strip():
+        return None
+    offsets = {}
+    for item in text.split(","):
+        partition, separator, offset = item.partition(":")
+        try:
+            offsets[int(partition)] = int(offset)
+        except ValueError:
+            raise ValueError(f"offsets are partition:offset,..., not {text!r}") from None
+    return offsets
 
 
 def _plan_json(plan: dict[str, dict[int, list[int]]]) -> str:

@@ -34,6 +34,7 @@ from kfk.common.config_types import ConfigResourceType
 from kfk.common.constants import NO_NODE
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import ElectionNotNeededError, KafkaError
+from kfk.ui.message_search import RecordFilter, SearchResult, search_records
 from kfk.ui.rendering import RenderedBytes, render_bytes
 
 __all__ = ["ClusterView", "PartitionRow", "BrowsedRecord", "GroupPartitionLag", "MissingPartition", "ThroughputSample",
@@ -285,11 +286,8 @@ class ClusterView:
         offset = max(start, min(offset, end))
         if offset >= end:
             return [], start, end
-        consumer_config = _subset(self._config, CONSUMER_CONFIG_DEF.keys)
-        consumer_config.update({"enable.auto.commit": False, "isolation.level": "read_uncommitted"})
-        consumer_config.pop("group.id", None)
         records: list[BrowsedRecord] = []
-        consumer = Consumer(consumer_config)
+        consumer = self.browsing_consumer()
         try:
             consumer.assign([tp])
             consumer.seek(tp, offset)
@@ -297,10 +295,7 @@ class ClusterView:
             wanted_end = min(end, offset + limit)
             while len(records) < limit and time.monotonic() < deadline:
                 batch = consumer.poll(0.5, max_records=limit - len(records))
-                for record in batch:
-                    records.append(BrowsedRecord(
-                        record.partition, record.offset, record.timestamp, render_bytes(record.key),
-                        render_bytes(record.value), [(name, render_bytes(value)) for name, value in record.headers]))
+                records.extend(map(browsed_record, batch))
                 if records and records[-1].offset + 1 >= wanted_end:
                     break
                 if consumer.position(tp) >= wanted_end:
@@ -308,6 +303,19 @@ class ClusterView:
         finally:
             consumer.close(timeout=1.0)
         return records, start, end
+
+    def browsing_consumer(self) -> Consumer:
+        """A Consumer without a group that commits nothing, for reading partitions by offset (browse, search,
+        tail); the caller assigns it and closes it."""
+        consumer_config = _subset(self._config, CONSUMER_CONFIG_DEF.keys)
+        consumer_config.update({"enable.auto.commit": False, "isolation.level": "read_uncommitted"})
+        consumer_config.pop("group.id", None)
+        return Consumer(consumer_config)
+
+    def search(self, topic: str, partitions: list[int], record_filter: RecordFilter, **limits: Any) -> SearchResult:
+        """The records of ``partitions`` that ``record_filter`` accepts, scanned under limits (message_search)."""
+        return search_records(self.admin, self.browsing_consumer, topic, partitions, record_filter,
+                              make_record=browsed_record, **limits)
 
     def produce(self, topic: str, value: bytes | None, key: bytes | None = None,
                 headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> tuple[int, int]:
@@ -407,6 +415,12 @@ class ClusterView:
         found = self.admin.list_partition_reassignments()
         return [(tp, list(state.replicas), list(state.adding_replicas), list(state.removing_replicas))
                 for tp, state in sorted(found.items())]
+
+
+def browsed_record(record: Any) -> BrowsedRecord:
+    """A consumed record as the browser's table shows it."""
+    return BrowsedRecord(record.partition, record.offset, record.timestamp, render_bytes(record.key),
+                         render_bytes(record.value), [(name, render_bytes(value)) for name, value in record.headers])
 
 
 def describe_error(error: BaseException) -> str:
