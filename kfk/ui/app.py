@@ -108,6 +108,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     templates.env.globals.update(read_only=settings.read_only, refresh_ms=settings.refresh_ms, quote=quote)
     templates.env.filters["timestamp"] = _timestamp
     templates.env.filters["topic_id"] = uuid_to_base64  # as Kafka's tools print topic ids
+    templates.env.filters["bytes"] = _bytes
     panels = Panels(settings.panel_timeout_ms)
     tail_slots = TailSlots()
 
@@ -153,9 +154,13 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
                                             needs="DESCRIBE_CONFIGS on the topic")
         producers, producers_note = panels.load("Producers", lambda: view.topic_producers(description), [],
                                                 needs="READ on the topic")
+        sizes, sizes_note = panels.load("Sizes on disk", lambda: view.topic_replica_sizes(name), {},
+                                        needs="DESCRIBE on the cluster")
         return page(request, "topic.html", topic=description, partitions=partitions, configs=configs,
-                    producers=producers, notes={"partitions": partitions_note, "configs": configs_note,
-                                                "producers": producers_note})
+                    producers=producers, sizes=sizes,
+                    total_size=sum(size for by_broker in sizes.values() for size in by_broker.values()),
+                    notes={"partitions": partitions_note, "configs": configs_note, "producers": producers_note,
+                           "sizes": sizes_note})
 
     def messages(request: Request) -> Response:
         """One partition's records by offset or timestamp; or, with ``search``, the records of one or every
@@ -227,8 +232,10 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
             raise HTTPException(404, f"broker {broker_id} is not in the cluster")
         configs, note = panels.load("Configs", lambda: view.broker_configs(broker_id), [],
                                     needs="DESCRIBE_CONFIGS on the cluster")
+        log_dirs, log_dirs_note = panels.load("Log directories", lambda: view.log_dirs([broker_id]), [],
+                                              needs="DESCRIBE on the cluster")
         return page(request, "broker.html", broker=registered[broker_id], controller_id=cluster.controller_id,
-                    configs=configs, notes={"configs": note})
+                    configs=configs, log_dirs=log_dirs, notes={"configs": note, "log_dirs": log_dirs_note})
 
     def security(request: Request) -> Response:
         acls, acls_note = panels.load("ACLs", view.admin.describe_acls, [], needs="DESCRIBE on the cluster")
@@ -429,7 +436,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     # --- JSON for the live parts --------------------------------------------------------------------------------
 
     def api_throughput(request: Request) -> Response:
-        sample = view.throughput_sample(settings.live_timeout_ms)
+        sample = view.throughput_sample(settings.live_timeout_ms, request.query_params.get("topic") or None)
         return JSONResponse({"time_ms": sample.time_ms, "total_offsets": sample.total_offsets,
                              "per_topic": sample.per_topic,
                              "missing": [{"topic": entry.topic, "partition": entry.partition, "reason": entry.reason}
@@ -548,6 +555,18 @@ def _timestamp(milliseconds: int) -> str:
         return "none"
     moment = datetime.fromtimestamp(milliseconds / 1000, timezone.utc)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _bytes(count: int | None) -> str:
+    """A size for a person (1024-based units, as df -h), the exact count being in the cell's title."""
+    if count is None:
+        return "unknown"
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{count} B"
 
 
 def _moment(text: str | None, name: str) -> int | None:

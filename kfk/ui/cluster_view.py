@@ -37,7 +37,7 @@ from kfk.errors import ElectionNotNeededError, KafkaError
 from kfk.ui.message_search import RecordFilter, SearchResult, search_records
 from kfk.ui.rendering import RenderedBytes, render_bytes
 
-__all__ = ["ClusterView", "PartitionRow", "BrowsedRecord", "GroupPartitionLag", "MissingPartition", "ThroughputSample",
+__all__ = ["ClusterView", "PartitionRow", "LogDirUsage", "BrowsedRecord", "GroupPartitionLag", "MissingPartition", "ThroughputSample",
            "describe_error", "total_lag"]
 
 # Kafka's consoles page messages; a page larger than this is refused rather than pulling a topic into memory.
@@ -73,6 +73,23 @@ class BrowsedRecord:
     key: RenderedBytes
     value: RenderedBytes
     headers: list[tuple[str, RenderedBytes]]
+
+
+@dataclass(frozen=True)
+class LogDirUsage:
+    """One log directory of one broker: its volume's total and usable bytes (None when the broker does not say) and
+    the bytes of each topic's replicas in it; ``error`` when the directory (or the broker) could not be described."""
+
+    broker_id: int
+    path: str
+    error: str | None
+    total_bytes: int | None
+    usable_bytes: int | None
+    topic_bytes: dict[str, int]
+
+    @property
+    def size(self) -> int:
+        return sum(self.topic_bytes.values())
 
 
 @dataclass(frozen=True)
@@ -221,21 +238,26 @@ class ClusterView:
                   if error is not None and not isinstance(error, ElectionNotNeededError)]
         return elected, errors
 
-    def throughput_sample(self, timeout_ms: float) -> ThroughputSample:
-        """The end offsets of every partition, asked of each leader separately and all within ``timeout_ms``: one
-        partition without a leader, or one leader that does not answer, must not stop the live figures of the
-        rest (one ListOffsets call over all partitions waits until every one of them answers)."""
+    def throughput_sample(self, timeout_ms: float, topic: str | None = None) -> ThroughputSample:
+        """The end offsets of every partition (of ``topic``, or of every topic), asked of each leader separately
+        and all within ``timeout_ms``: one partition without a leader, or one leader that does not answer, must not
+        stop the live figures of the rest (one ListOffsets call over all partitions waits until every one of them
+        answers)."""
         deadline = time.monotonic() + timeout_ms / 1000
         notes = []
         try:
-            descriptions = self.admin.describe_topics(None, include_internal=False, timeout_ms=timeout_ms / 2)
-            self._known_topics = (time.time(), descriptions)
+            descriptions = self.admin.describe_topics(None if topic is None else [topic], include_internal=False,
+                                                      timeout_ms=timeout_ms / 2)
+            if topic is None:
+                self._known_topics = (time.time(), descriptions)
         except KafkaError as error:
             # A frozen broker asked for Metadata answers nothing: the partitions and leaders last seen still say
             # where to ask for offsets, which the brokers that answer give.
-            if self._known_topics is None:
+            if self._known_topics is None or (topic is not None and topic not in self._known_topics[1]):
                 raise
             known_at, descriptions = self._known_topics
+            if topic is not None:
+                descriptions = {topic: descriptions[topic]}
             notes.append(f"Metadata did not answer ({error}): partitions and leaders as of "
                          f"{time.strftime('%H:%M:%S', time.localtime(known_at))}")
         missing: list[MissingPartition] = []
@@ -267,6 +289,40 @@ class ClusterView:
                 per_topic[tp.topic] += offset
         return ThroughputSample(int(time.time() * 1000), per_topic,
                                 sorted(missing, key=lambda entry: (entry.topic, entry.partition)), notes)
+
+    # --- log directories --------------------------------------------------------------------------------------
+
+    def log_dirs(self, broker_ids: Iterable[int]) -> list[LogDirUsage]:
+        """Each log directory of the brokers (DescribeLogDirs), with the bytes of each topic in it; a broker that
+        refuses is one row with its error."""
+        rows = []
+        for broker_id, found in sorted(self.admin.describe_log_dirs(broker_ids).items()):
+            if isinstance(found, KafkaError):
+                rows.append(LogDirUsage(broker_id, "", str(found), None, None, {}))
+                continue
+            for path, description in sorted(found.items()):
+                per_topic: dict[str, int] = {}
+                for tp, replica in description.replicas.items():
+                    per_topic[tp.topic] = per_topic.get(tp.topic, 0) + replica.size
+                rows.append(LogDirUsage(broker_id, path, None if description.error is None else str(description.error),
+                                        description.total_bytes, description.usable_bytes,
+                                        dict(sorted(per_topic.items()))))
+        return rows
+
+    def topic_replica_sizes(self, topic: str) -> dict[int, dict[int, int]]:
+        """partition -> broker -> bytes of that replica on disk (summed over the broker's log directories: a
+        replica being moved between directories is in two)."""
+        brokers = [broker.node_id for broker in self.admin.describe_cluster().brokers]
+        sizes: dict[int, dict[int, int]] = {}
+        for broker_id, found in self.admin.describe_log_dirs(brokers).items():
+            if isinstance(found, KafkaError):
+                raise found
+            for description in found.values():
+                for tp, replica in description.replicas.items():
+                    if tp.topic == topic:
+                        by_broker = sizes.setdefault(tp.partition, {})
+                        by_broker[broker_id] = by_broker.get(broker_id, 0) + replica.size
+        return sizes
 
     # --- messages ---------------------------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
-"""The message browser's search and live tail against one real kfk broker (shared by the module), with records from
+"""The message browser and a topic's data against one real kfk broker (shared by the module), with records from
 confluent-kafka: a search by header and by a JSON field finds exactly the matching records; a time range reads only
 the records inside it (ListOffsets by timestamp); a scan limit stops the search and says where; in headless Chromium
 the live tail shows a record produced after the page opened (and not one its filter rejects); and the console
-holds at most four tails at once, freeing a slot when a page's connection closes."""
+holds at most four tails at once, freeing a slot when a page's connection closes; the log directories' sizes are
+kafka-log-dirs.sh's, and the topic page's records/s chart counts new records."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from confluent_kafka import Producer
 
 from kfk.client import Admin, NewTopic
 from kfk.testing.broker import start_broker
+from kfk.testing.apache_kafka import run_kafka_tool
 from tests.ui.conftest import ConsoleSession, screenshot
 
 pytestmark = pytest.mark.integration
@@ -148,3 +150,46 @@ def test_live_tail_shows_new_records_and_is_bounded(broker, console_factory, bro
     assert again.status == 200
     for response in [*opened, again]:
         response.close()
+
+
+def test_log_dir_sizes_and_topic_throughput(broker, console_factory, browser_page) -> None:
+    """The broker page's log directories and the topic page's replica sizes are kafka-log-dirs.sh's figures (Apache
+    Kafka's own tool, run against the same broker); the topic page's records/s chart counts new records."""
+    console = console_factory(broker.bootstrap_servers)
+    session = ConsoleSession(console.url)
+    with Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        broker_id = admin.describe_cluster().brokers[0].node_id
+    described = run_kafka_tool("log-dirs", ["--describe", "--bootstrap-server", broker.bootstrap_servers,
+                                            "--broker-list", str(broker_id)], timeout=120)
+    report = json.loads(next(line for line in described.stdout.splitlines() if line.startswith("{")))
+    (logged,) = report["brokers"]
+    expected = {entry["partition"]: entry["size"] for log_dir in logged["logDirs"] for entry in log_dir["partitions"]}
+    assert expected[f"{TOPIC}-0"] > 0 and expected[f"{TOPIC}-1"] > 0
+
+    status, body = session.get(f"brokers/{broker_id}")
+    assert status == 200
+    dirs = html.unescape(body[body.index('id="log-dirs"'):body.index('id="broker-configs"')])
+    assert [log_dir["logDir"] for log_dir in logged["logDirs"]] == re.findall(r'<td class="mono">([^<]+?)</td>', dirs)
+    shown = int(re.search(rf'data-topic="{TOPIC}" data-bytes="(\d+)"', dirs).group(1))
+    assert shown == expected[f"{TOPIC}-0"] + expected[f"{TOPIC}-1"]
+    assert int(re.search(r'data-bytes="(\d+)"', dirs).group(1)) == sum(expected.values())
+
+    status, body = session.get(f"topics/{TOPIC}")
+    assert status == 200
+    sizes = [int(size) for size in re.findall(rf'data-broker="{broker_id}" data-bytes="(\d+)"', body)]
+    assert sizes == [expected[f"{TOPIC}-0"], expected[f"{TOPIC}-1"]]
+
+    page = browser_page
+    page.goto(console.url + f"topics/{TOPIC}")
+    page.wait_for_selector("#throughput-chart polyline", state="attached")  # two samples taken: a rate is drawn
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    deadline = time.monotonic() + 30
+    while page.locator("#throughput").inner_text() in ("–", "0") and time.monotonic() < deadline:
+        for _ in range(50):
+            producer.produce(TOPIC, b"burst", partition=1)
+        producer.flush(10)
+        page.wait_for_timeout(300)
+    assert int(page.locator("#throughput").inner_text().replace(",", "")) > 0
+    assert page.locator("#throughput-note").inner_text() == ""
+    screenshot(page, "topic-size-throughput")
+    assert page.kfk_errors == []
