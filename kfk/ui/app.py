@@ -47,6 +47,7 @@ from kfk.ui.cluster_view import ClusterView, describe_error, total_lag
 from kfk.ui.auth import BasicAuth
 from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
 from kfk.ui.live_tail import TailResponse, TailSlots, tail_events
+from kfk.ui.operator_sessions import CurrentView, OperatorClients, SaslLogin
 from kfk.ui.message_search import DEFAULT_MAX_SCANNED, RecordFilter, parse_field_match
 from kfk.ui.panels import Panels
 
@@ -102,13 +103,19 @@ def _headers(text: str) -> list[tuple[str, bytes]]:
     return headers
 
 
-def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings()) -> Starlette:
-    """The console's ASGI app over ``view`` (which the caller owns and closes)."""
+def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSettings(),
+               operators: OperatorClients | None = None) -> Starlette:
+    """The console's ASGI app over ``view`` (which the caller owns and closes); or, with ``operators`` (--auth
+    sasl), over each logged-in operator's own view."""
+    if operators is not None:
+        view = CurrentView()  # type: ignore[assignment]
+    assert view is not None
     templates = Jinja2Templates(directory=str(_HERE / "templates"), context_processors=[_csrf_context])
     templates.env.globals.update(read_only=settings.read_only, refresh_ms=settings.refresh_ms, quote=quote)
     templates.env.filters["timestamp"] = _timestamp
     templates.env.filters["topic_id"] = uuid_to_base64  # as Kafka's tools print topic ids
     templates.env.filters["bytes"] = _bytes
+    templates.env.globals["kafka_login"] = operators is not None
     panels = Panels(settings.panel_timeout_ms)
     tail_slots = TailSlots()
 
@@ -531,6 +538,7 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     return Starlette(routes=routes,
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts),
                                  *([Middleware(BasicAuth, users=settings.users)] if settings.users else []),
+                                 *([Middleware(SaslLogin, operators=operators)] if operators else []),
                                  Middleware(CsrfGuard)],
                      exception_handlers={HTTPException: on_error, KafkaError: on_error}, lifespan=lifespan)
 

@@ -11,7 +11,7 @@ from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, R
 
 from kfk.testing.broker import start_broker
 from tests.integration.test_acls_confluent import PASSWORDS, admin, authorizer_overrides, config
-from tests.ui.conftest import screenshot
+from tests.ui.conftest import ConsoleSession, screenshot
 
 pytestmark = pytest.mark.integration
 
@@ -75,3 +75,46 @@ def test_every_page_renders_for_a_describe_only_user(secured_broker, console_fac
     # The group page: its committed offset and lag (DESCRIBE on the group and topic suffice).
     page.goto(console.url + f"groups/{GROUP}")
     assert page.locator("#total-lag").inner_text() == "4"
+
+
+def test_operators_log_in_with_their_own_kafka_credentials(secured_broker, console_factory, tmp_path) -> None:
+    """`kfk ui --auth sasl`: no shared principal; each operator's Basic login is their SASL/PLAIN user, so alice (who
+    may describe only `alice-visible`) sees that topic and not `alice-hidden`, and is refused a topic creation
+    that admin (a super user) then makes through the same console."""
+    from confluent_kafka.admin import NewTopic
+
+    for future in admin(secured_broker).create_topics([NewTopic(name, 1, 1)
+                                                       for name in ("alice-visible", "alice-hidden")]).values():
+        future.result(30)
+    bindings = [AclBinding(kind, name, ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.DESCRIBE,
+                           AclPermissionType.ALLOW)
+                for kind, name in ((ResourceType.TOPIC, "alice-visible"), (ResourceType.BROKER, "kafka-cluster"))]
+    for future in admin(secured_broker).create_acls(bindings).values():
+        future.result(10)
+    properties = tmp_path / "sasl.properties"
+    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n")
+    console = console_factory(secured_broker.bootstrap_servers, "--auth", "sasl", "--command-config",
+                              str(properties))
+
+    assert ConsoleSession(console.url).get("")[0] == 401
+    status, body = ConsoleSession(console.url, login=("alice", "not-her-password")).get("topics")
+    assert status == 401 and "the cluster refused alice's credentials" in body
+
+    alice = ConsoleSession(console.url, login=("alice", PASSWORDS["alice"]))
+    status, body = alice.get("topics")
+    assert status == 200 and 'id="user">alice<' in body
+    assert "alice-visible" in body and "alice-hidden" not in body
+    status, body = alice.get("topics/alice-hidden")
+    assert status in (400, 403, 404) and "alice-hidden" in body  # the error page: Kafka refused or hid it
+    status, _, body = alice.post("topics", {"name": "made-by-alice", "partitions": "1"})
+    assert status == 400 and "authorization failed" in body.lower()
+
+    operator = ConsoleSession(console.url, login=("admin", PASSWORDS["admin"]))
+    status, body = operator.get("topics")
+    assert status == 200 and "alice-visible" in body and "alice-hidden" in body
+    status, location, _ = operator.post("topics", {"name": "made-by-admin", "partitions": "1"})
+    assert status == 303 and location.startswith("/topics/made-by-admin")
+
+    status, body = alice.get("logout")
+    assert status == 401 and "Logged out alice" in body
+    assert alice.get("topics")[0] == 200  # logging in again makes a new client
