@@ -42,6 +42,10 @@ def ui(
     users_file: Annotated[Optional[Path], typer.Option(
         "--users-file", metavar="FILE", help="With --auth basic: one 'name: password' per line (the realm properties "
         "format of Kafka Connect's REST basic authentication).")] = None,
+    cluster: Annotated[Optional[list[str]], typer.Option(
+        "--cluster", metavar="NAME=BOOTSTRAP", help="A cluster of a console over several (repeat the option): its "
+        "name in the console's URLs and its bootstrap servers (host:port[,host:port...]); --command-config applies "
+        "to each. Replaces --bootstrap-server.")] = None,
     certfile: Annotated[Optional[Path], typer.Option(
         "--certfile", metavar="FILE", help="Serve the console over HTTPS with this PEM certificate (chain).")] = None,
     keyfile: Annotated[Optional[Path], typer.Option(
@@ -59,30 +63,35 @@ def ui(
     kafka_login = auth == "sasl"
     users = None if kafka_login else _users(auth, users_file)
     ssl_context = _ssl_context(certfile, keyfile)
+    bootstraps = _clusters(cluster or [], kafka_login)
     config = client_config(bootstrap_server, command_config)
     if kafka_login:
         _check_sasl_config(config, users_file)
     listener = _bind(host, port)
     configure_logging("warning")
     logging.getLogger("kfk.ui.actions").setLevel(logging.INFO)  # every state-changing request, and who sent it
-    view, operators = None, None
+    view, operators, views = None, None, {}
     with client_errors():  # settings the client refuses (a missing truststore, say) are still fatal
         if kafka_login:
             operators = OperatorClients(config)  # each operator's own client, made at their first request
+        elif bootstraps:
+            views = {name: ClusterView(client_config(servers, command_config)) for name, servers in bootstraps.items()}
         else:
             view = ClusterView(config)
+    if bootstraps:
+        bootstrap_server = ", ".join(f"{name}={servers}" for name, servers in bootstraps.items())
     try:
-        if view is not None:
+        for name, checked in (views or ({bootstrap_server: view} if view is not None else {})).items():
             try:
-                view.admin.describe_cluster()
+                checked.admin.describe_cluster()
             except KafkaError as error:
-                typer.echo(f"the cluster at {bootstrap_server} does not answer ({error}); the console shows it as "
-                           "down until it does", err=True)
+                typer.echo(f"the cluster {name} does not answer ({error}); the console shows it as down until it "
+                           "does", err=True)
         settings = ConsoleSettings(read_only, refresh_ms, allowed_hosts=_allowed_hosts(host), users=users)
         tls = ({"ssl_certfile": str(certfile), "ssl_keyfile": str(keyfile) if keyfile else None}
                if ssl_context is not None else {})  # checked by _ssl_context; uvicorn loads them again
-        server = uvicorn.Server(uvicorn.Config(create_app(view, settings, operators), log_level="warning",
-                                               access_log=False, **tls))
+        server = uvicorn.Server(uvicorn.Config(create_app(view, settings, operators, views or None),
+                                               log_level="warning", access_log=False, **tls))
         bound_host, bound_port = listener.getsockname()[:2]
         if (users is not None or kafka_login) and ssl_context is None and _allowed_hosts(host) is None:
             typer.echo(f"warning: --auth {auth} without --certfile sends passwords in clear text over the network",
@@ -93,11 +102,30 @@ def ui(
                    f"{' (read-only)' if read_only else ''}{login}; Ctrl-C stops it", err=True)
         server.run(sockets=[listener])
     finally:
-        if view is not None:
-            view.close()
+        for opened in [view, *views.values()]:
+            if opened is not None:
+                opened.close()
         if operators is not None:
             operators.close()
         listener.close()
+
+
+def _clusters(specs: list[str], kafka_login: bool) -> dict[str, str]:
+    """--cluster NAME=BOOTSTRAP options, in the order given (the first is where / leads)."""
+    clusters: dict[str, str] = {}
+    for spec in specs:
+        name, separator, servers = spec.partition("=")
+        name, servers = name.strip(), servers.strip()
+        if not separator or not name or not servers:
+            fail(f"--cluster is NAME=BOOTSTRAP (as prod=kafka1:9092,kafka2:9092), not {spec!r}")
+        if "/" in name:
+            fail(f"a cluster's name goes in the console's URLs: no '/' in {name!r}")
+        if name in clusters:
+            fail(f"--cluster {name} is given twice")
+        clusters[name] = servers
+    if clusters and kafka_login:
+        fail("--auth sasl works with one cluster (--bootstrap-server), not with --cluster")
+    return clusters
 
 
 def _check_sasl_config(config: dict, users_file: Path | None) -> None:

@@ -47,7 +47,9 @@ from kfk.ui.cluster_view import ClusterView, describe_error, total_lag
 from kfk.ui.auth import BasicAuth
 from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
 from kfk.ui.live_tail import TailResponse, TailSlots, tail_events
-from kfk.ui.operator_sessions import CurrentView, OperatorClients, SaslLogin
+from kfk.ui.clusters import ClusterSelect
+from kfk.ui.current_view import CurrentView
+from kfk.ui.operator_sessions import OperatorClients, SaslLogin
 from kfk.ui.message_search import DEFAULT_MAX_SCANNED, RecordFilter, parse_field_match
 from kfk.ui.panels import Panels
 
@@ -104,10 +106,11 @@ def _headers(text: str) -> list[tuple[str, bytes]]:
 
 
 def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSettings(),
-               operators: OperatorClients | None = None) -> Starlette:
+               operators: OperatorClients | None = None, clusters: dict[str, ClusterView] | None = None) -> Starlette:
     """The console's ASGI app over ``view`` (which the caller owns and closes); or, with ``operators`` (--auth
-    sasl), over each logged-in operator's own view."""
-    if operators is not None:
+    sasl), over each logged-in operator's own view; or, with ``clusters`` (--cluster), over the view of the cluster
+    each URL names."""
+    if operators is not None or clusters:
         view = CurrentView()  # type: ignore[assignment]
     assert view is not None
     templates = Jinja2Templates(directory=str(_HERE / "templates"), context_processors=[_csrf_context])
@@ -116,6 +119,7 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
     templates.env.filters["topic_id"] = uuid_to_base64  # as Kafka's tools print topic ids
     templates.env.filters["bytes"] = _bytes
     templates.env.globals["kafka_login"] = operators is not None
+    templates.env.globals["cluster_names"] = list(clusters or {})
     panels = Panels(settings.panel_timeout_ms)
     tail_slots = TailSlots()
 
@@ -537,6 +541,7 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
     ]
     return Starlette(routes=routes,
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts),
+                                 *([Middleware(ClusterSelect, views=clusters)] if clusters else []),
                                  *([Middleware(BasicAuth, users=settings.users)] if settings.users else []),
                                  *([Middleware(SaslLogin, operators=operators)] if operators else []),
                                  Middleware(CsrfGuard)],
@@ -547,6 +552,8 @@ def _csrf_context(request: Request) -> dict[str, Any]:
     """The session's CSRF token (CsrfGuard puts it on the request) for the page's forms and its script."""
     token = request.state.csrf_token
     return {"csrf_token": token, "user": getattr(request.state, "user", None),
+            # With several clusters, every link of the page goes to the page's own cluster (clusters.py).
+            "prefix": getattr(request.state, "cluster_prefix", ""), "cluster_name": getattr(request.state, "cluster", None),
             "csrf_field": Markup(f'<input type="hidden" name="{TOKEN_FIELD}" value="{escape(token)}">')}
 
 

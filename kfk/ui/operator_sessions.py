@@ -7,8 +7,7 @@ tried once against the cluster: a SASL authentication failure is a 401, so a wro
 clients are bounded: at most ``max_sessions`` at once (more logins are refused with 503, never evicting an operator
 in the middle of an incident), each closed after ``idle_timeout_s`` without a request, or at once at /logout.
 
-The request's client is handed to the app through a context variable: ``CurrentView`` stands in for the one
-ClusterView of a console without per-operator clients, so every page and action reads the operator's own view.
+The request's client is handed to the app as its current view (current_view).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -29,18 +27,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kfk.errors import KafkaError, SaslAuthenticationError
 from kfk.ui.cluster_view import ClusterView
+from kfk.ui.current_view import CURRENT_VIEW
 
-__all__ = ["OperatorClients", "SaslLogin", "CurrentView", "REALM"]
+__all__ = ["OperatorClients", "SaslLogin", "REALM"]
 
 REALM = "kfk console (Kafka credentials)"
-_CURRENT: ContextVar[ClusterView] = ContextVar("kfk_ui_operator_view")
-
-
-class CurrentView:
-    """The ClusterView of the operator whose request is being served (set by SaslLogin)."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(_CURRENT.get(), name)
 
 
 class OperatorClients:
@@ -166,8 +157,8 @@ class SaslLogin:
             await _challenge(f"503 Service Unavailable: {error}", 503)(scope, receive, send)
             return
         scope.setdefault("state", {})["user"] = credentials[0]
-        token = _CURRENT.set(view)
+        token = CURRENT_VIEW.set(view)
         try:
             await self.app(scope, receive, send)
         finally:
-            _CURRENT.reset(token)
+            CURRENT_VIEW.reset(token)

@@ -155,7 +155,7 @@ function liveTail(button) {
   button.addEventListener("click", () => {
     const query = new URLSearchParams(new FormData(button.form));
     for (const name of ["search", "max_scanned", "from_time", "to_time"]) query.delete(name);
-    const url = `/api/topics/${encodeURIComponent(button.dataset.topic)}/tail?${query}`;
+    const url = `${document.body.dataset.prefix || ""}/api/topics/${encodeURIComponent(button.dataset.topic)}/tail?${query}`;
     section.hidden = false;
     button.disabled = true;
     received = 0;
