@@ -192,7 +192,9 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
                 limits = {"from_timestamp_ms": _moment(params.get("from_time"), "from time"),
                           "to_timestamp_ms": _moment(params.get("to_time"), "to time"),
                           "max_scanned": _int(params.get("max_scanned"), "max records scanned", DEFAULT_MAX_SCANNED),
-                          "start_offsets": _offsets(params.get("resume"))}
+                          "start_offsets": _offsets(params.get("resume")),
+                          # Stops in time to answer within the panel's limit, saying where it stopped.
+                          "timeout_s": max(1.0, settings.panel_timeout_ms / 1000 * 0.6)}
             except ValueError as error:
                 raise HTTPException(400, str(error)) from None
             searched, note = panels.load(
