@@ -118,3 +118,27 @@ def test_operators_log_in_with_their_own_kafka_credentials(secured_broker, conso
     status, body = alice.get("logout")
     assert status == 401 and "Logged out alice" in body
     assert alice.get("topics")[0] == 200  # logging in again makes a new client
+
+
+def test_operator_clients_are_bounded_and_expire(secured_broker) -> None:
+    """The --auth sasl clients on their own, against the SASL broker: a refused password makes no client, a full
+    console refuses a further operator (never evicting one), an idle client is closed and made again on return."""
+    from kfk.errors import SaslAuthenticationError
+    from kfk.ui.operator_sessions import OperatorClients
+
+    operators = OperatorClients({"bootstrap.servers": secured_broker.bootstrap_servers,
+                                 "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}, max_sessions=1)
+    try:
+        with pytest.raises(SaslAuthenticationError):
+            operators.view_for("bob", "not-his-password")
+        assert operators.open_count() == 0
+        bob = operators.view_for("bob", PASSWORDS["bob"])
+        assert operators.view_for("bob", PASSWORDS["bob"]) is bob
+        with pytest.raises(OverflowError, match="1 operators are logged in already"):
+            operators.view_for("carol", PASSWORDS["carol"])
+        operators.idle_timeout_s = 0
+        carol = operators.view_for("carol", PASSWORDS["carol"])  # bob's idle client went first
+        assert operators.open_count() == 1 and carol.admin.describe_cluster().brokers
+        assert operators.log_out("carol", PASSWORDS["carol"]) and operators.open_count() == 0
+    finally:
+        operators.close()
