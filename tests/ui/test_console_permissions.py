@@ -9,6 +9,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
+from kfk.client import Admin as KfkAdmin
+from kfk.client.structs import UserScramCredentialUpsertion
 from kfk.testing.broker import start_broker
 from tests.integration.test_acls_confluent import PASSWORDS, admin, authorizer_overrides, config
 from tests.ui.conftest import ConsoleSession, screenshot
@@ -21,7 +23,7 @@ GROUP = "described-group"
 
 @pytest.fixture(scope="module")
 def secured_broker(tmp_path_factory: pytest.TempPathFactory):
-    process = start_broker(tmp_path_factory.mktemp("ui-acl-broker"), authorizer_overrides(),
+    process = start_broker(tmp_path_factory.mktemp("ui-acl-broker"), authorizer_overrides(mechanisms="PLAIN,SCRAM-SHA-256"),
                            listener_name="SASL_PLAINTEXT")
     try:
         yield process
@@ -80,7 +82,7 @@ def test_every_page_renders_for_a_describe_only_user(secured_broker, console_fac
 def test_operators_log_in_with_their_own_kafka_credentials(secured_broker, console_factory, tmp_path) -> None:
     """`kfk ui --auth sasl`: no shared principal; each operator's Basic login is their SASL/PLAIN user, so alice (who
     may describe only `alice-visible`) sees that topic and not `alice-hidden`, and is refused a topic creation
-    that admin (a super user) then makes through the same console."""
+    that admin (a super user) then makes through the same console; with SCRAM-SHA-256, dave sees the other one."""
     from confluent_kafka.admin import NewTopic
 
     for future in admin(secured_broker).create_topics([NewTopic(name, 1, 1)
@@ -118,6 +120,22 @@ def test_operators_log_in_with_their_own_kafka_credentials(secured_broker, conso
     status, body = alice.get("logout")
     assert status == 401 and "Logged out alice" in body
     assert alice.get("topics")[0] == 200  # logging in again makes a new client
+
+    # SCRAM: dave has SCRAM credentials only, and may describe alice-hidden alone.
+    with KfkAdmin(config(secured_broker, "admin")) as kfk_admin:
+        assert kfk_admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+            "dave", "SCRAM-SHA-256", 4096, "dave-secret")]) == {"dave": None}
+    for future in admin(secured_broker).create_acls([AclBinding(
+            ResourceType.TOPIC, "alice-hidden", ResourcePatternType.LITERAL, "User:dave", "*", AclOperation.DESCRIBE,
+            AclPermissionType.ALLOW)]).values():
+        future.result(10)
+    scram = tmp_path / "scram.properties"
+    scram.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n")
+    scram_console = console_factory(secured_broker.bootstrap_servers, "--auth", "sasl", "--command-config",
+                                    str(scram))
+    status, body = ConsoleSession(scram_console.url, login=("dave", "dave-secret")).get("topics")
+    assert status == 200 and "alice-hidden" in body and "alice-visible" not in body
+    assert ConsoleSession(scram_console.url, login=("dave", "wrong")).get("topics")[0] == 401
 
 
 def test_operator_clients_are_bounded_and_expire(secured_broker) -> None:
