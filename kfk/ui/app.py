@@ -555,7 +555,8 @@ def _csrf_context(request: Request) -> dict[str, Any]:
     token = request.state.csrf_token
     return {"csrf_token": token, "user": getattr(request.state, "user", None),
             # With several clusters, every link of the page goes to the page's own cluster (clusters.py).
-            "prefix": getattr(request.state, "cluster_prefix", ""), "cluster_name": getattr(request.state, "cluster", None),
+            "prefix": getattr(request.state, "cluster_prefix", ""),
+            "cluster_name": getattr(request.state, "cluster", None),
             "csrf_field": Markup(f'<input type="hidden" name="{TOKEN_FIELD}" value="{escape(token)}">')}
 
 

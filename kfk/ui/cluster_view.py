@@ -37,7 +37,8 @@ from kfk.errors import ElectionNotNeededError, KafkaError
 from kfk.ui.message_search import RecordFilter, SearchResult, search_records
 from kfk.ui.rendering import RenderedBytes, render_bytes
 
-__all__ = ["ClusterView", "PartitionRow", "LogDirUsage", "BrowsedRecord", "GroupPartitionLag", "MissingPartition", "ThroughputSample",
+__all__ = ["ClusterView", "PartitionRow", "LogDirUsage", "BrowsedRecord",
+           "browsed_record", "GroupPartitionLag", "MissingPartition", "ThroughputSample",
            "describe_error", "total_lag"]
 
 # Kafka's consoles page messages; a page larger than this is refused rather than pulling a topic into memory.

@@ -83,7 +83,8 @@ async def tail_events(new_consumer: Callable[[], Any], topic: str, start_offsets
                       record_filter: RecordFilter, *, max_records: int = MAX_TAIL_RECORDS,
                       max_seconds: float = MAX_TAIL_SECONDS) -> AsyncIterator[str]:
     """The tail's events: ``{"records": [...], "scanned": n}`` batches from ``start_offsets`` (partition -> offset)
-    on (after a ``ready`` event with those offsets), a comment line when nothing came (so a closed page is noticed), and a final ``end`` event at a limit."""
+    on (after a ``ready`` event with those offsets), a comment line when nothing came (so a closed page is
+    noticed), and a final ``end`` event at a limit."""
     consumer = await run_in_threadpool(new_consumer)
     try:
         tps = [TopicPartition(topic, partition) for partition in start_offsets]

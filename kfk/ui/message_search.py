@@ -92,7 +92,8 @@ def parse_field_match(text: str) -> FieldMatch:
         return FieldMatch(source, tuple(path))
     operator = _OPERATOR.match(rest)
     if operator is None:
-        raise ValueError(f"after {source[:position]!r} comes ==, !=, <, <=, >, >= or ~ and a value, not {rest.strip()!r}")
+        raise ValueError(f"after {source[:position]!r} comes ==, !=, <, <=, >, >= or ~ and a value, "
+                         f"not {rest.strip()!r}")
     literal = rest[operator.end():].strip()
     if not literal:
         raise ValueError(f"{source!r} compares with nothing: put a value after {operator.group(1)}")
@@ -119,7 +120,8 @@ class RecordFilter:
         return not (self.key or self.value or self.header or self.field_match)
 
     def describe(self) -> str:
-        parts = [f"key contains {self.key!r}" if self.key else "", f"value contains {self.value!r}" if self.value else "",
+        parts = [f"key contains {self.key!r}" if self.key else "",
+                 f"value contains {self.value!r}" if self.value else "",
                  f"a header matches {self.header!r}" if self.header else "",
                  f"value's {self.field_match.text}" if self.field_match else ""]
         return ", ".join(part for part in parts if part) or "every record"

@@ -1,7 +1,8 @@
 """The console during an incident, on a 2-broker kfk cluster with one partition on broker 2 alone: while broker 2 is
 frozen (SIGSTOP: its leadership still in the metadata, its socket silent) and once it is stopped (the partition
 offline), /api/throughput answers with the partitions that still answer and names the one it left out and why, and
-the overview's chart keeps updating with that note under it (screenshots before and during the incident). The only waits bounded here are hang guards."""
+the overview's chart keeps updating with that note under it (screenshots before and during the incident). The only
+waits bounded here are hang guards."""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ GROUP = "described-group"
 
 @pytest.fixture(scope="module")
 def secured_broker(tmp_path_factory: pytest.TempPathFactory):
-    process = start_broker(tmp_path_factory.mktemp("ui-acl-broker"), authorizer_overrides(mechanisms="PLAIN,SCRAM-SHA-256"),
+    process = start_broker(tmp_path_factory.mktemp("ui-acl-broker"),
+                           authorizer_overrides(mechanisms="PLAIN,SCRAM-SHA-256"),
                            listener_name="SASL_PLAINTEXT")
     try:
         yield process
