@@ -33,7 +33,7 @@ from kfk.client.structs import (
 from kfk.common.config_types import ConfigResourceType
 from kfk.common.constants import NO_NODE
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
-from kfk.errors import ElectionNotNeededError, KafkaError
+from kfk.errors import ElectionNotNeededError, KafkaError, UnknownTopicOrPartitionError
 from kfk.ui.message_search import RecordFilter, SearchResult, search_records
 from kfk.ui.rendering import RenderedBytes, render_bytes
 
@@ -251,6 +251,11 @@ class ClusterView:
                                                       timeout_ms=timeout_ms / 2)
             if topic is None:
                 self._known_topics = (time.time(), descriptions)
+        except UnknownTopicOrPartitionError:
+            if topic is None:
+                raise
+            # Deleted while its page is open: the chart says so rather than failing every poll.
+            return ThroughputSample(int(time.time() * 1000), notes=[f"topic {topic} does not exist"])
         except KafkaError as error:
             # A frozen broker asked for Metadata answers nothing: the partitions and leaders last seen still say
             # where to ask for offsets, which the brokers that answer give.
