@@ -122,7 +122,7 @@ _kfk() {
         "kfk transactions describe-producers") words="--bootstrap-server --broker-id --command-config --debug --help --json --partition --topic"; files="--command-config" ;;
         "kfk transactions find-hanging") words="--bootstrap-server --broker-id --command-config --debug --help --json --max-transaction-timeout --partition --topic"; files="--command-config" ;;
         "kfk transactions list") words="--bootstrap-server --command-config --debug --duration-filter --help --json"; files="--command-config" ;;
-        "kfk ui") words="--auth --bootstrap-server --certfile --command-config --help --host --keyfile --port --read-only --refresh-ms --users-file"; files="--command-config" ;;
+        "kfk ui") words="--auth --bootstrap-server --certfile --cluster --command-config --help --host --keyfile --port --read-only --refresh-ms --users-file"; files="--command-config" ;;
         "kfk zookeeper") words="start --help"; files="" ;;
         "kfk zookeeper start") words="--data-dir --help --host --port --tick-time"; files="" ;;
     esac

@@ -54,6 +54,7 @@ from kfk.client.structs import (
     FeatureMetadata,
     FeatureUpdate,
     GroupListing,
+    LogDirDescription,
     MemberDescription,
     NewPartitionReassignment,
     NewTopic,
@@ -66,6 +67,7 @@ from kfk.client.structs import (
     ScramCredentialInfo,
     QuorumInfo,
     QuorumReplicaState,
+    ReplicaInfo,
     TopicDescription,
     TransactionDescription,
     TransactionListing,
@@ -116,6 +118,7 @@ from kfk.protocol.messages.describe_configs import DescribeConfigsRequest, Descr
 from kfk.protocol.messages.describe_delegation_token import (DescribeDelegationTokenRequest,
                                                               DescribeDelegationTokenResponse)
 from kfk.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from kfk.protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kfk.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from kfk.protocol.messages.describe_share_group_offsets import (DescribeShareGroupOffsetsRequest,
                                                                 DescribeShareGroupOffsetsResponse)
@@ -1309,6 +1312,35 @@ class Admin:
                                           None if p.coordinator_epoch < 0 else p.coordinator_epoch,
                                           None if p.current_txn_start_offset < 0 else p.current_txn_start_offset)
                             for p in partition.active_producers])
+            return result
+
+        return self._run(call, timeout_ms)
+
+    def describe_log_dirs(self, broker_ids: Iterable[int], timeout_ms: float | None = None
+                          ) -> dict[int, dict[str, LogDirDescription] | KafkaError]:
+        """Every log directory of each broker with the replicas in it and their sizes (kafka-log-dirs.sh
+        --describe); per broker its directories by path, or the error that broker answered with."""
+        wanted = list(dict.fromkeys(broker_ids))
+
+        async def call(deadline: float) -> dict[int, dict[str, LogDirDescription] | KafkaError]:
+            result: dict[int, dict[str, LogDirDescription] | KafkaError] = {}
+            for node in wanted:
+                await self._require_broker(node, deadline)
+                response = await self._network.send(node, DescribeLogDirsRequest(topics=None))
+                assert isinstance(response, DescribeLogDirsResponse)
+                if response.error_code != ErrorCode.NONE:
+                    result[node] = response_error(response.error_code, f"DescribeLogDirs of broker {node}")
+                    continue
+                result[node] = {
+                    entry.log_dir: LogDirDescription(
+                        None if entry.error_code == ErrorCode.NONE else response_error(
+                            entry.error_code, f"log directory {entry.log_dir} of broker {node}"),
+                        {TopicPartition(topic.name, partition.partition_index): ReplicaInfo(
+                            partition.partition_size, partition.offset_lag, partition.is_future_key)
+                         for topic in entry.topics for partition in topic.partitions},
+                        None if entry.total_bytes < 0 else entry.total_bytes,
+                        None if entry.usable_bytes < 0 else entry.usable_bytes)
+                    for entry in response.results}
             return result
 
         return self._run(call, timeout_ms)

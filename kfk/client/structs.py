@@ -52,6 +52,8 @@ __all__ = [
     "PartitionProducerState",
     "AbortTransactionSpec",
     "OpenTransaction",
+    "ReplicaInfo",
+    "LogDirDescription",
 ]
 
 
@@ -214,6 +216,27 @@ class FeatureMetadata:
     finalized_features: dict[str, int]
     finalized_features_epoch: int | None
     supported_features: dict[str, tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """A replica in a log directory (Kafka's ReplicaInfo): its size on disk, how far it is behind the log end offset
+    (a future replica being moved by kafka-reassign-partitions), and whether it is that future replica."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log directory of a broker (Kafka's LogDirDescription): its error (an offline directory), its replicas,
+    and the volume's total and usable bytes (None before DescribeLogDirs v4, or when the broker does not know)."""
+
+    error: Exception | None
+    replicas: dict[TopicPartition, ReplicaInfo]
+    total_bytes: int | None
+    usable_bytes: int | None
 
 
 class GroupListing(NamedTuple):

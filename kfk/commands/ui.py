@@ -35,11 +35,17 @@ def ui(
     refresh_ms: Annotated[int, typer.Option("--refresh-ms", min=250,
                                             help="How often live figures (lag, throughput) refresh.")] = 2000,
     auth: Annotated[Optional[str], typer.Option(
-        "--auth", metavar="basic", help="Make every visitor log in: 'basic' (HTTP Basic, users from --users-file).",
+        "--auth", metavar="basic|sasl", help="Make every visitor log in: 'basic' (HTTP Basic, users from "
+        "--users-file), or 'sasl' (each operator's own Kafka user and password, so the cluster's ACLs decide what "
+        "they may do; --command-config sets security.protocol and sasl.mechanism).",
     )] = None,
     users_file: Annotated[Optional[Path], typer.Option(
         "--users-file", metavar="FILE", help="With --auth basic: one 'name: password' per line (the realm properties "
         "format of Kafka Connect's REST basic authentication).")] = None,
+    cluster: Annotated[Optional[list[str]], typer.Option(
+        "--cluster", metavar="NAME=BOOTSTRAP", help="A cluster of a console over several (repeat the option): its "
+        "name in the console's URLs and its bootstrap servers (host:port[,host:port...]); --command-config applies "
+        "to each. Replaces --bootstrap-server.")] = None,
     certfile: Annotated[Optional[Path], typer.Option(
         "--certfile", metavar="FILE", help="Serve the console over HTTPS with this PEM certificate (chain).")] = None,
     keyfile: Annotated[Optional[Path], typer.Option(
@@ -52,37 +58,88 @@ def ui(
     from kfk.ui.app import ConsoleSettings, create_app
     from kfk.ui.cluster_view import ClusterView
 
-    users = _users(auth, users_file)
+    from kfk.ui.operator_sessions import OperatorClients
+
+    kafka_login = auth == "sasl"
+    users = None if kafka_login else _users(auth, users_file)
     ssl_context = _ssl_context(certfile, keyfile)
+    bootstraps = _clusters(cluster or [], kafka_login)
     config = client_config(bootstrap_server, command_config)
+    if kafka_login:
+        _check_sasl_config(config, users_file)
     listener = _bind(host, port)
     configure_logging("warning")
     logging.getLogger("kfk.ui.actions").setLevel(logging.INFO)  # every state-changing request, and who sent it
+    view, operators, views = None, None, {}
     with client_errors():  # settings the client refuses (a missing truststore, say) are still fatal
-        view = ClusterView(config)
+        if kafka_login:
+            operators = OperatorClients(config)  # each operator's own client, made at their first request
+        elif bootstraps:
+            views = {name: ClusterView(client_config(servers, command_config)) for name, servers in bootstraps.items()}
+        else:
+            view = ClusterView(config)
+    if bootstraps:
+        bootstrap_server = ", ".join(f"{name}={servers}" for name, servers in bootstraps.items())
     try:
-        try:
-            view.admin.describe_cluster()
-        except KafkaError as error:
-            typer.echo(f"the cluster at {bootstrap_server} does not answer ({error}); the console shows it as down "
-                       "until it does", err=True)
+        for name, checked in (views or ({bootstrap_server: view} if view is not None else {})).items():
+            try:
+                checked.admin.describe_cluster()
+            except KafkaError as error:
+                typer.echo(f"the cluster {name} does not answer ({error}); the console shows it as down until it "
+                           "does", err=True)
         settings = ConsoleSettings(read_only, refresh_ms, allowed_hosts=_allowed_hosts(host), users=users)
         tls = ({"ssl_certfile": str(certfile), "ssl_keyfile": str(keyfile) if keyfile else None}
                if ssl_context is not None else {})  # checked by _ssl_context; uvicorn loads them again
-        server = uvicorn.Server(uvicorn.Config(create_app(view, settings), log_level="warning", access_log=False,
-                                               **tls))
+        server = uvicorn.Server(uvicorn.Config(create_app(view, settings, operators, views or None),
+                                               log_level="warning", access_log=False, **tls))
         bound_host, bound_port = listener.getsockname()[:2]
-        if users is not None and ssl_context is None and _allowed_hosts(host) is None:
-            typer.echo("warning: --auth basic without --certfile sends passwords in clear text over the network",
+        if (users is not None or kafka_login) and ssl_context is None and _allowed_hosts(host) is None:
+            typer.echo(f"warning: --auth {auth} without --certfile sends passwords in clear text over the network",
                        err=True)
         scheme = "https" if ssl_context is not None else "http"
+        login = " (login required)" if users else " (login with Kafka credentials)" if kafka_login else ""
         typer.echo(f"kfk console on {scheme}://{bound_host}:{bound_port}/ for the cluster at {bootstrap_server}"
-                   f"{' (read-only)' if read_only else ''}{' (login required)' if users else ''}; Ctrl-C stops it",
-                   err=True)
+                   f"{' (read-only)' if read_only else ''}{login}; Ctrl-C stops it", err=True)
         server.run(sockets=[listener])
     finally:
-        view.close()
+        for opened in [view, *views.values()]:
+            if opened is not None:
+                opened.close()
+        if operators is not None:
+            operators.close()
         listener.close()
+
+
+def _clusters(specs: list[str], kafka_login: bool) -> dict[str, str]:
+    """--cluster NAME=BOOTSTRAP options, in the order given (the first is where / leads)."""
+    clusters: dict[str, str] = {}
+    for spec in specs:
+        name, separator, servers = spec.partition("=")
+        name, servers = name.strip(), servers.strip()
+        if not separator or not name or not servers:
+            fail(f"--cluster is NAME=BOOTSTRAP (as prod=kafka1:9092,kafka2:9092), not {spec!r}")
+        if "/" in name:
+            fail(f"a cluster's name goes in the console's URLs: no '/' in {name!r}")
+        if name in clusters:
+            fail(f"--cluster {name} is given twice")
+        clusters[name] = servers
+    if clusters and kafka_login:
+        fail("--auth sasl works with one cluster (--bootstrap-server), not with --cluster")
+    return clusters
+
+
+def _check_sasl_config(config: dict, users_file: Path | None) -> None:
+    """--auth sasl logs operators in with a user and password: the client settings must speak SASL with a
+    mechanism that takes them (PLAIN or SCRAM)."""
+    if users_file is not None:
+        fail("--users-file is for --auth basic; --auth sasl takes each operator's Kafka user and password")
+    protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
+    mechanism = str(config.get("sasl.mechanism", "GSSAPI")).upper()
+    if not protocol.startswith("SASL_"):
+        fail("--auth sasl needs --command-config with security.protocol=SASL_PLAINTEXT or SASL_SSL")
+    if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        fail("--auth sasl needs sasl.mechanism=PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 in --command-config, "
+             f"not {mechanism}")
 
 
 def _users(auth: str | None, users_file: Path | None) -> dict[str, str] | None:
@@ -94,7 +151,7 @@ def _users(auth: str | None, users_file: Path | None) -> dict[str, str] | None:
             fail("--users-file needs --auth basic")
         return None
     if auth != "basic":
-        fail(f"--auth takes 'basic', not {auth!r}")
+        fail(f"--auth takes 'basic' or 'sasl', not {auth!r}")
     if users_file is None:
         fail("--auth basic needs --users-file FILE (one 'name: password' per line)")
     try:

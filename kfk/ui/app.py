@@ -40,11 +40,17 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from kfk.client.cluster_statistics import describe_cluster_statistics
+from kfk.common.structs import TopicPartition
 from kfk.common.uuids import uuid_to_base64
 from kfk.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
 from kfk.ui.cluster_view import ClusterView, describe_error, total_lag
 from kfk.ui.auth import BasicAuth
 from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
+from kfk.ui.live_tail import TailResponse, TailSlots, tail_events
+from kfk.ui.clusters import ClusterSelect
+from kfk.ui.current_view import CurrentView
+from kfk.ui.operator_sessions import OperatorClients, SaslLogin
+from kfk.ui.message_search import DEFAULT_MAX_SCANNED, RecordFilter, parse_field_match
 from kfk.ui.panels import Panels
 
 __all__ = ["create_app", "ConsoleSettings"]
@@ -99,13 +105,23 @@ def _headers(text: str) -> list[tuple[str, bytes]]:
     return headers
 
 
-def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings()) -> Starlette:
-    """The console's ASGI app over ``view`` (which the caller owns and closes)."""
+def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSettings(),
+               operators: OperatorClients | None = None, clusters: dict[str, ClusterView] | None = None) -> Starlette:
+    """The console's ASGI app over ``view`` (which the caller owns and closes); or, with ``operators`` (--auth
+    sasl), over each logged-in operator's own view; or, with ``clusters`` (--cluster), over the view of the cluster
+    each URL names."""
+    if operators is not None or clusters:
+        view = CurrentView()  # type: ignore[assignment]
+    assert view is not None
     templates = Jinja2Templates(directory=str(_HERE / "templates"), context_processors=[_csrf_context])
     templates.env.globals.update(read_only=settings.read_only, refresh_ms=settings.refresh_ms, quote=quote)
     templates.env.filters["timestamp"] = _timestamp
     templates.env.filters["topic_id"] = uuid_to_base64  # as Kafka's tools print topic ids
+    templates.env.filters["bytes"] = _bytes
+    templates.env.globals["kafka_login"] = operators is not None
+    templates.env.globals["cluster_names"] = list(clusters or {})
     panels = Panels(settings.panel_timeout_ms)
+    tail_slots = TailSlots()
 
     def page(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
         context.setdefault("notice", request.query_params.get("notice"))
@@ -149,25 +165,55 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
                                             needs="DESCRIBE_CONFIGS on the topic")
         producers, producers_note = panels.load("Producers", lambda: view.topic_producers(description), [],
                                                 needs="READ on the topic")
+        sizes, sizes_note = panels.load("Sizes on disk", lambda: view.topic_replica_sizes(name), {},
+                                        needs="DESCRIBE on the cluster")
         return page(request, "topic.html", topic=description, partitions=partitions, configs=configs,
-                    producers=producers, notes={"partitions": partitions_note, "configs": configs_note,
-                                                "producers": producers_note})
+                    producers=producers, sizes=sizes,
+                    total_size=sum(size for by_broker in sizes.values() for size in by_broker.values()),
+                    notes={"partitions": partitions_note, "configs": configs_note, "producers": producers_note,
+                           "sizes": sizes_note})
 
     def messages(request: Request) -> Response:
+        """One partition's records by offset or timestamp; or, with ``search``, the records of one or every
+        partition that match a filter, scanned under a limit (message_search); the live tail starts from here."""
         name = request.path_params["name"]
         params = request.query_params
         description = view.admin.describe_topics([name])[name]
-        partition = _int(params.get("partition"), "partition", 0)
-        if partition not in {info.partition for info in description.partitions}:
+        numbers = sorted(info.partition for info in description.partitions)
+        chosen = params.get("partition", "")
+        partition = None if params.get("search") and chosen in ("", "all") else _int(chosen, "partition", 0)
+        if partition is not None and partition not in numbers:
             raise HTTPException(404, f"topic {name} has no partition {partition}")
+        context: dict[str, Any] = {"topic": description, "partition": partition, "searched": None, "notes": {}}
+        if params.get("search"):
+            try:
+                record_filter = RecordFilter(params.get("key", ""), params.get("value", ""), params.get("header", ""),
+                                             parse_field_match(params["field"]) if params.get("field") else None)
+                limits = {"from_timestamp_ms": _moment(params.get("from_time"), "from time"),
+                          "to_timestamp_ms": _moment(params.get("to_time"), "to time"),
+                          "max_scanned": _int(params.get("max_scanned"), "max records scanned", DEFAULT_MAX_SCANNED),
+                          "start_offsets": _offsets(params.get("resume")),
+                          # Stops in time to answer within the panel's limit, saying where it stopped.
+                          "timeout_s": max(1.0, settings.panel_timeout_ms / 1000 * 0.6)}
+            except ValueError as error:
+                raise HTTPException(400, str(error)) from None
+            searched, note = panels.load(
+                "Search", lambda: view.search(name, numbers if partition is None else [partition], record_filter,
+                                              **limits), None, needs="READ on the topic")
+            context.update(searched=searched, records=searched.records if searched else [], limit=50,
+                           record_filter=record_filter, max_scanned=limits["max_scanned"], notes={"records": note},
+                           log_start_offset=None, log_end_offset=None,
+                           resume=",".join(f"{p}:{o}" for p, o in sorted(searched.next_offsets.items()))
+                           if searched else "")
+            return page(request, "messages.html", **context)
         timestamp = _int(params.get("timestamp"), "timestamp")
         offset, limit = _int(params.get("offset"), "offset"), _int(params.get("limit"), "limit", 50)
         (records, log_start_offset, log_end_offset), note = panels.load(
             "Records", lambda: view.browse(name, partition, offset=offset, timestamp_ms=timestamp, limit=limit),
             ([], None, None), needs="READ on the topic")
-        return page(request, "messages.html", topic=description, partition=partition, records=records,
-                    log_start_offset=log_start_offset, log_end_offset=log_end_offset, limit=limit,
-                    notes={"records": note})
+        context.update(records=records, log_start_offset=log_start_offset, log_end_offset=log_end_offset,
+                       limit=limit, max_scanned=DEFAULT_MAX_SCANNED, notes={"records": note})
+        return page(request, "messages.html", **context)
 
     def groups(request: Request) -> Response:
         listings, note = panels.load("Consumer groups", view.admin.list_consumer_groups, [],
@@ -199,8 +245,10 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
             raise HTTPException(404, f"broker {broker_id} is not in the cluster")
         configs, note = panels.load("Configs", lambda: view.broker_configs(broker_id), [],
                                     needs="DESCRIBE_CONFIGS on the cluster")
+        log_dirs, log_dirs_note = panels.load("Log directories", lambda: view.log_dirs([broker_id]), [],
+                                              needs="DESCRIBE on the cluster")
         return page(request, "broker.html", broker=registered[broker_id], controller_id=cluster.controller_id,
-                    configs=configs, notes={"configs": note})
+                    configs=configs, log_dirs=log_dirs, notes={"configs": note, "log_dirs": log_dirs_note})
 
     def security(request: Request) -> Response:
         acls, acls_note = panels.load("ACLs", view.admin.describe_acls, [], needs="DESCRIBE on the cluster")
@@ -401,12 +449,37 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
     # --- JSON for the live parts --------------------------------------------------------------------------------
 
     def api_throughput(request: Request) -> Response:
-        sample = view.throughput_sample(settings.live_timeout_ms)
+        sample = view.throughput_sample(settings.live_timeout_ms, request.query_params.get("topic") or None)
         return JSONResponse({"time_ms": sample.time_ms, "total_offsets": sample.total_offsets,
                              "per_topic": sample.per_topic,
                              "missing": [{"topic": entry.topic, "partition": entry.partition, "reason": entry.reason}
                                          for entry in sample.missing],
                              "notes": sample.notes})
+
+    def api_tail(request: Request) -> Response:
+        """The live tail of a topic (one partition, or all), as server-sent events (live_tail): from ``from`` (the
+        log end offsets the page saw, ``partition:offset,...``), else from the end offsets now."""
+        name = request.path_params["name"]
+        params = request.query_params
+        description = view.admin.describe_topics([name])[name]
+        numbers = sorted(info.partition for info in description.partitions)
+        chosen = params.get("partition", "")
+        try:
+            record_filter = RecordFilter(params.get("key", ""), params.get("value", ""), params.get("header", ""),
+                                         parse_field_match(params["field"]) if params.get("field") else None)
+            given = _offsets(params.get("from")) or {}
+        except ValueError as error:
+            raise HTTPException(400, str(error)) from None
+        partitions = numbers if chosen in ("", "all") else [_int(chosen, "partition")]
+        if not set(partitions) <= set(numbers):
+            raise HTTPException(404, f"topic {name} has no partition {chosen}")
+        missing = [TopicPartition(name, p) for p in partitions if p not in given]
+        ends = view.admin.end_offsets(missing) if missing else {}
+        start_offsets = {p: given[p] if p in given else ends[TopicPartition(name, p)] for p in partitions}
+        if not tail_slots.acquire():
+            raise HTTPException(429, f"{tail_slots.limit} live tails are open already: close one first")
+        return TailResponse(tail_events(view.browsing_consumer, name, start_offsets, record_filter),
+                            tail_slots.release)
 
     def api_group_lag(request: Request) -> Response:
         group_id = request.path_params["group_id"]
@@ -463,13 +536,16 @@ def create_app(view: ClusterView, settings: ConsoleSettings = ConsoleSettings())
         Route("/reassignments/generate", generate, methods=["POST"]),
         Route("/reassignments/execute", execute, methods=["POST"]),
         Route("/api/throughput", api_throughput),
+        Route("/api/topics/{name}/tail", api_tail),
         Route("/api/groups/{group_id}/lag", api_group_lag),
         Route("/api/reassignments", api_reassignments),
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
     return Starlette(routes=routes,
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts),
+                                 *([Middleware(ClusterSelect, views=clusters)] if clusters else []),
                                  *([Middleware(BasicAuth, users=settings.users)] if settings.users else []),
+                                 *([Middleware(SaslLogin, operators=operators)] if operators else []),
                                  Middleware(CsrfGuard)],
                      exception_handlers={HTTPException: on_error, KafkaError: on_error}, lifespan=lifespan)
 
@@ -478,6 +554,9 @@ def _csrf_context(request: Request) -> dict[str, Any]:
     """The session's CSRF token (CsrfGuard puts it on the request) for the page's forms and its script."""
     token = request.state.csrf_token
     return {"csrf_token": token, "user": getattr(request.state, "user", None),
+            # With several clusters, every link of the page goes to the page's own cluster (clusters.py).
+            "prefix": getattr(request.state, "cluster_prefix", ""),
+            "cluster_name": getattr(request.state, "cluster", None),
             "csrf_field": Markup(f'<input type="hidden" name="{TOKEN_FIELD}" value="{escape(token)}">')}
 
 
@@ -494,6 +573,49 @@ def _timestamp(milliseconds: int) -> str:
         return "none"
     moment = datetime.fromtimestamp(milliseconds / 1000, timezone.utc)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _bytes(count: int | None) -> str:
+    """A size for a person (1024-based units, as df -h), the exact count being in the cell's title."""
+    if count is None:
+        return "unknown"
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{count} B"
+
+
+def _moment(text: str | None, name: str) -> int | None:
+    """A time typed as milliseconds since the epoch or as ISO 8601 (UTC unless it says otherwise)."""
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{name} is milliseconds since the epoch or a date and time as 2026-12-06T09:30:00Z, "
+                         f"not {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def _offsets(text: str | None) -> dict[int, int] | None:
+    """``partition:offset,...`` (where a continued search or a tail starts)."""
+    if text is None or not text.strip():
+        return None
+    offsets = {}
+    for item in text.split(","):
+        partition, separator, offset = item.partition(":")
+        try:
+            offsets[int(partition)] = int(offset)
+        except ValueError:
+            raise ValueError(f"offsets are partition:offset,..., not {text!r}") from None
+    return offsets
 
 
 def _plan_json(plan: dict[str, dict[int, list[int]]]) -> str:

@@ -33,10 +33,12 @@ from kfk.client.structs import (
 from kfk.common.config_types import ConfigResourceType
 from kfk.common.constants import NO_NODE
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
-from kfk.errors import ElectionNotNeededError, KafkaError
+from kfk.errors import ElectionNotNeededError, KafkaError, UnknownTopicOrPartitionError
+from kfk.ui.message_search import RecordFilter, SearchResult, search_records
 from kfk.ui.rendering import RenderedBytes, render_bytes
 
-__all__ = ["ClusterView", "PartitionRow", "BrowsedRecord", "GroupPartitionLag", "MissingPartition", "ThroughputSample",
+__all__ = ["ClusterView", "PartitionRow", "LogDirUsage", "BrowsedRecord",
+           "browsed_record", "GroupPartitionLag", "MissingPartition", "ThroughputSample",
            "describe_error", "total_lag"]
 
 # Kafka's consoles page messages; a page larger than this is refused rather than pulling a topic into memory.
@@ -72,6 +74,23 @@ class BrowsedRecord:
     key: RenderedBytes
     value: RenderedBytes
     headers: list[tuple[str, RenderedBytes]]
+
+
+@dataclass(frozen=True)
+class LogDirUsage:
+    """One log directory of one broker: its volume's total and usable bytes (None when the broker does not say) and
+    the bytes of each topic's replicas in it; ``error`` when the directory (or the broker) could not be described."""
+
+    broker_id: int
+    path: str
+    error: str | None
+    total_bytes: int | None
+    usable_bytes: int | None
+    topic_bytes: dict[str, int]
+
+    @property
+    def size(self) -> int:
+        return sum(self.topic_bytes.values())
 
 
 @dataclass(frozen=True)
@@ -220,21 +239,31 @@ class ClusterView:
                   if error is not None and not isinstance(error, ElectionNotNeededError)]
         return elected, errors
 
-    def throughput_sample(self, timeout_ms: float) -> ThroughputSample:
-        """The end offsets of every partition, asked of each leader separately and all within ``timeout_ms``: one
-        partition without a leader, or one leader that does not answer, must not stop the live figures of the
-        rest (one ListOffsets call over all partitions waits until every one of them answers)."""
+    def throughput_sample(self, timeout_ms: float, topic: str | None = None) -> ThroughputSample:
+        """The end offsets of every partition (of ``topic``, or of every topic), asked of each leader separately
+        and all within ``timeout_ms``: one partition without a leader, or one leader that does not answer, must not
+        stop the live figures of the rest (one ListOffsets call over all partitions waits until every one of them
+        answers)."""
         deadline = time.monotonic() + timeout_ms / 1000
         notes = []
         try:
-            descriptions = self.admin.describe_topics(None, include_internal=False, timeout_ms=timeout_ms / 2)
-            self._known_topics = (time.time(), descriptions)
+            descriptions = self.admin.describe_topics(None if topic is None else [topic], include_internal=False,
+                                                      timeout_ms=timeout_ms / 2)
+            if topic is None:
+                self._known_topics = (time.time(), descriptions)
+        except UnknownTopicOrPartitionError:
+            if topic is None:
+                raise
+            # Deleted while its page is open: the chart says so rather than failing every poll.
+            return ThroughputSample(int(time.time() * 1000), notes=[f"topic {topic} does not exist"])
         except KafkaError as error:
             # A frozen broker asked for Metadata answers nothing: the partitions and leaders last seen still say
             # where to ask for offsets, which the brokers that answer give.
-            if self._known_topics is None:
+            if self._known_topics is None or (topic is not None and topic not in self._known_topics[1]):
                 raise
             known_at, descriptions = self._known_topics
+            if topic is not None:
+                descriptions = {topic: descriptions[topic]}
             notes.append(f"Metadata did not answer ({error}): partitions and leaders as of "
                          f"{time.strftime('%H:%M:%S', time.localtime(known_at))}")
         missing: list[MissingPartition] = []
@@ -267,6 +296,40 @@ class ClusterView:
         return ThroughputSample(int(time.time() * 1000), per_topic,
                                 sorted(missing, key=lambda entry: (entry.topic, entry.partition)), notes)
 
+    # --- log directories --------------------------------------------------------------------------------------
+
+    def log_dirs(self, broker_ids: Iterable[int]) -> list[LogDirUsage]:
+        """Each log directory of the brokers (DescribeLogDirs), with the bytes of each topic in it; a broker that
+        refuses is one row with its error."""
+        rows = []
+        for broker_id, found in sorted(self.admin.describe_log_dirs(broker_ids).items()):
+            if isinstance(found, KafkaError):
+                rows.append(LogDirUsage(broker_id, "", str(found), None, None, {}))
+                continue
+            for path, description in sorted(found.items()):
+                per_topic: dict[str, int] = {}
+                for tp, replica in description.replicas.items():
+                    per_topic[tp.topic] = per_topic.get(tp.topic, 0) + replica.size
+                rows.append(LogDirUsage(broker_id, path, None if description.error is None else str(description.error),
+                                        description.total_bytes, description.usable_bytes,
+                                        dict(sorted(per_topic.items()))))
+        return rows
+
+    def topic_replica_sizes(self, topic: str) -> dict[int, dict[int, int]]:
+        """partition -> broker -> bytes of that replica on disk (summed over the broker's log directories: a
+        replica being moved between directories is in two)."""
+        brokers = [broker.node_id for broker in self.admin.describe_cluster().brokers]
+        sizes: dict[int, dict[int, int]] = {}
+        for broker_id, found in self.admin.describe_log_dirs(brokers).items():
+            if isinstance(found, KafkaError):
+                raise found
+            for description in found.values():
+                for tp, replica in description.replicas.items():
+                    if tp.topic == topic:
+                        by_broker = sizes.setdefault(tp.partition, {})
+                        by_broker[broker_id] = by_broker.get(broker_id, 0) + replica.size
+        return sizes
+
     # --- messages ---------------------------------------------------------------------------------------------
 
     def browse(self, topic: str, partition: int, *, offset: int | None = None, timestamp_ms: int | None = None,
@@ -285,11 +348,8 @@ class ClusterView:
         offset = max(start, min(offset, end))
         if offset >= end:
             return [], start, end
-        consumer_config = _subset(self._config, CONSUMER_CONFIG_DEF.keys)
-        consumer_config.update({"enable.auto.commit": False, "isolation.level": "read_uncommitted"})
-        consumer_config.pop("group.id", None)
         records: list[BrowsedRecord] = []
-        consumer = Consumer(consumer_config)
+        consumer = self.browsing_consumer()
         try:
             consumer.assign([tp])
             consumer.seek(tp, offset)
@@ -297,10 +357,7 @@ class ClusterView:
             wanted_end = min(end, offset + limit)
             while len(records) < limit and time.monotonic() < deadline:
                 batch = consumer.poll(0.5, max_records=limit - len(records))
-                for record in batch:
-                    records.append(BrowsedRecord(
-                        record.partition, record.offset, record.timestamp, render_bytes(record.key),
-                        render_bytes(record.value), [(name, render_bytes(value)) for name, value in record.headers]))
+                records.extend(map(browsed_record, batch))
                 if records and records[-1].offset + 1 >= wanted_end:
                     break
                 if consumer.position(tp) >= wanted_end:
@@ -308,6 +365,19 @@ class ClusterView:
         finally:
             consumer.close(timeout=1.0)
         return records, start, end
+
+    def browsing_consumer(self) -> Consumer:
+        """A Consumer without a group that commits nothing, for reading partitions by offset (browse, search,
+        tail); the caller assigns it and closes it."""
+        consumer_config = _subset(self._config, CONSUMER_CONFIG_DEF.keys)
+        consumer_config.update({"enable.auto.commit": False, "isolation.level": "read_uncommitted"})
+        consumer_config.pop("group.id", None)
+        return Consumer(consumer_config)
+
+    def search(self, topic: str, partitions: list[int], record_filter: RecordFilter, **limits: Any) -> SearchResult:
+        """The records of ``partitions`` that ``record_filter`` accepts, scanned under limits (message_search)."""
+        return search_records(self.admin, self.browsing_consumer, topic, partitions, record_filter,
+                              make_record=browsed_record, **limits)
 
     def produce(self, topic: str, value: bytes | None, key: bytes | None = None,
                 headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> tuple[int, int]:
@@ -407,6 +477,12 @@ class ClusterView:
         found = self.admin.list_partition_reassignments()
         return [(tp, list(state.replicas), list(state.adding_replicas), list(state.removing_replicas))
                 for tp, state in sorted(found.items())]
+
+
+def browsed_record(record: Any) -> BrowsedRecord:
+    """A consumed record as the browser's table shows it."""
+    return BrowsedRecord(record.partition, record.offset, record.timestamp, render_bytes(record.key),
+                         render_bytes(record.value), [(name, render_bytes(value)) for name, value in record.headers])
 
 
 def describe_error(error: BaseException) -> str:

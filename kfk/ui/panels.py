@@ -13,6 +13,7 @@ is left to finish in the background (its Admin call has its own timeout), its an
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -41,7 +42,8 @@ class Panels:
         """(call's answer, None), or (default, a note: "<what> not shown: <why>") when the call fails with a Kafka
         error or takes longer than the panel time limit. `needs`: the ACL the panel needs, named in the note of an
         authorization failure ("DESCRIBE_CONFIGS on the topic")."""
-        future = self._executor.submit(call)
+        # In the request's context: with --auth sasl the operator's own client is found there (operator_sessions).
+        future = self._executor.submit(contextvars.copy_context().run, call)
         try:
             return future.result(self.timeout_ms / 1000), None
         except FutureTimeout:

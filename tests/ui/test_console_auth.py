@@ -56,8 +56,10 @@ def test_login_over_https_and_actions_logged_with_the_user(secured) -> None:
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--auth", "basic"], "kfk: --auth basic needs --users-file FILE (one 'name: password' per line)"),
-    (["--auth", "digest", "--users-file", "x"], "kfk: --auth takes 'basic', not 'digest'"),
+    (["--auth", "digest", "--users-file", "x"], "kfk: --auth takes 'basic' or 'sasl', not 'digest'"),
+    (["--auth", "sasl"], "kfk: --auth sasl needs --command-config with security.protocol=SASL_PLAINTEXT or SASL_SSL"),
     (["--keyfile", "key.pem"], "kfk: --keyfile needs --certfile"),
+    (["--cluster", "prod"], "kfk: --cluster is NAME=BOOTSTRAP (as prod=kafka1:9092,kafka2:9092), not 'prod'"),
     (["--auth", "basic", "--users-file", "/nonexistent/users.properties"],
      "kfk: cannot read --users-file /nonexistent/users.properties: No such file or directory"),
 ])

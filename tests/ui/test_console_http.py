@@ -61,6 +61,10 @@ def test_api_throughput_counts_offsets(kfk_broker, console) -> None:
     status, body = console.get("api/throughput")
     sample = json.loads(body)
     assert status == 200 and sample["per_topic"]["counted"] == 7 and sample["total_offsets"] >= 7
+    status, body = console.get("api/throughput?topic=counted")  # the topic page's chart
+    assert status == 200 and json.loads(body)["per_topic"] == {"counted": 7}
+    status, body = console.get("api/throughput?topic=deleted-meanwhile")  # its page open, the topic gone
+    assert status == 200 and json.loads(body)["notes"] == ["topic deleted-meanwhile does not exist"]
 
 
 def test_console_starts_with_the_cluster_down_and_shows_it(kfk_broker_process, console_factory) -> None:

@@ -1,7 +1,8 @@
 """The console during an incident, on a 2-broker kfk cluster with one partition on broker 2 alone: while broker 2 is
 frozen (SIGSTOP: its leadership still in the metadata, its socket silent) and once it is stopped (the partition
 offline), /api/throughput answers with the partitions that still answer and names the one it left out and why, and
-the overview's chart keeps updating with that note under it. The only waits bounded here are hang guards."""
+the overview's chart keeps updating with that note under it (screenshots before and during the incident). The only
+waits bounded here are hang guards."""
 
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ def test_throughput_answers_with_partial_data_while_a_partition_is_offline(
     _produce(bootstrap, "steady", 10)
     console = console_factory(bootstrap)
     assert set(_throughput(console.url)["per_topic"]) == {"steady", "stranded"}
+    page = browser_page
+    page.set_default_timeout(HANG_GUARD_S * 1000)
+    page.goto(console.url)  # before the incident: every partition counted, nothing left out
+    page.wait_for_function("(document.querySelector('#throughput-chart polyline')?.points.length || 0) >= 2")
+    assert page.locator("#throughput-note").inner_text() == "" and page.locator("#offline").inner_text() == "0"
+    screenshot(page, "incident-before")
 
     cluster.pause(2)  # broker 2 still leads stranded-1 in the metadata, but answers nothing
     try:
@@ -60,8 +67,6 @@ def test_throughput_answers_with_partial_data_while_a_partition_is_offline(
     assert sample["missing"] == [{"topic": "stranded", "partition": 1, "reason": "no leader (offline)"}]
 
     # The overview renders, says what its chart leaves out, and the chart keeps drawing new samples.
-    page = browser_page
-    page.set_default_timeout(HANG_GUARD_S * 1000)
     response = page.goto(console.url)
     assert response is not None and response.status == 200
     page.wait_for_function(

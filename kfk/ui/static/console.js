@@ -135,3 +135,64 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 });
+
+// The message browser's live tail: server-sent events of records appended after it started, newest first; the
+// table keeps the last TAIL_ROWS rows, and closing the page (or Stop) ends the tail on the server too.
+const TAIL_ROWS = 300;
+
+function liveTail(button) {
+  const section = document.getElementById("tail");
+  const status = document.getElementById("tail-status");
+  const tbody = section.querySelector("tbody");
+  let source = null;
+  let received = 0;
+  const stop = (message) => {
+    if (source) source.close();
+    source = null;
+    status.textContent = message;
+    button.disabled = false;
+  };
+  button.addEventListener("click", () => {
+    const query = new URLSearchParams(new FormData(button.form));
+    for (const name of ["search", "max_scanned", "from_time", "to_time"]) query.delete(name);
+    const url = `${document.body.dataset.prefix || ""}/api/topics/${encodeURIComponent(button.dataset.topic)}/tail?${query}`;
+    section.hidden = false;
+    button.disabled = true;
+    received = 0;
+    status.textContent = "Live tail: connecting…";
+    source = new EventSource(url);
+    source.addEventListener("ready", (event) => {
+      if (event.data) status.textContent = "Live tail open: waiting for new records…";
+    });
+    source.addEventListener("message", (event) => {
+      const batch = JSON.parse(event.data);
+      received += batch.records.length;
+      status.textContent = `Live tail open: ${received} record(s) received`;
+      for (const record of batch.records) {
+        const tr = document.createElement("tr");
+        const pre = (rendered) => {
+          const td = document.createElement("td");
+          const block = document.createElement("pre");
+          block.className = `value ${rendered.kind}`;
+          block.textContent = rendered.text;
+          td.append(block);
+          return td;
+        };
+        const headers = cell(record.headers.map(([name, value]) => `${name}: ${value}`).join("\n"));
+        tr.append(cell(record.partition, true), cell(record.offset, true),
+          cell(new Date(record.timestamp).toISOString()), pre(record.key), pre(record.value), headers);
+        tbody.prepend(tr);
+      }
+      while (tbody.rows.length > TAIL_ROWS) tbody.deleteRow(-1);
+    });
+    source.addEventListener("end", (event) => stop(`Live tail stopped: ${JSON.parse(event.data)}.`));
+    source.addEventListener("error", () => stop("Live tail stopped: the console refused it or the connection closed" +
+      " (at most a few tails may be open at once)."));
+  });
+  document.getElementById("tail-stop").addEventListener("click", () => stop("Live tail stopped."));
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const tail = document.getElementById("tail-start");
+  if (tail) liveTail(tail);
+});
