@@ -1,0 +1,141 @@
+"""`kfk connect distributed`: two kfk workers in one group on a kfk broker run a FileStreamSource → topic →
+FileStreamSink pipeline; one is killed -9 and the other takes its connectors and tasks over. The internal topics
+hold Kafka's record formats. One broker serves the module.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from kfk.client import Consumer, TopicPartition
+from kfk.testing.broker import start_broker
+from kfk.testing.plugin import TEST_OVERRIDES
+from tests.connect.workers import start_kfk_worker, wait_for
+
+pytestmark = pytest.mark.integration
+
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = start_broker(tmp_path_factory.mktemp("connect-distributed-broker"), dict(TEST_OVERRIDES))
+    yield process.bootstrap_servers
+    process.stop()
+
+
+def distributed_properties(bootstrap: str, group: str) -> dict[str, str]:
+    # session.timeout.ms at the broker's minimum (6 s) so that a killed worker, and its sink task's consumer, leave
+    # their groups soon
+    return {"bootstrap.servers": bootstrap, "group.id": group, "config.storage.topic": f"{group}-configs",
+            "offset.storage.topic": f"{group}-offsets", "status.storage.topic": f"{group}-status",
+            "config.storage.replication.factor": "1", "offset.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1", "key.converter": STRING_CONVERTER,
+            "value.converter": STRING_CONVERTER, "offset.flush.interval.ms": "500", "session.timeout.ms": "6000",
+            "heartbeat.interval.ms": "1000", "consumer.session.timeout.ms": "6000",
+            "consumer.heartbeat.interval.ms": "1000"}
+
+
+def read_all(bootstrap: str, topic: str) -> list:
+    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
+        partitions = [TopicPartition(topic, partition) for partition in consumer.partitions_for(topic)]
+        consumer.assign(partitions)
+        end = consumer.end_offsets(partitions)
+        records: list = []
+        while any(consumer.position(partition) < end[partition] for partition in partitions):
+            records.extend(consumer.poll(1.0))
+        return records
+
+
+def output_lines(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_two_workers_split_the_pipeline_and_survive_a_kill(broker, tmp_path):
+    group = "connect-kill"
+    properties = distributed_properties(broker, group)
+    first = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="first")
+    second = None
+    try:
+        second = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="second")
+        input_file, output_file = tmp_path / "input.txt", tmp_path / "output.txt"
+        lines = [f"line {number}" for number in range(3000)]
+        input_file.write_text("".join(line + "\n" for line in lines))
+        source = {"connector.class": "FileStreamSource", "file": str(input_file), "topic": "pipeline",
+                  "tasks.max": "1"}
+        sink = {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                "file": str(output_file), "topics": "pipeline", "tasks.max": "1"}
+
+        def created(worker, name, config):
+            status, body = worker.call("POST", "/connectors", {"name": name, "config": config})
+            return (status, body) if status != 409 or "rebalance" not in body["message"] else None
+
+        # writes go to the leader whichever worker takes them (and answer 409 during a rebalance)
+        assert wait_for(lambda: created(second, "source", source), "source created")[0] == 201
+        assert wait_for(lambda: created(first, "sink", sink), "sink created")[0] == 201
+        assert wait_for(lambda: created(second, "sink", sink), "sink refused") == (
+            409, {"error_code": 409, "message": "Connector sink already exists"})
+        assert first.call("GET", "/connectors")[1] == ["sink", "source"] == second.call("GET", "/connectors")[1]
+
+        def placed() -> dict | None:
+            statuses = {name: first.call("GET", f"/connectors/{name}/status") for name in ("source", "sink")}
+            if any(code != 200 or len(body["tasks"]) != 1 or body["connector"]["state"] != "RUNNING"
+                   or body["tasks"][0]["state"] != "RUNNING" for code, body in statuses.values()):
+                return None
+            return {name: body for name, (_, body) in statuses.items()}
+
+        statuses = wait_for(placed, "both connectors and their tasks running")
+        workers = {body["connector"]["worker_id"] for body in statuses.values()} | {
+            body["tasks"][0]["worker_id"] for body in statuses.values()}
+        assert len(workers) == 2  # eager round robin: one connector and one task on each worker
+        assert second.call("GET", "/connectors/source/status")[1] == statuses["source"]
+        wait_for(lambda: len(output_lines(output_file)) > 0, "the sink's first lines")
+
+        # kill the worker running the source task; the other one takes everything over
+        victim_id = statuses["source"]["tasks"][0]["worker_id"]
+        victim, survivor = (first, second) if first.url.endswith(victim_id.rsplit(":", 1)[1]) else (second, first)
+        victim.process.kill()
+        victim.process.wait()
+        more = [f"line {number}" for number in range(3000, 5000)]
+        with open(input_file, "a") as handle:
+            handle.write("".join(line + "\n" for line in more))
+        (survivor_id,) = workers - {victim_id}
+
+        def taken_over() -> bool:
+            for name in ("source", "sink"):
+                code, body = survivor.call("GET", f"/connectors/{name}/status")
+                if code != 200 or body["connector"]["worker_id"] != survivor_id or any(
+                        task["worker_id"] != survivor_id or task["state"] != "RUNNING" for task in body["tasks"]):
+                    return False
+            return True
+
+        wait_for(taken_over, "the survivor running both connectors and both tasks")
+        everything = lines + more
+        wait_for(lambda: set(output_lines(output_file)) >= set(everything), "every line in the sink's file")
+        # at-least-once: every line arrives; a line may arrive twice when the killed worker had sent it but not
+        # yet committed its offset (the survivor resumes from the last committed offset)
+        counts = Counter(output_lines(output_file))
+        assert set(counts) == set(everything)
+        assert all(count in (1, 2) for count in counts.values())
+
+        # the internal topics hold Kafka's record formats
+        configs = {record.key.decode(): record.value for record in read_all(broker, f"{group}-configs")}
+        assert json.loads(configs["connector-source"]) == {"properties": {**source, "name": "source"}}
+        assert json.loads(configs["commit-source"]) == {"tasks": 1}
+        assert json.loads(configs["task-source-0"])["properties"]["file"] == str(input_file)
+        offsets = {record.key: record.value for record in read_all(broker, f"{group}-offsets")}
+        key = json.dumps(["source", {"filename": str(input_file)}], separators=(",", ":")).encode()
+        assert json.loads(offsets[key])["position"] > 0
+        status_values = {record.key.decode(): json.loads(record.value)
+                         for record in read_all(broker, f"{group}-status")}
+        assert set(status_values["status-task-source-0"]) == {"state", "trace", "worker_id", "generation", "version"}
+        with Consumer({"bootstrap.servers": broker}) as consumer:
+            assert [len(consumer.partitions_for(f"{group}-{kind}")) for kind in ("configs", "offsets", "status")] \
+                == [1, 25, 5]
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
