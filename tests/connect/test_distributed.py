@@ -13,7 +13,8 @@ import pytest
 from kfk.client import Consumer, TopicPartition
 from kfk.testing.broker import start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
-from tests.connect.workers import start_kfk_worker, wait_for
+from kfk.testing.apache_kafka import CONNECT_DISTRIBUTED_MAIN_CLASS
+from tests.connect.workers import start_java_worker, start_kfk_worker, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -139,3 +140,63 @@ def test_two_workers_split_the_pipeline_and_survive_a_kill(broker, tmp_path):
         first.stop()
         if second is not None:
             second.stop()
+
+
+@pytest.fixture(scope="module")
+def java_group(broker, tmp_path_factory):
+    """Properties of a Java connect-distributed 4.3.1 worker group sharing its offsets topic with a kfk group."""
+    directory = tmp_path_factory.mktemp("connect-java-distributed")
+    return directory, {**distributed_properties(broker, "java-connect"), "offset.storage.topic": "shared-offsets"}
+
+
+def topic_values(bootstrap: str, topic: str) -> list[str]:
+    return [record.value.decode() for record in read_all(bootstrap, topic)]
+
+
+def test_java_and_kfk_resume_from_each_others_offsets_topic(broker, java_group, tmp_path):
+    """kfk's distributed worker writes source offsets that Java's connect-distributed resumes from, and the
+    reverse: both keep them in the same topic in the same record format."""
+    directory, java_properties = java_group
+    kfk_properties = {**distributed_properties(broker, "kfk-connect"), "offset.storage.topic": "shared-offsets"}
+    input_file = tmp_path / "resume.txt"
+    first_lines = [f"first {number}" for number in range(100)]
+    input_file.write_text("".join(line + "\n" for line in first_lines))
+    connector = {"connector.class": "FileStreamSource", "file": str(input_file), "tasks.max": "1"}
+
+    def run_until(worker, topic: str, expected: list[str]) -> None:
+        code, body = wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(worker.call(
+            "PUT", "/connectors/resume/config", {**connector, "topic": topic})), "the connector configured")
+        assert code in (200, 201), body
+        wait_for(lambda: topic_values(broker, topic) == expected if topic in worker_topics() else False,
+                 f"{topic} holding {len(expected)} lines")
+        key = json.dumps(["resume", {"filename": str(input_file)}], separators=(",", ":")).encode()
+        position = len(input_file.read_text())
+        wait_for(lambda: {record.key: record.value for record in read_all(broker, "shared-offsets")}.get(key)
+                 == b'{"position":%d}' % position, "the offset committed")
+
+    def worker_topics() -> set[str]:
+        with Consumer({"bootstrap.servers": broker}) as consumer:
+            return set(consumer.list_topics())
+
+    kfk = start_kfk_worker(tmp_path, kfk_properties, [], mode="distributed", name="kfk-resume")
+    try:
+        run_until(kfk, "from-kfk", first_lines)
+    finally:
+        kfk.stop()
+    second_lines = [f"second {number}" for number in range(50)]
+    with open(input_file, "a") as handle:
+        handle.write("".join(line + "\n" for line in second_lines))
+    java = start_java_worker(directory, java_properties, [], main_class=CONNECT_DISTRIBUTED_MAIN_CLASS,
+                             name="java-distributed")
+    try:
+        run_until(java, "from-java", second_lines)  # Java starts where kfk's offset says
+    finally:
+        java.stop()
+    third_lines = [f"third {number}" for number in range(30)]
+    with open(input_file, "a") as handle:
+        handle.write("".join(line + "\n" for line in third_lines))
+    kfk = start_kfk_worker(tmp_path, kfk_properties, [], mode="distributed", name="kfk-resumed")
+    try:
+        run_until(kfk, "from-kfk", first_lines + third_lines)  # and kfk where Java's says
+    finally:
+        kfk.stop()

@@ -14,12 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kfk.client import Consumer, TopicPartition
-from kfk.testing.apache_kafka import (
-    CONNECT_DISTRIBUTED_MAIN_CLASS,
-    CONNECT_STANDALONE_MAIN_CLASS,
-    connect_classpath,
-    java_command,
-)
+from kfk.testing.apache_kafka import CONNECT_STANDALONE_MAIN_CLASS, connect_classpath, java_command
 from kfk.testing.zookeeper import free_port
 
 
