@@ -163,7 +163,7 @@ class StandaloneHerder:
             raise ConnectException(f"The connector {state.name} has generated {len(configs)} tasks, which is greater "
                                    f"than {max_tasks}, the maximum number of tasks it is configured to create. ")
         task_class = state.connector.task_class()
-        task_class_name = f"{task_class.__module__}.{task_class.__qualname__}"
+        task_class_name = plugins.find_connector(state.config["connector.class"]).task_class_name(task_class)
         configs = [{**config, "task.class": task_class_name} for config in configs]
         if state.kind == "sink":
             for config in configs:

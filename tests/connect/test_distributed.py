@@ -200,3 +200,50 @@ def test_java_and_kfk_resume_from_each_others_offsets_topic(broker, java_group, 
         run_until(kfk, "from-kfk", first_lines + third_lines)  # and kfk where Java's says
     finally:
         kfk.stop()
+
+
+def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_path):
+    """A Java worker (connect.protocol=eager) and a kfk worker in one group: the group coordinator picks Kafka's
+    `default` protocol, the leader's assignment is read by the other runtime, each reads the configs and statuses
+    the other wrote, and both answer the REST API alike."""
+    directory, _ = java_group
+    properties = distributed_properties(broker, "mixed-connect")
+    java = start_java_worker(directory, {**properties, "connect.protocol": "eager"}, [],
+                             main_class=CONNECT_DISTRIBUTED_MAIN_CLASS, name="java-mixed")
+    kfk = None
+    try:
+        kfk = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="kfk-mixed")
+        input_file, output_file = tmp_path / "mixed.txt", tmp_path / "mixed-output.txt"
+        lines = [f"mixed {number}" for number in range(500)]
+        input_file.write_text("".join(line + "\n" for line in lines))
+        connectors = {
+            "mixed-source": {"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                             "file": str(input_file), "topic": "mixed", "tasks.max": "1"},
+            "mixed-sink": {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                           "file": str(output_file), "topics": "mixed", "tasks.max": "1"}}
+        for (name, config), worker in zip(connectors.items(), (kfk, java)):
+            code, body = wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(worker.call(
+                "POST", "/connectors", {"name": name, "config": config})), f"{name} created")
+            assert code == 201, body
+        wait_for(lambda: sorted(output_lines(output_file)) == sorted(lines), "every line in the sink's file")
+
+        def settled() -> dict | None:
+            statuses = {}
+            for name in connectors:
+                answers = [worker.call("GET", f"/connectors/{name}/status") for worker in (java, kfk)]
+                if answers[0] != answers[1] or answers[0][0] != 200 or len(answers[0][1]["tasks"]) != 1 or any(
+                        part["state"] != "RUNNING" for part in [answers[0][1]["connector"], *answers[0][1]["tasks"]]):
+                    return None
+                statuses[name] = answers[0][1]
+            return statuses
+
+        statuses = wait_for(settled, "both workers reporting the same statuses")
+        owners = {status["connector"]["worker_id"] for status in statuses.values()}
+        assert owners == {java.url.removeprefix("http://"), kfk.url.removeprefix("http://")}
+        for path in ("/connectors", "/connectors/mixed-source/config", "/connectors/mixed-sink/tasks",
+                     "/connectors/missing"):
+            assert java.call("GET", path) == kfk.call("GET", path), path
+    finally:
+        if kfk is not None:
+            kfk.stop()
+        java.stop()
