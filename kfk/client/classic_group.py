@@ -38,7 +38,9 @@ from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from kfk.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
-__all__ = ["ClassicGroupMember", "MemberState", "RejoinNeeded", "NO_GENERATION", "UNKNOWN_MEMBER_ID"]
+#: JoinGroupResponse is exported because the leader's hook (_perform_assignment) reads the members from it.
+__all__ = ["ClassicGroupMember", "MemberState", "RejoinNeeded", "JoinGroupResponse", "NO_GENERATION",
+           "UNKNOWN_MEMBER_ID"]
 
 log = logging.getLogger("kfk.client.group")
 

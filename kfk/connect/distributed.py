@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from kfk.client import Admin, Consumer, NewTopic, Producer, TopicPartition
-from kfk.client.classic_group import ClassicGroupMember, MemberState
+from kfk.client.classic_group import ClassicGroupMember, JoinGroupResponse, MemberState
 from kfk.client.config import CONSUMER_CONFIG_DEF, ClientConfig
 from kfk.client.event_loop import ClientLoop
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
@@ -58,7 +58,6 @@ from kfk.connect.herder import ConnectorState, StandaloneHerder, _Context, valid
 from kfk.connect.offsets import OffsetStore
 from kfk.connect.worker_tasks import TaskStatus
 from kfk.errors import ErrorCode
-from kfk.protocol.messages.join_group import JoinGroupResponse
 
 __all__ = ["DistributedHerder", "REBALANCE_MESSAGE"]
 
@@ -495,7 +494,8 @@ class DistributedHerder(StandaloneHerder):
         return None if assignment.leader == self.member.member_id else assignment.leader_url
 
     def _known(self, name: str) -> dict[str, str]:
-        config = self.snapshot.connectors.get(name)
+        with self.lock:
+            config = self.snapshot.connectors.get(name)
         if config is None:
             raise NotFoundException(f"Connector {name} not found")
         return config
@@ -552,7 +552,8 @@ class DistributedHerder(StandaloneHerder):
     # --- REST: reads (any worker) ------------------------------------------------------------------------------------
 
     def connector_names(self) -> list[str]:
-        return sorted(self.snapshot.connectors)
+        with self.lock:
+            return sorted(self.snapshot.connectors)
 
     def _get(self, name: str) -> ConnectorState:
         """A view of the connector as the config topic has it (the standalone herder's offset and topic views)."""
