@@ -71,6 +71,13 @@ DEFAULTS = {"offset.storage.partitions": "25", "status.storage.partitions": "5",
 REQUIRED = ("bootstrap.servers", "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic")
 
 
+def check_required(worker_config: Mapping[str, str]) -> None:
+    """Kafka's message for the first required key that is missing."""
+    missing = [key for key in REQUIRED if not worker_config.get(key)]
+    if missing:
+        raise ConfigException(f'Missing required configuration "{missing[0]}" which has no default value.')
+
+
 def client_properties(worker_config: Mapping[str, str]) -> dict[str, str]:
     return {key: value for key, value in worker_config.items()
             if key == "bootstrap.servers" or key.startswith(("security.", "sasl.", "ssl."))}
@@ -227,9 +234,7 @@ class WorkerGroupMember(ClassicGroupMember):
 
 class DistributedHerder(StandaloneHerder):
     def __init__(self, worker_config: Mapping[str, str], worker_id: str, url: str) -> None:
-        missing = [key for key in REQUIRED if not worker_config.get(key)]
-        if missing:
-            raise ConfigException(f'Missing required configuration "{missing[0]}" which has no default value.')
+        check_required(worker_config)
         self.config = {**DEFAULTS, **worker_config}
         client = client_properties(worker_config)
         create_internal_topics(worker_config)
