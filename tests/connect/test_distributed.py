@@ -240,9 +240,13 @@ def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_
         statuses = wait_for(settled, "both workers reporting the same statuses")
         owners = {status["connector"]["worker_id"] for status in statuses.values()}
         assert owners == {java.url.removeprefix("http://"), kfk.url.removeprefix("http://")}
-        for path in ("/connectors", "/connectors/mixed-source/config", "/connectors/mixed-sink/tasks",
-                     "/connectors/missing"):
+        for path in ("/connectors", "/connectors?expand=status&expand=info", "/connectors/mixed-source/config",
+                     "/connectors/mixed-sink/tasks", "/connectors/missing", "/connectors/missing/status"):
             assert java.call("GET", path) == kfk.call("GET", path), path
+        # errors of writes, in Kafka's words (kfk's worker answers or forwards to the leader)
+        for body in ({"name": "mixed-sink", "config": connectors["mixed-sink"]},
+                     {"name": "bad", "config": {"connector.class": "FileStreamSource"}}):
+            assert java.call("POST", "/connectors", body) == kfk.call("POST", "/connectors", body), body
     finally:
         if kfk is not None:
             kfk.stop()
