@@ -380,9 +380,22 @@ class DistributedHerder(StandaloneHerder):
             targets, self._target_changed = self._target_changed, set()
             for name in reconfigure | targets:
                 state = self.connectors.get(name)
-                if state is not None and state.connector is not None and name in self.snapshot.connectors:
+                if state is None or state.connector is None or name not in self.snapshot.connectors:
+                    continue
+                target = self.snapshot.target_states.get(name, "STARTED")
+                if name not in reconfigure and {state.target_state, target} <= {"STARTED", "PAUSED"}:
+                    self._pause_or_resume(state, target)
+                else:
                     self._restart_owned_connector(state)
             self._publish_statuses()
+
+    def _pause_or_resume(self, state: ConnectorState, target: str) -> None:
+        """PAUSED <-> STARTED: the connector and its tasks here stay where they are, idle or working."""
+        state.target_state = target
+        if state.name in self._owned and state.status.state in ("RUNNING", "PAUSED"):
+            state.status.state = "RUNNING" if target == "STARTED" else "PAUSED"
+        for task in state.tasks.values():
+            (task.resume if target == "STARTED" else task.pause)()
 
     def _local_state(self, name: str) -> ConnectorState | None:
         config = self.snapshot.connectors.get(name)

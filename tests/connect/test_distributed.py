@@ -247,6 +247,21 @@ def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_
         for body in ({"name": "mixed-sink", "config": connectors["mixed-sink"]},
                      {"name": "bad", "config": {"connector.class": "FileStreamSource"}}):
             assert java.call("POST", "/connectors", body) == kfk.call("POST", "/connectors", body), body
+        # target states written by one runtime are applied by the other (one task of each runs on each worker)
+        for action, state in (("pause", "PAUSED"), ("resume", "RUNNING")):
+            for name in connectors:
+                assert wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(
+                    kfk.call("PUT", f"/connectors/{name}/{action}")), f"{name} {action}d")[0] == 202
+
+            def applied() -> bool:
+                for name in connectors:
+                    answers = [worker.call("GET", f"/connectors/{name}/status")[1] for worker in (java, kfk)]
+                    if answers[0] != answers[1] or any(part["state"] != state for part in [
+                            answers[0]["connector"], *answers[0]["tasks"]]):
+                        return False
+                return True
+
+            wait_for(applied, f"every connector and task {state}")
     finally:
         if kfk is not None:
             kfk.stop()
