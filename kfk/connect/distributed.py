@@ -57,7 +57,7 @@ from kfk.connect.errors import AlreadyExistsException, ConnectException, NotFoun
 from kfk.connect.herder import ConnectorState, StandaloneHerder, _Context, validated_config
 from kfk.connect.offsets import OffsetStore
 from kfk.connect.worker_tasks import TaskStatus
-from kfk.errors import ErrorCode
+from kfk.errors import ErrorCode, UnknownTopicOrPartitionError
 
 __all__ = ["DistributedHerder", "REBALANCE_MESSAGE"]
 
@@ -97,6 +97,22 @@ def create_internal_topics(worker_config: Mapping[str, str]) -> None:
                 raise ConnectException(f"Unable to create topic {topic}: {error}")
 
 
+def wait_for_partitions(consumer: Consumer, topic: str, timeout: float = 60.0) -> list[TopicPartition]:
+    """The topic's partitions, once its metadata has reached the broker the consumer asks (a topic created a moment
+    ago may not be there yet)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            partitions = consumer.partitions_for(topic)
+        except UnknownTopicOrPartitionError:
+            partitions = []
+        if partitions:
+            return [TopicPartition(topic, partition) for partition in sorted(partitions)]
+        if time.monotonic() > deadline:
+            raise ConnectException(f"Topic {topic} has no partitions")
+        time.sleep(0.2)
+
+
 class TopicLog:
     """Kafka's KafkaBasedLog: every partition of a topic read from the beginning by a thread of its own, each record
     handed to ``on_record``; writes through a producer. read_to_end() returns once everything written to the topic
@@ -107,8 +123,8 @@ class TopicLog:
         self.topic, self.on_record = topic, on_record
         self.producer = Producer({**client, "acks": "all", "client.id": f"{name}-producer"})
         self.consumer = Consumer({**client, "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                                  "client.id": f"{name}-consumer"})
-        self.partitions = [TopicPartition(topic, partition) for partition in self.consumer.partitions_for(topic)]
+                                  "allow.auto.create.topics": False, "client.id": f"{name}-consumer"})
+        self.partitions = wait_for_partitions(self.consumer, topic)
         self.consumer.assign(self.partitions)
         self.consumer.seek_to_beginning(*self.partitions)
         self.position = 0  # records handed over so far (the config topic's "offset" workers compare)
