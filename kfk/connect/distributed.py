@@ -21,7 +21,8 @@ session.timeout.ms the coordinator drops it, the group rebalances and the others
 
 REST reads are answered by any worker from the topics it has read; writes go to the leader (kfk.connect.rest
 forwards them) and answer 409 while the group rebalances, as Kafka's workers do. Not implemented here yet: the
-incremental cooperative protocols, restarts and offset changes (KIP-875) through a distributed worker.
+incremental cooperative protocols, restarts through a distributed worker. Offsets (KIP-875) are read, altered and
+reset by the standalone herder's code over the distributed views (the leader writes them to offset.storage.topic).
 """
 
 from __future__ import annotations
@@ -576,12 +577,6 @@ class DistributedHerder(StandaloneHerder):
 
     def restart_task(self, name: str, task_id: int) -> None:
         raise ConnectException("restarting through a kfk distributed worker is not supported yet")
-
-    def alter_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
-        raise ConnectException("altering offsets through a kfk distributed worker is not supported yet")
-
-    def reset_offsets(self, name: str) -> str:
-        raise ConnectException("resetting offsets through a kfk distributed worker is not supported yet")
 
     # --- REST: reads (any worker) ------------------------------------------------------------------------------------
 

@@ -122,14 +122,26 @@ def test_two_workers_split_the_pipeline_and_survive_a_kill(broker, tmp_path):
         assert set(counts) == set(everything)
         assert all(count in (1, 2) for count in counts.values())
 
+        # KIP-875 through the group: stop the source (no tasks left), rewind its offset, read it back from the other
+        # worker too
+        assert wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(
+            survivor.call("PUT", "/connectors/source/stop")), "source stopped")[0] == 204
+        wait_for(lambda: (lambda body: body["connector"]["state"] == "STOPPED" and body["tasks"] == [])(
+            survivor.call("GET", "/connectors/source/status")[1]), "the source STOPPED without tasks")
+        rewound = [{"partition": {"filename": str(input_file)}, "offset": {"position": 0}}]
+        code, body = survivor.call("PATCH", "/connectors/source/offsets", {"offsets": rewound})
+        assert code == 200, body
+        assert survivor.call("GET", "/connectors/source/offsets") == (200, {"offsets": rewound})
+
         # the internal topics hold Kafka's record formats
         configs = {record.key.decode(): record.value for record in read_all(broker, f"{group}-configs")}
         assert json.loads(configs["connector-source"]) == {"properties": {**source, "name": "source"}}
-        assert json.loads(configs["commit-source"]) == {"tasks": 1}
+        assert json.loads(configs["commit-source"]) == {"tasks": 0}  # stopped
+        assert json.loads(configs["target-state-source"]) == {"state": "PAUSED", "state.v2": "STOPPED"}
         assert json.loads(configs["task-source-0"])["properties"]["file"] == str(input_file)
         offsets = {record.key: record.value for record in read_all(broker, f"{group}-offsets")}
         key = json.dumps(["source", {"filename": str(input_file)}], separators=(",", ":")).encode()
-        assert json.loads(offsets[key])["position"] > 0
+        assert json.loads(offsets[key]) == {"position": 0}
         status_values = {record.key.decode(): json.loads(record.value)
                          for record in read_all(broker, f"{group}-status")}
         assert set(status_values["status-task-source-0"]) == {"state", "trace", "worker_id", "generation", "version"}
