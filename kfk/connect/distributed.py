@@ -20,9 +20,10 @@ every worker rejoin so that the leader deals the work out again. A worker killed
 session.timeout.ms the coordinator drops it, the group rebalances and the others take its connectors and tasks.
 
 REST reads are answered by any worker from the topics it has read; writes go to the leader (kfk.connect.rest
-forwards them) and answer 409 while the group rebalances, as Kafka's workers do. Not implemented here yet: the
-incremental cooperative protocols, restarts through a distributed worker. Offsets (KIP-875) are read, altered and
-reset by the standalone herder's code over the distributed views (the leader writes them to offset.storage.topic).
+forwards them) and answer 409 while the group rebalances, as Kafka's workers do. Restarts go through Kafka's
+restart-connector-<name> record ({"include-tasks", "only-failed"}); offsets (KIP-875) are read, altered and reset by
+the standalone herder's code over the distributed views (the leader writes them to offset.storage.topic). Not
+implemented yet: the incremental cooperative protocols, restarting a single task (POST .../tasks/{id}/restart).
 """
 
 from __future__ import annotations
@@ -265,6 +266,7 @@ class DistributedHerder(StandaloneHerder):
         self._wake = threading.Event()
         self._reconfigure: set[str] = set()
         self._target_changed: set[str] = set()
+        self._restarts: dict[str, tuple[bool, bool]] = {}
         self._assignment_pending = False
         self._owned: set[str] = set()
         self.config_log = TopicLog(client, self.config["config.storage.topic"], self._on_config_record,
@@ -325,6 +327,9 @@ class DistributedHerder(StandaloneHerder):
                 if tasks != snapshot.tasks.get(name):
                     snapshot.tasks[name] = tasks
                     self.member.request_rejoin(f"the task configs of {name} changed")
+            elif key.startswith("restart-connector-") and value is not None:
+                self._restarts[key[len("restart-connector-"):]] = (bool(value.get("include-tasks")),
+                                                                   bool(value.get("only-failed")))
             elif key.startswith("target-state-"):
                 name = key[len("target-state-"):]
                 if value is None:
@@ -395,6 +400,11 @@ class DistributedHerder(StandaloneHerder):
                 self._start_assigned()
             reconfigure, self._reconfigure = self._reconfigure, set()
             targets, self._target_changed = self._target_changed, set()
+            restarts, self._restarts = self._restarts, {}
+            for name, (include_tasks, only_failed) in restarts.items():
+                state = self.connectors.get(name)
+                if state is not None and state.target_state != "STOPPED":
+                    self._restart_here(state, include_tasks, only_failed)
             for name in reconfigure | targets:
                 state = self.connectors.get(name)
                 if state is None or state.connector is None or name not in self.snapshot.connectors:
@@ -405,6 +415,29 @@ class DistributedHerder(StandaloneHerder):
                 else:
                     self._restart_owned_connector(state)
             self._publish_statuses()
+
+    def _restart_here(self, state: ConnectorState, include_tasks: bool, only_failed: bool) -> None:
+        """A restart-connector record: every worker restarts its part (the connector where it runs, the tasks with
+        include-tasks), only what FAILED with only-failed."""
+        if state.name in self._owned and (not only_failed or state.status.state == "FAILED"):
+            if state.connector is not None and state.status.state not in ("FAILED", "STOPPED", "UNASSIGNED"):
+                try:
+                    state.connector.stop()
+                except Exception:
+                    log.exception("Connector %s failed to stop", state.name)
+            state.status = TaskStatus()
+            self._start_owned_connector(state)
+        if not include_tasks:
+            return
+        for task_id in sorted(set(state.tasks) | set(state.failed_tasks)):
+            task = state.tasks.get(task_id)
+            status = task.status if task is not None else state.failed_tasks[task_id]
+            if only_failed and status.state != "FAILED":
+                continue
+            if task is not None:
+                state.tasks.pop(task_id).stop()
+            if task_id < len(state.task_configs):
+                self._start_task(state, task_id, state.task_configs[task_id])
 
     def _pause_or_resume(self, state: ConnectorState, target: str) -> None:
         """PAUSED <-> STARTED: the connector and its tasks here stay where they are, idle or working."""
@@ -573,7 +606,17 @@ class DistributedHerder(StandaloneHerder):
         self._write_config([(f"commit-{name}", {"tasks": 0})])
 
     def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, Any] | None:
-        raise ConnectException("restarting through a kfk distributed worker is not supported yet")
+        """Kafka's restart through the group: the leader writes restart-connector-<name> and answers with what will
+        restart (202), or 204 for a plain connector restart."""
+        status = self.connector_status(name)
+        if not only_failed or status["connector"]["state"] == "FAILED":
+            status["connector"]["state"] = "RESTARTING"
+        for task in status["tasks"] if include_tasks else ():
+            if not only_failed or task["state"] == "FAILED":
+                task["state"] = "RESTARTING"
+        self._write_config([(f"restart-connector-{name}", {"include-tasks": include_tasks,
+                                                           "only-failed": only_failed})])
+        return status if (include_tasks or only_failed) else None
 
     def restart_task(self, name: str, task_id: int) -> None:
         raise ConnectException("restarting through a kfk distributed worker is not supported yet")

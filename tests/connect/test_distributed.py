@@ -274,6 +274,12 @@ def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_
                 return True
 
             wait_for(applied, f"every connector and task {state}")
+        # a restart through the group: Kafka's restart-connector record, read by both runtimes
+        code, body = wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(
+            kfk.call("POST", "/connectors/mixed-source/restart?includeTasks=true")), "the restart requested")
+        assert code == 202 and body["connector"]["state"] == "RESTARTING", body
+        assert [task["state"] for task in body["tasks"]] == ["RESTARTING"]
+        wait_for(applied, "every connector and task RUNNING after the restart")
     finally:
         if kfk is not None:
             kfk.stop()
