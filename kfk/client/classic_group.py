@@ -308,6 +308,15 @@ class ClassicGroupMember:
         else:
             log.warning("group %s: heartbeat failed: %s", self.group_id, response_error(code, "heartbeat"))
 
+    def leave(self, reason: str, timeout_ms: float) -> None:
+        """Stop heartbeating and leave the group now (a closing member), so that the group rebalances without
+        waiting for session.timeout.ms."""
+        self._stop_heartbeats()
+        try:
+            self.loop.run(self._leave_group(reason), timeout_ms / 1000 + 1)
+        except KafkaError as error:
+            log.info("group %s: leaving failed: %s", self.group_id, error)
+
     async def _leave_group(self, reason: str) -> None:
         """Leave now (dynamic members only: a static member keeps its place for session.timeout.ms)."""
         coordinator, member_id = self.coordinator_id, self.member_id

@@ -679,11 +679,7 @@ class DistributedHerder(StandaloneHerder):
         self._wake.set()
         self._thread.join(10)
         self.revoke_all()
-        try:
-            self._loop.run(self.member._leave_group("the worker is stopping"), 10)
-        except Exception as error:
-            log.info("worker %s: leaving the group failed: %s", self.worker_id, error)
-        self.member._stop_heartbeats()
+        self.member.leave("the worker is stopping", 10_000)
         self._loop.close()
         for topic_log in (self.config_log, self.status_log, self.offset_store.log):
             topic_log.stop()
