@@ -15,6 +15,7 @@ _kfk() {
                 "kfk cluster unregister") path="kfk cluster unregister" ;;
                 "kfk configs") path="kfk configs" ;;
                 "kfk connect") path="kfk connect" ;;
+                "kfk connect distributed") path="kfk connect distributed" ;;
                 "kfk connect standalone") path="kfk connect standalone" ;;
                 "kfk console-consume") path="kfk console-consume" ;;
                 "kfk console-produce") path="kfk console-produce" ;;
@@ -75,7 +76,8 @@ _kfk() {
         "kfk cluster describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --output --timeout-ms -o"; files="--command-config" ;;
         "kfk cluster unregister") words="--bootstrap-server --command-config --config --debug --help --id -c -i"; files="--command-config --config -c" ;;
         "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --client --client-defaults --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic --user --user-defaults"; files="--command-config" ;;
-        "kfk connect") words="standalone --help"; files="" ;;
+        "kfk connect") words="distributed standalone --help"; files="" ;;
+        "kfk connect distributed") words="--help"; files="" ;;
         "kfk connect standalone") words="--help"; files="" ;;
         "kfk console-consume") words="--bootstrap-server --command-config --consumer-config --consumer-property --consumer.config --debug --formatter --from-beginning --group --help --include --isolation-level --key-deserializer --key-format --max-messages --offset --partition --property --schema-registry-url --skip-message-on-error --timeout-ms --topic --value-deserializer --value-format"; files="--command-config --consumer-config --consumer.config" ;;
         "kfk console-produce") words="--auto-register --bootstrap-server --command-config --compression-codec --debug --help --key-format --key-schema --key-subject-name-strategy --no-auto-register --producer-config --producer-property --producer.config --property --request-required-acks --schema-registry-url --subject-name-strategy --sync --topic --value-format --value-schema"; files="--command-config --producer-config --producer.config" ;;

@@ -18,6 +18,8 @@ function __kfk_path
                 set path kfk configs
             case 'kfk connect'
                 set path kfk connect
+            case 'kfk connect distributed'
+                set path kfk connect distributed
             case 'kfk connect standalone'
                 set path kfk connect standalone
             case 'kfk console-consume'
@@ -221,8 +223,10 @@ complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l command-config -r -F -
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l json -d 'Print machine-readable JSON instead of tables.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l debug -d 'Show the full traceback on errors.'
 complete -c kfk -n "test (__kfk_path) = 'kfk configs'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk connect'" -a distributed -d 'Run a distributed Connect worker (as connect-distributed.sh): workers sharing group.id split the connectors'
 complete -c kfk -n "test (__kfk_path) = 'kfk connect'" -a standalone -d 'Run a standalone Connect worker (as connect-standalone.sh): offsets in a local file, REST API on listeners.'
 complete -c kfk -n "test (__kfk_path) = 'kfk connect'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk connect distributed'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk connect standalone'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk console-consume'" -l topic -r -d 'The topic to read.'
 complete -c kfk -n "test (__kfk_path) = 'kfk console-consume'" -l include -r -d 'Instead of --topic: a regular expression of the topics to read (whole names, commas separate alternatives; internal topics are left out).'

@@ -23,3 +23,7 @@ class AlreadyExistsException(ConnectException):
 
 class BadRequestException(ConnectException):
     """The request is malformed or its values are invalid (REST 400)."""
+
+
+class RebalanceNeededException(ConnectException):
+    """A distributed worker is rebalancing and cannot serve a write now (REST 409, as Kafka answers)."""

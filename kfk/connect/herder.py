@@ -73,6 +73,22 @@ class ConnectorState:
     failed_tasks: dict[int, TaskStatus] = field(default_factory=dict)
 
 
+def validated_config(name: str, config: Mapping[str, str]) -> dict[str, str]:
+    """The connector's config as strings with its name, or Kafka's 400 listing every validation error."""
+    config = {**{key: str(value) for key, value in config.items()}, "name": name}
+    try:
+        infos = validate_connector_config(config)
+    except ConnectException as error:
+        raise BadRequestException(str(error)) from None
+    if infos.error_count:
+        messages = [message for item in infos.configs for message in item["value"]["errors"]]
+        raise BadRequestException(
+            f"Connector configuration is invalid and contains the following {len(messages)} error(s):\n"
+            + "\n".join(messages) + "\nYou can also find the above list of errors at the endpoint "
+            "`/connector-plugins/{connectorType}/config/validate`")
+    return config
+
+
 class StandaloneHerder:
     def __init__(self, worker_config: Mapping[str, str], worker_id: str, offset_store: OffsetStore) -> None:
         self.worker_config = dict(worker_config)
@@ -89,26 +105,20 @@ class StandaloneHerder:
             raise NotFoundException(f"Connector {name} not found")
         return state
 
+    def write_leader_url(self) -> str | None:
+        """Where REST writes go: None takes them here (the distributed herder names its group's leader)."""
+        return None
+
     def connector_names(self) -> list[str]:
         return list(self.connectors)
 
     def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool
                              ) -> tuple[bool, dict[str, Any]]:
         """Create (or with `allow_replace` update) a connector; (created, its info)."""
-        config = {**{key: str(value) for key, value in config.items()}, "name": name}
         with self.lock:
             if name in self.connectors and not allow_replace:
                 raise AlreadyExistsException(f"Connector {name} already exists")
-            try:
-                infos = validate_connector_config(config)
-            except ConnectException as error:
-                raise BadRequestException(str(error)) from None
-            if infos.error_count:
-                messages = [message for item in infos.configs for message in item["value"]["errors"]]
-                raise BadRequestException(
-                    f"Connector configuration is invalid and contains the following {len(messages)} error(s):\n"
-                    + "\n".join(messages) + "\nYou can also find the above list of errors at the endpoint "
-                    "`/connector-plugins/{connectorType}/config/validate`")
+            config = validated_config(name, config)
             created = name not in self.connectors
             if not created:
                 self._stop_connector(self.connectors[name])
@@ -153,7 +163,7 @@ class StandaloneHerder:
             raise ConnectException(f"The connector {state.name} has generated {len(configs)} tasks, which is greater "
                                    f"than {max_tasks}, the maximum number of tasks it is configured to create. ")
         task_class = state.connector.task_class()
-        task_class_name = f"{task_class.__module__}.{task_class.__qualname__}"
+        task_class_name = plugins.find_connector(state.config["connector.class"]).task_class_name(task_class)
         configs = [{**config, "task.class": task_class_name} for config in configs]
         if state.kind == "sink":
             for config in configs:

@@ -62,6 +62,13 @@ class PluginDesc:
         plugin_class = self.load()
         return plugin_class(self.part) if self.part is not None else plugin_class()
 
+    def task_class_name(self, task_class: type) -> str:
+        """What a connector's task configs name as `task.class`: for Kafka's own connectors, Kafka's task class
+        (in the connector's Java package), so that a Java worker sharing the config topic can run the task."""
+        if self.class_name in KAFKA_BUILT_INS:
+            return f"{self.class_name.rsplit('.', 1)[0]}.{task_class.__name__}"
+        return f"{task_class.__module__}.{task_class.__qualname__}"
+
     @property
     def kfk_name(self) -> str:
         name = self.target.replace(":", ".")

@@ -6,7 +6,10 @@ Paths, status codes, query parameters and JSON bodies are Kafka's, errors includ
 
 from __future__ import annotations
 
+import asyncio
 import json
+import urllib.error
+import urllib.request
 from typing import Any
 
 from starlette.applications import Starlette
@@ -17,10 +20,17 @@ from starlette.routing import Route
 
 from kfk import __version__
 from kfk.connect import plugins
-from kfk.connect.errors import AlreadyExistsException, BadRequestException, ConnectException, NotFoundException
+from kfk.connect.errors import (
+    AlreadyExistsException,
+    BadRequestException,
+    ConnectException,
+    NotFoundException,
+    RebalanceNeededException,
+)
 from kfk.connect.herder import StandaloneHerder
 
-STATUS_BY_EXCEPTION = ((NotFoundException, 404), (AlreadyExistsException, 409), (BadRequestException, 400))
+STATUS_BY_EXCEPTION = ((NotFoundException, 404), (AlreadyExistsException, 409), (BadRequestException, 400),
+                       (RebalanceNeededException, 409))
 REASONS = {404: "Not Found", 405: "Method Not Allowed", 415: "Unsupported Media Type"}
 
 
@@ -43,6 +53,28 @@ async def _body(request: Request) -> Any:
         return json.loads(raw) if raw else None
     except ValueError as error:
         raise ConnectException(f"Unexpected character in the request body: {error}") from None
+
+
+async def forward(request: Request, leader_url: str) -> Response:
+    """Kafka's request forwarding: a distributed worker that is not the leader passes a write on to the leader
+    and answers with the leader's answer."""
+    body = await request.body()
+    url = leader_url.rstrip("/") + request.url.path + (f"?{request.url.query}" if request.url.query else "")
+
+    def call() -> tuple[int, bytes]:
+        outgoing = urllib.request.Request(url, data=body or None, method=request.method,
+                                          headers={"Content-Type": "application/json", "Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(outgoing, timeout=90) as answer:
+                return answer.status, answer.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    try:
+        status, raw = await asyncio.to_thread(call)
+    except OSError as error:
+        return error_response(500, f"Error trying to forward REST request: {error}")
+    return Response(raw, status, media_type="application/json" if raw else None)
 
 
 def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlette:
@@ -179,6 +211,19 @@ def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlet
         return error_response(error.status_code, f"HTTP {error.status_code} {REASONS.get(error.status_code, '')}"
                               .rstrip())
 
+    def writes_to_leader(handler):
+        """Writes (every method but GET) go to the leader of a distributed group; a standalone herder takes them."""
+        async def handle(request: Request) -> Response:
+            if request.method != "GET":
+                leader_url = herder.write_leader_url()
+                if leader_url is not None:
+                    return await forward(request, leader_url)
+            return await handler(request)
+        return handle
+
+    connectors, connector, connector_config, restart, pause, resume, stop, task_restart, offsets = map(
+        writes_to_leader, (connectors, connector, connector_config, restart, pause, resume, stop, task_restart,
+                           offsets))
     prefix = "/connectors/{name}"
     routes = [
         Route("/", root, methods=["GET"]),

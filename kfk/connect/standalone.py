@@ -41,6 +41,11 @@ def worker_id(worker_config: Mapping[str, str], host: str, port: int) -> str:
     return f"{advertised_host}:{worker_config.get('rest.advertised.port') or port}"
 
 
+def advertised_url(worker_config: Mapping[str, str], host: str, port: int) -> str:
+    """The URL other workers reach this one at (the group's metadata, where writes are forwarded)."""
+    return f"http://{worker_id(worker_config, host, port)}/"
+
+
 def build_herder(worker_config: Mapping[str, str], bound_port: int) -> StandaloneHerder:
     if not worker_config.get("bootstrap.servers"):
         raise ConfigException('Missing required configuration "bootstrap.servers" which has no default value.')

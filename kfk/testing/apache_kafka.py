@@ -179,6 +179,7 @@ def kafka_classpath(version: str = APACHE_KAFKA_VERSION) -> str:
 #: clients).
 CONNECT_VERSION = "4.3.1"
 CONNECT_STANDALONE_MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
+CONNECT_DISTRIBUTED_MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectDistributed"
 
 
 def connect_classpath(version: str = CONNECT_VERSION) -> str:

@@ -1,4 +1,4 @@
-"""`kfk connect standalone` refuses bad input in one line, without a traceback."""
+"""`kfk connect standalone` and `kfk connect distributed` refuse bad input in one line, without a traceback."""
 
 import subprocess
 import sys
@@ -6,8 +6,8 @@ import sys
 import pytest
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kfk", "connect", "standalone", *args], capture_output=True,
+def run(*args: str, mode: str = "standalone") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kfk", "connect", mode, *args], capture_output=True,
                           text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
@@ -22,4 +22,14 @@ def test_bad_worker_properties_fail_in_one_line(tmp_path, worker, expected):
     result = run(str(path))
     assert result.returncode == 1
     assert expected in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_bad_distributed_worker_properties_fail_in_one_line(tmp_path):
+    path = tmp_path / "worker.properties"
+    path.write_text("bootstrap.servers=127.0.0.1:1\ngroup.id=g\nconfig.storage.topic=c\noffset.storage.topic=o\n"
+                    "listeners=http://127.0.0.1:0\n")
+    result = run(str(path), mode="distributed")
+    assert result.returncode == 1
+    assert 'Missing required configuration "status.storage.topic"' in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr

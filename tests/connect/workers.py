@@ -97,28 +97,30 @@ class Worker:
                 self.process.wait()
 
 
-def start_kfk_worker(directory: Path, worker: dict[str, str], connectors: list[dict[str, str]]) -> Worker:
+def start_kfk_worker(directory: Path, worker: dict[str, str], connectors: list[dict[str, str]],
+                     mode: str = "standalone", name: str = "kfk") -> Worker:
     port = free_port()
     worker = {**worker, "listeners": f"http://127.0.0.1:{port}"}
-    files = [write_properties(directory / "worker.properties", worker)]
+    files = [write_properties(directory / f"{name}-worker.properties", worker)]
     files += [write_properties(directory / f"connector-{index}.properties", connector)
               for index, connector in enumerate(connectors)]
-    log_path = directory / "kfk-connect.log"
+    log_path = directory / f"{name}-connect.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "kfk", "connect", "standalone", *map(str, files)],
+        process = subprocess.Popen([sys.executable, "-m", "kfk", "connect", mode, *map(str, files)],
                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     return Worker(process, f"http://127.0.0.1:{port}", log_path).wait_ready(120)
 
 
-def start_java_worker(directory: Path, worker: dict[str, str], connectors: list[dict[str, str]]) -> Worker:
+def start_java_worker(directory: Path, worker: dict[str, str], connectors: list[dict[str, str]],
+                      main_class: str = CONNECT_STANDALONE_MAIN_CLASS, name: str = "java") -> Worker:
     port = free_port()
     worker = {**worker, "listeners": f"http://127.0.0.1:{port}"}
-    files = [write_properties(directory / "java-worker.properties", worker)]
-    files += [write_properties(directory / f"java-connector-{index}.properties", connector)
+    files = [write_properties(directory / f"{name}-worker.properties", worker)]
+    files += [write_properties(directory / f"{name}-connector-{index}.properties", connector)
               for index, connector in enumerate(connectors)]
-    log_path = directory / "java-connect.log"
+    log_path = directory / f"{name}-connect.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(java_command(CONNECT_STANDALONE_MAIN_CLASS, list(map(str, files)),
+        process = subprocess.Popen(java_command(main_class, list(map(str, files)),
                                                 connect_classpath()),
                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     return Worker(process, f"http://127.0.0.1:{port}", log_path).wait_ready(300)

@@ -24,15 +24,19 @@ INVALID_SESSION_TIMEOUT, FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED) are raised 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import enum
 import logging
-import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from kfk.client.classic_group import (
+    COORDINATOR_ERRORS,
+    MEMBER_LOST_ERRORS,
+    NO_GENERATION,
+    UNKNOWN_MEMBER_ID,
+    ClassicGroupMember,
+    MemberState,
+)
 from kfk.client.consumer.assignors import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerPartitionAssignor,
@@ -48,7 +52,6 @@ from kfk.client.consumer.subscription_state import SubscriptionState
 from kfk.client.event_loop import LoopRunner
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
 from kfk.client.offsets import OFFSET_COMMIT_HIGHEST_VERSION, commit_offsets, fetch_committed, find_coordinator
-from kfk.client.response_errors import response_error
 from kfk.common.constants import NO_NODE
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import (
@@ -58,30 +61,11 @@ from kfk.errors import (
     NetworkError,
     RebalanceInProgressError,
 )
-from kfk.protocol.messages import ApiKey
-from kfk.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from kfk.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
-from kfk.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
-from kfk.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from kfk.protocol.messages.join_group import JoinGroupResponse
 
 __all__ = ["ConsumerCoordinator", "ConsumerRebalanceListener", "MemberState"]
 
 log = logging.getLogger("kfk.client.consumer")
-
-NO_GENERATION = -1
-UNKNOWN_MEMBER_ID = ""
-JOIN_GROUP_EXTRA_TIMEOUT_MS = 5000  # Java gives JoinGroup rebalance.timeout.ms plus this much
-
-_COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
-_MEMBER_LOST_ERRORS = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION,
-                                 ErrorCode.FENCED_INSTANCE_ID})
-
-
-class MemberState(enum.Enum):
-    UNJOINED = "unjoined"
-    PREPARING_REBALANCE = "preparing_rebalance"
-    COMPLETING_REBALANCE = "completing_rebalance"
-    STABLE = "stable"
 
 
 class ConsumerRebalanceListener(Protocol):
@@ -94,53 +78,34 @@ class ConsumerRebalanceListener(Protocol):
     def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None: ...
 
 
-class _RejoinNeeded(Exception):
-    """Internal: the join/sync round must start over (with the reason for the log)."""
+class ConsumerCoordinator(ClassicGroupMember):
+    protocol_type = CONSUMER_PROTOCOL_TYPE
 
-
-class ConsumerCoordinator:
     def __init__(self, network: NetworkClient, loop: LoopRunner, subscriptions: SubscriptionState, fetcher: Fetcher,
                  *, group_id: str, group_instance_id: str | None, assignors: list[ConsumerPartitionAssignor],
                  session_timeout_ms: int, rebalance_timeout_ms: int, heartbeat_interval_ms: int,
                  max_poll_interval_ms: int, enable_auto_commit: bool, auto_commit_interval_ms: int,
                  retry_backoff: ExponentialBackoff, client_rack: str | None) -> None:
-        self.network = network
-        self.loop = loop
+        super().__init__(network, loop, group_id=group_id, group_instance_id=group_instance_id,
+                         session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
+                         heartbeat_interval_ms=heartbeat_interval_ms, retry_backoff=retry_backoff)
         self.subscriptions = subscriptions
         self.fetcher = fetcher
-        self.group_id = group_id
-        self.group_instance_id = group_instance_id
         self.assignors = assignors
-        self.session_timeout_ms = session_timeout_ms
-        self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
         self.max_poll_interval_ms = max_poll_interval_ms
         self.enable_auto_commit = enable_auto_commit
         self.auto_commit_interval_ms = auto_commit_interval_ms
-        self.retry_backoff = retry_backoff
         self.client_rack = client_rack or None
         self.offset_commit_highest_version = OFFSET_COMMIT_HIGHEST_VERSION
         self.rebalance_protocol = (RebalanceProtocol.COOPERATIVE
                                    if all(RebalanceProtocol.COOPERATIVE in a.supported_protocols for a in assignors)
                                    else RebalanceProtocol.EAGER)
         self.listener: ConsumerRebalanceListener | None = None
-        self.coordinator_id = NO_NODE
-        self.generation_id = NO_GENERATION
-        self.member_id = UNKNOWN_MEMBER_ID
-        self.protocol_name: str | None = None
-        self.state = MemberState.UNJOINED
-        self.rejoin_needed = True
-        self._needs_join_prepare = True
         self._partitions_lost = False
         self._last_poll_ms = monotonic_ms()
-        self._last_heartbeat_ok_ms = monotonic_ms()
         self._next_auto_commit_ms = monotonic_ms() + auto_commit_interval_ms
-        self._heartbeat_task = None
-        self._join_future: concurrent.futures.Future | None = None
         self._completed_commits: deque[tuple[Callable, dict, BaseException | None]] = deque()
         self._assignment_snapshot: dict[str, int] | None = None
-        self._closed = False
-        self._lock = threading.Lock()
         network.add_metadata_listener(self._on_metadata)
 
     # --- the caller's side: poll -------------------------------------------------------------------------------------
@@ -163,50 +128,6 @@ class ConsumerCoordinator:
         return self.subscriptions.has_auto_assigned_partitions and (
             self._partitions_lost or self.rejoin_needed or self.state != MemberState.STABLE)
 
-    def ensure_coordinator_ready(self, deadline_ms: float) -> None:
-        if self.coordinator_id != NO_NODE and self.network.knows_node(self.coordinator_id):
-            return
-        remaining = max(deadline_ms - monotonic_ms(), 1)
-        self.coordinator_id = self.loop.run(find_coordinator(self.network, self.group_id, timeout_ms=remaining),
-                                            remaining / 1000 + 1)
-
-    def ensure_active_group(self, deadline_ms: float) -> bool:
-        """Drive the join/sync round; False if it is still running at the deadline. The round runs on the network
-        thread and survives across polls: JoinGroup legitimately waits until every member has rejoined, which may
-        take longer than one poll's timeout (other members may even be polled from this very thread)."""
-        self._start_heartbeats()
-        while self.rejoin_needed or self.state != MemberState.STABLE:
-            if self._join_future is None:
-                if monotonic_ms() >= deadline_ms:
-                    return False
-                try:
-                    self.ensure_coordinator_ready(deadline_ms)
-                except KafkaTimeoutError:
-                    return False
-                if self._needs_join_prepare:
-                    self._on_join_prepare()
-                    self._needs_join_prepare = False
-                self._join_future = self.loop.submit(self._join_and_sync())
-            try:
-                generation, member_id, protocol, assigned = self._join_future.result(
-                    max(deadline_ms - monotonic_ms(), 0) / 1000)
-            except concurrent.futures.TimeoutError:
-                return False
-            except _RejoinNeeded as reason:
-                log.info("group %s: rejoining (%s)", self.group_id, reason)
-                continue
-            except KafkaError as error:
-                if not error.retriable:
-                    raise
-                log.info("group %s: rejoining after %s", self.group_id, error)
-                time.sleep(self.retry_backoff.initial_ms / 1000)
-                continue
-            finally:
-                if self._join_future is not None and self._join_future.done():
-                    self._join_future = None
-            self._on_join_complete(generation, member_id, protocol, assigned)
-        return True
-
     def _on_join_prepare(self) -> None:
         """Before (re)joining: commit what was consumed, and give up partitions as the protocol requires."""
         self.maybe_auto_commit_sync()
@@ -224,18 +145,12 @@ class ConsumerCoordinator:
             self.subscriptions.assign_from_subscribed(remaining)
             self.fetcher.clear_buffered(set(remaining))
 
-    def _on_join_complete(self, generation: int, member_id: str, protocol: str,
-                          assigned: list[TopicPartition]) -> None:
+    def _on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        assigned = decode_assignment(assignment)
         assignor = self._assignor(protocol)
         assignor.on_assignment(assigned, generation)
         owned = set(self.subscriptions.assigned_partitions())
         new = set(assigned)
-        with self._lock:
-            self.generation_id, self.member_id, self.protocol_name = generation, member_id, protocol
-            self.state = MemberState.STABLE
-            self.rejoin_needed = False
-            self._needs_join_prepare = True
-            self._last_heartbeat_ok_ms = monotonic_ms()
         self._next_auto_commit_ms = monotonic_ms() + self.auto_commit_interval_ms
         log.info("group %s: joined generation %d as %s (%s), assigned %s", self.group_id, generation, member_id,
                  protocol, ", ".join(str(tp) for tp in sorted(new)) or "nothing")
@@ -288,79 +203,14 @@ class ConsumerCoordinator:
 
     # --- join and sync (network thread) ------------------------------------------------------------------------------
 
-    async def _join_and_sync(self) -> tuple[int, str, str, list[TopicPartition]]:
-        with self._lock:
-            self.state = MemberState.PREPARING_REBALANCE
-        network = self.network
-        coordinator = self.coordinator_id
+    def _join_protocols(self) -> list[tuple[str, bytes]]:
+        self._assignment_snapshot = None
         topics = sorted(self.subscriptions.subscription)
         owned = self.subscriptions.assigned_partitions()
-        protocols = [JoinGroupRequest.JoinGroupRequestProtocol(
-            name=assignor.name,
-            metadata=encode_subscription(Subscription(
-                topics, assignor.subscription_user_data(topics, owned, self.generation_id), owned,
-                self.generation_id, self.client_rack)))
-            for assignor in self.assignors]
-        try:
-            version = await network.api_version(coordinator, ApiKey.JOIN_GROUP)
-            request = JoinGroupRequest(
-                group_id=self.group_id, session_timeout_ms=self.session_timeout_ms,
-                rebalance_timeout_ms=self.rebalance_timeout_ms if version >= 1 else -1,
-                member_id=self.member_id, group_instance_id=self.group_instance_id if version >= 5 else None,
-                protocol_type=CONSUMER_PROTOCOL_TYPE, protocols=protocols,
-                reason="rebalance" if version >= 8 else None)
-            join = await network.send(coordinator, request, version=version,
-                                      timeout_ms=self.rebalance_timeout_ms + JOIN_GROUP_EXTRA_TIMEOUT_MS)
-        except (NetworkError, KafkaTimeoutError) as error:
-            self._coordinator_dead(f"JoinGroup failed: {error}")
-            raise _RejoinNeeded(str(error)) from None
-        assert isinstance(join, JoinGroupResponse)
-        await self._check_group_error(join.error_code, "JoinGroup", join.member_id)
-        self._assignment_snapshot = None
-        with self._lock:
-            self.generation_id = join.generation_id
-            self.member_id = join.member_id
-            self.protocol_name = join.protocol_name
-            self.state = MemberState.COMPLETING_REBALANCE
-        assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = []
-        if join.leader == join.member_id and not join.skip_assignment:
-            computed = await self._perform_assignment(join)
-            assignments = [SyncGroupRequest.SyncGroupRequestAssignment(member_id=member, assignment=data)
-                           for member, data in computed.items()]
-        try:
-            version = await network.api_version(coordinator, ApiKey.SYNC_GROUP)
-            request = SyncGroupRequest(
-                group_id=self.group_id, generation_id=join.generation_id, member_id=join.member_id,
-                group_instance_id=self.group_instance_id if version >= 3 else None,
-                protocol_type=CONSUMER_PROTOCOL_TYPE if version >= 5 else None,
-                protocol_name=join.protocol_name if version >= 5 else None, assignments=assignments)
-            sync = await network.send(coordinator, request, version=version)
-        except (NetworkError, KafkaTimeoutError) as error:
-            self._coordinator_dead(f"SyncGroup failed: {error}")
-            raise _RejoinNeeded(str(error)) from None
-        assert isinstance(sync, SyncGroupResponse)
-        await self._check_group_error(sync.error_code, "SyncGroup", join.member_id)
-        return join.generation_id, join.member_id, join.protocol_name, decode_assignment(sync.assignment)
-
-    async def _check_group_error(self, code: int, api: str, member_id: str) -> None:
-        """Raise _RejoinNeeded for errors a new join round fixes, the error itself for fatal ones."""
-        if code == ErrorCode.NONE:
-            return
-        if code == ErrorCode.MEMBER_ID_REQUIRED:
-            self.member_id = member_id  # KIP-394: join again with the id the coordinator gave us
-            raise _RejoinNeeded("the coordinator assigned a member id")
-        if code in _MEMBER_LOST_ERRORS and code != ErrorCode.FENCED_INSTANCE_ID:
-            self._reset_generation()
-            raise _RejoinNeeded(f"{api}: {ErrorCode(code).name}")
-        if code in _COORDINATOR_ERRORS:
-            self._coordinator_dead(f"{api}: {ErrorCode(code).name}")
-            raise _RejoinNeeded(f"{api}: {ErrorCode(code).name}")
-        if code in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
-            await asyncio.sleep(self.retry_backoff.initial_ms / 1000)
-            raise _RejoinNeeded(f"{api}: {ErrorCode(code).name}")
-        with self._lock:
-            self.state = MemberState.UNJOINED
-        raise response_error(code, f"{api} for group {self.group_id!r}")
+        return [(assignor.name, encode_subscription(Subscription(
+                    topics, assignor.subscription_user_data(topics, owned, self.generation_id), owned,
+                    self.generation_id, self.client_rack)))
+                for assignor in self.assignors]
 
     async def _perform_assignment(self, join: JoinGroupResponse) -> dict[str, bytes]:
         assignor = self._assignor(join.protocol_name)
@@ -381,23 +231,8 @@ class ConsumerCoordinator:
 
     # --- membership changes ------------------------------------------------------------------------------------------
 
-    def _reset_generation(self) -> None:
-        with self._lock:
-            self.generation_id = NO_GENERATION
-            self.member_id = UNKNOWN_MEMBER_ID
-            self.state = MemberState.UNJOINED
-            self.rejoin_needed = True
-
-    def _coordinator_dead(self, reason: str) -> None:
-        if self.coordinator_id != NO_NODE:
-            log.info("group %s: coordinator %d is unavailable or invalid (%s); will rediscover", self.group_id,
-                     self.coordinator_id, reason)
-            self.network.disconnect(self.coordinator_id)
-        self.coordinator_id = NO_NODE
-
     def request_rejoin(self, reason: str) -> None:
-        log.info("group %s: rejoin requested (%s)", self.group_id, reason)
-        self.rejoin_needed = True
+        super().request_rejoin(reason)
         self.fetcher.notify()
 
     def subscription_changed(self) -> None:
@@ -425,77 +260,20 @@ class ConsumerCoordinator:
 
     # --- heartbeats (network thread) ---------------------------------------------------------------------------------
 
-    def _start_heartbeats(self) -> None:
-        if self._heartbeat_task is None:
-            self._heartbeat_task = self.loop.submit(self._heartbeat_loop())
+    async def _on_heartbeat_due(self) -> bool:
+        if monotonic_ms() - self._last_poll_ms <= self.max_poll_interval_ms:
+            return False
+        log.warning("group %s: poll() was not called for more than max.poll.interval.ms (%d ms); leaving "
+                    "the group so that its partitions can be reassigned", self.group_id, self.max_poll_interval_ms)
+        await self._leave_group("consumer poll timeout has expired")
+        self._partitions_lost = True
+        self._reset_generation()
+        return True
 
-    async def _heartbeat_loop(self) -> None:
-        while not self._closed:
-            await asyncio.sleep(self.heartbeat_interval_ms / 1000)
-            if self.state != MemberState.STABLE or self.coordinator_id == NO_NODE:
-                continue
-            now = monotonic_ms()
-            if now - self._last_poll_ms > self.max_poll_interval_ms:
-                log.warning("group %s: poll() was not called for more than max.poll.interval.ms (%d ms); leaving "
-                            "the group so that its partitions can be reassigned", self.group_id,
-                            self.max_poll_interval_ms)
-                await self._leave_group("consumer poll timeout has expired")
-                self._partitions_lost = True
-                self._reset_generation()
-                continue
-            if now - self._last_heartbeat_ok_ms > self.session_timeout_ms:
-                self._coordinator_dead("no successful heartbeat within session.timeout.ms")
-                continue
-            await self._heartbeat()
-
-    async def _heartbeat(self) -> None:
-        coordinator, generation, member_id = self.coordinator_id, self.generation_id, self.member_id
-        try:
-            version = await self.network.api_version(coordinator, ApiKey.HEARTBEAT)
-            request = HeartbeatRequest(group_id=self.group_id, generation_id=generation, member_id=member_id,
-                                       group_instance_id=self.group_instance_id if version >= 3 else None)
-            response = await self.network.send(coordinator, request, version=version)
-        except (NetworkError, KafkaTimeoutError) as error:
-            self._coordinator_dead(f"heartbeat failed: {error}")
-            return
-        assert isinstance(response, HeartbeatResponse)
-        code = response.error_code
-        if code == ErrorCode.NONE:
-            self._last_heartbeat_ok_ms = monotonic_ms()
-        elif code == ErrorCode.REBALANCE_IN_PROGRESS:
-            self._last_heartbeat_ok_ms = monotonic_ms()
-            if generation == self.generation_id:
-                self.request_rejoin("the group is rebalancing")
-        elif code in _MEMBER_LOST_ERRORS:
-            if generation == self.generation_id:
-                log.info("group %s: heartbeat says %s; the member must rejoin", self.group_id,
-                         ErrorCode(code).name)
-                self._partitions_lost = True
-                self._reset_generation()
-                self.fetcher.notify()
-        elif code in _COORDINATOR_ERRORS:
-            self._coordinator_dead(f"heartbeat: {ErrorCode(code).name}")
-        else:
-            log.warning("group %s: heartbeat failed: %s", self.group_id, response_error(code, "heartbeat"))
-
-    async def _leave_group(self, reason: str) -> None:
-        """Leave now (dynamic members only: a static member keeps its place for session.timeout.ms)."""
-        coordinator, member_id = self.coordinator_id, self.member_id
-        if coordinator == NO_NODE or member_id == UNKNOWN_MEMBER_ID or self.group_instance_id is not None:
-            return
-        try:
-            version = await self.network.api_version(coordinator, ApiKey.LEAVE_GROUP)
-            if version >= 3:
-                request = LeaveGroupRequest(group_id=self.group_id, members=[LeaveGroupRequest.MemberIdentity(
-                    member_id=member_id, group_instance_id=None, reason=reason if version >= 5 else None)])
-            else:
-                request = LeaveGroupRequest(group_id=self.group_id, member_id=member_id)
-            response = await self.network.send(coordinator, request, version=version)
-            assert isinstance(response, LeaveGroupResponse)
-            if response.error_code != ErrorCode.NONE:
-                log.info("group %s: LeaveGroup: %s", self.group_id, ErrorCode(response.error_code).name)
-        except KafkaError as error:
-            log.info("group %s: LeaveGroup failed: %s", self.group_id, error)
+    def _on_member_lost(self) -> None:
+        self._partitions_lost = True
+        self._reset_generation()
+        self.fetcher.notify()
 
     # --- offsets -----------------------------------------------------------------------------------------------------
 
@@ -540,7 +318,7 @@ class ConsumerCoordinator:
                 if not errors:
                     return
                 error = errors[0]
-                if error.error_code in _COORDINATOR_ERRORS:
+                if error.error_code in COORDINATOR_ERRORS:
                     self._coordinator_dead(str(error))
                     raise error
                 if error.error_code == ErrorCode.STALE_MEMBER_EPOCH:
@@ -552,7 +330,7 @@ class ConsumerCoordinator:
                              self.group_id, generation, latest[0])
                     generation, member_id = latest
                     raise error
-                if error.error_code in _MEMBER_LOST_ERRORS or error.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+                if error.error_code in MEMBER_LOST_ERRORS or error.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
                     if error.error_code != ErrorCode.REBALANCE_IN_PROGRESS:
                         self._reset_generation()
                     self.request_rejoin("a commit failed because the group rebalanced")
@@ -646,7 +424,7 @@ class ConsumerCoordinator:
                     stale = error.error_code == ErrorCode.STALE_MEMBER_EPOCH and self._fetch_identity() is not None
                     if not error.retriable and not stale:
                         raise
-                    if error.error_code in _COORDINATOR_ERRORS or isinstance(error, NetworkError):
+                    if error.error_code in COORDINATOR_ERRORS or isinstance(error, NetworkError):
                         self._coordinator_dead(str(error))
                     attempts += 1
                     wait = self.retry_backoff.backoff_ms(attempts)
@@ -669,9 +447,7 @@ class ConsumerCoordinator:
                 self.maybe_auto_commit_sync(timeout_ms)
             self.invoke_completed_commit_callbacks()
         finally:
-            self._closed = True
-            if self._heartbeat_task is not None:
-                self._heartbeat_task.cancel()
+            self._stop_heartbeats()
             try:
                 self.loop.run(self._leave_group("the consumer is being closed"), timeout_ms / 1000 + 1)
             except KafkaError as error:

@@ -1,0 +1,685 @@
+"""The distributed herder (Kafka's DistributedHerder): workers sharing `group.id` form a group of protocol type
+``connect`` through the broker's group coordinator, keep connector configs, source offsets and statuses in three
+compacted topics, and split the connectors and tasks between them.
+
+The topics hold Kafka's record formats, so Java workers and tools read what kfk writes and the other way round:
+
+- config.storage.topic (1 partition), string keys, JSON values (schemas disabled): ``connector-<name>`` →
+  {"properties": {...}} (null: deleted), ``task-<name>-<id>`` → {"properties": {...}}, ``commit-<name>`` →
+  {"tasks": N} (the task configs written before it become the connector's), ``target-state-<name>`` →
+  {"state": "PAUSED", "state.v2": "STOPPED"} (``state`` is what pre-3.5 workers understand);
+- offset.storage.topic (25 partitions): key ``["<connector>", {partition}]``, value {offset} (kfk.connect.offsets);
+- status.storage.topic (5 partitions): ``status-connector-<name>`` and ``status-task-<name>-<id>`` →
+  {"state", "trace", "worker_id", "generation", "version"}.
+
+Rebalances are eager (kfk.connect.connect_protocol): before joining, a worker stops everything it runs and marks it
+UNASSIGNED; after the round it starts what the leader gave it. The owner of a connector asks it for task configs
+and, when they changed, writes them and their commit record to the config topic (Kafka routes them through the
+leader's internal REST endpoint; the records are the same). A new or removed connector, or new task configs, make
+every worker rejoin so that the leader deals the work out again. A worker killed -9 stops heartbeating; after
+session.timeout.ms the coordinator drops it, the group rebalances and the others take its connectors and tasks.
+
+REST reads are answered by any worker from the topics it has read; writes go to the leader (kfk.connect.rest
+forwards them) and answer 409 while the group rebalances, as Kafka's workers do. Restarts go through Kafka's
+restart-connector-<name> record ({"include-tasks", "only-failed"}); offsets (KIP-875) are read, altered and reset by
+the standalone herder's code over the distributed views (the leader writes them to offset.storage.topic). Not
+implemented yet: the incremental cooperative protocols, restarting a single task (POST .../tasks/{id}/restart).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from kfk.client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from kfk.client.classic_group import ClassicGroupMember, JoinGroupResponse, MemberState
+from kfk.client.config import CONSUMER_CONFIG_DEF, ClientConfig
+from kfk.client.event_loop import ClientLoop
+from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
+from kfk.client.structs import ConsumerRecord
+from kfk.connect import plugins
+from kfk.connect.config_def import ConfigException
+from kfk.connect.connect_protocol import (
+    CONNECT_PROTOCOL_TYPE,
+    EAGER_PROTOCOL,
+    Assignment,
+    WorkerState,
+    decode_assignment,
+    decode_metadata,
+    eager_assign,
+    encode_assignment,
+    encode_metadata,
+)
+from kfk.connect.errors import AlreadyExistsException, ConnectException, NotFoundException, RebalanceNeededException
+from kfk.connect.herder import ConnectorState, StandaloneHerder, _Context, validated_config
+from kfk.connect.offsets import OffsetStore
+from kfk.connect.worker_tasks import TaskStatus
+from kfk.errors import ErrorCode, UnknownTopicOrPartitionError
+
+__all__ = ["DistributedHerder", "REBALANCE_MESSAGE"]
+
+log = logging.getLogger("kfk.connect.distributed")
+
+REBALANCE_MESSAGE = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
+#: Kafka's DistributedConfig defaults.
+DEFAULTS = {"offset.storage.partitions": "25", "status.storage.partitions": "5", "config.storage.replication.factor":
+            "3", "offset.storage.replication.factor": "3", "status.storage.replication.factor": "3",
+            "session.timeout.ms": "10000", "heartbeat.interval.ms": "3000", "rebalance.timeout.ms": "60000"}
+REQUIRED = ("bootstrap.servers", "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic")
+
+
+def check_required(worker_config: Mapping[str, str]) -> None:
+    """Kafka's message for the first required key that is missing."""
+    missing = [key for key in REQUIRED if not worker_config.get(key)]
+    if missing:
+        raise ConfigException(f'Missing required configuration "{missing[0]}" which has no default value.')
+
+
+def client_properties(worker_config: Mapping[str, str]) -> dict[str, str]:
+    return {key: value for key, value in worker_config.items()
+            if key == "bootstrap.servers" or key.startswith(("security.", "sasl.", "ssl."))}
+
+
+def create_internal_topics(worker_config: Mapping[str, str]) -> None:
+    """Kafka's TopicAdmin at startup: the three topics, compacted, created unless they exist."""
+    config = {**DEFAULTS, **worker_config}
+    topics = [NewTopic(config["config.storage.topic"], 1, int(config["config.storage.replication.factor"]),
+                       {"cleanup.policy": "compact"})]
+    for kind in ("offset", "status"):
+        topics.append(NewTopic(config[f"{kind}.storage.topic"], int(config[f"{kind}.storage.partitions"]),
+                               int(config[f"{kind}.storage.replication.factor"]), {"cleanup.policy": "compact"}))
+    with Admin(client_properties(worker_config)) as admin:
+        for topic, error in admin.create_topics(topics).items():
+            if error is not None and error.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise ConnectException(f"Unable to create topic {topic}: {error}")
+
+
+def wait_for_partitions(consumer: Consumer, topic: str, timeout: float = 60.0) -> list[TopicPartition]:
+    """The topic's partitions, once its metadata has reached the broker the consumer asks (a topic created a moment
+    ago may not be there yet)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            partitions = consumer.partitions_for(topic)
+        except UnknownTopicOrPartitionError:
+            partitions = []
+        if partitions:
+            return [TopicPartition(topic, partition) for partition in sorted(partitions)]
+        if time.monotonic() > deadline:
+            raise ConnectException(f"Topic {topic} has no partitions")
+        time.sleep(0.2)
+
+
+class TopicLog:
+    """Kafka's KafkaBasedLog: every partition of a topic read from the beginning by a thread of its own, each record
+    handed to ``on_record``; writes through a producer. read_to_end() returns once everything written to the topic
+    before the call has been handed over, which is how a worker knows its view is current."""
+
+    def __init__(self, client: Mapping[str, str], topic: str, on_record: Callable[[ConsumerRecord], None],
+                 name: str) -> None:
+        self.topic, self.on_record = topic, on_record
+        self.producer = Producer({**client, "acks": "all", "client.id": f"{name}-producer"})
+        self.consumer = Consumer({**client, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                  "allow.auto.create.topics": False, "client.id": f"{name}-consumer"})
+        self.partitions = wait_for_partitions(self.consumer, topic)
+        self.consumer.assign(self.partitions)
+        self.consumer.seek_to_beginning(*self.partitions)
+        self.position = 0  # records handed over so far (the config topic's "offset" workers compare)
+        self._waiting: list[threading.Event] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"{name}-reader", daemon=True)
+        self._thread.start()
+
+    def _apply(self, records: Any) -> None:
+        for record in records:
+            try:
+                self.on_record(record)
+            except Exception:
+                log.exception("%s: cannot apply the record at offset %d", self.topic, record.offset)
+            self.position = record.offset + 1
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                with self._lock:
+                    waiting, self._waiting = self._waiting, []
+                if waiting:
+                    end = self.consumer.end_offsets(self.partitions)
+                    while not self._stopping.is_set() and any(self.consumer.position(partition) < end[partition]
+                                                              for partition in self.partitions):
+                        self._apply(self.consumer.poll(0.2))
+                    for event in waiting:
+                        event.set()
+                self._apply(self.consumer.poll(0.2))
+            except Exception:
+                if not self._stopping.is_set():
+                    log.exception("%s: reading failed; retrying", self.topic)
+                    time.sleep(0.5)
+
+    def read_to_end(self, timeout: float = 60.0) -> None:
+        event = threading.Event()
+        with self._lock:
+            self._waiting.append(event)
+        if not event.wait(timeout):
+            raise ConnectException(f"Timed out while reading to the end of {self.topic}")
+
+    def send(self, key: bytes, value: bytes | None) -> None:
+        self.producer.send(self.topic, value, key)
+
+    def flush(self) -> None:
+        self.producer.flush()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(5)
+        self.consumer.close()
+        self.producer.close(5)
+
+
+class TopicOffsetStore(OffsetStore):
+    """Source offsets in offset.storage.topic (Kafka's KafkaOffsetBackingStore): every worker reads the whole topic;
+    a commit is written and flushed before it counts."""
+
+    def __init__(self, client: Mapping[str, str], topic: str) -> None:
+        super().__init__(None)
+        self.log = TopicLog(client, topic, self._on_record, "connect-offsets")
+
+    def _on_record(self, record: ConsumerRecord) -> None:
+        if record.key is None:
+            return
+        with self._lock:
+            if record.value is None:
+                self._data.pop(record.key, None)
+            else:
+                self._data[record.key] = record.value
+
+    def set_all(self, entries: Mapping[bytes, bytes | None]) -> None:
+        super().set_all(entries)
+        for key, value in entries.items():
+            self.log.send(key, value)
+        self.log.flush()
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+@dataclass
+class ConfigSnapshot:
+    """What the config topic says (Kafka's ClusterConfigState)."""
+    connectors: dict[str, dict[str, str]] = field(default_factory=dict)
+    tasks: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    target_states: dict[str, str] = field(default_factory=dict)
+    pending_tasks: dict[tuple[str, int], dict[str, str]] = field(default_factory=dict)
+
+
+class WorkerGroupMember(ClassicGroupMember):
+    """A worker in the group (Kafka's WorkerGroupMember + WorkerCoordinator), eager protocol only."""
+
+    protocol_type = CONNECT_PROTOCOL_TYPE
+
+    def __init__(self, herder: DistributedHerder, network: NetworkClient, loop: ClientLoop, **kwargs: Any) -> None:
+        super().__init__(network, loop, **kwargs)
+        self.herder = herder
+
+    def _join_protocols(self) -> list[tuple[str, bytes]]:
+        return [(EAGER_PROTOCOL, encode_metadata(WorkerState(self.herder.url, self.herder.config_offset())))]
+
+    async def _perform_assignment(self, join: JoinGroupResponse) -> dict[str, bytes]:
+        await asyncio.to_thread(self.herder.config_log.read_to_end)
+        members = {member.member_id: decode_metadata(member.metadata) for member in join.members}
+        assignments = eager_assign(members, self.herder.task_counts())
+        offset = self.herder.config_offset()
+        for assignment in assignments.values():
+            assignment.leader, assignment.leader_url = join.member_id, members[join.member_id].url
+            assignment.config_offset = offset
+        log.info("group %s: leader of generation %d assigned %s", self.group_id, join.generation_id,
+                 {member: (assignment.connectors, assignment.tasks) for member, assignment in assignments.items()})
+        return {member: encode_assignment(assignment) for member, assignment in assignments.items()}
+
+    def _on_join_prepare(self) -> None:
+        self.herder.revoke_all()
+
+    def _on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        self.herder.assignment_received(generation, decode_assignment(assignment))
+
+
+class DistributedHerder(StandaloneHerder):
+    def __init__(self, worker_config: Mapping[str, str], worker_id: str, url: str) -> None:
+        check_required(worker_config)
+        self.config = {**DEFAULTS, **worker_config}
+        client = client_properties(worker_config)
+        create_internal_topics(worker_config)
+        super().__init__(worker_config, worker_id, TopicOffsetStore(client, self.config["offset.storage.topic"]))
+        self.url = url
+        self.snapshot = ConfigSnapshot()
+        self.statuses: dict[str, dict[str, Any]] = {}
+        self.assignment: Assignment | None = None
+        self.generation = -1
+        self._written_status: dict[str, tuple[str, str | None]] = {}
+        self._wake = threading.Event()
+        self._reconfigure: set[str] = set()
+        self._target_changed: set[str] = set()
+        self._restarts: dict[str, tuple[bool, bool]] = {}
+        self._assignment_pending = False
+        self._owned: set[str] = set()
+        self.config_log = TopicLog(client, self.config["config.storage.topic"], self._on_config_record,
+                                   "connect-configs")
+        self.status_log = TopicLog(client, self.config["status.storage.topic"], self._on_status_record,
+                                   "connect-statuses")
+        self.offset_store.log.read_to_end()
+        self.config_log.read_to_end()
+        self.status_log.read_to_end()
+        self._loop = ClientLoop(f"kfk-connect-group | {worker_id}")
+        network_config = ClientConfig(CONSUMER_CONFIG_DEF, "consumer",
+                                      {**client, "client.id": worker_config.get("client.id") or "connect-1"})
+        self.member = WorkerGroupMember(
+            self, NetworkClient(network_config), self._loop, group_id=self.config["group.id"],
+            group_instance_id=None, session_timeout_ms=int(self.config["session.timeout.ms"]),
+            rebalance_timeout_ms=int(self.config["rebalance.timeout.ms"]),
+            heartbeat_interval_ms=int(self.config["heartbeat.interval.ms"]),
+            retry_backoff=ExponentialBackoff(100, 1000))
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kfk-connect-herder", daemon=True)
+        self._thread.start()
+
+    # --- the config topic --------------------------------------------------------------------------------------------
+
+    def config_offset(self) -> int:
+        return self.config_log.position - 1
+
+    def task_counts(self) -> dict[str, int]:
+        with self.lock:
+            return {name: len(self.snapshot.tasks.get(name, [])) for name in self.snapshot.connectors}
+
+    def _on_config_record(self, record: ConsumerRecord) -> None:
+        key = (record.key or b"").decode()
+        value = json.loads(record.value) if record.value is not None else None
+        snapshot = self.snapshot
+        with self.lock:
+            if key.startswith("connector-"):
+                name = key[len("connector-"):]
+                known = name in snapshot.connectors
+                if value is None:
+                    snapshot.connectors.pop(name, None)
+                    snapshot.tasks.pop(name, None)
+                    snapshot.target_states.pop(name, None)
+                else:
+                    snapshot.connectors[name] = value["properties"]
+                    if known:
+                        self._reconfigure.add(name)
+                if known != (value is not None):
+                    self.member.request_rejoin(f"connector {name} was {'created' if value else 'deleted'}")
+            elif key.startswith("task-"):
+                name, _, task = key[len("task-"):].rpartition("-")
+                if value is not None:
+                    snapshot.pending_tasks[(name, int(task))] = value["properties"]
+            elif key.startswith("commit-"):
+                name = key[len("commit-"):]
+                count = value["tasks"] if value is not None else 0
+                tasks = [snapshot.pending_tasks.pop((name, task), {}) for task in range(count)]
+                if tasks != snapshot.tasks.get(name):
+                    snapshot.tasks[name] = tasks
+                    self.member.request_rejoin(f"the task configs of {name} changed")
+            elif key.startswith("restart-connector-") and value is not None:
+                self._restarts[key[len("restart-connector-"):]] = (bool(value.get("include-tasks")),
+                                                                   bool(value.get("only-failed")))
+            elif key.startswith("target-state-"):
+                name = key[len("target-state-"):]
+                if value is None:
+                    snapshot.target_states.pop(name, None)
+                else:
+                    snapshot.target_states[name] = value.get("state.v2") or value["state"]
+                self._target_changed.add(name)
+        self._wake.set()
+
+    def _on_status_record(self, record: ConsumerRecord) -> None:
+        key = (record.key or b"").decode()
+        with self.lock:
+            if record.value is None:
+                self.statuses.pop(key, None)
+            else:
+                self.statuses[key] = json.loads(record.value)
+
+    def _write_config(self, records: list[tuple[str, Any]]) -> None:
+        for key, value in records:
+            self.config_log.send(key.encode(), None if value is None else _json(value))
+        self.config_log.flush()
+        self.config_log.read_to_end()
+
+    # --- the group ---------------------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                if not self.member.ensure_active_group(monotonic_ms() + 500):
+                    continue
+                self._tick()
+            except Exception:
+                log.exception("worker %s: herder tick failed", self.worker_id)
+                time.sleep(1)
+            self._wake.wait(0.5)
+            self._wake.clear()
+
+    def rebalancing(self) -> bool:
+        return self.member.rejoin_needed or self.member.state != MemberState.STABLE or self.assignment is None
+
+    def revoke_all(self) -> None:
+        """Eager: everything this worker runs stops before it joins again."""
+        with self.lock:
+            for state in list(self.connectors.values()):
+                task_ids = set(state.tasks) | set(state.failed_tasks)
+                self._stop_connector(state)
+                if state.name in self._owned:
+                    self._write_status(f"status-connector-{state.name}", "UNASSIGNED", None, state.version)
+                for task_id in task_ids:
+                    self._write_status(f"status-task-{state.name}-{task_id}", "UNASSIGNED", None, state.version)
+            self.connectors.clear()
+            self._owned.clear()
+            self._written_status.clear()  # whatever this worker gets next, it announces
+            self.assignment = None
+            self.status_log.flush()
+
+    def assignment_received(self, generation: int, assignment: Assignment) -> None:
+        with self.lock:
+            self.generation, self.assignment = generation, assignment
+            self._assignment_pending = True
+        log.info("worker %s: generation %d assigned connectors %s and tasks %s (leader %s)", self.worker_id,
+                 generation, assignment.connectors, assignment.tasks, assignment.leader_url)
+
+    def _tick(self) -> None:
+        with self.lock:
+            if self._assignment_pending:
+                self._assignment_pending = False
+                self._start_assigned()
+            reconfigure, self._reconfigure = self._reconfigure, set()
+            targets, self._target_changed = self._target_changed, set()
+            restarts, self._restarts = self._restarts, {}
+            for name, (include_tasks, only_failed) in restarts.items():
+                state = self.connectors.get(name)
+                if state is not None and state.target_state != "STOPPED":
+                    self._restart_here(state, include_tasks, only_failed)
+            for name in reconfigure | targets:
+                state = self.connectors.get(name)
+                if state is None or state.connector is None or name not in self.snapshot.connectors:
+                    continue
+                target = self.snapshot.target_states.get(name, "STARTED")
+                if name not in reconfigure and {state.target_state, target} <= {"STARTED", "PAUSED"}:
+                    self._pause_or_resume(state, target)
+                else:
+                    self._restart_owned_connector(state)
+            self._publish_statuses()
+
+    def _restart_here(self, state: ConnectorState, include_tasks: bool, only_failed: bool) -> None:
+        """A restart-connector record: every worker restarts its part (the connector where it runs, the tasks with
+        include-tasks), only what FAILED with only-failed."""
+        if state.name in self._owned and (not only_failed or state.status.state == "FAILED"):
+            if state.connector is not None and state.status.state not in ("FAILED", "STOPPED", "UNASSIGNED"):
+                try:
+                    state.connector.stop()
+                except Exception:
+                    log.exception("Connector %s failed to stop", state.name)
+            state.status = TaskStatus()
+            self._start_owned_connector(state)
+        if not include_tasks:
+            return
+        for task_id in sorted(set(state.tasks) | set(state.failed_tasks)):
+            task = state.tasks.get(task_id)
+            status = task.status if task is not None else state.failed_tasks[task_id]
+            if only_failed and status.state != "FAILED":
+                continue
+            if task is not None:
+                state.tasks.pop(task_id).stop()
+            if task_id < len(state.task_configs):
+                self._start_task(state, task_id, state.task_configs[task_id])
+
+    def _pause_or_resume(self, state: ConnectorState, target: str) -> None:
+        """PAUSED <-> STARTED: the connector and its tasks here stay where they are, idle or working."""
+        state.target_state = target
+        if state.name in self._owned and state.status.state in ("RUNNING", "PAUSED"):
+            state.status.state = "RUNNING" if target == "STARTED" else "PAUSED"
+        for task in state.tasks.values():
+            (task.resume if target == "STARTED" else task.pause)()
+
+    def _local_state(self, name: str) -> ConnectorState | None:
+        config = self.snapshot.connectors.get(name)
+        if config is None:
+            return None
+        state = self.connectors.get(name)
+        if state is None:
+            state = ConnectorState(name, dict(config), plugins.find_connector(config["connector.class"]).kind,
+                                   target_state=self.snapshot.target_states.get(name, "STARTED"))
+            state.task_configs = list(self.snapshot.tasks.get(name, []))
+            self.connectors[name] = state
+        return state
+
+    def _start_assigned(self) -> None:
+        assignment = self.assignment
+        for name in assignment.connectors:
+            state = self._local_state(name)
+            if state is not None:
+                self._start_owned_connector(state)
+        for name, task_id in assignment.tasks:
+            state = self._local_state(name)
+            if state is None or task_id >= len(state.task_configs):
+                continue
+            if state.connector is None:
+                try:
+                    state.connector = plugins.find_connector(state.config["connector.class"]).instantiate()
+                    state.version = state.connector.version()
+                except Exception as error:
+                    status = TaskStatus()
+                    status.failed(error)
+                    state.failed_tasks[task_id] = status
+                    continue
+            self.offset_store.log.read_to_end()
+            self._start_task(state, task_id, state.task_configs[task_id])
+
+    def _start_owned_connector(self, state: ConnectorState) -> None:
+        """Start a connector this worker owns; new task configs go to the config topic (and a rebalance)."""
+        self._owned.add(state.name)
+        try:
+            connector = plugins.find_connector(state.config["connector.class"]).instantiate()
+            state.connector, state.version = connector, connector.version()
+            if state.target_state == "STOPPED":
+                state.status = TaskStatus("STOPPED")
+                task_configs: list[dict[str, str]] = []
+            else:
+                connector.initialize(_Context(self, state.name))
+                connector.start(state.config)
+                state.status = TaskStatus("RUNNING" if state.target_state == "STARTED" else "PAUSED")
+                task_configs = self._task_configs(state)
+        except Exception as error:
+            log.error("Connector %s failed to start", state.name, exc_info=error)
+            state.status.failed(error)
+            return
+        threading.Thread(target=self._commit_task_configs, args=(state.name, task_configs), daemon=True).start()
+
+    def _restart_owned_connector(self, state: ConnectorState) -> None:
+        """The connector's config or target state changed: its owner restarts it (and its tasks here)."""
+        tasks = {task_id: task.task_config for task_id, task in state.tasks.items()}
+        self._stop_connector(state)
+        state.config = dict(self.snapshot.connectors[state.name])
+        state.target_state = self.snapshot.target_states.get(state.name, "STARTED")
+        if state.name in self._owned:
+            self._start_owned_connector(state)
+        if state.target_state != "STOPPED":
+            for task_id, task_config in tasks.items():
+                self._start_task(state, task_id, task_config)
+
+    def reconfigure_tasks(self, name: str) -> None:
+        """The connector asked for new task configs (request_task_reconfiguration)."""
+        with self.lock:
+            state = self.connectors.get(name)
+            if state is None or name not in self._owned or state.target_state == "STOPPED":
+                return
+            task_configs = self._task_configs(state)
+        self._commit_task_configs(name, task_configs)
+
+    def _commit_task_configs(self, name: str, task_configs: list[dict[str, str]]) -> None:
+        """Write the tasks' configs and their commit record, unless the config topic has them already. Never under
+        self.lock: the write waits for the config reader, which takes it."""
+        if task_configs == self.snapshot.tasks.get(name, []):
+            return
+        records: list[tuple[str, Any]] = [(f"task-{name}-{task_id}", {"properties": config})
+                                          for task_id, config in enumerate(task_configs)]
+        self._write_config(records + [(f"commit-{name}", {"tasks": len(task_configs)})])
+
+    # --- status ------------------------------------------------------------------------------------------------------
+
+    def _write_status(self, key: str, state: str, trace: str | None, version: str | None) -> None:
+        if self._written_status.get(key) == (state, trace):
+            return
+        self._written_status[key] = (state, trace)
+        self.status_log.send(key.encode(), _json({"state": state, "trace": trace, "worker_id": self.worker_id,
+                                                  "generation": self.generation, "version": version}))
+
+    def _publish_statuses(self) -> None:
+        """Kafka's status writes: each state change of what this worker runs, to the status topic."""
+        for state in self.connectors.values():
+            if state.name in self._owned:
+                self._write_status(f"status-connector-{state.name}", state.status.state, state.status.trace,
+                                   state.version)
+            for task_id, task in state.tasks.items():
+                self._write_status(f"status-task-{state.name}-{task_id}", task.status.state, task.status.trace,
+                                   state.version)
+            for task_id, status in state.failed_tasks.items():
+                self._write_status(f"status-task-{state.name}-{task_id}", status.state, status.trace, state.version)
+        self.status_log.flush()
+
+    # --- REST: writes (on the leader) --------------------------------------------------------------------------------
+
+    def write_leader_url(self) -> str | None:
+        if self.rebalancing():
+            raise RebalanceNeededException(REBALANCE_MESSAGE)
+        assignment = self.assignment
+        return None if assignment.leader == self.member.member_id else assignment.leader_url
+
+    def _known(self, name: str) -> dict[str, str]:
+        with self.lock:
+            config = self.snapshot.connectors.get(name)
+        if config is None:
+            raise NotFoundException(f"Connector {name} not found")
+        return config
+
+    def put_connector_config(self, name: str, config: Mapping[str, str], allow_replace: bool
+                             ) -> tuple[bool, dict[str, Any]]:
+        created = name not in self.snapshot.connectors
+        if not created and not allow_replace:
+            raise AlreadyExistsException(f"Connector {name} already exists")
+        config = validated_config(name, config)
+        self._write_config([(f"connector-{name}", {"properties": config})])
+        return created, self.connector_info(name)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
+        config = dict(self._known(name))
+        for key, value in patch.items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = str(value)
+        return self.put_connector_config(name, config, allow_replace=True)[1]
+
+    def delete_connector(self, name: str) -> None:
+        self._known(name)
+        self._write_config([(f"connector-{name}", None), (f"target-state-{name}", None)])
+
+    def _set_target(self, name: str, target: str) -> None:
+        self._known(name)
+        self._write_config([(f"target-state-{name}", {"state": "PAUSED" if target == "STOPPED" else target,
+                                                      "state.v2": target})])
+
+    def pause(self, name: str) -> None:
+        self._set_target(name, "PAUSED")
+
+    def resume(self, name: str) -> None:
+        self._set_target(name, "STARTED")
+
+    def stop_connector(self, name: str) -> None:
+        self._set_target(name, "STOPPED")
+        self._write_config([(f"commit-{name}", {"tasks": 0})])
+
+    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, Any] | None:
+        """Kafka's restart through the group: the leader writes restart-connector-<name> and answers with what will
+        restart (202), or 204 for a plain connector restart."""
+        status = self.connector_status(name)
+        if not only_failed or status["connector"]["state"] == "FAILED":
+            status["connector"]["state"] = "RESTARTING"
+        for task in status["tasks"] if include_tasks else ():
+            if not only_failed or task["state"] == "FAILED":
+                task["state"] = "RESTARTING"
+        self._write_config([(f"restart-connector-{name}", {"include-tasks": include_tasks,
+                                                           "only-failed": only_failed})])
+        return status if (include_tasks or only_failed) else None
+
+    def restart_task(self, name: str, task_id: int) -> None:
+        raise ConnectException("restarting through a kfk distributed worker is not supported yet")
+
+    # --- REST: reads (any worker) ------------------------------------------------------------------------------------
+
+    def connector_names(self) -> list[str]:
+        with self.lock:
+            return sorted(self.snapshot.connectors)
+
+    def _get(self, name: str) -> ConnectorState:
+        """A view of the connector as the config topic has it (the standalone herder's offset and topic views)."""
+        config = self._known(name)
+        state = ConnectorState(name, dict(config), plugins.find_connector(config["connector.class"]).kind,
+                               target_state=self.snapshot.target_states.get(name, "STARTED"))
+        state.task_configs = list(self.snapshot.tasks.get(name, []))
+        return state
+
+    def connector_info(self, name: str) -> dict[str, Any]:
+        state = self._get(name)
+        return {"name": name, "config": state.config,
+                "tasks": [{"connector": name, "task": task_id} for task_id in range(len(state.task_configs))],
+                "type": state.kind}
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._known(name))
+
+    def task_configs(self, name: str) -> list[dict[str, Any]]:
+        state = self._get(name)
+        return [{"id": {"connector": name, "task": task_id}, "config": {**state.config, **config}}
+                for task_id, config in enumerate(state.task_configs)]
+
+    def _status_body(self, key: str) -> dict[str, Any]:
+        stored = self.statuses.get(key)
+        if stored is None:
+            return {"state": "UNASSIGNED", "worker_id": self.worker_id, "version": None}
+        body = {"state": stored["state"], "worker_id": stored["worker_id"], "version": stored.get("version")}
+        if stored.get("trace") is not None:
+            body["trace"] = stored["trace"]
+        return body
+
+    def connector_status(self, name: str) -> dict[str, Any]:
+        if name not in self.snapshot.connectors:
+            raise NotFoundException(f"No status found for connector {name}")
+        state = self._get(name)
+        return {"name": name, "connector": self._status_body(f"status-connector-{name}"),
+                "tasks": [{"id": task_id, **self._status_body(f"status-task-{name}-{task_id}")}
+                          for task_id in range(len(state.task_configs))],
+                "type": state.kind}
+
+    def task_status(self, name: str, task_id: int) -> dict[str, Any]:
+        state = self._get(name)
+        if not 0 <= task_id < len(state.task_configs):
+            raise NotFoundException(f"No status found for task {name}-{task_id}")
+        return {"id": task_id, **self._status_body(f"status-task-{name}-{task_id}")}
+
+    def stop(self) -> None:
+        """Leave the group cleanly (stop tasks, commit their offsets, LeaveGroup) and close the clients."""
+        self._stopping.set()
+        self._wake.set()
+        self._thread.join(10)
+        self.revoke_all()
+        self.member.leave("the worker is stopping", 10_000)
+        self._loop.close()
+        for topic_log in (self.config_log, self.status_log, self.offset_store.log):
+            topic_log.stop()

@@ -1,0 +1,286 @@
+"""`kfk connect distributed`: two kfk workers in one group on a kfk broker run a FileStreamSource → topic →
+FileStreamSink pipeline; one is killed -9 and the other takes its connectors and tasks over. The internal topics
+hold Kafka's record formats. One broker serves the module.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from kfk.client import Consumer, TopicPartition
+from kfk.testing.broker import start_broker
+from kfk.testing.plugin import TEST_OVERRIDES
+from kfk.testing.apache_kafka import CONNECT_DISTRIBUTED_MAIN_CLASS
+from tests.connect.workers import start_java_worker, start_kfk_worker, wait_for
+
+pytestmark = pytest.mark.integration
+
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = start_broker(tmp_path_factory.mktemp("connect-distributed-broker"), dict(TEST_OVERRIDES))
+    yield process.bootstrap_servers
+    process.stop()
+
+
+def distributed_properties(bootstrap: str, group: str) -> dict[str, str]:
+    # session.timeout.ms at the broker's minimum (6 s) so that a killed worker, and its sink task's consumer, leave
+    # their groups soon
+    return {"bootstrap.servers": bootstrap, "group.id": group, "config.storage.topic": f"{group}-configs",
+            "offset.storage.topic": f"{group}-offsets", "status.storage.topic": f"{group}-status",
+            "config.storage.replication.factor": "1", "offset.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1", "key.converter": STRING_CONVERTER,
+            "value.converter": STRING_CONVERTER, "offset.flush.interval.ms": "500", "session.timeout.ms": "6000",
+            "heartbeat.interval.ms": "1000", "consumer.session.timeout.ms": "6000",
+            "consumer.heartbeat.interval.ms": "1000"}
+
+
+def read_all(bootstrap: str, topic: str) -> list:
+    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
+        partitions = [TopicPartition(topic, partition) for partition in consumer.partitions_for(topic)]
+        consumer.assign(partitions)
+        end = consumer.end_offsets(partitions)
+        records: list = []
+        while any(consumer.position(partition) < end[partition] for partition in partitions):
+            records.extend(consumer.poll(1.0))
+        return records
+
+
+def output_lines(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_two_workers_split_the_pipeline_and_survive_a_kill(broker, tmp_path):
+    group = "connect-kill"
+    properties = distributed_properties(broker, group)
+    first = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="first")
+    second = None
+    try:
+        second = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="second")
+        input_file, output_file = tmp_path / "input.txt", tmp_path / "output.txt"
+        lines = [f"line {number}" for number in range(3000)]
+        input_file.write_text("".join(line + "\n" for line in lines))
+        source = {"connector.class": "FileStreamSource", "file": str(input_file), "topic": "pipeline",
+                  "tasks.max": "1"}
+        sink = {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                "file": str(output_file), "topics": "pipeline", "tasks.max": "1"}
+
+        def created(worker, name, config):
+            status, body = worker.call("POST", "/connectors", {"name": name, "config": config})
+            return (status, body) if status != 409 or "rebalance" not in body["message"] else None
+
+        # writes go to the leader whichever worker takes them (and answer 409 during a rebalance)
+        assert wait_for(lambda: created(second, "source", source), "source created")[0] == 201
+        assert wait_for(lambda: created(first, "sink", sink), "sink created")[0] == 201
+        assert wait_for(lambda: created(second, "sink", sink), "sink refused") == (
+            409, {"error_code": 409, "message": "Connector sink already exists"})
+        assert first.call("GET", "/connectors")[1] == ["sink", "source"] == second.call("GET", "/connectors")[1]
+
+        def placed() -> dict | None:
+            statuses = {name: first.call("GET", f"/connectors/{name}/status") for name in ("source", "sink")}
+            if any(code != 200 or len(body["tasks"]) != 1 or body["connector"]["state"] != "RUNNING"
+                   or body["tasks"][0]["state"] != "RUNNING" for code, body in statuses.values()):
+                return None
+            return {name: body for name, (_, body) in statuses.items()}
+
+        statuses = wait_for(placed, "both connectors and their tasks running")
+        workers = {body["connector"]["worker_id"] for body in statuses.values()} | {
+            body["tasks"][0]["worker_id"] for body in statuses.values()}
+        assert len(workers) == 2  # eager round robin: one connector and one task on each worker
+        assert second.call("GET", "/connectors/source/status")[1] == statuses["source"]
+        wait_for(lambda: len(output_lines(output_file)) > 0, "the sink's first lines")
+
+        # kill the worker running the source task; the other one takes everything over
+        victim_id = statuses["source"]["tasks"][0]["worker_id"]
+        victim, survivor = (first, second) if first.url.endswith(victim_id.rsplit(":", 1)[1]) else (second, first)
+        victim.process.kill()
+        victim.process.wait()
+        more = [f"line {number}" for number in range(3000, 5000)]
+        with open(input_file, "a") as handle:
+            handle.write("".join(line + "\n" for line in more))
+        (survivor_id,) = workers - {victim_id}
+
+        def taken_over() -> bool:
+            for name in ("source", "sink"):
+                code, body = survivor.call("GET", f"/connectors/{name}/status")
+                if code != 200 or body["connector"]["worker_id"] != survivor_id or any(
+                        task["worker_id"] != survivor_id or task["state"] != "RUNNING" for task in body["tasks"]):
+                    return False
+            return True
+
+        wait_for(taken_over, "the survivor running both connectors and both tasks")
+        everything = lines + more
+        wait_for(lambda: set(output_lines(output_file)) >= set(everything), "every line in the sink's file")
+        # at-least-once: every line arrives; a line may arrive twice when the killed worker had sent it but not
+        # yet committed its offset (the survivor resumes from the last committed offset)
+        counts = Counter(output_lines(output_file))
+        assert set(counts) == set(everything)
+        assert all(count in (1, 2) for count in counts.values())
+
+        # KIP-875 through the group: stop the source (no tasks left), rewind its offset, read it back from the other
+        # worker too
+        assert wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(
+            survivor.call("PUT", "/connectors/source/stop")), "source stopped")[0] == 204
+        wait_for(lambda: (lambda body: body["connector"]["state"] == "STOPPED" and body["tasks"] == [])(
+            survivor.call("GET", "/connectors/source/status")[1]), "the source STOPPED without tasks")
+        rewound = [{"partition": {"filename": str(input_file)}, "offset": {"position": 0}}]
+        code, body = survivor.call("PATCH", "/connectors/source/offsets", {"offsets": rewound})
+        assert code == 200, body
+        assert survivor.call("GET", "/connectors/source/offsets") == (200, {"offsets": rewound})
+
+        # the internal topics hold Kafka's record formats
+        configs = {record.key.decode(): record.value for record in read_all(broker, f"{group}-configs")}
+        assert json.loads(configs["connector-source"]) == {"properties": {**source, "name": "source"}}
+        assert json.loads(configs["commit-source"]) == {"tasks": 0}  # stopped
+        assert json.loads(configs["target-state-source"]) == {"state": "PAUSED", "state.v2": "STOPPED"}
+        assert json.loads(configs["task-source-0"])["properties"]["file"] == str(input_file)
+        offsets = {record.key: record.value for record in read_all(broker, f"{group}-offsets")}
+        key = json.dumps(["source", {"filename": str(input_file)}], separators=(",", ":")).encode()
+        assert json.loads(offsets[key]) == {"position": 0}
+        status_values = {record.key.decode(): json.loads(record.value)
+                         for record in read_all(broker, f"{group}-status")}
+        assert set(status_values["status-task-source-0"]) == {"state", "trace", "worker_id", "generation", "version"}
+        with Consumer({"bootstrap.servers": broker}) as consumer:
+            assert [len(consumer.partitions_for(f"{group}-{kind}")) for kind in ("configs", "offsets", "status")] \
+                == [1, 25, 5]
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
+@pytest.fixture(scope="module")
+def java_group(broker, tmp_path_factory):
+    """Properties of a Java connect-distributed 4.3.1 worker group sharing its offsets topic with a kfk group."""
+    directory = tmp_path_factory.mktemp("connect-java-distributed")
+    return directory, {**distributed_properties(broker, "java-connect"), "offset.storage.topic": "shared-offsets"}
+
+
+def topic_values(bootstrap: str, topic: str) -> list[str]:
+    return [record.value.decode() for record in read_all(bootstrap, topic)]
+
+
+def test_java_and_kfk_resume_from_each_others_offsets_topic(broker, java_group, tmp_path):
+    """kfk's distributed worker writes source offsets that Java's connect-distributed resumes from, and the
+    reverse: both keep them in the same topic in the same record format."""
+    directory, java_properties = java_group
+    kfk_properties = {**distributed_properties(broker, "kfk-connect"), "offset.storage.topic": "shared-offsets"}
+    input_file = tmp_path / "resume.txt"
+    first_lines = [f"first {number}" for number in range(100)]
+    input_file.write_text("".join(line + "\n" for line in first_lines))
+    connector = {"connector.class": "FileStreamSource", "file": str(input_file), "tasks.max": "1"}
+
+    def run_until(worker, topic: str, expected: list[str]) -> None:
+        code, body = wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(worker.call(
+            "PUT", "/connectors/resume/config", {**connector, "topic": topic})), "the connector configured")
+        assert code in (200, 201), body
+        wait_for(lambda: topic_values(broker, topic) == expected if topic in worker_topics() else False,
+                 f"{topic} holding {len(expected)} lines")
+        key = json.dumps(["resume", {"filename": str(input_file)}], separators=(",", ":")).encode()
+        position = len(input_file.read_text())
+        wait_for(lambda: {record.key: record.value for record in read_all(broker, "shared-offsets")}.get(key)
+                 == b'{"position":%d}' % position, "the offset committed")
+
+    def worker_topics() -> set[str]:
+        with Consumer({"bootstrap.servers": broker}) as consumer:
+            return set(consumer.list_topics())
+
+    kfk = start_kfk_worker(tmp_path, kfk_properties, [], mode="distributed", name="kfk-resume")
+    try:
+        run_until(kfk, "from-kfk", first_lines)
+    finally:
+        kfk.stop()
+    second_lines = [f"second {number}" for number in range(50)]
+    with open(input_file, "a") as handle:
+        handle.write("".join(line + "\n" for line in second_lines))
+    java = start_java_worker(directory, java_properties, [], main_class=CONNECT_DISTRIBUTED_MAIN_CLASS,
+                             name="java-distributed")
+    try:
+        run_until(java, "from-java", second_lines)  # Java starts where kfk's offset says
+    finally:
+        java.stop()
+    third_lines = [f"third {number}" for number in range(30)]
+    with open(input_file, "a") as handle:
+        handle.write("".join(line + "\n" for line in third_lines))
+    kfk = start_kfk_worker(tmp_path, kfk_properties, [], mode="distributed", name="kfk-resumed")
+    try:
+        run_until(kfk, "from-kfk", first_lines + third_lines)  # and kfk where Java's says
+    finally:
+        kfk.stop()
+
+
+def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_path):
+    """A Java worker (connect.protocol=eager) and a kfk worker in one group: the group coordinator picks Kafka's
+    `default` protocol, the leader's assignment is read by the other runtime, each reads the configs and statuses
+    the other wrote, and both answer the REST API alike."""
+    directory, _ = java_group
+    properties = distributed_properties(broker, "mixed-connect")
+    java = start_java_worker(directory, {**properties, "connect.protocol": "eager"}, [],
+                             main_class=CONNECT_DISTRIBUTED_MAIN_CLASS, name="java-mixed")
+    kfk = None
+    try:
+        kfk = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="kfk-mixed")
+        input_file, output_file = tmp_path / "mixed.txt", tmp_path / "mixed-output.txt"
+        lines = [f"mixed {number}" for number in range(500)]
+        input_file.write_text("".join(line + "\n" for line in lines))
+        connectors = {
+            "mixed-source": {"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                             "file": str(input_file), "topic": "mixed", "tasks.max": "1"},
+            "mixed-sink": {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                           "file": str(output_file), "topics": "mixed", "tasks.max": "1"}}
+        for (name, config), worker in zip(connectors.items(), (kfk, java)):
+            code, body = wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(worker.call(
+                "POST", "/connectors", {"name": name, "config": config})), f"{name} created")
+            assert code == 201, body
+        wait_for(lambda: sorted(output_lines(output_file)) == sorted(lines), "every line in the sink's file")
+
+        def settled() -> dict | None:
+            statuses = {}
+            for name in connectors:
+                answers = [worker.call("GET", f"/connectors/{name}/status") for worker in (java, kfk)]
+                if answers[0] != answers[1] or answers[0][0] != 200 or len(answers[0][1]["tasks"]) != 1 or any(
+                        part["state"] != "RUNNING" for part in [answers[0][1]["connector"], *answers[0][1]["tasks"]]):
+                    return None
+                statuses[name] = answers[0][1]
+            return statuses
+
+        statuses = wait_for(settled, "both workers reporting the same statuses")
+        owners = {status["connector"]["worker_id"] for status in statuses.values()}
+        assert owners == {java.url.removeprefix("http://"), kfk.url.removeprefix("http://")}
+        for path in ("/connectors", "/connectors?expand=status&expand=info", "/connectors/mixed-source/config",
+                     "/connectors/mixed-sink/tasks", "/connectors/missing", "/connectors/missing/status"):
+            assert java.call("GET", path) == kfk.call("GET", path), path
+        # errors of writes, in Kafka's words (kfk's worker answers or forwards to the leader)
+        for body in ({"name": "mixed-sink", "config": connectors["mixed-sink"]},
+                     {"name": "bad", "config": {"connector.class": "FileStreamSource"}}):
+            assert java.call("POST", "/connectors", body) == kfk.call("POST", "/connectors", body), body
+        # target states written by one runtime are applied by the other (one task of each runs on each worker)
+        for action, state in (("pause", "PAUSED"), ("resume", "RUNNING")):
+            for name in connectors:
+                assert wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(
+                    kfk.call("PUT", f"/connectors/{name}/{action}")), f"{name} {action}d")[0] == 202
+
+            def applied() -> bool:
+                for name in connectors:
+                    answers = [worker.call("GET", f"/connectors/{name}/status")[1] for worker in (java, kfk)]
+                    if answers[0] != answers[1] or any(part["state"] != state for part in [
+                            answers[0]["connector"], *answers[0]["tasks"]]):
+                        return False
+                return True
+
+            wait_for(applied, f"every connector and task {state}")
+        # a restart through the group: Kafka's restart-connector record, read by both runtimes
+        code, body = wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(
+            kfk.call("POST", "/connectors/mixed-source/restart?includeTasks=true")), "the restart requested")
+        assert code == 202 and body["connector"]["state"] == "RESTARTING", body
+        assert [task["state"] for task in body["tasks"]] == ["RESTARTING"]
+        wait_for(applied, "every connector and task RUNNING after the restart")
+    finally:
+        if kfk is not None:
+            kfk.stop()
+        java.stop()
