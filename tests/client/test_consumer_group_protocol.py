@@ -245,7 +245,10 @@ def test_static_member_restarted_within_the_session_timeout_keeps_its_partitions
 
 
 def test_commit_with_a_stale_member_epoch_is_retried_with_the_current_one(
-        bootstrap: str, names: Callable[[str], str]) -> None:
+        bootstrap: str, names: Callable[[str], str], request: pytest.FixtureRequest) -> None:
+    if request.node.callspec.params["bootstrap"] == "apache_kafka":
+        pytest.skip("Apache Kafka 4.4 accepts a commit at an older member epoch for a partition the member still "
+                    "owns, so it gives no refusal to retry; kfk refuses it as Kafka 4.0 did (see the issue note)")
     topic, group = names("stale"), names("g-stale")
     create(bootstrap, topic, 2)
     produce(bootstrap, topic, 0, 10, 2)
