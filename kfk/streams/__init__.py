@@ -13,11 +13,12 @@ from kfk.streams.kafka_streams import KafkaStreams, MissingSourceTopicException,
 from kfk.streams.kstream import Branched, BranchedKStream, KGroupedStream, KStream, KTable, StreamsBuilder
 from kfk.streams.processor import Change, Processor, ProcessorContext, Record, TaskId
 from kfk.streams.serdes import Serde, Serdes
+from kfk.streams.suppressed import BufferConfig, Suppressed
 from kfk.streams.topology import StoreBuilder, Topology, TopologyException
 from kfk.streams.windows import JoinWindows, TimeWindows, Window, Windowed
 
 __all__ = [
-    "Branched", "BranchedKStream", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
+    "Branched", "BranchedKStream", "BufferConfig", "Suppressed", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
     "ProcessorContext", "Record", "Serde", "Serdes", "StoreBuilder", "StreamsBuilder", "StreamsConfig", "TaskId",
     "TimeWindows", "Topology", "TopologyException", "Window", "Windowed",
 ]

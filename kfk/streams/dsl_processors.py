@@ -280,17 +280,19 @@ class WindowAggregate(Processor):
                 log.warning("Skipping record for expired window. window=[%d,%d) expiration=%d", window.start,
                             window.end, close_time)
                 continue
-            old = store.fetch(record.key, window.start)
-            if old is None:
+            stored = store.fetch(record.key, window.start)
+            if stored is None:
+                # the old value a new window's first update carries is the initial aggregate (as Kafka's: a
+                # suppress() buffer logs it as the window's prior value)
                 timestamp = record.timestamp
-                new = (self.aggregator(record.key, record.value, self.initializer()) if self.initializer is not None
+                old = self.initializer() if self.initializer is not None else None
+                new = (self.aggregator(record.key, record.value, old) if self.initializer is not None
                        else record.value)
             else:
-                timestamp = max(record.timestamp, old[1])
-                new = self.aggregator(record.key, record.value, old[0])
+                old, timestamp = stored[0], max(record.timestamp, stored[1])
+                new = self.aggregator(record.key, record.value, old)
             store.put_window(record.key, window.start, new, timestamp)
-            self.context.forward(Record(Windowed(record.key, window), Change(new, None if old is None else old[0]),
-                                        timestamp, record.headers))
+            self.context.forward(Record(Windowed(record.key, window), Change(new, old), timestamp, record.headers))
 
 
 class JoinWindowed(Processor):
@@ -327,3 +329,24 @@ class StreamStreamJoin(Processor):
         for other_value, other_timestamp in list(store.fetch_records(record.key, time_from, time_to)):
             self.context.forward(Record(record.key, self.joiner(record.value, other_value),
                                         max(record.timestamp, other_timestamp), record.headers))
+
+
+class WindowedTableSuppress(Processor):
+    """suppress(until_window_closes): each update of a windowed table is held in the buffer (the latest per window)
+    until stream time, as the updates' own timestamps advance it, reaches the window's end plus `grace_ms`; then
+    the window's final value is forwarded once, with the timestamp and headers of the update that brought it."""
+
+    def __init__(self, store_name: str, grace_ms: int) -> None:
+        self.store_name, self.grace_ms = store_name, grace_ms
+        self.observed_stream_time = -1
+
+    def process(self, record: Record) -> None:
+        self.observed_stream_time = max(self.observed_stream_time, record.timestamp)
+        buffer = self.context.get_state_store(self.store_name)
+        change: Change = record.value
+        buffer.put(record.key.window.end, record.key, change.new_value, change.old_value, record.timestamp,
+                   self.context.record_metadata(), record.headers)
+        for key, new, old, buffered in buffer.evict_until(self.observed_stream_time - self.grace_ms,
+                                                          record.timestamp):
+            if new is not None:  # a final result's tombstone is safe to drop
+                self.context.forward(Record(key, Change(new, old), buffered.timestamp, buffered.headers))

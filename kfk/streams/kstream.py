@@ -21,6 +21,7 @@ from typing import Any
 
 from kfk.streams import dsl_processors as p
 from kfk.streams.serdes import Serde, Serdes
+from kfk.streams.suppressed import Suppressed
 from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
 from kfk.streams.windows import JoinWindows, TimeWindows
 
@@ -327,7 +328,7 @@ class KGroupedStream:
         topology = builder.topology
         topology.add_processor(name, lambda: processor(store), parent)
         topology.add_state_store(StoreBuilder(store, self.key_serde, value_serde, windows=windows), name)
-        return KTable(builder, name, self.key_serde, value_serde, store)
+        return KTable(builder, name, self.key_serde, value_serde, store, windows)
 
 
 class TimeWindowedKStream:
@@ -363,12 +364,14 @@ class KTable:
     """A changelog stream: every update of a key replaces its value; None (a tombstone) deletes it."""
 
     def __init__(self, builder: StreamsBuilder, name: str, key_serde: Serde | None, value_serde: Serde | None,
-                 store_name: str | None) -> None:
+                 store_name: str | None, windows: TimeWindows | None = None) -> None:
         self.builder = builder
         self.name = name
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.store_name = store_name
+        #: The windows of the windowed aggregation this table comes from (suppress() waits for their grace).
+        self.windows = windows
 
     def queryable_store_name(self) -> str | None:
         return self.store_name
@@ -376,7 +379,25 @@ class KTable:
     def _then(self, prefix: str, processor: Callable[[], Any], named: str | None, value_changed: bool) -> KTable:
         name = self.builder._name(named, prefix)
         self.builder.topology.add_processor(name, processor, self.name)
-        return KTable(self.builder, name, self.key_serde, None if value_changed else self.value_serde, None)
+        return KTable(self.builder, name, self.key_serde, None if value_changed else self.value_serde, None,
+                      self.windows)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold updates back (Kafka's suppress()): with Suppressed.until_window_closes, each window of a windowed
+        table is emitted once, with its final value, when stream time passes its end plus the windows' grace."""
+        if self.windows is None:
+            raise ValueError("suppress(until_window_closes) needs a windowed KTable (from windowed_by(...) "
+                             "and an aggregation)")
+        builder = self.builder
+        name = suppressed.name if suppressed.name is not None else builder.new_processor_name("KTABLE-SUPPRESS-")
+        store = f"{suppressed.name}-store" if suppressed.name is not None else builder.new_store_name(
+            "KTABLE-SUPPRESS-")
+        grace_ms = self.windows.grace_ms
+        topology = builder.topology
+        topology.add_processor(name, lambda: p.WindowedTableSuppress(store, grace_ms), self.name)
+        topology.add_state_store(StoreBuilder(store, self.key_serde, self.value_serde, persistent=False,
+                                              logging=suppressed.buffer_config.logging, suppression=True), name)
+        return KTable(builder, name, self.key_serde, self.value_serde, None, self.windows)
 
     def filter(self, predicate: Callable[[Any, Any], bool], named: str | None = None) -> KTable:
         return self._then("KTABLE-FILTER-", lambda: p.TableFilter(predicate, negate=False), named, False)

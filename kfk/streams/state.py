@@ -22,15 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from kfk.common.structs import TopicPartition
+from kfk.streams.processor import RecordMetadata
 from kfk.streams.serdes import Serde
+from kfk.streams.windows import Window, Windowed
 
-__all__ = ["KeyValueStore", "WindowStore", "Checkpoint", "open_bytes_store"]
+__all__ = ["KeyValueStore", "WindowStore", "SuppressionBuffer", "Checkpoint", "open_bytes_store"]
 
 _TIMESTAMP = struct.Struct(">q")
 _WINDOW_SUFFIX = struct.Struct(">qi")
 
-#: Sends one changelog record: (key bytes, value bytes or None, timestamp).
-ChangelogWriter = Callable[[bytes, bytes | None, int], None]
+#: Sends one changelog record: (key bytes, value bytes or None, timestamp[, headers]).
+ChangelogWriter = Callable[..., None]
 
 
 class _MemoryBytes:
@@ -202,6 +204,149 @@ class WindowStore(KeyValueStore):
             start, _ = _WINDOW_SUFFIX.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)
             yield (self.key_serde.deserialize(key[:-_WINDOW_SUFFIX.size]), start,
                    self.value_serde.deserialize(raw[8:]))
+
+
+_INT = struct.Struct(">i")
+#: The buffer changelog's record header: the version of its value format (Kafka's "v", 3).
+_BUFFER_CHANGELOG_HEADERS = [("v", b"\x03")]
+#: In the buffer's value format, a length of -1 is a null value and -2 an old value equal to the prior one.
+_NULL_LENGTH, _SAME_AS_PRIOR_LENGTH = -1, -2
+
+
+class _Buffered:
+    """One key's held update: the value before it was first buffered (prior), the latest Change's old and new
+    values (serialized), and the context of the record that brought the latest one (timestamp, where it was read
+    from, headers), which the emitted record carries."""
+
+    __slots__ = ("time", "prior", "old", "new", "timestamp", "metadata", "headers")
+
+    def __init__(self, time: int, prior: bytes | None, old: bytes | None, new: bytes | None, timestamp: int,
+                 metadata: RecordMetadata, headers: tuple) -> None:
+        self.time, self.prior, self.old, self.new = time, prior, old, new
+        self.timestamp, self.metadata, self.headers = timestamp, metadata, headers
+
+    def serialize(self) -> bytes:
+        """Kafka's buffer changelog value (version 3): the record context, the prior, old and new values (each
+        length-prefixed), then the buffer time."""
+        topic = self.metadata.topic.encode()
+        parts = [_TIMESTAMP.pack(self.timestamp), _TIMESTAMP.pack(self.metadata.offset), _INT.pack(len(topic)),
+                 topic, _INT.pack(self.metadata.partition), _INT.pack(len(self.headers))]
+        for key, value in self.headers:
+            encoded = key.encode()
+            parts += [_INT.pack(len(encoded)), encoded]
+            parts += [_INT.pack(_NULL_LENGTH)] if value is None else [_INT.pack(len(value)), value]
+        parts += _sized(self.prior)
+        if self.old is not None and self.old == self.prior:
+            parts.append(_INT.pack(_SAME_AS_PRIOR_LENGTH))
+        else:
+            parts += _sized(self.old)
+        parts += _sized(self.new)
+        parts.append(_TIMESTAMP.pack(self.time))
+        return b"".join(parts)
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> _Buffered:
+        view = memoryview(data)
+        timestamp, offset = _TIMESTAMP.unpack_from(view, 0)[0], _TIMESTAMP.unpack_from(view, 8)[0]
+        topic, position = _read_sized(view, 16)
+        partition, count = _INT.unpack_from(view, position)[0], _INT.unpack_from(view, position + 4)[0]
+        position += 8
+        headers = []
+        for _ in range(max(count, 0)):
+            key, position = _read_sized(view, position)
+            value, position = _read_sized(view, position)
+            headers.append((key.decode(), value))
+        prior, position = _read_sized(view, position)
+        if _INT.unpack_from(view, position)[0] == _SAME_AS_PRIOR_LENGTH:
+            old, position = prior, position + 4
+        else:
+            old, position = _read_sized(view, position)
+        new, position = _read_sized(view, position)
+        time = _TIMESTAMP.unpack_from(view, position)[0]
+        return cls(time, prior, old, new, timestamp, RecordMetadata(topic.decode(), partition, offset),
+                   tuple(headers))
+
+
+def _sized(value: bytes | None) -> list[bytes]:
+    return [_INT.pack(_NULL_LENGTH)] if value is None else [_INT.pack(len(value)), value]
+
+
+def _read_sized(view: memoryview, position: int) -> tuple[bytes | None, int]:
+    length = _INT.unpack_from(view, position)[0]
+    position += 4
+    if length < 0:
+        return None, position
+    return bytes(view[position:position + length]), position + length
+
+
+class SuppressionBuffer:
+    """suppress()'s buffer (Kafka's in-memory time-ordered change buffer): the latest update of each windowed key,
+    ordered by buffer time (the window's end), until the window closes. It lives in memory and is rebuilt from its
+    changelog on every start; the changelog holds Kafka's bytes (key: the record key and the window start; value:
+    see _Buffered.serialize; a tombstone once the window is emitted), so a Java and a Python application restore
+    each other's buffers. A later update of a key keeps its place in the order (Kafka's non-resetting put)."""
+
+    persistent = False
+
+    def __init__(self, name: str, key_serde: Serde, value_serde: Serde, changelog: ChangelogWriter | None) -> None:
+        self.name, self.key_serde, self.value_serde = name, key_serde, value_serde
+        self._changelog = changelog
+        self._entries: dict[bytes, _Buffered] = {}
+        #: The earliest buffer time held (or None), so that most records check the buffer in constant time.
+        self._min_time: int | None = None
+
+    def _key_bytes(self, key: Windowed) -> bytes:
+        return self.key_serde.serialize(key.key) + _TIMESTAMP.pack(key.window.start)
+
+    def put(self, time: int, key: Windowed, new: Any, old: Any, timestamp: int, metadata: RecordMetadata,
+            headers: tuple) -> None:
+        key_bytes = self._key_bytes(key)
+        old_bytes = None if old is None else self.value_serde.serialize(old)
+        new_bytes = None if new is None else self.value_serde.serialize(new)
+        buffered = self._entries.get(key_bytes)
+        if buffered is None:
+            buffered = self._entries[key_bytes] = _Buffered(time, old_bytes, old_bytes, new_bytes, timestamp,
+                                                            metadata, headers)
+            self._min_time = time if self._min_time is None else min(self._min_time, time)
+        else:
+            buffered.old, buffered.new = old_bytes, new_bytes
+            buffered.timestamp, buffered.metadata, buffered.headers = timestamp, metadata, headers
+        if self._changelog is not None:
+            self._changelog(key_bytes, buffered.serialize(), timestamp, _BUFFER_CHANGELOG_HEADERS)
+
+    def evict_until(self, time: int, timestamp: int) -> Iterator[tuple[Windowed, Any, Any, _Buffered]]:
+        """Remove and yield, earliest buffer time first (then by key bytes), every entry whose buffer time is at
+        most `time`: (key, new value, old value, the entry)."""
+        if self._min_time is None or self._min_time > time:
+            return
+        due = sorted((buffered.time, key_bytes) for key_bytes, buffered in self._entries.items()
+                     if buffered.time <= time)
+        size = _TIMESTAMP.size
+        for _, key_bytes in due:
+            buffered = self._entries.pop(key_bytes)
+            if self._changelog is not None:
+                self._changelog(key_bytes, None, timestamp)
+            start = _TIMESTAMP.unpack_from(key_bytes, len(key_bytes) - size)[0]
+            key = Windowed(self.key_serde.deserialize(key_bytes[:-size]), Window(start, buffered.time))
+            yield (key, None if buffered.new is None else self.value_serde.deserialize(buffered.new),
+                   None if buffered.old is None else self.value_serde.deserialize(buffered.old), buffered)
+        self._min_time = min((buffered.time for buffered in self._entries.values()), default=None)
+
+    def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        if value is None:
+            removed = self._entries.pop(key, None)
+            if removed is not None and removed.time == self._min_time:
+                self._min_time = min((buffered.time for buffered in self._entries.values()), default=None)
+            return
+        buffered = self._entries[key] = _Buffered.deserialize(value)
+        self._min_time = buffered.time if self._min_time is None else min(self._min_time, buffered.time)
+
+    def close(self) -> None:
+        self.wipe()
+
+    def wipe(self) -> None:
+        self._entries.clear()
+        self._min_time = None
 
 
 class Checkpoint:

@@ -16,7 +16,7 @@ from kfk.client import ConsumerRecord, FutureRecordMetadata, Producer
 from kfk.common.structs import TopicPartition
 from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMetadata, TaskId
 from kfk.streams.serdes import Serde
-from kfk.streams.state import Checkpoint, KeyValueStore, WindowStore
+from kfk.streams.state import ChangelogWriter, Checkpoint, KeyValueStore, SuppressionBuffer, WindowStore
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, Node, NodeKind, SubTopology, Topology
 
 __all__ = ["StreamTask"]
@@ -78,6 +78,10 @@ class StreamTask:
                 self.changelogs[store_name] = partition
                 changelog = self._changelog_writer(partition)
             path = self.directory / "rocksdb" / store_name if builder.persistent and not in_memory else None
+            if builder.suppression:
+                self.stores[store_name] = SuppressionBuffer(store_name, builder.key_serde or key_serde,
+                                                            builder.value_serde or value_serde, changelog)
+                continue
             store_class = WindowStore if builder.windows is not None else KeyValueStore
             self.stores[store_name] = store_class(store_name, builder.key_serde or key_serde,
                                                     builder.value_serde or value_serde, path, changelog)
@@ -88,10 +92,11 @@ class StreamTask:
                 processor.init(_NodeContext(self, node))
                 self.processors[node.name] = processor
 
-    def _changelog_writer(self, partition: TopicPartition) -> Callable[[bytes, bytes | None, int], None]:
-        def write(key: bytes, value: bytes | None, timestamp: int) -> None:
+    def _changelog_writer(self, partition: TopicPartition) -> ChangelogWriter:
+        def write(key: bytes, value: bytes | None, timestamp: int,
+                  headers: list[tuple[str, bytes]] | None = None) -> None:
             future = self.producer.send(partition.topic, value, key, partition=partition.partition,
-                                        timestamp_ms=timestamp)
+                                        timestamp_ms=timestamp, headers=headers)
             self.pending.append(future)
             self.changelog_last[partition] = future
         return write

@@ -54,6 +54,8 @@ class StoreBuilder:
     persistent: bool = True
     #: Set for a window store (its changelog is compacted and deleted after the windows' retention).
     windows: TimeWindows | JoinWindows | None = None
+    #: Set for suppression's buffer (kfk.streams.state.SuppressionBuffer), always in memory.
+    suppression: bool = False
 
 
 @dataclass

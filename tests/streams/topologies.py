@@ -3,7 +3,8 @@ the tests compare Apache Kafka Streams' and kfk.streams' descriptions and output
 
 from __future__ import annotations
 
-from kfk.streams import Branched, JoinWindows, Serdes, StreamsBuilder, TimeWindows, Topology
+from kfk.streams import (Branched, BufferConfig, JoinWindows, Serdes, StreamsBuilder, Suppressed, TimeWindows,
+                         Topology)
 
 
 def stateless(input_topic: str, output: str) -> Topology:
@@ -51,18 +52,26 @@ def table(input_topic: str, output: str) -> Topology:
 def windowed(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     lines = builder.stream(input_topic)
-    (lines.group_by_key()
-     .windowed_by(TimeWindows.of_size_and_grace(4, 2).advance_by(2))
-     .count("windowed-counts")
-     .to_stream()
+    counts = lines.group_by_key().windowed_by(TimeWindows.of_size_and_grace(4, 2).advance_by(2)).count(
+        "windowed-counts")
+    (counts.to_stream()
      .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
      .to(output, key_serde=Serdes.string(), value_serde=Serdes.long()))
-    (lines.group_by_key()
-     .windowed_by(TimeWindows.of_size_with_no_grace(5))
-     .reduce(lambda joined, line: f"{joined}|{line}")
-     .to_stream()
+    joined_lines = (lines.group_by_key()
+                    .windowed_by(TimeWindows.of_size_with_no_grace(5))
+                    .reduce(lambda joined, line: f"{joined}|{line}"))
+    (joined_lines.to_stream()
      .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}", joined))
      .to(output + "-totals"))
+    # the final results: each window once, when it closes
+    (counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
+     .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (joined_lines.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-lines"))
+     .to_stream()
+     .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}", joined))
+     .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.string()))
     return builder.build()
 
 

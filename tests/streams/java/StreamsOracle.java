@@ -24,8 +24,11 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * Apache Kafka Streams running the topologies tests/streams/topologies.py builds with kfk.streams, so that a test
@@ -76,20 +79,32 @@ public final class StreamsOracle {
                 break;
             }
             case "windowed": {
-                lines.groupByKey()
+                KTable<Windowed<String>, Long> counts = lines.groupByKey()
                     .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(4), Duration.ofMillis(2))
                                 .advanceBy(Duration.ofMillis(2)))
-                    .count(Materialized.as("windowed-counts"))
-                    .toStream()
+                    .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("windowed-counts")
+                           .withKeySerde(Serdes.String()));  // suppress() needs the windowed key's serde
+                counts.toStream()
                     .map((windowed, count) -> KeyValue.pair(
                         windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
-                lines.groupByKey()
+                KTable<Windowed<String>, String> joinedLines = lines.groupByKey()
                     .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(5)))
-                    .reduce((joined, line) -> joined + "|" + line)
-                    .toStream()
+                    .reduce((joined, line) -> joined + "|" + line, Materialized.with(Serdes.String(), Serdes.String()));
+                joinedLines.toStream()
                     .map((windowed, joined) -> KeyValue.pair(windowed.key() + "@" + windowed.window().start(), joined))
                     .to(output + "-totals");
+                // the final results: each window once, when it closes
+                counts.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
+                joinedLines.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())
+                                     .withName("final-lines"))
+                    .toStream()
+                    .map((windowed, joined) -> KeyValue.pair(windowed.key() + "@" + windowed.window().start(), joined))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.String()));
                 break;
             }
             case "joins": {
