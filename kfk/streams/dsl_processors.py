@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kfk.streams.processor import Change, Processor, Record
-from kfk.streams.windows import TimeWindows, Windowed
+from kfk.streams.windows import SessionWindows, TimeWindows, Window, Windowed
 
 log = logging.getLogger("kfk.streams")
 
@@ -350,3 +350,44 @@ class WindowedTableSuppress(Processor):
                                                           record.timestamp):
             if new is not None:  # a final result's tombstone is safe to drop
                 self.context.forward(Record(key, Change(new, old), buffered.timestamp, buffered.headers))
+
+
+class SessionWindowAggregate(Processor):
+    """A session-windowed count()/aggregate()/reduce(): a record joins every session of its key that ends at most
+    the gap before it or starts at most the gap after it; those sessions are merged (``merger(key, aggregate,
+    session's aggregate)``, from the initial aggregate), removed and forwarded as tombstones, and the merged session,
+    with the record added, is kept and forwarded. Each result is timestamped with its session's end. A record whose
+    merged session ended before stream time - grace - gap is dropped, as Kafka drops it."""
+
+    def __init__(self, store_name: str, windows: SessionWindows, initializer: Callable[[], Any],
+                 aggregator: Callable[[Any, Any, Any], Any], merger: Callable[[Any, Any, Any], Any]) -> None:
+        self.store_name, self.windows = store_name, windows
+        self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
+        self.observed_stream_time = -1
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            log.warning("Skipping record due to null key. topic=%s", self.context.record_metadata())
+            return
+        store = self.context.get_state_store(self.store_name)
+        timestamp = record.timestamp
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        close_time = self.observed_stream_time - self.windows.grace_ms - self.windows.gap_ms
+        merged = store.find_sessions(record.key, timestamp - self.windows.gap_ms, timestamp + self.windows.gap_ms)
+        aggregate = self.initializer()
+        start = end = timestamp
+        for window, value in merged:
+            aggregate = self.merger(record.key, aggregate, value)
+            start, end = min(start, window.start), max(end, window.end)
+        if end < close_time:
+            log.warning("Skipping record for expired window. window=[%d,%d] expiration=%d", start, end, close_time)
+            return
+        if (start, end) != (timestamp, timestamp):
+            for window, value in merged:
+                store.put_session(record.key, window, None, timestamp)
+                self.context.forward(Record(Windowed(record.key, window), Change(None, value), window.end,
+                                            record.headers))
+        aggregate = self.aggregator(record.key, record.value, aggregate)
+        session = Window(start, end)
+        store.put_session(record.key, session, aggregate, timestamp)
+        self.context.forward(Record(Windowed(record.key, session), Change(aggregate, None), end, record.headers))

@@ -23,9 +23,10 @@ from kfk.streams import dsl_processors as p
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import Suppressed
 from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
-from kfk.streams.windows import JoinWindows, TimeWindows
+from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows
 
-__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "TimeWindowedKStream", "BranchedKStream", "Branched"]
+__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream",
+           "BranchedKStream", "Branched"]
 
 _GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
 
@@ -314,11 +315,13 @@ class KGroupedStream:
         return self._aggregate("KSTREAM-AGGREGATE-", materialized, named, value_serde,
                                lambda store: p.StreamAggregate(store, initializer, aggregator))
 
-    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
+    def windowed_by(self, windows: TimeWindows | SessionWindows) -> TimeWindowedKStream | SessionWindowedKStream:
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows)
         return TimeWindowedKStream(self, windows)
 
     def _aggregate(self, prefix: str, materialized: str | None, named: str | None, value_serde: Serde | None,
-                   processor: Callable[[str], Any], windows: TimeWindows | None = None) -> KTable:
+                   processor: Callable[[str], Any], windows: TimeWindows | SessionWindows | None = None) -> KTable:
         builder = self.stream.builder
         store = materialized if materialized is not None else builder.new_store_name(prefix)
         name = builder._name(named, prefix)
@@ -360,6 +363,40 @@ class TimeWindowedKStream:
             self.windows)
 
 
+class SessionWindowedKStream:
+    """A grouped stream cut into sessions (windowed_by(SessionWindows)): its aggregations give a KTable keyed by
+    Windowed keys whose window is the session [start, end] (both inclusive); a merge of sessions shows as
+    tombstones for the merged ones and the new session's value."""
+
+    def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
+        self.grouped = grouped
+        self.windows = windows
+
+    def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
+        return self.aggregate(lambda: 0, lambda key, value, total: total + 1, lambda key, one, two: one + two,
+                              materialized, named, Serdes.long())
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  merger: Callable[[Any, Any, Any], Any], materialized: str | None = None,
+                  named: str | None = None, value_serde: Serde | None = None) -> KTable:
+        """``merger(key, aggregate, other session's aggregate)`` combines two sessions a record bridges."""
+        return self.grouped._aggregate(
+            "KSTREAM-AGGREGATE-", materialized, named, value_serde,
+            lambda store: p.SessionWindowAggregate(store, self.windows, initializer, aggregator, merger),
+            self.windows)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
+               named: str | None = None) -> KTable:
+        def aggregator(key: Any, value: Any, aggregate: Any) -> Any:
+            return value if aggregate is None else reducer(aggregate, value)
+
+        return self.grouped._aggregate(
+            "KSTREAM-REDUCE-", materialized, named, self.grouped.value_serde,
+            lambda store: p.SessionWindowAggregate(store, self.windows, lambda: None, aggregator,
+                                                   lambda key, one, two: aggregator(key, two, one)),
+            self.windows)
+
+
 class KTable:
     """A changelog stream: every update of a key replaces its value; None (a tombstone) deletes it."""
 
@@ -388,6 +425,8 @@ class KTable:
         if self.windows is None:
             raise ValueError("suppress(until_window_closes) needs a windowed KTable (from windowed_by(...) "
                              "and an aggregation)")
+        if not isinstance(self.windows, TimeWindows):
+            raise NotImplementedError("kfk.streams suppresses only time-windowed tables (not session windows)")
         builder = self.builder
         name = suppressed.name if suppressed.name is not None else builder.new_processor_name("KTABLE-SUPPRESS-")
         store = f"{suppressed.name}-store" if suppressed.name is not None else builder.new_store_name(

@@ -26,7 +26,7 @@ from kfk.streams.processor import RecordMetadata
 from kfk.streams.serdes import Serde
 from kfk.streams.windows import Window, Windowed
 
-__all__ = ["KeyValueStore", "WindowStore", "SuppressionBuffer", "Checkpoint", "open_bytes_store"]
+__all__ = ["KeyValueStore", "WindowStore", "SessionStore", "SuppressionBuffer", "Checkpoint", "open_bytes_store"]
 
 _TIMESTAMP = struct.Struct(">q")
 _WINDOW_SUFFIX = struct.Struct(">qi")
@@ -204,6 +204,52 @@ class WindowStore(KeyValueStore):
             start, _ = _WINDOW_SUFFIX.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)
             yield (self.key_serde.deserialize(key[:-_WINDOW_SUFFIX.size]), start,
                    self.value_serde.deserialize(raw[8:]))
+
+
+_SESSION_SUFFIX = struct.Struct(">qq")
+
+
+class SessionStore(KeyValueStore):
+    """A session store: one aggregate per key and session. Its keys are Kafka's session keys as its changelog
+    carries them: the serialized key, the session's end, then its start (8 bytes each, big-endian), so that a key's
+    sessions are ordered by end; its values are the plain aggregates (Kafka's session stores keep no timestamp).
+
+    Like Kafka's segmented stores, it stops returning sessions that ended ``retention_ms`` or more before the
+    latest session end it has seen: a record then starts a new session instead of merging with an expired one."""
+
+    def __init__(self, name: str, key_serde: Serde, value_serde: Serde, path: Path | None,
+                 changelog: ChangelogWriter | None, retention_ms: int) -> None:
+        super().__init__(name, key_serde, value_serde, path, changelog)
+        self.retention_ms = retention_ms
+        self.observed_end = -1
+
+    def find_sessions(self, key: Any, earliest_end: int, latest_start: int) -> list[tuple[Window, Any]]:
+        """The live sessions of `key` that end at or after `earliest_end` and start at or before `latest_start`,
+        by end, then start."""
+        earliest_end = max(earliest_end, self.observed_end - self.retention_ms + 1, 0)
+        prefix = self.key_serde.serialize(key)
+        found = []
+        for stored_key, raw in self._bytes.range(prefix + _SESSION_SUFFIX.pack(earliest_end, 0),
+                                                 prefix + _SESSION_SUFFIX.pack(0x7FFFFFFFFFFFFFFF, latest_start)):
+            if len(stored_key) != len(prefix) + _SESSION_SUFFIX.size:
+                continue
+            end, start = _SESSION_SUFFIX.unpack_from(stored_key, len(prefix))
+            if start <= latest_start:
+                found.append((Window(start, end), self.value_serde.deserialize(raw[8:])))
+        return found
+
+    def put_session(self, key: Any, window: Window, value: Any, timestamp: int) -> None:
+        """Keep (or with None, remove) `key`'s session `window`; the changelog record carries `timestamp`."""
+        key_bytes = self.key_serde.serialize(key) + _SESSION_SUFFIX.pack(window.end, window.start)
+        value_bytes = self.value_serde.serialize(value)
+        self.restore(key_bytes, value_bytes, timestamp)
+        if self._changelog is not None:
+            self._changelog(key_bytes, value_bytes, timestamp)
+
+    def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        end = _TIMESTAMP.unpack_from(key, len(key) - _SESSION_SUFFIX.size)[0]
+        self.observed_end = max(self.observed_end, end)
+        super().restore(key, value, timestamp)
 
 
 _INT = struct.Struct(">i")

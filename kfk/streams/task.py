@@ -16,7 +16,9 @@ from kfk.client import ConsumerRecord, FutureRecordMetadata, Producer
 from kfk.common.structs import TopicPartition
 from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMetadata, TaskId
 from kfk.streams.serdes import Serde
-from kfk.streams.state import ChangelogWriter, Checkpoint, KeyValueStore, SuppressionBuffer, WindowStore
+from kfk.streams.state import (ChangelogWriter, Checkpoint, KeyValueStore, SessionStore, SuppressionBuffer,
+                               WindowStore)
+from kfk.streams.windows import SessionWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, Node, NodeKind, SubTopology, Topology
 
 __all__ = ["StreamTask"]
@@ -78,13 +80,17 @@ class StreamTask:
                 self.changelogs[store_name] = partition
                 changelog = self._changelog_writer(partition)
             path = self.directory / "rocksdb" / store_name if builder.persistent and not in_memory else None
+            store_keys, store_values = builder.key_serde or key_serde, builder.value_serde or value_serde
             if builder.suppression:
-                self.stores[store_name] = SuppressionBuffer(store_name, builder.key_serde or key_serde,
-                                                            builder.value_serde or value_serde, changelog)
-                continue
-            store_class = WindowStore if builder.windows is not None else KeyValueStore
-            self.stores[store_name] = store_class(store_name, builder.key_serde or key_serde,
-                                                    builder.value_serde or value_serde, path, changelog)
+                store: Any = SuppressionBuffer(store_name, store_keys, store_values, changelog)
+            elif isinstance(builder.windows, SessionWindows):
+                store = SessionStore(store_name, store_keys, store_values, path, changelog,
+                                     builder.windows.retention_ms())
+            elif builder.windows is not None:
+                store = WindowStore(store_name, store_keys, store_values, path, changelog)
+            else:
+                store = KeyValueStore(store_name, store_keys, store_values, path, changelog)
+            self.stores[store_name] = store
         self.processors: dict[str, Processor] = {}
         for node in self.nodes.values():
             if node.kind is NodeKind.PROCESSOR:

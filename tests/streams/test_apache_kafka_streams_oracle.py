@@ -123,6 +123,31 @@ def _expected_final_counts() -> dict[str, list[int]]:
     return dict(final)
 
 
+def _expected_sessions() -> dict[str, list[int | None]]:
+    """The session count (3 ms gap, 2 ms grace) computed here: a record extends or bridges its key's sessions
+    within 3 ms of it; the sessions it merges are retracted (None) and the merged one counted; a record whose
+    session ended before stream time - 5 is dropped. As Kafka's store, the sessions' store forgets sessions that
+    ended 5 ms (its retention: gap + grace) or more before the latest session end it holds."""
+    stream_time, latest_end, sessions, updates = -1, -1, defaultdict(list), defaultdict(list)
+    for key, _, timestamp in WINDOWED_INPUT:
+        stream_time = max(stream_time, timestamp)
+        near = sorted((end, start, count) for start, end, count in sessions[key]
+                      if end >= max(timestamp - 3, latest_end - 4) and start <= timestamp + 3)
+        start = min([timestamp] + [session_start for _, session_start, _ in near])
+        end = max([timestamp] + [session_end for session_end, _, _ in near])
+        if end < stream_time - 5:
+            continue
+        if (start, end) != (timestamp, timestamp):
+            for session_end, session_start, count in near:
+                sessions[key].remove((session_start, session_end, count))
+                updates[f"{key}#{session_start}-{session_end}"].append(None)
+        count = 1 + sum(count for _, _, count in near)
+        sessions[key].append((start, end, count))
+        latest_end = max(latest_end, end)
+        updates[f"{key}#{start}-{end}"].append(count)
+    return dict(updates)
+
+
 def test_describe_is_kafka_streams_text(streams_oracle) -> None:
     classpath, classes = streams_oracle
     result = run_java("StreamsOracle", ["describe", ",".join(TOPOLOGIES), "lines", "out"], classpath,
@@ -238,6 +263,8 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
         python_final = _by_key(read_to_end(bootstrap, python_output + "-outer"), True)
         assert {key.decode(): [int.from_bytes(value, "big") for value, _ in values]
                 for key, values in python_final.items() if b"/" in key} == _expected_final_counts()
+        assert {key.decode(): [None if value is None else int.from_bytes(value, "big") for value, _ in values]
+                for key, values in python_final.items() if b"#" in key} == _expected_sessions()
         assert python_final == _by_key(read_to_end(bootstrap, java_output + "-outer"), True)
     if name == "joins":
         inner, left = _expected_joins()

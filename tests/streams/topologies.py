@@ -3,8 +3,8 @@ the tests compare Apache Kafka Streams' and kfk.streams' descriptions and output
 
 from __future__ import annotations
 
-from kfk.streams import (Branched, BufferConfig, JoinWindows, Serdes, StreamsBuilder, Suppressed, TimeWindows,
-                         Topology)
+from kfk.streams import (Branched, BufferConfig, JoinWindows, Serdes, SessionWindows, StreamsBuilder, Suppressed,
+                         TimeWindows, Topology)
 
 
 def stateless(input_topic: str, output: str) -> Topology:
@@ -72,6 +72,12 @@ def windowed(input_topic: str, output: str) -> Topology:
      .to_stream()
      .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}", joined))
      .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.string()))
+    (lines.group_by_key()
+     .windowed_by(SessionWindows.of_inactivity_gap_and_grace(3, 2))
+     .count("sessions")
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}#{windowed.window.start}-{windowed.window.end}", count))
+     .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.long()))
     return builder.build()
 
 

@@ -24,10 +24,12 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
@@ -105,6 +107,13 @@ public final class StreamsOracle {
                     .toStream()
                     .map((windowed, joined) -> KeyValue.pair(windowed.key() + "@" + windowed.window().start(), joined))
                     .to(output + "-outer", Produced.with(Serdes.String(), Serdes.String()));
+                lines.groupByKey()
+                    .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(3), Duration.ofMillis(2)))
+                    .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("sessions"))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "#" + windowed.window().start() + "-" + windowed.window().end(), count))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
                 break;
             }
             case "joins": {
