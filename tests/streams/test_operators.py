@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kfk.streams import (BufferConfig, Processor, Record, Serdes, StoreBuilder, StreamsBuilder, Suppressed,
-                         TimeWindows, Topology)
+from kfk.streams import (BufferConfig, Processor, Record, Serdes, SessionWindows, StoreBuilder, StreamsBuilder,
+                         Suppressed, TimeWindows, Topology)
 from kfk.streams.test_driver import TopologyTestDriver
 
 CONFIG = {"default.key.serde": "string", "default.value.serde": "string"}
@@ -90,6 +90,22 @@ def test_suppress_emits_each_window_once_when_it_closes_and_its_buffer_restores(
         for key, timestamp in inputs[5:]:
             second.pipe_input("in", key, "x", timestamp)
         assert second.read_output("out", value_serde=Serdes.long()) == expected
+
+
+def test_session_reduce_merges_the_sessions_a_record_bridges() -> None:
+    builder = StreamsBuilder()
+    (builder.stream("in").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 20))
+     .reduce(lambda joined, value: joined + value, "sessions").to_stream()
+     .map(lambda windowed, value: (f"{windowed.key}@{windowed.window.start}-{windowed.window.end}", value))
+     .to("out"))
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        for value, timestamp in (("a", 10), ("b", 20), ("c", 15), ("d", 40), ("e", 12), ("f", 3)):
+            driver.pipe_input("in", "k", value, timestamp)
+        # c (15) bridges [10] and [20]; d (40) starts a session; e (12) is late but [10, 20] has not closed
+        # (40 - 20 grace - 5 gap = 15); f (3) would make a session [3, 3], closed: dropped
+        assert driver.read_output("out") == [
+            ("k@10-10", "a", 10), ("k@20-20", "b", 20), ("k@10-10", None, 10), ("k@20-20", None, 20),
+            ("k@10-20", "abc", 20), ("k@40-40", "d", 40), ("k@10-20", None, 20), ("k@10-20", "abce", 20)]
 
 
 def test_processor_api_with_a_state_store() -> None:
