@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kfk.streams.processor import Change, Processor, Record
-from kfk.streams.windows import SessionWindows, TimeWindows, Window, Windowed
+from kfk.streams.processor import Change, Processor, ProcessorContext, Record
+from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows, Window, Windowed
 
 log = logging.getLogger("kfk.streams")
 
@@ -310,26 +310,94 @@ class JoinWindowed(Processor):
             self.context.get_state_store(self.store_name).put_record(record.key, record.value, record.timestamp)
 
 
-class StreamStreamJoin(Processor):
-    """A KStream-KStream inner join's side: each record joins the other side's records of its key from
-    `before_ms` earlier to `after_ms` later, oldest first, each result timestamped with the later record's time."""
+class JoinTimes:
+    """What the two sides of a left/outer KStream-KStream join share in a task (Kafka's TimeTracker): the stream
+    time of both inputs, and a lower bound of the times of the records held in the outer join store."""
 
-    def __init__(self, other_store: str, joiner: Callable[[Any, Any], Any], before_ms: int, after_ms: int,
-                 this_is_left: bool) -> None:
-        self.other_store, self.before_ms, self.after_ms = other_store, before_ms, after_ms
+    def __init__(self) -> None:
+        self.stream_time = -1
+        self.min_time = _MAX_TIME
+
+
+_MAX_TIME = 0x7FFFFFFFFFFFFFFF
+
+
+class StreamStreamJoin(Processor):
+    """A KStream-KStream join's side: each record joins the other side's records of its key from `before_ms`
+    earlier to `after_ms` later, oldest first, each result timestamped with the later record's time.
+
+    A left/outer join's side (``outer``) also emits its records that found nothing, joined with None (Kafka 3.x+
+    semantics): such a record is held in the shared outer join store while a record of the other side may still
+    join it, and emitted once stream time (of both sides) passes its time plus the window and the grace; one the
+    other side joins is dropped from the store. (Kafka throttles those emissions to one pass a second by wall clock;
+    kfk.streams makes the pass on every record, as Kafka does with the internal emit interval set to 0.)"""
+
+    def __init__(self, other_store: str, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
+                 this_is_left: bool, outer: bool = False, outer_store: str | None = None,
+                 times: dict | None = None) -> None:
+        self.other_store = other_store
+        self.windows, self.this_is_left, self.outer, self.outer_store = windows, this_is_left, outer, outer_store
+        self.before_ms = windows.before_ms if this_is_left else windows.after_ms
+        self.after_ms = windows.after_ms if this_is_left else windows.before_ms
+        self.user_joiner = joiner
         self.joiner = joiner if this_is_left else (lambda this, other: joiner(other, this))
+        self.times_by_task = times if times is not None else {}
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.times = self.times_by_task.setdefault(context.task_id, JoinTimes())
+
+    def close(self) -> None:
+        self.times_by_task.pop(self.context.task_id, None)
 
     def process(self, record: Record) -> None:
+        timestamp = record.timestamp
+        times = self.times
+        times.stream_time = max(times.stream_time, timestamp)
+        if self.outer and record.key is None and record.value is not None:
+            self.context.forward(record.with_value(self.joiner(record.value, None)))
+            return
         if record.key is None or record.value is None:
             log.warning("Skipping record due to null key or value. topic=%s", self.context.record_metadata())
             return
-        time_from = max(0, record.timestamp - self.before_ms)
-        time_to = max(0, record.timestamp + self.after_ms)
+        outer_store = None if self.outer_store is None else self.context.get_state_store(self.outer_store)
+        if outer_store is not None and timestamp == times.stream_time:
+            self._emit_unjoined(outer_store, record)
+        time_from = max(0, timestamp - self.before_ms)
+        time_to = max(0, timestamp + self.after_ms)
         store = self.context.get_state_store(self.other_store)
-        for other_value, other_timestamp in list(store.fetch_records(record.key, time_from, time_to)):
+        others = list(store.fetch_records(record.key, time_from, time_to))
+        for other_value, other_timestamp in others:
+            if outer_store is not None:
+                outer_store.joined(record.key, other_timestamp, not self.this_is_left, timestamp)
             self.context.forward(Record(record.key, self.joiner(record.value, other_value),
-                                        max(record.timestamp, other_timestamp), record.headers))
+                                        max(timestamp, other_timestamp), record.headers))
+        if self.outer and not others:
+            if outer_store is None or time_to < times.stream_time:
+                self.context.forward(record.with_value(self.joiner(record.value, None)))
+            else:
+                times.min_time = min(times.min_time, timestamp)
+                outer_store.add(record.key, timestamp, self.this_is_left, record.value, timestamp)
 
+    def _emit_unjoined(self, outer_store: Any, record: Record) -> None:
+        times, grace = self.times, self.windows.grace_ms
+        if times.min_time + self.after_ms + grace >= times.stream_time:
+            return
+        times.min_time = _MAX_TIME
+        previous = None
+        for key_bytes, timestamp, left, key, values in outer_store.held():
+            times.min_time = timestamp
+            look_back = self.windows.after_ms if left else self.windows.before_ms
+            if timestamp + look_back + grace >= times.stream_time:
+                continue  # still open: the other side may join it
+            for value in values:
+                joined = self.user_joiner(value, None) if left else self.user_joiner(None, value)
+                self.context.forward(Record(key, joined, timestamp, record.headers))
+            if previous is not None and previous != key_bytes:
+                outer_store.remove(previous, record.timestamp)
+            previous = key_bytes
+        if previous is not None:
+            outer_store.remove(previous, record.timestamp)
 
 class WindowedTableSuppress(Processor):
     """suppress(until_window_closes): each update of a windowed table is held in the buffer (the latest per window)

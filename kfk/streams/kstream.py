@@ -139,23 +139,42 @@ class KStream:
         KStream-KStream inner join (``windows`` required): ``joiner(this value, other value)`` for every pair of
         records of one key at most the windows' time difference apart."""
         if isinstance(other, KStream):
-            if windows is None:
-                raise ValueError("a KStream-KStream join needs JoinWindows")
-            return self._join_stream(other, joiner, windows, named)
+            return self._join_stream(other, joiner, windows, named, left_outer=False, right_outer=False)
         return self._join_table(other, joiner, named, left=False)
 
-    def _join_stream(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
-                     named: str | None) -> KStream:
+    def left_join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any],
+                  windows: JoinWindows | None = None, named: str | None = None) -> KStream:
+        """KStream-KTable left join: every record, with None where the key is not in the table. KStream-KStream
+        left join (``windows`` required): the inner join's pairs, and each record of this stream that none of the
+        other's joined, as ``joiner(value, None)``, once its window has closed."""
+        if isinstance(other, KStream):
+            return self._join_stream(other, joiner, windows, named, left_outer=True, right_outer=False)
+        return self._join_table(other, joiner, named, left=True)
+
+    def outer_join(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
+                   named: str | None = None) -> KStream:
+        """KStream-KStream outer join: the left join, and the other stream's records that none of this one's
+        joined, as ``joiner(None, value)``."""
+        return self._join_stream(other, joiner, windows, named, left_outer=True, right_outer=True)
+
+    def _join_stream(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows | None,
+                     named: str | None, *, left_outer: bool, right_outer: bool) -> KStream:
+        if windows is None:
+            raise ValueError("a KStream-KStream join needs JoinWindows")
         if self.repartition_required or other.repartition_required:
             raise NotImplementedError("kfk.streams does not yet repartition a re-keyed stream before a join: "
                                       "call repartition() first")
         builder = self.builder
+        this_prefix = "KSTREAM-OUTERTHIS-" if right_outer else "KSTREAM-JOINTHIS-"
+        other_prefix = "KSTREAM-OUTEROTHER-" if left_outer else "KSTREAM-JOINOTHER-"
         this_windowed = f"{named}-this-windowed" if named else builder.new_processor_name("KSTREAM-WINDOWED-")
         other_windowed = f"{named}-other-windowed" if named else builder.new_processor_name("KSTREAM-WINDOWED-")
-        this_join = f"{named}-this-join" if named else builder.new_processor_name("KSTREAM-JOINTHIS-")
-        other_join = f"{named}-other-join" if named else builder.new_processor_name("KSTREAM-JOINOTHER-")
+        this_join = f"{named}-this-join" if named else builder.new_processor_name(this_prefix)
+        other_join = f"{named}-other-join" if named else builder.new_processor_name(other_prefix)
         merge = f"{named}-merge" if named else builder.new_processor_name("KSTREAM-MERGE-")
         this_store, other_store = f"{this_join}-store", f"{other_join}-store"
+        # Kafka names the shared store after the this-side processor's index
+        outer_store = f"KSTREAM-OUTERSHARED-{this_join[len(this_prefix):]}-store" if left_outer else None
         topology = builder.topology
         topology.add_processor(this_windowed, lambda: p.JoinWindowed(this_store), self.name)
         topology.add_state_store(StoreBuilder(this_store, self.key_serde, self.value_serde, windows=windows),
@@ -163,20 +182,21 @@ class KStream:
         topology.add_processor(other_windowed, lambda: p.JoinWindowed(other_store), other.name)
         topology.add_state_store(StoreBuilder(other_store, other.key_serde, other.value_serde, windows=windows),
                                  other_windowed)
-        topology.add_processor(this_join, lambda: p.StreamStreamJoin(other_store, joiner, windows.before_ms,
-                                                                     windows.after_ms, True), this_windowed)
+        times: dict = {}  # the sides' shared stream time, per task
+        topology.add_processor(this_join, lambda: p.StreamStreamJoin(other_store, joiner, windows, True, left_outer,
+                                                                     outer_store, times), this_windowed)
         topology.connect_processor_and_state_stores(this_join, stores=[other_store])
-        topology.add_processor(other_join, lambda: p.StreamStreamJoin(this_store, joiner, windows.after_ms,
-                                                                      windows.before_ms, False), other_windowed)
+        topology.add_processor(other_join, lambda: p.StreamStreamJoin(this_store, joiner, windows, False,
+                                                                      right_outer, outer_store, times),
+                               other_windowed)
         topology.connect_processor_and_state_stores(other_join, stores=[this_store])
         topology.add_processor(merge, p.PassThrough, this_join, other_join)
+        if outer_store is not None:
+            topology.add_state_store(StoreBuilder(outer_store, self.key_serde, self.value_serde, outer_join=True,
+                                                  other_value_serde=other.value_serde), this_join, other_join)
         topology.copartition_groups.append(set(topology.upstream_source_topics(self.name))
                                            | set(topology.upstream_source_topics(other.name)))
         return KStream(builder, merge, self.key_serde, None, repartition_required=False)
-
-    def left_join(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KStream:
-        """KStream-KTable left join: every record, with None where the key is not in the table."""
-        return self._join_table(table, joiner, named, left=True)
 
     def _join_table(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None,
                     left: bool) -> KStream:

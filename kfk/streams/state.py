@@ -26,7 +26,7 @@ from kfk.streams.processor import RecordMetadata
 from kfk.streams.serdes import Serde
 from kfk.streams.windows import Window, Windowed
 
-__all__ = ["KeyValueStore", "WindowStore", "SessionStore", "SuppressionBuffer", "Checkpoint", "open_bytes_store"]
+__all__ = ["KeyValueStore", "WindowStore", "SessionStore", "OuterJoinStore", "SuppressionBuffer", "Checkpoint", "open_bytes_store"]
 
 _TIMESTAMP = struct.Struct(">q")
 _WINDOW_SUFFIX = struct.Struct(">qi")
@@ -253,6 +253,72 @@ class SessionStore(KeyValueStore):
 
 
 _INT = struct.Struct(">i")
+
+
+class OuterJoinStore(KeyValueStore):
+    """A left/outer KStream-KStream join's shared store (Kafka's outer join store): the records of either side
+    that have not joined yet, until their window closes and they are emitted joined with None. As Kafka's, a key
+    is the record's timestamp (8 bytes, big-endian), its side (1 left, 0 right) and its key, so that iterating
+    the store goes by time; a value is the list of that key's records (a list-serde list: strategy byte 1, the
+    count, then each element length-prefixed), each element its side byte and the serialized value. The
+    changelog carries the whole list after each change."""
+
+    def __init__(self, name: str, key_serde: Serde, this_value_serde: Serde, other_value_serde: Serde,
+                 path: Path | None, changelog: ChangelogWriter | None) -> None:
+        super().__init__(name, key_serde, this_value_serde, path, changelog)
+        self.other_value_serde = other_value_serde
+
+    def _key(self, key: Any, timestamp: int, left: bool) -> bytes:
+        return _TIMESTAMP.pack(timestamp) + (b"\x01" if left else b"\x00") + self.key_serde.serialize(key)
+
+    def _log(self, key_bytes: bytes, value: bytes | None, timestamp: int) -> None:
+        self.restore(key_bytes, value, timestamp)
+        if self._changelog is not None:
+            self._changelog(key_bytes, value, timestamp)
+
+    def add(self, key: Any, timestamp: int, left: bool, value: Any, log_timestamp: int) -> None:
+        """Hold one unjoined record (the left side's value serialized with this store's value serde)."""
+        key_bytes = self._key(key, timestamp, left)
+        element = (b"\x01" if left else b"\x00") + (self.value_serde if left else self.other_value_serde).serialize(
+            value)
+        existing = self._bytes.get(key_bytes)
+        elements = [] if existing is None else _list_elements(existing)
+        elements.append(element)
+        self._log(key_bytes, b"\x01" + _INT.pack(len(elements)) + b"".join(
+            _INT.pack(len(item)) + item for item in elements), log_timestamp)
+
+    def joined(self, key: Any, timestamp: int, left: bool, log_timestamp: int) -> None:
+        """The records of `key` at `timestamp` on one side have joined: they are no longer held."""
+        key_bytes = self._key(key, timestamp, left)
+        if self._bytes.get(key_bytes) is not None:
+            self._log(key_bytes, None, log_timestamp)
+
+    def held(self) -> Iterator[tuple[bytes, int, bool, Any, list[Any]]]:
+        """Every held key, earliest time first: (key bytes, timestamp, left side?, key, values)."""
+        for key_bytes, raw in list(self._bytes.items()):
+            left = key_bytes[8] == 1
+            serde = self.value_serde if left else self.other_value_serde
+            yield (key_bytes, _TIMESTAMP.unpack_from(key_bytes)[0], left, self.key_serde.deserialize(key_bytes[9:]),
+                   [serde.deserialize(element[1:]) for element in _list_elements(raw)])
+
+    def remove(self, key_bytes: bytes, log_timestamp: int) -> None:
+        self._log(key_bytes, None, log_timestamp)
+
+    def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        if value is None:
+            self._bytes.delete(key)
+        else:
+            self._bytes.put(key, value)
+
+
+def _list_elements(raw: bytes) -> list[bytes]:
+    count = _INT.unpack_from(raw, 1)[0]
+    position, elements = 5, []
+    for _ in range(count):
+        length = _INT.unpack_from(raw, position)[0]
+        elements.append(raw[position + 4:position + 4 + length])
+        position += 4 + length
+    return elements
 #: The buffer changelog's record header: the version of its value format (Kafka's "v", 3).
 _BUFFER_CHANGELOG_HEADERS = [("v", b"\x03")]
 #: In the buffer's value format, a length of -1 is a null value and -2 an old value equal to the prior one.

@@ -16,8 +16,8 @@ from kfk.client import ConsumerRecord, FutureRecordMetadata, Producer
 from kfk.common.structs import TopicPartition
 from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMetadata, TaskId
 from kfk.streams.serdes import Serde
-from kfk.streams.state import (ChangelogWriter, Checkpoint, KeyValueStore, SessionStore, SuppressionBuffer,
-                               WindowStore)
+from kfk.streams.state import (ChangelogWriter, Checkpoint, KeyValueStore, OuterJoinStore, SessionStore,
+                               SuppressionBuffer, WindowStore)
 from kfk.streams.windows import SessionWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, Node, NodeKind, SubTopology, Topology
 
@@ -83,6 +83,9 @@ class StreamTask:
             store_keys, store_values = builder.key_serde or key_serde, builder.value_serde or value_serde
             if builder.suppression:
                 store: Any = SuppressionBuffer(store_name, store_keys, store_values, changelog)
+            elif builder.outer_join:
+                store = OuterJoinStore(store_name, store_keys, store_values, builder.other_value_serde or value_serde,
+                                       path, changelog)
             elif isinstance(builder.windows, SessionWindows):
                 store = SessionStore(store_name, store_keys, store_values, path, changelog,
                                      builder.windows.retention_ms())

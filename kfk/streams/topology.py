@@ -56,6 +56,10 @@ class StoreBuilder:
     windows: TimeWindows | JoinWindows | SessionWindows | None = None
     #: Set for suppression's buffer (kfk.streams.state.SuppressionBuffer), always in memory.
     suppression: bool = False
+    #: Set for a left/outer KStream-KStream join's shared store (kfk.streams.state.OuterJoinStore): the serde of
+    #: the right side's values (value_serde is the left side's).
+    outer_join: bool = False
+    other_value_serde: Serde | None = None
 
 
 @dataclass
@@ -236,7 +240,9 @@ class _DescribedNode:
         if node.kind is NodeKind.SINK:
             target = f"topic: {node.topic}" if node.topic is not None else f"extractor class: {node.extractor}"
             return f"Sink: {self.name} ({target})\n      <-- {self.predecessors}"
-        return (f"Processor: {self.name} (stores: [{', '.join(node.stores)}])\n      --> {self.successors}\n"
+        # Kafka keeps a processor's store names in a HashSet: printed in its iteration order
+        stores = ", ".join(_java_hash_map_order(node.stores))
+        return (f"Processor: {self.name} (stores: [{stores}])\n      --> {self.successors}\n"
                 f"      <-- {self.predecessors}")
 
 

@@ -114,7 +114,14 @@ def stream_joins(input_topic: str, output: str) -> Topology:
     clicks = builder.stream(input_topic + "-clicks")
     lines.join(clicks, lambda line, click: f"{line}&{click}",
                JoinWindows.of_time_difference_and_grace(3, 2)).to(output)
+    lines.left_join(clicks, _java_concat_amp, JoinWindows.of_time_difference_and_grace(3, 2)).to(output + "-totals")
+    lines.outer_join(clicks, _java_concat_amp, JoinWindows.of_time_difference_and_grace(2, 1)).to(output + "-outer")
     return builder.build()
+
+
+def _java_concat_amp(left: object, right: object) -> str:
+    """Java's `left + "&" + right` on strings: a null is written "null"."""
+    return f"{'null' if left is None else left}&{'null' if right is None else right}"
 
 
 def split_unnamed(input_topic: str, output: str) -> Topology:

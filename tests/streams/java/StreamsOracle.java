@@ -135,6 +135,12 @@ public final class StreamsOracle {
                 lines.join(clicks, (line, click) -> line + "&" + click,
                            JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(3), Duration.ofMillis(2)))
                     .to(output);
+                lines.leftJoin(clicks, (line, click) -> line + "&" + click,
+                               JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(3), Duration.ofMillis(2)))
+                    .to(output + "-totals");
+                lines.outerJoin(clicks, (line, click) -> line + "&" + click,
+                                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(2), Duration.ofMillis(1)))
+                    .to(output + "-outer");
                 break;
             }
             case "split-unnamed": {
@@ -188,6 +194,9 @@ public final class StreamsOracle {
         config.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         config.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         config.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        // left/outer stream-stream joins emit their unjoined records on every record, as kfk.streams does (not at
+        // most once a second by wall clock)
+        config.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
         config.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         KafkaStreams streams = new KafkaStreams(topology(name, input, output), config);
         streams.start();
