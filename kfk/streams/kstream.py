@@ -421,7 +421,7 @@ class KTable:
     """A changelog stream: every update of a key replaces its value; None (a tombstone) deletes it."""
 
     def __init__(self, builder: StreamsBuilder, name: str, key_serde: Serde | None, value_serde: Serde | None,
-                 store_name: str | None, windows: TimeWindows | None = None) -> None:
+                 store_name: str | None, windows: TimeWindows | SessionWindows | None = None) -> None:
         self.builder = builder
         self.name = name
         self.key_serde = key_serde
@@ -441,21 +441,22 @@ class KTable:
 
     def suppress(self, suppressed: Suppressed) -> KTable:
         """Hold updates back (Kafka's suppress()): with Suppressed.until_window_closes, each window of a windowed
-        table is emitted once, with its final value, when stream time passes its end plus the windows' grace."""
+        table is emitted once, with its final value, when stream time passes its end plus the windows' grace (a
+        session's end plus the inactivity gap and the grace)."""
         if self.windows is None:
             raise ValueError("suppress(until_window_closes) needs a windowed KTable (from windowed_by(...) "
                              "and an aggregation)")
-        if not isinstance(self.windows, TimeWindows):
-            raise NotImplementedError("kfk.streams suppresses only time-windowed tables (not session windows)")
+        sessions = isinstance(self.windows, SessionWindows)
         builder = self.builder
         name = suppressed.name if suppressed.name is not None else builder.new_processor_name("KTABLE-SUPPRESS-")
         store = f"{suppressed.name}-store" if suppressed.name is not None else builder.new_store_name(
             "KTABLE-SUPPRESS-")
-        grace_ms = self.windows.grace_ms
+        grace_ms = self.windows.grace_ms + (self.windows.gap_ms if sessions else 0)
         topology = builder.topology
         topology.add_processor(name, lambda: p.WindowedTableSuppress(store, grace_ms), self.name)
         topology.add_state_store(StoreBuilder(store, self.key_serde, self.value_serde, persistent=False,
-                                              logging=suppressed.buffer_config.logging, suppression=True), name)
+                                              logging=suppressed.buffer_config.logging,
+                                              suppression="sessions" if sessions else "windows"), name)
         return KTable(builder, name, self.key_serde, self.value_serde, None, self.windows)
 
     def filter(self, predicate: Callable[[Any, Any], bool], named: str | None = None) -> KTable:

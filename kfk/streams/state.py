@@ -394,20 +394,24 @@ def _read_sized(view: memoryview, position: int) -> tuple[bytes | None, int]:
 class SuppressionBuffer:
     """suppress()'s buffer (Kafka's in-memory time-ordered change buffer): the latest update of each windowed key,
     ordered by buffer time (the window's end), until the window closes. It lives in memory and is rebuilt from its
-    changelog on every start; the changelog holds Kafka's bytes (key: the record key and the window start; value:
-    see _Buffered.serialize; a tombstone once the window is emitted), so a Java and a Python application restore
-    each other's buffers. A later update of a key keeps its place in the order (Kafka's non-resetting put)."""
+    changelog on every start; the changelog holds Kafka's bytes (key: the record key and the window start, or for
+    ``sessions`` the session's end and start; value: see _Buffered.serialize; a tombstone once the window is
+    emitted), so a Java and a Python application restore each other's buffers. A later update of a key keeps its
+    place in the order (Kafka's non-resetting put)."""
 
     persistent = False
 
-    def __init__(self, name: str, key_serde: Serde, value_serde: Serde, changelog: ChangelogWriter | None) -> None:
-        self.name, self.key_serde, self.value_serde = name, key_serde, value_serde
+    def __init__(self, name: str, key_serde: Serde, value_serde: Serde, changelog: ChangelogWriter | None,
+                 sessions: bool = False) -> None:
+        self.name, self.key_serde, self.value_serde, self.sessions = name, key_serde, value_serde, sessions
         self._changelog = changelog
         self._entries: dict[bytes, _Buffered] = {}
         #: The earliest buffer time held (or None), so that most records check the buffer in constant time.
         self._min_time: int | None = None
 
     def _key_bytes(self, key: Windowed) -> bytes:
+        if self.sessions:
+            return self.key_serde.serialize(key.key) + _SESSION_SUFFIX.pack(key.window.end, key.window.start)
         return self.key_serde.serialize(key.key) + _TIMESTAMP.pack(key.window.start)
 
     def put(self, time: int, key: Windowed, new: Any, old: Any, timestamp: int, metadata: RecordMetadata,
@@ -433,12 +437,12 @@ class SuppressionBuffer:
             return
         due = sorted((buffered.time, key_bytes) for key_bytes, buffered in self._entries.items()
                      if buffered.time <= time)
-        size = _TIMESTAMP.size
+        size = _SESSION_SUFFIX.size if self.sessions else _TIMESTAMP.size
         for _, key_bytes in due:
             buffered = self._entries.pop(key_bytes)
             if self._changelog is not None:
                 self._changelog(key_bytes, None, timestamp)
-            start = _TIMESTAMP.unpack_from(key_bytes, len(key_bytes) - size)[0]
+            start = _TIMESTAMP.unpack_from(key_bytes, len(key_bytes) - 8)[0]  # (a session key: its end, its start)
             key = Windowed(self.key_serde.deserialize(key_bytes[:-size]), Window(start, buffered.time))
             yield (key, None if buffered.new is None else self.value_serde.deserialize(buffered.new),
                    None if buffered.old is None else self.value_serde.deserialize(buffered.old), buffered)

@@ -82,7 +82,8 @@ class StreamTask:
             path = self.directory / "rocksdb" / store_name if builder.persistent and not in_memory else None
             store_keys, store_values = builder.key_serde or key_serde, builder.value_serde or value_serde
             if builder.suppression:
-                store: Any = SuppressionBuffer(store_name, store_keys, store_values, changelog)
+                store: Any = SuppressionBuffer(store_name, store_keys, store_values, changelog,
+                                               sessions=builder.suppression == "sessions")
             elif builder.outer_join:
                 store = OuterJoinStore(store_name, store_keys, store_values, builder.other_value_serde or value_serde,
                                        path, changelog)

@@ -54,8 +54,9 @@ class StoreBuilder:
     persistent: bool = True
     #: Set for a window store (its changelog is compacted and deleted after the windows' retention).
     windows: TimeWindows | JoinWindows | SessionWindows | None = None
-    #: Set for suppression's buffer (kfk.streams.state.SuppressionBuffer), always in memory.
-    suppression: bool = False
+    #: Set for suppression's buffer (kfk.streams.state.SuppressionBuffer), always in memory: "windows" or
+    #: "sessions", the kind of windowed keys it holds.
+    suppression: str | None = None
     #: Set for a left/outer KStream-KStream join's shared store (kfk.streams.state.OuterJoinStore): the serde of
     #: the right side's values (value_serde is the left side's).
     outer_join: bool = False

@@ -107,12 +107,18 @@ public final class StreamsOracle {
                     .toStream()
                     .map((windowed, joined) -> KeyValue.pair(windowed.key() + "@" + windowed.window().start(), joined))
                     .to(output + "-outer", Produced.with(Serdes.String(), Serdes.String()));
-                lines.groupByKey()
+                KTable<Windowed<String>, Long> sessions = lines.groupByKey()
                     .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(3), Duration.ofMillis(2)))
-                    .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("sessions"))
-                    .toStream()
+                    .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("sessions")
+                           .withKeySerde(Serdes.String()));
+                sessions.toStream()
                     .map((windowed, count) -> KeyValue.pair(
                         windowed.key() + "#" + windowed.window().start() + "-" + windowed.window().end(), count))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
+                sessions.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "$" + windowed.window().start() + "-" + windowed.window().end(), count))
                     .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
                 break;
             }
