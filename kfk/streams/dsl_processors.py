@@ -175,14 +175,17 @@ class StreamTableJoin(Processor):
     processed); an inner join drops the record when the key is absent, a left join joins it with None. Records
     without a value are dropped; a left join keeps records without a key (KIP-962), an inner join drops them."""
 
-    def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], left: bool) -> None:
-        self.store_name, self.joiner, self.left = store_name, joiner, left
+    def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], left: bool,
+                 key_selector: Callable[[Any, Any], Any] | None = None) -> None:
+        """``key_selector``: a KStream-GlobalKTable join's, the table key of each record (else the record key)."""
+        self.store_name, self.joiner, self.left, self.key_selector = store_name, joiner, left, key_selector
 
     def process(self, record: Record) -> None:
-        if record.value is None or (record.key is None and not self.left):
+        key = record.key if self.key_selector is None else self.key_selector(record.key, record.value)
+        if record.value is None or (key is None and not self.left):
             log.warning("Skipping record due to null join key or value. topic=%s", self.context.record_metadata())
             return
-        table_value = None if record.key is None else self.context.get_state_store(self.store_name).get(record.key)
+        table_value = None if key is None else self.context.get_state_store(self.store_name).get(key)
         if table_value is None and not self.left:
             return
         self.context.forward(record.with_value(self.joiner(record.value, table_value)))

@@ -25,7 +25,7 @@ from kfk.streams.suppressed import Suppressed
 from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
 from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows
 
-__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream",
+__all__ = ["StreamsBuilder", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream",
            "BranchedKStream", "Branched"]
 
 _GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
@@ -76,8 +76,27 @@ class StreamsBuilder:
         self.topology.add_state_store(StoreBuilder(store, key_serde, value_serde), name)
         return KTable(self, name, key_serde, value_serde, store)
 
+    def global_table(self, topic: str, *, key_serde: Serde | None = None, value_serde: Serde | None = None,
+                     materialized: str | None = None) -> GlobalKTable:
+        """The topic as a table every instance holds in full (all partitions), in a store named ``materialized``
+        (else ``<topic>-STATE-STORE-<index>``), fed by a global consumer; joined from any stream with a key
+        selector, without co-partitioning."""
+        store = materialized if materialized is not None else self.new_store_name(f"{topic}-")
+        source = self.new_processor_name("KSTREAM-SOURCE-")
+        name = self.new_processor_name("KTABLE-SOURCE-")
+        self.topology.add_global_store(StoreBuilder(store, key_serde, value_serde), source, topic, name,
+                                       lambda: p.TableSource(store), key_serde=key_serde, value_serde=value_serde)
+        return GlobalKTable(store)
+
     def build(self) -> Topology:
         return self.topology
+
+
+@dataclass(frozen=True)
+class GlobalKTable:
+    """What global_table() returns: the name of the store every instance holds."""
+
+    store_name: str
 
 
 class KStream:
@@ -140,6 +159,8 @@ class KStream:
         records of one key at most the windows' time difference apart."""
         if isinstance(other, KStream):
             return self._join_stream(other, joiner, windows, named, left_outer=False, right_outer=False)
+        if isinstance(other, GlobalKTable):  # join(global_table, key_selector, joiner), as Kafka's
+            return self._join_global(other, joiner, windows, named, left=False)
         return self._join_table(other, joiner, named, left=False)
 
     def left_join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any],
@@ -149,7 +170,19 @@ class KStream:
         other's joined, as ``joiner(value, None)``, once its window has closed."""
         if isinstance(other, KStream):
             return self._join_stream(other, joiner, windows, named, left_outer=True, right_outer=False)
+        if isinstance(other, GlobalKTable):  # left_join(global_table, key_selector, joiner), as Kafka's
+            return self._join_global(other, joiner, windows, named, left=True)
         return self._join_table(other, joiner, named, left=True)
+
+    def _join_global(self, table: GlobalKTable, key_selector: Callable[[Any, Any], Any], joiner: Any,
+                     named: str | None, left: bool) -> KStream:
+        """KStream-GlobalKTable join: each record looks up ``key_selector(key, value)`` in the global store and
+        keeps its own key; the stream needs no repartition and no co-partitioning."""
+        name = self.builder._name(named, "KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-")
+        store = table.store_name
+        self.builder.topology.add_processor(
+            name, lambda: p.StreamTableJoin(store, joiner, left, key_selector=key_selector), self.name)
+        return KStream(self.builder, name, self.key_serde, None, self.repartition_required)
 
     def outer_join(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
                    named: str | None = None) -> KStream:

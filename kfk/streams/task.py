@@ -39,6 +39,8 @@ class _NodeContext(ProcessorContext):
             self.task.deliver(child, record)
 
     def get_state_store(self, name: str) -> KeyValueStore:
+        if name in self.task.global_stores:
+            return self.task.global_stores[name]
         if name not in self.node.stores:
             raise ValueError(f"Processor {self.node.name} has no access to StateStore {name} as the store is not "
                              "connected to the processor.")
@@ -51,9 +53,12 @@ class _NodeContext(ProcessorContext):
 class StreamTask:
     def __init__(self, task_id: TaskId, subtopology: SubTopology, topology: Topology, *, application_id: str,
                  producer: Producer, key_serde: Serde, value_serde: Serde, state_dir: Path,
-                 internal_topic: Callable[[str], str], in_memory: bool = False) -> None:
-        """``in_memory``: keep every store in memory (the TopologyTestDriver's), whatever the topology asks."""
+                 internal_topic: Callable[[str], str], in_memory: bool = False,
+                 global_stores: dict[str, KeyValueStore] | None = None) -> None:
+        """``in_memory``: keep every store in memory (the TopologyTestDriver's), whatever the topology asks;
+        ``global_stores``: the instance's global stores, which any processor may read."""
         self.id = task_id
+        self.global_stores = global_stores or {}
         self.application_id = application_id
         self.topology = topology
         self.producer = producer

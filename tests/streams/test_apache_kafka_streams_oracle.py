@@ -47,6 +47,10 @@ def _expected_joins() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     return dict(inner), dict(left)
 
 
+#: The global table (<input>-words) of the joins: a line's first word -> its meaning ("" has none).
+WORDS = [("the", "article"), ("jumps", "leaps"), ("to", "toward"), ("ab", "abbreviation"), ("x", "unknown")]
+
+
 #: The table-table joins' right table (<input>-scores); key3 has no profile, key2 no score.
 SCORES = [("key1", "s1", 503), ("key3", "s3", 504), ("key1", "s1b", 1007), ("key0", "s0", 1008)]
 
@@ -226,6 +230,8 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                      [timestamp for _, _, timestamp in WINDOWED_INPUT])
     else:
         create_input(bootstrap, input_topic, 2, INPUT)
+    if name == "joins":
+        create_input(bootstrap, input_topic + "-words", 2, WORDS)
     if name in ("joins", "table-joins"):
         create_input(bootstrap, input_topic + "-profiles", 2, [(key, value) for key, value, _ in PROFILES],
                      [timestamp for _, _, timestamp in PROFILES])
@@ -277,6 +283,15 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                 for key, values in _by_key(python_records, True).items()} == inner
         assert {key.decode(): [value.decode() for value, _ in values]
                 for key, values in _by_key(read_to_end(bootstrap, python_output + "-totals"), True).items()} == left
+        # the global table join: every line, joined by its first word with the whole table (all partitions)
+        meanings = dict(WORDS)
+        expected_global: dict[str, list[str]] = defaultdict(list)
+        for key, line in INPUT:
+            expected_global[key].append(f"{line}={meanings.get(line.split(' ')[0], 'null')}")
+        python_global = _by_key(read_to_end(bootstrap, python_output + "-outer"), True)
+        assert {key.decode(): [value.decode() for value, _ in values]
+                for key, values in python_global.items()} == expected_global
+        assert python_global == _by_key(read_to_end(bootstrap, java_output + "-outer"), True)
     if name == "stream-joins":
         assert {key.decode(): [(value.decode(), timestamp) for value, timestamp in values]
                 for key, values in _by_key(python_records, True).items()} == _expected_stream_joins()

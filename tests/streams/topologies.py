@@ -91,6 +91,10 @@ def joins(input_topic: str, output: str) -> Topology:
     # Java's string concatenation writes a null as "null"
     lines.left_join(profiles, lambda line, profile: f"{line}/{'null' if profile is None else profile}").to(
         output + "-totals")
+    # a global table of the first words' meanings, joined by each line's first word
+    words = builder.global_table(input_topic + "-words")
+    lines.left_join(words, lambda key, line: line.split(" ")[0],
+                    lambda line, meaning: f"{line}={'null' if meaning is None else meaning}").to(output + "-outer")
     return builder.build()
 
 

@@ -17,6 +17,7 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
@@ -126,6 +127,10 @@ public final class StreamsOracle {
                 KTable<String, String> profiles = builder.table(input + "-profiles");
                 lines.join(profiles, (line, profile) -> line + "/" + profile).to(output);
                 lines.leftJoin(profiles, (line, profile) -> line + "/" + profile).to(output + "-totals");
+                // a global table of the first words' meanings, joined by each line's first word
+                GlobalKTable<String, String> words = builder.globalTable(input + "-words");
+                lines.leftJoin(words, (key, line) -> line.split(" ")[0], (line, meaning) -> line + "=" + meaning)
+                    .to(output + "-outer");
                 break;
             }
             case "table-joins": {
