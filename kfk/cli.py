@@ -33,6 +33,7 @@ from kfk.commands import (
     server,
     spark,
     storage,
+    streams,
     topics,
     transactions,
     ui,
@@ -104,6 +105,7 @@ app.add_typer(metadata.app, name="metadata")
 app.add_typer(ui.app)
 app.add_typer(schema_registry.app, name="schema-registry")
 app.add_typer(connect.app, name="connect")
+app.add_typer(streams.app, name="streams")
 
 
 def _print_version(value: bool) -> None:

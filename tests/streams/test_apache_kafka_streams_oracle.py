@@ -9,7 +9,9 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from typer.testing import CliRunner
 
+from kfk.cli import app
 from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic
 from kfk.streams import KafkaStreams, State
 from kfk.testing.apache_kafka import run_java
@@ -363,3 +365,19 @@ def test_kafka_streams_reset_tool_resets_a_kfk_streams_application(streams_broke
     for word, total in Counter(words).items():
         once = [int(n).to_bytes(8, "big") for n in range(1, total + 1)]
         assert [value for value, _ in counts[word.encode()]] == once + once, word
+    # kfk streams reset does the same, with the same lines (a dry run first changes nothing)
+    arguments = ["streams", "reset", "--bootstrap-server", bootstrap, "--application-id", application_id,
+                 "--input-topics", input_topic]
+    dry = CliRunner().invoke(app, [*arguments, "--dry-run"], catch_exceptions=False)
+    assert dry.exit_code == 0 and dry.output.splitlines()[1:] == lines, dry.output
+    result = CliRunner().invoke(app, arguments, catch_exceptions=False)
+    assert result.exit_code == 0 and result.output.splitlines() == lines, result.output
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert not [name for name in admin.list_topics() if name.startswith(application_id)]
+    shutil.rmtree(tmp_path / "state")
+    _run_python("wordcount", bootstrap, application_id, input_topic, output, str(tmp_path / "state"),
+                3 * len(words))
+    counts = _by_key(read_to_end(bootstrap, output), ordered=True)
+    for word, total in Counter(words).items():
+        assert [value for value, _ in counts[word.encode()]] == [int(n).to_bytes(8, "big")
+                                                                 for n in range(1, total + 1)] * 3, word
