@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kfk.streams import (BufferConfig, Processor, Record, Serdes, SessionWindows, StoreBuilder, StreamsBuilder,
+from kfk.streams import (BufferConfig, JoinWindows, Processor, Record, Serdes, SessionWindows, StoreBuilder, StreamsBuilder,
                          Suppressed, TimeWindows, Topology)
 from kfk.streams.test_driver import TopologyTestDriver
 
@@ -106,6 +106,24 @@ def test_session_reduce_merges_the_sessions_a_record_bridges() -> None:
         assert driver.read_output("out") == [
             ("k@10-10", "a", 10), ("k@20-20", "b", 20), ("k@10-10", None, 10), ("k@20-20", None, 20),
             ("k@10-20", "abc", 20), ("k@40-40", "d", 40), ("k@10-20", None, 20), ("k@10-20", "abce", 20)]
+
+
+def test_stream_left_join_emits_the_unjoined_after_the_window_and_global_join_looks_up_any_key() -> None:
+    builder = StreamsBuilder()
+    left, right = builder.stream("left"), builder.stream("right")
+    left.left_join(right, lambda a, b: f"{a}+{b}", JoinWindows.of_time_difference_and_grace(5, 0)).to("joined")
+    countries = builder.global_table("countries")
+    left.join(countries, lambda key, value: value.split("@")[1], lambda value, country: f"{value} in {country}").to(
+        "located")
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        driver.pipe_input("countries", "fr", "France", 0)
+        driver.pipe_input("left", "k", "a@fr", 10)
+        driver.pipe_input("right", "k", "b", 12)  # joins a (2 ms apart)
+        driver.pipe_input("left", "k", "c@fr", 30)  # nothing to join yet: held until 30 + 5
+        driver.pipe_input("left", "j", "d@de", 40)  # stream time 40: c's window has closed
+        assert driver.read_output("joined") == [("k", "a@fr+b", 12), ("k", "c@fr+None", 30)]
+        # the global table is keyed by country: any record finds any key (no co-partitioning); "de" has none
+        assert driver.read_output("located") == [("k", "a@fr in France", 10), ("k", "c@fr in France", 30)]
 
 
 def test_processor_api_with_a_state_store() -> None:
