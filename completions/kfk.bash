@@ -3,7 +3,7 @@
 _kfk() {
     local current="${COMP_WORDS[COMP_CWORD]}" previous="${COMP_WORDS[COMP_CWORD-1]}"
     local path="kfk" word index words files
-    local groups=" [kfk] [kfk cluster] [kfk connect] [kfk features] [kfk metadata] [kfk metadata-quorum] [kfk perf-test] [kfk schema-registry] [kfk server] [kfk storage] [kfk topics] [kfk transactions] [kfk zookeeper] "
+    local groups=" [kfk] [kfk cluster] [kfk connect] [kfk features] [kfk metadata] [kfk metadata-quorum] [kfk perf-test] [kfk schema-registry] [kfk server] [kfk storage] [kfk streams] [kfk topics] [kfk transactions] [kfk zookeeper] "
     for ((index = 1; index < COMP_CWORD; index++)); do
         word="${COMP_WORDS[index]}"
         if [[ "$groups" == *" [$path]"* && "$word" != -* ]]; then
@@ -50,6 +50,8 @@ _kfk() {
                 "kfk storage") path="kfk storage" ;;
                 "kfk storage format") path="kfk storage format" ;;
                 "kfk storage random-uuid") path="kfk storage random-uuid" ;;
+                "kfk streams") path="kfk streams" ;;
+                "kfk streams reset") path="kfk streams reset" ;;
                 "kfk topics") path="kfk topics" ;;
                 "kfk topics alter") path="kfk topics alter" ;;
                 "kfk topics create") path="kfk topics create" ;;
@@ -69,7 +71,7 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="acls cluster configs connect console-consume console-produce consumer-groups delegation-tokens dump-log features leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server share-groups spark-export storage topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="acls cluster configs connect console-consume console-produce consumer-groups delegation-tokens dump-log features leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server share-groups spark-export storage streams topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk acls") words="--add --allow-host --allow-principal --bootstrap-server --cluster --command-config --consumer --debug --delegation-token --deny-host --deny-principal --force --group --help --idempotent --list --operation --principal --producer --remove --resource-pattern-type --topic --transactional-id --user-principal"; files="--command-config" ;;
         "kfk cluster") words="cluster-id describe unregister --help"; files="" ;;
         "kfk cluster cluster-id") words="--bootstrap-server --command-config --config --debug --help -c"; files="--command-config --config -c" ;;
@@ -112,6 +114,8 @@ _kfk() {
         "kfk storage") words="format random-uuid --help"; files="" ;;
         "kfk storage format") words="--add-scram --cluster-id --config --feature --help --ignore-formatted --initial-controllers --no-initial-controllers --override --release-version --standalone -I -N -S -c -f -g -r -s -t"; files="" ;;
         "kfk storage random-uuid") words="--help"; files="" ;;
+        "kfk streams") words="reset --help"; files="" ;;
+        "kfk streams reset") words="--application-id --bootstrap-server --command-config --config-file --debug --dry-run --help --input-topics --intermediate-topics --internal-topics --shift-by --to-earliest --to-latest --to-offset"; files="--command-config --config-file" ;;
         "kfk topics") words="alter create delete describe list --alter --at-min-isr-partitions --bootstrap-server --command-config --config --create --debug --delete --describe --exclude-internal --help --if-exists --if-not-exists --json --list --partitions --pretty --replication-factor --topic --topics-with-overrides --unavailable-partitions --under-min-isr-partitions --under-replicated-partitions"; files="--command-config" ;;
         "kfk topics alter") words="--bootstrap-server --command-config --debug --help --if-exists --partitions --topic"; files="--command-config" ;;
         "kfk topics create") words="--bootstrap-server --command-config --config --debug --help --if-not-exists --partitions --replication-factor --topic"; files="--command-config" ;;

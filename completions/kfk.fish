@@ -88,6 +88,10 @@ function __kfk_path
                 set path kfk storage format
             case 'kfk storage random-uuid'
                 set path kfk storage random-uuid
+            case 'kfk streams'
+                set path kfk streams
+            case 'kfk streams reset'
+                set path kfk streams reset
             case 'kfk topics'
                 set path kfk topics
             case 'kfk topics alter'
@@ -143,6 +147,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk'" -a server -d 'Run or stop a kfk b
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a share-groups -d 'Share groups (KIP-932): kafka-share-groups.sh\'s --list and --describe.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a spark-export -d 'Export topics to files through Spark (PySpark and kfk\'s pure-Python Kafka source), exactly once.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a storage -d 'Format log directories.'
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a streams -d 'Tools for Kafka Streams applications (kafka-streams-application-reset.sh).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a topics -d 'Create, list, describe, change and delete topics (kafka-topics.sh): `kfk topics describe --topic t` or, as Kafka spells it, `kfk topics --describe --topic t`.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a transactions -d 'List, describe and repair transactions (kafka-transactions.sh).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a ui -d 'Serve a web console for the cluster (open the printed address in a browser).'
@@ -561,6 +566,22 @@ complete -c kfk -n "test (__kfk_path) = 'kfk storage format'" -l add-scram -r -d
 complete -c kfk -n "test (__kfk_path) = 'kfk storage format'" -s S -r -d 'A SCRAM credential the controller writes into the metadata when the cluster first starts (repeatable): \'SCRAM-SHA-256=[name=alice,password=alice-secret]\' or \'SCRAM-SHA-512=[name=alice,iterations=8192,salt="N3E=",saltedpassword="YCE="]\'.'
 complete -c kfk -n "test (__kfk_path) = 'kfk storage format'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk storage random-uuid'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams'" -a reset -d 'Reset a Streams application: rewind its input offsets and delete its internal topics.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l application-id -r -d 'The Kafka Streams application ID (application.id).'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l input-topics -r -d 'Comma-separated list of user input topics: their offsets go back to the earliest offset (or where --to-latest, --to-offset or --shift-by say).'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l intermediate-topics -r -d 'Comma-separated list of intermediate user topics (input and output of the application): their offsets go to the end.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l internal-topics -r -d 'Comma-separated list of internal topics to delete: a subset of the ones the default deletes (a --dry-run without this option lists them).'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l to-earliest -d 'Reset offsets to earliest offset.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l to-latest -d 'Reset offsets to latest offset.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l to-offset -r -d 'Reset offsets to a specific offset.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l shift-by -r -d 'Reset offsets shifting current offset by \'n\', where \'n\' can be positive or negative.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l dry-run -d 'Display the actions that would be performed without executing the reset commands.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l bootstrap-server -r -d 'host:port of a broker to connect to (several separated by commas).'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l config-file -r -F -d 'Property file containing configs to be passed to admin clients and embedded consumer.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l command-config -r -F -d 'Property file containing configs to be passed to admin clients and embedded consumer.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l debug -d 'Show the full traceback on errors.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk topics'" -a alter -d 'Add partitions to topics (configs are changed with `kfk configs --alter`).'
 complete -c kfk -n "test (__kfk_path) = 'kfk topics'" -a create -d 'Create a topic.'
 complete -c kfk -n "test (__kfk_path) = 'kfk topics'" -a delete -d 'Delete the topics --topic matches.'

@@ -35,6 +35,7 @@ from kfk.commands import (
     share_groups,
     spark,
     storage,
+    streams,
     topics,
     transactions,
     ui,
@@ -108,6 +109,7 @@ app.add_typer(metadata.app, name="metadata")
 app.add_typer(ui.app)
 app.add_typer(schema_registry.app, name="schema-registry")
 app.add_typer(connect.app, name="connect")
+app.add_typer(streams.app, name="streams")
 
 
 def _print_version(value: bool) -> None:

@@ -10,14 +10,15 @@
 
 from kfk.streams.config import StreamsConfig
 from kfk.streams.kafka_streams import KafkaStreams, MissingSourceTopicException, State
-from kfk.streams.kstream import Branched, BranchedKStream, KGroupedStream, KStream, KTable, StreamsBuilder
+from kfk.streams.kstream import Branched, BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, StreamsBuilder
 from kfk.streams.processor import Change, Processor, ProcessorContext, Record, TaskId
 from kfk.streams.serdes import Serde, Serdes
+from kfk.streams.suppressed import BufferConfig, Suppressed
 from kfk.streams.topology import StoreBuilder, Topology, TopologyException
-from kfk.streams.windows import JoinWindows, TimeWindows, Window, Windowed
+from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows, Window, Windowed
 
 __all__ = [
-    "Branched", "BranchedKStream", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
-    "ProcessorContext", "Record", "Serde", "Serdes", "StoreBuilder", "StreamsBuilder", "StreamsConfig", "TaskId",
+    "Branched", "BranchedKStream", "GlobalKTable", "BufferConfig", "Suppressed", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
+    "ProcessorContext", "Record", "Serde", "Serdes", "StoreBuilder", "StreamsBuilder", "StreamsConfig", "TaskId", "SessionWindows",
     "TimeWindows", "Topology", "TopologyException", "Window", "Windowed",
 ]

@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kfk.streams.processor import Change, Processor, Record
-from kfk.streams.windows import TimeWindows, Windowed
+from kfk.streams.processor import Change, Processor, ProcessorContext, Record
+from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows, Window, Windowed
 
 log = logging.getLogger("kfk.streams")
 
@@ -175,14 +175,17 @@ class StreamTableJoin(Processor):
     processed); an inner join drops the record when the key is absent, a left join joins it with None. Records
     without a value are dropped; a left join keeps records without a key (KIP-962), an inner join drops them."""
 
-    def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], left: bool) -> None:
-        self.store_name, self.joiner, self.left = store_name, joiner, left
+    def __init__(self, store_name: str, joiner: Callable[[Any, Any], Any], left: bool,
+                 key_selector: Callable[[Any, Any], Any] | None = None) -> None:
+        """``key_selector``: a KStream-GlobalKTable join's, the table key of each record (else the record key)."""
+        self.store_name, self.joiner, self.left, self.key_selector = store_name, joiner, left, key_selector
 
     def process(self, record: Record) -> None:
-        if record.value is None or (record.key is None and not self.left):
+        key = record.key if self.key_selector is None else self.key_selector(record.key, record.value)
+        if record.value is None or (key is None and not self.left):
             log.warning("Skipping record due to null join key or value. topic=%s", self.context.record_metadata())
             return
-        table_value = None if record.key is None else self.context.get_state_store(self.store_name).get(record.key)
+        table_value = None if key is None else self.context.get_state_store(self.store_name).get(key)
         if table_value is None and not self.left:
             return
         self.context.forward(record.with_value(self.joiner(record.value, table_value)))
@@ -280,17 +283,19 @@ class WindowAggregate(Processor):
                 log.warning("Skipping record for expired window. window=[%d,%d) expiration=%d", window.start,
                             window.end, close_time)
                 continue
-            old = store.fetch(record.key, window.start)
-            if old is None:
+            stored = store.fetch(record.key, window.start)
+            if stored is None:
+                # the old value a new window's first update carries is the initial aggregate (as Kafka's: a
+                # suppress() buffer logs it as the window's prior value)
                 timestamp = record.timestamp
-                new = (self.aggregator(record.key, record.value, self.initializer()) if self.initializer is not None
+                old = self.initializer() if self.initializer is not None else None
+                new = (self.aggregator(record.key, record.value, old) if self.initializer is not None
                        else record.value)
             else:
-                timestamp = max(record.timestamp, old[1])
-                new = self.aggregator(record.key, record.value, old[0])
+                old, timestamp = stored[0], max(record.timestamp, stored[1])
+                new = self.aggregator(record.key, record.value, old)
             store.put_window(record.key, window.start, new, timestamp)
-            self.context.forward(Record(Windowed(record.key, window), Change(new, None if old is None else old[0]),
-                                        timestamp, record.headers))
+            self.context.forward(Record(Windowed(record.key, window), Change(new, old), timestamp, record.headers))
 
 
 class JoinWindowed(Processor):
@@ -308,22 +313,152 @@ class JoinWindowed(Processor):
             self.context.get_state_store(self.store_name).put_record(record.key, record.value, record.timestamp)
 
 
-class StreamStreamJoin(Processor):
-    """A KStream-KStream inner join's side: each record joins the other side's records of its key from
-    `before_ms` earlier to `after_ms` later, oldest first, each result timestamped with the later record's time."""
+class JoinTimes:
+    """What the two sides of a left/outer KStream-KStream join share in a task (Kafka's TimeTracker): the stream
+    time of both inputs, and a lower bound of the times of the records held in the outer join store."""
 
-    def __init__(self, other_store: str, joiner: Callable[[Any, Any], Any], before_ms: int, after_ms: int,
-                 this_is_left: bool) -> None:
-        self.other_store, self.before_ms, self.after_ms = other_store, before_ms, after_ms
+    def __init__(self) -> None:
+        self.stream_time = -1
+        self.min_time = _MAX_TIME
+
+
+_MAX_TIME = 0x7FFFFFFFFFFFFFFF
+
+
+class StreamStreamJoin(Processor):
+    """A KStream-KStream join's side: each record joins the other side's records of its key from `before_ms`
+    earlier to `after_ms` later, oldest first, each result timestamped with the later record's time.
+
+    A left/outer join's side (``outer``) also emits its records that found nothing, joined with None (Kafka 3.x+
+    semantics): such a record is held in the shared outer join store while a record of the other side may still
+    join it, and emitted once stream time (of both sides) passes its time plus the window and the grace; one the
+    other side joins is dropped from the store. (Kafka throttles those emissions to one pass a second by wall clock;
+    kfk.streams makes the pass on every record, as Kafka does with the internal emit interval set to 0.)"""
+
+    def __init__(self, other_store: str, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
+                 this_is_left: bool, outer: bool = False, outer_store: str | None = None,
+                 times: dict | None = None) -> None:
+        self.other_store = other_store
+        self.windows, self.this_is_left, self.outer, self.outer_store = windows, this_is_left, outer, outer_store
+        self.before_ms = windows.before_ms if this_is_left else windows.after_ms
+        self.after_ms = windows.after_ms if this_is_left else windows.before_ms
+        self.user_joiner = joiner
         self.joiner = joiner if this_is_left else (lambda this, other: joiner(other, this))
+        self.times_by_task = times if times is not None else {}
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.times = self.times_by_task.setdefault(context.task_id, JoinTimes())
+
+    def close(self) -> None:
+        self.times_by_task.pop(self.context.task_id, None)
 
     def process(self, record: Record) -> None:
+        timestamp = record.timestamp
+        times = self.times
+        times.stream_time = max(times.stream_time, timestamp)
+        if self.outer and record.key is None and record.value is not None:
+            self.context.forward(record.with_value(self.joiner(record.value, None)))
+            return
         if record.key is None or record.value is None:
             log.warning("Skipping record due to null key or value. topic=%s", self.context.record_metadata())
             return
-        time_from = max(0, record.timestamp - self.before_ms)
-        time_to = max(0, record.timestamp + self.after_ms)
+        outer_store = None if self.outer_store is None else self.context.get_state_store(self.outer_store)
+        if outer_store is not None and timestamp == times.stream_time:
+            self._emit_unjoined(outer_store, record)
+        time_from = max(0, timestamp - self.before_ms)
+        time_to = max(0, timestamp + self.after_ms)
         store = self.context.get_state_store(self.other_store)
-        for other_value, other_timestamp in list(store.fetch_records(record.key, time_from, time_to)):
+        others = list(store.fetch_records(record.key, time_from, time_to))
+        for other_value, other_timestamp in others:
+            if outer_store is not None:
+                outer_store.joined(record.key, other_timestamp, not self.this_is_left, timestamp)
             self.context.forward(Record(record.key, self.joiner(record.value, other_value),
-                                        max(record.timestamp, other_timestamp), record.headers))
+                                        max(timestamp, other_timestamp), record.headers))
+        if self.outer and not others:
+            if outer_store is None or time_to < times.stream_time:
+                self.context.forward(record.with_value(self.joiner(record.value, None)))
+            else:
+                times.min_time = min(times.min_time, timestamp)
+                outer_store.add(record.key, timestamp, self.this_is_left, record.value, timestamp)
+
+    def _emit_unjoined(self, outer_store: Any, record: Record) -> None:
+        times, grace = self.times, self.windows.grace_ms
+        if times.min_time + self.after_ms + grace >= times.stream_time:
+            return
+        times.min_time = _MAX_TIME
+        previous = None
+        for key_bytes, timestamp, left, key, values in outer_store.held():
+            times.min_time = timestamp
+            look_back = self.windows.after_ms if left else self.windows.before_ms
+            if timestamp + look_back + grace >= times.stream_time:
+                continue  # still open: the other side may join it
+            for value in values:
+                joined = self.user_joiner(value, None) if left else self.user_joiner(None, value)
+                self.context.forward(Record(key, joined, timestamp, record.headers))
+            if previous is not None and previous != key_bytes:
+                outer_store.remove(previous, record.timestamp)
+            previous = key_bytes
+        if previous is not None:
+            outer_store.remove(previous, record.timestamp)
+
+class WindowedTableSuppress(Processor):
+    """suppress(until_window_closes): each update of a windowed table is held in the buffer (the latest per window)
+    until stream time, as the updates' own timestamps advance it, reaches the window's end plus `grace_ms`; then
+    the window's final value is forwarded once, with the timestamp and headers of the update that brought it."""
+
+    def __init__(self, store_name: str, grace_ms: int) -> None:
+        self.store_name, self.grace_ms = store_name, grace_ms
+        self.observed_stream_time = -1
+
+    def process(self, record: Record) -> None:
+        self.observed_stream_time = max(self.observed_stream_time, record.timestamp)
+        buffer = self.context.get_state_store(self.store_name)
+        change: Change = record.value
+        buffer.put(record.key.window.end, record.key, change.new_value, change.old_value, record.timestamp,
+                   self.context.record_metadata(), record.headers)
+        for key, new, old, buffered in buffer.evict_until(self.observed_stream_time - self.grace_ms,
+                                                          record.timestamp):
+            if new is not None:  # a final result's tombstone is safe to drop
+                self.context.forward(Record(key, Change(new, old), buffered.timestamp, buffered.headers))
+
+
+class SessionWindowAggregate(Processor):
+    """A session-windowed count()/aggregate()/reduce(): a record joins every session of its key that ends at most
+    the gap before it or starts at most the gap after it; those sessions are merged (``merger(key, aggregate,
+    session's aggregate)``, from the initial aggregate), removed and forwarded as tombstones, and the merged session,
+    with the record added, is kept and forwarded. Each result is timestamped with its session's end. A record whose
+    merged session ended before stream time - grace - gap is dropped, as Kafka drops it."""
+
+    def __init__(self, store_name: str, windows: SessionWindows, initializer: Callable[[], Any],
+                 aggregator: Callable[[Any, Any, Any], Any], merger: Callable[[Any, Any, Any], Any]) -> None:
+        self.store_name, self.windows = store_name, windows
+        self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
+        self.observed_stream_time = -1
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            log.warning("Skipping record due to null key. topic=%s", self.context.record_metadata())
+            return
+        store = self.context.get_state_store(self.store_name)
+        timestamp = record.timestamp
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        close_time = self.observed_stream_time - self.windows.grace_ms - self.windows.gap_ms
+        merged = store.find_sessions(record.key, timestamp - self.windows.gap_ms, timestamp + self.windows.gap_ms)
+        aggregate = self.initializer()
+        start = end = timestamp
+        for window, value in merged:
+            aggregate = self.merger(record.key, aggregate, value)
+            start, end = min(start, window.start), max(end, window.end)
+        if end < close_time:
+            log.warning("Skipping record for expired window. window=[%d,%d] expiration=%d", start, end, close_time)
+            return
+        if (start, end) != (timestamp, timestamp):
+            for window, value in merged:
+                store.put_session(record.key, window, None, timestamp)
+                self.context.forward(Record(Windowed(record.key, window), Change(None, value), window.end,
+                                            record.headers))
+        aggregate = self.aggregator(record.key, record.value, aggregate)
+        session = Window(start, end)
+        store.put_session(record.key, session, aggregate, timestamp)
+        self.context.forward(Record(Windowed(record.key, session), Change(aggregate, None), end, record.headers))

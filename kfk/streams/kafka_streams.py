@@ -40,6 +40,7 @@ from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import KafkaError, TopicExistsError
 from kfk.streams.config import StreamsConfig
 from kfk.streams.processor import TaskId
+from kfk.streams.state import KeyValueStore
 from kfk.streams.task import StreamTask, restore_stores
 from kfk.streams.windows import WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS, JoinWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, SubTopology, Topology, TopologyException
@@ -144,6 +145,9 @@ class KafkaStreams:
         self.state_dir = Path(self.config.state_dir) / self.config.application_id
         self.process_id = self._process_id()
         self.error: BaseException | None = None
+        #: The global stores (each instance's copy of every partition of their topics), by name.
+        self.global_stores: dict[str, KeyValueStore] = {}
+        self._global_thread: GlobalStreamThread | None = None
 
     def _process_id(self) -> uuid.UUID:
         """Kept in <state.dir>/<application.id>/kafka-streams-process-metadata, as Kafka Streams keeps it."""
@@ -172,6 +176,11 @@ class KafkaStreams:
             raise RuntimeError(f"KafkaStreams is not in state CREATED (it is {self.state.value})")
         self._set_state(State.REBALANCING)
         self.internal_topics, self.tasks_per_subtopology = self._prepare_topics()
+        if self.topology.global_nodes:
+            # Kafka bootstraps the global stores before any stream thread processes a record
+            self._global_thread = GlobalStreamThread(self)
+            self._global_thread.bootstrap()
+            self._global_thread.start()
         for index in range(1, self.config.num_stream_threads + 1):
             thread = StreamThread(self, index)
             self._threads.append(thread)
@@ -182,6 +191,7 @@ class KafkaStreams:
         config = self.config
         external = [topic for topic in self.topology.source_topics()
                     if topic not in self.topology.repartition_topics]
+        external += [topic for topics in self.topology.global_stores().values() for topic in topics]
         with Admin(config.admin_config(f"{config.client_id}-admin")) as admin:
             present = set(admin.list_topics())
             absent = sorted(set(external) - present)
@@ -218,7 +228,10 @@ class KafkaStreams:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(deadline - time.monotonic(), 0))
-        stopped = not any(thread.is_alive() for thread in self._threads)
+        if self._global_thread is not None:
+            self._global_thread.running = False
+            self._global_thread.join(max(deadline - time.monotonic(), 0))
+        stopped = not any(thread.is_alive() for thread in [*self._threads, *filter(None, [self._global_thread])])
         if self.state is not State.ERROR:
             self._set_state(State.NOT_RUNNING)
         return stopped
@@ -261,6 +274,53 @@ class ReadOnlyStore:
 
     def approximate_num_entries(self) -> int:
         return sum(1 for store in self.stores for _ in store.all())
+
+
+class GlobalStreamThread(threading.Thread):
+    """Kafka's global stream thread: reads every partition of the global stores' topics (with no group: each
+    instance reads them all) into the stores, which the tasks only read. The stores are kept in memory and
+    rebuilt from the topics' beginning at every start (the topic is the store's changelog)."""
+
+    def __init__(self, streams: KafkaStreams) -> None:
+        super().__init__(name=f"{streams.config.client_id}-GlobalStreamThread", daemon=True)
+        self.streams = streams
+        self.running = True
+        config = streams.config
+        self.store_of: dict[str, KeyValueStore] = {}
+        for store_name, topics in streams.topology.global_stores().items():
+            builder = streams.topology.store_builders[store_name]
+            store = KeyValueStore(store_name, builder.key_serde or config.key_serde,
+                                  builder.value_serde or config.value_serde, None, None)
+            streams.global_stores[store_name] = store
+            self.store_of.update((topic, store) for topic in topics)
+        self.consumer = Consumer(config.restore_consumer_config(f"{config.client_id}-global-consumer"))
+
+    def bootstrap(self, timeout_s: float = 120) -> None:
+        """Read every global topic to its current end before the stream threads start."""
+        partitions = [TopicPartition(topic, partition) for topic in self.store_of
+                      for partition in self.consumer.partitions_for(topic)]
+        self.consumer.assign(partitions)
+        self.consumer.seek_to_beginning(*partitions)
+        ends = self.consumer.end_offsets(partitions)
+        deadline = time.monotonic() + timeout_s
+        while any(self.consumer.position(partition) < ends[partition] for partition in partitions):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the global stores did not load {sorted(map(str, partitions))}")
+            self._apply(self.consumer.poll(0.2))
+
+    def _apply(self, records: Any) -> None:
+        for record in records:
+            if record.key is not None:
+                self.store_of[record.topic].restore(record.key, record.value, record.timestamp)
+
+    def run(self) -> None:
+        try:
+            while self.running:
+                self._apply(self.consumer.poll(0.1))
+        except BaseException as error:  # noqa: BLE001 - reported, as a stream thread's
+            log.error("the global stream thread failed", exc_info=error)
+        finally:
+            self.consumer.close()
 
 
 class StreamThread(threading.Thread):
@@ -330,7 +390,8 @@ class StreamThread(threading.Thread):
                 task = StreamTask(task_id, self.subtopologies[task_id.subtopology], streams.topology,
                                   application_id=self.config.application_id, producer=self.producer,
                                   key_serde=self.config.key_serde, value_serde=self.config.value_serde,
-                                  state_dir=streams.state_dir, internal_topic=self._internal)
+                                  state_dir=streams.state_dir, internal_topic=self._internal,
+                                  global_stores=streams.global_stores)
                 restored = restore_stores(task, self.config.exactly_once, self.restore_consumer, timeout_s=120)
                 if restored:
                     log.info("task %s restored %d changelog records", task_id, restored)

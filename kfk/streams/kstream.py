@@ -21,10 +21,12 @@ from typing import Any
 
 from kfk.streams import dsl_processors as p
 from kfk.streams.serdes import Serde, Serdes
+from kfk.streams.suppressed import Suppressed
 from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
-from kfk.streams.windows import JoinWindows, TimeWindows
+from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows
 
-__all__ = ["StreamsBuilder", "KStream", "KTable", "KGroupedStream", "TimeWindowedKStream", "BranchedKStream", "Branched"]
+__all__ = ["StreamsBuilder", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream",
+           "BranchedKStream", "Branched"]
 
 _GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
 
@@ -74,8 +76,27 @@ class StreamsBuilder:
         self.topology.add_state_store(StoreBuilder(store, key_serde, value_serde), name)
         return KTable(self, name, key_serde, value_serde, store)
 
+    def global_table(self, topic: str, *, key_serde: Serde | None = None, value_serde: Serde | None = None,
+                     materialized: str | None = None) -> GlobalKTable:
+        """The topic as a table every instance holds in full (all partitions), in a store named ``materialized``
+        (else ``<topic>-STATE-STORE-<index>``), fed by a global consumer; joined from any stream with a key
+        selector, without co-partitioning."""
+        store = materialized if materialized is not None else self.new_store_name(f"{topic}-")
+        source = self.new_processor_name("KSTREAM-SOURCE-")
+        name = self.new_processor_name("KTABLE-SOURCE-")
+        self.topology.add_global_store(StoreBuilder(store, key_serde, value_serde), source, topic, name,
+                                       lambda: p.TableSource(store), key_serde=key_serde, value_serde=value_serde)
+        return GlobalKTable(store)
+
     def build(self) -> Topology:
         return self.topology
+
+
+@dataclass(frozen=True)
+class GlobalKTable:
+    """What global_table() returns: the name of the store every instance holds."""
+
+    store_name: str
 
 
 class KStream:
@@ -137,23 +158,56 @@ class KStream:
         KStream-KStream inner join (``windows`` required): ``joiner(this value, other value)`` for every pair of
         records of one key at most the windows' time difference apart."""
         if isinstance(other, KStream):
-            if windows is None:
-                raise ValueError("a KStream-KStream join needs JoinWindows")
-            return self._join_stream(other, joiner, windows, named)
+            return self._join_stream(other, joiner, windows, named, left_outer=False, right_outer=False)
+        if isinstance(other, GlobalKTable):  # join(global_table, key_selector, joiner), as Kafka's
+            return self._join_global(other, joiner, windows, named, left=False)
         return self._join_table(other, joiner, named, left=False)
 
-    def _join_stream(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
-                     named: str | None) -> KStream:
+    def left_join(self, other: KTable | KStream, joiner: Callable[[Any, Any], Any],
+                  windows: JoinWindows | None = None, named: str | None = None) -> KStream:
+        """KStream-KTable left join: every record, with None where the key is not in the table. KStream-KStream
+        left join (``windows`` required): the inner join's pairs, and each record of this stream that none of the
+        other's joined, as ``joiner(value, None)``, once its window has closed."""
+        if isinstance(other, KStream):
+            return self._join_stream(other, joiner, windows, named, left_outer=True, right_outer=False)
+        if isinstance(other, GlobalKTable):  # left_join(global_table, key_selector, joiner), as Kafka's
+            return self._join_global(other, joiner, windows, named, left=True)
+        return self._join_table(other, joiner, named, left=True)
+
+    def _join_global(self, table: GlobalKTable, key_selector: Callable[[Any, Any], Any], joiner: Any,
+                     named: str | None, left: bool) -> KStream:
+        """KStream-GlobalKTable join: each record looks up ``key_selector(key, value)`` in the global store and
+        keeps its own key; the stream needs no repartition and no co-partitioning."""
+        name = self.builder._name(named, "KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-")
+        store = table.store_name
+        self.builder.topology.add_processor(
+            name, lambda: p.StreamTableJoin(store, joiner, left, key_selector=key_selector), self.name)
+        return KStream(self.builder, name, self.key_serde, None, self.repartition_required)
+
+    def outer_join(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows,
+                   named: str | None = None) -> KStream:
+        """KStream-KStream outer join: the left join, and the other stream's records that none of this one's
+        joined, as ``joiner(None, value)``."""
+        return self._join_stream(other, joiner, windows, named, left_outer=True, right_outer=True)
+
+    def _join_stream(self, other: KStream, joiner: Callable[[Any, Any], Any], windows: JoinWindows | None,
+                     named: str | None, *, left_outer: bool, right_outer: bool) -> KStream:
+        if windows is None:
+            raise ValueError("a KStream-KStream join needs JoinWindows")
         if self.repartition_required or other.repartition_required:
             raise NotImplementedError("kfk.streams does not yet repartition a re-keyed stream before a join: "
                                       "call repartition() first")
         builder = self.builder
+        this_prefix = "KSTREAM-OUTERTHIS-" if right_outer else "KSTREAM-JOINTHIS-"
+        other_prefix = "KSTREAM-OUTEROTHER-" if left_outer else "KSTREAM-JOINOTHER-"
         this_windowed = f"{named}-this-windowed" if named else builder.new_processor_name("KSTREAM-WINDOWED-")
         other_windowed = f"{named}-other-windowed" if named else builder.new_processor_name("KSTREAM-WINDOWED-")
-        this_join = f"{named}-this-join" if named else builder.new_processor_name("KSTREAM-JOINTHIS-")
-        other_join = f"{named}-other-join" if named else builder.new_processor_name("KSTREAM-JOINOTHER-")
+        this_join = f"{named}-this-join" if named else builder.new_processor_name(this_prefix)
+        other_join = f"{named}-other-join" if named else builder.new_processor_name(other_prefix)
         merge = f"{named}-merge" if named else builder.new_processor_name("KSTREAM-MERGE-")
         this_store, other_store = f"{this_join}-store", f"{other_join}-store"
+        # Kafka names the shared store after the this-side processor's index
+        outer_store = f"KSTREAM-OUTERSHARED-{this_join[len(this_prefix):]}-store" if left_outer else None
         topology = builder.topology
         topology.add_processor(this_windowed, lambda: p.JoinWindowed(this_store), self.name)
         topology.add_state_store(StoreBuilder(this_store, self.key_serde, self.value_serde, windows=windows),
@@ -161,20 +215,21 @@ class KStream:
         topology.add_processor(other_windowed, lambda: p.JoinWindowed(other_store), other.name)
         topology.add_state_store(StoreBuilder(other_store, other.key_serde, other.value_serde, windows=windows),
                                  other_windowed)
-        topology.add_processor(this_join, lambda: p.StreamStreamJoin(other_store, joiner, windows.before_ms,
-                                                                     windows.after_ms, True), this_windowed)
+        times: dict = {}  # the sides' shared stream time, per task
+        topology.add_processor(this_join, lambda: p.StreamStreamJoin(other_store, joiner, windows, True, left_outer,
+                                                                     outer_store, times), this_windowed)
         topology.connect_processor_and_state_stores(this_join, stores=[other_store])
-        topology.add_processor(other_join, lambda: p.StreamStreamJoin(this_store, joiner, windows.after_ms,
-                                                                      windows.before_ms, False), other_windowed)
+        topology.add_processor(other_join, lambda: p.StreamStreamJoin(this_store, joiner, windows, False,
+                                                                      right_outer, outer_store, times),
+                               other_windowed)
         topology.connect_processor_and_state_stores(other_join, stores=[this_store])
         topology.add_processor(merge, p.PassThrough, this_join, other_join)
+        if outer_store is not None:
+            topology.add_state_store(StoreBuilder(outer_store, self.key_serde, self.value_serde, outer_join=True,
+                                                  other_value_serde=other.value_serde), this_join, other_join)
         topology.copartition_groups.append(set(topology.upstream_source_topics(self.name))
                                            | set(topology.upstream_source_topics(other.name)))
         return KStream(builder, merge, self.key_serde, None, repartition_required=False)
-
-    def left_join(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KStream:
-        """KStream-KTable left join: every record, with None where the key is not in the table."""
-        return self._join_table(table, joiner, named, left=True)
 
     def _join_table(self, table: KTable, joiner: Callable[[Any, Any], Any], named: str | None,
                     left: bool) -> KStream:
@@ -313,11 +368,13 @@ class KGroupedStream:
         return self._aggregate("KSTREAM-AGGREGATE-", materialized, named, value_serde,
                                lambda store: p.StreamAggregate(store, initializer, aggregator))
 
-    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
+    def windowed_by(self, windows: TimeWindows | SessionWindows) -> TimeWindowedKStream | SessionWindowedKStream:
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows)
         return TimeWindowedKStream(self, windows)
 
     def _aggregate(self, prefix: str, materialized: str | None, named: str | None, value_serde: Serde | None,
-                   processor: Callable[[str], Any], windows: TimeWindows | None = None) -> KTable:
+                   processor: Callable[[str], Any], windows: TimeWindows | SessionWindows | None = None) -> KTable:
         builder = self.stream.builder
         store = materialized if materialized is not None else builder.new_store_name(prefix)
         name = builder._name(named, prefix)
@@ -327,7 +384,7 @@ class KGroupedStream:
         topology = builder.topology
         topology.add_processor(name, lambda: processor(store), parent)
         topology.add_state_store(StoreBuilder(store, self.key_serde, value_serde, windows=windows), name)
-        return KTable(builder, name, self.key_serde, value_serde, store)
+        return KTable(builder, name, self.key_serde, value_serde, store, windows)
 
 
 class TimeWindowedKStream:
@@ -359,16 +416,52 @@ class TimeWindowedKStream:
             self.windows)
 
 
+class SessionWindowedKStream:
+    """A grouped stream cut into sessions (windowed_by(SessionWindows)): its aggregations give a KTable keyed by
+    Windowed keys whose window is the session [start, end] (both inclusive); a merge of sessions shows as
+    tombstones for the merged ones and the new session's value."""
+
+    def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
+        self.grouped = grouped
+        self.windows = windows
+
+    def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
+        return self.aggregate(lambda: 0, lambda key, value, total: total + 1, lambda key, one, two: one + two,
+                              materialized, named, Serdes.long())
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  merger: Callable[[Any, Any, Any], Any], materialized: str | None = None,
+                  named: str | None = None, value_serde: Serde | None = None) -> KTable:
+        """``merger(key, aggregate, other session's aggregate)`` combines two sessions a record bridges."""
+        return self.grouped._aggregate(
+            "KSTREAM-AGGREGATE-", materialized, named, value_serde,
+            lambda store: p.SessionWindowAggregate(store, self.windows, initializer, aggregator, merger),
+            self.windows)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
+               named: str | None = None) -> KTable:
+        def aggregator(key: Any, value: Any, aggregate: Any) -> Any:
+            return value if aggregate is None else reducer(aggregate, value)
+
+        return self.grouped._aggregate(
+            "KSTREAM-REDUCE-", materialized, named, self.grouped.value_serde,
+            lambda store: p.SessionWindowAggregate(store, self.windows, lambda: None, aggregator,
+                                                   lambda key, one, two: aggregator(key, two, one)),
+            self.windows)
+
+
 class KTable:
     """A changelog stream: every update of a key replaces its value; None (a tombstone) deletes it."""
 
     def __init__(self, builder: StreamsBuilder, name: str, key_serde: Serde | None, value_serde: Serde | None,
-                 store_name: str | None) -> None:
+                 store_name: str | None, windows: TimeWindows | SessionWindows | None = None) -> None:
         self.builder = builder
         self.name = name
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.store_name = store_name
+        #: The windows of the windowed aggregation this table comes from (suppress() waits for their grace).
+        self.windows = windows
 
     def queryable_store_name(self) -> str | None:
         return self.store_name
@@ -376,7 +469,28 @@ class KTable:
     def _then(self, prefix: str, processor: Callable[[], Any], named: str | None, value_changed: bool) -> KTable:
         name = self.builder._name(named, prefix)
         self.builder.topology.add_processor(name, processor, self.name)
-        return KTable(self.builder, name, self.key_serde, None if value_changed else self.value_serde, None)
+        return KTable(self.builder, name, self.key_serde, None if value_changed else self.value_serde, None,
+                      self.windows)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold updates back (Kafka's suppress()): with Suppressed.until_window_closes, each window of a windowed
+        table is emitted once, with its final value, when stream time passes its end plus the windows' grace (a
+        session's end plus the inactivity gap and the grace)."""
+        if self.windows is None:
+            raise ValueError("suppress(until_window_closes) needs a windowed KTable (from windowed_by(...) "
+                             "and an aggregation)")
+        sessions = isinstance(self.windows, SessionWindows)
+        builder = self.builder
+        name = suppressed.name if suppressed.name is not None else builder.new_processor_name("KTABLE-SUPPRESS-")
+        store = f"{suppressed.name}-store" if suppressed.name is not None else builder.new_store_name(
+            "KTABLE-SUPPRESS-")
+        grace_ms = self.windows.grace_ms + (self.windows.gap_ms if sessions else 0)
+        topology = builder.topology
+        topology.add_processor(name, lambda: p.WindowedTableSuppress(store, grace_ms), self.name)
+        topology.add_state_store(StoreBuilder(store, self.key_serde, self.value_serde, persistent=False,
+                                              logging=suppressed.buffer_config.logging,
+                                              suppression="sessions" if sessions else "windows"), name)
+        return KTable(builder, name, self.key_serde, self.value_serde, None, self.windows)
 
     def filter(self, predicate: Callable[[Any, Any], bool], named: str | None = None) -> KTable:
         return self._then("KTABLE-FILTER-", lambda: p.TableFilter(predicate, negate=False), named, False)

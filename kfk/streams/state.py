@@ -22,15 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from kfk.common.structs import TopicPartition
+from kfk.streams.processor import RecordMetadata
 from kfk.streams.serdes import Serde
+from kfk.streams.windows import Window, Windowed
 
-__all__ = ["KeyValueStore", "WindowStore", "Checkpoint", "open_bytes_store"]
+__all__ = ["KeyValueStore", "WindowStore", "SessionStore", "OuterJoinStore", "SuppressionBuffer", "Checkpoint", "open_bytes_store"]
 
 _TIMESTAMP = struct.Struct(">q")
 _WINDOW_SUFFIX = struct.Struct(">qi")
 
-#: Sends one changelog record: (key bytes, value bytes or None, timestamp).
-ChangelogWriter = Callable[[bytes, bytes | None, int], None]
+#: Sends one changelog record: (key bytes, value bytes or None, timestamp[, headers]).
+ChangelogWriter = Callable[..., None]
 
 
 class _MemoryBytes:
@@ -202,6 +204,265 @@ class WindowStore(KeyValueStore):
             start, _ = _WINDOW_SUFFIX.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)
             yield (self.key_serde.deserialize(key[:-_WINDOW_SUFFIX.size]), start,
                    self.value_serde.deserialize(raw[8:]))
+
+
+_SESSION_SUFFIX = struct.Struct(">qq")
+
+
+class SessionStore(KeyValueStore):
+    """A session store: one aggregate per key and session. Its keys are Kafka's session keys as its changelog
+    carries them: the serialized key, the session's end, then its start (8 bytes each, big-endian), so that a key's
+    sessions are ordered by end; its values are the plain aggregates (Kafka's session stores keep no timestamp).
+
+    Like Kafka's segmented stores, it stops returning sessions that ended ``retention_ms`` or more before the
+    latest session end it has seen: a record then starts a new session instead of merging with an expired one."""
+
+    def __init__(self, name: str, key_serde: Serde, value_serde: Serde, path: Path | None,
+                 changelog: ChangelogWriter | None, retention_ms: int) -> None:
+        super().__init__(name, key_serde, value_serde, path, changelog)
+        self.retention_ms = retention_ms
+        self.observed_end = -1
+
+    def find_sessions(self, key: Any, earliest_end: int, latest_start: int) -> list[tuple[Window, Any]]:
+        """The live sessions of `key` that end at or after `earliest_end` and start at or before `latest_start`,
+        by end, then start."""
+        earliest_end = max(earliest_end, self.observed_end - self.retention_ms + 1, 0)
+        prefix = self.key_serde.serialize(key)
+        found = []
+        for stored_key, raw in self._bytes.range(prefix + _SESSION_SUFFIX.pack(earliest_end, 0),
+                                                 prefix + _SESSION_SUFFIX.pack(0x7FFFFFFFFFFFFFFF, latest_start)):
+            if len(stored_key) != len(prefix) + _SESSION_SUFFIX.size:
+                continue
+            end, start = _SESSION_SUFFIX.unpack_from(stored_key, len(prefix))
+            if start <= latest_start:
+                found.append((Window(start, end), self.value_serde.deserialize(raw[8:])))
+        return found
+
+    def put_session(self, key: Any, window: Window, value: Any, timestamp: int) -> None:
+        """Keep (or with None, remove) `key`'s session `window`; the changelog record carries `timestamp`."""
+        key_bytes = self.key_serde.serialize(key) + _SESSION_SUFFIX.pack(window.end, window.start)
+        value_bytes = self.value_serde.serialize(value)
+        self.restore(key_bytes, value_bytes, timestamp)
+        if self._changelog is not None:
+            self._changelog(key_bytes, value_bytes, timestamp)
+
+    def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        end = _TIMESTAMP.unpack_from(key, len(key) - _SESSION_SUFFIX.size)[0]
+        self.observed_end = max(self.observed_end, end)
+        super().restore(key, value, timestamp)
+
+
+_INT = struct.Struct(">i")
+
+
+class OuterJoinStore(KeyValueStore):
+    """A left/outer KStream-KStream join's shared store (Kafka's outer join store): the records of either side
+    that have not joined yet, until their window closes and they are emitted joined with None. As Kafka's, a key
+    is the record's timestamp (8 bytes, big-endian), its side (1 left, 0 right) and its key, so that iterating
+    the store goes by time; a value is the list of that key's records (a list-serde list: strategy byte 1, the
+    count, then each element length-prefixed), each element its side byte and the serialized value. The
+    changelog carries the whole list after each change."""
+
+    def __init__(self, name: str, key_serde: Serde, this_value_serde: Serde, other_value_serde: Serde,
+                 path: Path | None, changelog: ChangelogWriter | None) -> None:
+        super().__init__(name, key_serde, this_value_serde, path, changelog)
+        self.other_value_serde = other_value_serde
+
+    def _key(self, key: Any, timestamp: int, left: bool) -> bytes:
+        return _TIMESTAMP.pack(timestamp) + (b"\x01" if left else b"\x00") + self.key_serde.serialize(key)
+
+    def _log(self, key_bytes: bytes, value: bytes | None, timestamp: int) -> None:
+        self.restore(key_bytes, value, timestamp)
+        if self._changelog is not None:
+            self._changelog(key_bytes, value, timestamp)
+
+    def add(self, key: Any, timestamp: int, left: bool, value: Any, log_timestamp: int) -> None:
+        """Hold one unjoined record (the left side's value serialized with this store's value serde)."""
+        key_bytes = self._key(key, timestamp, left)
+        element = (b"\x01" if left else b"\x00") + (self.value_serde if left else self.other_value_serde).serialize(
+            value)
+        existing = self._bytes.get(key_bytes)
+        elements = [] if existing is None else _list_elements(existing)
+        elements.append(element)
+        self._log(key_bytes, b"\x01" + _INT.pack(len(elements)) + b"".join(
+            _INT.pack(len(item)) + item for item in elements), log_timestamp)
+
+    def joined(self, key: Any, timestamp: int, left: bool, log_timestamp: int) -> None:
+        """The records of `key` at `timestamp` on one side have joined: they are no longer held."""
+        key_bytes = self._key(key, timestamp, left)
+        if self._bytes.get(key_bytes) is not None:
+            self._log(key_bytes, None, log_timestamp)
+
+    def held(self) -> Iterator[tuple[bytes, int, bool, Any, list[Any]]]:
+        """Every held key, earliest time first: (key bytes, timestamp, left side?, key, values)."""
+        for key_bytes, raw in list(self._bytes.items()):
+            left = key_bytes[8] == 1
+            serde = self.value_serde if left else self.other_value_serde
+            yield (key_bytes, _TIMESTAMP.unpack_from(key_bytes)[0], left, self.key_serde.deserialize(key_bytes[9:]),
+                   [serde.deserialize(element[1:]) for element in _list_elements(raw)])
+
+    def remove(self, key_bytes: bytes, log_timestamp: int) -> None:
+        self._log(key_bytes, None, log_timestamp)
+
+    def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        if value is None:
+            self._bytes.delete(key)
+        else:
+            self._bytes.put(key, value)
+
+
+def _list_elements(raw: bytes) -> list[bytes]:
+    count = _INT.unpack_from(raw, 1)[0]
+    position, elements = 5, []
+    for _ in range(count):
+        length = _INT.unpack_from(raw, position)[0]
+        elements.append(raw[position + 4:position + 4 + length])
+        position += 4 + length
+    return elements
+#: The buffer changelog's record header: the version of its value format (Kafka's "v", 3).
+_BUFFER_CHANGELOG_HEADERS = [("v", b"\x03")]
+#: In the buffer's value format, a length of -1 is a null value and -2 an old value equal to the prior one.
+_NULL_LENGTH, _SAME_AS_PRIOR_LENGTH = -1, -2
+
+
+class _Buffered:
+    """One key's held update: the value before it was first buffered (prior), the latest Change's old and new
+    values (serialized), and the context of the record that brought the latest one (timestamp, where it was read
+    from, headers), which the emitted record carries."""
+
+    __slots__ = ("time", "prior", "old", "new", "timestamp", "metadata", "headers")
+
+    def __init__(self, time: int, prior: bytes | None, old: bytes | None, new: bytes | None, timestamp: int,
+                 metadata: RecordMetadata, headers: tuple) -> None:
+        self.time, self.prior, self.old, self.new = time, prior, old, new
+        self.timestamp, self.metadata, self.headers = timestamp, metadata, headers
+
+    def serialize(self) -> bytes:
+        """Kafka's buffer changelog value (version 3): the record context, the prior, old and new values (each
+        length-prefixed), then the buffer time."""
+        topic = self.metadata.topic.encode()
+        parts = [_TIMESTAMP.pack(self.timestamp), _TIMESTAMP.pack(self.metadata.offset), _INT.pack(len(topic)),
+                 topic, _INT.pack(self.metadata.partition), _INT.pack(len(self.headers))]
+        for key, value in self.headers:
+            encoded = key.encode()
+            parts += [_INT.pack(len(encoded)), encoded]
+            parts += [_INT.pack(_NULL_LENGTH)] if value is None else [_INT.pack(len(value)), value]
+        parts += _sized(self.prior)
+        if self.old is not None and self.old == self.prior:
+            parts.append(_INT.pack(_SAME_AS_PRIOR_LENGTH))
+        else:
+            parts += _sized(self.old)
+        parts += _sized(self.new)
+        parts.append(_TIMESTAMP.pack(self.time))
+        return b"".join(parts)
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> _Buffered:
+        view = memoryview(data)
+        timestamp, offset = _TIMESTAMP.unpack_from(view, 0)[0], _TIMESTAMP.unpack_from(view, 8)[0]
+        topic, position = _read_sized(view, 16)
+        partition, count = _INT.unpack_from(view, position)[0], _INT.unpack_from(view, position + 4)[0]
+        position += 8
+        headers = []
+        for _ in range(max(count, 0)):
+            key, position = _read_sized(view, position)
+            value, position = _read_sized(view, position)
+            headers.append((key.decode(), value))
+        prior, position = _read_sized(view, position)
+        if _INT.unpack_from(view, position)[0] == _SAME_AS_PRIOR_LENGTH:
+            old, position = prior, position + 4
+        else:
+            old, position = _read_sized(view, position)
+        new, position = _read_sized(view, position)
+        time = _TIMESTAMP.unpack_from(view, position)[0]
+        return cls(time, prior, old, new, timestamp, RecordMetadata(topic.decode(), partition, offset),
+                   tuple(headers))
+
+
+def _sized(value: bytes | None) -> list[bytes]:
+    return [_INT.pack(_NULL_LENGTH)] if value is None else [_INT.pack(len(value)), value]
+
+
+def _read_sized(view: memoryview, position: int) -> tuple[bytes | None, int]:
+    length = _INT.unpack_from(view, position)[0]
+    position += 4
+    if length < 0:
+        return None, position
+    return bytes(view[position:position + length]), position + length
+
+
+class SuppressionBuffer:
+    """suppress()'s buffer (Kafka's in-memory time-ordered change buffer): the latest update of each windowed key,
+    ordered by buffer time (the window's end), until the window closes. It lives in memory and is rebuilt from its
+    changelog on every start; the changelog holds Kafka's bytes (key: the record key and the window start, or for
+    ``sessions`` the session's end and start; value: see _Buffered.serialize; a tombstone once the window is
+    emitted), so a Java and a Python application restore each other's buffers. A later update of a key keeps its
+    place in the order (Kafka's non-resetting put)."""
+
+    persistent = False
+
+    def __init__(self, name: str, key_serde: Serde, value_serde: Serde, changelog: ChangelogWriter | None,
+                 sessions: bool = False) -> None:
+        self.name, self.key_serde, self.value_serde, self.sessions = name, key_serde, value_serde, sessions
+        self._changelog = changelog
+        self._entries: dict[bytes, _Buffered] = {}
+        #: The earliest buffer time held (or None), so that most records check the buffer in constant time.
+        self._min_time: int | None = None
+
+    def _key_bytes(self, key: Windowed) -> bytes:
+        if self.sessions:
+            return self.key_serde.serialize(key.key) + _SESSION_SUFFIX.pack(key.window.end, key.window.start)
+        return self.key_serde.serialize(key.key) + _TIMESTAMP.pack(key.window.start)
+
+    def put(self, time: int, key: Windowed, new: Any, old: Any, timestamp: int, metadata: RecordMetadata,
+            headers: tuple) -> None:
+        key_bytes = self._key_bytes(key)
+        old_bytes = None if old is None else self.value_serde.serialize(old)
+        new_bytes = None if new is None else self.value_serde.serialize(new)
+        buffered = self._entries.get(key_bytes)
+        if buffered is None:
+            buffered = self._entries[key_bytes] = _Buffered(time, old_bytes, old_bytes, new_bytes, timestamp,
+                                                            metadata, headers)
+            self._min_time = time if self._min_time is None else min(self._min_time, time)
+        else:
+            buffered.old, buffered.new = old_bytes, new_bytes
+            buffered.timestamp, buffered.metadata, buffered.headers = timestamp, metadata, headers
+        if self._changelog is not None:
+            self._changelog(key_bytes, buffered.serialize(), timestamp, _BUFFER_CHANGELOG_HEADERS)
+
+    def evict_until(self, time: int, timestamp: int) -> Iterator[tuple[Windowed, Any, Any, _Buffered]]:
+        """Remove and yield, earliest buffer time first (then by key bytes), every entry whose buffer time is at
+        most `time`: (key, new value, old value, the entry)."""
+        if self._min_time is None or self._min_time > time:
+            return
+        due = sorted((buffered.time, key_bytes) for key_bytes, buffered in self._entries.items()
+                     if buffered.time <= time)
+        size = _SESSION_SUFFIX.size if self.sessions else _TIMESTAMP.size
+        for _, key_bytes in due:
+            buffered = self._entries.pop(key_bytes)
+            if self._changelog is not None:
+                self._changelog(key_bytes, None, timestamp)
+            start = _TIMESTAMP.unpack_from(key_bytes, len(key_bytes) - 8)[0]  # (a session key: its end, its start)
+            key = Windowed(self.key_serde.deserialize(key_bytes[:-size]), Window(start, buffered.time))
+            yield (key, None if buffered.new is None else self.value_serde.deserialize(buffered.new),
+                   None if buffered.old is None else self.value_serde.deserialize(buffered.old), buffered)
+        self._min_time = min((buffered.time for buffered in self._entries.values()), default=None)
+
+    def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        if value is None:
+            removed = self._entries.pop(key, None)
+            if removed is not None and removed.time == self._min_time:
+                self._min_time = min((buffered.time for buffered in self._entries.values()), default=None)
+            return
+        buffered = self._entries[key] = _Buffered.deserialize(value)
+        self._min_time = buffered.time if self._min_time is None else min(self._min_time, buffered.time)
+
+    def close(self) -> None:
+        self.wipe()
+
+    def wipe(self) -> None:
+        self._entries.clear()
+        self._min_time = None
 
 
 class Checkpoint:

@@ -16,7 +16,9 @@ from kfk.client import ConsumerRecord, FutureRecordMetadata, Producer
 from kfk.common.structs import TopicPartition
 from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMetadata, TaskId
 from kfk.streams.serdes import Serde
-from kfk.streams.state import Checkpoint, KeyValueStore, WindowStore
+from kfk.streams.state import (ChangelogWriter, Checkpoint, KeyValueStore, OuterJoinStore, SessionStore,
+                               SuppressionBuffer, WindowStore)
+from kfk.streams.windows import SessionWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, Node, NodeKind, SubTopology, Topology
 
 __all__ = ["StreamTask"]
@@ -37,6 +39,8 @@ class _NodeContext(ProcessorContext):
             self.task.deliver(child, record)
 
     def get_state_store(self, name: str) -> KeyValueStore:
+        if name in self.task.global_stores:
+            return self.task.global_stores[name]
         if name not in self.node.stores:
             raise ValueError(f"Processor {self.node.name} has no access to StateStore {name} as the store is not "
                              "connected to the processor.")
@@ -49,9 +53,12 @@ class _NodeContext(ProcessorContext):
 class StreamTask:
     def __init__(self, task_id: TaskId, subtopology: SubTopology, topology: Topology, *, application_id: str,
                  producer: Producer, key_serde: Serde, value_serde: Serde, state_dir: Path,
-                 internal_topic: Callable[[str], str], in_memory: bool = False) -> None:
-        """``in_memory``: keep every store in memory (the TopologyTestDriver's), whatever the topology asks."""
+                 internal_topic: Callable[[str], str], in_memory: bool = False,
+                 global_stores: dict[str, KeyValueStore] | None = None) -> None:
+        """``in_memory``: keep every store in memory (the TopologyTestDriver's), whatever the topology asks;
+        ``global_stores``: the instance's global stores, which any processor may read."""
         self.id = task_id
+        self.global_stores = global_stores or {}
         self.application_id = application_id
         self.topology = topology
         self.producer = producer
@@ -78,9 +85,21 @@ class StreamTask:
                 self.changelogs[store_name] = partition
                 changelog = self._changelog_writer(partition)
             path = self.directory / "rocksdb" / store_name if builder.persistent and not in_memory else None
-            store_class = WindowStore if builder.windows is not None else KeyValueStore
-            self.stores[store_name] = store_class(store_name, builder.key_serde or key_serde,
-                                                    builder.value_serde or value_serde, path, changelog)
+            store_keys, store_values = builder.key_serde or key_serde, builder.value_serde or value_serde
+            if builder.suppression:
+                store: Any = SuppressionBuffer(store_name, store_keys, store_values, changelog,
+                                               sessions=builder.suppression == "sessions")
+            elif builder.outer_join:
+                store = OuterJoinStore(store_name, store_keys, store_values, builder.other_value_serde or value_serde,
+                                       path, changelog)
+            elif isinstance(builder.windows, SessionWindows):
+                store = SessionStore(store_name, store_keys, store_values, path, changelog,
+                                     builder.windows.retention_ms())
+            elif builder.windows is not None:
+                store = WindowStore(store_name, store_keys, store_values, path, changelog)
+            else:
+                store = KeyValueStore(store_name, store_keys, store_values, path, changelog)
+            self.stores[store_name] = store
         self.processors: dict[str, Processor] = {}
         for node in self.nodes.values():
             if node.kind is NodeKind.PROCESSOR:
@@ -88,10 +107,11 @@ class StreamTask:
                 processor.init(_NodeContext(self, node))
                 self.processors[node.name] = processor
 
-    def _changelog_writer(self, partition: TopicPartition) -> Callable[[bytes, bytes | None, int], None]:
-        def write(key: bytes, value: bytes | None, timestamp: int) -> None:
+    def _changelog_writer(self, partition: TopicPartition) -> ChangelogWriter:
+        def write(key: bytes, value: bytes | None, timestamp: int,
+                  headers: list[tuple[str, bytes]] | None = None) -> None:
             future = self.producer.send(partition.topic, value, key, partition=partition.partition,
-                                        timestamp_ms=timestamp)
+                                        timestamp_ms=timestamp, headers=headers)
             self.pending.append(future)
             self.changelog_last[partition] = future
         return write

@@ -19,6 +19,7 @@ from kfk.client import ConsumerRecord
 from kfk.streams.config import StreamsConfig
 from kfk.streams.processor import TaskId
 from kfk.streams.serdes import Serde
+from kfk.streams.state import KeyValueStore
 from kfk.streams.task import StreamTask
 from kfk.streams.topology import Topology
 
@@ -66,10 +67,16 @@ class TopologyTestDriver:
         def internal(topic: str) -> str:
             return f"{application_id}-{topic}" if topic in topology.repartition_topics else topic
 
+        self.global_stores = {name: KeyValueStore(name, topology.store_builders[name].key_serde or self.config.key_serde,
+                                                  topology.store_builders[name].value_serde or self.config.value_serde,
+                                                  None, None)
+                              for name in topology.global_stores()}
+        self._global_store_of = {topic: self.global_stores[name]
+                                 for name, topics in topology.global_stores().items() for topic in topics}
         self._tasks = [StreamTask(TaskId(subtopology.id, 0), subtopology, topology, application_id=application_id,
                                   producer=producer, key_serde=self.config.key_serde,
                                   value_serde=self.config.value_serde, state_dir=Path("/nonexistent"),
-                                  internal_topic=internal, in_memory=True)
+                                  internal_topic=internal, in_memory=True, global_stores=self.global_stores)
                        for subtopology in topology.sub_topologies()]
         self._task_of = {topic: task for task in self._tasks for topic in task.sources}
 
@@ -81,6 +88,10 @@ class TopologyTestDriver:
         self._route(topic, key_bytes, value_bytes, timestamp, [])
 
     def _route(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: list) -> None:
+        if topic in self._global_store_of:  # the global thread's part: straight into the store
+            if key is not None:
+                self._global_store_of[topic].restore(key, value, timestamp)
+            return
         task = self._task_of.get(topic)
         if task is None:
             return

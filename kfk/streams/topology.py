@@ -19,7 +19,7 @@ from typing import Any
 
 from kfk.streams.processor import Processor, Record
 from kfk.streams.serdes import Serde
-from kfk.streams.windows import JoinWindows, TimeWindows
+from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows
 
 __all__ = ["Topology", "TopologyException", "TopicNameExtractor", "StoreBuilder", "SubTopology", "NodeKind"]
 
@@ -53,7 +53,14 @@ class StoreBuilder:
     logging: bool = True
     persistent: bool = True
     #: Set for a window store (its changelog is compacted and deleted after the windows' retention).
-    windows: TimeWindows | JoinWindows | None = None
+    windows: TimeWindows | JoinWindows | SessionWindows | None = None
+    #: Set for suppression's buffer (kfk.streams.state.SuppressionBuffer), always in memory: "windows" or
+    #: "sessions", the kind of windowed keys it holds.
+    suppression: str | None = None
+    #: Set for a left/outer KStream-KStream join's shared store (kfk.streams.state.OuterJoinStore): the serde of
+    #: the right side's values (value_serde is the left side's).
+    outer_join: bool = False
+    other_value_serde: Serde | None = None
 
 
 @dataclass
@@ -77,6 +84,8 @@ class SubTopology:
     nodes: list[str]
     source_topics: list[str]
     stores: list[str]
+    #: A global store's source and processor: run by every instance over all partitions, not as tasks.
+    is_global: bool = False
 
 
 class Topology:
@@ -89,6 +98,8 @@ class Topology:
         self.repartition_topics: dict[str, int | None] = {}
         #: Groups of source topics whose partitions must line up (joins), checked when the application starts.
         self.copartition_groups: list[set[str]] = []
+        #: The nodes (source and processor) that keep global stores.
+        self.global_nodes: set[str] = set()
 
     # --- the Processor API ---------------------------------------------------------------------------------------
 
@@ -125,6 +136,27 @@ class Topology:
         self.connect_processor_and_state_stores(*processor_names, stores=[builder.name])
         return self
 
+    def add_global_store(self, builder: StoreBuilder, source_name: str, topic: str, processor_name: str,
+                         supplier: Callable[[], Processor], *, key_serde: Serde | None = None,
+                         value_serde: Serde | None = None) -> Topology:
+        """A global store (Kafka's addGlobalStore): every instance reads all partitions of ``topic`` through
+        the processor into its own copy of the store (the topic is its changelog: the store is not logged)."""
+        self.add_source(source_name, topic, key_serde=key_serde, value_serde=value_serde)
+        self.add_processor(processor_name, supplier, source_name)
+        builder.logging = False
+        self.add_state_store(builder, processor_name)
+        self.global_nodes.update((source_name, processor_name))
+        return self
+
+    def global_stores(self) -> dict[str, list[str]]:
+        """Each global store's name -> the topics that feed it."""
+        stores: dict[str, list[str]] = {}
+        for name in self.global_nodes:
+            node = self.nodes[name]
+            for store in node.stores:
+                stores[store] = [topic for parent in node.predecessors for topic in self.nodes[parent].topics]
+        return stores
+
     def connect_processor_and_state_stores(self, *processor_names: str, stores: Iterable[str]) -> Topology:
         for processor in processor_names:
             node = self.nodes.get(processor)
@@ -159,8 +191,9 @@ class Topology:
 
     # --- what the runtime needs ----------------------------------------------------------------------------------
 
-    def sub_topologies(self) -> list[SubTopology]:
-        """The connected groups of nodes (edges and shared stores connect), numbered as Kafka numbers them."""
+    def sub_topologies(self, include_global: bool = False) -> list[SubTopology]:
+        """The connected groups of nodes (edges and shared stores connect), numbered as Kafka numbers them (global
+        stores' groups take a number too, but run no tasks: they are left out unless ``include_global``)."""
         parent: dict[str, str] = {name: name for name in self.nodes}
 
         def root(name: str) -> str:
@@ -189,7 +222,9 @@ class Topology:
         for subtopology_id, names in enumerate(ordered):
             topics = [topic for name in names for topic in self.nodes[name].topics]
             stores = list(dict.fromkeys(store for name in names for store in self.nodes[name].stores))
-            result.append(SubTopology(subtopology_id, names, topics, stores))
+            is_global = any(name in self.global_nodes for name in names)
+            if include_global or not is_global:
+                result.append(SubTopology(subtopology_id, names, topics, stores, is_global))
         return result
 
     def upstream_source_topics(self, name: str) -> list[str]:
@@ -205,7 +240,8 @@ class Topology:
         return topics
 
     def source_topics(self) -> list[str]:
-        return [topic for node in self.nodes.values() for topic in node.topics]
+        """The topics the tasks read (not the global stores')."""
+        return [topic for node in self.nodes.values() if node.name not in self.global_nodes for topic in node.topics]
 
     def describe(self) -> TopologyDescription:
         return TopologyDescription(self)
@@ -234,7 +270,9 @@ class _DescribedNode:
         if node.kind is NodeKind.SINK:
             target = f"topic: {node.topic}" if node.topic is not None else f"extractor class: {node.extractor}"
             return f"Sink: {self.name} ({target})\n      <-- {self.predecessors}"
-        return (f"Processor: {self.name} (stores: [{', '.join(node.stores)}])\n      --> {self.successors}\n"
+        # Kafka keeps a processor's store names in a HashSet: printed in its iteration order
+        stores = ", ".join(_java_hash_map_order(node.stores))
+        return (f"Processor: {self.name} (stores: [{stores}])\n      --> {self.successors}\n"
                 f"      <-- {self.predecessors}")
 
 
@@ -299,8 +337,8 @@ class TopologyDescription:
     """Kafka's TopologyDescription; str() is the text Kafka's Topology.describe() prints."""
 
     def __init__(self, topology: Topology) -> None:
-        self.subtopologies: list[tuple[int, list[_DescribedNode]]] = []
-        for subtopology in topology.sub_topologies():
+        self.subtopologies: list[tuple[int, list[_DescribedNode], bool]] = []
+        for subtopology in topology.sub_topologies(include_global=True):
             described = {name: _DescribedNode(topology.nodes[name])
                          for name in _java_hash_map_order(subtopology.nodes)}
             for node in described.values():
@@ -310,13 +348,16 @@ class TopologyDescription:
                     predecessor.successors.add(node)
                     _grow(predecessor, node.size)
             ordered = sorted(described.values(), key=_DescribedNode.key)
-            self.subtopologies.append((subtopology.id, ordered))
+            self.subtopologies.append((subtopology.id, ordered, subtopology.is_global))
 
     def __str__(self) -> str:
         parts = []
-        for subtopology_id, nodes in self.subtopologies:
+        for subtopology_id, nodes, is_global in self.subtopologies:
             lines = "".join(f"    {node}\n" for node in nodes)
-            parts.append(f"  Sub-topology: {subtopology_id}\n{lines}\n")
+            if is_global:
+                parts.append(f"  Sub-topology: {subtopology_id} for global store (will not generate tasks)\n{lines}")
+            else:
+                parts.append(f"  Sub-topology: {subtopology_id}\n{lines}\n")
         return "Topologies:\n " + "".join(parts)
 
 

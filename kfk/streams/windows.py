@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JoinWindows", "TimeWindows", "Window", "Windowed"]
+__all__ = ["JoinWindows", "SessionWindows", "TimeWindows", "Window", "Windowed"]
 
 #: Kafka's windowstore.changelog.additional.retention.ms default: a windowed changelog keeps a day more than the
 #: store's retention, so restoration finds every window still open.
@@ -100,3 +100,28 @@ class JoinWindows:
 
     def retention_ms(self) -> int:
         return self.before_ms + self.after_ms + self.grace_ms
+
+
+@dataclass(frozen=True)
+class SessionWindows:
+    """Sessions (Kafka's SessionWindows): a key's records at most ``gap_ms`` apart form one session [first, last]
+    (both ends inclusive); a record that bridges two sessions merges them. A session closes when stream time
+    passes its end plus the gap and the grace period."""
+
+    gap_ms: int
+    grace_ms: int
+
+    @classmethod
+    def of_inactivity_gap_and_grace(cls, gap_ms: int, grace_ms: int) -> SessionWindows:
+        if gap_ms <= 0:
+            raise ValueError("Gap time cannot be zero or negative.")
+        if grace_ms < 0:
+            raise ValueError("Grace period must not be negative.")
+        return cls(gap_ms, grace_ms)
+
+    @classmethod
+    def of_inactivity_gap_with_no_grace(cls, gap_ms: int) -> SessionWindows:
+        return cls.of_inactivity_gap_and_grace(gap_ms, 0)
+
+    def retention_ms(self) -> int:
+        return self.gap_ms + self.grace_ms

@@ -9,7 +9,9 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from typer.testing import CliRunner
 
+from kfk.cli import app
 from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic
 from kfk.streams import KafkaStreams, State
 from kfk.testing.apache_kafka import run_java
@@ -45,6 +47,10 @@ def _expected_joins() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         if profile is not None:
             inner[key].append(f"{line}/{profile}")
     return dict(inner), dict(left)
+
+
+#: The global table (<input>-words) of the joins: a line's first word -> its meaning ("" has none).
+WORDS = [("the", "article"), ("jumps", "leaps"), ("to", "toward"), ("ab", "abbreviation"), ("x", "unknown")]
 
 
 #: The table-table joins' right table (<input>-scores); key3 has no profile, key2 no score.
@@ -108,6 +114,46 @@ def _expected_windowed_counts() -> dict[str, list[int]]:
     return dict(updates)
 
 
+def _expected_final_counts() -> dict[str, list[int]]:
+    """suppress(until_window_closes) on the hopping count: each window's last count, once, for the windows closed
+    by the end (end + 2 ms grace at most the largest timestamp the count accepted), earliest end first per key."""
+    updates = _expected_windowed_counts()
+    accepted = [timestamp for key, _, timestamp in WINDOWED_INPUT
+                if any(start <= timestamp < start + 4 and f"{key}@{start}/{start + 4}" in updates
+                       for start in range(timestamp - timestamp % 2 - 2, timestamp + 1, 2))]
+    closed_until = max(accepted) - 2
+    final: dict[str, list[int]] = defaultdict(list)
+    for window, counts in sorted(updates.items(), key=lambda item: int(item[0].split("/")[1])):
+        if int(window.split("/")[1]) <= closed_until:
+            final[window].append(counts[-1])
+    return dict(final)
+
+
+def _expected_sessions() -> dict[str, list[int | None]]:
+    """The session count (3 ms gap, 2 ms grace) computed here: a record extends or bridges its key's sessions
+    within 3 ms of it; the sessions it merges are retracted (None) and the merged one counted; a record whose
+    session ended before stream time - 5 is dropped. As Kafka's store, the sessions' store forgets sessions that
+    ended 5 ms (its retention: gap + grace) or more before the latest session end it holds."""
+    stream_time, latest_end, sessions, updates = -1, -1, defaultdict(list), defaultdict(list)
+    for key, _, timestamp in WINDOWED_INPUT:
+        stream_time = max(stream_time, timestamp)
+        near = sorted((end, start, count) for start, end, count in sessions[key]
+                      if end >= max(timestamp - 3, latest_end - 4) and start <= timestamp + 3)
+        start = min([timestamp] + [session_start for _, session_start, _ in near])
+        end = max([timestamp] + [session_end for session_end, _, _ in near])
+        if end < stream_time - 5:
+            continue
+        if (start, end) != (timestamp, timestamp):
+            for session_end, session_start, count in near:
+                sessions[key].remove((session_start, session_end, count))
+                updates[f"{key}#{session_start}-{session_end}"].append(None)
+        count = 1 + sum(count for _, _, count in near)
+        sessions[key].append((start, end, count))
+        latest_end = max(latest_end, end)
+        updates[f"{key}#{start}-{end}"].append(count)
+    return dict(updates)
+
+
 def test_describe_is_kafka_streams_text(streams_oracle) -> None:
     classpath, classes = streams_oracle
     result = run_java("StreamsOracle", ["describe", ",".join(TOPOLOGIES), "lines", "out"], classpath,
@@ -158,6 +204,10 @@ def _by_key(records: list, ordered: bool) -> dict:
     return {key: values if ordered else sorted(values, key=repr) for key, values in grouped.items()}
 
 
+def _last_values(records: list) -> dict:
+    return {record.key: (record.value, record.headers) for record in records}
+
+
 def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, dict[str, str]]]:
     names = [name for name in admin.list_topics() if name.startswith(application_id + "-")]
     described = admin.describe_topics(names)
@@ -182,6 +232,8 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                      [timestamp for _, _, timestamp in WINDOWED_INPUT])
     else:
         create_input(bootstrap, input_topic, 2, INPUT)
+    if name == "joins":
+        create_input(bootstrap, input_topic + "-words", 2, WORDS)
     if name in ("joins", "table-joins"):
         create_input(bootstrap, input_topic + "-profiles", 2, [(key, value) for key, value, _ in PROFILES],
                      [timestamp for _, _, timestamp in PROFILES])
@@ -216,12 +268,32 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
     if name == "windowed":
         assert {key.decode(): [int.from_bytes(value, "big") for value, _ in values]
                 for key, values in _by_key(python_records, True).items()} == _expected_windowed_counts()
+        python_final = _by_key(read_to_end(bootstrap, python_output + "-outer"), True)
+        assert {key.decode(): [int.from_bytes(value, "big") for value, _ in values]
+                for key, values in python_final.items() if b"/" in key} == _expected_final_counts()
+        assert {key.decode(): [None if value is None else int.from_bytes(value, "big") for value, _ in values]
+                for key, values in python_final.items() if b"#" in key} == _expected_sessions()
+        # suppressed: each closed session once, with its last count (sessions merged away are not emitted)
+        final_sessions = {key.decode().replace("$", "#"): [int.from_bytes(value, "big") for value, _ in values]
+                          for key, values in python_final.items() if b"$" in key}
+        sessions = _expected_sessions()
+        assert final_sessions and all(counts == sessions[key][-1:] for key, counts in final_sessions.items())
+        assert python_final == _by_key(read_to_end(bootstrap, java_output + "-outer"), True)
     if name == "joins":
         inner, left = _expected_joins()
         assert {key.decode(): [value.decode() for value, _ in values]
                 for key, values in _by_key(python_records, True).items()} == inner
         assert {key.decode(): [value.decode() for value, _ in values]
                 for key, values in _by_key(read_to_end(bootstrap, python_output + "-totals"), True).items()} == left
+        # the global table join: every line, joined by its first word with the whole table (all partitions)
+        meanings = dict(WORDS)
+        expected_global: dict[str, list[str]] = defaultdict(list)
+        for key, line in INPUT:
+            expected_global[key].append(f"{line}={meanings.get(line.split(' ')[0], 'null')}")
+        python_global = _by_key(read_to_end(bootstrap, python_output + "-outer"), True)
+        assert {key.decode(): [value.decode() for value, _ in values]
+                for key, values in python_global.items()} == expected_global
+        assert python_global == _by_key(read_to_end(bootstrap, java_output + "-outer"), True)
     if name == "stream-joins":
         assert {key.decode(): [(value.decode(), timestamp) for value, timestamp in values]
                 for key, values in _by_key(python_records, True).items()} == _expected_stream_joins()
@@ -232,14 +304,28 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                     in _by_key(read_to_end(bootstrap, python_output + topic), True).items()} == expected[kind], kind
             assert (_by_key(read_to_end(bootstrap, python_output + topic), True)
                     == _by_key(read_to_end(bootstrap, java_output + topic), True)), kind
-    if name in ("table", "windowed", "joins"):  # (stream-joins has no second output)
+    if name == "stream-joins":
+        for topic in ("-totals", "-outer"):
+            assert (_by_key(read_to_end(bootstrap, python_output + topic), True)
+                    == _by_key(read_to_end(bootstrap, java_output + topic), True)), topic
+        # the left join emitted lines no click joined; the outer join clicks no line joined, too
+        left_values = [record.value for record in read_to_end(bootstrap, python_output + "-totals")]
+        outer_values = [record.value for record in read_to_end(bootstrap, python_output + "-outer")]
+        assert any(value.endswith(b"&null") for value in left_values)
+        assert any(value.startswith(b"null&") for value in outer_values)
+    if name in ("table", "windowed", "joins"):
         assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
                 == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         internal = _internal_topics(admin, java_app)
         assert _internal_topics(admin, python_app) == internal
     for topic in internal:
-        if topic.endswith("-changelog"):
+        if "SUPPRESS" in topic or topic.startswith("final-lines"):
+            # suppress()'s buffer writes its changelog on commit with the wall-clock time: the records a commit
+            # carries and their timestamps vary, what each key ends as does not
+            assert (_last_values(read_to_end(bootstrap, f"{python_app}-{topic}"))
+                    == _last_values(read_to_end(bootstrap, f"{java_app}-{topic}"))), topic
+        elif topic.endswith("-changelog"):
             java_changelog = read_to_end(bootstrap, f"{java_app}-{topic}")
             python_changelog = read_to_end(bootstrap, f"{python_app}-{topic}")
             assert _by_key(python_changelog, ordered) == _by_key(java_changelog, ordered), topic
@@ -279,3 +365,19 @@ def test_kafka_streams_reset_tool_resets_a_kfk_streams_application(streams_broke
     for word, total in Counter(words).items():
         once = [int(n).to_bytes(8, "big") for n in range(1, total + 1)]
         assert [value for value, _ in counts[word.encode()]] == once + once, word
+    # kfk streams reset does the same, with the same lines (a dry run first changes nothing)
+    arguments = ["streams", "reset", "--bootstrap-server", bootstrap, "--application-id", application_id,
+                 "--input-topics", input_topic]
+    dry = CliRunner().invoke(app, [*arguments, "--dry-run"], catch_exceptions=False)
+    assert dry.exit_code == 0 and dry.output.splitlines()[1:] == lines, dry.output
+    result = CliRunner().invoke(app, arguments, catch_exceptions=False)
+    assert result.exit_code == 0 and result.output.splitlines() == lines, result.output
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert not [name for name in admin.list_topics() if name.startswith(application_id)]
+    shutil.rmtree(tmp_path / "state")
+    _run_python("wordcount", bootstrap, application_id, input_topic, output, str(tmp_path / "state"),
+                3 * len(words))
+    counts = _by_key(read_to_end(bootstrap, output), ordered=True)
+    for word, total in Counter(words).items():
+        assert [value for value, _ in counts[word.encode()]] == [int(n).to_bytes(8, "big")
+                                                                 for n in range(1, total + 1)] * 3, word

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kfk.streams import Processor, Record, Serdes, StoreBuilder, StreamsBuilder, TimeWindows, Topology
+from kfk.streams import (BufferConfig, JoinWindows, Processor, Record, Serdes, SessionWindows, StoreBuilder, StreamsBuilder,
+                         Suppressed, TimeWindows, Topology)
 from kfk.streams.test_driver import TopologyTestDriver
 
 CONFIG = {"default.key.serde": "string", "default.value.serde": "string"}
@@ -53,6 +54,76 @@ def test_tumbling_window_reduce_drops_records_after_the_window_closes() -> None:
         # c (9) comes when stream time is 12: [0, 10) has closed; f (15) when it is 20: [10, 20) has closed
         assert [(key, value) for key, value, _ in driver.read_output("out")] == [
             ("k@0", "a"), ("k@10", "b"), ("k@10", "bd"), ("k@20", "e")]
+
+
+def _final_counts() -> Topology:
+    builder = StreamsBuilder()
+    (builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 5)).count("counts")
+     .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final"))
+     .to_stream().map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}", count))
+     .to("out", value_serde=Serdes.long()))
+    return builder.build()
+
+
+def test_suppress_emits_each_window_once_when_it_closes_and_its_buffer_restores() -> None:
+    """until_window_closes: a window's count is emitted once, when stream time reaches its end + grace (15 for
+    [0, 10)); a second driver whose stores are restored from the first one's changelogs goes on where it
+    stopped."""
+    inputs = [("a", 1), ("b", 3), ("a", 12), ("a", 8), ("b", 14), ("a", 16), ("b", 21), ("a", 30), ("b", 4)]
+    with TopologyTestDriver(_final_counts(), CONFIG) as driver:
+        for key, timestamp in inputs:
+            driver.pipe_input("in", key, "x", timestamp)
+        # [0, 10) closes at 15 (a@16): a 2 (1, 8), b 1 (3); [10, 20) at 25 (a@30): a 2, b 1; b@4 is too late
+        expected = [("a@0", 2, 8), ("b@0", 1, 3), ("a@10", 2, 16), ("b@10", 1, 14)]
+        assert driver.read_output("out", value_serde=Serdes.long()) == expected
+    with TopologyTestDriver(_final_counts(), CONFIG) as first:
+        for key, timestamp in inputs[:5]:
+            first.pipe_input("in", key, "x", timestamp)
+        assert first.read_output("out", value_serde=Serdes.long()) == []
+        changelogs = {store: list(first.written[f"test-driver-{store}-changelog"]) for store in ("counts",
+                                                                                                 "final-store")}
+        assert changelogs["final-store"][0][3] == [("v", b"\x03")]  # Kafka's buffer changelog format version
+    with TopologyTestDriver(_final_counts(), CONFIG) as second:
+        for store, records in changelogs.items():
+            for key, value, timestamp, _ in records:
+                second.get_key_value_store(store).restore(key, value, timestamp)
+        for key, timestamp in inputs[5:]:
+            second.pipe_input("in", key, "x", timestamp)
+        assert second.read_output("out", value_serde=Serdes.long()) == expected
+
+
+def test_session_reduce_merges_the_sessions_a_record_bridges() -> None:
+    builder = StreamsBuilder()
+    (builder.stream("in").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 20))
+     .reduce(lambda joined, value: joined + value, "sessions").to_stream()
+     .map(lambda windowed, value: (f"{windowed.key}@{windowed.window.start}-{windowed.window.end}", value))
+     .to("out"))
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        for value, timestamp in (("a", 10), ("b", 20), ("c", 15), ("d", 40), ("e", 12), ("f", 3)):
+            driver.pipe_input("in", "k", value, timestamp)
+        # c (15) bridges [10] and [20]; d (40) starts a session; e (12) is late but [10, 20] has not closed
+        # (40 - 20 grace - 5 gap = 15); f (3) would make a session [3, 3], closed: dropped
+        assert driver.read_output("out") == [
+            ("k@10-10", "a", 10), ("k@20-20", "b", 20), ("k@10-10", None, 10), ("k@20-20", None, 20),
+            ("k@10-20", "abc", 20), ("k@40-40", "d", 40), ("k@10-20", None, 20), ("k@10-20", "abce", 20)]
+
+
+def test_stream_left_join_emits_the_unjoined_after_the_window_and_global_join_looks_up_any_key() -> None:
+    builder = StreamsBuilder()
+    left, right = builder.stream("left"), builder.stream("right")
+    left.left_join(right, lambda a, b: f"{a}+{b}", JoinWindows.of_time_difference_and_grace(5, 0)).to("joined")
+    countries = builder.global_table("countries")
+    left.join(countries, lambda key, value: value.split("@")[1], lambda value, country: f"{value} in {country}").to(
+        "located")
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        driver.pipe_input("countries", "fr", "France", 0)
+        driver.pipe_input("left", "k", "a@fr", 10)
+        driver.pipe_input("right", "k", "b", 12)  # joins a (2 ms apart)
+        driver.pipe_input("left", "k", "c@fr", 30)  # nothing to join yet: held until 30 + 5
+        driver.pipe_input("left", "j", "d@de", 40)  # stream time 40: c's window has closed
+        assert driver.read_output("joined") == [("k", "a@fr+b", 12), ("k", "c@fr+None", 30)]
+        # the global table is keyed by country: any record finds any key (no co-partitioning); "de" has none
+        assert driver.read_output("located") == [("k", "a@fr in France", 10), ("k", "c@fr in France", 30)]
 
 
 def test_processor_api_with_a_state_store() -> None:

@@ -3,7 +3,8 @@ the tests compare Apache Kafka Streams' and kfk.streams' descriptions and output
 
 from __future__ import annotations
 
-from kfk.streams import Branched, JoinWindows, Serdes, StreamsBuilder, TimeWindows, Topology
+from kfk.streams import (Branched, BufferConfig, JoinWindows, Serdes, SessionWindows, StreamsBuilder, Suppressed,
+                         TimeWindows, Topology)
 
 
 def stateless(input_topic: str, output: str) -> Topology:
@@ -51,18 +52,34 @@ def table(input_topic: str, output: str) -> Topology:
 def windowed(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     lines = builder.stream(input_topic)
-    (lines.group_by_key()
-     .windowed_by(TimeWindows.of_size_and_grace(4, 2).advance_by(2))
-     .count("windowed-counts")
-     .to_stream()
+    counts = lines.group_by_key().windowed_by(TimeWindows.of_size_and_grace(4, 2).advance_by(2)).count(
+        "windowed-counts")
+    (counts.to_stream()
      .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
      .to(output, key_serde=Serdes.string(), value_serde=Serdes.long()))
-    (lines.group_by_key()
-     .windowed_by(TimeWindows.of_size_with_no_grace(5))
-     .reduce(lambda joined, line: f"{joined}|{line}")
-     .to_stream()
+    joined_lines = (lines.group_by_key()
+                    .windowed_by(TimeWindows.of_size_with_no_grace(5))
+                    .reduce(lambda joined, line: f"{joined}|{line}"))
+    (joined_lines.to_stream()
      .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}", joined))
      .to(output + "-totals"))
+    # the final results: each window once, when it closes
+    (counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
+     .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (joined_lines.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final-lines"))
+     .to_stream()
+     .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}", joined))
+     .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.string()))
+    sessions = lines.group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(3, 2)).count("sessions")
+    (sessions.to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}#{windowed.window.start}-{windowed.window.end}", count))
+     .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (sessions.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}${windowed.window.start}-{windowed.window.end}", count))
+     .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.long()))
     return builder.build()
 
 
@@ -74,6 +91,10 @@ def joins(input_topic: str, output: str) -> Topology:
     # Java's string concatenation writes a null as "null"
     lines.left_join(profiles, lambda line, profile: f"{line}/{'null' if profile is None else profile}").to(
         output + "-totals")
+    # a global table of the first words' meanings, joined by each line's first word
+    words = builder.global_table(input_topic + "-words")
+    lines.left_join(words, lambda key, line: line.split(" ")[0],
+                    lambda line, meaning: f"{line}={'null' if meaning is None else meaning}").to(output + "-outer")
     return builder.build()
 
 
@@ -99,7 +120,14 @@ def stream_joins(input_topic: str, output: str) -> Topology:
     clicks = builder.stream(input_topic + "-clicks")
     lines.join(clicks, lambda line, click: f"{line}&{click}",
                JoinWindows.of_time_difference_and_grace(3, 2)).to(output)
+    lines.left_join(clicks, _java_concat_amp, JoinWindows.of_time_difference_and_grace(3, 2)).to(output + "-totals")
+    lines.outer_join(clicks, _java_concat_amp, JoinWindows.of_time_difference_and_grace(2, 1)).to(output + "-outer")
     return builder.build()
+
+
+def _java_concat_amp(left: object, right: object) -> str:
+    """Java's `left + "&" + right` on strings: a null is written "null"."""
+    return f"{'null' if left is None else left}&{'null' if right is None else right}"
 
 
 def split_unnamed(input_topic: str, output: str) -> Topology:

@@ -17,6 +17,7 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
@@ -24,8 +25,13 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
 
 /**
  * Apache Kafka Streams running the topologies tests/streams/topologies.py builds with kfk.streams, so that a test
@@ -76,26 +82,55 @@ public final class StreamsOracle {
                 break;
             }
             case "windowed": {
-                lines.groupByKey()
+                KTable<Windowed<String>, Long> counts = lines.groupByKey()
                     .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(4), Duration.ofMillis(2))
                                 .advanceBy(Duration.ofMillis(2)))
-                    .count(Materialized.as("windowed-counts"))
-                    .toStream()
+                    .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("windowed-counts")
+                           .withKeySerde(Serdes.String()));  // suppress() needs the windowed key's serde
+                counts.toStream()
                     .map((windowed, count) -> KeyValue.pair(
                         windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
-                lines.groupByKey()
+                KTable<Windowed<String>, String> joinedLines = lines.groupByKey()
                     .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(5)))
-                    .reduce((joined, line) -> joined + "|" + line)
-                    .toStream()
+                    .reduce((joined, line) -> joined + "|" + line, Materialized.with(Serdes.String(), Serdes.String()));
+                joinedLines.toStream()
                     .map((windowed, joined) -> KeyValue.pair(windowed.key() + "@" + windowed.window().start(), joined))
                     .to(output + "-totals");
+                // the final results: each window once, when it closes
+                counts.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
+                joinedLines.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())
+                                     .withName("final-lines"))
+                    .toStream()
+                    .map((windowed, joined) -> KeyValue.pair(windowed.key() + "@" + windowed.window().start(), joined))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.String()));
+                KTable<Windowed<String>, Long> sessions = lines.groupByKey()
+                    .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(3), Duration.ofMillis(2)))
+                    .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("sessions")
+                           .withKeySerde(Serdes.String()));
+                sessions.toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "#" + windowed.window().start() + "-" + windowed.window().end(), count))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
+                sessions.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "$" + windowed.window().start() + "-" + windowed.window().end(), count))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
                 break;
             }
             case "joins": {
                 KTable<String, String> profiles = builder.table(input + "-profiles");
                 lines.join(profiles, (line, profile) -> line + "/" + profile).to(output);
                 lines.leftJoin(profiles, (line, profile) -> line + "/" + profile).to(output + "-totals");
+                // a global table of the first words' meanings, joined by each line's first word
+                GlobalKTable<String, String> words = builder.globalTable(input + "-words");
+                lines.leftJoin(words, (key, line) -> line.split(" ")[0], (line, meaning) -> line + "=" + meaning)
+                    .to(output + "-outer");
                 break;
             }
             case "table-joins": {
@@ -111,6 +146,12 @@ public final class StreamsOracle {
                 lines.join(clicks, (line, click) -> line + "&" + click,
                            JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(3), Duration.ofMillis(2)))
                     .to(output);
+                lines.leftJoin(clicks, (line, click) -> line + "&" + click,
+                               JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(3), Duration.ofMillis(2)))
+                    .to(output + "-totals");
+                lines.outerJoin(clicks, (line, click) -> line + "&" + click,
+                                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(2), Duration.ofMillis(1)))
+                    .to(output + "-outer");
                 break;
             }
             case "split-unnamed": {
@@ -164,6 +205,9 @@ public final class StreamsOracle {
         config.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         config.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         config.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        // left/outer stream-stream joins emit their unjoined records on every record, as kfk.streams does (not at
+        // most once a second by wall clock)
+        config.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
         config.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         KafkaStreams streams = new KafkaStreams(topology(name, input, output), config);
         streams.start();
