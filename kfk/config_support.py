@@ -216,6 +216,7 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "group.consumer.min.heartbeat.interval.ms": (_GROUP,),
     "group.consumer.max.heartbeat.interval.ms": (_GROUP,),
     "group.consumer.max.size": (_GROUP,),
+    "group.consumer.migration.policy": (_GROUP,),
     # share groups (KIP-932)
     **{key: (_SHARE_GROUP, _SERVER) for key in (
         "group.share.delivery.count.limit", "group.share.record.lock.duration.ms",
@@ -311,8 +312,6 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
         "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.num.partitions",
         "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes",
         "share.coordinator.threads", "share.coordinator.write.timeout.ms")),
-    **_feature("the online migration between the classic and the consumer group protocols (kfk's coordinator keeps "
-               "a group in the protocol it was created with)", ("group.consumer.migration.policy",), "disabled"),
     **_feature("SASL/GSSAPI (Kerberos)", (
         "sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
         "sasl.kerberos.service.name", "sasl.kerberos.ticket.renew.jitter",
