@@ -119,8 +119,9 @@ class StreamTask:
             topic = self.internal_topic(topic)
         key_serde = node.key_serde or self.default_key_serde
         value_serde = node.value_serde or self.default_value_serde
-        self.pending.append(self.producer.send(topic, value_serde.serialize(record.value),
-                                               key_serde.serialize(record.key), timestamp_ms=record.timestamp,
+        self.pending.append(self.producer.send(topic, value_serde.serialize_for(topic, record.value),
+                                               key_serde.serialize_for(topic, record.key),
+                                               timestamp_ms=record.timestamp,
                                                headers=list(record.headers) or None))
 
     def check_sends(self) -> None:

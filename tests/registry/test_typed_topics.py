@@ -1,0 +1,144 @@
+"""One wire format across the platform: typed topics written by kfk connect's AvroConverter, by confluent-kafka's
+AvroSerializer and by kfk.streams' Avro serde (Confluent's GenericAvroSerde) are read by each of the others and by
+`kfk console-consume --value-format avro`, all against the session's `kfk schema-registry` and kfk broker.
+
+One pipeline for the module: a kfk connect worker (a real `kfk connect standalone`) runs the example plugin's
+CounterSource (structs example.Count{n: int64, label: string}) with AvroConverter into `counts`, and a
+FileStreamSink with AvroConverter reading `order-lines`; a kfk.streams application maps `counts` to `counts-x10`
+(serdes per operation) and `orders`, written by confluent-kafka, to `order-lines` in a schema of its own (the Avro
+serde as default.value.serde)."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from kfk.client import Admin, NewTopic
+from kfk.streams import KafkaStreams, Serdes, State, StreamsBuilder
+from kfk.streams.avro_serde import GenericRecord, generic_avro_serde
+from tests.connect.workers import start_kfk_worker, wait_for
+from tests.registry.test_console_formats import consume_json
+
+pytestmark = pytest.mark.integration
+
+PLUGIN_DIRECTORY = Path(__file__).resolve().parents[1] / "connect" / "plugin_example"
+COUNTS = 5
+ORDER = {"type": "record", "name": "Order", "namespace": "shop",
+         "fields": [{"name": "id", "type": "int"}, {"name": "item", "type": "string"},
+                    {"name": "quantity", "type": ["null", "int"], "default": None},
+                    {"name": "unit_price", "type": "double"}]}
+ORDER_LINE = {"type": "record", "name": "OrderLine", "namespace": "shop",
+              "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"},
+                         {"name": "total", "type": "double"}, {"name": "bulk", "type": "boolean"}]}
+ORDERS = [{"id": 1, "item": "apple", "quantity": 3, "unit_price": 0.5},
+          {"id": 2, "item": "pear", "quantity": None, "unit_price": 2.0},
+          {"id": 3, "item": "fig", "quantity": 2, "unit_price": 1.25}]
+
+
+def order_line(order: dict) -> GenericRecord:
+    quantity = order["quantity"] or 1
+    return GenericRecord(ORDER_LINE, id=order["id"], item=order["item"], total=quantity * order["unit_price"],
+                         bulk=quantity > 2)
+
+
+def read_avro(bootstrap: str, url: str, topic: str, count: int) -> list:
+    """The values of `count` records of `topic`, read with confluent-kafka's AvroDeserializer."""
+    deserializer = AvroDeserializer(SchemaRegistryClient({"url": url}))
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    values = []
+    try:
+        def more() -> bool:
+            message = consumer.poll(1)
+            if message is not None:
+                assert message.error() is None, message.error()
+                values.append(deserializer(message.value(), SerializationContext(topic, MessageField.VALUE)))
+            return len(values) >= count
+        wait_for(more, f"{count} records of {topic}", timeout=90)
+    finally:
+        consumer.close()
+    return values
+
+
+@pytest.fixture(scope="module")
+def pipeline(registry, registry_broker, tmp_path_factory) -> Iterator[dict]:
+    bootstrap, url = registry_broker.bootstrap_servers, registry.url
+    suffix = uuid.uuid4().hex[:8]
+    topics = {name: f"{name}-{suffix}" for name in ("counts", "counts-x10", "orders", "order-lines")}
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1) for topic in topics.values()])
+    directory = tmp_path_factory.mktemp("typed-topics")
+    avro = {"value.converter": "io.confluent.connect.avro.AvroConverter", "value.converter.schema.registry.url": url}
+    worker_config = {"bootstrap.servers": bootstrap, "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                     **avro, "offset.storage.file.filename": str(directory / "offsets"),
+                     "offset.flush.interval.ms": "300"}
+    source = {"name": "counter", "connector.class": "example.CounterSource", "topic": topics["counts"],
+              "limit": str(COUNTS)}
+    sink = {"name": "lines", "connector.class": "FileStreamSink", "topics": topics["order-lines"],
+            "file": str(directory / "order-lines.txt")}
+    with pytest.MonkeyPatch.context() as patch:  # the example plugin on the worker's path, as pip would put it
+        patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(PLUGIN_DIRECTORY),
+                                                                 os.environ.get("PYTHONPATH")])))
+        worker = start_kfk_worker(directory, worker_config, [source, sink])
+
+    per_operation = generic_avro_serde(url)
+    builder = StreamsBuilder()
+    (builder.stream(topics["counts"], value_serde=per_operation)
+     .map_values(lambda count: GenericRecord(count.schema, n=count["n"] * 10, label=count["label"].upper()))
+     .to(topics["counts-x10"], value_serde=per_operation))
+    builder.stream(topics["orders"], key_serde=Serdes.bytes()).map_values(order_line).to(topics["order-lines"])
+    streams = KafkaStreams(builder.build(), {
+        "application.id": f"typed-{suffix}", "bootstrap.servers": bootstrap, "state.dir": str(directory / "state"),
+        "default.key.serde": "string", "default.value.serde": "io.confluent.kafka.streams.serdes.avro.GenericAvroSerde",
+        "schema.registry.url": url, "commit.interval.ms": 100})
+    streams.start()
+    try:
+        assert streams.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, streams.error
+        serializer = AvroSerializer(SchemaRegistryClient({"url": url}), json.dumps(ORDER))
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for order in ORDERS:
+            producer.produce(topics["orders"], serializer(order, SerializationContext(topics["orders"],
+                                                                                      MessageField.VALUE)))
+        assert producer.flush(30) == 0
+        yield {"bootstrap": bootstrap, "url": url, "topics": topics, "directory": directory, "streams": streams}
+    finally:
+        streams.close()
+        worker.stop()
+
+
+def test_connect_avro_converter_read_by_confluent_and_streams(pipeline) -> None:
+    bootstrap, url, topics = pipeline["bootstrap"], pipeline["url"], pipeline["topics"]
+    assert read_avro(bootstrap, url, topics["counts"], COUNTS) == [
+        {"n": n, "label": f"label-{n}"} for n in range(COUNTS)]
+    # the schema AvroConverter registered is the Avro schema Confluent's converter makes of example.Count
+    registered = SchemaRegistryClient({"url": url}).get_latest_version(f"{topics['counts']}-value").schema
+    assert json.loads(registered.schema_str) == {
+        "type": "record", "name": "Count", "namespace": "example",
+        "fields": [{"name": "n", "type": "long"}, {"name": "label", "type": "string"}],
+        "connect.name": "example.Count"}
+    # kfk.streams read them with its Avro serde and wrote them back with the records' own schema
+    assert read_avro(bootstrap, url, topics["counts-x10"], COUNTS) == [
+        {"n": n * 10, "label": f"LABEL-{n}"} for n in range(COUNTS)]
+
+
+def test_confluent_records_through_streams_to_connect_sink_and_console(pipeline) -> None:
+    bootstrap, url, topics = pipeline["bootstrap"], pipeline["url"], pipeline["topics"]
+    expected = [dict(order_line(order)) for order in ORDERS]
+    assert read_avro(bootstrap, url, topics["order-lines"], len(ORDERS)) == expected
+    # Avro's JSON encoding, as kafka-avro-console-consumer prints it
+    assert consume_json(bootstrap, url, topics["order-lines"], len(ORDERS), "--value-format", "avro") == expected
+    # FileStreamSink got Structs from AvroConverter and wrote them as Java's Struct.toString does
+    lines = pipeline["directory"] / "order-lines.txt"
+    wanted = ("Struct{id=1,item=apple,total=1.5,bulk=true}\nStruct{id=2,item=pear,total=2.0,bulk=false}\n"
+              "Struct{id=3,item=fig,total=2.5,bulk=false}\n")
+    wait_for(lambda: lines.exists() and lines.read_text() == wanted, "the sink's lines", timeout=60)
