@@ -10,6 +10,8 @@ serde as default.value.serde)."""
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import os
 import uuid
@@ -18,11 +20,25 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from kfk.client import Admin, NewTopic
+from kfk.connect.avro_converter import AvroConverter
+from kfk.connect.data import (
+    DATE_SCHEMA,
+    FLOAT32_SCHEMA,
+    INT8_SCHEMA,
+    INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    TIMESTAMP_SCHEMA,
+    SchemaBuilder,
+    Struct,
+    decimal_schema,
+)
+from kfk.connect.errors import DataException
 from kfk.streams import KafkaStreams, Serdes, State, StreamsBuilder
 from kfk.streams.avro_serde import GenericRecord, generic_avro_serde
 from tests.connect.workers import start_kfk_worker, wait_for
@@ -142,3 +158,68 @@ def test_confluent_records_through_streams_to_connect_sink_and_console(pipeline)
     wanted = ("Struct{id=1,item=apple,total=1.5,bulk=true}\nStruct{id=2,item=pear,total=2.0,bulk=false}\n"
               "Struct{id=3,item=fig,total=2.5,bulk=false}\n")
     wait_for(lambda: lines.exists() and lines.read_text() == wanted, "the sink's lines", timeout=60)
+
+
+def test_avro_converter_maps_connect_types_as_confluent_both_ways(registry) -> None:
+    """Each common Connect type through AvroConverter and confluent-kafka's Avro serdes, in both directions."""
+    topic = f"mapped-{uuid.uuid4().hex[:8]}"
+    address = SchemaBuilder.struct().field("city", STRING_SCHEMA).field("zip", OPTIONAL_STRING_SCHEMA).build()
+    price = decimal_schema(2).build()
+    schema = (SchemaBuilder.struct().name("com.example.Customer").field("id", INT64_SCHEMA)
+              .field("level", INT8_SCHEMA).field("score", FLOAT32_SCHEMA).field("email", OPTIONAL_STRING_SCHEMA)
+              .field("tags", SchemaBuilder.array(STRING_SCHEMA).build())
+              .field("visits", SchemaBuilder.map(STRING_SCHEMA, INT64_SCHEMA).build())
+              .field("address", address).field("balance", price).field("born", DATE_SCHEMA)
+              .field("seen", TIMESTAMP_SCHEMA).build())
+    value = (Struct(schema).put("id", 7).put("level", 3).put("score", 0.5).put("tags", ["a", "b"])
+             .put("visits", {"home": 2}).put("address", Struct(address).put("city", "Oslo"))
+             .put("balance", decimal.Decimal("12.34")).put("born", datetime.date(1990, 5, 17))
+             .put("seen", datetime.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=datetime.timezone.utc)))
+    converter = AvroConverter()
+    converter.configure({"schema.registry.url": registry.url}, False)
+    data = converter.from_connect_data(topic, schema, value)
+
+    client = SchemaRegistryClient({"url": registry.url})
+    registered = json.loads(client.get_latest_version(f"{topic}-value").schema.schema_str)
+    fields = {field["name"]: field for field in registered["fields"]}
+    assert (registered["name"], registered["namespace"], registered["connect.name"]) == \
+        ("Customer", "com.example", "com.example.Customer")
+    assert fields["level"]["type"] == {"type": "int", "connect.type": "int8"}
+    assert fields["score"]["type"] == "float"
+    assert fields["email"] == {"name": "email", "type": ["null", "string"], "default": None}
+    assert fields["tags"]["type"] == {"type": "array", "items": "string"}
+    assert fields["visits"]["type"] == {"type": "map", "values": "long"}
+    assert fields["address"]["type"]["name"] == "ConnectDefault"
+    assert fields["address"]["type"]["namespace"] == "io.confluent.connect.avro"
+    assert (fields["balance"]["type"]["logicalType"], fields["balance"]["type"]["scale"]) == ("decimal", 2)
+    assert fields["born"]["type"]["logicalType"] == "date"
+    assert fields["seen"]["type"]["logicalType"] == "timestamp-millis"
+
+    read = AvroDeserializer(client)(data, SerializationContext(topic, MessageField.VALUE))
+    assert read == {"id": 7, "level": 3, "score": 0.5, "email": None, "tags": ["a", "b"], "visits": {"home": 2},
+                    "address": {"city": "Oslo", "zip": None}, "balance": decimal.Decimal("12.34"),
+                    "born": datetime.date(1990, 5, 17),
+                    "seen": datetime.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=datetime.timezone.utc)}
+    # what confluent-kafka writes with that schema reads back as the same Connect schema and struct
+    written = AvroSerializer(client, json.dumps(registered))(read, SerializationContext(topic, MessageField.VALUE))
+    back = converter.to_connect_data(topic, written)
+    assert back.schema == schema and back.value == value
+    assert converter.to_connect_data(topic, None) == (None, None)
+
+
+def test_avro_converter_without_auto_register_uses_the_latest_version(registry) -> None:
+    topic = f"latest-{uuid.uuid4().hex[:8]}"
+    client = SchemaRegistryClient({"url": registry.url})
+    wide = SchemaBuilder.struct().name("example.Count").field("n", INT64_SCHEMA).field("label", STRING_SCHEMA).build()
+    value = Struct(wide).put("n", 4).put("label", "four")
+    refusing = AvroConverter()
+    refusing.configure({"schema.registry.url": registry.url, "auto.register.schemas": "false"}, False)
+    with pytest.raises(DataException, match="Failed to access Avro data"):  # no such subject yet
+        refusing.from_connect_data(topic, wide, value)
+    narrow = {"type": "record", "name": "Count", "namespace": "example", "fields": [{"name": "n", "type": "long"}]}
+    client.register_schema(f"{topic}-value", Schema(json.dumps(narrow), "AVRO"))
+    latest = AvroConverter()
+    latest.configure({"schema.registry.url": registry.url, "auto.register.schemas": "false",
+                      "use.latest.version": "true"}, False)
+    data = latest.from_connect_data(topic, wide, value)
+    assert AvroDeserializer(client)(data, SerializationContext(topic, MessageField.VALUE)) == {"n": 4}
