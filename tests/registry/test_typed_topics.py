@@ -22,6 +22,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from kfk.client import Admin, NewTopic
@@ -39,6 +40,8 @@ from kfk.connect.data import (
     decimal_schema,
 )
 from kfk.connect.errors import DataException
+from kfk.connect.json_schema_converter import JsonSchemaConverter
+from kfk.connect.plugins import find
 from kfk.streams import KafkaStreams, Serdes, State, StreamsBuilder
 from kfk.streams.avro_serde import GenericRecord, generic_avro_serde
 from tests.connect.workers import start_kfk_worker, wait_for
@@ -95,8 +98,8 @@ def pipeline(registry, registry_broker, tmp_path_factory) -> Iterator[dict]:
         admin.create_topics([NewTopic(topic, 1, 1) for topic in topics.values()])
     directory = tmp_path_factory.mktemp("typed-topics")
     avro = {"value.converter": "io.confluent.connect.avro.AvroConverter", "value.converter.schema.registry.url": url}
-    worker_config = {"bootstrap.servers": bootstrap, "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-                     **avro, "offset.storage.file.filename": str(directory / "offsets"),
+    worker_config = {"bootstrap.servers": bootstrap,
+                     "key.converter": "org.apache.kafka.connect.storage.StringConverter", **avro, "offset.storage.file.filename": str(directory / "offsets"),
                      "offset.flush.interval.ms": "300"}
     source = {"name": "counter", "connector.class": "example.CounterSource", "topic": topics["counts"],
               "limit": str(COUNTS)}
@@ -223,3 +226,28 @@ def test_avro_converter_without_auto_register_uses_the_latest_version(registry) 
                       "use.latest.version": "true"}, False)
     data = latest.from_connect_data(topic, wide, value)
     assert AvroDeserializer(client)(data, SerializationContext(topic, MessageField.VALUE)) == {"n": 4}
+
+
+def test_json_schema_converter_both_ways_with_confluent(registry) -> None:
+    topic = f"json-{uuid.uuid4().hex[:8]}"
+    schema = (SchemaBuilder.struct().name("example.Reading").field("sensor", STRING_SCHEMA)
+              .field("level", INT8_SCHEMA).field("value", FLOAT32_SCHEMA).field("note", OPTIONAL_STRING_SCHEMA)
+              .field("counts", SchemaBuilder.map(STRING_SCHEMA, INT64_SCHEMA).build()).build())
+    value = Struct(schema).put("sensor", "t1").put("level", 2).put("value", 21.5).put("counts", {"a": 1})
+    converter = find("io.confluent.connect.json.JsonSchemaConverter", ("converter",)).instantiate()
+    assert isinstance(converter, JsonSchemaConverter)
+    converter.configure({"schema.registry.url": registry.url}, False)
+    data = converter.from_connect_data(topic, schema, value)
+    client = SchemaRegistryClient({"url": registry.url})
+    registered = client.get_latest_version(f"{topic}-value").schema
+    assert registered.schema_type == "JSON"
+    document = json.loads(registered.schema_str)
+    assert document["title"] == "example.Reading" and document["required"] == ["sensor", "level", "value", "counts"]
+    assert document["properties"]["note"] == {"oneOf": [{"type": "null"}, {"type": "string"}], "connect.index": 3}
+    context = SerializationContext(topic, MessageField.VALUE)
+    read = JSONDeserializer(None, schema_registry_client=client)(data, context)
+    assert read == {"sensor": "t1", "level": 2, "value": 21.5, "counts": {"a": 1}}
+    # confluent-kafka's JSONSerializer writing with that schema: the converter reads the same struct back
+    written = JSONSerializer(registered.schema_str, client, conf={"auto.register.schemas": False})(read, context)
+    back = converter.to_connect_data(topic, written)
+    assert back.schema == schema and back.value == value
