@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from kfk.connect.config_def import ConfigDef, ConfigKey
 from kfk.connect.converters import NULL_SCHEMA_AND_VALUE, Converter, SchemaAndValue
+from kfk.connect.registry_config import subject_strategy, subject_strategy_keys
 from kfk.connect.data import (
     DATE_LOGICAL_NAME,
     DECIMAL_LOGICAL_NAME,
@@ -246,6 +247,7 @@ class AvroConverter(Converter):
         self.is_key = False
         self.auto_register = True
         self.use_latest_version = False
+        self.strategy = "TopicNameStrategy"
         self._serializers: dict[tuple[str, Schema], tuple[AvroSerializer, Schema]] = {}
         self._deserializer: AvroDeserializer | None = None
         self._connect_schemas: dict[str, Schema] = {}
@@ -258,6 +260,7 @@ class AvroConverter(Converter):
                       "Register a record's schema under its subject, rather than look it up."),
             ConfigKey("use.latest.version", "BOOLEAN", False, "LOW",
                       "Write with the subject's latest schema (with auto.register.schemas=false)."),
+            *subject_strategy_keys(),
         ])
 
     def configure(self, configs: Mapping[str, Any], is_key: bool = False) -> None:
@@ -267,6 +270,7 @@ class AvroConverter(Converter):
         self.is_key = is_key
         self.auto_register = parsed["auto.register.schemas"]
         self.use_latest_version = parsed["use.latest.version"] and not self.auto_register
+        self.strategy = subject_strategy(parsed, is_key)
         self._deserializer = AvroDeserializer(self.client)
 
     def _serializer(self, topic: str, schema: Schema) -> tuple[AvroSerializer, Schema]:
@@ -277,9 +281,10 @@ class AvroConverter(Converter):
             text = json.dumps(connect_to_avro_schema(schema), separators=(",", ":"))
             written_as = schema
             if self.use_latest_version:
-                text = self.client.latest(subject_name("TopicNameStrategy", topic, self.is_key, None))["schema"]
+                text = self.client.latest(subject_name(self.strategy, topic, self.is_key, schema.name))["schema"]
                 written_as = avro_to_connect_schema(json.loads(text))
-            serializer = AvroSerializer(self.client, text, is_key=self.is_key, auto_register=self.auto_register)
+            serializer = AvroSerializer(self.client, text, is_key=self.is_key, auto_register=self.auto_register,
+                                        subject_name_strategy=self.strategy)
             cached = self._serializers[(topic, schema)] = (serializer, written_as)
         return cached
 

@@ -19,6 +19,7 @@ from kfk.connect.config_def import ConfigDef, ConfigKey
 from kfk.connect.converters import NULL_SCHEMA_AND_VALUE, Converter, SchemaAndValue
 from kfk.connect.data import Schema, SchemaBuilder, Struct, Type
 from kfk.connect.errors import DataException
+from kfk.connect.registry_config import subject_strategy, subject_strategy_keys
 from kfk.registry.schema_types import JSON
 from kfk.registry.serdes import JsonSchemaSerializer, RegistryClient, RegistryClientError, unframe, writer_schema
 
@@ -134,6 +135,7 @@ class JsonSchemaConverter(Converter):
         self.client: RegistryClient | None = None
         self.is_key = False
         self.auto_register = True
+        self.strategy = "TopicNameStrategy"
         self._serializers: dict[Schema, JsonSchemaSerializer] = {}
         self._connect_schemas: dict[int, Schema] = {}
 
@@ -143,6 +145,7 @@ class JsonSchemaConverter(Converter):
                       documentation="Comma-separated URLs of schema registry instances (the first is used)."),
             ConfigKey("auto.register.schemas", "BOOLEAN", True, "MEDIUM",
                       "Register a record's schema under its subject, rather than look it up."),
+            *subject_strategy_keys(),
         ])
 
     def configure(self, configs: Mapping[str, Any], is_key: bool = False) -> None:
@@ -151,6 +154,7 @@ class JsonSchemaConverter(Converter):
         self.client = RegistryClient(parsed["schema.registry.url"][0])
         self.is_key = is_key
         self.auto_register = parsed["auto.register.schemas"]
+        self.strategy = subject_strategy(parsed, is_key)
 
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if value is None:
@@ -162,7 +166,7 @@ class JsonSchemaConverter(Converter):
             if serializer is None:
                 serializer = self._serializers[schema] = JsonSchemaSerializer(
                     self.client, json.dumps(connect_to_json_schema(schema), separators=(",", ":")),
-                    is_key=self.is_key, auto_register=self.auto_register)
+                    is_key=self.is_key, auto_register=self.auto_register, subject_name_strategy=self.strategy)
             return serializer.serialize(topic, connect_to_json_value(schema, value))
         except RegistryClientError as error:
             raise DataException(f"Failed to access JSON Schema data from topic {topic} : {error}") from None

@@ -251,3 +251,20 @@ def test_json_schema_converter_both_ways_with_confluent(registry) -> None:
     written = JSONSerializer(registered.schema_str, client, conf={"auto.register.schemas": False})(read, context)
     back = converter.to_connect_data(topic, written)
     assert back.schema == schema and back.value == value
+
+
+def test_converters_name_subjects_by_the_configured_strategy(registry) -> None:
+    topic = f"strategy-{uuid.uuid4().hex[:8]}"
+    record_name = f"example.Count{uuid.uuid4().hex[:8]}"
+    schema = SchemaBuilder.struct().name(record_name).field("n", INT64_SCHEMA).build()
+    client = SchemaRegistryClient({"url": registry.url})
+    for converter, strategy in ((AvroConverter(), "TopicRecordNameStrategy"),
+                                (JsonSchemaConverter(), "RecordNameStrategy")):
+        converter.configure({"schema.registry.url": registry.url, "key.subject.name.strategy":
+                             f"io.confluent.kafka.serializers.subject.{strategy}"}, True)
+        converter.from_connect_data(topic, schema, Struct(schema).put("n", 1))
+    assert client.get_latest_version(f"{topic}-{record_name}").schema.schema_type == "AVRO"
+    assert client.get_latest_version(record_name).schema.schema_type == "JSON"
+    assert f"{topic}-key" not in client.get_subjects()
+    with pytest.raises(DataException, match="Unknown subject name strategy"):
+        AvroConverter().configure({"schema.registry.url": registry.url, "value.subject.name.strategy": "Nope"}, False)
