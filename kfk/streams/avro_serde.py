@@ -32,7 +32,7 @@ def generic_avro_serde(schema_registry_url: str, *, schema: str | dict | None = 
                        subject_name_strategy: str = "TopicNameStrategy") -> Serde:
     """A serde of generic Avro records (``schema_registry_url`` as Confluent's schema.registry.url). Records are
     written with their own schema (GenericRecord), else ``schema``; registered under the subject of the topic
-    written (``<topic>-value``/``-key`` by default), so the serde writes only through sinks, which know the topic."""
+    written (``<topic>-value``/``-key`` by default): sinks write for their topic, stores for their changelog."""
     client = RegistryClient(schema_registry_url)
     default_schema = None if schema is None else GenericRecord(schema).schema
     deserializer = AvroDeserializer(client)
@@ -54,8 +54,8 @@ def generic_avro_serde(schema_registry_url: str, *, schema: str | dict | None = 
     def serialize(value: Any) -> bytes | None:
         if value is None:
             return None
-        raise ValueError("GenericAvroSerde registers schemas under the topic written: kfk.streams uses it where "
-                         "records go to a topic (sources and sinks), not in state stores yet")
+        raise ValueError("GenericAvroSerde registers schemas under the topic written: serialize with "
+                         "serialize_for(topic, value), or take serde.for_topic(topic)")
 
     def deserialize(data: bytes | None) -> Any:
         if data is None:

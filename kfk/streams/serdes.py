@@ -30,6 +30,14 @@ class Serde:
     def serialize_for(self, topic: str, value: Any) -> bytes | None:
         return self.serialize(value) if self.serialize_to is None else self.serialize_to(topic, value)
 
+    def for_topic(self, topic: str) -> Serde:
+        """This serde with ``serialize`` writing for ``topic`` (a store's serdes write for its changelog topic, as
+        in Kafka Streams)."""
+        if self.serialize_to is None:
+            return self
+        serialize_to = self.serialize_to
+        return Serde(self.name, lambda value: serialize_to(topic, value), self.deserialize, serialize_to)
+
 
 def _nullable(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda value: None if value is None else function(value)

@@ -73,14 +73,16 @@ class StreamTask:
         for store_name in subtopology.stores:
             builder = topology.store_builders[store_name]
             changelog = None
+            changelog_topic = f"{application_id}-{store_name}{CHANGELOG_TOPIC_SUFFIX}"
             if builder.logging:
-                partition = TopicPartition(f"{application_id}-{store_name}{CHANGELOG_TOPIC_SUFFIX}", task_id.partition)
+                partition = TopicPartition(changelog_topic, task_id.partition)
                 self.changelogs[store_name] = partition
                 changelog = self._changelog_writer(partition)
             path = self.directory / "rocksdb" / store_name if builder.persistent and not in_memory else None
             store_class = WindowStore if builder.windows is not None else KeyValueStore
-            self.stores[store_name] = store_class(store_name, builder.key_serde or key_serde,
-                                                    builder.value_serde or value_serde, path, changelog)
+            store_key_serde = (builder.key_serde or key_serde).for_topic(changelog_topic)
+            store_value_serde = (builder.value_serde or value_serde).for_topic(changelog_topic)
+            self.stores[store_name] = store_class(store_name, store_key_serde, store_value_serde, path, changelog)
         self.processors: dict[str, Processor] = {}
         for node in self.nodes.values():
             if node.kind is NodeKind.PROCESSOR:

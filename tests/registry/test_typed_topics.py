@@ -44,6 +44,7 @@ from kfk.connect.json_schema_converter import JsonSchemaConverter
 from kfk.connect.plugins import find
 from kfk.streams import KafkaStreams, Serdes, State, StreamsBuilder
 from kfk.streams.avro_serde import GenericRecord, generic_avro_serde
+from kfk.streams.test_driver import TopologyTestDriver
 from tests.connect.workers import start_kfk_worker, wait_for
 from tests.registry.test_console_formats import consume_json
 
@@ -268,3 +269,23 @@ def test_converters_name_subjects_by_the_configured_strategy(registry) -> None:
     assert f"{topic}-key" not in client.get_subjects()
     with pytest.raises(DataException, match="Unknown subject name strategy"):
         AvroConverter().configure({"schema.registry.url": registry.url, "value.subject.name.strategy": "Nope"}, False)
+
+
+def test_streams_avro_serde_in_a_state_store(registry) -> None:
+    """A reduce whose store and changelog hold Avro records: the store's serde writes under the changelog's
+    subject, as Kafka Streams' store serdes do."""
+    builder = StreamsBuilder()
+    (builder.stream("lines").group_by_key()
+     .reduce(lambda total, line: GenericRecord(total.schema, id=total["id"], item=total["item"],
+                                               total=total["total"] + line["total"], bulk=True), "totals")
+     .to_stream().to("totals"))
+    driver = TopologyTestDriver(builder.build(), {
+        "application.id": f"avro-store-{uuid.uuid4().hex[:8]}", "default.key.serde": "string",
+        "default.value.serde": "io.confluent.kafka.streams.serdes.avro.GenericAvroSerde",
+        "schema.registry.url": registry.url})
+    for order in ORDERS:
+        driver.pipe_input("lines", "all", order_line(order))
+    assert [record.value["total"] for record in driver.read_output("totals")] == [1.5, 3.5, 6.0]
+    assert driver.get_key_value_store("totals").get("all") == {"id": 1, "item": "apple", "total": 6.0, "bulk": True}
+    subjects = SchemaRegistryClient({"url": registry.url}).get_subjects()
+    assert f"{driver.config.application_id}-totals-changelog-value" in subjects
