@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, NamedTuple
 
-from kfk.common.java_numbers import java_double
 from kfk.connect.config_def import ConfigDef, ConfigKey
 from kfk.connect.data import (
     BOOLEAN_SCHEMA,
@@ -22,6 +21,7 @@ from kfk.connect.data import (
     STRING_SCHEMA,
     Schema,
     Type,
+    java_text,
 )
 from kfk.connect.errors import DataException
 
@@ -65,13 +65,7 @@ class HeaderConverter:
 
 def java_string(value: Any) -> str:
     """String.valueOf of a Connect value as a Java worker writes it (true, 1.0, ...), for StringConverter."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return java_double(value)
-    if isinstance(value, (bytes, bytearray)):
-        return repr(bytes(value))
-    return str(value)
+    return java_text(value)
 
 
 class StringConverter(Converter, HeaderConverter):

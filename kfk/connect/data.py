@@ -15,6 +15,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from kfk.common.java_numbers import java_double
 from kfk.connect.errors import DataException
 
 
@@ -378,5 +379,26 @@ class Struct:
         return hash(tuple(map(_hashable, self._values)))
 
     def __repr__(self) -> str:
-        inner = ",".join(f"{field.name}={self._values[field.index]}" for field in self.schema.fields)
+        """As Java's Struct.toString: the fields that are set, each value as Java prints it (what FileStreamSink
+        writes of a struct)."""
+        inner = ",".join(f"{field.name}={java_text(self._values[field.index])}" for field in self.schema.fields
+                         if self._values[field.index] is not None)
         return f"Struct{{{inner}}}"
+
+
+def java_text(value: Any) -> str:
+    """String.valueOf of a Connect value: true/false, doubles as Java prints them, lists as "[a, b]", maps as
+    "{k=v}", null as "null"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return java_double(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(java_text, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{java_text(key)}={java_text(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, (bytes, bytearray)):
+        return repr(bytes(value))
+    return str(value)

@@ -23,7 +23,8 @@ from typing import Any
 from kfk.registry.schema_types import AVRO, JSON, PROTOBUF, SchemaReference, parse_schema
 
 __all__ = ["RegistryClient", "RegistryClientError", "SUBJECT_NAME_STRATEGIES", "subject_name", "frame", "unframe",
-           "AvroSerializer", "JsonSchemaSerializer", "ProtobufSerializer", "Deserializer", "MAGIC_BYTE"]
+           "AvroSerializer", "JsonSchemaSerializer", "ProtobufSerializer", "Deserializer", "AvroDeserializer",
+           "writer_schema", "MAGIC_BYTE"]
 
 MAGIC_BYTE = 0
 SUBJECT_NAME_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
@@ -263,6 +264,42 @@ def _zigzag(number: int) -> bytes:
             return bytes(out)
 
 
+def writer_schema(client: RegistryClient, schema_id: int) -> tuple[str, Any, list[SchemaReference]]:
+    """The type, parsed schema and resolved references of the schema a frame names."""
+    registered = client.schema(schema_id)
+    schema_type = registered.get("schemaType", AVRO)
+    references = client.resolve_references(registered.get("references", []))
+    return schema_type, parse_schema(schema_type, registered["schema"], references), references
+
+
+class AvroDeserializer:
+    """A framed Avro record as Python data (records as dicts, logical types as Python's), with the writer's
+    schema: what typed readers (kfk.streams' Avro serde, kfk.connect's AvroConverter) need, where Deserializer
+    gives text."""
+
+    def __init__(self, client: RegistryClient) -> None:
+        self.client = client
+        self._schemas: dict[int, Any] = {}
+
+    def schema(self, schema_id: int) -> Any:
+        """The writer's parsed Avro schema (kfk.registry.avro_schema.AvroSchema), cached by id."""
+        parsed = self._schemas.get(schema_id)
+        if parsed is None:
+            schema_type, parsed, _ = writer_schema(self.client, schema_id)
+            if schema_type != AVRO:
+                raise ValueError(f"schema {schema_id} is a {schema_type} schema, not Avro")
+            self._schemas[schema_id] = parsed
+        return parsed
+
+    def deserialize(self, data: bytes) -> tuple[Any, Any]:
+        """(the writer's AvroSchema, the value)."""
+        import fastavro
+
+        schema_id, payload = unframe(data)
+        parsed = self.schema(schema_id)
+        return parsed, fastavro.schemaless_reader(io.BytesIO(payload), parsed.codec_schema, None)
+
+
 class Deserializer:
     """Any framed record to JSON text, whatever its schema type: the writer's schema comes from the registry by
     the id in the frame. Avro is written in Avro's JSON encoding (as Confluent's kafka-avro-console-consumer prints
@@ -280,10 +317,7 @@ class Deserializer:
         return reader(payload)
 
     def _reader(self, schema_id: int):
-        registered = self.client.schema(schema_id)
-        schema_type = registered.get("schemaType", AVRO)
-        references = self.client.resolve_references(registered.get("references", []))
-        parsed = parse_schema(schema_type, registered["schema"], references)
+        schema_type, parsed, references = writer_schema(self.client, schema_id)
         if schema_type == AVRO:
             import fastavro
 

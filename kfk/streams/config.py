@@ -53,6 +53,8 @@ STREAMS_CONFIG_DEF = ConfigDef([
     ConfigKey("default.key.serde", ConfigType.STRING, None, None, "Serde of keys where the topology names none."),
     ConfigKey("default.value.serde", ConfigType.STRING, None, None,
               "Serde of values where the topology names none."),
+    ConfigKey("schema.registry.url", ConfigType.STRING, None, None,
+              "The schema registry of Avro serdes (io.confluent.kafka.streams.serdes.avro.GenericAvroSerde)."),
     ConfigKey("topology.optimization", ConfigType.STRING, "none", one_of("none"),
               "Only Kafka's default (none) is supported."),
 ])
@@ -81,8 +83,13 @@ class StreamsConfig:
                         self._set_client_key(client_prefix, name, value)
             else:
                 raise InvalidConfigurationError(f"Unknown streams config name: {name}")
-        self.key_serde: Serde = serde_from_config(streams.pop("default.key.serde", None))
-        self.value_serde: Serde = serde_from_config(streams.pop("default.value.serde", None))
+        registry_url = streams.get("schema.registry.url")
+        try:
+            self.key_serde: Serde = serde_from_config(streams.pop("default.key.serde", None), True, registry_url)
+            self.value_serde: Serde = serde_from_config(streams.pop("default.value.serde", None), False,
+                                                        registry_url)
+        except ValueError as error:
+            raise InvalidConfigurationError(str(error)) from None
         values = STREAMS_CONFIG_DEF.parse(streams)
         for required in ("application.id", "bootstrap.servers"):
             if not values[required]:

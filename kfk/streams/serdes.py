@@ -18,11 +18,25 @@ __all__ = ["Serde", "Serdes", "serde_from_config"]
 
 @dataclass(frozen=True)
 class Serde:
-    """A serializer and deserializer pair; ``name`` is how describe() and error messages call it."""
+    """A serializer and deserializer pair; ``name`` is how describe() and error messages call it.
+    ``serialize_to`` is for serdes whose bytes depend on the topic written (a schema registry's serdes register
+    under the topic's subject); sinks call it through serialize_for."""
 
     name: str
     serialize: Callable[[Any], bytes | None]
     deserialize: Callable[[bytes | None], Any]
+    serialize_to: Callable[[str, Any], bytes | None] | None = None
+
+    def serialize_for(self, topic: str, value: Any) -> bytes | None:
+        return self.serialize(value) if self.serialize_to is None else self.serialize_to(topic, value)
+
+    def for_topic(self, topic: str) -> Serde:
+        """This serde with ``serialize`` writing for ``topic`` (a store's serdes write for its changelog topic, as
+        in Kafka Streams)."""
+        if self.serialize_to is None:
+            return self
+        serialize_to = self.serialize_to
+        return Serde(self.name, lambda value: serialize_to(topic, value), self.deserialize, serialize_to)
 
 
 def _nullable(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -77,15 +91,26 @@ _BY_NAME: dict[str, Callable[[], Serde]] = {
 }
 
 
-def serde_from_config(value: Serde | str | None) -> Serde:
+#: Confluent's serde over a schema registry (configured by schema.registry.url), in kfk.streams.avro_serde.
+GENERIC_AVRO_SERDE = "io.confluent.kafka.streams.serdes.avro.GenericAvroSerde"
+
+
+def serde_from_config(value: Serde | str | None, is_key: bool = False,
+                      schema_registry_url: str | None = None) -> Serde:
     """A default.*.serde setting as a Serde: a Serde itself, or one of the names above; unset means bytes (records
     stay bytes unless serdes say otherwise)."""
     if value is None:
         return Serdes.bytes()
     if isinstance(value, Serde):
         return value
+    if value in (GENERIC_AVRO_SERDE, "avro"):
+        if not schema_registry_url:
+            raise ValueError(f"{value} needs schema.registry.url")
+        from kfk.streams.avro_serde import generic_avro_serde
+
+        return generic_avro_serde(schema_registry_url, is_key=is_key)
     try:
         return _BY_NAME[value]()
     except KeyError:
         raise ValueError(f"unknown serde {value!r}: use a Serde or one of {', '.join(sorted(_BY_NAME)[:5])}, "
-                         "or a Java class name of Kafka's built-in serdes") from None
+                         "or a Java class name of Kafka's built-in serdes (or Confluent's GenericAvroSerde)") from None

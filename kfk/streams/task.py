@@ -80,18 +80,20 @@ class StreamTask:
         for store_name in subtopology.stores:
             builder = topology.store_builders[store_name]
             changelog = None
+            changelog_topic = f"{application_id}-{store_name}{CHANGELOG_TOPIC_SUFFIX}"
             if builder.logging:
-                partition = TopicPartition(f"{application_id}-{store_name}{CHANGELOG_TOPIC_SUFFIX}", task_id.partition)
+                partition = TopicPartition(changelog_topic, task_id.partition)
                 self.changelogs[store_name] = partition
                 changelog = self._changelog_writer(partition)
             path = self.directory / "rocksdb" / store_name if builder.persistent and not in_memory else None
-            store_keys, store_values = builder.key_serde or key_serde, builder.value_serde or value_serde
+            store_keys = (builder.key_serde or key_serde).for_topic(changelog_topic)
+            store_values = (builder.value_serde or value_serde).for_topic(changelog_topic)
             if builder.suppression:
                 store: Any = SuppressionBuffer(store_name, store_keys, store_values, changelog,
                                                sessions=builder.suppression == "sessions")
             elif builder.outer_join:
-                store = OuterJoinStore(store_name, store_keys, store_values, builder.other_value_serde or value_serde,
-                                       path, changelog)
+                other_values = (builder.other_value_serde or value_serde).for_topic(changelog_topic)
+                store = OuterJoinStore(store_name, store_keys, store_values, other_values, path, changelog)
             elif isinstance(builder.windows, SessionWindows):
                 store = SessionStore(store_name, store_keys, store_values, path, changelog,
                                      builder.windows.retention_ms())
@@ -139,8 +141,9 @@ class StreamTask:
             topic = self.internal_topic(topic)
         key_serde = node.key_serde or self.default_key_serde
         value_serde = node.value_serde or self.default_value_serde
-        self.pending.append(self.producer.send(topic, value_serde.serialize(record.value),
-                                               key_serde.serialize(record.key), timestamp_ms=record.timestamp,
+        self.pending.append(self.producer.send(topic, value_serde.serialize_for(topic, record.value),
+                                               key_serde.serialize_for(topic, record.key),
+                                               timestamp_ms=record.timestamp,
                                                headers=list(record.headers) or None))
 
     def check_sends(self) -> None:

@@ -83,8 +83,8 @@ class TopologyTestDriver:
     def pipe_input(self, topic: str, key: Any, value: Any, timestamp: int = 0, *, key_serde: Serde | None = None,
                    value_serde: Serde | None = None) -> None:
         """Process one record arriving on `topic` (serialized with the given serdes, else the defaults)."""
-        key_bytes = (key_serde or self.config.key_serde).serialize(key)
-        value_bytes = (value_serde or self.config.value_serde).serialize(value)
+        key_bytes = (key_serde or self.config.key_serde).serialize_for(topic, key)
+        value_bytes = (value_serde or self.config.value_serde).serialize_for(topic, value)
         self._route(topic, key_bytes, value_bytes, timestamp, [])
 
     def _route(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: list) -> None:
