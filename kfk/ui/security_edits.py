@@ -8,7 +8,9 @@ a blank entity name is the <default> entity, as kafka-configs' --entity-default)
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
+from typing import TypeVar, cast
 
 from kfk.client.structs import ClientQuotaAlteration, UserScramCredentialDeletion, UserScramCredentialUpsertion
 from kfk.common.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, ClientQuotaEntity
@@ -27,11 +29,12 @@ QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
 QUOTA_ENTITY_TYPES = ("user", "client-id")
 
 Form = Mapping[str, str]
+Choice = TypeVar("Choice", bound=enum.IntEnum)
 
 
-def _choice(form: Form, field: str, enum_type: type, label: str) -> object:
+def _choice(form: Form, field: str, enum_type: type[Choice], label: str) -> Choice:
     try:
-        return parse_title(enum_type, form.get(field, "").strip())
+        return cast(Choice, parse_title(enum_type, form.get(field, "").strip()))
     except ValueError:
         raise ValueError(f"choose a {label}") from None
 
@@ -39,12 +42,12 @@ def _choice(form: Form, field: str, enum_type: type, label: str) -> object:
 def acl_binding(form: Form) -> AclBinding:
     """The ACL the form names; ValueError with Kafka's own reason when the broker would refuse it."""
     binding = AclBinding(
-        ResourcePattern(_choice(form, "resource_type", ResourceType, "resource type"),  # type: ignore[arg-type]
+        ResourcePattern(_choice(form, "resource_type", ResourceType, "resource type"),
                         form.get("resource_name", "").strip(),
-                        _choice(form, "pattern_type", PatternType, "pattern type")),  # type: ignore[arg-type]
+                        _choice(form, "pattern_type", PatternType, "pattern type")),
         AccessControlEntry(form.get("principal", "").strip(), form.get("host", "").strip() or "*",
-                           _choice(form, "operation", AclOperation, "operation"),  # type: ignore[arg-type]
-                           _choice(form, "permission", AclPermissionType, "permission")))  # type: ignore[arg-type]
+                           _choice(form, "operation", AclOperation, "operation"),
+                           _choice(form, "permission", AclPermissionType, "permission")))
     reason = binding.validation_error()
     if reason is not None:
         raise ValueError(reason)
