@@ -52,6 +52,9 @@ from kfk.ui.current_view import CurrentView
 from kfk.ui.operator_sessions import OperatorClients, SaslLogin
 from kfk.ui.message_search import DEFAULT_MAX_SCANNED, RecordFilter, parse_field_match
 from kfk.ui.panels import Panels
+from kfk.ui import security_edits
+from kfk.ui.security_edits import QUOTA_KEYS, SCRAM_MECHANISMS
+from kfk.security.acl import AclBinding, AclOperation, ResourceType
 
 __all__ = ["create_app", "ConsoleSettings"]
 
@@ -250,7 +253,9 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
         return page(request, "broker.html", broker=registered[broker_id], controller_id=cluster.controller_id,
                     configs=configs, log_dirs=log_dirs, notes={"configs": note, "log_dirs": log_dirs_note})
 
-    def security(request: Request) -> Response:
+    def security(request: Request, status_code: int = 200, **context: Any) -> Response:
+        """ACLs, SCRAM users and client quotas, with their forms; a refused edit renders it again (``entered``: the
+        refused form's fields, ``error``: why)."""
         acls, acls_note = panels.load("ACLs", view.admin.describe_acls, [], needs="DESCRIBE on the cluster")
         users, users_note = panels.load("SCRAM users", view.admin.describe_user_scram_credentials, {},
                                         needs="DESCRIBE on the cluster")
@@ -261,7 +266,9 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
                                                        acl.entry.principal, acl.entry.operation)),
                     users=sorted(users.items()),
                     quotas=sorted(quotas.items(), key=lambda item: item[0].sort_key()),
-                    notes={"acls": acls_note, "users": users_note, "quotas": quotas_note})
+                    notes={"acls": acls_note, "users": users_note, "quotas": quotas_note}, status_code=status_code,
+                    acl_operations=AclOperation, resource_types=ResourceType, scram_mechanisms=SCRAM_MECHANISMS,
+                    quota_keys=QUOTA_KEYS, **context)
 
     def quorum(request: Request) -> Response:
         info, note = panels.load("The metadata quorum", view.admin.describe_metadata_quorum, None,
@@ -398,6 +405,44 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
             return _redirect(back, error=f"cannot delete offsets: {describe_error(error)}")
         return _redirect(back, notice=f"deleted the committed offsets of {count} partition(s) of {topic_name}")
 
+    async def security_edit(request: Request) -> Response:
+        """Every edit of the security page (its URL names which): the form read into one Admin call (security_edits);
+        a refusal, by the form or the cluster, shows the page again with the form as it was typed and why."""
+        edit = request.path_params["edit"]
+        form = await form_of(request)
+        entered = {key: str(value) for key, value in form.items() if key != TOKEN_FIELD and key != "password"}
+        try:
+            if edit == "create-acl":
+                binding = security_edits.acl_binding(entered)
+                error = (await _run(view.admin.create_acls, [binding]))[binding]
+                done = f"created the ACL {_acl_text(binding)}"
+            elif edit == "delete-acl":
+                binding = security_edits.acl_binding(entered)
+                outcome = (await _run(view.admin.delete_acls, [security_edits.acl_filter(binding)]))
+                deleted = next(iter(outcome.values()))
+                error = deleted if isinstance(deleted, KafkaError) else None
+                done = f"deleted the ACL {_acl_text(binding)}" if deleted else "no such ACL (deleted already?)"
+            elif edit in ("set-user", "delete-user"):
+                alteration = (security_edits.scram_upsertion(dict(entered, password=str(form.get("password", ""))))
+                              if edit == "set-user" else security_edits.scram_deletion(entered))
+                error = (await _run(view.admin.alter_user_scram_credentials, [alteration]))[alteration.user]
+                done = (f"set the {alteration.mechanism} credential of {alteration.user}" if edit == "set-user"
+                        else f"deleted the {alteration.mechanism} credential of {alteration.user}")
+            elif edit in ("set-quotas", "remove-quotas"):
+                quotas = security_edits.quota_alteration(entered, remove_all=edit == "remove-quotas")
+                error = (await _run(view.admin.alter_client_quotas, [quotas]))[quotas.entity]
+                done = "; ".join(f"removed {key}" if value is None else f"set {key}={value:g}"
+                                 for key, value in quotas.ops.items()) + f" of {quotas.entity}"
+            else:
+                raise HTTPException(404, f"no security edit {edit!r}")
+            if error is not None:
+                raise error
+        except (KafkaError, ValueError) as refusal:
+            reason = describe_error(refusal) if isinstance(refusal, KafkaError) else str(refusal)
+            return await _run(lambda: security(request, status_code=400, entered={edit: entered},
+                                               error=f"{edit.replace('-', ' ')}: {reason}"))
+        return _redirect("/security", notice=done)
+
     async def elect(request: Request) -> Response:
         form = await form_of(request)
         topic_name = str(form.get("topic", "")).strip() or None
@@ -531,6 +576,7 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
         Route("/reassignments", reassignments),
         Route("/brokers/{broker_id}", broker),
         Route("/security", security),
+        Route("/security/{edit}", security_edit, methods=["POST"]),
         Route("/quorum", quorum),
         Route("/transactions", transactions),
         Route("/reassignments/generate", generate, methods=["POST"]),
@@ -616,6 +662,14 @@ def _offsets(text: str | None) -> dict[int, int] | None:
         except ValueError:
             raise ValueError(f"offsets are partition:offset,..., not {text!r}") from None
     return offsets
+
+
+def _acl_text(binding: AclBinding) -> str:
+    """An ACL in one line, as kafka-acls.sh lists it."""
+    pattern, entry = binding.pattern, binding.entry
+    return (f"(principal={entry.principal}, host={entry.host}, operation={entry.operation.name}, "
+            f"permissionType={entry.permission_type.name}) on {pattern.resource_type.name}:"
+            f"{pattern.pattern_type.name}:{pattern.name}")
 
 
 def _plan_json(plan: dict[str, dict[int, list[int]]]) -> str:

@@ -1,0 +1,111 @@
+"""The security page's forms read into Admin requests: an ACL to create or delete, a SCRAM credential to set or
+delete, client quotas to set or remove. Each reader raises ValueError with a line for the operator, so the page can
+show it above the form still holding what was typed.
+
+Why a module of its own: app.py only routes; what a form field means (a blank quota field leaves the quota as it is,
+a blank entity name is the <default> entity, as kafka-configs' --entity-default) is decided here, once.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import TypeVar, cast
+
+from kfk.client.structs import ClientQuotaAlteration, UserScramCredentialDeletion, UserScramCredentialUpsertion
+from kfk.common.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, ClientQuotaEntity
+from kfk.security.acl import (
+    AccessControlEntry, AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType, ResourcePattern,
+    ResourceType, parse_title)
+
+__all__ = ["ACL_FIELDS", "SCRAM_MECHANISMS", "QUOTA_KEYS", "QUOTA_ENTITY_TYPES", "acl_binding", "acl_filter",
+           "scram_upsertion", "scram_deletion", "quota_alteration"]
+
+ACL_FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+#: Kafka's default (ScramCredentialUtils / kafka-configs): 4096 iterations.
+DEFAULT_ITERATIONS = 4096
+QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+QUOTA_ENTITY_TYPES = ("user", "client-id")
+
+Form = Mapping[str, str]
+Choice = TypeVar("Choice", bound=enum.IntEnum)
+
+
+def _choice(form: Form, field: str, enum_type: type[Choice], label: str) -> Choice:
+    try:
+        return cast(Choice, parse_title(enum_type, form.get(field, "").strip()))
+    except ValueError:
+        raise ValueError(f"choose a {label}") from None
+
+
+def acl_binding(form: Form) -> AclBinding:
+    """The ACL the form names; ValueError with Kafka's own reason when the broker would refuse it."""
+    binding = AclBinding(
+        ResourcePattern(_choice(form, "resource_type", ResourceType, "resource type"),
+                        form.get("resource_name", "").strip(),
+                        _choice(form, "pattern_type", PatternType, "pattern type")),
+        AccessControlEntry(form.get("principal", "").strip(), form.get("host", "").strip() or "*",
+                           _choice(form, "operation", AclOperation, "operation"),
+                           _choice(form, "permission", AclPermissionType, "permission")))
+    reason = binding.validation_error()
+    if reason is not None:
+        raise ValueError(reason)
+    return binding
+
+
+def acl_filter(binding: AclBinding) -> AclBindingFilter:
+    """A filter matching exactly ``binding`` (DeleteAcls takes filters): the delete button removes its row only."""
+    return AclBindingFilter(binding.pattern.resource_type, binding.pattern.name, binding.pattern.pattern_type,
+                            binding.entry.principal, binding.entry.host, binding.entry.operation,
+                            binding.entry.permission_type)
+
+
+def _user_and_mechanism(form: Form) -> tuple[str, str]:
+    user = form.get("user", "").strip()
+    mechanism = form.get("mechanism", "").strip().upper()
+    if not user:
+        raise ValueError("name the user")
+    if mechanism not in SCRAM_MECHANISMS:
+        raise ValueError(f"the mechanism is {' or '.join(SCRAM_MECHANISMS)}, not {mechanism!r}")
+    return user, mechanism
+
+
+def scram_upsertion(form: Form) -> UserScramCredentialUpsertion:
+    user, mechanism = _user_and_mechanism(form)
+    text = form.get("iterations", "").strip()
+    try:
+        iterations = int(text) if text else DEFAULT_ITERATIONS
+    except ValueError:
+        raise ValueError(f"iterations must be a whole number, not {text!r}") from None
+    password = form.get("password", "")
+    if not password:
+        raise ValueError("type the password")
+    return UserScramCredentialUpsertion(user, mechanism, iterations, password)
+
+
+def scram_deletion(form: Form) -> UserScramCredentialDeletion:
+    return UserScramCredentialDeletion(*_user_and_mechanism(form))
+
+
+def quota_alteration(form: Form, *, remove_all: bool = False) -> ClientQuotaAlteration:
+    """The entity (a user or a client-id; a blank name is that type's <default>) and, per quota key, the new value;
+    a blank field leaves that quota as it is, a ticked ``remove_<key>`` removes it, and ``remove_all`` removes the
+    three the page edits."""
+    kind = form.get("entity_type", "").strip()
+    if kind not in QUOTA_ENTITY_TYPES:
+        raise ValueError(f"the entity is a {' or a '.join(QUOTA_ENTITY_TYPES)}, not {kind!r}")
+    entity = ClientQuotaEntity.of([(kind, form.get("entity_name", "").strip() or None)])
+    ops: dict[str, float | None] = {}
+    for key in QUOTA_KEYS:
+        text = form.get(key, "").strip()
+        if remove_all or form.get(f"remove_{key}"):
+            ops[key] = None
+        elif text:
+            try:
+                ops[key] = float(text)
+            except ValueError:
+                raise ValueError(f"{key} must be a number, not {text!r}") from None
+    if not ops:
+        raise ValueError("type at least one quota (or tick one to remove)")
+    return ClientQuotaAlteration(entity, ops)
