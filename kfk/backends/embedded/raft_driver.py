@@ -35,7 +35,9 @@ log = logging.getLogger("kfk.raft")
 
 T = TypeVar("T")
 
-#: The versions the driver sends: Kafka 4.0's.
+#: The versions the driver sends: Kafka 4.0's. Kafka 4.4's raft sends Fetch v18, whose one addition is the follower's
+#: high watermark (KIP-1166, so that a leader can answer as soon as it moves); kfk's leader does not act on it, so its
+#: followers stay at v17 (which every 4.x node serves).
 REQUEST_VERSIONS: dict[type, int] = {
     VoteRequest: 2,
     BeginQuorumEpochRequest: 1,
