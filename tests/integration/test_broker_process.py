@@ -17,12 +17,12 @@ pytestmark = pytest.mark.integration
 
 def test_api_versions_lists_what_the_broker_serves(kfk_broker: str) -> None:
     with connect(kfk_broker) as sock:
-        for version in (0, 1, 2, 3, 4):
+        for version in (0, 1, 2, 3, 4, 5):
             response = request(sock, ApiVersionsRequest(client_software_name="kfk-tests",
                                                          client_software_version="1"), version, version + 1)
             assert response.error_code == ErrorCode.NONE
             ranges = {entry.api_key: (entry.min_version, entry.max_version) for entry in response.api_keys}
-            assert ranges[ApiKey.API_VERSIONS] == (0, 4)
+            assert ranges[ApiKey.API_VERSIONS] == (0, 5)
 
 
 def test_api_versions_of_an_unknown_version_answers_v0_with_unsupported_version(kfk_broker: str) -> None:
@@ -36,7 +36,7 @@ def test_api_versions_of_an_unknown_version_answers_v0_with_unsupported_version(
     assert int.from_bytes(frame[:4], "big") == 7
     response = ApiVersionsResponse.decode(frame, 0, 4)
     assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert [(e.api_key, e.min_version, e.max_version) for e in response.api_keys] == [(18, 0, 4)]
+    assert [(e.api_key, e.min_version, e.max_version) for e in response.api_keys] == [(18, 0, 5)]
 
 
 @pytest.mark.parametrize(

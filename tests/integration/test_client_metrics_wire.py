@@ -19,7 +19,7 @@ Alterable = IncrementalAlterConfigsRequest.AlterableConfig
 def test_list_client_metrics_resources_is_advertised_and_answers_an_empty_list(kfk_broker: str) -> None:
     with connect(kfk_broker) as sock:
         versions = {key.api_key: key for key in request(sock, api_versions_request(), 3).api_keys}
-        assert (versions[74].min_version, versions[74].max_version) == (0, 0)
+        assert (versions[74].min_version, versions[74].max_version) == (0, 1)
         # the controller refuses CLIENT_METRICS resources, so none can appear in the list
         (result,) = request(sock, IncrementalAlterConfigsRequest(resources=[Resource(
             resource_type=ConfigResourceType.CLIENT_METRICS, resource_name="all-clients",
