@@ -96,8 +96,10 @@ def describe(
     for name in sorted(metadata.supported_features):
         low, high = metadata.supported_features[name]
         finalized = metadata.finalized_features.get(name, 0)
-        typer.echo(f"Feature: {name}\tSupportedMinVersion: {_level_text(name, low)}\tSupportedMaxVersion: "
-                   f"{_level_text(name, high)}\tFinalizedVersionLevel: {_level_text(name, finalized)}\tEpoch: {epoch}")
+        # Kafka 4.4's tool pads its columns (4.0's separated them with tabs).
+        typer.echo(f"{'Feature: ' + name:<50} {'SupportedMinVersion: ' + _level_text(name, low):<37} "
+                   f"{'SupportedMaxVersion: ' + _level_text(name, high):<37} "
+                   f"{'FinalizedVersionLevel: ' + _level_text(name, finalized):<39} Epoch: {epoch}")
 
 
 def _parse_levels(features: list[str] | None) -> dict[str, int]:

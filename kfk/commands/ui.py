@@ -35,7 +35,7 @@ def ui(
     refresh_ms: Annotated[int, typer.Option("--refresh-ms", min=250,
                                             help="How often live figures (lag, throughput) refresh.")] = 2000,
     auth: Annotated[Optional[str], typer.Option(
-        "--auth", metavar="basic|sasl", help="Make every visitor log in: 'basic' (HTTP Basic, users from "
+        "--auth", metavar="[basic|sasl]", help="Make every visitor log in: 'basic' (HTTP Basic, users from "
         "--users-file), or 'sasl' (each operator's own Kafka user and password, so the cluster's ACLs decide what "
         "they may do; --command-config sets security.protocol and sasl.mechanism).",
     )] = None,
@@ -43,9 +43,9 @@ def ui(
         "--users-file", metavar="FILE", help="With --auth basic: one 'name: password' per line (the realm properties "
         "format of Kafka Connect's REST basic authentication).")] = None,
     cluster: Annotated[Optional[list[str]], typer.Option(
-        "--cluster", metavar="NAME=BOOTSTRAP", help="A cluster of a console over several (repeat the option): its "
-        "name in the console's URLs and its bootstrap servers (host:port[,host:port...]); --command-config applies "
-        "to each. Replaces --bootstrap-server.")] = None,
+        "--cluster", metavar="CLUSTER", help="NAME=BOOTSTRAP: a cluster of a console over several (repeat the "
+        "option): its name in the console's URLs and its bootstrap servers (host:port[,host:port...]); "
+        "--command-config applies to each. Replaces --bootstrap-server.")] = None,
     certfile: Annotated[Optional[Path], typer.Option(
         "--certfile", metavar="FILE", help="Serve the console over HTTPS with this PEM certificate (chain).")] = None,
     keyfile: Annotated[Optional[Path], typer.Option(

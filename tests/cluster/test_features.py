@@ -53,7 +53,7 @@ def finalized(bootstrap: str) -> dict[str, int]:
 
 
 def _epochless(text: str) -> list[str]:
-    return re.sub(r"\tEpoch: \d+$", "\tEpoch: #", text, flags=re.M).splitlines()
+    return re.sub(r"Epoch: \d+$", "Epoch: #", text, flags=re.M).splitlines()
 
 
 def test_levels_through_kafka_s_tool_a_failover_and_a_snapshot_restart(kfk_cluster_factory) -> None:
@@ -68,8 +68,8 @@ def test_levels_through_kafka_s_tool_a_failover_and_a_snapshot_restart(kfk_clust
         kafka, kfk = kafka_features(address, *args, flag=flag), kfk_features(address, *args, flag=flag)
         assert (_epochless(kfk.stdout), kfk.returncode) == (_epochless(kafka.stdout), kafka.returncode), args
         outputs[args[0]] = kafka.stdout
-    assert "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: 2" \
-        in outputs["describe"]
+    assert re.search(r"Feature: transaction.version +SupportedMinVersion: 0 +SupportedMaxVersion: 2 +"
+                     r"FinalizedVersionLevel: 2 ", outputs["describe"])
     assert outputs["disable"] == "transaction.version can be disabled.\n"
 
     leader = wait_until(lambda: quorum_leader(cluster), what="the active controller")

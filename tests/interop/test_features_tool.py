@@ -28,7 +28,7 @@ COMMANDS = [
 
 
 def _lines(text: str) -> list[str]:
-    return re.sub(r"\tEpoch: \d+$", "\tEpoch: #", text, flags=re.M).splitlines()
+    return re.sub(r"Epoch: \d+$", "Epoch: #", text, flags=re.M).splitlines()
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
