@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicCollection, TopicPartition, Uuid
 from confluent_kafka.admin import AdminClient
 
-from kfk.testing.broker import BrokerProcess
+from kfk.testing.broker import BrokerProcess, BrokerStartError
 
 from .conftest import (
     ABORTED_VALUES,
@@ -53,6 +53,10 @@ def kfk_on_apache_kafka_files(apache_kafka_written_log_dir: WrittenLogDir, tmp_p
     yield kfk_broker_factory({"log.dirs": str(copy)}).bootstrap_servers
 
 
+@pytest.mark.xfail(strict=True, raises=BrokerStartError, reason=(
+    "Apache Kafka 4.4 formats its cluster at metadata.version 4.4-IV3 (33) with ELR, group.version, share.version and "
+    "streams.version finalized; kfk's broker supports metadata.version 3.3-IV3 only, and its controller refuses the "
+    "registration of a broker that lacks a finalized level, as Kafka's does (issue 29: metadata.version levels)"))
 def test_kfk_serves_apache_kafkas_files(kfk_on_apache_kafka_files: str,
                                         apache_kafka_written_log_dir: WrittenLogDir) -> None:
     """One broker start for all the checks: starting kfk on the copy is what costs."""
