@@ -45,11 +45,11 @@ def pages(sock, names: list[str], limit: int) -> list[list[tuple[str, int]]]:
                         partition_index=response.next_cursor.partition_index)
 
 
-def test_api_versions_advertises_kafka_4_0(kfk_broker: str) -> None:
+def test_api_versions_advertises_kafka_4_4(kfk_broker: str) -> None:
     with connect(kfk_broker) as sock:
         advertised = {v.api_key: (v.min_version, v.max_version) for v in request(sock, api_versions_request(), 3).api_keys}
-    assert advertised[ApiKey.PRODUCE] == (0, 12)
-    assert advertised[ApiKey.LIST_OFFSETS][1] == 10 and advertised[ApiKey.METADATA][1] == 13
+    assert advertised[ApiKey.PRODUCE] == (0, 13)
+    assert advertised[ApiKey.LIST_OFFSETS][1] == 11 and advertised[ApiKey.METADATA][1] == 13
     assert advertised[ApiKey.DESCRIBE_TOPIC_PARTITIONS] == (0, 0)
     assert advertised[ApiKey.DESCRIBE_QUORUM] == (0, 2)
     assert advertised[ApiKey.DESCRIBE_CLUSTER] == (0, 2)
