@@ -38,6 +38,10 @@ def written(request: pytest.FixtureRequest) -> WrittenLogDir:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_kfk_dump_log_prints_what_kafkas_prints(written: WrittenLogDir, mode: str) -> None:
+    if written.writer == "Apache Kafka" and mode == "index-sanity-check":
+        pytest.xfail("Kafka's tool (4.4.0 and 4.0.2 alike) throws CorruptIndexException on the time index a Kafka 4.4 "
+                     "node leaves for its metadata log's active segment (non-zero size, last timestamp 0); kfk's "
+                     "dump-log does not make that check yet (issue 29 note)")
     snapshots = written.kraft_snapshot_files()
     if written.writer == "Apache Kafka":  # format --standalone's snapshot and at least one of the controller's
         assert len(snapshots) >= 2 and snapshots[0].name == "00000000000000000000-0000000000.checkpoint", snapshots
