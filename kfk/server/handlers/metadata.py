@@ -135,8 +135,10 @@ class MetadataHandler:
         else:
             topics = []
             to_create: list[str] = []
-            wanted_names = [wanted.name if wanted.name is not None else
-                            getattr(image.topics_by_id.get(wanted.topic_id), "name", None) for wanted in request.topics]
+            # A topic id, when given, names the topic (Kafka's broker looks up every non-zero id, whatever the name
+            # says: the Java consumer 4.4 asks for a regex subscription's topics by id with an empty name).
+            wanted_names = [getattr(image.topics_by_id.get(wanted.topic_id), "name", None)
+                            if wanted.topic_id != ZERO_UUID else wanted.name for wanted in request.topics]
             describable = auth.authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC,
                                                 [name for name in wanted_names if name is not None])
             for wanted, name in zip(request.topics, wanted_names):
@@ -144,7 +146,7 @@ class MetadataHandler:
                     topics.append(Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=wanted.name,
                                         topic_id=wanted.topic_id, is_internal=is_internal(name)))
                     continue
-                if wanted.name is None:
+                if wanted.topic_id != ZERO_UUID or wanted.name is None:
                     found = image.topics_by_id.get(wanted.topic_id)
                     topics.append(described(found) if found is not None else Topic(
                         error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id))
