@@ -450,7 +450,7 @@ def _delete_offsets(admin, group_id: str, topics: list[str], json_output: bool) 
         if any(results.values()):
             typer.echo("Encounter some partition level error, see the follow-up details:", err=True)
         else:
-            typer.echo(f"Request succeed for deleting offsets with topic {','.join(topics)} group {group_id}")
+            typer.echo(f"Request succeeded for deleting offsets from group {group_id}.")  # Kafka 4.4's words
         # Kafka's table: a blank line, then the partitions in the order of "<topic><partition>" as text.
         widths = [30, 15, 15]
         typer.echo("\n" + columns(["TOPIC", "PARTITION", "STATUS"], widths))

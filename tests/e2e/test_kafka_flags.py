@@ -184,7 +184,7 @@ def test_consumer_groups_flags(broker: BrokerProcess, server: list[str], tmp_pat
 
     deleted = kfk("consumer-groups", "--delete-offsets", "--group", group, "--topic", f"{topic}:1", *server)
     assert deleted.returncode == 0, deleted.stderr
-    assert deleted.stdout.startswith(f"Request succeed for deleting offsets with topic {topic}:1 group {group}\n")
+    assert deleted.stdout.startswith(f"Request succeeded for deleting offsets from group {group}.\n")
     assert "Successful" in deleted.stdout
     rows = json.loads(kfk("consumer-groups", "--describe", "--group", group, "--json", *server).stdout)[0]["offsets"]
     assert [(row["partition"], row["current_offset"]) for row in rows] == [(0, 1)]

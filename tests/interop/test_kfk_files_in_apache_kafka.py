@@ -135,8 +135,12 @@ def test_transaction_state_decodes_as_kafkas(kfk_written_log_dir: WrittenLogDir)
     found = dump(logs, "--transaction-log-decoder")
     states = []
     for record in records(found[str(logs[0])]):
-        assert record["key"] == f"transaction_metadata::transactionalId={TRANSACTIONAL_ID}"
-        states.append(re.search(r"state=(\w+),partitions=\[([^\]]*)\]", record["payload"]).groups())
+        # Kafka 4.4's decoder prints key and value as JSON (4.0's printed transaction_metadata::... text).
+        assert json.loads(record["key"]) == {"type": "0", "data": {"transactionalId": TRANSACTIONAL_ID}}
+        value = json.loads(record["payload"])["data"]
+        partitions = ",".join(f"{entry['topic']}-{index}" for entry in value["transactionPartitions"] or []
+                              for index in entry["partitionIds"])
+        states.append((value["transactionStatus"], partitions))
     assert states[0] == ("Empty", "")
     for outcome in ("Commit", "Abort"):
         prepared = states.index((f"Prepare{outcome}", f"{TRANSACTIONAL_TOPIC}-0"))
