@@ -452,7 +452,8 @@ def _delete_offsets(admin, group_id: str, topics: list[str], json_output: bool) 
         else:
             typer.echo(f"Request succeeded for deleting offsets from group {group_id}.")  # Kafka 4.4's words
         # Kafka's table: a blank line, then the partitions in the order of "<topic><partition>" as text.
-        widths = [30, 15, 15]
+        # Kafka 4.4 sizes the topic column to the longest topic (4.0 used a fixed 30).
+        widths = [max([len("TOPIC"), *(len(tp.topic) for tp in results)]), 10, 15]
         typer.echo("\n" + columns(["TOPIC", "PARTITION", "STATUS"], widths))
         for tp, error in sorted(results.items(), key=lambda item: f"{item[0].topic}{item[0].partition}"):
             typer.echo(columns([tp.topic, tp.partition, "Successful" if error is None else f"Error: {error}"],
