@@ -14,7 +14,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from kfk.testing.apache_kafka import free_port, run_kafka_tool
+from kfk.testing.apache_kafka import PREVIOUS_APACHE_KAFKA_VERSION, free_port, run_kafka_tool
+
+#: The storage tool whose files kfk's `storage format` mirrors (4.0.2: 4.4's formats at a metadata.version kfk
+#: does not serve).
+FORMAT_TOOL_VERSION = PREVIOUS_APACHE_KAFKA_VERSION
 from kfk.testing.broker import BrokerProcess
 from kfk.testing.plugin import TEST_OVERRIDES
 
@@ -48,7 +52,8 @@ def _write_properties(path: Path, properties: dict[str, str]) -> Path:
 
 
 def _credential_payloads(bootstrap_checkpoint: Path) -> list[dict]:
-    dumped = run_kafka_tool("dump-log", ["--files", str(bootstrap_checkpoint), "--cluster-metadata-decoder"])
+    dumped = run_kafka_tool("dump-log", ["--files", str(bootstrap_checkpoint), "--cluster-metadata-decoder"],
+                            version=FORMAT_TOOL_VERSION)
     assert dumped.returncode == 0, dumped.stderr
     payloads = [json.loads(line.split(" payload: ", 1)[1]) for line in dumped.stdout.splitlines()
                 if " payload: " in line]
@@ -60,7 +65,7 @@ def test_kfk_starts_on_kafkas_add_scram_format_and_lets_the_users_in(tmp_path: P
     properties = _node_properties(tmp_path, controller_port)
     formatted = run_kafka_tool("storage", ["format", "-c", str(_write_properties(tmp_path / "server.properties",
                                                                                 properties)),
-                                           "-t", CLUSTER_ID, *ADD_SCRAM])
+                                           "-t", CLUSTER_ID, *ADD_SCRAM], version=FORMAT_TOOL_VERSION)
     assert formatted.returncode == 0, formatted.stderr
     assert "with metadata.version 4.0-IV3" in formatted.stdout
     for key in ("log.dirs", "listeners"):  # BrokerProcess gives these
@@ -101,7 +106,7 @@ def test_kafka_dump_log_reads_kfks_credentials_as_kafkas_own(tmp_path: Path) -> 
         config = _write_properties(tmp_path / f"{who}.properties", properties)
         flags = ["format", "-c", str(config), "-t", CLUSTER_ID, "--add-scram", BOB]
         if who == "kafka":
-            result = run_kafka_tool("storage", flags)
+            result = run_kafka_tool("storage", flags, version=FORMAT_TOOL_VERSION)
         else:
             result = subprocess.run([sys.executable, "-m", "kfk", "storage", *flags], capture_output=True, text=True,
                                     timeout=60, stdin=subprocess.DEVNULL)
