@@ -29,6 +29,12 @@ DEFAULT_BOOTSTRAP_SERVER = "localhost:9092"
 BootstrapServer = Annotated[str, typer.Option(
     "--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER", show_envvar=True,
     help="host:port of a broker to connect to (several separated by commas).")]
+#: The pair of the tools that ask either brokers or controllers (kafka-features.sh, kafka-metadata-quorum.sh).
+BrokersOrControllersBootstrapServer = Annotated[Optional[str], typer.Option(
+    "--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER", show_envvar=True,
+    help=f"host:port of brokers to ask (default {DEFAULT_BOOTSTRAP_SERVER}).")]
+BootstrapController = Annotated[Optional[str], typer.Option(
+    "--bootstrap-controller", help="host:port of controllers to ask instead of brokers.")]
 
 
 def command_config_option(*kafka_names: str, help: str = "A properties file of client settings (security, "

@@ -20,6 +20,8 @@ from typing import Annotated, Optional
 import typer
 
 from kfk.commands.client_options import (
+    BootstrapController,
+    BrokersOrControllersBootstrapServer,
     DEFAULT_BOOTSTRAP_SERVER,
     CommandConfig,
     ConnectionOptionsFirst,
@@ -41,11 +43,7 @@ from kfk.common.features import (
 app = typer.Typer(help="Describe and change the cluster's finalized feature versions (kafka-features.sh).",
                   no_args_is_help=True, cls=ConnectionOptionsFirst)
 
-BootstrapServer = Annotated[Optional[str], typer.Option(
-    "--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER", show_envvar=True,
-    help=f"host:port of brokers to ask (default {DEFAULT_BOOTSTRAP_SERVER}).")]
-BootstrapController = Annotated[Optional[str], typer.Option(
-    "--bootstrap-controller", help="host:port of controllers to ask instead of brokers.")]
+BootstrapServer = BrokersOrControllersBootstrapServer
 FeatureOption = Annotated[Optional[list[str]], typer.Option(
     "--feature", help="A feature level to set, NAME=LEVEL (repeatable), e.g. transaction.version=2.")]
 Metadata = Annotated[Optional[str], typer.Option(

@@ -23,6 +23,8 @@ from typing import Annotated, Optional
 import typer
 
 from kfk.commands.client_options import (
+    BootstrapController,
+    BrokersOrControllersBootstrapServer,
     DEFAULT_BOOTSTRAP_SERVER,
     CommandConfig,
     ConnectionOptionsFirst,
@@ -39,11 +41,7 @@ app = typer.Typer(help="Describe the KRaft metadata quorum, add and remove contr
                   no_args_is_help=True, cls=ConnectionOptionsFirst)
 
 
-BootstrapServer = Annotated[Optional[str], typer.Option(
-    "--bootstrap-server", envvar="KFK_BOOTSTRAP_SERVER", show_envvar=True,
-    help=f"host:port of brokers to ask (default {DEFAULT_BOOTSTRAP_SERVER}).")]
-BootstrapController = Annotated[Optional[str], typer.Option(
-    "--bootstrap-controller", help="host:port of controllers to ask instead of brokers.")]
+BootstrapServer = BrokersOrControllersBootstrapServer
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Print what would be done, but do not do it.")]
 
 
