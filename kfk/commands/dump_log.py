@@ -9,7 +9,8 @@
 - ``.index`` / ``.timeindex``: the entries (an untrimmed index ends at its first empty slot), checked against the
   ``.log`` beside it: an entry must point at a batch whose last offset is the indexed one (--verify-index-only
   prints only the mismatches); --index-sanity-check runs the index's own sanity check on the entries written so
-  far (a live broker's active segment still has its pre-allocated zeros: they are not entries).
+  far (a live broker's active segment still has its pre-allocated zeros: they are not entries), except that a time
+  index's zeroed tail fails it, as in Kafka's tool.
 - ``.snapshot``: the producer state entries.
 - ``.txnindex``: one line per aborted transaction (version, producerId, firstOffset, lastOffset, lastStableOffset).
 - ``.checkpoint``: a KRaft snapshot (``__cluster_metadata-0/<end offset>-<epoch>.checkpoint``, or the
@@ -287,19 +288,25 @@ def _text(value: bytes) -> str:
 
 def _dump_index(path: str, sanity_check_only: bool, verify_only: bool) -> int:
     from kfk.errors import KafkaStorageError
-    from kfk.storage.index import OffsetIndex, TimeIndex
+    from kfk.storage.index import OffsetIndex, TimeIndex, TimestampOffset
 
     base_offset = _base_offset(path)
     is_time_index = path.endswith(".timeindex")
     index_class = TimeIndex if is_time_index else OffsetIndex
     index = index_class(path, base_offset, writable=False)
     try:
+        slots = index.entries
         index.ignore_preallocated_tail()
         if not is_time_index and index.entries == 0:
             typer.echo(f"{path} is empty.")
             return 0
         if sanity_check_only:
             try:
+                if is_time_index and 0 < index.entries < slots:
+                    # Kafka's tool counts every slot of a time index never trimmed (the active segment of a log
+                    # whose broker stopped: Kafka 4.4's metadata log leaves one) as an entry: its last entry is a
+                    # pre-allocated zero, which its check finds before the first timestamp.
+                    index.check_last_entry(TimestampOffset(0, base_offset))
                 index.sanity_check()
             except KafkaStorageError as error:
                 typer.echo(f"{path} failed sanity check: {error}")

@@ -420,22 +420,27 @@ class TimeIndex(AbstractIndex):
         super().ignore_preallocated_tail()
         self._last_entry = self._read_last_entry()
 
+    def check_last_entry(self, last: TimestampOffset) -> None:
+        """Kafka's checks of the last entry of a non-empty time index: not before the first timestamp, not below
+        the base offset."""
+        first_timestamp = self.entry(0).timestamp
+        if last.timestamp < first_timestamp:
+            raise CorruptIndexError(
+                f"Corrupt time index found, time index file ({self.path}) has non-zero size but the last timestamp "
+                f"is {last.timestamp} which is less than the first timestamp {first_timestamp}"
+            )
+        if last.offset < self.base_offset:
+            raise CorruptIndexError(
+                f"Corrupt time index found, time index file ({self.path}) has non-zero size but the last offset is "
+                f"{last.offset} which is less than the first offset {self.base_offset}"
+            )
+
     def sanity_check(self) -> None:
         """Kafka's checks plus strictly increasing timestamps and offsets."""
         self._check_entries_file_length()
         if self.entries == 0:
             return
-        first_timestamp = self.entry(0).timestamp
-        if self._last_entry.timestamp < first_timestamp:
-            raise CorruptIndexError(
-                f"Corrupt time index found, time index file ({self.path}) has non-zero size but the last timestamp "
-                f"is {self._last_entry.timestamp} which is less than the first timestamp {first_timestamp}"
-            )
-        if self._last_entry.offset < self.base_offset:
-            raise CorruptIndexError(
-                f"Corrupt time index found, time index file ({self.path}) has non-zero size but the last offset is "
-                f"{self._last_entry.offset} which is less than the first offset {self.base_offset}"
-            )
+        self.check_last_entry(self._last_entry)
         previous_timestamp, previous_offset = NO_TIMESTAMP, -1
         for timestamp, relative in self._entry.iter_unpack(self._mapping()[: self.size_in_bytes]):
             if timestamp <= previous_timestamp or relative <= previous_offset or relative < 0:

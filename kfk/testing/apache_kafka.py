@@ -11,7 +11,8 @@ What it offers:
   as that script would run it (the same main class), logging WARN and above to stderr as Kafka's tools do.
 - `run_java` / `compile_java`: any Java program against that classpath (Java clients in tests).
 - `ApacheKafka`: one KRaft node acting as broker and controller (what Kafka's quickstart runs), on ephemeral ports
-  with its own data directory, formatted with `kafka-storage format --standalone` on first start.
+  with its own data directory, formatted with `kafka-storage format --standalone` on first start (or, given a
+  `release_version`, formatted at that release's metadata.version with a static quorum).
 
 The JVMs log through a log4j2 configuration written here: the broker's WARN and above go to a file in its data
 directory (`server.log`, shown by `ApacheKafka.output()` when a test fails) and its stdout stays quiet.
@@ -387,11 +388,14 @@ class ApacheKafka:
     JVM's own output) and logs/ (log.dirs, which is also the metadata log dir). `config` entries are written to
     server.properties after the defaults here, so they win. Ports are chosen once and kept across restarts.
     `jvm_options` default to QUICK_START_JVM_OPTIONS; pass KAFKA_JVM_OPTIONS to measure Apache Kafka as deployed.
+    `release_version` (e.g. "3.3-IV3"): format at that metadata.version (`--release-version`, every other feature
+    at that release's default) with a static quorum (controller.quorum.voters, kraft.version 0), which every level
+    allows; by default the node is formatted at Kafka's latest level with a dynamic quorum (`--standalone`).
     """
 
     def __init__(self, data_dir: Path, *, port: int | None = None, controller_port: int | None = None,
                  node_id: int = 1, config: dict[str, str] | None = None, heap: str = "1G",
-                 jvm_options: Sequence[str] = QUICK_START_JVM_OPTIONS) -> None:
+                 jvm_options: Sequence[str] = QUICK_START_JVM_OPTIONS, release_version: str | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.controller_port = controller_port or free_port()
@@ -399,6 +403,7 @@ class ApacheKafka:
         self.config = dict(config or {})
         self.heap = heap
         self.jvm_options = list(jvm_options)
+        self.release_version = release_version
         self.process: subprocess.Popen | None = None
 
     @property
@@ -419,7 +424,9 @@ class ApacheKafka:
         properties = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
-            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
+            **({"controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}"}
+               if self.release_version is None
+               else {"controller.quorum.voters": f"{self.node_id}@127.0.0.1:{self.controller_port}"}),
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "inter.broker.listener.name": "PLAINTEXT",
@@ -447,7 +454,8 @@ class ApacheKafka:
         return server_properties, log4j2
 
     def _format(self, server_properties: Path) -> None:
-        result = run_kafka_tool("storage", ["format", "--standalone", "-t", random_cluster_id(),
+        quorum = ["--standalone"] if self.release_version is None else ["--release-version", self.release_version]
+        result = run_kafka_tool("storage", ["format", *quorum, "-t", random_cluster_id(),
                                             "-c", str(server_properties)])
         if result.returncode != 0:
             raise ApacheKafkaStartError(f"kafka-storage format failed (exit {result.returncode}):\n"

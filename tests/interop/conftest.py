@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kfk.controller.features import METADATA_VERSION_NAME
 from kfk.testing.apache_kafka import ApacheKafka, file_lock
 from kfk.testing.broker import start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
@@ -210,9 +211,10 @@ def _write_with_kfk(directory: Path) -> Path:
     return broker.log_dir
 
 
-def _write_with_apache_kafka(directory: Path) -> Path:
+def _write_with_apache_kafka(directory: Path, release_version: str | None = None) -> Path:
     # A metadata snapshot after every committed metadata batch: KRaft snapshots with records for dump-log to read.
-    with ApacheKafka(directory, config={"metadata.log.max.record.bytes.between.snapshots": "1"}) as node:
+    with ApacheKafka(directory, config={"metadata.log.max.record.bytes.between.snapshots": "1"},
+                     release_version=release_version) as node:
         run_workload(node.bootstrap_server)
     return node.log_dir
 
@@ -228,3 +230,13 @@ def apache_kafka_written_log_dir(tmp_path_factory: pytest.TempPathFactory, worke
     """The log dir of an Apache Kafka node that ran the workload and stopped cleanly."""
     return _written_once(_shared_dir(tmp_path_factory, worker_id) / "apache-kafka-written", _write_with_apache_kafka,
                          "Apache Kafka")
+
+
+@pytest.fixture(scope="session")
+def apache_kafka_written_log_dir_at_kfk_metadata_version(tmp_path_factory: pytest.TempPathFactory,
+                                                         worker_id: str) -> WrittenLogDir:
+    """The same workload's log dir from an Apache Kafka node formatted at the metadata.version kfk serves (its
+    storage tool's --release-version), the level at which kfk can take over Apache Kafka's files."""
+    return _written_once(_shared_dir(tmp_path_factory, worker_id) / "apache-kafka-written-kfk-level",
+                         lambda directory: _write_with_apache_kafka(directory, METADATA_VERSION_NAME),
+                         f"Apache Kafka at metadata.version {METADATA_VERSION_NAME}")

@@ -7,6 +7,11 @@ log. kfk's embedded metadata backend replays that same log (Kafka's metadata rec
 their ids, partitions and configs from it, and keeps the cluster id of meta.properties. The one condition is that
 kfk runs as the node.id in meta.properties (1 in both kfk's default and ApacheKafka's). The broker runs on a copy:
 kfk appends to the metadata log (a new leader epoch) and to __consumer_offsets.
+
+And one more: the cluster's finalized feature levels must be ones kfk serves. Apache Kafka 4.4 formats at
+metadata.version 4.4-IV2 with eligible.leader.replicas.version, share.version and streams.version finalized, which
+kfk does not serve (issue 29: metadata.version levels), so the files kfk takes over here are those of an Apache Kafka
+4.4 node formatted at kfk's level; on the default ones kfk says which feature it lacks and registers no broker.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicCollection, TopicPartition, Uuid
 from confluent_kafka.admin import AdminClient
 
-from kfk.testing.broker import BrokerProcess, BrokerStartError
+from kfk.testing.broker import BrokerProcess, BrokerStartError, start_broker
+from kfk.testing.plugin import TEST_OVERRIDES
 
 from .conftest import (
     ABORTED_VALUES,
@@ -45,24 +51,21 @@ TOPICS = [*map(codec_topic, CODECS), SEGMENTED_TOPIC, COMPACTED_TOPIC, TRANSACTI
 
 
 @pytest.fixture
-def kfk_on_apache_kafka_files(apache_kafka_written_log_dir: WrittenLogDir, tmp_path: Path,
+def kfk_on_apache_kafka_files(apache_kafka_written_log_dir_at_kfk_metadata_version: WrittenLogDir, tmp_path: Path,
                               kfk_broker_factory: Callable[..., BrokerProcess]) -> Iterator[str]:
     """A kfk broker whose log.dirs is a copy of Apache Kafka's stopped log dir; yields its bootstrap address."""
     copy = tmp_path / "apache-kafka-logs"
-    shutil.copytree(apache_kafka_written_log_dir.path, copy)
+    shutil.copytree(apache_kafka_written_log_dir_at_kfk_metadata_version.path, copy)
     yield kfk_broker_factory({"log.dirs": str(copy)}).bootstrap_servers
 
 
-@pytest.mark.xfail(strict=True, raises=BrokerStartError, reason=(
-    "Apache Kafka 4.4 formats its cluster at metadata.version 4.4-IV3 (33) with ELR, group.version, share.version and "
-    "streams.version finalized; kfk's broker supports metadata.version 3.3-IV3 only, and its controller refuses the "
-    "registration of a broker that lacks a finalized level, as Kafka's does (issue 29: metadata.version levels)"))
 def test_kfk_serves_apache_kafkas_files(kfk_on_apache_kafka_files: str,
-                                        apache_kafka_written_log_dir: WrittenLogDir) -> None:
+                                        apache_kafka_written_log_dir_at_kfk_metadata_version: WrittenLogDir) -> None:
     """One broker start for all the checks: starting kfk on the copy is what costs."""
     bootstrap = kfk_on_apache_kafka_files
+    written = apache_kafka_written_log_dir_at_kfk_metadata_version
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    meta_properties = dict(line.split("=", 1) for line in (apache_kafka_written_log_dir.path / "meta.properties")
+    meta_properties = dict(line.split("=", 1) for line in (written.path / "meta.properties")
                            .read_text().splitlines() if "=" in line and not line.startswith("#"))
     assert admin.describe_cluster().result(30).cluster_id == meta_properties["cluster.id"]
 
@@ -70,8 +73,8 @@ def test_kfk_serves_apache_kafkas_files(kfk_on_apache_kafka_files: str,
     described = admin.describe_topics(TopicCollection(TOPICS)).items()
     for topic, future in described:
         assert len(topics[topic].partitions) == 1
-        written = (apache_kafka_written_log_dir.partition_dir(topic) / "partition.metadata").read_text()
-        assert f"topic_id: {_kafka_uuid_text(future.result(30).topic_id)}" in written.splitlines()  # its ids
+        partition_metadata = (written.partition_dir(topic) / "partition.metadata").read_text()
+        assert f"topic_id: {_kafka_uuid_text(future.result(30).topic_id)}" in partition_metadata.splitlines()
 
     for codec in CODECS:
         messages = consume_partition(bootstrap, codec_topic(codec))
@@ -98,6 +101,21 @@ def test_kfk_serves_apache_kafkas_files(kfk_on_apache_kafka_files: str,
     finally:
         consumer.close()
     assert {(tp.topic, tp.partition): tp.offset for tp in partitions} == GROUP_OFFSETS
+
+
+def test_kfk_names_the_feature_it_lacks_on_apache_kafka_4_4s_default_files(
+        apache_kafka_written_log_dir: WrittenLogDir, tmp_path: Path) -> None:
+    """Kafka 4.4's default format finalizes eligible.leader.replicas.version 1: kfk's controller refuses its own
+    broker's registration in Kafka's words, so no broker serves the files, and the files stay Apache Kafka's."""
+    copy = tmp_path / "apache-kafka-logs"
+    shutil.copytree(apache_kafka_written_log_dir.path, copy)
+    with pytest.raises(BrokerStartError) as refused:
+        start_broker(tmp_path / "kfk", {**TEST_OVERRIDES, "log.dirs": str(copy)}, timeout=8)
+    assert ("Unable to register because the broker does not support finalized version 1 of "
+            "eligible.leader.replicas.version" in str(refused.value)), str(refused.value)[-2000:]
+    for topic in TOPICS:  # every segment as Apache Kafka left it
+        for original in apache_kafka_written_log_dir.files(topic, ".log"):
+            assert (copy / original.parent.name / original.name).read_bytes() == original.read_bytes()
 
 
 def _kafka_uuid_text(topic_id: Uuid) -> str:
