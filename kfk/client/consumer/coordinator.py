@@ -167,6 +167,9 @@ class ConsumerCoordinator(ClassicGroupMember):
             self.subscriptions.assign_from_subscribed(assigned)
             self.fetcher.clear_buffered(new)
             self._invoke_assigned(sorted(new))
+        # Metadata refreshed while the group rebalanced (a topic auto-created by this very join) was not checked
+        # then: compare the assignment's snapshot with the latest metadata now, as Java's consumer does at each poll.
+        self._rejoin_if_metadata_changed(self.network.cluster)
 
     def _lose_partitions(self) -> None:
         owned = self.subscriptions.assigned_partitions()
@@ -241,8 +244,12 @@ class ConsumerCoordinator(ClassicGroupMember):
     def _on_metadata(self, cluster) -> None:
         """On the network thread after each refresh: a pattern that now matches other topics, or (for the leader,
         which assigned from a snapshot of the partition counts) a topic whose partitions changed, needs a new
-        assignment."""
-        if self.state != MemberState.STABLE or not self.subscriptions.has_auto_assigned_partitions:
+        assignment. A refresh during a rebalance is checked when it completes (_on_join_complete)."""
+        if self.state == MemberState.STABLE:
+            self._rejoin_if_metadata_changed(cluster)
+
+    def _rejoin_if_metadata_changed(self, cluster) -> None:
+        if not self.subscriptions.has_auto_assigned_partitions:
             return
         if self.subscriptions.pattern is not None:
             if self.subscriptions.match_pattern(name for name, topic in cluster.topics.items()
