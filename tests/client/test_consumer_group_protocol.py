@@ -244,43 +244,57 @@ def test_static_member_restarted_within_the_session_timeout_keeps_its_partitions
     assert log.violations == []
 
 
-def test_commit_with_a_stale_member_epoch_is_retried_with_the_current_one(
-        bootstrap: str, names: Callable[[str], str], request: pytest.FixtureRequest) -> None:
-    if request.node.callspec.params["bootstrap"] == "apache_kafka":
-        pytest.skip("Apache Kafka 4.4 accepts a commit at an older member epoch for a partition the member still "
-                    "owns, so it gives no refusal to retry; kfk refuses it as Kafka 4.0 did (see the issue note)")
-    topic, group = names("stale"), names("g-stale")
+def test_commit_at_an_older_member_epoch_is_checked_per_partition(
+        bootstrap: str, names: Callable[[str], str]) -> None:
+    """KIP-1251 (Kafka 4.3+): a commit at an older member epoch is accepted for the partitions a member has held
+    since that epoch (its epoch moved on, its assignment did not); once its assignment changes, it holds all of it
+    from the new epoch, so an older epoch is STALE_MEMBER_EPOCH, as is a newer one. The consumer's own commit,
+    started with an old epoch, retries with the epoch its heartbeats brought, as the Java consumer does."""
+    topic, other, group = names("stale"), names("other"), names("g-stale")
     create(bootstrap, topic, 2)
-    produce(bootstrap, topic, 0, 10, 2)
+    create(bootstrap, other, 1)
     log = OwnershipLog()
     a = consumer(bootstrap, group, **{"enable.auto.commit": False})
     a.subscribe([topic], listener=log.listener("a"))
-    b = None
+    others: list[Consumer] = []
     try:
         poll_until([a], lambda: len(log.owned_by("a")) == 2)
         coordinator = a._coordinator
         assert coordinator is not None
-        first_epoch, member_id = coordinator.membership.member_epoch, coordinator.membership.member_id
-        b = consumer(bootstrap, group, **{"enable.auto.commit": False})
-        b.subscribe([topic], listener=log.listener("b"))
-        poll_until([a, b], lambda: len(log.owned_by("b")) == 1 and coordinator.membership.member_epoch > first_epoch)
-        owned = next(iter(a.assignment()))
-        offsets = {owned: OffsetAndMetadata(3)}
+        member_id = coordinator.membership.member_id
+        both = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
 
-        async def commit_with(epoch: int):
-            return await commit_offsets(coordinator.network, coordinator.coordinator_id, group, offsets,
-                                        generation_id=epoch, member_id=member_id, highest_version=9)
+        async def commit_with(epoch: int, offset: int) -> dict[TopicPartition, ErrorCode | None]:
+            answers = await commit_offsets(coordinator.network, coordinator.coordinator_id, group,
+                                           dict.fromkeys(both, OffsetAndMetadata(offset)), generation_id=epoch,
+                                           member_id=member_id, highest_version=9)
+            return {tp: None if error is None else error.error_code for tp, error in answers.items()}
 
-        # The coordinator refuses the old epoch ...
-        refused = a._loop.run(commit_with(first_epoch), 10)
-        assert refused[owned] is not None and refused[owned].error_code == ErrorCode.STALE_MEMBER_EPOCH
-        # ... and the consumer's commit, started with that epoch, retries with the one its heartbeats brought.
-        a._loop.run(coordinator._commit(offsets, first_epoch, member_id, 10_000), 15)
-        assert a.committed([owned])[owned].offset == 3
+        def member_joins(topic_name: str, owns: Callable[[], bool]) -> tuple[int, int]:
+            """(a's epoch before, after) another member subscribing to `topic_name` joined."""
+            before = coordinator.membership.member_epoch
+            joiner = consumer(bootstrap, group, **{"enable.auto.commit": False})
+            others.append(joiner)
+            joiner.subscribe([topic_name], listener=log.listener(topic_name))
+            poll_until([a, *others], lambda: owns() and coordinator.membership.member_epoch > before)
+            return before, coordinator.membership.member_epoch
+
+        # A member of another topic joins: a's epoch moves on, its partitions stay.
+        first_epoch, second_epoch = member_joins(other, lambda: len(log.owned_by(other)) == 1)
+        assert a._loop.run(commit_with(first_epoch, 3), 10) == dict.fromkeys(both, None)
+        assert a._loop.run(commit_with(second_epoch + 1, 4), 10) == dict.fromkeys(both, ErrorCode.STALE_MEMBER_EPOCH)
+        # A member of the same topic joins: a gives one partition up; the older epoch no longer counts for either.
+        _, third_epoch = member_joins(topic, lambda: len(log.owned_by(topic)) == 1)
+        assert a._loop.run(commit_with(second_epoch, 5), 10) == dict.fromkeys(both, ErrorCode.STALE_MEMBER_EPOCH)
+        assert {tp: m.offset for tp, m in a.committed(both).items()} == dict.fromkeys(both, 3)
+        a._loop.run(coordinator._commit(dict.fromkeys(both, OffsetAndMetadata(6)), second_epoch, member_id, 10_000),
+                    15)
+        assert third_epoch == coordinator.membership.member_epoch
+        assert {tp: m.offset for tp, m in a.committed(both).items()} == dict.fromkeys(both, 6)
     finally:
         a.close()
-        if b is not None:
-            b.close()
+        for joiner in others:
+            joiner.close()
 
 
 def test_committed_offsets_are_fetched_as_the_member(bootstrap: str, names: Callable[[str], str]) -> None:

@@ -80,6 +80,10 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: Assignment = dataclasses.field(default_factory=dict)
     partitions_pending_revocation: Assignment = dataclasses.field(default_factory=dict)
+    #: (topic id, partition) -> the member epoch at which the member was given the partition, for the partitions
+    #: it holds (assigned or pending revocation); absent: given at its current epoch (KIP-1251: a commit at an older
+    #: member epoch is accepted for a partition held since that epoch).
+    assignment_epochs: dict[tuple[uuid.UUID, int], int] = dataclasses.field(default_factory=dict)
     #: A member of the classic protocol in a consumer group (after an online upgrade, or a JoinGroup to a mixed
     #: group): the protocols of its JoinGroup, (name, metadata) in its order of preference; None for a member of the
     #: consumer protocol (ConsumerGroupMemberMetadataValue.ClassicMemberMetadata).
@@ -89,6 +93,15 @@ class ConsumerGroupMember:
     @property
     def uses_classic_protocol(self) -> bool:
         return self.classic_protocols is not None
+
+    def holds(self, topic_id: uuid.UUID, partition: int) -> bool:
+        """Whether the partition is assigned to the member or pending its revocation."""
+        return partition in self.assigned_partitions.get(topic_id, ()) \
+            or partition in self.partitions_pending_revocation.get(topic_id, ())
+
+    def assignment_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        """The member epoch since which it holds the partition (meaningful for a partition it holds)."""
+        return self.assignment_epochs.get((topic_id, partition), self.member_epoch)
 
 
 def copy_member(member: ConsumerGroupMember, **changes) -> ConsumerGroupMember:

@@ -60,6 +60,7 @@ from kfk.coordinator.group.consumer_group_records import (
     ConsumerGroupRecord,
     Record,
     RecordType,
+    assignment_epochs_of,
     assignment_of,
     classic_protocols_of,
     current_assignment_record,
@@ -119,6 +120,8 @@ FIRST_VERSION_WITH_CLIENT_MEMBER_ID = 1
 Responder = Callable[[ConsumerGroupHeartbeatResponse], None]
 #: (group, leaving member id, now) -> the records of the group's downgrade to a classic group, None if refused.
 Downgrade = Callable[[ConsumerGroup, str, int], "list[Record] | None"]
+#: Checks one (topic, partition) of an offset commit made at an older member epoch; raises its error.
+PartitionValidator = Callable[[str, int], None]
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
@@ -789,12 +792,14 @@ class ConsumerGroupManager:
                 group.put_member(copy_member(member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                                              previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                                              state=MemberState.STABLE, assigned_partitions={},
-                                             partitions_pending_revocation={}))
+                                             partitions_pending_revocation={}, assignment_epochs={}))
             else:
                 group.put_member(copy_member(
                     member, member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
                     state=member_state_of(value.state), assigned_partitions=assignment_of(value.assigned_partitions),
-                    partitions_pending_revocation=assignment_of(value.partitions_pending_revocation)))
+                    partitions_pending_revocation=assignment_of(value.partitions_pending_revocation),
+                    assignment_epochs=assignment_epochs_of(value.assigned_partitions,
+                                                           value.partitions_pending_revocation)))
 
     @staticmethod
     def _replay_member_metadata(group: ConsumerGroup, member_id: str, value) -> None:
@@ -828,12 +833,14 @@ class ConsumerGroupManager:
 
     # -- offsets, admin ----------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def validate_offset_commit(group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int) -> None:
-        """Kafka's ConsumerGroup.validateOffsetCommit: an admin's commit (epoch < 0) only to an empty group; a
-        member's at its current epoch (STALE_MEMBER_EPOCH otherwise), with OffsetCommit v9+."""
+    def validate_offset_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int,
+                               api_version: int) -> PartitionValidator | None:
+        """Kafka 4.4's ConsumerGroup.validateOffsetCommit: an admin's commit (epoch < 0) only to an empty group; a
+        member's with OffsetCommit v9+, at its current epoch, or at an older one for the partitions it has held since
+        that epoch (KIP-1251: the partitions are then checked one by one by the validator returned; a newer epoch
+        is STALE_MEMBER_EPOCH)."""
         if member_epoch < 0 and group.is_empty:
-            return
+            return None
         member = group.member(member_id)
         if member is None:
             raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
@@ -842,13 +849,28 @@ class ConsumerGroupManager:
             if member_epoch != member.member_epoch:
                 raise IllegalGenerationError(f"The received generation id {member_epoch} does not match the "
                                              f"expected generation id {member.member_epoch}.")
-            return
+            return None
         if api_version < 9:
             raise UnsupportedVersionError("OffsetCommit version 9 or above must be used by members using the "
                                           "consumer group protocol")
-        if member_epoch != member.member_epoch:
-            raise StaleMemberEpochError(f"The received member epoch {member_epoch} does not match the expected "
-                                        f"member epoch {member.member_epoch}.")
+        if member_epoch == member.member_epoch:
+            return None
+        if member_epoch > member.member_epoch:
+            raise StaleMemberEpochError(f"Received member epoch {member_epoch} is newer than current member epoch "
+                                        f"{member.member_epoch}.")
+        image = self._image()
+
+        def validate_partition(topic: str, partition: int) -> None:
+            topic_image = image.topics_by_name.get(topic)
+            if topic_image is None or not member.holds(topic_image.topic_id, partition):
+                raise StaleMemberEpochError(f"Partition {topic}-{partition} is not assigned or pending revocation "
+                                            f"for member.")
+            assignment_epoch = member.assignment_epoch(topic_image.topic_id, partition)
+            if member_epoch < assignment_epoch:
+                raise StaleMemberEpochError(f"Received member epoch {member_epoch} is older than assignment epoch "
+                                            f"{assignment_epoch} for partition {topic}-{partition}.")
+
+        return validate_partition
 
     @staticmethod
     def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> None:

@@ -18,6 +18,7 @@ Each record decodes to a ConsumerGroupRecord that ConsumerGroupManager.replay ap
 from __future__ import annotations
 
 import dataclasses
+import uuid
 import enum
 import struct
 from typing import Any
@@ -148,16 +149,22 @@ def target_assignment_record(group_id: str, member_id: str, assignment: Assignme
             _value(ConsumerGroupTargetAssignmentMemberValue(topic_partitions=partitions)))
 
 
-def _current_partitions(assignment: Assignment) -> list:
-    return [ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions(topic_id=topic_id, partitions=sorted(indexes))
-            for topic_id, indexes in sorted(assignment.items(), key=lambda item: str(item[0]))]
+def _current_partitions(member: ConsumerGroupMember, assignment: Assignment) -> list:
+    """The partitions with the epoch the member was given each at (AssignmentEpochs, the same length)."""
+    entries = []
+    for topic_id, indexes in sorted(assignment.items(), key=lambda item: str(item[0])):
+        partitions = sorted(indexes)
+        entries.append(ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions(
+            topic_id=topic_id, partitions=partitions,
+            assignment_epochs=[member.assignment_epoch(topic_id, partition) for partition in partitions]))
+    return entries
 
 
 def current_assignment_record(group_id: str, member: ConsumerGroupMember) -> Record:
     value = ConsumerGroupCurrentMemberAssignmentValue(
         member_epoch=member.member_epoch, previous_member_epoch=member.previous_member_epoch,
-        state=int(member.state), assigned_partitions=_current_partitions(member.assigned_partitions),
-        partitions_pending_revocation=_current_partitions(member.partitions_pending_revocation))
+        state=int(member.state), assigned_partitions=_current_partitions(member, member.assigned_partitions),
+        partitions_pending_revocation=_current_partitions(member, member.partitions_pending_revocation))
     return _key(RecordType.CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id), _value(value)
 
 
@@ -205,6 +212,14 @@ def decode(record_type: int, key: Buffer, value: Buffer | None) -> ConsumerGroup
 
 def assignment_of(topic_partitions: list) -> Assignment:
     return normalized({entry.topic_id: set(entry.partitions) for entry in topic_partitions})
+
+
+def assignment_epochs_of(*topic_partition_lists: list) -> dict[tuple[uuid.UUID, int], int]:
+    """The AssignmentEpochs of current-assignment entries by partition; an entry without them (written before
+    KIP-1251) leaves its partitions at the member's epoch."""
+    return {(entry.topic_id, partition): epoch for entries in topic_partition_lists for entry in entries
+            if entry.assignment_epochs and len(entry.assignment_epochs) == len(entry.partitions)
+            for partition, epoch in zip(entry.partitions, entry.assignment_epochs)}
 
 
 def classic_protocols_of(value: ConsumerGroupMemberMetadataValue) -> tuple[tuple[str, bytes], ...] | None:

@@ -71,10 +71,24 @@ def _next_assignment(member: ConsumerGroupMember, target_epoch: int, target: Ass
         pending[topic_id] = free
     revoking_assignment = normalized(revoking)
     if revoking_assignment and _still_owns(owned, revoking_assignment):
-        return copy_member(member, state=MemberState.UNREVOKED_PARTITIONS, assigned_partitions=normalized(kept),
-                           partitions_pending_revocation=revoking_assignment)
+        kept_assignment = normalized(kept)
+        return copy_member(member, state=MemberState.UNREVOKED_PARTITIONS, assigned_partitions=kept_assignment,
+                           partitions_pending_revocation=revoking_assignment,
+                           assignment_epochs=_assignment_epochs(member, (kept_assignment, revoking_assignment)))
     assigned = normalized({topic_id: kept[topic_id] | pending[topic_id] for topic_id in kept})
     return copy_member(member, state=MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE,
                        previous_member_epoch=member.member_epoch if member.member_epoch != target_epoch
                        else member.previous_member_epoch, member_epoch=target_epoch,
-                       assigned_partitions=assigned, partitions_pending_revocation={})
+                       assigned_partitions=assigned, partitions_pending_revocation={},
+                       assignment_epochs=member.assignment_epochs
+                       if assigned == member.assigned_partitions and not member.partitions_pending_revocation
+                       else _assignment_epochs(member, (assigned,), target_epoch))
+
+
+def _assignment_epochs(member: ConsumerGroupMember, holdings: tuple[Assignment, ...],
+                       epoch: int | None = None) -> dict[tuple[uuid.UUID, int], int]:
+    """The assignment epoch of every partition in `holdings`: `epoch`, or (None) the one the member holds it
+    since. As in Kafka 4.4, a member whose assignment changes holds all of its new assignment from the epoch it
+    moves to; one whose assignment stays keeps its epochs (KIP-1251: its commits at an older epoch still count)."""
+    return {(topic_id, partition): member.assignment_epoch(topic_id, partition) if epoch is None else epoch
+            for assignment in holdings for topic_id, partitions in assignment.items() for partition in partitions}

@@ -52,7 +52,7 @@ from kfk.coordinator.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupState,
 )
-from kfk.coordinator.group.consumer_group_manager import ConsumerGroupManager
+from kfk.coordinator.group.consumer_group_manager import ConsumerGroupManager, PartitionValidator
 from kfk.coordinator.group.consumer_group_records import ConsumerGroupRecord, RecordType
 from kfk.coordinator.group.group_metadata_manager import GroupMetadataManager
 from kfk.coordinator.group.group_migration import (
@@ -377,8 +377,8 @@ class GroupCoordinator:
         error = self.coordinator_error(group_id)
         if error == ErrorCode.NONE:
             try:
-                group = self.offsets.validate_commit(group_id, member_id, group_instance_id, generation_id,
-                                                     api_version, now_ms)
+                group, validate_partition = self.offsets.validate_commit(group_id, member_id, group_instance_id,
+                                                                         generation_id, api_version, now_ms)
             except KafkaError as exception:
                 error = exception.error_code
         if error != ErrorCode.NONE:
@@ -388,7 +388,7 @@ class GroupCoordinator:
             # A commit from a member counts as a heartbeat in these states.
             self.groups.reschedule_heartbeat(group, member_id, now_ms)
         expire_timestamp_ms = self.offsets.expire_timestamp_ms(retention_time_ms, now_ms)
-        results, accepted = self._accept_offsets(partitions, expire_timestamp_ms, now_ms)
+        results, accepted = self._accept_offsets(partitions, expire_timestamp_ms, now_ms, validate_partition)
         if not accepted:
             respond(results)
             return
@@ -405,12 +405,20 @@ class GroupCoordinator:
 
         self._write_for_group(group_id, self.offsets.offset_commit_records(group_id, accepted), on_written)
 
-    def _accept_offsets(self, partitions: list[OffsetCommitPartition], expire_timestamp_ms: int, now_ms: int
+    def _accept_offsets(self, partitions: list[OffsetCommitPartition], expire_timestamp_ms: int, now_ms: int,
+                        validate_partition: PartitionValidator | None = None
                         ) -> tuple[dict[TopicPartitionKey, ErrorCode], list[tuple[str, int, CommittedOffset]]]:
-        """(an error per partition: OFFSET_METADATA_TOO_LARGE or, for now, NONE; the offsets to write)."""
+        """(an error per partition: the validator's (a commit at an older member epoch), OFFSET_METADATA_TOO_LARGE
+        or, for now, NONE; the offsets to write)."""
         results: dict[TopicPartitionKey, ErrorCode] = {}
         accepted: list[tuple[str, int, CommittedOffset]] = []
         for p in partitions:
+            if validate_partition is not None:
+                try:
+                    validate_partition(p.topic, p.partition)
+                except KafkaError as error:
+                    results[(p.topic, p.partition)] = error.error_code
+                    continue
             metadata = p.committed_metadata if p.committed_metadata is not None else ""
             if len(metadata) > self.config.offset_metadata_max_bytes:
                 results[(p.topic, p.partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE

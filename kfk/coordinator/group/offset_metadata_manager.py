@@ -59,6 +59,7 @@ from kfk.records import NO_PRODUCER_ID
 
 if TYPE_CHECKING:
     from kfk.coordinator.group.consumer_group import ConsumerGroup
+    from kfk.coordinator.group.consumer_group_manager import PartitionValidator
     from kfk.coordinator.group.consumer_group_manager import ConsumerGroupManager
     from kfk.coordinator.group.group_metadata_manager import GroupMetadataManager
 
@@ -144,23 +145,24 @@ class OffsetMetadataManager:
     # -- commit ------------------------------------------------------------------------------------------------------
 
     def validate_commit(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
-                        api_version: int, now_ms: int) -> ClassicGroup | ConsumerGroup:
-        """The group to commit to (created as a simple group for a generation -1 commit); raises the error to
-        answer for every partition. A consumer protocol group checks the member epoch (v9's
-        generation_id_or_member_epoch)."""
+                        api_version: int, now_ms: int
+                        ) -> tuple[ClassicGroup | ConsumerGroup, PartitionValidator | None]:
+        """The group to commit to (created as a simple group for a generation -1 commit) and, for a commit at an
+        older member epoch, the check of each partition; raises the error to answer for every partition. A consumer
+        protocol group checks the member epoch (v9's generation_id_or_member_epoch)."""
         consumer_group = self.consumer_groups.group(group_id)
         if consumer_group is not None:
-            self.consumer_groups.validate_offset_commit(consumer_group, member_id, generation_id, api_version)
-            return consumer_group
+            return consumer_group, self.consumer_groups.validate_offset_commit(consumer_group, member_id,
+                                                                               generation_id, api_version)
         group = self.groups.group(group_id)
         if group is None:
             if generation_id < 0:
-                return self.groups.get_or_create_group(group_id, now_ms)
+                return self.groups.get_or_create_group(group_id, now_ms), None
             if api_version >= 9:
                 raise GroupIdNotFoundError(f"Group {group_id} does not exist")
             raise IllegalGenerationError(f"Group {group_id} does not exist")
         validate_offset_commit(group, member_id, group_instance_id, generation_id)
-        return group
+        return group, None
 
     def validate_transactional_commit(self, group_id: str, member_id: str, group_instance_id: str | None,
                                       generation_id: int, now_ms: int) -> ClassicGroup | ConsumerGroup:
