@@ -272,15 +272,18 @@ class StructCodec:
         else:
             body.add(depth, f"{append}({self.writer.struct_object('i' if wide else 'h')}.pack({length}))")
 
-    def encode_value(self, body: Lines, depth: int, f: Field, value: str, out: str) -> None:
-        """Append the encoding of one field's value to the chunk list named `out`."""
+    def encode_value(self, body: Lines, depth: int, f: Field, value: str, out: str, tagged: bool = False) -> None:
+        """Append the encoding of one field's value to the chunk list named `out` (`tagged`: as a tagged field's
+        data)."""
         append = "append" if out == "out" else f"{out}.append"
         compact = field_is_flexible(f, self.flexible, self.version)
         if f.nullable_at(self.version):
             tmp = self.tmp("x")
             body.add(depth, f"{tmp} = {value}")
             value = tmp
-            if f.is_struct and not f.is_array:
+            if f.is_struct and not f.is_array and tagged:
+                null = "b'\\x00'"  # a tagged nullable struct's marker is an unsigned varint: 0 null, 1 present
+            elif f.is_struct and not f.is_array:
                 null = "b'\\xff'"  # a nullable struct is an int8 marker: -1 null, 1 present
             elif compact:
                 null = "b'\\x00'"
@@ -338,9 +341,12 @@ class StructCodec:
         body.add(1, "tagged = []")
         for f in tagged:
             value = f"m.{f.attribute}"
-            body.add(1, f"if {is_default_test(f, value, self.owner)}:")
+            test = is_default_test(f, value, self.owner)
+            if f.is_struct and not f.is_array and f.nullable_at(self.version):
+                test = f"{value} is None or {test}"  # Kafka writes a null one: its default is the empty struct
+            body.add(1, f"if {test}:")
             body.add(2, "t = []")
-            self.encode_value(body, 2, f, value, "t")
+            self.encode_value(body, 2, f, value, "t", tagged=True)
             body.add(2, f"tagged.append(({f.tag}, b''.join(t)))")
         body.add(1, "append(_UV[len(tagged)])")
         body.add(1, "for tag, data in tagged:")
@@ -402,13 +408,20 @@ class StructCodec:
             body.add(depth, f"{n} = {self.writer.struct_object('i' if wide else 'h')}.unpack_from(buf, pos)[0]")
             body.add(depth, f"pos += {size}")
 
-    def decode_value(self, body: Lines, depth: int, f: Field, target: str) -> None:
+    def decode_value(self, body: Lines, depth: int, f: Field, target: str, tagged: bool = False) -> None:
         compact = field_is_flexible(f, self.flexible, self.version)
         nullable = f.nullable_at(self.version)
         what = f"{self.struct.name}.{f.attribute}"
         if f.is_struct and not f.is_array:
             dec = self.child(f, "dec")
-            if nullable:
+            if nullable and tagged:
+                flag = self.tmp("p")
+                body.add(depth, f"{flag}, pos = _read_uvarint(buf, pos)")
+                body.add(depth, f"if {flag} == 0:  # unsigned varint marker: 0 means null")
+                body.add(depth + 1, f"{target} = None")
+                body.add(depth, "else:")
+                body.add(depth + 1, f"{target}, pos = {dec}(buf, pos)")
+            elif nullable:
                 flag = self.tmp("p")
                 body.add(depth, f"{flag} = buf[pos]")
                 body.add(depth, "pos += 1")
@@ -506,7 +519,7 @@ class StructCodec:
         body.add(3, "raise _ProtocolError('tagged field runs past the end of the buffer')")
         for index, f in enumerate(tagged):
             body.add(2, f"{'if' if index == 0 else 'elif'} tag == {f.tag}:")
-            self.decode_value(body, 3, f, f"m.{f.attribute}")
+            self.decode_value(body, 3, f, f"m.{f.attribute}", tagged=True)
         body.add(2, "pos = tag_end")
 
 

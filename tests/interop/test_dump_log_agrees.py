@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from kfk.testing.apache_kafka import run_kafka_tool
+from kfk.testing.apache_kafka import ApacheKafka, run_kafka_tool
+from kfk.testing.broker import BrokerProcess
 
 from .conftest import WrittenLogDir
 from .dump_log_output import fields, sections
@@ -67,6 +72,38 @@ def test_the_cluster_metadata_decoder_prints_what_kafkas_prints(written: Written
     for record_type in ("TOPIC_RECORD", "PARTITION_RECORD", "CONFIG_RECORD", "REGISTER_BROKER_RECORD",
                         "FEATURE_LEVEL_RECORD"):
         assert f'"type":"{record_type}"' in printed, record_type
+
+
+def test_the_offsets_decoder_reads_consumer_protocol_groups_as_kafkas(
+        kfk_broker_process: BrokerProcess, apache_kafka_factory: Callable[..., ApacheKafka]) -> None:
+    """A KIP-848 group (group.protocol=consumer) joins, commits and leaves on kfk and on Apache Kafka 4.4: both
+    tools decode both brokers' __consumer_offsets records alike (the consumer group records Kafka 4.4 writes, a
+    null tagged ClassicMemberMetadata among them, and kfk's own, AssignmentEpochs included)."""
+    node = apache_kafka_factory()
+    for bootstrap, log_dir in ((kfk_broker_process.bootstrap_servers, kfk_broker_process.log_dir),
+                               (node.bootstrap_server, node.log_dir)):
+        _consumer_protocol_group_round(bootstrap)
+        logs = sorted(path for path in Path(log_dir).glob("__consumer_offsets-*/*.log") if path.stat().st_size)
+        expected = _both_agree(logs, ["--offsets-decoder"])
+        printed = "\n".join(line for lines in expected.values() for line in lines)
+        for record_type in (3, 5, 6, 7, 8):  # group epoch, member, target epoch and member, current assignment
+            assert f'key: {{"type":"{record_type}","data":{{"groupId":"kip848"' in printed, (record_type, printed)
+
+
+def _consumer_protocol_group_round(bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("kip848-topic", 2, 1)])["kip848-topic"].result(30)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kip848", "group.protocol": "consumer",
+                         "enable.auto.commit": False})
+    try:
+        consumer.subscribe(["kip848-topic"])
+        deadline = time.monotonic() + 60
+        while len(consumer.assignment()) < 2:
+            assert time.monotonic() < deadline, "no assignment"
+            consumer.poll(0.2)
+        consumer.commit(offsets=[TopicPartition("kip848-topic", 0, 1)], asynchronous=False)
+    finally:
+        consumer.close()
 
 
 def _corrupt_for_both(paths: list[Path]) -> list[Path]:

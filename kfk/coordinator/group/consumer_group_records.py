@@ -126,8 +126,8 @@ def member_metadata_record(group_id: str, member: ConsumerGroupMember) -> Record
     value = ConsumerGroupMemberMetadataValue(
         instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
         client_host=member.client_host, subscribed_topic_names=list(member.subscribed_topic_names),
-        subscribed_topic_regex=member.subscribed_topic_regex, rebalance_timeout_ms=member.rebalance_timeout_ms,
-        server_assignor=member.server_assignor)
+        subscribed_topic_regex=member.subscribed_topic_regex or "", rebalance_timeout_ms=member.rebalance_timeout_ms,
+        server_assignor=member.server_assignor, classic_member_metadata=None)  # Kafka 4.4's values for "none"
     if member.classic_protocols is not None:
         value.classic_member_metadata = ConsumerGroupMemberMetadataValue.ClassicMemberMetadata(
             session_timeout_ms=member.classic_session_timeout_ms,

@@ -256,11 +256,11 @@ def _enc_ConsumerGroupMemberMetadataValue_v0(m, out):
         append(_UV[n19] if n19 < 128 else _uvarint(n19))
         append(s18)
     tagged = []
-    if not _is_default_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(m.classic_member_metadata):
+    if m.classic_member_metadata is None or not _is_default_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(m.classic_member_metadata):
         t = []
         x20 = m.classic_member_metadata
         if x20 is None:
-            t.append(b'\xff')
+            t.append(b'\x00')
         else:
             t.append(b'\x01')
             _enc_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(x20, t)
@@ -421,9 +421,8 @@ def _dec_ConsumerGroupMemberMetadataValue_v0(buf, pos):
         if tag_end > blen:
             raise _ProtocolError('tagged field runs past the end of the buffer')
         if tag == 0:
-            p17 = buf[pos]
-            pos += 1
-            if p17 > 127:  # int8 marker: negative means null
+            p17, pos = _read_uvarint(buf, pos)
+            if p17 == 0:  # unsigned varint marker: 0 means null
                 m.classic_member_metadata = None
             else:
                 m.classic_member_metadata, pos = _dec_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(buf, pos)
