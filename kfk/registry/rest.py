@@ -37,23 +37,18 @@ def _flag(request: Request, name: str) -> bool:
     return request.query_params.get(name, "false").lower() == "true"
 
 
-def _version_json(version: RegisteredVersion) -> dict:
-    document: dict[str, Any] = {"subject": version.subject, "version": version.version, "id": version.schema_id}
-    if version.schema_type != AVRO:
-        document["schemaType"] = version.schema_type
-    if version.references:
-        document["references"] = [reference.to_json() for reference in version.references]
-    document["schema"] = version.schema
-    return document
+def _version_json(version: RegisteredVersion, schema: str | None = None) -> dict:
+    return {"subject": version.subject, "version": version.version, "id": version.schema_id,
+            **_schema_json(version, schema)}
 
 
-def _schema_json(version: RegisteredVersion) -> dict:
+def _schema_json(version: RegisteredVersion, schema: str | None = None) -> dict:
     document: dict[str, Any] = {}
     if version.schema_type != AVRO:
         document["schemaType"] = version.schema_type
     if version.references:
         document["references"] = [reference.to_json() for reference in version.references]
-    document["schema"] = version.schema
+    document["schema"] = version.schema if schema is None else schema
     return document
 
 
@@ -104,15 +99,18 @@ def create_app(registry: SchemaRegistry, forward: Forward | None = None) -> Star
     def list_versions(request: Request) -> Response:
         return _answer(registry.versions(request.path_params["subject"], _flag(request, "deleted")))
 
+    def formatted(request: Request, version: RegisteredVersion) -> str:
+        return registry.formatted(version, request.query_params.get("format", ""))
+
     def get_version(request: Request) -> Response:
         version = registry.version(request.path_params["subject"], request.path_params["version"],
                                    _flag(request, "deleted"))
-        return _answer(_version_json(version))
+        return _answer(_version_json(version, formatted(request, version)))
 
     def get_version_schema(request: Request) -> Response:
         version = registry.version(request.path_params["subject"], request.path_params["version"],
                                    _flag(request, "deleted"))
-        return Response(version.schema, media_type=CONTENT_TYPE)
+        return Response(formatted(request, version), media_type=CONTENT_TYPE)
 
     def referenced_by(request: Request) -> Response:
         return _answer(registry.referenced_by(request.path_params["subject"], request.path_params["version"]))
@@ -134,11 +132,11 @@ def create_app(registry: SchemaRegistry, forward: Forward | None = None) -> Star
 
     def schema_by_id(request: Request) -> Response:
         version = registry.schema_by_id(_schema_id(request), request.query_params.get("subject"))
-        return _answer(_schema_json(version))
+        return _answer(_schema_json(version, formatted(request, version)))
 
     def schema_by_id_text(request: Request) -> Response:
         version = registry.schema_by_id(_schema_id(request), request.query_params.get("subject"))
-        return Response(version.schema, media_type=CONTENT_TYPE)
+        return Response(formatted(request, version), media_type=CONTENT_TYPE)
 
     def schema_subjects(request: Request) -> Response:
         usages = registry.id_usages(_schema_id(request), _flag(request, "deleted"))

@@ -71,7 +71,8 @@ def parse_schema(schema_type: str, text: str, references: list[SchemaReference] 
 def canonical_text(schema_type: str, text: str) -> str:
     """The text a registration is stored and compared as, without parsing it again (the registry computes it for
     every record it replays from _schemas): JSON schemas lose their insignificant whitespace, keeping key order as
-    Avro's own Schema.toString() does; a Protobuf schema is kept as sent."""
+    Avro's own Schema.toString() does; a Protobuf schema is kept as stored (the registry stores its canonical .proto
+    text, made when it was registered)."""
     if schema_type in (AVRO, JSON):
         import json
         try:

@@ -14,6 +14,7 @@ from kfk.registry.errors import RegistryError
 from kfk.registry.kafka_store import KafkaStore
 from kfk.registry.schema_types import (
     AVRO,
+    PROTOBUF,
     SCHEMA_TYPES,
     ParsedSchema,
     SchemaParseError,
@@ -83,6 +84,13 @@ class SchemaRegistry:
         registered = self.version(subject, version)
         with self.store.lock():
             return self.state.referenced_by(subject, registered.version)
+
+    def formatted(self, version: RegisteredVersion, fmt: str) -> str:
+        """A version's schema in the format a reader asks for: a Protobuf schema as a base64 FileDescriptorProto
+        for ``serialized`` (what confluent-kafka's deserializers ask for); otherwise as stored."""
+        if fmt == "serialized" and version.schema_type == PROTOBUF:
+            return self._parsed_version(version).serialized()
+        return version.schema
 
     def lookup(self, subject: str, body: dict, deleted: bool = False) -> RegisteredVersion:
         """POST /subjects/{subject}: the version under which this schema is registered."""
@@ -281,11 +289,29 @@ class SchemaRegistry:
         parsed = self._parsed.get(key)
         if parsed is None:
             try:
-                parsed = parse_schema(schema_type, text, references)
+                parsed = parse_schema(schema_type, text, self._with_dependencies(references))
             except SchemaParseError as error:
                 raise errors.invalid_schema(str(error)) from None
             self._parsed[key] = parsed
         return parsed
+
+    def _with_dependencies(self, references: list[SchemaReference]) -> list[SchemaReference]:
+        """The references and, before each, the references of its own version, transitively (a Protobuf file
+        linked after the files it imports); each name once."""
+        found: dict[str, SchemaReference] = {}
+
+        def add(reference: SchemaReference) -> None:
+            if reference.name in found:
+                return
+            found[reference.name] = reference  # first, so that a cycle ends here
+            registered = self.version(reference.subject, str(reference.version), deleted=True)
+            for dependency in registered.references:
+                add(SchemaReference(dependency.name, dependency.subject, dependency.version,
+                                    self.version(dependency.subject, str(dependency.version), deleted=True).schema))
+            found[reference.name] = found.pop(reference.name)  # after its dependencies
+        for reference in references:
+            add(reference)
+        return list(found.values())
 
     def _parsed_version(self, version: RegisteredVersion) -> ParsedSchema:
         references = [SchemaReference(reference.name, reference.subject, reference.version,
