@@ -50,6 +50,9 @@ class JsonSchema:
         loaded = {reference.name: json.loads(reference.schema) for reference in references}
         return cls(canonical_text(JSON, text), document, loaded)
 
+    def normalized(self):
+        return self  # already canonical JSON
+
     def record_name(self) -> str | None:
         return self.document.get("title") if isinstance(self.document, dict) else None
 

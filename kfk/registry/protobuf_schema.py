@@ -98,6 +98,11 @@ class ProtobufSchema:
         _link(pool, proto)
         return cls(canonical, proto)
 
+    def normalized(self) -> ProtobufSchema:
+        """The text the descriptor declares: type names fully qualified, so that a schema sent as text and the same
+        schema sent as a descriptor (what the serializers send) are the same registration."""
+        return ProtobufSchema(proto_text.render(proto_text.source_from_descriptor(self.proto)), self.proto)
+
     def serialized(self) -> str:
         """The schema as a base64 FileDescriptorProto (Confluent's ``format=serialized``)."""
         return base64.b64encode(self.proto.SerializeToString()).decode("ascii")

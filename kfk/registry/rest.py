@@ -121,11 +121,12 @@ def create_app(registry: SchemaRegistry, forward: Forward | None = None) -> ASGI
         return _answer(registry.referenced_by(request.path_params["subject"], request.path_params["version"]))
 
     def register(request: Request, document: Any) -> Response:
-        version = registry.register(request.path_params["subject"], document)
+        version = registry.register(request.path_params["subject"], document, _flag(request, "normalize"))
         return _answer({"id": version.schema_id, "version": version.version, **_schema_json(version)})
 
     def lookup(request: Request, document: Any) -> Response:
-        version = registry.lookup(request.path_params["subject"], document, _flag(request, "deleted"))
+        version = registry.lookup(request.path_params["subject"], document, _flag(request, "deleted"),
+                                  _flag(request, "normalize"))
         return _answer(_version_json(version))
 
     def delete_subject(request: Request, document: Any) -> Response:

@@ -50,6 +50,10 @@ class ParsedSchema(Protocol):
     def record_name(self) -> str | None:
         """The fully qualified name RecordNameStrategy uses (None where the schema has none)."""
 
+    def normalized(self) -> ParsedSchema:
+        """The schema in its normalized canonical form (``?normalize=true``), under which equivalent texts are
+        equal."""
+
 
 class SchemaParseError(ValueError):
     """Not a valid schema of its type; the message says why."""

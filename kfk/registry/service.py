@@ -119,17 +119,24 @@ class SchemaRegistry:
             return self._parsed_version(version).serialized()
         return version.schema
 
-    def lookup(self, subject: str, body: dict, deleted: bool = False) -> RegisteredVersion:
-        """POST /subjects/{subject}: the version under which this schema is registered."""
+    def lookup(self, subject: str, body: dict, deleted: bool = False, normalize: bool = False) -> RegisteredVersion:
+        """POST /subjects/{subject}: the version under which this schema is registered; with ``normalize``, the
+        registered versions are compared in their normalized form too."""
         schema_type, text, references = self._request_schema(body, subject)
-        parsed = self._parse(schema_type, text, references)
+        parsed = self._parse(schema_type, text, references, normalize)
         identity = RegisteredVersion(subject, 0, 0, schema_type, parsed.canonical, references).identity()
         with self.store.lock():
             versions = self.state.versions(subject, deleted)
-            if not versions:
-                raise errors.subject_not_found(subject)
+        if not versions:
+            raise errors.subject_not_found(subject)
+        for registered in reversed(versions):
+            if registered.identity() == identity:
+                return registered
+        if normalize:
+            schema_type, _, imports = identity
             for registered in reversed(versions):
-                if registered.identity() == identity:
+                if registered.identity()[::2] == (schema_type, imports) and \
+                        self._parsed_version(registered).normalized().canonical == parsed.canonical:
                     return registered
         raise errors.schema_not_found()
 
@@ -184,9 +191,9 @@ class SchemaRegistry:
 
     # --- writing -----------------------------------------------------------------------------------------------------
 
-    def register(self, subject: str, body: dict) -> RegisteredVersion:
+    def register(self, subject: str, body: dict, normalize: bool = False) -> RegisteredVersion:
         schema_type, text, references = self._request_schema(body, subject)
-        parsed = self._parse(schema_type, text, references)
+        parsed = self._parse(schema_type, text, references, normalize)
         with self._write_lock:
             self._check_writable(subject)
             candidate = RegisteredVersion(subject, 0, 0, schema_type, parsed.canonical, references)
@@ -320,7 +327,8 @@ class SchemaRegistry:
             references.append(SchemaReference(name, registered.subject, registered.version, registered.schema))
         return schema_type, body["schema"], references
 
-    def _parse(self, schema_type: str, text: str, references: list[SchemaReference]) -> ParsedSchema:
+    def _parse(self, schema_type: str, text: str, references: list[SchemaReference],
+               normalize: bool = False) -> ParsedSchema:
         key = (schema_type, canonical_text(schema_type, text),
                tuple((reference.name, reference.subject, reference.version) for reference in references))
         parsed = self._parsed.get(key)
@@ -330,7 +338,7 @@ class SchemaRegistry:
             except SchemaParseError as error:
                 raise errors.invalid_schema(str(error)) from None
             self._parsed[key] = parsed
-        return parsed
+        return parsed.normalized() if normalize else parsed
 
     def _with_dependencies(self, references: list[SchemaReference]) -> list[SchemaReference]:
         """The references and, before each, the references of its own version, transitively (a Protobuf file

@@ -226,3 +226,31 @@ def test_protobuf_descriptor_registration_served_as_text(registry) -> None:
     lookup = ProtobufSerializer(order, SchemaRegistryClient({"url": registry.url}),
                                 {"use.deprecated.format": False, "auto.register.schemas": False})
     assert lookup(order(id=2, item="pen"), SerializationContext(topic, MessageField.VALUE))[0] == 0
+
+
+def test_protobuf_text_found_by_a_normalizing_serializer(registry) -> None:
+    """.proto text registered as written (relative type names) is found by the lookup of confluent-kafka's
+    ProtobufSerializer with normalize.schemas, which sends the descriptor: both normalize to the same text."""
+    client = SchemaRegistryClient({"url": registry.url})
+    topic = unique("normalized")
+    text = ('syntax = "proto3";\npackage shop;\n'
+            "message Order { int64 id = 1; Line line = 2; message Line { string sku = 1; } }")
+    schema_id = client.register_schema(f"{topic}-value", Schema(text, "PROTOBUF"))
+    assert "  Line line = 2;" in client.get_schema(schema_id).schema_str.splitlines()
+    file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(
+        SchemaRegistryClient({"url": registry.url}).get_schema(schema_id, fmt="serialized").schema_str))
+    file.name = f"order_{uuid.uuid4().hex[:6]}.proto"
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    order = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+    context = SerializationContext(topic, MessageField.VALUE)
+    plain = ProtobufSerializer(order, SchemaRegistryClient({"url": registry.url}),
+                               {"use.deprecated.format": False, "auto.register.schemas": False})
+    with pytest.raises(SchemaRegistryError):  # as written, the texts differ
+        plain(order(id=1), context)
+    normalizing = ProtobufSerializer(order, SchemaRegistryClient({"url": registry.url}), {
+        "use.deprecated.format": False, "auto.register.schemas": False, "normalize.schemas": True})
+    assert int.from_bytes(normalizing(order(id=1), context)[1:5], "big") == schema_id
+    # registered normalized, the text is the descriptor's: type names fully qualified
+    normalized_id = client.register_schema(f"{topic}-other", Schema(text, "PROTOBUF"), normalize_schemas=True)
+    assert "  .shop.Order.Line line = 2;" in client.get_schema(normalized_id).schema_str.splitlines()

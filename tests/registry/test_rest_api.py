@@ -176,7 +176,8 @@ def test_contexts(registry) -> None:
     assert call(f"{url}/contexts/{context}/subjects") == (200, [qualified])
     # a context's config applies to its subjects only
     incompatible = avro({"name": "a", "type": "string"})
-    assert call(f"{url}/contexts/{context}/config", "PUT", {"compatibility": "NONE"}) == (200, {"compatibility": "NONE"})
+    assert call(f"{url}/contexts/{context}/config", "PUT", {"compatibility": "NONE"}) == (
+        200, {"compatibility": "NONE"})
     assert call(f"{url}/config/{qualified}?defaultToGlobal=true") == (200, {"compatibilityLevel": "NONE"})
     assert call(f"{url}/subjects/{qualified}/versions", "POST", incompatible)[0] == 200
     assert call(f"{url}/subjects/{name}/versions", "POST", incompatible)[1]["error_code"] == 409
