@@ -5,8 +5,9 @@ kafka-avro-console-producer / -consumer (and their JSON Schema and Protobuf sibl
 console-produce reads JSON per line (for Avro, Avro's JSON encoding as Confluent's tool reads it, or plain JSON),
 registers the schema given by ``--value-schema`` (a file, or the schema's text) under the subject the naming
 strategy gives (or only looks it up with --no-auto-register), and writes Confluent's wire format. console-consume
-reads any framed record, fetching the writer's schema by its id, and prints JSON. A Protobuf schema is given as the
-descriptor set `protoc --descriptor_set_out` writes (kfk has no .proto compiler); its lines are Protobuf's JSON.
+reads any framed record, fetching the writer's schema by its id, and prints JSON. A Protobuf schema is given as a
+.proto file (without imports beyond google/protobuf's), or as the descriptor set `protoc --descriptor_set_out`
+writes; its lines are Protobuf's JSON.
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ def _schema_text(schema: str, flag: str) -> str:
 
 
 def _descriptor_text(schema: str, flag: str) -> str:
-    """A Protobuf schema as the registry takes it (a base64 FileDescriptorProto): from a descriptor set file (what
-    `protoc --descriptor_set_out=order.desc order.proto` writes; its last file is the schema), or given as base64."""
+    """A Protobuf schema as the registry takes it: a .proto file's text, or a base64 FileDescriptorProto from a
+    descriptor set file (what `protoc --descriptor_set_out=order.desc order.proto` writes; its last file is the
+    schema), or given as either text."""
     import base64
 
     from google.protobuf import descriptor_pb2
@@ -88,10 +90,7 @@ def _descriptor_text(schema: str, flag: str) -> str:
     except DecodeError:
         descriptors.Clear()
     if not descriptors.file:
-        if data.lstrip()[:6] in (b"syntax", b"packag", b"messag", b"import", b"//", b"/*"):
-            fail(f"{flag} {schema} is .proto source, which kfk cannot compile: give the descriptor set `protoc "
-                 f"--descriptor_set_out=FILE.desc {schema}` writes")
-        return data.decode("ascii", "replace").strip()
+        return data.decode("utf-8", "replace").strip()  # .proto source (or base64)
     return base64.b64encode(descriptors.file[-1].SerializeToString()).decode()
 
 

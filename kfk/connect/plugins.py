@@ -35,6 +35,7 @@ KAFKA_BUILT_INS: dict[str, tuple[str, str | None]] = {
     "org.apache.kafka.connect.storage.SimpleHeaderConverter": ("kfk.connect.converters:SimpleHeaderConverter", None),
     "io.confluent.connect.avro.AvroConverter": ("kfk.connect.avro_converter:AvroConverter", None),
     "io.confluent.connect.json.JsonSchemaConverter": ("kfk.connect.json_schema_converter:JsonSchemaConverter", None),
+    "io.confluent.connect.protobuf.ProtobufConverter": ("kfk.connect.protobuf_converter:ProtobufConverter", None),
     _TRANSFORMS + "RegexRouter": ("kfk.connect.transforms.regex_router:RegexRouter", None),
     _TRANSFORMS + "Filter": ("kfk.connect.transforms.filter:Filter", None),
     _PREDICATES + "TopicNameMatches": ("kfk.connect.transforms.filter:TopicNameMatches", None),

@@ -67,6 +67,9 @@ class AvroSchema:
             fastavro.parse_schema(json.loads(reference.schema), named_schemas=named)
         return fastavro.parse_schema(json.loads(self.canonical), named_schemas=named)
 
+    def normalized(self):
+        return self  # already canonical JSON
+
     def record_name(self) -> str | None:
         return self.parsed.get("name") if isinstance(self.parsed, dict) else None
 

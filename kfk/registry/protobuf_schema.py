@@ -1,7 +1,8 @@
-"""Protobuf schemas, in the form confluent-kafka's serializers register them: a base64-encoded FileDescriptorProto
-(what ``FileDescriptor.serialized_pb`` holds), its imports given as schema references by file name. The ``protobuf``
-package reads and links these (a DescriptorPool refuses unresolved types); it has no parser for .proto source text,
-so a schema sent as .proto text is refused with a message saying so.
+"""Protobuf schemas, taken in either form Confluent's registry takes: .proto source text (its canonical form), or a
+base64-encoded FileDescriptorProto (what confluent-kafka's serializers send: ``FileDescriptor.serialized_pb``), their
+imports given as schema references by file name; the well-known google/protobuf files need no reference. Either way
+the schema is kept as canonical .proto text (a descriptor is turned into text, as Confluent's registry does) and
+linked in a DescriptorPool (which refuses unresolved types); ``serialized()`` gives the descriptor form back.
 
 Compatibility follows the main rules Confluent documents for Protobuf: the package and messages may not disappear,
 a field (by number) may not change kind beyond the wire-compatible groups (int32/uint32/int64/uint64/bool;
@@ -13,14 +14,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message import DecodeError
 
+from kfk.registry import proto_text
 from kfk.registry.schema_types import PROTOBUF, Incompatibility, SchemaParseError, SchemaReference
 
-__all__ = ["ProtobufSchema", "file_descriptor_proto"]
+__all__ = ["ProtobufSchema", "new_pool"]
 
 F = descriptor_pb2.FieldDescriptorProto
 _WIRE_GROUPS = [
@@ -32,33 +35,53 @@ _WIRE_GROUPS = [
 ]
 _WELL_KNOWN = ("any_pb2", "duration_pb2", "empty_pb2", "field_mask_pb2", "struct_pb2", "timestamp_pb2",
                "wrappers_pb2", "source_context_pb2", "type_pb2", "api_pb2", "descriptor_pb2")
+DEFAULT_FILE_NAME = "schema.proto"
 
 
-def file_descriptor_proto(text: str) -> descriptor_pb2.FileDescriptorProto:
+def _decoded(text: str) -> descriptor_pb2.FileDescriptorProto | None:
+    """The descriptor a base64 schema holds, or None when the text is not base64 (.proto source never is: it has
+    spaces, semicolons, braces)."""
     try:
         data = base64.b64decode(text.strip(), validate=True)
         proto = descriptor_pb2.FileDescriptorProto()
         proto.ParseFromString(data)
     except (binascii.Error, ValueError, DecodeError):
-        raise SchemaParseError("kfk's registry takes Protobuf schemas as a base64-encoded FileDescriptorProto (as "
-                               "confluent-kafka's ProtobufSerializer sends them), not .proto source text") from None
+        return None
     return proto
 
 
-def new_pool(references: list[SchemaReference]) -> descriptor_pool.DescriptorPool:
-    """A pool holding the well-known types and the referenced files, in which a schema's file can be linked."""
+def _read(text: str, name: str,
+          pool: descriptor_pool.DescriptorPool) -> tuple[str, descriptor_pb2.FileDescriptorProto]:
+    """A schema's canonical text and its descriptor (named ``name``), its imports looked up in ``pool``."""
+    proto = _decoded(text)
+    if proto is not None:
+        proto.name = name
+        return proto_text.render(proto_text.source_from_descriptor(proto)), proto
+    source = proto_text.parse_source(text)
+    return proto_text.render(source), proto_text.descriptor_from_source(source, name, pool)
+
+
+def _link(pool: descriptor_pool.DescriptorPool, proto: descriptor_pb2.FileDescriptorProto) -> None:
+    try:
+        pool.Add(proto)
+        pool.FindFileByName(proto.name)
+    except (TypeError, KeyError, ValueError) as error:
+        raise SchemaParseError(str(error)) from None
+
+
+def new_pool(references: Sequence[SchemaReference]) -> descriptor_pool.DescriptorPool:
+    """A pool holding the well-known types and the referenced files (each after the files it imports), in which a
+    schema's file can be linked."""
     import importlib
 
     pool = descriptor_pool.DescriptorPool()
     for module in _WELL_KNOWN:
         pool.AddSerializedFile(importlib.import_module(f"google.protobuf.{module}").DESCRIPTOR.serialized_pb)
     for reference in references:
-        proto = file_descriptor_proto(reference.schema)
-        proto.name = reference.name
         try:
             pool.FindFileByName(reference.name)
         except KeyError:
-            pool.Add(proto)
+            _link(pool, _read(reference.schema, reference.name, pool)[1])
     return pool
 
 
@@ -69,17 +92,20 @@ class ProtobufSchema:
     proto: descriptor_pb2.FileDescriptorProto
 
     @classmethod
-    def parse(cls, text: str, references: list[SchemaReference] = ()) -> ProtobufSchema:
-        proto = file_descriptor_proto(text)
-        try:
-            pool = new_pool(references)
-            if not proto.name:
-                proto.name = "schema.proto"
-            pool.Add(proto)
-            pool.FindFileByName(proto.name)
-        except (TypeError, KeyError, ValueError) as error:
-            raise SchemaParseError(str(error)) from None
-        return cls(text.strip(), proto)
+    def parse(cls, text: str, references: Sequence[SchemaReference] = ()) -> ProtobufSchema:
+        pool = new_pool(references)
+        canonical, proto = _read(text, DEFAULT_FILE_NAME, pool)
+        _link(pool, proto)
+        return cls(canonical, proto)
+
+    def normalized(self) -> ProtobufSchema:
+        """The text the descriptor declares: type names fully qualified, so that a schema sent as text and the same
+        schema sent as a descriptor (what the serializers send) are the same registration."""
+        return ProtobufSchema(proto_text.render(proto_text.source_from_descriptor(self.proto)), self.proto)
+
+    def serialized(self) -> str:
+        """The schema as a base64 FileDescriptorProto (Confluent's ``format=serialized``)."""
+        return base64.b64encode(self.proto.SerializeToString()).decode("ascii")
 
     def record_name(self) -> str | None:
         if not self.proto.message_type:

@@ -2,6 +2,10 @@
 web console already uses, served by uvicorn). Answers are ``application/vnd.schemaregistry.v1+json``; refusals are
 ``{"error_code": ..., "message": ...}`` with Confluent's codes and statuses.
 
+Schema contexts: subjects qualified as ``:.ctx:subject`` live in context ``.ctx`` (GET /contexts lists them), and a
+client may use ``http://host:port/contexts/.ctx`` as its registry URL: requests under that base path are rewritten to
+the qualified subjects (``context_path``), as Confluent's registry does.
+
 Writes run in Starlette's thread pool, because a write waits for its record to come back through the _schemas
 topic; reads run on the event loop. On a secondary instance, writes are forwarded to the primary (``forward``)."""
 
@@ -16,6 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kfk.registry.errors import RegistryError, invalid_schema
 from kfk.registry.schema_types import AVRO, SCHEMA_TYPES
@@ -37,27 +42,22 @@ def _flag(request: Request, name: str) -> bool:
     return request.query_params.get(name, "false").lower() == "true"
 
 
-def _version_json(version: RegisteredVersion) -> dict:
-    document: dict[str, Any] = {"subject": version.subject, "version": version.version, "id": version.schema_id}
-    if version.schema_type != AVRO:
-        document["schemaType"] = version.schema_type
-    if version.references:
-        document["references"] = [reference.to_json() for reference in version.references]
-    document["schema"] = version.schema
-    return document
+def _version_json(version: RegisteredVersion, schema: str | None = None) -> dict:
+    return {"subject": version.subject, "version": version.version, "id": version.schema_id,
+            **_schema_json(version, schema)}
 
 
-def _schema_json(version: RegisteredVersion) -> dict:
+def _schema_json(version: RegisteredVersion, schema: str | None = None) -> dict:
     document: dict[str, Any] = {}
     if version.schema_type != AVRO:
         document["schemaType"] = version.schema_type
     if version.references:
         document["references"] = [reference.to_json() for reference in version.references]
-    document["schema"] = version.schema
+    document["schema"] = version.schema if schema is None else schema
     return document
 
 
-def create_app(registry: SchemaRegistry, forward: Forward | None = None) -> Starlette:
+def create_app(registry: SchemaRegistry, forward: Forward | None = None) -> ASGIApp:
     """``forward(method, path_and_query, body, headers)`` sends a write to the primary and returns its (status,
     body), or None when this instance is the primary and must answer itself."""
 
@@ -104,25 +104,29 @@ def create_app(registry: SchemaRegistry, forward: Forward | None = None) -> Star
     def list_versions(request: Request) -> Response:
         return _answer(registry.versions(request.path_params["subject"], _flag(request, "deleted")))
 
+    def formatted(request: Request, version: RegisteredVersion) -> str:
+        return registry.formatted(version, request.query_params.get("format", ""))
+
     def get_version(request: Request) -> Response:
         version = registry.version(request.path_params["subject"], request.path_params["version"],
                                    _flag(request, "deleted"))
-        return _answer(_version_json(version))
+        return _answer(_version_json(version, formatted(request, version)))
 
     def get_version_schema(request: Request) -> Response:
         version = registry.version(request.path_params["subject"], request.path_params["version"],
                                    _flag(request, "deleted"))
-        return Response(version.schema, media_type=CONTENT_TYPE)
+        return Response(formatted(request, version), media_type=CONTENT_TYPE)
 
     def referenced_by(request: Request) -> Response:
         return _answer(registry.referenced_by(request.path_params["subject"], request.path_params["version"]))
 
     def register(request: Request, document: Any) -> Response:
-        version = registry.register(request.path_params["subject"], document)
+        version = registry.register(request.path_params["subject"], document, _flag(request, "normalize"))
         return _answer({"id": version.schema_id, "version": version.version, **_schema_json(version)})
 
     def lookup(request: Request, document: Any) -> Response:
-        version = registry.lookup(request.path_params["subject"], document, _flag(request, "deleted"))
+        version = registry.lookup(request.path_params["subject"], document, _flag(request, "deleted"),
+                                  _flag(request, "normalize"))
         return _answer(_version_json(version))
 
     def delete_subject(request: Request, document: Any) -> Response:
@@ -134,22 +138,25 @@ def create_app(registry: SchemaRegistry, forward: Forward | None = None) -> Star
 
     def schema_by_id(request: Request) -> Response:
         version = registry.schema_by_id(_schema_id(request), request.query_params.get("subject"))
-        return _answer(_schema_json(version))
+        return _answer(_schema_json(version, formatted(request, version)))
 
     def schema_by_id_text(request: Request) -> Response:
         version = registry.schema_by_id(_schema_id(request), request.query_params.get("subject"))
-        return Response(version.schema, media_type=CONTENT_TYPE)
+        return Response(formatted(request, version), media_type=CONTENT_TYPE)
 
     def schema_subjects(request: Request) -> Response:
-        usages = registry.id_usages(_schema_id(request), _flag(request, "deleted"))
+        usages = registry.id_usages(_schema_id(request), _flag(request, "deleted"), request.query_params.get("subject"))
         return _answer(sorted({version.subject for version in usages}))
 
     def schema_versions(request: Request) -> Response:
-        usages = registry.id_usages(_schema_id(request), _flag(request, "deleted"))
+        usages = registry.id_usages(_schema_id(request), _flag(request, "deleted"), request.query_params.get("subject"))
         return _answer([{"subject": version.subject, "version": version.version} for version in usages])
 
     def schema_types(request: Request) -> Response:
         return _answer(list(SCHEMA_TYPES))
+
+    def contexts(request: Request) -> Response:
+        return _answer(registry.contexts())
 
     def compatibility(request: Request, document: Any) -> Response:
         reasons = registry.test_compatibility(request.path_params["subject"], request.path_params.get("version"),
@@ -194,6 +201,7 @@ def create_app(registry: SchemaRegistry, forward: Forward | None = None) -> Star
         Route("/subjects/{subject}/versions/{version}/schema", read(get_version_schema), methods=["GET"]),
         Route("/subjects/{subject}/versions/{version}/referencedby", read(referenced_by), methods=["GET"]),
         Route("/schemas/types", read(schema_types), methods=["GET"]),
+        Route("/contexts", read(contexts), methods=["GET"]),
         Route("/schemas/ids/{id}", read(schema_by_id), methods=["GET"]),
         Route("/schemas/ids/{id}/schema", read(schema_by_id_text), methods=["GET"]),
         Route("/schemas/ids/{id}/subjects", read(schema_subjects), methods=["GET"]),
@@ -222,7 +230,45 @@ def create_app(registry: SchemaRegistry, forward: Forward | None = None) -> Star
         return _answer({"error_code": error.status_code, "message": f"HTTP {error.status_code} {error.detail}"},
                        error.status_code)
 
-    return Starlette(routes=routes, exception_handlers={RegistryError: registry_error, HTTPException: http_error})
+    app = Starlette(routes=routes, exception_handlers={RegistryError: registry_error, HTTPException: http_error})
+
+    async def application(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/contexts/"):
+            rewritten = context_path(scope["path"], scope.get("query_string", b"").decode("latin-1"))
+            if rewritten is not None:
+                path, query = rewritten
+                scope = {**scope, "path": path, "raw_path": path.encode(), "query_string": query.encode("latin-1")}
+        await app(scope, receive, send)
+    return application
+
+
+def context_path(path: str, query: str) -> tuple[str, str] | None:
+    """A request under the base path ``/contexts/{context}`` as the request it stands for: subjects qualified with
+    the context (``/subjects/s`` -> ``/subjects/:.ctx:s``; the subject list, config and mode of the context itself
+    at ``:.ctx:``), schema ids looked up in the context (``?subject=:.ctx:``). None when ``path`` is not under a
+    context's base path."""
+    from urllib.parse import parse_qsl, quote, unquote, urlencode
+
+    parts = path.split("/")  # "", "contexts", context, resource, ...
+    if len(parts) < 4 or not parts[2].startswith("."):
+        return None
+    context, resource, rest = unquote(parts[2]), parts[3], parts[4:]
+    params = parse_qsl(query, keep_blank_values=True)
+
+    def qualified(subject: str) -> str:
+        return quote(f":{context}:{unquote(subject)}", safe=":")
+    if resource == "subjects" and not rest:
+        params = [(key, value) for key, value in params if key != "subjectPrefix"]
+        params.append(("subjectPrefix", f":{context}:" + dict(parse_qsl(query)).get("subjectPrefix", "")))
+    elif resource == "subjects" or (resource == "compatibility" and rest[:1] == ["subjects"] and len(rest) > 1):
+        at = 0 if resource == "subjects" else 1
+        rest = rest[:at] + [qualified(rest[at])] + rest[at + 1:]
+    elif resource in ("config", "mode"):
+        rest = [qualified(rest[0] if rest else "")] + rest[1:]
+    elif resource == "schemas":
+        subject = dict(params).get("subject", "")
+        params = [(key, value) for key, value in params if key != "subject"] + [("subject", f":{context}:{subject}")]
+    return "/".join(["", resource, *rest]), urlencode(params)
 
 
 def _local(handler: Callable[[Request, Any], Response]) -> Callable:

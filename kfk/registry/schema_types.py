@@ -50,6 +50,10 @@ class ParsedSchema(Protocol):
     def record_name(self) -> str | None:
         """The fully qualified name RecordNameStrategy uses (None where the schema has none)."""
 
+    def normalized(self) -> ParsedSchema:
+        """The schema in its normalized canonical form (``?normalize=true``), under which equivalent texts are
+        equal."""
+
 
 class SchemaParseError(ValueError):
     """Not a valid schema of its type; the message says why."""
@@ -71,7 +75,8 @@ def parse_schema(schema_type: str, text: str, references: list[SchemaReference] 
 def canonical_text(schema_type: str, text: str) -> str:
     """The text a registration is stored and compared as, without parsing it again (the registry computes it for
     every record it replays from _schemas): JSON schemas lose their insignificant whitespace, keeping key order as
-    Avro's own Schema.toString() does; a Protobuf schema is kept as sent."""
+    Avro's own Schema.toString() does; a Protobuf schema is kept as stored (the registry stores its canonical .proto
+    text, made when it was registered)."""
     if schema_type in (AVRO, JSON):
         import json
         try:

@@ -24,7 +24,7 @@ from kfk.registry.schema_types import AVRO, JSON, PROTOBUF, SchemaReference, par
 
 __all__ = ["RegistryClient", "RegistryClientError", "SUBJECT_NAME_STRATEGIES", "subject_name", "frame", "unframe",
            "AvroSerializer", "JsonSchemaSerializer", "ProtobufSerializer", "Deserializer", "AvroDeserializer",
-           "writer_schema", "MAGIC_BYTE"]
+           "writer_schema", "protobuf_message", "MAGIC_BYTE"]
 
 MAGIC_BYTE = 0
 SUBJECT_NAME_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
@@ -233,6 +233,10 @@ class ProtobufSerializer(_Serializer):
         self._message_class = message_factory.GetMessageClass(descriptor)
         self._indexes = b"\x00" if indexes == [0] else b"".join(_zigzag(number) for number in [len(indexes), *indexes])
 
+    def new_message(self) -> Any:
+        """An empty message of the type this serializer writes."""
+        return self._message_class()
+
     def from_json(self, text: str) -> Any:
         from google.protobuf import json_format
 
@@ -345,16 +349,16 @@ def _read_varint(data: bytes, position: int) -> tuple[int, int]:
         shift += 7
 
 
-def _protobuf_reader(parsed: Any, references: list[SchemaReference]):
-    from google.protobuf import json_format, message_factory
-
+def protobuf_message(parsed: Any, references: list[SchemaReference]):
+    """A function from a framed Protobuf payload (after the schema id) to (the message's descriptor, the message
+    bytes): the payload starts with the message's indexes in the schema's file (one 0 byte for the first message)."""
     from kfk.registry.protobuf_schema import new_pool
 
     pool = new_pool(references)
     pool.Add(parsed.proto)
     file = pool.FindFileByName(parsed.proto.name)
 
-    def read_protobuf(payload: bytes) -> str:
+    def locate(payload: bytes):
         count, position = _read_varint(payload, 0)
         indexes = [0]
         if count:
@@ -365,7 +369,18 @@ def _protobuf_reader(parsed: Any, references: list[SchemaReference]):
         descriptor = list(file.message_types_by_name.values())[indexes[0]]
         for index in indexes[1:]:
             descriptor = descriptor.nested_types[index]
+        return descriptor, payload[position:]
+    return locate
+
+
+def _protobuf_reader(parsed: Any, references: list[SchemaReference]):
+    from google.protobuf import json_format, message_factory
+
+    locate = protobuf_message(parsed, references)
+
+    def read_protobuf(payload: bytes) -> str:
+        descriptor, data = locate(payload)
         message = message_factory.GetMessageClass(descriptor)()
-        message.ParseFromString(payload[position:])
+        message.ParseFromString(data)
         return json_format.MessageToJson(message, indent=None, preserving_proto_field_name=True)
     return read_protobuf

@@ -14,6 +14,7 @@ from kfk.registry.errors import RegistryError
 from kfk.registry.kafka_store import KafkaStore
 from kfk.registry.schema_types import (
     AVRO,
+    PROTOBUF,
     SCHEMA_TYPES,
     ParsedSchema,
     SchemaParseError,
@@ -21,7 +22,16 @@ from kfk.registry.schema_types import (
     canonical_text,
     parse_schema,
 )
-from kfk.registry.state import RegisteredVersion, config_key, mode_key, schema_key
+from kfk.registry.state import (
+    DEFAULT_CONTEXT,
+    RegisteredVersion,
+    config_key,
+    context_of,
+    mode_key,
+    qualify,
+    schema_key,
+    unqualified,
+)
 
 __all__ = ["SchemaRegistry", "MODES"]
 
@@ -39,9 +49,21 @@ class SchemaRegistry:
     # --- reading -----------------------------------------------------------------------------------------------------
 
     def subjects(self, deleted: bool = False, prefix: str = "") -> list[str]:
+        """Subjects of every context (qualified but for the default context's), or those starting with ``prefix``;
+        the prefix ``:*:name`` matches ``name`` in any context."""
+        if prefix.startswith(":*:"):
+            def matches(subject: str) -> bool:
+                return unqualified(subject).startswith(prefix[3:])
+        else:
+            def matches(subject: str) -> bool:
+                return subject.startswith(prefix)
         with self.store.lock():
             return sorted(subject for subject in self.state.subjects
-                          if subject.startswith(prefix) and self.state.versions(subject, deleted))
+                          if matches(subject) and self.state.versions(subject, deleted))
+
+    def contexts(self) -> list[str]:
+        with self.store.lock():
+            return self.state.contexts()
 
     def versions(self, subject: str, deleted: bool = False) -> list[int]:
         with self.store.lock():
@@ -64,41 +86,63 @@ class SchemaRegistry:
         return registered
 
     def schema_by_id(self, schema_id: int, subject: str | None = None) -> RegisteredVersion:
-        with self.store.lock():
-            found = self.state.by_id(schema_id)
+        found = self._registrations_of(schema_id, subject)
         if subject:
-            found = [version for version in found if version.subject == subject] or found
-        if not found:
-            raise errors.schema_not_found(schema_id)
+            found = [version for version in found if unqualified(version.subject) == unqualified(subject)] or found
         return found[0]
 
-    def id_usages(self, schema_id: int, deleted: bool = False) -> list[RegisteredVersion]:
+    def id_usages(self, schema_id: int, deleted: bool = False, subject: str | None = None) -> list[RegisteredVersion]:
+        return [version for version in self._registrations_of(schema_id, subject) if deleted or not version.deleted]
+
+    def _registrations_of(self, schema_id: int, subject: str | None) -> list[RegisteredVersion]:
+        """An id's registrations in the subject's context; for an unqualified subject (or none), in the default
+        context, else in the first other context that has the id (as Confluent's registry looks ids up)."""
+        context = context_of(subject)
         with self.store.lock():
-            found = self.state.by_id(schema_id)
+            found = self.state.by_id(schema_id, context)
+            if not found and context == DEFAULT_CONTEXT:
+                found = next((registered for registered in (self.state.by_id(schema_id, other)
+                                                            for other in self.state.contexts()[1:]) if registered), [])
         if not found:
             raise errors.schema_not_found(schema_id)
-        return [version for version in found if deleted or not version.deleted]
+        return found
 
     def referenced_by(self, subject: str, version: str) -> list[int]:
         registered = self.version(subject, version)
         with self.store.lock():
             return self.state.referenced_by(subject, registered.version)
 
-    def lookup(self, subject: str, body: dict, deleted: bool = False) -> RegisteredVersion:
-        """POST /subjects/{subject}: the version under which this schema is registered."""
-        schema_type, text, references = self._request_schema(body)
-        parsed = self._parse(schema_type, text, references)
+    def formatted(self, version: RegisteredVersion, fmt: str) -> str:
+        """A version's schema in the format a reader asks for: a Protobuf schema as a base64 FileDescriptorProto
+        for ``serialized`` (what confluent-kafka's deserializers ask for); otherwise as stored."""
+        if fmt == "serialized" and version.schema_type == PROTOBUF:
+            return self._parsed_version(version).serialized()
+        return version.schema
+
+    def lookup(self, subject: str, body: dict, deleted: bool = False, normalize: bool = False) -> RegisteredVersion:
+        """POST /subjects/{subject}: the version under which this schema is registered; with ``normalize``, the
+        registered versions are compared in their normalized form too."""
+        schema_type, text, references = self._request_schema(body, subject)
+        parsed = self._parse(schema_type, text, references, normalize)
         identity = RegisteredVersion(subject, 0, 0, schema_type, parsed.canonical, references).identity()
         with self.store.lock():
             versions = self.state.versions(subject, deleted)
-            if not versions:
-                raise errors.subject_not_found(subject)
+        if not versions:
+            raise errors.subject_not_found(subject)
+        for registered in reversed(versions):
+            if registered.identity() == identity:
+                return registered
+        if normalize:
+            schema_type, _, imports = identity
             for registered in reversed(versions):
-                if registered.identity() == identity:
+                if registered.identity()[::2] == (schema_type, imports) and \
+                        self._parsed_version(registered).normalized().canonical == parsed.canonical:
                     return registered
         raise errors.schema_not_found()
 
     def compatibility(self, subject: str | None, default_to_global: bool = False) -> str:
+        """The subject's level; with ``default_to_global``, else its context's (configured at ``:.ctx:``), else the
+        global one."""
         with self.store.lock():
             if subject is not None:
                 level = self.state.subject_compatibility.get(subject)
@@ -107,6 +151,9 @@ class SchemaRegistry:
                 if not default_to_global:
                     raise RegistryError(404, errors.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
                                         f"Subject '{subject}' does not have subject-level compatibility configured")
+                level = self.state.subject_compatibility.get(_context_subject(subject))
+                if level is not None:
+                    return level
             return self.state.global_compatibility or DEFAULT_COMPATIBILITY
 
     def mode(self, subject: str | None, default_to_global: bool = False) -> str:
@@ -118,12 +165,15 @@ class SchemaRegistry:
                 if not default_to_global:
                     raise RegistryError(404, errors.SUBJECT_MODE_NOT_CONFIGURED,
                                         f"Subject '{subject}' does not have subject-level mode configured")
+                mode = self.state.subject_mode.get(_context_subject(subject))
+                if mode is not None:
+                    return mode
             return self.state.global_mode or "READWRITE"
 
     def test_compatibility(self, subject: str, version: str | None, body: dict) -> list[str]:
         """The reasons the schema in ``body`` may not be registered after ``version`` (all live versions the level
         concerns when ``version`` is None); empty when it may."""
-        schema_type, text, references = self._request_schema(body)
+        schema_type, text, references = self._request_schema(body, subject)
         candidate = self._parse(schema_type, text, references)
         level = self.compatibility(subject, default_to_global=True)
         if version is None:
@@ -141,9 +191,9 @@ class SchemaRegistry:
 
     # --- writing -----------------------------------------------------------------------------------------------------
 
-    def register(self, subject: str, body: dict) -> RegisteredVersion:
-        schema_type, text, references = self._request_schema(body)
-        parsed = self._parse(schema_type, text, references)
+    def register(self, subject: str, body: dict, normalize: bool = False) -> RegisteredVersion:
+        schema_type, text, references = self._request_schema(body, subject)
+        parsed = self._parse(schema_type, text, references, normalize)
         with self._write_lock:
             self._check_writable(subject)
             candidate = RegisteredVersion(subject, 0, 0, schema_type, parsed.canonical, references)
@@ -154,8 +204,8 @@ class SchemaRegistry:
                 for registered in live:
                     if registered.identity() == identity:
                         return registered
-                existing_id = self.state.id_of(identity)
-                next_id = self.state.max_id + 1
+                existing_id = self.state.id_of(identity, context_of(subject))
+                next_id = self.state.next_id(context_of(subject))
             level = self.compatibility(subject, default_to_global=True)
             reasons = self._reasons(level, parsed, live)
             if reasons:
@@ -255,7 +305,9 @@ class SchemaRegistry:
                                         f"One or more references exist to the schema {{magic=1,keytype=SCHEMA,"
                                         f"subject={version.subject},version={version.version}}}.")
 
-    def _request_schema(self, body: Any) -> tuple[str, str, list[SchemaReference]]:
+    def _request_schema(self, body: Any, subject: str) -> tuple[str, str, list[SchemaReference]]:
+        """The schema a request carries: its type, text and references (an unqualified reference names a subject of
+        the registering subject's context)."""
         if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
             raise errors.invalid_schema("the request needs a \"schema\" string")
         schema_type = body.get("schemaType") or AVRO
@@ -264,28 +316,47 @@ class SchemaRegistry:
         references = []
         for reference in body.get("references") or ():
             try:
-                name, subject, version = reference["name"], reference["subject"], reference["version"]
-                registered = self.version(subject, str(version))
+                name, version = reference["name"], reference["version"]
+                registered = self.version(qualify(reference["subject"], context_of(subject)), str(version))
             except (KeyError, TypeError):
                 raise errors.invalid_schema("a reference needs a name, a subject and a version") from None
             except RegistryError:
                 raise errors.invalid_schema(f"the reference {reference.get('name')!r} names subject "
                                             f"{reference.get('subject')!r} version {reference.get('version')}, "
                                             "which does not exist") from None
-            references.append(SchemaReference(name, subject, registered.version, registered.schema))
+            references.append(SchemaReference(name, registered.subject, registered.version, registered.schema))
         return schema_type, body["schema"], references
 
-    def _parse(self, schema_type: str, text: str, references: list[SchemaReference]) -> ParsedSchema:
+    def _parse(self, schema_type: str, text: str, references: list[SchemaReference],
+               normalize: bool = False) -> ParsedSchema:
         key = (schema_type, canonical_text(schema_type, text),
                tuple((reference.name, reference.subject, reference.version) for reference in references))
         parsed = self._parsed.get(key)
         if parsed is None:
             try:
-                parsed = parse_schema(schema_type, text, references)
+                parsed = parse_schema(schema_type, text, self._with_dependencies(references))
             except SchemaParseError as error:
                 raise errors.invalid_schema(str(error)) from None
             self._parsed[key] = parsed
-        return parsed
+        return parsed.normalized() if normalize else parsed
+
+    def _with_dependencies(self, references: list[SchemaReference]) -> list[SchemaReference]:
+        """The references and, before each, the references of its own version, transitively (a Protobuf file
+        linked after the files it imports); each name once."""
+        found: dict[str, SchemaReference] = {}
+
+        def add(reference: SchemaReference) -> None:
+            if reference.name in found:
+                return
+            found[reference.name] = reference  # first, so that a cycle ends here
+            registered = self.version(reference.subject, str(reference.version), deleted=True)
+            for dependency in registered.references:
+                add(SchemaReference(dependency.name, dependency.subject, dependency.version,
+                                    self.version(dependency.subject, str(dependency.version), deleted=True).schema))
+            found[reference.name] = found.pop(reference.name)  # after its dependencies
+        for reference in references:
+            add(reference)
+        return list(found.values())
 
     def _parsed_version(self, version: RegisteredVersion) -> ParsedSchema:
         references = [SchemaReference(reference.name, reference.subject, reference.version,
@@ -303,6 +374,13 @@ class SchemaRegistry:
         versions = sorted({version for version, _ in found})
         return [str(reason) for _, reason in found] + [f"{{oldSchemaVersion: {version}}}" for version in versions] + \
             [f"{{compatibility: '{level}'}}"]
+
+
+def _context_subject(subject: str) -> str | None:
+    """Where a context's own config and mode are kept: under the subject ``:.ctx:`` (None for the default context,
+    whose are the global ones)."""
+    context = context_of(subject)
+    return None if context == DEFAULT_CONTEXT else f":{context}:"
 
 
 def _deleted(version: RegisteredVersion) -> dict:

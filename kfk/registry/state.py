@@ -10,6 +10,9 @@ topic written by either registry reads back in the other:
 
 Every instance applies the same records in the same order (the topic has one partition), so all agree; the state
 is only changed by apply(), never by a request directly.
+
+Subjects may be qualified with a context (``:.ctx:subject``, Confluent's schema contexts): each context numbers its
+schema ids on its own, so ids are indexed per context; an unqualified subject is in the default context ``.``.
 """
 
 from __future__ import annotations
@@ -19,9 +22,34 @@ from dataclasses import dataclass, field
 
 from kfk.registry.schema_types import AVRO, SchemaReference, canonical_text
 
-__all__ = ["RegisteredVersion", "RegistryState", "schema_key", "config_key", "mode_key", "NOOP_KEY", "encode"]
+__all__ = ["RegisteredVersion", "RegistryState", "schema_key", "config_key", "mode_key", "NOOP_KEY", "encode",
+           "DEFAULT_CONTEXT", "context_of", "qualify"]
 
 NOOP_KEY = {"keytype": "NOOP", "magic": 0}
+DEFAULT_CONTEXT = "."
+
+
+def context_of(subject: str | None) -> str:
+    """The context of a (possibly qualified) subject: ``:.ctx:name`` (or ``:.ctx``) is in ``.ctx``; anything else,
+    ``:ctx:name`` included (a context starts with a dot), is in the default context."""
+    if subject and subject.startswith(":."):
+        end = subject.find(":", 2)
+        return subject[1:] if end < 0 else subject[1:end]
+    return DEFAULT_CONTEXT
+
+
+def unqualified(subject: str) -> str:
+    if subject.startswith(":."):
+        end = subject.find(":", 2)
+        return "" if end < 0 else subject[end + 1:]
+    return subject
+
+
+def qualify(subject: str, context: str) -> str:
+    """``subject`` in ``context``: unchanged when it names a context of its own or the context is the default."""
+    if context == DEFAULT_CONTEXT or subject.startswith(":."):
+        return subject
+    return f":{context}:{subject}"
 
 
 def schema_key(subject: str, version: int) -> dict:
@@ -69,24 +97,26 @@ class RegisteredVersion:
 class RegistryState:
     def __init__(self) -> None:
         self.subjects: dict[str, dict[int, RegisteredVersion]] = {}
-        self.max_id = 0
+        self.max_ids: dict[str, int] = {}  # context -> the highest id it has used
         self.global_compatibility: str | None = None
         self.subject_compatibility: dict[str, str] = {}
         self.global_mode: str | None = None
         self.subject_mode: dict[str, str] = {}
-        # Indexes for the hot lookups (a deserializer asks by id): id -> its registrations; identity -> id (kept after
-        # a hard delete, so that the same schema registered again gets its old id back).
-        self._by_id: dict[int, dict[tuple[str, int], RegisteredVersion]] = {}
-        self._ids: dict[tuple, int] = {}
+        # Indexes for the hot lookups (a deserializer asks by id), per context: (context, id) -> its registrations;
+        # (context, identity) -> id (kept after a hard delete, so that the same schema registered again gets its old id
+        # back).
+        self._by_id: dict[tuple[str, int], dict[tuple[str, int], RegisteredVersion]] = {}
+        self._ids: dict[tuple[str, tuple], int] = {}
 
     def apply(self, key: dict, value: dict | None) -> None:
         keytype = key.get("keytype")
         subject = key.get("subject")
         if keytype == "SCHEMA":
             versions = self.subjects.setdefault(subject, {})
+            context = context_of(subject)
             old = versions.pop(key["version"], None)
             if old is not None:
-                self._by_id.get(old.schema_id, {}).pop((subject, old.version), None)
+                self._by_id.get((context, old.schema_id), {}).pop((subject, old.version), None)
             if value is None:
                 if not versions:
                     del self.subjects[subject]
@@ -96,9 +126,9 @@ class RegistryState:
             version = RegisteredVersion(subject, value["version"], value["id"], value.get("schemaType") or AVRO,
                                         value["schema"], references, bool(value.get("deleted")))
             versions[version.version] = version
-            self._by_id.setdefault(version.schema_id, {})[(subject, version.version)] = version
-            self._ids.setdefault(version.identity(), version.schema_id)
-            self.max_id = max(self.max_id, version.schema_id)
+            self._by_id.setdefault((context, version.schema_id), {})[(subject, version.version)] = version
+            self._ids.setdefault((context, version.identity()), version.schema_id)
+            self.max_ids[context] = max(self.max_ids.get(context, 0), version.schema_id)
         elif keytype == "CONFIG":
             level = None if value is None else value.get("compatibilityLevel")
             if subject is None:
@@ -127,11 +157,20 @@ class RegistryState:
         return sorted((version for version in self.subjects.get(subject, {}).values()
                        if include_deleted or not version.deleted), key=lambda version: version.version)
 
-    def by_id(self, schema_id: int) -> list[RegisteredVersion]:
-        return sorted(self._by_id.get(schema_id, {}).values(), key=lambda version: (version.subject, version.version))
+    def by_id(self, schema_id: int, context: str = DEFAULT_CONTEXT) -> list[RegisteredVersion]:
+        return sorted(self._by_id.get((context, schema_id), {}).values(),
+                      key=lambda version: (version.subject, version.version))
 
-    def id_of(self, identity: tuple) -> int | None:
-        return self._ids.get(identity)
+    def id_of(self, identity: tuple, context: str = DEFAULT_CONTEXT) -> int | None:
+        return self._ids.get((context, identity))
+
+    def next_id(self, context: str = DEFAULT_CONTEXT) -> int:
+        return self.max_ids.get(context, 0) + 1
+
+    def contexts(self) -> list[str]:
+        """The default context, then every context a subject was registered in (soft-deleted subjects included),
+        in order."""
+        return [DEFAULT_CONTEXT] + sorted({context_of(subject) for subject in self.subjects} - {DEFAULT_CONTEXT})
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         return sorted({registered.schema_id for versions in self.subjects.values()

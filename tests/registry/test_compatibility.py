@@ -121,6 +121,9 @@ def obj(properties: dict, required=(), closed: bool = False) -> dict:
     return schema
 
 
+STRING, INTEGER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}
+MIN_LENGTH, MAX_LENGTH, PATTERN = {"minLength": 1}, {"maxLength": 5}, {"pattern": "^a"}
+
 JSON_PAIRS = [
     ("same", {"type": "string"}, {"type": "string"}, True, True),
     ("integer widened to number", {"type": "integer"}, {"type": "number"}, True, False),
@@ -139,6 +142,23 @@ JSON_PAIRS = [
     ("array items widened", {"type": "array", "items": {"type": "integer"}},
      {"type": "array", "items": {"type": "number"}}, True, False),
     ("model closed", obj({"a": {"type": "string"}}), obj({"a": {"type": "string"}}, closed=True), False, True),
+    # combined schemas, by Confluent's rules (SUM_TYPE_EXTENDED, PRODUCT_TYPE_NARROWED, COMBINED_TYPE_EXTENDED are
+    # compatible; SUM_TYPE_NARROWED, PRODUCT_TYPE_EXTENDED, COMBINED_TYPE_CHANGED, COMBINED_TYPE_SUBSCHEMAS_CHANGED
+    # are not)
+    ("oneOf alternative added", {"oneOf": [STRING, INTEGER]}, {"oneOf": [STRING, INTEGER, BOOLEAN]}, True, False),
+    ("anyOf alternative removed", {"anyOf": [STRING, INTEGER]}, {"anyOf": [STRING]}, False, True),
+    ("allOf part added", {"allOf": [MIN_LENGTH, MAX_LENGTH]}, {"allOf": [MIN_LENGTH, MAX_LENGTH, PATTERN]},
+     False, True),
+    ("oneOf became anyOf", {"oneOf": [STRING, INTEGER]}, {"anyOf": [STRING, INTEGER]}, True, False),
+    ("anyOf became allOf", {"anyOf": [STRING, INTEGER]}, {"allOf": [STRING, INTEGER]}, False, True),
+    ("plain type became a oneOf", STRING, {"oneOf": [STRING, INTEGER]}, True, False),
+    ("allOf reduced to one part", {"allOf": [STRING, MAX_LENGTH]}, STRING, True, False),
+    ("oneOf alternative replaced", {"oneOf": [STRING, INTEGER]}, {"oneOf": [STRING, BOOLEAN]}, False, False),
+    ("oneOf alternative widened", {"oneOf": [STRING, INTEGER]}, {"oneOf": [STRING, {"type": "number"}]},
+     True, False),
+    ("oneOf alternatives reordered", {"oneOf": [STRING, INTEGER]}, {"oneOf": [INTEGER, STRING]}, True, True),
+    ("nullable property through anyOf", obj({"v": {"anyOf": [STRING, INTEGER]}}),
+     obj({"v": {"anyOf": [STRING, INTEGER, {"type": "null"}]}}), True, False),
 ]
 
 
@@ -186,6 +206,116 @@ def test_protobuf_pairs(description: str, old: str, new: str, backward: bool, fo
     assert verdict("PROTOBUF", "FORWARD", old, new) is forward
 
 
-def test_protobuf_source_text_refused_with_the_reason() -> None:
-    with pytest.raises(SchemaParseError, match="FileDescriptorProto"):
-        parse_schema("PROTOBUF", 'syntax = "proto3"; message M { int64 id = 1; }')
+PROTOBUF_TEXT_PAIRS = [
+    ("text: optional field added", 'syntax = "proto3"; message Order { int64 id = 1; }',
+     'syntax = "proto3"; message Order { int64 id = 1; string note = 2; }', True, True),
+    ("text: field type changed", 'syntax = "proto3"; message Order { int64 id = 1; }',
+     'syntax = "proto3"; message Order { string id = 1; }', False, False),
+    ("text: type named relatively or fully", 'syntax = "proto3"; package p; message A {} message O { A a = 1; }',
+     'syntax = "proto3"; package p; message A {} message O { .p.A a = 1; }', True, True),
+    ("text: map value type changed", 'syntax = "proto3"; message Order { map<string, int64> tags = 1; }',
+     'syntax = "proto3"; message Order { map<string, string> tags = 1; }', False, False),
+    ("text: nested message type changed",
+     'syntax = "proto3"; message Order { Line line = 1; message Line { int64 n = 1; } message Note {} }',
+     'syntax = "proto3"; message Order { Note line = 1; message Line { int64 n = 1; } message Note {} }',
+     False, False),
+    ("text: enum value added", 'syntax = "proto3"; enum S { NEW = 0; } message Order { S s = 1; }',
+     'syntax = "proto3"; enum S { NEW = 0; PAID = 1; } message Order { S s = 1; }', True, True),
+]
+
+
+@pytest.mark.parametrize(("description", "old", "new", "backward", "forward"), PROTOBUF_TEXT_PAIRS,
+                         ids=[pair[0] for pair in PROTOBUF_TEXT_PAIRS])
+def test_protobuf_source_text_pairs(description: str, old: str, new: str, backward: bool, forward: bool) -> None:
+    assert verdict("PROTOBUF", "BACKWARD", old, new) is backward
+    assert verdict("PROTOBUF", "FORWARD", old, new) is forward
+
+
+def test_protobuf_source_text_is_canonical_and_links() -> None:
+    text = """syntax = "proto3";
+    package shop;   // the shop
+    import "google/protobuf/timestamp.proto";
+    option java_package = "com.example.shop";
+    message Order {
+      int64 id = 1;  /* key */
+      map<string, Line> lines = 2;
+      optional string note = 3;
+      google.protobuf.Timestamp placed = 4;
+      message Line { int32 count = 1; }
+    }"""
+    parsed = parse_schema("PROTOBUF", text)
+    assert parsed.canonical == "\n".join([
+        'syntax = "proto3";', "package shop;", 'import "google/protobuf/timestamp.proto";',
+        'option java_package = "com.example.shop";', "message Order {", "  int64 id = 1;",
+        "  map<string, Line> lines = 2;", "  optional string note = 3;", "  google.protobuf.Timestamp placed = 4;",
+        "  message Line {", "    int32 count = 1;", "  }", "}"])
+    assert parse_schema("PROTOBUF", parsed.canonical).canonical == parsed.canonical
+    fields = {field.name: field for field in parsed.proto.message_type[0].field}
+    assert fields["lines"].type_name == ".shop.Order.LinesEntry"
+    assert fields["placed"].type_name == ".google.protobuf.Timestamp"
+    assert fields["note"].proto3_optional and parsed.proto.message_type[0].oneof_decl[0].name == "_note"
+    # the same schema sent as a descriptor is stored as text too (type names fully qualified, as Confluent writes)
+    from_descriptor = parse_schema("PROTOBUF", parsed.serialized())
+    assert "  .google.protobuf.Timestamp placed = 4;" in from_descriptor.canonical.splitlines()
+    assert parse_schema("PROTOBUF", from_descriptor.canonical).proto == from_descriptor.proto
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ('syntax = "proto3"; message { int64 id = 1; }', "line 1:27"),
+    ('syntax = "proto3"; message Order { Missing m = 1; }', "Missing"),
+    ('syntax = "proto3"; import "other.proto"; message Order { other.Thing m = 1; }', "other"),
+    ('syntax = "proto3"; message Order { int64 a = 1; int64 b = 1; }', "duplicate field number"),
+])
+def test_invalid_protobuf_text_refused_with_the_reason(text: str, reason: str) -> None:
+    with pytest.raises(SchemaParseError, match=reason):
+        parse_schema("PROTOBUF", text)
+
+
+def _clean(message):
+    """A descriptor without what kfk does not derive from text: JSON names (protoc's default), source info, and
+    custom options (extensions of the option messages, which need their definitions linked)."""
+    message.DiscardUnknownFields()
+    for field, value in list(message.ListFields()):
+        if field.name in ("json_name", "source_code_info"):
+            message.ClearField(field.name)
+        elif field.message_type is not None:
+            for item in value if field.is_repeated else [value]:
+                _clean(item)
+            if not field.is_repeated and not value.ListFields():
+                message.ClearField(field.name)
+    return message
+
+
+# .proto files whose protoc output ships beside them (googleapis-common-protos): protoc is the oracle of the parse
+PROTOC_COMPILED = ["google/type/money.proto", "google/type/date.proto", "google/type/color.proto",
+                   "google/type/postal_address.proto", "google/type/datetime.proto", "google/rpc/status.proto",
+                   "google/rpc/error_details.proto", "google/api/http.proto", "google/api/distribution.proto",
+                   "google/api/monitored_resource.proto", "google/api/field_behavior.proto",
+                   "google/api/resource.proto"]
+
+
+@pytest.mark.parametrize("name", PROTOC_COMPILED)
+def test_protobuf_text_parsed_as_protoc_does(name: str) -> None:
+    import importlib
+    from pathlib import Path
+
+    from kfk.registry.schema_types import SchemaReference
+
+    root = Path(importlib.import_module("google.type").__path__[0]).parent.parent
+
+    def compiled(file: str) -> descriptor_pb2.FileDescriptorProto:
+        module = importlib.import_module(file.removesuffix(".proto").replace("/", ".") + "_pb2")
+        return descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
+
+    def references(file: str, seen: set[str]) -> list[SchemaReference]:
+        found = []
+        for dependency in compiled(file).dependency:
+            if not dependency.startswith("google/protobuf/") and dependency not in seen:
+                seen.add(dependency)
+                found += references(dependency, seen)
+                found.append(SchemaReference(dependency, dependency, 1, (root / dependency).read_text()))
+        return found
+
+    parsed = parse_schema("PROTOBUF", (root / name).read_text(), references(name, set())).proto
+    parsed.name = name
+    assert _clean(parsed) == _clean(compiled(name))

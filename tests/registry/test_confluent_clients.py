@@ -5,12 +5,13 @@ consumed through the broker with confluent-kafka's Producer and Consumer."""
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
@@ -142,3 +143,114 @@ def test_protobuf_serdes_and_refusal(registry, registry_broker) -> None:
         ProtobufSerializer(changed, client, {"use.deprecated.format": False})(
             changed(id=3, item=1.5), SerializationContext(topic, MessageField.VALUE))
     assert "409" in str(refused.value) and "FIELD_SCALAR_KIND_CHANGED" in str(refused.value)
+
+
+MONEY_PROTO = """syntax = "proto3";
+package money;
+// amounts in minor units
+message Money { int64 units = 1; string currency = 2; }
+"""
+INVOICE_PROTO = """syntax = "proto3";
+package billing;
+import "money.proto";
+import "google/protobuf/timestamp.proto";
+message Invoice {
+  string id = 1;
+  money.Money total = 2;
+  google.protobuf.Timestamp issued = 3;
+  map<string, string> labels = 4;
+}
+"""
+
+
+def test_protobuf_source_text_registered_and_served(registry, registry_broker) -> None:
+    """.proto text registered with an import by reference and a well-known import: served back as text, and as the
+    base64 descriptor (format=serialized) from which confluent-kafka's serializer and deserializer work."""
+    from google.protobuf import timestamp_pb2
+
+    client = SchemaRegistryClient({"url": registry.url})
+    topic = unique("invoices")
+    money_subject = unique("money")
+    client.register_schema(money_subject, Schema(MONEY_PROTO, "PROTOBUF"))
+    reference = SchemaReference("money.proto", money_subject, 1)
+    schema_id = client.register_schema(f"{topic}-value", Schema(INVOICE_PROTO, "PROTOBUF", [reference]))
+    served = client.get_schema(schema_id)
+    assert served.schema_type == "PROTOBUF" and served.schema_str.startswith('syntax = "proto3";\npackage billing;')
+    assert "  money.Money total = 2;" in served.schema_str.splitlines()
+    assert "// amounts" not in client.get_latest_version(money_subject).schema.schema_str
+    # the same text again is the same version; a comment or spacing changes nothing
+    assert client.register_schema(f"{topic}-value", Schema(INVOICE_PROTO.replace("\n  ", "\n    "), "PROTOBUF",
+                                                           [reference])) == schema_id
+    # (the client caches a schema by id whatever the format asked: the serdes get a client of their own)
+    client = SchemaRegistryClient({"url": registry.url})
+    serialized = client.get_schema(schema_id, fmt="serialized")
+    invoice_file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized.schema_str))
+    assert {field.name: field.type_name for field in invoice_file.message_type[0].field}["total"] == ".money.Money"
+    money_file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(
+        SchemaRegistryClient({"url": registry.url}).get_version(money_subject, 1, fmt="serialized").schema.schema_str))
+
+    # the message class an application would have (protoc's output for the same files)
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    money_file.name, invoice_file.name = "money.proto", "invoice.proto"
+    pool.Add(money_file)
+    pool.Add(invoice_file)
+    invoice = message_factory.GetMessageClass(pool.FindMessageTypeByName("billing.Invoice"))
+    serializer = ProtobufSerializer(invoice, client, {"use.deprecated.format": False, "auto.register.schemas": False,
+                                                      "use.latest.version": True})
+    deserializer = ProtobufDeserializer(invoice, {"use.deprecated.format": False}, client)
+    values = [invoice(id="i-1", labels={"region": "eu"}), invoice(id="i-2")]
+    values[0].total.units, values[0].total.currency = 1250, "EUR"
+    values[0].issued.seconds = 1_700_000_000
+    assert round_trip(registry_broker.bootstrap_servers, topic, serializer, deserializer, values) == values
+    # the money type changed under the invoice's import: an incompatible field kind is refused with the reason
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema(money_subject, Schema(MONEY_PROTO.replace("int64 units", "string units"), "PROTOBUF"))
+    assert refused.value.http_status_code == 409 and "FIELD_SCALAR_KIND_CHANGED" in refused.value.error_message
+    with pytest.raises(SchemaRegistryError) as invalid:
+        client.register_schema(unique("broken"), Schema("syntax = \"proto3\"; message M { Nope n = 1; }", "PROTOBUF"))
+    assert invalid.value.http_status_code == 422 and "Nope" in invalid.value.error_message
+
+
+def test_protobuf_descriptor_registration_served_as_text(registry) -> None:
+    """A schema confluent-kafka's serializer registers (a base64 descriptor) is stored as .proto text, as Confluent's
+    registry stores it, and the serializer's lookup of the same descriptor finds it."""
+    client = SchemaRegistryClient({"url": registry.url})
+    topic = unique("orders-text")
+    order = _order_class()
+    serializer = ProtobufSerializer(order, client, {"use.deprecated.format": False})
+    serializer(order(id=1, item="book"), SerializationContext(topic, MessageField.VALUE))
+    text = client.get_latest_version(f"{topic}-value").schema.schema_str
+    assert text.splitlines() == ['syntax = "proto3";', "package shop;", "message Order {", "  int64 id = 1;",
+                                 "  string item = 2;", "}"]
+    lookup = ProtobufSerializer(order, SchemaRegistryClient({"url": registry.url}),
+                                {"use.deprecated.format": False, "auto.register.schemas": False})
+    assert lookup(order(id=2, item="pen"), SerializationContext(topic, MessageField.VALUE))[0] == 0
+
+
+def test_protobuf_text_found_by_a_normalizing_serializer(registry) -> None:
+    """.proto text registered as written (relative type names) is found by the lookup of confluent-kafka's
+    ProtobufSerializer with normalize.schemas, which sends the descriptor: both normalize to the same text."""
+    client = SchemaRegistryClient({"url": registry.url})
+    topic = unique("normalized")
+    text = ('syntax = "proto3";\npackage shop;\n'
+            "message Order { int64 id = 1; Line line = 2; message Line { string sku = 1; } }")
+    schema_id = client.register_schema(f"{topic}-value", Schema(text, "PROTOBUF"))
+    assert "  Line line = 2;" in client.get_schema(schema_id).schema_str.splitlines()
+    file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(
+        SchemaRegistryClient({"url": registry.url}).get_schema(schema_id, fmt="serialized").schema_str))
+    file.name = f"order_{uuid.uuid4().hex[:6]}.proto"
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    order = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+    context = SerializationContext(topic, MessageField.VALUE)
+    plain = ProtobufSerializer(order, SchemaRegistryClient({"url": registry.url}),
+                               {"use.deprecated.format": False, "auto.register.schemas": False})
+    with pytest.raises(SchemaRegistryError):  # as written, the texts differ
+        plain(order(id=1), context)
+    normalizing = ProtobufSerializer(order, SchemaRegistryClient({"url": registry.url}), {
+        "use.deprecated.format": False, "auto.register.schemas": False, "normalize.schemas": True})
+    assert int.from_bytes(normalizing(order(id=1), context)[1:5], "big") == schema_id
+    # registered normalized, the text is the descriptor's: type names fully qualified
+    normalized_id = client.register_schema(f"{topic}-other", Schema(text, "PROTOBUF"), normalize_schemas=True)
+    assert "  .shop.Order.Line line = 2;" in client.get_schema(normalized_id).schema_str.splitlines()

@@ -141,18 +141,27 @@ def test_protobuf_both_ways_with_confluent(registry, registry_broker, tmp_path: 
                    "--value-schema", str(descriptor_file), "--schema-registry-url", url,
                    stdin='{"id": "6", "item": "desk"}\n')
     assert produced.returncode == 0, produced.stderr
-    assert consume_json(bootstrap, url, topic, 2, "--value-format", "protobuf") == [
-        {"id": "5", "item": "lamp"}, {"id": "6", "item": "desk"}]
+    # and with order.proto itself: the same schema as the registered descriptor, so the same version
+    proto_file = tmp_path / "order.proto"
+    proto_file.write_text('syntax = "proto3";\npackage shop;\n\n// an order\nmessage Order { int64 id = 1; '
+                          'string item = 2; }\n')
+    produced = kfk("console-produce", "--bootstrap-server", bootstrap, "--topic", topic, "--value-format", "protobuf",
+                   "--value-schema", str(proto_file), "--schema-registry-url", url,
+                   stdin='{"id": "7", "item": "chair"}\n')
+    assert produced.returncode == 0, produced.stderr
+    assert SchemaRegistryClient({"url": url}).get_versions(f"{topic}-value") == [1]
+    assert consume_json(bootstrap, url, topic, 3, "--value-format", "protobuf") == [
+        {"id": "5", "item": "lamp"}, {"id": "6", "item": "desk"}, {"id": "7", "item": "chair"}]
     deserializer = ProtobufDeserializer(order, {"use.deprecated.format": False})
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
                          "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
     read = []
     try:
-        while len(read) < 2:
+        while len(read) < 3:
             message = consumer.poll(30)
             assert message is not None and message.error() is None
             read.append(deserializer(message.value(), SerializationContext(topic, MessageField.VALUE)))
     finally:
         consumer.close()
-    assert read == [order(id=5, item="lamp"), order(id=6, item="desk")]
+    assert read == [order(id=5, item="lamp"), order(id=6, item="desk"), order(id=7, item="chair")]

@@ -145,6 +145,60 @@ def test_config_mode_and_references(registry) -> None:
     assert (status, missing["error_code"]) == (422, 42201)
 
 
+def test_contexts(registry) -> None:
+    """Schema contexts as Confluent's registry keeps them: subjects qualified ``:.ctx:subject``, ids numbered per
+    context, GET /contexts, the subject listing across contexts, a context's own config, unqualified references
+    resolved in the referrer's context, and the base path /contexts/.ctx that clients may use as their URL."""
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    url, name = registry.url, subject_name()
+    context, other = f".ctx{uuid.uuid4().hex[:6]}", f".ctx{uuid.uuid4().hex[:6]}"
+    qualified = f":{context}:{name}"
+    status, first = call(f"{url}/subjects/{qualified}/versions", "POST", avro({"name": "a", "type": "int"}))
+    assert (status, first["id"]) == (200, 1)  # a new context numbers its ids from 1
+    _, default_registration = call(f"{url}/subjects/{name}/versions", "POST", avro({"name": "a", "type": "int"}))
+    assert default_registration["version"] == 1
+    contexts = call(f"{url}/contexts")[1]
+    assert contexts[0] == "." and context in contexts and contexts == [".", *sorted(contexts[1:])]
+    assert {qualified, name} <= set(call(f"{url}/subjects")[1])
+    assert call(f"{url}/subjects?subjectPrefix=:{context}:") == (200, [qualified])
+    assert call(f"{url}/subjects?subjectPrefix=:*:{name}")[1] == sorted([qualified, name])
+    assert call(f"{url}/schemas/ids/1/subjects?subject={qualified}") == (200, [qualified])
+    assert call(f"{url}/subjects/{qualified}/versions/1")[1]["id"] == 1
+
+    # the context's base path: the same subject, unqualified
+    status, second = call(f"{url}/contexts/{context}/subjects/{name}/versions", "POST",
+                          avro({"name": "a", "type": "int"}, {"name": "b", "type": "int", "default": 0}))
+    assert (status, second["id"]) == (200, 2)
+    assert call(f"{url}/subjects/{qualified}/versions") == (200, [1, 2])
+    assert call(f"{url}/contexts/{context}/schemas/ids/2")[1]["schema"] == call(
+        f"{url}/subjects/{qualified}/versions/2")[1]["schema"]
+    assert call(f"{url}/contexts/{context}/subjects") == (200, [qualified])
+    # a context's config applies to its subjects only
+    incompatible = avro({"name": "a", "type": "string"})
+    assert call(f"{url}/contexts/{context}/config", "PUT", {"compatibility": "NONE"}) == (
+        200, {"compatibility": "NONE"})
+    assert call(f"{url}/config/{qualified}?defaultToGlobal=true") == (200, {"compatibilityLevel": "NONE"})
+    assert call(f"{url}/subjects/{qualified}/versions", "POST", incompatible)[0] == 200
+    assert call(f"{url}/subjects/{name}/versions", "POST", incompatible)[1]["error_code"] == 409
+
+    # an unqualified reference names a subject of the referrer's context
+    address = {"type": "record", "name": "Address", "fields": [{"name": "city", "type": "string"}]}
+    call(f"{url}/subjects/:{context}:address/versions", "POST", {"schema": json.dumps(address)})
+    customer = {"type": "record", "name": "Customer", "fields": [{"name": "address", "type": "Address"}]}
+    status, referring = call(f"{url}/subjects/:{context}:customer/versions", "POST", {
+        "schema": json.dumps(customer), "references": [{"name": "Address", "subject": "address", "version": 1}]})
+    assert status == 200
+    assert call(f"{url}/subjects/:{context}:address/versions/1/referencedby") == (200, [referring["id"]])
+
+    # confluent-kafka's client with the context's base path as its URL
+    client = SchemaRegistryClient({"url": f"{url}/contexts/{other}"})
+    schema_id = client.register_schema("orders-value", Schema('"string"', "AVRO"))
+    assert schema_id == 1 and client.get_schema(schema_id).schema_str == '"string"'
+    assert call(f"{url}/subjects/:{other}:orders-value/versions/1")[1]["id"] == 1
+    assert other in call(f"{url}/contexts")[1]
+
+
 def test_state_survives_restart_and_instances_agree(registry_broker, registry_factory) -> None:
     topic = f"_schemas_{uuid.uuid4().hex[:6]}"
     group = f"registry-{uuid.uuid4().hex[:6]}"

@@ -254,6 +254,58 @@ def test_json_schema_converter_both_ways_with_confluent(registry) -> None:
     assert back.schema == schema and back.value == value
 
 
+def test_protobuf_converter_both_ways_with_confluent(registry) -> None:
+    """kfk connect's ProtobufConverter registers .proto text for a struct (map, repeated, optional, nested message,
+    google.protobuf.Timestamp); confluent-kafka's ProtobufDeserializer reads its records with the class built from
+    the registered schema, and what confluent-kafka's ProtobufSerializer writes the converter reads back."""
+    import base64
+
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+
+    from kfk.connect.data import INT32_SCHEMA, OPTIONAL_TIMESTAMP_SCHEMA
+    from kfk.connect.protobuf_converter import ProtobufConverter
+
+    topic = f"proto-{uuid.uuid4().hex[:8]}"
+    address = SchemaBuilder.struct().name("example.Reading.Address").field("city", STRING_SCHEMA).optional().build()
+    schema = (SchemaBuilder.struct().name("example.Reading").field("sensor", STRING_SCHEMA)
+              .field("level", INT32_SCHEMA).field("value", FLOAT32_SCHEMA).field("note", OPTIONAL_STRING_SCHEMA)
+              .field("counts", SchemaBuilder.map(STRING_SCHEMA, INT64_SCHEMA).build())
+              .field("tags", SchemaBuilder.array(STRING_SCHEMA).build())
+              .field("at", OPTIONAL_TIMESTAMP_SCHEMA).field("where", address).build())
+    at = datetime.datetime(2026, 5, 1, 12, 30, tzinfo=datetime.timezone.utc)
+    value = (Struct(schema).put("sensor", "t1").put("level", 2).put("value", 21.5).put("counts", {"a": 1})
+             .put("tags", ["x", "y"]).put("at", at).put("where", Struct(address).put("city", "Oslo")))
+    converter = find("io.confluent.connect.protobuf.ProtobufConverter", ("converter",)).instantiate()
+    assert isinstance(converter, ProtobufConverter)
+    converter.configure({"schema.registry.url": registry.url}, False)
+    data = converter.from_connect_data(topic, schema, value)
+    client = SchemaRegistryClient({"url": registry.url})
+    registered = client.get_latest_version(f"{topic}-value").schema
+    assert registered.schema_type == "PROTOBUF"
+    assert "  optional string note = 4;" in registered.schema_str.splitlines()
+    assert 'import "google/protobuf/timestamp.proto";' in registered.schema_str
+
+    serialized = SchemaRegistryClient({"url": registry.url}).get_latest_version(f"{topic}-value", fmt="serialized")
+    file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized.schema.schema_str))
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(file)
+    reading = message_factory.GetMessageClass(pool.FindMessageTypeByName("example.Reading"))
+    context = SerializationContext(topic, MessageField.VALUE)
+    read = ProtobufDeserializer(reading, {"use.deprecated.format": False})(data, context)
+    assert (read.sensor, read.level, read.value, read.HasField("note"), dict(read.counts), list(read.tags),
+            read.at.ToDatetime(tzinfo=datetime.timezone.utc), read.where.city) == (
+        "t1", 2, 21.5, False, {"a": 1}, ["x", "y"], at, "Oslo")
+    # confluent-kafka's serializer writing with the registered schema: the converter reads the same struct back (a
+    # client of its own: the client caches a subject's latest version whatever the format asked)
+    read.note = "checked"
+    written = ProtobufSerializer(reading, SchemaRegistryClient({"url": registry.url}), {
+        "use.deprecated.format": False, "auto.register.schemas": False, "use.latest.version": True})(read, context)
+    back = converter.to_connect_data(topic, written)
+    assert back.schema == schema and back.value == value.put("note", "checked")
+
+
 def test_converters_name_subjects_by_the_configured_strategy(registry) -> None:
     topic = f"strategy-{uuid.uuid4().hex[:8]}"
     record_name = f"example.Count{uuid.uuid4().hex[:8]}"
