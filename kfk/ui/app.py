@@ -558,6 +558,11 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
         yield
         panels.close()
 
+    def cluster_of(scope: dict[str, Any]) -> str:
+        """The cluster a request acts on, for the action log: its name (--cluster) and bootstrap servers."""
+        name = scope.get("state", {}).get("cluster")
+        return f"cluster {name} ({view.bootstrap_servers})" if name else f"the cluster at {view.bootstrap_servers}"
+
     routes = [
         Route("/", overview),
         Route("/topics", topics),
@@ -592,7 +597,7 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
                                  *([Middleware(ClusterSelect, views=clusters)] if clusters else []),
                                  *([Middleware(BasicAuth, users=settings.users)] if settings.users else []),
                                  *([Middleware(SaslLogin, operators=operators)] if operators else []),
-                                 Middleware(CsrfGuard)],
+                                 Middleware(CsrfGuard, cluster_of=cluster_of)],
                      exception_handlers={HTTPException: on_error, KafkaError: on_error}, lifespan=lifespan)
 
 

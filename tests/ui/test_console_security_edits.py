@@ -91,8 +91,11 @@ def test_acl_created_and_deleted_through_the_console(console, secured_broker, kf
     assert status == 303 and "deleted+the+ACL" in location, location
     assert kfk_admin.describe_acls() == []
     log = console.stderr_path.read_text()
-    assert re.search(r"POST /security/create-acl by ops at 127\.0\.0\.1:\d+: 303 \(notice: created the ACL ", log), log
-    assert re.search(r"POST /security/delete-acl by ops at 127\.0\.0\.1:\d+: 303 \(notice: deleted the ACL ", log), log
+    cluster = re.escape(f"on the cluster at {secured_broker.bootstrap_servers}")
+    assert re.search(rf"POST /security/create-acl {cluster} by ops at 127\.0\.0\.1:\d+: 303 \(notice: created the ACL ",
+                     log), log
+    assert re.search(rf"POST /security/delete-acl {cluster} by ops at 127\.0\.0\.1:\d+: 303 \(notice: deleted the ACL ",
+                     log), log
 
 
 def _authentication(secured_broker, user: str, password: str) -> str:
