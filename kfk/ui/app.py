@@ -53,7 +53,7 @@ from kfk.ui.operator_sessions import OperatorClients, SaslLogin
 from kfk.ui.message_search import DEFAULT_MAX_SCANNED, RecordFilter, parse_field_match
 from kfk.ui.panels import Panels
 from kfk.ui import security_edits
-from kfk.ui.security_edits import QUOTA_KEYS, SCRAM_MECHANISMS
+from kfk.ui.security_edits import QUOTA_ENTITY_TYPES, QUOTA_KEYS, SCRAM_MECHANISMS, quota_entity_fields
 from kfk.security.acl import AclBinding, AclOperation, ResourceType
 
 __all__ = ["create_app", "ConsoleSettings"]
@@ -268,7 +268,8 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
                     quotas=sorted(quotas.items(), key=lambda item: item[0].sort_key()),
                     notes={"acls": acls_note, "users": users_note, "quotas": quotas_note}, status_code=status_code,
                     acl_operations=AclOperation, resource_types=ResourceType, scram_mechanisms=SCRAM_MECHANISMS,
-                    quota_keys=QUOTA_KEYS, **context)
+                    quota_keys=QUOTA_KEYS, quota_entity_types=QUOTA_ENTITY_TYPES,
+                    quota_entity_fields=quota_entity_fields, **context)
 
     def quorum(request: Request) -> Response:
         info, note = panels.load("The metadata quorum", view.admin.describe_metadata_quorum, None,
