@@ -38,6 +38,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kfk.ui.auth import client_address
+
 __all__ = ["CsrfGuard", "SESSION_COOKIE", "TOKEN_FIELD", "TOKEN_HEADER"]
 
 SESSION_COOKIE = "kfk_console_session"
@@ -111,7 +113,8 @@ class CsrfGuard:
         try:
             await self.app(scope, receive, recording_send)
         finally:
-            actions_log.info("%s %s on %s by %s: %s%s", method, scope["path"], cluster, client,
+            # Who it was, asked again: a login names its user only once it has been answered.
+            actions_log.info("%s %s on %s by %s: %s%s", method, scope["path"], cluster, _client_of(scope),
                              status[0] if status else "no response", _outcome(location[0] if location else ""))
 
 
@@ -143,8 +146,7 @@ def _with_headers(send: Send, extra_headers: list[tuple[bytes, bytes]]) -> Send:
 
 def _client_of(scope: Scope) -> str:
     """Who sent the request: the logged-in user and the address (``alice at 127.0.0.1:53012``), or the address."""
-    client = scope.get("client")
-    address = f"{client[0]}:{client[1]}" if client else "unknown client"
+    address = client_address(scope)
     user = scope.get("state", {}).get("user")
     return f"{user} at {address}" if user else address
 
