@@ -44,8 +44,8 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["BasicAuth", "PasswordLogins", "LockedOut", "read_users_file", "REALM", "LOGIN_COOKIE", "MAX_FAILURES",
-           "LOCKOUT_S", "SESSION_MAX_AGE_S"]
+__all__ = ["BasicAuth", "PasswordLogins", "LockedOut", "read_users_file", "login_cookie_header", "client_address",
+           "REALM", "LOGIN_COOKIE", "MAX_FAILURES", "LOCKOUT_S", "SESSION_MAX_AGE_S"]
 
 REALM = "kfk console"
 LOGIN_COOKIE = "kfk_console_login"
@@ -187,6 +187,7 @@ def _basic_credentials(authorization: str) -> tuple[str, str] | None:
 
 
 def client_address(scope: Scope) -> str:
+    """The request's client as ``host:port``, for the action log."""
     client = scope.get("client")
     return f"{client[0]}:{client[1]}" if client else "unknown client"
 

@@ -3,15 +3,18 @@ leads to /login, a wrong password is refused there, the right one leads back to 
 shown, and logging out ends the session on the server too (its cookie, replayed, is refused). Over HTTP: the form
 needs the CSRF token like every form, failed logins lock a user out after five in a row (the right password
 included) while others log in as before, every name not in the file shares one count, a login never leads off-site,
-and scripts still log in with HTTP Basic."""
+and scripts still log in with HTTP Basic. A login cookie signed for one user, time or process is no other's."""
 
 from __future__ import annotations
 
+import base64
 import re
+import urllib.error
 import urllib.request
 
 import pytest
 
+from kfk.ui.auth import PasswordLogins
 from tests.ui.conftest import ConsoleSession, screenshot
 
 
@@ -90,3 +93,19 @@ def test_failed_logins_are_bounded_and_basic_still_works(console) -> None:
     log = console.stderr_path.read_text()
     assert re.search(r"failed login as 'bob' from 127\.0\.0\.1:\d+ \(5 in a row; locked out for 60 s\)", log), log
     assert re.search(r"POST /login on the cluster at \S+ by alice at 127\.0\.0\.1:\d+: 303", log), log
+
+
+def test_login_cookies_cannot_be_forged_and_expire() -> None:
+    logins = PasswordLogins({"alice": "wonderland", "bob": "builder"})
+    cookie = logins.session_cookie("alice")
+    assert logins.user_of(cookie) == "alice"
+    encoded, generation, issued, signature = cookie.split(".")
+    bob = base64.urlsafe_b64encode(b"bob").decode()
+    assert logins.user_of(f"{bob}.{generation}.{issued}.{signature}") is None  # another user, same signature
+    assert logins.user_of(f"{encoded}.{generation}.{int(issued) + 3600}.{signature}") is None  # a later time
+    assert logins.user_of(cookie[:-1] + ("0" if cookie[-1] != "0" else "1")) is None
+    assert PasswordLogins({"alice": "wonderland"}).user_of(cookie) is None  # another process's key
+    expired = PasswordLogins({"alice": "wonderland"}, session_max_age_s=-1)
+    assert expired.user_of(expired.session_cookie("alice")) is None
+    logins.log_out("alice")
+    assert logins.user_of(cookie) is None and logins.user_of(logins.session_cookie("alice")) == "alice"
