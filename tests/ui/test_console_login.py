@@ -35,6 +35,7 @@ def test_log_in_see_the_overview_and_log_out_in_the_browser(console, browser_pag
     page.fill("#login input[name=password]", "looking-glass")
     page.click("#login button[type=submit]")
     page.wait_for_selector(".error")
+    screenshot(page, "login-refused")
     assert page.locator(".error").inner_text() == "wrong user name or password"
     assert page.input_value("#login input[name=name]") == "alice"
     assert not [cookie for cookie in page.context.cookies() if cookie["name"] == "kfk_console_login"]
