@@ -705,7 +705,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l host -r -d 'Address to serv
 complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l port -r -d 'Port to serve the console on (0: any free port).'
 complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l read-only -d 'Show everything, change nothing.'
 complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l refresh-ms -r -d 'How often live figures (lag, throughput) refresh.'
-complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l auth -r -d 'Make every visitor log in: \'basic\' (HTTP Basic, users from --users-file), or \'sasl\' (each operator\'s own Kafka user and password, so the cluster\'s ACLs decide what they may do; --command-config sets security.protocol and sasl.mechanism).'
+complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l auth -r -d 'Make every visitor log in: \'basic\' (a login form, or HTTP Basic for scripts; users from --users-file), or \'sasl\' (each operator\'s own Kafka user and password, so the cluster\'s ACLs decide what they may do; --command-config sets security.protocol and sasl.mechanism).'
 complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l users-file -r -d 'With --auth basic: one \'name: password\' per line (the realm properties format of Kafka Connect\'s REST basic authentication).'
 complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l cluster -r -d 'NAME=BOOTSTRAP: a cluster of a console over several (repeat the option): its name in the console\'s URLs and its bootstrap servers (host:port[,host:port...]); --command-config applies to each. Replaces --bootstrap-server.'
 complete -c kfk -n "test (__kfk_path) = 'kfk ui'" -l certfile -r -d 'Serve the console over HTTPS with this PEM certificate (chain).'

@@ -35,9 +35,9 @@ def ui(
     refresh_ms: Annotated[int, typer.Option("--refresh-ms", min=250,
                                             help="How often live figures (lag, throughput) refresh.")] = 2000,
     auth: Annotated[Optional[str], typer.Option(
-        "--auth", metavar="[basic|sasl]", help="Make every visitor log in: 'basic' (HTTP Basic, users from "
-        "--users-file), or 'sasl' (each operator's own Kafka user and password, so the cluster's ACLs decide what "
-        "they may do; --command-config sets security.protocol and sasl.mechanism).",
+        "--auth", metavar="[basic|sasl]", help="Make every visitor log in: 'basic' (a login form, or HTTP Basic for "
+        "scripts; users from --users-file), or 'sasl' (each operator's own Kafka user and password, so the "
+        "cluster's ACLs decide what they may do; --command-config sets security.protocol and sasl.mechanism).",
     )] = None,
     users_file: Annotated[Optional[Path], typer.Option(
         "--users-file", metavar="FILE", help="With --auth basic: one 'name: password' per line (the realm properties "

@@ -44,7 +44,7 @@ from kfk.common.structs import TopicPartition
 from kfk.common.uuids import uuid_to_base64
 from kfk.errors import GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
 from kfk.ui.cluster_view import ClusterView, describe_error, total_lag
-from kfk.ui.auth import BasicAuth
+from kfk.ui.auth import BasicAuth, LockedOut, PasswordLogins, client_address, login_cookie_header
 from kfk.ui.csrf import TOKEN_FIELD, CsrfGuard
 from kfk.ui.live_tail import TailResponse, TailSlots, tail_events
 from kfk.ui.clusters import ClusterSelect
@@ -53,7 +53,7 @@ from kfk.ui.operator_sessions import OperatorClients, SaslLogin
 from kfk.ui.message_search import DEFAULT_MAX_SCANNED, RecordFilter, parse_field_match
 from kfk.ui.panels import Panels
 from kfk.ui import security_edits
-from kfk.ui.security_edits import QUOTA_KEYS, SCRAM_MECHANISMS
+from kfk.ui.security_edits import QUOTA_ENTITY_TYPES, QUOTA_KEYS, SCRAM_MECHANISMS, quota_entity_fields
 from kfk.security.acl import AclBinding, AclOperation, ResourceType
 
 __all__ = ["create_app", "ConsoleSettings"]
@@ -77,7 +77,8 @@ class ConsoleSettings:
     allowed_hosts: tuple[str, ...] | None = None
     # How long one panel of a page waits for the cluster before the page renders without it (panels.py).
     panel_timeout_ms: int = 5000
-    # With users (name -> password, from --users-file), every request must log in with HTTP Basic (auth.py).
+    # With users (name -> password, from --users-file), every request must log in: the /login form's cookie, or HTTP
+    # Basic (auth.py).
     users: dict[str, str] | None = None
 
 
@@ -122,6 +123,8 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
     templates.env.filters["topic_id"] = uuid_to_base64  # as Kafka's tools print topic ids
     templates.env.filters["bytes"] = _bytes
     templates.env.globals["kafka_login"] = operators is not None
+    logins = PasswordLogins(settings.users) if settings.users else None
+    templates.env.globals["password_login"] = logins is not None
     templates.env.globals["cluster_names"] = list(clusters or {})
     panels = Panels(settings.panel_timeout_ms)
     tail_slots = TailSlots()
@@ -268,7 +271,8 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
                     quotas=sorted(quotas.items(), key=lambda item: item[0].sort_key()),
                     notes={"acls": acls_note, "users": users_note, "quotas": quotas_note}, status_code=status_code,
                     acl_operations=AclOperation, resource_types=ResourceType, scram_mechanisms=SCRAM_MECHANISMS,
-                    quota_keys=QUOTA_KEYS, **context)
+                    quota_keys=QUOTA_KEYS, quota_entity_types=QUOTA_ENTITY_TYPES,
+                    quota_entity_fields=quota_entity_fields, **context)
 
     def quorum(request: Request) -> Response:
         info, note = panels.load("The metadata quorum", view.admin.describe_metadata_quorum, None,
@@ -280,6 +284,45 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
                                    needs="DESCRIBE on the transactional ids")
         return page(request, "transactions.html", transactions=sorted(listed, key=lambda t: t.transactional_id),
                     notes={"transactions": note})
+
+    # --- login (--auth basic; auth.py) ---------------------------------------------------------------------------
+
+    def login_form(request: Request, status_code: int = 200, target: str | None = None, entered_name: str = "",
+                   **context: Any) -> Response:
+        """The login form; a visitor logged in already goes on to ``next``."""
+        target = target or _local_path(request.query_params.get("next", "/"))
+        if getattr(request.state, "user", None) and status_code == 200:
+            return _redirect(target)
+        return page(request, "login.html", status_code=status_code, next=target, entered_name=entered_name,
+                    **context)
+
+    async def log_in(request: Request) -> Response:
+        assert logins is not None
+        form = await request.form()
+        name, password = str(form.get("name", "")).strip(), str(form.get("password", ""))
+        target = _local_path(str(form.get("next", "/")))
+        try:
+            accepted = logins.check(name, password, client_address(request.scope))  # an HMAC: no thread needed
+        except LockedOut as locked:
+            return login_form(request, 429, target, name, error=str(locked))
+        if not accepted:
+            return login_form(request, 401, target, name, error="wrong user name or password")
+        request.state.user = name  # for the action log's line of this request
+        response = _redirect(target)
+        response.headers.append("set-cookie", login_cookie_header(
+            logins.session_cookie(name), secure=request.url.scheme == "https",
+            max_age_s=logins.session_max_age_s))
+        return response
+
+    async def log_out(request: Request) -> Response:
+        assert logins is not None
+        user = getattr(request.state, "user", None)
+        if user:
+            logins.log_out(user)
+        response = _redirect("/login", notice=f"logged out {user}" if user else "")
+        response.headers.append("set-cookie", login_cookie_header("", secure=request.url.scheme == "https",
+                                                                  max_age_s=0))
+        return response
 
     # --- actions ----------------------------------------------------------------------------------------------
 
@@ -558,6 +601,11 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
         yield
         panels.close()
 
+    def cluster_of(scope: dict[str, Any]) -> str:
+        """The cluster a request acts on, for the action log: its name (--cluster) and bootstrap servers."""
+        name = scope.get("state", {}).get("cluster")
+        return f"cluster {name} ({view.bootstrap_servers})" if name else f"the cluster at {view.bootstrap_servers}"
+
     routes = [
         Route("/", overview),
         Route("/topics", topics),
@@ -587,12 +635,15 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
         Route("/api/reassignments", api_reassignments),
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
+    if logins is not None:
+        routes += [Route("/login", login_form), Route("/login", log_in, methods=["POST"]),
+                   Route("/logout", log_out, methods=["POST"])]
     return Starlette(routes=routes,
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts),
                                  *([Middleware(ClusterSelect, views=clusters)] if clusters else []),
-                                 *([Middleware(BasicAuth, users=settings.users)] if settings.users else []),
+                                 *([Middleware(BasicAuth, logins=logins)] if logins is not None else []),
                                  *([Middleware(SaslLogin, operators=operators)] if operators else []),
-                                 Middleware(CsrfGuard)],
+                                 Middleware(CsrfGuard, cluster_of=cluster_of)],
                      exception_handlers={HTTPException: on_error, KafkaError: on_error}, lifespan=lifespan)
 
 
@@ -670,6 +721,14 @@ def _acl_text(binding: AclBinding) -> str:
     return (f"(principal={entry.principal}, host={entry.host}, operation={entry.operation.name}, "
             f"permissionType={entry.permission_type.name}) on {pattern.resource_type.name}:"
             f"{pattern.pattern_type.name}:{pattern.name}")
+
+
+def _local_path(target: str) -> str:
+    """Where a login leads: a path of the console itself (``next`` comes from the URL, so it must not lead off-site,
+    as ``//evil.example`` or ``/\\evil.example`` would), else the overview."""
+    if not target.startswith("/") or target.startswith(("//", "/\\")):
+        return "/"
+    return target
 
 
 def _plan_json(plan: dict[str, dict[int, list[int]]]) -> str:

@@ -17,8 +17,9 @@ every token (the refusal says to reload the page). The cookie is SameSite=Lax ra
 carries no cookie either way, and Strict would also drop it on a link followed from another site (a runbook, a chat),
 making the console issue a new session that breaks the forms of the operator's other open tabs.
 
-Every state-changing request is logged on ``kfk.ui.actions`` with the client's address, the user who logged in
-(auth.py; when the console has a users file) and the outcome.
+Every state-changing request is logged on ``kfk.ui.actions`` with the cluster it acted on (its name when the console
+serves several, clusters.py, and its bootstrap servers), the client's address, the user who logged in (auth.py; when
+the console has a users file) and the outcome.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import hmac
 import logging
 import re
 import secrets
+from collections.abc import Callable
 from http.cookies import SimpleCookie
 from urllib.parse import unquote_plus, urlsplit
 
@@ -35,6 +37,8 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kfk.ui.auth import client_address
 
 __all__ = ["CsrfGuard", "SESSION_COOKIE", "TOKEN_FIELD", "TOKEN_HEADER"]
 
@@ -54,8 +58,10 @@ class CsrfGuard:
     """ASGI middleware: gives every browser a session cookie, puts its token in ``request.state.csrf_token`` for the
     templates, and refuses state-changing requests that fail the checks of the module docstring."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, cluster_of: Callable[[Scope], str]) -> None:
+        """``cluster_of``: the cluster a request acts on, in words, for the action log."""
         self.app = app
+        self._cluster_of = cluster_of
         self._key = secrets.token_bytes(32)
 
     def _token_for(self, session_id: str) -> str:
@@ -80,6 +86,7 @@ class CsrfGuard:
             return
 
         client = _client_of(scope)
+        cluster = self._cluster_of(scope)
         refusal = _cross_origin(scope, headers)
         if refusal is None:
             body = await _read_body(receive)
@@ -89,7 +96,7 @@ class CsrfGuard:
                 refusal = ("no valid CSRF token (the page may be from before the console restarted, or from another "
                            "site): reload the page and try again")
         if refusal is not None:
-            actions_log.warning("refused %s %s from %s: %s", method, scope["path"], client, refusal)
+            actions_log.warning("refused %s %s on %s from %s: %s", method, scope["path"], cluster, client, refusal)
             response = _refusal(scope, refusal)
             await response(scope, receive, send)
             return
@@ -106,7 +113,8 @@ class CsrfGuard:
         try:
             await self.app(scope, receive, recording_send)
         finally:
-            actions_log.info("%s %s by %s: %s%s", method, scope["path"], client,
+            # Who it was, asked again: a login names its user only once it has been answered.
+            actions_log.info("%s %s on %s by %s: %s%s", method, scope["path"], cluster, _client_of(scope),
                              status[0] if status else "no response", _outcome(location[0] if location else ""))
 
 
@@ -138,8 +146,7 @@ def _with_headers(send: Send, extra_headers: list[tuple[bytes, bytes]]) -> Send:
 
 def _client_of(scope: Scope) -> str:
     """Who sent the request: the logged-in user and the address (``alice at 127.0.0.1:53012``), or the address."""
-    client = scope.get("client")
-    address = f"{client[0]}:{client[1]}" if client else "unknown client"
+    address = client_address(scope)
     user = scope.get("state", {}).get("user")
     return f"{user} at {address}" if user else address
 

@@ -3,7 +3,8 @@ delete, client quotas to set or remove. Each reader raises ValueError with a lin
 show it above the form still holding what was typed.
 
 Why a module of its own: app.py only routes; what a form field means (a blank quota field leaves the quota as it is,
-a blank entity name is the <default> entity, as kafka-configs' --entity-default) is decided here, once.
+a blank entity name is the <default> entity, as kafka-configs' --entity-default) is decided here, once; so is the
+way back, from a quota entity to the fields of its remove button (quota_entity_fields).
 """
 
 from __future__ import annotations
@@ -13,20 +14,25 @@ from collections.abc import Mapping
 from typing import TypeVar, cast
 
 from kfk.client.structs import ClientQuotaAlteration, UserScramCredentialDeletion, UserScramCredentialUpsertion
-from kfk.common.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, ClientQuotaEntity
+from kfk.common.client_quotas import (
+    CLIENT_ID, IP, IP_QUOTA_KEYS, USER, USER_CLIENT_QUOTA_KEYS, ClientQuotaEntity)
 from kfk.security.acl import (
     AccessControlEntry, AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType, ResourcePattern,
     ResourceType, parse_title)
 
 __all__ = ["ACL_FIELDS", "SCRAM_MECHANISMS", "QUOTA_KEYS", "QUOTA_ENTITY_TYPES", "acl_binding", "acl_filter",
-           "scram_upsertion", "scram_deletion", "quota_alteration"]
+           "scram_upsertion", "scram_deletion", "quota_alteration", "quota_entity_fields"]
 
 ACL_FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 #: Kafka's default (ScramCredentialUtils / kafka-configs): 4096 iterations.
 DEFAULT_ITERATIONS = 4096
-QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
-QUOTA_ENTITY_TYPES = ("user", "client-id")
+#: Every key the page edits: a user, client-id or user+client-id entity takes the first four, an ip entity the last
+#: (the broker refuses a key its entity does not take, with Kafka's reason).
+QUOTA_KEYS = (*USER_CLIENT_QUOTA_KEYS, *IP_QUOTA_KEYS)
+#: The entities DescribeClientQuotas/AlterClientQuotas know, as the form's choice spells them.
+QUOTA_ENTITY_TYPES: dict[str, tuple[str, ...]] = {
+    USER: (USER,), CLIENT_ID: (CLIENT_ID,), f"{USER}+{CLIENT_ID}": (USER, CLIENT_ID), IP: (IP,)}
 
 Form = Mapping[str, str]
 Choice = TypeVar("Choice", bound=enum.IntEnum)
@@ -89,15 +95,20 @@ def scram_deletion(form: Form) -> UserScramCredentialDeletion:
 
 
 def quota_alteration(form: Form, *, remove_all: bool = False) -> ClientQuotaAlteration:
-    """The entity (a user or a client-id; a blank name is that type's <default>) and, per quota key, the new value;
-    a blank field leaves that quota as it is, a ticked ``remove_<key>`` removes it, and ``remove_all`` removes the
-    three the page edits."""
+    """The entity (``entity_type``: a user, a client-id, a user and client-id pair or an ip; ``entity_name`` the user,
+    client-id or ip, and ``client_id`` the client-id of a pair; a blank name is that type's <default>) and, per
+    quota key, the new value; a blank field leaves that quota as it is, a ticked ``remove_<key>`` removes it, and
+    ``remove_all`` removes every key the entity takes."""
     kind = form.get("entity_type", "").strip()
     if kind not in QUOTA_ENTITY_TYPES:
-        raise ValueError(f"the entity is a {' or a '.join(QUOTA_ENTITY_TYPES)}, not {kind!r}")
-    entity = ClientQuotaEntity.of([(kind, form.get("entity_name", "").strip() or None)])
+        raise ValueError(f"the entity is a {', a '.join(QUOTA_ENTITY_TYPES)}, not {kind!r}")
+    names = (form.get("entity_name", ""), form.get("client_id", ""))
+    entity = ClientQuotaEntity.of((part, name.strip() or None) for part, name in zip(QUOTA_ENTITY_TYPES[kind], names))
     ops: dict[str, float | None] = {}
-    for key in QUOTA_KEYS:
+    # Every typed key goes to the broker, which refuses one the entity does not take (Kafka's "Invalid
+    # configuration key"); removing them all removes the keys of the entity's own kind.
+    keys = (IP_QUOTA_KEYS if kind == IP else USER_CLIENT_QUOTA_KEYS) if remove_all else QUOTA_KEYS
+    for key in keys:
         text = form.get(key, "").strip()
         if remove_all or form.get(f"remove_{key}"):
             ops[key] = None
@@ -109,3 +120,11 @@ def quota_alteration(form: Form, *, remove_all: bool = False) -> ClientQuotaAlte
     if not ops:
         raise ValueError("type at least one quota (or tick one to remove)")
     return ClientQuotaAlteration(entity, ops)
+
+
+def quota_entity_fields(entity: ClientQuotaEntity) -> dict[str, str]:
+    """The form fields naming ``entity`` (quota_alteration reads them back), for the buttons of its row."""
+    parts = entity.as_dict()
+    kind = next(name for name, types in QUOTA_ENTITY_TYPES.items() if set(types) == set(parts))
+    names = [parts[part] or "" for part in QUOTA_ENTITY_TYPES[kind]]
+    return {"entity_type": kind, "entity_name": names[0], "client_id": names[1] if len(names) > 1 else ""}

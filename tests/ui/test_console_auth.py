@@ -28,7 +28,7 @@ def secured(kfk_broker, console_factory, tmp_path):
     return console, ssl.create_default_context(cafile=str(certificates.ca))
 
 
-def test_login_over_https_and_actions_logged_with_the_user(secured) -> None:
+def test_login_over_https_and_actions_logged_with_the_user(secured, kfk_broker) -> None:
     console, context = secured
     assert console.url.startswith("https://127.0.0.1:")
     with pytest.raises(urllib.error.HTTPError) as refused:
@@ -49,9 +49,11 @@ def test_login_over_https_and_actions_logged_with_the_user(secured) -> None:
     status, location, _ = bob.post("topics/by-alice/delete", {})
     assert status == 303 and "deleted+topic+by-alice" in location
     log = console.stderr_path.read_text()
-    assert re.search(r"POST /topics by alice at 127\.0\.0\.1:\d+: 303 \(notice: created topic by-alice\)", log), log
-    assert re.search(r"POST /topics/by-alice/delete by bob at 127\.0\.0\.1:\d+: 303 \(notice: deleted topic by-alice\)",
+    cluster = re.escape(f"on the cluster at {kfk_broker}")
+    assert re.search(rf"POST /topics {cluster} by alice at 127\.0\.0\.1:\d+: 303 \(notice: created topic by-alice\)",
                      log), log
+    assert re.search(rf"POST /topics/by-alice/delete {cluster} by bob at 127\.0\.0\.1:\d+: 303 \(notice: deleted topic "
+                     r"by-alice\)", log), log
 
 
 @pytest.mark.parametrize(("flags", "message"), [

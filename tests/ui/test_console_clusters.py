@@ -1,7 +1,7 @@
 """Two clusters in one console (`kfk ui --cluster east=... --cluster west=...`, two real kfk brokers shared by the
 module), in headless Chromium: / leads to the first cluster, every link and form stays within the cluster its page
-shows, the switcher moves to the other, a topic created from west's page exists in west only, and an unknown
-cluster's URL is 404."""
+shows, the switcher moves to the other, a topic created from west's page exists in west only (and the action log says
+west), and an unknown cluster's URL is 404."""
 
 from __future__ import annotations
 
@@ -62,6 +62,9 @@ def test_two_clusters_side_by_side(two_brokers, console_factory, browser_page) -
     page.wait_for_url(re.compile(r"/clusters/west/topics/made-in-west\?"))
     assert "created topic made-in-west" in page.locator(".notice").inner_text()
     assert "made-in-west" in _topics(two_brokers["west"]) and "made-in-west" not in _topics(two_brokers["east"])
+    # The action log names the cluster acted on (the path it logs is the one within that cluster).
+    assert re.search(re.escape(f"POST /topics on cluster west ({two_brokers['west']}) by 127.0.0.1:") +
+                     r"\d+: 303 \(notice: created topic made-in-west\)", console.stderr_path.read_text())
     page.click("#browse-messages")
     assert page.url == console.url + "clusters/west/topics/made-in-west/messages"
     screenshot(page, "two-clusters")

@@ -113,8 +113,10 @@ def test_own_form_and_fetch_work_and_are_logged(kfk_broker, console_factory, bro
     assert status == 200  # the 303 to the new topic's page, followed
     wait_until(lambda: "fetched" in _topics(kfk_broker), what="fetched created")
     log = console.stderr_path.read_text()
-    assert re.search(r"POST /topics/doomed/delete by 127\.0\.0\.1:\d+: 303 \(notice: deleted topic doomed\)", log)
-    assert re.search(r"POST /topics by 127\.0\.0\.1:\d+: 303 \(notice: created topic fetched\)", log)
+    cluster = re.escape(f"on the cluster at {kfk_broker}")
+    assert re.search(rf"POST /topics/doomed/delete {cluster} by 127\.0\.0\.1:\d+: 303 \(notice: deleted topic doomed\)",
+                     log), log
+    assert re.search(rf"POST /topics {cluster} by 127\.0\.0\.1:\d+: 303 \(notice: created topic fetched\)", log), log
     assert page.kfk_errors == []
 
 

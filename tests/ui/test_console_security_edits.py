@@ -1,12 +1,14 @@
 """The security page's edits, over HTTP against a SASL broker with StandardAuthorizer (the console logs in to Kafka
 as the super user admin; the operator logs in to the console as ops): an ACL created through the console is one
 kfk's Admin and kafka-acls.sh list, and is gone after its delete; a SCRAM user created through the console
-authenticates a real librdkafka client; a quota set through the console is the one DescribeClientQuotas reads. Every
+authenticates a real librdkafka client; a quota set through the console is the one DescribeClientQuotas reads, and
+those of user+client-id pairs and ips (defaults included) are the ones kafka-configs.sh describes. Every
 edit is refused without the session's CSRF token, logged with the operator's name, and a refused form comes back
 with what was typed in it."""
 
 from __future__ import annotations
 
+import base64
 import re
 import time
 
@@ -91,8 +93,11 @@ def test_acl_created_and_deleted_through_the_console(console, secured_broker, kf
     assert status == 303 and "deleted+the+ACL" in location, location
     assert kfk_admin.describe_acls() == []
     log = console.stderr_path.read_text()
-    assert re.search(r"POST /security/create-acl by ops at 127\.0\.0\.1:\d+: 303 \(notice: created the ACL ", log), log
-    assert re.search(r"POST /security/delete-acl by ops at 127\.0\.0\.1:\d+: 303 \(notice: deleted the ACL ", log), log
+    cluster = re.escape(f"on the cluster at {secured_broker.bootstrap_servers}")
+    assert re.search(rf"POST /security/create-acl {cluster} by ops at 127\.0\.0\.1:\d+: 303 \(notice: created the ACL ",
+                     log), log
+    assert re.search(rf"POST /security/delete-acl {cluster} by ops at 127\.0\.0\.1:\d+: 303 \(notice: deleted the ACL ",
+                     log), log
 
 
 def _authentication(secured_broker, user: str, password: str) -> str:
@@ -157,3 +162,66 @@ def test_client_quotas_set_and_removed_through_the_console(console, kfk_admin) -
     status, location, _ = ops.post("security/remove-quotas", {"entity_type": "user", "entity_name": "erin"})
     assert status == 303 and "removed+producer_byte_rate" in location, location
     assert entity not in kfk_admin.describe_client_quotas()
+
+
+def _kafka_configs_describe(secured_broker, tmp_path, *entity: str) -> str:
+    """kafka-configs.sh --describe of quota entities, logged in to the kfk broker as admin."""
+    properties = tmp_path / "kafka-configs-admin.properties"
+    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                          "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                          'username="admin" password="admin-secret";\n')
+    described = run_kafka_tool("configs", ["--bootstrap-server", secured_broker.bootstrap_servers, "--command-config",
+                                           str(properties), "--describe", *entity], timeout=120)
+    assert described.returncode == 0, described.stderr
+    return described.stdout
+
+
+def test_user_client_id_and_ip_quotas_through_the_console(console, secured_broker, kfk_admin, browser_page,
+                                                          tmp_path) -> None:
+    """Quotas of a user+client-id pair, of the pair of defaults, of the default ip and of one ip: set over HTTP and
+    from the browser's form, read back by kafka-configs.sh, removed from their rows."""
+    ops = ConsoleSession(console.url, login=("ops", "console-secret"))
+    for fields in ({"entity_type": "user+client-id", "entity_name": "", "client_id": "", "consumer_byte_rate": "4096"},
+                   {"entity_type": "ip", "entity_name": "", "connection_creation_rate": "50"},
+                   {"entity_type": "ip", "entity_name": "10.1.2.3", "connection_creation_rate": "5"}):
+        status, location, _ = ops.post("security/set-quotas", fields)
+        assert status == 303 and "notice=set+" in location, location
+    # The broker's refusal of a key an ip does not take, on the page with the form as typed.
+    status, _, body = ops.post("security/set-quotas", {"entity_type": "ip", "entity_name": "10.1.2.4",
+                                                       "producer_byte_rate": "1024"})
+    assert status == 400 and "Invalid configuration key producer_byte_rate" in body and 'value="10.1.2.4"' in body
+
+    page = browser_page
+    page.set_extra_http_headers({"Authorization": "Basic " + base64.b64encode(b"ops:console-secret").decode()})
+    page.goto(console.url + "security")
+    page.click("summary:has-text('Set client quotas')")
+    page.select_option("#set-quotas select[name=entity_type]", "user+client-id")
+    page.fill("#set-quotas input[name=entity_name]", "erin")
+    page.fill("#set-quotas input[name=client_id]", "batch")
+    page.fill("#set-quotas input[name=producer_byte_rate]", "2048")
+    page.click("#set-quotas button[type=submit]")
+    page.wait_for_url(lambda url: "notice=" in url)
+    assert page.locator(".notice").inner_text() == "set producer_byte_rate=2048 of client-id=batch, user=erin"
+    rows = [row.split("\t")[:2] for row in page.locator("#quotas tbody tr").all_inner_texts()]
+    assert rows == [["client-id=<default>, user=<default>", "consumer_byte_rate=4096.0"],
+                    ["client-id=batch, user=erin", "producer_byte_rate=2048.0"],
+                    ["ip=<default>", "connection_creation_rate=50.0"],
+                    ["ip=10.1.2.3", "connection_creation_rate=5.0"]], rows
+
+    pairs = _kafka_configs_describe(secured_broker, tmp_path, "--entity-type", "users", "--entity-type", "clients")
+    ips = _kafka_configs_describe(secured_broker, tmp_path, "--entity-type", "ips")
+    assert sorted(pairs.splitlines()) == [
+        "Quota configs for the default user-principal, the default client-id are consumer_byte_rate=4096.0",
+        "Quota configs for user-principal 'erin', client-id 'batch' are producer_byte_rate=2048.0"], pairs
+    assert sorted(line.strip() for line in ips.splitlines()) == [
+        "Quota configs for ip '10.1.2.3' are connection_creation_rate=5.0",
+        "Quota configs for the default ip are connection_creation_rate=50.0"], ips
+
+    # The remove button of the pair's row (its confirm accepted) removes the pair's quotas only.
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("#quotas tbody tr", has_text="user=erin").locator("button").click()
+    page.wait_for_url(lambda url: "notice=removed" in url)
+    assert ClientQuotaEntity.of([("user", "erin"), ("client-id", "batch")]) not in kfk_admin.describe_client_quotas()
+    assert kfk_admin.describe_client_quotas()[ClientQuotaEntity.of([("ip", "10.1.2.3")])] == {
+        "connection_creation_rate": 5.0}
+    assert page.kfk_errors == []
