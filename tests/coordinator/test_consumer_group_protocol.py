@@ -86,24 +86,24 @@ def owners(h: Harness, group_id: str = "g") -> dict[tuple[uuid.UUID, int], list[
 def test_a_partition_moves_only_after_its_owner_revoked_it() -> None:
     h = harness()
     first = heartbeat(h, "m1", 0)
-    assert (first.error_code, first.member_epoch, assigned(first)) == (0, 1, {TOPIC_IDS["t"]: {0, 1, 2, 3}})
+    assert (first.error_code, first.member_epoch, assigned(first)) == (0, 2, {TOPIC_IDS["t"]: {0, 1, 2, 3}})
     second = heartbeat(h, "m2", 0)
     # m2 is at the new epoch, but every partition of its target is still m1's.
-    assert second.member_epoch == 2 and assigned(second) == {}
+    assert second.member_epoch == 3 and assigned(second) == {}
     target_m2 = h.coordinator.consumer_groups.group("g").target_assignment["m2"][TOPIC_IDS["t"]]
     assert len(target_m2) == 2
     # m1 is told to revoke: it keeps its epoch and gets the partitions it keeps.
-    revoking = heartbeat(h, "m1", 1, owned=of_t({0, 1, 2, 3}))
+    revoking = heartbeat(h, "m1", 2, owned=of_t({0, 1, 2, 3}))
     kept = {0, 1, 2, 3} - target_m2
-    assert revoking.member_epoch == 1 and assigned(revoking) == {TOPIC_IDS["t"]: kept}
+    assert revoking.member_epoch == 2 and assigned(revoking) == {TOPIC_IDS["t"]: kept}
     assert all(len(members) == 1 for members in owners(h).values())
-    assert assigned(heartbeat(h, "m2", 2, owned={})) is None  # still nothing released
+    assert assigned(heartbeat(h, "m2", 3, owned={})) is None  # still nothing released
     assert h.coordinator.consumer_groups.group("g").state.value == "Reconciling"
     # m1 revoked: it moves to epoch 2; m2's next heartbeat gets the partitions.
-    done = heartbeat(h, "m1", 1, owned=of_t(kept))
-    assert done.member_epoch == 2
-    given = heartbeat(h, "m2", 2, owned={})
-    assert given.member_epoch == 2 and assigned(given) == {TOPIC_IDS["t"]: target_m2}
+    done = heartbeat(h, "m1", 2, owned=of_t(kept))
+    assert done.member_epoch == 3
+    given = heartbeat(h, "m2", 3, owned={})
+    assert given.member_epoch == 3 and assigned(given) == {TOPIC_IDS["t"]: target_m2}
     assert all(len(members) == 1 for members in owners(h).values())
     assert h.coordinator.consumer_groups.group("g").state.value == "Stable"
 
@@ -111,15 +111,15 @@ def test_a_partition_moves_only_after_its_owner_revoked_it() -> None:
 def test_epoch_and_membership_errors_carry_kafkas_messages() -> None:
     h = harness()
     heartbeat(h, "m1", 0)
-    ahead = heartbeat(h, "m1", 5, owned={})
+    ahead = heartbeat(h, "m1", 6, owned={})
     assert ahead.error_code == ErrorCode.FENCED_MEMBER_EPOCH
-    assert ahead.error_message == ("The consumer group member has a greater member epoch (5) than the one known by "
-                                   "the group coordinator (1). The member must abandon all its partitions and "
+    assert ahead.error_message == ("The consumer group member has a greater member epoch (6) than the one known by "
+                                   "the group coordinator (2). The member must abandon all its partitions and "
                                    "rejoin.")
-    unknown = heartbeat(h, "nobody", 1, owned={})
+    unknown = heartbeat(h, "nobody", 2, owned={})
     assert (unknown.error_code, unknown.error_message) == (ErrorCode.UNKNOWN_MEMBER_ID,
                                                            "Member nobody is not a member of group g.")
-    missing = heartbeat(h, "m1", 1, group_id="nowhere", owned={})
+    missing = heartbeat(h, "m1", 2, group_id="nowhere", owned={})
     assert (missing.error_code, missing.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                                            "Consumer group nowhere not found.")
     request = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m2", rebalance_timeout_ms=1000,
@@ -143,12 +143,12 @@ def test_a_member_coming_back_with_its_previous_epoch_is_accepted_while_it_owns_
     h = harness()
     heartbeat(h, "m1", 0)
     heartbeat(h, "m2", 0)
-    heartbeat(h, "m1", 1, owned=of_t({0, 1, 2, 3}))
+    heartbeat(h, "m1", 2, owned=of_t({0, 1, 2, 3}))
     m1 = h.coordinator.consumer_groups.group("g").member("m1")
-    heartbeat(h, "m1", 1, owned=of_t(m1.assigned_partitions[TOPIC_IDS["t"]]))  # now at epoch 2
+    heartbeat(h, "m1", 2, owned=of_t(m1.assigned_partitions[TOPIC_IDS["t"]]))  # now at epoch 2
     kept = h.coordinator.consumer_groups.group("g").member("m1").assigned_partitions[TOPIC_IDS["t"]]
-    assert heartbeat(h, "m1", 1, owned=of_t(kept)).error_code == ErrorCode.NONE  # the epoch-2 answer was lost
-    assert heartbeat(h, "m1", 1, owned=of_t({0, 1, 2, 3})).error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    assert heartbeat(h, "m1", 2, owned=of_t(kept)).error_code == ErrorCode.NONE  # the epoch-2 answer was lost
+    assert heartbeat(h, "m1", 2, owned=of_t({0, 1, 2, 3})).error_code == ErrorCode.FENCED_MEMBER_EPOCH
 
 
 def test_session_timeout_fences_a_member_and_its_partitions_go_to_the_others() -> None:
@@ -174,10 +174,10 @@ def test_a_member_that_does_not_revoke_in_its_rebalance_timeout_is_fenced() -> N
     h = harness()
     heartbeat(h, "m1", 0, rebalance_timeout_ms=10_000)
     heartbeat(h, "m2", 0)
-    heartbeat(h, "m1", 1, owned=of_t({0, 1, 2, 3}))  # told to revoke; it keeps heartbeating without revoking
+    heartbeat(h, "m1", 2, owned=of_t({0, 1, 2, 3}))  # told to revoke; it keeps heartbeating without revoking
     for _ in range(3):
         h.advance(4_000)
-        response = heartbeat(h, "m1", 1, owned=of_t({0, 1, 2, 3}))
+        response = heartbeat(h, "m1", 2, owned=of_t({0, 1, 2, 3}))
     assert response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     assert "m1" not in h.coordinator.consumer_groups.group("g").members
 
@@ -187,9 +187,9 @@ def test_a_static_member_that_leaves_with_minus_2_gets_its_partitions_back_witho
     heartbeat(h, "a1", 0, instance_id="a")
     heartbeat(h, "b1", 0, instance_id="b")
     group = h.coordinator.consumer_groups.group("g")
-    heartbeat(h, "a1", 1, owned=of_t({0, 1, 2, 3}), instance_id="a")
-    heartbeat(h, "a1", 1, owned=of_t(group.member("a1").assigned_partitions[TOPIC_IDS["t"]]), instance_id="a")
-    heartbeat(h, "b1", 2, owned={}, instance_id="b")
+    heartbeat(h, "a1", 2, owned=of_t({0, 1, 2, 3}), instance_id="a")
+    heartbeat(h, "a1", 2, owned=of_t(group.member("a1").assigned_partitions[TOPIC_IDS["t"]]), instance_id="a")
+    heartbeat(h, "b1", 3, owned={}, instance_id="b")
     a_partitions = set(group.member("a1").assigned_partitions[TOPIC_IDS["t"]])
     b_partitions = set(group.member("b1").assigned_partitions[TOPIC_IDS["t"]])
     assert a_partitions and b_partitions
@@ -214,8 +214,8 @@ def test_regex_subscription_follows_topics_created_and_partitions_added() -> Non
     assert assigned(first) == {TOPIC_IDS["orders-eu"]: {0, 1}}
     h.coordinator.image = image(**{"orders-eu": 3, "orders-us": 1, "other": 1})
     h.coordinator.consumer_groups.on_metadata_update()
-    grown = heartbeat(h, "m1", 1, owned={"orders-eu": {0, 1}})
-    assert grown.member_epoch == 2
+    grown = heartbeat(h, "m1", 2, owned={"orders-eu": {0, 1}})
+    assert grown.member_epoch == 3
     assert assigned(grown) == {TOPIC_IDS["orders-eu"]: {0, 1, 2}, TOPIC_IDS["orders-us"]: {0}}
 
 
@@ -226,10 +226,10 @@ def test_a_deleted_topic_is_revoked_and_leaves_the_assignment() -> None:
     assert assigned(joined) == {TOPIC_IDS["t"]: {0, 1}, TOPIC_IDS["u"]: {0, 1}}
     h.coordinator.image = image(t=2)
     h.coordinator.consumer_groups.on_metadata_update()
-    revoking = heartbeat(h, "m1", 1, owned={"t": {0, 1}, "u": {0, 1}})
-    assert revoking.member_epoch == 1 and assigned(revoking) == {TOPIC_IDS["t"]: {0, 1}}
-    done = heartbeat(h, "m1", 1, owned={"t": {0, 1}})
-    assert done.member_epoch == 2 and h.coordinator.consumer_groups.group("g").state.value == "Stable"
+    revoking = heartbeat(h, "m1", 2, owned={"t": {0, 1}, "u": {0, 1}})
+    assert revoking.member_epoch == 2 and assigned(revoking) == {TOPIC_IDS["t"]: {0, 1}}
+    done = heartbeat(h, "m1", 2, owned={"t": {0, 1}})
+    assert done.member_epoch == 3 and h.coordinator.consumer_groups.group("g").state.value == "Stable"
 
 
 def test_the_records_rebuild_every_epoch_and_assignment_after_a_reload() -> None:
@@ -256,16 +256,16 @@ def test_the_records_rebuild_every_epoch_and_assignment_after_a_reload() -> None
 def test_offsets_are_committed_and_fetched_at_the_member_epoch() -> None:
     h = harness()
     heartbeat(h, "m1", 0)
-    assert h.commit("g", {("t", 0): 5}, member_id="m1", generation_id=1, version=9).only == {("t", 0): 0}
+    assert h.commit("g", {("t", 0): 5}, member_id="m1", generation_id=2, version=9).only == {("t", 0): 0}
     assert h.commit("g", {("t", 0): 6}, member_id="m1", generation_id=0, version=9).only == {
         ("t", 0): ErrorCode.STALE_MEMBER_EPOCH}
-    assert h.commit("g", {("t", 0): 6}, member_id="m1", generation_id=1, version=8).only == {
+    assert h.commit("g", {("t", 0): 6}, member_id="m1", generation_id=2, version=8).only == {
         ("t", 0): ErrorCode.UNSUPPORTED_VERSION}
-    assert h.commit("g", {("t", 0): 6}, member_id="x", generation_id=1, version=9).only == {
+    assert h.commit("g", {("t", 0): 6}, member_id="x", generation_id=2, version=9).only == {
         ("t", 0): ErrorCode.UNKNOWN_MEMBER_ID}
     assert h.coordinator.fetch_offsets("g", [("t", [0])], member_id="m1", member_epoch=0)[0] == \
         ErrorCode.STALE_MEMBER_EPOCH
-    error, topics = h.coordinator.fetch_offsets("g", [("t", [0])], member_id="m1", member_epoch=1)
+    error, topics = h.coordinator.fetch_offsets("g", [("t", [0])], member_id="m1", member_epoch=2)
     assert error == ErrorCode.NONE and topics[0][1][0][1].committed_offset == 5
     assert h.committed("g", "t", 0) == 5  # an admin's fetch (no member, epoch -1)
 
@@ -281,7 +281,7 @@ def test_list_describe_and_delete_see_a_consumer_group() -> None:
     assert (described.error_code, described.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                                                 "Group g is not a classic group.")
     consumer = h.coordinator.consumer_group_describe("g")
-    assert (consumer.group_epoch, consumer.assignment_epoch, consumer.assignor_name) == (1, 1, "uniform")
+    assert (consumer.group_epoch, consumer.assignment_epoch, consumer.assignor_name) == (2, 2, "uniform")
     assert [m.member_id for m in consumer.members] == ["m1"]
     deleted = Answers()
     h.coordinator.delete_groups(["g"], h.now_ms, deleted)

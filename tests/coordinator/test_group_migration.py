@@ -100,20 +100,20 @@ def test_a_classic_member_leaving_a_mixed_group_leaves_a_consumer_group() -> Non
 def test_a_new_classic_member_joins_a_consumer_group() -> None:
     h = harness()
     heartbeat(h, "m1", 0)
-    heartbeat(h, "m1", 1, owned=of_t({0, 1, 2, 3}))
+    heartbeat(h, "m1", 2, owned=of_t({0, 1, 2, 3}))
     first = h.join("g").only
     assert first.error_code == ErrorCode.MEMBER_ID_REQUIRED
     joined = h.join("g", first.member_id).only
-    assert (joined.error_code, joined.generation_id) == (ErrorCode.NONE, 2)
+    assert (joined.error_code, joined.generation_id) == (ErrorCode.NONE, 3)
     # t-2 and t-3 are still m1's: the classic member gets them once m1 revoked them.
-    assert decode_assignment(h.sync("g", first.member_id, 2).only.assignment) == []
-    assert h.heartbeat("g", first.member_id, 2) == ErrorCode.NONE
-    revoking = heartbeat(h, "m1", 1, owned=of_t({0, 1, 2, 3}))
+    assert decode_assignment(h.sync("g", first.member_id, 3).only.assignment) == []
+    assert h.heartbeat("g", first.member_id, 3) == ErrorCode.NONE
+    revoking = heartbeat(h, "m1", 2, owned=of_t({0, 1, 2, 3}))
     assert assigned(revoking) == {T: {0, 1}}
-    heartbeat(h, "m1", 1, owned=of_t({0, 1}))
-    assert h.heartbeat("g", first.member_id, 2) == ErrorCode.REBALANCE_IN_PROGRESS
+    heartbeat(h, "m1", 2, owned=of_t({0, 1}))
+    assert h.heartbeat("g", first.member_id, 3) == ErrorCode.REBALANCE_IN_PROGRESS
     h.join("g", first.member_id)
-    assert decode_assignment(h.sync("g", first.member_id, 2).only.assignment) == [
+    assert decode_assignment(h.sync("g", first.member_id, 3).only.assignment) == [
         TopicPartition("t", 2), TopicPartition("t", 3)]
     wrong = h.join("g", protocols=(("roundrobin", b"\x00\x01"),)).only
     assert wrong.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL

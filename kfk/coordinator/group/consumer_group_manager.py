@@ -120,6 +120,9 @@ FIRST_VERSION_WITH_CLIENT_MEMBER_ID = 1
 Responder = Callable[[ConsumerGroupHeartbeatResponse], None]
 #: (group, leaving member id, now) -> the records of the group's downgrade to a classic group, None if refused.
 Downgrade = Callable[[ConsumerGroup, str, int], "list[Record] | None"]
+#: The epoch a consumer group created by a member's first heartbeat moves to: 2 in Kafka 4.4 (a group left by its
+#: last member and joined again moves by 1, as every later change does; Kafka 4.0 started at 1).
+NEW_GROUP_FIRST_EPOCH = 2
 #: Checks one (topic, partition) of an offset commit made at an older member epoch; raises its error.
 PartitionValidator = Callable[[str, int], None]
 
@@ -233,6 +236,7 @@ class ConsumerGroupManager:
         group_id = request.group_id
         epoch = request.member_epoch
         group = self.groups.get(group_id)
+        created = group is None
         if group is None:
             if epoch != 0:
                 raise GroupIdNotFoundError(f"Consumer group {group_id} not found.")
@@ -268,7 +272,7 @@ class ConsumerGroupManager:
         records_applied = list(records)
         group = self.groups[group_id]
 
-        records = self._refresh_metadata(group, force_bump=bump)
+        records = self._refresh_metadata(group, force_bump=bump, created=created)
         self.apply(records)
         records_applied += records
 
@@ -685,9 +689,9 @@ class ConsumerGroupManager:
             names |= self._regex_topics(member.subscribed_topic_regex, image)
         return names
 
-    def _refresh_metadata(self, group: ConsumerGroup, force_bump: bool) -> list[Record]:
+    def _refresh_metadata(self, group: ConsumerGroup, force_bump: bool, created: bool = False) -> list[Record]:
         """The partition metadata record when the subscribed topics' metadata changed, and the group epoch bumped
-        when it did or `force_bump`."""
+        when it did or `force_bump` (to NEW_GROUP_FIRST_EPOCH for a group `created` by this heartbeat)."""
         image = self._image()
         checked = (image.offset, group.subscriptions_version)
         if group.metadata_checked == checked and not force_bump:
@@ -698,7 +702,8 @@ class ConsumerGroupManager:
         if metadata != group.subscription_metadata:
             records.append(partition_metadata_record(group.group_id, metadata))
         if records or force_bump:
-            records.append(group_epoch_record(group.group_id, group.group_epoch + 1))
+            records.append(group_epoch_record(group.group_id,
+                                              NEW_GROUP_FIRST_EPOCH if created else group.group_epoch + 1))
         return records
 
     def _maybe_update_target(self, group: ConsumerGroup) -> list[Record]:
