@@ -3,8 +3,9 @@
 It holds the state of every share partition whose key hashes to a __share_group_state partition this broker leads,
 and answers the five state RPCs for them:
 - InitializeShareGroupState: a snapshot at the given state epoch and start offset, no batches;
-- ReadShareGroupState: the state epoch, start offset and batches (start offset -1 when nothing is stored); a read
-  at a higher leader epoch records it, so a write of the previous leader is fenced (FENCED_LEADER_EPOCH);
+- ReadShareGroupState: the state epoch, start offset and batches; INVALID_REQUEST when nothing is stored (Kafka
+  4.4 initializes a share partition before its leader reads it); a read at a higher leader epoch records it, so a
+  write of the previous leader is fenced (FENCED_LEADER_EPOCH);
 - WriteShareGroupState: an update (the changed batches, the start offset), or a snapshot once
   `snapshot_update_records_per_snapshot` updates followed the last one; FENCED_LEADER_EPOCH/FENCED_STATE_EPOCH
   for a write of an older leader or state epoch;
@@ -168,12 +169,19 @@ class ShareCoordinator:
         return max(self._leader_epochs.get(key, -1), state.leader_epoch if state is not None else -1)
 
     def read(self, key: SharePartitionKey, leader_epoch: int) -> ReadResult:
+        error = self.coordinator_error(key)
+        if error != ErrorCode.NONE:
+            return ReadResult(error)
+        if key[2] < 0:
+            return ReadResult(ErrorCode.INVALID_REQUEST, "Partition id cannot be negative.")
+        state = self.states.get(key)
+        if state is None:
+            # As Kafka 4.4: a share partition is initialized (InitializeShareGroupState) before it is read.
+            return ReadResult(ErrorCode.INVALID_REQUEST, f"The share partition {key[0]}:{key[1]}:{key[2]} has no "
+                              "state to read: it was never initialized.")
         error, message = self._check(key)
         if error != ErrorCode.NONE:
             return ReadResult(error, message)
-        state = self.states.get(key)
-        if state is None:
-            return ReadResult(ErrorCode.NONE)
         if leader_epoch != -1:
             if self._stored_leader_epoch(key) > leader_epoch:
                 return ReadResult(ErrorCode.FENCED_LEADER_EPOCH, "The leader epoch in the request is older than "

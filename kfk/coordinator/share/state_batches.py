@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, NamedTuple
 
-#: Kafka's PartitionFactory.UNINITIALIZED_START_OFFSET and DEFAULT_STATE_EPOCH: what a read of a share partition with
-#: no stored state answers (the leader then starts it at share.auto.offset.reset).
+#: Kafka's PartitionFactory.UNINITIALIZED_START_OFFSET and DEFAULT_STATE_EPOCH: a share partition with no stored
+#: state (its leader starts it at share.auto.offset.reset).
 UNINITIALIZED_START_OFFSET = -1
 DEFAULT_STATE_EPOCH = 0
 

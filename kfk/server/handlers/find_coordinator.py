@@ -164,8 +164,7 @@ class FindCoordinatorHandler:
                 if not self.auth.authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
                     coordinators.append(_error(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
                 elif not _is_share_partition_key(key):
-                    coordinators.append(_error(key, ErrorCode.INVALID_REQUEST,
-                                               f"Invalid coordinator key for share group state: {key}"))
+                    coordinators.append(_error(key, ErrorCode.INVALID_REQUEST, ""))  # no message, as Kafka
                 else:
                     coordinators.append(await self._find_coordinator(
                         key, SHARE_GROUP_STATE_TOPIC_NAME, image, context.listener_name,

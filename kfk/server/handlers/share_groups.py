@@ -18,6 +18,7 @@ UNSUPPORTED_VERSION (ApiVersions still advertises them: SHARE_APIS are what it s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Mapping
@@ -290,6 +291,9 @@ class ShareGroupsHandler:
         else:
             key = self._state_key(group_id, topic_partition)
             state = await self.persister.read_state(key, leader_epoch)
+            if state.error == ErrorCode.INVALID_REQUEST:  # never initialized: the group starts reading here
+                state = dataclasses.replace(state, error=ErrorCode.NONE, start_offset=UNINITIALIZED_START_OFFSET,
+                                            state_batches=())
             if state.error != ErrorCode.NONE:
                 log.info("Reading the share state of %s %s failed: %s", group_id, topic_partition, state.error.name)
                 raise error_for_code(state.error)(state.error_message or state.error.name)

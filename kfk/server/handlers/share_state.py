@@ -75,7 +75,8 @@ class ShareStateHandler:
                                           partition.leader_epoch)
                 partitions.append(Response.PartitionResult(
                     partition=partition.partition, error_code=state.error, error_message=state.error_message,
-                    state_epoch=state.state_epoch, start_offset=state.start_offset,
+                    state_epoch=state.state_epoch,
+                    start_offset=state.start_offset if state.error == ErrorCode.NONE else 0,
                     state_batches=[Response.StateBatch(first_offset=batch.first_offset, last_offset=batch.last_offset,
                                                        delivery_state=batch.delivery_state,
                                                        delivery_count=batch.delivery_count)
@@ -99,7 +100,8 @@ class ShareStateHandler:
                                                   partition.leader_epoch)
                 partitions.append(Response.PartitionResult(
                     partition=partition.partition, error_code=state.error, error_message=state.error_message,
-                    state_epoch=state.state_epoch, leader_epoch=state.leader_epoch, start_offset=state.start_offset,
+                    state_epoch=state.state_epoch, leader_epoch=state.leader_epoch,
+                    start_offset=state.start_offset if state.error == ErrorCode.NONE else 0,
                     delivery_complete_count=state.delivery_complete_count))
             results.append(Response.ReadStateSummaryResult(topic_id=topic.topic_id, partitions=partitions))
         return Response(results=results)
