@@ -40,6 +40,7 @@ from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest, FindC
 from kfk.security.acl import AclOperation, ResourceType
 from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.handlers.share_groups import share_groups_enabled
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -161,7 +162,9 @@ class FindCoordinatorHandler:
                     key, TRANSACTION_STATE_TOPIC_NAME, image, context.listener_name,
                     self.transaction_coordinator.wait_until_loaded))
             elif request.key_type == SHARE_KEY_TYPE and self.share_coordinator is not None:
-                if not self.auth.authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+                if not share_groups_enabled(image.features):
+                    coordinators.append(_error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, ""))  # as Kafka 4.4
+                elif not self.auth.authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
                     coordinators.append(_error(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
                 elif not _is_share_partition_key(key):
                     coordinators.append(_error(key, ErrorCode.INVALID_REQUEST, ""))  # no message, as Kafka

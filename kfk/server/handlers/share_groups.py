@@ -12,7 +12,12 @@ by the partition leaders' share partitions (kfk.replication.share_partition) thr
 Authorization, as Kafka's: READ on the group for all four (DESCRIBE for ShareGroupDescribe), READ on each topic
 fetched or acknowledged (TOPIC_AUTHORIZATION_FAILED for that partition). Share groups need the `share.version`
 feature at 1 in Kafka 4.4: `share_groups_enabled` is the one check of it; finalized at 0, the four APIs answer
-UNSUPPORTED_VERSION (ApiVersions still advertises them: SHARE_APIS are what it should leave out then).
+UNSUPPORTED_VERSION and FindCoordinator finds no share coordinator (COORDINATOR_NOT_AVAILABLE), while ApiVersions
+still advertises every share API, as Apache Kafka 4.4.0 does once share.version is downgraded to 0.
+
+Durable state: a share partition starts from what the share coordinator keeps of it (kfk.server.share_persister)
+and writes what changed there before an acknowledgement is answered (kfk.replication.share_partition has which
+changes); a share partition never initialized starts at share.auto.offset.reset.
 """
 
 from __future__ import annotations
@@ -52,11 +57,9 @@ from kfk.server.share_session import FINAL_EPOCH, SharePartitionKey, ShareSessio
 log = logging.getLogger("kfk.server.share_groups")
 
 SHARE_VERSION_FEATURE = "share.version"
-#: The share APIs: what ApiVersions should leave out while share_groups_enabled() is false (Kafka's gating).
-SHARE_APIS = (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH,
-              ApiKey.SHARE_ACKNOWLEDGE)
-#: kfk finalizes share.version 1 unless told otherwise: kfk's share groups need no cluster-wide upgrade step (the
-#: state is the leaders' own), so a cluster without the feature record still serves them.
+#: kfk serves share groups unless share.version is finalized at 0: kfk's metadata.version (3.3-IV3) is below the
+#: level Kafka bootstraps share.version 1 at (4.2-IV0), so a kfk cluster has no share.version record, and an
+#: Apache Kafka cluster's files taken over keep theirs.
 DEFAULT_SHARE_VERSION = 1
 #: share.auto.offset.reset, the group config: where a share group starts reading a partition (Kafka's default).
 AUTO_OFFSET_RESET = "share.auto.offset.reset"
