@@ -146,12 +146,16 @@ class SharePersister:
 
         return await self._call(key, local, remote, lambda error: error)
 
-    async def set_start_offset(self, key: SharePartitionKey, start_offset: int,
-                               state_epoch: int = DEFAULT_STATE_EPOCH) -> ErrorCode:
-        """Start the share partition afresh at `start_offset` (InitializeShareGroupState: a snapshot with no
-        batches at `state_epoch`). For AlterShareGroupOffsets: its leader must not hold the partition meanwhile
-        (Kafka requires the group to be empty); the next read starts there."""
+    async def set_start_offset(self, key: SharePartitionKey, start_offset: int) -> ErrorCode:
+        """Start the share partition afresh at `start_offset`, with no state batches (InitializeShareGroupState at
+        the next state epoch): for AlterShareGroupOffsets, while the group is empty, as Kafka requires. The leader's
+        copy is then stale: its next write is fenced (FENCED_STATE_EPOCH), and the next member to open a share
+        session makes it read the new state."""
         group_id, topic_id, partition = key
+        current = await self.read_state(key, -1, summary=True)
+        if current.error not in (ErrorCode.NONE, ErrorCode.INVALID_REQUEST):  # INVALID_REQUEST: never initialized
+            return current.error
+        state_epoch = current.state_epoch + 1 if current.error == ErrorCode.NONE else DEFAULT_STATE_EPOCH
 
         async def local() -> ErrorCode:
             return (await self.service.initialize(key, state_epoch, start_offset))[0]
@@ -169,7 +173,8 @@ class SharePersister:
     async def delete_state(self, group_id: str, partitions: list[tuple[uuid.UUID, int]]) -> dict[
             tuple[uuid.UUID, int], ErrorCode]:
         """Delete a group's state of these (topic id, partition)s (DeleteShareGroupState): for DeleteGroups of a
-        share group and DeleteShareGroupOffsets. Each partition's error."""
+        share group and DeleteShareGroupOffsets, while the group is empty. Each partition's error; the leaders'
+        copies are dropped as with set_start_offset, and the partitions start again at share.auto.offset.reset."""
         results: dict[tuple[uuid.UUID, int], ErrorCode] = {}
         for topic_id, partition in partitions:
             key = (group_id, topic_id, partition)

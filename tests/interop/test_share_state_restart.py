@@ -1,7 +1,8 @@
 """Durable share-group state (KIP-932's share coordinator and __share_group_state): Kafka's Java
 KafkaShareConsumer 4.4.0 accepts part of a topic, the kfk broker restarts (cleanly, and killed -9), and a new share
 consumer of the group gets exactly the records not accepted, each once; Apache Kafka 4.4.0's kafka-share-groups.sh
-shows the same share-partition start offset before and after the restart.
+shows the same share-partition start offset before and after the restart. And a share partition started afresh
+through the share coordinator (what AlterShareGroupOffsets does) is read again by its leader.
 """
 
 from __future__ import annotations
@@ -12,12 +13,18 @@ from typing import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kfk.common.uuids import uuid_to_base64
+from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest
+from kfk.protocol.messages.initialize_share_group_state import InitializeShareGroupStateRequest
+from kfk.protocol.messages.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
+from kfk.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+from kfk.protocol.messages.share_fetch import ShareFetchRequest
 from kfk.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from kfk.testing.broker import BrokerProcess, start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
 from tests.interop.differential import BrokerSession
 from tests.interop.jvm import java_programs, kafka_tool, run_program, unique_name  # noqa: F401
-from tests.interop.scenarios import share_join
+from tests.interop.scenarios import create_topic, produce, records, share_join, topic_id
 
 RECORDS = 20  # JavaShareRestart's
 ACCEPTED = 7
@@ -73,3 +80,46 @@ def test_a_share_group_resumes_where_it_was_after_a_broker_restart(
                                                            str(RECORDS - ACCEPTED)])["rest"]
     assert rest == {"check": "rest", "accepted": sorted(set(values) - set(accepted)),
                     "deliveries": RECORDS - ACCEPTED, "probes": []}
+
+
+def test_a_share_partition_started_afresh_in_the_share_coordinator_is_read_again_by_its_leader(
+        restartable_broker: BrokerProcess) -> None:
+    """InitializeShareGroupState at the next state epoch (SharePersister.set_start_offset's request) moves an
+    empty group's start offset: the next member to open a share session reads from there."""
+    name = unique_name("share-reset")
+    with BrokerSession(restartable_broker.bootstrap_servers, "") as session:
+        create_topic(session, name)
+        share_join(session, name, name, "member")
+        the_id = topic_id(session, name)
+
+        def fetch(epoch: int) -> list[tuple[int, int, int]]:
+            response = session.call(ShareFetchRequest(
+                group_id=name, member_id="member", share_session_epoch=epoch, max_wait_ms=2000, min_bytes=1,
+                max_records=100, batch_size=100, topics=[ShareFetchRequest.FetchTopic(topic_id=the_id, partitions=[
+                    ShareFetchRequest.FetchPartition(partition_index=0)])] if epoch != -1 else []), 1)
+            return [(acquired.first_offset, acquired.last_offset, acquired.delivery_count)
+                    for topic in response.responses for partition in topic.partitions
+                    for acquired in partition.acquired_records]
+
+        fetch(0)  # the group starts at the (empty) partition's end
+        produce(session, name, records(count=6))
+        assert fetch(1) == [(0, 5, 1)]
+        Ack = ShareAcknowledgeRequest
+        session.call(Ack(group_id=name, member_id="member", share_session_epoch=2, topics=[Ack.AcknowledgeTopic(
+            topic_id=the_id, partitions=[Ack.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                Ack.AcknowledgementBatch(first_offset=0, last_offset=1, acknowledge_types=[1])])])]), 1)
+        fetch(-1)  # the session closes: 2-5 are released
+        key = f"{name}:{uuid_to_base64(the_id)}:0"
+        session.call(FindCoordinatorRequest(key_type=2, coordinator_keys=[key]), 6)
+        Summary = ReadShareGroupStateSummaryRequest
+        summary = session.call(Summary(group_id=name, topics=[Summary.ReadStateSummaryData(
+            topic_id=the_id, partitions=[Summary.PartitionData(partition=0, leader_epoch=-1)])]), 1)
+        stored = summary.results[0].partitions[0]
+        assert (stored.error_code, stored.start_offset, stored.delivery_complete_count) == (0, 2, 0)
+        Initialize = InitializeShareGroupStateRequest
+        initialized = session.call(Initialize(group_id=name, topics=[Initialize.InitializeStateData(
+            topic_id=the_id, partitions=[Initialize.PartitionData(partition=0, state_epoch=stored.state_epoch + 1,
+                                                                  start_offset=4)])]), 0)
+        assert initialized.results[0].partitions[0].error_code == 0
+        # A new share session: offsets 4 and 5, delivered for the first time in the new state.
+        assert fetch(0) == [(4, 5, 1)]

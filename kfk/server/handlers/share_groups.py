@@ -256,10 +256,13 @@ class ShareGroupsHandler:
         topic = self.metadata_cache.image.topics_by_id.get(topic_id)
         return TopicPartition(topic.name, partition) if topic is not None else None
 
-    async def _share_partition(self, group_id: str, topic_partition: TopicPartition) -> SharePartition:
+    async def _share_partition(self, group_id: str, topic_partition: TopicPartition,
+                               revalidate: bool = False) -> SharePartition:
         """The group's share partition: started on first use (and on a new leader epoch) from the state the share
-        coordinator keeps, or at the group's share.auto.offset.reset when it keeps none. Raises when this broker
-        does not lead the partition, or the stored state cannot be read."""
+        coordinator keeps, or at the group's share.auto.offset.reset when it keeps none. With `revalidate` (a
+        member opening its share session) the stored state epoch is checked first: the admin tools start a share
+        partition afresh (set_start_offset, delete_state) while the group is empty, and its leader then drops what
+        it had. Raises when this broker does not lead the partition, or the stored state cannot be read."""
         partition = self.replica_manager.get_partition_or_error(topic_partition)
         log_ = partition.local_log_with_epoch(-1, require_leader=True)
         key = (group_id, topic_partition)
@@ -268,6 +271,12 @@ class ShareGroupsHandler:
             # Led elsewhere in between: the share coordinator has the state that leader wrote.
             del self.partitions[key]
             share_partition = None
+        if share_partition is not None and revalidate and self.persister is not None:
+            summary = await self.persister.read_state(self._state_key(group_id, topic_partition), -1, True)
+            if summary.error == ErrorCode.INVALID_REQUEST or (summary.error == ErrorCode.NONE and
+                                                              summary.state_epoch != share_partition.state_epoch):
+                self.partitions.pop(key, None)
+                share_partition = None
         if share_partition is None:
             pending = self._initializing.get(key)
             if pending is None:
@@ -331,7 +340,14 @@ class ShareGroupsHandler:
         error = await self.persister.write_state(key, share_partition.state_epoch, share_partition.leader_epoch,
                                                  start_offset, [StateBatch(*batch) for batch in batches],
                                                  share_partition.done_in_flight())
-        if error != ErrorCode.NONE:
+        if error in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH):
+            # The state was started afresh (the admin tools) or a later leader took over: what this broker holds is
+            # stale; the next use reads the stored state again.
+            log.info("The share state of %s %s moved on (%s): reading it again", group_id, topic_partition,
+                     error.name)
+            if self.partitions.get((group_id, topic_partition)) is share_partition:
+                del self.partitions[(group_id, topic_partition)]
+        elif error != ErrorCode.NONE:
             log.warning("Writing the share state of %s %s failed: %s", group_id, topic_partition, error.name)
             share_partition.mark_changed(offset for first, last, _, _ in batches for offset in range(first, last + 1))
         return error
@@ -416,7 +432,7 @@ class ShareGroupsHandler:
                                                                 error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 continue
             try:
-                await self._share_partition(group_id, topic_partition)
+                await self._share_partition(group_id, topic_partition, revalidate=request.share_session_epoch == 0)
             except KafkaError as error:
                 answers[key] = ShareFetchResponse.PartitionData(
                     partition_index=key[1], error_code=error.error_code, records=b"",
