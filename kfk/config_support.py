@@ -12,10 +12,8 @@ accepted key is classified here, once:
     the JVM's I/O): accepted at its default; another value is refused when it names something kfk cannot load or
     do (a Java plug-in whose absence would silently change authentication, authorization or policies), and warned
     about once at start-up when kfk's behaviour is the one the user wants anyway (a thread count);
-(c) it belongs to a FEATURE KFK DOES NOT HAVE yet (tiered storage, share groups, the KIP-848 consumer protocol,
-    Kerberos...): accepted at its default, refused at start-up with any other value, with one line naming the key
-    and the feature (the sizes of the share coordinator's topic are only warned about: Kafka 4.0's sample
-    server.properties sets them).
+(c) it belongs to a FEATURE KFK DOES NOT HAVE yet (tiered storage, parts of share groups, Kerberos...): accepted at
+    its default, refused at start-up with any other value, with one line naming the key and the feature.
 
 The test enumerates every key of the config definitions and fails on a key that is in none of these tables, so a
 new key cannot be added without saying what reads it.
