@@ -12,10 +12,8 @@ accepted key is classified here, once:
     the JVM's I/O): accepted at its default; another value is refused when it names something kfk cannot load or
     do (a Java plug-in whose absence would silently change authentication, authorization or policies), and warned
     about once at start-up when kfk's behaviour is the one the user wants anyway (a thread count);
-(c) it belongs to a FEATURE KFK DOES NOT HAVE yet (tiered storage, share groups, the KIP-848 consumer protocol,
-    Kerberos...): accepted at its default, refused at start-up with any other value, with one line naming the key
-    and the feature (the sizes of the share coordinator's topic are only warned about: Kafka 4.0's sample
-    server.properties sets them).
+(c) it belongs to a FEATURE KFK DOES NOT HAVE yet (tiered storage, parts of share groups, Kerberos...): accepted at
+    its default, refused at start-up with any other value, with one line naming the key and the feature.
 
 The test enumerates every key of the config definitions and fails on a key that is in none of these tables, so a
 new key cannot be added without saying what reads it.
@@ -97,6 +95,7 @@ _SERVER = "kfk.server.broker"
 _GROUP = "kfk.coordinator.group.config"
 _SHARE_GROUP = "kfk.coordinator.group.share_group"  # checks the bounds; the broker hands the values on
 _TXN = "kfk.coordinator.transaction.config"
+_SHARE_COORDINATOR = "kfk.coordinator.share.coordinator"
 _FETCHER = "kfk.replication.replica_fetcher"
 _CONTROLLER = "kfk.controller.quorum_controller"
 _RAFT = "kfk.backends.embedded.raft.config"
@@ -230,6 +229,13 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "transaction.state.log.num.partitions": (_TXN,),
     "transaction.state.log.replication.factor": (_TXN,),
     "transaction.state.log.min.isr": (_TXN,),
+    # the share coordinator (KIP-932)
+    "share.coordinator.state.topic.num.partitions": (_SHARE_COORDINATOR, "kfk.controller.auto_topic_creation"),
+    **{key: (_SHARE_COORDINATOR,) for key in (
+        "share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.write.timeout.ms")},
+    **{key: ("kfk.controller.auto_topic_creation",) for key in (
+        "share.coordinator.state.topic.replication.factor",
+        "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.segment.bytes")},
     "transaction.state.log.segment.bytes": (_TXN,),
     "transaction.max.timeout.ms": (_TXN,),
     "transactional.id.expiration.ms": (_TXN,),
@@ -303,15 +309,6 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
         "remote.log.reader.threads", "remote.log.storage.manager.class.name", "remote.log.storage.manager.class.path",
         "remote.log.storage.manager.impl.prefix", "remote.log.storage.system.enable")),
     **_feature(_SHARE_GROUPS, ("group.share.max.groups", "share.fetch.purgatory.purge.interval.requests")),
-    # Kafka 4.0's own sample server.properties sizes the share coordinator's topic: a file copied from it must start,
-    # so these settings of a coordinator kfk does not have are warned about, not refused.
-    **_feature_ignored("share groups (KIP-932) are not supported by kfk, so there is no share coordinator nor "
-                       "__share_group_state topic to configure", (
-        "share.coordinator.append.linger.ms", "share.coordinator.load.buffer.size",
-        "share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.state.topic.compression.codec",
-        "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.num.partitions",
-        "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes",
-        "share.coordinator.threads", "share.coordinator.write.timeout.ms")),
     **_feature("SASL/GSSAPI (Kerberos)", (
         "sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.principal.to.local.rules",
         "sasl.kerberos.service.name", "sasl.kerberos.ticket.renew.jitter",
@@ -352,7 +349,7 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
     # (b) parts of Kafka's implementation kfk does not have
     **_ignored("kfk's broker is one asyncio event loop with executors, not Kafka's thread pools", (
         "num.network.threads", "num.io.threads", "background.threads", "num.recovery.threads.per.data.dir",
-        "group.coordinator.threads")),
+        "group.coordinator.threads", "share.coordinator.threads")),
     **_ignored("kfk bounds requests in flight by bytes (queued.max.request.bytes), not by count",
                ("queued.max.requests",)),
     **_ignored("kfk's purgatories remove completed operations at once; there is nothing to purge", (
@@ -366,7 +363,7 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
         "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "replica.socket.receive.buffer.bytes")),
     **_ignored("kfk listens with the default backlog of asyncio", ("socket.listen.backlog.size",)),
     **_ignored("kfk reads the coordinators' topics a batch at a time, with no load buffer to size", (
-        "offsets.load.buffer.size", "transaction.state.log.load.buffer.size")),
+        "offsets.load.buffer.size", "transaction.state.log.load.buffer.size", "share.coordinator.load.buffer.size")),
     **_ignored("kfk's cleaner sizes its buffers itself", (
         "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.size", "log.cleaner.io.buffer.load.factor")),
     **_ignored("kfk writes this checkpoint with the recovery points, every log.flush.offset.checkpoint.interval.ms",
@@ -381,6 +378,9 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
     **_ignored("kfk's group coordinator writes each request's records at once, without lingering",
                ("group.coordinator.append.linger.ms",)),
     **_ignored("kfk writes __consumer_offsets uncompressed", ("offsets.topic.compression.codec",)),
+    **_ignored("kfk's share coordinator writes each request's records at once, without lingering",
+               ("share.coordinator.append.linger.ms",)),
+    **_ignored("kfk writes __share_group_state uncompressed", ("share.coordinator.state.topic.compression.codec",)),
     **_ignored("kfk's controller writes only when the metadata changes", ("metadata.max.idle.interval.ms",)),
     **_ignored("kfk keeps only the newest metadata snapshot and trims the metadata log behind it at every snapshot "
                "(metadata.log.max.record.bytes.between.snapshots, metadata.log.max.snapshot.interval.ms)",

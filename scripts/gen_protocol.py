@@ -9,7 +9,8 @@ and scripts/vendor_kafka_schemas.sh re-vendors it). The schemas of kip896/ give 
 removed (kfk/protocol/schema.py merges them in). From message/*.json it writes
 kfk/protocol/messages/: one module per API (request and response together), one per header and one per data
 schema, plus a registry (`messages/__init__.py`) that loads those modules lazily. The internal record schemas go to
-kfk/protocol/metadata_records/ (KRaft metadata), group_records/ (__consumer_offsets) and transaction_records/.
+kfk/protocol/metadata_records/ (KRaft metadata), group_records/ (__consumer_offsets), transaction_records/ and share_records/
+(__share_group_state).
 
 For every struct and every version the generator writes an encoder and a decoder as straight-line Python: runs of
 fixed-width fields become one precompiled `struct.Struct` pack/unpack, lengths and tagged sections are inlined, and
@@ -867,6 +868,9 @@ def render_outputs(specs_root: Path) -> dict[Path, dict[str, str]]:
         PROTOCOL / "transaction_records": render_record_schemas(
             specs_root / "coordinator" / "transaction",
             "__transaction_state records (Kafka's transaction-coordinator schemas)",
+        ),
+        PROTOCOL / "share_records": render_record_schemas(
+            specs_root / "coordinator" / "share", "__share_group_state records (Kafka's share-coordinator schemas)"
         ),
     }
 

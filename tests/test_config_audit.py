@@ -262,7 +262,8 @@ def test_a_key_whose_job_kfk_does_anyway_is_warned_about_and_the_default_says_no
 
 
 def test_the_settings_of_kafkas_sample_server_properties_start_with_warnings_only() -> None:
-    """Kafka 4.0's config/server.properties (KRaft, one node) sizes the share coordinator's topic beside the others."""
+    """Kafka 4.0's config/server.properties (KRaft, one node) sizes the share coordinator's topic beside the others
+    (kfk's share coordinator reads those sizes)."""
     sample = {"num.network.threads": "3", "num.io.threads": "8", "socket.send.buffer.bytes": "102400",
               "socket.receive.buffer.bytes": "102400", "socket.request.max.bytes": "104857600", "num.partitions": "1",
               "num.recovery.threads.per.data.dir": "1", "offsets.topic.replication.factor": "1",
@@ -271,8 +272,7 @@ def test_the_settings_of_kafkas_sample_server_properties_start_with_warnings_onl
               "log.retention.hours": "168", "log.segment.bytes": "1073741824",
               "log.retention.check.interval.ms": "300000"}
     warned = [line.split("=")[0] for line in BrokerConfig({**KRAFT, **sample}).check_supported()]
-    assert warned == ["num.recovery.threads.per.data.dir", "share.coordinator.state.topic.min.isr",
-                      "share.coordinator.state.topic.replication.factor"]
+    assert warned == ["num.recovery.threads.per.data.dir"]
 
 
 def test_every_key_kfk_does_not_act_on_is_accepted_at_its_default() -> None:

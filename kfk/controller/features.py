@@ -11,7 +11,8 @@ version 1 of both; every other record is written at version 0.
 The other features, by the highest level kfk serves (KFK_MAX_LEVELS): transaction.version 2 (the transaction
 coordinator serves KIP-890 part 2) and kraft.version 1 (dynamic voters). group.version, eligible.leader.replicas.
 version, share.version and streams.version are at 0: kfk does not serve them (yet), and leaves them out of what it
-advertises, as a Kafka node leaves out a feature it does not know. Raise a level here, and nowhere else, when kfk
+advertises, as a Kafka node leaves out a feature it does not know (kfk serves share groups without share.version:
+kfk/server/handlers/share_groups.py says why). Raise a level here, and nowhere else, when kfk
 serves it (KIP-848's group coordinator: group.version 1).
 """
 

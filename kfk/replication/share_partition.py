@@ -9,6 +9,12 @@ member that holds records back cannot make the leader track an unbounded window.
 
 State is per record (the window is bounded by the record locks); Kafka keeps batches where it can, which the wire
 does not show: acquired records go out as (first offset, last offset, delivery count) ranges either way.
+
+Durable state (the share coordinator's, through the broker's persister): every record whose state changed since the
+last write (acknowledged, archived, released, its lock expired) is collected, and `take_state_update` hands them out
+as state batches with the start offset; a share partition started on a new leader is rebuilt from the stored start
+offset and batches (`restore`): what was done with stays done, what was available is available with its delivery
+count, and an acquired record, whose lock died with its leader, is available again.
 """
 
 from __future__ import annotations
@@ -50,6 +56,11 @@ class InFlightRecord:
     lock_deadline_ms: int = 0
 
 
+#: A stored state batch: (first offset, last offset, delivery state, delivery count), the share coordinator's
+#: StateBatch (kfk.coordinator.share.state_batches) seen from this layer, which does not import the coordinators.
+StateBatchTuple = tuple[int, int, int, int]
+
+
 def batch_offset_ranges(records: bytes) -> Iterator[tuple[int, int, int, int]]:
     """(base offset, last offset, start, end) of each whole v2 batch in `records` (a log read, which may end in a
     partial batch): what the records' offsets are, and where each batch lies to send on only those acquired."""
@@ -76,12 +87,51 @@ def _ranges(offsets: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
 
 
 class SharePartition:
-    def __init__(self, config: SharePartitionConfig, start_offset: int, leader_epoch: int = -1) -> None:
+    def __init__(self, config: SharePartitionConfig, start_offset: int, leader_epoch: int = -1,
+                 state_epoch: int = 0) -> None:
         self.config = config
         self.leader_epoch = leader_epoch  # of the partition leader that started it
+        self.state_epoch = state_epoch
         self.start_offset = start_offset
         self.end_offset = start_offset
         self.records: dict[int, InFlightRecord] = {}
+        #: Offsets whose state changed since the last take_state_update, and whether the start offset did.
+        self._changed: set[int] = set()
+        self._start_offset_changed = False
+
+    def restore(self, state_batches: Iterable[StateBatchTuple]) -> None:
+        """Take the stored batches (past the start offset) back: records not yet read again, above the end offset,
+        which acquire() honours as it reaches them."""
+        for first_offset, last_offset, delivery_state, delivery_count in state_batches:
+            state = RecordState(delivery_state)
+            if state is RecordState.ACQUIRED:
+                state = RecordState.AVAILABLE
+            for offset in range(max(first_offset, self.start_offset), last_offset + 1):
+                self.records[offset] = InFlightRecord(state=state, delivery_count=delivery_count)
+
+    def take_state_update(self) -> tuple[int, list[StateBatchTuple]] | None:
+        """What changed since the last call, to write to the share coordinator: (start offset, the changed records
+        as state batches); None when nothing changed. Acquired records are left out (a lock is not durable)."""
+        if not self._changed and not self._start_offset_changed:
+            return None
+        batches: list[StateBatchTuple] = []
+        for offset in sorted(self._changed):
+            record = self.records.get(offset)
+            if offset < self.start_offset or record is None or record.state is RecordState.ACQUIRED:
+                continue
+            state, count = record.state.value, record.delivery_count
+            if batches and batches[-1][1] == offset - 1 and batches[-1][2:] == (state, count):
+                batches[-1] = (batches[-1][0], offset, state, count)
+            else:
+                batches.append((offset, offset, state, count))
+        self._changed.clear()
+        self._start_offset_changed = False
+        return self.start_offset, batches
+
+    def mark_changed(self, offsets: Iterable[int]) -> None:
+        """A write that failed: its records are written with the next one."""
+        self._changed.update(offsets)
+        self._start_offset_changed = True
 
     def _unlock(self, record: InFlightRecord) -> None:
         """An acquired record given back (released, lock expired, member gone): available again, unless it was
@@ -91,9 +141,10 @@ class SharePartition:
             else RecordState.AVAILABLE
 
     def expire_locks(self, now_ms: int) -> None:
-        for record in self.records.values():
+        for offset, record in self.records.items():
             if record.state is RecordState.ACQUIRED and record.lock_deadline_ms <= now_ms:
                 self._unlock(record)
+                self._changed.add(offset)
         self._advance_start()
 
     def _advance_start(self) -> None:
@@ -102,15 +153,19 @@ class SharePartition:
             if record is not None and record.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
                 break
             self.records.pop(self.start_offset, None)
+            self._changed.discard(self.start_offset)
             self.start_offset += 1
+            self._start_offset_changed = True
 
     def done_in_flight(self) -> int:
         """How many records past the start offset are done with (acknowledged or archived): not part of the lag."""
         return sum(record.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) for record in self.records.values())
 
     def next_fetch_offset(self) -> int:
-        """Where a read for this share partition starts: the first available record, else the end offset."""
-        available = [offset for offset, record in self.records.items() if record.state is RecordState.AVAILABLE]
+        """Where a read for this share partition starts: the first available record, else the end offset (records
+        restored past the end offset are reached by reading on from it)."""
+        available = [offset for offset, record in self.records.items()
+                     if record.state is RecordState.AVAILABLE and offset < self.end_offset]
         return min(available, default=self.end_offset)
 
     def acquire(self, member_id: str, batches: Iterable[tuple[int, int, int, int]], max_records: int, now_ms: int
@@ -125,15 +180,19 @@ class SharePartition:
                 if len(acquired) >= max_records:
                     break
                 record = self.records.get(offset)
-                if record is None:
-                    # Below the end offset: done with, or no record there. Past it, the offsets the read skipped
-                    # hold no record (the read is contiguous from at most the end offset): compacted away.
-                    if offset < self.end_offset or offset - self.start_offset >= self.config.max_record_locks:
+                if offset >= self.end_offset:
+                    # Past the end offset: read for the first time by this leader (a record restored from the
+                    # stored state keeps what it says). The offsets the read skipped hold no record (the read is
+                    # contiguous from at most the end offset): compacted away.
+                    if offset - self.start_offset >= self.config.max_record_locks:
                         continue
-                    record = self.records[offset] = InFlightRecord()
+                    if record is None:
+                        record = self.records[offset] = InFlightRecord()
                     self.end_offset = offset + 1
-                elif record.state is not RecordState.AVAILABLE:
-                    continue
+                    if record.state is not RecordState.AVAILABLE:
+                        continue
+                elif record is None or record.state is not RecordState.AVAILABLE:
+                    continue  # done with, or no record there
                 record.state = RecordState.ACQUIRED
                 record.delivery_count += 1
                 record.member_id = member_id
@@ -145,6 +204,7 @@ class SharePartition:
         """Apply (first offset, last offset, acknowledge types) batches: one type for the whole range, or one per
         offset. All or nothing: INVALID_RECORD_STATE when a record is not acquired by `member_id`."""
         changes: list[tuple[InFlightRecord, int]] = []
+        offsets_of: dict[int, int] = {}
         for first_offset, last_offset, types in batches:
             if last_offset < first_offset or len(types) not in (1, last_offset - first_offset + 1) \
                     or any(ack_type not in (GAP, ACCEPT, RELEASE, REJECT, RENEW) for ack_type in types):
@@ -159,7 +219,9 @@ class SharePartition:
                         continue  # no record there (compacted, a control batch): nothing to do
                     return ErrorCode.INVALID_RECORD_STATE
                 changes.append((record, ack_type))
+                offsets_of[id(record)] = offset
         for record, ack_type in changes:
+            self._changed.add(offsets_of[id(record)])
             if ack_type in (ACCEPT, GAP):
                 record.state, record.member_id = RecordState.ACKNOWLEDGED, None
             elif ack_type == REJECT:
@@ -173,7 +235,8 @@ class SharePartition:
 
     def release_member(self, member_id: str) -> None:
         """A member's share session closed: what it holds is available to the others again."""
-        for record in self.records.values():
+        for offset, record in self.records.items():
             if record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 self._unlock(record)
+                self._changed.add(offset)
         self._advance_start()

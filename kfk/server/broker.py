@@ -32,7 +32,11 @@ from kfk.backends.embedded.raft import RaftConfig, VoterEndpoint, parse_bootstra
 from kfk.backends.embedded.raft.voter_set import ZERO_UUID
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
-from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from kfk.common.internal_topics import (
+    GROUP_METADATA_TOPIC_NAME,
+    SHARE_GROUP_STATE_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+)
 from kfk.common.structs import TopicPartition
 from kfk.config import BrokerConfig, parse_host_counts
 from kfk.controller.backend import MetadataBackend
@@ -42,6 +46,8 @@ from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.config import GroupCoordinatorConfig
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.group.share_group import ShareGroupConfig, ShareGroupCoordinator, check_share_group_configs
+from kfk.coordinator.share.coordinator import ShareCoordinatorConfig
+from kfk.coordinator.share.service import ShareCoordinatorService
 from kfk.coordinator.transaction.config import TransactionCoordinatorConfig
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ErrorCode, InvalidConfigurationError, KafkaError, KafkaStorageError, raise_for_code
@@ -94,6 +100,7 @@ from kfk.server.handlers.find_coordinator import FindCoordinatorHandler
 from kfk.server.handlers.consumer_groups import ConsumerGroupsHandler
 from kfk.server.handlers.groups import GroupsHandler
 from kfk.server.handlers.share_groups import ShareGroupsHandler
+from kfk.server.handlers.share_state import ShareStateHandler
 from kfk.server.handlers.leadership import LeadershipHandler
 from kfk.server.handlers.list_offsets import ListOffsetsHandler
 from kfk.server.handlers.metadata import MetadataHandler
@@ -110,6 +117,7 @@ from kfk.server.inter_broker_channels import InterBrokerChannels
 from kfk.server.metrics import MetricsEndpoint
 from kfk.server.sasl_authenticator import SaslAuthenticator
 from kfk.server.sasl_config import SaslListenerConfig, image_scram_credentials, image_token_credentials
+from kfk.server.share_persister import SharePersister
 from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
@@ -180,6 +188,9 @@ class BrokerServer:
         self.txn_marker_channels: InterBrokerChannels | None = None
         self.txn_verification_channels: InterBrokerChannels | None = None
         self.txn_verifier: TxnPartitionVerifier | None = None
+        self.share_coordinator: ShareCoordinatorService | None = None
+        self.share_persister: SharePersister | None = None
+        self.share_state_channels: InterBrokerChannels | None = None
         self._log_dir_locks: list[LogDirLock] = []
         self.metrics_endpoint: MetricsEndpoint | None = None
         #: The Produce handler, whose fast path counts its responses' error codes (read by the metrics endpoint).
@@ -258,10 +269,11 @@ class BrokerServer:
             OffsetForLeaderEpochHandler(replica_manager, auth),
             DescribeLogDirsHandler(replica_manager, auth),
             FindCoordinatorHandler(metadata_cache, controller, group_coordinator, transaction_coordinator,
-                                   self.node_id, auth),
+                                   self.node_id, auth, self.share_coordinator),
             GroupsHandler(group_coordinator, auth, self.share_groups),
             ShareGroupsHandler(self.share_groups, group_coordinator, replica_manager, metadata_cache,
-                               _share_partition_config(config), system_time_ms, auth),
+                               _share_partition_config(config), system_time_ms, self.share_persister, auth),
+            ShareStateHandler(self.share_coordinator, auth),
             OffsetsHandler(metadata_cache, group_coordinator, auth),
             TransactionsHandler(transaction_coordinator, group_coordinator, replica_manager, metadata_cache,
                                 self.txn_marker_writer, self.txn_verifier, auth),
@@ -767,6 +779,38 @@ class BrokerServer:
                                                  self.transaction_coordinator, self.txn_verification_channels,
                                                  self.config.transaction_partition_verification_enable)
 
+    def _start_share_coordinator(self) -> None:
+        """The share coordinator (KIP-932): it loads the __share_group_state partitions this broker leads and writes
+        through the replica manager with acks=-1; the persister through which this broker's share partitions keep
+        their state in it (this broker's directly, the others' over an inter-broker connection)."""
+        config = ShareCoordinatorConfig.from_broker_config(self.config)
+        replica_manager = self.replica_manager
+
+        async def append(partition: int, records: bytes):
+            topic_partition = TopicPartition(SHARE_GROUP_STATE_TOPIC_NAME, partition)
+            results = await replica_manager.append_records(config.write_timeout_ms, -1, {topic_partition: records},
+                                                           AppendOrigin.COORDINATOR)
+            return results[topic_partition].error
+
+        def log_of(partition: int):
+            hosted = replica_manager.get_partition(TopicPartition(SHARE_GROUP_STATE_TOPIC_NAME, partition))
+            return hosted.log if hosted is not None and hosted.is_leader else None
+
+        self.share_coordinator = ShareCoordinatorService(config, self.node_id, append, log_of, system_time_ms)
+        self.metadata_cache.subscribe(self.share_coordinator.on_metadata_update)
+        self.share_state_channels = InterBrokerChannels(
+            self.node_id, "share-state", self.metadata_cache, replica_manager.inter_broker_listener,
+            config.write_timeout_ms + MARKER_REQUEST_MARGIN_MS, self.inter_broker_ssl, self.inter_broker_sasl)
+        self.share_persister = SharePersister(self.node_id, self.share_coordinator, self.metadata_cache,
+                                              self.share_state_channels, self.controller.auto_create_topics,
+                                              config.state_topic_num_partitions, config.write_timeout_ms * 3)
+
+    async def _stop_share_coordinator(self) -> None:
+        if self.share_coordinator is not None:
+            self.share_coordinator.stop()
+        if self.share_state_channels is not None:
+            await self.share_state_channels.close()
+
     async def _stop_transaction_coordinator(self) -> None:
         if self.transaction_coordinator is not None:
             self.transaction_coordinator.stop()
@@ -889,6 +933,7 @@ class BrokerServer:
             await self._start_replication()
             await self._start_group_coordinator()
             await self._start_transaction_coordinator()
+            self._start_share_coordinator()
             self._register_handlers()
         if self.config.metrics_port:
             self.metrics_endpoint = MetricsEndpoint(self)
@@ -909,6 +954,7 @@ class BrokerServer:
             await self.metrics_endpoint.close()
         if self.socket_server is not None:
             await self.socket_server.stop()
+        await self._stop_share_coordinator()
         await self._stop_transaction_coordinator()
         await self._stop_group_coordinator()
         await self._stop_replication()

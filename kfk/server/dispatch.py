@@ -111,6 +111,11 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.SHARE_GROUP_DESCRIBE: VersionRange(1, 1),  # handlers/share_groups.py
     ApiKey.SHARE_FETCH: VersionRange(1, 2),  # handlers/share_groups.py
     ApiKey.SHARE_ACKNOWLEDGE: VersionRange(1, 2),  # handlers/share_groups.py
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: VersionRange(0, 0),  # handlers/share_state.py
+    ApiKey.READ_SHARE_GROUP_STATE: VersionRange(0, 0),  # handlers/share_state.py
+    ApiKey.WRITE_SHARE_GROUP_STATE: VersionRange(0, 1),  # handlers/share_state.py
+    ApiKey.DELETE_SHARE_GROUP_STATE: VersionRange(0, 0),  # handlers/share_state.py
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: VersionRange(0, 1),  # handlers/share_state.py
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: VersionRange(0, 1),  # handlers/share_groups.py
 }
 

@@ -15,6 +15,7 @@ import time
 import uuid
 
 from kfk.errors import ErrorCode
+from kfk.common.uuids import uuid_to_base64
 from kfk.protocol.message import Message
 from kfk.common.config_types import ConfigResourceType
 from kfk.protocol.messages import ApiKey
@@ -77,6 +78,11 @@ from kfk.protocol.messages.remove_raft_voter import RemoveRaftVoterRequest
 from kfk.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from kfk.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from kfk.protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
+from kfk.protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
+from kfk.protocol.messages.initialize_share_group_state import InitializeShareGroupStateRequest
+from kfk.protocol.messages.read_share_group_state import ReadShareGroupStateRequest
+from kfk.protocol.messages.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
+from kfk.protocol.messages.write_share_group_state import WriteShareGroupStateRequest
 from kfk.protocol.messages.share_acknowledge import ShareAcknowledgeRequest
 from kfk.protocol.messages.share_fetch import ShareFetchRequest
 from kfk.protocol.messages.share_group_describe import ShareGroupDescribeRequest
@@ -1592,6 +1598,73 @@ def share_records(session: BrokerSession, api: str, fetch_version: int, acknowle
     fetch("ShareFetch after the session closed", 6)
 
 
+def share_state(session: BrokerSession, api: str, write_version: int = 1, summary_version: int = 1) -> None:
+    """The share coordinator's state RPCs (what partition leaders' persisters send) for one share partition of a
+    group of its own: initialized, read, written (and fenced), summarized, deleted. The share coordinator of the key
+    is found first (unrecorded: the key holds the broker's own topic id; Apache Kafka's topic appears with the first
+    share group, share_warm_up)."""
+    share_warm_up(session)
+    group = session.name(f"share-state-{api}-w{write_version}-s{summary_version}")
+    topic = session.name(f"share-state-{api}-w{write_version}-s{summary_version}")
+    create_topic(session, topic)
+    the_id = topic_id(session, topic)
+    key = f"{group}:{uuid_to_base64(the_id)}:0"
+    deadline = time.monotonic() + 60
+    while True:
+        found = session.call(FindCoordinatorRequest(key_type=2, coordinator_keys=[key]), 6, record=False)
+        if found is not None and found.coordinators[0].error_code == ErrorCode.NONE:
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no share coordinator for {key}")
+        time.sleep(0.1)
+    if api == "initialize":
+        session.call(FindCoordinatorRequest(key_type=2, coordinator_keys=[f"{group}:not-a-topic-id:0"]), 6,
+                     "FindCoordinator of a malformed share-partition key")
+    Batch = WriteShareGroupStateRequest.StateBatch
+
+    def initialize(label: str, state_epoch: int, start_offset: int) -> None:
+        session.call(InitializeShareGroupStateRequest(group_id=group, topics=[
+            InitializeShareGroupStateRequest.InitializeStateData(topic_id=the_id, partitions=[
+                InitializeShareGroupStateRequest.PartitionData(partition=0, state_epoch=state_epoch,
+                                                               start_offset=start_offset)])]), 0, label)
+
+    def read(label: str, leader_epoch: int, partition: int = 0) -> None:
+        session.call(ReadShareGroupStateRequest(group_id=group, topics=[ReadShareGroupStateRequest.ReadStateData(
+            topic_id=the_id, partitions=[ReadShareGroupStateRequest.PartitionData(
+                partition=partition, leader_epoch=leader_epoch)])]), 0, label)
+
+    def write(label: str, leader_epoch: int, start_offset: int, batches: list, state_epoch: int = 1) -> None:
+        session.call(WriteShareGroupStateRequest(group_id=group, topics=[WriteShareGroupStateRequest.WriteStateData(
+            topic_id=the_id, partitions=[WriteShareGroupStateRequest.PartitionData(
+                partition=0, state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=start_offset,
+                state_batches=batches)])]), write_version, label)
+
+    def summary(label: str, leader_epoch: int) -> None:
+        session.call(ReadShareGroupStateSummaryRequest(group_id=group, topics=[
+            ReadShareGroupStateSummaryRequest.ReadStateSummaryData(topic_id=the_id, partitions=[
+                ReadShareGroupStateSummaryRequest.PartitionData(partition=0, leader_epoch=leader_epoch)])]),
+            summary_version, label)
+
+    read("ReadShareGroupState of a share partition with no state", 0)
+    initialize("InitializeShareGroupState at offset 5", 1, 5)
+    read("ReadShareGroupState after the initialization", 0)
+    write("WriteShareGroupState of two batches", 1, 5, [Batch(first_offset=5, last_offset=6, delivery_state=2,
+                                                            delivery_count=1),
+                                                      Batch(first_offset=7, last_offset=9, delivery_state=0,
+                                                            delivery_count=2)])
+    write("WriteShareGroupState moving the start offset", 1, 7, [Batch(first_offset=8, last_offset=8,
+                                                                        delivery_state=4, delivery_count=2)])
+    read("ReadShareGroupState of the combined batches", 1)
+    write("WriteShareGroupState of an older leader epoch", 0, 9, [])
+    write("WriteShareGroupState of an older state epoch", 1, 9, [], state_epoch=0)
+    summary("ReadShareGroupStateSummary", 1)
+    read("ReadShareGroupState of a partition the topic has not", 0, partition=7)
+    session.call(DeleteShareGroupStateRequest(group_id=group, topics=[DeleteShareGroupStateRequest.DeleteStateData(
+        topic_id=the_id, partitions=[DeleteShareGroupStateRequest.PartitionData(partition=0)])]), 0,
+        "DeleteShareGroupState")
+    read("ReadShareGroupState after the deletion", 1)
+
+
 SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.API_VERSIONS, api_versions),
     (ApiKey.API_VERSIONS, lambda session, version: unsupported_versions(session, version) if version == 0
@@ -1661,4 +1734,10 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.SHARE_FETCH, lambda session, version: share_records(session, "fetch", version, 1)),
     (ApiKey.SHARE_ACKNOWLEDGE, lambda session, version: share_records(session, "acknowledge", 1, version)),
     (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, lambda session, version: share_records(session, "offsets", 1, 1, version)),
+    (ApiKey.INITIALIZE_SHARE_GROUP_STATE, lambda session, version: share_state(session, "initialize")),
+    (ApiKey.READ_SHARE_GROUP_STATE, lambda session, version: None),  # sent by share_state
+    (ApiKey.DELETE_SHARE_GROUP_STATE, lambda session, version: None),  # sent by share_state
+    (ApiKey.WRITE_SHARE_GROUP_STATE, lambda session, version: share_state(session, "write", write_version=version)),
+    (ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
+     lambda session, version: share_state(session, "summary", summary_version=version)),
 ]

@@ -96,8 +96,8 @@ EXPECTED_DIFFERENCE_PATTERNS: list[tuple[ApiKey, range, re.Pattern[str], str]] =
      re.compile(r"configs\[name=min\.insync\.replicas\]\.(config_source|synonyms)$"), _ELR_MIN_ISR),
     (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, range(0, 2), re.compile(r"partitions\[partition_index=0\]\.start_offset$"),
      "Apache Kafka answers from its share coordinator's persisted state (__share_group_state), whose start offset "
-     "trails the partition leader's: still 0 once records 0 and 1 are accepted; kfk keeps no separate persisted "
-     "state and answers the leader's own start offset, 2 (the lag, 1, agrees)"),
+     "trails the partition leader's: still 0 once records 0 and 1 are accepted; kfk's leader writes its state "
+     "before it answers the acknowledgement, and answers its own start offset, 2 (the lag, 1, agrees)"),
 ]
 
 

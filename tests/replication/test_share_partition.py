@@ -84,3 +84,28 @@ def test_batch_offset_ranges_of_a_log_read() -> None:
     ranges = list(batch_offset_ranges(data + data[:20]))  # a read may end in part of a batch
     assert [(base, last) for base, last, _, _ in ranges] == [(5, 7), (8, 8)]
     assert ranges[1][3] == len(data)
+
+
+def test_state_updates_carry_what_changed_and_the_start_offset() -> None:
+    partition = SharePartition(CONFIG, 0)
+    assert partition.take_state_update() is None
+    partition.acquire("a", batches((0, 5)), 10, now_ms=0)
+    assert partition.take_state_update() is None  # acquisitions are not durable
+    assert partition.acknowledge("a", [(0, 1, [ACCEPT]), (3, 4, [REJECT, RELEASE])], now_ms=0) == ErrorCode.NONE
+    # 0 and 1 accepted: the start offset moves to 2; 3 archived, 4 available again after one delivery.
+    assert partition.take_state_update() == (2, [(3, 3, RecordState.ARCHIVED.value, 1),
+                                                 (4, 4, RecordState.AVAILABLE.value, 1)])
+    assert partition.take_state_update() is None
+    partition.expire_locks(now_ms=CONFIG.record_lock_duration_ms)  # 2 and 5 come back
+    assert partition.take_state_update() == (2, [(2, 2, 0, 1), (5, 5, 0, 1)])
+
+
+def test_a_restored_share_partition_honours_the_stored_states() -> None:
+    """A new leader's share partition: stored start offset 2, 3 archived, 4 available after two deliveries; 5 on
+    was never acknowledged (acquired when the old leader went: available, its count lost with the lock)."""
+    partition = SharePartition(CONFIG, 2, leader_epoch=1)
+    partition.restore([(3, 3, RecordState.ARCHIVED.value, 1), (4, 4, RecordState.AVAILABLE.value, 1)])
+    assert partition.next_fetch_offset() == 2
+    assert partition.acquire("a", batches((2, 6)), 10, now_ms=0) == [(2, 2, 1), (4, 4, 2), (5, 6, 1)]
+    assert partition.acknowledge("a", [(2, 2, [ACCEPT]), (4, 6, [ACCEPT])], now_ms=0) == ErrorCode.NONE
+    assert (partition.start_offset, partition.records) == (7, {})

@@ -10,7 +10,9 @@ exist yet creates it (offsets.topic.* or transaction.state.log.* sizes, compacte
 failed, or it is not in this broker's metadata yet) the answer is COORDINATOR_NOT_AVAILABLE, which clients retry,
 as Kafka does; a failed creation is logged at WARN (once a minute) with its cause and, for a replication factor
 larger than the live brokers, the fix. A lookup for a partition of this broker that is still loading waits (briefly) for it, so the
-client's next request does not meet COORDINATOR_LOAD_IN_PROGRESS. Share groups are not supported: INVALID_REQUEST.
+client's next request does not meet COORDINATOR_LOAD_IN_PROGRESS. Key type 2 finds the share coordinator of a share
+partition ("group:topicId:partition", the leader of its __share_group_state partition): CLUSTER_ACTION on the
+cluster (brokers' persisters and tools ask for it), INVALID_REQUEST for a key of another shape.
 """
 
 from __future__ import annotations
@@ -19,10 +21,16 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from kfk.common.internal_topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from kfk.common.internal_topics import (
+    GROUP_METADATA_TOPIC_NAME,
+    SHARE_GROUP_STATE_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+)
+from kfk.common.uuids import uuid_from_base64
 from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.partitioning import partition_for
+from kfk.coordinator.share.service import ShareCoordinatorService
 from kfk.coordinator.transaction.service import TransactionCoordinatorService
 from kfk.errors import ERROR_INFO, ErrorCode
 from kfk.metadata.cache import MetadataCache
@@ -32,6 +40,7 @@ from kfk.protocol.messages.find_coordinator import FindCoordinatorRequest, FindC
 from kfk.security.acl import AclOperation, ResourceType
 from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
+from kfk.server.handlers.share_groups import share_groups_enabled
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -47,7 +56,23 @@ LOAD_WAIT_MS = 5000
 #: How often the broker repeats why a coordinator topic cannot be created (clients retry every few hundred ms).
 CREATION_WARNING_INTERVAL_S = 60.0
 REPLICATION_FACTOR_KEYS = {GROUP_METADATA_TOPIC_NAME: "offsets.topic.replication.factor",
-                           TRANSACTION_STATE_TOPIC_NAME: "transaction.state.log.replication.factor"}
+                           TRANSACTION_STATE_TOPIC_NAME: "transaction.state.log.replication.factor",
+                           SHARE_GROUP_STATE_TOPIC_NAME: "share.coordinator.state.topic.replication.factor"}
+USERS = {GROUP_METADATA_TOPIC_NAME: "consumer groups", TRANSACTION_STATE_TOPIC_NAME: "transactional producers",
+         SHARE_GROUP_STATE_TOPIC_NAME: "share groups"}
+
+
+def _is_share_partition_key(key: str) -> bool:
+    """Kafka's SharePartitionKey shape: "group:topicId:partition" (the group id may hold colons)."""
+    group_id, _, rest = key.rpartition(":")
+    group_id, _, topic_id = group_id.rpartition(":")
+    if not group_id or not rest.isdigit():
+        return False
+    try:
+        uuid_from_base64(topic_id)
+    except ValueError:
+        return False
+    return True
 
 log = logging.getLogger("kfk.server")
 
@@ -59,13 +84,15 @@ class FindCoordinatorHandler:
 
     def __init__(self, metadata_cache: MetadataCache, controller: QuorumController,
                  group_coordinator: GroupCoordinatorService, transaction_coordinator: TransactionCoordinatorService,
-                 node_id: int, auth: RequestAuthorizer = ALLOW_ALL) -> None:
+                 node_id: int, auth: RequestAuthorizer = ALLOW_ALL,
+                 share_coordinator: ShareCoordinatorService | None = None) -> None:
         self.metadata_cache = metadata_cache
         self.auth = auth
         self.controller = controller
         self.group_coordinator = group_coordinator
         self.transaction_coordinator = transaction_coordinator
         self.node_id = node_id
+        self.share_coordinator = share_coordinator
         self._next_creation_warning: dict[str, float] = {}
 
     def register(self, dispatcher: Dispatcher) -> None:
@@ -103,7 +130,7 @@ class FindCoordinatorHandler:
             if now < self._next_creation_warning.get(topic_name, 0.0):
                 return
             self._next_creation_warning[topic_name] = now + CREATION_WARNING_INTERVAL_S
-            users = "consumer groups" if topic_name == GROUP_METADATA_TOPIC_NAME else "transactional producers"
+            users = USERS[topic_name]
             fix = ""
             if result.error_code == ErrorCode.INVALID_REPLICATION_FACTOR:
                 key = REPLICATION_FACTOR_KEYS[topic_name]
@@ -134,8 +161,17 @@ class FindCoordinatorHandler:
                 coordinators.append(await self._find_coordinator(
                     key, TRANSACTION_STATE_TOPIC_NAME, image, context.listener_name,
                     self.transaction_coordinator.wait_until_loaded))
-            elif request.key_type == SHARE_KEY_TYPE:
-                coordinators.append(_error(key, ErrorCode.INVALID_REQUEST, "Share groups are not supported"))
+            elif request.key_type == SHARE_KEY_TYPE and self.share_coordinator is not None:
+                if not share_groups_enabled(image.features):
+                    coordinators.append(_error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, ""))  # as Kafka 4.4
+                elif not self.auth.authorize(context, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+                    coordinators.append(_error(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+                elif not _is_share_partition_key(key):
+                    coordinators.append(_error(key, ErrorCode.INVALID_REQUEST, ""))  # no message, as Kafka
+                else:
+                    coordinators.append(await self._find_coordinator(
+                        key, SHARE_GROUP_STATE_TOPIC_NAME, image, context.listener_name,
+                        self.share_coordinator.wait_until_loaded))
             else:
                 coordinators.append(_error(key, ErrorCode.INVALID_REQUEST,
                                            f"Unknown coordinator type received: {request.key_type}"))

@@ -12,11 +12,19 @@ by the partition leaders' share partitions (kfk.replication.share_partition) thr
 Authorization, as Kafka's: READ on the group for all four (DESCRIBE for ShareGroupDescribe), READ on each topic
 fetched or acknowledged (TOPIC_AUTHORIZATION_FAILED for that partition). Share groups need the `share.version`
 feature at 1 in Kafka 4.4: `share_groups_enabled` is the one check of it; finalized at 0, the four APIs answer
-UNSUPPORTED_VERSION (ApiVersions still advertises them: SHARE_APIS are what it should leave out then).
+UNSUPPORTED_VERSION and FindCoordinator finds no share coordinator (COORDINATOR_NOT_AVAILABLE), while ApiVersions
+still advertises every share API, as Apache Kafka 4.4.0 does once share.version is downgraded to 0.
+
+Durable state: a share partition starts from what the share coordinator keeps of it (kfk.server.share_persister)
+and writes what changed there before an acknowledgement is answered (kfk.replication.share_partition has which
+changes); a share partition never initialized starts at share.auto.offset.reset.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import Callable
@@ -25,7 +33,8 @@ from kfk.common.config_types import ConfigResourceType
 from kfk.common.structs import TopicPartition
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.group.share_group import ShareGroupCoordinator
-from kfk.errors import ErrorCode, KafkaError
+from kfk.coordinator.share.state_batches import UNINITIALIZED_START_OFFSET, StateBatch
+from kfk.errors import ErrorCode, KafkaError, error_for_code
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.describe_share_group_offsets import (DescribeShareGroupOffsetsRequest,
@@ -42,14 +51,15 @@ from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
 from kfk.server.handlers.groups import GROUP_OPERATIONS
 from kfk.server.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED
+from kfk.server.share_persister import SharePersister
 from kfk.server.share_session import FINAL_EPOCH, SharePartitionKey, ShareSession, ShareSessionCache
 
+log = logging.getLogger("kfk.server.share_groups")
+
 SHARE_VERSION_FEATURE = "share.version"
-#: The share APIs: what ApiVersions should leave out while share_groups_enabled() is false (Kafka's gating).
-SHARE_APIS = (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.SHARE_FETCH,
-              ApiKey.SHARE_ACKNOWLEDGE)
-#: kfk finalizes share.version 1 unless told otherwise: kfk's share groups need no cluster-wide upgrade step (the
-#: state is the leaders' own), so a cluster without the feature record still serves them.
+#: kfk serves share groups unless share.version is finalized at 0: kfk's metadata.version (3.3-IV3) is below the
+#: level Kafka bootstraps share.version 1 at (4.2-IV0), so a kfk cluster has no share.version record, and an
+#: Apache Kafka cluster's files taken over keep theirs.
 DEFAULT_SHARE_VERSION = 1
 #: share.auto.offset.reset, the group config: where a share group starts reading a partition (Kafka's default).
 AUTO_OFFSET_RESET = "share.auto.offset.reset"
@@ -75,7 +85,8 @@ def _leader_on_error(leader_class: type, error: ErrorCode, leader: tuple[int, in
 class ShareGroupsHandler:
     def __init__(self, share_groups: ShareGroupCoordinator, group_coordinator: GroupCoordinatorService,
                  replica_manager: ReplicaManager, metadata_cache: MetadataCache, partition_config: SharePartitionConfig,
-                 now_ms: Callable[[], int], auth: RequestAuthorizer = ALLOW_ALL) -> None:
+                 now_ms: Callable[[], int], persister: SharePersister | None = None,
+                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.share_groups = share_groups
         self.group_coordinator = group_coordinator
         self.replica_manager = replica_manager
@@ -85,6 +96,9 @@ class ShareGroupsHandler:
         self.auth = auth
         self.sessions = ShareSessionCache()
         self.partitions: dict[tuple[str, TopicPartition], SharePartition] = {}
+        #: Durable state (None: in memory only, for tests of the handler alone).
+        self.persister = persister
+        self._initializing: dict[tuple[str, TopicPartition], asyncio.Future] = {}
         share_groups.on_delete.append(self._forget_group)
 
     def _forget_group(self, group_id: str) -> None:
@@ -173,9 +187,10 @@ class ShareGroupsHandler:
                                                                                error_code=error))
                 continue
             if group.topics is None:
-                names = sorted({tp.topic for group_id, tp in self.partitions if group_id == group.group_id})
-                wanted = [(name, sorted(tp.partition for group_id, tp in self.partitions
-                                        if group_id == group.group_id and tp.topic == name)) for name in names]
+                known = {tp for group_id, tp in self.partitions if group_id == group.group_id}
+                known.update(self._stored_partitions(group.group_id))
+                names = sorted({tp.topic for tp in known})
+                wanted = [(name, sorted(tp.partition for tp in known if tp.topic == name)) for name in names]
             else:
                 wanted = [(topic.topic_name, list(topic.partitions)) for topic in group.topics]
             topics = []
@@ -191,21 +206,49 @@ class ShareGroupsHandler:
                     continue
                 topics.append(Response.DescribeShareGroupOffsetsResponseTopic(
                     topic_name=name, topic_id=topic.topic_id,
-                    partitions=[self._offsets_of(group.group_id, TopicPartition(name, index)) for index in partitions]))
+                    partitions=[await self._offsets_of(group.group_id, TopicPartition(name, index))
+                                for index in partitions]))
             groups.append(Response.DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, topics=topics))
         return Response(groups=groups)
 
-    def _offsets_of(self, group_id: str, topic_partition: TopicPartition
-                    ) -> DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition:
+    def _stored_partitions(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions whose state this broker's share coordinator holds (with the in-memory share
+        partitions, what a DescribeShareGroupOffsets of all topics lists; a restarted broker's group has only
+        these)."""
+        if self.persister is None:
+            return set()
+        found = set()
+        for stored_group, topic_id, partition in list(self.persister.service.coordinator.states):
+            if stored_group == group_id and (topic_partition := self._topic_partition(topic_id, partition)):
+                found.add(topic_partition)
+        return found
+
+    async def _offsets_of(self, group_id: str, topic_partition: TopicPartition
+                          ) -> DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition:
+        """The leader's share partition when this broker leads it and has it started, else the share
+        coordinator's stored summary; the lag from this broker's log when it leads the partition."""
         Partition = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition
         share_partition = self.partitions.get((group_id, topic_partition))
         hosted = self.replica_manager.get_partition(topic_partition)
-        if share_partition is None or hosted is None or not hosted.is_leader:
-            return Partition(partition_index=topic_partition.partition, start_offset=-1, leader_epoch=0)
+        leader = hosted is not None and hosted.is_leader
+        if share_partition is not None and leader:
+            start_offset, leader_epoch = share_partition.start_offset, share_partition.leader_epoch
+            done = share_partition.done_in_flight()
+        else:
+            summary = None
+            if self.persister is not None:
+                summary = await self.persister.read_state(self._state_key(group_id, topic_partition), -1, True)
+            if summary is None or summary.error != ErrorCode.NONE \
+                    or summary.start_offset == UNINITIALIZED_START_OFFSET:
+                return Partition(partition_index=topic_partition.partition, start_offset=-1, leader_epoch=0)
+            start_offset, leader_epoch = summary.start_offset, max(summary.leader_epoch, 0)
+            done = max(summary.delivery_complete_count, 0)
+        if not leader:
+            return Partition(partition_index=topic_partition.partition, start_offset=start_offset,
+                             leader_epoch=leader_epoch)
         high_watermark = hosted.log.fetch_offset_snapshot().high_watermark
-        return Partition(partition_index=topic_partition.partition, start_offset=share_partition.start_offset,
-                         leader_epoch=share_partition.leader_epoch,
-                         lag=high_watermark - share_partition.start_offset - share_partition.done_in_flight())
+        return Partition(partition_index=topic_partition.partition, start_offset=start_offset,
+                         leader_epoch=leader_epoch, lag=high_watermark - start_offset - done)
 
     # -- the partition leaders' ----------------------------------------------------------------------------------
 
@@ -213,46 +256,126 @@ class ShareGroupsHandler:
         topic = self.metadata_cache.image.topics_by_id.get(topic_id)
         return TopicPartition(topic.name, partition) if topic is not None else None
 
-    def _share_partition(self, group_id: str, topic_partition: TopicPartition) -> SharePartition:
-        """The group's share partition, started (at the group's share.auto.offset.reset) on first use. Raises when
-        this broker does not lead the partition."""
+    async def _share_partition(self, group_id: str, topic_partition: TopicPartition,
+                               revalidate: bool = False) -> SharePartition:
+        """The group's share partition: started on first use (and on a new leader epoch) from the state the share
+        coordinator keeps, or at the group's share.auto.offset.reset when it keeps none. With `revalidate` (a
+        member opening its share session) the stored state epoch is checked first: the admin tools start a share
+        partition afresh (set_start_offset, delete_state) while the group is empty, and its leader then drops what
+        it had. Raises when this broker does not lead the partition, or the stored state cannot be read."""
         partition = self.replica_manager.get_partition_or_error(topic_partition)
-        log = partition.local_log_with_epoch(-1, require_leader=True)
+        log_ = partition.local_log_with_epoch(-1, require_leader=True)
         key = (group_id, topic_partition)
         share_partition = self.partitions.get(key)
         if share_partition is not None and share_partition.leader_epoch != partition.leader_epoch:
-            # Led elsewhere in between: what this broker remembers may be stale (kfk keeps no durable share state).
+            # Led elsewhere in between: the share coordinator has the state that leader wrote.
+            del self.partitions[key]
             share_partition = None
+        if share_partition is not None and revalidate and self.persister is not None:
+            summary = await self.persister.read_state(self._state_key(group_id, topic_partition), -1, True)
+            if summary.error == ErrorCode.INVALID_REQUEST or (summary.error == ErrorCode.NONE and
+                                                              summary.state_epoch != share_partition.state_epoch):
+                self.partitions.pop(key, None)
+                share_partition = None
         if share_partition is None:
-            offsets = log.fetch_offset_snapshot()
+            pending = self._initializing.get(key)
+            if pending is None:
+                pending = self._initializing[key] = asyncio.ensure_future(
+                    self._initialize(group_id, topic_partition, partition.leader_epoch, log_))
+                pending.add_done_callback(lambda done: self._initializing.pop(key, None)
+                                          if self._initializing.get(key) is done else None)
+            share_partition = await asyncio.shield(pending)
+        share_partition.expire_locks(self.now_ms())
+        await self._persist(group_id, topic_partition, share_partition)
+        return share_partition
+
+    def _state_key(self, group_id: str, topic_partition: TopicPartition) -> tuple[str, uuid.UUID, int]:
+        topic = self.metadata_cache.image.topic(topic_partition.topic)
+        if topic is None:
+            raise error_for_code(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)(f"Unknown topic {topic_partition.topic}")
+        return group_id, topic.topic_id, topic_partition.partition
+
+    async def _initialize(self, group_id: str, topic_partition: TopicPartition, leader_epoch: int,
+                          log_) -> SharePartition:
+        offsets = log_.fetch_offset_snapshot()
+        if self.persister is None:
+            state_epoch, start, batches = 0, UNINITIALIZED_START_OFFSET, ()
+        else:
+            key = self._state_key(group_id, topic_partition)
+            state = await self.persister.read_state(key, leader_epoch)
+            if state.error == ErrorCode.INVALID_REQUEST:  # never initialized: the group starts reading here
+                state = dataclasses.replace(state, error=ErrorCode.NONE, start_offset=UNINITIALIZED_START_OFFSET,
+                                            state_batches=())
+            if state.error != ErrorCode.NONE:
+                log.info("Reading the share state of %s %s failed: %s", group_id, topic_partition, state.error.name)
+                raise error_for_code(state.error)(state.error_message or state.error.name)
+            state_epoch, start, batches = state.state_epoch, state.start_offset, state.state_batches
+        initialized = start != UNINITIALIZED_START_OFFSET
+        if not initialized:
             reset = self.metadata_cache.image.config(ConfigResourceType.GROUP, group_id).get(
                 AUTO_OFFSET_RESET, DEFAULT_AUTO_OFFSET_RESET)
             start = offsets.log_start_offset if reset == "earliest" else offsets.high_watermark
-            share_partition = self.partitions[key] = SharePartition(self.partition_config, start,
-                                                                    partition.leader_epoch)
-        share_partition.expire_locks(self.now_ms())
-        return share_partition
+        share_partition = SharePartition(self.partition_config, max(start, offsets.log_start_offset), leader_epoch,
+                                         state_epoch)
+        share_partition.restore(batches)
+        if not initialized or share_partition.start_offset != start:
+            share_partition.mark_changed(())  # the start offset chosen here is the state from now on
+        key = (group_id, topic_partition)
+        if self.partitions.get(key) is None or self.partitions[key].leader_epoch != leader_epoch:
+            self.partitions[key] = share_partition
+        return self.partitions[key]
+
+    async def _persist(self, group_id: str, topic_partition: TopicPartition,
+                       share_partition: SharePartition) -> ErrorCode:
+        """Write what changed in the share partition to the share coordinator; on failure the changes stay to be
+        written with the next write, and the error is the caller's answer."""
+        update = share_partition.take_state_update()
+        if update is None or self.persister is None:
+            return ErrorCode.NONE
+        start_offset, batches = update
+        try:
+            key = self._state_key(group_id, topic_partition)
+        except KafkaError as error:
+            return error.error_code
+        error = await self.persister.write_state(key, share_partition.state_epoch, share_partition.leader_epoch,
+                                                 start_offset, [StateBatch(*batch) for batch in batches],
+                                                 share_partition.done_in_flight())
+        if error in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH):
+            # The state was started afresh (the admin tools) or a later leader took over: what this broker holds is
+            # stale; the next use reads the stored state again.
+            log.info("The share state of %s %s moved on (%s): reading it again", group_id, topic_partition,
+                     error.name)
+            if self.partitions.get((group_id, topic_partition)) is share_partition:
+                del self.partitions[(group_id, topic_partition)]
+        elif error != ErrorCode.NONE:
+            log.warning("Writing the share state of %s %s failed: %s", group_id, topic_partition, error.name)
+            share_partition.mark_changed(offset for first, last, _, _ in batches for offset in range(first, last + 1))
+        return error
 
     def _leader(self, topic_partition: TopicPartition) -> tuple[int, int]:
         registration = self.metadata_cache.image.partition(topic_partition.topic, topic_partition.partition)
         return (registration.leader, registration.leader_epoch) if registration is not None else (-1, -1)
 
-    def _acknowledge(self, context: RequestContext, group_id: str, member_id: str, topic_id: uuid.UUID,
-                     partition: int, batches: list) -> ErrorCode:
+    async def _acknowledge(self, context: RequestContext, group_id: str, member_id: str, topic_id: uuid.UUID,
+                           partition: int, batches: list) -> ErrorCode:
         topic_partition = self._topic_partition(topic_id, partition)
         if topic_partition is None:
             return ErrorCode.UNKNOWN_TOPIC_ID
         if not self._may(context, AclOperation.READ, ResourceType.TOPIC, topic_partition.topic):
             return ErrorCode.TOPIC_AUTHORIZATION_FAILED
         try:
-            share_partition = self._share_partition(group_id, topic_partition)
+            share_partition = await self._share_partition(group_id, topic_partition)
         except KafkaError as error:
             return error.error_code
-        return share_partition.acknowledge(member_id, [(batch.first_offset, batch.last_offset,
-                                                        list(batch.acknowledge_types)) for batch in batches],
-                                           self.now_ms())
+        error = share_partition.acknowledge(member_id, [(batch.first_offset, batch.last_offset,
+                                                         list(batch.acknowledge_types)) for batch in batches],
+                                            self.now_ms())
+        if error != ErrorCode.NONE:
+            return error
+        # Answered once the share coordinator has the new state (as Kafka's acknowledgement waits for its write).
+        return await self._persist(group_id, topic_partition, share_partition)
 
-    def _close(self, session: ShareSession) -> None:
+    async def _close(self, session: ShareSession) -> None:
         """The member's last request: what it still holds goes back to the others."""
         self.sessions.close(session)
         for topic_id, partition in session.partitions:
@@ -260,6 +383,7 @@ class ShareGroupsHandler:
             share_partition = self.partitions.get((session.group_id, topic_partition)) if topic_partition else None
             if share_partition is not None:
                 share_partition.release_member(session.member_id)
+                await self._persist(session.group_id, topic_partition, share_partition)
 
     async def share_fetch(self, context: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
         if self._disabled():
@@ -283,11 +407,11 @@ class ShareGroupsHandler:
                 key = (topic.topic_id, partition.partition_index)
                 session.partitions[key] = None
                 if partition.acknowledgement_batches:
-                    acknowledged[key] = self._acknowledge(context, group_id, member_id, topic.topic_id,
+                    acknowledged[key] = await self._acknowledge(context, group_id, member_id, topic.topic_id,
                                                           partition.partition_index,
                                                           partition.acknowledgement_batches)
         if request.share_session_epoch == FINAL_EPOCH:
-            self._close(session)
+            await self._close(session)
             return ShareFetchResponse(acquisition_lock_timeout_ms=lock_ms,
                                       responses=self._answers(acknowledged, {}))
         fetched = await self._fetch(context, request, group_id, member_id, list(session.partitions))
@@ -308,7 +432,7 @@ class ShareGroupsHandler:
                                                                 error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 continue
             try:
-                self._share_partition(group_id, topic_partition)
+                await self._share_partition(group_id, topic_partition, revalidate=request.share_session_epoch == 0)
             except KafkaError as error:
                 answers[key] = ShareFetchResponse.PartitionData(
                     partition_index=key[1], error_code=error.error_code, records=b"",
@@ -377,8 +501,8 @@ class ShareGroupsHandler:
         for topic in request.topics:
             partitions = []
             for partition in topic.partitions:
-                error = self._acknowledge(context, group_id, member_id, topic.topic_id, partition.partition_index,
-                                          partition.acknowledgement_batches)
+                error = await self._acknowledge(context, group_id, member_id, topic.topic_id,
+                                                partition.partition_index, partition.acknowledgement_batches)
                 topic_partition = self._topic_partition(topic.topic_id, partition.partition_index)
                 leader = self._leader(topic_partition) if topic_partition else (-1, -1)
                 partitions.append(ShareAcknowledgeResponse.PartitionData(
@@ -387,6 +511,6 @@ class ShareGroupsHandler:
             responses.append(ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse(topic_id=topic.topic_id,
                                                                                     partitions=partitions))
         if request.share_session_epoch == FINAL_EPOCH:
-            self._close(session)
+            await self._close(session)
         return ShareAcknowledgeResponse(acquisition_lock_timeout_ms=self.partition_config.record_lock_duration_ms,
                                         responses=responses)
