@@ -9,11 +9,12 @@ are BrokerRegistrationChangeRecords (since 3.3-IV2) and registrations carry InCo
 version 1 of both; every other record is written at version 0.
 
 The other features, by the highest level kfk serves (KFK_MAX_LEVELS): transaction.version 2 (the transaction
-coordinator serves KIP-890 part 2) and kraft.version 1 (dynamic voters). group.version, eligible.leader.replicas.
-version, share.version and streams.version are at 0: kfk does not serve them (yet), and leaves them out of what it
-advertises, as a Kafka node leaves out a feature it does not know (kfk serves share groups without share.version:
-kfk/server/handlers/share_groups.py says why). Raise a level here, and nowhere else, when kfk
-serves it (KIP-848's group coordinator: group.version 1).
+coordinator serves KIP-890 part 2), kraft.version 1 (dynamic voters) and group.version 1 (KIP-848's consumer group
+protocol, which it enables; it depends on no metadata.version, so kfk finalizes it at its 3.3-IV3).
+eligible.leader.replicas.version, share.version and streams.version are at 0: kfk does not serve them (yet), and
+leaves them out of what it advertises, as a Kafka node leaves out a feature it does not know (kfk serves share groups
+without share.version: kfk/server/handlers/share_groups.py says why). Raise a level here, and nowhere else, when kfk
+serves it.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ METADATA_VERSION_NAME = LATEST_METADATA_VERSION.name
 KFK_MAX_LEVELS: dict[str, int] = {
     KRAFT_VERSION_FEATURE_NAME: 1,
     TRANSACTION_VERSION_FEATURE_NAME: 2,
-    GROUP_VERSION_FEATURE_NAME: 0,
+    GROUP_VERSION_FEATURE_NAME: 1,
 }
 
 
@@ -66,10 +67,11 @@ def zookeeper_supported_features() -> dict[str, tuple[int, int]]:
 def kfk_default_feature_levels() -> dict[str, int]:
     """What kfk bootstraps a cluster with when not told a release: its latest metadata.version, and each feature it
     supports at the level Kafka's latest release defaults to (capped at what kfk serves, dependencies holding):
-    transaction.version 2, as an Apache Kafka 4 cluster formatted by default has it. Kafka's tool would format its
-    latest release, 4.4-IV2, whose metadata kfk does not serve."""
+    group.version 1 and transaction.version 2, as an Apache Kafka 4 cluster formatted by default has them, in the
+    order Kafka's format writes them (metadata.version, then by name). Kafka's tool would format its latest release,
+    4.4-IV2, whose metadata kfk does not serve."""
     levels = {METADATA_VERSION_FEATURE_NAME: LATEST_METADATA_VERSION.level}
-    for name, level in default_feature_levels(KAFKA_LATEST_PRODUCTION.level).items():
+    for name, level in sorted(default_feature_levels(KAFKA_LATEST_PRODUCTION.level).items()):
         capped = min(level, KFK_MAX_LEVELS.get(name, 0))
         if name in FEATURES and capped > 0 and dependency_problem(name, capped, levels) is None:
             levels[name] = capped

@@ -284,7 +284,7 @@ class BrokerServer:
             FeaturesHandler(controller, auth),
         ]
         if ApiKey.CONSUMER_GROUP_HEARTBEAT in self.dispatcher.served_versions:
-            handlers.append(ConsumerGroupsHandler(group_coordinator, auth))
+            handlers.append(ConsumerGroupsHandler(group_coordinator, lambda: metadata_cache.image.features, auth))
         for handler in handlers:
             handler.register(self.dispatcher)
         self.dispatcher.check_every_api_has_a_handler()

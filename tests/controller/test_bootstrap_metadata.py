@@ -48,13 +48,14 @@ def test_without_a_bootstrap_file_the_log_starts_with_kfk_s_default_levels(make_
     cluster = make_cluster(brokers=0)
     assert metadata_log_batches(Path(cluster.log_dir))[0] == [
         FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION_LEVEL),
+        FeatureLevelRecord(name="group.version", feature_level=1),
         FeatureLevelRecord(name="transaction.version", feature_level=2)]
     assert not cluster.image.scram_credentials
 
 
 def test_feature_levels_kfk_does_not_run_give_way_to_its_own(caplog: pytest.LogCaptureFixture) -> None:
     """What Apache Kafka 4.0's format writes by default: metadata.version 4.0-IV3 (25), group.version and
-    transaction.version; the credentials after them are kept."""
+    transaction.version; kfk keeps the levels it serves and the credentials after them."""
     credential = _scram_records()[1]
     kafka_formatted = [FeatureLevelRecord(name="metadata.version", feature_level=25),
                        FeatureLevelRecord(name="group.version", feature_level=1),
@@ -62,9 +63,10 @@ def test_feature_levels_kfk_does_not_run_give_way_to_its_own(caplog: pytest.LogC
     with caplog.at_level(logging.WARNING, logger="kfk.controller"):
         records = records_for_empty_log(kafka_formatted)
     assert records == [FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION_LEVEL),
+                       FeatureLevelRecord(name="group.version", feature_level=1),
                        FeatureLevelRecord(name="transaction.version", feature_level=2), credential]
     [warning] = caplog.records
-    assert "metadata.version=25, group.version=1 that kfk does not serve" in warning.getMessage()
+    assert "metadata.version=25 that kfk does not serve" in warning.getMessage()
     caplog.clear()
     own = _scram_records()
     assert records_for_empty_log(own) == own

@@ -32,13 +32,11 @@ def _documented(api: ApiKey, versions: range | list[int], path: str, reason: str
 
 _FEATURES = ("kfk's metadata.version is 3.3-IV3 (7), the one level whose records it writes and reads "
              "(kfk/controller/features.py), where Apache Kafka 4.4's node runs its release's level; kfk does not "
-             "finalize group.version (its level 1 needs metadata.version 4.0-IV0; kfk serves KIP-848 groups per "
-             "group.coordinator.rebalance.protocols), nor serve eligible.leader.replicas.version (no ELR), "
-             "share.version or streams.version")
+             "serve eligible.leader.replicas.version (no ELR), share.version or streams.version")
 _KRAFT_VERSION = ("kfk's single-node default is a static quorum (kraft.version 0, not listed), where the Apache Kafka "
                   "node of the tests is formatted --standalone (kraft.version 1)")
 #: The features Apache Kafka 4.4 supports and kfk does not serve.
-_KAFKA_ONLY_FEATURES = ("eligible.leader.replicas.version", "group.version", "share.version", "streams.version")
+_KAFKA_ONLY_FEATURES = ("eligible.leader.replicas.version", "share.version", "streams.version")
 _SAMPLE_PROPERTIES = ("`kfk server start` without a properties file sets what Kafka's sample server.properties "
                       "sets, num.partitions=1 among them: a static broker config (with the default as its synonym), "
                       "where the Apache Kafka node of the tests leaves it at its default")

@@ -94,9 +94,9 @@ def test_kfk_starts_on_kafkas_add_scram_format_and_lets_the_users_in(tmp_path: P
     finally:
         assert broker.stop() == 0
     # Kafka's file asked for metadata.version 4.0-IV3 and two more features: kfk bootstrapped at its own level,
-    # with the transaction.version it serves.
-    assert "bootstrap.checkpoint asks for feature levels metadata.version=25, group.version=1 that kfk does not " \
-           "serve: the cluster is bootstrapped at metadata.version=7, transaction.version=2" in broker.output()
+    # with the group.version and transaction.version it serves.
+    assert "bootstrap.checkpoint asks for feature levels metadata.version=25 that kfk does not serve: the cluster is " \
+           "bootstrapped at metadata.version=7, group.version=1, transaction.version=2" in broker.output()
 
 
 def test_kafka_dump_log_reads_kfks_credentials_as_kafkas_own(tmp_path: Path) -> None:

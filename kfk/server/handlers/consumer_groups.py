@@ -1,5 +1,7 @@
 """The consumer group protocol's APIs (KIP-848), answered by the group coordinator; served (and advertised) while
-group.coordinator.rebalance.protocols names `consumer` (Kafka's default).
+group.coordinator.rebalance.protocols names `consumer` (Kafka's default). As in Kafka 4.4, the group.version feature
+gates the protocol: unless it is finalized at 1 or more, ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION (the API
+is still advertised), so a cluster formatted before it (or at a release without it) needs `kfk features upgrade`.
 
 - ConsumerGroupHeartbeat (68), v0-v1: joining (member epoch 0), heartbeats with the member's epoch and owned
   partitions, leaving (epoch -1; a static member's -2 keeps its partitions for its session). v1 (KIP-1082): the
@@ -14,6 +16,9 @@ Authorization, as Kafka's: the heartbeat needs READ on the group, the describe D
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
+from kfk.common.features import GROUP_VERSION_FEATURE_NAME
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.errors import ErrorCode
 from kfk.protocol.messages import ApiKey
@@ -36,9 +41,17 @@ CONSUMER_MEMBER_TYPE = 1
 UNKNOWN_MEMBER_TYPE = -1
 
 
+def consumer_protocol_enabled(finalized_features: Mapping[str, int]) -> bool:
+    """Whether group.version is finalized at 1 or more: the level that enables the consumer group protocol."""
+    return finalized_features.get(GROUP_VERSION_FEATURE_NAME, 0) >= 1
+
+
 class ConsumerGroupsHandler:
-    def __init__(self, group_coordinator: GroupCoordinatorService, auth: RequestAuthorizer = ALLOW_ALL) -> None:
+    def __init__(self, group_coordinator: GroupCoordinatorService, finalized_features: Callable[[], Mapping[str, int]],
+                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
         self.group_coordinator = group_coordinator
+        #: The cluster's finalized feature levels, as this broker last read them.
+        self.finalized_features = finalized_features
         self.auth = auth
 
     def register(self, dispatcher: Dispatcher) -> None:
@@ -47,6 +60,8 @@ class ConsumerGroupsHandler:
 
     async def consumer_group_heartbeat(self, context: RequestContext, request: ConsumerGroupHeartbeatRequest
                                        ) -> ConsumerGroupHeartbeatResponse:
+        if not consumer_protocol_enabled(self.finalized_features()):
+            return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         if not self.auth.authorize(context, AclOperation.READ, ResourceType.GROUP, request.group_id):
             return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return await self.group_coordinator.consumer_group_heartbeat(request, context.api_version,
