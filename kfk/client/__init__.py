@@ -1,5 +1,5 @@
-"""kfk's Kafka client: Producer, Consumer, ShareConsumer and Admin, speaking only the Kafka protocol (so they work against any
-Kafka-compatible broker, Apache Kafka included).
+"""kfk's Kafka client: Producer, Consumer, ShareConsumer and Admin, speaking only the Kafka protocol (so they work
+against any Kafka-compatible broker, Apache Kafka included).
 
     from kfk.client import Producer, Consumer, Admin, NewTopic, TopicPartition
 """

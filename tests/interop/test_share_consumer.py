@@ -113,6 +113,23 @@ def test_release_is_delivered_again_and_reject_never(bootstrap: str) -> None:
         assert consumer.poll(1.0) == []  # the rejected record is never delivered again
 
 
+def test_records_held_at_close_go_to_another_member(bootstrap: str) -> None:
+    """Explicit mode: a member that closes holding unacknowledged records gives them back (its share session's
+    final epoch); the next member gets them with delivery count 2."""
+    topic, group = prepare(bootstrap, 4)
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    with ShareConsumer(config) as first:
+        first.subscribe([topic])
+        held = poll_until([first], lambda seen: len(seen[0]) >= 4)[0]
+    assert [record.delivery_count for record in held] == [1, 1, 1, 1]
+    with ShareConsumer(config) as second:
+        second.subscribe([topic])
+        again = poll_until([second], lambda seen: len(seen[0]) >= 4)[0]
+        for record in again:
+            second.acknowledge(record)
+    assert [(record.offset, record.delivery_count) for record in again] == [(offset, 2) for offset in range(4)]
+
+
 def test_mixed_group_with_javas_share_consumer(bootstrap: str, java_programs: Path) -> None:
     """A kfk ShareConsumer and Java's KafkaShareConsumer 4.4.0 in one group on one partition: together they get
     every record once (records produced one batch each, so that a broker acquiring whole batches can split them)."""
