@@ -253,6 +253,11 @@ class ShareConsumer:
                 return []
         while True:
             wait_ms = max(int((deadline - loop.time()) * 1000), 0)
+            if not self._assignment and not self._pending:  # nothing assigned (yet): nothing to ask the leaders
+                await asyncio.sleep(min(wait_ms, self.config.retry_backoff_ms) / 1000)
+                if loop.time() >= deadline:
+                    return []
+                continue
             records = await self._fetch_once(min(wait_ms, self.config.fetch_max_wait_ms))
             if records or loop.time() >= deadline:
                 return records
