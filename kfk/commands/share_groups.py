@@ -1,6 +1,6 @@
 """`kfk share-groups`: kafka-share-groups.sh (KIP-932), with Kafka's action flags on one command and its lines.
 
---list prints the share groups' ids. --describe --group G (or --all-groups) shows, per partition the group has read,
+--list prints the share groups' ids (--list --state [S,S]: with their states, or only those in the given states). --describe --group G (or --all-groups) shows, per partition the group has read,
 the share-partition start offset and the lag (--offsets, the default; --verbose adds the leader epoch); --members
 its members, their clients and assignments; --state its coordinator, state and size. --reset-offsets plans new
 start offsets for one empty group (--to-earliest, --to-latest, --to-current, --to-offset, --to-datetime,
@@ -67,9 +67,13 @@ def share_groups(
     offsets: Annotated[bool, typer.Option("--offsets", help="With --describe: each partition's start offset and "
                                                             "lag (the default).")] = False,
     members: Annotated[bool, typer.Option("--members", help="With --describe: the members.")] = False,
-    state: Annotated[bool, typer.Option("--state", help="With --describe: coordinator, state and size.")] = False,
+    state: Annotated[bool, typer.Option(
+        "--state", help="With --describe: coordinator, state and size. With --list: each group's state, or, "
+                        "followed by states (Empty,Stable,Dead), only the groups in them.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help="With --describe --offsets: the leader epochs too.")
                        ] = False,
+    states: Annotated[Optional[list[str]], typer.Argument(
+        help="The states after --list --state (comma-separated).", show_default=False)] = None,
     bootstrap_server: BootstrapServer = DEFAULT_BOOTSTRAP_SERVER,
     command_config: CommandConfig = None,
     timeout: Annotated[int, typer.Option("--timeout", help="Timeout of each call to the cluster (ms).")] = 5000,
@@ -89,6 +93,7 @@ def share_groups(
         fail("Option [delete] takes the options [group] or [all-groups].")
     if delete_offsets and (not groups or not topic):
         fail("Option [delete-offsets] takes the following options: [group], [topic]")
+    wanted_states = _wanted_states(states, state and list_groups)
     rule, plan = _reset_rule(reset_offsets, groups, topic, all_topics, to_earliest, to_latest, to_current,
                              to_offset, to_datetime, from_file, dry_run, execute)
     from kfk.client import Admin
@@ -98,7 +103,13 @@ def share_groups(
         with Admin(config) as admin:
             listings = {listing.group_id: listing for listing in admin.list_consumer_groups()
                         if listing.group_type == SHARE}
-            if list_groups:
+            if list_groups and state:
+                shown = [listing for listing in listings.values()
+                         if wanted_states is None or listing.state in wanted_states]
+                width = max([15, *(len(listing.group_id) for listing in shown)])
+                for cells in [("GROUP", "STATE"), *((listing.group_id, listing.state) for listing in shown)]:
+                    typer.echo(columns(cells, [width, None]))
+            elif list_groups:
                 for group_id in listings:
                     typer.echo(group_id)
             elif describe:
@@ -111,6 +122,25 @@ def share_groups(
                 _delete_offsets(admin, groups[0], topic or [])
             else:
                 _reset(admin, groups[0], topic or [], all_topics, rule, plan, execute, export)
+
+
+#: The states a share group can be in (Kafka's GroupState for share groups).
+SHARE_GROUP_STATES = ("Empty", "Stable", "Dead")
+
+
+def _wanted_states(states: list[str] | None, list_with_state: bool) -> set[str] | None:
+    """The states after `--list --state` (Kafka's optional value of --state), in the broker's spelling; None for
+    every group."""
+    if not states:
+        return None
+    if not list_with_state:
+        fail(f"unexpected argument {states[0]!r} (states go after --list --state)")
+    by_lower = {name.lower(): name for name in SHARE_GROUP_STATES}
+    text = ",".join(states)
+    names = [part.strip() for part in text.split(",")]
+    if any(name.lower() not in by_lower for name in names):
+        fail(f"Invalid state list '{text}'. Valid states are: {', '.join(SHARE_GROUP_STATES)}")
+    return {by_lower[name.lower()] for name in names}
 
 
 #: The reset scenarios, by flag, in the order Kafka's tool names them.

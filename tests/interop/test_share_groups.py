@@ -96,13 +96,16 @@ def test_share_groups_tools_list_and_describe_kfk_share_groups(share_server: Bro
         ours = subprocess.run([sys.executable, "-m", "kfk", "share-groups", "--bootstrap-server", bootstrap, *args],
                               capture_output=True, text=True, timeout=60)
         assert ours.returncode == 0, ours.stderr
-        if args[0] == "--list":  # other tests' groups come and go on the shared broker
-            assert group in ours.stdout.splitlines()
+        if args[0] == "--list":  # other tests' groups come and go on the shared broker (and widen the column)
+            mine = [line.split() for line in ours.stdout.splitlines() if group in line or "GROUP" in line]
+            assert mine == [line.split() for line in lines if group in line or "GROUP" in line]
         else:
             assert ours.stdout.splitlines() == lines
         return lines
 
     assert group in tool("--list")
+    assert [group, "Stable"] in [line.split() for line in tool("--list", "--state")]
+    assert [group, "Stable"] in [line.split() for line in tool("--list", "--state", "Stable,Empty")]
     assert tool("--describe", "--group", group, "--members") == [
         "",
         f"{'GROUP':<{len(group)}} CONSUMER-ID     HOST            CLIENT-ID        #PARTITIONS  ASSIGNMENT",
