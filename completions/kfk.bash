@@ -109,7 +109,7 @@ _kfk() {
         "kfk server") words="start stop --help"; files="" ;;
         "kfk server start") words="--help --log-format --log-level --override"; files="" ;;
         "kfk server stop") words="--help --log-dir"; files="--log-dir" ;;
-        "kfk share-groups") words="--all-groups --bootstrap-server --command-config --debug --describe --group --help --list --members --offsets --state --timeout --verbose"; files="--command-config" ;;
+        "kfk share-groups") words="--all-groups --all-topics --bootstrap-server --command-config --debug --delete --delete-offsets --describe --dry-run --execute --export --from-file --group --help --list --members --offsets --reset-offsets --state --timeout --to-current --to-datetime --to-earliest --to-latest --to-offset --topic --verbose"; files="--command-config" ;;
         "kfk spark-export") words="--bootstrap-server --checkpoint --command-config --debug --decode --ending-offsets --fail-on-data-loss --format --help --include-headers --isolation-level --json --log-dir --master --max-offsets-per-trigger --min-partitions --no-fail-on-data-loss --option --output --overwrite --partition-by --pattern --schema-registry-url --spark-conf --starting-offsets --stream --topic --trigger --value-format --value-schema --verbose -f -o -t"; files="--command-config --log-dir" ;;
         "kfk storage") words="format random-uuid --help"; files="" ;;
         "kfk storage format") words="--add-scram --cluster-id --config --feature --help --ignore-formatted --initial-controllers --no-initial-controllers --override --release-version --standalone -I -N -S -c -f -g -r -s -t"; files="" ;;

@@ -1,5 +1,5 @@
-"""kfk's Kafka client: Producer, Consumer and Admin, speaking only the Kafka protocol (so they work against any
-Kafka-compatible broker, Apache Kafka included).
+"""kfk's Kafka client: Producer, Consumer, ShareConsumer and Admin, speaking only the Kafka protocol (so they work
+against any Kafka-compatible broker, Apache Kafka included).
 
     from kfk.client import Producer, Consumer, Admin, NewTopic, TopicPartition
 """
@@ -7,6 +7,7 @@ Kafka-compatible broker, Apache Kafka included).
 from kfk.client.admin import Admin
 from kfk.client.consumer import Consumer, ConsumerRebalanceListener, ConsumerRecords
 from kfk.client.producer import FutureRecordMetadata, Producer
+from kfk.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerRecord
 from kfk.client.structs import (
     AlterConfigOp,
     AlterConfigOpType,
@@ -27,6 +28,7 @@ from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSourc
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = [
+    "AcknowledgeType",
     "Admin",
     "AlterConfigOp",
     "AlterConfigOpType",
@@ -51,5 +53,7 @@ __all__ = [
     "PartitionReassignment",
     "Producer",
     "RecordMetadata",
+    "ShareConsumer",
+    "ShareConsumerRecord",
     "TopicPartition",
 ]

@@ -100,6 +100,8 @@ from kfk.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from kfk.protocol.messages.alter_share_group_offsets import (AlterShareGroupOffsetsRequest,
+                                                             AlterShareGroupOffsetsResponse)
 from kfk.protocol.messages.alter_user_scram_credentials import (AlterUserScramCredentialsRequest,
                                                                  AlterUserScramCredentialsResponse)
 from kfk.protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
@@ -109,6 +111,8 @@ from kfk.protocol.messages.create_partitions import CreatePartitionsRequest, Cre
 from kfk.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from kfk.protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from kfk.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from kfk.protocol.messages.delete_share_group_offsets import (DeleteShareGroupOffsetsRequest,
+                                                              DeleteShareGroupOffsetsResponse)
 from kfk.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from kfk.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from kfk.protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
@@ -938,6 +942,49 @@ class Admin:
                     (partition.start_offset, partition.leader_epoch, partition.lag)
                     for topic in group.topics for partition in topic.partitions
                     if partition.error_code == ErrorCode.NONE}
+
+        return self._run(call, timeout_ms)
+
+    def alter_share_group_offsets(self, group_id: str, start_offsets: Mapping[TopicPartition, int],
+                                  timeout_ms: float | None = None) -> dict[TopicPartition, KafkaError | None]:
+        """Set an empty share group's share-partition start offsets (AlterShareGroupOffsets; the group is created
+        if missing): the outcome per partition. An error for the whole group (NON_EMPTY_GROUP...) is raised, with
+        the broker's message."""
+        by_topic = _by_topic(start_offsets)
+
+        async def call(deadline: float) -> dict[TopicPartition, KafkaError | None]:
+            coordinator = await find_coordinator(self._network, group_id, timeout_ms=max(deadline - monotonic_ms(), 1))
+            Request = AlterShareGroupOffsetsRequest
+            response = await self._network.send(coordinator, Request(group_id=group_id, topics=[
+                Request.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+                    Request.AlterShareGroupOffsetsRequestPartition(partition_index=tp.partition, start_offset=offset)
+                    for tp, offset in entries]) for topic, entries in by_topic.items()]))
+            assert isinstance(response, AlterShareGroupOffsetsResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise error_for_code(response.error_code)(response.error_message or None)
+            return {TopicPartition(topic.topic_name, partition.partition_index):
+                    None if partition.error_code == ErrorCode.NONE
+                    else error_for_code(partition.error_code)(partition.error_message or None)
+                    for topic in response.responses for partition in topic.partitions}
+
+        return self._run(call, timeout_ms)
+
+    def delete_share_group_offsets(self, group_id: str, topics: Iterable[str], timeout_ms: float | None = None
+                                   ) -> dict[str, KafkaError | None]:
+        """Forget an empty share group's state of whole topics (DeleteShareGroupOffsets): the outcome per topic. An
+        error for the whole group (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP...) is raised, with the broker's message."""
+        names = list(dict.fromkeys(topics))
+
+        async def call(deadline: float) -> dict[str, KafkaError | None]:
+            coordinator = await find_coordinator(self._network, group_id, timeout_ms=max(deadline - monotonic_ms(), 1))
+            response = await self._network.send(coordinator, DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[
+                DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name=name) for name in names]))
+            assert isinstance(response, DeleteShareGroupOffsetsResponse)
+            if response.error_code != ErrorCode.NONE:
+                raise error_for_code(response.error_code)(response.error_message or None)
+            return {topic.topic_name: None if topic.error_code == ErrorCode.NONE
+                    else error_for_code(topic.error_code)(topic.error_message or None)
+                    for topic in response.responses}
 
         return self._run(call, timeout_ms)
 

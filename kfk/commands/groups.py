@@ -13,6 +13,7 @@ commits them only with --execute (--dry-run is the default, as in Kafka); the gr
 
 from __future__ import annotations
 
+import csv
 import re
 import time
 from dataclasses import dataclass
@@ -218,7 +219,7 @@ def _read_plan(path: str, groups: list[str]) -> dict[str, dict[Any, int]]:
         fail(f"cannot read {path}: {error.strerror or error}")
     plan: dict[str, dict[Any, int]] = {}
     for number, line in enumerate(lines, 1):
-        fields = [field.strip() for field in line.split(",")]
+        fields = [field.strip() for field in next(csv.reader([line]))]  # Kafka quotes long names
         if len(fields) == 3 and len(groups) == 1:
             fields.insert(0, groups[0])
         if len(fields) != 4:
@@ -500,8 +501,8 @@ def _print_reset(new_offsets: dict[str, dict], export: bool, json_output: bool) 
             for tp in partitions_in_kafka_order(new_offsets[group_id])]
     if export:
         single = len(new_offsets) == 1
-        typer.echo("".join(f"{'' if single else group_id + ','}{tp.topic},{tp.partition},{offset}\n"
-                           for group_id, tp, offset in plan))
+        typer.echo("".join(f"{'' if single else _csv_field(group_id) + ','}{_csv_field(tp.topic)},{tp.partition},"
+                           f"{offset}\n" for group_id, tp, offset in plan))
     elif json_output:
         print_json([{"group": group_id, "topic": tp.topic, "partition": tp.partition, "new_offset": offset}
                     for group_id, offsets in new_offsets.items() for tp, offset in sorted(offsets.items())])
@@ -512,6 +513,18 @@ def _print_reset(new_offsets: dict[str, dict], export: bool, json_output: bool) 
         typer.echo("\n" + columns(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], widths))
         for group_id, tp, offset in plan:
             typer.echo(columns([group_id, tp.topic, tp.partition, offset], widths))
+
+
+#: Kafka's tools write their CSV with Jackson, which quotes any text longer than this without looking at it.
+_CSV_QUOTE_CHECK_LENGTH = 24
+
+
+def _csv_field(text: str) -> str:
+    """A text cell as Kafka's CSV writer writes it: quoted (its quotes doubled) when long or holding a separator,
+    a quote or a line break."""
+    if len(text) > _CSV_QUOTE_CHECK_LENGTH or any(char in text for char in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def _partitions_of(admin, topics: list[str]) -> list:

@@ -117,6 +117,8 @@ SERVED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DELETE_SHARE_GROUP_STATE: VersionRange(0, 0),  # handlers/share_state.py
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: VersionRange(0, 1),  # handlers/share_state.py
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: VersionRange(0, 1),  # handlers/share_groups.py
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: VersionRange(0, 0),  # handlers/share_groups.py
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: VersionRange(0, 0),  # handlers/share_groups.py
 }
 
 #: The consumer group protocol's APIs (KIP-848): served only while group.coordinator.rebalance.protocols names it.

@@ -79,6 +79,21 @@ def test_a_silent_member_is_removed_after_the_session_timeout(coordinator) -> No
     assert share_groups.describe("g", str).error_code == ErrorCode.GROUP_ID_NOT_FOUND
 
 
+def test_offsets_are_altered_and_deleted_only_while_the_group_is_empty(coordinator) -> None:
+    """AlterShareGroupOffsets creates a missing group (empty); both offsets APIs refuse a group with members, and
+    delete needs the group to exist; a member whose session timed out no longer counts."""
+    share_groups, clock = coordinator
+    assert share_groups.offsets_deletable("g") == ErrorCode.GROUP_ID_NOT_FOUND
+    assert share_groups.offsets_alterable("g") == ErrorCode.NONE
+    assert share_groups.groups["g"].state == "Empty"
+    assert share_groups.offsets_deletable("g") == ErrorCode.NONE
+    heartbeat(share_groups, "a", 0, ["orders"])
+    assert share_groups.offsets_alterable("g") == ErrorCode.NON_EMPTY_GROUP
+    assert share_groups.offsets_deletable("g") == ErrorCode.NON_EMPTY_GROUP
+    clock.advance(45000)
+    assert share_groups.offsets_alterable("g") == ErrorCode.NONE
+
+
 def test_the_group_share_configs_are_checked_against_kafkas_bounds() -> None:
     def values(**overrides: str):
         config = BrokerConfig({"process.roles": "broker,controller", "node.id": "1",

@@ -25,6 +25,7 @@ from kfk.protocol.messages.add_raft_voter import AddRaftVoterRequest
 from kfk.protocol.messages.alter_configs import AlterConfigsRequest
 from kfk.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
 from kfk.protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
+from kfk.protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from kfk.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
 from kfk.protocol.messages.api_versions import ApiVersionsRequest
 from kfk.protocol.messages.alter_client_quotas import AlterClientQuotasRequest
@@ -37,6 +38,7 @@ from kfk.protocol.messages.describe_acls import DescribeAclsRequest
 from kfk.protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from kfk.protocol.messages.create_topics import CreateTopicsRequest
 from kfk.protocol.messages.delete_groups import DeleteGroupsRequest
+from kfk.protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
 from kfk.protocol.messages.delete_records import DeleteRecordsRequest
 from kfk.protocol.messages.delete_topics import DeleteTopicsRequest
 from kfk.protocol.messages.describe_cluster import DescribeClusterRequest
@@ -1665,6 +1667,63 @@ def share_state(session: BrokerSession, api: str, write_version: int = 1, summar
     read("ReadShareGroupState after the deletion", 1)
 
 
+def share_group_offsets(session: BrokerSession, api: str, version: int) -> None:
+    """The share-group offsets admin APIs on an empty group: AlterShareGroupOffsets (which creates the group),
+    DescribeShareGroupOffsets of what it set, the refusals while a member is in the group, DeleteShareGroupOffsets
+    of whole topics, and DeleteGroups of the share group; `api` names the group and topics after the API whose
+    versions the run goes through."""
+    share_warm_up(session)
+    group = session.name(f"share-admin-{api}-v{version}")
+    topic, unread = session.name(f"share-admin-{api}-v{version}"), session.name(f"share-admin-unread-{api}-v{version}")
+    missing = session.name(f"share-admin-missing-{api}-v{version}")
+    create_topic(session, topic, partitions=2)
+    create_topic(session, unread)
+    produce(session, topic, records(count=5))
+    find_group_coordinator(session, group)
+    Alter, Delete = AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest
+
+    def alter(label: str, partitions: dict[str, list[tuple[int, int]]], group_id: str = group) -> None:
+        session.call(Alter(group_id=group_id, topics=[Alter.AlterShareGroupOffsetsRequestTopic(
+            topic_name=name, partitions=[Alter.AlterShareGroupOffsetsRequestPartition(
+                partition_index=index, start_offset=offset) for index, offset in offsets])
+            for name, offsets in partitions.items()]), version if api == "alter" else 0, label)
+
+    def delete(label: str, topics: list[str], group_id: str = group) -> None:
+        session.call(Delete(group_id=group_id, topics=[Delete.DeleteShareGroupOffsetsRequestTopic(topic_name=name)
+                                                       for name in topics]),
+                     version if api == "delete" else 0, label)
+
+    def describe(label: str) -> None:
+        session.call(DescribeShareGroupOffsetsRequest(groups=[
+            DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]), 1,
+            label)
+
+    alter("AlterShareGroupOffsets creating the group", {topic: [(0, 2), (1, 0)]})
+    describe("DescribeShareGroupOffsets of the offsets set")
+    alter("AlterShareGroupOffsets of an unknown topic", {missing: [(0, 1)]})
+    alter("AlterShareGroupOffsets of an unknown partition", {topic: [(7, 1)]})
+    alter("AlterShareGroupOffsets past the end and before the start", {topic: [(0, 100), (1, -5)]})
+    alter("AlterShareGroupOffsets without a group id", {topic: [(0, 1)]}, group_id="")
+    alter("AlterShareGroupOffsets of no topics", {})
+    member_id = str(uuid.uuid4())
+    share_join(session, group, topic, member_id)
+    alter("AlterShareGroupOffsets of a group with a member", {topic: [(0, 1)]})
+    delete("DeleteShareGroupOffsets of a group with a member", [topic])
+    session.call(DeleteGroupsRequest(groups_names=[group]), 2, "DeleteGroups of a share group with a member")
+    session.call(ShareGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=-1), 1,
+                 record=False)
+    delete("DeleteShareGroupOffsets of an unknown group", [topic], group_id=session.name(f"share-admin-none-{api}"))
+    delete("DeleteShareGroupOffsets of an unknown topic", [missing])
+    delete("DeleteShareGroupOffsets of a topic the group has no state for", [unread])
+    delete("DeleteShareGroupOffsets", [topic])
+    delete("DeleteShareGroupOffsets of a topic already deleted", [topic])
+    delete("DeleteShareGroupOffsets without a group id", [topic], group_id="")
+    delete("DeleteShareGroupOffsets of no topics", [])
+    describe("DescribeShareGroupOffsets after the topic's offsets were deleted")
+    session.call(DeleteGroupsRequest(groups_names=[group]), 2, "DeleteGroups of an empty share group")
+    session.call(DeleteGroupsRequest(groups_names=[group]), 2, "DeleteGroups of a deleted share group")
+
+
 SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.API_VERSIONS, api_versions),
     (ApiKey.API_VERSIONS, lambda session, version: unsupported_versions(session, version) if version == 0
@@ -1740,4 +1799,6 @@ SCENARIOS: list[tuple[int, Scenario]] = [
     (ApiKey.WRITE_SHARE_GROUP_STATE, lambda session, version: share_state(session, "write", write_version=version)),
     (ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
      lambda session, version: share_state(session, "summary", summary_version=version)),
+    (ApiKey.ALTER_SHARE_GROUP_OFFSETS, lambda session, version: share_group_offsets(session, "alter", version)),
+    (ApiKey.DELETE_SHARE_GROUP_OFFSETS, lambda session, version: share_group_offsets(session, "delete", version)),
 ]

@@ -22,7 +22,8 @@ from kfk.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatReque
 from kfk.testing.plugin import TEST_OVERRIDES
 from tests.interop.differential import BrokerSession
 from tests.interop.jvm import java_programs, kafka_tool, run_program, unique_name  # noqa: F401
-from tests.interop.scenarios import create_topic, produce, records, share_join, topic_id
+from tests.interop.scenarios import (create_topic, produce, records, share_join, share_warm_up, topic_id,
+                                     wait_for_coordinators)
 
 SHARE_CONFIG = {
     "group.share.delivery.count.limit": "2",
@@ -95,13 +96,16 @@ def test_share_groups_tools_list_and_describe_kfk_share_groups(share_server: Bro
         ours = subprocess.run([sys.executable, "-m", "kfk", "share-groups", "--bootstrap-server", bootstrap, *args],
                               capture_output=True, text=True, timeout=60)
         assert ours.returncode == 0, ours.stderr
-        if args[0] == "--list":  # other tests' groups come and go on the shared broker
-            assert group in ours.stdout.splitlines()
+        if args[0] == "--list":  # other tests' groups come and go on the shared broker (and widen the column)
+            mine = [line.split() for line in ours.stdout.splitlines() if group in line or "GROUP" in line]
+            assert mine == [line.split() for line in lines if group in line or "GROUP" in line]
         else:
             assert ours.stdout.splitlines() == lines
         return lines
 
     assert group in tool("--list")
+    assert [group, "Stable"] in [line.split() for line in tool("--list", "--state")]
+    assert [group, "Stable"] in [line.split() for line in tool("--list", "--state", "Stable,Empty")]
     assert tool("--describe", "--group", group, "--members") == [
         "",
         f"{'GROUP':<{len(group)}} CONSUMER-ID     HOST            CLIENT-ID        #PARTITIONS  ASSIGNMENT",
@@ -119,3 +123,70 @@ def test_share_groups_tools_list_and_describe_kfk_share_groups(share_server: Bro
         f"{group} {topic} 0          0             0             3",
     ]
     assert tool("--describe", "--group", group)[2:] == [f"{group} {topic} 0          0             3"]
+
+
+#: kafka-share-groups.sh commands that change or read a group, run by Kafka's tool on one group and by `kfk
+#: share-groups` on its twin (GROUP stands for the group's id): the same lines, up to the group's name.
+TOOL_STEPS = [
+    ("--reset-offsets", "--group", "GROUP", "--topic", "TOPIC", "--to-offset", "1", "--execute"),
+    ("--reset-offsets", "--group", "GROUP", "--topic", "TOPIC:1", "--topic", "OTHER", "--to-offset", "2",
+     "--dry-run", "--export"),
+    ("--reset-offsets", "--group", "GROUP", "--all-topics", "--to-latest", "--execute"),
+    ("--describe", "--group", "GROUP"),
+    ("--delete-offsets", "--group", "GROUP", "--topic", "OTHER", "--topic", "TOPIC"),
+    ("--delete", "--group", "GROUP", "--group", "MISSING"),
+]
+
+
+def tools_side_by_side(bootstrap: str) -> list[list[str]]:
+    """Each of TOOL_STEPS by Kafka 4.4.0's kafka-share-groups.sh and by `kfk share-groups` against the broker at
+    `bootstrap`, each on a group of its own (the steps change them); returns Kafka's lines, after checking kfk's
+    are the same."""
+    topic, other = unique_name("share-reset"), unique_name("share-reset-other")
+    with BrokerSession(bootstrap, "") as session:
+        wait_for_coordinators(session)  # Apache Kafka: its group coordinator, then its share coordinator's
+        share_warm_up(session)  # state topic, ready
+        create_topic(session, topic, partitions=2)
+        create_topic(session, other)
+        produce(session, topic, records(count=5))
+        produce(session, topic, records(count=3), partition=1)
+        produce(session, other, records(count=4))
+    base = unique_name("share-reset-group")
+    kafka_group, kfk_group = f"{base}-k", f"{base}-f"
+    seen = []
+    for step in TOOL_STEPS:
+        def filled(group: str) -> list[str]:
+            names = {"GROUP": group, "TOPIC": topic, "OTHER": other, "MISSING": f"{group}-missing"}
+            return [next((arg.replace(key, value) for key, value in names.items() if arg.startswith(key)), arg)
+                    for arg in step]
+
+        kafka = kafka_tool("share-groups", ["--bootstrap-server", bootstrap, *filled(kafka_group)]).stdout
+        ours = subprocess.run([sys.executable, "-m", "kfk", "share-groups", "--bootstrap-server", bootstrap,
+                               *filled(kfk_group)], capture_output=True, text=True, timeout=60)
+        assert ours.stdout.replace(kfk_group, kafka_group) == kafka, (step, ours.stderr)
+        seen.append(kafka.splitlines())
+    return seen
+
+
+def check_tool_lines(lines: list[list[str]]) -> None:
+    """What Kafka's tool printed (on either broker): the plan and the offsets it set, the CSV of a dry run, the
+    deletions."""
+    reset, export, latest, describe, delete_offsets, delete = ([line.split() for line in step if line.strip()]
+                                                               for step in lines)
+    # The partitions come in Kafka's hash-map order (kfk's checked to be the same above), sorted here.
+    assert sorted(row[2:] for row in reset[1:]) == [["0", "1"], ["1", "1"]]
+    assert sorted(row[0].rsplit(",", 2)[1:] for row in export) == [["0", "2"], ["1", "2"]]
+    assert sorted(row[2:] for row in latest[1:]) == [["0", "5"], ["1", "3"]]
+    assert [row[2:] for row in describe[1:]] == [["0", "5", "0"], ["1", "3", "0"]]
+    assert [row[1:] for row in delete_offsets] == [["STATUS"], ["Successful"],
+                                                   "Error: There is no offset information to delete.".split()]
+    assert delete[0] == "Error: Deletion of some share groups failed:".split()
+    assert delete[-1][:6] == "These share groups were deleted successfully:".split()
+
+
+def test_share_groups_tools_reset_delete_kfk(share_server: BrokerProcess) -> None:
+    check_tool_lines(tools_side_by_side(share_server.bootstrap_servers))
+
+
+def test_share_groups_tools_reset_delete_apache_kafka(apache_kafka: ApacheKafka) -> None:
+    check_tool_lines(tools_side_by_side(apache_kafka.bootstrap_server))

@@ -254,6 +254,24 @@ class ShareGroupCoordinator:
                                                          group_state=group.state, group_type=SHARE_GROUP_TYPE))
         return listed
 
+    def offsets_alterable(self, group_id: str) -> ErrorCode:
+        """AlterShareGroupOffsets' check: NON_EMPTY_GROUP while the group has members. A group that does not exist
+        is created empty, as Kafka's coordinator does, so its start offsets can be set before anyone consumes."""
+        group = self.groups.get(group_id)
+        if group is None:
+            self.groups[group_id] = ShareGroup(group_id)
+            return ErrorCode.NONE
+        self._expire(group)
+        return ErrorCode.NON_EMPTY_GROUP if group.members else ErrorCode.NONE
+
+    def offsets_deletable(self, group_id: str) -> ErrorCode:
+        """DeleteShareGroupOffsets' check: the group must exist (GROUP_ID_NOT_FOUND) and have no members."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        self._expire(group)
+        return ErrorCode.NON_EMPTY_GROUP if group.members else ErrorCode.NONE
+
     def delete(self, group_id: str) -> ErrorCode | None:
         """DeleteGroups of a share group: None when it is not one, NON_EMPTY_GROUP while it has members."""
         group = self.groups.get(group_id)

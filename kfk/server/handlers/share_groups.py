@@ -8,9 +8,12 @@ by the partition leaders' share partitions (kfk.replication.share_partition) thr
   acknowledgements of what it had; v2 adds the acquire mode and lock renewal (RENEW acknowledgements).
   The read waits, like a Fetch, until min_bytes are readable or max_wait_ms passed.
 - ShareAcknowledge v1-v2: acknowledgements alone (ACCEPT 1, RELEASE 2, REJECT 3, GAP 0; RENEW 4 from v2).
+- DescribeShareGroupOffsets v0-v1, AlterShareGroupOffsets v0 and DeleteShareGroupOffsets v0 (the admin side):
+  each partition's start offset and lag; set the start offsets of an empty group, or forget whole topics of it.
 
 Authorization, as Kafka's: READ on the group for all four (DESCRIBE for ShareGroupDescribe), READ on each topic
-fetched or acknowledged (TOPIC_AUTHORIZATION_FAILED for that partition). Share groups need the `share.version`
+fetched or acknowledged (TOPIC_AUTHORIZATION_FAILED for that partition); the offsets APIs: DESCRIBE on the group
+and topic to describe, READ on both to alter, DELETE on the group and READ on the topic to delete. Share groups need the `share.version`
 feature at 1 in Kafka 4.4: `share_groups_enabled` is the one check of it; finalized at 0, the four APIs answer
 UNSUPPORTED_VERSION and FindCoordinator finds no share coordinator (COORDINATOR_NOT_AVAILABLE), while ApiVersions
 still advertises every share API, as Apache Kafka 4.4.0 does once share.version is downgraded to 0.
@@ -34,9 +37,13 @@ from kfk.common.structs import TopicPartition
 from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.group.share_group import ShareGroupCoordinator
 from kfk.coordinator.share.state_batches import UNINITIALIZED_START_OFFSET, StateBatch
-from kfk.errors import ErrorCode, KafkaError, error_for_code
+from kfk.errors import ERROR_INFO, ErrorCode, KafkaError, error_for_code
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
+from kfk.protocol.messages.alter_share_group_offsets import (AlterShareGroupOffsetsRequest,
+                                                             AlterShareGroupOffsetsResponse)
+from kfk.protocol.messages.delete_share_group_offsets import (DeleteShareGroupOffsetsRequest,
+                                                              DeleteShareGroupOffsetsResponse)
 from kfk.protocol.messages.describe_share_group_offsets import (DescribeShareGroupOffsetsRequest,
                                                                 DescribeShareGroupOffsetsResponse)
 from kfk.protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
@@ -112,6 +119,8 @@ class ShareGroupsHandler:
         dispatcher.register(ApiKey.SHARE_FETCH, self.share_fetch)
         dispatcher.register(ApiKey.SHARE_ACKNOWLEDGE, self.share_acknowledge)
         dispatcher.register(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, self.describe_offsets)
+        dispatcher.register(ApiKey.ALTER_SHARE_GROUP_OFFSETS, self.alter_offsets)
+        dispatcher.register(ApiKey.DELETE_SHARE_GROUP_OFFSETS, self.delete_offsets)
 
     def _may(self, context: RequestContext, operation: AclOperation, kind: ResourceType, name: str) -> bool:
         return self.auth.authorize(context, operation, kind, name)
@@ -119,6 +128,10 @@ class ShareGroupsHandler:
     def _disabled(self) -> bool:
         """share.version finalized at 0: the share APIs answer UNSUPPORTED_VERSION, as Kafka's."""
         return not share_groups_enabled(self.metadata_cache.image.features)
+
+    def _another_type(self, group_id: str) -> bool:
+        """Whether `group_id` is a group of the coordinator's other kinds (classic or consumer)."""
+        return group_id in self.group_coordinator.coordinator.groups.groups
 
     # -- the coordinator's ---------------------------------------------------------------------------------------
 
@@ -131,7 +144,7 @@ class ShareGroupsHandler:
         error = self.group_coordinator.coordinator.coordinator_error(request.group_id)
         if error != ErrorCode.NONE:
             return ShareGroupHeartbeatResponse(error_code=error)
-        if request.group_id in self.group_coordinator.coordinator.groups.groups:
+        if self._another_type(request.group_id):
             return ShareGroupHeartbeatResponse(
                 error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                 error_message=f"Group {request.group_id} is not a share group.")
@@ -210,6 +223,118 @@ class ShareGroupsHandler:
                                 for index in partitions]))
             groups.append(Response.DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id, topics=topics))
         return Response(groups=groups)
+
+    def _offsets_request_error(self, context: RequestContext, group_id: str, operation: AclOperation
+                               ) -> ErrorCode:
+        """The group-level checks AlterShareGroupOffsets and DeleteShareGroupOffsets share, in Kafka's order."""
+        if self._disabled():
+            return ErrorCode.UNSUPPORTED_VERSION
+        if not self._may(context, operation, ResourceType.GROUP, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        return self.group_coordinator.coordinator.coordinator_error(group_id)
+
+    async def alter_offsets(self, context: RequestContext, request: AlterShareGroupOffsetsRequest
+                            ) -> AlterShareGroupOffsetsResponse:
+        """Set the share-partition start offsets of an empty share group (created if missing, as in Kafka). Each
+        partition answers alone: TOPIC_AUTHORIZATION_FAILED without READ on its topic, UNKNOWN_TOPIC_OR_PARTITION
+        when the topic or the partition does not exist. The offset is taken as given, as Kafka's coordinator
+        takes it (no check against the log)."""
+        Response = AlterShareGroupOffsetsResponse
+        group_id = request.group_id
+        error = self._offsets_request_error(context, group_id, AclOperation.READ)
+        if error == ErrorCode.NONE and not request.topics:
+            return Response()
+        if error == ErrorCode.NONE and self._another_type(group_id):
+            return Response(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                            error_message=f"Group {group_id} is not a share group.")
+        if error == ErrorCode.NONE:
+            error = self.share_groups.offsets_alterable(group_id)
+        if error != ErrorCode.NONE:
+            return Response(error_code=error, error_message=ERROR_INFO[error].message)
+        image = self.metadata_cache.image
+        responses = []
+        for topic in request.topics:
+            found = image.topic(topic.topic_name)
+            topic_error = ErrorCode.NONE
+            if not self._may(context, AclOperation.READ, ResourceType.TOPIC, topic.topic_name):
+                topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif found is None:
+                topic_error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            partitions = []
+            for partition in topic.partitions:
+                partition_error = topic_error
+                if partition_error == ErrorCode.NONE and partition.partition_index not in found.partitions:
+                    partition_error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if partition_error == ErrorCode.NONE:
+                    partition_error = await self.reset_start_offset(
+                        group_id, TopicPartition(topic.topic_name, partition.partition_index), partition.start_offset)
+                partitions.append(Response.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=partition.partition_index, error_code=partition_error,
+                    error_message=ERROR_INFO[partition_error].message if partition_error else None))
+            responses.append(Response.AlterShareGroupOffsetsResponseTopic(
+                topic_name=topic.topic_name, topic_id=found.topic_id if found is not None and not topic_error
+                else uuid.UUID(int=0), partitions=partitions))
+        return Response(responses=responses)
+
+    async def reset_start_offset(self, group_id: str, topic_partition: TopicPartition,
+                                 start_offset: int) -> ErrorCode:
+        """AlterShareGroupOffsets applied to one share partition: it starts afresh at `start_offset` (the group is
+        empty: no member holds records), in the share coordinator's state (a new state epoch), which the partition's
+        leader reads again when a member next opens a share session. Without a share coordinator, in memory."""
+        self.partitions.pop((group_id, topic_partition), None)
+        if self.persister is None:
+            self.partitions[(group_id, topic_partition)] = SharePartition(
+                self.partition_config, start_offset, self._leader(topic_partition)[1])
+            return ErrorCode.NONE
+        return await self.persister.set_start_offset(self._state_key(group_id, topic_partition), start_offset)
+
+    async def delete_offsets(self, context: RequestContext, request: DeleteShareGroupOffsetsRequest
+                             ) -> DeleteShareGroupOffsetsResponse:
+        """Forget an empty share group's state of whole topics: a topic the group has no state for answers
+        UNKNOWN_TOPIC_OR_PARTITION with Kafka's "There is no offset information to delete."."""
+        Response = DeleteShareGroupOffsetsResponse
+        group_id = request.group_id
+        error = self._offsets_request_error(context, group_id, AclOperation.DELETE)
+        if error == ErrorCode.NONE and not request.topics:
+            return Response()
+        message = None
+        if error == ErrorCode.NONE:
+            error = self.share_groups.offsets_deletable(group_id)
+            if error == ErrorCode.GROUP_ID_NOT_FOUND:
+                message = f"Group {group_id} not found."
+        if error != ErrorCode.NONE:
+            return Response(error_code=error, error_message=message or ERROR_INFO[error].message)
+        image = self.metadata_cache.image
+        responses = []
+        for topic in request.topics:
+            found = image.topic(topic.topic_name)
+            topic_error, message = ErrorCode.NONE, None
+            if not self._may(context, AclOperation.READ, ResourceType.TOPIC, topic.topic_name):
+                topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif found is None:
+                topic_error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif not await self.forget_topic(group_id, topic.topic_name):
+                topic_error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete."
+            responses.append(Response.DeleteShareGroupOffsetsResponseTopic(
+                topic_name=topic.topic_name, topic_id=found.topic_id if topic_error == ErrorCode.NONE
+                else uuid.UUID(int=0), error_code=topic_error,
+                error_message=message or (ERROR_INFO[topic_error].message if topic_error else None)))
+        return Response(responses=responses)
+
+    async def forget_topic(self, group_id: str, topic: str) -> bool:
+        """DeleteShareGroupOffsets applied: the group's share partitions of `topic` (held here, or stored by this
+        broker's share coordinator) are gone, their stored state deleted; the group starts them afresh at
+        share.auto.offset.reset if it reads the topic again. False if there were none."""
+        keys = [key for key in self.partitions if key[0] == group_id and key[1].topic == topic]
+        for key in keys:
+            del self.partitions[key]
+        held = {key[1] for key in keys} | {tp for tp in self._stored_partitions(group_id) if tp.topic == topic}
+        found = self.metadata_cache.image.topic(topic)
+        if held and found is not None and self.persister is not None:
+            await self.persister.delete_state(group_id, [(found.topic_id, tp.partition) for tp in sorted(held)])
+        return bool(held)
 
     def _stored_partitions(self, group_id: str) -> set[TopicPartition]:
         """The group's partitions whose state this broker's share coordinator holds (with the in-memory share

@@ -1,0 +1,175 @@
+"""kfk's own ShareConsumer (kfk.client.share_consumer) against kfk and against Apache Kafka 4.4.0: two members
+splitting a partition's records, each delivered to one member only; explicit acknowledgement, a released record
+delivered again with delivery count 2, a rejected one never again; a group of kfk's member and Java's
+KafkaShareConsumer 4.4.0 (tests/interop/java/JavaShareMember.java).
+
+Each group starts at offset 0 (AlterShareGroupOffsets before anyone joins), so no record produced before the
+members' first fetch is missed whatever share.auto.offset.reset says.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from kfk.client import Admin, NewTopic, Producer, TopicPartition
+from kfk.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerRecord
+from kfk.errors import UnknownTopicOrPartitionError
+from kfk.testing.apache_kafka import ApacheKafka, java_command
+from kfk.testing.broker import BrokerProcess, start_broker
+from kfk.testing.plugin import TEST_OVERRIDES
+from tests.interop.differential import BrokerSession
+from tests.interop.jvm import java_programs, unique_name  # noqa: F401 (a fixture)
+from tests.interop.scenarios import share_warm_up, wait_for_coordinators
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def kfk_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    broker = start_broker(tmp_path_factory.mktemp("kfk-share-consumer"), dict(TEST_OVERRIDES))
+    yield broker
+    assert broker.stop() == 0, broker.output()[-4000:]
+
+
+@pytest.fixture(params=["kfk", "apache-kafka"])
+def bootstrap(request: pytest.FixtureRequest) -> str:
+    if request.param == "kfk":
+        return request.getfixturevalue("kfk_broker").bootstrap_servers
+    node: ApacheKafka = request.getfixturevalue("apache_kafka")
+    with BrokerSession(node.bootstrap_server, "") as session:
+        wait_for_coordinators(session)  # its group coordinator, then its share coordinator's state topic, ready
+        share_warm_up(session)
+    return node.bootstrap_server
+
+
+def prepare(bootstrap: str, count: int) -> tuple[str, str]:
+    """A one-partition topic with `count` records and a share group that starts at offset 0."""
+    topic, group = unique_name("share-consumer"), unique_name("share-consumer-group")
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        deadline = time.monotonic() + 30
+        # Apache Kafka's coordinator learns of the topic a moment after CreateTopics answers (from its controller).
+        while (error := admin.alter_share_group_offsets(group, {TopicPartition(topic, 0): 0})[
+                TopicPartition(topic, 0)]) is not None:
+            assert isinstance(error, UnknownTopicOrPartitionError) and time.monotonic() < deadline, error
+            time.sleep(0.1)
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for index in range(count):
+            producer.send(topic, f"r{index}".encode())
+        producer.flush()
+    return topic, group
+
+
+def poll_until(consumers: list[ShareConsumer], done, timeout: float = 60.0) -> list[list[ShareConsumerRecord]]:
+    """Poll the consumers in turn until done(records per consumer) holds."""
+    seen: list[list[ShareConsumerRecord]] = [[] for _ in consumers]
+    deadline = time.monotonic() + timeout
+    while not done(seen):
+        assert time.monotonic() < deadline, f"only {[len(records) for records in seen]} records after {timeout}s"
+        for index, consumer in enumerate(consumers):
+            seen[index] += consumer.poll(0.5)
+    return seen
+
+
+def test_two_share_consumers_split_the_records(bootstrap: str) -> None:
+    topic, group = prepare(bootstrap, 30)
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "max.poll.records": 7}
+    with ShareConsumer(config) as first, ShareConsumer(config) as second:
+        first.subscribe([topic])
+        second.subscribe([topic])
+        seen = poll_until([first, second], lambda seen: sum(map(len, seen)) >= 30)
+        assert first.commit_sync() is not None
+    offsets = [record.offset for records in seen for record in records]
+    assert sorted(offsets) == list(range(30))  # each record delivered once, to one member
+    assert {record.delivery_count for records in seen for record in records} == {1}
+    assert [record.value for record in sorted(seen[0] + seen[1], key=lambda record: record.offset)][:2] == [
+        b"r0", b"r1"]
+
+
+def test_release_is_delivered_again_and_reject_never(bootstrap: str) -> None:
+    topic, group = prepare(bootstrap, 5)
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    with ShareConsumer(config) as consumer:
+        consumer.subscribe([topic])
+        first = poll_until([consumer], lambda seen: len(seen[0]) >= 5)[0]
+        assert [(record.offset, record.delivery_count) for record in first] == [(offset, 1) for offset in range(5)]
+        with pytest.raises(ValueError, match="must be acknowledged"):
+            consumer.poll(0.1)
+        consumer.acknowledge(first[0], AcknowledgeType.RELEASE)
+        consumer.acknowledge(first[1], AcknowledgeType.REJECT)
+        for record in first[2:]:
+            consumer.acknowledge(record)
+        assert set(consumer.commit_sync().values()) == {None}
+        again = poll_until([consumer], lambda seen: len(seen[0]) >= 1)[0]
+        assert [(record.offset, record.value, record.delivery_count) for record in again] == [(0, b"r0", 2)]
+        consumer.acknowledge(again[0])
+        assert set(consumer.commit_sync().values()) == {None}
+        assert consumer.poll(1.0) == []  # the rejected record is never delivered again
+
+
+def test_records_held_at_close_go_to_another_member(bootstrap: str) -> None:
+    """Explicit mode: a member that closes holding unacknowledged records gives them back (its share session's
+    final epoch); the next member gets them with delivery count 2."""
+    topic, group = prepare(bootstrap, 4)
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    with ShareConsumer(config) as first:
+        first.subscribe([topic])
+        held = poll_until([first], lambda seen: len(seen[0]) >= 4)[0]
+    assert [record.delivery_count for record in held] == [1, 1, 1, 1]
+    with ShareConsumer(config) as second:
+        second.subscribe([topic])
+        again = poll_until([second], lambda seen: len(seen[0]) >= 4)[0]
+        for record in again:
+            second.acknowledge(record)
+    assert [(record.offset, record.delivery_count) for record in again] == [(offset, 2) for offset in range(4)]
+
+
+def test_mixed_group_with_javas_share_consumer(bootstrap: str, java_programs: Path) -> None:
+    """A kfk ShareConsumer and Java's KafkaShareConsumer 4.4.0 in one group on one partition: together they get
+    every record once (records produced one batch each, so that a broker acquiring whole batches can split them)."""
+    topic, group = prepare(bootstrap, 0)
+    java = subprocess.Popen(java_command("JavaShareMember", [bootstrap, topic, group, "5"],
+                                         extra_classpath=[java_programs]),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    java_lines: list[str] = []
+    reader = threading.Thread(target=lambda: java_lines.extend(iter(java.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        config = {"bootstrap.servers": bootstrap, "group.id": group, "max.poll.records": 5}
+        with ShareConsumer(config) as consumer, Admin({"bootstrap.servers": bootstrap}) as admin:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + 90
+            while len(admin.describe_share_groups([group])[group].members) < 2:
+                assert time.monotonic() < deadline and java.poll() is None, java_lines
+                consumer.poll(0.2)
+            with Producer({"bootstrap.servers": bootstrap, "linger.ms": 0}) as producer:
+                for index in range(40):
+                    producer.send(topic, f"r{index}".encode())
+                    producer.flush()
+
+            def java_records() -> list[int]:
+                return [int(line.split()[0]) for line in list(java_lines) if line[0].isdigit()]
+
+            ours: list[ShareConsumerRecord] = []
+            while len(ours) + len(java_records()) < 40:
+                assert time.monotonic() < deadline, (len(ours), java_lines[-5:])
+                ours += consumer.poll(0.2)
+        java.stdin.write("stop\n")
+        java.stdin.flush()
+        assert java.wait(60) == 0, java.stderr.read()[-4000:]
+    finally:
+        if java.poll() is None:
+            java.kill()
+    reader.join(10)
+    theirs = java_records()
+    assert sorted([record.offset for record in ours] + theirs) == list(range(40))  # each record to one member
+    # Which member gets how many is the broker's choice (Apache Kafka may acquire more than max.poll.records).
+    assert {str(record.delivery_count) for record in ours} | {line.split()[1] for line in java_lines
+                                                             if line[0].isdigit()} == {"1"}
+    assert java_lines[-1].strip() == "closed"
