@@ -782,9 +782,17 @@ def consumer_heartbeat_request(group: str, member_id: str, epoch: int, *, topics
             topic_id=topic, partitions=partitions) for topic, partitions in owned])
 
 
+def settle_group_coordinator() -> None:
+    """Apache Kafka's group coordinator learns a new topic from a metadata image its shards apply after the broker
+    leads the topic's partitions (what wait_for_leaders sees): a join in between gets an empty assignment, and the
+    topic's arrival bumps the group epoch once more. A moment's pause makes that ordering hold on a loaded machine."""
+    time.sleep(0.5)
+
+
 def consumer_member(session: BrokerSession, group: str, topic: str, member_id: str, version: int = 0,
                     instance_id: str | None = None) -> int:
     """Join `group` through the consumer protocol as its only member; its member epoch (0 if refused)."""
+    settle_group_coordinator()
     find_group_coordinator(session, group)
     response = session.call(consumer_heartbeat_request(group, member_id, 0, topics=[topic], owned=[],
                                                        instance_id=instance_id), version, "setup join")
@@ -797,6 +805,7 @@ def consumer_group_heartbeat(session: BrokerSession, version: int) -> None:
     topic_uuid = topic_id(session, topic)
     group = session.name(f"cgh-v{version}")
     member = f"member-{session.suffix}-{version}"
+    settle_group_coordinator()
     find_group_coordinator(session, group)
 
     def call(label: str, request: ConsumerGroupHeartbeatRequest) -> None:

@@ -109,8 +109,6 @@ METADATA_VERSION_FLAGS = [
      "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23",
      "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"),
     (["--release-version", "3.3", "--feature", "group.version=1"], "3.3-IV3", None),
-    (["--release-version", "3.3", "--feature", "streams.version=1"], "3.3-IV3",
-     "streams.version=1 is not a level kfk serves: its nodes do not support streams.version yet"),
     (["--feature", "foo.version=1"], "Unsupported feature: foo.version. Supported features are: ",
      "Unsupported feature: foo.version. Supported features are: eligible.leader.replicas.version, group.version, "
      "kraft.version, share.version, streams.version, transaction.version"),
