@@ -23,7 +23,7 @@ from kfk.streams import dsl_processors as p
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import Suppressed
 from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
-from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows
+from kfk.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream",
            "BranchedKStream", "Branched"]
@@ -368,13 +368,15 @@ class KGroupedStream:
         return self._aggregate("KSTREAM-AGGREGATE-", materialized, named, value_serde,
                                lambda store: p.StreamAggregate(store, initializer, aggregator))
 
-    def windowed_by(self, windows: TimeWindows | SessionWindows) -> TimeWindowedKStream | SessionWindowedKStream:
+    def windowed_by(self, windows: TimeWindows | SlidingWindows | SessionWindows
+                    ) -> TimeWindowedKStream | SessionWindowedKStream:
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
         return TimeWindowedKStream(self, windows)
 
     def _aggregate(self, prefix: str, materialized: str | None, named: str | None, value_serde: Serde | None,
-                   processor: Callable[[str], Any], windows: TimeWindows | SessionWindows | None = None) -> KTable:
+                   processor: Callable[[str], Any],
+                   windows: TimeWindows | SlidingWindows | SessionWindows | None = None) -> KTable:
         builder = self.stream.builder
         store = materialized if materialized is not None else builder.new_store_name(prefix)
         name = builder._name(named, prefix)
@@ -388,31 +390,38 @@ class KGroupedStream:
 
 
 class TimeWindowedKStream:
-    """A grouped stream cut into time windows (windowed_by): its aggregations give a KTable keyed by Windowed
-    keys (record key and window)."""
+    """A grouped stream cut into time windows or sliding windows (windowed_by): its aggregations give a KTable
+    keyed by Windowed keys (record key and window)."""
 
-    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows | SlidingWindows) -> None:
         self.grouped = grouped
         self.windows = windows
+
+    def _processor(self, store: str, initializer: Callable[[], Any] | None,
+                   aggregator: Callable[[Any, Any, Any], Any]) -> p.Processor:
+        if isinstance(self.windows, SlidingWindows):
+            return p.SlidingWindowAggregate(store, self.windows, initializer or (lambda: None), aggregator)
+        return p.WindowAggregate(store, self.windows, initializer, aggregator)
 
     def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
         return self.grouped._aggregate(
             "KSTREAM-AGGREGATE-", materialized, named, Serdes.long(),
-            lambda store: p.WindowAggregate(store, self.windows, lambda: 0, lambda key, value, total: total + 1),
-            self.windows)
+            lambda store: self._processor(store, lambda: 0, lambda key, value, total: total + 1), self.windows)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: str | None = None, named: str | None = None,
                   value_serde: Serde | None = None) -> KTable:
         return self.grouped._aggregate(
             "KSTREAM-AGGREGATE-", materialized, named, value_serde,
-            lambda store: p.WindowAggregate(store, self.windows, initializer, aggregator), self.windows)
+            lambda store: self._processor(store, initializer, aggregator), self.windows)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
                named: str | None = None) -> KTable:
+        """The first value of a window is its aggregate (reducer(aggregate, value) after it)."""
         return self.grouped._aggregate(
             "KSTREAM-REDUCE-", materialized, named, self.grouped.value_serde,
-            lambda store: p.WindowAggregate(store, self.windows, None, lambda key, value, old: reducer(old, value)),
+            lambda store: self._processor(
+                store, None, lambda key, value, old: value if old is None else reducer(old, value)),
             self.windows)
 
 
@@ -454,7 +463,8 @@ class KTable:
     """A changelog stream: every update of a key replaces its value; None (a tombstone) deletes it."""
 
     def __init__(self, builder: StreamsBuilder, name: str, key_serde: Serde | None, value_serde: Serde | None,
-                 store_name: str | None, windows: TimeWindows | SessionWindows | None = None) -> None:
+                 store_name: str | None, windows: TimeWindows | SlidingWindows | SessionWindows | None = None
+                 ) -> None:
         self.builder = builder
         self.name = name
         self.key_serde = key_serde

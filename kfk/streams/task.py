@@ -18,7 +18,7 @@ from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMet
 from kfk.streams.serdes import Serde
 from kfk.streams.state import (ChangelogWriter, Checkpoint, KeyValueStore, OuterJoinStore, SessionStore,
                                SuppressionBuffer, WindowStore)
-from kfk.streams.windows import SessionWindows
+from kfk.streams.windows import SessionWindows, SlidingWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, Node, NodeKind, SubTopology, Topology
 
 __all__ = ["StreamTask"]
@@ -99,6 +99,8 @@ class StreamTask:
                                      builder.windows.retention_ms())
             elif builder.windows is not None:
                 store = WindowStore(store_name, store_keys, store_values, path, changelog)
+                if isinstance(builder.windows, SlidingWindows):
+                    store.retention_ms = builder.windows.retention_ms()
             else:
                 store = KeyValueStore(store_name, store_keys, store_values, path, changelog)
             self.stores[store_name] = store

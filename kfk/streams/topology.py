@@ -19,7 +19,7 @@ from typing import Any
 
 from kfk.streams.processor import Processor, Record
 from kfk.streams.serdes import Serde
-from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows
+from kfk.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["Topology", "TopologyException", "TopicNameExtractor", "StoreBuilder", "SubTopology", "NodeKind"]
 
@@ -53,7 +53,7 @@ class StoreBuilder:
     logging: bool = True
     persistent: bool = True
     #: Set for a window store (its changelog is compacted and deleted after the windows' retention).
-    windows: TimeWindows | JoinWindows | SessionWindows | None = None
+    windows: TimeWindows | JoinWindows | SessionWindows | SlidingWindows | None = None
     #: Set for suppression's buffer (kfk.streams.state.SuppressionBuffer), always in memory: "windows" or
     #: "sessions", the kind of windowed keys it holds.
     suppression: str | None = None

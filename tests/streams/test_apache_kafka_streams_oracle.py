@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from kfk.cli import app
 from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic
-from kfk.streams import KafkaStreams, State
+from kfk.streams import KafkaStreams, Serdes, State
+from kfk.streams.test_driver import TopologyTestDriver
 from kfk.testing.apache_kafka import run_java
 from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
 from tests.streams.topologies import TOPOLOGIES
@@ -27,6 +28,38 @@ INPUT = [(f"key{index % 4}", line) for index, line in enumerate(LINES)]
 WINDOWED_INPUT = [("a", "a1", 1000), ("b", "b1", 1001), ("a", "a2", 1005), ("a", "a3", 1002), ("b", "b2", 1010),
                   ("a", "a4", 1003), ("a", "a5", 1009), ("b", "b3", 1013), ("a", "a6", 1016), ("b", "b4", 1013),
                   ("a", "a7", 1014)]
+
+#: The sliding windows' input, on one partition: (key, line, timestamp). Key c's records come before the time
+#: difference (Kafka puts them all in the window [0, difference]); a3 and b2 are late but within the count's 3 ms
+#: grace (the reduce has none), a6 is too late for every window it belongs to, a8 comes after a7, inside its
+#: right window.
+SLIDING_INPUT = [("c", "c1", 1), ("c", "c2", 3), ("a", "a1", 1000), ("b", "b1", 1001), ("a", "a2", 1003),
+                 ("a", "a3", 1002), ("a", "a4", 1010), ("b", "b2", 1009), ("a", "a5", 1006), ("a", "a6", 1001),
+                 ("a", "a7", 1015), ("a", "a8", 1012), ("b", "b3", 1020)]
+
+
+def _expected_sliding_windows(difference: int, grace: int) -> dict[str, int]:
+    """The sliding count's last value of every window, computed here from the definition: each accepted record at t
+    has its window [t - difference, t] (or [0, difference] when t < difference), and a right window
+    [t + 1, t + 1 + difference] when a later record of its key falls in that; a window counts the accepted
+    records within it. A record is accepted unless its time plus the difference is already before stream time -
+    grace; a window that closed (end before stream time - grace) keeps the count it had then."""
+    stream_time, accepted = -1, []
+    counts: dict[str, int] = {}
+    for key, _, timestamp in SLIDING_INPUT:
+        stream_time = max(stream_time, timestamp)
+        close_time = stream_time - grace
+        if timestamp + difference < close_time:
+            continue
+        accepted.append((key, timestamp))
+        times = sorted(t for k, t in accepted if k == key)
+        windows = {(max(0, t - difference), max(0, t - difference) + difference) for t in times}
+        windows |= {(t + 1, t + 1 + difference) for t in times
+                    if any(t < later <= t + 1 + difference for later in times)}
+        for start, end in windows:
+            if end >= close_time:
+                counts[f"{key}@{start}/{end}"] = sum(1 for t in times if start <= t <= end)
+    return counts
 
 
 #: The joins' table (<input>-profiles): (key, profile, timestamp); key3 has none, key1's changes at 1006, between
@@ -164,7 +197,19 @@ def test_describe_is_kafka_streams_text(streams_oracle) -> None:
         assert str(build("lines", "out").describe()) == java[name], name
 
 
+def _sliding_output_count() -> int:
+    """The number of updates kfk.streams' sliding count writes (the test then compares them with Kafka's), from
+    the TopologyTestDriver: when to stop the runs, not what is checked."""
+    with TopologyTestDriver(TOPOLOGIES["sliding"]("in", "out"), {"default.key.serde": "string",
+                                                                 "default.value.serde": "string"}) as driver:
+        for key, line, timestamp in SLIDING_INPUT:
+            driver.pipe_input("in", key, line, timestamp)
+        return len(driver.read_output("out", value_serde=Serdes.long()))
+
+
 def _expected_output_count(name: str) -> int:
+    if name == "sliding":
+        return _sliding_output_count()
     if name == "windowed":
         return sum(map(len, _expected_windowed_counts().values()))
     if name == "joins":
@@ -221,15 +266,16 @@ def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, 
     return result
 
 
-@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "joins", "table-joins",
+@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "sliding", "joins", "table-joins",
                                   "stream-joins"])
 def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker, tmp_path) -> None:
     classpath, classes = streams_oracle
     bootstrap = streams_broker.bootstrap_servers
     input_topic = unique_name("lines")
-    if name == "windowed":
-        create_input(bootstrap, input_topic, 1, [(key, line) for key, line, _ in WINDOWED_INPUT],
-                     [timestamp for _, _, timestamp in WINDOWED_INPUT])
+    if name in ("windowed", "sliding"):
+        timed = WINDOWED_INPUT if name == "windowed" else SLIDING_INPUT
+        create_input(bootstrap, input_topic, 1, [(key, line) for key, line, _ in timed],
+                     [timestamp for _, _, timestamp in timed])
     else:
         create_input(bootstrap, input_topic, 2, INPUT)
     if name == "joins":
@@ -258,7 +304,7 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
         _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), count)
         result = java_run.result()
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    ordered = name in ("table", "windowed", "joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
+    ordered = name in ("table", "windowed", "sliding", "joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
     java_records = read_to_end(bootstrap, java_output)
     python_records = read_to_end(bootstrap, python_output)
     assert _by_key(python_records, ordered) == _by_key(java_records, ordered)
@@ -313,7 +359,12 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
         outer_values = [record.value for record in read_to_end(bootstrap, python_output + "-outer")]
         assert any(value.endswith(b"&null") for value in left_values)
         assert any(value.startswith(b"null&") for value in outer_values)
-    if name in ("table", "windowed", "joins"):
+    if name == "sliding":
+        counts = {key.decode(): int.from_bytes(values[-1][0], "big")
+                  for key, values in _by_key(python_records, True).items()}
+        assert counts == _expected_sliding_windows(5, 3)
+        assert any(key.startswith("c@0/") for key in counts)  # the records before the time difference
+    if name in ("table", "windowed", "sliding", "joins"):
         assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
                 == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
     with Admin({"bootstrap.servers": bootstrap}) as admin:

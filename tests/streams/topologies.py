@@ -3,8 +3,8 @@ the tests compare Apache Kafka Streams' and kfk.streams' descriptions and output
 
 from __future__ import annotations
 
-from kfk.streams import (Branched, BufferConfig, JoinWindows, Serdes, SessionWindows, StreamsBuilder, Suppressed,
-                         TimeWindows, Topology)
+from kfk.streams import (Branched, BufferConfig, JoinWindows, Serdes, SessionWindows, SlidingWindows, StreamsBuilder,
+                         Suppressed, TimeWindows, Topology)
 
 
 def stateless(input_topic: str, output: str) -> Topology:
@@ -80,6 +80,21 @@ def windowed(input_topic: str, output: str) -> Topology:
      .to_stream()
      .map(lambda windowed, count: (f"{windowed.key}${windowed.window.start}-{windowed.window.end}", count))
      .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.long()))
+    return builder.build()
+
+
+def sliding(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    (lines.group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(5, 3)).count("sliding-counts")
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
+     .to(output, key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (lines.group_by_key().windowed_by(SlidingWindows.of_time_difference_with_no_grace(4))
+     .reduce(lambda joined, line: f"{joined}|{line}")
+     .to_stream()
+     .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", joined))
+     .to(output + "-totals"))
     return builder.build()
 
 
@@ -159,5 +174,5 @@ def repartition(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
-TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "joins": joins, "table-joins": table_joins, "stream-joins": stream_joins, "split-unnamed": split_unnamed,
+TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding, "joins": joins, "table-joins": table_joins, "stream-joins": stream_joins, "split-unnamed": split_unnamed,
               "split-prefix": split_prefix, "repartition": repartition}

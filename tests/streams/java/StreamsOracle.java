@@ -26,6 +26,7 @@ import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
@@ -121,6 +122,23 @@ public final class StreamsOracle {
                     .map((windowed, count) -> KeyValue.pair(
                         windowed.key() + "$" + windowed.window().start() + "-" + windowed.window().end(), count))
                     .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            }
+            case "sliding": {
+                lines.groupByKey()
+                    .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(3)))
+                    .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("sliding-counts"))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                lines.groupByKey()
+                    .windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(4)))
+                    .reduce((joined, line) -> joined + "|" + line)
+                    .toStream()
+                    .map((windowed, joined) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), joined))
+                    .to(output + "-totals");
                 break;
             }
             case "joins": {
