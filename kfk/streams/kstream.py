@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kfk.streams import dsl_processors as p
+from kfk.streams import foreign_key_join as fk
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import Suppressed
 from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
@@ -511,13 +512,72 @@ class KTable:
     def map_values(self, mapper: Callable[[Any], Any], named: str | None = None) -> KTable:
         return self._then("KTABLE-MAPVALUES-", lambda: p.TableMapValues(mapper), named, True)
 
-    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
-        """KTable-KTable inner join: a key is in the result while it is in both tables."""
-        return self._join(other, joiner, named, ("inner", "inner"))
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+             foreign_key_joiner: Callable[[Any, Any], Any] | str | None = None, named: str | None = None) -> KTable:
+        """KTable-KTable inner join, ``join(other, joiner)``: a key is in the result while it is in both tables.
+        Foreign-key join (KIP-213), ``join(other, foreign_key_extractor, joiner)``: each row of this table joined
+        with the other's row whose key ``foreign_key_extractor(value)`` gives, while that row exists."""
+        if callable(foreign_key_joiner):
+            return self._join_on_foreign_key(other, joiner, foreign_key_joiner, left_join=False)
+        return self._join(other, joiner, named or foreign_key_joiner, ("inner", "inner"))
 
-    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
-        """KTable-KTable left join: every key of this table, joined with None while the other lacks it."""
-        return self._join(other, joiner, named, ("left", "right"))
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+                  foreign_key_joiner: Callable[[Any, Any], Any] | str | None = None,
+                  named: str | None = None) -> KTable:
+        """KTable-KTable left join, ``left_join(other, joiner)``: every key of this table, joined with None while
+        the other lacks it. Foreign-key left join, ``left_join(other, foreign_key_extractor, joiner)``: every row
+        of this table, joined with the other's row of its foreign key or None."""
+        if callable(foreign_key_joiner):
+            return self._join_on_foreign_key(other, joiner, foreign_key_joiner, left_join=True)
+        return self._join(other, joiner, named or foreign_key_joiner, ("left", "right"))
+
+    def _join_on_foreign_key(self, other: KTable, extractor: Callable[[Any], Any], joiner: Callable[[Any, Any], Any],
+                             left_join: bool) -> KTable:
+        """The foreign-key join's nodes, named and wired as Kafka's (kfk.streams.foreign_key_join says how the
+        subscriptions and responses flow)."""
+        if self.store_name is None or other.store_name is None:
+            raise NotImplementedError("kfk.streams joins only tables backed by a store (builder.table() or an "
+                                      "aggregation)")
+        builder, topology = self.builder, self.builder.topology
+        new = builder.new_processor_name
+        registration = new("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-") + "-topic"
+        send, registration_sink = new("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-"), new("KTABLE-SINK-")
+        registration_source = new("KTABLE-SOURCE-")
+        subscriptions = builder.new_store_name("KTABLE-FK-JOIN-SUBSCRIPTION-")
+        receive, lookup, foreign = (new("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-") for _ in range(3))
+        response = new("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-") + "-topic"
+        response_sink, response_source = new("KTABLE-SINK-"), new("KTABLE-SOURCE-")
+        resolver = new("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-")
+        output = new("KTABLE-FK-JOIN-OUTPUT-")
+        builder.new_store_name("KTABLE-FK-JOIN-OUTPUT-")  # Kafka draws the (unmaterialized) result's store name
+        raw = Serdes.bytes()
+        left_store, right_store = self.store_name, other.store_name
+        key_serde, value_serde, foreign_key_serde = self.key_serde, self.value_serde, other.key_serde
+        topology.add_processor(send, lambda: fk.SubscriptionSend(extractor, left_join, foreign_key_serde, key_serde,
+                                                                 value_serde, registration), self.name)
+        topology.add_sink(registration_sink, registration, send, key_serde=raw, value_serde=raw)
+        topology.add_source(registration_source, registration, key_serde=raw, value_serde=raw)
+        topology.add_processor(receive, lambda: fk.SubscriptionReceive(subscriptions), registration_source)
+        topology.add_state_store(StoreBuilder(subscriptions, raw, raw), receive)
+        topology.add_processor(lookup, lambda: fk.SubscriptionJoin(right_store), receive)
+        topology.connect_processor_and_state_stores(lookup, stores=[right_store])
+        right_key_serde, right_value_serde = other.key_serde, other.value_serde
+        topology.add_processor(foreign, lambda: fk.ForeignTableJoin(subscriptions, right_key_serde, right_value_serde,
+                                                                    response), other.name)
+        topology.connect_processor_and_state_stores(foreign, stores=[subscriptions])
+        topology.add_sink(response_sink, response, lookup, foreign, key_serde=raw,
+                          value_serde=Serde("SubscriptionResponseWrapperSerde", fk.Response.serialize, bytes),
+                          partitioner=lambda key, value: value.subscription.primary_partition)
+        topology.add_source(response_source, response, key_serde=raw, value_serde=raw)
+        topology.add_processor(resolver, lambda: fk.ResponseJoin(left_store, joiner, left_join, right_value_serde),
+                               response_source)
+        topology.connect_processor_and_state_stores(resolver, stores=[left_store])
+        topology.add_processor(output, p.PassThrough, resolver)
+        topology.repartition_topics[registration] = None
+        topology.repartition_topics[response] = None
+        topology.copartition_groups.append({registration, *topology.upstream_source_topics(other.name)})
+        topology.copartition_groups.append({response, *topology.upstream_source_topics(self.name)})
+        return KTable(builder, output, self.key_serde, None, None)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
         """KTable-KTable outer join: every key of either table (None for the side that lacks it)."""

@@ -136,6 +136,18 @@ class KeyValueStore:
         for key, raw in self._bytes.items():
             yield self.key_serde.deserialize(key), self.value_serde.deserialize(raw[8:])
 
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[Any, Any]]:
+        """The keys whose serialized form starts with ``prefix`` and their values, in key order (Kafka's
+        prefixScan with the prefix already serialized)."""
+        upper = bytearray(prefix)  # the smallest key above every key with the prefix (Kafka's Bytes.increment)
+        while upper and upper[-1] == 0xFF:
+            upper.pop()
+        if upper:
+            upper[-1] += 1
+        for key, raw in list(self._bytes.range(prefix, bytes(upper) if upper else prefix + b"\xff" * 64)):
+            if key.startswith(prefix):
+                yield self.key_serde.deserialize(key), self.value_serde.deserialize(raw[8:])
+
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Apply one changelog record (also how put() writes)."""
         if value is None:

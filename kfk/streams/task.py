@@ -49,6 +49,12 @@ class _NodeContext(ProcessorContext):
     def record_metadata(self) -> RecordMetadata | None:
         return self.task.current
 
+    def key_serde(self) -> Serde:
+        return self.task.default_key_serde
+
+    def value_serde(self) -> Serde:
+        return self.task.default_value_serde
+
 
 class StreamTask:
     def __init__(self, task_id: TaskId, subtopology: SubTopology, topology: Topology, *, application_id: str,
@@ -143,9 +149,10 @@ class StreamTask:
             topic = self.internal_topic(topic)
         key_serde = node.key_serde or self.default_key_serde
         value_serde = node.value_serde or self.default_value_serde
+        partition = None if node.partitioner is None else node.partitioner(record.key, record.value)
         self.pending.append(self.producer.send(topic, value_serde.serialize_for(topic, record.value),
                                                key_serde.serialize_for(topic, record.key),
-                                               timestamp_ms=record.timestamp,
+                                               partition=partition, timestamp_ms=record.timestamp,
                                                headers=list(record.headers) or None))
 
     def check_sends(self) -> None:

@@ -129,6 +129,16 @@ def table_joins(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
+def foreign_key_joins(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    builder.stream(input_topic)
+    orders = builder.table(input_topic + "-orders")
+    customers = builder.table(input_topic + "-customers")
+    orders.join(customers, lambda order: order.split(":")[0], _java_concat).to_stream().to(output)
+    orders.left_join(customers, lambda order: order.split(":")[0], _java_concat).to_stream().to(output + "-totals")
+    return builder.build()
+
+
 def stream_joins(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     lines = builder.stream(input_topic)
@@ -174,5 +184,5 @@ def repartition(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
-TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding, "joins": joins, "table-joins": table_joins, "stream-joins": stream_joins, "split-unnamed": split_unnamed,
+TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding, "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins, "stream-joins": stream_joins, "split-unnamed": split_unnamed,
               "split-prefix": split_prefix, "repartition": repartition}

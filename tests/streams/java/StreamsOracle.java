@@ -159,6 +159,15 @@ public final class StreamsOracle {
                 profiles.outerJoin(scores, (profile, score) -> profile + "+" + score).toStream().to(output + "-outer");
                 break;
             }
+            case "fk-joins": {
+                KTable<String, String> orders = builder.table(input + "-orders");
+                KTable<String, String> customers = builder.table(input + "-customers");
+                orders.join(customers, order -> order.split(":")[0], (order, customer) -> order + "+" + customer)
+                    .toStream().to(output);
+                orders.leftJoin(customers, order -> order.split(":")[0], (order, customer) -> order + "+" + customer)
+                    .toStream().to(output + "-totals");
+                break;
+            }
             case "stream-joins": {
                 KStream<String, String> clicks = builder.stream(input + "-clicks");
                 lines.join(clicks, (line, click) -> line + "&" + click,
