@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kfk.cli import app
-from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic
+from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic, Producer
 from kfk.streams import KafkaStreams, Serdes, State
 from kfk.streams.test_driver import TopologyTestDriver
 from kfk.testing.apache_kafka import run_java
@@ -109,6 +109,65 @@ def _expected_table_joins() -> dict[str, dict[str, list[str]]]:
             results["left"][key].append(joined)
         results["outer"][key].append(joined)
     return {kind: dict(by_key) for kind, by_key in results.items()}
+
+
+#: The foreign-key joins' tables, loaded first: customers (<input>-customers) and orders (<input>-orders, whose
+#: "customer:item" value holds the foreign key); order o3's customer does not exist.
+CUSTOMERS = [("c1", "alice", 500), ("c2", "bob", 501), ("c3", "carol", 502)]
+ORDERS = [("o1", "c1:apple", 600), ("o2", "c2:pear", 601), ("o3", "c9:fig", 602), ("o4", "c3:kiwi", 603)]
+#: Then one update at a time (table, key, value or None, timestamp), each once both applications have answered the
+#: one before: an answer crosses two internal topics, and one for a value replaced meanwhile is dropped (the hash
+#: check), so updates in flight together would make the intermediate results depend on timing.
+FK_STEPS = [("orders", "o1", "c2:apple", 1001), ("customers", "c2", "bob2", 1005), ("orders", "o2", None, 1002),
+            ("customers", "c3", None, 1006), ("orders", "o3", "c1:fig", 1007)]
+
+
+def _expected_fk_joins() -> list[dict[str, list[tuple[str, str | None]]]]:
+    """The inner and left foreign-key joins' results, computed here, for the loaded tables and then for each step:
+    an update gives the join's new row (or a tombstone) for each order it concerns (the order itself, or the orders
+    of the customer), when the order is in the result or was."""
+    orders: dict[str, str] = {}
+    customers: dict[str, str] = {}
+    emitted: dict[str, dict[str, str | None]] = {"inner": {}, "left": {}}
+    stages = []
+    loaded = ([("customers", key, value) for key, value, _ in CUSTOMERS]
+              + [("orders", key, value) for key, value, _ in ORDERS])
+    for updates in [loaded] + [[(table, key, value)] for table, key, value, _ in FK_STEPS]:
+        results: dict[str, list[tuple[str, str | None]]] = {"inner": [], "left": []}
+        for table, key, value in updates:
+            rows = orders if table == "orders" else customers
+            concerned = [key] if table == "orders" else sorted(order for order, row in orders.items()
+                                                                   if row.split(":")[0] == key)
+            if value is None:
+                rows.pop(key, None)
+            else:
+                rows[key] = value
+            for order in concerned:
+                row = orders.get(order)
+                customer = None if row is None else customers.get(row.split(":")[0])
+                for kind, result in (("inner", None if row is None or customer is None else f"{row}+{customer}"),
+                                     ("left", None if row is None else f"{row}+{customer or 'null'}")):
+                    if result is not None or emitted[kind].get(order) is not None:
+                        results[kind].append((order, result))
+                        emitted[kind][order] = result
+        stages.append(results)
+    return stages
+
+
+def _feed_fk_steps(bootstrap: str, input_topic: str, outputs: list[str]) -> None:
+    """Produce FK_STEPS one at a time, each once every output topic (inner and left join, of both applications)
+    has the results of the stages before it."""
+    stages = _expected_fk_joins()
+    inner = left = 0
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for stage, (table, key, value, timestamp) in zip(stages, FK_STEPS):
+            inner, left = inner + len(stage["inner"]), left + len(stage["left"])
+            for output in outputs:
+                read_topic(bootstrap, output, inner, timeout=120)
+                read_topic(bootstrap, output + "-totals", left, timeout=120)
+            producer.send(f"{input_topic}-{table}", None if value is None else value.encode(), key.encode(),
+                          timestamp_ms=timestamp)
+            producer.flush()
 
 
 #: The stream-stream join's second stream (<input>-clicks): (key, click, timestamp), joined with the lines of the
@@ -208,6 +267,8 @@ def _sliding_output_count() -> int:
 
 
 def _expected_output_count(name: str) -> int:
+    if name == "fk-joins":
+        return sum(len(stage["inner"]) for stage in _expected_fk_joins())
     if name == "sliding":
         return _sliding_output_count()
     if name == "windowed":
@@ -230,13 +291,16 @@ def _expected_output_count(name: str) -> int:
 
 
 def _run_python(name: str, bootstrap: str, application_id: str, input_topic: str, output: str, state_dir: str,
-                count: int) -> None:
+                count: int, totals: int = 0) -> None:
+    """Run the topology until `count` records are on `output` (and `totals` on `output`-totals)."""
     streams = KafkaStreams(TOPOLOGIES[name](input_topic, output), {
         "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
         "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100})
     streams.start()
     try:
-        read_topic(bootstrap, output, count)
+        read_topic(bootstrap, output, count, timeout=120)
+        if totals:
+            read_topic(bootstrap, output + "-totals", totals, timeout=120)
     finally:
         assert streams.close()
     assert streams.state is State.NOT_RUNNING and streams.error is None
@@ -267,7 +331,7 @@ def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, 
 
 
 @pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "sliding", "joins", "table-joins",
-                                  "stream-joins"])
+                                  "fk-joins", "stream-joins"])
 def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker, tmp_path) -> None:
     classpath, classes = streams_oracle
     bootstrap = streams_broker.bootstrap_servers
@@ -289,22 +353,33 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
     if name == "table-joins":
         create_input(bootstrap, input_topic + "-scores", 2, [(key, value) for key, value, _ in SCORES],
                      [timestamp for _, _, timestamp in SCORES])
+    if name == "fk-joins":
+        create_input(bootstrap, input_topic + "-customers", 2, [(key, value) for key, value, _ in CUSTOMERS],
+                     [timestamp for _, _, timestamp in CUSTOMERS])
+        create_input(bootstrap, input_topic + "-orders", 2, [(key, value) for key, value, _ in ORDERS],
+                     [timestamp for _, _, timestamp in ORDERS])
     count = _expected_output_count(name)
+    totals = sum(len(stage["left"]) for stage in _expected_fk_joins()) if name == "fk-joins" else 0
     outputs = {side: (unique_name(f"{name}-{side}"), unique_name(f"out-{side}")) for side in ("java", "python")}
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(topic, 2, 1) for _, output in outputs.values()
                              for topic in (output, output + "-totals", output + "-outer")])
     # Both applications run at once (each on its own output topics): the JVM's start-up overlaps Python's run.
-    with ThreadPoolExecutor(1) as executor:
+    with ThreadPoolExecutor(2) as executor:
         java_app, java_output = outputs["java"]
         java_run = executor.submit(run_java, "StreamsOracle", [
             "run", name, bootstrap, java_app, input_topic, java_output, str(tmp_path / "java"), "at_least_once",
-            str(count)], classpath, extra_classpath=[classes], timeout=180)
+            str(count), str(totals)], classpath, extra_classpath=[classes], timeout=240)
         python_app, python_output = outputs["python"]
-        _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), count)
+        if name == "fk-joins":
+            steps = executor.submit(_feed_fk_steps, bootstrap, input_topic, [java_output, python_output])
+        _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), count,
+                    totals)
         result = java_run.result()
+        if name == "fk-joins":
+            steps.result()
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    ordered = name in ("table", "windowed", "sliding", "joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
+    ordered = name in ("table", "windowed", "sliding", "joins", "fk-joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
     java_records = read_to_end(bootstrap, java_output)
     python_records = read_to_end(bootstrap, python_output)
     assert _by_key(python_records, ordered) == _by_key(java_records, ordered)
@@ -364,7 +439,15 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                   for key, values in _by_key(python_records, True).items()}
         assert counts == _expected_sliding_windows(5, 3)
         assert any(key.startswith("c@0/") for key in counts)  # the records before the time difference
-    if name in ("table", "windowed", "sliding", "joins"):
+    if name == "fk-joins":
+        for kind, topic in (("inner", python_output), ("left", python_output + "-totals")):
+            expected: dict[str, list[str | None]] = defaultdict(list)
+            for stage in _expected_fk_joins():
+                for key, value in stage[kind]:
+                    expected[key].append(value)
+            assert {key.decode(): [None if value is None else value.decode() for value, _ in values]
+                    for key, values in _by_key(read_to_end(bootstrap, topic), True).items()} == expected, kind
+    if name in ("table", "windowed", "sliding", "joins", "fk-joins"):
         assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
                 == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
     with Admin({"bootstrap.servers": bootstrap}) as admin:

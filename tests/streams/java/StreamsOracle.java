@@ -38,8 +38,9 @@ import org.apache.kafka.streams.state.WindowStore;
  * Apache Kafka Streams running the topologies tests/streams/topologies.py builds with kfk.streams, so that a test
  * compares the two. Args: describe <topology,...> <input> <output> (prints each Topology.describe() after a
  * "=== <topology>" line), or
- * run <topology> <bootstrap> <application.id> <input> <output> <state.dir> <guarantee> <records>: runs the topology
- * until <records> records are on the output topic (read_committed), then closes and exits.
+ * run <topology> <bootstrap> <application.id> <input> <output> <state.dir> <guarantee> <records> [<totals>]: runs the
+ * topology until <records> records are on the output topic (and <totals> on <output>-totals; read_committed), then
+ * closes and exits.
  */
 public final class StreamsOracle {
     static Topology topology(String name, String input, String output) {
@@ -222,6 +223,7 @@ public final class StreamsOracle {
         String input = args[4];
         String output = args[5];
         int records = Integer.parseInt(args[8]);
+        int totals = args.length > 9 ? Integer.parseInt(args[9]) : 0;
         Properties config = new Properties();
         config.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
         config.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -244,18 +246,23 @@ public final class StreamsOracle {
         readerConfig.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         readerConfig.put(ConsumerConfig.GROUP_ID_CONFIG, applicationId + "-reader");
         int seen = 0;
+        int seenTotals = 0;
         long deadline = System.currentTimeMillis() + 120_000;
         try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(readerConfig, new ByteArrayDeserializer(),
                                                                         new ByteArrayDeserializer())) {
-            reader.subscribe(List.of(output));
-            while (seen < records && System.currentTimeMillis() < deadline) {
+            reader.subscribe(totals > 0 ? List.of(output, output + "-totals") : List.of(output));
+            while ((seen < records || seenTotals < totals) && System.currentTimeMillis() < deadline) {
                 for (ConsumerRecord<byte[], byte[]> record : reader.poll(Duration.ofMillis(200))) {
-                    seen++;
+                    if (record.topic().equals(output)) {
+                        seen++;
+                    } else {
+                        seenTotals++;
+                    }
                 }
             }
         }
         streams.close(Duration.ofSeconds(30));
         System.out.println("{\"check\": \"run\", \"records\": " + seen + ", \"state\": \"" + streams.state() + "\"}");
-        System.exit(seen >= records ? 0 : 1);
+        System.exit(seen >= records && seenTotals >= totals ? 0 : 1);
     }
 }
