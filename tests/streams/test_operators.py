@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kfk.streams import (BufferConfig, JoinWindows, Processor, Record, Serdes, SessionWindows, SlidingWindows, StoreBuilder,
-                         StreamsBuilder, Suppressed, TimeWindows, Topology)
+from kfk.streams import (BufferConfig, JoinWindows, Processor, Record, Serdes, SessionWindows, SlidingWindows,
+                         StoreBuilder, StreamsBuilder, Suppressed, TimeWindows, Topology)
 from kfk.streams.foreign_key_join import murmur3_hash128, serialize_response
 from kfk.streams.test_driver import TopologyTestDriver
 from tests.streams.topologies import foreign_key_joins

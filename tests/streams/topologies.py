@@ -184,5 +184,6 @@ def repartition(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
-TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding, "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins, "stream-joins": stream_joins, "split-unnamed": split_unnamed,
-              "split-prefix": split_prefix, "repartition": repartition}
+TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding,
+              "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins, "stream-joins": stream_joins,
+              "split-unnamed": split_unnamed, "split-prefix": split_prefix, "repartition": repartition}
