@@ -459,6 +459,10 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
             # carries and their timestamps vary, what each key ends as does not
             assert (_last_values(read_to_end(bootstrap, f"{python_app}-{topic}"))
                     == _last_values(read_to_end(bootstrap, f"{java_app}-{topic}"))), topic
+        elif topic.startswith("KTABLE-FK-JOIN-SUBSCRIPTION-"):
+            # the subscriptions and answers as Kafka writes them (SubscriptionWrapper, SubscriptionResponseWrapper)
+            assert (_by_key(read_to_end(bootstrap, f"{python_app}-{topic}"), True)
+                    == _by_key(read_to_end(bootstrap, f"{java_app}-{topic}"), True)), topic
         elif topic.endswith("-changelog"):
             java_changelog = read_to_end(bootstrap, f"{java_app}-{topic}")
             python_changelog = read_to_end(bootstrap, f"{python_app}-{topic}")
