@@ -86,10 +86,16 @@ def windowed(input_topic: str, output: str) -> Topology:
 def sliding(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     lines = builder.stream(input_topic)
-    (lines.group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(5, 3)).count("sliding-counts")
-     .to_stream()
+    counts = lines.group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(5, 3)).count(
+        "sliding-counts")
+    (counts.to_stream()
      .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
      .to(output, key_serde=Serdes.string(), value_serde=Serdes.long()))
+    # the final results: each window once, when it closes
+    (counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
+     .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.long()))
     (lines.group_by_key().windowed_by(SlidingWindows.of_time_difference_with_no_grace(4))
      .reduce(lambda joined, line: f"{joined}|{line}")
      .to_stream()

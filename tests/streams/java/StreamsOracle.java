@@ -126,13 +126,20 @@ public final class StreamsOracle {
                 break;
             }
             case "sliding": {
-                lines.groupByKey()
+                KTable<Windowed<String>, Long> counts = lines.groupByKey()
                     .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(3)))
-                    .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("sliding-counts"))
-                    .toStream()
+                    .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("sliding-counts")
+                           .withKeySerde(Serdes.String()));  // suppress() needs the windowed key's serde
+                counts.toStream()
                     .map((windowed, count) -> KeyValue.pair(
                         windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                // the final results: each window once, when it closes
+                counts.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
                 lines.groupByKey()
                     .windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(4)))
                     .reduce((joined, line) -> joined + "|" + line)
