@@ -99,12 +99,13 @@ class Subscription:
     hash: tuple[int, int] | None
     instruction: Instruction
     primary_key: bytes
-    primary_partition: int
+    #: The left row's partition, where the answer goes (None in a version 0 subscription: the key decides).
+    primary_partition: int | None
 
     def serialize(self) -> bytes:
         head = bytes([SUBSCRIPTION_VERSION | (_HASH_NULL if self.hash is None else 0), self.instruction])
         hashed = b"" if self.hash is None else _HASH.pack(*self.hash)
-        return head + hashed + self.primary_key + _INT.pack(self.primary_partition)
+        return head + hashed + self.primary_key + _INT.pack(self.primary_partition or 0)
 
     @classmethod
     def deserialize(cls, data: bytes) -> Subscription:
@@ -112,7 +113,7 @@ class Subscription:
         position = 2 + (_HASH.size if hashed else 0)
         end = len(data) - (_INT.size if version > 0 else 0)
         return cls(_HASH.unpack_from(data, 2) if hashed else None, Instruction(data[1]), data[position:end],
-                   _INT.unpack_from(data, end)[0] if version > 0 else -1)
+                   _INT.unpack_from(data, end)[0] if version > 0 else None)
 
 
 def serialize_response(hash_: tuple[int, int] | None, foreign_value: bytes | None) -> bytes:
