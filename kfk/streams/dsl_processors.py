@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kfk.streams.processor import Change, Processor, ProcessorContext, Record
-from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows, Window, Windowed
+from kfk.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Window, Windowed
 
 log = logging.getLogger("kfk.streams")
 
@@ -296,6 +296,119 @@ class WindowAggregate(Processor):
                 new = self.aggregator(record.key, record.value, old)
             store.put_window(record.key, window.start, new, timestamp)
             self.context.forward(Record(Windowed(record.key, window), Change(new, old), timestamp, record.headers))
+
+
+class SlidingWindowAggregate(Processor):
+    """A sliding-windowed count()/aggregate()/reduce() (Kafka's KStreamSlidingWindowAggregate): a record at t is
+    added to the key's windows that hold t, its left window [t - d, t] is created from the aggregate of the window
+    before it (the records of the last d ms), the previous record's right window is created when t falls in it, and
+    its own right window [t + 1, t + 1 + d] from the aggregate of the later records when there are any. Windows
+    are visited latest first, as Kafka's store iterates them backwards, so updates come out in Kafka's order. A
+    window closed (end < stream time - grace) is not updated; a record too late for all of its windows is dropped.
+
+    Records before the difference (t < d) would have windows starting before 0: they all go into [0, d] instead,
+    as in Kafka."""
+
+    def __init__(self, store_name: str, windows: SlidingWindows, initializer: Callable[[], Any],
+                 aggregator: Callable[[Any, Any, Any], Any]) -> None:
+        self.store_name, self.difference = store_name, windows.time_difference_ms
+        self.grace_ms, self.initializer, self.aggregator = windows.grace_ms, initializer, aggregator
+        self.observed_stream_time = -1
+
+    def process(self, record: Record) -> None:
+        if record.key is None or record.value is None:
+            log.warning("Skipping record due to null key or value. topic=%s", self.context.record_metadata())
+            return
+        timestamp, difference = record.timestamp, self.difference
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        close_time = self.observed_stream_time - self.grace_ms
+        if timestamp + 1 + difference <= close_time:
+            log.warning("Skipping record for expired window. timestamp=%d window=[%d,%d] expiration=%d", timestamp,
+                        timestamp - difference, timestamp, close_time)
+            return
+        store = self.context.get_state_store(self.store_name)
+        if timestamp < difference:
+            self._process_early(store, record, close_time)
+            return
+        starts: set[int] = set()
+        left_aggregate = right_aggregate = None  # (aggregate, timestamp) of the windows to copy
+        left_exists = right_exists = False
+        previous = None  # the time of the key's latest record before this one, when its right window may be due
+        for start, value, latest in reversed(store.fetch_windows(record.key, timestamp - 2 * difference,
+                                                                 timestamp + 1)):
+            starts.add(start)
+            end = start + difference
+            if start == timestamp + 1:
+                right_exists = True
+            elif end > timestamp:
+                if right_aggregate is None:
+                    right_aggregate = (value, latest)
+                self._update(store, record, start, value, latest, close_time)
+            elif end == timestamp:
+                left_exists = True
+                self._update(store, record, start, value, latest, close_time)
+                if latest >= timestamp:
+                    return  # a record at this time came before: the windows it needs exist
+                previous = latest
+            else:
+                left_aggregate, previous = value, latest
+                break
+        if previous is not None and previous + 1 not in starts and previous + 1 + difference >= timestamp:
+            self._update(store, record, previous + 1, self.initializer(), timestamp, close_time)
+        if not left_exists:
+            copy = left_aggregate is not None and previous is not None and timestamp - difference <= previous
+            self._update(store, record, timestamp - difference,
+                         left_aggregate if copy else self.initializer(), timestamp, close_time)
+        if not right_exists and right_aggregate is not None and right_aggregate[1] > timestamp:
+            self._create_right_window(store, record, right_aggregate)
+
+    def _process_early(self, store: Any, record: Record, close_time: int) -> None:
+        """A record at t < d: added to the combined window [0, d] and to the later windows holding t."""
+        timestamp = record.timestamp
+        combined = right_aggregate = previous = None
+        right_exists = False
+        starts: set[int] = set()
+        for start, value, latest in store.fetch_windows(record.key, 0, timestamp + 1):
+            starts.add(start)
+            if start == 0:
+                combined = (value, latest)
+                if latest < timestamp:
+                    previous = latest
+            elif start <= timestamp:
+                right_aggregate = (value, latest)
+                self._update(store, record, start, value, latest, close_time)
+            else:
+                right_exists = True
+        if right_aggregate is None and combined is not None and combined[1] > timestamp:
+            right_aggregate = combined  # the combined window only holds records after this one
+        if not right_exists and right_aggregate is not None and right_aggregate[1] > timestamp:
+            self._create_right_window(store, record, right_aggregate)
+        if previous is not None and previous + 1 not in starts:
+            self._update(store, record, previous + 1, self.initializer(), timestamp, close_time)
+        if combined is None:
+            self._update(store, record, 0, self.initializer(), timestamp, close_time)
+        else:
+            self._update(store, record, 0, combined[0], combined[1], close_time)
+
+    def _create_right_window(self, store: Any, record: Record, aggregate: tuple[Any, int]) -> None:
+        """The record's right window holds exactly the later records the found window holds: its aggregate."""
+        start = record.timestamp + 1
+        store.put_window(record.key, start, aggregate[0], aggregate[1])
+        self.context.forward(Record(Windowed(record.key, Window(start, start + self.difference)),
+                                    Change(aggregate[0], None), aggregate[1], record.headers))
+
+    def _update(self, store: Any, record: Record, start: int, old: Any, old_timestamp: int,
+                close_time: int) -> None:
+        end = start + self.difference
+        if end < close_time:
+            log.warning("Skipping record for expired window. timestamp=%d window=[%d,%d] expiration=%d",
+                        record.timestamp, start, end, close_time)
+            return
+        new = self.aggregator(record.key, record.value, old)
+        timestamp = record.timestamp if old is None else max(record.timestamp, old_timestamp)
+        store.put_window(record.key, start, new, timestamp)
+        self.context.forward(Record(Windowed(record.key, Window(start, end)), Change(new, old), timestamp,
+                                    record.headers))
 
 
 class JoinWindowed(Processor):

@@ -89,6 +89,13 @@ def internal_topic_configs(topology: Topology, application_id: str, source_parti
     for topic, fixed in topology.repartition_topics.items():
         if fixed is not None:
             counts[topic] = fixed
+    for group in topology.copartition_groups:
+        # as Kafka's CopartitionedTopicsEnforcer: a repartition topic co-partitioned with input topics (a foreign-key
+        # join's) has as many partitions as they have
+        inputs = [counts[topic] for topic in group if topic not in topology.repartition_topics and topic in counts]
+        for topic in group:
+            if inputs and topic in topology.repartition_topics and topic not in counts:
+                counts[topic] = max(inputs)
     writers: dict[str, list[SubTopology]] = {}
     for subtopology in subtopologies:
         for name in subtopology.nodes:

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kfk.streams import dsl_processors as p
+from kfk.streams import foreign_key_join as fk
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import Suppressed
 from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
-from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows
+from kfk.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream",
            "BranchedKStream", "Branched"]
@@ -368,13 +369,15 @@ class KGroupedStream:
         return self._aggregate("KSTREAM-AGGREGATE-", materialized, named, value_serde,
                                lambda store: p.StreamAggregate(store, initializer, aggregator))
 
-    def windowed_by(self, windows: TimeWindows | SessionWindows) -> TimeWindowedKStream | SessionWindowedKStream:
+    def windowed_by(self, windows: TimeWindows | SlidingWindows | SessionWindows
+                    ) -> TimeWindowedKStream | SessionWindowedKStream:
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
         return TimeWindowedKStream(self, windows)
 
     def _aggregate(self, prefix: str, materialized: str | None, named: str | None, value_serde: Serde | None,
-                   processor: Callable[[str], Any], windows: TimeWindows | SessionWindows | None = None) -> KTable:
+                   processor: Callable[[str], Any],
+                   windows: TimeWindows | SlidingWindows | SessionWindows | None = None) -> KTable:
         builder = self.stream.builder
         store = materialized if materialized is not None else builder.new_store_name(prefix)
         name = builder._name(named, prefix)
@@ -388,31 +391,38 @@ class KGroupedStream:
 
 
 class TimeWindowedKStream:
-    """A grouped stream cut into time windows (windowed_by): its aggregations give a KTable keyed by Windowed
-    keys (record key and window)."""
+    """A grouped stream cut into time windows or sliding windows (windowed_by): its aggregations give a KTable
+    keyed by Windowed keys (record key and window)."""
 
-    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows | SlidingWindows) -> None:
         self.grouped = grouped
         self.windows = windows
+
+    def _processor(self, store: str, initializer: Callable[[], Any] | None,
+                   aggregator: Callable[[Any, Any, Any], Any]) -> p.Processor:
+        if isinstance(self.windows, SlidingWindows):
+            return p.SlidingWindowAggregate(store, self.windows, initializer or (lambda: None), aggregator)
+        return p.WindowAggregate(store, self.windows, initializer, aggregator)
 
     def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
         return self.grouped._aggregate(
             "KSTREAM-AGGREGATE-", materialized, named, Serdes.long(),
-            lambda store: p.WindowAggregate(store, self.windows, lambda: 0, lambda key, value, total: total + 1),
-            self.windows)
+            lambda store: self._processor(store, lambda: 0, lambda key, value, total: total + 1), self.windows)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: str | None = None, named: str | None = None,
                   value_serde: Serde | None = None) -> KTable:
         return self.grouped._aggregate(
             "KSTREAM-AGGREGATE-", materialized, named, value_serde,
-            lambda store: p.WindowAggregate(store, self.windows, initializer, aggregator), self.windows)
+            lambda store: self._processor(store, initializer, aggregator), self.windows)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
                named: str | None = None) -> KTable:
+        """The first value of a window is its aggregate (reducer(aggregate, value) after it)."""
         return self.grouped._aggregate(
             "KSTREAM-REDUCE-", materialized, named, self.grouped.value_serde,
-            lambda store: p.WindowAggregate(store, self.windows, None, lambda key, value, old: reducer(old, value)),
+            lambda store: self._processor(
+                store, None, lambda key, value, old: value if old is None else reducer(old, value)),
             self.windows)
 
 
@@ -454,7 +464,8 @@ class KTable:
     """A changelog stream: every update of a key replaces its value; None (a tombstone) deletes it."""
 
     def __init__(self, builder: StreamsBuilder, name: str, key_serde: Serde | None, value_serde: Serde | None,
-                 store_name: str | None, windows: TimeWindows | SessionWindows | None = None) -> None:
+                 store_name: str | None, windows: TimeWindows | SlidingWindows | SessionWindows | None = None
+                 ) -> None:
         self.builder = builder
         self.name = name
         self.key_serde = key_serde
@@ -501,13 +512,74 @@ class KTable:
     def map_values(self, mapper: Callable[[Any], Any], named: str | None = None) -> KTable:
         return self._then("KTABLE-MAPVALUES-", lambda: p.TableMapValues(mapper), named, True)
 
-    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
-        """KTable-KTable inner join: a key is in the result while it is in both tables."""
-        return self._join(other, joiner, named, ("inner", "inner"))
+    def join(self, other: KTable, joiner_or_foreign_key_extractor: Callable[..., Any],
+             joiner: Callable[[Any, Any], Any] | None = None, named: str | None = None) -> KTable:
+        """KTable-KTable inner join, ``join(other, joiner)``: a key is in the result while it is in both tables.
+        Foreign-key join (KIP-213), ``join(other, foreign_key_extractor, joiner)``: each row of this table joined
+        with the other's row whose key ``foreign_key_extractor(value)`` gives, while that row exists."""
+        if joiner is not None:
+            return self._join_on_foreign_key(other, joiner_or_foreign_key_extractor, joiner, False, named)
+        return self._join(other, joiner_or_foreign_key_extractor, named, ("inner", "inner"))
 
-    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
-        """KTable-KTable left join: every key of this table, joined with None while the other lacks it."""
-        return self._join(other, joiner, named, ("left", "right"))
+    def left_join(self, other: KTable, joiner_or_foreign_key_extractor: Callable[..., Any],
+                  joiner: Callable[[Any, Any], Any] | None = None, named: str | None = None) -> KTable:
+        """KTable-KTable left join, ``left_join(other, joiner)``: every key of this table, joined with None while
+        the other lacks it. Foreign-key left join, ``left_join(other, foreign_key_extractor, joiner)``: every row
+        of this table, joined with the other's row of its foreign key or None."""
+        if joiner is not None:
+            return self._join_on_foreign_key(other, joiner_or_foreign_key_extractor, joiner, True, named)
+        return self._join(other, joiner_or_foreign_key_extractor, named, ("left", "right"))
+
+    def _join_on_foreign_key(self, other: KTable, extractor: Callable[[Any], Any], joiner: Callable[[Any, Any], Any],
+                             left_join: bool, named: str | None) -> KTable:
+        """The foreign-key join's nodes, named and wired as Kafka's (kfk.streams.foreign_key_join says how the
+        subscriptions and responses flow)."""
+        if named is not None:
+            raise NotImplementedError("kfk.streams names a foreign-key join's nodes only as Kafka generates them "
+                                      "(TableJoined.as is not supported yet): leave named out")
+        if self.store_name is None or other.store_name is None:
+            raise NotImplementedError("kfk.streams joins only tables backed by a store (builder.table() or an "
+                                      "aggregation)")
+        builder, topology = self.builder, self.builder.topology
+        new = builder.new_processor_name
+        registration = new("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-") + "-topic"
+        send, registration_sink = new("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-"), new("KTABLE-SINK-")
+        registration_source = new("KTABLE-SOURCE-")
+        subscriptions = builder.new_store_name("KTABLE-FK-JOIN-SUBSCRIPTION-")
+        receive, lookup, foreign = (new("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-") for _ in range(3))
+        response = new("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-") + "-topic"
+        response_sink, response_source = new("KTABLE-SINK-"), new("KTABLE-SOURCE-")
+        resolver = new("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-")
+        output = new("KTABLE-FK-JOIN-OUTPUT-")
+        builder.new_store_name("KTABLE-FK-JOIN-OUTPUT-")  # Kafka draws the (unmaterialized) result's store name
+        raw = Serdes.bytes()
+        left_store, right_store = self.store_name, other.store_name
+        key_serde, value_serde, foreign_key_serde = self.key_serde, self.value_serde, other.key_serde
+        topology.add_processor(send, lambda: fk.SubscriptionSend(extractor, left_join, foreign_key_serde, key_serde,
+                                                                 value_serde, registration), self.name)
+        topology.add_sink(registration_sink, registration, send, key_serde=raw, value_serde=raw)
+        topology.add_source(registration_source, registration, key_serde=raw, value_serde=raw)
+        topology.add_processor(receive, lambda: fk.SubscriptionReceive(subscriptions), registration_source)
+        topology.add_state_store(StoreBuilder(subscriptions, raw, raw), receive)
+        topology.add_processor(lookup, lambda: fk.SubscriptionJoin(right_store), receive)
+        topology.connect_processor_and_state_stores(lookup, stores=[right_store])
+        right_key_serde, right_value_serde = other.key_serde, other.value_serde
+        topology.add_processor(foreign, lambda: fk.ForeignTableJoin(subscriptions, right_key_serde, right_value_serde,
+                                                                    response), other.name)
+        topology.connect_processor_and_state_stores(foreign, stores=[subscriptions])
+        topology.add_sink(response_sink, response, lookup, foreign, key_serde=raw,
+                          value_serde=Serde("SubscriptionResponseWrapperSerde", fk.Response.serialize, bytes),
+                          partitioner=lambda key, value: value.subscription.primary_partition)
+        topology.add_source(response_source, response, key_serde=raw, value_serde=raw)
+        topology.add_processor(resolver, lambda: fk.ResponseJoin(left_store, joiner, left_join, right_value_serde),
+                               response_source)
+        topology.connect_processor_and_state_stores(resolver, stores=[left_store])
+        topology.add_processor(output, p.PassThrough, resolver)
+        topology.repartition_topics[registration] = None
+        topology.repartition_topics[response] = None
+        topology.copartition_groups.append({registration, *topology.upstream_source_topics(other.name)})
+        topology.copartition_groups.append({response, *topology.upstream_source_topics(self.name)})
+        return KTable(builder, output, self.key_serde, None, None)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
         """KTable-KTable outer join: every key of either table (None for the side that lacks it)."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
+    from kfk.streams.serdes import Serde
     from kfk.streams.state import KeyValueStore
 
 __all__ = ["Change", "Processor", "ProcessorContext", "Record", "RecordMetadata", "TaskId"]
@@ -85,6 +86,14 @@ class ProcessorContext:
         raise NotImplementedError
 
     def record_metadata(self) -> RecordMetadata | None:
+        raise NotImplementedError
+
+    def key_serde(self) -> Serde:
+        """default.key.serde (Kafka's ProcessorContext.keySerde())."""
+        raise NotImplementedError
+
+    def value_serde(self) -> Serde:
+        """default.value.serde (Kafka's ProcessorContext.valueSerde())."""
         raise NotImplementedError
 
 

@@ -136,6 +136,18 @@ class KeyValueStore:
         for key, raw in self._bytes.items():
             yield self.key_serde.deserialize(key), self.value_serde.deserialize(raw[8:])
 
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[Any, Any]]:
+        """The keys whose serialized form starts with ``prefix`` and their values, in key order (Kafka's
+        prefixScan with the prefix already serialized)."""
+        upper = bytearray(prefix)  # the smallest key above every key with the prefix (Kafka's Bytes.increment)
+        while upper and upper[-1] == 0xFF:
+            upper.pop()
+        if upper:
+            upper[-1] += 1
+        for key, raw in list(self._bytes.range(prefix, bytes(upper) if upper else prefix + b"\xff" * 64)):
+            if key.startswith(prefix):
+                yield self.key_serde.deserialize(key), self.value_serde.deserialize(raw[8:])
+
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Apply one changelog record (also how put() writes)."""
         if value is None:
@@ -163,6 +175,10 @@ class WindowStore(KeyValueStore):
     #: A join's store keeps every record (retain duplicates): each put gets the next sequence number, from 1.
     retain_duplicates = False
     _sequence = 0
+    #: Set for a sliding window store (fetch_windows() then leaves out expired windows).
+    retention_ms: int | None = None
+    #: The latest window start put or restored (Kafka's segmented stores' observed stream time).
+    observed_start = -1
 
     def put_record(self, key: Any, value: Any, timestamp: int) -> None:
         """Keep one record of a KStream-KStream join's side (a join store retains duplicates)."""
@@ -181,6 +197,26 @@ class WindowStore(KeyValueStore):
         for stored_key, raw in self._bytes.range(lower, upper):
             if len(stored_key) == len(prefix) + _WINDOW_SUFFIX.size:
                 yield self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]
+
+    def fetch_windows(self, key: Any, earliest_start: int, latest_start: int) -> list[tuple[int, Any, int]]:
+        """`key`'s windows that start in [earliest_start, latest_start], earliest first, as (start, aggregate,
+        timestamp). Like Kafka's segmented stores, it leaves out the windows that started ``retention_ms`` or more
+        before the latest window start it has seen (when it has a retention)."""
+        if self.retention_ms is not None:
+            earliest_start = max(earliest_start, self.observed_start - self.retention_ms + 1)
+        prefix = self.key_serde.serialize(key)
+        found = []
+        for stored_key, raw in self._bytes.range(prefix + _WINDOW_SUFFIX.pack(max(earliest_start, 0), 0),
+                                                 prefix + _WINDOW_SUFFIX.pack(latest_start, 0x7FFFFFFF)):
+            if len(stored_key) == len(prefix) + _WINDOW_SUFFIX.size:
+                start = _TIMESTAMP.unpack_from(stored_key, len(prefix))[0]
+                found.append((start, self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]))
+        return found
+
+    def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        start = _TIMESTAMP.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)[0]
+        self.observed_start = max(self.observed_start, start)
+        super().restore(key, value, timestamp)
 
     def _window_key(self, key: Any, start: int) -> bytes:
         return self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(start, 0)

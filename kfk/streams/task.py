@@ -18,7 +18,7 @@ from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMet
 from kfk.streams.serdes import Serde
 from kfk.streams.state import (ChangelogWriter, Checkpoint, KeyValueStore, OuterJoinStore, SessionStore,
                                SuppressionBuffer, WindowStore)
-from kfk.streams.windows import SessionWindows
+from kfk.streams.windows import SessionWindows, SlidingWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, Node, NodeKind, SubTopology, Topology
 
 __all__ = ["StreamTask"]
@@ -48,6 +48,12 @@ class _NodeContext(ProcessorContext):
 
     def record_metadata(self) -> RecordMetadata | None:
         return self.task.current
+
+    def key_serde(self) -> Serde:
+        return self.task.default_key_serde
+
+    def value_serde(self) -> Serde:
+        return self.task.default_value_serde
 
 
 class StreamTask:
@@ -99,6 +105,8 @@ class StreamTask:
                                      builder.windows.retention_ms())
             elif builder.windows is not None:
                 store = WindowStore(store_name, store_keys, store_values, path, changelog)
+                if isinstance(builder.windows, SlidingWindows):
+                    store.retention_ms = builder.windows.retention_ms()
             else:
                 store = KeyValueStore(store_name, store_keys, store_values, path, changelog)
             self.stores[store_name] = store
@@ -141,9 +149,10 @@ class StreamTask:
             topic = self.internal_topic(topic)
         key_serde = node.key_serde or self.default_key_serde
         value_serde = node.value_serde or self.default_value_serde
+        partition = None if node.partitioner is None else node.partitioner(record.key, record.value)
         self.pending.append(self.producer.send(topic, value_serde.serialize_for(topic, record.value),
                                                key_serde.serialize_for(topic, record.key),
-                                               timestamp_ms=record.timestamp,
+                                               partition=partition, timestamp_ms=record.timestamp,
                                                headers=list(record.headers) or None))
 
     def check_sends(self) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from kfk.streams.processor import Processor, Record
 from kfk.streams.serdes import Serde
-from kfk.streams.windows import JoinWindows, SessionWindows, TimeWindows
+from kfk.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["Topology", "TopologyException", "TopicNameExtractor", "StoreBuilder", "SubTopology", "NodeKind"]
 
@@ -53,7 +53,7 @@ class StoreBuilder:
     logging: bool = True
     persistent: bool = True
     #: Set for a window store (its changelog is compacted and deleted after the windows' retention).
-    windows: TimeWindows | JoinWindows | SessionWindows | None = None
+    windows: TimeWindows | JoinWindows | SessionWindows | SlidingWindows | None = None
     #: Set for suppression's buffer (kfk.streams.state.SuppressionBuffer), always in memory: "windows" or
     #: "sessions", the kind of windowed keys it holds.
     suppression: str | None = None
@@ -74,6 +74,8 @@ class Node:
     extractor: TopicNameExtractor | None = None
     key_serde: Serde | None = None
     value_serde: Serde | None = None
+    #: A sink's choice of partition from the record's key and value (None: the producer's partitioner).
+    partitioner: Callable[[Any, Any], int] | None = None
     stores: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
 
@@ -119,9 +121,10 @@ class Topology:
         return self
 
     def add_sink(self, name: str, topic: str | TopicNameExtractor, *parent_names: str,
-                 key_serde: Serde | None = None, value_serde: Serde | None = None) -> Topology:
+                 key_serde: Serde | None = None, value_serde: Serde | None = None,
+                 partitioner: Callable[[Any, Any], int] | None = None) -> Topology:
         node = Node(name, NodeKind.SINK, self._parents(name, parent_names), key_serde=key_serde,
-                    value_serde=value_serde)
+                    value_serde=value_serde, partitioner=partitioner)
         if isinstance(topic, str):
             node.topic = topic
         else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JoinWindows", "SessionWindows", "TimeWindows", "Window", "Windowed"]
+__all__ = ["JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows", "Window", "Windowed"]
 
 #: Kafka's windowstore.changelog.additional.retention.ms default: a windowed changelog keeps a day more than the
 #: store's retention, so restoration finds every window still open.
@@ -70,6 +70,36 @@ class TimeWindows:
     def retention_ms(self) -> int:
         """How long the store keeps a window: its size plus the grace period (Kafka's default retention)."""
         return self.size_ms + self.grace_ms
+
+
+@dataclass(frozen=True)
+class SlidingWindows:
+    """Sliding windows (Kafka's SlidingWindows, KIP-450): windows of ``time_difference_ms`` (both ends inclusive)
+    that exist only where records are, so that each distinct set of a key's records at most the time difference
+    apart is one window. A record at t opens its left window [t - difference, t] and, when later records of the key
+    fall within the difference after it, its right window [t + 1, t + 1 + difference]. Unlike time windows they are
+    not aligned to the epoch: a window's start is a record's time (or the time after one)."""
+
+    time_difference_ms: int
+    grace_ms: int
+
+    @classmethod
+    def of_time_difference_and_grace(cls, time_difference_ms: int, grace_ms: int) -> SlidingWindows:
+        if time_difference_ms < 0:
+            raise ValueError("Window time difference must not be negative.")
+        if grace_ms < 0:
+            raise ValueError("Window grace period must not be negative.")
+        return cls(time_difference_ms, grace_ms)
+
+    @classmethod
+    def of_time_difference_with_no_grace(cls, time_difference_ms: int) -> SlidingWindows:
+        return cls.of_time_difference_and_grace(time_difference_ms, 0)
+
+    def retention_ms(self) -> int:
+        """Kafka's default retention of a sliding window store: a new record may need the windows that start up
+        to twice the difference before it (to build its own left and the previous record's right window), for as
+        long as the grace period accepts it."""
+        return self.grace_ms + 2 * self.time_difference_ms
 
 
 @dataclass(frozen=True)

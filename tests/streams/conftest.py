@@ -45,15 +45,16 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def create_input(bootstrap: str, topic: str, partitions: int, records: list[tuple[str, str]],
+def create_input(bootstrap: str, topic: str, partitions: int, records: list[tuple[str, str | None]],
                  timestamps: list[int] | None = None) -> None:
-    """The input topic, with `records` (key, value) in that order, at `timestamps` (default 1000, 1001, ...)."""
+    """The input topic, with `records` (key, value; None: a tombstone) in that order, at `timestamps` (default
+    1000, 1001, ...)."""
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         assert admin.create_topics([NewTopic(topic, partitions, 1)])[topic] is None
     with Producer({"bootstrap.servers": bootstrap}) as producer:
         for index, (key, value) in enumerate(records):
             timestamp = timestamps[index] if timestamps is not None else 1000 + index
-            producer.send(topic, value.encode(), key.encode(), timestamp_ms=timestamp)
+            producer.send(topic, None if value is None else value.encode(), key.encode(), timestamp_ms=timestamp)
 
 
 def read_topic(bootstrap: str, topic: str, count: int, timeout: float = 60) -> list:

@@ -12,8 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from kfk.cli import app
-from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic
-from kfk.streams import KafkaStreams, State
+from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic, Producer
+from kfk.streams import KafkaStreams, Serdes, State
+from kfk.streams.test_driver import TopologyTestDriver
 from kfk.testing.apache_kafka import run_java
 from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
 from tests.streams.topologies import TOPOLOGIES
@@ -27,6 +28,38 @@ INPUT = [(f"key{index % 4}", line) for index, line in enumerate(LINES)]
 WINDOWED_INPUT = [("a", "a1", 1000), ("b", "b1", 1001), ("a", "a2", 1005), ("a", "a3", 1002), ("b", "b2", 1010),
                   ("a", "a4", 1003), ("a", "a5", 1009), ("b", "b3", 1013), ("a", "a6", 1016), ("b", "b4", 1013),
                   ("a", "a7", 1014)]
+
+#: The sliding windows' input, on one partition: (key, line, timestamp). Key c's records come before the time
+#: difference (Kafka puts them all in the window [0, difference]); a3 and b2 are late but within the count's 3 ms
+#: grace (the reduce has none), a6 is too late for every window it belongs to, a8 comes after a7, inside its
+#: right window.
+SLIDING_INPUT = [("c", "c1", 1), ("c", "c2", 3), ("a", "a1", 1000), ("b", "b1", 1001), ("a", "a2", 1003),
+                 ("a", "a3", 1002), ("a", "a4", 1010), ("b", "b2", 1009), ("a", "a5", 1006), ("a", "a6", 1001),
+                 ("a", "a7", 1015), ("a", "a8", 1012), ("b", "b3", 1020)]
+
+
+def _expected_sliding_windows(difference: int, grace: int) -> dict[str, int]:
+    """The sliding count's last value of every window, computed here from the definition: each accepted record at t
+    has its window [t - difference, t] (or [0, difference] when t < difference), and a right window
+    [t + 1, t + 1 + difference] when a later record of its key falls in that; a window counts the accepted
+    records within it. A record is accepted unless its time plus the difference is already before stream time -
+    grace; a window that closed (end before stream time - grace) keeps the count it had then."""
+    stream_time, accepted = -1, []
+    counts: dict[str, int] = {}
+    for key, _, timestamp in SLIDING_INPUT:
+        stream_time = max(stream_time, timestamp)
+        close_time = stream_time - grace
+        if timestamp + difference < close_time:
+            continue
+        accepted.append((key, timestamp))
+        times = sorted(t for k, t in accepted if k == key)
+        windows = {(max(0, t - difference), max(0, t - difference) + difference) for t in times}
+        windows |= {(t + 1, t + 1 + difference) for t in times
+                    if any(t < later <= t + 1 + difference for later in times)}
+        for start, end in windows:
+            if end >= close_time:
+                counts[f"{key}@{start}/{end}"] = sum(1 for t in times if start <= t <= end)
+    return counts
 
 
 #: The joins' table (<input>-profiles): (key, profile, timestamp); key3 has none, key1's changes at 1006, between
@@ -76,6 +109,65 @@ def _expected_table_joins() -> dict[str, dict[str, list[str]]]:
             results["left"][key].append(joined)
         results["outer"][key].append(joined)
     return {kind: dict(by_key) for kind, by_key in results.items()}
+
+
+#: The foreign-key joins' tables, loaded first: customers (<input>-customers) and orders (<input>-orders, whose
+#: "customer:item" value holds the foreign key); order o3's customer does not exist.
+CUSTOMERS = [("c1", "alice", 500), ("c2", "bob", 501), ("c3", "carol", 502)]
+ORDERS = [("o1", "c1:apple", 600), ("o2", "c2:pear", 601), ("o3", "c9:fig", 602), ("o4", "c3:kiwi", 603)]
+#: Then one update at a time (table, key, value or None, timestamp), each once both applications have answered the
+#: one before: an answer crosses two internal topics, and one for a value replaced meanwhile is dropped (the hash
+#: check), so updates in flight together would make the intermediate results depend on timing.
+FK_STEPS = [("orders", "o1", "c2:apple", 1001), ("customers", "c2", "bob2", 1005), ("orders", "o2", None, 1002),
+            ("customers", "c3", None, 1006), ("orders", "o3", "c1:fig", 1007)]
+
+
+def _expected_fk_joins() -> list[dict[str, list[tuple[str, str | None]]]]:
+    """The inner and left foreign-key joins' results, computed here, for the loaded tables and then for each step:
+    an update gives the join's new row (or a tombstone) for each order it concerns (the order itself, or the orders
+    of the customer), when the order is in the result or was."""
+    orders: dict[str, str] = {}
+    customers: dict[str, str] = {}
+    emitted: dict[str, dict[str, str | None]] = {"inner": {}, "left": {}}
+    stages = []
+    loaded = ([("customers", key, value) for key, value, _ in CUSTOMERS]
+              + [("orders", key, value) for key, value, _ in ORDERS])
+    for updates in [loaded] + [[(table, key, value)] for table, key, value, _ in FK_STEPS]:
+        results: dict[str, list[tuple[str, str | None]]] = {"inner": [], "left": []}
+        for table, key, value in updates:
+            rows = orders if table == "orders" else customers
+            concerned = [key] if table == "orders" else sorted(order for order, row in orders.items()
+                                                                   if row.split(":")[0] == key)
+            if value is None:
+                rows.pop(key, None)
+            else:
+                rows[key] = value
+            for order in concerned:
+                row = orders.get(order)
+                customer = None if row is None else customers.get(row.split(":")[0])
+                for kind, result in (("inner", None if row is None or customer is None else f"{row}+{customer}"),
+                                     ("left", None if row is None else f"{row}+{customer or 'null'}")):
+                    if result is not None or emitted[kind].get(order) is not None:
+                        results[kind].append((order, result))
+                        emitted[kind][order] = result
+        stages.append(results)
+    return stages
+
+
+def _feed_fk_steps(bootstrap: str, input_topic: str, outputs: list[str]) -> None:
+    """Produce FK_STEPS one at a time, each once every output topic (inner and left join, of both applications)
+    has the results of the stages before it."""
+    stages = _expected_fk_joins()
+    inner = left = 0
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for stage, (table, key, value, timestamp) in zip(stages, FK_STEPS):
+            inner, left = inner + len(stage["inner"]), left + len(stage["left"])
+            for output in outputs:
+                read_topic(bootstrap, output, inner, timeout=120)
+                read_topic(bootstrap, output + "-totals", left, timeout=120)
+            producer.send(f"{input_topic}-{table}", None if value is None else value.encode(), key.encode(),
+                          timestamp_ms=timestamp)
+            producer.flush()
 
 
 #: The stream-stream join's second stream (<input>-clicks): (key, click, timestamp), joined with the lines of the
@@ -164,7 +256,21 @@ def test_describe_is_kafka_streams_text(streams_oracle) -> None:
         assert str(build("lines", "out").describe()) == java[name], name
 
 
+def _sliding_output_count() -> int:
+    """The number of updates kfk.streams' sliding count writes (the test then compares them with Kafka's), from
+    the TopologyTestDriver: when to stop the runs, not what is checked."""
+    with TopologyTestDriver(TOPOLOGIES["sliding"]("in", "out"), {"default.key.serde": "string",
+                                                                 "default.value.serde": "string"}) as driver:
+        for key, line, timestamp in SLIDING_INPUT:
+            driver.pipe_input("in", key, line, timestamp)
+        return len(driver.read_output("out", value_serde=Serdes.long()))
+
+
 def _expected_output_count(name: str) -> int:
+    if name == "fk-joins":
+        return sum(len(stage["inner"]) for stage in _expected_fk_joins())
+    if name == "sliding":
+        return _sliding_output_count()
     if name == "windowed":
         return sum(map(len, _expected_windowed_counts().values()))
     if name == "joins":
@@ -185,13 +291,16 @@ def _expected_output_count(name: str) -> int:
 
 
 def _run_python(name: str, bootstrap: str, application_id: str, input_topic: str, output: str, state_dir: str,
-                count: int) -> None:
+                count: int, totals: int = 0) -> None:
+    """Run the topology until `count` records are on `output` (and `totals` on `output`-totals)."""
     streams = KafkaStreams(TOPOLOGIES[name](input_topic, output), {
         "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
         "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100})
     streams.start()
     try:
-        read_topic(bootstrap, output, count)
+        read_topic(bootstrap, output, count, timeout=120)
+        if totals:
+            read_topic(bootstrap, output + "-totals", totals, timeout=120)
     finally:
         assert streams.close()
     assert streams.state is State.NOT_RUNNING and streams.error is None
@@ -221,15 +330,16 @@ def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, 
     return result
 
 
-@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "joins", "table-joins",
-                                  "stream-joins"])
+@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "sliding", "joins", "table-joins",
+                                  "fk-joins", "stream-joins"])
 def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker, tmp_path) -> None:
     classpath, classes = streams_oracle
     bootstrap = streams_broker.bootstrap_servers
     input_topic = unique_name("lines")
-    if name == "windowed":
-        create_input(bootstrap, input_topic, 1, [(key, line) for key, line, _ in WINDOWED_INPUT],
-                     [timestamp for _, _, timestamp in WINDOWED_INPUT])
+    if name in ("windowed", "sliding"):
+        timed = WINDOWED_INPUT if name == "windowed" else SLIDING_INPUT
+        create_input(bootstrap, input_topic, 1, [(key, line) for key, line, _ in timed],
+                     [timestamp for _, _, timestamp in timed])
     else:
         create_input(bootstrap, input_topic, 2, INPUT)
     if name == "joins":
@@ -243,22 +353,33 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
     if name == "table-joins":
         create_input(bootstrap, input_topic + "-scores", 2, [(key, value) for key, value, _ in SCORES],
                      [timestamp for _, _, timestamp in SCORES])
+    if name == "fk-joins":
+        create_input(bootstrap, input_topic + "-customers", 2, [(key, value) for key, value, _ in CUSTOMERS],
+                     [timestamp for _, _, timestamp in CUSTOMERS])
+        create_input(bootstrap, input_topic + "-orders", 2, [(key, value) for key, value, _ in ORDERS],
+                     [timestamp for _, _, timestamp in ORDERS])
     count = _expected_output_count(name)
+    totals = sum(len(stage["left"]) for stage in _expected_fk_joins()) if name == "fk-joins" else 0
     outputs = {side: (unique_name(f"{name}-{side}"), unique_name(f"out-{side}")) for side in ("java", "python")}
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(topic, 2, 1) for _, output in outputs.values()
                              for topic in (output, output + "-totals", output + "-outer")])
     # Both applications run at once (each on its own output topics): the JVM's start-up overlaps Python's run.
-    with ThreadPoolExecutor(1) as executor:
+    with ThreadPoolExecutor(2) as executor:
         java_app, java_output = outputs["java"]
         java_run = executor.submit(run_java, "StreamsOracle", [
             "run", name, bootstrap, java_app, input_topic, java_output, str(tmp_path / "java"), "at_least_once",
-            str(count)], classpath, extra_classpath=[classes], timeout=180)
+            str(count), str(totals)], classpath, extra_classpath=[classes], timeout=240)
         python_app, python_output = outputs["python"]
-        _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), count)
+        if name == "fk-joins":
+            steps = executor.submit(_feed_fk_steps, bootstrap, input_topic, [java_output, python_output])
+        _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), count,
+                    totals)
         result = java_run.result()
+        if name == "fk-joins":
+            steps.result()
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    ordered = name in ("table", "windowed", "joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
+    ordered = name in ("table", "windowed", "sliding", "joins", "fk-joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
     java_records = read_to_end(bootstrap, java_output)
     python_records = read_to_end(bootstrap, python_output)
     assert _by_key(python_records, ordered) == _by_key(java_records, ordered)
@@ -313,7 +434,28 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
         outer_values = [record.value for record in read_to_end(bootstrap, python_output + "-outer")]
         assert any(value.endswith(b"&null") for value in left_values)
         assert any(value.startswith(b"null&") for value in outer_values)
-    if name in ("table", "windowed", "joins"):
+    if name == "sliding":
+        counts = {key.decode(): int.from_bytes(values[-1][0], "big")
+                  for key, values in _by_key(python_records, True).items()}
+        assert counts == _expected_sliding_windows(5, 3)
+        assert any(key.startswith("c@0/") for key in counts)  # the records before the time difference
+        # suppressed: the windows closed by the end (end + grace at most the last record's time), ending with their
+        # final count. As in Kafka, a window is emitted once stream time reaches end + grace, while the aggregation
+        # still updates a window whose end is stream time - grace (its end is inclusive): it is emitted again.
+        final = _by_key(read_to_end(bootstrap, python_output + "-outer"), True)
+        last_time = max(timestamp for _, _, timestamp in SLIDING_INPUT)
+        assert final == _by_key(read_to_end(bootstrap, java_output + "-outer"), True)
+        assert {key.decode(): int.from_bytes(values[-1][0], "big") for key, values in final.items()} \
+            == {key: count for key, count in counts.items() if int(key.split("/")[1]) + 3 <= last_time}
+    if name == "fk-joins":
+        for kind, topic in (("inner", python_output), ("left", python_output + "-totals")):
+            expected: dict[str, list[str | None]] = defaultdict(list)
+            for stage in _expected_fk_joins():
+                for key, value in stage[kind]:
+                    expected[key].append(value)
+            assert {key.decode(): [None if value is None else value.decode() for value, _ in values]
+                    for key, values in _by_key(read_to_end(bootstrap, topic), True).items()} == expected, kind
+    if name in ("table", "windowed", "sliding", "joins", "fk-joins"):
         assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
                 == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
     with Admin({"bootstrap.servers": bootstrap}) as admin:
@@ -325,6 +467,10 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
             # carries and their timestamps vary, what each key ends as does not
             assert (_last_values(read_to_end(bootstrap, f"{python_app}-{topic}"))
                     == _last_values(read_to_end(bootstrap, f"{java_app}-{topic}"))), topic
+        elif topic.startswith("KTABLE-FK-JOIN-SUBSCRIPTION-"):
+            # the subscriptions and answers as Kafka writes them (SubscriptionWrapper, SubscriptionResponseWrapper)
+            assert (_by_key(read_to_end(bootstrap, f"{python_app}-{topic}"), True)
+                    == _by_key(read_to_end(bootstrap, f"{java_app}-{topic}"), True)), topic
         elif topic.endswith("-changelog"):
             java_changelog = read_to_end(bootstrap, f"{java_app}-{topic}")
             python_changelog = read_to_end(bootstrap, f"{python_app}-{topic}")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from kfk.streams import (BufferConfig, JoinWindows, Processor, Record, Serdes, SessionWindows, StoreBuilder, StreamsBuilder,
-                         Suppressed, TimeWindows, Topology)
+import pytest
+
+from kfk.streams import (BufferConfig, JoinWindows, Processor, Record, Serdes, SessionWindows, SlidingWindows,
+                         StoreBuilder, StreamsBuilder, Suppressed, TimeWindows, Topology)
+from kfk.streams.foreign_key_join import murmur3_hash128, serialize_response
 from kfk.streams.test_driver import TopologyTestDriver
+from tests.streams.topologies import foreign_key_joins
 
 CONFIG = {"default.key.serde": "string", "default.value.serde": "string"}
 
@@ -149,3 +153,24 @@ def test_processor_api_with_a_state_store() -> None:
             driver.pipe_input("in", "k", value, 1)
         assert [value for _, value, _ in driver.read_output("out")] == ["None->a", "a->b", "b->c"]
         assert driver.read_output("test-driver-last-changelog") == [("k", "a", 1), ("k", "b", 1), ("k", "c", 1)]
+
+
+def test_foreign_key_join_drops_answers_for_replaced_values() -> None:
+    """An answer on the response topic carries the hash of the order value its subscription was sent for: one for
+    a value since replaced is stale and dropped, one for the current value is joined (the answers are the bytes
+    Kafka writes there)."""
+    with TopologyTestDriver(foreign_key_joins("in", "out"), CONFIG) as driver:
+        driver.pipe_input("in-customers", "c1", "alice", 1)
+        driver.pipe_input("in-orders", "o1", "c1:apple", 2)
+        assert driver.read_output("out") == [("o1", "c1:apple+alice", 2)]
+        response = "test-driver-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000015-topic"
+        for value, timestamp in (("c1:pear", 3), ("c1:apple", 4)):
+            driver.pipe_input(response, b"o1", serialize_response(murmur3_hash128(value.encode()), b"eve"),
+                              timestamp, key_serde=Serdes.bytes(), value_serde=Serdes.bytes())
+        assert driver.read_output("out") == [("o1", "c1:apple+eve", 4)]
+
+
+@pytest.mark.parametrize(("difference", "grace"), [(-1, 0), (5, -1)])
+def test_sliding_windows_reject_negative_durations(difference: int, grace: int) -> None:
+    with pytest.raises(ValueError, match="must not be negative"):
+        SlidingWindows.of_time_difference_and_grace(difference, grace)

@@ -5,12 +5,13 @@ come out exactly as computed here."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
 
 from kfk.client import Admin, NewTopic, Producer
 from kfk.streams import KafkaStreams, State, StreamsBuilder
 from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
-from tests.streams.topologies import wordcount
+from tests.streams.topologies import foreign_key_joins, wordcount
 
 WORDS = ["red", "green", "blue", "cyan", "magenta", "yellow", "black"]
 
@@ -80,3 +81,72 @@ def test_a_processor_that_raises_stops_the_application_in_error(streams_broker, 
     assert isinstance(streams.error, ValueError) and str(streams.error) == "cannot handle boom"
     assert streams.close()
     assert streams.state is State.ERROR
+
+
+def _last_values(bootstrap: str, topic: str) -> dict[str, str]:
+    """Each key's last value on `topic`, tombstones (and keys never written) left out."""
+    last: dict[str, str | None] = {}
+    for record in read_to_end(bootstrap, topic):
+        last[record.key.decode()] = None if record.value is None else record.value.decode()
+    return {key: value for key, value in last.items() if value is not None}
+
+
+def test_two_instances_join_on_foreign_keys(streams_broker, tmp_path) -> None:
+    """The foreign-key joins on two instances, three partitions: orders subscribe to their customers across the
+    instances while tasks move between them, customers change and go away, orders change customer; each order ends
+    joined with its customer's last value exactly as computed here (inner: only while the customer exists; left:
+    with "null" when it does not)."""
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic, output, application_id = unique_name("lines"), unique_name("fk-out"), unique_name("fk2")
+    customers = [(f"c{index}", f"name{index}") for index in range(40)]
+    orders = [(f"o{index}", f"c{index * 7 % 45}:item{index}") for index in range(120)]
+    create_input(bootstrap, input_topic, 3, [])
+    create_input(bootstrap, input_topic + "-customers", 3, customers)
+    create_input(bootstrap, input_topic + "-orders", 3, orders[:60])
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(output, 3, 1), NewTopic(output + "-totals", 3, 1)])
+    # later: the other orders, customers renamed or deleted, orders moved to another customer or deleted
+    updates = ([("-orders", key, value) for key, value in orders[60:]]
+               + [("-customers", f"c{index}", None if index % 5 == 0 else f"new{index}") for index in range(0, 40, 3)]
+               + [("-orders", f"o{index}", None if index % 4 == 0 else f"c{index % 13}:moved{index}")
+                  for index in range(0, 120, 7)])
+    final_orders, final_customers = dict(orders), dict(customers)
+    for table, key, value in updates:
+        rows = final_orders if table == "-orders" else final_customers
+        if value is None:
+            rows.pop(key, None)
+        else:
+            rows[key] = value
+    expected_inner, expected_left = {}, {}
+    for key, order in final_orders.items():
+        customer = final_customers.get(order.split(":")[0])
+        expected_left[key] = f"{order}+{customer or 'null'}"
+        if customer is not None:
+            expected_inner[key] = f"{order}+{customer}"
+
+    def instance(name: str, threads: int) -> KafkaStreams:
+        return KafkaStreams(foreign_key_joins(input_topic, output), {
+            "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
+            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
+            "num.stream.threads": threads})
+
+    first, second = instance("first", 1), instance("second", 1)
+    first.start()
+    try:
+        assert first.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, first.error
+        read_topic(bootstrap, output + "-totals", 10)
+        second.start()
+        with Producer({"bootstrap.servers": bootstrap}) as producer:
+            for table, key, value in updates:
+                producer.send(input_topic + table, None if value is None else value.encode(), key.encode())
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and (_last_values(bootstrap, output) != expected_inner
+                                               or _last_values(bootstrap, output + "-totals") != expected_left):
+            time.sleep(0.5)
+        assert second.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, second.error
+        assert all(thread.tasks for streams in (first, second) for thread in streams._threads)
+    finally:
+        assert first.close() and second.close()
+    assert first.error is None and second.error is None
+    assert _last_values(bootstrap, output) == expected_inner
+    assert _last_values(bootstrap, output + "-totals") == expected_left

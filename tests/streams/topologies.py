@@ -3,8 +3,8 @@ the tests compare Apache Kafka Streams' and kfk.streams' descriptions and output
 
 from __future__ import annotations
 
-from kfk.streams import (Branched, BufferConfig, JoinWindows, Serdes, SessionWindows, StreamsBuilder, Suppressed,
-                         TimeWindows, Topology)
+from kfk.streams import (Branched, BufferConfig, JoinWindows, Serdes, SessionWindows, SlidingWindows, StreamsBuilder,
+                         Suppressed, TimeWindows, Topology)
 
 
 def stateless(input_topic: str, output: str) -> Topology:
@@ -83,6 +83,27 @@ def windowed(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
+def sliding(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    counts = lines.group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(5, 3)).count(
+        "sliding-counts")
+    (counts.to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
+     .to(output, key_serde=Serdes.string(), value_serde=Serdes.long()))
+    # the final results: each window once, when it closes
+    (counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
+     .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (lines.group_by_key().windowed_by(SlidingWindows.of_time_difference_with_no_grace(4))
+     .reduce(lambda joined, line: f"{joined}|{line}")
+     .to_stream()
+     .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", joined))
+     .to(output + "-totals"))
+    return builder.build()
+
+
 def joins(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     lines = builder.stream(input_topic)
@@ -111,6 +132,16 @@ def table_joins(input_topic: str, output: str) -> Topology:
     profiles.join(scores, _java_concat).to_stream().to(output)
     profiles.left_join(scores, _java_concat).to_stream().to(output + "-totals")
     profiles.outer_join(scores, _java_concat).to_stream().to(output + "-outer")
+    return builder.build()
+
+
+def foreign_key_joins(input_topic: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    builder.stream(input_topic)
+    orders = builder.table(input_topic + "-orders")
+    customers = builder.table(input_topic + "-customers")
+    orders.join(customers, lambda order: order.split(":")[0], _java_concat).to_stream().to(output)
+    orders.left_join(customers, lambda order: order.split(":")[0], _java_concat).to_stream().to(output + "-totals")
     return builder.build()
 
 
@@ -159,5 +190,6 @@ def repartition(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
-TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "joins": joins, "table-joins": table_joins, "stream-joins": stream_joins, "split-unnamed": split_unnamed,
-              "split-prefix": split_prefix, "repartition": repartition}
+TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding,
+              "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins, "stream-joins": stream_joins,
+              "split-unnamed": split_unnamed, "split-prefix": split_prefix, "repartition": repartition}

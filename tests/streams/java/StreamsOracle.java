@@ -26,6 +26,7 @@ import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
@@ -37,8 +38,9 @@ import org.apache.kafka.streams.state.WindowStore;
  * Apache Kafka Streams running the topologies tests/streams/topologies.py builds with kfk.streams, so that a test
  * compares the two. Args: describe <topology,...> <input> <output> (prints each Topology.describe() after a
  * "=== <topology>" line), or
- * run <topology> <bootstrap> <application.id> <input> <output> <state.dir> <guarantee> <records>: runs the topology
- * until <records> records are on the output topic (read_committed), then closes and exits.
+ * run <topology> <bootstrap> <application.id> <input> <output> <state.dir> <guarantee> <records> [<totals>]: runs the
+ * topology until <records> records are on the output topic (and <totals> on <output>-totals; read_committed), then
+ * closes and exits.
  */
 public final class StreamsOracle {
     static Topology topology(String name, String input, String output) {
@@ -123,6 +125,30 @@ public final class StreamsOracle {
                     .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
                 break;
             }
+            case "sliding": {
+                KTable<Windowed<String>, Long> counts = lines.groupByKey()
+                    .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(3)))
+                    .count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("sliding-counts")
+                           .withKeySerde(Serdes.String()));  // suppress() needs the windowed key's serde
+                counts.toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                // the final results: each window once, when it closes
+                counts.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
+                lines.groupByKey()
+                    .windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis(4)))
+                    .reduce((joined, line) -> joined + "|" + line)
+                    .toStream()
+                    .map((windowed, joined) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), joined))
+                    .to(output + "-totals");
+                break;
+            }
             case "joins": {
                 KTable<String, String> profiles = builder.table(input + "-profiles");
                 lines.join(profiles, (line, profile) -> line + "/" + profile).to(output);
@@ -139,6 +165,15 @@ public final class StreamsOracle {
                 profiles.join(scores, (profile, score) -> profile + "+" + score).toStream().to(output);
                 profiles.leftJoin(scores, (profile, score) -> profile + "+" + score).toStream().to(output + "-totals");
                 profiles.outerJoin(scores, (profile, score) -> profile + "+" + score).toStream().to(output + "-outer");
+                break;
+            }
+            case "fk-joins": {
+                KTable<String, String> orders = builder.table(input + "-orders");
+                KTable<String, String> customers = builder.table(input + "-customers");
+                orders.join(customers, order -> order.split(":")[0], (order, customer) -> order + "+" + customer)
+                    .toStream().to(output);
+                orders.leftJoin(customers, order -> order.split(":")[0], (order, customer) -> order + "+" + customer)
+                    .toStream().to(output + "-totals");
                 break;
             }
             case "stream-joins": {
@@ -195,6 +230,7 @@ public final class StreamsOracle {
         String input = args[4];
         String output = args[5];
         int records = Integer.parseInt(args[8]);
+        int totals = args.length > 9 ? Integer.parseInt(args[9]) : 0;
         Properties config = new Properties();
         config.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
         config.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -217,18 +253,23 @@ public final class StreamsOracle {
         readerConfig.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         readerConfig.put(ConsumerConfig.GROUP_ID_CONFIG, applicationId + "-reader");
         int seen = 0;
+        int seenTotals = 0;
         long deadline = System.currentTimeMillis() + 120_000;
         try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(readerConfig, new ByteArrayDeserializer(),
                                                                         new ByteArrayDeserializer())) {
-            reader.subscribe(List.of(output));
-            while (seen < records && System.currentTimeMillis() < deadline) {
+            reader.subscribe(totals > 0 ? List.of(output, output + "-totals") : List.of(output));
+            while ((seen < records || seenTotals < totals) && System.currentTimeMillis() < deadline) {
                 for (ConsumerRecord<byte[], byte[]> record : reader.poll(Duration.ofMillis(200))) {
-                    seen++;
+                    if (record.topic().equals(output)) {
+                        seen++;
+                    } else {
+                        seenTotals++;
+                    }
                 }
             }
         }
         streams.close(Duration.ofSeconds(30));
         System.out.println("{\"check\": \"run\", \"records\": " + seen + ", \"state\": \"" + streams.state() + "\"}");
-        System.exit(seen >= records ? 0 : 1);
+        System.exit(seen >= records && seenTotals >= totals ? 0 : 1);
     }
 }
