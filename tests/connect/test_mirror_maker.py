@@ -24,6 +24,7 @@ from kfk.client import (
     Producer,
     TopicPartition,
 )
+from kfk.errors import UnknownTopicOrPartitionError
 from kfk.connect.mirror.records import Checkpoint, Heartbeat, OffsetSync
 from kfk.testing.apache_kafka import MIRROR_MAKER_MAIN_CLASS, compile_java, connect_classpath, java_command, run_java
 from kfk.testing.broker import start_broker
@@ -81,9 +82,13 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def read_all(bootstrap: str, topic: str) -> dict[int, list]:
-    """Every record of `topic` by partition (as far as the end offsets when called)."""
-    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
-        partitions = [TopicPartition(topic, partition) for partition in consumer.partitions_for(topic)]
+    """Every record of `topic` by partition (as far as the end offsets when called); none while it does not exist."""
+    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
+                   "allow.auto.create.topics": False}) as consumer:
+        try:
+            partitions = [TopicPartition(topic, partition) for partition in consumer.partitions_for(topic)]
+        except UnknownTopicOrPartitionError:
+            return {}
         consumer.assign(partitions)
         end = consumer.end_offsets(partitions)
         records: dict[int, list] = {partition.partition: [] for partition in partitions}
@@ -129,28 +134,127 @@ def landed(records: dict[int, list]) -> dict[int, list]:
                         for record in batch] for partition, batch in records.items()}
 
 
+def offset_syncs(bootstrap: str, topic: str) -> dict[TopicPartition, list[tuple[int, int]]]:
+    syncs: dict[TopicPartition, list[tuple[int, int]]] = {}
+    for record in read_all(bootstrap, topic).get(0, []):
+        sync = OffsetSync.deserialize(record.key, record.value)
+        syncs.setdefault(sync.topic_partition, []).append((sync.upstream_offset, sync.downstream_offset))
+    return syncs
+
+
+def heartbeat_flows(bootstrap: str, topic: str) -> set[tuple[str, str]]:
+    beats = [Heartbeat.deserialize(record.key, record.value) for record in read_all(bootstrap, topic).get(0, [])]
+    assert all(beat.timestamp > 1_700_000_000_000 for beat in beats)
+    return {(beat.source_cluster_alias, beat.target_cluster_alias) for beat in beats}
+
+
+def topic_configs(bootstrap: str, topic: str) -> dict[str, str | None]:
+    resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        return {name: entry.value for name, entry in admin.describe_configs([resource])[resource].items()
+                if not entry.is_default}
+
+
+def mirrored_offsets(bootstrap: str, group: str, prefix: str) -> dict[TopicPartition, int]:
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        return {TopicPartition(tp.topic[len(prefix):], tp.partition): offset.offset
+                for tp, offset in admin.list_consumer_group_offsets(group).items() if tp.topic.startswith(prefix)}
+
+
+TRANSLATE_OFFSETS = """
+import java.time.Duration;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.kafka.connect.mirror.RemoteClusterUtils;
+
+public class TranslateOffsets {
+    public static void main(String[] args) throws Exception {
+        Map<String, Object> properties = Map.of("bootstrap.servers", args[0]);
+        TreeMap<String, Long> sorted = new TreeMap<>();
+        RemoteClusterUtils.translateOffsets(properties, args[1], args[2], Duration.ofSeconds(60))
+            .forEach((partition, offset) -> sorted.put(partition.toString(), offset.offset()));
+        sorted.forEach((partition, offset) -> System.out.println(partition + " " + offset));
+    }
+}
+"""
+
+
 def test_kfk_and_java_mirror_makers_write_the_same(clusters, tmp_path):
+    """kfk's flow A->B and Java's flow J->K mirror the same two brokers; everything either writes is compared."""
     upstream, downstream = clusters
     produce_input(upstream)
     kfk = start_mirror_maker(tmp_path, mm2_properties("A", "B", upstream, downstream), java=False)
+    java = start_mirror_maker(tmp_path, mm2_properties("J", "K", upstream, downstream), java=True)
     try:
-        with Admin({"bootstrap.servers": downstream}) as admin:
-            wait_for(lambda: {"A.orders", "A.payments", "A.checkpoints.internal", "heartbeats"}
-                     <= set(admin.list_topics()), "kfk's remote topics")
         for topic, partitions in TOPICS.items():
             if topic == "excluded":
                 continue
-            wait_for(lambda: sum(map(len, read_all(downstream, f"A.{topic}").values()))
-                     == partitions * RECORDS_PER_PARTITION, f"A.{topic} replicated")
-            assert landed(read_all(downstream, f"A.{topic}")) == landed(read_all(upstream, topic))
-        checkpoints = wait_for(lambda: latest_checkpoints(downstream, "A.checkpoints.internal", 4),
-                               "kfk's checkpoints", 60)
-        print(checkpoints)
-        synced = {TopicPartition(f"A.{topic}", partition): RECORDS_PER_PARTITION
-                  for topic in ("orders", "payments") for partition in range(TOPICS[topic])}
+            for alias in ("A", "J"):
+                wait_for(lambda: sum(map(len, read_all(downstream, f"{alias}.{topic}").values()))
+                         == partitions * RECORDS_PER_PARTITION, f"{alias}.{topic} replicated", 120)
+            kfk_copy, java_copy = landed(read_all(downstream, f"A.{topic}")), landed(read_all(downstream, f"J.{topic}"))
+            assert kfk_copy == java_copy == landed(read_all(upstream, topic))
+            assert topic_configs(downstream, f"A.{topic}") == topic_configs(downstream, f"J.{topic}")
+        assert topic_configs(downstream, "A.orders")["retention.ms"] == "86400000"
         with Admin({"bootstrap.servers": downstream}) as admin:
-            wait_for(lambda: {tp: offset.offset for tp, offset in admin.list_consumer_group_offsets(GROUP).items()}
-                     == synced, "the group's offsets synced to B", 60)
+            topics = set(admin.list_topics())
+        assert {"A.orders", "A.payments", "A.heartbeats", "heartbeats", "A.checkpoints.internal", "J.orders",
+                "J.checkpoints.internal"} <= topics
+        assert not {"A.excluded", "J.excluded"} & topics
+        # checkpoints: the same translation of the group's offsets, in the same record format
+        # (each partition's last offset sync comes with the flush after its last record: until then the group's
+        # offset translates to one past the first sync, and the checkpoint is rewritten once it arrives)
+        expected = {(GROUP, topic, partition): (RECORDS_PER_PARTITION, RECORDS_PER_PARTITION, "")
+                    for topic in ("orders", "payments") for partition in range(TOPICS[topic])}
+        for alias in ("A", "J"):
+            wait_for(lambda: {(group, tp.topic[2:], tp.partition): (checkpoint.upstream_offset,
+                                                                    checkpoint.downstream_offset, checkpoint.metadata)
+                              for (group, tp), checkpoint in
+                              (latest_checkpoints(downstream, f"{alias}.checkpoints.internal", 4) or {}).items()}
+                     == expected, f"{alias}'s checkpoints", 120)
+        # sync.group.offsets.enabled: both commit the translated offsets to the group on the target
+        for alias in ("A", "J"):
+            wait_for(lambda: mirrored_offsets(downstream, GROUP, f"{alias}.") == {
+                TopicPartition(topic, partition): RECORDS_PER_PARTITION
+                for topic in ("orders", "payments") for partition in range(TOPICS[topic])},
+                f"{alias}'s group offsets synced", 60)
+        # offset syncs (on the source cluster): each partition's first and last sync are the same
+        syncs = {alias: offset_syncs(upstream, f"mm2-offset-syncs.{target}.internal")
+                 for alias, target in (("A", "B"), ("J", "K"))}
+        for tp in [TopicPartition(topic, partition) for topic in ("orders", "payments")
+                   for partition in range(TOPICS[topic])]:
+            assert syncs["A"][tp][0] == syncs["J"][tp][0] == (0, 0)
+            assert syncs["A"][tp][-1] == syncs["J"][tp][-1] == (RECORDS_PER_PARTITION - 1, RECORDS_PER_PARTITION - 1)
+        # heartbeats: each flow's own into the target, and the reverse flows' replicated from the source
+        assert wait_for(lambda: heartbeat_flows(downstream, "heartbeats") >= {("A", "B"), ("J", "K")},
+                        "heartbeats on the target", 60)
+        for alias in ("A", "J"):
+            wait_for(lambda: heartbeat_flows(downstream, f"{alias}.heartbeats") == {("B", "A"), ("K", "J")},
+                     f"{alias}.heartbeats replicated", 60)
+        # the source offsets each stored: the same keys (Java's JSON bytes) and values
+        stored = {alias: {record.key.replace(f'"cluster":"{alias}"'.encode(), b'"cluster":"X"'): record.value
+                          for records in read_all(downstream, f"mm2-offsets.{alias}.internal").values()
+                          for record in records if b"MirrorSourceConnector" in record.key and b"heartbeats" not in
+                          record.key}
+                  for alias in ("A", "J")}
+        assert stored["A"] == stored["J"] and len(stored["A"]) == 4
+        # Java's RemoteClusterUtils reads kfk's checkpoints
+        classes = compile_java([write_java(tmp_path)], connect_classpath())
+        translated = {}
+        for alias in ("A", "J"):
+            result = run_java("TranslateOffsets", [downstream, alias, GROUP], connect_classpath(),
+                              extra_classpath=[classes])
+            assert result.returncode == 0, result.stderr
+            translated[alias] = result.stdout.replace(f"{alias}.", "")
+        assert translated["A"] == translated["J"] == "".join(
+            f"{topic}-{partition} {RECORDS_PER_PARTITION}\n" for topic in ("orders", "payments")
+            for partition in range(TOPICS[topic]))
     finally:
         stop(kfk)
-    print((tmp_path / "kfk-mm2.log").read_text()[-3000:])
+        stop(java)
+
+
+def write_java(directory: Path) -> Path:
+    source = directory / "TranslateOffsets.java"
+    source.write_text(TRANSLATE_OFFSETS)
+    return source
