@@ -120,6 +120,15 @@ def produce_input(bootstrap: str) -> None:
             for topic in ("orders", "payments") for partition in range(TOPICS[topic])})
 
 
+def wait_until_equal(fetch, expected, what: str, timeout: float) -> None:
+    """Poll `fetch()` until it returns `expected`; on timeout the assertion shows what it returned last."""
+    seen = []
+    try:
+        wait_for(lambda: seen.append(fetch()) or seen[-1] == expected, what, timeout)
+    except AssertionError:
+        assert seen[-1] == expected, what
+
+
 def latest_checkpoints(bootstrap: str, topic: str, count: int) -> dict | None:
     """The last Checkpoint of each (group, partition) in `topic`, once there are `count` of them."""
     latest = {}
@@ -207,11 +216,11 @@ def test_kfk_and_java_mirror_makers_write_the_same(clusters, tmp_path):
         expected = {(GROUP, topic, partition): (RECORDS_PER_PARTITION, RECORDS_PER_PARTITION, "")
                     for topic in ("orders", "payments") for partition in range(TOPICS[topic])}
         for alias in ("A", "J"):
-            wait_for(lambda: {(group, tp.topic[2:], tp.partition): (checkpoint.upstream_offset,
-                                                                    checkpoint.downstream_offset, checkpoint.metadata)
-                              for (group, tp), checkpoint in
-                              (latest_checkpoints(downstream, f"{alias}.checkpoints.internal", 4) or {}).items()}
-                     == expected, f"{alias}'s checkpoints", 120)
+            wait_until_equal(lambda: {(group, tp.topic[2:], tp.partition): (
+                checkpoint.upstream_offset, checkpoint.downstream_offset, checkpoint.metadata)
+                for (group, tp), checkpoint in
+                (latest_checkpoints(downstream, f"{alias}.checkpoints.internal", 4) or {}).items()},
+                expected, f"{alias}'s checkpoints", 120)
         # sync.group.offsets.enabled: both commit the translated offsets to the group on the target
         for alias in ("A", "J"):
             wait_for(lambda: mirrored_offsets(downstream, GROUP, f"{alias}.") == {
@@ -258,3 +267,31 @@ def write_java(directory: Path) -> Path:
     source = directory / "TranslateOffsets.java"
     source.write_text(TRANSLATE_OFFSETS)
     return source
+
+
+def test_kfk_mirror_maker_replicates_into_apache_kafka(clusters, apache_kafka, tmp_path):
+    """Flow kfk -> Apache Kafka: the herder's group, topics and synced offsets live on Apache Kafka's broker."""
+    upstream, _ = clusters
+    target = apache_kafka.bootstrap_server
+    with Admin({"bootstrap.servers": upstream}) as admin:
+        admin.create_topics([NewTopic("clicks", 2, 1, {"cleanup.policy": "compact"})])
+    with Producer({"bootstrap.servers": upstream}) as producer:
+        for index in range(50):
+            producer.send("clicks", f"click-{index}".encode(), f"user-{index % 5}".encode(), partition=index % 2)
+        producer.flush()
+    with Admin({"bootstrap.servers": upstream}) as admin:
+        admin.alter_consumer_group_offsets("click-readers", {TopicPartition("clicks", partition): OffsetAndMetadata(25)
+                                                             for partition in range(2)})
+    properties = {**mm2_properties("kfkup", "apache", upstream, target), "kfkup->apache.topics": "clicks",
+                  "kfkup->apache.groups": "click-readers"}
+    mirror_maker = start_mirror_maker(tmp_path, properties, java=False)
+    try:
+        wait_for(lambda: sum(map(len, read_all(target, "kfkup.clicks").values())) == 50, "kfkup.clicks replicated",
+                 120)
+        assert landed(read_all(target, "kfkup.clicks")) == landed(read_all(upstream, "clicks"))
+        assert topic_configs(target, "kfkup.clicks")["cleanup.policy"] == "compact"
+        wait_for(lambda: mirrored_offsets(target, "click-readers", "kfkup.") == {
+            TopicPartition("clicks", partition): 25 for partition in range(2)}, "the group's offsets synced", 120)
+        assert heartbeat_flows(target, "heartbeats") >= {("kfkup", "apache")}
+    finally:
+        stop(mirror_maker)

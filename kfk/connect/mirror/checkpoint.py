@@ -23,7 +23,7 @@ from kfk.client import Admin, Consumer, OffsetAndMetadata, TopicPartition
 from kfk.connect.config_def import ConfigDef, ConfigKey
 from kfk.connect.connector import SourceConnector, SourceTask
 from kfk.connect.data import BYTES_SCHEMA
-from kfk.connect.errors import RetriableException
+from kfk.connect.errors import ConnectException, RetriableException
 from kfk.connect.mirror.admin_tasks import create_single_partition_compacted_topic
 from kfk.connect.mirror.config import CHECKPOINT_CONFIG_DEF, TASK_CONSUMER_GROUPS, TASK_INDEX, MirrorConfig
 from kfk.connect.mirror.records import Checkpoint, OffsetSync, wrap_offset
@@ -179,7 +179,9 @@ class OffsetSyncStore:
         self.reader = TopicReader(client, config.offset_syncs_topic(), self._on_record, "offset-syncs-reader")
 
     def start(self) -> None:
-        self.read_to_end = self.reader.read_to_end()
+        if not self.reader.read_to_end():
+            raise ConnectException(f"Timed out reading {self.reader.partition.topic} to its end")
+        self.read_to_end = True
 
     def _on_record(self, record) -> None:
         if record.key is None or record.value is None:
@@ -234,15 +236,25 @@ class MirrorCheckpointTask(SourceTask):
         threading.Thread(target=self._initialize, name=f"{config.entity_label}-init", daemon=True).start()
 
     def _initialize(self) -> None:
-        """Kafka's CheckpointStore start: the checkpoints written before (by any worker) are the baseline."""
+        """Kafka's CheckpointStore start: the checkpoints written before (by any worker) are the baseline. Retried
+        until it succeeds: a topic created a moment ago may not be in every broker's metadata yet."""
         config = self.config_
-        reader = TopicReader(config.target_consumer("checkpoints-target-consumer"), self.checkpoints_topic,
-                             self._on_checkpoint, "checkpoints-reader")
-        try:
-            reader.read_to_end()
-        finally:
-            reader.close()
-        self.offset_sync_store.start()
+        while not self.stopping.is_set():
+            try:
+                reader = TopicReader(config.target_consumer("checkpoints-target-consumer"), self.checkpoints_topic,
+                                     self._on_checkpoint, "checkpoints-reader")
+                try:
+                    reader.read_to_end()
+                finally:
+                    reader.close()
+                self.offset_sync_store.start()
+                break
+            except Exception:
+                log.exception("%s: reading the checkpoints and offset syncs failed; retrying", config.entity_label)
+                self.checkpoints.clear()
+                self.stopping.wait(1)
+        else:
+            return
         self.initialized.set()
         interval = config.interval_seconds("sync.group.offsets")
         self.scheduler.schedule_repeating(self.refresh_idle_consumer_group_offset, interval,

@@ -394,10 +394,11 @@ class MirrorSourceTask(SourceTask):
                             source_offset=wrap_offset(record.offset))
 
     def commit_record(self, record: SourceRecord, metadata: Any) -> None:
-        if self.stopping or metadata is None or metadata.offset < 0 or self.offset_sync_writer is None:
+        writer = self.offset_sync_writer  # the final commit() may close it concurrently
+        if metadata is None or metadata.offset < 0 or writer is None:
             return
         partition = record.source_partition
-        self.offset_sync_writer.maybe_queue_offset_syncs(
+        writer.maybe_queue_offset_syncs(
             TopicPartition(partition["topic"], partition["partition"]), unwrap_offset(record.source_offset),
             metadata.offset)
 
@@ -405,13 +406,17 @@ class MirrorSourceTask(SourceTask):
         if self.offset_sync_writer is not None:
             self.offset_sync_writer.promote_delayed_offset_syncs()
             self.offset_sync_writer.fire_pending_offset_syncs()
+            if self.stopping:
+                # the worker's final commit, after stop(): what was acknowledged since is synced too, then the
+                # writer closes (Kafka closes it in stop() and loses the syncs of records still in flight, which
+                # with kfk's eager rebalances would often be a partition's last)
+                self.offset_sync_writer.close()
+                self.offset_sync_writer = None
 
     def stop(self) -> None:
         self.stopping = True
         with self.consumer_lock:
             self.consumer.close(5)
-        if self.offset_sync_writer is not None:
-            self.offset_sync_writer.close()
 
 
 def _version() -> str:
