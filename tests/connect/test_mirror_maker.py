@@ -1,8 +1,9 @@
 """MirrorMaker 2: `kfk connect-mirror-maker` replicates between two kfk brokers beside Apache Kafka's own
 MirrorMaker (connect-mirror 4.3.1, under other cluster aliases on the same two brokers), and what each writes to the
 target is compared: remote topics, records, topic configs, and the offset-syncs, checkpoints and heartbeats in Kafka's
-record formats. Java's RemoteClusterUtils translates a group's offsets from kfk's checkpoints, and kfk's MirrorMaker
-replicates into Apache Kafka. One pair of brokers serves the module.
+record formats. Java's RemoteClusterUtils translates a group's offsets from kfk's checkpoints; Java's and kfk's
+MirrorMaker take over the same flow from each other; kfk's MirrorMaker replicates into Apache Kafka. One pair of
+brokers serves the module.
 """
 
 from __future__ import annotations
@@ -60,7 +61,10 @@ def mm2_properties(source_alias: str, target_alias: str, source: str, target: st
             "refresh.groups.interval.seconds": "2", "sync.topic.configs.interval.seconds": "2",
             "emit.checkpoints.interval.seconds": "1", "sync.group.offsets.enabled": "true",
             "sync.group.offsets.interval.seconds": "1", "emit.heartbeats.interval.seconds": "1",
-            f"{target_alias}.offset.flush.interval.ms": "1000", f"{source_alias}.offset.flush.interval.ms": "1000"}
+            f"{target_alias}.offset.flush.interval.ms": "1000", f"{source_alias}.offset.flush.interval.ms": "1000",
+            # the herders' groups notice a member gone at the broker's minimum session timeout
+            f"{target_alias}.session.timeout.ms": "6000", f"{target_alias}.heartbeat.interval.ms": "1000",
+            f"{source_alias}.session.timeout.ms": "6000", f"{source_alias}.heartbeat.interval.ms": "1000"}
 
 
 def start_mirror_maker(directory: Path, properties: dict[str, str], java: bool) -> subprocess.Popen:
@@ -295,3 +299,34 @@ def test_kfk_mirror_maker_replicates_into_apache_kafka(clusters, apache_kafka, t
         assert heartbeat_flows(target, "heartbeats") >= {("kfkup", "apache")}
     finally:
         stop(mirror_maker)
+
+
+def test_java_and_kfk_mirror_makers_take_over_from_each_other(clusters, tmp_path):
+    """The same mm2.properties run by kfk, then Java, then kfk again: each resumes where the other stopped (the same
+    herder group, config, offsets and status topics), so the remote topic holds every record exactly once."""
+    upstream, downstream = clusters
+    with Admin({"bootstrap.servers": upstream}) as admin:
+        admin.create_topics([NewTopic("ledger", 2, 1)])
+    properties = {**mm2_properties("L", "M", upstream, downstream), "L->M.topics": "ledger"}
+    sent: dict[int, list[bytes]] = {0: [], 1: []}
+
+    def produce(count: int) -> None:
+        with Producer({"bootstrap.servers": upstream}) as producer:
+            for _ in range(count):
+                for partition in (0, 1):
+                    value = f"entry-{partition}-{len(sent[partition])}".encode()
+                    producer.send("ledger", value, partition=partition)
+                    sent[partition].append(value)
+            producer.flush()
+
+    for run, java in enumerate((False, True, False)):
+        produce(15)
+        directory = tmp_path / f"run-{run}"
+        directory.mkdir()
+        mirror_maker = start_mirror_maker(directory, properties, java=java)
+        try:
+            wait_until_equal(lambda: {partition: [record.value for record in records] for partition, records in
+                                      read_all(downstream, "L.ledger").items()}, sent,
+                             f"L.ledger mirrored by {'Java' if java else 'kfk'}", 120)
+        finally:
+            stop(mirror_maker)
