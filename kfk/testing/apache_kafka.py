@@ -175,8 +175,8 @@ def kafka_classpath(version: str = APACHE_KAFKA_VERSION) -> str:
     return ":".join(map(str, jars))
 
 
-#: Apache Kafka's Connect (connect-runtime, connect-file, connect-json), the oracle of kfk.connect. 4.3.1: the newest
-#: release whose connect-file Maven Central serves (4.4.0's is not published, and 4.3.1's does not run on 4.4.0's
+#: Apache Kafka's Connect (connect-runtime, connect-file, connect-json, connect-mirror), the oracle of kfk.connect and
+#: its MirrorMaker. 4.3.1: the newest release whose connect-file (and connect-mirror) Maven Central serves (4.4.0's is not published, and 4.3.1's does not run on 4.4.0's
 #: clients).
 CONNECT_VERSION = "4.3.1"
 CONNECT_STANDALONE_MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"

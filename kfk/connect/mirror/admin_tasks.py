@@ -1,5 +1,5 @@
-"""The topic management MirrorMaker's connectors share (Kafka's MirrorUtils): creating their single-partition
-compacted internal topics on a cluster, tolerating a topic that exists already."""
+"""What MirrorMaker's connectors and tasks share (Kafka's MirrorUtils): creating their single-partition compacted
+internal topics on a cluster (a topic that exists already is fine), and reading a task's assigned partitions."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import logging
 from typing import Mapping
 
 from kfk.client import Admin, NewTopic
+from kfk.common.structs import TopicPartition
 from kfk.connect.errors import ConnectException
 from kfk.errors import ErrorCode
 
@@ -24,9 +25,8 @@ def create_single_partition_compacted_topic(admin_config: Mapping[str, str], top
         raise ConnectException(f"Unable to create topic '{topic}': {error}")
 
 
-def topic_partition_list(text: str) -> list:
+def topic_partition_list(text: str) -> list[TopicPartition]:
     """`task.assigned.partitions` ("topic-0,topic-1"): Kafka's TopicPartition.toString, split at the last '-'."""
-    from kfk.common.structs import TopicPartition
     partitions = []
     for item in (part.strip() for part in text.split(",")):
         if item:

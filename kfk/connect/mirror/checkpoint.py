@@ -69,7 +69,7 @@ class MirrorCheckpointConnector(SourceConnector):
         return MirrorCheckpointTask
 
     def start(self, props: Mapping[str, str]) -> None:
-        self.config_ = config = MirrorConfig(props, CHECKPOINT_CONFIG_DEF)
+        self.mirror_config = config = MirrorConfig(props, CHECKPOINT_CONFIG_DEF)
         if not config.enabled:
             return
         self.topic_filter, self.group_filter = config.topic_filter(), config.group_filter()
@@ -88,14 +88,14 @@ class MirrorCheckpointConnector(SourceConnector):
             self.source_admin.close()
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        if not self.config_.enabled or self.config_.interval_seconds("emit.checkpoints") is None:
+        if not self.mirror_config.enabled or self.mirror_config.interval_seconds("emit.checkpoints") is None:
             return []
         if self.known_consumer_groups is None:
             raise RetriableException("Timeout while loading consumer groups.")
         if not self.known_consumer_groups:
             return []
         task_count = min(max_tasks, len(self.known_consumer_groups))
-        return [{**self.config_.props, TASK_CONSUMER_GROUPS: ",".join(groups), TASK_INDEX: str(index)}
+        return [{**self.mirror_config.props, TASK_CONSUMER_GROUPS: ",".join(groups), TASK_INDEX: str(index)}
                 for index, groups in enumerate(group_partitions(self.known_consumer_groups, task_count))]
 
     def find_consumer_groups(self) -> list[str]:
@@ -114,7 +114,7 @@ class MirrorCheckpointConnector(SourceConnector):
     def refresh_consumer_groups(self) -> None:
         groups = self.find_consumer_groups()
         if set(groups) != set(self.known_consumer_groups or []):
-            log.info("%s: found %d consumer groups", self.config_.entity_label, len(groups))
+            log.info("%s: found %d consumer groups", self.mirror_config.entity_label, len(groups))
             self.known_consumer_groups = groups
             self.context.request_task_reconfiguration()
 
@@ -218,7 +218,7 @@ class MirrorCheckpointTask(SourceTask):
         return _version()
 
     def start(self, props: Mapping[str, str]) -> None:
-        self.config_ = config = MirrorConfig(props, CHECKPOINT_TASK_CONFIG_DEF)
+        self.mirror_config = config = MirrorConfig(props, CHECKPOINT_TASK_CONFIG_DEF)
         self.source_cluster_alias, self.target_cluster_alias = config.source_cluster_alias, config.target_cluster_alias
         self.consumer_groups = [group for group in config[TASK_CONSUMER_GROUPS] if group]
         self.checkpoints_topic = config.checkpoints_topic()
@@ -238,7 +238,7 @@ class MirrorCheckpointTask(SourceTask):
     def _initialize(self) -> None:
         """Kafka's CheckpointStore start: the checkpoints written before (by any worker) are the baseline. Retried
         until it succeeds: a topic created a moment ago may not be in every broker's metadata yet."""
-        config = self.config_
+        config = self.mirror_config
         while not self.stopping.is_set():
             try:
                 reader = TopicReader(config.target_consumer("checkpoints-target-consumer"), self.checkpoints_topic,

@@ -29,15 +29,15 @@ class MirrorHeartbeatConnector(SourceConnector):
         return MirrorHeartbeatTask
 
     def start(self, props: Mapping[str, str]) -> None:
-        self.config_ = config = MirrorConfig(props, HEARTBEAT_CONFIG_DEF)
+        self.mirror_config = config = MirrorConfig(props, HEARTBEAT_CONFIG_DEF)
         create_single_partition_compacted_topic(config.target_admin("heartbeats-target-admin"),
                                                 config.replication_policy().heartbeats_topic(),
                                                 config["heartbeats.topic.replication.factor"])
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        if self.config_.interval_seconds("emit.heartbeats") is None:
+        if self.mirror_config.interval_seconds("emit.heartbeats") is None:
             return []
-        return [dict(self.config_.props)]  # a single task
+        return [dict(self.mirror_config.props)]  # a single task
 
     def stop(self) -> None:
         pass

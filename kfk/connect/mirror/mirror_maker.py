@@ -19,11 +19,14 @@ import logging
 import socket
 import threading
 import uuid
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from kfk.connect.config_def import ConfigException
 from kfk.connect.connector_config import source_config_def
 from kfk.connect.mirror.config import ALL_CONFIG_NAMES, CLIENT_KEY, with_prefix
+
+if TYPE_CHECKING:
+    from kfk.connect.distributed import DistributedHerder
 
 log = logging.getLogger("kfk.connect.mirror")
 
@@ -141,7 +144,7 @@ class MirrorMaker:
         self.pairs = [pair for pair in self.config.cluster_pairs() if pair.target in targets]
         if not self.pairs:
             raise ConfigException("No source->target replication flows.")
-        self.herders: dict[SourceAndTarget, object] = {}
+        self.herders: dict[SourceAndTarget, DistributedHerder] = {}
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
 
@@ -172,7 +175,7 @@ class MirrorMaker:
                         continue
                 was_leader[pair] = leader
 
-    def _configure_connectors(self, pair: SourceAndTarget, herder) -> None:
+    def _configure_connectors(self, pair: SourceAndTarget, herder: DistributedHerder) -> None:
         for connector_class in CONNECTOR_CLASSES:
             desired = self.config.connector_base_config(pair, connector_class)
             name = desired["name"]

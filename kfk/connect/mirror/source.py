@@ -67,7 +67,7 @@ class MirrorSourceConnector(SourceConnector):
         return MirrorSourceTask
 
     def start(self, props: Mapping[str, str]) -> None:
-        self.config_ = config = MirrorConfig(props, SOURCE_CONFIG_DEF)
+        self.mirror_config = config = MirrorConfig(props, SOURCE_CONFIG_DEF)
         if not config.enabled:
             return
         self.policy = config.replication_policy()
@@ -94,13 +94,13 @@ class MirrorSourceConnector(SourceConnector):
         self.target_admin.close()
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        if not self.config_.enabled or not self.known_source_partitions:
+        if not self.mirror_config.enabled or not self.known_source_partitions:
             return []
         task_count = min(max_tasks, len(self.known_source_partitions))
         by_task: list[list[TopicPartition]] = [[] for _ in range(task_count)]
         for index, partition in enumerate(self.known_source_partitions):
             by_task[index % task_count].append(partition)
-        return [{**self.config_.props,
+        return [{**self.mirror_config.props,
                  TASK_TOPIC_PARTITIONS: ",".join(f"{tp.topic}-{tp.partition}" for tp in partitions),
                  TASK_INDEX: str(index)} for index, partitions in enumerate(by_task)]
 
@@ -129,7 +129,7 @@ class MirrorSourceConnector(SourceConnector):
     # --- topics -------------------------------------------------------------------------------------------------
 
     def should_replicate_topic(self, topic: str) -> bool:
-        heartbeats = self.config_["heartbeats.replication.enabled"] and self.policy.is_heartbeats_topic(topic)
+        heartbeats = self.mirror_config["heartbeats.replication.enabled"] and self.policy.is_heartbeats_topic(topic)
         return (self.topic_filter(topic) or heartbeats) and not self.policy.is_internal_topic(topic) \
             and not self.is_cycle(topic)
 
@@ -137,7 +137,7 @@ class MirrorSourceConnector(SourceConnector):
         source = self.policy.topic_source(topic)
         if source is None:
             return False
-        if source == self.config_.target_cluster_alias:
+        if source == self.mirror_config.target_cluster_alias:
             return True
         upstream = self.policy.upstream_topic(topic)
         if upstream is None or upstream == topic:
@@ -145,7 +145,7 @@ class MirrorSourceConnector(SourceConnector):
         return self.is_cycle(upstream)
 
     def remote_topic(self, topic: str) -> str:
-        return self.policy.format_remote_topic(self.config_.source_cluster_alias, topic)
+        return self.policy.format_remote_topic(self.mirror_config.source_cluster_alias, topic)
 
     @staticmethod
     def _partitions(admin: Admin, topics: list[str]) -> list[TopicPartition]:
@@ -160,13 +160,13 @@ class MirrorSourceConnector(SourceConnector):
                                                     if self.should_replicate_topic(topic)])
 
     def find_target_topic_partitions(self) -> list[TopicPartition]:
-        source, checkpoints = self.config_.source_cluster_alias, self.config_.checkpoints_topic()
+        source, checkpoints = self.mirror_config.source_cluster_alias, self.mirror_config.checkpoints_topic()
         return self._partitions(self.target_admin, [topic for topic in self.target_admin.list_topics()
                                                     if self.policy.topic_source(topic) == source
                                                     and topic != checkpoints])
 
     def create_offset_syncs_topic(self) -> None:
-        config = self.config_
+        config = self.mirror_config
         if config["emit.offset-syncs.enabled"]:
             admin = (config.source_admin("offset-syncs-source-admin") if config.offset_syncs_on_source()
                      else config.target_admin("offset-syncs-target-admin"))
@@ -188,9 +188,9 @@ class MirrorSourceConnector(SourceConnector):
         missing_in_target = set(source_partitions) - upstream_of_target
         self.known_target_partitions = target_partitions
         if set(source_partitions) != set(self.known_source_partitions) or missing_in_target:
-            log.info("%s: found %d topic-partitions on %s, %d missing on %s", self.config_.entity_label,
-                     len(source_partitions), self.config_.source_cluster_alias, len(missing_in_target),
-                     self.config_.target_cluster_alias)
+            log.info("%s: found %d topic-partitions on %s, %d missing on %s", self.mirror_config.entity_label,
+                     len(source_partitions), self.mirror_config.source_cluster_alias, len(missing_in_target),
+                     self.mirror_config.target_cluster_alias)
             self.known_source_partitions = source_partitions
             self.compute_and_create_topic_partitions()
             self.context.request_task_reconfiguration()
@@ -210,11 +210,11 @@ class MirrorSourceConnector(SourceConnector):
         if grown:
             for topic, error in self.target_admin.create_partitions(grown).items():
                 if error is not None:
-                    log.warn("Could not create topic-partitions for %s: %s", topic, error)
+                    log.warning("Could not create topic-partitions for %s: %s", topic, error)
 
     def create_new_topics(self, topics: list[str], partition_counts: Mapping[str, int]) -> None:
         configs = self.describe_topic_configs(topics)
-        new_topics = [NewTopic(self.remote_topic(topic), partition_counts[topic], self.config_["replication.factor"],
+        new_topics = [NewTopic(self.remote_topic(topic), partition_counts[topic], self.mirror_config["replication.factor"],
                                {name: value for name, value in self.target_config(configs[topic], False).items()
                                 if value is not None})
                       for topic in topics]
@@ -349,7 +349,7 @@ class MirrorSourceTask(SourceTask):
         return _version()
 
     def start(self, props: Mapping[str, str]) -> None:
-        self.config_ = config = MirrorConfig(props, SOURCE_TASK_CONFIG_DEF)
+        self.mirror_config = config = MirrorConfig(props, SOURCE_TASK_CONFIG_DEF)
         self.source_cluster_alias = config.source_cluster_alias
         self.poll_timeout = config["consumer.poll.timeout.ms"] / 1000
         self.policy = config.replication_policy()
