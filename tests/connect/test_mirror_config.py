@@ -13,7 +13,7 @@ from kfk.connect.mirror.config import CHECKPOINT_CONFIG_DEF, SOURCE_CONFIG_DEF, 
 from kfk.connect.mirror.mirror_maker import MirrorMakerConfig, SourceAndTarget
 from kfk.connect.mirror.records import Checkpoint, Heartbeat, OffsetSync
 from kfk.connect.mirror.replication_policy import DefaultReplicationPolicy, IdentityReplicationPolicy
-from kfk.connect.mirror.source import OffsetSyncWriter
+from kfk.connect.mirror.source import MirrorSourceConnector, OffsetSyncWriter
 
 
 def test_record_formats_are_kafkas_protocol_structs():
@@ -51,6 +51,18 @@ def test_default_replication_policy_names_and_cycles():
     identity = IdentityReplicationPolicy({"source.cluster.alias": "A"})
     assert identity.format_remote_topic("A", "orders") == "orders"
     assert identity.format_remote_topic("A", "heartbeats") == "A.heartbeats"
+
+
+def test_active_active_flows_never_replicate_back():
+    """Flow B->A beside A->B: topics that came from A (at any depth) are cycles, heartbeats are replicated whatever
+    the topic filter says, MirrorMaker's and Kafka's internal topics never."""
+    connector = MirrorSourceConnector()
+    connector.configure({"source.cluster.alias": "B", "target.cluster.alias": "A", "topics": "orders.*, C\\..*"})
+    assert [topic for topic in ("orders", "A.orders", "C.A.orders", "C.orders", "heartbeats", "C.heartbeats",
+                                "A.heartbeats", "mm2-offset-syncs.A.internal", "B.checkpoints.internal",
+                                "__consumer_offsets", "payments")
+            if connector.should_replicate_topic(topic)] == ["orders", "C.orders", "heartbeats", "C.heartbeats"]
+    assert connector.remote_topic("orders") == "B.orders"
 
 
 def test_filters_default_to_kafkas_lists():

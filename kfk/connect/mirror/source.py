@@ -66,14 +66,19 @@ class MirrorSourceConnector(SourceConnector):
     def task_class(self) -> type:
         return MirrorSourceTask
 
-    def start(self, props: Mapping[str, str]) -> None:
+    def configure(self, props: Mapping[str, str]) -> MirrorConfig:
+        """The config and what start() derives from it before it reaches for the clusters."""
         self.mirror_config = config = MirrorConfig(props, SOURCE_CONFIG_DEF)
-        if not config.enabled:
-            return
         self.policy = config.replication_policy()
         self.topic_filter = config.topic_filter()
         self.config_exclude = compile_pattern_list(config[CONFIG_PROPERTIES_EXCLUDE])
         self.replicate_source_defaults = config[USE_DEFAULTS_FROM] == "source"
+        return config
+
+    def start(self, props: Mapping[str, str]) -> None:
+        config = self.configure(props)
+        if not config.enabled:
+            return
         self.source_admin = Admin(config.source_admin("replication-source-admin"))
         self.target_admin = Admin(config.target_admin("replication-target-admin"))
         self.scheduler = scheduler = Scheduler(config.entity_label)
