@@ -22,6 +22,8 @@ function __kfk_path
                 set path kfk connect distributed
             case 'kfk connect standalone'
                 set path kfk connect standalone
+            case 'kfk connect-mirror-maker'
+                set path kfk connect-mirror-maker
             case 'kfk console-consume'
                 set path kfk console-consume
             case 'kfk console-produce'
@@ -131,6 +133,7 @@ complete -c kfk -n "test (__kfk_path) = 'kfk'" -a acls -d 'Add, remove or list A
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a cluster -d 'A cluster\'s brokers, topics, partitions and groups at a glance; its id; unregister a broker.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a configs -d 'Describe or change topic, broker, broker-logger and client quota configs.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a connect -d 'Kafka Connect workers: run connectors that move data between Kafka and other systems.'
+complete -c kfk -n "test (__kfk_path) = 'kfk'" -a connect-mirror-maker -d 'Run MirrorMaker 2 (as connect-mirror-maker.sh): replicate topics, consumer group offsets (checkpoints) and'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-consume -d 'Print the records of a topic (or of the topics --include matches); with --value-format, as JSON.'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a console-produce -d 'Send each line of stdin to a topic (with --value-format, each line is JSON written with a schema).'
 complete -c kfk -n "test (__kfk_path) = 'kfk'" -a consumer-groups -d 'List, describe, reset the offsets of, or delete consumer groups and their offsets.'
@@ -233,6 +236,8 @@ complete -c kfk -n "test (__kfk_path) = 'kfk connect'" -a standalone -d 'Run a s
 complete -c kfk -n "test (__kfk_path) = 'kfk connect'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk connect distributed'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk connect standalone'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk connect-mirror-maker'" -l clusters -r -d 'Target cluster(s) this node runs the flows into (repeat, or comma separated); default: every cluster.'
+complete -c kfk -n "test (__kfk_path) = 'kfk connect-mirror-maker'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk console-consume'" -l topic -r -d 'The topic to read.'
 complete -c kfk -n "test (__kfk_path) = 'kfk console-consume'" -l include -r -d 'Instead of --topic: a regular expression of the topics to read (whole names, commas separate alternatives; internal topics are left out).'
 complete -c kfk -n "test (__kfk_path) = 'kfk console-consume'" -l from-beginning -d 'Start at the earliest offset when there is no committed one.'

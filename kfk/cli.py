@@ -28,6 +28,7 @@ from kfk.commands import (
     groups,
     metadata,
     metadata_quorum,
+    mirror_maker,
     perf,
     reassign,
     schema_registry,
@@ -109,6 +110,7 @@ app.add_typer(metadata.app, name="metadata")
 app.add_typer(ui.app)
 app.add_typer(schema_registry.app, name="schema-registry")
 app.add_typer(connect.app, name="connect")
+app.add_typer(mirror_maker.app)
 app.add_typer(streams.app, name="streams")
 
 

@@ -97,6 +97,9 @@ class StringConverter(Converter, HeaderConverter):
 class ByteArrayConverter(Converter, HeaderConverter):
     """Bytes passed through unchanged; only BYTES data (or schemaless bytes) can be written."""
 
+    def configure(self, configs: Mapping[str, Any], is_key: bool = False) -> None:
+        pass  # nothing to configure; as a header converter it is configured without is_key
+
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if schema is not None and schema.type is not Type.BYTES:
             raise DataException(f"Invalid schema type for ByteArrayConverter: {schema.type.name}")

@@ -26,6 +26,7 @@ KINDS = ("source", "sink", "converter", "header_converter", "transformation", "p
 #: Kafka's Java class name -> (kfk's module:attribute, the Key/Value part for transforms that have one).
 _FILE, _TRANSFORMS, _PREDICATES = ("org.apache.kafka.connect.file.", "org.apache.kafka.connect.transforms.",
                                    "org.apache.kafka.connect.transforms.predicates.")
+_MIRROR = "org.apache.kafka.connect.mirror."
 KAFKA_BUILT_INS: dict[str, tuple[str, str | None]] = {
     _FILE + "FileStreamSourceConnector": ("kfk.connect.connectors.file:FileStreamSourceConnector", None),
     _FILE + "FileStreamSinkConnector": ("kfk.connect.connectors.file:FileStreamSinkConnector", None),
@@ -36,6 +37,9 @@ KAFKA_BUILT_INS: dict[str, tuple[str, str | None]] = {
     "io.confluent.connect.avro.AvroConverter": ("kfk.connect.avro_converter:AvroConverter", None),
     "io.confluent.connect.json.JsonSchemaConverter": ("kfk.connect.json_schema_converter:JsonSchemaConverter", None),
     "io.confluent.connect.protobuf.ProtobufConverter": ("kfk.connect.protobuf_converter:ProtobufConverter", None),
+    _MIRROR + "MirrorSourceConnector": ("kfk.connect.mirror.source:MirrorSourceConnector", None),
+    _MIRROR + "MirrorCheckpointConnector": ("kfk.connect.mirror.checkpoint:MirrorCheckpointConnector", None),
+    _MIRROR + "MirrorHeartbeatConnector": ("kfk.connect.mirror.heartbeat:MirrorHeartbeatConnector", None),
     _TRANSFORMS + "RegexRouter": ("kfk.connect.transforms.regex_router:RegexRouter", None),
     _TRANSFORMS + "Filter": ("kfk.connect.transforms.filter:Filter", None),
     _PREDICATES + "TopicNameMatches": ("kfk.connect.transforms.filter:TopicNameMatches", None),

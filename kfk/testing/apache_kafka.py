@@ -175,8 +175,8 @@ def kafka_classpath(version: str = APACHE_KAFKA_VERSION) -> str:
     return ":".join(map(str, jars))
 
 
-#: Apache Kafka's Connect (connect-runtime, connect-file, connect-json), the oracle of kfk.connect. 4.3.1: the newest
-#: release whose connect-file Maven Central serves (4.4.0's is not published, and 4.3.1's does not run on 4.4.0's
+#: Apache Kafka's Connect (connect-runtime, connect-file, connect-json, connect-mirror), the oracle of kfk.connect and
+#: its MirrorMaker. 4.3.1: the newest release whose connect-file (and connect-mirror) Maven Central serves (4.4.0's is not published, and 4.3.1's does not run on 4.4.0's
 #: clients).
 CONNECT_VERSION = "4.3.1"
 CONNECT_STANDALONE_MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
@@ -184,15 +184,22 @@ CONNECT_DISTRIBUTED_MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectDistribute
 
 
 def connect_classpath(version: str = CONNECT_VERSION) -> str:
-    """The ':'-joined jars of Apache Kafka's Connect runtime with the file connectors and log4j2, resolved once."""
-    artifacts = [("org.apache.kafka", name, version) for name in ("connect-runtime", "connect-file", "connect-json")]
+    """The ':'-joined jars of Apache Kafka's Connect runtime with the connectors its distribution ships (file,
+    MirrorMaker 2's connect-mirror and connect-mirror-client) and log4j2, resolved once."""
+    artifacts = [("org.apache.kafka", name, version) for name in ("connect-runtime", "connect-file", "connect-json",
+                                                                  "connect-mirror", "connect-mirror-client")]
     artifacts += [("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION),
                   ("org.apache.logging.log4j", "log4j-core", LOG4J_VERSION)]
     try:
-        jars = maven_jars(cache_dir() / "apache-connect" / version, artifacts, f"Apache Kafka Connect {version}")
+        jars = maven_jars(cache_dir() / "apache-connect" / f"{version}-with-mirror", artifacts,
+                         f"Apache Kafka Connect {version}")
     except MavenUnavailable as error:
         raise ApacheKafkaUnavailable(str(error)) from None
     return ":".join(map(str, jars))
+
+
+#: The main class of connect-mirror-maker.sh (Apache Kafka's MirrorMaker 2 in dedicated mode), on connect_classpath().
+MIRROR_MAKER_MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
 
 
 def maven_jars(directory: Path, dependencies: Sequence[Artifact], what: str) -> list[Path]:
