@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from kfk.connect.config_def import ConfigDef, ConfigKey
-from kfk.connect.converters import NULL_SCHEMA_AND_VALUE, Converter, SchemaAndValue
-from kfk.connect.registry_config import subject_strategy, subject_strategy_keys
+from kfk.connect.config_def import ConfigKey
+from kfk.connect.converters import NULL_SCHEMA_AND_VALUE, SchemaAndValue
+from kfk.connect.registry_config import RegistryConverter
 from kfk.connect.data import (
     DATE_LOGICAL_NAME,
     DECIMAL_LOGICAL_NAME,
@@ -34,7 +34,7 @@ from kfk.connect.data import (
     timestamp_schema,
 )
 from kfk.connect.errors import DataException
-from kfk.registry.serdes import AvroDeserializer, AvroSerializer, RegistryClient, RegistryClientError, subject_name
+from kfk.registry.serdes import AvroDeserializer, AvroSerializer, RegistryClientError, subject_name
 
 NAMESPACE = "io.confluent.connect.avro"
 DEFAULT_RECORD_NAME = "ConnectDefault"
@@ -237,40 +237,24 @@ def avro_to_connect_value(schema: Schema, value: Any) -> Any:
     return value
 
 
-class AvroConverter(Converter):
+class AvroConverter(RegistryConverter):
     """Confluent's AvroConverter over kfk.registry: `schema.registry.url`, `auto.register.schemas` (register the
     record's schema under the subject, else look it up) and `use.latest.version` (write with the subject's latest
     schema instead, with auto.register.schemas=false)."""
 
     def __init__(self) -> None:
-        self.client: RegistryClient | None = None
-        self.is_key = False
-        self.auto_register = True
+        super().__init__()
         self.use_latest_version = False
-        self.strategy = "TopicNameStrategy"
         self._serializers: dict[tuple[str, Schema], tuple[AvroSerializer, Schema]] = {}
         self._deserializer: AvroDeserializer | None = None
         self._connect_schemas: dict[str, Schema] = {}
 
-    def config(self) -> ConfigDef:
-        return ConfigDef([
-            ConfigKey("schema.registry.url", "LIST", importance="HIGH",
-                      documentation="Comma-separated URLs of schema registry instances (the first is used)."),
-            ConfigKey("auto.register.schemas", "BOOLEAN", True, "MEDIUM",
-                      "Register a record's schema under its subject, rather than look it up."),
-            ConfigKey("use.latest.version", "BOOLEAN", False, "LOW",
-                      "Write with the subject's latest schema (with auto.register.schemas=false)."),
-            *subject_strategy_keys(),
-        ])
+    def extra_config_keys(self) -> list[ConfigKey]:
+        return [ConfigKey("use.latest.version", "BOOLEAN", False, "LOW",
+                          "Write with the subject's latest schema (with auto.register.schemas=false).")]
 
-    def configure(self, configs: Mapping[str, Any], is_key: bool = False) -> None:
-        definition = self.config()
-        parsed = definition.parse({key: value for key, value in configs.items() if key in definition.keys})
-        self.client = RegistryClient(parsed["schema.registry.url"][0])
-        self.is_key = is_key
-        self.auto_register = parsed["auto.register.schemas"]
+    def configure_more(self, parsed: Mapping[str, Any]) -> None:
         self.use_latest_version = parsed["use.latest.version"] and not self.auto_register
-        self.strategy = subject_strategy(parsed, is_key)
         self._deserializer = AvroDeserializer(self.client)
 
     def _serializer(self, topic: str, schema: Schema) -> tuple[AvroSerializer, Schema]:

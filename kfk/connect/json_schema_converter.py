@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Mapping
+from typing import Any
 
-from kfk.connect.config_def import ConfigDef, ConfigKey
-from kfk.connect.converters import NULL_SCHEMA_AND_VALUE, Converter, SchemaAndValue
+from kfk.connect.converters import NULL_SCHEMA_AND_VALUE, SchemaAndValue
 from kfk.connect.data import Schema, SchemaBuilder, Struct, Type
 from kfk.connect.errors import DataException
-from kfk.connect.registry_config import subject_strategy, subject_strategy_keys
+from kfk.connect.registry_config import RegistryConverter
 from kfk.registry.schema_types import JSON
-from kfk.registry.serdes import JsonSchemaSerializer, RegistryClient, RegistryClientError, unframe, writer_schema
+from kfk.registry.serdes import JsonSchemaSerializer, RegistryClientError, unframe, writer_schema
 
 _INTEGERS = (Type.INT8, Type.INT16, Type.INT32, Type.INT64)
 
@@ -128,33 +127,13 @@ def json_to_connect_value(schema: Schema, value: Any) -> Any:
     return value
 
 
-class JsonSchemaConverter(Converter):
+class JsonSchemaConverter(RegistryConverter):
     """Confluent's JsonSchemaConverter over kfk.registry: `schema.registry.url`, `auto.register.schemas`."""
 
     def __init__(self) -> None:
-        self.client: RegistryClient | None = None
-        self.is_key = False
-        self.auto_register = True
-        self.strategy = "TopicNameStrategy"
+        super().__init__()
         self._serializers: dict[Schema, JsonSchemaSerializer] = {}
         self._connect_schemas: dict[int, Schema] = {}
-
-    def config(self) -> ConfigDef:
-        return ConfigDef([
-            ConfigKey("schema.registry.url", "LIST", importance="HIGH",
-                      documentation="Comma-separated URLs of schema registry instances (the first is used)."),
-            ConfigKey("auto.register.schemas", "BOOLEAN", True, "MEDIUM",
-                      "Register a record's schema under its subject, rather than look it up."),
-            *subject_strategy_keys(),
-        ])
-
-    def configure(self, configs: Mapping[str, Any], is_key: bool = False) -> None:
-        definition = self.config()
-        parsed = definition.parse({key: value for key, value in configs.items() if key in definition.keys})
-        self.client = RegistryClient(parsed["schema.registry.url"][0])
-        self.is_key = is_key
-        self.auto_register = parsed["auto.register.schemas"]
-        self.strategy = subject_strategy(parsed, is_key)
 
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if value is None:

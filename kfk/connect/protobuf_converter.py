@@ -13,17 +13,15 @@ field or an ``optional`` scalar is optional, a message is a STRUCT named by its 
 from __future__ import annotations
 
 import datetime
-from typing import Any, Mapping
+from typing import Any
 
-from kfk.connect.config_def import ConfigDef, ConfigKey
-from kfk.connect.converters import NULL_SCHEMA_AND_VALUE, Converter, SchemaAndValue
+from kfk.connect.converters import NULL_SCHEMA_AND_VALUE, SchemaAndValue
 from kfk.connect.data import TIMESTAMP_LOGICAL_NAME, Schema, SchemaBuilder, Struct, Type, timestamp_schema
 from kfk.connect.errors import DataException
-from kfk.connect.registry_config import subject_strategy, subject_strategy_keys
+from kfk.connect.registry_config import RegistryConverter
 from kfk.registry.schema_types import PROTOBUF
 from kfk.registry.serdes import (
     ProtobufSerializer,
-    RegistryClient,
     RegistryClientError,
     protobuf_message,
     unframe,
@@ -194,33 +192,13 @@ def _value(schema: Schema, message: Any) -> Any:
     return struct
 
 
-class ProtobufConverter(Converter):
+class ProtobufConverter(RegistryConverter):
     """Confluent's ProtobufConverter over kfk.registry: `schema.registry.url`, `auto.register.schemas`."""
 
     def __init__(self) -> None:
-        self.client: RegistryClient | None = None
-        self.is_key = False
-        self.auto_register = True
-        self.strategy = "TopicNameStrategy"
+        super().__init__()
         self._serializers: dict[Schema, ProtobufSerializer] = {}
         self._readers: dict[int, Any] = {}
-
-    def config(self) -> ConfigDef:
-        return ConfigDef([
-            ConfigKey("schema.registry.url", "LIST", importance="HIGH",
-                      documentation="Comma-separated URLs of schema registry instances (the first is used)."),
-            ConfigKey("auto.register.schemas", "BOOLEAN", True, "MEDIUM",
-                      "Register a record's schema under its subject, rather than look it up."),
-            *subject_strategy_keys(),
-        ])
-
-    def configure(self, configs: Mapping[str, Any], is_key: bool = False) -> None:
-        definition = self.config()
-        parsed = definition.parse({key: value for key, value in configs.items() if key in definition.keys})
-        self.client = RegistryClient(parsed["schema.registry.url"][0])
-        self.is_key = is_key
-        self.auto_register = parsed["auto.register.schemas"]
-        self.strategy = subject_strategy(parsed, is_key)
 
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if value is None:
