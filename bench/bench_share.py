@@ -12,8 +12,9 @@ offset 0 (a share group's start offset set with AlterShareGroupOffsets before an
 consumer with auto.offset.reset=earliest). The time runs from the moment every member is ready to the moment the
 group's count reached --records: share members have joined by then (their assignment received, heartbeats being
 what a share group's join is), the classic consumer joins in its first poll (JoinGroup and SyncGroup, no initial
-rebalance delay: a few round trips, counted). Process start-up is left out. Apache Kafka runs as kfk.testing starts it (share groups on, the share
-coordinator's state topic with one replica), with kafka-run-class.sh's JVM options and a 1 GB heap.
+rebalance delay: a few round trips, counted). Process start-up is left out. Apache Kafka runs as kfk.testing
+starts it (share groups on, the share coordinator's state topic with one replica), with kafka-run-class.sh's JVM
+options and a 1 GB heap.
 """
 
 from __future__ import annotations
@@ -122,7 +123,8 @@ def rate(bootstrap: str, topic: str, members: int, share: bool, total: int) -> f
         share_group_from_offset_zero(bootstrap, group, topic)
     consumed = context.Value("q", 0)
     joined = context.Barrier(members + 1)
-    processes = [context.Process(target=member, args=(bootstrap, topic, group, share, total, consumed, joined)) for _ in range(members)]
+    processes = [context.Process(target=member, args=(bootstrap, topic, group, share, total, consumed, joined))
+                 for _ in range(members)]
     for process in processes:
         process.start()
     joined.wait(timeout=300)
