@@ -20,6 +20,7 @@ _kfk() {
                 "kfk connect-mirror-maker") path="kfk connect-mirror-maker" ;;
                 "kfk console-consume") path="kfk console-consume" ;;
                 "kfk console-produce") path="kfk console-produce" ;;
+                "kfk console-share-consume") path="kfk console-share-consume" ;;
                 "kfk consumer-groups") path="kfk consumer-groups" ;;
                 "kfk delegation-tokens") path="kfk delegation-tokens" ;;
                 "kfk dump-log") path="kfk dump-log" ;;
@@ -72,7 +73,7 @@ _kfk() {
         fi
     done
     case "$path" in
-        "kfk") words="acls cluster configs connect connect-mirror-maker console-consume console-produce consumer-groups delegation-tokens dump-log features leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server share-groups spark-export storage streams topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
+        "kfk") words="acls cluster configs connect connect-mirror-maker console-consume console-produce console-share-consume consumer-groups delegation-tokens dump-log features leader-election metadata metadata-quorum perf-test reassign-partitions schema-registry server share-groups spark-export storage streams topics transactions ui zookeeper --help --install-completion --show-completion --version"; files="" ;;
         "kfk acls") words="--add --allow-host --allow-principal --bootstrap-server --cluster --command-config --consumer --debug --delegation-token --deny-host --deny-principal --force --group --help --idempotent --list --operation --principal --producer --remove --resource-pattern-type --topic --transactional-id --user-principal"; files="--command-config" ;;
         "kfk cluster") words="cluster-id describe unregister --help"; files="" ;;
         "kfk cluster cluster-id") words="--bootstrap-server --command-config --config --debug --help -c"; files="--command-config --config -c" ;;
@@ -85,6 +86,7 @@ _kfk() {
         "kfk connect-mirror-maker") words="--clusters --help"; files="" ;;
         "kfk console-consume") words="--bootstrap-server --command-config --consumer-config --consumer-property --consumer.config --debug --formatter --from-beginning --group --help --include --isolation-level --key-deserializer --key-format --max-messages --offset --partition --property --schema-registry-url --skip-message-on-error --timeout-ms --topic --value-deserializer --value-format"; files="--command-config --consumer-config --consumer.config" ;;
         "kfk console-produce") words="--auto-register --bootstrap-server --command-config --compression-codec --debug --help --key-format --key-schema --key-subject-name-strategy --no-auto-register --producer-config --producer-property --producer.config --property --request-required-acks --schema-registry-url --subject-name-strategy --sync --topic --value-format --value-schema"; files="--command-config --producer-config --producer.config" ;;
+        "kfk console-share-consume") words="--bootstrap-server --command-config --command-property --consumer-config --consumer-property --consumer.config --debug --formatter --formatter-property --group --help --key-deserializer --max-messages --property --reject --reject-message-on-error --release --timeout-ms --topic --value-deserializer"; files="--command-config --consumer-config --consumer.config" ;;
         "kfk consumer-groups") words="--all-groups --all-topics --bootstrap-server --by-duration --command-config --debug --delete --delete-offsets --describe --dry-run --execute --export --from-file --group --help --json --list --members --offsets --reset-offsets --shift-by --state --timeout --to-current --to-datetime --to-earliest --to-latest --to-offset --topic --verbose"; files="--command-config" ;;
         "kfk delegation-tokens") words="--bootstrap-server --command-config --create --debug --describe --expire --expiry-time-period --help --hmac --max-life-time-period --owner-principal --renew --renew-time-period --renewer-principal"; files="--command-config" ;;
         "kfk dump-log") words="--cluster-metadata-decoder --debug --deep-iteration --files --help --index-sanity-check --max-bytes --offsets-decoder --print-data-log --transaction-log-decoder --verify-index-only"; files="--files" ;;

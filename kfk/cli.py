@@ -22,6 +22,7 @@ from kfk.commands import (
     configs,
     connect,
     console,
+    console_share,
     delegation_tokens,
     dump_log,
     features,
@@ -93,6 +94,7 @@ app.add_typer(storage.app, name="storage")
 app.add_typer(topics.app, name="topics")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(console.app)
+app.add_typer(console_share.app)
 app.add_typer(groups.app)
 app.add_typer(share_groups.app)
 app.add_typer(configs.app)

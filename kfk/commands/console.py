@@ -247,8 +247,8 @@ def console_consume(
     if group is not None:
         settings["group.id"] = group
     settings.update(parse_key_values(consumer_property, "--consumer-property"))
-    printer = _RecordPrinter(formatter, max_messages, timeout_ms, skip_message_on_error)
-    _stop_on_sigterm()
+    printer = RecordPrinter(formatter, max_messages, timeout_ms, skip_message_on_error)
+    stop_on_sigterm()
     with client_errors(debug):
         from kfk.client import Consumer
 
@@ -273,7 +273,7 @@ def console_consume(
                     typer.echo(f"Processed a total of {printer.count} messages", err=True)
 
 
-def _stop_on_sigterm() -> None:
+def stop_on_sigterm() -> None:
     """SIGTERM ends the consumer as Ctrl-C does (Kafka's shutdown hook): the records so far, the group left, the
     summary line."""
     def interrupt(signum: int, frame: object) -> None:
@@ -352,7 +352,7 @@ def _wait_for_topic(consumer, topic: str, timeout_ms: int | None) -> list[int] |
         return None
 
 
-class _RecordPrinter:
+class RecordPrinter:
     """Polls and prints until --max-messages, --timeout-ms without a record, or Ctrl-C; counts what it printed
     (the count is reported even when polling fails)."""
 
@@ -373,19 +373,17 @@ class _RecordPrinter:
                 wait = 1.0
                 if timeout_ms is not None:
                     wait = max(min(wait, timeout_ms / 1000 - (time.monotonic() - last_record)), 0)
-                records = consumer.poll(wait, max_records=None if max_messages is None
-                                        else max_messages - self.count)
+                records = self.poll(consumer, wait)
                 for record in records:
+                    if max_messages is not None and self.count >= max_messages:
+                        break  # a share consumer's poll has no record limit: the rest go back at close
                     self.count += 1  # Kafka counts a skipped record as processed too
                     try:
                         self.formatter.write(record, out)
                     except DeserializationError as error:
-                        if not self.skip_message_on_error:
-                            raise DeserializationError(f"{error} (at {record.topic}-{record.partition} offset "
-                                                       f"{record.offset}; --skip-message-on-error skips such "
-                                                       f"records)") from None
-                        typer.echo(f"Error processing message, skipping this message: {error} (at "
-                                   f"{record.topic}-{record.partition} offset {record.offset})", err=True)
+                        self.failed(consumer, record, error)
+                    else:
+                        self.printed(consumer, record)
                 if records:
                     out.flush()
                     last_record = time.monotonic()
@@ -393,3 +391,17 @@ class _RecordPrinter:
                     break
         except KeyboardInterrupt:
             pass
+
+    def poll(self, consumer, wait: float) -> list:
+        """The next records, no more than --max-messages still allows."""
+        return consumer.poll(wait, max_records=None if self.max_messages is None else self.max_messages - self.count)
+
+    def printed(self, consumer, record) -> None:
+        """A record was written (a share consumer acknowledges it here)."""
+
+    def failed(self, consumer, record, error: DeserializationError) -> None:
+        """A record could not be printed: skipped with a line on stderr (--skip-message-on-error), else the end."""
+        where = f"{record.topic}-{record.partition} offset {record.offset}"
+        if not self.skip_message_on_error:
+            raise DeserializationError(f"{error} (at {where}; --skip-message-on-error skips such records)") from None
+        typer.echo(f"Error processing message, skipping this message: {error} (at {where})", err=True)

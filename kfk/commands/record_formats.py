@@ -121,8 +121,8 @@ def find_deserializer(name: str | None) -> Deserializer | None:
 
 
 class MessageFormatter:
-    """Kafka's DefaultMessageFormatter: timestamp, partition, offset, headers, key, value, each followed by the
-    key.separator when something else follows it, then line.separator."""
+    """Kafka's DefaultMessageFormatter: timestamp, partition, offset, delivery count, leader epoch, headers, key,
+    value, each followed by the key.separator when something else follows it, then line.separator."""
 
     def __init__(self, properties: dict[str, str], key_deserializer: Deserializer | None = None,
                  value_deserializer: Deserializer | None = None) -> None:
@@ -132,6 +132,8 @@ class MessageFormatter:
         self.print_timestamp = flag("print.timestamp")
         self.print_partition = flag("print.partition")
         self.print_offset = flag("print.offset")
+        self.print_delivery = flag("print.delivery")
+        self.print_epoch = flag("print.epoch")
         self.print_headers = flag("print.headers")
         self.print_key = flag("print.key")
         self.print_value = flag("print.value", "true")
@@ -157,6 +159,12 @@ class MessageFormatter:
             fields.append(f"Partition:{record.partition}".encode())
         if self.print_offset:
             fields.append(f"Offset:{record.offset}".encode())
+        if self.print_delivery:  # a share consumer's records have a delivery count, others none
+            delivery_count = getattr(record, "delivery_count", None)
+            fields.append(f"Delivery:{'NOT_PRESENT' if delivery_count is None else delivery_count}".encode())
+        if self.print_epoch:
+            epoch = record.leader_epoch
+            fields.append(f"Epoch:{'NOT_PRESENT' if epoch is None or epoch < 0 else epoch}".encode())
         if self.print_headers:
             fields.append(self.headers_separator.join(
                 name.encode() + self.headers_key_separator + (value if value is not None else self.null_literal)

@@ -161,6 +161,14 @@ class SharePartition:
         """How many records past the start offset are done with (acknowledged or archived): not part of the lag."""
         return sum(record.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) for record in self.records.values())
 
+    def locks_exhausted(self) -> bool:
+        """Whether a read could acquire nothing now: no in-flight record is available and the end offset is as far
+        past the start offset as group.share.partition.max.record.locks allows. Only an acknowledgement, a release
+        or an expired lock changes that, never new records in the log."""
+        return self.end_offset - self.start_offset >= self.config.max_record_locks and not any(
+            record.state is RecordState.AVAILABLE and offset < self.end_offset
+            for offset, record in self.records.items())
+
     def next_fetch_offset(self) -> int:
         """Where a read for this share partition starts: the first available record, else the end offset (records
         restored past the end offset are reached by reading on from it)."""

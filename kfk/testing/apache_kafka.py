@@ -50,6 +50,7 @@ TOOL_MAIN_CLASSES = {
     "topics": "org.apache.kafka.tools.TopicCommand",
     "console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
     "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
     "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",

@@ -20,12 +20,13 @@ import pytest
 from kfk.client import Admin, NewTopic, Producer, TopicPartition
 from kfk.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerRecord
 from kfk.errors import UnknownTopicOrPartitionError
+from kfk.protocol.messages.share_fetch import ShareFetchRequest
 from kfk.testing.apache_kafka import ApacheKafka, java_command
 from kfk.testing.broker import BrokerProcess, start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
 from tests.interop.differential import BrokerSession
 from tests.interop.jvm import java_programs, unique_name  # noqa: F401 (a fixture)
-from tests.interop.scenarios import share_warm_up, wait_for_coordinators
+from tests.interop.scenarios import share_join, share_warm_up, topic_id, wait_for_coordinators
 
 pytestmark = pytest.mark.integration
 
@@ -173,3 +174,42 @@ def test_mixed_group_with_javas_share_consumer(bootstrap: str, java_programs: Pa
     assert {str(record.delivery_count) for record in ours} | {line.split()[1] for line in java_lines
                                                              if line[0].isdigit()} == {"1"}
     assert java_lines[-1].strip() == "closed"
+
+
+def test_a_fetch_waits_for_record_locks_an_acknowledgement_frees(kfk_broker_factory) -> None:
+    """Every record lock of the partition held by one member: another member's ShareFetch waits for an
+    acknowledgement to free some (as Kafka's delayed share fetch waits until records can be acquired), instead of
+    answering nothing at once because the log has records it may not acquire."""
+    bootstrap = kfk_broker_factory({"group.share.partition.max.record.locks": "100"}).bootstrap_servers
+    topic, group = prepare(bootstrap, 150)
+    with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "max.poll.records": 100,
+                        "share.acknowledgement.mode": "explicit"}) as holder:
+        holder.subscribe([topic])
+        held: list[ShareConsumerRecord] = []
+        deadline = time.monotonic() + 60
+        while not held:
+            assert time.monotonic() < deadline, "the holder got no records"
+            held = holder.poll(0.5)
+        assert [record.offset for record in held] == list(range(100))  # every lock the partition has
+        with BrokerSession(bootstrap, "") as session:
+            share_join(session, group, topic, "waiter")
+            partitions = [ShareFetchRequest.FetchPartition(partition_index=0)]
+            request = ShareFetchRequest(
+                group_id=group, member_id="waiter", share_session_epoch=0, max_wait_ms=60_000, min_bytes=1,
+                max_records=100, batch_size=100,
+                topics=[ShareFetchRequest.FetchTopic(topic_id=topic_id(session, topic), partitions=partitions)])
+            answers: list = []
+            waiter = threading.Thread(target=lambda: answers.append(session.call(request, 1, record=False)))
+            waiter.start()
+            time.sleep(1)  # the waiter's fetch reaches the broker first (were it later, it would not wait at all)
+            for record in held[:10]:
+                holder.acknowledge(record)
+            assert holder.commit_sync() == {TopicPartition(topic, 0): None}
+            waiter.join(90)
+            acquired = [(ranges.first_offset, ranges.last_offset) for answer in answers for topic_data in
+                        answer.responses for partition in topic_data.partitions
+                        for ranges in partition.acquired_records]
+            # The start offset moved to 10: ten more records may be in flight.
+            assert acquired == [(100, 109)]
+        for record in held[10:]:
+            holder.acknowledge(record)

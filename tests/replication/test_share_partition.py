@@ -63,6 +63,21 @@ def test_record_locks_bound_the_in_flight_window() -> None:
     assert partition.acquire("a", batches((0, 500)), 1000, now_ms=0) == [(100, 149, 1)]
 
 
+def test_locks_exhausted_until_an_acknowledgement_or_release_frees_some() -> None:
+    """What a ShareFetch waits on instead of new records (kfk.server.handlers.share_groups._wait_for_locks)."""
+    partition = SharePartition(SharePartitionConfig(max_record_locks=100), 0)
+    partition.acquire("a", batches((0, 149)), 60, now_ms=0)
+    assert not partition.locks_exhausted()
+    partition.acquire("b", batches((0, 149)), 60, now_ms=0)
+    assert partition.end_offset == 100 and partition.locks_exhausted()  # new records in the log change nothing
+    partition.release_member("b")
+    assert not partition.locks_exhausted()  # b's records are available again
+    partition.acquire("c", batches((0, 149)), 60, now_ms=0)
+    assert partition.locks_exhausted()
+    assert partition.acknowledge("a", [(0, 9, [ACCEPT])], now_ms=0) == ErrorCode.NONE
+    assert not partition.locks_exhausted()  # the start offset moved: ten more may be acquired
+
+
 def test_acknowledgements_are_all_or_nothing_and_gaps_pass() -> None:
     partition = SharePartition(CONFIG, 0)
     partition.acquire("a", batches((0, 1), (3, 3)), 10, now_ms=0)

@@ -106,6 +106,9 @@ class ShareGroupsHandler:
         #: Durable state (None: in memory only, for tests of the handler alone).
         self.persister = persister
         self._initializing: dict[tuple[str, TopicPartition], asyncio.Future] = {}
+        #: Set (and replaced) whenever records go back to a share partition or its start offset moves: what a
+        #: ShareFetch waits for while every record lock of its partitions is taken (see _wait_for_locks).
+        self._locks_freed = asyncio.Event()
         share_groups.on_delete.append(self._forget_group)
 
     def _forget_group(self, group_id: str) -> None:
@@ -497,6 +500,7 @@ class ShareGroupsHandler:
                                             self.now_ms())
         if error != ErrorCode.NONE:
             return error
+        self._free_locks()
         # Answered once the share coordinator has the new state (as Kafka's acknowledgement waits for its write).
         return await self._persist(group_id, topic_partition, share_partition)
 
@@ -508,6 +512,7 @@ class ShareGroupsHandler:
             share_partition = self.partitions.get((session.group_id, topic_partition)) if topic_partition else None
             if share_partition is not None:
                 share_partition.release_member(session.member_id)
+                self._free_locks()
                 await self._persist(session.group_id, topic_partition, share_partition)
 
     async def share_fetch(self, context: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
@@ -568,7 +573,9 @@ class ShareGroupsHandler:
         if not reads:
             return answers
         max_bytes = max(request.max_bytes, 1)
-        params = FetchParams(-1, request.max_wait_ms, request.min_bytes, max_bytes, READ_UNCOMMITTED)
+        max_wait_ms = await self._wait_for_locks([self.partitions[(group_id, topic_partition)]
+                                                  for _, topic_partition in reads], request.max_wait_ms)
+        params = FetchParams(-1, max_wait_ms, request.min_bytes, max_bytes, READ_UNCOMMITTED)
         requests = [FetchPartitionRequest(topic_partition,
                                           self.partitions[(group_id, topic_partition)].next_fetch_offset(),
                                           max_bytes) for _, topic_partition in reads]
@@ -597,6 +604,24 @@ class ShareGroupsHandler:
                                                                           delivery_count=count)
                                        for first, last, count in acquired]
         return answers
+
+    def _free_locks(self) -> None:
+        freed, self._locks_freed = self._locks_freed, asyncio.Event()
+        freed.set()
+
+    async def _wait_for_locks(self, share_partitions: list[SharePartition], max_wait_ms: int) -> int:
+        """While every partition fetched has all its record locks taken, wait (up to max_wait_ms) for an
+        acknowledgement or release to free some, as Kafka's delayed share fetch waits; a log read would only wait
+        for new records, which could not be acquired either. Returns what is left of max_wait_ms for the read."""
+        if max_wait_ms <= 0 or not all(share_partition.locks_exhausted() for share_partition in share_partitions):
+            return max_wait_ms
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            await asyncio.wait_for(self._locks_freed.wait(), max_wait_ms / 1000)
+        except asyncio.TimeoutError:
+            return 0
+        return max(int(max_wait_ms - (loop.time() - started) * 1000), 0)
 
     @staticmethod
     def _answers(acknowledged: dict[SharePartitionKey, ErrorCode],
