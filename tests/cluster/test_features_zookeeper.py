@@ -36,5 +36,6 @@ def test_levels_live_in_the_feature_znode(kfk_cluster_factory) -> None:
         client.stop()
         client.close()
     assert features["transaction.version"] == {"max_version_level": 1, "min_version_level": 1}
-    assert broker == {"kraft.version": {"min_version": 0, "max_version": 1},
+    assert broker == {"group.version": {"min_version": 0, "max_version": 1},
+                      "kraft.version": {"min_version": 0, "max_version": 1},
                       "transaction.version": {"min_version": 0, "max_version": 2}}

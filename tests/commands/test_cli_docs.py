@@ -49,7 +49,7 @@ def complete_with_bash(*words: str) -> list[str]:
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
 def test_bash_completes_commands_subcommands_and_flags() -> None:
     assert complete_with_bash("kfk", "con") == ["configs", "connect", "connect-mirror-maker", "console-consume",
-                                                "console-produce", "consumer-groups"]
+                                                "console-produce", "console-share-consume", "consumer-groups"]
     assert complete_with_bash("kfk", "topics", "de") == ["delete", "describe"]
     assert complete_with_bash("kfk", "topics", "create", "--rep") == ["--replication-factor"]
     assert complete_with_bash("kfk", "perf-test", "produce", "--num") == ["--num-records"]

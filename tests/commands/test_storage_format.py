@@ -54,6 +54,7 @@ def test_standalone_writes_the_voter_set_and_the_bootstrap_snapshot(tmp_path: Pa
     for directory in (first, second):
         bootstrap = read_snapshot(str(directory / "bootstrap.checkpoint"))
         assert [(r.name, r.feature_level) for r in bootstrap.records] == [("metadata.version", 7),
+                                                                          ("group.version", 1),
                                                                           ("transaction.version", 2)]
         assert bootstrap.voters is None and bootstrap.last_contained_log_timestamp == 0
     assert not (second / "__cluster_metadata-0").exists()
@@ -81,9 +82,10 @@ def test_add_scram_credentials_go_into_every_bootstrap_checkpoint_only(tmp_path:
     assert result.returncode == 0, result.stderr
     for directory in (first, second):
         records = read_snapshot(str(directory / "bootstrap.checkpoint")).records
-        assert records[:2] == [FeatureLevelRecord(name="metadata.version", feature_level=7),
+        assert records[:3] == [FeatureLevelRecord(name="metadata.version", feature_level=7),
+                               FeatureLevelRecord(name="group.version", feature_level=1),
                                FeatureLevelRecord(name="transaction.version", feature_level=2)]
-        assert [(r.name, r.mechanism, r.iterations) for r in records[2:]] == [("bob", 2, 8192), ("alice", 1, 4096)]
+        assert [(r.name, r.mechanism, r.iterations) for r in records[3:]] == [("bob", 2, 8192), ("alice", 1, 4096)]
     voters = read_snapshot(str(first / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"))
     assert voters.records == [] and voters.voters is not None
 

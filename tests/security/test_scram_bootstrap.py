@@ -165,4 +165,5 @@ def test_a_formatted_quorum_holds_the_credentials_once(kfk_cluster_factory) -> N
                        if isinstance(record, UserScramCredentialRecord)]
         assert sorted(credentials) == [("admin", 2), ("alice", 1)], node_id
         assert [(record.name, record.feature_level) for record in records
-                if isinstance(record, FeatureLevelRecord)] == [("metadata.version", 7), ("transaction.version", 2)]
+                if isinstance(record, FeatureLevelRecord)] == [("metadata.version", 7), ("group.version", 1),
+                                                                ("transaction.version", 2)]

@@ -8,6 +8,7 @@ import re
 import ssl
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -48,12 +49,15 @@ def test_login_over_https_and_actions_logged_with_the_user(secured, kfk_broker) 
     bob = ConsoleSession(console.url, ssl_context=context, login=("bob", "builder"))
     status, location, _ = bob.post("topics/by-alice/delete", {})
     assert status == 303 and "deleted+topic+by-alice" in location
-    log = console.stderr_path.read_text()
     cluster = re.escape(f"on the cluster at {kfk_broker}")
-    assert re.search(rf"POST /topics {cluster} by alice at 127\.0\.0\.1:\d+: 303 \(notice: created topic by-alice\)",
-                     log), log
-    assert re.search(rf"POST /topics/by-alice/delete {cluster} by bob at 127\.0\.0\.1:\d+: 303 \(notice: deleted topic "
-                     r"by-alice\)", log), log
+    created = rf"POST /topics {cluster} by alice at 127\.0\.0\.1:\d+: 303 \(notice: created topic by-alice\)"
+    deleted = (rf"POST /topics/by-alice/delete {cluster} by bob at 127\.0\.0\.1:\d+: 303 "
+               r"\(notice: deleted topic by-alice\)")
+    # The action is logged as its answer goes out: the line may land a moment after the client has the answer.
+    deadline = time.monotonic() + 10
+    while not re.search(deleted, log := console.stderr_path.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert re.search(created, log) and re.search(deleted, log), log
 
 
 @pytest.mark.parametrize(("flags", "message"), [
