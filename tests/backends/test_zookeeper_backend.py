@@ -123,6 +123,35 @@ def test_brokers_register_ephemerally_and_every_node_follows_the_controllers_wri
     run(scenario())
 
 
+def test_a_failed_read_after_a_watch_is_retried_without_another_event(zookeeper_connect: str) -> None:
+    """A read of ZooKeeper that fails (here once, on purpose) is tried again by the refresher itself: the watch that
+    asked for it has fired and no other event may come, so waiting for one would leave the broker blind to another
+    broker's registration (and forwarding to a controller it cannot find)."""
+    async def scenario() -> None:
+        first, first_cache = backend(zookeeper_connect, 1)
+        second, _ = backend(zookeeper_connect, 2)
+        await first.start()
+        await second.start()
+        await first.register_broker([Endpoint("PLAINTEXT", "127.0.0.1", 9092)], None)
+        await eventually(lambda: set(first_cache.image.brokers) == {1})
+        read, failed = first._read, []
+
+        def fails_once(dirty):
+            if not failed:
+                failed.append(dirty)
+                raise RuntimeError("a read that fails once")
+            return read(dirty)
+
+        first._read = fails_once
+        await second.register_broker([Endpoint("PLAINTEXT", "127.0.0.1", 9093)], None)
+        await eventually(lambda: set(first_cache.image.brokers) == {1, 2})
+        assert failed, "the read after the registration's watch did not fail: nothing was tested"
+        await second.stop()
+        await first.stop()
+
+    run(scenario())
+
+
 def test_a_new_controller_fences_the_old_one(zookeeper_connect: str) -> None:
     async def scenario() -> None:
         first, _ = backend(zookeeper_connect, 1)

@@ -305,20 +305,23 @@ class ZooKeeperMetadataBackend:
             self._refresher = asyncio.get_running_loop().create_task(self._refresh_soon())
 
     async def _refresh_soon(self) -> None:
-        try:
-            await self._refresh(until_clean=True)
-        except asyncio.CancelledError:
-            raise
-        except KafkaTimeoutError as error:
-            # The connection or the session is down (_blocking): that was logged once as a state change; read
-            # again until the session is back (each attempt fails at once while kazoo is reconnecting).
-            log.debug("reading ZooKeeper failed: %s", error)
+        """The watch-driven refresher. A failed read is retried here, reading everything again: this task is the
+        refresher until it returns, so marking the paths dirty would not start another one, and without a later
+        watch event the image would stay stale (a broker that never learns of another's registration)."""
+        while self._started and not self._stopping:
+            try:
+                await self._refresh(until_clean=True)
+                return
+            except asyncio.CancelledError:
+                raise
+            except KafkaTimeoutError as error:
+                # The connection or the session is down (_blocking): that was logged once as a state change; read
+                # again until the session is back (each attempt fails at once while kazoo is reconnecting).
+                log.debug("reading ZooKeeper failed: %s", error)
+            except Exception:  # noqa: BLE001 - retried below
+                log.exception("reading ZooKeeper failed")
             await asyncio.sleep(0.5)
-            self._mark_dirty(None)
-        except Exception:  # noqa: BLE001 - a failed read is retried on the next event
-            log.exception("reading ZooKeeper failed")
-            await asyncio.sleep(0.5)
-            self._mark_dirty(None)
+            self._dirty = None
 
     async def _refresh(self, until_clean: bool = False) -> None:
         """Re-read the dirty znodes and deliver what changed to the listeners: one pass (enough for a caller that
