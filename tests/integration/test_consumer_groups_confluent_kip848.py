@@ -2,7 +2,11 @@
 protocol. Consumers join and leave one by one while records flow (every record consumed, commits never going
 backwards, one owner per partition at a time from the rebalance callbacks), a regular expression subscription
 (resolved by the broker) picks up a topic created later, a static member comes back within its session without
-moving anyone else's partitions, and the admin client lists and describes the group as a consumer group."""
+moving anyone else's partitions, and the admin client lists and describes the group as a consumer group.
+
+Each member polls on a thread of its own, as an application does: a member whose synchronous commit waits behind its
+own JoinGroup (a classic member's rejoin, held until every member has rejoined) must not keep the other members
+from polling, or the group waits on a member the test itself has stopped."""
 
 from __future__ import annotations
 
@@ -54,30 +58,64 @@ def produce(bootstrap: str, topic: str, count: int, partitions: int) -> set[tupl
     return delivered
 
 
-class Member:
+class PollingMember:
+    """A member polled by a thread of its own once it has subscribed (`start_polling`) until `stop_polling`. What
+    the test reads while it runs is rebound, never changed in place (`owned` is a frozenset), and an error on the
+    thread is kept for `poll_until` to raise."""
+
+    name: str
+    owned: frozenset[tuple[str, int]]
+    error: BaseException | None = None
+    _thread: threading.Thread | None = None
+
+    def poll_once(self) -> None:
+        raise NotImplementedError
+
+    def start_polling(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name=f"member-{self.name}", daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self.poll_once()
+        except BaseException as error:  # noqa: BLE001 - raised in the test's thread by poll_until
+            self.error = error
+
+    def stop_polling(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join(120)
+        assert not self._thread.is_alive(), f"member {self.name} still polling"
+
+
+class Member(PollingMember):
     """A consumer whose rebalance callbacks and commits are recorded with timestamps."""
 
     def __init__(self, bootstrap: str, group: str, log: Log, name: str, **config) -> None:
         self.name = name
         self.log = log
-        self.owned: set[tuple[str, int]] = set()
+        self.owned = frozenset()
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
                                   "auto.offset.reset": "earliest", "enable.auto.commit": False,
                                   "topic.metadata.refresh.interval.ms": 1000, **config})
 
     def subscribe(self, topics: list[str]) -> None:
         self.consumer.subscribe(topics, on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._revoked)
+        self.start_polling()
 
     def _assigned(self, consumer, partitions) -> None:
         keys = {(p.topic, p.partition) for p in partitions}
-        self.owned |= keys
+        self.owned = self.owned | keys
         self.log.ownership(self.name, keys, opened=True)
         consumer.incremental_assign(partitions)
 
     def _revoked(self, consumer, partitions) -> None:
         keys = {(p.topic, p.partition) for p in partitions}
         self.log.ownership(self.name, keys, opened=False)
-        self.owned -= keys
+        self.owned = self.owned - keys
         consumer.incremental_unassign(partitions)
 
     def poll_once(self) -> None:
@@ -98,30 +136,40 @@ class Member:
                     self.log.commits.append((time.monotonic_ns(), tp.topic, tp.partition, tp.offset))
 
     def close(self) -> None:
+        self.stop_polling()
         self.consumer.close()
         self.log.ownership(self.name, set(self.owned), opened=False)
-        self.owned.clear()
+        self.owned = frozenset()
 
 
 class Log:
+    """What the members did, written from their threads: records consumed (set.add and list.append are atomic),
+    and each partition's spans of ownership (under a lock: a span is closed in place)."""
+
     def __init__(self) -> None:
         self.consumed: set[tuple[str, int, int]] = set()
         self.commits: list[tuple[int, str, int, int]] = []
         self.spans: dict[tuple[str, int], list[tuple[int, int | None, str]]] = defaultdict(list)
+        self._lock = threading.Lock()
 
     def ownership(self, member: str, partitions: set[tuple[str, int]], opened: bool) -> None:
-        now = time.monotonic_ns()
-        for key in partitions:
-            spans = self.spans[key]
-            if opened:
-                spans.append((now, None, member))
-            else:
-                for index, (start, end, owner) in enumerate(spans):
-                    if owner == member and end is None:
-                        spans[index] = (start, now, owner)
+        with self._lock:
+            now = time.monotonic_ns()
+            for key in partitions:
+                spans = self.spans[key]
+                if opened:
+                    spans.append((now, None, member))
+                else:
+                    for index, (start, end, owner) in enumerate(spans):
+                        if owner == member and end is None:
+                            spans[index] = (start, now, owner)
+
+    def spans_now(self) -> dict[tuple[str, int], list[tuple[int, int | None, str]]]:
+        with self._lock:
+            return {key: list(spans) for key, spans in self.spans.items()}
 
     def check(self) -> None:
-        for key, spans in self.spans.items():
+        for key, spans in self.spans_now().items():
             ordered = sorted(spans)
             for (start, end, owner), (next_start, _, next_owner) in zip(ordered, ordered[1:]):
                 assert end is not None and next_start >= end, f"{key} owned by {owner} and {next_owner} at once"
@@ -131,12 +179,22 @@ class Log:
             last[(topic, partition)] = offset
 
 
-def poll_until(members: list[Member], condition, what: str, timeout: float = 60.0) -> None:
+def poll_until(members: list[PollingMember], condition, what: str, timeout: float = 60.0) -> None:
+    """Wait, while the members poll on their threads, until `condition` holds."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
         for member in members:
-            member.poll_once()
+            if member.error is not None:
+                raise AssertionError(f"member {member.name} failed while polling") from member.error
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def consumed_records(log: Log, topic: str, produced: set[tuple[int, int]]):
+    """A condition: every (partition, offset) produced to the topic consumed. The set is built once: it can hold
+    tens of thousands of records, and the condition is tested every few milliseconds."""
+    expected = frozenset((topic, partition, offset) for partition, offset in produced)
+    return lambda: expected <= log.consumed
 
 
 def shared(members: list[Member], partitions: set[tuple[str, int]]) -> bool:
@@ -171,7 +229,7 @@ def test_consumers_join_and_leave_one_by_one_under_load(broker: BrokerProcess) -
             poll_until(members, lambda: shared(members, partitions), f"{len(members)} members after a leave")
         stop.set()
         producer.join(60)
-        poll_until(members, lambda: {(topic, p, o) for p, o in produced} <= log.consumed, "every record")
+        poll_until(members, consumed_records(log, topic, produced), "every record")
         members.pop().close()
         log.check()
     finally:
@@ -192,7 +250,7 @@ def test_regex_subscription_resolved_by_the_broker_picks_up_a_later_topic(broker
         create_topic(bootstrap, f"{prefix}-b", 2)
         poll_until([member], lambda: {(f"{prefix}-b", 0), (f"{prefix}-b", 1)} <= member.owned, "the later topic")
         produced = produce(bootstrap, f"{prefix}-b", 50, 2)
-        poll_until([member], lambda: {(f"{prefix}-b", p, o) for p, o in produced} <= log.consumed, "its records")
+        poll_until([member], consumed_records(log, f"{prefix}-b", produced), "its records")
     finally:
         member.close()
 
@@ -210,14 +268,15 @@ def test_static_member_back_within_its_session_moves_nothing(broker: BrokerProce
     members = [a, b]
     try:
         poll_until(members, lambda: shared(members, partitions), "two static members")
-        a_partitions, b_spans = set(a.owned), {key: list(spans) for key, spans in log.spans.items()}
+        a_partitions, b_spans = set(a.owned), log.spans_now()
         a.close()
         back = Member(bootstrap, group, log, "a-again", **{"group.instance.id": "a"})
         back.subscribe([topic])
         members = [back, b]
         poll_until(members, lambda: back.owned == a_partitions, "instance a back with its partitions")
+        spans = log.spans_now()
         for key in partitions - a_partitions:
-            assert log.spans[key] == b_spans[key], f"{key} moved while instance a was away"
+            assert spans[key] == b_spans[key], f"{key} moved while instance a was away"
         log.check()
     finally:
         for member in members:

@@ -23,6 +23,8 @@ from tests.integration.test_consumer_groups_confluent_kip848 import (
     BROKER_OVERRIDES,
     Log,
     Member,
+    PollingMember,
+    consumed_records,
     create_topic,
     poll_until,
     produce,
@@ -95,7 +97,7 @@ def test_a_classic_group_upgraded_online_then_left_by_its_classic_members(broker
             poll_until(members, lambda: shared(members, partitions), "the group after a classic member left")
         assert group_type(bootstrap, group) == ConsumerGroupType.CONSUMER
         load.stop()
-        poll_until(members, lambda: {(topic, p, o) for p, o in load.produced} <= log.consumed, "every record")
+        poll_until(members, consumed_records(log, topic, load.produced), "every record")
         log.check()
     finally:
         load.stop()
@@ -126,7 +128,7 @@ def test_a_mixed_group_downgraded_when_its_last_consumer_protocol_member_leaves(
         members[1].subscribe([topic])
         poll_until(members, lambda: shared(members, partitions), "two classic members again")
         load.stop()
-        poll_until(members, lambda: {(topic, p, o) for p, o in load.produced} <= log.consumed, "every record")
+        poll_until(members, consumed_records(log, topic, load.produced), "every record")
         log.check()
     finally:
         load.stop()
@@ -134,24 +136,24 @@ def test_a_mixed_group_downgraded_when_its_last_consumer_protocol_member_leaves(
             member.close()
 
 
-class PythonMember:
+class PythonMember(PollingMember):
     """A member of another client, with the same record of ownership and commits as Member: kafka-python (classic,
     eager range assignor: it gives up all its partitions before each rejoin) or kfk's consumer (group.protocol=
     consumer)."""
 
     def __init__(self, consumer, log: Log, name: str, records) -> None:
-        self.consumer, self.log, self.name, self.owned = consumer, log, name, set()
+        self.consumer, self.log, self.name, self.owned = consumer, log, name, frozenset()
         self._records = records
 
     def assigned(self, partitions) -> None:
         keys = {(tp.topic, tp.partition) for tp in partitions}
-        self.owned |= keys
+        self.owned = self.owned | keys
         self.log.ownership(self.name, keys, opened=True)
 
     def revoked(self, partitions) -> None:
         keys = {(tp.topic, tp.partition) for tp in partitions}
         self.log.ownership(self.name, keys, opened=False)
-        self.owned -= keys
+        self.owned = self.owned - keys
 
     def poll_once(self) -> None:
         records = self._records()
@@ -169,9 +171,10 @@ class PythonMember:
                 self.log.commits.append((time.monotonic_ns(), topic, partition, offset))
 
     def close(self) -> None:
+        self.stop_polling()
         self.consumer.close()
         self.log.ownership(self.name, set(self.owned), opened=False)
-        self.owned.clear()
+        self.owned = frozenset()
 
 
 def kafka_python_member(bootstrap: str, group: str, topic: str, log: Log, name: str) -> PythonMember:
@@ -196,6 +199,7 @@ def kafka_python_member(bootstrap: str, group: str, topic: str, log: Log, name: 
     member.commit = lambda positions: consumer.commit({KpPartition(t, p): KpOffset(o, "", -1)
                                                        for (t, p), o in positions.items()})
     consumer.subscribe([topic], listener=Listener())
+    member.start_polling()
     return member
 
 
@@ -217,6 +221,7 @@ def kfk_member(bootstrap: str, group: str, topic: str, log: Log, name: str) -> P
 
     member.commit = lambda positions: consumer.commit_sync({KfkPartition(t, p): o for (t, p), o in positions.items()})
     consumer.subscribe([topic], listener=Listener())
+    member.start_polling()
     return member
 
 
@@ -240,7 +245,7 @@ def test_kafka_python_eager_members_upgraded_by_kfk_consumers_and_downgraded(bro
         poll_until(members, lambda: shared(members, partitions), "the classic member alone")
         assert group_type(bootstrap, group) == ConsumerGroupType.CLASSIC
         load.stop()
-        poll_until(members, lambda: {(topic, p, o) for p, o in load.produced} <= log.consumed, "every record")
+        poll_until(members, consumed_records(log, topic, load.produced), "every record")
         log.check()
     finally:
         load.stop()
