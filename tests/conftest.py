@@ -39,3 +39,25 @@ def _serialize_ast_parse() -> None:
 
 if (3, 11) <= sys.version_info < (3, 11, 8) or (3, 12) <= sys.version_info < (3, 12, 2):
     _serialize_ast_parse()
+
+
+#: scripts/test.sh runs the suite with `--dist loadfile`: each module runs whole on one worker, so the brokers, JVMs
+#: and SparkSessions of its module-scoped fixtures start once rather than once per worker. xdist hands modules out in
+#: collection order, so the directories whose modules take minutes come first and the suite ends on short unit
+#: modules that keep both workers busy to the end (a long module handed out last would run alone).
+SLOW_DIRECTORIES_FIRST = ("spark", "interop", "connect", "streams", "e2e", "cluster", "security", "integration", "ui",
+                          "registry", "replication", "commands", "client", "server", "backends", "coordinator")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Modules with slow-marked tests first, then by SLOW_DIRECTORIES_FIRST, then the rest; pytest's order within."""
+    rank = {name: index for index, name in enumerate(SLOW_DIRECTORIES_FIRST)}
+    tests_dir = os.path.dirname(__file__)
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow") is not None}
+
+    def module_rank(item) -> tuple[int, int]:
+        parts = os.path.relpath(item.path, tests_dir).split(os.sep)
+        directory = parts[0] if len(parts) > 1 else ""
+        return (0 if item.path in slow_modules else 1, rank.get(directory, len(rank)))
+
+    items.sort(key=module_rank)
