@@ -42,6 +42,7 @@ from kfk.client.offsets import (
 )
 from kfk.client.response_errors import response_error
 from kfk.client.structs import (
+    SHARE_PROTOCOL_TYPE,
     AbortTransactionSpec,
     AlterConfigOp,
     ClientQuotaAlteration,
@@ -917,7 +918,7 @@ class Admin:
                                                     for topic in member.assignment.topic_partitions
                                                     for partition in topic.partitions))
                            for member in group.members]
-                result[group_id] = ConsumerGroupDescription(group.group_id, group.group_state, "share",
+                result[group_id] = ConsumerGroupDescription(group.group_id, group.group_state, SHARE_PROTOCOL_TYPE,
                                                             group.assignor_name, members,
                                                             COORDINATOR_ID_BASE - coordinator)
             return result

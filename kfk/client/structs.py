@@ -260,6 +260,10 @@ class MemberDescription:
     upgraded: bool | None = None
 
 
+#: The protocol type ListGroups and ShareGroupDescribe give a share group (KIP-932).
+SHARE_PROTOCOL_TYPE = "share"
+
+
 @dataclass(frozen=True)
 class ConsumerGroupDescription:
     group_id: str

@@ -229,7 +229,7 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
 
     def group(request: Request) -> Response:
         group_id = request.path_params["group_id"]
-        description = view.admin.describe_consumer_groups([group_id])[group_id]
+        description = view.describe_group(group_id)
         lag, note = panels.load("Offsets and lag", lambda: view.group_lag(group_id), [],
                                 needs="DESCRIBE on the group and its topics")
         return page(request, "group.html", group=description, lag=lag, total_lag=total_lag(lag),
@@ -413,7 +413,7 @@ def create_app(view: ClusterView | None, settings: ConsoleSettings = ConsoleSett
         if form.get("confirm") != "yes":  # first the plan, as kafka-consumer-groups' --dry-run, and a button to go on
             try:
                 plan = await _run(view.plan_offset_reset, topic_name, to)
-                description = (await _run(view.admin.describe_consumer_groups, [group_id]))[group_id]
+                description = await _run(view.describe_group, group_id)
                 lag = await _run(view.group_lag, group_id)
             except (KafkaError, ValueError) as error:
                 return _redirect(back, error=f"cannot reset offsets: {describe_error(error)}")

@@ -22,7 +22,9 @@ from kfk.client.config import ADMIN_CONFIG_DEF, CONSUMER_CONFIG_DEF, PRODUCER_CO
 from kfk.client.structs import (
     AlterConfigOp,
     AlterConfigOpType,
+    SHARE_PROTOCOL_TYPE,
     ConfigResource,
+    ConsumerGroupDescription,
     ElectionType,
     NewPartitionReassignment,
     NewTopic,
@@ -33,7 +35,7 @@ from kfk.client.structs import (
 from kfk.common.config_types import ConfigResourceType
 from kfk.common.constants import NO_NODE
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
-from kfk.errors import ElectionNotNeededError, KafkaError, UnknownTopicOrPartitionError
+from kfk.errors import ElectionNotNeededError, GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
 from kfk.ui.message_search import RecordFilter, SearchResult, search_records
 from kfk.ui.rendering import RenderedBytes, render_bytes
 
@@ -100,9 +102,14 @@ class GroupPartitionLag:
     committed_offset: int | None
     log_end_offset: int
     member: str | None
+    #: A share group's lag as DescribeShareGroupOffsets gives it (the records after the start offset not yet
+    #: acknowledged, as kafka-share-groups prints it); None: from the committed offset.
+    share_lag: int | None = None
 
     @property
     def lag(self) -> int | None:
+        if self.share_lag is not None:
+            return self.share_lag
         return None if self.committed_offset is None else max(0, self.log_end_offset - self.committed_offset)
 
 
@@ -393,18 +400,38 @@ class ClusterView:
 
     # --- consumer groups --------------------------------------------------------------------------------------
 
+    def describe_group(self, group_id: str) -> ConsumerGroupDescription:
+        """The group as ConsumerGroupDescribe or DescribeGroups gives it, or as ShareGroupDescribe does for a share
+        group (protocol type "share"): the former two answer GROUP_ID_NOT_FOUND for a share group, as Kafka's do."""
+        try:
+            return self.admin.describe_consumer_groups([group_id])[group_id]
+        except GroupIdNotFoundError:
+            return self.admin.describe_share_groups([group_id])[group_id]
+
     def group_lag(self, group_id: str) -> list[GroupPartitionLag]:
-        """Committed offset, log end offset and owner of every partition the group has an offset for or is
-        assigned (lag is None where nothing is committed yet)."""
-        description = self.admin.describe_consumer_groups([group_id])[group_id]
-        owners = {tp: member.client_id or member.member_id for member in description.members
-                  for tp in member.assignment}
-        committed = self.admin.list_consumer_group_offsets(group_id)
+        """Committed offset (a share group's share-partition start offset), log end offset and owners of every
+        partition the group has an offset for or is assigned (lag is None where nothing is committed yet). A
+        share group's members share partitions: each row names them all."""
+        description = self.describe_group(group_id)
+        owners: dict[TopicPartition, list[str]] = {}
+        for member in description.members:
+            for tp in member.assignment:
+                owners.setdefault(tp, []).append(member.client_id or member.member_id)
+        share_lag: dict[TopicPartition, int] = {}
+        if description.protocol_type == SHARE_PROTOCOL_TYPE:
+            committed = {}
+            for tp, (start, _, lag) in self.admin.list_share_group_offsets(group_id).items():
+                if start >= 0:
+                    committed[tp] = start
+                    if lag >= 0:
+                        share_lag[tp] = lag
+        else:
+            committed = {tp: offset.offset for tp, offset in self.admin.list_consumer_group_offsets(group_id).items()}
         partitions = sorted(set(committed) | set(owners))
         ends = self.admin.end_offsets(partitions) if partitions else {}
-        return [GroupPartitionLag(tp.topic, tp.partition,
-                                  committed[tp].offset if tp in committed else None,
-                                  ends.get(tp, 0), owners.get(tp)) for tp in partitions]
+        return [GroupPartitionLag(tp.topic, tp.partition, committed.get(tp), ends.get(tp, 0),
+                                  ", ".join(sorted(set(owners[tp]))) if tp in owners else None, share_lag.get(tp))
+                for tp in partitions]
 
     def plan_offset_reset(self, topic: str, to: str) -> dict[TopicPartition, int]:
         """The offsets Kafka's --reset-offsets --to-earliest / --to-latest / --to-offset N would set for one topic
@@ -426,10 +453,14 @@ class ClusterView:
         return targets
 
     def reset_group_offsets(self, group_id: str, topic: str, to: str) -> dict[TopicPartition, int]:
-        """Kafka's --reset-offsets ... --execute for one topic of an inactive group: the offsets it set."""
+        """Kafka's --reset-offsets ... --execute for one topic of an inactive group (kafka-share-groups' for a
+        share group: its share-partition start offsets): the offsets it set."""
         targets = self.plan_offset_reset(topic, to)
-        outcome = self.admin.alter_consumer_group_offsets(
-            group_id, {tp: OffsetAndMetadata(offset) for tp, offset in targets.items()})
+        if self.describe_group(group_id).protocol_type == SHARE_PROTOCOL_TYPE:
+            outcome = self.admin.alter_share_group_offsets(group_id, targets)
+        else:
+            outcome = self.admin.alter_consumer_group_offsets(
+                group_id, {tp: OffsetAndMetadata(offset) for tp, offset in targets.items()})
         for error in outcome.values():
             if error is not None:
                 raise error
@@ -442,11 +473,15 @@ class ClusterView:
             raise error
 
     def delete_group_offsets(self, group_id: str, topic: str) -> int:
-        """kafka-consumer-groups --delete-offsets for one topic: how many partitions' offsets went."""
-        committed = [tp for tp in self.admin.list_consumer_group_offsets(group_id) if tp.topic == topic]
+        """kafka-consumer-groups --delete-offsets for one topic (kafka-share-groups' for a share group: the
+        topic's share state): how many partitions' offsets went."""
+        share = self.describe_group(group_id).protocol_type == SHARE_PROTOCOL_TYPE
+        committed = [tp for tp in (self.admin.list_share_group_offsets(group_id) if share
+                                   else self.admin.list_consumer_group_offsets(group_id)) if tp.topic == topic]
         if not committed:
             raise ValueError(f"group {group_id} has no committed offsets of {topic}")
-        outcome = self.admin.delete_consumer_group_offsets(group_id, committed)
+        outcome = self.admin.delete_share_group_offsets(group_id, [topic]) if share \
+            else self.admin.delete_consumer_group_offsets(group_id, committed)
         for error in outcome.values():
             if error is not None:
                 raise error
