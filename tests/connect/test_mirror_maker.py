@@ -1,10 +1,10 @@
 """MirrorMaker 2: `kfk connect-mirror-maker` replicates between two kfk brokers beside Apache Kafka's own
 MirrorMaker (connect-mirror 4.3.1, under other cluster aliases on the same two brokers), and what each writes to the
-target is compared: remote topics, records, topic configs, and the offset-syncs, checkpoints and heartbeats in Kafka's
-record formats, and the ACLs each created for its remote topics. Java's RemoteClusterUtils translates a group's offsets from kfk's checkpoints; Java's and kfk's
-MirrorMaker take over the same flow from each other; kfk's MirrorMaker replicates into Apache Kafka. One pair of
-brokers serves the module; they run Kafka's StandardAuthorizer with the tests' PLAINTEXT principal as super user, so
-topic ACLs can be read and created while nothing is refused.
+target is compared: remote topics, records, topic configs, the offset-syncs, checkpoints and heartbeats in Kafka's
+record formats, and the ACLs each created for its remote topics. Java's RemoteClusterUtils translates a group's
+offsets from kfk's checkpoints; Java's and kfk's MirrorMaker take over the same flow from each other; kfk's
+MirrorMaker replicates into Apache Kafka. One pair of brokers serves the module; they run Kafka's StandardAuthorizer
+with the tests' PLAINTEXT principal as super user, so topic ACLs can be read and created while nothing is refused.
 """
 
 from __future__ import annotations

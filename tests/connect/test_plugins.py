@@ -37,32 +37,32 @@ def test_entry_point_plugins_run_and_resume_from_their_offsets(plugin_path, tmp_
     sink = {"name": "collector", "connector.class": "example.CollectingSink", "topics": "counts",
             "file": str(directory / "collected.txt")}
     stops = {"name": "stops", "connector.class": "example.StopSource", "topic": "stops"}
-    worker = start_kfk_worker(directory, worker_config, [source, sink, stops])
     try:
-        plugins = worker.call("GET", "/connector-plugins")[1]
-        assert {"class": "example.CounterSource", "type": "source"} in [
-            {key: plugin[key] for key in ("class", "type")} for plugin in plugins]
-        expected = "".join(f"label-{n}={n}\n" for n in range(5))
-        wait_for(lambda: (directory / "collected.txt").exists()
-                 and (directory / "collected.txt").read_text() == expected, "the sink's flushed lines")
-        assert [record.value for record in read_topic(broker.bootstrap_servers, "counts", 5)] == \
-            [b'{"n":%d,"label":"label-%d"}' % (n, n) for n in range(5)]
-        wait_for(lambda: worker.call("GET", "/connectors/counter/offsets")[1]["offsets"] ==
-                 [{"partition": {"counter": "main"}, "offset": {"next": 5}}], "the counter's offset")
-        # the stop source's second poll is waiting for stop() once its first record is on the topic
-        assert [record.key for record in read_topic(broker.bootstrap_servers, "stops", 1)] == [b"first-0"]
-    finally:
-        worker.stop()
-    # a new worker on the same offsets file counts on from 5 (the limit raised), never from 0; the stop source goes
-    # on after the record it returned when stopped
-    worker = start_kfk_worker(directory, worker_config, [{**source, "limit": "7"}, stops])
-    try:
-        records = read_topic(broker.bootstrap_servers, "counts", 7)
-        assert [record.key for record in records] == [f"label-{n}".encode() for n in range(7)]
-        assert len(read_topic(broker.bootstrap_servers, "stops", 3)) == 3
-    finally:
-        worker.stop()
-    try:
+        worker = start_kfk_worker(directory, worker_config, [source, sink, stops])
+        try:
+            plugins = worker.call("GET", "/connector-plugins")[1]
+            assert {"class": "example.CounterSource", "type": "source"} in [
+                {key: plugin[key] for key in ("class", "type")} for plugin in plugins]
+            expected = "".join(f"label-{n}={n}\n" for n in range(5))
+            wait_for(lambda: (directory / "collected.txt").exists()
+                     and (directory / "collected.txt").read_text() == expected, "the sink's flushed lines")
+            assert [record.value for record in read_topic(broker.bootstrap_servers, "counts", 5)] == \
+                [b'{"n":%d,"label":"label-%d"}' % (n, n) for n in range(5)]
+            wait_for(lambda: worker.call("GET", "/connectors/counter/offsets")[1]["offsets"] ==
+                     [{"partition": {"counter": "main"}, "offset": {"next": 5}}], "the counter's offset")
+            # the stop source's second poll is waiting for stop() once its first record is on the topic
+            assert [record.key for record in read_topic(broker.bootstrap_servers, "stops", 1)] == [b"first-0"]
+        finally:
+            worker.stop()
+        # a new worker on the same offsets file counts on from 5 (the limit raised), never from 0; the stop source goes
+        # on after the record it returned when stopped
+        worker = start_kfk_worker(directory, worker_config, [{**source, "limit": "7"}, stops])
+        try:
+            records = read_topic(broker.bootstrap_servers, "counts", 7)
+            assert [record.key for record in records] == [f"label-{n}".encode() for n in range(7)]
+            assert len(read_topic(broker.bootstrap_servers, "stops", 3)) == 3
+        finally:
+            worker.stop()
         expected = [b"first-0", b"at-stop-1", b"first-2", b"at-stop-3"]
         assert [record.key for record in read_topic(broker.bootstrap_servers, "stops", 4)] == expected
         with Consumer({"bootstrap.servers": broker.bootstrap_servers}) as consumer:
