@@ -1,9 +1,10 @@
 """MirrorMaker 2: `kfk connect-mirror-maker` replicates between two kfk brokers beside Apache Kafka's own
 MirrorMaker (connect-mirror 4.3.1, under other cluster aliases on the same two brokers), and what each writes to the
-target is compared: remote topics, records, topic configs, and the offset-syncs, checkpoints and heartbeats in Kafka's
-record formats. Java's RemoteClusterUtils translates a group's offsets from kfk's checkpoints; Java's and kfk's
-MirrorMaker take over the same flow from each other; kfk's MirrorMaker replicates into Apache Kafka. One pair of
-brokers serves the module.
+target is compared: remote topics, records, topic configs, the offset-syncs, checkpoints and heartbeats in Kafka's
+record formats, and the ACLs each created for its remote topics. Java's RemoteClusterUtils translates a group's
+offsets from kfk's checkpoints; Java's and kfk's MirrorMaker take over the same flow from each other; kfk's
+MirrorMaker replicates into Apache Kafka. One pair of brokers serves the module; they run Kafka's StandardAuthorizer
+with the tests' PLAINTEXT principal as super user, so topic ACLs can be read and created while nothing is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ from kfk.client import (
 )
 from kfk.errors import UnknownTopicOrPartitionError
 from kfk.connect.mirror.records import Checkpoint, Heartbeat, OffsetSync
+from kfk.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 from kfk.testing.apache_kafka import MIRROR_MAKER_MAIN_CLASS, compile_java, connect_classpath, java_command, run_java
 from kfk.testing.broker import start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
@@ -37,12 +48,14 @@ pytestmark = pytest.mark.integration
 TOPICS = {"orders": 3, "payments": 1, "excluded": 1}
 RECORDS_PER_PARTITION = 40
 GROUP = "billing"
+AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "super.users": "User:ANONYMOUS"}
 
 
 @pytest.fixture(scope="module")
 def clusters(tmp_path_factory):
-    upstream = start_broker(tmp_path_factory.mktemp("mirror-upstream"), dict(TEST_OVERRIDES))
-    downstream = start_broker(tmp_path_factory.mktemp("mirror-downstream"), dict(TEST_OVERRIDES))
+    upstream = start_broker(tmp_path_factory.mktemp("mirror-upstream"), {**TEST_OVERRIDES, **AUTHORIZER})
+    downstream = start_broker(tmp_path_factory.mktemp("mirror-downstream"), {**TEST_OVERRIDES, **AUTHORIZER})
     yield upstream.bootstrap_servers, downstream.bootstrap_servers
     upstream.stop()
     downstream.stop()
@@ -59,6 +72,7 @@ def mm2_properties(source_alias: str, target_alias: str, source: str, target: st
             "offset.storage.replication.factor": "1", "status.storage.replication.factor": "1",
             "config.storage.replication.factor": "1", "refresh.topics.interval.seconds": "2",
             "refresh.groups.interval.seconds": "2", "sync.topic.configs.interval.seconds": "2",
+            "sync.topic.acls.interval.seconds": "2",
             "emit.checkpoints.interval.seconds": "1", "sync.group.offsets.enabled": "true",
             "sync.group.offsets.interval.seconds": "1", "emit.heartbeats.interval.seconds": "1",
             f"{target_alias}.offset.flush.interval.ms": "1000", f"{source_alias}.offset.flush.interval.ms": "1000",
@@ -122,6 +136,46 @@ def produce_input(bootstrap: str) -> None:
         admin.alter_consumer_group_offsets(GROUP, {
             TopicPartition(topic, partition): OffsetAndMetadata(RECORDS_PER_PARTITION, "")
             for topic in ("orders", "payments") for partition in range(TOPICS[topic])})
+
+
+def acl(resource: str, principal: str, operation: AclOperation, permission: AclPermissionType = AclPermissionType.ALLOW,
+        pattern_type: PatternType = PatternType.LITERAL, host: str = "*",
+        resource_type: ResourceType = ResourceType.TOPIC) -> AclBinding:
+    return AclBinding(ResourcePattern(resource_type, resource, pattern_type),
+                      AccessControlEntry(principal, host, operation, permission))
+
+
+#: The source's ACLs before the mirror makers start: what each flow must create on the target, and what it must not
+#: (ALLOW WRITE, prefixed patterns, topics outside the flow, other resource types).
+SOURCE_ACLS = [acl("orders", "User:alice", AclOperation.READ), acl("orders", "User:bob", AclOperation.WRITE),
+               acl("orders", "User:carol", AclOperation.ALL), acl("orders", "User:mallory", AclOperation.READ,
+                                                                     AclPermissionType.DENY),
+               acl("orders", "User:dave", AclOperation.DESCRIBE, host="10.0.0.7"),
+               acl("orders", "User:eve", AclOperation.WRITE, AclPermissionType.DENY),
+               acl("pay", "User:frank", AclOperation.READ, pattern_type=PatternType.PREFIXED),
+               acl("excluded", "User:alice", AclOperation.READ), acl(GROUP, "User:alice", AclOperation.READ,
+                                                                      resource_type=ResourceType.GROUP)]
+#: Created once both run: the periodic sync (`sync.topic.acls.interval.seconds`) picks it up.
+LATER_ACL = acl("payments", "User:grace", AclOperation.DESCRIBE_CONFIGS)
+EXPECTED_REMOTE_ACLS = {acl("orders", "User:alice", AclOperation.READ), acl("orders", "User:carol", AclOperation.READ),
+                        acl("orders", "User:mallory", AclOperation.READ, AclPermissionType.DENY),
+                        acl("orders", "User:dave", AclOperation.DESCRIBE, host="10.0.0.7"),
+                        acl("orders", "User:eve", AclOperation.WRITE, AclPermissionType.DENY), LATER_ACL}
+
+
+def remote_topic_acls(bootstrap: str, alias: str) -> set[AclBinding]:
+    """The topic ACLs of `alias`'s remote topics, named as their source topics."""
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        bindings = admin.describe_acls(AclBindingFilter(ResourceType.TOPIC))
+    prefix = f"{alias}."
+    return {AclBinding(ResourcePattern(ResourceType.TOPIC, binding.pattern.name.removeprefix(prefix),
+                                       binding.pattern.pattern_type), binding.entry)
+            for binding in bindings if binding.pattern.name.startswith(prefix)}
+
+
+def create_acls(bootstrap: str, bindings: list[AclBinding]) -> None:
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert all(error is None for error in admin.create_acls(bindings).values())
 
 
 def wait_until_equal(fetch, expected, what: str, timeout: float) -> None:
@@ -196,9 +250,18 @@ def test_kfk_and_java_mirror_makers_write_the_same(clusters, tmp_path):
     """kfk's flow A->B and Java's flow J->K mirror the same two brokers; everything either writes is compared."""
     upstream, downstream = clusters
     produce_input(upstream)
+    create_acls(upstream, SOURCE_ACLS)
     kfk = start_mirror_maker(tmp_path, mm2_properties("A", "B", upstream, downstream), java=False)
     java = start_mirror_maker(tmp_path, mm2_properties("J", "K", upstream, downstream), java=True)
     try:
+        # topic ACLs: Kafka's selection and ALL -> READ, for the remote topics; then one added while both run
+        for alias in ("A", "J"):
+            wait_for(lambda: remote_topic_acls(downstream, alias) >= EXPECTED_REMOTE_ACLS - {LATER_ACL},
+                     f"{alias}'s first ACL sync", 120)
+        create_acls(upstream, [LATER_ACL])
+        for alias in ("A", "J"):
+            wait_until_equal(lambda: remote_topic_acls(downstream, alias), EXPECTED_REMOTE_ACLS,
+                             f"{alias}'s topic ACLs", 60)
         for topic, partitions in TOPICS.items():
             if topic == "excluded":
                 continue

@@ -2,8 +2,8 @@
 cluster into remote topics on the target (named by the replication policy: `<source alias>.<topic>` by default).
 
 The connector finds the source topics (every `refresh.topics.interval.seconds`), creates each remote topic with the
-source's partition count and non-default configs (and adds partitions when the source grows), keeps topic configs in
-sync, creates the offset-syncs topic, and deals the partitions round-robin among at most `tasks.max` tasks
+source's partition count and non-default configs (and adds partitions when the source grows), keeps topic configs and
+topic ACLs in sync, creates the offset-syncs topic, and deals the partitions round-robin among at most `tasks.max` tasks
 (`task.assigned.partitions`). Each task consumes its partitions from where the worker's stored offsets say
 (source partition {cluster, partition, topic} -> {offset} of the last record replicated) and emits each record with
 its key, value, headers and timestamp unchanged (BYTES, for the worker's ByteArrayConverter).
@@ -41,8 +41,22 @@ from kfk.connect.mirror.config import (
 from kfk.connect.mirror.records import OffsetSync, unwrap_offset, wrap_offset, wrap_partition
 from kfk.connect.mirror.scheduler import Scheduler
 from kfk.connect.records import Headers, SourceRecord
+from kfk.errors import SecurityDisabledError
+from kfk.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 
 log = logging.getLogger("kfk.connect.mirror")
+
+#: Every ACL of every topic pattern: what the ACL sync reads from the source cluster (Kafka's ANY_TOPIC_ACL).
+ANY_TOPIC_ACL = AclBindingFilter(ResourceType.TOPIC)
 
 SOURCE_TASK_CONFIG_DEF = SOURCE_CONFIG_DEF.merged(ConfigDef([
     ConfigKey(TASK_TOPIC_PARTITIONS, "LIST", importance="LOW",
@@ -56,6 +70,7 @@ class MirrorSourceConnector(SourceConnector):
         self.known_source_partitions: list[TopicPartition] = []
         self.known_target_partitions: list[TopicPartition] = []
         self.scheduler: Scheduler | None = None
+        self.no_acl_authorizer = False
 
     def version(self) -> str:
         return _version()
@@ -86,6 +101,8 @@ class MirrorSourceConnector(SourceConnector):
         scheduler.run_now(self.load_topic_partitions, "loading initial set of topic-partitions")
         scheduler.run_now(self.compute_and_create_topic_partitions, "creating downstream topic-partitions")
         scheduler.run_now(self.refresh_known_target_topics, "refreshing known target topics")
+        scheduler.schedule_repeating(self.sync_topic_acls, config.interval_seconds("sync.topic.acls"),
+                                     "syncing topic ACLs", delayed=False)
         scheduler.schedule_repeating(self.sync_topic_configs, config.interval_seconds("sync.topic.configs"),
                                      "syncing topic configs", delayed=False)
         scheduler.schedule_repeating(self.refresh_topic_partitions, config.interval_seconds("refresh.topics"),
@@ -268,6 +285,46 @@ class MirrorSourceConnector(SourceConnector):
         for resource, error in self.target_admin.incremental_alter_configs(changes).items():
             if error is not None:
                 log.warning("Could not alter configuration of topic %s: %s", resource.name, error)
+
+    # --- topic ACLs ---------------------------------------------------------------------------------------------
+
+    def sync_topic_acls(self) -> None:
+        """Kafka's syncTopicAcls: the source's literal topic ACLs of the topics this flow replicates are created on
+        their remote topics (creating one that exists is a no-op, so each run adds only what is new; nothing is ever
+        deleted on the target)."""
+        try:
+            bindings = self.source_admin.describe_acls(ANY_TOPIC_ACL)
+        except SecurityDisabledError:
+            if not self.no_acl_authorizer:
+                self.no_acl_authorizer = True
+                log.info("No ACL authorizer is configured on the source Kafka cluster, so no topic ACL syncing will "
+                         "take place. Consider disabling topic ACL syncing by setting sync.topic.acls.enabled to "
+                         "'false'.")
+            return
+        wanted = [self.target_acl_binding(binding) for binding in bindings
+                  if binding.pattern.resource_type == ResourceType.TOPIC
+                  and binding.pattern.pattern_type == PatternType.LITERAL
+                  and should_replicate_acl(binding) and self.should_replicate_topic(binding.pattern.name)]
+        if not wanted:
+            return
+        for binding, error in self.target_admin.create_acls(wanted).items():
+            if error is not None:
+                log.warning("Could not sync ACL of topic %s: %s", binding.pattern.name, error)
+
+    def target_acl_binding(self, binding: AclBinding) -> AclBinding:
+        """The binding for the remote topic; an ALLOW ALL becomes ALLOW READ, as the remote topic is read-only."""
+        entry = binding.entry
+        if entry.permission_type == AclPermissionType.ALLOW and entry.operation == AclOperation.ALL:
+            entry = AccessControlEntry(entry.principal, entry.host, AclOperation.READ, entry.permission_type)
+        return AclBinding(ResourcePattern(ResourceType.TOPIC, self.remote_topic(binding.pattern.name),
+                                          PatternType.LITERAL), entry)
+
+
+def should_replicate_acl(binding: AclBinding) -> bool:
+    """Kafka's shouldReplicateAcl: every ACL but an ALLOW WRITE (only MirrorMaker writes remote topics); DENY
+    entries are kept."""
+    return not (binding.entry.permission_type == AclPermissionType.ALLOW
+                and binding.entry.operation == AclOperation.WRITE)
 
 
 class OffsetSyncWriter:

@@ -54,6 +54,45 @@ class CounterTask(SourceTask):
         pass
 
 
+class StopSource(SourceConnector):
+    """Numbers its polls: the first returns at once, the next waits for stop() and returns what it had then."""
+
+    def config(self):
+        return ConfigDef([ConfigKey("topic", "STRING", importance="HIGH", documentation="Where polls go.")])
+
+    def start(self, props):
+        self.props = dict(props)
+
+    def task_class(self):
+        return StopTask
+
+    def task_configs(self, max_tasks):
+        return [dict(self.props)]
+
+    def stop(self):
+        pass
+
+
+class StopTask(SourceTask):
+    def start(self, props):
+        import threading
+        self.topic, self.stopped = props["topic"], threading.Event()
+        offset = self.context.offset_storage_reader.offset({"stops": "main"})
+        self.next = offset["next"] if offset else 0
+        self.first = True
+
+    def poll(self):
+        if not self.first:
+            self.stopped.wait()
+        label = "first" if self.first else "at-stop"
+        self.first, n, self.next = False, self.next, self.next + 1
+        return [SourceRecord(self.topic, None, STRING_SCHEMA, f"{label}-{n}", STRING_SCHEMA, f"{label}-{n}",
+                             source_partition={"stops": "main"}, source_offset={"next": self.next})]
+
+    def stop(self):
+        self.stopped.set()
+
+
 class CollectingSink(SinkConnector):
     """Appends "key=value.n" lines to `file` on flush (so only flushed records are ever visible)."""
 
