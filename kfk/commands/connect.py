@@ -35,21 +35,13 @@ def _cluster_id(worker_config: dict[str, str], listener) -> str | None:
         fail(f"the cluster at {worker_config['bootstrap.servers']} does not answer ({error})")
 
 
-def _exit_on_signal(signum: int, frame) -> None:
-    raise SystemExit(128 + signum)
-
-
 def _serve(herder, listener, cluster_id: str | None, mode: str, host: str) -> None:
-    import signal
-
     import uvicorn
 
+    from kfk.commands.sigterm import unwind_on_sigterm
     from kfk.connect.rest import build_app
 
-    # uvicorn stops serving on SIGTERM and then raises the signal again with the handler it found: Python's default
-    # one would end the process before the herder stops its tasks (Kafka's shutdown hook stops them, so that a
-    # source task's last records are sent and their offsets committed); this one unwinds through the finally
-    signal.signal(signal.SIGTERM, _exit_on_signal)
+    unwind_on_sigterm()  # the herder stops its tasks in the finally below
     try:
         server = uvicorn.Server(uvicorn.Config(build_app(herder, cluster_id), log_level="warning", access_log=False))
         typer.echo(f"kfk connect {mode} worker {herder.worker_id}, REST API on "

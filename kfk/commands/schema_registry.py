@@ -40,6 +40,7 @@ def start(
     import uvicorn
 
     from kfk.commands.log_setup import configure_logging
+    from kfk.commands.sigterm import unwind_on_sigterm
     from kfk.registry.election import PrimaryElection
     from kfk.registry.kafka_store import KafkaStore
     from kfk.registry.rest import create_app
@@ -65,6 +66,7 @@ def start(
                                                access_log=False))
         typer.echo(f"kfk schema registry on {advertised}/ with its state in {kafkastore_topic} of the cluster at "
                    f"{bootstrap_server}; Ctrl-C stops it", err=True)
+        unwind_on_sigterm()
         server.run(sockets=[listener])
     finally:
         if election is not None:

@@ -55,6 +55,7 @@ def ui(
     import uvicorn
 
     from kfk.commands.log_setup import configure_logging
+    from kfk.commands.sigterm import unwind_on_sigterm
     from kfk.ui.app import ConsoleSettings, create_app
     from kfk.ui.cluster_view import ClusterView
 
@@ -100,6 +101,7 @@ def ui(
         login = " (login required)" if users else " (login with Kafka credentials)" if kafka_login else ""
         typer.echo(f"kfk console on {scheme}://{bound_host}:{bound_port}/ for the cluster at {bootstrap_server}"
                    f"{' (read-only)' if read_only else ''}{login}; Ctrl-C stops it", err=True)
+        unwind_on_sigterm()
         server.run(sockets=[listener])
     finally:
         for opened in [view, *views.values()]:

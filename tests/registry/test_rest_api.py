@@ -234,7 +234,9 @@ def test_state_survives_restart_and_instances_agree(registry_broker, registry_fa
                          avro({"name": "z", "type": "int"}))
     assert status == 200 and after["id"] > via_second["id"]
 
-    survivor.stop()
+    survivor.stop()  # SIGTERM: it leaves the group on its way out (no member left to time out)
+    assert survivor.process.returncode == 143
+    assert admin.describe_consumer_groups([group])[group].result(30).members == []
     restarted = registry_factory(registry_broker.bootstrap_servers, topic, group_id=group)
     assert call(f"{restarted.url}/subjects/{subject}/versions") == (200, [1, 2])
     assert call(f"{restarted.url}/subjects/{other_subject}/versions/1")[1]["id"] == after["id"]
