@@ -1,5 +1,5 @@
 """A cluster's health at a glance: Kafka Manager's (CMAK's) topic and broker statistics, the under-replicated and
-offline partitions, the controller, and every consumer group's total lag.
+offline partitions, the controller, and every consumer group's and share group's total lag.
 
 The statistics are pure functions of what any Kafka cluster answers (Metadata, ListOffsets, ListGroups,
 DescribeGroups, OffsetFetch), so `kfk cluster describe` and a web console compute them the same way against kfk or
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kfk.client.admin import Admin
-from kfk.client.structs import ClusterDescription, TopicDescription
+from kfk.client.structs import SHARE_PROTOCOL_TYPE, ClusterDescription, TopicDescription
 from kfk.common.constants import NO_NODE
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
 
@@ -42,6 +42,7 @@ __all__ = [
     "percent",
     "topic_statistics",
     "group_lag",
+    "share_group_lag",
     "cluster_statistics",
     "describe_cluster_statistics",
 ]
@@ -122,6 +123,9 @@ class ClusterStatistics:
     under_replicated_partitions: int
     offline_partitions: int
     groups: tuple[GroupLag, ...]
+    #: Share groups (KIP-932): partition_count counts the partitions they have share state for, total_lag sums
+    #: the lag DescribeShareGroupOffsets reports (records not yet acknowledged).
+    share_groups: tuple[GroupLag, ...] = ()
 
 
 def topic_statistics(topic: TopicDescription, cluster_brokers: Iterable[int],
@@ -175,9 +179,17 @@ def group_lag(group_id: str, state: str, committed: Mapping[TopicPartition, Offs
     return GroupLag(group_id, state, len(committed), lag, assigned_partition_count)
 
 
+def share_group_lag(group_id: str, state: str, offsets: Mapping[TopicPartition, tuple[int, int, int]],
+                    assigned_partition_count: int = 0) -> GroupLag:
+    """A share group's lag over the partitions it has share state for (`offsets`: Admin.list_share_group_offsets'
+    start offset, leader epoch and lag, -1 where unknown)."""
+    known = [lag for start, _, lag in offsets.values() if start >= 0]
+    return GroupLag(group_id, state, len(known), sum(lag for lag in known if lag > 0), assigned_partition_count)
+
+
 def cluster_statistics(cluster: ClusterDescription, topics: Iterable[TopicDescription],
-                       end_offsets: Mapping[TopicPartition, int], groups: Iterable[GroupLag] = ()
-                       ) -> ClusterStatistics:
+                       end_offsets: Mapping[TopicPartition, int], groups: Iterable[GroupLag] = (),
+                       share_groups: Iterable[GroupLag] = ()) -> ClusterStatistics:
     """Every topic's statistics, every broker's totals over them, the cluster's under-replicated and offline
     partition counts, and the groups' lags."""
     registered = {broker.node_id for broker in cluster.brokers}
@@ -202,6 +214,7 @@ def cluster_statistics(cluster: ClusterDescription, topics: Iterable[TopicDescri
         under_replicated_partitions=sum(len(t.under_replicated_partitions) for t in per_topic),
         offline_partitions=sum(len(t.offline_partitions) for t in per_topic),
         groups=tuple(sorted(groups, key=lambda g: g.group_id)),
+        share_groups=tuple(sorted(share_groups, key=lambda g: g.group_id)),
     )
 
 
@@ -217,8 +230,8 @@ def describe_cluster_statistics(admin: Admin, include_internal: bool = True, tim
     led = [TopicPartition(topic.name, p.partition) for topic in topics.values() for p in topic.partitions
            if p.leader in registered]
     end_offsets = admin.end_offsets(led, timeout_ms=timeout_ms) if led else {}
-    listings = [listing for listing in admin.list_consumer_groups(timeout_ms=timeout_ms)
-                if listing.protocol_type in ("consumer", "")]
+    every_group = admin.list_consumer_groups(timeout_ms=timeout_ms)
+    listings = [listing for listing in every_group if listing.protocol_type in ("consumer", "")]
     described = admin.describe_consumer_groups([listing.group_id for listing in listings], timeout_ms=timeout_ms) \
         if listings else {}
     groups = [group_lag(listing.group_id, listing.state,
@@ -226,4 +239,12 @@ def describe_cluster_statistics(admin: Admin, include_internal: bool = True, tim
                         sum(len(member.assignment) for member in described[listing.group_id].members)
                         if listing.group_id in described else 0)
               for listing in listings]
-    return cluster_statistics(cluster, topics.values(), end_offsets, groups)
+    share_listings = [listing for listing in every_group if listing.protocol_type == SHARE_PROTOCOL_TYPE]
+    shared = admin.describe_share_groups([listing.group_id for listing in share_listings], timeout_ms=timeout_ms) \
+        if share_listings else {}
+    share_groups = [share_group_lag(listing.group_id, listing.state,
+                                    admin.list_share_group_offsets(listing.group_id, timeout_ms=timeout_ms),
+                                    len({tp for member in shared[listing.group_id].members
+                                         for tp in member.assignment}) if listing.group_id in shared else 0)
+                    for listing in share_listings]
+    return cluster_statistics(cluster, topics.values(), end_offsets, groups, share_groups)

@@ -143,7 +143,8 @@ def _render(stats) -> None:
                            _yes_no(share.leader_skewed))
     out.print(shares)
 
-    groups = table("GROUP", "STATE", "PARTITIONS", "TOTAL LAG", title="Consumer groups")
-    for group in stats.groups:
-        groups.add_row(group.group_id, group.state, str(group.partition_count), str(group.total_lag))
-    out.print(groups)
+    for title, listed in (("Consumer groups", stats.groups), ("Share groups", stats.share_groups)):
+        groups = table("GROUP", "STATE", "PARTITIONS", "TOTAL LAG", title=title)
+        for group in listed:
+            groups.add_row(group.group_id, group.state, str(group.partition_count), str(group.total_lag))
+        out.print(groups)

@@ -1,9 +1,10 @@
-"""A share group (KIP-932) in the console, its members being confluent-kafka's ShareConsumer (librdkafka's): the groups
+"""A share group (KIP-932) in the console and in `kfk cluster describe`, its members being confluent-kafka's ShareConsumer (librdkafka's): the groups
 page lists it as a share group; its page names its members (who share the partitions) and, per partition, the
 share-partition start offset, the log end offset and the lag DescribeShareGroupOffsets reports, as
 kafka-share-groups --describe --offsets does; once the group is empty, an offset reset sets the start offsets
 (AlterShareGroupOffsets, after the confirmation) and a delete forgets the topic's share state
-(DeleteShareGroupOffsets). The consumer-group paths answered a share group with an error before."""
+(DeleteShareGroupOffsets). The consumer-group paths answered a share group with an error before, and `kfk cluster
+describe` left share groups out."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import re
 import time
 
 from confluent_kafka import ShareConsumer
+from typer.testing import CliRunner
+
+from kfk.cli import app
 
 from kfk.client import Admin, NewTopic, Producer, TopicPartition
 from kfk.errors import UnknownTopicOrPartitionError
@@ -85,6 +89,10 @@ def test_a_share_group_is_shown_reset_and_deleted(kfk_broker, console_factory) -
         owners = {row[1]: row[5] for row in lag_rows(body)}
         assert [row[:5] for row in lag_rows(body)] == [[TOPIC, "0", "5", "5", "0"], [TOPIC, "1", "5", "5", "0"]]
         assert all(set(owners[p].split(", ")) <= {"worker-a", "worker-b"} and owners[p] for p in owners), owners
+        described = CliRunner().invoke(app, ["cluster", "describe", "--bootstrap-server", kfk_broker, "--json"])
+        assert described.exit_code == 0, described.output
+        assert json.loads(described.output)["share_groups"] == [
+            {"group_id": GROUP, "state": "Stable", "partition_count": 2, "total_lag": 0, "assigned_partition_count": 2}]
         status, body = console.get(f"api/groups/{GROUP}/lag")
         lag = json.loads(body)
         assert status == 200 and lag["total_lag"] == 0
