@@ -7,7 +7,8 @@ can kill it -9.
 Each record gets the decision `decision(partition, offset, delivery_count)` gives (tests/interop/java/
 JavaShareAcknowledger.java computes the same one), and each delivery is printed as one line once the commit that
 carried its acknowledgement has answered (DELIVERY_FIELDS: wall-clock microseconds, comparable between the members'
-processes on one machine). With HOLD_AFTER, once it has printed that many deliveries it prints the next batch with
+processes on one machine; POLL_START_US is when the first poll since the previous batch began, so no fetch that
+acquired the batch began before it). With HOLD_AFTER, once it has printed that many deliveries it prints the next batch with
 the decision HOLD, acknowledges nothing, prints "holding" and waits to be killed. A line on stdin (or its end) makes
 it close (leaving the group) and print "closed".
 """
@@ -50,8 +51,11 @@ def main(bootstrap: str, topic: str, group: str, hold_after: int | None) -> None
     consumer.subscribe([topic])
     print("joined", flush=True)
     printed = 0
+    poll_start = None
     while not stop.is_set():
-        poll_start = now_us()
+        # A fetch an empty poll sent may answer during the next one: the records' locks began no earlier than the
+        # first poll after the last batch.
+        poll_start = poll_start or now_us()
         messages = [message for message in consumer.poll(0.5) if message.error() is None]
         poll_return = now_us()
         if not messages:
@@ -75,6 +79,7 @@ def main(bootstrap: str, topic: str, group: str, hold_after: int | None) -> None
                   ack_start, results.get((message.topic(), message.partition()), "unanswered"))
         printed += len(messages)
         sys.stdout.flush()
+        poll_start = None
     consumer.close()
     print("closed", flush=True)
 

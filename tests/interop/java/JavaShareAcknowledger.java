@@ -49,8 +49,11 @@ public final class JavaShareAcknowledger {
             System.out.println("joined");
             System.out.flush();
             StringBuilder lines = new StringBuilder();
+            long pollStart = -1;
             while (System.in.available() == 0) {
-                long pollStart = nowMicros();
+                if (pollStart < 0) {
+                    pollStart = nowMicros();
+                }
                 List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>();
                 consumer.poll(Duration.ofMillis(500)).forEach(records::add);
                 long pollReturn = nowMicros();
@@ -59,7 +62,8 @@ public final class JavaShareAcknowledger {
                 }
                 List<String> decisions = new ArrayList<>();
                 for (ConsumerRecord<byte[], byte[]> record : records) {
-                    String chosen = decision(record.partition(), record.offset(), record.deliveryCount().orElse((short) -1));
+                    String chosen =
+                        decision(record.partition(), record.offset(), record.deliveryCount().orElse((short) -1));
                     decisions.add(chosen);
                     consumer.acknowledge(record, AcknowledgeType.valueOf(chosen));
                 }
@@ -79,6 +83,7 @@ public final class JavaShareAcknowledger {
                 }
                 System.out.print(lines);
                 System.out.flush();
+                pollStart = -1;
             }
         }
         System.out.println("closed");
