@@ -73,6 +73,11 @@ def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPro
 def bootstrap(request: pytest.FixtureRequest) -> str:
     if request.param == "kfk":
         return request.getfixturevalue("share_broker").bootstrap_servers
+    return apache_kafka_ready(request)
+
+
+def apache_kafka_ready(request: pytest.FixtureRequest) -> str:
+    """The session's Apache Kafka node, once its share groups read records."""
     node: ApacheKafka = request.getfixturevalue("apache_kafka")
     with BrokerSession(node.bootstrap_server, "") as session:
         wait_for_coordinators(session)  # its group coordinator, then its share coordinator's state topic, ready
@@ -164,6 +169,42 @@ def test_confluent_explicit_mode_release_and_reject(bootstrap: str) -> None:
         consumer.acknowledge(again[0], AcknowledgeType.ACCEPT)
         assert committed(consumer) == {(topic, 0): None}
         assert [message for message in consumer.poll(2.0) if message.error() is None] == []  # r1: rejected
+
+
+@pytest.fixture(params=["kfk", "apache-kafka"])
+def long_lock_bootstrap(request: pytest.FixtureRequest) -> str:
+    """A broker whose acquisition locks last longer than any test waits: kfk with a 60 s lock, Apache Kafka with its
+    default 30 s."""
+    if request.param == "kfk":
+        factory = request.getfixturevalue("kfk_broker_factory")
+        return factory({"group.share.record.lock.duration.ms": "60000"}).bootstrap_servers
+    return apache_kafka_ready(request)
+
+
+def test_a_killed_members_records_come_back_at_once(long_lock_bootstrap: str) -> None:
+    """A member killed -9 while it holds records: its connection closes, and with it its share session, so the
+    broker gives its records back at once (Kafka's share session cache listens for disconnects), delivery count 2,
+    long before their locks would expire."""
+    topic, group = share_topic(long_lock_bootstrap, 1, 5)
+    holder = Member(0, [sys.executable, "-m", "tests.interop.share_member", long_lock_bootstrap, topic, group, "0"])
+    try:
+        wait_until(lambda: holder.printed("holding"), "the member to hold its first batch", [holder], timeout=60)
+        assert [(d.offset, d.delivery_count, d.decision) for d in holder.deliveries()] == [
+            (offset, 1, "HOLD") for offset in range(5)]
+        holder.kill()
+    finally:
+        if holder.process.poll() is None:
+            os.killpg(holder.process.pid, signal.SIGKILL)
+            holder.process.wait(30)
+    config = {"bootstrap.servers": long_lock_bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit",
+              "log_level": 3}
+    with ShareConsumer(config) as consumer:
+        consumer.subscribe([topic])
+        again = poll_until(consumer, lambda seen: len(seen) >= 5, timeout=20)  # the locks last 30 s or more
+        assert places(again) == [(0, offset, 2) for offset in range(5)]
+        for message in again:
+            consumer.acknowledge(message, AcknowledgeType.ACCEPT)
+        assert committed(consumer) == {(topic, 0): None}
 
 
 # --- the acceptance scenario ------------------------------------------------------------------------------------
