@@ -243,6 +243,11 @@ class BrokerServer:
         raft_handler = RaftHandler(self.metadata_backend if isinstance(self.metadata_backend, EmbeddedMetadataBackend)
                                    else None, auth)
         self.produce_handler = ProduceHandler(replica_manager, self.txn_verifier, auth, quota=self.quotas.produce)
+        share_groups_handler = ShareGroupsHandler(self.share_groups, group_coordinator, replica_manager,
+                                                  metadata_cache, _share_partition_config(config), system_time_ms,
+                                                  self.share_persister, auth)
+        if self.socket_server is not None:  # a member's share session ends with its connection, as in Kafka
+            self.socket_server.disconnect_listeners.append(share_groups_handler.connection_closed)
         handlers = [
             ApiVersionsHandler(self.dispatcher.served_versions, lambda: metadata_cache.image,
                                lambda: controller.kraft_version(), self.cluster_id, self.node_id),
@@ -271,8 +276,7 @@ class BrokerServer:
             FindCoordinatorHandler(metadata_cache, controller, group_coordinator, transaction_coordinator,
                                    self.node_id, auth, self.share_coordinator),
             GroupsHandler(group_coordinator, auth, self.share_groups),
-            ShareGroupsHandler(self.share_groups, group_coordinator, replica_manager, metadata_cache,
-                               _share_partition_config(config), system_time_ms, self.share_persister, auth),
+            share_groups_handler,
             ShareStateHandler(self.share_coordinator, auth),
             OffsetsHandler(metadata_cache, group_coordinator, auth),
             TransactionsHandler(transaction_coordinator, group_coordinator, replica_manager, metadata_cache,

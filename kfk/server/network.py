@@ -474,6 +474,8 @@ class _Connection(asyncio.BufferedProtocol):
             pass  # the client went away
         finally:
             transport.close()
+            for listener in server.disconnect_listeners:
+                listener(self._listener_name, self.client_host, self.client_port)
 
     async def _write(self, chunks: list) -> None:
         transport = self._transport
@@ -629,6 +631,9 @@ class SocketServer:
         #: Called after each answered request with (api key, seconds queued, seconds from arrival to the response
         #: written): the metrics endpoint's request metrics (kfk.server.metrics), None when it is off.
         self.request_observer: Callable[[int, float, float], None] | None = None
+        #: Called with (listener name, client host, client port) once a client's connection has closed, however it
+        #: closed (Kafka's ConnectionDisconnectListener: a share consumer's share session ends with its connection).
+        self.disconnect_listeners: list[Callable[[str, str, int], None]] = []
 
     async def bind(self) -> None:
         """Bind every listener (port 0 gets an ephemeral port, recorded in `bound`) without accepting yet: the broker

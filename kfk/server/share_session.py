@@ -5,7 +5,9 @@ Epoch 0 opens a session (replacing the member's old one); each following ShareFe
 session's next epoch (1, 2, ... wrapping to 1 after INT32_MAX); epoch -1 is the member's last request: its
 acknowledgements are applied, then the session closes and what the member still holds is released. A session that
 does not exist is SHARE_SESSION_NOT_FOUND, a wrong epoch INVALID_SHARE_SESSION_EPOCH. ShareAcknowledge cannot open
-a session (epoch 0 is INVALID_SHARE_SESSION_EPOCH for it).
+a session (epoch 0 is INVALID_SHARE_SESSION_EPOCH for it). A session also ends when the connection that opened it
+closes (as Kafka's share session cache does on a client's disconnect): a member killed while it holds records gives
+them back at once, not only when their acquisition locks expire.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 
 #: A share session's partition: (topic id, partition index).
 SharePartitionKey = tuple[uuid.UUID, int]
+#: A client's connection: (listener name, client host, client port).
+ConnectionKey = tuple[str, str, int]
 
 
 @dataclass
@@ -28,21 +32,23 @@ class ShareSession:
     member_id: str
     epoch: int = 1  # the epoch its next request must carry
     partitions: dict[SharePartitionKey, None] = field(default_factory=dict)  # ordered set
+    connection: ConnectionKey | None = None  # the one that opened it
 
 
 class ShareSessionCache:
     def __init__(self) -> None:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
-    def open_or_advance(self, group_id: str, member_id: str, epoch: int, may_open: bool
-                        ) -> tuple[ErrorCode, ShareSession | None]:
-        """The session a request with `epoch` continues (or opens, with epoch 0 when `may_open`), its next epoch
-        counted; a FINAL request gets its session, which the caller closes once its acknowledgements are in."""
+    def open_or_advance(self, group_id: str, member_id: str, epoch: int, may_open: bool,
+                        connection: ConnectionKey | None = None) -> tuple[ErrorCode, ShareSession | None]:
+        """The session a request with `epoch` continues (or opens on `connection`, with epoch 0 when `may_open`),
+        its next epoch counted; a FINAL request gets its session, which the caller closes once its
+        acknowledgements are in."""
         key = (group_id, member_id)
         if epoch == INITIAL_EPOCH:
             if not may_open:
                 return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
-            session = self.sessions[key] = ShareSession(group_id, member_id)
+            session = self.sessions[key] = ShareSession(group_id, member_id, connection=connection)
             return ErrorCode.NONE, session
         session = self.sessions.get(key)
         if session is None:
@@ -54,5 +60,14 @@ class ShareSessionCache:
         session.epoch = 1 if epoch == INT32_MAX else epoch + 1
         return ErrorCode.NONE, session
 
-    def close(self, session: ShareSession) -> None:
-        self.sessions.pop((session.group_id, session.member_id), None)
+    def close(self, session: ShareSession) -> bool:
+        """End `session`; False if it had already ended (or its member has opened another since)."""
+        key = (session.group_id, session.member_id)
+        if self.sessions.get(key) is not session:
+            return False
+        del self.sessions[key]
+        return True
+
+    def opened_on(self, connection: ConnectionKey) -> list[ShareSession]:
+        """The sessions `connection` opened (and no later request reopened on another)."""
+        return [session for session in self.sessions.values() if session.connection == connection]

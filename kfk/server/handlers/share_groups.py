@@ -109,6 +109,8 @@ class ShareGroupsHandler:
         #: Set (and replaced) whenever records go back to a share partition or its start offset moves: what a
         #: ShareFetch waits for while every record lock of its partitions is taken (see _wait_for_locks).
         self._locks_freed = asyncio.Event()
+        #: Sessions being closed because their connection closed (kept until done: the loop holds tasks weakly).
+        self._closing: set[asyncio.Task] = set()
         share_groups.on_delete.append(self._forget_group)
 
     def _forget_group(self, group_id: str) -> None:
@@ -504,9 +506,18 @@ class ShareGroupsHandler:
         # Answered once the share coordinator has the new state (as Kafka's acknowledgement waits for its write).
         return await self._persist(group_id, topic_partition, share_partition)
 
+    def connection_closed(self, listener_name: str, client_host: str, client_port: int) -> None:
+        """A client's connection closed: the share sessions it opened end, and what their members held goes back
+        to the others at once (Kafka's share session cache on a disconnect), not when the locks expire."""
+        for session in self.sessions.opened_on((listener_name, client_host, client_port)):
+            task = asyncio.get_running_loop().create_task(self._close(session))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
     async def _close(self, session: ShareSession) -> None:
-        """The member's last request: what it still holds goes back to the others."""
-        self.sessions.close(session)
+        """The member's last request (or its connection closed): what it still holds goes back to the others."""
+        if not self.sessions.close(session):
+            return
         for topic_id, partition in session.partitions:
             topic_partition = self._topic_partition(topic_id, partition)
             share_partition = self.partitions.get((session.group_id, topic_partition)) if topic_partition else None
@@ -525,7 +536,9 @@ class ShareGroupsHandler:
         if request.share_session_epoch == FINAL_EPOCH and any(topic.partitions for topic in request.topics):
             return ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST, error_message="The final share fetch "
                                       "request of a share session cannot fetch partitions.")
-        error, session = self.sessions.open_or_advance(group_id, member_id, request.share_session_epoch, True)
+        error, session = self.sessions.open_or_advance(
+            group_id, member_id, request.share_session_epoch, True,
+            (context.listener_name, context.client_host, context.client_port))
         if session is None:
             return ShareFetchResponse(error_code=error)
         for forgotten in request.forgotten_topics_data:
