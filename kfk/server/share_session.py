@@ -38,6 +38,9 @@ class ShareSession:
 class ShareSessionCache:
     def __init__(self) -> None:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        #: The sessions each connection opened, by (group id, member id): every closed connection is looked up,
+        #: so this costs a dictionary lookup, not a pass over every session.
+        self._by_connection: dict[ConnectionKey, set[tuple[str, str]]] = {}
 
     def open_or_advance(self, group_id: str, member_id: str, epoch: int, may_open: bool,
                         connection: ConnectionKey | None = None) -> tuple[ErrorCode, ShareSession | None]:
@@ -48,7 +51,12 @@ class ShareSessionCache:
         if epoch == INITIAL_EPOCH:
             if not may_open:
                 return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
+            replaced = self.sessions.get(key)
+            if replaced is not None:
+                self._forget_connection(replaced)
             session = self.sessions[key] = ShareSession(group_id, member_id, connection=connection)
+            if connection is not None:
+                self._by_connection.setdefault(connection, set()).add(key)
             return ErrorCode.NONE, session
         session = self.sessions.get(key)
         if session is None:
@@ -66,8 +74,18 @@ class ShareSessionCache:
         if self.sessions.get(key) is not session:
             return False
         del self.sessions[key]
+        self._forget_connection(session)
         return True
+
+    def _forget_connection(self, session: ShareSession) -> None:
+        if session.connection is None:
+            return
+        keys = self._by_connection.get(session.connection)
+        if keys is not None:
+            keys.discard((session.group_id, session.member_id))
+            if not keys:
+                del self._by_connection[session.connection]
 
     def opened_on(self, connection: ConnectionKey) -> list[ShareSession]:
         """The sessions `connection` opened (and no later request reopened on another)."""
-        return [session for session in self.sessions.values() if session.connection == connection]
+        return [self.sessions[key] for key in self._by_connection.get(connection, ())]
