@@ -20,6 +20,7 @@ ISR changes, which would otherwise cost the broker its session.
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -28,6 +29,11 @@ from kfk.errors import ErrorCode, KafkaTimeoutError, NetworkError
 from kfk.protocol.message import Message
 from kfk.replication.broker_channel import BrokerChannel
 from kfk.security.sasl import SaslClient
+
+log = logging.getLogger("kfk.server.controller_channel")
+
+#: A request still unanswered this long (seconds) is logged once, with why it is waiting.
+SLOW_REQUEST_WARNING_S = 5.0
 
 #: The active controller's node id, if one is known.
 ActiveController = Callable[[], "int | None"]
@@ -83,10 +89,14 @@ class ControllerChannel:
         node asked was not (or no longer) the controller (`not_controller`, default: any NOT_CONTROLLER error)."""
         not_controller = not_controller or answers_not_controller
         timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
-        deadline = time.monotonic() + timeout_ms / 1000
+        started = time.monotonic()
+        deadline = started + timeout_ms / 1000
+        warned = False
         while True:
             controller_id = self.active_controller()
-            if controller_id is not None:
+            if controller_id is None:
+                waiting = "no active controller is known"
+            else:
                 try:
                     if controller_id == self.node_id and self.local is not None:
                         response = await self.local(message, api_version)
@@ -95,10 +105,18 @@ class ControllerChannel:
                         response = None if channel is None else await channel.request(message, api_version)
                     if response is not None and not not_controller(response):
                         return response
-                except NetworkError:
-                    pass
-            if time.monotonic() > deadline:
-                raise KafkaTimeoutError(f"no controller answered {message.NAME} within {timeout_ms} ms")
+                    waiting = (f"controller {controller_id} has no known address" if response is None
+                               else f"node {controller_id} answered that it is not the controller")
+                except NetworkError as error:
+                    waiting = str(error)
+            now = time.monotonic()
+            if now > deadline:
+                raise KafkaTimeoutError(f"no controller answered {message.NAME} within {timeout_ms} ms ({waiting})")
+            if not warned and now - started > SLOW_REQUEST_WARNING_S:
+                # Once per request: what it waits for is what an operator needs when a forwarded request hangs.
+                log.warning("%s to the controller still unanswered after %.0f s: %s", message.NAME, now - started,
+                            waiting)
+                warned = True
             await asyncio.sleep(0.05)
 
     async def close(self) -> None:
