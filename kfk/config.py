@@ -1004,6 +1004,12 @@ BROKER_CONFIG_DEF = ConfigDef(
                   "Updates of a share partition's state written between two snapshots of it."),
         ConfigKey("share.coordinator.write.timeout.ms", ConfigType.INT, 5000, at_least(1),
                   "How long a share state write waits for the __share_group_state replicas."),
+        ConfigKey("share.coordinator.state.topic.prune.interval.ms", ConfigType.INT, 5 * 60 * 1000, at_least(1),
+                  "How often the share coordinator deletes the records of __share_group_state that later snapshots "
+                  "made redundant."),
+        ConfigKey("share.coordinator.cold.partition.snapshot.interval.ms", ConfigType.INT, 5 * 60 * 1000,
+                  at_least(1), "How old a share partition's latest snapshot may get before the share coordinator "
+                  "writes it again, so that an idle share partition does not hold back the pruning."),
         # Transactions and producer ids
         ConfigKey("transaction.state.log.num.partitions", ConfigType.INT, 50, at_least(1),
                   "__transaction_state partitions."),

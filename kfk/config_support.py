@@ -232,7 +232,8 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     # the share coordinator (KIP-932)
     "share.coordinator.state.topic.num.partitions": (_SHARE_COORDINATOR, "kfk.controller.auto_topic_creation"),
     **{key: (_SHARE_COORDINATOR,) for key in (
-        "share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.write.timeout.ms")},
+        "share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.write.timeout.ms",
+        "share.coordinator.state.topic.prune.interval.ms", "share.coordinator.cold.partition.snapshot.interval.ms")},
     **{key: ("kfk.controller.auto_topic_creation",) for key in (
         "share.coordinator.state.topic.replication.factor",
         "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.segment.bytes")},

@@ -197,6 +197,8 @@ class LoadedRecord:
     value: bytes | None
     #: The producer of the transactional batch holding the record; NO_PRODUCER_ID outside transactions.
     producer_id: int = NO_PRODUCER_ID
+    #: The record's offset in the partition's log.
+    offset: int = -1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -264,5 +266,6 @@ def read_chunk(log_: Log, offset: int) -> tuple[list[LoadedEntry], int]:
             if record.offset < offset:
                 continue
             entries.append(LoadedRecord(None if record.key is None else bytes(record.key),
-                                        None if record.value is None else bytes(record.value), producer_id))
+                                        None if record.value is None else bytes(record.value), producer_id,
+                                        record.offset))
     return entries, next_offset

@@ -800,7 +800,13 @@ class BrokerServer:
             hosted = replica_manager.get_partition(TopicPartition(SHARE_GROUP_STATE_TOPIC_NAME, partition))
             return hosted.log if hosted is not None and hosted.is_leader else None
 
-        self.share_coordinator = ShareCoordinatorService(config, self.node_id, append, log_of, system_time_ms)
+        def delete_records(partition: int, offset: int) -> None:
+            hosted = replica_manager.get_partition(TopicPartition(SHARE_GROUP_STATE_TOPIC_NAME, partition))
+            if hosted is not None:
+                hosted.delete_records_on_leader(offset)
+
+        self.share_coordinator = ShareCoordinatorService(config, self.node_id, append, log_of, system_time_ms,
+                                                         delete_records)
         self.metadata_cache.subscribe(self.share_coordinator.on_metadata_update)
         self.share_state_channels = InterBrokerChannels(
             self.node_id, "share-state", self.metadata_cache, replica_manager.inter_broker_listener,

@@ -24,7 +24,8 @@ def test_a_load_waits_for_a_log_that_opens_late(tmp_path) -> None:
     replayed: list = []
     count = asyncio.run(load_partition("__consumer_offsets", 0, log_of, replayed.append, poll_interval_s=0))
     assert count == 3 and len(polls) == 5_001
-    assert replayed == [LoadedRecord(b"1", b"a"), LoadedRecord(b"2", b"b"), LoadedRecord(b"3", b"c")]
+    assert replayed == [LoadedRecord(b"1", b"a", offset=0), LoadedRecord(b"2", b"b", offset=1),
+                        LoadedRecord(b"3", b"c", offset=2)]
     log.close()
 
 

@@ -82,3 +82,51 @@ def test_only_the_loaded_partitions_are_served() -> None:
     assert machine.read(KEY, 0).error == ErrorCode.NOT_COORDINATOR
     machine.begin_loading(machine.partition_of(KEY))
     assert machine.write(KEY, 0, 0, 0, [], -1, 0).error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+def test_the_prefix_before_every_latest_snapshot_is_redundant_and_idle_partitions_are_snapshotted_again() -> None:
+    machine = coordinator(updates_per_snapshot=2)
+    partition = machine.partition_of(KEY)
+    other = next(key for key in ((f"group-{n}", TOPIC_ID, 0) for n in range(100))
+                 if machine.partition_of(key) == partition)
+    log: list = []
+
+    def commit(result) -> None:
+        """Append the write's records to the log and report them committed, as the service does."""
+        assert result.error == ErrorCode.NONE
+        floor = len(log)
+        log.extend(result.records)
+        machine.committed(result.records, floor)
+
+    def latest_snapshot(key) -> int:
+        return max(offset for offset, record in enumerate(log) if deserialize_record(*record).key == key
+                   and int.from_bytes(record[0][:2], "big") == SHARE_SNAPSHOT_RECORD_TYPE)
+
+    commit(machine.initialize(other, 0, 0, now_ms=0))  # offset 0; then idle
+    commit(machine.initialize(KEY, 0, 0, now_ms=0))
+    for start in range(5):
+        commit(machine.write(KEY, 0, 0, start, [StateBatch(start + 1, start + 1, ARCHIVED, 1)], -1, start))
+    assert latest_snapshot(KEY) > 1
+    assert machine.redundant_offset(partition, high_watermark=len(log)) == 0  # the idle one holds it back
+    assert machine.redundant_offset(partition, high_watermark=0) is None  # a latest snapshot not committed
+
+    # An idle share partition's snapshot is written again once it is older than the interval (5 minutes here).
+    assert machine.cold_snapshots(partition, now_ms=1_000) == []
+    writes = machine.cold_snapshots(partition, now_ms=10 * 60 * 1000)
+    assert {deserialize_record(*write.records[0]).key for write in writes} == {KEY, other}
+    assert machine.redundant_offset(partition, high_watermark=10**6) == 0  # handed out, not committed yet
+    for write in writes:
+        commit(write)
+    redundant = machine.redundant_offset(partition, high_watermark=len(log))
+    assert redundant == min(latest_snapshot(KEY), latest_snapshot(other)) > 0
+
+    # What is left once the prefix is deleted rebuilds the same state.
+    loaded = coordinator()
+    for offset in range(redundant, len(log)):
+        loaded.replay(*log[offset], offset=offset)
+    assert loaded.states == machine.states
+    assert loaded.redundant_offset(partition, high_watermark=len(log)) == redundant
+
+    # A deleted share partition no longer holds anything back.
+    commit(machine.delete(other))
+    assert machine.redundant_offset(partition, high_watermark=len(log)) == latest_snapshot(KEY)

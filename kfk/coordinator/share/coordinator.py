@@ -11,6 +11,11 @@ and answers the five state RPCs for them:
   for a write of an older leader or state epoch;
 - DeleteShareGroupState: tombstones for the share partition's keys;
 - ReadShareGroupStateSummary: the epochs and start offset without the batches.
+Pruning (Kafka's share coordinator deletes the redundant prefix of __share_group_state, which is not compacted): a
+share partition's records before its latest snapshot mean nothing once that snapshot is committed, so a state
+partition's records before the oldest latest snapshot of its live share partitions may go (`redundant_offset`); a
+share partition idle for `cold_partition_snapshot_interval_ms` gets its snapshot written again (`cold_snapshots`),
+so that it does not hold the prefix back forever.
 A write is applied to the state as it is handed out (the records' replay is the one way state changes, on load and
 on write alike); the service reloads a partition whose append failed, so memory never runs ahead of the log.
 """
@@ -51,12 +56,16 @@ class ShareCoordinatorConfig:
     state_topic_num_partitions: int = 50
     snapshot_update_records_per_snapshot: int = 500
     write_timeout_ms: int = 5000
+    prune_interval_ms: int = 5 * 60 * 1000
+    cold_partition_snapshot_interval_ms: int = 5 * 60 * 1000
 
     @classmethod
     def from_broker_config(cls, config) -> ShareCoordinatorConfig:
         return cls(state_topic_num_partitions=config.share_coordinator_state_topic_num_partitions,
                    snapshot_update_records_per_snapshot=config.share_coordinator_snapshot_update_records_per_snapshot,
-                   write_timeout_ms=config.share_coordinator_write_timeout_ms)
+                   write_timeout_ms=config.share_coordinator_write_timeout_ms,
+                   prune_interval_ms=config.share_coordinator_state_topic_prune_interval_ms,
+                   cold_partition_snapshot_interval_ms=config.share_coordinator_cold_partition_snapshot_interval_ms)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -92,6 +101,10 @@ class ShareCoordinator:
         self._updates_since_snapshot: dict[SharePartitionKey, int] = {}
         #: Leader epochs seen in reads (Kafka's leaderEpochMap): ahead of the stored one until the next write.
         self._leader_epochs: dict[SharePartitionKey, int] = {}
+        #: Where each share partition's latest committed snapshot is in its state partition's log: the offset read
+        #: on load, or for a snapshot written since, the log end offset when it was handed out (it was appended at
+        #: or after it). Set once the record is committed: until then the previous snapshot is the one to keep.
+        self._snapshot_offsets: dict[SharePartitionKey, int] = {}
 
     def partition_of(self, key: SharePartitionKey) -> int:
         return partition_for(coordinator_key(key), self.config.state_topic_num_partitions)
@@ -114,16 +127,59 @@ class ShareCoordinator:
 
     def unload(self, partition: int) -> None:
         self.loaded.pop(partition, None)
-        for key in [key for key in self.states if self.partition_of(key) == partition]:
+        for key in self._keys_of(partition):
             self.states.pop(key, None)
             self._updates_since_snapshot.pop(key, None)
             self._leader_epochs.pop(key, None)
+        for key in [key for key in self._snapshot_offsets if self.partition_of(key) == partition]:
+            del self._snapshot_offsets[key]
 
-    def replay(self, record_key: bytes | None, record_value: bytes | None) -> None:
-        """Apply one record of the log (on load, and as a write is handed out)."""
+    def _keys_of(self, partition: int) -> list[SharePartitionKey]:
+        return [key for key in self.states if self.partition_of(key) == partition]
+
+    def replay(self, record_key: bytes | None, record_value: bytes | None, offset: int | None = None) -> None:
+        """Apply one record of the log (on load, with its `offset`, and as a write is handed out)."""
         record = deserialize_record(record_key, record_value)
         if record is not None:
             self._apply(record)
+            if offset is not None:
+                self._track_snapshot(record, offset)
+
+    def _track_snapshot(self, record: ShareStateRecord, offset: int) -> None:
+        if record.value is None:
+            self._snapshot_offsets.pop(record.key, None)
+        elif isinstance(record.value, ShareGroupOffset):
+            self._snapshot_offsets[record.key] = offset
+
+    def committed(self, records: tuple[Record, ...], offset_floor: int) -> None:
+        """A write's records are committed; they were appended at or after `offset_floor`."""
+        for record_key, record_value in records:
+            record = deserialize_record(record_key, record_value)
+            if record is not None:
+                self._track_snapshot(record, offset_floor)
+
+    def redundant_offset(self, partition: int, high_watermark: int) -> int | None:
+        """The offset before which the state partition's records are redundant (the oldest latest snapshot of its
+        live share partitions), or None while any live share partition's latest snapshot is not committed (below
+        `high_watermark`) or it has none."""
+        offsets = [self._snapshot_offsets.get(key) for key in self._keys_of(partition)]
+        if not offsets or any(offset is None or offset >= high_watermark for offset in offsets):
+            return None
+        return min(offsets)
+
+    def cold_snapshots(self, partition: int, now_ms: int) -> list[WriteResult]:
+        """The share partitions of a state partition whose latest snapshot is older than
+        cold_partition_snapshot_interval_ms, written again as they stand (a snapshot one epoch on)."""
+        if not self.loaded.get(partition):
+            return []
+        writes = []
+        for key in self._keys_of(partition):
+            state = self.states[key]
+            if key in self._snapshot_offsets and \
+                    now_ms - state.write_timestamp >= self.config.cold_partition_snapshot_interval_ms:
+                snapshot = dataclasses.replace(state, snapshot_epoch=state.snapshot_epoch + 1, write_timestamp=now_ms)
+                writes.append(self._hand_out(partition, [(snapshot_key(key), snapshot_value(snapshot))]))
+        return writes
 
     def _apply(self, record: ShareStateRecord) -> None:
         key = record.key

@@ -6,7 +6,10 @@ ShareCoordinatorService over the coordinator runtime).
 - writes: one queue and worker per partition (kfk.coordinator.runtime.CoordinatorWriter), acks=-1: a write's
   answer goes out once its records are committed; a failed append reloads the partition, so the state in memory
   is again what the log holds;
-- each method takes one share partition (Kafka's persister sends one per request; the handlers split requests).
+- each method takes one share partition (Kafka's persister sends one per request; the handlers split requests);
+- upkeep, every prune / cold-snapshot interval: idle share partitions' snapshots written again, then each led
+  state partition's redundant prefix deleted (its log start offset moved up, as DeleteRecords does), so
+  __share_group_state, which is never compacted, stays as small as its live state.
 """
 
 from __future__ import annotations
@@ -30,16 +33,22 @@ from kfk.coordinator.share.coordinator import ReadResult, ShareCoordinator, Shar
 from kfk.coordinator.share.record_serde import SharePartitionKey
 from kfk.coordinator.share.state_batches import StateBatch
 from kfk.coordinator.writes import CoordinatorWrite
-from kfk.errors import ErrorCode
+from kfk.errors import ErrorCode, KafkaError
 from kfk.metadata.image import MetadataImage
 
 log = logging.getLogger("kfk.coordinator.share")
 
 
+#: Moves a led state partition's log start offset up to an offset (DeleteRecords on the leader).
+DeleteRecordsFunction = Callable[[int, int], None]
+
+
 class ShareCoordinatorService:
     def __init__(self, config: ShareCoordinatorConfig, node_id: int, append: AppendFunction, log_of: LogLookup,
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Callable[[], int], delete_records: DeleteRecordsFunction | None = None) -> None:
         self.node_id = node_id
+        self._delete_records = delete_records
+        self._upkeep: asyncio.Task | None = None
         self._image: MetadataImage | None = None
         self.coordinator = ShareCoordinator(config, self._partition_exists)
         self._log_of = log_of
@@ -57,6 +66,8 @@ class ShareCoordinatorService:
         self._writer.stop()
         for task in self._loads.values():
             task.cancel()
+        if self._upkeep is not None:
+            self._upkeep.cancel()
 
     # -- leadership --------------------------------------------------------------------------------------------
 
@@ -91,6 +102,8 @@ class ShareCoordinatorService:
         if previous is not None:
             previous.cancel()
         self._loads[partition] = loop.create_task(self._load(partition))
+        if self._upkeep is None and self._delete_records is not None:
+            self._upkeep = loop.create_task(self._keep_up())
 
     async def _load(self, partition: int) -> None:
         count = await load_partition(SHARE_GROUP_STATE_TOPIC_NAME, partition, self._log_of,
@@ -101,7 +114,40 @@ class ShareCoordinatorService:
 
     def _replay(self, entry: LoadedEntry) -> None:
         if isinstance(entry, LoadedRecord):
-            self.coordinator.replay(entry.key, entry.value)
+            self.coordinator.replay(entry.key, entry.value, entry.offset)
+
+    async def _keep_up(self) -> None:
+        """Every interval: the cold snapshots, then the pruning, of each loaded state partition."""
+        config = self.coordinator.config
+        interval_s = min(config.prune_interval_ms, config.cold_partition_snapshot_interval_ms) / 1000
+        next_cold_ms = next_prune_ms = self._now_ms()
+        while True:
+            await asyncio.sleep(interval_s)
+            now_ms = self._now_ms()
+            loaded = [partition for partition, done in sorted(self.coordinator.loaded.items()) if done]
+            if now_ms >= next_cold_ms:
+                next_cold_ms = now_ms + config.cold_partition_snapshot_interval_ms
+                for partition in loaded:
+                    for write in self.coordinator.cold_snapshots(partition, now_ms):
+                        asyncio.get_running_loop().create_task(self._commit(write))
+            if now_ms >= next_prune_ms:
+                next_prune_ms = now_ms + config.prune_interval_ms
+                for partition in loaded:
+                    self._prune(partition)
+
+    def _prune(self, partition: int) -> None:
+        log_ = self._log_of(partition)
+        if log_ is None or self._delete_records is None:
+            return
+        offset = self.coordinator.redundant_offset(partition, log_.high_watermark)
+        if offset is None or offset <= log_.log_start_offset:
+            return
+        try:
+            self._delete_records(partition, offset)
+        except KafkaError as error:  # leadership moved meanwhile: the next leader prunes
+            log.debug("Pruning %s-%d to %d failed: %s", SHARE_GROUP_STATE_TOPIC_NAME, partition, offset, error)
+            return
+        log.debug("Pruned %s-%d to offset %d", SHARE_GROUP_STATE_TOPIC_NAME, partition, offset)
 
     def _complete(self, write: CoordinatorWrite, error: ErrorCode, now_ms: int) -> None:
         if error != ErrorCode.NONE and write.partition in self._epochs and write.partition not in self._loads:
@@ -124,8 +170,12 @@ class ShareCoordinatorService:
         if result.error != ErrorCode.NONE or not result.records:
             return result.error, result.error_message
         future: asyncio.Future = asyncio.get_running_loop().create_future()
+        log_ = self._log_of(result.partition)
+        offset_floor = None if log_ is None else log_.log_end_offset  # the records land at or after it
 
         def done(error: ErrorCode, _now_ms: int) -> None:
+            if error == ErrorCode.NONE and offset_floor is not None:
+                self.coordinator.committed(result.records, offset_floor)
             if not future.done():
                 future.set_result(error)
         self._writer.submit(CoordinatorWrite(result.partition, list(result.records), done))
