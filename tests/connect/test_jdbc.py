@@ -1,0 +1,134 @@
+"""The JDBC source and sink connectors on real databases: a table -> kfk's JdbcSourceConnector -> a topic -> kfk's
+JdbcSinkConnector (upserts) -> another table, with SQLite files and with a PostgreSQL server (Debian's, started by
+kfk.testing.postgres). Configs are written as for Confluent's connectors (its class names, keys and JDBC URLs);
+the topic's records are read by confluent-kafka and must have the JSON-with-schema shape Confluent's connector
+gives them, and the offsets its format. One broker serves the module.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from confluent_kafka import Consumer as ConfluentConsumer, TopicPartition as ConfluentTopicPartition
+
+from kfk.testing.broker import start_broker
+from kfk.testing.plugin import TEST_OVERRIDES
+from tests.connect.workers import start_kfk_worker, wait_for
+
+pytestmark = pytest.mark.integration
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+TIMESTAMP_SCHEMA = {"type": "int64", "optional": False, "name": "org.apache.kafka.connect.data.Timestamp",
+                    "version": 1}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = start_broker(tmp_path_factory.mktemp("jdbc-broker"), dict(TEST_OVERRIDES))
+    yield process.bootstrap_servers
+    process.stop()
+
+
+def worker_properties(bootstrap: str, offsets_file) -> dict[str, str]:
+    return {"bootstrap.servers": bootstrap, "key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER,
+            "offset.storage.file.filename": str(offsets_file), "offset.flush.interval.ms": "300"}
+
+
+def topic_values(bootstrap: str, topic: str, count: int) -> list[tuple[bytes | None, dict]]:
+    """The first `count` records of partition 0 of `topic` read by confluent-kafka: (key bytes, parsed value)."""
+    consumer = ConfluentConsumer({"bootstrap.servers": bootstrap, "group.id": f"jdbc-reader-{topic}",
+                                  "enable.auto.commit": False})
+    try:
+        consumer.assign([ConfluentTopicPartition(topic, 0, 0)])
+        messages: list = []
+        def enough() -> bool:
+            messages.extend(message for message in consumer.consume(count, 1.0) if message.error() is None)
+            return len(messages) >= count
+        wait_for(enough, f"{count} records on {topic}", timeout=120)
+        return [(message.key(), json.loads(message.value())) for message in messages[:count]]
+    finally:
+        consumer.close()
+
+
+# --- SQLite ------------------------------------------------------------------------------------------------------
+
+def sqlite_rows(path, table: str) -> list[tuple] | None:
+    """The table's rows ordered by id (None while the table does not exist)."""
+    with sqlite3.connect(path) as db:
+        try:
+            return db.execute(f'SELECT id, name, qty, updated FROM "{table}" ORDER BY id').fetchall()
+        except sqlite3.OperationalError:
+            return None
+
+
+def test_sqlite_table_to_topic_to_table_with_upserts(broker, tmp_path):
+    source_db, sink_db = tmp_path / "source.db", tmp_path / "sink.db"
+    with sqlite3.connect(source_db) as db:
+        db.execute("CREATE TABLE items (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, qty INTEGER, "
+                   "updated TIMESTAMP NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')))")
+        db.executemany("INSERT INTO items (name, qty) VALUES (?, ?)", [("apple", 3), ("pear", None), ("fig", 7)])
+    source = {"name": "sqlite-source", "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",
+              "connection.url": f"jdbc:sqlite:{source_db}", "mode": "timestamp+incrementing",
+              "incrementing.column.name": "id", "timestamp.column.name": "updated", "table.whitelist": "items",
+              "topic.prefix": "sqlite-", "poll.interval.ms": "200"}
+    sink = {"name": "sqlite-sink", "connector.class": "JdbcSinkConnector", "connection.url": f"jdbc:sqlite:{sink_db}",
+            "topics": "sqlite-items", "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
+            "auto.create": "true", "table.name.format": "copy_${topic}"}
+    worker = start_kfk_worker(tmp_path, worker_properties(broker, tmp_path / "offsets"), [source, sink])
+    try:
+        wait_for(lambda: sqlite_rows(sink_db, "copy_sqlite-items") == sqlite_rows(source_db, "items"),
+                 "the three rows copied")
+        with sqlite3.connect(source_db) as db:
+            db.execute("UPDATE items SET qty = 4, updated = strftime('%Y-%m-%d %H:%M:%f', 'now') WHERE id = 2")
+            db.execute("INSERT INTO items (name, qty) VALUES ('plum', 1)")
+        wait_for(lambda: (rows := sqlite_rows(sink_db, "copy_sqlite-items")) is not None and len(rows) == 4
+                 and rows == sqlite_rows(source_db, "items"), "the update and the fourth row copied")
+        # Confluent's offsets: the last row's id and timestamp (Java's Timestamp: epoch ms and nanos of the second)
+        [entry] = wait_for(lambda: [entry for entry in worker.call("GET", "/connectors/sqlite-source/offsets")[1]
+                                    ["offsets"] if entry["offset"].get("incrementing") == 4], "the offsets stored")
+        assert entry["partition"] == {"protocol": "1", "table": "items"}
+        assert set(entry["offset"]) == {"incrementing", "timestamp", "timestamp_nanos"}
+        assert entry["offset"]["timestamp"] % 1000 * 1_000_000 == entry["offset"]["timestamp_nanos"]
+    finally:
+        worker.stop()
+    records = topic_values(broker, "sqlite-items", 5)
+    assert [value["payload"]["id"] for _, value in records] == [1, 2, 3, 2, 4]  # inserts, then the update in order
+    assert [key for key, _ in records] == [None] * 5
+    assert records[0][1]["schema"] == {
+        "type": "struct", "optional": False, "name": "items",
+        "fields": [{"type": "int32", "optional": False, "field": "id"},
+                   {"type": "string", "optional": False, "field": "name"},
+                   {"type": "int32", "optional": True, "field": "qty"},
+                   {**TIMESTAMP_SCHEMA, "field": "updated"}]}
+    assert records[3][1]["payload"]["qty"] == 4 and records[1][1]["payload"]["qty"] is None
+
+
+def test_sqlite_source_resumes_from_its_offsets_after_a_restart(broker, tmp_path):
+    database = tmp_path / "counter.db"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, what TEXT)")
+        db.executemany("INSERT INTO events (what) VALUES (?)", [("one",), ("two",), ("three",)])
+    source = {"name": "events-source", "connector.class": "JdbcSourceConnector",
+              "connection.url": f"jdbc:sqlite:{database}", "mode": "incrementing",
+              "incrementing.column.name": "id", "topic.prefix": "restart-", "poll.interval.ms": "200",
+              "batch.max.rows": "2"}
+    properties = worker_properties(broker, tmp_path / "offsets")
+    worker = start_kfk_worker(tmp_path, properties, [source])
+    try:
+        wait_for(lambda: worker.call("GET", "/connectors/events-source/offsets")[1]["offsets"] ==
+                 [{"partition": {"protocol": "1", "table": "events"}, "offset": {"incrementing": 3}}],
+                 "the third row's offset stored")
+    finally:
+        worker.stop()
+    with sqlite3.connect(database) as db:
+        db.executemany("INSERT INTO events (what) VALUES (?)", [("four",), ("five",)])
+    worker = start_kfk_worker(tmp_path, properties, [source], name="restarted")
+    try:
+        # a row emitted twice would come before the new ones: the first five records are each row once
+        records = topic_values(broker, "restart-events", 5)
+    finally:
+        worker.stop()
+    assert [(value["payload"]["id"], value["payload"]["what"]) for _, value in records] == \
+        [(1, "one"), (2, "two"), (3, "three"), (4, "four"), (5, "five")]
