@@ -44,6 +44,7 @@ KAFKA_BUILT_INS: dict[str, tuple[str, str | None]] = {
     _MIRROR + "MirrorHeartbeatConnector": ("kfk.connect.mirror.heartbeat:MirrorHeartbeatConnector", None),
     _TRANSFORMS + "RegexRouter": ("kfk.connect.transforms.regex_router:RegexRouter", None),
     _TRANSFORMS + "Filter": ("kfk.connect.transforms.filter:Filter", None),
+    _TRANSFORMS + "ValueToKey": ("kfk.connect.transforms.value_to_key:ValueToKey", None),
     _PREDICATES + "TopicNameMatches": ("kfk.connect.transforms.filter:TopicNameMatches", None),
     _PREDICATES + "HasHeaderKey": ("kfk.connect.transforms.filter:HasHeaderKey", None),
     _PREDICATES + "RecordIsTombstone": ("kfk.connect.transforms.filter:RecordIsTombstone", None),
