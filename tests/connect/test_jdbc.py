@@ -7,14 +7,18 @@ gives them, and the offsets its format. One broker serves the module.
 
 from __future__ import annotations
 
+import base64
+import decimal
 import json
 import sqlite3
 
 import pytest
 from confluent_kafka import Consumer as ConfluentConsumer, TopicPartition as ConfluentTopicPartition
 
+from kfk.client import Admin, NewTopic
 from kfk.testing.broker import start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
+from kfk.testing.postgres import start_postgres
 from tests.connect.workers import start_kfk_worker, wait_for
 
 pytestmark = pytest.mark.integration
@@ -34,6 +38,13 @@ def broker(tmp_path_factory):
 def worker_properties(bootstrap: str, offsets_file) -> dict[str, str]:
     return {"bootstrap.servers": bootstrap, "key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER,
             "offset.storage.file.filename": str(offsets_file), "offset.flush.interval.ms": "300"}
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    """The topic a sink reads, made before its worker starts: a consumer subscribed to a topic that does not exist
+    yet only sees it at its next metadata refresh."""
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
 
 
 def topic_values(bootstrap: str, topic: str, count: int) -> list[tuple[bytes | None, dict]]:
@@ -76,6 +87,7 @@ def test_sqlite_table_to_topic_to_table_with_upserts(broker, tmp_path):
     sink = {"name": "sqlite-sink", "connector.class": "JdbcSinkConnector", "connection.url": f"jdbc:sqlite:{sink_db}",
             "topics": "sqlite-items", "insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id",
             "auto.create": "true", "table.name.format": "copy_${topic}"}
+    create_topic(broker, sink["topics"])
     worker = start_kfk_worker(tmp_path, worker_properties(broker, tmp_path / "offsets"), [source, sink])
     try:
         wait_for(lambda: sqlite_rows(sink_db, "copy_sqlite-items") == sqlite_rows(source_db, "items"),
@@ -132,3 +144,81 @@ def test_sqlite_source_resumes_from_its_offsets_after_a_restart(broker, tmp_path
         worker.stop()
     assert [(value["payload"]["id"], value["payload"]["what"]) for _, value in records] == \
         [(1, "one"), (2, "two"), (3, "three"), (4, "four"), (5, "five")]
+
+
+# --- PostgreSQL --------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def postgres():
+    server = start_postgres()
+    yield server
+    server.stop()
+
+
+def postgres_rows(server, table: str) -> list[tuple] | None:
+    import psycopg
+    with psycopg.connect(server.conninfo, options="-c TimeZone=UTC") as db:
+        try:
+            return db.execute(f'SELECT id, customer, amount, paid, updated FROM "{table}" ORDER BY id').fetchall()
+        except psycopg.errors.UndefinedTable:
+            return None
+
+
+def postgres_execute(server, *statements: str) -> None:
+    import psycopg
+    with psycopg.connect(server.conninfo, options="-c TimeZone=UTC", autocommit=True) as db:
+        for statement in statements:
+            db.execute(statement)
+
+
+def test_postgres_table_to_topic_to_table_upserting_by_key(broker, postgres, tmp_path):
+    now = "date_trunc('milliseconds', clock_timestamp() AT TIME ZONE 'UTC')"  # what a Connect Timestamp holds
+    postgres_execute(
+        postgres,
+        "CREATE TABLE orders (id SERIAL PRIMARY KEY, customer TEXT NOT NULL, amount NUMERIC(10, 2), "
+        f"paid BOOLEAN NOT NULL DEFAULT false, updated TIMESTAMP NOT NULL DEFAULT {now})",
+        "INSERT INTO orders (customer, amount) VALUES ('ada', 12.50), ('bob', NULL), ('cy', 0.99)")
+    source = {"name": "pg-source", "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",
+              "connection.url": postgres.jdbc_url, "mode": "timestamp+incrementing",
+              "incrementing.column.name": "id", "timestamp.column.name": "updated",
+              "table.include.list": "orders", "topic.prefix": "pg-", "poll.interval.ms": "200",
+              "transforms": "key", "transforms.key.type": "org.apache.kafka.connect.transforms.ValueToKey",
+              "transforms.key.fields": "id"}
+    sink = {"name": "pg-sink", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+            "connection.url": f"jdbc:postgresql://127.0.0.1:{postgres.port}/postgres",
+            "connection.user": "postgres", "connection.password": "unused", "topics": "pg-orders",
+            "insert.mode": "upsert", "pk.mode": "record_key", "pk.fields": "id", "auto.create": "true",
+            "table.name.format": "${topic}_copy"}
+    create_topic(broker, sink["topics"])
+    worker = start_kfk_worker(tmp_path, worker_properties(broker, tmp_path / "offsets"), [source, sink])
+    try:
+        wait_for(lambda: postgres_rows(postgres, "pg-orders_copy") == postgres_rows(postgres, "orders"),
+                 "the three rows copied")
+        postgres_execute(postgres, f"UPDATE orders SET paid = true, updated = {now} WHERE id = 1",
+                         f"UPDATE orders SET amount = 1.01, updated = {now} WHERE id = 3",
+                         "INSERT INTO orders (customer, amount) VALUES ('di', 100)")
+        wait_for(lambda: (rows := postgres_rows(postgres, "pg-orders_copy")) is not None and len(rows) == 4
+                 and rows == postgres_rows(postgres, "orders"), "the updates and the fourth row copied")
+        copied = postgres_rows(postgres, "pg-orders_copy")
+        assert copied[0][2:4] == (decimal.Decimal("12.50"), True) and copied[2][2] == decimal.Decimal("1.01")
+        [entry] = worker.call("GET", "/connectors/pg-source/offsets")[1]["offsets"]
+        assert entry["partition"] == {"protocol": "1", "table": "public.orders"}
+    finally:
+        worker.stop()
+    records = topic_values(broker, "pg-orders", 6)
+    assert [value["payload"]["id"] for _, value in records] == [1, 2, 3, 1, 3, 4]  # in order per key
+    assert [json.loads(key) for key, _ in records][0] == {
+        "schema": {"type": "struct", "fields": [{"type": "int32", "optional": False, "field": "id"}],
+                   "optional": False}, "payload": {"id": 1}}
+    first = records[0][1]
+    assert first["schema"] == {
+        "type": "struct", "optional": False, "name": "orders",
+        "fields": [{"type": "int32", "optional": False, "field": "id"},
+                   {"type": "string", "optional": False, "field": "customer"},
+                   {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+                    "parameters": {"scale": "2"}, "field": "amount"},
+                   {"type": "boolean", "optional": False, "field": "paid"},
+                   {**TIMESTAMP_SCHEMA, "field": "updated"}]}
+    # Decimal: the unscaled value's big-endian two's complement bytes, base64 in JSON
+    assert base64.b64decode(first["payload"]["amount"]) == (1250).to_bytes(2, "big")
+    assert [value["payload"]["paid"] for _, value in records] == [False, False, False, True, False, False]
