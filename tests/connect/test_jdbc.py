@@ -129,6 +129,16 @@ def test_sqlite_source_resumes_from_its_offsets_after_a_restart(broker, tmp_path
     properties = worker_properties(broker, tmp_path / "offsets")
     worker = start_kfk_worker(tmp_path, properties, [source])
     try:
+        # config validation: a missing key, and a mode without its column, each an error of its key
+        without_url = {key: value for key, value in source.items() if key != "connection.url"}
+        status, body = worker.call("PUT", "/connector-plugins/JdbcSourceConnector/config/validate",
+                                   {**without_url, "mode": "timestamp"})
+        errors = {config["value"]["name"]: config["value"]["errors"] for config in body["configs"]}
+        assert status == 200 and body["error_count"] == 1 and errors["connection.url"] != []
+        status, body = worker.call("PUT", "/connector-plugins/JdbcSourceConnector/config/validate",
+                                   {**source, "mode": "timestamp"})
+        errors = {config["value"]["name"]: config["value"]["errors"] for config in body["configs"]}
+        assert body["error_count"] == 1 and "timestamp column" in errors["timestamp.column.name"][0]
         wait_for(lambda: worker.call("GET", "/connectors/events-source/offsets")[1]["offsets"] ==
                  [{"partition": {"protocol": "1", "table": "events"}, "offset": {"incrementing": 3}}],
                  "the third row's offset stored")
@@ -202,7 +212,7 @@ def test_postgres_table_to_topic_to_table_upserting_by_key(broker, postgres, tmp
         copied = postgres_rows(postgres, "pg-orders_copy")
         assert copied[0][2:4] == (decimal.Decimal("12.50"), True) and copied[2][2] == decimal.Decimal("1.01")
         [entry] = worker.call("GET", "/connectors/pg-source/offsets")[1]["offsets"]
-        assert entry["partition"] == {"protocol": "1", "table": "public.orders"}
+        assert entry["partition"] == {"protocol": "1", "table": "postgres.public.orders"}
     finally:
         worker.stop()
     records = topic_values(broker, "pg-orders", 6)

@@ -70,9 +70,10 @@ class Dialect:
     def columns(self, connection: Any, table: str) -> list[Column]:
         raise NotImplementedError
 
-    def qualified_name(self, table: str) -> str:
-        """The table as Confluent's offsets (protocol 1) name it: qualified by its schema where there are schemas."""
-        return table
+    def qualified_names(self, connection: Any, table: str) -> list[str]:
+        """The table as Confluent's offsets (protocol 1) name it, the name written first: its fully qualified
+        name as the JDBC driver's table listing gives it (catalog, schema, table; SQLite has neither)."""
+        return [table]
 
     def quoted_table(self, table: str) -> str:
         return ".".join(quote(part) for part in table.split("."))
@@ -235,8 +236,10 @@ class PostgresDialect(Dialect):
         schema, _, name = table.rpartition(".")
         return schema or "public", name
 
-    def qualified_name(self, table: str) -> str:
-        return ".".join(self._split(table))
+    def qualified_names(self, connection: Any, table: str) -> list[str]:
+        """pgjdbc lists tables with the database as their catalog: "db.schema.table" (and "schema.table" read too)."""
+        schema_table = ".".join(self._split(table))
+        return [f"{connection.info.dbname}.{schema_table}", schema_table]
 
     def table_names(self, connection: Any) -> list[str]:
         rows = connection.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "

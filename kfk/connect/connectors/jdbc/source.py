@@ -9,9 +9,9 @@ last query ended.
 
 As Confluent's connector: the topic is `topic.prefix` + the table's name, the value a struct named after the table
 with one field per column (optional where the column is nullable), no key (`ValueToKey` makes one); the source
-partition is {"protocol": "1", "table": <schema.table>} and the offset {"incrementing": id} and/or {"timestamp":
-epoch ms, "timestamp_nanos": nanoseconds of that second}, so offsets written by either connector are read by this
-one (the older partition {"table": <table>} too).
+partition is {"protocol": "1", "table": <database.schema.table>} (SQLite's: <table>) and the offset {"incrementing":
+id} and/or {"timestamp": epoch ms, "timestamp_nanos": nanoseconds of that second}, so offsets written by either
+connector are read by this one (the older partition {"table": <table>} too).
 """
 
 from __future__ import annotations
@@ -112,6 +112,20 @@ class JdbcSourceConnector(SourceConnector):
             finally:
                 connection.close()
 
+    def validate(self, props: Mapping[str, str]) -> dict[str, tuple[Any, list[str]]]:
+        """Each key's errors, and a mode's missing column as an error of that column's key."""
+        results = super().validate(props)
+        try:
+            parsed = SOURCE_CONFIG.parse(props)
+        except ConfigException:
+            return results  # another key's error, reported under that key
+        try:
+            _check_mode(parsed)
+        except ConfigException as error:
+            key = INCREMENTING_COLUMN_CONFIG if INCREMENTING_COLUMN_CONFIG in str(error) else TIMESTAMP_COLUMN_CONFIG
+            results[key] = (results[key][0], [*results[key][1], str(error)])
+        return results
+
     def task_class(self) -> type:
         return JdbcSourceTask
 
@@ -161,7 +175,8 @@ class TableQuerier:
             builder.field(column.name, column.schema)
         self.schema = builder.build()
         self.topic = task.topic_prefix + short_name
-        self.partition = {PROTOCOL_KEY: PROTOCOL_VERSION_ONE, TABLE_KEY: dialect.qualified_name(table)}
+        self.partition = {PROTOCOL_KEY: PROTOCOL_VERSION_ONE,
+                          TABLE_KEY: dialect.qualified_names(task.connection, table)[0]}
         offset = offset or {}
         self.incrementing: int | None = offset.get(INCREMENTING_FIELD)
         self.timestamp = _timestamp_from_offset(offset)
@@ -245,9 +260,11 @@ class JdbcSourceTask(SourceTask):
         reader = self.context.offset_storage_reader
         self.queue: list[tuple[float, int, TableQuerier]] = []
         for index, table in enumerate(parsed[TABLES_CONFIG]):
-            qualified = self.dialect.qualified_name(table)
-            offset = reader.offset({PROTOCOL_KEY: PROTOCOL_VERSION_ONE, TABLE_KEY: qualified}) \
-                or reader.offset({TABLE_KEY: table.rsplit(".", 1)[-1]})  # protocol 0: the table's bare name
+            # protocol 1's partitions, then protocol 0's: the table's bare name
+            partitions = [{PROTOCOL_KEY: PROTOCOL_VERSION_ONE, TABLE_KEY: name}
+                          for name in self.dialect.qualified_names(self.connection, table)]
+            partitions.append({TABLE_KEY: table.rsplit(".", 1)[-1]})
+            offset = next(filter(None, map(reader.offset, partitions)), None)
             if self.mode == "bulk":
                 offset = None
             self.queue.append((0.0, index, TableQuerier(self, table, offset)))
