@@ -16,6 +16,11 @@ import pytest
 from confluent_kafka import Consumer as ConfluentConsumer, TopicPartition as ConfluentTopicPartition
 
 from kfk.client import Admin, NewTopic
+from kfk.connect.connector import SinkTaskContext
+from kfk.connect.connectors.jdbc.sink import JdbcSinkTask
+from kfk.connect.data import INT64_SCHEMA, OPTIONAL_STRING_SCHEMA, SchemaBuilder, Struct
+from kfk.connect.errors import ConnectException
+from kfk.connect.records import SinkRecord
 from kfk.testing.broker import start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
 from kfk.testing.postgres import start_postgres
@@ -232,3 +237,32 @@ def test_postgres_table_to_topic_to_table_upserting_by_key(broker, postgres, tmp
     # Decimal: the unscaled value's big-endian two's complement bytes, base64 in JSON
     assert base64.b64decode(first["payload"]["amount"]) == (1250).to_bytes(2, "big")
     assert [value["payload"]["paid"] for _, value in records] == [False, False, False, True, False, False]
+
+
+def test_sink_keyed_by_a_primitive_key_upserts_and_deletes_on_tombstones(tmp_path):
+    """The sink task on its own (no worker): pk.mode record_key with a primitive key, delete.enabled."""
+    schema = SchemaBuilder.struct().name("user").field("email", OPTIONAL_STRING_SCHEMA).build()
+    def record(key, email, offset):
+        value = None if email is None else Struct(schema).put("email", email)
+        return SinkRecord("users", 0, INT64_SCHEMA, key, schema if email else None, value, kafka_offset=offset)
+    config = {"connection.url": f"jdbc:sqlite:{tmp_path / 'users.db'}", "insert.mode": "upsert",
+              "pk.mode": "record_key", "pk.fields": "user_id", "auto.create": "true", "delete.enabled": "true"}
+    task = JdbcSinkTask()
+    task.initialize(SinkTaskContext(config))
+    task.start(config)
+    try:
+        task.put([record(1, "a@x", 0), record(2, "b@x", 1), record(1, "a2@x", 2), record(2, None, 3),
+                  record(3, "c@x", 4)])
+        with sqlite3.connect(tmp_path / "users.db") as db:
+            assert db.execute("SELECT user_id, email FROM users ORDER BY user_id").fetchall() == \
+                [(1, "a2@x"), (3, "c@x")]
+    finally:
+        task.stop()
+    task = JdbcSinkTask()
+    task.start({**config, "pk.fields": ""})
+    try:
+        with pytest.raises(ConnectException, match="Need exactly one PK column defined since the key schema for "
+                                                   "records is a primitive type, defined columns are: \\[\\]"):
+            task.put([record(4, "d@x", 5)])
+    finally:
+        task.stop()

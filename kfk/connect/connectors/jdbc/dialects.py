@@ -227,7 +227,8 @@ class PostgresDialect(Dialect):
         except ImportError:
             raise ConnectException("PostgreSQL needs psycopg: pip install 'kfk[connect-jdbc]'") from None
         try:
-            connection = psycopg.connect(**self.conninfo, options="-c TimeZone=UTC")
+            options = f"{self.conninfo.get('options', '')} -c TimeZone=UTC".strip()
+            connection = psycopg.connect(**{**self.conninfo, "options": options})
         except psycopg.OperationalError as error:
             raise ConnectException(f"Could not connect to PostgreSQL: {error}".strip()) from error
         return connection

@@ -116,9 +116,11 @@ class JdbcSinkTask(SinkTask):
 
     def _new_layout(self, record: SinkRecord) -> RowLayout:
         value_schema = record.value_schema
-        if value_schema is not None and value_schema.type is not Type.STRUCT:
-            raise ConnectException(f"Value schema must be of type Struct (topic '{record.topic}', partition "
-                                   f"{record.kafka_partition}, offset {record.kafka_offset})")
+        if record.value is not None and (value_schema is None or value_schema.type is not Type.STRUCT):
+            raise ConnectException(f"The JDBC sink needs records with a Struct value and schema (converter "
+                                   f"schemas.enable=true or a schema registry), found {type(record.value).__name__} "
+                                   f"(topic '{record.topic}', partition {record.kafka_partition}, offset "
+                                   f"{record.kafka_offset})")
         value_fields = {field.name: field.schema for field in value_schema.fields} if value_schema else {}
         schemas: dict[str, Schema] = {}
         if self.pk_mode == "kafka":
@@ -177,7 +179,6 @@ class JdbcSinkTask(SinkTask):
         try:
             self.dialect.columns(self.connection, table)
         except ConnectException:
-            self.connection.rollback()
             if not self.auto_create:
                 raise ConnectException(f"Table {quote(table)} is missing and auto-creation is disabled") from None
             definitions = [f"{quote(name)} {self.dialect.sql_type(schema)}"

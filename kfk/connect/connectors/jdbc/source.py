@@ -165,9 +165,9 @@ class TableQuerier:
         self.task, self.table = task, table
         dialect = task.dialect
         self.columns: list[Column] = dialect.columns(task.connection, table)
-        by_name = {column.name: column for column in self.columns}
+        self.column_index = {column.name: index for index, column in enumerate(self.columns)}
         for name in [task.incrementing_column] * bool(task.incrementing_column) + task.timestamp_columns:
-            if name not in by_name:
+            if name not in self.column_index:
                 raise ConnectException(f"Column {name} not found in table {table}")
         short_name = table.rsplit(".", 1)[-1]
         builder = SchemaBuilder.struct().name(short_name)
@@ -219,8 +219,8 @@ class TableQuerier:
             self.incrementing = value.get(self.task.incrementing_column)
             offset[INCREMENTING_FIELD] = self.incrementing
         if self.task.timestamp_columns:
-            stamps = [row[index] for index, column in enumerate(self.columns)
-                      if column.name in self.task.timestamp_columns and row[index] is not None]
+            stamps = [row[self.column_index[name]] for name in self.task.timestamp_columns
+                      if row[self.column_index[name]] is not None]  # COALESCE's order
             if stamps:
                 self.timestamp = self.task.dialect.read_timestamp(stamps[0])
                 offset.update(_timestamp_offset(self.timestamp))
