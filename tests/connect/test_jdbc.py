@@ -46,8 +46,8 @@ def worker_properties(bootstrap: str, offsets_file) -> dict[str, str]:
 
 
 def create_topic(bootstrap: str, topic: str) -> None:
-    """The topic a sink reads, made before its worker starts: a consumer subscribed to a topic that does not exist
-    yet only sees it at its next metadata refresh."""
+    """The topic a sink reads, made before its worker starts, so that the sink's consumer does not race the
+    source's producer creating it."""
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(topic, 1, 1)])
 
