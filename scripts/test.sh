@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 # System packages the tests drive as independent clients and services (kcat: librdkafka 2.0.2's CLI; zookeeper:
 # the real ZooKeeper server of the ZooKeeper metadata backend's tests, with its Java runtime).
 # chromium: the headless browser the web console's tests drive (through Playwright, which never downloads one).
-APT_PACKAGES=(kcat zookeeper zsh fish chromium)  # fish and zsh: the completion scripts are run by their shells in the tests
+# postgresql: the server the JDBC connectors' tests start (kfk.testing.postgres), and the libpq psycopg loads.
+APT_PACKAGES=(kcat zookeeper zsh fish chromium postgresql)  # fish and zsh: the completion scripts are run by their shells in the tests
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -25,7 +26,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark,registry,streams]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,spark,registry,streams,connect-jdbc]'
 # That install compiled the record codec's C accelerator (setup.py; optional, so a failed build only warns): the tests
 # compare it with the pure-Python codec, so say here, with the reason, if it is missing.
 python3 -c 'import kfk.records._accel' || {

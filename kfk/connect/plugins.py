@@ -30,6 +30,8 @@ _MIRROR = "org.apache.kafka.connect.mirror."
 KAFKA_BUILT_INS: dict[str, tuple[str, str | None]] = {
     _FILE + "FileStreamSourceConnector": ("kfk.connect.connectors.file:FileStreamSourceConnector", None),
     _FILE + "FileStreamSinkConnector": ("kfk.connect.connectors.file:FileStreamSinkConnector", None),
+    "io.confluent.connect.jdbc.JdbcSourceConnector": ("kfk.connect.connectors.jdbc.source:JdbcSourceConnector", None),
+    "io.confluent.connect.jdbc.JdbcSinkConnector": ("kfk.connect.connectors.jdbc.sink:JdbcSinkConnector", None),
     "org.apache.kafka.connect.json.JsonConverter": ("kfk.connect.json_converter:JsonConverter", None),
     "org.apache.kafka.connect.storage.StringConverter": ("kfk.connect.converters:StringConverter", None),
     "org.apache.kafka.connect.converters.ByteArrayConverter": ("kfk.connect.converters:ByteArrayConverter", None),
@@ -42,6 +44,7 @@ KAFKA_BUILT_INS: dict[str, tuple[str, str | None]] = {
     _MIRROR + "MirrorHeartbeatConnector": ("kfk.connect.mirror.heartbeat:MirrorHeartbeatConnector", None),
     _TRANSFORMS + "RegexRouter": ("kfk.connect.transforms.regex_router:RegexRouter", None),
     _TRANSFORMS + "Filter": ("kfk.connect.transforms.filter:Filter", None),
+    _TRANSFORMS + "ValueToKey": ("kfk.connect.transforms.value_to_key:ValueToKey", None),
     _PREDICATES + "TopicNameMatches": ("kfk.connect.transforms.filter:TopicNameMatches", None),
     _PREDICATES + "HasHeaderKey": ("kfk.connect.transforms.filter:HasHeaderKey", None),
     _PREDICATES + "RecordIsTombstone": ("kfk.connect.transforms.filter:RecordIsTombstone", None),
@@ -72,7 +75,7 @@ class PluginDesc:
     def task_class_name(self, task_class: type) -> str:
         """What a connector's task configs name as `task.class`: for Kafka's own connectors, Kafka's task class
         (in the connector's Java package), so that a Java worker sharing the config topic can run the task."""
-        if self.class_name in KAFKA_BUILT_INS:
+        if self.class_name in KAFKA_BUILT_INS and self.class_name.startswith("org.apache.kafka."):
             return f"{self.class_name.rsplit('.', 1)[0]}.{task_class.__name__}"
         return f"{task_class.__module__}.{task_class.__qualname__}"
 

@@ -146,6 +146,8 @@ def test_rest_api_answers_as_kafkas(workers):
         if path == "/connector-plugins":
             for plugin in java_body + kfk_body:
                 plugin.pop("version")
+            # kfk ships Confluent's JDBC connectors too; the Java worker has only Kafka's own
+            kfk_body = [plugin for plugin in kfk_body if not plugin["class"].startswith("io.confluent.connect.jdbc.")]
         assert (kfk_status, kfk_body) == (java_status, java_body), path
     # errors of writes, in Kafka's words
     calls = [("POST", "/connectors", {"name": "file-source-plain", "config": {"connector.class": "FileStreamSource",

@@ -113,3 +113,17 @@ def test_regex_router_and_filter_with_predicates():
                       predicates__h__type="HasHeaderKey", predicates__h__name="skip")
     assert by_header.apply(sink({}, headers=Headers().add("skip", "1"))) is None
     assert by_header.apply(sink({}, headers=Headers().add("keep", "1"))) is not None
+
+
+def test_value_to_key_with_schema_and_schemaless():
+    transforms = chain(transforms="key", transforms__key__type="org.apache.kafka.connect.transforms.ValueToKey",
+                       transforms__key__fields="id,name")
+    out = transforms.apply(sink(Struct(SCHEMA).put("id", 7).put("name", "a").put("at", 5), SCHEMA))
+    assert [(field.name, field.schema) for field in out.key_schema.fields] == [("id", INT32_SCHEMA),
+                                                                                ("name", STRING_SCHEMA)]
+    assert (out.key.get("id"), out.key.get("name")) == (7, "a") and out.value.get("at") == 5
+    assert transforms.apply(sink({"id": 1, "name": "b", "x": 2})).key == {"id": 1, "name": "b"}
+    missing = chain(transforms="key", transforms__key__type="org.apache.kafka.connect.transforms.ValueToKey",
+                    transforms__key__fields="nope")
+    with pytest.raises(DataException, match="Field does not exist: nope"):
+        missing.apply(sink(Struct(SCHEMA).put("id", 7).put("name", "a").put("at", 5), SCHEMA))
