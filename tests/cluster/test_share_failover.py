@@ -12,7 +12,8 @@ answered) holds KIP-932's at-least-once promise to its exact window:
   or never answered (its leader died while the record was in flight, or its lock expired first): the only
   acceptances that may not have been made durable, so the only records a member may accept twice;
 - none lost: every record delivered and settled (its last delivery accepted or rejected), and at the end the
-  group's share-partition start offsets (DescribeShareGroupOffsets) are the log end offsets.
+  group's share-partition start offsets (DescribeShareGroupOffsets) are the log end offsets, so the brokers took
+  even the last acceptances whose answers died with their leader (refused in a kill's window, never redelivered).
 """
 
 from __future__ import annotations
@@ -52,12 +53,12 @@ def kfk_metadata_mode() -> str:
 
 
 class Kill(NamedTuple):
-    """A broker killed -9 (wall-clock microseconds, as the members print), and when the cluster had moved on
-    without it (its partitions led, or its share state coordinated, elsewhere)."""
+    """A broker killed -9 (wall-clock microseconds, as the members print), and when it was back in every ISR
+    after its restart (the cluster moved on without it, then took it back: leaders may move either time)."""
 
     broker: int
     killed_us: int
-    moved_on_us: int
+    back_us: int
 
 
 def now_us() -> int:
@@ -76,11 +77,11 @@ def fully_replicated(bootstrap: str, topics: list[str]) -> bool:
 
 def explained(delivery: Delivery, kills: list[Kill]) -> bool:
     """Whether an acknowledgement the broker refused (or never answered) is one a kill or a lock explains: the
-    record was acquired before the cluster had moved on from a kill, and acknowledged no more than a lock duration
-    before that kill (a request still in flight when it came); or it was acknowledged after its lock expired."""
+    record was acquired before the killed broker was back, and acknowledged no more than a lock duration before
+    the kill (a request still in flight when it came); or it was acknowledged after its lock expired."""
     lock_us = LOCK_DURATION_MS * 1000
     return delivery.ack_start_us - delivery.poll_start_us >= lock_us or any(
-        delivery.poll_start_us <= kill.moved_on_us and delivery.ack_start_us >= kill.killed_us - lock_us
+        delivery.poll_start_us <= kill.back_us and delivery.ack_start_us >= kill.killed_us - lock_us
         for kill in kills)
 
 
@@ -148,10 +149,10 @@ def test_share_group_durable_across_leader_and_share_coordinator_kills(kfk_clust
         killed_us = now_us()
         cluster.kill(broker)
         wait_for(moved_on, timeout=30, what=f"the cluster to move on from broker {broker}")
-        kills.append(Kill(broker, killed_us, now_us()))
         cluster.start([broker])
         wait_for(lambda: fully_replicated(cluster.bootstrap_servers, [topic, SHARE_GROUP_STATE_TOPIC_NAME]),
                  timeout=60, what=f"broker {broker} back in every ISR")
+        kills.append(Kill(broker, killed_us, now_us()))
 
     try:
         # The first kill: the broker leading the most of the topic's partitions, early in the first half.
