@@ -925,16 +925,20 @@ class Admin:
 
         return self._run(call, timeout_ms)
 
-    def list_share_group_offsets(self, group_id: str, timeout_ms: float | None = None
-                                 ) -> dict[TopicPartition, tuple[int, int, int]]:
-        """DescribeShareGroupOffsets of every partition the group has state for: (share-partition start offset,
-        leader epoch, lag) per partition, -1 where unknown."""
+    def list_share_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None,
+                                 timeout_ms: float | None = None) -> dict[TopicPartition, tuple[int, int, int]]:
+        """DescribeShareGroupOffsets of `partitions` (as Kafka's ListShareGroupOffsetsSpec names them), or of every
+        partition the group has state for: (share-partition start offset, leader epoch, lag) per partition, -1
+        where unknown."""
+        Request = DescribeShareGroupOffsetsRequest
+        topics = None if partitions is None else [
+            Request.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[tp.partition for tp, _ in tps])
+            for topic, tps in _by_topic(dict.fromkeys(partitions)).items()]
 
         async def call(deadline: float) -> dict[TopicPartition, tuple[int, int, int]]:
             coordinator = await find_coordinator(self._network, group_id, timeout_ms=max(deadline - monotonic_ms(), 1))
-            Group = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
-            response = await self._network.send(coordinator, DescribeShareGroupOffsetsRequest(
-                groups=[Group(group_id=group_id, topics=None)]))
+            response = await self._network.send(coordinator, Request(
+                groups=[Request.DescribeShareGroupOffsetsRequestGroup(group_id=group_id, topics=topics)]))
             assert isinstance(response, DescribeShareGroupOffsetsResponse)
             group = response.groups[0]
             if group.error_code != ErrorCode.NONE:

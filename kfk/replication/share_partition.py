@@ -19,10 +19,11 @@ count, and an acquired record, whose lock died with its leader, is available aga
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import struct
-from typing import Iterable, Iterator
+from typing import Awaitable, Callable, Iterable, Iterator
 
 from kfk.errors import ErrorCode
 
@@ -59,6 +60,8 @@ class InFlightRecord:
 #: A stored state batch: (first offset, last offset, delivery state, delivery count), the share coordinator's
 #: StateBatch (kfk.coordinator.share.state_batches) seen from this layer, which does not import the coordinators.
 StateBatchTuple = tuple[int, int, int, int]
+#: Sends (start offset, state batches) to the share coordinator; the error it answered.
+StateWriter = Callable[[int, list[StateBatchTuple]], Awaitable[ErrorCode]]
 
 
 def batch_offset_ranges(records: bytes) -> Iterator[tuple[int, int, int, int]]:
@@ -98,6 +101,8 @@ class SharePartition:
         #: Offsets whose state changed since the last take_state_update, and whether the start offset did.
         self._changed: set[int] = set()
         self._start_offset_changed = False
+        #: Held while a write is with the share coordinator (see write_state).
+        self._write_lock = asyncio.Lock()
 
     def restore(self, state_batches: Iterable[StateBatchTuple]) -> None:
         """Take the stored batches (past the start offset) back: records not yet read again, above the end offset,
@@ -127,6 +132,22 @@ class SharePartition:
         self._changed.clear()
         self._start_offset_changed = False
         return self.start_offset, batches
+
+    async def write_state(self, write: StateWriter) -> ErrorCode:
+        """Write what changed since the last write (take_state_update) with `write`, one write at a time, in the
+        order their changes were taken. A write is an update the share coordinator lays over what it has, start
+        offset included: one overtaken by a later write (it waited longer for a share coordinator that moved)
+        would land after it and roll the start offset and the records' states back, and a leader started from that
+        state would deliver accepted records again. A failed write's records go with the next one."""
+        update = self.take_state_update()
+        if update is None:
+            return ErrorCode.NONE
+        start_offset, batches = update
+        async with self._write_lock:  # asyncio's lock wakes its waiters first come, first served
+            error = await write(start_offset, batches)
+        if error != ErrorCode.NONE:
+            self.mark_changed(offset for first, last, _, _ in batches for offset in range(first, last + 1))
+        return error
 
     def mark_changed(self, offsets: Iterable[int]) -> None:
         """A write that failed: its records are written with the next one."""

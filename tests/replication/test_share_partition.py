@@ -3,6 +3,8 @@ it: the wire-level behaviour is checked with Kafka's Java share consumer in test
 
 from __future__ import annotations
 
+import asyncio
+
 from kfk.errors import ErrorCode
 from kfk.records.builder import MemoryRecordsBuilder
 from kfk.replication.share_partition import (ACCEPT, GAP, REJECT, RELEASE, RecordState, SharePartition,
@@ -113,6 +115,52 @@ def test_state_updates_carry_what_changed_and_the_start_offset() -> None:
     assert partition.take_state_update() is None
     partition.expire_locks(now_ms=CONFIG.record_lock_duration_ms)  # 2 and 5 come back
     assert partition.take_state_update() == (2, [(2, 2, 0, 1), (5, 5, 0, 1)])
+
+
+def test_writes_reach_the_share_coordinator_in_the_order_their_changes_were_taken() -> None:
+    """The first write waits (its share coordinator moves); a second one, taken later, goes only once the first is
+    answered. Landing first, it would have the first lay its older start offset over it: record 0, accepted in
+    between, would be stored as never done with, and delivered again by the next leader."""
+    partition = SharePartition(CONFIG, 0)
+    landed: list[tuple[int, list]] = []
+
+    async def scenario() -> list[ErrorCode]:
+        coordinator_back = asyncio.Event()
+        sent: list[int] = []
+
+        async def write(start_offset: int, state_batches: list) -> ErrorCode:
+            sent.append(start_offset)
+            if len(sent) == 1:
+                await coordinator_back.wait()
+            landed.append((start_offset, state_batches))
+            return ErrorCode.NONE
+
+        partition.acquire("a", batches((0, 1)), 10, now_ms=0)
+        assert partition.acknowledge("a", [(1, 1, [ACCEPT])], now_ms=0) == ErrorCode.NONE
+        first = asyncio.ensure_future(partition.write_state(write))
+        await asyncio.sleep(0)
+        assert partition.acknowledge("a", [(0, 0, [ACCEPT])], now_ms=0) == ErrorCode.NONE
+        second = asyncio.ensure_future(partition.write_state(write))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert (sent, landed) == ([0], [])  # the second waits for the first
+        coordinator_back.set()
+        return list(await asyncio.gather(first, second))
+
+    assert asyncio.run(scenario()) == [ErrorCode.NONE, ErrorCode.NONE]
+    assert landed == [(0, [(1, 1, RecordState.ACKNOWLEDGED.value, 1)]), (2, [])]
+
+
+def test_a_failed_write_goes_again_with_the_next() -> None:
+    partition = SharePartition(CONFIG, 0)
+    partition.acquire("a", batches((0, 2)), 10, now_ms=0)
+    assert partition.acknowledge("a", [(1, 1, [REJECT])], now_ms=0) == ErrorCode.NONE
+
+    async def refused(start_offset: int, state_batches: list) -> ErrorCode:
+        return ErrorCode.NOT_COORDINATOR
+
+    assert asyncio.run(partition.write_state(refused)) == ErrorCode.NOT_COORDINATOR
+    assert partition.take_state_update() == (0, [(1, 1, RecordState.ARCHIVED.value, 1)])
 
 
 def test_a_restored_share_partition_honours_the_stored_states() -> None:

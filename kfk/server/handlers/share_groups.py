@@ -459,17 +459,20 @@ class ShareGroupsHandler:
                        share_partition: SharePartition) -> ErrorCode:
         """Write what changed in the share partition to the share coordinator; on failure the changes stay to be
         written with the next write, and the error is the caller's answer."""
-        update = share_partition.take_state_update()
-        if update is None or self.persister is None:
+        if self.persister is None:
+            share_partition.take_state_update()  # nowhere to keep it
             return ErrorCode.NONE
-        start_offset, batches = update
-        try:
-            key = self._state_key(group_id, topic_partition)
-        except KafkaError as error:
-            return error.error_code
-        error = await self.persister.write_state(key, share_partition.state_epoch, share_partition.leader_epoch,
-                                                 start_offset, [StateBatch(*batch) for batch in batches],
-                                                 share_partition.done_in_flight())
+
+        async def write(start_offset: int, batches: list[tuple[int, int, int, int]]) -> ErrorCode:
+            try:
+                key = self._state_key(group_id, topic_partition)
+            except KafkaError as error:
+                return error.error_code
+            return await self.persister.write_state(key, share_partition.state_epoch, share_partition.leader_epoch,
+                                                    start_offset, [StateBatch(*batch) for batch in batches],
+                                                    share_partition.done_in_flight())
+
+        error = await share_partition.write_state(write)
         if error in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH):
             # The state was started afresh (the admin tools) or a later leader took over: what this broker holds is
             # stale; the next use reads the stored state again.
@@ -479,7 +482,6 @@ class ShareGroupsHandler:
                 del self.partitions[(group_id, topic_partition)]
         elif error != ErrorCode.NONE:
             log.warning("Writing the share state of %s %s failed: %s", group_id, topic_partition, error.name)
-            share_partition.mark_changed(offset for first, last, _, _ in batches for offset in range(first, last + 1))
         return error
 
     def _leader(self, topic_partition: TopicPartition) -> tuple[int, int]:
