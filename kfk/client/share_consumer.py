@@ -18,6 +18,9 @@ Acknowledgements ride on the next ShareFetch to the partition's leader; commit_s
 with ShareAcknowledge. A share session per leader (epochs 0, 1, 2, ...) names the partitions fetched; close sends
 the final epoch (-1, what the member still holds goes back to the others) and leaves the group (member epoch -1).
 Heartbeats run on the client's network thread, so a member stays in the group while the application works.
+An acknowledgement commit callback (Java's AcknowledgementCommitCallback) hears how each partition's
+acknowledgements ended, on the application's thread, in the next poll, commit_sync or close. For asyncio code,
+kfk.client.aio.AIOShareConsumer is the same member with its network side on the caller's event loop.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from __future__ import annotations
 import asyncio
 import enum
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kfk.client.config import CONSUMER_CONFIG_DEF, ClientConfig
 from kfk.client.consumer.fetcher import CompletedFetch
-from kfk.client.event_loop import ClientLoop
+from kfk.client.event_loop import ClientLoop, LoopRunner
 from kfk.client.network_client import NetworkClient
 from kfk.client.offsets import find_coordinator
 from kfk.client.response_errors import response_error
@@ -41,7 +45,7 @@ from kfk.protocol.messages.share_acknowledge import ShareAcknowledgeRequest, Sha
 from kfk.protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
 from kfk.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 
-__all__ = ["AcknowledgeType", "ShareConsumer", "ShareConsumerRecord"]
+__all__ = ["AcknowledgeType", "AcknowledgementCommitCallback", "ShareConsumer", "ShareConsumerRecord"]
 
 ACKNOWLEDGEMENT_MODE = "share.acknowledgement.mode"
 #: A share session's first and last epochs; a member leaves the group with this member epoch.
@@ -80,6 +84,8 @@ class ShareConsumerRecord(NamedTuple):
 
 
 Deserializer = Callable[[bytes | None], Any]
+#: Called with a partition's acknowledged offsets and how they ended (None: the broker took them).
+AcknowledgementCommitCallback = Callable[[dict[TopicPartition, set[int]], "KafkaError | None"], None]
 
 
 class ShareConsumer:
@@ -87,7 +93,8 @@ class ShareConsumer:
     share.acknowledgement.mode (implicit or explicit)."""
 
     def __init__(self, config: Mapping[str, Any], *, key_deserializer: Deserializer | None = None,
-                 value_deserializer: Deserializer | None = None) -> None:
+                 value_deserializer: Deserializer | None = None, network_loop: LoopRunner | None = None) -> None:
+        """``network_loop``: where the network side runs (default: a network thread of its own)."""
         properties = dict(config)
         self.acknowledgement_mode = str(properties.pop(ACKNOWLEDGEMENT_MODE, "implicit")).lower()
         if self.acknowledgement_mode not in ("implicit", "explicit"):
@@ -99,7 +106,7 @@ class ShareConsumer:
         self.group_id: str = self.config.group_id
         self.member_id = str(uuid.uuid4())
         self._key_deserializer, self._value_deserializer = key_deserializer, value_deserializer
-        self._loop = ClientLoop(f"kfk-share-consumer-network-thread | {self.config.client_id}")
+        self._loop = network_loop or ClientLoop(f"kfk-share-consumer-network-thread | {self.config.client_id}")
         self._network = NetworkClient(self.config)
         self._subscription: list[str] = []
         self._member_epoch = 0
@@ -113,6 +120,9 @@ class ShareConsumer:
         self._acquired_gaps: dict[TopicPartition, set[int]] = {}
         self._pending: dict[TopicPartition, dict[int, int]] = {}
         self._closed = False
+        self._acknowledgement_callback: AcknowledgementCommitCallback | None = None
+        #: Acknowledgements answered on the network side, for the callback on the application's side.
+        self._completed_acknowledgements: deque[tuple[dict[TopicPartition, set[int]], KafkaError | None]] = deque()
 
     def __enter__(self) -> ShareConsumer:
         return self
@@ -179,11 +189,35 @@ class ShareConsumer:
 
     # --- poll and acknowledge ----------------------------------------------------------------------------------------
 
+    def set_acknowledgement_commit_callback(self, callback: AcknowledgementCommitCallback | None) -> None:
+        """Java's setAcknowledgementCommitCallback: ``callback(offsets, error)`` once per partition whose
+        acknowledgements were answered (error None: the broker took them), called in poll, commit_sync or close."""
+        self._acknowledgement_callback = callback
+
+    def _acknowledgements_completed(self, batches: Mapping[TopicPartition, list],
+                                    outcome: Mapping[TopicPartition, KafkaError | None]) -> None:
+        """Network side: how the acknowledgement `batches` (first, last, types) ended, kept for the callback."""
+        if self._acknowledgement_callback is None:
+            return
+        for tp, taken in batches.items():
+            offsets = {offset for first, last, _ in taken for offset in range(first, last + 1)}
+            self._completed_acknowledgements.append(({tp: offsets}, outcome.get(tp)))
+
+    def _invoke_acknowledgement_callback(self) -> None:
+        callback = self._acknowledgement_callback
+        while self._completed_acknowledgements:
+            offsets, error = self._completed_acknowledgements.popleft()
+            if callback is not None:
+                callback(offsets, error)
+
     def poll(self, timeout: float) -> list[ShareConsumerRecord]:
         """Records acquired for this member (up to max.poll.records), waiting up to ``timeout`` seconds for some.
         What the last poll returned is acknowledged first (implicit mode: accepted)."""
         self._settle_last_poll()
-        return self._loop.run(self._poll(timeout * 1000), timeout + self.config.request_timeout_ms / 1000)
+        self._invoke_acknowledgement_callback()
+        records = self._loop.run(self._poll(timeout * 1000), timeout + self.config.request_timeout_ms / 1000)
+        self._invoke_acknowledgement_callback()
+        return records
 
     def acknowledge(self, record: ShareConsumerRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """Acknowledge a record of the last poll (explicit mode); sent with the next poll or commit."""
@@ -199,7 +233,9 @@ class ShareConsumer:
         """Send the acknowledgements now (ShareAcknowledge to each leader) and wait: the outcome per partition."""
         self._settle_last_poll(implicit_only=True)
         wait = timeout if timeout is not None else DEFAULT_COMMIT_TIMEOUT_S
-        return self._loop.run(self._acknowledge(INITIAL_EPOCH), wait)
+        outcome = self._loop.run(self._acknowledge(INITIAL_EPOCH), wait)
+        self._invoke_acknowledgement_callback()
+        return outcome
 
     def commit_async(self) -> None:
         """Send the acknowledgements without waiting for the answers."""
@@ -309,25 +345,35 @@ class ShareConsumer:
         self._session_partitions[leader] = set(partitions)
         try:
             response = await self._network.send(leader, request)
-        except BaseException:
+        except BaseException as error:
             self._session_epochs.pop(leader, None)  # the session's state is unknown: open a new one
+            failed = error if isinstance(error, KafkaError) else KafkaError(str(error))
+            self._acknowledgements_completed(acknowledgements, dict.fromkeys(acknowledgements, failed))
             raise
         assert isinstance(response, ShareFetchResponse)
         if response.error_code != ErrorCode.NONE:
             self._session_epochs.pop(leader, None)
-            raise response_error(response.error_code, f"ShareFetch to broker {leader}", response.error_message)
+            error = response_error(response.error_code, f"ShareFetch to broker {leader}", response.error_message)
+            self._acknowledgements_completed(acknowledgements, dict.fromkeys(acknowledgements, error))
+            raise error
         records: list[ShareConsumerRecord] = []
+        acknowledged: dict[TopicPartition, KafkaError | None] = {}
         for topic in response.responses:
             name = cluster.topic_name(topic.topic_id)
             if name is None:
                 continue
             for partition in topic.partitions:
+                tp = TopicPartition(name, partition.partition_index)
+                if tp in acknowledgements:
+                    acknowledged[tp] = None if partition.acknowledge_error_code == ErrorCode.NONE else response_error(
+                        partition.acknowledge_error_code, str(tp), partition.acknowledge_error_message)
                 if partition.error_code != ErrorCode.NONE:
                     if partition.error_code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
                         self._network.request_metadata_update()
                     continue
                 if partition.acquired_records:
-                    records += self._acquired(TopicPartition(name, partition.partition_index), partition)
+                    records += self._acquired(tp, partition)
+        self._acknowledgements_completed(acknowledgements, acknowledged)
         return records
 
     def _acquired(self, tp: TopicPartition, partition: ShareFetchResponse.PartitionData
@@ -377,12 +423,14 @@ class ShareConsumer:
             except (KafkaError, OSError) as error:
                 error = error if isinstance(error, KafkaError) else KafkaError(str(error))
                 outcome.update(dict.fromkeys(acknowledgements, error))
+                self._acknowledgements_completed(acknowledgements, outcome)
                 continue
             assert isinstance(response, ShareAcknowledgeResponse)
             if response.error_code != ErrorCode.NONE:
                 error = response_error(response.error_code, f"ShareAcknowledge to broker {leader}",
                                        response.error_message)
                 outcome.update(dict.fromkeys(acknowledgements, error))
+                self._acknowledgements_completed(acknowledgements, outcome)
                 continue
             for topic in response.responses:
                 name = cluster.topic_name(topic.topic_id)
@@ -390,6 +438,7 @@ class ShareConsumer:
                     tp = TopicPartition(name or "", partition.partition_index)
                     outcome[tp] = None if partition.error_code == ErrorCode.NONE \
                         else response_error(partition.error_code, str(tp), partition.error_message)
+            self._acknowledgements_completed(acknowledgements, outcome)
         return outcome
 
     # --- close -------------------------------------------------------------------------------------------------------
@@ -402,6 +451,7 @@ class ShareConsumer:
         try:
             self._settle_last_poll(implicit_only=True)
             self._loop.run(self._close(), timeout)
+            self._invoke_acknowledgement_callback()
         finally:
             self._closed = True
             self._loop.close()

@@ -9,6 +9,7 @@ members' first fetch is missed whatever share.auto.offset.reset says.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import threading
 import time
@@ -18,6 +19,7 @@ from typing import Iterator
 import pytest
 
 from kfk.client import Admin, NewTopic, Producer, TopicPartition
+from kfk.client.aio import AIOShareConsumer
 from kfk.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerRecord
 from kfk.errors import UnknownTopicOrPartitionError
 from kfk.protocol.messages.share_fetch import ShareFetchRequest
@@ -112,6 +114,46 @@ def test_release_is_delivered_again_and_reject_never(bootstrap: str) -> None:
         consumer.acknowledge(again[0])
         assert set(consumer.commit_sync().values()) == {None}
         assert consumer.poll(1.0) == []  # the rejected record is never delivered again
+
+
+def test_acknowledgement_callback_and_the_asyncio_member(bootstrap: str) -> None:
+    """The acknowledgement commit callback hears of acknowledgements sent with a poll's ShareFetch and with a
+    commit, once per partition, on the caller's side; an AIOShareConsumer (network side on the caller's loop) gets
+    the records the sync member released and accepts them."""
+    topic, group = prepare(bootstrap, 6)
+    tp = TopicPartition(topic, 0)
+    heard: list = []
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    with ShareConsumer(config) as consumer:
+        consumer.set_acknowledgement_commit_callback(lambda offsets, error: heard.append((offsets, error)))
+        consumer.subscribe([topic])
+        first = poll_until([consumer], lambda seen: len(seen[0]) >= 6)[0]
+        for record in first:
+            consumer.acknowledge(record, AcknowledgeType.ACCEPT if record.offset < 3 else AcknowledgeType.RELEASE)
+        assert heard == []  # nothing sent yet
+        deadline = time.monotonic() + 30
+        while not heard:  # sent with the next ShareFetch, heard in that poll
+            assert time.monotonic() < deadline
+            for record in consumer.poll(0.2):
+                consumer.acknowledge(record, AcknowledgeType.RELEASE)
+        assert heard[0] == ({tp: {0, 1, 2, 3, 4, 5}}, None)
+
+    async def asyncio_member() -> list[tuple[int, int]]:
+        async with AIOShareConsumer({"bootstrap.servers": bootstrap, "group.id": group}, topics=[topic]) as member:
+            member.set_acknowledgement_commit_callback(lambda offsets, error: heard.append((offsets, error)))
+            got: list[ShareConsumerRecord] = []
+            deadline = time.monotonic() + 30
+            while len(got) < 3:
+                assert time.monotonic() < deadline, got
+                got += await member.poll(0.5)
+            del heard[:]
+            assert set((await member.commit()).values()) == {None}
+            assert heard == [({tp: {3, 4, 5}}, None)]
+            assert await member.poll(0.5) == []  # accepted: never delivered again
+            return sorted((record.offset, record.delivery_count) for record in got)
+
+    offsets = asyncio.run(asyncio_member())
+    assert [offset for offset, _ in offsets] == [3, 4, 5] and all(count >= 2 for _, count in offsets)
 
 
 def test_records_held_at_close_go_to_another_member(bootstrap: str) -> None:
