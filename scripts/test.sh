@@ -54,7 +54,7 @@ lint-imports
 
 # pytest exits 5 when it collected no test: that is a failure here, as any other non-zero code.
 set +e
-python3 -m pytest -n 2 --dist loadfile -p no:cacheprovider --durations=25 "$@"
+python3 -m pytest -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=25 "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -42,9 +42,11 @@ if (3, 11) <= sys.version_info < (3, 11, 8) or (3, 12) <= sys.version_info < (3,
 
 
 #: scripts/test.sh runs the suite with `--dist loadfile`: each module runs whole on one worker, so the brokers, JVMs
-#: and SparkSessions of its module-scoped fixtures start once rather than once per worker. xdist hands modules out in
-#: collection order, so the directories whose modules take minutes come first and the suite ends on short unit
-#: modules that keep both workers busy to the end (a long module handed out last would run alone).
+#: and SparkSessions of its module-scoped fixtures start once rather than once per worker. With
+#: --no-loadscope-reorder (xdist otherwise hands out the modules with the most tests first: the parametrized unit
+#: modules) xdist hands modules out in collection order, so the directories whose modules take minutes come first
+#: and the suite ends on short unit modules that keep both workers busy to the end (a long module handed out last
+#: would run alone).
 SLOW_DIRECTORIES_FIRST = ("spark", "interop", "connect", "streams", "e2e", "cluster", "security", "integration", "ui",
                           "registry", "replication", "commands", "client", "server", "backends", "coordinator")
 
