@@ -144,7 +144,7 @@ def start_broker(log_dir: Path, overrides: dict[str, str] | None = None, host: s
     return broker.start(timeout)
 
 
-def start_together(nodes: Iterable[BrokerProcess], timeout: float = 30.0) -> None:
+def start_together(nodes: Iterable[BrokerProcess], timeout: float = START_TIMEOUT_S) -> None:
     """Start nodes in parallel and wait until each serves; the first failure is raised once all have finished. KRaft
     nodes must start together: a broker is ready only once a controller, which needs a majority of the voters, has
     unfenced it."""

@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kfk.testing.broker import BrokerProcess, start_together
+from kfk.testing.broker import START_TIMEOUT_S, BrokerProcess, start_together
 from kfk.testing.zookeeper import free_port
 
 #: Settings that make a local cluster react within seconds (Kafka's defaults are tuned for data centres).
@@ -121,7 +121,7 @@ class KfkCluster:
                              controller_port=self.voters.get(node_id), cluster_id=self.cluster_id,
                              listener_name=self.listener_name, format_args=list(self.format_args))
 
-    def start(self, broker_ids: list[int] | None = None, timeout: float = 30.0) -> None:
+    def start(self, broker_ids: list[int] | None = None, timeout: float = START_TIMEOUT_S) -> None:
         """Start (or restart) nodes in parallel and wait until each serves (default: every node, controllers
         included; a KRaft broker is ready once the controller has unfenced it)."""
         nodes = self.nodes
@@ -158,7 +158,7 @@ class KfkCluster:
 
 
 def start_cluster(directory: Path, zookeeper_connect: str | None, size: int = 3,
-                  overrides: dict[str, str] | None = None, timeout: float = 30.0, *, controllers: int = 0,
+                  overrides: dict[str, str] | None = None, timeout: float = START_TIMEOUT_S, *, controllers: int = 0,
                   combined: bool = False, listener_name: str = "PLAINTEXT",
                   format_args: list[str] | None = None,
                   controller_overrides: dict[str, str] | None = None) -> KfkCluster:

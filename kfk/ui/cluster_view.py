@@ -120,6 +120,10 @@ def total_lag(rows: Iterable[GroupPartitionLag]) -> int:
     return sum(row.lag for row in rows if row.lag is not None)
 
 
+#: How long a topic created from the console may take to show its partitions in the metadata before its page opens.
+TOPIC_VISIBLE_TIMEOUT_S = 10.0
+
+
 @dataclass(frozen=True)
 class MissingPartition:
     """A partition a live figure could not include, and why (no leader, or its leader did not answer in time)."""
@@ -204,9 +208,22 @@ class ClusterView:
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: Mapping[str, str]) -> None:
+        """Create the topic, then wait (up to TOPIC_VISIBLE_TIMEOUT_S) until the metadata shows its partitions: the
+        topic's page comes next, and CreateTopics answers once the controller has the topic, before every broker
+        does (on ZooKeeper, each broker learns it from a watch), so the page could show a topic with no partitions."""
         error = self.admin.create_topics([NewTopic(name, partitions, replication_factor, dict(configs))])[name]
         if error is not None:
             raise error
+        deadline = time.monotonic() + TOPIC_VISIBLE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                described = self.admin.describe_topics([name]).get(name)
+            except KafkaError:
+                described = None
+            if described is not None and described.partitions and \
+                    (partitions < 0 or len(described.partitions) == partitions):
+                return
+            time.sleep(0.1)
 
     def delete_topic(self, name: str) -> None:
         error = self.admin.delete_topics([name])[name]
