@@ -10,6 +10,7 @@ is measured in bench/).
 from __future__ import annotations
 
 import ast
+import gc
 import os
 import sys
 import threading
@@ -26,13 +27,21 @@ def _serialize_ast_parse() -> None:
     a parse that runs while another thread's is in progress fails with "SystemError: AST constructor recursion
     depth mismatch". pytest parses source to format every failure report, and the brokers' client threads format
     tracebacks too, so one failing test could end the whole xdist session with an INTERNALERROR (it did in CI, on
-    3.11.7). One parse at a time avoids it."""
+    3.11.7). One parse at a time avoids it; and no garbage collection during one: a finalizer it runs (asyncio's
+    "Future exception was never retrieved" log) formats a traceback, whose caret anchors are parsed inside the
+    parse under way, in the same thread (pytest's assertion rewriter importing a module failed so in CI)."""
     parse = ast.parse
     lock = threading.RLock()
 
     def serialized_parse(*args, **kwargs):
         with lock:
-            return parse(*args, **kwargs)
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                return parse(*args, **kwargs)
+            finally:
+                if collecting:
+                    gc.enable()
 
     ast.parse = serialized_parse
 
