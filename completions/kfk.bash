@@ -79,7 +79,7 @@ _kfk() {
         "kfk cluster cluster-id") words="--bootstrap-server --command-config --config --debug --help -c"; files="--command-config --config -c" ;;
         "kfk cluster describe") words="--bootstrap-server --command-config --debug --exclude-internal --help --json --output --timeout-ms -o"; files="--command-config" ;;
         "kfk cluster unregister") words="--bootstrap-server --command-config --config --debug --help --id -c -i"; files="--command-config --config -c" ;;
-        "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --client --client-defaults --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --help --json --topic --user --user-defaults"; files="--command-config" ;;
+        "kfk configs") words="--add-config --all --alter --bootstrap-server --broker --broker-defaults --broker-logger --client --client-defaults --command-config --debug --delete-config --describe --entity-default --entity-name --entity-type --group --help --json --topic --user --user-defaults"; files="--command-config" ;;
         "kfk connect") words="distributed standalone --help"; files="" ;;
         "kfk connect distributed") words="--help"; files="" ;;
         "kfk connect standalone") words="--help"; files="" ;;

@@ -68,8 +68,18 @@ class ConfigKey:
         return parsed
 
 
+def _java_text(value: Any) -> str:
+    """A value as Java's toString prints it in Kafka's ConfigException (lists as [a, b], booleans lower-case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(_java_text, value)) + "]"
+    return str(value)
+
+
 def _invalid(name: str, value: Any, reason: str) -> InvalidConfigurationError:
-    return InvalidConfigurationError(f"Invalid value {value!r} for configuration {name}: {reason}")
+    """Kafka's ConfigException(name, value, message) text."""
+    return InvalidConfigurationError(f"Invalid value {_java_text(value)} for configuration {name}: {reason}")
 
 
 def parse_value(name: str, config_type: ConfigType, value: Any) -> Any:
@@ -83,50 +93,50 @@ def parse_value(name: str, config_type: ConfigType, value: Any) -> Any:
             return value
         if isinstance(value, str) and value.lower() in ("true", "false"):
             return value.lower() == "true"
-        raise _invalid(name, value, "expected value to be either true or false")
+        raise _invalid(name, value, "Expected value to be either true or false")
     if config_type in (ConfigType.INT, ConfigType.LONG):
         low, high = (INT32_MIN, INT32_MAX) if config_type is ConfigType.INT else (INT64_MIN, INT64_MAX)
         if isinstance(value, bool):
-            raise _invalid(name, value, f"expected a {config_type.value}")
+            raise _invalid(name, value, f"Expected value to be a {config_type.name} number")
         if isinstance(value, int):
             number = value
         elif isinstance(value, str):
             try:
                 number = int(value, 10)
             except ValueError:
-                raise _invalid(name, value, f"not a number of type {config_type.value}") from None
+                raise _invalid(name, value, f"Not a number of type {config_type.name}") from None
         else:
-            raise _invalid(name, value, f"expected a {config_type.value}")
+            raise _invalid(name, value, f"Expected value to be a {config_type.name} number")
         if not low <= number <= high:
-            raise _invalid(name, value, f"out of range for type {config_type.value}")
+            raise _invalid(name, value, f"Not a number of type {config_type.name}")
         return number
     if config_type is ConfigType.DOUBLE:
         if isinstance(value, bool):
-            raise _invalid(name, value, "expected a double")
+            raise _invalid(name, value, "Expected value to be a DOUBLE number")
         if isinstance(value, (int, float)):
             number = float(value)
         elif isinstance(value, str):
             try:
                 number = float(value)
             except ValueError:
-                raise _invalid(name, value, "not a number of type double") from None
+                raise _invalid(name, value, "Not a number of type DOUBLE") from None
         else:
-            raise _invalid(name, value, "expected a double")
+            raise _invalid(name, value, "Expected value to be a DOUBLE number")
         if math.isnan(number):
-            raise _invalid(name, value, "not a number of type double")
+            raise _invalid(name, value, "Not a number of type DOUBLE")
         return number
     if config_type in (ConfigType.STRING, ConfigType.CLASS, ConfigType.PASSWORD):
         if not isinstance(value, str):
-            raise _invalid(name, value, "expected a string")
+            raise _invalid(name, value, "Expected value to be a string")
         return value
     if config_type is ConfigType.LIST:
         if isinstance(value, str):
             return [item.strip() for item in value.split(",")] if value else []
         if isinstance(value, (list, tuple)):
             if not all(isinstance(item, str) for item in value):
-                raise _invalid(name, value, "expected a comma-separated list of strings")
+                raise _invalid(name, value, "Expected a comma separated list.")
             return [item.strip() for item in value]
-        raise _invalid(name, value, "expected a comma-separated list of strings")
+        raise _invalid(name, value, "Expected a comma separated list.")
     raise AssertionError(config_type)  # every ConfigType is handled above
 
 
@@ -135,17 +145,19 @@ def at_least(minimum: float) -> Validator:
 
     def check(name: str, value: Any) -> None:
         if value < minimum:
-            raise _invalid(name, value, f"value must be at least {minimum}")
+            raise _invalid(name, value, f"Value must be at least {minimum}")
 
     return check
 
 
 def between(minimum: float, maximum: float) -> Validator:
-    """Kafka's Range.between (both ends included)."""
+    """Kafka's Range.between (both ends included; each end says which it is)."""
 
     def check(name: str, value: Any) -> None:
-        if not minimum <= value <= maximum:
-            raise _invalid(name, value, f"value must be between {minimum} and {maximum}")
+        if value < minimum:
+            raise _invalid(name, value, f"Value must be at least {minimum}")
+        if value > maximum:
+            raise _invalid(name, value, f"Value must be no more than {maximum}")
 
     return check
 
@@ -155,7 +167,7 @@ def one_of(*choices: str) -> Validator:
 
     def check(name: str, value: Any) -> None:
         if value not in choices:
-            raise _invalid(name, value, f"string must be one of: {', '.join(choices)}")
+            raise _invalid(name, value, f"String must be one of: {', '.join(choices)}")
 
     return check
 
@@ -166,7 +178,7 @@ def one_of_case_insensitive(*choices: str) -> Validator:
 
     def check(name: str, value: Any) -> None:
         if not isinstance(value, str) or value.lower() not in folded:
-            raise _invalid(name, value, f"string must be one of (case insensitive): {', '.join(choices)}")
+            raise _invalid(name, value, f"String must be one of (case insensitive): {', '.join(choices)}")
 
     return check
 
@@ -176,10 +188,11 @@ def list_of(*choices: str, allow_empty: bool = False) -> Validator:
 
     def check(name: str, value: Any) -> None:
         if not value and not allow_empty:
-            raise _invalid(name, value, f"empty list; valid values are: {', '.join(choices)}")
+            raise InvalidConfigurationError(f"Configuration '{name}' must not be empty. Valid values include: "
+                                            f"{_java_text(list(choices))}")
         for item in value:
             if item not in choices:
-                raise _invalid(name, value, f"{item!r} is not one of: {', '.join(choices)}")
+                raise _invalid(name, item, f"String must be one of: {', '.join(choices)}")
 
     return check
 
@@ -570,7 +583,7 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("group.share.min.heartbeat.interval.ms", _I, 5000),
     ("group.share.min.record.lock.duration.ms", _I, 15000),
     ("group.share.min.session.timeout.ms", _I, 45000),
-    ("group.share.partition.max.record.locks", _I, 200),
+    ("group.share.partition.max.record.locks", _I, 2000),
     ("group.share.record.lock.duration.ms", _I, 30000),
     ("group.share.session.timeout.ms", _I, 45000),
     ("initial.broker.registration.timeout.ms", _I, 60000),

@@ -12,8 +12,10 @@ new dynamic set (the keys DYNAMIC_BROKER_CONFIGS and the replication throttles) 
 DynamicBrokerConfig does (config.validate_dynamic_broker_configs: read-only keys, per-broker keys at the default,
 bad values), every failure answered with INVALID_REQUEST as Kafka does, then written as ConfigRecords of resource
 type BROKER (the ZooKeeper backend writes /config/brokers/<id> or /config/brokers/<default>). Each broker applies
-them when its image changes (kfk/server/dynamic_config.py). Other resource types get Kafka's "Unexpected resource
-type".
+them when its image changes (kfk/server/dynamic_config.py). A group's configs are overrides like a topic's, checked
+by kfk/group_config.py (the group need not exist, as in Kafka); on ZooKeeper, which has no place for them in
+Kafka, they are refused as Kafka 3.x's ZooKeeper brokers did. Other resource types get Kafka's "Unexpected
+resource type".
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kfk.common.config_types import ConfigResourceType
 from kfk.config import BROKER_CONFIG_DEF, LOG_CONFIG_DEF, BrokerConfig, ConfigType, validate_dynamic_broker_configs
 from kfk.controller.result import NONE, ApiError, ControllerResult
 from kfk.errors import ErrorCode, InvalidConfigurationError, InvalidTopicError
+from kfk.group_config import GROUP_CONFIG_DEF, group_config_value, validate_group_configs
 from kfk.metadata.image import MetadataImage
 from kfk.metadata.topic_names import validate_topic_name
 from kfk.protocol.message import Message
@@ -55,6 +58,19 @@ def validate_topic_configs(config: BrokerConfig, overrides: Mapping[str, str | N
     config.log_config(overrides)
 
 
+def validate_group_overrides(config: BrokerConfig, overrides: Mapping[str, str | None]) -> None:
+    """Raise InvalidConfigurationError (Kafka's message) unless `overrides` is a valid set of group configs."""
+    null_keys = [name for name, value in overrides.items() if value is None]
+    if null_keys:
+        raise InvalidConfigurationError(f"Null value not supported for group configs: {','.join(null_keys)}")
+    validate_group_configs(config, overrides)
+
+
+#: The resources whose configs are a set of overrides checked as a whole: topics and groups.
+_OVERRIDE_VALIDATORS = {ConfigResourceType.TOPIC: validate_topic_configs,
+                        ConfigResourceType.GROUP: validate_group_overrides}
+
+
 def config_records(resource_type: ConfigResourceType, name: str, current: Mapping[str, str],
                    new: Mapping[str, str]) -> list[Message]:
     """The ConfigRecords that turn `current` into `new`: changed or added keys, then removed keys (value null)."""
@@ -67,7 +83,7 @@ def config_records(resource_type: ConfigResourceType, name: str, current: Mappin
     return records
 
 
-def _check_resource(image: MetadataImage, resource_type: int, name: str, node_id: int) -> ApiError:
+def _check_resource(image: MetadataImage, resource_type: int, name: str, node_id: int, kraft: bool) -> ApiError:
     if resource_type == ConfigResourceType.TOPIC:
         if not name:
             return ApiError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
@@ -78,6 +94,8 @@ def _check_resource(image: MetadataImage, resource_type: int, name: str, node_id
         if image.topic(name) is None:
             return ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         return NONE
+    if resource_type == ConfigResourceType.GROUP and kraft:  # group configs are KRaft's, as in Kafka
+        return ApiError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.") if not name else NONE
     if resource_type == ConfigResourceType.BROKER:
         if name:
             try:
@@ -114,25 +132,31 @@ class _InvalidRequest(Exception):
 
 
 def _apply_operations(config: BrokerConfig, current: Mapping[str, str],
-                      operations: list[IncrementalAlterConfigsRequest.AlterableConfig]) -> dict[str, str]:
+                      operations: list[IncrementalAlterConfigsRequest.AlterableConfig],
+                      resource_type: ConfigResourceType = ConfigResourceType.TOPIC) -> dict[str, str]:
+    """A topic's or a group's overrides after the operations; APPEND and SUBTRACT start from the key's effective
+    value."""
+    kind, definitions = ("group", GROUP_CONFIG_DEF) if resource_type == ConfigResourceType.GROUP \
+        else ("topic", LOG_CONFIG_DEF)
     new = dict(current)
     for operation in operations:
         key, value = operation.name, operation.value
         if operation.config_operation == OpType.SET:
             if value is None:
-                raise InvalidConfigurationError(f"Null value not supported for topic configs: {key}")
+                raise InvalidConfigurationError(f"Null value not supported for {kind} configs: {key}")
             new[key] = value
         elif operation.config_operation == OpType.DELETE:
             new.pop(key, None)
         elif operation.config_operation in (OpType.APPEND, OpType.SUBTRACT):
             op = OpType(operation.config_operation).name
-            definition = LOG_CONFIG_DEF.keys.get(key)
+            definition = definitions.keys.get(key)
             if definition is None:
-                raise InvalidConfigurationError(f"Unknown topic config name: {key}")
+                raise InvalidConfigurationError(f"Unknown {kind} config name: {key}")
             if definition.type is not ConfigType.LIST:
                 raise InvalidConfigurationError(f"Can't {op} to key {key} because its type is not LIST.")
-            new[key] = _append_or_subtract(_list_values(config, new, key), value,
-                                           operation.config_operation == OpType.APPEND)
+            start = _list_values(config, new, key) if resource_type == ConfigResourceType.TOPIC else \
+                group_config_value(config, new, key)
+            new[key] = _append_or_subtract(start, value, operation.config_operation == OpType.APPEND)
         else:
             raise _InvalidRequest(f"Unknown operation type {operation.config_operation}")
     return new
@@ -189,7 +213,7 @@ def _broker_records(image: MetadataImage, name: str, new: dict[str, str]) -> tup
 
 
 def incremental_alter_configs(image: MetadataImage, request: IncrementalAlterConfigsRequest, config: BrokerConfig,
-                              node_id: int) -> ControllerResult[IncrementalAlterConfigsResponse]:
+                              node_id: int, kraft: bool = True) -> ControllerResult[IncrementalAlterConfigsResponse]:
     Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
     duplicates = _duplicates(request.resources)
     responses, records = [], []
@@ -200,7 +224,7 @@ def incremental_alter_configs(image: MetadataImage, request: IncrementalAlterCon
         elif len(set(names)) != len(names):
             error = ApiError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
         else:
-            error = _check_resource(image, resource.resource_type, resource.resource_name, node_id)
+            error = _check_resource(image, resource.resource_type, resource.resource_name, node_id, kraft)
         if not error.is_failure and resource.resource_type == ConfigResourceType.BROKER:
             current = image.config(ConfigResourceType.BROKER, resource.resource_name)
             try:
@@ -212,17 +236,18 @@ def incremental_alter_configs(image: MetadataImage, request: IncrementalAlterCon
                 error = ApiError(ErrorCode.INVALID_REQUEST, str(exception))
             else:
                 records.extend(changes)
-        if not error.is_failure and resource.resource_type == ConfigResourceType.TOPIC:
-            current = image.config(ConfigResourceType.TOPIC, resource.resource_name)
+        if not error.is_failure and resource.resource_type in _OVERRIDE_VALIDATORS:
+            resource_type = ConfigResourceType(resource.resource_type)
+            current = image.config(resource_type, resource.resource_name)
             try:
-                new = _apply_operations(config, current, resource.configs)
-                validate_topic_configs(config, new)
+                new = _apply_operations(config, current, resource.configs, resource_type)
+                _OVERRIDE_VALIDATORS[resource_type](config, new)
             except InvalidConfigurationError as exception:
                 error = ApiError.from_exception(exception)
             except _InvalidRequest as exception:
                 error = ApiError(ErrorCode.INVALID_REQUEST, str(exception))
             else:
-                records.extend(config_records(ConfigResourceType.TOPIC, resource.resource_name, current, new))
+                records.extend(config_records(resource_type, resource.resource_name, current, new))
         responses.append(Result(error_code=error.error_code, error_message=error.message,
                                 resource_type=resource.resource_type, resource_name=resource.resource_name))
     return ControllerResult(IncrementalAlterConfigsResponse(responses=responses),
@@ -230,7 +255,7 @@ def incremental_alter_configs(image: MetadataImage, request: IncrementalAlterCon
 
 
 def legacy_alter_configs(image: MetadataImage, request: AlterConfigsRequest, config: BrokerConfig,
-                         node_id: int) -> ControllerResult[AlterConfigsResponse]:
+                         node_id: int, kraft: bool = True) -> ControllerResult[AlterConfigsResponse]:
     Result = AlterConfigsResponse.AlterConfigsResourceResponse
     duplicates = _duplicates(request.resources)
     responses, records = [], []
@@ -238,20 +263,21 @@ def legacy_alter_configs(image: MetadataImage, request: AlterConfigsRequest, con
         if (resource.resource_type, resource.resource_name) in duplicates:
             error = ApiError(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
         else:
-            error = _check_resource(image, resource.resource_type, resource.resource_name, node_id)
+            error = _check_resource(image, resource.resource_type, resource.resource_name, node_id, kraft)
         if not error.is_failure and resource.resource_type == ConfigResourceType.BROKER:
             error, changes = _broker_records(image, resource.resource_name,
                                              {entry.name: entry.value for entry in resource.configs})
             records.extend(changes)
-        if not error.is_failure and resource.resource_type == ConfigResourceType.TOPIC:
-            current = image.config(ConfigResourceType.TOPIC, resource.resource_name)
+        if not error.is_failure and resource.resource_type in _OVERRIDE_VALIDATORS:
+            resource_type = ConfigResourceType(resource.resource_type)
+            current = image.config(resource_type, resource.resource_name)
             new = {entry.name: entry.value for entry in resource.configs}
             try:
-                validate_topic_configs(config, new)
+                _OVERRIDE_VALIDATORS[resource_type](config, new)
             except InvalidConfigurationError as exception:
                 error = ApiError.from_exception(exception)
             else:
-                records.extend(config_records(ConfigResourceType.TOPIC, resource.resource_name, current, new))
+                records.extend(config_records(resource_type, resource.resource_name, current, new))
         responses.append(Result(error_code=error.error_code, error_message=error.message,
                                 resource_type=resource.resource_type, resource_name=resource.resource_name))
     return ControllerResult(AlterConfigsResponse(responses=responses), [] if request.validate_only else records)

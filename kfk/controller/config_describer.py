@@ -27,6 +27,7 @@ from kfk.common.config_types import ConfigEntry, ConfigResourceType, ConfigSourc
 from kfk.config import (BROKER_CONFIG_DEF, DYNAMIC_BROKER_CONFIGS, LOG_CONFIG_DEF, THROTTLED_RATE_CONFIGS,
                         TOPIC_CONFIG_SYNONYMS, BrokerConfig, ConfigKey, ConfigType)
 from kfk.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from kfk.group_config import GROUP_CONFIG_KEYS, default_value, group_config_value
 from kfk.metadata.image import MetadataImage
 from kfk.metadata.topic_names import validate_topic_name
 
@@ -154,5 +155,31 @@ def describe_resource(image: MetadataImage, config: BrokerConfig, node_id: int, 
             raise InvalidRequestError(
                 f"Unexpected broker id, expected {node_id} or empty string, but received {resource_name}")
         return describe_broker_configs(config)
+    if resource_type == ConfigResourceType.GROUP:
+        if not resource_name:
+            raise InvalidRequestError("Group name must not be empty")
+        return describe_group_configs(config, image.config(ConfigResourceType.GROUP, resource_name))
     known = {member.value: member.name for member in ConfigResourceType}
     raise InvalidRequestError(f"Unsupported resource type: {known.get(resource_type, resource_type)}")
+
+
+def describe_group_configs(config: BrokerConfig, overrides: Mapping[str, str]) -> list[ConfigEntry]:
+    """Every group config but Kafka's internal ones, by name: the group's own value (GROUP_CONFIG), then the broker
+    setting it overrides, or for a key of groups alone its default under its own name (as Kafka lists them)."""
+    entries = []
+    for name in sorted(GROUP_CONFIG_KEYS):
+        entry = GROUP_CONFIG_KEYS[name]
+        if entry.key.internal:
+            continue
+        synonyms: list[ConfigSynonym] = []
+        if name in overrides:
+            synonyms.append(ConfigSynonym(name, overrides[name], ConfigSource.GROUP_CONFIG))
+        broker_name = entry.synonym or name
+        if broker_name in BROKER_CONFIG_DEF.keys:
+            synonyms.extend(_broker_synonyms(config, broker_name, (broker_name,)))
+        else:
+            synonyms.append(ConfigSynonym(broker_name, format_config_value(default_value(config, entry)),
+                                          ConfigSource.DEFAULT_CONFIG))
+        entries.append(_entry(entry.key, format_config_value(group_config_value(config, overrides, name)),
+                              synonyms, read_only=False))
+    return entries

@@ -465,7 +465,7 @@ class QuorumController:
                                         ) -> IncrementalAlterConfigsResponse:
         try:
             return await self._write(lambda image: config_control.incremental_alter_configs(
-                image, request, self.config, self.node_id))
+                image, request, self.config, self.node_id, self.kraft))
         except NotControllerError:
             Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
             return IncrementalAlterConfigsResponse(responses=[
@@ -476,7 +476,7 @@ class QuorumController:
     async def legacy_alter_configs(self, request: AlterConfigsRequest) -> AlterConfigsResponse:
         try:
             return await self._write(lambda image: config_control.legacy_alter_configs(
-                image, request, self.config, self.node_id))
+                image, request, self.config, self.node_id, self.kraft))
         except NotControllerError:
             Result = AlterConfigsResponse.AlterConfigsResourceResponse
             return AlterConfigsResponse(responses=[

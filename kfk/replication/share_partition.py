@@ -46,7 +46,7 @@ class RecordState(enum.Enum):
 class SharePartitionConfig:
     record_lock_duration_ms: int = 30000
     delivery_count_limit: int = 5
-    max_record_locks: int = 200
+    max_record_locks: int = 2000
 
 
 @dataclasses.dataclass(slots=True)

@@ -32,6 +32,7 @@ from kfk.backends.embedded.raft import RaftConfig, VoterEndpoint, parse_bootstra
 from kfk.backends.embedded.raft.voter_set import ZERO_UUID
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
+from kfk.common.config_types import ConfigResourceType
 from kfk.common.internal_topics import (
     GROUP_METADATA_TOPIC_NAME,
     SHARE_GROUP_STATE_TOPIC_NAME,
@@ -729,8 +730,9 @@ class BrokerServer:
             return hosted.log if hosted is not None and hosted.is_leader else None
 
         self.group_coordinator = GroupCoordinatorService(config, self.node_id, append, log_of, system_time_ms)
-        self.share_groups = ShareGroupCoordinator(_share_group_config(self.config), self._share_topic,
-                                                  system_time_ms)
+        self.share_groups = ShareGroupCoordinator(
+            _share_group_config(self.config), self._share_topic, system_time_ms,
+            lambda group_id: self.metadata_cache.image.config(ConfigResourceType.GROUP, group_id))
         self.metadata_cache.subscribe(self.group_coordinator.on_metadata_update)
 
     def _share_topic(self, name: str) -> tuple[uuid.UUID, int] | None:

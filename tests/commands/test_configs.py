@@ -22,8 +22,12 @@ def test_help() -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     ([], "give exactly one of --describe and --alter"),
-    (["--describe", "--entity-type", "groups", "--entity-name", "x"], "--entity-type must be one of"),
-    (["--describe", "--entity-type", "groups", "--entity-name", "x"], "kfk keeps no ip quotas or group configs"),
+    (["--describe", "--entity-type", "ips", "--entity-name", "x"], "--entity-type must be one of"),
+    (["--describe", "--entity-type", "client-metrics", "--entity-name", "x"],
+     "kfk keeps no ip quotas or client metrics"),
+    (["--describe", "--group", "g", "--topic", "t"], "name one entity"),
+    (["--alter", "--entity-type", "groups", "--entity-default", "--add-config", "a=1"],
+     "--entity-default applies to brokers, not groups"),
     (["--alter", "--entity-type", "clients", "--add-config", "producer_byte_rate=1"], "--alter needs an entity name"),
     (["--alter", "--client", "c", "--add-config", "producer_byte_rate=fast"],
      "Cannot parse quota configuration value for producer_byte_rate: fast"),

@@ -60,7 +60,7 @@ def test_incremental_operations(cluster) -> None:
         ([("no.such.key", OpType.SET, "5")], ErrorCode.INVALID_CONFIG, "Unknown topic config name: no.such.key"),
         ([("no.such.key", OpType.SUBTRACT, "5")], ErrorCode.INVALID_CONFIG, "Unknown topic config name: no.such.key"),
         ([("retention.ms", OpType.SET, "x")], ErrorCode.INVALID_CONFIG,
-         "Invalid value 'x' for configuration retention.ms: not a number of type long"),
+         "Invalid value x for configuration retention.ms: Not a number of type LONG"),
         ([("retention.ms", OpType.SET, None)], ErrorCode.INVALID_CONFIG,
          "Null value not supported for topic configs: retention.ms"),
         ([("cleanup.policy", OpType.APPEND, "shred")], ErrorCode.INVALID_CONFIG, None),
@@ -243,7 +243,7 @@ def test_every_kafka_4_broker_name_is_known_and_others_are_reported() -> None:
          "These security configs can be dynamically updated only per-listener using the listener prefix: "
          "ssl.keystore.location"),
         ("1", [("log.retention.bytes", OpType.SET, "lots")],
-         "Invalid value 'lots' for configuration log.retention.bytes: not a number of type long"),
+         "Invalid value lots for configuration log.retention.bytes: Not a number of type LONG"),
         ("1", [("listeners", OpType.SET, "PLAINTEXT:9093")], None),
         ("1", [("no.such.config", OpType.SET, "1")], "Unknown broker configs: no.such.config"),
         ("1", [("message.max.bytes", OpType.SET, None)], "Null value not supported for : message.max.bytes"),
@@ -298,3 +298,33 @@ def test_dynamic_broker_configs_are_written_and_described_with_their_sources(clu
 
     assert config.reconfigure({}, {}) == changed  # deleted: server.properties and the defaults again
     assert (config.log_retention_time_ms, config.log_cleaner_threads) == (3_600_000, 1)
+
+
+def test_group_configs_are_kraft_only_and_checked_as_a_whole(cluster, kraft) -> None:
+    """A ZooKeeper-mode controller (no broker heartbeats) has nowhere to keep a group's configs and refuses them as
+    Kafka 3.x's did; on KRaft they are overrides like a topic's, the group's whole set checked at once."""
+    GROUP = ConfigResourceType.GROUP
+    assert incremental(cluster, GROUP, "g", ("share.auto.offset.reset", OpType.SET, "earliest")) == (
+        ErrorCode.INVALID_REQUEST, "Unexpected resource type GROUP.")
+    assert incremental(kraft, GROUP, "g", ("share.session.timeout.ms", OpType.SET, "50000"),
+                       ("share.auto.offset.reset", OpType.SET, "earliest")) == (ErrorCode.NONE, None)
+    # The heartbeat interval must stay below the session timeout the group already has.
+    assert incremental(kraft, GROUP, "g", ("share.heartbeat.interval.ms", OpType.SET, "15000"),
+                       ("share.session.timeout.ms", OpType.SET, "45000")) == (ErrorCode.NONE, None)
+    assert incremental(kraft, GROUP, "g", ("share.heartbeat.interval.ms", OpType.SET, "15000"),
+                       ("share.session.timeout.ms", OpType.SET, "46000")) == (ErrorCode.NONE, None)
+    assert legacy(kraft, GROUP, "g", {"share.heartbeat.interval.ms": "15000",
+                                      "share.session.timeout.ms": "15000"}) == (
+        ErrorCode.INVALID_CONFIG, "share.session.timeout.ms must be in the range 45000 to 60000 inclusive.")
+    assert incremental(kraft, GROUP, "", ("share.auto.offset.reset", OpType.SET, "earliest")) == (
+        ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    assert dict(kraft.image.config(GROUP, "g")) == {"share.auto.offset.reset": "earliest",
+                                                    "share.heartbeat.interval.ms": "15000",
+                                                    "share.session.timeout.ms": "46000"}
+    entries = {entry.name: entry for entry in describe_resource(kraft.image, kraft.config, 1, GROUP, "g")}
+    assert entries["share.session.timeout.ms"].source == ConfigSource.GROUP_CONFIG
+    assert entries["share.delivery.count.limit"].synonyms == (
+        ConfigSynonym("group.share.delivery.count.limit", "5", ConfigSource.DEFAULT_CONFIG),)
+    assert "consumer.assignor.offload.enable" not in entries  # Kafka's internal keys are never described
+    with pytest.raises(InvalidRequestError, match="Group name must not be empty"):
+        describe_resource(kraft.image, kraft.config, 1, GROUP, "")

@@ -134,8 +134,8 @@ def test_configs_are_validated_recorded_and_answered(cluster) -> None:
         topic("conflict", configs={"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}),
     )
     assert results["bad-value"].error_code == ErrorCode.INVALID_CONFIG
-    assert results["bad-value"].error_message == ("Invalid value 'soon' for configuration retention.ms: not a number "
-                                                  "of type long")
+    assert results["bad-value"].error_message == ("Invalid value soon for configuration retention.ms: Not a number "
+                                                  "of type LONG")
     assert (results["unknown-key"].error_code, results["unknown-key"].error_message) == (
         ErrorCode.INVALID_CONFIG, "Unknown topic config name: retention.weeks")
     assert (results["null-value"].error_code, results["null-value"].error_message) == (

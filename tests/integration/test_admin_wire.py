@@ -92,4 +92,4 @@ def test_create_partitions_and_alter_configs_at_every_version(kfk_broker: str) -
                 Incremental.AlterableConfig(name="retention.ms", config_operation=0, value="x")])
             (result,) = request(sock, Incremental(resources=[resource]), version).responses
             assert result.error_code == ErrorCode.INVALID_CONFIG
-            assert result.error_message == "Invalid value 'x' for configuration retention.ms: not a number of type long"
+            assert result.error_message == "Invalid value x for configuration retention.ms: Not a number of type LONG"

@@ -1160,6 +1160,45 @@ def incremental_alter_configs(session: BrokerSession, version: int) -> None:
         resource_type=TOPIC_RESOURCE, resource_name=topic,
         configuration_keys=["retention.ms", "segment.ms", "cleanup.policy"])]), 4,
         "DescribeConfigs after IncrementalAlterConfigs")
+    group_configs(session, version)
+
+
+def group_configs(session: BrokerSession, version: int) -> None:
+    """A group's configs (kafka-configs --entity-type groups): Kafka's checks of each key (its type and validator,
+    the broker's bounds, the session timeout above the heartbeat interval), then every group config described
+    with where its value comes from."""
+    group = session.name(f"group-configs-v{version}")
+    SET, DELETE, APPEND = 0, 1, 2
+
+    def call(label: str, name: str, *configs: tuple[str, int, str | None]) -> None:
+        Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
+        Config = IncrementalAlterConfigsRequest.AlterableConfig
+        session.call(IncrementalAlterConfigsRequest(validate_only=False, resources=[Resource(
+            resource_type=ConfigResourceType.GROUP, resource_name=name,
+            configs=[Config(name=k, config_operation=op, value=v) for k, op, v in configs])]), version, label)
+
+    call("IncrementalAlterConfigs of a group", group, ("share.auto.offset.reset", SET, "earliest"),
+         ("consumer.session.timeout.ms", SET, "50000"), ("share.isolation.level", SET, "read_committed"))
+    call("IncrementalAlterConfigs of a group: by_duration", group, ("share.auto.offset.reset", SET, "by_duration:PT1H"))
+    call("IncrementalAlterConfigs of a group: a bad reset", group, ("share.auto.offset.reset", SET, "sometime"))
+    call("IncrementalAlterConfigs of a group: not a number", group, ("consumer.session.timeout.ms", SET, "abc"))
+    call("IncrementalAlterConfigs of a group: under the broker's bounds", group,
+         ("consumer.session.timeout.ms", SET, "1000"))
+    call("IncrementalAlterConfigs of a group: under the key's floor", group,
+         ("share.record.lock.duration.ms", SET, "100"))
+    call("IncrementalAlterConfigs of a group: over the broker's bounds", group,
+         ("share.delivery.count.limit", SET, "100"))
+    call("IncrementalAlterConfigs of a group: an unknown key", group, ("no.such.group.config", SET, "1"))
+    call("IncrementalAlterConfigs of a group: append to a non-list", group, ("share.auto.offset.reset", APPEND, "x"))
+    call("IncrementalAlterConfigs of a group: delete a key", group, ("share.isolation.level", DELETE, None))
+    call("IncrementalAlterConfigs of the default group", "", ("share.auto.offset.reset", SET, "earliest"))
+    describe = DescribeConfigsRequest.DescribeConfigsResource
+    session.call(DescribeConfigsRequest(include_synonyms=True, resources=[
+        describe(resource_type=ConfigResourceType.GROUP, resource_name=group, configuration_keys=None)]), 4,
+        "DescribeConfigs of every config of a group")
+    session.call(DescribeConfigsRequest(include_synonyms=True, resources=[
+        describe(resource_type=ConfigResourceType.GROUP, resource_name="", configuration_keys=None)]), 4,
+        "DescribeConfigs of the default group")
 
 
 # --- cluster and partitions administration ------------------------------------------------------------------------
@@ -1495,6 +1534,30 @@ def share_join(session: BrokerSession, group: str, topic: str, member_id: str) -
                                             subscribed_topic_names=[topic]), 1, record=False)
 
 
+def share_group_reads_from_earliest(session: BrokerSession, group: str, timeout: float = 30.0) -> None:
+    """Unrecorded: set the group's share.auto.offset.reset to earliest and wait until the broker describes it.
+    Apache Kafka initializes a share partition a moment after the first fetch, at the log end offset of that moment
+    (the default, latest): records produced right after the first fetch were acquired or not depending on the
+    machine. From the earliest offset, the same records are acquired on either broker."""
+    Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = IncrementalAlterConfigsRequest.AlterableConfig
+    session.call(IncrementalAlterConfigsRequest(validate_only=False, resources=[Resource(
+        resource_type=ConfigResourceType.GROUP, resource_name=group, configs=[Config(
+            name="share.auto.offset.reset", config_operation=0, value="earliest")])]), 1, record=False)
+    describe = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=ConfigResourceType.GROUP, resource_name=group,
+        configuration_keys=["share.auto.offset.reset"])])
+    deadline = time.monotonic() + timeout
+    while True:
+        response = session.call(describe, 4, record=False)
+        if response is not None and any(config.value == "earliest" for result in response.results
+                                        for config in result.configs):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"share.auto.offset.reset of group {group} not described after {timeout}s")
+        time.sleep(0.1)
+
+
 def share_warm_up(session: BrokerSession, timeout: float = 60.0) -> None:
     """Once per session, unrecorded: wait until a share group gets records. Apache Kafka creates its share
     coordinator's __share_group_state topic for the first share group, and until that one's partitions are
@@ -1560,6 +1623,7 @@ def share_records(session: BrokerSession, api: str, fetch_version: int, acknowle
     share_warm_up(session)
     name = session.name(f"share-records-{api}-f{fetch_version}-a{acknowledge_version}-o{offsets_version}")
     create_topic(session, name)
+    share_group_reads_from_earliest(session, name)
     member_id = str(uuid.uuid4())
     share_join(session, name, name, member_id)
     the_id = topic_id(session, name)
@@ -1592,7 +1656,8 @@ def share_records(session: BrokerSession, api: str, fetch_version: int, acknowle
             offsets_version, "DescribeShareGroupOffsets of an unknown group")
 
     # Opening the session starts the group on the (empty) partition: what Apache Kafka answers depends on whether
-    # its share coordinator has initialized the partition yet, so it is not compared.
+    # its share coordinator has initialized the partition yet, so it is not compared (the group reads from the
+    # earliest offset, so the records produced next are acquired whenever that happens).
     fetch(None, 0, max_wait_ms=1000)
     produce(session, name, records(count=3))
     fetch("ShareFetch acquiring three records", 1)

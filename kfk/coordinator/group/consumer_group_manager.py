@@ -94,7 +94,8 @@ from kfk.errors import (
     UnsupportedAssignorError,
     UnsupportedVersionError,
 )
-from kfk.metadata.image import MetadataImage
+from kfk.group_config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS
+from kfk.metadata.image import ConfigResourceType, MetadataImage
 from kfk.protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from kfk.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
@@ -182,6 +183,12 @@ class ConsumerGroupManager:
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
+
+    def _group_setting(self, group_id: str, name: str, broker_value: int) -> int:
+        """A timing the group's own config (kafka-configs --entity-type groups) may set, else the broker's: read at
+        each use, so a change applies from the member's next heartbeat, as in Kafka."""
+        value = self._image().config(ConfigResourceType.GROUP, group_id).get(name)
+        return int(value) if value is not None else broker_value
 
     # -- ConsumerGroupHeartbeat --------------------------------------------------------------------------------------
 
@@ -292,7 +299,8 @@ class ConsumerGroupManager:
 
         response = ConsumerGroupHeartbeatResponse(
             error_code=ErrorCode.NONE, member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms)
+            heartbeat_interval_ms=self._group_setting(group_id, CONSUMER_HEARTBEAT_INTERVAL_MS,
+                                                      self.config.consumer_group_heartbeat_interval_ms))
         full_request = request.rebalance_timeout_ms != -1 and request.topic_partitions is not None and (
             request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
         if epoch == 0 or full_request or reconciled.assigned_partitions != member.assigned_partitions:
@@ -644,8 +652,10 @@ class ConsumerGroupManager:
         self._write(group_id, self._fence_records(group, member, now_ms), None)
 
     def _schedule_session_timeout(self, group_id: str, member_id: str, now_ms: int, timeout_ms: int = -1) -> None:
-        """A member's session: group.consumer.session.timeout.ms, or a classic member's own session timeout."""
-        timeout_ms = timeout_ms if timeout_ms > 0 else self.config.consumer_group_session_timeout_ms
+        """A member's session: the group's consumer.session.timeout.ms (group.consumer.session.timeout.ms unless the
+        group sets its own), or a classic member's own session timeout."""
+        timeout_ms = timeout_ms if timeout_ms > 0 else self._group_setting(
+            group_id, CONSUMER_SESSION_TIMEOUT_MS, self.config.consumer_group_session_timeout_ms)
         self.timer.schedule(_session_key(group_id, member_id), now_ms + timeout_ms,
                             lambda at_ms: self._fence(group_id, member_id, "session timeout", at_ms))
 

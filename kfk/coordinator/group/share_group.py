@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from kfk.errors import ErrorCode, InvalidConfigurationError
+from kfk.group_config import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
 from kfk.protocol.messages.list_groups import ListGroupsResponse
 from kfk.protocol.messages.share_group_describe import ShareGroupDescribeResponse
 from kfk.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
@@ -131,10 +132,13 @@ class ShareGroupCoordinator:
     """The share groups of one group coordinator, in memory. `now_ms` is read on every call; members whose session
     timed out are removed on the next call that looks at their group (heartbeats, describes, lists)."""
 
-    def __init__(self, config: ShareGroupConfig, topics: TopicLookup, now_ms: Callable[[], int]) -> None:
+    def __init__(self, config: ShareGroupConfig, topics: TopicLookup, now_ms: Callable[[], int],
+                 group_configs: Callable[[str], Mapping[str, str]] = lambda group_id: {}) -> None:
         self.config = config
         self.topics = topics
         self.now_ms = now_ms
+        #: A group's own configs (share.session.timeout.ms, share.heartbeat.interval.ms over the broker's).
+        self.group_configs = group_configs
         self.groups: dict[str, ShareGroup] = {}
         #: Called with a group id once the group is deleted (the share partitions forget the group's state).
         self.on_delete: list[Callable[[str], None]] = []
@@ -210,11 +214,13 @@ class ShareGroupCoordinator:
             group.group_epoch += 1
         if request.rack_id is not None:
             member.rack_id = request.rack_id
-        member.deadline_ms = self.now_ms() + self.config.session_timeout_ms
+        overrides = self.group_configs(group.group_id)
+        member.deadline_ms = self.now_ms() + int(overrides.get(SHARE_SESSION_TIMEOUT_MS,
+                                                               self.config.session_timeout_ms))
         self._assign(group)
         return ShareGroupHeartbeatResponse(
             member_id=member.member_id, member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            heartbeat_interval_ms=int(overrides.get(SHARE_HEARTBEAT_INTERVAL_MS, self.config.heartbeat_interval_ms)),
             assignment=ShareGroupHeartbeatResponse.Assignment(topic_partitions=[
                 ShareGroupHeartbeatResponse.TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
                 for topic_id, partitions in member.assignment.items()]))

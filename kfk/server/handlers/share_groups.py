@@ -38,6 +38,8 @@ from kfk.coordinator.group.service import GroupCoordinatorService
 from kfk.coordinator.group.share_group import ShareGroupCoordinator
 from kfk.coordinator.share.state_batches import UNINITIALIZED_START_OFFSET, StateBatch
 from kfk.errors import ERROR_INFO, ErrorCode, KafkaError, error_for_code
+from kfk.group_config import (GROUP_CONFIG_KEYS, SHARE_AUTO_OFFSET_RESET, SHARE_DELIVERY_COUNT_LIMIT,
+                              SHARE_PARTITION_MAX_RECORD_LOCKS, SHARE_RECORD_LOCK_DURATION_MS, parse_duration_ms)
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.alter_share_group_offsets import (AlterShareGroupOffsetsRequest,
@@ -68,9 +70,12 @@ SHARE_VERSION_FEATURE = "share.version"
 #: level Kafka bootstraps share.version 1 at (4.2-IV0), so a kfk cluster has no share.version record, and an
 #: Apache Kafka cluster's files taken over keep theirs.
 DEFAULT_SHARE_VERSION = 1
-#: share.auto.offset.reset, the group config: where a share group starts reading a partition (Kafka's default).
-AUTO_OFFSET_RESET = "share.auto.offset.reset"
-DEFAULT_AUTO_OFFSET_RESET = "latest"
+#: The group configs that override the broker's share-partition settings (group.share.*), by SharePartitionConfig
+#: field: read from the image on every use, so a change applies at once, as in Kafka.
+_PARTITION_OVERRIDES = {SHARE_RECORD_LOCK_DURATION_MS: "record_lock_duration_ms",
+                        SHARE_DELIVERY_COUNT_LIMIT: "delivery_count_limit",
+                        SHARE_PARTITION_MAX_RECORD_LOCKS: "max_record_locks"}
+BY_DURATION = "by_duration:"
 
 
 def share_groups_enabled(finalized_features: Mapping[str, int]) -> bool:
@@ -291,7 +296,7 @@ class ShareGroupsHandler:
         self.partitions.pop((group_id, topic_partition), None)
         if self.persister is None:
             self.partitions[(group_id, topic_partition)] = SharePartition(
-                self.partition_config, start_offset, self._leader(topic_partition)[1])
+                self._partition_config(group_id), start_offset, self._leader(topic_partition)[1])
             return ErrorCode.NONE
         return await self.persister.set_start_offset(self._state_key(group_id, topic_partition), start_offset)
 
@@ -415,6 +420,7 @@ class ShareGroupsHandler:
                 pending.add_done_callback(lambda done: self._initializing.pop(key, None)
                                           if self._initializing.get(key) is done else None)
             share_partition = await asyncio.shield(pending)
+        share_partition.config = self._partition_config(group_id)
         share_partition.expire_locks(self.now_ms())
         await self._persist(group_id, topic_partition, share_partition)
         return share_partition
@@ -442,11 +448,9 @@ class ShareGroupsHandler:
             state_epoch, start, batches = state.state_epoch, state.start_offset, state.state_batches
         initialized = start != UNINITIALIZED_START_OFFSET
         if not initialized:
-            reset = self.metadata_cache.image.config(ConfigResourceType.GROUP, group_id).get(
-                AUTO_OFFSET_RESET, DEFAULT_AUTO_OFFSET_RESET)
-            start = offsets.log_start_offset if reset == "earliest" else offsets.high_watermark
-        share_partition = SharePartition(self.partition_config, max(start, offsets.log_start_offset), leader_epoch,
-                                         state_epoch)
+            start = self._reset_offset(group_id, log_, offsets.log_start_offset, offsets.high_watermark)
+        share_partition = SharePartition(self._partition_config(group_id), max(start, offsets.log_start_offset),
+                                         leader_epoch, state_epoch)
         share_partition.restore(batches)
         if not initialized or share_partition.start_offset != start:
             share_partition.mark_changed(())  # the start offset chosen here is the state from now on
@@ -454,6 +458,25 @@ class ShareGroupsHandler:
         if self.partitions.get(key) is None or self.partitions[key].leader_epoch != leader_epoch:
             self.partitions[key] = share_partition
         return self.partitions[key]
+
+    def _reset_offset(self, group_id: str, log_, log_start_offset: int, high_watermark: int) -> int:
+        """Where a share partition with no stored state starts: the group's share.auto.offset.reset (earliest,
+        latest, or by_duration:<ISO-8601 duration>, the first record at most that old, else the high watermark)."""
+        reset = self.metadata_cache.image.config(ConfigResourceType.GROUP, group_id).get(
+            SHARE_AUTO_OFFSET_RESET, GROUP_CONFIG_KEYS[SHARE_AUTO_OFFSET_RESET].key.default)
+        if reset == "earliest":
+            return log_start_offset
+        if reset.startswith(BY_DURATION):
+            duration_ms = parse_duration_ms(reset[len(BY_DURATION):])
+            found = log_.offset_for_timestamp(self.now_ms() - (duration_ms or 0))
+            return min(found.offset, high_watermark) if found is not None else high_watermark
+        return high_watermark
+
+    def _partition_config(self, group_id: str) -> SharePartitionConfig:
+        """The broker's share-partition settings with the group's own configs over them."""
+        overrides = self.metadata_cache.image.config(ConfigResourceType.GROUP, group_id)
+        changes = {field: int(overrides[key]) for key, field in _PARTITION_OVERRIDES.items() if key in overrides}
+        return dataclasses.replace(self.partition_config, **changes) if changes else self.partition_config
 
     async def _persist(self, group_id: str, topic_partition: TopicPartition,
                        share_partition: SharePartition) -> ErrorCode:
@@ -531,8 +554,8 @@ class ShareGroupsHandler:
     async def share_fetch(self, context: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
         if self._disabled():
             return ShareFetchResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        lock_ms = self.partition_config.record_lock_duration_ms
         group_id, member_id = request.group_id or "", request.member_id or ""
+        lock_ms = self._partition_config(group_id).record_lock_duration_ms
         if not self._may(context, AclOperation.READ, ResourceType.GROUP, group_id):
             return ShareFetchResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if request.share_session_epoch == FINAL_EPOCH and any(topic.partitions for topic in request.topics):
@@ -595,7 +618,8 @@ class ShareGroupsHandler:
                                           self.partitions[(group_id, topic_partition)].next_fetch_offset(),
                                           max_bytes) for _, topic_partition in reads]
         results = await self.replica_manager.fetch_messages(params, requests)
-        max_records = request.max_records if request.max_records > 0 else self.partition_config.max_record_locks
+        max_records = request.max_records if request.max_records > 0 else \
+            self._partition_config(group_id).max_record_locks
         now = self.now_ms()
         for (key, topic_partition), result in zip(reads, results):
             answer = ShareFetchResponse.PartitionData(
@@ -677,5 +701,6 @@ class ShareGroupsHandler:
                                                                                     partitions=partitions))
         if request.share_session_epoch == FINAL_EPOCH:
             await self._close(session)
-        return ShareAcknowledgeResponse(acquisition_lock_timeout_ms=self.partition_config.record_lock_duration_ms,
+        return ShareAcknowledgeResponse(acquisition_lock_timeout_ms=self._partition_config(
+                                            request.group_id or "").record_lock_duration_ms,
                                         responses=responses)
