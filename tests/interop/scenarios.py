@@ -1674,6 +1674,27 @@ def share_records(session: BrokerSession, api: str, fetch_version: int, acknowle
     fetch("ShareFetch after the session closed", 6)
 
 
+def share_coordinator_knows_topic(session: BrokerSession, probe_group: str, the_id: uuid.UUID,
+                                  timeout: float = 60.0) -> None:
+    """Unrecorded: wait until the share coordinator knows a new topic, by initializing partition 0 of it for a group
+    of its own. Apache Kafka's share coordinator learns of the topic from the metadata a moment after CreateTopics
+    answers, and until then answers UNKNOWN_TOPIC_OR_PARTITION (CI saw it)."""
+    key = f"{probe_group}:{uuid_to_base64(the_id)}:0"
+    deadline = time.monotonic() + timeout
+    while True:
+        found = session.call(FindCoordinatorRequest(key_type=2, coordinator_keys=[key]), 6, record=False)
+        if found is not None and found.coordinators[0].error_code == ErrorCode.NONE:
+            answer = session.call(InitializeShareGroupStateRequest(group_id=probe_group, topics=[
+                InitializeShareGroupStateRequest.InitializeStateData(topic_id=the_id, partitions=[
+                    InitializeShareGroupStateRequest.PartitionData(partition=0, state_epoch=1, start_offset=0)])]),
+                0, record=False)
+            if answer is not None and answer.results[0].partitions[0].error_code == ErrorCode.NONE:
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the share coordinator did not learn of topic {the_id} in {timeout}s")
+        time.sleep(0.1)
+
+
 def share_state(session: BrokerSession, api: str, write_version: int = 1, summary_version: int = 1) -> None:
     """The share coordinator's state RPCs (what partition leaders' persisters send) for one share partition of a
     group of its own: initialized, read, written (and fenced), summarized, deleted. The share coordinator of the key
@@ -1693,6 +1714,7 @@ def share_state(session: BrokerSession, api: str, write_version: int = 1, summar
         if time.monotonic() > deadline:
             raise AssertionError(f"no share coordinator for {key}")
         time.sleep(0.1)
+    share_coordinator_knows_topic(session, f"{group}-probe", the_id)
     if api == "initialize":
         session.call(FindCoordinatorRequest(key_type=2, coordinator_keys=[f"{group}:not-a-topic-id:0"]), 6,
                      "FindCoordinator of a malformed share-partition key")
