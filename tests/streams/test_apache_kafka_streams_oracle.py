@@ -13,7 +13,10 @@ from typer.testing import CliRunner
 
 from kfk.cli import app
 from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic, Producer
+from kfk.common.structs import TopicPartition
+from kfk.errors import RecordTooLargeError
 from kfk.streams import KafkaStreams, Serdes, State
+from kfk.streams.errors import ErrorHandlerContext, LogAndContinueProcessingExceptionHandler, Result, StreamsException
 from kfk.streams.test_driver import TopologyTestDriver
 from kfk.testing.apache_kafka import run_java
 from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
@@ -291,11 +294,12 @@ def _expected_output_count(name: str) -> int:
 
 
 def _run_python(name: str, bootstrap: str, application_id: str, input_topic: str, output: str, state_dir: str,
-                count: int, totals: int = 0) -> None:
-    """Run the topology until `count` records are on `output` (and `totals` on `output`-totals)."""
+                count: int, totals: int = 0, config: dict | None = None) -> KafkaStreams:
+    """Run the topology (with `config` added to the oracle's) until `count` records are on `output` (and `totals` on
+    `output`-totals)."""
     streams = KafkaStreams(TOPOLOGIES[name](input_topic, output), {
         "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-        "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100})
+        "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100, **(config or {})})
     streams.start()
     try:
         read_topic(bootstrap, output, count, timeout=120)
@@ -304,6 +308,7 @@ def _run_python(name: str, bootstrap: str, application_id: str, input_topic: str
     finally:
         assert streams.close()
     assert streams.state is State.NOT_RUNNING and streams.error is None
+    return streams
 
 
 def _by_key(records: list, ordered: bool) -> dict:
@@ -527,3 +532,91 @@ def test_kafka_streams_reset_tool_resets_a_kfk_streams_application(streams_broke
     for word, total in Counter(words).items():
         assert [value for value, _ in counts[word.encode()]] == [int(n).to_bytes(8, "big")
                                                                  for n in range(1, total + 1)] * 3, word
+
+
+#: The "errors" topology's input: integers (4 bytes, big-endian), and every sixth value 3 bytes long, which the
+#: Integer serde refuses.
+ERRORS_INPUT = [(f"key{index % 4}", index.to_bytes(3 if index % 6 == 4 else 4, "big")) for index in range(30)]
+
+
+def _errors_failure(value: bytes) -> str | None:
+    """Which handler the "errors" topology calls for a value, if any (as tests/streams/topologies.errors)."""
+    if len(value) != 4:
+        return "deserialization"
+    number = int.from_bytes(value, "big")
+    if number % 5 == 3:
+        return "processing"
+    return "production" if number * 10 % 7 == 6 else None
+
+
+def test_exception_handlers_as_kafka_streams(streams_oracle, streams_broker, tmp_path) -> None:
+    """A value the source serde refuses, one the processing step raises on and one larger than the producer's
+    max.request.size: with continue handlers (Kafka's LogAndContinue ones, and a production handler skipping
+    RecordTooLargeException) kfk.streams writes what Apache Kafka Streams writes, each record that got through, and
+    counts the others as dropped; with Kafka's default handlers both applications go to ERROR, neither having
+    committed an offset past the first failing record of a partition."""
+    classpath, classes = streams_oracle
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic = unique_name("numbers")
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert admin.create_topics([NewTopic(input_topic, 2, 1)])[input_topic] is None
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for index, (key, value) in enumerate(ERRORS_INPUT):
+            producer.send(input_topic, value, key.encode(), timestamp_ms=1000 + index)
+    expected: dict[bytes, list[tuple[bytes, int]]] = defaultdict(list)
+    for index, (key, value) in enumerate(ERRORS_INPUT):
+        if _errors_failure(value) is None:
+            expected[key.encode()].append((str(int.from_bytes(value, "big") * 10).encode(), 1000 + index))
+    count = sum(map(len, expected.values()))
+    assert {_errors_failure(value) for _, value in ERRORS_INPUT} == {None, "deserialization", "processing",
+                                                                     "production"}
+    apps = {run: (unique_name(f"errors-{run}"), unique_name(f"out-{run}"))
+            for run in ("java", "python", "java-fail", "python-fail")}
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(output, 2, 1) for _, output in apps.values()])
+
+    def too_large_is_skipped(context: ErrorHandlerContext, record, exception: Exception) -> Result:
+        return Result.RESUME if isinstance(exception, RecordTooLargeError) else Result.FAIL
+
+    continuing = {"deserialization.exception.handler": "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler",
+                  "processing.exception.handler": LogAndContinueProcessingExceptionHandler,
+                  "production.exception.handler": too_large_is_skipped}
+    size_limit = {"producer.max.request.size": 10_000}  # as the Java oracle's "errors" topology sets it
+    with ThreadPoolExecutor(2) as executor:
+        java_runs = {run: executor.submit(run_java, "StreamsOracle", [
+            "run", "errors" + run[len("java"):], bootstrap, apps[run][0], input_topic, apps[run][1],
+            str(tmp_path / run), "at_least_once", str(count)], classpath, extra_classpath=[classes], timeout=240)
+            for run in ("java", "java-fail")}
+        python_app, python_output = apps["python"]
+        streams = _run_python("errors", bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"),
+                              count, config={**continuing, **size_limit})
+        failing_app, failing_output = apps["python-fail"]
+        failing = KafkaStreams(TOPOLOGIES["errors"](input_topic, failing_output), {
+            "application.id": failing_app, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / "failing"),
+            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100, **size_limit})
+        failing.start()
+        try:
+            assert failing.wait_for_state(State.ERROR, timeout=120) is State.ERROR
+        finally:
+            failing.close()
+        results = {run: future.result() for run, future in java_runs.items()}
+    for run, result in results.items():
+        assert result.returncode == 0, run + result.stdout + result.stderr[-3000:]
+    assert '"state": "ERROR"' in results["java-fail"].stdout
+    python_records = _by_key(read_to_end(bootstrap, python_output), True)
+    assert python_records == expected
+    assert python_records == _by_key(read_to_end(bootstrap, apps["java"][1]), True)
+    dropped = sum(1 for _, value in ERRORS_INPUT if _errors_failure(value) is not None)
+    assert streams.metrics()["dropped-records-total"] == dropped
+    assert isinstance(failing.error, StreamsException)
+    # no offset committed past a partition's first failing record
+    first_failure: dict[TopicPartition, int] = {}
+    for record in read_to_end(bootstrap, input_topic):
+        if _errors_failure(record.value) is not None:
+            partition = TopicPartition(input_topic, record.partition)
+            first_failure[partition] = min(first_failure.get(partition, record.offset), record.offset)
+    assert len(first_failure) == 2
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        for run in ("java-fail", "python-fail"):
+            committed = admin.list_consumer_group_offsets(apps[run][0])
+            assert all(committed[partition].offset <= first_failure[partition] for partition in committed), run
