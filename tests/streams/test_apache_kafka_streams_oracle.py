@@ -5,6 +5,7 @@ records (per key, in order where the order is determined), the same changelogs a
 from __future__ import annotations
 
 import shutil
+import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
@@ -549,20 +550,46 @@ def _errors_failure(value: bytes) -> str | None:
     return "production" if number * 10 % 7 == 6 else None
 
 
+def _committed(bootstrap: str, group: str, topic: str) -> dict[TopicPartition, int]:
+    """The group's committed offset of each partition of `topic` (0 where it has none)."""
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        committed = admin.list_consumer_group_offsets(group)
+        partitions = admin.describe_topics([topic])[topic].partitions
+    return {TopicPartition(topic, index): committed[TopicPartition(topic, index)].offset
+            if TopicPartition(topic, index) in committed else 0 for index in range(len(partitions))}
+
+
+def _produce(bootstrap: str, topic: str, records: list[tuple[str, bytes]], first_timestamp: int
+             ) -> dict[TopicPartition, int]:
+    """Write `records` (key, value); returns each partition's end offset after them."""
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        futures = [producer.send(topic, value, key.encode(), timestamp_ms=first_timestamp + index)
+                   for index, (key, value) in enumerate(records)]
+        producer.flush()
+    ends: dict[TopicPartition, int] = {}
+    for future in futures:
+        written = future.result(0)
+        partition = TopicPartition(topic, written.partition)
+        ends[partition] = max(ends.get(partition, 0), written.offset + 1)
+    return ends
+
+
 def test_exception_handlers_as_kafka_streams(streams_oracle, streams_broker, tmp_path) -> None:
     """A value the source serde refuses, one the processing step raises on and one larger than the producer's
     max.request.size: with continue handlers (Kafka's LogAndContinue ones, and a production handler skipping
     RecordTooLargeException) kfk.streams writes what Apache Kafka Streams writes, each record that got through, and
-    counts the others as dropped; with Kafka's default handlers both applications go to ERROR, neither having
-    committed an offset past the first failing record of a partition."""
+    counts the others as dropped. With Kafka's default handlers, both applications, having committed the good
+    records they were given first, go to ERROR on a record too large to send, without committing past it."""
     classpath, classes = streams_oracle
     bootstrap = streams_broker.bootstrap_servers
-    input_topic = unique_name("numbers")
+    input_topic, fail_input = unique_name("numbers"), unique_name("numbers-fail")
     with Admin({"bootstrap.servers": bootstrap}) as admin:
-        assert admin.create_topics([NewTopic(input_topic, 2, 1)])[input_topic] is None
-    with Producer({"bootstrap.servers": bootstrap}) as producer:
-        for index, (key, value) in enumerate(ERRORS_INPUT):
-            producer.send(input_topic, value, key.encode(), timestamp_ms=1000 + index)
+        assert all(error is None for error in admin.create_topics(
+            [NewTopic(input_topic, 2, 1), NewTopic(fail_input, 2, 1)]).values())
+    _produce(bootstrap, input_topic, ERRORS_INPUT, 1000)
+    good = [(key, value) for key, value in ERRORS_INPUT if _errors_failure(value) is None]
+    prefix_ends = _produce(bootstrap, fail_input, good, 1000)
+    assert len(prefix_ends) == 2
     expected: dict[bytes, list[tuple[bytes, int]]] = defaultdict(list)
     for index, (key, value) in enumerate(ERRORS_INPUT):
         if _errors_failure(value) is None:
@@ -584,18 +611,28 @@ def test_exception_handlers_as_kafka_streams(streams_oracle, streams_broker, tmp
     size_limit = {"producer.max.request.size": 10_000}  # as the Java oracle's "errors" topology sets it
     with ThreadPoolExecutor(2) as executor:
         java_runs = {run: executor.submit(run_java, "StreamsOracle", [
-            "run", "errors" + run[len("java"):], bootstrap, apps[run][0], input_topic, apps[run][1],
+            "run", "errors" + run[len("java"):], bootstrap, apps[run][0], topic, apps[run][1],
             str(tmp_path / run), "at_least_once", str(count)], classpath, extra_classpath=[classes], timeout=240)
-            for run in ("java", "java-fail")}
-        python_app, python_output = apps["python"]
-        streams = _run_python("errors", bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"),
-                              count, config={**continuing, **size_limit})
+            for run, topic in (("java", input_topic), ("java-fail", fail_input))}
         failing_app, failing_output = apps["python-fail"]
-        failing = KafkaStreams(TOPOLOGIES["errors"](input_topic, failing_output), {
+        failing = KafkaStreams(TOPOLOGIES["errors"](fail_input, failing_output), {
             "application.id": failing_app, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / "failing"),
             "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100, **size_limit})
         failing.start()
         try:
+            python_app, python_output = apps["python"]
+            streams = _run_python("errors", bootstrap, python_app, input_topic, python_output,
+                                  str(tmp_path / "python"), count, config={**continuing, **size_limit})
+            # the failing applications first commit the good records; then come one too large to send (10 * 2 is
+            # 6 modulo 7) and a good one of the same key (partition) after it
+            deadline = time.monotonic() + 120
+            while any(_committed(bootstrap, apps[run][0], fail_input) != prefix_ends
+                      for run in ("java-fail", "python-fail")):
+                assert time.monotonic() < deadline, "the good records were not committed"
+                assert not java_runs["java-fail"].done(), java_runs["java-fail"].result().stdout
+                time.sleep(0.2)
+            _produce(bootstrap, fail_input, [("key1", (2).to_bytes(4, "big")), ("key1", (1).to_bytes(4, "big"))],
+                     2000)
             assert failing.wait_for_state(State.ERROR, timeout=120) is State.ERROR
         finally:
             failing.close()
@@ -608,15 +645,10 @@ def test_exception_handlers_as_kafka_streams(streams_oracle, streams_broker, tmp
     assert python_records == _by_key(read_to_end(bootstrap, apps["java"][1]), True)
     dropped = sum(1 for _, value in ERRORS_INPUT if _errors_failure(value) is not None)
     assert streams.metrics()["dropped-records-total"] == dropped
-    assert isinstance(failing.error, StreamsException)
-    # no offset committed past a partition's first failing record
-    first_failure: dict[TopicPartition, int] = {}
-    for record in read_to_end(bootstrap, input_topic):
-        if _errors_failure(record.value) is not None:
-            partition = TopicPartition(input_topic, record.partition)
-            first_failure[partition] = min(first_failure.get(partition, record.offset), record.offset)
-    assert len(first_failure) == 2
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
-        for run in ("java-fail", "python-fail"):
-            committed = admin.list_consumer_group_offsets(apps[run][0])
-            assert all(committed[partition].offset <= first_failure[partition] for partition in committed), run
+    # as in Kafka, the failed send stops the next one (the good record after it), in the processor above the sink
+    assert isinstance(failing.error, StreamsException) and isinstance(failing.error.__cause__, StreamsException)
+    assert str(failing.error.__cause__).endswith(
+        "Exception handler choose to FAIL the processing, no more records would be sent.")
+    assert isinstance(failing.error.__cause__.__cause__, RecordTooLargeError)
+    for run in ("java-fail", "python-fail"):
+        assert _committed(bootstrap, apps[run][0], fail_input) == prefix_ends, run
