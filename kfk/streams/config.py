@@ -9,6 +9,7 @@ isolation.level) are set by kfk.streams and cannot be overridden, as Kafka Strea
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Mapping
@@ -17,12 +18,21 @@ from typing import Any
 from kfk.client.config import ADMIN_CONFIG_DEF, CONSUMER_CONFIG_DEF, PRODUCER_CONFIG_DEF
 from kfk.config import ConfigDef, ConfigKey, ConfigType, at_least, one_of
 from kfk.errors import InvalidConfigurationError
+from kfk.streams.errors import ExceptionHandlers, handler_instance, resolve_handler
 from kfk.streams.serdes import Serde, serde_from_config
 
 __all__ = ["StreamsConfig", "AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "STREAMS_CONFIG_DEF"]
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
+
+log = logging.getLogger("kfk.streams")
+
+#: The exception handlers' config keys, each with the name Kafka deprecated for it in 4.0 (KIP-1056), still accepted;
+#: when both are set the new one wins, as in Kafka.
+_HANDLER_KEYS = {"deserialization.exception.handler": "default.deserialization.exception.handler",
+                 "processing.exception.handler": None,
+                 "production.exception.handler": "default.production.exception.handler"}
 
 #: commit.interval.ms's default depends on processing.guarantee (Kafka: 30 s, and 100 ms under exactly-once).
 _COMMIT_INTERVAL_MS = {AT_LEAST_ONCE: 30_000, EXACTLY_ONCE_V2: 100}
@@ -55,6 +65,17 @@ STREAMS_CONFIG_DEF = ConfigDef([
               "Serde of values where the topology names none."),
     ConfigKey("schema.registry.url", ConfigType.STRING, None, None,
               "The schema registry of Avro serdes (io.confluent.kafka.streams.serdes.avro.GenericAvroSerde)."),
+    ConfigKey("deserialization.exception.handler", ConfigType.CLASS, None, None,
+              "What to do with a record its source serde cannot read (kfk.streams.errors); LogAndFail by default."),
+    ConfigKey("default.deserialization.exception.handler", ConfigType.CLASS, None, None,
+              "Deprecated name of deserialization.exception.handler."),
+    ConfigKey("processing.exception.handler", ConfigType.CLASS, None, None,
+              "What to do when user code in a processor raises on a record; LogAndFail by default."),
+    ConfigKey("production.exception.handler", ConfigType.CLASS, None, None,
+              "What to do when a sink's record cannot be serialized or written; "
+              "DefaultProductionExceptionHandler (fail) by default."),
+    ConfigKey("default.production.exception.handler", ConfigType.CLASS, None, None,
+              "Deprecated name of production.exception.handler."),
     ConfigKey("topology.optimization", ConfigType.STRING, "none", one_of("none"),
               "Only Kafka's default (none) is supported."),
 ])
@@ -90,6 +111,15 @@ class StreamsConfig:
                                                         registry_url)
         except ValueError as error:
             raise InvalidConfigurationError(str(error)) from None
+        self._handlers: dict[str, object] = {}
+        for key, deprecated in _HANDLER_KEYS.items():
+            value = streams.pop(key, None)
+            old = streams.pop(deprecated, None) if deprecated else None
+            if value is not None and old is not None:
+                log.warning("Both the deprecated and new config for %s are configured. The deprecated one will be "
+                            "ignored.", key.replace(".handler", " handler").replace(".", " "))
+            self._handlers[key] = resolve_handler(key, value if value is not None else old)
+        self.originals = dict(properties)
         values = STREAMS_CONFIG_DEF.parse(streams)
         for required in ("application.id", "bootstrap.servers"):
             if not values[required]:
@@ -109,6 +139,11 @@ class StreamsConfig:
         self.replication_factor: int = values["replication.factor"]
         self.client_id: str = values["client.id"] or self.application_id
         self.poll_ms: int = values["poll.ms"]
+
+    def exception_handlers(self) -> ExceptionHandlers:
+        """One task's exception handlers, each class instantiated and configured anew (Kafka Streams gives every
+        task its own instances)."""
+        return ExceptionHandlers(*(handler_instance(self._handlers[key], self.originals) for key in _HANDLER_KEYS))
 
     def _set_client_key(self, prefix: str, name: str, value: Any) -> None:
         if name in _FIXED_CLIENT_KEYS:

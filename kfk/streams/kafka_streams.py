@@ -258,6 +258,13 @@ class KafkaStreams:
             raise ValueError(f"Cannot get state store {name} because no such store is registered in the topology.")
         return ReadOnlyStore(stores)
 
+    def metrics(self) -> dict[str, float]:
+        """This instance's metrics, by Kafka Streams' names (so far: dropped-records-total, the records the
+        exception handlers skipped, summed over the tasks)."""
+        dropped = sum(thread.dropped_records + sum(task.dropped_records for task in list(thread.tasks.values()))
+                      for thread in self._threads)
+        return {"dropped-records-total": float(dropped)}
+
     def _thread_running(self) -> None:
         if self.state is State.REBALANCING and all(thread.assigned for thread in self._threads):
             self._set_state(State.RUNNING)
@@ -358,6 +365,8 @@ class StreamThread(threading.Thread):
         #: Since when (monotonic s) each task has had records it holds back, waiting for an empty partition.
         self.waiting_since: dict[TaskId, float] = {}
         self.in_transaction = False
+        #: Records the exception handlers dropped in the tasks this thread has closed.
+        self.dropped_records = 0
 
     def _internal(self, topic: str) -> str:
         if topic in self.streams.topology.repartition_topics:
@@ -398,7 +407,8 @@ class StreamThread(threading.Thread):
                                   application_id=self.config.application_id, producer=self.producer,
                                   key_serde=self.config.key_serde, value_serde=self.config.value_serde,
                                   state_dir=streams.state_dir, internal_topic=self._internal,
-                                  global_stores=streams.global_stores)
+                                  global_stores=streams.global_stores,
+                                  exception_handlers=self.config.exception_handlers())
                 restored = restore_stores(task, self.config.exactly_once, self.restore_consumer, timeout_s=120)
                 if restored:
                     log.info("task %s restored %d changelog records", task_id, restored)
@@ -518,6 +528,7 @@ class StreamThread(threading.Thread):
                          if partition in self.task_of and partition not in offsets}
 
     def _close_task(self, task: StreamTask, clean: bool) -> None:
+        self.dropped_records += task.dropped_records
         if clean:
             task.write_checkpoint() if not self.config.exactly_once else self._checkpoint_after_commit(task)
         task.close()

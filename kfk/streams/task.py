@@ -3,17 +3,27 @@
 The task instantiates the sub-topology's processors and stores, restores the stores from their changelogs, and
 processes records one at a time, depth first: a record runs through every downstream processor before the next one
 starts. Sinks serialize and hand records to the thread's producer (internal topics get the application id prefix).
+
+Failures go to the task's exception handlers (kfk.streams.errors) where Kafka Streams sends them: a source's serde
+error to the deserialization handler; an exception raised in a processor node (its own code, or a sink right below
+it) to the processing handler, at the innermost node, so a node that forwards several records loses only the failed
+one; a sink's serializer error and a failed send to the production handler. A record dropped on RESUME is counted in
+``dropped_records`` (Kafka's dropped-records task metric).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kfk.client import ConsumerRecord, FutureRecordMetadata, Producer
 from kfk.common.structs import TopicPartition
+from kfk.errors import KafkaError
+from kfk.streams.errors import (ErrorHandlerContext, ExceptionHandlers, FailedProcessingException, ProducerRecord,
+                                Result, SerializationExceptionOrigin, StreamsException, handler_result)
 from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMetadata, TaskId
 from kfk.streams.serdes import Serde
 from kfk.streams.state import (ChangelogWriter, Checkpoint, KeyValueStore, OuterJoinStore, SessionStore,
@@ -22,6 +32,8 @@ from kfk.streams.windows import SessionWindows, SlidingWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, Node, NodeKind, SubTopology, Topology
 
 __all__ = ["StreamTask"]
+
+log = logging.getLogger("kfk.streams")
 
 
 class _NodeContext(ProcessorContext):
@@ -60,10 +72,22 @@ class StreamTask:
     def __init__(self, task_id: TaskId, subtopology: SubTopology, topology: Topology, *, application_id: str,
                  producer: Producer, key_serde: Serde, value_serde: Serde, state_dir: Path,
                  internal_topic: Callable[[str], str], in_memory: bool = False,
-                 global_stores: dict[str, KeyValueStore] | None = None) -> None:
+                 global_stores: dict[str, KeyValueStore] | None = None,
+                 exception_handlers: ExceptionHandlers | None = None) -> None:
         """``in_memory``: keep every store in memory (the TopologyTestDriver's), whatever the topology asks;
-        ``global_stores``: the instance's global stores, which any processor may read."""
+        ``global_stores``: the instance's global stores, which any processor may read; ``exception_handlers``:
+        Kafka's defaults (fail on every error) unless given."""
         self.id = task_id
+        self.handlers = exception_handlers or ExceptionHandlers.defaults()
+        #: Records dropped by a handler's RESUME (Kafka's dropped-records-total).
+        self.dropped_records = 0
+        #: The source record being processed, as read, flattened (topic, partition, offset, timestamp, raw key, raw
+        #: value, headers): the handlers' context. Flat and of atomic values, so that the pending sends holding it
+        #: until the commit cost the garbage collector nothing (holding the ConsumerRecord made the record path 40 %
+        #: slower).
+        self.source: tuple | None = None
+        #: A failed send its handler answered FAIL for: raised by the next send or commit, as Kafka's collector.
+        self.send_exception: StreamsException | None = None
         self.global_stores = global_stores or {}
         self.application_id = application_id
         self.topology = topology
@@ -78,7 +102,10 @@ class StreamTask:
         self.directory = state_dir / str(task_id)
         self.checkpoint = Checkpoint(self.directory / ".checkpoint")
         self.current: RecordMetadata | None = None
+        #: The sends since the last commit, and beside each what its failure's handler needs (a flat tuple; None for
+        #: a changelog write).
         self.pending: list[FutureRecordMetadata] = []
+        self.pending_sends: list[tuple | None] = []
         #: The last record written to each changelog partition since the last commit.
         self.changelog_last: dict[TopicPartition, FutureRecordMetadata] = {}
         self.stores: dict[str, KeyValueStore] = {}
@@ -123,6 +150,7 @@ class StreamTask:
             future = self.producer.send(partition.topic, value, key, partition=partition.partition,
                                         timestamp_ms=timestamp, headers=headers)
             self.pending.append(future)
+            self.pending_sends.append(None)
             self.changelog_last[partition] = future
         return write
 
@@ -131,36 +159,168 @@ class StreamTask:
         key_serde = source.key_serde or self.default_key_serde
         value_serde = source.value_serde or self.default_value_serde
         self.current = RecordMetadata(record.topic, record.partition, record.offset)
-        streamed = Record(key_serde.deserialize(record.key), value_serde.deserialize(record.value), record.timestamp,
-                          tuple(record.headers))
+        headers = tuple(record.headers)
+        self.source = (record.topic, record.partition, record.offset, record.timestamp, record.key, record.value,
+                       headers)
+        try:
+            streamed = Record(key_serde.deserialize(record.key), value_serde.deserialize(record.value),
+                              record.timestamp, headers)
+        except Exception as error:  # noqa: BLE001 - any serde error is the handler's to judge
+            self._deserialization_failed(source.name, record, error)
+            return
         for child in source.children:
             self.deliver(child, streamed)
+
+    def _context(self, node_name: str, source: tuple | None = None) -> ErrorHandlerContext:
+        """The handlers' context at `node_name` for the source record being processed (or `source`, one saved)."""
+        source = source or self.source
+        if source is None:  # not within a record's processing (Kafka: a punctuation's context has no record either)
+            return ErrorHandlerContext("", -1, -1, (), node_name, self.id, -1, None, None)
+        topic, partition, offset, timestamp, key, value, headers = source
+        return ErrorHandlerContext(topic, partition, offset, headers, node_name, self.id, timestamp, key, value)
+
+    def _deserialization_failed(self, node_name: str, record: ConsumerRecord, error: Exception) -> None:
+        try:
+            result = handler_result(self.handlers.deserialization.handle_error(self._context(node_name), record, error),
+                                    "DeserializationExceptionResponse")
+        except Exception as fatal:  # noqa: BLE001 - the handler's own failure stops the thread
+            raise StreamsException("Fatal user code error in deserialization error callback") from fatal
+        if result is Result.FAIL:
+            raise StreamsException(
+                "Deserialization exception handler is set to fail upon a deserialization error. If you would rather "
+                "have the streaming pipeline continue after a deserialization error, please set the "
+                "deserialization.exception.handler appropriately.") from error
+        log.warning("Skipping record due to deserialization error. topic=[%s] partition=[%s] offset=[%s]",
+                    record.topic, record.partition, record.offset)
+        self.dropped_records += 1
 
     def deliver(self, name: str, record: Record) -> None:
         node = self.nodes[name]
         if node.kind is NodeKind.SINK:
             self._send(node, record)
-        else:
+            return
+        try:
             self.processors[name].process(record)
+        except FailedProcessingException:
+            raise  # handled (FAIL) at the node below
+        except Exception as error:  # noqa: BLE001 - user code's errors are the processing handler's
+            if isinstance(error, KafkaError) and error.fatal:
+                raise
+            self._processing_failed(name, record, error)
+
+    def _processing_failed(self, name: str, record: Record, error: Exception) -> None:
+        try:
+            result = handler_result(self.handlers.processing.handle_error(self._context(name), record, error),
+                                    "ProcessingExceptionHandler")
+        except Exception as fatal:  # noqa: BLE001
+            log.error("Processing error callback failed after processing error for record: %s", self._context(name),
+                      exc_info=error)
+            raise FailedProcessingException(name, fatal, "Fatal user code error in processing error callback") \
+                from fatal
+        if result is Result.FAIL:
+            log.error("Processing exception handler is set to fail upon a processing error. If you would rather have "
+                      "the streaming pipeline continue after a processing error, please set the "
+                      "processing.exception.handler appropriately.")
+            current = self.current
+            raise FailedProcessingException(name, error, (
+                f"Exception caught in process. taskId={self.id}, processor={name}, "
+                f"topic={current.topic if current else None}, partition={current.partition if current else -1}, "
+                f"offset={current.offset if current else -1}"))
+        self.dropped_records += 1
 
     def _send(self, node: Node, record: Record) -> None:
+        if self.send_exception is not None:  # Kafka's collector: an earlier send's failure stops the next one
+            error, self.send_exception = self.send_exception, None
+            raise error
         topic = node.topic if node.topic is not None else node.extractor(record.key, record.value, record)
         if topic in self.topology.repartition_topics:
             topic = self.internal_topic(topic)
         key_serde = node.key_serde or self.default_key_serde
         value_serde = node.value_serde or self.default_value_serde
         partition = None if node.partitioner is None else node.partitioner(record.key, record.value)
-        self.pending.append(self.producer.send(topic, value_serde.serialize_for(topic, record.value),
-                                               key_serde.serialize_for(topic, record.key),
-                                               partition=partition, timestamp_ms=record.timestamp,
-                                               headers=list(record.headers) or None))
+        headers = list(record.headers) or None
+        origin = SerializationExceptionOrigin.KEY
+        try:
+            key = key_serde.serialize_for(topic, record.key)
+            origin = SerializationExceptionOrigin.VALUE
+            value = value_serde.serialize_for(topic, record.value)
+        except Exception as error:  # noqa: BLE001 - a serializer's error is the production handler's
+            self._serialization_failed(node.name, ProducerRecord(topic, partition, record.timestamp, record.key,
+                                                                 record.value, record.headers), error, origin)
+            return
+        produced = (node.name, topic, partition, record.timestamp, key, value, record.headers, self.source)
+        try:
+            future = self.producer.send(topic, value, key, partition=partition, timestamp_ms=record.timestamp,
+                                        headers=headers)
+        except KafkaError as error:  # refused before it was queued (too large...): as Kafka's send callback
+            if error.fatal:
+                raise
+            self._send_failed(produced, error)
+            return
+        self.pending.append(future)
+        self.pending_sends.append(produced)
+
+    def _serialization_failed(self, node_name: str, record: ProducerRecord, error: Exception,
+                              origin: SerializationExceptionOrigin) -> None:
+        handler = self.handlers.production
+        handle = getattr(handler, "handle_serialization_error", None)
+        try:
+            answer = Result.FAIL if handle is None else handle(self._context(node_name), record, error, origin)
+            result = handler_result(answer, "ProductionExceptionHandler")
+        except Exception as fatal:  # noqa: BLE001
+            raise FailedProcessingException(node_name, fatal, "Fatal user code error in production error callback") \
+                from fatal
+        if result is not Result.RESUME:
+            raise StreamsException(f"Unable to serialize record. ProducerRecord(topic=[{record.topic}], "
+                                   f"partition=[{record.partition}], timestamp=[{record.timestamp}]") from error
+        log.warning("Unable to serialize record, continue processing. ProducerRecord(topic=[%s], partition=[%s], "
+                    "timestamp=[%s])", record.topic, record.partition, record.timestamp)
+        self.dropped_records += 1
+
+    def _send_failed(self, produced: tuple, error: Exception) -> None:
+        """A sink's record the producer could not write: the production handler decides (RETRY, which Kafka answers
+        by re-initializing the task, stops the thread here: the producer already retried what it could)."""
+        node_name, topic, partition, timestamp, key, value, headers, source = produced
+        context = self._context(node_name, source)
+        message = f"Error encountered sending record to topic {topic} for task {self.id} due to:\n{error!r}"
+        try:
+            result = handler_result(self.handlers.production.handle_error(
+                context, ProducerRecord(topic, partition, timestamp, key, value, headers), error),
+                "ProductionExceptionHandler")
+        except Exception as fatal:  # noqa: BLE001
+            log.error("Production error callback failed after production error for record %s", context,
+                      exc_info=error)
+            self.send_exception = FailedProcessingException(node_name, fatal,
+                                                            "Fatal user code error in production error callback")
+            return
+        if result is Result.RESUME:
+            log.warning("%s\nException handler choose to CONTINUE processing in spite of this error but written "
+                        "offsets would not be recorded.", message, exc_info=error)
+            self.dropped_records += 1
+            return
+        if result is Result.RETRY and not getattr(error, "retriable", False):
+            log.warning("ProductionExceptionHandler returned RETRY for a non-retriable exception. Will treat it as "
+                        "FAIL.")
+        failure = StreamsException(f"{message}\nException handler choose to FAIL the processing, no more records "
+                                   "would be sent.")
+        failure.__cause__ = error
+        self.send_exception = failure
 
     def check_sends(self) -> None:
-        """After the producer's flush: raise the first failed send (the records since the last commit would be lost
-        otherwise)."""
-        pending, self.pending = self.pending, []
-        for future in pending:
-            future.result(0)
+        """After the producer's flush: hand each failed send to the production handler, then raise a failure it
+        answered FAIL for (the records since the last commit would be lost otherwise); a failed changelog write
+        is raised as it is."""
+        pending, sends, self.pending, self.pending_sends = self.pending, self.pending_sends, [], []
+        for future, produced in zip(pending, sends):
+            try:
+                future.result(0)
+            except Exception as error:  # noqa: BLE001
+                if produced is None or (isinstance(error, KafkaError) and error.fatal):
+                    raise
+                self._send_failed(produced, error)
+        if self.send_exception is not None:
+            error, self.send_exception = self.send_exception, None
+            raise error
 
     def write_checkpoint(self) -> None:
         """Record the changelog offsets the stores now hold (after check_sends: every write is acknowledged)."""

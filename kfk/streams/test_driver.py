@@ -76,7 +76,8 @@ class TopologyTestDriver:
         self._tasks = [StreamTask(TaskId(subtopology.id, 0), subtopology, topology, application_id=application_id,
                                   producer=producer, key_serde=self.config.key_serde,
                                   value_serde=self.config.value_serde, state_dir=Path("/nonexistent"),
-                                  internal_topic=internal, in_memory=True, global_stores=self.global_stores)
+                                  internal_topic=internal, in_memory=True, global_stores=self.global_stores,
+                                  exception_handlers=self.config.exception_handlers())
                        for subtopology in topology.sub_topologies()]
         self._task_of = {topic: task for task in self._tasks for topic in task.sources}
 

@@ -5,6 +5,7 @@ records (per key, in order where the order is determined), the same changelogs a
 from __future__ import annotations
 
 import shutil
+import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,7 +14,10 @@ from typer.testing import CliRunner
 
 from kfk.cli import app
 from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic, Producer
+from kfk.common.structs import TopicPartition
+from kfk.errors import RecordTooLargeError
 from kfk.streams import KafkaStreams, Serdes, State
+from kfk.streams.errors import ErrorHandlerContext, LogAndContinueProcessingExceptionHandler, Result, StreamsException
 from kfk.streams.test_driver import TopologyTestDriver
 from kfk.testing.apache_kafka import run_java
 from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
@@ -291,11 +295,12 @@ def _expected_output_count(name: str) -> int:
 
 
 def _run_python(name: str, bootstrap: str, application_id: str, input_topic: str, output: str, state_dir: str,
-                count: int, totals: int = 0) -> None:
-    """Run the topology until `count` records are on `output` (and `totals` on `output`-totals)."""
+                count: int, totals: int = 0, config: dict | None = None) -> KafkaStreams:
+    """Run the topology (with `config` added to the oracle's) until `count` records are on `output` (and `totals` on
+    `output`-totals)."""
     streams = KafkaStreams(TOPOLOGIES[name](input_topic, output), {
         "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-        "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100})
+        "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100, **(config or {})})
     streams.start()
     try:
         read_topic(bootstrap, output, count, timeout=120)
@@ -304,6 +309,7 @@ def _run_python(name: str, bootstrap: str, application_id: str, input_topic: str
     finally:
         assert streams.close()
     assert streams.state is State.NOT_RUNNING and streams.error is None
+    return streams
 
 
 def _by_key(records: list, ordered: bool) -> dict:
@@ -527,3 +533,122 @@ def test_kafka_streams_reset_tool_resets_a_kfk_streams_application(streams_broke
     for word, total in Counter(words).items():
         assert [value for value, _ in counts[word.encode()]] == [int(n).to_bytes(8, "big")
                                                                  for n in range(1, total + 1)] * 3, word
+
+
+#: The "errors" topology's input: integers (4 bytes, big-endian), and every sixth value 3 bytes long, which the
+#: Integer serde refuses.
+ERRORS_INPUT = [(f"key{index % 4}", index.to_bytes(3 if index % 6 == 4 else 4, "big")) for index in range(30)]
+
+
+def _errors_failure(value: bytes) -> str | None:
+    """Which handler the "errors" topology calls for a value, if any (as tests/streams/topologies.errors)."""
+    if len(value) != 4:
+        return "deserialization"
+    number = int.from_bytes(value, "big")
+    if number % 5 == 3:
+        return "processing"
+    return "production" if number * 10 % 7 == 6 else None
+
+
+def _committed(bootstrap: str, group: str, topic: str) -> dict[TopicPartition, int]:
+    """The group's committed offset of each partition of `topic` (0 where it has none)."""
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        committed = admin.list_consumer_group_offsets(group)
+        partitions = admin.describe_topics([topic])[topic].partitions
+    return {TopicPartition(topic, index): committed[TopicPartition(topic, index)].offset
+            if TopicPartition(topic, index) in committed else 0 for index in range(len(partitions))}
+
+
+def _produce(bootstrap: str, topic: str, records: list[tuple[str, bytes]], first_timestamp: int
+             ) -> dict[TopicPartition, int]:
+    """Write `records` (key, value); returns each partition's end offset after them."""
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        futures = [producer.send(topic, value, key.encode(), timestamp_ms=first_timestamp + index)
+                   for index, (key, value) in enumerate(records)]
+        producer.flush()
+    ends: dict[TopicPartition, int] = {}
+    for future in futures:
+        written = future.result(0)
+        partition = TopicPartition(topic, written.partition)
+        ends[partition] = max(ends.get(partition, 0), written.offset + 1)
+    return ends
+
+
+def test_exception_handlers_as_kafka_streams(streams_oracle, streams_broker, tmp_path) -> None:
+    """A value the source serde refuses, one the processing step raises on and one larger than the producer's
+    max.request.size: with continue handlers (Kafka's LogAndContinue ones, and a production handler skipping
+    RecordTooLargeException) kfk.streams writes what Apache Kafka Streams writes, each record that got through, and
+    counts the others as dropped. With Kafka's default handlers, both applications, having committed the good
+    records they were given first, go to ERROR on a record too large to send, without committing past it."""
+    classpath, classes = streams_oracle
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic, fail_input = unique_name("numbers"), unique_name("numbers-fail")
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert all(error is None for error in admin.create_topics(
+            [NewTopic(input_topic, 2, 1), NewTopic(fail_input, 2, 1)]).values())
+    _produce(bootstrap, input_topic, ERRORS_INPUT, 1000)
+    good = [(key, value) for key, value in ERRORS_INPUT if _errors_failure(value) is None]
+    prefix_ends = _produce(bootstrap, fail_input, good, 1000)
+    assert len(prefix_ends) == 2
+    expected: dict[bytes, list[tuple[bytes, int]]] = defaultdict(list)
+    for index, (key, value) in enumerate(ERRORS_INPUT):
+        if _errors_failure(value) is None:
+            expected[key.encode()].append((str(int.from_bytes(value, "big") * 10).encode(), 1000 + index))
+    count = sum(map(len, expected.values()))
+    assert {_errors_failure(value) for _, value in ERRORS_INPUT} == {None, "deserialization", "processing",
+                                                                     "production"}
+    apps = {run: (unique_name(f"errors-{run}"), unique_name(f"out-{run}"))
+            for run in ("java", "python", "java-fail", "python-fail")}
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(output, 2, 1) for _, output in apps.values()])
+
+    def too_large_is_skipped(context: ErrorHandlerContext, record, exception: Exception) -> Result:
+        return Result.RESUME if isinstance(exception, RecordTooLargeError) else Result.FAIL
+
+    continuing = {"deserialization.exception.handler": "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler",
+                  "processing.exception.handler": LogAndContinueProcessingExceptionHandler,
+                  "production.exception.handler": too_large_is_skipped}
+    size_limit = {"producer.max.request.size": 10_000}  # as the Java oracle's "errors" topology sets it
+    with ThreadPoolExecutor(2) as executor:
+        java_runs = {run: executor.submit(run_java, "StreamsOracle", [
+            "run", "errors" + run[len("java"):], bootstrap, apps[run][0], topic, apps[run][1],
+            str(tmp_path / run), "at_least_once", str(count)], classpath, extra_classpath=[classes], timeout=240)
+            for run, topic in (("java", input_topic), ("java-fail", fail_input))}
+        failing_app, failing_output = apps["python-fail"]
+        failing = KafkaStreams(TOPOLOGIES["errors"](fail_input, failing_output), {
+            "application.id": failing_app, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / "failing"),
+            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100, **size_limit})
+        failing.start()
+        try:
+            python_app, python_output = apps["python"]
+            streams = _run_python("errors", bootstrap, python_app, input_topic, python_output,
+                                  str(tmp_path / "python"), count, config={**continuing, **size_limit})
+            # the failing applications first commit the good records; then come one too large to send (10 * 2 is
+            # 6 modulo 7) and a good one of the same key (partition) after it
+            deadline = time.monotonic() + 120
+            while any(_committed(bootstrap, apps[run][0], fail_input) != prefix_ends
+                      for run in ("java-fail", "python-fail")):
+                assert time.monotonic() < deadline, "the good records were not committed"
+                assert not java_runs["java-fail"].done(), java_runs["java-fail"].result().stdout
+                time.sleep(0.2)
+            _produce(bootstrap, fail_input, [("key1", (2).to_bytes(4, "big")), ("key1", (1).to_bytes(4, "big"))],
+                     2000)
+            assert failing.wait_for_state(State.ERROR, timeout=120) is State.ERROR
+        finally:
+            failing.close()
+        results = {run: future.result() for run, future in java_runs.items()}
+    for run, result in results.items():
+        assert result.returncode == 0, run + result.stdout + result.stderr[-3000:]
+    assert '"state": "ERROR"' in results["java-fail"].stdout
+    python_records = _by_key(read_to_end(bootstrap, python_output), True)
+    assert python_records == expected
+    assert python_records == _by_key(read_to_end(bootstrap, apps["java"][1]), True)
+    dropped = sum(1 for _, value in ERRORS_INPUT if _errors_failure(value) is not None)
+    assert streams.metrics()["dropped-records-total"] == dropped
+    # as in Kafka, the failed send stops the next one (the good record after it), in the processor above the sink
+    assert isinstance(failing.error, StreamsException) and isinstance(failing.error.__cause__, StreamsException)
+    assert str(failing.error.__cause__).endswith(
+        "Exception handler choose to FAIL the processing, no more records would be sent.")
+    assert isinstance(failing.error.__cause__.__cause__, RecordTooLargeError)
+    for run in ("java-fail", "python-fail"):
+        assert _committed(bootstrap, apps[run][0], fail_input) == prefix_ends, run

@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 
 from kfk.client import Admin, NewTopic, Producer
 from kfk.streams import KafkaStreams, State, StreamsBuilder
+from kfk.streams.errors import StreamsException
 from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
 from tests.streams.topologies import foreign_key_joins, wordcount
 
@@ -61,8 +62,10 @@ def test_two_instances_share_the_tasks(streams_broker, tmp_path) -> None:
 
 
 def test_a_processor_that_raises_stops_the_application_in_error(streams_broker, tmp_path) -> None:
-    """An exception in user code ends the stream thread; the instance goes to ERROR and keeps the exception (the
-    records it had not committed are processed again by the next run, as in Kafka Streams)."""
+    """An exception in user code ends the stream thread (the default processing.exception.handler,
+    LogAndFailProcessingExceptionHandler); the instance goes to ERROR and keeps the exception, a StreamsException
+    caused by the user's, as Kafka Streams' (the records it had not committed are processed again by the next
+    run)."""
     bootstrap = streams_broker.bootstrap_servers
     input_topic = unique_name("lines")
     create_input(bootstrap, input_topic, 1, [("k", "fine"), ("k", "boom")])
@@ -78,7 +81,8 @@ def test_a_processor_that_raises_stops_the_application_in_error(streams_broker, 
                                              "state.dir": str(tmp_path), "default.value.serde": "string"})
     streams.start()
     assert streams.wait_for_state(State.ERROR) is State.ERROR
-    assert isinstance(streams.error, ValueError) and str(streams.error) == "cannot handle boom"
+    assert isinstance(streams.error, StreamsException)
+    assert isinstance(streams.error.__cause__, ValueError) and str(streams.error.__cause__) == "cannot handle boom"
     assert streams.close()
     assert streams.state is State.ERROR
 

@@ -190,6 +190,24 @@ def repartition(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
+def _tenfold(number: int) -> int:
+    """The "errors" topology's processing step, which raises on some values (as the Java one throws)."""
+    if number % 5 == 3:
+        raise ValueError(f"no multiple of 5 plus 3: {number}")
+    return number * 10
+
+
+def errors(input_topic: str, output: str) -> Topology:
+    """Integers read with the Integer serde (values of another size fail to deserialize), a step raising on some,
+    and a value too large for the producer's max.request.size on others: one failure for each exception handler."""
+    builder = StreamsBuilder()
+    (builder.stream(input_topic, key_serde=Serdes.string(), value_serde=Serdes.integer())
+     .map_values(_tenfold)
+     .map_values(lambda number: "x" * 20_000 if number % 7 == 6 else str(number))
+     .to(output))
+    return builder.build()
+
+
 TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding,
               "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins, "stream-joins": stream_joins,
-              "split-unnamed": split_unnamed, "split-prefix": split_prefix, "repartition": repartition}
+              "split-unnamed": split_unnamed, "split-prefix": split_prefix, "repartition": repartition, "errors": errors}

@@ -8,6 +8,9 @@ import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
@@ -16,7 +19,12 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.ErrorHandlerContext;
+import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
+import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
+import org.apache.kafka.streams.errors.ProductionExceptionHandler;
 import org.apache.kafka.streams.kstream.Branched;
+import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
@@ -40,9 +48,23 @@ import org.apache.kafka.streams.state.WindowStore;
  * "=== <topology>" line), or
  * run <topology> <bootstrap> <application.id> <input> <output> <state.dir> <guarantee> <records> [<totals>]: runs the
  * topology until <records> records are on the output topic (and <totals> on <output>-totals; read_committed), then
- * closes and exits.
+ * closes and exits. Topology "errors" runs with the continue handlers (skipping what fails to deserialize, to
+ * process or to be sent), "errors-fail" is the same with Kafka's default handlers: it runs until the application
+ * is in ERROR and exits 0 if it got there.
  */
 public final class StreamsOracle {
+    /** The production handler of the "errors" topology: a record too large to send is skipped, anything else fails. */
+    public static final class ContinueOnRecordTooLarge implements ProductionExceptionHandler {
+        @Override
+        public Response handleError(ErrorHandlerContext context, ProducerRecord<byte[], byte[]> record,
+                                    Exception exception) {
+            return exception instanceof RecordTooLargeException ? Response.resume() : Response.fail();
+        }
+
+        @Override
+        public void configure(Map<String, ?> configs) { }
+    }
+
     static Topology topology(String name, String input, String output) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> lines = builder.stream(input);
@@ -211,6 +233,20 @@ public final class StreamsOracle {
                 lines.repartition(Repartitioned.as("named")).foreach((key, line) -> { });
                 break;
             }
+            case "errors": {
+                // an own builder: its source reads the values as Integers (the "lines" source reads Strings)
+                StreamsBuilder numbers = new StreamsBuilder();
+                numbers.stream(input, Consumed.with(Serdes.String(), Serdes.Integer()))
+                    .mapValues(n -> {
+                        if (n % 5 == 3) {
+                            throw new IllegalArgumentException("no multiple of 5 plus 3: " + n);
+                        }
+                        return n * 10;
+                    })
+                    .mapValues(n -> n % 7 == 6 ? "x".repeat(20_000) : String.valueOf(n))
+                    .to(output);
+                return numbers.build();
+            }
             default:
                 throw new IllegalArgumentException("unknown topology " + name);
         }
@@ -224,7 +260,8 @@ public final class StreamsOracle {
             }
             return;
         }
-        String name = args[1];
+        boolean expectError = args[1].endsWith("-fail");
+        String name = expectError ? args[1].substring(0, args[1].length() - "-fail".length()) : args[1];
         String bootstrap = args[2];
         String applicationId = args[3];
         String input = args[4];
@@ -245,8 +282,28 @@ public final class StreamsOracle {
         // most once a second by wall clock)
         config.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
         config.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        if (name.equals("errors")) {
+            config.put(StreamsConfig.producerPrefix(ProducerConfig.MAX_REQUEST_SIZE_CONFIG), 10_000);
+            if (!expectError) {
+                config.put(StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
+                           LogAndContinueExceptionHandler.class);
+                config.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
+                           LogAndContinueProcessingExceptionHandler.class);
+                config.put(StreamsConfig.PRODUCTION_EXCEPTION_HANDLER_CLASS_CONFIG, ContinueOnRecordTooLarge.class);
+            }
+        }
         KafkaStreams streams = new KafkaStreams(topology(name, input, output), config);
         streams.start();
+        if (expectError) {
+            long until = System.currentTimeMillis() + 120_000;
+            while (streams.state() != KafkaStreams.State.ERROR && System.currentTimeMillis() < until) {
+                Thread.sleep(50);
+            }
+            KafkaStreams.State state = streams.state();
+            streams.close(Duration.ofSeconds(30));
+            System.out.println("{\"check\": \"run\", \"state\": \"" + state + "\"}");
+            System.exit(state == KafkaStreams.State.ERROR ? 0 : 1);
+        }
         Properties readerConfig = new Properties();
         readerConfig.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         readerConfig.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
