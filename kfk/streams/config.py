@@ -59,7 +59,9 @@ STREAMS_CONFIG_DEF = ConfigDef([
     ConfigKey("client.id", ConfigType.STRING, "", None, "Prefix of the clients' client.id."),
     ConfigKey("poll.ms", ConfigType.LONG, 100, at_least(0), "How long a stream thread blocks in poll."),
     ConfigKey("max.task.idle.ms", ConfigType.LONG, 0, None, "Accepted for Kafka's configs; not used yet."),
-    ConfigKey("application.server", ConfigType.STRING, "", None, "host:port of this instance (not used yet)."),
+    ConfigKey("application.server", ConfigType.STRING, "", None,
+              "host:port where this instance answers interactive queries: the other instances learn it through the "
+              "group (KafkaStreams.query_metadata_for_key)."),
     ConfigKey("default.key.serde", ConfigType.STRING, None, None, "Serde of keys where the topology names none."),
     ConfigKey("default.value.serde", ConfigType.STRING, None, None,
               "Serde of values where the topology names none."),
@@ -139,6 +141,7 @@ class StreamsConfig:
         self.replication_factor: int = values["replication.factor"]
         self.client_id: str = values["client.id"] or self.application_id
         self.poll_ms: int = values["poll.ms"]
+        self.application_server: str = values["application.server"]
 
     def exception_handlers(self) -> ExceptionHandlers:
         """One task's exception handlers, each class instantiated and configured anew (Kafka Streams gives every

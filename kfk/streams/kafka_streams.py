@@ -36,10 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from kfk.client import Admin, Consumer, ConsumerRecord, NewTopic, Producer
+from kfk.client.producer.partitioner import partition_for_key
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import KafkaError, TopicExistsError
 from kfk.streams.config import StreamsConfig
+from kfk.streams.metadata import (NOT_AVAILABLE, KeyQueryMetadata, PartitionsByHost, StreamsAssignor, StreamsMetadata,
+                                  parse_host_info)
 from kfk.streams.processor import TaskId
+from kfk.streams.serdes import Serde
 from kfk.streams.state import KeyValueStore
 from kfk.streams.task import StreamTask, restore_stores
 from kfk.streams.windows import WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS, JoinWindows
@@ -155,6 +159,9 @@ class KafkaStreams:
         #: The global stores (each instance's copy of every partition of their topics), by name.
         self.global_stores: dict[str, KeyValueStore] = {}
         self._global_thread: GlobalStreamThread | None = None
+        #: This instance's application.server, and what the group's last assignment said every host holds.
+        self.application_server = parse_host_info(self.config.application_server)
+        self.partitions_by_host = PartitionsByHost()
 
     def _process_id(self) -> uuid.UUID:
         """Kept in <state.dir>/<application.id>/kafka-streams-process-metadata, as Kafka Streams keeps it."""
@@ -258,6 +265,44 @@ class KafkaStreams:
             raise ValueError(f"Cannot get state store {name} because no such store is registered in the topology.")
         return ReadOnlyStore(stores)
 
+    def metadata_for_all_stream_clients(self) -> list[StreamsMetadata]:
+        """Every instance of the application that has an application.server, with the stores and source partitions
+        its tasks hold (Kafka Streams' metadataForAllStreamsClients), as of the group's last assignment."""
+        return [StreamsMetadata(host, self._stores_of(partitions), partitions)
+                for host, partitions in sorted(self.partitions_by_host.hosts().items())]
+
+    def streams_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
+        """The instances holding some of store `store_name` (Kafka Streams' streamsMetadataForStore)."""
+        return [metadata for metadata in self.metadata_for_all_stream_clients()
+                if store_name in metadata.state_store_names]
+
+    def query_metadata_for_key(self, store_name: str, key: Any, key_serde: Serde | None = None) -> KeyQueryMetadata:
+        """Which instance holds `key` of store `store_name` (Kafka Streams' queryMetadataForKey): the key, written
+        with `key_serde` (default.key.serde by default), goes to the partition Kafka's default partitioner picks among
+        the store's source topic's partitions, and the host given that partition has it. NOT_AVAILABLE before the
+        first assignment or when the instances have no application.server."""
+        subtopology = next((sub for sub in self.topology.sub_topologies() if store_name in sub.stores), None)
+        if subtopology is None:
+            raise ValueError(f"Cannot get state store {store_name} because no such store is registered in the "
+                             "topology.")
+        if not self._threads:
+            return NOT_AVAILABLE
+        topic = self._threads[0]._internal(subtopology.source_topics[0])
+        partition_count = len(self._threads[0].consumer.partitions_for(topic) or [])
+        data = (key_serde or self.config.key_serde).serialize_for(topic, key)
+        if not partition_count or data is None:
+            return NOT_AVAILABLE
+        partition = partition_for_key(data, partition_count)
+        host = self.partitions_by_host.host_of(TopicPartition(topic, partition))
+        return KeyQueryMetadata(host, frozenset(), partition) if host is not None else NOT_AVAILABLE
+
+    def _stores_of(self, partitions: frozenset[TopicPartition]) -> frozenset[str]:
+        """The stores of the sub-topologies some of these source partitions belong to."""
+        topics = {partition.topic for partition in partitions}
+        internal = self._threads[0]._internal if self._threads else (lambda topic: topic)
+        return frozenset(store for sub in self.topology.sub_topologies()
+                         if any(internal(topic) in topics for topic in sub.source_topics) for store in sub.stores)
+
     def metrics(self) -> dict[str, float]:
         """This instance's metrics, by Kafka Streams' names (so far: dropped-records-total, the records the
         exception handlers skipped, summed over the tasks)."""
@@ -351,7 +396,8 @@ class StreamThread(threading.Thread):
         client_id = f"{config.client_id}-{streams.process_id}-StreamThread-{index}"
         transactional_id = f"{config.application_id}-{streams.process_id}-{index}" if config.exactly_once else None
         self.producer = Producer(config.producer_config(f"{client_id}-producer", transactional_id))
-        self.consumer = Consumer(config.consumer_config(f"{client_id}-consumer", index))
+        self.consumer = Consumer(config.consumer_config(f"{client_id}-consumer", index), assignors=[
+            StreamsAssignor(streams.application_server, streams.partitions_by_host)])
         self.restore_consumer = Consumer(config.restore_consumer_config(f"{client_id}-restore-consumer"))
         self.subtopologies = {subtopology.id: subtopology for subtopology in streams.topology.sub_topologies()}
         self.topic_subtopology = {self._internal(topic): subtopology.id

@@ -1,11 +1,14 @@
-"""exactly_once_v2 through kill -9: the word count runs as a process, is killed mid-run (SIGKILL: no commit, no
-close, an open transaction left behind) and restarted on the same state directory, while more input arrives; at
-the end the read_committed output holds, for every word, exactly the counts 1, 2, ..., n in order: nothing
-duplicated, nothing lost. The changelog restores the counts after each kill."""
+"""exactly_once_v2 through kill -9: the word count runs as two instances (processes, static members of one group, a
+state directory each); ten times one of them, picked at random, is killed (SIGKILL: no commit, no close, an open
+transaction left behind) at a random point (as soon as it runs, after a random delay, or once it has committed some
+of the round's work) and restarted on its state directory, while more input arrives. At the end the read_committed
+output holds, for every word, exactly the counts 1, 2, ..., n in order: nothing duplicated, nothing lost. The
+changelog restores the counts after each kill. The seed is printed: a failure replays with KFK_EOS_SEED."""
 
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -18,9 +21,10 @@ from kfk.client import Admin, NewTopic, Producer
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
-ROUNDS = 3
-LINES_PER_ROUND = 400
-
+RESTARTS = 10
+LINES_PER_ROUND = 150
+INSTANCES = ("a", "b")
+KILL_POINTS = ("running", "delay", "committed")
 
 def _lines(round_index: int) -> list[tuple[str, str]]:
     return [(f"k{index}", " ".join(WORDS[(index * 7 + position + round_index) % len(WORDS)]
@@ -29,6 +33,7 @@ def _lines(round_index: int) -> list[tuple[str, str]]:
 
 
 def _start(args: list[str]) -> subprocess.Popen:
+    """Start an instance; returns once it runs its tasks."""
     process = subprocess.Popen([sys.executable, "-m", "tests.streams.wordcount_app", *args], cwd=ROOT,
                                env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
@@ -45,39 +50,51 @@ def _committed_output(bootstrap: str, topic: str) -> dict[str, list[int]]:
 
 
 def test_kill_9_and_restart_gives_each_count_once(streams_broker, tmp_path) -> None:
+    seed = int(os.environ.get("KFK_EOS_SEED", time.time_ns() % 1_000_000))
+    print(f"KFK_EOS_SEED={seed}")
+    rng = random.Random(seed)
     bootstrap = streams_broker.bootstrap_servers
     input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("eos-wc")
     create_input(bootstrap, input_topic, 2, _lines(0))
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(output, 2, 1)])
-    args = [bootstrap, application_id, input_topic, output, str(tmp_path / "state"), "exactly_once_v2"]
+
+    def args(instance: str) -> list[str]:
+        return [bootstrap, application_id, input_topic, output, str(tmp_path / f"state-{instance}"),
+                "exactly_once_v2", f"-{instance}"]
+
     expected: Counter = Counter(word for _, line in _lines(0) for word in line.split(" "))
-    for round_index in range(1, ROUNDS + 1):
-        already = sum(expected.values()) if round_index > 1 else 0
-        process = _start(args)
-        if round_index > 1:
+    processes = {instance: _start(args(instance)) for instance in INSTANCES}
+    try:
+        for round_index in range(1, RESTARTS + 1):
+            already = sum(map(len, _committed_output(bootstrap, output).values()))
             with Producer({"bootstrap.servers": bootstrap}) as producer:
                 for key, line in _lines(round_index):
                     producer.send(input_topic, line.encode(), key.encode())
             expected.update(word for _, line in _lines(round_index) for word in line.split(" "))
-        # Kill as soon as the application has committed some of this round's work (usually not all of it).
-        deadline = time.monotonic() + 60
-        while sum(map(len, _committed_output(bootstrap, output).values())) <= already:
-            assert process.poll() is None, process.stderr.read()
-            assert time.monotonic() < deadline, "the application committed nothing in 60 s"
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    process = _start(args)
-    try:
+            victim, point = rng.choice(INSTANCES), rng.choice(KILL_POINTS)
+            if point == "delay":
+                time.sleep(rng.uniform(0, 1.5))
+            elif point == "committed":  # usually before the round's work is all committed
+                deadline = time.monotonic() + 60
+                while sum(map(len, _committed_output(bootstrap, output).values())) <= already:
+                    for process in processes.values():
+                        assert process.poll() is None, process.stderr.read()
+                    assert time.monotonic() < deadline, "the application committed nothing in 60 s"
+            processes[victim].send_signal(signal.SIGKILL)
+            processes[victim].wait()
+            processes[victim] = _start(args(victim))
         deadline = time.monotonic() + 90
         while True:
             counts = _committed_output(bootstrap, output)
             if {word: values[-1] for word, values in counts.items()} == dict(expected):
                 break
-            assert time.monotonic() < deadline, f"counts {counts} never reached {expected}"
+            assert time.monotonic() < deadline, f"counts {counts} never reached {expected} (seed {seed})"
             time.sleep(0.2)
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
+        for process in processes.values():
+            process.send_signal(signal.SIGTERM)
+        for process in processes.values():
+            process.wait(60)
     assert {word: values for word, values in counts.items()} == {
-        word: list(range(1, total + 1)) for word, total in expected.items()}
+        word: list(range(1, total + 1)) for word, total in expected.items()}, f"seed {seed}"

@@ -1,7 +1,7 @@
 """Two instances of one application on kfk (one stream thread, then two more), three partitions: the second
 instance joins while the first is processing, the group moves tasks between them (the first commits and
 checkpoints what it gives up, the second restores the moved stores from their changelogs), and the word counts
-come out exactly as computed here."""
+come out exactly as computed here; and interactive queries find the instance that holds a key."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from collections import Counter, defaultdict
 
 from kfk.client import Admin, NewTopic, Producer
-from kfk.streams import KafkaStreams, State, StreamsBuilder
+from kfk.streams import HostInfo, KafkaStreams, State, StreamsBuilder
 from kfk.streams.errors import StreamsException
 from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
 from tests.streams.topologies import foreign_key_joins, wordcount
@@ -154,3 +154,54 @@ def test_two_instances_join_on_foreign_keys(streams_broker, tmp_path) -> None:
     assert first.error is None and second.error is None
     assert _last_values(bootstrap, output) == expected_inner
     assert _last_values(bootstrap, output + "-totals") == expected_left
+
+
+def test_each_instance_knows_which_instance_holds_a_key(streams_broker, tmp_path) -> None:
+    """Interactive queries across instances: with application.server set, both instances answer, for every word,
+    the same host (the one whose counts store has the word) and partition; metadata_for_all_stream_clients lists
+    both hosts and the stores their tasks hold."""
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("iq")
+    lines = _lines(0, 120)
+    create_input(bootstrap, input_topic, 4, lines)
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(output, 4, 1)])
+    hosts = {"first": HostInfo("127.0.0.1", 7071), "second": HostInfo("127.0.0.1", 7072)}
+
+    def instance(name: str) -> KafkaStreams:
+        return KafkaStreams(wordcount(input_topic, output), {
+            "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
+            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
+            "application.server": str(hosts[name])})
+
+    words = Counter(word for _, line in lines for word in line.split())
+    instances = {name: instance(name) for name in hosts}
+    try:
+        for streams in instances.values():
+            streams.start()
+        for streams in instances.values():
+            assert streams.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, streams.error
+        read_topic(bootstrap, output, sum(words.values()))
+        deadline = time.monotonic() + 60
+        while not all(len(streams.metadata_for_all_stream_clients()) == 2 for streams in instances.values()):
+            assert time.monotonic() < deadline, "the instances never learnt of each other"
+            time.sleep(0.1)
+        holders = set()
+        for word, count in words.items():
+            answers = {name: streams.query_metadata_for_key("counts", word) for name, streams in instances.items()}
+            assert answers["first"] == answers["second"], word
+            answer = answers["first"]
+            assert answer.active_host in hosts.values() and 0 <= answer.partition < 4
+            holder = next(name for name, host in hosts.items() if host == answer.active_host)
+            other = next(name for name in hosts if name != holder)
+            assert instances[holder].store("counts").get(word) == count, word
+            assert instances[other].store("counts").get(word) is None, word
+            holders.add(holder)
+        assert holders == set(hosts), "each instance holds some of the words"
+        clients = instances["first"].metadata_for_all_stream_clients()
+        assert [client.host_info for client in clients] == sorted(hosts.values())
+        assert all(client.state_store_names == {"counts"} for client in clients)
+        assert instances["first"].streams_metadata_for_store("no-such-store") == []
+    finally:
+        for streams in instances.values():
+            assert streams.close()

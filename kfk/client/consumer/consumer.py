@@ -21,11 +21,11 @@ assignors) or consumer (KIP-848: the coordinator assigns, kfk.client.consumer.co
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kfk.client.config import CONSUMER_CONFIG_DEF, ClientConfig, group_protocol
-from kfk.client.consumer.assignors import create_assignor
+from kfk.client.consumer.assignors import ConsumerPartitionAssignor, create_assignor
 from kfk.client.consumer.consumer_protocol import ConsumerProtocolCoordinator
 from kfk.client.consumer.coordinator import ConsumerCoordinator, ConsumerRebalanceListener
 from kfk.client.consumer.fetcher import Fetcher
@@ -92,9 +92,10 @@ class Consumer:
 
     def __init__(self, config: Mapping[str, Any] | None = None, *, key_deserializer: Deserializer | None = None,
                  value_deserializer: Deserializer | None = None, network_loop: LoopRunner | None = None,
-                 **overrides: Any) -> None:
+                 assignors: Sequence[ConsumerPartitionAssignor] | None = None, **overrides: Any) -> None:
         """``network_loop``: where the network side runs (kfk.client.aio passes the caller's loop); by default a
-        network thread of the consumer's own."""
+        network thread of the consumer's own. ``assignors``: assignor objects to use instead of those
+        partition.assignment.strategy names (as Java and kafka-python take assignor classes)."""
         self.config = config = ClientConfig(CONSUMER_CONFIG_DEF, "consumer", config, **overrides)
         if config.group_id == "":
             raise InvalidGroupIdError("group.id must not be empty (leave it unset to consume without a group)")
@@ -130,7 +131,8 @@ class Consumer:
                     raise InvalidConfigurationError("heartbeat.interval.ms must be lower than session.timeout.ms")
                 self._coordinator = ConsumerCoordinator(
                     self._network, self._loop, self._subscriptions, self._fetcher,
-                    assignors=[create_assignor(name) for name in config.partition_assignment_strategy],
+                    assignors=list(assignors) if assignors else [
+                        create_assignor(name) for name in config.partition_assignment_strategy],
                     session_timeout_ms=config.session_timeout_ms,
                     heartbeat_interval_ms=config.heartbeat_interval_ms, **common)
         self._fetcher_done = self._loop.submit(self._fetcher.run())

@@ -43,6 +43,7 @@ from kfk.client.consumer.assignors import (
     RebalanceProtocol,
     Subscription,
     decode_assignment,
+    decode_assignment_user_data,
     decode_subscription,
     encode_assignment,
     encode_subscription,
@@ -149,6 +150,9 @@ class ConsumerCoordinator(ClassicGroupMember):
         assigned = decode_assignment(assignment)
         assignor = self._assignor(protocol)
         assignor.on_assignment(assigned, generation)
+        receive_user_data = getattr(assignor, "on_assignment_user_data", None)
+        if receive_user_data is not None:
+            receive_user_data(decode_assignment_user_data(assignment))
         owned = set(self.subscriptions.assigned_partitions())
         new = set(assigned)
         self._next_auto_commit_ms = monotonic_ms() + self.auto_commit_interval_ms
@@ -230,7 +234,10 @@ class ConsumerCoordinator(ClassicGroupMember):
         assignment = assignor.assign(partitions_per_topic, subscriptions)
         self._assignment_snapshot = {topic: partitions_per_topic.get(topic, 0) for topic in topics}
         log.debug("group %s: leader assigned with %s: %s", self.group_id, assignor.name, assignment)
-        return {member: encode_assignment(assignment.get(member, [])) for member in subscriptions}
+        user_data_of = getattr(assignor, "assignment_user_data", None)
+        user_data = user_data_of(assignment, subscriptions) if user_data_of is not None else {}
+        return {member: encode_assignment(assignment.get(member, []), user_data.get(member))
+                for member in subscriptions}
 
     # --- membership changes ------------------------------------------------------------------------------------------
 

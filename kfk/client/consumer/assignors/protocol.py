@@ -29,6 +29,7 @@ __all__ = [
     "decode_subscription",
     "encode_assignment",
     "decode_assignment",
+    "decode_assignment_user_data",
     "group_partitions",
 ]
 
@@ -56,7 +57,11 @@ class Subscription(NamedTuple):
 
 
 class ConsumerPartitionAssignor(Protocol):
-    """A partition assignment strategy. The group leader calls ``assign``; every member calls ``on_assignment``."""
+    """A partition assignment strategy. The group leader calls ``assign``; every member calls ``on_assignment``.
+
+    An assignor may also exchange user data of its own through the assignment (Java's Assignment.userData, what
+    Kafka Streams sends its hosts in): the leader calls ``assignment_user_data(assignment, subscriptions)`` if the
+    assignor has it (member id -> bytes), and each member ``on_assignment_user_data(user_data)`` with its share."""
 
     name: str
     supported_protocols: tuple[RebalanceProtocol, ...]
@@ -116,6 +121,14 @@ def decode_assignment(data: bytes | memoryview) -> list[TopicPartition]:
     version = _version(data, "assignment")
     message = ConsumerProtocolAssignment.decode(data, min(version, ASSIGNMENT_VERSION), 2)
     return _flatten(message.assigned_partitions)
+
+
+def decode_assignment_user_data(data: bytes | memoryview) -> bytes | None:
+    """The user data of a SyncGroup assignment (None when there is none, or nothing was assigned)."""
+    if len(data) == 0:
+        return None
+    version = _version(data, "assignment")
+    return _bytes(ConsumerProtocolAssignment.decode(data, min(version, ASSIGNMENT_VERSION), 2).user_data)
 
 
 def _version(data: bytes | memoryview, what: str) -> int:
