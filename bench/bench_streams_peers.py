@@ -109,6 +109,10 @@ WORKERS = {"kfk": kfk_worker, "quix": quix_worker, "faust": faust_worker}
 
 # --- the bench --------------------------------------------------------------------------------------------------
 
+class DidNotFinish(Exception):
+    """An engine that failed or did not write every count within the time allowed (10 minutes)."""
+
+
 def available(engine: str) -> str | None:
     """Why `engine` cannot run here (None: it can)."""
     module = {"quix": "quixstreams", "faust": "faust"}.get(engine)
@@ -169,8 +173,8 @@ def run(engine: str, bootstrap: str, lines: int, partitions: int, instances: int
                 seen += len(reader.poll(0.5))
                 failed = [log for worker, log in zip(workers, logs) if worker.poll() not in (None, 0)]
                 if failed or time.monotonic() > deadline:
-                    raise SystemExit(f"{engine}: {seen}/{expected} counts; "
-                                     f"{failed[0].read_text()[-2000:] if failed else 'timed out'}")
+                    raise DidNotFinish(f"{seen}/{expected} counts after {time.monotonic() - start:.0f} s; "
+                                       f"{failed[0].read_text()[-2000:] if failed else 'timed out'}")
         return time.monotonic() - start
     finally:
         for worker in workers:
@@ -203,10 +207,15 @@ def main() -> None:
                     continue
                 for guarantee in GUARANTEES:
                     for instances in map(int, args.instances.split(",")):
-                        elapsed = run(engine, broker.bootstrap_servers, args.lines, args.partitions, instances,
-                                      guarantee, Path(directory))
-                        print(f"{engine:6} {guarantee:16} {instances} instance(s): {args.lines} lines in "
-                              f"{elapsed:.1f} s, {args.lines / elapsed:,.0f} lines/s", flush=True)
+                        label = f"{engine:6} {guarantee:16} {instances} instance(s):"
+                        try:
+                            elapsed = run(engine, broker.bootstrap_servers, args.lines, args.partitions, instances,
+                                          guarantee, Path(directory))
+                        except DidNotFinish as error:
+                            print(f"{label} did not finish: {error}", flush=True)
+                            continue
+                        print(f"{label} {args.lines} lines in {elapsed:.1f} s, {args.lines / elapsed:,.0f} lines/s",
+                              flush=True)
         finally:
             broker.stop()
 
