@@ -22,8 +22,16 @@ session.timeout.ms the coordinator drops it, the group rebalances and the others
 REST reads are answered by any worker from the topics it has read; writes go to the leader (kfk.connect.rest
 forwards them) and answer 409 while the group rebalances, as Kafka's workers do. Restarts go through Kafka's
 restart-connector-<name> record ({"include-tasks", "only-failed"}); offsets (KIP-875) are read, altered and reset by
-the standalone herder's code over the distributed views (the leader writes them to offset.storage.topic). Not
-implemented yet: the incremental cooperative protocols, restarting a single task (POST .../tasks/{id}/restart).
+the standalone herder's code over the distributed views (the leader writes them to offset.storage.topic).
+
+Exactly-once source (KIP-618, `exactly.once.source.support=enabled`): each source task produces through a
+transactional producer (transactional.id ``<group.id>-<connector>-<task>``) and writes its source offsets to
+offset.storage.topic in the same transaction, per poll (transaction.boundary=poll) or per interval; the offsets are
+read back read_committed. A task taking over from a dead worker fences the dead one's producer when it initializes
+its own, which aborts what that one left open. Not implemented yet: the incremental cooperative protocols,
+restarting a single task (POST .../tasks/{id}/restart), the leader's fencing of a previous generation's tasks when a
+connector's task count shrinks (Kafka's zombie fencing round: a task id no longer run keeps its producer unfenced), a
+connector's own offsets.storage.topic, connector-defined transaction boundaries.
 """
 
 from __future__ import annotations
@@ -58,7 +66,7 @@ from kfk.connect.connect_protocol import (
 from kfk.connect.errors import AlreadyExistsException, ConnectException, NotFoundException, RebalanceNeededException
 from kfk.connect.herder import ConnectorState, StandaloneHerder, _Context, validated_config
 from kfk.connect.offsets import OffsetStore
-from kfk.connect.worker_tasks import TaskStatus
+from kfk.connect.worker_tasks import ExactlyOnce, TaskStatus
 from kfk.errors import ErrorCode, UnknownTopicOrPartitionError
 
 __all__ = ["DistributedHerder", "REBALANCE_MESSAGE"]
@@ -71,6 +79,8 @@ DEFAULTS = {"offset.storage.partitions": "25", "status.storage.partitions": "5",
             "3", "offset.storage.replication.factor": "3", "status.storage.replication.factor": "3",
             "session.timeout.ms": "10000", "heartbeat.interval.ms": "3000", "rebalance.timeout.ms": "60000"}
 REQUIRED = ("bootstrap.servers", "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic")
+#: exactly.once.source.support's values (KIP-618); "preparing" is the step of a rolling upgrade before "enabled".
+EXACTLY_ONCE_SOURCE_SUPPORT = ("disabled", "preparing", "enabled")
 
 
 def check_required(worker_config: Mapping[str, str]) -> None:
@@ -78,6 +88,15 @@ def check_required(worker_config: Mapping[str, str]) -> None:
     missing = [key for key in REQUIRED if not worker_config.get(key)]
     if missing:
         raise ConfigException(f'Missing required configuration "{missing[0]}" which has no default value.')
+
+
+def exactly_once_source_enabled(worker_config: Mapping[str, str]) -> bool:
+    """exactly.once.source.support, checked as Kafka's DistributedConfig checks it (case insensitive)."""
+    value = worker_config.get("exactly.once.source.support", "disabled")
+    if value.strip().lower() not in EXACTLY_ONCE_SOURCE_SUPPORT:
+        raise ConfigException(f"Invalid value {value} for configuration exactly.once.source.support: String must be "
+                              f"one of (case insensitive): {', '.join(EXACTLY_ONCE_SOURCE_SUPPORT)}")
+    return value.strip().lower() == "enabled"
 
 
 def client_properties(worker_config: Mapping[str, str]) -> dict[str, str]:
@@ -121,11 +140,12 @@ class TopicLog:
     before the call has been handed over, which is how a worker knows its view is current."""
 
     def __init__(self, client: Mapping[str, str], topic: str, on_record: Callable[[ConsumerRecord], None],
-                 name: str) -> None:
+                 name: str, read_committed: bool = False) -> None:
         self.topic, self.on_record = topic, on_record
         self.producer = Producer({**client, "acks": "all", "client.id": f"{name}-producer"})
         self.consumer = Consumer({**client, "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                                  "allow.auto.create.topics": False, "client.id": f"{name}-consumer"})
+                                  "allow.auto.create.topics": False, "client.id": f"{name}-consumer",
+                                  "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
         self.partitions = wait_for_partitions(self.consumer, topic)
         self.consumer.assign(self.partitions)
         self.consumer.seek_to_beginning(*self.partitions)
@@ -186,9 +206,10 @@ class TopicOffsetStore(OffsetStore):
     """Source offsets in offset.storage.topic (Kafka's KafkaOffsetBackingStore): every worker reads the whole topic;
     a commit is written and flushed before it counts."""
 
-    def __init__(self, client: Mapping[str, str], topic: str) -> None:
+    def __init__(self, client: Mapping[str, str], topic: str, read_committed: bool = False) -> None:
+        """`read_committed`: with exactly-once source tasks, whose offsets count once their transaction commits."""
         super().__init__(None)
-        self.log = TopicLog(client, topic, self._on_record, "connect-offsets")
+        self.log = TopicLog(client, topic, self._on_record, "connect-offsets", read_committed)
 
     def _on_record(self, record: ConsumerRecord) -> None:
         if record.key is None:
@@ -255,8 +276,10 @@ class DistributedHerder(StandaloneHerder):
         check_required(worker_config)
         self.config = {**DEFAULTS, **worker_config}
         client = client_properties(worker_config)
+        self.exactly_once_source = exactly_once_source_enabled(worker_config)
         create_internal_topics(worker_config)
-        super().__init__(worker_config, worker_id, TopicOffsetStore(client, self.config["offset.storage.topic"]))
+        super().__init__(worker_config, worker_id, TopicOffsetStore(client, self.config["offset.storage.topic"],
+                                                                    read_committed=self.exactly_once_source))
         self.url = url
         self.snapshot = ConfigSnapshot()
         self.statuses: dict[str, dict[str, Any]] = {}
@@ -288,6 +311,32 @@ class DistributedHerder(StandaloneHerder):
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kfk-connect-herder", daemon=True)
         self._thread.start()
+
+    def _exactly_once(self, connector: str, task_id: int, parsed: Mapping[str, Any]) -> ExactlyOnce | None:
+        """With exactly.once.source.support=enabled: the task's transactional id (Kafka's
+        <group.id>-<connector>-<task>) and where its transactions end."""
+        if not self.exactly_once_source:
+            return None
+        state = self.connectors.get(connector)
+        if parsed["exactly.once.support"] == "required" and state is not None and \
+                state.connector.exactly_once_support(state.config) != "SUPPORTED":
+            raise ConnectException(f"The connector {connector} has not indicated that it supports exactly-once "
+                                   "delivery; reconfigure it with exactly.once.support=requested to run it anyway")
+        if parsed["transaction.boundary"] == "connector":
+            raise ConnectException("The connector does not support connector-defined transaction boundaries with "
+                                   "the given configuration. Please reconfigure it to use a different transaction "
+                                   "boundary definition.")
+        offsets_topic = self.config["offset.storage.topic"]
+        if parsed["offsets.storage.topic"] not in (None, "", offsets_topic):
+            raise ConnectException("kfk's workers keep every connector's source offsets in the worker's "
+                                   f"offset.storage.topic ({offsets_topic}): a connector's own offsets.storage.topic "
+                                   "is not supported yet")
+        interval_s = None
+        if parsed["transaction.boundary"] == "interval":
+            interval_ms = parsed["transaction.boundary.interval.ms"]
+            interval_s = (interval_ms if interval_ms is not None else
+                          int(self.config.get("offset.flush.interval.ms", "60000"))) / 1000
+        return ExactlyOnce(f"{self.config['group.id']}-{connector}-{task_id}", offsets_topic, interval_s)
 
     # --- the config topic --------------------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from kfk.connect.errors import (
     NotFoundException,
 )
 from kfk.connect.offsets import OffsetStore, offset_key, offset_value
-from kfk.connect.worker_tasks import TaskStatus, WorkerSinkTask, WorkerSourceTask, WorkerTask
+from kfk.connect.worker_tasks import ExactlyOnce, TaskStatus, WorkerSinkTask, WorkerSourceTask, WorkerTask
 
 log = logging.getLogger("kfk.connect.herder")
 
@@ -215,12 +215,18 @@ class StandaloneHerder:
         if state.kind == "source":
             parsed = source_config_def(state.version).parse(config)
             return WorkerSourceTask(*arguments, ErrorHandler(parsed, state.name, task_id),
-                                    offset_store=self.offset_store)
+                                    offset_store=self.offset_store,
+                                    exactly_once=self._exactly_once(state.name, task_id, parsed))
         parsed = sink_config_def(state.version).parse(config)
         dead_letter_queue = None
         if parsed["errors.deadletterqueue.topic.name"]:
             dead_letter_queue = self._dead_letter_queue(state, task_id, parsed)
         return WorkerSinkTask(*arguments, ErrorHandler(parsed, state.name, task_id, dead_letter_queue))
+
+    def _exactly_once(self, connector: str, task_id: int, parsed: Mapping[str, Any]) -> ExactlyOnce | None:
+        """A standalone worker runs source tasks at least once (exactly-once source support is a distributed
+        worker's, as in Kafka)."""
+        return None
 
     def _dead_letter_queue(self, state: ConnectorState, task_id: int, parsed: Mapping[str, Any]
                            ) -> DeadLetterQueueReporter:

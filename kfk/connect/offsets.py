@@ -183,13 +183,17 @@ class OffsetStore:
                           if value is not None}
 
     def set_all(self, entries: Mapping[bytes, bytes | None]) -> None:
+        self.remember(entries)
+        self.flush()
+
+    def remember(self, entries: Mapping[bytes, bytes | None]) -> None:
+        """Take offsets already persisted elsewhere (an exactly-once source task writes them in its transaction)."""
         with self._lock:
             for key, value in entries.items():
                 if value is None:
                     self._data.pop(key, None)
                 else:
                     self._data[key] = value
-        self.flush()
 
     def flush(self) -> None:
         if self.path is None:

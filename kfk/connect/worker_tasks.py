@@ -2,7 +2,8 @@
 
 A source task thread polls the task, transforms and converts each record and produces it; every
 `offset.flush.interval.ms` it waits for the producer to acknowledge what was sent, stores the latest source offset
-per source partition and calls the task's commit(). A sink task thread consumes (group `connect-<connector>`),
+per source partition and calls the task's commit() (with exactly.once.source.support=enabled, records and offsets
+commit in one transaction instead: ExactlyOnce). A sink task thread consumes (group `connect-<connector>`),
 converts and transforms, calls put(), and commits what pre_commit() returns at the same interval. A task that
 raises is FAILED with its traceback, as Kafka reports it in status.
 """
@@ -13,6 +14,7 @@ import logging
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from kfk.client import Consumer, OffsetAndMetadata, Producer, TopicPartition
@@ -132,37 +134,61 @@ class WorkerTask:
                                                                        header.value)) for header in headers]
 
 
+@dataclass(frozen=True)
+class ExactlyOnce:
+    """How a source task runs with exactly.once.source.support=enabled (KIP-618): a transactional producer of id
+    ``<group.id>-<connector>-<task>`` (a restarted task's init_transactions fences the one it replaces, and aborts
+    what that one left open), the records and their source offsets (written to `offsets_topic` by the same producer)
+    committed in one transaction, each poll's records (transaction.boundary=poll) or every `interval_s`
+    (transaction.boundary=interval)."""
+
+    transactional_id: str
+    offsets_topic: str
+    interval_s: float | None = None
+
+
 class WorkerSourceTask(WorkerTask):
     task: SourceTask
 
-    def __init__(self, *args: Any, offset_store: OffsetStore, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, offset_store: OffsetStore, exactly_once: ExactlyOnce | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.offset_store = offset_store
+        self.exactly_once = exactly_once
         self.pending_offsets: dict[Any, tuple[Mapping[str, Any], Mapping[str, Any] | None]] = {}
         self.producer: Producer | None = None
         self.send_error: BaseException | None = None
+        self.in_transaction = False
         self.wants_commit_record = type(self.task).commit_record is not SourceTask.commit_record
 
     def execute(self) -> None:
         config = {"acks": "all", "linger.ms": 0, "max.in.flight.requests.per.connection": 1,
                   "client.id": f"connector-producer-{self.connector}-{self.task_id}",
                   **self.client_config("producer.")}
+        if self.exactly_once is not None:
+            config.update({"transactional.id": self.exactly_once.transactional_id, "enable.idempotence": True})
         self.producer = Producer(config)
+        if self.exactly_once is not None:
+            self.producer.init_transactions()
         self.task.initialize(SourceTaskContext(self.task_config, self.offset_store.reader(self.connector)))
         self.task.start(self.task_config)
-        next_flush = time.monotonic() + self.flush_interval
+        interval = self.flush_interval if self.exactly_once is None else self.exactly_once.interval_s
+        next_flush = time.monotonic() + (interval or 0)
         while not self.stopping.is_set():
             if not self.resumed.is_set():
                 self.resumed.wait(0.5)
                 continue
             records = self.task.poll() or []
+            if records and self.exactly_once is not None and not self.in_transaction:
+                self.producer.begin_transaction()
+                self.in_transaction = True
             for record in records:
                 self.send(record)
             if self.send_error is not None:
                 raise self.send_error
-            if time.monotonic() >= next_flush:
+            if (interval is None and records) or (interval is not None and time.monotonic() >= next_flush):
                 self.commit_offsets()
-                next_flush = time.monotonic() + self.flush_interval
+                next_flush = time.monotonic() + (interval or 0)
 
     def send(self, record: SourceRecord) -> None:
         transformed = self.errors.execute(lambda: self.transformations.apply(record), TRANSFORMATION,
@@ -195,16 +221,43 @@ class WorkerSourceTask(WorkerTask):
                                                                                record.source_offset)
 
     def commit_offsets(self) -> None:
-        """Kafka's offset commit: everything sent is acknowledged first, then the offsets are stored."""
-        if self.producer is not None:
-            self.producer.flush()
-        if self.send_error is not None:
-            raise self.send_error
-        if self.pending_offsets:
-            pending, self.pending_offsets = self.pending_offsets, {}
-            self.offset_store.set_all({offset_key(self.connector, partition): offset_value(offset)
-                                       for partition, offset in pending.values()})
+        """Kafka's offset commit: everything sent is acknowledged first, then the offsets are stored. Exactly once,
+        the offsets go into the transaction, which then commits (or aborts, if a send failed)."""
+        if self.exactly_once is not None:
+            self._commit_transaction()
+        else:
+            if self.producer is not None:
+                self.producer.flush()
+            if self.send_error is not None:
+                raise self.send_error
+            if self.pending_offsets:
+                self.offset_store.set_all(self._take_offsets())
         self.task.commit()
+
+    def _take_offsets(self) -> dict[bytes, bytes | None]:
+        pending, self.pending_offsets = self.pending_offsets, {}
+        return {offset_key(self.connector, partition): offset_value(offset) for partition, offset in pending.values()}
+
+    def _commit_transaction(self) -> None:
+        if not self.in_transaction:
+            if not self.pending_offsets:
+                return
+            self.producer.begin_transaction()  # offsets alone (every record of the poll was filtered out)
+            self.in_transaction = True
+        offsets = self._take_offsets()
+        try:
+            for key, value in offsets.items():
+                self.producer.send(self.exactly_once.offsets_topic, value, key)
+            self.producer.flush()
+            if self.send_error is not None:
+                raise self.send_error
+            self.producer.commit_transaction()
+        except BaseException:
+            self.in_transaction = False
+            self.producer.abort_transaction()
+            raise
+        self.in_transaction = False
+        self.offset_store.remember(offsets)
 
     def close(self) -> None:
         try:
