@@ -25,15 +25,20 @@ from kfk.testing.plugin import TEST_OVERRIDES  # noqa: E402
 WORDS = [f"word{index}" for index in range(500)]
 
 
-def run(bootstrap: str, guarantee: str, lines: int, partitions: int, threads: int, state_dir: str) -> float:
-    suffix = f"{guarantee}-{time.monotonic_ns()}"
-    input_topic, output = f"lines-{suffix}", f"counts-{suffix}"
+def word_count_topics(bootstrap: str, input_topic: str, output: str, lines: int, partitions: int) -> None:
+    """The input topic filled with `lines` lines of 8 words (500 distinct words), and an empty output topic."""
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(input_topic, partitions, 1), NewTopic(output, partitions, 1)])
     with Producer({"bootstrap.servers": bootstrap, "linger.ms": 20}) as producer:
         for index in range(lines):
             line = " ".join(WORDS[(index * 8 + offset) % len(WORDS)] for offset in range(8))
             producer.send(input_topic, line.encode(), str(index).encode())
+
+
+def run(bootstrap: str, guarantee: str, lines: int, partitions: int, threads: int, state_dir: str) -> float:
+    suffix = f"{guarantee}-{time.monotonic_ns()}"
+    input_topic, output = f"lines-{suffix}", f"counts-{suffix}"
+    word_count_topics(bootstrap, input_topic, output, lines, partitions)
     builder = StreamsBuilder()
     (builder.stream(input_topic).flat_map_values(str.split).group_by(lambda key, word: word).count("counts")
      .to_stream().to(output, value_serde=Serdes.long()))

@@ -25,11 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kfk.client import Admin, Consumer, NewTopic, Producer  # noqa: E402
+from bench_streams import word_count_topics  # noqa: E402
+from kfk.client import Consumer  # noqa: E402
 from kfk.testing.broker import start_broker  # noqa: E402
 from kfk.testing.plugin import TEST_OVERRIDES  # noqa: E402
 
-WORDS = [f"word{index}" for index in range(500)]
 GUARANTEES = ("at_least_once", "exactly_once_v2")
 
 
@@ -141,12 +141,7 @@ def run(engine: str, bootstrap: str, lines: int, partitions: int, instances: int
         directory: Path) -> float:
     suffix = f"{engine}-{guarantee}-{instances}-{time.monotonic_ns()}"
     source, output, group = f"lines-{suffix}", f"counts-{suffix}", f"bench-{suffix}"
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
-        admin.create_topics([NewTopic(source, partitions, 1), NewTopic(output, partitions, 1)])
-    with Producer({"bootstrap.servers": bootstrap, "linger.ms": 20}) as producer:
-        for index in range(lines):
-            line = " ".join(WORDS[(index * 8 + offset) % len(WORDS)] for offset in range(8))
-            producer.send(source, line.encode(), str(index).encode())
+    word_count_topics(bootstrap, source, output, lines, partitions)
     expected = lines * 8
     env = dict(os.environ, PYTHONPATH=str(ROOT), BENCH_PARTITIONS=str(partitions))
     start = time.monotonic()

@@ -117,13 +117,17 @@ class LogAndContinueExceptionHandler:
         return Result.RESUME
 
 
+def _log_processing_error(level: int, context: ErrorHandlerContext, exception: Exception) -> None:
+    log.log(level, "Exception caught during message processing, processor node: %s, taskId: %s, source topic: %s, "
+            "source partition: %s, source offset: %s", context.processor_node_id, context.task_id, context.topic,
+            context.partition, context.offset, exc_info=exception)
+
+
 class LogAndFailProcessingExceptionHandler:
     """Processing: log the error and stop (Kafka's default)."""
 
     def handle_error(self, context: ErrorHandlerContext, record: Any, exception: Exception) -> Result:
-        log.error("Exception caught during message processing, processor node: %s, taskId: %s, source topic: %s, "
-                  "source partition: %s, source offset: %s", context.processor_node_id, context.task_id,
-                  context.topic, context.partition, context.offset, exc_info=exception)
+        _log_processing_error(logging.ERROR, context, exception)
         return Result.FAIL
 
 
@@ -132,9 +136,7 @@ class LogAndContinueProcessingExceptionHandler:
     sees the records that processor forwarded before raising)."""
 
     def handle_error(self, context: ErrorHandlerContext, record: Any, exception: Exception) -> Result:
-        log.warning("Exception caught during message processing, processor node: %s, taskId: %s, source topic: %s, "
-                    "source partition: %s, source offset: %s", context.processor_node_id, context.task_id,
-                    context.topic, context.partition, context.offset, exc_info=exception)
+        _log_processing_error(logging.WARNING, context, exception)
         return Result.RESUME
 
 
