@@ -181,10 +181,12 @@ def validate_group_configs(config: BrokerConfig, overrides: Mapping[str, str | N
     return typed
 
 
+def group_override(overrides: Mapping[str, str], name: str, default: Any) -> Any:
+    """The typed value of group config `name` if the group sets it (values in the image are valid: the controller
+    checked them), else `default` (the broker's setting, which the caller holds)."""
+    return GROUP_CONFIG_KEYS[name].key.parse(overrides[name]) if name in overrides else default
+
+
 def group_config_value(config: BrokerConfig, overrides: Mapping[str, str], name: str) -> Any:
-    """The typed value of group config `name` for a group with these overrides (those in the image are valid: the
-    controller checked them)."""
-    entry = GROUP_CONFIG_KEYS[name]
-    if name in overrides:
-        return entry.key.parse(overrides[name])
-    return default_value(config, entry)
+    """The typed value of group config `name` for a group with these overrides."""
+    return group_override(overrides, name, default_value(config, GROUP_CONFIG_KEYS[name]))

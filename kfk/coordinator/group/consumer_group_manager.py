@@ -94,7 +94,7 @@ from kfk.errors import (
     UnsupportedAssignorError,
     UnsupportedVersionError,
 )
-from kfk.group_config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS
+from kfk.group_config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS, group_override
 from kfk.metadata.image import ConfigResourceType, MetadataImage
 from kfk.protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from kfk.protocol.messages.consumer_group_heartbeat import (
@@ -187,8 +187,7 @@ class ConsumerGroupManager:
     def _group_setting(self, group_id: str, name: str, broker_value: int) -> int:
         """A timing the group's own config (kafka-configs --entity-type groups) may set, else the broker's: read at
         each use, so a change applies from the member's next heartbeat, as in Kafka."""
-        value = self._image().config(ConfigResourceType.GROUP, group_id).get(name)
-        return int(value) if value is not None else broker_value
+        return group_override(self._image().config(ConfigResourceType.GROUP, group_id), name, broker_value)
 
     # -- ConsumerGroupHeartbeat --------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import uuid
 from typing import Callable, Iterable, Mapping
 
 from kfk.errors import ErrorCode, InvalidConfigurationError
-from kfk.group_config import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
+from kfk.group_config import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS, group_override
 from kfk.protocol.messages.list_groups import ListGroupsResponse
 from kfk.protocol.messages.share_group_describe import ShareGroupDescribeResponse
 from kfk.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
@@ -215,12 +215,13 @@ class ShareGroupCoordinator:
         if request.rack_id is not None:
             member.rack_id = request.rack_id
         overrides = self.group_configs(group.group_id)
-        member.deadline_ms = self.now_ms() + int(overrides.get(SHARE_SESSION_TIMEOUT_MS,
-                                                               self.config.session_timeout_ms))
+        member.deadline_ms = self.now_ms() + group_override(overrides, SHARE_SESSION_TIMEOUT_MS,
+                                                            self.config.session_timeout_ms)
         self._assign(group)
         return ShareGroupHeartbeatResponse(
             member_id=member.member_id, member_epoch=member.member_epoch,
-            heartbeat_interval_ms=int(overrides.get(SHARE_HEARTBEAT_INTERVAL_MS, self.config.heartbeat_interval_ms)),
+            heartbeat_interval_ms=group_override(overrides, SHARE_HEARTBEAT_INTERVAL_MS,
+                                                 self.config.heartbeat_interval_ms),
             assignment=ShareGroupHeartbeatResponse.Assignment(topic_partitions=[
                 ShareGroupHeartbeatResponse.TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
                 for topic_id, partitions in member.assignment.items()]))

@@ -39,7 +39,8 @@ from kfk.coordinator.group.share_group import ShareGroupCoordinator
 from kfk.coordinator.share.state_batches import UNINITIALIZED_START_OFFSET, StateBatch
 from kfk.errors import ERROR_INFO, ErrorCode, KafkaError, error_for_code
 from kfk.group_config import (GROUP_CONFIG_KEYS, SHARE_AUTO_OFFSET_RESET, SHARE_DELIVERY_COUNT_LIMIT,
-                              SHARE_PARTITION_MAX_RECORD_LOCKS, SHARE_RECORD_LOCK_DURATION_MS, parse_duration_ms)
+                              SHARE_PARTITION_MAX_RECORD_LOCKS, SHARE_RECORD_LOCK_DURATION_MS, group_override,
+                              parse_duration_ms)
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
 from kfk.protocol.messages.alter_share_group_offsets import (AlterShareGroupOffsetsRequest,
@@ -475,7 +476,8 @@ class ShareGroupsHandler:
     def _partition_config(self, group_id: str) -> SharePartitionConfig:
         """The broker's share-partition settings with the group's own configs over them."""
         overrides = self.metadata_cache.image.config(ConfigResourceType.GROUP, group_id)
-        changes = {field: int(overrides[key]) for key, field in _PARTITION_OVERRIDES.items() if key in overrides}
+        changes = {field: group_override(overrides, key, None) for key, field in _PARTITION_OVERRIDES.items()
+                   if key in overrides}
         return dataclasses.replace(self.partition_config, **changes) if changes else self.partition_config
 
     async def _persist(self, group_id: str, topic_partition: TopicPartition,
