@@ -26,7 +26,7 @@ from kfk.client.config import (CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION, Cl
 from kfk.client.connection import BrokerConnection
 from kfk.common.clock import system_time_ms
 from kfk.common.constants import NO_NODE
-from kfk.errors import KafkaError, KafkaTimeoutError, NetworkError
+from kfk.errors import INVALID_METADATA, KafkaError, KafkaTimeoutError, NetworkError
 from kfk.protocol.message import Message
 from kfk.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from kfk.security.tls import TLS_PROTOCOLS, client_context
@@ -93,6 +93,11 @@ class NetworkClient:
         self._interesting_topics: set[str] = set()
         self._all_topics = False
         self._metadata_stale = True
+        #: Refreshes in a row whose answer had a topic or partition in error (unknown, no leader yet), and when the
+        #: next one is due: Java's consumer and producer retry such metadata after retry.backoff.ms, growing to
+        #: retry.backoff.max.ms, instead of waiting out metadata.max.age.ms.
+        self._metadata_errors_in_a_row = 0
+        self._metadata_retry_at_ms: float | None = None
         self._metadata_task: asyncio.Task | None = None
         self._metadata_task_topics: frozenset[str] | None = frozenset()
         self._metadata_listeners: list = []
@@ -315,6 +320,7 @@ class NetworkClient:
 
     def metadata_needs_refresh(self) -> bool:
         return (self._metadata_stale or not self.cluster.brokers
+                or (self._metadata_retry_at_ms is not None and monotonic_ms() >= self._metadata_retry_at_ms)
                 or system_time_ms() - self.cluster.updated_ms > self.config.metadata_max_age_ms)
 
     def add_metadata_listener(self, listener) -> None:
@@ -351,6 +357,11 @@ class NetworkClient:
         assert isinstance(response, MetadataResponse)
         first = not self.cluster.brokers
         self.cluster = self.cluster.with_response(response, topics, system_time_ms())
+        if _has_invalid_metadata(response):
+            self._metadata_errors_in_a_row += 1
+            self._metadata_retry_at_ms = monotonic_ms() + self.retry_backoff.backoff_ms(self._metadata_errors_in_a_row)
+        else:
+            self._metadata_errors_in_a_row, self._metadata_retry_at_ms = 0, None
         if first:
             for node_id in self._bootstrap_ids:  # the brokers are known by id now
                 self.disconnect(node_id)
@@ -370,6 +381,14 @@ class NetworkClient:
             if state.connection is not None:
                 state.connection.close(NetworkError("the client is closed"))
                 state.connection = None
+
+
+def _has_invalid_metadata(response: MetadataResponse) -> bool:
+    """A topic or partition answered with an error a later refresh fixes (a topic still being created, a partition
+    between leaders)."""
+    return any(topic.error_code in INVALID_METADATA
+               or any(partition.error_code in INVALID_METADATA for partition in topic.partitions)
+               for topic in response.topics)
 
 
 def _metadata_request(topics: frozenset[str] | None, auto_create: bool) -> MetadataRequest:

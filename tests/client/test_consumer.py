@@ -124,6 +124,22 @@ def test_partitions_for_an_unknown_topic(bootstrap: str) -> None:
             consumer.partitions_for("does-not-exist-anywhere")
 
 
+@pytest.mark.parametrize("broker", ["kfk", "apache_kafka"])
+def test_a_group_member_reads_a_topic_created_after_it_subscribed(broker: str, request: pytest.FixtureRequest,
+                                                                  topic_name: str) -> None:
+    """A subscribed topic that does not exist yet (or that Apache Kafka answers LEADER_NOT_AVAILABLE for while it
+    creates it) is asked again after retry.backoff.ms, as Java's consumer does, not after metadata.max.age.ms."""
+    bootstrap = (request.getfixturevalue("bootstrap") if broker == "kfk"
+                 else request.getfixturevalue("apache_kafka").bootstrap_server)
+    with Consumer(dict(FAST_GROUP, **{"bootstrap.servers": bootstrap, "group.id": f"g-{topic_name}",
+                                      "allow.auto.create.topics": False, "metadata.max.age.ms": 300_000})) as consumer:
+        consumer.subscribe([topic_name])
+        assert poll_until([consumer], 1, timeout=2) == []
+        produce(bootstrap, topic_name, 1, 1)
+        records = poll_until([consumer], 1, timeout=20)
+        assert [record.value for record in records] == [b"0"]
+
+
 def test_commits_with_assign_and_a_group_id(bootstrap: str, topic_name: str) -> None:
     produce(bootstrap, topic_name, 1, 10)
     tp = TopicPartition(topic_name, 0)
