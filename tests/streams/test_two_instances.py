@@ -1,15 +1,18 @@
 """Two instances of one application on kfk (one stream thread, then two more), three partitions: the second
 instance joins while the first is processing, the group moves tasks between them (the first commits and
 checkpoints what it gives up, the second restores the moved stores from their changelogs), and the word counts
-come out exactly as computed here; and interactive queries find the instance that holds a key."""
+come out exactly as computed here, as do a windowed count with late records, its final results and a stream-stream
+join; and interactive queries find the instance that holds a key."""
 
 from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from random import Random
 
 from kfk.client import Admin, NewTopic, Producer
-from kfk.streams import HostInfo, KafkaStreams, State, StreamsBuilder
+from kfk.streams import (BufferConfig, HostInfo, JoinWindows, KafkaStreams, Serdes, State, StreamsBuilder,
+                         Suppressed, TimeWindows, Topology)
 from kfk.streams.errors import StreamsException
 from tests.streams.conftest import create_input, read_to_end, read_topic, unique_name
 from tests.streams.topologies import foreign_key_joins, wordcount
@@ -205,3 +208,160 @@ def test_each_instance_knows_which_instance_holds_a_key(streams_broker, tmp_path
     finally:
         for streams in instances.values():
             assert streams.close()
+
+
+#: The windowed count's windows and grace, and the join's time difference (its grace is long enough that no join
+#: input is ever late: which of two topics' records a task reads first depends on fetch timing, as in Java).
+WINDOW_SIZE, WINDOW_GRACE, JOIN_DIFFERENCE, JOIN_GRACE = 10, 5, 3, 100_000
+
+
+def _windowed_and_joined(events: str, lines: str, clicks: str, output: str) -> Topology:
+    builder = StreamsBuilder()
+    counts = (builder.stream(events).group_by_key()
+              .windowed_by(TimeWindows.of_size_and_grace(WINDOW_SIZE, WINDOW_GRACE)).count("window-counts"))
+    (counts.to_stream().map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}", count))
+     .to(output + "-counts", key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+     .to_stream().map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}", count))
+     .to(output + "-final", key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (builder.stream(lines)
+     .join(builder.stream(clicks), lambda line, click: f"{line}&{click}",
+           JoinWindows.of_time_difference_and_grace(JOIN_DIFFERENCE, JOIN_GRACE))
+     .to(output + "-joined"))
+    return builder.build()
+
+
+def _partition_of(key: str) -> int:
+    return int(key[1:]) % 3
+
+
+def _timed_records(random: Random, prefix: str, partition: int, start: int, count: int,
+                   lateness: int) -> list[tuple[str, str, int]]:
+    """`count` records (key, value, timestamp) of one partition's keys, 3 ms apart from `start` and up to
+    `lateness` ms earlier than that (out of order); the first is exactly at `start`."""
+    keys = [f"{prefix}{index}" for index in range(9) if _partition_of(f"{prefix}{index}") == partition]
+    return [(random.choice(keys), f"{prefix}{partition}-{start}-{index}",
+             start + 3 * index - (random.randint(0, lateness) if index else 0)) for index in range(count)]
+
+
+def _expected_windows(events: list[tuple[str, str, int]]) -> tuple[dict[str, int], dict[str, int]]:
+    """Each tumbling window's count and, for the windows closed by the end, its final count, computed here per
+    partition (each partition is one task with its own stream time): a record is counted unless its window ended
+    at or before stream time - grace; a window is final once the latest counted time reaches its end + grace."""
+    counts: Counter = Counter()
+    stream_time: dict[int, int] = defaultdict(lambda: -1)
+    latest_counted: dict[int, int] = defaultdict(lambda: -1)
+    for key, _, timestamp in events:
+        partition = _partition_of(key)
+        stream_time[partition] = max(stream_time[partition], timestamp)
+        start = timestamp - timestamp % WINDOW_SIZE
+        if start + WINDOW_SIZE > stream_time[partition] - WINDOW_GRACE:
+            counts[f"{key}@{start}"] += 1
+            latest_counted[partition] = max(latest_counted[partition], timestamp)
+    final = {window: count for window, count in counts.items()
+             if int(window.split("@")[1]) + WINDOW_SIZE + WINDOW_GRACE <= latest_counted[_partition_of(window.split("@")[0])]}
+    return dict(counts), final
+
+
+def _expected_joins(lines: list[tuple[str, str, int]], clicks: list[tuple[str, str, int]]) -> Counter:
+    return Counter((line_key, f"{line}&{click}") for line_key, line, line_time in lines
+                   for click_key, click, click_time in clicks
+                   if line_key == click_key and abs(line_time - click_time) <= JOIN_DIFFERENCE)
+
+
+def _produce_timed(bootstrap: str, topic: str, records: list[tuple[str, str, int]]) -> None:
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for key, value, timestamp in records:
+            producer.send(topic, value.encode(), key.encode(), partition=_partition_of(key), timestamp_ms=timestamp)
+
+
+def _outputs(bootstrap: str, output: str) -> tuple[dict[str, int], list[tuple[str, int]], Counter]:
+    """The windowed counts' last value per window, every final count, and every joined pair."""
+    counts = {record.key.decode(): int.from_bytes(record.value, "big")
+              for record in read_to_end(bootstrap, output + "-counts")}
+    final = [(record.key.decode(), int.from_bytes(record.value, "big"))
+             for record in read_to_end(bootstrap, output + "-final")]
+    joined = Counter((record.key.decode(), record.value.decode())
+                     for record in read_to_end(bootstrap, output + "-joined"))
+    return counts, final, joined
+
+
+def test_two_instances_window_late_records_and_join_streams(streams_broker, tmp_path) -> None:
+    """A windowed count with late records (some within the grace, some after it) and its suppressed final
+    results, and a stream-stream join, on two instances and three partitions: the second instance joins after
+    the first has processed a first half, takes some of the tasks (restoring their window stores, join windows
+    and suppression buffers from the changelogs), and the outputs are what is computed here from the input:
+    every window's last count, each closed window's final count exactly once, and every pair of a line and a
+    click of one key at most 3 ms apart exactly once, pairs across the hand-over included."""
+    bootstrap = streams_broker.bootstrap_servers
+    events, lines, clicks = unique_name("events"), unique_name("lines"), unique_name("clicks")
+    output, application_id = unique_name("out"), unique_name("wj2")
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(name, 3, 1) for name in (
+            events, lines, clicks, output + "-counts", output + "-final", output + "-joined")])
+    random = Random(20261206)
+    halves: list[dict[str, list[tuple[str, str, int]]]] = [defaultdict(list), defaultdict(list)]
+    for partition in range(3):
+        first_events = _timed_records(random, "e", partition, 1000, 40, 20)
+        halves[0]["events"] += first_events
+        # the second half's first record is in order: a task's stream time starts again from the first record
+        # it processes after it moves (in Kafka Streams too), and that record must not be late
+        halves[1]["events"] += _timed_records(random, "e", partition, max(t for _, _, t in first_events) + 1, 40, 20)
+        for half, start in ((0, 1000), (1, 1045)):  # the halves overlap: pairs across the hand-over
+            halves[half]["lines"] += _timed_records(random, "u", partition, start, 30, 0)
+            halves[half]["clicks"] += _timed_records(random, "u", partition, start + 1, 30, 0)
+    topics = {"events": events, "lines": lines, "clicks": clicks}
+
+    def produce(half: dict[str, list[tuple[str, str, int]]]) -> None:
+        for name, records in half.items():
+            _produce_timed(bootstrap, topics[name], records)
+
+    def expected(upto: int) -> tuple[dict[str, int], dict[str, int], Counter]:
+        merged = {name: [record for half in halves[:upto] for record in half[name]] for name in topics}
+        counts, final = _expected_windows(merged["events"])
+        return counts, final, _expected_joins(merged["lines"], merged["clicks"])
+
+    def wait_for(counts_expected: dict[str, int], final_expected: dict[str, int], joins_expected: Counter) -> None:
+        deadline = time.monotonic() + 90
+        while True:
+            counts, final, joined = _outputs(bootstrap, output)
+            if (counts, dict(final), joined) == (counts_expected, final_expected, joins_expected):
+                return
+            assert time.monotonic() < deadline, (
+                f"counts differ: {set(counts.items()) ^ set(counts_expected.items())}; final: "
+                f"{set(final) ^ set(final_expected.items())}; joins: {joined - joins_expected} extra, "
+                f"{joins_expected - joined} missing")
+            time.sleep(0.5)
+
+    def instance(name: str) -> KafkaStreams:
+        return KafkaStreams(_windowed_and_joined(events, lines, clicks, output), {
+            "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
+            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100})
+
+    first, second = instance("first"), instance("second")
+    produce(halves[0])
+    first.start()
+    try:
+        assert first.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, first.error
+        wait_for(*expected(1))
+        second.start()
+        deadline = time.monotonic() + 60
+        while True:  # until the rebalances are over: every task runs, on one instance or the other
+            held = [{str(task) for thread in streams._threads for task in thread.tasks} for streams in (first, second)]
+            if all(held) and sorted(held[0] | held[1]) == [f"{sub}_{part}" for sub in (0, 1) for part in range(3)]:
+                break
+            assert time.monotonic() < deadline, f"the tasks never settled: {held}"
+            assert first.error is None and second.error is None, first.error or second.error
+            time.sleep(0.1)
+        assert all({"0", "1"} <= {task.split("_")[0] for task in tasks} for tasks in held), (
+            f"each instance runs windowed and join tasks: {held}")
+        produce(halves[1])
+        counts_expected, final_expected, joins_expected = expected(2)
+        wait_for(counts_expected, final_expected, joins_expected)
+    finally:
+        assert first.close() and second.close()
+    assert first.error is None and second.error is None
+    late = sum(1 for half in halves for _ in half["events"]) - sum(counts_expected.values())
+    assert late > 0 and len(final_expected) < len(counts_expected), "some records were too late, some windows open"
+    counts, final, joined = _outputs(bootstrap, output)
+    assert len(final) == len(final_expected), "each closed window's final count once"
