@@ -49,7 +49,8 @@ STREAMS_CONFIG_DEF = ConfigDef([
               "How often offsets are committed (and transactions committed under exactly_once_v2)."),
     ConfigKey("num.stream.threads", ConfigType.INT, 1, at_least(1), "Stream threads of this instance."),
     ConfigKey("num.standby.replicas", ConfigType.INT, 0, at_least(0),
-              "Standby replicas per task (kfk.streams keeps none yet; any other value is refused)."),
+              "Standby replicas per stateful task, each on another instance: copies of its stores kept up to date "
+              "from their changelogs, so that a task that moves restores only the changelog's tail."),
     ConfigKey("replication.factor", ConfigType.INT, -1, None,
               "Replication factor of internal topics; -1 means the broker's default.replication.factor."),
     ConfigKey("statestore.cache.max.bytes", ConfigType.LONG, 10 * 1024 * 1024, at_least(0),
@@ -127,9 +128,6 @@ class StreamsConfig:
             if not values[required]:
                 raise InvalidConfigurationError(f'Missing required configuration "{required}" which has no '
                                                 "default value.")
-        if values["num.standby.replicas"] != 0:
-            raise InvalidConfigurationError("num.standby.replicas: kfk.streams keeps no standby replicas yet; "
-                                            "leave it at 0")
         self.application_id: str = values["application.id"]
         self.bootstrap_servers: list[str] = values["bootstrap.servers"]
         self.processing_guarantee: str = values["processing.guarantee"]
@@ -138,6 +136,7 @@ class StreamsConfig:
         self.commit_interval_ms: int = (values["commit.interval.ms"] if values["commit.interval.ms"] is not None
                                         else _COMMIT_INTERVAL_MS[self.processing_guarantee])
         self.num_stream_threads: int = values["num.stream.threads"]
+        self.num_standby_replicas: int = values["num.standby.replicas"]
         self.replication_factor: int = values["replication.factor"]
         self.client_id: str = values["client.id"] or self.application_id
         self.poll_ms: int = values["poll.ms"]

@@ -41,9 +41,10 @@ from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import KafkaError, TopicExistsError
 from kfk.streams.config import StreamsConfig
 from kfk.streams.metadata import (NOT_AVAILABLE, KeyQueryMetadata, PartitionsByHost, StreamsAssignor, StreamsMetadata,
-                                  parse_host_info)
+                                  StreamsSubscription, parse_host_info)
 from kfk.streams.processor import TaskId
 from kfk.streams.serdes import Serde
+from kfk.streams.standby import StandbyUpdater
 from kfk.streams.state import KeyValueStore
 from kfk.streams.task import StreamTask, restore_stores
 from kfk.streams.windows import WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS, JoinWindows
@@ -162,6 +163,8 @@ class KafkaStreams:
         #: This instance's application.server, and what the group's last assignment said every host holds.
         self.application_server = parse_host_info(self.config.application_server)
         self.partitions_by_host = PartitionsByHost()
+        #: The standby tasks of this instance's threads, when num.standby.replicas asks for them.
+        self.standby_updater: StandbyUpdater | None = None
 
     def _process_id(self) -> uuid.UUID:
         """Kept in <state.dir>/<application.id>/kafka-streams-process-metadata, as Kafka Streams keeps it."""
@@ -195,6 +198,9 @@ class KafkaStreams:
             self._global_thread = GlobalStreamThread(self)
             self._global_thread.bootstrap()
             self._global_thread.start()
+        if self.config.num_standby_replicas > 0:
+            self.standby_updater = StandbyUpdater(self)
+            self.standby_updater.start()
         for index in range(1, self.config.num_stream_threads + 1):
             thread = StreamThread(self, index)
             self._threads.append(thread)
@@ -242,10 +248,11 @@ class KafkaStreams:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(deadline - time.monotonic(), 0))
-        if self._global_thread is not None:
-            self._global_thread.running = False
-            self._global_thread.join(max(deadline - time.monotonic(), 0))
-        stopped = not any(thread.is_alive() for thread in [*self._threads, *filter(None, [self._global_thread])])
+        for helper in filter(None, [self._global_thread, self.standby_updater]):
+            helper.running = False
+            helper.join(max(deadline - time.monotonic(), 0))
+        stopped = not any(thread.is_alive()
+                          for thread in [*self._threads, *filter(None, [self._global_thread, self.standby_updater])])
         if self.state is not State.ERROR:
             self._set_state(State.NOT_RUNNING)
         return stopped
@@ -256,11 +263,14 @@ class KafkaStreams:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def store(self, name: str) -> ReadOnlyStore:
+    def store(self, name: str, enable_stale_stores: bool = False) -> ReadOnlyStore:
         """The local instances of store `name` (interactive queries): the tasks of this instance's threads hold
-        the keys of the partitions they run."""
+        the keys of the partitions they run; with ``enable_stale_stores`` (Kafka's StoreQueryParameters
+        .enableStaleStores()) the standby replicas' copies too, which may lag behind the active ones."""
         stores = [task.stores[name] for thread in self._threads for task in list(thread.tasks.values())
                   if name in task.stores]
+        if enable_stale_stores and self.standby_updater is not None:
+            stores += self.standby_updater.stores_named(name)
         if not stores and name not in self.topology.store_builders:
             raise ValueError(f"Cannot get state store {name} because no such store is registered in the topology.")
         return ReadOnlyStore(stores)
@@ -293,8 +303,11 @@ class KafkaStreams:
         if not partition_count or data is None:
             return NOT_AVAILABLE
         partition = partition_for_key(data, partition_count)
-        host = self.partitions_by_host.host_of(TopicPartition(topic, partition))
-        return KeyQueryMetadata(host, frozenset(), partition) if host is not None else NOT_AVAILABLE
+        source = TopicPartition(topic, partition)
+        host = self.partitions_by_host.host_of(source)
+        if host is None:
+            return NOT_AVAILABLE
+        return KeyQueryMetadata(host, self.partitions_by_host.standby_hosts_of(source), partition)
 
     def _stores_of(self, partitions: frozenset[TopicPartition]) -> frozenset[str]:
         """The stores of the sub-topologies some of these source partitions belong to."""
@@ -304,11 +317,15 @@ class KafkaStreams:
                          if any(internal(topic) in topics for topic in sub.source_topics) for store in sub.stores)
 
     def metrics(self) -> dict[str, float]:
-        """This instance's metrics, by Kafka Streams' names (so far: dropped-records-total, the records the
-        exception handlers skipped, summed over the tasks)."""
+        """This instance's metrics, by Kafka Streams' names, summed over its tasks: dropped-records-total (the
+        records the exception handlers skipped), restore-total (changelog records restored into active tasks) and
+        update-total (changelog records applied to standby tasks)."""
         dropped = sum(thread.dropped_records + sum(task.dropped_records for task in list(thread.tasks.values()))
                       for thread in self._threads)
-        return {"dropped-records-total": float(dropped)}
+        restored = sum(thread.restored_records for thread in self._threads)
+        updated = self.standby_updater.updated_records if self.standby_updater is not None else 0
+        return {"dropped-records-total": float(dropped), "restore-total": float(restored),
+                "update-total": float(updated)}
 
     def _thread_running(self) -> None:
         if self.state is State.REBALANCING and all(thread.assigned for thread in self._threads):
@@ -396,13 +413,17 @@ class StreamThread(threading.Thread):
         client_id = f"{config.client_id}-{streams.process_id}-StreamThread-{index}"
         transactional_id = f"{config.application_id}-{streams.process_id}-{index}" if config.exactly_once else None
         self.producer = Producer(config.producer_config(f"{client_id}-producer", transactional_id))
-        self.consumer = Consumer(config.consumer_config(f"{client_id}-consumer", index), assignors=[
-            StreamsAssignor(streams.application_server, streams.partitions_by_host)])
         self.restore_consumer = Consumer(config.restore_consumer_config(f"{client_id}-restore-consumer"))
         self.subtopologies = {subtopology.id: subtopology for subtopology in streams.topology.sub_topologies()}
         self.topic_subtopology = {self._internal(topic): subtopology.id
                                   for subtopology in self.subtopologies.values()
                                   for topic in subtopology.source_topics}
+        stateful = frozenset(subtopology.id for subtopology in self.subtopologies.values()
+                             if any(streams.topology.store_builders[store].logging for store in subtopology.stores))
+        self.assignor = StreamsAssignor(StreamsSubscription(str(streams.process_id), streams.application_server),
+                                        streams.partitions_by_host, config.num_standby_replicas,
+                                        self.topic_subtopology, stateful)
+        self.consumer = Consumer(config.consumer_config(f"{client_id}-consumer", index), assignors=[self.assignor])
         self.tasks: dict[TaskId, StreamTask] = {}
         self.task_of: dict[TopicPartition, StreamTask] = {}
         self.consumed: dict[TopicPartition, int] = {}
@@ -413,6 +434,8 @@ class StreamThread(threading.Thread):
         self.in_transaction = False
         #: Records the exception handlers dropped in the tasks this thread has closed.
         self.dropped_records = 0
+        #: Changelog records restored into this thread's active tasks.
+        self.restored_records = 0
 
     def _internal(self, topic: str) -> str:
         if topic in self.streams.topology.repartition_topics:
@@ -449,6 +472,8 @@ class StreamThread(threading.Thread):
             task_id = TaskId(self.topic_subtopology[partition.topic], partition.partition)
             task = self.tasks.get(task_id)
             if task is None:
+                if streams.standby_updater is not None:  # its standby here (if any) hands over its stores
+                    streams.standby_updater.release(task_id)
                 task = StreamTask(task_id, self.subtopologies[task_id.subtopology], streams.topology,
                                   application_id=self.config.application_id, producer=self.producer,
                                   key_serde=self.config.key_serde, value_serde=self.config.value_serde,
@@ -458,8 +483,11 @@ class StreamThread(threading.Thread):
                 restored = restore_stores(task, self.config.exactly_once, self.restore_consumer, timeout_s=120)
                 if restored:
                     log.info("task %s restored %d changelog records", task_id, restored)
+                self.restored_records += restored
                 self.tasks[task_id] = task
             self.task_of[partition] = task
+        if streams.standby_updater is not None:
+            streams.standby_updater.assign(self.name, set(self.assignor.standby_tasks), set(self.tasks))
         self.assigned = True
         streams._thread_running()
 

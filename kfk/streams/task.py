@@ -31,7 +31,7 @@ from kfk.streams.state import (ChangelogWriter, Checkpoint, KeyValueStore, Outer
 from kfk.streams.windows import SessionWindows, SlidingWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, Node, NodeKind, SubTopology, Topology
 
-__all__ = ["StreamTask"]
+__all__ = ["StreamTask", "StandbyTask"]
 
 log = logging.getLogger("kfk.streams")
 
@@ -108,35 +108,8 @@ class StreamTask:
         self.pending_sends: list[tuple | None] = []
         #: The last record written to each changelog partition since the last commit.
         self.changelog_last: dict[TopicPartition, FutureRecordMetadata] = {}
-        self.stores: dict[str, KeyValueStore] = {}
-        self.changelogs: dict[str, TopicPartition] = {}
-        for store_name in subtopology.stores:
-            builder = topology.store_builders[store_name]
-            changelog = None
-            changelog_topic = f"{application_id}-{store_name}{CHANGELOG_TOPIC_SUFFIX}"
-            if builder.logging:
-                partition = TopicPartition(changelog_topic, task_id.partition)
-                self.changelogs[store_name] = partition
-                changelog = self._changelog_writer(partition)
-            path = self.directory / "rocksdb" / store_name if builder.persistent and not in_memory else None
-            store_keys = (builder.key_serde or key_serde).for_topic(changelog_topic)
-            store_values = (builder.value_serde or value_serde).for_topic(changelog_topic)
-            if builder.suppression:
-                store: Any = SuppressionBuffer(store_name, store_keys, store_values, changelog,
-                                               sessions=builder.suppression == "sessions")
-            elif builder.outer_join:
-                other_values = (builder.other_value_serde or value_serde).for_topic(changelog_topic)
-                store = OuterJoinStore(store_name, store_keys, store_values, other_values, path, changelog)
-            elif isinstance(builder.windows, SessionWindows):
-                store = SessionStore(store_name, store_keys, store_values, path, changelog,
-                                     builder.windows.retention_ms())
-            elif builder.windows is not None:
-                store = WindowStore(store_name, store_keys, store_values, path, changelog)
-                if isinstance(builder.windows, SlidingWindows):
-                    store.retention_ms = builder.windows.retention_ms()
-            else:
-                store = KeyValueStore(store_name, store_keys, store_values, path, changelog)
-            self.stores[store_name] = store
+        self.stores, self.changelogs = build_stores(task_id, subtopology, topology, application_id, key_serde,
+                                                    value_serde, self.directory, in_memory, self._changelog_writer)
         self.processors: dict[str, Processor] = {}
         for node in self.nodes.values():
             if node.kind is NodeKind.PROCESSOR:
@@ -338,7 +311,76 @@ class StreamTask:
             store.close()
 
 
-def restore_offsets(task: StreamTask, exactly_once: bool) -> dict[TopicPartition, int | None]:
+class StandbyTask:
+    """A standby replica of a task on another instance than the active one: the task's stores, kept up to date
+    from their changelogs and never processing. When the task moves here it restores only what the standby had not
+    read yet: closing the standby writes the checkpoint the active task starts from (for persistent stores; an
+    in-memory store is rebuilt from the changelog's start, as Kafka's)."""
+
+    def __init__(self, task_id: TaskId, subtopology: SubTopology, topology: Topology, *, application_id: str,
+                 key_serde: Serde, value_serde: Serde, state_dir: Path) -> None:
+        self.id = task_id
+        self.directory = state_dir / str(task_id)
+        self.checkpoint = Checkpoint(self.directory / ".checkpoint")
+        self.stores, self.changelogs = build_stores(task_id, subtopology, topology, application_id, key_serde,
+                                                    value_serde, self.directory, False, lambda partition: None)
+        self.store_of = {partition: self.stores[name] for name, partition in self.changelogs.items()}
+        #: Where reading each changelog goes on (None: from its start).
+        self.positions: dict[TopicPartition, int | None] = restore_offsets(self, exactly_once=False)
+
+    def apply(self, record: ConsumerRecord) -> None:
+        self.store_of[record.topic_partition].restore(record.key, record.value, record.timestamp)
+        self.positions[record.topic_partition] = record.offset + 1
+
+    def write_checkpoint(self) -> None:
+        self.checkpoint.write({partition: offset for partition, offset in self.positions.items()
+                               if offset is not None and self.store_of[partition].persistent})
+
+    def close(self) -> None:
+        self.write_checkpoint()
+        for store in self.stores.values():
+            store.close()
+
+
+def build_stores(task_id: TaskId, subtopology: SubTopology, topology: Topology, application_id: str,
+                 key_serde: Serde, value_serde: Serde, directory: Path, in_memory: bool,
+                 changelog_writer: Callable[[TopicPartition], ChangelogWriter | None]
+                 ) -> tuple[dict[str, Any], dict[str, TopicPartition]]:
+    """A task's stores (under ``directory``; all in memory when ``in_memory``) and the changelog partition of each
+    logged one. ``changelog_writer(partition)`` gives what a store's writes go to: the producer for an active task,
+    nothing for a standby (it only applies what it reads from the changelog)."""
+    stores: dict[str, Any] = {}
+    changelogs: dict[str, TopicPartition] = {}
+    for store_name in subtopology.stores:
+        builder = topology.store_builders[store_name]
+        changelog = None
+        changelog_topic = f"{application_id}-{store_name}{CHANGELOG_TOPIC_SUFFIX}"
+        if builder.logging:
+            partition = TopicPartition(changelog_topic, task_id.partition)
+            changelogs[store_name] = partition
+            changelog = changelog_writer(partition)
+        path = directory / "rocksdb" / store_name if builder.persistent and not in_memory else None
+        store_keys = (builder.key_serde or key_serde).for_topic(changelog_topic)
+        store_values = (builder.value_serde or value_serde).for_topic(changelog_topic)
+        if builder.suppression:
+            store: Any = SuppressionBuffer(store_name, store_keys, store_values, changelog,
+                                           sessions=builder.suppression == "sessions")
+        elif builder.outer_join:
+            other_values = (builder.other_value_serde or value_serde).for_topic(changelog_topic)
+            store = OuterJoinStore(store_name, store_keys, store_values, other_values, path, changelog)
+        elif isinstance(builder.windows, SessionWindows):
+            store = SessionStore(store_name, store_keys, store_values, path, changelog, builder.windows.retention_ms())
+        elif builder.windows is not None:
+            store = WindowStore(store_name, store_keys, store_values, path, changelog)
+            if isinstance(builder.windows, SlidingWindows):
+                store.retention_ms = builder.windows.retention_ms()
+        else:
+            store = KeyValueStore(store_name, store_keys, store_values, path, changelog)
+        stores[store_name] = store
+    return stores, changelogs
+
+
+def restore_offsets(task: StreamTask | StandbyTask, exactly_once: bool) -> dict[TopicPartition, int | None]:
     """Where each changelog's restoration starts: the checkpointed offset, or None (from the beginning, after
     wiping the local store: without a checkpoint its contents are unknown)."""
     checkpointed = task.checkpoint.read()

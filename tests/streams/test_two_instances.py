@@ -365,3 +365,65 @@ def test_two_instances_window_late_records_and_join_streams(streams_broker, tmp_
     assert late > 0 and len(final_expected) < len(counts_expected), "some records were too late, some windows open"
     counts, final, joined = _outputs(bootstrap, output)
     assert len(final) == len(final_expected), "each closed window's final count once"
+
+
+def test_standby_replicas_follow_the_active_tasks_and_take_over(streams_broker, tmp_path) -> None:
+    """num.standby.replicas=1 on two instances: each stateful task has a standby on the other instance, kept up to
+    date from the changelog (stale-store queries on either instance see every word's count, and
+    query_metadata_for_key names the other host as the standby); when one instance leaves, the other turns its
+    standbys into active tasks restoring only the changelog's tail, and the counts go on exactly."""
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("standby")
+    first_half, second_half = _lines(0, 150), _lines(150, 150)
+    create_input(bootstrap, input_topic, 3, first_half)
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(output, 3, 1)])
+    hosts = {"first": HostInfo("127.0.0.1", 7081), "second": HostInfo("127.0.0.1", 7082)}
+
+    def instance(name: str) -> KafkaStreams:
+        return KafkaStreams(wordcount(input_topic, output), {
+            "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
+            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
+            "num.standby.replicas": 1, "application.server": str(hosts[name])})
+
+    first_words = Counter(word for _, line in first_half for word in line.split())
+    all_words = Counter(word for _, line in first_half + second_half for word in line.split())
+    first, second = instance("first"), instance("second")
+    try:
+        first.start()
+        second.start()
+        for streams in (first, second):
+            assert streams.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, streams.error
+        read_topic(bootstrap, output, sum(first_words.values()))
+        deadline = time.monotonic() + 60
+        while not all(streams.store("counts", enable_stale_stores=True).all() == dict(first_words)
+                      and streams.store("counts").all() != dict(first_words) for streams in (first, second)):
+            assert time.monotonic() < deadline, "the standbys never caught up"
+            time.sleep(0.2)
+        for word in first_words:
+            answer = first.query_metadata_for_key("counts", word)
+            assert answer == second.query_metadata_for_key("counts", word), word
+            assert answer.standby_hosts == set(hosts.values()) - {answer.active_host}, word
+        # a standby of every stateful task (sub-topology 1, after the repartition) on the instance not running it
+        stateful = [{str(task) for task in streams._threads[0].tasks if task.subtopology == 1}
+                    for streams in (first, second)]
+        assert [{str(task) for task in streams.standby_updater.tasks} for streams in (first, second)] == [
+            stateful[1], stateful[0]]
+        assert first.metrics()["update-total"] + second.metrics()["update-total"] > 0
+        restored_before = first.metrics()["restore-total"]
+        assert second.close()
+        with Producer({"bootstrap.servers": bootstrap}) as producer:
+            for key, line in second_half:
+                producer.send(input_topic, line.encode(), key.encode())
+        read_topic(bootstrap, output, sum(all_words.values()))
+        assert first.store("counts").all() == dict(all_words), "the first instance now runs every task"
+        changelog_records = sum(first_words.values())
+        restored = first.metrics()["restore-total"] - restored_before
+        assert restored < changelog_records / 10, f"took over with {restored} of {changelog_records} restored"
+    finally:
+        assert first.close() and second.close()
+    assert first.error is None and second.error is None
+    counts: dict[str, list[int]] = defaultdict(list)
+    for record in read_to_end(bootstrap, output):
+        counts[record.key.decode()].append(int.from_bytes(record.value, "big"))
+    assert counts == {word: list(range(1, total + 1)) for word, total in all_words.items()}

@@ -1,0 +1,131 @@
+"""Standby replicas (num.standby.replicas): an instance's standby tasks and the thread that keeps them up to date.
+
+The group leader's assignor (kfk.streams.metadata.StreamsAssignor) gives each stateful task standbys on other
+instances. Each stream thread hands the standby tasks it received to its instance's StandbyUpdater, which holds them
+for the whole instance (as Kafka Streams' state updater does): a standby must let go of its store directory before
+an active task of the same id opens it, whichever thread of the instance that active task lands on. The updater
+reads the standbys' changelog partitions with a consumer of its own and applies every record to the stores; it
+writes their checkpoints every commit.interval.ms and when a standby is closed, so that the active task that
+replaces it restores only the changelog's tail.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from kfk.client import Consumer
+from kfk.common.structs import TopicPartition
+from kfk.errors import OffsetOutOfRangeError
+from kfk.streams.processor import TaskId
+from kfk.streams.task import StandbyTask
+
+if TYPE_CHECKING:
+    from kfk.streams.kafka_streams import KafkaStreams
+
+__all__ = ["StandbyUpdater"]
+
+log = logging.getLogger("kfk.streams")
+
+
+class StandbyUpdater(threading.Thread):
+    """The instance's standby tasks and their changelog reader. Stream threads call assign() and release() from
+    their rebalance callbacks; everything that touches the tasks holds the lock."""
+
+    def __init__(self, streams: KafkaStreams) -> None:
+        config = streams.config
+        super().__init__(name=f"{config.client_id}-StandbyUpdater", daemon=True)
+        self.streams = streams
+        self.running = True
+        self.consumer = Consumer(config.restore_consumer_config(
+            f"{config.client_id}-{streams.process_id}-StandbyUpdater-restore-consumer"))
+        self._lock = threading.Lock()
+        self.tasks: dict[TaskId, StandbyTask] = {}
+        #: Each stream thread's standby tasks, as its latest assignment gave them.
+        self._wanted: dict[str, set[TaskId]] = {}
+        self._reassign = True
+        #: Changelog records applied (Kafka's standby update-total).
+        self.updated_records = 0
+
+    def assign(self, thread_name: str, task_ids: set[TaskId], active: set[TaskId]) -> None:
+        """A stream thread's new standby tasks: open the new ones, close the ones no thread wants any more. A task
+        active in this instance is never kept as a standby too."""
+        streams = self.streams
+        with self._lock:
+            self._wanted[thread_name] = set(task_ids) - active
+            wanted = set().union(*self._wanted.values())
+            for task_id in [task_id for task_id in self.tasks if task_id not in wanted]:
+                self.tasks.pop(task_id).close()
+            subtopologies = {subtopology.id: subtopology for subtopology in streams.topology.sub_topologies()}
+            for task_id in sorted(wanted - set(self.tasks)):
+                self.tasks[task_id] = StandbyTask(
+                    task_id, subtopologies[task_id.subtopology], streams.topology,
+                    application_id=streams.config.application_id, key_serde=streams.config.key_serde,
+                    value_serde=streams.config.value_serde, state_dir=streams.state_dir)
+            self._reassign = True
+
+    def release(self, task_id: TaskId) -> None:
+        """Close the standby of ``task_id`` (writing its checkpoint) before an active task opens its stores."""
+        with self._lock:
+            for task_ids in self._wanted.values():
+                task_ids.discard(task_id)
+            task = self.tasks.pop(task_id, None)
+            if task is not None:
+                task.close()
+                self._reassign = True
+
+    def stores_named(self, name: str) -> list:
+        """The standbys' copies of store ``name`` (interactive queries of stale stores)."""
+        with self._lock:
+            return [task.stores[name] for task in self.tasks.values() if name in task.stores]
+
+    def run(self) -> None:
+        last_checkpoint = time.monotonic()
+        interval_s = self.streams.config.commit_interval_ms / 1000
+        try:
+            while self.running:
+                with self._lock:
+                    if self._reassign:
+                        self._assign_consumer()
+                    idle = not self.tasks
+                if idle:
+                    time.sleep(0.1)
+                    continue
+                try:
+                    records = self.consumer.poll(0.1)
+                except OffsetOutOfRangeError as error:  # the changelog's start moved past a position: read from it
+                    log.info("standby changelog offsets out of range, reading from their start: %s", error)
+                    self.consumer.seek_to_beginning(*self.consumer.assignment())
+                    continue
+                with self._lock:
+                    if not self._reassign:  # else the tasks changed while polling: read again from the positions
+                        task_of = {partition: task for task in self.tasks.values() for partition in task.store_of}
+                        for record in records:
+                            task_of[record.topic_partition].apply(record)
+                        self.updated_records += len(records)
+                    if time.monotonic() - last_checkpoint >= interval_s:
+                        for task in self.tasks.values():
+                            task.write_checkpoint()
+                        last_checkpoint = time.monotonic()
+        except BaseException as error:  # noqa: BLE001 - the standbys are lost, the active tasks carry on
+            log.error("the standby updater failed; standby replicas are no longer kept up to date", exc_info=error)
+        finally:
+            with self._lock:
+                for task in self.tasks.values():
+                    task.close()
+                self.tasks.clear()
+            self.consumer.close()
+
+    def _assign_consumer(self) -> None:
+        """Read every standby's changelog partitions from where each standby is (under the lock)."""
+        positions: dict[TopicPartition, int | None] = {
+            partition: position for task in self.tasks.values() for partition, position in task.positions.items()}
+        self.consumer.assign(list(positions))
+        for partition, position in positions.items():
+            if position is None:
+                self.consumer.seek_to_beginning(partition)
+            else:
+                self.consumer.seek(partition, position)
+        self._reassign = False
