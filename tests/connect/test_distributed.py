@@ -14,7 +14,7 @@ from kfk.client import Consumer, TopicPartition
 from kfk.testing.broker import start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
 from kfk.testing.apache_kafka import CONNECT_DISTRIBUTED_MAIN_CLASS
-from tests.connect.workers import start_java_worker, start_kfk_worker, wait_for
+from tests.connect.workers import start_java_worker, start_kfk_worker, units_per_worker, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -152,6 +152,45 @@ def test_two_workers_split_the_pipeline_and_survive_a_kill(broker, tmp_path):
         first.stop()
         if second is not None:
             second.stop()
+
+
+def test_three_workers_balance_the_work_and_rebalance_when_one_stops(broker, tmp_path):
+    """Three workers, three source connectors of one task each: every worker runs two of the six (a connector and
+    a task, as Kafka's round robin deals them); one worker stops, and its connector and task move to the other
+    two, which then run three each, and every source goes on producing."""
+    group = "connect-three"
+    properties = distributed_properties(broker, group)
+    workers = [start_kfk_worker(tmp_path, properties, [], mode="distributed", name=f"worker{index}")
+               for index in range(3)]
+    try:
+        files = {f"source{index}": tmp_path / f"input{index}.txt" for index in range(3)}
+        for name, path in files.items():
+            path.write_text("".join(f"{name} line {number}\n" for number in range(100)))
+            config = {"connector.class": "FileStreamSource", "file": str(path), "topic": f"{group}-{name}",
+                      "tasks.max": "1"}
+            wait_for(lambda: (lambda answer: answer if answer[0] == 201 else None)(
+                workers[0].call("POST", "/connectors", {"name": name, "config": config})), f"{name} created")
+
+        ids = {worker.url.removeprefix("http://") for worker in workers}
+        balanced = wait_for(lambda: (lambda found: found if found and set(found) == ids else None)(
+            units_per_worker(workers[1], files)), "six units on three workers")
+        assert sorted(balanced.values()) == [2, 2, 2], balanced
+
+        stopped, remaining = workers[2], workers[:2]
+        stopped.stop()
+        left = ids - {stopped.url.removeprefix("http://")}
+        rebalanced = wait_for(lambda: (lambda found: found if found and set(found) == left else None)(
+            units_per_worker(remaining[0], files)), "the stopped worker's work moved to the other two")
+        assert sorted(rebalanced.values()) == [3, 3], rebalanced
+        for name, path in files.items():
+            with open(path, "a") as handle:
+                handle.write(f"{name} after the rebalance\n")
+        for name in files:
+            wait_for(lambda: any(record.value == f"{name} after the rebalance".encode()
+                                 for record in read_all(broker, f"{group}-{name}")), f"{name} producing again")
+    finally:
+        for worker in workers:
+            worker.stop()
 
 
 @pytest.fixture(scope="module")

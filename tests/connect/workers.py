@@ -11,7 +11,9 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from kfk.client import Consumer, TopicPartition
 from kfk.testing.apache_kafka import CONNECT_STANDALONE_MAIN_CLASS, connect_classpath, java_command
@@ -95,6 +97,20 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def units_per_worker(worker: Worker, connectors: Iterable[str]) -> dict[str, int] | None:
+    """How many of the connectors and their tasks each worker id runs, as ``worker`` reports them; None until
+    every one of them is RUNNING."""
+    per_worker: Counter = Counter()
+    for name in connectors:
+        code, body = worker.call("GET", f"/connectors/{name}/status")
+        if code != 200 or body["connector"]["state"] != "RUNNING" or not body["tasks"] \
+                or any(task["state"] != "RUNNING" for task in body["tasks"]):
+            return None
+        per_worker[body["connector"]["worker_id"]] += 1
+        per_worker.update(task["worker_id"] for task in body["tasks"])
+    return dict(per_worker)
 
 
 def start_kfk_worker(directory: Path, worker: dict[str, str], connectors: list[dict[str, str]],
