@@ -81,6 +81,10 @@ DEFAULTS = {"offset.storage.partitions": "25", "status.storage.partitions": "5",
 REQUIRED = ("bootstrap.servers", "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic")
 #: exactly.once.source.support's values (KIP-618); "preparing" is the step of a rolling upgrade before "enabled".
 EXACTLY_ONCE_SOURCE_SUPPORT = ("disabled", "preparing", "enabled")
+#: How long a stopping worker waits for its tasks to stop and commit and for the group to see it leave: Kafka's
+#: herder waits worker.sync.timeout.ms + task.shutdown.graceful.timeout.ms + 5 s for the connectors + 1 s, 14 s
+#: with the defaults.
+HERDER_STOP_TIMEOUT_S = 14
 
 
 def check_required(worker_config: Mapping[str, str]) -> None:
@@ -435,6 +439,13 @@ class DistributedHerder(StandaloneHerder):
             self.assignment = None
             self.status_log.flush()
 
+    def _leave_cleanly(self) -> None:
+        try:
+            self.revoke_all()
+            self.member.leave("the worker is stopping", 10_000)
+        except Exception:  # noqa: BLE001 - stopping regardless
+            log.exception("worker %s: failed to stop cleanly", self.worker_id)
+
     def assignment_received(self, generation: int, assignment: Assignment) -> None:
         with self.lock:
             self.generation, self.assignment = generation, assignment
@@ -723,12 +734,18 @@ class DistributedHerder(StandaloneHerder):
         return {"id": task_id, **self._status_body(f"status-task-{name}-{task_id}")}
 
     def stop(self) -> None:
-        """Leave the group cleanly (stop tasks, commit their offsets, LeaveGroup) and close the clients."""
+        """Leave the group cleanly (stop tasks, commit their offsets, LeaveGroup), waiting for that at most
+        HERDER_STOP_TIMEOUT_S as Kafka's herder does (with the cluster gone, each write would wait out its own
+        timeout), then close the clients."""
         self._stopping.set()
         self._wake.set()
         self._thread.join(10)
-        self.revoke_all()
-        self.member.leave("the worker is stopping", 10_000)
+        leaving = threading.Thread(target=self._leave_cleanly, name="kfk-connect-herder-stop", daemon=True)
+        leaving.start()
+        leaving.join(HERDER_STOP_TIMEOUT_S)
+        if leaving.is_alive():
+            log.warning("worker %s: stopping its tasks and leaving the group did not finish within %d s (is the "
+                        "Kafka cluster reachable?); stopping without it", self.worker_id, HERDER_STOP_TIMEOUT_S)
         self._loop.close()
         for topic_log in (self.config_log, self.status_log, self.offset_store.log):
             topic_log.stop()

@@ -6,6 +6,7 @@ hold Kafka's record formats. One broker serves the module.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 
 import pytest
@@ -323,3 +324,28 @@ def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_
         if kfk is not None:
             kfk.stop()
         java.stop()
+
+
+def test_a_worker_stops_in_bounded_time_when_its_cluster_is_gone(tmp_path):
+    """SIGTERM to a worker whose Kafka cluster died: it stops its tasks and tries to leave the group for at most
+    Kafka's herder stop timeout (14 s), then exits, instead of waiting out every write's own timeout (over two
+    minutes)."""
+    own_broker = start_broker(tmp_path / "broker", dict(TEST_OVERRIDES))
+    worker = start_kfk_worker(tmp_path, distributed_properties(own_broker.bootstrap_servers, "connect-orphan"), [],
+                              mode="distributed")
+    try:
+        source = tmp_path / "input.txt"
+        source.write_text("a line\n" * 100)
+        config = {"connector.class": "FileStreamSource", "file": str(source), "topic": "orphan"}
+        wait_for(lambda: (lambda answer: answer if answer[0] == 201 else None)(
+            worker.call("POST", "/connectors", {"name": "orphan", "config": config})), "the connector created")
+        worker.wait_running("orphan")
+        own_broker.kill()
+        started = time.monotonic()
+        worker.process.terminate()
+        worker.process.wait(90)
+        assert time.monotonic() - started < 45, worker.log_path.read_text()[-3000:]
+        assert "did not finish within 14 s" in worker.log_path.read_text()
+    finally:
+        worker.stop()
+        own_broker.stop()

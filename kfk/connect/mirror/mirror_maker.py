@@ -189,5 +189,9 @@ class MirrorMaker:
         self.stopping.set()
         if self.thread is not None:
             self.thread.join(5)
-        for herder in self.herders.values():
-            herder.stop()
+        # each herder waits for its own cluster: side by side, a cluster that is down delays the stop once
+        stopping = [threading.Thread(target=herder.stop, daemon=True) for herder in self.herders.values()]
+        for thread in stopping:
+            thread.start()
+        for thread in stopping:
+            thread.join()
