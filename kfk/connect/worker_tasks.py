@@ -14,10 +14,11 @@ import logging
 import threading
 import time
 import traceback
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from kfk.client import Consumer, OffsetAndMetadata, Producer, TopicPartition
+from kfk.client import Consumer, FutureRecordMetadata, OffsetAndMetadata, Producer, TopicPartition
 from kfk.client.structs import ConsumerRecord
 from kfk.connect.connector import SinkTask, SinkTaskContext, SourceTask, SourceTaskContext, frozen_partition
 from kfk.connect.converters import Converter, HeaderConverter
@@ -34,6 +35,7 @@ from kfk.connect.errors import RetriableException
 from kfk.connect.offsets import OffsetStore, offset_key, offset_value
 from kfk.connect.records import Headers, SinkRecord, SourceRecord
 from kfk.connect.transforms.base import TransformationChain
+from kfk.errors import KafkaTimeoutError
 
 log = logging.getLogger("kfk.connect.worker")
 
@@ -68,6 +70,7 @@ class WorkerTask:
         self.errors = error_handler
         self.status = TaskStatus()
         self.flush_interval = int(worker_config.get("offset.flush.interval.ms", "60000")) / 1000
+        self.offset_flush_timeout_s = int(worker_config.get("offset.flush.timeout.ms", "5000")) / 1000
         self.stopping = threading.Event()
         self.task_stopped = False
         self.resumed = threading.Event()
@@ -155,7 +158,14 @@ class WorkerSourceTask(WorkerTask):
         super().__init__(*args, **kwargs)
         self.offset_store = offset_store
         self.exactly_once = exactly_once
+        #: Exactly once: each source partition's latest offset since the last commit (the transaction makes every
+        #: record before it durable together).
         self.pending_offsets: dict[Any, tuple[Mapping[str, Any], Mapping[str, Any] | None]] = {}
+        #: At least once: each source partition's records in the order they were sent, with their sends (None: not
+        #: sent, a record filtered out or skipped), so that a commit stores the offset of the last record of an
+        #: acknowledged prefix without waiting for the sends still in flight (Kafka's SubmittedRecords).
+        self.submitted: dict[Any, deque[tuple[FutureRecordMetadata | None, Mapping[str, Any],
+                                              Mapping[str, Any] | None]]] = {}
         self.producer: Producer | None = None
         self.send_error: BaseException | None = None
         self.in_transaction = False
@@ -191,6 +201,7 @@ class WorkerSourceTask(WorkerTask):
                 next_flush = time.monotonic() + (interval or 0)
 
     def send(self, record: SourceRecord) -> None:
+        future: FutureRecordMetadata | None = None
         transformed = self.errors.execute(lambda: self.transformations.apply(record), TRANSFORMATION,
                                           self.transformations, source=record)
         if transformed is not Skipped and transformed is not None:
@@ -210,15 +221,19 @@ class WorkerSourceTask(WorkerTask):
                             self.send_error = error
                     elif self.wants_commit_record:
                         self.task.commit_record(record, metadata)
-                self.producer.send(topic, value, key, partition=transformed.kafka_partition,
-                                   timestamp_ms=transformed.timestamp, headers=headers or None,
-                                   callback=acknowledged)
+                future = self.producer.send(topic, value, key, partition=transformed.kafka_partition,
+                                            timestamp_ms=transformed.timestamp, headers=headers or None,
+                                            callback=acknowledged)
         else:
             self.task.commit_record(record, None)
         if record.source_partition is not None:
-            # serialized when committed: only the latest offset of each partition is ever written
-            self.pending_offsets[frozen_partition(record.source_partition)] = (record.source_partition,
-                                                                               record.source_offset)
+            # serialized when committed: only the latest committable offset of each partition is ever written
+            partition = frozen_partition(record.source_partition)
+            if self.exactly_once is not None:
+                self.pending_offsets[partition] = (record.source_partition, record.source_offset)
+            else:
+                self.submitted.setdefault(partition, deque()).append(
+                    (future, record.source_partition, record.source_offset))
 
     def commit_offsets(self) -> None:
         """Kafka's offset commit: everything sent is acknowledged first, then the offsets are stored. Exactly once,
@@ -226,13 +241,26 @@ class WorkerSourceTask(WorkerTask):
         if self.exactly_once is not None:
             self._commit_transaction()
         else:
-            if self.producer is not None:
-                self.producer.flush()
             if self.send_error is not None:
                 raise self.send_error
-            if self.pending_offsets:
-                self.offset_store.set_all(self._take_offsets())
+            offsets = self._acknowledged_offsets()
+            if offsets:
+                self.offset_store.set_all(offsets)
         self.task.commit()
+
+    def _acknowledged_offsets(self) -> dict[bytes, bytes | None]:
+        """Each source partition's offset after its longest prefix of records Kafka acknowledged (or that were
+        not sent), taken out of ``submitted``."""
+        offsets: dict[bytes, bytes | None] = {}
+        for partition, records in list(self.submitted.items()):
+            last = None
+            while records and (records[0][0] is None or records[0][0].done()):
+                last = records.popleft()
+            if last is not None:
+                offsets[offset_key(self.connector, last[1])] = offset_value(last[2])
+            if not records:
+                del self.submitted[partition]
+        return offsets
 
     def _take_offsets(self) -> dict[bytes, bytes | None]:
         pending, self.pending_offsets = self.pending_offsets, {}
@@ -260,6 +288,13 @@ class WorkerSourceTask(WorkerTask):
         self.offset_store.remember(offsets)
 
     def close(self) -> None:
+        try:
+            if self.producer is not None and self.exactly_once is None:
+                # what is in flight gets offset.flush.timeout.ms to be acknowledged, as in Kafka's final commit
+                self.producer.flush(self.offset_flush_timeout_s)
+        except KafkaTimeoutError:
+            log.warning("%s-%d: records still unacknowledged after %.0f s; committing the offsets of those "
+                        "acknowledged", self.connector, self.task_id, self.offset_flush_timeout_s)
         try:
             # even after a failure: what Kafka acknowledged is safe to record (Kafka's finalOffsetCommit does too)
             self.commit_offsets()
