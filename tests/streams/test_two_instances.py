@@ -25,19 +25,42 @@ def _lines(start: int, count: int) -> list[tuple[str, str]]:
             for index in range(start, start + count)]
 
 
+def _wordcount_application(bootstrap: str, partitions: int, lines: list[tuple[str, str]], prefix: str
+                           ) -> tuple[str, str, str]:
+    """A word count's input topic (holding `lines`) and output topic, of `partitions` partitions each, and its
+    application id."""
+    input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name(prefix)
+    create_input(bootstrap, input_topic, partitions, lines)
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(output, partitions, 1)])
+    return input_topic, output, application_id
+
+
+def _wordcount_instance(bootstrap: str, directory, input_topic: str, output: str, application_id: str,
+                        **config: object) -> KafkaStreams:
+    """One instance of that word count, its state in `directory`, with `config` added (dots written as _)."""
+    return KafkaStreams(wordcount(input_topic, output), {
+        "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(directory),
+        "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
+        **{key.replace("_", "."): value for key, value in config.items()}})
+
+
+def _assert_every_count_once(bootstrap: str, output: str, words: Counter) -> None:
+    """The word count's output holds each word's counts 1, 2, ... its total, each once and in order."""
+    counts: dict[str, list[int]] = defaultdict(list)
+    for record in read_to_end(bootstrap, output):
+        counts[record.key.decode()].append(int.from_bytes(record.value, "big"))
+    assert counts == {word: list(range(1, total + 1)) for word, total in words.items()}
+
+
 def test_two_instances_share_the_tasks(streams_broker, tmp_path) -> None:
     bootstrap = streams_broker.bootstrap_servers
-    input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("wc2")
     first_half, second_half = _lines(0, 150), _lines(150, 150)
-    create_input(bootstrap, input_topic, 3, first_half)
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
-        admin.create_topics([NewTopic(output, 3, 1)])
+    input_topic, output, application_id = _wordcount_application(bootstrap, 3, first_half, "wc2")
 
     def instance(name: str, threads: int) -> KafkaStreams:
-        return KafkaStreams(wordcount(input_topic, output), {
-            "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
-            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
-            "num.stream.threads": threads})
+        return _wordcount_instance(bootstrap, tmp_path / name, input_topic, output, application_id,
+                                   num_stream_threads=threads)
 
     words = [word for _, line in first_half + second_half for word in line.split()]
     first, second = instance("first", 1), instance("second", 2)
@@ -58,10 +81,7 @@ def test_two_instances_share_the_tasks(streams_broker, tmp_path) -> None:
     finally:
         assert first.close() and second.close()
     assert first.error is None and second.error is None
-    counts: dict[str, list[int]] = defaultdict(list)
-    for record in read_to_end(bootstrap, output):
-        counts[record.key.decode()].append(int.from_bytes(record.value, "big"))
-    assert counts == {word: list(range(1, total + 1)) for word, total in Counter(words).items()}
+    _assert_every_count_once(bootstrap, output, Counter(words))
 
 
 def test_a_processor_that_raises_stops_the_application_in_error(streams_broker, tmp_path) -> None:
@@ -164,18 +184,13 @@ def test_each_instance_knows_which_instance_holds_a_key(streams_broker, tmp_path
     the same host (the one whose counts store has the word) and partition; metadata_for_all_stream_clients lists
     both hosts and the stores their tasks hold."""
     bootstrap = streams_broker.bootstrap_servers
-    input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("iq")
     lines = _lines(0, 120)
-    create_input(bootstrap, input_topic, 4, lines)
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
-        admin.create_topics([NewTopic(output, 4, 1)])
+    input_topic, output, application_id = _wordcount_application(bootstrap, 4, lines, "iq")
     hosts = {"first": HostInfo("127.0.0.1", 7071), "second": HostInfo("127.0.0.1", 7072)}
 
     def instance(name: str) -> KafkaStreams:
-        return KafkaStreams(wordcount(input_topic, output), {
-            "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
-            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
-            "application.server": str(hosts[name])})
+        return _wordcount_instance(bootstrap, tmp_path / name, input_topic, output, application_id,
+                                   application_server=str(hosts[name]))
 
     words = Counter(word for _, line in lines for word in line.split())
     instances = {name: instance(name) for name in hosts}
@@ -373,18 +388,13 @@ def test_standby_replicas_follow_the_active_tasks_and_take_over(streams_broker, 
     query_metadata_for_key names the other host as the standby); when one instance leaves, the other turns its
     standbys into active tasks restoring only the changelog's tail, and the counts go on exactly."""
     bootstrap = streams_broker.bootstrap_servers
-    input_topic, output, application_id = unique_name("lines"), unique_name("counts"), unique_name("standby")
     first_half, second_half = _lines(0, 150), _lines(150, 150)
-    create_input(bootstrap, input_topic, 3, first_half)
-    with Admin({"bootstrap.servers": bootstrap}) as admin:
-        admin.create_topics([NewTopic(output, 3, 1)])
+    input_topic, output, application_id = _wordcount_application(bootstrap, 3, first_half, "standby")
     hosts = {"first": HostInfo("127.0.0.1", 7081), "second": HostInfo("127.0.0.1", 7082)}
 
     def instance(name: str) -> KafkaStreams:
-        return KafkaStreams(wordcount(input_topic, output), {
-            "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
-            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
-            "num.standby.replicas": 1, "application.server": str(hosts[name])})
+        return _wordcount_instance(bootstrap, tmp_path / name, input_topic, output, application_id,
+                                   num_standby_replicas=1, application_server=str(hosts[name]))
 
     first_words = Counter(word for _, line in first_half for word in line.split())
     all_words = Counter(word for _, line in first_half + second_half for word in line.split())
@@ -423,7 +433,4 @@ def test_standby_replicas_follow_the_active_tasks_and_take_over(streams_broker, 
     finally:
         assert first.close() and second.close()
     assert first.error is None and second.error is None
-    counts: dict[str, list[int]] = defaultdict(list)
-    for record in read_to_end(bootstrap, output):
-        counts[record.key.decode()].append(int.from_bytes(record.value, "big"))
-    assert counts == {word: list(range(1, total + 1)) for word, total in all_words.items()}
+    _assert_every_count_once(bootstrap, output, all_words)
