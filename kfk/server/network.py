@@ -76,6 +76,8 @@ MAX_QUEUED_FRAMES = 4
 MAX_QUEUED_BYTES = 8 * 1024 * 1024
 #: Over TLS, file regions are read and written through the TLS transport this much at a time (_write_through_tls).
 TLS_FILE_CHUNK_BYTES = 256 * 1024
+#: Connections the kernel queues before they are accepted: Kafka's socket.listen.backlog.size default.
+LISTEN_BACKLOG = 50
 
 
 @dataclass(frozen=True)
@@ -648,8 +650,15 @@ class SocketServer:
             host=listener.host or None,
             port=listener.port,
             reuse_address=True,
+            backlog=LISTEN_BACKLOG,
             start_serving=False,
         )
+        # Listen now, accept later: a bound socket that does not listen yet keeps no other SO_REUSEADDR socket off
+        # its port, so a second process could bind it too and the one that listened first would win it, failing
+        # the other only once it is up. Kafka's acceptor listens as it binds as well.
+        for transport_socket in server.sockets:
+            with transport_socket.dup() as listening:
+                listening.listen(LISTEN_BACKLOG)
         port = server.sockets[0].getsockname()[1]
         self.bound.append(Listener(listener.name, listener.host, port))
         self._servers.append(server)

@@ -36,7 +36,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from kfk.testing.zookeeper import ZooKeeperNotInstalledError, free_port, java_executable
+from kfk.testing.ports import free_port
+from kfk.testing.zookeeper import ZooKeeperNotInstalledError, java_executable
 
 #: The release whose protocol schemas kfk vendors (kfk/protocol, scripts/kafka-protocol).
 APACHE_KAFKA_VERSION = "4.4.0"

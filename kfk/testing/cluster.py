@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kfk.testing.broker import START_TIMEOUT_S, BrokerProcess, start_together
-from kfk.testing.zookeeper import free_port
+from kfk.testing.ports import free_port
 
 #: Settings that make a local cluster react within seconds (Kafka's defaults are tuned for data centres).
 CLUSTER_OVERRIDES = {

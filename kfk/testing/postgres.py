@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kfk.testing.zookeeper import free_port
+from kfk.testing.ports import free_port
 
 INSTALL_HINT = "PostgreSQL is not installed: install Debian's package (`sudo apt-get install postgresql`)"
 SYSTEM_USER = "postgres"

@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kfk.testing.ports import free_port
+
 #: Where Debian's zookeeper package installs its jars (and its dependencies' jars).
 JAVA_SHARE = "/usr/share/java"
 #: The jars ZooKeeperServerMain needs besides zookeeper.jar (logging through slf4j-simple to stderr).
@@ -70,12 +72,6 @@ def java_executable() -> str:
     if java is None:
         raise ZooKeeperNotInstalledError(INSTALL_HINT)
     return java
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def zoo_cfg(data_dir: str, client_port: int, tick_time_ms: int = 2000, host: str = "127.0.0.1",

@@ -5,7 +5,6 @@ and benchmarks ask them over the wire: DescribeQuorum (answered by the leader), 
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from kfk.protocol.messages.create_topics import CreateTopicsRequest
 from kfk.protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from kfk.protocol.messages.metadata import MetadataRequest
 from kfk.testing.broker import BrokerProcess, start_together
+from kfk.testing.ports import free_ports
 from tests.integration.wire import connect, request
 
 ELECTION_TIMEOUT_MS = 1000
@@ -24,16 +24,6 @@ FETCH_TIMEOUT_MS = 2000
 #: Kafka's defaults, set explicitly: the failover bound below is stated in them.
 QUORUM_TIMEOUTS = {"controller.quorum.election.timeout.ms": str(ELECTION_TIMEOUT_MS),
                    "controller.quorum.fetch.timeout.ms": str(FETCH_TIMEOUT_MS)}
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for probe in sockets:
-        probe.bind(("127.0.0.1", 0))
-    ports = [probe.getsockname()[1] for probe in sockets]
-    for probe in sockets:
-        probe.close()
-    return ports
 
 
 class Quorum:

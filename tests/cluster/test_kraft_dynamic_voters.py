@@ -20,7 +20,7 @@ from confluent_kafka import Producer
 
 from kfk.testing.broker import BrokerProcess, start_together
 from kfk.testing.cluster import KRAFT_OVERRIDES, random_cluster_id
-from kfk.testing.zookeeper import free_port
+from kfk.testing.ports import free_port
 from tests.cluster.helpers import admin, consume_all, create_topic, wait_until
 from tests.cluster.test_kraft_fetch_snapshot import create_topics, snapshots_and_log_start
 

@@ -181,7 +181,7 @@ def test_a_stopped_broker_is_unregistered_through_another_broker(kfk_cluster_fac
     import subprocess
     import sys
 
-    from kfk.testing.zookeeper import free_port
+    from kfk.testing.ports import free_port
     from tests.integration.prometheus import scrape, value
 
     from tests.interop.jvm import kafka_tool

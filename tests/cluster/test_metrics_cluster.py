@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kfk.client import Admin, NewTopic
-from kfk.testing.zookeeper import free_port
+from kfk.testing.ports import free_port
 from tests.cluster.helpers import partitions_of, wait_until
 from tests.integration.prometheus import scrape, value
 

@@ -139,8 +139,6 @@ def test_a_broker_whose_session_expires_loses_its_partitions_and_comes_back(kfk_
 
 @pytest.mark.slow
 def test_without_a_live_in_sync_replica_the_partition_waits_unless_unclean_election_is_enabled(kfk_cluster) -> None:
-    from confluent_kafka.admin import ConfigResource
-
     bootstrap = kfk_cluster.bootstrap_servers
     create_topic(bootstrap, "unclean", assignment=[[1, 2]])
     wait_until(lambda: partitions(bootstrap, "unclean")[0][2] == [1, 2])

@@ -16,6 +16,8 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 
+from kfk.testing.ports import free_port
+
 pytestmark = pytest.mark.integration
 
 SEGMENT_BYTES = 1024 * 1024  # log.segment.bytes' floor
@@ -36,12 +38,6 @@ def produce(bootstrap: str, topic: str, count: int, size: int) -> list[str | Non
         producer.poll(0)
     assert producer.flush(30) == 0
     return errors
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def port_open(port: int) -> bool:

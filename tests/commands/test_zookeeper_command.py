@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kfk.cli import app
-from kfk.testing.zookeeper import free_port, is_serving
+from kfk.testing.ports import free_port
+from kfk.testing.zookeeper import is_serving
 
 runner = CliRunner()
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from kfk.client import Consumer, TopicPartition
 from kfk.testing.apache_kafka import CONNECT_STANDALONE_MAIN_CLASS, connect_classpath, java_command
-from kfk.testing.zookeeper import free_port
+from kfk.testing.ports import free_port
 
 
 def write_properties(path: Path, properties: dict[str, str]) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from kfk.testing.zookeeper import free_port
+from kfk.testing.ports import free_port
 from tests.cluster.helpers import wait_until
 from tests.integration.prometheus import scrape
 

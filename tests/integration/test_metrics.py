@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from kfk.client import Admin
-from kfk.testing.zookeeper import free_port
+from kfk.testing.ports import free_port
 from tests.integration.prometheus import scrape, value
 
 pytestmark = pytest.mark.integration

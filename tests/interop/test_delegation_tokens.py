@@ -21,7 +21,7 @@ from kfk.client.structs import UserScramCredentialUpsertion
 from kfk.errors import SaslAuthenticationError, UnsupportedByAuthenticationError
 from kfk.testing.apache_kafka import ApacheKafka
 from kfk.testing.broker import BrokerProcess, start_broker
-from kfk.testing.zookeeper import free_port
+from kfk.testing.ports import free_port
 
 from tests.interop.jvm import kafka_tool, unique_name
 from tests.security.test_sasl_clients import PLAIN_JAAS, kfk_config, sasl_overrides

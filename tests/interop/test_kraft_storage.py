@@ -20,7 +20,8 @@ from kfk.backends.embedded.snapshots import list_snapshots, read_snapshot, snaps
 from kfk.metadata.image import MetadataImage
 from kfk.records import iter_batches
 from kfk.storage.meta_properties import read_properties
-from kfk.testing.apache_kafka import PREVIOUS_APACHE_KAFKA_VERSION, ApacheKafka, free_port, run_kafka_tool
+from kfk.testing.apache_kafka import PREVIOUS_APACHE_KAFKA_VERSION, ApacheKafka, run_kafka_tool
+from kfk.testing.ports import free_port
 
 from .conftest import CODECS, COMPACTED_TOPIC, WrittenLogDir, codec_topic
 from .dump_log_output import sections

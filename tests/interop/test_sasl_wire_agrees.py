@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from kfk.errors import ErrorCode
-from kfk.testing.apache_kafka import ApacheKafka, ApacheKafkaStartError, free_port
+from kfk.testing.apache_kafka import ApacheKafka, ApacheKafkaStartError
+from kfk.testing.ports import free_port
 
 from tests.security.test_sasl_clients import PLAIN_JAAS
 from tests.security.test_sasl_wire import (MALFORMED_PLAIN_MESSAGE, OVERSIZED_FRAMES, malformed_plain_answer,

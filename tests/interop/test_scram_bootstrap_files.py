@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from kfk.testing.apache_kafka import PREVIOUS_APACHE_KAFKA_VERSION, free_port, run_kafka_tool
+from kfk.testing.apache_kafka import PREVIOUS_APACHE_KAFKA_VERSION, run_kafka_tool
+from kfk.testing.ports import free_port
 
 #: The storage tool whose files kfk's `storage format` mirrors (4.0.2: 4.4's formats at a metadata.version kfk
 #: does not serve).

@@ -44,7 +44,7 @@ from kfk.protocol.messages.metadata import MetadataRequest
 from kfk.security.principal import KafkaPrincipal
 from kfk.security.principal_serde import serialize_principal
 from kfk.testing.cluster import CLUSTER_OVERRIDES, KRAFT_OVERRIDES, KfkCluster, random_cluster_id
-from kfk.testing.zookeeper import free_port
+from kfk.testing.ports import free_port
 from tests.cluster.helpers import wait_until
 from tests.integration import wire
 from tests.security.conftest import Certificates

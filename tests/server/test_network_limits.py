@@ -4,7 +4,9 @@ ApiVersions): connection quotas, the queued.max.request.bytes memory pool, the r
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -223,3 +225,30 @@ def test_quotas_from_server_properties_with_kafka_s_defaults_and_listener_prefix
         BrokerConfig({**base, "max.connections.per.ip.overrides": "127.0.0.1"})
     with pytest.raises(InvalidConfigurationError, match="max.connections"):
         BrokerConfig({**base, "listener.name.internal.max.connections": "-1"})
+
+
+def test_a_bound_listener_holds_its_port_and_queues_connections_until_it_serves() -> None:
+    """Between bind() and start_serving() the broker loads its logs: its port must already be its own (no other
+    SO_REUSEADDR socket may bind it, as one could before the listen) and a client that connects early is answered
+    once it serves."""
+    async def test() -> None:
+        dispatcher = Dispatcher()
+        ApiVersionsHandler(SERVED_VERSIONS).register(dispatcher)
+        server = SocketServer(dispatcher, [Listener("PLAINTEXT", "127.0.0.1", 0)],
+                              max_request_bytes=100 * 1024 * 1024, connections_max_idle_ms=600000)
+        await server.bind()
+        try:
+            port = server.bound[0].port
+            with socket.socket() as other:
+                other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                with pytest.raises(OSError) as refused:
+                    other.bind(("127.0.0.1", port))
+                assert refused.value.errno == errno.EADDRINUSE
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            await server.start_serving()
+            assert await answered(reader, writer)
+            writer.close()
+        finally:
+            await server.stop()
+
+    run(test)
