@@ -109,14 +109,14 @@ def distributed(
 ) -> None:
     """Run a distributed Connect worker (as connect-distributed.sh): workers sharing group.id split the connectors
     and tasks; configs, offsets and statuses live in Kafka topics; REST writes go to the group's leader."""
-    from kfk.connect.distributed import DistributedHerder, check_required
+    from kfk.connect.distributed import DistributedHerder, check_worker_config
     from kfk.connect.errors import ConnectException
     from kfk.connect.standalone import advertised_url, worker_id
     from kfk.errors import KafkaError
 
     worker_config = _read_properties(worker_properties)
     try:
-        check_required(worker_config)
+        check_worker_config(worker_config)
     except ConnectException as error:
         fail(str(error))
     host, listener = _listen(worker_config)

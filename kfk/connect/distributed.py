@@ -12,12 +12,16 @@ The topics hold Kafka's record formats, so Java workers and tools read what kfk 
 - status.storage.topic (5 partitions): ``status-connector-<name>`` and ``status-task-<name>-<id>`` →
   {"state", "trace", "worker_id", "generation", "version"}.
 
-Rebalances are eager (kfk.connect.connect_protocol): before joining, a worker stops everything it runs and marks it
-UNASSIGNED; after the round it starts what the leader gave it. The owner of a connector asks it for task configs
-and, when they changed, writes them and their commit record to the config topic (Kafka routes them through the
-leader's internal REST endpoint; the records are the same). A new or removed connector, or new task configs, make
-every worker rejoin so that the leader deals the work out again. A worker killed -9 stops heartbeating; after
-session.timeout.ms the coordinator drops it, the group rebalances and the others take its connectors and tasks.
+Rebalances are incremental cooperative (KIP-415, kfk.connect.assignors) unless connect.protocol=eager or a member
+of the group offers only Kafka's eager ``default``: a worker keeps running what it has through a rebalance, stops
+only what the leader revokes (then rejoins at once so that the leader can hand that out), and starts what it is
+given. The owner of a connector asks it for task configs and, when they changed, writes them and their commit record
+to the config topic (a Java follower hands them to the leader's internal REST endpoint instead; the records are the
+same); the workers running that connector's tasks restart them with the new configs. A new or removed connector, or
+new task configs, make every worker rejoin so that the leader places what is new and revokes what is gone. A worker
+killed -9 stops heartbeating; after session.timeout.ms the coordinator drops it, the group rebalances and the leader
+holds its work back for scheduled.rebalance.max.delay.ms, for it to come back, before the others take it over
+(eager: at once).
 
 REST reads are answered by any worker from the topics it has read; writes go to the leader (kfk.connect.rest
 forwards them) and answer 409 while the group rebalances, as Kafka's workers do. Restarts go through Kafka's
@@ -28,10 +32,11 @@ Exactly-once source (KIP-618, `exactly.once.source.support=enabled`): each sourc
 transactional producer (transactional.id ``<group.id>-<connector>-<task>``) and writes its source offsets to
 offset.storage.topic in the same transaction, per poll (transaction.boundary=poll) or per interval; the offsets are
 read back read_committed. A task taking over from a dead worker fences the dead one's producer when it initializes
-its own, which aborts what that one left open. Not implemented yet: the incremental cooperative protocols,
-restarting a single task (POST .../tasks/{id}/restart), the leader's fencing of a previous generation's tasks when a
-connector's task count shrinks (Kafka's zombie fencing round: a task id no longer run keeps its producer unfenced), a
-connector's own offsets.storage.topic, connector-defined transaction boundaries.
+its own, which aborts what that one left open. Not implemented yet: the ``sessioned`` protocol (KIP-507's signed
+internal requests: a worker configured with it offers ``compatible``), restarting a single task (POST
+.../tasks/{id}/restart), the leader's fencing of a previous generation's tasks when a connector's task count shrinks
+(Kafka's zombie fencing round: a task id no longer run keeps its producer unfenced), a connector's own
+offsets.storage.topic, connector-defined transaction boundaries.
 """
 
 from __future__ import annotations
@@ -51,15 +56,17 @@ from kfk.client.event_loop import ClientLoop
 from kfk.client.network_client import ExponentialBackoff, NetworkClient, monotonic_ms
 from kfk.client.structs import ConsumerRecord
 from kfk.connect import plugins
-from kfk.connect.config_def import ConfigException
+from kfk.connect.config_def import ConfigDef, ConfigException, ConfigKey, at_least
+from kfk.connect.assignors import IncrementalCooperativeAssignor, eager_assign
 from kfk.connect.connect_protocol import (
+    COMPATIBLE_PROTOCOL,
     CONNECT_PROTOCOL_TYPE,
     EAGER_PROTOCOL,
+    PROTOCOL_VERSIONS,
     Assignment,
     WorkerState,
     decode_assignment,
     decode_metadata,
-    eager_assign,
     encode_assignment,
     encode_metadata,
 )
@@ -76,8 +83,14 @@ log = logging.getLogger("kfk.connect.distributed")
 REBALANCE_MESSAGE = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
 #: Kafka's DistributedConfig defaults.
 DEFAULTS = {"offset.storage.partitions": "25", "status.storage.partitions": "5", "config.storage.replication.factor":
-            "3", "offset.storage.replication.factor": "3", "status.storage.replication.factor": "3",
-            "session.timeout.ms": "10000", "heartbeat.interval.ms": "3000", "rebalance.timeout.ms": "60000"}
+            "3", "offset.storage.replication.factor": "3", "status.storage.replication.factor": "3"}
+#: The group member's settings, typed and checked as Kafka's DistributedConfig does.
+GROUP_CONFIG = ConfigDef([
+    ConfigKey("session.timeout.ms", "INT", 10000),
+    ConfigKey("heartbeat.interval.ms", "INT", 3000),
+    ConfigKey("rebalance.timeout.ms", "INT", 60000),
+    ConfigKey("scheduled.rebalance.max.delay.ms", "INT", 300000, validator=at_least(0)),
+])
 REQUIRED = ("bootstrap.servers", "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic")
 #: exactly.once.source.support's values (KIP-618); "preparing" is the step of a rolling upgrade before "enabled".
 EXACTLY_ONCE_SOURCE_SUPPORT = ("disabled", "preparing", "enabled")
@@ -85,6 +98,23 @@ EXACTLY_ONCE_SOURCE_SUPPORT = ("disabled", "preparing", "enabled")
 #: herder waits worker.sync.timeout.ms + task.shutdown.graceful.timeout.ms + 5 s for the connectors + 1 s, 14 s
 #: with the defaults.
 HERDER_STOP_TIMEOUT_S = 14
+
+
+#: connect.protocol's values and the protocols a worker offers for each, preferred first (Kafka's
+#: ConnectProtocolCompatibility). sessioned (KIP-507's signed internal requests) is not offered yet: a kfk worker
+#: configured with it offers compatible, which a Java worker offers too, so mixed groups still cooperate.
+OFFERED_PROTOCOLS = {"eager": (EAGER_PROTOCOL,), "compatible": (COMPATIBLE_PROTOCOL, EAGER_PROTOCOL),
+                     "sessioned": (COMPATIBLE_PROTOCOL, EAGER_PROTOCOL)}
+
+
+def offered_protocols(worker_config: Mapping[str, str]) -> tuple[str, ...]:
+    """The group protocols connect.protocol stands for (Kafka's default: sessioned), checked as Kafka checks it."""
+    value = worker_config.get("connect.protocol", "sessioned")
+    protocols = OFFERED_PROTOCOLS.get(value.strip().lower())
+    if protocols is None:
+        raise ConfigException(f"Invalid value {value} for configuration connect.protocol: String must be one of "
+                              f"(case insensitive): {', '.join(OFFERED_PROTOCOLS)}")
+    return protocols
 
 
 def check_required(worker_config: Mapping[str, str]) -> None:
@@ -101,6 +131,14 @@ def exactly_once_source_enabled(worker_config: Mapping[str, str]) -> bool:
         raise ConfigException(f"Invalid value {value} for configuration exactly.once.source.support: String must be "
                               f"one of (case insensitive): {', '.join(EXACTLY_ONCE_SOURCE_SUPPORT)}")
     return value.strip().lower() == "enabled"
+
+
+def check_worker_config(worker_config: Mapping[str, str]) -> None:
+    """What Kafka's DistributedConfig refuses, with its messages, checked before the worker contacts the cluster."""
+    check_required(worker_config)
+    exactly_once_source_enabled(worker_config)
+    offered_protocols(worker_config)
+    GROUP_CONFIG.parse(worker_config)
 
 
 def client_properties(worker_config: Mapping[str, str]) -> dict[str, str]:
@@ -245,34 +283,60 @@ class ConfigSnapshot:
 
 
 class WorkerGroupMember(ClassicGroupMember):
-    """A worker in the group (Kafka's WorkerGroupMember + WorkerCoordinator), eager protocol only."""
+    """A worker in the group (Kafka's WorkerGroupMember + WorkerCoordinator): eager or incremental cooperative,
+    whichever protocol the group settled on (kfk.connect.assignors)."""
 
     protocol_type = CONNECT_PROTOCOL_TYPE
 
-    def __init__(self, herder: DistributedHerder, network: NetworkClient, loop: ClientLoop, **kwargs: Any) -> None:
+    def __init__(self, herder: DistributedHerder, network: NetworkClient, loop: ClientLoop,
+                 protocols: tuple[str, ...], max_delay_ms: int, **kwargs: Any) -> None:
         super().__init__(network, loop, **kwargs)
         self.herder = herder
+        self.protocols = protocols
+        #: The leader's memory of what it handed out (kept while this worker leads).
+        self.assignor = IncrementalCooperativeAssignor(max_delay_ms)
+        self.last_completed_generation = -1
 
     def _join_protocols(self) -> list[tuple[str, bytes]]:
-        return [(EAGER_PROTOCOL, encode_metadata(WorkerState(self.herder.url, self.herder.config_offset())))]
+        offset = self.herder.config_offset()
+        return [(protocol, encode_metadata(WorkerState(self.herder.url, offset,
+                                                       self.herder.allocation(PROTOCOL_VERSIONS[protocol]),
+                                                       PROTOCOL_VERSIONS[protocol])))
+                for protocol in self.protocols]
 
     async def _perform_assignment(self, join: JoinGroupResponse) -> dict[str, bytes]:
         await asyncio.to_thread(self.herder.config_log.read_to_end)
         members = {member.member_id: decode_metadata(member.metadata) for member in join.members}
-        assignments = eager_assign(members, self.herder.task_counts())
+        version = PROTOCOL_VERSIONS[join.protocol_name]
+        if version == 0:
+            assignments = eager_assign(members, self.herder.task_counts())
+        else:
+            assignments = self.assignor.assign(members, self.herder.task_counts(), self.last_completed_generation,
+                                               join.generation_id, int(monotonic_ms()))
         offset = self.herder.config_offset()
         for assignment in assignments.values():
             assignment.leader, assignment.leader_url = join.member_id, members[join.member_id].url
-            assignment.config_offset = offset
-        log.info("group %s: leader of generation %d assigned %s", self.group_id, join.generation_id,
-                 {member: (assignment.connectors, assignment.tasks) for member, assignment in assignments.items()})
+            assignment.config_offset, assignment.version = offset, version
+        log.info("group %s: leader of generation %d (%s) assigned %s", self.group_id, join.generation_id,
+                 join.protocol_name, {member: _described(assignment) for member, assignment in assignments.items()})
         return {member: encode_assignment(assignment) for member, assignment in assignments.items()}
 
     def _on_join_prepare(self) -> None:
-        self.herder.revoke_all()
+        """Eager: everything stops before the join. Cooperative: everything runs on, unless this member lost its
+        place in the group (its work is someone else's by now)."""
+        if self.protocol_name in (None, EAGER_PROTOCOL) or self.generation_id < 0:
+            self.herder.revoke_all()
 
     def _on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
-        self.herder.assignment_received(generation, decode_assignment(assignment))
+        self.last_completed_generation = generation
+        self.herder.assignment_received(generation, decode_assignment(assignment), protocol != EAGER_PROTOCOL)
+
+
+def _described(assignment: Assignment) -> str:
+    text = f"connectors {assignment.connectors} tasks {assignment.tasks}"
+    if assignment.revoked_connectors or assignment.revoked_tasks:
+        text += f", revoked connectors {assignment.revoked_connectors} tasks {assignment.revoked_tasks}"
+    return text + (f", delay {assignment.delay} ms" if assignment.delay else "")
 
 
 class DistributedHerder(StandaloneHerder):
@@ -281,13 +345,21 @@ class DistributedHerder(StandaloneHerder):
         self.config = {**DEFAULTS, **worker_config}
         client = client_properties(worker_config)
         self.exactly_once_source = exactly_once_source_enabled(worker_config)
+        protocols = offered_protocols(worker_config)
+        group_config = GROUP_CONFIG.parse(worker_config)
         create_internal_topics(worker_config)
         super().__init__(worker_config, worker_id, TopicOffsetStore(client, self.config["offset.storage.topic"],
                                                                     read_committed=self.exactly_once_source))
         self.url = url
         self.snapshot = ConfigSnapshot()
         self.statuses: dict[str, dict[str, Any]] = {}
+        #: Everything this worker runs (eager: as the leader gave it; cooperative: the sum of the rounds), None until
+        #: it has joined or after it gave everything up.
         self.assignment: Assignment | None = None
+        #: What the last round told it to start, for the herder thread to start.
+        self._to_start: tuple[list[str], list[tuple[str, int]]] = ([], [])
+        self._task_configs_changed: set[str] = set()
+        self._rejoin_at: float | None = None
         self.generation = -1
         self._written_status: dict[str, tuple[str, str | None]] = {}
         self._wake = threading.Event()
@@ -307,10 +379,11 @@ class DistributedHerder(StandaloneHerder):
         network_config = ClientConfig(CONSUMER_CONFIG_DEF, "consumer",
                                       {**client, "client.id": worker_config.get("client.id") or "connect-1"})
         self.member = WorkerGroupMember(
-            self, NetworkClient(network_config), self._loop, group_id=self.config["group.id"],
-            group_instance_id=None, session_timeout_ms=int(self.config["session.timeout.ms"]),
-            rebalance_timeout_ms=int(self.config["rebalance.timeout.ms"]),
-            heartbeat_interval_ms=int(self.config["heartbeat.interval.ms"]),
+            self, NetworkClient(network_config), self._loop, protocols,
+            group_config["scheduled.rebalance.max.delay.ms"], group_id=self.config["group.id"],
+            group_instance_id=None, session_timeout_ms=group_config["session.timeout.ms"],
+            rebalance_timeout_ms=group_config["rebalance.timeout.ms"],
+            heartbeat_interval_ms=group_config["heartbeat.interval.ms"],
             retry_backoff=ExponentialBackoff(100, 1000))
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kfk-connect-herder", daemon=True)
@@ -345,7 +418,9 @@ class DistributedHerder(StandaloneHerder):
     # --- the config topic --------------------------------------------------------------------------------------------
 
     def config_offset(self) -> int:
-        return self.config_log.position - 1
+        """Kafka's config state offset: the offset after the last config record read (-1 before any), which a Java
+        member compares with the leader's for equality before it starts its assignment."""
+        return self.config_log.position or -1
 
     def task_counts(self) -> dict[str, int]:
         with self.lock:
@@ -379,6 +454,7 @@ class DistributedHerder(StandaloneHerder):
                 tasks = [snapshot.pending_tasks.pop((name, task), {}) for task in range(count)]
                 if tasks != snapshot.tasks.get(name):
                     snapshot.tasks[name] = tasks
+                    self._task_configs_changed.add(name)
                     self.member.request_rejoin(f"the task configs of {name} changed")
             elif key.startswith("restart-connector-") and value is not None:
                 self._restarts[key[len("restart-connector-"):]] = (bool(value.get("include-tasks")),
@@ -411,6 +487,9 @@ class DistributedHerder(StandaloneHerder):
     def _run(self) -> None:
         while not self._stopping.is_set():
             try:
+                if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
+                    self._rejoin_at = None
+                    self.member.request_rejoin("the delay the leader gave is over")
                 if not self.member.ensure_active_group(monotonic_ms() + 500):
                     continue
                 self._tick()
@@ -435,6 +514,7 @@ class DistributedHerder(StandaloneHerder):
                     self._write_status(f"status-task-{state.name}-{task_id}", "UNASSIGNED", None, state.version)
             self.connectors.clear()
             self._owned.clear()
+            self._to_start = ([], [])
             self._written_status.clear()  # whatever this worker gets next, it announces
             self.assignment = None
             self.status_log.flush()
@@ -446,17 +526,82 @@ class DistributedHerder(StandaloneHerder):
         except Exception:  # noqa: BLE001 - stopping regardless
             log.exception("worker %s: failed to stop cleanly", self.worker_id)
 
-    def assignment_received(self, generation: int, assignment: Assignment) -> None:
+    def allocation(self, version: int) -> Assignment | None:
+        """What this worker runs, as its join metadata carries it (protocol versions 1 and 2)."""
         with self.lock:
-            self.generation, self.assignment = generation, assignment
+            current = self.assignment
+            if version == 0 or current is None:
+                return None
+            return Assignment(current.error, current.leader, current.leader_url, current.config_offset,
+                              list(current.connectors), list(current.tasks), version=version)
+
+    def assignment_received(self, generation: int, assignment: Assignment, cooperative: bool) -> None:
+        """On the herder thread, from the join round. Cooperative: what is revoked stops now (the worker then
+        rejoins at once, so that the leader can hand it out), the rest runs on, and a delay schedules the next
+        join."""
+        with self.lock:
+            self.generation = generation
+            previous = self.assignment if cooperative else None
+            if previous is None:
+                connectors, tasks = list(assignment.connectors), list(assignment.tasks)
+            else:
+                self._revoke(assignment.revoked_connectors, assignment.revoked_tasks)
+                connectors = [name for name in previous.connectors if name not in assignment.revoked_connectors]
+                tasks = [task for task in previous.tasks if task not in assignment.revoked_tasks]
+                connectors += [name for name in assignment.connectors if name not in connectors]
+                tasks += [task for task in assignment.tasks if task not in tasks]
+            self.assignment = Assignment(assignment.error, assignment.leader, assignment.leader_url,
+                                         assignment.config_offset, connectors, tasks)
+            # a round that revoked something is followed at once by another, before anything is started
+            pending_connectors, pending_tasks = self._to_start if previous is not None else ([], [])
+            self._to_start = (
+                [name for name in pending_connectors if name not in assignment.revoked_connectors]
+                + list(assignment.connectors),
+                [task for task in pending_tasks if task not in assignment.revoked_tasks] + list(assignment.tasks))
             self._assignment_pending = True
         log.info("worker %s: generation %d assigned connectors %s and tasks %s (leader %s)", self.worker_id,
                  generation, assignment.connectors, assignment.tasks, assignment.leader_url)
+        if assignment.revoked_connectors or assignment.revoked_tasks:
+            log.info("worker %s: generation %d revoked connectors %s and tasks %s", self.worker_id, generation,
+                     assignment.revoked_connectors, assignment.revoked_tasks)
+            self.member.request_rejoin("connectors or tasks were revoked")
+        if assignment.delay > 0:
+            self._rejoin_at = time.monotonic() + assignment.delay / 1000
+
+    def _revoke(self, connectors: list[str], tasks: list[tuple[str, int]]) -> None:
+        """Stop what the leader took away (their new owners start them after the next round)."""
+        for name in connectors:
+            state = self.connectors.get(name)
+            if state is None or name not in self._owned:
+                continue
+            if state.connector is not None and state.status.state not in ("STOPPED", "FAILED", "UNASSIGNED"):
+                try:
+                    state.connector.stop()
+                except Exception:
+                    log.exception("Connector %s failed to stop", name)
+            self._owned.discard(name)
+            state.status = TaskStatus()
+            self._write_status(f"status-connector-{name}", "UNASSIGNED", None, state.version)
+        for name, task_id in tasks:
+            state = self.connectors.get(name)
+            if state is None:
+                continue
+            task = state.tasks.pop(task_id, None)
+            if task is not None:
+                task.stop()
+            if task is not None or state.failed_tasks.pop(task_id, None) is not None:
+                self._write_status(f"status-task-{name}-{task_id}", "UNASSIGNED", None, state.version)
+        for name in {*connectors, *(name for name, _ in tasks)}:
+            state = self.connectors.get(name)
+            if state is not None and name not in self._owned and not state.tasks and not state.failed_tasks:
+                del self.connectors[name]
+        self.status_log.flush()
 
     def _tick(self) -> None:
         with self.lock:
             if self._assignment_pending:
                 self._assignment_pending = False
+                self._apply_task_config_changes()
                 self._start_assigned()
             reconfigure, self._reconfigure = self._reconfigure, set()
             targets, self._target_changed = self._target_changed, set()
@@ -519,15 +664,33 @@ class DistributedHerder(StandaloneHerder):
             self.connectors[name] = state
         return state
 
+    def _apply_task_config_changes(self) -> None:
+        """New task configs of a connector some of whose tasks run here (cooperative rounds keep them running):
+        restart them with their new configs; a task id beyond the new count stops (the leader also revokes it)."""
+        changed, self._task_configs_changed = self._task_configs_changed, set()
+        for name in changed:
+            state = self.connectors.get(name)
+            if state is None:
+                continue
+            state.task_configs = list(self.snapshot.tasks.get(name, []))
+            for task_id in sorted(set(state.tasks) | set(state.failed_tasks)):
+                if task_id in state.tasks:
+                    state.tasks.pop(task_id).stop()
+                state.failed_tasks.pop(task_id, None)
+                if task_id < len(state.task_configs) and (name, task_id) not in self._to_start[1]:
+                    self._start_task(state, task_id, state.task_configs[task_id])
+
     def _start_assigned(self) -> None:
-        assignment = self.assignment
-        for name in assignment.connectors:
+        """Start what the last round handed this worker."""
+        connectors, tasks = self._to_start
+        self._to_start = ([], [])
+        for name in connectors:
             state = self._local_state(name)
             if state is not None:
                 self._start_owned_connector(state)
-        for name, task_id in assignment.tasks:
+        for name, task_id in tasks:
             state = self._local_state(name)
-            if state is None or task_id >= len(state.task_configs):
+            if state is None or task_id >= len(state.task_configs) or task_id in state.tasks:
                 continue
             if state.connector is None:
                 try:
@@ -677,6 +840,13 @@ class DistributedHerder(StandaloneHerder):
         self._write_config([(f"restart-connector-{name}", {"include-tasks": include_tasks,
                                                            "only-failed": only_failed})])
         return status if (include_tasks or only_failed) else None
+
+    def put_task_configs(self, name: str, task_configs: list[dict[str, Any]]) -> None:
+        """A follower (a Java worker: kfk's write the config topic themselves) hands over its connector's task
+        configs; the leader writes them and their commit record."""
+        self._known(name)
+        self._commit_task_configs(name, [{key: str(value) for key, value in config.items()}
+                                         for config in task_configs])
 
     def restart_task(self, name: str, task_id: int) -> None:
         raise ConnectException("restarting through a kfk distributed worker is not supported yet")

@@ -397,6 +397,11 @@ class StandaloneHerder:
                     self._start_task(state, task_id, state.task_configs[task_id])
             return status if (include_tasks or only_failed) else None
 
+    def put_task_configs(self, name: str, task_configs: list[dict[str, Any]]) -> None:
+        """Kafka's internal POST /connectors/{name}/tasks, which only a distributed group's leader takes."""
+        raise ConnectException("Kafka Connect in standalone mode does not support externally setting task "
+                               "configurations.")
+
     def restart_task(self, name: str, task_id: int) -> None:
         with self.lock:
             state = self._get(name)

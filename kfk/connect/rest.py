@@ -158,6 +158,12 @@ def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlet
         return Response(status_code=204)
 
     async def tasks(request: Request) -> Response:
+        if request.method == "POST":  # the internal endpoint: a follower hands its connector's task configs over
+            configs = await _body(request)
+            if not isinstance(configs, list) or not all(isinstance(config, dict) for config in configs):
+                raise BadRequestException("Request body must be a JSON array of task configurations")
+            herder.put_task_configs(request.path_params["name"], configs)
+            return Response(status_code=204)
         return json_response(herder.task_configs(request.path_params["name"]))
 
     async def task_status(request: Request) -> Response:
@@ -221,8 +227,8 @@ def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlet
             return await handler(request)
         return handle
 
-    connectors, connector, connector_config, restart, pause, resume, stop, task_restart, offsets = map(
-        writes_to_leader, (connectors, connector, connector_config, restart, pause, resume, stop, task_restart,
+    connectors, connector, connector_config, restart, pause, resume, stop, tasks, task_restart, offsets = map(
+        writes_to_leader, (connectors, connector, connector_config, restart, pause, resume, stop, tasks, task_restart,
                            offsets))
     prefix = "/connectors/{name}"
     routes = [
@@ -235,7 +241,7 @@ def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlet
         Route(prefix + "/pause", pause, methods=["PUT"]),
         Route(prefix + "/resume", resume, methods=["PUT"]),
         Route(prefix + "/stop", stop, methods=["PUT"]),
-        Route(prefix + "/tasks", tasks, methods=["GET"]),
+        Route(prefix + "/tasks", tasks, methods=["GET", "POST"]),
         Route(prefix + "/tasks/{task:int}/status", task_status, methods=["GET"]),
         Route(prefix + "/tasks/{task:int}/restart", task_restart, methods=["POST"]),
         Route(prefix + "/topics", topics, methods=["GET"]),

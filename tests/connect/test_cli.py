@@ -25,11 +25,23 @@ def test_bad_worker_properties_fail_in_one_line(tmp_path, worker, expected):
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
-def test_bad_distributed_worker_properties_fail_in_one_line(tmp_path):
+REQUIRED = "bootstrap.servers=127.0.0.1:1\ngroup.id=g\nconfig.storage.topic=c\noffset.storage.topic=o\n"
+
+
+@pytest.mark.parametrize("worker, expected", [
+    (REQUIRED, 'Missing required configuration "status.storage.topic"'),
+    (REQUIRED + "status.storage.topic=s\nconnect.protocol=cooperative\n",
+     "Invalid value cooperative for configuration connect.protocol: String must be one of (case insensitive): "
+     "eager, compatible, sessioned"),
+    (REQUIRED + "status.storage.topic=s\nscheduled.rebalance.max.delay.ms=-1\n",
+     "Invalid value -1 for configuration scheduled.rebalance.max.delay.ms: Value must be at least 0"),
+    (REQUIRED + "status.storage.topic=s\nsession.timeout.ms=ten\n",
+     "Invalid value ten for configuration session.timeout.ms: Not a number of type INT"),
+])
+def test_bad_distributed_worker_properties_fail_in_one_line(tmp_path, worker, expected):
     path = tmp_path / "worker.properties"
-    path.write_text("bootstrap.servers=127.0.0.1:1\ngroup.id=g\nconfig.storage.topic=c\noffset.storage.topic=o\n"
-                    "listeners=http://127.0.0.1:0\n")
+    path.write_text(worker + "listeners=http://127.0.0.1:0\n")
     result = run(str(path), mode="distributed")
     assert result.returncode == 1
-    assert 'Missing required configuration "status.storage.topic"' in result.stderr
+    assert expected in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr

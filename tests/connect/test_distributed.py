@@ -11,11 +11,13 @@ from collections import Counter
 
 import pytest
 
-from kfk.client import Consumer, TopicPartition
+from kfk.client import Admin, Consumer, NewTopic, TopicPartition
 from kfk.testing.broker import start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
 from kfk.testing.apache_kafka import CONNECT_DISTRIBUTED_MAIN_CLASS
+from kfk.protocol.messages.describe_groups import DescribeGroupsRequest
 from tests.connect.workers import start_java_worker, start_kfk_worker, units_per_worker, wait_for
+from tests.integration.wire import connect, request
 
 pytestmark = pytest.mark.integration
 
@@ -31,14 +33,14 @@ def broker(tmp_path_factory):
 
 def distributed_properties(bootstrap: str, group: str) -> dict[str, str]:
     # session.timeout.ms at the broker's minimum (6 s) so that a killed worker, and its sink task's consumer, leave
-    # their groups soon
+    # their groups soon; a departed worker's work waits 2 s for it to come back (Kafka's default: 5 minutes)
     return {"bootstrap.servers": bootstrap, "group.id": group, "config.storage.topic": f"{group}-configs",
             "offset.storage.topic": f"{group}-offsets", "status.storage.topic": f"{group}-status",
             "config.storage.replication.factor": "1", "offset.storage.replication.factor": "1",
             "status.storage.replication.factor": "1", "key.converter": STRING_CONVERTER,
             "value.converter": STRING_CONVERTER, "offset.flush.interval.ms": "500", "session.timeout.ms": "6000",
             "heartbeat.interval.ms": "1000", "consumer.session.timeout.ms": "6000",
-            "consumer.heartbeat.interval.ms": "1000"}
+            "consumer.heartbeat.interval.ms": "1000", "scheduled.rebalance.max.delay.ms": "2000"}
 
 
 def read_all(bootstrap: str, topic: str) -> list:
@@ -125,12 +127,11 @@ def test_two_workers_split_the_pipeline_and_survive_a_kill(broker, tmp_path):
 
         # KIP-875 through the group: stop the source (no tasks left), rewind its offset, read it back from the other
         # worker too
-        assert wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(
-            survivor.call("PUT", "/connectors/source/stop")), "source stopped")[0] == 204
+        assert survivor.call_between_rebalances("PUT", "/connectors/source/stop")[0] == 204
         wait_for(lambda: (lambda body: body["connector"]["state"] == "STOPPED" and body["tasks"] == [])(
             survivor.call("GET", "/connectors/source/status")[1]), "the source STOPPED without tasks")
         rewound = [{"partition": {"filename": str(input_file)}, "offset": {"position": 0}}]
-        code, body = survivor.call("PATCH", "/connectors/source/offsets", {"offsets": rewound})
+        code, body = survivor.call_between_rebalances("PATCH", "/connectors/source/offsets", {"offsets": rewound})
         assert code == 200, body
         assert survivor.call("GET", "/connectors/source/offsets") == (200, {"offsets": rewound})
 
@@ -194,6 +195,64 @@ def test_three_workers_balance_the_work_and_rebalance_when_one_stops(broker, tmp
             worker.stop()
 
 
+def status_history(bootstrap: str, group: str, key: str) -> list[tuple[str, str]]:
+    """Every (state, worker id) written for one status key, oldest first."""
+    return [(value["state"], value["worker_id"]) for record in read_all(bootstrap, f"{group}-status")
+            if record.key == key.encode() and (value := json.loads(record.value)) is not None]
+
+
+def test_cooperative_rebalances_move_only_what_must_move(broker, tmp_path):
+    """Incremental cooperative rebalancing (KIP-415, the group's `compatible` protocol): a worker that joins takes
+    half the tasks while the other keeps running the rest (their statuses never leave RUNNING); a worker killed -9
+    leaves its tasks unassigned for scheduled.rebalance.max.delay.ms rather than piling them on the survivor, and
+    the worker started in its place gets them when the delay is over."""
+    group = "connect-cooperative"
+    properties = {**distributed_properties(broker, group), "scheduled.rebalance.max.delay.ms": "12000"}
+    with Admin({"bootstrap.servers": broker}) as admin:
+        admin.create_topics([NewTopic(f"{group}-input", 4, 1)])
+    sink = {"connector.class": "FileStreamSink", "file": str(tmp_path / "out.txt"), "topics": f"{group}-input",
+            "tasks.max": "4"}
+    first = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="first")
+    workers = [first]
+    try:
+        assert first.call_between_rebalances("POST", "/connectors", {"name": "sink", "config": sink})[0] == 201
+        first_id = first.url.removeprefix("http://")
+        assert wait_for(lambda: units_per_worker(first, ["sink"]), "the sink on the first worker") == {first_id: 5}
+
+        second = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="second")
+        workers.append(second)
+        second_id = second.url.removeprefix("http://")
+        assert wait_for(lambda: (lambda found: found if found and len(found) == 2 else None)(
+            units_per_worker(first, ["sink"])), "the tasks shared") == {first_id: 3, second_id: 2}
+        tasks = {task["id"]: task["worker_id"] for task in first.call("GET", "/connectors/sink/status")[1]["tasks"]}
+        stayed = [task for task, owner in tasks.items() if owner == first_id]
+        moved = [task for task, owner in tasks.items() if owner == second_id]
+        for task in stayed:  # never stopped: an eager rebalance would have written UNASSIGNED in between
+            assert set(status_history(broker, group, f"status-task-sink-{task}")) == {("RUNNING", first_id)}
+        for task in moved:
+            assert status_history(broker, group, f"status-task-sink-{task}")[-3:] == [
+                ("RUNNING", first_id), ("UNASSIGNED", first_id), ("RUNNING", second_id)]
+
+        second.process.kill()
+        second.process.wait()
+        killed = time.monotonic()
+        third = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="third")
+        workers.append(third)
+        third_id = third.url.removeprefix("http://")
+        assert wait_for(lambda: (lambda found: found if found and set(found) == {first_id, third_id} else None)(
+            units_per_worker(first, ["sink"])), "the killed worker's tasks on its replacement") == {
+            first_id: 3, third_id: 2}
+        # the session timeout (6 s) plus the delay (12 s) at least
+        assert time.monotonic() - killed > 12
+        for task in moved:  # held back for the killed worker's return, never run by the survivor meanwhile
+            history = status_history(broker, group, f"status-task-sink-{task}")
+            assert history[-1] == ("RUNNING", third_id)
+            assert ("RUNNING", first_id) not in history[history.index(("RUNNING", second_id)):]
+    finally:
+        for worker in workers:
+            worker.stop()
+
+
 @pytest.fixture(scope="module")
 def java_group(broker, tmp_path_factory):
     """Properties of a Java connect-distributed 4.3.1 worker group sharing its offsets topic with a kfk group."""
@@ -216,8 +275,7 @@ def test_java_and_kfk_resume_from_each_others_offsets_topic(broker, java_group, 
     connector = {"connector.class": "FileStreamSource", "file": str(input_file), "tasks.max": "1"}
 
     def run_until(worker, topic: str, expected: list[str]) -> None:
-        code, body = wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(worker.call(
-            "PUT", "/connectors/resume/config", {**connector, "topic": topic})), "the connector configured")
+        code, body = worker.call_between_rebalances("PUT", "/connectors/resume/config", {**connector, "topic": topic})
         assert code in (200, 201), body
         wait_for(lambda: topic_values(broker, topic) == expected if topic in worker_topics() else False,
                  f"{topic} holding {len(expected)} lines")
@@ -254,28 +312,43 @@ def test_java_and_kfk_resume_from_each_others_offsets_topic(broker, java_group, 
         kfk.stop()
 
 
-def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_path):
-    """A Java worker (connect.protocol=eager) and a kfk worker in one group: the group coordinator picks Kafka's
-    `default` protocol, the leader's assignment is read by the other runtime, each reads the configs and statuses
-    the other wrote, and both answer the REST API alike."""
-    directory, _ = java_group
-    properties = distributed_properties(broker, "mixed-connect")
-    java = start_java_worker(directory, {**properties, "connect.protocol": "eager"}, [],
-                             main_class=CONNECT_DISTRIBUTED_MAIN_CLASS, name="java-mixed")
-    kfk = None
+def group_protocol(bootstrap: str, group: str) -> str:
+    """The protocol the group coordinator chose for a (stable) group: DescribeGroups."""
+    sock = connect(bootstrap)
     try:
-        kfk = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="kfk-mixed")
+        (described,) = request(sock, DescribeGroupsRequest(groups=[group]), 5).groups
+    finally:
+        sock.close()
+    assert (described.error_code, described.protocol_type) == (0, "connect"), described
+    return described.protocol_data
+
+
+@pytest.mark.parametrize("java_protocol, group_protocol_chosen", [("eager", "default"), ("sessioned", "compatible")])
+def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_path, java_protocol,
+                                                         group_protocol_chosen):
+    """A Java worker and a kfk worker in one group: the group coordinator picks the protocol both offer (Java's
+    eager `default`, or with Java's default connect.protocol=sessioned the incremental cooperative `compatible`,
+    kfk's default), the leader's assignment is read by the other runtime (a Java follower hands its connector's task
+    configs to a kfk leader through the internal REST endpoint), each reads the configs and statuses the other
+    wrote, and both answer the REST API alike."""
+    directory, _ = java_group
+    group = f"mixed-connect-{java_protocol}"
+    properties = distributed_properties(broker, group)
+    kfk = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="kfk-mixed")  # the group's leader
+    java = None
+    try:
+        java = start_java_worker(directory, {**properties, "connect.protocol": java_protocol}, [],
+                                 main_class=CONNECT_DISTRIBUTED_MAIN_CLASS, name=f"java-mixed-{java_protocol}")
         input_file, output_file = tmp_path / "mixed.txt", tmp_path / "mixed-output.txt"
         lines = [f"mixed {number}" for number in range(500)]
         input_file.write_text("".join(line + "\n" for line in lines))
         connectors = {
             "mixed-source": {"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
-                             "file": str(input_file), "topic": "mixed", "tasks.max": "1"},
+                             "file": str(input_file), "topic": group, "tasks.max": "1"},
             "mixed-sink": {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-                           "file": str(output_file), "topics": "mixed", "tasks.max": "1"}}
+                           "file": str(output_file), "topics": group, "tasks.max": "1"}}
         for (name, config), worker in zip(connectors.items(), (kfk, java)):
-            code, body = wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(worker.call(
-                "POST", "/connectors", {"name": name, "config": config})), f"{name} created")
+            code, body = worker.call_between_rebalances("POST", "/connectors", {"name": name, "config": config})
             assert code == 201, body
         wait_for(lambda: sorted(output_lines(output_file)) == sorted(lines), "every line in the sink's file")
 
@@ -290,6 +363,7 @@ def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_
             return statuses
 
         statuses = wait_for(settled, "both workers reporting the same statuses")
+        assert group_protocol(broker, group) == group_protocol_chosen
         owners = {status["connector"]["worker_id"] for status in statuses.values()}
         assert owners == {java.url.removeprefix("http://"), kfk.url.removeprefix("http://")}
         for path in ("/connectors", "/connectors?expand=status&expand=info", "/connectors/mixed-source/config",
@@ -302,8 +376,7 @@ def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_
         # target states written by one runtime are applied by the other (one task of each runs on each worker)
         for action, state in (("pause", "PAUSED"), ("resume", "RUNNING")):
             for name in connectors:
-                assert wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(
-                    kfk.call("PUT", f"/connectors/{name}/{action}")), f"{name} {action}d")[0] == 202
+                assert kfk.call_between_rebalances("PUT", f"/connectors/{name}/{action}")[0] == 202
 
             def applied() -> bool:
                 for name in connectors:
@@ -315,15 +388,14 @@ def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_
 
             wait_for(applied, f"every connector and task {state}")
         # a restart through the group: Kafka's restart-connector record, read by both runtimes
-        code, body = wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(
-            kfk.call("POST", "/connectors/mixed-source/restart?includeTasks=true")), "the restart requested")
+        code, body = kfk.call_between_rebalances("POST", "/connectors/mixed-source/restart?includeTasks=true")
         assert code == 202 and body["connector"]["state"] == "RESTARTING", body
         assert [task["state"] for task in body["tasks"]] == ["RESTARTING"]
         wait_for(applied, "every connector and task RUNNING after the restart")
     finally:
-        if kfk is not None:
-            kfk.stop()
-        java.stop()
+        if java is not None:
+            java.stop()
+        kfk.stop()
 
 
 def test_a_worker_stops_in_bounded_time_when_its_cluster_is_gone(tmp_path):

@@ -69,6 +69,11 @@ class Worker:
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         return http(method, self.url + path, body)
 
+    def call_between_rebalances(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """A write, sent again while the group rebalances (the worker answers 409 then, as Kafka's do)."""
+        return wait_for(lambda: (lambda answer: answer if answer[0] != 409 else None)(self.call(method, path, body)),
+                        f"{method} {path} between rebalances")
+
     def wait_ready(self, timeout: float) -> Worker:
         def ready() -> bool:
             if self.process.poll() is not None:
