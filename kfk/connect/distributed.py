@@ -32,8 +32,8 @@ Exactly-once source (KIP-618, `exactly.once.source.support=enabled`): each sourc
 transactional producer (transactional.id ``<group.id>-<connector>-<task>``) and writes its source offsets to
 offset.storage.topic in the same transaction, per poll (transaction.boundary=poll) or per interval; the offsets are
 read back read_committed. A task taking over from a dead worker fences the dead one's producer when it initializes
-its own, which aborts what that one left open. Not implemented yet: the ``sessioned`` protocol (KIP-507's signed
-internal requests: a worker configured with it offers ``compatible``), restarting a single task (POST
+its own, which aborts what that one left open. The ``sessioned`` protocol (Kafka's default) is ``compatible`` with
+signed internal requests (kfk.connect.session_keys). Not implemented yet: restarting a single task (POST
 .../tasks/{id}/restart), the leader's fencing of a previous generation's tasks when a connector's task count shrinks
 (Kafka's zombie fencing round: a task id no longer run keeps its producer unfenced), a connector's own
 offsets.storage.topic, connector-defined transaction boundaries.
@@ -63,6 +63,7 @@ from kfk.connect.connect_protocol import (
     CONNECT_PROTOCOL_TYPE,
     EAGER_PROTOCOL,
     PROTOCOL_VERSIONS,
+    SESSIONED_PROTOCOL,
     Assignment,
     WorkerState,
     decode_assignment,
@@ -73,6 +74,7 @@ from kfk.connect.connect_protocol import (
 from kfk.connect.errors import AlreadyExistsException, ConnectException, NotFoundException, RebalanceNeededException
 from kfk.connect.herder import ConnectorState, StandaloneHerder, _Context, validated_config
 from kfk.connect.offsets import OffsetStore
+from kfk.connect.session_keys import SESSION_KEY_RECORD, SessionKey, verify_signature
 from kfk.connect.worker_tasks import ExactlyOnce, TaskStatus
 from kfk.errors import ErrorCode, UnknownTopicOrPartitionError
 
@@ -90,6 +92,7 @@ GROUP_CONFIG = ConfigDef([
     ConfigKey("heartbeat.interval.ms", "INT", 3000),
     ConfigKey("rebalance.timeout.ms", "INT", 60000),
     ConfigKey("scheduled.rebalance.max.delay.ms", "INT", 300000, validator=at_least(0)),
+    ConfigKey("inter.worker.key.ttl.ms", "INT", 3600000, validator=at_least(0)),
 ])
 REQUIRED = ("bootstrap.servers", "group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic")
 #: exactly.once.source.support's values (KIP-618); "preparing" is the step of a rolling upgrade before "enabled".
@@ -101,10 +104,9 @@ HERDER_STOP_TIMEOUT_S = 14
 
 
 #: connect.protocol's values and the protocols a worker offers for each, preferred first (Kafka's
-#: ConnectProtocolCompatibility). sessioned (KIP-507's signed internal requests) is not offered yet: a kfk worker
-#: configured with it offers compatible, which a Java worker offers too, so mixed groups still cooperate.
+#: ConnectProtocolCompatibility).
 OFFERED_PROTOCOLS = {"eager": (EAGER_PROTOCOL,), "compatible": (COMPATIBLE_PROTOCOL, EAGER_PROTOCOL),
-                     "sessioned": (COMPATIBLE_PROTOCOL, EAGER_PROTOCOL)}
+                     "sessioned": (SESSIONED_PROTOCOL, COMPATIBLE_PROTOCOL, EAGER_PROTOCOL)}
 
 
 def offered_protocols(worker_config: Mapping[str, str]) -> tuple[str, ...]:
@@ -360,6 +362,9 @@ class DistributedHerder(StandaloneHerder):
         self._to_start: tuple[list[str], list[tuple[str, int]]] = ([], [])
         self._task_configs_changed: set[str] = set()
         self._rejoin_at: float | None = None
+        #: The sessioned group's key for internal requests (the config topic's latest), and how long one lasts.
+        self.session_key: SessionKey | None = None
+        self._session_key_ttl_ms = group_config["inter.worker.key.ttl.ms"]
         self.generation = -1
         self._written_status: dict[str, tuple[str, str | None]] = {}
         self._wake = threading.Event()
@@ -456,6 +461,8 @@ class DistributedHerder(StandaloneHerder):
                     snapshot.tasks[name] = tasks
                     self._task_configs_changed.add(name)
                     self.member.request_rejoin(f"the task configs of {name} changed")
+            elif key == SESSION_KEY_RECORD and value is not None:
+                self.session_key = SessionKey.from_record(value)
             elif key.startswith("restart-connector-") and value is not None:
                 self._restarts[key[len("restart-connector-"):]] = (bool(value.get("include-tasks")),
                                                                    bool(value.get("only-failed")))
@@ -493,11 +500,28 @@ class DistributedHerder(StandaloneHerder):
                 if not self.member.ensure_active_group(monotonic_ms() + 500):
                     continue
                 self._tick()
+                self._rotate_session_key()
             except Exception:
                 log.exception("worker %s: herder tick failed", self.worker_id)
                 time.sleep(1)
             self._wake.wait(0.5)
             self._wake.clear()
+
+    def _sessioned(self) -> bool:
+        return self.member.protocol_name == SESSIONED_PROTOCOL
+
+    def _rotate_session_key(self) -> None:
+        """The leader of a sessioned group writes a new session key when there is none or it is
+        inter.worker.key.ttl.ms old (Kafka's DistributedHerder). Not under self.lock: the write waits for the config
+        reader."""
+        assignment = self.assignment
+        if not self._sessioned() or assignment is None or assignment.leader != self.member.member_id:
+            return
+        now_ms = int(time.time() * 1000)
+        key = self.session_key
+        if key is None or key.creation_timestamp_ms + self._session_key_ttl_ms <= now_ms:
+            log.info("worker %s: writing a new session key for the group's internal requests", self.worker_id)
+            self._write_config([(SESSION_KEY_RECORD, SessionKey.generate(now_ms).record())])
 
     def rebalancing(self) -> bool:
         return self.member.rejoin_needed or self.member.state != MemberState.STABLE or self.assignment is None
@@ -841,9 +865,13 @@ class DistributedHerder(StandaloneHerder):
                                                            "only-failed": only_failed})])
         return status if (include_tasks or only_failed) else None
 
-    def put_task_configs(self, name: str, task_configs: list[dict[str, Any]]) -> None:
+    def put_task_configs(self, name: str, task_configs: list[dict[str, Any]], headers: Mapping[str, str],
+                         body: bytes) -> None:
         """A follower (a Java worker: kfk's write the config topic themselves) hands over its connector's task
-        configs; the leader writes them and their commit record."""
+        configs, signed with the session key in a sessioned group; the leader writes them and their commit
+        record."""
+        if self._sessioned():
+            verify_signature(self.session_key, headers, body)
         self._known(name)
         self._commit_task_configs(name, [{key: str(value) for key, value in config.items()}
                                          for config in task_configs])

@@ -397,7 +397,8 @@ class StandaloneHerder:
                     self._start_task(state, task_id, state.task_configs[task_id])
             return status if (include_tasks or only_failed) else None
 
-    def put_task_configs(self, name: str, task_configs: list[dict[str, Any]]) -> None:
+    def put_task_configs(self, name: str, task_configs: list[dict[str, Any]], headers: Mapping[str, str],
+                         body: bytes) -> None:
         """Kafka's internal POST /connectors/{name}/tasks, which only a distributed group's leader takes."""
         raise ConnectException("Kafka Connect in standalone mode does not support externally setting task "
                                "configurations.")

@@ -28,9 +28,15 @@ from kfk.connect.errors import (
     RebalanceNeededException,
 )
 from kfk.connect.herder import StandaloneHerder
+from kfk.connect.session_keys import (
+    SIGNATURE_ALGORITHM_HEADER,
+    SIGNATURE_HEADER,
+    ForbiddenException,
+    ServiceUnavailableException,
+)
 
 STATUS_BY_EXCEPTION = ((NotFoundException, 404), (AlreadyExistsException, 409), (BadRequestException, 400),
-                       (RebalanceNeededException, 409))
+                       (RebalanceNeededException, 409), (ForbiddenException, 403), (ServiceUnavailableException, 503))
 REASONS = {404: "Not Found", 405: "Method Not Allowed", 415: "Unsupported Media Type"}
 
 
@@ -62,8 +68,10 @@ async def forward(request: Request, leader_url: str) -> Response:
     url = leader_url.rstrip("/") + request.url.path + (f"?{request.url.query}" if request.url.query else "")
 
     def call() -> tuple[int, bytes]:
-        outgoing = urllib.request.Request(url, data=body or None, method=request.method,
-                                          headers={"Content-Type": "application/json", "Accept": "application/json"})
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers.update((name, request.headers[name]) for name in (SIGNATURE_HEADER, SIGNATURE_ALGORITHM_HEADER)
+                       if name in request.headers)  # an internal request's signature goes on with it
+        outgoing = urllib.request.Request(url, data=body or None, method=request.method, headers=headers)
         try:
             with urllib.request.urlopen(outgoing, timeout=90) as answer:
                 return answer.status, answer.read()
@@ -162,7 +170,7 @@ def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlet
             configs = await _body(request)
             if not isinstance(configs, list) or not all(isinstance(config, dict) for config in configs):
                 raise BadRequestException("Request body must be a JSON array of task configurations")
-            herder.put_task_configs(request.path_params["name"], configs)
+            herder.put_task_configs(request.path_params["name"], configs, request.headers, await request.body())
             return Response(status_code=204)
         return json_response(herder.task_configs(request.path_params["name"]))
 

@@ -207,7 +207,8 @@ def test_cooperative_rebalances_move_only_what_must_move(broker, tmp_path):
     leaves its tasks unassigned for scheduled.rebalance.max.delay.ms rather than piling them on the survivor, and
     the worker started in its place gets them when the delay is over."""
     group = "connect-cooperative"
-    properties = {**distributed_properties(broker, group), "scheduled.rebalance.max.delay.ms": "12000"}
+    properties = {**distributed_properties(broker, group), "scheduled.rebalance.max.delay.ms": "12000",
+                  "connect.protocol": "compatible"}  # the other tests' groups use sessioned, the default
     with Admin({"bootstrap.servers": broker}) as admin:
         admin.create_topics([NewTopic(f"{group}-input", 4, 1)])
     sink = {"connector.class": "FileStreamSink", "file": str(tmp_path / "out.txt"), "topics": f"{group}-input",
@@ -323,14 +324,14 @@ def group_protocol(bootstrap: str, group: str) -> str:
     return described.protocol_data
 
 
-@pytest.mark.parametrize("java_protocol, group_protocol_chosen", [("eager", "default"), ("sessioned", "compatible")])
+@pytest.mark.parametrize("java_protocol, group_protocol_chosen", [("eager", "default"), ("sessioned", "sessioned")])
 def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_path, java_protocol,
                                                          group_protocol_chosen):
     """A Java worker and a kfk worker in one group: the group coordinator picks the protocol both offer (Java's
-    eager `default`, or with Java's default connect.protocol=sessioned the incremental cooperative `compatible`,
-    kfk's default), the leader's assignment is read by the other runtime (a Java follower hands its connector's task
-    configs to a kfk leader through the internal REST endpoint), each reads the configs and statuses the other
-    wrote, and both answer the REST API alike."""
+    eager `default`, or both runtimes' default, the incremental cooperative `sessioned`), the leader's assignment is
+    read by the other runtime (a Java follower hands its connector's task configs to the kfk leader through the
+    internal REST endpoint, signed with the session key the kfk leader wrote when sessioned), each reads the configs
+    and statuses the other wrote, and both answer the REST API alike, unsigned internal requests included."""
     directory, _ = java_group
     group = f"mixed-connect-{java_protocol}"
     properties = distributed_properties(broker, group)
@@ -364,6 +365,15 @@ def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_
 
         statuses = wait_for(settled, "both workers reporting the same statuses")
         assert group_protocol(broker, group) == group_protocol_chosen
+        if java_protocol == "sessioned":  # Kafka's answers to internal requests without a valid signature
+            tasks = [{"task.class": "x"}]
+            unsigned = java.call("POST", "/connectors/mixed-source/tasks", tasks)
+            assert unsigned == (400, {"error_code": 400, "message": "Internal request missing required signature"})
+            assert kfk.call("POST", "/connectors/mixed-source/tasks", tasks) == unsigned
+            headers = {"X-Connect-Authorization": "AAAA", "X-Connect-Request-Signature-Algorithm": "HmacSHA256"}
+            forged = java.call("POST", "/connectors/mixed-source/tasks", tasks, headers)
+            assert forged == (403, {"error_code": 403, "message": "Internal request contained invalid signature."})
+            assert kfk.call("POST", "/connectors/mixed-source/tasks", tasks, headers) == forged
         owners = {status["connector"]["worker_id"] for status in statuses.values()}
         assert owners == {java.url.removeprefix("http://"), kfk.url.removeprefix("http://")}
         for path in ("/connectors", "/connectors?expand=status&expand=info", "/connectors/mixed-source/config",

@@ -25,11 +25,12 @@ def write_properties(path: Path, properties: dict[str, str]) -> Path:
     return path
 
 
-def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
+def http(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
     """(status, parsed JSON body or None) of one request, errors included."""
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+                                     headers={"Content-Type": "application/json", "Accept": "application/json",
+                                              **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             status, raw = response.status, response.read()
@@ -66,8 +67,9 @@ class Worker:
     url: str
     log_path: Path
 
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        return http(method, self.url + path, body)
+    def call(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+             ) -> tuple[int, Any]:
+        return http(method, self.url + path, body, headers)
 
     def call_between_rebalances(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """A write, sent again while the group rebalances (the worker answers 409 then, as Kafka's do)."""
