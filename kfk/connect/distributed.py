@@ -33,8 +33,7 @@ transactional producer (transactional.id ``<group.id>-<connector>-<task>``) and 
 offset.storage.topic in the same transaction, per poll (transaction.boundary=poll) or per interval; the offsets are
 read back read_committed. A task taking over from a dead worker fences the dead one's producer when it initializes
 its own, which aborts what that one left open. The ``sessioned`` protocol (Kafka's default) is ``compatible`` with
-signed internal requests (kfk.connect.session_keys). Not implemented yet: restarting a single task (POST
-.../tasks/{id}/restart), the leader's fencing of a previous generation's tasks when a connector's task count shrinks
+signed internal requests (kfk.connect.session_keys). Not implemented yet: the leader's fencing of a previous generation's tasks when a connector's task count shrinks
 (Kafka's zombie fencing round: a task id no longer run keeps its producer unfenced), a connector's own
 offsets.storage.topic, connector-defined transaction boundaries.
 """
@@ -298,6 +297,8 @@ class WorkerGroupMember(ClassicGroupMember):
         #: The leader's memory of what it handed out (kept while this worker leads).
         self.assignor = IncrementalCooperativeAssignor(max_delay_ms)
         self.last_completed_generation = -1
+        #: Which worker's REST URL runs each task, as this member last assigned them (when it leads).
+        self.task_owners: dict[tuple[str, int], str] = {}
 
     def _join_protocols(self) -> list[tuple[str, bytes]]:
         offset = self.herder.config_offset()
@@ -316,9 +317,15 @@ class WorkerGroupMember(ClassicGroupMember):
             assignments = self.assignor.assign(members, self.herder.task_counts(), self.last_completed_generation,
                                                join.generation_id, int(monotonic_ms()))
         offset = self.herder.config_offset()
-        for assignment in assignments.values():
+        owners: dict[tuple[str, int], str] = {}
+        for member, assignment in assignments.items():
             assignment.leader, assignment.leader_url = join.member_id, members[join.member_id].url
             assignment.config_offset, assignment.version = offset, version
+            allocation = members[member].allocation
+            kept = [] if version == 0 or allocation is None else allocation.tasks
+            for task in {*kept, *assignment.tasks} - set(assignment.revoked_tasks):
+                owners[task] = members[member].url
+        self.task_owners = owners
         log.info("group %s: leader of generation %d (%s) assigned %s", self.group_id, join.generation_id,
                  join.protocol_name, {member: _described(assignment) for member, assignment in assignments.items()})
         return {member: encode_assignment(assignment) for member, assignment in assignments.items()}
@@ -876,8 +883,32 @@ class DistributedHerder(StandaloneHerder):
         self._commit_task_configs(name, [{key: str(value) for key, value in config.items()}
                                          for config in task_configs])
 
-    def restart_task(self, name: str, task_id: int) -> None:
-        raise ConnectException("restarting through a kfk distributed worker is not supported yet")
+    def restart_task(self, name: str, task_id: int, may_forward: bool = True) -> str | None:
+        """Kafka's restart of one task: the worker that runs it restarts it; another answers with the leader's URL,
+        the leader with the URL of the task's worker (from its last assignment)."""
+        if self.rebalancing():
+            raise RebalanceNeededException(REBALANCE_MESSAGE)
+        with self.lock:
+            state = self._get(name)
+            if not 0 <= task_id < len(state.task_configs):
+                raise NotFoundException(f"Task {name}-{task_id} not found")
+            assignment = self.assignment
+            local = self.connectors.get(name)
+            if (name, task_id) in assignment.tasks and local is not None:
+                task = local.tasks.pop(task_id, None)
+                if task is not None:
+                    task.stop()
+                self._start_task(local, task_id, local.task_configs[task_id])
+                self._written_status.pop(f"status-task-{name}-{task_id}", None)  # RUNNING again, as Kafka writes
+                return None
+        if not may_forward:  # a forwarded request: the assignment moved meanwhile
+            raise RebalanceNeededException(REBALANCE_MESSAGE)
+        if assignment.leader != self.member.member_id:
+            return assignment.leader_url
+        owner = self.member.task_owners.get((name, task_id))
+        if owner is None:
+            raise NotFoundException(f"Task {name}-{task_id} is not assigned to any worker yet")
+        return owner
 
     # --- REST: reads (any worker) ------------------------------------------------------------------------------------
 

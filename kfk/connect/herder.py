@@ -403,7 +403,9 @@ class StandaloneHerder:
         raise ConnectException("Kafka Connect in standalone mode does not support externally setting task "
                                "configurations.")
 
-    def restart_task(self, name: str, task_id: int) -> None:
+    def restart_task(self, name: str, task_id: int, may_forward: bool = True) -> str | None:
+        """Restart one task here; a distributed worker that does not run it answers with the URL of the worker the
+        request goes on to (None: restarted)."""
         with self.lock:
             state = self._get(name)
             if not 0 <= task_id < len(state.task_configs):
@@ -412,6 +414,7 @@ class StandaloneHerder:
             if task is not None:
                 task.stop()
             self._start_task(state, task_id, state.task_configs[task_id])
+        return None
 
     # --- offsets (KIP-875) ---------------------------------------------------------------------------------------
 

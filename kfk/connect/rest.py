@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -61,11 +62,15 @@ async def _body(request: Request) -> Any:
         raise ConnectException(f"Unexpected character in the request body: {error}") from None
 
 
-async def forward(request: Request, leader_url: str) -> Response:
+async def forward(request: Request, leader_url: str, recursive: bool = True) -> Response:
     """Kafka's request forwarding: a distributed worker that is not the leader passes a write on to the leader
-    and answers with the leader's answer."""
+    (or the leader to the worker that runs a task) and answers with its answer. `recursive` False: the next worker
+    must not forward it again (Kafka's forward=false)."""
     body = await request.body()
-    url = leader_url.rstrip("/") + request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    query = [(key, value) for key, value in request.query_params.multi_items() if key != "forward"]
+    if not recursive:
+        query.append(("forward", "false"))
+    url = leader_url.rstrip("/") + request.url.path + (f"?{urllib.parse.urlencode(query)}" if query else "")
 
     def call() -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -178,7 +183,12 @@ def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlet
         return json_response(herder.task_status(request.path_params["name"], request.path_params["task"]))
 
     async def task_restart(request: Request) -> Response:
-        herder.restart_task(request.path_params["name"], request.path_params["task"])
+        """Whoever runs the task restarts it: another worker forwards the request to the leader, which forwards it
+        to the task's worker (Kafka's NotLeaderException and NotAssignedException)."""
+        may_forward = request.query_params.get("forward", "true").lower() != "false"
+        target = herder.restart_task(request.path_params["name"], request.path_params["task"], may_forward)
+        if target is not None:
+            return await forward(request, target, recursive=herder.write_leader_url() is not None)
         return Response(status_code=204)
 
     async def topics(request: Request) -> Response:
@@ -235,9 +245,8 @@ def build_app(herder: StandaloneHerder, kafka_cluster_id: str | None) -> Starlet
             return await handler(request)
         return handle
 
-    connectors, connector, connector_config, restart, pause, resume, stop, tasks, task_restart, offsets = map(
-        writes_to_leader, (connectors, connector, connector_config, restart, pause, resume, stop, tasks, task_restart,
-                           offsets))
+    connectors, connector, connector_config, restart, pause, resume, stop, tasks, offsets = map(
+        writes_to_leader, (connectors, connector, connector_config, restart, pause, resume, stop, tasks, offsets))
     prefix = "/connectors/{name}"
     routes = [
         Route("/", root, methods=["GET"]),

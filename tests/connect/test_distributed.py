@@ -234,6 +234,15 @@ def test_cooperative_rebalances_move_only_what_must_move(broker, tmp_path):
             assert status_history(broker, group, f"status-task-sink-{task}")[-3:] == [
                 ("RUNNING", first_id), ("UNASSIGNED", first_id), ("RUNNING", second_id)]
 
+        # one task restarted through either worker: it is forwarded to the leader, and by it to the task's worker
+        for task, through in ((moved[0], first), (stayed[0], second)):
+            key = f"status-task-sink-{task}"
+            before = status_history(broker, group, key)
+            assert through.call_between_rebalances("POST", f"/connectors/sink/tasks/{task}/restart") == (204, None)
+            wait_for(lambda: status_history(broker, group, key) == [*before, before[-1]], f"task {task} restarted")
+        assert first.call("POST", "/connectors/sink/tasks/9/restart") == (
+            404, {"error_code": 404, "message": "Task sink-9 not found"})
+
         second.process.kill()
         second.process.wait()
         killed = time.monotonic()
