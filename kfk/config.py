@@ -579,6 +579,7 @@ ACCEPTED_BROKER_KEYS: tuple[tuple[str, ConfigType, Any], ...] = (
     ("group.share.max.heartbeat.interval.ms", _I, 15000),
     ("group.share.max.record.lock.duration.ms", _I, 60000),
     ("group.share.max.session.timeout.ms", _I, 60000),
+    ("group.share.max.share.sessions", _I, 2000),
     ("group.share.max.size", _I, 200),
     ("group.share.min.heartbeat.interval.ms", _I, 5000),
     ("group.share.min.record.lock.duration.ms", _I, 15000),

@@ -220,7 +220,7 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     **{key: (_SHARE_GROUP, _SERVER) for key in (
         "group.share.delivery.count.limit", "group.share.record.lock.duration.ms",
         "group.share.partition.max.record.locks", "group.share.max.size", "group.share.session.timeout.ms",
-        "group.share.heartbeat.interval.ms")},
+        "group.share.heartbeat.interval.ms", "group.share.max.share.sessions")},
     **{key: (_SHARE_GROUP,) for key in (
         "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms",
         "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms",

@@ -155,6 +155,11 @@ class ErrorCode(enum.IntEnum):
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
     REBOOTSTRAP_REQUIRED = 129
+    # Kafka 4.1's (KIP-1071 streams groups, KIP-932's bounded share session cache)
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133
 
 
 class ErrorInfo(NamedTuple):
@@ -182,6 +187,7 @@ _RETRIABLE: frozenset[ErrorCode] = INVALID_METADATA | frozenset({
     _E.CONCURRENT_TRANSACTIONS, _E.FETCH_SESSION_ID_NOT_FOUND, _E.INVALID_FETCH_SESSION_EPOCH,
     _E.UNKNOWN_LEADER_EPOCH, _E.OFFSET_NOT_AVAILABLE, _E.UNSTABLE_OFFSET_COMMIT, _E.THROTTLING_QUOTA_EXCEEDED,
     _E.FETCH_SESSION_TOPIC_ID_ERROR, _E.SHARE_SESSION_NOT_FOUND, _E.INVALID_SHARE_SESSION_EPOCH,
+    _E.SHARE_SESSION_LIMIT_REACHED,
 })
 
 # The default message a Kafka broker attaches to each code. Clients print these, so they stay word for word.
@@ -356,6 +362,10 @@ _MESSAGES: dict[ErrorCode, str] = {
     _E.VOTER_NOT_FOUND: "The voter is not part of the set of voters.",
     _E.INVALID_REGULAR_EXPRESSION: "The regular expression is not valid.",
     _E.REBOOTSTRAP_REQUIRED: "Client metadata is stale. The client should rebootstrap to obtain new metadata.",
+    _E.STREAMS_INVALID_TOPOLOGY: "The supplied topology is invalid.",
+    _E.STREAMS_INVALID_TOPOLOGY_EPOCH: "The supplied topology epoch is invalid.",
+    _E.STREAMS_TOPOLOGY_FENCED: "The supplied topology epoch is outdated.",
+    _E.SHARE_SESSION_LIMIT_REACHED: "The limit of share sessions has been reached.",
 }
 
 ERROR_INFO: Mapping[ErrorCode, ErrorInfo] = MappingProxyType({
@@ -793,6 +803,18 @@ class InvalidRegularExpressionError(KafkaError):
 
 class RebootstrapRequiredError(KafkaError):
     error_code = ErrorCode.REBOOTSTRAP_REQUIRED
+
+class StreamsInvalidTopologyError(KafkaError):
+    error_code = ErrorCode.STREAMS_INVALID_TOPOLOGY
+
+class StreamsInvalidTopologyEpochError(KafkaError):
+    error_code = ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH
+
+class StreamsTopologyFencedError(KafkaError):
+    error_code = ErrorCode.STREAMS_TOPOLOGY_FENCED
+
+class ShareSessionLimitReachedError(KafkaError):
+    error_code = ErrorCode.SHARE_SESSION_LIMIT_REACHED
 
 
 class ProtocolError(InvalidRequestError):

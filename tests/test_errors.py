@@ -28,10 +28,10 @@ from kfk.errors import (
 ERROR_CODES = [code for code in ErrorCode if code is not ErrorCode.NONE]
 
 
-def test_codes_are_unique_and_contiguous_up_to_kafka_4_0():
+def test_codes_are_unique_and_contiguous_up_to_kafka_4_1():
     values = [int(code) for code in ErrorCode]
     assert len(values) == len(set(values))
-    assert sorted(values) == list(range(-1, 130))  # -1, 0 .. 129 REBOOTSTRAP_REQUIRED
+    assert sorted(values) == list(range(-1, 134))  # -1, 0 .. 133 SHARE_SESSION_LIMIT_REACHED
 
 
 def test_error_info_matches_the_enum():
@@ -148,7 +148,7 @@ def test_one_distinct_class_per_code_with_a_safe_name():
 
 
 def test_unknown_codes_map_to_unknown_server_error():
-    assert error_for_code(130) is UnknownServerError
+    assert error_for_code(134) is UnknownServerError
     assert error_for_code(-2) is UnknownServerError
     assert error_for_code(32767) is UnknownServerError
 

@@ -312,12 +312,16 @@ class ShareConsumer:
                                          for leader, partitions in by_leader.items() if leader >= 0),
                                        return_exceptions=True)
         records: list[ShareConsumerRecord] = []
+        failed = False
         for answer in answers:
             if isinstance(answer, BaseException):
                 if isinstance(answer, (KafkaError, OSError)):
+                    failed = True
                     continue
                 raise answer
             records += answer
+        if failed and not records:  # e.g. SHARE_SESSION_LIMIT_REACHED: ask again after retry.backoff.ms, not at once
+            await asyncio.sleep(self.config.retry_backoff_ms / 1000)
         return records
 
     async def _share_fetch(self, leader: int, partitions: set[TopicPartition], max_wait_ms: int

@@ -246,7 +246,8 @@ class BrokerServer:
         self.produce_handler = ProduceHandler(replica_manager, self.txn_verifier, auth, quota=self.quotas.produce)
         share_groups_handler = ShareGroupsHandler(self.share_groups, group_coordinator, replica_manager,
                                                   metadata_cache, _share_partition_config(config), system_time_ms,
-                                                  self.share_persister, auth)
+                                                  self.share_persister, auth,
+                                                  config.values["group.share.max.share.sessions"])
         if self.socket_server is not None:  # a member's share session ends with its connection, as in Kafka
             self.socket_server.disconnect_listeners.append(share_groups_handler.connection_closed)
         handlers = [

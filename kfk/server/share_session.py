@@ -36,7 +36,12 @@ class ShareSession:
 
 
 class ShareSessionCache:
-    def __init__(self) -> None:
+    """The broker's share sessions, at most group.share.max.share.sessions of them: a new one beyond that is
+    SHARE_SESSION_LIMIT_REACHED (a member reopening its own replaces it and does not count twice), so clients that
+    open sessions and never close them cannot grow the broker without bound."""
+
+    def __init__(self, max_sessions: int = 2000) -> None:
+        self.max_sessions = max_sessions
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         #: The sessions each connection opened, by (group id, member id): every closed connection is looked up,
         #: so this costs a dictionary lookup, not a pass over every session.
@@ -54,6 +59,8 @@ class ShareSessionCache:
             replaced = self.sessions.get(key)
             if replaced is not None:
                 self._forget_connection(replaced)
+            elif len(self.sessions) >= self.max_sessions:
+                return ErrorCode.SHARE_SESSION_LIMIT_REACHED, None
             session = self.sessions[key] = ShareSession(group_id, member_id, connection=connection)
             if connection is not None:
                 self._by_connection.setdefault(connection, set()).add(key)

@@ -255,3 +255,38 @@ def test_a_fetch_waits_for_record_locks_an_acknowledgement_frees(kfk_broker_fact
             assert acquired == [(100, 109)]
         for record in held[10:]:
             holder.acknowledge(record)
+
+
+def test_share_sessions_beyond_the_brokers_limit_are_refused_until_one_closes(tmp_path: Path) -> None:
+    """group.share.max.share.sessions bounds the broker's share sessions: past it a new session is refused with
+    SHARE_SESSION_LIMIT_REACHED (133), a member that cannot open one polls nothing, without an error, as Apache
+    Kafka's test of a full session cache expects of Java's consumer, and gets records once a session closes."""
+    broker = start_broker(tmp_path / "broker", {**TEST_OVERRIDES, "group.share.max.share.sessions": "1"})
+    try:
+        bootstrap = broker.bootstrap_servers
+        topic, group = prepare(bootstrap, 3)
+        config = {"bootstrap.servers": bootstrap, "group.id": group}
+        second = ShareConsumer(config)
+        try:
+            with ShareConsumer(config) as first:
+                first.subscribe([topic])
+                assert len(poll_until([first], lambda seen: len(seen[0]) >= 3)[0]) == 3
+                with BrokerSession(bootstrap, "") as session:
+                    refused = session.call(ShareFetchRequest(
+                        group_id=group, member_id="not-the-first", share_session_epoch=0, max_wait_ms=0,
+                        min_bytes=1, max_records=10, batch_size=10, topics=[]), 1, record=False)
+                assert refused.error_code == 133  # SHARE_SESSION_LIMIT_REACHED
+                second.subscribe([topic])
+                with Producer({"bootstrap.servers": bootstrap}) as producer:
+                    producer.send(topic, b"while the cache is full", partition=0)
+                    producer.flush()
+                deadline = time.monotonic() + 3
+                while time.monotonic() < deadline:
+                    assert second.poll(0.5) == []
+            # the first member's session closed with it
+            assert [record.value for record in poll_until([second], lambda seen: seen[0])[0]] == [
+                b"while the cache is full"]
+        finally:
+            second.close()
+    finally:
+        assert broker.stop() == 0, broker.output()[-4000:]

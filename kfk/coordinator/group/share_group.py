@@ -66,6 +66,7 @@ def check_share_group_configs(values: Callable[[str], int]) -> None:
     _in_range(values, "group.share.max.record.lock.duration.ms", 30000, 3600000)
     _in_range(values, "group.share.partition.max.record.locks", 100, 10000)
     _in_range(values, "group.share.max.size", 1, 1000)
+    _in_range(values, "group.share.max.share.sessions", 1)
     for key in ("group.share.session.timeout.ms", "group.share.min.session.timeout.ms",
                 "group.share.max.session.timeout.ms", "group.share.heartbeat.interval.ms",
                 "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"):

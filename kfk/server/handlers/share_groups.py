@@ -99,7 +99,7 @@ class ShareGroupsHandler:
     def __init__(self, share_groups: ShareGroupCoordinator, group_coordinator: GroupCoordinatorService,
                  replica_manager: ReplicaManager, metadata_cache: MetadataCache, partition_config: SharePartitionConfig,
                  now_ms: Callable[[], int], persister: SharePersister | None = None,
-                 auth: RequestAuthorizer = ALLOW_ALL) -> None:
+                 auth: RequestAuthorizer = ALLOW_ALL, max_share_sessions: int = 2000) -> None:
         self.share_groups = share_groups
         self.group_coordinator = group_coordinator
         self.replica_manager = replica_manager
@@ -107,7 +107,7 @@ class ShareGroupsHandler:
         self.partition_config = partition_config
         self.now_ms = now_ms
         self.auth = auth
-        self.sessions = ShareSessionCache()
+        self.sessions = ShareSessionCache(max_share_sessions)
         self.partitions: dict[tuple[str, TopicPartition], SharePartition] = {}
         #: Durable state (None: in memory only, for tests of the handler alone).
         self.persister = persister
