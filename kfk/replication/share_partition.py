@@ -23,9 +23,10 @@ import asyncio
 import dataclasses
 import enum
 import struct
-from typing import Awaitable, Callable, Iterable, Iterator
+from typing import Awaitable, Callable, Collection, Iterable, Iterator
 
 from kfk.errors import ErrorCode
+from kfk.records.batch import entry_at
 
 #: ShareFetch/ShareAcknowledge acknowledge types (KIP-932; RENEW is KIP-1222's).
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
@@ -76,6 +77,26 @@ def batch_offset_ranges(records: bytes) -> Iterator[tuple[int, int, int, int]]:
         (delta,) = _LAST_OFFSET_DELTA.unpack_from(records, position + _LAST_OFFSET_DELTA_POSITION)
         yield base_offset, base_offset + delta, position, end
         position = end
+
+
+def aborted_batches(records: bytes, batches: Iterable[tuple[int, int, int, int]],
+                    aborted_transactions: Iterable[tuple[int, int, int]]) -> set[int]:
+    """The base offsets of the data batches of aborted transactions among `batches` (of a read_committed log read):
+    a transactional batch of producer P whose base offset lies within one of P's aborted transactions, given as
+    (producer id, first offset, last offset: the abort marker's)."""
+    by_producer: dict[int, list[tuple[int, int]]] = {}
+    for producer_id, first_offset, last_offset in aborted_transactions:
+        by_producer.setdefault(producer_id, []).append((first_offset, last_offset))
+    if not by_producer:
+        return set()
+    aborted: set[int] = set()
+    for base_offset, _, start, _ in batches:
+        batch = entry_at(records, start)
+        if batch is None or not batch.is_transactional or batch.is_control:
+            continue
+        if any(first <= base_offset <= last for first, last in by_producer.get(batch.producer_id, ())):
+            aborted.add(base_offset)
+    return aborted
 
 
 def _ranges(offsets: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
@@ -197,14 +218,19 @@ class SharePartition:
                      if record.state is RecordState.AVAILABLE and offset < self.end_offset]
         return min(available, default=self.end_offset)
 
-    def acquire(self, member_id: str, batches: Iterable[tuple[int, int, int, int]], max_records: int, now_ms: int
-                ) -> list[tuple[int, int, int]]:
+    def acquire(self, member_id: str, batches: Iterable[tuple[int, int, int, int]], max_records: int, now_ms: int,
+                aborted: Collection[int] = ()) -> list[tuple[int, int, int]]:
         """Acquire for `member_id` what it may have of the records the log read returned (their batches' offset
         ranges): available in-flight records and records past the end offset, up to `max_records` and the record
-        locks. Returns the acquired (first offset, last offset, delivery count) ranges."""
+        locks. The batches whose base offsets are in `aborted` (a read_committed group's aborted transactions) are
+        archived instead, never delivered. Returns the acquired (first offset, last offset, delivery count)
+        ranges."""
         acquired: list[tuple[int, int]] = []
         deadline = now_ms + self.config.record_lock_duration_ms
         for base_offset, last_offset, _, _ in batches:
+            if base_offset in aborted:
+                self._archive(base_offset, last_offset)
+                continue
             for offset in range(max(base_offset, self.start_offset), last_offset + 1):
                 if len(acquired) >= max_records:
                     break
@@ -228,6 +254,21 @@ class SharePartition:
                 record.lock_deadline_ms = deadline
                 acquired.append((offset, record.delivery_count))
         return _ranges(acquired)
+
+    def _archive(self, base_offset: int, last_offset: int) -> None:
+        """A batch of an aborted transaction: its records, available or read for the first time, are done with."""
+        for offset in range(max(base_offset, self.start_offset), last_offset + 1):
+            record = self.records.get(offset)
+            if offset >= self.end_offset:
+                if offset - self.start_offset >= self.config.max_record_locks:
+                    return
+                if record is None:
+                    record = self.records[offset] = InFlightRecord()
+                self.end_offset = offset + 1
+            if record is not None and record.state is RecordState.AVAILABLE:
+                record.state = RecordState.ARCHIVED
+                self._changed.add(offset)
+        self._advance_start()
 
     def acknowledge(self, member_id: str, batches: list[tuple[int, int, list[int]]], now_ms: int) -> ErrorCode:
         """Apply (first offset, last offset, acknowledge types) batches: one type for the whole range, or one per

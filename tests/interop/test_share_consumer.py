@@ -18,7 +18,7 @@ from typing import Iterator
 
 import pytest
 
-from kfk.client import Admin, NewTopic, Producer, TopicPartition
+from kfk.client import Admin, AlterConfigOp, ConfigResource, ConfigResourceType, NewTopic, Producer, TopicPartition
 from kfk.client.aio import AIOShareConsumer
 from kfk.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerRecord
 from kfk.errors import UnknownTopicOrPartitionError
@@ -290,3 +290,38 @@ def test_share_sessions_beyond_the_brokers_limit_are_refused_until_one_closes(tm
             second.close()
     finally:
         assert broker.stop() == 0, broker.output()[-4000:]
+
+
+def test_a_read_committed_share_group_delivers_committed_transactions_only(bootstrap: str) -> None:
+    """share.isolation.level=read_committed: records of aborted transactions are never delivered, those of an open
+    transaction only once it commits (the last stable offset holds the group back), on kfk as on Apache Kafka."""
+    topic, group = prepare(bootstrap, 0)
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        errors = admin.incremental_alter_configs({ConfigResource(ConfigResourceType.GROUP, group): [
+            AlterConfigOp("share.isolation.level", "read_committed")]})
+        assert set(errors.values()) == {None}, errors
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique_name("share-txn")})
+    try:
+        producer.init_transactions()
+        for values, commit in (([b"committed-1", b"committed-2"], True), ([b"aborted"], False),
+                               ([b"committed-3"], True)):
+            producer.begin_transaction()
+            for value in values:
+                producer.send(topic, value, partition=0)
+            (producer.commit_transaction if commit else producer.abort_transaction)()
+        producer.begin_transaction()
+        producer.send(topic, b"open until the end", partition=0)
+        producer.flush()
+        config = {"bootstrap.servers": bootstrap, "group.id": group}
+        with ShareConsumer(config) as consumer:
+            consumer.subscribe([topic])
+            seen = poll_until([consumer], lambda seen: len(seen[0]) >= 3)[0]
+            deadline = time.monotonic() + 3  # nothing more while the last transaction is open
+            while time.monotonic() < deadline:
+                seen += consumer.poll(0.5)
+            assert [record.value for record in seen] == [b"committed-1", b"committed-2", b"committed-3"]
+            producer.commit_transaction()
+            later = poll_until([consumer], lambda later: later[0])[0]
+            assert [record.value for record in later] == [b"open until the end"]
+    finally:
+        producer.close()

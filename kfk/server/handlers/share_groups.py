@@ -39,7 +39,7 @@ from kfk.coordinator.group.share_group import ShareGroupCoordinator
 from kfk.coordinator.share.state_batches import UNINITIALIZED_START_OFFSET, StateBatch
 from kfk.errors import ERROR_INFO, ErrorCode, KafkaError, error_for_code
 from kfk.group_config import (GROUP_CONFIG_KEYS, SHARE_AUTO_OFFSET_RESET, SHARE_DELIVERY_COUNT_LIMIT,
-                              SHARE_PARTITION_MAX_RECORD_LOCKS, SHARE_RECORD_LOCK_DURATION_MS, group_override,
+                              SHARE_ISOLATION_LEVEL, SHARE_PARTITION_MAX_RECORD_LOCKS, SHARE_RECORD_LOCK_DURATION_MS, group_override,
                               parse_duration_ms)
 from kfk.metadata.cache import MetadataCache
 from kfk.protocol.messages import ApiKey
@@ -53,9 +53,10 @@ from kfk.protocol.messages.share_acknowledge import ShareAcknowledgeRequest, Sha
 from kfk.protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
 from kfk.protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from kfk.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
-from kfk.replication.fetch_params import READ_UNCOMMITTED, FetchParams, FetchPartitionRequest
+from kfk.replication.fetch_params import READ_COMMITTED, READ_UNCOMMITTED, FetchParams, FetchPartitionRequest
 from kfk.replication.replica_manager import ReplicaManager
-from kfk.replication.share_partition import SharePartition, SharePartitionConfig, batch_offset_ranges
+from kfk.replication.share_partition import (SharePartition, SharePartitionConfig, aborted_batches,
+                                             batch_offset_ranges)
 from kfk.security.acl import AclOperation, ResourceType
 from kfk.server.authorization import ALLOW_ALL, RequestAuthorizer
 from kfk.server.dispatch import Dispatcher, RequestContext
@@ -473,6 +474,13 @@ class ShareGroupsHandler:
             return min(found.offset, high_watermark) if found is not None else high_watermark
         return high_watermark
 
+    def _read_committed(self, group_id: str) -> bool:
+        """The group's share.isolation.level: read_committed reads up to the last stable offset and never delivers
+        the records of aborted transactions (they are archived)."""
+        level = self.metadata_cache.image.config(ConfigResourceType.GROUP, group_id).get(
+            SHARE_ISOLATION_LEVEL, GROUP_CONFIG_KEYS[SHARE_ISOLATION_LEVEL].key.default)
+        return level == "read_committed"
+
     def _partition_config(self, group_id: str) -> SharePartitionConfig:
         """The broker's share-partition settings with the group's own configs over them."""
         overrides = self.metadata_cache.image.config(ConfigResourceType.GROUP, group_id)
@@ -615,7 +623,9 @@ class ShareGroupsHandler:
         max_bytes = max(request.max_bytes, 1)
         max_wait_ms = await self._wait_for_locks([self.partitions[(group_id, topic_partition)]
                                                   for _, topic_partition in reads], request.max_wait_ms)
-        params = FetchParams(-1, max_wait_ms, request.min_bytes, max_bytes, READ_UNCOMMITTED)
+        read_committed = self._read_committed(group_id)
+        params = FetchParams(-1, max_wait_ms, request.min_bytes, max_bytes,
+                             READ_COMMITTED if read_committed else READ_UNCOMMITTED)
         requests = [FetchPartitionRequest(topic_partition,
                                           self.partitions[(group_id, topic_partition)].next_fetch_offset(),
                                           max_bytes) for _, topic_partition in reads]
@@ -633,7 +643,11 @@ class ShareGroupsHandler:
                 continue
             data = result.records.read_bytes()
             batches = list(batch_offset_ranges(data))
-            acquired = self.partitions[(group_id, topic_partition)].acquire(member_id, batches, max_records, now)
+            aborted = aborted_batches(data, batches, [
+                (txn.producer_id, txn.first_offset, txn.last_offset) for txn in result.aborted_transactions or ()
+            ]) if read_committed else ()
+            acquired = self.partitions[(group_id, topic_partition)].acquire(member_id, batches, max_records, now,
+                                                                            aborted)
             if not acquired:
                 continue
             max_records -= sum(last - first + 1 for first, last, _ in acquired)
