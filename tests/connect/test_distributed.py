@@ -333,22 +333,33 @@ def group_protocol(bootstrap: str, group: str) -> str:
     return described.protocol_data
 
 
-@pytest.mark.parametrize("java_protocol, group_protocol_chosen", [("eager", "default"), ("sessioned", "sessioned")])
+@pytest.mark.parametrize("java_protocol, group_protocol_chosen, leader", [
+    ("eager", "default", "kfk"), ("sessioned", "sessioned", "kfk"), ("sessioned", "sessioned", "java")])
 def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_path, java_protocol,
-                                                         group_protocol_chosen):
+                                                         group_protocol_chosen, leader):
     """A Java worker and a kfk worker in one group: the group coordinator picks the protocol both offer (Java's
     eager `default`, or both runtimes' default, the incremental cooperative `sessioned`), the leader's assignment is
-    read by the other runtime (a Java follower hands its connector's task configs to the kfk leader through the
-    internal REST endpoint, signed with the session key the kfk leader wrote when sessioned), each reads the configs
-    and statuses the other wrote, and both answer the REST API alike, unsigned internal requests included."""
+    read by the other runtime (the worker started first leads: a Java follower hands its connector's task configs to
+    the kfk leader through the internal REST endpoint, signed with the session key the kfk leader wrote when
+    sessioned; a kfk follower reads the Java leader's incremental assignments and session key), each reads the
+    configs and statuses the other wrote, and both answer the REST API alike, unsigned internal requests
+    included."""
     directory, _ = java_group
-    group = f"mixed-connect-{java_protocol}"
+    group = f"mixed-connect-{java_protocol}-{leader}"
     properties = distributed_properties(broker, group)
-    kfk = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="kfk-mixed")  # the group's leader
-    java = None
+    java = kfk = None
+
+    def start(runtime: str) -> None:
+        nonlocal java, kfk
+        if runtime == "kfk":
+            kfk = start_kfk_worker(tmp_path, properties, [], mode="distributed", name="kfk-mixed")
+        else:
+            java = start_java_worker(directory, {**properties, "connect.protocol": java_protocol}, [],
+                                     main_class=CONNECT_DISTRIBUTED_MAIN_CLASS, name=f"java-mixed-{group}")
+
     try:
-        java = start_java_worker(directory, {**properties, "connect.protocol": java_protocol}, [],
-                                 main_class=CONNECT_DISTRIBUTED_MAIN_CLASS, name=f"java-mixed-{java_protocol}")
+        start(leader)
+        start("java" if leader == "kfk" else "kfk")
         input_file, output_file = tmp_path / "mixed.txt", tmp_path / "mixed-output.txt"
         lines = [f"mixed {number}" for number in range(500)]
         input_file.write_text("".join(line + "\n" for line in lines))
@@ -412,9 +423,9 @@ def test_a_java_worker_and_a_kfk_worker_share_one_group(broker, java_group, tmp_
         assert [task["state"] for task in body["tasks"]] == ["RESTARTING"]
         wait_for(applied, "every connector and task RUNNING after the restart")
     finally:
-        if java is not None:
-            java.stop()
-        kfk.stop()
+        for worker in (java, kfk):
+            if worker is not None:
+                worker.stop()
 
 
 def test_a_worker_stops_in_bounded_time_when_its_cluster_is_gone(tmp_path):
