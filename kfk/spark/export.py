@@ -437,15 +437,22 @@ def run_export(plan: ExportPlan, progress: ProgressCallback | None = None, spark
                              plan.notes + ["nothing to export: the offset ranges are empty"])
     stop = stop or threading.Event()
     notify = progress or (lambda done, total, status: None)
-    with contextlib.ExitStack() as resources:
-        if spark is None:
-            spark = resources.enter_context(
-                session_for_a_run(request.master, "kfk spark-export", request.spark_conf, request.verbose))
-        if stop.is_set():  # while the session started
-            raise ExportInterrupted()
-        if request.stream:
-            return _run_stream(spark, plan, notify, stop)
-        return _run_batch(spark, plan, notify, stop)
+    try:
+        with contextlib.ExitStack() as resources:
+            if spark is None:
+                spark = resources.enter_context(
+                    session_for_a_run(request.master, "kfk spark-export", request.spark_conf, request.verbose))
+            if stop.is_set():  # while the session started
+                raise ExportInterrupted()
+            if request.stream:
+                return _run_stream(spark, plan, notify, stop)
+            return _run_batch(spark, plan, notify, stop)
+    except BaseException:
+        # Once more now that the session has stopped: a cancelled task can still write into the staging dir after
+        # the job's own clean-up (seen under load), and nothing of a failed or interrupted run may stay behind.
+        if plan.batch_output is not None:
+            plan.batch_output.abandon()
+        raise
 
 
 def _run_batch(spark: Any, plan: ExportPlan, notify: ProgressCallback, stop: threading.Event) -> ExportSummary:
