@@ -52,9 +52,12 @@ python3 scripts/gen_protocol.py --check
 # Layer rules from DESIGN.md.
 lint-imports
 
-# pytest exits 5 when it collected no test: that is a failure here, as any other non-zero code.
+# pytest exits 5 when it collected no test: that is a failure here, as any other non-zero code. Three workers on
+# the 2-core CI machine: most tests wait on brokers, JVMs and Spark they started, so a third worker fills the cores
+# (2026-12-07: 29:44 with three workers on a quiet machine, every test passing; CI's last runs with two took 43-44
+# minutes).
 set +e
-python3 -m pytest -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=25 "$@"
+python3 -m pytest -n 3 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=25 "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
