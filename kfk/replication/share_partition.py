@@ -234,19 +234,8 @@ class SharePartition:
             for offset in range(max(base_offset, self.start_offset), last_offset + 1):
                 if len(acquired) >= max_records:
                     break
-                record = self.records.get(offset)
-                if offset >= self.end_offset:
-                    # Past the end offset: read for the first time by this leader (a record restored from the
-                    # stored state keeps what it says). The offsets the read skipped hold no record (the read is
-                    # contiguous from at most the end offset): compacted away.
-                    if offset - self.start_offset >= self.config.max_record_locks:
-                        continue
-                    if record is None:
-                        record = self.records[offset] = InFlightRecord()
-                    self.end_offset = offset + 1
-                    if record.state is not RecordState.AVAILABLE:
-                        continue
-                elif record is None or record.state is not RecordState.AVAILABLE:
+                record = self._read_first_time(offset) if offset >= self.end_offset else self.records.get(offset)
+                if record is None or record.state is not RecordState.AVAILABLE:
                     continue  # done with, or no record there
                 record.state = RecordState.ACQUIRED
                 record.delivery_count += 1
@@ -255,16 +244,22 @@ class SharePartition:
                 acquired.append((offset, record.delivery_count))
         return _ranges(acquired)
 
+    def _read_first_time(self, offset: int) -> InFlightRecord | None:
+        """A record past the end offset, read for the first time by this leader (one restored from the stored state
+        keeps what it says); None beyond the record locks. The offsets a read skipped hold no record (the read is
+        contiguous from at most the end offset): compacted away."""
+        if offset - self.start_offset >= self.config.max_record_locks:
+            return None
+        record = self.records.get(offset)
+        if record is None:
+            record = self.records[offset] = InFlightRecord()
+        self.end_offset = offset + 1
+        return record
+
     def _archive(self, base_offset: int, last_offset: int) -> None:
         """A batch of an aborted transaction: its records, available or read for the first time, are done with."""
         for offset in range(max(base_offset, self.start_offset), last_offset + 1):
-            record = self.records.get(offset)
-            if offset >= self.end_offset:
-                if offset - self.start_offset >= self.config.max_record_locks:
-                    return
-                if record is None:
-                    record = self.records[offset] = InFlightRecord()
-                self.end_offset = offset + 1
+            record = self._read_first_time(offset) if offset >= self.end_offset else self.records.get(offset)
             if record is not None and record.state is RecordState.AVAILABLE:
                 record.state = RecordState.ARCHIVED
                 self._changed.add(offset)
