@@ -113,7 +113,15 @@ def test_java_consumer_groups_seek_and_offsets_for_times(kfk_server: BrokerProce
         outputs[name]["committed"].pop("group")
     kfk = outputs["kfk"]
 
-    assert kfk == outputs["apache"]
+    def without_empty_assignments(output: dict) -> dict:
+        """Whether a member's listener hears the empty assignment of a cooperative round depends on timing (its
+        SyncGroup may come after the next round began: Apache Kafka's b once heard [] before [2, 3], under CI's
+        load), so the two brokers are compared without those; kfk's own lists are checked whole below."""
+        return {check: {key: [partitions for partitions in value if partitions] if key.endswith("_assigned")
+                        else value for key, value in result.items()} if check.startswith("group-") else result
+                for check, result in output.items()}
+
+    assert without_empty_assignments(kfk) == without_empty_assignments(outputs["apache"])
 
     # Range is eager: a gives up everything at each rebalance. The member ids start with the client ids, so a
     # sorts first and gets the first half.
