@@ -895,10 +895,7 @@ class DistributedHerder(StandaloneHerder):
             assignment = self.assignment
             local = self.connectors.get(name)
             if (name, task_id) in assignment.tasks and local is not None:
-                task = local.tasks.pop(task_id, None)
-                if task is not None:
-                    task.stop()
-                self._start_task(local, task_id, local.task_configs[task_id])
+                self._restart_task_here(local, task_id)
                 self._written_status.pop(f"status-task-{name}-{task_id}", None)  # RUNNING again, as Kafka writes
                 return None
         if not may_forward:  # a forwarded request: the assignment moved meanwhile

@@ -410,11 +410,15 @@ class StandaloneHerder:
             state = self._get(name)
             if not 0 <= task_id < len(state.task_configs):
                 raise NotFoundException(f"Task {name}-{task_id} not found")
-            task = state.tasks.pop(task_id, None)
-            if task is not None:
-                task.stop()
-            self._start_task(state, task_id, state.task_configs[task_id])
+            self._restart_task_here(state, task_id)
         return None
+
+    def _restart_task_here(self, state: ConnectorState, task_id: int) -> None:
+        """Stop the task if it runs and start it again with its config."""
+        task = state.tasks.pop(task_id, None)
+        if task is not None:
+            task.stop()
+        self._start_task(state, task_id, state.task_configs[task_id])
 
     # --- offsets (KIP-875) ---------------------------------------------------------------------------------------
 

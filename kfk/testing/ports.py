@@ -28,7 +28,8 @@ SLICES = 16
 def ephemeral_range() -> tuple[int, int]:
     """The kernel's ephemeral port range (inclusive)."""
     try:
-        low, high = open("/proc/sys/net/ipv4/ip_local_port_range").read().split()
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as handle:
+            low, high = handle.read().split()
         return int(low), int(high)
     except (OSError, ValueError):
         return DEFAULT_EPHEMERAL_RANGE
