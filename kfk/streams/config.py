@@ -18,7 +18,8 @@ from typing import Any
 from kfk.client.config import ADMIN_CONFIG_DEF, CONSUMER_CONFIG_DEF, PRODUCER_CONFIG_DEF
 from kfk.config import ConfigDef, ConfigKey, ConfigType, at_least, one_of
 from kfk.errors import InvalidConfigurationError
-from kfk.streams.errors import ExceptionHandlers, handler_instance, resolve_handler
+from kfk.streams.errors import (DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, ExceptionHandlers, handler_instance,
+                               resolve_handler)
 from kfk.streams.serdes import Serde, serde_from_config
 
 __all__ = ["StreamsConfig", "AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "STREAMS_CONFIG_DEF"]
@@ -79,6 +80,8 @@ STREAMS_CONFIG_DEF = ConfigDef([
               "DefaultProductionExceptionHandler (fail) by default."),
     ConfigKey("default.production.exception.handler", ConfigType.CLASS, None, None,
               "Deprecated name of production.exception.handler."),
+    ConfigKey(DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, ConfigType.STRING, None, None,
+              "Where Kafka's exception handlers write the records that failed (KIP-1034); unset: nowhere."),
     ConfigKey("topology.optimization", ConfigType.STRING, "none", one_of("none"),
               "Only Kafka's default (none) is supported."),
 ])

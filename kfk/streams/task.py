@@ -8,7 +8,8 @@ Failures go to the task's exception handlers (kfk.streams.errors) where Kafka St
 error to the deserialization handler; an exception raised in a processor node (its own code, or a sink right below
 it) to the processing handler, at the innermost node, so a node that forwards several records loses only the failed
 one; a sink's serializer error and a failed send to the production handler. A record dropped on RESUME is counted in
-``dropped_records`` (Kafka's dropped-records task metric).
+``dropped_records`` (Kafka's dropped-records task metric). The dead letter records a handler answers with are
+written before the task resumes or fails, as a sink's records are (their failures reach the production handler).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from kfk.client import ConsumerRecord, FutureRecordMetadata, Producer
 from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaError
 from kfk.streams.errors import (ErrorHandlerContext, ExceptionHandlers, FailedProcessingException, ProducerRecord,
-                                Result, SerializationExceptionOrigin, StreamsException, handler_result)
+                                Response, Result, SerializationExceptionOrigin, StreamsException, handler_response)
 from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMetadata, TaskId
 from kfk.streams.serdes import Serde
 from kfk.streams.state import (ChangelogWriter, Checkpoint, KeyValueStore, OuterJoinStore, SessionStore,
@@ -154,11 +156,13 @@ class StreamTask:
 
     def _deserialization_failed(self, node_name: str, record: ConsumerRecord, error: Exception) -> None:
         try:
-            result = handler_result(self.handlers.deserialization.handle_error(self._context(node_name), record, error),
-                                    "DeserializationExceptionResponse")
+            response = handler_response(self.handlers.deserialization.handle_error(self._context(node_name), record,
+                                                                                   error),
+                                        "DeserializationExceptionResponse")
         except Exception as fatal:  # noqa: BLE001 - the handler's own failure stops the thread
             raise StreamsException("Fatal user code error in deserialization error callback") from fatal
-        if result is Result.FAIL:
+        self._send_dead_letter_records(node_name, response, self.source)
+        if response.result is Result.FAIL:
             raise StreamsException(
                 "Deserialization exception handler is set to fail upon a deserialization error. If you would rather "
                 "have the streaming pipeline continue after a deserialization error, please set the "
@@ -183,14 +187,15 @@ class StreamTask:
 
     def _processing_failed(self, name: str, record: Record, error: Exception) -> None:
         try:
-            result = handler_result(self.handlers.processing.handle_error(self._context(name), record, error),
-                                    "ProcessingExceptionHandler")
+            response = handler_response(self.handlers.processing.handle_error(self._context(name), record, error),
+                                        "ProcessingExceptionHandler")
         except Exception as fatal:  # noqa: BLE001
             log.error("Processing error callback failed after processing error for record: %s", self._context(name),
                       exc_info=error)
             raise FailedProcessingException(name, fatal, "Fatal user code error in processing error callback") \
                 from fatal
-        if result is Result.FAIL:
+        self._send_dead_letter_records(name, response, self.source)
+        if response.result is Result.FAIL:
             log.error("Processing exception handler is set to fail upon a processing error. If you would rather have "
                       "the streaming pipeline continue after a processing error, please set the "
                       "processing.exception.handler appropriately.")
@@ -211,7 +216,6 @@ class StreamTask:
         key_serde = node.key_serde or self.default_key_serde
         value_serde = node.value_serde or self.default_value_serde
         partition = None if node.partitioner is None else node.partitioner(record.key, record.value)
-        headers = list(record.headers) or None
         origin = SerializationExceptionOrigin.KEY
         try:
             key = key_serde.serialize_for(topic, record.key)
@@ -221,10 +225,15 @@ class StreamTask:
             self._serialization_failed(node.name, ProducerRecord(topic, partition, record.timestamp, record.key,
                                                                  record.value, record.headers), error, origin)
             return
-        produced = (node.name, topic, partition, record.timestamp, key, value, record.headers, self.source)
+        self._produce((node.name, topic, partition, record.timestamp, key, value, record.headers, self.source))
+
+    def _produce(self, produced: tuple) -> None:
+        """Hand a serialized record (a sink's or a dead letter record: sink node name, topic, partition, timestamp,
+        key, value, headers and the source record) to the producer; its failure is the production handler's."""
+        _, topic, partition, timestamp, key, value, headers, _ = produced
         try:
-            future = self.producer.send(topic, value, key, partition=partition, timestamp_ms=record.timestamp,
-                                        headers=headers)
+            future = self.producer.send(topic, value, key, partition=partition, timestamp_ms=timestamp,
+                                        headers=list(headers) or None)
         except KafkaError as error:  # refused before it was queued (too large...): as Kafka's send callback
             if error.fatal:
                 raise
@@ -233,17 +242,25 @@ class StreamTask:
         self.pending.append(future)
         self.pending_sends.append(produced)
 
+    def _send_dead_letter_records(self, node_name: str, response: Response, source: tuple | None) -> None:
+        """Write the dead letter records a handler answered with for a failure of `source`'s processing, as Kafka's
+        RecordCollector does: like a sink's records, though an earlier send's failure does not stop them."""
+        for record in response.dead_letter_queue_records:
+            self._produce((node_name, record.topic, record.partition, record.timestamp, record.key, record.value,
+                           record.headers, source))
+
     def _serialization_failed(self, node_name: str, record: ProducerRecord, error: Exception,
                               origin: SerializationExceptionOrigin) -> None:
         handler = self.handlers.production
         handle = getattr(handler, "handle_serialization_error", None)
         try:
             answer = Result.FAIL if handle is None else handle(self._context(node_name), record, error, origin)
-            result = handler_result(answer, "ProductionExceptionHandler")
+            response = handler_response(answer, "ProductionExceptionHandler")
         except Exception as fatal:  # noqa: BLE001
             raise FailedProcessingException(node_name, fatal, "Fatal user code error in production error callback") \
                 from fatal
-        if result is not Result.RESUME:
+        self._send_dead_letter_records(node_name, response, self.source)
+        if response.result is not Result.RESUME:
             raise StreamsException(f"Unable to serialize record. ProducerRecord(topic=[{record.topic}], "
                                    f"partition=[{record.partition}], timestamp=[{record.timestamp}]") from error
         log.warning("Unable to serialize record, continue processing. ProducerRecord(topic=[%s], partition=[%s], "
@@ -254,10 +271,12 @@ class StreamTask:
         """A sink's record the producer could not write: the production handler decides (RETRY, which Kafka answers
         by re-initializing the task, stops the thread here: the producer already retried what it could)."""
         node_name, topic, partition, timestamp, key, value, headers, source = produced
-        context = self._context(node_name, source)
+        # Kafka Streams drops the source record's raw key and value from the context once a sink has serialized its
+        # record: a send's failure sees none (a dead letter record of Kafka's handlers has a null key and value)
+        context = replace(self._context(node_name, source), source_raw_key=None, source_raw_value=None)
         message = f"Error encountered sending record to topic {topic} for task {self.id} due to:\n{error!r}"
         try:
-            result = handler_result(self.handlers.production.handle_error(
+            response = handler_response(self.handlers.production.handle_error(
                 context, ProducerRecord(topic, partition, timestamp, key, value, headers), error),
                 "ProductionExceptionHandler")
         except Exception as fatal:  # noqa: BLE001
@@ -266,6 +285,8 @@ class StreamTask:
             self.send_exception = FailedProcessingException(node_name, fatal,
                                                             "Fatal user code error in production error callback")
             return
+        self._send_dead_letter_records(node_name, response, source)
+        result = response.result
         if result is Result.RESUME:
             log.warning("%s\nException handler choose to CONTINUE processing in spite of this error but written "
                         "offsets would not be recorded.", message, exc_info=error)
@@ -282,7 +303,7 @@ class StreamTask:
     def check_sends(self) -> None:
         """After the producer's flush: hand each failed send to the production handler, then raise a failure it
         answered FAIL for (the records since the last commit would be lost otherwise); a failed changelog write
-        is raised as it is."""
+        is raised as it is. Dead letter records the handler answers with here are checked at the next commit."""
         pending, sends, self.pending, self.pending_sends = self.pending, self.pending_sends, [], []
         for future, produced in zip(pending, sends):
             try:

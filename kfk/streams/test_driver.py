@@ -10,7 +10,7 @@ memory (their changelog records are collected too, under the changelog topic's n
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -82,11 +82,11 @@ class TopologyTestDriver:
         self._task_of = {topic: task for task in self._tasks for topic in task.sources}
 
     def pipe_input(self, topic: str, key: Any, value: Any, timestamp: int = 0, *, key_serde: Serde | None = None,
-                   value_serde: Serde | None = None) -> None:
+                   value_serde: Serde | None = None, headers: Sequence[tuple[str, bytes | None]] = ()) -> None:
         """Process one record arriving on `topic` (serialized with the given serdes, else the defaults)."""
         key_bytes = (key_serde or self.config.key_serde).serialize_for(topic, key)
         value_bytes = (value_serde or self.config.value_serde).serialize_for(topic, value)
-        self._route(topic, key_bytes, value_bytes, timestamp, [])
+        self._route(topic, key_bytes, value_bytes, timestamp, list(headers))
 
     def _route(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: list) -> None:
         if topic in self._global_store_of:  # the global thread's part: straight into the store

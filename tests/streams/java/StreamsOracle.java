@@ -19,6 +19,7 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.DefaultProductionExceptionHandler;
 import org.apache.kafka.streams.errors.ErrorHandlerContext;
 import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
 import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
@@ -50,7 +51,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * topology until <records> records are on the output topic (and <totals> on <output>-totals; read_committed), then
  * closes and exits. Topology "errors" runs with the continue handlers (skipping what fails to deserialize, to
  * process or to be sent), "errors-fail" is the same with Kafka's default handlers: it runs until the application
- * is in ERROR and exits 0 if it got there.
+ * is in ERROR and exits 0 if it got there; "errors-dlq" is "errors" writing what fails to the dead letter queue
+ * <output>-dlq (KIP-1034).
  */
 public final class StreamsOracle {
     /** The production handler of the "errors" topology: a record too large to send is skipped, anything else fails. */
@@ -63,6 +65,18 @@ public final class StreamsOracle {
 
         @Override
         public void configure(Map<String, ?> configs) { }
+    }
+
+    /** The production handler of "errors-dlq": a record too large to send goes to the dead letter queue, as Kafka's
+     * default handler would write it, and is skipped; anything else fails. */
+    public static final class DeadLetterOnRecordTooLarge extends DefaultProductionExceptionHandler {
+        @Override
+        public Response handleError(ErrorHandlerContext context, ProducerRecord<byte[], byte[]> record,
+                                    Exception exception) {
+            Response response = super.handleError(context, record, exception);
+            return exception instanceof RecordTooLargeException
+                ? Response.resume(response.deadLetterQueueRecords()) : response;
+        }
     }
 
     static Topology topology(String name, String input, String output) {
@@ -261,7 +275,8 @@ public final class StreamsOracle {
             return;
         }
         boolean expectError = args[1].endsWith("-fail");
-        String name = expectError ? args[1].substring(0, args[1].length() - "-fail".length()) : args[1];
+        boolean deadLetterQueue = args[1].endsWith("-dlq");
+        String name = expectError || deadLetterQueue ? args[1].substring(0, args[1].lastIndexOf('-')) : args[1];
         String bootstrap = args[2];
         String applicationId = args[3];
         String input = args[4];
@@ -290,6 +305,10 @@ public final class StreamsOracle {
                 config.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
                            LogAndContinueProcessingExceptionHandler.class);
                 config.put(StreamsConfig.PRODUCTION_EXCEPTION_HANDLER_CLASS_CONFIG, ContinueOnRecordTooLarge.class);
+            }
+            if (deadLetterQueue) {
+                config.put(StreamsConfig.ERRORS_DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, output + "-dlq");
+                config.put(StreamsConfig.PRODUCTION_EXCEPTION_HANDLER_CLASS_CONFIG, DeadLetterOnRecordTooLarge.class);
             }
         }
         KafkaStreams streams = new KafkaStreams(topology(name, input, output), config);
