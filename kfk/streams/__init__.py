@@ -16,10 +16,10 @@ from kfk.streams.processor import Change, Processor, ProcessorContext, Record, T
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import BufferConfig, Suppressed
 from kfk.streams.topology import StoreBuilder, Topology, TopologyException
-from kfk.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Window, Windowed
+from kfk.streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Window, Windowed
 
 __all__ = [
-    "Branched", "BranchedKStream", "GlobalKTable", "HostInfo", "KeyQueryMetadata", "StreamsMetadata", "BufferConfig", "Suppressed", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
+    "Branched", "BranchedKStream", "EmitStrategy", "GlobalKTable", "HostInfo", "KeyQueryMetadata", "StreamsMetadata", "BufferConfig", "Suppressed", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
     "ProcessorContext", "Record", "Serde", "Serdes", "StoreBuilder", "StreamsBuilder", "StreamsConfig", "TaskId", "SessionWindows", "SlidingWindows",
     "TimeWindows", "Topology", "TopologyException", "Window", "Windowed",
 ]

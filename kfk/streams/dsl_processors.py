@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kfk.streams.processor import Change, Processor, ProcessorContext, Record
-from kfk.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Window, Windowed
+from kfk.streams.windows import (EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Window,
+                                 Windowed)
 
 log = logging.getLogger("kfk.streams")
 
@@ -261,15 +262,64 @@ class TableToStream(Processor):
         self.context.forward(record.with_value(record.value.new_value))
 
 
-class WindowAggregate(Processor):
+class _TimeWindowAggregate(Processor):
+    """What the time and sliding window aggregations share (Kafka's AbstractKStreamTimeWindowAggregateProcessor):
+    with EmitStrategy.ON_WINDOW_CLOSE they forward no update; instead, after a record, the windows that closed
+    since the last emission are forwarded from the store, each once with its final aggregate and timestamp (no old
+    value), ordered by start and then by key. Kafka makes that pass at most once per
+    __emit.interval.ms.kstreams.windowed.aggregation__ of wall clock (1 s by default); kfk.streams makes it after
+    every record, as Kafka does with that interval set to 0. (Kafka keeps the last emission's close time in the
+    committed offsets' metadata; kfk.streams starts again from none after a restart.)"""
+
+    def __init__(self, emit_strategy: EmitStrategy) -> None:
+        self.emit_on_close = emit_strategy is EmitStrategy.ON_WINDOW_CLOSE
+        self.last_emit_close_time = -1
+        self.observed_stream_time = -1
+
+    def _emit_range(self, close_time: int) -> tuple[int, int] | None:
+        """The window starts whose windows closed since the last emission (Kafka's emitRange bounds), if any."""
+        raise NotImplementedError
+
+    def _window(self, start: int) -> Window:
+        raise NotImplementedError
+
+    def _emit_closed_windows(self, store: Any, record: Record, close_time: int) -> None:
+        if self.last_emit_close_time != -1 and self.last_emit_close_time >= close_time:
+            return
+        emit_range = self._emit_range(close_time)
+        if emit_range is None:
+            return
+        for key, start, aggregate, timestamp in store.fetch_all(*emit_range):
+            self.context.forward(Record(Windowed(key, self._window(start)), Change(aggregate, None), timestamp,
+                                        record.headers))
+        self.last_emit_close_time = close_time
+
+
+class WindowAggregate(_TimeWindowAggregate):
     """A windowed count()/aggregate()/reduce(): the record is added to each of its windows that is still open
-    (stream time < window end + grace), and each updated window is forwarded with a Windowed key."""
+    (stream time < window end + grace), and each updated window is forwarded with a Windowed key (or, on window
+    close, each closed window once)."""
 
     def __init__(self, store_name: str, windows: TimeWindows, initializer: Callable[[], Any] | None,
-                 aggregator: Callable[[Any, Any, Any], Any]) -> None:
+                 aggregator: Callable[[Any, Any, Any], Any],
+                 emit_strategy: EmitStrategy = EmitStrategy.ON_WINDOW_UPDATE) -> None:
+        super().__init__(emit_strategy)
         self.store_name, self.windows = store_name, windows
         self.initializer, self.aggregator = initializer, aggregator
-        self.observed_stream_time = -1
+
+    def _emit_range(self, close_time: int) -> tuple[int, int] | None:
+        size, last = self.windows.size_ms, self.last_emit_close_time
+        latest = close_time - size
+        if latest < 0:
+            return None
+        earliest = 0 if last == -1 else max(0, last - size) + 1
+        # no window starts in the range when both ends fall in the same windows (Kafka's shouldRangeFetch)
+        if last != -1 and self.windows.windows_for(latest) == self.windows.windows_for(earliest - 1):
+            return None
+        return earliest, latest
+
+    def _window(self, start: int) -> Window:
+        return Window(start, start + self.windows.size_ms)
 
     def process(self, record: Record) -> None:
         if record.key is None or (self.initializer is None and record.value is None):
@@ -295,10 +345,14 @@ class WindowAggregate(Processor):
                 old, timestamp = stored[0], max(record.timestamp, stored[1])
                 new = self.aggregator(record.key, record.value, old)
             store.put_window(record.key, window.start, new, timestamp)
-            self.context.forward(Record(Windowed(record.key, window), Change(new, old), timestamp, record.headers))
+            if not self.emit_on_close:
+                self.context.forward(Record(Windowed(record.key, window), Change(new, old), timestamp,
+                                            record.headers))
+        if self.emit_on_close:
+            self._emit_closed_windows(store, record, close_time)
 
 
-class SlidingWindowAggregate(Processor):
+class SlidingWindowAggregate(_TimeWindowAggregate):
     """A sliding-windowed count()/aggregate()/reduce() (Kafka's KStreamSlidingWindowAggregate): a record at t is
     added to the key's windows that hold t, its left window [t - d, t] is created from the aggregate of the window
     before it (the records of the last d ms), the previous record's right window is created when t falls in it, and
@@ -307,13 +361,25 @@ class SlidingWindowAggregate(Processor):
     window closed (end < stream time - grace) is not updated; a record too late for all of its windows is dropped.
 
     Records before the difference (t < d) would have windows starting before 0: they all go into [0, d] instead,
-    as in Kafka."""
+    as in Kafka. On window close, the closed windows are emitted after a record that is neither too late nor
+    before the difference (as Kafka's)."""
 
     def __init__(self, store_name: str, windows: SlidingWindows, initializer: Callable[[], Any],
-                 aggregator: Callable[[Any, Any, Any], Any]) -> None:
+                 aggregator: Callable[[Any, Any, Any], Any],
+                 emit_strategy: EmitStrategy = EmitStrategy.ON_WINDOW_UPDATE) -> None:
+        super().__init__(emit_strategy)
         self.store_name, self.difference = store_name, windows.time_difference_ms
         self.grace_ms, self.initializer, self.aggregator = windows.grace_ms, initializer, aggregator
-        self.observed_stream_time = -1
+
+    def _emit_range(self, close_time: int) -> tuple[int, int] | None:
+        latest = close_time - self.difference - 1
+        if latest < 0:
+            return None
+        last = self.last_emit_close_time
+        return (0 if last == -1 else max(0, last - self.difference)), latest
+
+    def _window(self, start: int) -> Window:
+        return Window(start, start + self.difference)
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
@@ -330,6 +396,12 @@ class SlidingWindowAggregate(Processor):
         if timestamp < difference:
             self._process_early(store, record, close_time)
             return
+        self._process_in_order(store, record, close_time)
+        if self.emit_on_close:
+            self._emit_closed_windows(store, record, close_time)
+
+    def _process_in_order(self, store: Any, record: Record, close_time: int) -> None:
+        timestamp, difference = record.timestamp, self.difference
         starts: set[int] = set()
         left_aggregate = right_aggregate = None  # (aggregate, timestamp) of the windows to copy
         left_exists = right_exists = False
@@ -394,8 +466,9 @@ class SlidingWindowAggregate(Processor):
         """The record's right window holds exactly the later records the found window holds: its aggregate."""
         start = record.timestamp + 1
         store.put_window(record.key, start, aggregate[0], aggregate[1])
-        self.context.forward(Record(Windowed(record.key, Window(start, start + self.difference)),
-                                    Change(aggregate[0], None), aggregate[1], record.headers))
+        if not self.emit_on_close:
+            self.context.forward(Record(Windowed(record.key, Window(start, start + self.difference)),
+                                        Change(aggregate[0], None), aggregate[1], record.headers))
 
     def _update(self, store: Any, record: Record, start: int, old: Any, old_timestamp: int,
                 close_time: int) -> None:
@@ -407,8 +480,9 @@ class SlidingWindowAggregate(Processor):
         new = self.aggregator(record.key, record.value, old)
         timestamp = record.timestamp if old is None else max(record.timestamp, old_timestamp)
         store.put_window(record.key, start, new, timestamp)
-        self.context.forward(Record(Windowed(record.key, Window(start, end)), Change(new, old), timestamp,
-                                    record.headers))
+        if not self.emit_on_close:
+            self.context.forward(Record(Windowed(record.key, Window(start, end)), Change(new, old), timestamp,
+                                        record.headers))
 
 
 class JoinWindowed(Processor):

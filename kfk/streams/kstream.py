@@ -24,7 +24,7 @@ from kfk.streams import foreign_key_join as fk
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import Suppressed
 from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
-from kfk.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
+from kfk.streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream",
            "BranchedKStream", "Branched"]
@@ -392,17 +392,25 @@ class KGroupedStream:
 
 class TimeWindowedKStream:
     """A grouped stream cut into time windows or sliding windows (windowed_by): its aggregations give a KTable
-    keyed by Windowed keys (record key and window)."""
+    keyed by Windowed keys (record key and window), updated on every record or, with
+    emit_strategy(EmitStrategy.on_window_close()), once per window when it closes."""
 
     def __init__(self, grouped: KGroupedStream, windows: TimeWindows | SlidingWindows) -> None:
         self.grouped = grouped
         self.windows = windows
+        self.strategy = EmitStrategy.ON_WINDOW_UPDATE
+
+    def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
+        """When the aggregations below forward their windows (Kafka's emitStrategy, KIP-825)."""
+        self.strategy = strategy
+        return self
 
     def _processor(self, store: str, initializer: Callable[[], Any] | None,
                    aggregator: Callable[[Any, Any, Any], Any]) -> p.Processor:
         if isinstance(self.windows, SlidingWindows):
-            return p.SlidingWindowAggregate(store, self.windows, initializer or (lambda: None), aggregator)
-        return p.WindowAggregate(store, self.windows, initializer, aggregator)
+            return p.SlidingWindowAggregate(store, self.windows, initializer or (lambda: None), aggregator,
+                                            self.strategy)
+        return p.WindowAggregate(store, self.windows, initializer, aggregator, self.strategy)
 
     def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
         return self.grouped._aggregate(

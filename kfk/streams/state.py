@@ -175,10 +175,12 @@ class WindowStore(KeyValueStore):
     #: A join's store keeps every record (retain duplicates): each put gets the next sequence number, from 1.
     retain_duplicates = False
     _sequence = 0
-    #: Set for a sliding window store (fetch_windows() then leaves out expired windows).
+    #: Set for a time or sliding window store (fetch_windows() and fetch_all() then leave out expired windows).
     retention_ms: int | None = None
     #: The latest window start put or restored (Kafka's segmented stores' observed stream time).
     observed_start = -1
+    #: The serialized window keys by window start, for fetch_all() (built by its first call, then kept by restore).
+    _by_start: dict[int, set[bytes]] | None = None
 
     def put_record(self, key: Any, value: Any, timestamp: int) -> None:
         """Keep one record of a KStream-KStream join's side (a join store retains duplicates)."""
@@ -213,10 +215,46 @@ class WindowStore(KeyValueStore):
                 found.append((start, self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]))
         return found
 
+    def fetch_all(self, earliest_start: int, latest_start: int) -> list[tuple[Any, int, Any, int]]:
+        """Every key's windows that start in [earliest_start, latest_start] as (key, start, aggregate, timestamp),
+        by start and then by serialized key: the order of Kafka's time-ordered window store, which an
+        ON_WINDOW_CLOSE aggregation emits from. Like that store, it leaves out the windows that started more than
+        ``retention_ms`` before the latest window start it has seen (one ms later than fetch_windows(), as Kafka's
+        time-first key schema): a hopping window may be gone before it closes."""
+        if self.retention_ms is not None:
+            earliest_start = max(earliest_start, self.observed_start - self.retention_ms)
+        if self._by_start is None:
+            self._by_start = {}
+            for stored_key, _ in self._bytes.items():
+                self._index(stored_key, True)
+        found = []
+        for start in sorted(start for start in self._by_start if earliest_start <= start <= latest_start):
+            # Kafka's time-ordered key: the start, the serialized key, the sequence number
+            for stored_key in sorted(self._by_start[start], key=lambda stored: stored[:-12] + stored[-4:]):
+                raw = self._bytes.get(stored_key)
+                found.append((self.key_serde.deserialize(stored_key[:-_WINDOW_SUFFIX.size]), start,
+                              self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]))
+        return found
+
+    def _index(self, key: bytes, present: bool) -> None:
+        start = _TIMESTAMP.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)[0]
+        if present:
+            self._by_start.setdefault(start, set()).add(key)
+        elif start in self._by_start:
+            self._by_start[start].discard(key)
+            if not self._by_start[start]:
+                del self._by_start[start]
+
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         start = _TIMESTAMP.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)[0]
         self.observed_start = max(self.observed_start, start)
+        if self._by_start is not None:
+            self._index(key, value is not None)
         super().restore(key, value, timestamp)
+
+    def wipe(self) -> None:
+        super().wipe()
+        self._by_start = None
 
     def _window_key(self, key: Any, start: int) -> bytes:
         return self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(start, 0)

@@ -30,7 +30,7 @@ from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMet
 from kfk.streams.serdes import Serde
 from kfk.streams.state import (ChangelogWriter, Checkpoint, KeyValueStore, OuterJoinStore, SessionStore,
                                SuppressionBuffer, WindowStore)
-from kfk.streams.windows import SessionWindows, SlidingWindows
+from kfk.streams.windows import SessionWindows, SlidingWindows, TimeWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, Node, NodeKind, SubTopology, Topology
 
 __all__ = ["StreamTask", "StandbyTask"]
@@ -393,7 +393,7 @@ def build_stores(task_id: TaskId, subtopology: SubTopology, topology: Topology, 
             store = SessionStore(store_name, store_keys, store_values, path, changelog, builder.windows.retention_ms())
         elif builder.windows is not None:
             store = WindowStore(store_name, store_keys, store_values, path, changelog)
-            if isinstance(builder.windows, SlidingWindows):
+            if isinstance(builder.windows, (SlidingWindows, TimeWindows)):
                 store.retention_ms = builder.windows.retention_ms()
         else:
             store = KeyValueStore(store_name, store_keys, store_values, path, changelog)

@@ -9,14 +9,33 @@ dropped, as Kafka drops them ("Skipping record for expired window").
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows", "Window", "Windowed"]
+__all__ = ["EmitStrategy", "JoinWindows", "SessionWindows", "SlidingWindows", "TimeWindows", "Window", "Windowed"]
 
 #: Kafka's windowstore.changelog.additional.retention.ms default: a windowed changelog keeps a day more than the
 #: store's retention, so restoration finds every window still open.
 WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS = 24 * 60 * 60 * 1000
+
+
+class EmitStrategy(enum.Enum):
+    """When a windowed aggregation forwards its windows (Kafka's EmitStrategy, KIP-825): on every update of a window
+    (Kafka's default), or once, with its final value, when it closes (stream time reaches its end plus the grace
+    period) - final results without suppress()'s buffer: the aggregation's own store holds the windows until
+    then."""
+
+    ON_WINDOW_UPDATE = "ON_WINDOW_UPDATE"
+    ON_WINDOW_CLOSE = "ON_WINDOW_CLOSE"
+
+    @classmethod
+    def on_window_update(cls) -> EmitStrategy:
+        return cls.ON_WINDOW_UPDATE
+
+    @classmethod
+    def on_window_close(cls) -> EmitStrategy:
+        return cls.ON_WINDOW_CLOSE
 
 
 @dataclass(frozen=True, order=True)

@@ -225,6 +225,26 @@ def _expected_final_counts() -> dict[str, list[int]]:
     return dict(final)
 
 
+def _expected_counts_on_window_close() -> dict[str, list[int]]:
+    """The hopping count emitting on window close, computed here: after each record, the windows closed by then
+    (end + 2 ms grace at most stream time) not emitted yet, each once with its count, earliest start first - but
+    only those its store still holds: as Kafka's time-ordered window store, it lets go of the windows that started
+    more than size + grace (6 ms) before the latest window start it was given, so a hopping window can be gone by
+    the time it closes (Kafka Streams 4.4 then never emits it)."""
+    stream_time, latest_start, counts, emitted = -1, -1, Counter(), {}
+    for key, _, timestamp in WINDOWED_INPUT:
+        stream_time = max(stream_time, timestamp)
+        for start in range(timestamp - timestamp % 2 - 2, timestamp + 1, 2):
+            if start <= timestamp < start + 4 and start + 4 > stream_time - 2:
+                counts[key, start] += 1
+                latest_start = max(latest_start, start)
+        for (window_key, start), count in sorted(counts.items(), key=lambda item: (item[0][1], item[0][0])):
+            window = f"{window_key}@{start}/{start + 4}"
+            if start + 4 <= stream_time - 2 and start >= latest_start - 6 and window not in emitted:
+                emitted[window] = [count]
+    return emitted
+
+
 def _expected_sessions() -> dict[str, list[int | None]]:
     """The session count (3 ms gap, 2 ms grace) computed here: a record extends or bridges its key's sessions
     within 3 ms of it; the sessions it merges are retracted (None) and the merged one counted; a record whose
@@ -260,12 +280,12 @@ def test_describe_is_kafka_streams_text(streams_oracle) -> None:
         assert str(build("lines", "out").describe()) == java[name], name
 
 
-def _sliding_output_count() -> int:
-    """The number of updates kfk.streams' sliding count writes (the test then compares them with Kafka's), from
-    the TopologyTestDriver: when to stop the runs, not what is checked."""
-    with TopologyTestDriver(TOPOLOGIES["sliding"]("in", "out"), {"default.key.serde": "string",
-                                                                 "default.value.serde": "string"}) as driver:
-        for key, line, timestamp in SLIDING_INPUT:
+def _driver_output_count(name: str, timed: list[tuple[str, str, int]]) -> int:
+    """The number of records kfk.streams' topology writes to its output (the test then compares them with Kafka's),
+    from the TopologyTestDriver: when to stop the runs, not what is checked."""
+    with TopologyTestDriver(TOPOLOGIES[name]("in", "out"), {"default.key.serde": "string",
+                                                            "default.value.serde": "string"}) as driver:
+        for key, line, timestamp in timed:
             driver.pipe_input("in", key, line, timestamp)
         return len(driver.read_output("out", value_serde=Serdes.long()))
 
@@ -274,7 +294,9 @@ def _expected_output_count(name: str) -> int:
     if name == "fk-joins":
         return sum(len(stage["inner"]) for stage in _expected_fk_joins())
     if name == "sliding":
-        return _sliding_output_count()
+        return _driver_output_count(name, SLIDING_INPUT)
+    if name == "emit":
+        return _driver_output_count(name, WINDOWED_INPUT)
     if name == "windowed":
         return sum(map(len, _expected_windowed_counts().values()))
     if name == "joins":
@@ -336,14 +358,14 @@ def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, 
     return result
 
 
-@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "sliding", "joins", "table-joins",
-                                  "fk-joins", "stream-joins"])
+@pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "sliding", "emit", "joins",
+                                  "table-joins", "fk-joins", "stream-joins"])
 def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker, tmp_path) -> None:
     classpath, classes = streams_oracle
     bootstrap = streams_broker.bootstrap_servers
     input_topic = unique_name("lines")
-    if name in ("windowed", "sliding"):
-        timed = WINDOWED_INPUT if name == "windowed" else SLIDING_INPUT
+    if name in ("windowed", "sliding", "emit"):
+        timed = SLIDING_INPUT if name == "sliding" else WINDOWED_INPUT
         create_input(bootstrap, input_topic, 1, [(key, line) for key, line, _ in timed],
                      [timestamp for _, _, timestamp in timed])
     else:
@@ -366,6 +388,8 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                      [timestamp for _, _, timestamp in ORDERS])
     count = _expected_output_count(name)
     totals = sum(len(stage["left"]) for stage in _expected_fk_joins()) if name == "fk-joins" else 0
+    if name == "emit":
+        totals = len(_expected_counts_on_window_close())
     outputs = {side: (unique_name(f"{name}-{side}"), unique_name(f"out-{side}")) for side in ("java", "python")}
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(topic, 2, 1) for _, output in outputs.values()
@@ -385,7 +409,7 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
         if name == "fk-joins":
             steps.result()
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    ordered = name in ("table", "windowed", "sliding", "joins", "fk-joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
+    ordered = name in ("table", "windowed", "sliding", "emit", "joins", "fk-joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
     java_records = read_to_end(bootstrap, java_output)
     python_records = read_to_end(bootstrap, python_output)
     assert _by_key(python_records, ordered) == _by_key(java_records, ordered)
@@ -461,7 +485,17 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                     expected[key].append(value)
             assert {key.decode(): [None if value is None else value.decode() for value, _ in values]
                     for key, values in _by_key(read_to_end(bootstrap, topic), True).items()} == expected, kind
-    if name in ("table", "windowed", "sliding", "joins", "fk-joins"):
+    if name == "emit":
+        # on window close: the hopping count's closed windows, each once with its final count (those its store
+        # still held); the sliding reduction's closed windows, as Kafka's
+        final_counts = {key.decode(): [int.from_bytes(value, "big") for value, _ in values] for key, values
+                        in _by_key(read_to_end(bootstrap, python_output + "-totals"), True).items()}
+        assert final_counts == _expected_counts_on_window_close()
+        assert all(counts == _expected_final_counts()[window] for window, counts in final_counts.items())
+        final_lines = _by_key(read_to_end(bootstrap, python_output + "-outer"), True)
+        assert final_lines and all(len(values) == 1 for values in final_lines.values())
+        assert final_lines == _by_key(read_to_end(bootstrap, java_output + "-outer"), True)
+    if name in ("table", "windowed", "sliding", "emit", "joins", "fk-joins"):
         assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
                 == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
     with Admin({"bootstrap.servers": bootstrap}) as admin:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kfk.streams import (BufferConfig, JoinWindows, Processor, Record, Serdes, SessionWindows, SlidingWindows,
-                         StoreBuilder, StreamsBuilder, Suppressed, TimeWindows, Topology)
+from kfk.streams import (BufferConfig, EmitStrategy, JoinWindows, Processor, Record, Serdes, SessionWindows,
+                         SlidingWindows, StoreBuilder, StreamsBuilder, Suppressed, TimeWindows, Topology)
 from kfk.streams.foreign_key_join import murmur3_hash128, serialize_response
 from kfk.streams.test_driver import TopologyTestDriver
 from tests.streams.topologies import foreign_key_joins
@@ -94,6 +94,39 @@ def test_suppress_emits_each_window_once_when_it_closes_and_its_buffer_restores(
         for key, timestamp in inputs[5:]:
             second.pipe_input("in", key, "x", timestamp)
         assert second.read_output("out", value_serde=Serdes.long()) == expected
+
+
+def test_emit_on_window_close_forwards_each_window_once_when_it_closes() -> None:
+    """EmitStrategy.on_window_close() on a tumbling count (10 ms, 5 ms grace): no update is forwarded; after each
+    record, every window closed by then (end + grace at most stream time) comes once, with its final count and
+    timestamp, earliest start first and then by key; as Kafka's time-ordered store, it holds no window that started
+    more than size + grace (15 ms) before the latest window start it was given. Computed here record by record."""
+    builder = StreamsBuilder()
+    (builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 5))
+     .emit_strategy(EmitStrategy.on_window_close()).count()
+     .to_stream().map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}", count))
+     .to("out", value_serde=Serdes.long()))
+    # b@4 comes too late for [0, 10) (closed at 15); a@47 leaps past the close of [20, 30) (35) and more than 15 ms
+    # past its start: its windows are gone, never emitted
+    inputs = [("a", 1), ("b", 3), ("a", 12), ("a", 8), ("b", 14), ("a", 16), ("b", 4), ("b", 21), ("b", 25),
+              ("c", 31), ("d", 33), ("a", 22), ("a", 47), ("b", 50)]
+    stream_time, latest_start, windows, emitted = -1, -1, {}, set()
+    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+        for key, timestamp in inputs:
+            driver.pipe_input("in", key, "x", timestamp)
+            stream_time = max(stream_time, timestamp)
+            start = timestamp - timestamp % 10
+            if start + 10 > stream_time - 5:
+                count, latest = windows.get((start, key), (0, timestamp))
+                windows[start, key] = (count + 1, max(latest, timestamp))
+                latest_start = max(latest_start, start)
+            expected = []
+            for (start, window_key), (count, latest) in sorted(windows.items()):
+                if start + 15 <= stream_time and start >= latest_start - 15 and (start, window_key) not in emitted:
+                    emitted.add((start, window_key))
+                    expected.append((f"{window_key}@{start}", count, latest))
+            assert driver.read_output("out", value_serde=Serdes.long()) == expected, (key, timestamp)
+    assert emitted == {(0, "a"), (0, "b"), (10, "a"), (10, "b"), (30, "c"), (30, "d")}
 
 
 def test_session_reduce_merges_the_sessions_a_record_bridges() -> None:

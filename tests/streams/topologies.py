@@ -3,8 +3,8 @@ the tests compare Apache Kafka Streams' and kfk.streams' descriptions and output
 
 from __future__ import annotations
 
-from kfk.streams import (Branched, BufferConfig, JoinWindows, Serdes, SessionWindows, SlidingWindows, StreamsBuilder,
-                         Suppressed, TimeWindows, Topology)
+from kfk.streams import (Branched, BufferConfig, EmitStrategy, JoinWindows, Serdes, SessionWindows, SlidingWindows,
+                         StreamsBuilder, Suppressed, TimeWindows, Topology)
 
 
 def stateless(input_topic: str, output: str) -> Topology:
@@ -101,6 +101,33 @@ def sliding(input_topic: str, output: str) -> Topology:
      .to_stream()
      .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", joined))
      .to(output + "-totals"))
+    return builder.build()
+
+
+def emit(input_topic: str, output: str) -> Topology:
+    """KIP-825: hopping counts and sliding reductions emitted once, when their window closes (on -totals and
+    -outer); tumbling counts on every update (the default, asked for; on the output, whose last record comes after
+    the last window closed)."""
+    builder = StreamsBuilder()
+    lines = builder.stream(input_topic)
+    (lines.group_by_key().windowed_by(TimeWindows.of_size_and_grace(4, 2).advance_by(2))
+     .emit_strategy(EmitStrategy.on_window_close())
+     .count()
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", count))
+     .to(output + "-totals", key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (lines.group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(5, 3))
+     .emit_strategy(EmitStrategy.on_window_close())
+     .reduce(lambda joined, line: f"{joined}|{line}", "sliding-lines")
+     .to_stream()
+     .map(lambda windowed, joined: (f"{windowed.key}@{windowed.window.start}/{windowed.window.end}", joined))
+     .to(output + "-outer"))
+    (lines.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(5))
+     .emit_strategy(EmitStrategy.on_window_update())
+     .count()
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}", count))
+     .to(output, key_serde=Serdes.string(), value_serde=Serdes.long()))
     return builder.build()
 
 
@@ -209,5 +236,5 @@ def errors(input_topic: str, output: str) -> Topology:
 
 
 TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding,
-              "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins, "stream-joins": stream_joins,
+              "emit": emit, "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins, "stream-joins": stream_joins,
               "split-unnamed": split_unnamed, "split-prefix": split_prefix, "repartition": repartition, "errors": errors}

@@ -26,6 +26,7 @@ import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
 import org.apache.kafka.streams.errors.ProductionExceptionHandler;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KStream;
@@ -185,6 +186,35 @@ public final class StreamsOracle {
                     .to(output + "-totals");
                 break;
             }
+            case "emit": {
+                // KIP-825: hopping counts and sliding reductions emitted once, when their window closes (on -totals
+                // and -outer); tumbling counts on every update (the default, asked for)
+                lines.groupByKey()
+                    .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(4), Duration.ofMillis(2))
+                                .advanceBy(Duration.ofMillis(2)))
+                    .emitStrategy(EmitStrategy.onWindowClose())
+                    .count()
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), count))
+                    .to(output + "-totals", Produced.with(Serdes.String(), Serdes.Long()));
+                lines.groupByKey()
+                    .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(3)))
+                    .emitStrategy(EmitStrategy.onWindowClose())
+                    .reduce((joined, line) -> joined + "|" + line, Materialized.as("sliding-lines"))
+                    .toStream()
+                    .map((windowed, joined) -> KeyValue.pair(
+                        windowed.key() + "@" + windowed.window().start() + "/" + windowed.window().end(), joined))
+                    .to(output + "-outer");
+                lines.groupByKey()
+                    .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMillis(5)))
+                    .emitStrategy(EmitStrategy.onWindowUpdate())
+                    .count()
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(windowed.key() + "@" + windowed.window().start(), count))
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                break;
+            }
             case "joins": {
                 KTable<String, String> profiles = builder.table(input + "-profiles");
                 lines.join(profiles, (line, profile) -> line + "/" + profile).to(output);
@@ -296,6 +326,8 @@ public final class StreamsOracle {
         // left/outer stream-stream joins emit their unjoined records on every record, as kfk.streams does (not at
         // most once a second by wall clock)
         config.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", 0L);
+        // windowed aggregations emitting on window close look for closed windows after every record, as kfk.streams
+        config.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
         config.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         if (name.equals("errors")) {
             config.put(StreamsConfig.producerPrefix(ProducerConfig.MAX_REQUEST_SIZE_CONFIG), 10_000);
