@@ -262,11 +262,11 @@ class TableToStream(Processor):
         self.context.forward(record.with_value(record.value.new_value))
 
 
-class _TimeWindowAggregate(Processor):
-    """What the time and sliding window aggregations share (Kafka's AbstractKStreamTimeWindowAggregateProcessor):
-    with EmitStrategy.ON_WINDOW_CLOSE they forward no update; instead, after a record, the windows that closed
-    since the last emission are forwarded from the store, each once with its final aggregate and timestamp (no old
-    value), ordered by start and then by key. Kafka makes that pass at most once per
+class _WindowedAggregate(Processor):
+    """What the windowed aggregations share (Kafka's AbstractKStreamTimeWindowAggregateProcessor and its session
+    sibling): with EmitStrategy.ON_WINDOW_CLOSE they forward no update; instead, after a record, the windows that
+    closed since the last emission are forwarded from the store, each once with its final aggregate (no old value),
+    in the order of Kafka's time-ordered stores. Kafka makes that pass at most once per
     __emit.interval.ms.kstreams.windowed.aggregation__ of wall clock (1 s by default); kfk.streams makes it after
     every record, as Kafka does with that interval set to 0. (Kafka keeps the last emission's close time in the
     committed offsets' metadata; kfk.streams starts again from none after a restart.)"""
@@ -276,26 +276,23 @@ class _TimeWindowAggregate(Processor):
         self.last_emit_close_time = -1
         self.observed_stream_time = -1
 
-    def _emit_range(self, close_time: int) -> tuple[int, int] | None:
-        """The window starts whose windows closed since the last emission (Kafka's emitRange bounds), if any."""
-        raise NotImplementedError
-
-    def _window(self, start: int) -> Window:
+    def _closed_windows(self, store: Any, close_time: int) -> list[tuple[Any, Window, Any, int]] | None:
+        """The windows closed since the last emission as (key, window, aggregate, timestamp), read from the store
+        between Kafka's emitRange bounds; None when there is no range to read."""
         raise NotImplementedError
 
     def _emit_closed_windows(self, store: Any, record: Record, close_time: int) -> None:
         if self.last_emit_close_time != -1 and self.last_emit_close_time >= close_time:
             return
-        emit_range = self._emit_range(close_time)
-        if emit_range is None:
+        closed = self._closed_windows(store, close_time)
+        if closed is None:
             return
-        for key, start, aggregate, timestamp in store.fetch_all(*emit_range):
-            self.context.forward(Record(Windowed(key, self._window(start)), Change(aggregate, None), timestamp,
-                                        record.headers))
+        for key, window, aggregate, timestamp in closed:
+            self.context.forward(Record(Windowed(key, window), Change(aggregate, None), timestamp, record.headers))
         self.last_emit_close_time = close_time
 
 
-class WindowAggregate(_TimeWindowAggregate):
+class WindowAggregate(_WindowedAggregate):
     """A windowed count()/aggregate()/reduce(): the record is added to each of its windows that is still open
     (stream time < window end + grace), and each updated window is forwarded with a Windowed key (or, on window
     close, each closed window once)."""
@@ -307,7 +304,7 @@ class WindowAggregate(_TimeWindowAggregate):
         self.store_name, self.windows = store_name, windows
         self.initializer, self.aggregator = initializer, aggregator
 
-    def _emit_range(self, close_time: int) -> tuple[int, int] | None:
+    def _closed_windows(self, store: Any, close_time: int) -> list[tuple[Any, Window, Any, int]] | None:
         size, last = self.windows.size_ms, self.last_emit_close_time
         latest = close_time - size
         if latest < 0:
@@ -316,10 +313,8 @@ class WindowAggregate(_TimeWindowAggregate):
         # no window starts in the range when both ends fall in the same windows (Kafka's shouldRangeFetch)
         if last != -1 and self.windows.windows_for(latest) == self.windows.windows_for(earliest - 1):
             return None
-        return earliest, latest
-
-    def _window(self, start: int) -> Window:
-        return Window(start, start + self.windows.size_ms)
+        return [(key, Window(start, start + size), aggregate, timestamp)
+                for key, start, aggregate, timestamp in store.fetch_all(earliest, latest)]
 
     def process(self, record: Record) -> None:
         if record.key is None or (self.initializer is None and record.value is None):
@@ -352,7 +347,7 @@ class WindowAggregate(_TimeWindowAggregate):
             self._emit_closed_windows(store, record, close_time)
 
 
-class SlidingWindowAggregate(_TimeWindowAggregate):
+class SlidingWindowAggregate(_WindowedAggregate):
     """A sliding-windowed count()/aggregate()/reduce() (Kafka's KStreamSlidingWindowAggregate): a record at t is
     added to the key's windows that hold t, its left window [t - d, t] is created from the aggregate of the window
     before it (the records of the last d ms), the previous record's right window is created when t falls in it, and
@@ -371,15 +366,13 @@ class SlidingWindowAggregate(_TimeWindowAggregate):
         self.store_name, self.difference = store_name, windows.time_difference_ms
         self.grace_ms, self.initializer, self.aggregator = windows.grace_ms, initializer, aggregator
 
-    def _emit_range(self, close_time: int) -> tuple[int, int] | None:
+    def _closed_windows(self, store: Any, close_time: int) -> list[tuple[Any, Window, Any, int]] | None:
         latest = close_time - self.difference - 1
         if latest < 0:
             return None
         last = self.last_emit_close_time
-        return (0 if last == -1 else max(0, last - self.difference)), latest
-
-    def _window(self, start: int) -> Window:
-        return Window(start, start + self.difference)
+        return [(key, Window(start, start + self.difference), aggregate, timestamp) for key, start, aggregate, timestamp
+                in store.fetch_all(0 if last == -1 else max(0, last - self.difference), latest)]
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
@@ -610,18 +603,28 @@ class WindowedTableSuppress(Processor):
                 self.context.forward(Record(key, Change(new, old), buffered.timestamp, buffered.headers))
 
 
-class SessionWindowAggregate(Processor):
+class SessionWindowAggregate(_WindowedAggregate):
     """A session-windowed count()/aggregate()/reduce(): a record joins every session of its key that ends at most
     the gap before it or starts at most the gap after it; those sessions are merged (``merger(key, aggregate,
     session's aggregate)``, from the initial aggregate), removed and forwarded as tombstones, and the merged session,
     with the record added, is kept and forwarded. Each result is timestamped with its session's end. A record whose
-    merged session ended before stream time - grace - gap is dropped, as Kafka drops it."""
+    merged session ended before stream time - grace - gap is dropped, as Kafka drops it. On window close, the
+    sessions that ended before stream time - grace - gap are emitted, by end, start and key, after every record
+    (also a dropped one, as Kafka's)."""
 
     def __init__(self, store_name: str, windows: SessionWindows, initializer: Callable[[], Any],
-                 aggregator: Callable[[Any, Any, Any], Any], merger: Callable[[Any, Any, Any], Any]) -> None:
+                 aggregator: Callable[[Any, Any, Any], Any], merger: Callable[[Any, Any, Any], Any],
+                 emit_strategy: EmitStrategy = EmitStrategy.ON_WINDOW_UPDATE) -> None:
+        super().__init__(emit_strategy)
         self.store_name, self.windows = store_name, windows
         self.initializer, self.aggregator, self.merger = initializer, aggregator, merger
-        self.observed_stream_time = -1
+
+    def _closed_windows(self, store: Any, close_time: int) -> list[tuple[Any, Window, Any, int]] | None:
+        earliest, latest = max(0, self.last_emit_close_time), close_time - 1
+        if latest < earliest:
+            return None
+        return [(key, session, aggregate, session.end)
+                for key, session, aggregate in store.fetch_all_sessions(earliest, latest)]
 
     def process(self, record: Record) -> None:
         if record.key is None:
@@ -639,13 +642,22 @@ class SessionWindowAggregate(Processor):
             start, end = min(start, window.start), max(end, window.end)
         if end < close_time:
             log.warning("Skipping record for expired window. window=[%d,%d] expiration=%d", start, end, close_time)
-            return
-        if (start, end) != (timestamp, timestamp):
+        else:
+            self._update(store, record, merged, aggregate, Window(start, end))
+        if self.emit_on_close:
+            self._emit_closed_windows(store, record, close_time)
+
+    def _update(self, store: Any, record: Record, merged: list[tuple[Window, Any]], aggregate: Any,
+                session: Window) -> None:
+        forward = not self.emit_on_close
+        if session != Window(record.timestamp, record.timestamp):
             for window, value in merged:
-                store.put_session(record.key, window, None, timestamp)
-                self.context.forward(Record(Windowed(record.key, window), Change(None, value), window.end,
-                                            record.headers))
+                store.put_session(record.key, window, None, record.timestamp)
+                if forward:
+                    self.context.forward(Record(Windowed(record.key, window), Change(None, value), window.end,
+                                                record.headers))
         aggregate = self.aggregator(record.key, record.value, aggregate)
-        session = Window(start, end)
-        store.put_session(record.key, session, aggregate, timestamp)
-        self.context.forward(Record(Windowed(record.key, session), Change(aggregate, None), end, record.headers))
+        store.put_session(record.key, session, aggregate, record.timestamp)
+        if forward:
+            self.context.forward(Record(Windowed(record.key, session), Change(aggregate, None), session.end,
+                                        record.headers))

@@ -437,11 +437,18 @@ class TimeWindowedKStream:
 class SessionWindowedKStream:
     """A grouped stream cut into sessions (windowed_by(SessionWindows)): its aggregations give a KTable keyed by
     Windowed keys whose window is the session [start, end] (both inclusive); a merge of sessions shows as
-    tombstones for the merged ones and the new session's value."""
+    tombstones for the merged ones and the new session's value (or, with
+    emit_strategy(EmitStrategy.on_window_close()), each session once, when it closes)."""
 
     def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
         self.grouped = grouped
         self.windows = windows
+        self.strategy = EmitStrategy.ON_WINDOW_UPDATE
+
+    def emit_strategy(self, strategy: EmitStrategy) -> SessionWindowedKStream:
+        """When the aggregations below forward their sessions (Kafka's emitStrategy, KIP-825)."""
+        self.strategy = strategy
+        return self
 
     def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
         return self.aggregate(lambda: 0, lambda key, value, total: total + 1, lambda key, one, two: one + two,
@@ -453,7 +460,8 @@ class SessionWindowedKStream:
         """``merger(key, aggregate, other session's aggregate)`` combines two sessions a record bridges."""
         return self.grouped._aggregate(
             "KSTREAM-AGGREGATE-", materialized, named, value_serde,
-            lambda store: p.SessionWindowAggregate(store, self.windows, initializer, aggregator, merger),
+            lambda store: p.SessionWindowAggregate(store, self.windows, initializer, aggregator, merger,
+                                                   self.strategy),
             self.windows)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
@@ -464,7 +472,7 @@ class SessionWindowedKStream:
         return self.grouped._aggregate(
             "KSTREAM-REDUCE-", materialized, named, self.grouped.value_serde,
             lambda store: p.SessionWindowAggregate(store, self.windows, lambda: None, aggregator,
-                                                   lambda key, one, two: aggregator(key, two, one)),
+                                                   lambda key, one, two: aggregator(key, two, one), self.strategy),
             self.windows)
 
 

@@ -167,6 +167,38 @@ class KeyValueStore:
         self._bytes = open_bytes_store(self.path)
 
 
+class _TimeIndex:
+    """A store's keys by a time they hold (a window's start, a session's end): the time order of Kafka's
+    time-ordered stores, which the aggregations emitting on window close read. Built from the store's bytes on
+    first use (a persistent store may open full), then kept by the store's writes."""
+
+    def __init__(self, time_of: Callable[[bytes], int]) -> None:
+        self.time_of = time_of
+        self.keys: dict[int, set[bytes]] | None = None
+
+    def update(self, key: bytes, present: bool) -> None:
+        if self.keys is None:
+            return
+        time = self.time_of(key)
+        if present:
+            self.keys.setdefault(time, set()).add(key)
+        elif key in self.keys.get(time, ()):
+            self.keys[time].discard(key)
+            if not self.keys[time]:
+                del self.keys[time]
+
+    def between(self, stored: Iterator[tuple[bytes, bytes]], earliest: int,
+                latest: int) -> Iterator[tuple[int, set[bytes]]]:
+        """The times in [earliest, latest] in order, each with its keys (`stored`: the store's items, read only
+        to build the index)."""
+        if self.keys is None:
+            self.keys = {}
+            for key, _ in stored:
+                self.update(key, True)
+        for time in sorted(time for time in self.keys if earliest <= time <= latest):
+            yield time, self.keys[time]
+
+
 class WindowStore(KeyValueStore):
     """A timestamped window store: one aggregate per key and window start. Its keys are Kafka's window store keys
     as its changelog carries them: the serialized key, the window start (8 bytes, big-endian) and a sequence
@@ -179,8 +211,8 @@ class WindowStore(KeyValueStore):
     retention_ms: int | None = None
     #: The latest window start put or restored (Kafka's segmented stores' observed stream time).
     observed_start = -1
-    #: The serialized window keys by window start, for fetch_all() (built by its first call, then kept by restore).
-    _by_start: dict[int, set[bytes]] | None = None
+    #: The window keys by start, for fetch_all().
+    _by_start: _TimeIndex | None = None
 
     def put_record(self, key: Any, value: Any, timestamp: int) -> None:
         """Keep one record of a KStream-KStream join's side (a join store retains duplicates)."""
@@ -224,32 +256,21 @@ class WindowStore(KeyValueStore):
         if self.retention_ms is not None:
             earliest_start = max(earliest_start, self.observed_start - self.retention_ms)
         if self._by_start is None:
-            self._by_start = {}
-            for stored_key, _ in self._bytes.items():
-                self._index(stored_key, True)
+            self._by_start = _TimeIndex(lambda stored: _TIMESTAMP.unpack_from(stored, len(stored) - 12)[0])
         found = []
-        for start in sorted(start for start in self._by_start if earliest_start <= start <= latest_start):
+        for start, keys in self._by_start.between(self._bytes.items(), earliest_start, latest_start):
             # Kafka's time-ordered key: the start, the serialized key, the sequence number
-            for stored_key in sorted(self._by_start[start], key=lambda stored: stored[:-12] + stored[-4:]):
+            for stored_key in sorted(keys, key=lambda stored: stored[:-12] + stored[-4:]):
                 raw = self._bytes.get(stored_key)
                 found.append((self.key_serde.deserialize(stored_key[:-_WINDOW_SUFFIX.size]), start,
                               self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]))
         return found
 
-    def _index(self, key: bytes, present: bool) -> None:
-        start = _TIMESTAMP.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)[0]
-        if present:
-            self._by_start.setdefault(start, set()).add(key)
-        elif start in self._by_start:
-            self._by_start[start].discard(key)
-            if not self._by_start[start]:
-                del self._by_start[start]
-
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         start = _TIMESTAMP.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)[0]
         self.observed_start = max(self.observed_start, start)
         if self._by_start is not None:
-            self._index(key, value is not None)
+            self._by_start.update(key, value is not None)
         super().restore(key, value, timestamp)
 
     def wipe(self) -> None:
@@ -296,6 +317,8 @@ class SessionStore(KeyValueStore):
         super().__init__(name, key_serde, value_serde, path, changelog)
         self.retention_ms = retention_ms
         self.observed_end = -1
+        #: The session keys by end, for fetch_all_sessions().
+        self._by_end = _TimeIndex(lambda stored: _TIMESTAMP.unpack_from(stored, len(stored) - 16)[0])
 
     def find_sessions(self, key: Any, earliest_end: int, latest_start: int) -> list[tuple[Window, Any]]:
         """The live sessions of `key` that end at or after `earliest_end` and start at or before `latest_start`,
@@ -320,10 +343,27 @@ class SessionStore(KeyValueStore):
         if self._changelog is not None:
             self._changelog(key_bytes, value_bytes, timestamp)
 
+    def fetch_all_sessions(self, earliest_end: int, latest_end: int) -> list[tuple[Any, Window, Any]]:
+        """Every key's sessions that end in [earliest_end, latest_end] as (key, session, aggregate), by end, start
+        and serialized key: the order of Kafka's time-ordered session store (end, start, key), which an
+        ON_WINDOW_CLOSE session aggregation emits from."""
+        found = []
+        for end, keys in self._by_end.between(self._bytes.items(), earliest_end, latest_end):
+            for stored_key in sorted(keys, key=lambda stored: stored[-8:] + stored[:-16]):
+                start = _TIMESTAMP.unpack_from(stored_key, len(stored_key) - 8)[0]
+                found.append((self.key_serde.deserialize(stored_key[:-_SESSION_SUFFIX.size]), Window(start, end),
+                              self.value_serde.deserialize(self._bytes.get(stored_key)[8:])))
+        return found
+
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         end = _TIMESTAMP.unpack_from(key, len(key) - _SESSION_SUFFIX.size)[0]
         self.observed_end = max(self.observed_end, end)
+        self._by_end.update(key, value is not None)
         super().restore(key, value, timestamp)
+
+    def wipe(self) -> None:
+        super().wipe()
+        self._by_end.keys = None
 
 
 _INT = struct.Struct(">i")

@@ -280,39 +280,98 @@ class _DescribedNode:
 
 
 class _JavaTreeSet:
-    """A binary tree ordered by _DescribedNode.key() at insertion time. Kafka builds the description with
-    TreeSets whose elements' sizes keep growing after insertion, so the order it prints is the order each set had
-    when its elements went in; an unbalanced tree makes the same comparisons as Java's TreeMap for the handful of
-    children a node has."""
+    """A red-black tree ordered by _DescribedNode.key() at insertion time, as java.util.TreeSet (TreeMap) is. Kafka
+    builds the description with TreeSets whose elements' sizes keep growing after insertion, so the order it prints
+    depends on which elements each insertion was compared with: the tree is balanced as Java's is (the textbook
+    red-black insertion TreeMap uses), so that the same comparisons are made."""
 
     def __init__(self) -> None:
-        self.root: list | None = None  # [node, left, right]
+        self.root: _TreeEntry | None = None
 
     def add(self, item: _DescribedNode) -> None:
         if self.root is None:
-            self.root = [item, None, None]
+            self.root = _TreeEntry(item, None)
+            self.root.red = False
             return
         current = self.root
         while True:
-            if current[0] is item:
+            if current.item is item:
                 return
-            side = 1 if item.key() < current[0].key() else 2
-            if current[side] is None:
-                current[side] = [item, None, None]
+            left = item.key() < current.item.key()
+            child = current.left if left else current.right
+            if child is None:
+                entry = _TreeEntry(item, current)
+                if left:
+                    current.left = entry
+                else:
+                    current.right = entry
+                self._balance(entry)
                 return
-            current = current[side]
+            current = child
+
+    def _balance(self, entry: _TreeEntry) -> None:
+        while entry is not self.root and entry.parent.red:
+            parent = entry.parent
+            grandparent = parent.parent
+            parent_is_left = parent is grandparent.left
+            uncle = grandparent.right if parent_is_left else grandparent.left
+            if uncle is not None and uncle.red:
+                parent.red = uncle.red = False
+                grandparent.red = True
+                entry = grandparent
+                continue
+            if entry is (parent.right if parent_is_left else parent.left):
+                entry = parent
+                self._rotate(entry, parent_is_left)
+            entry.parent.red = False
+            entry.parent.parent.red = True
+            self._rotate(entry.parent.parent, not parent_is_left)
+        self.root.red = False
+
+    def _rotate(self, entry: _TreeEntry, to_left: bool) -> None:
+        """A left rotation (the right child rises) when `to_left`, else a right one."""
+        child = entry.right if to_left else entry.left
+        grandchild = child.left if to_left else child.right
+        if to_left:
+            entry.right = grandchild
+        else:
+            entry.left = grandchild
+        if grandchild is not None:
+            grandchild.parent = entry
+        child.parent = entry.parent
+        if entry.parent is None:
+            self.root = child
+        elif entry is entry.parent.left:
+            entry.parent.left = child
+        else:
+            entry.parent.right = child
+        if to_left:
+            child.left = entry
+        else:
+            child.right = entry
+        entry.parent = child
 
     def __iter__(self):
-        def walk(tree):
-            if tree is not None:
-                yield from walk(tree[1])
-                yield tree[0]
-                yield from walk(tree[2])
+        def walk(entry):
+            if entry is not None:
+                yield from walk(entry.left)
+                yield entry.item
+                yield from walk(entry.right)
         return walk(self.root)
 
     def __str__(self) -> str:
         names = [item.name for item in self]
         return ", ".join(names) if names else "none"
+
+
+class _TreeEntry:
+    __slots__ = ("item", "parent", "left", "right", "red")
+
+    def __init__(self, item: _DescribedNode, parent: _TreeEntry | None) -> None:
+        self.item, self.parent = item, parent
+        self.left: _TreeEntry | None = None
+        self.right: _TreeEntry | None = None
+        self.red = True
 
 
 def _java_string_hash(text: str) -> int:

@@ -105,9 +105,9 @@ def sliding(input_topic: str, output: str) -> Topology:
 
 
 def emit(input_topic: str, output: str) -> Topology:
-    """KIP-825: hopping counts and sliding reductions emitted once, when their window closes (on -totals and
-    -outer); tumbling counts on every update (the default, asked for; on the output, whose last record comes after
-    the last window closed)."""
+    """KIP-825: hopping counts, sliding reductions and session counts emitted once, when their window closes (on
+    -totals and -outer); tumbling counts on every update (the default, asked for; on the output, whose last record
+    comes after the last window closed)."""
     builder = StreamsBuilder()
     lines = builder.stream(input_topic)
     (lines.group_by_key().windowed_by(TimeWindows.of_size_and_grace(4, 2).advance_by(2))
@@ -128,6 +128,12 @@ def emit(input_topic: str, output: str) -> Topology:
      .to_stream()
      .map(lambda windowed, count: (f"{windowed.key}@{windowed.window.start}", count))
      .to(output, key_serde=Serdes.string(), value_serde=Serdes.long()))
+    (lines.group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(3, 2))
+     .emit_strategy(EmitStrategy.on_window_close())
+     .count("final-sessions")
+     .to_stream()
+     .map(lambda windowed, count: (f"{windowed.key}#{windowed.window.start}-{windowed.window.end}", count))
+     .to(output + "-outer", key_serde=Serdes.string(), value_serde=Serdes.long()))
     return builder.build()
 
 

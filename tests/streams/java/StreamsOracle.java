@@ -187,8 +187,8 @@ public final class StreamsOracle {
                 break;
             }
             case "emit": {
-                // KIP-825: hopping counts and sliding reductions emitted once, when their window closes (on -totals
-                // and -outer); tumbling counts on every update (the default, asked for)
+                // KIP-825: hopping counts, sliding reductions and session counts emitted once, when their window
+                // closes (on -totals and -outer); tumbling counts on every update (the default, asked for)
                 lines.groupByKey()
                     .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(4), Duration.ofMillis(2))
                                 .advanceBy(Duration.ofMillis(2)))
@@ -213,6 +213,14 @@ public final class StreamsOracle {
                     .toStream()
                     .map((windowed, count) -> KeyValue.pair(windowed.key() + "@" + windowed.window().start(), count))
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+                lines.groupByKey()
+                    .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(3), Duration.ofMillis(2)))
+                    .emitStrategy(EmitStrategy.onWindowClose())
+                    .count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("final-sessions"))
+                    .toStream()
+                    .map((windowed, count) -> KeyValue.pair(
+                        windowed.key() + "#" + windowed.window().start() + "-" + windowed.window().end(), count))
+                    .to(output + "-outer", Produced.with(Serdes.String(), Serdes.Long()));
                 break;
             }
             case "joins": {
