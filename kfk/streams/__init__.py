@@ -11,7 +11,8 @@
 from kfk.streams.config import StreamsConfig
 from kfk.streams.kafka_streams import KafkaStreams, MissingSourceTopicException, State
 from kfk.streams.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
-from kfk.streams.kstream import Branched, BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, StreamsBuilder
+from kfk.streams.kstream import (Branched, BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, StreamsBuilder,
+                                TableJoined)
 from kfk.streams.processor import Change, Processor, ProcessorContext, Record, TaskId
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import BufferConfig, Suppressed
@@ -20,6 +21,6 @@ from kfk.streams.windows import EmitStrategy, JoinWindows, SessionWindows, Slidi
 
 __all__ = [
     "Branched", "BranchedKStream", "EmitStrategy", "GlobalKTable", "HostInfo", "KeyQueryMetadata", "StreamsMetadata", "BufferConfig", "Suppressed", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
-    "ProcessorContext", "Record", "Serde", "Serdes", "StoreBuilder", "StreamsBuilder", "StreamsConfig", "TaskId", "SessionWindows", "SlidingWindows",
+    "ProcessorContext", "Record", "Serde", "Serdes", "StoreBuilder", "StreamsBuilder", "StreamsConfig", "TableJoined", "TaskId", "SessionWindows", "SlidingWindows",
     "TimeWindows", "Topology", "TopologyException", "Window", "Windowed",
 ]

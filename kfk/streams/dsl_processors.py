@@ -171,6 +171,21 @@ class TableSource(Processor):
         self.context.forward(record.with_value(Change(record.value, old)))
 
 
+class MaterializedChange(Processor):
+    """A KTable operator's result kept in its own store (Kafka's materialized KTableSource after a foreign-key
+    join): each new value is put (None deletes) and forwarded with the value it replaces as the old value."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+    def process(self, record: Record) -> None:
+        store = self.context.get_state_store(self.store_name)
+        new = record.value.new_value
+        old = store.get(record.key)
+        store.put(record.key, new, record.timestamp)
+        self.context.forward(record.with_value(Change(new, old)))
+
+
 class StreamTableJoin(Processor):
     """A KStream-KTable join: each stream record looks its key up in the table (as it is when the record is
     processed); an inner join drops the record when the key is absent, a left join joins it with None. Records

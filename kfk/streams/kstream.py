@@ -27,7 +27,7 @@ from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNa
 from kfk.streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream",
-           "BranchedKStream", "Branched"]
+           "BranchedKStream", "Branched", "TableJoined"]
 
 _GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
 
@@ -40,6 +40,21 @@ class Branched:
     name: str | None = None
     chain: Callable[[KStream], KStream | None] | None = None
     consumer: Callable[[KStream], None] | None = None
+
+
+@dataclass(frozen=True)
+class TableJoined:
+    """How a foreign-key join is named (Kafka's TableJoined, for KTable.join/left_join with a foreign key
+    extractor): with a ``name`` its processors, its subscription store and its two internal topics are named from
+    it (``<name>-subscription-registration-topic``, ``<name>-subscription-store``, ``<name>-result``...) instead
+    of Kafka's generated names, so that they stay the same when the topology around them changes."""
+
+    name: str | None = None
+
+    @classmethod
+    def as_(cls, name: str) -> TableJoined:
+        """Kafka's TableJoined.as(name) (``as`` is a Python keyword)."""
+        return cls(name)
 
 
 class StreamsBuilder:
@@ -529,30 +544,37 @@ class KTable:
         return self._then("KTABLE-MAPVALUES-", lambda: p.TableMapValues(mapper), named, True)
 
     def join(self, other: KTable, joiner_or_foreign_key_extractor: Callable[..., Any],
-             joiner: Callable[[Any, Any], Any] | None = None, named: str | None = None) -> KTable:
+             joiner: Callable[[Any, Any], Any] | None = None, named: str | None = None, *,
+             table_joined: TableJoined = TableJoined(), materialized: str | None = None) -> KTable:
         """KTable-KTable inner join, ``join(other, joiner)``: a key is in the result while it is in both tables.
         Foreign-key join (KIP-213), ``join(other, foreign_key_extractor, joiner)``: each row of this table joined
-        with the other's row whose key ``foreign_key_extractor(value)`` gives, while that row exists."""
+        with the other's row whose key ``foreign_key_extractor(value)`` gives, while that row exists; named by
+        ``table_joined`` (Kafka's TableJoined, not ``named``), its result kept in the store ``materialized``."""
         if joiner is not None:
-            return self._join_on_foreign_key(other, joiner_or_foreign_key_extractor, joiner, False, named)
+            return self._join_on_foreign_key(other, joiner_or_foreign_key_extractor, joiner, False, named,
+                                             table_joined, materialized)
         return self._join(other, joiner_or_foreign_key_extractor, named, ("inner", "inner"))
 
     def left_join(self, other: KTable, joiner_or_foreign_key_extractor: Callable[..., Any],
-                  joiner: Callable[[Any, Any], Any] | None = None, named: str | None = None) -> KTable:
+                  joiner: Callable[[Any, Any], Any] | None = None, named: str | None = None, *,
+                  table_joined: TableJoined = TableJoined(), materialized: str | None = None) -> KTable:
         """KTable-KTable left join, ``left_join(other, joiner)``: every key of this table, joined with None while
         the other lacks it. Foreign-key left join, ``left_join(other, foreign_key_extractor, joiner)``: every row
-        of this table, joined with the other's row of its foreign key or None."""
+        of this table, joined with the other's row of its foreign key or None (``table_joined`` and
+        ``materialized`` as in join())."""
         if joiner is not None:
-            return self._join_on_foreign_key(other, joiner_or_foreign_key_extractor, joiner, True, named)
+            return self._join_on_foreign_key(other, joiner_or_foreign_key_extractor, joiner, True, named,
+                                             table_joined, materialized)
         return self._join(other, joiner_or_foreign_key_extractor, named, ("left", "right"))
 
     def _join_on_foreign_key(self, other: KTable, extractor: Callable[[Any], Any], joiner: Callable[[Any, Any], Any],
-                             left_join: bool, named: str | None) -> KTable:
+                             left_join: bool, named: str | None, table_joined: TableJoined,
+                             materialized: str | None) -> KTable:
         """The foreign-key join's nodes, named and wired as Kafka's (kfk.streams.foreign_key_join says how the
-        subscriptions and responses flow)."""
+        subscriptions and responses flow). Kafka draws every generated name even when TableJoined names the join,
+        so a named join uses up as many indexes as an unnamed one."""
         if named is not None:
-            raise NotImplementedError("kfk.streams names a foreign-key join's nodes only as Kafka generates them "
-                                      "(TableJoined.as is not supported yet): leave named out")
+            raise TypeError("a foreign-key join is named by table_joined=TableJoined.as_(name), as in Kafka")
         if self.store_name is None or other.store_name is None:
             raise NotImplementedError("kfk.streams joins only tables backed by a store (builder.table() or an "
                                       "aggregation)")
@@ -567,7 +589,18 @@ class KTable:
         response_sink, response_source = new("KTABLE-SINK-"), new("KTABLE-SOURCE-")
         resolver = new("KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-")
         output = new("KTABLE-FK-JOIN-OUTPUT-")
-        builder.new_store_name("KTABLE-FK-JOIN-OUTPUT-")  # Kafka draws the (unmaterialized) result's store name
+        if materialized is None:
+            builder.new_store_name("KTABLE-FK-JOIN-OUTPUT-")  # Kafka draws the (unmaterialized) result's store name
+        if table_joined.name is not None:
+            name = table_joined.name
+            registration, response = (f"{name}-subscription-{topic}-topic" for topic in ("registration", "response"))
+            send, registration_sink, registration_source = (f"{name}-subscription-registration-{role}"
+                                                            for role in ("processor", "sink", "source"))
+            subscriptions, receive = f"{name}-subscription-store", f"{name}-subscription-receive"
+            lookup, foreign = f"{name}-subscription-join-foreign", f"{name}-foreign-join-subscription"
+            response_sink, response_source, resolver = (f"{name}-subscription-response-{role}"
+                                                        for role in ("sink", "source", "resolver"))
+            output = f"{name}-result"
         raw = Serdes.bytes()
         left_store, right_store = self.store_name, other.store_name
         key_serde, value_serde, foreign_key_serde = self.key_serde, self.value_serde, other.key_serde
@@ -590,12 +623,16 @@ class KTable:
         topology.add_processor(resolver, lambda: fk.ResponseJoin(left_store, joiner, left_join, right_value_serde),
                                response_source)
         topology.connect_processor_and_state_stores(resolver, stores=[left_store])
-        topology.add_processor(output, p.PassThrough, resolver)
+        if materialized is None:
+            topology.add_processor(output, p.PassThrough, resolver)
+        else:
+            topology.add_processor(output, lambda: p.MaterializedChange(materialized), resolver)
+            topology.add_state_store(StoreBuilder(materialized, key_serde, None), output)
         topology.repartition_topics[registration] = None
         topology.repartition_topics[response] = None
         topology.copartition_groups.append({registration, *topology.upstream_source_topics(other.name)})
         topology.copartition_groups.append({response, *topology.upstream_source_topics(self.name)})
-        return KTable(builder, output, self.key_serde, None, None)
+        return KTable(builder, output, self.key_serde, None, materialized)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], named: str | None = None) -> KTable:
         """KTable-KTable outer join: every key of either table (None for the side that lacks it)."""

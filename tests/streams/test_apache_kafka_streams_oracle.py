@@ -126,6 +126,10 @@ FK_STEPS = [("orders", "o1", "c2:apple", 1001), ("customers", "c2", "bob2", 1005
             ("customers", "c3", None, 1006), ("orders", "o3", "c1:fig", 1007)]
 
 
+#: The topologies of foreign-key joins (their inputs and expected results are the same).
+FOREIGN_KEY_JOINS = ("fk-joins", "fk-named")
+
+
 def _expected_fk_joins() -> list[dict[str, list[tuple[str, str | None]]]]:
     """The inner and left foreign-key joins' results, computed here, for the loaded tables and then for each step:
     an update gives the join's new row (or a tombstone) for each order it concerns (the order itself, or the orders
@@ -291,7 +295,7 @@ def _driver_output_count(name: str, timed: list[tuple[str, str, int]]) -> int:
 
 
 def _expected_output_count(name: str) -> int:
-    if name == "fk-joins":
+    if name in FOREIGN_KEY_JOINS:
         return sum(len(stage["inner"]) for stage in _expected_fk_joins())
     if name == "sliding":
         return _driver_output_count(name, SLIDING_INPUT)
@@ -359,7 +363,7 @@ def _internal_topics(admin: Admin, application_id: str) -> dict[str, tuple[int, 
 
 
 @pytest.mark.parametrize("name", ["stateless", "wordcount", "table", "windowed", "sliding", "emit", "joins",
-                                  "table-joins", "fk-joins", "stream-joins"])
+                                  "table-joins", "fk-joins", "fk-named", "stream-joins"])
 def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker, tmp_path) -> None:
     classpath, classes = streams_oracle
     bootstrap = streams_broker.bootstrap_servers
@@ -381,13 +385,13 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
     if name == "table-joins":
         create_input(bootstrap, input_topic + "-scores", 2, [(key, value) for key, value, _ in SCORES],
                      [timestamp for _, _, timestamp in SCORES])
-    if name == "fk-joins":
+    if name in FOREIGN_KEY_JOINS:
         create_input(bootstrap, input_topic + "-customers", 2, [(key, value) for key, value, _ in CUSTOMERS],
                      [timestamp for _, _, timestamp in CUSTOMERS])
         create_input(bootstrap, input_topic + "-orders", 2, [(key, value) for key, value, _ in ORDERS],
                      [timestamp for _, _, timestamp in ORDERS])
     count = _expected_output_count(name)
-    totals = sum(len(stage["left"]) for stage in _expected_fk_joins()) if name == "fk-joins" else 0
+    totals = sum(len(stage["left"]) for stage in _expected_fk_joins()) if name in FOREIGN_KEY_JOINS else 0
     if name == "emit":
         totals = len(_expected_counts_on_window_close())
     outputs = {side: (unique_name(f"{name}-{side}"), unique_name(f"out-{side}")) for side in ("java", "python")}
@@ -401,15 +405,15 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
             "run", name, bootstrap, java_app, input_topic, java_output, str(tmp_path / "java"), "at_least_once",
             str(count), str(totals)], classpath, extra_classpath=[classes], timeout=240)
         python_app, python_output = outputs["python"]
-        if name == "fk-joins":
+        if name in FOREIGN_KEY_JOINS:
             steps = executor.submit(_feed_fk_steps, bootstrap, input_topic, [java_output, python_output])
         _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), count,
                     totals)
         result = java_run.result()
-        if name == "fk-joins":
+        if name in FOREIGN_KEY_JOINS:
             steps.result()
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    ordered = name in ("table", "windowed", "sliding", "emit", "joins", "fk-joins", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
+    ordered = name in ("table", "windowed", "sliding", "emit", "joins", "fk-joins", "fk-named", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
     java_records = read_to_end(bootstrap, java_output)
     python_records = read_to_end(bootstrap, python_output)
     assert _by_key(python_records, ordered) == _by_key(java_records, ordered)
@@ -477,7 +481,7 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
         assert final == _by_key(read_to_end(bootstrap, java_output + "-outer"), True)
         assert {key.decode(): int.from_bytes(values[-1][0], "big") for key, values in final.items()} \
             == {key: count for key, count in counts.items() if int(key.split("/")[1]) + 3 <= last_time}
-    if name == "fk-joins":
+    if name in FOREIGN_KEY_JOINS:
         for kind, topic in (("inner", python_output), ("left", python_output + "-totals")):
             expected: dict[str, list[str | None]] = defaultdict(list)
             for stage in _expected_fk_joins():
@@ -485,6 +489,16 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                     expected[key].append(value)
             assert {key.decode(): [None if value is None else value.decode() for value, _ in values]
                     for key, values in _by_key(read_to_end(bootstrap, topic), True).items()} == expected, kind
+    if name == "fk-named":
+        # the unnamed materialized inner join, its joiner writing customer/order: the inner join's rows
+        expected_outer: dict[str, list[str | None]] = defaultdict(list)
+        for stage in _expected_fk_joins():
+            for key, value in stage["inner"]:
+                expected_outer[key].append(None if value is None else "/".join(reversed(value.split("+"))))
+        python_outer = _by_key(read_to_end(bootstrap, python_output + "-outer"), True)
+        assert {key.decode(): [None if value is None else value.decode() for value, _ in values]
+                for key, values in python_outer.items()} == expected_outer
+        assert python_outer == _by_key(read_to_end(bootstrap, java_output + "-outer"), True)
     if name == "emit":
         # on window close: the hopping count's closed windows, each once with its final count (those its store
         # still held); the sliding reduction's and the session count's closed windows, as Kafka's
@@ -502,7 +516,7 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
                 for key, values in final_outer.items() if b"#" in key} == {
             session: counts[-1:] for session, counts in _expected_sessions().items()
             if counts[-1] is not None and int(session.split("-")[1]) + 5 < last_time}
-    if name in ("table", "windowed", "sliding", "emit", "joins", "fk-joins"):
+    if name in ("table", "windowed", "sliding", "emit", "joins", *FOREIGN_KEY_JOINS):
         assert (_by_key(read_to_end(bootstrap, python_output + "-totals"), True)
                 == _by_key(read_to_end(bootstrap, java_output + "-totals"), True))
     with Admin({"bootstrap.servers": bootstrap}) as admin:
@@ -514,7 +528,7 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
             # carries and their timestamps vary, what each key ends as does not
             assert (_last_values(read_to_end(bootstrap, f"{python_app}-{topic}"))
                     == _last_values(read_to_end(bootstrap, f"{java_app}-{topic}"))), topic
-        elif topic.startswith("KTABLE-FK-JOIN-SUBSCRIPTION-"):
+        elif topic.startswith("KTABLE-FK-JOIN-SUBSCRIPTION-") or "-subscription-" in topic:
             # the subscriptions and answers as Kafka writes them (SubscriptionWrapper, SubscriptionResponseWrapper)
             assert (_by_key(read_to_end(bootstrap, f"{python_app}-{topic}"), True)
                     == _by_key(read_to_end(bootstrap, f"{java_app}-{topic}"), True)), topic

@@ -4,7 +4,7 @@ the tests compare Apache Kafka Streams' and kfk.streams' descriptions and output
 from __future__ import annotations
 
 from kfk.streams import (Branched, BufferConfig, EmitStrategy, JoinWindows, Serdes, SessionWindows, SlidingWindows,
-                         StreamsBuilder, Suppressed, TimeWindows, Topology)
+                         StreamsBuilder, Suppressed, TableJoined, TimeWindows, Topology)
 
 
 def stateless(input_topic: str, output: str) -> Topology:
@@ -178,6 +178,23 @@ def foreign_key_joins(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
+def foreign_key_joins_named(input_topic: str, output: str) -> Topology:
+    """The foreign-key joins named (TableJoined.as_) and materialized: the inner join named, the left join named
+    and materialized, an unnamed inner join materialized."""
+    builder = StreamsBuilder()
+    builder.stream(input_topic)
+    orders = builder.table(input_topic + "-orders")
+    customers = builder.table(input_topic + "-customers")
+    orders.join(customers, lambda order: order.split(":")[0], _java_concat,
+                table_joined=TableJoined.as_("orders-customers")).to_stream().to(output)
+    orders.left_join(customers, lambda order: order.split(":")[0], _java_concat,
+                     table_joined=TableJoined.as_("left-fk"), materialized="fk-joined").to_stream().to(
+        output + "-totals")
+    orders.join(customers, lambda order: order.split(":")[0], lambda order, customer: f"{customer}/{order}",
+                materialized="fk-unnamed-joined").to_stream().to(output + "-outer")
+    return builder.build()
+
+
 def stream_joins(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     lines = builder.stream(input_topic)
@@ -242,5 +259,6 @@ def errors(input_topic: str, output: str) -> Topology:
 
 
 TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding,
-              "emit": emit, "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins, "stream-joins": stream_joins,
+              "emit": emit, "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins,
+              "fk-named": foreign_key_joins_named, "stream-joins": stream_joins,
               "split-unnamed": split_unnamed, "split-prefix": split_prefix, "repartition": repartition, "errors": errors}

@@ -38,6 +38,7 @@ import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -248,6 +249,22 @@ public final class StreamsOracle {
                     .toStream().to(output);
                 orders.leftJoin(customers, order -> order.split(":")[0], (order, customer) -> order + "+" + customer)
                     .toStream().to(output + "-totals");
+                break;
+            }
+            case "fk-named": {
+                // the foreign-key joins named (TableJoined.as) and materialized
+                KTable<String, String> orders = builder.table(input + "-orders");
+                KTable<String, String> customers = builder.table(input + "-customers");
+                orders.join(customers, order -> order.split(":")[0], (order, customer) -> order + "+" + customer,
+                            TableJoined.as("orders-customers"))
+                    .toStream().to(output);
+                orders.leftJoin(customers, order -> order.split(":")[0], (order, customer) -> order + "+" + customer,
+                                TableJoined.as("left-fk"),
+                                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("fk-joined"))
+                    .toStream().to(output + "-totals");
+                orders.join(customers, order -> order.split(":")[0], (order, customer) -> customer + "/" + order,
+                            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("fk-unnamed-joined"))
+                    .toStream().to(output + "-outer");
                 break;
             }
             case "stream-joins": {
