@@ -11,8 +11,8 @@
 from kfk.streams.config import StreamsConfig
 from kfk.streams.kafka_streams import KafkaStreams, MissingSourceTopicException, State
 from kfk.streams.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
-from kfk.streams.kstream import (Branched, BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, StreamsBuilder,
-                                TableJoined)
+from kfk.streams.kstream import (Branched, BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable,
+                                StreamsBuilder, TableJoined)
 from kfk.streams.processor import Change, Processor, ProcessorContext, Record, TaskId
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import BufferConfig, Suppressed

@@ -413,7 +413,9 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
         if name in FOREIGN_KEY_JOINS:
             steps.result()
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    ordered = name in ("table", "windowed", "sliding", "emit", "joins", "fk-joins", "fk-named", "table-joins", "stream-joins")  # one task per key: the order and timestamps per key are determined
+    # one task per key: the order and timestamps per key are determined
+    ordered = name in ("table", "windowed", "sliding", "emit", "joins", *FOREIGN_KEY_JOINS, "table-joins",
+                       "stream-joins")
     java_records = read_to_end(bootstrap, java_output)
     python_records = read_to_end(bootstrap, python_output)
     assert _by_key(python_records, ordered) == _by_key(java_records, ordered)

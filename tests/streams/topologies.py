@@ -260,5 +260,5 @@ def errors(input_topic: str, output: str) -> Topology:
 
 TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding,
               "emit": emit, "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins,
-              "fk-named": foreign_key_joins_named, "stream-joins": stream_joins,
-              "split-unnamed": split_unnamed, "split-prefix": split_prefix, "repartition": repartition, "errors": errors}
+              "fk-named": foreign_key_joins_named, "stream-joins": stream_joins, "split-unnamed": split_unnamed,
+              "split-prefix": split_prefix, "repartition": repartition, "errors": errors}
