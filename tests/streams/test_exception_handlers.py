@@ -12,7 +12,7 @@ import pytest
 
 from kfk.client import Admin, NewTopic
 from kfk.errors import InvalidConfigurationError, RecordTooLargeError
-from kfk.streams import Serdes, StreamsBuilder
+from kfk.streams import KafkaStreams, Serdes, State, StreamsBuilder
 from kfk.streams.errors import (DefaultProductionExceptionHandler, ErrorHandlerContext, FailedProcessingException,
                                 LogAndContinueExceptionHandler, LogAndContinueProcessingExceptionHandler,
                                 ProducerRecord, Response, Result, SerializationExceptionOrigin, StreamsException)
@@ -343,3 +343,28 @@ def test_dead_letter_queue_as_kafka_streams(streams_oracle, streams_broker, tmp_
         assert python == java, (failure, python, java)
         # Kafka Streams has dropped the raw source record from the context when a send fails
         assert python[-5:-2] == ((None, None) if failure == "production" else (key, value)) + (timestamp,), failure
+
+
+def test_log_and_fail_on_a_broker_writes_the_dead_letter_record_before_the_thread_dies(streams_broker,
+                                                                                       tmp_path) -> None:
+    """Kafka's default deserialization handler with a dead letter topic, on a broker: the good record before the
+    poison one goes through, the poison one is in the dead letter topic, and the application is in ERROR."""
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic, output = unique_name("numbers"), unique_name("out")
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert all(error is None for error in admin.create_topics(
+            [NewTopic(topic, 1, 1) for topic in (input_topic, output, output + "-dlq")]).values())
+    _produce(bootstrap, input_topic, [("k1", _int(1)), ("k2", b"bad")], 1000)
+    streams = KafkaStreams(errors(input_topic, output), {
+        "application.id": unique_name("dlq-fail"), "bootstrap.servers": bootstrap, "state.dir": str(tmp_path),
+        "default.key.serde": "string", "default.value.serde": "string",
+        "errors.dead.letter.queue.topic.name": output + "-dlq"})
+    streams.start()
+    try:
+        assert streams.wait_for_state(State.ERROR, timeout=60) is State.ERROR
+    finally:
+        streams.close()
+    assert [(record.key, record.value) for record in read_to_end(bootstrap, output)] == [(b"k1", b"10")]
+    (dead_letter,) = read_to_end(bootstrap, output + "-dlq")
+    assert (dead_letter.key, dead_letter.value, dead_letter.timestamp) == (b"k2", b"bad", 1001)
+    assert dict(dead_letter.headers)["__streams.errors.offset"] == b"1"
