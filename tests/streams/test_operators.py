@@ -8,7 +8,7 @@ from kfk.streams import (BufferConfig, EmitStrategy, JoinWindows, Processor, Rec
                          SlidingWindows, StoreBuilder, StreamsBuilder, Suppressed, TimeWindows, Topology)
 from kfk.streams.foreign_key_join import murmur3_hash128, serialize_response
 from kfk.streams.test_driver import TopologyTestDriver
-from tests.streams.topologies import foreign_key_joins
+from tests.streams.topologies import foreign_key_joins, foreign_key_joins_named
 
 CONFIG = {"default.key.serde": "string", "default.value.serde": "string"}
 
@@ -201,6 +201,25 @@ def test_foreign_key_join_drops_answers_for_replaced_values() -> None:
             driver.pipe_input(response, b"o1", serialize_response(murmur3_hash128(value.encode()), b"eve"),
                               timestamp, key_serde=Serdes.bytes(), value_serde=Serdes.bytes())
         assert driver.read_output("out") == [("o1", "c1:apple+eve", 4)]
+
+
+def test_a_named_materialized_foreign_key_join_keeps_its_result_in_its_store() -> None:
+    """TableJoined.as_(name) names the join's topics and stores from the name; a materialized join's result is
+    kept in its store (a tombstone deletes it) and logged to that store's changelog."""
+    with TopologyTestDriver(foreign_key_joins_named("in", "out"), CONFIG) as driver:
+        driver.pipe_input("in-customers", "c1", "alice", 1)
+        driver.pipe_input("in-orders", "o1", "c1:apple", 2)
+        driver.pipe_input("in-orders", "o2", "c2:fig", 3)
+        assert driver.read_output("out-totals") == [("o1", "c1:apple+alice", 2), ("o2", "c2:fig+null", 3)]
+        joined, unnamed = driver.get_key_value_store("fk-joined"), driver.get_key_value_store("fk-unnamed-joined")
+        assert dict(joined.all()) == {"o1": "c1:apple+alice", "o2": "c2:fig+null"}
+        assert dict(unnamed.all()) == {"o1": "alice/c1:apple"}
+        driver.pipe_input("in-orders", "o1", None, 4)
+        assert dict(joined.all()) == {"o2": "c2:fig+null"}
+        assert dict(unnamed.all()) == {}
+        assert [(key, value) for key, value, _, _ in driver.written["test-driver-fk-joined-changelog"]] == [
+            (b"o1", b"c1:apple+alice"), (b"o2", b"c2:fig+null"), (b"o1", None)]
+        assert driver.written["test-driver-left-fk-subscription-registration-topic"]
 
 
 @pytest.mark.parametrize(("difference", "grace"), [(-1, 0), (5, -1)])
