@@ -13,6 +13,7 @@ restored from its changelog in full on every start).
 
 from __future__ import annotations
 
+import bisect
 import importlib.util
 import os
 import shutil
@@ -170,32 +171,44 @@ class KeyValueStore:
 class _TimeIndex:
     """A store's keys by a time they hold (a window's start, a session's end): the time order of Kafka's
     time-ordered stores, which the aggregations emitting on window close read. Built from the store's bytes on
-    first use (a persistent store may open full), then kept by the store's writes."""
+    first use (a persistent store may open full), then kept by the store's writes; the times are kept sorted, so
+    that reading a range costs its length, not the store's."""
 
     def __init__(self, time_of: Callable[[bytes], int]) -> None:
         self.time_of = time_of
         self.keys: dict[int, set[bytes]] | None = None
+        self.times: list[int] = []
 
     def update(self, key: bytes, present: bool) -> None:
         if self.keys is None:
             return
         time = self.time_of(key)
+        keys = self.keys.get(time)
         if present:
-            self.keys.setdefault(time, set()).add(key)
-        elif key in self.keys.get(time, ()):
-            self.keys[time].discard(key)
-            if not self.keys[time]:
+            if keys is None:
+                keys = self.keys[time] = set()
+                bisect.insort(self.times, time)
+            keys.add(key)
+        elif keys is not None and key in keys:
+            keys.discard(key)
+            if not keys:
                 del self.keys[time]
+                del self.times[bisect.bisect_left(self.times, time)]
+
+    def reset(self) -> None:
+        self.keys, self.times = None, []
 
     def between(self, stored: Iterator[tuple[bytes, bytes]], earliest: int,
                 latest: int) -> Iterator[tuple[int, set[bytes]]]:
         """The times in [earliest, latest] in order, each with its keys (`stored`: the store's items, read only
         to build the index)."""
         if self.keys is None:
-            self.keys = {}
+            keys: dict[int, set[bytes]] = {}
             for key, _ in stored:
-                self.update(key, True)
-        for time in sorted(time for time in self.keys if earliest <= time <= latest):
+                keys.setdefault(self.time_of(key), set()).add(key)
+            self.keys, self.times = keys, sorted(keys)
+        times = self.times[bisect.bisect_left(self.times, earliest):bisect.bisect_right(self.times, latest)]
+        for time in times:
             yield time, self.keys[time]
 
 
@@ -363,7 +376,7 @@ class SessionStore(KeyValueStore):
 
     def wipe(self) -> None:
         super().wipe()
-        self._by_end.keys = None
+        self._by_end.reset()
 
 
 _INT = struct.Struct(">i")
