@@ -138,10 +138,21 @@ def _resolve(serde: Serde | None, default: Serde, topic: str) -> Serde:
     return (serde or default).for_topic(topic)
 
 
+class Registration(NamedTuple):
+    """A subscription on its way to the registration topic: its bytes, and the foreign key it is keyed by (for a
+    TableJoined's other partitioner, which partitions by the right table's key)."""
+
+    foreign_key: Any
+    subscription: bytes
+
+    def serialize(self) -> bytes:
+        return self.subscription
+
+
 class SubscriptionSend(Processor):
     """The left table's updates as subscriptions (Kafka's SubscriptionSendProcessorSupplier): the foreign key's
-    bytes as the key, the subscription as the value, both already serialized (the registration topic's sink
-    writes bytes)."""
+    bytes as the key, the subscription (a Registration, serialized by the registration topic's sink) as the
+    value."""
 
     def __init__(self, extractor: Callable[[Any], Any], left_join: bool, foreign_key_serde: Serde | None,
                  key_serde: Serde | None, value_serde: Serde | None, topic: str) -> None:
@@ -196,7 +207,8 @@ class _Sender:
         metadata = processor.context.record_metadata()
         subscription = Subscription(self.hash, instruction, processor.keys.serialize(record.key),
                                     metadata.partition if metadata is not None else 0)
-        processor.context.forward(Record(processor._bytes(foreign_key), subscription.serialize(), record.timestamp,
+        processor.context.forward(Record(processor._bytes(foreign_key),
+                                         Registration(foreign_key, subscription.serialize()), record.timestamp,
                                          record.headers))
 
 
@@ -226,20 +238,39 @@ class SubscriptionReceive(Processor):
 
 class Response(NamedTuple):
     """A SubscriptionResponseWrapper on its way to the response topic: the answered subscription (its hash, and
-    the partition of the left row the sink writes to) and the right row's bytes (None: no row)."""
+    the partition of the left row the sink writes to) and the right row's bytes (None: no row); ``primary_keys``
+    reads the subscription's primary key (for a TableJoined's partitioner, which partitions by the left table's
+    key)."""
 
     subscription: Subscription
     foreign_value: bytes | None
+    primary_keys: Serde
 
     def serialize(self) -> bytes:
         return serialize_response(self.subscription.hash, self.foreign_value)
 
+    def primary_key(self) -> Any:
+        return self.primary_keys.deserialize(self.subscription.primary_key)
 
-class SubscriptionJoin(Processor):
+
+class _Answering(Processor):
+    """What the two answering processors share: the left table's key serde, for their Responses (resolved for
+    the response topic; the default key serde when None)."""
+
+    def __init__(self, primary_key_serde: Serde | None, topic: str) -> None:
+        self.primary_key_serde, self.topic = primary_key_serde, topic
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.primary_keys = _resolve(self.primary_key_serde, context.key_serde(), self.topic)
+
+
+class SubscriptionJoin(_Answering):
     """The answer to a subscription (Kafka's SubscriptionJoinProcessorSupplier): the right row of its foreign key
     (``store_name``, the right table's store), timestamped with the later of the two."""
 
-    def __init__(self, store_name: str) -> None:
+    def __init__(self, store_name: str, primary_key_serde: Serde | None, topic: str) -> None:
+        super().__init__(primary_key_serde, topic)
         self.store_name = store_name
 
     def process(self, record: Record) -> None:
@@ -255,17 +286,20 @@ class SubscriptionJoin(Processor):
         timestamp = record.timestamp if found is None else max(record.timestamp, found[1])
         foreign_value = (None if found is None or instruction is Instruction.DELETE_KEY_AND_PROPAGATE
                          else right.value_serde.serialize(found[0]))
-        self.context.forward(Record(subscription.primary_key, Response(subscription, foreign_value), timestamp,
+        self.context.forward(Record(subscription.primary_key,
+                                    Response(subscription, foreign_value, self.primary_keys), timestamp,
                                     record.headers))
 
 
-class ForeignTableJoin(Processor):
+class ForeignTableJoin(_Answering):
     """An update of the right table answers every subscriber of its key (Kafka's ForeignTableJoinProcessorSupplier),
     found by a prefix scan of the subscription store."""
 
-    def __init__(self, store_name: str, key_serde: Serde | None, value_serde: Serde | None, topic: str) -> None:
+    def __init__(self, store_name: str, key_serde: Serde | None, value_serde: Serde | None,
+                 primary_key_serde: Serde | None, topic: str) -> None:
         """``key_serde``, ``value_serde``: the right table's (default serdes when None)."""
-        self.store_name, self.serdes, self.topic = store_name, (key_serde, value_serde), topic
+        super().__init__(primary_key_serde, topic)
+        self.store_name, self.serdes = store_name, (key_serde, value_serde)
 
     def init(self, context: Any) -> None:
         super().init(context)
@@ -282,7 +316,8 @@ class ForeignTableJoin(Processor):
         store = self.context.get_state_store(self.store_name)
         for _, value in store.prefix_scan(_INT.pack(len(foreign_key)) + foreign_key):
             subscription = Subscription.deserialize(value)
-            self.context.forward(Record(subscription.primary_key, Response(subscription, foreign_value),
+            self.context.forward(Record(subscription.primary_key,
+                                        Response(subscription, foreign_value, self.primary_keys),
                                         record.timestamp, record.headers))
 
 

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kfk.streams import dsl_processors as p
 from kfk.streams import foreign_key_join as fk
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import Suppressed
-from kfk.streams.topology import REPARTITION_TOPIC_SUFFIX, StoreBuilder, TopicNameExtractor, Topology
+from kfk.streams.topology import (REPARTITION_TOPIC_SUFFIX, StoreBuilder, StreamPartitioner, TopicNameExtractor,
+                                  Topology)
 from kfk.streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = ["StreamsBuilder", "KStream", "KTable", "GlobalKTable", "KGroupedStream", "TimeWindowedKStream", "SessionWindowedKStream",
@@ -44,17 +45,39 @@ class Branched:
 
 @dataclass(frozen=True)
 class TableJoined:
-    """How a foreign-key join is named (Kafka's TableJoined, for KTable.join/left_join with a foreign key
-    extractor): with a ``name`` its processors, its subscription store and its two internal topics are named from
-    it (``<name>-subscription-registration-topic``, ``<name>-subscription-store``, ``<name>-result``...) instead
-    of Kafka's generated names, so that they stay the same when the topology around them changes."""
+    """How a foreign-key join is named and partitioned (Kafka's TableJoined, for KTable.join/left_join with a
+    foreign key extractor). With a ``name`` its processors, its subscription store and its two internal topics are
+    named from it (``<name>-subscription-registration-topic``, ``<name>-subscription-store``, ``<name>-result``...)
+    instead of Kafka's generated names, so that they stay the same when the topology around them changes.
+
+    The partitioners are for tables whose topics were not partitioned by the default partitioner: ``partitioner``
+    is how this (left) table is, and places the answers (else each goes back to the partition its subscription
+    came from); ``other_partitioner`` how the other table is, and places the subscriptions by foreign key. Each is
+    Kafka's StreamPartitioner: ``(topic, key, None, partition count) -> partition``, None for the default."""
 
     name: str | None = None
+    partitioner: StreamPartitioner | None = None
+    other_partitioner: StreamPartitioner | None = None
 
     @classmethod
     def as_(cls, name: str) -> TableJoined:
         """Kafka's TableJoined.as(name) (``as`` is a Python keyword)."""
         return cls(name)
+
+    @classmethod
+    def with_(cls, partitioner: StreamPartitioner | None,
+              other_partitioner: StreamPartitioner | None) -> TableJoined:
+        """Kafka's TableJoined.with(partitioner, otherPartitioner)."""
+        return cls(None, partitioner, other_partitioner)
+
+    def with_name(self, name: str) -> TableJoined:
+        return replace(self, name=name)
+
+    def with_partitioner(self, partitioner: StreamPartitioner | None) -> TableJoined:
+        return replace(self, partitioner=partitioner)
+
+    def with_other_partitioner(self, other_partitioner: StreamPartitioner | None) -> TableJoined:
+        return replace(self, other_partitioner=other_partitioner)
 
 
 class StreamsBuilder:
@@ -106,6 +129,22 @@ class StreamsBuilder:
 
     def build(self) -> Topology:
         return self.topology
+
+
+def _by_foreign_key(partitioner: StreamPartitioner | None) -> StreamPartitioner | None:
+    """A foreign-key join's subscriptions placed by a TableJoined's other partitioner, given their foreign key
+    (Kafka's SubscriptionSinkPartitioner); without one, the producer's partitioner places them."""
+    if partitioner is None:
+        return None
+    return lambda topic, key, registration, partitions: partitioner(topic, registration.foreign_key, None, partitions)
+
+
+def _by_primary_key(partitioner: StreamPartitioner | None) -> StreamPartitioner:
+    """A foreign-key join's answers placed by a TableJoined's partitioner, given their primary key (Kafka's
+    ForeignResponseSinkPartitioner), else back to the partition of the subscription they answer."""
+    if partitioner is None:
+        return lambda topic, key, response, partitions: response.subscription.primary_partition
+    return lambda topic, key, response, partitions: partitioner(topic, response.primary_key(), None, partitions)
 
 
 @dataclass(frozen=True)
@@ -606,19 +645,21 @@ class KTable:
         key_serde, value_serde, foreign_key_serde = self.key_serde, self.value_serde, other.key_serde
         topology.add_processor(send, lambda: fk.SubscriptionSend(extractor, left_join, foreign_key_serde, key_serde,
                                                                  value_serde, registration), self.name)
-        topology.add_sink(registration_sink, registration, send, key_serde=raw, value_serde=raw)
+        topology.add_sink(registration_sink, registration, send, key_serde=raw,
+                          value_serde=Serde("SubscriptionWrapperSerde", fk.Registration.serialize, bytes),
+                          partitioner=_by_foreign_key(table_joined.other_partitioner))
         topology.add_source(registration_source, registration, key_serde=raw, value_serde=raw)
         topology.add_processor(receive, lambda: fk.SubscriptionReceive(subscriptions), registration_source)
         topology.add_state_store(StoreBuilder(subscriptions, raw, raw), receive)
-        topology.add_processor(lookup, lambda: fk.SubscriptionJoin(right_store), receive)
+        topology.add_processor(lookup, lambda: fk.SubscriptionJoin(right_store, key_serde, response), receive)
         topology.connect_processor_and_state_stores(lookup, stores=[right_store])
         right_key_serde, right_value_serde = other.key_serde, other.value_serde
         topology.add_processor(foreign, lambda: fk.ForeignTableJoin(subscriptions, right_key_serde, right_value_serde,
-                                                                    response), other.name)
+                                                                    key_serde, response), other.name)
         topology.connect_processor_and_state_stores(foreign, stores=[subscriptions])
         topology.add_sink(response_sink, response, lookup, foreign, key_serde=raw,
                           value_serde=Serde("SubscriptionResponseWrapperSerde", fk.Response.serialize, bytes),
-                          partitioner=lambda key, value: value.subscription.primary_partition)
+                          partitioner=_by_primary_key(table_joined.partitioner))
         topology.add_source(response_source, response, key_serde=raw, value_serde=raw)
         topology.add_processor(resolver, lambda: fk.ResponseJoin(left_store, joiner, left_join, right_value_serde),
                                response_source)

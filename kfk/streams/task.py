@@ -88,6 +88,8 @@ class StreamTask:
         #: until the commit cost the garbage collector nothing (holding the ConsumerRecord made the record path 40 %
         #: slower).
         self.source: tuple | None = None
+        #: The partition counts of the topics a sink with a partitioner writes to.
+        self.partition_counts: dict[str, int] = {}
         #: A failed send its handler answered FAIL for: raised by the next send or commit, as Kafka's collector.
         self.send_exception: StreamsException | None = None
         self.global_stores = global_stores or {}
@@ -215,7 +217,8 @@ class StreamTask:
             topic = self.internal_topic(topic)
         key_serde = node.key_serde or self.default_key_serde
         value_serde = node.value_serde or self.default_value_serde
-        partition = None if node.partitioner is None else node.partitioner(record.key, record.value)
+        partition = None if node.partitioner is None else node.partitioner(
+            topic, record.key, record.value, self._partition_count(topic))
         origin = SerializationExceptionOrigin.KEY
         try:
             key = key_serde.serialize_for(topic, record.key)
@@ -226,6 +229,13 @@ class StreamTask:
                                                                  record.value, record.headers), error, origin)
             return
         self._produce((node.name, topic, partition, record.timestamp, key, value, record.headers, self.source))
+
+    def _partition_count(self, topic: str) -> int:
+        """`topic`'s partition count, as a sink's partitioner is told it (asked of the producer once)."""
+        count = self.partition_counts.get(topic)
+        if count is None:
+            count = self.partition_counts[topic] = len(self.producer.partitions_for(topic))
+        return count
 
     def _produce(self, produced: tuple) -> None:
         """Hand a serialized record (a sink's or a dead letter record: sink node name, topic, partition, timestamp,

@@ -45,6 +45,9 @@ class _CollectingProducer:
     def __init__(self, driver: TopologyTestDriver) -> None:
         self.driver = driver
 
+    def partitions_for(self, topic: str) -> list[int]:
+        return [0]
+
     def send(self, topic: str, value: bytes | None = None, key: bytes | None = None, *, partition: int | None = None,
              timestamp_ms: int | None = None, headers: Any = None) -> Future:
         future: Future = Future()

@@ -21,10 +21,14 @@ from kfk.streams.processor import Processor, Record
 from kfk.streams.serdes import Serde
 from kfk.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
 
-__all__ = ["Topology", "TopologyException", "TopicNameExtractor", "StoreBuilder", "SubTopology", "NodeKind"]
+__all__ = ["Topology", "TopologyException", "TopicNameExtractor", "StreamPartitioner", "StoreBuilder", "SubTopology",
+           "NodeKind"]
 
 #: A sink's topic chosen per record: (key, value, record context) -> topic name (Kafka's TopicNameExtractor).
 TopicNameExtractor = Callable[[Any, Any, Record], str]
+#: A sink's partition chosen per record: (topic, key, value, partition count) -> partition, or None for the
+#: producer's partitioner (Kafka's StreamPartitioner).
+StreamPartitioner = Callable[[str, Any, Any, int], "int | None"]
 REPARTITION_TOPIC_SUFFIX = "-repartition"
 CHANGELOG_TOPIC_SUFFIX = "-changelog"
 
@@ -74,8 +78,10 @@ class Node:
     extractor: TopicNameExtractor | None = None
     key_serde: Serde | None = None
     value_serde: Serde | None = None
-    #: A sink's choice of partition from the record's key and value (None: the producer's partitioner).
-    partitioner: Callable[[Any, Any], int] | None = None
+    #: A sink's choice of partition (Kafka's StreamPartitioner): ``partitioner(topic, key, value, partitions)``
+    #: with the record's key and value as the sink is given them and the topic's partition count; None (or no
+    #: partitioner) leaves it to the producer's partitioner.
+    partitioner: StreamPartitioner | None = None
     stores: list[str] = field(default_factory=list)
     children: list[str] = field(default_factory=list)
 
@@ -122,7 +128,7 @@ class Topology:
 
     def add_sink(self, name: str, topic: str | TopicNameExtractor, *parent_names: str,
                  key_serde: Serde | None = None, value_serde: Serde | None = None,
-                 partitioner: Callable[[Any, Any], int] | None = None) -> Topology:
+                 partitioner: StreamPartitioner | None = None) -> Topology:
         node = Node(name, NodeKind.SINK, self._parents(name, parent_names), key_serde=key_serde,
                     value_serde=value_serde, partitioner=partitioner)
         if isinstance(topic, str):

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from kfk.cli import app
 from kfk.client import Admin, ConfigResource, ConfigResourceType, NewTopic, Producer
+from kfk.client.producer import partition_for_key
 from kfk.common.structs import TopicPartition
 from kfk.errors import RecordTooLargeError
 from kfk.streams import KafkaStreams, Serdes, State
@@ -538,6 +539,53 @@ def test_same_output_as_kafka_streams(name: str, streams_oracle, streams_broker,
             java_changelog = read_to_end(bootstrap, f"{java_app}-{topic}")
             python_changelog = read_to_end(bootstrap, f"{python_app}-{topic}")
             assert _by_key(python_changelog, ordered) == _by_key(java_changelog, ordered), topic
+
+
+#: The "fk-partitioned" topology's tables, each written to partition len(key) % 2 (not where the default
+#: partitioner puts the key): (key, value, timestamp). The customers come first in time, so an answer's timestamp
+#: (the later of the order's and the customer's) does not depend on which was processed first.
+PARTITIONED_CUSTOMERS = [("c1", "alice", 500), ("cus2", "bob", 501), ("c33", "carol", 502)]
+PARTITIONED_ORDERS = [("o1", "c1:apple", 600), ("ord2", "cus2:pear", 601), ("o33", "c33:fig", 602),
+                      ("o4", "c33:kiwi", 603), ("order5", "c9:none", 604), ("o6", "cus2:plum", 605)]
+
+
+def test_foreign_key_join_of_tables_partitioned_otherwise_as_kafka_streams(streams_oracle, streams_broker,
+                                                                          tmp_path) -> None:
+    """TableJoined.with_(partitioner, other_partitioner): tables written by key length, a foreign-key join told
+    so; kfk.streams and Kafka Streams join every order with its customer (computed here), which the default
+    partitioners would not: the subscriptions would go to partitions where the customers are not."""
+    classpath, classes = streams_oracle
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic = unique_name("lines")
+    outputs = {side: (unique_name(f"fk-partitioned-{side}"), unique_name(f"out-{side}")) for side in ("java", "python")}
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        topics = [input_topic, f"{input_topic}-orders", f"{input_topic}-customers",
+                  *(output for _, output in outputs.values())]
+        assert all(error is None for error in admin.create_topics([NewTopic(topic, 2, 1) for topic in topics]).values())
+    with Producer({"bootstrap.servers": bootstrap}) as producer:
+        for table, rows in (("customers", PARTITIONED_CUSTOMERS), ("orders", PARTITIONED_ORDERS)):
+            for key, value, timestamp in rows:
+                producer.send(f"{input_topic}-{table}", value.encode(), key.encode(), partition=len(key) % 2,
+                              timestamp_ms=timestamp)
+        producer.flush()
+    customers = {key: (value, timestamp) for key, value, timestamp in PARTITIONED_CUSTOMERS}
+    expected = {order.encode(): [(f"{row}+{customers[row.split(':')[0]][0]}".encode(),
+                                  max(timestamp, customers[row.split(':')[0]][1]))]
+                for order, row, timestamp in PARTITIONED_ORDERS if row.split(":")[0] in customers}
+    # the default partitioner would send some subscriptions where their customer is not
+    assert any(partition_for_key(customer.encode(), 2) != len(customer) % 2 for customer in customers)
+    with ThreadPoolExecutor(1) as executor:
+        java_app, java_output = outputs["java"]
+        java_run = executor.submit(run_java, "StreamsOracle", [
+            "run", "fk-partitioned", bootstrap, java_app, input_topic, java_output, str(tmp_path / "java"),
+            "at_least_once", str(len(expected))], classpath, extra_classpath=[classes], timeout=240)
+        python_app, python_output = outputs["python"]
+        _run_python("fk-partitioned", bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"),
+                    len(expected))
+        result = java_run.result()
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert _by_key(read_to_end(bootstrap, python_output), True) == expected
+    assert _by_key(read_to_end(bootstrap, java_output), True) == expected
 
 
 def test_kafka_streams_reset_tool_resets_a_kfk_streams_application(streams_broker, tmp_path) -> None:

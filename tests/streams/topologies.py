@@ -195,6 +195,23 @@ def foreign_key_joins_named(input_topic: str, output: str) -> Topology:
     return builder.build()
 
 
+def _by_length(topic: str, key: str, value: None, partitions: int) -> int:
+    """The partitioner of the "fk-partitioned" topology's tables: by key length."""
+    return len(key) % partitions
+
+
+def foreign_key_joins_partitioned(input_topic: str, output: str) -> Topology:
+    """Tables whose topics are partitioned by key length, not by the default partitioner: the foreign-key join is
+    told so for both (TableJoined.with_)."""
+    builder = StreamsBuilder()
+    builder.stream(input_topic)
+    orders = builder.table(input_topic + "-orders")
+    customers = builder.table(input_topic + "-customers")
+    orders.join(customers, lambda order: order.split(":")[0], _java_concat,
+                table_joined=TableJoined.with_(_by_length, _by_length)).to_stream().to(output)
+    return builder.build()
+
+
 def stream_joins(input_topic: str, output: str) -> Topology:
     builder = StreamsBuilder()
     lines = builder.stream(input_topic)
@@ -260,5 +277,6 @@ def errors(input_topic: str, output: str) -> Topology:
 
 TOPOLOGIES = {"stateless": stateless, "wordcount": wordcount, "table": table, "windowed": windowed, "sliding": sliding,
               "emit": emit, "joins": joins, "table-joins": table_joins, "fk-joins": foreign_key_joins,
-              "fk-named": foreign_key_joins_named, "stream-joins": stream_joins, "split-unnamed": split_unnamed,
-              "split-prefix": split_prefix, "repartition": repartition, "errors": errors}
+              "fk-named": foreign_key_joins_named, "fk-partitioned": foreign_key_joins_partitioned,
+              "stream-joins": stream_joins, "split-unnamed": split_unnamed, "split-prefix": split_prefix,
+              "repartition": repartition, "errors": errors}

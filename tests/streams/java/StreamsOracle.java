@@ -3,7 +3,9 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -24,6 +26,7 @@ import org.apache.kafka.streams.errors.ErrorHandlerContext;
 import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
 import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
 import org.apache.kafka.streams.errors.ProductionExceptionHandler;
+import org.apache.kafka.streams.processor.StreamPartitioner;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
@@ -265,6 +268,18 @@ public final class StreamsOracle {
                 orders.join(customers, order -> order.split(":")[0], (order, customer) -> customer + "/" + order,
                             Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("fk-unnamed-joined"))
                     .toStream().to(output + "-outer");
+                break;
+            }
+            case "fk-partitioned": {
+                // tables whose topics are partitioned by key length, not by the default partitioner: the
+                // foreign-key join is told so for both (TableJoined.with)
+                KTable<String, String> orders = builder.table(input + "-orders");
+                KTable<String, String> customers = builder.table(input + "-customers");
+                StreamPartitioner<String, Void> byLength =
+                    (topic, key, value, partitions) -> Optional.of(Set.of(key.length() % partitions));
+                orders.join(customers, order -> order.split(":")[0], (order, customer) -> order + "+" + customer,
+                            TableJoined.with(byLength, byLength))
+                    .toStream().to(output);
                 break;
             }
             case "stream-joins": {
