@@ -17,8 +17,17 @@ import uuid
 from typing import Iterable, Mapping, Sequence
 
 from kfk import config
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
+from kfk.common.uuids import uuid_to_base64
+from kfk.controller.features import DIRECTORY_ASSIGNMENT_LEVEL
 from kfk.controller.result import ControllerResult
-from kfk.errors import BrokerIdNotRegisteredError, StaleBrokerEpochError, UnsupportedVersionError
+from kfk.errors import (
+    BrokerIdNotRegisteredError,
+    InvalidRegistrationError,
+    StaleBrokerEpochError,
+    UnsupportedVersionError,
+)
+from kfk.metadata.directories import is_reserved
 from kfk.metadata.image import NO_LEADER, Endpoint, MetadataImage
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
@@ -81,11 +90,33 @@ def check_supported_features(image: MetadataImage, supported_features: Mapping[s
                 f"The broker wants a version between {low} and {high}, inclusive.")
 
 
+def check_log_dirs(image: MetadataImage, broker_id: int, log_dirs: Sequence[uuid.UUID]) -> None:
+    """From metadata.version 3.7-IV2 on a broker registers its log dirs' ids: at least one, none of Kafka's
+    reserved ids, no id twice, and none another broker registered (Kafka's checks and messages)."""
+    if not log_dirs:
+        raise InvalidRegistrationError("No directories specified in request")
+    if any(is_reserved(directory) for directory in log_dirs):
+        raise InvalidRegistrationError("Reserved directory ID in request")
+    if len(set(log_dirs)) != len(log_dirs):
+        raise InvalidRegistrationError("Duplicate directory ID in request")
+    for other in image.brokers.values():
+        if other.broker_id != broker_id:
+            for directory in log_dirs:
+                if directory in other.log_dirs:
+                    raise InvalidRegistrationError(f"Broker {other.broker_id} is already registered with directory "
+                                                   f"{uuid_to_base64(directory)}")
+
+
 def register_broker(image: MetadataImage, broker_id: int, incarnation_id: uuid.UUID, endpoints: Sequence[Endpoint],
-                    rack: str | None, supported_features: Mapping[str, tuple[int, int]]) -> ControllerResult[int]:
+                    rack: str | None, supported_features: Mapping[str, tuple[int, int]],
+                    log_dirs: Sequence[uuid.UUID] = ()) -> ControllerResult[int]:
     """A RegisterBrokerRecord (fenced) replacing any earlier registration of the id, with the feature levels the
-    broker supports (refused when a finalized level is not among them); the response is the new broker epoch."""
+    broker supports (refused when a finalized level is not among them) and, from metadata.version 3.7-IV2 on, its
+    log dirs; the response is the new broker epoch."""
     check_supported_features(image, supported_features)
+    records_log_dirs = image.feature_level(METADATA_VERSION_FEATURE_NAME) >= DIRECTORY_ASSIGNMENT_LEVEL
+    if records_log_dirs:
+        check_log_dirs(image, broker_id, log_dirs)
     broker_epoch = image.offset + 1
     previous = image.brokers.get(broker_id)
     if previous is not None and previous.broker_epoch >= broker_epoch:
@@ -100,6 +131,7 @@ def register_broker(image: MetadataImage, broker_id: int, incarnation_id: uuid.U
         rack=rack,
         fenced=True,
         in_controlled_shutdown=False,
+        log_dirs=list(log_dirs) if records_log_dirs else [],
     )
     return ControllerResult(broker_epoch, [record])
 
@@ -121,6 +153,7 @@ def update_broker_endpoints(image: MetadataImage, broker_id: int, endpoints: Seq
         rack=current.rack,
         fenced=current.fenced,
         in_controlled_shutdown=current.in_controlled_shutdown,
+        log_dirs=list(current.log_dirs),
     )
     return ControllerResult(None, [record])
 

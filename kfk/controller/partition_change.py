@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Collection, Iterable
 
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
+from kfk.controller.features import DIRECTORY_ASSIGNMENT_LEVEL
 from kfk.errors import ErrorCode
+from kfk.metadata.directories import default_directory
 from kfk.metadata.image import NO_LEADER, NO_LEADER_CHANGE, MetadataImage, PartitionRegistration
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
@@ -49,6 +52,9 @@ class PartitionChange:
     replicas: tuple[int, ...] | None = None
     adding_replicas: tuple[int, ...] | None = None
     removing_replicas: tuple[int, ...] | None = None
+    directories: tuple[uuid.UUID, ...] | None = None
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
     def record(self, topic_id: uuid.UUID, partition_id: int) -> Message:
         return PartitionChangeRecord(
@@ -57,7 +63,33 @@ class PartitionChange:
             isr=None if self.isr is None else list(self.isr),
             replicas=None if self.replicas is None else list(self.replicas),
             adding_replicas=None if self.adding_replicas is None else list(self.adding_replicas),
-            removing_replicas=None if self.removing_replicas is None else list(self.removing_replicas))
+            removing_replicas=None if self.removing_replicas is None else list(self.removing_replicas),
+            directories=None if self.directories is None else list(self.directories),
+            eligible_leader_replicas=None if self.elr is None else list(self.elr),
+            last_known_elr=None if self.last_known_elr is None else list(self.last_known_elr))
+
+
+def replica_directories(image: MetadataImage, replicas: Iterable[int],
+                        current: PartitionRegistration | None = None) -> tuple[uuid.UUID, ...] | None:
+    """The log dir of each of `replicas` from metadata.version 3.7-IV2 on (None before: records carry no dirs): a
+    replica the partition already has keeps its dir, a new one gets its broker's default (Kafka's
+    PartitionChangeBuilder with ClusterControlManager.defaultDir)."""
+    if image.feature_level(METADATA_VERSION_FEATURE_NAME) < DIRECTORY_ASSIGNMENT_LEVEL:
+        return None
+    kept = dict(zip(current.replicas, current.directories)) if current is not None else {}
+    return tuple(kept.get(replica) or default_directory(_log_dirs(image, replica)) for replica in replicas)
+
+
+def _log_dirs(image: MetadataImage, broker_id: int) -> tuple[uuid.UUID, ...] | None:
+    broker = image.brokers.get(broker_id)
+    return None if broker is None else broker.log_dirs
+
+
+def placed(image: MetadataImage, registration: PartitionRegistration, change: PartitionChange) -> PartitionChange:
+    """`change` with the dirs of its new replica list, when it changes the replicas (see replica_directories)."""
+    if change.replicas is None:
+        return change
+    return replace(change, directories=replica_directories(image, change.replicas, registration))
 
 
 def live_brokers(image: MetadataImage, shutting_down: Collection[int] = ()) -> set[int]:

@@ -593,13 +593,14 @@ class QuorumController:
 
     async def register_broker(self, broker_id: int, endpoints: Sequence[Endpoint], rack: str | None,
                               incarnation_id: uuid.UUID | None = None,
-                              supported_features: Mapping[str, tuple[int, int]] | None = None) -> int:
+                              supported_features: Mapping[str, tuple[int, int]] | None = None,
+                              log_dirs: Sequence[uuid.UUID] = ()) -> int:
         """Register (fenced) a broker incarnation (supporting the feature levels a kfk node does unless told
-        otherwise); returns its broker epoch."""
+        otherwise) with the ids of its log dirs; returns its broker epoch."""
         incarnation_id = incarnation_id or uuid.uuid4()
         features = kfk_supported_features() if supported_features is None else supported_features
         broker_epoch = await self._write(lambda image: cluster_control.register_broker(
-            image, broker_id, incarnation_id, endpoints, rack, features))
+            image, broker_id, incarnation_id, endpoints, rack, features, log_dirs))
         self.shutting_down.pop(broker_id, None)
         if self.heartbeats is not None:
             self.heartbeats.register(broker_id, self.time_ms())
@@ -637,7 +638,7 @@ class QuorumController:
             broker_epoch = await self.register_broker(
                 request.broker_id, cluster_control.endpoints_of(request.listeners), request.rack or None,
                 request.incarnation_id, {feature.name: (feature.min_supported_version, feature.max_supported_version)
-                                         for feature in request.features})
+                                         for feature in request.features}, request.log_dirs)
         except KafkaError as error:
             if error.error_code == ErrorCode.UNSUPPORTED_VERSION:
                 log.warning("refusing the registration of broker %d: %s", request.broker_id, error)

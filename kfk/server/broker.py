@@ -16,6 +16,7 @@ default executor so the event loop keeps serving; compaction runs in the log man
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import os
@@ -123,7 +124,7 @@ from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.meta_properties import MetaProperties
-from kfk.common.uuids import uuid_from_base64
+from kfk.common.uuids import uuid_from_base64, uuid_to_base64
 from kfk.storage.log_dir_lock import LogDirLock, acquire_log_dirs, release_log_dirs
 from kfk.storage.log_files import BROKER_PID_FILE
 from kfk.storage.cleaner_threads import CleanerConfig
@@ -474,11 +475,25 @@ class BrokerServer:
                 lambda: self.metadata_cache.image.offset,
                 lambda: broker_endpoints(self.socket_server.bound, config.advertised_listeners,
                                          config.listener_security_protocol_map, config.controller_listener_names),
-                config.broker_rack, config.broker_heartbeat_interval_ms)
+                config.broker_rack, config.broker_heartbeat_interval_ms, self._directory_ids())
             await self.lifecycle_manager.start()
             self.producer_id_manager = ProducerIdManager(self._allocate_producer_ids)
             self.controller.forward_create_topics = lambda request: self.controller_channel.send(
                 request, CREATE_TOPICS_FORWARD_VERSION)
+
+    def _directory_ids(self) -> list[uuid.UUID]:
+        """The directory.id of each log dir, as the broker registers them. A dir formatted before directory ids
+        existed gets one now, kept in its meta.properties (as Kafka 3.7+ does on start-up)."""
+        ids = []
+        for log_dir in self.log_dirs:
+            meta = MetaProperties.read(log_dir)
+            if meta is None:
+                continue
+            if not meta.directory_id:
+                meta = dataclasses.replace(meta, directory_id=uuid_to_base64(uuid.uuid4()))
+                meta.write(log_dir)
+            ids.append(uuid_from_base64(meta.directory_id))
+        return ids
 
     def _dynamic_quorum(self) -> DynamicQuorum | None:
         """KIP-853: with controller.quorum.bootstrap.servers (and no static voters) the voters are in the metadata

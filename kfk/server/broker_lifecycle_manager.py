@@ -43,8 +43,12 @@ _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
 
 class BrokerLifecycleManager:
     def __init__(self, node_id: int, cluster_id: str, channel: ControllerChannel, metadata_offset: Callable[[], int],
-                 endpoints: Callable[[], Sequence[Endpoint]], rack: str | None, heartbeat_interval_ms: int) -> None:
+                 endpoints: Callable[[], Sequence[Endpoint]], rack: str | None, heartbeat_interval_ms: int,
+                 log_dirs: Sequence[uuid.UUID] = ()) -> None:
         self.node_id = node_id
+        #: The directory ids of the broker's log dirs, which a controller at metadata.version 3.7-IV2 or later
+        #: records (and requires).
+        self.log_dirs = list(log_dirs)
         self.cluster_id = cluster_id
         self.channel = channel
         self.metadata_offset = metadata_offset
@@ -75,7 +79,7 @@ class BrokerLifecycleManager:
             features=[BrokerRegistrationRequest.Feature(name=name, min_supported_version=low,
                                                         max_supported_version=high)
                       for name, (low, high) in supported_features().items()],
-            rack=self.rack, log_dirs=[], previous_broker_epoch=self.broker_epoch)
+            rack=self.rack, log_dirs=self.log_dirs, previous_broker_epoch=self.broker_epoch)
         while True:
             response: BrokerRegistrationResponse = await self.channel.send(
                 request, BROKER_REGISTRATION_VERSION, timeout_ms=2**31 - 1)
