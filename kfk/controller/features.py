@@ -8,9 +8,9 @@ in broker registrations and partitions from 3.7-IV2 (kfk/metadata/directories.py
 writes fits one batch), nor writes controller registrations; it reads both as Kafka writes them.
 
 The other features, by the highest level kfk serves (KFK_MAX_LEVELS): transaction.version 2 (the transaction
-coordinator serves KIP-890 part 2), kraft.version 1 (dynamic voters) and group.version 1 (KIP-848's consumer group
-protocol). eligible.leader.replicas.version, share.version and streams.version are at 0: kfk does not serve them
-(yet), and leaves them out of what it advertises, as a Kafka node leaves out a feature it does not know (kfk serves
+coordinator serves KIP-890 part 2), kraft.version 1 (dynamic voters), group.version 1 (KIP-848's consumer group
+protocol) and eligible.leader.replicas.version 1 (KIP-966's ELR, kfk/controller/partition_change.py).
+share.version and streams.version are at 0: kfk does not serve them (yet), and leaves them out of what it advertises, as a Kafka node leaves out a feature it does not know (kfk serves
 share groups without share.version: kfk/server/handlers/share_groups.py says why). Raise a level here, and nowhere
 else, when kfk serves it.
 """
@@ -18,6 +18,7 @@ else, when kfk serves it.
 from __future__ import annotations
 
 from kfk.common.features import (
+    ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE_NAME,
     FEATURES,
     GROUP_VERSION_FEATURE_NAME,
     KAFKA_LATEST_PRODUCTION,
@@ -42,6 +43,7 @@ KFK_MAX_LEVELS: dict[str, int] = {
     KRAFT_VERSION_FEATURE_NAME: 1,
     TRANSACTION_VERSION_FEATURE_NAME: 2,
     GROUP_VERSION_FEATURE_NAME: 1,
+    ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE_NAME: 1,
 }
 
 

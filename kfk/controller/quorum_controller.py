@@ -245,6 +245,9 @@ class QuorumController:
             return self.config.unclean_leader_election_enable
         return value.strip().lower() == "true"
 
+    def _min_isr(self, topic: str) -> int:
+        return partition_change.min_insync_replicas(self.image, topic, self.config.min_insync_replicas)
+
     def _schedule_reconcile(self) -> None:
         self._reconcile_again = True
         if self._reconciler is None or self._reconciler.done():
@@ -274,7 +277,7 @@ class QuorumController:
         """Leadership after broker changes first; reassignments whose new replicas caught up complete once the
         partition is otherwise settled (one change per partition per write)."""
         live = self._live_brokers(image)
-        records = partition_change.handle_broker_changes(image, live, self._unclean_allowed)
+        records = partition_change.handle_broker_changes(image, live, self._unclean_allowed, self._min_isr)
         if records:
             return records
         return reassignment.reassignment_progress(image, live)
@@ -388,7 +391,8 @@ class QuorumController:
         self.shutting_down[broker_id] = registration.broker_epoch
 
         def operation(image: MetadataImage) -> ControllerResult[list[tuple[str, int]]]:
-            records, remaining = partition_change.controlled_shutdown(image, broker_id, self._live_brokers(image))
+            records, remaining = partition_change.controlled_shutdown(image, broker_id, self._live_brokers(image),
+                                                                      self._min_isr)
             return ControllerResult(remaining, records)
 
         remaining = await self._write(operation)
@@ -635,6 +639,10 @@ class QuorumController:
                         existing.incarnation_id)
             return BrokerRegistrationResponse(error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION)
         try:
+            if existing is not None and request.previous_broker_epoch != existing.broker_epoch \
+                    and partition_change.elr_enabled(self.image):
+                await self._write(lambda image: ControllerResult(None, partition_change.forget_unclean_shutdown(
+                    image, request.broker_id, self._min_isr)))
             broker_epoch = await self.register_broker(
                 request.broker_id, cluster_control.endpoints_of(request.listeners), request.rack or None,
                 request.incarnation_id, {feature.name: (feature.min_supported_version, feature.max_supported_version)
@@ -706,7 +714,7 @@ class QuorumController:
                 raise BrokerIdNotRegisteredError(f"No broker with id {broker_id} is registered.")
             live = self._live_brokers(image) - {broker_id}
             return ControllerResult(None, [
-                *partition_change.handle_broker_changes(image, live, self._unclean_allowed),
+                *partition_change.handle_broker_changes(image, live, self._unclean_allowed, self._min_isr),
                 UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=registration.broker_epoch)])
 
         await self._write(operation)
@@ -716,7 +724,7 @@ class QuorumController:
     async def _fence(self, broker_id: int, broker_epoch: int) -> None:
         def operation(image: MetadataImage) -> ControllerResult[None]:
             live = self._live_brokers(image) - {broker_id}
-            changes = partition_change.handle_broker_changes(image, live, self._unclean_allowed) \
+            changes = partition_change.handle_broker_changes(image, live, self._unclean_allowed, self._min_isr) \
                 if self.manage_leadership else []
             return cluster_control.fence_broker(image, broker_id, broker_epoch, changes)
 
@@ -770,6 +778,8 @@ class QuorumController:
                     error, change = partition_change.alter_partition(
                         registration, request.broker_id, partition.leader_epoch, partition.partition_epoch, new_isr,
                         live)
+                    if change is not None and partition_change.elr_enabled(image):
+                        change = partition_change.with_elr(registration, change, self._min_isr(topic_image.name))
                     errors[(topic.topic_id, partition.partition_index)] = error
                     if change is not None:
                         records.append(change.record(topic.topic_id, partition.partition_index))

@@ -475,7 +475,8 @@ class BrokerServer:
                 lambda: self.metadata_cache.image.offset,
                 lambda: broker_endpoints(self.socket_server.bound, config.advertised_listeners,
                                          config.listener_security_protocol_map, config.controller_listener_names),
-                config.broker_rack, config.broker_heartbeat_interval_ms, self._directory_ids())
+                config.broker_rack, config.broker_heartbeat_interval_ms, self._directory_ids(),
+                self.log_manager.previous_broker_epoch)
             await self.lifecycle_manager.start()
             self.producer_id_manager = ProducerIdManager(self._allocate_producer_ids)
             self.controller.forward_create_topics = lambda request: self.controller_channel.send(
@@ -990,7 +991,9 @@ class BrokerServer:
         if self._log_manager_task is not None:
             self._log_manager_task.cancel()
         if self.log_manager is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
+            # The clean-shutdown marker keeps the broker epoch: the next start tells the controller it was clean.
+            broker_epoch = self.lifecycle_manager.broker_epoch if self.lifecycle_manager is not None else -1
+            await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown, broker_epoch)
         pid_file = Path(self.log_dirs[0], BROKER_PID_FILE)
         if pid_file.exists() and pid_file.read_text().strip() == str(os.getpid()):
             pid_file.unlink()

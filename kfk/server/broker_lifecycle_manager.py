@@ -44,7 +44,7 @@ _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
 class BrokerLifecycleManager:
     def __init__(self, node_id: int, cluster_id: str, channel: ControllerChannel, metadata_offset: Callable[[], int],
                  endpoints: Callable[[], Sequence[Endpoint]], rack: str | None, heartbeat_interval_ms: int,
-                 log_dirs: Sequence[uuid.UUID] = ()) -> None:
+                 log_dirs: Sequence[uuid.UUID] = (), previous_broker_epoch: int = -1) -> None:
         self.node_id = node_id
         #: The directory ids of the broker's log dirs, which a controller at metadata.version 3.7-IV2 or later
         #: records (and requires).
@@ -56,7 +56,9 @@ class BrokerLifecycleManager:
         self.rack = rack
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.incarnation_id = uuid.uuid4()
-        self.broker_epoch = -1
+        #: The last broker epoch this node had: from its clean-shutdown marker at first (-1 after a crash, which
+        #: the controller takes as an unclean shutdown), then its latest registration's.
+        self.broker_epoch = previous_broker_epoch
         self.is_fenced = True
         self._want_shut_down = False
         self._unfenced = asyncio.Event()

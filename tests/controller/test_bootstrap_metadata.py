@@ -48,6 +48,7 @@ def test_without_a_bootstrap_file_the_log_starts_with_kfk_s_default_levels(make_
     cluster = make_cluster(brokers=0)
     assert metadata_log_batches(Path(cluster.log_dir))[0] == [
         FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION_LEVEL),
+        FeatureLevelRecord(name="eligible.leader.replicas.version", feature_level=1),
         FeatureLevelRecord(name="group.version", feature_level=1),
         FeatureLevelRecord(name="transaction.version", feature_level=2)]
     assert not cluster.image.scram_credentials
