@@ -28,7 +28,9 @@ from kfk.common.features import (
     dependency_problem,
     metadata_changed_between,
 )
+from kfk.controller.config_control import elr_safety_records
 from kfk.controller.features import supported_features
+from kfk.controller.partition_change import elr_enabled
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import ErrorCode
 from kfk.metadata.image import MetadataImage
@@ -65,9 +67,11 @@ def _invalid_metadata_version(level: int, message: str) -> ApiError:
 
 
 def update_features(image: MetadataImage, updates: Mapping[str, tuple[int, int]], validate_only: bool,
-                    node_id: int, kraft_version: int, kraft: bool = True) -> ControllerResult[ApiError]:
+                    node_id: int, kraft_version: int, kraft: bool = True,
+                    static_min_insync_replicas: int = 1) -> ControllerResult[ApiError]:
     """`updates`: level and upgrade type by feature name, as the request lists them. Returns the first refusal (or
-    NONE) and, unless `validate_only` or refused, the FeatureLevelRecords."""
+    NONE) and, unless `validate_only` or refused, the FeatureLevelRecords, followed by what eligible leader
+    replicas need when the update turns them on (config_control.elr_safety_records)."""
     current_levels = dict(image.features)
     current_levels[KRAFT_VERSION_FEATURE_NAME] = kraft_version
     proposed = {**current_levels, **{name: level for name, (level, _) in updates.items()}}
@@ -84,7 +88,11 @@ def update_features(image: MetadataImage, updates: Mapping[str, tuple[int, int]]
             return ControllerResult(error, [])
         if name != KRAFT_VERSION_FEATURE_NAME:
             records.append(FeatureLevelRecord(name=name, feature_level=level))
-    return ControllerResult(ApiError(ErrorCode.NONE, None), [] if validate_only else records)
+    if validate_only:
+        return ControllerResult(ApiError(ErrorCode.NONE, None), [])
+    if not elr_enabled(image) and elr_enabled(image.apply(records, image.offset + 1)):
+        records += elr_safety_records(image, static_min_insync_replicas)
+    return ControllerResult(ApiError(ErrorCode.NONE, None), records)
 
 
 def _check_update(image: MetadataImage, name: str, level: int, upgrade_type: int, current: int,

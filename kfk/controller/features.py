@@ -59,9 +59,10 @@ def supported_features() -> dict[str, tuple[int, int]]:
 
 def zookeeper_supported_features() -> dict[str, tuple[int, int]]:
     """What a broker in ZooKeeper mode supports: the same less metadata.version, which is KRaft's (Kafka 3.x's
-    ZooKeeper brokers do not list it)."""
+    ZooKeeper brokers do not list it), and less eligible.leader.replicas.version, which needs a metadata.version."""
     supported = supported_features()
     del supported[METADATA_VERSION_FEATURE_NAME]
+    del supported[ELIGIBLE_LEADER_REPLICAS_VERSION_FEATURE_NAME]
     return supported
 
 

@@ -195,7 +195,8 @@ class QuorumController:
             return False
         self.controller_epoch = epoch
         if METADATA_VERSION_FEATURE_NAME not in self.image.features:
-            await self._write(lambda image: ControllerResult(None, records_for_empty_log(self.bootstrap_records)))
+            await self._write(lambda image: ControllerResult(None, records_for_empty_log(
+                self.bootstrap_records, self.config.min_insync_replicas)))
         if self.heartbeats is not None:
             self.heartbeats.reset(list(self.image.brokers), self.time_ms())
             if self.manage_leadership:  # a single node has nobody to fail over to: it never fences itself
@@ -538,7 +539,8 @@ class QuorumController:
             updates[update.feature] = (update.max_version_level, upgrade_type)
         try:
             error = await self._write(lambda image: feature_control.update_features(
-                image, updates, request.validate_only, self.node_id, self.kraft_version(), self.kraft))
+                image, updates, request.validate_only, self.node_id, self.kraft_version(), self.kraft,
+                self.config.min_insync_replicas))
         except NotControllerError:
             error = _NOT_CONTROLLER
         if error.is_failure:

@@ -293,6 +293,18 @@ def _partition_change_record(delta: _Delta, record: Message) -> None:
     partitions[record.partition_id] = partitions[record.partition_id].merge(record)
 
 
+def _clear_elr_record(delta: _Delta, record: Message) -> None:
+    """A min.insync.replicas change while ELR is on: the ELR and last known ELR of one topic (by name), or of every
+    topic (empty name), start over."""
+    for topic in list(delta.mutable_topics().values()):
+        if record.topic_name and topic.name != record.topic_name:
+            continue
+        partitions = delta.mutable_partitions(topic.topic_id)
+        for index, partition in partitions.items():
+            if partition.elr or partition.last_known_elr:
+                partitions[index] = replace(partition, elr=(), last_known_elr=())
+
+
 def _remove_topic_record(delta: _Delta, record: Message) -> None:
     delta.partitions.pop(record.topic_id, None)
     topic = delta.mutable_topics().pop(record.topic_id, None)
@@ -381,6 +393,7 @@ _HANDLERS = {
     "PartitionRecord": _partition_record,
     "PartitionChangeRecord": _partition_change_record,
     "RemoveTopicRecord": _remove_topic_record,
+    "ClearElrRecord": _clear_elr_record,
     "ConfigRecord": _config_record,
     "RegisterBrokerRecord": _register_broker_record,
     "UnregisterBrokerRecord": _unregister_broker_record,

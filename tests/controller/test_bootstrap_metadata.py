@@ -21,6 +21,7 @@ from tests.cluster.helpers import metadata_log_batches
 
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
 UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
+ConfigRecord = schema_class("ConfigRecord")
 
 
 def _scram_records() -> list:
@@ -50,7 +51,9 @@ def test_without_a_bootstrap_file_the_log_starts_with_kfk_s_default_levels(make_
         FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION_LEVEL),
         FeatureLevelRecord(name="eligible.leader.replicas.version", feature_level=1),
         FeatureLevelRecord(name="group.version", feature_level=1),
-        FeatureLevelRecord(name="transaction.version", feature_level=2)]
+        FeatureLevelRecord(name="transaction.version", feature_level=2),
+        # Eligible leader replicas on: the cluster-wide min.insync.replicas from the static config (Kafka 4.4's).
+        ConfigRecord(resource_type=4, resource_name="", name="min.insync.replicas", value="1")]
     assert not cluster.image.scram_credentials
 
 

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import uuid
 
+from kfk.common.config_types import ConfigResourceType
 from kfk.controller import partition_change
+from kfk.controller.config_control import OpType
+from kfk.errors import ErrorCode
 from kfk.metadata.image import NO_LEADER, PartitionRegistration
 from kfk.protocol.messages.update_features import UpdateFeaturesRequest
+from kfk.protocol.metadata_records import schema_class
 
 from tests.controller.conftest import topic
+from tests.controller.test_configs import incremental
+
+FeatureLevelRecord = schema_class("FeatureLevelRecord")
+BROKER, TOPIC = ConfigResourceType.BROKER, ConfigResourceType.TOPIC
 
 MIN_ISR = 2
 
@@ -86,3 +94,31 @@ def test_the_controller_keeps_the_elr_only_with_the_feature(make_cluster) -> Non
     records = partition_change.handle_broker_changes(cluster.image, {1, 2, 3}, lambda name: False,
                                                      lambda name: 3)
     assert [(record.eligible_leader_replicas, record.last_known_elr) for record in records] == [([], [])]
+
+
+def test_min_insync_replicas_is_cluster_wide_while_the_elr_is_on(make_cluster) -> None:
+    """Kafka's ConfigurationControlManager with ELR: turning it on writes the cluster default from the static
+    config and drops per-broker values; per-broker values and the default's removal are refused; a change clears
+    the ELRs it judged."""
+    cluster = make_cluster(brokers=0, broker_heartbeats=True, manage_leadership=True, bootstrap_records=[
+        FeatureLevelRecord(name="metadata.version", feature_level=33)])
+    for broker_id in (1, 2, 3):
+        cluster.register(broker_id)
+    assert not partition_change.elr_enabled(cluster.image)
+    assert incremental(cluster, BROKER, "2", ("min.insync.replicas", OpType.SET, "2")) == (ErrorCode.NONE, None)
+    enable = UpdateFeaturesRequest(feature_updates=[UpdateFeaturesRequest.FeatureUpdateKey(
+        feature="eligible.leader.replicas.version", max_version_level=1, upgrade_type=1)])
+    assert cluster.run(cluster.controller.update_features(enable, 1)).error_code == ErrorCode.NONE
+    assert dict(cluster.image.config(BROKER, "")) == {"min.insync.replicas": "1"}
+    assert not cluster.image.config(BROKER, "2")  # the per-broker value is gone
+    assert incremental(cluster, BROKER, "2", ("min.insync.replicas", OpType.SET, "2")) == (
+        ErrorCode.INVALID_CONFIG, "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+    assert incremental(cluster, BROKER, "", ("min.insync.replicas", OpType.DELETE, None)) == (
+        ErrorCode.INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+
+    cluster.create(topic("judged", partitions=1, replication_factor=3, configs={"min.insync.replicas": "3"}))
+    stopping = cluster.image.topic("judged").partitions[0].isr[-1]
+    cluster.run(cluster.controller.controlled_shutdown(stopping, cluster.broker_epochs[stopping]))
+    assert cluster.image.topic("judged").partitions[0].elr == (stopping,)
+    assert incremental(cluster, TOPIC, "judged", ("min.insync.replicas", OpType.SET, "2")) == (ErrorCode.NONE, None)
+    assert cluster.image.topic("judged").partitions[0].elr == ()  # a ClearElrRecord for the topic

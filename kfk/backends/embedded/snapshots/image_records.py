@@ -35,7 +35,7 @@ SNAPSHOT_RECORDS = frozenset({"FeatureLevelRecord", "RegisterBrokerRecord", "Top
 CHANGE_RECORDS = frozenset({"PartitionChangeRecord", "RemoveTopicRecord", "UnregisterBrokerRecord",
                             "FenceBrokerRecord", "UnfenceBrokerRecord", "BrokerRegistrationChangeRecord",
                             "RemoveAccessControlEntryRecord", "RemoveUserScramCredentialRecord",
-                            "RemoveDelegationTokenRecord"})
+                            "RemoveDelegationTokenRecord", "ClearElrRecord"})
 
 
 def image_records(image: MetadataImage) -> list[Message]:
