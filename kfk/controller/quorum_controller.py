@@ -196,7 +196,7 @@ class QuorumController:
         self.controller_epoch = epoch
         if METADATA_VERSION_FEATURE_NAME not in self.image.features:
             await self._write(lambda image: ControllerResult(None, records_for_empty_log(
-                self.bootstrap_records, self.config.min_insync_replicas)))
+                self.bootstrap_records, self.config.min_insync_replicas, self.kraft)))
         if self.heartbeats is not None:
             self.heartbeats.reset(list(self.image.brokers), self.time_ms())
             if self.manage_leadership:  # a single node has nobody to fail over to: it never fences itself
