@@ -54,6 +54,7 @@ from kfk.controller.bootstrap_metadata import records_for_empty_log
 from kfk.controller.broker_heartbeat_manager import BrokerControlState, BrokerHeartbeatManager
 from kfk.controller.config_describer import describe_topic_configs
 from kfk.common.features import METADATA_VERSION_FEATURE_NAME
+from kfk.controller.features import DELEGATION_TOKENS_LEVEL, SCRAM_LEVEL
 from kfk.controller.features import supported_features as kfk_supported_features
 from kfk.controller.producer_ids import ProducerIdsBlock, generate_next_producer_ids
 from kfk.controller.result import ApiError, ControllerResult
@@ -517,7 +518,8 @@ class QuorumController:
     async def alter_user_scram_credentials(self, request: AlterUserScramCredentialsRequest
                                            ) -> AlterUserScramCredentialsResponse:
         try:
-            return await self._write(lambda image: scram_control.alter_user_scram_credentials(image, request))
+            return await self._write(lambda image: scram_control.alter_user_scram_credentials(
+                image, request, self._metadata_version_at_least(image, SCRAM_LEVEL)))
         except NotControllerError:
             Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
             users = dict.fromkeys(item.name for item in [*request.deletions, *request.upsertions])
@@ -558,8 +560,16 @@ class QuorumController:
 
     async def create_delegation_token(self, principal: KafkaPrincipal, request: CreateDelegationTokenRequest
                                       ) -> CreateDelegationTokenResponse:
+        if self.delegation_tokens.secret_key is not None \
+                and not self._metadata_version_at_least(self.image, DELEGATION_TOKENS_LEVEL):
+            return CreateDelegationTokenResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)  # checked after the key
         return await self._token_write(delegation_token_control.create_delegation_token, principal, request,
                                        CreateDelegationTokenResponse)
+
+    def _metadata_version_at_least(self, image: MetadataImage, level: int) -> bool:
+        """Whether the finalized metadata.version has `level`'s records (ZooKeeper mode keeps SCRAM credentials
+        and tokens in znodes, whatever its levels say)."""
+        return not self.kraft or image.feature_level(METADATA_VERSION_FEATURE_NAME) >= level
 
     async def renew_delegation_token(self, principal: KafkaPrincipal, request: RenewDelegationTokenRequest
                                      ) -> RenewDelegationTokenResponse:

@@ -1,6 +1,7 @@
 """What a metadata.version changes in the controller's records (kfk/controller/features.py, Kafka 4.4's
 MetadataVersion): the versions it writes registrations and partitions at, log dir ids from 3.7-IV2 on, Kafka's
-registration checks on them, and an upgrade from Kafka 4's oldest level to its newest online. Over a real embedded
+registration checks on them, an upgrade from Kafka 4's oldest level to its newest online, and the levels SCRAM
+credentials and delegation tokens need. Over a real embedded
 backend in tmp_path; the record versions are read back from the log's frames."""
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from kfk.metadata.directories import MIGRATING, UNASSIGNED
 from kfk.protocol.metadata_frame import read_frame_header
 from kfk.protocol.metadata_records import RECORD_TYPES, schema_class
 from kfk.protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from kfk.protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
+from kfk.protocol.messages.create_delegation_token import CreateDelegationTokenRequest
 from kfk.protocol.messages.update_features import UpdateFeaturesRequest
 from kfk.records import iter_batches
+from kfk.security.principal import KafkaPrincipal
 
 from tests.controller.conftest import broker_log_dir, registration, topic
 
@@ -137,3 +141,24 @@ def test_an_online_upgrade_from_the_oldest_level_to_the_newest(make_cluster) -> 
     assert response.error_code == ErrorCode.INVALID_UPDATE_VERSION
     assert "might delete metadata information" in response.error_message
     assert cluster.image.topic("later").partitions[0].leader != NO_NODE
+
+
+def test_scram_credentials_and_tokens_need_the_levels_kafka_gives_them(make_cluster) -> None:
+    """SCRAM credentials from 3.5-IV2, delegation tokens from 3.6-IV2: before them, Kafka's refusals."""
+    for level, allowed in ((10, False), (11, True)):  # 3.5-IV1, 3.5-IV2
+        cluster = at_level(make_cluster, level)
+        response = cluster.run(cluster.controller.alter_user_scram_credentials(AlterUserScramCredentialsRequest(
+            upsertions=[AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
+                name="alice", mechanism=1, iterations=4096, salt=b"salt", salted_password=b"x" * 32)])))
+        [result] = response.results
+        assert (result.error_code, result.error_message) == ((ErrorCode.NONE, None) if allowed else (
+            ErrorCode.UNSUPPORTED_VERSION, "The current metadata.version does not support SCRAM"))
+        assert bool(cluster.image.scram_credentials) == allowed
+    for level, allowed in ((13, False), (14, True)):  # 3.6-IV1, 3.6-IV2
+        bootstrap = [FeatureLevelRecord(name="metadata.version", feature_level=level)]
+        cluster = make_cluster({"delegation.token.secret.key": "s"}, brokers=0, broker_heartbeats=True,
+                               bootstrap_records=bootstrap)
+        response = cluster.run(cluster.controller.create_delegation_token(
+            KafkaPrincipal("User", "alice"), CreateDelegationTokenRequest()))
+        assert response.error_code == (ErrorCode.NONE if allowed else ErrorCode.UNSUPPORTED_VERSION)
+        assert bool(cluster.image.delegation_tokens) == allowed

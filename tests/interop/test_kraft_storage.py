@@ -110,6 +110,10 @@ METADATA_VERSION_FLAGS = [
      "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"),
     (["--release-version", "4.0-IV3", "--feature", "eligible.leader.replicas.version=1"], "4.0-IV3", "4.0-IV3"),
     (["--release-version", "3.3", "--feature", "group.version=1"], "3.3-IV3", "3.3-IV3"),
+    (["--release-version", "3.4", "--add-scram", "SCRAM-SHA-256=[name=alice,password=a]"],
+     "SCRAM is only supported in metadata.version 3.5-IV2 or later.",
+     "SCRAM is only supported in metadata.version 3.5-IV2 or later."),
+    (["--release-version", "3.5", "--add-scram", "SCRAM-SHA-256=[name=alice,password=a]"], "3.5-IV2", "3.5-IV2"),
     (["--feature", "foo.version=1"], "Unsupported feature: foo.version. Supported features are: ",
      "Unsupported feature: foo.version. Supported features are: eligible.leader.replicas.version, group.version, "
      "kraft.version, share.version, streams.version, transaction.version"),
