@@ -20,6 +20,7 @@ from kfk import config
 from kfk.common.features import METADATA_VERSION_FEATURE_NAME
 from kfk.common.uuids import uuid_to_base64
 from kfk.controller.features import DIRECTORY_ASSIGNMENT_LEVEL
+from kfk.controller.partition_change import PartitionChange
 from kfk.controller.result import ControllerResult
 from kfk.errors import (
     BrokerIdNotRegisteredError,
@@ -167,15 +168,22 @@ def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) 
 
 
 def unfence_broker(image: MetadataImage, broker_id: int, broker_epoch: int) -> ControllerResult[None]:
-    """Unfence the broker and make it the leader of every leaderless partition whose ISR holds it."""
+    """Unfence the broker and make it the leader of every leaderless partition whose ISR holds it, or whose ISR is
+    empty and whose eligible leader replicas hold it (KIP-966: it then leads alone)."""
     check_broker_epoch(image, broker_id, broker_epoch)
     records: list[Message] = [
         BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch, fenced=UNFENCE)]
     for topic in image.topics_by_id.values():
         for partition_id, partition in topic.partitions.items():
-            if partition.leader == NO_LEADER and broker_id in partition.isr:
+            if partition.leader != NO_LEADER:
+                continue
+            if broker_id in partition.isr:
                 records.append(PartitionChangeRecord(partition_id=partition_id, topic_id=topic.topic_id,
                                                      leader=broker_id))
+            elif not partition.isr and broker_id in partition.elr:
+                records.append(PartitionChange(
+                    leader=broker_id, isr=(broker_id,), elr=tuple(r for r in partition.elr if r != broker_id),
+                    last_known_elr=() if partition.last_known_elr else None).record(topic.topic_id, partition_id))
     return ControllerResult(None, records)
 
 

@@ -38,6 +38,7 @@ from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
 
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
+ClearElrRecord = schema_class("ClearElrRecord")
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 #: A feature a node does not know: Kafka's VersionRange 0-0 (QuorumFeatures.DISABLED).
@@ -90,8 +91,13 @@ def update_features(image: MetadataImage, updates: Mapping[str, tuple[int, int]]
             records.append(FeatureLevelRecord(name=name, feature_level=level))
     if validate_only:
         return ControllerResult(ApiError(ErrorCode.NONE, None), [])
-    if not elr_enabled(image) and elr_enabled(image.apply(records, image.offset + 1)):
+    enabled, will_be = elr_enabled(image), elr_enabled(image.apply(records, image.offset + 1))
+    if will_be and not enabled:
         records += elr_safety_records(image, static_min_insync_replicas)
+    elif enabled and not will_be:
+        # Every partition's ELR and last known ELR go with the feature, at once (Kafka's controller drops each
+        # partition's at its next change instead), so no broker or tool shows stale ones.
+        records.append(ClearElrRecord())
     return ControllerResult(ApiError(ErrorCode.NONE, None), records)
 
 

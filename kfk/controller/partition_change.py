@@ -173,25 +173,23 @@ def _target_elr(registration: PartitionRegistration, isr: tuple[int, ...], min_i
 
 def with_elr(registration: PartitionRegistration, change: PartitionChange | None, min_isr: int,
              elr: tuple[int, ...] | None = None, unclean_shutdown: Collection[int] = ()) -> PartitionChange | None:
-    """`change` with the ELR and last known ELR its ISR leaves (Kafka's PartitionChangeBuilder): `elr` when the
-    election already decided it, else computed from the new ISR; a leader taken from the ELR leaves it, and the
-    members dropped for an unclean shutdown become the last known ELR."""
+    """`change` with the ELR its ISR leaves (Kafka's PartitionChangeBuilder): `elr` when the election already
+    decided it, else computed from the new ISR; a leader taken from the ELR leaves it. The last known ELR is Kafka
+    4.4's default (its balanced recovery): the last leader, recorded when the partition loses its leader, cleared
+    when it has one again."""
     isr = registration.isr if change is None or change.isr is None else change.isr
     if elr is None:
         elr = _target_elr(registration, isr, min_isr, unclean_shutdown)
     leader = registration.leader if change is None or change.leader is None else change.leader
     elr = tuple(replica for replica in elr if replica != leader and replica not in isr)
-    if len(isr) >= min_isr or (change is not None and change.isr == (leader,) and leader not in registration.isr
-                               and leader not in registration.elr):
-        last_known: tuple[int, ...] = ()  # cleared with the ELR, and by an unclean election
-    else:
-        known = set(registration.elr) | set(registration.isr) | set(registration.last_known_elr)
-        last_known = tuple(sorted(replica for replica in known if replica not in isr and replica not in elr))
     updates = {}
     if elr != registration.elr:
         updates["elr"] = elr
-    if last_known != registration.last_known_elr:
-        updates["last_known_elr"] = last_known
+    new_leader = None if change is None else change.leader
+    if new_leader == NO_LEADER and not registration.last_known_elr:
+        updates["last_known_elr"] = (registration.leader,)
+    elif new_leader is not None and new_leader != NO_LEADER and registration.last_known_elr:
+        updates["last_known_elr"] = ()
     if not updates:
         return change
     return replace(change or PartitionChange(), **updates)
@@ -207,8 +205,6 @@ def handle_broker_changes(image: MetadataImage, live: Collection[int],
     for topic_name, topic_id, partition_id, registration in _partitions(image):
         change = elect_after_broker_changes(registration, live, unclean_allowed(topic_name),
                                             f"{topic_name}-{partition_id}", min_isr(topic_name) if elr else None)
-        if change is None and registration.elr and not elr:
-            change = PartitionChange(elr=(), last_known_elr=())  # eligible leader replicas were disabled
         if change is not None:
             records.append(change.record(topic_id, partition_id))
     return records
@@ -216,8 +212,7 @@ def handle_broker_changes(image: MetadataImage, live: Collection[int],
 
 def forget_unclean_shutdown(image: MetadataImage, broker_id: int, min_isr: Callable[[str], int]) -> list[Message]:
     """A broker registering with a previous broker epoch that is not its registration's did not shut down cleanly:
-    its log may lack what it acknowledged, so it leaves every ELR (kept as last known ELR), as Kafka's
-    handleBrokerUncleanShutdown does."""
+    its log may lack what it acknowledged, so it leaves every ELR, as Kafka's handleBrokerUncleanShutdown does."""
     records: list[Message] = []
     for topic_name, topic_id, partition_id, registration in _partitions(image):
         if broker_id in registration.elr:

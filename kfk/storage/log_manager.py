@@ -121,7 +121,7 @@ class LogManager:
         for log_dir in self.log_dirs:
             try:
                 with open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), "rb") as marker:
-                    epochs.add(int(json.loads(marker.read())["broker_epoch"]))
+                    epochs.add(int(json.loads(marker.read())["brokerEpoch"]))
             except (OSError, ValueError, KeyError, TypeError):
                 return -1
         return epochs.pop() if len(epochs) == 1 else -1
@@ -494,7 +494,8 @@ class LogManager:
                 log.close()
             self._write_checkpoints()
             self.deletion_queue.run_all()
-            marker = json.dumps({"version": "0", "broker_epoch": str(broker_epoch)}).encode("utf-8")
+            # Kafka's CleanShutdownFileHandler content, which its brokers read back as their previous broker epoch.
+            marker = json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")).encode("utf-8")
             for log_dir in self.log_dirs:
                 atomic_write(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), marker)
             self._started = False

@@ -46,7 +46,7 @@ def test_an_empty_log_is_bootstrapped_once_with_the_credentials(make_cluster) ->
 
 
 def test_without_a_bootstrap_file_the_log_starts_with_kfk_s_default_levels(make_cluster) -> None:
-    cluster = make_cluster(brokers=0)
+    cluster = make_cluster(brokers=0, broker_heartbeats=True)  # KRaft
     assert metadata_log_batches(Path(cluster.log_dir))[0] == [
         FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION_LEVEL),
         FeatureLevelRecord(name="eligible.leader.replicas.version", feature_level=1),

@@ -254,7 +254,7 @@ def test_every_kafka_4_broker_name_is_known_and_others_are_reported() -> None:
          "append"],
 )
 def test_dynamic_broker_configs_refused_as_kafka_refuses_them(cluster, name, ops, message) -> None:
-    before = dict(cluster.image.config(BROKER, name))  # the cluster default holds min.insync.replicas (ELR on)
+    before = dict(cluster.image.config(BROKER, name))
     code, error_message = incremental(cluster, BROKER, name, *ops)
     assert code == (ErrorCode.INVALID_CONFIG if ops[0][1] == OpType.APPEND else ErrorCode.INVALID_REQUEST)
     assert message is None or error_message == message
@@ -270,9 +270,7 @@ def test_dynamic_broker_configs_are_written_and_described_with_their_sources(clu
     assert incremental(cluster, BROKER, "1", ("listener.security.protocol.map", OpType.SUBTRACT,
                                               "SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL")) == (
         ErrorCode.NONE, None)  # APPEND started from the default list
-    # min.insync.replicas: the cluster-wide value eligible leader replicas need, written at bootstrap (as Kafka 4.4).
-    assert dict(cluster.image.config(BROKER, "")) == {"log.retention.ms": "5000", "log.cleaner.threads": "2",
-                                                      "min.insync.replicas": "1"}
+    assert dict(cluster.image.config(BROKER, "")) == {"log.retention.ms": "5000", "log.cleaner.threads": "2"}
     assert dict(cluster.image.config(BROKER, "1")) == {
         "log.retention.ms": "7000", "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
                                                                       "EXTRA:PLAINTEXT"}
@@ -297,8 +295,6 @@ def test_dynamic_broker_configs_are_written_and_described_with_their_sources(clu
         ("log.cleaner.threads", "2", (ConfigSynonym("log.cleaner.threads", "2",
                                                     ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),)),
         ("log.retention.ms", "5000", (ConfigSynonym("log.retention.ms", "5000",
-                                                    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),)),
-        ("min.insync.replicas", "1", (ConfigSynonym("min.insync.replicas", "1",
                                                     ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),))]
 
     assert config.reconfigure({}, {}) == changed  # deleted: server.properties and the defaults again

@@ -1,8 +1,8 @@
 """Eligible leader replicas (KIP-966, eligible.leader.replicas.version 1 at metadata.version 4.0-IV1 or later): the
 ISR may empty, the replicas it loses below min.insync.replicas stay eligible to lead, a live one leads when no ISR
-member is, an unclean shutdown makes a replica ineligible (its id kept as last known ELR), and an ISR back at
-min.insync.replicas clears both. Pure functions of partition_change, then the controller with the feature on and
-off over a real embedded backend."""
+member is, an unclean shutdown makes a replica ineligible, an ISR back at min.insync.replicas clears the ELR, and the
+last known ELR holds the last leader while there is none (Kafka 4.4's default). Pure functions of partition_change,
+then the controller with the feature on and off over a real embedded backend."""
 
 from __future__ import annotations
 
@@ -43,9 +43,10 @@ def test_replicas_the_isr_loses_below_min_isr_stay_eligible_and_one_leads_when_n
     # Brokers 1 and 3 die: the ISR is below min ISR, so 1 and 3 join the ELR; 2 leads.
     one_left = after(full, partition_change.elect_after_broker_changes(full, {2}, False, min_isr=MIN_ISR))
     assert (one_left.leader, one_left.isr, one_left.elr, one_left.leader_epoch) == (2, (2,), (1, 3), 6)
-    # Broker 2 dies too: the ISR empties (no longer kept at its last member) and every replica is eligible.
+    # Broker 2 dies too: the ISR empties (no longer kept at its last member), every replica is eligible, and the
+    # last leader is the last known ELR.
     empty = after(one_left, partition_change.elect_after_broker_changes(one_left, set(), False, min_isr=MIN_ISR))
-    assert (empty.leader, empty.isr, empty.elr) == (NO_LEADER, (), (1, 2, 3))
+    assert (empty.leader, empty.isr, empty.elr, empty.last_known_elr) == (NO_LEADER, (), (1, 2, 3), (2,))
     # Broker 3 returns first: as an eligible leader replica it leads alone, and leaves the ELR.
     back = after(empty, partition_change.elect_after_broker_changes(empty, {3}, False, min_isr=MIN_ISR))
     assert (back.leader, back.isr, back.elr, back.last_known_elr) == (3, (3,), (1, 2), ())
@@ -60,19 +61,19 @@ def test_an_isr_back_at_min_isr_clears_the_elr() -> None:
     assert (grown.isr, grown.elr, grown.last_known_elr) == ((2, 3), (), None)
 
 
-def test_an_unclean_shutdown_leaves_a_replica_only_in_the_last_known_elr() -> None:
-    empty = partition(isr=(), leader=NO_LEADER, elr=(1, 2))
+def test_an_unclean_shutdown_makes_a_replica_ineligible() -> None:
+    empty = partition(isr=(), leader=NO_LEADER, elr=(1, 2), last_known_elr=(1,))
     change = partition_change.with_elr(empty, None, MIN_ISR, unclean_shutdown={2})
-    assert (change.elr, change.last_known_elr) == ((1,), (2,))
+    assert (change.elr, change.last_known_elr) == ((1,), None)  # the last known leader stays
     nobody = partition_change.with_elr(partition(isr=(), leader=NO_LEADER, elr=(2,)), None, MIN_ISR,
                                        unclean_shutdown={2})
-    assert (nobody.elr, nobody.last_known_elr) == ((), (2,))
+    assert nobody.elr == ()
 
 
 def test_an_unclean_election_clears_the_elr() -> None:
-    registration = partition(isr=(), leader=NO_LEADER, elr=(1,), replicas=(1, 2, 3))
+    registration = partition(isr=(), leader=NO_LEADER, elr=(1,), last_known_elr=(1,), replicas=(1, 2, 3))
     change = partition_change.elect_after_broker_changes(registration, {3}, True, min_isr=MIN_ISR)
-    assert (change.leader, change.isr, change.elr, change.last_known_elr) == (3, (3,), (), None)
+    assert (change.leader, change.isr, change.elr, change.last_known_elr) == (3, (3,), (), ())
 
 
 def test_the_controller_keeps_the_elr_only_with_the_feature(make_cluster) -> None:
@@ -91,9 +92,7 @@ def test_the_controller_keeps_the_elr_only_with_the_feature(make_cluster) -> Non
         feature="eligible.leader.replicas.version", max_version_level=0, upgrade_type=2)])
     assert cluster.run(cluster.controller.update_features(disable, 1)).error_code == 0
     assert not partition_change.elr_enabled(cluster.image)
-    records = partition_change.handle_broker_changes(cluster.image, {1, 2, 3}, lambda name: False,
-                                                     lambda name: 3)
-    assert [(record.eligible_leader_replicas, record.last_known_elr) for record in records] == [([], [])]
+    assert cluster.image.topic("elr").partitions[0].elr == ()  # a ClearElrRecord went with the feature
 
 
 def test_min_insync_replicas_is_cluster_wide_while_the_elr_is_on(make_cluster) -> None:

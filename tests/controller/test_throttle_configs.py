@@ -19,8 +19,7 @@ def test_throttle_rates_are_dynamic_broker_configs(cluster) -> None:
     assert incremental(cluster, BROKER, "", ("leader.replication.throttled.rate", OpType.SET, "5")) == (
         ErrorCode.NONE, None)
     assert dict(cluster.image.config(BROKER, "2")) == {RATE: "1000"}
-    assert dict(cluster.image.config(BROKER, "")) == {"leader.replication.throttled.rate": "5",
-                                                      "min.insync.replicas": "1"}  # ELR's, from the bootstrap
+    assert dict(cluster.image.config(BROKER, "")) == {"leader.replication.throttled.rate": "5"}
     assert incremental(cluster, BROKER, "2", (RATE, OpType.SET, "-1"))[0] == ErrorCode.INVALID_REQUEST  # as Kafka
     assert incremental(cluster, BROKER, "2", (RATE, OpType.SET, "1000"),
                        ("log.retention.hours", OpType.SET, "1")) == (
