@@ -159,14 +159,14 @@ class KeyValueStore:
             if self._changelog is not None:
                 self._changelog(key, value, timestamp)
             return
-        self._observe(key)
         task = self._task
         source = task.source
         self.cache.put(key, None if value is None else _TIMESTAMP.pack(timestamp) + value, timestamp,
                        () if source is None else source[6], task.current)
 
     def _observe(self, key: bytes) -> None:
-        """A window or session store's stream time advances with every write, cached or not."""
+        """A window or session store's stream time advances with each write to its local store (for a cached store,
+        at the flush: as Kafka's segmented store under a cache, it expires only what it has been given)."""
 
     def _write_flushed(self, entries: list[tuple[bytes, CacheEntry]]) -> None:
         """The cache's flush: each entry goes to the local store and the changelog, and downstream with the value
@@ -177,6 +177,7 @@ class KeyValueStore:
         try:
             for key, entry in entries:
                 raw, old = entry.value, self._bytes.get(key)
+                self._observe(key)
                 if raw is None:
                     if old is None:
                         continue
@@ -198,11 +199,14 @@ class KeyValueStore:
     def _flushed_key(self, key: bytes) -> Any:
         return self.key_serde.deserialize(key)
 
-    def _range(self, lower: bytes, upper: bytes) -> Iterator[tuple[bytes, bytes]]:
-        """The raw entries with keys in [lower, upper] in key order, the cache's over the local store's."""
+    def _range(self, lower: bytes, upper: bytes, stored_lower: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """The raw entries with keys in [lower, upper] in key order, the cache's over the local store's; from the
+        local store only those from `stored_lower` (its unexpired part: Kafka's caching stores do not expire what
+        the cache holds)."""
+        stored = self._bytes.range(lower if stored_lower is None else max(lower, stored_lower), upper)
         if self.cache is None:
-            return self._bytes.range(lower, upper)
-        return _merged(self._bytes.range(lower, upper), self.cache.range(lower, upper))
+            return stored
+        return _merged(stored, self.cache.range(lower, upper))
 
     def _items(self) -> Iterator[tuple[bytes, bytes]]:
         if self.cache is None:
@@ -281,13 +285,16 @@ class WindowStore(KeyValueStore):
     def fetch_windows(self, key: Any, earliest_start: int, latest_start: int) -> list[tuple[int, Any, int]]:
         """`key`'s windows that start in [earliest_start, latest_start], earliest first, as (start, aggregate,
         timestamp). Like Kafka's segmented stores, it leaves out the windows that started ``retention_ms`` or more
-        before the latest window start it has seen (when it has a retention)."""
+        before the latest window start its local store has seen (when it has a retention; windows still in the
+        record cache are returned, as Kafka's caching store returns them)."""
+        unexpired = earliest_start
         if self.retention_ms is not None:
-            earliest_start = max(earliest_start, self.observed_start - self.retention_ms + 1)
+            unexpired = max(earliest_start, self.observed_start - self.retention_ms + 1)
         prefix = self.key_serde.serialize(key)
         found = []
         for stored_key, raw in self._range(prefix + _WINDOW_SUFFIX.pack(max(earliest_start, 0), 0),
-                                           prefix + _WINDOW_SUFFIX.pack(latest_start, 0x7FFFFFFF)):
+                                           prefix + _WINDOW_SUFFIX.pack(latest_start, 0x7FFFFFFF),
+                                           prefix + _WINDOW_SUFFIX.pack(max(unexpired, 0), 0)):
             if len(stored_key) == len(prefix) + _WINDOW_SUFFIX.size:
                 start = _TIMESTAMP.unpack_from(stored_key, len(prefix))[0]
                 found.append((start, self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]))
@@ -335,7 +342,8 @@ class SessionStore(KeyValueStore):
     sessions are ordered by end; its values are the plain aggregates (Kafka's session stores keep no timestamp).
 
     Like Kafka's segmented stores, it stops returning sessions that ended ``retention_ms`` or more before the
-    latest session end it has seen: a record then starts a new session instead of merging with an expired one."""
+    latest session end its local store has seen: a record then starts a new session instead of merging with an
+    expired one (sessions still in the record cache are found, as Kafka's caching store finds them)."""
 
     def __init__(self, name: str, key_serde: Serde, value_serde: Serde, path: Path | None,
                  changelog: ChangelogWriter | None, retention_ms: int) -> None:
@@ -346,11 +354,13 @@ class SessionStore(KeyValueStore):
     def find_sessions(self, key: Any, earliest_end: int, latest_start: int) -> list[tuple[Window, Any]]:
         """The live sessions of `key` that end at or after `earliest_end` and start at or before `latest_start`,
         by end, then start."""
-        earliest_end = max(earliest_end, self.observed_end - self.retention_ms + 1, 0)
+        earliest_end = max(earliest_end, 0)
+        unexpired = max(earliest_end, self.observed_end - self.retention_ms + 1)
         prefix = self.key_serde.serialize(key)
         found = []
         for stored_key, raw in self._range(prefix + _SESSION_SUFFIX.pack(earliest_end, 0),
-                                           prefix + _SESSION_SUFFIX.pack(0x7FFFFFFFFFFFFFFF, latest_start)):
+                                           prefix + _SESSION_SUFFIX.pack(0x7FFFFFFFFFFFFFFF, latest_start),
+                                           prefix + _SESSION_SUFFIX.pack(unexpired, 0)):
             if len(stored_key) != len(prefix) + _SESSION_SUFFIX.size:
                 continue
             end, start = _SESSION_SUFFIX.unpack_from(stored_key, len(prefix))
