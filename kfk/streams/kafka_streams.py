@@ -324,14 +324,19 @@ class KafkaStreams:
 
     def metrics(self) -> dict[str, float]:
         """This instance's metrics, by Kafka Streams' names, summed over its tasks: dropped-records-total (the
-        records the exception handlers skipped), restore-total (changelog records restored into active tasks) and
-        update-total (changelog records applied to standby tasks)."""
+        records the exception handlers skipped), restore-total (changelog records restored into active tasks),
+        update-total (changelog records applied to standby tasks) and, with the record cache on, hit-ratio-avg (the
+        share of cached stores' reads the cache answered, over the open tasks' stores)."""
         dropped = sum(thread.dropped_records + sum(task.dropped_records for task in list(thread.tasks.values()))
                       for thread in self._threads)
         restored = sum(thread.restored_records for thread in self._threads)
         updated = self.standby_updater.updated_records if self.standby_updater is not None else 0
-        return {"dropped-records-total": float(dropped), "restore-total": float(restored),
-                "update-total": float(updated)}
+        metrics = {"dropped-records-total": float(dropped), "restore-total": float(restored),
+                   "update-total": float(updated)}
+        caches = [thread.cache for thread in self._threads if thread.cache is not None]
+        if caches:
+            metrics["hit-ratio-avg"] = ThreadCache.hit_ratio(*caches)
+        return metrics
 
     def _thread_running(self) -> None:
         if self.state is State.REBALANCING and all(thread.assigned for thread in self._threads):

@@ -182,6 +182,7 @@ def test_word_count_on_a_broker_sends_fewer_records_and_the_same_final_counts(st
             assert time.monotonic() < deadline, f"{last} never reached {dict(expected)}"
             time.sleep(0.5)
         assert dict(streams.store("counts").all()) == dict(expected)
+        assert 0 < streams.metrics()["hit-ratio-avg"] <= 1  # eleven words: most counts are read from the cache
     finally:
         assert streams.close()
     assert streams.error is None
