@@ -73,25 +73,26 @@ class NamedCache:
         size = len(key) + (0 if value is None else len(value)) + _ENTRY_OVERHEAD_BYTES
         if metadata is not None:
             size += len(metadata.topic)
-        for header_key, header_value in headers:
-            size += len(header_key) + (0 if header_value is None else len(header_value))
+        if headers:
+            for header_key, header_value in headers:
+                size += len(header_key) + (0 if header_value is None else len(header_value))
         entries = self.entries
-        previous = entries.get(key)
+        previous = entries.pop(key, None)  # (re)inserted last: the most recently used
+        growth = size
         if previous is not None:
-            self.size_bytes -= previous.size
-            self.thread_cache.size_bytes -= previous.size
-            entries.move_to_end(key)
+            growth -= previous.size
         elif self._sorted is not None:
             bisect.insort(self._sorted, key)
         entries[key] = CacheEntry(value, True, timestamp, headers, metadata, size)
         dirty = self.dirty
         dirty.pop(key, None)
         dirty[key] = None
-        self.size_bytes += size
+        self.size_bytes += growth
         thread_cache = self.thread_cache
-        thread_cache.size_bytes += size
-        while thread_cache.size_bytes > thread_cache.max_bytes and entries:
-            self._evict()
+        thread_cache.size_bytes += growth
+        if thread_cache.size_bytes > thread_cache.max_bytes:
+            while thread_cache.size_bytes > thread_cache.max_bytes and entries:
+                self._evict()
 
     def _evict(self) -> None:
         key, entry = self.entries.popitem(last=False)

@@ -172,27 +172,27 @@ class KeyValueStore:
         """The cache's flush: each entry goes to the local store and the changelog, and downstream with the value
         the local store held before (Kafka's caching stores and cache flush listeners); an entry that deletes a
         key the local store never had is dropped."""
-        task, listener = self._task, self.flush_listener
+        task, listener, changelog, local = self._task, self.flush_listener, self._changelog, self._bytes
+        observe, deserialize, unpack = self._observe, self.value_serde.deserialize, _TIMESTAMP.unpack_from
         current = task.current
         try:
             for key, entry in entries:
-                raw, old = entry.value, self._bytes.get(key)
-                self._observe(key)
+                raw, old = entry.value, local.get(key)
+                observe(key)
                 if raw is None:
                     if old is None:
                         continue
-                    self._bytes.delete(key)
+                    local.delete(key)
                     value, timestamp = None, entry.timestamp
                 else:
-                    self._bytes.put(key, raw)
-                    value, timestamp = raw[8:], _TIMESTAMP.unpack_from(raw)[0]
-                if self._changelog is not None:
-                    self._changelog(key, value, timestamp)
+                    local.put(key, raw)
+                    value, timestamp = raw[8:], unpack(raw)[0]
+                if changelog is not None:
+                    changelog(key, value, timestamp)
                 if listener is not None:
                     task.current = entry.metadata
-                    listener(self._flushed_key(key), None if value is None else self.value_serde.deserialize(value),
-                             None if old is None else self.value_serde.deserialize(old[8:]), timestamp,
-                             entry.headers)
+                    listener(self._flushed_key(key), None if value is None else deserialize(value),
+                             None if old is None else deserialize(old[8:]), timestamp, entry.headers)
         finally:
             task.current = current
 

@@ -1,6 +1,6 @@
 """The word count as a process of its own, for the tests that kill it: python -m tests.streams.wordcount_app
-<bootstrap> <application.id> <input> <output> <state.dir> <processing.guarantee> [<instance> [<statestore.cache.max.bytes>]]
-(the cache off by default: the tests check every update). It runs until SIGTERM
+<bootstrap> <application.id> <input> <output> <state.dir> <processing.guarantee> [<instance>
+[<statestore.cache.max.bytes>]] (the cache off by default: the tests check every update). It runs until SIGTERM
 (a clean close) or SIGKILL, and prints "RUNNING" once the group has given it its tasks. Instances of one application
 are told apart by <instance> (their static group membership)."""
 
