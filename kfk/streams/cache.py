@@ -8,8 +8,9 @@ entry flushes its whole named cache, the evicted entry first, then the other dir
 last written. Flushing hands the dirty entries to the store (kfk.streams.state), which writes them to its local
 store and changelog and forwards them downstream: so N updates of one key between two flushes leave one record.
 
-Sizes are Kafka's estimates of an entry's memory: the key, the value, and the record context the entry keeps (the
-timestamp, offset, topic, partition and headers of the record that wrote it), plus the entry's bookkeeping.
+An entry's size follows Kafka's estimate of its memory: the key, the value, and the record context the entry keeps
+(the timestamp, offset, topic, partition and headers of the record that wrote it), plus the entry's bookkeeping. A
+size of 0 means no cache at all (kfk.streams then writes and forwards every update at once).
 """
 
 from __future__ import annotations
@@ -141,7 +142,8 @@ class NamedCache:
         return [(key, entries[key]) for key in keys[bisect.bisect_left(keys, lower):bisect.bisect_right(keys, upper)]]
 
     def items(self) -> Iterator[tuple[bytes, CacheEntry]]:
-        return iter(sorted(self.entries.items(), key=lambda item: item[0]))
+        """Every entry in key order (a copy taken at once: interactive queries read from other threads)."""
+        return iter(sorted(list(self.entries.items())))  # keys are unique: entries are never compared
 
     def clear(self) -> None:
         """Drop every entry without flushing (a task closed uncleanly: its writes are lost with its transaction)."""
