@@ -12,6 +12,7 @@ from kfk.streams.config import StreamsConfig
 from kfk.streams.kafka_streams import KafkaStreams, MissingSourceTopicException, State
 from kfk.streams.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from kfk.streams.kstream import Branched, BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, StreamsBuilder
+from kfk.streams.materialized import Materialized
 from kfk.streams.processor import Change, Processor, ProcessorContext, Record, TaskId
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import BufferConfig, Suppressed
@@ -19,7 +20,7 @@ from kfk.streams.topology import StoreBuilder, Topology, TopologyException
 from kfk.streams.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Window, Windowed
 
 __all__ = [
-    "Branched", "BranchedKStream", "GlobalKTable", "HostInfo", "KeyQueryMetadata", "StreamsMetadata", "BufferConfig", "Suppressed", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
+    "Branched", "BranchedKStream", "GlobalKTable", "HostInfo", "KeyQueryMetadata", "StreamsMetadata", "BufferConfig", "Suppressed", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Materialized", "Processor",
     "ProcessorContext", "Record", "Serde", "Serdes", "StoreBuilder", "StreamsBuilder", "StreamsConfig", "TaskId", "SessionWindows", "SlidingWindows",
     "TimeWindows", "Topology", "TopologyException", "Window", "Windowed",
 ]

@@ -54,7 +54,8 @@ STREAMS_CONFIG_DEF = ConfigDef([
     ConfigKey("replication.factor", ConfigType.INT, -1, None,
               "Replication factor of internal topics; -1 means the broker's default.replication.factor."),
     ConfigKey("statestore.cache.max.bytes", ConfigType.LONG, 10 * 1024 * 1024, at_least(0),
-              "Record cache size; kfk.streams forwards every update (Kafka's behaviour with 0)."),
+              "The record cache of the instance, divided evenly between its stream threads (kfk.streams.cache); "
+              "0 turns caching off: every update goes downstream."),
     ConfigKey("cache.max.bytes.buffering", ConfigType.LONG, 10 * 1024 * 1024, at_least(0),
               "Deprecated name of statestore.cache.max.bytes."),
     ConfigKey("client.id", ConfigType.STRING, "", None, "Prefix of the clients' client.id."),
@@ -141,6 +142,17 @@ class StreamsConfig:
         self.client_id: str = values["client.id"] or self.application_id
         self.poll_ms: int = values["poll.ms"]
         self.application_server: str = values["application.server"]
+        self.statestore_cache_max_bytes: int = values["statestore.cache.max.bytes"]
+        if "cache.max.bytes.buffering" in streams:
+            if "statestore.cache.max.bytes" in streams:
+                log.warning("Both deprecated config cache.max.bytes.buffering and the new config "
+                            "statestore.cache.max.bytes are set, hence cache.max.bytes.buffering is ignored and "
+                            "statestore.cache.max.bytes is used.")
+            else:
+                log.warning("Deprecated config cache.max.bytes.buffering is set, and will be used; we suggest "
+                            "setting the new config statestore.cache.max.bytes instead as deprecated "
+                            "cache.max.bytes.buffering would be removed in the future.")
+                self.statestore_cache_max_bytes = values["cache.max.bytes.buffering"]
 
     def exception_handlers(self) -> ExceptionHandlers:
         """One task's exception handlers, each class instantiated and configured anew (Kafka Streams gives every

@@ -1,8 +1,12 @@
 """The processors behind the DSL's operators, with Kafka Streams' semantics record for record (each forwards what
-Kafka's KStream*/KTable* processor of the same name forwards, with the record cache off).
+Kafka's KStream*/KTable* processor of the same name forwards).
 
 Stateful ones read and write a timestamped key-value store: the aggregate's timestamp is the largest timestamp of
 the records it has seen for the key, as in Kafka, and that is the timestamp of the update they forward.
+
+The aggregations and materialized table sources (CachedForwarding) forward each update themselves only when their
+store is not cached; a cached store's updates go downstream when the record cache flushes them (kfk.streams.cache):
+the latest value of each key, with the value the store held before as its old value.
 """
 
 from __future__ import annotations
@@ -110,7 +114,26 @@ class Branch(Processor):
                 return
 
 
-class StreamAggregate(Processor):
+class CachedForwarding(Processor):
+    """A processor whose store ``store_name`` may be cached: then ``caching`` is set, process() forwards nothing,
+    and the store's flushes forward through forward_flushed() (Kafka's TimestampedTupleForwarder and cache flush
+    listener)."""
+
+    store_name: str
+    caching = False
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        store = context.get_state_store(self.store_name)
+        if store.cache is not None:
+            self.caching = True
+            store.flush_listener = self.forward_flushed
+
+    def forward_flushed(self, key: Any, new: Any, old: Any, timestamp: int, headers: tuple) -> None:
+        self.context.forward(Record(key, Change(new, old), timestamp, headers))
+
+
+class StreamAggregate(CachedForwarding):
     """count() and aggregate(): records without a key are skipped, as Kafka skips them."""
 
     def __init__(self, store_name: str, initializer: Callable[[], Any],
@@ -129,11 +152,12 @@ class StreamAggregate(Processor):
             aggregate, timestamp = old[0], max(old[1], record.timestamp)
         new = self.aggregator(record.key, record.value, aggregate)
         store.put(record.key, new, timestamp)
-        self.context.forward(Record(record.key, Change(new, None if old is None else old[0]), timestamp,
-                                    record.headers))
+        if not self.caching:
+            self.context.forward(Record(record.key, Change(new, None if old is None else old[0]), timestamp,
+                                        record.headers))
 
 
-class StreamReduce(Processor):
+class StreamReduce(CachedForwarding):
     """reduce(): the first value of a key is its aggregate; records without a key or value are skipped."""
 
     def __init__(self, store_name: str, reducer: Callable[[Any, Any], Any]) -> None:
@@ -150,11 +174,12 @@ class StreamReduce(Processor):
         else:
             value, timestamp = self.reducer(old[0], record.value), max(old[1], record.timestamp)
         store.put(record.key, value, timestamp)
-        self.context.forward(Record(record.key, Change(value, None if old is None else old[0]), timestamp,
-                                    record.headers))
+        if not self.caching:
+            self.context.forward(Record(record.key, Change(value, None if old is None else old[0]), timestamp,
+                                        record.headers))
 
 
-class TableSource(Processor):
+class TableSource(CachedForwarding):
     """builder.table(): each record is the key's new value (None deletes it), kept in the table's store."""
 
     def __init__(self, store_name: str) -> None:
@@ -167,7 +192,8 @@ class TableSource(Processor):
         store = self.context.get_state_store(self.store_name)
         old = store.get(record.key)
         store.put(record.key, record.value, record.timestamp)
-        self.context.forward(record.with_value(Change(record.value, old)))
+        if not self.caching:
+            self.context.forward(record.with_value(Change(record.value, old)))
 
 
 class StreamTableJoin(Processor):
@@ -261,7 +287,7 @@ class TableToStream(Processor):
         self.context.forward(record.with_value(record.value.new_value))
 
 
-class WindowAggregate(Processor):
+class WindowAggregate(CachedForwarding):
     """A windowed count()/aggregate()/reduce(): the record is added to each of its windows that is still open
     (stream time < window end + grace), and each updated window is forwarded with a Windowed key."""
 
@@ -295,10 +321,17 @@ class WindowAggregate(Processor):
                 old, timestamp = stored[0], max(record.timestamp, stored[1])
                 new = self.aggregator(record.key, record.value, old)
             store.put_window(record.key, window.start, new, timestamp)
-            self.context.forward(Record(Windowed(record.key, window), Change(new, old), timestamp, record.headers))
+            if not self.caching:
+                self.context.forward(Record(Windowed(record.key, window), Change(new, old), timestamp,
+                                            record.headers))
+
+    def forward_flushed(self, key: tuple[Any, int], new: Any, old: Any, timestamp: int, headers: tuple) -> None:
+        record_key, start = key
+        self.context.forward(Record(Windowed(record_key, Window(start, start + self.windows.size_ms)),
+                                    Change(new, old), timestamp, headers))
 
 
-class SlidingWindowAggregate(Processor):
+class SlidingWindowAggregate(CachedForwarding):
     """A sliding-windowed count()/aggregate()/reduce() (Kafka's KStreamSlidingWindowAggregate): a record at t is
     added to the key's windows that hold t, its left window [t - d, t] is created from the aggregate of the window
     before it (the records of the last d ms), the previous record's right window is created when t falls in it, and
@@ -394,8 +427,9 @@ class SlidingWindowAggregate(Processor):
         """The record's right window holds exactly the later records the found window holds: its aggregate."""
         start = record.timestamp + 1
         store.put_window(record.key, start, aggregate[0], aggregate[1])
-        self.context.forward(Record(Windowed(record.key, Window(start, start + self.difference)),
-                                    Change(aggregate[0], None), aggregate[1], record.headers))
+        if not self.caching:
+            self.context.forward(Record(Windowed(record.key, Window(start, start + self.difference)),
+                                        Change(aggregate[0], None), aggregate[1], record.headers))
 
     def _update(self, store: Any, record: Record, start: int, old: Any, old_timestamp: int,
                 close_time: int) -> None:
@@ -407,8 +441,14 @@ class SlidingWindowAggregate(Processor):
         new = self.aggregator(record.key, record.value, old)
         timestamp = record.timestamp if old is None else max(record.timestamp, old_timestamp)
         store.put_window(record.key, start, new, timestamp)
-        self.context.forward(Record(Windowed(record.key, Window(start, end)), Change(new, old), timestamp,
-                                    record.headers))
+        if not self.caching:
+            self.context.forward(Record(Windowed(record.key, Window(start, end)), Change(new, old), timestamp,
+                                        record.headers))
+
+    def forward_flushed(self, key: tuple[Any, int], new: Any, old: Any, timestamp: int, headers: tuple) -> None:
+        record_key, start = key
+        self.context.forward(Record(Windowed(record_key, Window(start, start + self.difference)), Change(new, old),
+                                    timestamp, headers))
 
 
 class JoinWindowed(Processor):
@@ -536,7 +576,7 @@ class WindowedTableSuppress(Processor):
                 self.context.forward(Record(key, Change(new, old), buffered.timestamp, buffered.headers))
 
 
-class SessionWindowAggregate(Processor):
+class SessionWindowAggregate(CachedForwarding):
     """A session-windowed count()/aggregate()/reduce(): a record joins every session of its key that ends at most
     the gap before it or starts at most the gap after it; those sessions are merged (``merger(key, aggregate,
     session's aggregate)``, from the initial aggregate), removed and forwarded as tombstones, and the merged session,
@@ -569,9 +609,18 @@ class SessionWindowAggregate(Processor):
         if (start, end) != (timestamp, timestamp):
             for window, value in merged:
                 store.put_session(record.key, window, None, timestamp)
-                self.context.forward(Record(Windowed(record.key, window), Change(None, value), window.end,
-                                            record.headers))
+                if not self.caching:
+                    self.context.forward(Record(Windowed(record.key, window), Change(None, value), window.end,
+                                                record.headers))
         aggregate = self.aggregator(record.key, record.value, aggregate)
         session = Window(start, end)
         store.put_session(record.key, session, aggregate, timestamp)
-        self.context.forward(Record(Windowed(record.key, session), Change(aggregate, None), end, record.headers))
+        if not self.caching:
+            self.context.forward(Record(Windowed(record.key, session), Change(aggregate, None), end,
+                                        record.headers))
+
+    def forward_flushed(self, key: tuple[Any, Window], new: Any, old: Any, timestamp: int, headers: tuple) -> None:
+        """A session's update goes downstream at the session's end, as Kafka's session cache flush listener sends
+        it."""
+        record_key, window = key
+        self.context.forward(Record(Windowed(record_key, window), Change(new, old), window.end, headers))

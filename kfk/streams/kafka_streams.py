@@ -11,15 +11,20 @@ source topic of a sub-topology) together. A thread then runs task "<sub-topology
 of that sub-topology's topics.
 
 Processing guarantees:
-- at_least_once: every commit.interval.ms the thread flushes its producer, checks every send, writes the stores'
-  checkpoints, then commits the consumed offsets.
+- at_least_once: every commit.interval.ms the thread flushes its record cache, flushes its producer, checks every
+  send, writes the stores' checkpoints, then commits the consumed offsets.
 - exactly_once_v2: one transactional producer per thread (transactional.id <application.id>-<process id>-<thread
   index>, the process id kept in the state directory so a restarted instance fences its predecessor at once); the
   outputs, changelog writes and consumed offsets (send_offsets_to_transaction with the consumer's group metadata)
-  commit or abort together. The consumer reads read_committed, and a store is rebuilt from its committed changelog
-  after a crash.
+  commit or abort together (the record cache is flushed into the transaction before it commits). The consumer
+  reads read_committed, and a store is rebuilt from its committed changelog after a crash.
 
-The record cache is off: every update is forwarded, as Kafka Streams does with statestore.cache.max.bytes=0.
+The record cache (kfk.streams.cache): statestore.cache.max.bytes (10 MiB by default) is divided evenly between the
+stream threads; each thread's cache holds the updates of its tasks' cached stores (the DSL's aggregations and
+materialized tables, and Processor API stores built with caching enabled) until a commit, a clean close or an
+eviction flushes them, so a key updated N times between two commits goes downstream, to its changelog and to its
+local store once, with its latest value. With statestore.cache.max.bytes=0 nothing is cached and every update is
+forwarded.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from kfk.client import Admin, Consumer, ConsumerRecord, NewTopic, Producer
 from kfk.client.producer.partitioner import partition_for_key
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import KafkaError, TopicExistsError
+from kfk.streams.cache import ThreadCache, cache_bytes_per_thread
 from kfk.streams.config import StreamsConfig
 from kfk.streams.metadata import (NOT_AVAILABLE, KeyQueryMetadata, PartitionsByHost, StreamsAssignor, StreamsMetadata,
                                   StreamsSubscription, parse_host_info)
@@ -318,14 +324,19 @@ class KafkaStreams:
 
     def metrics(self) -> dict[str, float]:
         """This instance's metrics, by Kafka Streams' names, summed over its tasks: dropped-records-total (the
-        records the exception handlers skipped), restore-total (changelog records restored into active tasks) and
-        update-total (changelog records applied to standby tasks)."""
+        records the exception handlers skipped), restore-total (changelog records restored into active tasks),
+        update-total (changelog records applied to standby tasks) and, with the record cache on, hit-ratio-avg (the
+        share of cached stores' reads the cache answered, over the open tasks' stores)."""
         dropped = sum(thread.dropped_records + sum(task.dropped_records for task in list(thread.tasks.values()))
                       for thread in self._threads)
         restored = sum(thread.restored_records for thread in self._threads)
         updated = self.standby_updater.updated_records if self.standby_updater is not None else 0
-        return {"dropped-records-total": float(dropped), "restore-total": float(restored),
-                "update-total": float(updated)}
+        metrics = {"dropped-records-total": float(dropped), "restore-total": float(restored),
+                   "update-total": float(updated)}
+        caches = [thread.cache for thread in self._threads if thread.cache is not None]
+        if caches:
+            metrics["hit-ratio-avg"] = ThreadCache.hit_ratio(*caches)
+        return metrics
 
     def _thread_running(self) -> None:
         if self.state is State.REBALANCING and all(thread.assigned for thread in self._threads):
@@ -414,6 +425,9 @@ class StreamThread(threading.Thread):
         transactional_id = f"{config.application_id}-{streams.process_id}-{index}" if config.exactly_once else None
         self.producer = Producer(config.producer_config(f"{client_id}-producer", transactional_id))
         self.restore_consumer = Consumer(config.restore_consumer_config(f"{client_id}-restore-consumer"))
+        cache_bytes = cache_bytes_per_thread(config.statestore_cache_max_bytes, config.num_stream_threads)
+        #: The thread's record cache (None when statestore.cache.max.bytes is 0: nothing is cached).
+        self.cache = ThreadCache(cache_bytes) if cache_bytes > 0 else None
         self.subtopologies = {subtopology.id: subtopology for subtopology in streams.topology.sub_topologies()}
         self.topic_subtopology = {self._internal(topic): subtopology.id
                                   for subtopology in self.subtopologies.values()
@@ -479,7 +493,7 @@ class StreamThread(threading.Thread):
                                   key_serde=self.config.key_serde, value_serde=self.config.value_serde,
                                   state_dir=streams.state_dir, internal_topic=self._internal,
                                   global_stores=streams.global_stores,
-                                  exception_handlers=self.config.exception_handlers())
+                                  exception_handlers=self.config.exception_handlers(), cache=self.cache)
                 restored = restore_stores(task, self.config.exactly_once, self.restore_consumer, timeout_s=120)
                 if restored:
                     log.info("task %s restored %d changelog records", task_id, restored)
@@ -577,8 +591,11 @@ class StreamThread(threading.Thread):
         return highwater is not None and self.consumer.position(partition) >= highwater
 
     def commit(self) -> None:
-        """Make everything processed so far durable, and commit the consumed offsets (in the transaction under
+        """Flush the record cache (its updates go downstream, to the changelogs and the local stores), make
+        everything processed so far durable, and commit the consumed offsets (in the transaction under
         exactly_once_v2)."""
+        for task in self.tasks.values():
+            task.flush_cache()
         offsets = {partition: OffsetAndMetadata(offset) for partition, offset in self.consumed.items()
                    if partition in self.task_of}
         if self.config.exactly_once:

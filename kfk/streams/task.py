@@ -22,6 +22,7 @@ from typing import Any
 from kfk.client import ConsumerRecord, FutureRecordMetadata, Producer
 from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaError
+from kfk.streams.cache import ThreadCache
 from kfk.streams.errors import (ErrorHandlerContext, ExceptionHandlers, FailedProcessingException, ProducerRecord,
                                 Result, SerializationExceptionOrigin, StreamsException, handler_result)
 from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMetadata, TaskId
@@ -73,10 +74,11 @@ class StreamTask:
                  producer: Producer, key_serde: Serde, value_serde: Serde, state_dir: Path,
                  internal_topic: Callable[[str], str], in_memory: bool = False,
                  global_stores: dict[str, KeyValueStore] | None = None,
-                 exception_handlers: ExceptionHandlers | None = None) -> None:
+                 exception_handlers: ExceptionHandlers | None = None, cache: ThreadCache | None = None) -> None:
         """``in_memory``: keep every store in memory (the TopologyTestDriver's), whatever the topology asks;
         ``global_stores``: the instance's global stores, which any processor may read; ``exception_handlers``:
-        Kafka's defaults (fail on every error) unless given."""
+        Kafka's defaults (fail on every error) unless given; ``cache``: the thread's record cache, which the
+        stores the topology caches use (None: no store is cached)."""
         self.id = task_id
         self.handlers = exception_handlers or ExceptionHandlers.defaults()
         #: Records dropped by a handler's RESUME (Kafka's dropped-records-total).
@@ -110,6 +112,13 @@ class StreamTask:
         self.changelog_last: dict[TopicPartition, FutureRecordMetadata] = {}
         self.stores, self.changelogs = build_stores(task_id, subtopology, topology, application_id, key_serde,
                                                     value_serde, self.directory, in_memory, self._changelog_writer)
+        #: The stores in the record cache, in the topology's order (the order a commit flushes them in).
+        self.cached_stores = []
+        if cache is not None:
+            for name, store in self.stores.items():
+                if topology.store_builders[name].caching and isinstance(store, KeyValueStore):
+                    store.enable_cache(cache, f"{task_id}-{name}", self)
+                    self.cached_stores.append(store)
         self.processors: dict[str, Processor] = {}
         for node in self.nodes.values():
             if node.kind is NodeKind.PROCESSOR:
@@ -278,6 +287,16 @@ class StreamTask:
                                    "would be sent.")
         failure.__cause__ = error
         self.send_exception = failure
+
+    def flush_cache(self) -> bool:
+        """Flush the cached stores (a commit's first step, before the producer's flush): their dirty entries go to
+        the local stores, the changelogs and downstream. Whether anything was dirty."""
+        flushed = False
+        for store in self.cached_stores:
+            if store.cache.dirty:
+                flushed = True
+                store.cache.flush()
+        return flushed
 
     def check_sends(self) -> None:
         """After the producer's flush: hand each failed send to the production handler, then raise a failure it

@@ -96,20 +96,24 @@ def test_suppress_emits_each_window_once_when_it_closes_and_its_buffer_restores(
         assert second.read_output("out", value_serde=Serdes.long()) == expected
 
 
-def test_session_reduce_merges_the_sessions_a_record_bridges() -> None:
+@pytest.mark.parametrize("cache_bytes", [0, 10 * 1024 * 1024])
+def test_session_reduce_merges_the_sessions_a_record_bridges(cache_bytes: int) -> None:
     builder = StreamsBuilder()
     (builder.stream("in").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 20))
      .reduce(lambda joined, value: joined + value, "sessions").to_stream()
      .map(lambda windowed, value: (f"{windowed.key}@{windowed.window.start}-{windowed.window.end}", value))
      .to("out"))
-    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+    with TopologyTestDriver(builder.build(), {**CONFIG, "statestore.cache.max.bytes": cache_bytes}) as driver:
         for value, timestamp in (("a", 10), ("b", 20), ("c", 15), ("d", 40), ("e", 12), ("f", 3)):
             driver.pipe_input("in", "k", value, timestamp)
         # c (15) bridges [10] and [20]; d (40) starts a session; e (12) is late but [10, 20] has not closed
-        # (40 - 20 grace - 5 gap = 15); f (3) would make a session [3, 3], closed: dropped
+        # (40 - 20 grace - 5 gap = 15); f (3) would make a session [3, 3], closed: dropped. e replaces [10, 20]
+        # with itself: without the cache a tombstone and the new value go out, with it (flushed after the
+        # record, as the driver commits) only the new value
+        replaced = [("k@10-20", None, 20)] if cache_bytes == 0 else []
         assert driver.read_output("out") == [
             ("k@10-10", "a", 10), ("k@20-20", "b", 20), ("k@10-10", None, 10), ("k@20-20", None, 20),
-            ("k@10-20", "abc", 20), ("k@40-40", "d", 40), ("k@10-20", None, 20), ("k@10-20", "abce", 20)]
+            ("k@10-20", "abc", 20), ("k@40-40", "d", 40), *replaced, ("k@10-20", "abce", 20)]
 
 
 def test_stream_left_join_emits_the_unjoined_after_the_window_and_global_join_looks_up_any_key() -> None:
