@@ -51,6 +51,15 @@ STREAMS_CONFIG_DEF = ConfigDef([
     ConfigKey("num.standby.replicas", ConfigType.INT, 0, at_least(0),
               "Standby replicas per stateful task, each on another instance: copies of its stores kept up to date "
               "from their changelogs, so that a task that moves restores only the changelog's tail."),
+    ConfigKey("acceptable.recovery.lag", ConfigType.LONG, 10_000, at_least(0),
+              "The most changelog records an instance may lag behind on a stateful task and still be given it as an "
+              "active task (it is caught up); a task's target instance that lags more gets a warm-up replica first."),
+    ConfigKey("max.warmup.replicas", ConfigType.INT, 2, at_least(1),
+              "The most warm-up replicas (standbys beyond num.standby.replicas, restoring a task on the instance it "
+              "should move to) assigned at once across the application."),
+    ConfigKey("probing.rebalance.interval.ms", ConfigType.LONG, 600_000, at_least(60_000),
+              "How long after a rebalance that assigned warm-up replicas the next (probing) rebalance comes, to move "
+              "the tasks whose warm-ups have caught up."),
     ConfigKey("replication.factor", ConfigType.INT, -1, None,
               "Replication factor of internal topics; -1 means the broker's default.replication.factor."),
     ConfigKey("statestore.cache.max.bytes", ConfigType.LONG, 10 * 1024 * 1024, at_least(0),
@@ -137,6 +146,9 @@ class StreamsConfig:
                                         else _COMMIT_INTERVAL_MS[self.processing_guarantee])
         self.num_stream_threads: int = values["num.stream.threads"]
         self.num_standby_replicas: int = values["num.standby.replicas"]
+        self.acceptable_recovery_lag: int = values["acceptable.recovery.lag"]
+        self.max_warmup_replicas: int = values["max.warmup.replicas"]
+        self.probing_rebalance_interval_ms: int = values["probing.rebalance.interval.ms"]
         self.replication_factor: int = values["replication.factor"]
         self.client_id: str = values["client.id"] or self.application_id
         self.poll_ms: int = values["poll.ms"]
