@@ -15,6 +15,7 @@ kfk's run and Java's use the same application.id one after the other, so they re
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -44,25 +45,26 @@ def fill_changelog(bootstrap: str, application_id: str, input_topic: str, partit
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(input_topic, partitions, 1),
                              NewTopic(changelog, partitions, 1, {"cleanup.policy": "compact"})])
-    value = b"v" * value_bytes
     total = 0
     with Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20}) as producer:
         for index in range(records):
-            key = f"key-{index:010d}".encode()
+            key, value = f"key-{index:010d}".encode(), os.urandom(value_bytes)  # incompressible, as RocksDB sees it
             producer.send(changelog, value, key, partition=index % partitions)
             total += len(key) + len(value)
     return total
 
 
-def run_kfk(bootstrap: str, application_id: str, input_topic: str, state_dir: Path) -> tuple[int, float, float]:
-    """Records restored, seconds from the first restore's start to the last one's end, seconds to RUNNING."""
+def run_kfk(bootstrap: str, application_id: str, input_topic: str, state_dir: Path, keys: int
+            ) -> tuple[int, float, float]:
+    """Records restored, seconds from the first restore's start to the last one's end, seconds to RUNNING; the
+    store is then checked to hold every key."""
     spans: list[tuple[float, float, int]] = []
     restore_stores = kafka_streams.restore_stores
 
-    def timed(*args, **kwargs) -> int:
+    def timed(*args, **kwargs) -> dict:
         began = time.monotonic()
         restored = restore_stores(*args, **kwargs)
-        spans.append((began, time.monotonic(), restored))
+        spans.append((began, time.monotonic(), sum(restored.values())))
         return restored
 
     kafka_streams.restore_stores = timed  # type: ignore[assignment]
@@ -77,6 +79,9 @@ def run_kfk(bootstrap: str, application_id: str, input_topic: str, state_dir: Pa
         if streams.wait_for_state(State.RUNNING, State.ERROR, timeout=900) is not State.RUNNING:
             raise SystemExit(f"kfk.streams did not reach RUNNING: {streams.error!r}")
         running = time.monotonic() - started
+        held = streams.store("store").approximate_num_entries()
+        if held != keys:
+            raise SystemExit(f"kfk.streams' store holds {held} keys after restoring, not {keys}")
     finally:
         streams.close()
         kafka_streams.restore_stores = restore_stores
@@ -124,7 +129,8 @@ def main() -> None:
                 shutil.rmtree(state_dir, ignore_errors=True)
                 try:
                     if run == "kfk":
-                        restored, seconds, running = run_kfk(bootstrap, application_id, input_topic, state_dir)
+                        restored, seconds, running = run_kfk(bootstrap, application_id, input_topic, state_dir,
+                                                                    records)
                     else:
                         restored, seconds, running = run_java(bootstrap, application_id, input_topic, state_dir,
                                                               args.partitions)

@@ -536,6 +536,7 @@ class StreamThread(threading.Thread):
 
     def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         streams = self.streams
+        created: list[StreamTask] = []
         for partition in sorted(assigned):
             task_id = TaskId(self.topic_subtopology[partition.topic], partition.partition)
             task = self.tasks.get(task_id)
@@ -548,12 +549,14 @@ class StreamThread(threading.Thread):
                                   state_dir=streams.state_dir, internal_topic=self._internal,
                                   global_stores=streams.global_stores,
                                   exception_handlers=self.config.exception_handlers())
-                restored = restore_stores(task, self.config.exactly_once, self.restore_consumer, timeout_s=120)
-                if restored:
-                    log.info("task %s restored %d changelog records", task_id, restored)
-                self.restored_records += restored
+                created.append(task)
                 self.tasks[task_id] = task
             self.task_of[partition] = task
+        for task_id, restored in restore_stores(created, self.config.exactly_once, self.restore_consumer,
+                                                timeout_s=120).items():
+            if restored:
+                log.info("task %s restored %d changelog records", task_id, restored)
+            self.restored_records += restored
         if streams.standby_updater is not None:
             streams.standby_updater.assign(self.name, set(self.assignor.standby_tasks), set(self.tasks),
                                            self.assignor.warmup_tasks)

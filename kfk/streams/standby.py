@@ -118,8 +118,8 @@ class StandbyUpdater(threading.Thread):
                 with self._lock:
                     if not self._reassign:  # else the tasks changed while polling: read again from the positions
                         task_of = {partition: task for task in self.tasks.values() for partition in task.store_of}
-                        for record in records:
-                            task_of[record.topic_partition].apply(record)
+                        for partition, batch in records.by_partition().items():
+                            task_of[partition].apply(partition, batch)
                         self.updated_records += len(records)
                         self._probe_if_warmed_up()
                     if time.monotonic() - last_checkpoint >= interval_s:

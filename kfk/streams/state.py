@@ -48,6 +48,17 @@ class _MemoryBytes:
     def delete(self, key: bytes) -> None:
         self.data.pop(key, None)
 
+    def write(self, batch: list[tuple[bytes, bytes | None]]) -> None:
+        data = self.data
+        for key, value in batch:
+            if value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
+
+    def flush(self) -> None:
+        pass
+
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         return iter(sorted(self.data.items()))
 
@@ -63,6 +74,9 @@ class _RocksDBBytes:
         import rocksdict  # the optional extra; open_bytes_store checks it is there
         path.mkdir(parents=True, exist_ok=True)
         self.db = rocksdict.Rdict(str(path), options=rocksdict.Options(raw_mode=True))
+        self._write_batch = rocksdict.WriteBatch
+        self._unlogged = rocksdict.WriteOptions()
+        self._unlogged.disable_wal = True
 
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(key)
@@ -72,6 +86,19 @@ class _RocksDBBytes:
 
     def delete(self, key: bytes) -> None:
         del self.db[key]
+
+    def write(self, batch: list[tuple[bytes, bytes | None]]) -> None:
+        """One write of many keys, past the write-ahead log (flush() makes it durable)."""
+        write_batch = self._write_batch(raw_mode=True)
+        for key, value in batch:
+            if value is None:
+                write_batch.delete(key)
+            else:
+                write_batch.put(key, value)
+        self.db.write(write_batch, self._unlogged)
+
+    def flush(self) -> None:
+        self.db.flush()
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         return iter(self.db.items())
@@ -155,6 +182,17 @@ class KeyValueStore:
         else:
             self._bytes.put(key, _TIMESTAMP.pack(timestamp) + value)
 
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Apply changelog records (key, value, timestamp) in one write, as Kafka Streams restores a batch into
+        RocksDB: past the write-ahead log, so flush() before a checkpoint counts them."""
+        pack = _TIMESTAMP.pack
+        self._bytes.write([(key, None if value is None else pack(timestamp) + value)
+                           for key, value, timestamp in records])
+
+    def flush(self) -> None:
+        """Make every write durable (the restored batches, which skipped the write-ahead log)."""
+        self._bytes.flush()
+
     def close(self) -> None:
         self._bytes.close()
 
@@ -217,6 +255,12 @@ class WindowStore(KeyValueStore):
         start = _TIMESTAMP.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)[0]
         self.observed_start = max(self.observed_start, start)
         super().restore(key, value, timestamp)
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        offset = -_WINDOW_SUFFIX.size
+        self.observed_start = max(self.observed_start, max(
+            (_TIMESTAMP.unpack_from(key, len(key) + offset)[0] for key, _, _ in records), default=-1))
+        super().restore_batch(records)
 
     def _window_key(self, key: Any, start: int) -> bytes:
         return self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(start, 0)
@@ -287,6 +331,12 @@ class SessionStore(KeyValueStore):
         self.observed_end = max(self.observed_end, end)
         super().restore(key, value, timestamp)
 
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        offset = -_SESSION_SUFFIX.size
+        self.observed_end = max(self.observed_end, max(
+            (_TIMESTAMP.unpack_from(key, len(key) + offset)[0] for key, _, _ in records), default=-1))
+        super().restore_batch(records)
+
 
 _INT = struct.Struct(">i")
 
@@ -345,6 +395,9 @@ class OuterJoinStore(KeyValueStore):
             self._bytes.delete(key)
         else:
             self._bytes.put(key, value)
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        self._bytes.write([(key, value) for key, value, _ in records])
 
 
 def _list_elements(raw: bytes) -> list[bytes]:
@@ -492,6 +545,13 @@ class SuppressionBuffer:
             return
         buffered = self._entries[key] = _Buffered.deserialize(value)
         self._min_time = buffered.time if self._min_time is None else min(self._min_time, buffered.time)
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        for key, value, timestamp in records:
+            self.restore(key, value, timestamp)
+
+    def flush(self) -> None:
+        pass
 
     def close(self) -> None:
         self.wipe()
