@@ -11,10 +11,16 @@ num.standby.replicas that restores the task's stores (at most max.warmup.replica
 kept off its target the leader asks for a probing rebalance after probing.rebalance.interval.ms, and an instance whose
 warm-ups have all caught up asks for one at once (kfk.streams.standby): the task then moves to its target, which
 restores only the changelog's tail. A task no instance is caught up on goes to its target.
+
+Standbys go to instances other than the active's, the least loaded first. With rack.aware.assignment.tags (KIP-708)
+each instance also reports its client tags (client.tag.<key>), and a task's standbys go where, for every listed tag,
+the value differs from the active's and from the standbys' placed before (a tag whose values are all taken by then no
+longer constrains the next one); when no instance is left that way, the least loaded others take the rest.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
@@ -23,6 +29,8 @@ from kfk.common.structs import TopicPartition
 from kfk.streams.processor import TaskId
 
 __all__ = ["AssignmentConfigs", "ClientState", "TaskAssignment", "LATEST_OFFSET", "assign_tasks", "task_lag"]
+
+log = logging.getLogger("kfk.streams")
 
 #: The offset sum an instance reports for a task it runs (Kafka's Task.LATEST_OFFSET): it has no lag.
 LATEST_OFFSET = -2
@@ -35,13 +43,16 @@ class AssignmentConfigs(NamedTuple):
     acceptable_recovery_lag: int = 10_000
     max_warmup_replicas: int = 2
     probing_rebalance_interval_ms: int = 600_000
+    rack_aware_assignment_tags: tuple[str, ...] = ()
 
 
 class ClientState(NamedTuple):
-    """One instance as the leader sees it: its members (one per stream thread) and the offset sums it reported."""
+    """One instance as the leader sees it: its members (one per stream thread), the offset sums it reported, and its
+    client tags."""
 
     members: list[str]
     offset_sums: Mapping[TaskId, int]
+    tags: Mapping[str, str] = {}
 
 
 class TaskAssignment(NamedTuple):
@@ -101,7 +112,8 @@ def assign_tasks(target: Mapping[str, list[TopicPartition]], clients: Mapping[st
         owner[task] = to
         kept[task] = member
     active = {task: instance_of[member] for task, member in owner.items() if task in stateful and member in instance_of}
-    standbys = _standby_tasks(active, clients, member_load, configs.num_standby_replicas)
+    standbys = _standby_tasks(active, clients, member_load, configs.num_standby_replicas,
+                              configs.rack_aware_assignment_tags)
     warmups: dict[str, set[TaskId]] = {}
     budget = configs.max_warmup_replicas
     for task, member in sorted(kept.items()):
@@ -116,20 +128,39 @@ def assign_tasks(target: Mapping[str, list[TopicPartition]], clients: Mapping[st
 
 
 def _standby_tasks(active: Mapping[TaskId, str], clients: Mapping[str, ClientState], member_load: Counter,
-                   replicas: int) -> dict[str, set[TaskId]]:
+                   replicas: int, tag_keys: tuple[str, ...]) -> dict[str, set[TaskId]]:
     """Each member's standby tasks: for every stateful active task, up to ``replicas`` instances other than the one
-    running it (fewer when there are not that many other instances, as Kafka Streams), the instances with the fewest
-    standbys first, and in an instance its member with the fewest tasks."""
+    running it (fewer when there are not that many other instances, as Kafka Streams), on other tag values where
+    ``tag_keys`` asks, the instances with the fewest standbys first, and in an instance its member with the fewest
+    tasks."""
     standbys: dict[str, set[TaskId]] = {}
     if replicas <= 0:
         return standbys
     instance_standbys = dict.fromkeys(clients, 0)
+    tag_values = {key: {client.tags.get(key) for client in clients.values()} for key in tag_keys}
     for task, active_instance in sorted(active.items()):
-        others = sorted((process_id for process_id in clients if process_id != active_instance),
-                        key=lambda process_id: (instance_standbys[process_id], process_id))
-        for process_id in others[:replicas]:
+        placed = [active_instance]
+        while len(placed) <= replicas:
+            free = [process_id for process_id in clients if process_id not in placed]
+            if not free:
+                break
+            apart = [process_id for process_id in free
+                     if not _shares_tag_value(clients[process_id], placed, clients, tag_values)]
+            if not apart:
+                log.warning("task %s: no instance left whose %s differ from those of %s; its other standbys go to the "
+                            "least loaded instances", task, ", ".join(tag_keys), ", ".join(placed))
+            process_id = min(apart or free, key=lambda candidate: (instance_standbys[candidate], candidate))
             member = min(clients[process_id].members, key=lambda name: (member_load[name], name))
             standbys.setdefault(member, set()).add(task)
             member_load[member] += 1
             instance_standbys[process_id] += 1
+            placed.append(process_id)
     return standbys
+
+
+def _shares_tag_value(client: ClientState, placed: list[str], clients: Mapping[str, ClientState],
+                      tag_values: Mapping[str, set[str | None]]) -> bool:
+    """Whether ``client`` has, for a tag that still constrains, the value of an instance the task is placed on
+    already. A tag constrains while it has more values among all instances than the task has placements."""
+    return any(len(values) > len(placed) and client.tags.get(key) in {clients[other].tags.get(key) for other in placed}
+               for key, values in tag_values.items())

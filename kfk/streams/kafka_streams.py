@@ -253,7 +253,8 @@ class KafkaStreams:
     def assignment_configs(self) -> AssignmentConfigs:
         config = self.config
         return AssignmentConfigs(config.num_standby_replicas, config.acceptable_recovery_lag,
-                                 config.max_warmup_replicas, config.probing_rebalance_interval_ms)
+                                 config.max_warmup_replicas, config.probing_rebalance_interval_ms,
+                                 tuple(config.rack_aware_assignment_tags))
 
     def task_offset_sums(self) -> dict[TaskId, int]:
         """The changelog offset sum of every stateful task this instance has state for, as its threads report it
@@ -485,7 +486,8 @@ class StreamThread(threading.Thread):
         self.topic_subtopology = {self._internal(topic): subtopology.id
                                   for subtopology in self.subtopologies.values()
                                   for topic in subtopology.source_topics}
-        self.assignor = StreamsAssignor(StreamsSubscription(str(streams.process_id), streams.application_server),
+        self.assignor = StreamsAssignor(StreamsSubscription(str(streams.process_id), streams.application_server,
+                                                            client_tags=config.client_tags),
                                         streams.partitions_by_host, streams.assignment_configs(),
                                         self.topic_subtopology, streams.changelog_topics, streams.task_offset_sums,
                                         streams.changelog_end_offsets)

@@ -150,12 +150,14 @@ def decode_streams_assignment(data: bytes | None) -> StreamsAssignment:
 
 class StreamsSubscription(NamedTuple):
     """What each member says in its subscription's user data: its instance (the process id kept in the state
-    directory, the same for every thread of one instance), the instance's application.server, and the changelog
-    offset sum of each stateful task the instance has state for (kfk.streams.assignment's lags)."""
+    directory, the same for every thread of one instance), the instance's application.server, the changelog
+    offset sum of each stateful task the instance has state for (kfk.streams.assignment's lags), and its client
+    tags (client.tag.<key>, for rack-aware standbys)."""
 
     process_id: str
     application_server: HostInfo | None
     task_offset_sums: Mapping[TaskId, int] = {}
+    client_tags: Mapping[str, str] = {}
 
 
 def encode_streams_subscription(subscription: StreamsSubscription) -> bytes:
@@ -163,8 +165,8 @@ def encode_streams_subscription(subscription: StreamsSubscription) -> bytes:
     return json.dumps({"version": _USER_DATA_VERSION, "process_id": subscription.process_id,
                        "application_server": str(server) if server is not None else None,
                        "task_offset_sums": {str(task): offset_sum
-                                            for task, offset_sum in sorted(subscription.task_offset_sums.items())}
-                       }).encode()
+                                            for task, offset_sum in sorted(subscription.task_offset_sums.items())},
+                       "client_tags": dict(subscription.client_tags)}).encode()
 
 
 def decode_streams_subscription(user_data: bytes | None) -> StreamsSubscription | None:
@@ -175,7 +177,8 @@ def decode_streams_subscription(user_data: bytes | None) -> StreamsSubscription 
             return None
         return StreamsSubscription(decoded["process_id"], parse_host_info(decoded.get("application_server") or ""),
                                    {TaskId.parse(task): int(offset_sum)
-                                    for task, offset_sum in (decoded.get("task_offset_sums") or {}).items()})
+                                    for task, offset_sum in (decoded.get("task_offset_sums") or {}).items()},
+                                   {str(key): str(value) for key, value in (decoded.get("client_tags") or {}).items()})
     except (ValueError, TypeError, AttributeError, InvalidConfigurationError):
         return None
 
@@ -222,16 +225,18 @@ class StreamsAssignor(RangeAssignor):
         target = super().assign(partitions_per_topic, subscriptions)
         members_of: dict[str, list[str]] = {}
         offset_sums: dict[str, dict[TaskId, int]] = {}
+        tags: dict[str, Mapping[str, str]] = {}
         for member, subscription in sorted(subscriptions.items()):
             streams_subscription = decode_streams_subscription(subscription.user_data)
             if streams_subscription is None:
                 continue
             members_of.setdefault(streams_subscription.process_id, []).append(member)
+            tags[streams_subscription.process_id] = streams_subscription.client_tags
             merged = offset_sums.setdefault(streams_subscription.process_id, {})
             for task, offset_sum in streams_subscription.task_offset_sums.items():  # the threads' reports, merged
                 known = merged.get(task, offset_sum)
                 merged[task] = LATEST_OFFSET if LATEST_OFFSET in (known, offset_sum) else max(known, offset_sum)
-        clients = {process_id: ClientState(members, offset_sums[process_id])
+        clients = {process_id: ClientState(members, offset_sums[process_id], tags[process_id])
                    for process_id, members in members_of.items()}
         stateful = {self._task_of(partition) for assigned in target.values() for partition in assigned
                     if self._task_of(partition).subtopology in self.changelog_topics}

@@ -1,15 +1,18 @@
 """The group leader's task assignment (kfk.streams.assignment, through kfk.streams.metadata.StreamsAssignor): stateful
 tasks stay on instances caught up on them while warm-up replicas restore them where the range assignor's target
-puts them (KIP-441), standbys, and the probing rebalance the leader asks for; every expectation is worked out here
+puts them (KIP-441), standbys (spread over client tags, KIP-708), and the probing rebalance the leader asks for; every expectation is worked out here
 from the lags each case sets up."""
 
 from __future__ import annotations
+
+from collections import Counter
+from random import Random
 
 from kfk.client.consumer.assignors import Subscription
 from kfk.common.structs import TopicPartition
 from kfk.streams.assignment import LATEST_OFFSET, AssignmentConfigs, ClientState, assign_tasks, task_lag
 from kfk.streams.metadata import (PartitionsByHost, StreamsAssignor, StreamsSubscription, decode_streams_assignment,
-                                  encode_streams_subscription)
+                                  decode_streams_subscription, encode_streams_subscription)
 from kfk.streams.processor import TaskId
 
 SOURCE, CHANGELOG = "app-repartition", "app-counts-changelog"
@@ -193,3 +196,90 @@ def test_one_instance_needs_no_end_offsets() -> None:
                                TOPIC_SUBTOPOLOGY, {1: [CHANGELOG]}, dict, end_offsets)
     subscriptions = {"a-1": Subscription([SOURCE], encode_streams_subscription(StreamsSubscription("A", None)))}
     assert _tasks(assignor.assign({SOURCE: 3}, subscriptions)) == {"a-1": ["1_0", "1_1", "1_2"]}
+
+
+# --- rack-aware standbys (KIP-708) -------------------------------------------------------------------------------
+
+def _tagged_clients(tags: dict[str, dict[str, str]]) -> dict[str, ClientState]:
+    return {process_id: ClientState([f"{process_id}-1"], {}, client_tags) for process_id, client_tags in tags.items()}
+
+
+def _placements(tasks: set[TaskId], clients: dict[str, ClientState], replicas: int, tag_keys: tuple[str, ...]
+                ) -> dict[TaskId, tuple[str, list[str]]]:
+    """Each task's active instance (the target: one task per instance in turn) and standby instances."""
+    names = sorted(clients)
+    target = {f"{name}-1": [] for name in names}
+    for task in sorted(tasks):
+        target[f"{names[task.partition % len(names)]}-1"].append(TopicPartition(SOURCE, task.partition))
+    decided = assign_tasks(target, clients, _task_of, tasks, None,
+                           AssignmentConfigs(num_standby_replicas=replicas, rack_aware_assignment_tags=tag_keys))
+    active = {_task_of(partition): member[:-2] for member, partitions in decided.partitions.items()
+              for partition in partitions}
+    return {task: (active[task], sorted(member[:-2] for member, standby in decided.standbys.items() if task in standby))
+            for task in tasks}
+
+
+def test_standbys_go_to_other_zones_and_clusters() -> None:
+    """Six instances, three zones by two clusters, two standbys: a task's active and standbys are in three zones,
+    and the first standby (a zone and a cluster of its own) makes both clusters appear."""
+    clients = _tagged_clients({f"{zone}{cluster}": {"zone": zone, "cluster": cluster}
+                               for zone in "abc" for cluster in ("1", "2")})
+    tasks = {TaskId(1, partition) for partition in range(24)}
+    placements = _placements(tasks, clients, 2, ("zone", "cluster"))
+    for task, (active, standbys) in placements.items():
+        assert len(standbys) == 2 and active not in standbys, (task, active, standbys)
+        placed = [active, *standbys]
+        assert len({clients[name].tags["zone"] for name in placed}) == 3, (task, placed)
+        assert len({clients[name].tags["cluster"] for name in placed}) == 2, (task, placed)
+    held = Counter(name for _, standbys in placements.values() for name in standbys)
+    assert max(held.values()) - min(held.values()) <= 2, f"the standbys are spread: {held}"
+
+
+def test_a_standby_is_never_in_its_active_zone_while_another_zone_has_room() -> None:
+    """Random instances over three zones (seeded), one standby: never in the active's zone."""
+    random = Random(708)
+    for round_ in range(20):
+        zones = [random.choice("xyz") for _ in range(random.randint(2, 9))]
+        if len(set(zones)) < 2:
+            continue
+        clients = _tagged_clients({f"c{index}": {"zone": zone, "rack": str(random.randint(0, 3))}
+                                   for index, zone in enumerate(zones)})
+        tasks = {TaskId(1, partition) for partition in range(random.randint(1, 30))}
+        for task, (active, standbys) in _placements(tasks, clients, 1, ("zone",)).items():
+            assert clients[standbys[0]].tags["zone"] != clients[active].tags["zone"], (round_, task, zones)
+
+
+def test_a_task_with_no_other_zone_left_still_gets_its_standbys() -> None:
+    """Every instance in one zone: the tag cannot spread the standbys, the least loaded others take them."""
+    clients = _tagged_clients({name: {"zone": "a"} for name in ("p", "q", "r")})
+    tasks = {TaskId(1, partition) for partition in range(6)}
+    placements = _placements(tasks, clients, 1, ("zone",))
+    assert all(len(standbys) == 1 and active not in standbys for active, standbys in placements.values())
+    assert sorted(Counter(name for _, standbys in placements.values() for name in standbys).values()) == [2, 2, 2]
+
+
+def test_two_standbys_over_two_zones_take_both_then_any() -> None:
+    """Zones a (p, q) and b (r, s), two standbys: the first in the other zone, the second (both zones taken) on
+    any other instance."""
+    clients = _tagged_clients({"p": {"zone": "a"}, "q": {"zone": "a"}, "r": {"zone": "b"}, "s": {"zone": "b"}})
+    tasks = {TaskId(1, partition) for partition in range(8)}
+    for task, (active, standbys) in _placements(tasks, clients, 2, ("zone",)).items():
+        assert len(standbys) == 2 and active not in standbys
+        zones = [clients[name].tags["zone"] for name in standbys]
+        assert any(zone != clients[active].tags["zone"] for zone in zones), (task, active, standbys)
+
+
+def test_without_tags_the_standbys_only_avoid_the_active() -> None:
+    clients = _tagged_clients({"p": {"zone": "a"}, "q": {"zone": "a"}, "r": {"zone": "b"}})
+    tasks = {TaskId(1, partition) for partition in range(6)}
+    placements = _placements(tasks, clients, 1, ())
+    assert all(len(standbys) == 1 and active not in standbys for active, standbys in placements.values())
+    # the least loaded: each instance keeps two standbys, so some stay in their active's zone
+    assert sorted(Counter(name for _, standbys in placements.values() for name in standbys).values()) == [2, 2, 2]
+    assert any(clients[standbys[0]].tags["zone"] == clients[active].tags["zone"]
+               for active, standbys in placements.values())
+
+
+def test_client_tags_travel_in_the_subscription() -> None:
+    subscription = StreamsSubscription("A", None, {TaskId(0, 1): 5}, {"zone": "eu-1", "rack": "r7"})
+    assert decode_streams_subscription(encode_streams_subscription(subscription)) == subscription
