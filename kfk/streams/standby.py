@@ -50,8 +50,10 @@ class StandbyUpdater(threading.Thread):
         #: Each stream thread's standby tasks, as its latest assignment gave them, and which of them are warm-ups.
         self._wanted: dict[str, set[TaskId]] = {}
         self._warmups: dict[str, set[TaskId]] = {}
-        #: Whether the probing rebalance for the current warm-ups was asked for already.
-        self._probed = False
+        #: The warm-ups this instance asked a probing rebalance for already: a warm-up the leader gives again
+        #: (the active task moved on meanwhile) waits for the leader's periodic probing rebalance, so that a busy
+        #: task cannot make the group rebalance over and over.
+        self._probed: set[TaskId] = set()
         self._reassign = True
         #: Changelog records applied (Kafka's standby update-total).
         self.updated_records = 0
@@ -64,7 +66,7 @@ class StandbyUpdater(threading.Thread):
         with self._lock:
             self._wanted[thread_name] = set(task_ids) - active
             self._warmups[thread_name] = set(warmups) - active
-            self._probed = False
+            self._probed &= set().union(*self._warmups.values())
             wanted = set().union(*self._wanted.values())
             for task_id in [task_id for task_id in self.tasks if task_id not in wanted]:
                 self.tasks.pop(task_id).close()
@@ -136,18 +138,23 @@ class StandbyUpdater(threading.Thread):
             self.consumer.close()
 
     def _probe_if_warmed_up(self) -> None:
-        """Ask for a probing rebalance once every warm-up is caught up (under the lock)."""
+        """Ask for a probing rebalance once every warm-up is caught up, as the leader counts it: the lags of a
+        task's changelog partitions summed (under the lock)."""
         warmups = [self.tasks[task_id] for task_ids in self._warmups.values() for task_id in task_ids
                    if task_id in self.tasks]
-        if self._probed or not warmups:
+        if not warmups or all(task.id in self._probed for task in warmups):
             return
         acceptable = self.streams.config.acceptable_recovery_lag
         for task in warmups:
+            lag = 0
             for partition, position in task.positions.items():
                 highwater = self.consumer.highwater(partition)
-                if highwater is None or highwater - (position or 0) > acceptable:
+                if highwater is None:  # not fetched yet
                     return
-        self._probed = True
+                lag += highwater - (position or 0)
+            if lag > acceptable:
+                return
+        self._probed.update(task.id for task in warmups)
         self.streams.request_probing_rebalance(
             f"the warm-up replicas {', '.join(sorted(str(task.id) for task in warmups))} have caught up")
 
