@@ -538,10 +538,11 @@ class StreamThread(threading.Thread):
 
     def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         streams = self.streams
-        created: list[StreamTask] = []
+        created: dict[TaskId, StreamTask] = {}
+        task_of: dict[TopicPartition, StreamTask] = {}
         for partition in sorted(assigned):
             task_id = TaskId(self.topic_subtopology[partition.topic], partition.partition)
-            task = self.tasks.get(task_id)
+            task = self.tasks.get(task_id) or created.get(task_id)
             if task is None:
                 if streams.standby_updater is not None:  # its standby here (if any) hands over its stores
                     streams.standby_updater.release(task_id)
@@ -551,14 +552,16 @@ class StreamThread(threading.Thread):
                                   state_dir=streams.state_dir, internal_topic=self._internal,
                                   global_stores=streams.global_stores,
                                   exception_handlers=self.config.exception_handlers())
-                created.append(task)
-                self.tasks[task_id] = task
-            self.task_of[partition] = task
-        for task_id, restored in restore_stores(created, self.config.exactly_once, self.restore_consumer,
-                                                timeout_s=120).items():
+                created[task_id] = task
+            task_of[partition] = task
+        for task_id, restored in restore_stores(list(created.values()), self.config.exactly_once,
+                                                self.restore_consumer, timeout_s=120).items():
             if restored:
                 log.info("task %s restored %d changelog records", task_id, restored)
             self.restored_records += restored
+        # restored, they run (and interactive queries see their stores)
+        self.tasks.update(created)
+        self.task_of.update(task_of)
         if streams.standby_updater is not None:
             streams.standby_updater.assign(self.name, set(self.assignor.standby_tasks), set(self.tasks),
                                            self.assignor.warmup_tasks)
