@@ -39,13 +39,15 @@ def _store_size(streams: KafkaStreams) -> int:
         return -1
 
 
-def _watch(streams: KafkaStreams, samples: list[tuple[bool, bool]], stop: threading.Event) -> None:
-    """Samples of (the instance runs some task, it has warm-ups) until `stop`."""
+def _watch(first: KafkaStreams, second: KafkaStreams, samples: list[tuple[bool, bool, int]],
+           stop: threading.Event) -> None:
+    """Samples of (the second instance runs some task, it has warm-ups, the tasks the first runs) until `stop`."""
     while not stop.is_set():
-        thread = streams._threads[0]
+        thread = second._threads[0]
         try:
-            samples.append((bool(list(thread.tasks)), bool(thread.assignor.warmup_tasks)))
-        except RuntimeError:  # the thread changed its tasks meanwhile
+            samples.append((bool(list(thread.tasks)), bool(thread.assignor.warmup_tasks),
+                            len(list(first._threads[0].tasks))))
+        except RuntimeError:  # a thread changed its tasks meanwhile
             continue
         time.sleep(0.005)
 
@@ -56,7 +58,7 @@ def _scale_out(streams_broker, tmp_path, probing_interval_ms: int | None) -> Non
     create_input(bootstrap, input_topic, 3, [(f"k{index}", "v") for index in range(KEYS)])
     first = _instance(bootstrap, tmp_path / "first", input_topic, application_id, probing_interval_ms)
     second = _instance(bootstrap, tmp_path / "second", input_topic, application_id, probing_interval_ms)
-    samples: list[tuple[bool, bool]] = []
+    samples: list[tuple[bool, bool, int]] = []
     stop = threading.Event()
     try:
         first.start()
@@ -67,7 +69,7 @@ def _scale_out(streams_broker, tmp_path, probing_interval_ms: int | None) -> Non
             time.sleep(0.1)
         restored_by_first = first.metrics()["restore-total"]
         second.start()
-        watcher = threading.Thread(target=_watch, args=(second, samples, stop), daemon=True)
+        watcher = threading.Thread(target=_watch, args=(first, second, samples, stop), daemon=True)
         deadline = time.monotonic() + 60
         while not second._threads[0].assigned:
             assert time.monotonic() < deadline
@@ -83,9 +85,11 @@ def _scale_out(streams_broker, tmp_path, probing_interval_ms: int | None) -> Non
         taken = {str(task) for task in second._threads[0].tasks}
         kept = {str(task) for task in first._threads[0].tasks}
         assert taken and kept and not taken & kept, (taken, kept)
-        # while it warmed up the second ran nothing, and it warmed up before taking any task
-        assert samples and samples[0] == (False, True), samples[:5]
-        assert all(not running for running, warming in samples if warming)
+        # while it warmed up the second ran nothing (it warmed up before taking any task), and the first ran every
+        # task, so that its interactive queries answered for every key
+        assert samples and samples[0][:2] == (False, True), samples[:5]
+        assert all(not running for running, warming, _ in samples if warming)
+        assert any(warming and first_runs == 3 for _, warming, first_runs in samples), samples[:20]
         metrics = second.metrics()
         assert metrics["restore-total"] <= ACCEPTABLE_LAG * len(taken), "it took its tasks caught up"
         assert metrics["update-total"] >= KEYS / 3 * len(taken) - ACCEPTABLE_LAG * len(taken), metrics
