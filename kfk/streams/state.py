@@ -55,6 +55,17 @@ class _MemoryBytes:
     def delete(self, key: bytes) -> None:
         self.data.pop(key, None)
 
+    def write(self, batch: list[tuple[bytes, bytes | None]]) -> None:
+        data = self.data
+        for key, value in batch:
+            if value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
+
+    def flush(self) -> None:
+        pass
+
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         return iter(sorted(self.data.items()))
 
@@ -70,6 +81,9 @@ class _RocksDBBytes:
         import rocksdict  # the optional extra; open_bytes_store checks it is there
         path.mkdir(parents=True, exist_ok=True)
         self.db = rocksdict.Rdict(str(path), options=rocksdict.Options(raw_mode=True))
+        self._write_batch = rocksdict.WriteBatch
+        self._unlogged = rocksdict.WriteOptions()
+        self._unlogged.disable_wal = True
 
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(key)
@@ -79,6 +93,19 @@ class _RocksDBBytes:
 
     def delete(self, key: bytes) -> None:
         del self.db[key]
+
+    def write(self, batch: list[tuple[bytes, bytes | None]]) -> None:
+        """One write of many keys, past the write-ahead log (flush() makes it durable)."""
+        write_batch = self._write_batch(raw_mode=True)
+        for key, value in batch:
+            if value is None:
+                write_batch.delete(key)
+            else:
+                write_batch.put(key, value)
+        self.db.write(write_batch, self._unlogged)
+
+    def flush(self) -> None:
+        self.db.flush()
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         return iter(self.db.items())
@@ -240,6 +267,17 @@ class KeyValueStore:
         else:
             self._bytes.put(key, _TIMESTAMP.pack(timestamp) + value)
 
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Apply changelog records (key, value, timestamp) in one write, as Kafka Streams restores a batch into
+        RocksDB: past the write-ahead log, so flush() before a checkpoint counts them."""
+        pack = _TIMESTAMP.pack
+        self._bytes.write([(key, None if value is None else pack(timestamp) + value)
+                           for key, value, timestamp in records])
+
+    def flush(self) -> None:
+        """Make every write durable (the restored batches, which skipped the write-ahead log)."""
+        self._bytes.flush()
+
     def close(self) -> None:
         if self.cache is not None:
             self.cache.thread_cache.close(self.cache.name)
@@ -312,6 +350,12 @@ class WindowStore(KeyValueStore):
         """(record key, window start): the processor knows the window's size."""
         return (self.key_serde.deserialize(key[:-_WINDOW_SUFFIX.size]),
                 _TIMESTAMP.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)[0])
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        offset = -_WINDOW_SUFFIX.size
+        self.observed_start = max(self.observed_start, max(
+            (_TIMESTAMP.unpack_from(key, len(key) + offset)[0] for key, _, _ in records), default=-1))
+        super().restore_batch(records)
 
     def _window_key(self, key: Any, start: int) -> bytes:
         return self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(start, 0)
@@ -386,6 +430,12 @@ class SessionStore(KeyValueStore):
         end, start = _SESSION_SUFFIX.unpack_from(key, len(key) - _SESSION_SUFFIX.size)
         return self.key_serde.deserialize(key[:-_SESSION_SUFFIX.size]), Window(start, end)
 
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        offset = -_SESSION_SUFFIX.size
+        self.observed_end = max(self.observed_end, max(
+            (_TIMESTAMP.unpack_from(key, len(key) + offset)[0] for key, _, _ in records), default=-1))
+        super().restore_batch(records)
+
 
 _INT = struct.Struct(">i")
 
@@ -439,6 +489,9 @@ class OuterJoinStore(KeyValueStore):
             self._bytes.delete(key)
         else:
             self._bytes.put(key, value)
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        self._bytes.write([(key, value) for key, value, _ in records])
 
 
 def _merged(stored: Iterator[tuple[bytes, bytes]], cached: list[tuple[bytes, CacheEntry]]
@@ -598,6 +651,13 @@ class SuppressionBuffer:
             return
         buffered = self._entries[key] = _Buffered.deserialize(value)
         self._min_time = buffered.time if self._min_time is None else min(self._min_time, buffered.time)
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        for key, value, timestamp in records:
+            self.restore(key, value, timestamp)
+
+    def flush(self) -> None:
+        pass
 
     def close(self) -> None:
         self.wipe()

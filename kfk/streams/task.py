@@ -347,11 +347,15 @@ class StandbyTask:
         #: Where reading each changelog goes on (None: from its start).
         self.positions: dict[TopicPartition, int | None] = restore_offsets(self, exactly_once=False)
 
-    def apply(self, record: ConsumerRecord) -> None:
-        self.store_of[record.topic_partition].restore(record.key, record.value, record.timestamp)
-        self.positions[record.topic_partition] = record.offset + 1
+    def apply(self, partition: TopicPartition, records: list[ConsumerRecord]) -> None:
+        """Apply a fetched batch of one changelog partition, in one write."""
+        self.store_of[partition].restore_batch([(record.key, record.value, record.timestamp) for record in records])
+        self.positions[partition] = records[-1].offset + 1
 
     def write_checkpoint(self) -> None:
+        """Flush the stores (the applied batches skipped RocksDB's write-ahead log), then checkpoint them."""
+        for store in self.stores.values():
+            store.flush()
         self.checkpoint.write({partition: offset for partition, offset in self.positions.items()
                                if offset is not None and self.store_of[partition].persistent})
 
@@ -415,32 +419,44 @@ def restore_offsets(task: StreamTask | StandbyTask, exactly_once: bool) -> dict[
     return starts
 
 
-def restore_stores(task: StreamTask, exactly_once: bool, restore_consumer: Any, timeout_s: float) -> int:
-    """Read each changelog partition from its start offset to its end into the store; returns records restored."""
-    starts = restore_offsets(task, exactly_once)
+def restore_stores(tasks: list[StreamTask], exactly_once: bool, restore_consumer: Any,
+                   timeout_s: float) -> dict[TaskId, int]:
+    """Read each changelog partition of ``tasks`` from its start offset to its end into its store, all partitions
+    at once (as Kafka Streams' state updater restores every restoring task together: each fetch brings data of all
+    of them), a fetched batch of a partition in one write; flush the stores, then return each task's records
+    restored."""
+    store_of: dict[TopicPartition, Any] = {}
+    task_of: dict[TopicPartition, TaskId] = {}
+    starts: dict[TopicPartition, int | None] = {}
+    for task in tasks:
+        starts.update(restore_offsets(task, exactly_once))
+        for store, partition in task.changelogs.items():
+            store_of[partition] = task.stores[store]
+            task_of[partition] = task.id
+    restored = dict.fromkeys((task.id for task in tasks), 0)
     if not starts:
-        return 0
-    by_partition = {partition: task.stores[store] for store, partition in task.changelogs.items()}
+        return restored
     ends = restore_consumer.end_offsets(list(starts))
     pending = {partition for partition in starts if ends[partition] > (starts[partition] or 0)}
     if not pending:
-        return 0
+        return restored
     restore_consumer.assign(pending)
     for partition in pending:
         if starts[partition] is None:
             restore_consumer.seek_to_beginning(partition)
         else:
             restore_consumer.seek(partition, starts[partition])
-    restored = 0
     deadline = time.monotonic() + timeout_s
     while pending:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"task {task.id}: restoring {sorted(map(str, pending))} did not finish")
-        for record in restore_consumer.poll(0.2):
-            by_partition[record.topic_partition].restore(record.key, record.value, record.timestamp)
-            restored += 1
+            raise TimeoutError(f"restoring {sorted(map(str, pending))} did not finish")
+        for partition, records in restore_consumer.poll(0.2).by_partition().items():
+            store_of[partition].restore_batch([(record.key, record.value, record.timestamp) for record in records])
+            restored[task_of[partition]] += len(records)
         for partition in list(pending):
             if restore_consumer.position(partition) >= ends[partition]:
                 pending.discard(partition)
     restore_consumer.assign([])
+    for partition, store in store_of.items():
+        store.flush()
     return restored
