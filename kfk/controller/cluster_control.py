@@ -113,14 +113,18 @@ def register_broker(image: MetadataImage, broker_id: int, incarnation_id: uuid.U
                     log_dirs: Sequence[uuid.UUID] = ()) -> ControllerResult[int]:
     """A RegisterBrokerRecord (fenced) replacing any earlier registration of the id, with the feature levels the
     broker supports (refused when a finalized level is not among them) and, from metadata.version 3.7-IV2 on, its
-    log dirs; the response is the new broker epoch."""
+    log dirs; the response is the new broker epoch. The same incarnation registering again (a running broker adding
+    its log dirs after an upgrade) amends its registration: same broker epoch, fencing and shutdown state."""
     check_supported_features(image, supported_features)
     records_log_dirs = image.feature_level(METADATA_VERSION_FEATURE_NAME) >= DIRECTORY_ASSIGNMENT_LEVEL
     if records_log_dirs:
         check_log_dirs(image, broker_id, log_dirs)
     broker_epoch = image.offset + 1
     previous = image.brokers.get(broker_id)
-    if previous is not None and previous.broker_epoch >= broker_epoch:
+    amending = previous is not None and previous.incarnation_id == incarnation_id
+    if amending:
+        broker_epoch = previous.broker_epoch
+    elif previous is not None and previous.broker_epoch >= broker_epoch:
         broker_epoch = previous.broker_epoch + 1
     record = RegisterBrokerRecord(
         broker_id=broker_id,
@@ -130,8 +134,8 @@ def register_broker(image: MetadataImage, broker_id: int, incarnation_id: uuid.U
                                                         security_protocol=e.security_protocol) for e in endpoints],
         features=_feature_records(supported_features),
         rack=rack,
-        fenced=True,
-        in_controlled_shutdown=False,
+        fenced=previous.fenced if amending else True,
+        in_controlled_shutdown=previous.in_controlled_shutdown if amending else False,
         log_dirs=list(log_dirs) if records_log_dirs else [],
     )
     return ControllerResult(broker_epoch, [record])

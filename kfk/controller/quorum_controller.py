@@ -612,14 +612,17 @@ class QuorumController:
                               supported_features: Mapping[str, tuple[int, int]] | None = None,
                               log_dirs: Sequence[uuid.UUID] = ()) -> int:
         """Register (fenced) a broker incarnation (supporting the feature levels a kfk node does unless told
-        otherwise) with the ids of its log dirs; returns its broker epoch."""
+        otherwise) with the ids of its log dirs; returns its broker epoch. The same incarnation again amends its
+        registration and keeps its session and shutdown state."""
         incarnation_id = incarnation_id or uuid.uuid4()
         features = kfk_supported_features() if supported_features is None else supported_features
+        existing = self.image.brokers.get(broker_id)
         broker_epoch = await self._write(lambda image: cluster_control.register_broker(
             image, broker_id, incarnation_id, endpoints, rack, features, log_dirs))
-        self.shutting_down.pop(broker_id, None)
-        if self.heartbeats is not None:
-            self.heartbeats.register(broker_id, self.time_ms())
+        if existing is None or existing.incarnation_id != incarnation_id:
+            self.shutting_down.pop(broker_id, None)
+            if self.heartbeats is not None:
+                self.heartbeats.register(broker_id, self.time_ms())
         return broker_epoch
 
     async def update_broker_endpoints(self, broker_id: int, endpoints: Sequence[Endpoint]) -> None:

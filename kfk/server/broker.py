@@ -34,6 +34,7 @@ from kfk.backends.embedded.raft.voter_set import ZERO_UUID
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
 from kfk.common.config_types import ConfigResourceType
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
 from kfk.common.internal_topics import (
     GROUP_METADATA_TOPIC_NAME,
     SHARE_GROUP_STATE_TOPIC_NAME,
@@ -43,6 +44,7 @@ from kfk.common.structs import TopicPartition
 from kfk.config import BrokerConfig, parse_host_counts
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.cluster_control import broker_endpoints
+from kfk.controller.features import DIRECTORY_ASSIGNMENT_LEVEL
 from kfk.controller.producer_ids import ProducerIdManager, ProducerIdsBlock
 from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.config import GroupCoordinatorConfig
@@ -476,11 +478,17 @@ class BrokerServer:
                 lambda: broker_endpoints(self.socket_server.bound, config.advertised_listeners,
                                          config.listener_security_protocol_map, config.controller_listener_names),
                 config.broker_rack, config.broker_heartbeat_interval_ms, self._directory_ids(),
-                self.log_manager.previous_broker_epoch)
+                self.log_manager.previous_broker_epoch, self._registration_lacks_log_dirs)
             await self.lifecycle_manager.start()
             self.producer_id_manager = ProducerIdManager(self._allocate_producer_ids)
             self.controller.forward_create_topics = lambda request: self.controller_channel.send(
                 request, CREATE_TOPICS_FORWARD_VERSION)
+
+    def _registration_lacks_log_dirs(self) -> bool:
+        image = self.metadata_cache.image
+        registration = image.brokers.get(self.node_id)
+        return registration is not None and not registration.log_dirs \
+            and image.feature_level(METADATA_VERSION_FEATURE_NAME) >= DIRECTORY_ASSIGNMENT_LEVEL
 
     def _directory_ids(self) -> list[uuid.UUID]:
         """The directory.id of each log dir, as the broker registers them. A dir formatted before directory ids

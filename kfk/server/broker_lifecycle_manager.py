@@ -44,11 +44,16 @@ _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
 class BrokerLifecycleManager:
     def __init__(self, node_id: int, cluster_id: str, channel: ControllerChannel, metadata_offset: Callable[[], int],
                  endpoints: Callable[[], Sequence[Endpoint]], rack: str | None, heartbeat_interval_ms: int,
-                 log_dirs: Sequence[uuid.UUID] = (), previous_broker_epoch: int = -1) -> None:
+                 log_dirs: Sequence[uuid.UUID] = (), previous_broker_epoch: int = -1,
+                 registration_lacks_log_dirs: Callable[[], bool] = lambda: False) -> None:
         self.node_id = node_id
         #: The directory ids of the broker's log dirs, which a controller at metadata.version 3.7-IV2 or later
         #: records (and requires).
         self.log_dirs = list(log_dirs)
+        #: Whether the metadata.version now records log dirs and this broker's registration has none (it registered
+        #: before an upgrade to 3.7-IV2): the broker then registers again, amending its registration (Kafka's
+        #: BrokerRegistrationTracker).
+        self.registration_lacks_log_dirs = registration_lacks_log_dirs
         self.cluster_id = cluster_id
         self.channel = channel
         self.metadata_offset = metadata_offset
@@ -122,6 +127,10 @@ class BrokerLifecycleManager:
         while not self._should_shut_down.is_set():
             self._wake.clear()
             try:
+                if self.log_dirs and not self.is_fenced and not self._want_shut_down \
+                        and self.registration_lacks_log_dirs():
+                    log.info("broker %d: the metadata.version records log dirs: registering them", self.node_id)
+                    await self._register()
                 await self._heartbeat()
             except KafkaError as error:  # no controller within the interval: the next heartbeat tries again
                 log.info("broker %d: heartbeat failed: %s", self.node_id, error)

@@ -162,3 +162,19 @@ def test_scram_credentials_and_tokens_need_the_levels_kafka_gives_them(make_clus
             KafkaPrincipal("User", "alice"), CreateDelegationTokenRequest()))
         assert response.error_code == (ErrorCode.NONE if allowed else ErrorCode.UNSUPPORTED_VERSION)
         assert bool(cluster.image.delegation_tokens) == allowed
+
+
+def test_the_same_incarnation_registering_again_amends_its_registration(make_cluster) -> None:
+    """Kafka's ClusterControlManager: a running broker that registers again (to add its log dirs after an upgrade
+    to 3.7-IV2) keeps its broker epoch and stays unfenced; another incarnation gets a new epoch, fenced."""
+    cluster = at_level(make_cluster, NEWEST)
+    request = registration(1)
+    first = cluster.run(cluster.controller.handle_broker_registration(request))
+    cluster.run(cluster.controller.unfence_broker(1, first.broker_epoch))
+    again = cluster.run(cluster.controller.handle_broker_registration(request))
+    assert again.broker_epoch == first.broker_epoch
+    assert not cluster.image.brokers[1].fenced
+    other = registration(1)  # a new incarnation id: the broker restarted
+    other.previous_broker_epoch = first.broker_epoch
+    restarted = cluster.run(cluster.controller.handle_broker_registration(other))
+    assert restarted.broker_epoch > first.broker_epoch and cluster.image.brokers[1].fenced
