@@ -197,6 +197,16 @@ def list_of(*choices: str, allow_empty: bool = False) -> Validator:
     return check
 
 
+def at_most_elements(maximum: int) -> Validator:
+    """Kafka's ListSize.atMostOfSize."""
+
+    def check(name: str, value: Any) -> None:
+        if len(value) > maximum:
+            raise _invalid(name, value, f"exceeds maximum list size of [{maximum}].")
+
+    return check
+
+
 def level_or_default(minimum: int, maximum: int, default: int) -> Validator:
     """A compression level: the codec's default or a value in its range (gzip accepts -1 beside 1..9)."""
 

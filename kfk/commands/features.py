@@ -47,9 +47,9 @@ BootstrapServer = BrokersOrControllersBootstrapServer
 FeatureOption = Annotated[Optional[list[str]], typer.Option(
     "--feature", help="A feature level to set, NAME=LEVEL (repeatable), e.g. transaction.version=2.")]
 Metadata = Annotated[Optional[str], typer.Option(
-    "--metadata", help="DEPRECATED: the metadata.version to set, e.g. 3.3-IV3 (use --feature or --release-version).")]
+    "--metadata", help="DEPRECATED: the metadata.version to set, e.g. 4.4-IV2 (use --feature or --release-version).")]
 ReleaseVersion = Annotated[Optional[str], typer.Option(
-    "--release-version", help="Set metadata.version and every feature to this release's levels, e.g. 3.3-IV3 (see "
+    "--release-version", help="Set metadata.version and every feature to this release's levels, e.g. 4.4 (see "
                               "version-mapping).")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Validate the change, but do not make it.")]
 Unsafe = Annotated[bool, typer.Option("--unsafe", help="Downgrade even if it may irreversibly destroy metadata.")]

@@ -28,10 +28,10 @@ def format(
         bool, typer.Option("--ignore-formatted", "-g", help="Skip dirs that are already formatted.")
     ] = False,
     release_version: Annotated[Optional[str], typer.Option(
-        "--release-version", "-r", help="The metadata.version to start at: 3.3-IV3 (the default), the one kfk's "
-                                        "controller writes.")] = None,
+        "--release-version", "-r", help="The metadata.version to start at, 3.3-IV3 to 4.4-IV2 (the default), "
+                                        "with that release's feature levels.")] = None,
     feature: Annotated[Optional[list[str]], typer.Option(
-        "--feature", "-f", help="A feature level FEATURE=LEVEL (repeatable); kfk takes metadata.version=7 only.")
+        "--feature", "-f", help="A feature level FEATURE=LEVEL (repeatable), e.g. transaction.version=2.")
     ] = None,
     standalone: Annotated[bool, typer.Option(
         "--standalone", "-s", help="Start a dynamic quorum with this controller as its only voter.")] = False,

@@ -19,7 +19,15 @@ import logging
 from typing import Sequence
 
 from kfk.common.features import FEATURES, KRAFT_VERSION_FEATURE_NAME, METADATA_VERSION_FEATURE_NAME, dependency_problem
-from kfk.controller.features import LATEST_METADATA_VERSION, kfk_default_feature_levels, supported_features
+from kfk.controller.config_control import elr_safety_records
+from kfk.controller.features import (
+    LATEST_METADATA_VERSION,
+    kfk_default_feature_levels,
+    supported_features,
+    zookeeper_supported_features,
+)
+from kfk.controller.partition_change import elr_enabled
+from kfk.metadata.image import MetadataImage
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
 
@@ -28,9 +36,12 @@ log = logging.getLogger("kfk.controller")
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
 
 
-def records_for_empty_log(bootstrap_records: Sequence[Message] | None) -> list[Message]:
+def records_for_empty_log(bootstrap_records: Sequence[Message] | None, static_min_insync_replicas: int = 1,
+                          kraft: bool = True) -> list[Message]:
     """What the controller writes first: the feature levels, metadata.version first, then the bootstrap file's
-    other records."""
+    other records, then, when the levels turn eligible leader replicas on, the cluster-wide min.insync.replicas
+    they need (the static config's; config_control.elr_safety_records). On ZooKeeper (not `kraft`) only the
+    features a ZooKeeper-mode broker supports are finalized: its partition state has no place for an ELR."""
     asked = {record.name: record.feature_level for record in bootstrap_records or ()
              if isinstance(record, FeatureLevelRecord)}
     if METADATA_VERSION_FEATURE_NAME not in asked:
@@ -41,8 +52,16 @@ def records_for_empty_log(bootstrap_records: Sequence[Message] | None) -> list[M
             log.warning("bootstrap.checkpoint asks for feature levels %s that kfk does not serve: the cluster is "
                         "bootstrapped at %s", ", ".join(left_out),
                         ", ".join(f"{name}={level}" for name, level in levels.items()))
-    return [*(FeatureLevelRecord(name=name, feature_level=level) for name, level in levels.items()),
-            *(record for record in bootstrap_records or () if not isinstance(record, FeatureLevelRecord))]
+    if not kraft:
+        served = zookeeper_supported_features()
+        levels = {name: level for name, level in levels.items()
+                  if name == METADATA_VERSION_FEATURE_NAME or name in served}
+    records = [*(FeatureLevelRecord(name=name, feature_level=level) for name, level in levels.items()),
+               *(record for record in bootstrap_records or () if not isinstance(record, FeatureLevelRecord))]
+    image = MetadataImage().apply(records, 0)
+    if elr_enabled(image):
+        records += elr_safety_records(image, static_min_insync_replicas)
+    return records
 
 
 def feature_levels_kfk_serves(asked: dict[str, int]) -> tuple[dict[str, int], list[str]]:

@@ -17,8 +17,18 @@ import uuid
 from typing import Iterable, Mapping, Sequence
 
 from kfk import config
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
+from kfk.common.uuids import uuid_to_base64
+from kfk.controller.features import DIRECTORY_ASSIGNMENT_LEVEL
+from kfk.controller.partition_change import PartitionChange
 from kfk.controller.result import ControllerResult
-from kfk.errors import BrokerIdNotRegisteredError, StaleBrokerEpochError, UnsupportedVersionError
+from kfk.errors import (
+    BrokerIdNotRegisteredError,
+    InvalidRegistrationError,
+    StaleBrokerEpochError,
+    UnsupportedVersionError,
+)
+from kfk.metadata.directories import is_reserved
 from kfk.metadata.image import NO_LEADER, Endpoint, MetadataImage
 from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
@@ -81,14 +91,40 @@ def check_supported_features(image: MetadataImage, supported_features: Mapping[s
                 f"The broker wants a version between {low} and {high}, inclusive.")
 
 
+def check_log_dirs(image: MetadataImage, broker_id: int, log_dirs: Sequence[uuid.UUID]) -> None:
+    """From metadata.version 3.7-IV2 on a broker registers its log dirs' ids: at least one, none of Kafka's
+    reserved ids, no id twice, and none another broker registered (Kafka's checks and messages)."""
+    if not log_dirs:
+        raise InvalidRegistrationError("No directories specified in request")
+    if any(is_reserved(directory) for directory in log_dirs):
+        raise InvalidRegistrationError("Reserved directory ID in request")
+    if len(set(log_dirs)) != len(log_dirs):
+        raise InvalidRegistrationError("Duplicate directory ID in request")
+    for other in image.brokers.values():
+        if other.broker_id != broker_id:
+            for directory in log_dirs:
+                if directory in other.log_dirs:
+                    raise InvalidRegistrationError(f"Broker {other.broker_id} is already registered with directory "
+                                                   f"{uuid_to_base64(directory)}")
+
+
 def register_broker(image: MetadataImage, broker_id: int, incarnation_id: uuid.UUID, endpoints: Sequence[Endpoint],
-                    rack: str | None, supported_features: Mapping[str, tuple[int, int]]) -> ControllerResult[int]:
+                    rack: str | None, supported_features: Mapping[str, tuple[int, int]],
+                    log_dirs: Sequence[uuid.UUID] = ()) -> ControllerResult[int]:
     """A RegisterBrokerRecord (fenced) replacing any earlier registration of the id, with the feature levels the
-    broker supports (refused when a finalized level is not among them); the response is the new broker epoch."""
+    broker supports (refused when a finalized level is not among them) and, from metadata.version 3.7-IV2 on, its
+    log dirs; the response is the new broker epoch. The same incarnation registering again (a running broker adding
+    its log dirs after an upgrade) amends its registration: same broker epoch, fencing and shutdown state."""
     check_supported_features(image, supported_features)
+    records_log_dirs = image.feature_level(METADATA_VERSION_FEATURE_NAME) >= DIRECTORY_ASSIGNMENT_LEVEL
+    if records_log_dirs:
+        check_log_dirs(image, broker_id, log_dirs)
     broker_epoch = image.offset + 1
     previous = image.brokers.get(broker_id)
-    if previous is not None and previous.broker_epoch >= broker_epoch:
+    amending = previous is not None and previous.incarnation_id == incarnation_id
+    if amending:
+        broker_epoch = previous.broker_epoch
+    elif previous is not None and previous.broker_epoch >= broker_epoch:
         broker_epoch = previous.broker_epoch + 1
     record = RegisterBrokerRecord(
         broker_id=broker_id,
@@ -98,8 +134,9 @@ def register_broker(image: MetadataImage, broker_id: int, incarnation_id: uuid.U
                                                         security_protocol=e.security_protocol) for e in endpoints],
         features=_feature_records(supported_features),
         rack=rack,
-        fenced=True,
-        in_controlled_shutdown=False,
+        fenced=previous.fenced if amending else True,
+        in_controlled_shutdown=previous.in_controlled_shutdown if amending else False,
+        log_dirs=list(log_dirs) if records_log_dirs else [],
     )
     return ControllerResult(broker_epoch, [record])
 
@@ -121,6 +158,7 @@ def update_broker_endpoints(image: MetadataImage, broker_id: int, endpoints: Seq
         rack=current.rack,
         fenced=current.fenced,
         in_controlled_shutdown=current.in_controlled_shutdown,
+        log_dirs=list(current.log_dirs),
     )
     return ControllerResult(None, [record])
 
@@ -134,15 +172,22 @@ def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) 
 
 
 def unfence_broker(image: MetadataImage, broker_id: int, broker_epoch: int) -> ControllerResult[None]:
-    """Unfence the broker and make it the leader of every leaderless partition whose ISR holds it."""
+    """Unfence the broker and make it the leader of every leaderless partition whose ISR holds it, or whose ISR is
+    empty and whose eligible leader replicas hold it (KIP-966: it then leads alone)."""
     check_broker_epoch(image, broker_id, broker_epoch)
     records: list[Message] = [
         BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch, fenced=UNFENCE)]
     for topic in image.topics_by_id.values():
         for partition_id, partition in topic.partitions.items():
-            if partition.leader == NO_LEADER and broker_id in partition.isr:
+            if partition.leader != NO_LEADER:
+                continue
+            if broker_id in partition.isr:
                 records.append(PartitionChangeRecord(partition_id=partition_id, topic_id=topic.topic_id,
                                                      leader=broker_id))
+            elif not partition.isr and broker_id in partition.elr:
+                records.append(PartitionChange(
+                    leader=broker_id, isr=(broker_id,), elr=tuple(r for r in partition.elr if r != broker_id),
+                    last_known_elr=() if partition.last_known_elr else None).record(topic.topic_id, partition_id))
     return ControllerResult(None, records)
 
 

@@ -16,6 +16,12 @@ them when its image changes (kfk/server/dynamic_config.py). A group's configs ar
 by kfk/group_config.py (the group need not exist, as in Kafka); on ZooKeeper, which has no place for them in
 Kafka, they are refused as Kafka 3.x's ZooKeeper brokers did. Other resource types get Kafka's "Unexpected
 resource type".
+
+With eligible leader replicas on (KIP-966), min.insync.replicas decides who is eligible, so Kafka keeps it
+cluster-wide: turning ELR on writes the cluster default from the static config when none is set and removes
+per-broker values (`elr_safety_records`), per-broker values are refused and the cluster default may not be removed
+(Kafka's INVALID_CONFIG messages), and any change of it clears the ELRs it judged (ClearElrRecord for the topic, or
+for all).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Mapping
 
 from kfk.common.config_types import ConfigResourceType
 from kfk.config import BROKER_CONFIG_DEF, LOG_CONFIG_DEF, BrokerConfig, ConfigType, validate_dynamic_broker_configs
+from kfk.controller.partition_change import elr_enabled
 from kfk.controller.result import NONE, ApiError, ControllerResult
 from kfk.errors import ErrorCode, InvalidConfigurationError, InvalidTopicError
 from kfk.group_config import GROUP_CONFIG_DEF, group_config_value, validate_group_configs
@@ -39,6 +46,8 @@ from kfk.protocol.messages.incremental_alter_configs import (
 from kfk.protocol.metadata_records import schema_class
 
 ConfigRecord = schema_class("ConfigRecord")
+ClearElrRecord = schema_class("ClearElrRecord")
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 
 class OpType(IntEnum):
@@ -209,7 +218,39 @@ def _broker_records(image: MetadataImage, name: str, new: dict[str, str]) -> tup
         validate_dynamic_broker_configs(new, per_broker=bool(name))
     except InvalidConfigurationError as error:
         return ApiError(ErrorCode.INVALID_REQUEST, str(error)), []
-    return NONE, config_records(ConfigResourceType.BROKER, name, image.config(ConfigResourceType.BROKER, name), new)
+    current = image.config(ConfigResourceType.BROKER, name)
+    if elr_enabled(image) and current.get(MIN_INSYNC_REPLICAS) != new.get(MIN_INSYNC_REPLICAS):
+        if name:
+            return ApiError(ErrorCode.INVALID_CONFIG, "Broker-level min.insync.replicas cannot be altered while ELR "
+                                                      "is enabled."), []
+        if MIN_INSYNC_REPLICAS not in new:
+            return ApiError(ErrorCode.INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed while ELR "
+                                                      "is enabled."), []
+    return NONE, config_records(ConfigResourceType.BROKER, name, current, new)
+
+
+def elr_safety_records(image: MetadataImage, static_min_insync_replicas: int) -> list[Message]:
+    """What turning eligible leader replicas on writes (Kafka's maybeGenerateElrSafetyRecords): the cluster-wide
+    min.insync.replicas from the static config unless one is set, and the removal of every per-broker one."""
+    records: list[Message] = []
+    if MIN_INSYNC_REPLICAS not in image.config(ConfigResourceType.BROKER, ""):
+        records.append(ConfigRecord(resource_type=ConfigResourceType.BROKER, resource_name="",
+                                    name=MIN_INSYNC_REPLICAS, value=str(static_min_insync_replicas)))
+    for broker in image.config_resource_names(ConfigResourceType.BROKER):
+        if broker and MIN_INSYNC_REPLICAS in image.config(ConfigResourceType.BROKER, broker):
+            records.append(ConfigRecord(resource_type=ConfigResourceType.BROKER, resource_name=broker,
+                                        name=MIN_INSYNC_REPLICAS, value=None))
+    return records
+
+
+def clear_elr_records(image: MetadataImage, records: list[Message]) -> list[Message]:
+    """A ClearElrRecord for each min.insync.replicas change among `records` while ELR is on: the topic's, or every
+    topic's for the cluster default (Kafka's createClearElrRecordsAsNeeded)."""
+    if not elr_enabled(image):
+        return []
+    return [ClearElrRecord(topic_name=record.resource_name if record.resource_type == ConfigResourceType.TOPIC
+                           else "")
+            for record in records if record.NAME == "ConfigRecord" and record.name == MIN_INSYNC_REPLICAS]
 
 
 def incremental_alter_configs(image: MetadataImage, request: IncrementalAlterConfigsRequest, config: BrokerConfig,
@@ -251,7 +292,7 @@ def incremental_alter_configs(image: MetadataImage, request: IncrementalAlterCon
         responses.append(Result(error_code=error.error_code, error_message=error.message,
                                 resource_type=resource.resource_type, resource_name=resource.resource_name))
     return ControllerResult(IncrementalAlterConfigsResponse(responses=responses),
-                            [] if request.validate_only else records)
+                            [] if request.validate_only else records + clear_elr_records(image, records))
 
 
 def legacy_alter_configs(image: MetadataImage, request: AlterConfigsRequest, config: BrokerConfig,
@@ -280,4 +321,5 @@ def legacy_alter_configs(image: MetadataImage, request: AlterConfigsRequest, con
                 records.extend(config_records(resource_type, resource.resource_name, current, new))
         responses.append(Result(error_code=error.error_code, error_message=error.message,
                                 resource_type=resource.resource_type, resource_name=resource.resource_name))
-    return ControllerResult(AlterConfigsResponse(responses=responses), [] if request.validate_only else records)
+    return ControllerResult(AlterConfigsResponse(responses=responses),
+                            [] if request.validate_only else records + clear_elr_records(image, records))

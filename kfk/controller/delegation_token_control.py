@@ -8,9 +8,8 @@ rest, in Kafka's order. Times: a new token may be renewed until now + min(its re
 delegation.token.max.lifetime.ms) and expires at now + delegation.token.expiry.time.ms, never past that maximum; a
 renewal sets the expiry to now + min(the requested period, when positive, delegation.token.expiry.time.ms), capped by
 the maximum; an expiry with a negative period removes the token at once, else sets its expiry to now + the period,
-capped by the maximum. Tokens need delegation.token.secret.key (DELEGATION_TOKEN_AUTH_DISABLED without it). kfk's
-controller writes these records at its own metadata.version, as it does SCRAM credentials (Kafka gates them behind
-3.6-IV2).
+capped by the maximum. Tokens need delegation.token.secret.key (DELEGATION_TOKEN_AUTH_DISABLED without it), and in
+KRaft metadata.version 3.6-IV2 or later to be created (UNSUPPORTED_VERSION before: the QuorumController checks).
 """
 
 from __future__ import annotations

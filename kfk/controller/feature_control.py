@@ -28,7 +28,9 @@ from kfk.common.features import (
     dependency_problem,
     metadata_changed_between,
 )
+from kfk.controller.config_control import elr_safety_records
 from kfk.controller.features import supported_features
+from kfk.controller.partition_change import elr_enabled
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import ErrorCode
 from kfk.metadata.image import MetadataImage
@@ -36,6 +38,7 @@ from kfk.protocol.message import Message
 from kfk.protocol.metadata_records import schema_class
 
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
+ClearElrRecord = schema_class("ClearElrRecord")
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 #: A feature a node does not know: Kafka's VersionRange 0-0 (QuorumFeatures.DISABLED).
@@ -65,9 +68,11 @@ def _invalid_metadata_version(level: int, message: str) -> ApiError:
 
 
 def update_features(image: MetadataImage, updates: Mapping[str, tuple[int, int]], validate_only: bool,
-                    node_id: int, kraft_version: int, kraft: bool = True) -> ControllerResult[ApiError]:
+                    node_id: int, kraft_version: int, kraft: bool = True,
+                    static_min_insync_replicas: int = 1) -> ControllerResult[ApiError]:
     """`updates`: level and upgrade type by feature name, as the request lists them. Returns the first refusal (or
-    NONE) and, unless `validate_only` or refused, the FeatureLevelRecords."""
+    NONE) and, unless `validate_only` or refused, the FeatureLevelRecords, followed by what eligible leader
+    replicas need when the update turns them on (config_control.elr_safety_records)."""
     current_levels = dict(image.features)
     current_levels[KRAFT_VERSION_FEATURE_NAME] = kraft_version
     proposed = {**current_levels, **{name: level for name, (level, _) in updates.items()}}
@@ -84,7 +89,16 @@ def update_features(image: MetadataImage, updates: Mapping[str, tuple[int, int]]
             return ControllerResult(error, [])
         if name != KRAFT_VERSION_FEATURE_NAME:
             records.append(FeatureLevelRecord(name=name, feature_level=level))
-    return ControllerResult(ApiError(ErrorCode.NONE, None), [] if validate_only else records)
+    if validate_only:
+        return ControllerResult(ApiError(ErrorCode.NONE, None), [])
+    enabled, will_be = elr_enabled(image), elr_enabled(image.apply(records, image.offset + 1))
+    if will_be and not enabled:
+        records += elr_safety_records(image, static_min_insync_replicas)
+    elif enabled and not will_be:
+        # Every partition's ELR and last known ELR go with the feature, at once (Kafka's controller drops each
+        # partition's at its next change instead), so no broker or tool shows stale ones.
+        records.append(ClearElrRecord())
+    return ControllerResult(ApiError(ErrorCode.NONE, None), records)
 
 
 def _check_update(image: MetadataImage, name: str, level: int, upgrade_type: int, current: int,

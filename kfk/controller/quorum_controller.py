@@ -54,6 +54,7 @@ from kfk.controller.bootstrap_metadata import records_for_empty_log
 from kfk.controller.broker_heartbeat_manager import BrokerControlState, BrokerHeartbeatManager
 from kfk.controller.config_describer import describe_topic_configs
 from kfk.common.features import METADATA_VERSION_FEATURE_NAME
+from kfk.controller.features import DELEGATION_TOKENS_LEVEL, SCRAM_LEVEL
 from kfk.controller.features import supported_features as kfk_supported_features
 from kfk.controller.producer_ids import ProducerIdsBlock, generate_next_producer_ids
 from kfk.controller.result import ApiError, ControllerResult
@@ -195,7 +196,8 @@ class QuorumController:
             return False
         self.controller_epoch = epoch
         if METADATA_VERSION_FEATURE_NAME not in self.image.features:
-            await self._write(lambda image: ControllerResult(None, records_for_empty_log(self.bootstrap_records)))
+            await self._write(lambda image: ControllerResult(None, records_for_empty_log(
+                self.bootstrap_records, self.config.min_insync_replicas, self.kraft)))
         if self.heartbeats is not None:
             self.heartbeats.reset(list(self.image.brokers), self.time_ms())
             if self.manage_leadership:  # a single node has nobody to fail over to: it never fences itself
@@ -245,6 +247,9 @@ class QuorumController:
             return self.config.unclean_leader_election_enable
         return value.strip().lower() == "true"
 
+    def _min_isr(self, topic: str) -> int:
+        return partition_change.min_insync_replicas(self.image, topic, self.config.min_insync_replicas)
+
     def _schedule_reconcile(self) -> None:
         self._reconcile_again = True
         if self._reconciler is None or self._reconciler.done():
@@ -274,7 +279,7 @@ class QuorumController:
         """Leadership after broker changes first; reassignments whose new replicas caught up complete once the
         partition is otherwise settled (one change per partition per write)."""
         live = self._live_brokers(image)
-        records = partition_change.handle_broker_changes(image, live, self._unclean_allowed)
+        records = partition_change.handle_broker_changes(image, live, self._unclean_allowed, self._min_isr)
         if records:
             return records
         return reassignment.reassignment_progress(image, live)
@@ -388,7 +393,8 @@ class QuorumController:
         self.shutting_down[broker_id] = registration.broker_epoch
 
         def operation(image: MetadataImage) -> ControllerResult[list[tuple[str, int]]]:
-            records, remaining = partition_change.controlled_shutdown(image, broker_id, self._live_brokers(image))
+            records, remaining = partition_change.controlled_shutdown(image, broker_id, self._live_brokers(image),
+                                                                      self._min_isr)
             return ControllerResult(remaining, records)
 
         remaining = await self._write(operation)
@@ -512,7 +518,8 @@ class QuorumController:
     async def alter_user_scram_credentials(self, request: AlterUserScramCredentialsRequest
                                            ) -> AlterUserScramCredentialsResponse:
         try:
-            return await self._write(lambda image: scram_control.alter_user_scram_credentials(image, request))
+            return await self._write(lambda image: scram_control.alter_user_scram_credentials(
+                image, request, self._metadata_version_at_least(image, SCRAM_LEVEL)))
         except NotControllerError:
             Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
             users = dict.fromkeys(item.name for item in [*request.deletions, *request.upsertions])
@@ -534,7 +541,8 @@ class QuorumController:
             updates[update.feature] = (update.max_version_level, upgrade_type)
         try:
             error = await self._write(lambda image: feature_control.update_features(
-                image, updates, request.validate_only, self.node_id, self.kraft_version(), self.kraft))
+                image, updates, request.validate_only, self.node_id, self.kraft_version(), self.kraft,
+                self.config.min_insync_replicas))
         except NotControllerError:
             error = _NOT_CONTROLLER
         if error.is_failure:
@@ -552,8 +560,16 @@ class QuorumController:
 
     async def create_delegation_token(self, principal: KafkaPrincipal, request: CreateDelegationTokenRequest
                                       ) -> CreateDelegationTokenResponse:
+        if self.delegation_tokens.secret_key is not None \
+                and not self._metadata_version_at_least(self.image, DELEGATION_TOKENS_LEVEL):
+            return CreateDelegationTokenResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)  # checked after the key
         return await self._token_write(delegation_token_control.create_delegation_token, principal, request,
                                        CreateDelegationTokenResponse)
+
+    def _metadata_version_at_least(self, image: MetadataImage, level: int) -> bool:
+        """Whether the finalized metadata.version has `level`'s records (ZooKeeper mode keeps SCRAM credentials
+        and tokens in znodes, whatever its levels say)."""
+        return not self.kraft or image.feature_level(METADATA_VERSION_FEATURE_NAME) >= level
 
     async def renew_delegation_token(self, principal: KafkaPrincipal, request: RenewDelegationTokenRequest
                                      ) -> RenewDelegationTokenResponse:
@@ -593,16 +609,20 @@ class QuorumController:
 
     async def register_broker(self, broker_id: int, endpoints: Sequence[Endpoint], rack: str | None,
                               incarnation_id: uuid.UUID | None = None,
-                              supported_features: Mapping[str, tuple[int, int]] | None = None) -> int:
+                              supported_features: Mapping[str, tuple[int, int]] | None = None,
+                              log_dirs: Sequence[uuid.UUID] = ()) -> int:
         """Register (fenced) a broker incarnation (supporting the feature levels a kfk node does unless told
-        otherwise); returns its broker epoch."""
+        otherwise) with the ids of its log dirs; returns its broker epoch. The same incarnation again amends its
+        registration and keeps its session and shutdown state."""
         incarnation_id = incarnation_id or uuid.uuid4()
         features = kfk_supported_features() if supported_features is None else supported_features
+        existing = self.image.brokers.get(broker_id)
         broker_epoch = await self._write(lambda image: cluster_control.register_broker(
-            image, broker_id, incarnation_id, endpoints, rack, features))
-        self.shutting_down.pop(broker_id, None)
-        if self.heartbeats is not None:
-            self.heartbeats.register(broker_id, self.time_ms())
+            image, broker_id, incarnation_id, endpoints, rack, features, log_dirs))
+        if existing is None or existing.incarnation_id != incarnation_id:
+            self.shutting_down.pop(broker_id, None)
+            if self.heartbeats is not None:
+                self.heartbeats.register(broker_id, self.time_ms())
         return broker_epoch
 
     async def update_broker_endpoints(self, broker_id: int, endpoints: Sequence[Endpoint]) -> None:
@@ -634,10 +654,14 @@ class QuorumController:
                         existing.incarnation_id)
             return BrokerRegistrationResponse(error_code=ErrorCode.DUPLICATE_BROKER_REGISTRATION)
         try:
+            if existing is not None and request.previous_broker_epoch != existing.broker_epoch \
+                    and partition_change.elr_enabled(self.image):
+                await self._write(lambda image: ControllerResult(None, partition_change.forget_unclean_shutdown(
+                    image, request.broker_id, self._min_isr)))
             broker_epoch = await self.register_broker(
                 request.broker_id, cluster_control.endpoints_of(request.listeners), request.rack or None,
                 request.incarnation_id, {feature.name: (feature.min_supported_version, feature.max_supported_version)
-                                         for feature in request.features})
+                                         for feature in request.features}, request.log_dirs)
         except KafkaError as error:
             if error.error_code == ErrorCode.UNSUPPORTED_VERSION:
                 log.warning("refusing the registration of broker %d: %s", request.broker_id, error)
@@ -705,7 +729,7 @@ class QuorumController:
                 raise BrokerIdNotRegisteredError(f"No broker with id {broker_id} is registered.")
             live = self._live_brokers(image) - {broker_id}
             return ControllerResult(None, [
-                *partition_change.handle_broker_changes(image, live, self._unclean_allowed),
+                *partition_change.handle_broker_changes(image, live, self._unclean_allowed, self._min_isr),
                 UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=registration.broker_epoch)])
 
         await self._write(operation)
@@ -715,7 +739,7 @@ class QuorumController:
     async def _fence(self, broker_id: int, broker_epoch: int) -> None:
         def operation(image: MetadataImage) -> ControllerResult[None]:
             live = self._live_brokers(image) - {broker_id}
-            changes = partition_change.handle_broker_changes(image, live, self._unclean_allowed) \
+            changes = partition_change.handle_broker_changes(image, live, self._unclean_allowed, self._min_isr) \
                 if self.manage_leadership else []
             return cluster_control.fence_broker(image, broker_id, broker_epoch, changes)
 
@@ -769,6 +793,8 @@ class QuorumController:
                     error, change = partition_change.alter_partition(
                         registration, request.broker_id, partition.leader_epoch, partition.partition_epoch, new_isr,
                         live)
+                    if change is not None and partition_change.elr_enabled(image):
+                        change = partition_change.with_elr(registration, change, self._min_isr(topic_image.name))
                     errors[(topic.topic_id, partition.partition_index)] = error
                     if change is not None:
                         records.append(change.record(topic.topic_id, partition.partition_index))

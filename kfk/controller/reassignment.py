@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from typing import Collection, Mapping, Sequence
 
-from kfk.controller.partition_change import PartitionChange
+from kfk.controller.partition_change import PartitionChange, placed
 from kfk.controller.placement import BrokerPlacement, assign_replicas_to_brokers
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import ErrorCode
@@ -101,7 +101,7 @@ def reassignment_progress(image: MetadataImage, live: Collection[int]) -> list[M
                 continue
             if all(replica in registration.isr for replica in registration.adding_replicas):
                 change = _complete(registration, target_replicas(registration), live)
-                records.append(change.record(topic.topic_id, partition_id))
+                records.append(placed(image, registration, change).record(topic.topic_id, partition_id))
     return records
 
 
@@ -128,7 +128,8 @@ def alter_partition_reassignments(image: MetadataImage, request: AlterPartitionR
                     _validate_target(image, registration, wanted.replicas, allow_replication_factor_change)
                     change = start_reassignment(registration, wanted.replicas, live)
                 if change is not None:
-                    records.append(change.record(topic.topic_id, wanted.partition_index))
+                    records.append(placed(image, registration, change).record(topic.topic_id,
+                                                                              wanted.partition_index))
                 results.append(PartitionResponse(partition_index=wanted.partition_index, error_code=ErrorCode.NONE,
                                                  error_message=None))
             except _Invalid as invalid:

@@ -28,6 +28,7 @@ from kfk.common.topic_collisions import has_collision_chars, unify_collision_cha
 from kfk.common.uuids import uuid_to_base64
 from kfk.config import BrokerConfig
 from kfk.controller.config_control import validate_topic_configs
+from kfk.controller.partition_change import replica_directories
 from kfk.controller.placement import BrokerPlacement, assign_replicas_to_brokers
 from kfk.controller.result import ApiError, ControllerResult
 from kfk.errors import ERROR_INFO, ErrorCode, InvalidConfigurationError, InvalidTopicError, KafkaError
@@ -82,13 +83,13 @@ def new_partition(image: MetadataImage, replicas: Sequence[int]) -> PartitionReg
     """A new partition: the ISR is its active replicas, the leader the first of them."""
     isr = tuple(replica for replica in replicas if _is_active(image, replica))
     return PartitionRegistration(replicas=tuple(replicas), isr=isr, leader=isr[0] if isr else -1, leader_epoch=0,
-                                 partition_epoch=0)
+                                 partition_epoch=0, directories=replica_directories(image, replicas) or ())
 
 
 def partition_record(topic_id: uuid.UUID, partition_id: int, partition: PartitionRegistration) -> Message:
     return PartitionRecord(partition_id=partition_id, topic_id=topic_id, replicas=list(partition.replicas),
                            isr=list(partition.isr), leader=partition.leader, leader_epoch=partition.leader_epoch,
-                           partition_epoch=partition.partition_epoch)
+                           partition_epoch=partition.partition_epoch, directories=list(partition.directories))
 
 
 def _validate_manual_assignment(image: MetadataImage, partition_id: int, broker_ids: Sequence[int],

@@ -27,6 +27,7 @@ UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
 RemoveUserScramCredentialRecord = schema_class("RemoveUserScramCredentialRecord")
 
 _OK = ApiError(ErrorCode.NONE)
+_UNSUPPORTED = ApiError(ErrorCode.UNSUPPORTED_VERSION, "The current metadata.version does not support SCRAM")
 
 
 def _check_mechanism(mechanism: int) -> ApiError:
@@ -35,8 +36,10 @@ def _check_mechanism(mechanism: int) -> ApiError:
     return _OK
 
 
-def alter_user_scram_credentials(image: MetadataImage, request: AlterUserScramCredentialsRequest
-                                 ) -> ControllerResult[AlterUserScramCredentialsResponse]:
+def alter_user_scram_credentials(image: MetadataImage, request: AlterUserScramCredentialsRequest,
+                                 supported: bool = True) -> ControllerResult[AlterUserScramCredentialsResponse]:
+    """`supported`: whether the metadata.version holds SCRAM credentials (3.5-IV2 on, in KRaft); every alteration
+    past the request's own checks is refused otherwise, in Kafka's words."""
     users = dict.fromkeys(item.name for item in [*request.deletions, *request.upsertions])
     pairs = Counter((item.name, item.mechanism) for item in [*request.deletions, *request.upsertions])
     errors: dict[str, ApiError] = {}
@@ -51,6 +54,8 @@ def alter_user_scram_credentials(image: MetadataImage, request: AlterUserScramCr
         elif pairs[(deletion.name, deletion.mechanism)] > 1:
             fail(deletion.name, ApiError(ErrorCode.DUPLICATE_RESOURCE,
                                          "A user credential cannot be altered twice in the same request"))
+        elif not supported:
+            fail(deletion.name, _UNSUPPORTED)
         elif (error := _check_mechanism(deletion.mechanism)).is_failure:
             fail(deletion.name, error)
         elif (deletion.name, deletion.mechanism) not in image.scram_credentials:
@@ -66,6 +71,8 @@ def alter_user_scram_credentials(image: MetadataImage, request: AlterUserScramCr
         elif pairs[(name, upsertion.mechanism)] > 1:
             fail(name, ApiError(ErrorCode.DUPLICATE_RESOURCE,
                                 "A user credential cannot be altered twice in the same request"))
+        elif not supported:
+            fail(name, _UNSUPPORTED)
         elif (error := _check_mechanism(upsertion.mechanism)).is_failure:
             fail(name, error)
         elif upsertion.iterations < MIN_ITERATIONS:

@@ -54,6 +54,8 @@ class BrokerRegistration:
     #: The (lowest, highest) level of each feature the broker supports, from its registration: the controller
     #: finalizes no level a registered broker does not support.
     supported_features: Mapping[str, tuple[int, int]] = field(default_factory=_empty)
+    #: The directory ids of the broker's online log dirs (metadata.version 3.7-IV2 on; empty before).
+    log_dirs: tuple[uuid.UUID, ...] = ()
 
     def endpoint(self, listener_name: str) -> Endpoint | None:
         for endpoint in self.endpoints:
@@ -71,6 +73,14 @@ class PartitionRegistration:
     partition_epoch: int
     removing_replicas: tuple[int, ...] = ()
     adding_replicas: tuple[int, ...] = ()
+    #: The log dir of each replica, in replica order (metadata.version 3.7-IV2 on; empty before, which Kafka reads as
+    #: MIGRATING for each): a directory id, or one of Kafka's placeholders (kfk/metadata/directories.py).
+    directories: tuple[uuid.UUID, ...] = ()
+    #: Eligible leader replicas (KIP-966, eligible.leader.replicas.version 1): replicas that left the ISR while it
+    #: was below min.insync.replicas, so still hold every committed record and may lead cleanly.
+    elr: tuple[int, ...] = ()
+    #: The ELR members last known before they all became ineligible: where an unclean recovery would look first.
+    last_known_elr: tuple[int, ...] = ()
 
     @property
     def preferred_leader(self) -> int:
@@ -92,6 +102,9 @@ class PartitionRegistration:
             if change.removing_replicas is None
             else tuple(change.removing_replicas),
             adding_replicas=self.adding_replicas if change.adding_replicas is None else tuple(change.adding_replicas),
+            directories=self.directories if change.directories is None else tuple(change.directories),
+            elr=self.elr if change.eligible_leader_replicas is None else tuple(change.eligible_leader_replicas),
+            last_known_elr=self.last_known_elr if change.last_known_elr is None else tuple(change.last_known_elr),
         )
 
 
@@ -269,12 +282,27 @@ def _partition_record(delta: _Delta, record: Message) -> None:
         partition_epoch=record.partition_epoch,
         removing_replicas=tuple(record.removing_replicas),
         adding_replicas=tuple(record.adding_replicas),
+        directories=tuple(record.directories),
+        elr=tuple(record.eligible_leader_replicas or ()),
+        last_known_elr=tuple(record.last_known_elr or ()),
     )
 
 
 def _partition_change_record(delta: _Delta, record: Message) -> None:
     partitions = delta.mutable_partitions(record.topic_id)
     partitions[record.partition_id] = partitions[record.partition_id].merge(record)
+
+
+def _clear_elr_record(delta: _Delta, record: Message) -> None:
+    """A min.insync.replicas change while ELR is on: the ELR and last known ELR of one topic (by name), or of every
+    topic (empty name), start over."""
+    for topic in list(delta.mutable_topics().values()):
+        if record.topic_name and topic.name != record.topic_name:
+            continue
+        partitions = delta.mutable_partitions(topic.topic_id)
+        for index, partition in partitions.items():
+            if partition.elr or partition.last_known_elr:
+                partitions[index] = replace(partition, elr=(), last_known_elr=())
 
 
 def _remove_topic_record(delta: _Delta, record: Message) -> None:
@@ -310,6 +338,7 @@ def _register_broker_record(delta: _Delta, record: Message) -> None:
         supported_features=MappingProxyType({feature.name: (feature.min_supported_version,
                                                             feature.max_supported_version)
                                              for feature in record.features}),
+        log_dirs=tuple(record.log_dirs),
     )
 
 
@@ -364,6 +393,7 @@ _HANDLERS = {
     "PartitionRecord": _partition_record,
     "PartitionChangeRecord": _partition_change_record,
     "RemoveTopicRecord": _remove_topic_record,
+    "ClearElrRecord": _clear_elr_record,
     "ConfigRecord": _config_record,
     "RegisterBrokerRecord": _register_broker_record,
     "UnregisterBrokerRecord": _unregister_broker_record,

@@ -16,6 +16,7 @@ default executor so the event loop keeps serving; compaction runs in the log man
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import os
@@ -33,6 +34,7 @@ from kfk.backends.embedded.raft.voter_set import ZERO_UUID
 from kfk.backends.zookeeper import ZooKeeperMetadataBackend
 from kfk.common.clock import system_time_ms
 from kfk.common.config_types import ConfigResourceType
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
 from kfk.common.internal_topics import (
     GROUP_METADATA_TOPIC_NAME,
     SHARE_GROUP_STATE_TOPIC_NAME,
@@ -42,6 +44,7 @@ from kfk.common.structs import TopicPartition
 from kfk.config import BrokerConfig, parse_host_counts
 from kfk.controller.backend import MetadataBackend
 from kfk.controller.cluster_control import broker_endpoints
+from kfk.controller.features import DIRECTORY_ASSIGNMENT_LEVEL
 from kfk.controller.producer_ids import ProducerIdManager, ProducerIdsBlock
 from kfk.controller.quorum_controller import QuorumController
 from kfk.coordinator.group.config import GroupCoordinatorConfig
@@ -123,7 +126,7 @@ from kfk.server.txn_markers import TxnMarkerSender, TxnMarkerWriter
 from kfk.server.txn_verification import TxnPartitionVerifier
 from kfk.storage.format import load_cluster_id, random_cluster_id
 from kfk.storage.meta_properties import MetaProperties
-from kfk.common.uuids import uuid_from_base64
+from kfk.common.uuids import uuid_from_base64, uuid_to_base64
 from kfk.storage.log_dir_lock import LogDirLock, acquire_log_dirs, release_log_dirs
 from kfk.storage.log_files import BROKER_PID_FILE
 from kfk.storage.cleaner_threads import CleanerConfig
@@ -474,11 +477,32 @@ class BrokerServer:
                 lambda: self.metadata_cache.image.offset,
                 lambda: broker_endpoints(self.socket_server.bound, config.advertised_listeners,
                                          config.listener_security_protocol_map, config.controller_listener_names),
-                config.broker_rack, config.broker_heartbeat_interval_ms)
+                config.broker_rack, config.broker_heartbeat_interval_ms, self._directory_ids(),
+                self.log_manager.previous_broker_epoch, self._registration_lacks_log_dirs)
             await self.lifecycle_manager.start()
             self.producer_id_manager = ProducerIdManager(self._allocate_producer_ids)
             self.controller.forward_create_topics = lambda request: self.controller_channel.send(
                 request, CREATE_TOPICS_FORWARD_VERSION)
+
+    def _registration_lacks_log_dirs(self) -> bool:
+        image = self.metadata_cache.image
+        registration = image.brokers.get(self.node_id)
+        return registration is not None and not registration.log_dirs \
+            and image.feature_level(METADATA_VERSION_FEATURE_NAME) >= DIRECTORY_ASSIGNMENT_LEVEL
+
+    def _directory_ids(self) -> list[uuid.UUID]:
+        """The directory.id of each log dir, as the broker registers them. A dir formatted before directory ids
+        existed gets one now, kept in its meta.properties (as Kafka 3.7+ does on start-up)."""
+        ids = []
+        for log_dir in self.log_dirs:
+            meta = MetaProperties.read(log_dir)
+            if meta is None:
+                continue
+            if not meta.directory_id:
+                meta = dataclasses.replace(meta, directory_id=uuid_to_base64(uuid.uuid4()))
+                meta.write(log_dir)
+            ids.append(uuid_from_base64(meta.directory_id))
+        return ids
 
     def _dynamic_quorum(self) -> DynamicQuorum | None:
         """KIP-853: with controller.quorum.bootstrap.servers (and no static voters) the voters are in the metadata
@@ -975,7 +999,9 @@ class BrokerServer:
         if self._log_manager_task is not None:
             self._log_manager_task.cancel()
         if self.log_manager is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
+            # The clean-shutdown marker keeps the broker epoch: the next start tells the controller it was clean.
+            broker_epoch = self.lifecycle_manager.broker_epoch if self.lifecycle_manager is not None else -1
+            await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown, broker_epoch)
         pid_file = Path(self.log_dirs[0], BROKER_PID_FILE)
         if pid_file.exists() and pid_file.read_text().strip() == str(os.getpid()):
             pid_file.unlink()

@@ -43,8 +43,17 @@ _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
 
 class BrokerLifecycleManager:
     def __init__(self, node_id: int, cluster_id: str, channel: ControllerChannel, metadata_offset: Callable[[], int],
-                 endpoints: Callable[[], Sequence[Endpoint]], rack: str | None, heartbeat_interval_ms: int) -> None:
+                 endpoints: Callable[[], Sequence[Endpoint]], rack: str | None, heartbeat_interval_ms: int,
+                 log_dirs: Sequence[uuid.UUID] = (), previous_broker_epoch: int = -1,
+                 registration_lacks_log_dirs: Callable[[], bool] = lambda: False) -> None:
         self.node_id = node_id
+        #: The directory ids of the broker's log dirs, which a controller at metadata.version 3.7-IV2 or later
+        #: records (and requires).
+        self.log_dirs = list(log_dirs)
+        #: Whether the metadata.version now records log dirs and this broker's registration has none (it registered
+        #: before an upgrade to 3.7-IV2): the broker then registers again, amending its registration (Kafka's
+        #: BrokerRegistrationTracker).
+        self.registration_lacks_log_dirs = registration_lacks_log_dirs
         self.cluster_id = cluster_id
         self.channel = channel
         self.metadata_offset = metadata_offset
@@ -52,7 +61,9 @@ class BrokerLifecycleManager:
         self.rack = rack
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.incarnation_id = uuid.uuid4()
-        self.broker_epoch = -1
+        #: The last broker epoch this node had: from its clean-shutdown marker at first (-1 after a crash, which
+        #: the controller takes as an unclean shutdown), then its latest registration's.
+        self.broker_epoch = previous_broker_epoch
         self.is_fenced = True
         self._want_shut_down = False
         self._unfenced = asyncio.Event()
@@ -75,7 +86,7 @@ class BrokerLifecycleManager:
             features=[BrokerRegistrationRequest.Feature(name=name, min_supported_version=low,
                                                         max_supported_version=high)
                       for name, (low, high) in supported_features().items()],
-            rack=self.rack, log_dirs=[], previous_broker_epoch=self.broker_epoch)
+            rack=self.rack, log_dirs=self.log_dirs, previous_broker_epoch=self.broker_epoch)
         while True:
             response: BrokerRegistrationResponse = await self.channel.send(
                 request, BROKER_REGISTRATION_VERSION, timeout_ms=2**31 - 1)
@@ -116,6 +127,10 @@ class BrokerLifecycleManager:
         while not self._should_shut_down.is_set():
             self._wake.clear()
             try:
+                if self.log_dirs and not self.is_fenced and not self._want_shut_down \
+                        and self.registration_lacks_log_dirs():
+                    log.info("broker %d: the metadata.version records log dirs: registering them", self.node_id)
+                    await self._register()
                 await self._heartbeat()
             except KafkaError as error:  # no controller within the interval: the next heartbeat tries again
                 log.info("broker %d: heartbeat failed: %s", self.node_id, error)

@@ -7,11 +7,8 @@ about the quorum flags hold: --standalone and --initial-controllers are for cont
 (controller.quorum.bootstrap.servers, never with static controller.quorum.voters), and a controller of a dynamic
 quorum must be given one of --standalone, --initial-controllers or --no-initial-controllers.
 
-One difference: Kafka refuses --add-scram below metadata.version 3.5-IV2; kfk's controller keeps SCRAM credentials
-at the one level it runs, 3.3-IV3 (as it does for AlterUserScramCredentials), so kfk formats them there. Apache
-Kafka 4.0 cannot hold them at that level (its controller stops: "Metadata has been lost because the following could
-not be represented in metadata.version 3.3-IV3: ScramImage"), so a node kfk formatted with --add-scram starts kfk,
-not Apache Kafka, until kfk's metadata.version (controller/features.py) reaches 3.5-IV2.
+--add-scram needs metadata.version 3.5-IV2 or later, the first whose records hold SCRAM credentials: below it the
+format is refused in Kafka's words, before the arguments are parsed (as Kafka's Formatter does).
 """
 
 from __future__ import annotations
@@ -39,6 +36,7 @@ from kfk.common.features import (
 from kfk.controller.features import (
     LATEST_METADATA_VERSION,
     MINIMUM_METADATA_VERSION,
+    SCRAM_LEVEL,
     kfk_default_feature_levels,
     supported_features,
 )
@@ -66,6 +64,9 @@ def format_storage(config: BrokerConfig, cluster_id: str, now_ms: int, *, standa
     if sum([standalone, initial_controllers is not None, no_initial_controllers]) > 1:
         raise InvalidConfigurationError(
             "give at most one of --standalone, --initial-controllers, --no-initial-controllers")
+    if add_scram and levels[METADATA_VERSION_FEATURE_NAME] < SCRAM_LEVEL:
+        raise InvalidConfigurationError(
+            f"SCRAM is only supported in metadata.version {metadata_version(SCRAM_LEVEL).name} or later.")
     records = bootstrap_records(levels, [parse_add_scram(argument) for argument in add_scram])
     log_dirs = [os.path.abspath(log_dir) for log_dir in config.log_dir_list]
     metadata_dir = log_dirs[0]

@@ -75,8 +75,8 @@ class CheckpointFile(Generic[T]):
         atomic_write(self.path, ("\n".join(lines) + "\n").encode("utf-8"), sync)
 
     def read(self) -> list[T]:
-        """The entries, or [] when the file does not exist. A malformed file raises KafkaStorageError naming the
-        file and the line, as Kafka's CheckpointReadBuffer does."""
+        """The entries, or [] when the file does not exist or is empty (as Kafka's CheckpointReadBuffer reads an empty
+        file). A malformed file raises KafkaStorageError naming the file and the line, as Kafka's does."""
         try:
             with open(self.path, encoding="utf-8") as handle:
                 lines = handle.read().splitlines()
@@ -89,7 +89,7 @@ class CheckpointFile(Generic[T]):
             return KafkaStorageError(f"Malformed line in checkpoint file ({self.path}): '{line}'")
 
         if not lines:
-            raise malformed("")
+            return []
         try:
             version = int(lines[0].strip())
         except ValueError:

@@ -103,6 +103,8 @@ class LogManager:
         self._next_flush_ms = 0
         self._next_producer_expiration_ms = 0
         self._started = False
+        #: The broker epoch of the last clean shutdown (-1: the last shutdown was not clean), read at start-up.
+        self.previous_broker_epoch = -1
         self.cleaner_manager = LogCleanerManager()
         self.cleaner: LogCleanerThreads | None = None
         self._clock = now_ms
@@ -111,6 +113,18 @@ class LogManager:
         self._build_cleaner(cleaner_config or CleanerConfig())
 
     # -- startup -----------------------------------------------------------------------------------------------------
+
+    def _clean_shutdown_broker_epoch(self) -> int:
+        """The broker epoch the clean-shutdown markers recorded, -1 unless every log dir has one (an unclean
+        shutdown): what the broker tells the controller as its previous broker epoch, as Kafka's does."""
+        epochs = set()
+        for log_dir in self.log_dirs:
+            try:
+                with open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), "rb") as marker:
+                    epochs.add(int(json.loads(marker.read())["brokerEpoch"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                return -1
+        return epochs.pop() if len(epochs) == 1 else -1
 
     def startup(self, now_ms: int, node_id: int | None = None, cluster_id: str | None = None) -> None:
         """Create missing log dirs, check meta.properties (when node and cluster ids are given), load every
@@ -122,6 +136,7 @@ class LogManager:
                 format_log_dirs(self.log_dirs, cluster_id, node_id, ignore_formatted=True)
             for log_dir in self.log_dirs:
                 self._load_log_dir(log_dir, now_ms)
+            self.previous_broker_epoch = self._clean_shutdown_broker_epoch()
             for log_dir in self.log_dirs:
                 marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
                 if os.path.exists(marker):
@@ -479,7 +494,8 @@ class LogManager:
                 log.close()
             self._write_checkpoints()
             self.deletion_queue.run_all()
-            marker = json.dumps({"version": "0", "broker_epoch": str(broker_epoch)}).encode("utf-8")
+            # Kafka's CleanShutdownFileHandler content, which its brokers read back as their previous broker epoch.
+            marker = json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")).encode("utf-8")
             for log_dir in self.log_dirs:
                 atomic_write(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), marker)
             self._started = False

@@ -13,6 +13,7 @@ from kfk.streams.kafka_streams import KafkaStreams, MissingSourceTopicException,
 from kfk.streams.metadata import HostInfo, KeyQueryMetadata, StreamsMetadata
 from kfk.streams.kstream import (Branched, BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable,
                                 StreamsBuilder, TableJoined)
+from kfk.streams.materialized import Materialized
 from kfk.streams.processor import Change, Processor, ProcessorContext, Record, TaskId
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import BufferConfig, Suppressed
@@ -20,7 +21,7 @@ from kfk.streams.topology import StoreBuilder, Topology, TopologyException
 from kfk.streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Window, Windowed
 
 __all__ = [
-    "Branched", "BranchedKStream", "EmitStrategy", "GlobalKTable", "HostInfo", "KeyQueryMetadata", "StreamsMetadata", "BufferConfig", "Suppressed", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Processor",
+    "Branched", "BranchedKStream", "EmitStrategy", "GlobalKTable", "HostInfo", "KeyQueryMetadata", "StreamsMetadata", "BufferConfig", "Suppressed", "JoinWindows", "Change", "KafkaStreams", "MissingSourceTopicException", "State", "KGroupedStream", "KStream", "KTable", "Materialized", "Processor",
     "ProcessorContext", "Record", "Serde", "Serdes", "StoreBuilder", "StreamsBuilder", "StreamsConfig", "TableJoined", "TaskId", "SessionWindows", "SlidingWindows",
     "TimeWindows", "Topology", "TopologyException", "Window", "Windowed",
 ]

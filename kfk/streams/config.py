@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kfk.client.config import ADMIN_CONFIG_DEF, CONSUMER_CONFIG_DEF, PRODUCER_CONFIG_DEF
-from kfk.config import ConfigDef, ConfigKey, ConfigType, at_least, one_of
+from kfk.config import ConfigDef, ConfigKey, ConfigType, at_least, at_most_elements, one_of
 from kfk.errors import InvalidConfigurationError
 from kfk.streams.errors import (DEAD_LETTER_QUEUE_TOPIC_NAME_CONFIG, ExceptionHandlers, handler_instance,
                                resolve_handler)
@@ -38,6 +38,11 @@ _HANDLER_KEYS = {"deserialization.exception.handler": "default.deserialization.e
 #: commit.interval.ms's default depends on processing.guarantee (Kafka: 30 s, and 100 ms under exactly-once).
 _COMMIT_INTERVAL_MS = {AT_LEAST_ONCE: 30_000, EXACTLY_ONCE_V2: 100}
 
+#: client.tag.<key>=<value>: this instance's tags, which rack.aware.assignment.tags names (Kafka's limits).
+CLIENT_TAG_PREFIX = "client.tag."
+MAX_RACK_AWARE_ASSIGNMENT_TAGS = 5
+MAX_TAG_KEY_LENGTH, MAX_TAG_VALUE_LENGTH = 20, 30
+
 STREAMS_CONFIG_DEF = ConfigDef([
     ConfigKey("application.id", ConfigType.STRING, None, None,
               "The consumer group id, the transactional.id prefix and the prefix of every internal topic."),
@@ -52,10 +57,24 @@ STREAMS_CONFIG_DEF = ConfigDef([
     ConfigKey("num.standby.replicas", ConfigType.INT, 0, at_least(0),
               "Standby replicas per stateful task, each on another instance: copies of its stores kept up to date "
               "from their changelogs, so that a task that moves restores only the changelog's tail."),
+    ConfigKey("acceptable.recovery.lag", ConfigType.LONG, 10_000, at_least(0),
+              "The most changelog records an instance may lag behind on a stateful task and still be given it as an "
+              "active task (it is caught up); a task's target instance that lags more gets a warm-up replica first."),
+    ConfigKey("max.warmup.replicas", ConfigType.INT, 2, at_least(1),
+              "The most warm-up replicas (standbys beyond num.standby.replicas, restoring a task on the instance it "
+              "should move to) assigned at once across the application."),
+    ConfigKey("rack.aware.assignment.tags", ConfigType.LIST, [], at_most_elements(MAX_RACK_AWARE_ASSIGNMENT_TAGS),
+              "The client tag keys (client.tag.<key>) standby replicas are spread over: a task's standbys go to "
+              "instances whose values of these tags differ from the active's and from each other's, where they can "
+              "(KIP-708)."),
+    ConfigKey("probing.rebalance.interval.ms", ConfigType.LONG, 600_000, at_least(60_000),
+              "How long after a rebalance that assigned warm-up replicas the next (probing) rebalance comes, to move "
+              "the tasks whose warm-ups have caught up."),
     ConfigKey("replication.factor", ConfigType.INT, -1, None,
               "Replication factor of internal topics; -1 means the broker's default.replication.factor."),
     ConfigKey("statestore.cache.max.bytes", ConfigType.LONG, 10 * 1024 * 1024, at_least(0),
-              "Record cache size; kfk.streams forwards every update (Kafka's behaviour with 0)."),
+              "The record cache of the instance, divided evenly between its stream threads (kfk.streams.cache); "
+              "0 turns caching off: every update goes downstream."),
     ConfigKey("cache.max.bytes.buffering", ConfigType.LONG, 10 * 1024 * 1024, at_least(0),
               "Deprecated name of statestore.cache.max.bytes."),
     ConfigKey("client.id", ConfigType.STRING, "", None, "Prefix of the clients' client.id."),
@@ -98,9 +117,13 @@ class StreamsConfig:
     def __init__(self, properties: Mapping[str, Any]) -> None:
         streams: dict[str, Any] = {}
         self._client_overrides: dict[str, dict[str, Any]] = {prefix: {} for prefix in _CLIENT_PREFIXES}
+        #: This instance's client tags (client.tag.<key>), sent to the group leader (rack-aware standbys).
+        self.client_tags: dict[str, str] = {}
         for name, value in properties.items():
             prefix = next((prefix for prefix in _CLIENT_PREFIXES if name.startswith(prefix)), None)
-            if prefix is not None:
+            if name.startswith(CLIENT_TAG_PREFIX):
+                self.client_tags[name[len(CLIENT_TAG_PREFIX):]] = str(value)
+            elif prefix is not None:
                 self._set_client_key(prefix, name[len(prefix):], value)
             elif name in STREAMS_CONFIG_DEF.keys:
                 streams[name] = value
@@ -140,10 +163,43 @@ class StreamsConfig:
                                         else _COMMIT_INTERVAL_MS[self.processing_guarantee])
         self.num_stream_threads: int = values["num.stream.threads"]
         self.num_standby_replicas: int = values["num.standby.replicas"]
+        self.acceptable_recovery_lag: int = values["acceptable.recovery.lag"]
+        self.max_warmup_replicas: int = values["max.warmup.replicas"]
+        self.probing_rebalance_interval_ms: int = values["probing.rebalance.interval.ms"]
+        self.rack_aware_assignment_tags: list[str] = values["rack.aware.assignment.tags"]
+        self._check_client_tags()
         self.replication_factor: int = values["replication.factor"]
         self.client_id: str = values["client.id"] or self.application_id
         self.poll_ms: int = values["poll.ms"]
         self.application_server: str = values["application.server"]
+        self.statestore_cache_max_bytes: int = values["statestore.cache.max.bytes"]
+        if "cache.max.bytes.buffering" in streams:
+            if "statestore.cache.max.bytes" in streams:
+                log.warning("Both deprecated config cache.max.bytes.buffering and the new config "
+                            "statestore.cache.max.bytes are set, hence cache.max.bytes.buffering is ignored and "
+                            "statestore.cache.max.bytes is used.")
+            else:
+                log.warning("Deprecated config cache.max.bytes.buffering is set, and will be used; we suggest "
+                            "setting the new config statestore.cache.max.bytes instead as deprecated "
+                            "cache.max.bytes.buffering would be removed in the future.")
+                self.statestore_cache_max_bytes = values["cache.max.bytes.buffering"]
+
+    def _check_client_tags(self) -> None:
+        """Kafka's checks of the rack awareness configs."""
+        if len(self.client_tags) > MAX_RACK_AWARE_ASSIGNMENT_TAGS:
+            raise InvalidConfigurationError(f"At most {MAX_RACK_AWARE_ASSIGNMENT_TAGS} client tags can be specified "
+                                            f"using {CLIENT_TAG_PREFIX} prefix.")
+        missing = [tag for tag in self.rack_aware_assignment_tags if tag not in self.client_tags]
+        if missing:
+            raise InvalidConfigurationError(
+                f"Invalid value [{', '.join(self.rack_aware_assignment_tags)}] for configuration "
+                f"rack.aware.assignment.tags: Contains invalid value [{', '.join(missing)}] which doesn't have "
+                f"corresponding tag set via [{CLIENT_TAG_PREFIX}] prefix.")
+        for key, value in self.client_tags.items():
+            for text, limit, what in ((key, MAX_TAG_KEY_LENGTH, "key"), (value, MAX_TAG_VALUE_LENGTH, "value")):
+                if len(text) > limit:
+                    raise InvalidConfigurationError(f"Invalid value {text} for configuration {CLIENT_TAG_PREFIX}{key}: "
+                                                    f"Tag {what} exceeds maximum length of {limit}.")
 
     def exception_handlers(self) -> ExceptionHandlers:
         """One task's exception handlers, each class instantiated and configured anew (Kafka Streams gives every

@@ -1,8 +1,12 @@
 """The processors behind the DSL's operators, with Kafka Streams' semantics record for record (each forwards what
-Kafka's KStream*/KTable* processor of the same name forwards, with the record cache off).
+Kafka's KStream*/KTable* processor of the same name forwards).
 
 Stateful ones read and write a timestamped key-value store: the aggregate's timestamp is the largest timestamp of
 the records it has seen for the key, as in Kafka, and that is the timestamp of the update they forward.
+
+The aggregations and materialized table sources (CachedForwarding) forward each update themselves only when their
+store is not cached; a cached store's updates go downstream when the record cache flushes them (kfk.streams.cache):
+the latest value of each key, with the value the store held before as its old value.
 """
 
 from __future__ import annotations
@@ -111,7 +115,26 @@ class Branch(Processor):
                 return
 
 
-class StreamAggregate(Processor):
+class CachedForwarding(Processor):
+    """A processor whose store ``store_name`` may be cached: then ``caching`` is set, process() forwards nothing,
+    and the store's flushes forward through forward_flushed() (Kafka's TimestampedTupleForwarder and cache flush
+    listener)."""
+
+    store_name: str
+    caching = False
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        store = context.get_state_store(self.store_name)
+        if store.cache is not None:
+            self.caching = True
+            store.flush_listener = self.forward_flushed
+
+    def forward_flushed(self, key: Any, new: Any, old: Any, timestamp: int, headers: tuple) -> None:
+        self.context.forward(Record(key, Change(new, old), timestamp, headers))
+
+
+class StreamAggregate(CachedForwarding):
     """count() and aggregate(): records without a key are skipped, as Kafka skips them."""
 
     def __init__(self, store_name: str, initializer: Callable[[], Any],
@@ -130,11 +153,12 @@ class StreamAggregate(Processor):
             aggregate, timestamp = old[0], max(old[1], record.timestamp)
         new = self.aggregator(record.key, record.value, aggregate)
         store.put(record.key, new, timestamp)
-        self.context.forward(Record(record.key, Change(new, None if old is None else old[0]), timestamp,
-                                    record.headers))
+        if not self.caching:
+            self.context.forward(Record(record.key, Change(new, None if old is None else old[0]), timestamp,
+                                        record.headers))
 
 
-class StreamReduce(Processor):
+class StreamReduce(CachedForwarding):
     """reduce(): the first value of a key is its aggregate; records without a key or value are skipped."""
 
     def __init__(self, store_name: str, reducer: Callable[[Any, Any], Any]) -> None:
@@ -151,11 +175,12 @@ class StreamReduce(Processor):
         else:
             value, timestamp = self.reducer(old[0], record.value), max(old[1], record.timestamp)
         store.put(record.key, value, timestamp)
-        self.context.forward(Record(record.key, Change(value, None if old is None else old[0]), timestamp,
-                                    record.headers))
+        if not self.caching:
+            self.context.forward(Record(record.key, Change(value, None if old is None else old[0]), timestamp,
+                                        record.headers))
 
 
-class TableSource(Processor):
+class TableSource(CachedForwarding):
     """builder.table(): each record is the key's new value (None deletes it), kept in the table's store."""
 
     def __init__(self, store_name: str) -> None:
@@ -168,7 +193,8 @@ class TableSource(Processor):
         store = self.context.get_state_store(self.store_name)
         old = store.get(record.key)
         store.put(record.key, record.value, record.timestamp)
-        self.context.forward(record.with_value(Change(record.value, old)))
+        if not self.caching:
+            self.context.forward(record.with_value(Change(record.value, old)))
 
 
 class MaterializedChange(Processor):
@@ -277,19 +303,28 @@ class TableToStream(Processor):
         self.context.forward(record.with_value(record.value.new_value))
 
 
-class _WindowedAggregate(Processor):
+class _WindowedAggregate(CachedForwarding):
     """What the windowed aggregations share (Kafka's AbstractKStreamTimeWindowAggregateProcessor and its session
     sibling): with EmitStrategy.ON_WINDOW_CLOSE they forward no update; instead, after a record, the windows that
     closed since the last emission are forwarded from the store, each once with its final aggregate (no old value),
     in the order of Kafka's time-ordered stores. Kafka makes that pass at most once per
     __emit.interval.ms.kstreams.windowed.aggregation__ of wall clock (1 s by default); kfk.streams makes it after
     every record, as Kafka does with that interval set to 0. (Kafka keeps the last emission's close time in the
-    committed offsets' metadata; kfk.streams starts again from none after a restart.)"""
+    committed offsets' metadata; kfk.streams starts again from none after a restart.)
+
+    With the default strategy a cached store's flushes forward the updates (CachedForwarding); the DSL never
+    caches the store of an ON_WINDOW_CLOSE aggregation (kfk.streams.kstream), whose emission reads the local
+    store."""
 
     def __init__(self, emit_strategy: EmitStrategy) -> None:
         self.emit_on_close = emit_strategy is EmitStrategy.ON_WINDOW_CLOSE
         self.last_emit_close_time = -1
         self.observed_stream_time = -1
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        #: Whether process() forwards each update itself: not when the cache's flushes or the emission on close do.
+        self.forward_updates = not (self.caching or self.emit_on_close)
 
     def _closed_windows(self, store: Any, close_time: int) -> list[tuple[Any, Window, Any, int]] | None:
         """The windows closed since the last emission as (key, window, aggregate, timestamp), read from the store
@@ -355,11 +390,16 @@ class WindowAggregate(_WindowedAggregate):
                 old, timestamp = stored[0], max(record.timestamp, stored[1])
                 new = self.aggregator(record.key, record.value, old)
             store.put_window(record.key, window.start, new, timestamp)
-            if not self.emit_on_close:
+            if self.forward_updates:
                 self.context.forward(Record(Windowed(record.key, window), Change(new, old), timestamp,
                                             record.headers))
         if self.emit_on_close:
             self._emit_closed_windows(store, record, close_time)
+
+    def forward_flushed(self, key: tuple[Any, int], new: Any, old: Any, timestamp: int, headers: tuple) -> None:
+        record_key, start = key
+        self.context.forward(Record(Windowed(record_key, Window(start, start + self.windows.size_ms)),
+                                    Change(new, old), timestamp, headers))
 
 
 class SlidingWindowAggregate(_WindowedAggregate):
@@ -474,7 +514,7 @@ class SlidingWindowAggregate(_WindowedAggregate):
         """The record's right window holds exactly the later records the found window holds: its aggregate."""
         start = record.timestamp + 1
         store.put_window(record.key, start, aggregate[0], aggregate[1])
-        if not self.emit_on_close:
+        if self.forward_updates:
             self.context.forward(Record(Windowed(record.key, Window(start, start + self.difference)),
                                         Change(aggregate[0], None), aggregate[1], record.headers))
 
@@ -488,9 +528,14 @@ class SlidingWindowAggregate(_WindowedAggregate):
         new = self.aggregator(record.key, record.value, old)
         timestamp = record.timestamp if old is None else max(record.timestamp, old_timestamp)
         store.put_window(record.key, start, new, timestamp)
-        if not self.emit_on_close:
+        if self.forward_updates:
             self.context.forward(Record(Windowed(record.key, Window(start, end)), Change(new, old), timestamp,
                                         record.headers))
+
+    def forward_flushed(self, key: tuple[Any, int], new: Any, old: Any, timestamp: int, headers: tuple) -> None:
+        record_key, start = key
+        self.context.forward(Record(Windowed(record_key, Window(start, start + self.difference)), Change(new, old),
+                                    timestamp, headers))
 
 
 class JoinWindowed(Processor):
@@ -664,15 +709,20 @@ class SessionWindowAggregate(_WindowedAggregate):
 
     def _update(self, store: Any, record: Record, merged: list[tuple[Window, Any]], aggregate: Any,
                 session: Window) -> None:
-        forward = not self.emit_on_close
         if session != Window(record.timestamp, record.timestamp):
             for window, value in merged:
                 store.put_session(record.key, window, None, record.timestamp)
-                if forward:
+                if self.forward_updates:
                     self.context.forward(Record(Windowed(record.key, window), Change(None, value), window.end,
                                                 record.headers))
         aggregate = self.aggregator(record.key, record.value, aggregate)
         store.put_session(record.key, session, aggregate, record.timestamp)
-        if forward:
+        if self.forward_updates:
             self.context.forward(Record(Windowed(record.key, session), Change(aggregate, None), session.end,
                                         record.headers))
+
+    def forward_flushed(self, key: tuple[Any, Window], new: Any, old: Any, timestamp: int, headers: tuple) -> None:
+        """A session's update goes downstream at the session's end, as Kafka's session cache flush listener sends
+        it."""
+        record_key, window = key
+        self.context.forward(Record(Windowed(record_key, window), Change(new, old), window.end, headers))

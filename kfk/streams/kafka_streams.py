@@ -8,18 +8,25 @@ second, INCONSISTENT_GROUP_PROTOCOL). kfk.streams' threads join the application'
 protocol and the range assignor: every member subscribes to the same topics, so partition i of every topic with
 the same partition count goes to the same member, which keeps the partitions of one task (partition i of every
 source topic of a sub-topology) together. A thread then runs task "<sub-topology>_<i>" for each partition i it holds
-of that sub-topology's topics.
+of that sub-topology's topics. The range assignment is the leader's target: as Kafka Streams' high-availability
+assignor (KIP-441), a stateful task stays on an instance that is caught up on it until a warm-up replica has caught up
+on the instance the target names (kfk.streams.assignment), and standby replicas follow num.standby.replicas.
 
 Processing guarantees:
-- at_least_once: every commit.interval.ms the thread flushes its producer, checks every send, writes the stores'
-  checkpoints, then commits the consumed offsets.
+- at_least_once: every commit.interval.ms the thread flushes its record cache, flushes its producer, checks every
+  send, writes the stores' checkpoints, then commits the consumed offsets.
 - exactly_once_v2: one transactional producer per thread (transactional.id <application.id>-<process id>-<thread
   index>, the process id kept in the state directory so a restarted instance fences its predecessor at once); the
   outputs, changelog writes and consumed offsets (send_offsets_to_transaction with the consumer's group metadata)
-  commit or abort together. The consumer reads read_committed, and a store is rebuilt from its committed changelog
-  after a crash.
+  commit or abort together (the record cache is flushed into the transaction before it commits). The consumer
+  reads read_committed, and a store is rebuilt from its committed changelog after a crash.
 
-The record cache is off: every update is forwarded, as Kafka Streams does with statestore.cache.max.bytes=0.
+The record cache (kfk.streams.cache): statestore.cache.max.bytes (10 MiB by default) is divided evenly between the
+stream threads; each thread's cache holds the updates of its tasks' cached stores (the DSL's aggregations and
+materialized tables, and Processor API stores built with caching enabled) until a commit, a clean close or an
+eviction flushes them, so a key updated N times between two commits goes downstream, to its changelog and to its
+local store once, with its latest value. With statestore.cache.max.bytes=0 nothing is cached and every update is
+forwarded.
 """
 
 from __future__ import annotations
@@ -36,16 +43,20 @@ from pathlib import Path
 from typing import Any
 
 from kfk.client import Admin, Consumer, ConsumerRecord, NewTopic, Producer
+from kfk.client.offsets import READ_COMMITTED, READ_UNCOMMITTED
 from kfk.client.producer.partitioner import partition_for_key
+from kfk.common.constants import LATEST_TIMESTAMP
 from kfk.common.structs import OffsetAndMetadata, TopicPartition
 from kfk.errors import KafkaError, TopicExistsError
+from kfk.streams.assignment import LATEST_OFFSET, AssignmentConfigs
+from kfk.streams.cache import ThreadCache, cache_bytes_per_thread
 from kfk.streams.config import StreamsConfig
 from kfk.streams.metadata import (NOT_AVAILABLE, KeyQueryMetadata, PartitionsByHost, StreamsAssignor, StreamsMetadata,
                                   StreamsSubscription, parse_host_info)
 from kfk.streams.processor import TaskId
 from kfk.streams.serdes import Serde
 from kfk.streams.standby import StandbyUpdater
-from kfk.streams.state import KeyValueStore
+from kfk.streams.state import Checkpoint, KeyValueStore, rocksdb_available
 from kfk.streams.task import StreamTask, restore_stores
 from kfk.streams.windows import WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS, JoinWindows
 from kfk.streams.topology import CHANGELOG_TOPIC_SUFFIX, SubTopology, Topology, TopologyException
@@ -163,8 +174,23 @@ class KafkaStreams:
         #: This instance's application.server, and what the group's last assignment said every host holds.
         self.application_server = parse_host_info(self.config.application_server)
         self.partitions_by_host = PartitionsByHost()
-        #: The standby tasks of this instance's threads, when num.standby.replicas asks for them.
+        #: The standby and warm-up tasks of this instance's threads, when the topology has logged stores.
         self.standby_updater: StandbyUpdater | None = None
+        #: Each stateful sub-topology's changelog topics, and the sub-topologies whose stores all persist on disk (a
+        #: closed task's state is then still there, at its checkpoint).
+        self.changelog_topics: dict[int, list[str]] = {}
+        self.persistent_subtopologies: set[int] = set()
+        for subtopology in topology.sub_topologies():
+            logged = [topology.store_builders[store] for store in subtopology.stores
+                      if topology.store_builders[store].logging]
+            if logged:
+                self.changelog_topics[subtopology.id] = [
+                    f"{self.config.application_id}-{builder.name}{CHANGELOG_TOPIC_SUFFIX}" for builder in logged]
+                if all(builder.persistent for builder in logged) and rocksdb_available():
+                    self.persistent_subtopologies.add(subtopology.id)
+        #: The leader's reader of the changelogs' end offsets (opened at the first assignment that needs it).
+        self._admin: Admin | None = None
+        self._admin_lock = threading.Lock()
 
     def _process_id(self) -> uuid.UUID:
         """Kept in <state.dir>/<application.id>/kafka-streams-process-metadata, as Kafka Streams keeps it."""
@@ -198,7 +224,7 @@ class KafkaStreams:
             self._global_thread = GlobalStreamThread(self)
             self._global_thread.bootstrap()
             self._global_thread.start()
-        if self.config.num_standby_replicas > 0:
+        if self.changelog_topics:
             self.standby_updater = StandbyUpdater(self)
             self.standby_updater.start()
         for index in range(1, self.config.num_stream_threads + 1):
@@ -230,6 +256,50 @@ class KafkaStreams:
                         raise error
         return internal, tasks
 
+    def assignment_configs(self) -> AssignmentConfigs:
+        config = self.config
+        return AssignmentConfigs(config.num_standby_replicas, config.acceptable_recovery_lag,
+                                 config.max_warmup_replicas, config.probing_rebalance_interval_ms,
+                                 tuple(config.rack_aware_assignment_tags))
+
+    def task_offset_sums(self) -> dict[TaskId, int]:
+        """The changelog offset sum of every stateful task this instance has state for, as its threads report it
+        when they join the group: LATEST_OFFSET for a task a thread runs, a standby's positions, or the checkpoint a
+        closed task left on disk."""
+        sums: dict[TaskId, int] = {}
+        if self.state_dir.is_dir():
+            for directory in self.state_dir.iterdir():
+                try:
+                    task_id = TaskId.parse(directory.name)
+                except ValueError:
+                    continue
+                if task_id.subtopology in self.persistent_subtopologies:
+                    offsets = Checkpoint(directory / ".checkpoint").read()
+                    if offsets:
+                        sums[task_id] = sum(offsets.values())
+        if self.standby_updater is not None:
+            sums.update(self.standby_updater.offset_sums())
+        for thread in self._threads:
+            sums.update((task_id, LATEST_OFFSET) for task_id in list(thread.tasks)
+                        if task_id.subtopology in self.changelog_topics)
+        return sums
+
+    def changelog_end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """The leader's look at the changelogs' ends (committed ends under exactly_once_v2)."""
+        with self._admin_lock:
+            if self._admin is None:
+                self._admin = Admin(self.config.admin_config(f"{self.config.client_id}-admin"))
+            found = self._admin.list_offsets(dict.fromkeys(partitions, LATEST_TIMESTAMP), timeout_ms=10_000, isolation_level=(
+                READ_COMMITTED if self.config.exactly_once else READ_UNCOMMITTED))
+        return {partition: value.offset if value is not None else 0 for partition, value in found.items()}
+
+    def request_probing_rebalance(self, reason: str) -> None:
+        """Have the group assign again now (one thread rejoining rebalances the whole group)."""
+        try:
+            self._threads[0].consumer.enforce_rebalance(reason)
+        except KafkaError as error:  # not in the group yet: its join assigns anyway
+            log.info("no probing rebalance (%s): %s", reason, error)
+
     def _thread_finished(self, thread: StreamThread, error: BaseException | None) -> None:
         if error is not None and self.error is None:
             self.error = error
@@ -253,6 +323,10 @@ class KafkaStreams:
             helper.join(max(deadline - time.monotonic(), 0))
         stopped = not any(thread.is_alive()
                           for thread in [*self._threads, *filter(None, [self._global_thread, self.standby_updater])])
+        with self._admin_lock:
+            if self._admin is not None:
+                self._admin.close()
+                self._admin = None
         if self.state is not State.ERROR:
             self._set_state(State.NOT_RUNNING)
         return stopped
@@ -318,14 +392,19 @@ class KafkaStreams:
 
     def metrics(self) -> dict[str, float]:
         """This instance's metrics, by Kafka Streams' names, summed over its tasks: dropped-records-total (the
-        records the exception handlers skipped), restore-total (changelog records restored into active tasks) and
-        update-total (changelog records applied to standby tasks)."""
+        records the exception handlers skipped), restore-total (changelog records restored into active tasks),
+        update-total (changelog records applied to standby tasks) and, with the record cache on, hit-ratio-avg (the
+        share of cached stores' reads the cache answered, over the open tasks' stores)."""
         dropped = sum(thread.dropped_records + sum(task.dropped_records for task in list(thread.tasks.values()))
                       for thread in self._threads)
         restored = sum(thread.restored_records for thread in self._threads)
         updated = self.standby_updater.updated_records if self.standby_updater is not None else 0
-        return {"dropped-records-total": float(dropped), "restore-total": float(restored),
-                "update-total": float(updated)}
+        metrics = {"dropped-records-total": float(dropped), "restore-total": float(restored),
+                   "update-total": float(updated)}
+        caches = [thread.cache for thread in self._threads if thread.cache is not None]
+        if caches:
+            metrics["hit-ratio-avg"] = ThreadCache.hit_ratio(*caches)
+        return metrics
 
     def _thread_running(self) -> None:
         if self.state is State.REBALANCING and all(thread.assigned for thread in self._threads):
@@ -414,15 +493,18 @@ class StreamThread(threading.Thread):
         transactional_id = f"{config.application_id}-{streams.process_id}-{index}" if config.exactly_once else None
         self.producer = Producer(config.producer_config(f"{client_id}-producer", transactional_id))
         self.restore_consumer = Consumer(config.restore_consumer_config(f"{client_id}-restore-consumer"))
+        cache_bytes = cache_bytes_per_thread(config.statestore_cache_max_bytes, config.num_stream_threads)
+        #: The thread's record cache (None when statestore.cache.max.bytes is 0: nothing is cached).
+        self.cache = ThreadCache(cache_bytes) if cache_bytes > 0 else None
         self.subtopologies = {subtopology.id: subtopology for subtopology in streams.topology.sub_topologies()}
         self.topic_subtopology = {self._internal(topic): subtopology.id
                                   for subtopology in self.subtopologies.values()
                                   for topic in subtopology.source_topics}
-        stateful = frozenset(subtopology.id for subtopology in self.subtopologies.values()
-                             if any(streams.topology.store_builders[store].logging for store in subtopology.stores))
-        self.assignor = StreamsAssignor(StreamsSubscription(str(streams.process_id), streams.application_server),
-                                        streams.partitions_by_host, config.num_standby_replicas,
-                                        self.topic_subtopology, stateful)
+        self.assignor = StreamsAssignor(StreamsSubscription(str(streams.process_id), streams.application_server,
+                                                            client_tags=config.client_tags),
+                                        streams.partitions_by_host, streams.assignment_configs(),
+                                        self.topic_subtopology, streams.changelog_topics, streams.task_offset_sums,
+                                        streams.changelog_end_offsets)
         self.consumer = Consumer(config.consumer_config(f"{client_id}-consumer", index), assignors=[self.assignor])
         self.tasks: dict[TaskId, StreamTask] = {}
         self.task_of: dict[TopicPartition, StreamTask] = {}
@@ -436,6 +518,8 @@ class StreamThread(threading.Thread):
         self.dropped_records = 0
         #: Changelog records restored into this thread's active tasks.
         self.restored_records = 0
+        #: When (monotonic s) this thread starts the probing rebalance its latest assignment asked for.
+        self.probe_at: float | None = None
 
     def _internal(self, topic: str) -> str:
         if topic in self.streams.topology.repartition_topics:
@@ -468,9 +552,11 @@ class StreamThread(threading.Thread):
 
     def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         streams = self.streams
+        created: dict[TaskId, StreamTask] = {}
+        task_of: dict[TopicPartition, StreamTask] = {}
         for partition in sorted(assigned):
             task_id = TaskId(self.topic_subtopology[partition.topic], partition.partition)
-            task = self.tasks.get(task_id)
+            task = self.tasks.get(task_id) or created.get(task_id)
             if task is None:
                 if streams.standby_updater is not None:  # its standby here (if any) hands over its stores
                     streams.standby_updater.release(task_id)
@@ -479,15 +565,22 @@ class StreamThread(threading.Thread):
                                   key_serde=self.config.key_serde, value_serde=self.config.value_serde,
                                   state_dir=streams.state_dir, internal_topic=self._internal,
                                   global_stores=streams.global_stores,
-                                  exception_handlers=self.config.exception_handlers())
-                restored = restore_stores(task, self.config.exactly_once, self.restore_consumer, timeout_s=120)
-                if restored:
-                    log.info("task %s restored %d changelog records", task_id, restored)
-                self.restored_records += restored
-                self.tasks[task_id] = task
-            self.task_of[partition] = task
+                                  exception_handlers=self.config.exception_handlers(), cache=self.cache)
+                created[task_id] = task
+            task_of[partition] = task
+        for task_id, restored in restore_stores(list(created.values()), self.config.exactly_once,
+                                                self.restore_consumer, timeout_s=120).items():
+            if restored:
+                log.info("task %s restored %d changelog records", task_id, restored)
+            self.restored_records += restored
+        # restored, they run (and interactive queries see their stores)
+        self.tasks.update(created)
+        self.task_of.update(task_of)
         if streams.standby_updater is not None:
-            streams.standby_updater.assign(self.name, set(self.assignor.standby_tasks), set(self.tasks))
+            streams.standby_updater.assign(self.name, set(self.assignor.standby_tasks), set(self.tasks),
+                                           self.assignor.warmup_tasks)
+        probing_ms = self.assignor.probing_rebalance_ms
+        self.probe_at = time.monotonic() + probing_ms / 1000 if probing_ms is not None else None
         self.assigned = True
         streams._thread_running()
 
@@ -517,6 +610,9 @@ class StreamThread(threading.Thread):
                 if time.monotonic() - last_commit >= self.config.commit_interval_ms / 1000:
                     self.commit()
                     last_commit = time.monotonic()
+                if self.probe_at is not None and time.monotonic() >= self.probe_at:
+                    self.probe_at = None
+                    self.consumer.enforce_rebalance("probing rebalance: the warm-up replicas may have caught up")
             self.commit()
             for task in self.tasks.values():
                 self._close_task(task, clean=True)
@@ -577,8 +673,11 @@ class StreamThread(threading.Thread):
         return highwater is not None and self.consumer.position(partition) >= highwater
 
     def commit(self) -> None:
-        """Make everything processed so far durable, and commit the consumed offsets (in the transaction under
+        """Flush the record cache (its updates go downstream, to the changelogs and the local stores), make
+        everything processed so far durable, and commit the consumed offsets (in the transaction under
         exactly_once_v2)."""
+        for task in self.tasks.values():
+            task.flush_cache()
         offsets = {partition: OffsetAndMetadata(offset) for partition, offset in self.consumed.items()
                    if partition in self.task_of}
         if self.config.exactly_once:

@@ -21,6 +21,7 @@ from typing import Any
 
 from kfk.streams import dsl_processors as p
 from kfk.streams import foreign_key_join as fk
+from kfk.streams.materialized import Materialized
 from kfk.streams.serdes import Serde, Serdes
 from kfk.streams.suppressed import Suppressed
 from kfk.streams.topology import (REPARTITION_TOPIC_SUFFIX, StoreBuilder, StreamPartitioner, TopicNameExtractor,
@@ -104,16 +105,21 @@ class StreamsBuilder:
         return KStream(self, name, key_serde, value_serde, repartition_required=False)
 
     def table(self, topic: str, *, key_serde: Serde | None = None, value_serde: Serde | None = None,
-              materialized: str | None = None) -> KTable:
+              materialized: str | Materialized | None = None) -> KTable:
         """The topic as a table: the latest value per key, kept in a store (``materialized``, else
-        ``<topic>-STATE-STORE-<index>``) with its own changelog."""
-        store = materialized if materialized is not None else self.new_store_name(f"{topic}-")
+        ``<topic>-STATE-STORE-<index>``) with its own changelog. As in Kafka, the store is cached only once the
+        table is materialized: named by ``materialized``, or read by a join."""
+        materialized = Materialized.of(materialized)
+        named = materialized.store_name is not None
+        store = materialized.store_name if named else self.new_store_name(f"{topic}-")
         source = self.new_processor_name("KSTREAM-SOURCE-")
         name = self.new_processor_name("KTABLE-SOURCE-")
         self.topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
         self.topology.add_processor(name, lambda: p.TableSource(store), source)
-        self.topology.add_state_store(StoreBuilder(store, key_serde, value_serde), name)
-        return KTable(self, name, key_serde, value_serde, store)
+        self.topology.add_state_store(StoreBuilder(store, key_serde, value_serde,
+                                                   caching=named and materialized.caching), name)
+        return KTable(self, name, key_serde, value_serde, store,
+                      materialize_caching=materialized.caching and not named)
 
     def global_table(self, topic: str, *, key_serde: Serde | None = None, value_serde: Serde | None = None,
                      materialized: str | None = None) -> GlobalKTable:
@@ -295,6 +301,7 @@ class KStream:
         if store is None:
             raise NotImplementedError("kfk.streams joins only tables backed by a store (builder.table() or an "
                                       "aggregation)")
+        table._materialize()
         name = self.builder._name(named, "KSTREAM-LEFTJOIN-" if left else "KSTREAM-JOIN-")
         topology = self.builder.topology
         topology.add_processor(name, lambda: p.StreamTableJoin(store, joiner, left), self.name)
@@ -405,18 +412,18 @@ class KGroupedStream:
         self.name = name
         self.repartition_required = repartition_required
 
-    def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
+    def count(self, materialized: str | Materialized | None = None, named: str | None = None) -> KTable:
         """Records per key, in a store named ``materialized`` (or KSTREAM-AGGREGATE-STATE-STORE-<index>)."""
         return self._aggregate("KSTREAM-AGGREGATE-", materialized, named, Serdes.long(),
                                lambda store: p.StreamAggregate(store, lambda: 0, lambda key, value, total: total + 1))
 
-    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | Materialized | None = None,
                named: str | None = None, value_serde: Serde | None = None) -> KTable:
         return self._aggregate("KSTREAM-REDUCE-", materialized, named, value_serde or self.value_serde,
                                lambda store: p.StreamReduce(store, reducer))
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
-                  materialized: str | None = None, named: str | None = None,
+                  materialized: str | Materialized | None = None, named: str | None = None,
                   value_serde: Serde | None = None) -> KTable:
         """``aggregator(key, value, aggregate)`` returns the new aggregate; ``value_serde`` is the aggregate's
         (the store's and changelog's; default.value.serde when None)."""
@@ -429,18 +436,30 @@ class KGroupedStream:
             return SessionWindowedKStream(self, windows)
         return TimeWindowedKStream(self, windows)
 
-    def _aggregate(self, prefix: str, materialized: str | None, named: str | None, value_serde: Serde | None,
-                   processor: Callable[[str], Any],
-                   windows: TimeWindows | SlidingWindows | SessionWindows | None = None) -> KTable:
+    def _aggregate(self, prefix: str, materialized: str | Materialized | None, named: str | None,
+                   value_serde: Serde | None, processor: Callable[[str], Any],
+                   windows: TimeWindows | SlidingWindows | SessionWindows | None = None,
+                   emit_strategy: EmitStrategy = EmitStrategy.ON_WINDOW_UPDATE) -> KTable:
+        """The aggregation's processor and its store (named by ``materialized``, else generated; cached unless
+        ``materialized`` disables caching or the aggregation emits on window close).
+
+        An ON_WINDOW_CLOSE aggregation emits from its local store, never cached: as Kafka's session and sliding
+        window aggregations (their materializers disable caching for it). Kafka does cache a time-window one, in a
+        time-ordered store whose range reads merge the cache: its output is the same, but its changelog receives
+        the windows' updates batched by the cache where kfk.streams' receives every update."""
         builder = self.stream.builder
-        store = materialized if materialized is not None else builder.new_store_name(prefix)
+        materialized = Materialized.of(materialized)
+        store = (materialized.store_name if materialized.store_name is not None
+                 else builder.new_store_name(prefix))
         name = builder._name(named, prefix)
         parent = self.stream.name
         if self.repartition_required:
             parent = self.stream._through_repartition_topic(self.name or store, self.key_serde, self.value_serde)
         topology = builder.topology
         topology.add_processor(name, lambda: processor(store), parent)
-        topology.add_state_store(StoreBuilder(store, self.key_serde, value_serde, windows=windows), name)
+        caching = materialized.caching and emit_strategy is EmitStrategy.ON_WINDOW_UPDATE
+        topology.add_state_store(StoreBuilder(store, self.key_serde, value_serde, windows=windows, caching=caching),
+                                 name)
         return KTable(builder, name, self.key_serde, value_serde, store, windows)
 
 
@@ -466,26 +485,27 @@ class TimeWindowedKStream:
                                             self.strategy)
         return p.WindowAggregate(store, self.windows, initializer, aggregator, self.strategy)
 
-    def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
+    def count(self, materialized: str | Materialized | None = None, named: str | None = None) -> KTable:
         return self.grouped._aggregate(
             "KSTREAM-AGGREGATE-", materialized, named, Serdes.long(),
-            lambda store: self._processor(store, lambda: 0, lambda key, value, total: total + 1), self.windows)
+            lambda store: self._processor(store, lambda: 0, lambda key, value, total: total + 1), self.windows,
+            self.strategy)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
-                  materialized: str | None = None, named: str | None = None,
+                  materialized: str | Materialized | None = None, named: str | None = None,
                   value_serde: Serde | None = None) -> KTable:
         return self.grouped._aggregate(
             "KSTREAM-AGGREGATE-", materialized, named, value_serde,
-            lambda store: self._processor(store, initializer, aggregator), self.windows)
+            lambda store: self._processor(store, initializer, aggregator), self.windows, self.strategy)
 
-    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | Materialized | None = None,
                named: str | None = None) -> KTable:
         """The first value of a window is its aggregate (reducer(aggregate, value) after it)."""
         return self.grouped._aggregate(
             "KSTREAM-REDUCE-", materialized, named, self.grouped.value_serde,
             lambda store: self._processor(
                 store, None, lambda key, value, old: value if old is None else reducer(old, value)),
-            self.windows)
+            self.windows, self.strategy)
 
 
 class SessionWindowedKStream:
@@ -504,21 +524,21 @@ class SessionWindowedKStream:
         self.strategy = strategy
         return self
 
-    def count(self, materialized: str | None = None, named: str | None = None) -> KTable:
+    def count(self, materialized: str | Materialized | None = None, named: str | None = None) -> KTable:
         return self.aggregate(lambda: 0, lambda key, value, total: total + 1, lambda key, one, two: one + two,
                               materialized, named, Serdes.long())
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
-                  merger: Callable[[Any, Any, Any], Any], materialized: str | None = None,
+                  merger: Callable[[Any, Any, Any], Any], materialized: str | Materialized | None = None,
                   named: str | None = None, value_serde: Serde | None = None) -> KTable:
         """``merger(key, aggregate, other session's aggregate)`` combines two sessions a record bridges."""
         return self.grouped._aggregate(
             "KSTREAM-AGGREGATE-", materialized, named, value_serde,
             lambda store: p.SessionWindowAggregate(store, self.windows, initializer, aggregator, merger,
                                                    self.strategy),
-            self.windows)
+            self.windows, self.strategy)
 
-    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | None = None,
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: str | Materialized | None = None,
                named: str | None = None) -> KTable:
         def aggregator(key: Any, value: Any, aggregate: Any) -> Any:
             return value if aggregate is None else reducer(aggregate, value)
@@ -527,15 +547,16 @@ class SessionWindowedKStream:
             "KSTREAM-REDUCE-", materialized, named, self.grouped.value_serde,
             lambda store: p.SessionWindowAggregate(store, self.windows, lambda: None, aggregator,
                                                    lambda key, one, two: aggregator(key, two, one), self.strategy),
-            self.windows)
+            self.windows, self.strategy)
 
 
 class KTable:
     """A changelog stream: every update of a key replaces its value; None (a tombstone) deletes it."""
 
     def __init__(self, builder: StreamsBuilder, name: str, key_serde: Serde | None, value_serde: Serde | None,
-                 store_name: str | None, windows: TimeWindows | SlidingWindows | SessionWindows | None = None
-                 ) -> None:
+                 store_name: str | None, windows: TimeWindows | SlidingWindows | SessionWindows | None = None,
+                 materialize_caching: bool = False) -> None:
+        """``materialize_caching``: a source table not materialized yet, whose store a join then caches."""
         self.builder = builder
         self.name = name
         self.key_serde = key_serde
@@ -543,6 +564,13 @@ class KTable:
         self.store_name = store_name
         #: The windows of the windowed aggregation this table comes from (suppress() waits for their grace).
         self.windows = windows
+        self.materialize_caching = materialize_caching
+
+    def _materialize(self) -> None:
+        """A join reads this table's store: a source table not materialized until now is (Kafka's
+        KTableSource.materialize()), and its store cached as Kafka's default Materialized caches it."""
+        if self.materialize_caching:
+            self.builder.topology.store_builders[self.store_name].caching = True
 
     def queryable_store_name(self) -> str | None:
         return self.store_name
@@ -617,6 +645,8 @@ class KTable:
         if self.store_name is None or other.store_name is None:
             raise NotImplementedError("kfk.streams joins only tables backed by a store (builder.table() or an "
                                       "aggregation)")
+        self._materialize()
+        other._materialize()
         builder, topology = self.builder, self.builder.topology
         new = builder.new_processor_name
         registration = new("KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-") + "-topic"
@@ -684,6 +714,8 @@ class KTable:
         if self.store_name is None or other.store_name is None:
             raise NotImplementedError("kfk.streams joins only tables backed by a store (builder.table() or an "
                                       "aggregation)")
+        self._materialize()
+        other._materialize()
         builder = self.builder
         merge = builder._name(named, "KTABLE-MERGE-")
         this_name = f"{named}-join-this" if named else builder.new_processor_name("KTABLE-JOINTHIS-")

@@ -7,6 +7,10 @@ an active task of the same id opens it, whichever thread of the instance that ac
 reads the standbys' changelog partitions with a consumer of its own and applies every record to the stores; it
 writes their checkpoints every commit.interval.ms and when a standby is closed, so that the active task that
 replaces it restores only the changelog's tail.
+
+Warm-up replicas (kfk.streams.assignment) are standbys too. Once every warm-up of the instance is within
+acceptable.recovery.lag of its changelogs' high watermarks, the updater asks for a probing rebalance at once rather
+than waiting for probing.rebalance.interval.ms, so that the tasks move as soon as they can without a long restore.
 """
 
 from __future__ import annotations
@@ -43,18 +47,26 @@ class StandbyUpdater(threading.Thread):
             f"{config.client_id}-{streams.process_id}-StandbyUpdater-restore-consumer"))
         self._lock = threading.Lock()
         self.tasks: dict[TaskId, StandbyTask] = {}
-        #: Each stream thread's standby tasks, as its latest assignment gave them.
+        #: Each stream thread's standby tasks, as its latest assignment gave them, and which of them are warm-ups.
         self._wanted: dict[str, set[TaskId]] = {}
+        self._warmups: dict[str, set[TaskId]] = {}
+        #: The warm-ups this instance asked a probing rebalance for already: a warm-up the leader gives again
+        #: (the active task moved on meanwhile) waits for the leader's periodic probing rebalance, so that a busy
+        #: task cannot make the group rebalance over and over.
+        self._probed: set[TaskId] = set()
         self._reassign = True
         #: Changelog records applied (Kafka's standby update-total).
         self.updated_records = 0
 
-    def assign(self, thread_name: str, task_ids: set[TaskId], active: set[TaskId]) -> None:
-        """A stream thread's new standby tasks: open the new ones, close the ones no thread wants any more. A task
-        active in this instance is never kept as a standby too."""
+    def assign(self, thread_name: str, task_ids: set[TaskId], active: set[TaskId],
+               warmups: frozenset[TaskId] = frozenset()) -> None:
+        """A stream thread's new standby tasks (``warmups`` among them): open the new ones, close the ones no thread
+        wants any more. A task active in this instance is never kept as a standby too."""
         streams = self.streams
         with self._lock:
             self._wanted[thread_name] = set(task_ids) - active
+            self._warmups[thread_name] = set(warmups) - active
+            self._probed &= set().union(*self._warmups.values())
             wanted = set().union(*self._wanted.values())
             for task_id in [task_id for task_id in self.tasks if task_id not in wanted]:
                 self.tasks.pop(task_id).close()
@@ -69,12 +81,18 @@ class StandbyUpdater(threading.Thread):
     def release(self, task_id: TaskId) -> None:
         """Close the standby of ``task_id`` (writing its checkpoint) before an active task opens its stores."""
         with self._lock:
-            for task_ids in self._wanted.values():
+            for task_ids in [*self._wanted.values(), *self._warmups.values()]:
                 task_ids.discard(task_id)
             task = self.tasks.pop(task_id, None)
             if task is not None:
                 task.close()
                 self._reassign = True
+
+    def offset_sums(self) -> dict[TaskId, int]:
+        """Each standby's changelog positions, summed (the lag the instance reports in its subscription)."""
+        with self._lock:
+            return {task_id: sum(position or 0 for position in task.positions.values())
+                    for task_id, task in self.tasks.items()}
 
     def stores_named(self, name: str) -> list:
         """The standbys' copies of store ``name`` (interactive queries of stale stores)."""
@@ -102,9 +120,10 @@ class StandbyUpdater(threading.Thread):
                 with self._lock:
                     if not self._reassign:  # else the tasks changed while polling: read again from the positions
                         task_of = {partition: task for task in self.tasks.values() for partition in task.store_of}
-                        for record in records:
-                            task_of[record.topic_partition].apply(record)
+                        for partition, batch in records.by_partition().items():
+                            task_of[partition].apply(partition, batch)
                         self.updated_records += len(records)
+                        self._probe_if_warmed_up()
                     if time.monotonic() - last_checkpoint >= interval_s:
                         for task in self.tasks.values():
                             task.write_checkpoint()
@@ -117,6 +136,27 @@ class StandbyUpdater(threading.Thread):
                     task.close()
                 self.tasks.clear()
             self.consumer.close()
+
+    def _probe_if_warmed_up(self) -> None:
+        """Ask for a probing rebalance once every warm-up is caught up, as the leader counts it: the lags of a
+        task's changelog partitions summed (under the lock)."""
+        warmups = [self.tasks[task_id] for task_ids in self._warmups.values() for task_id in task_ids
+                   if task_id in self.tasks]
+        if not warmups or all(task.id in self._probed for task in warmups):
+            return
+        acceptable = self.streams.config.acceptable_recovery_lag
+        for task in warmups:
+            lag = 0
+            for partition, position in task.positions.items():
+                highwater = self.consumer.highwater(partition)
+                if highwater is None:  # not fetched yet
+                    return
+                lag += highwater - (position or 0)
+            if lag > acceptable:
+                return
+        self._probed.update(task.id for task in warmups)
+        self.streams.request_probing_rebalance(
+            f"the warm-up replicas {', '.join(sorted(str(task.id) for task in warmups))} have caught up")
 
     def _assign_consumer(self) -> None:
         """Read every standby's changelog partitions from where each standby is (under the lock)."""

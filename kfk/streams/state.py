@@ -1,6 +1,10 @@
 """State stores: timestamped key-value stores, on disk (RocksDB, through rocksdict) or in memory, each optionally
 logged to a changelog topic, and the task's checkpoint file.
 
+A store the topology caches (kfk.streams.cache) keeps its writes in the thread's record cache until the cache
+flushes them: only then do they reach the local store and the changelog, and go downstream through the flush
+listener its processor set (Kafka's caching stores). Reads look in the cache first.
+
 Bytes are laid out as Kafka Streams lays them out, so that the changelog topics of a Java and a Python application
 hold the same records: the store holds serialized keys, and values prefixed by their 8-byte big-endian timestamp
 (Kafka's timestamped stores); the changelog record's key and value are the serialized key and value, its timestamp
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kfk.common.structs import TopicPartition
+from kfk.streams.cache import CacheEntry, NamedCache, ThreadCache
 from kfk.streams.processor import RecordMetadata
 from kfk.streams.serdes import Serde
 from kfk.streams.windows import Window, Windowed
@@ -34,6 +39,8 @@ _WINDOW_SUFFIX = struct.Struct(">qi")
 
 #: Sends one changelog record: (key bytes, value bytes or None, timestamp[, headers]).
 ChangelogWriter = Callable[..., None]
+#: Forwards what a cache flush wrote: (key as the store gives it, new value, old value, timestamp, headers).
+FlushListener = Callable[[Any, Any, Any, int, tuple], None]
 
 
 class _MemoryBytes:
@@ -48,6 +55,17 @@ class _MemoryBytes:
 
     def delete(self, key: bytes) -> None:
         self.data.pop(key, None)
+
+    def write(self, batch: list[tuple[bytes, bytes | None]]) -> None:
+        data = self.data
+        for key, value in batch:
+            if value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
+
+    def flush(self) -> None:
+        pass
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         return iter(sorted(self.data.items()))
@@ -64,6 +82,9 @@ class _RocksDBBytes:
         import rocksdict  # the optional extra; open_bytes_store checks it is there
         path.mkdir(parents=True, exist_ok=True)
         self.db = rocksdict.Rdict(str(path), options=rocksdict.Options(raw_mode=True))
+        self._write_batch = rocksdict.WriteBatch
+        self._unlogged = rocksdict.WriteOptions()
+        self._unlogged.disable_wal = True
 
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(key)
@@ -73,6 +94,19 @@ class _RocksDBBytes:
 
     def delete(self, key: bytes) -> None:
         del self.db[key]
+
+    def write(self, batch: list[tuple[bytes, bytes | None]]) -> None:
+        """One write of many keys, past the write-ahead log (flush() makes it durable)."""
+        write_batch = self._write_batch(raw_mode=True)
+        for key, value in batch:
+            if value is None:
+                write_batch.delete(key)
+            else:
+                write_batch.put(key, value)
+        self.db.write(write_batch, self._unlogged)
+
+    def flush(self) -> None:
+        self.db.flush()
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         return iter(self.db.items())
@@ -100,7 +134,12 @@ def open_bytes_store(path: Path | None) -> _MemoryBytes | _RocksDBBytes:
 
 class KeyValueStore:
     """A timestamped key-value store, typed by its serdes. ``put`` writes the changelog too when the store is
-    logged."""
+    logged (at once, or when the record cache flushes it, for a cached store)."""
+
+    #: The store's named cache in its thread's record cache (None: not cached).
+    cache: NamedCache | None = None
+    #: Set by the processor that owns a cached store: what a flush writes goes downstream through it.
+    flush_listener: FlushListener | None = None
 
     def __init__(self, name: str, key_serde: Serde, value_serde: Serde, path: Path | None,
                  changelog: ChangelogWriter | None) -> None:
@@ -117,24 +156,98 @@ class KeyValueStore:
         return None if found is None else found[0]
 
     def get_with_timestamp(self, key: Any) -> tuple[Any, int] | None:
-        raw = self._bytes.get(self.key_serde.serialize(key))
+        raw = self._get(self.key_serde.serialize(key))
         if raw is None:
             return None
         return self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]
 
     def put(self, key: Any, value: Any, timestamp: int) -> None:
-        key_bytes = self.key_serde.serialize(key)
-        value_bytes = self.value_serde.serialize(value)
-        self.restore(key_bytes, value_bytes, timestamp)
-        if self._changelog is not None:
-            self._changelog(key_bytes, value_bytes, timestamp)
+        self._write(self.key_serde.serialize(key), self.value_serde.serialize(value), timestamp)
+
+    def enable_cache(self, thread_cache: ThreadCache, name: str, task: Any) -> None:
+        """Cache this store in `thread_cache` (named cache `name`). ``task`` gives the record context a write keeps
+        (its ``current`` record metadata and ``source`` record's headers), and is given each flushed entry's
+        metadata back while the entry goes downstream (Kafka forwards it in the context of the record that wrote
+        it)."""
+        self.cache = thread_cache.named_cache(name, self._write_flushed)
+        self._task = task
+
+    def _get(self, key: bytes) -> bytes | None:
+        """The raw value (timestamp and value) of `key`: the cache's, else the local store's."""
+        if self.cache is not None:
+            entry = self.cache.get(key)
+            if entry is not None:
+                return entry.value
+        return self._bytes.get(key)
+
+    def _write(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Write to the cache, or straight to the local store and the changelog."""
+        if self.cache is None:
+            self.restore(key, value, timestamp)
+            if self._changelog is not None:
+                self._changelog(key, value, timestamp)
+            return
+        task = self._task
+        source = task.source
+        self.cache.put(key, None if value is None else _TIMESTAMP.pack(timestamp) + value, timestamp,
+                       () if source is None else source[6], task.current)
+
+    def _observe(self, key: bytes, present: bool) -> None:
+        """A window or session store's stream time advances with each write to its local store (for a cached store,
+        at the flush: as Kafka's segmented store under a cache, it expires only what it has been given), and its
+        time index follows the local store (`present`: the write keeps the key, else deletes it)."""
+
+    def _write_flushed(self, entries: list[tuple[bytes, CacheEntry]]) -> None:
+        """The cache's flush: each entry goes to the local store and the changelog, and downstream with the value
+        the local store held before (Kafka's caching stores and cache flush listeners); an entry that deletes a
+        key the local store never had is dropped."""
+        task, listener, changelog, local = self._task, self.flush_listener, self._changelog, self._bytes
+        observe, deserialize, unpack = self._observe, self.value_serde.deserialize, _TIMESTAMP.unpack_from
+        current = task.current
+        try:
+            for key, entry in entries:
+                raw, old = entry.value, local.get(key)
+                observe(key, raw is not None)
+                if raw is None:
+                    if old is None:
+                        continue
+                    local.delete(key)
+                    value, timestamp = None, entry.timestamp
+                else:
+                    local.put(key, raw)
+                    value, timestamp = raw[8:], unpack(raw)[0]
+                if changelog is not None:
+                    changelog(key, value, timestamp)
+                if listener is not None:
+                    task.current = entry.metadata
+                    listener(self._flushed_key(key), None if value is None else deserialize(value),
+                             None if old is None else deserialize(old[8:]), timestamp, entry.headers)
+        finally:
+            task.current = current
+
+    def _flushed_key(self, key: bytes) -> Any:
+        return self.key_serde.deserialize(key)
+
+    def _range(self, lower: bytes, upper: bytes, stored_lower: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """The raw entries with keys in [lower, upper] in key order, the cache's over the local store's; from the
+        local store only those from `stored_lower` (its unexpired part: Kafka's caching stores do not expire what
+        the cache holds)."""
+        stored = self._bytes.range(lower if stored_lower is None else max(lower, stored_lower), upper)
+        if self.cache is None:
+            return stored
+        return _merged(stored, self.cache.range(lower, upper))
+
+    def _items(self) -> Iterator[tuple[bytes, bytes]]:
+        if self.cache is None:
+            return self._bytes.items()
+        return _merged(self._bytes.items(), self.cache.items())
 
     def delete(self, key: Any, timestamp: int) -> None:
         self.put(key, None, timestamp)
 
     def all(self) -> Iterator[tuple[Any, Any]]:
         """Every key and value, in the order of the serialized keys."""
-        for key, raw in self._bytes.items():
+        for key, raw in self._items():
             yield self.key_serde.deserialize(key), self.value_serde.deserialize(raw[8:])
 
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[Any, Any]]:
@@ -145,7 +258,7 @@ class KeyValueStore:
             upper.pop()
         if upper:
             upper[-1] += 1
-        for key, raw in list(self._bytes.range(prefix, bytes(upper) if upper else prefix + b"\xff" * 64)):
+        for key, raw in list(self._range(prefix, bytes(upper) if upper else prefix + b"\xff" * 64)):
             if key.startswith(prefix):
                 yield self.key_serde.deserialize(key), self.value_serde.deserialize(raw[8:])
 
@@ -156,7 +269,20 @@ class KeyValueStore:
         else:
             self._bytes.put(key, _TIMESTAMP.pack(timestamp) + value)
 
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        """Apply changelog records (key, value, timestamp) in one write, as Kafka Streams restores a batch into
+        RocksDB: past the write-ahead log, so flush() before a checkpoint counts them."""
+        pack = _TIMESTAMP.pack
+        self._bytes.write([(key, None if value is None else pack(timestamp) + value)
+                           for key, value, timestamp in records])
+
+    def flush(self) -> None:
+        """Make every write durable (the restored batches, which skipped the write-ahead log)."""
+        self._bytes.flush()
+
     def close(self) -> None:
+        if self.cache is not None:
+            self.cache.thread_cache.close(self.cache.name)
         self._bytes.close()
 
     def wipe(self) -> None:
@@ -195,6 +321,14 @@ class _TimeIndex:
                 del self.keys[time]
                 del self.times[bisect.bisect_left(self.times, time)]
 
+    def update_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        """A batch of changelog records restored (key, value or None, timestamp)."""
+        if self.keys is None:
+            return
+        update = self.update
+        for key, value, _ in records:
+            update(key, value is not None)
+
     def reset(self) -> None:
         self.keys, self.times = None, []
 
@@ -230,31 +364,31 @@ class WindowStore(KeyValueStore):
     def put_record(self, key: Any, value: Any, timestamp: int) -> None:
         """Keep one record of a KStream-KStream join's side (a join store retains duplicates)."""
         self._sequence = (self._sequence + 1) & 0x7FFFFFFF
-        key_bytes = self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(timestamp, self._sequence)
-        value_bytes = self.value_serde.serialize(value)
-        self.restore(key_bytes, value_bytes, timestamp)
-        if self._changelog is not None:
-            self._changelog(key_bytes, value_bytes, timestamp)
+        self._write(self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(timestamp, self._sequence),
+                    self.value_serde.serialize(value), timestamp)
 
     def fetch_records(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[Any, int]]:
         """The values kept for `key` with timestamps in [time_from, time_to], oldest first, and their times."""
         prefix = self.key_serde.serialize(key)
         lower = prefix + _WINDOW_SUFFIX.pack(time_from, 0)
         upper = prefix + _WINDOW_SUFFIX.pack(time_to, 0x7FFFFFFF)
-        for stored_key, raw in self._bytes.range(lower, upper):
+        for stored_key, raw in self._range(lower, upper):
             if len(stored_key) == len(prefix) + _WINDOW_SUFFIX.size:
                 yield self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]
 
     def fetch_windows(self, key: Any, earliest_start: int, latest_start: int) -> list[tuple[int, Any, int]]:
         """`key`'s windows that start in [earliest_start, latest_start], earliest first, as (start, aggregate,
         timestamp). Like Kafka's segmented stores, it leaves out the windows that started ``retention_ms`` or more
-        before the latest window start it has seen (when it has a retention)."""
+        before the latest window start its local store has seen (when it has a retention; windows still in the
+        record cache are returned, as Kafka's caching store returns them)."""
+        unexpired = earliest_start
         if self.retention_ms is not None:
-            earliest_start = max(earliest_start, self.observed_start - self.retention_ms + 1)
+            unexpired = max(earliest_start, self.observed_start - self.retention_ms + 1)
         prefix = self.key_serde.serialize(key)
         found = []
-        for stored_key, raw in self._bytes.range(prefix + _WINDOW_SUFFIX.pack(max(earliest_start, 0), 0),
-                                                 prefix + _WINDOW_SUFFIX.pack(latest_start, 0x7FFFFFFF)):
+        for stored_key, raw in self._range(prefix + _WINDOW_SUFFIX.pack(max(earliest_start, 0), 0),
+                                           prefix + _WINDOW_SUFFIX.pack(latest_start, 0x7FFFFFFF),
+                                           prefix + _WINDOW_SUFFIX.pack(max(unexpired, 0), 0)):
             if len(stored_key) == len(prefix) + _WINDOW_SUFFIX.size:
                 start = _TIMESTAMP.unpack_from(stored_key, len(prefix))[0]
                 found.append((start, self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]))
@@ -280,11 +414,27 @@ class WindowStore(KeyValueStore):
         return found
 
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        self._observe(key, value is not None)
+        super().restore(key, value, timestamp)
+
+    def _observe(self, key: bytes, present: bool) -> None:
         start = _TIMESTAMP.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)[0]
         self.observed_start = max(self.observed_start, start)
         if self._by_start is not None:
-            self._by_start.update(key, value is not None)
-        super().restore(key, value, timestamp)
+            self._by_start.update(key, present)
+
+    def _flushed_key(self, key: bytes) -> tuple[Any, int]:
+        """(record key, window start): the processor knows the window's size."""
+        return (self.key_serde.deserialize(key[:-_WINDOW_SUFFIX.size]),
+                _TIMESTAMP.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)[0])
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        offset = -_WINDOW_SUFFIX.size
+        self.observed_start = max(self.observed_start, max(
+            (_TIMESTAMP.unpack_from(key, len(key) + offset)[0] for key, _, _ in records), default=-1))
+        if self._by_start is not None:
+            self._by_start.update_batch(records)
+        super().restore_batch(records)
 
     def wipe(self) -> None:
         super().wipe()
@@ -294,21 +444,17 @@ class WindowStore(KeyValueStore):
         return self.key_serde.serialize(key) + _WINDOW_SUFFIX.pack(start, 0)
 
     def fetch(self, key: Any, start: int) -> tuple[Any, int] | None:
-        raw = self._bytes.get(self._window_key(key, start))
+        raw = self._get(self._window_key(key, start))
         if raw is None:
             return None
         return self.value_serde.deserialize(raw[8:]), _TIMESTAMP.unpack_from(raw)[0]
 
     def put_window(self, key: Any, start: int, value: Any, timestamp: int) -> None:
-        key_bytes = self._window_key(key, start)
-        value_bytes = self.value_serde.serialize(value)
-        self.restore(key_bytes, value_bytes, timestamp)
-        if self._changelog is not None:
-            self._changelog(key_bytes, value_bytes, timestamp)
+        self._write(self._window_key(key, start), self.value_serde.serialize(value), timestamp)
 
     def all_windows(self) -> Iterator[tuple[Any, int, Any]]:
         """Every (key, window start, aggregate)."""
-        for key, raw in self._bytes.items():
+        for key, raw in self._items():
             start, _ = _WINDOW_SUFFIX.unpack_from(key, len(key) - _WINDOW_SUFFIX.size)
             yield (self.key_serde.deserialize(key[:-_WINDOW_SUFFIX.size]), start,
                    self.value_serde.deserialize(raw[8:]))
@@ -323,7 +469,8 @@ class SessionStore(KeyValueStore):
     sessions are ordered by end; its values are the plain aggregates (Kafka's session stores keep no timestamp).
 
     Like Kafka's segmented stores, it stops returning sessions that ended ``retention_ms`` or more before the
-    latest session end it has seen: a record then starts a new session instead of merging with an expired one."""
+    latest session end its local store has seen: a record then starts a new session instead of merging with an
+    expired one (sessions still in the record cache are found, as Kafka's caching store finds them)."""
 
     def __init__(self, name: str, key_serde: Serde, value_serde: Serde, path: Path | None,
                  changelog: ChangelogWriter | None, retention_ms: int) -> None:
@@ -336,11 +483,13 @@ class SessionStore(KeyValueStore):
     def find_sessions(self, key: Any, earliest_end: int, latest_start: int) -> list[tuple[Window, Any]]:
         """The live sessions of `key` that end at or after `earliest_end` and start at or before `latest_start`,
         by end, then start."""
-        earliest_end = max(earliest_end, self.observed_end - self.retention_ms + 1, 0)
+        earliest_end = max(earliest_end, 0)
+        unexpired = max(earliest_end, self.observed_end - self.retention_ms + 1)
         prefix = self.key_serde.serialize(key)
         found = []
-        for stored_key, raw in self._bytes.range(prefix + _SESSION_SUFFIX.pack(earliest_end, 0),
-                                                 prefix + _SESSION_SUFFIX.pack(0x7FFFFFFFFFFFFFFF, latest_start)):
+        for stored_key, raw in self._range(prefix + _SESSION_SUFFIX.pack(earliest_end, 0),
+                                           prefix + _SESSION_SUFFIX.pack(0x7FFFFFFFFFFFFFFF, latest_start),
+                                           prefix + _SESSION_SUFFIX.pack(unexpired, 0)):
             if len(stored_key) != len(prefix) + _SESSION_SUFFIX.size:
                 continue
             end, start = _SESSION_SUFFIX.unpack_from(stored_key, len(prefix))
@@ -350,11 +499,8 @@ class SessionStore(KeyValueStore):
 
     def put_session(self, key: Any, window: Window, value: Any, timestamp: int) -> None:
         """Keep (or with None, remove) `key`'s session `window`; the changelog record carries `timestamp`."""
-        key_bytes = self.key_serde.serialize(key) + _SESSION_SUFFIX.pack(window.end, window.start)
-        value_bytes = self.value_serde.serialize(value)
-        self.restore(key_bytes, value_bytes, timestamp)
-        if self._changelog is not None:
-            self._changelog(key_bytes, value_bytes, timestamp)
+        self._write(self.key_serde.serialize(key) + _SESSION_SUFFIX.pack(window.end, window.start),
+                    self.value_serde.serialize(value), timestamp)
 
     def fetch_all_sessions(self, earliest_end: int, latest_end: int) -> list[tuple[Any, Window, Any]]:
         """Every key's sessions that end in [earliest_end, latest_end] as (key, session, aggregate), by end, start
@@ -369,10 +515,25 @@ class SessionStore(KeyValueStore):
         return found
 
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        self._observe(key, value is not None)
+        super().restore(key, value, timestamp)
+
+    def _observe(self, key: bytes, present: bool) -> None:
         end = _TIMESTAMP.unpack_from(key, len(key) - _SESSION_SUFFIX.size)[0]
         self.observed_end = max(self.observed_end, end)
-        self._by_end.update(key, value is not None)
-        super().restore(key, value, timestamp)
+        self._by_end.update(key, present)
+
+    def _flushed_key(self, key: bytes) -> tuple[Any, Window]:
+        """(record key, session window)."""
+        end, start = _SESSION_SUFFIX.unpack_from(key, len(key) - _SESSION_SUFFIX.size)
+        return self.key_serde.deserialize(key[:-_SESSION_SUFFIX.size]), Window(start, end)
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        offset = -_SESSION_SUFFIX.size
+        self.observed_end = max(self.observed_end, max(
+            (_TIMESTAMP.unpack_from(key, len(key) + offset)[0] for key, _, _ in records), default=-1))
+        self._by_end.update_batch(records)
+        super().restore_batch(records)
 
     def wipe(self) -> None:
         super().wipe()
@@ -398,11 +559,6 @@ class OuterJoinStore(KeyValueStore):
     def _key(self, key: Any, timestamp: int, left: bool) -> bytes:
         return _TIMESTAMP.pack(timestamp) + (b"\x01" if left else b"\x00") + self.key_serde.serialize(key)
 
-    def _log(self, key_bytes: bytes, value: bytes | None, timestamp: int) -> None:
-        self.restore(key_bytes, value, timestamp)
-        if self._changelog is not None:
-            self._changelog(key_bytes, value, timestamp)
-
     def add(self, key: Any, timestamp: int, left: bool, value: Any, log_timestamp: int) -> None:
         """Hold one unjoined record (the left side's value serialized with this store's value serde)."""
         key_bytes = self._key(key, timestamp, left)
@@ -411,14 +567,14 @@ class OuterJoinStore(KeyValueStore):
         existing = self._bytes.get(key_bytes)
         elements = [] if existing is None else _list_elements(existing)
         elements.append(element)
-        self._log(key_bytes, b"\x01" + _INT.pack(len(elements)) + b"".join(
+        self._write(key_bytes, b"\x01" + _INT.pack(len(elements)) + b"".join(
             _INT.pack(len(item)) + item for item in elements), log_timestamp)
 
     def joined(self, key: Any, timestamp: int, left: bool, log_timestamp: int) -> None:
         """The records of `key` at `timestamp` on one side have joined: they are no longer held."""
         key_bytes = self._key(key, timestamp, left)
         if self._bytes.get(key_bytes) is not None:
-            self._log(key_bytes, None, log_timestamp)
+            self._write(key_bytes, None, log_timestamp)
 
     def held(self) -> Iterator[tuple[bytes, int, bool, Any, list[Any]]]:
         """Every held key, earliest time first: (key bytes, timestamp, left side?, key, values)."""
@@ -429,13 +585,28 @@ class OuterJoinStore(KeyValueStore):
                    [serde.deserialize(element[1:]) for element in _list_elements(raw)])
 
     def remove(self, key_bytes: bytes, log_timestamp: int) -> None:
-        self._log(key_bytes, None, log_timestamp)
+        self._write(key_bytes, None, log_timestamp)
 
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         if value is None:
             self._bytes.delete(key)
         else:
             self._bytes.put(key, value)
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        self._bytes.write([(key, value) for key, value, _ in records])
+
+
+def _merged(stored: Iterator[tuple[bytes, bytes]], cached: list[tuple[bytes, CacheEntry]]
+            ) -> Iterator[tuple[bytes, bytes]]:
+    """A range of the local store with a cached range laid over it (the cache's tombstones hide keys), by key."""
+    merged = dict(stored)
+    for key, entry in cached:
+        if entry.value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = entry.value
+    return iter(sorted(merged.items()))
 
 
 def _list_elements(raw: bytes) -> list[bytes]:
@@ -583,6 +754,13 @@ class SuppressionBuffer:
             return
         buffered = self._entries[key] = _Buffered.deserialize(value)
         self._min_time = buffered.time if self._min_time is None else min(self._min_time, buffered.time)
+
+    def restore_batch(self, records: list[tuple[bytes, bytes | None, int]]) -> None:
+        for key, value, timestamp in records:
+            self.restore(key, value, timestamp)
+
+    def flush(self) -> None:
+        pass
 
     def close(self) -> None:
         self.wipe()

@@ -24,6 +24,7 @@ from typing import Any
 from kfk.client import ConsumerRecord, FutureRecordMetadata, Producer
 from kfk.common.structs import TopicPartition
 from kfk.errors import KafkaError
+from kfk.streams.cache import ThreadCache
 from kfk.streams.errors import (ErrorHandlerContext, ExceptionHandlers, FailedProcessingException, ProducerRecord,
                                 Response, Result, SerializationExceptionOrigin, StreamsException, handler_response)
 from kfk.streams.processor import Processor, ProcessorContext, Record, RecordMetadata, TaskId
@@ -75,10 +76,11 @@ class StreamTask:
                  producer: Producer, key_serde: Serde, value_serde: Serde, state_dir: Path,
                  internal_topic: Callable[[str], str], in_memory: bool = False,
                  global_stores: dict[str, KeyValueStore] | None = None,
-                 exception_handlers: ExceptionHandlers | None = None) -> None:
+                 exception_handlers: ExceptionHandlers | None = None, cache: ThreadCache | None = None) -> None:
         """``in_memory``: keep every store in memory (the TopologyTestDriver's), whatever the topology asks;
         ``global_stores``: the instance's global stores, which any processor may read; ``exception_handlers``:
-        Kafka's defaults (fail on every error) unless given."""
+        Kafka's defaults (fail on every error) unless given; ``cache``: the thread's record cache, which the
+        stores the topology caches use (None: no store is cached)."""
         self.id = task_id
         self.handlers = exception_handlers or ExceptionHandlers.defaults()
         #: Records dropped by a handler's RESUME (Kafka's dropped-records-total).
@@ -114,6 +116,13 @@ class StreamTask:
         self.changelog_last: dict[TopicPartition, FutureRecordMetadata] = {}
         self.stores, self.changelogs = build_stores(task_id, subtopology, topology, application_id, key_serde,
                                                     value_serde, self.directory, in_memory, self._changelog_writer)
+        #: The stores in the record cache, in the topology's order (the order a commit flushes them in).
+        self.cached_stores = []
+        if cache is not None:
+            for name, store in self.stores.items():
+                if topology.store_builders[name].caching and isinstance(store, KeyValueStore):
+                    store.enable_cache(cache, f"{task_id}-{name}", self)
+                    self.cached_stores.append(store)
         self.processors: dict[str, Processor] = {}
         for node in self.nodes.values():
             if node.kind is NodeKind.PROCESSOR:
@@ -310,6 +319,16 @@ class StreamTask:
         failure.__cause__ = error
         self.send_exception = failure
 
+    def flush_cache(self) -> bool:
+        """Flush the cached stores (a commit's first step, before the producer's flush): their dirty entries go to
+        the local stores, the changelogs and downstream. Whether anything was dirty."""
+        flushed = False
+        for store in self.cached_stores:
+            if store.cache.dirty:
+                flushed = True
+                store.cache.flush()
+        return flushed
+
     def check_sends(self) -> None:
         """After the producer's flush: hand each failed send to the production handler, then raise a failure it
         answered FAIL for (the records since the last commit would be lost otherwise); a failed changelog write
@@ -359,11 +378,15 @@ class StandbyTask:
         #: Where reading each changelog goes on (None: from its start).
         self.positions: dict[TopicPartition, int | None] = restore_offsets(self, exactly_once=False)
 
-    def apply(self, record: ConsumerRecord) -> None:
-        self.store_of[record.topic_partition].restore(record.key, record.value, record.timestamp)
-        self.positions[record.topic_partition] = record.offset + 1
+    def apply(self, partition: TopicPartition, records: list[ConsumerRecord]) -> None:
+        """Apply a fetched batch of one changelog partition, in one write."""
+        self.store_of[partition].restore_batch([(record.key, record.value, record.timestamp) for record in records])
+        self.positions[partition] = records[-1].offset + 1
 
     def write_checkpoint(self) -> None:
+        """Flush the stores (the applied batches skipped RocksDB's write-ahead log), then checkpoint them."""
+        for store in self.stores.values():
+            store.flush()
         self.checkpoint.write({partition: offset for partition, offset in self.positions.items()
                                if offset is not None and self.store_of[partition].persistent})
 
@@ -427,32 +450,44 @@ def restore_offsets(task: StreamTask | StandbyTask, exactly_once: bool) -> dict[
     return starts
 
 
-def restore_stores(task: StreamTask, exactly_once: bool, restore_consumer: Any, timeout_s: float) -> int:
-    """Read each changelog partition from its start offset to its end into the store; returns records restored."""
-    starts = restore_offsets(task, exactly_once)
+def restore_stores(tasks: list[StreamTask], exactly_once: bool, restore_consumer: Any,
+                   timeout_s: float) -> dict[TaskId, int]:
+    """Read each changelog partition of ``tasks`` from its start offset to its end into its store, all partitions
+    at once (as Kafka Streams' state updater restores every restoring task together: each fetch brings data of all
+    of them), a fetched batch of a partition in one write; flush the stores, then return each task's records
+    restored."""
+    store_of: dict[TopicPartition, Any] = {}
+    task_of: dict[TopicPartition, TaskId] = {}
+    starts: dict[TopicPartition, int | None] = {}
+    for task in tasks:
+        starts.update(restore_offsets(task, exactly_once))
+        for store, partition in task.changelogs.items():
+            store_of[partition] = task.stores[store]
+            task_of[partition] = task.id
+    restored = dict.fromkeys((task.id for task in tasks), 0)
     if not starts:
-        return 0
-    by_partition = {partition: task.stores[store] for store, partition in task.changelogs.items()}
+        return restored
     ends = restore_consumer.end_offsets(list(starts))
     pending = {partition for partition in starts if ends[partition] > (starts[partition] or 0)}
     if not pending:
-        return 0
+        return restored
     restore_consumer.assign(pending)
     for partition in pending:
         if starts[partition] is None:
             restore_consumer.seek_to_beginning(partition)
         else:
             restore_consumer.seek(partition, starts[partition])
-    restored = 0
     deadline = time.monotonic() + timeout_s
     while pending:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"task {task.id}: restoring {sorted(map(str, pending))} did not finish")
-        for record in restore_consumer.poll(0.2):
-            by_partition[record.topic_partition].restore(record.key, record.value, record.timestamp)
-            restored += 1
+            raise TimeoutError(f"restoring {sorted(map(str, pending))} did not finish")
+        for partition, records in restore_consumer.poll(0.2).by_partition().items():
+            store_of[partition].restore_batch([(record.key, record.value, record.timestamp) for record in records])
+            restored[task_of[partition]] += len(records)
         for partition in list(pending):
             if restore_consumer.position(partition) >= ends[partition]:
                 pending.discard(partition)
     restore_consumer.assign([])
+    for partition, store in store_of.items():
+        store.flush()
     return restored

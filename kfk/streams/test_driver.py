@@ -4,7 +4,9 @@ Processor API code.
 Every topic has one partition, so each sub-topology runs as one task ("<id>_0"). ``pipe_input`` serializes a record
 with the topology's serdes and processes it at once, depth first, as the task would; what sinks write is collected
 per topic (repartition topics are fed straight back to the sub-topology that reads them), and stores are kept in
-memory (their changelog records are collected too, under the changelog topic's name).
+memory (their changelog records are collected too, under the changelog topic's name). As Kafka's driver, it
+commits after every input record: the record cache (statestore.cache.max.bytes) is flushed then, so a cached store
+forwards once per key that record updated, with the value the key had before the record as its old value.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kfk.client import ConsumerRecord
+from kfk.streams.cache import ThreadCache
 from kfk.streams.config import StreamsConfig
 from kfk.streams.processor import TaskId
 from kfk.streams.serdes import Serde
@@ -76,11 +79,13 @@ class TopologyTestDriver:
                               for name in topology.global_stores()}
         self._global_store_of = {topic: self.global_stores[name]
                                  for name, topics in topology.global_stores().items() for topic in topics}
+        cache_bytes = self.config.statestore_cache_max_bytes
+        self.cache = ThreadCache(cache_bytes) if cache_bytes > 0 else None
         self._tasks = [StreamTask(TaskId(subtopology.id, 0), subtopology, topology, application_id=application_id,
                                   producer=producer, key_serde=self.config.key_serde,
                                   value_serde=self.config.value_serde, state_dir=Path("/nonexistent"),
                                   internal_topic=internal, in_memory=True, global_stores=self.global_stores,
-                                  exception_handlers=self.config.exception_handlers())
+                                  exception_handlers=self.config.exception_handlers(), cache=self.cache)
                        for subtopology in topology.sub_topologies()]
         self._task_of = {topic: task for task in self._tasks for topic in task.sources}
 
@@ -90,6 +95,9 @@ class TopologyTestDriver:
         key_bytes = (key_serde or self.config.key_serde).serialize_for(topic, key)
         value_bytes = (value_serde or self.config.value_serde).serialize_for(topic, value)
         self._route(topic, key_bytes, value_bytes, timestamp, list(headers))
+        if self.cache is not None:  # the commit after the record: a flush may dirty another task's cache
+            while [task for task in self._tasks if task.flush_cache()]:
+                pass
 
     def _route(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, headers: list) -> None:
         if topic in self._global_store_of:  # the global thread's part: straight into the store

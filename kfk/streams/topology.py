@@ -49,7 +49,9 @@ class NodeKind(enum.Enum):
 @dataclass
 class StoreBuilder:
     """A key-value store to create in every task whose processors use it. ``logging``: back it by a changelog
-    topic; ``persistent``: on disk (RocksDB) rather than in memory."""
+    topic; ``persistent``: on disk (RocksDB) rather than in memory; ``caching``: keep its writes in the record
+    cache until a flush (kfk.streams.cache). As Kafka's Stores builders, a store of the Processor API is not cached
+    unless with_caching_enabled() says so; the DSL caches its aggregations' and materialized tables' stores."""
 
     name: str
     key_serde: Serde | None = None
@@ -65,6 +67,15 @@ class StoreBuilder:
     #: the right side's values (value_serde is the left side's).
     outer_join: bool = False
     other_value_serde: Serde | None = None
+    caching: bool = False
+
+    def with_caching_enabled(self) -> StoreBuilder:
+        self.caching = True
+        return self
+
+    def with_caching_disabled(self) -> StoreBuilder:
+        self.caching = False
+        return self
 
 
 @dataclass

@@ -34,7 +34,7 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from kfk.testing.ports import free_port
 from kfk.testing.zookeeper import ZooKeeperNotInstalledError, java_executable
@@ -400,11 +400,13 @@ class ApacheKafka:
     `release_version` (e.g. "3.3-IV3"): format at that metadata.version (`--release-version`, every other feature
     at that release's default) with a static quorum (controller.quorum.voters, kraft.version 0), which every level
     allows; by default the node is formatted at Kafka's latest level with a dynamic quorum (`--standalone`).
+    `features` (with `release_version`): levels that override the release's defaults (`--feature name=level`).
     """
 
     def __init__(self, data_dir: Path, *, port: int | None = None, controller_port: int | None = None,
                  node_id: int = 1, config: dict[str, str] | None = None, heap: str = "1G",
-                 jvm_options: Sequence[str] = QUICK_START_JVM_OPTIONS, release_version: str | None = None) -> None:
+                 jvm_options: Sequence[str] = QUICK_START_JVM_OPTIONS, release_version: str | None = None,
+                 features: Mapping[str, int] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.controller_port = controller_port or free_port()
@@ -413,6 +415,7 @@ class ApacheKafka:
         self.heap = heap
         self.jvm_options = list(jvm_options)
         self.release_version = release_version
+        self.features = dict(features or {})
         self.process: subprocess.Popen | None = None
 
     @property
@@ -464,6 +467,8 @@ class ApacheKafka:
 
     def _format(self, server_properties: Path) -> None:
         quorum = ["--standalone"] if self.release_version is None else ["--release-version", self.release_version]
+        for name, level in self.features.items():
+            quorum += ["--feature", f"{name}={level}"]
         result = run_kafka_tool("storage", ["format", *quorum, "-t", random_cluster_id(),
                                             "-c", str(server_properties)])
         if result.returncode != 0:

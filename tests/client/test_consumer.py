@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kfk.client import Admin, Consumer, NewTopic, OffsetAndMetadata, Producer, TopicPartition
-from kfk.errors import OffsetOutOfRangeError, RebalanceInProgressError, UnknownTopicOrPartitionError
+from kfk.errors import KafkaError, OffsetOutOfRangeError, RebalanceInProgressError, UnknownTopicOrPartitionError
 
 pytestmark = pytest.mark.integration
 
@@ -266,3 +266,33 @@ def test_a_member_that_stops_polling_leaves_and_rejoins_with_its_partitions_lost
         poll_until([consumer], 1, timeout=3)
         assert ("lost", [TopicPartition(topic_name, 0)]) in listener.events
         assert listener.events[-1] == ("assigned", [TopicPartition(topic_name, 0)])
+
+
+def test_enforce_rebalance_makes_the_group_assign_again(bootstrap: str, topic_name: str) -> None:
+    """enforce_rebalance (Java's enforceRebalance): the member rejoins at its next poll, and the group goes to the
+    next generation with the same members; without a group subscription it is refused, as in Java."""
+    produce(bootstrap, topic_name, 2, 0)
+    joins: list[list[TopicPartition]] = []
+
+    class Listener:
+        def on_partitions_revoked(self, partitions: list[TopicPartition]) -> None:
+            pass
+
+        def on_partitions_assigned(self, partitions: list[TopicPartition]) -> None:
+            joins.append(sorted(partitions))
+
+    with Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic_name}", **FAST_GROUP}) as consumer:
+        with pytest.raises(KafkaError, match="Tried to force a rebalance but consumer does not have a group."):
+            consumer.enforce_rebalance()
+        consumer.subscribe([topic_name], listener=Listener())
+        deadline = time.monotonic() + 15
+        while not joins:
+            assert time.monotonic() < deadline
+            consumer.poll(0.1)
+        generation = consumer.group_metadata().generation_id
+        consumer.enforce_rebalance("the test asks")
+        while len(joins) < 2:
+            assert time.monotonic() < deadline, "no second assignment"
+            consumer.poll(0.1)
+        assert consumer.group_metadata().generation_id == generation + 1
+        assert joins == [[TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)]] * 2

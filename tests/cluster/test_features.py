@@ -108,7 +108,8 @@ def test_levels_through_kafka_s_tool_a_failover_and_a_snapshot_restart(kfk_clust
 
     for node in cluster.nodes.values():
         levels = wait_until(lambda node=node: snapshot_levels(node), what=f"node {node.node_id}'s snapshot")
-        assert levels == {"metadata.version": 7, "group.version": 1, "transaction.version": 2}
+        assert levels == {"metadata.version": 33, "eligible.leader.replicas.version": 1, "group.version": 1,
+                          "transaction.version": 2}
     assert cluster.stop(other) == 0
     cluster.start([other])
     node = cluster.nodes[other]

@@ -52,9 +52,10 @@ class FakeBroker:
             listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=1, security_protocol=0)],
             features=[BrokerRegistrationRequest.Feature(name=name, min_supported_version=low,
                                                         max_supported_version=high)
-                      for name, low, high in (("metadata.version", 1, 25), ("group.version", 0, 1),
+                      for name, low, high in (("metadata.version", 1, 33), ("group.version", 0, 1),
+                                              ("eligible.leader.replicas.version", 0, 1),
                                               ("transaction.version", 0, 2))],
-            rack=None, log_dirs=[]), 4)
+            rack=None, log_dirs=[uuid.uuid4()]), 4)
         assert response.error_code == ErrorCode.NONE, ErrorCode(response.error_code).name
         self.broker_epoch = response.broker_epoch
         return response.error_code

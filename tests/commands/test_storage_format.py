@@ -46,14 +46,15 @@ def test_standalone_writes_the_voter_set_and_the_bootstrap_snapshot(tmp_path: Pa
     result = kfk("storage", "format", "-t", CLUSTER_ID, "-c", str(config), "--standalone")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
-        f"Formatting data directory {second} with metadata.version 3.3-IV3.",
-        f"Formatting dynamic metadata voter directory {first} with metadata.version 3.3-IV3."]
+        f"Formatting data directory {second} with metadata.version 4.4-IV2.",
+        f"Formatting dynamic metadata voter directory {first} with metadata.version 4.4-IV2."]
     metas = [MetaProperties.read(str(directory)) for directory in (first, second)]
     assert {(meta.version, meta.cluster_id, meta.node_id) for meta in metas} == {(1, CLUSTER_ID, 1)}
     assert metas[0].directory_id != metas[1].directory_id
     for directory in (first, second):
         bootstrap = read_snapshot(str(directory / "bootstrap.checkpoint"))
-        assert [(r.name, r.feature_level) for r in bootstrap.records] == [("metadata.version", 7),
+        assert [(r.name, r.feature_level) for r in bootstrap.records] == [("metadata.version", 33),
+                                                                          ("eligible.leader.replicas.version", 1),
                                                                           ("group.version", 1),
                                                                           ("transaction.version", 2)]
         assert bootstrap.voters is None and bootstrap.last_contained_log_timestamp == 0
@@ -82,10 +83,11 @@ def test_add_scram_credentials_go_into_every_bootstrap_checkpoint_only(tmp_path:
     assert result.returncode == 0, result.stderr
     for directory in (first, second):
         records = read_snapshot(str(directory / "bootstrap.checkpoint")).records
-        assert records[:3] == [FeatureLevelRecord(name="metadata.version", feature_level=7),
+        assert records[:4] == [FeatureLevelRecord(name="metadata.version", feature_level=33),
+                               FeatureLevelRecord(name="eligible.leader.replicas.version", feature_level=1),
                                FeatureLevelRecord(name="group.version", feature_level=1),
                                FeatureLevelRecord(name="transaction.version", feature_level=2)]
-        assert [(r.name, r.mechanism, r.iterations) for r in records[3:]] == [("bob", 2, 8192), ("alice", 1, 4096)]
+        assert [(r.name, r.mechanism, r.iterations) for r in records[4:]] == [("bob", 2, 8192), ("alice", 1, 4096)]
     voters = read_snapshot(str(first / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"))
     assert voters.records == [] and voters.voters is not None
 
@@ -111,8 +113,8 @@ def test_initial_controllers_give_the_metadata_dir_its_directory_id(tmp_path: Pa
     (["--standalone"], {"process_roles": "broker"}, "process.roles must include controller"),
     (["--standalone", "--initial-controllers", f"1@h:1:{DIRECTORY_ID}"], {}, "give at most one of --standalone"),
     (["--initial-controllers", "1@nowhere"], {}, "Invalid --initial-controllers entry '1@nowhere'"),
-    (["--standalone", "--release-version", "4.0-IV3"], {}, "Version 4.0-IV3 is not a valid version. The minimum "
-                                                          "version is 3.3-IV3 and the maximum version is 3.3-IV3"),
+    (["--standalone", "--release-version", "4.5-IV0"], {}, "Version 4.5-IV0 is not a valid version. The minimum "
+                                                          "version is 3.3-IV3 and the maximum version is 4.4-IV2"),
     (["--standalone", "--add-scram", "SCRAM-SHA-256=[name=alice,password=a]", "-S", "SCRAM-SHA-256=[name=bob]"], {},
      "kfk: You must supply one of 'password' or 'saltedpassword' to add-scram"),
     (["--standalone", "-S", "SCRAM-SHA-1=[name=a,password=b]"], {}, "The add-scram mechanism SCRAM-SHA-1 is not"),
@@ -130,7 +132,7 @@ def test_no_initial_controllers_formats_a_node_joining_a_dynamic_quorum(tmp_path
     config, first, _ = server_properties(tmp_path)
     result = kfk("storage", "format", "-t", CLUSTER_ID, "-c", str(config), "--no-initial-controllers")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[-1] == f"Formatting metadata directory {first} with metadata.version 3.3-IV3."
+    assert result.stdout.splitlines()[-1] == f"Formatting metadata directory {first} with metadata.version 4.4-IV2."
     assert (first / "bootstrap.checkpoint").exists() and not (first / "__cluster_metadata-0").exists()
 
 

@@ -72,7 +72,8 @@ class ControllerHarness:
 
     def register(self, broker_id: int, rack: str | None = None, unfence: bool = True) -> int:
         endpoint = Endpoint("PLAINTEXT", "127.0.0.1", 9090 + broker_id)
-        epoch = self.run(self.controller.register_broker(broker_id, [endpoint], rack))
+        epoch = self.run(self.controller.register_broker(broker_id, [endpoint], rack,
+                                                         log_dirs=[broker_log_dir(broker_id)]))
         if unfence:
             self.run(self.controller.unfence_broker(broker_id, epoch))
         self.broker_epochs[broker_id] = epoch
@@ -122,6 +123,11 @@ def cluster(make_cluster) -> ControllerHarness:
     return make_cluster()
 
 
+def broker_log_dir(broker_id: int) -> uuid.UUID:
+    """The directory id of a test broker's one log dir (metadata.version 3.7-IV2 on registers them)."""
+    return uuid.UUID(int=1000 + broker_id)
+
+
 def registration(broker_id: int, incarnation_id: uuid.UUID | None = None, cluster_id: str = CLUSTER_ID,
                  features: dict[str, tuple[int, int]] | None = None) -> BrokerRegistrationRequest:
     """A kfk broker's registration (the feature levels a kfk node supports, unless `features` says otherwise)."""
@@ -132,7 +138,7 @@ def registration(broker_id: int, incarnation_id: uuid.UUID | None = None, cluste
         listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9090 + broker_id, security_protocol=0)],
         features=[Feature(name=name, min_supported_version=low, max_supported_version=high)
                   for name, (low, high) in (supported_features() if features is None else features).items()],
-        rack=None, log_dirs=[])
+        rack=None, log_dirs=[broker_log_dir(broker_id)])
 
 
 @pytest.fixture

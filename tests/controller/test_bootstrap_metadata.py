@@ -21,6 +21,7 @@ from tests.cluster.helpers import metadata_log_batches
 
 FeatureLevelRecord = schema_class("FeatureLevelRecord")
 UserScramCredentialRecord = schema_class("UserScramCredentialRecord")
+ConfigRecord = schema_class("ConfigRecord")
 
 
 def _scram_records() -> list:
@@ -45,19 +46,22 @@ def test_an_empty_log_is_bootstrapped_once_with_the_credentials(make_cluster) ->
 
 
 def test_without_a_bootstrap_file_the_log_starts_with_kfk_s_default_levels(make_cluster) -> None:
-    cluster = make_cluster(brokers=0)
+    cluster = make_cluster(brokers=0, broker_heartbeats=True)  # KRaft
     assert metadata_log_batches(Path(cluster.log_dir))[0] == [
         FeatureLevelRecord(name="metadata.version", feature_level=METADATA_VERSION_LEVEL),
+        FeatureLevelRecord(name="eligible.leader.replicas.version", feature_level=1),
         FeatureLevelRecord(name="group.version", feature_level=1),
-        FeatureLevelRecord(name="transaction.version", feature_level=2)]
+        FeatureLevelRecord(name="transaction.version", feature_level=2),
+        # Eligible leader replicas on: the cluster-wide min.insync.replicas from the static config (Kafka 4.4's).
+        ConfigRecord(resource_type=4, resource_name="", name="min.insync.replicas", value="1")]
     assert not cluster.image.scram_credentials
 
 
 def test_feature_levels_kfk_does_not_run_give_way_to_its_own(caplog: pytest.LogCaptureFixture) -> None:
-    """What Apache Kafka 4.0's format writes by default: metadata.version 4.0-IV3 (25), group.version and
-    transaction.version; kfk keeps the levels it serves and the credentials after them."""
+    """A release after kfk's (metadata.version 34) beside levels kfk serves: kfk bootstraps at its own latest, keeps
+    the levels it serves and the credentials after them."""
     credential = _scram_records()[1]
-    kafka_formatted = [FeatureLevelRecord(name="metadata.version", feature_level=25),
+    kafka_formatted = [FeatureLevelRecord(name="metadata.version", feature_level=34),
                        FeatureLevelRecord(name="group.version", feature_level=1),
                        FeatureLevelRecord(name="transaction.version", feature_level=2), credential]
     with caplog.at_level(logging.WARNING, logger="kfk.controller"):
@@ -66,7 +70,7 @@ def test_feature_levels_kfk_does_not_run_give_way_to_its_own(caplog: pytest.LogC
                        FeatureLevelRecord(name="group.version", feature_level=1),
                        FeatureLevelRecord(name="transaction.version", feature_level=2), credential]
     [warning] = caplog.records
-    assert "metadata.version=25 that kfk does not serve" in warning.getMessage()
+    assert "metadata.version=34 that kfk does not serve" in warning.getMessage()
     caplog.clear()
     own = _scram_records()
     assert records_for_empty_log(own) == own

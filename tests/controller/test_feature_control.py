@@ -40,8 +40,8 @@ def kraft(make_cluster):
      "Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2"),
     (Key(feature="streams.version", max_version_level=1),
      "Invalid update version 1 for feature streams.version. Local controller 1 does not support this feature."),
-    (Key(feature="metadata.version", max_version_level=25),
-     "Invalid update version 25 for feature metadata.version. Local controller 1 only supports versions 7"),
+    (Key(feature="metadata.version", max_version_level=34),
+     "Invalid update version 34 for feature metadata.version. Local controller 1 only supports versions 7-33"),
     (Key(feature="transaction.version", max_version_level=1),
      "Invalid update version 1 for feature transaction.version. Can't downgrade the version of this feature without "
      "setting the upgrade type to either safe or unsafe downgrade."),
@@ -66,7 +66,8 @@ def test_one_refusal_refuses_the_whole_request(kraft) -> None:
 
 
 def test_downgrade_validate_only_disable_and_upgrade(kraft) -> None:
-    assert kraft.image.features == {"metadata.version": 7, "group.version": 1, "transaction.version": 2}
+    assert kraft.image.features == {"metadata.version": 33, "eligible.leader.replicas.version": 1, "group.version": 1,
+                                   "transaction.version": 2}
     downgrade = Key(feature="transaction.version", max_version_level=1, upgrade_type=SAFE_DOWNGRADE)
     assert update(kraft, downgrade, validate_only=True).error_code == ErrorCode.NONE
     assert kraft.image.features["transaction.version"] == 2
@@ -84,7 +85,8 @@ def test_downgrade_validate_only_disable_and_upgrade(kraft) -> None:
     assert "transaction.version" not in kraft.image.features  # level 0: no longer finalized
     assert update(kraft, Key(feature="transaction.version", max_version_level=2)).error_code == ErrorCode.NONE
     kraft.reopen()  # a new controller replays the log
-    assert kraft.image.features == {"metadata.version": 7, "group.version": 1, "transaction.version": 2}
+    assert kraft.image.features == {"metadata.version": 33, "eligible.leader.replicas.version": 1, "group.version": 1,
+                                   "transaction.version": 2}
 
 
 def test_v0_asks_for_a_downgrade_with_allow_downgrade(kraft) -> None:
@@ -95,16 +97,19 @@ def test_v0_asks_for_a_downgrade_with_allow_downgrade(kraft) -> None:
 
 def test_a_registered_broker_that_does_not_support_a_level_blocks_it(kraft) -> None:
     response = kraft.run(kraft.controller.handle_broker_registration(
-        registration(2, features={"metadata.version": (7, 7), "group.version": (0, 1), "transaction.version": (0, 2)})))
+        registration(2, features={"metadata.version": (7, 33), "group.version": (0, 1),
+                                  "eligible.leader.replicas.version": (0, 1), "transaction.version": (0, 2)})))
     assert response.error_code == ErrorCode.NONE
     kraft.run(kraft.controller.handle_broker_registration(
-        registration(3, features={"metadata.version": (7, 7), "group.version": (0, 1), "transaction.version": (0, 1)})))
+        registration(3, features={"metadata.version": (7, 33), "group.version": (0, 1),
+                                  "eligible.leader.replicas.version": (0, 1), "transaction.version": (0, 1)})))
     # Broker 3 cannot be registered while transaction.version 2 is finalized.
     assert 3 not in kraft.image.brokers
     assert update(kraft, Key(feature="transaction.version", max_version_level=1,
                              upgrade_type=SAFE_DOWNGRADE)).error_code == ErrorCode.NONE
     assert kraft.run(kraft.controller.handle_broker_registration(registration(
-        3, features={"metadata.version": (7, 7), "group.version": (0, 1), "transaction.version": (0, 1)}))).error_code == ErrorCode.NONE
+        3, features={"metadata.version": (7, 33), "group.version": (0, 1),
+                     "eligible.leader.replicas.version": (0, 1), "transaction.version": (0, 1)}))).error_code == ErrorCode.NONE
     response = update(kraft, Key(feature="transaction.version", max_version_level=2))
     assert response.error_message == FAILED + (
         "Invalid update version 2 for feature transaction.version. Broker 3 only supports versions 0-1")

@@ -297,15 +297,18 @@ def test_api_versions_finalizes_transaction_version_2(bootstrap: str) -> None:
     sock = connect(bootstrap)
     response = request(sock, ApiVersionsRequest(client_software_name="wire", client_software_version="1"), 4)
     assert [(f.name, f.min_version, f.max_version) for f in response.supported_features] == [
-        ("group.version", 0, 1), ("kraft.version", 0, 1), ("metadata.version", 7, 7), ("transaction.version", 0, 2)]
+        ("eligible.leader.replicas.version", 0, 1), ("group.version", 0, 1), ("kraft.version", 0, 1),
+        ("metadata.version", 7, 33), ("transaction.version", 0, 2)]
     # v3 lists no supported feature whose versions start at 0 (KIP-1022), as Apache Kafka (tests/interop); the
     # finalized levels are there all the same.
     older = request(sock, ApiVersionsRequest(client_software_name="wire", client_software_version="1"), 3)
     assert [f.name for f in older.supported_features] == ["metadata.version"]
     assert [(f.name, f.max_version_level) for f in older.finalized_features] == [
-        ("group.version", 1), ("metadata.version", 7), ("transaction.version", 2)]
+        ("eligible.leader.replicas.version", 1), ("group.version", 1), ("metadata.version", 33),
+        ("transaction.version", 2)]
     assert [(f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features] == [
-        ("group.version", 1, 1), ("metadata.version", 7, 7), ("transaction.version", 2, 2)]
+        ("eligible.leader.replicas.version", 1, 1), ("group.version", 1, 1), ("metadata.version", 33, 33),
+        ("transaction.version", 2, 2)]
     assert response.finalized_features_epoch >= 0
     # v0-v2 have no place for features.
     assert request(sock, ApiVersionsRequest(), 2).finalized_features == []

@@ -20,7 +20,8 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kfk.controller.features import METADATA_VERSION_NAME
+from kfk.common.features import FEATURES
+from kfk.controller.features import METADATA_VERSION_NAME, supported_features
 from kfk.testing.apache_kafka import ApacheKafka, file_lock
 from kfk.testing.broker import start_broker
 from kfk.testing.plugin import TEST_OVERRIDES
@@ -211,10 +212,11 @@ def _write_with_kfk(directory: Path) -> Path:
     return broker.log_dir
 
 
-def _write_with_apache_kafka(directory: Path, release_version: str | None = None) -> Path:
+def _write_with_apache_kafka(directory: Path, release_version: str | None = None,
+                             features: dict[str, int] | None = None) -> Path:
     # A metadata snapshot after every committed metadata batch: KRaft snapshots with records for dump-log to read.
     with ApacheKafka(directory, config={"metadata.log.max.record.bytes.between.snapshots": "1"},
-                     release_version=release_version) as node:
+                     release_version=release_version, features=features) as node:
         run_workload(node.bootstrap_server)
     return node.log_dir
 
@@ -235,8 +237,10 @@ def apache_kafka_written_log_dir(tmp_path_factory: pytest.TempPathFactory, worke
 @pytest.fixture(scope="session")
 def apache_kafka_written_log_dir_at_kfk_metadata_version(tmp_path_factory: pytest.TempPathFactory,
                                                          worker_id: str) -> WrittenLogDir:
-    """The same workload's log dir from an Apache Kafka node formatted at the metadata.version kfk serves (its
-    storage tool's --release-version), the level at which kfk can take over Apache Kafka's files."""
+    """The same workload's log dir from an Apache Kafka node formatted at kfk's metadata.version (its storage tool's
+    --release-version) and without the features kfk does not serve (share.version, streams.version at 0): files
+    kfk can take over."""
+    unserved = {name: 0 for name in FEATURES if name not in supported_features()}
     return _written_once(_shared_dir(tmp_path_factory, worker_id) / "apache-kafka-written-kfk-level",
-                         lambda directory: _write_with_apache_kafka(directory, METADATA_VERSION_NAME),
+                         lambda directory: _write_with_apache_kafka(directory, METADATA_VERSION_NAME, unserved),
                          f"Apache Kafka at metadata.version {METADATA_VERSION_NAME}")

@@ -17,6 +17,7 @@ kfk does not serve (issue 29: metadata.version levels), so the files kfk takes o
 from __future__ import annotations
 
 import base64
+import re
 import shutil
 from pathlib import Path
 from typing import Callable, Iterator
@@ -105,14 +106,15 @@ def test_kfk_serves_apache_kafkas_files(kfk_on_apache_kafka_files: str,
 
 def test_kfk_names_the_feature_it_lacks_on_apache_kafka_4_4s_default_files(
         apache_kafka_written_log_dir: WrittenLogDir, tmp_path: Path) -> None:
-    """Kafka 4.4's default format finalizes eligible.leader.replicas.version 1: kfk's controller refuses its own
-    broker's registration in Kafka's words, so no broker serves the files, and the files stay Apache Kafka's."""
+    """Kafka 4.4's default format finalizes share.version 2 and streams.version 1, which kfk does not serve: kfk's
+    controller refuses its own broker's registration in Kafka's words, so no broker serves the files, and the files
+    stay Apache Kafka's."""
     copy = tmp_path / "apache-kafka-logs"
     shutil.copytree(apache_kafka_written_log_dir.path, copy)
     with pytest.raises(BrokerStartError) as refused:
         start_broker(tmp_path / "kfk", {**TEST_OVERRIDES, "log.dirs": str(copy)}, timeout=8)
-    assert ("Unable to register because the broker does not support finalized version 1 of "
-            "eligible.leader.replicas.version" in str(refused.value)), str(refused.value)[-2000:]
+    assert re.search(r"Unable to register because the broker does not support finalized version \d of "
+                     r"(share|streams)\.version", str(refused.value)), str(refused.value)[-2000:]
     for topic in TOPICS:  # every segment as Apache Kafka left it
         for original in apache_kafka_written_log_dir.files(topic, ".log"):
             assert (copy / original.parent.name / original.name).read_bytes() == original.read_bytes()

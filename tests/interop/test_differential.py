@@ -30,13 +30,12 @@ def _documented(api: ApiKey, versions: range | list[int], path: str, reason: str
     return {(api.name, version, path): reason for version in versions}
 
 
-_FEATURES = ("kfk's metadata.version is 3.3-IV3 (7), the one level whose records it writes and reads "
-             "(kfk/controller/features.py), where Apache Kafka 4.4's node runs its release's level; kfk does not "
-             "serve eligible.leader.replicas.version (no ELR), share.version or streams.version")
+_FEATURES = ("kfk does not serve share.version (it serves share groups without it: "
+             "kfk/server/handlers/share_groups.py) or streams.version (no KIP-1071 streams groups)")
 _KRAFT_VERSION = ("kfk's single-node default is a static quorum (kraft.version 0, not listed), where the Apache Kafka "
                   "node of the tests is formatted --standalone (kraft.version 1)")
 #: The features Apache Kafka 4.4 supports and kfk does not serve.
-_KAFKA_ONLY_FEATURES = ("eligible.leader.replicas.version", "share.version", "streams.version")
+_KAFKA_ONLY_FEATURES = ("share.version", "streams.version")
 _SAMPLE_PROPERTIES = ("`kfk server start` without a properties file sets what Kafka's sample server.properties "
                       "sets, num.partitions=1 among them: a static broker config (with the default as its synonym), "
                       "where the Apache Kafka node of the tests leaves it at its default")
@@ -56,11 +55,6 @@ EXPECTED_DIFFERENCES: dict[tuple[str, int, str], str] = {
         *_documented(ApiKey.API_VERSIONS, [3, 4, 5], f"finalized_features[name={feature}]", _FEATURES),
         *_documented(ApiKey.API_VERSIONS, [4, 5], f"supported_features[name={feature}]", _FEATURES)]},
     **_documented(ApiKey.API_VERSIONS, [3, 4, 5], "finalized_features[name=kraft.version]", _KRAFT_VERSION),
-    **_documented(ApiKey.API_VERSIONS, [3, 4, 5], "finalized_features[name=metadata.version].max_version_level",
-                  _FEATURES),
-    **_documented(ApiKey.API_VERSIONS, [3, 4, 5], "finalized_features[name=metadata.version].min_version_level",
-                  _FEATURES),
-    **_documented(ApiKey.API_VERSIONS, [3, 4, 5], "supported_features[name=metadata.version].max_version", _FEATURES),
     **_documented(ApiKey.DESCRIBE_QUORUM, [2], "nodes[0].listeners[name=CONTROLLER]", _LISTENERS),
     **_documented(ApiKey.DESCRIBE_QUORUM, [2], "nodes[0].listeners[name=PLAINTEXT]", _LISTENERS),
     **_documented(ApiKey.DESCRIBE_QUORUM, [2], "topics[topic_name=__cluster_metadata].partitions[partition_index=0]"
@@ -81,17 +75,9 @@ EXPECTED_DIFFERENCES: dict[tuple[str, int, str], str] = {
 }
 
 
-_ELR_MIN_ISR = ("Apache Kafka 4.4 formats a new cluster with ELR (eligible.leader.replicas.version 1, KIP-966), and "
-                "its controller then writes min.insync.replicas as a cluster-wide dynamic default "
-                "(DYNAMIC_DEFAULT_BROKER_CONFIG, with that synonym first); kfk has no ELR and leaves it at its default")
-
 #: (API, versions, pattern of field paths) -> why kfk answers differently, for differences whose paths name each
 #: scenario's own topics.
 EXPECTED_DIFFERENCE_PATTERNS: list[tuple[ApiKey, range, re.Pattern[str], str]] = [
-    (ApiKey.CREATE_TOPICS, range(5, 8), re.compile(r"configs\[name=min\.insync\.replicas\]\.config_source$"),
-     _ELR_MIN_ISR),
-    (ApiKey.DESCRIBE_CONFIGS, range(1, 5),
-     re.compile(r"configs\[name=min\.insync\.replicas\]\.(config_source|synonyms)$"), _ELR_MIN_ISR),
     (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, range(0, 2), re.compile(r"partitions\[partition_index=0\]\.start_offset$"),
      "Apache Kafka answers from its share coordinator's persisted state (__share_group_state), whose start offset "
      "trails the partition leader's: still 0 once records 0 and 1 are accepted; kfk's leader writes its state "

@@ -86,40 +86,45 @@ def test_format_writes_the_files_kafkas_format_writes(tmp_path: Path) -> None:
 
 
 #: Flags, then what Apache Kafka 4.0.2's tool does with them (the metadata.version it formats, or a fragment of its
-#: refusal), then kfk's refusal (None: it formats 3.3-IV3). Kafka formats any level from 3.3-IV3 to 4.0-IV3, at 4.0-IV3
-#: by default; kfk's controller writes 3.3-IV3 only, its default, and refuses the others in Kafka's words.
+#: refusal), then what kfk does (the same). Kafka 4.0 formats any level from 3.3-IV3 to 4.0-IV3, at 4.0-IV3 by
+#: default; kfk's controller writes every level up to 4.4-IV2, its default (Kafka 4.4's), and refuses the others
+#: in Kafka's words.
 METADATA_VERSION_FLAGS = [
-    ([], "4.0-IV3", None),
-    (["--release-version", "3.3"], "3.3-IV3", None),
-    (["--feature", "metadata.version=7"], "3.3-IV3", None),
-    (["--release-version", "4.0-IV3"], "4.0-IV3", "Version 4.0-IV3 is not a valid version. The minimum version is "
-                                                  "3.3-IV3 and the maximum version is 3.3-IV3"),
-    (["--feature", "metadata.version=25"], "4.0-IV3", "No MetadataVersion with feature level 25. Valid feature "
-                                                      "levels are from 7 to 7"),
+    ([], "4.0-IV3", "4.4-IV2"),
+    (["--release-version", "3.3"], "3.3-IV3", "3.3-IV3"),
+    (["--feature", "metadata.version=7"], "3.3-IV3", "3.3-IV3"),
+    (["--release-version", "4.0-IV3"], "4.0-IV3", "4.0-IV3"),
+    (["--feature", "metadata.version=25"], "4.0-IV3", "4.0-IV3"),
     (["--release-version", "5.0"], "Version 5.0 is not a valid version. The minimum version is 3.3-IV3",
-     "Version 5.0 is not a valid version. The minimum version is 3.3-IV3 and the maximum version is 3.3-IV3"),
+     "Version 5.0 is not a valid version. The minimum version is 3.3-IV3 and the maximum version is 4.4-IV2"),
     (["--release-version", "3.3", "--feature", "metadata.version=7"],
      "Use --release-version instead of --feature metadata.version=X to avoid ambiguity.",
      "Use --release-version instead of --feature metadata.version=X to avoid ambiguity."),
     # The other features: levels kfk serves, Kafka's refusals in its words, and what kfk does not serve (yet).
-    (["--feature", "transaction.version=1"], "4.0-IV3", None),
-    (["--release-version", "3.3", "--feature", "transaction.version=2"], "3.3-IV3", None),
+    (["--feature", "transaction.version=1"], "4.0-IV3", "4.4-IV2"),
+    (["--release-version", "3.3", "--feature", "transaction.version=2"], "3.3-IV3", "3.3-IV3"),
     (["--feature", "transaction.version=5"], "No feature:transaction.version with feature level 5",
      "No feature:transaction.version with feature level 5"),
     (["--release-version", "3.3", "--feature", "eligible.leader.replicas.version=1"],
      "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23",
      "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"),
-    (["--release-version", "3.3", "--feature", "group.version=1"], "3.3-IV3", None),
+    (["--release-version", "4.0-IV3", "--feature", "eligible.leader.replicas.version=1"], "4.0-IV3", "4.0-IV3"),
+    (["--release-version", "3.3", "--feature", "group.version=1"], "3.3-IV3", "3.3-IV3"),
+    (["--release-version", "3.4", "--add-scram", "SCRAM-SHA-256=[name=alice,password=a]"],
+     "SCRAM is only supported in metadata.version 3.5-IV2 or later.",
+     "SCRAM is only supported in metadata.version 3.5-IV2 or later."),
+    (["--release-version", "3.5", "--add-scram", "SCRAM-SHA-256=[name=alice,password=a]"], "3.5-IV2", "3.5-IV2"),
     (["--feature", "foo.version=1"], "Unsupported feature: foo.version. Supported features are: ",
      "Unsupported feature: foo.version. Supported features are: eligible.leader.replicas.version, group.version, "
      "kraft.version, share.version, streams.version, transaction.version"),
 ]
+LEVEL = re.compile(r"\d\.\d-IV\d")
 
 
-@pytest.mark.parametrize("flags, kafka_outcome, kfk_refusal", METADATA_VERSION_FLAGS,
+@pytest.mark.parametrize("flags, kafka_outcome, kfk_outcome", METADATA_VERSION_FLAGS,
                          ids=[" ".join(flags) or "default" for flags, _, _ in METADATA_VERSION_FLAGS])
 def test_format_takes_the_metadata_versions_kfk_serves_and_refuses_the_others_in_one_line(
-        tmp_path: Path, flags: list[str], kafka_outcome: str, kfk_refusal: str | None) -> None:
+        tmp_path: Path, flags: list[str], kafka_outcome: str, kfk_outcome: str) -> None:
     results = {}
     for who in ("kafka", "kfk"):
         config = tmp_path / who / "server.properties"
@@ -131,16 +136,17 @@ def test_format_takes_the_metadata_versions_kfk_serves_and_refuses_the_others_in
         results[who] = (run_kafka_tool("storage", args, version=FORMAT_RELEASE) if who == "kafka"
                         else kfk("storage", *args))
     kafka, formatted = results["kafka"], (tmp_path / "kfk" / "meta" / "bootstrap.checkpoint").exists()
-    if re.fullmatch(r"\d\.\d-IV\d", kafka_outcome):  # a level: Kafka formats at it
+    if LEVEL.fullmatch(kafka_outcome):  # a level: Kafka formats at it
         assert kafka.returncode == 0 and f"with metadata.version {kafka_outcome}." in kafka.stdout, kafka.stderr
     else:
         assert kafka.returncode != 0 and kafka_outcome in kafka.stderr, kafka.stdout + kafka.stderr
     result = results["kfk"]
-    if kfk_refusal is None:
-        assert result.returncode == 0 and result.stdout.endswith("with metadata.version 3.3-IV3.\n"), result.stderr
+    if LEVEL.fullmatch(kfk_outcome):
+        assert result.returncode == 0 and result.stdout.endswith(f"with metadata.version {kfk_outcome}.\n"), \
+            result.stderr
         assert formatted
     else:
-        assert result.returncode == 1 and result.stderr.startswith(f"kfk: {kfk_refusal}"), result.stderr
+        assert result.returncode == 1 and result.stderr.startswith(f"kfk: {kfk_outcome}"), result.stderr
         assert len(result.stderr.splitlines()) == 1 and not formatted
 
 
@@ -165,7 +171,9 @@ def test_apache_kafka_starts_on_storage_kfk_formatted(tmp_path: Path) -> None:
     assert f"ClusterId:              {CLUSTER_ID}" in status.stdout
     assert f'"directoryId": "{directory_id}"' in status.stdout
     assert f'"endpoints": ["CONTROLLER://127.0.0.1:{node.controller_port}"]' in status.stdout
-    assert re.search(r"Feature: metadata.version\s.*FinalizedVersionLevel: 3.3-IV3", features.stdout), features.stdout
+    assert re.search(r"Feature: metadata.version\s.*FinalizedVersionLevel: 4.4-IV2", features.stdout), features.stdout
+    assert re.search(r"Feature: eligible.leader.replicas.version\s.*FinalizedVersionLevel: 1", features.stdout), \
+        features.stdout
     assert re.search(r"Feature: kraft.version\s.*FinalizedVersionLevel: 1", features.stdout), features.stdout
 
 
@@ -226,7 +234,8 @@ def test_apache_kafka_boots_from_kfks_snapshot_and_the_log_after_it(tmp_path: Pa
     with node:
         described = run_kafka_tool("topics", ["--bootstrap-server", node.bootstrap_server, "--describe"])
     assert described.returncode == 0, described.stderr[-3000:]
+    # min.insync.replicas=1: the cluster-wide value eligible leader replicas keep (Kafka lists dynamic defaults).
     assert re.search(r"Topic: snapshotted\tTopicId: \S+\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: "
-                     r"retention.ms=777", described.stdout), described.stdout
+                     r"min.insync.replicas=1,retention.ms=777", described.stdout), described.stdout
     assert re.search(r"Topic: logged\tTopicId: \S+\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: "
-                     r"cleanup.policy=compact", described.stdout), described.stdout
+                     r"min.insync.replicas=1,cleanup.policy=compact", described.stdout), described.stdout

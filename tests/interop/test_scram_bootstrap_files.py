@@ -17,14 +17,16 @@ from confluent_kafka import Producer
 from kfk.testing.apache_kafka import PREVIOUS_APACHE_KAFKA_VERSION, run_kafka_tool
 from kfk.testing.ports import free_port
 
-#: The storage tool whose files kfk's `storage format` mirrors (4.0.2: 4.4's formats at a metadata.version kfk
-#: does not serve).
-FORMAT_TOOL_VERSION = PREVIOUS_APACHE_KAFKA_VERSION
 from kfk.testing.broker import BrokerProcess
 from kfk.testing.plugin import TEST_OVERRIDES
 
+from tests.cluster.helpers import metadata_log_batches
 from tests.security.test_sasl_clients import confluent_config
 from tests.security.test_scram_bootstrap import SCRAM_OVERRIDES
+
+#: The storage tool whose files kfk's `storage format` mirrors (4.0.2: 4.4's default also finalizes share.version
+#: and streams.version, which kfk does not serve).
+FORMAT_TOOL_VERSION = PREVIOUS_APACHE_KAFKA_VERSION
 
 pytestmark = pytest.mark.integration
 
@@ -94,10 +96,13 @@ def test_kfk_starts_on_kafkas_add_scram_format_and_lets_the_users_in(tmp_path: P
             "SCRAM credential configs for user-principal 'bob' are SCRAM-SHA-512=iterations=8192"]
     finally:
         assert broker.stop() == 0
-    # Kafka's file asked for metadata.version 4.0-IV3 and two more features: kfk bootstrapped at its own level,
-    # with the group.version and transaction.version it serves.
-    assert "bootstrap.checkpoint asks for feature levels metadata.version=25 that kfk does not serve: the cluster is " \
-           "bootstrapped at metadata.version=7, group.version=1, transaction.version=2" in broker.output()
+    # Kafka 4.0's file asks for metadata.version 4.0-IV3, group.version and transaction.version: all levels kfk
+    # serves, so kfk bootstraps at them as they are.
+    assert "that kfk does not serve" not in broker.output()
+    metadata_records = [record for batch in metadata_log_batches(tmp_path / "data") for record in batch]
+    assert [(record.name, record.feature_level) for record in metadata_records
+            if record.NAME == "FeatureLevelRecord"] == [("metadata.version", 25), ("group.version", 1),
+                                                        ("transaction.version", 2)]
 
 
 def test_kafka_dump_log_reads_kfks_credentials_as_kafkas_own(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def scram_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPro
     directory = tmp_path_factory.mktemp("scram-bootstrap")
     formatted = kfk("storage", "format", *ADD_SCRAM, cwd=directory)
     assert formatted.returncode == 0, formatted.stderr
-    assert formatted.stdout == f"Formatting metadata directory {directory / 'kfk-data'} with metadata.version 3.3-IV3.\n"
+    assert formatted.stdout == f"Formatting metadata directory {directory / 'kfk-data'} with metadata.version 4.4-IV2.\n"
     broker = BrokerProcess(log_dir=directory / "kfk-data", log_path=directory / "broker.log",
                            overrides={**TEST_OVERRIDES, **SCRAM_OVERRIDES}, listener_name="SASL_PLAINTEXT")
     broker.start()
@@ -165,5 +165,6 @@ def test_a_formatted_quorum_holds_the_credentials_once(kfk_cluster_factory) -> N
                        if isinstance(record, UserScramCredentialRecord)]
         assert sorted(credentials) == [("admin", 2), ("alice", 1)], node_id
         assert [(record.name, record.feature_level) for record in records
-                if isinstance(record, FeatureLevelRecord)] == [("metadata.version", 7), ("group.version", 1),
-                                                                ("transaction.version", 2)]
+                if isinstance(record, FeatureLevelRecord)] == [("metadata.version", 33),
+                                                                ("eligible.leader.replicas.version", 1),
+                                                                ("group.version", 1), ("transaction.version", 2)]

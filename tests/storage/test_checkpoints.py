@@ -36,11 +36,14 @@ def test_reads_a_kafka_written_checkpoint(tmp_path) -> None:
         TopicPartition("my.topic_2", 10): 123456789012,
     }
     assert OffsetCheckpointFile(str(tmp_path / "missing")).read() == {}
+    empty = tmp_path / "cleaner-offset-checkpoint"  # Apache Kafka 4.4 leaves this one empty when nothing was cleaned
+    empty.write_text("")
+    assert OffsetCheckpointFile(str(empty)).read() == {}
 
 
 @pytest.mark.parametrize(
     "text",
-    ["", "1\n0\n", "0\nx\n", "0\n2\norders 0 1\n", "0\n1\norders zero 1\n", "0\n1\norders 0 1 2\n"],
+    ["1\n0\n", "0\nx\n", "0\n2\norders 0 1\n", "0\n1\norders zero 1\n", "0\n1\norders 0 1 2\n"],
 )
 def test_malformed_checkpoint_raises_storage_error(tmp_path, text: str) -> None:
     path = tmp_path / "cp"

@@ -100,7 +100,7 @@ def test_reads_a_data_dir_laid_out_like_kafka(tmp_path) -> None:
     (log_dir / "recovery-point-offset-checkpoint").write_text("0\n1\nlegacy.topic 2 8\n")
     (log_dir / "replication-offset-checkpoint").write_text("0\n1\nlegacy.topic 2 8\n")
     (log_dir / "log-start-offset-checkpoint").write_text("0\n0\n")
-    (log_dir / ".kafka_cleanshutdown").write_text('{"version":"0","broker_epoch":"7"}')
+    (log_dir / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":7}')
     manager = LogManager([str(log_dir)], small_config())
     manager.startup(now_ms=0)
     log = manager.get_log(TopicPartition("legacy.topic", 2))

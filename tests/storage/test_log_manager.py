@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 
@@ -52,11 +51,12 @@ def test_checkpoints_and_clean_shutdown(tmp_path) -> None:
     with open(os.path.join(log_dir, "log-start-offset-checkpoint")) as handle:
         assert handle.read() == "0\n1\norders 0 10\n"
     with open(os.path.join(log_dir, ".kafka_cleanshutdown")) as handle:
-        assert json.load(handle) == {"version": "0", "broker_epoch": "42"}
+        assert handle.read() == '{"version":0,"brokerEpoch":42}'  # Kafka's CleanShutdownFileHandler content
 
     clean = LogManager([log_dir], small_config())
     clean.startup(now_ms=0)
     assert clean.had_clean_shutdown[log_dir] is True
+    assert clean.previous_broker_epoch == 42  # what the broker registers as its previous broker epoch
     assert not os.path.exists(os.path.join(log_dir, ".kafka_cleanshutdown"))
     log = clean.get_log(TopicPartition("orders", 0))
     assert (log.log_start_offset, log.log_end_offset, log.high_watermark, log.recovered_segments) == (10, 40, 40, 0)

@@ -287,9 +287,9 @@ def test_describe_is_kafka_streams_text(streams_oracle) -> None:
 
 def _driver_output_count(name: str, timed: list[tuple[str, str, int]]) -> int:
     """The number of records kfk.streams' topology writes to its output (the test then compares them with Kafka's),
-    from the TopologyTestDriver: when to stop the runs, not what is checked."""
-    with TopologyTestDriver(TOPOLOGIES[name]("in", "out"), {"default.key.serde": "string",
-                                                            "default.value.serde": "string"}) as driver:
+    from the TopologyTestDriver with the record cache off, as the runs: when to stop them, not what is checked."""
+    config = {"default.key.serde": "string", "default.value.serde": "string", "statestore.cache.max.bytes": 0}
+    with TopologyTestDriver(TOPOLOGIES[name]("in", "out"), config) as driver:
         for key, line, timestamp in timed:
             driver.pipe_input("in", key, line, timestamp)
         return len(driver.read_output("out", value_serde=Serdes.long()))
@@ -323,11 +323,12 @@ def _expected_output_count(name: str) -> int:
 
 def _run_python(name: str, bootstrap: str, application_id: str, input_topic: str, output: str, state_dir: str,
                 count: int, totals: int = 0, config: dict | None = None) -> KafkaStreams:
-    """Run the topology (with `config` added to the oracle's) until `count` records are on `output` (and `totals` on
-    `output`-totals)."""
+    """Run the topology (with `config` added to the oracle's: every update compared, so the record cache off as on
+    the oracle's side) until `count` records are on `output` (and `totals` on `output`-totals)."""
     streams = KafkaStreams(TOPOLOGIES[name](input_topic, output), {
         "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-        "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100, **(config or {})})
+        "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
+        "statestore.cache.max.bytes": 0, **(config or {})})
     streams.start()
     try:
         read_topic(bootstrap, output, count, timeout=120)
@@ -586,6 +587,62 @@ def test_foreign_key_join_of_tables_partitioned_otherwise_as_kafka_streams(strea
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert _by_key(read_to_end(bootstrap, python_output), True) == expected
     assert _by_key(read_to_end(bootstrap, java_output), True) == expected
+
+
+#: The record cache's differential: Kafka's default cache, and a commit interval long enough for both applications
+#: to have processed all of the (small) input before their first commit flushes the cache.
+CACHED = (10 * 1024 * 1024, 10_000)
+
+
+@pytest.mark.parametrize("name", ["wordcount", "table", "windowed"])
+def test_same_last_values_as_kafka_streams_with_the_record_cache(name: str, streams_oracle, streams_broker,
+                                                                 tmp_path) -> None:
+    """With the record cache on, both write each key's latest value at the commit instead of every update: the
+    outputs are the same records (and the changelogs end with the same value for every key), the word count's
+    the counts computed here, in fewer records than updates."""
+    classpath, classes = streams_oracle
+    bootstrap = streams_broker.bootstrap_servers
+    input_topic = unique_name("lines")
+    if name == "windowed":
+        create_input(bootstrap, input_topic, 1, [(key, line) for key, line, _ in WINDOWED_INPUT],
+                     [timestamp for _, _, timestamp in WINDOWED_INPUT])
+    else:
+        create_input(bootstrap, input_topic, 2, INPUT)
+    outputs = {side: (unique_name(f"cached-{name}-{side}"), unique_name(f"cached-out-{side}"))
+               for side in ("java", "python")}
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, 2, 1) for _, output in outputs.values()
+                             for topic in (output, output + "-totals", output + "-outer")])
+    cache_bytes, commit_interval_ms = CACHED
+    with ThreadPoolExecutor(1) as executor:
+        java_app, java_output = outputs["java"]
+        java_run = executor.submit(run_java, "StreamsOracle", [
+            "run", name, bootstrap, java_app, input_topic, java_output, str(tmp_path / "java"), "at_least_once",
+            "1", "0", str(cache_bytes), str(commit_interval_ms)], classpath, extra_classpath=[classes], timeout=240)
+        python_app, python_output = outputs["python"]
+        _run_python(name, bootstrap, python_app, input_topic, python_output, str(tmp_path / "python"), 1,
+                    config={"statestore.cache.max.bytes": cache_bytes, "commit.interval.ms": commit_interval_ms})
+        result = java_run.result()
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    for suffix in ("", "-totals", "-outer"):
+        python_records = read_to_end(bootstrap, python_output + suffix)
+        java_records = read_to_end(bootstrap, java_output + suffix)
+        assert _last_values(python_records) == _last_values(java_records), suffix
+        # all of the input is processed before the first commit: its flush sends the same records on both sides
+        assert _by_key(python_records, True) == _by_key(java_records, True), suffix
+    python_records = read_to_end(bootstrap, python_output)
+    if name == "wordcount":
+        words = [word for _, line in INPUT for word in line.lower().split(" ")]
+        assert {key.decode(): int.from_bytes(value, "big") for key, (value, _) in _last_values(python_records).items()
+                } == dict(Counter(words))
+        assert len(python_records) < len(words)
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        internal = _internal_topics(admin, java_app)
+        assert _internal_topics(admin, python_app) == internal
+    for topic in internal:
+        if topic.endswith("-changelog"):
+            assert (_last_values(read_to_end(bootstrap, f"{python_app}-{topic}"))
+                    == _last_values(read_to_end(bootstrap, f"{java_app}-{topic}"))), topic
 
 
 def test_kafka_streams_reset_tool_resets_a_kfk_streams_application(streams_broker, tmp_path) -> None:

@@ -22,7 +22,7 @@ def _run(bootstrap: str, application_id: str, input_topic: str, output: str, sta
     streams = KafkaStreams(wordcount(input_topic, output), {
         "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": state_dir,
         "processing.guarantee": "exactly_once_v2", "default.key.serde": "string",
-        "default.value.serde": "string"})
+        "default.value.serde": "string", "statestore.cache.max.bytes": 0})  # every update is checked
     streams.start()
     try:
         assert streams.wait_for_state(State.RUNNING, State.ERROR) is State.RUNNING, streams.error

@@ -8,7 +8,8 @@ from kfk.streams import (BufferConfig, EmitStrategy, JoinWindows, Processor, Rec
                          SlidingWindows, StoreBuilder, StreamsBuilder, Suppressed, TimeWindows, Topology)
 from kfk.streams.foreign_key_join import murmur3_hash128, serialize_response
 from kfk.streams.test_driver import TopologyTestDriver
-from tests.streams.topologies import foreign_key_joins, foreign_key_joins_named
+from tests.streams.test_apache_kafka_streams_oracle import WINDOWED_INPUT
+from tests.streams.topologies import emit, foreign_key_joins, foreign_key_joins_named
 
 CONFIG = {"default.key.serde": "string", "default.value.serde": "string"}
 
@@ -96,11 +97,13 @@ def test_suppress_emits_each_window_once_when_it_closes_and_its_buffer_restores(
         assert second.read_output("out", value_serde=Serdes.long()) == expected
 
 
-def test_emit_on_window_close_forwards_each_window_once_when_it_closes() -> None:
+@pytest.mark.parametrize("cache_bytes", [0, 10 * 1024 * 1024])
+def test_emit_on_window_close_forwards_each_window_once_when_it_closes(cache_bytes: int) -> None:
     """EmitStrategy.on_window_close() on a tumbling count (10 ms, 5 ms grace): no update is forwarded; after each
     record, every window closed by then (end + grace at most stream time) comes once, with its final count and
     timestamp, earliest start first and then by key; as Kafka's time-ordered store, it holds no window that started
-    more than size + grace (15 ms) before the latest window start it was given. Computed here record by record."""
+    more than size + grace (15 ms) before the latest window start it was given. Computed here record by record,
+    the same with the record cache on (the aggregation's store is not cached) as off."""
     builder = StreamsBuilder()
     (builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 5))
      .emit_strategy(EmitStrategy.on_window_close()).count()
@@ -111,7 +114,7 @@ def test_emit_on_window_close_forwards_each_window_once_when_it_closes() -> None
     inputs = [("a", 1), ("b", 3), ("a", 12), ("a", 8), ("b", 14), ("a", 16), ("b", 4), ("b", 21), ("b", 25),
               ("c", 31), ("d", 33), ("a", 22), ("a", 47), ("b", 50)]
     stream_time, latest_start, windows, emitted = -1, -1, {}, set()
-    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+    with TopologyTestDriver(builder.build(), {**CONFIG, "statestore.cache.max.bytes": cache_bytes}) as driver:
         for key, timestamp in inputs:
             driver.pipe_input("in", key, "x", timestamp)
             stream_time = max(stream_time, timestamp)
@@ -129,20 +132,42 @@ def test_emit_on_window_close_forwards_each_window_once_when_it_closes() -> None
     assert emitted == {(0, "a"), (0, "b"), (10, "a"), (10, "b"), (30, "c"), (30, "d")}
 
 
-def test_session_reduce_merges_the_sessions_a_record_bridges() -> None:
+def test_aggregations_emitting_on_window_close_are_not_cached() -> None:
+    """The time, sliding and session aggregations emitting on window close keep their stores out of the record
+    cache (Kafka's sliding and session ones do, kfk.streams' time one too), the one emitting on update keeps its
+    store cached: with the cache on, the on-close outputs are record for record those without it."""
+    topology = emit("in", "out")
+    assert sorted(builder.caching for builder in topology.store_builders.values()) == [False, False, False, True]
+    outputs = []
+    for cache_bytes in (0, 10 * 1024 * 1024):
+        with TopologyTestDriver(emit("in", "out"), {**CONFIG, "statestore.cache.max.bytes": cache_bytes}) as driver:
+            for key, line, timestamp in WINDOWED_INPUT:
+                driver.pipe_input("in", key, line, timestamp)
+            outputs.append((driver.read_output("out-totals", value_serde=Serdes.long()),
+                            driver.read_output("out-outer", value_serde=Serdes.bytes())))
+    uncached, cached = outputs
+    assert uncached[0] and uncached[1]
+    assert cached == uncached
+
+
+@pytest.mark.parametrize("cache_bytes", [0, 10 * 1024 * 1024])
+def test_session_reduce_merges_the_sessions_a_record_bridges(cache_bytes: int) -> None:
     builder = StreamsBuilder()
     (builder.stream("in").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 20))
      .reduce(lambda joined, value: joined + value, "sessions").to_stream()
      .map(lambda windowed, value: (f"{windowed.key}@{windowed.window.start}-{windowed.window.end}", value))
      .to("out"))
-    with TopologyTestDriver(builder.build(), CONFIG) as driver:
+    with TopologyTestDriver(builder.build(), {**CONFIG, "statestore.cache.max.bytes": cache_bytes}) as driver:
         for value, timestamp in (("a", 10), ("b", 20), ("c", 15), ("d", 40), ("e", 12), ("f", 3)):
             driver.pipe_input("in", "k", value, timestamp)
         # c (15) bridges [10] and [20]; d (40) starts a session; e (12) is late but [10, 20] has not closed
-        # (40 - 20 grace - 5 gap = 15); f (3) would make a session [3, 3], closed: dropped
+        # (40 - 20 grace - 5 gap = 15); f (3) would make a session [3, 3], closed: dropped. e replaces [10, 20]
+        # with itself: without the cache a tombstone and the new value go out, with it (flushed after the
+        # record, as the driver commits) only the new value
+        replaced = [("k@10-20", None, 20)] if cache_bytes == 0 else []
         assert driver.read_output("out") == [
             ("k@10-10", "a", 10), ("k@20-20", "b", 20), ("k@10-10", None, 10), ("k@20-20", None, 20),
-            ("k@10-20", "abc", 20), ("k@40-40", "d", 40), ("k@10-20", None, 20), ("k@10-20", "abce", 20)]
+            ("k@10-20", "abc", 20), ("k@40-40", "d", 40), *replaced, ("k@10-20", "abce", 20)]
 
 
 def test_stream_left_join_emits_the_unjoined_after_the_window_and_global_join_looks_up_any_key() -> None:

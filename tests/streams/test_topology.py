@@ -41,6 +41,41 @@ def test_config_takes_kafkas_keys_and_refuses_what_streams_sets() -> None:
         StreamsConfig({"application.id": "app", "bootstrap.servers": "h:9092", "processing.guarantee": "exactly_once"})
 
 
+def test_high_availability_and_rack_awareness_configs_are_kafkas() -> None:
+    """Their defaults and Kafka Streams 4.4.0's refusals, word for word (StreamsConfig's checks, run in Java)."""
+    base = {"application.id": "app", "bootstrap.servers": "h:9092"}
+    config = StreamsConfig(base)
+    assert (config.acceptable_recovery_lag, config.max_warmup_replicas, config.probing_rebalance_interval_ms,
+            config.rack_aware_assignment_tags, config.client_tags) == (10_000, 2, 600_000, [], {})
+    config = StreamsConfig({**base, "rack.aware.assignment.tags": "zone,cluster", "client.tag.zone": "z1",
+                            "client.tag.cluster": "c1"})
+    assert config.rack_aware_assignment_tags == ["zone", "cluster"]
+    assert config.client_tags == {"zone": "z1", "cluster": "c1"}
+    refusals = [
+        ({"probing.rebalance.interval.ms": 5000},
+         "Invalid value 5000 for configuration probing.rebalance.interval.ms: Value must be at least 60000"),
+        ({"max.warmup.replicas": 0}, "Invalid value 0 for configuration max.warmup.replicas: Value must be at least 1"),
+        ({"rack.aware.assignment.tags": "zone"},
+         "Invalid value [zone] for configuration rack.aware.assignment.tags: Contains invalid value [zone] which "
+         "doesn't have corresponding tag set via [client.tag.] prefix."),
+        ({"rack.aware.assignment.tags": "a,b,c,d,e,f"},
+         "Invalid value [a, b, c, d, e, f] for configuration rack.aware.assignment.tags: exceeds maximum list size of "
+         "[5]."),
+        ({f"client.tag.{key}": "1" for key in "abcdef"}, "At most 5 client tags can be specified using client.tag. "
+                                                         "prefix."),
+        ({"client.tag.averyveryverylongtagkey12345": "1"},
+         "Invalid value averyveryverylongtagkey12345 for configuration client.tag.averyveryverylongtagkey12345: Tag "
+         "key exceeds maximum length of 20."),
+        ({"client.tag.zone": "averyveryverylongtagvalue1234567890"},
+         "Invalid value averyveryverylongtagvalue1234567890 for configuration client.tag.zone: Tag value exceeds "
+         "maximum length of 30."),
+    ]
+    for extra, message in refusals:
+        with pytest.raises(InvalidConfigurationError) as refused:
+            StreamsConfig({**base, **extra})
+        assert str(refused.value) == message
+
+
 def test_topology_errors_name_the_node() -> None:
     topology = Topology().add_source("source", "in")
     with pytest.raises(TopologyException, match="Invalid topology: Processor source is already added."):

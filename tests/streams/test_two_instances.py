@@ -42,7 +42,8 @@ def _wordcount_instance(bootstrap: str, directory, input_topic: str, output: str
     return KafkaStreams(wordcount(input_topic, output), {
         "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(directory),
         "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
-        **{key.replace("_", "."): value for key, value in config.items()}})
+        # every update of the counts is checked: the record cache off, as Kafka users turn it off for that
+        "statestore.cache.max.bytes": 0, **{key.replace("_", "."): value for key, value in config.items()}})
 
 
 def _assert_every_count_once(bootstrap: str, output: str, words: Counter) -> None:
@@ -155,7 +156,7 @@ def test_two_instances_join_on_foreign_keys(streams_broker, tmp_path) -> None:
         return KafkaStreams(foreign_key_joins(input_topic, output), {
             "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
             "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
-            "num.stream.threads": threads})
+            "num.stream.threads": threads, "statestore.cache.max.bytes": 0})  # every update is counted
 
     first, second = instance("first", 1), instance("second", 1)
     first.start()
@@ -351,7 +352,8 @@ def test_two_instances_window_late_records_and_join_streams(streams_broker, tmp_
     def instance(name: str) -> KafkaStreams:
         return KafkaStreams(_windowed_and_joined(events, lines, clicks, output), {
             "application.id": application_id, "bootstrap.servers": bootstrap, "state.dir": str(tmp_path / name),
-            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100})
+            "default.key.serde": "string", "default.value.serde": "string", "commit.interval.ms": 100,
+            "statestore.cache.max.bytes": 0})  # every update is counted
 
     first, second = instance("first"), instance("second")
     produce(halves[0])

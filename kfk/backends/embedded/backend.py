@@ -68,6 +68,7 @@ from kfk.backends.embedded.snapshots.snapshot_file import delete_partial_snapsho
 from kfk.backends.embedded.voters_record import from_voters_record, to_voters_record
 from kfk.common.clock import Clock, system_time_ms
 from kfk.common.constants import NO_NODE
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
 from kfk.controller.backend import MetadataListener
 from kfk.errors import InvalidConfigurationError, KafkaStorageError, NotControllerError
 from kfk.metadata.image import MetadataImage
@@ -426,9 +427,16 @@ class EmbeddedMetadataBackend:
 
     def _notify(self, records: list[Message], last_offset: int, epoch: int, timestamp: int) -> None:
         self.image = self.image.apply(records, last_offset)
+        self._follow_metadata_version()
         self._image_epoch, self._image_timestamp = epoch, timestamp
         for listener in self._listeners:
             listener.handle_commit(records, last_offset)
+
+    def _follow_metadata_version(self) -> None:
+        """The log writes at the committed image's metadata.version (as a new leader must, whatever it wrote last)."""
+        level = self.image.feature_level(METADATA_VERSION_FEATURE_NAME)
+        if level and self._metadata_log is not None:
+            self._metadata_log.metadata_version_level = level
 
     def _fail_pending(self, reason: str) -> None:
         for _, _, future in self._pending:
@@ -469,6 +477,7 @@ class EmbeddedMetadataBackend:
         the new image whole too."""
         end_offset = snapshot.snapshot_id.end_offset
         self.image = MetadataImage(cluster_id=self._cluster_id).apply(snapshot.records, end_offset - 1)
+        self._follow_metadata_version()
         self._image_epoch, self._image_timestamp = snapshot.snapshot_id.epoch, snapshot.last_contained_log_timestamp
         self._applied_offset = end_offset
         self._bytes_since_snapshot = 0

@@ -28,11 +28,12 @@ from typing import Iterable, Iterator, Sequence
 from kfk.backends.embedded.raft.log import OffsetAndEpoch
 from kfk.backends.embedded.raft.voter_set import VoterSet
 from kfk.backends.embedded.voters_record import VotersRecord, from_voters_record, to_voters_record
-from kfk.backends.embedded.record_serde import deserialize_record, serialize_record
+from kfk.backends.embedded.record_serde import deserialize_record, metadata_version_after, serialize_record
 from kfk.common.clock import Clock, system_time_ms
 from kfk.common.internal_topics import CLUSTER_METADATA_TOPIC_ID, CLUSTER_METADATA_TOPIC_NAME
 from kfk.common.structs import TopicPartition
 from kfk.config import LogConfig
+from kfk.controller.features import MINIMUM_METADATA_VERSION
 from kfk.errors import CorruptRecordError
 from kfk.protocol.message import Message
 from kfk.records import (
@@ -88,6 +89,9 @@ class KafkaMetadataLog:
         self.appended_bytes = 0
         #: The epoch of the snapshot the log starts at, for a log with no batch of its own (0: none).
         self.start_epoch = 0
+        #: The metadata.version the leader writes records at: the committed image's, kept by the backend, and moved
+        #: by a batch that finalizes a new one (kfk's oldest until the first, bootstrap, batch says).
+        self.metadata_version_level = MINIMUM_METADATA_VERSION.level
 
     @classmethod
     def open(cls, log_dir: str, now_ms: int, segment_bytes: int | None = None, *,
@@ -142,8 +146,11 @@ class KafkaMetadataLog:
         durable: call flush()."""
         now_ms = self._time_ms()
         builder = MemoryRecordsBuilder(base_offset=self.log.log_end_offset, partition_leader_epoch=epoch)
+        level = self.metadata_version_level
         for record in records:
-            builder.append(now_ms, None, serialize_record(record))
+            level = metadata_version_after(record, level)
+            builder.append(now_ms, None, serialize_record(record, level))
+        self.metadata_version_level = level
         batch = builder.close()
         last_offset = self.log.append_as_leader(batch, epoch, now_ms, AppendOrigin.RAFT_LEADER).last_offset
         self.appended_bytes += len(batch)

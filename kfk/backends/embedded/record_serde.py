@@ -8,12 +8,13 @@ Each metadata record is the value of one record of a v2 batch (key null). The va
     body             the record at that version (every metadata schema is flexible: compact fields, tagged fields)
 
 so a log written by kfk reads with Kafka's tools (kafka-dump-log --cluster-metadata-decoder, kafka-metadata-shell)
-and the other way round. Records are written at the versions of kfk's metadata.version (kfk.controller.features)
-and read at whatever version the frame says.
+and the other way round. Records are written at the versions the metadata.version in force gives them
+(kfk.controller.features.record_version) and read at whatever version the frame says.
 """
 
 from __future__ import annotations
 
+from kfk.common.features import METADATA_VERSION_FEATURE_NAME
 from kfk.controller.features import record_version
 from kfk.errors import CorruptRecordError, KafkaError
 from kfk.protocol.message import Buffer, Message
@@ -21,9 +22,17 @@ from kfk.protocol.metadata_frame import frame_header, read_frame_header
 from kfk.protocol.metadata_records import RECORD_TYPES, record_type_class
 
 
-def serialize_record(record: Message) -> bytes:
-    version = record_version(record.NAME)
+def serialize_record(record: Message, metadata_version_level: int) -> bytes:
+    version = record_version(record, metadata_version_level)
     return frame_header(record.API_KEY, version) + record.encode(version)
+
+
+def metadata_version_after(record: Message, metadata_version_level: int) -> int:
+    """The metadata.version in force after `record`: a batch or snapshot that finalizes metadata.version (the
+    bootstrap batch, every snapshot's first record, an upgrade) writes the records after it at the new level."""
+    if record.NAME == "FeatureLevelRecord" and record.name == METADATA_VERSION_FEATURE_NAME:
+        return record.feature_level
+    return metadata_version_level
 
 
 def deserialize_record(value: Buffer) -> Message:

@@ -193,6 +193,14 @@ class Consumer:
         self._subscriptions.unsubscribe()
         self._fetcher.clear_buffered()
 
+    def enforce_rebalance(self, reason: str = "the application asked for a rebalance") -> None:
+        """Rejoin the group at the next poll, so that the leader assigns again (Java's enforceRebalance); safe to
+        call from any thread."""
+        coordinator = self._require_group("enforce_rebalance")
+        if not self._subscriptions.has_auto_assigned_partitions:
+            raise KafkaError("Tried to force a rebalance but consumer does not have a group.")
+        self._loop.call_soon(coordinator.request_rejoin, reason)
+
     def assignment(self) -> set[TopicPartition]:
         return set(self._subscriptions.assigned_partitions())
 

@@ -6,8 +6,8 @@ name is UNKNOWN_TOPIC_OR_PARTITION, an invalid one INVALID_TOPIC_EXCEPTION) or, 
 most min(response_partition_limit, max.request.partition.size.limit) partitions are described; when more remain,
 next_cursor names the topic and partition the next request starts from (with the request's cursor, topics before
 its topic and that topic's partitions before its index are skipped). A cursor on a topic the request does not name
-is INVALID_REQUEST for every topic. kfk has no eligible leader replicas (KIP-966's ELR): both lists are empty, as
-in Kafka with ELR disabled. Topics the principal may not DESCRIBE are left out of "every topic" and answered
+is INVALID_REQUEST for every topic. Each partition carries its eligible leader replicas and last known ELR
+(KIP-966), empty unless eligible.leader.replicas.version is enabled. Topics the principal may not DESCRIBE are left out of "every topic" and answered
 TOPIC_AUTHORIZATION_FAILED when named; the authorized operations are always given.
 """
 
@@ -96,7 +96,10 @@ class DescribeTopicPartitionsHandler:
 def _partitions(image: MetadataImage, name: str, listener_name: str, alive_ids: set[int]) -> list[Partition]:
     """The topic's partitions in index order, as Metadata describes them."""
     topic = image.topics_by_name[name]
+    registrations = topic.partitions
     return [Partition(error_code=p.error_code, partition_index=p.partition_index, leader_id=p.leader_id,
                       leader_epoch=p.leader_epoch, replica_nodes=p.replica_nodes, isr_nodes=p.isr_nodes,
-                      eligible_leader_replicas=[], last_known_elr=[], offline_replicas=p.offline_replicas)
+                      eligible_leader_replicas=list(registrations[p.partition_index].elr),
+                      last_known_elr=list(registrations[p.partition_index].last_known_elr),
+                      offline_replicas=p.offline_replicas)
             for p in partition_metadata(image, topic, listener_name, _METADATA_RULES_VERSION, alive_ids)]

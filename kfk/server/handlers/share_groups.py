@@ -68,9 +68,9 @@ from kfk.server.share_session import FINAL_EPOCH, SharePartitionKey, ShareSessio
 log = logging.getLogger("kfk.server.share_groups")
 
 SHARE_VERSION_FEATURE = "share.version"
-#: kfk serves share groups unless share.version is finalized at 0: kfk's metadata.version (3.3-IV3) is below the
-#: level Kafka bootstraps share.version 1 at (4.2-IV0), so a kfk cluster has no share.version record, and an
-#: Apache Kafka cluster's files taken over keep theirs.
+#: kfk serves share groups unless share.version is finalized at 0. kfk does not finalize share.version itself
+#: (controller/features.py: it does not serve its levels yet, and level 2 is Kafka 4.4's share-group DLQ), so a kfk
+#: cluster has no share.version record, while an Apache Kafka cluster's files taken over keep theirs.
 DEFAULT_SHARE_VERSION = 1
 #: The group configs that override the broker's share-partition settings (group.share.*), by SharePartitionConfig
 #: field: read from the image on every use, so a change applies at once, as in Kafka.

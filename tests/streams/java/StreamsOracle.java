@@ -52,12 +52,13 @@ import org.apache.kafka.streams.state.WindowStore;
  * Apache Kafka Streams running the topologies tests/streams/topologies.py builds with kfk.streams, so that a test
  * compares the two. Args: describe <topology,...> <input> <output> (prints each Topology.describe() after a
  * "=== <topology>" line), or
- * run <topology> <bootstrap> <application.id> <input> <output> <state.dir> <guarantee> <records> [<totals>]: runs the
- * topology until <records> records are on the output topic (and <totals> on <output>-totals; read_committed), then
- * closes and exits. Topology "errors" runs with the continue handlers (skipping what fails to deserialize, to
- * process or to be sent), "errors-fail" is the same with Kafka's default handlers: it runs until the application
- * is in ERROR and exits 0 if it got there; "errors-dlq" is "errors" writing what fails to the dead letter queue
- * <output>-dlq (KIP-1034).
+ * run <topology> <bootstrap> <application.id> <input> <output> <state.dir> <guarantee> <records> [<totals>
+ * [<statestore.cache.max.bytes> <commit.interval.ms>]]: runs the topology (by default with the record cache off and
+ * a commit every 100 ms) until <records> records are on the output topic (and <totals> on <output>-totals;
+ * read_committed), then closes and exits. Topology "errors" runs with the continue handlers (skipping what fails
+ * to deserialize, to process or to be sent), "errors-fail" is the same with Kafka's default handlers: it runs until
+ * the application is in ERROR and exits 0 if it got there; "errors-dlq" is "errors" writing what fails to the dead
+ * letter queue <output>-dlq (KIP-1034).
  */
 public final class StreamsOracle {
     /** The production handler of the "errors" topology: a record too large to send is skipped, anything else fails. */
@@ -360,8 +361,8 @@ public final class StreamsOracle {
         config.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[7]);
         config.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         config.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        config.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-        config.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        config.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, args.length > 10 ? Long.parseLong(args[10]) : 0L);
+        config.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args.length > 11 ? Long.parseLong(args[11]) : 100L);
         config.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         // left/outer stream-stream joins emit their unjoined records on every record, as kfk.streams does (not at
         // most once a second by wall clock)

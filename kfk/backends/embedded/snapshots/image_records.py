@@ -35,7 +35,7 @@ SNAPSHOT_RECORDS = frozenset({"FeatureLevelRecord", "RegisterBrokerRecord", "Top
 CHANGE_RECORDS = frozenset({"PartitionChangeRecord", "RemoveTopicRecord", "UnregisterBrokerRecord",
                             "FenceBrokerRecord", "UnfenceBrokerRecord", "BrokerRegistrationChangeRecord",
                             "RemoveAccessControlEntryRecord", "RemoveUserScramCredentialRecord",
-                            "RemoveDelegationTokenRecord"})
+                            "RemoveDelegationTokenRecord", "ClearElrRecord"})
 
 
 def image_records(image: MetadataImage) -> list[Message]:
@@ -53,7 +53,8 @@ def image_records(image: MetadataImage) -> list[Message]:
             features=[RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=low,
                                                          max_supported_version=high)
                       for name, (low, high) in sorted(broker.supported_features.items())],
-            rack=broker.rack, fenced=broker.fenced, in_controlled_shutdown=broker.in_controlled_shutdown))
+            rack=broker.rack, fenced=broker.fenced, in_controlled_shutdown=broker.in_controlled_shutdown,
+            log_dirs=list(broker.log_dirs)))
     for name in sorted(image.topics_by_name):
         topic = image.topics_by_name[name]
         records.append(TopicRecord(name=topic.name, topic_id=topic.topic_id))
@@ -63,7 +64,10 @@ def image_records(image: MetadataImage) -> list[Message]:
                 partition_id=partition_id, topic_id=topic.topic_id, replicas=list(partition.replicas),
                 isr=list(partition.isr), removing_replicas=list(partition.removing_replicas),
                 adding_replicas=list(partition.adding_replicas), leader=partition.leader,
-                leader_epoch=partition.leader_epoch, partition_epoch=partition.partition_epoch))
+                leader_epoch=partition.leader_epoch, partition_epoch=partition.partition_epoch,
+                directories=list(partition.directories),  # none recorded: Kafka reads MIGRATING for each
+                eligible_leader_replicas=list(partition.elr) or None,
+                last_known_elr=list(partition.last_known_elr) or None))
     for resource_type, resource_name in sorted(image.configs):
         values = image.configs[(resource_type, resource_name)]
         for name in sorted(values):

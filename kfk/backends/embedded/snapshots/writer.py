@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Iterable
 
 from kfk.backends.embedded.metadata_log import MAX_BATCH_SIZE_BYTES
-from kfk.backends.embedded.record_serde import serialize_record
+from kfk.backends.embedded.record_serde import metadata_version_after, serialize_record
 from kfk.backends.embedded.snapshots.snapshot_file import SnapshotId, snapshot_path
 from kfk.backends.embedded.voters_record import KRaftVersionRecord, VotersRecord
+from kfk.controller.features import MINIMUM_METADATA_VERSION
 from kfk.protocol.message import Message
 from kfk.protocol.messages import data_class
 from kfk.records import ControlRecordType, MemoryRecordsBuilder
@@ -41,8 +42,10 @@ def snapshot_bytes(records: Iterable[Message], *, epoch: int, last_contained_log
     out = _control_batch(0, epoch, now_ms, header)
     offset = len(header)
     builder = MemoryRecordsBuilder(base_offset=offset, partition_leader_epoch=epoch, write_limit=max_batch_bytes)
+    level = MINIMUM_METADATA_VERSION.level  # until the snapshot's own metadata.version record, which comes first
     for record in records:
-        value = serialize_record(record)
+        level = metadata_version_after(record, level)
+        value = serialize_record(record, level)
         if not builder.has_room_for(now_ms, None, value):
             out += builder.close()
             builder = MemoryRecordsBuilder(base_offset=offset, partition_leader_epoch=epoch,
