@@ -3,11 +3,12 @@ Kafka Streams 4.4.0 (Java), each on the same kfk broker and the same input, at l
 and two instances (processes).
 
     python bench/bench_streams_peers.py [--lines 20000] [--partitions 2] [--engines kfk,quix,faust,java]
+                                        [--instances 1,2] [--deadline-s 600]
 
 Quix Streams and Faust are not kfk's dependencies: install them where this runs (`pip install quixstreams
 faust-streaming`); an engine that is missing is reported as such. Every engine splits each line of 8 words, groups
 the words by word through a repartition topic, counts them in a state store and writes every new count to the
-output topic (Kafka Streams with its record cache off, as kfk.streams); the clock runs from the workers' start
+output topic (Kafka Streams and kfk.streams with their record caches off: statestore.cache.max.bytes=0); the clock runs from the workers' start
 until all lines x 8 counts are on the output topic (read_committed), so it includes starting the processes and
 joining the group. The figure is input lines per second.
 """
@@ -43,7 +44,8 @@ def kfk_worker(bootstrap: str, group: str, source: str, output: str, guarantee: 
      .to_stream().to(output, value_serde=Serdes.long()))
     streams = KafkaStreams(builder.build(), {
         "application.id": group, "bootstrap.servers": bootstrap, "state.dir": state_dir,
-        "processing.guarantee": guarantee, "default.key.serde": "string", "default.value.serde": "string"})
+        "processing.guarantee": guarantee, "default.key.serde": "string", "default.value.serde": "string",
+        "statestore.cache.max.bytes": 0})
     streams.start()
     _wait_for_termination()
     streams.close()
@@ -138,7 +140,7 @@ def java_command(bootstrap: str, group: str, source: str, output: str, guarantee
 
 
 def run(engine: str, bootstrap: str, lines: int, partitions: int, instances: int, guarantee: str,
-        directory: Path) -> float:
+        directory: Path, deadline_s: float) -> float:
     suffix = f"{engine}-{guarantee}-{instances}-{time.monotonic_ns()}"
     source, output, group = f"lines-{suffix}", f"counts-{suffix}", f"bench-{suffix}"
     word_count_topics(bootstrap, source, output, lines, partitions)
@@ -163,7 +165,7 @@ def run(engine: str, bootstrap: str, lines: int, partitions: int, instances: int
         with Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{suffix}",
                        "auto.offset.reset": "earliest", "isolation.level": "read_committed"}) as reader:
             reader.subscribe([output])
-            deadline = time.monotonic() + 600
+            deadline = time.monotonic() + deadline_s
             while seen < expected:
                 seen += len(reader.poll(0.5))
                 failed = [log for worker, log in zip(workers, logs) if worker.poll() not in (None, 0)]
@@ -191,6 +193,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--engines", default="kfk,quix,faust,java")
     parser.add_argument("--instances", default="1,2")
+    parser.add_argument("--deadline-s", type=float, default=600, help="give up on a run after this long")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-streams-peers-") as directory:
         broker = start_broker(Path(directory) / "broker", dict(TEST_OVERRIDES))
@@ -205,7 +208,7 @@ def main() -> None:
                         label = f"{engine:6} {guarantee:16} {instances} instance(s):"
                         try:
                             elapsed = run(engine, broker.bootstrap_servers, args.lines, args.partitions, instances,
-                                          guarantee, Path(directory))
+                                          guarantee, Path(directory), args.deadline_s)
                         except DidNotFinish as error:
                             print(f"{label} did not finish: {error}", flush=True)
                             continue
