@@ -68,8 +68,6 @@ def _cluster_tree(bootstrap_server: str, command_config: str | None) -> dict[str
     from kfk.common.uuids import uuid_to_base64
     from kfk.common.config_types import ConfigResourceType, ConfigSource
 
-    dynamic = {ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG,
-               ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG}
     with Admin(client_config(bootstrap_server, command_config)) as admin:
         cluster = admin.describe_cluster()
         topics = list(admin.describe_topics(include_internal=True).values())
@@ -78,9 +76,12 @@ def _cluster_tree(bootstrap_server: str, command_config: str | None) -> dict[str
         configs = admin.describe_configs(resources)
     config_tree: dict[str, dict[str, dict[str, str]]] = {}
     for resource, entries in sorted(configs.items()):
-        wanted = {ConfigSource.DYNAMIC_BROKER_CONFIG} if resource.type == ConfigResourceType.BROKER else dynamic
+        # What the image holds under the resource: its own overrides, not the defaults it inherits (a cluster-wide
+        # dynamic default such as ELR's min.insync.replicas is the BROKER "" resource's).
+        wanted = ConfigSource.DYNAMIC_BROKER_CONFIG if resource.type == ConfigResourceType.BROKER \
+            else ConfigSource.DYNAMIC_TOPIC_CONFIG
         values = {name: entry.value for name, entry in sorted(entries.items())
-                  if entry.source in wanted and entry.value is not None}
+                  if entry.source == wanted and entry.value is not None}
         if values:
             config_tree.setdefault(resource.type.name, {})[resource.name] = values
     return {

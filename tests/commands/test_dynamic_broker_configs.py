@@ -86,6 +86,9 @@ def test_dynamic_broker_configs_apply_live_and_survive_a_restart(broker) -> None
     expected_default = ("Default configs for brokers in the cluster are:\n"
                         "  log.segment.bytes=1048576 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
                         "log.segment.bytes=1048576}\n")
+    if backend == "embedded":  # KRaft with eligible leader replicas: min.insync.replicas is cluster-wide
+        expected_default += ("  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
+                             "min.insync.replicas=1}\n")
     assert kfk("configs", "--describe", "--broker", "1", *server).stdout == expected_broker
     assert kfk("configs", "--describe", "--entity-type", "brokers", "--entity-default", *server).stdout \
         == expected_default

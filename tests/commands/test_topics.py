@@ -64,7 +64,9 @@ def test_create_list_describe_alter_delete(shared_broker, topic_name: str) -> No
     assert described.exit_code == 0
     [entry] = json.loads(described.output)
     assert entry["partition_count"] == 2 and entry["replication_factor"] == 1
-    assert entry["configs"] == {"retention.ms": "5000"} and len(entry["topic_id"]) == 22
+    # Configs not at their default, as kafka-topics.sh lists them: the topic's own and the cluster-wide
+    # min.insync.replicas that eligible leader replicas keep (a dynamic default).
+    assert entry["configs"] == {"min.insync.replicas": "1", "retention.ms": "5000"} and len(entry["topic_id"]) == 22
     assert [p["leader"] for p in entry["partitions"]] == [1, 1]
     text = runner.invoke(app, ["topics", "describe", "--topic", topic_name, *bootstrap]).output
     assert f"Topic: {topic_name}" in text and "PartitionCount: 2" in text and "retention.ms=5000" in text
