@@ -53,6 +53,7 @@ _kfk() {
                 "kfk storage format") path="kfk storage format" ;;
                 "kfk storage random-uuid") path="kfk storage random-uuid" ;;
                 "kfk streams") path="kfk streams" ;;
+                "kfk streams describe") path="kfk streams describe" ;;
                 "kfk streams reset") path="kfk streams reset" ;;
                 "kfk topics") path="kfk topics" ;;
                 "kfk topics alter") path="kfk topics alter" ;;
@@ -118,7 +119,8 @@ _kfk() {
         "kfk storage") words="format random-uuid --help"; files="" ;;
         "kfk storage format") words="--add-scram --cluster-id --config --feature --help --ignore-formatted --initial-controllers --no-initial-controllers --override --release-version --standalone -I -N -S -c -f -g -r -s -t"; files="" ;;
         "kfk storage random-uuid") words="--help"; files="" ;;
-        "kfk streams") words="reset --help"; files="" ;;
+        "kfk streams") words="describe reset --help"; files="" ;;
+        "kfk streams describe") words="--help"; files="" ;;
         "kfk streams reset") words="--application-id --bootstrap-server --command-config --config-file --debug --dry-run --help --input-topics --intermediate-topics --internal-topics --shift-by --to-earliest --to-latest --to-offset"; files="--command-config --config-file" ;;
         "kfk topics") words="alter create delete describe list --alter --at-min-isr-partitions --bootstrap-server --command-config --config --create --debug --delete --describe --exclude-internal --help --if-exists --if-not-exists --json --list --partitions --pretty --replication-factor --topic --topics-with-overrides --unavailable-partitions --under-min-isr-partitions --under-replicated-partitions"; files="--command-config" ;;
         "kfk topics alter") words="--bootstrap-server --command-config --debug --help --if-exists --partitions --topic"; files="--command-config" ;;

@@ -94,6 +94,8 @@ function __kfk_path
                 set path kfk storage random-uuid
             case 'kfk streams'
                 set path kfk streams
+            case 'kfk streams describe'
+                set path kfk streams describe
             case 'kfk streams reset'
                 set path kfk streams reset
             case 'kfk topics'
@@ -609,8 +611,10 @@ complete -c kfk -n "test (__kfk_path) = 'kfk storage format'" -l add-scram -r -d
 complete -c kfk -n "test (__kfk_path) = 'kfk storage format'" -s S -r -d 'A SCRAM credential the controller writes into the metadata when the cluster first starts (repeatable): \'SCRAM-SHA-256=[name=alice,password=alice-secret]\' or \'SCRAM-SHA-512=[name=alice,iterations=8192,salt="N3E=",saltedpassword="YCE="]\'.'
 complete -c kfk -n "test (__kfk_path) = 'kfk storage format'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk storage random-uuid'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams'" -a describe -d 'Print a topology as Kafka Streams\' Topology.describe() does.'
 complete -c kfk -n "test (__kfk_path) = 'kfk streams'" -a reset -d 'Reset a Streams application: rewind its input offsets and delete its internal topics.'
 complete -c kfk -n "test (__kfk_path) = 'kfk streams'" -l help -d 'Show the help and exit.'
+complete -c kfk -n "test (__kfk_path) = 'kfk streams describe'" -l help -d 'Show the help and exit.'
 complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l application-id -r -d 'The Kafka Streams application ID (application.id).'
 complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l input-topics -r -d 'Comma-separated list of user input topics: their offsets go back to the earliest offset (or where --to-latest, --to-offset or --shift-by say).'
 complete -c kfk -n "test (__kfk_path) = 'kfk streams reset'" -l intermediate-topics -r -d 'Comma-separated list of intermediate user topics (input and output of the application): their offsets go to the end.'

@@ -1,16 +1,26 @@
-"""`kfk streams reset`: kafka-streams-application-reset.sh for a Kafka Streams (or kfk.streams) application: with
+"""`kfk streams reset | describe`.
+
+reset: kafka-streams-application-reset.sh for a Kafka Streams (or kfk.streams) application: with
 its instances stopped, rewind the application's committed offsets on its input topics (to the earliest offset by
 default), move them to the end of its intermediate topics, and delete its internal topics (changelogs,
 repartition and foreign-key join topics, found by Kafka's naming rule), so that the next start reprocesses the
 input from scratch. The printed lines are Kafka's tool's.
 
 Not yet: --to-datetime, --by-duration, --from-file and --force (removing the members of a group still active).
+
+describe: prints a kfk.streams topology as Kafka Streams' Topology.describe() prints it (its sub-topologies, sources,
+processors, stores and sinks), from MODULE:NAME, the way uvicorn or gunicorn name an application: a Topology, a
+StreamsBuilder (built), or a function of no argument returning either. The module is imported with the current
+directory on the path, so `kfk streams describe wordcount:builder` works beside wordcount.py.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import re
-from typing import Annotated, Optional
+import sys
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -178,3 +188,40 @@ def _within(offset: int, earliest: int, latest: int) -> int:
         typer.echo(f"New offset ({offset}) is higher than latest offset. Value will be set to {latest}")
         return latest
     return offset
+
+
+@app.command("describe")
+def describe(
+    topology: Annotated[str, typer.Argument(
+        help="MODULE:NAME of a Topology, a StreamsBuilder or a function of no argument returning one.")],
+) -> None:
+    """Print a topology as Kafka Streams' Topology.describe() does."""
+    print(_resolve_topology(topology).describe())
+
+
+def _resolve_topology(reference: str) -> Any:
+    from kfk.streams import StreamsBuilder, Topology
+
+    module_name, _, attribute = reference.partition(":")
+    if not module_name or not attribute:
+        fail(f"expected MODULE:NAME (e.g. wordcount:builder), not {reference!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as error:  # noqa: BLE001 - the user's module: whatever it raises is reported in one line
+        fail(f"cannot import {module_name}: {type(error).__name__}: {error}")
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            fail(f"{module_name} has no {attribute}")
+        found = getattr(found, part)
+    if callable(found) and not isinstance(found, (Topology, StreamsBuilder)):
+        try:
+            found = found()
+        except Exception as error:  # noqa: BLE001 - the user's code, as above
+            fail(f"{reference}() failed: {type(error).__name__}: {error}")
+    if isinstance(found, StreamsBuilder):
+        found = found.build()
+    if not isinstance(found, Topology):
+        fail(f"{reference} is a {type(found).__name__}, not a Topology or a StreamsBuilder")
+    return found
