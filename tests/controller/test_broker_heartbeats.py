@@ -45,11 +45,12 @@ def test_registration_errors(make_cluster) -> None:
     # Another process with the same node.id while the first still heartbeats: refused.
     duplicate = harness.run(harness.controller.handle_broker_registration(registration(2)))
     assert duplicate.error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
-    # The same incarnation registering again (its response was lost) gets a new epoch.
+    # The same incarnation registering again (its response was lost, or it adds its log dirs after an upgrade)
+    # amends its registration: the broker epoch remains, as Kafka's ClusterControlManager says.
     again = harness.run(harness.controller.handle_broker_registration(registration(2, incarnation)))
-    assert again.error_code == ErrorCode.NONE and again.broker_epoch > first.broker_epoch
+    assert again.error_code == ErrorCode.NONE and again.broker_epoch == first.broker_epoch
     stale = harness.run(harness.controller.handle_broker_heartbeat(BrokerHeartbeatRequest(
-        broker_id=2, broker_epoch=first.broker_epoch, current_metadata_offset=harness.image.offset)))
+        broker_id=2, broker_epoch=first.broker_epoch - 1, current_metadata_offset=harness.image.offset)))
     assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
     unknown = harness.run(harness.controller.handle_broker_heartbeat(BrokerHeartbeatRequest(
         broker_id=9, broker_epoch=1, current_metadata_offset=0)))
