@@ -135,9 +135,13 @@ def test_the_throttler_sleeps_to_keep_the_average_rate() -> None:
 
 
 def test_the_log_manager_runs_the_cleaner_threads(tmp_path) -> None:
+    before = set(threading.enumerate())  # other tests' log managers in this process may still run cleaners
     log_manager = LogManager([str(tmp_path)], small_config(COMPACT),
                              cleaner_config=CleanerConfig(num_threads=2, backoff_ms=20))
     log_manager.startup(now_ms=0)
+    cleaners = [thread for thread in threading.enumerate()
+                if thread not in before and thread.name.startswith("kafka-log-cleaner-thread")]
+    assert len(cleaners) == 2
     logs, latest = [], []
     for partition in range(3):  # the threads clean while these are appended
         log = log_manager.get_or_create_log(TopicPartition("compacted", partition), now_ms=0)
@@ -154,4 +158,4 @@ def test_the_log_manager_runs_the_cleaner_threads(tmp_path) -> None:
     for log, expected in zip(logs, latest, strict=True):
         assert {record.key: (record.offset, record.value) for record in read_all(log)} == expected
     log_manager.shutdown()
-    assert not [thread for thread in threading.enumerate() if thread.name.startswith("kafka-log-cleaner-thread")]
+    assert not [thread for thread in cleaners if thread.is_alive()]
