@@ -895,8 +895,14 @@ BROKER_CONFIG_DEF = ConfigDef(
         ConfigKey("max.connection.creation.rate", ConfigType.INT, INT32_MAX, at_least(0),
                   "New connections accepted per second (listener.name.NAME.max.connection.creation.rate per "
                   "listener; the broker-wide rate does not apply to the inter-broker listener)."),
-        ConfigKey("num.network.threads", ConfigType.INT, 3, at_least(1), "Accepted for compatibility (asyncio)."),
-        ConfigKey("num.io.threads", ConfigType.INT, 8, at_least(1), "Accepted for compatibility (asyncio)."),
+        ConfigKey("num.network.threads", ConfigType.INT, 1, at_least(1),
+                  "Processes that serve the clients' connections: 1, the broker's event loop itself (kfk's default: "
+                  "the fewest hops and the least memory, what a laptop wants; Kafka's is 3); N > 1, N network "
+                  "processes move the bytes of the plaintext and SASL_PLAINTEXT listeners, fetched records with "
+                  "sendfile, so that the broker uses more than one core (kfk.server.network_processes)."),
+        ConfigKey("num.io.threads", ConfigType.INT, 8, at_least(1),
+                  "Threads that run the broker's blocking file work off its event loop (appends of compressed or "
+                  "large batches, log creation and deletion): its default executor."),
         # Logs
         ConfigKey("log.dirs", ConfigType.LIST, None, None, "Directories of the partition logs (default: log.dir)."),
         ConfigKey("log.dir", ConfigType.STRING, DEFAULT_LOG_DIR, None, "The log directory when log.dirs is unset."),

@@ -140,6 +140,8 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "socket.request.receive.timeout.ms": (_SERVER,),
     "connections.max.idle.ms": (_SERVER,),
     "queued.max.request.bytes": (_SERVER,),
+    "num.network.threads": (_SERVER,),
+    "num.io.threads": (_SERVER,),
     "max.connections": (_QUOTAS,),
     "max.connections.per.ip": (_QUOTAS,),
     "max.connections.per.ip.overrides": (_SERVER,),
@@ -349,7 +351,7 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
                ("ssl.allow.dn.changes", "ssl.allow.san.changes")),
     # (b) parts of Kafka's implementation kfk does not have
     **_ignored("kfk's broker is one asyncio event loop with executors, not Kafka's thread pools", (
-        "num.network.threads", "num.io.threads", "background.threads", "num.recovery.threads.per.data.dir",
+        "background.threads", "num.recovery.threads.per.data.dir",
         "group.coordinator.threads", "share.coordinator.threads")),
     **_ignored("kfk bounds requests in flight by bytes (queued.max.request.bytes), not by count",
                ("queued.max.requests",)),

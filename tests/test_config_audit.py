@@ -87,7 +87,7 @@ def test_the_audit_flags_a_key_nobody_classified() -> None:
     placebos = ("fetch.max.bytes", "sasl.server.max.receive.size")
     readers = {name: modules for name, modules in BROKER_KEY_READERS.items() if name not in placebos}
     assert [problem.split()[0] for problem in classification_problems("broker", readers)] == list(placebos)
-    twice = {**BROKER_UNSUPPORTED, "fetch.max.bytes": BROKER_UNSUPPORTED["num.io.threads"]}
+    twice = {**BROKER_UNSUPPORTED, "fetch.max.bytes": BROKER_UNSUPPORTED["background.threads"]}
     assert classification_problems("broker", unsupported=twice) == [
         "fetch.max.bytes is classified twice (read and not acted on)"]
 
@@ -251,14 +251,14 @@ def test_a_java_plug_in_is_refused_unless_it_is_kafkas_own_class_for_what_kfk_do
 
 
 def test_a_key_whose_job_kfk_does_anyway_is_warned_about_and_the_default_says_nothing() -> None:
-    config = BrokerConfig({**KRAFT, "num.io.threads": "16", "background.threads": "10", "ssl.provider": "",
+    config = BrokerConfig({**KRAFT, "group.coordinator.threads": "16", "background.threads": "10", "ssl.provider": "",
                            "metric.reporters": "com.example.Reporter", "group.coordinator.rebalance.protocols":
                            "classic"})
     assert config.check_supported() == [
+        "group.coordinator.threads=16 has no effect in kfk: kfk's broker is one asyncio event loop with executors, "
+        "not Kafka's thread pools",
         "metric.reporters=com.example.Reporter has no effect in kfk: Java metrics reporters cannot be loaded; kfk "
-        "serves its metrics in Prometheus text format on metrics.port",
-        "num.io.threads=16 has no effect in kfk: kfk's broker is one asyncio event loop with executors, not Kafka's "
-        "thread pools"]
+        "serves its metrics in Prometheus text format on metrics.port"]
 
 
 def test_the_settings_of_kafkas_sample_server_properties_start_with_warnings_only() -> None:

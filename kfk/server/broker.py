@@ -16,6 +16,7 @@ default executor so the event loop keeps serving; compaction runs in the log man
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import functools
 import logging
@@ -894,6 +895,7 @@ class BrokerServer:
                 resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides))),
             authenticator=self._sasl_authenticators(listeners),
             tls=lambda name: tls[name] if name in tls else self._listener_tls(name),
+            network_threads=self.config.num_network_threads,
         )
 
     def _sasl_authenticators(self, listeners: list[network.Listener]):
@@ -1022,5 +1024,13 @@ class BrokerServer:
 def run_broker(config: BrokerConfig, started_notes: Sequence[str] = ()) -> int:
     """Run a broker in the foreground until SIGTERM/SIGINT; the process exit code."""
     server = BrokerServer(config, started_notes=started_notes)
-    asyncio.run(server.run_until_signalled())
+
+    async def run() -> None:
+        # num.io.threads: the threads that take the blocking file work off the event loop (Kafka's request handler
+        # threads do the appends; here the event loop does, but for those of compressed or large batches).
+        asyncio.get_running_loop().set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(config.num_io_threads, thread_name_prefix="kfk-io"))
+        await server.run_until_signalled()
+
+    asyncio.run(run())
     return 0

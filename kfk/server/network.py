@@ -67,6 +67,7 @@ from kfk.security.tls import ListenerTls, peer_principal
 from kfk.server.connection_quotas import ConnectionQuotas, RateLimitedLog
 from kfk.server.dispatch import NOT_SERVED, CloseConnection, Dispatcher
 from kfk.server.memory_pool import MemoryPool
+from kfk.server.network_processes import NetworkProcesses, ProxyTransport
 from kfk.server.sasl_authenticator import SaslAuthenticator
 
 log = logging.getLogger("kfk.server.network")
@@ -490,6 +491,10 @@ class _Connection(asyncio.BufferedProtocol):
             transport.write(data)
             await self._drain()
             return
+        if isinstance(transport, ProxyTransport):  # a network process sends the regions (network_processes)
+            transport.write_response(chunks)
+            await self._drain()
+            return
         if self._tls is not None:  # sendfile cannot encrypt
             await self._write_through_tls(chunks)
             return
@@ -608,8 +613,13 @@ class SocketServer:
         quotas: ConnectionQuotas | None = None,
         authenticator: Callable[[str], SaslAuthenticator | None] | None = None,
         tls: Callable[[str], ListenerTls | None] = lambda listener_name: None,
+        network_threads: int = 1,
     ) -> None:
         self.dispatcher = dispatcher
+        #: num.network.threads: above 1, that many network processes serve the clients of the listeners that are
+        #: not TLS and not served before the broker is up (kfk.server.network_processes).
+        self.network_threads = network_threads
+        self.network_processes: NetworkProcesses | None = None
         #: The TLS settings of a listener by name (None for PLAINTEXT and SASL_PLAINTEXT), asked when it is bound.
         self.tls = tls
         #: Listeners served by a dispatcher of their own (a controller listener serves the controller's APIs only).
@@ -667,9 +677,18 @@ class SocketServer:
     async def start_serving(self, names: Collection[str] | None = None) -> None:
         """Accept connections (those that arrived since bind() waited in the listen backlog): on every listener, or
         first on the listeners `names` only (a controller listener serves the quorum before the broker is up)."""
+        proxied: list[tuple[str, socket.socket]] = []
         for listener, server in zip(self.bound, self._servers):
-            if names is None or listener.name in names:
+            if server.is_serving() or (names is not None and listener.name not in names):
+                continue
+            if names is None and self.network_threads > 1 and self.tls(listener.name) is None:
+                proxied += [(listener.name, sock) for sock in server.sockets]
+            else:
                 await server.start_serving()
+        if proxied:
+            self.network_processes = NetworkProcesses(
+                self.network_threads, proxied, lambda name: _Connection(self, name, None))
+            await self.network_processes.start()
         if names is None:
             self._serving = True
             self._idle_task = asyncio.create_task(self._close_idle_connections())
@@ -689,6 +708,8 @@ class SocketServer:
                 server = self._servers.pop(index)
                 del self.bound[index]
                 server.close()
+                if self.network_processes is not None:
+                    self.network_processes.close_listener(name)
                 for connection in [c for c in self._connections if c._listener_name == name]:
                     connection.close()
                 await server.wait_closed()
@@ -697,6 +718,9 @@ class SocketServer:
     async def stop(self) -> None:
         for server in self._servers:
             server.close()
+        if self.network_processes is not None:
+            await self.network_processes.stop()
+            self.network_processes = None
         if self._idle_task is not None:
             self._idle_task.cancel()
         for connection in list(self._connections):

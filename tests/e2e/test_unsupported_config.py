@@ -29,13 +29,13 @@ def test_a_feature_kfk_lacks_stops_the_start_in_one_line(tmp_path) -> None:
 
 def test_a_thread_count_is_warned_about_once_and_the_broker_serves(tmp_path) -> None:
     broker = BrokerProcess(tmp_path / "data", {"node.id": "1", "process.roles": "broker,controller",
-                                               "num.io.threads": "16", "offsets.topic.replication.factor": "1"},
+                                               "background.threads": "16", "offsets.topic.replication.factor": "1"},
                            tmp_path / "broker.log")
     broker.start(timeout=60)
     try:
-        warnings = [line for line in broker.output().splitlines() if "num.io.threads" in line]
+        warnings = [line for line in broker.output().splitlines() if "background.threads" in line]
     finally:
         assert broker.stop() == 0
     assert len(warnings) == 1
-    assert warnings[0].endswith("num.io.threads=16 has no effect in kfk: kfk's broker is one asyncio event loop "
+    assert warnings[0].endswith("background.threads=16 has no effect in kfk: kfk's broker is one asyncio event loop "
                                 "with executors, not Kafka's thread pools")
