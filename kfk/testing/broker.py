@@ -22,6 +22,10 @@ BOUND = re.compile(r"(\w+)://\S+:(\d+)")
 #: How long a start may take: a second or two on a quiet machine, but a test run shares its cores with other workers
 #: (and with JVMs), and a slow start is no failure of the broker.
 START_TIMEOUT_S = 60.0
+#: Set (to a count), every broker started here gets num.network.threads=<count> unless its test sets it: CI runs the
+#: integration, cluster, transaction and differential suites a second time so, against the broker's network
+#: processes (kfk.server.network_processes).
+NETWORK_THREADS_VARIABLE = "KFK_TEST_NETWORK_THREADS"
 
 
 class BrokerStartError(RuntimeError):
@@ -62,6 +66,8 @@ class BrokerProcess:
         """Start (or restart, on the same port) and wait until the broker is listening."""
         overrides = dict(self.overrides)
         overrides.setdefault("log.dirs", str(self.log_dir))
+        if NETWORK_THREADS_VARIABLE in os.environ:  # the suites run again against the multi-process broker
+            overrides.setdefault("num.network.threads", os.environ[NETWORK_THREADS_VARIABLE])
         overrides["listeners"] = self._listeners(overrides.get("process.roles", ""))
         override_args = [arg for key, value in overrides.items() for arg in ("--override", f"{key}={value}")]
         if self.cluster_id is not None and not (Path(overrides["log.dirs"]) / "meta.properties").exists():
