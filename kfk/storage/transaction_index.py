@@ -40,13 +40,17 @@ class TransactionIndex:
         self.path = path
         self._last_offset: int | None = None
         self._fd = -1
+        #: The file was found missing and this index has not written it since: a segment without aborted
+        #: transactions (most of them) has no file, and READ COMMITTED fetches ask every time.
+        self._missing = False
 
     def _open(self, create: bool) -> bool:
         if self._fd >= 0:
             return True
-        if not create and not os.path.exists(self.path):
+        if not create and (self._missing or not os.path.exists(self.path)):
             return False
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._missing = False
         return True
 
     def append(self, aborted_txn: AbortedTxn) -> None:
@@ -68,9 +72,12 @@ class TransactionIndex:
         COMMITTED fetches and the cleaner read the indexes of many old segments."""
         if self._fd >= 0:
             return os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        if self._missing:
+            return b""
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
+            self._missing = True
             return b""
         try:
             return os.pread(fd, os.fstat(fd).st_size, 0)
@@ -138,11 +145,14 @@ class TransactionIndex:
         try:
             os.replace(self.path, new_path)
         except FileNotFoundError:
-            pass
+            self._missing = True
+        else:
+            self._missing = False
         self.path = new_path
 
     def delete_if_exists(self) -> bool:
         self.close()
+        self._missing = True
         try:
             os.unlink(self.path)
             return True
