@@ -16,7 +16,7 @@ import struct
 
 #: kind (u8), connection id (u32), payload length (u32).
 HEADER = struct.Struct(">BII")
-#: A SENDFILE payload: the region's position and length in the file whose descriptor the message carries.
+#: A SENDFILE payload's start: the region's position and length in the file whose descriptor the message carries.
 REGION = struct.Struct(">QQ")
 
 # A network process to the broker.
@@ -29,7 +29,7 @@ WRITE_RESUMED = 6
 
 # The broker to a network process.
 WRITE = 10  # payload: bytes to send
-SENDFILE = 11  # payload: REGION; one descriptor attached
+SENDFILE = 11  # payload: REGION, then bytes to send before the region; one descriptor attached
 PAUSE_READING = 12
 RESUME_READING = 13
 CLOSE = 14  # after what is queued has been sent

@@ -90,12 +90,10 @@ class ProxyTransport(asyncio.Transport):
                 pending.append(chunk)
             elif len(chunk) < SENDFILE_MIN_BYTES:
                 pending.append(chunk.read_bytes())
-            else:
-                if pending:
-                    self.write(b"".join(pending))
-                    pending = []
-                self._worker.send(SENDFILE, self.connection_id, REGION.pack(chunk.position, len(chunk)),
-                                  chunk.fileno())
+            else:  # the bytes before the region travel with it: one message, one system call
+                self._worker.send(SENDFILE, self.connection_id,
+                                  REGION.pack(chunk.position, len(chunk)) + b"".join(pending), chunk.fileno())
+                pending = []
         if pending:
             self.write(b"".join(pending))
 

@@ -291,7 +291,9 @@ class _Worker:
             if client is None:
                 os.close(fd)
                 return
-            position, length = REGION.unpack(payload)
+            position, length = REGION.unpack_from(payload)
+            if len(payload) > REGION.size:  # the response's bytes before the region
+                client.write(payload[REGION.size:])
             client.sendfile(fd, position, length)
             return
         client = self.clients.get(connection_id)
