@@ -1204,7 +1204,8 @@ def main() -> int:
                         help="comma-separated: W1-W10, T1, T2 (the default: all of these), P1-P4 (platform rows, "
                              "only when named), or all")
     parser.add_argument("--peers", default=",".join(PEERS),
-                        help=f"the brokers beside kfk, comma-separated: {', '.join(PEERS)}, or none")
+                        help=f"the brokers beside kfk, comma-separated: {', '.join(PEERS)}, kfk:N (kfk with "
+                             "num.network.threads=N, its own column), or none")
     parser.add_argument("--w6-seconds", type=float, default=5.0, help="duration of each W6 run")
     parser.add_argument("--w6-rate", type=float, default=None,
                         help="W6 records/s (default: half of kfk's W1 median, 1 KiB records)")
