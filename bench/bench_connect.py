@@ -28,6 +28,37 @@ CONVERTERS = {"string": "org.apache.kafka.connect.storage.StringConverter",
               "json": "org.apache.kafka.connect.json.JsonConverter"}
 
 
+def pipeline(directory: Path, bootstrap: str, lines: int, line_bytes: int, converter: str = "string",
+             worker: str = "kfk", topic: str = "bench", deadline_s: float | None = None) -> float:
+    """Seconds from the start of one standalone worker (`worker`: kfk or java) running FileStreamSource and
+    FileStreamSink through `topic` (created here) on the broker at `bootstrap`, until the sink file holds all
+    `lines` lines of `line_bytes` bytes; its files go in `directory`, its connectors named after the topic.
+    RuntimeError if that takes longer than `deadline_s` (None: wait as long as it takes)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    source, sink = directory / "source.txt", directory / "sink.txt"
+    line = "x" * (line_bytes - 1)
+    source.write_text((line + "\n") * lines)
+    with Admin({"bootstrap.servers": bootstrap}) as admin:  # the sink must not wait to see it
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    converter_class = CONVERTERS[converter]
+    started = time.monotonic()
+    start_worker = start_kfk_worker if worker == "kfk" else start_java_worker
+    running = start_worker(directory, {
+        "bootstrap.servers": bootstrap, "key.converter": converter_class, "value.converter": converter_class,
+        "offset.storage.file.filename": str(directory / "offsets"), "offset.flush.interval.ms": "1000",
+    }, [{"name": f"{topic}-source", "connector.class": "FileStreamSource", "file": str(source), "topic": topic},
+        {"name": f"{topic}-sink", "connector.class": "FileStreamSink", "file": str(sink), "topics": topic}])
+    try:
+        while not sink.exists() or sink.stat().st_size < source.stat().st_size:
+            if deadline_s is not None and time.monotonic() - started > deadline_s:
+                raise RuntimeError(f"{worker} worker: the sink file has {sink.stat().st_size if sink.exists() else 0}"
+                                   f" of {source.stat().st_size} bytes after {deadline_s:.0f} s")
+            time.sleep(0.1)
+        return time.monotonic() - started
+    finally:
+        running.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lines", type=int, default=100_000)
@@ -38,25 +69,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-connect-") as temporary:
         directory = Path(temporary)
         broker = start_broker(directory / "broker", dict(TEST_OVERRIDES))
-        source, sink = directory / "source.txt", directory / "sink.txt"
-        line = "x" * (args.line_bytes - 1)
-        source.write_text((line + "\n") * args.lines)
-        with Admin({"bootstrap.servers": broker.bootstrap_servers}) as admin:  # the sink must not wait to see it
-            admin.create_topics([NewTopic("bench", 1, 1)])
-        converter = CONVERTERS[args.converter]
-        started = time.monotonic()
-        start_worker = start_kfk_worker if args.worker == "kfk" else start_java_worker
-        worker = start_worker(directory, {
-            "bootstrap.servers": broker.bootstrap_servers, "key.converter": converter, "value.converter": converter,
-            "offset.storage.file.filename": str(directory / "offsets"), "offset.flush.interval.ms": "1000",
-        }, [{"name": "source", "connector.class": "FileStreamSource", "file": str(source), "topic": "bench"},
-            {"name": "sink", "connector.class": "FileStreamSink", "file": str(sink), "topics": "bench"}])
         try:
-            while not sink.exists() or sink.stat().st_size < source.stat().st_size:
-                time.sleep(0.1)
-            elapsed = time.monotonic() - started
+            elapsed = pipeline(directory, broker.bootstrap_servers, args.lines, args.line_bytes, args.converter,
+                               args.worker)
         finally:
-            worker.stop()
             broker.stop()
     megabytes = args.lines * args.line_bytes / 1e6
     print(f"{args.worker} worker, {args.lines} lines of {args.line_bytes} B through source -> topic -> sink ({args.converter}): "

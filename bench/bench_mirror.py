@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -45,7 +46,7 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
         consumer.close()
 
 
-def produce(bootstrap: str, count: int, payload: bytes, per_second: float | None = None) -> None:
+def produce(bootstrap: str, count: int, payload: bytes, per_second: float | None = None, topic: str = TOPIC) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.kbytes": 262144})
     started = time.monotonic()
     for index in range(count):
@@ -55,12 +56,48 @@ def produce(bootstrap: str, count: int, payload: bytes, per_second: float | None
                 time.sleep(delay)
         while True:
             try:
-                producer.produce(TOPIC, payload, key=str(index).encode())
+                producer.produce(topic, payload, key=str(index).encode())
                 break
             except BufferError:
                 producer.poll(0.05)
         producer.poll(0)
     producer.flush(120)
+
+
+def replicate(directory: Path, source: str, target: str, records: int, payload: bytes, partitions: int,
+              java: bool, topic: str = TOPIC, deadline_s: float | None = None
+              ) -> tuple[subprocess.Popen, float, int, float]:
+    """Fill `topic` on the `source` broker with `records` of `payload` (created here with `partitions`), start
+    MirrorMaker 2 (Apache Kafka's when `java`, else kfk's) from cluster A (source) to B (target) and wait until
+    the remote topic A.<topic> holds them all. Returns the running MirrorMaker (the caller stops it with stop()),
+    records/s from the first record landing on the target to the last, the records already there at the first
+    look, and the seconds timed. RuntimeError (MirrorMaker stopped) after `deadline_s` (None: no limit)."""
+    remote = f"A.{topic}"
+    with Admin({"bootstrap.servers": source}) as admin:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    produce(source, records, payload, topic=topic)
+    properties = {**mm2_properties("A", "B", source, target), "A->B.topics": topic,
+                  "sync.group.offsets.enabled": "false"}
+    mirror = start_mirror_maker(directory, properties, java=java)
+    started = time.monotonic()
+    try:
+        copied = 0
+        while copied == 0:
+            copied = end_offsets(target, remote, partitions)
+            time.sleep(0.05)
+            if deadline_s is not None and time.monotonic() - started > deadline_s:
+                raise RuntimeError(f"nothing mirrored after {deadline_s:.0f} s")
+        first_at, first_count = time.monotonic(), copied
+        while copied < records:
+            time.sleep(0.05)
+            copied = end_offsets(target, remote, partitions)
+            if deadline_s is not None and time.monotonic() - started > deadline_s:
+                raise RuntimeError(f"{copied} of {records} records mirrored after {deadline_s:.0f} s")
+    except BaseException:
+        stop(mirror)
+        raise
+    elapsed = time.monotonic() - first_at
+    return mirror, (records - first_count) / elapsed, first_count, elapsed
 
 
 def main() -> None:
@@ -79,22 +116,9 @@ def main() -> None:
         target = start_broker(directory / "target", dict(TEST_OVERRIDES))
         mirror = None
         try:
-            with Admin({"bootstrap.servers": source.bootstrap_servers}) as admin:
-                admin.create_topics([NewTopic(TOPIC, args.partitions, 1)])
-            produce(source.bootstrap_servers, args.records, payload)
-            properties = {**mm2_properties("A", "B", source.bootstrap_servers, target.bootstrap_servers),
-                          "A->B.topics": TOPIC, "sync.group.offsets.enabled": "false"}
-            mirror = start_mirror_maker(directory, properties, java=args.mirror == "java")
-            copied = 0
-            while copied == 0:
-                copied = end_offsets(target.bootstrap_servers, remote, args.partitions)
-                time.sleep(0.05)
-            first_at, first_count = time.monotonic(), copied
-            while copied < args.records:
-                time.sleep(0.05)
-                copied = end_offsets(target.bootstrap_servers, remote, args.partitions)
-            elapsed = time.monotonic() - first_at
-            rate = (args.records - first_count) / elapsed
+            mirror, rate, first_count, elapsed = replicate(directory, source.bootstrap_servers,
+                                                           target.bootstrap_servers, args.records, payload,
+                                                           args.partitions, args.mirror == "java")
             print(f"{args.mirror} MirrorMaker 2: {args.records:,} records of {args.record_bytes} B, "
                   f"{rate:,.0f} records/s, {rate * args.record_bytes / 1e6:.1f} MB/s "
                   f"({args.records - first_count:,} records in {elapsed:.1f} s after the first landed)")

@@ -43,6 +43,29 @@ def start_registry(bootstrap: str) -> tuple[subprocess.Popen, str]:
     raise SystemExit("the registry did not start")
 
 
+def lookups(url: str, count: int, subject: str = "clicks") -> tuple[AvroSerializer, int, float, float]:
+    """Register SCHEMA under `subject` of the registry at `url`, then look its id up `count` times over HTTP (a GET
+    per lookup over one keep-alive connection, as confluent-kafka's httpx client sends them, every one answered by
+    the registry) and `count` x 100 times from the serdes' client cache. Returns the serializer, the schema id and
+    lookups/s uncached and cached."""
+    client = RegistryClient(url)
+    serializer = AvroSerializer(client, json.dumps(SCHEMA))
+    schema_id = serializer.schema_id(subject)
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port))
+    started = time.perf_counter()
+    for _ in range(count):
+        connection.request("GET", f"/schemas/ids/{schema_id}")
+        json.loads(connection.getresponse().read())
+    uncached = count / (time.perf_counter() - started)
+    connection.close()
+    started = time.perf_counter()
+    for _ in range(count * 100):
+        client.schema(schema_id)
+    cached = count * 100 / (time.perf_counter() - started)
+    return serializer, schema_id, uncached, cached
+
+
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> float:
     started = time.perf_counter()
     with Producer({"bootstrap.servers": bootstrap, "linger.ms": 5}) as producer:
@@ -75,22 +98,7 @@ def main() -> None:
         broker = start_broker(Path(directory), {"offsets.topic.replication.factor": "1"})
         registry, url = start_registry(broker.bootstrap_servers)
         try:
-            client = RegistryClient(url)
-            serializer = AvroSerializer(client, json.dumps(SCHEMA))
-            schema_id = serializer.schema_id("clicks")
-            # uncached: a GET per lookup over one keep-alive connection, as confluent-kafka's httpx client sends them
-            host, port = url.removeprefix("http://").split(":")
-            connection = http.client.HTTPConnection(host, int(port))
-            started = time.perf_counter()
-            for _ in range(args.lookups):
-                connection.request("GET", f"/schemas/ids/{schema_id}")
-                json.loads(connection.getresponse().read())
-            uncached = args.lookups / (time.perf_counter() - started)
-            connection.close()
-            started = time.perf_counter()
-            for _ in range(args.lookups * 100):
-                client.schema(schema_id)
-            cached = args.lookups * 100 / (time.perf_counter() - started)
+            serializer, _, uncached, cached = lookups(url, args.lookups)
             print(f"lookups by id: {uncached:,.0f}/s over HTTP (uncached), {cached:,.0f}/s from the client's cache")
 
             rows = [{"user": f"user-{n % 1000}", "page": f"/page/{n % 97}", "ms": n, "referrer": None if n % 2 else
