@@ -59,6 +59,15 @@ lint-imports
 set +e
 python3 -m pytest -n 3 --dist loadfile --no-loadscope-reorder -p no:cacheprovider --durations=25 "$@"
 status=$?
+# The integration suite (real clients over real sockets, transactions among them) and the differential suite again,
+# against brokers with two network processes each (num.network.threads=2: kfk.server.network_processes); the cluster
+# suite runs against those in the pass above (tests/cluster/conftest.py). Skipped when arguments narrowed the run.
+if [ "$#" -eq 0 ]; then
+    KFK_TEST_NETWORK_THREADS=2 python3 -m pytest -n 3 --dist loadfile --no-loadscope-reorder -p no:cacheprovider \
+        tests/integration tests/interop/test_differential.py
+    second=$?
+    [ "$status" -ne 0 ] || status=$second
+fi
 set -e
 if [ "$status" -eq 5 ]; then
     echo "scripts/test.sh: pytest collected no tests" >&2

@@ -35,6 +35,7 @@ import sys
 from collections import deque
 from collections.abc import Callable
 
+from kfk.server.dispatch import CloseConnection
 from kfk.server.network_channel import (
     ABORT, CLOSE, CLOSE_LISTENER, EOF, LOST, OPENED, PAUSE_READING, REGION, RESUME_READING, SENDFILE, WRITE, WRITE_PAUSED,
     WRITE_RESUMED, MessageReader, header, message, parse_opened,
@@ -89,7 +90,12 @@ class ProxyTransport(asyncio.Transport):
             if isinstance(chunk, (bytes, bytearray, memoryview)):
                 pending.append(chunk)
             elif len(chunk) < SENDFILE_MIN_BYTES:
-                pending.append(chunk.read_bytes())
+                data = chunk.read_bytes()
+                if len(data) != len(chunk):  # a follower truncated the segment: the frame cannot be completed
+                    self.write(b"".join(pending))
+                    raise CloseConnection(f"read {len(data)} of {len(chunk)} bytes of a fetch response; "
+                                          "segment truncated")
+                pending.append(data)
             else:  # the bytes before the region travel with it: one message, one system call
                 self._worker.send(SENDFILE, self.connection_id,
                                   REGION.pack(chunk.position, len(chunk)) + b"".join(pending), chunk.fileno())
