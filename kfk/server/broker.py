@@ -358,6 +358,8 @@ class BrokerServer:
                 resolve_host_counts(parse_host_counts(self.config.max_connections_per_ip_overrides)))
         if changed & {"listeners", "listener.security.protocol.map"}:
             self._listener_update = asyncio.ensure_future(self._update_listeners(self._listener_update))
+        if "num.network.threads" in changed:
+            self.socket_server.resize_network_processes(self.config.num_network_threads)
 
     def _reconfigure_replica_fetchers(self, changed: set[str]) -> None:
         """A dynamic num.replica.fetchers spreads the followed partitions over the new number of fetchers (at

@@ -693,6 +693,16 @@ class SocketServer:
             self._serving = True
             self._idle_task = asyncio.create_task(self._close_idle_connections())
 
+    def resize_network_processes(self, count: int) -> None:
+        """A dynamic num.network.threads: network processes are added or stopped at once (a stopped one's clients
+        reconnect to the others). Between one process and several, the listeners change hands at the next start."""
+        self.network_threads = count
+        if self.network_processes is not None and count > 1:
+            asyncio.get_running_loop().create_task(self.network_processes.resize(count))
+        elif self._serving and (self.network_processes is not None) != (count > 1):
+            log.warning("num.network.threads=%d takes effect at the broker's next start (between the event loop "
+                        "alone and network processes the listeners cannot change hands while they serve)", count)
+
     async def add_listener(self, listener: Listener) -> Listener:
         """Bind one more listener at run time (a dynamic `listeners`), accepting at once if the broker already
         serves; returns it with its bound port. OSError if the address cannot be bound."""

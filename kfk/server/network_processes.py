@@ -390,6 +390,17 @@ class NetworkProcesses:
         await asyncio.gather(*(process.stop() for process in self._processes))
         self._processes.clear()
 
+    async def resize(self, count: int) -> None:
+        """Start more network processes, or stop the last ones (their clients' connections end; they reconnect)."""
+        self.count = count
+        while len(self._processes) < count:
+            process = _NetworkProcess(self, len(self._processes))
+            await process.start()
+            self._processes.append(process)
+        while len(self._processes) > count:
+            process = self._processes.pop()
+            await process.stop()
+
     def close_listener(self, name: str) -> None:
         """A listener removed at run time: no process accepts on it any more, nor will a replacement."""
         self.listening = [(listener, sock) for listener, sock in self.listening if listener != name]

@@ -220,3 +220,28 @@ def test_the_channel_reader_reassembles_messages_however_the_stream_is_cut(messa
     assert b"".join(piece for _cid, piece in received) == expected_received
     for cid, _piece in received:
         assert any(kind == RECEIVED and c == cid for kind, c, _ in messages)
+
+
+def test_a_dynamic_num_network_threads_adds_and_stops_network_processes(two_network_processes: BrokerProcess
+                                                                         ) -> None:
+    """kafka-configs' way (IncrementalAlterConfigs on the broker): 3 processes, then 2 again, and clients
+    are served throughout."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    broker = two_network_processes
+    bootstrap = broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def set_threads(count: int) -> None:
+        resource = ConfigResource("BROKER", "1", incremental_configs=[
+            ConfigEntry("num.network.threads", str(count), incremental_operation=AlterConfigOpType.SET)])
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(30)
+
+    set_threads(3)
+    wait_for(lambda: len(network_processes(broker_pid(broker))) == 3, what="a third network process")
+    set_threads(2)
+    wait_for(lambda: len(network_processes(broker_pid(broker))) == 2, what="back to two network processes")
+    create_topic(bootstrap, "resized")
+    produce(bootstrap, "resized", [b"v"] * 50)
+    assert consume_confluent(bootstrap, "resized", 50) == [b"v"] * 50
