@@ -8,9 +8,12 @@ predicts larger machines from it.
 Each repetition starts a fresh `kfk server start` per thread count (interleaved: 1, 2, 2, 1, ...), with the page
 cache dropped first when run as root. `--clients` rdkafka_performance processes run at once, each on a topic of
 its own (one partition): first producing `--megabytes` between them (acks=1, linger.ms=5, batch.size=1 MiB), then
-consuming it all from the beginning (librdkafka's defaults: 1 MiB per partition and fetch). Figures: the clients'
-summed rate (total bytes over the wall time of the slowest), and the CPU each part of the broker spent per MB
-served: its event loop's process, its network processes, from /proc; the cores each kept busy.
+consuming it all from the beginning (librdkafka's defaults: 1 MiB per partition and fetch). Then the same with
+bench/wire_load.py's clients, which cost almost nothing per record (the broker's own limit): fetching what was
+written, 10 MiB per request, and producing as much again (one pre-built 1 MiB batch re-sent, 5 in flight), each on
+its own topic. Figures: the clients' summed rate (total bytes over the wall time of the slowest), and the CPU each
+part of the broker spent per MB served: its event loop's process, its network processes, from /proc; the cores each
+kept busy.
 
 The scaling model (printed after the table): the event loop is one process, so it tops out at 1 / (its CPU per MB)
 MB/s whatever the machine; the network processes share out the rest of the work, so with C cores for the broker
@@ -35,9 +38,11 @@ from kfk.testing.broker import start_broker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import rdkafka_performance  # noqa: E402  (bench/ is not a package)
+import wire_load  # noqa: E402
 from run import drop_page_cache, process_cpu_seconds, write_back  # noqa: E402
 
 PRODUCER_SETTINGS = {"acks": 1, "linger.ms": 5, "batch.size": 1048576}
+PHASES = ("produce", "consume", "wire consume", "wire produce")
 
 
 def network_process_pids(pid: int) -> list[int]:
@@ -63,7 +68,9 @@ class BrokerCpu:
         self.workers = network_process_pids(pid)
 
     def read(self) -> tuple[float, float]:
-        return process_cpu_seconds(self.pid), sum(process_cpu_seconds(worker) for worker in self.workers)
+        """(the event loop's process alone, its network processes): run.py's figure is the whole process tree."""
+        network = sum(process_cpu_seconds(worker) for worker in self.workers)
+        return process_cpu_seconds(self.pid) - network, network
 
 
 def phase(cpu: BrokerCpu, work) -> dict[str, float]:
@@ -101,7 +108,19 @@ def run_one(threads: int, clients: int, megabytes: int, record_bytes: int, root:
                 list(pool.map(lambda topic: rdkafka_performance.consume(bootstrap, topic, count, {}), topics))
                 return count * clients * record_bytes / 1e6, count * clients
 
-            return {"produce": phase(cpu, produce_all), "consume": phase(cpu, consume_all)}
+            def wire_consume_all():
+                received = list(pool.map(lambda topic: wire_load.fetch(bootstrap, topic, count)[1], topics))
+                return sum(received) / 1e6, count * clients
+
+            def wire_produce_all():
+                sent = list(pool.map(lambda topic: wire_load.produce(bootstrap, topic + "w", count,
+                                                                     record_bytes)[1], topics))
+                return sum(sent) * record_bytes / 1e6, sum(sent)
+
+            for future in admin.create_topics([NewTopic(topic + "w", 1, 1) for topic in topics]).values():
+                future.result(30)
+            return {"produce": phase(cpu, produce_all), "consume": phase(cpu, consume_all),
+                    "wire consume": phase(cpu, wire_consume_all), "wire produce": phase(cpu, wire_produce_all)}
     finally:
         broker.stop()
 
@@ -139,14 +158,14 @@ def main() -> int:
     print(" | ".join(header))
     medians: dict[tuple[int, str], dict[str, float]] = {}
     for count in counts:
-        for name in ("produce", "consume"):
+        for name in PHASES:
             figures = {key: statistics.median(run[name][key] for run in results[count])
                        for key in results[count][0][name]}
             medians[count, name] = figures
             print(" | ".join([str(count), name] + [f"{figures[key]:,.2f}" if "ms" in key or "cores" in key
                                                    else f"{figures[key]:,.0f}" for key in header[2:]]))
     print("\nmodel (MB/s the broker alone could serve, from the CPU per MB above):")
-    for name in ("produce", "consume"):
+    for name in PHASES:
         for count in counts:
             figures = medians[count, name]
             predicted = [model(figures["main ms/MB"], figures["network ms/MB"], cores) for cores in (2, 8, 16)]
