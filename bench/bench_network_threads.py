@@ -13,7 +13,8 @@ bench/wire_load.py's clients, which cost almost nothing per record (the broker's
 written, 10 MiB per request, and producing as much again (one pre-built 1 MiB batch re-sent, 5 in flight), each on
 its own topic. Figures: the clients' summed rate (total bytes over the wall time of the slowest), and the CPU each
 part of the broker spent per MB served: its event loop's process, its network processes, from /proc; the cores each
-kept busy.
+kept busy. Last, the median round trip of an ApiVersions request, one in flight: the latency a hop through a
+network process adds.
 
 The scaling model (printed after the table): the event loop is one process, so it tops out at 1 / (its CPU per MB)
 MB/s whatever the machine; the network processes share out the rest of the work, so with C cores for the broker
@@ -119,10 +120,32 @@ def run_one(threads: int, clients: int, megabytes: int, record_bytes: int, root:
 
             for future in admin.create_topics([NewTopic(topic + "w", 1, 1) for topic in topics]).values():
                 future.result(30)
-            return {"produce": phase(cpu, produce_all), "consume": phase(cpu, consume_all),
-                    "wire consume": phase(cpu, wire_consume_all), "wire produce": phase(cpu, wire_produce_all)}
+            figures = {"produce": phase(cpu, produce_all), "consume": phase(cpu, consume_all),
+                       "wire consume": phase(cpu, wire_consume_all), "wire produce": phase(cpu, wire_produce_all)}
+            figures["round trip"] = {"µs": round_trip_us(bootstrap)}
+            return figures
     finally:
         broker.stop()
+
+
+def round_trip_us(bootstrap: str, requests: int = 2000) -> float:
+    """Median microseconds of an ApiVersions request's round trip, one in flight: what a hop through a network
+    process adds to every request."""
+    from kfk.protocol.messages.api_versions import ApiVersionsRequest
+
+    connection = wire_load._Connection(bootstrap)
+    samples = []
+    try:
+        for _ in range(requests):
+            _, frame = connection.frame(ApiVersionsRequest(client_software_name="kfk-bench",
+                                                           client_software_version="1"), 3)
+            started = time.perf_counter()
+            connection.sock.sendall(frame)
+            connection.read_response()
+            samples.append(time.perf_counter() - started)
+    finally:
+        connection.close()
+    return 1e6 * statistics.median(samples)
 
 
 def model(main_ms: float, network_ms: float, cores: int) -> float:
@@ -150,8 +173,9 @@ def main() -> int:
                 result = run_one(count, args.clients, args.megabytes, args.record_bytes, Path(root))
                 results[count].append(result)
                 print(f"repetition {repetition + 1}, num.network.threads={count}: " + "; ".join(
-                    f"{name} {figures['MB/s']:.0f} MB/s (main {figures['main cores']:.2f} + network "
-                    f"{figures['network cores']:.2f} cores)" for name, figures in result.items()), flush=True)
+                    f"{name} {result[name]['MB/s']:.0f} MB/s (main {result[name]['main cores']:.2f} + network "
+                    f"{result[name]['network cores']:.2f} cores)" for name in PHASES)
+                    + f"; ApiVersions round trip {result['round trip']['µs']:.0f} µs", flush=True)
     print(f"\n{args.clients} rdkafka_performance clients, {args.megabytes} MB of {args.record_bytes}-byte records, "
           f"medians of {args.repetitions}, load average {os.getloadavg()[0]:.1f}")
     header = ("threads", "phase", "MB/s", "records/s", "main cores", "network cores", "main ms/MB", "network ms/MB")
@@ -164,6 +188,9 @@ def main() -> int:
             medians[count, name] = figures
             print(" | ".join([str(count), name] + [f"{figures[key]:,.2f}" if "ms" in key or "cores" in key
                                                    else f"{figures[key]:,.0f}" for key in header[2:]]))
+    for count in counts:
+        print(f"num.network.threads={count}: ApiVersions round trip, median "
+              f"{statistics.median(run['round trip']['µs'] for run in results[count]):.0f} µs")
     print("\nmodel (MB/s the broker alone could serve, from the CPU per MB above):")
     for name in PHASES:
         for count in counts:

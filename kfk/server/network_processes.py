@@ -19,7 +19,7 @@ at run time (a dynamic `listeners`) is served by the event loop too.
 
 What it costs: a request crosses the channel once each way (a few microseconds of the event loop's CPU per
 message, bulk bytes received straight into the request's frame), and each network process is a Python process of
-its own (about 25 MB resident). A network process that dies is replaced; its clients' connections are lost, as
+its own (about 23 MB resident). A network process that dies is replaced; its clients' connections are lost, as
 when a Kafka network thread's connections close, and they reconnect.
 """
 
