@@ -142,6 +142,7 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "queued.max.request.bytes": (_SERVER,),
     "num.network.threads": (_SERVER,),
     "num.io.threads": (_SERVER,),
+    "socket.send.buffer.bytes": (_SERVER,),
     "max.connections": (_QUOTAS,),
     "max.connections.per.ip": (_QUOTAS,),
     "max.connections.per.ip.overrides": (_SERVER,),
@@ -362,8 +363,8 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
                "without a throttle", (
         "alter.log.dirs.replication.quota.window.num", "alter.log.dirs.replication.quota.window.size.seconds",
         "num.replica.alter.log.dirs.threads")),
-    **_ignored("kfk leaves socket buffer sizes to the kernel's autotuning", (
-        "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "replica.socket.receive.buffer.bytes")),
+    **_ignored("kfk leaves receive buffer sizes to the kernel's autotuning (a produce request of a megabyte "
+               "arrives in fewer reads)", ("socket.receive.buffer.bytes", "replica.socket.receive.buffer.bytes")),
     **_ignored("kfk listens with the default backlog of asyncio", ("socket.listen.backlog.size",)),
     **_ignored("kfk reads the coordinators' topics a batch at a time, with no load buffer to size", (
         "offsets.load.buffer.size", "transaction.state.log.load.buffer.size", "share.coordinator.load.buffer.size")),

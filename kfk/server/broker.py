@@ -898,6 +898,7 @@ class BrokerServer:
             authenticator=self._sasl_authenticators(listeners),
             tls=lambda name: tls[name] if name in tls else self._listener_tls(name),
             network_threads=self.config.num_network_threads,
+            send_buffer_bytes=self.config.socket_send_buffer_bytes,
         )
 
     def _sasl_authenticators(self, listeners: list[network.Listener]):

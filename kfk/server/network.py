@@ -67,6 +67,7 @@ from kfk.security.tls import ListenerTls, peer_principal
 from kfk.server.connection_quotas import ConnectionQuotas, RateLimitedLog
 from kfk.server.dispatch import NOT_SERVED, CloseConnection, Dispatcher
 from kfk.server.memory_pool import MemoryPool
+from kfk.server.network_channel import set_socket_options
 from kfk.server.network_processes import NetworkProcesses, ProxyTransport
 from kfk.server.sasl_authenticator import SaslAuthenticator
 
@@ -205,7 +206,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.client_host, self.client_port = peer[0], peer[1]
         sock = transport.get_extra_info("socket")
         if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            set_socket_options(sock, self._server.send_buffer_bytes)
             self._socket_fd = sock.fileno()
         if self._tls is not None:
             transport.pause_reading()  # the handshake reads first (serve -> _start_tls)
@@ -614,8 +615,11 @@ class SocketServer:
         authenticator: Callable[[str], SaslAuthenticator | None] | None = None,
         tls: Callable[[str], ListenerTls | None] = lambda listener_name: None,
         network_threads: int = 1,
+        send_buffer_bytes: int = -1,
     ) -> None:
         self.dispatcher = dispatcher
+        #: socket.send.buffer.bytes: SO_SNDBUF of every client connection (-1: the kernel's autotuning).
+        self.send_buffer_bytes = send_buffer_bytes
         #: num.network.threads: above 1, that many network processes serve the clients of the listeners that are
         #: not TLS and not served before the broker is up (kfk.server.network_processes).
         self.network_threads = network_threads
@@ -687,7 +691,7 @@ class SocketServer:
                 await server.start_serving()
         if proxied:
             self.network_processes = NetworkProcesses(
-                self.network_threads, proxied, lambda name: _Connection(self, name, None))
+                self.network_threads, proxied, lambda name: _Connection(self, name, None), self.send_buffer_bytes)
             await self.network_processes.start()
         if names is None:
             self._serving = True

@@ -12,6 +12,7 @@ or rolled meanwhile is still read whole, as the broker's own sendfile would read
 from __future__ import annotations
 
 import json
+import socket
 import struct
 
 #: kind (u8), connection id (u32), payload length (u32).
@@ -119,3 +120,13 @@ class MessageReader:
     def advanced(self, nbytes: int) -> None:
         """`nbytes` of the current RECEIVED payload went straight into its connection (see receiving_for)."""
         self._remaining -= nbytes
+
+
+def set_socket_options(sock: socket.socket, send_buffer_bytes: int) -> None:
+    """A client connection's options, on the event loop's sockets and the network processes' alike: no Nagle delay,
+    and Kafka's socket.send.buffer.bytes (100 KiB by default; -1 leaves it to the kernel's autotuning). A bounded
+    send buffer costs the kernel less: sendfile of 10 MiB fetch responses into loopback connections whose send
+    buffer autotuned to megabytes took 450-530 µs of system time per MB here, 155 µs with Kafka's 100 KiB."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if send_buffer_bytes != -1:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer_bytes)

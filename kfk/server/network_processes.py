@@ -183,7 +183,8 @@ class _NetworkProcess:
         listening = self._pool.listening
         args = [sys.executable, "-m", "kfk.server.network_worker", "--index", str(self.index),
                 "--from-broker", str(worker_reads.fileno()), "--to-broker", str(worker_writes.fileno()),
-                "--log-level", logging.getLevelName(logging.getLogger().getEffectiveLevel())]
+                "--log-level", logging.getLevelName(logging.getLogger().getEffectiveLevel()),
+                "--send-buffer-bytes", str(self._pool.send_buffer_bytes)]
         for name, sock in listening:
             args += ["--listener", f"{name}={sock.fileno()}"]
         try:
@@ -369,8 +370,9 @@ class NetworkProcesses:
     listening socket of it) pairs) for the event loop, whose connection for a listener `connection_factory` builds."""
 
     def __init__(self, count: int, listening: list[tuple[str, socket.socket]],
-                 connection_factory: Callable[[str], asyncio.BufferedProtocol]) -> None:
+                 connection_factory: Callable[[str], asyncio.BufferedProtocol], send_buffer_bytes: int = -1) -> None:
         self.count = count
+        self.send_buffer_bytes = send_buffer_bytes  # socket.send.buffer.bytes of the clients' connections
         self.listening = listening
         self.connection_factory = connection_factory
         self._processes: list[_NetworkProcess] = []

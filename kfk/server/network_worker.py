@@ -26,7 +26,7 @@ from collections import deque
 
 from kfk.server.network_channel import (
     ABORT, CLOSE, CLOSE_LISTENER, EOF, LOST, OPENED, PAUSE_READING, RECEIVED, REGION, RESUME_READING, SENDFILE, WRITE,
-    WRITE_PAUSED, WRITE_RESUMED, MessageReader, header, message, opened_payload,
+    WRITE_PAUSED, WRITE_RESUMED, MessageReader, header, message, opened_payload, set_socket_options,
 )
 
 log = logging.getLogger("kfk.server.network_worker")
@@ -70,7 +70,7 @@ class _Client(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         sock = transport.get_extra_info("socket")
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        set_socket_options(sock, self._worker.send_buffer_bytes)
         self._socket_fd = sock.fileno()
         host, port = (transport.get_extra_info("peername") or ("?", 0))[:2]
         self._worker.clients[self.connection_id] = self
@@ -206,8 +206,9 @@ class _ToBroker(asyncio.Protocol):
 
 
 class _Worker:
-    def __init__(self, index: int, from_broker: socket.socket) -> None:
+    def __init__(self, index: int, from_broker: socket.socket, send_buffer_bytes: int) -> None:
         self.index = index
+        self.send_buffer_bytes = send_buffer_bytes
         self.clients: dict[int, _Client] = {}
         self.channel_paused = False
         self._next_id = 0
@@ -321,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--to-broker", type=int, required=True)
     parser.add_argument("--listener", action="append", default=[], help="NAME=FD of a listening socket")
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--send-buffer-bytes", type=int, default=-1)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=args.log_level, format=f"%(asctime)s %(levelname)s [network process {args.index}] "
@@ -333,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     to_broker = socket.socket(fileno=args.to_broker)
 
     async def run() -> None:
-        await _Worker(args.index, from_broker).run(to_broker, listeners)
+        await _Worker(args.index, from_broker, args.send_buffer_bytes).run(to_broker, listeners)
 
     asyncio.run(run())
     return 0
