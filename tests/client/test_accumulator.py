@@ -114,3 +114,23 @@ def test_retried_batches_go_back_in_sequence_order() -> None:
     order = [acc.drain(cluster({0: 1}), {1}, 10**6, monotonic_ms() + 1, lambda batch: True)[1][0].base_sequence
              for _ in range(3)]
     assert order == [0, 1, 2]
+
+
+def test_drain_next_takes_the_partitions_first_batch_only_when_it_may_go() -> None:
+    """The sender's one-partition produce cycle judges the head batch as ready() and drain() do."""
+    acc = accumulator(linger_ms=10_000)
+    assert acc.only_partition() is None
+    acc.append(T0, 1, None, b"x", [], 1000)
+    assert acc.only_partition() == T0
+    assert acc.drain_next(T0, monotonic_ms(), lambda batch: True) is None  # lingering, not full
+    for _ in range(12):
+        acc.append(T0, 1, None, b"x" * 90, [], 1000)  # fills the first batch, starts a second
+    assert acc.drain_next(T0, monotonic_ms(), lambda batch: False) is None  # held back (idempotence)
+    first = acc.drain_next(T0, monotonic_ms(), lambda batch: True)
+    assert first is not None and first.is_full
+    assert acc.drain_next(T0, monotonic_ms(), lambda batch: True) is None  # the second one lingers
+    acc.reenqueue(first, monotonic_ms(), 10_000)
+    assert acc.drain_next(T0, monotonic_ms(), lambda batch: True) is None  # in its retry backoff
+    assert acc.drain_next(T0, monotonic_ms() + 20_000, lambda batch: True) is first
+    acc.append(T1, 1, None, b"x", [], 1000)
+    assert acc.only_partition() is None  # two partitions: the sender's rounds keep them fair

@@ -305,12 +305,44 @@ class RecordAccumulator:
                     result.next_ready_check_delay_ms = min(result.next_ready_check_delay_ms,
                                                            batch.retry_at_ms - now_ms)
                     continue
-                waited = now_ms - batch.created_ms
-                if batch.is_full or len(queue) > 1 or flushing or batch.in_retry or waited >= linger:
+                if self._head_ready(queue, flushing, now_ms):
                     result.ready_nodes.add(leader)
                 else:
-                    result.next_ready_check_delay_ms = min(result.next_ready_check_delay_ms, linger - waited)
+                    result.next_ready_check_delay_ms = min(result.next_ready_check_delay_ms,
+                                                           linger - (now_ms - batch.created_ms))
         return result
+
+    def _head_ready(self, queue: deque[ProducerBatch], flushing: bool, now_ms: float) -> bool:
+        """Whether the first batch of a partition's queue may go now (its retry backoff, if any, is over): full,
+        followed by another, flushed or closed, retried, or older than linger.ms. Lock held by the caller."""
+        batch = queue[0]
+        return (batch.is_full or len(queue) > 1 or flushing or batch.in_retry
+                or now_ms - batch.created_ms >= self.linger_ms)
+
+    def only_partition(self) -> TopicPartition | None:
+        """The one partition this producer has ever queued batches for, or None when it has used several (or none):
+        the sender's one-partition produce cycle needs no fairness among partitions."""
+        queues = self._queues
+        return next(iter(queues)) if len(queues) == 1 else None
+
+    def drain_next(self, topic_partition: TopicPartition, now_ms: float,
+                   can_send: Callable[[ProducerBatch], bool]) -> ProducerBatch | None:
+        """The partition's first batch, taken off its queue, if it may go now as ready() and drain() would judge
+        it (ready, not in a retry backoff, let through by ``can_send``); else None. The sender's one-partition
+        produce cycle: one batch per request, as drain() takes when the broker leads one partition."""
+        with self._lock:
+            queue = self._queues.get(topic_partition)
+            if not queue:
+                return None
+            batch = queue[0]
+            if batch.in_retry and batch.retry_at_ms > now_ms:
+                return None
+            if not self._head_ready(queue, self._flushes_in_progress > 0 or self._closed, now_ms) \
+                    or not can_send(batch):
+                return None
+            queue.popleft()
+            batch.is_full = True
+            return batch
 
     def drain(self, cluster: ClusterMetadata, nodes: Iterable[int], max_request_size: int, now_ms: float,
               can_send: Callable[[ProducerBatch], bool]) -> dict[int, list[ProducerBatch]]:
