@@ -3,6 +3,7 @@ max.request.size, and buffer.memory blocks then times out."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -93,6 +94,24 @@ def test_memory_freed_by_a_completed_batch_unblocks_send() -> None:
     acc.deallocate(batch)
     future, _ = acc.append(T0, 1, None, b"x" * 900, [], 100)
     assert not future.done()
+
+
+def test_a_blocked_send_is_woken_once_a_few_batches_of_memory_are_free() -> None:
+    """Waking a blocked send for every freed batch handed the GIL back and forth once per request: it is woken
+    when four batches' worth is free (or half of buffer.memory, when that is less)."""
+    acc = accumulator(buffer_memory=8000, batch_size=1000, linger_ms=0)
+    for _ in range(8):
+        acc.append(T0, 1, None, b"x" * 900, [], 100)
+    appended = threading.Event()
+    blocked = threading.Thread(target=lambda: (acc.append(T0, 1, None, b"x" * 900, [], 10_000), appended.set()))
+    blocked.start()
+    drained = [acc.drain(cluster({0: 1}), {1}, 10**6, monotonic_ms(), lambda batch: True)[1][0] for _ in range(4)]
+    for batch in drained[:3]:
+        acc.deallocate(batch)
+    assert not appended.wait(0.2)  # 3000 bytes free: still waiting
+    acc.deallocate(drained[3])
+    assert appended.wait(5)
+    blocked.join()
 
 
 def test_a_record_larger_than_buffer_memory_is_refused() -> None:

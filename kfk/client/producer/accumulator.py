@@ -36,6 +36,8 @@ __all__ = ["ProducerBatch", "RecordAccumulator", "ReadyCheckResult"]
 # An upper bound of a record's framing beyond its key and value bytes (length, attributes, timestamp delta, offset
 # delta, key and value lengths, header count): only records that might not fit pay for the exact size computation.
 RECORD_FRAMING_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
+# Blocked appends are woken once this many batches (batch.size each) of buffer.memory are free (see _wake_when_free).
+_BATCHES_PER_WAKE = 4
 
 
 class ProducerBatch:
@@ -172,6 +174,12 @@ class RecordAccumulator:
         self._used_memory = 0
         self._blocked_appends = 0
         """Appends waiting (on _memory_freed) for buffer.memory: deallocate notifies only when there are any."""
+        self._wake_when_free = min(buffer_memory // 2, _BATCHES_PER_WAKE * batch_size)
+        """How many bytes must be free before deallocate wakes blocked appends: a producer that outruns the broker
+        blocks on buffer.memory, and waking it for every freed batch handed the GIL from the network thread to the
+        caller and back once per request; waking it for a few batches' room at a time hands it over a few times
+        less (and the burst of appends it then makes is still shorter than the requests in flight). At most half of
+        buffer.memory, so that a small buffer does not wait for its last batch to be answered."""
         self._incomplete: set[ProducerBatch] = set()
         self._flushes_in_progress = 0
         self._closed = False
@@ -408,7 +416,7 @@ class RecordAccumulator:
             self._incomplete.discard(batch)
             self._used_memory -= batch.reserved_bytes
             batch.reserved_bytes = 0
-            if self._blocked_appends:
+            if self._blocked_appends and self.buffer_memory - self._used_memory >= self._wake_when_free:
                 self._memory_freed.notify_all()
         if self.on_memory_freed is not None:
             self.on_memory_freed()
