@@ -3,6 +3,7 @@ max.request.size, and buffer.memory blocks then times out."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -95,6 +96,24 @@ def test_memory_freed_by_a_completed_batch_unblocks_send() -> None:
     assert not future.done()
 
 
+def test_a_blocked_send_is_woken_once_a_few_batches_of_memory_are_free() -> None:
+    """Waking a blocked send for every freed batch handed the GIL back and forth once per request: it is woken
+    when four batches' worth is free (or half of buffer.memory, when that is less)."""
+    acc = accumulator(buffer_memory=8000, batch_size=1000, linger_ms=0)
+    for _ in range(8):
+        acc.append(T0, 1, None, b"x" * 900, [], 100)
+    appended = threading.Event()
+    blocked = threading.Thread(target=lambda: (acc.append(T0, 1, None, b"x" * 900, [], 10_000), appended.set()))
+    blocked.start()
+    drained = [acc.drain(cluster({0: 1}), {1}, 10**6, monotonic_ms(), lambda batch: True)[1][0] for _ in range(4)]
+    for batch in drained[:3]:
+        acc.deallocate(batch)
+    assert not appended.wait(0.2)  # 3000 bytes free: still waiting
+    acc.deallocate(drained[3])
+    assert appended.wait(5)
+    blocked.join()
+
+
 def test_a_record_larger_than_buffer_memory_is_refused() -> None:
     with pytest.raises(RecordTooLargeError):
         accumulator(buffer_memory=500).append(T0, 1, None, b"x" * 600, [], 100)
@@ -114,3 +133,23 @@ def test_retried_batches_go_back_in_sequence_order() -> None:
     order = [acc.drain(cluster({0: 1}), {1}, 10**6, monotonic_ms() + 1, lambda batch: True)[1][0].base_sequence
              for _ in range(3)]
     assert order == [0, 1, 2]
+
+
+def test_drain_next_takes_the_partitions_first_batch_only_when_it_may_go() -> None:
+    """The sender's one-partition produce cycle judges the head batch as ready() and drain() do."""
+    acc = accumulator(linger_ms=10_000)
+    assert acc.only_partition() is None
+    acc.append(T0, 1, None, b"x", [], 1000)
+    assert acc.only_partition() == T0
+    assert acc.drain_next(T0, monotonic_ms(), lambda batch: True) is None  # lingering, not full
+    for _ in range(12):
+        acc.append(T0, 1, None, b"x" * 90, [], 1000)  # fills the first batch, starts a second
+    assert acc.drain_next(T0, monotonic_ms(), lambda batch: False) is None  # held back (idempotence)
+    first = acc.drain_next(T0, monotonic_ms(), lambda batch: True)
+    assert first is not None and first.is_full
+    assert acc.drain_next(T0, monotonic_ms(), lambda batch: True) is None  # the second one lingers
+    acc.reenqueue(first, monotonic_ms(), 10_000)
+    assert acc.drain_next(T0, monotonic_ms(), lambda batch: True) is None  # in its retry backoff
+    assert acc.drain_next(T0, monotonic_ms() + 20_000, lambda batch: True) is first
+    acc.append(T1, 1, None, b"x", [], 1000)
+    assert acc.only_partition() is None  # two partitions: the sender's rounds keep them fair

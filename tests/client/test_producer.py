@@ -190,3 +190,41 @@ def test_a_sender_with_every_request_slot_taken_is_woken_by_the_answers(bootstra
         assert producer._sender._saturated() is False  # everything answered: no slot is taken any more
         offsets = [future.result(0).offset for future in futures]
     assert offsets == list(range(1500))
+
+
+@pytest.mark.parametrize("acks", ["1", "all"])
+def test_a_one_partition_producer_sends_the_next_batch_from_each_answer(bootstrap: str, topic_name: str,
+                                                                        acks: str) -> None:
+    """The one-partition produce cycle: each answer sends the next full batches itself (no round of the sender's
+    loop), keeping send order, offsets and (idempotent) sequences; the last, partial batch goes after linger.ms."""
+    create(bootstrap, topic_name)
+    config = {"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1024, "acks": acks,
+              "max.in.flight.requests.per.connection": 2}
+    with Producer(config) as producer:
+        sender = producer._sender
+        drain_next, cycled = producer._accumulator.drain_next, []
+
+        def spy(*args):
+            batch = drain_next(*args)
+            if batch is not None:
+                cycled.append(batch)
+            return batch
+
+        producer._accumulator.drain_next = spy
+        delivered: list[int] = []
+        futures = [producer.send(topic_name, b"%05d" % n + b"v" * 95, callback=lambda metadata, error:
+                                 delivered.append(metadata.offset)) for n in range(2000)]
+        assert futures[-1].result(10).offset == 1999  # no flush: the last batch lingers, then goes
+        assert sender._saturated() is False
+    assert [future.result(0).offset for future in futures] == list(range(2000)) == delivered
+    assert len(cycled) > 50  # most of the ~220 batches went from an answer
+    assert [record.value[:5] for record in consume_all(bootstrap, topic_name, 1, 2000)] == \
+        [b"%05d" % n for n in range(2000)]
+    batches = _raw_batches(bootstrap, topic_name)
+    if acks == "all":
+        sequence = 0
+        for batch in batches:
+            assert batch.base_sequence == sequence
+            sequence += batch.records_count
+    else:
+        assert {batch.producer_id for batch in batches} == {-1}

@@ -36,6 +36,8 @@ __all__ = ["ProducerBatch", "RecordAccumulator", "ReadyCheckResult"]
 # An upper bound of a record's framing beyond its key and value bytes (length, attributes, timestamp delta, offset
 # delta, key and value lengths, header count): only records that might not fit pay for the exact size computation.
 RECORD_FRAMING_BOUND = 5 + 1 + 10 + 5 + 5 + 5 + 5
+# Blocked appends are woken once this many batches (batch.size each) of buffer.memory are free (see _wake_when_free).
+_BATCHES_PER_WAKE = 4
 
 
 class ProducerBatch:
@@ -172,6 +174,12 @@ class RecordAccumulator:
         self._used_memory = 0
         self._blocked_appends = 0
         """Appends waiting (on _memory_freed) for buffer.memory: deallocate notifies only when there are any."""
+        self._wake_when_free = min(buffer_memory // 2, _BATCHES_PER_WAKE * batch_size)
+        """How many bytes must be free before deallocate wakes blocked appends: a producer that outruns the broker
+        blocks on buffer.memory, and waking it for every freed batch handed the GIL from the network thread to the
+        caller and back once per request; waking it for a few batches' room at a time hands it over a few times
+        less (and the burst of appends it then makes is still shorter than the requests in flight). At most half of
+        buffer.memory, so that a small buffer does not wait for its last batch to be answered."""
         self._incomplete: set[ProducerBatch] = set()
         self._flushes_in_progress = 0
         self._closed = False
@@ -305,12 +313,44 @@ class RecordAccumulator:
                     result.next_ready_check_delay_ms = min(result.next_ready_check_delay_ms,
                                                            batch.retry_at_ms - now_ms)
                     continue
-                waited = now_ms - batch.created_ms
-                if batch.is_full or len(queue) > 1 or flushing or batch.in_retry or waited >= linger:
+                if self._head_ready(queue, flushing, now_ms):
                     result.ready_nodes.add(leader)
                 else:
-                    result.next_ready_check_delay_ms = min(result.next_ready_check_delay_ms, linger - waited)
+                    result.next_ready_check_delay_ms = min(result.next_ready_check_delay_ms,
+                                                           linger - (now_ms - batch.created_ms))
         return result
+
+    def _head_ready(self, queue: deque[ProducerBatch], flushing: bool, now_ms: float) -> bool:
+        """Whether the first batch of a partition's queue may go now (its retry backoff, if any, is over): full,
+        followed by another, flushed or closed, retried, or older than linger.ms. Lock held by the caller."""
+        batch = queue[0]
+        return (batch.is_full or len(queue) > 1 or flushing or batch.in_retry
+                or now_ms - batch.created_ms >= self.linger_ms)
+
+    def only_partition(self) -> TopicPartition | None:
+        """The one partition this producer has ever queued batches for, or None when it has used several (or none):
+        the sender's one-partition produce cycle needs no fairness among partitions."""
+        queues = self._queues
+        return next(iter(queues)) if len(queues) == 1 else None
+
+    def drain_next(self, topic_partition: TopicPartition, now_ms: float,
+                   can_send: Callable[[ProducerBatch], bool]) -> ProducerBatch | None:
+        """The partition's first batch, taken off its queue, if it may go now as ready() and drain() would judge
+        it (ready, not in a retry backoff, let through by ``can_send``); else None. The sender's one-partition
+        produce cycle: one batch per request, as drain() takes when the broker leads one partition."""
+        with self._lock:
+            queue = self._queues.get(topic_partition)
+            if not queue:
+                return None
+            batch = queue[0]
+            if batch.in_retry and batch.retry_at_ms > now_ms:
+                return None
+            if not self._head_ready(queue, self._flushes_in_progress > 0 or self._closed, now_ms) \
+                    or not can_send(batch):
+                return None
+            queue.popleft()
+            batch.is_full = True
+            return batch
 
     def drain(self, cluster: ClusterMetadata, nodes: Iterable[int], max_request_size: int, now_ms: float,
               can_send: Callable[[ProducerBatch], bool]) -> dict[int, list[ProducerBatch]]:
@@ -376,7 +416,7 @@ class RecordAccumulator:
             self._incomplete.discard(batch)
             self._used_memory -= batch.reserved_bytes
             batch.reserved_bytes = 0
-            if self._blocked_appends:
+            if self._blocked_appends and self.buffer_memory - self._used_memory >= self._wake_when_free:
                 self._memory_freed.notify_all()
         if self.on_memory_freed is not None:
             self.on_memory_freed()

@@ -35,6 +35,7 @@ from kfk.client.network_client import ExponentialBackoff, NetworkClient, monoton
 from kfk.client.producer.accumulator import ProducerBatch, RecordAccumulator
 from kfk.client.offsets import find_coordinator
 from kfk.common.constants import INT32_MAX
+from kfk.common.structs import TopicPartition
 from kfk.client.response_errors import response_error
 from kfk.client.producer.transaction_manager import (
     TRANSACTION_VERSION_FEATURE,
@@ -376,6 +377,27 @@ class Sender:
             return
         connection.send_request_then(request, functools.partial(self._handle_response, node, batches, connection))
 
+    def _send_next(self, node: int, topic_partition: TopicPartition) -> bool:
+        """The one-partition produce cycle: straight from a successful response, send the partition's next ready
+        batches while requests to ``node`` fit, without a round of the loop (ready(), drain(), a sleep and a
+        wake-up per request were most of the network thread's work per request). True when that left every request
+        slot of ``node`` in use: the next response, not a round, is what can send more, so the sender sleeps on.
+        Only for a producer that writes one partition and has no transaction to keep in step (a transactional
+        producer's rounds add partitions, end transactions and fail what an abort leaves queued)."""
+        manager = self.transaction_manager
+        if self.force_close or (manager is not None and (manager.is_transactional or not manager.has_producer_id)) \
+                or self.accumulator.only_partition() != topic_partition \
+                or self.network.cluster.leader_for(topic_partition) != node \
+                or self.network.connection_if_ready(node) is None:
+            return False
+        in_flight, now = self._in_flight, monotonic_ms()
+        while in_flight[node] < self.max_in_flight:
+            batch = self.accumulator.drain_next(topic_partition, now, self._can_send)
+            if batch is None:
+                return False
+            self._send_produce_request(node, [batch])
+        return True
+
     def _request_failed(self, node: int, batches: list[ProducerBatch], connection, error: KafkaError) -> None:
         self._in_flight[node] -= 1
         self.wakeup()
@@ -409,10 +431,12 @@ class Sender:
             self._request_failed(node, batches, connection, error)
             return
         self._in_flight[node] -= 1
-        self.wakeup()
         if response.__class__ is SinglePartitionProduceResponse:  # read by the one-partition request itself
             self._handle_partition_response(batches[0], response)
+            if response.error_code != ErrorCode.NONE or not self._send_next(node, batches[0].topic_partition):
+                self.wakeup()
             return
+        self.wakeup()
         assert isinstance(response, ProduceResponse)
         results = {(topic.name, partition.index): partition
                    for topic in response.responses for partition in topic.partition_responses}
