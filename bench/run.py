@@ -12,7 +12,7 @@ The peers (`--peers`, kafka and tansu by default; `--peers none` runs kfk alone)
 - kfk:N (any N >= 1, as many as wanted): kfk again, started with the server property num.network.threads=N (the
   plain kfk column leaves it at the broker's default), its own column with its ratios to each peer and to kfk; for
   the multi-core broker (issue 35): e.g. `--peers kafka,kfk:1,kfk:2`. Its CPU and peak RSS are counted over the
-  broker's process tree, so that worker processes are counted (today every broker is one process).
+  broker's process tree, so that its network processes (kfk.server.network_processes) are counted.
 All listen on 127.0.0.1 ephemeral ports and are started fresh for each workload. Each workload runs `--repetitions`
 times per broker, the order reversed every other repetition (kfk, kafka, tansu, tansu, kafka, kfk, ...) so that
 whatever else the machine is doing falls on each; the table shows medians, the ratios kfk/peer and kfk as a fraction
@@ -152,8 +152,8 @@ def tansu_path() -> str | None:
 
 
 def process_tree(pid: int) -> list[int]:
-    """`pid` and its living descendants (a broker that runs worker processes: kfk with num.network.threads > 1 once
-    it uses them), from the parent ids in /proc/<pid>/stat."""
+    """`pid` and its living descendants (kfk with num.network.threads > 1 runs its network processes as children),
+    from the parent ids in /proc/<pid>/stat."""
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
