@@ -67,7 +67,7 @@ from kfk.security.tls import ListenerTls, peer_principal
 from kfk.server.connection_quotas import ConnectionQuotas, RateLimitedLog
 from kfk.server.dispatch import NOT_SERVED, CloseConnection, Dispatcher
 from kfk.server.memory_pool import MemoryPool
-from kfk.server.network_channel import set_socket_options
+from kfk.server.network_channel import SendfileSource, set_socket_options
 from kfk.server.network_processes import NetworkProcesses, ProxyTransport
 from kfk.server.sasl_authenticator import SaslAuthenticator
 
@@ -103,23 +103,6 @@ class Listener:
 
     def __str__(self) -> str:
         return f"{self.name}://{self.host}:{self.port}"
-
-
-class _SendfileSource:
-    """What loop.sendfile wants of a file: a descriptor, and a seek it calls when done (a no-op here: segment files
-    are read positionally, and several connections may send from one at once). Only the native os.sendfile path is
-    used (fallback=False), so nothing ever reads through this object."""
-
-    __slots__ = ("_fd",)
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return offset
 
 
 class _Started:
@@ -581,7 +564,7 @@ class _Connection(asyncio.BufferedProtocol):
                 if sent == length or sent == 0:  # all of it, or the file ends here
                     return sent
         try:  # loop.sendfile waits for the transport's buffer to empty first, then sends from the file
-            return sent + await self._loop.sendfile(transport, _SendfileSource(fd), position + sent, length - sent,
+            return sent + await self._loop.sendfile(transport, SendfileSource(fd), position + sent, length - sent,
                                                     fallback=False)
         except (OSError, RuntimeError) as error:  # the peer went away (EPIPE...), or the transport closed
             raise ConnectionError(f"sendfile failed: {error}") from error

@@ -130,3 +130,20 @@ def set_socket_options(sock: socket.socket, send_buffer_bytes: int) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if send_buffer_bytes != -1:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer_bytes)
+
+
+class SendfileSource:
+    """What loop.sendfile wants of a file: a descriptor, and a seek it calls when done (a no-op here: segment files
+    are read positionally, and several connections may send from one at once). Only the native os.sendfile path is
+    used (fallback=False), so nothing ever reads through this object."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return offset

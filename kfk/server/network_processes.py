@@ -37,8 +37,8 @@ from collections.abc import Callable
 
 from kfk.server.dispatch import CloseConnection
 from kfk.server.network_channel import (
-    ABORT, CLOSE, CLOSE_LISTENER, EOF, LOST, OPENED, PAUSE_READING, REGION, RESUME_READING, SENDFILE, WRITE, WRITE_PAUSED,
-    WRITE_RESUMED, MessageReader, header, message, parse_opened,
+    ABORT, CLOSE, CLOSE_LISTENER, EOF, LOST, OPENED, PAUSE_READING, REGION, RESUME_READING, SENDFILE, WRITE,
+    WRITE_PAUSED, WRITE_RESUMED, MessageReader, header, message, parse_opened,
 )
 
 log = logging.getLogger("kfk.server.network")

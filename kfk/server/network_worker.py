@@ -26,7 +26,7 @@ from collections import deque
 
 from kfk.server.network_channel import (
     ABORT, CLOSE, CLOSE_LISTENER, EOF, LOST, OPENED, PAUSE_READING, RECEIVED, REGION, RESUME_READING, SENDFILE, WRITE,
-    WRITE_PAUSED, WRITE_RESUMED, MessageReader, header, message, opened_payload, set_socket_options,
+    WRITE_PAUSED, WRITE_RESUMED, MessageReader, SendfileSource, header, message, opened_payload, set_socket_options,
 )
 
 log = logging.getLogger("kfk.server.network_worker")
@@ -34,21 +34,6 @@ log = logging.getLogger("kfk.server.network_worker")
 #: Bytes read from the broker's channel per system call, and the descriptors that may arrive with them.
 CHANNEL_READ_BYTES = 1024 * 1024
 MAX_DESCRIPTORS_PER_READ = 64
-
-
-class _SendfileSource:
-    """What loop.sendfile wants of a file: a descriptor and a no-op seek (the region is read positionally)."""
-
-    __slots__ = ("_fd",)
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return offset
 
 
 class _Client(asyncio.Protocol):
@@ -176,7 +161,7 @@ class _Client(asyncio.Protocol):
                 if sent == length or sent == 0:
                     return sent
         try:
-            return sent + await loop.sendfile(transport, _SendfileSource(fd), position + sent, length - sent,
+            return sent + await loop.sendfile(transport, SendfileSource(fd), position + sent, length - sent,
                                               fallback=False)
         except (OSError, RuntimeError) as error:
             raise ConnectionError(f"sendfile failed: {error}") from error
