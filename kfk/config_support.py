@@ -143,6 +143,8 @@ BROKER_KEY_READERS: dict[str, tuple[str, ...]] = {
     "num.network.threads": (_SERVER,),
     "num.io.threads": (_SERVER,),
     "socket.send.buffer.bytes": (_SERVER,),
+    "add.partitions.to.txn.retry.backoff.ms": (_SERVER,),
+    "add.partitions.to.txn.retry.backoff.max.ms": (_SERVER,),
     "max.connections": (_QUOTAS,),
     "max.connections.per.ip": (_QUOTAS,),
     "max.connections.per.ip.overrides": (_SERVER,),
@@ -377,8 +379,6 @@ BROKER_UNSUPPORTED: dict[str, Unsupported] = {
                "controller.quorum.request.timeout.ms, replica.fetch.wait.max.ms plus 30 s for fetches)", (
         "request.timeout.ms", "replica.socket.timeout.ms", "socket.connection.setup.timeout.ms",
         "socket.connection.setup.timeout.max.ms")),
-    **_ignored("kfk's transaction verification does not retry AddPartitionsToTxn on the broker", (
-        "add.partitions.to.txn.retry.backoff.ms", "add.partitions.to.txn.retry.backoff.max.ms")),
     **_ignored("kfk's group coordinator writes each request's records at once, without lingering",
                ("group.coordinator.append.linger.ms",)),
     **_ignored("kfk writes __consumer_offsets uncompressed", ("offsets.topic.compression.codec",)),

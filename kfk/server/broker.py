@@ -811,7 +811,9 @@ class BrokerServer:
             config.write_timeout_ms, self.inter_broker_ssl, self.inter_broker_sasl)
         self.txn_verifier = TxnPartitionVerifier(self.node_id, self.metadata_cache, replica_manager,
                                                  self.transaction_coordinator, self.txn_verification_channels,
-                                                 self.config.transaction_partition_verification_enable)
+                                                 self.config.transaction_partition_verification_enable,
+                                                 self.config.add_partitions_to_txn_retry_backoff_ms,
+                                                 self.config.add_partitions_to_txn_retry_backoff_max_ms)
 
     def _start_share_coordinator(self) -> None:
         """The share coordinator (KIP-932): it loads the __share_group_state partitions this broker leads and writes

@@ -17,7 +17,9 @@ coordinator knows.
 A produce that fails verification gets the coordinator's answer as Kafka 4.0 maps it by the Produce version (what
 its clients understand): NOT_ENOUGH_REPLICAS (retriable, and no metadata refresh) when the coordinator cannot
 answer now (moved, loading, unreachable), and for CONCURRENT_TRANSACTIONS (the transaction is being completed)
-below v12; from v12 (a TV2 producer, which knows to retry it) CONCURRENT_TRANSACTIONS itself. A fenced producer
+below v12; from v12 (a TV2 producer, which knows to retry it) CONCURRENT_TRANSACTIONS itself, once the broker's
+own retries of the add (add.partitions.to.txn.retry.backoff.ms, 20 ms, for up to .max.ms, 100 ms, as Kafka's) have
+not outlasted the completion. A fenced producer
 gets INVALID_PRODUCER_EPOCH; a partition not in the transaction TRANSACTION_ABORTABLE from v11, INVALID_TXN_STATE
 ("Partition was not added to the transaction") below; other errors as the coordinator answered them.
 
@@ -30,6 +32,7 @@ else would put the partition into the transaction.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import defaultdict
 
@@ -83,9 +86,16 @@ class TxnPartitionVerifier:
 
     def __init__(self, node_id: int, metadata_cache: MetadataCache, replica_manager: ReplicaManager,
                  transaction_coordinator: TransactionCoordinatorService, channels: InterBrokerChannels,
-                 verification_enabled: bool = True) -> None:
+                 verification_enabled: bool = True, add_retry_backoff_ms: int = 20,
+                 add_retry_backoff_max_ms: int = 100) -> None:
         self.node_id = node_id
         self.verification_enabled = verification_enabled
+        #: add.partitions.to.txn.retry.backoff.ms and .max.ms: a TV2 add answered CONCURRENT_TRANSACTIONS (the
+        #: producer's previous transaction still being completed) is asked again this often, for up to this long,
+        #: before the producer is told: its own retry backoff (100 ms in Kafka's Java producer) is far longer than
+        #: the markers take.
+        self.add_retry_backoff_ms = add_retry_backoff_ms
+        self.add_retry_backoff_max_ms = add_retry_backoff_max_ms
         self.metadata_cache = metadata_cache
         self.replica_manager = replica_manager
         self.transaction_coordinator = transaction_coordinator
@@ -119,6 +129,8 @@ class TxnPartitionVerifier:
         failed: dict[TopicPartition, ProducePartitionResult] = {}
         for (producer_id, producer_epoch), partitions in to_verify.items():
             answers = await self._ask_coordinator(transactional_id, producer_id, producer_epoch, partitions, add)
+            if add:
+                answers = await self._retry_concurrent(transactional_id, producer_id, producer_epoch, answers)
             for topic_partition in partitions:
                 error = answers.get(topic_partition, ErrorCode.INVALID_TXN_STATE)
                 if error != ErrorCode.NONE:
@@ -126,6 +138,20 @@ class TxnPartitionVerifier:
                               transactional_id, producer_id, producer_epoch, topic_partition, error.name)
                     failed[topic_partition] = produce_error(error, version)
         return failed, guards
+
+    async def _retry_concurrent(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                answers: dict[TopicPartition, ErrorCode]) -> dict[TopicPartition, ErrorCode]:
+        """Ask again for the partitions answered CONCURRENT_TRANSACTIONS, every add_retry_backoff_ms until
+        add_retry_backoff_max_ms have passed (Kafka's server-side retry of the add, KIP-890)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.add_retry_backoff_max_ms / 1000
+        while True:
+            pending = [tp for tp, error in answers.items() if error == ErrorCode.CONCURRENT_TRANSACTIONS]
+            if not pending or loop.time() + self.add_retry_backoff_ms / 1000 > deadline:
+                return answers
+            await asyncio.sleep(self.add_retry_backoff_ms / 1000)
+            answers = {**answers, **await self._ask_coordinator(transactional_id, producer_id, producer_epoch,
+                                                                 pending, add=True)}
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:

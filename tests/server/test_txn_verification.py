@@ -95,6 +95,34 @@ def test_a_produce_while_its_transaction_completes(tmp_path, version: int, expec
         broker.close()
 
 
+def test_a_tv2_produce_waits_out_a_transaction_completing_within_the_retry_backoff(tmp_path) -> None:
+    """Kafka's add.partitions.to.txn.retry.backoff.ms/.max.ms (KIP-890): a Produce v12 whose add meets the previous
+    transaction's markers still being written is asked again every 20 ms for up to 100 ms on the broker, so the
+    producer is not sent back to its own, longer, retry backoff (the case above: markers held past 100 ms)."""
+    broker = Broker(str(tmp_path / "logs"), ManualClock(now_ms()))
+
+    async def scenario() -> None:
+        markers_released = asyncio.Event()
+        node, dispatcher = await produce_path(broker, markers_released)
+        service = node.service
+        assert (await transactional_produce(dispatcher, 12, partition=0, producer_epoch=0,
+                                            base_sequence=0)).error_code == E.NONE
+        assert (await service.end_txn("tx", PRODUCER_ID, 0, True, 0)).error == E.NONE
+        produce = asyncio.ensure_future(transactional_produce(dispatcher, 12, partition=1, producer_epoch=0,
+                                                              base_sequence=0))
+        await asyncio.sleep(0.03)
+        assert not produce.done()  # waiting for the coordinator, not refused
+        markers_released.set()
+        assert (await produce).error_code == E.NONE
+        assert broker.replica_manager.get_partition(TopicPartition("data", 1)).log.log_end_offset == 1
+        node.service.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        broker.close()
+
+
 @pytest.mark.parametrize(("version", "expected"), [(10, E.INVALID_TXN_STATE), (11, E.TRANSACTION_ABORTABLE)],
                          ids=case_id)
 def test_a_produce_to_a_partition_outside_the_transaction(tmp_path, version: int, expected: ErrorCode) -> None:
