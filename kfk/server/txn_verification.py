@@ -130,7 +130,8 @@ class TxnPartitionVerifier:
         for (producer_id, producer_epoch), partitions in to_verify.items():
             answers = await self._ask_coordinator(transactional_id, producer_id, producer_epoch, partitions, add)
             if add:
-                answers = await self._retry_concurrent(transactional_id, producer_id, producer_epoch, answers)
+                answers = await self._retry_concurrent(transactional_id, producer_id, producer_epoch, answers,
+                                                       guards)
             for topic_partition in partitions:
                 error = answers.get(topic_partition, ErrorCode.INVALID_TXN_STATE)
                 if error != ErrorCode.NONE:
@@ -140,9 +141,12 @@ class TxnPartitionVerifier:
         return failed, guards
 
     async def _retry_concurrent(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                answers: dict[TopicPartition, ErrorCode]) -> dict[TopicPartition, ErrorCode]:
+                                answers: dict[TopicPartition, ErrorCode],
+                                guards: dict[TopicPartition, VerificationGuard]) -> dict[TopicPartition, ErrorCode]:
         """Ask again for the partitions answered CONCURRENT_TRANSACTIONS, every add_retry_backoff_ms until
-        add_retry_backoff_max_ms have passed (Kafka's server-side retry of the add, KIP-890)."""
+        add_retry_backoff_max_ms have passed (Kafka's server-side retry of the add, KIP-890). Each retry starts the
+        partition's verification afresh, as Kafka's retry of the whole append does: the markers that completed the
+        previous transaction meanwhile ended the verification its first guard belonged to."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.add_retry_backoff_max_ms / 1000
         while True:
@@ -150,8 +154,22 @@ class TxnPartitionVerifier:
             if not pending or loop.time() + self.add_retry_backoff_ms / 1000 > deadline:
                 return answers
             await asyncio.sleep(self.add_retry_backoff_ms / 1000)
-            answers = {**answers, **await self._ask_coordinator(transactional_id, producer_id, producer_epoch,
-                                                                 pending, add=True)}
+            ask = []
+            for topic_partition in pending:
+                guard = self.replica_manager.start_transaction_verification(topic_partition, producer_id,
+                                                                            producer_epoch)
+                if guard is None:  # no longer this broker's to lead: the append answers
+                    guards.pop(topic_partition, None)
+                    answers[topic_partition] = ErrorCode.NONE
+                    continue
+                guards[topic_partition] = guard
+                if guard is ONGOING_TRANSACTION:
+                    answers[topic_partition] = ErrorCode.NONE
+                else:
+                    ask.append(topic_partition)
+            if ask:
+                answers = {**answers, **await self._ask_coordinator(transactional_id, producer_id, producer_epoch,
+                                                                     ask, add=True)}
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
