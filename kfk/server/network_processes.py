@@ -380,10 +380,7 @@ class NetworkProcesses:
         self._restarts: set[asyncio.Task] = set()
 
     async def start(self) -> None:
-        for index in range(self.count):
-            process = _NetworkProcess(self, index)
-            await process.start()
-            self._processes.append(process)
+        await self.resize(self.count)
 
     async def stop(self) -> None:
         self._stopping = True
@@ -408,10 +405,6 @@ class NetworkProcesses:
         self.listening = [(listener, sock) for listener, sock in self.listening if listener != name]
         for process in self._processes:
             process.send(CLOSE_LISTENER, 0, name.encode())
-
-    @property
-    def pids(self) -> list[int]:
-        return [process._process.pid for process in self._processes if process._process is not None]
 
     def lost(self, process: _NetworkProcess) -> None:
         if self._stopping or process not in self._processes:
